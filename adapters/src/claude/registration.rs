@@ -1,0 +1,439 @@
+//! What memtrail registers in Claude Code's config files, in Claude Code's own dialect.
+//!
+//! The installer (crate `memtrail-installer`) is generic: it knows how to add, update, find and
+//! remove an entry in a JSON file. This module says *what* the entries are for Claude Code and how
+//! to recognise memtrail's own ones. Sources: `../shared/reference/agent-specs.md` §1.1 (files),
+//! §1.3 (hook schema), §1.4 (events), §1.7 (MCP) and §1.8 (skills).
+//!
+//! Three things are registered:
+//!
+//! - **Hooks** in `<config>/settings.json` → `"hooks"` (§1.3): for each event of [`HOOKS`], one
+//!   matcher group `{"hooks":[{"type":"command","command":"<binary> hook claude","timeout":N}]}`
+//!   appended to that event's array. No `matcher` key, so it matches everything. The shell form
+//!   (one `command` string, no `args`) is used because every Claude Code version runs it.
+//! - **An MCP server** at user scope in the global state file (`~/.claude.json`, or
+//!   `$CLAUDE_CONFIG_DIR/.claude.json`) → `"mcpServers"` → `"memtrail"` (§1.7):
+//!   `{"type":"stdio","command":"<binary>","args":["mcp"],"env":{}}`.
+//! - **A personal skill** at `<config>/skills/memtrail/SKILL.md` (§1.8), content [`SKILL_MD`].
+
+use serde_json::{Value, json};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// The name of Claude Code's executable, looked up on `PATH` to detect an installation.
+pub const EXECUTABLE: &str = "claude";
+
+/// The `<agent>` argument of `memtrail hook <agent>` for Claude Code.
+pub const HOOK_AGENT_ARG: &str = "claude";
+
+/// The name memtrail's binary has (without any directory). A hook handler or MCP entry whose
+/// program is a file of this name is memtrail's.
+pub const PROGRAM_NAME: &str = "memtrail";
+
+/// One hook event memtrail registers, with its handler timeout in **seconds** (§1.3: Claude Code
+/// timeouts are seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookSpec {
+    /// The event name exactly as Claude Code spells it (§1.4).
+    pub event: &'static str,
+    /// Handler timeout in seconds.
+    pub timeout_secs: u64,
+}
+
+/// The hook events memtrail registers, in the order they are written.
+///
+/// SessionEnd gets 5 s: Claude Code gives SessionEnd hooks a 1.5 s shared budget that a per-hook
+/// timeout can raise (§1.3), and a hook must never hold the exit up for long.
+pub const HOOKS: [HookSpec; 6] = [
+    HookSpec {
+        event: "SessionStart",
+        timeout_secs: 30,
+    },
+    HookSpec {
+        event: "UserPromptSubmit",
+        timeout_secs: 30,
+    },
+    HookSpec {
+        event: "Stop",
+        timeout_secs: 30,
+    },
+    HookSpec {
+        event: "SubagentStop",
+        timeout_secs: 30,
+    },
+    HookSpec {
+        event: "PreCompact",
+        timeout_secs: 30,
+    },
+    HookSpec {
+        event: "SessionEnd",
+        timeout_secs: 5,
+    },
+];
+
+/// The top-level key of `settings.json` that holds hooks, and also the key of a matcher group
+/// that holds its handlers (§1.3: event → array of matcher groups → `hooks` array of handlers).
+pub const HOOKS_KEY: &str = "hooks";
+
+/// The top-level key of `.claude.json` that holds user-scope MCP servers (§1.7).
+pub const MCP_SERVERS_KEY: &str = "mcpServers";
+
+/// The name memtrail's MCP server is registered under.
+pub const MCP_SERVER_NAME: &str = "memtrail";
+
+/// Handler keys memtrail writes only when they are missing, so that a user's change (a longer
+/// timeout, say) survives a re-install. The other keys of [`hook_handler`] (`type`, `command`)
+/// are rewritten when they differ.
+pub const HANDLER_SOFT_KEYS: [&str; 1] = ["timeout"];
+
+/// Handler keys that contradict memtrail's shell-form handler and are removed when an install
+/// updates one (`args` would turn `command` into an exec-form program path).
+pub const HANDLER_DROPPED_KEYS: [&str; 1] = ["args"];
+
+/// MCP entry keys that are written only when missing (the user may add variables to `env`).
+pub const MCP_SOFT_KEYS: [&str; 1] = ["env"];
+
+/// The skill installed at [`Locations::skill`] (from `skills/memtrail/SKILL.md`).
+pub const SKILL_MD: &str = include_str!("../../../skills/memtrail/SKILL.md");
+
+/// Where Claude Code keeps the files memtrail edits (§1.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Locations {
+    /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+    pub config_dir: PathBuf,
+    /// `<config>/settings.json` (hooks).
+    pub settings: PathBuf,
+    /// `<config>/.claude.json` when `CLAUDE_CONFIG_DIR` is set, else `~/.claude.json` (MCP).
+    pub global_state: PathBuf,
+    /// `<config>/skills/memtrail/SKILL.md`.
+    pub skill: PathBuf,
+}
+
+impl Locations {
+    /// The locations for this process's environment (the same answers as
+    /// [`super::settings_path`], [`super::global_state_path`] and [`super::skill_path`]).
+    pub fn current() -> Locations {
+        Locations {
+            config_dir: super::config_dir(),
+            settings: super::settings_path(),
+            global_state: super::global_state_path(),
+            skill: super::skill_path(),
+        }
+    }
+
+    /// The locations for a given home directory and environment lookup, so that callers (and
+    /// tests) can resolve them without touching the process environment. `var` returns an
+    /// environment variable's value; a relative or empty `CLAUDE_CONFIG_DIR` is ignored, as in
+    /// [`crate::paths::env_abs`].
+    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
+        let config_override = var("CLAUDE_CONFIG_DIR")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute());
+        let config_dir = config_override
+            .clone()
+            .unwrap_or_else(|| home.join(".claude"));
+        let global_state = match config_override {
+            Some(dir) => dir.join(".claude.json"),
+            None => home.join(".claude.json"),
+        };
+        Locations {
+            settings: config_dir.join("settings.json"),
+            skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
+            global_state,
+            config_dir,
+        }
+    }
+}
+
+/// The hook command for `binary`: `<binary, shell-quoted if needed> hook claude`. `None` when the
+/// path is not valid UTF-8 (JSON strings cannot hold it).
+pub fn hook_command(binary: &Path) -> Option<String> {
+    let b = binary.to_str()?;
+    Some(format!("{} hook {HOOK_AGENT_ARG}", shell_quote(b)))
+}
+
+/// One hook handler (§1.3): `{"type":"command","command":"<binary> hook claude","timeout":N}`.
+pub fn hook_handler(binary: &Path, timeout_secs: u64) -> Option<Value> {
+    Some(json!({
+        "type": "command",
+        "command": hook_command(binary)?,
+        "timeout": timeout_secs,
+    }))
+}
+
+/// One matcher group without a `matcher` (matches all) holding memtrail's handler (§1.3):
+/// `{"hooks":[<handler>]}`.
+pub fn hook_group(binary: &Path, timeout_secs: u64) -> Option<Value> {
+    Some(json!({ HOOKS_KEY: [hook_handler(binary, timeout_secs)?] }))
+}
+
+/// True when `handler` is memtrail's Claude Code hook handler: a command handler whose program is
+/// a file named `memtrail` (in any directory, or bare) and whose arguments are exactly
+/// `hook claude`. Both the shell form (one `command` string) and the exec form (`command` plus
+/// `args`) are recognised.
+pub fn is_memtrail_hook_handler(handler: &Value) -> bool {
+    let Some((program, args)) = handler_program_and_args(handler) else {
+        return false;
+    };
+    is_memtrail_program(&program) && args == ["hook", HOOK_AGENT_ARG]
+}
+
+/// `handler` with its shell-form command written the way [`hook_command`] writes it, so that
+/// `"/a b/memtrail" hook claude` and `'/a b/memtrail'  hook claude` compare equal. Anything else
+/// is returned unchanged.
+pub fn canonical_hook_handler(handler: &Value) -> Value {
+    let mut h = handler.clone();
+    if let Some(obj) = h.as_object_mut()
+        && !obj.contains_key("args")
+        && let Some(Value::String(cmd)) = obj.get("command")
+        && let Some(words) = shell_split(cmd)
+        && !words.is_empty()
+    {
+        let canonical = words
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" ");
+        obj.insert("command".into(), Value::String(canonical));
+    }
+    h
+}
+
+/// The program (binary path) a hook handler runs, for status reports. `None` when the handler
+/// is not a command handler or its command cannot be split into words.
+pub fn hook_handler_program(handler: &Value) -> Option<String> {
+    handler_program_and_args(handler).map(|(p, _)| p)
+}
+
+fn handler_program_and_args(handler: &Value) -> Option<(String, Vec<String>)> {
+    let obj = handler.as_object()?;
+    match obj.get("type") {
+        None => {}
+        Some(Value::String(t)) if t == "command" => {}
+        Some(_) => return None,
+    }
+    let command = obj.get("command")?.as_str()?;
+    match obj.get("args") {
+        Some(Value::Array(args)) => {
+            let args = args
+                .iter()
+                .map(|a| a.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()?;
+            Some((command.to_string(), args))
+        }
+        Some(_) => None,
+        None => {
+            let mut words = shell_split(command)?.into_iter();
+            let program = words.next()?;
+            Some((program, words.collect()))
+        }
+    }
+}
+
+/// True when `program` names a file called `memtrail` (or `memtrail.exe`), in any directory.
+pub fn is_memtrail_program(program: &str) -> bool {
+    let name = program.rsplit(['/', '\\']).next().unwrap_or(program);
+    name == PROGRAM_NAME || name.eq_ignore_ascii_case("memtrail.exe")
+}
+
+/// memtrail's user-scope MCP server entry (§1.7):
+/// `{"type":"stdio","command":"<binary>","args":["mcp"],"env":{}}`. `None` when the path is not
+/// valid UTF-8.
+pub fn mcp_server_entry(binary: &Path) -> Option<Value> {
+    Some(json!({
+        "type": "stdio",
+        "command": binary.to_str()?,
+        "args": ["mcp"],
+        "env": {},
+    }))
+}
+
+/// The program an MCP server entry runs (its `command`), for status reports.
+pub fn mcp_server_program(entry: &Value) -> Option<String> {
+    entry.get("command")?.as_str().map(str::to_string)
+}
+
+/// Quote `s` for a POSIX shell when it holds anything but `[A-Za-z0-9_./+:@%,=-]`: wrapped in
+/// single quotes, each `'` written as `'\''`. Claude Code runs a shell-form command with `sh -c`
+/// (Git Bash on Windows), §1.3.
+pub fn shell_quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./+:@%,=-".contains(c));
+    if safe {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        if c == '\'' {
+            out.push_str("'\\''");
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// Split a shell command line into words the way `sh` would for a simple command: whitespace
+/// separates words, `'…'` is literal, `"…"` allows `\"`, `\\`, `\$` and `` \` `` escapes, and a
+/// backslash outside quotes escapes the next character. `None` for an unterminated quote. Shell
+/// operators are not interpreted (`a; b` gives the words `a;` and `b`), which is what memtrail's
+/// marker check needs: a command with anything more than `memtrail hook claude` is not memtrail's.
+pub fn shell_split(s: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' | '\r' => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        ch => cur.push(ch),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '\\' => match chars.next()? {
+                            e @ ('"' | '\\' | '$' | '`') => cur.push(e),
+                            '\n' => {}
+                            e => {
+                                cur.push('\\');
+                                cur.push(e);
+                            }
+                        },
+                        ch => cur.push(ch),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some('\n') => {}
+                    Some(e) => cur.push(e),
+                    None => cur.push('\\'),
+                }
+            }
+            ch => {
+                in_word = true;
+                cur.push(ch);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Some(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quote_and_split_round_trip() {
+        for p in [
+            "/usr/local/bin/memtrail",
+            "/home/a b/memtrail",
+            "/tmp/it's/memtrail",
+            "/x/$HOME/\"q\"/memtrail",
+            "C:\\Users\\me\\memtrail.exe",
+        ] {
+            let cmd = format!("{} hook claude", shell_quote(p));
+            assert_eq!(
+                shell_split(&cmd).unwrap(),
+                vec![p.to_string(), "hook".into(), "claude".into()],
+                "{cmd}"
+            );
+        }
+        assert_eq!(shell_quote("/usr/bin/memtrail"), "/usr/bin/memtrail");
+        assert_eq!(shell_split("'unterminated"), None);
+    }
+
+    #[test]
+    fn recognises_memtrail_handlers() {
+        let bin = Path::new("/opt/mem trail/memtrail");
+        let h = hook_handler(bin, 30).unwrap();
+        assert!(is_memtrail_hook_handler(&h));
+        assert_eq!(
+            hook_handler_program(&h).as_deref(),
+            Some("/opt/mem trail/memtrail")
+        );
+        let yes = [
+            json!({"type": "command", "command": "memtrail hook claude"}),
+            json!({"command": "/a/b/memtrail   hook claude"}),
+            json!({"type": "command", "command": "/a/memtrail", "args": ["hook", "claude"]}),
+        ];
+        for h in &yes {
+            assert!(is_memtrail_hook_handler(h), "{h}");
+        }
+        let no = [
+            json!({"type": "command", "command": "/a/memtrail hook codex"}),
+            json!({"type": "command", "command": "/a/memtrail hook claude --x"}),
+            json!({"type": "command", "command": "/a/memtrail-old hook claude"}),
+            json!({"type": "command", "command": "echo memtrail hook claude"}),
+            json!({"type": "http", "command": "/a/memtrail hook claude"}),
+            json!({"type": "command", "command": "/a/memtrail hook claude; rm x"}),
+            json!("memtrail hook claude"),
+        ];
+        for h in &no {
+            assert!(!is_memtrail_hook_handler(h), "{h}");
+        }
+        assert_eq!(
+            canonical_hook_handler(
+                &json!({"command": "\"/opt/mem trail/memtrail\"   hook claude"})
+            ),
+            json!({"command": "'/opt/mem trail/memtrail' hook claude"})
+        );
+    }
+
+    #[test]
+    fn locations_follow_claude_config_dir() {
+        let home = Path::new("/home/u");
+        let l = Locations::resolve_with(home, &|_| None);
+        assert_eq!(l.settings, Path::new("/home/u/.claude/settings.json"));
+        assert_eq!(l.global_state, Path::new("/home/u/.claude.json"));
+        assert_eq!(
+            l.skill,
+            Path::new("/home/u/.claude/skills/memtrail/SKILL.md")
+        );
+        let l = Locations::resolve_with(home, &|k| {
+            (k == "CLAUDE_CONFIG_DIR").then(|| OsString::from("/cfg"))
+        });
+        assert_eq!(l.settings, Path::new("/cfg/settings.json"));
+        assert_eq!(l.global_state, Path::new("/cfg/.claude.json"));
+        let l = Locations::resolve_with(home, &|k| {
+            (k == "CLAUDE_CONFIG_DIR").then(|| OsString::from("relative"))
+        });
+        assert_eq!(l.config_dir, Path::new("/home/u/.claude"));
+    }
+
+    #[test]
+    fn resolve_agrees_with_the_process_paths() {
+        let home = crate::paths::home_dir();
+        let l = Locations::resolve_with(&home, &|k| std::env::var_os(k));
+        assert_eq!(l, Locations::current());
+    }
+
+    #[test]
+    fn skill_has_frontmatter() {
+        assert!(SKILL_MD.starts_with("---\n"));
+        assert!(SKILL_MD.contains("\nname: memtrail\n"));
+        assert!(SKILL_MD.contains("\ndescription: "));
+        assert!(SKILL_MD.lines().count() < 80);
+    }
+}

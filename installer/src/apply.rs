@@ -1,0 +1,169 @@
+//! Applying a plan: backups, atomic writes, retries when another program rewrote a file.
+
+use crate::Action;
+use crate::backup::Backup;
+use crate::engine::{History, compute};
+use crate::error::InstallError;
+use crate::fsutil::{self, TempFile};
+use crate::plan::Plan;
+use crate::state::{self, InstallState};
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// How many times a file is re-read and its edit recomputed when another program keeps
+/// rewriting it (Claude Code rewrites `.claude.json` often).
+pub const MAX_ATTEMPTS: u32 = 8;
+
+/// What happened to one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The file did not exist and was written.
+    Created,
+    /// The file was replaced with the edited version.
+    Updated,
+    /// The file was removed (it had been created by install).
+    Deleted,
+    /// It already was as the plan wanted (someone else made the change meanwhile).
+    Unchanged,
+}
+
+/// One file's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct AppliedFile {
+    /// The configured path.
+    pub path: PathBuf,
+    /// What happened.
+    pub outcome: Outcome,
+    /// The copy of the file taken before the change (`None` when it did not exist).
+    pub backup: Option<PathBuf>,
+    /// How many times the edit was computed (more than 1: the file changed under us).
+    pub attempts: u32,
+    /// The change lines of the edit that was written (recomputed if the file had changed).
+    pub lines: Vec<String>,
+}
+
+/// The result of [`crate::apply`].
+#[derive(Debug, Clone, Serialize)]
+pub struct Applied {
+    /// The backup directory of this apply (`None` when nothing needed a backup).
+    pub backup_dir: Option<PathBuf>,
+    /// One entry per file of the plan, in its order.
+    pub files: Vec<AppliedFile>,
+}
+
+pub(crate) fn apply(plan: &Plan) -> Result<Applied, InstallError> {
+    let env = &plan.env;
+    let action_name = match plan.action {
+        Action::Install => "install",
+        Action::Uninstall => "uninstall",
+    };
+    // A corrupt state is replaced: uninstall falls back to the backups for what it lacks.
+    let mut st = InstallState::load(env).unwrap_or_default();
+    let mut backup: Option<Backup> = None;
+    let mut out = Applied {
+        backup_dir: None,
+        files: Vec::new(),
+    };
+    for fc in &plan.files {
+        let target = fsutil::resolve_target(&fc.path)?;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            if attempts > MAX_ATTEMPTS {
+                return Err(InstallError::Contended {
+                    path: fc.path.clone(),
+                    attempts: MAX_ATTEMPTS,
+                });
+            }
+            let (current, id) = fsutil::read_with_id(&target)?;
+            let computed = if current == fc.before {
+                fc.computed.clone()
+            } else {
+                let h = History::new(env, &fc.path, &target, fc.history.as_ref());
+                compute(&fc.spec, plan.action, current.as_deref(), &h)?
+            };
+            if computed.after == current {
+                out.files.push(AppliedFile {
+                    path: fc.path.clone(),
+                    outcome: Outcome::Unchanged,
+                    backup: None,
+                    attempts,
+                    lines: Vec::new(),
+                });
+                break;
+            }
+            if current.is_some() && fsutil::is_read_only(&target) {
+                return Err(InstallError::ReadOnly {
+                    path: fc.path.clone(),
+                });
+            }
+            // Back up exactly the bytes about to be replaced (again, if they changed meanwhile).
+            let b = match &mut backup {
+                Some(b) => b,
+                None => backup.insert(Backup::create(env, action_name)?),
+            };
+            let saved = b.save(&fc.path, current.as_deref())?;
+            out.backup_dir = Some(b.dir.clone());
+            let outcome = match &computed.after {
+                Some(bytes) => {
+                    if current.is_none()
+                        && let Some(dir) = target.parent()
+                    {
+                        fsutil::create_dirs_like_parent(dir)?;
+                    }
+                    let mode = if current.is_some() {
+                        fsutil::mode_of(&target)
+                    } else {
+                        None
+                    };
+                    let tmp = TempFile::write(&target, bytes, mode, fc.spec.new_file_mode)?;
+                    // Last look before the rename: if another program wrote meanwhile, redo the
+                    // edit on its bytes rather than overwrite them.
+                    if !fsutil::still(&target, id)? {
+                        drop(tmp);
+                        continue;
+                    }
+                    tmp.persist(&target)?;
+                    if current.is_some() {
+                        Outcome::Updated
+                    } else {
+                        Outcome::Created
+                    }
+                }
+                None => {
+                    if !fsutil::still(&target, id)? {
+                        continue;
+                    }
+                    if current.is_some() {
+                        std::fs::remove_file(&target).map_err(|e| InstallError::io(&target, e))?;
+                        fsutil::sync_dir(&target);
+                    }
+                    fsutil::remove_empty_dirs(&computed.remove_dirs);
+                    Outcome::Deleted
+                }
+            };
+            let k = state::key(&fc.path);
+            match plan.action {
+                Action::Install => {
+                    if let Some(rec) = computed.record.clone() {
+                        st.files.entry(k).or_default().merge(rec);
+                    }
+                }
+                Action::Uninstall => {
+                    st.files.remove(&k);
+                }
+            }
+            st.save(env)?;
+            out.files.push(AppliedFile {
+                path: fc.path.clone(),
+                outcome,
+                backup: saved,
+                attempts,
+                lines: computed.lines.clone(),
+            });
+            break;
+        }
+    }
+    Ok(out)
+}

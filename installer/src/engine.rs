@@ -1,0 +1,608 @@
+//! The engine: given a file's current bytes and memtrail's entries for it, compute the new bytes
+//! for an install or an uninstall, and describe each change. Pure (no writes), so that a plan and
+//! an apply that must redo its work on newer bytes use the same code.
+
+use crate::Action;
+use crate::env::Env;
+use crate::error::InstallError;
+use crate::jsonedit::{EditError, JsonDoc, Kind, Seg, keys, show_path};
+use crate::spec::{Body, FileSpec, HandlerItem, JsonItem, PropertyItem, WholeItem};
+use crate::state::{FileState, Origin, origin_of};
+use serde_json::Value;
+use std::cell::OnceCell;
+use std::path::{Path, PathBuf};
+
+/// The result of computing one file's change.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Computed {
+    /// The new bytes; `None` deletes the file.
+    pub after: Option<Vec<u8>>,
+    /// One line per entry added, updated or removed.
+    pub lines: Vec<String>,
+    /// Install: what to record in the install state for this file.
+    pub record: Option<FileState>,
+    /// Directories to remove (when empty) after the file is deleted.
+    pub remove_dirs: Vec<PathBuf>,
+}
+
+/// What the engine knows about a file's past: the install state's record (authoritative when
+/// present) and, lazily, the oldest backup.
+pub(crate) struct History<'a> {
+    pub env: &'a Env,
+    /// The configured path (the key of the state and the backups).
+    pub path: &'a Path,
+    /// The file really edited (the symlink target, if the path is a link).
+    pub target: &'a Path,
+    pub state: Option<&'a FileState>,
+    origin: OnceCell<Origin>,
+}
+
+impl<'a> History<'a> {
+    pub fn new(
+        env: &'a Env,
+        path: &'a Path,
+        target: &'a Path,
+        state: Option<&'a FileState>,
+    ) -> Self {
+        History {
+            env,
+            path,
+            target,
+            state,
+            origin: OnceCell::new(),
+        }
+    }
+
+    fn origin(&self) -> &Origin {
+        self.origin.get_or_init(|| origin_of(self.env, self.path))
+    }
+
+    /// May uninstall remove the container at `path` once it is empty?
+    fn created(&self, path: &[String]) -> bool {
+        match self.state {
+            Some(st) => st.created.iter().any(|p| p == path),
+            None => self.origin().lacks(path),
+        }
+    }
+
+    fn inner_for(&self, path: &[String]) -> Option<&str> {
+        self.state.and_then(|s| s.inner_for(path))
+    }
+
+    fn created_file(&self) -> bool {
+        match self.state {
+            Some(st) => st.created_file,
+            None => *self.origin() == Origin::Absent,
+        }
+    }
+}
+
+/// The directories that creating `file` creates.
+fn new_dirs(file: &Path) -> Vec<PathBuf> {
+    file.parent()
+        .map(crate::fsutil::missing_dirs)
+        .unwrap_or_default()
+}
+
+pub(crate) fn map_edit(path: &Path, e: EditError) -> InstallError {
+    let path = path.to_path_buf();
+    match e {
+        EditError::Parse { line, col, msg } => InstallError::Parse {
+            path,
+            line,
+            col,
+            msg,
+        },
+        EditError::NotAnObject => InstallError::NotAnObject { path },
+        EditError::WrongType {
+            path: json_path,
+            expected,
+        } => InstallError::Conflict {
+            path,
+            json_path,
+            expected,
+        },
+        EditError::Missing { path: p } => InstallError::Internal {
+            path,
+            msg: format!("nothing at `{p}`"),
+        },
+        EditError::Internal(msg) => InstallError::Internal { path, msg },
+    }
+}
+
+/// Decode a config file as UTF-8, or a parse error at the first bad byte.
+pub(crate) fn decode<'b>(path: &Path, bytes: &'b [u8]) -> Result<&'b str, InstallError> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let ok = String::from_utf8_lossy(&bytes[..e.valid_up_to()]);
+        let line = ok.matches('\n').count() + 1;
+        let col = ok
+            .rsplit('\n')
+            .next()
+            .map(|l| l.chars().count())
+            .unwrap_or(0)
+            + 1;
+        InstallError::Parse {
+            path: path.to_path_buf(),
+            line,
+            col,
+            msg: "the file is not valid UTF-8".into(),
+        }
+    })
+}
+
+/// Parse a config file's bytes (`None`: missing, parsed as an empty document).
+pub(crate) fn parse_doc(path: &Path, bytes: Option<&[u8]>) -> Result<JsonDoc, InstallError> {
+    let text = decode(path, bytes.unwrap_or(b""))?;
+    let doc = JsonDoc::parse(text).map_err(|e| map_edit(path, e))?;
+    doc.check_object_root().map_err(|e| map_edit(path, e))?;
+    Ok(doc)
+}
+
+/// Compute one file's change for `action` from its current bytes (`None`: missing).
+pub(crate) fn compute(
+    spec: &FileSpec,
+    action: Action,
+    current: Option<&[u8]>,
+    history: &History<'_>,
+) -> Result<Computed, InstallError> {
+    match &spec.body {
+        Body::Json(items) => compute_json(&spec.path, items, action, current, history),
+        Body::Whole(w) => Ok(compute_whole(w, action, current, history)),
+    }
+}
+
+fn compute_whole(
+    w: &WholeItem,
+    action: Action,
+    current: Option<&[u8]>,
+    history: &History<'_>,
+) -> Computed {
+    let mut out = Computed {
+        after: current.map(<[u8]>::to_vec),
+        lines: Vec::new(),
+        record: None,
+        remove_dirs: Vec::new(),
+    };
+    match action {
+        Action::Install => match current {
+            Some(b) if b == w.content.as_bytes() => {}
+            Some(_) => {
+                out.after = Some(w.content.clone().into_bytes());
+                out.lines.push(format!("update {}", w.label));
+                out.record = Some(FileState::default());
+            }
+            None => {
+                out.after = Some(w.content.clone().into_bytes());
+                out.lines.push(format!("add {}", w.label));
+                out.record = Some(FileState {
+                    created_file: true,
+                    created_dirs: new_dirs(history.target),
+                    ..FileState::default()
+                });
+            }
+        },
+        Action::Uninstall => {
+            if current.is_some() {
+                out.after = None;
+                out.lines.push(format!("remove {}", w.label));
+                out.remove_dirs = w.owned_dirs.clone();
+                if let Some(st) = history.state {
+                    out.remove_dirs.extend(st.created_dirs.iter().cloned());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn compute_json(
+    path: &Path,
+    items: &[JsonItem],
+    action: Action,
+    current: Option<&[u8]>,
+    history: &History<'_>,
+) -> Result<Computed, InstallError> {
+    let mut doc = parse_doc(path, current)?;
+    let e = |err: EditError| map_edit(path, err);
+    let mut lines = Vec::new();
+    match action {
+        Action::Install => {
+            let mut rec = FileState {
+                created_file: current.is_none(),
+                created_dirs: match current {
+                    None => new_dirs(history.target),
+                    Some(_) => Vec::new(),
+                },
+                ..FileState::default()
+            };
+            if let Some(blank) = doc.ensure_root_object().map_err(e)?
+                && current.is_some()
+            {
+                rec.blank_text = Some(blank);
+            }
+            for item in items {
+                match item {
+                    JsonItem::Handler(h) => install_handler(&mut doc, h, &mut rec, &mut lines),
+                    JsonItem::Property(p) => install_property(&mut doc, p, &mut rec, &mut lines),
+                }
+                .map_err(e)?;
+            }
+            let after = doc.text();
+            let unchanged = current == Some(after.as_bytes());
+            Ok(Computed {
+                after: if unchanged {
+                    current.map(<[u8]>::to_vec)
+                } else {
+                    Some(after.into_bytes())
+                },
+                lines,
+                record: (!unchanged).then_some(rec),
+                remove_dirs: Vec::new(),
+            })
+        }
+        Action::Uninstall => {
+            let Some(cur) = current else {
+                return Ok(Computed {
+                    after: None,
+                    lines,
+                    record: None,
+                    remove_dirs: Vec::new(),
+                });
+            };
+            if doc.is_blank() {
+                return Ok(Computed {
+                    after: Some(cur.to_vec()),
+                    lines,
+                    record: None,
+                    remove_dirs: Vec::new(),
+                });
+            }
+            for item in items {
+                match item {
+                    JsonItem::Handler(h) => uninstall_handler(&mut doc, h, history, &mut lines),
+                    JsonItem::Property(p) => uninstall_property(&mut doc, p, history, &mut lines),
+                }
+                .map_err(e)?;
+            }
+            let mut after = Some(doc.text().into_bytes());
+            let mut remove_dirs = Vec::new();
+            let root_empty = doc.len(&[]) == Some(0) && doc.is_bare_empty(&[]);
+            if root_empty && after.as_deref() != Some(cur) {
+                if history.created_file() {
+                    after = None;
+                    if let Some(st) = history.state {
+                        remove_dirs = st.created_dirs.clone();
+                    }
+                } else if let Some(blank) = history.state.and_then(|s| s.blank_text.as_deref()) {
+                    doc.set_text(blank).map_err(e)?;
+                    after = Some(doc.text().into_bytes());
+                }
+            }
+            Ok(Computed {
+                after,
+                lines,
+                record: None,
+                remove_dirs,
+            })
+        }
+    }
+}
+
+/// A place where memtrail's handler was found.
+struct Occ {
+    /// Path of the handler.
+    handler: Vec<Seg>,
+    /// Path of the entry in the array (the group, or the handler itself).
+    entry: Vec<Seg>,
+    /// Number of handlers in that group (1 without nesting).
+    group_len: usize,
+    value: Value,
+}
+
+fn find_handlers(doc: &JsonDoc, item: &HandlerItem) -> Vec<Occ> {
+    let arr = keys(&item.array_path);
+    let Some(Value::Array(entries)) = doc.get(&arr) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (gi, g) in entries.iter().enumerate() {
+        let mut entry = arr.clone();
+        entry.push(Seg::Index(gi));
+        match &item.nested_key {
+            Some(k) => {
+                if let Some(Value::Array(hs)) = g.get(k) {
+                    for (hi, h) in hs.iter().enumerate() {
+                        if (item.is_ours)(h) {
+                            let mut handler = entry.clone();
+                            handler.push(Seg::Key(k.clone()));
+                            handler.push(Seg::Index(hi));
+                            out.push(Occ {
+                                handler,
+                                entry: entry.clone(),
+                                group_len: hs.len(),
+                                value: h.clone(),
+                            });
+                        }
+                    }
+                }
+            }
+            None => {
+                if (item.is_ours)(g) {
+                    out.push(Occ {
+                        handler: entry.clone(),
+                        entry,
+                        group_len: 1,
+                        value: g.clone(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Remove one occurrence: the whole group when memtrail's handler is all it holds, else the
+/// handler alone.
+fn remove_occ(doc: &mut JsonDoc, occ: &Occ, restore: Option<&str>) -> Result<(), EditError> {
+    if occ.group_len <= 1 {
+        doc.remove(&occ.entry, restore)
+    } else {
+        doc.remove(&occ.handler, None)
+    }
+}
+
+fn install_handler(
+    doc: &mut JsonDoc,
+    item: &HandlerItem,
+    rec: &mut FileState,
+    lines: &mut Vec<String>,
+) -> Result<(), EditError> {
+    let arr = keys(&item.array_path);
+    match doc.kind(&arr) {
+        None => {
+            let (depth, inner) =
+                doc.set_creating(&item.array_path, &Value::Array(vec![item.entry.clone()]))?;
+            for i in depth..item.array_path.len() {
+                rec.add_created(item.array_path[..=i].to_vec());
+            }
+            if let Some(inner) = inner {
+                rec.add_inner(item.array_path[..depth].to_vec(), inner);
+            }
+            lines.push(format!("add {}", item.label));
+        }
+        Some(Kind::Array) => {
+            let mut removed = 0;
+            loop {
+                let occs = find_handlers(doc, item);
+                if occs.len() <= 1 {
+                    break;
+                }
+                if let Some(last) = occs.last() {
+                    remove_occ(doc, last, None)?;
+                    removed += 1;
+                }
+            }
+            if removed > 0 {
+                lines.push(format!(
+                    "remove {removed} duplicate{} of {}",
+                    if removed == 1 { "" } else { "s" },
+                    item.label
+                ));
+            }
+            let occs = find_handlers(doc, item);
+            match occs.first() {
+                None => {
+                    if let Some(inner) = doc.append(&arr, None, &item.entry)? {
+                        rec.add_inner(item.array_path.clone(), inner);
+                    }
+                    lines.push(format!("add {}", item.label));
+                }
+                Some(occ) => {
+                    let old = (item.points_at)(&occ.value);
+                    let same = item
+                        .policy
+                        .conforms(&(item.canonical)(&occ.value), &item.handler);
+                    if !same
+                        && update_entry(doc, &occ.handler, &occ.value, &item.handler, &item.policy)?
+                    {
+                        lines.push(update_line(
+                            &item.label,
+                            old,
+                            (item.points_at)(&item.handler),
+                        ));
+                    }
+                }
+            }
+        }
+        Some(_) => {
+            return Err(EditError::WrongType {
+                path: show_path(&arr),
+                expected: "an array",
+            });
+        }
+    }
+    Ok(())
+}
+
+fn update_line(label: &str, old: Option<String>, new: Option<String>) -> String {
+    match (old, new) {
+        (Some(o), Some(n)) if o != n => format!("update {label}: {o} → {n}"),
+        _ => format!("update {label}"),
+    }
+}
+
+/// Bring the entry at `path` (currently `cur`) in line with `want` under `policy`, key by key,
+/// so that only what differs changes. Returns whether anything changed.
+fn update_entry(
+    doc: &mut JsonDoc,
+    path: &[Seg],
+    cur: &Value,
+    want: &Value,
+    policy: &crate::spec::Policy,
+) -> Result<bool, EditError> {
+    if policy.conforms(cur, want) {
+        return Ok(false);
+    }
+    let (Some(cur_obj), Some(want_obj)) = (cur.as_object(), want.as_object()) else {
+        doc.replace(path, want)?;
+        return Ok(true);
+    };
+    for (k, v) in want_obj {
+        let mut p = path.to_vec();
+        p.push(Seg::Key(k.clone()));
+        match cur_obj.get(k) {
+            Some(_) if policy.soft.contains(k) => {}
+            Some(c) if c == v => {}
+            Some(_) => doc.replace(&p, v)?,
+            None => {
+                doc.append(path, Some(k), v)?;
+            }
+        }
+    }
+    for k in &policy.drop {
+        if cur_obj.contains_key(k) {
+            let mut p = path.to_vec();
+            p.push(Seg::Key(k.clone()));
+            doc.remove(&p, None)?;
+        }
+    }
+    Ok(true)
+}
+
+fn install_property(
+    doc: &mut JsonDoc,
+    item: &PropertyItem,
+    rec: &mut FileState,
+    lines: &mut Vec<String>,
+) -> Result<(), EditError> {
+    let obj = keys(&item.object_path);
+    let mut full = item.object_path.clone();
+    full.push(item.key.clone());
+    match doc.kind(&obj) {
+        None => {
+            let (depth, inner) = doc.set_creating(&full, &item.value)?;
+            for i in depth..item.object_path.len() {
+                rec.add_created(item.object_path[..=i].to_vec());
+            }
+            if let Some(inner) = inner {
+                rec.add_inner(item.object_path[..depth].to_vec(), inner);
+            }
+            lines.push(format!("add {}", item.label));
+        }
+        Some(Kind::Object) => match doc.get(&keys(&full)) {
+            None => {
+                if let Some(inner) = doc.append(&obj, Some(&item.key), &item.value)? {
+                    rec.add_inner(item.object_path.clone(), inner);
+                }
+                lines.push(format!("add {}", item.label));
+            }
+            Some(cur) => {
+                let old = (item.points_at)(&cur);
+                if update_entry(doc, &keys(&full), &cur, &item.value, &item.policy)? {
+                    lines.push(update_line(&item.label, old, (item.points_at)(&item.value)));
+                }
+            }
+        },
+        Some(_) => {
+            return Err(EditError::WrongType {
+                path: show_path(&obj),
+                expected: "an object",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// After memtrail's entries are gone, remove the containers on `path` (deepest first) that are
+/// empty and that install created.
+fn cleanup(doc: &mut JsonDoc, path: &[String], history: &History<'_>) -> Result<(), EditError> {
+    for depth in (1..=path.len()).rev() {
+        let p = &path[..depth];
+        let sp = keys(p);
+        if doc.len(&sp) != Some(0) || !doc.is_bare_empty(&sp) || !history.created(p) {
+            break;
+        }
+        doc.remove(&sp, history.inner_for(&path[..depth - 1]))?;
+    }
+    Ok(())
+}
+
+fn uninstall_handler(
+    doc: &mut JsonDoc,
+    item: &HandlerItem,
+    history: &History<'_>,
+    lines: &mut Vec<String>,
+) -> Result<(), EditError> {
+    let mut removed = 0;
+    loop {
+        let occs = find_handlers(doc, item);
+        let Some(last) = occs.last() else { break };
+        let restore = history.inner_for(&item.array_path);
+        remove_occ(doc, last, restore)?;
+        removed += 1;
+    }
+    if removed > 0 {
+        lines.push(format!("remove {}", item.label));
+        cleanup(doc, &item.array_path, history)?;
+    }
+    Ok(())
+}
+
+fn uninstall_property(
+    doc: &mut JsonDoc,
+    item: &PropertyItem,
+    history: &History<'_>,
+    lines: &mut Vec<String>,
+) -> Result<(), EditError> {
+    let mut full = keys(&item.object_path);
+    full.push(Seg::Key(item.key.clone()));
+    if doc.kind(&keys(&item.object_path)) != Some(Kind::Object) || doc.get(&full).is_none() {
+        return Ok(());
+    }
+    doc.remove(&full, history.inner_for(&item.object_path))?;
+    lines.push(format!("remove {}", item.label));
+    cleanup(doc, &item.object_path, history)
+}
+
+/// The state of one item, for `status`.
+pub(crate) enum Found {
+    Missing,
+    Present(Option<String>),
+    Stale(Option<String>),
+    Duplicate(usize, Option<String>),
+}
+
+pub(crate) fn inspect(doc: &JsonDoc, item: &JsonItem) -> Found {
+    match item {
+        JsonItem::Handler(h) => {
+            let occs = find_handlers(doc, h);
+            match occs.as_slice() {
+                [] => Found::Missing,
+                [one] => {
+                    let at = (h.points_at)(&one.value);
+                    if h.policy.conforms(&(h.canonical)(&one.value), &h.handler) {
+                        Found::Present(at)
+                    } else {
+                        Found::Stale(at)
+                    }
+                }
+                many => Found::Duplicate(many.len(), (h.points_at)(&many[0].value)),
+            }
+        }
+        JsonItem::Property(p) => {
+            let mut full = keys(&p.object_path);
+            full.push(Seg::Key(p.key.clone()));
+            match doc.get(&full) {
+                None => Found::Missing,
+                Some(v) => {
+                    let at = (p.points_at)(&v);
+                    if p.policy.conforms(&v, &p.value) {
+                        Found::Present(at)
+                    } else {
+                        Found::Stale(at)
+                    }
+                }
+            }
+        }
+    }
+}

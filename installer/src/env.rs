@@ -1,0 +1,108 @@
+//! The environment the installer resolves paths from, as a value, so that tests (and callers
+//! with a sandbox) never depend on or change the process environment.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+/// A home directory and a set of environment variables (`XDG_STATE_HOME`, `CLAUDE_CONFIG_DIR`,
+/// `PATH`, …). [`Env::from_process`] snapshots the real ones; [`Env::sandbox`] starts empty.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Env {
+    home: PathBuf,
+    vars: BTreeMap<OsString, OsString>,
+}
+
+impl std::fmt::Debug for Env {
+    /// Variable names only: the environment may hold secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Env")
+            .field("home", &self.home)
+            .field("vars", &self.vars.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Env {
+    /// The process's home (`$HOME`, else the platform's answer) and environment variables.
+    pub fn from_process() -> Env {
+        Env {
+            home: memtrail_adapters::paths::home_dir(),
+            vars: std::env::vars_os().collect(),
+        }
+    }
+
+    /// A home directory and no variables at all (so `PATH` is empty and nothing is found on it).
+    pub fn sandbox(home: impl Into<PathBuf>) -> Env {
+        Env {
+            home: home.into(),
+            vars: BTreeMap::new(),
+        }
+    }
+
+    /// The same environment with `key` set to `value`.
+    pub fn with_var(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Env {
+        self.vars.insert(key.into(), value.into());
+        self
+    }
+
+    /// The home directory.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// A variable's value, if set.
+    pub fn var(&self, key: &str) -> Option<&OsStr> {
+        self.vars.get(OsStr::new(key)).map(OsString::as_os_str)
+    }
+
+    /// An absolute path from a variable (unset, empty or relative values are ignored, as the
+    /// XDG spec asks).
+    pub fn abs_var(&self, key: &str) -> Option<PathBuf> {
+        let p = PathBuf::from(self.var(key)?);
+        p.is_absolute().then_some(p)
+    }
+
+    /// memtrail's state directory: `$XDG_STATE_HOME/memtrail`, default `~/.local/state/memtrail`.
+    /// Backups and the install state live here.
+    pub fn state_dir(&self) -> PathBuf {
+        self.abs_var("XDG_STATE_HOME")
+            .unwrap_or_else(|| self.home.join(".local/state"))
+            .join("memtrail")
+    }
+
+    /// Where backups go: `<state dir>/backups`.
+    pub fn backups_dir(&self) -> PathBuf {
+        self.state_dir().join("backups")
+    }
+
+    /// The install state: `<state dir>/install-state.json`.
+    pub fn install_state_path(&self) -> PathBuf {
+        self.state_dir().join("install-state.json")
+    }
+
+    /// True when an executable file named `name` is in one of `$PATH`'s directories.
+    pub fn on_path(&self, name: &str) -> bool {
+        let Some(path) = self.var("PATH") else {
+            return false;
+        };
+        std::env::split_paths(path).any(|dir| {
+            if !dir.is_absolute() {
+                return false;
+            }
+            let candidates = [dir.join(name), dir.join(format!("{name}.exe"))];
+            candidates.iter().any(|c| is_executable(c))
+        })
+    }
+}
+
+#[cfg(unix)]
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file())
+}

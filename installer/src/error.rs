@@ -1,0 +1,85 @@
+//! The installer's error type.
+
+use memtrail_adapters::Agent;
+use std::path::PathBuf;
+
+/// Why a plan, an apply or a status failed. Every variant that concerns a file names it; a file
+/// named in an error was left untouched (byte for byte).
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    /// The installer has no registration spec for this agent yet.
+    #[error("installing into {} is not supported yet", .0.display_name())]
+    Unsupported(Agent),
+    /// The binary to register must be an absolute path that is valid UTF-8 (config files are
+    /// JSON, whose strings cannot hold other bytes).
+    #[error("the memtrail binary path must be absolute and valid UTF-8: {}", .0.display())]
+    BadBinary(PathBuf),
+    /// A config file is not valid JSON / JSONC (or not UTF-8). `line` and `col` are 1-based.
+    #[error("{}: line {line}, column {col}: {msg}; fix the file (it was left untouched)", .path.display())]
+    Parse {
+        /// The configured path of the file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column (in characters).
+        col: usize,
+        /// What is wrong there (`Expected comma`, `Unterminated array`, …).
+        msg: String,
+    },
+    /// A config file's top-level value is not a JSON object.
+    #[error("{}: the top-level value is not a JSON object; left untouched", .path.display())]
+    NotAnObject {
+        /// The configured path of the file.
+        path: PathBuf,
+    },
+    /// A value memtrail needs to edit has an unexpected type (e.g. `"hooks": 3`).
+    #[error("{}: `{json_path}` is not {expected}; left untouched", .path.display())]
+    Conflict {
+        /// The configured path of the file.
+        path: PathBuf,
+        /// Where in the document (`hooks.Stop`).
+        json_path: String,
+        /// What memtrail needs there (`an object`, `an array`).
+        expected: &'static str,
+    },
+    /// A config file that needs a change is read-only (no write permission bit set).
+    #[error("{} is read-only; make it writable to let memtrail edit it (left untouched)", .path.display())]
+    ReadOnly {
+        /// The configured path of the file.
+        path: PathBuf,
+    },
+    /// Reading, writing, renaming or backing up a file failed.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another program kept rewriting the file while memtrail tried to edit it.
+    #[error("{} kept changing while memtrail edited it ({attempts} attempts); try again", .path.display())]
+    Contended {
+        /// The configured path of the file.
+        path: PathBuf,
+        /// How many times the edit was tried.
+        attempts: u32,
+    },
+    /// A bug: an edit produced text that does not parse. Nothing was written.
+    #[error("internal error while editing {}: {msg} (nothing was written)", .path.display())]
+    Internal {
+        /// The configured path of the file.
+        path: PathBuf,
+        /// What went wrong.
+        msg: String,
+    },
+}
+
+impl InstallError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> InstallError {
+        InstallError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

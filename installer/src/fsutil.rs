@@ -1,0 +1,357 @@
+//! File-system helpers: symlink targets, atomic writes that keep a file's mode, private
+//! directories, UTC time stamps.
+
+use crate::error::InstallError;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Follow `path` through symlinks to the file that is really edited (which may not exist yet).
+/// The link itself is never replaced.
+pub(crate) fn resolve_target(path: &Path) -> Result<PathBuf, InstallError> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let t = fs::read_link(&p).map_err(|e| InstallError::io(&p, e))?;
+                p = if t.is_absolute() {
+                    t
+                } else {
+                    p.parent().unwrap_or(Path::new("/")).join(t)
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err(InstallError::io(
+        path,
+        std::io::Error::other("too many levels of symbolic links"),
+    ))
+}
+
+/// The file's bytes, or `None` when it does not exist.
+pub(crate) fn read_opt(path: &Path) -> Result<Option<Vec<u8>>, InstallError> {
+    match fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(InstallError::io(path, e)),
+    }
+}
+
+/// What identifies one version of a file cheaply: device, inode, size, modification and change
+/// times. A rename over the file gives a new inode; an in-place write a new mtime and ctime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileId {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+#[cfg(unix)]
+fn id_of(m: &fs::Metadata) -> FileId {
+    use std::os::unix::fs::MetadataExt;
+    FileId {
+        dev: m.dev(),
+        ino: m.ino(),
+        len: m.len(),
+        mtime: (m.mtime(), m.mtime_nsec()),
+        ctime: (m.ctime(), m.ctime_nsec()),
+    }
+}
+
+#[cfg(not(unix))]
+fn id_of(m: &fs::Metadata) -> FileId {
+    let t = |r: std::io::Result<SystemTime>| {
+        r.ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| (d.as_secs() as i64, d.subsec_nanos() as i64))
+            .unwrap_or((0, 0))
+    };
+    FileId {
+        dev: 0,
+        ino: 0,
+        len: m.len(),
+        mtime: t(m.modified()),
+        ctime: t(m.created()),
+    }
+}
+
+/// The file's bytes and the identity of the version read (`None`, `None` when it does not
+/// exist). The identity comes from the open file, so it belongs to exactly these bytes.
+pub(crate) fn read_with_id(path: &Path) -> Result<(Option<Vec<u8>>, Option<FileId>), InstallError> {
+    use std::io::Read;
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, None)),
+        Err(e) => return Err(InstallError::io(path, e)),
+    };
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)
+        .map_err(|e| InstallError::io(path, e))?;
+    let id = f
+        .metadata()
+        .map(|m| id_of(&m))
+        .map_err(|e| InstallError::io(path, e))?;
+    Ok((Some(bytes), Some(id)))
+}
+
+/// True when the file at `path` is still the version identified by `id` (`None`: still
+/// missing). A stat, so the window before the caller's rename stays a few microseconds wide.
+pub(crate) fn still(path: &Path, id: Option<FileId>) -> Result<bool, InstallError> {
+    match fs::metadata(path) {
+        Ok(m) => Ok(Some(id_of(&m)) == id),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(id.is_none()),
+        Err(e) => Err(InstallError::io(path, e)),
+    }
+}
+
+/// True when the file exists and has no write permission bit at all.
+pub(crate) fn is_read_only(path: &Path) -> bool {
+    match fs::metadata(path) {
+        #[cfg(unix)]
+        Ok(m) => {
+            use std::os::unix::fs::PermissionsExt;
+            m.permissions().mode() & 0o222 == 0
+        }
+        #[cfg(not(unix))]
+        Ok(m) => m.permissions().readonly(),
+        Err(_) => false,
+    }
+}
+
+/// The directories `create_dir_all(dir)` would create, outermost first.
+pub(crate) fn missing_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut cur = Some(dir);
+    while let Some(d) = cur {
+        if d.as_os_str().is_empty() || d.exists() {
+            break;
+        }
+        out.push(d.to_path_buf());
+        cur = d.parent();
+    }
+    out.reverse();
+    out
+}
+
+/// `create_dir_all` with mode 0700 for the directories it creates.
+pub(crate) fn create_private_dir_all(dir: &Path) -> Result<(), InstallError> {
+    let mut b = fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(dir).map_err(|e| InstallError::io(dir, e))
+}
+
+/// Remove `dirs` (deepest first) when they are empty; anything else is left alone.
+pub(crate) fn remove_empty_dirs(dirs: &[PathBuf]) {
+    let mut dirs: Vec<&PathBuf> = dirs.iter().collect();
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    dirs.dedup();
+    for d in dirs {
+        // `remove_dir` fails on a non-empty directory, which is what we want.
+        let _ = fs::remove_dir(d);
+    }
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A temporary file next to its target, removed on drop unless persisted.
+pub(crate) struct TempFile {
+    path: PathBuf,
+    done: bool,
+}
+
+impl TempFile {
+    /// Create a temp file in `target`'s directory holding `bytes`, flushed to disk. Its mode is
+    /// `mode` when given (the target's current mode), else `new_mode`, else the process default.
+    pub fn write(
+        target: &Path,
+        bytes: &[u8],
+        mode: Option<u32>,
+        new_mode: Option<u32>,
+    ) -> Result<TempFile, InstallError> {
+        let dir = target.parent().unwrap_or(Path::new("."));
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "file".into());
+        let mut attempt = 0;
+        let (file, path) = loop {
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let path = dir.join(format!(".{name}.memtrail-{}-{n}.tmp", std::process::id()));
+            let mut o = OpenOptions::new();
+            o.write(true).create_new(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                o.mode(mode.or(new_mode).unwrap_or(0o666));
+            }
+            match o.open(&path) {
+                Ok(f) => break (f, path),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
+                    attempt += 1;
+                }
+                Err(e) => return Err(InstallError::io(target, e)),
+            }
+        };
+        let tmp = TempFile { path, done: false };
+        write_and_sync(file, bytes).map_err(|e| InstallError::io(target, e))?;
+        // Run as root (`sudo memtrail install`), keep the user's file the user's.
+        let owner_of = if target.exists() { target } else { dir };
+        match_owner(&tmp.path, owner_of);
+        #[cfg(unix)]
+        if let Some(m) = mode {
+            // The umask may have taken bits away: give the replacement exactly the old mode.
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&tmp.path, fs::Permissions::from_mode(m))
+                .map_err(|e| InstallError::io(target, e))?;
+        }
+        Ok(tmp)
+    }
+
+    /// Rename over `target` and flush the directory.
+    pub fn persist(mut self, target: &Path) -> Result<(), InstallError> {
+        fs::rename(&self.path, target).map_err(|e| InstallError::io(target, e))?;
+        self.done = true;
+        sync_dir(target);
+        Ok(())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Give `path` the owner and group of `like` when they differ and we may (i.e. as root);
+/// otherwise leave it.
+pub(crate) fn match_owner(path: &Path, like: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(want), Ok(have)) = (fs::metadata(like), fs::metadata(path))
+            && (want.uid(), want.gid()) != (have.uid(), have.gid())
+        {
+            let _ = std::os::unix::fs::chown(path, Some(want.uid()), Some(want.gid()));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (path, like);
+}
+
+/// `create_dir_all`, giving each created directory the owner of the directory above it.
+pub(crate) fn create_dirs_like_parent(dir: &Path) -> Result<(), InstallError> {
+    for d in missing_dirs(dir) {
+        match fs::create_dir(&d) {
+            Ok(()) => {
+                if let Some(parent) = d.parent() {
+                    match_owner(&d, parent);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(InstallError::io(&d, e)),
+        }
+    }
+    Ok(())
+}
+
+fn write_and_sync(mut f: File, bytes: &[u8]) -> std::io::Result<()> {
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+/// Flush a directory entry change (a rename or delete) to disk, where the platform allows it.
+pub(crate) fn sync_dir(target: &Path) {
+    #[cfg(unix)]
+    if let Some(dir) = target.parent()
+        && let Ok(d) = File::open(dir)
+    {
+        let _ = d.sync_all();
+    }
+    #[cfg(not(unix))]
+    let _ = target;
+}
+
+/// The permission bits of an existing file.
+pub(crate) fn mode_of(path: &Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::metadata(path)
+            .ok()
+            .map(|m| m.permissions().mode() & 0o7777)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// Write `bytes` to `target` atomically (temp file, fsync, rename), keeping its mode.
+pub(crate) fn write_atomic(
+    target: &Path,
+    bytes: &[u8],
+    mode: Option<u32>,
+    new_mode: Option<u32>,
+) -> Result<(), InstallError> {
+    let mode = mode.or_else(|| mode_of(target));
+    TempFile::write(target, bytes, mode, new_mode)?.persist(target)
+}
+
+/// `YYYYMMDDTHHMMSSZ` for a time (UTC).
+pub(crate) fn utc_stamp(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn stamps() {
+        assert_eq!(utc_stamp(UNIX_EPOCH), "19700101T000000Z");
+        let t =
+            UNIX_EPOCH + Duration::from_secs(((20_507 * 86_400) + 13 * 3600 + 19 * 60 + 38) as u64);
+        assert_eq!(utc_stamp(t), "20260223T131938Z");
+        let t = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(utc_stamp(t), "20000229T000000Z");
+    }
+}

@@ -1,0 +1,110 @@
+//! memtrail-installer: registers memtrail in coding agents' config files, and takes it out again.
+//!
+//! - [`plan`] computes what an install or uninstall would change (nothing is written), with a
+//!   unified [`Plan::diff`] and one [`Plan::describe`] line per entry.
+//! - [`apply`] writes a plan: each file is backed up first (into
+//!   `$XDG_STATE_HOME/memtrail/backups/<YYYYMMDDTHHMMSSZ>-<pid>/`, with an `index.json`), then
+//!   replaced atomically (temp file in the same folder, fsync, rename) keeping its mode; a
+//!   symlinked config is edited at its target. If the file changed since the plan (Claude Code
+//!   rewrites `~/.claude.json` often), the edit is recomputed on the new bytes.
+//! - [`status`] tells, per registration item, whether it is present, stale, duplicated or missing.
+//!
+//! Edits follow DESIGN.md principle 4 (never clobber a user's config): they are format-preserving
+//! (comments, key order, indentation, CRLF and trailing commas survive; see [`jsonedit`]), touch
+//! only memtrail's entries, are idempotent (a second install's plan is empty) and exactly
+//! reversible (install then uninstall gives back the original bytes). What an install created is
+//! remembered in `$XDG_STATE_HOME/memtrail/install-state.json`; without it, uninstall removes
+//! memtrail's entries plus the containers that became empty and are absent from the oldest
+//! backup. A file that does not parse is never touched: the error gives its path, line and column.
+//!
+//! Agent dialects live in the adapters (`memtrail_adapters::claude::registration`: hooks per
+//! agent-specs.md §1.3/§1.4, MCP per §1.7, skill per §1.8); this crate's engine is generic.
+//! Only Claude Code is supported so far; other agents give [`InstallError::Unsupported`].
+//!
+//! Every entry point has an `_in` variant taking an explicit [`Env`] (home directory and
+//! environment variables), so that nothing depends on the process environment in tests.
+
+#![warn(missing_docs)]
+
+mod agents;
+mod apply;
+mod backup;
+mod engine;
+mod env;
+mod error;
+mod fsutil;
+pub mod jsonedit;
+mod plan;
+mod spec;
+mod state;
+mod status;
+
+pub use apply::{Applied, AppliedFile, MAX_ATTEMPTS, Outcome};
+pub use env::Env;
+pub use error::InstallError;
+pub use memtrail_adapters::Agent;
+pub use plan::{FileChange, Plan};
+pub use status::{AgentStatus, ItemState, ItemStatus};
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// What to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Register memtrail (hooks, MCP server, skill).
+    Install,
+    /// Remove exactly what is memtrail's, and what its install created.
+    Uninstall,
+}
+
+/// Compute what `action` would change for `agent`, registering the memtrail binary at `binary`
+/// (absolute, UTF-8), in the process environment. Writes nothing.
+///
+/// For Claude Code the plan covers `<config>/settings.json` (`hooks`, agent-specs.md §1.3),
+/// the global state `~/.claude.json` or `$CLAUDE_CONFIG_DIR/.claude.json` (`mcpServers`, §1.7)
+/// and `<config>/skills/memtrail/SKILL.md` (§1.8).
+///
+/// Errors: [`InstallError::Unsupported`] for agents without a spec yet,
+/// [`InstallError::BadBinary`], [`InstallError::Parse`] (path, line, column),
+/// [`InstallError::NotAnObject`], [`InstallError::Conflict`] (e.g. `"hooks": 3`),
+/// [`InstallError::ReadOnly`] for a file that needs a change but has no write permission, and
+/// [`InstallError::Io`].
+pub fn plan(agent: Agent, action: Action, binary: &Path) -> Result<Plan, InstallError> {
+    plan_in(&Env::from_process(), agent, action, binary)
+}
+
+/// [`plan`] in an explicit environment.
+pub fn plan_in(
+    env: &Env,
+    agent: Agent,
+    action: Action,
+    binary: &Path,
+) -> Result<Plan, InstallError> {
+    plan::plan_in(env, agent, action, binary)
+}
+
+/// Write a plan (in the environment it was computed in). Files are handled one after the other;
+/// each is backed up before its first change, written atomically with its mode kept, re-read
+/// just before the rename and recomputed (up to [`MAX_ATTEMPTS`] times) if another program
+/// changed it. The install state is updated after each file.
+///
+/// Errors: as [`plan`] (a file that changed into something unparsable is left untouched), plus
+/// [`InstallError::Contended`] when a file kept changing. Files handled before an error stay
+/// changed (and backed up).
+pub fn apply(plan: &Plan) -> Result<Applied, InstallError> {
+    apply::apply(plan)
+}
+
+/// The registration status of `agent` for the binary at `binary`, in the process environment.
+/// A file that cannot be read or parsed marks its items [`ItemState::Unreadable`] rather than
+/// failing; errors are [`InstallError::Unsupported`] and [`InstallError::BadBinary`].
+pub fn status(agent: Agent, binary: &Path) -> Result<AgentStatus, InstallError> {
+    status_in(&Env::from_process(), agent, binary)
+}
+
+/// [`status`] in an explicit environment.
+pub fn status_in(env: &Env, agent: Agent, binary: &Path) -> Result<AgentStatus, InstallError> {
+    status::status_in(env, agent, binary)
+}

@@ -1,0 +1,208 @@
+//! What apply does on disk: symlinks, permission bits, backups and the install state.
+#![cfg(unix)]
+
+mod common;
+
+use common::Sandbox;
+use memtrail_installer::{Action, Outcome};
+use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn symlinked_config_is_edited_at_its_target() {
+    let sb = Sandbox::new();
+    let dotfiles = sb.dir.path().join("home/dotfiles");
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    std::fs::create_dir_all(&sb.config).unwrap();
+    let real = dotfiles.join("claude-settings.json");
+    std::fs::write(&real, "{\n  \"model\": \"opus\"\n}\n").unwrap();
+    std::os::unix::fs::symlink("../dotfiles/claude-settings.json", &sb.settings).unwrap();
+    // A dangling link for .claude.json: its target gets created.
+    let real_global = dotfiles.join("claude.json");
+    std::os::unix::fs::symlink(&real_global, &sb.global).unwrap();
+    let original = sb.snapshot();
+
+    sb.install();
+    assert!(
+        std::fs::symlink_metadata(&sb.settings)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        std::fs::symlink_metadata(&sb.global)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(sb.json(&real)["hooks"]["Stop"].is_array());
+    assert!(sb.json(&real_global)["mcpServers"]["memtrail"].is_object());
+    assert_eq!(mode(&real_global), 0o600);
+
+    sb.uninstall();
+    assert_eq!(sb.snapshot(), original, "links intact, targets restored");
+}
+
+#[test]
+fn modes_are_kept_and_new_files_get_theirs() {
+    let sb = Sandbox::new();
+    sb.put(&sb.global, Some("{}\n"));
+    std::fs::set_permissions(&sb.global, std::fs::Permissions::from_mode(0o640)).unwrap();
+    sb.install();
+    assert_eq!(mode(&sb.global), 0o640, "existing mode kept");
+    // New settings.json and skill: the process default (0666 minus the umask), as any editor
+    // would create them.
+    let probe = sb.dir.path().join("probe");
+    std::fs::write(&probe, "").unwrap();
+    assert_eq!(mode(&sb.settings), mode(&probe));
+    assert_eq!(mode(&sb.skill), mode(&probe));
+
+    let sb = Sandbox::with_config_dir();
+    sb.install();
+    assert_eq!(mode(&sb.global), 0o600, "a new .claude.json is owner-only");
+}
+
+#[test]
+fn backups_and_their_index() {
+    let sb = Sandbox::new();
+    sb.put(
+        &sb.settings,
+        Some("{\n  // mine\n  \"model\": \"opus\"\n}\n"),
+    );
+    sb.put(
+        &sb.global,
+        Some("{\"oauthAccount\": {\"emailAddress\": \"a@b.c\"}}"),
+    );
+    let applied = sb.install();
+    let dir = applied.backup_dir.clone().expect("a backup dir");
+    let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+    assert_eq!(dir.parent().unwrap(), sb.state_dir().join("backups"));
+    // YYYYMMDDTHHMMSSZ-<pid>
+    let (stamp, uniq) = name.split_once('-').unwrap();
+    assert_eq!(stamp.len(), 16, "{name}");
+    assert!(
+        stamp.ends_with('Z') && stamp.as_bytes()[8] == b'T',
+        "{name}"
+    );
+    assert!(
+        uniq.chars().all(|c| c.is_ascii_digit() || c == '-'),
+        "{name}"
+    );
+    assert_eq!(mode(&dir), 0o700);
+
+    let index: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["action"], "install");
+    assert_eq!(
+        index["files"]["1-settings.json"],
+        sb.settings.to_str().unwrap()
+    );
+    assert_eq!(
+        index["files"]["2-.claude.json"],
+        sb.global.to_str().unwrap()
+    );
+    assert_eq!(index["absent"], json!([sb.skill.to_str().unwrap()]));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("1-settings.json")).unwrap(),
+        "{\n  // mine\n  \"model\": \"opus\"\n}\n"
+    );
+    assert_eq!(
+        mode(&dir.join("2-.claude.json")),
+        0o600,
+        "backups are owner-only"
+    );
+    for f in &applied.files {
+        assert_eq!(f.attempts, 1);
+        assert!(matches!(f.outcome, Outcome::Updated | Outcome::Created));
+    }
+
+    // A second apply in the same second gets its own directory.
+    let applied2 = sb.uninstall();
+    let dir2 = applied2.backup_dir.unwrap();
+    assert_ne!(dir, dir2);
+    let index2: Value =
+        serde_json::from_slice(&std::fs::read(dir2.join("index.json")).unwrap()).unwrap();
+    assert_eq!(index2["action"], "uninstall");
+    assert_eq!(index2["files"].as_object().unwrap().len(), 3);
+}
+
+#[test]
+fn install_state_records_what_install_created() {
+    let sb = Sandbox::new();
+    sb.put(
+        &sb.settings,
+        Some("{\n  \"hooks\": {\n    \"Stop\": []\n  }\n}\n"),
+    );
+    sb.put(&sb.global, Some("{ }"));
+    sb.install();
+    let state_path = sb.state_dir().join("install-state.json");
+    assert_eq!(mode(&state_path), 0o600);
+    let st: Value = serde_json::from_slice(&std::fs::read(&state_path).unwrap()).unwrap();
+    let settings = &st["files"][sb.settings.to_str().unwrap()];
+    let created: Vec<Vec<String>> = serde_json::from_value(settings["created"].clone()).unwrap();
+    assert!(
+        !created.contains(&vec!["hooks".to_string()]),
+        "hooks existed"
+    );
+    assert!(
+        !created.contains(&vec!["hooks".to_string(), "Stop".to_string()]),
+        "Stop existed"
+    );
+    assert!(created.contains(&vec!["hooks".to_string(), "SessionEnd".to_string()]));
+    assert_eq!(
+        settings["empty_inner"],
+        json!([{"path": ["hooks", "Stop"], "inner": ""}])
+    );
+    assert_eq!(settings["created_file"], false);
+    let global = &st["files"][sb.global.to_str().unwrap()];
+    assert_eq!(global["created"], json!([["mcpServers"]]));
+    assert_eq!(global["empty_inner"], json!([{"path": [], "inner": " "}]));
+    let skill = &st["files"][sb.skill.to_str().unwrap()];
+    assert_eq!(skill["created_file"], true);
+    let dirs: Vec<String> = serde_json::from_value(skill["created_dirs"].clone()).unwrap();
+    assert_eq!(dirs.len(), 2, "skills/ and skills/memtrail/: {dirs:?}");
+
+    sb.uninstall();
+    assert!(!state_path.exists(), "an empty state is removed");
+    assert_eq!(std::fs::read_to_string(&sb.global).unwrap(), "{ }");
+    assert!(!sb.config.join("skills").exists());
+}
+
+#[test]
+fn plan_reports_each_file_and_line() {
+    let sb = Sandbox::new();
+    let plan = sb.plan(Action::Install);
+    let files: Vec<_> = plan.files().iter().map(|f| f.path.clone()).collect();
+    assert_eq!(
+        files,
+        vec![sb.settings.clone(), sb.global.clone(), sb.skill.clone()]
+    );
+    for f in plan.files() {
+        assert!(f.before.is_none() && f.after.is_some());
+    }
+    let lines = plan.describe();
+    assert_eq!(lines.len(), 8, "{lines:#?}");
+    assert_eq!(lines[0], "~/.claude/settings.json: add hook SessionStart");
+    assert_eq!(lines[6], "~/.claude.json: add MCP server memtrail");
+    assert_eq!(
+        lines[7],
+        "~/.claude/skills/memtrail/SKILL.md: add skill memtrail"
+    );
+    assert!(
+        plan.diff()
+            .contains("--- /dev/null\n+++ b/~/.claude.json\n")
+    );
+    sb.install();
+    let un = sb.plan(Action::Uninstall);
+    assert!(
+        un.files().iter().any(|f| f.after.is_none()),
+        "created files are deleted"
+    );
+    assert!(un.diff().contains("+++ /dev/null"));
+    assert_eq!(un.action(), Action::Uninstall);
+}

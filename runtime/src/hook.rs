@@ -1,0 +1,296 @@
+//! `memtrail hook <agent>`: what runs each time an agent fires one of memtrail's hooks.
+//!
+//! A hook fails open: whatever happens, it returns normally with either nothing or a valid reply
+//! for stdout, and the error goes to `$XDG_STATE_HOME/memtrail/hook.log`. The work is bounded by
+//! a time budget (`MEMTRAIL_HOOK_BUDGET_MS`, default [`DEFAULT_BUDGET_MS`]); what is not ingested
+//! in time is picked up by the next hook from the cursor.
+
+use crate::ingest::{IngestReport, ingest_file};
+use crate::store::{HookRun, Store};
+use crate::{Result, now_ms, state_dir};
+use memtrail_adapters::{Agent, HookEvent, claude, format_rfc3339_ms};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The largest payload read from stdin; a larger one is rejected (and logged).
+pub const MAX_PAYLOAD_BYTES: u64 = 4 * 1024 * 1024;
+/// Default time budget of one hook, in milliseconds.
+pub const DEFAULT_BUDGET_MS: u64 = 3000;
+/// Budget for Claude Code's SessionEnd, whose hooks share a 1.5 s allowance.
+pub const SESSION_END_BUDGET_MS: u64 = 1000;
+/// The hook log is rotated (to `hook.log.1`) past this size.
+const LOG_ROTATE_BYTES: u64 = 1024 * 1024;
+
+/// What the hook process should print and how it went.
+#[derive(Debug, Default)]
+pub struct HookOutcome {
+    /// What to print on stdout (already in the agent's reply dialect), if anything.
+    pub stdout: Option<String>,
+    /// The parsed event, when the payload parsed.
+    pub event: Option<HookEvent>,
+    /// Ingest results, one per transcript touched.
+    pub ingested: Vec<IngestReport>,
+    /// The error that was logged, if any.
+    pub error: Option<String>,
+}
+
+/// The hook log path: `$XDG_STATE_HOME/memtrail/hook.log`.
+pub fn log_path() -> PathBuf {
+    state_dir().join("hook.log")
+}
+
+fn budget_ms() -> u64 {
+    std::env::var("MEMTRAIL_HOOK_BUDGET_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_BUDGET_MS)
+}
+
+/// Run one hook for `agent`: read the payload from `stdin` (at most [`MAX_PAYLOAD_BYTES`]),
+/// ingest the session's transcript into the store at `db`, and return what to print. Never
+/// panics and never returns an error: failures are logged and reported in the outcome.
+pub fn run(agent: Agent, stdin: &mut dyn Read, db: &Path) -> HookOutcome {
+    let started = Instant::now();
+    let mut outcome = HookOutcome::default();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_inner(agent, stdin, db, started, &mut outcome)
+    }));
+    let error = match result {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(p) => Some(format!(
+            "internal error (panic): {}",
+            p.downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default()
+        )),
+    };
+    if let Some(e) = &error {
+        log_line(agent, outcome.event.as_ref(), &format!("error: {e}"));
+        outcome.error = Some(e.clone());
+        // Still record that the hook ran and failed, if the store opens.
+        record(agent, db, started, &outcome);
+    }
+    outcome
+}
+
+fn run_inner(
+    agent: Agent,
+    stdin: &mut dyn Read,
+    db: &Path,
+    started: Instant,
+    outcome: &mut HookOutcome,
+) -> Result<()> {
+    let mut payload = Vec::new();
+    stdin
+        .take(MAX_PAYLOAD_BYTES + 1)
+        .read_to_end(&mut payload)?;
+    if payload.len() as u64 > MAX_PAYLOAD_BYTES {
+        return Err(crate::Error::Invalid(format!(
+            "hook payload larger than {MAX_PAYLOAD_BYTES} bytes; ignored"
+        )));
+    }
+    let event = match agent {
+        Agent::Claude => claude::parse_hook_payload(&payload).map_err(crate::Error::Invalid)?,
+        other => {
+            return Err(crate::Error::Unsupported(format!(
+                "hooks of {} are not supported yet",
+                other.display_name()
+            )));
+        }
+    };
+    outcome.event = Some(event.clone());
+    if event.agent != agent {
+        // A Claude-format hook run by VS Code or Cursor: their own hooks capture their
+        // sessions; ingesting here would store a foreign transcript twice.
+        log_line(
+            agent,
+            Some(&event),
+            &format!(
+                "skipped: this {agent} hook was invoked by {}",
+                event.agent.display_name()
+            ),
+        );
+        return Ok(());
+    }
+
+    let budget = if event.event == "SessionEnd" {
+        budget_ms().min(SESSION_END_BUDGET_MS)
+    } else {
+        budget_ms()
+    };
+    let deadline = started + Duration::from_millis(budget);
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    let mut store = Store::open_with_timeout(db, remaining.max(Duration::from_millis(50)))?;
+
+    let mut paths: Vec<PathBuf> = Vec::new();
+    if let Some(t) = event.transcript_path.as_deref().filter(|t| !t.is_empty()) {
+        let main = PathBuf::from(t);
+        // Sub-agent transcripts of this session (Claude Code 2.1: <dir>/<session>/subagents/).
+        if let (Some(dir), Some(stem)) = (main.parent(), main.file_stem()) {
+            let sub = dir.join(stem).join("subagents");
+            if let Ok(rd) = std::fs::read_dir(&sub) {
+                let mut subs: Vec<PathBuf> = rd
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                    .collect();
+                subs.sort();
+                paths.push(main.clone());
+                paths.extend(subs);
+            } else {
+                paths.push(main.clone());
+            }
+        } else {
+            paths.push(main);
+        }
+    }
+    if let Some(t) = event
+        .agent_transcript_path
+        .as_deref()
+        .filter(|t| !t.is_empty())
+    {
+        let p = PathBuf::from(t);
+        if !paths.contains(&p) {
+            paths.push(p);
+        }
+    }
+    if paths.is_empty() {
+        return Err(crate::Error::Invalid(format!(
+            "{} payload has no transcript_path",
+            event.event
+        )));
+    }
+
+    let mut first_err: Option<crate::Error> = None;
+    for (i, p) in paths.iter().enumerate() {
+        // The first transcript always gets a step (at least one chunk), so a tiny budget still
+        // makes progress; the others wait for the next hook once the budget is spent.
+        if i > 0 && Instant::now() >= deadline {
+            log_line(
+                agent,
+                Some(&event),
+                "time budget spent; the rest is left for the next hook",
+            );
+            break;
+        }
+        match ingest_file(&mut store, agent, p, Some(deadline)) {
+            Ok(r) => {
+                if r.incomplete {
+                    log_line(
+                        agent,
+                        Some(&event),
+                        &format!(
+                            "time budget spent in {}; the rest is left for the next hook",
+                            p.display()
+                        ),
+                    );
+                }
+                outcome.ingested.push(r);
+            }
+            // A missing transcript is normal at SessionStart (nothing written yet).
+            Err(crate::Error::Io(e))
+                if e.kind() == std::io::ErrorKind::NotFound && event.event == "SessionStart" => {}
+            Err(e) => {
+                if first_err.is_none() {
+                    first_err = Some(crate::Error::Invalid(format!("{}: {e}", p.display())));
+                }
+            }
+        }
+    }
+    record_with(&mut store, agent, started, outcome, first_err.as_ref());
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn record(agent: Agent, db: &Path, started: Instant, outcome: &HookOutcome) {
+    if let Ok(mut store) = Store::open_with_timeout(db, Duration::from_millis(200)) {
+        let err = outcome.error.clone().map(crate::Error::Invalid);
+        record_with(&mut store, agent, started, outcome, err.as_ref());
+    }
+}
+
+fn record_with(
+    store: &mut Store,
+    agent: Agent,
+    started: Instant,
+    outcome: &HookOutcome,
+    err: Option<&crate::Error>,
+) {
+    let Some(ev) = &outcome.event else { return };
+    let run = HookRun {
+        agent: agent.as_str().to_string(),
+        event: ev.event.clone(),
+        at: now_ms(),
+        duration_us: started.elapsed().as_micros() as i64,
+        session: ev.session_id.clone(),
+        messages: outcome.ingested.iter().map(|r| r.inserted as i64).sum(),
+        error: err.map(|e| e.to_string()),
+    };
+    if let Err(e) = store.record_hook_run(&run) {
+        log_line(
+            agent,
+            Some(ev),
+            &format!("could not record the hook run: {e}"),
+        );
+    }
+}
+
+/// Append one line to the hook log (best effort; never fails the hook).
+pub fn log_line(agent: Agent, event: Option<&HookEvent>, msg: &str) {
+    let path = log_path();
+    let _ = (|| -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES) {
+            let _ = std::fs::rename(&path, path.with_extension("log.1"));
+        }
+        let mut f = open_log(&path)?;
+        let line = format!(
+            "{} {} {} session={} {}\n",
+            format_rfc3339_ms(now_ms()),
+            agent,
+            event.map(|e| e.event.as_str()).unwrap_or("-"),
+            event.and_then(|e| e.session_id.as_deref()).unwrap_or("-"),
+            msg.replace('\n', " ")
+        );
+        f.write_all(line.as_bytes())
+    })();
+}
+
+#[cfg(unix)]
+fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+}
+
+/// The last error lines of the hook log (at most `n`), for status.
+pub fn last_log_errors(n: usize) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(log_path()) else {
+        return Vec::new();
+    };
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains(" error: "))
+        .map(str::to_string)
+        .collect();
+    let keep = lines.len().saturating_sub(n);
+    lines.drain(..keep);
+    lines
+}

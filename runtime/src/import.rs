@@ -1,0 +1,156 @@
+//! `memtrail import`: ingest every transcript an agent left on this machine, through the same
+//! code path as the hooks (so a re-run, or a hook after an import, adds nothing twice).
+
+use crate::ingest::ingest_file;
+use crate::store::Store;
+use crate::{Result, now_ms};
+use memtrail_adapters::Agent;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// What was imported for one agent.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AgentImport {
+    pub agent: String,
+    /// Transcript files found (after the `since` filter).
+    pub files: u64,
+    /// Files that had new content.
+    pub changed_files: u64,
+    /// Sessions that received new messages.
+    pub sessions: u64,
+    /// Messages inserted.
+    pub messages: u64,
+    /// Stored messages updated (late blocks or tool results).
+    pub updated: u64,
+    /// Lines skipped: known non-content lines, unknown types, malformed lines.
+    pub skipped_lines: u64,
+    pub unknown_lines: u64,
+    pub malformed_lines: u64,
+    pub bytes: u64,
+    /// Files that could not be read, with the reason.
+    pub unreadable: Vec<(String, String)>,
+}
+
+/// The result of an import.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ImportSummary {
+    pub agents: Vec<AgentImport>,
+    pub seconds: f64,
+}
+
+/// A progress notification.
+pub enum Progress<'a> {
+    /// The files of every agent were found: the total count and bytes.
+    Found { files: u64, bytes: u64 },
+    /// One file is done.
+    File {
+        agent: Agent,
+        path: &'a std::path::Path,
+        bytes: u64,
+        new_messages: u64,
+    },
+}
+
+/// Import the transcripts of `agents` modified at or after `since` (ms since the epoch).
+///
+/// A file that cannot be read is reported in [`AgentImport::unreadable`], never fatal; a store
+/// error stops the import (everything committed before it stays).
+pub fn import(
+    store: &mut Store,
+    agents: &[Agent],
+    since: Option<i64>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<ImportSummary> {
+    let t0 = Instant::now();
+    type Found = (Agent, Vec<(PathBuf, u64)>, AgentImport);
+    let mut plan: Vec<Found> = Vec::new();
+    let (mut total_files, mut total_bytes) = (0u64, 0u64);
+    for &agent in agents {
+        let mut rep = AgentImport {
+            agent: agent.as_str().to_string(),
+            ..Default::default()
+        };
+        let mut files = Vec::new();
+        match memtrail_adapters::discover(agent) {
+            Ok(paths) => {
+                for p in paths {
+                    match std::fs::metadata(&p) {
+                        Ok(md) => {
+                            let mtime = md
+                                .modified()
+                                .ok()
+                                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                                .map(|d| d.as_millis() as i64)
+                                .unwrap_or_else(now_ms);
+                            if since.is_some_and(|s| mtime < s) {
+                                continue;
+                            }
+                            total_bytes += md.len();
+                            files.push((p, md.len()));
+                        }
+                        Err(e) => rep
+                            .unreadable
+                            .push((p.display().to_string(), e.to_string())),
+                    }
+                }
+            }
+            Err(e) => rep.unreadable.push((
+                format!("({} transcripts folder)", agent.display_name()),
+                e.to_string(),
+            )),
+        }
+        rep.files = files.len() as u64;
+        total_files += rep.files;
+        plan.push((agent, files, rep));
+    }
+    progress(Progress::Found {
+        files: total_files,
+        bytes: total_bytes,
+    });
+    let mut summary = ImportSummary::default();
+    for (agent, files, mut rep) in plan {
+        let mut sessions = std::collections::HashSet::new();
+        for (path, len) in files {
+            match ingest_file(store, agent, &path, None) {
+                Ok(r) => {
+                    if !r.unchanged && r.bytes > 0 {
+                        rep.changed_files += 1;
+                    }
+                    if r.inserted > 0
+                        && let Some(s) = &r.session
+                    {
+                        sessions.insert(s.clone());
+                    }
+                    rep.messages += r.inserted;
+                    rep.updated += r.updated;
+                    rep.skipped_lines += r.stats.skipped();
+                    rep.unknown_lines += r.stats.skipped_unknown;
+                    rep.malformed_lines += r.stats.malformed;
+                    rep.bytes += r.bytes;
+                    progress(Progress::File {
+                        agent,
+                        path: &path,
+                        bytes: len,
+                        new_messages: r.inserted,
+                    });
+                }
+                Err(crate::Error::Io(e)) => {
+                    rep.unreadable
+                        .push((path.display().to_string(), e.to_string()));
+                    progress(Progress::File {
+                        agent,
+                        path: &path,
+                        bytes: len,
+                        new_messages: 0,
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        rep.sessions = sessions.len() as u64;
+        summary.agents.push(rep);
+    }
+    summary.seconds = t0.elapsed().as_secs_f64();
+    Ok(summary)
+}

@@ -1,0 +1,270 @@
+//! Incremental ingest of a line-oriented (JSONL) transcript into the store.
+//!
+//! One code path serves hooks and `memtrail import`. From the stored [`Cursor`] it reads only
+//! the complete new lines (a partial last line waits for the next ingest), hands them to the
+//! agent's [`LineReader`], and writes the records and the advanced cursor in one transaction per
+//! chunk. A file that shrank, was replaced (other device/inode) or whose first bytes changed is
+//! re-read from the start, after its session's messages are cleared in the same transaction, so
+//! nothing is duplicated. Lines longer than [`MAX_LINE_BYTES`] are skipped and counted.
+
+use crate::store::{Cursor, Store};
+use crate::{Error, Result, now_ms};
+use memtrail_adapters::{Agent, Batch, ParseStats, SessionMeta};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::time::Instant;
+
+/// Bytes read per step; each step is one write transaction.
+pub const CHUNK_BYTES: usize = 4 * 1024 * 1024;
+/// Longest line that is parsed; longer lines are skipped and counted as malformed.
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+/// How many leading bytes identify a file's content (hashed with blake3).
+pub const HEAD_BYTES: u64 = 4096;
+
+/// What one ingest of one file did.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct IngestReport {
+    /// The session's external id, when the file was identified.
+    pub session: Option<String>,
+    /// Messages inserted for the first time.
+    pub inserted: u64,
+    /// Stored messages updated by a later write of the same message (or a late tool result).
+    pub updated: u64,
+    /// Bytes of the file consumed by this ingest.
+    pub bytes: u64,
+    pub stats: ParseStats,
+    /// True when the file had been truncated or rewritten and was read again from the start.
+    pub reread: bool,
+    /// True when the time budget ran out before the end of the file.
+    pub incomplete: bool,
+    /// True when the file had nothing new.
+    pub unchanged: bool,
+}
+
+/// Per-agent access to transcripts: identify the session of a file and make a reader.
+pub fn reader_for(agent: Agent) -> Option<Box<dyn memtrail_adapters::LineReader>> {
+    memtrail_adapters::transcript_reader(agent)
+}
+
+struct FileState {
+    size: u64,
+    dev: Option<u64>,
+    ino: Option<u64>,
+    mtime_ns: Option<i64>,
+}
+
+fn file_state(f: &File) -> std::io::Result<FileState> {
+    let md = f.metadata()?;
+    if !md.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    #[cfg(unix)]
+    let (dev, ino, mtime_ns) = {
+        use std::os::unix::fs::MetadataExt;
+        (
+            Some(md.dev()),
+            Some(md.ino()),
+            Some(md.mtime() * 1_000_000_000 + md.mtime_nsec()),
+        )
+    };
+    #[cfg(not(unix))]
+    let (dev, ino, mtime_ns) = (
+        None,
+        None,
+        md.modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos() as i64),
+    );
+    Ok(FileState {
+        size: md.len(),
+        dev,
+        ino,
+        mtime_ns,
+    })
+}
+
+fn head_hash(f: &mut File, len: u64) -> std::io::Result<String> {
+    let mut buf = vec![0u8; len as usize];
+    f.seek(SeekFrom::Start(0))?;
+    f.read_exact(&mut buf)?;
+    Ok(blake3::hash(&buf).to_hex().to_string())
+}
+
+/// Ingest what is new in the transcript at `path` for `agent`, stopping at a line boundary once
+/// `deadline` has passed (the rest is left for the next ingest).
+///
+/// Errors: the file cannot be opened or read, the agent has no line reader, or the store fails.
+/// A store failure rolls back the current chunk; the cursor stays at the last committed chunk.
+pub fn ingest_file(
+    store: &mut Store,
+    agent: Agent,
+    path: &Path,
+    deadline: Option<Instant>,
+) -> Result<IngestReport> {
+    let key = path.to_string_lossy().to_string();
+    let mut file = File::open(path)?;
+    let st = file_state(&file)?;
+    let stored = store.cursor(&key)?;
+    let mut report = IngestReport::default();
+
+    let mut reread = false;
+    let mut start = 0u64;
+    if let Some(c) = &stored {
+        // Fast path: same file, same size and modification time as at the last ingest.
+        if st.size == c.offset
+            && (st.dev, st.ino, st.mtime_ns) == (c.dev, c.ino, c.mtime_ns)
+            && st.mtime_ns.is_some()
+        {
+            report.unchanged = true;
+            return Ok(report);
+        }
+        let replaced = matches!((c.dev, c.ino, st.dev, st.ino), (Some(a), Some(b), Some(x), Some(y)) if (a, b) != (x, y));
+        let shrunk = st.size < c.offset;
+        let head_changed = !shrunk
+            && c.head_len > 0
+            && c.head_hash.as_deref() != Some(head_hash(&mut file, c.head_len)?.as_str());
+        if replaced || shrunk || head_changed {
+            reread = true;
+        } else {
+            start = c.offset;
+        }
+        if !reread && st.size == c.offset {
+            report.unchanged = true;
+            return Ok(report);
+        }
+    }
+    report.reread = reread;
+
+    let sref = memtrail_adapters::identify(agent, path)?;
+    report.session = Some(sref.external_id.clone());
+    let mut reader =
+        reader_for(agent).ok_or_else(|| Error::Unsupported(format!("no reader for {agent}")))?;
+
+    file.seek(SeekFrom::Start(start))?;
+    let mut offset = start;
+    let mut first_step = true;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut skipping_long_line = false;
+    loop {
+        // Fill the buffer with up to CHUNK_BYTES more (more when one line is longer).
+        let want = CHUNK_BYTES.max(buf.len() + CHUNK_BYTES.min(MAX_LINE_BYTES));
+        let mut eof = false;
+        while buf.len() < want {
+            let old = buf.len();
+            buf.resize(want, 0);
+            let n = file.read(&mut buf[old..])?;
+            buf.truncate(old + n);
+            if n == 0 {
+                eof = true;
+                break;
+            }
+        }
+        // Only complete lines; everything after the last '\n' waits.
+        let complete = match memchr_last(b'\n', &buf) {
+            Some(i) => i + 1,
+            None => 0,
+        };
+        let mut batch = Batch::default();
+        let mut consumed = 0usize;
+        let mut timed_out = false;
+        if complete == 0 {
+            if buf.len() >= MAX_LINE_BYTES {
+                // One line longer than the limit: drop what we hold and skip to its end.
+                consumed = buf.len();
+                skipping_long_line = true;
+            }
+        } else {
+            let mut pos = 0usize;
+            let mut count = 0u32;
+            while pos < complete {
+                let end = pos + memchr(b'\n', &buf[pos..complete]).expect("complete ends with \\n");
+                let line = &buf[pos..end];
+                if skipping_long_line {
+                    skipping_long_line = false;
+                    batch.stats.lines += 1;
+                    batch.stats.malformed += 1;
+                } else if line.len() > MAX_LINE_BYTES {
+                    batch.stats.lines += 1;
+                    batch.stats.malformed += 1;
+                } else if !line.iter().all(u8::is_ascii_whitespace) {
+                    reader.line(line, &mut batch);
+                }
+                pos = end + 1;
+                count += 1;
+                if count.is_multiple_of(256) && deadline.is_some_and(|d| Instant::now() >= d) {
+                    timed_out = true;
+                    break;
+                }
+            }
+            consumed = pos;
+        }
+        reader.finish(&mut batch);
+
+        let new_offset = offset + consumed as u64;
+        if consumed > 0 || reread && first_step {
+            let head_len = new_offset.min(HEAD_BYTES);
+            let head = if head_len > 0 {
+                let pos = file.stream_position()?;
+                let h = head_hash(&mut file, head_len)?;
+                file.seek(SeekFrom::Start(pos))?;
+                Some(h)
+            } else {
+                None
+            };
+            let stats = batch.stats;
+            let meta: SessionMeta = batch.meta;
+            let records = batch.records;
+            let do_reset = reread && first_step;
+            let applied = store.write(|w| {
+                let sid = w.upsert_session(&sref, &meta)?;
+                if do_reset {
+                    w.clear_session(sid)?;
+                    w.reset_source_counters(&key)?;
+                    // Title and times are re-derived from the re-read content.
+                    w.upsert_session(&sref, &meta)?;
+                }
+                let applied = w.apply(sid, records)?;
+                let cursor = Cursor {
+                    session_id: Some(sid),
+                    offset: new_offset,
+                    size: st.size.max(new_offset),
+                    dev: st.dev,
+                    ino: st.ino,
+                    mtime_ns: st.mtime_ns,
+                    head_len,
+                    head_hash: head,
+                };
+                w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
+                Ok(applied)
+            })?;
+            first_step = false;
+            report.inserted += applied.inserted;
+            report.updated += applied.merged + applied.results;
+            report.stats.add(stats);
+            report.bytes += consumed as u64;
+        }
+        offset = new_offset;
+        buf.drain(..consumed);
+        if timed_out || deadline.is_some_and(|d| Instant::now() >= d) {
+            report.incomplete = offset < st.size;
+            break;
+        }
+        if eof {
+            break;
+        }
+    }
+    Ok(report)
+}
+
+fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == needle)
+}
+
+fn memchr_last(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().rposition(|&b| b == needle)
+}

@@ -1,0 +1,564 @@
+//! Reading the store: BM25 search with snippets, session lists, whole sessions.
+
+use crate::store::Store;
+use crate::{Error, Result, now_ms};
+use memtrail_adapters::{Part, ToolCall, format_rfc3339_ms};
+use rusqlite::{OptionalExtension, params_from_iter, types::Value as Sql};
+use serde::Serialize;
+
+/// Snippet highlight delimiters as returned by [`search`]: the matched terms are wrapped in
+/// `HL_START` … `HL_END` (U+0001 / U+0002); callers map them to `**` or terminal bold.
+pub const HL_START: char = '\u{1}';
+pub const HL_END: char = '\u{2}';
+
+/// Search filters. Times are ms since the Unix epoch.
+#[derive(Debug, Clone, Default)]
+pub struct SearchFilter {
+    pub agent: Option<String>,
+    /// A project directory: matches sessions in it or below it.
+    pub project: Option<String>,
+    /// A session id (the agent's id) or a unique prefix of one.
+    pub session: Option<String>,
+    pub since: Option<i64>,
+    pub until: Option<i64>,
+    pub role: Option<String>,
+    pub limit: usize,
+}
+
+/// One search hit.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Hit {
+    pub session_id: String,
+    pub agent: String,
+    pub title: Option<String>,
+    pub project: Option<String>,
+    pub message_id: String,
+    /// 0-based position of the message in its session (use with `get_session` offset).
+    pub message_index: i64,
+    pub role: String,
+    pub kind: String,
+    /// RFC 3339 UTC.
+    pub timestamp: Option<String>,
+    /// A short excerpt with the matched terms between [`HL_START`] and [`HL_END`].
+    pub snippet: String,
+    /// Relevance (higher is better): BM25 with a small recency prior.
+    pub score: f64,
+}
+
+/// Turn any user text into a safe FTS5 query: words become quoted terms (implicitly ANDed),
+/// `"…"` stays a phrase, a trailing `*` makes a prefix query, a bare `OR` between terms is kept,
+/// a bare `AND` is dropped (it is implicit), and every other FTS5 operator character is
+/// neutralised by quoting. Returns `None` when the text holds no searchable word.
+pub fn fts_query(input: &str) -> Option<String> {
+    let mut items: Vec<String> = Vec::new();
+    let mut chars = input.chars().peekable();
+    let mut pending_or = false;
+    let push = |items: &mut Vec<String>, term: String, pending_or: &mut bool| {
+        if *pending_or && !items.is_empty() {
+            items.push("OR".to_string());
+        }
+        *pending_or = false;
+        items.push(term);
+    };
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+            continue;
+        }
+        if c == '"' {
+            chars.next();
+            let mut phrase = String::new();
+            for ch in chars.by_ref() {
+                if ch == '"' {
+                    break;
+                }
+                phrase.push(ch);
+            }
+            let prefix = chars.peek() == Some(&'*');
+            if prefix {
+                chars.next();
+            }
+            if phrase.chars().any(char::is_alphanumeric) {
+                let q = format!(
+                    "\"{}\"{}",
+                    phrase.replace('"', "\"\""),
+                    if prefix { "*" } else { "" }
+                );
+                push(&mut items, q, &mut pending_or);
+            }
+            continue;
+        }
+        let mut word = String::new();
+        while let Some(&ch) = chars.peek() {
+            if ch.is_whitespace() || ch == '"' {
+                break;
+            }
+            word.push(ch);
+            chars.next();
+        }
+        match word.as_str() {
+            "OR" | "||" => {
+                pending_or = true;
+                continue;
+            }
+            "AND" | "&&" => continue,
+            _ => {}
+        }
+        let prefix = word.ends_with('*')
+            && word
+                .trim_end_matches('*')
+                .chars()
+                .any(char::is_alphanumeric);
+        let core = word.trim_end_matches('*');
+        if !core.chars().any(char::is_alphanumeric) {
+            continue;
+        }
+        push(
+            &mut items,
+            format!(
+                "\"{}\"{}",
+                core.replace('"', "\"\""),
+                if prefix { "*" } else { "" }
+            ),
+            &mut pending_or,
+        );
+    }
+    while items.last().is_some_and(|s| s == "OR") {
+        items.pop();
+    }
+    if items.is_empty() {
+        None
+    } else {
+        Some(items.join(" "))
+    }
+}
+
+/// Resolve a session given by its agent id (or a unique prefix of it) to its row id.
+///
+/// Errors: [`Error::NotFound`] when nothing matches, [`Error::Invalid`] when a prefix is
+/// ambiguous (the message lists the candidates).
+pub fn resolve_session(store: &Store, id: &str, agent: Option<&str>) -> Result<i64> {
+    let conn = &store.conn;
+    let exact: Option<i64> = conn
+        .query_row(
+            "SELECT id FROM sessions WHERE external_id = ?1 AND (?2 IS NULL OR agent = ?2)
+             ORDER BY updated_at DESC LIMIT 1",
+            rusqlite::params![id, agent],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(x) = exact {
+        return Ok(x);
+    }
+    let pattern = format!("{}%", like_escape(id));
+    let mut stmt = conn.prepare(
+        "SELECT id, external_id FROM sessions WHERE external_id LIKE ?1 ESCAPE '\\'
+         AND (?2 IS NULL OR agent = ?2) ORDER BY updated_at DESC LIMIT 6",
+    )?;
+    let rows: Vec<(i64, String)> = stmt
+        .query_map(rusqlite::params![pattern, agent], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    match rows.len() {
+        0 => Err(Error::NotFound(format!("no session `{id}` in the store"))),
+        1 => Ok(rows[0].0),
+        _ => Err(Error::Invalid(format!(
+            "`{id}` matches several sessions: {}",
+            rows.iter()
+                .map(|r| r.1.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+fn like_escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+}
+
+/// Full-text search, ranked by BM25 (prose weighted above tool text) with a mild recency prior.
+///
+/// Errors: [`Error::Invalid`] when the query holds no searchable word; store errors.
+pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> {
+    let Some(q) = fts_query(query) else {
+        return Err(Error::Invalid(format!(
+            "the query `{query}` holds no searchable word"
+        )));
+    };
+    let limit = f.limit.clamp(1, 500);
+    let mut sql = String::from(
+        "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts,
+                snippet(messages_fts, -1, char(1), char(2), '…', 16),
+                bm25(messages_fts, 1.0, 0.4) AS score
+         FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+         JOIN sessions s ON s.id = m.session_id
+         WHERE messages_fts MATCH ?",
+    );
+    let mut args: Vec<Sql> = vec![Sql::Text(q)];
+    if let Some(a) = &f.agent {
+        sql.push_str(" AND s.agent = ?");
+        args.push(Sql::Text(a.clone()));
+    }
+    if let Some(p) = &f.project {
+        let p = p.trim_end_matches('/');
+        sql.push_str(" AND (s.project_dir = ? OR s.project_dir LIKE ? ESCAPE '\\')");
+        args.push(Sql::Text(p.to_string()));
+        args.push(Sql::Text(format!("{}/%", like_escape(p))));
+    }
+    if let Some(sid) = &f.session {
+        let id = resolve_session(store, sid, f.agent.as_deref())?;
+        sql.push_str(" AND m.session_id = ?");
+        args.push(Sql::Integer(id));
+    }
+    if let Some(t) = f.since {
+        sql.push_str(" AND m.ts >= ?");
+        args.push(Sql::Integer(t));
+    }
+    if let Some(t) = f.until {
+        sql.push_str(" AND m.ts <= ?");
+        args.push(Sql::Integer(t));
+    }
+    if let Some(r) = &f.role {
+        sql.push_str(" AND m.role = ?");
+        args.push(Sql::Text(r.clone()));
+    }
+    // Rank a few more than asked by BM25, then apply the recency prior.
+    let fetch = (limit * 3).min(1500);
+    sql.push_str(" ORDER BY score LIMIT ?");
+    args.push(Sql::Integer(fetch as i64));
+
+    let now = now_ms();
+    let mut stmt = store.conn.prepare(&sql)?;
+    let mut hits: Vec<Hit> = stmt
+        .query_map(params_from_iter(args), |r| {
+            let ts: Option<i64> = r.get(8)?;
+            let bm25: f64 = r.get(10)?;
+            Ok(Hit {
+                session_id: r.get(0)?,
+                agent: r.get(1)?,
+                title: r.get(2)?,
+                project: r.get(3)?,
+                message_id: r.get(4)?,
+                message_index: r.get(5)?,
+                role: r.get(6)?,
+                kind: r.get(7)?,
+                timestamp: ts.map(format_rfc3339_ms),
+                snippet: r.get(9)?,
+                score: with_recency(-bm25, ts, now),
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    hits.truncate(limit);
+    Ok(hits)
+}
+
+/// BM25 relevance (positive, higher is better) lifted by up to 25% for recent messages, halving
+/// every 30 days.
+fn with_recency(relevance: f64, ts: Option<i64>, now: i64) -> f64 {
+    let boost = match ts {
+        Some(t) => {
+            let age_days = ((now - t).max(0) as f64) / 86_400_000.0;
+            0.25 * 0.5f64.powf(age_days / 30.0)
+        }
+        None => 0.0,
+    };
+    relevance * (1.0 + boost)
+}
+
+/// One session in a list.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SessionSummary {
+    pub session_id: String,
+    pub agent: String,
+    pub title: Option<String>,
+    pub project: Option<String>,
+    pub model: Option<String>,
+    pub git_branch: Option<String>,
+    /// RFC 3339 UTC.
+    pub started_at: Option<String>,
+    pub updated_at: Option<String>,
+    pub messages: i64,
+    pub parent_session_id: Option<String>,
+}
+
+/// Filters for [`list_sessions`].
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub agent: Option<String>,
+    pub project: Option<String>,
+    pub limit: usize,
+}
+
+const SESSION_COLS: &str = "s.external_id, s.agent, s.title, s.project_dir, s.model, s.git_branch,
+    s.started_at, s.updated_at, s.message_count, s.parent_external_id";
+
+fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
+    Ok(SessionSummary {
+        session_id: r.get(0)?,
+        agent: r.get(1)?,
+        title: r.get(2)?,
+        project: r.get(3)?,
+        model: r.get(4)?,
+        git_branch: r.get(5)?,
+        started_at: r.get::<_, Option<i64>>(6)?.map(format_rfc3339_ms),
+        updated_at: r.get::<_, Option<i64>>(7)?.map(format_rfc3339_ms),
+        messages: r.get(8)?,
+        parent_session_id: r.get(9)?,
+    })
+}
+
+/// Sessions, most recently updated first (served by the `updated_at` indexes).
+pub fn list_sessions(store: &Store, f: &ListFilter) -> Result<Vec<SessionSummary>> {
+    let mut sql = format!("SELECT {SESSION_COLS} FROM sessions s WHERE 1 = 1");
+    let mut args: Vec<Sql> = Vec::new();
+    if let Some(a) = &f.agent {
+        sql.push_str(" AND s.agent = ?");
+        args.push(Sql::Text(a.clone()));
+    }
+    if let Some(p) = &f.project {
+        let p = p.trim_end_matches('/');
+        sql.push_str(" AND (s.project_dir = ? OR s.project_dir LIKE ? ESCAPE '\\')");
+        args.push(Sql::Text(p.to_string()));
+        args.push(Sql::Text(format!("{}/%", like_escape(p))));
+    }
+    sql.push_str(" ORDER BY s.updated_at DESC LIMIT ?");
+    args.push(Sql::Integer(f.limit.clamp(1, 100_000) as i64));
+    let mut stmt = store.conn.prepare(&sql)?;
+    let rows = stmt
+        .query_map(params_from_iter(args), session_row)?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// One message of a session, as shown by `sessions show` and `get_session`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MessageView {
+    pub id: String,
+    /// 0-based position in the session.
+    pub index: i64,
+    pub role: String,
+    pub kind: String,
+    pub text: String,
+    /// RFC 3339 UTC.
+    pub timestamp: Option<String>,
+    pub model: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// A session with a page of its messages.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SessionView {
+    pub session: SessionSummary,
+    /// Index of the first message returned, and how many the session has in all.
+    pub offset: i64,
+    pub total: i64,
+    pub messages: Vec<MessageView>,
+    /// Child (sub-agent) sessions.
+    pub children: Vec<String>,
+}
+
+/// A session's messages in order, `offset` (0-based index) and at most `limit` of them.
+/// Tool outputs longer than `max_output` bytes are cut, with a note of the bytes left out.
+pub fn get_session(
+    store: &Store,
+    id: &str,
+    agent: Option<&str>,
+    offset: i64,
+    limit: i64,
+    max_output: Option<usize>,
+) -> Result<SessionView> {
+    let sid = resolve_session(store, id, agent)?;
+    let conn = &store.conn;
+    let session = conn.query_row(
+        &format!("SELECT {SESSION_COLS} FROM sessions s WHERE s.id = ?1"),
+        [sid],
+        session_row,
+    )?;
+    let mut stmt = conn.prepare(
+        "SELECT ext_id, seq, role, kind, ts, model, body, parts FROM messages
+         WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3",
+    )?;
+    let messages = stmt
+        .query_map(rusqlite::params![sid, offset.max(0), limit.max(0)], |r| {
+            let parts_json: String = r.get(7)?;
+            let parts: Vec<Part> = serde_json::from_str(&parts_json).unwrap_or_default();
+            let mut calls: Vec<ToolCall> = Vec::new();
+            let mut text: String = r.get(6)?;
+            for p in parts {
+                match p {
+                    Part::ToolCall(mut c) => {
+                        if let (Some(max), Some(o)) = (max_output, c.output.as_mut()) {
+                            truncate_note(o, max);
+                        }
+                        calls.push(c);
+                    }
+                    Part::ToolResult { output, .. } if text.is_empty() => {
+                        text = output;
+                        if let Some(max) = max_output {
+                            truncate_note(&mut text, max);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Ok(MessageView {
+                id: r.get(0)?,
+                index: r.get(1)?,
+                role: r.get(2)?,
+                kind: r.get(3)?,
+                text,
+                timestamp: r.get::<_, Option<i64>>(4)?.map(format_rfc3339_ms),
+                model: r.get(5)?,
+                tool_calls: calls,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut stmt = conn.prepare(
+        "SELECT external_id FROM sessions WHERE agent = ?1 AND parent_external_id = ?2
+         ORDER BY started_at",
+    )?;
+    let children = stmt
+        .query_map(rusqlite::params![session.agent, session.session_id], |r| {
+            r.get(0)
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(SessionView {
+        total: session.messages,
+        session,
+        offset: offset.max(0),
+        messages,
+        children,
+    })
+}
+
+fn truncate_note(s: &mut String, max: usize) {
+    if s.len() > max {
+        let keep = crate::store::cap(s, max).len();
+        let left = s.len() - keep;
+        s.truncate(keep);
+        s.push_str(&format!("\n… [{left} more bytes]"));
+    }
+}
+
+/// Render a session as Markdown: a title, a line of facts, then each message with its tool calls
+/// (input as JSON, output in a fence).
+pub fn session_markdown(v: &SessionView) -> String {
+    use std::fmt::Write;
+    let s = &v.session;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# {}\n",
+        s.title.as_deref().unwrap_or("(untitled session)")
+    );
+    let _ = writeln!(
+        out,
+        "- session: `{}` ({})\n- project: {}\n- time: {} → {}\n- messages: {}{}",
+        s.session_id,
+        s.agent,
+        s.project.as_deref().unwrap_or("?"),
+        s.started_at.as_deref().unwrap_or("?"),
+        s.updated_at.as_deref().unwrap_or("?"),
+        s.messages,
+        s.parent_session_id
+            .as_deref()
+            .map(|p| format!("\n- parent session: `{p}`"))
+            .unwrap_or_default()
+    );
+    for c in &v.children {
+        let _ = writeln!(out, "- sub-agent session: `{c}`");
+    }
+    for m in &v.messages {
+        let who = match (m.role.as_str(), m.kind.as_str()) {
+            (_, "summary") => "Compaction summary".to_string(),
+            ("user", _) => "User".to_string(),
+            ("assistant", _) => "Assistant".to_string(),
+            ("tool", _) => "Tool result".to_string(),
+            (r, _) => r.to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "\n## {} · #{}{}\n",
+            who,
+            m.index,
+            m.timestamp
+                .as_deref()
+                .map(|t| format!(" · {t}"))
+                .unwrap_or_default()
+        );
+        if !m.text.is_empty() {
+            let _ = writeln!(out, "{}\n", m.text);
+        }
+        for c in &m.tool_calls {
+            let input = serde_json::to_string_pretty(&c.input).unwrap_or_default();
+            let _ = writeln!(out, "### Tool: {}\n\n```json\n{}\n```\n", c.name, input);
+            match &c.output {
+                Some(o) => {
+                    let fence = fence_for(o);
+                    let _ = writeln!(
+                        out,
+                        "{}\n\n{fence}\n{}\n{fence}\n",
+                        if c.is_error {
+                            "**Error:**"
+                        } else {
+                            "**Output:**"
+                        },
+                        o.trim_end()
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "*(no result recorded)*\n");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A code fence longer than any run of backticks inside `s`.
+fn fence_for(s: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in s.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fts_query_neutralises_syntax() {
+        assert_eq!(fts_query("hello world").unwrap(), r#""hello" "world""#);
+        assert_eq!(fts_query("\"exact phrase\"").unwrap(), r#""exact phrase""#);
+        assert_eq!(fts_query("pars*").unwrap(), r#""pars"*"#);
+        assert_eq!(fts_query("a OR b").unwrap(), r#""a" OR "b""#);
+        assert_eq!(fts_query("a AND b").unwrap(), r#""a" "b""#);
+        assert_eq!(fts_query("foo-bar (baz").unwrap(), r#""foo-bar" "(baz""#);
+        assert_eq!(
+            fts_query("unbalanced \"quote").unwrap(),
+            r#""unbalanced" "quote""#
+        );
+        assert_eq!(fts_query("say \"hi\"\"").unwrap(), r#""say" "hi""#);
+        assert_eq!(fts_query("OR"), None);
+        assert_eq!(fts_query("( ) * - \"\""), None);
+        assert_eq!(fts_query("東京 тест").unwrap(), "\"東京\" \"тест\"");
+    }
+
+    #[test]
+    fn fence_is_longer_than_content_backticks() {
+        assert_eq!(fence_for("no ticks"), "```");
+        assert_eq!(fence_for("has ```` four"), "`````");
+    }
+}

@@ -1,0 +1,561 @@
+//! Incremental ingest of Claude Code transcripts into the store: growth turn by turn, a line cut
+//! mid-write, a rewritten file, sub-agents, tool errors, non-Latin text, a line over 1 MB, and the
+//! exactly-once guarantee. The transcript lines are written here in Claude Code 2.x's format
+//! (one line per content block, shared `message.id`; see transcript-formats.md §1).
+
+use memtrail_adapters::Agent;
+use memtrail_runtime::Store;
+use memtrail_runtime::ingest::ingest_file;
+use memtrail_runtime::query::{self, SearchFilter};
+use serde_json::json;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+const SID: &str = "5f0c7a52-3c1e-4d7e-9a51-0a1b2c3d4e5f";
+
+fn envelope(uuid: &str, parent: Option<&str>, ts: &str) -> serde_json::Value {
+    json!({
+        "parentUuid": parent, "isSidechain": false, "userType": "external",
+        "cwd": "/home/user/demo", "sessionId": SID, "version": "2.1.49",
+        "gitBranch": "main", "uuid": uuid, "timestamp": ts
+    })
+}
+
+fn user(uuid: &str, text: &str, ts: &str) -> String {
+    let mut v = envelope(uuid, None, ts);
+    v["type"] = json!("user");
+    v["message"] = json!({"role": "user", "content": text});
+    v.to_string()
+}
+
+fn assistant_block(uuid: &str, msg_id: &str, block: serde_json::Value, ts: &str) -> String {
+    let mut v = envelope(uuid, None, ts);
+    v["type"] = json!("assistant");
+    v["requestId"] = json!(format!("req_{msg_id}"));
+    v["message"] = json!({
+        "model": "claude-sonnet-4-5", "id": msg_id, "type": "message", "role": "assistant",
+        "content": [block], "stop_reason": null, "usage": {"input_tokens": 3, "output_tokens": 5}
+    });
+    v.to_string()
+}
+
+fn tool_result(uuid: &str, call: &str, content: &str, is_error: bool, ts: &str) -> String {
+    let mut v = envelope(uuid, None, ts);
+    v["type"] = json!("user");
+    v["message"] = json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": call, "content": content, "is_error": is_error}
+    ]});
+    v.to_string()
+}
+
+fn text(t: &str) -> serde_json::Value {
+    json!({"type": "text", "text": t})
+}
+
+fn bash(id: &str, cmd: &str) -> serde_json::Value {
+    json!({"type": "tool_use", "id": id, "name": "Bash", "input": {"command": cmd}})
+}
+
+/// Turn 1: prompt, assistant [text, Bash] over two lines, a failing result, then a final text.
+fn turn1() -> Vec<String> {
+    vec![
+        user(
+            "u1",
+            "Run the test suite please",
+            "2026-11-20T10:00:00.000Z",
+        ),
+        assistant_block(
+            "a1",
+            "msg_01",
+            text("Running the tests."),
+            "2026-11-20T10:00:01.000Z",
+        ),
+        assistant_block(
+            "a2",
+            "msg_01",
+            bash("toolu_01", "cargo test"),
+            "2026-11-20T10:00:01.500Z",
+        ),
+        tool_result(
+            "u2",
+            "toolu_01",
+            "error[E0382]: borrow of moved value",
+            true,
+            "2026-11-20T10:00:05.000Z",
+        ),
+        assistant_block(
+            "a3",
+            "msg_02",
+            text("The build fails with E0382."),
+            "2026-11-20T10:00:06.000Z",
+        ),
+    ]
+}
+
+/// Turn 2: a non-Latin prompt, a fix with a succeeding result, an answer.
+fn turn2() -> Vec<String> {
+    vec![
+        user(
+            "u3",
+            "直してください — исправь это 🙏",
+            "2026-11-20T10:01:00.000Z",
+        ),
+        assistant_block(
+            "a4",
+            "msg_03",
+            bash("toolu_02", "cargo test --quiet"),
+            "2026-11-20T10:01:02.000Z",
+        ),
+        tool_result(
+            "u4",
+            "toolu_02",
+            "test result: ok. 12 passed",
+            false,
+            "2026-11-20T10:01:09.000Z",
+        ),
+        assistant_block(
+            "a5",
+            "msg_04",
+            text("修正しました。All 12 tests pass."),
+            "2026-11-20T10:01:10.000Z",
+        ),
+    ]
+}
+
+struct Env {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    store: Store,
+}
+
+fn env() -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let store = Store::open(&root.join("store/memtrail.db")).unwrap();
+    Env {
+        _dir: dir,
+        root,
+        store,
+    }
+}
+
+fn transcript_path(root: &Path) -> PathBuf {
+    let p = root.join(format!("projects/-home-user-demo/{SID}.jsonl"));
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    p
+}
+
+fn append(path: &Path, lines: &[String]) {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
+    }
+}
+
+fn ids(store: &Store) -> Vec<String> {
+    query::get_session(store, SID, None, 0, 1000, None)
+        .unwrap()
+        .messages
+        .into_iter()
+        .map(|m| m.id)
+        .collect()
+}
+
+#[test]
+fn grows_turn_by_turn_with_exactly_the_new_messages() {
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    append(&p, &turn1());
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(
+        r.inserted, 3,
+        "user, assistant msg_01 (text+Bash), assistant msg_02"
+    );
+    assert_eq!(ids(&e.store), ["u1", "msg_01", "msg_02"]);
+
+    // Nothing new: nothing changes.
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert!(r.unchanged);
+    assert_eq!(r.inserted, 0);
+
+    append(&p, &turn2());
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(r.inserted, 3, "u3, msg_03, msg_04");
+    assert_eq!(
+        ids(&e.store),
+        ["u1", "msg_01", "msg_02", "u3", "msg_03", "msg_04"]
+    );
+
+    let v = query::get_session(&e.store, SID, None, 0, 100, None).unwrap();
+    assert_eq!(v.total, 6);
+    assert_eq!(
+        v.session.title.as_deref(),
+        Some("Run the test suite please")
+    );
+    assert_eq!(v.session.project.as_deref(), Some("/home/user/demo"));
+    assert_eq!(v.session.git_branch.as_deref(), Some("main"));
+    // msg_01 holds both blocks, in order, and the failing result is attached as an error.
+    let m1 = &v.messages[1];
+    assert_eq!(m1.text, "Running the tests.");
+    assert_eq!(m1.tool_calls.len(), 1);
+    assert_eq!(m1.tool_calls[0].name, "Bash");
+    assert_eq!(m1.tool_calls[0].tool, "shell");
+    assert!(m1.tool_calls[0].is_error);
+    assert_eq!(
+        m1.tool_calls[0].output.as_deref(),
+        Some("error[E0382]: borrow of moved value")
+    );
+    let m4 = &v.messages[4];
+    assert!(!m4.tool_calls[0].is_error);
+    assert_eq!(
+        m4.tool_calls[0].output.as_deref(),
+        Some("test result: ok. 12 passed")
+    );
+    // Non-Latin text is stored byte for byte.
+    assert_eq!(v.messages[3].text, "直してください — исправь это 🙏");
+    assert_eq!(v.messages[5].text, "修正しました。All 12 tests pass.");
+}
+
+#[test]
+fn a_line_cut_mid_write_waits_until_complete_then_is_ingested_once() {
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    let lines = turn1();
+    append(&p, &lines[..4]);
+    // Half of the last line, no newline yet.
+    let last = &lines[4];
+    let cut = last.len() / 2;
+    {
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(&last.as_bytes()[..cut]).unwrap();
+    }
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(ids(&e.store), ["u1", "msg_01"]);
+    assert_eq!(r.stats.malformed, 0, "the partial line is not read at all");
+    let size_before = std::fs::metadata(&p).unwrap().len();
+    assert_eq!(
+        e.store
+            .cursor(&p.to_string_lossy())
+            .unwrap()
+            .unwrap()
+            .offset,
+        size_before - cut as u64,
+        "the cursor stops before the partial line"
+    );
+    // Ingesting again while still partial changes nothing.
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(r.inserted, 0);
+    // The writer finishes the line.
+    {
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(&last.as_bytes()[cut..]).unwrap();
+        f.write_all(b"\n").unwrap();
+    }
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(r.inserted, 1);
+    assert_eq!(ids(&e.store), ["u1", "msg_01", "msg_02"]);
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(r.inserted, 0);
+}
+
+#[test]
+fn split_assistant_blocks_and_late_results_merge_across_ingests() {
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    let lines = turn1();
+    // Stop after the text block of msg_01: the Bash block and its result come later.
+    append(&p, &lines[..2]);
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    append(&p, &lines[2..3]);
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    append(&p, &lines[3..]);
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(r.inserted, 1, "only msg_02 is new");
+    let v = query::get_session(&e.store, SID, None, 0, 100, None).unwrap();
+    assert_eq!(v.total, 3);
+    assert_eq!(v.messages[1].text, "Running the tests.");
+    assert_eq!(v.messages[1].tool_calls.len(), 1);
+    assert!(v.messages[1].tool_calls[0].is_error);
+    // The late tool output is searchable.
+    let hits = query::search(
+        &e.store,
+        "E0382 borrow",
+        &SearchFilter {
+            limit: 10,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(hits.iter().any(|h| h.message_id == "msg_01"));
+}
+
+#[test]
+fn a_rewritten_file_is_reread_without_duplicates() {
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    let mut all = turn1();
+    all.extend(turn2());
+    append(&p, &all);
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(ids(&e.store).len(), 6);
+
+    // Rewritten in place to a shorter history (e.g. an editor or a tool rewrote it).
+    std::fs::write(&p, format!("{}\n{}\n", all[0], all[4])).unwrap();
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert!(r.reread);
+    assert_eq!(ids(&e.store), ["u1", "msg_02"]);
+
+    // Replaced by a new file with the same size prefix changed: first bytes differ.
+    let changed = all[0].replace("Run the test suite please", "Run the lint suite please");
+    std::fs::write(&p, format!("{changed}\n{}\n{}\n", all[4], all[5])).unwrap();
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert!(r.reread);
+    assert_eq!(ids(&e.store), ["u1", "msg_02", "u3"]);
+    let v = query::get_session(&e.store, SID, None, 0, 100, None).unwrap();
+    assert_eq!(
+        v.session.title.as_deref(),
+        Some("Run the lint suite please")
+    );
+    assert_eq!(v.total, 3);
+
+    // A truncation to zero and a regrowth.
+    std::fs::write(&p, "").unwrap();
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert!(ids(&e.store).is_empty());
+    append(&p, &all[..1]);
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(ids(&e.store), ["u1"]);
+}
+
+#[test]
+fn subagent_file_is_a_child_session() {
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    append(&p, &turn1());
+    let sub = p
+        .parent()
+        .unwrap()
+        .join(SID)
+        .join("subagents/agent-a485154.jsonl");
+    std::fs::create_dir_all(sub.parent().unwrap()).unwrap();
+    let mut v = envelope("s1", None, "2026-11-20T10:00:02.000Z");
+    v["isSidechain"] = json!(true);
+    v["agentId"] = json!("a485154");
+    v["type"] = json!("user");
+    v["message"] = json!({"role": "user", "content": "Find every TODO in src"});
+    let mut w = envelope("s2", Some("s1"), "2026-11-20T10:00:03.000Z");
+    w["isSidechain"] = json!(true);
+    w["agentId"] = json!("a485154");
+    w["type"] = json!("assistant");
+    w["message"] = json!({"model": "claude-haiku-4-5", "id": "msg_sub1", "type": "message",
+        "role": "assistant", "content": [{"type": "text", "text": "Found 3 TODOs."}]});
+    append(&sub, &[v.to_string(), w.to_string()]);
+
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    ingest_file(&mut e.store, Agent::Claude, &sub, None).unwrap();
+    let child_id = format!("{SID}/agent-a485154");
+    let child = query::get_session(&e.store, &child_id, None, 0, 10, None).unwrap();
+    assert_eq!(child.session.parent_session_id.as_deref(), Some(SID));
+    assert_eq!(child.total, 2);
+    let parent = query::get_session(&e.store, SID, None, 0, 10, None).unwrap();
+    assert_eq!(parent.children, [child_id]);
+    assert_eq!(
+        parent.total, 3,
+        "the sub-agent's messages are not in the parent"
+    );
+}
+
+#[test]
+fn a_line_over_one_megabyte_is_ingested() {
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    let big: String = "0123456789abcdef".repeat(96 * 1024); // 1.5 MiB
+    let lines = vec![
+        user("u1", "Dump the log", "2026-11-20T10:00:00.000Z"),
+        assistant_block(
+            "a1",
+            "msg_01",
+            bash("toolu_01", "cat big.log"),
+            "2026-11-20T10:00:01.000Z",
+        ),
+        tool_result(
+            "u2",
+            "toolu_01",
+            &format!("{big} needle-at-the-end"),
+            false,
+            "2026-11-20T10:00:02.000Z",
+        ),
+        assistant_block(
+            "a2",
+            "msg_02",
+            text("That is a large log."),
+            "2026-11-20T10:00:03.000Z",
+        ),
+    ];
+    assert!(lines[2].len() > 1024 * 1024);
+    append(&p, &lines);
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(r.inserted, 3);
+    assert_eq!(r.stats.malformed, 0);
+    let v = query::get_session(&e.store, SID, None, 0, 10, None).unwrap();
+    assert_eq!(
+        v.messages[1].tool_calls[0].output.as_ref().unwrap().len(),
+        big.len() + " needle-at-the-end".len(),
+        "the full output is kept"
+    );
+}
+
+#[test]
+fn hook_then_import_then_hook_never_duplicates() {
+    // Two store handles on one file, like a hook process and an import running side by side.
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    append(&p, &turn1());
+    let mut other = Store::open(e.store.path()).unwrap();
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    ingest_file(&mut other, Agent::Claude, &p, None).unwrap();
+    append(&p, &turn2());
+    ingest_file(&mut other, Agent::Claude, &p, None).unwrap();
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(ids(&e.store).len(), 6);
+    let stats = e.store.stats().unwrap();
+    assert_eq!((stats.sessions, stats.messages), (1, 6));
+}
+
+#[test]
+fn search_filters_and_hostile_queries() {
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    let mut all = turn1();
+    all.extend(turn2());
+    append(&p, &all);
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    let f = |limit| SearchFilter {
+        limit,
+        ..Default::default()
+    };
+    // Stemming: "tests" matches "test".
+    let hits = query::search(&e.store, "tests pass", &f(10)).unwrap();
+    assert_eq!(hits[0].message_id, "msg_04");
+    assert!(hits[0].snippet.contains('\u{1}'), "highlighted");
+    // Role filter.
+    let hits = query::search(
+        &e.store,
+        "test",
+        &SearchFilter {
+            role: Some("user".into()),
+            limit: 10,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        hits.iter()
+            .map(|h| h.message_id.as_str())
+            .collect::<Vec<_>>(),
+        ["u1"]
+    );
+    // Time filter: only turn 2 (from 10:00:30).
+    let hits = query::search(
+        &e.store,
+        "test",
+        &SearchFilter {
+            since: memtrail_adapters::parse_rfc3339_ms("2026-11-20T10:00:30Z"),
+            limit: 10,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(
+        hits.iter()
+            .all(|h| h.timestamp.as_deref().unwrap() >= "2026-11-20T10:00:30")
+    );
+    assert!(!hits.is_empty());
+    // Project filter: a parent folder matches, a sibling does not.
+    for (proj, n) in [
+        ("/home/user", true),
+        ("/home/user/demo", true),
+        ("/home/user/dem", false),
+    ] {
+        let hits = query::search(
+            &e.store,
+            "test",
+            &SearchFilter {
+                project: Some(proj.into()),
+                limit: 10,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(!hits.is_empty(), n, "project {proj}");
+    }
+    // Non-Latin words.
+    let hits = query::search(&e.store, "исправь", &f(10)).unwrap();
+    assert_eq!(hits[0].message_id, "u3");
+    // Nothing a user types surfaces an SQLite error.
+    for q in [
+        "\"unbalanced",
+        "a AND",
+        "OR b",
+        "* foo",
+        "(((",
+        "NEAR(x y)",
+        "col:val",
+        "-x",
+        "a\"b",
+        "^start",
+        "foo' OR 1=1 --",
+        "東京",
+        "🙏",
+        "AND OR NOT",
+        "x*y",
+        "{a}",
+        "[b]",
+    ] {
+        match query::search(&e.store, q, &f(5)) {
+            Ok(_) => {}
+            Err(memtrail_runtime::Error::Invalid(_)) => {}
+            Err(other) => panic!("query {q:?} failed: {other}"),
+        }
+    }
+}
+
+#[test]
+fn newer_store_is_refused_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    drop(Store::open(&db).unwrap());
+    {
+        let c = rusqlite_conn(&db);
+        c.pragma_update(None, "user_version", 99).unwrap();
+    }
+    let err = Store::open(&db).err().expect("refused");
+    let msg = err.to_string();
+    assert!(msg.contains("schema version 99"), "{msg}");
+    assert!(msg.contains("upgrade memtrail"), "{msg}");
+}
+
+fn rusqlite_conn(p: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(p).unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn store_file_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new/dir/m.db");
+    drop(Store::open(&db).unwrap());
+    let mode = std::fs::metadata(&db).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let dmode = std::fs::metadata(db.parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(dmode, 0o700);
+}

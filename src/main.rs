@@ -1,0 +1,589 @@
+//! The `memtrail` command line. All work is done by the library crates; this file only parses
+//! arguments, calls them and prints.
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use memtrail_adapters::Agent;
+use memtrail_runtime::query::{self, HL_END, HL_START, ListFilter, SearchFilter};
+use memtrail_runtime::time::{Bound, parse_date};
+use memtrail_runtime::{Store, default_db_path};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "memtrail",
+    version,
+    about = "A memory for AI coding agents: every session of every agent on this machine, in one local searchable store.",
+    long_about = "memtrail captures the sessions of your coding agents (Claude Code today) into one local SQLite store, \
+makes them searchable from the command line and by the agents themselves (an MCP server and a skill).\n\n\
+Start with `memtrail install` (wires the hooks, MCP server and skill into each agent found), then \
+`memtrail import` (brings in the sessions you already have). From then on every session is captured as it happens.",
+    after_help = "Examples:\n  memtrail install --agent claude --yes\n  memtrail import\n  memtrail search \"database is locked\" --since 7d\n  memtrail sessions list --limit 5\n  memtrail sessions show 4c2ddfdc"
+)]
+struct Cli {
+    /// The store to use [default: $XDG_DATA_HOME/memtrail/memtrail.db, i.e. ~/.local/share/memtrail/memtrail.db].
+    #[arg(long, global = true, env = "MEMTRAIL_DB", value_name = "PATH")]
+    db: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Register memtrail's hooks, MCP server and skill with your agents.
+    Install(InstallArgs),
+    /// Remove exactly what `install` added.
+    Uninstall(InstallArgs),
+    /// Show what is wired, where it points, when each hook last ran, and the store's figures.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Called by an agent's hook with its payload on stdin (not meant to be run by hand).
+    Hook {
+        /// The agent whose hook this is (claude).
+        agent: Agent,
+    },
+    /// Import the sessions already on this machine (safe to re-run: only new content is added).
+    Import {
+        /// Only this agent (repeatable). Default: every supported agent.
+        #[arg(long = "agent", value_name = "AGENT")]
+        agents: Vec<Agent>,
+        /// Only transcripts modified since DATE (YYYY-MM-DD, RFC 3339, or an age like 30d).
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Full-text search (BM25) over every captured message and tool call.
+    Search(SearchArgs),
+    /// List and read sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+    /// Run the MCP server on stdin/stdout (agents start this; see `install`).
+    Mcp,
+}
+
+#[derive(Args)]
+struct InstallArgs {
+    /// Only this agent (repeatable): claude.
+    #[arg(long = "agent", value_name = "AGENT")]
+    agents: Vec<Agent>,
+    /// Do not ask; apply the plan (also the default when stdin is not a terminal).
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// Print the changes as a unified diff per file and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print the plan or the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct SearchArgs {
+    /// Words to find (stemmed; all must match), "a phrase", prefix*, or words joined by OR.
+    #[arg(required = true, num_args = 1..)]
+    query: Vec<String>,
+    /// Only this agent.
+    #[arg(long)]
+    agent: Option<Agent>,
+    /// Only sessions in this project directory (or below it).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// Only this session (id or unique prefix).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// Only messages since DATE (YYYY-MM-DD, RFC 3339, today, yesterday, or an age like 7d).
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// Only messages until DATE (same forms as --since).
+    #[arg(long, value_name = "DATE")]
+    until: Option<String>,
+    /// Only messages of this role: user, assistant, tool, system.
+    #[arg(long)]
+    role: Option<memtrail_adapters::Role>,
+    /// Most hits to show.
+    #[arg(long, short = 'n', default_value_t = 20)]
+    limit: usize,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum SessionsCommand {
+    /// Sessions, most recently active first.
+    List {
+        /// Only this agent.
+        #[arg(long)]
+        agent: Option<Agent>,
+        /// Only sessions in this project directory (or below it).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Most sessions to show.
+        #[arg(long, short = 'n', default_value_t = 20)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A whole session in order, with tool calls (Markdown, or JSON with --json).
+    Show {
+        /// Session id (or a unique prefix).
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let db = cli.db.clone().unwrap_or_else(default_db_path);
+    if let Command::Hook { agent } = cli.command {
+        // Fail open: always exit 0; print only what the agent's protocol allows.
+        let outcome = memtrail_runtime::hook::run(agent, &mut std::io::stdin().lock(), &db);
+        if let Some(out) = outcome.stdout {
+            println!("{out}");
+        }
+        return ExitCode::SUCCESS;
+    }
+    match run(cli.command, db) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("memtrail: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn open_store(db: &std::path::Path) -> Result<Store> {
+    Store::open(db).with_context(|| format!("cannot open the store at {}", db.display()))
+}
+
+fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
+    match cmd {
+        Command::Install(a) => install(a, memtrail_installer::Action::Install),
+        Command::Uninstall(a) => install(a, memtrail_installer::Action::Uninstall),
+        Command::Status { json } => status(&db, json),
+        Command::Hook { .. } => unreachable!("handled in main"),
+        Command::Import {
+            agents,
+            since,
+            json,
+        } => import(&db, agents, since, json),
+        Command::Search(a) => search(&db, a),
+        Command::Sessions(SessionsCommand::List {
+            agent,
+            project,
+            limit,
+            json,
+        }) => {
+            let store = open_store(&db)?;
+            let list = query::list_sessions(
+                &store,
+                &ListFilter {
+                    agent: agent.map(|a| a.as_str().to_string()),
+                    project: project.map(|p| absolute(&p)),
+                    limit,
+                },
+            )?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({ "sessions": list }))?
+                );
+            } else if list.is_empty() {
+                println!("No sessions yet. Run `memtrail import` to bring in existing ones.");
+            } else {
+                for s in &list {
+                    println!(
+                        "{}  {:<7} {:>5} msgs  {}  {}",
+                        s.updated_at
+                            .as_deref()
+                            .map(short_time)
+                            .unwrap_or("?".into()),
+                        s.agent,
+                        s.messages,
+                        s.session_id,
+                        s.title.as_deref().unwrap_or("(untitled)")
+                    );
+                    if let Some(p) = &s.project {
+                        println!("{:>37}{}", "", p);
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sessions(SessionsCommand::Show { id, json }) => {
+            let store = open_store(&db)?;
+            let view = query::get_session(&store, &id, None, 0, i64::MAX, None)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&view)?);
+            } else {
+                print!("{}", query::session_markdown(&view));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Mcp => {
+            memtrail_runtime::mcp::serve_stdio(db).map_err(|e| anyhow::anyhow!(e))?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn absolute(p: &std::path::Path) -> String {
+    std::path::absolute(p)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// `2026-11-29T10:11:12.000Z` → `2026-11-29 10:11`.
+fn short_time(t: &str) -> String {
+    t.get(..16)
+        .map(|s| s.replace('T', " "))
+        .unwrap_or_else(|| t.to_string())
+}
+
+fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
+    let q = a.query.join(" ");
+    let filter = SearchFilter {
+        agent: a.agent.map(|x| x.as_str().to_string()),
+        project: a.project.map(|p| absolute(&p)),
+        session: a.session,
+        since: a
+            .since
+            .as_deref()
+            .map(|s| parse_date(s, Bound::Start))
+            .transpose()?,
+        until: a
+            .until
+            .as_deref()
+            .map(|s| parse_date(s, Bound::End))
+            .transpose()?,
+        role: a.role.map(|r| r.as_str().to_string()),
+        limit: a.limit,
+    };
+    let store = open_store(db)?;
+    let mut hits = query::search(&store, &q, &filter)?;
+    if a.json {
+        for h in &mut hits {
+            h.snippet = h.snippet.replace([HL_START, HL_END], "**");
+        }
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "query": q, "hits": hits }))?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if hits.is_empty() {
+        println!("No matches for {q:?}.");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let tty = std::io::stdout().is_terminal();
+    let (b, e) = if tty {
+        ("\x1b[1m", "\x1b[0m")
+    } else {
+        ("**", "**")
+    };
+    for (i, h) in hits.iter().enumerate() {
+        println!(
+            "{}. {}{}{}  ({} · {} · {})",
+            i + 1,
+            b,
+            h.title.as_deref().unwrap_or("(untitled)"),
+            e,
+            h.agent,
+            h.project.as_deref().unwrap_or("?"),
+            h.timestamp.as_deref().map(short_time).unwrap_or("?".into())
+        );
+        println!(
+            "   session {} · message #{} · {}",
+            h.session_id, h.message_index, h.role
+        );
+        let snip = h
+            .snippet
+            .replace('\n', " ")
+            .replace(HL_START, b)
+            .replace(HL_END, e);
+        println!("   {}\n", snip.trim());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn import(
+    db: &std::path::Path,
+    agents: Vec<Agent>,
+    since: Option<String>,
+    json: bool,
+) -> Result<ExitCode> {
+    let agents = if agents.is_empty() {
+        memtrail_adapters::supported_agents().to_vec()
+    } else {
+        for a in &agents {
+            if !memtrail_adapters::supported_agents().contains(a) {
+                bail!(
+                    "importing {} sessions is not supported yet",
+                    a.display_name()
+                );
+            }
+        }
+        agents
+    };
+    let since = since
+        .as_deref()
+        .map(|s| parse_date(s, Bound::Start))
+        .transpose()?;
+    let mut store = open_store(db)?;
+    let tty = std::io::stderr().is_terminal();
+    let bar = indicatif::ProgressBar::hidden();
+    let mut plain_done = 0u64;
+    let mut plain_total = 0u64;
+    let summary = memtrail_runtime::import::import(&mut store, &agents, since, &mut |p| match p {
+        memtrail_runtime::import::Progress::Found { files, bytes } => {
+            plain_total = files;
+            if tty && !json {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                bar.set_length(bytes);
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template(
+                        "{spinner} importing [{bar:30}] {binary_bytes}/{binary_total_bytes} {msg}",
+                    )
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+                );
+            } else if !json {
+                eprintln!("found {files} transcript files ({bytes} bytes)");
+            }
+        }
+        memtrail_runtime::import::Progress::File {
+            agent,
+            path,
+            bytes,
+            new_messages,
+        } => {
+            plain_done += 1;
+            if tty && !json {
+                bar.inc(bytes);
+                bar.set_message(format!("{plain_done}/{plain_total} files"));
+            } else if !json && new_messages > 0 {
+                eprintln!(
+                    "[{plain_done}/{plain_total}] {agent} {} +{new_messages} messages",
+                    path.display()
+                );
+            }
+        }
+    })?;
+    bar.finish_and_clear();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for a in &summary.agents {
+        println!(
+            "{}: {} files ({} with new content), {} sessions, {} new messages, {} updated, {} lines skipped ({} unknown, {} malformed)",
+            a.agent,
+            a.files,
+            a.changed_files,
+            a.sessions,
+            a.messages,
+            a.updated,
+            a.skipped_lines,
+            a.unknown_lines,
+            a.malformed_lines
+        );
+        for (p, why) in &a.unreadable {
+            println!("  could not read {p}: {why}");
+        }
+    }
+    println!("done in {:.2} s", summary.seconds);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn binary_path() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot find memtrail's own path")?;
+    Ok(std::fs::canonicalize(&exe).unwrap_or(exe))
+}
+
+fn install(a: InstallArgs, action: memtrail_installer::Action) -> Result<ExitCode> {
+    let binary = binary_path()?;
+    let agents = if a.agents.is_empty() {
+        vec![Agent::Claude]
+    } else {
+        a.agents.clone()
+    };
+    let verb = match action {
+        memtrail_installer::Action::Install => "install",
+        memtrail_installer::Action::Uninstall => "uninstall",
+    };
+    let mut plans = Vec::new();
+    for agent in &agents {
+        plans.push((*agent, memtrail_installer::plan(*agent, action, &binary)?));
+    }
+    if a.dry_run {
+        if a.json {
+            let v: Vec<_> = plans
+                .iter()
+                .map(|(ag, p)| serde_json::json!({"agent": ag, "changes": p.describe(), "diff": p.diff()}))
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            for (ag, p) in &plans {
+                if p.is_empty() {
+                    println!("{}: nothing to {verb}", ag.display_name());
+                } else {
+                    print!("{}", p.diff());
+                }
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let interactive = !a.yes && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if interactive && plans.iter().any(|(_, p)| !p.is_empty()) {
+        for (ag, p) in &plans {
+            eprintln!("{}:", ag.display_name());
+            for line in p.describe() {
+                eprintln!("  {line}");
+            }
+        }
+        let ok = dialoguer::Confirm::new()
+            .with_prompt(format!("{verb} these changes?"))
+            .default(true)
+            .interact()?;
+        if !ok {
+            eprintln!("nothing changed");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    let mut results = Vec::new();
+    for (ag, p) in &plans {
+        if p.is_empty() {
+            if !a.json {
+                println!("{}: already {}ed, nothing to do", ag.display_name(), verb);
+            }
+            results.push(serde_json::json!({"agent": ag, "changes": []}));
+            continue;
+        }
+        memtrail_installer::apply(p)?;
+        if !a.json {
+            println!("{}:", ag.display_name());
+            for line in p.describe() {
+                println!("  {line}");
+            }
+        }
+        results.push(serde_json::json!({"agent": ag, "changes": p.describe()}));
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+    } else if matches!(action, memtrail_installer::Action::Install) {
+        println!("\nNext: `memtrail import` brings in the sessions you already have.");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
+    let binary = binary_path()?;
+    let mut healthy = true;
+    let mut agents = Vec::new();
+    for &agent in memtrail_adapters::supported_agents() {
+        let st = memtrail_installer::status(agent, &binary)?;
+        healthy &= st.healthy();
+        agents.push((agent, st));
+    }
+    let store_info = if db.exists() {
+        let store = open_store(db)?;
+        let stats = store.stats()?;
+        let check = store.quick_check()?;
+        healthy &= check.is_ok();
+        let runs: Vec<_> = agents
+            .iter()
+            .map(|(a, _)| store.hook_runs(*a))
+            .collect::<Result<Vec<_>, _>>()?;
+        Some((stats, check, runs))
+    } else {
+        None
+    };
+    let errors = memtrail_runtime::hook::last_log_errors(3);
+    if json {
+        let v = serde_json::json!({
+            "healthy": healthy,
+            "binary": binary,
+            "agents": agents.iter().enumerate().map(|(i, (a, st))| serde_json::json!({
+                "agent": a,
+                "registration": st,
+                "hook_runs": store_info.as_ref().map(|s| &s.2[i]),
+            })).collect::<Vec<_>>(),
+            "store": store_info.as_ref().map(|(s, c, _)| serde_json::json!({
+                "stats": s, "integrity": c.as_ref().err().cloned().unwrap_or_else(|| "ok".into())
+            })),
+            "recent_hook_errors": errors,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "memtrail {} at {}",
+            env!("CARGO_PKG_VERSION"),
+            binary.display()
+        );
+        for (i, (a, st)) in agents.iter().enumerate() {
+            println!("\n{}:", a.display_name());
+            print!("{st}");
+            if let Some((_, _, runs)) = &store_info {
+                if runs[i].is_empty() {
+                    println!("  hooks have not run yet");
+                }
+                for r in &runs[i] {
+                    println!(
+                        "  last {} hook: {} ({} ms, +{} messages){}",
+                        r.event,
+                        short_time(&memtrail_adapters::format_rfc3339_ms(r.at)),
+                        r.duration_us / 1000,
+                        r.messages,
+                        r.error
+                            .as_deref()
+                            .map(|e| format!(", error: {e}"))
+                            .unwrap_or_default()
+                    );
+                }
+            }
+        }
+        match &store_info {
+            Some((s, check, _)) => {
+                println!(
+                    "\nstore: {} ({:.1} MB, schema v{}, integrity {})",
+                    s.path,
+                    s.size_bytes as f64 / 1e6,
+                    s.schema_version,
+                    match check {
+                        Ok(()) => "ok".to_string(),
+                        Err(e) => format!("FAILED: {e}"),
+                    }
+                );
+                for (agent, sessions, messages) in &s.per_agent {
+                    println!("  {agent}: {sessions} sessions, {messages} messages");
+                }
+            }
+            None => println!("\nstore: {} (not created yet)", db.display()),
+        }
+        if !errors.is_empty() {
+            println!(
+                "\nrecent hook errors ({}):",
+                memtrail_runtime::hook::log_path().display()
+            );
+            for e in &errors {
+                println!("  {e}");
+            }
+        }
+    }
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

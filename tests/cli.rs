@@ -1,0 +1,448 @@
+//! End-to-end tests of the `memtrail` binary in a sandboxed HOME: the Claude Code hook (fed
+//! payloads shaped like the real ones), import, search, sessions, and failing open.
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+struct Sandbox {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        Sandbox { _dir: dir, home }
+    }
+
+    fn claude_dir(&self) -> PathBuf {
+        self.home.join(".claude")
+    }
+
+    fn hook_log(&self) -> PathBuf {
+        self.home.join(".local/state/memtrail/hook.log")
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_memtrail"));
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("XDG_DATA_HOME", self.home.join(".local/share"))
+            .env("XDG_STATE_HOME", self.home.join(".local/state"))
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("XDG_CACHE_HOME", self.home.join(".cache"))
+            .env("CLAUDE_CONFIG_DIR", self.claude_dir())
+            .env("CODEX_HOME", self.home.join(".codex"))
+            .env("GEMINI_CLI_HOME", &self.home);
+        c
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.cmd().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "memtrail {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "memtrail {args:?} printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+
+    /// Copy the project's fixture tree `fixtures/claude/projects` into the sandbox's Claude dir.
+    fn install_fixture_projects(&self) -> PathBuf {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/claude/projects");
+        let dst = self.claude_dir().join("projects");
+        copy_tree(&src, &dst);
+        dst
+    }
+}
+
+fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
+
+/// The growing fixture session (`fixtures/claude/grow-turn*.jsonl`), placed where Claude Code
+/// keeps transcripts.
+fn grow_transcript(sb: &Sandbox, turn: u32) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("fixtures/claude/grow-turn{turn}.jsonl"));
+    let sid = session_id_of(&src);
+    let dst = sb
+        .claude_dir()
+        .join(format!("projects/-home-user-grow/{sid}.jsonl"));
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    std::fs::copy(src, &dst).unwrap();
+    dst
+}
+
+fn stop_payload(transcript: &Path, sid: &str) -> String {
+    json!({
+        "session_id": sid,
+        "transcript_path": transcript,
+        "cwd": "/home/user/grow",
+        "permission_mode": "default",
+        "hook_event_name": "Stop",
+        "stop_hook_active": false
+    })
+    .to_string()
+}
+
+fn session_id_of(path: &Path) -> String {
+    let first = std::fs::read_to_string(path).unwrap();
+    first
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| v["sessionId"].as_str().map(str::to_string))
+        .unwrap()
+}
+
+#[test]
+fn stop_hook_ingests_each_turn_once_and_prints_nothing() {
+    let sb = Sandbox::new();
+    let mut counts = Vec::new();
+    for turn in 1..=3 {
+        let t = grow_transcript(&sb, turn);
+        let sid = session_id_of(&t);
+        let out = sb
+            .cmd()
+            .args(["hook", "claude"])
+            .write_stdin(stop_payload(&t, &sid))
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert!(
+            out.stdout.is_empty(),
+            "Stop prints nothing: {:?}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        // A second identical hook (Claude Code may fire Stop and SessionEnd back to back) adds nothing.
+        sb.cmd()
+            .args(["hook", "claude"])
+            .write_stdin(stop_payload(&t, &sid))
+            .assert()
+            .success();
+        let v = sb.json(&["sessions", "show", &sid, "--json"]);
+        counts.push(v["messages"].as_array().unwrap().len());
+        let ids: Vec<&str> = v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap())
+            .collect();
+        let mut dedup = ids.clone();
+        dedup.sort();
+        dedup.dedup();
+        assert_eq!(dedup.len(), ids.len(), "no duplicate message ids");
+    }
+    assert!(
+        counts[0] < counts[1] && counts[1] < counts[2],
+        "grows: {counts:?}"
+    );
+    assert!(
+        !sb.hook_log().exists()
+            || !std::fs::read_to_string(sb.hook_log())
+                .unwrap()
+                .contains("error")
+    );
+
+    let list = sb.json(&["sessions", "list", "--json"]);
+    let s = &list["sessions"][0];
+    assert_eq!(s["agent"], "claude");
+    assert_eq!(s["messages"].as_u64().unwrap() as usize, counts[2]);
+
+    // status shows when the Stop hook last ran.
+    // Not installed but Claude Code's folder exists: status says so with exit code 1.
+    let out = sb.cmd().args(["status", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let st: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(st["healthy"], false);
+    let runs = &st["agents"][0]["hook_runs"];
+    assert!(
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["event"] == "Stop"),
+        "{st}"
+    );
+}
+
+#[test]
+fn hook_fails_open_on_bad_input() {
+    let sb = Sandbox::new();
+    for payload in [
+        "not json at all".to_string(),
+        "[1,2,3]".to_string(),
+        json!({"session_id": "x", "hook_event_name": "Stop", "transcript_path": "/nonexistent/x.jsonl"}).to_string(),
+        String::new(),
+    ] {
+        let out = sb
+            .cmd()
+            .args(["hook", "claude"])
+            .write_stdin(payload.clone())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "exit 0 for {payload:?}");
+        assert!(out.stdout.is_empty(), "nothing on stdout for {payload:?}");
+    }
+    let log = std::fs::read_to_string(sb.hook_log()).unwrap();
+    assert_eq!(log.matches(" error: ").count(), 4, "{log}");
+    assert!(log.contains("/nonexistent/x.jsonl"), "{log}");
+
+    // A store that cannot be opened (its path is a folder): still exit 0.
+    let out = sb
+        .cmd()
+        .args(["--db", sb.home.to_str().unwrap(), "hook", "claude"])
+        .write_stdin({
+            let t = grow_transcript(&sb, 1);
+            stop_payload(&t, &session_id_of(&t))
+        })
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn claude_format_hook_run_by_vscode_or_cursor_is_not_stored() {
+    let sb = Sandbox::new();
+    let t = grow_transcript(&sb, 1);
+    // VS Code runs ~/.claude/settings.json hooks with camelCase fields.
+    let vscode =
+        json!({"sessionId": "vs-1", "hookEventName": "Stop", "transcript_path": t, "cwd": "/w"});
+    // Cursor with third-party hooks on: conversation_id + workspace_roots.
+    let cursor = json!({"conversation_id": "c-1", "workspace_roots": ["/w"], "hook_event_name": "stop",
+        "transcript_path": t});
+    for p in [vscode, cursor] {
+        sb.cmd()
+            .args(["hook", "claude"])
+            .write_stdin(p.to_string())
+            .assert()
+            .success()
+            .stdout("");
+    }
+    let list = sb.json(&["sessions", "list", "--json"]);
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 0);
+    let log = std::fs::read_to_string(sb.hook_log()).unwrap();
+    assert!(log.contains("invoked by VS Code Copilot"), "{log}");
+    assert!(log.contains("invoked by Cursor"), "{log}");
+}
+
+#[test]
+fn a_tiny_time_budget_defers_the_rest_to_the_next_hook() {
+    let sb = Sandbox::new();
+    // A session of 3000 user/assistant pairs.
+    let sid = "0b5e8d9c-1111-4222-8333-944455566677";
+    let path = sb
+        .claude_dir()
+        .join(format!("projects/-home-user-big/{sid}.jsonl"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut text = String::new();
+    for i in 0..3000 {
+        let env = |uuid: String| {
+            json!({"parentUuid": null, "isSidechain": false, "userType": "external", "cwd": "/home/user/big",
+                "sessionId": sid, "version": "2.1.49", "gitBranch": "main", "uuid": uuid,
+                "timestamp": "2026-11-20T10:00:00.000Z"})
+        };
+        let mut u = env(format!("u{i}"));
+        u["type"] = json!("user");
+        u["message"] = json!({"role": "user", "content": format!("question number {i}")});
+        let mut a = env(format!("a{i}"));
+        a["type"] = json!("assistant");
+        a["message"] = json!({"id": format!("msg_{i}"), "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": format!("answer number {i}")}]});
+        text.push_str(&format!("{u}\n{a}\n"));
+    }
+    std::fs::write(&path, text).unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..40 {
+        sb.cmd()
+            .env("MEMTRAIL_HOOK_BUDGET_MS", "0")
+            .args(["hook", "claude"])
+            .write_stdin(stop_payload(&path, sid))
+            .assert()
+            .success()
+            .stdout("");
+        let n = sb.json(&["sessions", "list", "--json"])["sessions"][0]["messages"]
+            .as_u64()
+            .unwrap();
+        seen.push(n);
+        if n == 6000 {
+            break;
+        }
+    }
+    assert!(seen[0] < 6000, "the first hook stopped early: {seen:?}");
+    assert_eq!(
+        *seen.last().unwrap(),
+        6000,
+        "later hooks caught up: {seen:?}"
+    );
+    let log = std::fs::read_to_string(sb.hook_log()).unwrap();
+    assert!(log.contains("time budget spent"), "{log}");
+}
+
+#[test]
+fn import_finds_every_transcript_and_is_a_noop_the_second_time() {
+    let sb = Sandbox::new();
+    let projects = sb.install_fixture_projects();
+    assert!(projects.exists());
+    let first = sb.json(&["import", "--json"]);
+    let a = &first["agents"][0];
+    assert_eq!(a["agent"], "claude");
+    let files = a["files"].as_u64().unwrap();
+    assert!(files >= 2, "main session + sub-agent: {first}");
+    assert_eq!(a["changed_files"].as_u64().unwrap(), files);
+    assert!(a["messages"].as_u64().unwrap() > 0);
+    assert_eq!(a["unreadable"].as_array().unwrap().len(), 0);
+
+    let second = sb.json(&["import", "--json"]);
+    let b = &second["agents"][0];
+    assert_eq!(b["messages"], 0, "{second}");
+    assert_eq!(b["changed_files"], 0, "{second}");
+
+    // The sub-agent is a child session of its parent.
+    let list = sb.json(&["sessions", "list", "--json"]);
+    let sessions = list["sessions"].as_array().unwrap();
+    let child = sessions
+        .iter()
+        .find(|s| !s["parent_session_id"].is_null())
+        .expect("a child session");
+    let parent = child["parent_session_id"].as_str().unwrap();
+    assert!(sessions.iter().any(|s| s["session_id"] == parent));
+
+    // Plain output names the counts too.
+    let out = sb.cmd().args(["import"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("claude:") && text.contains("0 new messages"),
+        "{text}"
+    );
+
+    // --since in the future imports nothing.
+    let none = sb.json(&["import", "--since", "2999-01-01", "--json"]);
+    assert_eq!(none["agents"][0]["files"], 0);
+}
+
+#[test]
+fn search_cli_finds_filters_and_never_shows_sqlite_errors() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let list = sb.json(&["sessions", "list", "--json"]);
+    let first = list["sessions"][0].clone();
+    let sid = first["session_id"].as_str().unwrap();
+    // Take a word from the session's title and find it.
+    let title = first["title"].as_str().unwrap();
+    let word = title
+        .split(|c: char| !c.is_alphanumeric())
+        .find(|w| w.len() >= 5)
+        .unwrap_or(title);
+    let res = sb.json(&["search", word, "--json", "--limit", "5"]);
+    let hits = res["hits"].as_array().unwrap();
+    assert!(!hits.is_empty(), "{word}: {res}");
+    assert!(hits.len() <= 5);
+    assert!(hits.iter().any(|h| h["session_id"] == sid), "{res}");
+    assert!(hits[0]["snippet"].as_str().unwrap().contains("**"));
+    for key in [
+        "agent",
+        "title",
+        "project",
+        "message_id",
+        "role",
+        "timestamp",
+        "score",
+    ] {
+        assert!(hits[0].get(key).is_some(), "hit has {key}");
+    }
+    let only = sb.json(&["search", word, "--session", sid, "--json"]);
+    assert!(
+        only["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["session_id"] == sid)
+    );
+    let none = sb.json(&["search", word, "--agent", "codex", "--json"]);
+    assert_eq!(none["hits"].as_array().unwrap().len(), 0);
+
+    for q in [
+        "\"unbalanced",
+        "a AND",
+        "OR",
+        "(((",
+        "-- DROP TABLE",
+        "東京",
+        "x*y",
+        "NEAR(",
+        "col:val",
+    ] {
+        let out = sb.cmd().args(["search", q]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.to_lowercase().contains("syntax error") && !err.contains("fts5"),
+            "{q}: {err}"
+        );
+    }
+    // A bad date is a clear error.
+    let out = sb
+        .cmd()
+        .args(["search", "x", "--since", "last tuesday"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("YYYY-MM-DD"));
+}
+
+#[test]
+fn sessions_show_prints_markdown_with_tool_calls() {
+    let sb = Sandbox::new();
+    let t = grow_transcript(&sb, 3);
+    let sid = session_id_of(&t);
+    sb.cmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&t, &sid))
+        .assert()
+        .success();
+    let out = sb
+        .cmd()
+        .args(["sessions", "show", &sid[..8]])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.starts_with("# "), "{md}");
+    assert!(md.contains("## User"), "{md}");
+    assert!(md.contains("## Assistant"), "{md}");
+    assert!(md.contains("### Tool: "), "{md}");
+    assert!(
+        md.contains("**Error:**") || md.contains("**Output:**"),
+        "{md}"
+    );
+    let out = sb
+        .cmd()
+        .args(["sessions", "show", "no-such-session"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no session"));
+}

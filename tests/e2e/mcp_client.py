@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""A real MCP client (the Python `mcp` SDK) for memtrail's stdio MCP server.
+
+Usage:
+    mcp_client.py MEMTRAIL_BIN [--db PATH] [--timeout S] [TOOL [JSON_ARGS]]
+
+Starts `MEMTRAIL_BIN [--db PATH] mcp` over stdio with the caller's environment
+(so MEMTRAIL_DB, HOME, XDG_* pass through), initializes, lists the tools and,
+when TOOL is given, calls it with JSON_ARGS (a JSON object, default {}).
+Prints one JSON object on stdout:
+
+    {"tools": [names...], "result": <structuredContent, else the text content>,
+     "is_error": bool, "structured": bool (whether structuredContent came),
+     "text": <the text content>, "server": {"name", "version"}, "protocol_version": "..."}
+
+With no TOOL, "result" is null. On a transport or protocol failure it prints
+{"tools": [...], "result": null, "is_error": true, "error": "..."} and exits 1;
+a tool that answers with isError still exits 0 (the caller checks is_error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description="Call a tool of `memtrail mcp` with the Python MCP SDK.")
+    ap.add_argument("binary", help="path of the memtrail binary")
+    ap.add_argument("tool", nargs="?", help="tool to call (omit to only list tools)")
+    ap.add_argument("args", nargs="?", default="{}", help="JSON object of tool arguments")
+    ap.add_argument("--db", help="pass --db PATH to memtrail")
+    ap.add_argument("--timeout", type=float, default=60.0, help="overall timeout in seconds")
+    ap.add_argument("--server-arg", action="append", default=[],
+                    help="extra argument for the server command line (repeatable), before 'mcp'")
+    return ap.parse_intermixed_args(argv)
+
+
+async def run(ns):
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    cmd_args = list(ns.server_arg)
+    if ns.db:
+        cmd_args += ["--db", ns.db]
+    cmd_args.append("mcp")
+    # The SDK's default environment keeps only a handful of variables (HOME,
+    # PATH, ...); pass the whole caller environment so the sandbox reaches the server.
+    params = StdioServerParameters(command=ns.binary, args=cmd_args, env=dict(os.environ))
+    out = {"tools": [], "result": None, "is_error": False}
+    tool_args = json.loads(ns.args) if ns.tool else {}
+    if not isinstance(tool_args, dict):
+        raise SystemExit("JSON_ARGS must be a JSON object")
+
+    with anyio.fail_after(ns.timeout):
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                init = await session.initialize()
+                out["protocol_version"] = init.protocol_version
+                info = init.server_info
+                out["server"] = {"name": getattr(info, "name", None), "version": getattr(info, "version", None)}
+                tools = []
+                cursor = None
+                while True:
+                    if cursor is None:
+                        listing = await session.list_tools()
+                    else:
+                        from mcp import types as mtypes
+
+                        listing = await session.list_tools(params=mtypes.PaginatedRequestParams(cursor=cursor))
+                    tools += [t.name for t in listing.tools]
+                    cursor = listing.next_cursor
+                    if not cursor:
+                        break
+                out["tools"] = tools
+                if ns.tool:
+                    res = await session.call_tool(ns.tool, tool_args)
+                    out["is_error"] = bool(res.is_error)
+                    texts = [c.text for c in res.content if getattr(c, "type", None) == "text"]
+                    out["structured"] = res.structured_content is not None
+                    if res.structured_content is not None:
+                        out["result"] = res.structured_content
+                    else:
+                        out["result"] = "\n".join(texts)
+                    out["text"] = "\n".join(texts)
+    return out
+
+
+def leaves(e):
+    """The innermost exceptions of (nested) exception groups."""
+    subs = getattr(e, "exceptions", None)
+    if not subs:
+        return [e]
+    return [x for s in subs for x in leaves(s)]
+
+
+def main(argv=None):
+    ns = parse_args(sys.argv[1:] if argv is None else argv)
+    import anyio
+
+    try:
+        out = anyio.run(run, ns)
+    except BaseException as e:  # noqa: BLE001 - report anything, including ExceptionGroup/timeouts
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        msg = "; ".join(repr(x) for x in leaves(e))
+        print(json.dumps({"tools": [], "result": None, "is_error": True, "error": msg}))
+        sys.exit(1)
+    print(json.dumps(out, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
