@@ -189,9 +189,12 @@ fn run_inner(
                 }
                 outcome.ingested.push(r);
             }
-            // A missing transcript is normal at SessionStart (nothing written yet).
+            // A transcript that does not exist yet is normal for these events: Claude Code
+            // creates it after the first UserPromptSubmit, `claude mcp list` ends a throwaway
+            // session, and the compaction agent's SubagentStop names a file never written.
             Err(crate::Error::Io(e))
-                if e.kind() == std::io::ErrorKind::NotFound && event.event == "SessionStart" => {}
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && transcript_may_be_absent(&event.event) => {}
             Err(e) => {
                 if first_err.is_none() {
                     first_err = Some(crate::Error::Invalid(format!("{}: {e}", p.display())));
@@ -204,6 +207,14 @@ fn run_inner(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Events at which a missing transcript is expected rather than an error.
+fn transcript_may_be_absent(event: &str) -> bool {
+    matches!(
+        event,
+        "SessionStart" | "UserPromptSubmit" | "SessionEnd" | "SubagentStop"
+    )
 }
 
 fn record(agent: Agent, db: &Path, started: Instant, outcome: &HookOutcome) {
