@@ -354,6 +354,9 @@ pub enum Record {
         is_error: bool,
         timestamp: Option<i64>,
     },
+    /// The conversation was rewound: delete the message with this id and every later message of
+    /// the session (Gemini CLI's `$rewindTo`). Unknown ids delete nothing.
+    Rewind { message_id: String },
 }
 
 /// Counts of what a reader did with the lines it saw.
@@ -400,6 +403,23 @@ pub trait LineReader {
     fn line(&mut self, line: &[u8], out: &mut Batch);
     /// Flush anything held back (e.g. a message whose blocks may continue on the next line).
     fn finish(&mut self, out: &mut Batch);
+    /// State that the next ingest of the same file needs to continue where this one stopped
+    /// (e.g. Codex's current turn id). The runtime stores it with the cursor, in the same
+    /// transaction, and hands it to [`LineReader::restore_state`] before the next line. Keep it
+    /// small. Default: stateless.
+    fn save_state(&self) -> Option<Value> {
+        None
+    }
+    /// Restore what [`LineReader::save_state`] returned at the end of the previous ingest.
+    fn restore_state(&mut self, _state: &Value) {}
+}
+
+/// A reader for formats that are rewritten whole (Gemini CLI's legacy `session-*.json`, VS Code's
+/// `chatSessions/*.json`): given the whole file, every message of the session. The runtime
+/// replaces the session's stored messages with these, in one transaction, when the file's
+/// content changed.
+pub trait DocReader {
+    fn read(&mut self, bytes: &[u8], out: &mut Batch);
 }
 
 /// A hook invocation, parsed from the agent's payload.

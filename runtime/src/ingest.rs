@@ -145,6 +145,11 @@ pub fn ingest_file(
     let mut reader =
         reader_for(agent).ok_or_else(|| Error::Unsupported(format!("no reader for {agent}")))?;
 
+    if start > 0
+        && let Some(state) = stored.as_ref().and_then(|c| c.reader_state.as_ref())
+    {
+        reader.restore_state(state);
+    }
     file.seek(SeekFrom::Start(start))?;
     let mut offset = start;
     let mut first_step = true;
@@ -238,6 +243,7 @@ pub fn ingest_file(
                     mtime_ns: st.mtime_ns,
                     head_len,
                     head_hash: head,
+                    reader_state: reader.save_state(),
                 };
                 w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
                 Ok(applied)

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Cap on the bytes of one tool output copied into the search index (the full output stays in
 /// `messages.parts`).
@@ -132,6 +132,10 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (agent, event)
     ) WITHOUT ROWID;
     "#,
+    // 2: reader state kept with the cursor (readers that need context across ingests).
+    r#"
+    ALTER TABLE sources ADD COLUMN reader_state TEXT;
+    "#,
 ];
 
 /// Where the store lives: `MEMTRAIL_DB` when set, else `$XDG_DATA_HOME/memtrail/memtrail.db`
@@ -166,6 +170,8 @@ pub struct Cursor {
     pub head_len: u64,
     /// blake3 of the first `head_len` bytes, hex.
     pub head_hash: Option<String>,
+    /// The reader's state at `offset` (see `LineReader::save_state`), as JSON.
+    pub reader_state: Option<serde_json::Value>,
 }
 
 /// Summary figures of the store.
@@ -301,7 +307,7 @@ impl Store {
         Ok(self
             .conn
             .query_row(
-                "SELECT session_id, offset, size, dev, ino, mtime_ns, head_len, head_hash
+                "SELECT session_id, offset, size, dev, ino, mtime_ns, head_len, head_hash, reader_state
                  FROM sources WHERE path = ?1",
                 [path],
                 |r| {
@@ -314,6 +320,9 @@ impl Store {
                         mtime_ns: r.get(5)?,
                         head_len: r.get::<_, i64>(6)? as u64,
                         head_hash: r.get(7)?,
+                        reader_state: r
+                            .get::<_, Option<String>>(8)?
+                            .and_then(|t| serde_json::from_str(&t).ok()),
                     })
                 },
             )
@@ -413,6 +422,8 @@ pub struct Applied {
     pub results: u64,
     /// Tool results whose call was not found (kept as their own tool message).
     pub orphan_results: u64,
+    /// Messages deleted by a rewind.
+    pub rewound: u64,
 }
 
 impl Writer<'_> {
@@ -485,6 +496,9 @@ impl Writer<'_> {
                         applied.merged += 1;
                     }
                 }
+                Record::Rewind { message_id } => {
+                    applied.rewound += self.rewind(session_id, &message_id)?;
+                }
                 Record::ToolResult {
                     call_id,
                     output,
@@ -516,6 +530,29 @@ impl Writer<'_> {
             }
         }
         Ok(applied)
+    }
+
+    /// Delete the message `message_id` and every later message of the session. Returns how
+    /// many were deleted (0 when the id is unknown).
+    fn rewind(&self, session_id: i64, message_id: &str) -> Result<u64> {
+        let seq: Option<i64> = self
+            .tx
+            .query_row(
+                "SELECT seq FROM messages WHERE session_id = ?1 AND ext_id = ?2",
+                params![session_id, message_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(seq) = seq else { return Ok(0) };
+        let n = self.tx.execute(
+            "DELETE FROM messages WHERE session_id = ?1 AND seq >= ?2",
+            params![session_id, seq],
+        )?;
+        self.tx.execute(
+            "UPDATE sessions SET message_count = ?2 WHERE id = ?1",
+            params![session_id, seq],
+        )?;
+        Ok(n as u64)
     }
 
     /// Insert a message or merge it into the stored one with the same id. True when inserted.
@@ -683,14 +720,14 @@ impl Writer<'_> {
         self.tx
             .prepare_cached(
                 "INSERT INTO sources (path, agent, session_id, offset, size, dev, ino, mtime_ns, head_len,
-                                      head_hash, lines, skipped, malformed, unknown, ingested_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+                                      head_hash, lines, skipped, malformed, unknown, ingested_at, reader_state)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
                  ON CONFLICT (path) DO UPDATE SET agent = excluded.agent, session_id = excluded.session_id,
                     offset = excluded.offset, size = excluded.size, dev = excluded.dev, ino = excluded.ino,
                     mtime_ns = excluded.mtime_ns, head_len = excluded.head_len, head_hash = excluded.head_hash,
                     lines = lines + excluded.lines, skipped = skipped + excluded.skipped,
                     malformed = malformed + excluded.malformed, unknown = unknown + excluded.unknown,
-                    ingested_at = excluded.ingested_at",
+                    ingested_at = excluded.ingested_at, reader_state = excluded.reader_state",
             )?
             .execute(params![
                 path,
@@ -708,6 +745,7 @@ impl Writer<'_> {
                 stats.malformed as i64,
                 stats.skipped_unknown as i64,
                 now_ms,
+                c.reader_state.as_ref().map(|v| v.to_string()),
             ])?;
         Ok(())
     }

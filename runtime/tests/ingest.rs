@@ -559,3 +559,71 @@ fn store_file_is_private() {
         & 0o777;
     assert_eq!(dmode, 0o700);
 }
+
+#[test]
+fn rewind_deletes_the_message_and_everything_after_it() {
+    use memtrail_adapters::{Kind, Message, Part, Record, Role, SessionMeta, SessionRef};
+    let mut e = env();
+    let sref = SessionRef {
+        agent: Agent::Gemini,
+        external_id: "g1".into(),
+        parent_external_id: None,
+    };
+    let msg = |id: &str, text: &str| {
+        Record::Message(Message {
+            id: id.into(),
+            role: Role::User,
+            kind: Kind::Text,
+            parts: vec![Part::Text { text: text.into() }],
+            timestamp: Some(1000),
+            model: None,
+        })
+    };
+    e.store
+        .write(|w| {
+            let sid = w.upsert_session(&sref, &SessionMeta::default())?;
+            w.apply(
+                sid,
+                vec![msg("m1", "one"), msg("m2", "two"), msg("m3", "three")],
+            )?;
+            let a = w.apply(
+                sid,
+                vec![
+                    Record::Rewind {
+                        message_id: "m2".into(),
+                    },
+                    msg("m4", "four"),
+                ],
+            )?;
+            assert_eq!(a.rewound, 2);
+            // An unknown id deletes nothing.
+            let a = w.apply(
+                sid,
+                vec![Record::Rewind {
+                    message_id: "zz".into(),
+                }],
+            )?;
+            assert_eq!(a.rewound, 0);
+            Ok(())
+        })
+        .unwrap();
+    let v = query::get_session(&e.store, "g1", None, 0, 10, None).unwrap();
+    let got: Vec<(&str, i64)> = v
+        .messages
+        .iter()
+        .map(|m| (m.id.as_str(), m.index))
+        .collect();
+    assert_eq!(got, [("m1", 0), ("m4", 1)]);
+    assert_eq!(v.total, 2);
+    // The deleted text is gone from the index too.
+    let hits = query::search(
+        &e.store,
+        "three",
+        &SearchFilter {
+            limit: 5,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(hits.is_empty());
+}
