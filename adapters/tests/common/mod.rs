@@ -1,4 +1,4 @@
-//! Helpers shared by the Claude reader tests: feed a transcript to a reader the way the runtime
+//! Helpers shared by the reader tests (every agent): feed a transcript to a reader the way the runtime
 //! does, and a small in-memory model of the store's merge semantics (`runtime::store::apply`).
 
 #![allow(dead_code)]
@@ -71,6 +71,11 @@ impl Store {
                     Some(stored) => stored.merge(m),
                     None => self.messages.push(m),
                 },
+                Record::Rewind { message_id } => {
+                    if let Some(i) = self.messages.iter().position(|m| m.id == message_id) {
+                        self.messages.truncate(i);
+                    }
+                }
                 Record::ToolResult {
                     call_id,
                     output,
@@ -95,12 +100,35 @@ impl Store {
         }
     }
 
-    /// Read `lines` in consecutive pieces that end at `cuts` (line indexes), one reader per piece.
+    /// Read `lines` in consecutive pieces that end at `cuts` (line indexes), one Claude reader
+    /// per piece.
     pub fn read_in_pieces(lines: &[&[u8]], cuts: &[usize]) -> Store {
+        Store::read_in_pieces_with(&|| Box::new(ClaudeReader::new()), lines, cuts)
+    }
+
+    /// Read `lines` in consecutive pieces that end at `cuts`, one reader from `make` per piece,
+    /// handing each reader the state the previous one saved (as the runtime does through the
+    /// cursor).
+    pub fn read_in_pieces_with(
+        make: &dyn Fn() -> Box<dyn LineReader>,
+        lines: &[&[u8]],
+        cuts: &[usize],
+    ) -> Store {
         let mut store = Store::default();
         let mut start = 0;
+        let mut state: Option<serde_json::Value> = None;
         for &cut in cuts.iter().chain(std::iter::once(&lines.len())) {
-            store.apply(read(&lines[start..cut]));
+            let mut reader = make();
+            if let Some(s) = &state {
+                reader.restore_state(s);
+            }
+            let mut batch = Batch::default();
+            for l in &lines[start..cut] {
+                reader.line(l, &mut batch);
+            }
+            reader.finish(&mut batch);
+            state = reader.save_state();
+            store.apply(batch);
             start = cut;
         }
         store
@@ -110,18 +138,27 @@ impl Store {
 /// Assert that reading `bytes` in one pass stores the same thing as reading it split at every
 /// single line boundary, and as reading every line with its own reader.
 pub fn assert_split_equivalence(name: &str, bytes: &[u8]) {
+    assert_split_equivalence_with(&|| Box::new(ClaudeReader::new()), name, bytes)
+}
+
+/// [`assert_split_equivalence`] for any line reader.
+pub fn assert_split_equivalence_with(
+    make: &dyn Fn() -> Box<dyn LineReader>,
+    name: &str,
+    bytes: &[u8],
+) {
     let lines = lines(bytes);
-    let whole = Store::read_in_pieces(&lines, &[]);
+    let whole = Store::read_in_pieces_with(make, &lines, &[]);
     assert!(
         whole.orphans.is_empty(),
         "{name}: one pass left orphan results"
     );
     for cut in 0..=lines.len() {
-        let split = Store::read_in_pieces(&lines, &[cut]);
+        let split = Store::read_in_pieces_with(make, &lines, &[cut]);
         assert_eq!(split, whole, "{name}: split at line {cut} differs");
     }
     let every: Vec<usize> = (1..lines.len()).collect();
-    let each = Store::read_in_pieces(&lines, &every);
+    let each = Store::read_in_pieces_with(make, &lines, &every);
     assert_eq!(each, whole, "{name}: one reader per line differs");
 }
 
