@@ -6,8 +6,13 @@
 //! or of config-file editing.
 
 pub mod claude;
+pub mod codex;
+pub mod cursor;
+pub mod gemini;
 pub mod model;
+pub mod opencode;
 pub mod paths;
+pub mod vscode;
 
 pub use model::*;
 

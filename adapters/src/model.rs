@@ -354,6 +354,10 @@ pub enum Record {
         is_error: bool,
         timestamp: Option<i64>,
     },
+    /// Insert the message, or REPLACE the stored message with the same id (its parts, kind, time
+    /// and model; its position in the session stays). For formats where a later write of the
+    /// same id supersedes the earlier one (Gemini CLI's JSONL: "last write wins").
+    Replace(Message),
     /// The conversation was rewound: delete the message with this id and every later message of
     /// the session (Gemini CLI's `$rewindTo`). Unknown ids delete nothing.
     Rewind { message_id: String },

@@ -496,6 +496,13 @@ impl Writer<'_> {
                         applied.merged += 1;
                     }
                 }
+                Record::Replace(m) => {
+                    if self.replace_message(session_id, m)? {
+                        applied.inserted += 1;
+                    } else {
+                        applied.merged += 1;
+                    }
+                }
                 Record::Rewind { message_id } => {
                     applied.rewound += self.rewind(session_id, &message_id)?;
                 }
@@ -553,6 +560,30 @@ impl Writer<'_> {
             params![session_id, seq],
         )?;
         Ok(n as u64)
+    }
+
+    /// Insert a message or replace the stored one with the same id. True when inserted.
+    fn replace_message(&self, session_id: i64, m: Message) -> Result<bool> {
+        let rowid: Option<i64> = self
+            .tx
+            .prepare_cached("SELECT id FROM messages WHERE session_id = ?1 AND ext_id = ?2")?
+            .query_row(params![session_id, m.id], |r| r.get(0))
+            .optional()?;
+        match rowid {
+            Some(rowid) => {
+                self.tx
+                    .prepare_cached("DELETE FROM tool_calls WHERE message_id = ?1")?
+                    .execute([rowid])?;
+                self.tx
+                    .prepare_cached(
+                        "UPDATE messages SET role = ?2, ts = ?3, model = ?4 WHERE id = ?1",
+                    )?
+                    .execute(params![rowid, m.role.as_str(), m.timestamp, m.model])?;
+                self.update_message_row(session_id, rowid, &m)?;
+                Ok(false)
+            }
+            None => self.upsert_message(session_id, m),
+        }
     }
 
     /// Insert a message or merge it into the stored one with the same id. True when inserted.

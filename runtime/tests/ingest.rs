@@ -627,3 +627,49 @@ fn rewind_deletes_the_message_and_everything_after_it() {
     .unwrap();
     assert!(hits.is_empty());
 }
+
+#[test]
+fn replace_supersedes_the_stored_message_in_place() {
+    use memtrail_adapters::{Kind, Message, Part, Record, Role, SessionMeta, SessionRef};
+    let mut e = env();
+    let sref = SessionRef {
+        agent: Agent::Gemini,
+        external_id: "g2".into(),
+        parent_external_id: None,
+    };
+    let msg = |id: &str, text: &str| Message {
+        id: id.into(),
+        role: Role::Assistant,
+        kind: Kind::Text,
+        parts: vec![Part::Text { text: text.into() }],
+        timestamp: Some(1000),
+        model: None,
+    };
+    e.store
+        .write(|w| {
+            let sid = w.upsert_session(&sref, &SessionMeta::default())?;
+            w.apply(
+                sid,
+                vec![
+                    Record::Replace(msg("m1", "draft answer")),
+                    Record::Replace(msg("m2", "second")),
+                    Record::Replace(msg("m1", "final answer")),
+                ],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    let v = query::get_session(&e.store, "g2", None, 0, 10, None).unwrap();
+    let got: Vec<(&str, &str, i64)> = v
+        .messages
+        .iter()
+        .map(|m| (m.id.as_str(), m.text.as_str(), m.index))
+        .collect();
+    assert_eq!(got, [("m1", "final answer", 0), ("m2", "second", 1)]);
+    let f = SearchFilter {
+        limit: 5,
+        ..Default::default()
+    };
+    assert!(query::search(&e.store, "draft", &f).unwrap().is_empty());
+    assert_eq!(query::search(&e.store, "final", &f).unwrap().len(), 1);
+}

@@ -71,6 +71,10 @@ impl Store {
                     Some(stored) => stored.merge(m),
                     None => self.messages.push(m),
                 },
+                Record::Replace(m) => match self.messages.iter_mut().find(|s| s.id == m.id) {
+                    Some(stored) => *stored = m,
+                    None => self.messages.push(m),
+                },
                 Record::Rewind { message_id } => {
                     if let Some(i) = self.messages.iter().position(|m| m.id == message_id) {
                         self.messages.truncate(i);

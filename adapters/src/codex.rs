@@ -1,0 +1,1 @@
+//! codex adapter (in progress).

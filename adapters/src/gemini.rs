@@ -1,0 +1,1 @@
+//! gemini adapter (in progress).

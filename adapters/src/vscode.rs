@@ -1,0 +1,1 @@
+//! vscode adapter (in progress).
