@@ -46,6 +46,9 @@ enum Command {
     Hook {
         /// The agent whose hook this is (claude).
         agent: Agent,
+        /// A payload passed as arguments (Codex `notify` passes its JSON as the last one).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
     },
     /// Import the sessions already on this machine (safe to re-run: only new content is added).
     Import {
@@ -145,9 +148,9 @@ enum SessionsCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let db = cli.db.clone().unwrap_or_else(default_db_path);
-    if let Command::Hook { agent } = cli.command {
+    if let Command::Hook { agent, args } = cli.command {
         // Fail open: always exit 0; print only what the agent's protocol allows.
-        let outcome = memtrail_runtime::hook::run(agent, &mut std::io::stdin().lock(), &db);
+        let outcome = memtrail_runtime::hook::run(agent, &mut std::io::stdin().lock(), &args, &db);
         if let Some(out) = outcome.stdout {
             println!("{out}");
         }

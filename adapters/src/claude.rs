@@ -960,3 +960,37 @@ pub fn session_start_reply(context: &str) -> String {
     })
     .to_string()
 }
+
+/// The transcripts a hook event should ingest: the session's `transcript_path`, the sub-agent
+/// transcripts beside it (Claude Code 2.1: `<dir>/<session>/subagents/*.jsonl`, sorted), and
+/// SubagentStop's `agent_transcript_path`. Missing folders are simply skipped.
+pub fn transcripts_for_event(ev: &HookEvent) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = Vec::new();
+    if let Some(t) = ev.transcript_path.as_deref().filter(|t| !t.is_empty()) {
+        let main = PathBuf::from(t);
+        let subs_dir = match (main.parent(), main.file_stem()) {
+            (Some(dir), Some(stem)) => Some(dir.join(stem).join("subagents")),
+            _ => None,
+        };
+        paths.push(main);
+        if let Some(Ok(rd)) = subs_dir.map(std::fs::read_dir) {
+            let mut subs: Vec<PathBuf> = rd
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                .collect();
+            subs.sort();
+            paths.extend(subs);
+        }
+    }
+    if let Some(t) = ev
+        .agent_transcript_path
+        .as_deref()
+        .filter(|t| !t.is_empty())
+    {
+        let p = PathBuf::from(t);
+        if !paths.contains(&p) {
+            paths.push(p);
+        }
+    }
+    paths
+}

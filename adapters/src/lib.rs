@@ -18,11 +18,64 @@ pub use model::*;
 
 use std::path::{Path, PathBuf};
 
-/// A fresh transcript reader for `agent`, or `None` when memtrail cannot read that agent's
-/// transcripts yet.
+/// How a source file of an agent is read.
+pub enum Source {
+    /// An append-only JSONL transcript, read incrementally from a byte offset.
+    Lines(Box<dyn LineReader>),
+    /// A file rewritten whole: re-read when its content changes, and the session's messages
+    /// replaced.
+    Doc(Box<dyn DocReader>),
+}
+
+/// How to read `path`, a transcript of `agent`; `None` when memtrail cannot read it (yet).
+pub fn source_for(agent: Agent, _path: &Path) -> Option<Source> {
+    match agent {
+        Agent::Claude => Some(Source::Lines(Box::new(claude::ClaudeReader::new()))),
+        _ => None,
+    }
+}
+
+/// A fresh line reader for `agent`'s JSONL transcripts, or `None` when the agent has none.
 pub fn transcript_reader(agent: Agent) -> Option<Box<dyn LineReader>> {
     match agent {
         Agent::Claude => Some(Box::new(claude::ClaudeReader::new())),
+        _ => None,
+    }
+}
+
+/// Parse a hook invocation of `agent`: the payload from stdin, or (Codex `notify`) the JSON in
+/// the last command-line argument. `env` reads the hook process's environment (caller detection).
+///
+/// Errors: a message saying why the payload was not understood.
+pub fn parse_hook(
+    agent: Agent,
+    stdin: &[u8],
+    args: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<HookEvent, String> {
+    let _ = args;
+    match agent {
+        Agent::Claude => claude::parse_hook_payload_with_env(stdin, env),
+        other => Err(format!(
+            "hooks of {} are not supported yet",
+            other.display_name()
+        )),
+    }
+}
+
+/// The transcript files a hook event of `agent` should ingest (the payload's transcript, its
+/// sub-agents, or a path resolved from the session id when the payload has none).
+pub fn transcripts_for_event(agent: Agent, ev: &HookEvent) -> Vec<PathBuf> {
+    match agent {
+        Agent::Claude => claude::transcripts_for_event(ev),
+        _ => Vec::new(),
+    }
+}
+
+/// What to print at SessionStart to put `context` into `agent`'s context, in its dialect.
+pub fn session_start_reply(agent: Agent, context: &str) -> Option<String> {
+    match agent {
+        Agent::Claude => Some(claude::session_start_reply(context)),
         _ => None,
     }
 }

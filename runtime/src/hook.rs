@@ -8,7 +8,7 @@
 use crate::ingest::{IngestReport, ingest_file};
 use crate::store::{HookRun, Store};
 use crate::{Result, now_ms, state_dir};
-use memtrail_adapters::{Agent, HookEvent, claude, format_rfc3339_ms};
+use memtrail_adapters::{Agent, HookEvent, format_rfc3339_ms};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -47,14 +47,15 @@ fn budget_ms() -> u64 {
         .unwrap_or(DEFAULT_BUDGET_MS)
 }
 
-/// Run one hook for `agent`: read the payload from `stdin` (at most [`MAX_PAYLOAD_BYTES`]),
+/// Run one hook for `agent`: read the payload from `stdin` (at most [`MAX_PAYLOAD_BYTES`]), or
+/// from `args` when the agent passes it there (Codex `notify`),
 /// ingest the session's transcript into the store at `db`, and return what to print. Never
 /// panics and never returns an error: failures are logged and reported in the outcome.
-pub fn run(agent: Agent, stdin: &mut dyn Read, db: &Path) -> HookOutcome {
+pub fn run(agent: Agent, stdin: &mut dyn Read, args: &[String], db: &Path) -> HookOutcome {
     let started = Instant::now();
     let mut outcome = HookOutcome::default();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_inner(agent, stdin, db, started, &mut outcome)
+        run_inner(agent, stdin, args, db, started, &mut outcome)
     }));
     let error = match result {
         Ok(Ok(())) => None,
@@ -79,28 +80,26 @@ pub fn run(agent: Agent, stdin: &mut dyn Read, db: &Path) -> HookOutcome {
 fn run_inner(
     agent: Agent,
     stdin: &mut dyn Read,
+    args: &[String],
     db: &Path,
     started: Instant,
     outcome: &mut HookOutcome,
 ) -> Result<()> {
+    // A payload in the arguments (Codex `notify`) means stdin is not the payload: don't wait on it.
     let mut payload = Vec::new();
-    stdin
-        .take(MAX_PAYLOAD_BYTES + 1)
-        .read_to_end(&mut payload)?;
+    if args.is_empty() {
+        stdin
+            .take(MAX_PAYLOAD_BYTES + 1)
+            .read_to_end(&mut payload)?;
+    }
     if payload.len() as u64 > MAX_PAYLOAD_BYTES {
         return Err(crate::Error::Invalid(format!(
             "hook payload larger than {MAX_PAYLOAD_BYTES} bytes; ignored"
         )));
     }
-    let event = match agent {
-        Agent::Claude => claude::parse_hook_payload(&payload).map_err(crate::Error::Invalid)?,
-        other => {
-            return Err(crate::Error::Unsupported(format!(
-                "hooks of {} are not supported yet",
-                other.display_name()
-            )));
-        }
-    };
+    let env = |k: &str| std::env::var(k).ok();
+    let event = memtrail_adapters::parse_hook(agent, &payload, args, &env)
+        .map_err(crate::Error::Invalid)?;
     outcome.event = Some(event.clone());
     if event.agent != agent {
         // A Claude-format hook run by VS Code or Cursor: their own hooks capture their
@@ -125,37 +124,7 @@ fn run_inner(
     let remaining = deadline.saturating_duration_since(Instant::now());
     let mut store = Store::open_with_timeout(db, remaining.max(Duration::from_millis(50)))?;
 
-    let mut paths: Vec<PathBuf> = Vec::new();
-    if let Some(t) = event.transcript_path.as_deref().filter(|t| !t.is_empty()) {
-        let main = PathBuf::from(t);
-        // Sub-agent transcripts of this session (Claude Code 2.1: <dir>/<session>/subagents/).
-        if let (Some(dir), Some(stem)) = (main.parent(), main.file_stem()) {
-            let sub = dir.join(stem).join("subagents");
-            if let Ok(rd) = std::fs::read_dir(&sub) {
-                let mut subs: Vec<PathBuf> = rd
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-                    .collect();
-                subs.sort();
-                paths.push(main.clone());
-                paths.extend(subs);
-            } else {
-                paths.push(main.clone());
-            }
-        } else {
-            paths.push(main);
-        }
-    }
-    if let Some(t) = event
-        .agent_transcript_path
-        .as_deref()
-        .filter(|t| !t.is_empty())
-    {
-        let p = PathBuf::from(t);
-        if !paths.contains(&p) {
-            paths.push(p);
-        }
-    }
+    let paths = memtrail_adapters::transcripts_for_event(agent, &event);
     if paths.is_empty() {
         return Err(crate::Error::Invalid(format!(
             "{} payload has no transcript_path",

@@ -9,7 +9,7 @@
 
 use crate::store::{Cursor, Store};
 use crate::{Error, Result, now_ms};
-use memtrail_adapters::{Agent, Batch, ParseStats, SessionMeta};
+use memtrail_adapters::{Agent, Batch, ParseStats, SessionMeta, Source};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -40,11 +40,6 @@ pub struct IngestReport {
     pub incomplete: bool,
     /// True when the file had nothing new.
     pub unchanged: bool,
-}
-
-/// Per-agent access to transcripts: identify the session of a file and make a reader.
-pub fn reader_for(agent: Agent) -> Option<Box<dyn memtrail_adapters::LineReader>> {
-    memtrail_adapters::transcript_reader(agent)
 }
 
 struct FileState {
@@ -106,6 +101,109 @@ pub fn ingest_file(
     path: &Path,
     deadline: Option<Instant>,
 ) -> Result<IngestReport> {
+    match memtrail_adapters::source_for(agent, path) {
+        Some(Source::Lines(reader)) => ingest_lines(store, agent, path, reader, deadline),
+        Some(Source::Doc(reader)) => ingest_doc(store, agent, path, reader),
+        None => Err(Error::Unsupported(format!(
+            "memtrail cannot read {} files like {}",
+            agent.display_name(),
+            path.display()
+        ))),
+    }
+}
+
+/// Largest whole-file (document) source read; larger ones are refused with an error.
+pub const MAX_DOC_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Ingest a whole-file source: when its content changed since the last ingest, parse it whole
+/// and replace the session's messages with what it holds now, in one transaction.
+fn ingest_doc(
+    store: &mut Store,
+    agent: Agent,
+    path: &Path,
+    mut reader: Box<dyn memtrail_adapters::DocReader>,
+) -> Result<IngestReport> {
+    let key = path.to_string_lossy().to_string();
+    let mut file = File::open(path)?;
+    let st = file_state(&file)?;
+    let stored = store.cursor(&key)?;
+    let mut report = IngestReport::default();
+    if let Some(c) = &stored
+        && st.size == c.offset
+        && (st.dev, st.ino, st.mtime_ns) == (c.dev, c.ino, c.mtime_ns)
+        && st.mtime_ns.is_some()
+    {
+        report.unchanged = true;
+        return Ok(report);
+    }
+    if st.size > MAX_DOC_BYTES {
+        return Err(Error::Invalid(format!(
+            "{} is larger than {MAX_DOC_BYTES} bytes; not read",
+            path.display()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(st.size as usize);
+    file.read_to_end(&mut bytes)?;
+    let hash = blake3::hash(&bytes).to_hex().to_string();
+    let sref = memtrail_adapters::identify(agent, path)?;
+    report.session = Some(sref.external_id.clone());
+    let cursor = Cursor {
+        session_id: None,
+        offset: bytes.len() as u64,
+        size: bytes.len() as u64,
+        dev: st.dev,
+        ino: st.ino,
+        mtime_ns: st.mtime_ns,
+        head_len: bytes.len() as u64,
+        head_hash: Some(hash.clone()),
+        reader_state: None,
+    };
+    if stored.as_ref().and_then(|c| c.head_hash.as_deref()) == Some(hash.as_str()) {
+        // Touched but not changed: remember the new identity, nothing else.
+        let cursor = Cursor {
+            session_id: stored.as_ref().and_then(|c| c.session_id),
+            ..cursor
+        };
+        store.write(|w| w.save_cursor(&key, agent, &cursor, &ParseStats::default(), now_ms()))?;
+        report.unchanged = true;
+        return Ok(report);
+    }
+    let mut batch = Batch::default();
+    reader.read(&bytes, &mut batch);
+    let stats = batch.stats;
+    let had = stored.is_some();
+    let applied = store.write(|w| {
+        let sid = w.upsert_session(&sref, &batch.meta)?;
+        let before = if had { w.clear_session(sid)? } else { 0 };
+        if had {
+            w.reset_source_counters(&key)?;
+            w.upsert_session(&sref, &batch.meta)?;
+        }
+        let applied = w.apply(sid, batch.records)?;
+        let cursor = Cursor {
+            session_id: Some(sid),
+            ..cursor
+        };
+        w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
+        Ok((applied, before))
+    })?;
+    let (applied, before) = applied;
+    // Messages that were there before and still are count as updated, not new.
+    report.inserted = applied.inserted.saturating_sub(before);
+    report.updated = applied.inserted.min(before);
+    report.reread = had;
+    report.bytes = bytes.len() as u64;
+    report.stats = stats;
+    Ok(report)
+}
+
+fn ingest_lines(
+    store: &mut Store,
+    agent: Agent,
+    path: &Path,
+    mut reader: Box<dyn memtrail_adapters::LineReader>,
+    deadline: Option<Instant>,
+) -> Result<IngestReport> {
     let key = path.to_string_lossy().to_string();
     let mut file = File::open(path)?;
     let st = file_state(&file)?;
@@ -142,8 +240,6 @@ pub fn ingest_file(
 
     let sref = memtrail_adapters::identify(agent, path)?;
     report.session = Some(sref.external_id.clone());
-    let mut reader =
-        reader_for(agent).ok_or_else(|| Error::Unsupported(format!("no reader for {agent}")))?;
 
     if start > 0
         && let Some(state) = stored.as_ref().and_then(|c| c.reader_state.as_ref())
