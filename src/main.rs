@@ -7,7 +7,7 @@ use memtrail_adapters::Agent;
 use memtrail_runtime::query::{self, HL_END, HL_START, ListFilter, SearchFilter};
 use memtrail_runtime::time::{Bound, parse_date};
 use memtrail_runtime::{Store, default_db_path};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -23,8 +23,8 @@ Start with `memtrail install` (wires the hooks, MCP server and skill into each a
     after_help = "Examples:\n  memtrail install --agent claude --yes\n  memtrail import\n  memtrail search \"database is locked\" --since 7d\n  memtrail sessions list --limit 5\n  memtrail sessions show 4c2ddfdc"
 )]
 struct Cli {
-    /// The store to use [default: $XDG_DATA_HOME/memtrail/memtrail.db, i.e. ~/.local/share/memtrail/memtrail.db].
-    #[arg(long, global = true, env = "MEMTRAIL_DB", value_name = "PATH")]
+    /// The store to use [default: $MEMTRAIL_DB, else $XDG_DATA_HOME/memtrail/memtrail.db, i.e. ~/.local/share/memtrail/memtrail.db].
+    #[arg(long, global = true, value_name = "PATH")]
     db: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
@@ -110,9 +110,9 @@ struct SearchArgs {
     /// Only messages of this role: user, assistant, tool, system.
     #[arg(long)]
     role: Option<memtrail_adapters::Role>,
-    /// Most hits to show.
-    #[arg(long, short = 'n', default_value_t = 20)]
-    limit: usize,
+    /// Most hits to show (1-500).
+    #[arg(long, short = 'n', default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=500))]
+    limit: u32,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -128,9 +128,9 @@ enum SessionsCommand {
         /// Only sessions in this project directory (or below it).
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
-        /// Most sessions to show.
-        #[arg(long, short = 'n', default_value_t = 20)]
-        limit: usize,
+        /// Most sessions to show (1-100000).
+        #[arg(long, short = 'n', default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        limit: u32,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -139,6 +139,12 @@ enum SessionsCommand {
     Show {
         /// Session id (or a unique prefix).
         id: String,
+        /// First message to show (0-based index, e.g. a search hit's message index).
+        #[arg(long, default_value_t = 0)]
+        offset: u32,
+        /// Most messages to show [default: all].
+        #[arg(long)]
+        limit: Option<u32>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -146,23 +152,104 @@ enum SessionsCommand {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&raw) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // A hook never fails its agent: Claude Code treats exit code 2 as "block". A bad
+            // hook command line is logged and the hook exits 0 with nothing on stdout.
+            if is_hook_invocation(&raw) {
+                memtrail_runtime::hook::log_raw(
+                    "-",
+                    None,
+                    None,
+                    &format!("error: bad hook command line: {}", e.render()),
+                );
+                return ExitCode::SUCCESS;
+            }
+            e.exit();
+        }
+    };
     let db = cli.db.clone().unwrap_or_else(default_db_path);
     if let Command::Hook { agent, args } = cli.command {
         // Fail open: always exit 0; print only what the agent's protocol allows.
         let outcome = memtrail_runtime::hook::run(agent, &mut std::io::stdin().lock(), &args, &db);
-        if let Some(out) = outcome.stdout {
-            println!("{out}");
+        if let Some(reply) = outcome.stdout {
+            let mut o = std::io::stdout().lock();
+            let _ = writeln!(o, "{reply}");
         }
         return ExitCode::SUCCESS;
     }
     match run(cli.command, db) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("memtrail: {e:#}");
+            eprintln!("memtrail: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// True when the command line's subcommand is `hook` (global `--db PATH` may come first).
+fn is_hook_invocation(raw: &[std::ffi::OsString]) -> bool {
+    let mut it = raw.iter().skip(1);
+    while let Some(a) = it.next() {
+        let a = a.to_string_lossy();
+        if a == "--db" {
+            it.next();
+        } else if !a.starts_with('-') {
+            return a == "hook";
+        }
+    }
+    false
+}
+
+/// An error and its causes on one line, without repeating a cause that the message before it
+/// already contains.
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+/// Print a line on stdout; a closed pipe (`| head`) ends the program quietly.
+macro_rules! out {
+    ($($t:tt)*) => { emit(format_args!($($t)*), true) };
+}
+
+/// Print on stdout without a newline (see [`out!`]).
+macro_rules! outn {
+    ($($t:tt)*) => { emit(format_args!($($t)*), false) };
+}
+
+fn emit(args: std::fmt::Arguments<'_>, newline: bool) {
+    let mut o = std::io::stdout().lock();
+    let r = o
+        .write_fmt(args)
+        .and_then(|_| if newline { o.write_all(b"\n") } else { Ok(()) });
+    if let Err(e) = r {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("memtrail: cannot write the output: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// The store for a read-only command: `None` when it does not exist yet (reading never creates it).
+fn open_store_read(db: &std::path::Path) -> Result<Option<Store>> {
+    if !db.exists() {
+        return Ok(None);
+    }
+    open_store(db).map(Some)
 }
 
 fn open_store(db: &std::path::Path) -> Result<Store> {
@@ -187,25 +274,30 @@ fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
             limit,
             json,
         }) => {
-            let store = open_store(&db)?;
-            let list = query::list_sessions(
-                &store,
-                &ListFilter {
-                    agent: agent.map(|a| a.as_str().to_string()),
-                    project: project.map(|p| absolute(&p)),
-                    limit,
-                },
-            )?;
+            let filtered = agent.is_some() || project.is_some();
+            let list = match open_store_read(&db)? {
+                Some(store) => query::list_sessions(
+                    &store,
+                    &ListFilter {
+                        agent: agent.map(|a| a.as_str().to_string()),
+                        project: project.map(|p| absolute(&p)),
+                        limit: limit as usize,
+                    },
+                )?,
+                None => Vec::new(),
+            };
             if json {
-                println!(
+                out!(
                     "{}",
                     serde_json::to_string_pretty(&serde_json::json!({ "sessions": list }))?
                 );
+            } else if list.is_empty() && filtered {
+                out!("No sessions match these filters.");
             } else if list.is_empty() {
-                println!("No sessions yet. Run `memtrail import` to bring in existing ones.");
+                out!("No sessions yet. Run `memtrail import` to bring in existing ones.");
             } else {
                 for s in &list {
-                    println!(
+                    out!(
                         "{}  {:<7} {:>5} msgs  {}  {}",
                         s.updated_at
                             .as_deref()
@@ -217,19 +309,36 @@ fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
                         s.title.as_deref().unwrap_or("(untitled)")
                     );
                     if let Some(p) = &s.project {
-                        println!("{:>37}{}", "", p);
+                        out!("{:>37}{}", "", p);
                     }
                 }
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Sessions(SessionsCommand::Show { id, json }) => {
-            let store = open_store(&db)?;
-            let view = query::get_session(&store, &id, None, 0, i64::MAX, None)?;
+        Command::Sessions(SessionsCommand::Show {
+            id,
+            offset,
+            limit,
+            json,
+        }) => {
+            let Some(store) = open_store_read(&db)? else {
+                bail!(
+                    "no session `{id}`: the store at {} is empty (run `memtrail import`)",
+                    db.display()
+                );
+            };
+            let view = query::get_session(
+                &store,
+                &id,
+                None,
+                offset as i64,
+                limit.map(i64::from).unwrap_or(i64::MAX),
+                None,
+            )?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&view)?);
+                out!("{}", serde_json::to_string_pretty(&view)?);
             } else {
-                print!("{}", query::session_markdown(&view));
+                outn!("{}", query::session_markdown(&view));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -271,22 +380,24 @@ fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
             .map(|s| parse_date(s, Bound::End))
             .transpose()?,
         role: a.role.map(|r| r.as_str().to_string()),
-        limit: a.limit,
+        limit: a.limit as usize,
     };
-    let store = open_store(db)?;
-    let mut hits = query::search(&store, &q, &filter)?;
+    let mut hits = match open_store_read(db)? {
+        Some(store) => query::search(&store, &q, &filter)?,
+        None => Vec::new(),
+    };
     if a.json {
         for h in &mut hits {
             h.snippet = h.snippet.replace([HL_START, HL_END], "**");
         }
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({ "query": q, "hits": hits }))?
         );
         return Ok(ExitCode::SUCCESS);
     }
     if hits.is_empty() {
-        println!("No matches for {q:?}.");
+        out!("No matches for {:?}.", memtrail_adapters::one_line(&q, 80));
         return Ok(ExitCode::SUCCESS);
     }
     let tty = std::io::stdout().is_terminal();
@@ -296,7 +407,7 @@ fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
         ("**", "**")
     };
     for (i, h) in hits.iter().enumerate() {
-        println!(
+        out!(
             "{}. {}{}{}  ({} · {} · {})",
             i + 1,
             b,
@@ -306,16 +417,18 @@ fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
             h.project.as_deref().unwrap_or("?"),
             h.timestamp.as_deref().map(short_time).unwrap_or("?".into())
         );
-        println!(
+        out!(
             "   session {} · message #{} · {}",
-            h.session_id, h.message_index, h.role
+            h.session_id,
+            h.message_index,
+            h.role
         );
         let snip = h
             .snippet
             .replace('\n', " ")
             .replace(HL_START, b)
             .replace(HL_END, e);
-        println!("   {}\n", snip.trim());
+        out!("   {}\n", snip.trim());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -385,11 +498,11 @@ fn import(
     })?;
     bar.finish_and_clear();
     if json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        out!("{}", serde_json::to_string_pretty(&summary)?);
         return Ok(ExitCode::SUCCESS);
     }
     for a in &summary.agents {
-        println!(
+        out!(
             "{}: {} files ({} with new content), {} sessions, {} new messages, {} updated, {} lines skipped ({} unknown, {} malformed)",
             a.agent,
             a.files,
@@ -402,10 +515,10 @@ fn import(
             a.malformed_lines
         );
         for (p, why) in &a.unreadable {
-            println!("  could not read {p}: {why}");
+            out!("  could not read {p}: {why}");
         }
     }
-    println!("done in {:.2} s", summary.seconds);
+    out!("done in {:.2} s", summary.seconds);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -416,11 +529,36 @@ fn binary_path() -> Result<PathBuf> {
 
 fn install(a: InstallArgs, action: memtrail_installer::Action) -> Result<ExitCode> {
     let binary = binary_path()?;
-    let agents = if a.agents.is_empty() {
-        vec![Agent::Claude]
-    } else {
-        a.agents.clone()
-    };
+    let mut agents: Vec<Agent> = Vec::new();
+    for ag in &a.agents {
+        if !agents.contains(ag) {
+            agents.push(*ag);
+        }
+    }
+    if agents.is_empty() {
+        for &ag in memtrail_adapters::supported_agents() {
+            // Install where the agent is found; uninstall wherever memtrail may be registered.
+            let wanted = match action {
+                memtrail_installer::Action::Install => {
+                    memtrail_installer::status(ag, &binary).is_ok_and(|st| st.detected)
+                }
+                memtrail_installer::Action::Uninstall => true,
+            };
+            if wanted {
+                agents.push(ag);
+            }
+        }
+        if agents.is_empty() {
+            bail!(
+                "no supported agent found on this machine (looked for: {}); name one with --agent to install anyway",
+                memtrail_adapters::supported_agents()
+                    .iter()
+                    .map(|a| a.display_name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
     let verb = match action {
         memtrail_installer::Action::Install => "install",
         memtrail_installer::Action::Uninstall => "uninstall",
@@ -435,13 +573,13 @@ fn install(a: InstallArgs, action: memtrail_installer::Action) -> Result<ExitCod
                 .iter()
                 .map(|(ag, p)| serde_json::json!({"agent": ag, "changes": p.describe(), "diff": p.diff()}))
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            out!("{}", serde_json::to_string_pretty(&v)?);
         } else {
             for (ag, p) in &plans {
                 if p.is_empty() {
-                    println!("{}: nothing to {verb}", ag.display_name());
+                    out!("{}: nothing to {verb}", ag.display_name());
                 } else {
-                    print!("{}", p.diff());
+                    outn!("{}", p.diff());
                 }
             }
         }
@@ -468,24 +606,26 @@ fn install(a: InstallArgs, action: memtrail_installer::Action) -> Result<ExitCod
     for (ag, p) in &plans {
         if p.is_empty() {
             if !a.json {
-                println!("{}: already {}ed, nothing to do", ag.display_name(), verb);
+                out!("{}: already {}ed, nothing to do", ag.display_name(), verb);
             }
             results.push(serde_json::json!({"agent": ag, "changes": []}));
             continue;
         }
         memtrail_installer::apply(p)?;
         if !a.json {
-            println!("{}:", ag.display_name());
+            out!("{}:", ag.display_name());
             for line in p.describe() {
-                println!("  {line}");
+                out!("  {line}");
             }
         }
         results.push(serde_json::json!({"agent": ag, "changes": p.describe()}));
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&results)?);
-    } else if matches!(action, memtrail_installer::Action::Install) {
-        println!("\nNext: `memtrail import` brings in the sessions you already have.");
+        out!("{}", serde_json::to_string_pretty(&results)?);
+    } else if matches!(action, memtrail_installer::Action::Install)
+        && plans.iter().any(|(_, p)| !p.is_empty())
+    {
+        out!("\nNext: `memtrail import` brings in the sessions you already have.");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -499,54 +639,99 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
         healthy &= st.healthy();
         agents.push((agent, st));
     }
-    let store_info = if db.exists() {
-        let store = open_store(db)?;
-        let stats = store.stats()?;
-        let check = store.quick_check()?;
-        healthy &= check.is_ok();
-        let runs: Vec<_> = agents
-            .iter()
-            .map(|(a, _)| store.hook_runs(*a))
-            .collect::<Result<Vec<_>, _>>()?;
-        Some((stats, check, runs))
+    // The store: figures, a quick integrity check, and the last run of each hook. A store that
+    // cannot be read is reported, not fatal: the registration is still shown.
+    type StoreInfo = (
+        memtrail_runtime::store::StoreStats,
+        std::result::Result<(), String>,
+        Vec<Vec<memtrail_runtime::store::HookRun>>,
+    );
+    let store_info: Option<std::result::Result<StoreInfo, String>> = if db.exists() {
+        Some(
+            (|| -> Result<StoreInfo> {
+                let store = open_store(db)?;
+                let stats = store.stats()?;
+                let check = store.quick_check()?;
+                let runs = agents
+                    .iter()
+                    .map(|(a, _)| store.hook_runs(*a))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok((stats, check, runs))
+            })()
+            .map_err(|e| error_chain(&e)),
+        )
     } else {
         None
     };
+    match &store_info {
+        Some(Ok((_, check, runs))) => {
+            healthy &= check.is_ok();
+            // The last run of every hook event succeeded.
+            healthy &= runs.iter().flatten().all(|r| r.error.is_none());
+        }
+        Some(Err(_)) => healthy = false,
+        None => {}
+    }
     let errors = memtrail_runtime::hook::last_log_errors(3);
     if json {
+        let run_json = |r: &memtrail_runtime::store::HookRun| {
+            serde_json::json!({
+                "event": r.event,
+                "at": memtrail_adapters::format_rfc3339_ms(r.at),
+                "duration_ms": r.duration_us as f64 / 1000.0,
+                "session": r.session,
+                "messages": r.messages,
+                "error": r.error,
+            })
+        };
         let v = serde_json::json!({
             "healthy": healthy,
             "binary": binary,
             "agents": agents.iter().enumerate().map(|(i, (a, st))| serde_json::json!({
                 "agent": a,
                 "registration": st,
-                "hook_runs": store_info.as_ref().map(|s| &s.2[i]),
+                "hook_runs": match &store_info {
+                    Some(Ok((_, _, runs))) => runs[i].iter().map(run_json).collect::<Vec<_>>(),
+                    _ => Vec::new(),
+                },
             })).collect::<Vec<_>>(),
-            "store": store_info.as_ref().map(|(s, c, _)| serde_json::json!({
-                "stats": s, "integrity": c.as_ref().err().cloned().unwrap_or_else(|| "ok".into())
-            })),
+            "store": match &store_info {
+                Some(Ok((s, c, _))) => serde_json::json!({
+                    "path": s.path,
+                    "size_bytes": s.size_bytes,
+                    "schema_version": s.schema_version,
+                    "sessions": s.sessions,
+                    "messages": s.messages,
+                    "per_agent": s.per_agent.iter().map(|(a, n, m)| serde_json::json!({
+                        "agent": a, "sessions": n, "messages": m
+                    })).collect::<Vec<_>>(),
+                    "integrity": c.as_ref().err().cloned().unwrap_or_else(|| "ok".into()),
+                }),
+                Some(Err(e)) => serde_json::json!({ "path": db, "error": e }),
+                None => serde_json::json!({ "path": db, "exists": false }),
+            },
             "recent_hook_errors": errors,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        out!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        println!(
+        out!(
             "memtrail {} at {}",
             env!("CARGO_PKG_VERSION"),
             binary.display()
         );
         for (i, (a, st)) in agents.iter().enumerate() {
-            println!("\n{}:", a.display_name());
-            print!("{st}");
-            if let Some((_, _, runs)) = &store_info {
+            out!("\n{}:", a.display_name());
+            outn!("{st}");
+            if let Some(Ok((_, _, runs))) = &store_info {
                 if runs[i].is_empty() {
-                    println!("  hooks have not run yet");
+                    out!("  hooks have not run yet");
                 }
                 for r in &runs[i] {
-                    println!(
-                        "  last {} hook: {} ({} ms, +{} messages){}",
+                    out!(
+                        "  last {} hook: {} ({:.1} ms, +{} messages){}",
                         r.event,
                         short_time(&memtrail_adapters::format_rfc3339_ms(r.at)),
-                        r.duration_us / 1000,
+                        r.duration_us as f64 / 1000.0,
                         r.messages,
                         r.error
                             .as_deref()
@@ -557,32 +742,41 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
             }
         }
         match &store_info {
-            Some((s, check, _)) => {
-                println!(
+            Some(Ok((s, check, _))) => {
+                out!(
                     "\nstore: {} ({:.1} MB, schema v{}, integrity {})",
                     s.path,
                     s.size_bytes as f64 / 1e6,
                     s.schema_version,
                     match check {
                         Ok(()) => "ok".to_string(),
-                        Err(e) => format!("FAILED: {e}"),
+                        Err(e) => format!("FAILED: {}", memtrail_adapters::one_line(e, 200)),
                     }
                 );
                 for (agent, sessions, messages) in &s.per_agent {
-                    println!("  {agent}: {sessions} sessions, {messages} messages");
+                    out!("  {agent}: {sessions} sessions, {messages} messages");
                 }
             }
-            None => println!("\nstore: {} (not created yet)", db.display()),
+            Some(Err(e)) => out!("\nstore: {} cannot be read: {e}", db.display()),
+            None => out!("\nstore: {} (not created yet)", db.display()),
         }
         if !errors.is_empty() {
-            println!(
+            out!(
                 "\nrecent hook errors ({}):",
                 memtrail_runtime::hook::log_path().display()
             );
             for e in &errors {
-                println!("  {e}");
+                out!("  {e}");
             }
         }
+        out!(
+            "\n{}",
+            if healthy {
+                "healthy"
+            } else {
+                "NOT healthy: see above"
+            }
+        );
     }
     Ok(if healthy {
         ExitCode::SUCCESS

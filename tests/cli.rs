@@ -446,3 +446,95 @@ fn sessions_show_prints_markdown_with_tool_calls() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no session"));
 }
+
+#[test]
+fn a_bad_hook_command_line_never_blocks_the_agent() {
+    let sb = Sandbox::new();
+    let t = grow_transcript(&sb, 1);
+    let payload = stop_payload(&t, &session_id_of(&t));
+    for args in [
+        vec!["hook"],
+        vec!["hook", "bogus-agent"],
+        vec!["--db", "", "hook", "claude", "--unknown-flag"],
+    ] {
+        let out = sb
+            .cmd()
+            .args(&args)
+            .write_stdin(payload.clone())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let log = std::fs::read_to_string(sb.hook_log()).unwrap();
+    assert_eq!(log.matches("bad hook command line").count(), 3, "{log}");
+    // An empty MEMTRAIL_DB means "not set": the default store is used and the hook works.
+    sb.cmd()
+        .env("MEMTRAIL_DB", "")
+        .args(["hook", "claude"])
+        .write_stdin(payload)
+        .assert()
+        .success()
+        .stdout("");
+    assert!(sb.home.join(".local/share/memtrail/memtrail.db").exists());
+    // A non-hook command with bad arguments still fails loudly.
+    sb.cmd().args(["search"]).assert().failure();
+}
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_memtrail"))
+        .env("HOME", &sb.home)
+        .env("XDG_DATA_HOME", sb.home.join(".local/share"))
+        .args(["sessions", "show", "3f2a9c4e"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+#[test]
+fn a_file_that_is_not_a_store_is_named_as_such() {
+    let sb = Sandbox::new();
+    let bad = sb.home.join("not-a-db");
+    std::fs::write(&bad, vec![b'x'; 8192]).unwrap();
+    let out = sb
+        .cmd()
+        .args(["--db", bad.to_str().unwrap(), "sessions", "list"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not a memtrail store"), "{err}");
+    assert_eq!(err.matches("not a memtrail store").count(), 1, "said once: {err}");
+    assert!(!err.contains("Error code"), "no raw SQLite text: {err}");
+    // status still shows the registration, and is not healthy.
+    let out = sb
+        .cmd()
+        .args(["--db", bad.to_str().unwrap(), "status"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("hook Stop:"), "{text}");
+    assert!(text.contains("cannot be read"), "{text}");
+}
+
+#[test]
+fn reading_commands_do_not_create_the_store() {
+    let sb = Sandbox::new();
+    let db = sb.home.join(".local/share/memtrail/memtrail.db");
+    let list = sb.json(&["sessions", "list", "--json"]);
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 0);
+    let hits = sb.json(&["search", "anything", "--json"]);
+    assert_eq!(hits["hits"].as_array().unwrap().len(), 0);
+    assert!(!db.exists());
+}

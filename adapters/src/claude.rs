@@ -416,12 +416,27 @@ impl LineReader for ClaudeReader {
             out.stats.malformed += 1;
             return;
         }
+        let repaired;
         let env: Envelope = match serde_json::from_slice(line) {
             Ok(env) => env,
-            Err(_) => {
-                out.stats.malformed += 1;
-                return;
-            }
+            // One bad character (a lone surrogate from a cut emoji, invalid UTF-8) must not
+            // lose a whole prompt or tool result: repair and try once more.
+            Err(_) => match crate::model::repair_json_line(line) {
+                Some(fixed) => {
+                    repaired = fixed;
+                    match serde_json::from_slice(&repaired) {
+                        Ok(env) => env,
+                        Err(_) => {
+                            out.stats.malformed += 1;
+                            return;
+                        }
+                    }
+                }
+                None => {
+                    out.stats.malformed += 1;
+                    return;
+                }
+            },
         };
         let kind = match &env.kind {
             Value::String(s) => s.as_str(),
@@ -772,9 +787,19 @@ fn first_session_id(head: &[u8]) -> Option<String> {
 /// Errors: `projects_dir` exists but cannot be listed. Unreadable project or session folders
 /// below it are skipped, so one bad folder does not stop an import.
 pub fn discover(projects_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    discover_with_errors(projects_dir).map(|(files, _)| files)
+}
+
+/// [`discover`], also returning the folders below `projects_dir` that could not be listed, with
+/// the reason (for `memtrail import` to report instead of silently skipping them).
+#[allow(clippy::type_complexity)]
+pub fn discover_with_errors(
+    projects_dir: &Path,
+) -> std::io::Result<(Vec<PathBuf>, Vec<(PathBuf, String)>)> {
+    let mut unreadable = Vec::new();
     let projects = match std::fs::read_dir(projects_dir) {
         Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), unreadable)),
         Err(e) => return Err(e),
     };
     let mut mains = Vec::new();
@@ -784,8 +809,12 @@ pub fn discover(projects_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         if !project.is_dir() {
             continue;
         }
-        let Ok(entries) = std::fs::read_dir(&project) else {
-            continue;
+        let entries = match std::fs::read_dir(&project) {
+            Ok(e) => e,
+            Err(e) => {
+                unreadable.push((project, e.to_string()));
+                continue;
+            }
         };
         for entry in entries.flatten() {
             let path = entry.path();
@@ -794,8 +823,13 @@ pub fn discover(projects_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
                     continue;
                 }
                 // A session folder: `<session>/subagents/*.jsonl` (2.1.x).
-                let Ok(agents) = std::fs::read_dir(path.join("subagents")) else {
-                    continue;
+                let agents = match std::fs::read_dir(path.join("subagents")) {
+                    Ok(a) => a,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        unreadable.push((path.join("subagents"), e.to_string()));
+                        continue;
+                    }
                 };
                 subs.extend(
                     agents
@@ -818,7 +852,7 @@ pub fn discover(projects_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     mains.sort();
     subs.sort();
     mains.extend(subs);
-    Ok(mains)
+    Ok((mains, unreadable))
 }
 
 fn is_jsonl(path: &Path) -> bool {
@@ -961,12 +995,17 @@ pub fn session_start_reply(context: &str) -> String {
     .to_string()
 }
 
-/// The transcripts a hook event should ingest: the session's `transcript_path`, the sub-agent
+/// The transcripts a hook event should ingest (only `.jsonl` paths: a payload naming any other
+/// file is not a Claude Code transcript): the session's `transcript_path`, the sub-agent
 /// transcripts beside it (Claude Code 2.1: `<dir>/<session>/subagents/*.jsonl`, sorted), and
 /// SubagentStop's `agent_transcript_path`. Missing folders are simply skipped.
 pub fn transcripts_for_event(ev: &HookEvent) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = Vec::new();
-    if let Some(t) = ev.transcript_path.as_deref().filter(|t| !t.is_empty()) {
+    if let Some(t) = ev
+        .transcript_path
+        .as_deref()
+        .filter(|t| is_jsonl(Path::new(t)))
+    {
         let main = PathBuf::from(t);
         let subs_dir = match (main.parent(), main.file_stem()) {
             (Some(dir), Some(stem)) => Some(dir.join(stem).join("subagents")),
@@ -985,7 +1024,7 @@ pub fn transcripts_for_event(ev: &HookEvent) -> Vec<PathBuf> {
     if let Some(t) = ev
         .agent_transcript_path
         .as_deref()
-        .filter(|t| !t.is_empty())
+        .filter(|t| is_jsonl(Path::new(t)))
     {
         let p = PathBuf::from(t);
         if !paths.contains(&p) {

@@ -97,11 +97,25 @@ pub fn identify(agent: Agent, path: &Path) -> std::io::Result<SessionRef> {
     }
 }
 
+/// What discovery found for one agent.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Every transcript file, parents before sub-agents.
+    pub files: Vec<PathBuf>,
+    /// Folders or files that could not be read, with the reason.
+    pub unreadable: Vec<(PathBuf, String)>,
+}
+
 /// Every transcript of `agent` on this machine, for `memtrail import`.
-pub fn discover(agent: Agent) -> std::io::Result<Vec<PathBuf>> {
+///
+/// Errors: the agent's transcript folder exists but cannot be listed.
+pub fn discover(agent: Agent) -> std::io::Result<Discovery> {
     match agent {
-        Agent::Claude => claude::discover(&claude::projects_dir()),
-        _ => Ok(Vec::new()),
+        Agent::Claude => {
+            let (files, unreadable) = claude::discover_with_errors(&claude::projects_dir())?;
+            Ok(Discovery { files, unreadable })
+        }
+        _ => Ok(Discovery::default()),
     }
 }
 

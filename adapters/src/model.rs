@@ -671,3 +671,101 @@ mod time_tests {
         );
     }
 }
+
+/// Make a JSON line that failed to parse readable, losing as little as possible: invalid UTF-8
+/// sequences become U+FFFD, and `\u` escapes of lone UTF-16 surrogates (what JavaScript's
+/// `JSON.stringify` writes when a string was cut inside an emoji) become `\ufffd`. Returns `None`
+/// when there was nothing to repair (the line is broken in some other way).
+pub fn repair_json_line(line: &[u8]) -> Option<Vec<u8>> {
+    let text = String::from_utf8_lossy(line);
+    let mut changed = matches!(text, std::borrow::Cow::Owned(_));
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let hex4 = |at: usize| -> Option<u32> {
+        let s = std::str::from_utf8(b.get(at..at + 4)?).ok()?;
+        u32::from_str_radix(s, 16).ok()
+    };
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        if b.get(i + 1) != Some(&b'u') {
+            // Any other escape: copy both bytes so that `\\u…` stays a literal backslash.
+            out.extend_from_slice(&b[i..(i + 2).min(b.len())]);
+            i += 2;
+            continue;
+        }
+        match hex4(i + 2) {
+            Some(hi @ 0xD800..=0xDBFF) => {
+                let low = if b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u') {
+                    hex4(i + 8)
+                } else {
+                    None
+                };
+                if matches!(low, Some(0xDC00..=0xDFFF)) {
+                    out.extend_from_slice(&b[i..i + 12]);
+                    i += 12;
+                } else {
+                    let _ = hi;
+                    out.extend_from_slice(b"\\ufffd");
+                    changed = true;
+                    i += 6;
+                }
+            }
+            Some(0xDC00..=0xDFFF) => {
+                out.extend_from_slice(b"\\ufffd");
+                changed = true;
+                i += 6;
+            }
+            _ => {
+                out.extend_from_slice(&b[i..(i + 6).min(b.len())]);
+                i += 6;
+            }
+        }
+    }
+    if changed { Some(out) } else { None }
+}
+
+#[cfg(test)]
+mod repair_tests {
+    use super::repair_json_line;
+
+    fn parse(b: &[u8]) -> serde_json::Value {
+        serde_json::from_slice(b).unwrap()
+    }
+
+    #[test]
+    fn lone_surrogates_and_bad_utf8_are_replaced() {
+        let lone_high = br#"{"t":"cut here \ud83d"}"#;
+        assert!(serde_json::from_slice::<serde_json::Value>(lone_high).is_err());
+        assert_eq!(
+            parse(&repair_json_line(lone_high).unwrap())["t"],
+            "cut here \u{fffd}"
+        );
+        let lone_low = br#"{"t":"\ude00 x"}"#;
+        assert_eq!(
+            parse(&repair_json_line(lone_low).unwrap())["t"],
+            "\u{fffd} x"
+        );
+        let pair = br#"{"t":"ok \ud83d\ude00 \ud83d"}"#;
+        assert_eq!(
+            parse(&repair_json_line(pair).unwrap())["t"],
+            "ok \u{1F600} \u{fffd}"
+        );
+        let literal = br#"{"t":"a \\ud83d b"}"#;
+        assert_eq!(
+            repair_json_line(literal),
+            None,
+            "an escaped backslash is not an escape"
+        );
+        let bad_utf8 = b"{\"t\":\"caf\xe9 \xff\"}";
+        assert_eq!(
+            parse(&repair_json_line(bad_utf8).unwrap())["t"],
+            "caf\u{fffd} \u{fffd}"
+        );
+        assert_eq!(repair_json_line(br#"{"t": truncated"#), None);
+    }
+}

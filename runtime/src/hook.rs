@@ -93,6 +93,8 @@ fn run_inner(
             .read_to_end(&mut payload)?;
     }
     if payload.len() as u64 > MAX_PAYLOAD_BYTES {
+        // Drain the rest so the agent's write end does not fail with EPIPE.
+        let _ = std::io::copy(stdin, &mut std::io::sink());
         return Err(crate::Error::Invalid(format!(
             "hook payload larger than {MAX_PAYLOAD_BYTES} bytes; ignored"
         )));
@@ -127,8 +129,12 @@ fn run_inner(
     let paths = memtrail_adapters::transcripts_for_event(agent, &event);
     if paths.is_empty() {
         return Err(crate::Error::Invalid(format!(
-            "{} payload has no transcript_path",
-            event.event
+            "the {} payload names no transcript (transcript_path)",
+            if event.event.is_empty() {
+                "hook"
+            } else {
+                event.event.as_str()
+            }
         )));
     }
 
@@ -221,6 +227,16 @@ fn record_with(
 
 /// Append one line to the hook log (best effort; never fails the hook).
 pub fn log_line(agent: Agent, event: Option<&HookEvent>, msg: &str) {
+    log_raw(
+        agent.as_str(),
+        event.map(|e| e.event.as_str()).filter(|e| !e.is_empty()),
+        event.and_then(|e| e.session_id.as_deref()),
+        msg,
+    )
+}
+
+/// Append one line `<time> <agent> <event|-> session=<id|-> <msg>` to the hook log (best effort).
+pub fn log_raw(agent: &str, event: Option<&str>, session: Option<&str>, msg: &str) {
     let path = log_path();
     let _ = (|| -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
@@ -234,8 +250,8 @@ pub fn log_line(agent: Agent, event: Option<&HookEvent>, msg: &str) {
             "{} {} {} session={} {}\n",
             format_rfc3339_ms(now_ms()),
             agent,
-            event.map(|e| e.event.as_str()).unwrap_or("-"),
-            event.and_then(|e| e.session_id.as_deref()).unwrap_or("-"),
+            event.unwrap_or("-"),
+            session.unwrap_or("-"),
             msg.replace('\n', " ")
         );
         f.write_all(line.as_bytes())

@@ -73,8 +73,11 @@ pub fn import(
         };
         let mut files = Vec::new();
         match memtrail_adapters::discover(agent) {
-            Ok(paths) => {
-                for p in paths {
+            Ok(found) => {
+                for (p, why) in found.unreadable {
+                    rep.unreadable.push((p.display().to_string(), why));
+                }
+                for p in found.files {
                     match std::fs::metadata(&p) {
                         Ok(md) => {
                             let mtime = md

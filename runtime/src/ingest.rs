@@ -84,10 +84,28 @@ fn file_state(f: &File) -> std::io::Result<FileState> {
 }
 
 fn head_hash(f: &mut File, len: u64) -> std::io::Result<String> {
+    hash_range(f, 0, len)
+}
+
+/// blake3 (hex) of `len` bytes at `start`; the file position is moved.
+fn hash_range(f: &mut File, start: u64, len: u64) -> std::io::Result<String> {
     let mut buf = vec![0u8; len as usize];
-    f.seek(SeekFrom::Start(0))?;
+    f.seek(SeekFrom::Start(start))?;
     f.read_exact(&mut buf)?;
     Ok(blake3::hash(&buf).to_hex().to_string())
+}
+
+/// Open a source for reading after checking that it is a regular file (following symlinks):
+/// opening a FIFO would block, and a directory or device is never a transcript.
+fn open_regular(path: &Path) -> std::io::Result<File> {
+    let md = std::fs::metadata(path)?;
+    if !md.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    File::open(path)
 }
 
 /// Ingest what is new in the transcript at `path` for `agent`, stopping at a line boundary once
@@ -124,7 +142,7 @@ fn ingest_doc(
     mut reader: Box<dyn memtrail_adapters::DocReader>,
 ) -> Result<IngestReport> {
     let key = path.to_string_lossy().to_string();
-    let mut file = File::open(path)?;
+    let mut file = open_regular(path)?;
     let st = file_state(&file)?;
     let stored = store.cursor(&key)?;
     let mut report = IngestReport::default();
@@ -157,6 +175,8 @@ fn ingest_doc(
         head_len: bytes.len() as u64,
         head_hash: Some(hash.clone()),
         reader_state: None,
+        tail_len: 0,
+        tail_hash: None,
     };
     if stored.as_ref().and_then(|c| c.head_hash.as_deref()) == Some(hash.as_str()) {
         // Touched but not changed: remember the new identity, nothing else.
@@ -205,7 +225,7 @@ fn ingest_lines(
     deadline: Option<Instant>,
 ) -> Result<IngestReport> {
     let key = path.to_string_lossy().to_string();
-    let mut file = File::open(path)?;
+    let mut file = open_regular(path)?;
     let st = file_state(&file)?;
     let stored = store.cursor(&key)?;
     let mut report = IngestReport::default();
@@ -226,7 +246,14 @@ fn ingest_lines(
         let head_changed = !shrunk
             && c.head_len > 0
             && c.head_hash.as_deref() != Some(head_hash(&mut file, c.head_len)?.as_str());
-        if replaced || shrunk || head_changed {
+        // The bytes just before the cursor: catches a file truncated and regrown past its head.
+        let tail_changed = !shrunk
+            && !head_changed
+            && c.tail_len > 0
+            && c.tail_len <= c.offset
+            && c.tail_hash.as_deref()
+                != Some(hash_range(&mut file, c.offset - c.tail_len, c.tail_len)?.as_str());
+        if replaced || shrunk || head_changed || tail_changed {
             reread = true;
         } else {
             start = c.offset;
@@ -309,14 +336,19 @@ fn ingest_lines(
         let new_offset = offset + consumed as u64;
         if consumed > 0 || reread && first_step {
             let head_len = new_offset.min(HEAD_BYTES);
+            let tail_len = new_offset.min(HEAD_BYTES);
+            let pos = file.stream_position()?;
             let head = if head_len > 0 {
-                let pos = file.stream_position()?;
-                let h = head_hash(&mut file, head_len)?;
-                file.seek(SeekFrom::Start(pos))?;
-                Some(h)
+                Some(head_hash(&mut file, head_len)?)
             } else {
                 None
             };
+            let tail = if tail_len > 0 {
+                Some(hash_range(&mut file, new_offset - tail_len, tail_len)?)
+            } else {
+                None
+            };
+            file.seek(SeekFrom::Start(pos))?;
             let stats = batch.stats;
             let meta: SessionMeta = batch.meta;
             let records = batch.records;
@@ -340,6 +372,8 @@ fn ingest_lines(
                     head_len,
                     head_hash: head,
                     reader_state: reader.save_state(),
+                    tail_len,
+                    tail_hash: tail,
                 };
                 w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
                 Ok(applied)

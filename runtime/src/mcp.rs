@@ -64,8 +64,9 @@ pub struct GetSessionArgs {
     /// The session id from a search hit (`session_id`), or a unique prefix of it.
     pub session_id: String,
     /// Index of the first message to return (0-based; a search hit's `message_index`).
+    /// Negative values count as 0.
     #[serde(default)]
-    pub offset: Option<u32>,
+    pub offset: Option<i64>,
     /// How many messages to return (default 40, at most 200).
     #[serde(default)]
     pub limit: Option<u32>,
@@ -126,6 +127,9 @@ impl MemtrailMcp {
         if let Some(agent) = &a.agent {
             agent.parse::<memtrail_adapters::Agent>()?;
         }
+        if let Some(role) = &a.role {
+            role.parse::<memtrail_adapters::Role>()?;
+        }
         let filter = SearchFilter {
             agent: a.agent.map(|s| s.to_ascii_lowercase()),
             project: a.project,
@@ -146,7 +150,7 @@ impl MemtrailMcp {
     }
 
     fn run_get_session(&self, a: GetSessionArgs) -> Result<serde_json::Value, String> {
-        let offset = a.offset.unwrap_or(0) as i64;
+        let offset = a.offset.unwrap_or(0).max(0);
         let limit = a.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE) as i64;
         let view = self.with_store(|s| {
             query::get_session(s, &a.session_id, None, offset, limit, Some(MAX_TOOL_OUTPUT))

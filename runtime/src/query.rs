@@ -45,27 +45,33 @@ pub struct Hit {
     pub score: f64,
 }
 
+/// Most distinct terms a query may hold; the rest are ignored (a 10 000-word query would
+/// otherwise take seconds).
+pub const MAX_QUERY_TERMS: usize = 32;
+
 /// Turn any user text into a safe FTS5 query: words become quoted terms (implicitly ANDed),
 /// `"…"` stays a phrase, a trailing `*` makes a prefix query, a bare `OR` between terms is kept,
-/// a bare `AND` is dropped (it is implicit), and every other FTS5 operator character is
-/// neutralised by quoting. Returns `None` when the text holds no searchable word.
+/// a bare `AND` is dropped (it is implicit), `NOT word` and `-word` exclude a word (after at
+/// least one positive term), every other FTS5 operator character is neutralised by quoting, and
+/// repeated terms count once. A term with CJK characters also matches as a substring, through
+/// the `cjk` column (one token per character). Returns `None` when the text holds no searchable
+/// word.
 pub fn fts_query(input: &str) -> Option<String> {
     let mut items: Vec<String> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
     let mut chars = input.chars().peekable();
     let mut pending_or = false;
-    let push = |items: &mut Vec<String>, term: String, pending_or: &mut bool| {
-        if *pending_or && !items.is_empty() {
-            items.push("OR".to_string());
-        }
-        *pending_or = false;
-        items.push(term);
-    };
+    let mut pending_not = false;
+    let mut positives = 0usize;
     while let Some(&c) = chars.peek() {
+        if seen.len() >= MAX_QUERY_TERMS {
+            break;
+        }
         if c.is_whitespace() {
             chars.next();
             continue;
         }
-        if c == '"' {
+        let (text, prefix, phrase) = if c == '"' {
             chars.next();
             let mut phrase = String::new();
             for ch in chars.by_ref() {
@@ -78,55 +84,87 @@ pub fn fts_query(input: &str) -> Option<String> {
             if prefix {
                 chars.next();
             }
-            if phrase.chars().any(char::is_alphanumeric) {
-                let q = format!(
-                    "\"{}\"{}",
-                    phrase.replace('"', "\"\""),
-                    if prefix { "*" } else { "" }
-                );
-                push(&mut items, q, &mut pending_or);
+            (phrase, prefix, true)
+        } else {
+            let mut word = String::new();
+            while let Some(&ch) = chars.peek() {
+                if ch.is_whitespace() || ch == '"' {
+                    break;
+                }
+                word.push(ch);
+                chars.next();
             }
+            match word.as_str() {
+                "OR" | "||" => {
+                    pending_or = true;
+                    continue;
+                }
+                "AND" | "&&" => continue,
+                "NOT" => {
+                    pending_not = true;
+                    continue;
+                }
+                _ => {}
+            }
+            if let Some(rest) = word.strip_prefix('-')
+                && rest.chars().next().is_some_and(char::is_alphanumeric)
+            {
+                pending_not = true;
+                word = rest.to_string();
+            }
+            let prefix = word.ends_with('*');
+            (word.trim_end_matches('*').to_string(), prefix, false)
+        };
+        if !text.chars().any(char::is_alphanumeric) {
+            pending_or = false;
+            pending_not = false;
             continue;
         }
-        let mut word = String::new();
-        while let Some(&ch) = chars.peek() {
-            if ch.is_whitespace() || ch == '"' {
-                break;
-            }
-            word.push(ch);
-            chars.next();
-        }
-        match word.as_str() {
-            "OR" | "||" => {
-                pending_or = true;
-                continue;
-            }
-            "AND" | "&&" => continue,
-            _ => {}
-        }
-        let prefix = word.ends_with('*')
-            && word
-                .trim_end_matches('*')
-                .chars()
-                .any(char::is_alphanumeric);
-        let core = word.trim_end_matches('*');
-        if !core.chars().any(char::is_alphanumeric) {
-            continue;
-        }
-        push(
-            &mut items,
-            format!(
-                "\"{}\"{}",
-                core.replace('"', "\"\""),
-                if prefix { "*" } else { "" }
-            ),
-            &mut pending_or,
+        let key = format!(
+            "{}{}{}",
+            if pending_not { "-" } else { "" },
+            text,
+            if prefix { "*" } else { "" }
         );
+        if seen.contains(&key) {
+            pending_or = false;
+            pending_not = false;
+            continue;
+        }
+        seen.push(key);
+        let mut term = format!(
+            "\"{}\"{}",
+            text.replace('"', "\"\""),
+            if prefix { "*" } else { "" }
+        );
+        if !phrase && text.chars().any(crate::store::is_cjk) {
+            // Every CJK run of the term, as a phrase of single characters in the cjk column.
+            let runs: Vec<String> = text
+                .split(|c: char| !crate::store::is_cjk(c))
+                .filter(|r| !r.is_empty())
+                .map(|r| {
+                    let spaced: Vec<String> = r.chars().map(String::from).collect();
+                    format!("cjk : \"{}\"", spaced.join(" "))
+                })
+                .collect();
+            term = format!("({term} OR ({}))", runs.join(" AND "));
+        }
+        if pending_not {
+            pending_not = false;
+            pending_or = false;
+            if positives > 0 {
+                items.push(format!("NOT {term}"));
+            }
+            continue;
+        }
+        if pending_or && positives > 0 {
+            items.push("OR".to_string());
+        }
+        pending_or = false;
+        positives += 1;
+        items.push(term);
     }
-    while items.last().is_some_and(|s| s == "OR") {
-        items.pop();
-    }
-    if items.is_empty() {
+    if positives == 0 {
         None
     } else {
         Some(items.join(" "))
@@ -160,6 +198,17 @@ pub fn resolve_session(store: &Store, id: &str, agent: Option<&str>) -> Result<i
             Ok((r.get(0)?, r.get(1)?))
         })?
         .collect::<rusqlite::Result<_>>()?;
+    // A prefix of a session id also prefixes its sub-agents' ids (`<id>/agent-…`): when exactly
+    // one match is a main session and the others are its sub-agents, it is the one meant.
+    let mains: Vec<&(i64, String)> = rows.iter().filter(|r| !r.1.contains('/')).collect();
+    if rows.len() > 1
+        && mains.len() == 1
+        && rows
+            .iter()
+            .all(|r| r.1 == mains[0].1 || r.1.starts_with(&format!("{}/", mains[0].1)))
+    {
+        return Ok(mains[0].0);
+    }
     match rows.len() {
         0 => Err(Error::NotFound(format!("no session `{id}` in the store"))),
         1 => Ok(rows[0].0),
@@ -192,7 +241,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     let mut sql = String::from(
         "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts,
                 snippet(messages_fts, -1, char(1), char(2), '…', 16),
-                bm25(messages_fts, 1.0, 0.4) AS score
+                bm25(messages_fts, 1.0, 0.4, 0.8) AS score
          FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
          JOIN sessions s ON s.id = m.session_id
          WHERE messages_fts MATCH ?",
@@ -222,8 +271,14 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         args.push(Sql::Integer(t));
     }
     if let Some(r) = &f.role {
-        sql.push_str(" AND m.role = ?");
-        args.push(Sql::Text(r.clone()));
+        // Tool calls live on assistant messages: `tool` means messages with tool calls or
+        // results, whoever wrote them.
+        if r == "tool" {
+            sql.push_str(" AND (m.role = 'tool' OR m.kind IN ('tool_call', 'tool_result'))");
+        } else {
+            sql.push_str(" AND m.role = ?");
+            args.push(Sql::Text(r.clone()));
+        }
     }
     // Rank a few more than asked by BM25, then apply the recency prior.
     let fetch = (limit * 3).min(1500);
@@ -246,7 +301,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                 role: r.get(6)?,
                 kind: r.get(7)?,
                 timestamp: ts.map(format_rfc3339_ms),
-                snippet: r.get(9)?,
+                snippet: compact_cjk(&r.get::<_, String>(9)?),
                 score: with_recency(-bm25, ts, now),
             })
         })?
@@ -254,6 +309,27 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
     hits.truncate(limit);
     Ok(hits)
+}
+
+/// A snippet taken from the `cjk` column has a space between characters: drop the spaces
+/// between two CJK characters (highlight markers in between are kept).
+fn compact_cjk(snippet: &str) -> String {
+    let chars: Vec<char> = snippet.chars().collect();
+    let is_mark = |c: char| c == HL_START || c == HL_END;
+    let mut out = String::with_capacity(snippet.len());
+    for (i, &c) in chars.iter().enumerate() {
+        if c == ' ' {
+            let before = chars[..i].iter().rev().find(|&&x| !is_mark(x));
+            let after = chars[i + 1..].iter().find(|&&x| !is_mark(x));
+            if before.is_some_and(|&b| crate::store::is_cjk(b))
+                && after.is_some_and(|&a| crate::store::is_cjk(a))
+            {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// BM25 relevance (positive, higher is better) lifted by up to 25% for recent messages, halving
@@ -553,7 +629,22 @@ mod tests {
         assert_eq!(fts_query("say \"hi\"\"").unwrap(), r#""say" "hi""#);
         assert_eq!(fts_query("OR"), None);
         assert_eq!(fts_query("( ) * - \"\""), None);
-        assert_eq!(fts_query("東京 тест").unwrap(), "\"東京\" \"тест\"");
+        assert_eq!(
+            fts_query("東京 тест").unwrap(),
+            "(\"東京\" OR (cjk : \"東 京\")) \"тест\""
+        );
+        // Repeated terms count once; NOT and -word exclude.
+        assert_eq!(fts_query("the the the").unwrap(), r#""the""#);
+        assert_eq!(fts_query("hello NOT py").unwrap(), r#""hello" NOT "py""#);
+        assert_eq!(fts_query("hello -py").unwrap(), r#""hello" NOT "py""#);
+        assert_eq!(fts_query("-py"), None, "only a negative term");
+        assert_eq!(fts_query("NOT hello world").unwrap(), r#""world""#);
+        // At most MAX_QUERY_TERMS distinct terms.
+        let long: Vec<String> = (0..100).map(|i| format!("w{i}")).collect();
+        assert_eq!(
+            fts_query(&long.join(" ")).unwrap().matches('"').count(),
+            2 * MAX_QUERY_TERMS
+        );
     }
 
     #[test]

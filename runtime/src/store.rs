@@ -8,8 +8,10 @@
 //!   session (0-based, assigned at first insert, never changed by a merge). `body` is the prose,
 //!   `tools` the tool calls flattened for search, `parts` the full ordered parts as JSON.
 //! - `tool_calls`: `(session_id, call_id)` → message, so a late tool result finds its call.
-//! - `messages_fts`: FTS5, external content on `messages(body, tools)`, `porter unicode61`,
-//!   kept in sync by triggers.
+//! - `messages_fts`: FTS5, external content on `messages(body, tools, cjk)`, `porter unicode61`,
+//!   kept in sync by triggers. `cjk` holds the Han, kana and Hangul runs of the message with a
+//!   space between characters, so that a phrase query over single characters finds any substring
+//!   (unicode61 would index a whole unbroken CJK run as one token).
 //! - `sources`: the ingest cursor per transcript file (byte offset, size, file identity, a hash of
 //!   the first bytes) and line counters.
 //! - `hook_runs`: the last run of each (agent, hook event), for `memtrail status`.
@@ -67,6 +69,7 @@ const MIGRATIONS: &[&str] = &[
         model TEXT,
         body TEXT NOT NULL,
         tools TEXT NOT NULL,
+        cjk TEXT,
         parts TEXT NOT NULL,
         UNIQUE (session_id, ext_id)
     );
@@ -86,21 +89,23 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX tool_calls_by_message ON tool_calls (message_id);
 
     CREATE VIRTUAL TABLE messages_fts USING fts5 (
-        body, tools,
+        body, tools, cjk,
         content = 'messages', content_rowid = 'id',
         tokenize = 'porter unicode61'
     );
     CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
-        INSERT INTO messages_fts (rowid, body, tools) VALUES (new.id, new.body, new.tools);
+        INSERT INTO messages_fts (rowid, body, tools, cjk)
+            VALUES (new.id, new.body, new.tools, new.cjk);
     END;
     CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
-        INSERT INTO messages_fts (messages_fts, rowid, body, tools)
-            VALUES ('delete', old.id, old.body, old.tools);
+        INSERT INTO messages_fts (messages_fts, rowid, body, tools, cjk)
+            VALUES ('delete', old.id, old.body, old.tools, old.cjk);
     END;
-    CREATE TRIGGER messages_au AFTER UPDATE OF body, tools ON messages BEGIN
-        INSERT INTO messages_fts (messages_fts, rowid, body, tools)
-            VALUES ('delete', old.id, old.body, old.tools);
-        INSERT INTO messages_fts (rowid, body, tools) VALUES (new.id, new.body, new.tools);
+    CREATE TRIGGER messages_au AFTER UPDATE OF body, tools, cjk ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, body, tools, cjk)
+            VALUES ('delete', old.id, old.body, old.tools, old.cjk);
+        INSERT INTO messages_fts (rowid, body, tools, cjk)
+            VALUES (new.id, new.body, new.tools, new.cjk);
     END;
 
     CREATE TABLE sources (
@@ -135,6 +140,8 @@ const MIGRATIONS: &[&str] = &[
     // 2: reader state kept with the cursor (readers that need context across ingests).
     r#"
     ALTER TABLE sources ADD COLUMN reader_state TEXT;
+    ALTER TABLE sources ADD COLUMN tail_len INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sources ADD COLUMN tail_hash TEXT;
     "#,
 ];
 
@@ -172,6 +179,11 @@ pub struct Cursor {
     pub head_hash: Option<String>,
     /// The reader's state at `offset` (see `LineReader::save_state`), as JSON.
     pub reader_state: Option<serde_json::Value>,
+    /// Length of the window just before `offset` that `tail_hash` covers (min(4096, offset)).
+    pub tail_len: u64,
+    /// blake3 of the `tail_len` bytes before `offset`, hex: a file truncated and regrown past
+    /// the first bytes is detected here.
+    pub tail_hash: Option<String>,
 }
 
 /// Summary figures of the store.
@@ -225,8 +237,19 @@ impl Store {
             conn,
             path: path.to_path_buf(),
         };
-        store.configure()?;
-        store.migrate()?;
+        let not_a_store = |e: Error| match e {
+            Error::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+                if f.code == rusqlite::ErrorCode::NotADatabase =>
+            {
+                Error::Invalid(format!(
+                    "{} is not a memtrail store (not an SQLite database)",
+                    path.display()
+                ))
+            }
+            other => other,
+        };
+        store.configure().map_err(not_a_store)?;
+        store.migrate().map_err(not_a_store)?;
         Ok(store)
     }
 
@@ -307,7 +330,8 @@ impl Store {
         Ok(self
             .conn
             .query_row(
-                "SELECT session_id, offset, size, dev, ino, mtime_ns, head_len, head_hash, reader_state
+                "SELECT session_id, offset, size, dev, ino, mtime_ns, head_len, head_hash, reader_state,
+                        tail_len, tail_hash
                  FROM sources WHERE path = ?1",
                 [path],
                 |r| {
@@ -323,6 +347,8 @@ impl Store {
                         reader_state: r
                             .get::<_, Option<String>>(8)?
                             .and_then(|t| serde_json::from_str(&t).ok()),
+                        tail_len: r.get::<_, i64>(9)? as u64,
+                        tail_hash: r.get(10)?,
                     })
                 },
             )
@@ -622,10 +648,11 @@ impl Writer<'_> {
                     .prepare_cached("SELECT message_count FROM sessions WHERE id = ?1")?
                     .query_row([session_id], |r| r.get(0))?;
                 let (body, tools) = render_index_text(&m);
+                let cjk = cjk_index_text(&body, &tools);
                 self.tx
                     .prepare_cached(
-                        "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body, tools, parts)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                        "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body, tools, parts, cjk)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                     )?
                     .execute(params![
                         session_id,
@@ -638,6 +665,7 @@ impl Writer<'_> {
                         body,
                         tools,
                         serde_json::to_string(&m.parts)?,
+                        cjk,
                     ])?;
                 let rowid = self.tx.last_insert_rowid();
                 self.tx
@@ -653,10 +681,11 @@ impl Writer<'_> {
 
     fn update_message_row(&self, session_id: i64, rowid: i64, m: &Message) -> Result<()> {
         let (body, tools) = render_index_text(m);
+        let cjk = cjk_index_text(&body, &tools);
         self.tx
             .prepare_cached(
                 "UPDATE messages SET kind = ?2, body = ?3, tools = ?4, parts = ?5,
-                    ts = COALESCE(ts, ?6), model = COALESCE(model, ?7) WHERE id = ?1",
+                    ts = COALESCE(ts, ?6), model = COALESCE(model, ?7), cjk = ?8 WHERE id = ?1",
             )?
             .execute(params![
                 rowid,
@@ -666,6 +695,7 @@ impl Writer<'_> {
                 serde_json::to_string(&m.parts)?,
                 m.timestamp,
                 m.model,
+                cjk,
             ])?;
         self.index_calls(session_id, rowid, m)
     }
@@ -751,14 +781,16 @@ impl Writer<'_> {
         self.tx
             .prepare_cached(
                 "INSERT INTO sources (path, agent, session_id, offset, size, dev, ino, mtime_ns, head_len,
-                                      head_hash, lines, skipped, malformed, unknown, ingested_at, reader_state)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+                                      head_hash, lines, skipped, malformed, unknown, ingested_at, reader_state,
+                                      tail_len, tail_hash)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
                  ON CONFLICT (path) DO UPDATE SET agent = excluded.agent, session_id = excluded.session_id,
                     offset = excluded.offset, size = excluded.size, dev = excluded.dev, ino = excluded.ino,
                     mtime_ns = excluded.mtime_ns, head_len = excluded.head_len, head_hash = excluded.head_hash,
                     lines = lines + excluded.lines, skipped = skipped + excluded.skipped,
                     malformed = malformed + excluded.malformed, unknown = unknown + excluded.unknown,
-                    ingested_at = excluded.ingested_at, reader_state = excluded.reader_state",
+                    ingested_at = excluded.ingested_at, reader_state = excluded.reader_state,
+                    tail_len = excluded.tail_len, tail_hash = excluded.tail_hash",
             )?
             .execute(params![
                 path,
@@ -777,6 +809,8 @@ impl Writer<'_> {
                 stats.skipped_unknown as i64,
                 now_ms,
                 c.reader_state.as_ref().map(|v| v.to_string()),
+                c.tail_len as i64,
+                c.tail_hash,
             ])?;
         Ok(())
     }
@@ -819,6 +853,45 @@ pub fn render_index_text(m: &Message) -> (String, String) {
         }
     }
     (body, tools)
+}
+
+/// True for Han ideographs, Hiragana, Katakana and Hangul: scripts written without spaces,
+/// which unicode61 would index as one token per unbroken run.
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x31F0..=0x31FF    // Katakana phonetic extensions
+        | 0x3400..=0x4DBF    // CJK Extension A
+        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0x1100..=0x11FF    // Hangul Jamo
+        | 0xF900..=0xFAFF    // CJK compatibility ideographs
+        | 0xFF66..=0xFF9F    // half-width Katakana
+        | 0x20000..=0x2FA1F) // CJK Extensions B-F, compatibility supplement
+}
+
+/// The `cjk` column: every run of CJK characters in `body` and `tools`, one character per token
+/// (space-separated), runs on their own lines. `None` when there is no CJK text.
+pub fn cjk_index_text(body: &str, tools: &str) -> Option<String> {
+    let mut out = String::new();
+    for text in [body, tools] {
+        let mut in_run = false;
+        for c in text.chars() {
+            if is_cjk(c) {
+                if !in_run && !out.is_empty() {
+                    out.push('\n');
+                }
+                if in_run {
+                    out.push(' ');
+                }
+                out.push(c);
+                in_run = true;
+            } else {
+                in_run = false;
+            }
+        }
+    }
+    if out.is_empty() { None } else { Some(out) }
 }
 
 fn push_call(out: &mut String, c: &ToolCall) {

@@ -673,3 +673,175 @@ fn replace_supersedes_the_stored_message_in_place() {
     assert!(query::search(&e.store, "draft", &f).unwrap().is_empty());
     assert_eq!(query::search(&e.store, "final", &f).unwrap().len(), 1);
 }
+
+#[test]
+fn cjk_substrings_are_found_and_snippets_read_naturally() {
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    append(
+        &p,
+        &[
+            user(
+                "u1",
+                "テストを実行します。東京タワーの写真",
+                "2026-11-20T10:00:00.000Z",
+            ),
+            assistant_block(
+                "a1",
+                "msg_01",
+                text("한국어 문장입니다"),
+                "2026-11-20T10:00:01.000Z",
+            ),
+        ],
+    );
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    let f = SearchFilter {
+        limit: 5,
+        ..Default::default()
+    };
+    for (q, id) in [
+        ("テスト", "u1"),
+        ("タワー", "u1"),
+        ("東京", "u1"),
+        ("문장", "msg_01"),
+    ] {
+        let hits = query::search(&e.store, q, &f).unwrap();
+        assert_eq!(hits.len(), 1, "{q}");
+        assert_eq!(hits[0].message_id, id, "{q}");
+        let plain = hits[0].snippet.replace(['\u{1}', '\u{2}'], "");
+        assert!(
+            !plain.contains("テ ス"),
+            "no spaced-out characters: {plain}"
+        );
+    }
+    assert!(
+        query::search(&e.store, "タワ写", &f).unwrap().is_empty(),
+        "not a substring"
+    );
+}
+
+#[test]
+fn truncated_and_regrown_past_the_head_is_reread() {
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    let mut all = turn1();
+    // Pad turn 1 beyond the 4 KiB head with a long answer.
+    all.push(assistant_block(
+        "a9",
+        "msg_09",
+        text(&"long answer ".repeat(600)),
+        "2026-11-20T10:00:07.000Z",
+    ));
+    all.extend(turn2());
+    append(&p, &all);
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(ids(&e.store).len(), 7);
+    // Truncate after msg_09 (keeps the head), then append different lines of the same length
+    // class: the bytes before the old cursor changed.
+    let keep: usize = all[..6].iter().map(|l| l.len() + 1).sum();
+    let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    f.set_len(keep as u64).unwrap();
+    drop(f);
+    append(
+        &p,
+        &[
+            user(
+                "u7",
+                "A different second prompt",
+                "2026-11-20T10:02:00.000Z",
+            ),
+            assistant_block(
+                "a7",
+                "msg_07",
+                text("A different answer."),
+                "2026-11-20T10:02:01.000Z",
+            ),
+            user(
+                "u8",
+                "And a third prompt to make it longer than before",
+                "2026-11-20T10:03:00.000Z",
+            ),
+            assistant_block(
+                "a8",
+                "msg_08",
+                text(&"padding ".repeat(100)),
+                "2026-11-20T10:03:01.000Z",
+            ),
+        ],
+    );
+    assert!(std::fs::metadata(&p).unwrap().len() > keep as u64);
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert!(r.reread, "the change before the cursor is seen");
+    assert_eq!(
+        ids(&e.store),
+        [
+            "u1", "msg_01", "msg_02", "msg_09", "u7", "msg_07", "u8", "msg_08"
+        ]
+    );
+}
+
+#[test]
+fn role_tool_finds_tool_calls_and_outputs() {
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    append(&p, &turn1());
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    let hits = query::search(
+        &e.store,
+        "cargo",
+        &SearchFilter {
+            role: Some("tool".into()),
+            limit: 5,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        hits.iter()
+            .map(|h| h.message_id.as_str())
+            .collect::<Vec<_>>(),
+        ["msg_01"]
+    );
+}
+
+#[test]
+fn a_prefix_names_the_main_session_not_its_subagents() {
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    append(&p, &turn1());
+    let sub = p
+        .parent()
+        .unwrap()
+        .join(SID)
+        .join("subagents/agent-b1.jsonl");
+    std::fs::create_dir_all(sub.parent().unwrap()).unwrap();
+    let mut v = envelope("s1", None, "2026-11-20T10:00:02.000Z");
+    v["isSidechain"] = json!(true);
+    v["type"] = json!("user");
+    v["message"] = json!({"role": "user", "content": "sub task"});
+    append(&sub, &[v.to_string()]);
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    ingest_file(&mut e.store, Agent::Claude, &sub, None).unwrap();
+    let v = query::get_session(&e.store, &SID[..8], None, 0, 10, None).unwrap();
+    assert_eq!(v.session.session_id, SID);
+    let child = query::get_session(&e.store, &format!("{SID}/agent-b"), None, 0, 10, None).unwrap();
+    assert_eq!(child.session.session_id, format!("{SID}/agent-b1"));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_or_a_directory_is_refused_without_blocking() {
+    let mut e = env();
+    let dir = e.root.join("projects/-x");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("f.jsonl");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let err = ingest_file(&mut e.store, Agent::Claude, &fifo, None).unwrap_err();
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+    let err = ingest_file(&mut e.store, Agent::Claude, &dir, None).unwrap_err();
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+}
