@@ -55,7 +55,7 @@ enum Command {
         /// Only this agent (repeatable). Default: every supported agent.
         #[arg(long = "agent", value_name = "AGENT")]
         agents: Vec<Agent>,
-        /// Only transcripts modified since DATE (YYYY-MM-DD, RFC 3339, or an age like 30d).
+        /// Only transcripts modified since DATE (YYYY-MM-DD in UTC, RFC 3339, today, yesterday, or an age like 30d).
         #[arg(long, value_name = "DATE")]
         since: Option<String>,
         /// Print the summary as JSON.
@@ -101,7 +101,7 @@ struct SearchArgs {
     /// Only this session (id or unique prefix).
     #[arg(long, value_name = "ID")]
     session: Option<String>,
-    /// Only messages since DATE (YYYY-MM-DD, RFC 3339, today, yesterday, or an age like 7d).
+    /// Only messages since DATE (YYYY-MM-DD in UTC, RFC 3339, today, yesterday, or an age like 7d).
     #[arg(long, value_name = "DATE")]
     since: Option<String>,
     /// Only messages until DATE (same forms as --since).
@@ -542,11 +542,20 @@ fn install(a: InstallArgs, action: memtrail_installer::Action) -> Result<ExitCod
                 memtrail_installer::Action::Install => {
                     memtrail_installer::status(ag, &binary).is_ok_and(|st| st.detected)
                 }
-                memtrail_installer::Action::Uninstall => true,
+                memtrail_installer::Action::Uninstall => memtrail_installer::status(ag, &binary)
+                    .is_ok_and(|st| {
+                        st.items
+                            .iter()
+                            .any(|i| !matches!(i.state, memtrail_installer::ItemState::Missing))
+                    }),
             };
             if wanted {
                 agents.push(ag);
             }
+        }
+        if agents.is_empty() && matches!(action, memtrail_installer::Action::Uninstall) {
+            out!("memtrail is not registered with any agent: nothing to uninstall");
+            return Ok(ExitCode::SUCCESS);
         }
         if agents.is_empty() {
             bail!(
@@ -635,7 +644,12 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
     let mut healthy = true;
     let mut agents = Vec::new();
     for &agent in memtrail_adapters::supported_agents() {
-        let st = memtrail_installer::status(agent, &binary)?;
+        let st = match memtrail_installer::status(agent, &binary) {
+            Ok(st) => st,
+            // Captured (import) but not installable yet.
+            Err(memtrail_installer::InstallError::Unsupported(_)) => continue,
+            Err(e) => return Err(e.into()),
+        };
         healthy &= st.healthy();
         agents.push((agent, st));
     }

@@ -514,7 +514,11 @@ fn a_file_that_is_not_a_store_is_named_as_such() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("is not a memtrail store"), "{err}");
-    assert_eq!(err.matches("not a memtrail store").count(), 1, "said once: {err}");
+    assert_eq!(
+        err.matches("not a memtrail store").count(),
+        1,
+        "said once: {err}"
+    );
     assert!(!err.contains("Error code"), "no raw SQLite text: {err}");
     // status still shows the registration, and is not healthy.
     let out = sb
@@ -537,4 +541,84 @@ fn reading_commands_do_not_create_the_store() {
     let hits = sb.json(&["search", "anything", "--json"]);
     assert_eq!(hits["hits"].as_array().unwrap().len(), 0);
     assert!(!db.exists());
+}
+
+/// Gemini CLI: the AfterAgent hook as Gemini fires it (JSON on stdin), turn by turn, with the
+/// rewind of turn 2 honoured; then `import` over a whole `~/.gemini` (legacy `.json`, migrated
+/// `.jsonl`, a sub-agent) with counts per agent, a no-op the second time.
+#[test]
+fn gemini_after_agent_hook_and_import() {
+    let sb = Sandbox::new();
+    let chats = sb.home.join(".gemini/tmp/weather-app/chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    let t = chats.join("session-2026-03-14T09-30-4f1c2a9e.jsonl");
+    let sid = "4f1c2a9e-7b3d-4e8a-9c21-5d6e7f8a9b0c";
+    let mut counts = Vec::new();
+    for turn in 1..=3 {
+        std::fs::copy(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(format!("fixtures/gemini/grow-turn{turn}.jsonl")),
+            &t,
+        )
+        .unwrap();
+        let payload = json!({"session_id": sid, "transcript_path": t, "cwd": "/home/user/src/weather-app",
+            "hook_event_name": "AfterAgent", "timestamp": "2026-03-14T09:40:00.000Z",
+            "prompt": "x", "prompt_response": "y", "stop_hook_active": false});
+        let out = sb
+            .cmd()
+            .args(["hook", "gemini"])
+            .write_stdin(payload.to_string())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert!(out.stdout.is_empty(), "AfterAgent prints nothing");
+        let v = sb.json(&["sessions", "show", sid, "--json"]);
+        counts.push(v["messages"].as_array().unwrap().len());
+    }
+    // Per the fixture README: 4 messages after turn 1, 7 after turn 2 (rewind applied), 11 after 3.
+    assert_eq!(counts, [4, 7, 11]);
+    let hits = sb.json(&["search", "Сначала запусти", "--json"]);
+    assert_eq!(
+        hits["hits"].as_array().unwrap().len(),
+        0,
+        "the rewound prompt is gone"
+    );
+    let hits = sb.json(&[
+        "search",
+        "Тесты parse прошли",
+        "--agent",
+        "gemini",
+        "--json",
+    ]);
+    assert_eq!(hits["hits"][0]["session_id"], sid);
+    assert_eq!(hits["hits"][0]["agent"], "gemini");
+
+    // Import of a whole Gemini home, plus Claude's: counts per agent; the second run adds nothing.
+    let sb = Sandbox::new();
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/gemini/home/.gemini"),
+        &sb.home.join(".gemini"),
+    );
+    sb.install_fixture_projects();
+    let first = sb.json(&["import", "--json"]);
+    let by = |v: &Value, agent: &str, key: &str| {
+        v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == agent)
+            .unwrap()[key]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(by(&first, "gemini", "messages") > 0, "{first}");
+    assert!(by(&first, "claude", "messages") > 0, "{first}");
+    assert_eq!(
+        by(&first, "gemini", "files"),
+        4,
+        "the .json twin of a .jsonl and the sidecar are skipped: {first}"
+    );
+    let second = sb.json(&["import", "--json"]);
+    assert_eq!(by(&second, "gemini", "messages"), 0, "{second}");
+    assert_eq!(by(&second, "claude", "messages"), 0, "{second}");
 }

@@ -28,9 +28,10 @@ pub enum Source {
 }
 
 /// How to read `path`, a transcript of `agent`; `None` when memtrail cannot read it (yet).
-pub fn source_for(agent: Agent, _path: &Path) -> Option<Source> {
+pub fn source_for(agent: Agent, path: &Path) -> Option<Source> {
     match agent {
         Agent::Claude => Some(Source::Lines(Box::new(claude::ClaudeReader::new()))),
+        Agent::Gemini => gemini::source_for(path),
         _ => None,
     }
 }
@@ -56,6 +57,7 @@ pub fn parse_hook(
     let _ = args;
     match agent {
         Agent::Claude => claude::parse_hook_payload_with_env(stdin, env),
+        Agent::Gemini => gemini::parse_hook_payload(stdin, env),
         other => Err(format!(
             "hooks of {} are not supported yet",
             other.display_name()
@@ -68,6 +70,7 @@ pub fn parse_hook(
 pub fn transcripts_for_event(agent: Agent, ev: &HookEvent) -> Vec<PathBuf> {
     match agent {
         Agent::Claude => claude::transcripts_for_event(ev),
+        Agent::Gemini => gemini::transcripts_for_event(ev),
         _ => Vec::new(),
     }
 }
@@ -76,6 +79,7 @@ pub fn transcripts_for_event(agent: Agent, ev: &HookEvent) -> Vec<PathBuf> {
 pub fn session_start_reply(agent: Agent, context: &str) -> Option<String> {
     match agent {
         Agent::Claude => Some(claude::session_start_reply(context)),
+        Agent::Gemini => gemini::session_start_reply(context),
         _ => None,
     }
 }
@@ -87,6 +91,7 @@ pub fn session_start_reply(agent: Agent, context: &str) -> Option<String> {
 pub fn identify(agent: Agent, path: &Path) -> std::io::Result<SessionRef> {
     match agent {
         Agent::Claude => claude::identify(path),
+        Agent::Gemini => gemini::identify(path),
         other => Err(std::io::Error::new(
             std::io::ErrorKind::Unsupported,
             format!(
@@ -115,11 +120,15 @@ pub fn discover(agent: Agent) -> std::io::Result<Discovery> {
             let (files, unreadable) = claude::discover_with_errors(&claude::projects_dir())?;
             Ok(Discovery { files, unreadable })
         }
+        Agent::Gemini => Ok(Discovery {
+            files: gemini::discover()?,
+            unreadable: Vec::new(),
+        }),
         _ => Ok(Discovery::default()),
     }
 }
 
 /// Agents whose transcripts memtrail can read.
 pub fn supported_agents() -> &'static [Agent] {
-    &[Agent::Claude]
+    &[Agent::Claude, Agent::Gemini]
 }

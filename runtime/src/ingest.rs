@@ -191,6 +191,14 @@ fn ingest_doc(
     let mut batch = Batch::default();
     reader.read(&bytes, &mut batch);
     let stats = batch.stats;
+    if batch.records.is_empty() && stats.malformed > 0 {
+        // Caught mid-rewrite (these files are rewritten in place, not atomically): keep what
+        // is stored and read it again next time.
+        return Err(Error::Invalid(format!(
+            "{} does not parse (being written?); left for the next ingest",
+            path.display()
+        )));
+    }
     let had = stored.is_some();
     let applied = store.write(|w| {
         let sid = w.upsert_session(&sref, &batch.meta)?;

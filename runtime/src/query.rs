@@ -418,7 +418,11 @@ pub struct MessageView {
     pub index: i64,
     pub role: String,
     pub kind: String,
+    /// The message's prose (text blocks joined by blank lines; a stray tool result's output).
     pub text: String,
+    /// The model's thinking blocks, when it recorded any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
     /// RFC 3339 UTC.
     pub timestamp: Option<String>,
     pub model: Option<String>,
@@ -455,7 +459,7 @@ pub fn get_session(
         session_row,
     )?;
     let mut stmt = conn.prepare(
-        "SELECT ext_id, seq, role, kind, ts, model, body, parts FROM messages
+        "SELECT ext_id, seq, role, kind, ts, model, NULL, parts FROM messages
          WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3",
     )?;
     let messages = stmt
@@ -463,9 +467,18 @@ pub fn get_session(
             let parts_json: String = r.get(7)?;
             let parts: Vec<Part> = serde_json::from_str(&parts_json).unwrap_or_default();
             let mut calls: Vec<ToolCall> = Vec::new();
-            let mut text: String = r.get(6)?;
+            let mut text = String::new();
+            let mut thinking = String::new();
+            let join = |acc: &mut String, t: &str| {
+                if !acc.is_empty() {
+                    acc.push_str("\n\n");
+                }
+                acc.push_str(t);
+            };
             for p in parts {
                 match p {
+                    Part::Text { text: t } => join(&mut text, &t),
+                    Part::Thinking { text: t } => join(&mut thinking, &t),
                     Part::ToolCall(mut c) => {
                         if let (Some(max), Some(o)) = (max_output, c.output.as_mut()) {
                             truncate_note(o, max);
@@ -487,6 +500,7 @@ pub fn get_session(
                 role: r.get(2)?,
                 kind: r.get(3)?,
                 text,
+                thinking: (!thinking.is_empty()).then_some(thinking),
                 timestamp: r.get::<_, Option<i64>>(4)?.map(format_rfc3339_ms),
                 model: r.get(5)?,
                 tool_calls: calls,
@@ -566,8 +580,12 @@ pub fn session_markdown(v: &SessionView) -> String {
                 .map(|t| format!(" · {t}"))
                 .unwrap_or_default()
         );
+        if let Some(t) = &m.thinking {
+            let quoted: Vec<String> = t.lines().map(|l| format!("> {l}")).collect();
+            let _ = writeln!(out, "> *thinking*\n>\n{}\n", quoted.join("\n"));
+        }
         if !m.text.is_empty() {
-            let _ = writeln!(out, "{}\n", m.text);
+            let _ = writeln!(out, "{}\n", m.text.trim_end());
         }
         for c in &m.tool_calls {
             let input = serde_json::to_string_pretty(&c.input).unwrap_or_default();

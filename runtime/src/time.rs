@@ -40,14 +40,15 @@ pub fn parse_date(s: &str, bound: Bound) -> Result<i64> {
         let num = |r: std::ops::Range<usize>| t.get(r).and_then(|x| x.parse::<i64>().ok());
         if let (Some(y), Some(m), Some(d)) = (num(0..4), num(5..7), num(8..10))
             && (1..=12).contains(&m)
-            && (1..=31).contains(&d)
+            && (1..=days_in_month(y, m)).contains(&d)
         {
             return Ok(pick(days_from_civil(y, m, d) * day_ms));
         }
     }
     if t.len() >= 2 {
         let (n, unit) = t.split_at(t.len() - 1);
-        if let Ok(n) = n.parse::<i64>() {
+        if let Ok(n) = n.parse::<u32>() {
+            let n = i64::from(n);
             let unit_ms = match unit {
                 "m" => Some(60_000),
                 "h" => Some(3_600_000),
@@ -55,14 +56,25 @@ pub fn parse_date(s: &str, bound: Bound) -> Result<i64> {
                 "w" => Some(7 * day_ms),
                 _ => None,
             };
-            if let Some(u) = unit_ms {
-                return Ok(now - n * u);
+            if let Some(u) = unit_ms
+                && let Some(back) = n.checked_mul(u)
+            {
+                return Ok(now - back);
             }
         }
     }
     Err(Error::Invalid(format!(
         "cannot read the date `{s}`: use YYYY-MM-DD, an RFC 3339 time (2026-11-29T10:00:00Z), today, yesterday, or an age like 30m, 12h, 7d, 2w"
     )))
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        _ if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        _ => 28,
+    }
 }
 
 #[cfg(test)]
@@ -89,5 +101,13 @@ mod tests {
         assert!((now - 7 * 86_400_000 - d).abs() < 5_000);
         assert!(parse_date("last tuesday", Bound::Start).is_err());
         assert!(parse_date("2026-13-01", Bound::Start).is_err());
+        assert!(parse_date("2026-02-30", Bound::Start).is_err());
+        assert!(parse_date("2024-02-29", Bound::Start).is_ok(), "leap day");
+        assert!(
+            parse_date("2100-02-29", Bound::Start).is_err(),
+            "not a leap year"
+        );
+        assert!(parse_date("-5d", Bound::Start).is_err(), "no negative ages");
+        assert!(parse_date("99999999999999999w", Bound::Start).is_err());
     }
 }
