@@ -25,6 +25,36 @@ pub enum Source {
     /// A file rewritten whole: re-read when its content changes, and the session's messages
     /// replaced.
     Doc(Box<dyn DocReader>),
+    /// An agent's own database holding many sessions (OpenCode's `opencode.db`), read through
+    /// [`read_database`] from a `time_updated` watermark.
+    Database,
+}
+
+pub use opencode::{DbBatch, DbSession};
+
+/// Read what changed in an agent's database since the watermark `since` (ms since the epoch),
+/// for one session or (None) every session.
+///
+/// Errors: the database cannot be read (message), or the agent keeps no database.
+pub fn read_database(
+    agent: Agent,
+    path: &Path,
+    session: Option<&str>,
+    since: i64,
+) -> Result<DbBatch, String> {
+    match (agent, session) {
+        (Agent::Opencode, Some(s)) => opencode::read_db_session(path, s, since),
+        (Agent::Opencode, None) => opencode::read_db(path, since),
+        (other, _) => Err(format!("{} keeps no database", other.display_name())),
+    }
+}
+
+/// The ids of every session in an agent's database.
+pub fn database_sessions(agent: Agent, path: &Path) -> Result<Vec<String>, String> {
+    match agent {
+        Agent::Opencode => opencode::db_session_ids(path),
+        other => Err(format!("{} keeps no database", other.display_name())),
+    }
 }
 
 /// How to read `path`, a transcript of `agent`; `None` when memtrail cannot read it (yet).
@@ -32,7 +62,13 @@ pub fn source_for(agent: Agent, path: &Path) -> Option<Source> {
     match agent {
         Agent::Claude => Some(Source::Lines(Box::new(claude::ClaudeReader::new()))),
         Agent::Gemini => gemini::source_for(path),
-        _ => None,
+        Agent::Codex => Some(Source::Lines(codex::transcript_reader())),
+        Agent::Cursor => Some(cursor::source_for(path)),
+        Agent::Vscode => Some(vscode::source_for(path)),
+        Agent::Opencode => match opencode::source_kind(path) {
+            opencode::SourceKind::Database => Some(Source::Database),
+            _ => opencode::source_for(path),
+        },
     }
 }
 
@@ -40,6 +76,7 @@ pub fn source_for(agent: Agent, path: &Path) -> Option<Source> {
 pub fn transcript_reader(agent: Agent) -> Option<Box<dyn LineReader>> {
     match agent {
         Agent::Claude => Some(Box::new(claude::ClaudeReader::new())),
+        Agent::Codex => Some(codex::transcript_reader()),
         _ => None,
     }
 }
@@ -54,14 +91,17 @@ pub fn parse_hook(
     args: &[String],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<HookEvent, String> {
-    let _ = args;
     match agent {
         Agent::Claude => claude::parse_hook_payload_with_env(stdin, env),
         Agent::Gemini => gemini::parse_hook_payload(stdin, env),
-        other => Err(format!(
-            "hooks of {} are not supported yet",
-            other.display_name()
-        )),
+        // Codex `notify` passes its JSON as the last argument; hooks.json events use stdin.
+        Agent::Codex => match args.last() {
+            Some(arg) => codex::parse_notify_argv(arg),
+            None => codex::parse_hook_payload(stdin, env),
+        },
+        Agent::Cursor => cursor::parse_hook_payload(stdin, env),
+        Agent::Vscode => vscode::parse_hook_payload(stdin, env),
+        Agent::Opencode => opencode::parse_hook_payload(stdin, env),
     }
 }
 
@@ -71,7 +111,10 @@ pub fn transcripts_for_event(agent: Agent, ev: &HookEvent) -> Vec<PathBuf> {
     match agent {
         Agent::Claude => claude::transcripts_for_event(ev),
         Agent::Gemini => gemini::transcripts_for_event(ev),
-        _ => Vec::new(),
+        Agent::Codex => codex::transcripts_for_event(ev),
+        Agent::Cursor => cursor::transcripts_for_event(ev),
+        Agent::Vscode => vscode::transcripts_for_event(ev),
+        Agent::Opencode => opencode::transcripts_for_event(ev),
     }
 }
 
@@ -80,25 +123,25 @@ pub fn session_start_reply(agent: Agent, context: &str) -> Option<String> {
     match agent {
         Agent::Claude => Some(claude::session_start_reply(context)),
         Agent::Gemini => gemini::session_start_reply(context),
-        _ => None,
+        Agent::Codex => codex::session_start_reply(context),
+        Agent::Cursor => cursor::session_start_reply(context),
+        Agent::Vscode => vscode::session_start_reply(context),
+        Agent::Opencode => opencode::session_start_reply(context),
     }
 }
 
 /// Which session the transcript at `path` belongs to.
 ///
 /// Errors: the file cannot be read (for formats that keep the session id inside the file), or
-/// the agent is not supported yet (`ErrorKind::Unsupported`).
+/// it holds many sessions (an OpenCode database: `ErrorKind::InvalidInput`).
 pub fn identify(agent: Agent, path: &Path) -> std::io::Result<SessionRef> {
     match agent {
         Agent::Claude => claude::identify(path),
         Agent::Gemini => gemini::identify(path),
-        other => Err(std::io::Error::new(
-            std::io::ErrorKind::Unsupported,
-            format!(
-                "reading {} transcripts is not supported yet",
-                other.display_name()
-            ),
-        )),
+        Agent::Codex => codex::identify(path),
+        Agent::Cursor => cursor::identify(path),
+        Agent::Vscode => vscode::identify(path),
+        Agent::Opencode => opencode::identify(path),
     }
 }
 
@@ -124,11 +167,33 @@ pub fn discover(agent: Agent) -> std::io::Result<Discovery> {
             files: gemini::discover()?,
             unreadable: Vec::new(),
         }),
-        _ => Ok(Discovery::default()),
+        Agent::Codex => Ok(Discovery {
+            files: codex::discover()?,
+            unreadable: Vec::new(),
+        }),
+        Agent::Cursor => {
+            let (files, unreadable) = cursor::discover_with_errors()?;
+            Ok(Discovery { files, unreadable })
+        }
+        Agent::Vscode => {
+            let (files, unreadable) = vscode::discover_with_errors()?;
+            Ok(Discovery { files, unreadable })
+        }
+        Agent::Opencode => Ok(Discovery {
+            files: opencode::discover()?,
+            unreadable: Vec::new(),
+        }),
     }
 }
 
 /// Agents whose transcripts memtrail can read.
 pub fn supported_agents() -> &'static [Agent] {
-    &[Agent::Claude, Agent::Gemini]
+    &[
+        Agent::Claude,
+        Agent::Codex,
+        Agent::Gemini,
+        Agent::Cursor,
+        Agent::Vscode,
+        Agent::Opencode,
+    ]
 }

@@ -444,6 +444,23 @@ pub struct HookEvent {
     pub extra: Value,
 }
 
+/// The hook event name in Claude Code's spelling, whatever the agent's spelling (Cursor:
+/// `sessionStart`, `stop`, `preCompact`, `beforeSubmitPrompt`; Gemini: `PreCompress`,
+/// `AfterAgent`; OpenCode plugin: `session.idle`, `session.compacted`), so the runtime compares
+/// one vocabulary. Unknown names are returned unchanged.
+pub fn canonical_event(e: &str) -> &str {
+    match e.to_ascii_lowercase().as_str() {
+        "sessionstart" | "session.start" | "session.created" => "SessionStart",
+        "sessionend" | "session.end" | "session.deleted" => "SessionEnd",
+        "precompact" | "precompress" | "session.compacting" => "PreCompact",
+        "stop" | "afteragent" | "session.idle" | "agent-turn-complete" => "Stop",
+        "subagentstop" => "SubagentStop",
+        "beforesubmitprompt" | "userpromptsubmit" | "beforeagent" => "UserPromptSubmit",
+        "session.compacted" | "postcompact" => "PostCompact",
+        _ => e,
+    }
+}
+
 /// Map an agent's tool name to memtrail's common vocabulary, so that `Edit`, `apply_patch`,
 /// `write_file`, `editFiles`, … can be queried as one. Unknown names are returned unchanged;
 /// MCP tools (`mcp__server__tool`) become `mcp`.

@@ -5,7 +5,7 @@
 //! a time budget (`MEMTRAIL_HOOK_BUDGET_MS`, default [`DEFAULT_BUDGET_MS`]); what is not ingested
 //! in time is picked up by the next hook from the cursor.
 
-use crate::ingest::{IngestReport, ingest_file};
+use crate::ingest::{IngestReport, ingest_path};
 use crate::store::{HookRun, Store};
 use crate::{Result, now_ms, state_dir};
 use memtrail_adapters::{Agent, HookEvent, format_rfc3339_ms};
@@ -117,7 +117,8 @@ fn run_inner(
         return Ok(());
     }
 
-    let budget = if event.event == "SessionEnd" {
+    let canonical = memtrail_adapters::canonical_event(&event.event);
+    let budget = if canonical == "SessionEnd" {
         budget_ms().min(SESSION_END_BUDGET_MS)
     } else {
         budget_ms()
@@ -127,6 +128,11 @@ fn run_inner(
     let mut store = Store::open_with_timeout(db, remaining.max(Duration::from_millis(50)))?;
 
     let paths = memtrail_adapters::transcripts_for_event(agent, &event);
+    if paths.is_empty() && transcript_may_be_absent(canonical) {
+        // E.g. SessionStart before the agent wrote anything: nothing to ingest yet.
+        record_with(&mut store, agent, started, outcome, None);
+        return Ok(());
+    }
     if paths.is_empty() {
         return Err(crate::Error::Invalid(format!(
             "the {} payload names no transcript (transcript_path)",
@@ -150,7 +156,13 @@ fn run_inner(
             );
             break;
         }
-        match ingest_file(&mut store, agent, p, Some(deadline)) {
+        match ingest_path(
+            &mut store,
+            agent,
+            p,
+            event.session_id.as_deref(),
+            Some(deadline),
+        ) {
             Ok(r) => {
                 if r.incomplete {
                     log_line(
@@ -169,7 +181,7 @@ fn run_inner(
             // session, and the compaction agent's SubagentStop names a file never written.
             Err(crate::Error::Io(e))
                 if e.kind() == std::io::ErrorKind::NotFound
-                    && transcript_may_be_absent(&event.event) => {}
+                    && transcript_may_be_absent(canonical) => {}
             Err(e) => {
                 if first_err.is_none() {
                     first_err = Some(crate::Error::Invalid(format!("{}: {e}", p.display())));

@@ -119,15 +119,95 @@ pub fn ingest_file(
     path: &Path,
     deadline: Option<Instant>,
 ) -> Result<IngestReport> {
+    ingest_path(store, agent, path, None, deadline)
+}
+
+/// [`ingest_file`] with the session the caller is about (a hook's session id): a database
+/// source then reads only that session.
+pub fn ingest_path(
+    store: &mut Store,
+    agent: Agent,
+    path: &Path,
+    session: Option<&str>,
+    deadline: Option<Instant>,
+) -> Result<IngestReport> {
     match memtrail_adapters::source_for(agent, path) {
         Some(Source::Lines(reader)) => ingest_lines(store, agent, path, reader, deadline),
         Some(Source::Doc(reader)) => ingest_doc(store, agent, path, reader),
+        Some(Source::Database) => ingest_db(store, agent, path, session, deadline),
         None => Err(Error::Unsupported(format!(
             "memtrail cannot read {} files like {}",
             agent.display_name(),
             path.display()
         ))),
     }
+}
+
+/// Ingest an agent's database (OpenCode): per session, what changed since that session's
+/// watermark (kept as the cursor `offset` of the key `<db path>#<session id>`). With no session
+/// given, every session of the database, one transaction each.
+fn ingest_db(
+    store: &mut Store,
+    agent: Agent,
+    path: &Path,
+    session: Option<&str>,
+    deadline: Option<Instant>,
+) -> Result<IngestReport> {
+    let md = std::fs::metadata(path)?;
+    if !md.is_file() {
+        return Err(Error::Invalid(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    let sessions: Vec<String> = match session {
+        Some(s) => vec![s.to_string()],
+        None => memtrail_adapters::database_sessions(agent, path).map_err(Error::Invalid)?,
+    };
+    let mut report = IngestReport {
+        unchanged: true,
+        ..Default::default()
+    };
+    for sid in sessions {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            report.incomplete = true;
+            break;
+        }
+        let key = format!("{}#{sid}", path.display());
+        let since = store.cursor(&key)?.map_or(0, |c| c.offset as i64);
+        let batch = memtrail_adapters::read_database(agent, path, Some(&sid), since)
+            .map_err(Error::Invalid)?;
+        if batch.sessions.is_empty() && batch.watermark <= since {
+            continue;
+        }
+        let stats = batch.stats();
+        let watermark = batch.watermark.max(since).max(0) as u64;
+        let applied = store.write(|w| {
+            let mut total = crate::store::Applied::default();
+            let mut first_sid = None;
+            for s in batch.sessions {
+                let id = w.upsert_session(&s.session, &s.meta)?;
+                first_sid.get_or_insert(id);
+                let a = w.apply(id, s.records)?;
+                total.inserted += a.inserted;
+                total.merged += a.merged;
+            }
+            let cursor = Cursor {
+                session_id: first_sid,
+                offset: watermark,
+                size: watermark,
+                ..Cursor::default()
+            };
+            w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
+            Ok(total)
+        })?;
+        report.session.get_or_insert(sid);
+        report.unchanged = false;
+        report.inserted += applied.inserted;
+        report.updated += applied.merged;
+        report.stats.add(stats);
+    }
+    Ok(report)
 }
 
 /// Largest whole-file (document) source read; larger ones are refused with an error.
@@ -276,10 +356,18 @@ fn ingest_lines(
     let sref = memtrail_adapters::identify(agent, path)?;
     report.session = Some(sref.external_id.clone());
 
-    if start > 0
-        && let Some(state) = stored.as_ref().and_then(|c| c.reader_state.as_ref())
-    {
-        reader.restore_state(state);
+    if start > 0 {
+        match stored.as_ref().and_then(|c| c.reader_state.as_ref()) {
+            Some(state) => reader.restore_state(state),
+            // A stateful reader (ids that depend on the position, e.g. Cursor's line numbers)
+            // cannot start mid-file without its state: read the file again from the start.
+            None if reader.save_state().is_some() => {
+                start = 0;
+                reread = true;
+                report.reread = true;
+            }
+            None => {}
+        }
     }
     file.seek(SeekFrom::Start(start))?;
     let mut offset = start;
