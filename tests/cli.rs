@@ -871,3 +871,46 @@ fn opencode_session_idle_hook_reads_the_database() {
     let list = sb.json(&["sessions", "list", "--agent", "opencode", "--json"]);
     assert_eq!(list["sessions"][0]["session_id"], sid.as_str());
 }
+
+/// The user's own Codex `notify` program keeps running: install chains it after `--then`, and
+/// the hook runs it with the same arguments (the payload last), whatever memtrail does.
+#[cfg(unix)]
+#[test]
+fn codex_notify_runs_the_users_program_too() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let out = sb.home.join("notified.txt");
+    let script = sb.home.join("my-notify.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {}.tmp && mv {0}.tmp {0}\n",
+            out.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let payload =
+        json!({"type": "agent-turn-complete", "thread-id": "019ceb9e-0000-7000-8000-000000000000",
+        "turn-id": "t", "cwd": "/w", "input-messages": [], "last-assistant-message": "ok"})
+        .to_string();
+    sb.cmd()
+        .args([
+            "hook",
+            "codex",
+            "--then",
+            script.to_str().unwrap(),
+            "--sound",
+            "ping",
+            &payload,
+        ])
+        .assert()
+        .success()
+        .stdout("");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !out.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let got = std::fs::read_to_string(&out).expect("the user's notify program ran");
+    assert_eq!(got, format!("--sound\nping\n{payload}\n"));
+}

@@ -1776,3 +1776,24 @@ pub fn session_start_reply(context: &str) -> Option<String> {
         .to_string(),
     )
 }
+
+/// The marker in memtrail's `notify` command that introduces the user's own notify program,
+/// kept running by memtrail: `notify = ["<memtrail>", "hook", "codex", "--then", "<prog>", "<arg>"…]`.
+pub const NOTIFY_CHAIN_FLAG: &str = "--then";
+
+/// Split the arguments Codex passed to `memtrail hook codex` (everything after `codex`): the
+/// user's own notify command to run with the same payload (when install chained one with
+/// [`NOTIFY_CHAIN_FLAG`]), and the JSON payload (Codex appends it as the last argument).
+///
+/// `["--then", "notify-send", "-a", "codex", "{…}"]` gives
+/// `(Some(["notify-send", "-a", "codex", "{…}"]), Some("{…}"))`; `["{…}"]` gives `(None, Some("{…}"))`.
+pub fn split_notify_args(args: &[String]) -> (Option<Vec<String>>, Option<&str>) {
+    let payload = args.last().map(String::as_str);
+    match args.first() {
+        Some(flag) if flag == NOTIFY_CHAIN_FLAG && args.len() >= 3 => {
+            (Some(args[1..].to_vec()), payload)
+        }
+        Some(flag) if flag == NOTIFY_CHAIN_FLAG => (None, payload.filter(|p| *p != flag)),
+        _ => (None, payload),
+    }
+}

@@ -95,13 +95,22 @@ pub fn parse_hook(
         Agent::Claude => claude::parse_hook_payload_with_env(stdin, env),
         Agent::Gemini => gemini::parse_hook_payload(stdin, env),
         // Codex `notify` passes its JSON as the last argument; hooks.json events use stdin.
-        Agent::Codex => match args.last() {
+        Agent::Codex => match codex::split_notify_args(args).1 {
             Some(arg) => codex::parse_notify_argv(arg),
             None => codex::parse_hook_payload(stdin, env),
         },
         Agent::Cursor => cursor::parse_hook_payload(stdin, env),
         Agent::Vscode => vscode::parse_hook_payload(stdin, env),
         Agent::Opencode => opencode::parse_hook_payload(stdin, env),
+    }
+}
+
+/// A command that the agent's config ran before memtrail took its place and that memtrail keeps
+/// running with the same payload (Codex's single `notify` program), or `None`.
+pub fn chained_command(agent: Agent, args: &[String]) -> Option<Vec<String>> {
+    match agent {
+        Agent::Codex => codex::split_notify_args(args).0,
+        _ => None,
     }
 }
 

@@ -85,6 +85,18 @@ fn run_inner(
     started: Instant,
     outcome: &mut HookOutcome,
 ) -> Result<()> {
+    // The user's own program that memtrail's entry replaced (Codex `notify`): run it first, with
+    // the same arguments, detached, so it behaves as before install whatever happens here.
+    if let Some(cmd) = memtrail_adapters::chained_command(agent, args) {
+        if let Err(e) = spawn_detached(&cmd) {
+            log_raw(
+                agent.as_str(),
+                None,
+                None,
+                &format!("error: could not run the chained command {:?}: {e}", cmd[0]),
+            );
+        }
+    }
     // A payload in the arguments (Codex `notify`) means stdin is not the payload: don't wait on it.
     let mut payload = Vec::new();
     if args.is_empty() {
@@ -194,6 +206,20 @@ fn run_inner(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Start `cmd` (program and arguments) with no stdin/stdout/stderr, and do not wait for it.
+fn spawn_detached(cmd: &[String]) -> std::io::Result<()> {
+    let (prog, rest) = cmd
+        .split_first()
+        .ok_or_else(|| std::io::Error::other("empty command"))?;
+    std::process::Command::new(prog)
+        .args(rest)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    Ok(())
 }
 
 /// Events at which a missing transcript is expected rather than an error.
