@@ -87,15 +87,15 @@ fn run_inner(
 ) -> Result<()> {
     // The user's own program that memtrail's entry replaced (Codex `notify`): run it first, with
     // the same arguments, detached, so it behaves as before install whatever happens here.
-    if let Some(cmd) = memtrail_adapters::chained_command(agent, args) {
-        if let Err(e) = spawn_detached(&cmd) {
-            log_raw(
-                agent.as_str(),
-                None,
-                None,
-                &format!("error: could not run the chained command {:?}: {e}", cmd[0]),
-            );
-        }
+    if let Some(cmd) = memtrail_adapters::chained_command(agent, args)
+        && let Err(e) = spawn_detached(&cmd)
+    {
+        log_raw(
+            agent.as_str(),
+            None,
+            None,
+            &format!("error: could not run the chained command {:?}: {e}", cmd[0]),
+        );
     }
     // A payload in the arguments (Codex `notify`) means stdin is not the payload: don't wait on it.
     let mut payload = Vec::new();
