@@ -1,17 +1,19 @@
 //! Applying a plan: backups, atomic writes, retries when another program rewrote a file.
 
 use crate::Action;
-use crate::backup::Backup;
-use crate::engine::{History, compute};
+use crate::backup::{self, Backup};
+use crate::engine::{Computed, History, compute};
 use crate::error::InstallError;
 use crate::fsutil::{self, TempFile};
-use crate::plan::Plan;
-use crate::state::{self, InstallState};
+use crate::plan::{FileChange, Plan};
+use crate::state::{self, FileState, InstallState};
 use serde::Serialize;
 use std::path::PathBuf;
 
 /// How many times a file is re-read and its edit recomputed when another program keeps
-/// rewriting it (Claude Code rewrites `.claude.json` often).
+/// rewriting it (Claude Code rewrites `.claude.json` often). Between attempts apply waits a
+/// little longer each time (5 ms, 10 ms, … 320 ms: about 0.6 s in all), so that a burst of
+/// writes can end.
 pub const MAX_ATTEMPTS: u32 = 8;
 
 /// What happened to one file.
@@ -52,7 +54,52 @@ pub struct Applied {
     pub files: Vec<AppliedFile>,
 }
 
+/// The edit to write: the plan's own (borrowed) or one recomputed on newer bytes.
+struct Edit<'a> {
+    after: &'a Option<Vec<u8>>,
+    lines: &'a [String],
+    record: &'a Option<FileState>,
+    remove_dirs: &'a [PathBuf],
+}
+
+impl<'a> Edit<'a> {
+    fn planned(fc: &'a FileChange) -> Self {
+        Edit {
+            after: &fc.after,
+            lines: &fc.lines,
+            record: &fc.record,
+            remove_dirs: &fc.remove_dirs,
+        }
+    }
+
+    fn computed(c: &'a Computed) -> Self {
+        Edit {
+            after: &c.after,
+            lines: &c.lines,
+            record: &c.record,
+            remove_dirs: &c.remove_dirs,
+        }
+    }
+}
+
 pub(crate) fn apply(plan: &Plan) -> Result<Applied, InstallError> {
+    // A read-only file is refused before anything is written.
+    for fc in &plan.files {
+        if fc.before.is_some() && fsutil::is_read_only(&fsutil::resolve_target(&fc.path)?) {
+            return Err(InstallError::ReadOnly {
+                path: fc.path.clone(),
+            });
+        }
+    }
+    let mut backup: Option<Backup> = None;
+    let result = apply_files(plan, &mut backup);
+    if let Some(b) = &backup {
+        backup::prune(&plan.env, &b.dir);
+    }
+    result
+}
+
+fn apply_files(plan: &Plan, backup: &mut Option<Backup>) -> Result<Applied, InstallError> {
     let env = &plan.env;
     let action_name = match plan.action {
         Action::Install => "install",
@@ -60,7 +107,6 @@ pub(crate) fn apply(plan: &Plan) -> Result<Applied, InstallError> {
     };
     // A corrupt state is replaced: uninstall falls back to the backups for what it lacks.
     let mut st = InstallState::load(env).unwrap_or_default();
-    let mut backup: Option<Backup> = None;
     let mut out = Applied {
         backup_dir: None,
         files: Vec::new(),
@@ -76,14 +122,19 @@ pub(crate) fn apply(plan: &Plan) -> Result<Applied, InstallError> {
                     attempts: MAX_ATTEMPTS,
                 });
             }
+            if attempts > 1 {
+                std::thread::sleep(std::time::Duration::from_millis(5 << (attempts - 2)));
+            }
             let (current, id) = fsutil::read_with_id(&target)?;
-            let computed = if current == fc.before {
-                fc.computed.clone()
+            let recomputed;
+            let edit = if current == fc.before {
+                Edit::planned(fc)
             } else {
-                let h = History::new(env, &fc.path, &target, fc.history.as_ref());
-                compute(&fc.spec, plan.action, current.as_deref(), &h)?
+                let h = History::new(env, &fc.spec, &target, fc.history.as_ref());
+                recomputed = compute(&fc.spec, plan.action, current.as_deref(), &h)?;
+                Edit::computed(&recomputed)
             };
-            if computed.after == current {
+            if *edit.after == current {
                 out.files.push(AppliedFile {
                     path: fc.path.clone(),
                     outcome: Outcome::Unchanged,
@@ -99,13 +150,13 @@ pub(crate) fn apply(plan: &Plan) -> Result<Applied, InstallError> {
                 });
             }
             // Back up exactly the bytes about to be replaced (again, if they changed meanwhile).
-            let b = match &mut backup {
+            let b = match backup {
                 Some(b) => b,
                 None => backup.insert(Backup::create(env, action_name)?),
             };
             let saved = b.save(&fc.path, current.as_deref())?;
             out.backup_dir = Some(b.dir.clone());
-            let outcome = match &computed.after {
+            let outcome = match edit.after {
                 Some(bytes) => {
                     if current.is_none()
                         && let Some(dir) = target.parent()
@@ -139,14 +190,14 @@ pub(crate) fn apply(plan: &Plan) -> Result<Applied, InstallError> {
                         std::fs::remove_file(&target).map_err(|e| InstallError::io(&target, e))?;
                         fsutil::sync_dir(&target);
                     }
-                    fsutil::remove_empty_dirs(&computed.remove_dirs);
+                    fsutil::remove_empty_dirs(edit.remove_dirs);
                     Outcome::Deleted
                 }
             };
             let k = state::key(&fc.path);
             match plan.action {
                 Action::Install => {
-                    if let Some(rec) = computed.record.clone() {
+                    if let Some(rec) = edit.record.clone() {
                         st.files.entry(k).or_default().merge(rec);
                     }
                 }
@@ -160,7 +211,7 @@ pub(crate) fn apply(plan: &Plan) -> Result<Applied, InstallError> {
                 outcome,
                 backup: saved,
                 attempts,
-                lines: computed.lines.clone(),
+                lines: edit.lines.to_vec(),
             });
             break;
         }

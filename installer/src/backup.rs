@@ -2,26 +2,46 @@
 //! `$XDG_STATE_HOME/memtrail/backups/<YYYYMMDDTHHMMSSZ>-<pid>[-<n>]/`, with an `index.json`:
 //!
 //! ```json
-//! { "created_at": "20261129T101500Z", "action": "install",
+//! { "created_at": "20261129T101500Z", "created_ns": 1795947300123456789, "action": "install",
 //!   "files": { "1-settings.json": "/home/u/.claude/settings.json" },
 //!   "absent": [ "/home/u/.claude/skills/memtrail/SKILL.md" ] }
 //! ```
 //!
 //! `files` maps each backup file to the original path; `absent` lists files that did not exist
-//! before the change. The directory is 0700 and the copies 0600 (`.claude.json` holds OAuth data).
+//! before the change. The directories (`backups/` and each backup) are 0700 and the copies and
+//! indexes 0600, whatever the umask and the original's mode: `.claude.json` holds OAuth data.
+//!
+//! **Pruning.** Every apply that changes a file makes a backup folder, and `.claude.json` can be
+//! megabytes, so after each apply the folders are pruned. They are ordered by `created_at`, then
+//! `created_ns`, then the `-<n>` of their names. What stays:
+//!
+//! - the [`KEEP_RECENT`] most recent folders, whole;
+//! - for each file, its first-ever backup (the pristine original, or the record that it was
+//!   absent), which uninstall falls back on when the install state is lost. An older folder
+//!   kept for that keeps only those first-ever entries: its other copies are deleted and its
+//!   index rewritten.
+//!
+//! Everything else is deleted. A folder without a readable index (another apply may be creating
+//! it) is never touched. Pruning is best effort: failing to delete never fails an apply.
 
 use crate::env::Env;
 use crate::error::InstallError;
 use crate::fsutil;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// How many of the most recent backup folders pruning keeps whole.
+pub(crate) const KEEP_RECENT: usize = 5;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct BackupIndex {
     #[serde(default)]
     pub created_at: String,
+    /// Nanoseconds since the epoch, to order folders made within the same second.
+    #[serde(default)]
+    pub created_ns: u64,
     #[serde(default)]
     pub action: String,
     #[serde(default)]
@@ -30,9 +50,28 @@ pub(crate) struct BackupIndex {
     pub absent: Vec<String>,
 }
 
+impl BackupIndex {
+    /// The original paths this backup holds something for (a copy, or "absent").
+    fn originals(&self) -> impl Iterator<Item = &String> {
+        self.files.values().chain(self.absent.iter())
+    }
+}
+
 pub(crate) struct Backup {
     pub dir: PathBuf,
     index: BackupIndex,
+}
+
+#[cfg(unix)]
+fn set_mode(p: &Path, mode: u32) -> Result<(), InstallError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| InstallError::io(p, e))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_: &Path, _: u32) -> Result<(), InstallError> {
+    Ok(())
 }
 
 impl Backup {
@@ -40,7 +79,15 @@ impl Backup {
     pub fn create(env: &Env, action: &str) -> Result<Backup, InstallError> {
         let root = env.backups_dir();
         fsutil::create_private_dir_all(&root)?;
-        let stamp = fsutil::utc_stamp(SystemTime::now());
+        // memtrail's own directory: owner only, even if an older version or a umask left it
+        // open.
+        set_mode(&root, 0o700)?;
+        let now = SystemTime::now();
+        let stamp = fsutil::utc_stamp(now);
+        let ns = now
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
         let pid = std::process::id();
         for n in 0..1000u32 {
             let name = if n == 0 {
@@ -57,10 +104,13 @@ impl Backup {
             }
             match b.create(&dir) {
                 Ok(()) => {
+                    // The umask may have taken bits away (even the owner's).
+                    set_mode(&dir, 0o700)?;
                     return Ok(Backup {
                         dir,
                         index: BackupIndex {
                             created_at: stamp,
+                            created_ns: ns,
                             action: action.to_string(),
                             ..BackupIndex::default()
                         },
@@ -106,10 +156,88 @@ impl Backup {
                 Some(path)
             }
         };
-        let mut idx = serde_json::to_vec_pretty(&self.index)
-            .map_err(|e| InstallError::io(&self.dir, std::io::Error::other(e)))?;
-        idx.push(b'\n');
-        fsutil::write_atomic(&self.dir.join("index.json"), &idx, Some(0o600), Some(0o600))?;
+        write_index(&self.dir, &self.index)?;
         Ok(saved)
+    }
+}
+
+fn write_index(dir: &Path, index: &BackupIndex) -> Result<(), InstallError> {
+    let mut idx = serde_json::to_vec_pretty(index)
+        .map_err(|e| InstallError::io(dir, std::io::Error::other(e)))?;
+    idx.push(b'\n');
+    fsutil::write_atomic(&dir.join("index.json"), &idx, Some(0o600), Some(0o600))
+}
+
+/// The backup folders with a readable index, oldest first.
+pub(crate) fn list(env: &Env) -> Vec<(PathBuf, BackupIndex)> {
+    let Ok(rd) = std::fs::read_dir(env.backups_dir()) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(PathBuf, BackupIndex)> = rd
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .filter_map(|dir| {
+            let bytes = std::fs::read(dir.join("index.json")).ok()?;
+            let index = serde_json::from_slice::<BackupIndex>(&bytes).ok()?;
+            Some((dir, index))
+        })
+        .collect();
+    // By time; then, for folders of the same second without `created_ns` (older versions),
+    // by the `-<n>` that made their names unique (`-10` after `-9`).
+    out.sort_by_cached_key(|(dir, index)| {
+        (
+            index.created_at.clone(),
+            index.created_ns,
+            uniquifier(dir),
+            dir.clone(),
+        )
+    });
+    out
+}
+
+/// The `<n>` of a folder named `<stamp>-<pid>-<n>` (0 for `<stamp>-<pid>`).
+fn uniquifier(dir: &Path) -> u32 {
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let mut parts = name.split('-');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(_), Some(_), Some(n)) => n.parse().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Prune the backups (see the module docs), never touching `current`.
+pub(crate) fn prune(env: &Env, current: &Path) {
+    let all = list(env);
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for (i, (_, index)) in all.iter().enumerate() {
+        for orig in index.originals() {
+            first.entry(orig.as_str()).or_insert(i);
+        }
+    }
+    let recent_from = all.len().saturating_sub(KEEP_RECENT);
+    for (i, (dir, index)) in all.iter().enumerate() {
+        if i >= recent_from || dir == current {
+            continue;
+        }
+        let is_first = |orig: &String| first.get(orig.as_str()) == Some(&i);
+        if !index.originals().any(is_first) {
+            let _ = std::fs::remove_dir_all(dir);
+            continue;
+        }
+        if index.originals().all(is_first) {
+            continue;
+        }
+        // Keep only the first-ever entries: index first, so that it never names a deleted copy.
+        let mut kept = index.clone();
+        kept.files.retain(|_, orig| is_first(orig));
+        kept.absent.retain(is_first);
+        if write_index(dir, &kept).is_ok() {
+            for (name, orig) in &index.files {
+                if !is_first(orig) {
+                    let _ = std::fs::remove_file(dir.join(name));
+                }
+            }
+        }
     }
 }

@@ -6,8 +6,8 @@ use crate::Action;
 use crate::env::Env;
 use crate::error::InstallError;
 use crate::jsonedit::{EditError, JsonDoc, Kind, Seg, keys, show_path};
-use crate::spec::{Body, FileSpec, HandlerItem, JsonItem, PropertyItem, WholeItem};
-use crate::state::{FileState, Origin, origin_of};
+use crate::spec::{Body, FileSpec, HandlerItem, JsonItem, PropertyItem, WholeItem, json_scope};
+use crate::state::{EntryRecord, FileState, Origin, origin_of};
 use serde_json::Value;
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
@@ -31,6 +31,8 @@ pub(crate) struct History<'a> {
     pub env: &'a Env,
     /// The configured path (the key of the state and the backups).
     pub path: &'a Path,
+    /// The top-level keys the file is read in (see [`json_scope`]).
+    scope: Vec<String>,
     /// The file really edited (the symlink target, if the path is a link).
     pub target: &'a Path,
     pub state: Option<&'a FileState>,
@@ -40,13 +42,17 @@ pub(crate) struct History<'a> {
 impl<'a> History<'a> {
     pub fn new(
         env: &'a Env,
-        path: &'a Path,
+        spec: &'a FileSpec,
         target: &'a Path,
         state: Option<&'a FileState>,
     ) -> Self {
         History {
             env,
-            path,
+            path: &spec.path,
+            scope: match &spec.body {
+                Body::Json(items) => json_scope(items),
+                Body::Whole(_) => Vec::new(),
+            },
             target,
             state,
             origin: OnceCell::new(),
@@ -54,7 +60,8 @@ impl<'a> History<'a> {
     }
 
     fn origin(&self) -> &Origin {
-        self.origin.get_or_init(|| origin_of(self.env, self.path))
+        self.origin
+            .get_or_init(|| origin_of(self.env, self.path, &self.scope))
     }
 
     /// May uninstall remove the container at `path` once it is empty?
@@ -67,6 +74,11 @@ impl<'a> History<'a> {
 
     fn inner_for(&self, path: &[String]) -> Option<&str> {
         self.state.and_then(|s| s.inner_for(path))
+    }
+
+    /// The install state's record of memtrail's entry at `path`.
+    fn entry(&self, path: &[String]) -> Option<&EntryRecord> {
+        self.state.and_then(|s| s.entry_for(path))
     }
 
     fn created_file(&self) -> bool {
@@ -130,11 +142,19 @@ pub(crate) fn decode<'b>(path: &Path, bytes: &'b [u8]) -> Result<&'b str, Instal
     })
 }
 
-/// Parse a config file's bytes (`None`: missing, parsed as an empty document).
-pub(crate) fn parse_doc(path: &Path, bytes: Option<&[u8]>) -> Result<JsonDoc, InstallError> {
+/// Parse a config file's bytes (`None`: missing, parsed as an empty document) in `scope` (the
+/// top-level keys memtrail reads; see [`JsonDoc::parse_scoped`]). The whole file must parse;
+/// within the scope, and at the top level, no object may hold a key twice: JSON.parse keeps the
+/// last one, so an edit of the first would go where the agent does not look.
+pub(crate) fn parse_doc(
+    path: &Path,
+    bytes: Option<&[u8]>,
+    scope: &[String],
+) -> Result<JsonDoc, InstallError> {
     let text = decode(path, bytes.unwrap_or(b""))?;
-    let doc = JsonDoc::parse(text).map_err(|e| map_edit(path, e))?;
+    let doc = JsonDoc::parse_scoped(text, scope).map_err(|e| map_edit(path, e))?;
     doc.check_object_root().map_err(|e| map_edit(path, e))?;
+    doc.check_unique_keys().map_err(|e| map_edit(path, e))?;
     Ok(doc)
 }
 
@@ -202,7 +222,7 @@ fn compute_json(
     current: Option<&[u8]>,
     history: &History<'_>,
 ) -> Result<Computed, InstallError> {
-    let mut doc = parse_doc(path, current)?;
+    let mut doc = parse_doc(path, current, &json_scope(items))?;
     let e = |err: EditError| map_edit(path, err);
     let mut lines = Vec::new();
     match action {
@@ -220,14 +240,38 @@ fn compute_json(
             {
                 rec.blank_text = Some(blank);
             }
+            // Per item whose entry install writes: the entry's original text, when install
+            // replaces one that predates memtrail's install.
+            let mut written: Vec<(&JsonItem, Option<String>)> = Vec::new();
             for item in items {
-                match item {
+                let w = match item {
                     JsonItem::Handler(h) => install_handler(&mut doc, h, &mut rec, &mut lines),
                     JsonItem::Property(p) => install_property(&mut doc, p, &mut rec, &mut lines),
                 }
                 .map_err(e)?;
+                if let Some(w) = w {
+                    let path = item.entry_path();
+                    let original = match (w, history.entry(&path)) {
+                        (Written::Added, _) => None,
+                        // Updated again: what it replaced the first time is what was there.
+                        (Written::Updated(_), Some(r)) => r.original.clone(),
+                        (Written::Updated(text), None) => Some(text),
+                    };
+                    written.push((item, original));
+                }
             }
-            let after = doc.text();
+            // The texts install leaves, taken once every edit is made. (An entry is not found
+            // when the binary is not named like memtrail's: then there is nothing to record.)
+            for (item, original) in written {
+                if let Some(installed) = entry_text(&doc, item) {
+                    rec.set_entry(EntryRecord {
+                        path: item.entry_path(),
+                        original,
+                        installed: installed.to_string(),
+                    });
+                }
+            }
+            let after = doc.into_text();
             let unchanged = current == Some(after.as_bytes());
             Ok(Computed {
                 after: if unchanged {
@@ -351,12 +395,34 @@ fn remove_occ(doc: &mut JsonDoc, occ: &Occ, restore: Option<&str>) -> Result<(),
     }
 }
 
+/// What install did to memtrail's entry of an item (nothing: it was already in place).
+enum Written {
+    Added,
+    /// Updated in place; the entry's text before the update.
+    Updated(String),
+}
+
+/// The exact text of memtrail's entry of `item` (the first handler, or the property).
+fn entry_text<'d>(doc: &'d JsonDoc, item: &JsonItem) -> Option<&'d str> {
+    match item {
+        JsonItem::Handler(h) => {
+            let occ = find_handlers(doc, h).into_iter().next()?;
+            doc.text_at(&occ.handler)
+        }
+        JsonItem::Property(p) => {
+            let mut full = keys(&p.object_path);
+            full.push(Seg::Key(p.key.clone()));
+            doc.text_at(&full)
+        }
+    }
+}
+
 fn install_handler(
     doc: &mut JsonDoc,
     item: &HandlerItem,
     rec: &mut FileState,
     lines: &mut Vec<String>,
-) -> Result<(), EditError> {
+) -> Result<Option<Written>, EditError> {
     let arr = keys(&item.array_path);
     match doc.kind(&arr) {
         None => {
@@ -369,6 +435,7 @@ fn install_handler(
                 rec.add_inner(item.array_path[..depth].to_vec(), inner);
             }
             lines.push(format!("add {}", item.label));
+            Ok(Some(Written::Added))
         }
         Some(Kind::Array) => {
             let mut removed = 0;
@@ -396,38 +463,41 @@ fn install_handler(
                         rec.add_inner(item.array_path.clone(), inner);
                     }
                     lines.push(format!("add {}", item.label));
+                    Ok(Some(Written::Added))
                 }
                 Some(occ) => {
                     let old = (item.points_at)(&occ.value);
                     let same = item
                         .policy
                         .conforms(&(item.canonical)(&occ.value), &item.handler);
+                    let before = doc.text_at(&occ.handler).unwrap_or_default().to_string();
                     if !same
                         && update_entry(doc, &occ.handler, &occ.value, &item.handler, &item.policy)?
                     {
                         lines.push(update_line(
+                            "update",
                             &item.label,
                             old,
                             (item.points_at)(&item.handler),
                         ));
+                        return Ok(Some(Written::Updated(before)));
                     }
+                    Ok(None)
                 }
             }
         }
-        Some(_) => {
-            return Err(EditError::WrongType {
-                path: show_path(&arr),
-                expected: "an array",
-            });
-        }
+        Some(_) => Err(EditError::WrongType {
+            path: show_path(&arr),
+            expected: "an array",
+        }),
     }
-    Ok(())
 }
 
-fn update_line(label: &str, old: Option<String>, new: Option<String>) -> String {
+/// `update hook Stop: /old/memtrail → /new/memtrail` (`verb` is `update` or `restore`).
+fn update_line(verb: &str, label: &str, old: Option<String>, new: Option<String>) -> String {
     match (old, new) {
-        (Some(o), Some(n)) if o != n => format!("update {label}: {o} → {n}"),
-        _ => format!("update {label}"),
+        (Some(o), Some(n)) if o != n => format!("{verb} {label}: {o} → {n}"),
+        _ => format!("{verb} {label}"),
     }
 }
 
@@ -474,7 +544,7 @@ fn install_property(
     item: &PropertyItem,
     rec: &mut FileState,
     lines: &mut Vec<String>,
-) -> Result<(), EditError> {
+) -> Result<Option<Written>, EditError> {
     let obj = keys(&item.object_path);
     let mut full = item.object_path.clone();
     full.push(item.key.clone());
@@ -488,6 +558,7 @@ fn install_property(
                 rec.add_inner(item.object_path[..depth].to_vec(), inner);
             }
             lines.push(format!("add {}", item.label));
+            Ok(Some(Written::Added))
         }
         Some(Kind::Object) => match doc.get(&keys(&full)) {
             None => {
@@ -495,22 +566,28 @@ fn install_property(
                     rec.add_inner(item.object_path.clone(), inner);
                 }
                 lines.push(format!("add {}", item.label));
+                Ok(Some(Written::Added))
             }
             Some(cur) => {
                 let old = (item.points_at)(&cur);
+                let before = doc.text_at(&keys(&full)).unwrap_or_default().to_string();
                 if update_entry(doc, &keys(&full), &cur, &item.value, &item.policy)? {
-                    lines.push(update_line(&item.label, old, (item.points_at)(&item.value)));
+                    lines.push(update_line(
+                        "update",
+                        &item.label,
+                        old,
+                        (item.points_at)(&item.value),
+                    ));
+                    return Ok(Some(Written::Updated(before)));
                 }
+                Ok(None)
             }
         },
-        Some(_) => {
-            return Err(EditError::WrongType {
-                path: show_path(&obj),
-                expected: "an object",
-            });
-        }
+        Some(_) => Err(EditError::WrongType {
+            path: show_path(&obj),
+            expected: "an object",
+        }),
     }
-    Ok(())
 }
 
 /// After memtrail's entries are gone, remove the containers on `path` (deepest first) that are
@@ -527,23 +604,57 @@ fn cleanup(doc: &mut JsonDoc, path: &[String], history: &History<'_>) -> Result<
     Ok(())
 }
 
+/// The record of an entry install replaced (the ones it added have no `original`).
+fn replaced<'h>(history: &'h History<'_>, path: &[String]) -> Option<(&'h str, &'h str)> {
+    let r = history.entry(path)?;
+    Some((r.original.as_deref()?, r.installed.as_str()))
+}
+
+/// What an entry's text says it runs (for the change lines).
+fn points_at_text(text: &str, points_at: fn(&Value) -> Option<String>) -> Option<String> {
+    JsonDoc::parse(text)
+        .ok()?
+        .value()
+        .as_ref()
+        .and_then(points_at)
+}
+
 fn uninstall_handler(
     doc: &mut JsonDoc,
     item: &HandlerItem,
     history: &History<'_>,
     lines: &mut Vec<String>,
 ) -> Result<(), EditError> {
+    // The entry install replaced, if it is still as install left it, gets its old text back;
+    // every other memtrail handler goes.
+    let put_back = replaced(history, &item.array_path);
     let mut removed = 0;
-    loop {
+    let kept = loop {
         let occs = find_handlers(doc, item);
-        let Some(last) = occs.last() else { break };
+        let keep = put_back.and_then(|(_, installed)| {
+            occs.iter()
+                .position(|o| doc.text_at(&o.handler) == Some(installed))
+        });
+        let victim = (0..occs.len()).rev().find(|&i| Some(i) != keep);
+        let Some(v) = victim else {
+            break keep.map(|k| occs[k].handler.clone());
+        };
         let restore = history.inner_for(&item.array_path);
-        remove_occ(doc, last, restore)?;
+        remove_occ(doc, &occs[v], restore)?;
         removed += 1;
-    }
+    };
     if removed > 0 {
         lines.push(format!("remove {}", item.label));
         cleanup(doc, &item.array_path, history)?;
+    }
+    if let (Some(path), Some((original, installed))) = (kept, put_back) {
+        doc.replace_raw(&path, original)?;
+        lines.push(update_line(
+            "restore",
+            &item.label,
+            points_at_text(installed, item.points_at),
+            points_at_text(original, item.points_at),
+        ));
     }
     Ok(())
 }
@@ -557,6 +668,20 @@ fn uninstall_property(
     let mut full = keys(&item.object_path);
     full.push(Seg::Key(item.key.clone()));
     if doc.kind(&keys(&item.object_path)) != Some(Kind::Object) || doc.get(&full).is_none() {
+        return Ok(());
+    }
+    let mut path = item.object_path.clone();
+    path.push(item.key.clone());
+    if let Some((original, installed)) = replaced(history, &path)
+        && doc.text_at(&full) == Some(installed)
+    {
+        doc.replace_raw(&full, original)?;
+        lines.push(update_line(
+            "restore",
+            &item.label,
+            points_at_text(installed, item.points_at),
+            points_at_text(original, item.points_at),
+        ));
         return Ok(());
     }
     doc.remove(&full, history.inner_for(&item.object_path))?;

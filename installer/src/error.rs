@@ -76,6 +76,21 @@ pub enum InstallError {
 }
 
 impl InstallError {
+    /// What is wrong, without the file's path and without the advice meant for an install
+    /// (`line 3, column 5: Expected comma`, `Is a directory (os error 21)`): for reports that
+    /// name the file themselves, like `status`.
+    pub fn reason(&self) -> String {
+        match self {
+            InstallError::Parse { line, col, msg, .. } => {
+                format!("line {line}, column {col}: {msg}")
+            }
+            InstallError::NotAnObject { .. } => "the top-level value is not a JSON object".into(),
+            InstallError::Io { source, .. } => source.to_string(),
+            InstallError::ReadOnly { .. } => "read-only".into(),
+            other => other.to_string(),
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> InstallError {
         InstallError::Io {
             path: path.into(),

@@ -1,11 +1,21 @@
-//! A format-preserving JSON / JSONC editor built on jsonc-parser's CST.
+//! A format-preserving JSON / JSONC editor over byte ranges.
 //!
-//! The CST (`jsonc_parser::cst::CstRootNode`) is lossless: every brace, comma, comment, blank
-//! and newline is a node. This module walks it once to learn each node's byte range, then edits
-//! the text by *splicing*: an edit replaces exact byte ranges and leaves every other byte as it
-//! was. Doing the splicing here (instead of through the CST's own insert and remove methods, which
-//! also re-flow neighbouring blank lines and single-line objects) is what makes an insert and the
-//! matching remove exact inverses, so install then uninstall gives back the original bytes.
+//! jsonc-parser's scanner splits the text into tokens, and a small parser here (jsonc-parser's
+//! own grammar and errors, ported so that it can skip building what it does not need; a test
+//! checks that both accept, reject and locate errors alike) gives every value and property name
+//! its byte range. The gaps between them (blanks, newlines, comments, commas, colons) are split
+//! into tokens too, so that every byte of the text belongs to exactly one node of a small syntax
+//! tree. Edits are *splices*: an edit replaces exact byte ranges and leaves every other byte as
+//! it was. Doing the splicing here (instead of through jsonc-parser's CST and its own insert and
+//! remove methods, which also re-flow neighbouring blank lines and single-line objects) is what
+//! makes an insert and the matching remove exact inverses, so install then uninstall gives back
+//! the original bytes.
+//!
+//! A document can be parsed *scoped* to some top-level keys ([`JsonDoc::parse_scoped`]): the
+//! whole text is still validated, but only the top level and the values of those keys get a
+//! syntax tree; the other top-level values are kept as opaque byte ranges. This is what keeps
+//! an edit of a multi-megabyte `~/.claude.json` (whose `projects` memtrail never reads) cheap:
+//! no tree for the bulk of the file, and no full-file CST.
 //!
 //! What is preserved: comments, key order, indentation (spaces or tabs, any width), `\r\n` line
 //! endings, trailing commas, blank lines, a UTF-8 byte order mark. New content copies the file's
@@ -26,12 +36,16 @@
 //!   or empty.
 //!
 //! Parsing is lenient (comments, trailing commas, JSON5 literals are accepted and kept) except
-//! for missing commas between items, which no consumer accepts. Every edit re-parses its result;
-//! an edit that would produce invalid text is refused.
+//! for missing commas between items, which no consumer accepts. Duplicate keys are accepted by
+//! [`JsonDoc::parse`]; [`JsonDoc::check_unique_keys`] refuses them (JSON.parse keeps the last
+//! one, while a lookup here finds the first). Every edit re-parses its result; an edit that would
+//! produce invalid text is refused.
 
-use jsonc_parser::ParseOptions;
-use jsonc_parser::cst::{CstContainerNode, CstLeafNode, CstNode, CstRootNode};
+use jsonc_parser::errors::ParseErrorKind;
+use jsonc_parser::tokens::Token;
+use jsonc_parser::{CollectOptions, ParseOptions, Scanner, ScannerOptions, parse_to_ast};
 use serde_json::Value;
+use std::collections::HashSet;
 use std::fmt;
 
 /// One step of a path into a document: an object key or an array index.
@@ -172,6 +186,8 @@ struct Syn {
     /// Decoded property name (for `Prop`).
     name: Option<String>,
     children: Vec<Syn>,
+    /// A value outside the parsed scope: its range is known, its inside is not.
+    folded: bool,
 }
 
 impl Syn {
@@ -205,9 +221,10 @@ struct Style {
 pub struct JsonDoc {
     bom: bool,
     text: String,
-    root: CstRootNode,
     tree: Syn,
     style: Style,
+    /// The top-level keys whose values have a syntax tree (`None`: all of them).
+    scope: Option<Vec<String>>,
 }
 
 impl fmt::Debug for JsonDoc {
@@ -216,52 +233,43 @@ impl fmt::Debug for JsonDoc {
     }
 }
 
-fn parse_options() -> ParseOptions {
-    // Lenient on purpose (settings files are JSON, but people add comments and trailing commas),
-    // except for missing commas: no consumer accepts them, and refusing them also catches an
-    // edit that would drop one.
-    ParseOptions {
-        allow_missing_commas: false,
-        ..ParseOptions::default()
-    }
-}
-
 impl JsonDoc {
     /// Parse `text` (JSON, or JSONC with comments and trailing commas). Empty or comment-only
     /// text parses to a document without a value.
     pub fn parse(text: &str) -> Result<JsonDoc, EditError> {
+        JsonDoc::parse_in(text, None)
+    }
+
+    /// Parse `text`, building a syntax tree only for the top level and for the values of the
+    /// top-level keys in `keys`. The whole text is validated as by [`JsonDoc::parse`]; paths
+    /// that go into another top-level value find nothing, and edits there are refused. Every
+    /// edit keeps the scope.
+    pub fn parse_scoped(text: &str, keys: &[String]) -> Result<JsonDoc, EditError> {
+        JsonDoc::parse_in(text, Some(keys.to_vec()))
+    }
+
+    fn parse_in(text: &str, scope: Option<Vec<String>>) -> Result<JsonDoc, EditError> {
         let (bom, body) = match text.strip_prefix('\u{feff}') {
             Some(rest) => (true, rest),
             None => (false, text),
         };
-        let root = CstRootNode::parse(body, &parse_options()).map_err(|e| {
-            let (line, col) = (e.line_display(), e.column_display());
-            // Shift the column on line 1 past the byte order mark we removed.
-            let col = if bom && line == 1 { col + 1 } else { col };
-            EditError::Parse {
-                line,
-                col,
-                msg: e.kind().to_string(),
-            }
-        })?;
-        let mut pos = 0;
-        let tree = build(
-            &CstNode::Container(CstContainerNode::Root(root.clone())),
-            &mut pos,
-        );
-        if pos != body.len() {
-            return Err(EditError::Internal(format!(
-                "syntax tree covers {pos} of {} bytes",
-                body.len()
-            )));
-        }
-        let style = detect_style(body, &tree);
+        JsonDoc::from_body(bom, body.to_string(), scope)
+    }
+
+    /// A document from its text without the byte order mark (`bom`: it had one).
+    fn from_body(
+        bom: bool,
+        body: String,
+        scope: Option<Vec<String>>,
+    ) -> Result<JsonDoc, EditError> {
+        let tree = build_tree(&body, scope.as_deref(), bom)?;
+        let style = detect_style(&body, &tree);
         Ok(JsonDoc {
             bom,
-            text: body.to_string(),
-            root,
+            text: body,
             tree,
             style,
+            scope,
         })
     }
 
@@ -274,9 +282,19 @@ impl JsonDoc {
         }
     }
 
-    /// The whole document as a value (`None` when it has no value).
+    /// The document text, consumed (with its byte order mark, if it had one).
+    pub fn into_text(self) -> String {
+        if self.bom {
+            format!("\u{feff}{}", self.text)
+        } else {
+            self.text
+        }
+    }
+
+    /// The whole document as a value (`None` when it has no value). Of duplicate keys, the last
+    /// one's value is kept, as JSON.parse does.
     pub fn value(&self) -> Option<Value> {
-        self.root.to_serde_value()
+        serde_value(&self.text)
     }
 
     fn root_value(&self) -> Option<&Syn> {
@@ -300,6 +318,9 @@ impl JsonDoc {
     fn node(&self, path: &[Seg]) -> Option<&Syn> {
         let mut cur = self.root_value()?;
         for seg in path {
+            if cur.folded {
+                return None;
+            }
             cur = match (seg, cur.kind) {
                 (Seg::Key(k), K::Object) => cur
                     .children
@@ -319,10 +340,72 @@ impl JsonDoc {
     /// The value at `path`, if any.
     pub fn get(&self, path: &[Seg]) -> Option<Value> {
         let n = self.node(path)?;
-        let slice = self.text.get(n.start..n.end)?;
-        // Re-parse just this value: cheap, and independent of the CST's node identity.
-        let root = CstRootNode::parse(slice, &parse_options()).ok()?;
-        root.to_serde_value()
+        // Re-parse just this value.
+        serde_value(self.text.get(n.start..n.end)?)
+    }
+
+    /// The exact text of the value at `path`, if any.
+    pub fn text_at(&self, path: &[Seg]) -> Option<&str> {
+        let n = self.node(path)?;
+        self.text.get(n.start..n.end)
+    }
+
+    /// Replace the value at `path` (which must exist) with `raw`, verbatim: the text of a JSON
+    /// value, e.g. one taken earlier with [`JsonDoc::text_at`].
+    pub fn replace_raw(&mut self, path: &[Seg], raw: &str) -> Result<(), EditError> {
+        let n = self.node(path).ok_or_else(|| EditError::Missing {
+            path: show_path(path),
+        })?;
+        let (start, end) = (n.start, n.end);
+        self.apply(vec![(start, end, raw.to_string())])
+    }
+
+    /// Refuse an object with the same key twice (among the objects that have a syntax tree:
+    /// all of them, or those in the scope of [`JsonDoc::parse_scoped`]). The error points at
+    /// the second occurrence: JSON.parse keeps the last one, while paths here find the first,
+    /// so an edit would go where the program reading the file does not look.
+    pub fn check_unique_keys(&self) -> Result<(), EditError> {
+        fn walk<'a>(n: &'a Syn, found: &mut Option<(usize, &'a str)>) {
+            if n.kind == K::Object {
+                let mut seen = HashSet::new();
+                for c in &n.children {
+                    if let Some(name) = c.name.as_deref()
+                        && !seen.insert(name)
+                        && found.is_none_or(|(at, _)| c.start < at)
+                    {
+                        *found = Some((c.start, name));
+                    }
+                }
+            }
+            for c in &n.children {
+                walk(c, found);
+            }
+        }
+        let mut found = None;
+        walk(&self.tree, &mut found);
+        match found {
+            None => Ok(()),
+            Some((at, name)) => {
+                let (line, col) = self.line_col(at);
+                Err(EditError::Parse {
+                    line,
+                    col,
+                    msg: format!("duplicate key `{name}` (JSON.parse would keep the last one)"),
+                })
+            }
+        }
+    }
+
+    /// 1-based line and column (in characters, counting a byte order mark) of byte `pos`.
+    fn line_col(&self, pos: usize) -> (usize, usize) {
+        let before = &self.text[..pos];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+        let mut col = before[line_start..].chars().count() + 1;
+        if self.bom && line == 1 {
+            col += 1;
+        }
+        (line, col)
     }
 
     /// The kind of the value at `path`, if any.
@@ -337,17 +420,20 @@ impl JsonDoc {
     /// Number of items of the object or array at `path`.
     pub fn len(&self, path: &[Seg]) -> Option<usize> {
         let n = self.node(path)?;
-        matches!(n.kind, K::Object | K::Array).then(|| n.items().len())
+        (matches!(n.kind, K::Object | K::Array) && !n.folded).then(|| n.items().len())
     }
 
     /// True when the container at `path` has no items and nothing but blanks inside (no
     /// comments).
     pub fn is_bare_empty(&self, path: &[Seg]) -> bool {
         match self.node(path) {
-            Some(n) if matches!(n.kind, K::Object | K::Array) && n.children.len() >= 2 => n
-                .children[1..n.children.len() - 1]
-                .iter()
-                .all(|c| matches!(c.kind, K::Whitespace | K::Newline)),
+            Some(n)
+                if matches!(n.kind, K::Object | K::Array) && !n.folded && n.children.len() >= 2 =>
+            {
+                n.children[1..n.children.len() - 1]
+                    .iter()
+                    .all(|c| matches!(c.kind, K::Whitespace | K::Newline))
+            }
             _ => false,
         }
     }
@@ -355,7 +441,7 @@ impl JsonDoc {
     /// The text between the braces of the container at `path`.
     pub fn inner_text(&self, path: &[Seg]) -> Option<String> {
         let n = self.node(path)?;
-        if !matches!(n.kind, K::Object | K::Array) || n.children.len() < 2 {
+        if !matches!(n.kind, K::Object | K::Array) || n.folded || n.children.len() < 2 {
             return None;
         }
         let open = &n.children[0];
@@ -366,7 +452,7 @@ impl JsonDoc {
     /// Replace the whole text (keeps the byte order mark flag of the new text).
     pub fn set_text(&mut self, text: &str) -> Result<(), EditError> {
         let bom = self.bom;
-        *self = JsonDoc::parse(text)?;
+        *self = JsonDoc::parse_in(text, self.scope.clone())?;
         self.bom |= bom;
         Ok(())
     }
@@ -374,26 +460,30 @@ impl JsonDoc {
     /// Apply splices `(start, end, replacement)` given in text order: non-overlapping, and when
     /// two insert at the same offset, the first given comes first in the text.
     fn apply(&mut self, splices: Vec<Splice>) -> Result<(), EditError> {
-        let mut splices: Vec<(usize, (usize, usize, String))> =
-            splices.into_iter().enumerate().collect();
-        splices.sort_by(|(ia, a), (ib, b)| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(ib.cmp(ia)));
-        let mut text = self.text.clone();
+        let mut splices: Vec<(usize, Splice)> = splices.into_iter().enumerate().collect();
+        splices.sort_by(|(ia, a), (ib, b)| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(ia.cmp(ib)));
+        // One new string of the right size (a big file is copied once, not once per splice).
+        let added: usize = splices.iter().map(|(_, (_, _, with))| with.len()).sum();
+        let mut text = String::with_capacity(self.text.len() + added);
+        let mut pos = 0;
         for (_, (start, end, with)) in splices {
-            if start > end
-                || end > text.len()
-                || !text.is_char_boundary(start)
-                || !text.is_char_boundary(end)
+            if start < pos
+                || start > end
+                || end > self.text.len()
+                || !self.text.is_char_boundary(start)
+                || !self.text.is_char_boundary(end)
             {
                 return Err(EditError::Internal(format!("bad splice {start}..{end}")));
             }
-            text.replace_range(start..end, &with);
+            text.push_str(&self.text[pos..start]);
+            text.push_str(&with);
+            pos = end;
         }
-        let bom = self.bom;
-        let doc = JsonDoc::parse(&text).map_err(|e| {
+        text.push_str(&self.text[pos..]);
+        let doc = JsonDoc::from_body(self.bom, text, self.scope.clone()).map_err(|e| {
             EditError::Internal(format!("an edit produced text that does not parse: {e}"))
         })?;
         *self = doc;
-        self.bom = bom;
         Ok(())
     }
 
@@ -417,7 +507,7 @@ impl JsonDoc {
         text.push_str("{}");
         text.push_str(nl);
         let bom = self.bom;
-        *self = JsonDoc::parse(&text)?;
+        *self = JsonDoc::parse_in(&text, self.scope.clone())?;
         self.bom = bom;
         Ok(Some(old))
     }
@@ -463,6 +553,11 @@ impl JsonDoc {
         key: Option<&str>,
         value: &Value,
     ) -> Result<(Vec<Splice>, Option<String>), EditError> {
+        if c.folded {
+            return Err(EditError::Internal(
+                "an edit outside the parsed scope".into(),
+            ));
+        }
         let ch = &c.children;
         if ch.len() < 2 || ch[0].kind != K::Open || ch[ch.len() - 1].kind != K::Close {
             return Err(EditError::Internal("container without braces".into()));
@@ -649,6 +744,11 @@ impl JsonDoc {
                 path: show_path(parent),
             })?
             .clone();
+        if c.folded {
+            return Err(EditError::Internal(
+                "an edit outside the parsed scope".into(),
+            ));
+        }
         let ch = &c.children;
         if ch.len() < 2 || ch[0].kind != K::Open || ch[ch.len() - 1].kind != K::Close {
             return Err(EditError::Internal("container without braces".into()));
@@ -869,54 +969,390 @@ fn render(v: &Value, indent: &str, style: &Style, compact: bool) -> String {
     }
 }
 
-fn build(node: &CstNode, pos: &mut usize) -> Syn {
-    match node {
-        CstNode::Container(c) => {
-            let start = *pos;
-            let children: Vec<Syn> = c.children().iter().map(|ch| build(ch, pos)).collect();
-            let (kind, name) = match c {
-                CstContainerNode::Root(_) => (K::Root, None),
-                CstContainerNode::Object(_) => (K::Object, None),
-                CstContainerNode::Array(_) => (K::Array, None),
-                CstContainerNode::ObjectProp(p) => (K::Prop, p.decoded_name()),
-            };
-            Syn {
-                kind,
-                start,
-                end: *pos,
-                name,
-                children,
+fn parse_options() -> ParseOptions {
+    // Lenient on purpose (settings files are JSON, but people add comments and trailing commas),
+    // except for missing commas: no consumer accepts them, and refusing them also catches an
+    // edit that would drop one.
+    ParseOptions {
+        allow_missing_commas: false,
+        ..ParseOptions::default()
+    }
+}
+
+/// Parse `text` (no byte order mark) into a value; `None` when it does not parse or holds none.
+fn serde_value(text: &str) -> Option<Value> {
+    let parsed = parse_to_ast(text, &CollectOptions::default(), &parse_options()).ok()?;
+    parsed.value.map(Value::from)
+}
+
+fn leaf(kind: K, start: usize, end: usize) -> Syn {
+    Syn {
+        kind,
+        start,
+        end,
+        name: None,
+        children: Vec::new(),
+        folded: false,
+    }
+}
+
+/// The syntax tree of `body` (the text without its byte order mark). The top-level values of
+/// an object root whose keys are not in `scope` are folded: validated, not kept.
+fn build_tree(body: &str, scope: Option<&[String]>, bom: bool) -> Result<Syn, EditError> {
+    let mut p = Parser {
+        text: body,
+        sc: Scanner::new(body, &scanner_options()),
+        tok: None,
+        last_end: 0,
+        ranges: Vec::new(),
+        bom,
+    };
+    p.scan()?;
+    let value = p.value(true, scope)?;
+    p.scan()?;
+    if p.tok.is_some() {
+        return Err(p.err_tok(ParseErrorKind::MultipleRootJsonValues));
+    }
+    let mut children = Vec::new();
+    let mut pos = 0;
+    if let Some(v) = value {
+        gap(body, pos, v.start, &mut children)?;
+        pos = v.end;
+        children.push(v);
+    }
+    gap(body, pos, body.len(), &mut children)?;
+    Ok(Syn {
+        kind: K::Root,
+        start: 0,
+        end: body.len(),
+        name: None,
+        children,
+        folded: false,
+    })
+}
+
+fn scanner_options() -> ScannerOptions {
+    let o = parse_options();
+    ScannerOptions {
+        allow_single_quoted_strings: o.allow_single_quoted_strings,
+        allow_hexadecimal_numbers: o.allow_hexadecimal_numbers,
+        allow_unary_plus_numbers: o.allow_unary_plus_numbers,
+        allow_bare_decimal_point_numbers: o.allow_bare_decimal_point_numbers,
+        allow_non_finite_numbers: o.allow_non_finite_numbers,
+        allow_extended_string_escapes: o.allow_extended_string_escapes,
+    }
+}
+
+/// The same nesting limit as jsonc-parser's.
+const MAX_DEPTH: usize = 512;
+
+/// A validating parser over jsonc-parser's scanner that builds [`Syn`] nodes as it goes and
+/// nothing for the values it folds, so that a big file costs no more than its text. It accepts
+/// and rejects exactly what `jsonc_parser::parse_to_ast` does with [`parse_options`] (a port of
+/// its grammar, checked against it by the `parser_agrees_with_jsonc_parser` test), with the
+/// same error kinds, lines and columns.
+struct Parser<'a> {
+    text: &'a str,
+    sc: Scanner<'a>,
+    /// The current token (comments are skipped, as jsonc-parser does).
+    tok: Option<Token<'a>>,
+    /// Where the current token ends.
+    last_end: usize,
+    /// The starts of the open containers and properties (jsonc-parser's range stack: errors
+    /// about an unterminated container point at its start).
+    ranges: Vec<usize>,
+    bom: bool,
+}
+
+impl<'a> Parser<'a> {
+    fn scan(&mut self) -> Result<(), EditError> {
+        loop {
+            let t = self.sc.scan().map_err(|e| {
+                let (line, col) = (e.line_display(), e.column_display());
+                // Shift the column on line 1 past the byte order mark that was taken off.
+                let col = if self.bom && line == 1 { col + 1 } else { col };
+                EditError::Parse {
+                    line,
+                    col,
+                    msg: e.kind().to_string(),
+                }
+            })?;
+            if !matches!(t, Some(Token::CommentLine(_) | Token::CommentBlock(_))) {
+                self.tok = t;
+                break;
             }
         }
-        CstNode::Leaf(l) => {
-            let start = *pos;
-            *pos += l.to_string().len();
-            let kind = match l {
-                CstLeafNode::Token(t) => match t.value() {
-                    '{' | '[' => K::Open,
-                    '}' | ']' => K::Close,
-                    ',' => K::Comma,
-                    ':' => K::Colon,
-                    _ => K::Scalar,
-                },
-                CstLeafNode::Whitespace(_) => K::Whitespace,
-                CstLeafNode::Newline(_) => K::Newline,
-                CstLeafNode::Comment(_) => K::Comment,
-                CstLeafNode::BooleanLit(_)
-                | CstLeafNode::NullKeyword(_)
-                | CstLeafNode::NumberLit(_)
-                | CstLeafNode::StringLit(_)
-                | CstLeafNode::WordLit(_) => K::Scalar,
-            };
-            Syn {
-                kind,
-                start,
-                end: *pos,
-                name: None,
-                children: Vec::new(),
+        self.last_end = self.sc.token_end();
+        Ok(())
+    }
+
+    fn err_at(&self, start: usize, kind: ParseErrorKind) -> EditError {
+        // As jsonc-parser counts: characters, and `\n` or a lone `\r` ends a line.
+        let (mut line, mut col) = (1, 1);
+        let b = self.text.as_bytes();
+        for (i, c) in self.text[..start.min(self.text.len())].char_indices() {
+            if c == '\n' || c == '\r' && b.get(i + 1) != Some(&b'\n') {
+                line += 1;
+                col = 1;
+            } else {
+                col += 1;
+            }
+        }
+        if self.bom && line == 1 {
+            col += 1;
+        }
+        EditError::Parse {
+            line,
+            col,
+            msg: kind.to_string(),
+        }
+    }
+
+    fn err_tok(&self, kind: ParseErrorKind) -> EditError {
+        self.err_at(self.sc.token_start(), kind)
+    }
+
+    fn err_range(&mut self, kind: ParseErrorKind) -> EditError {
+        let start = self.ranges.pop().unwrap_or(0);
+        self.err_at(start, kind)
+    }
+
+    /// The value at the current token (`None` at the end of the text). `build`: make its
+    /// node's children; else it is folded. `scope` (top level only): the keys of an object
+    /// whose values are built.
+    fn value(&mut self, build: bool, scope: Option<&[String]>) -> Result<Option<Syn>, EditError> {
+        if self.ranges.len() > MAX_DEPTH {
+            return Err(self.err_range(ParseErrorKind::NestingDepthExceeded));
+        }
+        let start = self.sc.token_start();
+        match &self.tok {
+            None => Ok(None),
+            Some(Token::OpenBrace) => self.object(build, scope).map(Some),
+            Some(Token::OpenBracket) => self.array(build).map(Some),
+            Some(Token::String(_) | Token::Boolean(_) | Token::Number(_) | Token::Null) => {
+                Ok(Some(leaf(K::Scalar, start, self.sc.token_end())))
+            }
+            Some(Token::CloseBracket) => Err(self.err_tok(ParseErrorKind::UnexpectedCloseBracket)),
+            Some(Token::CloseBrace) => Err(self.err_tok(ParseErrorKind::UnexpectedCloseBrace)),
+            Some(Token::Comma) => Err(self.err_tok(ParseErrorKind::UnexpectedComma)),
+            Some(Token::Colon) => Err(self.err_tok(ParseErrorKind::UnexpectedColon)),
+            Some(Token::Word(_)) => Err(self.err_tok(ParseErrorKind::UnexpectedWord)),
+            Some(Token::CommentLine(_) | Token::CommentBlock(_)) => {
+                Err(EditError::Internal("comment token".into()))
             }
         }
     }
+
+    /// After an item: its comma, or the next token. Missing commas are refused.
+    fn after_item(&mut self) -> Result<(), EditError> {
+        let after_value_end = self.last_end;
+        self.scan()?;
+        match &self.tok {
+            // Trailing commas are allowed ([`parse_options`]).
+            Some(Token::Comma) => self.scan(),
+            Some(
+                Token::OpenBrace
+                | Token::OpenBracket
+                | Token::String(_)
+                | Token::Word(_)
+                | Token::Number(_)
+                | Token::Boolean(_)
+                | Token::Null,
+            ) if self.is_missing_comma() => {
+                Err(self.err_at(after_value_end, ParseErrorKind::ExpectedComma))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// jsonc-parser reports a missing comma before a value start in an array (`{`, `[`,
+    /// scalars), and before a property name in an object (strings, words, numbers, booleans,
+    /// null: not `{` or `[`).
+    fn is_missing_comma(&self) -> bool {
+        let in_object = self
+            .ranges
+            .last()
+            .is_some_and(|&s| self.text.as_bytes().get(s) == Some(&b'{'));
+        match &self.tok {
+            Some(Token::OpenBrace | Token::OpenBracket) => !in_object,
+            Some(Token::Word(_)) => in_object,
+            Some(_) => true,
+            None => false,
+        }
+    }
+
+    fn object(&mut self, build: bool, scope: Option<&[String]>) -> Result<Syn, EditError> {
+        let start = self.sc.token_start();
+        self.ranges.push(start);
+        let mut ch = Vec::new();
+        if build {
+            ch.push(leaf(K::Open, start, start + 1));
+        }
+        let mut pos = start + 1;
+        self.scan()?;
+        loop {
+            let name: Option<String> = match &self.tok {
+                Some(Token::CloseBrace) => break,
+                None => return Err(self.err_range(ParseErrorKind::UnterminatedObject)),
+                Some(Token::String(s)) => build.then(|| s.to_string()),
+                Some(Token::Word(w) | Token::Number(w)) => build.then(|| w.to_string()),
+                Some(Token::Boolean(b)) => build.then(|| b.to_string()),
+                Some(Token::Null) => build.then(|| "null".to_string()),
+                Some(_) => return Err(self.err_tok(ParseErrorKind::UnexpectedTokenInObject)),
+            };
+            let (name_start, name_end) = (self.sc.token_start(), self.sc.token_end());
+            self.ranges.push(name_start);
+            self.scan()?;
+            if self.tok != Some(Token::Colon) {
+                return Err(self.err_tok(ParseErrorKind::ExpectedColonAfterObjectKey));
+            }
+            self.scan()?;
+            let expand = build
+                && match (scope, &name) {
+                    (Some(keys), Some(n)) => keys.contains(n),
+                    _ => true,
+                };
+            let Some(v) = self.value(expand, None)? else {
+                return Err(self.err_tok(ParseErrorKind::ExpectedObjectValue));
+            };
+            self.ranges.pop();
+            let v_end = v.end;
+            if build {
+                gap(self.text, pos, name_start, &mut ch)?;
+                let mut pch = vec![leaf(K::Scalar, name_start, name_end)];
+                gap(self.text, name_end, v.start, &mut pch)?;
+                pch.push(v);
+                ch.push(Syn {
+                    kind: K::Prop,
+                    start: name_start,
+                    end: v_end,
+                    name,
+                    children: pch,
+                    folded: false,
+                });
+            }
+            pos = v_end;
+            self.after_item()?;
+        }
+        let end = self.sc.token_end();
+        self.ranges.pop();
+        if build {
+            gap(self.text, pos, end - 1, &mut ch)?;
+            ch.push(leaf(K::Close, end - 1, end));
+        }
+        Ok(Syn {
+            kind: K::Object,
+            start,
+            end,
+            name: None,
+            children: ch,
+            folded: !build,
+        })
+    }
+
+    fn array(&mut self, build: bool) -> Result<Syn, EditError> {
+        let start = self.sc.token_start();
+        self.ranges.push(start);
+        let mut ch = Vec::new();
+        if build {
+            ch.push(leaf(K::Open, start, start + 1));
+        }
+        let mut pos = start + 1;
+        self.scan()?;
+        loop {
+            match &self.tok {
+                Some(Token::CloseBracket) => break,
+                None => return Err(self.err_range(ParseErrorKind::UnterminatedArray)),
+                _ => {}
+            }
+            let Some(v) = self.value(build, None)? else {
+                return Err(self.err_range(ParseErrorKind::UnterminatedArray));
+            };
+            let v_end = v.end;
+            if build {
+                gap(self.text, pos, v.start, &mut ch)?;
+                ch.push(v);
+            }
+            pos = v_end;
+            self.after_item()?;
+        }
+        let end = self.sc.token_end();
+        self.ranges.pop();
+        if build {
+            gap(self.text, pos, end - 1, &mut ch)?;
+            ch.push(leaf(K::Close, end - 1, end));
+        }
+        Ok(Syn {
+            kind: K::Array,
+            start,
+            end,
+            name: None,
+            children: ch,
+            folded: !build,
+        })
+    }
+}
+
+/// Split the text between two syntax elements (`from..to`), which the parser accepted, into
+/// blanks, newlines (`\n`, `\r\n` or `\r`), comments, commas and colons.
+fn gap(text: &str, from: usize, to: usize, out: &mut Vec<Syn>) -> Result<(), EditError> {
+    let b = text.as_bytes();
+    let mut i = from;
+    while i < to {
+        let start = i;
+        let kind = match b[i] {
+            b'\n' => {
+                i += 1;
+                K::Newline
+            }
+            b'\r' => {
+                i += if i + 1 < to && b[i + 1] == b'\n' {
+                    2
+                } else {
+                    1
+                };
+                K::Newline
+            }
+            b',' => {
+                i += 1;
+                K::Comma
+            }
+            b':' => {
+                i += 1;
+                K::Colon
+            }
+            b'/' if i + 1 < to && b[i + 1] == b'/' => {
+                i += 2;
+                while i < to && b[i] != b'\n' && b[i] != b'\r' {
+                    i += 1;
+                }
+                K::Comment
+            }
+            b'/' if i + 1 < to && b[i + 1] == b'*' => {
+                let end = text[i + 2..to].find("*/").ok_or_else(|| {
+                    EditError::Internal(format!("unterminated comment at byte {i}"))
+                })?;
+                i += 2 + end + 2;
+                K::Comment
+            }
+            _ => {
+                for c in text[i..to].chars() {
+                    if c == '\n' || c == '\r' || !c.is_whitespace() {
+                        break;
+                    }
+                    i += c.len_utf8();
+                }
+                if i == start {
+                    return Err(EditError::Internal(format!(
+                        "unexpected text at byte {start}"
+                    )));
+                }
+                K::Whitespace
+            }
+        };
+        out.push(leaf(kind, start, i));
+    }
+    Ok(())
 }
 
 fn detect_style(text: &str, tree: &Syn) -> Style {
@@ -924,49 +1360,73 @@ fn detect_style(text: &str, tree: &Syn) -> Style {
         Some(i) if i > 0 && text.as_bytes()[i - 1] == b'\r' => "\r\n",
         _ => "\n",
     };
-    let mut unit: Option<String> = None;
-    let mut trailing: Option<bool> = None;
-    // Document order, outermost first.
-    let mut stack = vec![tree];
-    while let Some(n) = stack.pop() {
-        if matches!(n.kind, K::Object | K::Array) {
-            let ch = &n.children;
-            let items = n.items();
-            let multiline = ch.iter().any(|c| c.kind == K::Newline);
-            if unit.is_none() {
-                let base = line_indent(text, n.start);
-                for &i in &items {
-                    if own_line(ch, i).is_some() {
-                        let ind = line_indent(text, ch[i].start);
-                        if let Some(u) = ind.strip_prefix(base)
-                            && !u.is_empty()
-                        {
-                            unit = Some(u.to_string());
-                            break;
-                        }
-                    }
-                }
-            }
-            if trailing.is_none()
-                && multiline
-                && let Some(&l) = items.last()
-            {
-                trailing = Some(comma_after(ch, l).is_some());
-            }
-            if unit.is_some() && trailing.is_some() {
-                break;
-            }
-        }
-        for c in n.children.iter().rev() {
-            if c.kind.is_value() || c.kind == K::Prop || c.kind == K::Root {
-                stack.push(c);
-            }
-        }
-    }
+    let mut found = (None, None);
+    style_of(text, tree, &mut found);
+    let (unit, trailing) = found;
     Style {
         newline,
         unit: unit.unwrap_or_else(|| "  ".to_string()),
         trailing_commas: trailing.unwrap_or(false),
+    }
+}
+
+/// Look for the indentation unit and the trailing-comma habit in document order, outermost
+/// first; true once both are known. A folded value is read only if the search gets to it (in a
+/// file whose top level is on one line, say), so that the style does not depend on the scope.
+fn style_of(text: &str, n: &Syn, found: &mut (Option<String>, Option<bool>)) -> bool {
+    if n.folded && matches!(n.kind, K::Object | K::Array) {
+        let Ok(sub) = build_tree(&text[n.start..n.end], None, false) else {
+            return false;
+        };
+        return match sub.children.into_iter().find(|c| c.kind.is_value()) {
+            Some(mut v) => {
+                shift(&mut v, n.start);
+                style_of(text, &v, found)
+            }
+            None => false,
+        };
+    }
+    let (unit, trailing) = found;
+    if matches!(n.kind, K::Object | K::Array) {
+        let ch = &n.children;
+        let items = n.items();
+        let multiline = ch.iter().any(|c| c.kind == K::Newline);
+        if unit.is_none() {
+            let base = line_indent(text, n.start);
+            for &i in &items {
+                if own_line(ch, i).is_some() {
+                    let ind = line_indent(text, ch[i].start);
+                    if let Some(u) = ind.strip_prefix(base)
+                        && !u.is_empty()
+                    {
+                        *unit = Some(u.to_string());
+                        break;
+                    }
+                }
+            }
+        }
+        if trailing.is_none()
+            && multiline
+            && let Some(&l) = items.last()
+        {
+            *trailing = Some(comma_after(ch, l).is_some());
+        }
+        if unit.is_some() && trailing.is_some() {
+            return true;
+        }
+    }
+    n.children
+        .iter()
+        .filter(|c| c.kind.is_value() || c.kind == K::Prop || c.kind == K::Root)
+        .any(|c| style_of(text, c, found))
+}
+
+/// Move a node parsed from a slice to the slice's place in the whole text.
+fn shift(n: &mut Syn, by: usize) {
+    n.start += by;
+    n.end += by;
+    for c in &mut n.children {
+        shift(c, by);
     }
 }
 
@@ -984,8 +1444,18 @@ mod tests {
         round_trip(src)
     }
 
+    /// The round trip with a full parse and with one scoped to `hooks` (as the installer
+    /// parses): both undo exactly, and make the same edit.
     fn round_trip(src: &str) -> String {
-        let mut d = JsonDoc::parse(src).unwrap();
+        let full = round_trip_with(src, &|t| JsonDoc::parse(t));
+        let scope = ["hooks".to_string()];
+        let scoped = round_trip_with(src, &|t| JsonDoc::parse_scoped(t, &scope));
+        assert_eq!(full, scoped, "scoped parse edits differently:\n{src}");
+        full
+    }
+
+    fn round_trip_with(src: &str, parse: &dyn Fn(&str) -> Result<JsonDoc, EditError>) -> String {
+        let mut d = parse(src).unwrap();
         let blank = d.ensure_root_object().unwrap();
         let stop = vec!["hooks".to_string(), "Stop".to_string()];
         let mut created = Vec::new();
@@ -1013,7 +1483,7 @@ mod tests {
         created.push(keys(&["hooks".to_string(), "Zz".to_string()]));
         let after = d.text();
         assert_strict_stays_strict(src, &after);
-        let mut u = JsonDoc::parse(&after).unwrap();
+        let mut u = parse(&after).unwrap();
         u.remove(&[Seg::key("hooks"), Seg::key("Zz")], None)
             .unwrap();
         let n = u.len(&keys(&stop)).unwrap();
@@ -1148,6 +1618,46 @@ mod tests {
             src.replace("\"/old\"", "\"/new dir/x\""),
             "only the string changes"
         );
+    }
+
+    #[test]
+    fn scoped_parse_reads_and_edits_only_its_keys() {
+        let src = "{\n  \"big\": {\"a\": [1, 2], \"a\": 3},\n  \"hooks\": {\"x\": 1}\n}\n";
+        let scope = ["hooks".to_string()];
+        let mut d = JsonDoc::parse_scoped(src, &scope).unwrap();
+        // Outside the scope: the value is known as a whole, not inside; a duplicate there is
+        // not checked.
+        assert_eq!(d.kind(&[Seg::key("big")]), Some(Kind::Object));
+        assert_eq!(d.get(&[Seg::key("big")]), Some(json!({"a": 3})));
+        assert_eq!(d.kind(&[Seg::key("big"), Seg::key("a")]), None);
+        assert_eq!(d.len(&[Seg::key("big")]), None);
+        assert_eq!(d.check_unique_keys(), Ok(()));
+        assert!(matches!(
+            d.append(&[Seg::key("big")], Some("b"), &json!(1)),
+            Err(EditError::Internal(_))
+        ));
+        assert!(matches!(
+            d.remove(&[Seg::key("big"), Seg::key("a")], None),
+            Err(EditError::Missing { .. } | EditError::Internal(_))
+        ));
+        assert_eq!(d.text(), src, "refused edits change nothing");
+        // Inside it, and at the top level, everything works.
+        d.append(&[Seg::key("hooks")], Some("y"), &json!(2))
+            .unwrap();
+        d.remove(&[Seg::key("big")], None).unwrap();
+        assert_eq!(d.text(), "{\n  \"hooks\": {\"x\": 1, \"y\": 2}\n}\n");
+        // A full parse sees the duplicate.
+        let full = JsonDoc::parse(src).unwrap();
+        assert_eq!(
+            full.check_unique_keys(),
+            Err(EditError::Parse {
+                line: 2,
+                col: 24,
+                msg: "duplicate key `a` (JSON.parse would keep the last one)".into()
+            })
+        );
+        // The value of a document with duplicates is JSON.parse's.
+        assert_eq!(full.value().unwrap()["big"], json!({"a": 3}));
     }
 
     #[test]
@@ -1289,6 +1799,73 @@ mod generated {
         }
     }
 
+    /// The parser here must accept and reject exactly what jsonc-parser does, with the same
+    /// error (kind, line, column).
+    fn assert_agrees(text: &str) {
+        let ours = JsonDoc::parse(text).map(|_| ());
+        let theirs = parse_to_ast(text, &CollectOptions::default(), &parse_options())
+            .map(|_| ())
+            .map_err(|e| EditError::Parse {
+                line: e.line_display(),
+                col: e.column_display(),
+                msg: e.kind().to_string(),
+            });
+        assert_eq!(ours, theirs, "{text:?}");
+    }
+
+    #[test]
+    fn parser_agrees_with_jsonc_parser() {
+        let fixed = [
+            "",
+            "  ",
+            "{",
+            "[",
+            "}",
+            "]",
+            "{}",
+            "[] []",
+            "{} x",
+            "1 2",
+            "{\"a\" 1}",
+            "{\"a\": }",
+            "{\"a\":",
+            "{\"a\": 1 \"b\": 2}",
+            "{\"a\": 1 b: 2}",
+            "{\"a\": 1 {}}",
+            "{\"a\": 1 []}",
+            "[1 2]",
+            "[1 {}]",
+            "[1 []]",
+            "[1 x]",
+            "[1 true]",
+            "[1,,2]",
+            "[,]",
+            "{,}",
+            "{\"a\": 1,,}",
+            "{a: 1, 2: 3, true: 4, null: 5, 'q': 6}",
+            "{[]: 1}",
+            "{\"a\"}",
+            "{\"a\": 1]",
+            "[1}",
+            "[:]",
+            "{:}",
+            "/* open",
+            "{\"a\": \"open",
+            "{\"a\": 1 // c\r\n}",
+            "{\r\"a\": @}",
+            "{\n  \"a\": 1,\n  \"b\": [1, 2\n}\n",
+            "[0x1F, +1, .5, 5., Infinity, -Infinity, NaN]",
+            "{\"é\": \"ü\", \"x\": 1 2}",
+        ];
+        for t in fixed {
+            assert_agrees(t);
+        }
+        let deep = "[".repeat(600) + &"]".repeat(600);
+        assert_agrees(&deep);
+        let deep = "{\"a\":".repeat(300) + "1" + &"}".repeat(300);
+        assert_agrees(&deep);
+    }
+
     #[test]
     fn install_like_edits_undo_exactly() {
         let mut tried = 0;
@@ -1309,11 +1886,29 @@ mod generated {
             if g.rng.below(2) == 0 {
                 src.push_str(nl);
             }
-            // Every truncation parses or fails cleanly.
+            // Every truncation, and every one-byte deletion or insertion of a piece of syntax,
+            // parses or fails exactly as jsonc-parser says.
             for cut in 0..src.len() {
                 if src.is_char_boundary(cut) {
-                    let _ = JsonDoc::parse(&src[..cut]);
+                    assert_agrees(&src[..cut]);
                 }
+            }
+            for _ in 0..20 {
+                let at = g.rng.below(src.len() as u64 + 1) as usize;
+                if !src.is_char_boundary(at) {
+                    continue;
+                }
+                let mut m = src.clone();
+                if g.rng.below(2) == 0 && at < m.len() && m.is_char_boundary(at + 1) {
+                    m.remove(at);
+                } else {
+                    m.insert_str(
+                        at,
+                        g.rng
+                            .pick(&[",", ":", "{", "}", "[", "]", "\"", "x", "1", "//", "/*"]),
+                    );
+                }
+                assert_agrees(&m);
             }
             let doc = match JsonDoc::parse(&src) {
                 Ok(d) => d,

@@ -1,21 +1,28 @@
 //! memtrail-installer: registers memtrail in coding agents' config files, and takes it out again.
 //!
 //! - [`plan`] computes what an install or uninstall would change (nothing is written), with a
-//!   unified [`Plan::diff`] and one [`Plan::describe`] line per entry.
+//!   unified [`Plan::diff`] and one [`Plan::describe`] line per entry. A read-only file is in
+//!   the plan like any other, with a note ([`Plan::notes`]): a dry run shows what would change.
 //! - [`apply`] writes a plan: each file is backed up first (into
-//!   `$XDG_STATE_HOME/memtrail/backups/<YYYYMMDDTHHMMSSZ>-<pid>/`, with an `index.json`), then
-//!   replaced atomically (temp file in the same folder, fsync, rename) keeping its mode; a
-//!   symlinked config is edited at its target. If the file changed since the plan (Claude Code
-//!   rewrites `~/.claude.json` often), the edit is recomputed on the new bytes.
-//! - [`status`] tells, per registration item, whether it is present, stale, duplicated or missing.
+//!   `$XDG_STATE_HOME/memtrail/backups/<YYYYMMDDTHHMMSSZ>-<pid>/`, with an `index.json`; old
+//!   backups are pruned to each file's first-ever copy plus the last five, see the `backup`
+//!   module), then replaced atomically (temp file in the same folder, fsync, rename) keeping its
+//!   mode; a symlinked config is edited at its target. If the file changed since the plan
+//!   (Claude Code rewrites `~/.claude.json` often), the edit is recomputed on the new bytes.
+//! - [`status`] tells, per registration item, whether it is present, stale, duplicated, missing
+//!   or in a file that cannot be used.
 //!
 //! Edits follow DESIGN.md principle 4 (never clobber a user's config): they are format-preserving
 //! (comments, key order, indentation, CRLF and trailing commas survive; see [`jsonedit`]), touch
 //! only memtrail's entries, are idempotent (a second install's plan is empty) and exactly
-//! reversible (install then uninstall gives back the original bytes). What an install created is
-//! remembered in `$XDG_STATE_HOME/memtrail/install-state.json`; without it, uninstall removes
-//! memtrail's entries plus the containers that became empty and are absent from the oldest
-//! backup. A file that does not parse is never touched: the error gives its path, line and column.
+//! reversible (install then uninstall gives back the original bytes). What an install created or
+//! replaced (an older memtrail entry it updated, say) is remembered in
+//! `$XDG_STATE_HOME/memtrail/install-state.json`; without it, uninstall removes memtrail's
+//! entries plus the containers that became empty and are absent from the oldest backup. A file
+//! that does not parse is never touched: the error gives its path, line and column. Neither is a
+//! file where an object memtrail reads (the top level, and everything under the keys memtrail
+//! edits) holds a key twice: JSON.parse keeps the last one, so an edit of the first would go
+//! where the agent never looks.
 //!
 //! Agent dialects live in the adapters (`memtrail_adapters::claude::registration`: hooks per
 //! agent-specs.md §1.3/§1.4, MCP per §1.7, skill per §1.8); this crate's engine is generic.
@@ -66,11 +73,14 @@ pub enum Action {
 /// the global state `~/.claude.json` or `$CLAUDE_CONFIG_DIR/.claude.json` (`mcpServers`, §1.7)
 /// and `<config>/skills/memtrail/SKILL.md` (§1.8).
 ///
+/// A file that needs a change but has no write permission is in the plan with
+/// [`FileChange::read_only`] set (and a note in [`Plan::diff`], [`Plan::describe`] and
+/// [`Plan::notes`]); [`apply`] refuses it.
+///
 /// Errors: [`InstallError::Unsupported`] for agents without a spec yet,
-/// [`InstallError::BadBinary`], [`InstallError::Parse`] (path, line, column),
-/// [`InstallError::NotAnObject`], [`InstallError::Conflict`] (e.g. `"hooks": 3`),
-/// [`InstallError::ReadOnly`] for a file that needs a change but has no write permission, and
-/// [`InstallError::Io`].
+/// [`InstallError::BadBinary`], [`InstallError::Parse`] (path, line, column; also for a
+/// duplicate key where memtrail reads), [`InstallError::NotAnObject`],
+/// [`InstallError::Conflict`] (e.g. `"hooks": 3`), and [`InstallError::Io`].
 pub fn plan(agent: Agent, action: Action, binary: &Path) -> Result<Plan, InstallError> {
     plan_in(&Env::from_process(), agent, action, binary)
 }
@@ -91,8 +101,9 @@ pub fn plan_in(
 /// changed it. The install state is updated after each file.
 ///
 /// Errors: as [`plan`] (a file that changed into something unparsable is left untouched), plus
-/// [`InstallError::Contended`] when a file kept changing. Files handled before an error stay
-/// changed (and backed up).
+/// [`InstallError::ReadOnly`] when a file to change is read-only (checked for every file before
+/// anything is written, and again just before each write) and [`InstallError::Contended`] when
+/// a file kept changing. Files handled before an error stay changed (and backed up).
 pub fn apply(plan: &Plan) -> Result<Applied, InstallError> {
     apply::apply(plan)
 }

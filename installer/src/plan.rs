@@ -1,6 +1,6 @@
 //! Plans: what an install or uninstall would change, computed without writing anything.
 
-use crate::engine::{Computed, History, compute};
+use crate::engine::{History, compute};
 use crate::env::Env;
 use crate::error::InstallError;
 use crate::spec::FileSpec;
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The change to one file.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct FileChange {
     /// The configured path (when it is a symlink, its target is what gets edited).
     pub path: PathBuf,
@@ -20,12 +20,31 @@ pub struct FileChange {
     pub before: Option<Vec<u8>>,
     /// The bytes it gets; `None`: the file is deleted.
     pub after: Option<Vec<u8>>,
-    /// One line per entry added, updated or removed (`add hook Stop`, `update MCP server
-    /// memtrail: /old/memtrail → /new/memtrail`, `remove skill memtrail`, …).
+    /// One line per entry added, updated, restored or removed (`add hook Stop`, `update MCP
+    /// server memtrail: /old/memtrail → /new/memtrail`, `remove skill memtrail`, …).
     pub lines: Vec<String>,
+    /// The file exists and is read-only: the plan shows the change, but [`crate::apply`]
+    /// refuses it ([`InstallError::ReadOnly`]) until the file is made writable.
+    pub read_only: bool,
     pub(crate) spec: FileSpec,
-    pub(crate) computed: Computed,
+    /// Install: what to record in the install state for this file.
+    pub(crate) record: Option<FileState>,
+    /// Directories to remove (when empty) after the file is deleted.
+    pub(crate) remove_dirs: Vec<PathBuf>,
     pub(crate) history: Option<FileState>,
+}
+
+impl std::fmt::Debug for FileChange {
+    /// Sizes rather than bytes: a `.claude.json` can be megabytes.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileChange")
+            .field("path", &self.path)
+            .field("before_len", &self.before.as_ref().map(Vec::len))
+            .field("after_len", &self.after.as_ref().map(Vec::len))
+            .field("lines", &self.lines)
+            .field("read_only", &self.read_only)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Everything an install or uninstall of one agent would change. Nothing is written until
@@ -65,12 +84,17 @@ impl Plan {
         self.files.is_empty()
     }
 
-    /// A unified diff (`---`/`+++` headers, 3 lines of context) per changed file. A created file
-    /// is diffed against `/dev/null`, and so is a deleted one.
+    /// A unified diff (`---`/`+++` headers, 3 lines of context) per changed file. The headers
+    /// name the file by its absolute path, the way git writes one (`--- a/home/u/.claude.json`,
+    /// i.e. `a` + the path; apply with `patch -p1 -d /`). A created file is diffed against
+    /// `/dev/null`, and so is a deleted one. A file that [`crate::apply`] would refuse has a
+    /// `note:` line before its headers (text before `---` is not part of a diff).
     pub fn diff(&self) -> String {
         let mut out = String::new();
         for f in &self.files {
-            let shown = show(&self.env, &f.path);
+            if let Some(note) = note(&f.path.display().to_string(), f) {
+                out.push_str(&format!("note: {note}\n"));
+            }
             let a = f
                 .before
                 .as_deref()
@@ -82,12 +106,12 @@ impl Plan {
                 .map(String::from_utf8_lossy)
                 .unwrap_or_default();
             let ha = if f.before.is_some() {
-                format!("a/{shown}")
+                diff_name("a", &f.path)
             } else {
                 "/dev/null".into()
             };
             let hb = if f.after.is_some() {
-                format!("b/{shown}")
+                diff_name("b", &f.path)
             } else {
                 "/dev/null".into()
             };
@@ -105,15 +129,47 @@ impl Plan {
         out
     }
 
-    /// One line per change, prefixed with the file (`~/.claude/settings.json: add hook Stop`).
+    /// One line per change, prefixed with the file (`~/.claude/settings.json: add hook Stop`),
+    /// and a `note:` line for a file that [`crate::apply`] would refuse (a read-only one).
     pub fn describe(&self) -> Vec<String> {
         self.files
             .iter()
             .flat_map(|f| {
                 let shown = show(&self.env, &f.path);
-                f.lines.iter().map(move |l| format!("{shown}: {l}"))
+                let note = note(&shown, f).map(|n| format!("{shown}: note: {n}"));
+                f.lines
+                    .iter()
+                    .map(move |l| format!("{shown}: {l}"))
+                    .chain(note)
             })
             .collect()
+    }
+
+    /// What stands in the way of applying the plan, one line per file (`~/.claude/settings.json
+    /// is read-only: …`); empty when nothing does.
+    pub fn notes(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .filter_map(|f| note(&show(&self.env, &f.path), f))
+            .collect()
+    }
+}
+
+/// The note for a file that apply would refuse.
+fn note(shown: &str, f: &FileChange) -> Option<String> {
+    f.read_only.then(|| {
+        format!("{shown} is read-only: this change cannot be applied until it is made writable")
+    })
+}
+
+/// A diff header name: `a` + an absolute path (`a/home/u/x`), as git writes one; `a/` + a
+/// relative one.
+fn diff_name(side: &str, p: &Path) -> String {
+    let shown = p.display().to_string();
+    if shown.starts_with('/') {
+        format!("{side}{shown}")
+    } else {
+        format!("{side}/{shown}")
     }
 }
 
@@ -139,22 +195,23 @@ pub(crate) fn plan_in(
         let before = fsutil::read_opt(&target)?;
         let history = state.as_ref().and_then(|s| s.get(&f.path)).cloned();
         let computed = {
-            let h = History::new(env, &f.path, &target, history.as_ref());
+            let h = History::new(env, &f, &target, history.as_ref());
             compute(&f, action, before.as_deref(), &h)?
         };
         if computed.after == before {
             continue;
         }
-        if before.is_some() && fsutil::is_read_only(&target) {
-            return Err(InstallError::ReadOnly { path: f.path });
-        }
+        // Shown, but refused by apply: a dry run still tells what would change.
+        let read_only = before.is_some() && fsutil::is_read_only(&target);
         files.push(FileChange {
             path: f.path.clone(),
             before,
-            after: computed.after.clone(),
-            lines: computed.lines.clone(),
+            after: computed.after,
+            lines: computed.lines,
+            read_only,
             spec: f,
-            computed,
+            record: computed.record,
+            remove_dirs: computed.remove_dirs,
             history,
         });
     }

@@ -68,6 +68,33 @@ impl JsonItem {
             JsonItem::Property(p) => &p.label,
         }
     }
+
+    /// The path of memtrail's entry: the handler array, or the property itself. The key of the
+    /// item's record in the install state.
+    pub fn entry_path(&self) -> Vec<String> {
+        match self {
+            JsonItem::Handler(h) => h.array_path.clone(),
+            JsonItem::Property(p) => {
+                let mut full = p.object_path.clone();
+                full.push(p.key.clone());
+                full
+            }
+        }
+    }
+}
+
+/// The top-level keys under which `items` live: a file is parsed in this scope (see
+/// [`crate::jsonedit::JsonDoc::parse_scoped`]), so that nothing else of it is read or checked.
+pub(crate) fn json_scope(items: &[JsonItem]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for it in items {
+        if let Some(k) = it.entry_path().into_iter().next()
+            && !out.contains(&k)
+        {
+            out.push(k);
+        }
+    }
+    out
 }
 
 /// memtrail's handler in an array of entries at `array_path`. With `nested_key` the array holds

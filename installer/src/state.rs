@@ -11,7 +11,13 @@
 //!       "created_dirs": [],
 //!       "created": [["hooks"], ["hooks", "Stop"]],
 //!       "empty_inner": [{"path": [], "inner": "\n"}],
-//!       "blank_text": null } } }
+//!       "blank_text": null,
+//!       "entries": [
+//!         {"path": ["hooks", "Stop"], "original": null,
+//!          "installed": "{\"type\": \"command\", …}"},
+//!         {"path": ["mcpServers", "memtrail"],
+//!          "original": "{\"command\": \"/opt/old/memtrail\", …}",
+//!          "installed": "{\"command\": \"/usr/bin/memtrail\", …}"} ] } } }
 //! ```
 //!
 //! - `created`: JSON paths of the containers (objects, arrays) that install created. Uninstall
@@ -21,6 +27,14 @@
 //! - `blank_text`: the whole text of a file that held no JSON value (blank or only comments).
 //! - `created_file` / `created_dirs`: the file, and the directories above it, that install
 //!   created; uninstall deletes them again when nothing else is in them.
+//! - `entries`: per memtrail entry install wrote (keyed by the handler array's path, or the
+//!   property's), the exact text install left (`installed`) and, when install updated an entry
+//!   that was there before memtrail's first install (an older install at another path, say),
+//!   that entry's exact original text (`original`; `null` when install added the entry).
+//!   Uninstall puts `original` back, byte for byte, when the entry's text is still `installed`;
+//!   otherwise (added by install, or changed since) it removes memtrail's entry. A later install
+//!   that updates the entry again keeps the first `original`. Duplicates of memtrail's entry
+//!   that install collapsed into one are not put back.
 
 use crate::env::Env;
 use crate::error::InstallError;
@@ -36,6 +50,16 @@ pub(crate) struct InnerRecord {
     pub inner: String,
 }
 
+/// One memtrail entry install wrote: what it left, and what it replaced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct EntryRecord {
+    pub path: Vec<String>,
+    /// The exact text of the entry install updated, when it predates memtrail's install.
+    pub original: Option<String>,
+    /// The exact text of the entry as install left it.
+    pub installed: String,
+}
+
 /// What install created in one file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct FileState {
@@ -49,6 +73,8 @@ pub(crate) struct FileState {
     pub empty_inner: Vec<InnerRecord>,
     #[serde(default)]
     pub blank_text: Option<String>,
+    #[serde(default)]
+    pub entries: Vec<EntryRecord>,
 }
 
 impl FileState {
@@ -58,6 +84,19 @@ impl FileState {
             .iter()
             .find(|r| r.path == path)
             .map(|r| r.inner.as_str())
+    }
+
+    /// The record of memtrail's entry at `path`.
+    pub fn entry_for(&self, path: &[String]) -> Option<&EntryRecord> {
+        self.entries.iter().find(|e| e.path == path)
+    }
+
+    /// Record an entry (replacing an earlier record of the same entry).
+    pub fn set_entry(&mut self, rec: EntryRecord) {
+        match self.entries.iter_mut().find(|e| e.path == rec.path) {
+            Some(e) => *e = rec,
+            None => self.entries.push(rec),
+        }
     }
 
     pub fn add_created(&mut self, path: Vec<String>) {
@@ -72,7 +111,8 @@ impl FileState {
         }
     }
 
-    /// Fold a later install's record into this one (the earliest record of a thing wins).
+    /// Fold a later install's record into this one (the earliest record of a thing wins, except
+    /// for entries: a later entry record already carries the earlier `original` forward).
     pub fn merge(&mut self, later: FileState) {
         self.created_file |= later.created_file;
         for d in later.created_dirs {
@@ -88,6 +128,9 @@ impl FileState {
         }
         if self.blank_text.is_none() {
             self.blank_text = later.blank_text;
+        }
+        for e in later.entries {
+            self.set_entry(e);
         }
     }
 }
@@ -178,25 +221,11 @@ impl Origin {
     }
 }
 
-/// Look `original` up in the backups, oldest first.
-pub(crate) fn origin_of(env: &Env, original: &Path) -> Origin {
+/// Look `original` up in the backups, oldest first. Only the top-level keys in `scope` are
+/// read from a JSON copy (the parts memtrail edits; see [`crate::spec::json_scope`]).
+pub(crate) fn origin_of(env: &Env, original: &Path, scope: &[String]) -> Origin {
     let want = key(original);
-    let Ok(rd) = std::fs::read_dir(env.backups_dir()) else {
-        return Origin::Unknown;
-    };
-    let mut dirs: Vec<PathBuf> = rd
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    for dir in dirs {
-        let Ok(bytes) = std::fs::read(dir.join("index.json")) else {
-            continue;
-        };
-        let Ok(index) = serde_json::from_slice::<crate::backup::BackupIndex>(&bytes) else {
-            continue;
-        };
+    for (dir, index) in crate::backup::list(env) {
         if index.absent.contains(&want) {
             return Origin::Absent;
         }
@@ -205,8 +234,18 @@ pub(crate) fn origin_of(env: &Env, original: &Path) -> Origin {
                 .ok()
                 .and_then(|b| String::from_utf8(b).ok());
             let value = text
-                .and_then(|t| crate::jsonedit::JsonDoc::parse(&t).ok())
-                .and_then(|d| d.value());
+                .and_then(|t| crate::jsonedit::JsonDoc::parse_scoped(&t, scope).ok())
+                .filter(|d| !d.is_blank())
+                .map(|d| {
+                    let mut m = serde_json::Map::new();
+                    for k in scope {
+                        let p = [crate::jsonedit::Seg::Key(k.clone())];
+                        if let Some(v) = d.get(&p) {
+                            m.insert(k.clone(), v);
+                        }
+                    }
+                    Value::Object(m)
+                });
             return Origin::Doc(value);
         }
     }

@@ -5,7 +5,7 @@ use crate::engine::{Found, inspect, parse_doc};
 use crate::env::Env;
 use crate::error::InstallError;
 use crate::fsutil;
-use crate::spec::Body;
+use crate::spec::{Body, json_scope};
 use memtrail_adapters::Agent;
 use serde::Serialize;
 use std::fmt;
@@ -30,9 +30,11 @@ pub enum ItemState {
     },
     /// Not registered.
     Missing,
-    /// The file could not be read or parsed (`error` says why, with line and column).
+    /// The item's file could not be read, or cannot be used (it does not parse, its top level
+    /// is not an object, an object memtrail reads holds a key twice, …).
     Unreadable {
-        /// The error, with the file's path (and line and column for a parse error).
+        /// Why, without the path (that is the item's `file`): `line 3, column 5: Expected
+        /// comma`, `Is a directory (os error 21)`; see [`InstallError::reason`].
         error: String,
     },
 }
@@ -78,6 +80,8 @@ impl AgentStatus {
 
 impl fmt::Display for AgentStatus {
     /// One line per item, indented by two spaces: `  hook Stop: present (~/.claude/settings.json)`.
+    /// A file that cannot be used gets one line saying why (`  /h/.claude/settings.json:
+    /// unreadable: line 3, column 5: Expected comma`), before its items, which say `unreadable`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if !self.detected {
             writeln!(
@@ -86,14 +90,21 @@ impl fmt::Display for AgentStatus {
                 self.agent.display_name()
             )?;
         }
+        let mut reported: Vec<&Path> = Vec::new();
         for i in &self.items {
+            if let ItemState::Unreadable { error } = &i.state
+                && !reported.contains(&i.file.as_path())
+            {
+                writeln!(f, "  {}: unreadable: {error}", i.file.display())?;
+                reported.push(&i.file);
+            }
             let state = match &i.state {
                 ItemState::Present => "present".to_string(),
                 ItemState::Stale { points_at: Some(p) } => format!("stale (points at {p})"),
                 ItemState::Stale { points_at: None } => "stale (differs from this version)".into(),
                 ItemState::Duplicate { count } => format!("registered {count} times"),
                 ItemState::Missing => "missing".into(),
-                ItemState::Unreadable { error } => format!("unreadable: {error}"),
+                ItemState::Unreadable { .. } => "unreadable".into(),
             };
             writeln!(f, "  {}: {state} ({})", i.item, i.file.display())?;
         }
@@ -114,12 +125,7 @@ pub(crate) fn status_in(
         match &f.body {
             Body::Whole(w) => {
                 let (state, bin) = match bytes {
-                    Err(e) => (
-                        ItemState::Unreadable {
-                            error: e.to_string(),
-                        },
-                        None,
-                    ),
+                    Err(e) => (ItemState::Unreadable { error: e.reason() }, None),
                     Ok(None) => (ItemState::Missing, None),
                     Ok(Some(b)) if b == w.content.as_bytes() => (ItemState::Present, None),
                     Ok(Some(_)) => (ItemState::Stale { points_at: None }, None),
@@ -132,18 +138,14 @@ pub(crate) fn status_in(
                 });
             }
             Body::Json(json_items) => {
+                let scope = json_scope(json_items);
                 let doc = bytes.and_then(|b| match b {
                     None => Ok(None),
-                    Some(b) => parse_doc(&f.path, Some(&b)).map(Some),
+                    Some(b) => parse_doc(&f.path, Some(&b), &scope).map(Some),
                 });
                 for it in json_items {
                     let (state, bin) = match &doc {
-                        Err(e) => (
-                            ItemState::Unreadable {
-                                error: e.to_string(),
-                            },
-                            None,
-                        ),
+                        Err(e) => (ItemState::Unreadable { error: e.reason() }, None),
                         Ok(None) => (ItemState::Missing, None),
                         Ok(Some(d)) => match inspect(d, it) {
                             Found::Missing => (ItemState::Missing, None),

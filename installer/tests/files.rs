@@ -193,10 +193,13 @@ fn plan_reports_each_file_and_line() {
         lines[7],
         "~/.claude/skills/memtrail/SKILL.md: add skill memtrail"
     );
+    // Diff headers name files by their absolute paths (git's `a` + path), never `~`.
+    let diff = plan.diff();
     assert!(
-        plan.diff()
-            .contains("--- /dev/null\n+++ b/~/.claude.json\n")
+        diff.contains(&format!("--- /dev/null\n+++ b{}\n", sb.global.display())),
+        "{diff}"
     );
+    assert!(!diff.contains("~/"), "{diff}");
     sb.install();
     let un = sb.plan(Action::Uninstall);
     assert!(
@@ -204,5 +207,148 @@ fn plan_reports_each_file_and_line() {
         "created files are deleted"
     );
     assert!(un.diff().contains("+++ /dev/null"));
+    assert!(
+        un.diff()
+            .contains(&format!("--- a{}\n+++ /dev/null\n", sb.settings.display())),
+        "{}",
+        un.diff()
+    );
     assert_eq!(un.action(), Action::Uninstall);
+}
+
+/// The backup folders, oldest first.
+fn backup_dirs(sb: &Sandbox) -> Vec<std::path::PathBuf> {
+    let mut dirs: Vec<(String, u64, std::path::PathBuf)> =
+        std::fs::read_dir(sb.state_dir().join("backups"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|d| {
+                let index: Value =
+                    serde_json::from_slice(&std::fs::read(d.join("index.json")).unwrap()).unwrap();
+                (
+                    index["created_at"].as_str().unwrap().to_string(),
+                    index["created_ns"].as_u64().unwrap_or(0),
+                    d,
+                )
+            })
+            .collect();
+    dirs.sort();
+    dirs.into_iter().map(|(_, _, d)| d).collect()
+}
+
+fn index_of(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn backups_are_pruned_to_the_originals_and_the_last_five() {
+    let sb = Sandbox::new();
+    let settings0 = "{\n  \"model\": \"opus\"\n}\n";
+    let global0 = "{\n  \"oauthAccount\": {\"emailAddress\": \"a@b.c\"}\n}\n";
+    sb.put(&sb.settings, Some(settings0));
+    sb.put(&sb.global, Some(global0));
+    std::fs::set_permissions(&sb.global, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut made = Vec::new();
+    for i in 0..8 {
+        made.push(sb.install().backup_dir.unwrap());
+        // The user changes a setting between runs.
+        let text = std::fs::read_to_string(&sb.settings).unwrap().replacen(
+            "\"opus\"",
+            &format!("\"model-{i}\""),
+            1,
+        );
+        std::fs::write(&sb.settings, text).unwrap();
+        made.push(sb.uninstall().backup_dir.unwrap());
+        std::fs::write(&sb.settings, settings0).unwrap();
+    }
+    assert_eq!(made.len(), 16, "a backup for each change");
+    // What stays: the first-ever backup (the pristine originals) and the 5 most recent.
+    let mut want = vec![made[0].clone()];
+    want.extend_from_slice(&made[11..]);
+    assert_eq!(backup_dirs(&sb), want);
+    let first = &made[0];
+    let index = index_of(first);
+    assert_eq!(index["action"], "install");
+    assert_eq!(
+        std::fs::read_to_string(first.join("1-settings.json")).unwrap(),
+        settings0
+    );
+    assert_eq!(
+        std::fs::read_to_string(first.join("2-.claude.json")).unwrap(),
+        global0
+    );
+    assert_eq!(index["absent"], json!([sb.skill.to_str().unwrap()]));
+    // Owner only, whatever the originals' modes.
+    let root = sb.state_dir().join("backups");
+    assert_eq!(mode(&root), 0o700);
+    for d in backup_dirs(&sb) {
+        assert_eq!(mode(&d), 0o700, "{}", d.display());
+        for f in std::fs::read_dir(&d).unwrap() {
+            let f = f.unwrap().path();
+            assert_eq!(mode(&f), 0o600, "{}", f.display());
+        }
+    }
+    // The state lost, uninstall still finds the originals in the first backup.
+    sb.install();
+    std::fs::remove_file(sb.state_dir().join("install-state.json")).unwrap();
+    sb.uninstall();
+    assert_eq!(std::fs::read_to_string(&sb.settings).unwrap(), settings0);
+    assert_eq!(std::fs::read_to_string(&sb.global).unwrap(), global0);
+}
+
+#[test]
+fn an_old_backup_kept_for_an_original_keeps_only_that() {
+    let sb = Sandbox::new();
+    sb.put(&sb.settings, Some("{}\n"));
+    // memtrail's MCP entry is already there: the first install does not touch `.claude.json`.
+    let global0 = format!(
+        "{{\n  \"mcpServers\": {{\n    \"memtrail\": {{\"type\": \"stdio\", \"command\": {}, \"args\": [\"mcp\"], \"env\": {{}}}}\n  }}\n}}\n",
+        serde_json::to_string(sb.bin.to_str().unwrap()).unwrap()
+    );
+    sb.put(&sb.global, Some(&global0));
+    let first = sb.install();
+    assert!(first.files.iter().all(|f| f.path != sb.global));
+    let first = first.backup_dir.unwrap();
+    let moved = sb.dir.path().join("moved/memtrail");
+    let bins = [&moved, &sb.bin];
+    let mut made = vec![first.clone()];
+    for i in 0..6 {
+        let plan = sb.plan_with(Action::Install, bins[i % 2]);
+        made.push(
+            memtrail_installer::apply(&plan)
+                .unwrap()
+                .backup_dir
+                .unwrap(),
+        );
+    }
+    // made[1] is the first backup of `.claude.json`, older than the last five: it stays, with
+    // only that copy.
+    assert_eq!(backup_dirs(&sb), made);
+    let kept = &made[1];
+    let index = index_of(kept);
+    assert_eq!(
+        index["files"],
+        json!({"2-.claude.json": sb.global.to_str().unwrap()})
+    );
+    assert_eq!(index["absent"], json!([]));
+    assert!(!kept.join("1-settings.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(kept.join("2-.claude.json")).unwrap(),
+        global0
+    );
+    assert_eq!(
+        std::fs::read_to_string(first.join("1-settings.json")).unwrap(),
+        "{}\n"
+    );
+    // One more: made[2] goes (nothing first in it), made[1] and made[0] stay.
+    let plan = sb.plan_with(Action::Install, &moved);
+    made.push(
+        memtrail_installer::apply(&plan)
+            .unwrap()
+            .backup_dir
+            .unwrap(),
+    );
+    let mut want = vec![made[0].clone(), made[1].clone()];
+    want.extend_from_slice(&made[3..]);
+    assert_eq!(backup_dirs(&sb), want);
 }

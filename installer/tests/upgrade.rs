@@ -282,3 +282,100 @@ fn equivalent_quoting_counts_as_present() {
     assert!(st.healthy(), "{st}");
     assert!(sb.plan(Action::Install).is_empty(), "nothing to rewrite");
 }
+
+const OLD_SETTINGS: &str = r#"{
+  "hooks": {
+    "Stop": [
+      {
+        "hooks": [
+          {"type": "command", "command": "/opt/old/memtrail hook claude", "timeout": 45}
+        ]
+      }
+    ]
+  }
+}
+"#;
+
+const OLD_GLOBAL: &str = r#"{
+  "mcpServers": {
+    "memtrail": {
+      "command": "/opt/old/memtrail",
+      "args": ["mcp"],
+      "env": {"MEMTRAIL_DB": "/data/old.db"}
+    }
+  }
+}
+"#;
+
+/// An older install (another binary, extra `env`) is updated in place by install, and given
+/// back byte for byte by uninstall.
+#[test]
+fn an_earlier_memtrail_entry_is_restored_by_uninstall() {
+    let sb = Sandbox::new();
+    sb.put(&sb.settings, Some(OLD_SETTINGS));
+    sb.put(&sb.global, Some(OLD_GLOBAL));
+    let original = sb.snapshot();
+    let bin = sb.bin.to_str().unwrap().to_string();
+
+    let plan = sb.plan(Action::Install);
+    let lines = plan.describe();
+    for l in [
+        format!("~/.claude/settings.json: update hook Stop: /opt/old/memtrail → {bin}"),
+        format!("~/.claude.json: update MCP server memtrail: /opt/old/memtrail → {bin}"),
+    ] {
+        assert!(lines.contains(&l), "{lines:#?}");
+    }
+    apply(&plan).unwrap();
+    let g = sb.json(&sb.global);
+    assert_eq!(g["mcpServers"]["memtrail"]["command"], json!(bin));
+    assert_eq!(
+        g["mcpServers"]["memtrail"]["env"],
+        json!({"MEMTRAIL_DB": "/data/old.db"})
+    );
+    assert_eq!(memtrail_handlers(&sb.json(&sb.settings), "Stop").len(), 1);
+    assert!(
+        status_in(&sb.env, Agent::Claude, &sb.bin)
+            .unwrap()
+            .healthy()
+    );
+
+    let un = sb.plan(Action::Uninstall);
+    let lines = un.describe();
+    for l in [
+        format!("~/.claude/settings.json: restore hook Stop: {bin} → /opt/old/memtrail"),
+        format!("~/.claude.json: restore MCP server memtrail: {bin} → /opt/old/memtrail"),
+    ] {
+        assert!(lines.contains(&l), "{lines:#?}");
+    }
+    apply(&un).unwrap();
+    assert_eq!(
+        sb.snapshot(),
+        original,
+        "the old entries are back, byte for byte"
+    );
+
+    // Updated again in between (the binary moved): still the first original comes back.
+    let sb = Sandbox::new();
+    sb.put(&sb.settings, Some(OLD_SETTINGS));
+    sb.put(&sb.global, Some(OLD_GLOBAL));
+    let original = sb.snapshot();
+    sb.install();
+    let moved = sb.dir.path().join("moved/memtrail");
+    apply(&sb.plan_with(Action::Install, &moved)).unwrap();
+    apply(&sb.plan_with(Action::Uninstall, &moved)).unwrap();
+    assert_eq!(sb.snapshot(), original);
+
+    // Changed since install: not what install wrote, so it is removed like any memtrail entry
+    // (the untouched hook is still restored).
+    let sb = Sandbox::new();
+    sb.put(&sb.settings, Some(OLD_SETTINGS));
+    sb.put(&sb.global, Some(OLD_GLOBAL));
+    sb.install();
+    let g = std::fs::read_to_string(&sb.global)
+        .unwrap()
+        .replace("/data/old.db", "/data/new.db");
+    std::fs::write(&sb.global, g).unwrap();
+    sb.uninstall();
+    assert_eq!(sb.json(&sb.global), json!({"mcpServers": {}}));
+    assert_eq!(std::fs::read_to_string(&sb.settings).unwrap(), OLD_SETTINGS);
+}
