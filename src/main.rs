@@ -69,6 +69,13 @@ enum Command {
     Sessions(SessionsCommand),
     /// Run the MCP server on stdin/stdout (agents start this; see `install`).
     Mcp,
+    /// Run each installed hook the way its agent would (its binary, a synthetic payload, a
+    /// throwaway store) and print one line per problem with the fix.
+    Doctor {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -85,6 +92,10 @@ struct InstallArgs {
     /// Print the plan or the result as JSON.
     #[arg(long)]
     json: bool,
+    /// (uninstall) Also delete the store and everything memtrail captured, after a confirmation
+    /// (`--yes` confirms).
+    #[arg(long)]
+    purge: bool,
 }
 
 #[derive(Args)]
@@ -258,8 +269,8 @@ fn open_store(db: &std::path::Path) -> Result<Store> {
 
 fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
     match cmd {
-        Command::Install(a) => install(a, memtrail_installer::Action::Install),
-        Command::Uninstall(a) => install(a, memtrail_installer::Action::Uninstall),
+        Command::Install(a) => install(a, memtrail_installer::Action::Install, &db),
+        Command::Uninstall(a) => install(a, memtrail_installer::Action::Uninstall, &db),
         Command::Status { json } => status(&db, json),
         Command::Hook { .. } => unreachable!("handled in main"),
         Command::Import {
@@ -342,6 +353,7 @@ fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Doctor { json } => doctor(json),
         Command::Mcp => {
             memtrail_runtime::mcp::serve_stdio(db).map_err(|e| anyhow::anyhow!(e))?;
             Ok(ExitCode::SUCCESS)
@@ -527,7 +539,11 @@ fn binary_path() -> Result<PathBuf> {
     Ok(std::fs::canonicalize(&exe).unwrap_or(exe))
 }
 
-fn install(a: InstallArgs, action: memtrail_installer::Action) -> Result<ExitCode> {
+fn install(
+    a: InstallArgs,
+    action: memtrail_installer::Action,
+    db: &std::path::Path,
+) -> Result<ExitCode> {
     let binary = binary_path()?;
     let mut agents: Vec<Agent> = Vec::new();
     for ag in &a.agents {
@@ -551,6 +567,43 @@ fn install(a: InstallArgs, action: memtrail_installer::Action) -> Result<ExitCod
             };
             if wanted {
                 agents.push(ag);
+            }
+        }
+        // On a terminal, without --yes: let the user pick, detected agents preselected.
+        let interactive_pick = matches!(action, memtrail_installer::Action::Install)
+            && !a.yes
+            && !a.dry_run
+            && !a.json
+            && std::io::stdin().is_terminal()
+            && std::io::stderr().is_terminal();
+        if interactive_pick {
+            let candidates: Vec<(Agent, bool)> = memtrail_adapters::supported_agents()
+                .iter()
+                .filter_map(|&ag| match memtrail_installer::status(ag, &binary) {
+                    Ok(st) => Some((ag, st.detected)),
+                    Err(_) => None,
+                })
+                .collect();
+            let labels: Vec<String> = candidates
+                .iter()
+                .map(|(ag, found)| {
+                    format!(
+                        "{}{}",
+                        ag.display_name(),
+                        if *found { "  (found)" } else { "  (not found)" }
+                    )
+                })
+                .collect();
+            let defaults: Vec<bool> = candidates.iter().map(|(_, d)| *d).collect();
+            let picked = dialoguer::MultiSelect::new()
+                .with_prompt("Install memtrail into (space to toggle, enter to confirm)")
+                .items(&labels)
+                .defaults(&defaults)
+                .interact()?;
+            agents = picked.into_iter().map(|i| candidates[i].0).collect();
+            if agents.is_empty() {
+                eprintln!("nothing selected; nothing changed");
+                return Ok(ExitCode::SUCCESS);
             }
         }
         if agents.is_empty() && matches!(action, memtrail_installer::Action::Uninstall) {
@@ -636,7 +689,244 @@ fn install(a: InstallArgs, action: memtrail_installer::Action) -> Result<ExitCod
     {
         out!("\nNext: `memtrail import` brings in the sessions you already have.");
     }
+    if matches!(action, memtrail_installer::Action::Uninstall) && a.purge && !a.dry_run {
+        return purge(db, a.yes);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Delete the store (and its WAL files) after a confirmation.
+fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
+    if !db.exists() {
+        out!("no store at {}: nothing to purge", db.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let what = match Store::open(db).and_then(|s| s.stats()) {
+        Ok(st) => format!("{} sessions, {} messages", st.sessions, st.messages),
+        Err(_) => "its content".to_string(),
+    };
+    if !yes {
+        let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        if !interactive {
+            bail!(
+                "--purge deletes {} ({what}); add --yes to confirm",
+                db.display()
+            );
+        }
+        let ok = dialoguer::Confirm::new()
+            .with_prompt(format!("Delete {} ({what})?", db.display()))
+            .default(false)
+            .interact()?;
+        if !ok {
+            eprintln!("the store was kept");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot delete {}", db.display())),
+        }
+    }
+    out!("deleted the store {} ({what})", db.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `memtrail doctor`: registration problems from `status`, then each hook's program run the way
+/// its agent runs it (a SessionStart payload on stdin, a throwaway store and state folder), with
+/// its exit code, stdout protocol and time checked.
+fn doctor(json: bool) -> Result<ExitCode> {
+    let binary = binary_path()?;
+    let scratch = std::env::temp_dir().join(format!("memtrail-doctor-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let mut problems: Vec<serde_json::Value> = Vec::new();
+    let mut checked = 0usize;
+    let mut problem = |agent: Agent, what: String, fix: String| {
+        problems.push(serde_json::json!({"agent": agent, "problem": what, "fix": fix}));
+    };
+    for &agent in memtrail_adapters::supported_agents() {
+        let st = match memtrail_installer::status(agent, &binary) {
+            Ok(st) => st,
+            Err(memtrail_installer::InstallError::Unsupported(_)) => continue,
+            Err(e) => {
+                problem(agent, e.to_string(), "fix the file named above".into());
+                continue;
+            }
+        };
+        let registered: Vec<_> = st
+            .items
+            .iter()
+            .filter(|i| !matches!(i.state, memtrail_installer::ItemState::Missing))
+            .collect();
+        if registered.is_empty() {
+            continue;
+        }
+        for item in &st.items {
+            use memtrail_installer::ItemState as S;
+            let fix = format!("memtrail install --agent {agent}");
+            match &item.state {
+                S::Present => {}
+                S::Missing => problem(
+                    agent,
+                    format!("{} is missing from {}", item.item, item.file.display()),
+                    fix,
+                ),
+                S::Stale { points_at } => problem(
+                    agent,
+                    format!(
+                        "{} points at {} instead of {}",
+                        item.item,
+                        points_at.as_deref().unwrap_or("another program"),
+                        binary.display()
+                    ),
+                    fix,
+                ),
+                S::Duplicate { count } => problem(
+                    agent,
+                    format!("{} is registered {count} times", item.item),
+                    fix,
+                ),
+                other => problem(
+                    agent,
+                    format!(
+                        "{}: {}",
+                        item.item,
+                        serde_json::to_string(other).unwrap_or_default()
+                    ),
+                    fix,
+                ),
+            }
+        }
+        // Run each distinct hook program once, as the agent would.
+        let mut programs: Vec<String> = st
+            .items
+            .iter()
+            .filter(|i| i.item.starts_with("hook"))
+            .filter_map(|i| i.binary.clone())
+            .collect();
+        programs.sort();
+        programs.dedup();
+        for prog in programs {
+            checked += 1;
+            let path = std::path::Path::new(&prog);
+            if !path.is_file() {
+                problem(
+                    agent,
+                    format!("the hook program {prog} does not exist: every {agent} hook fails"),
+                    format!(
+                        "memtrail install --agent {agent} (points the hooks at {})",
+                        binary.display()
+                    ),
+                );
+                continue;
+            }
+            let store = scratch.join(format!("{agent}.db"));
+            let t0 = std::time::Instant::now();
+            let out = std::process::Command::new(path)
+                .args(["hook", agent.as_str()])
+                .env("MEMTRAIL_DB", &store)
+                .env("XDG_STATE_HOME", scratch.join("state"))
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .and_then(|mut child| {
+                    if let Some(mut stdin) = child.stdin.take() {
+                        let _ = stdin.write_all(
+                            memtrail_adapters::synthetic_session_start(agent, &scratch).as_bytes(),
+                        );
+                    }
+                    child.wait_with_output()
+                });
+            let ms = t0.elapsed().as_secs_f64() * 1000.0;
+            match out {
+                Err(e) => problem(
+                    agent,
+                    format!("the hook program {prog} cannot run: {e}"),
+                    format!("memtrail install --agent {agent}"),
+                ),
+                Ok(o) => {
+                    if !o.status.success() {
+                        problem(
+                            agent,
+                            format!(
+                                "the hook exited with {} (agents may treat this as a failure or a block)",
+                                o.status
+                            ),
+                            "reinstall memtrail; see the hook log".into(),
+                        );
+                    }
+                    let stdout = String::from_utf8_lossy(&o.stdout);
+                    if !stdout.trim().is_empty()
+                        && serde_json::from_str::<serde_json::Value>(stdout.trim()).is_err()
+                    {
+                        problem(
+                            agent,
+                            format!(
+                                "the hook printed non-JSON on stdout: {}",
+                                memtrail_adapters::one_line(&stdout, 80)
+                            ),
+                            "reinstall memtrail".into(),
+                        );
+                    }
+                    if ms > 1000.0 {
+                        problem(
+                            agent,
+                            format!("the hook took {ms:.0} ms"),
+                            "check the store's disk and the hook log".into(),
+                        );
+                    }
+                    let ran = Store::open(&store)
+                        .and_then(|s| s.hook_runs(agent))
+                        .map(|r| !r.is_empty())
+                        .unwrap_or(false);
+                    if !ran {
+                        let log = std::fs::read_to_string(scratch.join("state/memtrail/hook.log"))
+                            .unwrap_or_default();
+                        problem(
+                            agent,
+                            format!(
+                                "the hook ran but recorded nothing: {}",
+                                memtrail_adapters::one_line(
+                                    log.lines().last().unwrap_or("no log line"),
+                                    160
+                                )
+                            ),
+                            "see the hook log".into(),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({"hook_programs_checked": checked, "problems": problems})
+            )?
+        );
+    } else if problems.is_empty() {
+        out!("no problems found ({checked} hook program(s) run)");
+    } else {
+        for p in &problems {
+            out!(
+                "{}: {} — fix: {}",
+                p["agent"].as_str().unwrap_or("?"),
+                p["problem"].as_str().unwrap_or(""),
+                p["fix"].as_str().unwrap_or("")
+            );
+        }
+    }
+    Ok(if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {

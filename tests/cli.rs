@@ -914,3 +914,70 @@ fn codex_notify_runs_the_users_program_too() {
     let got = std::fs::read_to_string(&out).expect("the user's notify program ran");
     assert_eq!(got, format!("--sound\nping\n{payload}\n"));
 }
+
+/// `doctor` runs the installed hook program as the agent would, and catches a hook whose
+/// binary no longer exists.
+#[test]
+fn doctor_runs_installed_hooks_and_catches_a_missing_binary() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    sb.cmd()
+        .args(["install", "--agent", "claude", "--yes"])
+        .assert()
+        .success();
+    let ok = sb.json(&["doctor", "--json"]);
+    assert_eq!(ok["problems"].as_array().unwrap().len(), 0, "{ok}");
+    assert_eq!(ok["hook_programs_checked"], 1);
+
+    // Install from a copy of the binary, then delete the copy: every hook now fails.
+    let copy = sb.home.join("bin/memtrail");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_memtrail"), &copy).unwrap();
+    let st = std::process::Command::new(&copy)
+        .env_clear()
+        .env("HOME", &sb.home)
+        .env("XDG_STATE_HOME", sb.home.join(".local/state"))
+        .env("XDG_DATA_HOME", sb.home.join(".local/share"))
+        .env("CLAUDE_CONFIG_DIR", sb.claude_dir())
+        .args(["install", "--agent", "claude", "--yes"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::remove_file(&copy).unwrap();
+    let out = sb.cmd().args(["doctor"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("does not exist"), "{text}");
+    assert!(
+        text.contains("fix: memtrail install --agent claude"),
+        "{text}"
+    );
+    // The fix works.
+    sb.cmd()
+        .args(["install", "--agent", "claude", "--yes"])
+        .assert()
+        .success();
+    let ok = sb.json(&["doctor", "--json"]);
+    assert_eq!(ok["problems"].as_array().unwrap().len(), 0, "{ok}");
+}
+
+#[test]
+fn uninstall_purge_needs_a_confirmation() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let db = sb.home.join(".local/share/memtrail/memtrail.db");
+    let out = sb
+        .cmd()
+        .args(["uninstall", "--agent", "claude", "--purge"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("add --yes"));
+    assert!(db.exists());
+    sb.cmd()
+        .args(["uninstall", "--agent", "claude", "--purge", "--yes"])
+        .assert()
+        .success();
+    assert!(!db.exists());
+}

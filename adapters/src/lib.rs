@@ -206,3 +206,26 @@ pub fn supported_agents() -> &'static [Agent] {
         Agent::Opencode,
     ]
 }
+
+/// A synthetic SessionStart hook input for `agent`, shaped like the agent's own payload (for
+/// `memtrail doctor`): what to write on stdin. The session id is `doctor-<agent>`; no transcript
+/// exists, which every agent's SessionStart allows.
+pub fn synthetic_session_start(agent: Agent, cwd: &Path) -> String {
+    let sid = format!("doctor-{agent}");
+    let v = match agent {
+        Agent::Claude | Agent::Codex | Agent::Gemini => serde_json::json!({
+            "session_id": sid, "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup",
+        }),
+        Agent::Cursor => serde_json::json!({
+            "conversation_id": sid, "generation_id": "doctor", "hook_event_name": "sessionStart",
+            "workspace_roots": [cwd], "transcript_path": null,
+        }),
+        Agent::Vscode => serde_json::json!({
+            "sessionId": sid, "hookEventName": "SessionStart", "cwd": cwd, "source": "new",
+        }),
+        Agent::Opencode => serde_json::json!({
+            "hook_event_name": "session.start", "session_id": sid, "cwd": cwd,
+        }),
+    };
+    v.to_string()
+}
