@@ -674,7 +674,14 @@ fn install(
             continue;
         }
         memtrail_installer::apply(p)?;
-        if !a.json {
+        if !a.json && interactive {
+            // The changes were listed before the confirmation.
+            out!(
+                "{}: done ({} changes)",
+                ag.display_name(),
+                p.describe().len()
+            );
+        } else if !a.json {
             out!("{}:", ag.display_name());
             for line in p.describe() {
                 out!("  {line}");
