@@ -1797,3 +1797,4 @@ pub fn split_notify_args(args: &[String]) -> (Option<Vec<String>>, Option<&str>)
         _ => (None, payload),
     }
 }
+pub mod registration;

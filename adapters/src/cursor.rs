@@ -1041,3 +1041,4 @@ fn resolve_transcript(ev: &HookEvent, projects_dirs: &[PathBuf]) -> Option<PathB
 pub fn session_start_reply(context: &str) -> Option<String> {
     Some(json!({ "additional_context": context }).to_string())
 }
+pub mod registration;

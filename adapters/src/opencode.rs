@@ -1836,3 +1836,4 @@ mod tests {
         );
     }
 }
+pub mod registration;

@@ -1816,3 +1816,4 @@ pub fn session_start_reply(context: &str) -> Option<String> {
         .to_string(),
     )
 }
+pub mod registration;

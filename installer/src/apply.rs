@@ -111,6 +111,9 @@ fn apply_files(plan: &Plan, backup: &mut Option<Backup>) -> Result<Applied, Inst
         backup_dir: None,
         files: Vec::new(),
     };
+    // Folders uninstall removes when empty, tried again at the end: one file's folder may hold
+    // another's (`~/.config` above two created folders).
+    let mut all_removed_dirs: Vec<std::path::PathBuf> = Vec::new();
     for fc in &plan.files {
         let target = fsutil::resolve_target(&fc.path)?;
         let mut attempts = 0;
@@ -191,6 +194,7 @@ fn apply_files(plan: &Plan, backup: &mut Option<Backup>) -> Result<Applied, Inst
                         fsutil::sync_dir(&target);
                     }
                     fsutil::remove_empty_dirs(edit.remove_dirs);
+                    all_removed_dirs.extend(edit.remove_dirs.iter().cloned());
                     Outcome::Deleted
                 }
             };
@@ -216,5 +220,6 @@ fn apply_files(plan: &Plan, backup: &mut Option<Backup>) -> Result<Applied, Inst
             break;
         }
     }
+    fsutil::remove_empty_dirs(&all_removed_dirs);
     Ok(out)
 }

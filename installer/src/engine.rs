@@ -51,7 +51,7 @@ impl<'a> History<'a> {
             path: &spec.path,
             scope: match &spec.body {
                 Body::Json(items) => json_scope(items),
-                Body::Whole(_) => Vec::new(),
+                Body::Whole(_) | Body::Toml(_) => Vec::new(),
             },
             target,
             state,
@@ -65,7 +65,7 @@ impl<'a> History<'a> {
     }
 
     /// May uninstall remove the container at `path` once it is empty?
-    fn created(&self, path: &[String]) -> bool {
+    pub(crate) fn created(&self, path: &[String]) -> bool {
         match self.state {
             Some(st) => st.created.iter().any(|p| p == path),
             None => self.origin().lacks(path),
@@ -77,11 +77,11 @@ impl<'a> History<'a> {
     }
 
     /// The install state's record of memtrail's entry at `path`.
-    fn entry(&self, path: &[String]) -> Option<&EntryRecord> {
+    pub(crate) fn entry(&self, path: &[String]) -> Option<&EntryRecord> {
         self.state.and_then(|s| s.entry_for(path))
     }
 
-    fn created_file(&self) -> bool {
+    pub(crate) fn created_file(&self) -> bool {
         match self.state {
             Some(st) => st.created_file,
             None => *self.origin() == Origin::Absent,
@@ -90,7 +90,7 @@ impl<'a> History<'a> {
 }
 
 /// The directories that creating `file` creates.
-fn new_dirs(file: &Path) -> Vec<PathBuf> {
+pub(crate) fn new_dirs(file: &Path) -> Vec<PathBuf> {
     file.parent()
         .map(crate::fsutil::missing_dirs)
         .unwrap_or_default()
@@ -167,16 +167,26 @@ pub(crate) fn compute(
 ) -> Result<Computed, InstallError> {
     match &spec.body {
         Body::Json(items) => compute_json(&spec.path, items, action, current, history),
-        Body::Whole(w) => Ok(compute_whole(w, action, current, history)),
+        Body::Whole(w) => compute_whole(&spec.path, w, action, current, history),
+        Body::Toml(items) => crate::tomledit::compute(&spec.path, items, action, current, history),
+    }
+}
+
+/// Whether an existing whole file is memtrail's (always, for an item without a recogniser).
+pub(crate) fn whole_is_ours(w: &WholeItem, bytes: &[u8]) -> bool {
+    match w.is_ours {
+        None => true,
+        Some(f) => std::str::from_utf8(bytes).is_ok_and(f),
     }
 }
 
 fn compute_whole(
+    path: &Path,
     w: &WholeItem,
     action: Action,
     current: Option<&[u8]>,
     history: &History<'_>,
-) -> Computed {
+) -> Result<Computed, InstallError> {
     let mut out = Computed {
         after: current.map(<[u8]>::to_vec),
         lines: Vec::new(),
@@ -186,6 +196,11 @@ fn compute_whole(
     match action {
         Action::Install => match current {
             Some(b) if b == w.content.as_bytes() => {}
+            Some(b) if !whole_is_ours(w, b) => {
+                return Err(InstallError::Foreign {
+                    path: path.to_path_buf(),
+                });
+            }
             Some(_) => {
                 out.after = Some(w.content.clone().into_bytes());
                 out.lines.push(format!("update {}", w.label));
@@ -202,7 +217,7 @@ fn compute_whole(
             }
         },
         Action::Uninstall => {
-            if current.is_some() {
+            if current.is_some_and(|b| whole_is_ours(w, b)) {
                 out.after = None;
                 out.lines.push(format!("remove {}", w.label));
                 out.remove_dirs = w.owned_dirs.clone();
@@ -212,7 +227,7 @@ fn compute_whole(
             }
         }
     }
-    out
+    Ok(out)
 }
 
 fn compute_json(
@@ -249,6 +264,13 @@ fn compute_json(
                     JsonItem::Property(p) => install_property(&mut doc, p, &mut rec, &mut lines),
                 }
                 .map_err(e)?;
+                if let (Some(Written::Added), JsonItem::Property(p)) = (&w, item)
+                    && p.shared
+                {
+                    // Not memtrail's entry: only remember that install created it.
+                    rec.add_created(item.entry_path());
+                    continue;
+                }
                 if let Some(w) = w {
                     let path = item.entry_path();
                     let original = match (w, history.entry(&path)) {
@@ -301,12 +323,22 @@ fn compute_json(
                     remove_dirs: Vec::new(),
                 });
             }
-            for item in items {
+            let is_shared = |it: &JsonItem| matches!(it, JsonItem::Property(p) if p.shared);
+            for item in items.iter().filter(|it| !is_shared(it)) {
                 match item {
                     JsonItem::Handler(h) => uninstall_handler(&mut doc, h, history, &mut lines),
                     JsonItem::Property(p) => uninstall_property(&mut doc, p, history, &mut lines),
                 }
                 .map_err(e)?;
+            }
+            // A shared key goes last, and only when install created it and it is all that is
+            // left in its object.
+            for item in items {
+                if let JsonItem::Property(p) = item
+                    && p.shared
+                {
+                    uninstall_shared(&mut doc, p, history).map_err(e)?;
+                }
             }
             let mut after = Some(doc.text().into_bytes());
             let mut remove_dirs = Vec::new();
@@ -383,6 +415,33 @@ fn find_handlers(doc: &JsonDoc, item: &HandlerItem) -> Vec<Occ> {
         }
     }
     out
+}
+
+/// Where memtrail's handlers of `item` are: (entry index, handler index in its group, the
+/// handler, the group's `matcher`), for Codex's positional trust keys.
+pub(crate) fn handler_positions(
+    doc: &JsonDoc,
+    item: &HandlerItem,
+) -> Vec<(usize, usize, Value, Option<Value>)> {
+    find_handlers(doc, item)
+        .into_iter()
+        .filter_map(|o| {
+            let gi = match o.entry.last()? {
+                Seg::Index(i) => *i,
+                Seg::Key(_) => return None,
+            };
+            let hi = match o.handler.last()? {
+                Seg::Index(i) if item.nested_key.is_some() => *i,
+                _ => 0,
+            };
+            let matcher = item
+                .nested_key
+                .as_ref()
+                .and_then(|_| doc.get(&o.entry))
+                .and_then(|g| g.get("matcher").cloned());
+            Some((gi, hi, o.value, matcher))
+        })
+        .collect()
 }
 
 /// Remove one occurrence: the whole group when memtrail's handler is all it holds, else the
@@ -568,6 +627,8 @@ fn install_property(
                 lines.push(format!("add {}", item.label));
                 Ok(Some(Written::Added))
             }
+            // A shared key already there is the user's, whatever its value.
+            Some(_) if item.shared => Ok(None),
             Some(cur) => {
                 let old = (item.points_at)(&cur);
                 let before = doc.text_at(&keys(&full)).unwrap_or_default().to_string();
@@ -689,6 +750,25 @@ fn uninstall_property(
     cleanup(doc, &item.object_path, history)
 }
 
+fn uninstall_shared(
+    doc: &mut JsonDoc,
+    item: &PropertyItem,
+    history: &History<'_>,
+) -> Result<(), EditError> {
+    let obj = keys(&item.object_path);
+    let mut path = item.object_path.clone();
+    path.push(item.key.clone());
+    if doc.kind(&obj) == Some(Kind::Object)
+        && doc.len(&obj) == Some(1)
+        && doc.get(&keys(&path)).is_some()
+        && history.created(&path)
+    {
+        doc.remove(&keys(&path), history.inner_for(&item.object_path))?;
+        cleanup(doc, &item.object_path, history)?;
+    }
+    Ok(())
+}
+
 /// The state of one item, for `status`.
 pub(crate) enum Found {
     Missing,
@@ -721,7 +801,7 @@ pub(crate) fn inspect(doc: &JsonDoc, item: &JsonItem) -> Found {
                 None => Found::Missing,
                 Some(v) => {
                     let at = (p.points_at)(&v);
-                    if p.policy.conforms(&v, &p.value) {
+                    if p.shared || p.policy.conforms(&v, &p.value) {
                         Found::Present(at)
                     } else {
                         Found::Stale(at)

@@ -83,16 +83,62 @@ impl Env {
 
     /// True when an executable file named `name` is in one of `$PATH`'s directories.
     pub fn on_path(&self, name: &str) -> bool {
-        let Some(path) = self.var("PATH") else {
-            return false;
-        };
-        std::env::split_paths(path).any(|dir| {
-            if !dir.is_absolute() {
-                return false;
+        self.which(name).is_some()
+    }
+
+    /// The first executable file named `name` (or `name.exe`) in `$PATH`'s (absolute)
+    /// directories.
+    pub fn which(&self, name: &str) -> Option<PathBuf> {
+        let path = self.var("PATH")?;
+        std::env::split_paths(path)
+            .filter(|dir| dir.is_absolute())
+            .flat_map(|dir| [dir.join(name), dir.join(format!("{name}.exe"))])
+            .find(|c| is_executable(c))
+    }
+
+    /// The first line `<name> --version` prints (stdout, else stderr), when `name` is on
+    /// `$PATH` and answers within `timeout`; the program is killed otherwise. Run with this
+    /// environment's variables only.
+    pub(crate) fn version_of(&self, name: &str, timeout: std::time::Duration) -> Option<String> {
+        use std::io::Read;
+        use std::process::{Command, Stdio};
+        let exe = self.which(name)?;
+        let mut child = Command::new(exe)
+            .arg("--version")
+            .env_clear()
+            .envs(self.vars.iter())
+            .env("HOME", &self.home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .ok()?;
+        let start = std::time::Instant::now();
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if start.elapsed() < timeout => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return None;
+                }
             }
-            let candidates = [dir.join(name), dir.join(format!("{name}.exe"))];
-            candidates.iter().any(|c| is_executable(c))
-        })
+        }
+        let mut out = String::new();
+        let mut err = String::new();
+        child.stdout.take()?.read_to_string(&mut out).ok()?;
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        [out, err]
+            .iter()
+            .flat_map(|s| s.lines())
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(|l| l.chars().take(200).collect())
     }
 }
 

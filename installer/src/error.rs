@@ -14,7 +14,8 @@ pub enum InstallError {
     /// JSON, whose strings cannot hold other bytes).
     #[error("the memtrail binary path must be absolute and valid UTF-8: {}", .0.display())]
     BadBinary(PathBuf),
-    /// A config file is not valid JSON / JSONC (or not UTF-8). `line` and `col` are 1-based.
+    /// A config file is not valid JSON / JSONC / TOML (or not UTF-8), or holds a key twice
+    /// where memtrail reads. `line` and `col` are 1-based.
     #[error("{}: line {line}, column {col}: {msg}; fix the file (it was left untouched)", .path.display())]
     Parse {
         /// The configured path of the file.
@@ -41,6 +42,12 @@ pub enum InstallError {
         json_path: String,
         /// What memtrail needs there (`an object`, `an array`).
         expected: &'static str,
+    },
+    /// A file memtrail would own (a plugin, a skill) exists and is not memtrail's.
+    #[error("{} exists and is not memtrail's; move it away to let memtrail install there (left untouched)", .path.display())]
+    Foreign {
+        /// The configured path of the file.
+        path: PathBuf,
     },
     /// A config file that needs a change is read-only (no write permission bit set).
     #[error("{} is read-only; make it writable to let memtrail edit it (left untouched)", .path.display())]
@@ -87,6 +94,7 @@ impl InstallError {
             InstallError::NotAnObject { .. } => "the top-level value is not a JSON object".into(),
             InstallError::Io { source, .. } => source.to_string(),
             InstallError::ReadOnly { .. } => "read-only".into(),
+            InstallError::Foreign { .. } => "the file exists and is not memtrail's".into(),
             other => other.to_string(),
         }
     }

@@ -24,9 +24,23 @@
 //! edits) holds a key twice: JSON.parse keeps the last one, so an edit of the first would go
 //! where the agent never looks.
 //!
-//! Agent dialects live in the adapters (`memtrail_adapters::claude::registration`: hooks per
-//! agent-specs.md §1.3/§1.4, MCP per §1.7, skill per §1.8); this crate's engine is generic.
-//! Only Claude Code is supported so far; other agents give [`InstallError::Unsupported`].
+//! Agent dialects live in the adapters (`memtrail_adapters::<agent>::registration`); this
+//! crate's engine is generic. What each agent gets:
+//!
+//! | agent | files |
+//! |---|---|
+//! | Claude Code | `settings.json` hooks, `.claude.json` `mcpServers`, skill |
+//! | Codex CLI | `config.toml` (`notify`, chained with a user's own; `[mcp_servers.memtrail]`), `hooks.json` (SessionStart, PreCompact, Stop; status reports Codex's trust), `~/.agents/skills` skill |
+//! | Gemini CLI | `settings.json` (`hooks` with ms timeouts, `mcpServers`), skill |
+//! | Cursor | `hooks.json` (`version: 1`, flat entries), `mcp.json`, skill |
+//! | VS Code | memtrail's hook file `~/.config/memtrail/vscode-hooks.json`, its entry in `chat.hookFilesLocations` and `servers.memtrail` in each user folder (stable, Insiders) |
+//! | OpenCode | the plugin `plugins/memtrail.ts` (shape per `opencode --version`), `mcp.memtrail` in `opencode.jsonc` / `opencode.json` |
+//!
+//! JSON and JSONC files are edited by [`jsonedit`], TOML files by toml_edit plus byte splices
+//! (the `tomledit` module: CRLF, comments and a user's exact `notify` line survive). Files
+//! memtrail owns whole (skills, the OpenCode plugin) are recognised by their content: a file of
+//! the same name that is not memtrail's is never overwritten nor removed
+//! ([`InstallError::Foreign`]).
 //!
 //! Every entry point has an `_in` variant taking an explicit [`Env`] (home directory and
 //! environment variables), so that nothing depends on the process environment in tests.
@@ -45,6 +59,7 @@ mod plan;
 mod spec;
 mod state;
 mod status;
+mod tomledit;
 
 pub use apply::{Applied, AppliedFile, MAX_ATTEMPTS, Outcome};
 pub use env::Env;
@@ -71,16 +86,17 @@ pub enum Action {
 ///
 /// For Claude Code the plan covers `<config>/settings.json` (`hooks`, agent-specs.md §1.3),
 /// the global state `~/.claude.json` or `$CLAUDE_CONFIG_DIR/.claude.json` (`mcpServers`, §1.7)
-/// and `<config>/skills/memtrail/SKILL.md` (§1.8).
+/// and `<config>/skills/memtrail/SKILL.md` (§1.8); for the other agents see the table above.
 ///
 /// A file that needs a change but has no write permission is in the plan with
 /// [`FileChange::read_only`] set (and a note in [`Plan::diff`], [`Plan::describe`] and
 /// [`Plan::notes`]); [`apply`] refuses it.
 ///
-/// Errors: [`InstallError::Unsupported`] for agents without a spec yet,
+/// Errors: [`InstallError::Unsupported`] for agents without a spec (none at present),
 /// [`InstallError::BadBinary`], [`InstallError::Parse`] (path, line, column; also for a
 /// duplicate key where memtrail reads), [`InstallError::NotAnObject`],
-/// [`InstallError::Conflict`] (e.g. `"hooks": 3`), and [`InstallError::Io`].
+/// [`InstallError::Conflict`] (e.g. `"hooks": 3`, `notify = "x"`), [`InstallError::Foreign`]
+/// and [`InstallError::Io`].
 pub fn plan(agent: Agent, action: Action, binary: &Path) -> Result<Plan, InstallError> {
     plan_in(&Env::from_process(), agent, action, binary)
 }

@@ -26,6 +26,9 @@ pub struct FileChange {
     /// The file exists and is read-only: the plan shows the change, but [`crate::apply`]
     /// refuses it ([`InstallError::ReadOnly`]) until the file is made writable.
     pub read_only: bool,
+    /// Something the user should know about this change (Codex: new hooks run only once
+    /// trusted in `/hooks`). Shown by [`Plan::describe`] as a `note:` line.
+    pub advice: Option<String>,
     pub(crate) spec: FileSpec,
     /// Install: what to record in the install state for this file.
     pub(crate) record: Option<FileState>,
@@ -130,17 +133,20 @@ impl Plan {
     }
 
     /// One line per change, prefixed with the file (`~/.claude/settings.json: add hook Stop`),
-    /// and a `note:` line for a file that [`crate::apply`] would refuse (a read-only one).
+    /// and a `note:` line for a file that [`crate::apply`] would refuse (a read-only one) or
+    /// that comes with advice ([`FileChange::advice`]).
     pub fn describe(&self) -> Vec<String> {
         self.files
             .iter()
             .flat_map(|f| {
                 let shown = show(&self.env, &f.path);
                 let note = note(&shown, f).map(|n| format!("{shown}: note: {n}"));
+                let advice = f.advice.as_ref().map(|a| format!("{shown}: note: {a}"));
                 f.lines
                     .iter()
                     .map(move |l| format!("{shown}: {l}"))
                     .chain(note)
+                    .chain(advice)
             })
             .collect()
     }
@@ -188,6 +194,7 @@ pub(crate) fn plan_in(
     binary: &Path,
 ) -> Result<Plan, InstallError> {
     let spec = agents::spec(agent, env, binary)?;
+    let advice = spec.advice.clone();
     let state = InstallState::load(env);
     let mut files = Vec::new();
     for f in spec.files {
@@ -203,7 +210,15 @@ pub(crate) fn plan_in(
         }
         // Shown, but refused by apply: a dry run still tells what would change.
         let read_only = before.is_some() && fsutil::is_read_only(&target);
+        let advice = match action {
+            Action::Install => advice
+                .iter()
+                .find(|(p, _)| *p == f.path)
+                .map(|(_, a)| a.clone()),
+            Action::Uninstall => None,
+        };
         files.push(FileChange {
+            advice,
             path: f.path.clone(),
             before,
             after: computed.after,

@@ -22,6 +22,51 @@ pub(crate) enum Body {
     Json(Vec<JsonItem>),
     /// A file memtrail owns entirely.
     Whole(WholeItem),
+    /// A TOML document holding the entries (Codex's `config.toml`; created empty when
+    /// missing). See [`crate::tomledit`].
+    Toml(Vec<TomlItem>),
+}
+
+/// memtrail's entries in a TOML file.
+#[derive(Debug, Clone)]
+pub(crate) enum TomlItem {
+    /// A table `[<table_path>.<key>]` holding `keys` (string or string-array values), e.g.
+    /// `[mcp_servers.memtrail]` with `command` and `args`. Other keys of the table (a user's
+    /// `env`, say) are kept.
+    Table {
+        label: String,
+        table_path: Vec<String>,
+        key: String,
+        keys: Vec<(String, TomlValue)>,
+    },
+    /// A top-level `notify`-like program array: memtrail's argv `ours` (the binary first) is
+    /// written there; a user's own program already there is kept running by chaining it after
+    /// `chain_flag` (`[<ours>…, "--then", <theirs>…]`), and put back, byte for byte, by
+    /// uninstall.
+    ChainedArgv {
+        label: String,
+        key: String,
+        ours: Vec<String>,
+        chain_flag: String,
+        /// Recognises memtrail's argv (whatever binary it points at): the binary is memtrail and
+        /// its arguments start with `ours[1..]`.
+        is_ours: fn(&[String]) -> bool,
+    },
+}
+
+impl TomlItem {
+    pub fn label(&self) -> &str {
+        match self {
+            TomlItem::Table { label, .. } | TomlItem::ChainedArgv { label, .. } => label,
+        }
+    }
+}
+
+/// A TOML value memtrail writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TomlValue {
+    Str(String),
+    Strings(Vec<String>),
 }
 
 /// A whole file owned by memtrail (e.g. a skill).
@@ -32,6 +77,12 @@ pub(crate) struct WholeItem {
     pub content: String,
     /// Directories that are memtrail's own (removed on uninstall when left empty).
     pub owned_dirs: Vec<PathBuf>,
+    /// Recognises memtrail's file (any version of it). With it, a file that is not
+    /// memtrail's is never overwritten nor removed; without it, any file at the path is taken
+    /// for memtrail's.
+    pub is_ours: Option<fn(&str) -> bool>,
+    /// The binary a version of the file points at, for status reports.
+    pub points_at: Option<fn(&str) -> Option<String>>,
 }
 
 /// How an install treats the keys of an entry that already exists.
@@ -128,14 +179,39 @@ pub(crate) struct PropertyItem {
     pub value: Value,
     pub policy: Policy,
     pub points_at: fn(&Value) -> Option<String>,
+    /// A key memtrail needs but does not own (Cursor's `"version": 1`): written only when
+    /// missing, any value already there is kept, and uninstall removes it only when install
+    /// created it and nothing but it is left in its object.
+    pub shared: bool,
 }
 
 /// Everything an agent registers.
 #[derive(Debug, Clone)]
 pub(crate) struct AgentSpec {
     pub files: Vec<FileSpec>,
-    /// The agent's config directory (its existence means "installed").
-    pub config_dir: PathBuf,
-    /// The agent's executable name, looked up on `PATH`.
-    pub executable: String,
+    /// The agent's config directories (one existing means "installed").
+    pub config_dirs: Vec<PathBuf>,
+    /// The agent's executable names, looked up on `PATH`.
+    pub executables: Vec<String>,
+    /// The agent's version, when it was cheap to learn (`<bin> --version`).
+    pub version: Option<String>,
+    /// Codex: how to tell whether Codex trusts memtrail's hooks.
+    pub trust: Option<TrustSpec>,
+    /// Something to tell the user after an install that changes `file` (e.g. that Codex runs
+    /// new hooks only once they are trusted).
+    pub advice: Vec<(PathBuf, String)>,
+}
+
+/// Where Codex records hook trust (agent-specs.md §2.4): `[hooks.state."<key>"]` in the user
+/// `config.toml`, for the handlers of `hooks_json`.
+#[derive(Debug, Clone)]
+pub(crate) struct TrustSpec {
+    pub config_toml: PathBuf,
+    pub hooks_json: PathBuf,
+    /// The keys Codex may use for `hooks_json` (its path as configured, and canonicalized).
+    pub key_sources: Vec<String>,
+    /// `SessionStart` → `session_start`.
+    pub event_label: fn(&str) -> Option<&'static str>,
+    /// What to tell the user to do.
+    pub how_to_trust: String,
 }

@@ -27,6 +27,7 @@
 //! - `blank_text`: the whole text of a file that held no JSON value (blank or only comments).
 //! - `created_file` / `created_dirs`: the file, and the directories above it, that install
 //!   created; uninstall deletes them again when nothing else is in them.
+//! - `final_newline_added` (TOML): the file lacked a final newline that install added.
 //! - `entries`: per memtrail entry install wrote (keyed by the handler array's path, or the
 //!   property's), the exact text install left (`installed`) and, when install updated an entry
 //!   that was there before memtrail's first install (an older install at another path, say),
@@ -75,6 +76,9 @@ pub(crate) struct FileState {
     pub blank_text: Option<String>,
     #[serde(default)]
     pub entries: Vec<EntryRecord>,
+    /// TOML: the file had no final newline and install had to add one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub final_newline_added: bool,
 }
 
 impl FileState {
@@ -115,6 +119,7 @@ impl FileState {
     /// for entries: a later entry record already carries the earlier `original` forward).
     pub fn merge(&mut self, later: FileState) {
         self.created_file |= later.created_file;
+        self.final_newline_added |= later.final_newline_added;
         for d in later.created_dirs {
             if !self.created_dirs.contains(&d) {
                 self.created_dirs.push(d);
@@ -233,6 +238,9 @@ pub(crate) fn origin_of(env: &Env, original: &Path, scope: &[String]) -> Origin 
             let text = std::fs::read(dir.join(name))
                 .ok()
                 .and_then(|b| String::from_utf8(b).ok());
+            if original.extension().is_some_and(|e| e == "toml") {
+                return Origin::Doc(text.as_deref().and_then(crate::tomledit::presence));
+            }
             let value = text
                 .and_then(|t| crate::jsonedit::JsonDoc::parse_scoped(&t, scope).ok())
                 .filter(|d| !d.is_blank())

@@ -1,11 +1,12 @@
 //! `status`: is each of memtrail's entries in place, and where does it point?
 
 use crate::agents;
-use crate::engine::{Found, inspect, parse_doc};
+use crate::engine::{Found, handler_positions, inspect, parse_doc, whole_is_ours};
 use crate::env::Env;
 use crate::error::InstallError;
 use crate::fsutil;
-use crate::spec::{Body, json_scope};
+use crate::jsonedit::JsonDoc;
+use crate::spec::{Body, JsonItem, TrustSpec, json_scope};
 use memtrail_adapters::Agent;
 use serde::Serialize;
 use std::fmt;
@@ -27,6 +28,12 @@ pub enum ItemState {
     Duplicate {
         /// How many of memtrail's entries there are.
         count: usize,
+    },
+    /// In place, but the agent will not run it until the user trusts it (Codex: `/hooks`), or
+    /// the user disabled it there.
+    Untrusted {
+        /// What is the matter, and what to do (`not trusted yet: open /hooks in Codex …`).
+        reason: String,
     },
     /// Not registered.
     Missing,
@@ -65,6 +72,10 @@ pub struct AgentStatus {
     pub detected: bool,
     /// The memtrail binary the status was checked against.
     pub binary: PathBuf,
+    /// The agent's version, when it was cheap to learn (`opencode --version`, `codex
+    /// --version`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     /// One per registration item (for Claude Code: six hooks, the MCP server, the skill).
     pub items: Vec<ItemStatus>,
 }
@@ -90,6 +101,9 @@ impl fmt::Display for AgentStatus {
                 self.agent.display_name()
             )?;
         }
+        if let Some(v) = &self.version {
+            writeln!(f, "  version {v}")?;
+        }
         let mut reported: Vec<&Path> = Vec::new();
         for i in &self.items {
             if let ItemState::Unreadable { error } = &i.state
@@ -103,6 +117,7 @@ impl fmt::Display for AgentStatus {
                 ItemState::Stale { points_at: Some(p) } => format!("stale (points at {p})"),
                 ItemState::Stale { points_at: None } => "stale (differs from this version)".into(),
                 ItemState::Duplicate { count } => format!("registered {count} times"),
+                ItemState::Untrusted { reason } => format!("untrusted: {reason}"),
                 ItemState::Missing => "missing".into(),
                 ItemState::Unreadable { .. } => "unreadable".into(),
             };
@@ -118,7 +133,8 @@ pub(crate) fn status_in(
     binary: &Path,
 ) -> Result<AgentStatus, InstallError> {
     let spec = agents::spec(agent, env, binary)?;
-    let detected = spec.config_dir.is_dir() || env.on_path(&spec.executable);
+    let detected = spec.config_dirs.iter().any(|d| d.is_dir())
+        || spec.executables.iter().any(|e| env.on_path(e));
     let mut items = Vec::new();
     for f in &spec.files {
         let bytes = fsutil::resolve_target(&f.path).and_then(|t| fsutil::read_opt(&t));
@@ -128,7 +144,26 @@ pub(crate) fn status_in(
                     Err(e) => (ItemState::Unreadable { error: e.reason() }, None),
                     Ok(None) => (ItemState::Missing, None),
                     Ok(Some(b)) if b == w.content.as_bytes() => (ItemState::Present, None),
-                    Ok(Some(_)) => (ItemState::Stale { points_at: None }, None),
+                    Ok(Some(b)) if !whole_is_ours(w, &b) => (
+                        ItemState::Unreadable {
+                            error: InstallError::Foreign {
+                                path: f.path.clone(),
+                            }
+                            .reason(),
+                        },
+                        None,
+                    ),
+                    Ok(Some(b)) => {
+                        let at = w
+                            .points_at
+                            .and_then(|p| std::str::from_utf8(&b).ok().and_then(p));
+                        (
+                            ItemState::Stale {
+                                points_at: at.clone(),
+                            },
+                            at,
+                        )
+                    }
                 };
                 items.push(ItemStatus {
                     item: w.label.clone(),
@@ -137,28 +172,40 @@ pub(crate) fn status_in(
                     binary: bin,
                 });
             }
+            Body::Toml(toml_items) => {
+                let doc = bytes.and_then(|b| crate::tomledit::parse(&f.path, b.as_deref()));
+                for it in toml_items {
+                    let (state, bin) = match &doc {
+                        Err(e) => (ItemState::Unreadable { error: e.reason() }, None),
+                        Ok(p) => found_state(crate::tomledit::inspect(&p.doc, it)),
+                    };
+                    items.push(ItemStatus {
+                        item: it.label().to_string(),
+                        file: f.path.clone(),
+                        state,
+                        binary: bin,
+                    });
+                }
+            }
             Body::Json(json_items) => {
                 let scope = json_scope(json_items);
                 let doc = bytes.and_then(|b| match b {
                     None => Ok(None),
                     Some(b) => parse_doc(&f.path, Some(&b), &scope).map(Some),
                 });
+                let trust = spec.trust.as_ref().filter(|t| t.hooks_json == f.path);
                 for it in json_items {
-                    let (state, bin) = match &doc {
+                    let (mut state, bin) = match &doc {
                         Err(e) => (ItemState::Unreadable { error: e.reason() }, None),
                         Ok(None) => (ItemState::Missing, None),
-                        Ok(Some(d)) => match inspect(d, it) {
-                            Found::Missing => (ItemState::Missing, None),
-                            Found::Present(b) => (ItemState::Present, b),
-                            Found::Stale(b) => (
-                                ItemState::Stale {
-                                    points_at: b.clone(),
-                                },
-                                b,
-                            ),
-                            Found::Duplicate(n, b) => (ItemState::Duplicate { count: n }, b),
-                        },
+                        Ok(Some(d)) => found_state(inspect(d, it)),
                     };
+                    if let (Some(t), Ok(Some(d)), JsonItem::Handler(h)) = (trust, &doc, it)
+                        && state == ItemState::Present
+                        && let Some(untrusted) = trust_problem(t, d, h)
+                    {
+                        state = ItemState::Untrusted { reason: untrusted };
+                    }
                     items.push(ItemStatus {
                         item: it.label().to_string(),
                         file: f.path.clone(),
@@ -173,6 +220,109 @@ pub(crate) fn status_in(
         agent,
         detected,
         binary: binary.to_path_buf(),
+        version: spec.version.clone(),
         items,
     })
+}
+
+fn found_state(found: Found) -> (ItemState, Option<String>) {
+    match found {
+        Found::Missing => (ItemState::Missing, None),
+        Found::Present(b) => (ItemState::Present, b),
+        Found::Stale(b) => (
+            ItemState::Stale {
+                points_at: b.clone(),
+            },
+            b,
+        ),
+        Found::Duplicate(n, b) => (ItemState::Duplicate { count: n }, b),
+    }
+}
+
+/// Why Codex would not run memtrail's handler of `item` (agent-specs.md §2.4): no trust record
+/// for its key `<hooks.json path>:<event>:<group>:<handler>` in `[hooks.state]` of the user
+/// `config.toml`, a record for another version of the hook (its `trusted_hash` is not the
+/// hook's current hash), or `enabled = false`. `None` when Codex trusts it.
+fn trust_problem(t: &TrustSpec, doc: &JsonDoc, item: &crate::spec::HandlerItem) -> Option<String> {
+    let event = item.array_path.last()?;
+    let label = (t.event_label)(event)?;
+    let config = fsutil::read_opt(&t.config_toml)
+        .ok()
+        .flatten()
+        .and_then(|b| crate::tomledit::parse(&t.config_toml, Some(&b)).ok());
+    let (gi, hi, handler, matcher) = handler_positions(doc, item).into_iter().next()?;
+    let mut state = None;
+    for source in &t.key_sources {
+        let key = format!("{source}:{label}:{gi}:{hi}");
+        if let Some(st) = config
+            .as_ref()
+            .and_then(|c| crate::tomledit::hook_state(&c.doc, &key))
+        {
+            state = Some(st);
+            break;
+        }
+    }
+    match state {
+        Some((Some(false), _)) => Some(format!("disabled in Codex; {}", t.how_to_trust)),
+        Some((_, Some(hash))) => {
+            if codex_hook_hash(event, label, matcher.as_ref(), &handler).as_deref() == Some(&hash) {
+                None
+            } else {
+                Some(format!(
+                    "Codex has a trust record for an earlier version of this hook (it changed \
+                     since it was trusted); {}",
+                    t.how_to_trust
+                ))
+            }
+        }
+        _ => Some(format!("not trusted yet; {}", t.how_to_trust)),
+    }
+}
+
+/// The `trusted_hash` Codex records for a command handler (upstream
+/// `codex-rs/hooks/src/engine/discovery.rs` `command_hook_hash` and
+/// `codex-rs/config/src/fingerprint.rs` `version_for_toml`): `sha256:` + the hex SHA-256 of the
+/// compact, key-sorted JSON of `{event_name, matcher?, hooks: [{type: "command", command,
+/// timeout (default 600, at least 1), async, statusMessage?}]}`. `matcher` is dropped for
+/// `UserPromptSubmit` and `Stop`, whose matchers Codex ignores.
+pub(crate) fn codex_hook_hash(
+    event: &str,
+    label: &str,
+    matcher: Option<&serde_json::Value>,
+    handler: &serde_json::Value,
+) -> Option<String> {
+    use serde_json::Value;
+    use sha2::Digest;
+    let h = handler.as_object()?;
+    let mut norm = std::collections::BTreeMap::new();
+    norm.insert("type", Value::from("command"));
+    norm.insert("command", h.get("command")?.clone());
+    let timeout = h
+        .get("timeout")
+        .and_then(Value::as_u64)
+        .unwrap_or(600)
+        .max(1);
+    norm.insert("timeout", Value::from(timeout));
+    norm.insert(
+        "async",
+        Value::from(h.get("async").and_then(Value::as_bool).unwrap_or(false)),
+    );
+    if let Some(m) = h.get("statusMessage").filter(|m| m.is_string()) {
+        norm.insert("statusMessage", m.clone());
+    }
+    let mut identity = std::collections::BTreeMap::new();
+    identity.insert("event_name", Value::from(label));
+    identity.insert(
+        "hooks",
+        Value::Array(vec![serde_json::to_value(norm).ok()?]),
+    );
+    if let Some(m) = matcher.filter(|m| m.is_string())
+        && !matches!(event, "UserPromptSubmit" | "Stop")
+    {
+        identity.insert("matcher", m.clone());
+    }
+    let json = serde_json::to_string(&identity).ok()?;
+    let digest = sha2::Sha256::digest(json.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Some(format!("sha256:{hex}"))
 }

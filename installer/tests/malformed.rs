@@ -217,9 +217,11 @@ fn a_file_that_breaks_between_plan_and_apply_is_left_alone() {
 }
 
 #[test]
-fn unsupported_agents_and_bad_binaries() {
+fn bad_binaries() {
     let sb = Sandbox::new();
+    // Every agent has a spec now; each refuses a binary that is not absolute.
     for agent in [
+        Agent::Claude,
         Agent::Codex,
         Agent::Gemini,
         Agent::Cursor,
@@ -227,12 +229,12 @@ fn unsupported_agents_and_bad_binaries() {
         Agent::Opencode,
     ] {
         assert!(matches!(
-            plan_in(&sb.env, agent, Action::Install, &sb.bin),
-            Err(InstallError::Unsupported(a)) if a == agent
+            plan_in(&sb.env, agent, Action::Install, Path::new("memtrail")),
+            Err(InstallError::BadBinary(_))
         ));
         assert!(matches!(
-            status_in(&sb.env, agent, &sb.bin),
-            Err(InstallError::Unsupported(_))
+            status_in(&sb.env, agent, Path::new("memtrail")),
+            Err(InstallError::BadBinary(_))
         ));
     }
     assert!(matches!(

@@ -214,3 +214,167 @@ pub fn big_claude_json(target: usize) -> String {
     text.push('\n');
     text
 }
+
+/// A sandbox for any agent: a temp dir with a fake home (`<tmp>/home`) and state dir
+/// (`<tmp>/state`), an explicit `Env`, and a memtrail binary path with a space in it.
+pub struct AgentBox {
+    pub dir: tempfile::TempDir,
+    pub env: Env,
+    pub bin: PathBuf,
+    pub home: PathBuf,
+    pub agent: Agent,
+}
+
+impl AgentBox {
+    pub fn new(agent: Agent) -> AgentBox {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let env = Env::sandbox(&home).with_var("XDG_STATE_HOME", dir.path().join("state"));
+        let bin = dir.path().join("opt dir").join("memtrail");
+        AgentBox {
+            dir,
+            env,
+            bin,
+            home,
+            agent,
+        }
+    }
+
+    /// The same box with one more environment variable.
+    pub fn with_var(mut self, k: &str, v: impl Into<std::ffi::OsString>) -> AgentBox {
+        self.env = self.env.clone().with_var(k, v);
+        self
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("state/memtrail")
+    }
+
+    pub fn plan(&self, action: Action) -> Plan {
+        plan_in(&self.env, self.agent, action, &self.bin).expect("plan")
+    }
+
+    pub fn plan_with(&self, action: Action, bin: &Path) -> Plan {
+        plan_in(&self.env, self.agent, action, bin).expect("plan")
+    }
+
+    pub fn install(&self) -> Applied {
+        apply(&self.plan(Action::Install)).expect("apply install")
+    }
+
+    pub fn uninstall(&self) -> Applied {
+        apply(&self.plan(Action::Uninstall)).expect("apply uninstall")
+    }
+
+    pub fn status(&self) -> memtrail_installer::AgentStatus {
+        memtrail_installer::status_in(&self.env, self.agent, &self.bin).expect("status")
+    }
+
+    /// Write `content` (creating parent dirs), or make sure the file is absent.
+    pub fn put(&self, path: &Path, content: Option<&str>) {
+        match content {
+            Some(c) => {
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, c).unwrap();
+            }
+            None => {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+
+    /// Every file and directory under the temp dir except the state dir and the binary's.
+    pub fn snapshot(&self) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+        let mut out = BTreeMap::new();
+        if let Ok(rd) = std::fs::read_dir(self.dir.path()) {
+            for e in rd.flatten() {
+                let p = e.path();
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                if name != "state" && name != "opt dir" {
+                    walk(&p, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    pub fn json(&self, path: &Path) -> Value {
+        jsonc(&std::fs::read_to_string(path).unwrap())
+    }
+
+    pub fn read(&self, path: &Path) -> String {
+        std::fs::read_to_string(path).unwrap()
+    }
+}
+
+/// Compare two snapshots file by file (readable failures), then whole.
+pub fn assert_same(
+    name: &str,
+    want: &BTreeMap<PathBuf, Option<Vec<u8>>>,
+    got: &BTreeMap<PathBuf, Option<Vec<u8>>>,
+) {
+    for (p, bytes) in want {
+        assert_eq!(
+            got.get(p)
+                .map(|b| b.as_deref().map(String::from_utf8_lossy)),
+            Some(bytes.as_deref().map(String::from_utf8_lossy)),
+            "{name}: {}",
+            p.display()
+        );
+    }
+    let extra: Vec<_> = got.keys().filter(|p| !want.contains_key(*p)).collect();
+    assert!(extra.is_empty(), "{name}: left behind: {extra:?}");
+}
+
+/// The full round trip every file kind must pass, for one set of starting files: a dry run
+/// writes nothing, install works and `check` holds, a second install is empty, uninstall gives
+/// back the original bytes (files and folders), a second uninstall is empty.
+pub fn round_trip(
+    b: &AgentBox,
+    name: &str,
+    files: &[(PathBuf, Option<String>)],
+    check: &dyn Fn(&AgentBox),
+) {
+    for (p, c) in files {
+        b.put(p, c.as_deref());
+    }
+    let original = b.snapshot();
+    let before: Vec<_> = b.status().items.into_iter().map(|i| i.state).collect();
+    let plan = b.plan(Action::Install);
+    assert!(!plan.is_empty(), "{name}");
+    assert!(!plan.diff().is_empty(), "{name}");
+    assert_same(&format!("{name} (dry run)"), &original, &b.snapshot());
+    assert!(!b.state_dir().exists(), "{name}: dry run made no state");
+    apply(&plan).expect("install");
+    check(b);
+    let st = b.status();
+    // In place (a Codex hook waits for the user's trust: in place all the same).
+    assert!(
+        st.items.iter().all(|i| matches!(
+            i.state,
+            memtrail_installer::ItemState::Present
+                | memtrail_installer::ItemState::Untrusted { .. }
+        )),
+        "{name}:\n{st}"
+    );
+    let again = b.plan(Action::Install);
+    assert!(
+        again.is_empty(),
+        "{name}: second install:\n{}",
+        again.diff()
+    );
+    b.uninstall();
+    assert_same(
+        &format!("{name} (after uninstall)"),
+        &original,
+        &b.snapshot(),
+    );
+    let st = b.status();
+    let after: Vec<_> = st.items.iter().map(|i| i.state.clone()).collect();
+    assert_eq!(after, before, "{name}: status as before install:\n{st}");
+    assert!(
+        b.plan(Action::Uninstall).is_empty(),
+        "{name}: second uninstall"
+    );
+}

@@ -1,0 +1,208 @@
+//! What memtrail registers in Cursor's config, in Cursor's own dialect.
+//!
+//! Sources: `../shared/reference/agent-specs.md` §4.1 (user `~/.cursor/hooks.json`: top-level
+//! `"version": 1`, a flat list of `{command, timeout…}` per event, commands run from
+//! `~/.cursor/` without `~` or variable expansion, so the path is absolute), §4.2 (event
+//! names), §4.4 (`~/.cursor/mcp.json` → `mcpServers`), §4.5 (`~/.cursor/skills/`); checked
+//! against Cursor's hooks page as quoted by third-party installers (entireio/cli probes,
+//! robot-council's stop hook notes) — Cursor publishes no source.
+//!
+//! Three files, in `<config>` = `$CURSOR_CONFIG_DIR` or `~/.cursor` (the folder the adapter
+//! reads, [`super::config_dir`]):
+//!
+//! - **Hooks** in `hooks.json`: `"version": 1` (kept as it is when there; removed by uninstall
+//!   only when install added it and nothing else is left) and, for each event of [`HOOKS`], the
+//!   entry `{"command":"<binary> hook cursor","timeout":N}` (seconds) appended to its array.
+//! - **An MCP server** in `mcp.json` → `"mcpServers"` → `"memtrail"`:
+//!   `{"command":"<binary>","args":["mcp"]}`. Cursor may still ask the user to switch it on.
+//! - **A skill** at `<config>/skills/memtrail/SKILL.md`.
+
+use crate::claude::registration::{is_memtrail_program, shell_quote, shell_split};
+use serde_json::{Value, json};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// Cursor's executables, looked up on `PATH` to detect an installation: the editor's `cursor`
+/// and the CLI's `cursor-agent`.
+pub const EXECUTABLES: [&str; 2] = ["cursor", "cursor-agent"];
+
+/// The `<agent>` argument of `memtrail hook <agent>`.
+pub const HOOK_AGENT_ARG: &str = "cursor";
+
+/// One hook event memtrail registers, with its timeout in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookSpec {
+    /// The event name exactly as Cursor spells it (lowerCamelCase).
+    pub event: &'static str,
+    /// Timeout in seconds.
+    pub timeout_secs: u64,
+}
+
+/// sessionStart (context via `additional_context`), stop (capture after each turn; the CLI
+/// does not fire it), preCompact (snapshot), sessionEnd (capture).
+pub const HOOKS: [HookSpec; 4] = [
+    HookSpec {
+        event: "sessionStart",
+        timeout_secs: 30,
+    },
+    HookSpec {
+        event: "stop",
+        timeout_secs: 30,
+    },
+    HookSpec {
+        event: "preCompact",
+        timeout_secs: 30,
+    },
+    HookSpec {
+        event: "sessionEnd",
+        timeout_secs: 5,
+    },
+];
+
+/// The key of `hooks.json` holding the events.
+pub const HOOKS_KEY: &str = "hooks";
+
+/// The top-level `version` key `hooks.json` needs, and its value.
+pub const VERSION_KEY: &str = "version";
+/// The value of [`VERSION_KEY`] memtrail writes when it is missing.
+pub const VERSION: u64 = 1;
+
+/// The key of `mcp.json` holding servers, and memtrail's server name.
+pub const MCP_SERVERS_KEY: &str = "mcpServers";
+/// memtrail's MCP server name.
+pub const MCP_SERVER_NAME: &str = "memtrail";
+
+/// Hook entry keys written only when missing.
+pub const HANDLER_SOFT_KEYS: [&str; 1] = ["timeout"];
+
+/// The skill (from `skills/agents/memtrail/SKILL.md`, which names the tools generically).
+pub const SKILL_MD: &str = include_str!("../../../skills/agents/memtrail/SKILL.md");
+
+/// Where Cursor keeps the files memtrail edits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Locations {
+    /// `$CURSOR_CONFIG_DIR` (absolute), else `~/.cursor`.
+    pub config_dir: PathBuf,
+    /// `<config>/hooks.json`.
+    pub hooks: PathBuf,
+    /// `<config>/mcp.json`.
+    pub mcp: PathBuf,
+    /// `<config>/skills/memtrail/SKILL.md`.
+    pub skill: PathBuf,
+}
+
+impl Locations {
+    /// The locations for a home directory and an environment lookup (the same answers as
+    /// [`super::hooks_path`], [`super::mcp_path`] and [`super::skill_path`]).
+    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
+        let home_s = home.to_string_lossy().into_owned();
+        let env = |k: &str| -> Option<String> {
+            if k == "HOME" {
+                Some(home_s.clone())
+            } else {
+                var(k).map(|v| v.to_string_lossy().into_owned())
+            }
+        };
+        let config_dir = super::config_dir_with(&env);
+        Locations {
+            hooks: config_dir.join("hooks.json"),
+            mcp: config_dir.join("mcp.json"),
+            skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
+            config_dir,
+        }
+    }
+}
+
+/// `<binary, shell-quoted if needed> hook cursor`; `None` when the path is not UTF-8.
+pub fn hook_command(binary: &Path) -> Option<String> {
+    Some(format!(
+        "{} hook {HOOK_AGENT_ARG}",
+        shell_quote(binary.to_str()?)
+    ))
+}
+
+/// One hook entry: `{"command":"<binary> hook cursor","timeout":N}`.
+pub fn hook_handler(binary: &Path, timeout_secs: u64) -> Option<Value> {
+    Some(json!({ "command": hook_command(binary)?, "timeout": timeout_secs }))
+}
+
+fn program_and_args(handler: &Value) -> Option<(String, Vec<String>)> {
+    let obj = handler.as_object()?;
+    match obj.get("type") {
+        None => {}
+        Some(Value::String(t)) if t == "command" => {}
+        Some(_) => return None,
+    }
+    let mut words = shell_split(obj.get("command")?.as_str()?)?.into_iter();
+    Some((words.next()?, words.collect()))
+}
+
+/// True when `handler` is memtrail's Cursor hook entry (a binary named `memtrail`, arguments
+/// exactly `hook cursor`).
+pub fn is_memtrail_hook_handler(handler: &Value) -> bool {
+    program_and_args(handler)
+        .is_some_and(|(p, a)| is_memtrail_program(&p) && a == ["hook", HOOK_AGENT_ARG])
+}
+
+/// The binary a hook entry runs.
+pub fn hook_handler_program(handler: &Value) -> Option<String> {
+    program_and_args(handler).map(|(p, _)| p)
+}
+
+/// `handler` with its command written the way [`hook_command`] writes it.
+pub fn canonical_hook_handler(handler: &Value) -> Value {
+    let mut h = handler.clone();
+    if let Some(obj) = h.as_object_mut()
+        && let Some(Value::String(cmd)) = obj.get("command")
+        && let Some(words) = shell_split(cmd)
+        && !words.is_empty()
+    {
+        let c = words
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" ");
+        obj.insert("command".into(), Value::String(c));
+    }
+    h
+}
+
+/// memtrail's MCP server entry: `{"command":"<binary>","args":["mcp"]}`.
+pub fn mcp_server_entry(binary: &Path) -> Option<Value> {
+    Some(json!({ "command": binary.to_str()?, "args": ["mcp"] }))
+}
+
+/// The program an MCP server entry runs.
+pub fn mcp_server_program(entry: &Value) -> Option<String> {
+    entry.get("command")?.as_str().map(str::to_string)
+}
+
+/// True when `text` is memtrail's skill (any version).
+pub fn is_memtrail_skill(text: &str) -> bool {
+    text.starts_with("---") && text.lines().take(10).any(|l| l.trim() == "name: memtrail")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_and_locations() {
+        let h = hook_handler(Path::new("/usr/bin/memtrail"), 30).unwrap();
+        assert_eq!(
+            h,
+            json!({"command": "/usr/bin/memtrail hook cursor", "timeout": 30})
+        );
+        assert!(is_memtrail_hook_handler(&h));
+        assert!(!is_memtrail_hook_handler(
+            &json!({"type": "prompt", "command": "/usr/bin/memtrail hook cursor"})
+        ));
+        let l = Locations::resolve_with(Path::new("/h"), &|_| None);
+        assert_eq!(l.hooks, Path::new("/h/.cursor/hooks.json"));
+        let l = Locations::resolve_with(Path::new("/h"), &|k| {
+            (k == "CURSOR_CONFIG_DIR").then(|| OsString::from("/c"))
+        });
+        assert_eq!(l.mcp, Path::new("/c/mcp.json"));
+        assert!(is_memtrail_skill(SKILL_MD));
+    }
+}

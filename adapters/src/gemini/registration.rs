@@ -1,0 +1,223 @@
+//! What memtrail registers in Gemini CLI's config, in Gemini CLI's own dialect.
+//!
+//! Sources: `../shared/reference/agent-specs.md` §3.1 (files, `GEMINI_CLI_HOME`), §3.2 (MCP),
+//! §3.3 (hooks), checked against upstream `google-gemini/gemini-cli`:
+//! `packages/core/src/hooks/hookRegistry.ts` (a definition is `{matcher?, sequential?,
+//! hooks: [...]}`, a hook needs `type: "command"` and `command`; its `name`, else its command,
+//! is what `hooksConfig.disabled` lists), `packages/core/src/hooks/types.ts` (event names),
+//! `packages/core/src/tools/mcp-tool.ts` (MCP tools are exposed as `mcp_<server>_<tool>`, so
+//! the server alias has no `_`), `docs/cli/skills.md` (user skills in `~/.gemini/skills/`).
+//!
+//! Three things, all in `<config>` = `$GEMINI_CLI_HOME/.gemini` (default `~/.gemini`):
+//!
+//! - **Hooks** in `settings.json` → `"hooks"`: for each event of [`HOOKS`], one definition
+//!   `{"hooks":[{"type":"command","command":"<binary> hook gemini","name":"memtrail",
+//!   "timeout":N}]}` (no `matcher`: every source). Timeouts are in **milliseconds**.
+//! - **An MCP server** in `settings.json` → `"mcpServers"` → `"memtrail"`:
+//!   `{"command":"<binary>","args":["mcp"]}`.
+//! - **A skill** at `<config>/skills/memtrail/SKILL.md`, content [`SKILL_MD`] (it names the tools
+//!   the way Gemini CLI shows them).
+
+use crate::claude::registration::{is_memtrail_program, shell_quote, shell_split};
+use serde_json::{Value, json};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// Gemini CLI's executable, looked up on `PATH` to detect an installation.
+pub const EXECUTABLE: &str = "gemini";
+
+/// The `<agent>` argument of `memtrail hook <agent>`.
+pub const HOOK_AGENT_ARG: &str = "gemini";
+
+/// The `name` of memtrail's hooks (what `/hooks` shows and `hooksConfig.disabled` lists).
+pub const HOOK_NAME: &str = "memtrail";
+
+/// One hook event memtrail registers, with its timeout in **milliseconds** (§3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookSpec {
+    /// The event name exactly as Gemini CLI spells it.
+    pub event: &'static str,
+    /// Handler timeout in milliseconds.
+    pub timeout_ms: u64,
+}
+
+/// The events: SessionStart (context), AfterAgent (capture after each turn), PreCompress
+/// (snapshot; advisory), SessionEnd (capture; best effort, the CLI does not wait for it).
+pub const HOOKS: [HookSpec; 4] = [
+    HookSpec {
+        event: "SessionStart",
+        timeout_ms: 30_000,
+    },
+    HookSpec {
+        event: "AfterAgent",
+        timeout_ms: 30_000,
+    },
+    HookSpec {
+        event: "PreCompress",
+        timeout_ms: 30_000,
+    },
+    HookSpec {
+        event: "SessionEnd",
+        timeout_ms: 5_000,
+    },
+];
+
+/// The top-level key of `settings.json` holding hooks, and the key of a definition holding its
+/// handlers.
+pub const HOOKS_KEY: &str = "hooks";
+
+/// The top-level key of `settings.json` holding MCP servers.
+pub const MCP_SERVERS_KEY: &str = "mcpServers";
+
+/// The alias memtrail's MCP server is registered under (no `_`: §3.2).
+pub const MCP_SERVER_NAME: &str = "memtrail";
+
+/// Handler keys written only when missing (a user's longer timeout or another name survives a
+/// re-install).
+pub const HANDLER_SOFT_KEYS: [&str; 2] = ["timeout", "name"];
+
+/// The skill installed at [`Locations::skill`] (from `skills/gemini/memtrail/SKILL.md`).
+pub const SKILL_MD: &str = include_str!("../../../skills/gemini/memtrail/SKILL.md");
+
+/// Where Gemini CLI keeps the files memtrail edits (§3.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Locations {
+    /// `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`.
+    pub config_dir: PathBuf,
+    /// `<config>/settings.json` (hooks and MCP).
+    pub settings: PathBuf,
+    /// `<config>/skills/memtrail/SKILL.md`.
+    pub skill: PathBuf,
+}
+
+impl Locations {
+    /// The locations for a home directory and an environment lookup. A relative
+    /// `GEMINI_CLI_HOME` is taken relative to the current directory, as Node does (the same
+    /// answer as [`super::config_dir`]); an empty one is ignored.
+    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
+        let base = match var("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
+            Some(v) => {
+                let p = PathBuf::from(v);
+                if p.is_absolute() {
+                    p
+                } else {
+                    std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p)
+                }
+            }
+            None => home.to_path_buf(),
+        };
+        let config_dir = base.join(".gemini");
+        Locations {
+            settings: config_dir.join("settings.json"),
+            skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
+            config_dir,
+        }
+    }
+}
+
+/// `<binary, shell-quoted if needed> hook gemini`; `None` when the path is not UTF-8.
+pub fn hook_command(binary: &Path) -> Option<String> {
+    Some(format!(
+        "{} hook {HOOK_AGENT_ARG}",
+        shell_quote(binary.to_str()?)
+    ))
+}
+
+/// One handler: `{"type":"command","command":"<binary> hook gemini","name":"memtrail",
+/// "timeout":N}`.
+pub fn hook_handler(binary: &Path, timeout_ms: u64) -> Option<Value> {
+    Some(json!({
+        "type": "command",
+        "command": hook_command(binary)?,
+        "name": HOOK_NAME,
+        "timeout": timeout_ms,
+    }))
+}
+
+/// One definition without a `matcher` holding memtrail's handler: `{"hooks":[<handler>]}`.
+pub fn hook_group(binary: &Path, timeout_ms: u64) -> Option<Value> {
+    Some(json!({ HOOKS_KEY: [hook_handler(binary, timeout_ms)?] }))
+}
+
+/// The program and arguments of a `type: "command"` handler (its command split as `sh` would).
+fn program_and_args(handler: &Value) -> Option<(String, Vec<String>)> {
+    let obj = handler.as_object()?;
+    if obj.get("type").and_then(Value::as_str) != Some("command") {
+        return None;
+    }
+    let mut words = shell_split(obj.get("command")?.as_str()?)?.into_iter();
+    Some((words.next()?, words.collect()))
+}
+
+/// True when `handler` is memtrail's Gemini CLI hook handler (any binary named `memtrail`,
+/// arguments exactly `hook gemini`).
+pub fn is_memtrail_hook_handler(handler: &Value) -> bool {
+    program_and_args(handler)
+        .is_some_and(|(p, a)| is_memtrail_program(&p) && a == ["hook", HOOK_AGENT_ARG])
+}
+
+/// The binary a handler runs, for status reports.
+pub fn hook_handler_program(handler: &Value) -> Option<String> {
+    program_and_args(handler).map(|(p, _)| p)
+}
+
+/// `handler` with its command written the way [`hook_command`] writes it.
+pub fn canonical_hook_handler(handler: &Value) -> Value {
+    let mut h = handler.clone();
+    if let Some(obj) = h.as_object_mut()
+        && let Some(Value::String(cmd)) = obj.get("command")
+        && let Some(words) = shell_split(cmd)
+        && !words.is_empty()
+    {
+        let c = words
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" ");
+        obj.insert("command".into(), Value::String(c));
+    }
+    h
+}
+
+/// memtrail's MCP server entry: `{"command":"<binary>","args":["mcp"]}`.
+pub fn mcp_server_entry(binary: &Path) -> Option<Value> {
+    Some(json!({ "command": binary.to_str()?, "args": ["mcp"] }))
+}
+
+/// The program an MCP server entry runs.
+pub fn mcp_server_program(entry: &Value) -> Option<String> {
+    entry.get("command")?.as_str().map(str::to_string)
+}
+
+/// True when `text` is memtrail's skill (any version): its front matter names it `memtrail`.
+pub fn is_memtrail_skill(text: &str) -> bool {
+    text.starts_with("---") && text.lines().take(10).any(|l| l.trim() == "name: memtrail")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handlers_and_locations() {
+        let bin = Path::new("/opt/mem trail/memtrail");
+        let h = hook_handler(bin, 30_000).unwrap();
+        assert_eq!(h["command"], "'/opt/mem trail/memtrail' hook gemini");
+        assert!(is_memtrail_hook_handler(&h));
+        assert!(!is_memtrail_hook_handler(
+            &json!({"type": "command", "command": "/x/memtrail hook claude"})
+        ));
+        assert!(!is_memtrail_hook_handler(
+            &json!({"command": "/x/memtrail hook gemini"})
+        ));
+        let l = Locations::resolve_with(Path::new("/h"), &|_| None);
+        assert_eq!(l.settings, Path::new("/h/.gemini/settings.json"));
+        let l = Locations::resolve_with(Path::new("/h"), &|k| {
+            (k == "GEMINI_CLI_HOME").then(|| OsString::from("/g"))
+        });
+        assert_eq!(l.skill, Path::new("/g/.gemini/skills/memtrail/SKILL.md"));
+        assert!(is_memtrail_skill(SKILL_MD));
+        assert!(SKILL_MD.contains("mcp_memtrail_search"));
+        assert!(!MCP_SERVER_NAME.contains('_'));
+    }
+}

@@ -1,0 +1,145 @@
+//! What memtrail registers in OpenCode's config, in OpenCode's own dialect.
+//!
+//! Sources: `../shared/reference/agent-specs.md` §6.1 (config files: `opencode.jsonc` or
+//! `opencode.json` in `$XDG_CONFIG_HOME/opencode`), §6.2 (MCP), §6.3 (plugins); upstream
+//! `anomalyco/opencode` `packages/web/src/content/docs/mcp-servers.mdx` (a local server is
+//! `{"type":"local","command":[…],"enabled":true}` under `"mcp"`; 1.15 refuses a server
+//! without `enabled`, anomalyco/opencode#28625) and the V2 migration guide (V2 reads the same
+//! files and normalizes V1 fields in memory, so the V1 shape works on both; a config already
+//! converted to the native V2 shape keeps its servers under `mcp.servers`).
+//!
+//! Two things, in `<config>` = `$XDG_CONFIG_HOME/opencode` (default `~/.config/opencode`):
+//!
+//! - **The plugin** `<config>/plugins/memtrail.ts` ([`super::plugin_source`]), a file memtrail
+//!   owns (recognised by [`super::is_memtrail_plugin`]): it runs `<binary> hook opencode` when
+//!   a session goes idle and around compaction.
+//! - **An MCP server** in `<config>/opencode.jsonc` when it exists, else `opencode.json`:
+//!   `"mcp"` → `"memtrail"` → `{"type":"local","command":["<binary>","mcp"],"enabled":true}`
+//!   ([`mcp_server_entry`]); in a config that already uses the native V2 shape, `"mcp"` →
+//!   `"servers"` → `"memtrail"` → `{"type":"local","command":["<binary>","mcp"]}`.
+//!
+//! No skill: OpenCode also reads `~/.claude/skills` and `~/.agents/skills`, where the Claude Code
+//! and Codex installs put one.
+
+use serde_json::{Value, json};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// OpenCode's executable, looked up on `PATH` (detection, and `opencode --version` for the
+/// plugin's module shape).
+pub const EXECUTABLE: &str = "opencode";
+
+/// The top-level key holding MCP servers, and (in the native V2 shape) the key under it.
+pub const MCP_KEY: &str = "mcp";
+/// The key under [`MCP_KEY`] holding servers in OpenCode 2's native config shape.
+pub const V2_SERVERS_KEY: &str = "servers";
+/// memtrail's MCP server name (OpenCode names its tools `memtrail_<tool>`).
+pub const MCP_SERVER_NAME: &str = "memtrail";
+
+/// Where OpenCode keeps the files memtrail edits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Locations {
+    /// `$XDG_CONFIG_HOME/opencode` (absolute), else `~/.config/opencode`.
+    pub config_dir: PathBuf,
+    /// `$XDG_DATA_HOME/opencode` (absolute), else `~/.local/share/opencode` (detection).
+    pub data_dir: PathBuf,
+    /// `<config>/plugins/memtrail.ts`.
+    pub plugin: PathBuf,
+    /// `<config>/opencode.jsonc` when it is a file, else `<config>/opencode.json`.
+    pub config_file: PathBuf,
+}
+
+impl Locations {
+    /// The locations for a home directory and an environment lookup (the same answers as
+    /// [`super::plugin_path`] and [`super::config_file`]). Relative XDG values are ignored.
+    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
+        let abs = |k: &str| var(k).map(PathBuf::from).filter(|p| p.is_absolute());
+        let config_dir = abs("XDG_CONFIG_HOME")
+            .unwrap_or_else(|| home.join(".config"))
+            .join("opencode");
+        let data_dir = abs("XDG_DATA_HOME")
+            .unwrap_or_else(|| home.join(".local").join("share"))
+            .join("opencode");
+        let jsonc = config_dir.join("opencode.jsonc");
+        let config_file = if jsonc.is_file() {
+            jsonc
+        } else {
+            config_dir.join("opencode.json")
+        };
+        Locations {
+            plugin: config_dir.join("plugins").join(super::PLUGIN_FILE_NAME),
+            config_file,
+            config_dir,
+            data_dir,
+        }
+    }
+}
+
+/// memtrail's MCP server entry in the V1 shape (which OpenCode 2 reads too):
+/// `{"type":"local","command":["<binary>","mcp"],"enabled":true}`.
+pub fn mcp_server_entry(binary: &Path) -> Option<Value> {
+    Some(json!({ "type": "local", "command": [binary.to_str()?, "mcp"], "enabled": true }))
+}
+
+/// memtrail's MCP server entry in OpenCode 2's native shape (`enabled` became `disabled`):
+/// `{"type":"local","command":["<binary>","mcp"]}`.
+pub fn mcp_server_entry_v2(binary: &Path) -> Option<Value> {
+    Some(json!({ "type": "local", "command": [binary.to_str()?, "mcp"] }))
+}
+
+/// The program an MCP server entry runs (the first word of its `command` array).
+pub fn mcp_server_program(entry: &Value) -> Option<String> {
+    entry
+        .get("command")?
+        .as_array()?
+        .first()?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// True when a parsed config already uses OpenCode 2's native MCP shape (`mcp.servers` is an
+/// object), so memtrail's server goes there too.
+pub fn uses_v2_mcp_shape(config: &Value) -> bool {
+    config
+        .get(MCP_KEY)
+        .and_then(|m| m.get(V2_SERVERS_KEY))
+        .is_some_and(Value::is_object)
+}
+
+/// The binary a version of memtrail's plugin runs (its `const MEMTRAIL_BIN = "…"` line).
+pub fn plugin_binary(text: &str) -> Option<String> {
+    let line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("const MEMTRAIL_BIN ="))?;
+    serde_json::from_str::<String>(line.trim().trim_end_matches(';')).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::opencode::{PluginApi, is_memtrail_plugin, plugin_source};
+
+    #[test]
+    fn plugin_and_entries() {
+        let bin = Path::new("/opt/a \"b\"/memtrail");
+        let src = plugin_source(bin, PluginApi::Current);
+        assert!(is_memtrail_plugin(&src));
+        assert_eq!(plugin_binary(&src).as_deref(), bin.to_str());
+        let legacy = plugin_source(bin, PluginApi::Legacy);
+        assert_ne!(legacy, src);
+        assert_eq!(plugin_binary(&legacy).as_deref(), bin.to_str());
+        let e = mcp_server_entry(Path::new("/usr/bin/memtrail")).unwrap();
+        assert_eq!(mcp_server_program(&e).as_deref(), Some("/usr/bin/memtrail"));
+        assert!(uses_v2_mcp_shape(&json!({"mcp": {"servers": {}}})));
+        assert!(!uses_v2_mcp_shape(&json!({"mcp": {"x": {}}})));
+        let l = Locations::resolve_with(Path::new("/h"), &|_| None);
+        assert_eq!(
+            l.plugin,
+            Path::new("/h/.config/opencode/plugins/memtrail.ts")
+        );
+        assert_eq!(
+            l.config_file,
+            Path::new("/h/.config/opencode/opencode.json")
+        );
+    }
+}

@@ -1,0 +1,229 @@
+//! What memtrail registers in VS Code (GitHub Copilot agent mode), in VS Code's own dialect.
+//!
+//! Sources: `../shared/reference/agent-specs.md` §5.1 (hook file locations,
+//! `chat.hookFilesLocations`), §5.2 (hook file format and events), §5.3 (`mcp.json`), checked
+//! against upstream `microsoft/vscode-docs` `docs/agent-customization/hooks.md` (a location is a
+//! folder or a `.json` file; only relative and `~` paths; entries are added to the defaults, and
+//! `false` switches one off) and `docs/copilot/reference/mcp-configuration.md`.
+//!
+//! - **A hook file** memtrail owns, [`HOOK_FILE_SETTING`] (`~/.config/memtrail/vscode-hooks.json`):
+//!   `{"hooks":{"SessionStart":[{"type":"command","command":"<binary> hook vscode","timeout":30}],
+//!   …}}`, a flat list per event. It is deliberately *not* in `~/.copilot/hooks`: GitHub Copilot
+//!   CLI reads every file there too, and would run memtrail's VS Code hook for its own
+//!   sessions. The same path on every machine, so a synced `settings.json` stays right.
+//! - **Its registration** in each user `settings.json` (JSONC): `"chat.hookFilesLocations"` →
+//!   `{"~/.config/memtrail/vscode-hooks.json": true}`. (VS Code also reads the Claude Code hooks
+//!   in `~/.claude/settings.json`; memtrail's Claude hook ignores VS Code's payloads, so this
+//!   file is what captures VS Code sessions.)
+//! - **An MCP server** in each user `mcp.json` → `"servers"` → `"memtrail"`:
+//!   `{"type":"stdio","command":"<binary>","args":["mcp"]}`.
+//!
+//! "Each user folder": VS Code's (`~/.config/Code/User`, …) and VS Code Insiders' (a separate
+//! profile), those that exist; VS Code's when neither does.
+
+use crate::claude::registration::{is_memtrail_program, shell_quote, shell_split};
+use serde_json::{Value, json};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// VS Code's executables, looked up on `PATH` to detect an installation.
+pub const EXECUTABLES: [&str; 2] = ["code", "code-insiders"];
+
+/// The `<agent>` argument of `memtrail hook <agent>`.
+pub const HOOK_AGENT_ARG: &str = "vscode";
+
+/// memtrail's hook file, relative to the home directory.
+pub const HOOK_FILE_IN_HOME: &str = ".config/memtrail/vscode-hooks.json";
+
+/// memtrail's hook file as `chat.hookFilesLocations` names it.
+pub const HOOK_FILE_SETTING: &str = "~/.config/memtrail/vscode-hooks.json";
+
+/// The user setting listing hook files.
+pub const HOOK_FILES_SETTING: &str = "chat.hookFilesLocations";
+
+/// One hook event, with its timeout in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookSpec {
+    /// The event name as VS Code spells it.
+    pub event: &'static str,
+    /// Timeout in seconds.
+    pub timeout_secs: u64,
+}
+
+/// SessionStart (context), UserPromptSubmit, Stop (capture), PreCompact (snapshot). VS Code has
+/// no SessionEnd.
+pub const HOOKS: [HookSpec; 4] = [
+    HookSpec {
+        event: "SessionStart",
+        timeout_secs: 30,
+    },
+    HookSpec {
+        event: "UserPromptSubmit",
+        timeout_secs: 30,
+    },
+    HookSpec {
+        event: "Stop",
+        timeout_secs: 30,
+    },
+    HookSpec {
+        event: "PreCompact",
+        timeout_secs: 30,
+    },
+];
+
+/// The key of the hook file holding the events.
+pub const HOOKS_KEY: &str = "hooks";
+
+/// The key of `mcp.json` holding servers, and memtrail's server name.
+pub const MCP_SERVERS_KEY: &str = "servers";
+/// memtrail's MCP server name.
+pub const MCP_SERVER_NAME: &str = "memtrail";
+
+/// Hook entry keys written only when missing.
+pub const HANDLER_SOFT_KEYS: [&str; 1] = ["timeout"];
+
+/// MCP entry keys written only when missing.
+pub const MCP_SOFT_KEYS: [&str; 0] = [];
+
+/// One VS Code user folder memtrail registers in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserDir {
+    /// The folder (`…/Code/User`, `…/Code - Insiders/User`).
+    pub dir: PathBuf,
+    /// `<dir>/settings.json`.
+    pub settings: PathBuf,
+    /// `<dir>/mcp.json`.
+    pub mcp: PathBuf,
+}
+
+/// Where memtrail's VS Code files are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Locations {
+    /// memtrail's hook file (`~/.config/memtrail/vscode-hooks.json`).
+    pub hook_file: PathBuf,
+    /// The user folders to register in.
+    pub user_dirs: Vec<UserDir>,
+    /// Every folder whose existence means VS Code is installed (including remote-server ones).
+    pub detect_dirs: Vec<PathBuf>,
+}
+
+impl Locations {
+    /// The locations for a home directory and an environment lookup (the user folders of
+    /// [`super::user_dirs`]).
+    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
+        let home_s = home.to_string_lossy().into_owned();
+        let env = |k: &str| -> Option<String> {
+            if k == "HOME" {
+                Some(home_s.clone())
+            } else {
+                var(k).map(|v| v.to_string_lossy().into_owned())
+            }
+        };
+        let all = super::user_dirs_with(&env);
+        let desktop: Vec<PathBuf> = all.iter().take(2).cloned().collect();
+        let mut chosen: Vec<PathBuf> = desktop.iter().filter(|d| d.is_dir()).cloned().collect();
+        if chosen.is_empty() {
+            chosen = desktop.into_iter().take(1).collect();
+        }
+        Locations {
+            hook_file: home.join(HOOK_FILE_IN_HOME),
+            user_dirs: chosen
+                .into_iter()
+                .map(|dir| UserDir {
+                    settings: dir.join("settings.json"),
+                    mcp: dir.join("mcp.json"),
+                    dir,
+                })
+                .collect(),
+            detect_dirs: all,
+        }
+    }
+}
+
+/// `<binary, shell-quoted if needed> hook vscode`; `None` when the path is not UTF-8.
+pub fn hook_command(binary: &Path) -> Option<String> {
+    Some(format!(
+        "{} hook {HOOK_AGENT_ARG}",
+        shell_quote(binary.to_str()?)
+    ))
+}
+
+/// One hook entry: `{"type":"command","command":"<binary> hook vscode","timeout":N}`.
+pub fn hook_handler(binary: &Path, timeout_secs: u64) -> Option<Value> {
+    Some(json!({ "type": "command", "command": hook_command(binary)?, "timeout": timeout_secs }))
+}
+
+fn program_and_args(handler: &Value) -> Option<(String, Vec<String>)> {
+    let obj = handler.as_object()?;
+    if obj.get("type").and_then(Value::as_str) != Some("command") {
+        return None;
+    }
+    let mut words = shell_split(obj.get("command")?.as_str()?)?.into_iter();
+    Some((words.next()?, words.collect()))
+}
+
+/// True when `handler` is memtrail's VS Code hook entry.
+pub fn is_memtrail_hook_handler(handler: &Value) -> bool {
+    program_and_args(handler)
+        .is_some_and(|(p, a)| is_memtrail_program(&p) && a == ["hook", HOOK_AGENT_ARG])
+}
+
+/// The binary a hook entry runs.
+pub fn hook_handler_program(handler: &Value) -> Option<String> {
+    program_and_args(handler).map(|(p, _)| p)
+}
+
+/// `handler` with its command written the way [`hook_command`] writes it.
+pub fn canonical_hook_handler(handler: &Value) -> Value {
+    let mut h = handler.clone();
+    if let Some(obj) = h.as_object_mut()
+        && let Some(Value::String(cmd)) = obj.get("command")
+        && let Some(words) = shell_split(cmd)
+        && !words.is_empty()
+    {
+        let c = words
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" ");
+        obj.insert("command".into(), Value::String(c));
+    }
+    h
+}
+
+/// memtrail's MCP server entry: `{"type":"stdio","command":"<binary>","args":["mcp"]}`.
+pub fn mcp_server_entry(binary: &Path) -> Option<Value> {
+    Some(json!({ "type": "stdio", "command": binary.to_str()?, "args": ["mcp"] }))
+}
+
+/// The program an MCP server entry runs.
+pub fn mcp_server_program(entry: &Value) -> Option<String> {
+    entry.get("command")?.as_str().map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_prefer_existing_user_folders() {
+        let tmp = std::env::temp_dir().join(format!("memtrail-vscode-reg-{}", std::process::id()));
+        let home = tmp.join("home");
+        let l = Locations::resolve_with(&home, &|_| None);
+        assert_eq!(l.user_dirs.len(), 1);
+        assert_eq!(l.hook_file, home.join(".config/memtrail/vscode-hooks.json"));
+        if cfg!(target_os = "linux") {
+            std::fs::create_dir_all(home.join(".config/Code - Insiders/User")).unwrap();
+            let l = Locations::resolve_with(&home, &|_| None);
+            assert_eq!(
+                l.user_dirs[0].settings,
+                home.join(".config/Code - Insiders/User/settings.json")
+            );
+            assert_eq!(l.user_dirs.len(), 1);
+        }
+        let _ = std::fs::remove_dir_all(&tmp);
+        let h = hook_handler(Path::new("/bin/memtrail"), 30).unwrap();
+        assert!(is_memtrail_hook_handler(&h));
+        assert!(HOOK_FILE_SETTING.ends_with(HOOK_FILE_IN_HOME));
+    }
+}
