@@ -796,6 +796,12 @@ fn doctor(json: bool) -> Result<ExitCode> {
                     format!("{} is registered {count} times", item.item),
                     fix,
                 ),
+                S::Untrusted { reason } => problem(
+                    agent,
+                    format!("{} will not run: {reason}", item.item),
+                    "open Codex and trust memtrail's hooks in /hooks (notify captures meanwhile)"
+                        .into(),
+                ),
                 other => problem(
                     agent,
                     format!(

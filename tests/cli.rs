@@ -981,3 +981,38 @@ fn uninstall_purge_needs_a_confirmation() {
         .success();
     assert!(!db.exists());
 }
+
+/// `doctor` reports a Codex hook that Codex does not trust yet (it skips untrusted hooks), with
+/// the way to trust it.
+#[test]
+fn doctor_reports_untrusted_codex_hooks() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.home.join(".codex")).unwrap();
+    sb.cmd()
+        .args(["install", "--agent", "codex", "--yes"])
+        .assert()
+        .success();
+    let out = sb.cmd().args(["doctor"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("codex: hook"), "{text}");
+    assert!(text.contains("/hooks"), "{text}");
+    // status says the same, and is not healthy.
+    let out = sb.cmd().args(["status", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let st: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let codex = st["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "codex")
+        .unwrap();
+    assert!(
+        codex["registration"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["state"] == "untrusted"),
+        "{codex}"
+    );
+}

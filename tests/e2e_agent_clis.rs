@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 /// Configure with `memtrail install` / check `memtrail uninstall` instead of the hand-written
 /// config. Flip to `true` once `memtrail install --agent codex|gemini|opencode` exists.
-const USE_INSTALL_BY_DEFAULT: bool = false;
+const USE_INSTALL_BY_DEFAULT: bool = true;
 
 /// The whole script is killed after this long (it bounds each agent command to 60 s itself).
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(600);

@@ -367,7 +367,11 @@ fn opencode_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
         new_file_mode: None,
     };
     Ok(AgentSpec {
-        files: vec![plugin, json_file(&loc.config_file, vec![mcp])],
+        files: vec![
+            plugin,
+            json_file(&loc.config_file, vec![mcp]),
+            skill_file(&loc.skill, oc::SKILL_MD, codex::is_memtrail_skill),
+        ],
         config_dirs: vec![loc.config_dir, loc.data_dir],
         executables: vec![oc::EXECUTABLE.to_string()],
         version,

@@ -18,8 +18,9 @@
 //!   ([`mcp_server_entry`]); in a config that already uses the native V2 shape, `"mcp"` →
 //!   `"servers"` → `"memtrail"` → `{"type":"local","command":["<binary>","mcp"]}`.
 //!
-//! No skill: OpenCode also reads `~/.claude/skills` and `~/.agents/skills`, where the Claude Code
-//! and Codex installs put one.
+//! - **A skill** `<config>/skills/memtrail/SKILL.md` (§6.5: OpenCode's own user skills folder;
+//!   it also reads `~/.claude/skills` and `~/.agents/skills`, but an OpenCode-only user has
+//!   neither), content [`SKILL_MD`].
 
 use serde_json::{Value, json};
 use std::ffi::OsString;
@@ -47,6 +48,8 @@ pub struct Locations {
     pub plugin: PathBuf,
     /// `<config>/opencode.jsonc` when it is a file, else `<config>/opencode.json`.
     pub config_file: PathBuf,
+    /// `<config>/skills/memtrail/SKILL.md`.
+    pub skill: PathBuf,
 }
 
 impl Locations {
@@ -68,12 +71,17 @@ impl Locations {
         };
         Locations {
             plugin: config_dir.join("plugins").join(super::PLUGIN_FILE_NAME),
+            skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
             config_file,
             config_dir,
             data_dir,
         }
     }
 }
+
+/// The skill installed for OpenCode: the agent-neutral variant (OpenCode names memtrail's MCP
+/// tools `memtrail_search` and `memtrail_get_session`).
+pub const SKILL_MD: &str = include_str!("../../../skills/agents/memtrail/SKILL.md");
 
 /// memtrail's MCP server entry in the V1 shape (which OpenCode 2 reads too):
 /// `{"type":"local","command":["<binary>","mcp"],"enabled":true}`.
