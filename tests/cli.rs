@@ -638,6 +638,19 @@ fn check_hook_flow(
     payload: &PayloadFn<'_>,
 ) -> String {
     std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    // Install as a user would, remembering every file of the home first.
+    let before = snapshot(&sb.home);
+    let out = sb
+        .cmd()
+        .args(["install", "--agent", agent, "--yes"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{agent} install: {out:?}");
+    assert_ne!(
+        snapshot(&sb.home),
+        before,
+        "{agent}: install changed something"
+    );
     let mut counts = Vec::new();
     for turn in 1..=3 {
         let src =
@@ -701,7 +714,41 @@ fn check_hook_flow(
             .any(|h| h["session_id"] == sid.as_str()),
         "{agent}: {word}: {hits}"
     );
+    // Uninstall gives back every file byte for byte (memtrail's own store, state and the
+    // transcript the test wrote aside).
+    sb.cmd()
+        .args(["uninstall", "--agent", agent, "--yes"])
+        .assert()
+        .success();
+    let mut after = snapshot(&sb.home);
+    after.retain(|p, _| !sb.home.join(p).starts_with(dest.parent().unwrap()));
+    let mut before = before;
+    before.retain(|p, _| !sb.home.join(p).starts_with(dest.parent().unwrap()));
+    assert_eq!(after, before, "{agent}: uninstall restores every file");
     sid
+}
+
+/// Every file below `home` (relative path → bytes), except memtrail's own store and state.
+fn snapshot(home: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![home.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.ends_with(".local/share/memtrail") || p.ends_with(".local/state/memtrail") {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(
+                    p.strip_prefix(home).unwrap().to_path_buf(),
+                    std::fs::read(&p).unwrap_or_default(),
+                );
+            }
+        }
+    }
+    out
 }
 
 #[test]
@@ -1015,4 +1062,73 @@ fn doctor_reports_untrusted_codex_hooks() {
             .any(|i| i["state"] == "untrusted"),
         "{codex}"
     );
+}
+
+/// `memtrail import` with no flags imports every agent it finds, with counts per agent, and is
+/// a no-op the second time.
+#[test]
+fn import_reads_every_agent_once() {
+    let sb = Sandbox::new();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    sb.install_fixture_projects();
+    copy_tree(&fx.join("gemini/home/.gemini"), &sb.home.join(".gemini"));
+    let place = |src: &str, dst: &str| {
+        let d = sb.home.join(dst);
+        std::fs::create_dir_all(d.parent().unwrap()).unwrap();
+        std::fs::copy(fx.join(src), d).unwrap();
+    };
+    place(
+        "codex/legacy-turn3.jsonl",
+        ".codex/sessions/2026/03/14/rollout-2026-03-14T10-12-33-019ceb9e-6984-7a3c-a9b4-1e2d07f85c61.jsonl",
+    );
+    place(
+        "cursor/grow-turn3.jsonl",
+        ".cursor/projects/home-user-demo/agent-transcripts/5b1c2d3e-4f50-4a6b-8c7d-9e0f1a2b3c4d.jsonl",
+    );
+    place(
+        "vscode/grow-turn3.jsonl",
+        ".config/Code/User/workspaceStorage/0a1b2c/GitHub.copilot-chat/transcripts/c3a9e1f4-7b2d-4e8a-9f6c-1d5b3a7e2c90.jsonl",
+    );
+    place(
+        "vscode/chat-session.json",
+        ".config/Code/User/workspaceStorage/0a1b2c/chatSessions/9d8e7f6a-0000-4000-8000-000000000001.json",
+    );
+    place(
+        "vscode/workspace.json",
+        ".config/Code/User/workspaceStorage/0a1b2c/workspace.json",
+    );
+    copy_tree(
+        &fx.join("opencode/storage"),
+        &sb.home.join(".local/share/opencode/storage"),
+    );
+
+    let first = sb.json(&["import", "--json"]);
+    let agents = first["agents"].as_array().unwrap();
+    for agent in ["claude", "codex", "gemini", "cursor", "vscode", "opencode"] {
+        let a = agents
+            .iter()
+            .find(|a| a["agent"] == agent)
+            .unwrap_or_else(|| panic!("{agent} in {first}"));
+        assert!(a["messages"].as_u64().unwrap() > 0, "{agent}: {a}");
+        assert!(a["sessions"].as_u64().unwrap() > 0, "{agent}: {a}");
+        assert_eq!(a["unreadable"].as_array().unwrap().len(), 0, "{agent}: {a}");
+    }
+    let second = sb.json(&["import", "--json"]);
+    for a in second["agents"].as_array().unwrap() {
+        assert_eq!(a["messages"], 0, "{second}");
+        assert_eq!(a["changed_files"], 0, "{second}");
+    }
+    // The plain output gives a line per agent.
+    let out = sb.cmd().args(["import"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for agent in [
+        "claude:",
+        "codex:",
+        "gemini:",
+        "cursor:",
+        "vscode:",
+        "opencode:",
+    ] {
+        assert!(text.contains(agent), "{text}");
+    }
 }
