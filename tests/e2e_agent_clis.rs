@@ -1,8 +1,9 @@
-//! The real Codex, Gemini CLI and OpenCode accept memtrail's config, offline.
+//! The real Claude Code, Codex, Gemini CLI and OpenCode accept the config `memtrail install`
+//! writes, offline, and `memtrail uninstall` takes it back byte for byte.
 //!
 //! Runs `scripts/check-agent-clis` (Python, standard library only): for each agent, in a
 //! sandbox of its own, "the user's" config, one warm-up start of the agent, memtrail's config,
-//! then what the real CLI reports: Codex (`codex mcp list`, and its app server:
+//! then what the real CLI reports: Claude Code (`claude mcp list` connects), Codex (`codex mcp list`, and its app server:
 //! `mcpServerStatus/list` really connects to `memtrail mcp`, `hooks/list`, `config/read` for
 //! `notify`, `skills/list`), Gemini (`gemini mcp list` connects, `gemini skills list`, the
 //! hooks fire in a `gemini -p` run against a loopback model that refuses at once), OpenCode
@@ -10,11 +11,11 @@
 //! plugin). Every agent command runs under strace when it is installed, and any connection
 //! attempt outside loopback (a DNS query included) fails the check "offline".
 //!
-//! memtrail's config is written by hand (the script's `write_config_by_hand`) until
-//! `memtrail install` supports these agents. Then flip [`USE_INSTALL_BY_DEFAULT`] (or set
-//! `MEMTRAIL_E2E_USE_INSTALL=1`): the script runs `memtrail install --agent <x> --yes`, the same
-//! checks, `memtrail uninstall --agent <x> --yes`, and compares every file install touched with
-//! its pre-install copy, byte for byte, and checks the agents no longer list memtrail.
+//! With [`USE_INSTALL_BY_DEFAULT`] (the default) the script runs `memtrail install --agent <x>
+//! --yes`, the checks, `memtrail uninstall --agent <x> --yes`, compares every file install
+//! touched with its pre-install copy, byte for byte, and checks the agents no longer list
+//! memtrail. Set it to false to check the hand-written config of the script's
+//! `write_config_by_hand` instead (what install is meant to write).
 //!
 //! Needs the agent binaries (`MEMTRAIL_CODEX_BIN`, `MEMTRAIL_GEMINI_BIN`,
 //! `MEMTRAIL_OPENCODE_BIN`, else what `scripts/e2e-deps` installs in `target/e2e-tools`, else
@@ -33,7 +34,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 /// Configure with `memtrail install` / check `memtrail uninstall` instead of the hand-written
-/// config. Flip to `true` once `memtrail install --agent codex|gemini|opencode` exists.
+/// config.
 const USE_INSTALL_BY_DEFAULT: bool = true;
 
 /// The whole script is killed after this long (it bounds each agent command to 60 s itself).
