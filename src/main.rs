@@ -989,6 +989,30 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
         Some(Err(_)) => healthy = false,
         None => {}
     }
+    // Which transcripts each agent has, and which cannot be read (never "no sessions" when the
+    // truth is "could not read").
+    let transcripts: Vec<(usize, Vec<(String, String)>)> = agents
+        .iter()
+        .map(|(a, _)| match memtrail_adapters::discover(*a) {
+            Ok(found) => {
+                let mut bad: Vec<(String, String)> = found
+                    .unreadable
+                    .iter()
+                    .map(|(p, e)| (p.display().to_string(), e.clone()))
+                    .collect();
+                for f in &found.files {
+                    if let Err(e) = std::fs::File::open(f) {
+                        bad.push((f.display().to_string(), e.to_string()));
+                    }
+                }
+                (found.files.len(), bad)
+            }
+            Err(e) => (
+                0,
+                vec![(format!("({} transcripts)", a.display_name()), e.to_string())],
+            ),
+        })
+        .collect();
     let errors = memtrail_runtime::hook::last_log_errors(3);
     if json {
         let run_json = |r: &memtrail_runtime::store::HookRun| {
@@ -1007,6 +1031,10 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
             "agents": agents.iter().enumerate().map(|(i, (a, st))| serde_json::json!({
                 "agent": a,
                 "registration": st,
+                "transcripts": {
+                    "found": transcripts[i].0,
+                    "unreadable": transcripts[i].1.iter().map(|(p, e)| serde_json::json!({"path": p, "error": e})).collect::<Vec<_>>(),
+                },
                 "hook_runs": match &store_info {
                     Some(Ok((_, _, runs))) => runs[i].iter().map(run_json).collect::<Vec<_>>(),
                     _ => Vec::new(),
@@ -1038,7 +1066,27 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
         );
         for (i, (a, st)) in agents.iter().enumerate() {
             out!("\n{}:", a.display_name());
-            outn!("{st}");
+            let nothing = st
+                .items
+                .iter()
+                .all(|it| matches!(it.state, memtrail_installer::ItemState::Missing));
+            if !st.detected && nothing {
+                out!("  not found on this machine; nothing registered");
+            } else {
+                outn!("{st}");
+            }
+            let (found, bad) = &transcripts[i];
+            out!(
+                "  transcripts on disk: {found}{}",
+                if bad.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} unreadable", bad.len())
+                }
+            );
+            for (p, e) in bad.iter().take(5) {
+                out!("    cannot read {p}: {e}");
+            }
             if let Some(Ok((_, _, runs))) = &store_info {
                 if runs[i].is_empty() {
                     out!("  hooks have not run yet");

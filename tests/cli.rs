@@ -814,6 +814,17 @@ fn vscode_stop_hook() {
 #[test]
 fn opencode_session_idle_hook_reads_the_database() {
     let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.home.join(".config/opencode")).unwrap();
+    let before_install = snapshot(&sb.home);
+    sb.cmd()
+        .args(["install", "--agent", "opencode", "--yes"])
+        .assert()
+        .success();
+    assert!(
+        sb.home
+            .join(".config/opencode/plugins/memtrail.ts")
+            .is_file()
+    );
     let data = sb.home.join(".local/share/opencode");
     std::fs::create_dir_all(&data).unwrap();
     let db = data.join("opencode.db");
@@ -917,6 +928,14 @@ fn opencode_session_idle_hook_reads_the_database() {
     );
     let list = sb.json(&["sessions", "list", "--agent", "opencode", "--json"]);
     assert_eq!(list["sessions"][0]["session_id"], sid.as_str());
+    // Uninstall restores every file (OpenCode's own data folder aside, which the test wrote).
+    sb.cmd()
+        .args(["uninstall", "--agent", "opencode", "--yes"])
+        .assert()
+        .success();
+    let mut after = snapshot(&sb.home);
+    after.retain(|p, _| !p.starts_with(".local/share/opencode"));
+    assert_eq!(after, before_install);
 }
 
 /// The user's own Codex `notify` program keeps running: install chains it after `--then`, and
@@ -1131,4 +1150,20 @@ fn import_reads_every_agent_once() {
     ] {
         assert!(text.contains(agent), "{text}");
     }
+}
+
+#[test]
+fn gemini_after_agent_hook_with_install_and_uninstall() {
+    let sb = Sandbox::new();
+    let sid = "4f1c2a9e-7b3d-4e8a-9c21-5d6e7f8a9b0c";
+    let dest = sb
+        .home
+        .join(".gemini/tmp/weather-app/chats/session-2026-03-14T09-30-4f1c2a9e.jsonl");
+    let got = check_hook_flow(&sb, "gemini", "gemini/grow-turn", &dest, &|p| {
+        let after = json!({"session_id": sid, "transcript_path": p, "cwd": "/home/user/src/weather-app",
+            "hook_event_name": "AfterAgent", "timestamp": "2026-03-14T09:40:00.000Z",
+            "prompt": "x", "prompt_response": "y", "stop_hook_active": false});
+        (Some(after.to_string()), vec![])
+    });
+    assert_eq!(got, sid);
 }

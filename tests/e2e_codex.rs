@@ -717,7 +717,7 @@ fn write_config_by_hand(sb: &Sandbox, memtrail: &Path) {
 }
 
 /// Configure with `memtrail install --agent codex --yes` (and check `uninstall`) instead of
-/// [`write_config_by_hand`]. Flip to `true` once the installer supports Codex.
+/// [`write_config_by_hand`] (the default since the installer supports Codex).
 const USE_INSTALL_BY_DEFAULT: bool = true;
 
 fn use_install() -> bool {
