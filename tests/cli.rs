@@ -521,6 +521,7 @@ fn a_file_that_is_not_a_store_is_named_as_such() {
     );
     assert!(!err.contains("Error code"), "no raw SQLite text: {err}");
     // status still shows the registration, and is not healthy.
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
     let out = sb
         .cmd()
         .args(["--db", bad.to_str().unwrap(), "status"])
