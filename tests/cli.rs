@@ -1168,3 +1168,74 @@ fn gemini_after_agent_hook_with_install_and_uninstall() {
     });
     assert_eq!(got, sid);
 }
+
+/// Another process rewrites `.claude.json` in a loop (read, add a key, write a temp file,
+/// rename it over the original unless the file changed meanwhile: how a careful program such
+/// as Claude Code saves it) while `memtrail install` runs: neither write is lost.
+#[cfg(unix)]
+#[test]
+fn install_while_another_process_rewrites_claude_json() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    let global = sb.claude_dir().join(".claude.json");
+    let projects: serde_json::Map<String, Value> = (0..3000)
+        .map(|i| {
+            (
+                format!("/home/user/p{i}"),
+                json!({"allowedTools": [], "history": ["x", "y", "z"]}),
+            )
+        })
+        .collect();
+    std::fs::write(
+        &global,
+        serde_json::to_string_pretty(&json!({"numStartups": 3, "projects": projects})).unwrap(),
+    )
+    .unwrap();
+    let writer = r#"
+import json, os, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+def ident(st): return (st.st_ino, st.st_size, st.st_mtime_ns)
+for i in range(n):
+    while True:
+        with open(path, "rb") as f:
+            seen = ident(os.fstat(f.fileno())); v = json.loads(f.read())
+        v[f"writer-{i}"] = i
+        tmp = f"{path}.writer.tmp"
+        with open(tmp, "w") as f: json.dump(v, f, indent=2)
+        if ident(os.stat(path)) != seen:
+            os.remove(tmp); continue
+        os.rename(tmp, path); break
+    if i == 0: print("started", flush=True)
+    time.sleep(0.003)
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", writer, global.to_str().unwrap(), "60"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "started");
+    sb.cmd()
+        .args(["install", "--agent", "claude", "--yes"])
+        .assert()
+        .success();
+    assert!(child.wait().unwrap().success());
+    let v: Value = serde_json::from_slice(&std::fs::read(&global).unwrap()).unwrap();
+    assert!(
+        v["mcpServers"]["memtrail"].is_object(),
+        "memtrail's entry is there"
+    );
+    for i in 0..60 {
+        assert_eq!(
+            v[format!("writer-{i}")],
+            i,
+            "the other process's key {i} is there"
+        );
+    }
+    assert_eq!(v["projects"].as_object().unwrap().len(), 3000);
+}
