@@ -16,7 +16,7 @@ use std::process::ExitCode;
     name = "memtrail",
     version,
     about = "A memory for AI coding agents: every session of every agent on this machine, in one local searchable store.",
-    long_about = "memtrail captures the sessions of your coding agents (Claude Code today) into one local SQLite store, \
+    long_about = "memtrail captures the sessions of your coding agents (Claude Code, Codex CLI, Gemini CLI, Cursor, VS Code Copilot, OpenCode) into one local SQLite store, \
 makes them searchable from the command line and by the agents themselves (an MCP server and a skill).\n\n\
 Start with `memtrail install` (wires the hooks, MCP server and skill into each agent found), then \
 `memtrail import` (brings in the sessions you already have). From then on every session is captured as it happens.",
@@ -44,7 +44,7 @@ enum Command {
     },
     /// Called by an agent's hook with its payload on stdin (not meant to be run by hand).
     Hook {
-        /// The agent whose hook this is (claude).
+        /// The agent whose hook this is: claude, codex, gemini, cursor, vscode, opencode.
         agent: Agent,
         /// A payload passed as arguments (Codex `notify` passes its JSON as the last one).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
@@ -80,7 +80,7 @@ enum Command {
 
 #[derive(Args)]
 struct InstallArgs {
-    /// Only this agent (repeatable): claude.
+    /// Only this agent (repeatable): claude, codex, gemini, cursor, vscode, opencode [default: every agent found; uninstall: every agent memtrail is registered with].
     #[arg(long = "agent", value_name = "AGENT")]
     agents: Vec<Agent>,
     /// Do not ask; apply the plan (also the default when stdin is not a terminal).
