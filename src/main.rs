@@ -69,8 +69,8 @@ enum Command {
     Sessions(SessionsCommand),
     /// Run the MCP server on stdin/stdout (agents start this; see `install`).
     Mcp,
-    /// Run each installed hook the way its agent would (its binary, a synthetic payload, a
-    /// throwaway store) and print one line per problem with the fix.
+    /// Run each installed hook command the way its agent would (the command from its config, a
+    /// synthetic payload, a throwaway store) and print one line per problem with the fix.
     Doctor {
         /// Print JSON.
         #[arg(long)]
@@ -742,8 +742,9 @@ fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `memtrail doctor`: registration problems from `status`, then each hook's program run the way
-/// its agent runs it (a SessionStart payload on stdin, a throwaway store and state folder), with
+/// `memtrail doctor`: registration problems from `status`, then each hook command (as its config
+/// file holds it) run the way its agent runs it (`sh -c`, a SessionStart payload on stdin, a
+/// throwaway store and state folder), with
 /// its exit code, stdout protocol and time checked.
 fn doctor(json: bool) -> Result<ExitCode> {
     let binary = binary_path()?;
@@ -813,19 +814,26 @@ fn doctor(json: bool) -> Result<ExitCode> {
                 ),
             }
         }
-        // Run each distinct hook program once, as the agent would.
-        let mut programs: Vec<String> = st
+        // Run each distinct hook command once, exactly as the config file holds it and as the
+        // agent runs it (`sh -c <command>`, the payload on stdin).
+        let mut commands: Vec<(String, Option<String>)> = st
             .items
             .iter()
             .filter(|i| i.item.starts_with("hook"))
-            .filter_map(|i| i.binary.clone())
+            .filter_map(|i| {
+                i.command
+                    .clone()
+                    .or_else(|| i.binary.as_ref().map(|b| format!("{b} hook {agent}")))
+                    .map(|c| (c, i.binary.clone()))
+            })
             .collect();
-        programs.sort();
-        programs.dedup();
-        for prog in programs {
+        commands.sort();
+        commands.dedup();
+        for (command, prog) in commands {
             checked += 1;
-            let path = std::path::Path::new(&prog);
-            if !path.is_file() {
+            if let Some(prog) = &prog
+                && !std::path::Path::new(prog).is_file()
+            {
                 problem(
                     agent,
                     format!("the hook program {prog} does not exist: every {agent} hook fails"),
@@ -838,8 +846,8 @@ fn doctor(json: bool) -> Result<ExitCode> {
             }
             let store = scratch.join(format!("{agent}.db"));
             let t0 = std::time::Instant::now();
-            let out = std::process::Command::new(path)
-                .args(["hook", agent.as_str()])
+            let out = std::process::Command::new("sh")
+                .args(["-c", &command])
                 .env("MEMTRAIL_DB", &store)
                 .env("XDG_STATE_HOME", scratch.join("state"))
                 .stdin(std::process::Stdio::piped())
@@ -858,7 +866,7 @@ fn doctor(json: bool) -> Result<ExitCode> {
             match out {
                 Err(e) => problem(
                     agent,
-                    format!("the hook program {prog} cannot run: {e}"),
+                    format!("the hook `{command}` cannot run: {e}"),
                     format!("memtrail install --agent {agent}"),
                 ),
                 Ok(o) => {

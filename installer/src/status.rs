@@ -59,6 +59,10 @@ pub struct ItemStatus {
     pub state: ItemState,
     /// The binary the (first) entry points at, when there is one.
     pub binary: Option<String>,
+    /// For a hook handler: its `command` string exactly as the config file holds it (what the
+    /// agent runs; `memtrail doctor` runs the same).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
 }
 
 /// Registration status of one agent. Serializes as
@@ -170,6 +174,7 @@ pub(crate) fn status_in(
                     file: f.path.clone(),
                     state,
                     binary: bin,
+                    command: None,
                 });
             }
             Body::Toml(toml_items) => {
@@ -184,6 +189,7 @@ pub(crate) fn status_in(
                         file: f.path.clone(),
                         state,
                         binary: bin,
+                        command: None,
                     });
                 }
             }
@@ -206,11 +212,23 @@ pub(crate) fn status_in(
                     {
                         state = ItemState::Untrusted { reason: untrusted };
                     }
+                    let command = match (&doc, it) {
+                        (Ok(Some(d)), JsonItem::Handler(h)) => handler_positions(d, h)
+                            .into_iter()
+                            .next()
+                            .and_then(|(_, _, v, _)| {
+                                v.get("command")
+                                    .and_then(|c| c.as_str())
+                                    .map(str::to_string)
+                            }),
+                        _ => None,
+                    };
                     items.push(ItemStatus {
                         item: it.label().to_string(),
                         file: f.path.clone(),
                         state,
                         binary: bin,
+                        command,
                     });
                 }
             }
