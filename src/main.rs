@@ -744,8 +744,7 @@ fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
 
 /// `memtrail doctor`: registration problems from `status`, then each hook command (as its config
 /// file holds it) run the way its agent runs it (`sh -c`, a SessionStart payload on stdin, a
-/// throwaway store and state folder), with
-/// its exit code, stdout protocol and time checked.
+/// throwaway store and state folder), with its exit code, stdout protocol and time checked.
 fn doctor(json: bool) -> Result<ExitCode> {
     let binary = binary_path()?;
     let scratch = std::env::temp_dir().join(format!("memtrail-doctor-{}", std::process::id()));
