@@ -25,11 +25,12 @@
 //! tests another memtrail binary; `MEMTRAIL_E2E_PYTHON` picks the interpreter.
 #![cfg(unix)]
 
-use std::io::Read;
+mod common;
+
+use common::{drain, env_flag, memtrail_bin, repo_root};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -56,16 +57,6 @@ const REQUIRED: &[(&str, &[&str])] = &[
     ("gemini", &["version", "mcp-list", "skills", "hooks"]),
     ("opencode", &["version", "mcp-list", "skills", "plugin"]),
 ];
-
-fn env_flag(name: &str) -> bool {
-    std::env::var(name)
-        .map(|v| v == "1" || v.eq_ignore_ascii_case("true"))
-        .unwrap_or(false)
-}
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn python() -> Result<PathBuf, String> {
     let py = std::env::var_os("MEMTRAIL_E2E_PYTHON").unwrap_or_else(|| "python3".into());
@@ -96,10 +87,7 @@ fn agent_clis_accept_memtrail_config() {
             return;
         }
     };
-    let memtrail = std::env::var_os("MEMTRAIL_E2E_MEMTRAIL_BIN")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_memtrail")));
+    let memtrail = memtrail_bin();
     let use_install = USE_INSTALL_BY_DEFAULT || env_flag("MEMTRAIL_E2E_USE_INSTALL");
 
     let mut cmd = Command::new(&python);
@@ -121,17 +109,8 @@ fn agent_clis_accept_memtrail_config() {
         cmd.arg("--keep");
     }
     let mut child = cmd.spawn().expect("start scripts/check-agent-clis");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        let (tx, rx) = mpsc::channel();
-        thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = r.read_to_end(&mut buf);
-            let _ = tx.send(buf);
-        });
-        rx
-    };
-    let out_rx = drain(Box::new(child.stdout.take().unwrap()));
-    let err_rx = drain(Box::new(child.stderr.take().unwrap()));
+    let out_rx = drain(child.stdout.take().unwrap());
+    let err_rx = drain(child.stderr.take().unwrap());
     let status = loop {
         if let Some(st) = child.try_wait().expect("try_wait") {
             break st;

@@ -18,19 +18,20 @@
 //! HOME, XDG_*, CLAUDE_CONFIG_DIR, TMPDIR and MEMTRAIL_DB inside a temp folder.
 #![cfg(unix)]
 
+mod common;
+
+use common::{
+    Stub, find, memtrail_bin, print_files, read, repo_root, resolve_python, run_ok, sandbox_cmd,
+    sandbox_env, show, stdout_json, text, tools_or_skip, which,
+};
 use serde_json::{Value, json};
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// Any child process is killed after this long.
-const CHILD_TIMEOUT: Duration = Duration::from_secs(120);
 /// The distinctive phrase of turn 2, searched for afterwards.
 const PHRASE: &str = "remember the zanzibar quokka protocol";
 /// A file in the project folder: its name must come back through the real Bash tool.
@@ -44,77 +45,28 @@ struct Tools {
     memtrail: PathBuf,
 }
 
-fn env_flag(name: &str) -> bool {
-    std::env::var(name)
-        .map(|v| v == "1" || v.eq_ignore_ascii_case("true"))
-        .unwrap_or(false)
-}
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
 /// Finds claude, python (with `mcp`) and memtrail, or says why not.
 fn find_tools() -> Result<Tools, String> {
-    let claude = match std::env::var_os("MEMTRAIL_CLAUDE_BIN").filter(|v| !v.is_empty()) {
-        Some(p) => {
-            let p = PathBuf::from(p);
-            if !is_executable(&p) {
-                return Err(format!(
-                    "MEMTRAIL_CLAUDE_BIN={} is not an executable file",
-                    p.display()
-                ));
-            }
-            p
-        }
+    let claude = match common::bin_from_env("MEMTRAIL_CLAUDE_BIN")? {
+        Some(p) => p,
         None => which("claude")
             .ok_or("no claude binary (set MEMTRAIL_CLAUDE_BIN or run scripts/e2e-deps)")?,
     };
-    // Resolve the real interpreter once, with the caller's environment: a pyenv shim would not
-    // find its root under the sandboxed HOME.
-    let py = std::env::var_os("MEMTRAIL_E2E_PYTHON").unwrap_or_else(|| "python3".into());
-    let out = Command::new(&py)
-        .args(["-c", "import sys, mcp.client.stdio; print(sys.executable)"])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", py.to_string_lossy()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{} cannot import the mcp package (pip install mcp, or scripts/e2e-deps): {}",
-            py.to_string_lossy(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let python = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    let memtrail = std::env::var_os("MEMTRAIL_E2E_MEMTRAIL_BIN")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_memtrail")));
+    let python = resolve_python(
+        "import sys, mcp.client.stdio; print(sys.executable)",
+        "cannot import the mcp package (pip install mcp, or scripts/e2e-deps)",
+    )?;
     Ok(Tools {
         claude,
         python,
-        memtrail,
+        memtrail: memtrail_bin(),
     })
 }
 
 // ------------------------------------------------------------------------------------ sandbox
 
 struct Sandbox {
-    dir: Option<tempfile::TempDir>,
+    _dir: common::SandboxDir,
     root: PathBuf,
     config: PathBuf,
     state: PathBuf,
@@ -127,12 +79,7 @@ struct Sandbox {
 
 impl Sandbox {
     fn new() -> Sandbox {
-        let dir = tempfile::Builder::new()
-            .prefix("memtrail-e2e-")
-            .tempdir()
-            .expect("tempdir");
-        // Claude names the transcript folder after the real path of the cwd.
-        let root = dir.path().canonicalize().expect("canonicalize tempdir");
+        let (dir, root) = common::SandboxDir::new("memtrail-e2e-");
         let home = root.join("home");
         let config = home.join(".claude");
         let state = home.join(".local/state");
@@ -159,38 +106,27 @@ impl Sandbox {
             path.push(":");
             path.push(p);
         }
-        let mut env: Vec<(String, OsString)> = vec![
-            ("PATH".into(), path),
-            ("HOME".into(), home.clone().into()),
-            ("XDG_CONFIG_HOME".into(), home.join(".config").into()),
-            ("XDG_DATA_HOME".into(), home.join(".local/share").into()),
-            ("XDG_STATE_HOME".into(), state.clone().into()),
-            ("XDG_CACHE_HOME".into(), home.join(".cache").into()),
-            ("CLAUDE_CONFIG_DIR".into(), config.clone().into()),
+        let env = sandbox_env(
+            path,
+            &home,
+            &state,
             // Claude keeps per-session scratch (`claude-<uid>/`, `cc-socks/`) under TMPDIR.
-            ("TMPDIR".into(), tmp.into()),
-            ("MEMTRAIL_DB".into(), db.clone().into()),
-            ("ANTHROPIC_API_KEY".into(), "sk-ant-test".into()),
-            (
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
-                "1".into(),
-            ),
-            ("DISABLE_AUTOUPDATER".into(), "1".into()),
-            ("DISABLE_TELEMETRY".into(), "1".into()),
-            ("DISABLE_ERROR_REPORTING".into(), "1".into()),
-            ("SHELL".into(), "/bin/bash".into()),
-            ("TERM".into(), "dumb".into()),
-            ("NO_COLOR".into(), "1".into()),
-            ("LANG".into(), "C.UTF-8".into()),
-            ("RUST_BACKTRACE".into(), "1".into()),
-        ];
-        for k in ["USER", "LOGNAME"] {
-            if let Some(v) = std::env::var_os(k) {
-                env.push((k.into(), v));
-            }
-        }
+            &tmp,
+            vec![
+                ("CLAUDE_CONFIG_DIR".into(), config.clone().into()),
+                ("MEMTRAIL_DB".into(), db.clone().into()),
+                ("ANTHROPIC_API_KEY".into(), "sk-ant-test".into()),
+                (
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+                    "1".into(),
+                ),
+                ("DISABLE_AUTOUPDATER".into(), "1".into()),
+                ("DISABLE_TELEMETRY".into(), "1".into()),
+                ("DISABLE_ERROR_REPORTING".into(), "1".into()),
+            ],
+        );
         Sandbox {
-            dir: Some(dir),
+            _dir: dir,
             root,
             config,
             state,
@@ -209,13 +145,7 @@ impl Sandbox {
 
     /// A command with the sandbox environment (and nothing else), run in the project folder.
     fn cmd(&self, program: impl AsRef<OsStr>) -> Command {
-        let mut c = Command::new(program);
-        c.env_clear();
-        for (k, v) in &self.env {
-            c.env(k, v);
-        }
-        c.current_dir(&self.project).stdin(Stdio::null());
-        c
+        sandbox_cmd(&self.env, &self.project, program)
     }
 
     fn settings(&self) -> PathBuf {
@@ -232,180 +162,9 @@ impl Sandbox {
     }
 }
 
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        if (env_flag("MEMTRAIL_E2E_KEEP") || thread::panicking())
-            && let Some(dir) = self.dir.take()
-        {
-            let kept = dir.keep();
-            eprintln!("e2e: sandbox kept at {}", kept.display());
-        }
-    }
-}
-
-// ------------------------------------------------------------------------------------ processes
-
-/// Runs a command to completion, killing its whole process group after CHILD_TIMEOUT.
-fn run(mut cmd: Command, what: &str) -> Output {
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let started = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("{what}: cannot start {cmd:?}: {e}"));
-    let out_rx = drain(child.stdout.take().unwrap());
-    let err_rx = drain(child.stderr.take().unwrap());
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break st;
-        }
-        if started.elapsed() > CHILD_TIMEOUT {
-            kill_group(&mut child);
-            let stdout = out_rx
-                .recv_timeout(Duration::from_secs(5))
-                .unwrap_or_default();
-            let stderr = err_rx
-                .recv_timeout(Duration::from_secs(5))
-                .unwrap_or_default();
-            panic!(
-                "{what}: timed out after {CHILD_TIMEOUT:?}, killed\n--- stdout\n{}\n--- stderr\n{}",
-                String::from_utf8_lossy(&stdout),
-                String::from_utf8_lossy(&stderr)
-            );
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    // A grandchild that kept a pipe open must not hang the test either: give it 10 s, then
-    // kill what is left of the process group and read what was written.
-    let collect = |rx: &mpsc::Receiver<Vec<u8>>| match rx.recv_timeout(Duration::from_secs(10)) {
-        Ok(b) => b,
-        Err(_) => {
-            eprintln!(
-                "e2e: {what}: a leftover process holds the output pipe open; killing its group"
-            );
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", child.id())])
-                .status();
-            rx.recv_timeout(Duration::from_secs(5)).unwrap_or_default()
-        }
-    };
-    let stdout = collect(&out_rx);
-    let stderr = collect(&err_rx);
-    eprintln!("e2e: {what}: {status} in {:.2?}", started.elapsed());
-    Output {
-        status,
-        stdout,
-        stderr,
-    }
-}
-
-fn drain(mut r: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = r.read_to_end(&mut buf);
-        let _ = tx.send(buf);
-    });
-    rx
-}
-
-fn kill_group(child: &mut Child) {
-    // The child leads its own process group (process_group(0)): kill all of it.
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", child.id())])
-        .status();
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Runs and requires exit status 0.
-fn run_ok(cmd: Command, what: &str) -> Output {
-    let out = run(cmd, what);
-    if !out.status.success() {
-        panic!("{what} failed: {}\n{}", out.status, show(&out));
-    }
-    out
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "--- stdout\n{}\n--- stderr\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn stdout_json(out: &Output, what: &str) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{what}: stdout is not JSON ({e})\n{}", show(out)))
-}
-
-/// The stub model server, killed on drop.
-struct Stub {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-    _stdout: BufReader<ChildStdout>,
-}
-
-impl Stub {
-    fn start(sb: &Sandbox, tools: &Tools, script: &Value) -> Stub {
-        let script_path = sb.root.join("stub-script.json");
-        fs::write(&script_path, serde_json::to_vec_pretty(script).unwrap()).unwrap();
-        let log = sb.root.join("stub-requests.jsonl");
-        let mut cmd = sb.cmd(&tools.python);
-        cmd.arg(repo_root().join("tests/e2e/stub_anthropic.py"))
-            .args(["--port", "0", "--script"])
-            .arg(&script_path)
-            .arg("--log")
-            .arg(&log)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .process_group(0);
-        let mut child = cmd.spawn().expect("start stub_anthropic.py");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        // The first stdout line is the port; read it on a thread to bound the wait.
-        let (tx, rx) = mpsc::channel();
-        let reader = thread::spawn(move || {
-            let mut line = String::new();
-            let _ = stdout.read_line(&mut line);
-            let _ = tx.send(line);
-            stdout
-        });
-        let line = match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(l) => l,
-            Err(_) => {
-                kill_group(&mut child);
-                panic!("the stub did not print its port within 30 s");
-            }
-        };
-        let port: u16 = line.trim().parse().unwrap_or_else(|_| {
-            kill_group(&mut child);
-            panic!("the stub printed {line:?} instead of a port")
-        });
-        let stdout = reader.join().unwrap();
-        Stub {
-            child,
-            port,
-            log,
-            _stdout: stdout,
-        }
-    }
-
-    fn requests(&self) -> Vec<Value> {
-        fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-}
-
-impl Drop for Stub {
-    fn drop(&mut self) {
-        kill_group(&mut self.child);
-    }
+/// The stub of the Anthropic Messages API, run by the sandbox's python.
+fn start_stub(sb: &Sandbox, tools: &Tools, script: &Value) -> Stub {
+    Stub::start(sb.cmd(&tools.python), &sb.root, "stub_anthropic.py", script)
 }
 
 // ------------------------------------------------------------------------------------ diagnostics
@@ -458,18 +217,12 @@ impl Drop for Diagnostics<'_> {
                 last
             );
         }
-        for (name, path) in [
+        print_files(&[
             ("memtrail hook log", self.sb.hook_log()),
             ("other tool's hook log", self.sb.other_log.clone()),
             ("settings.json", self.sb.settings()),
             (".claude.json", self.sb.claude_json()),
-        ] {
-            eprintln!("--- {name} ({}):", path.display());
-            eprintln!(
-                "{}",
-                fs::read_to_string(&path).unwrap_or_else(|e| format!("<{e}>"))
-            );
-        }
+        ]);
         let projects = self.sb.config.join("projects");
         eprintln!("--- transcripts under {}:", projects.display());
         if let Ok(rd) = fs::read_dir(&projects) {
@@ -493,18 +246,6 @@ fn encode_project(dir: &Path) -> String {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect()
-}
-
-fn read(p: &Path) -> Vec<u8> {
-    fs::read(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn find(arr: &Value, pred: impl Fn(&Value) -> bool) -> Option<&Value> {
-    arr.as_array().and_then(|a| a.iter().find(|v| pred(v)))
 }
 
 /// `before` and `after` differ only by one removed span that holds memtrail's entry, and `after`
@@ -559,19 +300,8 @@ fn unexpected_hook_errors(log: &str, _sid: &str) -> Vec<String> {
 #[test]
 fn claude_code_end_to_end() {
     let t0 = Instant::now();
-    if env_flag("MEMTRAIL_SKIP_E2E") {
-        eprintln!("skipped: MEMTRAIL_SKIP_E2E=1");
+    let Some(tools) = tools_or_skip(find_tools) else {
         return;
-    }
-    let tools = match find_tools() {
-        Ok(t) => t,
-        Err(why) => {
-            if env_flag("MEMTRAIL_REQUIRE_E2E") {
-                panic!("MEMTRAIL_REQUIRE_E2E=1 but the e2e cannot run: {why}");
-            }
-            eprintln!("skipped: {why}");
-            return;
-        }
     };
     let mut sb = Sandbox::new();
     // `claude` on the sandbox PATH too (hooks, the installer's detection), whatever the binary's name.
@@ -611,7 +341,7 @@ fn claude_code_end_to_end() {
         "fallback": "OK.",
         "title": "Listing files"
     });
-    let stub = Stub::start(&sb, &tools, &script);
+    let stub = start_stub(&sb, &tools, &script);
     sb.set_env(
         "ANTHROPIC_BASE_URL",
         format!("http://127.0.0.1:{}", stub.port),

@@ -29,19 +29,24 @@
 //! reach the hooks but not `memtrail mcp`.
 #![cfg(unix)]
 
+mod common;
+
+use common::{
+    Stub, env_flag, find, is_executable, kill_group, memtrail_bin, print_files, read, repo_root,
+    resolve_python, run, run_ok, sandbox_cmd, sandbox_env, show, stdout_json, text, tools_or_skip,
+    which,
+};
 use serde_json::{Value, json};
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// Any child process is killed after this long.
-const CHILD_TIMEOUT: Duration = Duration::from_secs(120);
 /// The distinctive phrase of turn 2, searched for afterwards.
 const PHRASE: &str = "remember the zanzibar quokka protocol";
 /// A file in the project folder: its name must come back through the real shell tool.
@@ -75,30 +80,6 @@ struct Tools {
     memtrail: PathBuf,
 }
 
-fn env_flag(name: &str) -> bool {
-    std::env::var(name)
-        .map(|v| v == "1" || v.eq_ignore_ascii_case("true"))
-        .unwrap_or(false)
-}
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
 /// The native Codex binary `scripts/e2e-deps` installs:
 /// `target/e2e-tools/node_modules/@openai/codex-<os>-<arch>/vendor/<triple>/bin/codex`.
 fn e2e_tools_codex() -> Option<PathBuf> {
@@ -128,52 +109,24 @@ fn e2e_tools_codex() -> Option<PathBuf> {
 
 /// Finds codex, python and memtrail, or says why not.
 fn find_tools() -> Result<Tools, String> {
-    let codex = match std::env::var_os("MEMTRAIL_CODEX_BIN").filter(|v| !v.is_empty()) {
-        Some(p) => {
-            let p = PathBuf::from(p);
-            if !is_executable(&p) {
-                return Err(format!(
-                    "MEMTRAIL_CODEX_BIN={} is not an executable file",
-                    p.display()
-                ));
-            }
-            p
-        }
+    let codex = match common::bin_from_env("MEMTRAIL_CODEX_BIN")? {
+        Some(p) => p,
         None => e2e_tools_codex().or_else(|| which("codex")).ok_or(
             "no codex binary (set MEMTRAIL_CODEX_BIN, or run scripts/e2e-deps to install it in target/e2e-tools)",
         )?,
     };
-    // Resolve the real interpreter once, with the caller's environment: a pyenv shim would not
-    // find its root under the sandboxed HOME.
-    let py = std::env::var_os("MEMTRAIL_E2E_PYTHON").unwrap_or_else(|| "python3".into());
-    let out = Command::new(&py)
-        .args(["-c", "import sys; print(sys.executable)"])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", py.to_string_lossy()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{} does not run: {}",
-            py.to_string_lossy(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let python = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    let memtrail = std::env::var_os("MEMTRAIL_E2E_MEMTRAIL_BIN")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_memtrail")));
+    let python = resolve_python("import sys; print(sys.executable)", "does not run")?;
     Ok(Tools {
         codex,
         python,
-        memtrail,
+        memtrail: memtrail_bin(),
     })
 }
 
 // ------------------------------------------------------------------------------------ sandbox
 
 struct Sandbox {
-    dir: Option<tempfile::TempDir>,
+    _dir: common::SandboxDir,
     root: PathBuf,
     home: PathBuf,
     codex_home: PathBuf,
@@ -187,11 +140,7 @@ struct Sandbox {
 
 impl Sandbox {
     fn new() -> Sandbox {
-        let dir = tempfile::Builder::new()
-            .prefix("memtrail-e2e-codex-")
-            .tempdir()
-            .expect("tempdir");
-        let root = dir.path().canonicalize().expect("canonicalize tempdir");
+        let (dir, root) = common::SandboxDir::new("memtrail-e2e-codex-");
         let home = root.join("home");
         // CODEX_HOME must exist when set.
         let codex_home = home.join(".codex");
@@ -216,31 +165,20 @@ impl Sandbox {
         }
         let mut path = OsString::from(bin.as_os_str());
         path.push(":/usr/local/bin:/usr/bin:/bin");
-        let mut env: Vec<(String, OsString)> = vec![
-            ("PATH".into(), path),
-            ("HOME".into(), home.clone().into()),
-            ("CODEX_HOME".into(), codex_home.clone().into()),
-            ("XDG_CONFIG_HOME".into(), home.join(".config").into()),
-            ("XDG_DATA_HOME".into(), home.join(".local/share").into()),
-            ("XDG_STATE_HOME".into(), state.clone().into()),
-            ("XDG_CACHE_HOME".into(), home.join(".cache").into()),
-            ("TMPDIR".into(), tmp.into()),
-            // The stub provider's env_key (Codex sends it as a Bearer token).
-            ("MEMTRAIL_STUB_OPENAI_KEY".into(), "sk-stub-test".into()),
-            ("MEMTRAIL_E2E_CAPTURES".into(), captures.clone().into()),
-            ("SHELL".into(), "/bin/bash".into()),
-            ("TERM".into(), "dumb".into()),
-            ("NO_COLOR".into(), "1".into()),
-            ("LANG".into(), "C.UTF-8".into()),
-            ("RUST_BACKTRACE".into(), "1".into()),
-        ];
-        for k in ["USER", "LOGNAME"] {
-            if let Some(v) = std::env::var_os(k) {
-                env.push((k.into(), v));
-            }
-        }
+        let env = sandbox_env(
+            path,
+            &home,
+            &state,
+            &tmp,
+            vec![
+                ("CODEX_HOME".into(), codex_home.clone().into()),
+                // The stub provider's env_key (Codex sends it as a Bearer token).
+                ("MEMTRAIL_STUB_OPENAI_KEY".into(), "sk-stub-test".into()),
+                ("MEMTRAIL_E2E_CAPTURES".into(), captures.clone().into()),
+            ],
+        );
         Sandbox {
-            dir: Some(dir),
+            _dir: dir,
             root,
             home,
             codex_home,
@@ -254,13 +192,7 @@ impl Sandbox {
 
     /// A command with the sandbox environment (and nothing else), run in the project folder.
     fn cmd(&self, program: impl AsRef<OsStr>) -> Command {
-        let mut c = Command::new(program);
-        c.env_clear();
-        for (k, v) in &self.env {
-            c.env(k, v);
-        }
-        c.current_dir(&self.project).stdin(Stdio::null());
-        c
+        sandbox_cmd(&self.env, &self.project, program)
     }
 
     fn config_toml(&self) -> PathBuf {
@@ -284,180 +216,9 @@ impl Sandbox {
     }
 }
 
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        if (env_flag("MEMTRAIL_E2E_KEEP") || thread::panicking())
-            && let Some(dir) = self.dir.take()
-        {
-            let kept = dir.keep();
-            eprintln!("e2e: sandbox kept at {}", kept.display());
-        }
-    }
-}
-
-// ------------------------------------------------------------------------------------ processes
-
-/// Runs a command to completion, killing its whole process group after CHILD_TIMEOUT.
-fn run(mut cmd: Command, what: &str) -> Output {
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let started = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("{what}: cannot start {cmd:?}: {e}"));
-    let out_rx = drain(child.stdout.take().unwrap());
-    let err_rx = drain(child.stderr.take().unwrap());
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break st;
-        }
-        if started.elapsed() > CHILD_TIMEOUT {
-            kill_group(&mut child);
-            let stdout = out_rx
-                .recv_timeout(Duration::from_secs(5))
-                .unwrap_or_default();
-            let stderr = err_rx
-                .recv_timeout(Duration::from_secs(5))
-                .unwrap_or_default();
-            panic!(
-                "{what}: timed out after {CHILD_TIMEOUT:?}, killed\n--- stdout\n{}\n--- stderr\n{}",
-                String::from_utf8_lossy(&stdout),
-                String::from_utf8_lossy(&stderr)
-            );
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    // A grandchild that kept a pipe open (an MCP server, a hook) must not hang the test: give
-    // it 10 s, then kill what is left of the process group and read what was written.
-    let collect = |rx: &mpsc::Receiver<Vec<u8>>| match rx.recv_timeout(Duration::from_secs(10)) {
-        Ok(b) => b,
-        Err(_) => {
-            eprintln!(
-                "e2e: {what}: a leftover process holds the output pipe open; killing its group"
-            );
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", child.id())])
-                .status();
-            rx.recv_timeout(Duration::from_secs(5)).unwrap_or_default()
-        }
-    };
-    let stdout = collect(&out_rx);
-    let stderr = collect(&err_rx);
-    eprintln!("e2e: {what}: {status} in {:.2?}", started.elapsed());
-    Output {
-        status,
-        stdout,
-        stderr,
-    }
-}
-
-fn drain(mut r: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = r.read_to_end(&mut buf);
-        let _ = tx.send(buf);
-    });
-    rx
-}
-
-fn kill_group(child: &mut Child) {
-    // The child leads its own process group (process_group(0)): kill all of it.
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", child.id())])
-        .status();
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Runs and requires exit status 0.
-fn run_ok(cmd: Command, what: &str) -> Output {
-    let out = run(cmd, what);
-    if !out.status.success() {
-        panic!("{what} failed: {}\n{}", out.status, show(&out));
-    }
-    out
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "--- stdout\n{}\n--- stderr\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn stdout_json(out: &Output, what: &str) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{what}: stdout is not JSON ({e})\n{}", show(out)))
-}
-
-/// The stub model server, killed on drop.
-struct Stub {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-    _stdout: BufReader<ChildStdout>,
-}
-
-impl Stub {
-    fn start(sb: &Sandbox, tools: &Tools, script: &Value) -> Stub {
-        let script_path = sb.root.join("stub-script.json");
-        fs::write(&script_path, serde_json::to_vec_pretty(script).unwrap()).unwrap();
-        let log = sb.root.join("stub-requests.jsonl");
-        let mut cmd = sb.cmd(&tools.python);
-        cmd.arg(repo_root().join("tests/e2e/stub_openai.py"))
-            .args(["--port", "0", "--script"])
-            .arg(&script_path)
-            .arg("--log")
-            .arg(&log)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .process_group(0);
-        let mut child = cmd.spawn().expect("start stub_openai.py");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        // The first stdout line is the port; read it on a thread to bound the wait.
-        let (tx, rx) = mpsc::channel();
-        let reader = thread::spawn(move || {
-            let mut line = String::new();
-            let _ = stdout.read_line(&mut line);
-            let _ = tx.send(line);
-            stdout
-        });
-        let line = match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(l) => l,
-            Err(_) => {
-                kill_group(&mut child);
-                panic!("the stub did not print its port within 30 s");
-            }
-        };
-        let port: u16 = line.trim().parse().unwrap_or_else(|_| {
-            kill_group(&mut child);
-            panic!("the stub printed {line:?} instead of a port")
-        });
-        let stdout = reader.join().unwrap();
-        Stub {
-            child,
-            port,
-            log,
-            _stdout: stdout,
-        }
-    }
-
-    fn requests(&self) -> Vec<Value> {
-        fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-}
-
-impl Drop for Stub {
-    fn drop(&mut self) {
-        kill_group(&mut self.child);
-    }
+/// The stub of the OpenAI Responses API, run by the sandbox's python.
+fn start_stub(sb: &Sandbox, tools: &Tools, script: &Value) -> Stub {
+    Stub::start(sb.cmd(&tools.python), &sb.root, "stub_openai.py", script)
 }
 
 // ------------------------------------------------------------------------------------ app server
@@ -741,18 +502,6 @@ fn configure_memtrail(sb: &Sandbox, tools: &Tools) {
 
 // ------------------------------------------------------------------------------------ helpers
 
-fn read(p: &Path) -> Vec<u8> {
-    fs::read(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn find(arr: &Value, pred: impl Fn(&Value) -> bool) -> Option<&Value> {
-    arr.as_array().and_then(|a| a.iter().find(|v| pred(v)))
-}
-
 /// One `codex exec --json` turn: the thread id, the agent's messages and every event.
 struct Turn {
     thread_id: String,
@@ -960,18 +709,12 @@ impl Drop for Diagnostics<'_> {
                 cut
             );
         }
-        for (name, path) in [
+        print_files(&[
             ("memtrail hook log", self.sb.hook_log()),
             ("config.toml", self.sb.config_toml()),
             ("hooks.json", self.sb.hooks_json()),
             ("app-server stderr", self.sb.root.join("app-server.stderr")),
-        ] {
-            eprintln!("--- {name} ({}):", path.display());
-            eprintln!(
-                "{}",
-                fs::read_to_string(&path).unwrap_or_else(|e| format!("<{e}>"))
-            );
-        }
+        ]);
         eprintln!(
             "--- captures: {:?}",
             fs::read_dir(&self.sb.captures)
@@ -986,19 +729,8 @@ impl Drop for Diagnostics<'_> {
 #[test]
 fn codex_end_to_end() {
     let t0 = Instant::now();
-    if env_flag("MEMTRAIL_SKIP_E2E") {
-        eprintln!("skipped: MEMTRAIL_SKIP_E2E=1");
+    let Some(tools) = tools_or_skip(find_tools) else {
         return;
-    }
-    let tools = match find_tools() {
-        Ok(t) => t,
-        Err(why) => {
-            if env_flag("MEMTRAIL_REQUIRE_E2E") {
-                panic!("MEMTRAIL_REQUIRE_E2E=1 but the e2e cannot run: {why}");
-            }
-            eprintln!("skipped: {why}");
-            return;
-        }
     };
     let sb = Sandbox::new();
     // `codex` on the sandbox PATH too (the installer's detection), whatever the binary's name.
@@ -1045,7 +777,7 @@ fn codex_end_to_end() {
         ],
         "fallback": "OK."
     });
-    let stub = Stub::start(&sb, &tools, &script);
+    let stub = start_stub(&sb, &tools, &script);
     let _diag = Diagnostics {
         sb: &sb,
         stub_log: stub.log.clone(),

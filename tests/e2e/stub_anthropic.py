@@ -42,17 +42,18 @@ stub is stateless and works across `--resume` and restarts.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import os
 import re
 import sys
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ next to the tests
+import stub_common  # noqa: E402  (the shared plumbing, next to this script)
 
 REMINDER_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 TOOL_ID_RE = re.compile(r"^toolu_stub_r(-?\d+)_s(\d+)_")
@@ -62,53 +63,10 @@ _counter = itertools.count(1)
 # --------------------------------------------------------------------------- script
 
 
-class Script:
+class Script(stub_common.BaseScript):
     def __init__(self, data):
-        if isinstance(data, list):
-            rules, fallback, title = data, None, None
-        elif isinstance(data, dict):
-            rules = data.get("rules", [])
-            fallback = data.get("fallback")
-            title = data.get("title")
-        else:
-            raise ValueError("script must be a list of rules or an object")
-        self.rules = []
-        for i, rule in enumerate(rules):
-            if not isinstance(rule, dict) or "reply" not in rule:
-                raise ValueError(f"rule {i}: an object with a 'reply' is required")
-            steps = [rule["reply"]]
-            if "then" in rule:
-                steps += list(rule["then"])
-            elif "after_tool" in rule:
-                steps.append(rule["after_tool"])
-            rx = rule.get("regex")
-            self.rules.append(
-                {
-                    "match": rule.get("match"),
-                    "regex": re.compile(rx, re.I | re.S) if rx else None,
-                    "steps": steps,
-                }
-            )
-        self.fallback = fallback if fallback is not None else "OK."
-        self.title = title
-        self.compact_summary = data.get("compact_summary") if isinstance(data, dict) else None
-
-    def find(self, text: str):
-        low = text.lower()
-        for i, rule in enumerate(self.rules):
-            if rule["regex"] is not None:
-                if rule["regex"].search(text):
-                    return i
-            elif rule["match"] in (None, "", "*"):
-                return i
-            elif str(rule["match"]).lower() in low:
-                return i
-        return None
-
-    def steps(self, index):
-        if index is None or index < 0 or index >= len(self.rules):
-            return [self.fallback]
-        return self.rules[index]["steps"]
+        super().__init__(data)
+        self.title = data.get("title") if isinstance(data, dict) else None
 
 
 # --------------------------------------------------------------------------- helpers
@@ -241,27 +199,7 @@ def norm_blocks(reply, subst):
 # --------------------------------------------------------------------------- answers
 
 
-class Stub:
-    def __init__(self, script: Script, log_path: str | None, verbose: bool):
-        self.script = script
-        self.log_path = log_path
-        self.verbose = verbose
-        self.lock = threading.Lock()
-
-    def log(self, rec):
-        if self.verbose:
-            print(
-                f"[stub] {rec.get('method')} {rec.get('path')} kind={rec.get('kind')} rule={rec.get('rule')}",
-                file=sys.stderr,
-                flush=True,
-            )
-        if not self.log_path:
-            return
-        line = json.dumps(rec, ensure_ascii=False)
-        with self.lock:
-            with open(self.log_path, "a", encoding="utf-8") as f:
-                f.write(line + "\n")
-
+class Stub(stub_common.BaseStub):
     def side_answer(self, kind, body):
         """Blocks for a side request."""
         prompt = last_prompt_text(body)
@@ -412,12 +350,8 @@ LOGGED_HEADERS = ("user-agent", "anthropic-beta", "anthropic-version", "x-app", 
 
 
 def make_handler(stub: Stub):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    class Handler(stub_common.BaseHandler):
         server_version = "stub-anthropic/1"
-
-        def log_message(self, fmt, *args):  # silence the default stderr access log
-            pass
 
         def _body(self):
             n = int(self.headers.get("Content-Length") or 0)
@@ -428,18 +362,6 @@ def make_handler(stub: Stub):
                 return json.loads(raw), raw
             except Exception:
                 return None, raw
-
-        def _send(self, code, payload, ctype="application/json"):
-            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("request-id", "req_stub_" + uuid.uuid4().hex[:16])
-            if ctype.startswith("text/event-stream"):
-                self.send_header("Cache-Control", "no-cache")
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
 
         def _record(self, body, raw, kind=None, rule=None, status=200):
             rec = {
@@ -499,49 +421,14 @@ def make_handler(stub: Stub):
             else:
                 self._send(200, {})
 
-        def do_HEAD(self):
-            self._record(None, b"", "head")
-            self._send(200, b"")
-
         def do_PUT(self):
             self.do_POST()
-
-        def do_DELETE(self):
-            body, raw = self._body()
-            self._record(body, raw, "other")
-            self._send(200, {})
 
     return Handler
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--script", required=True, help="JSON file with the scripted rules")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    ap.add_argument("--port-file", help="write the bound port to this file")
-    ap.add_argument("--log", help="append every request as a JSON line to this file")
-    ap.add_argument("--verbose", action="store_true", help="one line per request on stderr")
-    args = ap.parse_args(argv)
-
-    with open(args.script, encoding="utf-8") as f:
-        script = Script(json.load(f))
-    stub = Stub(script, args.log, args.verbose)
-    server = ThreadingHTTPServer((args.host, args.port), make_handler(stub))
-    server.daemon_threads = True
-    port = server.server_address[1]
-    if args.port_file:
-        tmp = args.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(f"{port}\n")
-        os.replace(tmp, args.port_file)
-    print(port, flush=True)
-    try:
-        server.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    stub_common.main(__doc__, Script, Stub, make_handler, argv)
 
 
 if __name__ == "__main__":
