@@ -7,6 +7,7 @@ pub mod import;
 pub mod ingest;
 pub mod mcp;
 pub mod query;
+pub mod redact;
 pub mod store;
 pub mod time;
 

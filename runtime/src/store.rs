@@ -456,6 +456,12 @@ impl Writer<'_> {
     /// Insert the session if new, and fold `meta` into it. Returns the session's row id.
     pub fn upsert_session(&self, sref: &SessionRef, meta: &SessionMeta) -> Result<i64> {
         let tx = self.tx;
+        // DESIGN principle 5: the title is user text; redact it before it is written.
+        let title = meta
+            .title
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .map(crate::redact::redact_title);
         tx.execute(
             "INSERT INTO sessions (agent, external_id, parent_external_id) VALUES (?1, ?2, ?3)
              ON CONFLICT (agent, external_id) DO NOTHING",
@@ -485,7 +491,7 @@ impl Writer<'_> {
                 id,
                 sref.parent_external_id,
                 meta.project_dir,
-                meta.title.as_deref().filter(|t| !t.is_empty()),
+                title.as_deref(),
                 meta.model,
                 meta.git_branch,
                 meta.agent_version,
@@ -513,7 +519,10 @@ impl Writer<'_> {
     /// Apply reader records to a session, with merge semantics (see `model::Record`).
     pub fn apply(&self, session_id: i64, records: Vec<Record>) -> Result<Applied> {
         let mut applied = Applied::default();
-        for rec in records {
+        for mut rec in records {
+            // DESIGN principle 5: every record's text, tool inputs and outputs are redacted
+            // here, before anything derived from it (parts JSON, FTS columns) is written.
+            crate::redact::redact_record(&mut rec);
             match rec {
                 Record::Message(m) => {
                     if self.upsert_message(session_id, m)? {

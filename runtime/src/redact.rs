@@ -1,0 +1,322 @@
+//! Secret redaction (DESIGN principle 5: secrets are redacted before anything is written to the
+//! store or an index).
+//!
+//! [`redact`] replaces every secret it recognises with `[redacted:<kind>]`. The store calls
+//! [`redact_record`] on every record and [`redact`] on the session title before writing, so every
+//! agent's messages, tool inputs and outputs pass through here.
+//!
+//! The rules are a table of regexes compiled once. A single trigger regex (literal substrings
+//! such as `AKIA`, `sk-`, `://`, `token`) runs first: text without any trigger is returned
+//! borrowed, with no allocation and no further scanning.
+
+use memtrail_adapters::{Message, Part, Record};
+use regex::Regex;
+use serde_json::Value;
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+/// The marker written in place of a secret: `[redacted:<kind>]`.
+pub const MARKER_PREFIX: &str = "[redacted:";
+
+/// How a rule's match is checked before it is replaced.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Always replace.
+    None,
+    /// A `--flag value`: skip a bare lowercase word (prose such as `--password followed by`).
+    Flag,
+    /// A `name = value` assignment: skip code and ordinary words (see [`looks_like_code`]).
+    Assignment,
+}
+
+struct Rule {
+    kind: &'static str,
+    re: Regex,
+    check: Check,
+}
+
+/// `(kind, pattern, check)`. Order matters: specific token formats first, so that the generic
+/// rules (bearer, URL password, flags, assignments) see `[redacted:…]` and leave it alone. A
+/// pattern with a group named `s` has only that group replaced; otherwise the whole match is.
+const RULES: &[(&str, &str, Check)] = &[
+    (
+        "private_key",
+        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----(?s:.*?)(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----|\z)",
+        Check::None,
+    ),
+    (
+        "aws_access_key",
+        r"(?-u:\b)(?:AKIA|ASIA)[A-Z0-9]{16}(?-u:\b)",
+        Check::None,
+    ),
+    (
+        "aws_secret_key",
+        r#"(?i)aws_secret_access_key\\?["']?\s*[:=]\s*\\?["']?(?P<s>[A-Za-z0-9/+]{40})"#,
+        Check::None,
+    ),
+    (
+        "anthropic_key",
+        r"(?-u:\b)sk-ant-[A-Za-z0-9_-]{20,}",
+        Check::None,
+    ),
+    (
+        "openai_key",
+        r"(?-u:\b)sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,})",
+        Check::None,
+    ),
+    (
+        "github_token",
+        r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        Check::None,
+    ),
+    (
+        "gitlab_token",
+        r"(?-u:\b)glpat-[A-Za-z0-9_-]{20,}",
+        Check::None,
+    ),
+    (
+        "slack_token",
+        r"(?-u:\b)xox[baprs]-[0-9]{6,}-[A-Za-z0-9-]{8,}",
+        Check::None,
+    ),
+    (
+        "stripe_key",
+        r"(?-u:\b)[sr]k_live_[A-Za-z0-9]{16,}",
+        Check::None,
+    ),
+    ("npm_token", r"(?-u:\b)npm_[A-Za-z0-9]{36,}", Check::None),
+    (
+        "pypi_token",
+        r"(?-u:\b)pypi-[A-Za-z0-9_-]{50,}",
+        Check::None,
+    ),
+    (
+        "jwt",
+        r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        Check::None,
+    ),
+    (
+        "bearer_token",
+        r#"(?i)authorization\\?["']?\s*[:=]\s*\\?["']?bearer\s+(?P<s>[A-Za-z0-9._~+/-]{8,}=*)"#,
+        Check::None,
+    ),
+    (
+        "url_password",
+        r"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s:/@]{1,100}:(?P<s>[^\s@/]{1,200})@",
+        Check::None,
+    ),
+    (
+        "cli_secret",
+        r#"--(?:password|passphrase|token|secret|api-key)(?:=|[ \t]+)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'-][^\s"']*)"#,
+        Check::Flag,
+    ),
+    (
+        "secret_assignment",
+        r#"(?i)[A-Za-z0-9_.-]*(?:secret|token|password|passwd|api_key|apikey|private_key)[A-Za-z0-9_.-]*\\?["']?[ \t]*(?::=|=|:)[ \t]*\\?["']?(?P<s>[^\s"'\\,;)}\]]{8,})"#,
+        Check::Assignment,
+    ),
+];
+
+/// Substrings without which no rule can match (a superset: a hit only means "look closer").
+const TRIGGER: &str = r"AKIA|ASIA|PRIVATE KEY|sk-|[sr]k_live_|gh[pousr]_|github_pat_|glpat-|xox[baprs]-|npm_|pypi-|eyJ|://|--(?:pass|token|secret|api-key)|(?i:secret|token|passw|api_?key|private_key|aws_secret|authorization)";
+
+static RULESET: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    RULES
+        .iter()
+        .map(|&(kind, pat, check)| Rule {
+            kind,
+            re: Regex::new(pat).expect("redaction rule compiles"),
+            check,
+        })
+        .collect()
+});
+
+static TRIGGER_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(TRIGGER).expect("trigger compiles"));
+
+/// The names of every kind of secret recognised, in rule order.
+pub fn kinds() -> impl Iterator<Item = &'static str> {
+    RULES.iter().map(|r| r.0)
+}
+
+/// `text` with every recognised secret replaced by `[redacted:<kind>]`. Borrowed (no allocation)
+/// when nothing was replaced.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    if !TRIGGER_RE.is_match(text) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = Cow::Borrowed(text);
+    for rule in RULESET.iter() {
+        if let Some(new) = apply_rule(rule, &out) {
+            out = Cow::Owned(new);
+        }
+    }
+    out
+}
+
+/// [`redact`] for a session title. Adapters cut titles to a length (ending them with `…`), which
+/// may cut a secret so that no rule matches it any more: a cut last word that still holds a
+/// trigger substring, or is long and mixes letters and digits, is redacted as `truncated`.
+pub fn redact_title(title: &str) -> Cow<'_, str> {
+    let out = redact(title);
+    let Some(body) = out.strip_suffix('…') else {
+        return out;
+    };
+    let start = body.rfind(char::is_whitespace).map_or(0, |i| {
+        i + body[i..].chars().next().map_or(1, char::len_utf8)
+    });
+    let last = &body[start..];
+    let suspicious = !last.contains(MARKER_PREFIX)
+        && (TRIGGER_RE.is_match(last)
+            || (last.len() >= 16
+                && last.chars().any(|c| c.is_ascii_digit())
+                && last.chars().any(|c| c.is_ascii_alphabetic())));
+    if !suspicious {
+        return out;
+    }
+    Cow::Owned(format!("{}{MARKER_PREFIX}truncated]…", &body[..start]))
+}
+
+/// [`redact`] in place: `s` is only rewritten when something was redacted.
+pub fn redact_string(s: &mut String) {
+    let new = match redact(s) {
+        Cow::Owned(o) => Some(o),
+        Cow::Borrowed(_) => None,
+    };
+    if let Some(n) = new {
+        *s = n;
+    }
+}
+
+/// Redact every string inside a JSON value, recursively. A string value under an object key that
+/// names a secret (`"password": "…"`) is redacted whole when it looks like one.
+pub fn redact_json(v: &mut Value) {
+    match v {
+        Value::String(s) => redact_string(s),
+        Value::Array(a) => a.iter_mut().for_each(redact_json),
+        Value::Object(o) => {
+            for (k, v) in o.iter_mut() {
+                if let Value::String(s) = v
+                    && is_secret_name(k)
+                    && s.len() >= 8
+                    && !s.chars().any(char::is_whitespace)
+                    && !s.starts_with(MARKER_PREFIX)
+                    && !looks_like_code(s, true)
+                {
+                    *s = "[redacted:secret_assignment]".to_string();
+                } else {
+                    redact_json(v);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Redact every text, thinking, tool input and tool output of a message.
+pub fn redact_message(m: &mut Message) {
+    for p in m.parts.iter_mut() {
+        match p {
+            Part::Text { text } | Part::Thinking { text } => redact_string(text),
+            Part::ToolCall(c) => {
+                redact_json(&mut c.input);
+                if let Some(o) = c.output.as_mut() {
+                    redact_string(o);
+                }
+            }
+            Part::ToolResult { output, .. } => redact_string(output),
+        }
+    }
+}
+
+/// Redact everything a record would write.
+pub fn redact_record(r: &mut Record) {
+    match r {
+        Record::Message(m) | Record::Replace(m) => redact_message(m),
+        Record::ToolResult { output, .. } => redact_string(output),
+        Record::Rewind { .. } => {}
+    }
+}
+
+fn is_secret_name(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    [
+        "secret",
+        "token",
+        "password",
+        "passwd",
+        "api_key",
+        "apikey",
+        "private_key",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+}
+
+/// True for values that are code or ordinary words rather than secrets: numbers (`max_tokens =
+/// 100000000`), identifiers and member chains, optionally called or indexed (`self.token`,
+/// `os.environ["API_KEY"]`, `crypto.randomBytes(32)`, `Optional[str]`), and placeholders (`$VAR`,
+/// `${{ secrets.X }}`, `<password>`, `****`). When `quoted`, only a lowercase word or
+/// snake_case name (`"access_token"`) and numbers count as non-secrets.
+fn looks_like_code(v: &str, quoted: bool) -> bool {
+    if v.starts_with(['$', '<', '{', '%']) || v.chars().all(|c| c == '*' || c == '.') {
+        return true;
+    }
+    if v.chars()
+        .all(|c| c.is_ascii_digit() || c == '_' || c == '.' || c == ',')
+    {
+        return true;
+    }
+    if quoted {
+        return v
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c == '_' || c == '.');
+    }
+    let head = v.split(['(', '[', '<']).next().unwrap_or("");
+    // An identifier or member chain (`self.token`, `os.environ`), possibly called or indexed.
+    head.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && head
+            .chars()
+            .all(|c| c.is_ascii_alphabetic() || c == '_' || c == '.')
+}
+
+/// The replacement of one rule over `text`, or `None` when it changes nothing.
+fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
+    let mut out: Option<String> = None;
+    let mut last = 0;
+    for caps in rule.re.captures_iter(text) {
+        let whole = caps.get(0).expect("group 0");
+        let span = caps.name("s").unwrap_or(whole);
+        if !keep_match(rule.check, span.as_str(), text, span.start()) {
+            continue;
+        }
+        let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+        o.push_str(&text[last..span.start()]);
+        o.push_str(MARKER_PREFIX);
+        o.push_str(rule.kind);
+        o.push(']');
+        last = span.end();
+    }
+    let mut o = out?;
+    o.push_str(&text[last..]);
+    Some(o)
+}
+
+fn keep_match(check: Check, secret: &str, text: &str, at: usize) -> bool {
+    if secret.contains(MARKER_PREFIX) {
+        return false;
+    }
+    match check {
+        Check::None => true,
+        Check::Flag => {
+            let quoted = secret.starts_with(['"', '\'']);
+            quoted
+                || !(secret.starts_with(['$', '<', '{'])
+                    || secret.chars().all(|c| c.is_ascii_lowercase()))
+        }
+        Check::Assignment => {
+            let quoted = text[..at].ends_with(['"', '\'']);
+            !looks_like_code(secret, quoted)
+        }
+    }
+}

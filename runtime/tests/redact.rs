@@ -1,0 +1,466 @@
+//! Secret redaction (DESIGN principle 5): unit cases per kind, positive and negative, with exact
+//! outputs; and an end-to-end ingest of a Claude Code transcript full of secrets, after which no
+//! secret is anywhere in the database or WAL files, nor findable through the full-text index.
+
+use memtrail_adapters::Agent;
+use memtrail_runtime::Store;
+use memtrail_runtime::ingest::ingest_file;
+use memtrail_runtime::query::{self, SearchFilter};
+use memtrail_runtime::redact::{redact, redact_json, redact_title};
+use serde_json::json;
+use std::borrow::Cow;
+use std::io::Write;
+
+// Fake secrets of realistic shape.
+const AWS_ID: &str = "AKIAIOSFODNN7EXAMPLE";
+const AWS_SECRET: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+const OPENAI: &str = "sk-Zq3xT9vLm2Np8Rw4Ks6Hy1Jd5Fg7Cb0VaE3uQo9WiXt2Ly";
+const OPENAI_PROJ: &str = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z_Q7rT0uV-3wX6yZ9";
+const ANTHROPIC: &str = "sk-ant-api03-Qm8vX2nL7pR4tW9yB3cF6hJ1kD5gS0aZ-eU8iO2uYqT7rW4";
+const GITHUB: &str = "ghp_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u";
+const GITHUB_PAT: &str = "github_pat_11ABCDEFG0xQ7mR2vK9nL4_wT3yH6jD1fG5sA0cZ2pE9uXb8Nq";
+const GITLAB: &str = "glpat-Xq7mR2vK9nL4wT3yH6jD";
+const SLACK: &str = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx";
+const STRIPE: &str = "sk_live_51HqW8eK2vL9nT4yB7mX3cR6p";
+const STRIPE_RK: &str = "rk_live_51HqW8eK2vL9nT4yB7mX3cR6p";
+const NPM: &str = "npm_Zq3xT9vLm2Np8Rw4Ks6Hy1Jd5Fg7Cb0VaE3u";
+const PYPI: &str = "pypi-AgEIcHlwaS5vcmcCJGQ3ZjM4YWI2LTk5ZDAtNDBkZS1hMzE3LTJlODk3YjQwNzM5MQ";
+const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+const PEM: &str = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAzQ7mR2vK9nL4wT3yH6jD1fG5sA0cZ2pE9u\nXb8NqRt4Lw==\n-----END RSA PRIVATE KEY-----";
+
+fn r(s: &str) -> String {
+    redact(s).into_owned()
+}
+
+fn assert_kept(s: &str) {
+    assert!(
+        matches!(redact(s), Cow::Borrowed(_)),
+        "false positive: {s:?} -> {:?}",
+        redact(s)
+    );
+}
+
+#[test]
+fn aws() {
+    assert_eq!(
+        r(&format!("key id {AWS_ID} here")),
+        "key id [redacted:aws_access_key] here"
+    );
+    assert_eq!(r("ASIAZ7QK2MNB4XYT9WQL,"), "[redacted:aws_access_key],");
+    assert_eq!(
+        r(&format!("aws_secret_access_key = {AWS_SECRET}")),
+        "aws_secret_access_key = [redacted:aws_secret_key]"
+    );
+    assert_eq!(
+        r(&format!("AWS_SECRET_ACCESS_KEY=\"{AWS_SECRET}\"")),
+        "AWS_SECRET_ACCESS_KEY=\"[redacted:aws_secret_key]\""
+    );
+    assert_kept("AKIAbc is not a key, nor is AKIA1234 or XAKIAIOSFODNN7EXAMPLEX");
+    assert_kept("Travel to ASIA next year");
+}
+
+#[test]
+fn private_keys() {
+    assert_eq!(
+        r(&format!("key:\n{PEM}\nend")),
+        "key:\n[redacted:private_key]\nend"
+    );
+    // A GCP service-account file, as raw JSON text (escaped newlines).
+    let gcp = r#"{"type": "service_account", "private_key_id": "3f9a2c1b7e6d5a4f", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n", "client_email": "x@p.iam.gserviceaccount.com"}"#;
+    assert_eq!(
+        r(gcp),
+        r#"{"type": "service_account", "private_key_id": "[redacted:secret_assignment]", "private_key": "[redacted:private_key]\n", "client_email": "x@p.iam.gserviceaccount.com"}"#
+    );
+    // Cut output: everything after BEGIN goes.
+    assert_eq!(
+        r("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA"),
+        "[redacted:private_key]"
+    );
+    assert_kept("-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkq\n-----END PUBLIC KEY-----");
+}
+
+#[test]
+fn provider_tokens() {
+    let cases = [
+        (OPENAI, "openai_key"),
+        (OPENAI_PROJ, "openai_key"),
+        (ANTHROPIC, "anthropic_key"),
+        (GITHUB, "github_token"),
+        (GITHUB_PAT, "github_token"),
+        ("gho_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u", "github_token"),
+        (GITLAB, "gitlab_token"),
+        (SLACK, "slack_token"),
+        (STRIPE, "stripe_key"),
+        (STRIPE_RK, "stripe_key"),
+        (NPM, "npm_token"),
+        (PYPI, "pypi_token"),
+        (JWT, "jwt"),
+    ];
+    for (secret, kind) in cases {
+        assert_eq!(
+            r(&format!("use `{secret}` now")),
+            format!("use `[redacted:{kind}]` now"),
+            "{kind}"
+        );
+    }
+    for prose in [
+        "open the task-list and the disk-usage view; sk-learn is a library",
+        "ask-anything-you-want-about-this-long-hyphenated-identifier",
+        "sk-short and sk_test_51HqW8eK2vL9nT4yB7mX3cR6p",
+        "ghp_short gho_ is a prefix; github_pat_ too",
+        "glpat- prefix and xoxo hugs, xoxb-abc",
+        "npm_config_cache=/tmp/npm and npm_lifecycle_event",
+        "pip install pypi-simple-client",
+        "eyJhbGciOiJIUzI1NiJ9 alone is only a header",
+    ] {
+        assert_kept(prose);
+    }
+}
+
+#[test]
+fn bearer_and_urls() {
+    assert_eq!(
+        r("curl -H 'Authorization: Bearer abc123.def-456_ghi~jkl'"),
+        "curl -H 'Authorization: Bearer [redacted:bearer_token]'"
+    );
+    assert_eq!(
+        r(r#"{"Authorization": "Bearer Zq3xT9vLm2Np8Rw4Ks6H=="}"#),
+        r#"{"Authorization": "Bearer [redacted:bearer_token]"}"#
+    );
+    assert_eq!(
+        r(&format!("Authorization: Bearer {JWT}")),
+        "Authorization: Bearer [redacted:jwt]"
+    );
+    assert_kept("curl -H \"Authorization: Bearer $TOKEN\" and the bearer of the message");
+    assert_eq!(
+        r("DATABASE_URL=postgres://admin:S3cr3tPass@db.example.com:5432/app"),
+        "DATABASE_URL=postgres://admin:[redacted:url_password]@db.example.com:5432/app"
+    );
+    assert_eq!(
+        r("git clone https://oauth2:Xq7mR2vK@gitlab.example.com/g/p.git"),
+        "git clone https://oauth2:[redacted:url_password]@gitlab.example.com/g/p.git"
+    );
+    assert_kept("see http://localhost:8080/path?a=b and git@github.com:owner/repo.git");
+    assert_kept("https://user@example.com/x and mailto:someone@example.com");
+}
+
+#[test]
+fn cli_flags() {
+    assert_eq!(
+        r("mysql --password=hunter22 -u root"),
+        "mysql --password=[redacted:cli_secret] -u root"
+    );
+    assert_eq!(
+        r("tool login --token Zq3xT9vLm2 --api-key 'a b c' --passphrase \"x y\""),
+        "tool login --token [redacted:cli_secret] --api-key [redacted:cli_secret] --passphrase [redacted:cli_secret]"
+    );
+    assert_eq!(r("x --secret=S3cr3t!"), "x --secret=[redacted:cli_secret]");
+    assert_kept("pass --password followed by the value; --token-file path; --token $GITHUB_TOKEN");
+    assert_kept("usage: login --password <PASSWORD> --secret-name db");
+}
+
+#[test]
+fn assignments() {
+    let cases = [
+        (
+            "API_KEY=abc123def456",
+            "API_KEY=[redacted:secret_assignment]",
+        ),
+        (
+            "export DB_PASSWORD='p4ss-w0rd-long'",
+            "export DB_PASSWORD='[redacted:secret_assignment]'",
+        ),
+        (
+            r#"{"client_secret": "changeme-now", "user": "bob"}"#,
+            r#"{"client_secret": "[redacted:secret_assignment]", "user": "bob"}"#,
+        ),
+        (
+            "password: Tr0ub4dor&3",
+            "password: [redacted:secret_assignment]",
+        ),
+        (
+            "  authToken := \"q8Zr2xK9vLm\"",
+            "  authToken := \"[redacted:secret_assignment]\"",
+        ),
+        ("apikey=9f8e7d6c5b4a", "apikey=[redacted:secret_assignment]"),
+        (
+            "Private_Key = my-secret-pass",
+            "Private_Key = [redacted:secret_assignment]",
+        ),
+    ];
+    for (input, want) in cases {
+        assert_eq!(r(input), want, "{input}");
+    }
+    for code in [
+        "token_count = 5",
+        "password: string",
+        "max_tokens: 100000000",
+        "api_key = os.environ[\"OPENAI_API_KEY\"]",
+        "const token = await getToken(user);",
+        "token = crypto.randomBytes(32)",
+        "self.token = self.tokenizer.encode(text)",
+        "secret_key: Optional[str] = None",
+        "password: ${DB_PASSWORD}",
+        "token: ${{ secrets.GITHUB_TOKEN }}",
+        r#"{"token_type": "access_token", "tokenizer": "wordpiece"}"#,
+        "if token == other_token { return; }",
+        "the password is required; tokens are counted",
+        "**Token**: Generates a new session",
+    ] {
+        assert_kept(code);
+    }
+}
+
+#[test]
+fn json_values_and_titles() {
+    let mut v = json!({
+        "command": format!("curl -u admin:x https://api.example.com -H 'X: {GITHUB}'"),
+        "env": {"GITHUB_TOKEN": "plainvalue99", "MAX_TOKENS": 4096, "token_kind": "bearer_only"},
+        "list": [OPENAI, "fine", {"nested": format!("key {AWS_ID}")}]
+    });
+    redact_json(&mut v);
+    assert_eq!(
+        v,
+        json!({
+            "command": "curl -u admin:x https://api.example.com -H 'X: [redacted:github_token]'",
+            "env": {"GITHUB_TOKEN": "[redacted:secret_assignment]", "MAX_TOKENS": 4096, "token_kind": "bearer_only"},
+            "list": ["[redacted:openai_key]", "fine", {"nested": "key [redacted:aws_access_key]"}]
+        })
+    );
+    // A title cut inside a secret: the cut word still goes.
+    assert_eq!(
+        redact_title("Deploy with ghp_R7mQ2xK9vL4nB8…"),
+        "Deploy with [redacted:truncated]…"
+    );
+    assert_eq!(
+        redact_title("Refactor the whole implementation…"),
+        "Refactor the whole implementation…"
+    );
+    assert_eq!(
+        redact_title(&format!("use {NPM}")),
+        "use [redacted:npm_token]"
+    );
+}
+
+#[test]
+fn borrowed_when_clean_and_timing() {
+    let para = "The quick brown fox jumps over the lazy dog. Refactor the parser, then run the \
+                test suite and check the output of cargo build for warnings in src/main.rs.\n";
+    let text = para.repeat((1 << 20) / para.len() + 1);
+    assert!(matches!(redact(&text), Cow::Borrowed(_)));
+    // A text that triggers the full scan (words like `token`, `://`) but holds no secret.
+    let para2 = "Count each token in https://example.com/docs and keep the password field; \
+                 token_count = 5 and the task-list view.\n";
+    let text2 = para2.repeat((1 << 20) / para2.len() + 1);
+    assert!(matches!(redact(&text2), Cow::Borrowed(_)));
+    let _ = redact("warm up");
+    for (name, t) in [("no trigger", &text), ("triggers, no secret", &text2)] {
+        let runs = 10;
+        let start = std::time::Instant::now();
+        for _ in 0..runs {
+            std::hint::black_box(redact(std::hint::black_box(t)));
+        }
+        let per_mb =
+            start.elapsed().as_secs_f64() * 1000.0 / runs as f64 / (t.len() as f64 / 1048576.0);
+        println!("redact, {name}: {per_mb:.3} ms per MB");
+    }
+}
+
+// ---- end to end ----
+
+const SID: &str = "7a1c0e52-3c1e-4d7e-9a51-0a1b2c3d4e5f";
+
+fn envelope(uuid: &str, ts: &str) -> serde_json::Value {
+    json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external",
+        "cwd": "/home/user/demo", "sessionId": SID, "version": "2.1.49",
+        "gitBranch": "main", "uuid": uuid, "timestamp": ts
+    })
+}
+
+fn user(uuid: &str, content: serde_json::Value, ts: &str) -> String {
+    let mut v = envelope(uuid, ts);
+    v["type"] = json!("user");
+    v["message"] = json!({"role": "user", "content": content});
+    v.to_string()
+}
+
+fn assistant(uuid: &str, msg_id: &str, block: serde_json::Value, ts: &str) -> String {
+    let mut v = envelope(uuid, ts);
+    v["type"] = json!("assistant");
+    v["requestId"] = json!(format!("req_{msg_id}"));
+    v["message"] = json!({
+        "model": "claude-sonnet-4-5", "id": msg_id, "type": "message", "role": "assistant",
+        "content": [block], "stop_reason": null, "usage": {"input_tokens": 3, "output_tokens": 5}
+    });
+    v.to_string()
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+#[test]
+fn end_to_end_nothing_secret_reaches_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("memtrail.db");
+    let transcript = dir.path().join(format!("{SID}.jsonl"));
+    let prompt = format!(
+        "Deploy {AWS_ID} {GITHUB} zebracorn with OPENAI_API_KEY={OPENAI} and {ANTHROPIC}, \
+         db postgres://admin:S3cr3tPass@db.example.com/app, slack {SLACK}"
+    );
+    let cmd = format!(
+        "curl -H 'Authorization: Bearer {JWT}' --token Zq3xT9vLm2Qq && npm publish --otp 1 # {NPM} {GITLAB} zebracorn"
+    );
+    let output = format!(
+        "zebracorn config:\naws_secret_access_key = {AWS_SECRET}\n{PEM}\nstripe {STRIPE} pypi {PYPI} pat {GITHUB_PAT} proj {OPENAI_PROJ}"
+    );
+    let orphan = format!("zebracorn orphan {STRIPE_RK}");
+    let lines = [
+        user("u1", json!(prompt), "2026-11-20T10:00:00.000Z"),
+        assistant(
+            "a1",
+            "msg_01",
+            json!({"type": "text", "text": "zebracorn: running it."}),
+            "2026-11-20T10:00:01.000Z",
+        ),
+        assistant(
+            "a2",
+            "msg_01",
+            json!({"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": cmd, "env": {"API_TOKEN": "plainvalue99"}}}),
+            "2026-11-20T10:00:02.000Z",
+        ),
+        user(
+            "u2",
+            json!([{"type": "tool_result", "tool_use_id": "toolu_01", "content": output, "is_error": false}]),
+            "2026-11-20T10:00:03.000Z",
+        ),
+        user(
+            "u3",
+            json!([{"type": "tool_result", "tool_use_id": "toolu_unknown", "content": orphan, "is_error": false}]),
+            "2026-11-20T10:00:04.000Z",
+        ),
+    ];
+    let mut f = std::fs::File::create(&transcript).unwrap();
+    for l in &lines {
+        writeln!(f, "{l}").unwrap();
+    }
+    drop(f);
+
+    let mut store = Store::open(&db).unwrap();
+    let rep = ingest_file(&mut store, Agent::Claude, &transcript, None).unwrap();
+    let _ = rep;
+
+    let secrets = [
+        AWS_ID,
+        AWS_SECRET,
+        OPENAI,
+        OPENAI_PROJ,
+        ANTHROPIC,
+        GITHUB,
+        GITHUB_PAT,
+        GITLAB,
+        SLACK,
+        STRIPE,
+        STRIPE_RK,
+        NPM,
+        PYPI,
+        JWT,
+        "MIIEpAIBAAKCAQEAzQ7mR2vK9nL4wT3yH6jD1fG5sA0cZ2pE9u",
+        "S3cr3tPass",
+        "Zq3xT9vLm2Qq",
+        "plainvalue99",
+    ];
+    let check_files = |when: &str| {
+        let mut seen = 0;
+        for name in ["memtrail.db", "memtrail.db-wal"] {
+            let Ok(bytes) = std::fs::read(dir.path().join(name)) else {
+                continue;
+            };
+            seen += bytes.len();
+            for s in secrets {
+                assert!(!contains(&bytes, s), "{when}: {s} found in {name}");
+                // The distinctive tail alone (what an FTS token would hold).
+                let tail = &s[s.len().saturating_sub(16)..];
+                assert!(!contains(&bytes, tail), "{when}: {tail} found in {name}");
+            }
+        }
+        assert!(seen > 0);
+    };
+    check_files("before checkpoint");
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+    }
+    check_files("after checkpoint");
+
+    // The markers are visible through search and get_session.
+    let f = SearchFilter {
+        limit: 20,
+        ..Default::default()
+    };
+    let hits = query::search(&store, "zebracorn", &f).unwrap();
+    assert!(hits.len() >= 3, "{hits:?}");
+    assert!(
+        hits.iter().any(|h| h.snippet.contains("[redacted:")),
+        "{hits:?}"
+    );
+    let hits = query::search(&store, "redacted", &f).unwrap();
+    assert!(hits.len() >= 3, "{hits:?}");
+    for h in &hits {
+        assert!(
+            h.title
+                .as_deref()
+                .unwrap_or("")
+                .contains("[redacted:aws_access_key]")
+        );
+    }
+    // The secrets' distinctive parts are not in the index.
+    for term in [
+        "R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u",
+        "IOSFODNN7EXAMPLE",
+        "S3cr3tPass",
+        "Zq3xT9vLm2Qq",
+        "plainvalue99",
+        "dozjgNryP4J3jVmNHl0w5N",
+        "MIIEpAIBAAKCAQEAzQ7mR2vK9nL4wT3yH6jD1fG5sA0cZ2pE9u",
+    ] {
+        let hits = query::search(&store, term, &f).unwrap();
+        assert!(hits.is_empty(), "{term}: {hits:?}");
+    }
+
+    let v = query::get_session(&store, SID, None, 0, 100, None).unwrap();
+    let all = serde_json::to_string(&v).unwrap();
+    for s in secrets {
+        assert!(!all.contains(s), "{s} in get_session");
+    }
+    let title = v.session.title.clone().unwrap();
+    assert!(
+        title.starts_with("Deploy [redacted:aws_access_key] [redacted:github_token] zebracorn"),
+        "{title}"
+    );
+    for kind in [
+        "aws_access_key",
+        "aws_secret_key",
+        "openai_key",
+        "anthropic_key",
+        "github_token",
+        "gitlab_token",
+        "slack_token",
+        "stripe_key",
+        "npm_token",
+        "pypi_token",
+        "jwt",
+        "private_key",
+        "url_password",
+        "cli_secret",
+        "secret_assignment",
+    ] {
+        assert!(
+            all.contains(&format!("[redacted:{kind}]")),
+            "{kind} marker missing: {all}"
+        );
+    }
+    assert!(all.contains("postgres://admin:[redacted:url_password]@db.example.com/app"));
+}
