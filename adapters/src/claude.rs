@@ -404,39 +404,16 @@ impl ClaudeReader {
 impl LineReader for ClaudeReader {
     fn line(&mut self, line: &[u8], out: &mut Batch) {
         out.stats.lines += 1;
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-        let Some(first) = line.iter().position(|b| !b.is_ascii_whitespace()) else {
+        let Some(line) = crate::model::trim_line(line) else {
             // A blank line: nothing to read, nothing wrong.
             out.stats.skipped_known += 1;
             return;
         };
-        // Only an object is a transcript line (a derived struct would also accept an array).
-        if line[first] != b'{' {
+        // One bad character (a lone surrogate from a cut emoji, invalid UTF-8) must not lose a
+        // whole prompt or tool result: parse_object_line repairs and tries once more.
+        let Some(env) = crate::model::parse_object_line::<Envelope>(line) else {
             out.stats.malformed += 1;
             return;
-        }
-        let repaired;
-        let env: Envelope = match serde_json::from_slice(line) {
-            Ok(env) => env,
-            // One bad character (a lone surrogate from a cut emoji, invalid UTF-8) must not
-            // lose a whole prompt or tool result: repair and try once more.
-            Err(_) => match crate::model::repair_json_line(line) {
-                Some(fixed) => {
-                    repaired = fixed;
-                    match serde_json::from_slice(&repaired) {
-                        Ok(env) => env,
-                        Err(_) => {
-                            out.stats.malformed += 1;
-                            return;
-                        }
-                    }
-                }
-                None => {
-                    out.stats.malformed += 1;
-                    return;
-                }
-            },
         };
         let kind = match &env.kind {
             Value::String(s) => s.as_str(),

@@ -1255,17 +1255,11 @@ impl From<bool> for Seen {
 impl LineReader for CodexReader {
     fn line(&mut self, line: &[u8], out: &mut Batch) {
         out.stats.lines += 1;
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-        let Some(first) = line.iter().position(|b| !b.is_ascii_whitespace()) else {
+        let Some(line) = crate::model::trim_line(line) else {
             out.stats.skipped_known += 1;
             return;
         };
-        if line[first] != b'{' {
-            out.stats.malformed += 1;
-            return;
-        }
-        let Ok(Value::Object(mut obj)) = serde_json::from_slice::<Value>(line) else {
+        let Some(Value::Object(mut obj)) = crate::model::parse_object_line::<Value>(line) else {
             out.stats.malformed += 1;
             return;
         };

@@ -394,31 +394,17 @@ impl CursorReader {
 impl LineReader for CursorReader {
     fn line(&mut self, line: &[u8], out: &mut Batch) {
         out.stats.lines += 1;
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-        let Some(first) = line.iter().position(|b| !b.is_ascii_whitespace()) else {
+        let Some(line) = crate::model::trim_line(line) else {
             out.stats.skipped_known += 1;
             return;
         };
         let n = self.line;
         self.line += 1;
-        if line[first] != b'{' {
+        // One bad character (a lone surrogate from a cut emoji, invalid UTF-8) must not lose a
+        // whole prompt: parse_object_line repairs and tries once more.
+        let Some(parsed) = crate::model::parse_object_line::<Line>(line) else {
             out.stats.malformed += 1;
             return;
-        }
-        // One bad character (a lone surrogate from a cut emoji, invalid UTF-8) must not lose a
-        // whole prompt: repair and try once more.
-        let parsed = match serde_json::from_slice::<Line>(line) {
-            Ok(p) => p,
-            Err(_) => match crate::model::repair_json_line(line)
-                .and_then(|fixed| serde_json::from_slice::<Line>(&fixed).ok())
-            {
-                Some(p) => p,
-                None => {
-                    out.stats.malformed += 1;
-                    return;
-                }
-            },
         };
         let role = parsed
             .role

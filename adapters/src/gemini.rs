@@ -802,17 +802,11 @@ impl LineReader for GeminiReader {
         if out.meta.project_dir.is_none() {
             out.meta.project_dir.clone_from(&self.project_dir);
         }
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-        let Some(first) = line.iter().position(|b| !b.is_ascii_whitespace()) else {
+        let Some(line) = crate::model::trim_line(line) else {
             out.stats.skipped_known += 1;
             return;
         };
-        if line[first] != b'{' {
-            out.stats.malformed += 1;
-            return;
-        }
-        let Ok(Value::Object(rec)) = serde_json::from_slice::<Value>(line) else {
+        let Some(Value::Object(rec)) = crate::model::parse_object_line::<Value>(line) else {
             out.stats.malformed += 1;
             return;
         };

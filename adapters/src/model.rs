@@ -689,6 +689,28 @@ mod time_tests {
     }
 }
 
+/// A JSONL line as readers take it: without a trailing `\r` (CRLF files) and a leading UTF-8
+/// BOM; `None` when nothing but whitespace is left (a blank line: nothing to read, nothing wrong).
+pub fn trim_line(line: &[u8]) -> Option<&[u8]> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    line.iter()
+        .any(|b| !b.is_ascii_whitespace())
+        .then_some(line)
+}
+
+/// Parse a transcript line that must be a JSON object (its first non-space byte is `{`: a
+/// derived struct would also accept an array), repairing it once with [`repair_json_line`] when
+/// it does not parse. `None` means malformed: the reader counts it and goes on.
+pub fn parse_object_line<T: serde::de::DeserializeOwned>(line: &[u8]) -> Option<T> {
+    if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    serde_json::from_slice(line)
+        .ok()
+        .or_else(|| repair_json_line(line).and_then(|fixed| serde_json::from_slice(&fixed).ok()))
+}
+
 /// Make a JSON line that failed to parse readable, losing as little as possible: invalid UTF-8
 /// sequences become U+FFFD, and `\u` escapes of lone UTF-16 surrogates (what JavaScript's
 /// `JSON.stringify` writes when a string was cut inside an emoji) become `\ufffd`. Returns `None`
@@ -784,5 +806,22 @@ mod repair_tests {
             "caf\u{fffd} \u{fffd}"
         );
         assert_eq!(repair_json_line(br#"{"t": truncated"#), None);
+    }
+
+    #[test]
+    fn object_lines_are_trimmed_parsed_and_repaired() {
+        use super::{parse_object_line, trim_line};
+        assert_eq!(trim_line(b"  \r"), None);
+        assert_eq!(
+            trim_line(b"\xEF\xBB\xBF{\"a\":1}\r"),
+            Some(&b"{\"a\":1}"[..])
+        );
+        let v: serde_json::Value = parse_object_line(br#"{"t":"cut \ud83d"}"#).unwrap();
+        assert_eq!(v["t"], "cut \u{fffd}");
+        assert_eq!(parse_object_line::<serde_json::Value>(b"[1,2]"), None);
+        assert_eq!(
+            parse_object_line::<serde_json::Value>(br#"{"t": cut"#),
+            None
+        );
     }
 }

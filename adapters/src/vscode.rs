@@ -683,31 +683,17 @@ impl VscodeReader {
 impl LineReader for VscodeReader {
     fn line(&mut self, line: &[u8], out: &mut Batch) {
         out.stats.lines += 1;
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-        let Some(first) = line.iter().position(|b| !b.is_ascii_whitespace()) else {
+        let Some(line) = crate::model::trim_line(line) else {
             out.stats.skipped_known += 1;
             return;
         };
         let n = self.line;
         self.line += 1;
-        if line[first] != b'{' {
+        // One bad character (a lone surrogate from a cut emoji, invalid UTF-8) must not lose a
+        // whole event: parse_object_line repairs and tries once more.
+        let Some(ev) = crate::model::parse_object_line::<Event>(line) else {
             out.stats.malformed += 1;
             return;
-        }
-        // One bad character (a lone surrogate from a cut emoji, invalid UTF-8) must not lose a
-        // whole event: repair and try once more.
-        let ev = match serde_json::from_slice::<Event>(line) {
-            Ok(ev) => ev,
-            Err(_) => match crate::model::repair_json_line(line)
-                .and_then(|fixed| serde_json::from_slice::<Event>(&fixed).ok())
-            {
-                Some(ev) => ev,
-                None => {
-                    out.stats.malformed += 1;
-                    return;
-                }
-            },
         };
         let ts = ev.timestamp.as_str().and_then(parse_rfc3339_ms);
         let id = match ev.id.as_str() {
