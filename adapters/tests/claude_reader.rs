@@ -5,8 +5,8 @@
 mod common;
 
 use common::{
-    Store, assert_split_equivalence, copy_tree, lines, messages, own_fixtures, part_text, read,
-    read_file, shape,
+    Lcg, Store, assert_split_equivalence, copy_tree, lines, messages, own_fixtures, part_text,
+    read, read_file, shape,
 };
 use memtrail_adapters::claude::{
     self, ClaudeReader, detect_caller, parse_hook_payload, parse_hook_payload_with_env,
@@ -728,18 +728,6 @@ fn a_line_over_one_megabyte() {
         m.tool_calls().next().unwrap().output.as_deref(),
         Some(big.as_str())
     );
-}
-
-/// A small deterministic generator (no extra dev-dependency).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Store, assert_split_equivalence_with, lines, messages, part_text, shape};
+use common::{Lcg, Store, assert_split_equivalence_with, lines, messages, part_text, shape};
 use memtrail_adapters::codex::CodexReader;
 use memtrail_adapters::{
     Batch, Kind, LineReader, Message, ParseStats, Part, Record, Role, ToolCall, parse_rfc3339_ms,
@@ -1316,18 +1316,6 @@ fn weird_types_inside_valid_json_never_panic() {
         (call(m, 0).input.clone(), m.timestamp),
         (json!({"a": 1}), None)
     );
-}
-
-/// A small deterministic generator (no extra dev-dependency).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Store, part_text, shape};
+use common::{Lcg, Store, part_text, shape};
 use memtrail_adapters::opencode::{
     self, DB_REREAD_OVERLAP_MS, DbBatch, DbSession, ExportReader, SourceKind,
 };
@@ -1183,18 +1183,6 @@ fn discover_lists_databases_then_legacy_sessions_not_in_them() {
 // ---------------------------------------------------------------------------------------------
 // Bytes that are not what they should be
 // ---------------------------------------------------------------------------------------------
-
-/// A small deterministic generator (no extra dev-dependency).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-}
 
 #[test]
 fn mutated_exports_and_random_bytes_never_panic() {

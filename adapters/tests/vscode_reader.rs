@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Store, assert_split_equivalence_with, lines, messages, part_text, shape};
+use common::{Lcg, Store, assert_split_equivalence_with, lines, messages, part_text, shape};
 use memtrail_adapters::vscode::{
     self, ChatSessionReader, VscodeReader, parse_hook_payload, tool_vocabulary,
     transcripts_for_event_in, workspace_folder,
@@ -550,18 +550,6 @@ fn restore_state_is_lenient() {
         let mut r = VscodeReader::new();
         r.restore_state(&s);
         assert_eq!(r.save_state(), Some(json!({"line": 0})), "{s}");
-    }
-}
-
-/// A small deterministic generator (no extra dev-dependency).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
     }
 }
 

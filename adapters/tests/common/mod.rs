@@ -214,3 +214,17 @@ pub fn copy_tree(from: &Path, to: &Path) {
         std::fs::copy(from.join(&rel), &dst).expect("copy");
     }
 }
+
+/// A small deterministic pseudo-random generator for the robustness tests (no extra
+/// dev-dependency): Knuth's MMIX linear congruential constants, the high 31 bits.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+}
