@@ -12,6 +12,7 @@ pub mod gemini;
 pub mod model;
 pub mod opencode;
 pub mod paths;
+pub mod registration;
 pub mod vscode;
 
 pub use model::*;

@@ -33,3 +33,30 @@ pub fn xdg_state_home() -> PathBuf {
 pub fn xdg_config_home() -> PathBuf {
     env_abs("XDG_CONFIG_HOME").unwrap_or_else(|| home_dir().join(".config"))
 }
+
+/// Decode `%XX` escapes of a `file://` URI path (as VS Code and Cursor write workspace folders);
+/// invalid escapes are kept as they are, invalid UTF-8 becomes U+FFFD.
+pub fn percent_decode(s: &str) -> String {
+    let hex = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    };
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}

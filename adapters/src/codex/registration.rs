@@ -23,7 +23,7 @@
 //! - **A skill** at `~/.agents/skills/memtrail/SKILL.md` (also read by Gemini CLI, OpenCode
 //!   and Cursor, so it names the tools generically).
 
-use crate::claude::registration::{is_memtrail_program, shell_quote, shell_split};
+use crate::claude::registration::{is_memtrail_program, shell_quote};
 use serde_json::{Value, json};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -164,12 +164,7 @@ pub fn hook_group(binary: &Path, timeout_secs: u64) -> Option<Value> {
 }
 
 fn program_and_args(handler: &Value) -> Option<(String, Vec<String>)> {
-    let obj = handler.as_object()?;
-    if obj.get("type").and_then(Value::as_str) != Some("command") {
-        return None;
-    }
-    let mut words = shell_split(obj.get("command")?.as_str()?)?.into_iter();
-    Some((words.next()?, words.collect()))
+    crate::registration::command_program_and_args(handler, false)
 }
 
 /// True when `handler` is memtrail's Codex hook handler.
@@ -185,20 +180,7 @@ pub fn hook_handler_program(handler: &Value) -> Option<String> {
 
 /// `handler` with its command written the way [`hook_command`] writes it.
 pub fn canonical_hook_handler(handler: &Value) -> Value {
-    let mut h = handler.clone();
-    if let Some(obj) = h.as_object_mut()
-        && let Some(Value::String(cmd)) = obj.get("command")
-        && let Some(words) = shell_split(cmd)
-        && !words.is_empty()
-    {
-        let c = words
-            .iter()
-            .map(|w| shell_quote(w))
-            .collect::<Vec<_>>()
-            .join(" ");
-        obj.insert("command".into(), Value::String(c));
-    }
-    h
+    crate::registration::canonical_command_handler(handler)
 }
 
 /// The label Codex uses in trust keys for an event memtrail registers.
@@ -208,7 +190,7 @@ pub fn event_label(event: &str) -> Option<&'static str> {
 
 /// True when `text` is memtrail's skill (any version).
 pub fn is_memtrail_skill(text: &str) -> bool {
-    text.starts_with("---") && text.lines().take(10).any(|l| l.trim() == "name: memtrail")
+    crate::registration::is_memtrail_skill(text)
 }
 
 #[cfg(test)]

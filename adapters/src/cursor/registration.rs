@@ -17,7 +17,7 @@
 //!   `{"command":"<binary>","args":["mcp"]}`. Cursor may still ask the user to switch it on.
 //! - **A skill** at `<config>/skills/memtrail/SKILL.md`.
 
-use crate::claude::registration::{is_memtrail_program, shell_quote, shell_split};
+use crate::claude::registration::{is_memtrail_program, shell_quote};
 use serde_json::{Value, json};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -127,14 +127,7 @@ pub fn hook_handler(binary: &Path, timeout_secs: u64) -> Option<Value> {
 }
 
 fn program_and_args(handler: &Value) -> Option<(String, Vec<String>)> {
-    let obj = handler.as_object()?;
-    match obj.get("type") {
-        None => {}
-        Some(Value::String(t)) if t == "command" => {}
-        Some(_) => return None,
-    }
-    let mut words = shell_split(obj.get("command")?.as_str()?)?.into_iter();
-    Some((words.next()?, words.collect()))
+    crate::registration::command_program_and_args(handler, true)
 }
 
 /// True when `handler` is memtrail's Cursor hook entry (a binary named `memtrail`, arguments
@@ -151,20 +144,7 @@ pub fn hook_handler_program(handler: &Value) -> Option<String> {
 
 /// `handler` with its command written the way [`hook_command`] writes it.
 pub fn canonical_hook_handler(handler: &Value) -> Value {
-    let mut h = handler.clone();
-    if let Some(obj) = h.as_object_mut()
-        && let Some(Value::String(cmd)) = obj.get("command")
-        && let Some(words) = shell_split(cmd)
-        && !words.is_empty()
-    {
-        let c = words
-            .iter()
-            .map(|w| shell_quote(w))
-            .collect::<Vec<_>>()
-            .join(" ");
-        obj.insert("command".into(), Value::String(c));
-    }
-    h
+    crate::registration::canonical_command_handler(handler)
 }
 
 /// memtrail's MCP server entry: `{"command":"<binary>","args":["mcp"]}`.
@@ -174,12 +154,12 @@ pub fn mcp_server_entry(binary: &Path) -> Option<Value> {
 
 /// The program an MCP server entry runs.
 pub fn mcp_server_program(entry: &Value) -> Option<String> {
-    entry.get("command")?.as_str().map(str::to_string)
+    crate::registration::entry_command(entry)
 }
 
 /// True when `text` is memtrail's skill (any version).
 pub fn is_memtrail_skill(text: &str) -> bool {
-    text.starts_with("---") && text.lines().take(10).any(|l| l.trim() == "name: memtrail")
+    crate::registration::is_memtrail_skill(text)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@
 //! - **A skill** at `<config>/skills/memtrail/SKILL.md`, content [`SKILL_MD`] (it names the tools
 //!   the way Gemini CLI shows them).
 
-use crate::claude::registration::{is_memtrail_program, shell_quote, shell_split};
+use crate::claude::registration::{is_memtrail_program, shell_quote};
 use serde_json::{Value, json};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -141,12 +141,7 @@ pub fn hook_group(binary: &Path, timeout_ms: u64) -> Option<Value> {
 
 /// The program and arguments of a `type: "command"` handler (its command split as `sh` would).
 fn program_and_args(handler: &Value) -> Option<(String, Vec<String>)> {
-    let obj = handler.as_object()?;
-    if obj.get("type").and_then(Value::as_str) != Some("command") {
-        return None;
-    }
-    let mut words = shell_split(obj.get("command")?.as_str()?)?.into_iter();
-    Some((words.next()?, words.collect()))
+    crate::registration::command_program_and_args(handler, false)
 }
 
 /// True when `handler` is memtrail's Gemini CLI hook handler (any binary named `memtrail`,
@@ -163,20 +158,7 @@ pub fn hook_handler_program(handler: &Value) -> Option<String> {
 
 /// `handler` with its command written the way [`hook_command`] writes it.
 pub fn canonical_hook_handler(handler: &Value) -> Value {
-    let mut h = handler.clone();
-    if let Some(obj) = h.as_object_mut()
-        && let Some(Value::String(cmd)) = obj.get("command")
-        && let Some(words) = shell_split(cmd)
-        && !words.is_empty()
-    {
-        let c = words
-            .iter()
-            .map(|w| shell_quote(w))
-            .collect::<Vec<_>>()
-            .join(" ");
-        obj.insert("command".into(), Value::String(c));
-    }
-    h
+    crate::registration::canonical_command_handler(handler)
 }
 
 /// memtrail's MCP server entry: `{"command":"<binary>","args":["mcp"]}`.
@@ -186,12 +168,12 @@ pub fn mcp_server_entry(binary: &Path) -> Option<Value> {
 
 /// The program an MCP server entry runs.
 pub fn mcp_server_program(entry: &Value) -> Option<String> {
-    entry.get("command")?.as_str().map(str::to_string)
+    crate::registration::entry_command(entry)
 }
 
 /// True when `text` is memtrail's skill (any version): its front matter names it `memtrail`.
 pub fn is_memtrail_skill(text: &str) -> bool {
-    text.starts_with("---") && text.lines().take(10).any(|l| l.trim() == "name: memtrail")
+    crate::registration::is_memtrail_skill(text)
 }
 
 #[cfg(test)]
