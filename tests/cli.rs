@@ -1220,11 +1220,20 @@ for i in range(n):
     )
     .unwrap();
     assert_eq!(line.trim(), "started");
-    sb.cmd()
+    let out = sb
+        .cmd()
         .args(["install", "--agent", "claude", "--yes"])
-        .assert()
-        .success();
-    assert!(child.wait().unwrap().success());
+        .output()
+        .unwrap();
+    // The writer ends on its own (60 writes); wait for it before judging, so that a failed
+    // install does not remove the sandbox under it.
+    let writer_ok = child.wait().unwrap().success();
+    assert!(
+        out.status.success(),
+        "install failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(writer_ok, "the other writer failed");
     let v: Value = serde_json::from_slice(&std::fs::read(&global).unwrap()).unwrap();
     assert!(
         v["mcpServers"]["memtrail"].is_object(),

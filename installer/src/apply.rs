@@ -10,11 +10,15 @@ use crate::state::{self, FileState, InstallState};
 use serde::Serialize;
 use std::path::PathBuf;
 
-/// How many times a file is re-read and its edit recomputed when another program keeps
-/// rewriting it (Claude Code rewrites `.claude.json` often). Between attempts apply waits a
-/// little longer each time (5 ms, 10 ms, … 320 ms: about 0.6 s in all), so that a burst of
-/// writes can end.
-pub const MAX_ATTEMPTS: u32 = 8;
+/// How long apply keeps re-reading a file and recomputing its edit while another program keeps
+/// rewriting it (Claude Code rewrites `.claude.json` often, in bursts). Between attempts it waits
+/// a little longer each time (5 ms, 10 ms, … then [`MAX_BACKOFF`]), so that a burst can end; the
+/// window it needs (read, edit, backup, temp file with fsync, rename) is tens of milliseconds on
+/// a slow disk, longer than the gap between two writes of a busy writer.
+pub const RETRY_BUDGET: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The longest wait between two attempts on a contended file.
+pub const MAX_BACKOFF: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// What happened to one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -116,18 +120,20 @@ fn apply_files(plan: &Plan, backup: &mut Option<Backup>) -> Result<Applied, Inst
     let mut all_removed_dirs: Vec<std::path::PathBuf> = Vec::new();
     for fc in &plan.files {
         let target = fsutil::resolve_target(&fc.path)?;
-        let mut attempts = 0;
+        let mut attempts: u32 = 0;
+        let started = std::time::Instant::now();
         loop {
+            if attempts > 0 {
+                if started.elapsed() >= RETRY_BUDGET {
+                    return Err(InstallError::Contended {
+                        path: fc.path.clone(),
+                        attempts,
+                    });
+                }
+                let wait = std::time::Duration::from_millis(5u64 << (attempts - 1).min(6));
+                std::thread::sleep(wait.min(MAX_BACKOFF));
+            }
             attempts += 1;
-            if attempts > MAX_ATTEMPTS {
-                return Err(InstallError::Contended {
-                    path: fc.path.clone(),
-                    attempts: MAX_ATTEMPTS,
-                });
-            }
-            if attempts > 1 {
-                std::thread::sleep(std::time::Duration::from_millis(5 << (attempts - 2)));
-            }
             let (current, id) = fsutil::read_with_id(&target)?;
             let recomputed;
             let edit = if current == fc.before {

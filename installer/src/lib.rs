@@ -61,7 +61,7 @@ mod state;
 mod status;
 mod tomledit;
 
-pub use apply::{Applied, AppliedFile, MAX_ATTEMPTS, Outcome};
+pub use apply::{Applied, AppliedFile, MAX_BACKOFF, Outcome, RETRY_BUDGET};
 pub use env::Env;
 pub use error::InstallError;
 pub use memtrail_adapters::Agent;
@@ -113,7 +113,7 @@ pub fn plan_in(
 
 /// Write a plan (in the environment it was computed in). Files are handled one after the other;
 /// each is backed up before its first change, written atomically with its mode kept, re-read
-/// just before the rename and recomputed (up to [`MAX_ATTEMPTS`] times) if another program
+/// just before the rename and recomputed (for up to [`RETRY_BUDGET`]) if another program
 /// changed it. The install state is updated after each file.
 ///
 /// Errors: as [`plan`] (a file that changed into something unparsable is left untouched), plus
