@@ -2,12 +2,14 @@
 //! server. It knows nothing of agents' config files; agent formats come from
 //! `memtrail-adapters`.
 
+pub mod events;
 pub mod hook;
 pub mod import;
 pub mod ingest;
 pub mod mcp;
 pub mod query;
 pub mod redact;
+pub mod snapshot;
 pub mod store;
 pub mod time;
 
