@@ -220,7 +220,8 @@ pub fn extract_exit_code(output: &str) -> Option<i64> {
 
 /// The most telling line of an error output: the first that says error, fail or panic, else the
 /// first that is not agent boilerplate (Codex's `Chunk ID:`/`Wall time:`/`Process exited…`,
-/// Claude's `Exit code N`, Gemini's `Command:`/`Directory:`). Empty for an empty output.
+/// Claude's `Exit code N`, Gemini's `Command:`/`Directory:`, OpenCode's `Error: Command failed:
+/// exit code N`). Empty for an empty output.
 pub fn error_line(detail: &str) -> String {
     let boiler = |l: &str| {
         let l = l.to_ascii_lowercase();
@@ -232,6 +233,7 @@ pub fn error_line(detail: &str) -> String {
             || l == "output:"
             || l.starts_with("command:")
             || l.starts_with("directory:")
+            || l.starts_with("error: command failed: exit code")
     };
     let lines: Vec<&str> = detail
         .lines()

@@ -40,9 +40,9 @@ use serde::{Deserialize, Serialize};
 /// Default byte budget of a snapshot.
 pub const DEFAULT_BUDGET: usize = 2048;
 
-/// The smallest budget for which a snapshot of a session with events is never empty: one
-/// 4-byte character.
-pub const MIN_NONEMPTY_BUDGET: usize = 4;
+/// The smallest budget for which a snapshot of a session with events is never empty (one byte:
+/// the first line, which starts with ASCII, cut to the budget).
+pub const MIN_NONEMPTY_BUDGET: usize = 1;
 
 /// What a snapshot is built from.
 #[derive(Debug, Clone, Default)]
@@ -119,7 +119,11 @@ pub fn build(input: &SnapshotInput, budget: usize) -> Snapshot {
     }
     let mut sections = sections(input, &events);
     let top = top_line(input, events.len());
-    let text = fill(&mut sections, top, budget);
+    let text = if events.is_empty() {
+        String::new()
+    } else {
+        fill(&mut sections, top, budget)
+    };
     Snapshot {
         text,
         budget,
@@ -163,18 +167,29 @@ fn fill(sections: &mut [Section], top: String, budget: usize) -> String {
     }
     let mut order: Vec<usize> = (0..sections.len()).collect();
     order.sort_by_key(|&i| importance(sections[i].title));
-    // Round 1: one item of each section, the first within all the room left.
-    for (n, &i) in order.iter().enumerate() {
+    // Round 1: one item of each section; the most important section with content may use all
+    // the room left. If even that does not fit, the text is that item alone (below).
+    let mut first = true;
+    let mut core_fits = true;
+    for &i in &order {
+        if sections[i].items.is_empty() {
+            continue;
+        }
         let quota = sections[i].quota * budget / 100;
-        let room = if n == 0 || used == line_cost(&top) * keep_top as usize {
+        let room = if first {
             limit - used
         } else {
             quota.min(limit - used)
         };
-        add(&mut sections[i], room, &mut used);
+        let added = add(&mut sections[i], room, &mut used);
+        if first && !added {
+            core_fits = false;
+            break;
+        }
+        first = false;
     }
     // Round 2: up to each quota.
-    for &i in &order {
+    for &i in order.iter().filter(|_| core_fits) {
         let quota = sections[i].quota * budget / 100;
         while sections[i].used < quota {
             let room = (quota - sections[i].used).min(limit - used);
@@ -185,7 +200,7 @@ fn fill(sections: &mut [Section], top: String, budget: usize) -> String {
     }
     // Round 3: give cut items back what they lost, then add items while the budget lasts, in
     // order of importance.
-    for &i in &order {
+    for &i in order.iter().filter(|_| core_fits) {
         for (full, shown) in sections[i].chosen.iter_mut() {
             if shown.len() < full.len() && limit > used {
                 let grown = truncate_str(full, shown.len() + (limit - used));
@@ -194,12 +209,12 @@ fn fill(sections: &mut [Section], top: String, budget: usize) -> String {
             }
         }
     }
-    for &i in &order {
+    for &i in order.iter().filter(|_| core_fits) {
         while add(&mut sections[i], limit - used, &mut used) {}
     }
     let mut lines: Vec<String> = Vec::new();
     if keep_top {
-        lines.push(top);
+        lines.push(top.clone());
     }
     for s in sections.iter() {
         if s.chosen.is_empty() {
@@ -210,14 +225,19 @@ fn fill(sections: &mut [Section], top: String, budget: usize) -> String {
             lines.push(format!("- {c}"));
         }
     }
-    let mut text = lines.join("\n");
+    let mut text = if core_fits {
+        lines.join("\n")
+    } else {
+        String::new()
+    };
     if text.is_empty() && budget > 0 {
-        // Too small for any title: the most critical item alone.
-        if let Some(item) = order.iter().find_map(|&i| sections[i].items.first()) {
-            text = truncate_str(item, budget);
-        } else if keep_top {
-            text = truncate_str(&lines.join(""), budget);
-        }
+        // Too small for any title: the most critical item alone, else the first line, cut.
+        text = order
+            .iter()
+            .find_map(|&i| sections[i].items.first())
+            .map(|item| truncate_str(item, budget))
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| truncate_str(&top, budget));
     }
     if text.len() > budget {
         // Never reached by construction; the budget is a hard limit all the same.

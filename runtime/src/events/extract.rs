@@ -126,7 +126,7 @@ fn decisions(text: &str) -> Vec<String> {
                 || lower.starts_with("no, ")
                 || lower.starts_with("use ")
             {
-                let d = collapse(s);
+                let d = collapse(s.trim_end_matches([';', ',']));
                 if !out.contains(&d) {
                     out.push(d);
                 }
