@@ -422,10 +422,7 @@ fn opencode_session() {
         vec![r("command", "ok", "cargo test", None, Some("shell"))],
     );
     assert_eq!(rows(&evs), want);
-    assert_eq!(
-        rows(&derived),
-        resolved(FAILED_LINE)
-    );
+    assert_eq!(rows(&derived), resolved(FAILED_LINE));
 }
 
 #[test]
@@ -989,8 +986,8 @@ fn snapshot_of_the_claude_session() {
 - Add a changelog entry (pending)
 - done (1 of 3): Add Kelvin conversions
 ## Files changed [file]
-- tests/kelvin.rs (edited, +1 -1)
-- src/convert.rs (edited, +7 -3)
+- tests/kelvin.rs (+1 -1)
+- src/convert.rs (+7 -3)
 ## Decisions [decision]
 - use f64 everywhere instead of f32.
 - Don't touch the public API names

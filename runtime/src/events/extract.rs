@@ -703,19 +703,23 @@ fn floor_boundary(s: &str, max: usize) -> usize {
     i
 }
 
-/// Output that reports a failed build or test run even though no exit code is given (VS Code,
-/// Cursor terminals).
+/// Output that reports a failed build or test run although no exit code is given (VS Code's
+/// terminal tool, Cursor): cargo's `error: could not compile` / `test result: FAILED`, npm's
+/// `npm ERR!`, a test summary counting failures (pytest `1 failed, 11 passed`, vitest
+/// `Tests  1 failed | 7 passed`, jest `Tests: 1 failed`), `BUILD FAILED`.
 fn reports_failure(output: &str) -> bool {
     const MARKS: &[&str] = &[
         "error: could not compile",
         "test result: FAILED",
         "npm ERR!",
         "error: test failed",
-        "FAILED (failures=",
-        "Tests failed",
         "BUILD FAILED",
     ];
-    MARKS.iter().any(|m| output.contains(m))
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"(?m)(^|[\s|,:])[1-9][0-9]* failed\b").expect("failed-count regex")
+    });
+    MARKS.iter().any(|m| output.contains(m)) || re.is_match(output)
 }
 
 fn shell_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
@@ -737,7 +741,7 @@ fn shell_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
     let code = call.output.as_deref().and_then(exit_code);
     let failed = call.is_error
         || code.is_some_and(|c| c != 0)
-        || call.output.as_deref().is_some_and(reports_failure);
+        || (code.is_none() && call.output.as_deref().is_some_and(reports_failure));
     let action = if failed {
         "failed"
     } else if call.output.is_some() {
