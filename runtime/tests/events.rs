@@ -440,13 +440,22 @@ fn claude_question_answered_is_a_decision() {
         .collect();
     assert_eq!(
         answered,
-        vec![r(
-            "decision",
-            "answered",
-            "Which approach should I take for the JSON decoding hot spot? → Switch to a streaming decoder",
-            None,
-            Some("AskUserQuestion")
-        )]
+        vec![
+            r(
+                "decision",
+                "answered",
+                "Which approach should I take for the JSON decoding hot spot? → Switch to a streaming decoder",
+                None,
+                Some("AskUserQuestion")
+            ),
+            r(
+                "decision",
+                "stated",
+                "Keep the old decodeAll behind a flag so we can compare.",
+                None,
+                None
+            )
+        ]
     );
     // go vet failed and nothing ran it again: unresolved; the 6 `git log` runs differ: no loop.
     let derived = correlate(&evs);
@@ -1003,4 +1012,85 @@ fn snapshot_of_the_claude_session() {
     assert_eq!(snapshot::estimate_tokens("abcde"), 2);
     assert_eq!(snapshot::estimate_tokens("日本語"), 3);
     assert_eq!(snapshot::estimate_tokens(""), 0);
+}
+
+#[test]
+fn what_is_and_is_not_a_decision() {
+    let stated = |text: &str| -> Vec<String> {
+        let m = Message {
+            id: "u".into(),
+            role: Role::User,
+            kind: Kind::Text,
+            parts: vec![Part::Text { text: text.into() }],
+            timestamp: None,
+            model: None,
+        };
+        extract(Agent::Claude, &m)
+            .into_iter()
+            .filter(|e| e.category == Category::Decision)
+            .map(|e| e.subject)
+            .collect()
+    };
+    assert_eq!(
+        stated("No, don't delete anything. Just summarise the diff."),
+        vec!["No, don't delete anything."]
+    );
+    assert_eq!(
+        stated("Please never push to main"),
+        vec!["Please never push to main"]
+    );
+    assert_eq!(
+        stated("Use rustls instead of openssl."),
+        vec!["Use rustls instead of openssl."]
+    );
+    assert_eq!(
+        stated("We should go with SQLite rather than Postgres for now."),
+        vec!["We should go with SQLite rather than Postgres for now."]
+    );
+    // Not decisions: a task, a statement of fact, a question.
+    assert!(stated("Use pattern src/**/*.ts to list the files").is_empty());
+    assert!(stated("The test always fails on CI and I don't know why.").is_empty());
+    assert!(stated("Should we use serde instead of hand parsing?").is_empty());
+}
+
+#[test]
+fn files_removed_by_the_shell() {
+    assert_eq!(
+        one(
+            "Bash",
+            json!({"command": "rm docs/geese.md && git rm -q old.rs"}),
+            Some(""),
+            false
+        ),
+        vec![
+            r(
+                "command",
+                "ok",
+                "rm docs/geese.md && git rm -q old.rs",
+                None,
+                Some("shell")
+            ),
+            r("file", "deleted", "docs/geese.md", None, Some("shell")),
+            r("file", "deleted", "old.rs", None, Some("shell")),
+        ]
+    );
+    // Rejected by the user: nothing was removed.
+    assert_eq!(
+        one(
+            "Bash",
+            json!({"command": "rm -rf target"}),
+            Some("The user doesn't want to proceed with this tool use."),
+            true
+        ),
+        vec![
+            r("command", "failed", "rm -rf target", None, Some("shell")),
+            r(
+                "error",
+                "tool",
+                "shell: rm -rf target",
+                Some("The user doesn't want to proceed with this tool use."),
+                Some("shell")
+            ),
+        ]
+    );
 }

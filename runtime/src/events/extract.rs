@@ -102,30 +102,43 @@ fn ev(
 // ---------------------------------------------------------------------------------------------
 // Prompts: decisions and references
 
-fn decision_re() -> &'static Regex {
+/// A sentence that states a decision: it starts (after `please`, `and`, `but`, `no,`, …) with
+/// an instruction of the kind (`don't`, `do not`, `never`, `always`, `avoid`, `stop`, `prefer`,
+/// `keep`, `stick to`, `switch to`, `let's go with`, `from now on`, `make sure`, `use … instead /
+/// only / everywhere`), or holds a contrast or rule anywhere (`instead of`, `rather than`,
+/// `from now on`, `let's go with`, `must not`, `should not`, `we'll use`). Questions are not
+/// decisions.
+fn decision_start_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r"(?i)(^|\b)(don'?t|do not|never|always|instead|prefer|let'?s go with|go with|stop using|from now on|must not|mustn'?t|should not|shouldn'?t|avoid|no need to|rather than|keep using|stick (to|with)|we('ll| will) use|switch to)\b",
+            r"^(?:(?:please|and|but|also|ok|okay|so|then|no|yes|actually)\b[,!]?\s+)*(?:don'?t|do not|never|always|avoid|stop|prefer|keep|stick (?:to|with)|switch to|let'?s (?:go with|use|keep|stick)|go with|from now on|make sure|remember to|no need to|we(?:'ll| will| should) use|use\b.*\b(?:instead|only|everywhere|rather))\b",
         )
         .expect("decision regex")
     })
 }
 
-/// The sentences of a prompt that state a decision.
+fn decision_any_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"\b(?:instead of|rather than|from now on|let'?s go with|must not|mustn'?t|should not|shouldn'?t|we(?:'ll| will) use|i don'?t want|we don'?t want)\b",
+        )
+        .expect("decision regex")
+    })
+}
+
+/// The sentences of a prompt that state a decision (see [`decision_start_re`]).
 fn decisions(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for line in text.lines() {
         for sentence in split_sentences(line) {
             let s = sentence.trim().trim_start_matches(['-', '*', '>', ' ']);
-            if s.len() < 6 || s.starts_with("```") {
+            if s.len() < 6 || s.starts_with("```") || s.ends_with('?') {
                 continue;
             }
-            let lower = s.to_lowercase();
-            if decision_re().is_match(&lower)
-                || lower.starts_with("no, ")
-                || lower.starts_with("use ")
-            {
+            let lower = s.to_lowercase().replace('’', "'");
+            if decision_start_re().is_match(&lower) || decision_any_re().is_match(&lower) {
                 let d = collapse(s.trim_end_matches([';', ',']));
                 if !out.contains(&d) {
                     out.push(d);
@@ -767,10 +780,42 @@ fn shell_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
         };
         push_error(call, kind, &one, ts, out);
     } else {
+        if call.output.is_some() {
+            for path in removed_paths(&cmd) {
+                out.push(ev(
+                    Category::File,
+                    "deleted",
+                    2,
+                    &path,
+                    None,
+                    Some(call),
+                    ts,
+                ));
+            }
+        }
         for g in git_actions(&cmd) {
             out.push(ev(Category::Git, g.0, 3, &g.1, Some(g.2), Some(call), ts));
         }
     }
+}
+
+/// The paths a command line removes with `rm` or `git rm` (at most 10; flags skipped).
+fn removed_paths(cmd: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for seg in split_chain(cmd) {
+        let words = shell_words(seg);
+        let args = match words.first().map(String::as_str) {
+            Some("rm") => &words[1..],
+            Some("git") if words.get(1).map(String::as_str) == Some("rm") => &words[2..],
+            _ => continue,
+        };
+        for a in args.iter().filter(|a| !a.starts_with('-') && !a.is_empty()) {
+            if out.len() < 10 && !out.contains(a) {
+                out.push(a.clone());
+            }
+        }
+    }
+    out
 }
 
 /// The git actions of a command line: (action, subject, the git command).
