@@ -1094,3 +1094,212 @@ fn files_removed_by_the_shell() {
         ]
     );
 }
+
+#[test]
+fn tool_name_spellings_the_adapters_leave_as_they_are() {
+    assert_eq!(
+        one(
+            "copilot_replaceString",
+            json!({"filePath": "/p/a.ts", "oldString": "a", "newString": "b"}),
+            Some("ok"),
+            false
+        ),
+        vec![r("file", "edited", "/p/a.ts", Some("+1 -1"), Some("edit"))]
+    );
+    assert_eq!(
+        one(
+            "read_many_files",
+            json!({"paths": ["a.md", "b.md"]}),
+            Some("…"),
+            false
+        ),
+        vec![
+            r("file", "read", "a.md", None, Some("read")),
+            r("file", "read", "b.md", None, Some("read")),
+        ]
+    );
+    assert_eq!(
+        one("Delete", json!({"path": "/p/old.ts"}), None, false),
+        vec![r("file", "deleted", "/p/old.ts", None, Some("Delete"))]
+    );
+    assert_eq!(
+        one(
+            "web_fetch",
+            json!({"prompt": "Summarise https://example.org/spec.html please"}),
+            Some("…"),
+            false
+        ),
+        vec![r(
+            "reference",
+            "url",
+            "https://example.org/spec.html",
+            None,
+            Some("web_fetch")
+        )]
+    );
+    // OpenCode's `patch` tool: the patch in `patchText`.
+    let patch = "*** Begin Patch\n*** Add File: notes.md\n+hello\n*** End Patch";
+    let m = call_msg(
+        "patch",
+        "edit",
+        json!({"patchText": patch}),
+        Some("ok"),
+        false,
+    );
+    let got: Vec<(Category, String, String)> = extract(Agent::Opencode, &m)
+        .into_iter()
+        .map(|e| (e.category, e.action, e.subject))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(
+            Category::File,
+            "written".to_string(),
+            "notes.md".to_string()
+        )]
+    );
+}
+
+fn random_value(g: &mut Lcg, depth: u32) -> Value {
+    let keys = [
+        "command",
+        "cmd",
+        "file_path",
+        "filePath",
+        "path",
+        "paths",
+        "files",
+        "content",
+        "contents",
+        "old_string",
+        "new_string",
+        "oldString",
+        "newString",
+        "edits",
+        "todos",
+        "plan",
+        "todoList",
+        "status",
+        "content",
+        "step",
+        "title",
+        "questions",
+        "url",
+        "urls",
+        "prompt",
+        "input",
+        "patch",
+        "patchText",
+        "replacements",
+        "skill",
+        "description",
+        "operation",
+    ];
+    match if depth > 2 { g.below(3) } else { g.below(6) } {
+        0 => {
+            let mut parts: Vec<&str> = (0..g.below(12))
+                .map(|_| WORDS[g.below(WORDS.len() as u64) as usize])
+                .collect();
+            for extra in [
+                "*** Update File: ",
+                "\n",
+                "git commit -m '",
+                "rm ",
+                "$(cat <<'EOF'",
+                "&&",
+                "\"",
+                "Exit code 7",
+            ] {
+                if g.below(3) == 0 {
+                    parts.push(extra);
+                }
+            }
+            Value::String(parts.join(""))
+        }
+        1 => json!(g.below(1000) as i64 - 500),
+        2 => Value::Null,
+        3 | 4 => Value::Object(
+            (0..g.below(5))
+                .map(|_| {
+                    (
+                        keys[g.below(keys.len() as u64) as usize].to_string(),
+                        random_value(g, depth + 1),
+                    )
+                })
+                .collect(),
+        ),
+        _ => Value::Array(
+            (0..g.below(4))
+                .map(|_| random_value(g, depth + 1))
+                .collect(),
+        ),
+    }
+}
+
+#[test]
+fn extract_never_panics_and_bounds_its_fields() {
+    let names = [
+        "Bash",
+        "shell",
+        "exec_command",
+        "Edit",
+        "MultiEdit",
+        "Write",
+        "Read",
+        "apply_patch",
+        "TodoWrite",
+        "update_plan",
+        "write_todos",
+        "manage_todo_list",
+        "Task",
+        "Skill",
+        "ExitPlanMode",
+        "AskUserQuestion",
+        "request_user_input",
+        "WebFetch",
+        "mcp__a__b",
+        "editFiles",
+        "run_in_terminal",
+        "copilot_replaceString",
+        "Delete",
+        "read_many_files",
+        "TaskCreate",
+        "Other",
+    ];
+    let mut g = Lcg(42);
+    for _ in 0..4000 {
+        let name = names[g.below(names.len() as u64) as usize];
+        let input = random_value(&mut g, 0);
+        let output = match g.below(3) {
+            0 => None,
+            1 => Some("Process exited with code 3\nerror: x".repeat(g.below(400) as usize)),
+            _ => Some(format!(
+                "User has answered your questions: \"{}\"=\"{}\"",
+                "q".repeat(g.below(900) as usize),
+                "é".repeat(g.below(900) as usize)
+            )),
+        };
+        let is_error = g.below(4) == 0;
+        let tool = memtrail_adapters::normalize_tool_name(name);
+        let mut m = call_msg(name, &tool, input, output.as_deref(), is_error);
+        if g.below(3) == 0 {
+            m.role = Role::User;
+            m.parts.push(Part::Text {
+                text: random_value(&mut g, 3)
+                    .to_string()
+                    .repeat(g.below(60) as usize),
+            });
+        }
+        let evs = extract(Agent::Codex, &m);
+        for e in &evs {
+            assert!(e.subject.len() <= events::MAX_SUBJECT);
+            assert!(
+                e.detail
+                    .as_ref()
+                    .is_none_or(|d| d.len() <= events::MAX_DETAIL)
+            );
+            assert!((1..=4).contains(&e.priority));
+        }
+        assert_eq!(evs, extract(Agent::Codex, &m), "deterministic");
+    }
+}

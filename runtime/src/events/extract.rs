@@ -258,7 +258,63 @@ fn push_error(call: &ToolCall, action: &str, target: &str, ts: Option<i64>, out:
     ));
 }
 
+/// The common tool name of a call: the adapter's, or for names it leaves as they are, the
+/// spellings of the same tools seen in the agents' transcripts (VS Code's `copilot_*` and
+/// camelCase names, `read_many_files`, Cursor's `Delete`).
+fn effective_tool(call: &ToolCall) -> Option<&'static str> {
+    const KNOWN: &[&str] = &[
+        "read",
+        "edit",
+        "write",
+        "shell",
+        "todo",
+        "subagent",
+        "mcp",
+        "web_fetch",
+    ];
+    if KNOWN.contains(&call.tool.as_str()) {
+        return None;
+    }
+    let lower = call.name.to_ascii_lowercase();
+    let key = lower.trim_start_matches("copilot_").replace(['_', '-'], "");
+    Some(match key.as_str() {
+        "readfile" | "readmanyfiles" | "readnotebookcellsoutput" => "read",
+        "replacestring"
+        | "replacestringinfile"
+        | "multireplacestringinfile"
+        | "applypatch"
+        | "insertedit"
+        | "inserteditintofile"
+        | "editfile"
+        | "editnotebook"
+        | "patch" => "edit",
+        "createfile" | "writefile" => "write",
+        "runinterminal" | "runterminalcommand" | "runcommand" | "executecommand" => "shell",
+        "managetodolist" | "todowrite" | "writetodos" => "todo",
+        "runsubagent" => "subagent",
+        "fetchwebpage" | "webfetch" => "web_fetch",
+        "delete" | "deletefile" => "delete",
+        _ => return None,
+    })
+}
+
 fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
+    if let Some(tool) = effective_tool(call) {
+        if tool == "delete" {
+            if call.is_error {
+                let target = path_of(&call.input).unwrap_or_else(|| call.name.clone());
+                push_error(call, "tool", &target, ts, out);
+            } else if let Some(p) = path_of(&call.input) {
+                out.push(ev(Category::File, "deleted", 2, &p, None, Some(call), ts));
+            }
+            return;
+        }
+        let c = ToolCall {
+            tool: tool.to_string(),
+            ..call.clone()
+        };
+        return tool_events(&c, ts, out);
+    }
     let input = &call.input;
     let lname = call.name.to_ascii_lowercase();
     match call.tool.as_str() {
@@ -318,6 +374,15 @@ fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
             } else if let Some(arr) = input.get("urls").and_then(Value::as_array) {
                 for u in arr.iter().filter_map(Value::as_str).take(MAX_REFS) {
                     out.push(ev(Category::Reference, "url", 4, u, None, Some(call), ts));
+                }
+            } else if let Some(prompt) = s(input, &["prompt"]) {
+                // Gemini's web_fetch takes the URLs inside its prompt.
+                let mut refs = Vec::new();
+                references(prompt, ts, &mut refs);
+                for mut e in refs.into_iter().filter(|e| e.action == "url") {
+                    e.call_id = Some(call.id.clone());
+                    e.tool = Some(call.tool.clone());
+                    out.push(e);
                 }
             }
             if call.is_error {
@@ -481,7 +546,7 @@ fn edit_touches(call: &ToolCall) -> Vec<Touch> {
     // Codex apply_patch: the input is the patch text (custom tool call), or an object holding it.
     let patch = input
         .as_str()
-        .or_else(|| s(input, &["input", "patch"]))
+        .or_else(|| s(input, &["input", "patch", "patchText"]))
         .filter(|p| p.contains("*** "));
     if let Some(p) = patch {
         return patch_touches(p);
@@ -1116,36 +1181,34 @@ fn answer_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
     if let Ok(v) = serde_json::from_str::<Value>(output)
         && let Some(ans) = v.get("answers").and_then(Value::as_object)
     {
-        {
-            for (id, a) in ans.iter().take(MAX_DECISIONS) {
-                let text = a
-                    .get("answers")
-                    .and_then(Value::as_array)
-                    .map(|x| {
-                        x.iter()
-                            .filter_map(Value::as_str)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    })
-                    .or_else(|| a.as_str().map(str::to_string))
-                    .unwrap_or_default();
-                let q = questions
-                    .iter()
-                    .find(|(qid, _)| qid == id)
-                    .map(|(_, q)| q.as_str())
-                    .unwrap_or(id);
-                out.push(ev(
-                    Category::Decision,
-                    "answered",
-                    1,
-                    &format!("{q} → {text}"),
-                    None,
-                    Some(call),
-                    ts,
-                ));
-            }
-            return;
+        for (id, a) in ans.iter().take(MAX_DECISIONS) {
+            let text = a
+                .get("answers")
+                .and_then(Value::as_array)
+                .map(|x| {
+                    x.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .or_else(|| a.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let q = questions
+                .iter()
+                .find(|(qid, _)| qid == id)
+                .map(|(_, q)| q.as_str())
+                .unwrap_or(id);
+            out.push(ev(
+                Category::Decision,
+                "answered",
+                1,
+                &format!("{q} → {text}"),
+                None,
+                Some(call),
+                ts,
+            ));
         }
+        return;
     }
     let q = questions
         .first()
