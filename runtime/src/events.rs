@@ -218,10 +218,12 @@ pub fn extract_exit_code(output: &str) -> Option<i64> {
     extract::exit_code(output)
 }
 
-/// The most telling line of an error output: the first that says error, fail or panic, else the
-/// first that is not agent boilerplate (Codex's `Chunk ID:`/`Wall time:`/`Process exited…`,
-/// Claude's `Exit code N`, Gemini's `Command:`/`Directory:`, OpenCode's `Error: Command failed:
-/// exit code N`). Empty for an empty output.
+/// The most telling line of an error output: the first that carries a failure marker
+/// (`error[`, `error:`, `Error:`, `FAILED`, `FAIL `, `panicked`, `fatal:`, `Traceback`, `×`),
+/// else the first that is neither agent boilerplate (Codex's `Chunk ID:`/`Wall time:`/`Process
+/// exited…`, Claude's `Exit code N`, Gemini's `Command:`/`Directory:`, OpenCode's `Error: Command
+/// failed: exit code N`) nor a tool's preamble (`running N tests`, `> script`, `Compiling …`,
+/// `# package`, `=====`). Empty for an empty output.
 pub fn error_line(detail: &str) -> String {
     let boiler = |l: &str| {
         let l = l.to_ascii_lowercase();
@@ -235,19 +237,34 @@ pub fn error_line(detail: &str) -> String {
             || l.starts_with("directory:")
             || l.starts_with("error: command failed: exit code")
     };
+    let preamble = |l: &str| {
+        l.starts_with("running ")
+            || l.starts_with("> ")
+            || l.starts_with("Compiling ")
+            || l.starts_with("# ")
+            || l.starts_with("=====")
+    };
+    const MARKS: &[&str] = &[
+        "error[",
+        "error:",
+        "Error:",
+        "FAILED",
+        "FAIL ",
+        "panicked",
+        "fatal:",
+        "Traceback",
+        "×",
+    ];
     let lines: Vec<&str> = detail
         .lines()
-        .map(str::trim)
+        .map(|l| l.trim().trim_start_matches("Output:").trim())
         .filter(|l| !l.is_empty() && !boiler(l))
         .collect();
-    let pick = lines
+    lines
         .iter()
-        .find(|l| {
-            let x = l.to_ascii_lowercase();
-            x.contains("error") || x.contains("fail") || x.contains("panic")
-        })
+        .find(|l| MARKS.iter().any(|m| l.contains(m)))
+        .or_else(|| lines.iter().find(|l| !preamble(l)))
         .or(lines.first())
-        .copied()
-        .unwrap_or("");
-    pick.trim_start_matches("Output:").trim().to_string()
+        .map(|l| l.to_string())
+        .unwrap_or_default()
 }

@@ -7,7 +7,7 @@
 //! Shape (Markdown, factual statements; sections without content are left out):
 //!
 //! ```text
-//! Working state of claude session <id> (branch main, 42 events). More: MCP timeline(session_id="<id>", category=…) or `memtrail search "<words>" --session <id>`.
+//! Working state of claude session <id> (branch main, 42 events). More: MCP timeline(session_id="<id>", category="<a section's [category]>") or `memtrail search "<words>" --session <id>`.
 //! ## Last request [prompt]
 //! - <the last user prompt>
 //! ## Open tasks [task]
@@ -278,7 +278,7 @@ fn top_line(input: &SnapshotInput, n: usize) -> String {
     }
     facts.push(format!("{n} events"));
     format!(
-        "Working state of {agent} session {id} ({}). More: MCP timeline(session_id=\"{id}\", category=…) or `memtrail search \"<words>\" --session {id}`.",
+        "Working state of {agent} session {id} ({}). More: MCP timeline(session_id=\"{id}\", category=\"<a section's [category]>\") or `memtrail search \"<words>\" --session {id}`.",
         facts.join(", ")
     )
 }
@@ -331,6 +331,10 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
     let mut goal = Vec::new();
     if prompts.len() > 1 {
         goal.push(prompts[0].clone());
+    } else if prompts.is_empty()
+        && let Some(t) = input.title.as_deref().filter(|t| !t.trim().is_empty())
+    {
+        goal.push(format!("session title: {}", one_line(t)));
     }
     for e in of(Category::Plan).collect::<Vec<_>>().into_iter().rev() {
         if e.event.action == "approved" {

@@ -987,7 +987,7 @@ fn snapshot_of_the_claude_session() {
         events: evs,
     };
     let s = build(&input, snapshot::DEFAULT_BUDGET);
-    let want = "Working state of claude session 2f7864b9 (branch main, 17 events). More: MCP timeline(session_id=\"2f7864b9\", category=…) or `memtrail search \"<words>\" --session 2f7864b9`.
+    let want = "Working state of claude session 2f7864b9 (branch main, 17 events). More: MCP timeline(session_id=\"2f7864b9\", category=\"<a section's [category]>\") or `memtrail search \"<words>\" --session 2f7864b9`.
 ## Last request [prompt]
 - Don't touch the public API names; use f64 everywhere instead of f32.
 ## Open tasks [task]
@@ -1302,4 +1302,27 @@ fn extract_never_panics_and_bounds_its_fields() {
         }
         assert_eq!(evs, extract(Agent::Codex, &m), "deterministic");
     }
+}
+
+#[test]
+fn snapshot_without_prompts_states_the_title_and_unresolved_errors() {
+    use Category::*;
+    let mut failed = se(2, 0, Error, "exit", "shell: make", "a", "shell");
+    failed.event.detail = Some("Process exited with code 2\nmake: *** [all] Error 2".into());
+    let input = SnapshotInput {
+        agent: "codex".into(),
+        session_id: "t1".into(),
+        title: Some("Fix the  build".into()),
+        events: vec![se(1, 0, Command, "failed", "make", "a", "shell"), failed],
+        ..Default::default()
+    };
+    let s = build(&input, 2048);
+    assert_eq!(
+        s.text,
+        "Working state of codex session t1 (2 events). More: MCP timeline(session_id=\"t1\", category=\"<a section's [category]>\") or `memtrail search \"<words>\" --session t1`.
+## Unresolved errors [error]
+- `make` failed (shell, exit 2): make: *** [all] Error 2
+## Goal [prompt]
+- session title: Fix the build"
+    );
 }
