@@ -162,6 +162,11 @@ pub const MAX_DETAIL: usize = 2000;
 ///   `todowrite`, `manage_todo_list`), plans, sub-agents, skills, MCP tools, answered questions,
 ///   fetched URLs, and an `error tool|exit` for a call marked as failed or whose output reports a
 ///   non-zero exit code.
+///
+/// A todo list gives one `task` event per item, its action from the item's status in that list
+/// (pending → `created`, in progress → `updated`, completed or cancelled → `done`; detail: the
+/// status as `pending|in_progress|completed|cancelled`); the session's current list is its latest
+/// list (what the snapshot shows).
 pub fn extract(agent: Agent, msg: &Message) -> Vec<Event> {
     extract::extract(agent, msg)
 }
@@ -175,8 +180,8 @@ pub fn extract(agent: Agent, msg: &Message) -> Vec<Event> {
 ///   a failed edit or write, any for a failed read; a relative path matches an absolute one
 ///   ending with it) or an `ok` command with the same command line. Subject and tool are the
 ///   error's; detail: the error's detail's first line.
-/// - `retry loop`: the same call (same tool, same target) three or more times in a row among the
-///   session's calls; one event per run, at its last call, detail `N times in a row`.
+/// - `retry loop`: the same call (a shell command, a read of a path, or a failing call of one tool
+///   on one target) three or more times in a row among the session's calls; one event per run, at its last call, detail `N times in a row`.
 pub fn correlate(events: &[StoredEvent]) -> Vec<StoredEvent> {
     correlate::correlate(events)
 }

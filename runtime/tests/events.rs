@@ -1326,3 +1326,29 @@ fn snapshot_without_prompts_states_the_title_and_unresolved_errors() {
 - session title: Fix the build"
     );
 }
+
+#[test]
+fn reading_the_same_file_three_times_in_a_row_is_a_loop_an_edit_between_breaks_it() {
+    use Category::*;
+    let evs = vec![
+        se(1, 0, File, "read", "src/a.rs", "a", "read"),
+        se(2, 1, File, "read", "src/a.rs", "b", "read"),
+        se(3, 2, File, "edited", "src/a.rs", "c", "edit"),
+        se(4, 3, File, "read", "src/a.rs", "d", "read"),
+        se(5, 4, File, "read", "src/a.rs", "e", "read"),
+        se(6, 5, File, "read", "src/a.rs", "f", "read"),
+        se(7, 6, File, "read", "src/a.rs", "g", "read"),
+    ];
+    let d = correlate(&evs);
+    assert_eq!(
+        rows(&d),
+        vec![r(
+            "retry",
+            "loop",
+            "read: src/a.rs",
+            Some("4 times in a row"),
+            Some("read")
+        )]
+    );
+    assert_eq!((d[0].id, d[0].seq), (7, 6));
+}
