@@ -186,6 +186,12 @@ pub fn correlate(events: &[StoredEvent]) -> Vec<StoredEvent> {
     correlate::correlate(events)
 }
 
+/// Whether two paths name the same file: equal, or one relative and the other an absolute path
+/// ending with it (`src/a.rs` and `/home/u/p/src/a.rs`). `./` prefixes are ignored.
+pub fn same_path(a: &str, b: &str) -> bool {
+    correlate::same_path(a, b)
+}
+
 /// The target of an `error` event: its subject without the leading `<tool>: `.
 pub fn error_target(e: &Event) -> &str {
     match &e.tool {

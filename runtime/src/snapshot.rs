@@ -395,8 +395,14 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
             Some((p, m)) => (p, m, true),
             None => (0, 0, false),
         };
-        if let Some(i) = files.iter().position(|f| f.path == path) {
+        if let Some(i) = files
+            .iter()
+            .position(|f| crate::events::same_path(&f.path, &path))
+        {
             let mut f = files.remove(i);
+            if path.len() < f.path.len() {
+                f.path = path;
+            }
             f.n += 1;
             f.plus += p;
             f.minus += m;

@@ -1352,3 +1352,22 @@ fn reading_the_same_file_three_times_in_a_row_is_a_loop_an_edit_between_breaks_i
     );
     assert_eq!((d[0].id, d[0].seq), (7, 6));
 }
+
+#[test]
+fn snapshot_merges_a_file_written_relative_and_absolute() {
+    use Category::*;
+    let mut a = se(1, 0, File, "edited", "/elsewhere/p/src/a.rs", "a", "edit");
+    a.event.detail = Some("+2 -1".into());
+    let mut b = se(2, 1, File, "edited", "src/a.rs", "b", "edit");
+    b.event.detail = Some("+1 -0".into());
+    let input = SnapshotInput {
+        session_id: "x".into(),
+        events: vec![a, b],
+        ..Default::default()
+    };
+    let text = build(&input, 300).text;
+    assert!(
+        text.ends_with("## Files changed [file]\n- src/a.rs (×2, +3 -1)"),
+        "{text}"
+    );
+}

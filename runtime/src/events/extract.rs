@@ -12,6 +12,9 @@ use std::sync::OnceLock;
 const MAX_REFS: usize = 8;
 /// At most this many decisions per prompt.
 const MAX_DECISIONS: usize = 5;
+/// Decisions and references are looked for in the first this many bytes of a text (a pasted log
+/// of megabytes costs no more than this).
+const MAX_SCAN: usize = 64 * 1024;
 
 pub(super) fn extract(_agent: Agent, msg: &Message) -> Vec<Event> {
     let mut out = Vec::new();
@@ -35,10 +38,11 @@ pub(super) fn extract(_agent: Agent, msg: &Message) -> Vec<Event> {
                     None,
                     ts,
                 ));
-                for d in decisions(t).into_iter().take(MAX_DECISIONS) {
+                let scan = &t[..floor_boundary(t, MAX_SCAN)];
+                for d in decisions(scan).into_iter().take(MAX_DECISIONS) {
                     out.push(ev(Category::Decision, "stated", 1, &d, None, None, ts));
                 }
-                references(t, ts, &mut out);
+                references(scan, ts, &mut out);
             }
         }
         Role::Assistant => {
@@ -51,7 +55,7 @@ pub(super) fn extract(_agent: Agent, msg: &Message) -> Vec<Event> {
                 })
                 .collect::<Vec<_>>()
                 .join("\n");
-            references(&text, ts, &mut out);
+            references(&text[..floor_boundary(&text, MAX_SCAN)], ts, &mut out);
         }
         _ => {}
     }
