@@ -64,6 +64,9 @@ fn main() {
         .unwrap_or(5000);
     let msgs = session(n);
     let t = Instant::now();
+    let _ = extract(Agent::Claude, &msgs[0]);
+    let t_first = t.elapsed();
+    let t = Instant::now();
     let mut events = Vec::new();
     for (seq, m) in msgs.iter().enumerate() {
         for e in extract(Agent::Claude, m) {
@@ -100,6 +103,10 @@ fn main() {
     println!(
         "snapshot_bench ({profile}): {n} messages, {} events ({n_derived} derived)",
         input.events.len()
+    );
+    println!(
+        "  first extract in a process (compiles the regexes) {:.3} ms",
+        t_first.as_secs_f64() * 1e3
     );
     println!(
         "  extract   {:>9.3} ms total, {:.2} µs per message",

@@ -501,10 +501,12 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
     }
 
     let newest = |c: Category, f: &dyn Fn(&StoredEvent) -> String| -> Vec<String> {
+        // Order from the events; the set only answers "seen already?".
         let mut out: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for e in of(c).collect::<Vec<_>>().into_iter().rev() {
             let s = f(e);
-            if !out.contains(&s) {
+            if seen.insert(s.clone()) {
                 out.push(s);
             }
         }

@@ -8,6 +8,9 @@ use regex::Regex;
 use serde_json::Value;
 use std::sync::OnceLock;
 
+// The regexes are ASCII-only where they can be (`(?-u:\b)`, explicit space classes): Unicode
+// classes cost milliseconds to compile, paid once per hook process.
+
 /// At most this many references (URLs, issue refs) per message.
 const MAX_REFS: usize = 8;
 /// At most this many decisions per prompt.
@@ -116,7 +119,7 @@ fn decision_start_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r"^(?:(?:please|and|but|also|ok|okay|so|then|no|yes|actually)\b[,!]?\s+)*(?:don'?t|do not|never|always|avoid|stop|prefer|keep|stick (?:to|with)|switch to|let'?s (?:go with|use|keep|stick)|go with|from now on|make sure|remember to|no need to|we(?:'ll| will| should) use|use\b.*\b(?:instead|only|everywhere|rather))\b",
+            r"^(?:(?:please|and|but|also|ok|okay|so|then|no|yes|actually)(?-u:\b)[,!]?[ \t]+)*(?:don'?t|do not|never|always|avoid|stop|prefer|keep|stick (?:to|with)|switch to|let'?s (?:go with|use|keep|stick)|go with|from now on|make sure|remember to|no need to|we(?:'ll| will| should) use|use(?-u:\b).*(?-u:\b)(?:instead|only|everywhere|rather))(?-u:\b)",
         )
         .expect("decision regex")
     })
@@ -126,7 +129,7 @@ fn decision_any_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r"\b(?:instead of|rather than|from now on|let'?s go with|must not|mustn'?t|should not|shouldn'?t|we(?:'ll| will) use|i don'?t want|we don'?t want)\b",
+            r"(?-u:\b)(?:instead of|rather than|from now on|let'?s go with|must not|mustn'?t|should not|shouldn'?t|we(?:'ll| will) use|i don'?t want|we don'?t want)(?-u:\b)",
         )
         .expect("decision regex")
     })
@@ -175,13 +178,13 @@ fn split_sentences(line: &str) -> Vec<&str> {
 
 fn url_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r#"https?://[^\s<>"'`\])}]+"#).expect("url regex"))
+    RE.get_or_init(|| Regex::new(r#"https?://[^ \t\r\n<>"'`\])}]+"#).expect("url regex"))
 }
 
 fn issue_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(r"(?:^|[\s(\[,])((?:[A-Za-z0-9][\w.-]*/[\w.-]+)?#[0-9]{1,7})\b")
+        Regex::new(r"(?:^|[ \t\r\n(\[,])((?:[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+)?#[0-9]{1,7})(?-u:\b)")
             .expect("issue regex")
     })
 }
@@ -754,7 +757,7 @@ fn shell_command(input: &Value) -> Option<String> {
 fn exit_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(r"(?i)(?:process exited with code|exited with code|exit code:?|exit status:?)\s*(-?[0-9]+)")
+        Regex::new(r"(?i-u)(?:process exited with code|exited with code|exit code:?|exit status:?)[ \t]*(-?[0-9]+)")
             .expect("exit regex")
     })
 }
@@ -799,7 +802,7 @@ fn reports_failure(output: &str) -> bool {
     ];
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
-        Regex::new(r"(?m)(^|[\s|,:])[1-9][0-9]* failed\b").expect("failed-count regex")
+        Regex::new(r"(?m)(^|[ \t|,:])[1-9][0-9]* failed(?-u:\b)").expect("failed-count regex")
     });
     MARKS.iter().any(|m| output.contains(m)) || re.is_match(output)
 }
@@ -1138,7 +1141,7 @@ fn todo_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
 
 fn answer_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r#""([^"]+)"\s*=\s*"([^"]*)""#).expect("answer regex"))
+    RE.get_or_init(|| Regex::new(r#""([^"]+)"[ \t]*=[ \t]*"([^"]*)""#).expect("answer regex"))
 }
 
 fn answer_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
