@@ -387,6 +387,21 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
     })
 }
 
+/// The session with row id `rowid`.
+///
+/// Errors: [`Error::NotFound`] when there is none.
+pub fn session_summary(store: &Store, rowid: i64) -> Result<SessionSummary> {
+    store
+        .conn
+        .query_row(
+            &format!("SELECT {SESSION_COLS} FROM sessions s WHERE s.id = ?1"),
+            [rowid],
+            session_row,
+        )
+        .optional()?
+        .ok_or_else(|| Error::NotFound(format!("no session with row id {rowid}")))
+}
+
 /// Sessions, most recently updated first (served by the `updated_at` indexes).
 pub fn list_sessions(store: &Store, f: &ListFilter) -> Result<Vec<SessionSummary>> {
     let mut sql = format!("SELECT {SESSION_COLS} FROM sessions s WHERE 1 = 1");
