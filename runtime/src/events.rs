@@ -46,6 +46,10 @@ pub enum Category {
     Reference,
     /// A note an agent asked memtrail to keep (MCP `remember`). `subject`: the note.
     Note,
+    /// A shell command run. `subject`: the command line; action `ok|failed`; `detail`: the exit
+    /// status when known (`exit 0`, `exit 101`). Low priority; what [`correlate`] uses to see a
+    /// failed command later succeed and a command repeated.
+    Command,
 }
 
 impl Category {
@@ -66,6 +70,7 @@ impl Category {
             Category::Mcp => "mcp",
             Category::Reference => "reference",
             Category::Note => "note",
+            Category::Command => "command",
         }
     }
 
@@ -76,7 +81,7 @@ impl Category {
 }
 
 /// Every category, in declaration order.
-pub const ALL_CATEGORIES: [Category; 15] = [
+pub const ALL_CATEGORIES: [Category; 16] = [
     Category::File,
     Category::Task,
     Category::Plan,
@@ -92,6 +97,7 @@ pub const ALL_CATEGORIES: [Category; 15] = [
     Category::Mcp,
     Category::Reference,
     Category::Note,
+    Category::Command,
 ];
 
 /// One event. Priority: 1 critical (unresolved error, decision, open task), 2 high (file
@@ -104,7 +110,7 @@ pub struct Event {
     /// `created|updated|done`; plan `entered|approved`; prompt `submitted`; decision `stated|answered`;
     /// git `commit|push|checkout|merge|rebase|reset|other`; error `tool|exit`; error_resolved
     /// `resolved`; retry `loop`; rule `read`; subagent `launched|finished`; skill `used`;
-    /// mcp `used`; reference `url|issue`; note `kept`.
+    /// mcp `used`; reference `url|issue`; note `kept`; command `ok|failed`.
     pub action: String,
     /// 1 (critical) … 4 (low).
     pub priority: u8,
@@ -133,17 +139,115 @@ pub struct StoredEvent {
     pub event: Event,
 }
 
+mod correlate;
+mod extract;
+
+/// Largest `subject`, in bytes.
+pub const MAX_SUBJECT: usize = 500;
+/// Largest `detail`, in bytes.
+pub const MAX_DETAIL: usize = 2000;
+
 /// The events of one message of a session of `agent`, in the order they happened. Pure and
 /// deterministic; never panics on odd inputs.
+///
+/// - a user text message (not a compaction summary) gives `prompt submitted`, a `decision stated`
+///   per sentence that states one ("don't …", "use X instead", "always …", "let's go with …"), and
+///   `reference url|issue` for the URLs and issue references in it (at most 8 per message);
+/// - an assistant text gives its references;
+/// - each tool call gives the events of its tool, by the normalized name
+///   (`memtrail_adapters::normalize_tool_name`), whatever the agent: file `read|edited|written|
+///   deleted` (Codex `apply_patch` names its files in the patch text, `*** Update File:`), rule
+///   files read, `command ok|failed` and git actions for shell commands (argv arrays are joined,
+///   `bash -lc X` gives X), tasks from todo lists (`TodoWrite`, `update_plan`, `write_todos`,
+///   `todowrite`, `manage_todo_list`), plans, sub-agents, skills, MCP tools, answered questions,
+///   fetched URLs, and an `error tool|exit` for a call marked as failed or whose output reports a
+///   non-zero exit code.
 pub fn extract(agent: Agent, msg: &Message) -> Vec<Event> {
-    let _ = (agent, msg);
-    Vec::new()
+    extract::extract(agent, msg)
 }
 
 /// The derived events (error resolved, retry loops) of a session's stored events, which must
 /// be in session order (`seq`, then `id`). Returned in session order, each placed at the event
-/// that completes it.
+/// that completes it (its `id`, `seq` and `message_id`).
+///
+/// - `error_resolved resolved`: an `error` whose target (a path or a command, see
+///   [`error_target`]) later succeeds: a `file` event on the same path (edited/written/deleted for
+///   a failed edit or write, any for a failed read; a relative path matches an absolute one
+///   ending with it) or an `ok` command with the same command line. Subject and tool are the
+///   error's; detail: the error's detail's first line.
+/// - `retry loop`: the same call (same tool, same target) three or more times in a row among the
+///   session's calls; one event per run, at its last call, detail `N times in a row`.
 pub fn correlate(events: &[StoredEvent]) -> Vec<StoredEvent> {
-    let _ = events;
-    Vec::new()
+    correlate::correlate(events)
+}
+
+/// The target of an `error` event: its subject without the leading `<tool>: `.
+pub fn error_target(e: &Event) -> &str {
+    match &e.tool {
+        Some(t) => e
+            .subject
+            .strip_prefix(t.as_str())
+            .and_then(|r| r.strip_prefix(": "))
+            .unwrap_or(&e.subject),
+        None => &e.subject,
+    }
+}
+
+/// `s` cut to at most `max` bytes on a char boundary, with `…` at the end when cut.
+pub fn truncate_str(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let ell = "…";
+    if max < ell.len() {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        return s[..end].to_string();
+    }
+    let mut end = max - ell.len();
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{ell}", &s[..end])
+}
+
+/// The exit code a shell output reports, if any (see the extraction rules in [`extract`]).
+pub fn extract_exit_code(output: &str) -> Option<i64> {
+    extract::exit_code(output)
+}
+
+/// The most telling line of an error output: the first that says error, fail or panic, else the
+/// first that is not agent boilerplate (Codex's `Chunk ID:`/`Wall time:`/`Process exited…`,
+/// Claude's `Exit code N`, Gemini's `Command:`/`Directory:`, OpenCode's `Error: Command failed:
+/// exit code N`). Empty for an empty output.
+pub fn error_line(detail: &str) -> String {
+    let boiler = |l: &str| {
+        let l = l.to_ascii_lowercase();
+        l.starts_with("chunk id")
+            || l.starts_with("wall time")
+            || l.starts_with("original token count")
+            || l.starts_with("process exited")
+            || l.starts_with("exit code")
+            || l == "output:"
+            || l.starts_with("command:")
+            || l.starts_with("directory:")
+            || l.starts_with("error: command failed: exit code")
+    };
+    let lines: Vec<&str> = detail
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !boiler(l))
+        .collect();
+    let pick = lines
+        .iter()
+        .find(|l| {
+            let x = l.to_ascii_lowercase();
+            x.contains("error") || x.contains("fail") || x.contains("panic")
+        })
+        .or(lines.first())
+        .copied()
+        .unwrap_or("");
+    pick.trim_start_matches("Output:").trim().to_string()
 }

@@ -1,0 +1,1114 @@
+//! Per-message extraction of events (see [`super::extract`]). Tool names and input shapes are
+//! those of the six agents' transcripts (reference: `transcript-formats.md`, `agent-specs.md`,
+//! and the fixtures in `fixtures/<agent>/`).
+
+use super::{Category, Event, MAX_DETAIL, MAX_SUBJECT, truncate_str};
+use memtrail_adapters::{Agent, Kind, Message, Part, Role, ToolCall};
+use regex::Regex;
+use serde_json::Value;
+use std::sync::OnceLock;
+
+/// At most this many references (URLs, issue refs) per message.
+const MAX_REFS: usize = 8;
+/// At most this many decisions per prompt.
+const MAX_DECISIONS: usize = 5;
+
+pub(super) fn extract(_agent: Agent, msg: &Message) -> Vec<Event> {
+    let mut out = Vec::new();
+    let ts = msg.timestamp;
+    if msg.kind == Kind::Summary {
+        return out;
+    }
+    match msg.role {
+        Role::User => {
+            let text = user_text(msg);
+            let t = text.trim();
+            if !t.is_empty() && !t.starts_with("[Request interrupted") {
+                let collapsed = collapse(t);
+                let detail = (collapsed.len() > MAX_SUBJECT).then(|| truncate_str(t, MAX_DETAIL));
+                out.push(ev(
+                    Category::Prompt,
+                    "submitted",
+                    2,
+                    &collapsed,
+                    detail,
+                    None,
+                    ts,
+                ));
+                for d in decisions(t).into_iter().take(MAX_DECISIONS) {
+                    out.push(ev(Category::Decision, "stated", 1, &d, None, None, ts));
+                }
+                references(t, ts, &mut out);
+            }
+        }
+        Role::Assistant => {
+            let text: String = msg
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            references(&text, ts, &mut out);
+        }
+        _ => {}
+    }
+    for call in msg.tool_calls() {
+        tool_events(call, ts, &mut out);
+    }
+    out
+}
+
+fn user_text(msg: &Message) -> String {
+    msg.parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn ev(
+    category: Category,
+    action: &str,
+    priority: u8,
+    subject: &str,
+    detail: Option<String>,
+    call: Option<&ToolCall>,
+    ts: Option<i64>,
+) -> Event {
+    Event {
+        category,
+        action: action.to_string(),
+        priority,
+        subject: truncate_str(subject.trim(), MAX_SUBJECT),
+        detail: detail
+            .filter(|d| !d.trim().is_empty())
+            .map(|d| truncate_str(d.trim(), MAX_DETAIL)),
+        call_id: call.map(|c| c.id.clone()),
+        tool: call.map(|c| c.tool.clone()),
+        ts,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prompts: decisions and references
+
+fn decision_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"(?i)(^|\b)(don'?t|do not|never|always|instead|prefer|let'?s go with|go with|stop using|from now on|must not|mustn'?t|should not|shouldn'?t|avoid|no need to|rather than|keep using|stick (to|with)|we('ll| will) use|switch to)\b",
+        )
+        .expect("decision regex")
+    })
+}
+
+/// The sentences of a prompt that state a decision.
+fn decisions(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        for sentence in split_sentences(line) {
+            let s = sentence.trim().trim_start_matches(['-', '*', '>', ' ']);
+            if s.len() < 6 || s.starts_with("```") {
+                continue;
+            }
+            let lower = s.to_lowercase();
+            if decision_re().is_match(&lower)
+                || lower.starts_with("no, ")
+                || lower.starts_with("use ")
+            {
+                let d = collapse(s.trim_end_matches([';', ',']));
+                if !out.contains(&d) {
+                    out.push(d);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Split a line into sentences at `. `, `! `, `? ` (not inside paths like `src/lib.rs`).
+fn split_sentences(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let b = line.as_bytes();
+    let mut start = 0;
+    for i in 0..b.len() {
+        if matches!(b[i], b'.' | b'!' | b'?' | b';')
+            && (i + 1 == b.len() || b[i + 1] == b' ')
+            && i + 1 > start
+        {
+            out.push(&line[start..=i]);
+            start = i + 1;
+        }
+    }
+    if start < line.len() {
+        out.push(&line[start..]);
+    }
+    out
+}
+
+fn url_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r#"https?://[^\s<>"'`\])}]+"#).expect("url regex"))
+}
+
+fn issue_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?:^|[\s(\[,])((?:[A-Za-z0-9][\w.-]*/[\w.-]+)?#[0-9]{1,7})\b")
+            .expect("issue regex")
+    })
+}
+
+fn references(text: &str, ts: Option<i64>, out: &mut Vec<Event>) {
+    let mut seen: Vec<String> = Vec::new();
+    for m in url_re().find_iter(text) {
+        let u = m
+            .as_str()
+            .trim_end_matches(['.', ',', ';', ':', '!', '?', '*']);
+        if !seen.iter().any(|s| s == u) && seen.len() < MAX_REFS {
+            seen.push(u.to_string());
+            out.push(ev(Category::Reference, "url", 4, u, None, None, ts));
+        }
+    }
+    let without_urls = url_re().replace_all(text, " ");
+    for c in issue_re().captures_iter(&without_urls) {
+        let r = &c[1];
+        if !seen.iter().any(|s| s == r) && seen.len() < MAX_REFS {
+            seen.push(r.to_string());
+            out.push(ev(Category::Reference, "issue", 4, r, None, None, ts));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tool calls
+
+fn s<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a str> {
+    keys.iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str))
+        .filter(|s| !s.trim().is_empty())
+}
+
+const PATH_KEYS: &[&str] = &[
+    "file_path",
+    "filePath",
+    "path",
+    "absolute_path",
+    "target_file",
+    "notebook_path",
+    "file",
+    "filename",
+    "uri",
+];
+
+fn path_of(input: &Value) -> Option<String> {
+    s(input, PATH_KEYS).map(|p| p.strip_prefix("file://").unwrap_or(p).to_string())
+}
+
+fn line_count(s: &str) -> usize {
+    if s.is_empty() {
+        0
+    } else {
+        s.lines().count().max(1)
+    }
+}
+
+fn counts(plus: usize, minus: usize) -> String {
+    format!("+{plus} -{minus}")
+}
+
+/// The error text of a call: its output, or a default.
+fn error_detail(call: &ToolCall) -> Option<String> {
+    call.output.clone().or_else(|| Some("failed".to_string()))
+}
+
+fn push_error(call: &ToolCall, action: &str, target: &str, ts: Option<i64>, out: &mut Vec<Event>) {
+    let subject = format!("{}: {}", call.tool, collapse(target));
+    out.push(ev(
+        Category::Error,
+        action,
+        1,
+        &subject,
+        error_detail(call),
+        Some(call),
+        ts,
+    ));
+}
+
+fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
+    let input = &call.input;
+    let lname = call.name.to_ascii_lowercase();
+    match call.tool.as_str() {
+        "read" => read_events(call, ts, out),
+        "edit" | "write" => edit_events(call, ts, out),
+        "shell" => shell_events(call, ts, out),
+        "todo" => todo_events(call, ts, out),
+        "subagent" => {
+            let what = s(
+                input,
+                &["description", "prompt", "subagent_type", "agentName"],
+            )
+            .unwrap_or(&call.name);
+            let what = first_line(what);
+            let kind = s(input, &["subagent_type", "agentName"]).map(str::to_string);
+            out.push(ev(
+                Category::Subagent,
+                "launched",
+                3,
+                &what,
+                kind,
+                Some(call),
+                ts,
+            ));
+            if call.is_error {
+                push_error(call, "tool", &what, ts, out);
+            } else if let Some(o) = &call.output {
+                out.push(ev(
+                    Category::Subagent,
+                    "finished",
+                    3,
+                    &what,
+                    Some(o.clone()),
+                    Some(call),
+                    ts,
+                ));
+            }
+        }
+        "mcp" => {
+            let rest = call
+                .name
+                .strip_prefix("mcp__")
+                .or_else(|| call.name.strip_prefix("mcp_"))
+                .unwrap_or(&call.name);
+            let subject = match rest.split_once("__") {
+                Some((server, tool)) => format!("{server}/{tool}"),
+                None => rest.to_string(),
+            };
+            out.push(ev(Category::Mcp, "used", 4, &subject, None, Some(call), ts));
+            if call.is_error {
+                push_error(call, "tool", &subject, ts, out);
+            }
+        }
+        "web_fetch" => {
+            if let Some(u) = s(input, &["url", "urls"]) {
+                out.push(ev(Category::Reference, "url", 4, u, None, Some(call), ts));
+            } else if let Some(arr) = input.get("urls").and_then(Value::as_array) {
+                for u in arr.iter().filter_map(Value::as_str).take(MAX_REFS) {
+                    out.push(ev(Category::Reference, "url", 4, u, None, Some(call), ts));
+                }
+            }
+            if call.is_error {
+                push_error(
+                    call,
+                    "tool",
+                    s(input, &["url"]).unwrap_or(&call.name),
+                    ts,
+                    out,
+                );
+            }
+        }
+        _ => match lname.as_str() {
+            "skill" | "activate_skill" | "use_skill" => {
+                let name = s(input, &["skill", "name", "command"]).unwrap_or(&call.name);
+                out.push(ev(Category::Skill, "used", 4, name, None, Some(call), ts));
+                if call.is_error {
+                    push_error(call, "tool", name, ts, out);
+                }
+            }
+            "enterplanmode" | "enter_plan_mode" => {
+                out.push(ev(
+                    Category::Plan,
+                    "entered",
+                    2,
+                    "plan mode entered",
+                    None,
+                    Some(call),
+                    ts,
+                ));
+            }
+            "exitplanmode" | "exit_plan_mode" => {
+                let plan = s(input, &["plan"]).unwrap_or("");
+                let title = first_line(plan.trim_start_matches(['#', ' ']));
+                let title = if title.is_empty() {
+                    "plan".to_string()
+                } else {
+                    title
+                };
+                let action = if !call.is_error && call.output.is_some() {
+                    "approved"
+                } else {
+                    "entered"
+                };
+                let detail = (!plan.is_empty()).then(|| plan.to_string());
+                out.push(ev(
+                    Category::Plan,
+                    action,
+                    2,
+                    &title,
+                    detail,
+                    Some(call),
+                    ts,
+                ));
+            }
+            "taskcreate" => {
+                if let Some(t) = s(input, &["subject", "content", "description", "title"]) {
+                    out.push(ev(
+                        Category::Task,
+                        "created",
+                        1,
+                        t,
+                        Some("pending".into()),
+                        Some(call),
+                        ts,
+                    ));
+                }
+            }
+            "askuserquestion"
+            | "ask_user"
+            | "ask_user_question"
+            | "request_user_input"
+            | "askquestions"
+            | "ask_followup_question"
+            | "vscode_askquestions" => answer_events(call, ts, out),
+            _ => {
+                if call.is_error {
+                    let target = path_of(input).unwrap_or_else(|| call.name.clone());
+                    push_error(call, "tool", &target, ts, out);
+                }
+            }
+        },
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Rule files an agent reads for instructions.
+fn is_rule_file(path: &str) -> bool {
+    let p = path.replace('\\', "/");
+    let base = p.rsplit('/').next().unwrap_or(&p);
+    matches!(
+        base,
+        "CLAUDE.md"
+            | "CLAUDE.local.md"
+            | "AGENTS.md"
+            | "AGENTS.override.md"
+            | "GEMINI.md"
+            | ".cursorrules"
+            | ".windsurfrules"
+            | ".clinerules"
+            | "copilot-instructions.md"
+    ) || p.contains(".cursor/rules/")
+        || base.ends_with(".instructions.md")
+        || base.ends_with(".mdc") && p.contains("/rules/")
+}
+
+fn read_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
+    let input = &call.input;
+    let mut paths: Vec<String> = path_of(input).into_iter().collect();
+    if paths.is_empty()
+        && let Some(arr) = input.get("paths").and_then(Value::as_array)
+    {
+        paths = arr
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect();
+    }
+    for p in &paths {
+        if call.is_error {
+            push_error(call, "tool", p, ts, out);
+        } else if is_rule_file(p) {
+            out.push(ev(Category::Rule, "read", 3, p, None, Some(call), ts));
+        } else if p.ends_with("/SKILL.md") || p == "SKILL.md" {
+            let name = p
+                .trim_end_matches("/SKILL.md")
+                .rsplit('/')
+                .next()
+                .unwrap_or(p);
+            out.push(ev(
+                Category::Skill,
+                "used",
+                4,
+                name,
+                Some(p.clone()),
+                Some(call),
+                ts,
+            ));
+        } else {
+            out.push(ev(Category::File, "read", 4, p, None, Some(call), ts));
+        }
+    }
+}
+
+/// One file touched by an edit call: path, action, line counts.
+struct Touch {
+    path: String,
+    action: &'static str,
+    counts: Option<(usize, usize)>,
+}
+
+fn edit_touches(call: &ToolCall) -> Vec<Touch> {
+    let input = &call.input;
+    // Codex apply_patch: the input is the patch text (custom tool call), or an object holding it.
+    let patch = input
+        .as_str()
+        .or_else(|| s(input, &["input", "patch"]))
+        .filter(|p| p.contains("*** "));
+    if let Some(p) = patch {
+        return patch_touches(p);
+    }
+    let mut out = Vec::new();
+    if let Some(files) = input.get("files").and_then(Value::as_array) {
+        for f in files {
+            let p = f.as_str().map(str::to_string).or_else(|| path_of(f));
+            if let Some(p) = p {
+                out.push(Touch {
+                    path: p,
+                    action: "edited",
+                    counts: None,
+                });
+            }
+        }
+        return out;
+    }
+    if let Some(reps) = input.get("replacements").and_then(Value::as_array) {
+        for r in reps {
+            if let Some(p) = path_of(r) {
+                let c = replace_counts(r);
+                match out.iter_mut().find(|t: &&mut Touch| t.path == p) {
+                    Some(t) => t.counts = add_counts(t.counts, c),
+                    None => out.push(Touch {
+                        path: p,
+                        action: "edited",
+                        counts: c,
+                    }),
+                }
+            }
+        }
+        return out;
+    }
+    let Some(path) = path_of(input) else {
+        return out;
+    };
+    if call.tool == "write" {
+        let content = s(input, &["content", "contents", "file_text", "text"]).unwrap_or("");
+        out.push(Touch {
+            path,
+            action: "written",
+            counts: Some((line_count(content), 0)),
+        });
+        return out;
+    }
+    let counts = if let Some(edits) = input.get("edits").and_then(Value::as_array) {
+        let mut acc = Some((0, 0));
+        for e in edits {
+            acc = add_counts(acc, replace_counts(e));
+        }
+        acc
+    } else if let Some(code) = s(input, &["code", "new_source"]) {
+        Some((line_count(code), 0))
+    } else {
+        replace_counts(input)
+    };
+    out.push(Touch {
+        path,
+        action: "edited",
+        counts,
+    });
+    out
+}
+
+fn add_counts(a: Option<(usize, usize)>, b: Option<(usize, usize)>) -> Option<(usize, usize)> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some((a.0 + b.0, a.1 + b.1)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn replace_counts(v: &Value) -> Option<(usize, usize)> {
+    let old = s(v, &["old_string", "oldString", "old_str"]).or_else(|| {
+        v.get("old_string")
+            .or(v.get("oldString"))
+            .and_then(Value::as_str)
+    });
+    let new = v
+        .get("new_string")
+        .or(v.get("newString"))
+        .or(v.get("new_str"))
+        .and_then(Value::as_str);
+    match (old, new) {
+        (Some(o), Some(n)) => Some((line_count(n), line_count(o))),
+        (None, Some(n)) => Some((line_count(n), 0)),
+        _ => None,
+    }
+}
+
+/// The files of a Codex patch (`*** Update File:` / `*** Add File:` / `*** Delete File:`, with
+/// `*** Move to:`), with their added and removed lines.
+fn patch_touches(patch: &str) -> Vec<Touch> {
+    let mut out: Vec<Touch> = Vec::new();
+    for line in patch.lines() {
+        if let Some(p) = line.strip_prefix("*** Update File: ") {
+            out.push(Touch {
+                path: p.trim().into(),
+                action: "edited",
+                counts: Some((0, 0)),
+            });
+        } else if let Some(p) = line.strip_prefix("*** Add File: ") {
+            out.push(Touch {
+                path: p.trim().into(),
+                action: "written",
+                counts: Some((0, 0)),
+            });
+        } else if let Some(p) = line.strip_prefix("*** Delete File: ") {
+            out.push(Touch {
+                path: p.trim().into(),
+                action: "deleted",
+                counts: None,
+            });
+        } else if let Some(p) = line.strip_prefix("*** Move to: ") {
+            if let Some(t) = out.last_mut() {
+                t.path = p.trim().into();
+            }
+        } else if line.starts_with("***") {
+            continue;
+        } else if let Some(t) = out.last_mut()
+            && let Some((plus, minus)) = t.counts.as_mut()
+        {
+            if line.starts_with('+') {
+                *plus += 1;
+            } else if line.starts_with('-') {
+                *minus += 1;
+            }
+        }
+    }
+    out
+}
+
+fn edit_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
+    let touches = edit_touches(call);
+    if call.is_error {
+        let target = touches
+            .first()
+            .map(|t| t.path.clone())
+            .unwrap_or_else(|| call.name.clone());
+        push_error(call, "tool", &target, ts, out);
+        return;
+    }
+    for t in touches {
+        let prio = 2;
+        let detail = t.counts.map(|(p, m)| counts(p, m));
+        out.push(ev(
+            Category::File,
+            t.action,
+            prio,
+            &t.path,
+            detail,
+            Some(call),
+            ts,
+        ));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shell
+
+const SHELLS: &[&str] = &[
+    "bash",
+    "sh",
+    "zsh",
+    "/bin/bash",
+    "/bin/sh",
+    "/bin/zsh",
+    "/usr/bin/bash",
+    "pwsh",
+    "powershell",
+];
+
+/// The command line of a shell call: `command` or `cmd`, a string or an argv array (`bash -lc X`
+/// gives X, other arrays are joined with spaces).
+fn shell_command(input: &Value) -> Option<String> {
+    let v = input
+        .get("command")
+        .or_else(|| input.get("cmd"))
+        .or_else(|| input.get("commandLine"))
+        .unwrap_or(input);
+    match v {
+        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        Value::Array(a) => {
+            let argv: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
+            if argv.len() >= 3
+                && SHELLS.contains(&argv[0])
+                && argv[1].starts_with('-')
+                && argv[1].contains('c')
+            {
+                Some(argv[2..].join(" ").trim().to_string())
+            } else if argv.is_empty() {
+                None
+            } else {
+                Some(argv.join(" "))
+            }
+        }
+        _ => None,
+    }
+}
+
+fn exit_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?i)(?:process exited with code|exited with code|exit code:?|exit status:?)\s*(-?[0-9]+)")
+            .expect("exit regex")
+    })
+}
+
+/// The exit code a shell call's output reports (Codex `Process exited with code N`, Claude
+/// `Exit code N`, Gemini `Exit Code: N`, OpenCode `exit code N`, Codex JSON `metadata.exit_code`).
+pub(crate) fn exit_code(output: &str) -> Option<i64> {
+    let t = output.trim_start();
+    if t.starts_with('{')
+        && let Ok(v) = serde_json::from_str::<Value>(t)
+        && let Some(c) = v
+            .pointer("/metadata/exit_code")
+            .or_else(|| v.get("exit_code"))
+            .or_else(|| v.get("exitCode"))
+            .and_then(Value::as_i64)
+    {
+        return Some(c);
+    }
+    let head = &output[..floor_boundary(output, 4096)];
+    exit_re().captures(head).and_then(|c| c[1].parse().ok())
+}
+
+fn floor_boundary(s: &str, max: usize) -> usize {
+    let mut i = max.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Output that reports a failed build or test run even though no exit code is given (VS Code,
+/// Cursor terminals).
+fn reports_failure(output: &str) -> bool {
+    const MARKS: &[&str] = &[
+        "error: could not compile",
+        "test result: FAILED",
+        "npm ERR!",
+        "error: test failed",
+        "FAILED (failures=",
+        "Tests failed",
+        "BUILD FAILED",
+    ];
+    MARKS.iter().any(|m| output.contains(m))
+}
+
+fn shell_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
+    let Some(cmd) = shell_command(&call.input) else {
+        if call.is_error {
+            push_error(call, "tool", &call.name, ts, out);
+        }
+        return;
+    };
+    // Codex's legacy `shell` runs `apply_patch` as argv.
+    if cmd.starts_with("apply_patch") && cmd.contains("*** Begin Patch") {
+        let patch_call = ToolCall {
+            input: Value::String(cmd.clone()),
+            tool: "edit".into(),
+            ..call.clone()
+        };
+        return edit_events(&patch_call, ts, out);
+    }
+    let code = call.output.as_deref().and_then(exit_code);
+    let failed = call.is_error
+        || code.is_some_and(|c| c != 0)
+        || call.output.as_deref().is_some_and(reports_failure);
+    let action = if failed {
+        "failed"
+    } else if call.output.is_some() {
+        "ok"
+    } else {
+        "ran"
+    };
+    let one = collapse(&cmd);
+    out.push(ev(
+        Category::Command,
+        action,
+        if failed { 3 } else { 4 },
+        &one,
+        code.map(|c| format!("exit {c}")),
+        Some(call),
+        ts,
+    ));
+    if failed {
+        let kind = if code.is_some_and(|c| c != 0) {
+            "exit"
+        } else {
+            "tool"
+        };
+        push_error(call, kind, &one, ts, out);
+    } else {
+        for g in git_actions(&cmd) {
+            out.push(ev(Category::Git, g.0, 3, &g.1, Some(g.2), Some(call), ts));
+        }
+    }
+}
+
+/// The git actions of a command line: (action, subject, the git command).
+fn git_actions(cmd: &str) -> Vec<(&'static str, String, String)> {
+    let mut out = Vec::new();
+    for seg in split_chain(cmd) {
+        let words = shell_words(seg);
+        let mut i = 0;
+        while i < words.len() && words[i].contains('=') && !words[i].starts_with('-') {
+            i += 1; // VAR=value prefixes
+        }
+        if words.get(i).map(String::as_str) != Some("git") {
+            continue;
+        }
+        i += 1;
+        while i < words.len() && words[i].starts_with('-') {
+            // git -C dir, -c k=v
+            if matches!(words[i].as_str(), "-C" | "-c") {
+                i += 1;
+            }
+            i += 1;
+        }
+        let Some(sub) = words.get(i) else { continue };
+        let args: Vec<&String> = words[i + 1..].iter().collect();
+        let positional = || {
+            args.iter()
+                .filter(|a| !a.starts_with('-'))
+                .map(|a| a.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let full = collapse(seg);
+        let (action, subject) = match sub.as_str() {
+            "commit" => (
+                "commit",
+                commit_message(&args).unwrap_or_else(|| "commit".into()),
+            ),
+            "push" => ("push", positional()),
+            "checkout" | "switch" => ("checkout", positional()),
+            "merge" => ("merge", positional()),
+            "rebase" => ("rebase", positional()),
+            "reset" => (
+                "reset",
+                args.iter()
+                    .map(|a| a.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            "pull" | "stash" | "tag" | "cherry-pick" | "revert" | "clone" | "init" | "am" => {
+                ("other", full.clone())
+            }
+            "branch" if !args.is_empty() => ("other", full.clone()),
+            _ => continue,
+        };
+        let subject = if subject.trim().is_empty() {
+            full.clone()
+        } else {
+            subject
+        };
+        out.push((action, subject, full));
+    }
+    out
+}
+
+fn commit_message(args: &[&String]) -> Option<String> {
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let msg = if a == "-m" || a == "--message" {
+            i += 1;
+            args.get(i).map(|s| s.as_str())
+        } else if let Some(m) = a.strip_prefix("--message=") {
+            Some(m)
+        } else if a.starts_with('-') && !a.starts_with("--") && a.ends_with('m') && a.len() > 2 {
+            // -am "msg"
+            i += 1;
+            args.get(i).map(|s| s.as_str())
+        } else {
+            None
+        };
+        if let Some(m) = msg {
+            let m = heredoc_body(m).unwrap_or_else(|| m.to_string());
+            return Some(first_line(&m));
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The body of `$(cat <<'EOF' … EOF)` (how Claude Code writes commit messages).
+fn heredoc_body(m: &str) -> Option<String> {
+    let start = m.find("<<")?;
+    let rest = &m[start + 2..];
+    let first_nl = rest.find('\n')?;
+    let marker = rest[..first_nl]
+        .trim()
+        .trim_matches(['\'', '"', '-', ' '])
+        .to_string();
+    let body = &rest[first_nl + 1..];
+    let lines: Vec<&str> = body.lines().take_while(|l| l.trim() != marker).collect();
+    Some(lines.join("\n"))
+}
+
+/// Split a command line at `&&`, `||`, `;`, `|` and newlines outside quotes and `$(…)`.
+fn split_chain(cmd: &str) -> Vec<&str> {
+    let b = cmd.as_bytes();
+    let mut out = Vec::new();
+    let (mut start, mut i, mut q, mut depth) = (0, 0, 0u8, 0i32);
+    while i < b.len() {
+        let c = b[i];
+        if q != 0 {
+            if c == b'\\' && q == b'"' {
+                i += 2;
+                continue;
+            }
+            if c == b'$' && b.get(i + 1) == Some(&b'(') {
+                depth += 1;
+            } else if c == b')' && depth > 0 {
+                depth -= 1;
+            } else if c == q && depth == 0 {
+                q = 0;
+            }
+        } else if c == b'\'' || c == b'"' {
+            q = c;
+        } else if depth == 0
+            && (c == b';' || c == b'\n' || c == b'|' || (c == b'&' && b.get(i + 1) == Some(&b'&')))
+        {
+            out.push(&cmd[start..i]);
+            if (c == b'&' || c == b'|') && b.get(i + 1) == Some(&c) {
+                i += 1;
+            }
+            start = i + 1;
+        }
+        i += 1;
+    }
+    out.push(&cmd[start..]);
+    out.into_iter()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Words of a command with quotes removed (single quotes literal, double quotes with `\`
+/// escapes; `$(…)` inside double quotes kept as written).
+fn shell_words(seg: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut has = false;
+    let mut chars = seg.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                has = true;
+                for d in chars.by_ref() {
+                    if d == '\'' {
+                        break;
+                    }
+                    cur.push(d);
+                }
+            }
+            '"' => {
+                has = true;
+                let mut depth = 0;
+                while let Some(d) = chars.next() {
+                    if d == '\\' {
+                        if let Some(e) = chars.next() {
+                            if !matches!(e, '"' | '\\' | '$' | '`') {
+                                cur.push('\\');
+                            }
+                            cur.push(e);
+                        }
+                        continue;
+                    }
+                    if d == '$' && chars.peek() == Some(&'(') {
+                        depth += 1;
+                    } else if d == ')' && depth > 0 {
+                        depth -= 1;
+                    } else if d == '"' && depth == 0 {
+                        break;
+                    }
+                    cur.push(d);
+                }
+            }
+            c if c.is_whitespace() => {
+                if has || !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                    has = false;
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if has || !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tasks and answers
+
+/// A todo status in one vocabulary: `pending`, `in_progress`, `completed`, `cancelled`.
+fn norm_status(s: &str) -> &'static str {
+    match s.to_ascii_lowercase().replace(['-', ' '], "_").as_str() {
+        "in_progress" | "active" | "doing" | "started" => "in_progress",
+        "completed" | "complete" | "done" | "finished" => "completed",
+        "cancelled" | "canceled" | "skipped" => "cancelled",
+        _ => "pending",
+    }
+}
+
+fn todo_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
+    let input = &call.input;
+    if call.is_error {
+        push_error(call, "tool", &call.name, ts, out);
+        return;
+    }
+    if s(input, &["operation"]) == Some("read") {
+        return;
+    }
+    let items = ["todos", "plan", "todoList", "items"]
+        .iter()
+        .find_map(|k| input.get(*k).and_then(Value::as_array));
+    let Some(items) = items else { return };
+    for it in items {
+        let text = match it {
+            Value::String(s) => Some(s.as_str()),
+            _ => s(
+                it,
+                &["content", "step", "title", "description", "text", "task"],
+            ),
+        };
+        let Some(text) = text else { continue };
+        let status = norm_status(s(it, &["status", "state"]).unwrap_or("pending"));
+        let (action, prio) = match status {
+            "completed" | "cancelled" => ("done", 3),
+            "in_progress" => ("updated", 1),
+            _ => ("created", 1),
+        };
+        out.push(ev(
+            Category::Task,
+            action,
+            prio,
+            &collapse(text),
+            Some(status.into()),
+            Some(call),
+            ts,
+        ));
+    }
+}
+
+fn answer_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r#""([^"]+)"\s*=\s*"([^"]*)""#).expect("answer regex"))
+}
+
+fn answer_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
+    if call.is_error {
+        return;
+    }
+    let Some(output) = call.output.as_deref() else {
+        return;
+    };
+    let mut n = 0;
+    for c in answer_re().captures_iter(output).take(MAX_DECISIONS) {
+        out.push(ev(
+            Category::Decision,
+            "answered",
+            1,
+            &format!("{} → {}", &c[1], &c[2]),
+            None,
+            Some(call),
+            ts,
+        ));
+        n += 1;
+    }
+    if n > 0 {
+        return;
+    }
+    // Codex request_user_input: {"answers": {"<id>": {"answers": ["…"]}}}.
+    let questions: Vec<(String, String)> = call
+        .input
+        .get("questions")
+        .and_then(Value::as_array)
+        .map(|qs| {
+            qs.iter()
+                .map(|q| {
+                    (
+                        s(q, &["id"]).unwrap_or("").to_string(),
+                        s(q, &["question", "header", "text"])
+                            .unwrap_or("")
+                            .to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Ok(v) = serde_json::from_str::<Value>(output)
+        && let Some(ans) = v.get("answers").and_then(Value::as_object)
+    {
+        {
+            for (id, a) in ans.iter().take(MAX_DECISIONS) {
+                let text = a
+                    .get("answers")
+                    .and_then(Value::as_array)
+                    .map(|x| {
+                        x.iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .or_else(|| a.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                let q = questions
+                    .iter()
+                    .find(|(qid, _)| qid == id)
+                    .map(|(_, q)| q.as_str())
+                    .unwrap_or(id);
+                out.push(ev(
+                    Category::Decision,
+                    "answered",
+                    1,
+                    &format!("{q} → {text}"),
+                    None,
+                    Some(call),
+                    ts,
+                ));
+            }
+            return;
+        }
+    }
+    let q = questions
+        .first()
+        .map(|(_, q)| q.as_str())
+        .unwrap_or(call.name.as_str());
+    out.push(ev(
+        Category::Decision,
+        "answered",
+        1,
+        &format!("{q} → {}", collapse(output)),
+        None,
+        Some(call),
+        ts,
+    ));
+}

@@ -1,0 +1,75 @@
+//! Shared by the events and continuity tests: read a transcript fixture with its agent's reader
+//! and fold the reader's records into the session's messages, as the store does (merge by
+//! message id, late tool results attached to their call, replace, rewind).
+
+#![allow(dead_code)]
+
+use memtrail_adapters::{Agent, Batch, Message, Part, Record, Source};
+use std::path::{Path, PathBuf};
+
+/// The repository's `fixtures/` folder.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
+}
+
+/// The messages of the session in `path`, in order, read whole by `agent`'s reader.
+pub fn load(agent: Agent, path: &Path) -> Vec<Message> {
+    let mut batch = Batch::default();
+    match memtrail_adapters::source_for(agent, path) {
+        Some(Source::Lines(mut reader)) => {
+            let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            for line in bytes.split_inclusive(|b| *b == b'\n') {
+                if line.ends_with(b"\n") {
+                    reader.line(&line[..line.len() - 1], &mut batch);
+                }
+            }
+            reader.finish(&mut batch);
+        }
+        Some(Source::Doc(mut reader)) => {
+            let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            reader.read(&bytes, &mut batch);
+        }
+        _ => panic!("no reader for {}", path.display()),
+    }
+    fold(batch.records)
+}
+
+/// Fold records into messages with the store's semantics.
+pub fn fold(records: Vec<Record>) -> Vec<Message> {
+    let mut msgs: Vec<Message> = Vec::new();
+    for r in records {
+        match r {
+            Record::Message(m) => match msgs.iter_mut().find(|x| x.id == m.id) {
+                Some(x) => x.merge(m),
+                None => msgs.push(m),
+            },
+            Record::Replace(m) => match msgs.iter_mut().find(|x| x.id == m.id) {
+                Some(x) => *x = m,
+                None => msgs.push(m),
+            },
+            Record::Rewind { message_id } => {
+                if let Some(i) = msgs.iter().position(|x| x.id == message_id) {
+                    msgs.truncate(i);
+                }
+            }
+            Record::ToolResult {
+                call_id,
+                output,
+                is_error,
+                ..
+            } => {
+                for m in msgs.iter_mut().rev() {
+                    if let Some(c) = m.parts.iter_mut().find_map(|p| match p {
+                        Part::ToolCall(c) if c.id == call_id => Some(c),
+                        _ => None,
+                    }) {
+                        c.output = Some(output.clone());
+                        c.is_error = is_error;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    msgs
+}
