@@ -73,10 +73,11 @@ pub struct TimelineArgs {
     /// The session id (or a unique prefix). Default: the latest session of this project.
     #[serde(default)]
     pub session_id: Option<String>,
-    /// Only these categories: file, task, plan, prompt, decision, git, error, error_resolved,
-    /// retry, rule, subagent, skill, mcp, reference, note. Default: all.
+    /// Only this category, or several separated by commas: file, task, plan, prompt, decision,
+    /// git, command, error, error_resolved, retry, rule, subagent, skill, mcp, reference, note.
+    /// Default: all.
     #[serde(default)]
-    pub categories: Option<Vec<String>>,
+    pub category: Option<String>,
     /// Index of the first event to return (among the filtered ones).
     #[serde(default)]
     pub offset: Option<u32>,
@@ -248,7 +249,14 @@ impl MemtrailMcp {
 
     fn run_timeline(&self, a: TimelineArgs) -> Result<serde_json::Value, String> {
         let mut cats = Vec::new();
-        for c in a.categories.unwrap_or_default() {
+        for c in a
+            .category
+            .as_deref()
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+        {
             cats.push(Category::parse(&c.to_ascii_lowercase()).ok_or_else(|| {
                 format!(
                     "unknown category `{c}`; use one of: {}",
@@ -373,7 +381,7 @@ impl MemtrailMcp {
     }
 
     #[tool(
-        description = "A session's events in order: files read and changed, tasks, plans, user prompts, decisions, git actions, errors (and which were resolved later), retry loops, rules read, sub-agents, notes. Use it to see what happened in a session without reading every message, e.g. which files were edited or which errors are still open; filter by categories. Default session: the latest of this project. Page with offset and limit; `total` counts the filtered events."
+        description = "A session's events in order: files read and changed, tasks, plans, user prompts, decisions, git actions, errors (and which were resolved later), retry loops, rules read, sub-agents, notes. Use it to see what happened in a session without reading every message, e.g. which files were edited or which errors are still open; filter by category. Default session: the latest of this project. Page with offset and limit; `total` counts the filtered events."
     )]
     fn timeline(&self, Parameters(a): Parameters<TimelineArgs>) -> CallToolResult {
         match self.run_timeline(a) {

@@ -14,12 +14,10 @@ use serde::Serialize;
 use std::fmt::Write as _;
 
 /// Estimated tokens of `text`, the estimator every token budget of memtrail is counted with
-/// (`resume_context`): one token per 4 bytes of ASCII (rounded up) plus one per non-ASCII
-/// character (CJK and other scripts cost about a token a character).
+/// (`resume_context`): [`snapshot::estimate_tokens`] (ASCII at 4 bytes a token, rounded up, plus
+/// one token per non-ASCII character).
 pub fn estimate_tokens(text: &str) -> usize {
-    let ascii = text.bytes().filter(u8::is_ascii).count();
-    let other = text.chars().filter(|c| !c.is_ascii()).count();
-    ascii.div_ceil(4) + other
+    snapshot::estimate_tokens(text)
 }
 
 /// The stored events of session `rowid`, in session order (`seq`, then `id`).
@@ -318,7 +316,7 @@ pub struct ResumeContext {
 
 /// The estimator as described to agents.
 pub const ESTIMATOR: &str =
-    "ceil(ASCII bytes / 4) + non-ASCII characters (memtrail resume::estimate_tokens)";
+    "ceil(ASCII bytes / 4) + one per non-ASCII character (memtrail snapshot::estimate_tokens)";
 
 /// Messages considered for `resume_context` (search hits or recent messages).
 const CONTEXT_CANDIDATES: usize = 30;

@@ -422,10 +422,7 @@ fn opencode_session() {
         vec![r("command", "ok", "cargo test", None, Some("shell"))],
     );
     assert_eq!(rows(&evs), want);
-    assert_eq!(
-        rows(&derived),
-        resolved(FAILED_LINE)
-    );
+    assert_eq!(rows(&derived), resolved(FAILED_LINE));
 }
 
 #[test]
