@@ -691,7 +691,7 @@ mod tests {
         assert_eq!(fts_query("( ) * - \"\""), None);
         assert_eq!(
             fts_query("東京 тест").unwrap(),
-            "(\"東京\" OR (cjk : \"東 京\")) \"тест\""
+            "(\"東京\" OR (cjk : \"東 京\")) AND \"тест\""
         );
         // Repeated terms count once; NOT and -word exclude.
         assert_eq!(fts_query("the the the").unwrap(), r#""the""#);
