@@ -236,8 +236,9 @@ fn reply_step(
 /// - SessionStart (and OpenCode `session.compacted`): the latest unconsumed snapshot of this
 ///   same session is injected and marked consumed (whatever the source: Cursor and VS Code do
 ///   not say why a session starts). Else, at source `compact` (or `session.compacted`), one is
-///   built now from the store; at `resume`, one of the resumed session, or of the latest session
-///   of the same project directory. Nothing is injected into a session of another project. At
+///   built now from the store; at `resume`, the latest unconsumed snapshot of the latest other
+///   session of the same project directory, if any (the agent reloads the resumed conversation
+///   itself, so nothing is built). Nothing is injected into a session of another project. At
 ///   any other start, at most one line saying that earlier sessions of the project exist.
 ///
 /// Returns the reply in the agent's dialect, or `None`.
@@ -291,15 +292,9 @@ pub fn respond(
                     return Ok(memtrail_adapters::session_start_reply(agent, &text));
                 }
             }
-            if compact || resumed {
-                let target = match (session, cwd) {
-                    (Some(id), _) => Some(id),
-                    (None, Some(dir)) if resumed => {
-                        resume::latest_session_for_dir(store, dir, Some(agent.as_str()), None)?
-                    }
-                    _ => None,
-                };
-                let Some(rowid) = target else {
+            if compact {
+                // No snapshot was saved (no PreCompact hook ran): build one now from the store.
+                let Some(rowid) = session else {
                     return Ok(None);
                 };
                 let s = query::session_summary(store, rowid)?;
@@ -310,15 +305,29 @@ pub fn respond(
                 if snap.text.trim().is_empty() {
                     return Ok(None);
                 }
-                let trigger = if compact { "compact" } else { "resume" };
-                store.write(|w| w.save_snapshot(rowid, trigger, &snap, now, Some(&consumer)))?;
-                let why = if compact {
-                    "before its compaction"
-                } else {
-                    "when it was last worked on"
-                };
-                let text = resume::injection_text(&s, why, &snap.text);
+                store.write(|w| w.save_snapshot(rowid, "compact", &snap, now, Some(&consumer)))?;
+                let text = resume::injection_text(&s, "before its compaction", &snap.text);
                 return Ok(memtrail_adapters::session_start_reply(agent, &text));
+            }
+            if resumed {
+                // The agent reloads the resumed conversation itself; what it lacks is a snapshot
+                // saved at a compaction that was never followed by its restart: of this session
+                // (taken above), else of the latest other session of this project.
+                let Some(dir) = cwd else {
+                    return Ok(None);
+                };
+                let Some(rowid) =
+                    resume::latest_session_for_dir(store, dir, Some(agent.as_str()), session)?
+                else {
+                    return Ok(None);
+                };
+                let s = query::session_summary(store, rowid)?;
+                if let Some(snap) = store.write(|w| w.take_snapshot(rowid, &consumer, now))? {
+                    let text =
+                        resume::injection_text(&s, "as saved at its last compaction", &snap.text);
+                    return Ok(memtrail_adapters::session_start_reply(agent, &text));
+                }
+                return Ok(None);
             }
             if canonical == "SessionStart"
                 && let Some(dir) = cwd

@@ -324,7 +324,8 @@ fn no_precompact_snapshot_means_one_is_built_at_start_and_never_for_another_proj
         1,
         "the snapshot stays for its own project"
     );
-    // Resume of an unknown id in the same project: the latest session of that project.
+    // Resume of an unknown id in the same project: the unconsumed snapshot of the latest
+    // session of that project, once.
     let resumed = hook(
         Agent::Claude,
         "SessionStart",
@@ -338,6 +339,24 @@ fn no_precompact_snapshot_means_one_is_built_at_start_and_never_for_another_proj
             .unwrap(),
     );
     assert!(ctx.contains("claude session s1"), "{ctx}");
+    assert!(ctx.contains("as saved at its last compaction"), "{ctx}");
+    assert_eq!(
+        respond(&mut store, Agent::Claude, &resumed, "SessionStart").unwrap(),
+        None,
+        "consumed"
+    );
+    // Resume of a known session with nothing unconsumed: nothing (its agent reloads it).
+    let again = hook(
+        Agent::Claude,
+        "SessionStart",
+        "s1",
+        "/w/app",
+        Some("resume"),
+    );
+    assert_eq!(
+        respond(&mut store, Agent::Claude, &again, "SessionStart").unwrap(),
+        None
+    );
 }
 
 #[test]
