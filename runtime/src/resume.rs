@@ -545,9 +545,11 @@ fn first_and_last_prompt(store: &Store, rowid: i64) -> Result<(Option<String>, O
     Ok((q("ASC")?, q("DESC")?))
 }
 
-/// A Markdown restart document for continuing session `rowid` in agent `to`: context,
-/// decisions, current state (the snapshot), open problems, files, and how to search for more
-/// with `to`'s own tool names. Built from the store alone (no model).
+/// A Markdown restart document for continuing session `rowid` in agent `to`: context (project,
+/// branch, times, first and last request), decisions, current state (the last requests, the
+/// last answer, recent git), open problems (unresolved errors, retry loops, tasks not done),
+/// files changed (relative to the project), notes, and how to search for more with `to`'s own
+/// tool names. Built from the store alone (no model); sections without content are left out.
 pub fn handoff(store: &Store, rowid: i64, to: Agent) -> Result<String> {
     let s = query::session_summary(store, rowid)?;
     let from = s
@@ -605,10 +607,34 @@ pub fn handoff(store: &Store, rowid: i64, to: Agent) -> Result<String> {
             20,
         ),
     );
-    let snap = snapshot::build(&snapshot_input_from(&s, events.clone()), 4096);
-    if !snap.text.trim().is_empty() {
-        let _ = writeln!(d, "\n## Current state\n\n{}", snap.text.trim_end());
+    // Current state: where the conversation stopped.
+    let mut state = Vec::new();
+    let prompts: Vec<String> = of(Category::Prompt)
+        .map(|e| one_line(&e.event.subject, 400))
+        .collect();
+    for (i, p) in prompts.iter().rev().take(3).enumerate() {
+        state.push(if i == 0 {
+            format!("Last request: {p}")
+        } else {
+            format!("Before that: {p}")
+        });
     }
+    if prompts.is_empty()
+        && let Some(l) = &last
+    {
+        state.push(format!("Last request: {}", one_line(l, 400)));
+    }
+    if let Some(a) = last_answer(store, rowid)? {
+        state.push(format!("Last answer: {}", one_line(&a, 600)));
+    }
+    for e in of(Category::Git).rev().take(3) {
+        state.push(format!(
+            "Git {}: {}",
+            e.event.action,
+            one_line(&e.event.subject, 200)
+        ));
+    }
+    list(&mut d, "Current state", state);
     // Open problems: errors with no later resolution, retry loops, tasks not done.
     let mut open = Vec::new();
     for e in of(Category::Error) {
@@ -647,8 +673,9 @@ pub fn handoff(store: &Store, rowid: i64, to: Agent) -> Result<String> {
     list(&mut d, "Open problems", dedup_last(open, 20));
     let mut files: Vec<String> = Vec::new();
     for e in of(Category::File).filter(|e| e.event.action != "read") {
-        let line = format!("{} ({})", e.event.subject, e.event.action);
-        files.retain(|f| !f.starts_with(&format!("{} (", e.event.subject)));
+        let path = relative(&e.event.subject, s.project.as_deref());
+        let line = format!("{path} ({})", e.event.action);
+        files.retain(|f| !f.starts_with(&format!("{path} (")));
         files.push(line);
     }
     list(&mut d, "Files changed", dedup_last(files, 30));
@@ -680,15 +707,29 @@ pub fn handoff(store: &Store, rowid: i64, to: Agent) -> Result<String> {
     Ok(d)
 }
 
-fn snapshot_input_from(s: &SessionSummary, events: Vec<StoredEvent>) -> SnapshotInput {
-    SnapshotInput {
-        agent: s.agent.clone(),
-        session_id: s.session_id.clone(),
-        project_dir: s.project.clone(),
-        title: s.title.clone(),
-        git_branch: s.git_branch.clone(),
-        events,
-    }
+/// `path` relative to `project` when it lies below it.
+fn relative(path: &str, project: Option<&str>) -> String {
+    project
+        .map(|p| p.trim_end_matches('/'))
+        .filter(|p| !p.is_empty())
+        .and_then(|p| path.strip_prefix(p))
+        .and_then(|rest| rest.strip_prefix('/'))
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(path)
+        .to_string()
+}
+
+/// The prose of the last assistant message of session `rowid` that has some.
+fn last_answer(store: &Store, rowid: i64) -> Result<Option<String>> {
+    Ok(store
+        .conn
+        .query_row(
+            "SELECT body FROM messages WHERE session_id = ?1 AND role = 'assistant'
+             AND kind IN ('text', 'tool_call') AND length(trim(body)) > 0 ORDER BY seq DESC LIMIT 1",
+            [rowid],
+            |r| r.get(0),
+        )
+        .optional()?)
 }
 
 /// The last `max` distinct items, in order of last appearance.

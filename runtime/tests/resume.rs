@@ -641,7 +641,7 @@ fn handoff_names_the_target_agents_tools_and_the_work() {
     assert!(doc.contains("## Current state\n"), "{doc}");
     assert!(doc.contains("## Open problems\n\n- Error in "), "{doc}");
     assert!(
-        doc.contains("## Files changed\n\n- /w/app/src/parse.rs (edited)\n"),
+        doc.contains("## Files changed\n\n- src/parse.rs (edited)\n"),
         "{doc}"
     );
     assert!(doc.contains("`mcp_memtrail_search`"), "{doc}");
