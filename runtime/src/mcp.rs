@@ -193,6 +193,12 @@ impl MemtrailMcp {
         }
     }
 
+    /// The tools this server offers (name, description, input schema), as `tools/list` gives
+    /// them.
+    pub fn tools() -> Vec<rmcp::model::Tool> {
+        Self::tool_router().list_all()
+    }
+
     fn with_store<T>(&self, f: impl FnOnce(&Store) -> crate::Result<T>) -> Result<T, String> {
         let mut guard = self
             .store
