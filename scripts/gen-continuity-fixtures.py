@@ -288,6 +288,60 @@ for a in ["cursor", "vscode"]:
     docs_only(a)
 
 
+def big_rename(agent):
+    """A large session: 18 files changed, an 8-item todo list, three decisions, one error fixed and
+    one left."""
+    cwd = "/home/user/code/netkit"
+    files = [f"src/api/{m}.rs" for m in ["users", "orders", "billing", "search", "auth", "admin"]]
+    files += [f"src/{m}.rs" for m in ["client", "lib", "retry", "config", "errors", "middleware"]]
+    files += [f"tests/{m}.rs" for m in ["client", "retry", "auth"]]
+    files += ["examples/basic.rs", "examples/streaming.rs", "README.md"]
+    tasks = [
+        "Rename the struct in src/client.rs",
+        "Update call sites in src/api",
+        "Update the examples",
+        "Update the docs and README",
+        "Add the deprecated alias",
+        "Run clippy and fix warnings",
+        "Update CHANGELOG.md",
+        "Bump the version to 0.9.0",
+    ]
+    steps = [
+        ("user", "Rename the `Client` type to `HttpClient` across the crate and update all call sites. Keep the old name as a deprecated alias."),
+        ("todo", [(t, "in_progress" if i == 0 else "pending") for i, t in enumerate(tasks)]),
+    ]
+    for f in files[:-3]:
+        steps.append(("read", f, "use crate::Client;\n"))
+        steps.append(("edit", f, "use crate::Client;", "use crate::HttpClient;"))
+    steps += [
+        ("shell", "cargo build --all-targets", "   Compiling netkit v0.8.3 (/home/user/code/netkit)\nerror[E0412]: cannot find type `Client` in this scope\n --> examples/basic.rs:4:12\n\nerror: could not compile `netkit` (example \"basic\") due to 1 previous error\n", 101),
+        ("edit", "examples/basic.rs", "let c = Client::new();", "let c = HttpClient::new();"),
+        ("edit", "examples/streaming.rs", "let c = Client::new();", "let c = HttpClient::new();"),
+        ("shell", "cargo build --all-targets", "   Compiling netkit v0.8.3 (/home/user/code/netkit)\n    Finished `dev` profile [unoptimized + debuginfo] target(s) in 4.31s\n", 0),
+        ("user", "Don't bump the version yet, we release on Friday."),
+        ("edit", "README.md", "let client = netkit::Client::new();", "let client = netkit::HttpClient::new();"),
+        ("todo", [(t, "completed" if i < 3 else "in_progress" if i == 3 else "pending") for i, t in enumerate(tasks)]),
+        ("shell", "cargo clippy --all-targets -- -D warnings", "error: unused import: `crate::Client`\n --> src/lib.rs:3:5\n  |\n3 | use crate::Client;\n  |     ^^^^^^^^^^^^^\n  |\n  = note: `-D unused-imports` implied by `-D warnings`\n", 101),
+        ("user", "Always run cargo fmt before committing. Now fix the clippy warning and commit."),
+    ]
+    facts = [("core", "file", f) for f in files]
+    facts += [("core", "task", t) for t in tasks[3:]]
+    facts += [
+        ("core", "request", "Always run cargo fmt before committing. Now fix the clippy warning and commit."),
+        ("core", "error", "cargo clippy --all-targets -- -D warnings"),
+        ("core", "decision", "Keep the old name as a deprecated alias"),
+        ("core", "decision", "Don't bump the version yet"),
+        ("core", "decision", "Always run cargo fmt before committing"),
+        ("extra", "error", "unused import"),
+        ("extra", "goal", "Rename the `Client` type to `HttpClient`"),
+    ]
+    scenario(f"{agent}-rename", agent, cwd, steps, facts, branch="refactor/http-client")
+
+
+for a in ["claude", "codex", "gemini", "opencode"]:
+    big_rename(a)
+
+
 # ------------------------------------------------------------------------------------------------
 # Renderers. Each returns (file name, bytes).
 

@@ -1,5 +1,5 @@
 //! Print the events and the snapshot of a transcript:
-//! `cargo run -p memtrail-runtime --example dump_fixture -- <agent> <path> [budget]`.
+//! `cargo run -p memtrail-runtime --example dump_fixture -- <agent> <path> [budget] [project dir]`.
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -50,6 +50,7 @@ fn main() {
         &SnapshotInput {
             agent: agent.to_string(),
             session_id: "S".into(),
+            project_dir: a.get(4).cloned(),
             events,
             ..Default::default()
         },

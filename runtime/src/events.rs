@@ -162,6 +162,11 @@ pub const MAX_DETAIL: usize = 2000;
 ///   `todowrite`, `manage_todo_list`), plans, sub-agents, skills, MCP tools, answered questions,
 ///   fetched URLs, and an `error tool|exit` for a call marked as failed or whose output reports a
 ///   non-zero exit code.
+///
+/// A todo list gives one `task` event per item, its action from the item's status in that list
+/// (pending → `created`, in progress → `updated`, completed or cancelled → `done`; detail: the
+/// status as `pending|in_progress|completed|cancelled`); the session's current list is its latest
+/// list (what the snapshot shows).
 pub fn extract(agent: Agent, msg: &Message) -> Vec<Event> {
     extract::extract(agent, msg)
 }
@@ -175,10 +180,16 @@ pub fn extract(agent: Agent, msg: &Message) -> Vec<Event> {
 ///   a failed edit or write, any for a failed read; a relative path matches an absolute one
 ///   ending with it) or an `ok` command with the same command line. Subject and tool are the
 ///   error's; detail: the error's detail's first line.
-/// - `retry loop`: the same call (same tool, same target) three or more times in a row among the
-///   session's calls; one event per run, at its last call, detail `N times in a row`.
+/// - `retry loop`: the same call (a shell command, a read of a path, or a failing call of one tool
+///   on one target) three or more times in a row among the session's calls; one event per run, at its last call, detail `N times in a row`.
 pub fn correlate(events: &[StoredEvent]) -> Vec<StoredEvent> {
     correlate::correlate(events)
+}
+
+/// Whether two paths name the same file: equal, or one relative and the other an absolute path
+/// ending with it (`src/a.rs` and `/home/u/p/src/a.rs`). `./` prefixes are ignored.
+pub fn same_path(a: &str, b: &str) -> bool {
+    correlate::same_path(a, b)
 }
 
 /// The target of an `error` event: its subject without the leading `<tool>: `.
@@ -218,10 +229,12 @@ pub fn extract_exit_code(output: &str) -> Option<i64> {
     extract::exit_code(output)
 }
 
-/// The most telling line of an error output: the first that says error, fail or panic, else the
-/// first that is not agent boilerplate (Codex's `Chunk ID:`/`Wall time:`/`Process exited…`,
-/// Claude's `Exit code N`, Gemini's `Command:`/`Directory:`, OpenCode's `Error: Command failed:
-/// exit code N`). Empty for an empty output.
+/// The most telling line of an error output: the first that carries a failure marker
+/// (`error[`, `error:`, `Error:`, `FAILED`, `FAIL `, `panicked`, `fatal:`, `Traceback`, `×`),
+/// else the first that is neither agent boilerplate (Codex's `Chunk ID:`/`Wall time:`/`Process
+/// exited…`, Claude's `Exit code N`, Gemini's `Command:`/`Directory:`, OpenCode's `Error: Command
+/// failed: exit code N`) nor a tool's preamble (`running N tests`, `> script`, `Compiling …`,
+/// `# package`, `=====`). Empty for an empty output.
 pub fn error_line(detail: &str) -> String {
     let boiler = |l: &str| {
         let l = l.to_ascii_lowercase();
@@ -235,19 +248,34 @@ pub fn error_line(detail: &str) -> String {
             || l.starts_with("directory:")
             || l.starts_with("error: command failed: exit code")
     };
+    let preamble = |l: &str| {
+        l.starts_with("running ")
+            || l.starts_with("> ")
+            || l.starts_with("Compiling ")
+            || l.starts_with("# ")
+            || l.starts_with("=====")
+    };
+    const MARKS: &[&str] = &[
+        "error[",
+        "error:",
+        "Error:",
+        "FAILED",
+        "FAIL ",
+        "panicked",
+        "fatal:",
+        "Traceback",
+        "×",
+    ];
     let lines: Vec<&str> = detail
         .lines()
-        .map(str::trim)
+        .map(|l| l.trim().trim_start_matches("Output:").trim())
         .filter(|l| !l.is_empty() && !boiler(l))
         .collect();
-    let pick = lines
+    lines
         .iter()
-        .find(|l| {
-            let x = l.to_ascii_lowercase();
-            x.contains("error") || x.contains("fail") || x.contains("panic")
-        })
+        .find(|l| MARKS.iter().any(|m| l.contains(m)))
+        .or_else(|| lines.iter().find(|l| !preamble(l)))
         .or(lines.first())
-        .copied()
-        .unwrap_or("");
-    pick.trim_start_matches("Output:").trim().to_string()
+        .map(|l| l.to_string())
+        .unwrap_or_default()
 }

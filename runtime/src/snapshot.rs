@@ -7,17 +7,18 @@
 //! Shape (Markdown, factual statements; sections without content are left out):
 //!
 //! ```text
-//! Working state of claude session <id> (branch main, 42 events). More: MCP timeline(session_id="<id>", category=…) or `memtrail search "<words>" --session <id>`.
+//! Working state of claude session <id> (branch main, 42 events). More: MCP timeline(session_id="<id>", category="<a section's [category]>") or `memtrail search "<words>" --session <id>`.
 //! ## Last request [prompt]
 //! - <the last user prompt>
 //! ## Open tasks [task]
 //! - <task> (in progress)
 //! ## Files changed [file]
-//! - src/lib.rs (edited ×2, +3 -1)
+//! - src/lib.rs (×2, +3 -1)          (edited twice; `written`/`deleted` said)
 //! ## Unresolved errors [error]
 //! - `cargo test` failed (shell, exit 101): error[E0425]: cannot find value `x`
 //! ## Decisions [decision]
 //! ## Goal [prompt]          (the first request, when it differs from the last)
+//! ## Earlier requests [prompt]  (up to two before the last, not the first)
 //! ## Notes [note]
 //! ## Recent git [git]
 //! ## Also [timeline]        (plans, retry loops, fixed errors, sub-agents, rules, skills, references)
@@ -28,7 +29,7 @@
 //!
 //! Budget: sections get quotas (a share of the budget) and are filled in three rounds, in order of
 //! importance (last request, open tasks, files changed, unresolved errors, decisions, goal, notes,
-//! git, the rest): first one item of each section, then more items up to each quota, then more
+//! git, earlier requests, the rest): first one item of each section, then more items up to each quota, then more
 //! items while the budget lasts. An item that does not fit whole is cut (with `…`) rather than the
 //! section dropped. The first line (the session and where to get more) is kept only when it costs
 //! at most a sixth of the budget. With a budget too small for any section title, the text is the
@@ -256,6 +257,7 @@ fn importance(title: &str) -> usize {
         "Goal",
         "Notes",
         "Recent git",
+        "Earlier requests",
         "Also",
     ]
     .iter()
@@ -276,7 +278,7 @@ fn top_line(input: &SnapshotInput, n: usize) -> String {
     }
     facts.push(format!("{n} events"));
     format!(
-        "Working state of {agent} session {id} ({}). More: MCP timeline(session_id=\"{id}\", category=…) or `memtrail search \"<words>\" --session {id}`.",
+        "Working state of {agent} session {id} ({}). More: MCP timeline(session_id=\"{id}\", category=\"<a section's [category]>\") or `memtrail search \"<words>\" --session {id}`.",
         facts.join(", ")
     )
 }
@@ -315,21 +317,24 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
     let prompts: Vec<String> = of(Category::Prompt)
         .map(|e| one_line(&e.event.subject))
         .collect();
-    // The last request, then up to two before it (not the first: that is the goal).
-    let mut last_request: Vec<String> = Vec::new();
-    for (k, p) in prompts.iter().enumerate().rev().take(3) {
-        if k == 0 && prompts.len() > 1 {
-            break;
-        }
-        last_request.push(if last_request.is_empty() {
-            p.clone()
-        } else {
-            format!("before that: {p}")
-        });
-    }
+    // The last request; up to two before it (not the first: that is the goal).
+    let last_request: Vec<String> = prompts.last().cloned().into_iter().collect();
+    let earlier: Vec<String> = prompts
+        .iter()
+        .enumerate()
+        .rev()
+        .skip(1)
+        .take(2)
+        .filter(|(k, _)| *k > 0)
+        .map(|(_, p)| p.clone())
+        .collect();
     let mut goal = Vec::new();
     if prompts.len() > 1 {
         goal.push(prompts[0].clone());
+    } else if prompts.is_empty()
+        && let Some(t) = input.title.as_deref().filter(|t| !t.trim().is_empty())
+    {
+        goal.push(format!("session title: {}", one_line(t)));
     }
     for e in of(Category::Plan).collect::<Vec<_>>().into_iter().rev() {
         if e.event.action == "approved" {
@@ -390,8 +395,14 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
             Some((p, m)) => (p, m, true),
             None => (0, 0, false),
         };
-        if let Some(i) = files.iter().position(|f| f.path == path) {
+        if let Some(i) = files
+            .iter()
+            .position(|f| crate::events::same_path(&f.path, &path))
+        {
             let mut f = files.remove(i);
+            if path.len() < f.path.len() {
+                f.path = path;
+            }
             f.n += 1;
             f.plus += p;
             f.minus += m;
@@ -413,15 +424,26 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
         .iter()
         .rev()
         .map(|f| {
-            let mut facts = vec![if f.n > 1 {
-                format!("{} ×{}", f.last, f.n)
+            // "edited" goes without saying in "Files changed".
+            let verb = if f.last == "edited" {
+                ""
             } else {
-                f.last.clone()
-            }];
+                f.last.as_str()
+            };
+            let mut facts: Vec<String> = match (verb, f.n) {
+                ("", 1) => vec![],
+                ("", n) => vec![format!("×{n}")],
+                (v, 1) => vec![v.to_string()],
+                (v, n) => vec![format!("{v} ×{n}")],
+            };
             if f.counted && f.last != "deleted" {
                 facts.push(format!("+{} -{}", f.plus, f.minus));
             }
-            format!("{} ({})", f.path, facts.join(", "))
+            if facts.is_empty() {
+                f.path.clone()
+            } else {
+                format!("{} ({})", f.path, facts.join(", "))
+            }
         })
         .collect();
 
@@ -537,6 +559,7 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
         sec("Unresolved errors", "error", 14, 260, errors),
         sec("Decisions", "decision", 12, 260, decisions),
         sec("Goal", "prompt", 8, 300, goal),
+        sec("Earlier requests", "prompt", 3, 300, earlier),
         sec("Notes", "note", 6, 260, notes),
         sec("Recent git", "git", 4, 160, git),
         sec("Also", "timeline", 2, 200, also),

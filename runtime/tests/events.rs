@@ -440,13 +440,22 @@ fn claude_question_answered_is_a_decision() {
         .collect();
     assert_eq!(
         answered,
-        vec![r(
-            "decision",
-            "answered",
-            "Which approach should I take for the JSON decoding hot spot? → Switch to a streaming decoder",
-            None,
-            Some("AskUserQuestion")
-        )]
+        vec![
+            r(
+                "decision",
+                "answered",
+                "Which approach should I take for the JSON decoding hot spot? → Switch to a streaming decoder",
+                None,
+                Some("AskUserQuestion")
+            ),
+            r(
+                "decision",
+                "stated",
+                "Keep the old decodeAll behind a flag so we can compare.",
+                None,
+                None
+            )
+        ]
     );
     // go vet failed and nothing ran it again: unresolved; the 6 `git log` runs differ: no loop.
     let derived = correlate(&evs);
@@ -978,7 +987,7 @@ fn snapshot_of_the_claude_session() {
         events: evs,
     };
     let s = build(&input, snapshot::DEFAULT_BUDGET);
-    let want = "Working state of claude session 2f7864b9 (branch main, 17 events). More: MCP timeline(session_id=\"2f7864b9\", category=…) or `memtrail search \"<words>\" --session 2f7864b9`.
+    let want = "Working state of claude session 2f7864b9 (branch main, 17 events). More: MCP timeline(session_id=\"2f7864b9\", category=\"<a section's [category]>\") or `memtrail search \"<words>\" --session 2f7864b9`.
 ## Last request [prompt]
 - Don't touch the public API names; use f64 everywhere instead of f32.
 ## Open tasks [task]
@@ -986,8 +995,8 @@ fn snapshot_of_the_claude_session() {
 - Add a changelog entry (pending)
 - done (1 of 3): Add Kelvin conversions
 ## Files changed [file]
-- tests/kelvin.rs (edited, +1 -1)
-- src/convert.rs (edited, +7 -3)
+- tests/kelvin.rs (+1 -1)
+- src/convert.rs (+7 -3)
 ## Decisions [decision]
 - use f64 everywhere instead of f32.
 - Don't touch the public API names
@@ -1003,4 +1012,362 @@ fn snapshot_of_the_claude_session() {
     assert_eq!(snapshot::estimate_tokens("abcde"), 2);
     assert_eq!(snapshot::estimate_tokens("日本語"), 3);
     assert_eq!(snapshot::estimate_tokens(""), 0);
+}
+
+#[test]
+fn what_is_and_is_not_a_decision() {
+    let stated = |text: &str| -> Vec<String> {
+        let m = Message {
+            id: "u".into(),
+            role: Role::User,
+            kind: Kind::Text,
+            parts: vec![Part::Text { text: text.into() }],
+            timestamp: None,
+            model: None,
+        };
+        extract(Agent::Claude, &m)
+            .into_iter()
+            .filter(|e| e.category == Category::Decision)
+            .map(|e| e.subject)
+            .collect()
+    };
+    assert_eq!(
+        stated("No, don't delete anything. Just summarise the diff."),
+        vec!["No, don't delete anything."]
+    );
+    assert_eq!(
+        stated("Please never push to main"),
+        vec!["Please never push to main"]
+    );
+    assert_eq!(
+        stated("Use rustls instead of openssl."),
+        vec!["Use rustls instead of openssl."]
+    );
+    assert_eq!(
+        stated("We should go with SQLite rather than Postgres for now."),
+        vec!["We should go with SQLite rather than Postgres for now."]
+    );
+    // Not decisions: a task, a statement of fact, a question.
+    assert!(stated("Use pattern src/**/*.ts to list the files").is_empty());
+    assert!(stated("The test always fails on CI and I don't know why.").is_empty());
+    assert!(stated("Should we use serde instead of hand parsing?").is_empty());
+}
+
+#[test]
+fn files_removed_by_the_shell() {
+    assert_eq!(
+        one(
+            "Bash",
+            json!({"command": "rm docs/geese.md && git rm -q old.rs"}),
+            Some(""),
+            false
+        ),
+        vec![
+            r(
+                "command",
+                "ok",
+                "rm docs/geese.md && git rm -q old.rs",
+                None,
+                Some("shell")
+            ),
+            r("file", "deleted", "docs/geese.md", None, Some("shell")),
+            r("file", "deleted", "old.rs", None, Some("shell")),
+        ]
+    );
+    // Rejected by the user: nothing was removed.
+    assert_eq!(
+        one(
+            "Bash",
+            json!({"command": "rm -rf target"}),
+            Some("The user doesn't want to proceed with this tool use."),
+            true
+        ),
+        vec![
+            r("command", "failed", "rm -rf target", None, Some("shell")),
+            r(
+                "error",
+                "tool",
+                "shell: rm -rf target",
+                Some("The user doesn't want to proceed with this tool use."),
+                Some("shell")
+            ),
+        ]
+    );
+}
+
+#[test]
+fn tool_name_spellings_the_adapters_leave_as_they_are() {
+    assert_eq!(
+        one(
+            "copilot_replaceString",
+            json!({"filePath": "/p/a.ts", "oldString": "a", "newString": "b"}),
+            Some("ok"),
+            false
+        ),
+        vec![r("file", "edited", "/p/a.ts", Some("+1 -1"), Some("edit"))]
+    );
+    assert_eq!(
+        one(
+            "read_many_files",
+            json!({"paths": ["a.md", "b.md"]}),
+            Some("…"),
+            false
+        ),
+        vec![
+            r("file", "read", "a.md", None, Some("read")),
+            r("file", "read", "b.md", None, Some("read")),
+        ]
+    );
+    assert_eq!(
+        one("Delete", json!({"path": "/p/old.ts"}), None, false),
+        vec![r("file", "deleted", "/p/old.ts", None, Some("Delete"))]
+    );
+    assert_eq!(
+        one(
+            "web_fetch",
+            json!({"prompt": "Summarise https://example.org/spec.html please"}),
+            Some("…"),
+            false
+        ),
+        vec![r(
+            "reference",
+            "url",
+            "https://example.org/spec.html",
+            None,
+            Some("web_fetch")
+        )]
+    );
+    // OpenCode's `patch` tool: the patch in `patchText`.
+    let patch = "*** Begin Patch\n*** Add File: notes.md\n+hello\n*** End Patch";
+    let m = call_msg(
+        "patch",
+        "edit",
+        json!({"patchText": patch}),
+        Some("ok"),
+        false,
+    );
+    let got: Vec<(Category, String, String)> = extract(Agent::Opencode, &m)
+        .into_iter()
+        .map(|e| (e.category, e.action, e.subject))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(
+            Category::File,
+            "written".to_string(),
+            "notes.md".to_string()
+        )]
+    );
+}
+
+fn random_value(g: &mut Lcg, depth: u32) -> Value {
+    let keys = [
+        "command",
+        "cmd",
+        "file_path",
+        "filePath",
+        "path",
+        "paths",
+        "files",
+        "content",
+        "contents",
+        "old_string",
+        "new_string",
+        "oldString",
+        "newString",
+        "edits",
+        "todos",
+        "plan",
+        "todoList",
+        "status",
+        "content",
+        "step",
+        "title",
+        "questions",
+        "url",
+        "urls",
+        "prompt",
+        "input",
+        "patch",
+        "patchText",
+        "replacements",
+        "skill",
+        "description",
+        "operation",
+    ];
+    match if depth > 2 { g.below(3) } else { g.below(6) } {
+        0 => {
+            let mut parts: Vec<&str> = (0..g.below(12))
+                .map(|_| WORDS[g.below(WORDS.len() as u64) as usize])
+                .collect();
+            for extra in [
+                "*** Update File: ",
+                "\n",
+                "git commit -m '",
+                "rm ",
+                "$(cat <<'EOF'",
+                "&&",
+                "\"",
+                "Exit code 7",
+            ] {
+                if g.below(3) == 0 {
+                    parts.push(extra);
+                }
+            }
+            Value::String(parts.join(""))
+        }
+        1 => json!(g.below(1000) as i64 - 500),
+        2 => Value::Null,
+        3 | 4 => Value::Object(
+            (0..g.below(5))
+                .map(|_| {
+                    (
+                        keys[g.below(keys.len() as u64) as usize].to_string(),
+                        random_value(g, depth + 1),
+                    )
+                })
+                .collect(),
+        ),
+        _ => Value::Array(
+            (0..g.below(4))
+                .map(|_| random_value(g, depth + 1))
+                .collect(),
+        ),
+    }
+}
+
+#[test]
+fn extract_never_panics_and_bounds_its_fields() {
+    let names = [
+        "Bash",
+        "shell",
+        "exec_command",
+        "Edit",
+        "MultiEdit",
+        "Write",
+        "Read",
+        "apply_patch",
+        "TodoWrite",
+        "update_plan",
+        "write_todos",
+        "manage_todo_list",
+        "Task",
+        "Skill",
+        "ExitPlanMode",
+        "AskUserQuestion",
+        "request_user_input",
+        "WebFetch",
+        "mcp__a__b",
+        "editFiles",
+        "run_in_terminal",
+        "copilot_replaceString",
+        "Delete",
+        "read_many_files",
+        "TaskCreate",
+        "Other",
+    ];
+    let mut g = Lcg(42);
+    for _ in 0..4000 {
+        let name = names[g.below(names.len() as u64) as usize];
+        let input = random_value(&mut g, 0);
+        let output = match g.below(3) {
+            0 => None,
+            1 => Some("Process exited with code 3\nerror: x".repeat(g.below(400) as usize)),
+            _ => Some(format!(
+                "User has answered your questions: \"{}\"=\"{}\"",
+                "q".repeat(g.below(900) as usize),
+                "é".repeat(g.below(900) as usize)
+            )),
+        };
+        let is_error = g.below(4) == 0;
+        let tool = memtrail_adapters::normalize_tool_name(name);
+        let mut m = call_msg(name, &tool, input, output.as_deref(), is_error);
+        if g.below(3) == 0 {
+            m.role = Role::User;
+            m.parts.push(Part::Text {
+                text: random_value(&mut g, 3)
+                    .to_string()
+                    .repeat(g.below(60) as usize),
+            });
+        }
+        let evs = extract(Agent::Codex, &m);
+        for e in &evs {
+            assert!(e.subject.len() <= events::MAX_SUBJECT);
+            assert!(
+                e.detail
+                    .as_ref()
+                    .is_none_or(|d| d.len() <= events::MAX_DETAIL)
+            );
+            assert!((1..=4).contains(&e.priority));
+        }
+        assert_eq!(evs, extract(Agent::Codex, &m), "deterministic");
+    }
+}
+
+#[test]
+fn snapshot_without_prompts_states_the_title_and_unresolved_errors() {
+    use Category::*;
+    let mut failed = se(2, 0, Error, "exit", "shell: make", "a", "shell");
+    failed.event.detail = Some("Process exited with code 2\nmake: *** [all] Error 2".into());
+    let input = SnapshotInput {
+        agent: "codex".into(),
+        session_id: "t1".into(),
+        title: Some("Fix the  build".into()),
+        events: vec![se(1, 0, Command, "failed", "make", "a", "shell"), failed],
+        ..Default::default()
+    };
+    let s = build(&input, 2048);
+    assert_eq!(
+        s.text,
+        "Working state of codex session t1 (2 events). More: MCP timeline(session_id=\"t1\", category=\"<a section's [category]>\") or `memtrail search \"<words>\" --session t1`.
+## Unresolved errors [error]
+- `make` failed (shell, exit 2): make: *** [all] Error 2
+## Goal [prompt]
+- session title: Fix the build"
+    );
+}
+
+#[test]
+fn reading_the_same_file_three_times_in_a_row_is_a_loop_an_edit_between_breaks_it() {
+    use Category::*;
+    let evs = vec![
+        se(1, 0, File, "read", "src/a.rs", "a", "read"),
+        se(2, 1, File, "read", "src/a.rs", "b", "read"),
+        se(3, 2, File, "edited", "src/a.rs", "c", "edit"),
+        se(4, 3, File, "read", "src/a.rs", "d", "read"),
+        se(5, 4, File, "read", "src/a.rs", "e", "read"),
+        se(6, 5, File, "read", "src/a.rs", "f", "read"),
+        se(7, 6, File, "read", "src/a.rs", "g", "read"),
+    ];
+    let d = correlate(&evs);
+    assert_eq!(
+        rows(&d),
+        vec![r(
+            "retry",
+            "loop",
+            "read: src/a.rs",
+            Some("4 times in a row"),
+            Some("read")
+        )]
+    );
+    assert_eq!((d[0].id, d[0].seq), (7, 6));
+}
+
+#[test]
+fn snapshot_merges_a_file_written_relative_and_absolute() {
+    use Category::*;
+    let mut a = se(1, 0, File, "edited", "/elsewhere/p/src/a.rs", "a", "edit");
+    a.event.detail = Some("+2 -1".into());
+    let mut b = se(2, 1, File, "edited", "src/a.rs", "b", "edit");
+    b.event.detail = Some("+1 -0".into());
+    let input = SnapshotInput {
+        session_id: "x".into(),
+        events: vec![a, b],
+        ..Default::default()
+    };
+    let text = build(&input, 300).text;
+    assert!(
+        text.ends_with("## Files changed [file]\n- src/a.rs (×2, +3 -1)"),
+        "{text}"
+    );
 }

@@ -28,11 +28,14 @@ fn resolves(err: &Event, target: &str, e: &Event) -> bool {
     }
 }
 
-/// The retry key of a call's event: shell commands by their command line, failed calls by tool
-/// and target. Other calls have none.
+/// The retry key of a call's event: shell commands by their command line, reads by their path,
+/// failed calls by tool and target. Other calls (edits, whose inputs differ) have none.
 fn retry_key(e: &Event) -> Option<(String, String)> {
     match e.category {
         Category::Command => Some(("shell".into(), e.subject.clone())),
+        Category::File | Category::Rule if e.action == "read" => {
+            Some(("read".into(), e.subject.clone()))
+        }
         Category::Error if e.tool.as_deref() != Some("shell") => Some((
             e.tool.clone().unwrap_or_default(),
             error_target(e).to_string(),

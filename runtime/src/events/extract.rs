@@ -12,6 +12,9 @@ use std::sync::OnceLock;
 const MAX_REFS: usize = 8;
 /// At most this many decisions per prompt.
 const MAX_DECISIONS: usize = 5;
+/// Decisions and references are looked for in the first this many bytes of a text (a pasted log
+/// of megabytes costs no more than this).
+const MAX_SCAN: usize = 64 * 1024;
 
 pub(super) fn extract(_agent: Agent, msg: &Message) -> Vec<Event> {
     let mut out = Vec::new();
@@ -35,10 +38,11 @@ pub(super) fn extract(_agent: Agent, msg: &Message) -> Vec<Event> {
                     None,
                     ts,
                 ));
-                for d in decisions(t).into_iter().take(MAX_DECISIONS) {
+                let scan = &t[..floor_boundary(t, MAX_SCAN)];
+                for d in decisions(scan).into_iter().take(MAX_DECISIONS) {
                     out.push(ev(Category::Decision, "stated", 1, &d, None, None, ts));
                 }
-                references(t, ts, &mut out);
+                references(scan, ts, &mut out);
             }
         }
         Role::Assistant => {
@@ -51,7 +55,7 @@ pub(super) fn extract(_agent: Agent, msg: &Message) -> Vec<Event> {
                 })
                 .collect::<Vec<_>>()
                 .join("\n");
-            references(&text, ts, &mut out);
+            references(&text[..floor_boundary(&text, MAX_SCAN)], ts, &mut out);
         }
         _ => {}
     }
@@ -102,30 +106,43 @@ fn ev(
 // ---------------------------------------------------------------------------------------------
 // Prompts: decisions and references
 
-fn decision_re() -> &'static Regex {
+/// A sentence that states a decision: it starts (after `please`, `and`, `but`, `no,`, …) with
+/// an instruction of the kind (`don't`, `do not`, `never`, `always`, `avoid`, `stop`, `prefer`,
+/// `keep`, `stick to`, `switch to`, `let's go with`, `from now on`, `make sure`, `use … instead /
+/// only / everywhere`), or holds a contrast or rule anywhere (`instead of`, `rather than`,
+/// `from now on`, `let's go with`, `must not`, `should not`, `we'll use`). Questions are not
+/// decisions.
+fn decision_start_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r"(?i)(^|\b)(don'?t|do not|never|always|instead|prefer|let'?s go with|go with|stop using|from now on|must not|mustn'?t|should not|shouldn'?t|avoid|no need to|rather than|keep using|stick (to|with)|we('ll| will) use|switch to)\b",
+            r"^(?:(?:please|and|but|also|ok|okay|so|then|no|yes|actually)\b[,!]?\s+)*(?:don'?t|do not|never|always|avoid|stop|prefer|keep|stick (?:to|with)|switch to|let'?s (?:go with|use|keep|stick)|go with|from now on|make sure|remember to|no need to|we(?:'ll| will| should) use|use\b.*\b(?:instead|only|everywhere|rather))\b",
         )
         .expect("decision regex")
     })
 }
 
-/// The sentences of a prompt that state a decision.
+fn decision_any_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"\b(?:instead of|rather than|from now on|let'?s go with|must not|mustn'?t|should not|shouldn'?t|we(?:'ll| will) use|i don'?t want|we don'?t want)\b",
+        )
+        .expect("decision regex")
+    })
+}
+
+/// The sentences of a prompt that state a decision (see [`decision_start_re`]).
 fn decisions(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for line in text.lines() {
         for sentence in split_sentences(line) {
             let s = sentence.trim().trim_start_matches(['-', '*', '>', ' ']);
-            if s.len() < 6 || s.starts_with("```") {
+            if s.len() < 6 || s.starts_with("```") || s.ends_with('?') {
                 continue;
             }
-            let lower = s.to_lowercase();
-            if decision_re().is_match(&lower)
-                || lower.starts_with("no, ")
-                || lower.starts_with("use ")
-            {
+            let lower = s.to_lowercase().replace('’', "'");
+            if decision_start_re().is_match(&lower) || decision_any_re().is_match(&lower) {
                 let d = collapse(s.trim_end_matches([';', ',']));
                 if !out.contains(&d) {
                     out.push(d);
@@ -245,7 +262,63 @@ fn push_error(call: &ToolCall, action: &str, target: &str, ts: Option<i64>, out:
     ));
 }
 
+/// The common tool name of a call: the adapter's, or for names it leaves as they are, the
+/// spellings of the same tools seen in the agents' transcripts (VS Code's `copilot_*` and
+/// camelCase names, `read_many_files`, Cursor's `Delete`).
+fn effective_tool(call: &ToolCall) -> Option<&'static str> {
+    const KNOWN: &[&str] = &[
+        "read",
+        "edit",
+        "write",
+        "shell",
+        "todo",
+        "subagent",
+        "mcp",
+        "web_fetch",
+    ];
+    if KNOWN.contains(&call.tool.as_str()) {
+        return None;
+    }
+    let lower = call.name.to_ascii_lowercase();
+    let key = lower.trim_start_matches("copilot_").replace(['_', '-'], "");
+    Some(match key.as_str() {
+        "readfile" | "readmanyfiles" | "readnotebookcellsoutput" => "read",
+        "replacestring"
+        | "replacestringinfile"
+        | "multireplacestringinfile"
+        | "applypatch"
+        | "insertedit"
+        | "inserteditintofile"
+        | "editfile"
+        | "editnotebook"
+        | "patch" => "edit",
+        "createfile" | "writefile" => "write",
+        "runinterminal" | "runterminalcommand" | "runcommand" | "executecommand" => "shell",
+        "managetodolist" | "todowrite" | "writetodos" => "todo",
+        "runsubagent" => "subagent",
+        "fetchwebpage" | "webfetch" => "web_fetch",
+        "delete" | "deletefile" => "delete",
+        _ => return None,
+    })
+}
+
 fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
+    if let Some(tool) = effective_tool(call) {
+        if tool == "delete" {
+            if call.is_error {
+                let target = path_of(&call.input).unwrap_or_else(|| call.name.clone());
+                push_error(call, "tool", &target, ts, out);
+            } else if let Some(p) = path_of(&call.input) {
+                out.push(ev(Category::File, "deleted", 2, &p, None, Some(call), ts));
+            }
+            return;
+        }
+        let c = ToolCall {
+            tool: tool.to_string(),
+            ..call.clone()
+        };
+        return tool_events(&c, ts, out);
+    }
     let input = &call.input;
     let lname = call.name.to_ascii_lowercase();
     match call.tool.as_str() {
@@ -305,6 +378,15 @@ fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
             } else if let Some(arr) = input.get("urls").and_then(Value::as_array) {
                 for u in arr.iter().filter_map(Value::as_str).take(MAX_REFS) {
                     out.push(ev(Category::Reference, "url", 4, u, None, Some(call), ts));
+                }
+            } else if let Some(prompt) = s(input, &["prompt"]) {
+                // Gemini's web_fetch takes the URLs inside its prompt.
+                let mut refs = Vec::new();
+                references(prompt, ts, &mut refs);
+                for mut e in refs.into_iter().filter(|e| e.action == "url") {
+                    e.call_id = Some(call.id.clone());
+                    e.tool = Some(call.tool.clone());
+                    out.push(e);
                 }
             }
             if call.is_error {
@@ -468,7 +550,7 @@ fn edit_touches(call: &ToolCall) -> Vec<Touch> {
     // Codex apply_patch: the input is the patch text (custom tool call), or an object holding it.
     let patch = input
         .as_str()
-        .or_else(|| s(input, &["input", "patch"]))
+        .or_else(|| s(input, &["input", "patch", "patchText"]))
         .filter(|p| p.contains("*** "));
     if let Some(p) = patch {
         return patch_touches(p);
@@ -703,19 +785,23 @@ fn floor_boundary(s: &str, max: usize) -> usize {
     i
 }
 
-/// Output that reports a failed build or test run even though no exit code is given (VS Code,
-/// Cursor terminals).
+/// Output that reports a failed build or test run although no exit code is given (VS Code's
+/// terminal tool, Cursor): cargo's `error: could not compile` / `test result: FAILED`, npm's
+/// `npm ERR!`, a test summary counting failures (pytest `1 failed, 11 passed`, vitest
+/// `Tests  1 failed | 7 passed`, jest `Tests: 1 failed`), `BUILD FAILED`.
 fn reports_failure(output: &str) -> bool {
     const MARKS: &[&str] = &[
         "error: could not compile",
         "test result: FAILED",
         "npm ERR!",
         "error: test failed",
-        "FAILED (failures=",
-        "Tests failed",
         "BUILD FAILED",
     ];
-    MARKS.iter().any(|m| output.contains(m))
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"(?m)(^|[\s|,:])[1-9][0-9]* failed\b").expect("failed-count regex")
+    });
+    MARKS.iter().any(|m| output.contains(m)) || re.is_match(output)
 }
 
 fn shell_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
@@ -737,7 +823,7 @@ fn shell_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
     let code = call.output.as_deref().and_then(exit_code);
     let failed = call.is_error
         || code.is_some_and(|c| c != 0)
-        || call.output.as_deref().is_some_and(reports_failure);
+        || (code.is_none() && call.output.as_deref().is_some_and(reports_failure));
     let action = if failed {
         "failed"
     } else if call.output.is_some() {
@@ -763,10 +849,42 @@ fn shell_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
         };
         push_error(call, kind, &one, ts, out);
     } else {
+        if call.output.is_some() {
+            for path in removed_paths(&cmd) {
+                out.push(ev(
+                    Category::File,
+                    "deleted",
+                    2,
+                    &path,
+                    None,
+                    Some(call),
+                    ts,
+                ));
+            }
+        }
         for g in git_actions(&cmd) {
             out.push(ev(Category::Git, g.0, 3, &g.1, Some(g.2), Some(call), ts));
         }
     }
+}
+
+/// The paths a command line removes with `rm` or `git rm` (at most 10; flags skipped).
+fn removed_paths(cmd: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for seg in split_chain(cmd) {
+        let words = shell_words(seg);
+        let args = match words.first().map(String::as_str) {
+            Some("rm") => &words[1..],
+            Some("git") if words.get(1).map(String::as_str) == Some("rm") => &words[2..],
+            _ => continue,
+        };
+        for a in args.iter().filter(|a| !a.starts_with('-') && !a.is_empty()) {
+            if out.len() < 10 && !out.contains(a) {
+                out.push(a.clone());
+            }
+        }
+    }
+    out
 }
 
 /// The git actions of a command line: (action, subject, the git command).
@@ -1067,36 +1185,34 @@ fn answer_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
     if let Ok(v) = serde_json::from_str::<Value>(output)
         && let Some(ans) = v.get("answers").and_then(Value::as_object)
     {
-        {
-            for (id, a) in ans.iter().take(MAX_DECISIONS) {
-                let text = a
-                    .get("answers")
-                    .and_then(Value::as_array)
-                    .map(|x| {
-                        x.iter()
-                            .filter_map(Value::as_str)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    })
-                    .or_else(|| a.as_str().map(str::to_string))
-                    .unwrap_or_default();
-                let q = questions
-                    .iter()
-                    .find(|(qid, _)| qid == id)
-                    .map(|(_, q)| q.as_str())
-                    .unwrap_or(id);
-                out.push(ev(
-                    Category::Decision,
-                    "answered",
-                    1,
-                    &format!("{q} → {text}"),
-                    None,
-                    Some(call),
-                    ts,
-                ));
-            }
-            return;
+        for (id, a) in ans.iter().take(MAX_DECISIONS) {
+            let text = a
+                .get("answers")
+                .and_then(Value::as_array)
+                .map(|x| {
+                    x.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .or_else(|| a.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let q = questions
+                .iter()
+                .find(|(qid, _)| qid == id)
+                .map(|(_, q)| q.as_str())
+                .unwrap_or(id);
+            out.push(ev(
+                Category::Decision,
+                "answered",
+                1,
+                &format!("{q} → {text}"),
+                None,
+                Some(call),
+                ts,
+            ));
         }
+        return;
     }
     let q = questions
         .first()
