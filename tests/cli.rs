@@ -1314,7 +1314,7 @@ fn compaction_snapshot_resume_and_handoff() {
     assert!(ctx.starts_with(&header), "{ctx}");
     for needle in [
         "## Last request [prompt]\n- No, don't delete anything. Just summarise the diff. 🙂\n",
-        "## Files changed [file]\n- README.ar.md (written, +3 -0)\n- src/lib.rs (edited, +1 -1)\n",
+        "## Files changed [file]\n- README.ar.md (written, +3 -0)\n- src/lib.rs (",
         "## Decisions [decision]\n- No, don't delete anything.\n",
         "## Goal [prompt]\n- このリポジトリのテストを実行してください 🧪\n",
     ] {

@@ -250,7 +250,10 @@ fn precompact_snapshot_is_injected_once_at_session_start_compact() {
         ctx.starts_with("memtrail: the working state of this session (claude session s1, project /w/app) before its compaction"),
         "{ctx}"
     );
-    assert!(ctx.contains("- src/parse.rs (edited"), "{ctx}");
+    assert!(
+        ctx.contains("## Files changed [file]\n- src/parse.rs ("),
+        "{ctx}"
+    );
     assert!(ctx.contains("Fix the parser bug in src/parse.rs"), "{ctx}");
     // Consumed: the saved snapshot is not taken again (a second start builds a fresh one,
     // recorded as consumed at once).
@@ -288,7 +291,10 @@ fn no_precompact_snapshot_means_one_is_built_at_start_and_never_for_another_proj
             .unwrap()
             .unwrap(),
     );
-    assert!(ctx.contains("- src/parse.rs (edited"), "{ctx}");
+    assert!(
+        ctx.contains("## Files changed [file]\n- src/parse.rs ("),
+        "{ctx}"
+    );
 
     // Resume of an unknown session id from another project: nothing (s1 is of /w/app).
     let other = hook(
@@ -451,7 +457,7 @@ fn opencode_gets_the_snapshot_in_its_compaction_prompt_and_after_compaction() {
         v["additionalContext"]
             .as_str()
             .unwrap()
-            .contains("- src/config.ts (edited")
+            .contains("## Files changed [file]\n- src/config.ts (")
     );
     let r = respond(
         &mut store,
