@@ -1,5 +1,8 @@
 //! `memtrail hook <agent>`: what runs each time an agent fires one of memtrail's hooks.
 //!
+//! Each run ingests the session's transcript first; then, at compaction and restart, it saves or
+//! injects the session's snapshot (see [`respond`]), all from the store.
+//!
 //! A hook fails open: whatever happens, it returns normally with either nothing or a valid reply
 //! for stdout, and the error goes to `$XDG_STATE_HOME/memtrail/hook.log`. The work is bounded by
 //! a time budget (`MEMTRAIL_HOOK_BUDGET_MS`, default [`DEFAULT_BUDGET_MS`]); what is not ingested
@@ -248,6 +251,9 @@ pub fn respond(
     event: &HookEvent,
     canonical: &str,
 ) -> Result<Option<String>> {
+    if !matches!(canonical, "PreCompact" | "SessionStart" | "PostCompact") {
+        return Ok(None);
+    }
     let now = now_ms();
     let session = resume::session_of_event(
         store,
