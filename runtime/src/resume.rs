@@ -326,7 +326,9 @@ const CONTEXT_MESSAGE_CHARS: usize = 1200;
 /// The snapshot of session `rowid` plus the messages most relevant to `query` (BM25 within the
 /// session, or within `project` when given; without a query, the session's latest messages),
 /// packed so that [`estimate_tokens`] of the returned `text` never exceeds `budget_tokens`.
-/// Pieces that do not fit whole are cut (on a character boundary) or left out.
+/// With a query the snapshot gets at most 3/5 of the budget, the messages the rest; each
+/// message is cut to 1200 characters, and the last one that does not fit whole is cut (on a
+/// character boundary) when at least 40 characters of it fit.
 pub fn resume_context(
     store: &Store,
     rowid: i64,
@@ -360,11 +362,16 @@ pub fn resume_context(
         return Ok(out);
     }
 
-    // The snapshot: the largest byte budget (from 4 bytes per token left, at most 16 KiB) whose
-    // section fits.
+    // The snapshot: the largest byte budget whose section fits, starting from 4 bytes per token
+    // left (3/5 of them when a query asks for messages too), at most 16 KiB.
     let input = snapshot_input(store, rowid)?;
     let left = budget_tokens.saturating_sub(estimate_tokens(&text));
-    let mut bytes = left.saturating_mul(4).min(16 * 1024);
+    let share = if query.is_some_and(|q| !q.trim().is_empty()) {
+        left * 3 / 5
+    } else {
+        left
+    };
+    let mut bytes = share.saturating_mul(4).min(16 * 1024);
     while bytes >= 64 {
         let snap = snapshot::build(&input, bytes);
         if snap.text.trim().is_empty() {
