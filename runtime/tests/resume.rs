@@ -144,6 +144,12 @@ fn events_follow_their_messages_late_results_and_rewinds() {
         ],
         "{before:?}"
     );
+    // Paged, and filtered by category.
+    let page = resume::timeline(&store, "s1", &[], 1, 1).unwrap();
+    assert_eq!((page.offset, page.total, page.events.len()), (1, 3, 1));
+    assert_eq!(page.events[0].event.subject, "/w/app/src/parse.rs");
+    let files = resume::timeline(&store, "s", &[Category::File], 0, 10).unwrap();
+    assert_eq!(files.total, 1, "a unique prefix names the session");
     // The test run's failure arrives later, in another record (another hook process): the
     // call's message is re-extracted and now carries an error event.
     apply(
