@@ -1401,3 +1401,66 @@ fn compaction_snapshot_resume_and_handoff() {
     let help = String::from_utf8(out.stdout).unwrap();
     assert!(help.contains("--to <AGENT>"), "{help}");
 }
+
+#[test]
+fn codex_precompact_then_session_start_compact_injects_the_snapshot() {
+    // A real Codex rollout and real Codex hook payloads (tests/e2e/payloads, captured from
+    // codex-cli 0.171.0), moved into the sandbox. Codex's PreCompact and SessionStart "compact"
+    // have the shape of its other hook events (agent-specs §2: `trigger`, `source`).
+    let sb = Sandbox::new();
+    let project = sb.home.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let payloads = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/payloads");
+    let fix = |s: String| {
+        s.replace(
+            "/home/user/.codex",
+            sb.home.join(".codex").to_str().unwrap(),
+        )
+        .replace("/home/user/project", project.to_str().unwrap())
+    };
+    let read = |name: &str| fix(std::fs::read_to_string(payloads.join(name)).unwrap());
+    let start: Value = serde_json::from_str(&read("codex-SessionStart-resume.json")).unwrap();
+    let rollout = PathBuf::from(start["transcript_path"].as_str().unwrap());
+    std::fs::create_dir_all(rollout.parent().unwrap()).unwrap();
+    std::fs::write(&rollout, read("codex-rollout-3turns.jsonl")).unwrap();
+    let sid = start["session_id"].as_str().unwrap().to_string();
+
+    let run = |v: &Value| {
+        let out = sb
+            .cmd()
+            .args(["hook", "codex"])
+            .write_stdin(v.to_string())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let mut pre: Value = serde_json::from_str(&read("codex-Stop.json")).unwrap();
+    pre["hook_event_name"] = json!("PreCompact");
+    pre["trigger"] = json!("manual");
+    assert_eq!(run(&pre), "", "PreCompact prints nothing");
+    let mut compact = start.clone();
+    compact["source"] = json!("compact");
+    let reply: Value = serde_json::from_str(&run(&compact)).unwrap();
+    assert_eq!(reply["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let ctx = reply["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        ctx.starts_with(&format!(
+            "memtrail: the working state of this session (codex session {sid}, project {}) before its compaction",
+            project.display()
+        )),
+        "{ctx}"
+    );
+    assert!(ctx.contains("## Last request [prompt]\n- "), "{ctx}");
+    // Injected once: a resume right after finds nothing left to inject.
+    assert_eq!(run(&start), "");
+    // A new session in another folder gets no pointer to this project's sessions.
+    let mut other = start.clone();
+    other["source"] = json!("startup");
+    other["session_id"] = json!("another");
+    other["cwd"] = json!(sb.home.join("elsewhere"));
+    other["transcript_path"] = Value::Null;
+    assert_eq!(run(&other), "");
+}
