@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use memtrail_adapters::Agent;
 use memtrail_runtime::query::{self, HL_END, HL_START, ListFilter, SearchFilter};
 use memtrail_runtime::time::{Bound, parse_date};
-use memtrail_runtime::{Store, default_db_path};
+use memtrail_runtime::{Store, default_db_path, resume};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -67,6 +67,34 @@ enum Command {
     /// List and read sessions.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Print a session's snapshot: its working state (goal, last request, open tasks, files
+    /// touched, unresolved errors, decisions) rebuilt from its events, within a byte budget.
+    #[command(
+        after_help = "Examples:\n  memtrail resume                 # the latest session of this project\n  memtrail resume 4c2ddfdc --budget 4096\n  memtrail resume --json"
+    )]
+    Resume {
+        /// Session id (or a unique prefix) [default: the latest session whose project is the
+        /// current directory or contains it].
+        session: Option<String>,
+        /// Most bytes of snapshot text (256-65536).
+        #[arg(long, value_name = "BYTES", default_value_t = memtrail_runtime::snapshot::DEFAULT_BUDGET as u32,
+              value_parser = clap::value_parser!(u32).range(256..=65_536))]
+        budget: u32,
+        /// Print JSON: {session, snapshot: {text, budget, events}}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a Markdown restart document for continuing a session in another agent: context,
+    /// decisions, current state, open problems, files changed, and how to search for more with
+    /// that agent's own tool names. No model is involved.
+    #[command(after_help = "Example:\n  memtrail handoff 4c2ddfdc --to codex > HANDOFF.md")]
+    Handoff {
+        /// Session id (or a unique prefix).
+        session: String,
+        /// The agent that takes over: claude, codex, gemini, cursor, vscode, opencode.
+        #[arg(long, value_name = "AGENT")]
+        to: Agent,
+    },
     /// Run the MCP server on stdin/stdout (agents start this; see `install`).
     Mcp,
     /// Run each installed hook command the way its agent would (the command from its config, a
@@ -353,12 +381,66 @@ fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Resume {
+            session,
+            budget,
+            json,
+        } => resume(&db, session, budget as usize, json),
+        Command::Handoff { session, to } => {
+            let Some(store) = open_store_read(&db)? else {
+                bail!(
+                    "no session `{session}`: the store at {} is empty (run `memtrail import`)",
+                    db.display()
+                );
+            };
+            let rowid = query::resolve_session(&store, &session, None)?;
+            outn!("{}", resume::handoff(&store, rowid, to)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Doctor { json } => doctor(json),
         Command::Mcp => {
             memtrail_runtime::mcp::serve_stdio(db).map_err(|e| anyhow::anyhow!(e))?;
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn resume(
+    db: &std::path::Path,
+    session: Option<String>,
+    budget: usize,
+    json: bool,
+) -> Result<ExitCode> {
+    let cwd = absolute(&std::env::current_dir().context("cannot read the current directory")?);
+    let Some(store) = open_store_read(db)? else {
+        bail!(
+            "nothing to resume: the store at {} is empty (run `memtrail import`)",
+            db.display()
+        );
+    };
+    let rowid = resume::resolve_or_latest(&store, session.as_deref(), &cwd)?;
+    let summary = query::session_summary(&store, rowid)?;
+    let snap = resume::build_snapshot(&store, rowid, budget)?;
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "session": summary, "snapshot": snap })
+            )?
+        );
+    } else if snap.text.trim().is_empty() {
+        out!(
+            "Session {} ({}) has no events to build a snapshot from.",
+            summary.session_id,
+            summary.agent
+        );
+    } else {
+        outn!("{}", snap.text);
+        if !snap.text.ends_with('\n') {
+            out!("");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn absolute(p: &std::path::Path) -> String {

@@ -1248,3 +1248,219 @@ for i in range(n):
     }
     assert_eq!(v["projects"].as_object().unwrap().len(), 3000);
 }
+
+/// The grow fixture's last turn with its project moved into the sandbox (`project`), where
+/// Claude Code keeps transcripts. Returns (transcript, session id).
+fn transcript_in(sb: &Sandbox, project: &Path) -> (PathBuf, String) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/claude/grow-turn3.jsonl");
+    let sid = session_id_of(&src);
+    let text = std::fs::read_to_string(&src)
+        .unwrap()
+        .replace("/home/user/demo", project.to_str().unwrap());
+    let dst = sb
+        .claude_dir()
+        .join(format!("projects/-sandbox-demo/{sid}.jsonl"));
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    std::fs::write(&dst, text).unwrap();
+    (dst, sid)
+}
+
+fn hook_json(sb: &Sandbox, payload: Value) -> Option<Value> {
+    let out = sb
+        .cmd()
+        .args(["hook", "claude"])
+        .write_stdin(payload.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    (!out.stdout.is_empty()).then(|| serde_json::from_slice(&out.stdout).unwrap())
+}
+
+#[test]
+fn compaction_snapshot_resume_and_handoff() {
+    let sb = Sandbox::new();
+    let project = sb.home.join("demo");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    let (t, sid) = transcript_in(&sb, &project);
+    let payload = |event: &str, extra: Value| {
+        let mut v = json!({"session_id": sid, "transcript_path": t, "cwd": project,
+                           "hook_event_name": event});
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        v
+    };
+    // PreCompact ingests, snapshots, and prints nothing (Claude Code reads no reply there).
+    assert_eq!(
+        hook_json(
+            &sb,
+            payload(
+                "PreCompact",
+                json!({"trigger": "manual", "custom_instructions": ""})
+            )
+        ),
+        None
+    );
+    // SessionStart "compact": the snapshot, as Claude Code's additionalContext.
+    let reply = hook_json(&sb, payload("SessionStart", json!({"source": "compact"}))).unwrap();
+    assert_eq!(reply["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let ctx = reply["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    let header = format!(
+        "memtrail: the working state of this session (claude session {sid}, project {}) before its compaction",
+        project.display()
+    );
+    assert!(ctx.starts_with(&header), "{ctx}");
+    for needle in [
+        "## Last request [prompt]\n- No, don't delete anything. Just summarise the diff. 🙂\n",
+        "## Files changed [file]\n- README.ar.md (written, +3 -0)\n- src/lib.rs (",
+        "## Decisions [decision]\n- No, don't delete anything.\n",
+        "## Goal [prompt]\n- このリポジトリのテストを実行してください 🧪\n",
+    ] {
+        assert!(ctx.contains(needle), "{needle:?} not in:\n{ctx}");
+    }
+    // `memtrail resume` from the project (or below it) prints the same snapshot.
+    let snapshot = &ctx[ctx.find("Working state of claude session").unwrap()..];
+    let out = sb
+        .cmd()
+        .arg("resume")
+        .current_dir(project.join("src"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("{snapshot}\n")
+    );
+    // Within the byte budget, and JSON.
+    let v = sb.json(&["resume", &sid[..8], "--budget", "300", "--json"]);
+    assert_eq!(v["session"]["session_id"], sid.as_str());
+    assert_eq!(v["snapshot"]["budget"], 300);
+    let text = v["snapshot"]["text"].as_str().unwrap();
+    assert!(
+        text.len() <= 300 && text.contains("## Last request [prompt]"),
+        "{text}"
+    );
+    // From a folder of no project: a clear error.
+    let out = sb
+        .cmd()
+        .arg("resume")
+        .current_dir(&sb.home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!(
+            "no session of a project at or above {} in the store",
+            sb.home.display()
+        )),
+        "{out:?}"
+    );
+
+    // A new session of the same project starts with one pointer line.
+    let start = hook_json(
+        &sb,
+        json!({"session_id": "n-1", "cwd": project, "hook_event_name": "SessionStart", "source": "startup"}),
+    )
+    .unwrap();
+    assert_eq!(
+        start["hookSpecificOutput"]["additionalContext"],
+        "memtrail has 1 earlier session of this project, the latest on 2026-03-02; search them with the `mcp__memtrail__search` tool (or `memtrail search --json QUERY`) before redoing past work."
+    );
+
+    // The handoff to Codex.
+    let out = sb
+        .cmd()
+        .args(["handoff", &sid[..8], "--to", "codex"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "# Handoff: continuing a Claude Code session in Codex CLI\n",
+        "- First request: このリポジトリのテストを実行してください 🧪\n",
+        "## Decisions\n\n- No, don't delete anything.\n",
+        "## Current state\n\n- Last request: No, don't delete anything. Just summarise the diff. 🙂\n- Before that: Покажи git diff, пожалуйста 🙏\n",
+        "- Last answer: 差分: src/lib.rs の1行だけ変更 (x → n)、README.ar.md は新規です 👍\n",
+        "## Open problems\n\n- Error in shell: rm -rf target: The user doesn't want to proceed",
+        "## Files changed\n\n- src/lib.rs (edited)\n- README.ar.md (written)\n",
+        "`mcp__memtrail__search`",
+        &format!("`memtrail resume {sid}`"),
+    ] {
+        assert!(doc.contains(needle), "{needle:?} not in:\n{doc}");
+    }
+    // --help documents both commands.
+    let out = sb.cmd().args(["resume", "--help"]).output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        help.contains("--budget <BYTES>") && help.contains("--json"),
+        "{help}"
+    );
+    let out = sb.cmd().args(["handoff", "--help"]).output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(help.contains("--to <AGENT>"), "{help}");
+}
+
+#[test]
+fn codex_precompact_then_session_start_compact_injects_the_snapshot() {
+    // A real Codex rollout and real Codex hook payloads (tests/e2e/payloads, captured from
+    // codex-cli 0.171.0), moved into the sandbox. Codex's PreCompact and SessionStart "compact"
+    // have the shape of its other hook events (agent-specs §2: `trigger`, `source`).
+    let sb = Sandbox::new();
+    let project = sb.home.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let payloads = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/payloads");
+    let fix = |s: String| {
+        s.replace(
+            "/home/user/.codex",
+            sb.home.join(".codex").to_str().unwrap(),
+        )
+        .replace("/home/user/project", project.to_str().unwrap())
+    };
+    let read = |name: &str| fix(std::fs::read_to_string(payloads.join(name)).unwrap());
+    let start: Value = serde_json::from_str(&read("codex-SessionStart-resume.json")).unwrap();
+    let rollout = PathBuf::from(start["transcript_path"].as_str().unwrap());
+    std::fs::create_dir_all(rollout.parent().unwrap()).unwrap();
+    std::fs::write(&rollout, read("codex-rollout-3turns.jsonl")).unwrap();
+    let sid = start["session_id"].as_str().unwrap().to_string();
+
+    let run = |v: &Value| {
+        let out = sb
+            .cmd()
+            .args(["hook", "codex"])
+            .write_stdin(v.to_string())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let mut pre: Value = serde_json::from_str(&read("codex-Stop.json")).unwrap();
+    pre["hook_event_name"] = json!("PreCompact");
+    pre["trigger"] = json!("manual");
+    assert_eq!(run(&pre), "", "PreCompact prints nothing");
+    let mut compact = start.clone();
+    compact["source"] = json!("compact");
+    let reply: Value = serde_json::from_str(&run(&compact)).unwrap();
+    assert_eq!(reply["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let ctx = reply["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        ctx.starts_with(&format!(
+            "memtrail: the working state of this session (codex session {sid}, project {}) before its compaction",
+            project.display()
+        )),
+        "{ctx}"
+    );
+    assert!(ctx.contains("## Last request [prompt]\n- "), "{ctx}");
+    // Injected once: a resume right after finds nothing left to inject.
+    assert_eq!(run(&start), "");
+    // A new session in another folder gets no pointer to this project's sessions.
+    let mut other = start.clone();
+    other["source"] = json!("startup");
+    other["session_id"] = json!("another");
+    other["cwd"] = json!(sb.home.join("elsewhere"));
+    other["transcript_path"] = Value::Null;
+    assert_eq!(run(&other), "");
+}

@@ -36,6 +36,10 @@ use std::time::{Duration, Instant};
 const PHRASE: &str = "remember the zanzibar quokka protocol";
 /// A file in the project folder: its name must come back through the real Bash tool.
 const MARKER_FILE: &str = "marker-7f3a9c.txt";
+/// A file the real Write tool creates before compaction: the snapshot must name it.
+const NOTES_FILE: &str = "wombat-notes-4b1e.md";
+/// The prompt of that turn, the session's last request before compaction.
+const NOTES_PROMPT: &str = "please write the wombat notes file";
 
 // ------------------------------------------------------------------------------------ tools
 
@@ -241,6 +245,17 @@ impl Drop for Diagnostics<'_> {
 
 /// Claude's transcript folder name for a cwd: every non-alphanumeric character becomes '-'
 /// (paths over 200 characters get a hash suffix; the sandbox path is far shorter).
+/// Every string inside `v` (object values and array items, recursively), e.g. the text blocks
+/// and system prompt of a Messages API request.
+fn strings(v: &Value) -> Vec<&str> {
+    match v {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(a) => a.iter().flat_map(strings).collect(),
+        Value::Object(o) => o.values().flat_map(strings).collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn encode_project(dir: &Path) -> String {
     dir.to_string_lossy()
         .chars()
@@ -332,6 +347,11 @@ fn claude_code_end_to_end() {
                 "after_tool": "The folder contains: {tool_result}"
             },
             {"match": "zanzibar quokka", "reply": "Understood: the zanzibar quokka protocol is noted."},
+            {
+                "match": "write the wombat notes",
+                "reply": [{"type": "tool_use", "name": "Write", "input": {"file_path": sb.project.join(NOTES_FILE), "content": "wombat checksum: 42\n"}}],
+                "after_tool": "Wrote the wombat notes."
+            },
             {
                 "match": "what did we decide",
                 "reply": [{"type": "tool_use", "name": "mcp__memtrail__search", "input": {"query": "zanzibar quokka"}}],
@@ -754,8 +774,33 @@ fn claude_code_end_to_end() {
         );
     }
 
-    // --- d3. compaction: /compact (PreCompact, SessionStart "compact", PostCompact, SubagentStop
+    // --- d3. a real Write before compaction: the file edit and the last request of the snapshot --
+    let out = run_ok(
+        claude(
+            &[
+                "-p",
+                "--resume",
+                &sid,
+                NOTES_PROMPT,
+                "--output-format",
+                "json",
+                "--allowedTools",
+                "Write",
+            ],
+            &sb.project,
+        ),
+        "claude turn 4 (Write)",
+    );
+    let r = stdout_json(&out, "claude turn 4");
+    assert_eq!(r["is_error"], false, "turn 4 failed: {r:#}");
+    assert!(
+        sb.project.join(NOTES_FILE).exists(),
+        "the Write tool did not run: {r:#}"
+    );
+
+    // --- d4. compaction: /compact (PreCompact, SessionStart "compact", PostCompact, SubagentStop
     // of the compaction agent all fire), then one more turn --------------------------------------
+    let before_compact = stub.requests().len();
     let out = run_ok(
         claude(
             &[
@@ -792,6 +837,55 @@ fn claude_code_end_to_end() {
     );
     let r5 = stdout_json(&out, "claude turn 5");
     assert_eq!(r5["session_id"].as_str(), Some(sid.as_str()), "{r5:#}");
+    // memtrail's snapshot (built at PreCompact, injected at SessionStart "compact") is in the
+    // context of the first model request after the compaction, exactly once.
+    let reqs = stub.requests();
+    let after = reqs[before_compact..]
+        .iter()
+        .filter(|r| r["kind"] == "main")
+        .find(|r| {
+            r["body"]
+                .to_string()
+                .contains("after compaction note the wombat")
+        })
+        .unwrap_or_else(|| panic!("the stub saw no request for the turn after compaction"));
+    let header = format!("memtrail: the working state of this session (claude session {sid}");
+    assert_eq!(
+        after["body"].to_string().matches(&header).count(),
+        1,
+        "the snapshot is not in the request after compaction exactly once"
+    );
+    let block = strings(&after["body"])
+        .into_iter()
+        .find(|t| t.contains(&header))
+        .expect("the block with the snapshot");
+    // Claude Code puts it in a system-reminder block with other context: from the header on.
+    let snapshot = &block[block.find(&header).unwrap()..];
+    for needle in [
+        format!("## Last request [prompt]\n- {NOTES_PROMPT}"),
+        format!("## Files changed [file]\n- {NOTES_FILE} (written"),
+        "before its compaction".to_string(),
+    ] {
+        assert!(
+            snapshot.contains(&needle),
+            "the injected snapshot lacks {needle:?}:\n{snapshot}"
+        );
+    }
+    eprintln!("e2e: snapshot injected after compaction:\n{snapshot}");
+    // The snapshot was saved at PreCompact and consumed by this session.
+    let out = run_ok(
+        memtrail(&["resume", &sid, "--json"]),
+        "memtrail resume --json",
+    );
+    let resumed = stdout_json(&out, "memtrail resume --json");
+    assert_eq!(resumed["session"]["session_id"], sid.as_str());
+    assert!(
+        resumed["snapshot"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(NOTES_FILE),
+        "{resumed:#}"
+    );
     let out = run_ok(
         memtrail(&["search", "wombat checksum", "--json"]),
         "memtrail search (after compaction)",
@@ -878,6 +972,120 @@ fn claude_code_end_to_end() {
     assert!(
         g["result"].to_string().contains("zanzibar quokka"),
         "get_session lacks turn 2: {g:#}"
+    );
+
+    // The six tools with their schemas, each called once in one client session, from the
+    // project folder (the default session of the tools that take one).
+    let calls = json!([
+        ["list_sessions", {"project": sb.project, "limit": 5}],
+        ["timeline", {"session_id": sid, "category": "file"}],
+        ["resume_context", {"query": "zanzibar quokka", "budget_tokens": 600}],
+        ["remember", {"text": "The wombat checksum is 42; the notes file keeps it."}],
+        ["search", {"query": "wombat checksum notes file keeps", "session_id": sid}],
+        ["timeline", {"category": "note"}],
+        ["timeline", {"session_id": sid, "category": "bogus"}],
+    ]);
+    let mut c = sb.cmd(&tools.python);
+    c.arg(repo_root().join("tests/e2e/mcp_client.py"))
+        .arg(&tools.memtrail)
+        .arg("--calls")
+        .arg(calls.to_string())
+        .current_dir(&sb.project);
+    let out = run_ok(c, "mcp_client.py --calls");
+    let m = stdout_json(&out, "mcp_client.py --calls");
+    let six = [
+        ("search", "query"),
+        ("list_sessions", "limit"),
+        ("get_session", "session_id"),
+        ("timeline", "category"),
+        ("resume_context", "budget_tokens"),
+        ("remember", "text"),
+    ];
+    let mut names: Vec<&str> = m["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    names.sort();
+    let mut want: Vec<&str> = six.iter().map(|(n, _)| *n).collect();
+    want.sort();
+    assert_eq!(names, want, "{m:#}");
+    for (name, prop) in six {
+        let sch = &m["schemas"][name];
+        assert!(
+            sch["description"]
+                .as_str()
+                .is_some_and(|d| d.contains("Use it")),
+            "{name}: the description does not say when to use it: {sch:#}"
+        );
+        assert_eq!(sch["input_schema"]["type"], "object", "{name}: {sch:#}");
+        assert!(
+            sch["input_schema"]["properties"][prop].is_object(),
+            "{name}: no {prop} in its input schema: {sch:#}"
+        );
+    }
+    for (name, required) in [
+        ("search", "query"),
+        ("get_session", "session_id"),
+        ("remember", "text"),
+    ] {
+        assert_eq!(
+            m["schemas"][name]["input_schema"]["required"],
+            json!([required]),
+            "{name}"
+        );
+    }
+    let r = |i: usize| &m["calls"][i];
+    for i in 0..6 {
+        assert_eq!(r(i)["is_error"], false, "call {i}: {:#}", r(i));
+        assert_eq!(r(i)["structured"], true, "call {i}: {:#}", r(i));
+    }
+    assert!(
+        find(&r(0)["result"]["sessions"], |s| s["session_id"]
+            == sid.as_str())
+        .is_some(),
+        "list_sessions: {:#}",
+        r(0)
+    );
+    let file_events = &r(1)["result"]["events"];
+    assert!(
+        find(file_events, |e| e["action"] == "written"
+            && e["subject"]
+                .as_str()
+                .is_some_and(|p| p.ends_with(NOTES_FILE)))
+        .is_some(),
+        "timeline (file) lacks the Write of {NOTES_FILE}: {:#}",
+        r(1)
+    );
+    let rc = &r(2)["result"];
+    assert_eq!(rc["session_id"], sid.as_str(), "{rc:#}");
+    assert_eq!(rc["budget_tokens"], 600);
+    assert!(rc["used_tokens"].as_u64().unwrap() <= 600, "{rc:#}");
+    assert!(
+        rc["text"].as_str().unwrap().contains("zanzibar quokka")
+            && rc["snapshot"] == true
+            && !rc["messages"].as_array().unwrap().is_empty(),
+        "resume_context: {rc:#}"
+    );
+    assert_eq!(r(3)["result"]["kept"], true);
+    assert_eq!(r(3)["result"]["session_id"], sid.as_str(), "{:#}", r(3));
+    let note_hit = find(&r(4)["result"]["hits"], |h| h["kind"] == "note")
+        .unwrap_or_else(|| panic!("search does not find the note: {:#}", r(4)));
+    assert_eq!(note_hit["message_index"], r(3)["result"]["message_index"]);
+    assert_eq!(r(5)["result"]["total"], 1, "{:#}", r(5));
+    assert_eq!(
+        r(5)["result"]["events"][0]["subject"],
+        "The wombat checksum is 42; the notes file keeps it."
+    );
+    assert_eq!(r(6)["is_error"], true, "{:#}", r(6));
+    assert!(
+        r(6)["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("unknown category `bogus`"),
+        "{:#}",
+        r(6)
     );
 
     // --- the hooks ran cleanly ------------------------------------------------------------------

@@ -129,6 +129,8 @@ pub enum Kind {
     ToolResult,
     Thinking,
     Summary,
+    /// A note an agent asked memtrail to keep (MCP `remember`); never read from a transcript.
+    Note,
 }
 
 impl Kind {
@@ -139,6 +141,7 @@ impl Kind {
             Kind::ToolResult => "tool_result",
             Kind::Thinking => "thinking",
             Kind::Summary => "summary",
+            Kind::Note => "note",
         }
     }
 }

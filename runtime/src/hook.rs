@@ -1,5 +1,8 @@
 //! `memtrail hook <agent>`: what runs each time an agent fires one of memtrail's hooks.
 //!
+//! Each run ingests the session's transcript first; then, at compaction and restart, it saves or
+//! injects the session's snapshot (see [`respond`]), all from the store.
+//!
 //! A hook fails open: whatever happens, it returns normally with either nothing or a valid reply
 //! for stdout, and the error goes to `$XDG_STATE_HOME/memtrail/hook.log`. The work is bounded by
 //! a time budget (`MEMTRAIL_HOOK_BUDGET_MS`, default [`DEFAULT_BUDGET_MS`]); what is not ingested
@@ -7,7 +10,7 @@
 
 use crate::ingest::{IngestReport, ingest_path};
 use crate::store::{HookRun, Store};
-use crate::{Result, now_ms, state_dir};
+use crate::{Result, now_ms, query, resume, snapshot, state_dir};
 use memtrail_adapters::{Agent, HookEvent, format_rfc3339_ms};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -142,6 +145,7 @@ fn run_inner(
     let paths = memtrail_adapters::transcripts_for_event(agent, &event);
     if paths.is_empty() && transcript_may_be_absent(canonical) {
         // E.g. SessionStart before the agent wrote anything: nothing to ingest yet.
+        reply_step(&mut store, agent, &event, canonical, outcome);
         record_with(&mut store, agent, started, outcome, None);
         return Ok(());
     }
@@ -201,10 +205,154 @@ fn run_inner(
             }
         }
     }
+    // Whatever could be ingested is in the store: snapshot or inject from it.
+    reply_step(&mut store, agent, &event, canonical, outcome);
     record_with(&mut store, agent, started, outcome, first_err.as_ref());
     match first_err {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// The snapshot and context step of a hook, after its ingest (see [`respond`]); an error is
+/// logged and leaves the hook's reply empty.
+fn reply_step(
+    store: &mut Store,
+    agent: Agent,
+    event: &HookEvent,
+    canonical: &str,
+    outcome: &mut HookOutcome,
+) {
+    match respond(store, agent, event, canonical) {
+        Ok(reply) => outcome.stdout = reply,
+        Err(e) => log_line(agent, Some(event), &format!("error: context step: {e}")),
+    }
+}
+
+/// What memtrail does at compaction and restart, from the store alone (so it holds with one
+/// process per hook):
+///
+/// - PreCompact (Claude, Codex, Cursor, VS Code `PreCompact`, Gemini `PreCompress`, OpenCode
+///   `session.compacting`): build the session's snapshot ([`snapshot::DEFAULT_BUDGET`] bytes)
+///   and save it, unconsumed. OpenCode adds the reply to its compaction prompt, so it gets the
+///   snapshot as its reply; the others get nothing.
+/// - SessionStart (and OpenCode `session.compacted`): the latest unconsumed snapshot of this
+///   same session is injected and marked consumed (whatever the source: Cursor and VS Code do
+///   not say why a session starts). Else, at source `compact` (or `session.compacted`), one is
+///   built now from the store; at `resume`, the latest unconsumed snapshot of the latest other
+///   session of the same project directory, if any (the agent reloads the resumed conversation
+///   itself, so nothing is built). Nothing is injected into a session of another project. At
+///   any other start, at most one line saying that earlier sessions of the project exist.
+///
+/// Returns the reply in the agent's dialect, or `None`.
+pub fn respond(
+    store: &mut Store,
+    agent: Agent,
+    event: &HookEvent,
+    canonical: &str,
+) -> Result<Option<String>> {
+    if !matches!(canonical, "PreCompact" | "SessionStart" | "PostCompact") {
+        return Ok(None);
+    }
+    let now = now_ms();
+    let session = resume::session_of_event(
+        store,
+        agent,
+        event.session_id.as_deref(),
+        event.transcript_path.as_deref(),
+    )?;
+    let cwd = event.cwd.as_deref().filter(|c| !c.is_empty());
+    match canonical {
+        "PreCompact" => {
+            let Some(rowid) = session else {
+                return Ok(None);
+            };
+            let snap = resume::build_snapshot(store, rowid, snapshot::DEFAULT_BUDGET)?;
+            if snap.text.trim().is_empty() {
+                return Ok(None);
+            }
+            store.write(|w| w.save_snapshot(rowid, "precompact", &snap, now, None))?;
+            if agent == Agent::Opencode {
+                let s = query::session_summary(store, rowid)?;
+                let text = resume::injection_text(&s, "before this compaction", &snap.text);
+                return Ok(memtrail_adapters::session_start_reply(agent, &text));
+            }
+            Ok(None)
+        }
+        "SessionStart" | "PostCompact" => {
+            let source = event.source.as_deref().unwrap_or("");
+            let compact = canonical == "PostCompact" || source == "compact";
+            let resumed = source == "resume";
+            let consumer = event.session_id.clone().unwrap_or_default();
+            if let Some(rowid) = session {
+                let s = query::session_summary(store, rowid)?;
+                if same_project(s.project.as_deref(), cwd)
+                    && let Some(snap) = store.write(|w| w.take_snapshot(rowid, &consumer, now))?
+                {
+                    let why = if compact {
+                        "before its compaction"
+                    } else {
+                        "as saved at its last compaction"
+                    };
+                    let text = resume::injection_text(&s, why, &snap.text);
+                    return Ok(memtrail_adapters::session_start_reply(agent, &text));
+                }
+            }
+            if compact {
+                // No snapshot was saved (no PreCompact hook ran): build one now from the store.
+                let Some(rowid) = session else {
+                    return Ok(None);
+                };
+                let s = query::session_summary(store, rowid)?;
+                if !same_project(s.project.as_deref(), cwd) {
+                    return Ok(None);
+                }
+                let snap = resume::build_snapshot(store, rowid, snapshot::DEFAULT_BUDGET)?;
+                if snap.text.trim().is_empty() {
+                    return Ok(None);
+                }
+                store.write(|w| w.save_snapshot(rowid, "compact", &snap, now, Some(&consumer)))?;
+                let text = resume::injection_text(&s, "before its compaction", &snap.text);
+                return Ok(memtrail_adapters::session_start_reply(agent, &text));
+            }
+            if resumed {
+                // The agent reloads the resumed conversation itself; what it lacks is a snapshot
+                // saved at a compaction that was never followed by its restart: of this session
+                // (taken above), else of the latest other session of this project.
+                let Some(dir) = cwd else {
+                    return Ok(None);
+                };
+                let Some(rowid) =
+                    resume::latest_session_for_dir(store, dir, Some(agent.as_str()), session)?
+                else {
+                    return Ok(None);
+                };
+                let s = query::session_summary(store, rowid)?;
+                if let Some(snap) = store.write(|w| w.take_snapshot(rowid, &consumer, now))? {
+                    let text =
+                        resume::injection_text(&s, "as saved at its last compaction", &snap.text);
+                    return Ok(memtrail_adapters::session_start_reply(agent, &text));
+                }
+                return Ok(None);
+            }
+            if canonical == "SessionStart"
+                && let Some(dir) = cwd
+                && let Some(line) = resume::startup_pointer(store, agent, dir, session)?
+            {
+                return Ok(memtrail_adapters::session_start_reply(agent, &line));
+            }
+            Ok(None)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A session of project `project` may take context in a hook run from `cwd` when either is
+/// unknown or one contains the other.
+fn same_project(project: Option<&str>, cwd: Option<&str>) -> bool {
+    match (project, cwd) {
+        (Some(p), Some(c)) => resume::dir_within(c, p) || resume::dir_within(p, c),
+        _ => true,
     }
 }
 

@@ -9,6 +9,7 @@ pub mod ingest;
 pub mod mcp;
 pub mod query;
 pub mod redact;
+pub mod resume;
 pub mod snapshot;
 pub mod store;
 pub mod time;

@@ -165,10 +165,28 @@ pub fn fts_query(input: &str) -> Option<String> {
         items.push(term);
     }
     if positives == 0 {
-        None
-    } else {
-        Some(items.join(" "))
+        return None;
     }
+    // FTS5 takes implicit AND between phrases but not next to a parenthesized group (a CJK
+    // term): `"a" ("b" OR …)` is a syntax error, so those get an explicit AND.
+    let mut out = String::new();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            let prev = &items[i - 1];
+            let grouped = |t: &str| t.starts_with('(') || t.starts_with("NOT (");
+            if prev != "OR"
+                && item != "OR"
+                && !item.starts_with("NOT ")
+                && (grouped(prev) || grouped(item))
+            {
+                out.push_str(" AND ");
+            } else {
+                out.push(' ');
+            }
+        }
+        out.push_str(item);
+    }
+    Some(out)
 }
 
 /// Resolve a session given by its agent id (or a unique prefix of it) to its row id.
@@ -385,6 +403,21 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
         messages: r.get(8)?,
         parent_session_id: r.get(9)?,
     })
+}
+
+/// The session with row id `rowid`.
+///
+/// Errors: [`Error::NotFound`] when there is none.
+pub fn session_summary(store: &Store, rowid: i64) -> Result<SessionSummary> {
+    store
+        .conn
+        .query_row(
+            &format!("SELECT {SESSION_COLS} FROM sessions s WHERE s.id = ?1"),
+            [rowid],
+            session_row,
+        )
+        .optional()?
+        .ok_or_else(|| Error::NotFound(format!("no session with row id {rowid}")))
 }
 
 /// Sessions, most recently updated first (served by the `updated_at` indexes).
@@ -646,10 +679,19 @@ mod tests {
         );
         assert_eq!(fts_query("say \"hi\"\"").unwrap(), r#""say" "hi""#);
         assert_eq!(fts_query("OR"), None);
+        // A CJK term is a group: next to another term it needs an explicit AND.
+        assert_eq!(
+            fts_query("fix 日本").unwrap(),
+            r#""fix" AND ("日本" OR (cjk : "日 本"))"#
+        );
+        assert_eq!(
+            fts_query("日本 fix").unwrap(),
+            r#"("日本" OR (cjk : "日 本")) AND "fix""#
+        );
         assert_eq!(fts_query("( ) * - \"\""), None);
         assert_eq!(
             fts_query("東京 тест").unwrap(),
-            "(\"東京\" OR (cjk : \"東 京\")) \"тест\""
+            "(\"東京\" OR (cjk : \"東 京\")) AND \"тест\""
         );
         // Repeated terms count once; NOT and -word exclude.
         assert_eq!(fts_query("the the the").unwrap(), r#""the""#);

@@ -15,11 +15,19 @@
 //! - `sources`: the ingest cursor per transcript file (byte offset, size, file identity, a hash of
 //!   the first bytes) and line counters.
 //! - `hook_runs`: the last run of each (agent, hook event), for `memtrail status`.
+//! - `events` (schema 3): the events of each message ([`crate::events::extract`]), with the
+//!   message's `seq`; deleted with their message (`ON DELETE CASCADE`: rewinds, re-reads) and
+//!   re-extracted whenever the message changes (a merge, a replace, a late tool result).
+//!   Correlations are not stored: they are computed when read ([`crate::resume`]).
+//! - `snapshots` (schema 3): snapshots built at compaction or restart (`trigger`), and when and
+//!   by which session they were consumed (injected), so each is injected once.
 //!
 //! The database runs in WAL mode with a busy timeout; every write is a `BEGIN IMMEDIATE`
 //! transaction (a deferred transaction that upgrades to a write fails at once with
 //! `database is locked` instead of waiting; see `../shared/reference/crates.md` §1).
 
+use crate::events::{Category, Event};
+use crate::snapshot::Snapshot;
 use crate::{Error, Result};
 use memtrail_adapters::{
     Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
@@ -29,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Cap on the bytes of one tool output copied into the search index (the full output stays in
 /// `messages.parts`).
@@ -143,7 +151,46 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE sources ADD COLUMN tail_len INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE sources ADD COLUMN tail_hash TEXT;
     "#,
+    // 3: events (per message, deleted with it) and snapshots (with their consumption). The
+    // events of messages stored before are backfilled right after this batch (see
+    // `Store::migrate`).
+    r#"
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        message_id INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        category TEXT NOT NULL,
+        action TEXT NOT NULL,
+        priority INTEGER NOT NULL,
+        subject TEXT NOT NULL,
+        detail TEXT,
+        call_id TEXT,
+        tool TEXT,
+        ts INTEGER
+    );
+    CREATE INDEX events_by_session_seq ON events (session_id, seq, id);
+    CREATE INDEX events_by_session_category ON events (session_id, category);
+    CREATE INDEX events_by_message ON events (message_id);
+
+    CREATE TABLE snapshots (
+        id INTEGER PRIMARY KEY,
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        built_at INTEGER NOT NULL,
+        trigger TEXT NOT NULL,
+        budget INTEGER NOT NULL,
+        events INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        consumed_at INTEGER,
+        consumed_by TEXT
+    );
+    CREATE INDEX snapshots_by_session ON snapshots (session_id, built_at DESC, id DESC);
+    "#,
 ];
+
+/// The schema version whose migration creates the `events` table; a store migrated across it
+/// gets the events of its stored messages extracted in the same transaction.
+const EVENTS_SCHEMA: i64 = 3;
 
 /// Where the store lives: `MEMTRAIL_DB` when set, else `$XDG_DATA_HOME/memtrail/memtrail.db`
 /// (`~/.local/share/memtrail/memtrail.db`). A `--db` flag is applied by the caller before this.
@@ -308,6 +355,9 @@ impl Store {
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(v as usize) {
             tx.execute_batch(sql)?;
+            if (i + 1) as i64 == EVENTS_SCHEMA && v > 0 {
+                Writer { tx: &tx }.backfill_events()?;
+            }
             tx.pragma_update(None, "user_version", (i + 1) as i64)?;
         }
         tx.commit()?;
@@ -683,6 +733,7 @@ impl Writer<'_> {
                     )?
                     .execute([session_id])?;
                 self.index_calls(session_id, rowid, &m)?;
+                self.index_events(session_id, rowid, &m)?;
                 Ok(true)
             }
         }
@@ -706,7 +757,191 @@ impl Writer<'_> {
                 m.model,
                 cjk,
             ])?;
-        self.index_calls(session_id, rowid, m)
+        self.index_calls(session_id, rowid, m)?;
+        self.index_events(session_id, rowid, m)
+    }
+
+    /// Replace the stored events of message `rowid` by what [`crate::events::extract`] finds
+    /// in `m` (its current, whole content). Events without a time get the message's.
+    fn index_events(&self, session_id: i64, rowid: i64, m: &Message) -> Result<()> {
+        self.tx
+            .prepare_cached("DELETE FROM events WHERE message_id = ?1")?
+            .execute([rowid])?;
+        let (agent, seq, ts): (String, i64, Option<i64>) = self
+            .tx
+            .prepare_cached(
+                "SELECT s.agent, m.seq, m.ts FROM messages m JOIN sessions s ON s.id = m.session_id
+                 WHERE m.id = ?1",
+            )?
+            .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        let Ok(agent) = agent.parse::<Agent>() else {
+            return Ok(());
+        };
+        let mut events = crate::events::extract(agent, m);
+        if m.kind == Kind::Note && !events.iter().any(|e| e.category == Category::Note) {
+            // A note is its own event whatever the extractor makes of its text.
+            events.push(note_event(m));
+        }
+        self.insert_events(session_id, rowid, seq, ts, &events)
+    }
+
+    fn insert_events(
+        &self,
+        session_id: i64,
+        rowid: i64,
+        seq: i64,
+        ts: Option<i64>,
+        events: &[Event],
+    ) -> Result<()> {
+        let mut stmt = self.tx.prepare_cached(
+            "INSERT INTO events (session_id, message_id, seq, category, action, priority, subject,
+                                 detail, call_id, tool, ts)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        )?;
+        for e in events {
+            stmt.execute(params![
+                session_id,
+                rowid,
+                seq,
+                e.category.as_str(),
+                e.action,
+                e.priority as i64,
+                e.subject,
+                e.detail,
+                e.call_id,
+                e.tool,
+                e.ts.or(ts),
+            ])?;
+        }
+        Ok(())
+    }
+
+    /// Extract the events of every stored message (migration to schema 3; also usable to
+    /// rebuild them). Returns how many messages were read.
+    pub fn backfill_events(&self) -> Result<u64> {
+        self.tx.execute("DELETE FROM events", [])?;
+        let mut stmt = self.tx.prepare(
+            "SELECT m.id, m.session_id, m.ext_id, m.role, m.kind, m.ts, m.parts FROM messages m
+             ORDER BY m.session_id, m.seq",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, Option<i64>>(5)?,
+                r.get::<_, String>(6)?,
+            ))
+        })?;
+        let mut n = 0;
+        for row in rows {
+            let (rowid, session_id, ext_id, role, kind, ts, parts) = row?;
+            let m = Message {
+                id: ext_id,
+                role: role.parse().unwrap_or(Role::System),
+                kind: kind_from_str(&kind),
+                parts: serde_json::from_str(&parts).unwrap_or_default(),
+                timestamp: ts,
+                model: None,
+            };
+            self.index_events(session_id, rowid, &m)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Keep a note (MCP `remember`) in session `session_id`: a message of kind `note` (role
+    /// assistant, redacted like any record, searchable) at the end of the session, and its `note`
+    /// event. Returns the message's id and position in the session.
+    pub fn add_note(&self, session_id: i64, text: &str, now_ms: i64) -> Result<(String, i64)> {
+        let id = format!(
+            "note:{now_ms}:{}",
+            &blake3::hash(text.as_bytes()).to_hex()[..12]
+        );
+        let mut rec = Record::Message(Message {
+            id: id.clone(),
+            role: Role::Assistant,
+            kind: Kind::Note,
+            parts: vec![Part::Text {
+                text: text.to_string(),
+            }],
+            timestamp: Some(now_ms),
+            model: None,
+        });
+        crate::redact::redact_record(&mut rec);
+        let Record::Message(m) = rec else {
+            unreachable!("redaction keeps the record's variant")
+        };
+        self.upsert_message(session_id, m)?;
+        self.tx.execute(
+            "UPDATE sessions SET updated_at = MAX(COALESCE(updated_at, 0), ?2) WHERE id = ?1",
+            params![session_id, now_ms],
+        )?;
+        let seq: i64 = self.tx.query_row(
+            "SELECT seq FROM messages WHERE session_id = ?1 AND ext_id = ?2",
+            params![session_id, id],
+            |r| r.get(0),
+        )?;
+        Ok((id, seq))
+    }
+
+    /// Save a built snapshot of session `session_id`, taken at `trigger` (`precompact`,
+    /// `resume`, `compact`, `manual`, …). `consumed_by`: the session it is injected into right
+    /// away, if any. Returns its row id.
+    pub fn save_snapshot(
+        &self,
+        session_id: i64,
+        trigger: &str,
+        snap: &Snapshot,
+        now_ms: i64,
+        consumed_by: Option<&str>,
+    ) -> Result<i64> {
+        self.tx.execute(
+            "INSERT INTO snapshots (session_id, built_at, trigger, budget, events, text, consumed_at,
+                                    consumed_by)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                session_id,
+                now_ms,
+                trigger,
+                snap.budget as i64,
+                snap.events as i64,
+                snap.text,
+                consumed_by.map(|_| now_ms),
+                consumed_by,
+            ],
+        )?;
+        Ok(self.tx.last_insert_rowid())
+    }
+
+    /// The latest snapshot of session `session_id` not yet injected, marked as consumed by
+    /// `consumer` (the session it goes into) in the same transaction, so two SessionStart hooks
+    /// never inject it twice. `None` when there is none.
+    pub fn take_snapshot(
+        &self,
+        session_id: i64,
+        consumer: &str,
+        now_ms: i64,
+    ) -> Result<Option<StoredSnapshot>> {
+        let row = self
+            .tx
+            .query_row(
+                "SELECT id, built_at, trigger, budget, events, text FROM snapshots
+                 WHERE session_id = ?1 AND consumed_at IS NULL
+                 ORDER BY built_at DESC, id DESC LIMIT 1",
+                [session_id],
+                stored_snapshot_row,
+            )
+            .optional()?;
+        if let Some(s) = &row {
+            self.tx.execute(
+                "UPDATE snapshots SET consumed_at = ?2, consumed_by = ?3 WHERE id = ?1",
+                params![s.id, now_ms, consumer],
+            )?;
+        }
+        Ok(row)
     }
 
     fn index_calls(&self, session_id: i64, rowid: i64, m: &Message) -> Result<()> {
@@ -834,12 +1069,55 @@ impl Writer<'_> {
     }
 }
 
+/// A snapshot as stored.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StoredSnapshot {
+    pub id: i64,
+    /// ms since the Unix epoch.
+    pub built_at: i64,
+    /// What built it: `precompact`, `compact`, `resume`, …
+    pub trigger: String,
+    /// The byte budget it was built for.
+    pub budget: i64,
+    /// How many events it was built from.
+    pub events: i64,
+    pub text: String,
+}
+
+fn stored_snapshot_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredSnapshot> {
+    Ok(StoredSnapshot {
+        id: r.get(0)?,
+        built_at: r.get(1)?,
+        trigger: r.get(2)?,
+        budget: r.get(3)?,
+        events: r.get(4)?,
+        text: r.get(5)?,
+    })
+}
+
+/// The `note` event of a note message (its first line as the subject, at most 500 bytes).
+fn note_event(m: &Message) -> Event {
+    let text = m.text();
+    Event {
+        category: Category::Note,
+        action: "kept".to_string(),
+        priority: 1,
+        subject: cap(text.lines().next().unwrap_or(""), 500).to_string(),
+        detail: (text.len() > 500 || text.lines().count() > 1)
+            .then(|| cap(&text, 2000).to_string()),
+        call_id: None,
+        tool: None,
+        ts: m.timestamp,
+    }
+}
+
 pub(crate) fn kind_from_str(s: &str) -> Kind {
     match s {
         "tool_call" => Kind::ToolCall,
         "tool_result" => Kind::ToolResult,
         "thinking" => Kind::Thinking,
         "summary" => Kind::Summary,
+        "note" => Kind::Note,
         _ => Kind::Text,
     }
 }

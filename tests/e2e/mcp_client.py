@@ -3,6 +3,7 @@
 
 Usage:
     mcp_client.py MEMTRAIL_BIN [--db PATH] [--timeout S] [TOOL [JSON_ARGS]]
+    mcp_client.py MEMTRAIL_BIN --calls JSON_ARRAY   # [[TOOL, {ARGS}], ...] in one session
 
 Starts `MEMTRAIL_BIN [--db PATH] mcp` over stdio with the caller's environment
 (so MEMTRAIL_DB, HOME, XDG_* pass through), initializes, lists the tools and,
@@ -11,7 +12,9 @@ Prints one JSON object on stdout:
 
     {"tools": [names...], "result": <structuredContent, else the text content>,
      "is_error": bool, "structured": bool (whether structuredContent came),
-     "text": <the text content>, "server": {"name", "version"}, "protocol_version": "..."}
+     "text": <the text content>, "server": {"name", "version"}, "protocol_version": "...",
+     "schemas": {name: {"description", "input_schema", "output_schema"}},
+     "calls": [{"tool", "is_error", "structured", "result", "text"}, ...] (with --calls)}
 
 With no TOOL, "result" is null. On a transport or protocol failure it prints
 {"tools": [...], "result": null, "is_error": true, "error": "..."} and exits 1;
@@ -33,6 +36,7 @@ def parse_args(argv):
     ap.add_argument("args", nargs="?", default="{}", help="JSON object of tool arguments")
     ap.add_argument("--db", help="pass --db PATH to memtrail")
     ap.add_argument("--timeout", type=float, default=60.0, help="overall timeout in seconds")
+    ap.add_argument("--calls", help="JSON array of [tool, args] pairs, called in order in one session")
     ap.add_argument("--server-arg", action="append", default=[],
                     help="extra argument for the server command line (repeatable), before 'mcp'")
     return ap.parse_intermixed_args(argv)
@@ -72,21 +76,45 @@ async def run(ns):
 
                         listing = await session.list_tools(params=mtypes.PaginatedRequestParams(cursor=cursor))
                     tools += [t.name for t in listing.tools]
+                    for t in listing.tools:
+                        out.setdefault("schemas", {})[t.name] = {
+                            "description": t.description,
+                            "input_schema": schema_of(t, "input_schema", "inputSchema"),
+                            "output_schema": schema_of(t, "output_schema", "outputSchema"),
+                        }
                     cursor = listing.next_cursor
                     if not cursor:
                         break
                 out["tools"] = tools
                 if ns.tool:
-                    res = await session.call_tool(ns.tool, tool_args)
-                    out["is_error"] = bool(res.is_error)
-                    texts = [c.text for c in res.content if getattr(c, "type", None) == "text"]
-                    out["structured"] = res.structured_content is not None
-                    if res.structured_content is not None:
-                        out["result"] = res.structured_content
-                    else:
-                        out["result"] = "\n".join(texts)
-                    out["text"] = "\n".join(texts)
+                    out.update(await call(session, ns.tool, tool_args))
+                if ns.calls:
+                    out["calls"] = []
+                    for name, args in json.loads(ns.calls):
+                        r = await call(session, name, args)
+                        r["tool"] = name
+                        out["calls"].append(r)
     return out
+
+
+def schema_of(tool, *names):
+    """A tool's schema attribute, whichever spelling this SDK release uses."""
+    for n in names:
+        v = getattr(tool, n, None)
+        if v is not None:
+            return v.model_dump(by_alias=True, exclude_none=True) if hasattr(v, "model_dump") else v
+    return None
+
+
+async def call(session, name, args):
+    res = await session.call_tool(name, args)
+    texts = [c.text for c in res.content if getattr(c, "type", None) == "text"]
+    return {
+        "is_error": bool(res.is_error),
+        "structured": res.structured_content is not None,
+        "result": res.structured_content if res.structured_content is not None else "\n".join(texts),
+        "text": "\n".join(texts),
+    }
 
 
 def leaves(e):

@@ -1,0 +1,765 @@
+//! Reading a session's working state back: its timeline of events, its snapshot, the context
+//! packed for `resume_context`, the injection text at an agent's restart, and the handoff
+//! document for another agent. Everything here is computed from the store (events and their
+//! correlations included), never from a process's memory.
+
+use crate::events::{self, Category, StoredEvent};
+use crate::query::{self, SearchFilter, SessionSummary};
+use crate::snapshot::{self, Snapshot, SnapshotInput};
+use crate::store::{Store, cap};
+use crate::{Error, Result};
+use memtrail_adapters::{Agent, format_rfc3339_ms, one_line};
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// Estimated tokens of `text`, the estimator every token budget of memtrail is counted with
+/// (`resume_context`): [`snapshot::estimate_tokens`] (ASCII at 4 bytes a token, rounded up, plus
+/// one token per non-ASCII character).
+pub fn estimate_tokens(text: &str) -> usize {
+    snapshot::estimate_tokens(text)
+}
+
+/// The stored events of session `rowid`, in session order (`seq`, then `id`).
+pub fn session_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
+    let mut stmt = store.conn.prepare_cached(
+        "SELECT e.id, e.seq, m.ext_id, e.category, e.action, e.priority, e.subject, e.detail,
+                e.call_id, e.tool, e.ts
+         FROM events e JOIN messages m ON m.id = e.message_id
+         WHERE e.session_id = ?1 ORDER BY e.seq, e.id",
+    )?;
+    let rows = stmt.query_map([rowid], |r| {
+        let cat: String = r.get(3)?;
+        Ok((
+            cat,
+            StoredEvent {
+                id: r.get(0)?,
+                seq: r.get(1)?,
+                message_id: r.get(2)?,
+                event: events::Event {
+                    category: Category::Note,
+                    action: r.get(4)?,
+                    priority: r.get::<_, i64>(5)?.clamp(1, 4) as u8,
+                    subject: r.get(6)?,
+                    detail: r.get(7)?,
+                    call_id: r.get(8)?,
+                    tool: r.get(9)?,
+                    ts: r.get(10)?,
+                },
+            },
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (cat, mut ev) = row?;
+        // A category this binary does not know (written by a newer one) is skipped.
+        let Some(c) = Category::parse(&cat) else {
+            continue;
+        };
+        ev.event.category = c;
+        out.push(ev);
+    }
+    Ok(out)
+}
+
+/// The stored events of session `rowid` merged with their correlations
+/// ([`events::correlate`]), in session order; a derived event follows the event that
+/// completes it.
+pub fn events_with_correlations(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
+    let stored = session_events(store, rowid)?;
+    let derived = events::correlate(&stored);
+    let mut all = stored;
+    all.extend(derived);
+    // Stable: at equal (seq, id) a stored event stays before the derived one.
+    all.sort_by_key(|e| (e.seq, e.id));
+    Ok(all)
+}
+
+/// A page of a session's timeline.
+#[derive(Debug, Clone, Serialize)]
+pub struct Timeline {
+    pub session: SessionSummary,
+    /// Index of the first event returned among the filtered events, and how many there are.
+    pub offset: usize,
+    pub total: usize,
+    pub events: Vec<StoredEvent>,
+}
+
+/// The events of session `session` (id or unique prefix), stored and derived, in session order;
+/// only those of `categories` when it is not empty; the page `offset`, at most `limit`.
+///
+/// Errors: the session is unknown or the prefix ambiguous; store errors.
+pub fn timeline(
+    store: &Store,
+    session: &str,
+    categories: &[Category],
+    offset: usize,
+    limit: usize,
+) -> Result<Timeline> {
+    let rowid = query::resolve_session(store, session, None)?;
+    let summary = query::session_summary(store, rowid)?;
+    let all: Vec<StoredEvent> = events_with_correlations(store, rowid)?
+        .into_iter()
+        .filter(|e| categories.is_empty() || categories.contains(&e.event.category))
+        .collect();
+    let total = all.len();
+    let events = all.into_iter().skip(offset).take(limit).collect();
+    Ok(Timeline {
+        session: summary,
+        offset,
+        total,
+        events,
+    })
+}
+
+/// What a snapshot of session `rowid` is built from.
+pub fn snapshot_input(store: &Store, rowid: i64) -> Result<SnapshotInput> {
+    let s = query::session_summary(store, rowid)?;
+    Ok(SnapshotInput {
+        agent: s.agent,
+        session_id: s.session_id,
+        project_dir: s.project,
+        title: s.title,
+        git_branch: s.git_branch,
+        events: events_with_correlations(store, rowid)?,
+    })
+}
+
+/// The snapshot of session `rowid` within `budget` bytes, built now from the store.
+pub fn build_snapshot(store: &Store, rowid: i64, budget: usize) -> Result<Snapshot> {
+    Ok(snapshot::build(&snapshot_input(store, rowid)?, budget))
+}
+
+/// Is `dir` equal to `project` or below it? (Paths compared as strings, `/`-separated.)
+pub fn dir_within(dir: &str, project: &str) -> bool {
+    let d = dir.trim_end_matches('/');
+    let p = project.trim_end_matches('/');
+    if p.is_empty() {
+        return d.is_empty();
+    }
+    d == p || d.strip_prefix(p).is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The latest main (not sub-agent) session whose project directory is `dir` or contains it
+/// (the project a shell in `dir` works on), optionally of one agent and not `exclude` (a row
+/// id). `None` when there is none.
+pub fn latest_session_for_dir(
+    store: &Store,
+    dir: &str,
+    agent: Option<&str>,
+    exclude: Option<i64>,
+) -> Result<Option<i64>> {
+    let mut stmt = store.conn.prepare_cached(
+        "SELECT id, project_dir FROM sessions
+         WHERE parent_external_id IS NULL AND project_dir IS NOT NULL
+           AND (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR id <> ?2)
+           AND (project_dir = ?3 OR substr(?3, 1, length(project_dir)) = project_dir)
+         ORDER BY updated_at DESC, id DESC",
+    )?;
+    let rows = stmt.query_map(params![agent, exclude, dir], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+    })?;
+    for row in rows {
+        let (id, p) = row?;
+        if dir_within(dir, &p) {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
+}
+
+/// How many main sessions other than `exclude` have `dir` as (or inside) their project, and
+/// the time (ms) of the latest.
+pub fn earlier_sessions_of_dir(
+    store: &Store,
+    dir: &str,
+    exclude: Option<i64>,
+) -> Result<(usize, Option<i64>)> {
+    let mut stmt = store.conn.prepare_cached(
+        "SELECT project_dir, updated_at FROM sessions
+         WHERE parent_external_id IS NULL AND project_dir IS NOT NULL
+           AND (?1 IS NULL OR id <> ?1)
+           AND (project_dir = ?2 OR substr(?2, 1, length(project_dir)) = project_dir)",
+    )?;
+    let rows = stmt.query_map(params![exclude, dir], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?))
+    })?;
+    let (mut n, mut latest) = (0, None::<i64>);
+    for row in rows {
+        let (p, t) = row?;
+        if dir_within(dir, &p) {
+            n += 1;
+            latest = latest.max(t);
+        }
+    }
+    Ok((n, latest))
+}
+
+/// The stored session of a hook event: by its transcript (the cursor's session), else by the
+/// agent's session id. `None` when the store has not seen it.
+pub fn session_of_event(
+    store: &Store,
+    agent: Agent,
+    session_id: Option<&str>,
+    transcript: Option<&str>,
+) -> Result<Option<i64>> {
+    if let Some(sid) = session_id.filter(|s| !s.is_empty()) {
+        let id: Option<i64> = store
+            .conn
+            .query_row(
+                "SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2",
+                params![agent.as_str(), sid],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if id.is_some() {
+            return Ok(id);
+        }
+    }
+    if let Some(t) = transcript.filter(|t| !t.is_empty()) {
+        let id: Option<Option<i64>> = store
+            .conn
+            .query_row(
+                "SELECT session_id FROM sources WHERE path = ?1 AND agent = ?2",
+                params![t, agent.as_str()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(Some(id)) = id {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
+}
+
+/// The text injected into an agent's context at its restart: a factual header naming the
+/// session, then the snapshot.
+pub fn injection_text(session: &SessionSummary, why: &str, snapshot_text: &str) -> String {
+    format!(
+        "memtrail: the working state of this session ({} session {}{}) {why}, rebuilt from its transcript. It records what happened; check the current files before relying on it.\n\n{}",
+        session.agent,
+        session.session_id,
+        session
+            .project
+            .as_deref()
+            .map(|p| format!(", project {p}"))
+            .unwrap_or_default(),
+        snapshot_text.trim_end()
+    )
+}
+
+/// The one line added at a plain startup when the store has earlier sessions of the project:
+/// `None` when it has none.
+pub fn startup_pointer(
+    store: &Store,
+    agent: Agent,
+    dir: &str,
+    exclude: Option<i64>,
+) -> Result<Option<String>> {
+    let (n, latest) = earlier_sessions_of_dir(store, dir, exclude)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    let when = latest
+        .map(|t| format!(", the latest on {}", &format_rfc3339_ms(t)[..10]))
+        .unwrap_or_default();
+    Ok(Some(format!(
+        "memtrail has {n} earlier session{} of this project{when}; search them with the `{}` tool (or `memtrail search --json QUERY`) before redoing past work.",
+        if n == 1 { "" } else { "s" },
+        tool_name(agent, "search"),
+    )))
+}
+
+/// The name under which `agent` shows memtrail's MCP tool `tool` to its model.
+pub fn tool_name(agent: Agent, tool: &str) -> String {
+    match agent {
+        Agent::Claude | Agent::Codex => format!("mcp__memtrail__{tool}"),
+        Agent::Gemini | Agent::Vscode => format!("mcp_memtrail_{tool}"),
+        Agent::Opencode => format!("memtrail_{tool}"),
+        Agent::Cursor => tool.to_string(),
+    }
+}
+
+/// One message placed in a `resume_context` answer.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PackedMessage {
+    pub session_id: String,
+    /// 0-based position in its session (use with `get_session` offset).
+    pub index: i64,
+    pub role: String,
+    /// RFC 3339 UTC.
+    pub timestamp: Option<String>,
+    /// True when its text was cut to fit the budget.
+    pub cut: bool,
+}
+
+/// What `resume_context` returns.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResumeContext {
+    /// The session whose snapshot was used.
+    pub session_id: String,
+    pub agent: String,
+    pub project: Option<String>,
+    /// The budget asked for, and what `text` costs, in tokens of [`estimate_tokens`]
+    /// (`used_tokens <= budget_tokens` always).
+    pub budget_tokens: usize,
+    pub used_tokens: usize,
+    /// How tokens are counted.
+    pub estimator: &'static str,
+    /// True when the snapshot is in `text`.
+    pub snapshot: bool,
+    /// The messages in `text`, in the order placed (most relevant first).
+    pub messages: Vec<PackedMessage>,
+    /// The packed context (Markdown): the snapshot, then the relevant messages.
+    pub text: String,
+}
+
+/// The estimator as described to agents.
+pub const ESTIMATOR: &str =
+    "ceil(ASCII bytes / 4) + one per non-ASCII character (memtrail snapshot::estimate_tokens)";
+
+/// Messages considered for `resume_context` (search hits or recent messages).
+const CONTEXT_CANDIDATES: usize = 30;
+/// Each message's text is cut to this many characters before packing.
+const CONTEXT_MESSAGE_CHARS: usize = 1200;
+
+/// The snapshot of session `rowid` plus the messages most relevant to `query` (BM25 within the
+/// session, or within `project` when given; without a query, the session's latest messages),
+/// packed so that [`estimate_tokens`] of the returned `text` never exceeds `budget_tokens`.
+/// With a query the snapshot gets at most 3/5 of the budget, the messages the rest; each
+/// message is cut to 1200 characters, and the last one that does not fit whole is cut (on a
+/// character boundary) when at least 40 characters of it fit.
+pub fn resume_context(
+    store: &Store,
+    rowid: i64,
+    project: Option<&str>,
+    query: Option<&str>,
+    budget_tokens: usize,
+) -> Result<ResumeContext> {
+    let s = query::session_summary(store, rowid)?;
+    let mut out = ResumeContext {
+        session_id: s.session_id.clone(),
+        agent: s.agent.clone(),
+        project: s.project.clone(),
+        budget_tokens,
+        used_tokens: 0,
+        estimator: ESTIMATOR,
+        snapshot: false,
+        messages: Vec::new(),
+        text: String::new(),
+    };
+    let fits = |t: &str| estimate_tokens(t) <= budget_tokens;
+    let mut text = format!(
+        "# memtrail: {} session {}{}\n",
+        s.agent,
+        s.session_id,
+        s.project
+            .as_deref()
+            .map(|p| format!(" ({p})"))
+            .unwrap_or_default()
+    );
+    if !fits(&text) {
+        return Ok(out);
+    }
+
+    // The snapshot: the largest byte budget whose section fits, starting from 4 bytes per token
+    // left (3/5 of them when a query asks for messages too), at most 16 KiB.
+    let input = snapshot_input(store, rowid)?;
+    let left = budget_tokens.saturating_sub(estimate_tokens(&text));
+    let share = if query.is_some_and(|q| !q.trim().is_empty()) {
+        left * 3 / 5
+    } else {
+        left
+    };
+    let mut bytes = share.saturating_mul(4).min(16 * 1024);
+    while bytes >= 64 {
+        let snap = snapshot::build(&input, bytes);
+        if snap.text.trim().is_empty() {
+            break;
+        }
+        let candidate = format!("{text}\n## State\n{}\n", snap.text.trim_end());
+        if fits(&candidate) {
+            text = candidate;
+            out.snapshot = true;
+            break;
+        }
+        bytes = bytes * 3 / 4;
+    }
+
+    // The relevant messages.
+    let candidates = match query.map(str::trim).filter(|q| !q.is_empty()) {
+        Some(q) => {
+            let filter = SearchFilter {
+                agent: project.is_none().then(|| s.agent.clone()),
+                project: project.map(str::to_string),
+                session: project.is_none().then(|| s.session_id.clone()),
+                limit: CONTEXT_CANDIDATES,
+                ..SearchFilter::default()
+            };
+            let hits = query::search(store, q, &filter)?;
+            let mut v = Vec::new();
+            for h in hits {
+                if let Some(m) = message_text(store, &h.agent, &h.session_id, h.message_index)? {
+                    v.push(m);
+                }
+            }
+            v
+        }
+        None => recent_messages(store, rowid, &s.session_id, CONTEXT_CANDIDATES)?,
+    };
+    let mut heading_done = false;
+    for m in candidates {
+        let heading = if heading_done {
+            ""
+        } else {
+            "\n## Relevant messages\n"
+        };
+        let prefix = format!(
+            "{heading}- [{} #{} {}{}] ",
+            short_id(&m.session_id),
+            m.index,
+            m.role,
+            m.timestamp
+                .as_deref()
+                .map(|t| format!(" {}", &t[..t.len().min(16)]))
+                .unwrap_or_default()
+        );
+        let body = one_line(&m.text, CONTEXT_MESSAGE_CHARS);
+        let whole = format!("{text}{prefix}{body}\n");
+        if fits(&whole) {
+            text = whole;
+            heading_done = true;
+            out.messages.push(m.packed(false));
+            continue;
+        }
+        // Cut the body to the longest prefix (in characters) that fits, if a useful one does.
+        let chars: Vec<(usize, char)> = body.char_indices().collect();
+        let (mut lo, mut hi) = (0usize, chars.len());
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            let end = chars.get(mid).map(|c| c.0).unwrap_or(body.len());
+            if fits(&format!("{text}{prefix}{}…\n", &body[..end])) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        if lo >= 40 {
+            let end = chars.get(lo).map(|c| c.0).unwrap_or(body.len());
+            text = format!("{text}{prefix}{}…\n", &body[..end]);
+            out.messages.push(m.packed(true));
+        }
+        break;
+    }
+    debug_assert!(fits(&text));
+    out.used_tokens = estimate_tokens(&text);
+    out.text = text;
+    Ok(out)
+}
+
+fn short_id(id: &str) -> &str {
+    cap(id, 8)
+}
+
+struct CandidateMessage {
+    session_id: String,
+    index: i64,
+    role: String,
+    timestamp: Option<String>,
+    text: String,
+}
+
+impl CandidateMessage {
+    fn packed(&self, cut: bool) -> PackedMessage {
+        PackedMessage {
+            session_id: self.session_id.clone(),
+            index: self.index,
+            role: self.role.clone(),
+            timestamp: self.timestamp.clone(),
+            cut,
+        }
+    }
+}
+
+/// The text of one message for packing: its prose, else its tool text.
+fn message_text(
+    store: &Store,
+    agent: &str,
+    session_id: &str,
+    index: i64,
+) -> Result<Option<CandidateMessage>> {
+    Ok(store
+        .conn
+        .query_row(
+            "SELECT m.role, m.ts, m.body, m.tools FROM messages m JOIN sessions s ON s.id = m.session_id
+             WHERE s.agent = ?1 AND s.external_id = ?2 AND m.seq = ?3",
+            params![agent, session_id, index],
+            |r| {
+                let body: String = r.get(2)?;
+                let tools: String = r.get(3)?;
+                Ok(CandidateMessage {
+                    session_id: session_id.to_string(),
+                    index,
+                    role: r.get(0)?,
+                    timestamp: r.get::<_, Option<i64>>(1)?.map(format_rfc3339_ms),
+                    text: if body.trim().is_empty() { tools } else { body },
+                })
+            },
+        )
+        .optional()?)
+}
+
+/// The latest user and assistant messages with prose, newest first.
+fn recent_messages(
+    store: &Store,
+    rowid: i64,
+    session_id: &str,
+    n: usize,
+) -> Result<Vec<CandidateMessage>> {
+    let mut stmt = store.conn.prepare_cached(
+        "SELECT seq, role, ts, body FROM messages
+         WHERE session_id = ?1 AND role IN ('user', 'assistant') AND kind IN ('text', 'note', 'summary')
+           AND length(trim(body)) > 0
+         ORDER BY seq DESC LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![rowid, n as i64], |r| {
+        Ok(CandidateMessage {
+            session_id: session_id.to_string(),
+            index: r.get(0)?,
+            role: r.get(1)?,
+            timestamp: r.get::<_, Option<i64>>(2)?.map(format_rfc3339_ms),
+            text: r.get(3)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The first and the last user prompt of session `rowid` (prose only).
+fn first_and_last_prompt(store: &Store, rowid: i64) -> Result<(Option<String>, Option<String>)> {
+    let q = |order: &str| -> Result<Option<String>> {
+        Ok(store
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT body FROM messages WHERE session_id = ?1 AND role = 'user'
+                     AND kind = 'text' AND length(trim(body)) > 0 ORDER BY seq {order} LIMIT 1"
+                ),
+                [rowid],
+                |r| r.get(0),
+            )
+            .optional()?)
+    };
+    Ok((q("ASC")?, q("DESC")?))
+}
+
+/// A Markdown restart document for continuing session `rowid` in agent `to`: context (project,
+/// branch, times, first and last request), decisions, current state (the last requests, the
+/// last answer, recent git), open problems (unresolved errors, retry loops, tasks not done),
+/// files changed (relative to the project), notes, and how to search for more with `to`'s own
+/// tool names. Built from the store alone (no model); sections without content are left out.
+pub fn handoff(store: &Store, rowid: i64, to: Agent) -> Result<String> {
+    let s = query::session_summary(store, rowid)?;
+    let from = s
+        .agent
+        .parse::<Agent>()
+        .map(|a| a.display_name().to_string())
+        .unwrap_or_else(|_| s.agent.clone());
+    let events = events_with_correlations(store, rowid)?;
+    let (first, last) = first_and_last_prompt(store, rowid)?;
+    let mut d = String::new();
+    let _ = writeln!(
+        d,
+        "# Handoff: continuing a {from} session in {}\n",
+        to.display_name()
+    );
+    let _ = writeln!(d, "## Context\n");
+    if let Some(t) = &s.title {
+        let _ = writeln!(d, "- Session: {} ({})", one_line(t, 200), s.session_id);
+    } else {
+        let _ = writeln!(d, "- Session: {}", s.session_id);
+    }
+    if let Some(p) = &s.project {
+        let _ = writeln!(d, "- Project: {p}");
+    }
+    if let Some(b) = &s.git_branch {
+        let _ = writeln!(d, "- Git branch: {b}");
+    }
+    if let (Some(a), Some(b)) = (&s.started_at, &s.updated_at) {
+        let _ = writeln!(d, "- Worked on: {a} to {b} ({} messages)", s.messages);
+    }
+    if let Some(f) = &first {
+        let _ = writeln!(d, "- First request: {}", one_line(f, 400));
+    }
+    if let Some(l) = last.as_ref().filter(|l| Some(*l) != first.as_ref()) {
+        let _ = writeln!(d, "- Last request: {}", one_line(l, 400));
+    }
+
+    let list = |d: &mut String, title: &str, items: Vec<String>| {
+        if items.is_empty() {
+            return;
+        }
+        let _ = writeln!(d, "\n## {title}\n");
+        for i in items {
+            let _ = writeln!(d, "- {i}");
+        }
+    };
+    let of = |c: Category| events.iter().filter(move |e| e.event.category == c);
+    list(
+        &mut d,
+        "Decisions",
+        dedup_last(
+            of(Category::Decision)
+                .map(|e| one_line(&e.event.subject, 300))
+                .collect(),
+            20,
+        ),
+    );
+    // Current state: where the conversation stopped.
+    let mut state = Vec::new();
+    let prompts: Vec<String> = of(Category::Prompt)
+        .map(|e| one_line(&e.event.subject, 400))
+        .collect();
+    for (i, p) in prompts.iter().rev().take(3).enumerate() {
+        state.push(if i == 0 {
+            format!("Last request: {p}")
+        } else {
+            format!("Before that: {p}")
+        });
+    }
+    if prompts.is_empty()
+        && let Some(l) = &last
+    {
+        state.push(format!("Last request: {}", one_line(l, 400)));
+    }
+    if let Some(a) = last_answer(store, rowid)? {
+        state.push(format!("Last answer: {}", one_line(&a, 600)));
+    }
+    for e in of(Category::Git).rev().take(3) {
+        state.push(format!(
+            "Git {}: {}",
+            e.event.action,
+            one_line(&e.event.subject, 200)
+        ));
+    }
+    list(&mut d, "Current state", state);
+    // Open problems: errors with no later resolution, retry loops, tasks not done.
+    let mut open = Vec::new();
+    for e in of(Category::Error) {
+        let later_resolved = of(Category::ErrorResolved).any(|r| {
+            r.seq >= e.seq
+                && (r.event.subject == e.event.subject
+                    || (r.event.call_id.is_some() && r.event.call_id == e.event.call_id))
+        });
+        if !later_resolved {
+            open.push(format!(
+                "Error in {}{}",
+                one_line(&e.event.subject, 200),
+                e.event
+                    .detail
+                    .as_deref()
+                    .map(|x| format!(": {}", one_line(x, 300)))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    for e in of(Category::Retry) {
+        open.push(format!(
+            "Repeated call: {}",
+            one_line(&e.event.subject, 200)
+        ));
+    }
+    let mut tasks: Vec<(String, String)> = Vec::new();
+    for e in of(Category::Task) {
+        let subj = one_line(&e.event.subject, 200);
+        tasks.retain(|(t, _)| *t != subj);
+        tasks.push((subj, e.event.action.clone()));
+    }
+    for (t, a) in tasks.iter().filter(|(_, a)| a != "done") {
+        open.push(format!("Task ({a}): {t}"));
+    }
+    list(&mut d, "Open problems", dedup_last(open, 20));
+    let mut files: Vec<String> = Vec::new();
+    for e in of(Category::File).filter(|e| e.event.action != "read") {
+        let path = relative(&e.event.subject, s.project.as_deref());
+        let line = format!("{path} ({})", e.event.action);
+        files.retain(|f| !f.starts_with(&format!("{path} (")));
+        files.push(line);
+    }
+    list(&mut d, "Files changed", dedup_last(files, 30));
+    let notes: Vec<String> = of(Category::Note)
+        .map(|e| one_line(e.event.detail.as_deref().unwrap_or(&e.event.subject), 400))
+        .collect();
+    list(&mut d, "Notes kept", dedup_last(notes, 20));
+
+    let _ = writeln!(d, "\n## Finding more\n");
+    let _ = writeln!(
+        d,
+        "- Search this and other past sessions: `{}` with {{\"query\": \"…\", \"session_id\": \"{}\"}}.",
+        tool_name(to, "search"),
+        s.session_id
+    );
+    let _ = writeln!(
+        d,
+        "- Read the conversation: `{}` {{\"session_id\": \"{}\"}}; its events: `{}`; state plus relevant messages within a token budget: `{}`.",
+        tool_name(to, "get_session"),
+        s.session_id,
+        tool_name(to, "timeline"),
+        tool_name(to, "resume_context"),
+    );
+    let _ = writeln!(
+        d,
+        "- Without MCP: `memtrail search --json \"…\"`, `memtrail sessions show {}`, `memtrail resume {}`.",
+        s.session_id, s.session_id
+    );
+    Ok(d)
+}
+
+/// `path` relative to `project` when it lies below it.
+fn relative(path: &str, project: Option<&str>) -> String {
+    project
+        .map(|p| p.trim_end_matches('/'))
+        .filter(|p| !p.is_empty())
+        .and_then(|p| path.strip_prefix(p))
+        .and_then(|rest| rest.strip_prefix('/'))
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(path)
+        .to_string()
+}
+
+/// The prose of the last assistant message of session `rowid` that has some.
+fn last_answer(store: &Store, rowid: i64) -> Result<Option<String>> {
+    Ok(store
+        .conn
+        .query_row(
+            "SELECT body FROM messages WHERE session_id = ?1 AND role = 'assistant'
+             AND kind IN ('text', 'tool_call') AND length(trim(body)) > 0 ORDER BY seq DESC LIMIT 1",
+            [rowid],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
+/// The last `max` distinct items, in order of last appearance.
+fn dedup_last(items: Vec<String>, max: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for i in items {
+        out.retain(|x| *x != i);
+        out.push(i);
+    }
+    let skip = out.len().saturating_sub(max);
+    out.into_iter().skip(skip).collect()
+}
+
+/// Resolve `session` (id or unique prefix) or, when `None`, the latest session of `dir`.
+///
+/// Errors: [`Error::NotFound`] when there is no such session.
+pub fn resolve_or_latest(store: &Store, session: Option<&str>, dir: &str) -> Result<i64> {
+    match session.filter(|s| !s.trim().is_empty()) {
+        Some(id) => query::resolve_session(store, id, None),
+        None => latest_session_for_dir(store, dir, None, None)?.ok_or_else(|| {
+            Error::NotFound(format!(
+                "no session of a project at or above {dir} in the store; name one (memtrail sessions list)"
+            ))
+        }),
+    }
+}
