@@ -273,7 +273,13 @@ fn top_line(input: &SnapshotInput, n: usize) -> String {
     };
     let id = &input.session_id;
     let mut facts = Vec::new();
-    if let Some(b) = input.git_branch.as_deref().filter(|b| !b.is_empty()) {
+    // Claude Code records `HEAD` as the branch outside a git repository (and on a detached head):
+    // not a branch worth naming.
+    if let Some(b) = input
+        .git_branch
+        .as_deref()
+        .filter(|b| !b.is_empty() && *b != "HEAD")
+    {
         facts.push(format!("branch {b}"));
     }
     facts.push(format!("{n} events"));

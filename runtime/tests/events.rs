@@ -1008,6 +1008,16 @@ fn snapshot_of_the_claude_session() {
     // A tiny budget keeps the most critical item, cut.
     let tiny = build(&input, 40);
     assert_eq!(tiny.text, "Don't touch the public API names; use…");
+    // Outside a git repository Claude Code records the branch as `HEAD`: not named.
+    let no_repo = SnapshotInput {
+        git_branch: Some("HEAD".into()),
+        ..input.clone()
+    };
+    let first = build(&no_repo, snapshot::DEFAULT_BUDGET).text;
+    assert!(
+        first.starts_with("Working state of claude session 2f7864b9 (17 events)."),
+        "{first}"
+    );
     assert_eq!(snapshot::estimate_tokens("abcd"), 1);
     assert_eq!(snapshot::estimate_tokens("abcde"), 2);
     assert_eq!(snapshot::estimate_tokens("日本語"), 3);
