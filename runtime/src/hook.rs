@@ -138,6 +138,10 @@ fn run_inner(
     let deadline = started + Duration::from_millis(budget);
     let remaining = deadline.saturating_duration_since(Instant::now());
     let mut store = Store::open_with_timeout(db, remaining.max(Duration::from_millis(50)))?;
+    // Every write waits for the lock only until the deadline: a hook that cannot get it in
+    // time fails open ([`crate::Error::Busy`], logged) and the next hook catches up from the
+    // cursor, which only ever moves with the messages it covers.
+    store.set_deadline(Some(deadline));
 
     let paths = memtrail_adapters::transcripts_for_event(agent, &event);
     if paths.is_empty() && transcript_may_be_absent(canonical) {
@@ -230,8 +234,20 @@ fn transcript_may_be_absent(event: &str) -> bool {
     )
 }
 
+/// How long a failed hook may still wait for the lock to record its failure.
+const RECORD_FAILURE_WAIT: Duration = Duration::from_millis(50);
+
 fn record(agent: Agent, db: &Path, started: Instant, outcome: &HookOutcome) {
-    if let Ok(mut store) = Store::open_with_timeout(db, Duration::from_millis(200)) {
+    if outcome
+        .error
+        .as_deref()
+        .is_some_and(|e| e.contains("the store is busy"))
+    {
+        // The lock was not free within the budget; waiting again would only overrun it.
+        return;
+    }
+    if let Ok(mut store) = Store::open_with_timeout(db, RECORD_FAILURE_WAIT) {
+        store.set_deadline(Some(Instant::now() + RECORD_FAILURE_WAIT));
         let err = outcome.error.clone().map(crate::Error::Invalid);
         record_with(&mut store, agent, started, outcome, err.as_ref());
     }

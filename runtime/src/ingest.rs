@@ -15,9 +15,12 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::Instant;
 
-/// Bytes read per step; each step is one write transaction.
-pub const CHUNK_BYTES: usize = 4 * 1024 * 1024;
-/// Longest line that is parsed; longer lines are skipped and counted as malformed.
+/// Bytes read per step; each step is one short write transaction (its messages and the
+/// advanced cursor), so a long import never holds the write lock for long and hooks that run
+/// meanwhile get their turn between steps.
+pub const CHUNK_BYTES: usize = 1024 * 1024;
+/// Longest line that is parsed; longer lines are skipped (streamed past, never held whole) and
+/// counted as malformed.
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// How many leading bytes identify a file's content (hashed with blake3).
 pub const HEAD_BYTES: u64 = 4096;
@@ -105,7 +108,19 @@ fn open_regular(path: &Path) -> std::io::Result<File> {
             format!("{} is not a regular file", path.display()),
         ));
     }
-    File::open(path)
+    // Opened non-blocking, so that a FIFO swapped in after the check cannot block the open
+    // (`file_state` then refuses it); reads of a regular file ignore the flag.
+    #[cfg(unix)]
+    let f = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?
+    };
+    #[cfg(not(unix))]
+    let f = File::open(path)?;
+    Ok(f)
 }
 
 /// Ingest what is new in the transcript at `path` for `agent`, stopping at a line boundary once
@@ -370,67 +385,72 @@ fn ingest_lines(
         }
     }
     file.seek(SeekFrom::Start(start))?;
+    // `offset` is the file position of `buf[0]`, always a line start (the cursor never points
+    // into a line). While an over-long line is skipped, `buf` is empty and `skip` counts the
+    // bytes of it dropped so far: memory stays below MAX_LINE_BYTES + CHUNK_BYTES.
     let mut offset = start;
     let mut first_step = true;
     let mut buf: Vec<u8> = Vec::new();
-    let mut skipping_long_line = false;
+    // Bytes at the start of `buf` known to hold no '\n'.
+    let mut scanned = 0usize;
+    let mut skip: Option<u64> = None;
     loop {
-        // Fill the buffer with up to CHUNK_BYTES more (more when one line is longer).
-        let want = CHUNK_BYTES.max(buf.len() + CHUNK_BYTES.min(MAX_LINE_BYTES));
-        let mut eof = false;
-        while buf.len() < want {
-            let old = buf.len();
-            buf.resize(want, 0);
-            let n = file.read(&mut buf[old..])?;
-            buf.truncate(old + n);
-            if n == 0 {
-                eof = true;
-                break;
+        let eof = fill(&mut file, &mut buf, CHUNK_BYTES)?;
+        let mut batch = Batch::default();
+        // Bytes of an over-long line that ended in this step (they precede `buf`).
+        let mut skipped_line = 0u64;
+        if let Some(dropped) = skip {
+            match memchr(b'\n', &buf) {
+                Some(i) => {
+                    buf.drain(..=i);
+                    skipped_line = dropped + i as u64 + 1;
+                    skip = None;
+                    scanned = 0;
+                    batch.stats.lines += 1;
+                    batch.stats.malformed += 1;
+                }
+                None => {
+                    // Still inside the line: drop what was read, keep nothing.
+                    skip = Some(dropped + buf.len() as u64);
+                    buf.clear();
+                    if eof {
+                        // The line is not finished yet: the cursor stays at its start.
+                        break;
+                    }
+                    continue;
+                }
             }
         }
         // Only complete lines; everything after the last '\n' waits.
-        let complete = match memchr_last(b'\n', &buf) {
-            Some(i) => i + 1,
+        let complete = match memchr_last(b'\n', &buf[scanned.min(buf.len())..]) {
+            Some(i) => scanned + i + 1,
             None => 0,
         };
-        let mut batch = Batch::default();
         let mut consumed = 0usize;
         let mut timed_out = false;
-        if complete == 0 {
-            if buf.len() >= MAX_LINE_BYTES {
-                // One line longer than the limit: drop what we hold and skip to its end.
-                consumed = buf.len();
-                skipping_long_line = true;
+        let mut pos = 0usize;
+        let mut count = 0u32;
+        while pos < complete {
+            let end = pos + memchr(b'\n', &buf[pos..complete]).expect("complete ends with \\n");
+            let line = &buf[pos..end];
+            if line.len() > MAX_LINE_BYTES {
+                batch.stats.lines += 1;
+                batch.stats.malformed += 1;
+            } else if !line.iter().all(u8::is_ascii_whitespace) {
+                reader.line(line, &mut batch);
             }
-        } else {
-            let mut pos = 0usize;
-            let mut count = 0u32;
-            while pos < complete {
-                let end = pos + memchr(b'\n', &buf[pos..complete]).expect("complete ends with \\n");
-                let line = &buf[pos..end];
-                if skipping_long_line {
-                    skipping_long_line = false;
-                    batch.stats.lines += 1;
-                    batch.stats.malformed += 1;
-                } else if line.len() > MAX_LINE_BYTES {
-                    batch.stats.lines += 1;
-                    batch.stats.malformed += 1;
-                } else if !line.iter().all(u8::is_ascii_whitespace) {
-                    reader.line(line, &mut batch);
-                }
-                pos = end + 1;
-                count += 1;
-                if count.is_multiple_of(256) && deadline.is_some_and(|d| Instant::now() >= d) {
-                    timed_out = true;
-                    break;
-                }
+            pos = end + 1;
+            count += 1;
+            if count.is_multiple_of(256) && deadline.is_some_and(|d| Instant::now() >= d) {
+                timed_out = true;
+                break;
             }
-            consumed = pos;
         }
+        consumed += pos;
         reader.finish(&mut batch);
 
-        let new_offset = offset + consumed as u64;
-        if consumed > 0 || reread && first_step {
+        let new_offset = offset + skipped_line + consumed as u64;
+        if new_offset > offset || reread && first_step {
             let head_len = new_offset.min(HEAD_BYTES);
             let tail_len = new_offset.min(HEAD_BYTES);
             let pos = file.stream_position()?;
@@ -478,13 +498,21 @@ fn ingest_lines(
             report.inserted += applied.inserted;
             report.updated += applied.merged + applied.results;
             report.stats.add(stats);
-            report.bytes += consumed as u64;
+            report.bytes += new_offset - offset;
         }
         offset = new_offset;
         buf.drain(..consumed);
+        scanned = if timed_out { 0 } else { buf.len() };
         if timed_out || deadline.is_some_and(|d| Instant::now() >= d) {
             report.incomplete = offset < st.size;
             break;
+        }
+        if skip.is_none() && buf.len() > MAX_LINE_BYTES {
+            // An unfinished line already over the limit: stop holding it.
+            skip = Some(buf.len() as u64);
+            buf.clear();
+            scanned = 0;
+            continue;
         }
         if eof {
             break;
@@ -493,10 +521,32 @@ fn ingest_lines(
     Ok(report)
 }
 
+/// Read until `buf` has grown by `want` bytes or the end of the file; true at the end.
+fn fill(file: &mut File, buf: &mut Vec<u8>, want: usize) -> std::io::Result<bool> {
+    let target = buf.len() + want;
+    while buf.len() < target {
+        let old = buf.len();
+        buf.resize(target, 0);
+        let n = match file.read(&mut buf[old..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => 0,
+            Err(e) => {
+                buf.truncate(old);
+                return Err(e);
+            }
+        };
+        buf.truncate(old + n);
+        if n == 0 {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
+    memchr::memchr(needle, hay)
 }
 
 fn memchr_last(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().rposition(|&b| b == needle)
+    memchr::memrchr(needle, hay)
 }
