@@ -189,7 +189,9 @@ fn ingest_db(
             break;
         }
         let key = format!("{}#{sid}", path.display());
-        let since = store.cursor(&key)?.map_or(0, |c| c.offset as i64);
+        let found = store.cursor(&key)?;
+        let mark = found.as_ref().map(|c| (c.offset, c.head_hash.clone()));
+        let since = found.map_or(0, |c| c.offset as i64);
         let batch = memtrail_adapters::read_database(agent, path, Some(&sid), since)
             .map_err(Error::Invalid)?;
         if batch.sessions.is_empty() && batch.watermark <= since {
@@ -198,6 +200,7 @@ fn ingest_db(
         let stats = batch.stats();
         let watermark = batch.watermark.max(since).max(0) as u64;
         let applied = store.write(|w| {
+            w.expect_cursor(&key, &mark)?;
             let mut total = crate::store::Applied::default();
             let mut first_sid = None;
             for s in batch.sessions {
@@ -215,7 +218,12 @@ fn ingest_db(
             };
             w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
             Ok(total)
-        })?;
+        });
+        let applied = match applied {
+            // Another process took this session's changes meanwhile.
+            Err(Error::Superseded) => continue,
+            other => other?,
+        };
         report.session.get_or_insert(sid);
         report.unchanged = false;
         report.inserted += applied.inserted;
@@ -295,7 +303,9 @@ fn ingest_doc(
         )));
     }
     let had = stored.is_some();
+    let mark = stored.as_ref().map(|c| (c.offset, c.head_hash.clone()));
     let applied = store.write(|w| {
+        w.expect_cursor(&key, &mark)?;
         let sid = w.upsert_session(&sref, &batch.meta)?;
         let before = if had { w.clear_session(sid)? } else { 0 };
         if had {
@@ -309,7 +319,14 @@ fn ingest_doc(
         };
         w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
         Ok((applied, before))
-    })?;
+    });
+    let applied = match applied {
+        Err(Error::Superseded) => {
+            report.unchanged = true;
+            return Ok(report);
+        }
+        other => other?,
+    };
     let (applied, before) = applied;
     // Messages that were there before and still are count as updated, not new.
     report.inserted = applied.inserted.saturating_sub(before);
@@ -384,6 +401,9 @@ fn ingest_lines(
             None => {}
         }
     }
+    // The cursor as this ingest found it; each step commits only if it is still there, so two
+    // processes reading the same file at once never apply the same lines twice.
+    let mut mark = stored.as_ref().map(|c| (c.offset, c.head_hash.clone()));
     file.seek(SeekFrom::Start(start))?;
     // `offset` is the file position of `buf[0]`, always a line start (the cursor never points
     // into a line). While an over-long line is skipped, `buf` is empty and `skip` counts the
@@ -469,7 +489,9 @@ fn ingest_lines(
             let meta: SessionMeta = batch.meta;
             let records = batch.records;
             let do_reset = reread && first_step;
+            let new_mark = (new_offset, head.clone());
             let applied = store.write(|w| {
+                w.expect_cursor(&key, &mark)?;
                 let sid = w.upsert_session(&sref, &meta)?;
                 if do_reset {
                     w.clear_session(sid)?;
@@ -493,7 +515,17 @@ fn ingest_lines(
                 };
                 w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
                 Ok(applied)
-            })?;
+            });
+            let applied = match applied {
+                Ok(a) => a,
+                Err(Error::Superseded) => {
+                    // Another process is ahead on this file: what it committed stands.
+                    report.incomplete = false;
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            mark = Some(new_mark);
             first_step = false;
             report.inserted += applied.inserted;
             report.updated += applied.merged + applied.results;

@@ -40,6 +40,10 @@ pub enum Error {
     NotFound(String),
     #[error("{0}")]
     Invalid(String),
+    /// Another process advanced this transcript's cursor while this one was reading: its step
+    /// was rolled back (the other process has those lines). Not a failure; ingest stops.
+    #[error("another memtrail process ingested this transcript meanwhile")]
+    Superseded,
     /// A reader panicked on this input (caught; the transaction was rolled back).
     #[error("internal error (panic) while reading: {0}")]
     Panicked(String),

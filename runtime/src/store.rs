@@ -922,6 +922,31 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// The stored cursor's offset and head hash for `path`, read inside this transaction: an
+    /// ingest step compares it with the cursor it started from, and stands down when another
+    /// process moved it meanwhile (see [`Error::Superseded`]).
+    pub fn cursor_mark(&self, path: &str) -> Result<Option<(u64, Option<String>)>> {
+        Ok(self
+            .tx
+            .prepare_cached("SELECT offset, head_hash FROM sources WHERE path = ?1")?
+            .query_row([path], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))
+            .optional()?)
+    }
+
+    /// `Err(`[`Error::Superseded`]`)` unless the stored cursor of `path` is still `expected`
+    /// (offset and head hash; `None`: no cursor yet).
+    pub fn expect_cursor(
+        &self,
+        path: &str,
+        expected: &Option<(u64, Option<String>)>,
+    ) -> Result<()> {
+        if &self.cursor_mark(path)? == expected {
+            Ok(())
+        } else {
+            Err(Error::Superseded)
+        }
+    }
+
     /// Reset the line counters of a source (its file is being re-read from the start).
     pub fn reset_source_counters(&self, path: &str) -> Result<()> {
         self.tx.execute(
