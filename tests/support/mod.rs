@@ -81,7 +81,7 @@ pub fn claude_line(sid: &str, cwd: &str, i: u64) -> String {
         "timestamp": format!("2026-11-20T10:{:02}:{:02}.{:03}Z", (i / 60) % 60, i % 60, i % 1000),
     });
     let word = WORDS[(i % WORDS.len() as u64) as usize];
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         v["type"] = json!("user");
         v["message"] = json!({"role": "user",
             "content": format!("prompt {i} of session {sid}: please {word} the module")});
