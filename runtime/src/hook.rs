@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 pub const MAX_PAYLOAD_BYTES: u64 = 4 * 1024 * 1024;
 /// Default time budget of one hook, in milliseconds.
 pub const DEFAULT_BUDGET_MS: u64 = 3000;
+/// Share of the budget (percent) spent on work before the hook stops and leaves the rest for
+/// the next hook.
+pub const WORK_SHARE_PERCENT: u64 = 90;
 /// Budget for Claude Code's SessionEnd, whose hooks share a 1.5 s allowance.
 pub const SESSION_END_BUDGET_MS: u64 = 1000;
 /// The hook log is rotated (to `hook.log.1`) past this size.
@@ -68,6 +71,31 @@ pub fn run(agent: Agent, stdin: &mut dyn Read, args: &[String], db: &Path) -> Ho
                 .unwrap_or_default()
         )),
     };
+    if let Some(path) = std::env::var_os("MEMTRAIL_HOOK_TIMING").filter(|p| !p.is_empty()) {
+        // One line per run, `<agent> <event> <ok|busy|error> <µs>`, for measuring hooks (best
+        // effort). `busy`: the store's write lock was not free within the budget.
+        let how = match &error {
+            None => "ok",
+            Some(e) if e.contains("the store is busy") => "busy",
+            Some(_) => "error",
+        };
+        let line = format!(
+            "{} {} {how} {}\n",
+            agent.as_str(),
+            outcome
+                .event
+                .as_ref()
+                .map(|e| e.event.as_str())
+                .filter(|e| !e.is_empty())
+                .unwrap_or("-"),
+            started.elapsed().as_micros()
+        );
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+    }
     if let Some(e) = &error {
         log_line(agent, outcome.event.as_ref(), &format!("error: {e}"));
         outcome.error = Some(e.clone());
@@ -135,7 +163,9 @@ fn run_inner(
     } else {
         budget_ms()
     };
-    let deadline = started + Duration::from_millis(budget);
+    // Work (reading, waiting for the lock, writing) stops at 90% of the budget: the last step,
+    // recording the run and exiting fit in the rest.
+    let deadline = started + Duration::from_millis(budget * WORK_SHARE_PERCENT / 100);
     let remaining = deadline.saturating_duration_since(Instant::now());
     let mut store = Store::open_with_timeout(db, remaining.max(Duration::from_millis(50)))?;
     // Every write waits for the lock only until the deadline: a hook that cannot get it in

@@ -19,6 +19,10 @@ use std::time::Instant;
 /// advanced cursor), so a long import never holds the write lock for long and hooks that run
 /// meanwhile get their turn between steps.
 pub const CHUNK_BYTES: usize = 1024 * 1024;
+/// Most lines applied in one step (one write transaction): a step's transaction stays short
+/// (the write lock is held for the inserts of at most this many lines), and a hook checks its
+/// deadline between steps.
+pub const STEP_LINES: usize = 500;
 /// Longest line that is parsed; longer lines are skipped (streamed past, never held whole) and
 /// counted as malformed.
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
@@ -414,8 +418,15 @@ fn ingest_lines(
     // Bytes at the start of `buf` known to hold no '\n'.
     let mut scanned = 0usize;
     let mut skip: Option<u64> = None;
+    // True when the last step stopped at STEP_LINES with complete lines still in `buf`.
+    let mut pending = false;
+    let mut eof = false;
+    // Bytes still to read: up to the size the file had when this ingest began.
+    let mut left = st.size.saturating_sub(start);
     loop {
-        let eof = fill(&mut file, &mut buf, CHUNK_BYTES)?;
+        if !pending {
+            eof = fill(&mut file, &mut buf, CHUNK_BYTES, &mut left)?;
+        }
         let mut batch = Batch::default();
         // Bytes of an over-long line that ended in this step (they precede `buf`).
         let mut skipped_line = 0u64;
@@ -461,6 +472,10 @@ fn ingest_lines(
             }
             pos = end + 1;
             count += 1;
+            if count as usize >= STEP_LINES {
+                // The rest of the chunk goes in the next transaction.
+                break;
+            }
             if count.is_multiple_of(256) && deadline.is_some_and(|d| Instant::now() >= d) {
                 timed_out = true;
                 break;
@@ -534,15 +549,21 @@ fn ingest_lines(
         }
         offset = new_offset;
         buf.drain(..consumed);
-        scanned = if timed_out { 0 } else { buf.len() };
+        // Lines left in the buffer (a step cut short) are scanned again.
+        scanned = if pos < complete { 0 } else { buf.len() };
         if timed_out || deadline.is_some_and(|d| Instant::now() >= d) {
             report.incomplete = offset < st.size;
             break;
         }
+        pending = pos < complete;
+        if pending {
+            // A step ended at STEP_LINES: the buffer still holds complete lines.
+            continue;
+        }
         if skip.is_none() && buf.len() > MAX_LINE_BYTES {
-            // An unfinished line already over the limit: stop holding it.
+            // An unfinished line already over the limit: stop holding it (and its memory).
             skip = Some(buf.len() as u64);
-            buf.clear();
+            buf = Vec::new();
             scanned = 0;
             continue;
         }
@@ -553,26 +574,40 @@ fn ingest_lines(
     Ok(report)
 }
 
-/// Read until `buf` has grown by `want` bytes or the end of the file; true at the end.
-fn fill(file: &mut File, buf: &mut Vec<u8>, want: usize) -> std::io::Result<bool> {
-    let target = buf.len() + want;
-    while buf.len() < target {
-        let old = buf.len();
-        buf.resize(target, 0);
-        let n = match file.read(&mut buf[old..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => 0,
-            Err(e) => {
-                buf.truncate(old);
-                return Err(e);
-            }
-        };
-        buf.truncate(old + n);
-        if n == 0 {
-            return Ok(true);
-        }
+/// Append up to `want` bytes of `file` to `buf`, but no more than `left` (the bytes the file
+/// had when this ingest began and that are not read yet; decreased by what was read). True at
+/// the end: `left` is spent or the file ended. Bounding reads by the size seen at the start
+/// keeps one ingest from chasing a file that its agent keeps appending to.
+fn fill(file: &mut File, buf: &mut Vec<u8>, want: usize, left: &mut u64) -> std::io::Result<bool> {
+    let want = want.min(usize::try_from(*left).unwrap_or(usize::MAX));
+    if want == 0 {
+        return Ok(true);
     }
-    Ok(false)
+    let old = buf.len();
+    let target = old + want;
+    if buf.capacity() < target {
+        // Doubling, but never far past the longest line kept (MAX_LINE_BYTES + a chunk).
+        let limit = (MAX_LINE_BYTES + 2 * CHUNK_BYTES).max(target);
+        let grown = (buf.capacity() * 2).clamp(target, limit);
+        buf.reserve_exact(grown - old);
+    }
+    buf.resize(target, 0);
+    let mut got = 0usize;
+    let result = loop {
+        if got == want {
+            break Ok(());
+        }
+        match file.read(&mut buf[old + got..]) {
+            Ok(0) => break Ok(()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    buf.truncate(old + got);
+    result?;
+    *left -= got as u64;
+    Ok(got < want || *left == 0)
 }
 
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
