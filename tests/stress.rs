@@ -200,8 +200,14 @@ fn hooks_import_and_mcp_servers_share_one_store_under_load() {
         }));
     }
 
+    // Checkpoints keep the WAL small (autocheckpoint, and a PASSIVE one after each import):
+    // its size is sampled while everything runs.
+    let mut wal_path = sb.db().into_os_string();
+    wal_path.push("-wal");
+    let mut max_wal = 0u64;
     while Instant::now() < end {
         std::thread::sleep(Duration::from_millis(100));
+        max_wal = max_wal.max(std::fs::metadata(&wal_path).map_or(0, |m| m.len()));
     }
     stop.store(true, Ordering::SeqCst);
     for t in threads {
@@ -245,6 +251,8 @@ fn hooks_import_and_mcp_servers_share_one_store_under_load() {
     took.sort_unstable();
     let max_took = took.last().copied().unwrap_or(0);
     let p99_took = took.get(took.len() * 99 / 100).copied().unwrap_or(0);
+    let db_size = std::fs::metadata(sb.db()).map_or(0, |m| m.len());
+    eprintln!("stress: store {db_size} bytes; largest WAL seen {max_wal} bytes");
     eprintln!(
         "stress: {secs} s; {hooks} hook runs ({busy} gave up the lock, {budget_spent} hit the budget), \
          {imports} imports, {calls} MCP calls, {total_written} lines written, {messages} messages; \
@@ -293,6 +301,8 @@ fn hooks_import_and_mcp_servers_share_one_store_under_load() {
         max_wall <= BUDGET_MS + SLACK_MS,
         "slowest hook (wall): {max_wall} ms"
     );
+    // 64 MB: journal_size_limit (WAL_SIZE_LIMIT_BYTES), the most a WAL is left at.
+    assert!(max_wal <= 64 * 1024 * 1024, "WAL of {max_wal} bytes");
     // Exactly every line written, each once, in order.
     assert_eq!(messages as u64, total_written);
     let c = rusqlite::Connection::open(sb.db()).unwrap();

@@ -166,12 +166,10 @@ fn run_inner(
     // Work (reading, waiting for the lock, writing) stops at 90% of the budget: the last step,
     // recording the run and exiting fit in the rest.
     let deadline = started + Duration::from_millis(budget * WORK_SHARE_PERCENT / 100);
-    let remaining = deadline.saturating_duration_since(Instant::now());
-    let mut store = Store::open_with_timeout(db, remaining.max(Duration::from_millis(50)))?;
-    // Every write waits for the lock only until the deadline: a hook that cannot get it in
-    // time fails open ([`crate::Error::Busy`], logged) and the next hook catches up from the
-    // cursor, which only ever moves with the messages it covers.
-    store.set_deadline(Some(deadline));
+    // Every wait for a lock ends at the deadline: a hook that cannot get the write lock in time
+    // fails open ([`crate::Error::Busy`], logged) and the next hook catches up from the cursor,
+    // which only ever moves with the messages it covers.
+    let mut store = Store::open_until(db, deadline)?;
 
     let paths = memtrail_adapters::transcripts_for_event(agent, &event);
     if paths.is_empty() && transcript_may_be_absent(canonical) {
@@ -276,8 +274,7 @@ fn record(agent: Agent, db: &Path, started: Instant, outcome: &HookOutcome) {
         // The lock was not free within the budget; waiting again would only overrun it.
         return;
     }
-    if let Ok(mut store) = Store::open_with_timeout(db, RECORD_FAILURE_WAIT) {
-        store.set_deadline(Some(Instant::now() + RECORD_FAILURE_WAIT));
+    if let Ok(mut store) = Store::open_until(db, Instant::now() + RECORD_FAILURE_WAIT) {
         let err = outcome.error.clone().map(crate::Error::Invalid);
         record_with(&mut store, agent, started, outcome, err.as_ref());
     }

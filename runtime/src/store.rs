@@ -174,6 +174,26 @@ pub const WAL_AUTOCHECKPOINT_PAGES: i64 = 1000;
 /// `PRAGMA journal_size_limit`: after a checkpoint the WAL file is truncated to this many bytes.
 pub const WAL_SIZE_LIMIT_BYTES: i64 = 64 * 1024 * 1024;
 
+/// The process's deadline for lock waits (see [`Store::set_deadline`]).
+static DEADLINE: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+
+/// SQLite busy handler for a store with a deadline: `true` (try again) after a pause of 1 to
+/// 100 ms growing with the number of tries `n`, capped by the time left; `false` (give up with
+/// `SQLITE_BUSY`) once the deadline has passed.
+fn deadline_busy_handler(n: i32) -> bool {
+    const DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+    let Some(d) = *DEADLINE.lock().unwrap_or_else(|e| e.into_inner()) else {
+        return false;
+    };
+    let now = Instant::now();
+    if now >= d {
+        return false;
+    }
+    let step = DELAYS_MS[(n.max(0) as usize).min(DELAYS_MS.len() - 1)];
+    std::thread::sleep(Duration::from_millis(step).min(d - now));
+    true
+}
+
 fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _)
         if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
@@ -264,6 +284,10 @@ impl Store {
     /// Errors: [`Error::NewerSchema`] when the store was written by a newer memtrail; SQLite or
     /// I/O errors otherwise.
     pub fn open_with_timeout(path: &Path, busy: Duration) -> Result<Store> {
+        Self::open_inner(path, busy, None)
+    }
+
+    fn open_inner(path: &Path, busy: Duration, deadline: Option<Instant>) -> Result<Store> {
         let existed = path.exists();
         if !existed {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -279,12 +303,15 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_URI,
         )?;
         conn.busy_timeout(busy)?;
-        let store = Store {
+        let mut store = Store {
             conn,
             path: path.to_path_buf(),
             busy,
             deadline: None,
         };
+        if deadline.is_some() {
+            store.set_deadline(deadline)?;
+        }
         let not_a_store = |e: Error| match e {
             Error::Sqlite(rusqlite::Error::SqliteFailure(f, _))
                 if f.code == rusqlite::ErrorCode::NotADatabase =>
@@ -366,11 +393,30 @@ impl Store {
         Ok(())
     }
 
-    /// Bound every later write's wait for the write lock by `deadline` (a hook's time budget):
-    /// past it, a write makes one attempt that does not wait, and fails with [`Error::Busy`]
-    /// when another process holds the lock. `None` restores the store's own busy timeout.
-    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+    /// Bound every later wait for a lock (reads and writes) by `deadline` (a hook's time
+    /// budget): until it, SQLite's busy handler waits in growing steps (1 ms to 100 ms) capped
+    /// by what is left; past it, nothing waits, and a write fails with [`Error::Busy`] when
+    /// another process holds the lock. `None` restores the store's own busy timeout.
+    ///
+    /// The deadline is process-wide (SQLite's busy handler is a plain function): a process has
+    /// one deadline at a time, the last one set.
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) -> Result<()> {
         self.deadline = deadline;
+        match deadline {
+            Some(d) => {
+                *DEADLINE.lock().unwrap_or_else(|e| e.into_inner()) = Some(d);
+                self.conn.busy_handler(Some(deadline_busy_handler))?;
+            }
+            None => self.conn.busy_timeout(self.busy)?,
+        }
+        Ok(())
+    }
+
+    /// [`Store::open_with_timeout`] for a process with a deadline (see [`Store::set_deadline`]):
+    /// opening (which reads the schema version) waits for locks only until `deadline` too.
+    pub fn open_until(path: &Path, deadline: Instant) -> Result<Store> {
+        let busy = deadline.saturating_duration_since(Instant::now());
+        Self::open_inner(path, busy, Some(deadline))
     }
 
     /// Run `f` inside one `BEGIN IMMEDIATE` transaction; commit when it returns `Ok`, roll back
@@ -385,11 +431,7 @@ impl Store {
         let started = Instant::now();
         let mut attempt = 0u32;
         let tx = loop {
-            let wait = match self.deadline {
-                Some(d) => d.saturating_duration_since(Instant::now()).min(self.busy),
-                None => self.busy,
-            };
-            self.conn.busy_timeout(wait)?;
+            // With a deadline, the busy handler (see `set_deadline`) does the waiting.
             match rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate) {
                 Ok(tx) => break tx,
                 Err(e) if is_busy(&e) => {

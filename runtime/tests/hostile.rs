@@ -318,7 +318,8 @@ fn a_writer_that_cannot_get_the_lock_by_its_deadline_fails_with_busy() {
     other.execute_batch("BEGIN IMMEDIATE").unwrap();
     let t = Instant::now();
     e.store
-        .set_deadline(Some(Instant::now() + Duration::from_millis(300)));
+        .set_deadline(Some(Instant::now() + Duration::from_millis(300)))
+        .unwrap();
     let err = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap_err();
     let waited = t.elapsed();
     assert!(matches!(err, Error::Busy { .. }), "{err:?}");
@@ -388,4 +389,28 @@ fn repair_rebuilds_a_broken_index_and_recounts() {
     // A second repair finds nothing to fix.
     let again = e.store.repair().unwrap();
     assert!(again.steps.iter().all(|s| s.fixed == 0));
+}
+
+#[test]
+fn a_line_nested_100k_deep_is_one_malformed_line() {
+    let mut e = env();
+    let p = e.transcript();
+    append(&p, &line(&user("u1", "before")));
+    // A JSON object whose `message` is 100,000 nested arrays: serde_json's recursion limit
+    // (128) refuses it instead of overflowing the stack.
+    let mut deep = br#"{"type":"user","uuid":"deep","message":"#.to_vec();
+    deep.extend(std::iter::repeat_n(b'[', 100_000));
+    deep.extend(std::iter::repeat_n(b']', 100_000));
+    deep.extend(b"}\n");
+    append(&p, &deep);
+    append(&p, &line(&user("u2", "after")));
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!((r.inserted, r.stats.lines, r.stats.malformed), (2, 3, 1));
+    assert_eq!(
+        e.messages(),
+        vec![
+            (0, "u1".into(), "before".into()),
+            (1, "u2".into(), "after".into())
+        ]
+    );
 }
