@@ -2,7 +2,8 @@
 //! (default 60): a writer grows 8 Claude Code transcripts line by line (some lines written in
 //! two halves, as an agent mid-write), 16 hook workers each run `memtrail hook claude` with a
 //! Stop payload back to back (16 hook processes at any moment), `memtrail import` runs in a
-//! loop, and 4 `memtrail mcp` servers answer `search` calls in a loop. Then one last import
+//! loop, `memtrail repair` runs every 5 s, and 4 `memtrail mcp` servers answer `search` calls
+//! in a loop. Then one last import
 //! catches up, and:
 //! - the store holds exactly every line written, each once, in order (per session: messages
 //!   `0..n` with the ids written), with the cursors' line counters equal to the lines written
@@ -165,6 +166,25 @@ fn hooks_import_and_mcp_servers_share_one_store_under_load() {
         }));
     }
 
+    // `memtrail repair` every 5 s (it must be safe while hooks and imports run): its reports.
+    let repairs: Arc<Mutex<Vec<(bool, Value)>>> = Arc::default();
+    {
+        let (stop, sb, repairs) = (stop.clone(), sb.clone(), repairs.clone());
+        threads.push(std::thread::spawn(move || {
+            let mut next = Instant::now() + Duration::from_secs(5);
+            while !stop.load(Ordering::SeqCst) {
+                if Instant::now() < next {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+                next += Duration::from_secs(5);
+                let out = sb.cmd().args(["repair", "--json"]).output().unwrap();
+                let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+                repairs.lock().unwrap().push((out.status.success(), v));
+            }
+        }));
+    }
+
     // MCP servers searching in a loop: (calls, failures as text).
     let mcp_calls = Arc::new(AtomicU64::new(0));
     let mcp_failures: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -255,10 +275,11 @@ fn hooks_import_and_mcp_servers_share_one_store_under_load() {
     eprintln!("stress: store {db_size} bytes; largest WAL seen {max_wal} bytes");
     eprintln!(
         "stress: {secs} s; {hooks} hook runs ({busy} gave up the lock, {budget_spent} hit the budget), \
-         {imports} imports, {calls} MCP calls, {total_written} lines written, {messages} messages; \
+         {imports} imports, {repairs} repairs, {calls} MCP calls, {total_written} lines written, {messages} messages; \
          hook duration (own clock) max {max_took} ms, p99 {p99_took} ms; \
          wall time max {max_wall} ms, p99 {p99} ms (budget {BUDGET_MS} ms; wall slack {SLACK_MS} ms)",
         hooks = runs.len(),
+        repairs = repairs.lock().unwrap().len(),
         imports = imports.len(),
         calls = mcp_calls.load(Ordering::SeqCst),
     );
@@ -282,6 +303,19 @@ fn hooks_import_and_mcp_servers_share_one_store_under_load() {
     for (ok, stderr, v) in imports.iter() {
         assert!(*ok, "import failed: {stderr}");
         assert_eq!(v["agents"][0]["unreadable"], serde_json::json!([]), "{v}");
+    }
+    for (ok, v) in repairs.lock().unwrap().iter() {
+        // Nothing derived was wrong, and SQLite's full check passed.
+        assert!(*ok, "repair failed: {v}");
+        assert_eq!(v["integrity"], serde_json::json!(["ok"]), "{v}");
+        assert!(
+            v["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|s| s["fixed"] == 0),
+            "repair found something to fix: {v}"
+        );
     }
     assert!(
         failures.is_empty(),
