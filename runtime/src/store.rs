@@ -171,6 +171,8 @@ pub const WRITE_RETRIES: u32 = 3;
 /// `PRAGMA wal_autocheckpoint`: the WAL is checkpointed by the committing writer once it holds
 /// this many pages (4 KiB each).
 pub const WAL_AUTOCHECKPOINT_PAGES: i64 = 1000;
+/// Longest wait of [`Store::checkpoint`] for the writer and readers to let the WAL restart.
+pub const CHECKPOINT_WAIT: Duration = Duration::from_millis(250);
 /// `PRAGMA journal_size_limit`: after a checkpoint the WAL file is truncated to this many bytes.
 pub const WAL_SIZE_LIMIT_BYTES: i64 = 64 * 1024 * 1024;
 
@@ -453,16 +455,27 @@ impl Store {
         Ok(out)
     }
 
-    /// `PRAGMA wal_checkpoint(PASSIVE)`: copy what the WAL holds back into the database file
-    /// without waiting for readers or writers (what cannot be copied now is left for a later
-    /// checkpoint). Returns (WAL frames, frames checkpointed). Called after an import; the
-    /// automatic checkpoint (every [`WAL_AUTOCHECKPOINT_PAGES`] pages) covers the rest.
-    pub fn checkpoint(&self) -> Result<(i64, i64)> {
-        Ok(self
+    /// Fold the WAL back into the database file and start it over, truncated:
+    /// `PRAGMA wal_checkpoint(TRUNCATE)`, waiting at most [`CHECKPOINT_WAIT`] for the writer
+    /// and for readers of older snapshots (writers wait meanwhile, so the wait is short); when
+    /// they do not finish in time, what could be copied is copied and the WAL is left for a
+    /// later checkpoint. Returns (busy: the WAL could not be restarted, WAL frames, frames
+    /// checkpointed). Called after an import and a repair: the automatic checkpoint (every
+    /// [`WAL_AUTOCHECKPOINT_PAGES`] pages) never restarts a WAL that readers keep using, so
+    /// under steady searching the WAL would otherwise only grow.
+    pub fn checkpoint(&mut self) -> Result<(bool, i64, i64)> {
+        if self.deadline.is_none() {
+            self.conn.busy_timeout(CHECKPOINT_WAIT)?;
+        }
+        let r = self
             .conn
-            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-                Ok((r.get(1)?, r.get(2)?))
-            })?)
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                Ok((r.get::<_, i64>(0)? != 0, r.get(1)?, r.get(2)?))
+            });
+        if self.deadline.is_none() {
+            self.conn.busy_timeout(self.busy)?;
+        }
+        Ok(r?)
     }
 
     /// The stored cursor for a transcript path.
