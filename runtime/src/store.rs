@@ -424,8 +424,8 @@ impl Store {
     /// Run `f` inside one `BEGIN IMMEDIATE` transaction; commit when it returns `Ok`, roll back
     /// otherwise (nothing of a failed transaction is ever visible).
     ///
-    /// Getting the write lock: SQLite's busy handler waits up to the busy timeout (capped by the
-    /// deadline of [`Store::set_deadline`]); when the lock is still taken, the attempt is
+    /// Getting the write lock: SQLite's busy handler waits up to the busy timeout (with a
+    /// deadline, see [`Store::set_deadline`]: until the deadline); when the lock is still taken, the attempt is
     /// repeated up to [`WRITE_RETRIES`] times after a jittered pause of 5–50 ms (never past
     /// the deadline), then [`Error::Busy`] is returned. A full disk or a store at its size
     /// limit (`SQLITE_FULL`) is [`Error::Full`]; the transaction is rolled back.
