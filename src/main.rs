@@ -95,6 +95,13 @@ enum Command {
         #[arg(long, value_name = "AGENT")]
         to: Agent,
     },
+    /// Rebuild the full-text index and the other derived data from the stored messages, then
+    /// run SQLite's full integrity check (safe while agents and hooks are running).
+    Repair {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run the MCP server on stdin/stdout (agents start this; see `install`).
     Mcp,
     /// Run each installed hook command the way its agent would (the command from its config, a
@@ -211,6 +218,11 @@ fn main() -> ExitCode {
     };
     let db = cli.db.clone().unwrap_or_else(default_db_path);
     if let Command::Hook { agent, args } = cli.command {
+        // A panic is caught by the hook and logged; its default report on stderr would reach
+        // the agent, so it goes to the hook log instead.
+        std::panic::set_hook(Box::new(|info| {
+            memtrail_runtime::hook::log_raw("-", None, None, &format!("panic: {info}"));
+        }));
         // Fail open: always exit 0; print only what the agent's protocol allows.
         let outcome = memtrail_runtime::hook::run(agent, &mut std::io::stdin().lock(), &args, &db);
         if let Some(reply) = outcome.stdout {
@@ -398,6 +410,7 @@ fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor { json } => doctor(json),
+        Command::Repair { json } => repair(&db, json),
         Command::Mcp => {
             memtrail_runtime::mcp::serve_stdio(db).map_err(|e| anyhow::anyhow!(e))?;
             Ok(ExitCode::SUCCESS)
@@ -1031,6 +1044,44 @@ fn doctor(json: bool) -> Result<ExitCode> {
     })
 }
 
+fn repair(db: &std::path::Path, json: bool) -> Result<ExitCode> {
+    if !db.exists() {
+        bail!("there is no store at {} (nothing to repair)", db.display());
+    }
+    let mut store = open_store(db)?;
+    let report = store.repair().context("repair stopped")?;
+    if json {
+        out!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for s in &report.steps {
+            out!(
+                "{}: {} ({}, {} ms)",
+                s.name,
+                if s.fixed == 0 {
+                    "was consistent; rebuilt".to_string()
+                } else {
+                    format!("fixed {}", s.fixed)
+                },
+                s.what,
+                s.millis
+            );
+        }
+        if report.ok() {
+            out!("integrity check: ok");
+        } else {
+            out!("integrity check FAILED:");
+            for line in &report.integrity {
+                out!("  {line}");
+            }
+        }
+    }
+    Ok(if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
 fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
     let binary = binary_path()?;
     let mut healthy = true;
@@ -1140,6 +1191,7 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                         "agent": a, "sessions": n, "messages": m
                     })).collect::<Vec<_>>(),
                     "integrity": c.as_ref().err().cloned().unwrap_or_else(|| "ok".into()),
+                    "integrity_check": "quick_check",
                 }),
                 Some(Err(e)) => serde_json::json!({ "path": db, "error": e }),
                 None => serde_json::json!({ "path": db, "exists": false }),
@@ -1198,13 +1250,16 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
         match &store_info {
             Some(Ok((s, check, _))) => {
                 out!(
-                    "\nstore: {} ({:.1} MB, schema v{}, integrity {})",
+                    "\nstore: {} ({:.1} MB, schema v{}, quick integrity check {})",
                     s.path,
                     s.size_bytes as f64 / 1e6,
                     s.schema_version,
                     match check {
                         Ok(()) => "ok".to_string(),
-                        Err(e) => format!("FAILED: {}", memtrail_adapters::one_line(e, 200)),
+                        Err(e) => format!(
+                            "FAILED: {}; run `memtrail repair`",
+                            memtrail_adapters::one_line(e, 200)
+                        ),
                     }
                 );
                 for (agent, sessions, messages) in &s.per_agent {

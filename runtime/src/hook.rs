@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 pub const MAX_PAYLOAD_BYTES: u64 = 4 * 1024 * 1024;
 /// Default time budget of one hook, in milliseconds.
 pub const DEFAULT_BUDGET_MS: u64 = 3000;
+/// Share of the budget (percent) spent on work before the hook stops and leaves the rest for
+/// the next hook.
+pub const WORK_SHARE_PERCENT: u64 = 90;
 /// Budget for Claude Code's SessionEnd, whose hooks share a 1.5 s allowance.
 pub const SESSION_END_BUDGET_MS: u64 = 1000;
 /// The hook log is rotated (to `hook.log.1`) past this size.
@@ -71,6 +74,31 @@ pub fn run(agent: Agent, stdin: &mut dyn Read, args: &[String], db: &Path) -> Ho
                 .unwrap_or_default()
         )),
     };
+    if let Some(path) = std::env::var_os("MEMTRAIL_HOOK_TIMING").filter(|p| !p.is_empty()) {
+        // One line per run, `<agent> <event> <ok|busy|error> <µs>`, for measuring hooks (best
+        // effort). `busy`: the store's write lock was not free within the budget.
+        let how = match &error {
+            None => "ok",
+            Some(e) if e.contains("the store is busy") => "busy",
+            Some(_) => "error",
+        };
+        let line = format!(
+            "{} {} {how} {}\n",
+            agent.as_str(),
+            outcome
+                .event
+                .as_ref()
+                .map(|e| e.event.as_str())
+                .filter(|e| !e.is_empty())
+                .unwrap_or("-"),
+            started.elapsed().as_micros()
+        );
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+    }
     if let Some(e) = &error {
         log_line(agent, outcome.event.as_ref(), &format!("error: {e}"));
         outcome.error = Some(e.clone());
@@ -138,9 +166,13 @@ fn run_inner(
     } else {
         budget_ms()
     };
-    let deadline = started + Duration::from_millis(budget);
-    let remaining = deadline.saturating_duration_since(Instant::now());
-    let mut store = Store::open_with_timeout(db, remaining.max(Duration::from_millis(50)))?;
+    // Work (reading, waiting for the lock, writing) stops at 90% of the budget: the last step,
+    // recording the run and exiting fit in the rest.
+    let deadline = started + Duration::from_millis(budget * WORK_SHARE_PERCENT / 100);
+    // Every wait for a lock ends at the deadline: a hook that cannot get the write lock in time
+    // fails open ([`crate::Error::Busy`], logged) and the next hook catches up from the cursor,
+    // which only ever moves with the messages it covers.
+    let mut store = Store::open_until(db, deadline)?;
 
     let paths = memtrail_adapters::transcripts_for_event(agent, &event);
     if paths.is_empty() && transcript_may_be_absent(canonical) {
@@ -378,8 +410,19 @@ fn transcript_may_be_absent(event: &str) -> bool {
     )
 }
 
+/// How long a failed hook may still wait for the lock to record its failure.
+const RECORD_FAILURE_WAIT: Duration = Duration::from_millis(50);
+
 fn record(agent: Agent, db: &Path, started: Instant, outcome: &HookOutcome) {
-    if let Ok(mut store) = Store::open_with_timeout(db, Duration::from_millis(200)) {
+    if outcome
+        .error
+        .as_deref()
+        .is_some_and(|e| e.contains("the store is busy"))
+    {
+        // The lock was not free within the budget; waiting again would only overrun it.
+        return;
+    }
+    if let Ok(mut store) = Store::open_until(db, Instant::now() + RECORD_FAILURE_WAIT) {
         let err = outcome.error.clone().map(crate::Error::Invalid);
         record_with(&mut store, agent, started, outcome, err.as_ref());
     }

@@ -28,6 +28,8 @@ pub struct AgentImport {
     pub unknown_lines: u64,
     pub malformed_lines: u64,
     pub bytes: u64,
+    /// Files whose reader panicked (caught; each is also in `unreadable`).
+    pub panicked: u64,
     /// Files that could not be read, with the reason.
     pub unreadable: Vec<(String, String)>,
 }
@@ -54,8 +56,9 @@ pub enum Progress<'a> {
 
 /// Import the transcripts of `agents` modified at or after `since` (ms since the epoch).
 ///
-/// A file that cannot be read is reported in [`AgentImport::unreadable`], never fatal; a store
-/// error stops the import (everything committed before it stays).
+/// A file that cannot be read, does not parse, or whose reader panics is reported in
+/// [`AgentImport::unreadable`], never fatal; a store error (busy, full disk) stops the import
+/// (everything committed before it stays, and a re-run continues from the cursors).
 pub fn import(
     store: &mut Store,
     agents: &[Agent],
@@ -115,7 +118,14 @@ pub fn import(
     for (agent, files, mut rep) in plan {
         let mut sessions = std::collections::HashSet::new();
         for (path, len) in files {
-            match ingest_file(store, agent, &path, None) {
+            // A panic in one file's reader is caught and counted; the transaction it was in
+            // is rolled back as it unwinds, and the import goes on with the next file.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                fault_injection(&path);
+                ingest_file(store, agent, &path, None)
+            }))
+            .unwrap_or_else(|p| Err(crate::Error::Panicked(panic_text(p.as_ref()))));
+            match result {
                 Ok(r) => {
                     if !r.unchanged && r.bytes > 0 {
                         rep.changed_files += 1;
@@ -138,7 +148,13 @@ pub fn import(
                         new_messages: r.inserted,
                     });
                 }
-                Err(crate::Error::Io(e)) => {
+                Err(
+                    e
+                    @ (crate::Error::Io(_) | crate::Error::Panicked(_) | crate::Error::Invalid(_)),
+                ) => {
+                    if matches!(e, crate::Error::Panicked(_)) {
+                        rep.panicked += 1;
+                    }
                     rep.unreadable
                         .push((path.display().to_string(), e.to_string()));
                     progress(Progress::File {
@@ -154,6 +170,31 @@ pub fn import(
         rep.sessions = sessions.len() as u64;
         summary.agents.push(rep);
     }
+    // Fold the WAL back into the database now rather than at some later hook's commit.
+    let _ = store.checkpoint();
     summary.seconds = t0.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// The text of a caught panic's payload.
+pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// Test builds only: `MEMTRAIL_FAULT_PANIC_PATH=<text>` makes the import panic on every file
+/// whose path contains `<text>`, to check that a panicking reader is contained.
+fn fault_injection(path: &std::path::Path) {
+    if cfg!(debug_assertions)
+        && let Ok(needle) = std::env::var("MEMTRAIL_FAULT_PANIC_PATH")
+        && !needle.is_empty()
+        && path.to_string_lossy().contains(&needle)
+    {
+        panic!(
+            "fault injection (MEMTRAIL_FAULT_PANIC_PATH) on {}",
+            path.display()
+        );
+    }
 }

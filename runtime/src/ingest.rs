@@ -15,9 +15,16 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::Instant;
 
-/// Bytes read per step; each step is one write transaction.
-pub const CHUNK_BYTES: usize = 4 * 1024 * 1024;
-/// Longest line that is parsed; longer lines are skipped and counted as malformed.
+/// Bytes read per step; each step is one short write transaction (its messages and the
+/// advanced cursor), so a long import never holds the write lock for long and hooks that run
+/// meanwhile get their turn between steps.
+pub const CHUNK_BYTES: usize = 1024 * 1024;
+/// Most lines applied in one step (one write transaction): a step's transaction stays short
+/// (the write lock is held for the inserts of at most this many lines), and a hook checks its
+/// deadline between steps.
+pub const STEP_LINES: usize = 500;
+/// Longest line that is parsed; longer lines are skipped (streamed past, never held whole) and
+/// counted as malformed.
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// How many leading bytes identify a file's content (hashed with blake3).
 pub const HEAD_BYTES: u64 = 4096;
@@ -105,7 +112,19 @@ fn open_regular(path: &Path) -> std::io::Result<File> {
             format!("{} is not a regular file", path.display()),
         ));
     }
-    File::open(path)
+    // Opened non-blocking, so that a FIFO swapped in after the check cannot block the open
+    // (`file_state` then refuses it); reads of a regular file ignore the flag.
+    #[cfg(unix)]
+    let f = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?
+    };
+    #[cfg(not(unix))]
+    let f = File::open(path)?;
+    Ok(f)
 }
 
 /// Ingest what is new in the transcript at `path` for `agent`, stopping at a line boundary once
@@ -174,7 +193,9 @@ fn ingest_db(
             break;
         }
         let key = format!("{}#{sid}", path.display());
-        let since = store.cursor(&key)?.map_or(0, |c| c.offset as i64);
+        let found = store.cursor(&key)?;
+        let mark = found.as_ref().map(|c| (c.offset, c.head_hash.clone()));
+        let since = found.map_or(0, |c| c.offset as i64);
         let batch = memtrail_adapters::read_database(agent, path, Some(&sid), since)
             .map_err(Error::Invalid)?;
         if batch.sessions.is_empty() && batch.watermark <= since {
@@ -183,6 +204,7 @@ fn ingest_db(
         let stats = batch.stats();
         let watermark = batch.watermark.max(since).max(0) as u64;
         let applied = store.write(|w| {
+            w.expect_cursor(&key, &mark)?;
             let mut total = crate::store::Applied::default();
             let mut first_sid = None;
             for s in batch.sessions {
@@ -200,7 +222,12 @@ fn ingest_db(
             };
             w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
             Ok(total)
-        })?;
+        });
+        let applied = match applied {
+            // Another process took this session's changes meanwhile.
+            Err(Error::Superseded) => continue,
+            other => other?,
+        };
         report.session.get_or_insert(sid);
         report.unchanged = false;
         report.inserted += applied.inserted;
@@ -280,7 +307,9 @@ fn ingest_doc(
         )));
     }
     let had = stored.is_some();
+    let mark = stored.as_ref().map(|c| (c.offset, c.head_hash.clone()));
     let applied = store.write(|w| {
+        w.expect_cursor(&key, &mark)?;
         let sid = w.upsert_session(&sref, &batch.meta)?;
         let before = if had { w.clear_session(sid)? } else { 0 };
         if had {
@@ -294,7 +323,14 @@ fn ingest_doc(
         };
         w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
         Ok((applied, before))
-    })?;
+    });
+    let applied = match applied {
+        Err(Error::Superseded) => {
+            report.unchanged = true;
+            return Ok(report);
+        }
+        other => other?,
+    };
     let (applied, before) = applied;
     // Messages that were there before and still are count as updated, not new.
     report.inserted = applied.inserted.saturating_sub(before);
@@ -369,68 +405,87 @@ fn ingest_lines(
             None => {}
         }
     }
+    // The cursor as this ingest found it; each step commits only if it is still there, so two
+    // processes reading the same file at once never apply the same lines twice.
+    let mut mark = stored.as_ref().map(|c| (c.offset, c.head_hash.clone()));
     file.seek(SeekFrom::Start(start))?;
+    // `offset` is the file position of `buf[0]`, always a line start (the cursor never points
+    // into a line). While an over-long line is skipped, `buf` is empty and `skip` counts the
+    // bytes of it dropped so far: memory stays below MAX_LINE_BYTES + CHUNK_BYTES.
     let mut offset = start;
     let mut first_step = true;
     let mut buf: Vec<u8> = Vec::new();
-    let mut skipping_long_line = false;
+    // Bytes at the start of `buf` known to hold no '\n'.
+    let mut scanned = 0usize;
+    let mut skip: Option<u64> = None;
+    // True when the last step stopped at STEP_LINES with complete lines still in `buf`.
+    let mut pending = false;
+    let mut eof = false;
+    // Bytes still to read: up to the size the file had when this ingest began.
+    let mut left = st.size.saturating_sub(start);
     loop {
-        // Fill the buffer with up to CHUNK_BYTES more (more when one line is longer).
-        let want = CHUNK_BYTES.max(buf.len() + CHUNK_BYTES.min(MAX_LINE_BYTES));
-        let mut eof = false;
-        while buf.len() < want {
-            let old = buf.len();
-            buf.resize(want, 0);
-            let n = file.read(&mut buf[old..])?;
-            buf.truncate(old + n);
-            if n == 0 {
-                eof = true;
-                break;
+        if !pending {
+            eof = fill(&mut file, &mut buf, CHUNK_BYTES, &mut left)?;
+        }
+        let mut batch = Batch::default();
+        // Bytes of an over-long line that ended in this step (they precede `buf`).
+        let mut skipped_line = 0u64;
+        if let Some(dropped) = skip {
+            match memchr(b'\n', &buf) {
+                Some(i) => {
+                    buf.drain(..=i);
+                    skipped_line = dropped + i as u64 + 1;
+                    skip = None;
+                    scanned = 0;
+                    batch.stats.lines += 1;
+                    batch.stats.malformed += 1;
+                }
+                None => {
+                    // Still inside the line: drop what was read, keep nothing.
+                    skip = Some(dropped + buf.len() as u64);
+                    buf.clear();
+                    if eof {
+                        // The line is not finished yet: the cursor stays at its start.
+                        break;
+                    }
+                    continue;
+                }
             }
         }
         // Only complete lines; everything after the last '\n' waits.
-        let complete = match memchr_last(b'\n', &buf) {
-            Some(i) => i + 1,
+        let complete = match memchr_last(b'\n', &buf[scanned.min(buf.len())..]) {
+            Some(i) => scanned + i + 1,
             None => 0,
         };
-        let mut batch = Batch::default();
         let mut consumed = 0usize;
         let mut timed_out = false;
-        if complete == 0 {
-            if buf.len() >= MAX_LINE_BYTES {
-                // One line longer than the limit: drop what we hold and skip to its end.
-                consumed = buf.len();
-                skipping_long_line = true;
+        let mut pos = 0usize;
+        let mut count = 0u32;
+        while pos < complete {
+            let end = pos + memchr(b'\n', &buf[pos..complete]).expect("complete ends with \\n");
+            let line = &buf[pos..end];
+            if line.len() > MAX_LINE_BYTES {
+                batch.stats.lines += 1;
+                batch.stats.malformed += 1;
+            } else if !line.iter().all(u8::is_ascii_whitespace) {
+                reader.line(line, &mut batch);
             }
-        } else {
-            let mut pos = 0usize;
-            let mut count = 0u32;
-            while pos < complete {
-                let end = pos + memchr(b'\n', &buf[pos..complete]).expect("complete ends with \\n");
-                let line = &buf[pos..end];
-                if skipping_long_line {
-                    skipping_long_line = false;
-                    batch.stats.lines += 1;
-                    batch.stats.malformed += 1;
-                } else if line.len() > MAX_LINE_BYTES {
-                    batch.stats.lines += 1;
-                    batch.stats.malformed += 1;
-                } else if !line.iter().all(u8::is_ascii_whitespace) {
-                    reader.line(line, &mut batch);
-                }
-                pos = end + 1;
-                count += 1;
-                if count.is_multiple_of(256) && deadline.is_some_and(|d| Instant::now() >= d) {
-                    timed_out = true;
-                    break;
-                }
+            pos = end + 1;
+            count += 1;
+            if count as usize >= STEP_LINES {
+                // The rest of the chunk goes in the next transaction.
+                break;
             }
-            consumed = pos;
+            if count.is_multiple_of(256) && deadline.is_some_and(|d| Instant::now() >= d) {
+                timed_out = true;
+                break;
+            }
         }
+        consumed += pos;
         reader.finish(&mut batch);
 
-        let new_offset = offset + consumed as u64;
-        if consumed > 0 || reread && first_step {
+        let new_offset = offset + skipped_line + consumed as u64;
+        if new_offset > offset || reread && first_step {
             let head_len = new_offset.min(HEAD_BYTES);
             let tail_len = new_offset.min(HEAD_BYTES);
             let pos = file.stream_position()?;
@@ -449,7 +504,9 @@ fn ingest_lines(
             let meta: SessionMeta = batch.meta;
             let records = batch.records;
             let do_reset = reread && first_step;
+            let new_mark = (new_offset, head.clone());
             let applied = store.write(|w| {
+                w.expect_cursor(&key, &mark)?;
                 let sid = w.upsert_session(&sref, &meta)?;
                 if do_reset {
                     w.clear_session(sid)?;
@@ -473,18 +530,42 @@ fn ingest_lines(
                 };
                 w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
                 Ok(applied)
-            })?;
+            });
+            let applied = match applied {
+                Ok(a) => a,
+                Err(Error::Superseded) => {
+                    // Another process is ahead on this file: what it committed stands.
+                    report.incomplete = false;
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            mark = Some(new_mark);
             first_step = false;
             report.inserted += applied.inserted;
             report.updated += applied.merged + applied.results;
             report.stats.add(stats);
-            report.bytes += consumed as u64;
+            report.bytes += new_offset - offset;
         }
         offset = new_offset;
         buf.drain(..consumed);
+        // Lines left in the buffer (a step cut short) are scanned again.
+        scanned = if pos < complete { 0 } else { buf.len() };
         if timed_out || deadline.is_some_and(|d| Instant::now() >= d) {
             report.incomplete = offset < st.size;
             break;
+        }
+        pending = pos < complete;
+        if pending {
+            // A step ended at STEP_LINES: the buffer still holds complete lines.
+            continue;
+        }
+        if skip.is_none() && buf.len() > MAX_LINE_BYTES {
+            // An unfinished line already over the limit: stop holding it (and its memory).
+            skip = Some(buf.len() as u64);
+            buf = Vec::new();
+            scanned = 0;
+            continue;
         }
         if eof {
             break;
@@ -493,10 +574,46 @@ fn ingest_lines(
     Ok(report)
 }
 
+/// Append up to `want` bytes of `file` to `buf`, but no more than `left` (the bytes the file
+/// had when this ingest began and that are not read yet; decreased by what was read). True at
+/// the end: `left` is spent or the file ended. Bounding reads by the size seen at the start
+/// keeps one ingest from chasing a file that its agent keeps appending to.
+fn fill(file: &mut File, buf: &mut Vec<u8>, want: usize, left: &mut u64) -> std::io::Result<bool> {
+    let want = want.min(usize::try_from(*left).unwrap_or(usize::MAX));
+    if want == 0 {
+        return Ok(true);
+    }
+    let old = buf.len();
+    let target = old + want;
+    if buf.capacity() < target {
+        // Doubling, but never far past the longest line kept (MAX_LINE_BYTES + a chunk).
+        let limit = (MAX_LINE_BYTES + 2 * CHUNK_BYTES).max(target);
+        let grown = (buf.capacity() * 2).clamp(target, limit);
+        buf.reserve_exact(grown - old);
+    }
+    buf.resize(target, 0);
+    let mut got = 0usize;
+    let result = loop {
+        if got == want {
+            break Ok(());
+        }
+        match file.read(&mut buf[old + got..]) {
+            Ok(0) => break Ok(()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    buf.truncate(old + got);
+    result?;
+    *left -= got as u64;
+    Ok(got < want || *left == 0)
+}
+
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
+    memchr::memchr(needle, hay)
 }
 
 fn memchr_last(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().rposition(|&b| b == needle)
+    memchr::memrchr(needle, hay)
 }

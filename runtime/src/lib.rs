@@ -41,6 +41,25 @@ pub enum Error {
     NotFound(String),
     #[error("{0}")]
     Invalid(String),
+    /// Another process advanced this transcript's cursor while this one was reading: its step
+    /// was rolled back (the other process has those lines). Not a failure; ingest stops.
+    #[error("another memtrail process ingested this transcript meanwhile")]
+    Superseded,
+    /// A reader panicked on this input (caught; the transaction was rolled back).
+    #[error("internal error (panic) while reading: {0}")]
+    Panicked(String),
+    /// Another memtrail process held the store's write lock for longer than this one could wait
+    /// (busy timeout, retries, or a hook's time budget). Nothing was written.
+    #[error(
+        "the store is busy (another memtrail process held the write lock; gave up after {waited_ms} ms); nothing was written"
+    )]
+    Busy { waited_ms: u64 },
+    /// `SQLITE_FULL`: the disk (or the store's size limit) is full. The transaction was rolled
+    /// back; the store holds everything committed before.
+    #[error(
+        "the store's disk is full (SQLITE_FULL): nothing of this step was written and the store is intact; free some disk space and run the command again"
+    )]
+    Full,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -34,7 +34,7 @@ use memtrail_adapters::{
 };
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The schema version this binary writes. A store with a higher version is refused.
 pub const SCHEMA_VERSION: i64 = 3;
@@ -207,6 +207,74 @@ pub fn default_db_path() -> PathBuf {
 pub struct Store {
     pub(crate) conn: Connection,
     path: PathBuf,
+    /// Longest wait for the write lock per attempt.
+    busy: Duration,
+    /// See [`Store::set_deadline`].
+    deadline: Option<Instant>,
+}
+
+/// How many more times a write retries `BEGIN IMMEDIATE` after the busy timeout ran out.
+pub const WRITE_RETRIES: u32 = 3;
+/// `PRAGMA wal_autocheckpoint`: the WAL is checkpointed by the committing writer once it holds
+/// this many pages (4 KiB each).
+pub const WAL_AUTOCHECKPOINT_PAGES: i64 = 1000;
+/// Longest wait of [`Store::checkpoint`] for the writer and readers to let the WAL restart.
+pub const CHECKPOINT_WAIT: Duration = Duration::from_millis(250);
+/// `PRAGMA journal_size_limit`: after a checkpoint the WAL file is truncated to this many bytes.
+pub const WAL_SIZE_LIMIT_BYTES: i64 = 64 * 1024 * 1024;
+
+/// The process's deadline for lock waits (see [`Store::set_deadline`]).
+static DEADLINE: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+
+/// SQLite busy handler for a store with a deadline: `true` (try again) after a pause of 1 to
+/// 100 ms growing with the number of tries `n`, capped by the time left; `false` (give up with
+/// `SQLITE_BUSY`) once the deadline has passed.
+fn deadline_busy_handler(n: i32) -> bool {
+    const DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+    let Some(d) = *DEADLINE.lock().unwrap_or_else(|e| e.into_inner()) else {
+        return false;
+    };
+    let now = Instant::now();
+    if now >= d {
+        return false;
+    }
+    let step = DELAYS_MS[(n.max(0) as usize).min(DELAYS_MS.len() - 1)];
+    std::thread::sleep(Duration::from_millis(step).min(d - now));
+    true
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
+}
+
+/// SQLite errors that need a clearer name than SQLite's own.
+fn classify(e: Error) -> Error {
+    match e {
+        Error::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+            if f.code == rusqlite::ErrorCode::DiskFull =>
+        {
+            Error::Full
+        }
+        Error::Sqlite(ref s) if is_busy(s) => Error::Busy { waited_ms: 0 },
+        other => other,
+    }
+}
+
+/// A few random bits for retry jitter (no RNG dependency: the clock's nanoseconds, the
+/// process id and a counter, mixed).
+fn jitter() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0);
+    let mut x =
+        t ^ ((std::process::id() as u64) << 32) ^ N.fetch_add(0x9E37_79B9, Ordering::Relaxed);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^ (x >> 33)
 }
 
 /// The cursor of one transcript file, as stored.
@@ -265,6 +333,10 @@ impl Store {
     /// Errors: [`Error::NewerSchema`] when the store was written by a newer memtrail; SQLite or
     /// I/O errors otherwise.
     pub fn open_with_timeout(path: &Path, busy: Duration) -> Result<Store> {
+        Self::open_inner(path, busy, None)
+    }
+
+    fn open_inner(path: &Path, busy: Duration, deadline: Option<Instant>) -> Result<Store> {
         let existed = path.exists();
         if !existed {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -280,10 +352,15 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_URI,
         )?;
         conn.busy_timeout(busy)?;
-        let store = Store {
+        let mut store = Store {
             conn,
             path: path.to_path_buf(),
+            busy,
+            deadline: None,
         };
+        if deadline.is_some() {
+            store.set_deadline(deadline)?;
+        }
         let not_a_store = |e: Error| match e {
             Error::Sqlite(rusqlite::Error::SqliteFailure(f, _))
                 if f.code == rusqlite::ErrorCode::NotADatabase =>
@@ -322,6 +399,10 @@ impl Store {
         self.conn.execute_batch(
             "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;",
         )?;
+        self.conn
+            .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
+        self.conn
+            .pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT_BYTES)?;
         Ok(())
     }
 
@@ -364,15 +445,87 @@ impl Store {
         Ok(())
     }
 
+    /// Bound every later wait for a lock (reads and writes) by `deadline` (a hook's time
+    /// budget): until it, SQLite's busy handler waits in growing steps (1 ms to 100 ms) capped
+    /// by what is left; past it, nothing waits, and a write fails with [`Error::Busy`] when
+    /// another process holds the lock. `None` restores the store's own busy timeout.
+    ///
+    /// The deadline is process-wide (SQLite's busy handler is a plain function): a process has
+    /// one deadline at a time, the last one set.
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) -> Result<()> {
+        self.deadline = deadline;
+        match deadline {
+            Some(d) => {
+                *DEADLINE.lock().unwrap_or_else(|e| e.into_inner()) = Some(d);
+                self.conn.busy_handler(Some(deadline_busy_handler))?;
+            }
+            None => self.conn.busy_timeout(self.busy)?,
+        }
+        Ok(())
+    }
+
+    /// [`Store::open_with_timeout`] for a process with a deadline (see [`Store::set_deadline`]):
+    /// opening (which reads the schema version) waits for locks only until `deadline` too.
+    pub fn open_until(path: &Path, deadline: Instant) -> Result<Store> {
+        let busy = deadline.saturating_duration_since(Instant::now());
+        Self::open_inner(path, busy, Some(deadline))
+    }
+
     /// Run `f` inside one `BEGIN IMMEDIATE` transaction; commit when it returns `Ok`, roll back
-    /// otherwise.
+    /// otherwise (nothing of a failed transaction is ever visible).
+    ///
+    /// Getting the write lock: SQLite's busy handler waits up to the busy timeout (with a
+    /// deadline, see [`Store::set_deadline`]: until the deadline); when the lock is still taken, the attempt is
+    /// repeated up to [`WRITE_RETRIES`] times after a jittered pause of 5–50 ms (never past
+    /// the deadline), then [`Error::Busy`] is returned. A full disk or a store at its size
+    /// limit (`SQLITE_FULL`) is [`Error::Full`]; the transaction is rolled back.
     pub fn write<T>(&mut self, f: impl FnOnce(&Writer<'_>) -> Result<T>) -> Result<T> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let out = f(&Writer { tx: &tx })?;
-        tx.commit()?;
+        let started = Instant::now();
+        let mut attempt = 0u32;
+        let tx = loop {
+            // With a deadline, the busy handler (see `set_deadline`) does the waiting.
+            match rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate) {
+                Ok(tx) => break tx,
+                Err(e) if is_busy(&e) => {
+                    let pause = Duration::from_millis(5 + jitter() % 46);
+                    let in_time = self.deadline.is_none_or(|d| Instant::now() + pause < d);
+                    if attempt >= WRITE_RETRIES || !in_time {
+                        return Err(Error::Busy {
+                            waited_ms: started.elapsed().as_millis() as u64,
+                        });
+                    }
+                    attempt += 1;
+                    std::thread::sleep(pause);
+                }
+                Err(e) => return Err(classify(e.into())),
+            }
+        };
+        let out = f(&Writer { tx: &tx }).map_err(classify)?;
+        tx.commit().map_err(|e| classify(e.into()))?;
         Ok(out)
+    }
+
+    /// Fold the WAL back into the database file and start it over, truncated:
+    /// `PRAGMA wal_checkpoint(TRUNCATE)`, waiting at most [`CHECKPOINT_WAIT`] for the writer
+    /// and for readers of older snapshots (writers wait meanwhile, so the wait is short); when
+    /// they do not finish in time, what could be copied is copied and the WAL is left for a
+    /// later checkpoint. Returns (busy: the WAL could not be restarted, WAL frames, frames
+    /// checkpointed). Called after an import and a repair: the automatic checkpoint (every
+    /// [`WAL_AUTOCHECKPOINT_PAGES`] pages) never restarts a WAL that readers keep using, so
+    /// under steady searching the WAL would otherwise only grow.
+    pub fn checkpoint(&mut self) -> Result<(bool, i64, i64)> {
+        if self.deadline.is_none() {
+            self.conn.busy_timeout(CHECKPOINT_WAIT)?;
+        }
+        let r = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                Ok((r.get::<_, i64>(0)? != 0, r.get(1)?, r.get(2)?))
+            });
+        if self.deadline.is_none() {
+            self.conn.busy_timeout(self.busy)?;
+        }
+        Ok(r?)
     }
 
     /// The stored cursor for a transcript path.
@@ -1059,6 +1212,31 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// The stored cursor's offset and head hash for `path`, read inside this transaction: an
+    /// ingest step compares it with the cursor it started from, and stands down when another
+    /// process moved it meanwhile (see [`Error::Superseded`]).
+    pub fn cursor_mark(&self, path: &str) -> Result<Option<(u64, Option<String>)>> {
+        Ok(self
+            .tx
+            .prepare_cached("SELECT offset, head_hash FROM sources WHERE path = ?1")?
+            .query_row([path], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))
+            .optional()?)
+    }
+
+    /// `Err(`[`Error::Superseded`]`)` unless the stored cursor of `path` is still `expected`
+    /// (offset and head hash; `None`: no cursor yet).
+    pub fn expect_cursor(
+        &self,
+        path: &str,
+        expected: &Option<(u64, Option<String>)>,
+    ) -> Result<()> {
+        if &self.cursor_mark(path)? == expected {
+            Ok(())
+        } else {
+            Err(Error::Superseded)
+        }
+    }
+
     /// Reset the line counters of a source (its file is being re-read from the start).
     pub fn reset_source_counters(&self, path: &str) -> Result<()> {
         self.tx.execute(
@@ -1257,4 +1435,158 @@ fn create_private_file(path: &Path) -> Result<()> {
 #[cfg(not(unix))]
 fn create_private_file(_path: &Path) -> Result<()> {
     Ok(())
+}
+
+/// One step of [`Store::repair`]: rebuilds or re-derives one kind of derived data from the
+/// stored messages, inside its own short write transaction. `run` returns how many rows (or
+/// index entries) it found wrong and fixed; 0 means it was already right.
+pub struct RepairStep {
+    /// Short name, shown by `memtrail repair` (e.g. `full-text index`).
+    pub name: &'static str,
+    /// What the step re-derives, for the report.
+    pub what: &'static str,
+    pub run: fn(&Writer<'_>) -> Result<u64>,
+}
+
+/// The derived data `memtrail repair` rebuilds, in order. A table derived from `messages`
+/// (e.g. events) adds its step here.
+pub const REPAIR_STEPS: &[RepairStep] = &[
+    RepairStep {
+        name: "full-text index",
+        what: "messages_fts rebuilt from messages (body, tools, cjk)",
+        run: repair_fts,
+    },
+    RepairStep {
+        name: "tool calls",
+        what: "tool_calls rows whose message is gone, deleted",
+        run: repair_tool_calls,
+    },
+    RepairStep {
+        name: "events",
+        what: "events extracted again from every stored message",
+        run: repair_events,
+    },
+    RepairStep {
+        name: "message counts",
+        what: "sessions.message_count recounted from messages",
+        run: repair_message_counts,
+    },
+];
+
+/// The FTS5 index checked against its content table (`'integrity-check'` with rank 1, see
+/// <https://sqlite.org/fts5.html#the_integrity_check_command>) and rebuilt either way. Returns
+/// 1 when the check had failed, else 0.
+fn repair_fts(w: &Writer<'_>) -> Result<u64> {
+    let broken =
+        w.tx.execute(
+            "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
+            [],
+        )
+        .is_err();
+    w.tx.execute(
+        "INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')",
+        [],
+    )?;
+    Ok(broken as u64)
+}
+
+fn repair_tool_calls(w: &Writer<'_>) -> Result<u64> {
+    Ok(w.tx.execute(
+        "DELETE FROM tool_calls WHERE message_id NOT IN (SELECT id FROM messages)",
+        [],
+    )? as u64)
+}
+
+/// Events rebuilt from the messages; returns how many event rows differed (missing, extra or
+/// changed) from what the messages give now.
+fn repair_events(w: &Writer<'_>) -> Result<u64> {
+    const COLS: &str =
+        "message_id, seq, category, action, priority, subject, detail, call_id, tool";
+    w.tx.execute("DROP TABLE IF EXISTS temp.events_before", [])?;
+    w.tx.execute(
+        &format!("CREATE TEMP TABLE events_before AS SELECT {COLS} FROM events"),
+        [],
+    )?;
+    w.backfill_events()?;
+    let differ: i64 = w.tx.query_row(
+        &format!(
+            "SELECT (SELECT COUNT(*) FROM (SELECT {COLS} FROM events EXCEPT SELECT {COLS} FROM temp.events_before))
+                  + (SELECT COUNT(*) FROM (SELECT {COLS} FROM temp.events_before EXCEPT SELECT {COLS} FROM events))"
+        ),
+        [],
+        |r| r.get(0),
+    )?;
+    w.tx.execute("DROP TABLE temp.events_before", [])?;
+    Ok(differ as u64)
+}
+
+fn repair_message_counts(w: &Writer<'_>) -> Result<u64> {
+    Ok(w.tx.execute(
+        "UPDATE sessions SET message_count = n FROM (
+             SELECT s.id AS sid, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n
+             FROM sessions s
+         ) WHERE sessions.id = sid AND sessions.message_count != n",
+        [],
+    )? as u64)
+}
+
+/// What one repair step did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RepairStepReport {
+    pub name: String,
+    pub what: String,
+    /// Rows or index entries found wrong and fixed (0: it was right).
+    pub fixed: u64,
+    pub millis: u64,
+}
+
+/// The result of [`Store::repair`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RepairReport {
+    pub steps: Vec<RepairStepReport>,
+    /// `PRAGMA integrity_check` after the steps: `["ok"]` or SQLite's list of problems.
+    pub integrity: Vec<String>,
+}
+
+impl RepairReport {
+    /// True when the store passed `PRAGMA integrity_check` after the repair.
+    pub fn ok(&self) -> bool {
+        self.integrity.len() == 1 && self.integrity[0] == "ok"
+    }
+}
+
+impl Store {
+    /// Rebuild every derived structure ([`REPAIR_STEPS`]) from the stored messages, each step
+    /// in its own `BEGIN IMMEDIATE` transaction (so hooks running meanwhile wait at most one
+    /// step, or fail open and catch up), then run `PRAGMA integrity_check`. Messages, sessions
+    /// and cursors are never changed, only what is derived from them.
+    ///
+    /// Errors: the store is busy past its timeout ([`Error::Busy`]), the disk is full
+    /// ([`Error::Full`]), or an SQLite error (a step that fails is rolled back).
+    pub fn repair(&mut self) -> Result<RepairReport> {
+        let mut steps = Vec::new();
+        for step in REPAIR_STEPS {
+            let t = Instant::now();
+            let fixed = self.write(|w| (step.run)(w))?;
+            steps.push(RepairStepReport {
+                name: step.name.into(),
+                what: step.what.into(),
+                fixed,
+                millis: t.elapsed().as_millis() as u64,
+            });
+        }
+        let _ = self.checkpoint();
+        let mut stmt = self.conn.prepare("PRAGMA integrity_check")?;
+        let integrity = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok(RepairReport { steps, integrity })
+    }
+
+    /// The SQLite connection, for maintenance and fault-injection tests (e.g. `PRAGMA
+    /// max_page_count` to simulate a full disk). Writes through it bypass the store's rules.
+    #[doc(hidden)]
+    pub fn raw_connection(&self) -> &Connection {
+        &self.conn
+    }
 }

@@ -1,0 +1,255 @@
+//! Reliability of the `memtrail` binary (issue 7): a hook facing a locked store, hostile hook
+//! payloads, a reader that panics during import, and `memtrail repair` / `status` checks. Each
+//! runs in a sandboxed HOME.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+use support::{Sandbox, append, claude_line, message_count, session_id, stop_payload};
+
+const CWD: &str = "/home/user/rel";
+
+/// Run a hook with `payload` on stdin; its output and wall time.
+fn hook(sb: &Sandbox, payload: &[u8], budget_ms: Option<u64>) -> (Output, Duration) {
+    let mut c = sb.cmd();
+    c.args(["hook", "claude"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(b) = budget_ms {
+        c.env("MEMTRAIL_HOOK_BUDGET_MS", b.to_string());
+    }
+    let t = Instant::now();
+    let mut child = c.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let payload = payload.to_vec();
+    let writer = std::thread::spawn(move || {
+        // The hook may stop reading early (a payload over the limit): EPIPE is fine.
+        let _ = stdin.write_all(&payload);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    (out, t.elapsed())
+}
+
+fn assert_silent_success(out: &Output, what: &str) {
+    assert!(out.status.success(), "{what}: {:?}", out.status);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "{what}: stdout");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{what}: stderr");
+}
+
+fn write_lines(path: &std::path::Path, sid: &str, range: std::ops::Range<u64>) {
+    let mut text = String::new();
+    for i in range {
+        text.push_str(&claude_line(sid, CWD, i));
+        text.push('\n');
+    }
+    append(path, text.as_bytes());
+}
+
+#[test]
+fn a_hook_facing_a_locked_store_gives_up_within_its_budget_and_the_next_catches_up() {
+    let sb = Sandbox::new();
+    let sid = session_id(1);
+    let t = sb.transcript("rel", &sid);
+    write_lines(&t, &sid, 0..4);
+    let payload = stop_payload(&t, &sid, CWD);
+    let (out, _) = hook(&sb, payload.as_bytes(), None);
+    assert_silent_success(&out, "first hook");
+    assert_eq!(message_count(&sb.db()), 4);
+
+    write_lines(&t, &sid, 4..10);
+    // Another process holds the write lock for longer than the hook's budget.
+    let other = rusqlite::Connection::open(sb.db()).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let (out, took) = hook(&sb, payload.as_bytes(), Some(400));
+    assert_silent_success(&out, "hook on a locked store");
+    // It waited for the lock up to its budget, then gave up (slack: process start and exit).
+    assert!(took >= Duration::from_millis(350), "{took:?}");
+    assert!(took < Duration::from_millis(400 + 1500), "{took:?}");
+    let log = std::fs::read_to_string(sb.hook_log()).unwrap();
+    assert!(log.contains("the store is busy"), "{log}");
+    other.execute_batch("COMMIT").unwrap();
+    assert_eq!(message_count(&sb.db()), 4);
+
+    // The lock is free: the next hook catches up from the cursor, nothing lost or doubled.
+    let (out, _) = hook(&sb, payload.as_bytes(), None);
+    assert_silent_success(&out, "next hook");
+    assert_eq!(message_count(&sb.db()), 10);
+}
+
+/// `[[[ ... ]]]` nested `depth` deep.
+fn nested(depth: usize) -> Vec<u8> {
+    let mut v = vec![b'['; depth];
+    v.extend(std::iter::repeat_n(b']', depth));
+    v
+}
+
+#[test]
+fn hostile_hook_payloads_fail_open_silently_and_are_logged() {
+    let sb = Sandbox::new();
+    let sid = session_id(2);
+    let t = sb.transcript("rel", &sid);
+    write_lines(&t, &sid, 0..2);
+    let valid = stop_payload(&t, &sid, CWD);
+    // A valid payload padded past 4 MB with a long extra field.
+    let mut huge: Value = serde_json::from_str(&valid).unwrap();
+    huge["padding"] = json!("p".repeat(5 * 1024 * 1024));
+    // A payload nested 100,000 deep inside a valid object.
+    let mut deep = br#"{"session_id":"x","hook_event_name":"Stop","extra":"#.to_vec();
+    deep.extend(nested(100_000));
+    deep.push(b'}');
+    let binary: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 256) as u8).collect();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("not JSON", b"this is not json {".to_vec(), "error: "),
+        (
+            "over 4 MB",
+            huge.to_string().into_bytes(),
+            "hook payload larger than 4194304 bytes",
+        ),
+        ("nested 100k deep", deep, "error: "),
+        ("bare deep array", nested(100_000), "error: "),
+        ("binary", binary, "error: "),
+    ];
+    for (i, (what, payload, logged)) in cases.iter().enumerate() {
+        let (out, _) = hook(&sb, payload, None);
+        assert_silent_success(&out, what);
+        let log = std::fs::read_to_string(sb.hook_log()).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines.len(), i + 1, "{what}: one log line each: {log}");
+        assert!(lines[i].contains(logged), "{what}: {}", lines[i]);
+        assert!(!log.contains("panic"), "{what}: {log}");
+    }
+    // Nothing was stored by the bad payloads; a good one still works.
+    assert!(!sb.db().exists() || message_count(&sb.db()) == 0);
+    let (out, _) = hook(&sb, valid.as_bytes(), None);
+    assert_silent_success(&out, "valid payload");
+    assert_eq!(message_count(&sb.db()), 2);
+}
+
+#[test]
+fn import_contains_a_panicking_reader_and_imports_the_rest() {
+    let sb = Sandbox::new();
+    let (a, b) = (session_id(3), session_id(4));
+    let ta = sb.transcript("rel", &a);
+    let tb = sb.transcript("boom", &b);
+    write_lines(&ta, &a, 0..7);
+    write_lines(&tb, &b, 0..5);
+    let out = sb
+        .cmd()
+        .args(["import", "--json"])
+        .env("MEMTRAIL_FAULT_PANIC_PATH", "-home-user-boom")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let claude = &v["agents"][0];
+    assert_eq!(claude["panicked"], 1, "{v}");
+    assert_eq!(claude["messages"], 7, "{v}");
+    let bad = claude["unreadable"].as_array().unwrap();
+    assert_eq!(bad.len(), 1, "{v}");
+    assert_eq!(bad[0][0], tb.display().to_string());
+    assert!(
+        bad[0][1]
+            .as_str()
+            .unwrap()
+            .starts_with("internal error (panic) while reading: fault injection"),
+        "{v}"
+    );
+    assert_eq!(message_count(&sb.db()), 7);
+    // Without the fault the next import takes the other file, and only it.
+    let out = sb.cmd().args(["import", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["agents"][0]["messages"], 5, "{v}");
+    assert_eq!(message_count(&sb.db()), 12);
+}
+
+#[test]
+fn repair_rebuilds_the_index_and_status_runs_a_quick_check() {
+    let sb = Sandbox::new();
+    let sid = session_id(5);
+    let t = sb.transcript("rel", &sid);
+    write_lines(&t, &sid, 0..12);
+    assert!(sb.cmd().args(["import"]).output().unwrap().status.success());
+    // Damage: the index loses every entry, a session count is wrong.
+    let c = rusqlite::Connection::open(sb.db()).unwrap();
+    c.execute_batch(
+        "INSERT INTO messages_fts (messages_fts) VALUES ('delete-all');
+         UPDATE sessions SET message_count = 3;",
+    )
+    .unwrap();
+    drop(c);
+    let search = |q: &str| -> usize {
+        let out = sb.cmd().args(["search", q, "--json"]).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["hits"].as_array().unwrap().len()
+    };
+    assert_eq!(search("module"), 0);
+
+    let out = sb.cmd().args(["repair", "--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let fixed: Vec<(String, u64)> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().into(),
+                s["fixed"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        fixed,
+        vec![
+            ("full-text index".into(), 1),
+            ("tool calls".into(), 0),
+            ("events".into(), 0),
+            ("message counts".into(), 1)
+        ]
+    );
+    assert_eq!(v["integrity"], json!(["ok"]));
+    // Even prompts (i = 0, 2, .., 10) say "the module": 6 hits.
+    assert_eq!(search("module"), 6);
+
+    let out = sb.cmd().args(["repair"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("full-text index: was consistent; rebuilt"),
+        "{text}"
+    );
+    assert!(text.contains("integrity check: ok"), "{text}");
+
+    let out = sb.cmd().args(["status"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("quick integrity check ok"), "{text}");
+    let out = sb.cmd().args(["status", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["store"]["integrity"], "ok", "{v}");
+    assert_eq!(v["store"]["integrity_check"], "quick_check", "{v}");
+    assert_eq!(v["store"]["messages"], 12, "{v}");
+
+    // No store: a clear error.
+    let out = sb
+        .cmd()
+        .args(["--db", "/nonexistent/m.db", "repair"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "memtrail: there is no store at /nonexistent/m.db (nothing to repair)\n"
+    );
+}

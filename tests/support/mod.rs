@@ -1,0 +1,270 @@
+//! What the reliability tests share (`reliability`, `stress`, `crash`): a sandboxed HOME, Claude
+//! Code transcript lines with known content, hook payloads, a newline-delimited JSON-RPC client
+//! for `memtrail mcp`, and a canonical dump of a store for exact comparisons.
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+pub fn memtrail_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_memtrail"))
+}
+
+/// A temp HOME with the agents' and XDG folders inside it; removed on drop.
+pub struct Sandbox {
+    _dir: tempfile::TempDir,
+    pub home: PathBuf,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        Sandbox { _dir: dir, home }
+    }
+
+    pub fn claude_dir(&self) -> PathBuf {
+        self.home.join(".claude")
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.home.join(".local/share/memtrail/memtrail.db")
+    }
+
+    pub fn hook_log(&self) -> PathBuf {
+        self.home.join(".local/state/memtrail/hook.log")
+    }
+
+    /// `memtrail` with only the sandbox's environment; stdin from /dev/null.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(memtrail_bin());
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("XDG_DATA_HOME", self.home.join(".local/share"))
+            .env("XDG_STATE_HOME", self.home.join(".local/state"))
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("XDG_CACHE_HOME", self.home.join(".cache"))
+            .env("CLAUDE_CONFIG_DIR", self.claude_dir())
+            .env("CODEX_HOME", self.home.join(".codex"))
+            .env("GEMINI_CLI_HOME", &self.home)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Where Claude Code keeps the transcript of session `sid` of project `/home/user/<project>`.
+    pub fn transcript(&self, project: &str, sid: &str) -> PathBuf {
+        let p = self
+            .claude_dir()
+            .join(format!("projects/-home-user-{project}/{sid}.jsonl"));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        p
+    }
+}
+
+/// A deterministic session id for session number `n`.
+pub fn session_id(n: u32) -> String {
+    format!("{n:08x}-5a1e-4c0d-8b7f-{:012x}", 0x5eed_0000u64 + n as u64)
+}
+
+/// One Claude Code 2.x transcript line (transcript-formats.md §1). Even `i`: a user prompt;
+/// odd `i`: an assistant text block with its own `message.id`. Either way exactly one stored
+/// message, with id `u<i>` or `msg_<sid8>_<i>`, and text that names `i` and the session.
+pub fn claude_line(sid: &str, cwd: &str, i: u64) -> String {
+    let mut v = json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external", "cwd": cwd,
+        "sessionId": sid, "version": "2.1.49", "gitBranch": "main",
+        "uuid": format!("u{i}"),
+        "timestamp": format!("2026-11-20T10:{:02}:{:02}.{:03}Z", (i / 60) % 60, i % 60, i % 1000),
+    });
+    let word = WORDS[(i % WORDS.len() as u64) as usize];
+    if i.is_multiple_of(2) {
+        v["type"] = json!("user");
+        v["message"] = json!({"role": "user",
+            "content": format!("prompt {i} of session {sid}: please {word} the module")});
+    } else {
+        v["type"] = json!("assistant");
+        v["requestId"] = json!(format!("req_{i}"));
+        v["message"] = json!({
+            "model": "claude-sonnet-4-5", "id": format!("msg_{}_{i}", &sid[..8]), "type": "message",
+            "role": "assistant",
+            "content": [{"type": "text", "text": format!("answer {i}: I will {word} it now")}],
+            "stop_reason": null, "usage": {"input_tokens": 3, "output_tokens": 5}
+        });
+    }
+    v.to_string()
+}
+
+pub const WORDS: &[&str] = &[
+    "refactor",
+    "rename",
+    "document",
+    "benchmark",
+    "profile",
+    "test",
+    "lint",
+    "format",
+    "simplify",
+    "review",
+    "deploy",
+    "migrate",
+];
+
+/// A Claude Code `Stop` hook payload (agent-specs.md).
+pub fn stop_payload(transcript: &Path, sid: &str, cwd: &str) -> String {
+    json!({
+        "session_id": sid,
+        "transcript_path": transcript,
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "Stop",
+        "stop_hook_active": false
+    })
+    .to_string()
+}
+
+pub fn append(path: &Path, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+/// A `memtrail mcp` server driven over stdio with newline-delimited JSON-RPC.
+pub struct Mcp {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Mcp {
+    /// Start the server and complete the handshake (initialize, notifications/initialized).
+    pub fn start(sb: &Sandbox) -> Mcp {
+        let mut child = sb
+            .cmd()
+            .arg("mcp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut m = Mcp {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        };
+        let init = m.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "memtrail-stress", "version": "0"}}),
+        );
+        assert!(init["result"]["serverInfo"]["name"] == "memtrail", "{init}");
+        m.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        m
+    }
+
+    fn send(&mut self, v: &Value) {
+        writeln!(self.stdin, "{v}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Send a request and return its response (notifications in between are skipped).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).unwrap();
+            assert!(n > 0, "the MCP server closed its stdout");
+            let v: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("MCP server printed non-JSON ({e}): {line}"));
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+
+    /// `tools/call search`; the response.
+    pub fn search(&mut self, query: &str) -> Value {
+        self.request(
+            "tools/call",
+            json!({"name": "search", "arguments": {"query": query, "limit": 5}}),
+        )
+    }
+
+    /// Close stdin and wait for the server to exit; its exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        drop(self.stdin);
+        self.child.wait().unwrap()
+    }
+}
+
+/// The canonical content of a store: every session, message, tool call and source counter that
+/// does not depend on timing (no row ids, no ingest times), plus FTS hits for a few words and
+/// `PRAGMA integrity_check`. Two stores holding the same data dump the same.
+pub fn dump(db: &Path) -> Vec<String> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut out = Vec::new();
+    let mut q = |sql: &str| {
+        let mut st = c.prepare(sql).unwrap();
+        let n = st.column_count();
+        let rows = st
+            .query_map([], |r| {
+                let mut cols = Vec::with_capacity(n);
+                for i in 0..n {
+                    let v: rusqlite::types::Value = r.get(i)?;
+                    cols.push(format!("{v:?}"));
+                }
+                Ok(cols.join(" | "))
+            })
+            .unwrap();
+        out.push(format!("## {sql}"));
+        for r in rows {
+            out.push(r.unwrap());
+        }
+    };
+    q(
+        "SELECT agent, external_id, parent_external_id, project_dir, title, model, git_branch,
+              agent_version, started_at, updated_at, message_count
+       FROM sessions ORDER BY agent, external_id",
+    );
+    q(
+        "SELECT s.external_id, m.seq, m.ext_id, m.role, m.kind, m.ts, m.model, m.body, m.tools,
+              m.cjk, m.parts
+       FROM messages m JOIN sessions s ON s.id = m.session_id ORDER BY s.external_id, m.seq",
+    );
+    q("SELECT s.external_id, c.call_id, m.ext_id, c.name, c.tool, c.is_error, c.has_output
+       FROM tool_calls c JOIN sessions s ON s.id = c.session_id JOIN messages m ON m.id = c.message_id
+       ORDER BY s.external_id, c.call_id");
+    q(
+        "SELECT path, agent, offset, size, head_len, head_hash, lines, skipped, malformed, unknown,
+              reader_state, tail_len, tail_hash
+       FROM sources ORDER BY path",
+    );
+    for word in ["refactor", "migrate", "module", "answer", "cargo", "test"] {
+        q(&format!(
+            "SELECT s.external_id, m.ext_id FROM messages_fts f JOIN messages m ON m.id = f.rowid
+             JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH '{word}'
+             ORDER BY s.external_id, m.seq"
+        ));
+    }
+    q("PRAGMA integrity_check");
+    out
+}
+
+/// The number of messages in the store.
+pub fn message_count(db: &Path) -> i64 {
+    let c = rusqlite::Connection::open(db).unwrap();
+    c.query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))
+        .unwrap()
+}
