@@ -253,3 +253,80 @@ fn repair_rebuilds_the_index_and_status_runs_a_quick_check() {
         "memtrail: there is no store at /nonexistent/m.db (nothing to repair)\n"
     );
 }
+
+/// A transcript the user cannot read (mode 000) is named in the import's summary as an error,
+/// and every other transcript is still imported. As root, permissions are not enforced, so
+/// the import then runs as `nobody` (with `setpriv`) on a sandbox that `nobody` owns.
+#[cfg(unix)]
+#[test]
+fn import_names_an_unreadable_transcript_and_imports_the_rest() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let (a, b) = (session_id(21), session_id(22));
+    let ta = sb.transcript("rel", &a);
+    let tb = sb.transcript("rel", &b);
+    write_lines(&ta, &a, 0..3);
+    write_lines(&tb, &b, 0..5);
+    // /proc/self belongs to the process's effective user.
+    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    let mut cmd = sb.cmd();
+    if root {
+        let Some(setpriv) = ["/usr/bin/setpriv", "/bin/setpriv"]
+            .into_iter()
+            .map(std::path::PathBuf::from)
+            .find(|p| p.exists())
+        else {
+            eprintln!("skipped: running as root without setpriv");
+            return;
+        };
+        // `nobody` must be able to reach the binary and own the sandbox.
+        let top = sb.home.parent().unwrap();
+        let bin = top.join("memtrail");
+        std::fs::copy(support::memtrail_bin(), &bin).unwrap();
+        let st = std::process::Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(top)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let mut c = std::process::Command::new(setpriv);
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .env_clear();
+        for (k, v) in cmd.get_envs() {
+            if let Some(v) = v {
+                c.env(k, v);
+            }
+        }
+        c.current_dir(top);
+        cmd = c;
+    }
+    std::fs::set_permissions(&tb, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let out = cmd.args(["import", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let claude = &v["agents"][0];
+    assert_eq!(claude["agent"], "claude");
+    assert_eq!(claude["files"], 2);
+    assert_eq!(claude["messages"], 3);
+    assert_eq!(claude["unreadable"].as_array().unwrap().len(), 1, "{v:#}");
+    assert_eq!(claude["unreadable"][0][0], tb.to_str().unwrap());
+    assert!(
+        claude["unreadable"][0][1]
+            .as_str()
+            .unwrap()
+            .starts_with("Permission denied"),
+        "{v:#}"
+    );
+    std::fs::set_permissions(&tb, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(
+        message_count(&sb.db()),
+        3,
+        "the readable transcript is imported"
+    );
+}
