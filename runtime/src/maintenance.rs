@@ -130,8 +130,8 @@ fn store_bytes(path: &Path) -> u64 {
 }
 
 /// Delete every message older than `cutoff_ms` (ms since the Unix epoch; a message without a
-/// timestamp takes its session's last activity), then every session left without messages
-/// whose last activity is older than the cutoff; with `vacuum`, `VACUUM` the file afterwards.
+/// timestamp takes its session's last activity; with no time known at all, it is kept), then
+/// every session left without messages whose last activity is older than the cutoff; with `vacuum`, `VACUUM` the file afterwards.
 /// One transaction. Cursors of deleted sessions are marked [`SkipReason::Deleted`] so an import
 /// does not bring them back. A partly purged session keeps its message numbering (`seq`) and
 /// its `message_count` (the next message's index), so later messages still sort after; its
@@ -141,8 +141,8 @@ fn store_bytes(path: &Path) -> u64 {
 /// changes again is re-read whole, which brings its purged messages back.
 pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> Result<Purged> {
     const OLD: &str = "FROM messages m JOIN sessions s ON s.id = m.session_id
-         WHERE COALESCE(m.ts, s.updated_at, s.started_at, 0) < ?1";
-    const EMPTY: &str = "FROM sessions s WHERE COALESCE(s.updated_at, s.started_at, 0) < ?1
+         WHERE COALESCE(m.ts, s.updated_at, s.started_at) < ?1";
+    const EMPTY: &str = "FROM sessions s WHERE COALESCE(s.updated_at, s.started_at) < ?1
          AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)";
     let mut out = Purged {
         bytes_before: store_bytes(store.path()),
@@ -158,9 +158,9 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
                 })? as u64;
         // Sessions whose every message is old (or that have none), and that are old themselves.
         out.sessions = store.conn.query_row(
-            "SELECT COUNT(*) FROM sessions s WHERE COALESCE(s.updated_at, s.started_at, 0) < ?1
+            "SELECT COUNT(*) FROM sessions s WHERE COALESCE(s.updated_at, s.started_at) < ?1
                  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id
-                                 AND COALESCE(m.ts, s.updated_at, s.started_at, 0) >= ?1)",
+                                 AND NOT COALESCE(COALESCE(m.ts, s.updated_at, s.started_at) < ?1, 0))",
             [cutoff_ms],
             |r| r.get::<_, i64>(0),
         )? as u64;

@@ -301,17 +301,30 @@ fn purge_older_than() {
     );
     ingest_file(&mut store, Agent::Claude, &a, None).unwrap();
     ingest_file(&mut store, Agent::Claude, &b, None).unwrap();
+    // A session with no time known at all is never purged.
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch(
+            "INSERT INTO sessions (id, agent, external_id, message_count) VALUES (99, 'vscode', 'undated', 1);
+             INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools, parts)
+             VALUES (99, 'u', 0, 'user', 'text', 'undated', '', '[]');",
+        )
+        .unwrap();
+    }
     // Cutoff 2026-01-01T00:00:00Z.
     let cutoff = 1_767_225_600_000;
     let dry = maintenance::purge(&mut store, cutoff, false, true).unwrap();
     assert_eq!((dry.messages, dry.sessions, dry.dry_run), (3, 1, true));
-    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 4);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 5);
     let done = maintenance::purge(&mut store, cutoff, true, false).unwrap();
     assert_eq!((done.messages, done.sessions, done.vacuumed), (3, 1, true));
-    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 1);
-    assert_eq!(count(&db, "SELECT COUNT(*) FROM sessions"), 1);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 2);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM sessions"), 2);
     assert_eq!(
-        count(&db, "SELECT COUNT(*) FROM sessions WHERE title IS NULL"),
+        count(
+            &db,
+            "SELECT COUNT(*) FROM sessions WHERE title IS NULL AND agent = 'claude'"
+        ),
         1
     );
     assert_eq!(search(&store, "oldlemur"), 0);
