@@ -110,7 +110,10 @@ impl Config {
         }
     }
 
+    /// Whether `text` parses, as the agent reads it. A leading byte order mark is the user's
+    /// (the editors keep it, as they found it) and is not part of the check.
     fn parses(self, text: &str) -> Result<(), String> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         match self {
             Config::CodexToml => text
                 .parse::<toml_edit::DocumentMut>()
