@@ -104,6 +104,34 @@ enum Command {
     },
     /// Run the MCP server on stdin/stdout (agents start this; see `install`).
     Mcp,
+    /// Delete every message older than an age or date (with its search entries and events), and
+    /// the sessions left empty. Nothing is ever deleted unless you run this.
+    Purge {
+        /// The age or date: 90d, 12w, or YYYY-MM-DD / RFC 3339 (messages before it go).
+        #[arg(long, value_name = "AGE")]
+        older_than: String,
+        /// Also VACUUM the store afterwards (gives the freed space back to the disk).
+        #[arg(long)]
+        vacuum: bool,
+        /// Show what would be deleted; delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Do not ask (required when stdin is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-apply the current redaction rules (secrets, `<private>` spans) to data stored earlier.
+    Redact {
+        /// Rewrite every stored message and title that the current rules change.
+        #[arg(long, required = true)]
+        rescan: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run each installed hook command the way its agent would (the command from its config, a
     /// synthetic payload, a throwaway store) and print one line per problem with the fix.
     Doctor {
@@ -191,6 +219,18 @@ enum SessionsCommand {
         /// Most messages to show [default: all].
         #[arg(long)]
         limit: Option<u32>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session (and its sub-agent sessions) from the store: messages, search entries,
+    /// tool calls, events. Its transcript is not read again, so it does not come back.
+    Delete {
+        /// Session id (or a unique prefix).
+        id: String,
+        /// Do not ask (required when stdin is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -411,6 +451,17 @@ fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
         }
         Command::Doctor { json } => doctor(json),
         Command::Repair { json } => repair(&db, json),
+        Command::Sessions(SessionsCommand::Delete { id, yes, json }) => {
+            delete_session(&db, &id, yes, json)
+        }
+        Command::Purge {
+            older_than,
+            vacuum,
+            dry_run,
+            yes,
+            json,
+        } => purge_older(&db, &older_than, vacuum, dry_run, yes, json),
+        Command::Redact { rescan: _, json } => redact_rescan(&db, json),
         Command::Mcp => {
             memtrail_runtime::mcp::serve_stdio(db).map_err(|e| anyhow::anyhow!(e))?;
             Ok(ExitCode::SUCCESS)
@@ -1154,6 +1205,7 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
         })
         .collect();
     let errors = memtrail_runtime::hook::last_log_errors(3);
+    let retention = claude_retention(db);
     if json {
         let run_json = |r: &memtrail_runtime::store::HookRun| {
             serde_json::json!({
@@ -1197,6 +1249,7 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                 None => serde_json::json!({ "path": db, "exists": false }),
             },
             "recent_hook_errors": errors,
+            "claude_retention": retention_json(&retention),
         });
         out!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -1269,6 +1322,7 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
             Some(Err(e)) => out!("\nstore: {} cannot be read: {e}", db.display()),
             None => out!("\nstore: {} (not created yet)", db.display()),
         }
+        print_retention(&retention);
         if !errors.is_empty() {
             out!(
                 "\nrecent hook errors ({}):",
@@ -1292,4 +1346,233 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Ask on a terminal; without one, refuse unless `--yes` was given.
+fn confirm_destructive(prompt: &str, yes: bool) -> Result<bool> {
+    if yes {
+        return Ok(true);
+    }
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        bail!("refusing to delete without confirmation: add --yes");
+    }
+    Ok(dialoguer::Confirm::new()
+        .with_prompt(prompt)
+        .default(false)
+        .interact()?)
+}
+
+fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> Result<ExitCode> {
+    let Some(mut store) = open_store_read(db)? else {
+        bail!("no session `{id}`: the store at {} is empty", db.display());
+    };
+    let info = memtrail_runtime::maintenance::session_info(&store, id)?;
+    let what = format!(
+        "{} session {} ({}; {} messages{}{})",
+        info.agent,
+        info.session_id,
+        info.title.as_deref().unwrap_or("untitled"),
+        info.messages,
+        if info.subagents > 0 {
+            format!(", {} sub-agent sessions", info.subagents)
+        } else {
+            String::new()
+        },
+        info.project
+            .as_deref()
+            .map(|p| format!(", in {p}"))
+            .unwrap_or_default()
+    );
+    if !confirm_destructive(&format!("Delete {what}? This cannot be undone"), yes)? {
+        eprintln!("nothing deleted");
+        return Ok(ExitCode::FAILURE);
+    }
+    let info = memtrail_runtime::maintenance::delete_session(&mut store, &info.session_id)?;
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "deleted": info }))?
+        );
+    } else {
+        out!("deleted {what}");
+        out!("its transcript stays where the agent keeps it; memtrail will not read it again");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn purge_older(
+    db: &std::path::Path,
+    older_than: &str,
+    vacuum: bool,
+    dry_run: bool,
+    yes: bool,
+    json: bool,
+) -> Result<ExitCode> {
+    let cutoff = parse_date(older_than, Bound::Start)
+        .with_context(|| format!("--older-than {older_than:?}"))?;
+    let when = memtrail_adapters::format_rfc3339_ms(cutoff);
+    let Some(mut store) = open_store_read(db)? else {
+        if json {
+            out!(
+                "{}",
+                serde_json::to_string_pretty(&memtrail_runtime::maintenance::Purged {
+                    dry_run,
+                    ..Default::default()
+                })?
+            );
+        } else {
+            out!(
+                "nothing to purge: the store at {} does not exist",
+                db.display()
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let preview = memtrail_runtime::maintenance::purge(&mut store, cutoff, false, true)?;
+    if !dry_run && preview.messages + preview.sessions > 0 {
+        let prompt = format!(
+            "Delete {} messages from before {} ({} sessions entirely)? This cannot be undone",
+            preview.messages,
+            short_time(&when),
+            preview.sessions
+        );
+        if !confirm_destructive(&prompt, yes)? {
+            eprintln!("nothing deleted");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    let r = if dry_run || preview.messages + preview.sessions == 0 && !vacuum {
+        preview
+    } else {
+        memtrail_runtime::maintenance::purge(&mut store, cutoff, vacuum, false)?
+    };
+    if json {
+        out!("{}", serde_json::to_string_pretty(&r)?);
+    } else if r.dry_run {
+        out!(
+            "would delete {} messages from before {} and {} sessions left empty (nothing deleted: dry run)",
+            r.messages,
+            short_time(&when),
+            r.sessions
+        );
+    } else {
+        out!(
+            "deleted {} messages from before {} and {} sessions left empty; store {:.1} MB -> {:.1} MB{}",
+            r.messages,
+            short_time(&when),
+            r.sessions,
+            r.bytes_before as f64 / 1e6,
+            r.bytes_after as f64 / 1e6,
+            if r.vacuumed { " (vacuumed)" } else { "" }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn redact_rescan(db: &std::path::Path, json: bool) -> Result<ExitCode> {
+    let Some(mut store) = open_store_read(db)? else {
+        bail!("no store at {}: nothing to rescan", db.display());
+    };
+    let tty = std::io::stderr().is_terminal() && !json;
+    let r = memtrail_runtime::maintenance::rescan(&mut store, &mut |n| {
+        if tty {
+            eprint!("\rrescanned {n} messages");
+        }
+    })?;
+    if tty {
+        eprintln!();
+    }
+    if json {
+        out!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        out!(
+            "rescanned {} messages: {} changed, {} session titles changed, {} snapshots changed",
+            r.messages,
+            r.messages_changed,
+            r.titles_changed,
+            r.snapshots_changed
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Claude Code's transcript retention against what memtrail has captured (`None` when Claude
+/// Code keeps no transcripts here). Errors are reported as text.
+fn claude_retention(
+    db: &std::path::Path,
+) -> Option<std::result::Result<memtrail_runtime::maintenance::Retention, String>> {
+    use memtrail_adapters::claude;
+    let files = memtrail_adapters::discover(Agent::Claude).ok()?.files;
+    if files.is_empty() && !claude::settings_path().exists() {
+        return None;
+    }
+    let store = match open_store_read(db) {
+        Ok(s) => s,
+        Err(e) => return Some(Err(error_chain(&e))),
+    };
+    Some(
+        memtrail_runtime::maintenance::retention(
+            store.as_ref(),
+            &claude::settings_path(),
+            &files,
+            memtrail_runtime::now_ms(),
+        )
+        .map_err(|e| e.to_string()),
+    )
+}
+
+fn retention_json(
+    r: &Option<std::result::Result<memtrail_runtime::maintenance::Retention, String>>,
+) -> serde_json::Value {
+    match r {
+        None => serde_json::Value::Null,
+        Some(Err(e)) => serde_json::json!({ "error": e }),
+        Some(Ok(r)) => serde_json::json!({
+            "settings": r.settings,
+            "cleanup_period_days": r.cleanup_period_days,
+            "from_settings": r.from_settings,
+            "at_risk": r.at_risk.len(),
+            "first_deletion": r.first_deletion_ms.map(memtrail_adapters::format_rfc3339_ms),
+            "transcripts": r.at_risk.iter().map(|a| serde_json::json!({
+                "path": a.path,
+                "size": a.size,
+                "captured": a.captured,
+                "deletes_at": memtrail_adapters::format_rfc3339_ms(a.deletes_at_ms),
+            })).collect::<Vec<_>>(),
+            "memtrail_keeps_captured": true,
+        }),
+    }
+}
+
+fn print_retention(
+    r: &Option<std::result::Result<memtrail_runtime::maintenance::Retention, String>>,
+) {
+    match r {
+        None => {}
+        Some(Err(e)) => out!("\nClaude Code retention: cannot check: {e}"),
+        Some(Ok(r)) if r.at_risk.is_empty() => out!(
+            "\nClaude Code deletes transcripts after {} days{}; every transcript due within {} days is captured (memtrail keeps what it captured)",
+            r.cleanup_period_days,
+            if r.from_settings { "" } else { " (default)" },
+            memtrail_runtime::maintenance::RETENTION_WARNING_DAYS
+        ),
+        Some(Ok(r)) => {
+            out!(
+                "\nWARNING: Claude Code deletes transcripts after {} days (cleanupPeriodDays{} in {}).",
+                r.cleanup_period_days,
+                if r.from_settings { "" } else { ", default" },
+                r.settings
+            );
+            out!(
+                "  {} transcripts not fully captured by memtrail will be deleted, the first on {}: run `memtrail import --agent claude` now.",
+                r.at_risk.len(),
+                r.first_deletion_ms
+                    .map(|t| short_time(&memtrail_adapters::format_rfc3339_ms(t)))
+                    .unwrap_or_default()
+            );
+            out!(
+                "  memtrail keeps what it has captured after Claude Code deletes a transcript; raise cleanupPeriodDays to keep the files longer."
+            );
+        }
+    }
 }

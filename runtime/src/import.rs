@@ -58,7 +58,9 @@ pub enum Progress<'a> {
 ///
 /// A file that cannot be read, does not parse, or whose reader panics is reported in
 /// [`AgentImport::unreadable`], never fatal; a store error (busy, full disk) stops the import
-/// (everything committed before it stays, and a re-run continues from the cursors).
+/// (everything committed before it stays, and a re-run continues from the cursors), and so does
+/// a memtrail config that cannot be read ([`crate::privacy::Privacy::load`]): which projects to
+/// keep out must be known before anything is read.
 pub fn import(
     store: &mut Store,
     agents: &[Agent],
@@ -66,6 +68,7 @@ pub fn import(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<ImportSummary> {
     let t0 = Instant::now();
+    crate::privacy::Privacy::load()?;
     type Found = (Agent, Vec<(PathBuf, u64)>, AgentImport);
     let mut plan: Vec<Found> = Vec::new();
     let (mut total_files, mut total_bytes) = (0u64, 0u64);

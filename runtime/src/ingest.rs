@@ -6,7 +6,12 @@
 //! chunk. A file that shrank, was replaced (other device/inode) or whose first bytes changed is
 //! re-read from the start, after its session's messages are cleared in the same transaction, so
 //! nothing is duplicated. Lines longer than [`MAX_LINE_BYTES`] are skipped and counted.
+//!
+//! Sessions of excluded projects (see [`crate::privacy`]) and sessions the user deleted are not
+//! stored: their cursor moves to the end of the file with a [`SkipReason`] marker, so the file is
+//! not parsed again at each hook; [`IngestReport::skipped`] says why.
 
+use crate::privacy::{Privacy, SkipReason};
 use crate::store::{Cursor, Store};
 use crate::{Error, Result, now_ms};
 use memtrail_adapters::{Agent, Batch, ParseStats, SessionMeta, Source};
@@ -47,6 +52,68 @@ pub struct IngestReport {
     pub incomplete: bool,
     /// True when the file had nothing new.
     pub unchanged: bool,
+    /// Why the file's content was not stored (an excluded project, a deleted session), if so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+/// The project directory stored for a session, if the session is stored.
+fn stored_project(store: &Store, sref: &memtrail_adapters::SessionRef) -> Result<Option<String>> {
+    use rusqlite::OptionalExtension;
+    Ok(store
+        .conn
+        .query_row(
+            "SELECT project_dir FROM sessions WHERE agent = ?1 AND external_id = ?2",
+            rusqlite::params![sref.agent.as_str(), sref.external_id],
+            |r| r.get::<_, Option<String>>(0),
+        )
+        .optional()?
+        .flatten())
+}
+
+/// The skip marker of a stored cursor, and whether it still holds (`Deleted` always does;
+/// `Excluded` while its project is excluded). `Ok(None)` for a cursor without a marker.
+fn skip_marker(stored: Option<&Cursor>) -> Result<Option<(SkipReason, bool)>> {
+    let Some(reason) = SkipReason::from_state(stored.and_then(|c| c.reader_state.as_ref())) else {
+        return Ok(None);
+    };
+    let holds = match &reason {
+        SkipReason::Deleted => true,
+        SkipReason::Excluded { project } => Privacy::load()?.excluded(project).is_some(),
+    };
+    Ok(Some((reason, holds)))
+}
+
+fn skip_text(reason: &SkipReason) -> String {
+    match reason {
+        SkipReason::Excluded { project } => format!("project {project} is excluded"),
+        SkipReason::Deleted => "the session was deleted".to_string(),
+    }
+}
+
+/// Move the cursor of `key` to the end of the file with the marker `reason`, storing nothing.
+fn skip_to_end(
+    store: &mut Store,
+    agent: Agent,
+    key: &str,
+    st: &FileState,
+    session_id: Option<i64>,
+    reason: &SkipReason,
+    report: &mut IngestReport,
+) -> Result<()> {
+    let cursor = Cursor {
+        session_id,
+        offset: st.size,
+        size: st.size,
+        dev: st.dev,
+        ino: st.ino,
+        mtime_ns: st.mtime_ns,
+        reader_state: Some(reason.to_state()),
+        ..Cursor::default()
+    };
+    store.write(|w| w.save_cursor(key, agent, &cursor, &ParseStats::default(), now_ms()))?;
+    report.skipped = Some(skip_text(reason));
+    Ok(())
 }
 
 struct FileState {
@@ -193,12 +260,48 @@ fn ingest_db(
             break;
         }
         let key = format!("{}#{sid}", path.display());
-        let found = store.cursor(&key)?;
-        let mark = found.as_ref().map(|c| (c.offset, c.head_hash.clone()));
-        let since = found.map_or(0, |c| c.offset as i64);
+        let stored = store.cursor(&key)?;
+        let mark = stored.as_ref().map(|c| (c.offset, c.head_hash.clone()));
+        let mut since = stored.as_ref().map_or(0, |c| c.offset as i64);
+        let mut lifted = false;
+        match skip_marker(stored.as_ref())? {
+            Some((reason, true)) => {
+                report.skipped = Some(skip_text(&reason));
+                continue;
+            }
+            Some((_, false)) => {
+                // No longer excluded: read the whole session again.
+                since = 0;
+                lifted = true;
+            }
+            None => {}
+        }
         let batch = memtrail_adapters::read_database(agent, path, Some(&sid), since)
             .map_err(Error::Invalid)?;
         if batch.sessions.is_empty() && batch.watermark <= since {
+            continue;
+        }
+        let privacy = Privacy::load()?;
+        let excluded = batch.sessions.iter().find_map(|s| {
+            s.meta
+                .project_dir
+                .as_deref()
+                .filter(|p| privacy.excluded(p).is_some())
+        });
+        if let Some(project) = excluded {
+            let reason = SkipReason::Excluded {
+                project: project.to_string(),
+            };
+            let cursor = Cursor {
+                session_id: stored.as_ref().and_then(|c| c.session_id),
+                offset: batch.watermark.max(since).max(0) as u64,
+                size: batch.watermark.max(since).max(0) as u64,
+                reader_state: Some(reason.to_state()),
+                ..Cursor::default()
+            };
+            store
+                .write(|w| w.save_cursor(&key, agent, &cursor, &ParseStats::default(), now_ms()))?;
+            report.skipped = Some(skip_text(&reason));
             continue;
         }
         let stats = batch.stats();
@@ -209,6 +312,10 @@ fn ingest_db(
             let mut first_sid = None;
             for s in batch.sessions {
                 let id = w.upsert_session(&s.session, &s.meta)?;
+                if lifted {
+                    w.clear_session(id)?;
+                    w.upsert_session(&s.session, &s.meta)?;
+                }
                 first_sid.get_or_insert(id);
                 let a = w.apply(id, s.records)?;
                 total.inserted += a.inserted;
@@ -251,8 +358,29 @@ fn ingest_doc(
     let key = path.to_string_lossy().to_string();
     let mut file = open_regular(path)?;
     let st = file_state(&file)?;
-    let stored = store.cursor(&key)?;
+    let mut stored = store.cursor(&key)?;
     let mut report = IngestReport::default();
+    match skip_marker(stored.as_ref())? {
+        Some((reason, true)) => {
+            let c = stored.as_ref().expect("a marker comes from a cursor");
+            if st.size == c.offset && (st.dev, st.ino, st.mtime_ns) == (c.dev, c.ino, c.mtime_ns) {
+                report.unchanged = true;
+                report.skipped = Some(skip_text(&reason));
+                return Ok(report);
+            }
+            let sid = c.session_id;
+            skip_to_end(store, agent, &key, &st, sid, &reason, &mut report)?;
+            return Ok(report);
+        }
+        // No longer excluded: read it again as if it were new (its stored messages replaced).
+        Some((_, false)) => {
+            if let Some(c) = stored.as_mut() {
+                c.head_hash = None;
+                c.mtime_ns = None;
+            }
+        }
+        None => {}
+    }
     if let Some(c) = &stored
         && st.size == c.offset
         && (st.dev, st.ino, st.mtime_ns) == (c.dev, c.ino, c.mtime_ns)
@@ -306,6 +434,25 @@ fn ingest_doc(
             path.display()
         )));
     }
+    let project = match batch.meta.project_dir.clone() {
+        Some(p) => Some(p),
+        None => stored_project(store, &sref)?,
+    };
+    if let Some(project) = project
+        && Privacy::load()?.excluded(&project).is_some()
+    {
+        let sid = stored.as_ref().and_then(|c| c.session_id);
+        skip_to_end(
+            store,
+            agent,
+            &key,
+            &st,
+            sid,
+            &SkipReason::Excluded { project },
+            &mut report,
+        )?;
+        return Ok(report);
+    }
     let had = stored.is_some();
     let mark = stored.as_ref().map(|c| (c.offset, c.head_hash.clone()));
     let applied = store.write(|w| {
@@ -356,7 +503,23 @@ fn ingest_lines(
 
     let mut reread = false;
     let mut start = 0u64;
-    if let Some(c) = &stored {
+    match skip_marker(stored.as_ref())? {
+        Some((reason, true)) => {
+            let c = stored.as_ref().expect("a marker comes from a cursor");
+            if st.size == c.offset && (st.dev, st.ino, st.mtime_ns) == (c.dev, c.ino, c.mtime_ns) {
+                report.unchanged = true;
+                report.skipped = Some(skip_text(&reason));
+                return Ok(report);
+            }
+            let sid = c.session_id;
+            skip_to_end(store, agent, &key, &st, sid, &reason, &mut report)?;
+            return Ok(report);
+        }
+        // No longer excluded: read the whole file again (what was stored before is replaced).
+        Some((_, false)) => reread = true,
+        None => {}
+    }
+    if let Some(c) = stored.as_ref().filter(|_| !reread) {
         // Fast path: same file, same size and modification time as at the last ingest.
         if st.size == c.offset
             && (st.dev, st.ino, st.mtime_ns) == (c.dev, c.ino, c.mtime_ns)
@@ -391,6 +554,9 @@ fn ingest_lines(
 
     let sref = memtrail_adapters::identify(agent, path)?;
     report.session = Some(sref.external_id.clone());
+    // Read before anything is written: a config that does not parse stores nothing.
+    let privacy = Privacy::load()?;
+    let mut project_checked = false;
 
     if start > 0 {
         match stored.as_ref().and_then(|c| c.reader_state.as_ref()) {
@@ -503,6 +669,21 @@ fn ingest_lines(
             let stats = batch.stats;
             let meta: SessionMeta = batch.meta;
             let records = batch.records;
+            if !project_checked {
+                let project = match meta.project_dir.clone() {
+                    Some(p) => Some(p),
+                    None => stored_project(store, &sref)?,
+                };
+                if let Some(project) = project {
+                    project_checked = true;
+                    if privacy.excluded(&project).is_some() {
+                        let sid = stored.as_ref().and_then(|c| c.session_id);
+                        let reason = SkipReason::Excluded { project };
+                        skip_to_end(store, agent, &key, &st, sid, &reason, &mut report)?;
+                        return Ok(report);
+                    }
+                }
+            }
             let do_reset = reread && first_step;
             let new_mark = (new_offset, head.clone());
             let applied = store.write(|w| {

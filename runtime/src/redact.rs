@@ -5,6 +5,11 @@
 //! [`redact_record`] on every record and [`redact`] on the session title before writing, so every
 //! agent's messages, tool inputs and outputs pass through here.
 //!
+//! Before the secret rules, `<private>…</private>` spans are removed whole and replaced by
+//! [`PRIVATE_MARKER`] (`[private]`): a user marks what memtrail must never store. The tags are
+//! matched without regard to case; an unclosed `<private>` hides the rest of the text (a title
+//! cut short, a paste that lost its end). See [`strip_private`].
+//!
 //! The rules are a table of regexes compiled once. A single trigger regex (literal substrings
 //! such as `AKIA`, `sk-`, `://`, `token`) runs first: text without any trigger is returned
 //! borrowed, with no allocation and no further scanning.
@@ -139,9 +144,40 @@ pub fn kinds() -> impl Iterator<Item = &'static str> {
     RULES.iter().map(|r| r.0)
 }
 
-/// `text` with every recognised secret replaced by `[redacted:<kind>]`. Borrowed (no allocation)
-/// when nothing was replaced.
+/// What a `<private>…</private>` span is replaced with.
+pub const PRIVATE_MARKER: &str = "[private]";
+
+static PRIVATE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?is)<private>.*?(?:</private>|\z)").expect("private span rule compiles")
+});
+
+/// `text` with every `<private>…</private>` span (tags included, case-insensitive) replaced by
+/// [`PRIVATE_MARKER`]; an opening tag without a closing one hides everything after it. A stray
+/// `</private>` is left as it is. Borrowed (no allocation) when there is no `<private>` tag.
+pub fn strip_private(text: &str) -> Cow<'_, str> {
+    // Cheap pre-check: no '<' followed by "private" means nothing to do.
+    let has_tag = text
+        .as_bytes()
+        .windows(9)
+        .any(|w| w[0] == b'<' && w[1..8].eq_ignore_ascii_case(b"private") && w[8] == b'>');
+    if !has_tag {
+        return Cow::Borrowed(text);
+    }
+    PRIVATE_RE.replace_all(text, PRIVATE_MARKER)
+}
+
+/// `text` with every `<private>…</private>` span replaced by `[private]` (see [`strip_private`])
+/// and every recognised secret replaced by `[redacted:<kind>]`. Borrowed (no allocation) when
+/// nothing was replaced.
 pub fn redact(text: &str) -> Cow<'_, str> {
+    match strip_private(text) {
+        Cow::Borrowed(t) => redact_secrets(t),
+        Cow::Owned(t) => Cow::Owned(redact_secrets(&t).into_owned()),
+    }
+}
+
+/// [`redact`] without the `<private>` spans: only the secret rules.
+fn redact_secrets(text: &str) -> Cow<'_, str> {
     if !TRIGGER_RE.is_match(text) {
         return Cow::Borrowed(text);
     }

@@ -916,7 +916,7 @@ impl Writer<'_> {
 
     /// Replace the stored events of message `rowid` by what [`crate::events::extract`] finds
     /// in `m` (its current, whole content). Events without a time get the message's.
-    fn index_events(&self, session_id: i64, rowid: i64, m: &Message) -> Result<()> {
+    pub(crate) fn index_events(&self, session_id: i64, rowid: i64, m: &Message) -> Result<()> {
         self.tx
             .prepare_cached("DELETE FROM events WHERE message_id = ?1")?
             .execute([rowid])?;

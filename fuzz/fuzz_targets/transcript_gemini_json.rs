@@ -1,0 +1,12 @@
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+#[allow(unused_imports)]
+use memtrail_fuzz::*;
+
+fuzz_target!(|data: &[u8]| {
+    doc(
+        Agent::Gemini,
+        "/fuzz/tmp/proj/chats/session-2026-01-01T00-00-abcd1234.json",
+        data,
+    );
+});

@@ -1,0 +1,12 @@
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+#[allow(unused_imports)]
+use memtrail_fuzz::*;
+
+fuzz_target!(|data: &[u8]| {
+    doc(
+        Agent::Vscode,
+        "/fuzz/workspaceStorage/w/chatSessions/0199a000-0000-7000-8000-000000000000.json",
+        data,
+    );
+});

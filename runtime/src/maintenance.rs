@@ -1,0 +1,514 @@
+//! Privacy maintenance of the store: delete a session, purge old messages, re-apply the current
+//! redaction rules to what was stored earlier, and the retention check of `memtrail status`.
+//!
+//! Deleted text is gone from the files, not only from queries: these operations run with
+//! `PRAGMA secure_delete = ON` (freed space is overwritten with zeros), then merge the full-text
+//! index (`'optimize'`, which drops the deleted entries' tokens from its segments) and truncate
+//! the WAL (`wal_checkpoint(TRUNCATE)`).
+
+use crate::Result;
+use crate::privacy::SkipReason;
+use crate::redact::{redact, redact_message, redact_title};
+use crate::store::{Store, cjk_index_text, kind_from_str, render_index_text};
+use memtrail_adapters::{Message, Part, Role};
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Messages re-redacted per transaction by [`rescan`] (each transaction stays short, so hooks
+/// running meanwhile wait milliseconds, not the whole rescan).
+pub const RESCAN_BATCH: usize = 500;
+
+/// One stored session, as shown before it is deleted.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SessionInfo {
+    pub agent: String,
+    pub session_id: String,
+    pub title: Option<String>,
+    pub project: Option<String>,
+    /// Messages of the session and of its sub-agent sessions.
+    pub messages: u64,
+    /// Sub-agent sessions deleted with it.
+    pub subagents: u64,
+}
+
+fn session_and_children(store: &Store, row_id: i64) -> Result<(SessionInfo, Vec<i64>)> {
+    let (agent, ext, title, project): (String, String, Option<String>, Option<String>) =
+        store.conn.query_row(
+            "SELECT agent, external_id, title, project_dir FROM sessions WHERE id = ?1",
+            [row_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+    let mut ids = vec![row_id];
+    let mut stmt = store
+        .conn
+        .prepare("SELECT id FROM sessions WHERE agent = ?1 AND parent_external_id = ?2")?;
+    for id in stmt.query_map(params![agent, ext], |r| r.get::<_, i64>(0))? {
+        ids.push(id?);
+    }
+    let mut messages = 0u64;
+    for id in &ids {
+        messages += store.conn.query_row(
+            "SELECT COUNT(*) FROM messages WHERE session_id = ?1",
+            [id],
+            |r| r.get::<_, i64>(0),
+        )? as u64;
+    }
+    Ok((
+        SessionInfo {
+            agent,
+            session_id: ext,
+            title,
+            project,
+            messages,
+            subagents: ids.len() as u64 - 1,
+        },
+        ids,
+    ))
+}
+
+/// What [`delete_session`] would delete: the session (agent id or unique prefix, as
+/// `query::resolve_session`) and its sub-agent sessions.
+///
+/// Errors: [`Error::NotFound`], or [`Error::Invalid`] for an ambiguous prefix.
+pub fn session_info(store: &Store, id: &str) -> Result<SessionInfo> {
+    let row = crate::query::resolve_session(store, id, None)?;
+    Ok(session_and_children(store, row)?.0)
+}
+
+/// Delete a session and its sub-agent sessions: messages (with their full-text entries, tool
+/// calls and, through `ON DELETE CASCADE`, anything else hanging off a message), then the
+/// session rows, in one transaction. The transcripts' cursors are kept, marked
+/// [`SkipReason::Deleted`]: the next hook or `memtrail import` does not read those transcripts
+/// again, so the session does not come back.
+///
+/// Errors: as [`session_info`]; a store error rolls everything back.
+pub fn delete_session(store: &mut Store, id: &str) -> Result<SessionInfo> {
+    let row = crate::query::resolve_session(store, id, None)?;
+    let (info, ids) = session_and_children(store, row)?;
+    secure(store)?;
+    store.write(|w| {
+        let marker = SkipReason::Deleted.to_state().to_string();
+        for sid in &ids {
+            w.tx.execute(
+                "UPDATE sources SET reader_state = ?2 WHERE session_id = ?1",
+                params![sid, marker],
+            )?;
+            w.tx.execute("DELETE FROM tool_calls WHERE session_id = ?1", [sid])?;
+            w.tx.execute("DELETE FROM messages WHERE session_id = ?1", [sid])?;
+            w.tx.execute("DELETE FROM sessions WHERE id = ?1", [sid])?;
+        }
+        Ok(())
+    })?;
+    scrub(store)?;
+    Ok(info)
+}
+
+/// What [`purge`] deleted (or, in a dry run, would delete).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Purged {
+    /// Messages older than the cutoff.
+    pub messages: u64,
+    /// Sessions that had only such messages (deleted whole).
+    pub sessions: u64,
+    /// Bytes of the store (database and WAL) before and after.
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub dry_run: bool,
+    pub vacuumed: bool,
+}
+
+fn store_bytes(path: &Path) -> u64 {
+    ["", "-wal"]
+        .iter()
+        .filter_map(|s| {
+            let mut p = path.to_path_buf().into_os_string();
+            p.push(s);
+            std::fs::metadata(p).ok().map(|m| m.len())
+        })
+        .sum()
+}
+
+/// Delete every message older than `cutoff_ms` (ms since the Unix epoch; a message without a
+/// timestamp takes its session's last activity; with no time known at all, it is kept), then
+/// every session left without messages whose last activity is older than the cutoff; with `vacuum`, `VACUUM` the file afterwards.
+/// One transaction. Cursors of deleted sessions are marked [`SkipReason::Deleted`] so an import
+/// does not bring them back. A partly purged session keeps its message numbering (`seq`) and
+/// its `message_count` (the next message's index), so later messages still sort after; its
+/// title, taken from its first prompt, is cleared when that prompt is purged.
+///
+/// Known limit: a whole-file source (Gemini CLI's legacy JSON, VS Code chat sessions) that
+/// changes again is re-read whole, which brings its purged messages back.
+pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> Result<Purged> {
+    const OLD: &str = "FROM messages m JOIN sessions s ON s.id = m.session_id
+         WHERE COALESCE(m.ts, s.updated_at, s.started_at) < ?1";
+    const EMPTY: &str = "FROM sessions s WHERE COALESCE(s.updated_at, s.started_at) < ?1
+         AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)";
+    let mut out = Purged {
+        bytes_before: store_bytes(store.path()),
+        dry_run,
+        ..Default::default()
+    };
+    if dry_run {
+        out.messages =
+            store
+                .conn
+                .query_row(&format!("SELECT COUNT(*) {OLD}"), [cutoff_ms], |r| {
+                    r.get::<_, i64>(0)
+                })? as u64;
+        // Sessions whose every message is old (or that have none), and that are old themselves.
+        out.sessions = store.conn.query_row(
+            "SELECT COUNT(*) FROM sessions s WHERE COALESCE(s.updated_at, s.started_at) < ?1
+                 AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id
+                                 AND NOT COALESCE(COALESCE(m.ts, s.updated_at, s.started_at) < ?1, 0))",
+            [cutoff_ms],
+            |r| r.get::<_, i64>(0),
+        )? as u64;
+        out.bytes_after = out.bytes_before;
+        return Ok(out);
+    }
+    secure(store)?;
+    let (messages, sessions) = store.write(|w| {
+        w.tx.execute(
+            &format!(
+                "DELETE FROM tool_calls WHERE message_id IN (SELECT m.id {OLD})"
+            ),
+            [cutoff_ms],
+        )?;
+        let messages = w.tx.execute(
+            &format!("DELETE FROM messages WHERE id IN (SELECT m.id {OLD})"),
+            [cutoff_ms],
+        )?;
+        let marker = SkipReason::Deleted.to_state().to_string();
+        w.tx.execute(
+            &format!(
+                "UPDATE sources SET reader_state = ?2 WHERE session_id IN (SELECT s.id {EMPTY})"
+            ),
+            params![cutoff_ms, marker],
+        )?;
+        let sessions = w.tx.execute(
+            &format!("DELETE FROM sessions WHERE id IN (SELECT s.id {EMPTY})"),
+            [cutoff_ms],
+        )?;
+        // Snapshots quote the messages they were built from.
+        w.tx.execute("DELETE FROM snapshots WHERE built_at < ?1", [cutoff_ms])?;
+        w.tx.execute(
+            "UPDATE sessions SET message_count =
+                 (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)
+             WHERE message_count != (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)",
+            [],
+        )?;
+        // The title comes from the first prompt: gone with it.
+        w.tx.execute(
+            "UPDATE sessions SET title = NULL WHERE title IS NOT NULL AND message_count > 0
+             AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = sessions.id AND m.seq = 0)",
+            [],
+        )?;
+        Ok((messages as u64, sessions as u64))
+    })?;
+    out.messages = messages;
+    out.sessions = sessions;
+    scrub(store)?;
+    if vacuum {
+        store.conn.execute_batch("VACUUM")?;
+        store
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        out.vacuumed = true;
+    }
+    out.bytes_after = store_bytes(store.path());
+    Ok(out)
+}
+
+/// What [`rescan`] changed.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Rescanned {
+    /// Messages read.
+    pub messages: u64,
+    /// Messages whose text, tool inputs or outputs changed (their search entries rebuilt).
+    pub messages_changed: u64,
+    /// Session titles that changed.
+    pub titles_changed: u64,
+    /// Saved snapshots (see [`crate::snapshot`]) whose text changed.
+    pub snapshots_changed: u64,
+}
+
+/// Apply the current redaction rules (secrets and `<private>` spans, see [`crate::redact`]) to
+/// everything stored: every message's parts (text, thinking, tool inputs and outputs), its
+/// search columns (rebuilt by the `UPDATE` trigger), and every session title. Runs in
+/// transactions of [`RESCAN_BATCH`] messages; idempotent (a second run changes nothing).
+/// `progress` is called after each batch with the messages read so far.
+pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescanned> {
+    let mut out = Rescanned::default();
+    secure(store)?;
+    let mut last_id = i64::MIN;
+    loop {
+        type Row = (
+            i64,
+            String,
+            String,
+            String,
+            String,
+            String,
+            i64,
+            String,
+            Option<i64>,
+        );
+        let rows: Vec<Row> = {
+            let mut stmt = store.conn.prepare(
+                "SELECT id, ext_id, kind, body, tools, parts, session_id, role, ts FROM messages
+                 WHERE id > ?1 ORDER BY id LIMIT ?2",
+            )?;
+            stmt.query_map(params![last_id, RESCAN_BATCH as i64], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<_>>()?
+        };
+        let Some(last) = rows.last() else { break };
+        last_id = last.0;
+        out.messages += rows.len() as u64;
+        let changed = store.write(|w| {
+            let mut changed = 0u64;
+            for (id, ext_id, kind, body, tools, parts_json, session_id, role, ts) in rows {
+                let parsed: Option<Vec<Part>> = serde_json::from_str(&parts_json).ok();
+                let mut redacted = None;
+                let (new_parts, new_body, new_tools) = match parsed {
+                    Some(parts) => {
+                        let mut m = Message {
+                            id: ext_id,
+                            role: role.parse().unwrap_or(Role::System),
+                            kind: kind_from_str(&kind),
+                            parts: parts.clone(),
+                            timestamp: ts,
+                            model: None,
+                        };
+                        redact_message(&mut m);
+                        let parts_changed = m.parts != parts;
+                        if !parts_changed
+                            && redact(&body) == body.as_str()
+                            && redact(&tools) == tools.as_str()
+                        {
+                            continue;
+                        }
+                        let (b, t) = render_index_text(&m);
+                        let p = serde_json::to_string(&m.parts)?;
+                        redacted = Some(m);
+                        (p, b, t)
+                    }
+                    // Parts that do not parse: redact the stored strings as they are.
+                    None => {
+                        let (p, b, t) = (redact(&parts_json), redact(&body), redact(&tools));
+                        if p == parts_json.as_str() && b == body.as_str() && t == tools.as_str() {
+                            continue;
+                        }
+                        (p.into_owned(), b.into_owned(), t.into_owned())
+                    }
+                };
+                if new_parts == parts_json && new_body == body && new_tools == tools {
+                    continue;
+                }
+                let cjk = cjk_index_text(&new_body, &new_tools);
+                w.tx.execute(
+                    "UPDATE messages SET parts = ?2, body = ?3, tools = ?4, cjk = ?5 WHERE id = ?1",
+                    params![id, new_parts, new_body, new_tools, cjk],
+                )?;
+                // The message's events quote it (paths, prompts, errors): extracted again from
+                // the redacted message, or dropped when its parts cannot be read.
+                match &redacted {
+                    Some(m) => w.index_events(session_id, id, m)?,
+                    None => {
+                        w.tx.execute("DELETE FROM events WHERE message_id = ?1", [id])?;
+                    }
+                }
+                changed += 1;
+            }
+            Ok(changed)
+        })?;
+        out.messages_changed += changed;
+        progress(out.messages);
+    }
+    out.titles_changed = store.write(|w| {
+        let titles: Vec<(i64, String)> = {
+            let mut stmt =
+                w.tx.prepare("SELECT id, title FROM sessions WHERE title IS NOT NULL")?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let mut n = 0u64;
+        for (id, title) in titles {
+            let new = redact_title(&title);
+            if new != title.as_str() {
+                w.tx.execute(
+                    "UPDATE sessions SET title = ?2 WHERE id = ?1",
+                    params![id, new.as_ref()],
+                )?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    })?;
+    out.snapshots_changed = store.write(|w| {
+        let texts: Vec<(i64, String)> = {
+            let mut stmt = w.tx.prepare("SELECT id, text FROM snapshots")?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let mut n = 0u64;
+        for (id, text) in texts {
+            let new = redact(&text);
+            if new != text.as_str() {
+                w.tx.execute(
+                    "UPDATE snapshots SET text = ?2 WHERE id = ?1",
+                    params![id, new.as_ref()],
+                )?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    })?;
+    if out.messages_changed + out.titles_changed + out.snapshots_changed > 0 {
+        scrub(store)?;
+    }
+    Ok(out)
+}
+
+/// Overwrite deleted content with zeros from now on, on this connection.
+fn secure(store: &Store) -> Result<()> {
+    store.conn.pragma_update(None, "secure_delete", "ON")?;
+    Ok(())
+}
+
+/// Drop deleted entries' tokens from the full-text index and truncate the WAL (which may hold
+/// older copies of the pages). A checkpoint that another connection blocks is not an error:
+/// the WAL is truncated by a later one.
+fn scrub(store: &mut Store) -> Result<()> {
+    store.write(|w| {
+        w.tx.execute(
+            "INSERT INTO messages_fts (messages_fts) VALUES ('optimize')",
+            [],
+        )?;
+        Ok(())
+    })?;
+    store
+        .conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    Ok(())
+}
+
+/// Claude Code's transcript retention, for `memtrail status`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Retention {
+    /// The settings file read (`<Claude config dir>/settings.json`).
+    pub settings: String,
+    /// `cleanupPeriodDays` from it, or 30 (Claude Code's default) when absent.
+    pub cleanup_period_days: u64,
+    /// Whether the value came from the settings file.
+    pub from_settings: bool,
+    /// Transcripts that Claude Code deletes within 7 days (older than `cleanupPeriodDays` − 7
+    /// days by modification time) and that memtrail has not fully captured (no cursor, or a
+    /// cursor behind the file's size).
+    pub at_risk: Vec<AtRisk>,
+    /// When the first of them is deleted (ms since the Unix epoch).
+    pub first_deletion_ms: Option<i64>,
+}
+
+/// One transcript at risk (see [`Retention::at_risk`]).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AtRisk {
+    pub path: String,
+    pub size: u64,
+    /// Bytes memtrail has read (0 without a cursor).
+    pub captured: u64,
+    /// When Claude Code deletes it: modification time + `cleanupPeriodDays` (ms since the epoch).
+    pub deletes_at_ms: i64,
+}
+
+/// Days before Claude Code's deletion from which a transcript counts as at risk.
+pub const RETENTION_WARNING_DAYS: u64 = 7;
+
+/// Read `cleanupPeriodDays` from Claude Code's `settings.json` (a JSON object; a missing file,
+/// a file that does not parse or a value that is not a non-negative integer give the default
+/// 30, reported with `from_settings = false`).
+pub fn cleanup_period_days(settings: &Path) -> (u64, bool) {
+    let v = std::fs::read(settings)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("cleanupPeriodDays").and_then(|d| d.as_u64()));
+    match v {
+        Some(d) => (d, true),
+        None => (30, false),
+    }
+}
+
+/// The retention check over `transcripts` (Claude Code's, from `discover`), at time `now_ms`.
+pub fn retention(
+    store: Option<&Store>,
+    settings: &Path,
+    transcripts: &[PathBuf],
+    now_ms: i64,
+) -> Result<Retention> {
+    let (days, from_settings) = cleanup_period_days(settings);
+    let day_ms: i64 = 86_400_000;
+    let horizon = now_ms - (days.saturating_sub(RETENTION_WARNING_DAYS) as i64) * day_ms;
+    let mut at_risk = Vec::new();
+    for p in transcripts {
+        let Ok(md) = std::fs::metadata(p) else {
+            continue;
+        };
+        let Some(mtime) = md
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as i64)
+        else {
+            continue;
+        };
+        if mtime >= horizon {
+            continue;
+        }
+        let key = p.to_string_lossy();
+        let captured = match store {
+            Some(s) => s.cursor(&key)?.map_or(0, |c| c.offset),
+            None => 0,
+        };
+        if captured >= md.len() {
+            continue;
+        }
+        at_risk.push(AtRisk {
+            path: key.into_owned(),
+            size: md.len(),
+            captured,
+            deletes_at_ms: mtime + days as i64 * day_ms,
+        });
+    }
+    at_risk.sort_by_key(|a| a.deletes_at_ms);
+    Ok(Retention {
+        settings: settings.display().to_string(),
+        cleanup_period_days: days,
+        from_settings,
+        first_deletion_ms: at_risk.first().map(|a| a.deletes_at_ms),
+        at_risk,
+    })
+}
+
+/// A session's row id by its agent id, for tests and tools (`None` when not stored).
+pub fn session_row(store: &Store, agent: &str, external_id: &str) -> Result<Option<i64>> {
+    Ok(store
+        .conn
+        .query_row(
+            "SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2",
+            params![agent, external_id],
+            |r| r.get(0),
+        )
+        .optional()?)
+}

@@ -1,0 +1,275 @@
+//! Excluded projects: sessions whose project directory is excluded are never stored, neither by
+//! hooks nor by `memtrail import`.
+//!
+//! A project is excluded when either
+//! - memtrail's config file (`$XDG_CONFIG_HOME/memtrail/config.toml`, i.e.
+//!   `~/.config/memtrail/config.toml`, see [`config_path`]) lists it, or a folder above it, in
+//!   `exclude`, an array of paths (absolute, or starting with `~/`):
+//!   ```toml
+//!   exclude = ["/work/client-x", "~/secret-project"]
+//!   ```
+//! - or a file named `.memtrailignore` exists in the project directory or in any folder above
+//!   it, up to and including the home directory (up to `/` for a project outside the home). The
+//!   file's presence is what counts: an empty file excludes the folder it is in and everything
+//!   below it. Its content is not read (keep notes in it if you like).
+//!
+//! A session is checked when its project directory is known (the transcript's `cwd`, the
+//! database's project). When excluded, nothing of it is written; the transcript's cursor still
+//! advances (marked "excluded", see [`SkipReason`]) so the file is not parsed again
+//! at every hook. When the exclusion is lifted, the next ingest reads that transcript again from
+//! its start. What was stored before a project was excluded stays until it is deleted
+//! (`memtrail sessions delete ID`).
+//!
+//! A config file that cannot be read or parsed is an error: the ingest stores nothing and
+//! leaves its cursor where it was (nothing is lost; it catches up once the file is fixed).
+
+use crate::{Error, Result};
+use std::path::{Component, Path, PathBuf};
+
+/// The name of the per-project exclusion file.
+pub const IGNORE_FILE: &str = ".memtrailignore";
+
+/// `$XDG_CONFIG_HOME/memtrail/config.toml` (`~/.config/memtrail/config.toml`).
+pub fn config_path() -> PathBuf {
+    memtrail_adapters::paths::xdg_config_home()
+        .join("memtrail")
+        .join("config.toml")
+}
+
+/// memtrail's own settings, from [`config_path`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Privacy {
+    /// Excluded folders (absolute, `~` expanded, `.`/`..` resolved lexically).
+    pub exclude: Vec<PathBuf>,
+    /// The home directory: where the search for `.memtrailignore` stops.
+    pub home: PathBuf,
+}
+
+impl Privacy {
+    /// The settings from the config file at [`config_path`] (none when it does not exist), with
+    /// the process's home directory.
+    ///
+    /// Errors: [`Error::Invalid`] naming the file, for a file that cannot be read, is not TOML,
+    /// or whose `exclude` is not an array of strings holding absolute or `~/` paths.
+    pub fn load() -> Result<Privacy> {
+        Self::load_from(&config_path(), &memtrail_adapters::paths::home_dir())
+    }
+
+    /// [`Privacy::load`] from an explicit file and home directory.
+    pub fn load_from(path: &Path, home: &Path) -> Result<Privacy> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Privacy {
+                    exclude: Vec::new(),
+                    home: home.to_path_buf(),
+                });
+            }
+            Err(e) => {
+                return Err(Error::Invalid(format!(
+                    "cannot read memtrail's config {}: {e}",
+                    path.display()
+                )));
+            }
+        };
+        Self::parse(&text, home)
+            .map_err(|e| Error::Invalid(format!("memtrail's config {}: {e}", path.display())))
+    }
+
+    /// Parse the config file's text. Unknown keys are ignored (room for later settings).
+    pub fn parse(text: &str, home: &Path) -> std::result::Result<Privacy, String> {
+        let doc: toml_edit::DocumentMut = text
+            .parse()
+            .map_err(|e: toml_edit::TomlError| e.to_string().trim_end().replace('\n', " "))?;
+        let mut exclude = Vec::new();
+        if let Some(item) = doc.get("exclude") {
+            let arr = item
+                .as_array()
+                .ok_or("`exclude` must be an array of paths, e.g. exclude = [\"~/secret\"]")?;
+            for v in arr.iter() {
+                let s = v.as_str().ok_or_else(|| {
+                    format!(
+                        "`exclude` holds {}, not a path string",
+                        v.to_string().trim()
+                    )
+                })?;
+                exclude.push(expand(s, home).ok_or_else(|| {
+                    format!("`exclude` entry {s:?} is not an absolute path nor starts with ~/")
+                })?);
+            }
+        }
+        Ok(Privacy {
+            exclude,
+            home: home.to_path_buf(),
+        })
+    }
+
+    /// Why the project at `project_dir` is excluded (the config entry or the `.memtrailignore`
+    /// file that excludes it), or `None`. A relative or empty `project_dir` is never excluded
+    /// by `.memtrailignore` (there is nowhere to look), only by a config entry it equals.
+    pub fn excluded(&self, project_dir: &str) -> Option<String> {
+        if project_dir.is_empty() {
+            return None;
+        }
+        let project = normalize(Path::new(project_dir));
+        for ex in &self.exclude {
+            if project.starts_with(ex) {
+                return Some(format!("excluded by {} in the config", ex.display()));
+            }
+        }
+        if !project.is_absolute() {
+            return None;
+        }
+        let stop_at_home = project.starts_with(&self.home);
+        for dir in project.ancestors() {
+            let f = dir.join(IGNORE_FILE);
+            if std::fs::symlink_metadata(&f).is_ok() {
+                return Some(format!("excluded by {}", f.display()));
+            }
+            if stop_at_home && dir == self.home {
+                break;
+            }
+        }
+        None
+    }
+}
+
+/// Why a transcript's new content is not stored, kept in its cursor's `reader_state` as
+/// `{"memtrail_skip": "excluded", "project": "<dir>"}` or `{"memtrail_skip": "deleted"}` (no
+/// schema change: a reader's state is only restored when reading resumes mid-file, which a
+/// skipped source never does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    /// The session's project is excluded; `project` is checked again at each ingest, and the
+    /// transcript is read again from its start once the project is no longer excluded.
+    Excluded { project: String },
+    /// The user deleted the session (`memtrail sessions delete`): the transcript is not read
+    /// again, so the session does not come back with the next hook or import.
+    Deleted,
+}
+
+impl SkipReason {
+    /// The marker to store as the cursor's reader state.
+    pub fn to_state(&self) -> serde_json::Value {
+        match self {
+            SkipReason::Excluded { project } => {
+                serde_json::json!({"memtrail_skip": "excluded", "project": project})
+            }
+            SkipReason::Deleted => serde_json::json!({"memtrail_skip": "deleted"}),
+        }
+    }
+
+    /// The marker in a cursor's reader state, if it holds one.
+    pub fn from_state(state: Option<&serde_json::Value>) -> Option<SkipReason> {
+        let s = state?;
+        match s.get("memtrail_skip")?.as_str()? {
+            "excluded" => Some(SkipReason::Excluded {
+                project: s.get("project")?.as_str()?.to_string(),
+            }),
+            "deleted" => Some(SkipReason::Deleted),
+            _ => None,
+        }
+    }
+}
+
+/// `~/x` → `<home>/x`; an absolute path as it is; anything else `None`. `.` and `..` are resolved
+/// lexically.
+fn expand(s: &str, home: &Path) -> Option<PathBuf> {
+    let p = if s == "~" {
+        home.to_path_buf()
+    } else if let Some(rest) = s.strip_prefix("~/") {
+        home.join(rest)
+    } else {
+        PathBuf::from(s)
+    };
+    p.is_absolute().then(|| normalize(&p))
+}
+
+/// Resolve `.` and `..` without touching the file system; drop a trailing separator.
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_entries_and_ignore_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join("work/a/sub")).unwrap();
+        std::fs::create_dir_all(home.join("work/b")).unwrap();
+        let p = Privacy::parse(
+            "# mine\nexclude = [\"~/secret\", \"/srv/client/../client-x/\"]\nother = 1\n",
+            &home,
+        )
+        .unwrap();
+        assert_eq!(
+            p.exclude,
+            vec![home.join("secret"), PathBuf::from("/srv/client-x")]
+        );
+        let h = home.display().to_string();
+        assert_eq!(
+            p.excluded(&format!("{h}/secret/app")),
+            Some(format!("excluded by {h}/secret in the config"))
+        );
+        assert_eq!(
+            p.excluded("/srv/client-x"),
+            Some("excluded by /srv/client-x in the config".into())
+        );
+        assert_eq!(p.excluded("/srv/client-xy"), None);
+        assert_eq!(p.excluded(&format!("{h}/work/a/sub")), None);
+        std::fs::write(home.join("work/a/.memtrailignore"), "").unwrap();
+        assert_eq!(
+            p.excluded(&format!("{h}/work/a/sub")),
+            Some(format!("excluded by {h}/work/a/.memtrailignore"))
+        );
+        assert_eq!(p.excluded(&format!("{h}/work/b")), None);
+        // Nothing above the home is looked at for a project inside it.
+        std::fs::write(dir.path().join(".memtrailignore"), "").unwrap();
+        assert_eq!(p.excluded(&format!("{h}/work/b")), None);
+        assert_eq!(
+            p.excluded(&dir.path().join("elsewhere").display().to_string()),
+            Some(format!(
+                "excluded by {}/.memtrailignore",
+                dir.path().display()
+            ))
+        );
+        assert_eq!(p.excluded(""), None);
+    }
+
+    #[test]
+    fn bad_configs_are_clear_errors() {
+        let home = Path::new("/home/u");
+        assert_eq!(
+            Privacy::parse("exclude = \"~/x\"", home).unwrap_err(),
+            "`exclude` must be an array of paths, e.g. exclude = [\"~/secret\"]"
+        );
+        assert_eq!(
+            Privacy::parse("exclude = [\"rel/dir\"]", home).unwrap_err(),
+            "`exclude` entry \"rel/dir\" is not an absolute path nor starts with ~/"
+        );
+        assert_eq!(
+            Privacy::parse("exclude = [3]", home).unwrap_err(),
+            "`exclude` holds 3, not a path string"
+        );
+        assert!(Privacy::parse("exclude = [", home).is_err());
+        assert_eq!(
+            Privacy::parse("", home).unwrap().exclude,
+            Vec::<PathBuf>::new()
+        );
+        let missing = Privacy::load_from(Path::new("/nonexistent/memtrail/config.toml"), home);
+        assert_eq!(missing.unwrap().exclude, Vec::<PathBuf>::new());
+    }
+}

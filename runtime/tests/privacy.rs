@@ -1,0 +1,548 @@
+//! Privacy controls (issue 7): `<private>` spans, excluded projects (`.memtrailignore`), session
+//! deletion, purge by age, `redact --rescan` over data stored before the rules, and Claude Code's
+//! retention check. The config file's `exclude` list is tested end to end in tests/cli.rs (it is
+//! read from `$XDG_CONFIG_HOME`, which only a sandboxed process may point elsewhere).
+
+use memtrail_adapters::Agent;
+use memtrail_runtime::Store;
+use memtrail_runtime::ingest::ingest_file;
+use memtrail_runtime::maintenance::{self, AtRisk};
+use memtrail_runtime::query::{self, SearchFilter};
+use memtrail_runtime::redact::{redact, strip_private};
+use serde_json::json;
+use std::io::Write;
+use std::path::Path;
+
+const SID: &str = "5d0c9a31-2b7e-4f61-8c3d-9e8f7a6b5c4d";
+const TOKEN: &str = "ghp_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u";
+
+fn line(kind: &str, uuid: &str, cwd: &str, ts: &str, content: serde_json::Value) -> String {
+    let mut v = json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external",
+        "cwd": cwd, "sessionId": SID, "version": "2.1.49",
+        "gitBranch": "main", "uuid": uuid, "timestamp": ts, "type": kind,
+    });
+    v["message"] = if kind == "user" {
+        json!({"role": "user", "content": content})
+    } else {
+        json!({"model": "claude-sonnet-4-5", "id": format!("msg_{uuid}"), "type": "message",
+               "role": "assistant", "content": content, "stop_reason": null})
+    };
+    v.to_string()
+}
+
+fn write_lines(path: &Path, lines: &[String], append: bool) {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(append)
+        .write(true)
+        .truncate(!append)
+        .open(path)
+        .unwrap();
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
+    }
+}
+
+fn count(store_path: &Path, sql: &str) -> i64 {
+    let c = rusqlite::Connection::open(store_path).unwrap();
+    c.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// True when `needle` is in the database file or its WAL.
+fn in_files(db: &Path, needle: &str) -> bool {
+    ["", "-wal"].iter().any(|s| {
+        let mut p = db.to_path_buf().into_os_string();
+        p.push(s);
+        std::fs::read(p).is_ok_and(|b| contains(&b, needle))
+    })
+}
+
+fn search(store: &Store, q: &str) -> usize {
+    let f = SearchFilter {
+        limit: 50,
+        ..Default::default()
+    };
+    query::search(store, q, &f).unwrap().len()
+}
+
+#[test]
+fn private_spans() {
+    let p = |s: &str| strip_private(s).into_owned();
+    assert_eq!(p("a <private>b c</private> d"), "a [private] d");
+    assert_eq!(
+        p("<PRIVATE>x</Private> y <private>z</private>"),
+        "[private] y [private]"
+    );
+    assert_eq!(p("keep <private>rest\nof it"), "keep [private]");
+    assert_eq!(p("multi <private>line\none</private>!"), "multi [private]!");
+    assert_eq!(
+        p("stray </private> and <privat>"),
+        "stray </private> and <privat>"
+    );
+    assert!(matches!(
+        strip_private("no tags here"),
+        std::borrow::Cow::Borrowed(_)
+    ));
+    // Through redact: private spans first, then secrets; idempotent.
+    let once = redact(&format!("<private>{TOKEN}</private> and {TOKEN}")).into_owned();
+    assert_eq!(once, "[private] and [redacted:github_token]");
+    assert_eq!(redact(&once), once.as_str());
+}
+
+#[test]
+fn private_spans_never_reach_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let t = dir.path().join(format!("{SID}.jsonl"));
+    let cwd = dir.path().display().to_string();
+    write_lines(
+        &t,
+        &[
+            line(
+                "user",
+                "u1",
+                &cwd,
+                "2026-11-20T10:00:00.000Z",
+                json!("deploy with <private>hunter2quokka</private> please"),
+            ),
+            line(
+                "assistant",
+                "a1",
+                &cwd,
+                "2026-11-20T10:00:01.000Z",
+                json!([{"type": "tool_use", "id": "toolu_1", "name": "Bash",
+                        "input": {"command": "echo <private>wombatpass"}}]),
+            ),
+        ],
+        false,
+    );
+    let mut store = Store::open(&db).unwrap();
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    let body: String = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT title FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(body, "deploy with [private] please");
+    assert_eq!(search(&store, "private"), 2);
+    assert_eq!(search(&store, "hunter2quokka"), 0);
+    drop(store);
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    assert!(!in_files(&db, "hunter2quokka"));
+    assert!(!in_files(&db, "wombatpass"));
+}
+
+#[test]
+fn excluded_project_is_never_stored_until_the_exclusion_is_lifted() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("client/app");
+    std::fs::create_dir_all(&project).unwrap();
+    let ignore = dir.path().join("client/.memtrailignore");
+    std::fs::write(&ignore, "").unwrap();
+    let db = dir.path().join("m.db");
+    let t = dir.path().join(format!("{SID}.jsonl"));
+    let cwd = project.display().to_string();
+    let first = [
+        line(
+            "user",
+            "u1",
+            &cwd,
+            "2026-11-20T10:00:00.000Z",
+            json!("quasarfig secret plans"),
+        ),
+        line(
+            "assistant",
+            "a1",
+            &cwd,
+            "2026-11-20T10:00:01.000Z",
+            json!([{"type": "text", "text": "quasarfig noted"}]),
+        ),
+    ];
+    write_lines(&t, &first, false);
+    let mut store = Store::open(&db).unwrap();
+    let rep = ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    assert_eq!(rep.inserted, 0);
+    assert_eq!(
+        rep.skipped.as_deref(),
+        Some(format!("project {cwd} is excluded").as_str())
+    );
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM sessions"), 0);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 0);
+    let size = std::fs::metadata(&t).unwrap().len() as i64;
+    assert_eq!(count(&db, "SELECT offset FROM sources"), size);
+    // More lines: skipped without parsing, the cursor follows the file.
+    write_lines(
+        &t,
+        &[line(
+            "user",
+            "u2",
+            &cwd,
+            "2026-11-20T10:01:00.000Z",
+            json!("quasarfig again"),
+        )],
+        true,
+    );
+    let rep = ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    assert_eq!((rep.inserted, rep.unchanged), (0, false));
+    assert!(rep.skipped.is_some());
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 0);
+    let size = std::fs::metadata(&t).unwrap().len() as i64;
+    assert_eq!(count(&db, "SELECT offset FROM sources"), size);
+    assert_eq!(search(&store, "quasarfig"), 0);
+    // The exclusion is lifted: the whole transcript is read from its start.
+    std::fs::remove_file(&ignore).unwrap();
+    let rep = ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    assert_eq!(rep.inserted, 3);
+    assert_eq!(rep.skipped, None);
+    assert_eq!(search(&store, "quasarfig"), 3);
+}
+
+#[test]
+fn deleted_session_is_gone_and_does_not_come_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let t = dir.path().join(format!("{SID}.jsonl"));
+    let cwd = dir.path().display().to_string();
+    write_lines(
+        &t,
+        &[
+            line(
+                "user",
+                "u1",
+                &cwd,
+                "2026-11-20T10:00:00.000Z",
+                json!("marmotwhistle database password"),
+            ),
+            line(
+                "assistant",
+                "a1",
+                &cwd,
+                "2026-11-20T10:00:01.000Z",
+                json!([{"type": "tool_use", "id": "toolu_1", "name": "Read",
+                        "input": {"file_path": "/srv/marmotwhistle.env"}}]),
+            ),
+        ],
+        false,
+    );
+    let mut store = Store::open(&db).unwrap();
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    assert_eq!(search(&store, "marmotwhistle"), 2);
+    let info = maintenance::session_info(&store, &SID[..8]).unwrap();
+    assert_eq!(info.session_id, SID);
+    assert_eq!((info.messages, info.subagents), (2, 0));
+    let del = maintenance::delete_session(&mut store, SID).unwrap();
+    assert_eq!(del, info);
+    for table in ["sessions", "messages", "tool_calls"] {
+        assert_eq!(count(&db, &format!("SELECT COUNT(*) FROM {table}")), 0);
+    }
+    assert_eq!(search(&store, "marmotwhistle"), 0);
+    assert!(
+        !in_files(&db, "marmotwhistle"),
+        "deleted text left in the files"
+    );
+    // The transcript grows; neither a hook nor an import brings the session back.
+    write_lines(
+        &t,
+        &[line(
+            "user",
+            "u2",
+            &cwd,
+            "2026-11-20T10:02:00.000Z",
+            json!("marmotwhistle more"),
+        )],
+        true,
+    );
+    let rep = ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    assert_eq!(rep.skipped.as_deref(), Some("the session was deleted"));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 0);
+    let rep = ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    assert!(rep.unchanged);
+    assert!(matches!(
+        maintenance::session_info(&store, SID),
+        Err(memtrail_runtime::Error::NotFound(_))
+    ));
+}
+
+#[test]
+fn purge_older_than() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let mut store = Store::open(&db).unwrap();
+    let cwd = dir.path().display().to_string();
+    // Session A: two old messages (Nov 2025). Session B: one old, one recent.
+    let a = dir
+        .path()
+        .join("11111111-1111-4111-8111-111111111111.jsonl");
+    let b = dir
+        .path()
+        .join("22222222-2222-4222-8222-222222222222.jsonl");
+    let mk = |uuid: &str, ts: &str, text: &str| line("user", uuid, &cwd, ts, json!(text));
+    write_lines(
+        &a,
+        &[
+            mk("a1", "2025-11-01T10:00:00.000Z", "oldlemur one"),
+            mk("a2", "2025-11-02T10:00:00.000Z", "oldlemur two"),
+        ],
+        false,
+    );
+    write_lines(
+        &b,
+        &[
+            mk("b1", "2025-11-03T10:00:00.000Z", "oldlemur three"),
+            mk("b2", "2026-11-20T10:00:00.000Z", "newlemur four"),
+        ],
+        false,
+    );
+    ingest_file(&mut store, Agent::Claude, &a, None).unwrap();
+    ingest_file(&mut store, Agent::Claude, &b, None).unwrap();
+    // A session with no time known at all is never purged.
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch(
+            "INSERT INTO sessions (id, agent, external_id, message_count) VALUES (99, 'vscode', 'undated', 1);
+             INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools, parts)
+             VALUES (99, 'u', 0, 'user', 'text', 'undated', '', '[]');",
+        )
+        .unwrap();
+    }
+    // Cutoff 2026-01-01T00:00:00Z.
+    let cutoff = 1_767_225_600_000;
+    let dry = maintenance::purge(&mut store, cutoff, false, true).unwrap();
+    assert_eq!((dry.messages, dry.sessions, dry.dry_run), (3, 1, true));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 5);
+    let done = maintenance::purge(&mut store, cutoff, true, false).unwrap();
+    assert_eq!((done.messages, done.sessions, done.vacuumed), (3, 1, true));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 2);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM sessions"), 2);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM sessions WHERE title IS NULL AND agent = 'claude'"
+        ),
+        1
+    );
+    assert_eq!(search(&store, "oldlemur"), 0);
+    assert_eq!(search(&store, "newlemur"), 1);
+    assert!(!in_files(&db, "oldlemur"));
+    // Nothing older is left: a second purge deletes nothing.
+    let again = maintenance::purge(&mut store, cutoff, false, false).unwrap();
+    assert_eq!((again.messages, again.sessions), (0, 0));
+}
+
+#[test]
+fn rescan_redacts_what_was_stored_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let mut store = Store::open(&db).unwrap();
+    // Rows written by an older memtrail without redaction, straight through SQL.
+    let stripe = "sk_live_51HqW8eK2vL9nT4yB7mX3cR6p";
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute(
+            "INSERT INTO sessions (id, agent, external_id, title, message_count)
+             VALUES (1, 'claude', 's1', ?1, 3)",
+            [format!("use {TOKEN} now")],
+        )
+        .unwrap();
+        let parts1 = json!([{"type": "text", "text": format!("token {TOKEN} and <private>okapimoon</private>")}]);
+        let parts2 = json!([{"type": "tool_call", "id": "t1", "name": "Bash", "tool": "shell",
+            "input": {"command": format!("curl -u x:{stripe}")},
+            "output": format!("ok {stripe}"), "is_error": false}]);
+        let parts3 = json!([{"type": "text", "text": "nothing to hide here"}]);
+        for (i, (p, body, tools)) in [
+            (
+                &parts1,
+                format!("token {TOKEN} and <private>okapimoon</private>"),
+                String::new(),
+            ),
+            (
+                &parts2,
+                String::new(),
+                format!("Bash curl -u x:{stripe} \nok {stripe}\n"),
+            ),
+            (&parts3, "nothing to hide here".to_string(), String::new()),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            c.execute(
+                "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools, parts)
+                 VALUES (1, ?1, ?2, 'user', 'text', ?3, ?4, ?5)",
+                rusqlite::params![format!("m{i}"), i as i64, body, tools, p.to_string()],
+            )
+            .unwrap();
+        }
+    }
+    {
+        // Derived rows an older memtrail kept: an event quoting the command, a saved snapshot.
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute(
+            "INSERT INTO events (session_id, message_id, seq, category, action, priority, subject)
+             SELECT 1, id, seq, 'command', 'ran', 3, ?1 FROM messages WHERE ext_id = 'm1'",
+            [format!("curl -u x:{stripe}")],
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO snapshots (session_id, built_at, trigger, budget, events, text)
+             VALUES (1, 0, 'precompact', 2048, 1, ?1)",
+            [format!("## Last request [prompt]\n- token {TOKEN}")],
+        )
+        .unwrap();
+    }
+    assert_eq!(search(&store, "okapimoon"), 1);
+    let mut seen = Vec::new();
+    let r = maintenance::rescan(&mut store, &mut |n| seen.push(n)).unwrap();
+    assert_eq!(
+        (
+            r.messages,
+            r.messages_changed,
+            r.titles_changed,
+            r.snapshots_changed
+        ),
+        (3, 2, 1, 1)
+    );
+    assert_eq!(seen, vec![3]);
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let (title,): (String,) = c
+        .query_row("SELECT title FROM sessions", [], |r| Ok((r.get(0)?,)))
+        .unwrap();
+    assert_eq!(title, "use [redacted:github_token] now");
+    let body: String = c
+        .query_row("SELECT body FROM messages WHERE ext_id = 'm0'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(body, "token [redacted:github_token] and [private]");
+    let tools: String = c
+        .query_row("SELECT tools FROM messages WHERE ext_id = 'm1'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(
+        tools,
+        "Bash curl -u x:[redacted:stripe_key] \nok [redacted:stripe_key]\n"
+    );
+    let (snapshot,): (String,) = c
+        .query_row("SELECT text FROM snapshots", [], |r| Ok((r.get(0)?,)))
+        .unwrap();
+    assert_eq!(
+        snapshot,
+        "## Last request [prompt]\n- token [redacted:github_token]"
+    );
+    // The events of the changed messages are extracted again from their redacted text.
+    let subjects: Vec<String> = c
+        .prepare("SELECT subject FROM events ORDER BY seq, id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        subjects
+            .iter()
+            .all(|s| !s.contains(stripe) && !s.contains(TOKEN)),
+        "{subjects:?}"
+    );
+    assert!(
+        subjects.contains(&"curl -u x:[redacted:stripe_key]".to_string()),
+        "{subjects:?}"
+    );
+    assert_eq!(search(&store, "okapimoon"), 0);
+    assert_eq!(search(&store, "redacted"), 2);
+    // Byte for byte: no secret left in the database or its WAL.
+    for s in [TOKEN, stripe, "okapimoon", &TOKEN[24..], &stripe[16..]] {
+        assert!(!in_files(&db, s), "{s} still in the store files");
+    }
+    // Idempotent.
+    let again = maintenance::rescan(&mut store, &mut |_| {}).unwrap();
+    assert_eq!(
+        (
+            again.messages,
+            again.messages_changed,
+            again.titles_changed,
+            again.snapshots_changed
+        ),
+        (3, 0, 0, 0)
+    );
+}
+
+#[test]
+fn retention_warns_about_transcripts_claude_code_will_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    let now: i64 = 1_780_000_000_000;
+    let day = 86_400_000i64;
+    let set_mtime = |p: &Path, ms: i64| {
+        let f = std::fs::File::options().write(true).open(p).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64))
+            .unwrap();
+    };
+    let mk = |name: &str, bytes: &[u8], age_days: i64| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        set_mtime(&p, now - age_days * day);
+        p
+    };
+    let old_uncaptured = mk("a.jsonl", b"{}\n{}\n", 25);
+    let old_captured = mk("b.jsonl", b"{}\n", 28);
+    let young = mk("c.jsonl", b"{}\n", 10);
+    let old_partial = mk("d.jsonl", b"{}\n{}\n{}\n", 40);
+    let db = dir.path().join("m.db");
+    let mut store = Store::open(&db).unwrap();
+    let stats = memtrail_adapters::ParseStats::default();
+    store
+        .write(|w| {
+            for (p, off) in [(&old_captured, 3u64), (&old_partial, 3)] {
+                let c = memtrail_runtime::store::Cursor {
+                    offset: off,
+                    size: off,
+                    ..Default::default()
+                };
+                w.save_cursor(&p.to_string_lossy(), Agent::Claude, &c, &stats, now)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let files = vec![
+        old_uncaptured.clone(),
+        old_captured,
+        young,
+        old_partial.clone(),
+    ];
+    // Default 30 days: at risk from 23 days of age.
+    let r = maintenance::retention(Some(&store), &settings, &files, now).unwrap();
+    assert_eq!((r.cleanup_period_days, r.from_settings), (30, false));
+    assert_eq!(
+        r.at_risk,
+        vec![
+            AtRisk {
+                path: old_partial.display().to_string(),
+                size: 9,
+                captured: 3,
+                deletes_at_ms: now - 10 * day,
+            },
+            AtRisk {
+                path: old_uncaptured.display().to_string(),
+                size: 6,
+                captured: 0,
+                deletes_at_ms: now + 5 * day,
+            },
+        ]
+    );
+    assert_eq!(r.first_deletion_ms, Some(now - 10 * day));
+    // cleanupPeriodDays = 60: nothing within a week of deletion.
+    std::fs::write(&settings, r#"{"cleanupPeriodDays": 60, "model": "opus"}"#).unwrap();
+    let r = maintenance::retention(Some(&store), &settings, &files, now).unwrap();
+    assert_eq!((r.cleanup_period_days, r.from_settings), (60, true));
+    assert_eq!(r.at_risk, vec![]);
+    // cleanupPeriodDays = 14: the 10-day-old one too; without a store nothing is captured.
+    std::fs::write(&settings, r#"{"cleanupPeriodDays": 14}"#).unwrap();
+    let r = maintenance::retention(None, &settings, &files, now).unwrap();
+    assert_eq!(r.at_risk.len(), 4);
+}

@@ -1,0 +1,258 @@
+//! Privacy controls end to end, in a sandboxed HOME: the config file's `exclude` list (import
+//! and hooks), `sessions delete`, `purge --older-than`, `redact --rescan`, and the Claude Code
+//! retention warning of `status`.
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+const SID: &str = "3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83";
+
+struct Sandbox {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        Sandbox { _dir: dir, home }
+    }
+
+    fn claude_dir(&self) -> PathBuf {
+        self.home.join(".claude")
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_memtrail"));
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("XDG_DATA_HOME", self.home.join(".local/share"))
+            .env("XDG_STATE_HOME", self.home.join(".local/state"))
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("XDG_CACHE_HOME", self.home.join(".cache"))
+            .env("CLAUDE_CONFIG_DIR", self.claude_dir())
+            .env("CODEX_HOME", self.home.join(".codex"))
+            .env("GEMINI_CLI_HOME", &self.home);
+        c
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.cmd().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "memtrail {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "memtrail {args:?} printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+
+    /// The project's fixture tree `fixtures/claude/projects` (one session in /home/user/demo
+    /// with one sub-agent) in the sandbox's Claude dir.
+    fn fixture_projects(&self) -> PathBuf {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/claude/projects");
+        let dst = self.claude_dir().join("projects");
+        copy_tree(&src, &dst);
+        dst
+    }
+
+    fn sessions(&self) -> usize {
+        self.json(&["sessions", "list", "--json"])["sessions"]
+            .as_array()
+            .unwrap()
+            .len()
+    }
+}
+
+fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
+
+#[test]
+fn config_exclude_list_keeps_a_project_out_of_import_and_hooks() {
+    let sb = Sandbox::new();
+    let projects = sb.fixture_projects();
+    let cfg = sb.home.join(".config/memtrail/config.toml");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    std::fs::write(&cfg, "exclude = [\"/home/user/demo\"]\n").unwrap();
+    let imp = sb.json(&["import", "--json"]);
+    assert_eq!(imp["agents"][0]["messages"], 0, "{imp}");
+    assert_eq!(sb.sessions(), 0);
+    // A hook for the same session stores nothing either, and exits 0 silently.
+    let t = projects.join(format!("-home-user-demo/{SID}.jsonl"));
+    let payload = json!({"session_id": SID, "transcript_path": t, "cwd": "/home/user/demo",
+        "hook_event_name": "Stop", "stop_hook_active": false});
+    let out = sb
+        .cmd()
+        .args(["hook", "claude"])
+        .write_stdin(payload.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success() && out.stdout.is_empty());
+    assert_eq!(sb.sessions(), 0);
+    // A config that does not parse: an error naming the file, and nothing stored.
+    std::fs::write(&cfg, "exclude = [\n").unwrap();
+    let out = sb.cmd().args(["import", "--json"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        text.contains(&format!("memtrail's config {}", cfg.display())),
+        "{text}"
+    );
+    assert_eq!(sb.sessions(), 0);
+    // The exclusion lifted: everything comes in, from the start of each transcript.
+    std::fs::remove_file(&cfg).unwrap();
+    let imp = sb.json(&["import", "--json"]);
+    assert!(imp["agents"][0]["messages"].as_u64().unwrap() > 0, "{imp}");
+    assert_eq!(sb.sessions(), 2);
+}
+
+#[test]
+fn sessions_delete_asks_deletes_and_the_session_stays_deleted() {
+    let sb = Sandbox::new();
+    sb.fixture_projects();
+    sb.json(&["import", "--json"]);
+    assert_eq!(sb.sessions(), 2);
+    // No terminal and no --yes: refused, nothing deleted.
+    let out = sb
+        .cmd()
+        .args(["sessions", "delete", &SID[..8]])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("add --yes"));
+    assert_eq!(sb.sessions(), 2);
+    let del = sb.json(&["sessions", "delete", &SID[..8], "--yes", "--json"]);
+    assert_eq!(del["deleted"]["session_id"], SID);
+    assert_eq!(del["deleted"]["subagents"], 1);
+    assert_eq!(sb.sessions(), 0);
+    // import does not bring it back.
+    let imp = sb.json(&["import", "--json"]);
+    assert_eq!(imp["agents"][0]["messages"], 0, "{imp}");
+    assert_eq!(sb.sessions(), 0);
+    let out = sb
+        .cmd()
+        .args(["sessions", "delete", SID, "--yes"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no session"));
+}
+
+#[test]
+fn purge_and_rescan() {
+    let sb = Sandbox::new();
+    sb.fixture_projects();
+    sb.json(&["import", "--json"]);
+    // (status exits 1 here: nothing is installed; its JSON is complete all the same.)
+    let out = sb.cmd().args(["status", "--json"]).output().unwrap();
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let messages = status["store"]["messages"].as_u64().unwrap();
+    assert!(messages > 0);
+    // Already redacted at capture: a rescan changes nothing.
+    let r = sb.json(&["redact", "--rescan", "--json"]);
+    assert_eq!(r["messages"], messages);
+    assert_eq!(
+        (r["messages_changed"].as_u64(), r["titles_changed"].as_u64()),
+        (Some(0), Some(0))
+    );
+    // Nothing is older than 2000-01-01.
+    let p = sb.json(&["purge", "--older-than", "2000-01-01", "--json"]);
+    assert_eq!(
+        (p["messages"].as_u64(), p["sessions"].as_u64()),
+        (Some(0), Some(0))
+    );
+    // Everything is older than 2999-01-01: dry run, refusal without --yes, then the purge.
+    let dry = sb.json(&["purge", "--older-than", "2999-01-01", "--dry-run", "--json"]);
+    assert_eq!(dry["messages"], messages);
+    assert_eq!(dry["sessions"], 2);
+    assert_eq!(dry["dry_run"], true);
+    let out = sb
+        .cmd()
+        .args(["purge", "--older-than", "2999-01-01"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(sb.sessions(), 2);
+    let done = sb.json(&[
+        "purge",
+        "--older-than",
+        "2999-01-01",
+        "--vacuum",
+        "--yes",
+        "--json",
+    ]);
+    assert_eq!(done["messages"], messages);
+    assert_eq!(
+        (done["sessions"].as_u64(), done["vacuumed"].as_bool()),
+        (Some(2), Some(true))
+    );
+    assert_eq!(sb.sessions(), 0);
+    let bad = sb
+        .cmd()
+        .args(["purge", "--older-than", "ninety days", "--yes"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--older-than"));
+}
+
+#[test]
+fn status_warns_before_claude_code_deletes_uncaptured_transcripts() {
+    let sb = Sandbox::new();
+    let projects = sb.fixture_projects();
+    std::fs::write(
+        sb.claude_dir().join("settings.json"),
+        r#"{"cleanupPeriodDays": 20}"#,
+    )
+    .unwrap();
+    // The main transcript was last written 15 days ago: Claude Code deletes it in 5 days.
+    let t = projects.join(format!("-home-user-demo/{SID}.jsonl"));
+    let now = std::time::SystemTime::now();
+    let day = std::time::Duration::from_secs(86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&t)
+        .unwrap()
+        .set_modified(now - 15 * day)
+        .unwrap();
+    let status = |sb: &Sandbox| {
+        let out = sb.cmd().args(["status", "--json"]).output().unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["claude_retention"].clone()
+    };
+    let r = status(&sb);
+    assert_eq!(r["cleanup_period_days"], 20);
+    assert_eq!(r["from_settings"], true);
+    assert_eq!(r["at_risk"], 1, "{r}");
+    assert_eq!(r["transcripts"][0]["path"], t.display().to_string());
+    assert_eq!(r["transcripts"][0]["captured"], 0);
+    assert_eq!(r["memtrail_keeps_captured"], true);
+    let text = sb.cmd().arg("status").output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("WARNING: Claude Code deletes transcripts after 20 days")
+            && text.contains("1 transcripts not fully captured"),
+        "{text}"
+    );
+    // Once imported, nothing is at risk.
+    sb.json(&["import", "--json"]);
+    let r = status(&sb);
+    assert_eq!(r["at_risk"], 0, "{r}");
+}
