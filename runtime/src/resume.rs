@@ -28,36 +28,33 @@ pub fn session_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
          FROM events e JOIN messages m ON m.id = e.message_id
          WHERE e.session_id = ?1 ORDER BY e.seq, e.id",
     )?;
-    let rows = stmt.query_map([rowid], |r| {
-        let cat: String = r.get(3)?;
-        Ok((
-            cat,
-            StoredEvent {
-                id: r.get(0)?,
-                seq: r.get(1)?,
-                message_id: r.get(2)?,
-                event: events::Event {
-                    category: Category::Note,
-                    action: r.get(4)?,
-                    priority: r.get::<_, i64>(5)?.clamp(1, 4) as u8,
-                    subject: r.get(6)?,
-                    detail: r.get(7)?,
-                    call_id: r.get(8)?,
-                    tool: r.get(9)?,
-                    ts: r.get(10)?,
-                },
-            },
-        ))
-    })?;
+    let mut rows = stmt.query([rowid])?;
     let mut out = Vec::new();
-    for row in rows {
-        let (cat, mut ev) = row?;
+    while let Some(r) = rows.next()? {
         // A category this binary does not know (written by a newer one) is skipped.
-        let Some(c) = Category::parse(&cat) else {
+        let category = match r.get_ref(3)?.as_str() {
+            Ok(name) => Category::parse(name),
+            // Not text: the conversion error, as `get` gives it.
+            Err(_) => Category::parse(&r.get::<_, String>(3)?),
+        };
+        let Some(category) = category else {
             continue;
         };
-        ev.event.category = c;
-        out.push(ev);
+        out.push(StoredEvent {
+            id: r.get(0)?,
+            seq: r.get(1)?,
+            message_id: r.get(2)?,
+            event: events::Event {
+                category,
+                action: r.get(4)?,
+                priority: r.get::<_, i64>(5)?.clamp(1, 4) as u8,
+                subject: r.get(6)?,
+                detail: r.get(7)?,
+                call_id: r.get(8)?,
+                tool: r.get(9)?,
+                ts: r.get(10)?,
+            },
+        });
     }
     Ok(out)
 }
@@ -68,10 +65,19 @@ pub fn session_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
 pub fn events_with_correlations(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
     let stored = session_events(store, rowid)?;
     let derived = events::correlate(&stored);
-    let mut all = stored;
+    if derived.is_empty() {
+        return Ok(stored);
+    }
+    // A merge of the two (both in session order); at equal (seq, id) the stored event first.
+    let mut all = Vec::with_capacity(stored.len() + derived.len());
+    let mut derived = derived.into_iter().peekable();
+    for e in stored {
+        while let Some(d) = derived.next_if(|d| (d.seq, d.id) < (e.seq, e.id)) {
+            all.push(d);
+        }
+        all.push(e);
+    }
     all.extend(derived);
-    // Stable: at equal (seq, id) a stored event stays before the derived one.
-    all.sort_by_key(|e| (e.seq, e.id));
     Ok(all)
 }
 
