@@ -112,9 +112,8 @@ const MIN_ITEM: usize = 24;
 
 /// Build the snapshot of `input` within `budget` bytes (UTF-8 bytes of `text`).
 ///
-/// Cost: one pass over the events plus work proportional to what can be shown (a section never
-/// shows more than `budget / 3 + 1` items: each costs at least `- ` and a newline), except for
-/// the files changed, whose counts need each file event once.
+/// Cost: one pass over the events plus work proportional to what can be shown (see `Room`),
+/// except for the files changed, whose counts need each file event once.
 pub fn build(input: &SnapshotInput, budget: usize) -> Snapshot {
     let has_derived = input
         .events
@@ -137,7 +136,7 @@ pub fn build(input: &SnapshotInput, budget: usize) -> Snapshot {
             &merged
         }
     };
-    let mut sections = sections(input, events, budget / 3 + 1);
+    let mut sections = sections(input, events, Room::new(budget));
     let top = top_line(input, events.len());
     let text = if events.is_empty() {
         String::new()
@@ -325,20 +324,49 @@ fn rel<'a>(path: &'a str, project: Option<&str>) -> &'a str {
     path
 }
 
-/// The items of each section, newest first, at most `cap` per section (no more can be shown).
-fn sections(input: &SnapshotInput, events: &[StoredEvent], cap: usize) -> Vec<Section> {
-    let project = input.project_dir.as_deref();
-    let sec = |title, category, quota, item_cap, mut items: Vec<String>| {
-        items.truncate(cap);
-        Section {
-            title,
-            category,
-            quota,
-            item_cap,
-            items,
-            chosen: Vec::new(),
-            used: 0,
+/// A lower bound of what a section's items cost against the budget, to stop making items that
+/// cannot be shown. The items shown are the first ones of their section (newest first), and an
+/// item shown costs at least `- `, a newline and `min(its length, SHOWN_FLOOR)` bytes (whole, or
+/// cut to at least that, see `fill`), all within `budget + 1` bytes. So once the items made
+/// cost more than that, no later item can be shown, nor the one after it asked for.
+#[derive(Clone, Copy)]
+struct Room {
+    spent: usize,
+    limit: usize,
+}
+
+/// The shortest text of an item that `fill` shows cut: cut to at least `MIN_ITEM` bytes, less up
+/// to 3 bytes to a char boundary and 3 for `…`, plus the `…`.
+const SHOWN_FLOOR: usize = MIN_ITEM - 3;
+
+impl Room {
+    fn new(budget: usize) -> Room {
+        Room {
+            spent: 0,
+            limit: budget + 1,
         }
+    }
+    /// No further item can be shown.
+    fn full(&self) -> bool {
+        self.spent > self.limit
+    }
+    fn take(&mut self, item: &str) {
+        self.spent += 3 + item.len().min(SHOWN_FLOOR);
+    }
+}
+
+/// The items of each section, newest first; long lists stop where `room` says no more can be
+/// shown.
+fn sections(input: &SnapshotInput, events: &[StoredEvent], room: Room) -> Vec<Section> {
+    let project = input.project_dir.as_deref();
+    let sec = |title, category, quota, item_cap, items: Vec<String>| Section {
+        title,
+        category,
+        quota,
+        item_cap,
+        items,
+        chosen: Vec::new(),
+        used: 0,
     };
     // The events of each category, in session order (one pass).
     let mut by: Vec<Vec<&StoredEvent>> = vec![Vec::new(); ALL_CATEGORIES.len()];
@@ -482,10 +510,13 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent], cap: usize) -> Vec<Se
         }
     }
     files.sort_unstable_by_key(|f| std::cmp::Reverse(f.tick));
+    let mut files_room = room;
     let files: Vec<String> = files
         .iter()
-        .take(cap)
-        .map(|f| {
+        .map_while(|f| {
+            if files_room.full() {
+                return None;
+            }
             // "edited" goes without saying in "Files changed".
             let verb = if f.last == "edited" { "" } else { f.last };
             let mut facts: Vec<String> = match (verb, f.n) {
@@ -497,20 +528,23 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent], cap: usize) -> Vec<Se
             if f.counted && f.last != "deleted" {
                 facts.push(format!("+{} -{}", f.plus, f.minus));
             }
-            if facts.is_empty() {
+            let item = if facts.is_empty() {
                 f.path.to_string()
             } else {
                 format!("{} ({})", f.path, facts.join(", "))
-            }
+            };
+            files_room.take(&item);
+            Some(item)
         })
         .collect();
 
     // Unresolved errors, newest first, one per target: an error is resolved when a later
     // `error_resolved` has its subject and tool.
     let mut errors: Vec<String> = Vec::new();
+    let mut errors_room = room;
     let mut seen: HashSet<(Option<&str>, &str)> = HashSet::new();
     for &i in error_at.iter().rev() {
-        if errors.len() == cap {
+        if errors_room.full() {
             break;
         }
         let ev = &events[i].event;
@@ -536,32 +570,26 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent], cap: usize) -> Vec<Se
             .as_deref()
             .map(crate::events::error_line)
             .unwrap_or_default();
-        errors.push(if line.is_empty() {
+        let item = if line.is_empty() {
             format!("`{target}` failed ({how})")
         } else {
             format!("`{target}` failed ({how}): {line}")
-        });
-    }
-    let mut fixed: Vec<String> = Vec::new();
-    let mut fixed_seen: HashSet<&str> = HashSet::new();
-    for r in of(Category::ErrorResolved).iter().rev() {
-        if fixed.len() == cap {
-            break;
-        }
-        let t = rel(error_target(&r.event), project);
-        if fixed_seen.insert(t) {
-            fixed.push(format!("fixed: {t}"));
-        }
+        };
+        errors_room.take(&item);
+        errors.push(item);
     }
 
-    // The distinct items of the events of category `c`, newest first, at most `limit`. Two
-    // events alike in action, subject, detail and tool give the same item.
-    let newest = |c: Category, limit: usize, f: &dyn Fn(&StoredEvent) -> String| -> Vec<String> {
+    // The distinct items of the events of category `c`, newest first, while `room` lasts (when
+    // given). Two events alike in action, subject, detail and tool give the same item.
+    let newest = |c: Category,
+                  mut room: Option<&mut Room>,
+                  f: &dyn Fn(&StoredEvent) -> String|
+     -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         let mut raw = HashSet::new();
         let mut seen = HashSet::new();
         for e in of(c).iter().rev() {
-            if out.len() == limit {
+            if room.as_ref().is_some_and(|r| r.full()) {
                 break;
             }
             let ev = &e.event;
@@ -575,33 +603,54 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent], cap: usize) -> Vec<Se
             }
             let s = f(e);
             if seen.insert(s.clone()) {
+                if let Some(r) = room.as_mut() {
+                    r.take(&s);
+                }
                 out.push(s);
             }
         }
         out
     };
-    let decisions = newest(Category::Decision, cap, &|e| one_line(&e.event.subject));
-    let notes = newest(Category::Note, cap, &|e| one_line(&e.event.subject));
-    let git = newest(Category::Git, cap, &|e| {
+    let decisions = newest(Category::Decision, Some(&mut room.clone()), &|e| {
+        one_line(&e.event.subject)
+    });
+    let notes = newest(Category::Note, Some(&mut room.clone()), &|e| {
+        one_line(&e.event.subject)
+    });
+    let git = newest(Category::Git, Some(&mut room.clone()), &|e| {
         format!("{}: {}", e.event.action, one_line(&e.event.subject))
     });
 
     // Also: retry loops, fixed errors, sub-agents, rules, skills, MCP, references.
-    let mut also: Vec<String> = newest(Category::Retry, cap, &|e| {
+    let mut also_room = room;
+    let mut also: Vec<String> = newest(Category::Retry, Some(&mut also_room), &|e| {
         format!(
             "retry loop: `{}` {}",
             error_target(&e.event),
             e.event.detail.as_deref().unwrap_or_default()
         )
     });
-    also.extend(fixed);
-    if also.len() < cap {
+    let mut fixed_seen: HashSet<&str> = HashSet::new();
+    for r in of(Category::ErrorResolved).iter().rev() {
+        if also_room.full() {
+            break;
+        }
+        let t = rel(error_target(&r.event), project);
+        if fixed_seen.insert(t) {
+            let item = format!("fixed: {t}");
+            also_room.take(&item);
+            also.push(item);
+        }
+    }
+    if !also_room.full() {
         let finished: HashSet<String> = of(Category::Subagent)
             .iter()
             .filter(|e| e.event.action == "finished")
             .map(|e| one_line(&e.event.subject))
             .collect();
-        let launched = newest(Category::Subagent, cap, &|e| one_line(&e.event.subject));
+        let launched = newest(Category::Subagent, Some(&mut also_room), &|e| {
+            one_line(&e.event.subject)
+        });
         also.extend(launched.into_iter().map(|s| {
             if finished.contains(&s) {
                 format!("sub-agent finished: {s}")
@@ -611,18 +660,24 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent], cap: usize) -> Vec<Se
         }));
     }
     let joined = |c: Category, label: &str| -> Option<String> {
-        let v = newest(c, usize::MAX, &|e| {
-            rel(&e.event.subject, project).to_string()
-        });
+        let v = newest(c, None, &|e| rel(&e.event.subject, project).to_string());
         (!v.is_empty()).then(|| format!("{label}: {}", v.join(", ")))
     };
-    if also.len() < cap {
-        also.extend(joined(Category::Rule, "rules read"));
-        also.extend(joined(Category::Skill, "skills used"));
-        also.extend(joined(Category::Mcp, "MCP tools used"));
+    for (c, label) in [
+        (Category::Rule, "rules read"),
+        (Category::Skill, "skills used"),
+        (Category::Mcp, "MCP tools used"),
+    ] {
+        if also_room.full() {
+            break;
+        }
+        if let Some(item) = joined(c, label) {
+            also_room.take(&item);
+            also.push(item);
+        }
     }
-    if also.len() < cap {
-        also.extend(newest(Category::Reference, cap, &|e| {
+    if !also_room.full() {
+        also.extend(newest(Category::Reference, Some(&mut also_room), &|e| {
             format!("{}: {}", e.event.action, e.event.subject)
         }));
     }

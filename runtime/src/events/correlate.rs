@@ -60,7 +60,7 @@ pub(super) fn correlate(events: &[StoredEvent]) -> Vec<StoredEvent> {
                 let Some(call) = e.call_id.as_deref() else {
                     continue;
                 };
-                if failed_calls.contains(call) || pending.is_empty() {
+                if pending.is_empty() || failed_calls.contains(call) {
                     continue;
                 }
                 let mut seen: HashSet<&str> = HashSet::new();
