@@ -7,17 +7,20 @@
 //! `resume::build_snapshot`. Each figure is the median of RUNS runs (default 21).
 //!
 //! `cargo run --release -p memtrail-runtime --example snapshot_bench -- [messages [runs]]`
+//! (a message gives about two events: 500 messages ≈ 1k events, 5000 ≈ 10k).
 //!
-//! Under `valgrind --tool=callgrind`, pass runs = 1 and read the inclusive counts of
-//! `snapshot_bench::store_path` (load + correlate + build) and of its callees.
+//! Instruction counts (independent of the machine's load): build with symbols
+//! (`CARGO_PROFILE_RELEASE_STRIP=false`), then `valgrind --tool=callgrind
+//! --toggle-collect='*store_path*' target/release/examples/snapshot_bench 5000 1` counts only
+//! `store_path` (= `resume::build_snapshot`); `callgrind_annotate --inclusive=yes` splits it.
 
 use memtrail_adapters::{
     Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
 };
 use memtrail_runtime::events::{StoredEvent, correlate, extract};
-use memtrail_runtime::resume;
 use memtrail_runtime::snapshot::{DEFAULT_BUDGET, Snapshot, SnapshotInput, build};
 use memtrail_runtime::store::Store;
+use memtrail_runtime::{query, resume};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -181,14 +184,14 @@ fn main() {
         let mut all = events;
         all.extend(derived);
         all.sort_by_key(|e| (e.seq, e.id));
+        let summary = query::session_summary(&store, rowid).unwrap();
         let input = SnapshotInput {
+            agent: summary.agent,
+            session_id: summary.session_id,
+            project_dir: summary.project,
+            title: summary.title,
+            git_branch: summary.git_branch,
             events: all,
-            ..resume::snapshot_input(&store, rowid)
-                .map(|mut i| {
-                    i.events.clear();
-                    i
-                })
-                .unwrap()
         };
         let t = Instant::now();
         let s = build(&input, DEFAULT_BUDGET);

@@ -325,10 +325,11 @@ fn rel<'a>(path: &'a str, project: Option<&str>) -> &'a str {
 }
 
 /// A lower bound of what a section's items cost against the budget, to stop making items that
-/// cannot be shown. The items shown are the first ones of their section (newest first), and an
-/// item shown costs at least `- `, a newline and `min(its length, SHOWN_FLOOR)` bytes (whole, or
-/// cut to at least that, see `fill`), all within `budget + 1` bytes. So once the items made
-/// cost more than that, no later item can be shown, nor the one after it asked for.
+/// cannot be shown. `fill` shows the first items of a section (newest first), each costing at
+/// least `- `, a newline and `min(its length, SHOWN_FLOOR)` bytes (whole, or cut to at least
+/// that), all within `budget + 1` bytes. So once the floors of the items made add up to more
+/// than `budget + 1`, the items shown are among them, and so is the next one `fill` asks for:
+/// the lists cut there give the same text as the whole lists (tested against the reference).
 #[derive(Clone, Copy)]
 struct Room {
     spent: usize,
