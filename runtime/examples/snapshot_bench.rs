@@ -171,6 +171,7 @@ fn main() {
         store.write(|w| w.apply(rowid, records)).unwrap();
     }
     let (mut load, mut corr, mut bld, mut whole) = (vec![], vec![], vec![], vec![]);
+    let mut input_times = vec![];
     let mut stored = 0;
     let mut same = true;
     for _ in 0..runs {
@@ -197,16 +198,26 @@ fn main() {
         let s = build(&input, DEFAULT_BUDGET);
         bld.push(t.elapsed());
         let t = Instant::now();
+        drop(resume::snapshot_input(&store, rowid).unwrap());
+        input_times.push(t.elapsed());
+        let t = Instant::now();
         let w = store_path(&store, rowid);
         whole.push(t.elapsed());
         same &= s == w;
     }
     println!("from the store ({stored} stored events), median of {runs} runs:");
-    println!("  load      {:>9.3} ms", median(load));
+    println!(
+        "  load      {:>9.3} ms (session_events: every field)",
+        median(load)
+    );
     println!("  correlate {:>9.3} ms", median(corr));
     println!("  build     {:>9.3} ms", median(bld));
     println!(
-        "  build_snapshot (summary + load + correlate + build) {:>9.3} ms{}",
+        "  snapshot_input (summary + load of what a snapshot reads + correlate) {:>9.3} ms",
+        median(input_times)
+    );
+    println!(
+        "  build_snapshot (snapshot_input + build) {:>9.3} ms{}",
         median(whole),
         if same {
             ""
