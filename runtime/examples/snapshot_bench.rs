@@ -2,13 +2,27 @@
 //! a snapshot, on a synthetic session of N messages (default 5000: prompts, reads, edits of 300
 //! files, shell runs failing then passing, todo lists, commits).
 //!
-//! `cargo run --release -p memtrail-runtime --example snapshot_bench -- [messages]`
+//! Then the path a PreCompact hook takes, from a store holding that session: load its events
+//! (`resume::session_events`: the SQL and the row decoding), correlate, build; and the whole of
+//! `resume::build_snapshot`. Each figure is the median of RUNS runs (default 21).
+//!
+//! `cargo run --release -p memtrail-runtime --example snapshot_bench -- [messages [runs]]`
+//! (a message gives about two events: 500 messages ≈ 1k events, 5000 ≈ 10k).
+//!
+//! Instruction counts (independent of the machine's load): build with symbols
+//! (`CARGO_PROFILE_RELEASE_STRIP=false`), then `valgrind --tool=callgrind
+//! --toggle-collect='*store_path*' target/release/examples/snapshot_bench 5000 1` counts only
+//! `store_path` (= `resume::build_snapshot`); `callgrind_annotate --inclusive=yes` splits it.
 
-use memtrail_adapters::{Agent, Kind, Message, Part, Role, ToolCall};
+use memtrail_adapters::{
+    Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
+};
 use memtrail_runtime::events::{StoredEvent, correlate, extract};
-use memtrail_runtime::snapshot::{DEFAULT_BUDGET, SnapshotInput, build};
+use memtrail_runtime::snapshot::{DEFAULT_BUDGET, Snapshot, SnapshotInput, build};
+use memtrail_runtime::store::Store;
+use memtrail_runtime::{query, resume};
 use serde_json::json;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 fn call(
     i: usize,
@@ -57,11 +71,25 @@ fn session(n: usize) -> Vec<Message> {
         .collect()
 }
 
+/// Load + correlate + build from the store, as `resume::build_snapshot` does; one function so
+/// that callgrind reports its inclusive cost.
+#[inline(never)]
+fn store_path(store: &Store, rowid: i64) -> Snapshot {
+    resume::build_snapshot(store, rowid, DEFAULT_BUDGET).unwrap()
+}
+
+fn median(mut v: Vec<Duration>) -> f64 {
+    v.sort();
+    v[v.len() / 2].as_secs_f64() * 1e3
+}
+
 fn main() {
-    let n: usize = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5000);
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let n = args.first().copied().unwrap_or(5000);
+    let runs = args.get(1).copied().unwrap_or(21).max(1);
     let msgs = session(n);
     let t = Instant::now();
     let _ = extract(Agent::Claude, &msgs[0]);
@@ -118,5 +146,83 @@ fn main() {
         "  build     {:>9.3} ms ({} bytes of {DEFAULT_BUDGET})",
         t_build.as_secs_f64() * 1e3,
         snap.text.len()
+    );
+
+    // The same session in a store, as a hook finds it.
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("bench.db")).unwrap();
+    let rowid = store
+        .write(|w| {
+            w.upsert_session(
+                &SessionRef {
+                    agent: Agent::Claude,
+                    external_id: "bench".into(),
+                    parent_external_id: None,
+                },
+                &SessionMeta {
+                    project_dir: Some("/p".into()),
+                    ..SessionMeta::default()
+                },
+            )
+        })
+        .unwrap();
+    for chunk in msgs.chunks(500) {
+        let records: Vec<Record> = chunk.iter().cloned().map(Record::Message).collect();
+        store.write(|w| w.apply(rowid, records)).unwrap();
+    }
+    let (mut load, mut corr, mut bld, mut whole) = (vec![], vec![], vec![], vec![]);
+    let mut input_times = vec![];
+    let mut stored = 0;
+    let mut same = true;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let events = resume::session_events(&store, rowid).unwrap();
+        load.push(t.elapsed());
+        stored = events.len();
+        let t = Instant::now();
+        let derived = correlate(&events);
+        corr.push(t.elapsed());
+        let mut all = events;
+        all.extend(derived);
+        all.sort_by_key(|e| (e.seq, e.id));
+        let summary = query::session_summary(&store, rowid).unwrap();
+        let input = SnapshotInput {
+            agent: summary.agent,
+            session_id: summary.session_id,
+            project_dir: summary.project,
+            title: summary.title,
+            git_branch: summary.git_branch,
+            events: all,
+        };
+        let t = Instant::now();
+        let s = build(&input, DEFAULT_BUDGET);
+        bld.push(t.elapsed());
+        let t = Instant::now();
+        drop(resume::snapshot_input(&store, rowid).unwrap());
+        input_times.push(t.elapsed());
+        let t = Instant::now();
+        let w = store_path(&store, rowid);
+        whole.push(t.elapsed());
+        same &= s == w;
+    }
+    println!("from the store ({stored} stored events), median of {runs} runs:");
+    println!(
+        "  load      {:>9.3} ms (session_events: every field)",
+        median(load)
+    );
+    println!("  correlate {:>9.3} ms", median(corr));
+    println!("  build     {:>9.3} ms", median(bld));
+    println!(
+        "  snapshot_input (summary + load of what a snapshot reads + correlate) {:>9.3} ms",
+        median(input_times)
+    );
+    println!(
+        "  build_snapshot (snapshot_input + build) {:>9.3} ms{}",
+        median(whole),
+        if same {
+            ""
+        } else {
+            " (DIFFERS from the phases!)"
+        }
     );
 }

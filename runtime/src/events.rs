@@ -76,7 +76,25 @@ impl Category {
 
     /// The category named `s` (as [`Category::as_str`] writes it).
     pub fn parse(s: &str) -> Option<Category> {
-        ALL_CATEGORIES.iter().copied().find(|c| c.as_str() == s)
+        Some(match s {
+            "file" => Category::File,
+            "task" => Category::Task,
+            "plan" => Category::Plan,
+            "prompt" => Category::Prompt,
+            "decision" => Category::Decision,
+            "git" => Category::Git,
+            "error" => Category::Error,
+            "error_resolved" => Category::ErrorResolved,
+            "retry" => Category::Retry,
+            "rule" => Category::Rule,
+            "subagent" => Category::Subagent,
+            "skill" => Category::Skill,
+            "mcp" => Category::Mcp,
+            "reference" => Category::Reference,
+            "note" => Category::Note,
+            "command" => Category::Command,
+            _ => return None,
+        })
     }
 }
 

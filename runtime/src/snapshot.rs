@@ -35,8 +35,12 @@
 //! at most a sixth of the budget. With a budget too small for any section title, the text is the
 //! most critical item alone, cut to the budget. Newest first within each section.
 
-use crate::events::{Category, StoredEvent, correlate, error_target, truncate_str};
+use crate::events::{ALL_CATEGORIES, Category, StoredEvent, correlate, error_target, truncate_str};
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+
+#[cfg(test)]
+mod reference;
 
 /// Default byte budget of a snapshot.
 pub const DEFAULT_BUDGET: usize = 2048;
@@ -107,18 +111,32 @@ impl Section {
 const MIN_ITEM: usize = 24;
 
 /// Build the snapshot of `input` within `budget` bytes (UTF-8 bytes of `text`).
+///
+/// Cost: one pass over the events plus work proportional to what can be shown (see `Room`),
+/// except for the files changed, whose counts need each file event once.
 pub fn build(input: &SnapshotInput, budget: usize) -> Snapshot {
-    let mut events = input.events.clone();
-    let has_derived = events
+    let has_derived = input
+        .events
         .iter()
         .any(|e| matches!(e.event.category, Category::ErrorResolved | Category::Retry));
-    if !has_derived {
-        let derived = correlate(&events);
-        events.extend(derived);
-        // Stable: a derived event goes after the events of its place.
-        events.sort_by_key(|e| (e.seq, e.id));
-    }
-    let mut sections = sections(input, &events);
+    let merged: Vec<StoredEvent>;
+    let events: &[StoredEvent] = if has_derived {
+        &input.events
+    } else {
+        let derived = correlate(&input.events);
+        let sorted = input.events.is_sorted_by_key(|e| (e.seq, e.id));
+        if derived.is_empty() && sorted {
+            &input.events
+        } else {
+            let mut all = input.events.clone();
+            all.extend(derived);
+            // Stable: a derived event goes after the events of its place.
+            all.sort_by_key(|e| (e.seq, e.id));
+            merged = all;
+            &merged
+        }
+    };
+    let mut sections = sections(input, events, Room::new(budget));
     let top = top_line(input, events.len());
     let text = if events.is_empty() {
         String::new()
@@ -294,21 +312,55 @@ fn one_line(s: &str) -> String {
 }
 
 /// `path` relative to the project directory when it is inside it.
-fn rel(path: &str, project: Option<&str>) -> String {
+fn rel<'a>(path: &'a str, project: Option<&str>) -> &'a str {
     if let Some(p) = project
         .map(|p| p.trim_end_matches('/'))
         .filter(|p| !p.is_empty())
         && let Some(r) = path.strip_prefix(p).and_then(|r| r.strip_prefix('/'))
         && !r.is_empty()
     {
-        return r.to_string();
+        return r;
     }
-    path.to_string()
+    path
 }
 
-fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
+/// A lower bound of what a section's items cost against the budget, to stop making items that
+/// cannot be shown. `fill` shows the first items of a section (newest first), each costing at
+/// least `- `, a newline and `min(its length, SHOWN_FLOOR)` bytes (whole, or cut to at least
+/// that), all within `budget + 1` bytes. So once the floors of the items made add up to more
+/// than `budget + 1`, the items shown are among them, and so is the next one `fill` asks for:
+/// the lists cut there give the same text as the whole lists (tested against the reference).
+#[derive(Clone, Copy)]
+struct Room {
+    spent: usize,
+    limit: usize,
+}
+
+/// The shortest text of an item that `fill` shows cut: cut to at least `MIN_ITEM` bytes, less up
+/// to 3 bytes to a char boundary and 3 for `…`, plus the `…`.
+const SHOWN_FLOOR: usize = MIN_ITEM - 3;
+
+impl Room {
+    fn new(budget: usize) -> Room {
+        Room {
+            spent: 0,
+            limit: budget + 1,
+        }
+    }
+    /// No further item can be shown.
+    fn full(&self) -> bool {
+        self.spent > self.limit
+    }
+    fn take(&mut self, item: &str) {
+        self.spent += 3 + item.len().min(SHOWN_FLOOR);
+    }
+}
+
+/// The items of each section, newest first; long lists stop where `room` says no more can be
+/// shown.
+fn sections(input: &SnapshotInput, events: &[StoredEvent], room: Room) -> Vec<Section> {
     let project = input.project_dir.as_deref();
-    let sec = |title, category, quota, item_cap, items| Section {
+    let sec = |title, category, quota, item_cap, items: Vec<String>| Section {
         title,
         category,
         quota,
@@ -317,50 +369,68 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
         chosen: Vec::new(),
         used: 0,
     };
-    let of = |c: Category| events.iter().filter(move |e| e.event.category == c);
+    // The events of each category, in session order (one pass).
+    let mut by: Vec<Vec<&StoredEvent>> = vec![Vec::new(); ALL_CATEGORIES.len()];
+    // The errors by index; for each (tool, subject) of an `error_resolved`, its last index.
+    let mut error_at: Vec<usize> = Vec::new();
+    let mut resolved_until: HashMap<(Option<&str>, &str), usize> = HashMap::new();
+    for (i, e) in events.iter().enumerate() {
+        let ev = &e.event;
+        match ev.category {
+            Category::Error => error_at.push(i),
+            Category::ErrorResolved => {
+                resolved_until.insert((ev.tool.as_deref(), ev.subject.as_str()), i);
+            }
+            _ => {}
+        }
+        by[ev.category as usize].push(e);
+    }
+    let of = |c: Category| -> &[&StoredEvent] { &by[c as usize] };
 
-    // Prompts, newest first.
-    let prompts: Vec<String> = of(Category::Prompt)
+    // Prompts: the last request; up to two before it (not the first: that is the goal).
+    let prompts = of(Category::Prompt);
+    let last_request: Vec<String> = prompts
+        .last()
         .map(|e| one_line(&e.event.subject))
+        .into_iter()
         .collect();
-    // The last request; up to two before it (not the first: that is the goal).
-    let last_request: Vec<String> = prompts.last().cloned().into_iter().collect();
-    let earlier: Vec<String> = prompts
-        .iter()
-        .enumerate()
+    let earlier: Vec<String> = (1..prompts.len().saturating_sub(1))
         .rev()
-        .skip(1)
         .take(2)
-        .filter(|(k, _)| *k > 0)
-        .map(|(_, p)| p.clone())
+        .map(|k| one_line(&prompts[k].event.subject))
         .collect();
     let mut goal = Vec::new();
     if prompts.len() > 1 {
-        goal.push(prompts[0].clone());
+        goal.push(one_line(&prompts[0].event.subject));
     } else if prompts.is_empty()
         && let Some(t) = input.title.as_deref().filter(|t| !t.trim().is_empty())
     {
         goal.push(format!("session title: {}", one_line(t)));
     }
-    for e in of(Category::Plan).collect::<Vec<_>>().into_iter().rev() {
-        if e.event.action == "approved" {
-            goal.push(format!("plan approved: {}", one_line(&e.event.subject)));
-            break;
-        }
+    if let Some(e) = of(Category::Plan)
+        .iter()
+        .rev()
+        .find(|e| e.event.action == "approved")
+    {
+        goal.push(format!("plan approved: {}", one_line(&e.event.subject)));
     }
 
     // Open tasks: the latest todo list (the task events of the last call that wrote tasks).
     let mut tasks = Vec::new();
-    if let Some(last) = of(Category::Task).next_back() {
-        let call = last.event.call_id.clone();
+    if let Some(&last) = of(Category::Task).last() {
+        let call = last.event.call_id.as_deref();
         let list: Vec<&StoredEvent> = if call.is_some() {
             of(Category::Task)
-                .filter(|e| e.event.call_id == call)
+                .iter()
+                .filter(|e| e.event.call_id.as_deref() == call)
+                .copied()
                 .collect()
         } else {
             vec![last]
         };
-        let status = |e: &StoredEvent| e.event.detail.clone().unwrap_or_default();
+        fn status(e: &StoredEvent) -> &str {
+            e.event.detail.as_deref().unwrap_or("")
+        }
         let done = list.iter().filter(|e| e.event.action == "done").count();
         for e in list.iter().filter(|e| status(e) == "in_progress") {
             tasks.push(format!("{} (in progress)", one_line(&e.event.subject)));
@@ -385,27 +455,39 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
         }
     }
 
-    // Files changed, newest first, one line per path.
-    struct F {
-        path: String,
-        last: String,
+    // Files changed, newest first, one line per path. An event counts for the least recently
+    // touched file of the same path ([`crate::events::same_path`]); two paths that are the same
+    // have the same last component, so candidates are looked up by it.
+    struct F<'a> {
+        path: &'a str,
+        last: &'a str,
         n: usize,
         plus: usize,
         minus: usize,
         counted: bool,
+        /// When it was last touched (the list's order).
+        tick: usize,
     }
     let mut files: Vec<F> = Vec::new();
-    for e in of(Category::File).filter(|e| e.event.action != "read") {
+    let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (tick, e) in of(Category::File)
+        .iter()
+        .filter(|e| e.event.action != "read")
+        .enumerate()
+    {
         let path = rel(&e.event.subject, project);
         let (p, m, c) = match e.event.detail.as_deref().and_then(parse_counts) {
             Some((p, m)) => (p, m, true),
             None => (0, 0, false),
         };
-        if let Some(i) = files
+        let candidates = by_name.entry(file_name(path)).or_default();
+        let found = candidates
             .iter()
-            .position(|f| crate::events::same_path(&f.path, &path))
-        {
-            let mut f = files.remove(i);
+            .copied()
+            .filter(|&i| crate::events::same_path(files[i].path, path))
+            .min_by_key(|&i| files[i].tick);
+        if let Some(i) = found {
+            let f = &mut files[i];
             if path.len() < f.path.len() {
                 f.path = path;
             }
@@ -413,29 +495,31 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
             f.plus += p;
             f.minus += m;
             f.counted |= c;
-            f.last = e.event.action.clone();
-            files.push(f);
+            f.last = &e.event.action;
+            f.tick = tick;
         } else {
+            candidates.push(files.len());
             files.push(F {
                 path,
-                last: e.event.action.clone(),
+                last: &e.event.action,
                 n: 1,
                 plus: p,
                 minus: m,
                 counted: c,
+                tick,
             });
         }
     }
+    files.sort_unstable_by_key(|f| std::cmp::Reverse(f.tick));
+    let mut files_room = room;
     let files: Vec<String> = files
         .iter()
-        .rev()
-        .map(|f| {
+        .map_while(|f| {
+            if files_room.full() {
+                return None;
+            }
             // "edited" goes without saying in "Files changed".
-            let verb = if f.last == "edited" {
-                ""
-            } else {
-                f.last.as_str()
-            };
+            let verb = if f.last == "edited" { "" } else { f.last };
             let mut facts: Vec<String> = match (verb, f.n) {
                 ("", 1) => vec![],
                 ("", n) => vec![format!("×{n}")],
@@ -445,40 +529,28 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
             if f.counted && f.last != "deleted" {
                 facts.push(format!("+{} -{}", f.plus, f.minus));
             }
-            if facts.is_empty() {
-                f.path.clone()
+            let item = if facts.is_empty() {
+                f.path.to_string()
             } else {
                 format!("{} ({})", f.path, facts.join(", "))
-            }
+            };
+            files_room.take(&item);
+            Some(item)
         })
         .collect();
 
-    // Unresolved errors, newest first, one per target.
+    // Unresolved errors, newest first, one per target: an error is resolved when a later
+    // `error_resolved` has its subject and tool.
     let mut errors: Vec<String> = Vec::new();
-    let mut seen: Vec<(Option<String>, String)> = Vec::new();
-    let mut fixed: Vec<String> = Vec::new();
-    for (i, e) in events.iter().enumerate().rev() {
-        let ev = &e.event;
-        if ev.category == Category::ErrorResolved {
-            let t = format!("fixed: {}", rel(error_target(ev), project));
-            if !fixed.contains(&t) {
-                fixed.push(t);
-            }
+    let mut errors_room = room;
+    let mut seen: HashSet<(Option<&str>, &str)> = HashSet::new();
+    for &i in error_at.iter().rev() {
+        if errors_room.full() {
+            break;
         }
-        if ev.category != Category::Error {
-            continue;
-        }
-        let key = (ev.tool.clone(), ev.subject.clone());
-        if seen.contains(&key) {
-            continue;
-        }
-        seen.push(key);
-        let resolved = events[i + 1..].iter().any(|r| {
-            r.event.category == Category::ErrorResolved
-                && r.event.subject == ev.subject
-                && r.event.tool == ev.tool
-        });
-        if resolved {
+        let ev = &events[i].event;
+        let key = (ev.tool.as_deref(), ev.subject.as_str());
+        if !seen.insert(key) || resolved_until.get(&key).is_some_and(|&r| r > i) {
             continue;
         }
         let target = rel(error_target(ev), project);
@@ -499,66 +571,117 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
             .as_deref()
             .map(crate::events::error_line)
             .unwrap_or_default();
-        errors.push(if line.is_empty() {
+        let item = if line.is_empty() {
             format!("`{target}` failed ({how})")
         } else {
             format!("`{target}` failed ({how}): {line}")
-        });
+        };
+        errors_room.take(&item);
+        errors.push(item);
     }
 
-    let newest = |c: Category, f: &dyn Fn(&StoredEvent) -> String| -> Vec<String> {
-        // Order from the events; the set only answers "seen already?".
+    // The distinct items of the events of category `c`, newest first, while `room` lasts (when
+    // given). Two events alike in action, subject, detail and tool give the same item.
+    let newest = |c: Category,
+                  mut room: Option<&mut Room>,
+                  f: &dyn Fn(&StoredEvent) -> String|
+     -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for e in of(c).collect::<Vec<_>>().into_iter().rev() {
+        let mut raw = HashSet::new();
+        let mut seen = HashSet::new();
+        for e in of(c).iter().rev() {
+            if room.as_ref().is_some_and(|r| r.full()) {
+                break;
+            }
+            let ev = &e.event;
+            if !raw.insert((
+                ev.action.as_str(),
+                ev.subject.as_str(),
+                ev.detail.as_deref(),
+                ev.tool.as_deref(),
+            )) {
+                continue;
+            }
             let s = f(e);
             if seen.insert(s.clone()) {
+                if let Some(r) = room.as_mut() {
+                    r.take(&s);
+                }
                 out.push(s);
             }
         }
         out
     };
-    let decisions = newest(Category::Decision, &|e| one_line(&e.event.subject));
-    let notes = newest(Category::Note, &|e| one_line(&e.event.subject));
-    let git = newest(Category::Git, &|e| {
+    let decisions = newest(Category::Decision, Some(&mut room.clone()), &|e| {
+        one_line(&e.event.subject)
+    });
+    let notes = newest(Category::Note, Some(&mut room.clone()), &|e| {
+        one_line(&e.event.subject)
+    });
+    let git = newest(Category::Git, Some(&mut room.clone()), &|e| {
         format!("{}: {}", e.event.action, one_line(&e.event.subject))
     });
 
     // Also: retry loops, fixed errors, sub-agents, rules, skills, MCP, references.
-    let mut also: Vec<String> = newest(Category::Retry, &|e| {
+    let mut also_room = room;
+    let mut also: Vec<String> = newest(Category::Retry, Some(&mut also_room), &|e| {
         format!(
             "retry loop: `{}` {}",
             error_target(&e.event),
-            e.event.detail.clone().unwrap_or_default()
+            e.event.detail.as_deref().unwrap_or_default()
         )
     });
-    also.extend(fixed);
-    let running: Vec<String> = {
-        let launched = newest(Category::Subagent, &|e| one_line(&e.event.subject));
-        launched
-            .into_iter()
-            .map(|s| {
-                let finished = of(Category::Subagent)
-                    .any(|e| e.event.action == "finished" && one_line(&e.event.subject) == s);
-                if finished {
-                    format!("sub-agent finished: {s}")
-                } else {
-                    format!("sub-agent launched: {s}")
-                }
-            })
-            .collect()
-    };
-    also.extend(running);
+    let mut fixed_seen: HashSet<&str> = HashSet::new();
+    for r in of(Category::ErrorResolved).iter().rev() {
+        if also_room.full() {
+            break;
+        }
+        let t = rel(error_target(&r.event), project);
+        if fixed_seen.insert(t) {
+            let item = format!("fixed: {t}");
+            also_room.take(&item);
+            also.push(item);
+        }
+    }
+    if !also_room.full() {
+        let finished: HashSet<String> = of(Category::Subagent)
+            .iter()
+            .filter(|e| e.event.action == "finished")
+            .map(|e| one_line(&e.event.subject))
+            .collect();
+        let launched = newest(Category::Subagent, Some(&mut also_room), &|e| {
+            one_line(&e.event.subject)
+        });
+        also.extend(launched.into_iter().map(|s| {
+            if finished.contains(&s) {
+                format!("sub-agent finished: {s}")
+            } else {
+                format!("sub-agent launched: {s}")
+            }
+        }));
+    }
     let joined = |c: Category, label: &str| -> Option<String> {
-        let v = newest(c, &|e| rel(&e.event.subject, project));
+        let v = newest(c, None, &|e| rel(&e.event.subject, project).to_string());
         (!v.is_empty()).then(|| format!("{label}: {}", v.join(", ")))
     };
-    also.extend(joined(Category::Rule, "rules read"));
-    also.extend(joined(Category::Skill, "skills used"));
-    also.extend(joined(Category::Mcp, "MCP tools used"));
-    also.extend(newest(Category::Reference, &|e| {
-        format!("{}: {}", e.event.action, e.event.subject)
-    }));
+    for (c, label) in [
+        (Category::Rule, "rules read"),
+        (Category::Skill, "skills used"),
+        (Category::Mcp, "MCP tools used"),
+    ] {
+        if also_room.full() {
+            break;
+        }
+        if let Some(item) = joined(c, label) {
+            also_room.take(&item);
+            also.push(item);
+        }
+    }
+    if !also_room.full() {
+        also.extend(newest(Category::Reference, Some(&mut also_room), &|e| {
+            format!("{}: {}", e.event.action, e.event.subject)
+        }));
+    }
 
     vec![
         sec("Last request", "prompt", 18, 600, last_request),
@@ -574,10 +697,174 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
     ]
 }
 
+/// The last component of a path (after `./` prefixes): what two paths that name the same file
+/// ([`crate::events::same_path`]) have in common.
+fn file_name(p: &str) -> &str {
+    let p = p.trim_start_matches("./");
+    p.rsplit('/').next().unwrap_or(p)
+}
+
 /// `+3 -1` → (3, 1).
 fn parse_counts(d: &str) -> Option<(usize, usize)> {
     let mut it = d.split_whitespace();
     let p = it.next()?.strip_prefix('+')?.parse().ok()?;
     let m = it.next()?.strip_prefix('-')?.parse().ok()?;
     Some((p, m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::Event;
+
+    /// A small deterministic generator (LCG, Knuth's MMIX constants).
+    struct Lcg(u64);
+    impl Lcg {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 33) as usize % n.max(1)
+        }
+        fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
+            v[self.below(v.len())]
+        }
+    }
+
+    /// Subjects that collide on purpose: the same file written four ways, commands that fail
+    /// then pass, prompts and decisions repeated with other spacing, multi-byte text.
+    const SUBJECTS: &[&str] = &[
+        "src/a.rs",
+        "./src/a.rs",
+        "/home/user/p/src/a.rs",
+        "a.rs",
+        "lib/a.rs",
+        "/home/user/p/src/b.rs",
+        "src/b.rs",
+        "/elsewhere/src/b.rs",
+        "/home/user/p/",
+        "./",
+        "",
+        "cargo test",
+        "shell: cargo test",
+        "edit: src/a.rs",
+        "read: ./src/a.rs",
+        "fix  the\tparser",
+        "fix the parser",
+        "日本語のテスト ошибка 🧪",
+        "don't touch the API",
+        "https://example.com/x",
+        "owner/repo#12",
+    ];
+    const DETAILS: &[&str] = &[
+        "+3 -1",
+        "+10 -0",
+        "in_progress",
+        "pending",
+        "Exit code 101\nerror[E0425]: cannot find value `x`",
+        "exit 1",
+        "3 times in a row",
+        "",
+    ];
+    const ACTIONS: &[&str] = &[
+        "read", "edited", "written", "deleted", "created", "updated", "done", "exit", "tool", "ok",
+        "failed", "commit", "approved", "launched", "finished", "url",
+    ];
+
+    fn random_input(g: &mut Lcg) -> SnapshotInput {
+        let n = match g.below(4) {
+            0 => g.below(8),
+            1 => g.below(60),
+            _ => g.below(400),
+        };
+        // All categories, or a few (so that one section has more items than can be shown).
+        let cats: Vec<Category> = match g.below(3) {
+            0 => ALL_CATEGORIES.to_vec(),
+            _ => (0..1 + g.below(3))
+                .map(|_| ALL_CATEGORIES[g.below(ALL_CATEGORIES.len())])
+                .collect(),
+        };
+        let mut events: Vec<StoredEvent> = (0..n)
+            .map(|i| {
+                let category = cats[g.below(cats.len())];
+                let subject = match g.below(8) {
+                    0 => format!("{} {}", g.pick(SUBJECTS), g.pick(SUBJECTS)).repeat(g.below(40)),
+                    // Many distinct short items: more than a small budget can show.
+                    1..=3 => format!(
+                        "{}{}",
+                        g.pick(&["x", "./x", "/home/user/p/x", "x/"]),
+                        g.below(300)
+                    ),
+                    _ => g.pick(SUBJECTS).to_string(),
+                };
+                StoredEvent {
+                    id: i as i64 + 1,
+                    seq: i as i64 / 3,
+                    message_id: format!("m{}", i / 3),
+                    event: Event {
+                        category,
+                        action: g.pick(ACTIONS).into(),
+                        priority: 1 + g.below(4) as u8,
+                        subject,
+                        detail: (g.below(3) > 0).then(|| g.pick(DETAILS).into()),
+                        call_id: (g.below(5) > 0).then(|| format!("c{}", g.below(12))),
+                        tool: (g.below(5) > 0)
+                            .then(|| g.pick(&["shell", "edit", "read", "write", "todo"]).into()),
+                        ts: Some(i as i64),
+                    },
+                }
+            })
+            .collect();
+        match g.below(3) {
+            // As the store gives them: with their correlations.
+            0 => {
+                let derived = correlate(&events);
+                events.extend(derived);
+                events.sort_by_key(|e| (e.seq, e.id));
+            }
+            // Out of order.
+            1 if n > 1 => events.swap(0, n - 1),
+            _ => {}
+        }
+        SnapshotInput {
+            agent: g.pick(&["claude", "", "codex"]).into(),
+            session_id: "s1".into(),
+            project_dir: [None, Some("/home/user/p"), Some("/home/user/p/")][g.below(3)]
+                .map(str::to_string),
+            title: [None, Some("a  title"), Some(" ")][g.below(3)].map(str::to_string),
+            git_branch: [None, Some("main"), Some("HEAD")][g.below(3)].map(str::to_string),
+            events,
+        }
+    }
+
+    #[test]
+    fn build_matches_the_reference_byte_for_byte() {
+        let mut g = Lcg(0x6d65_6d74);
+        for round in 0..400 {
+            let input = random_input(&mut g);
+            for _ in 0..4 {
+                let budget = match g.below(4) {
+                    0 => g.below(64),
+                    1 => g.below(600),
+                    2 => 16 * 1024,
+                    _ => g.below(8193),
+                };
+                assert_eq!(
+                    build(&input, budget),
+                    reference::build(&input, budget),
+                    "round {round}, budget {budget}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_category_parses_back_from_its_name() {
+        for c in ALL_CATEGORIES {
+            assert_eq!(Category::parse(c.as_str()), Some(c));
+        }
+        assert_eq!(Category::parse("files"), None);
+        assert_eq!(Category::parse(""), None);
+    }
 }

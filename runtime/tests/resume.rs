@@ -8,7 +8,7 @@ use memtrail_adapters::{
 use memtrail_runtime::events::Category;
 use memtrail_runtime::hook::respond;
 use memtrail_runtime::resume;
-use memtrail_runtime::snapshot::estimate_tokens;
+use memtrail_runtime::snapshot::{self, estimate_tokens};
 use memtrail_runtime::store::Store;
 use serde_json::{Value, json};
 
@@ -658,4 +658,55 @@ fn handoff_names_the_target_agents_tools_and_the_work() {
     );
     assert!(doc.contains("`mcp_memtrail_search`"), "{doc}");
     assert!(!doc.contains("mcp__memtrail__"), "{doc}");
+}
+
+#[test]
+fn snapshot_input_holds_the_timeline_events_without_message_ids_and_times() {
+    let (_dir, mut store) = open();
+    let rowid = work_session(&mut store, "s-lean", "/w/p", T0);
+    apply(
+        &mut store,
+        rowid,
+        vec![
+            result("toolu_2", "error: 1 test failed\nExit code 101", true),
+            Record::Message(call(
+                "a3",
+                "toolu_3",
+                "Bash",
+                json!({"command": "cargo test"}),
+                T0 + 3,
+            )),
+            result("toolu_3", "test result: ok. 1 passed", false),
+        ],
+    );
+    let full = resume::events_with_correlations(&store, rowid).unwrap();
+    assert!(
+        full.iter()
+            .any(|e| e.event.category == Category::ErrorResolved),
+        "the fix resolves the failed run"
+    );
+    let input = resume::snapshot_input(&store, rowid).unwrap();
+    let stripped: Vec<_> = full
+        .iter()
+        .cloned()
+        .map(|mut e| {
+            e.message_id = String::new();
+            e.event.ts = None;
+            e
+        })
+        .collect();
+    assert_eq!(input.events, stripped);
+    for budget in [64, 300, snapshot::DEFAULT_BUDGET] {
+        let from_full = snapshot::build(
+            &snapshot::SnapshotInput {
+                events: full.clone(),
+                ..input.clone()
+            },
+            budget,
+        );
+        assert_eq!(
+            resume::build_snapshot(&store, rowid, budget).unwrap(),
+            from_full
+        );
+    }
 }

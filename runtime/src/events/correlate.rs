@@ -30,16 +30,13 @@ fn resolves(err: &Event, target: &str, e: &Event) -> bool {
 
 /// The retry key of a call's event: shell commands by their command line, reads by their path,
 /// failed calls by tool and target. Other calls (edits, whose inputs differ) have none.
-fn retry_key(e: &Event) -> Option<(String, String)> {
+fn retry_key(e: &Event) -> Option<(&str, &str)> {
     match e.category {
-        Category::Command => Some(("shell".into(), e.subject.clone())),
-        Category::File | Category::Rule if e.action == "read" => {
-            Some(("read".into(), e.subject.clone()))
+        Category::Command => Some(("shell", &e.subject)),
+        Category::File | Category::Rule if e.action == "read" => Some(("read", &e.subject)),
+        Category::Error if e.tool.as_deref() != Some("shell") => {
+            Some((e.tool.as_deref().unwrap_or_default(), error_target(e)))
         }
-        Category::Error if e.tool.as_deref() != Some("shell") => Some((
-            e.tool.clone().unwrap_or_default(),
-            error_target(e).to_string(),
-        )),
         _ => None,
     }
 }
@@ -63,7 +60,7 @@ pub(super) fn correlate(events: &[StoredEvent]) -> Vec<StoredEvent> {
                 let Some(call) = e.call_id.as_deref() else {
                     continue;
                 };
-                if failed_calls.contains(call) || pending.is_empty() {
+                if pending.is_empty() || failed_calls.contains(call) {
                     continue;
                 }
                 let mut seen: HashSet<&str> = HashSet::new();
@@ -100,11 +97,11 @@ pub(super) fn correlate(events: &[StoredEvent]) -> Vec<StoredEvent> {
     }
 
     // Retry loops: runs of calls with the same key.
-    let mut run: Option<((String, String), usize, &StoredEvent)> = None;
+    type Run<'a> = Option<((&'a str, &'a str), usize, &'a StoredEvent)>;
+    let mut run: Run = None;
     let mut last_call: Option<&str> = None;
     let mut loops = Vec::new();
-    let close = |run: &Option<((String, String), usize, &StoredEvent)>,
-                 loops: &mut Vec<StoredEvent>| {
+    let close = |run: &Run, loops: &mut Vec<StoredEvent>| {
         if let Some(((tool, target), n, last)) = run
             && *n >= 3
         {
@@ -119,7 +116,7 @@ pub(super) fn correlate(events: &[StoredEvent]) -> Vec<StoredEvent> {
                     subject: format!("{tool}: {target}"),
                     detail: Some(format!("{n} times in a row")),
                     call_id: last.event.call_id.clone(),
-                    tool: Some(tool.clone()),
+                    tool: Some(tool.to_string()),
                     ts: last.event.ts,
                 },
             });
