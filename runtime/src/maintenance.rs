@@ -133,9 +133,10 @@ fn store_bytes(path: &Path) -> u64 {
 /// timestamp takes its session's last activity; with no time known at all, it is kept), then
 /// every session left without messages whose last activity is older than the cutoff; with `vacuum`, `VACUUM` the file afterwards.
 /// One transaction. Cursors of deleted sessions are marked [`SkipReason::Deleted`] so an import
-/// does not bring them back. A partly purged session keeps its message numbering (`seq`) and
-/// its `message_count` (the next message's index), so later messages still sort after; its
-/// title, taken from its first prompt, is cleared when that prompt is purged.
+/// does not bring them back. A partly purged session keeps its message numbering (`seq`), so
+/// later messages still sort after, and its `message_count` is recounted; its title, taken
+/// from its first prompt, is cleared when that prompt is purged. Snapshots built before the
+/// cutoff are deleted (they quote the purged messages).
 ///
 /// Known limit: a whole-file source (Gemini CLI's legacy JSON, VS Code chat sessions) that
 /// changes again is re-read whole, which brings its purged messages back.
@@ -192,16 +193,16 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
         )?;
         // Snapshots quote the messages they were built from.
         w.tx.execute("DELETE FROM snapshots WHERE built_at < ?1", [cutoff_ms])?;
-        w.tx.execute(
-            "UPDATE sessions SET message_count =
-                 (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)
-             WHERE message_count != (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)",
-            [],
-        )?;
         // The title comes from the first prompt: gone with it.
         w.tx.execute(
             "UPDATE sessions SET title = NULL WHERE title IS NOT NULL AND message_count > 0
              AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = sessions.id AND m.seq = 0)",
+            [],
+        )?;
+        w.tx.execute(
+            "UPDATE sessions SET message_count =
+                 (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)
+             WHERE message_count != (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)",
             [],
         )?;
         Ok((messages as u64, sessions as u64))

@@ -794,8 +794,9 @@ impl Writer<'_> {
             params![session_id, seq],
         )?;
         self.tx.execute(
-            "UPDATE sessions SET message_count = ?2 WHERE id = ?1",
-            params![session_id, seq],
+            "UPDATE sessions SET message_count =
+                 (SELECT COUNT(*) FROM messages WHERE session_id = ?1) WHERE id = ?1",
+            params![session_id],
         )?;
         Ok(n as u64)
     }
@@ -857,7 +858,11 @@ impl Writer<'_> {
             None => {
                 let seq: i64 = self
                     .tx
-                    .prepare_cached("SELECT message_count FROM sessions WHERE id = ?1")?
+                    // After the last stored message: `message_count` is a count, which a purge
+                    // of old messages makes smaller than the next position.
+                    .prepare_cached(
+                        "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1",
+                    )?
                     .query_row([session_id], |r| r.get(0))?;
                 let (body, tools) = render_index_text(&m);
                 let cjk = cjk_index_text(&body, &tools);

@@ -313,6 +313,21 @@ fn purge_older_than() {
     }
     // Cutoff 2026-01-01T00:00:00Z.
     let cutoff = 1_767_225_600_000;
+    {
+        // Snapshots of session B: one built before the cutoff (it quotes what is purged), one after.
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch(&format!(
+            "INSERT INTO snapshots (session_id, built_at, trigger, budget, events, text)
+                 SELECT id, {}, 'precompact', 2048, 1, '- oldlemur three' FROM sessions
+                 WHERE external_id = '22222222-2222-4222-8222-222222222222';
+             INSERT INTO snapshots (session_id, built_at, trigger, budget, events, text)
+                 SELECT id, {}, 'precompact', 2048, 1, '- newlemur four' FROM sessions
+                 WHERE external_id = '22222222-2222-4222-8222-222222222222';",
+            cutoff - 1,
+            cutoff + 1
+        ))
+        .unwrap();
+    }
     let dry = maintenance::purge(&mut store, cutoff, false, true).unwrap();
     assert_eq!((dry.messages, dry.sessions, dry.dry_run), (3, 1, true));
     assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 5);
@@ -330,6 +345,29 @@ fn purge_older_than() {
     assert_eq!(search(&store, "oldlemur"), 0);
     assert_eq!(search(&store, "newlemur"), 1);
     assert!(!in_files(&db, "oldlemur"));
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM snapshots WHERE text = '- newlemur four'"
+        ),
+        1
+    );
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM snapshots"), 1);
+    // Session B counts its one message left, and a new message sorts after it.
+    let b_count = "SELECT message_count FROM sessions WHERE external_id = '22222222-2222-4222-8222-222222222222'";
+    assert_eq!(count(&db, b_count), 1);
+    write_lines(
+        &b,
+        &[mk("b3", "2026-11-21T10:00:00.000Z", "newlemur five")],
+        true,
+    );
+    ingest_file(&mut store, Agent::Claude, &b, None).unwrap();
+    assert_eq!(count(&db, b_count), 2);
+    assert_eq!(
+        count(&db, "SELECT seq FROM messages WHERE ext_id = 'b3'"),
+        2,
+        "after b2 (seq 1)"
+    );
     // Nothing older is left: a second purge deletes nothing.
     let again = maintenance::purge(&mut store, cutoff, false, false).unwrap();
     assert_eq!((again.messages, again.sessions), (0, 0));
