@@ -9,7 +9,6 @@
 //! - `snapshot`: `snapshot::build` over 10 000 events.
 
 use memtrail_adapters::{Agent, Batch, Source};
-use memtrail_runtime::events::{Category, Event, StoredEvent};
 use memtrail_runtime::query::{SearchFilter, search};
 use memtrail_runtime::store::Store;
 use std::path::PathBuf;
@@ -83,8 +82,13 @@ fn ingest_claude_1mb(b: divan::Bencher) {
         .with_inputs(|| tempfile::tempdir().expect("tempdir"))
         .bench_values(|d| {
             let mut store = Store::open(&d.path().join("m.db")).expect("store");
-            let r = memtrail_runtime::ingest::ingest_file(&mut store, Agent::Claude, &f.transcript, None)
-                .expect("ingest");
+            let r = memtrail_runtime::ingest::ingest_file(
+                &mut store,
+                Agent::Claude,
+                &f.transcript,
+                None,
+            )
+            .expect("ingest");
             divan::black_box(r.inserted);
             d
         });
@@ -102,32 +106,7 @@ fn search_20mb(b: divan::Bencher, q: &str) {
 
 #[divan::bench(sample_count = 20)]
 fn snapshot_10k_events(b: divan::Bencher) {
-    let events: Vec<StoredEvent> = (0..10_000i64)
-        .map(|i| StoredEvent {
-            id: i + 1,
-            seq: i / 3,
-            message_id: format!("m{}", i / 3),
-            event: Event {
-                category: [Category::File, Category::Prompt, Category::Error, Category::Git, Category::Task]
-                    [(i % 5) as usize],
-                action: ["edited", "submitted", "tool", "commit", "created"][(i % 5) as usize].to_string(),
-                priority: (i % 4 + 1) as u8,
-                subject: format!("src/module_{}/file_{}.rs", i % 97, i % 13),
-                detail: (i % 3 == 0).then(|| format!("error[E0{}]: mismatched types", i % 999)),
-                call_id: Some(format!("toolu_{i}")),
-                tool: Some("Edit".to_string()),
-                ts: Some(1_760_000_000_000 + i * 1000),
-            },
-        })
-        .collect();
-    let input = memtrail_runtime::snapshot::SnapshotInput {
-        agent: "claude".into(),
-        session_id: "bench".into(),
-        project_dir: Some("/home/dev/src/memtrail".into()),
-        title: Some("benchmark session".into()),
-        git_branch: Some("main".into()),
-        events,
-    };
+    let input = memtrail_bench::snapshot_input(10_000);
     b.bench(|| {
         divan::black_box(memtrail_runtime::snapshot::build(
             &input,

@@ -97,43 +97,304 @@ impl Rng {
 
 /// Vocabulary, most frequent first (rank drives the Zipf draw).
 const WORDS: &[&str] = &[
-    "the", "to", "and", "error", "test", "file", "a", "in", "is", "of", "function", "it", "that",
-    "for", "this", "code", "with", "fix", "run", "we", "build", "not", "on", "be", "config",
-    "value", "type", "return", "check", "now", "should", "use", "add", "update", "can", "from",
-    "session", "path", "when", "string", "let", "need", "failing", "passes", "module", "new",
-    "call", "data", "missing", "line", "change", "case", "struct", "field", "import", "read",
-    "write", "parse", "output", "input", "result", "option", "default", "async", "await",
-    "handler", "request", "response", "server", "client", "database", "query", "index", "cache",
-    "token", "timeout", "retry", "lock", "thread", "memory", "buffer", "stream", "channel",
-    "commit", "branch", "merge", "rebase", "diff", "patch", "release", "version", "dependency",
-    "crate", "package", "compile", "warning", "lint", "format", "clippy", "cargo", "npm",
-    "python", "pytest", "docker", "kubernetes", "deploy", "migration", "schema", "table",
-    "column", "row", "transaction", "rollback", "cursor", "offset", "limit", "page", "sort",
-    "filter", "search", "ranking", "snippet", "highlight", "tokenizer", "unicode", "utf8",
-    "encoding", "decode", "serialize", "deserialize", "json", "yaml", "toml", "jsonl", "hook",
-    "payload", "event", "agent", "prompt", "context", "compaction", "snapshot", "transcript",
-    "adapter", "reader", "writer", "store", "ingest", "benchmark", "latency", "throughput",
-    "allocation", "profile", "flamegraph", "regression", "panic", "unwrap", "lifetime", "borrow",
-    "trait", "generic", "closure", "iterator", "vector", "hashmap", "btree", "slice", "refactor",
-    "rename", "extract", "inline", "duplicate", "helper", "utility", "wrapper", "interface",
-    "component", "render", "state", "props", "router", "endpoint", "middleware", "auth", "login",
-    "logout", "password", "permission", "role", "user", "admin", "tenant", "quota", "billing",
-    "invoice", "payment", "webhook", "queue", "worker", "scheduler", "cron", "job", "batch",
-    "pipeline", "artifact", "coverage", "fixture", "mock", "stub", "assert", "expected", "actual",
-    "mismatch", "overflow", "underflow", "nullable", "undefined", "segfault", "deadlock", "race",
-    "flaky", "intermittent", "reproduce", "bisect", "stacktrace", "backtrace", "symbol", "linker",
-    "target", "triple", "musl", "glibc", "wasm", "arm64", "x86", "simd", "vectorize", "prefetch",
-    "mmap", "fsync", "inode", "symlink", "permissions", "chmod", "tempdir", "sandbox",
-    "container", "volume", "network", "socket", "port", "proxy", "tls", "certificate", "dns",
-    "latitude", "longitude", "weather", "temperature", "invoice", "currency", "locale",
-    "timezone", "calendar", "holiday", "recurrence", "markdown", "heading", "paragraph", "table",
-    "changelog", "readme", "license", "contributor", "maintainer", "roadmap", "milestone",
+    "the",
+    "to",
+    "and",
+    "error",
+    "test",
+    "file",
+    "a",
+    "in",
+    "is",
+    "of",
+    "function",
+    "it",
+    "that",
+    "for",
+    "this",
+    "code",
+    "with",
+    "fix",
+    "run",
+    "we",
+    "build",
+    "not",
+    "on",
+    "be",
+    "config",
+    "value",
+    "type",
+    "return",
+    "check",
+    "now",
+    "should",
+    "use",
+    "add",
+    "update",
+    "can",
+    "from",
+    "session",
+    "path",
+    "when",
+    "string",
+    "let",
+    "need",
+    "failing",
+    "passes",
+    "module",
+    "new",
+    "call",
+    "data",
+    "missing",
+    "line",
+    "change",
+    "case",
+    "struct",
+    "field",
+    "import",
+    "read",
+    "write",
+    "parse",
+    "output",
+    "input",
+    "result",
+    "option",
+    "default",
+    "async",
+    "await",
+    "handler",
+    "request",
+    "response",
+    "server",
+    "client",
+    "database",
+    "query",
+    "index",
+    "cache",
+    "token",
+    "timeout",
+    "retry",
+    "lock",
+    "thread",
+    "memory",
+    "buffer",
+    "stream",
+    "channel",
+    "commit",
+    "branch",
+    "merge",
+    "rebase",
+    "diff",
+    "patch",
+    "release",
+    "version",
+    "dependency",
+    "crate",
+    "package",
+    "compile",
+    "warning",
+    "lint",
+    "format",
+    "clippy",
+    "cargo",
+    "npm",
+    "python",
+    "pytest",
+    "docker",
+    "kubernetes",
+    "deploy",
+    "migration",
+    "schema",
+    "table",
+    "column",
+    "row",
+    "transaction",
+    "rollback",
+    "cursor",
+    "offset",
+    "limit",
+    "page",
+    "sort",
+    "filter",
+    "search",
+    "ranking",
+    "snippet",
+    "highlight",
+    "tokenizer",
+    "unicode",
+    "utf8",
+    "encoding",
+    "decode",
+    "serialize",
+    "deserialize",
+    "json",
+    "yaml",
+    "toml",
+    "jsonl",
+    "hook",
+    "payload",
+    "event",
+    "agent",
+    "prompt",
+    "context",
+    "compaction",
+    "snapshot",
+    "transcript",
+    "adapter",
+    "reader",
+    "writer",
+    "store",
+    "ingest",
+    "benchmark",
+    "latency",
+    "throughput",
+    "allocation",
+    "profile",
+    "flamegraph",
+    "regression",
+    "panic",
+    "unwrap",
+    "lifetime",
+    "borrow",
+    "trait",
+    "generic",
+    "closure",
+    "iterator",
+    "vector",
+    "hashmap",
+    "btree",
+    "slice",
+    "refactor",
+    "rename",
+    "extract",
+    "inline",
+    "duplicate",
+    "helper",
+    "utility",
+    "wrapper",
+    "interface",
+    "component",
+    "render",
+    "state",
+    "props",
+    "router",
+    "endpoint",
+    "middleware",
+    "auth",
+    "login",
+    "logout",
+    "password",
+    "permission",
+    "role",
+    "user",
+    "admin",
+    "tenant",
+    "quota",
+    "billing",
+    "invoice",
+    "payment",
+    "webhook",
+    "queue",
+    "worker",
+    "scheduler",
+    "cron",
+    "job",
+    "batch",
+    "pipeline",
+    "artifact",
+    "coverage",
+    "fixture",
+    "mock",
+    "stub",
+    "assert",
+    "expected",
+    "actual",
+    "mismatch",
+    "overflow",
+    "underflow",
+    "nullable",
+    "undefined",
+    "segfault",
+    "deadlock",
+    "race",
+    "flaky",
+    "intermittent",
+    "reproduce",
+    "bisect",
+    "stacktrace",
+    "backtrace",
+    "symbol",
+    "linker",
+    "target",
+    "triple",
+    "musl",
+    "glibc",
+    "wasm",
+    "arm64",
+    "x86",
+    "simd",
+    "vectorize",
+    "prefetch",
+    "mmap",
+    "fsync",
+    "inode",
+    "symlink",
+    "permissions",
+    "chmod",
+    "tempdir",
+    "sandbox",
+    "container",
+    "volume",
+    "network",
+    "socket",
+    "port",
+    "proxy",
+    "tls",
+    "certificate",
+    "dns",
+    "latitude",
+    "longitude",
+    "weather",
+    "temperature",
+    "invoice",
+    "currency",
+    "locale",
+    "timezone",
+    "calendar",
+    "holiday",
+    "recurrence",
+    "markdown",
+    "heading",
+    "paragraph",
+    "table",
+    "changelog",
+    "readme",
+    "license",
+    "contributor",
+    "maintainer",
+    "roadmap",
+    "milestone",
 ];
 
 const PROJECTS: &[&str] = &[
-    "memtrail", "tomlette", "kana-slug", "weather-app", "billing-api", "infra", "dotfiles",
-    "website", "ml-pipeline", "mobile-app", "cli-tools", "search-service", "auth-gateway",
-    "data-lake", "game-engine", "docs", "compiler", "scheduler",
+    "memtrail",
+    "tomlette",
+    "kana-slug",
+    "weather-app",
+    "billing-api",
+    "infra",
+    "dotfiles",
+    "website",
+    "ml-pipeline",
+    "mobile-app",
+    "cli-tools",
+    "search-service",
+    "auth-gateway",
+    "data-lake",
+    "game-engine",
+    "docs",
+    "compiler",
+    "scheduler",
 ];
 
 const FOREIGN: &[&str] = &[
@@ -256,7 +517,10 @@ impl Jsonl {
         })
     }
     fn append(path: &Path) -> std::io::Result<Jsonl> {
-        let f = fs::OpenOptions::new().append(true).create(true).open(path)?;
+        let f = fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)?;
         Ok(Jsonl {
             out: BufWriter::new(f),
             bytes: 0,
@@ -329,9 +593,15 @@ impl Text<'_> {
         }
     }
     pub fn path(&mut self) -> String {
-        let ext = *self.0.pick(&["rs", "py", "ts", "go", "toml", "md", "json", "tsx"]);
+        let ext = *self
+            .0
+            .pick(&["rs", "py", "ts", "go", "toml", "md", "json", "tsx"]);
         let depth = self.0.range(0, 2);
-        let mut p = String::from(*self.0.pick(&["src", "lib", "tests", "app", "crates/core/src"]));
+        let mut p = String::from(
+            *self
+                .0
+                .pick(&["src", "lib", "tests", "app", "crates/core/src"]),
+        );
         for _ in 0..depth {
             p.push('/');
             p.push_str(self.word());
@@ -523,13 +793,29 @@ impl<'r> SessionGen<'r> {
             0 => {
                 let cmd = format!(
                     "{} {}",
-                    t.0.pick(&["cargo test", "cargo build", "git log --oneline -20", "npm test", "pytest -q", "ls -la"]),
+                    t.0.pick(&[
+                        "cargo test",
+                        "cargo build",
+                        "git log --oneline -20",
+                        "npm test",
+                        "pytest -q",
+                        "ls -la"
+                    ]),
                     t.word()
                 );
-                (json!({"command": cmd, "description": t.sentence(5)}), t.output("Bash", size))
+                (
+                    json!({"command": cmd, "description": t.sentence(5)}),
+                    t.output("Bash", size),
+                )
             }
-            1 => (json!({"file_path": format!("{}/{}", self.cwd, t.path())}), t.output("Read", size)),
-            2 => (json!({"pattern": t.ident(), "path": self.cwd, "output_mode": "content"}), t.output("Grep", size)),
+            1 => (
+                json!({"file_path": format!("{}/{}", self.cwd, t.path())}),
+                t.output("Read", size),
+            ),
+            2 => (
+                json!({"pattern": t.ident(), "path": self.cwd, "output_mode": "content"}),
+                t.output("Grep", size),
+            ),
             3 => {
                 let (_, old) = t.code(2);
                 let (_, new) = t.code(3);
@@ -541,7 +827,10 @@ impl<'r> SessionGen<'r> {
             _ => {
                 let n = t.0.range(5, 40);
                 let (_, c) = t.code(n);
-                (json!({"file_path": format!("{}/{}", self.cwd, t.path()), "content": c}), "File created successfully.".to_string())
+                (
+                    json!({"file_path": format!("{}/{}", self.cwd, t.path()), "content": c}),
+                    "File created successfully.".to_string(),
+                )
             }
         };
         (i, input, output)
@@ -584,7 +873,12 @@ impl<'r> SessionGen<'r> {
                 let n = self.rng.range(8, 60);
                 let th = Text(self.rng).prose(n);
                 let sig = self.rng.alnum(200);
-                c.assistant(self, f, &msg_id, json!({"type": "thinking", "thinking": th, "signature": sig}))?;
+                c.assistant(
+                    self,
+                    f,
+                    &msg_id,
+                    json!({"type": "thinking", "thinking": th, "signature": sig}),
+                )?;
             }
             if self.rng.chance(0.4) {
                 let n = self.rng.range(4, 20);
@@ -600,7 +894,11 @@ impl<'r> SessionGen<'r> {
                 c.assistant(self, f, &msg_id, json!({"type": "tool_use", "id": call_id, "name": "Task",
                     "input": {"description": description, "prompt": task, "subagent_type": "Explore"}}))?;
                 let agent_id = self.rng.hex(7);
-                let mut sf = Jsonl::create(&dir.join(&c.sid).join("subagents").join(format!("agent-{agent_id}.jsonl")))?;
+                let mut sf = Jsonl::create(
+                    &dir.join(&c.sid)
+                        .join("subagents")
+                        .join(format!("agent-{agent_id}.jsonl")),
+                )?;
                 let mut sc = ClaudeCtx {
                     sid: c.sid.clone(),
                     agent_id: Some(agent_id.clone()),
@@ -622,12 +920,23 @@ impl<'r> SessionGen<'r> {
             }
             let (i, input, output) = self.tool_call();
             let name = TOOLS[i].0;
-            c.assistant(self, f, &msg_id, json!({"type": "tool_use", "id": call_id, "name": name, "input": input}))?;
+            c.assistant(
+                self,
+                f,
+                &msg_id,
+                json!({"type": "tool_use", "id": call_id, "name": name, "input": input}),
+            )?;
             let is_error = name == "Bash" && self.rng.chance(0.08);
             let tur = match name {
-                "Bash" => json!({"stdout": output, "stderr": "", "interrupted": false, "isImage": false}),
-                "Read" => json!({"type": "text", "file": {"filePath": input["file_path"], "content": output, "numLines": output.lines().count(), "startLine": 1, "totalLines": output.lines().count()}}),
-                _ => json!({"filePath": input.get("file_path").cloned().unwrap_or(Value::Null), "mode": "content", "numLines": output.lines().count()}),
+                "Bash" => {
+                    json!({"stdout": output, "stderr": "", "interrupted": false, "isImage": false})
+                }
+                "Read" => {
+                    json!({"type": "text", "file": {"filePath": input["file_path"], "content": output, "numLines": output.lines().count(), "startLine": 1, "totalLines": output.lines().count()}})
+                }
+                _ => {
+                    json!({"filePath": input.get("file_path").cloned().unwrap_or(Value::Null), "mode": "content", "numLines": output.lines().count()})
+                }
             };
             let ts = self.tick();
             c.user(self, f, json!([{"tool_use_id": call_id, "type": "tool_result", "content": output, "is_error": is_error}]), Some(tur), &ts)?;
@@ -684,7 +993,10 @@ impl<'r> SessionGen<'r> {
                 let (i, input, output) = self.tool_call();
                 let cmd = match i {
                     0 => input["command"].as_str().unwrap_or("ls").to_string(),
-                    1 => format!("sed -n '1,200p' {}", input["file_path"].as_str().unwrap_or("")),
+                    1 => format!(
+                        "sed -n '1,200p' {}",
+                        input["file_path"].as_str().unwrap_or("")
+                    ),
                     2 => format!("rg -n {} {}", input["pattern"].as_str().unwrap_or(""), cwd),
                     _ => format!("cat {}", input["file_path"].as_str().unwrap_or("")),
                 };
@@ -692,8 +1004,12 @@ impl<'r> SessionGen<'r> {
                 f.line(&json!({"timestamp": ts, "type": "response_item", "payload": {"type": "function_call", "name": "exec_command", "arguments": args, "call_id": call}}))?;
                 let code = if self.rng.chance(0.08) { 1 } else { 0 };
                 let ts = self.tick();
-                let out = format!("Chunk ID: {}\nWall time: {:.4} seconds\nProcess exited with code {code}\nOriginal token count: {}\nOutput:\n{output}",
-                    self.rng.hex(6), self.rng.f64() * 5.0, output.len() / 4);
+                let out = format!(
+                    "Chunk ID: {}\nWall time: {:.4} seconds\nProcess exited with code {code}\nOriginal token count: {}\nOutput:\n{output}",
+                    self.rng.hex(6),
+                    self.rng.f64() * 5.0,
+                    output.len() / 4
+                );
                 f.line(&json!({"timestamp": ts, "type": "response_item", "payload": {"type": "function_call_output", "call_id": call, "output": out}}))?;
             }
             let ts = self.tick();
@@ -760,16 +1076,27 @@ impl<'r> SessionGen<'r> {
     fn cursor(&mut self, home: &Path, target: u64) -> std::io::Result<Written> {
         let id = self.rng.uuid();
         let slug = self.cwd.trim_start_matches('/').replace(['/', '.'], "-");
-        let path = home.join(format!(".cursor/projects/{slug}/agent-transcripts/{id}.jsonl"));
+        let path = home.join(format!(
+            ".cursor/projects/{slug}/agent-transcripts/{id}.jsonl"
+        ));
         let mut f = Jsonl::create(&path)?;
         while f.bytes < target {
             self.tick();
             let (_, mo, d, h, mi, _) = civil(self.now / 1000);
-            let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][mo as usize - 1];
-            let (h12, ampm) = (if h % 12 == 0 { 12 } else { h % 12 }, if h < 12 { "AM" } else { "PM" });
+            let month = [
+                "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+            ][mo as usize - 1];
+            let (h12, ampm) = (
+                if h % 12 == 0 { 12 } else { h % 12 },
+                if h < 12 { "AM" } else { "PM" },
+            );
             let p = Text(self.rng).prompt();
-            let text = format!("<timestamp>Monday, {month} {d}, 2026, {h12}:{mi:02} {ampm} GMT+1</timestamp>\n<user_query>\n{p}\n</user_query>");
-            f.line(&json!({"role": "user", "message": {"content": [{"type": "text", "text": text}]}}))?;
+            let text = format!(
+                "<timestamp>Monday, {month} {d}, 2026, {h12}:{mi:02} {ampm} GMT+1</timestamp>\n<user_query>\n{p}\n</user_query>"
+            );
+            f.line(
+                &json!({"role": "user", "message": {"content": [{"type": "text", "text": text}]}}),
+            )?;
             let steps = self.rng.lognormal(3.0, 0.8).clamp(0.0, 25.0) as usize;
             for _ in 0..steps {
                 let (i, input, _) = self.tool_call();
@@ -782,7 +1109,9 @@ impl<'r> SessionGen<'r> {
                     0 => json!({"command": input["command"]}),
                     1 => json!({"path": input["file_path"]}),
                     2 => json!({"pattern": input["pattern"], "path": input["path"]}),
-                    3 => json!({"path": input["file_path"], "old_string": input["old_string"], "new_string": input["new_string"]}),
+                    3 => {
+                        json!({"path": input["file_path"], "old_string": input["old_string"], "new_string": input["new_string"]})
+                    }
                     _ => json!({"path": input["file_path"], "contents": input["content"]}),
                 };
                 content.push(json!({"type": "tool_use", "name": TOOLS[i].2, "input": input}));
@@ -807,7 +1136,12 @@ struct ClaudeCtx {
 }
 
 impl ClaudeCtx {
-    fn envelope(&mut self, g: &mut SessionGen<'_>, kind: &str, ts: &str) -> serde_json::Map<String, Value> {
+    fn envelope(
+        &mut self,
+        g: &mut SessionGen<'_>,
+        kind: &str,
+        ts: &str,
+    ) -> serde_json::Map<String, Value> {
         let uuid = g.rng.uuid();
         let mut m = serde_json::Map::new();
         m.insert("parentUuid".into(), self.parent.clone());
@@ -826,21 +1160,40 @@ impl ClaudeCtx {
         self.parent = json!(uuid);
         m
     }
-    fn user(&mut self, g: &mut SessionGen<'_>, f: &mut Jsonl, content: Value, tool_use_result: Option<Value>, ts: &str) -> std::io::Result<()> {
+    fn user(
+        &mut self,
+        g: &mut SessionGen<'_>,
+        f: &mut Jsonl,
+        content: Value,
+        tool_use_result: Option<Value>,
+        ts: &str,
+    ) -> std::io::Result<()> {
         let mut m = self.envelope(g, "user", ts);
-        m.insert("message".into(), json!({"role": "user", "content": content}));
+        m.insert(
+            "message".into(),
+            json!({"role": "user", "content": content}),
+        );
         if let Some(t) = tool_use_result {
             m.insert("toolUseResult".into(), t);
         }
         f.line(&Value::Object(m))
     }
-    fn assistant(&mut self, g: &mut SessionGen<'_>, f: &mut Jsonl, msg_id: &str, block: Value) -> std::io::Result<()> {
+    fn assistant(
+        &mut self,
+        g: &mut SessionGen<'_>,
+        f: &mut Jsonl,
+        msg_id: &str,
+        block: Value,
+    ) -> std::io::Result<()> {
         let ts = g.tick();
         let mut m = self.envelope(g, "assistant", &ts);
         m.insert("message".into(), json!({"model": self.model, "id": msg_id, "type": "message", "role": "assistant", "content": [block],
             "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 3, "cache_creation_input_tokens": 512, "cache_read_input_tokens": 14210,
             "cache_creation": {"ephemeral_5m_input_tokens": 512, "ephemeral_1h_input_tokens": 0}, "output_tokens": 1, "service_tier": "standard"}}));
-        m.insert("requestId".into(), json!(format!("req_011{}", g.rng.alnum(21))));
+        m.insert(
+            "requestId".into(),
+            json!(format!("req_011{}", g.rng.alnum(21))),
+        );
         f.line(&Value::Object(m))
     }
 }
@@ -851,7 +1204,12 @@ impl ClaudeCtx {
 /// every appended turn is new. Returns the bytes appended.
 ///
 /// Errors: the file cannot be opened for appending or written.
-pub fn append_claude_turn(path: &Path, session_id: &str, bytes: u64, seed: u64) -> std::io::Result<u64> {
+pub fn append_claude_turn(
+    path: &Path,
+    session_id: &str,
+    bytes: u64,
+    seed: u64,
+) -> std::io::Result<u64> {
     let len = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let mut rng = Rng::new(seed ^ len.wrapping_mul(0x2545_F491_4F6C_DD1D));
     let mut g = SessionGen::new(&mut rng, 0, "claude");
@@ -899,4 +1257,42 @@ pub fn claude_main_transcripts(home: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// A snapshot input of `n` stored events (files edited, prompts, errors, git actions, tasks in
+/// turn), for the snapshot benchmark.
+pub fn snapshot_input(n: usize) -> memtrail_runtime::snapshot::SnapshotInput {
+    use memtrail_runtime::events::{Category, Event, StoredEvent};
+    let events = (0..n as i64)
+        .map(|i| StoredEvent {
+            id: i + 1,
+            seq: i / 3,
+            message_id: format!("m{}", i / 3),
+            event: Event {
+                category: [
+                    Category::File,
+                    Category::Prompt,
+                    Category::Error,
+                    Category::Git,
+                    Category::Task,
+                ][(i % 5) as usize],
+                action: ["edited", "submitted", "tool", "commit", "created"][(i % 5) as usize]
+                    .to_string(),
+                priority: (i % 4 + 1) as u8,
+                subject: format!("src/module_{}/file_{}.rs", i % 97, i % 13),
+                detail: (i % 3 == 0).then(|| format!("error[E0{}]: mismatched types", i % 999)),
+                call_id: Some(format!("toolu_{i}")),
+                tool: Some("Edit".to_string()),
+                ts: Some(1_760_000_000_000 + i * 1000),
+            },
+        })
+        .collect();
+    memtrail_runtime::snapshot::SnapshotInput {
+        agent: "claude".into(),
+        session_id: "bench".into(),
+        project_dir: Some("/home/dev/src/memtrail".into()),
+        title: Some("benchmark session".into()),
+        git_branch: Some("main".into()),
+        events,
+    }
 }

@@ -74,7 +74,11 @@ fn every_generated_line_is_read_by_memtrail() {
             let r = ingest_file(&mut store, agent, p, None).unwrap();
             assert_eq!(r.stats.malformed, 0, "{agent:?} {}", p.display());
             assert_eq!(r.stats.skipped_unknown, 0, "{agent:?} {}", p.display());
-            assert_eq!(r.bytes, std::fs::metadata(p).unwrap().len(), "read to the end");
+            assert_eq!(
+                r.bytes,
+                std::fs::metadata(p).unwrap().len(),
+                "read to the end"
+            );
             inserted += r.inserted;
             lines += r.stats.lines;
         }
