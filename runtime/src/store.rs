@@ -517,8 +517,9 @@ impl Writer<'_> {
     }
 
     /// Apply reader records to a session, with merge semantics (see `model::Record`).
-    pub fn apply(&self, session_id: i64, records: Vec<Record>) -> Result<Applied> {
+    pub fn apply(&self, session_id: i64, mut records: Vec<Record>) -> Result<Applied> {
         let mut applied = Applied::default();
+        applied.results += fold_results(&mut records);
         for mut rec in records {
             // DESIGN principle 5: every record's text, tool inputs and outputs are redacted
             // here, before anything derived from it (parts JSON, FTS columns) is written.
@@ -832,6 +833,67 @@ impl Writer<'_> {
         )?;
         Ok(())
     }
+}
+
+/// Attach each tool result to its call when the call's message is earlier in the same batch,
+/// and drop the result record: the message is then written once, with its output, instead of
+/// written, then read back, re-rendered and re-indexed (an FTS5 delete and insert) per result.
+/// The outcome in the store is the same as applying the records one by one. Batches holding a
+/// `Rewind` or `Replace` are left alone (their order matters). Returns how many results were
+/// folded.
+fn fold_results(records: &mut Vec<Record>) -> u64 {
+    if records
+        .iter()
+        .any(|r| matches!(r, Record::Rewind { .. } | Record::Replace(_)))
+    {
+        return 0;
+    }
+    // call id -> (record index, part index) of the latest call with that id seen so far.
+    let mut calls: std::collections::HashMap<String, (usize, usize)> =
+        std::collections::HashMap::new();
+    let mut folded = 0;
+    let mut keep = vec![true; records.len()];
+    for j in 0..records.len() {
+        match &records[j] {
+            Record::Message(m) => {
+                for (k, p) in m.parts.iter().enumerate() {
+                    if let Part::ToolCall(c) = p {
+                        calls.insert(c.id.clone(), (j, k));
+                    }
+                }
+            }
+            Record::ToolResult { call_id, .. } => {
+                let Some(&(i, k)) = calls.get(call_id) else {
+                    continue;
+                };
+                let Record::ToolResult {
+                    output, is_error, ..
+                } = std::mem::replace(
+                    &mut records[j],
+                    Record::Rewind {
+                        message_id: String::new(),
+                    },
+                )
+                else {
+                    unreachable!("matched above")
+                };
+                if let Record::Message(m) = &mut records[i]
+                    && let Some(Part::ToolCall(c)) = m.parts.get_mut(k)
+                {
+                    c.output = Some(output);
+                    c.is_error = is_error;
+                }
+                keep[j] = false;
+                folded += 1;
+            }
+            _ => {}
+        }
+    }
+    if folded > 0 {
+        let mut it = keep.into_iter();
+        records.retain(|_| it.next().unwrap_or(true));
+    }
+    folded
 }
 
 pub(crate) fn kind_from_str(s: &str) -> Kind {
