@@ -16,7 +16,8 @@
 //!   the first bytes) and line counters.
 //! - `hook_runs`: the last run of each (agent, hook event), for `memtrail status`.
 //!
-//! The database runs in WAL mode with a busy timeout; every write is a `BEGIN IMMEDIATE`
+//! The database runs in WAL mode with a busy timeout, and closing it does not checkpoint (commits
+//! that grow the WAL past 1000 pages do); every write is a `BEGIN IMMEDIATE`
 //! transaction (a deferred transaction that upgrades to a write fails at once with
 //! `database is locked` instead of waiting; see `../shared/reference/crates.md` §1).
 
@@ -24,6 +25,7 @@ use crate::{Error, Result};
 use memtrail_adapters::{
     Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
 };
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -272,8 +274,15 @@ impl Store {
                 .conn
                 .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         }
+        // The last connection to close would checkpoint the WAL into the database and delete
+        // it: two to four fsyncs, most of a short hook's wall time on a busy disk. The WAL is
+        // checkpointed instead by the commits that grow it past 1000 pages (SQLite's
+        // auto-checkpoint), and kept at most 32 MiB once checkpointed.
+        self.conn
+            .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
         self.conn.execute_batch(
-            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;",
+            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;
+             PRAGMA journal_size_limit = 33554432;",
         )?;
         Ok(())
     }
