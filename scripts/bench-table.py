@@ -29,6 +29,11 @@ def line(key):
     return float(f["median_ms"]), float(f["p99_ms"]), int(f["runs"])
 
 
+def cpu(key):
+    """` (CPU x ms)` when scripts/bench measured the command's CPU time."""
+    return f" (CPU {float(res[key]):.1f} ms)" if key in res else ""
+
+
 def secs(t):
     parts = [float(x) for x in t.split(":")]
     s = 0.0
@@ -50,10 +55,11 @@ h = hf("hook")
 rss = int(res["hook_rss_kb"]) / 1024
 row(f"Stop hook, new 20 KB turn, store of {msgs:,} msgs",
     "median <= 5 ms, p99 <= 15 ms, RSS <= 15 MB",
-    f"median {h[0]:.2f} ms, p99 {h[1]:.2f} ms, RSS {rss:.1f} MB ({h[2]} runs)",
+    f"median {h[0]:.2f} ms, p99 {h[1]:.2f} ms, RSS {rss:.1f} MB ({h[2]} runs){cpu('cpu_hook')}",
     h[0] <= 5 and h[1] <= 15 and rss <= 15)
 n = hf("hook_noop")
-row("Stop hook, nothing new (no-op)", "-", f"median {n[0]:.2f} ms, p99 {n[1]:.2f} ms", None)
+row("Stop hook, nothing new (no-op)", "-",
+    f"median {n[0]:.2f} ms, p99 {n[1]:.2f} ms{cpu('cpu_hook_noop')}", None)
 if "cm_hook" in res:
     cm_s, cm_kb = res["cm_hook"].split()
     ratio = float(cm_s) * 1e3 / h[0]
@@ -76,7 +82,7 @@ row(f"re-import, nothing changed, {res['files']} files", "<= 150 ms",
 s = hf("search_cli")
 s2 = hf("search_cli_rare")
 row(f"`memtrail search` 2 frequent words, limit 20, {msgs:,} msgs", "median <= 10 ms end to end",
-    f"median {s[0]:.1f} ms (rare words: {s2[0]:.1f} ms)", s[0] <= 10)
+    f"median {s[0]:.1f} ms (rare words: {s2[0]:.1f} ms){cpu('cpu_search_cli')}", s[0] <= 10)
 i = line("search_inproc")
 i2 = line("search_inproc_rare")
 row("search in-process (same queries)", "<= 2 ms",
@@ -93,7 +99,7 @@ row("store size / raw transcript bytes", "<= 25%",
 sn = line("snapshot")
 row("snapshot of a session with 10k events", "<= 2 ms", f"median {sn[0]:.3f} ms", sn[0] <= 2)
 v = hf("version")
-row("`memtrail --version`", "<= 2 ms", f"median {v[0]:.2f} ms", v[0] <= 2)
+row("`memtrail --version`", "<= 2 ms", f"median {v[0]:.2f} ms{cpu('cpu_version')}", v[0] <= 2)
 
 print(f"\nmemtrail benchmark, corpus {size} ({raw:,} bytes)\n")
 print("| what | target | measured | met |")

@@ -101,7 +101,7 @@ fn search_20mb(b: divan::Bencher, q: &str) {
         limit: 20,
         ..Default::default()
     };
-    b.bench(|| divan::black_box(search(&store, q, &filter).expect("search").len()));
+    b.bench_local(|| divan::black_box(search(&store, q, &filter).expect("search").len()));
 }
 
 #[divan::bench(sample_count = 20)]

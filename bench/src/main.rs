@@ -226,7 +226,6 @@ fn mcp_round_trips(bin: &str, db: &str, q: &str, runs: usize) -> Result<Vec<f64>
             true,
         )
     })?;
-    drop(call);
     let _ = child.kill();
     let _ = child.wait();
     if first.contains("\"isError\":true") || first.contains("\"error\"") {

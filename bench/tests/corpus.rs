@@ -120,7 +120,10 @@ fn an_appended_turn_is_new_messages_each_time() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("s.jsonl");
     let n1 = append_claude_turn(&p, "sid-1", 20 << 10, 1).unwrap();
-    assert!((20 << 10) - 1200 <= n1 && n1 <= (20 << 10) + 6000, "{n1}");
+    assert!(
+        ((20 << 10) - 1200..=(20 << 10) + 6000).contains(&n1),
+        "{n1}"
+    );
     let mut store = Store::open(&dir.path().join("m.db")).unwrap();
     let a = ingest_file(&mut store, Agent::Claude, &p, None).unwrap();
     let n2 = append_claude_turn(&p, "sid-1", 20 << 10, 1).unwrap();
