@@ -17,7 +17,7 @@
 //! - `hook_runs`: the last run of each (agent, hook event), for `memtrail status`.
 //!
 //! The database runs in WAL mode with a busy timeout, and closing it does not checkpoint (commits
-//! that grow the WAL past 1000 pages do); every write is a `BEGIN IMMEDIATE`
+//! that grow the WAL past 256 pages do); every write is a `BEGIN IMMEDIATE`
 //! transaction (a deferred transaction that upgrades to a write fails at once with
 //! `database is locked` instead of waiting; see `../shared/reference/crates.md` §1).
 
@@ -276,13 +276,14 @@ impl Store {
         }
         // The last connection to close would checkpoint the WAL into the database and delete
         // it: two to four fsyncs, most of a short hook's wall time on a busy disk. The WAL is
-        // checkpointed instead by the commits that grow it past 1000 pages (SQLite's
-        // auto-checkpoint), and kept at most 32 MiB once checkpointed.
+        // checkpointed instead by the commits that grow it past 256 pages (1 MiB; the next
+        // process to open the store re-reads the WAL to rebuild its index, so it is kept
+        // small), and truncated to at most 32 MiB once checkpointed.
         self.conn
             .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
         self.conn.execute_batch(
             "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;
-             PRAGMA journal_size_limit = 33554432;",
+             PRAGMA journal_size_limit = 33554432; PRAGMA wal_autocheckpoint = 256;",
         )?;
         Ok(())
     }
