@@ -247,7 +247,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     //
     // With no filter, BM25 is computed over the newest [`SEARCH_CANDIDATES`] matches only (FTS5
     // walks its doclists newest rowid first and stops there), so the top hits of a query on very
-    // frequent terms are the best among recent messages. A query with fewer matches than that is
+    // frequent terms are the best among recently stored messages. A query with fewer matches than that is
     // ranked over all of them. (`bm25()` still counts each term's documents over the whole
     // index once per query: docs/benchmarks.md, "Frequent terms".)
     let unfiltered = f.agent.is_none()
