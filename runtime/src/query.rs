@@ -3,7 +3,7 @@
 use crate::store::Store;
 use crate::{Error, Result, now_ms};
 use memtrail_adapters::{Part, ToolCall, format_rfc3339_ms};
-use rusqlite::{OptionalExtension, params_from_iter, types::Value as Sql};
+use rusqlite::{OptionalExtension, params, params_from_iter, types::Value as Sql};
 use serde::Serialize;
 
 /// Snippet highlight delimiters as returned by [`search`]: the matched terms are wrapped in
@@ -246,6 +246,9 @@ fn like_escape(s: &str) -> String {
         .replace('_', "\\_")
 }
 
+/// How many of the newest matches an unfiltered search ranks by BM25 (see [`search`]).
+pub const SEARCH_CANDIDATES: usize = 4096;
+
 /// Full-text search, ranked by BM25 (prose weighted above tool text) with a mild recency prior.
 ///
 /// Errors: [`Error::Invalid`] when the query holds no searchable word; store errors.
@@ -256,15 +259,37 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         )));
     };
     let limit = f.limit.clamp(1, 500);
-    let mut sql = String::from(
-        "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts,
-                snippet(messages_fts, -1, char(1), char(2), '…', 16),
-                bm25(messages_fts, 1.0, 0.4, 0.8) AS score
-         FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-         JOIN sessions s ON s.id = m.session_id
-         WHERE messages_fts MATCH ?",
-    );
-    let mut args: Vec<Sql> = vec![Sql::Text(q)];
+    // Two steps: rank by BM25 selecting only ids and scores (SQLite computes every selected
+    // column of every match before `ORDER BY … LIMIT`, and a snippet re-tokenizes its whole
+    // document), then build the snippets and the rest of the rows for the top hits only.
+    //
+    // With no filter, BM25 is computed over the newest [`SEARCH_CANDIDATES`] matches only (FTS5
+    // walks its doclists newest rowid first and stops there), so the top hits of a query on very
+    // frequent terms are the best among recently stored messages. A query with fewer matches than that is
+    // ranked over all of them. (`bm25()` still counts each term's documents over the whole
+    // index once per query: docs/benchmarks.md, "Frequent terms".)
+    let unfiltered = f.agent.is_none()
+        && f.project.is_none()
+        && f.session.is_none()
+        && f.since.is_none()
+        && f.until.is_none()
+        && f.role.is_none();
+    let mut sql = if unfiltered {
+        format!(
+            "SELECT c.id, c.score FROM (
+                SELECT rowid AS id, bm25(messages_fts, 1.0, 0.4, 0.8) AS score FROM messages_fts
+                WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT {SEARCH_CANDIDATES}
+             ) c WHERE 1 = 1"
+        )
+    } else {
+        String::from(
+            "SELECT messages_fts.rowid, bm25(messages_fts, 1.0, 0.4, 0.8) AS score
+             FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+             JOIN sessions s ON s.id = m.session_id
+             WHERE messages_fts MATCH ?",
+        )
+    };
+    let mut args: Vec<Sql> = vec![Sql::Text(q.clone())];
     if let Some(a) = &f.agent {
         sql.push_str(" AND s.agent = ?");
         args.push(Sql::Text(a.clone()));
@@ -304,28 +329,50 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     args.push(Sql::Integer(fetch as i64));
 
     let now = now_ms();
-    let mut stmt = store.conn.prepare(&sql)?;
-    let mut hits: Vec<Hit> = stmt
-        .query_map(params_from_iter(args), |r| {
-            let ts: Option<i64> = r.get(8)?;
-            let bm25: f64 = r.get(10)?;
-            Ok(Hit {
-                session_id: r.get(0)?,
-                agent: r.get(1)?,
-                title: r.get(2)?,
-                project: r.get(3)?,
-                message_id: r.get(4)?,
-                message_index: r.get(5)?,
-                role: r.get(6)?,
-                kind: r.get(7)?,
-                timestamp: ts.map(format_rfc3339_ms),
-                snippet: compact_cjk(&r.get::<_, String>(9)?),
-                score: with_recency(-bm25, ts, now),
-            })
-        })?
+    let mut stmt = store.conn.prepare_cached(&sql)?;
+    let best: Vec<(i64, f64)> = stmt
+        .query_map(params_from_iter(args), |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-    hits.truncate(limit);
+    let mut ts_of = store
+        .conn
+        .prepare_cached("SELECT ts FROM messages WHERE id = ?1")?;
+    let mut ranked = Vec::with_capacity(best.len());
+    for (rowid, bm25) in best {
+        let ts: Option<i64> = ts_of.query_row([rowid], |r| r.get(0)).optional()?.flatten();
+        ranked.push((rowid, with_recency(-bm25, ts, now)));
+    }
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    ranked.truncate(limit);
+    let mut row = store.conn.prepare_cached(
+        "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts,
+                snippet(messages_fts, -1, char(1), char(2), '…', 16)
+         FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+         JOIN sessions s ON s.id = m.session_id
+         WHERE messages_fts MATCH ?1 AND messages_fts.rowid = ?2",
+    )?;
+    let mut hits = Vec::with_capacity(ranked.len());
+    for (rowid, score) in ranked {
+        let hit = row
+            .query_row(params![q, rowid], |r| {
+                let ts: Option<i64> = r.get(8)?;
+                Ok(Hit {
+                    session_id: r.get(0)?,
+                    agent: r.get(1)?,
+                    title: r.get(2)?,
+                    project: r.get(3)?,
+                    message_id: r.get(4)?,
+                    message_index: r.get(5)?,
+                    role: r.get(6)?,
+                    kind: r.get(7)?,
+                    timestamp: ts.map(format_rfc3339_ms),
+                    snippet: compact_cjk(&r.get::<_, String>(9)?),
+                    score,
+                })
+            })
+            .optional()?;
+        // A row deleted between the two statements is simply left out.
+        hits.extend(hit);
+    }
     Ok(hits)
 }
 

@@ -22,7 +22,8 @@
 //! - `snapshots` (schema 3): snapshots built at compaction or restart (`trigger`), and when and
 //!   by which session they were consumed (injected), so each is injected once.
 //!
-//! The database runs in WAL mode with a busy timeout; every write is a `BEGIN IMMEDIATE`
+//! The database runs in WAL mode with a busy timeout, and closing it does not checkpoint (commits
+//! that grow the WAL past 256 pages do); every write is a `BEGIN IMMEDIATE`
 //! transaction (a deferred transaction that upgrades to a write fails at once with
 //! `database is locked` instead of waiting; see `../shared/reference/crates.md` §1).
 
@@ -32,6 +33,7 @@ use crate::{Error, Result};
 use memtrail_adapters::{
     Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
 };
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -216,12 +218,13 @@ pub struct Store {
 /// How many more times a write retries `BEGIN IMMEDIATE` after the busy timeout ran out.
 pub const WRITE_RETRIES: u32 = 3;
 /// `PRAGMA wal_autocheckpoint`: the WAL is checkpointed by the committing writer once it holds
-/// this many pages (4 KiB each).
-pub const WAL_AUTOCHECKPOINT_PAGES: i64 = 1000;
+/// this many pages (4 KiB each); small, because every new process re-reads the WAL to rebuild
+/// its index (docs/benchmarks.md).
+pub const WAL_AUTOCHECKPOINT_PAGES: i64 = 256;
 /// Longest wait of [`Store::checkpoint`] for the writer and readers to let the WAL restart.
 pub const CHECKPOINT_WAIT: Duration = Duration::from_millis(250);
 /// `PRAGMA journal_size_limit`: after a checkpoint the WAL file is truncated to this many bytes.
-pub const WAL_SIZE_LIMIT_BYTES: i64 = 64 * 1024 * 1024;
+pub const WAL_SIZE_LIMIT_BYTES: i64 = 32 * 1024 * 1024;
 
 /// The process's deadline for lock waits (see [`Store::set_deadline`]).
 static DEADLINE: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
@@ -396,6 +399,13 @@ impl Store {
                 .conn
                 .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         }
+        // The last connection to close would checkpoint the WAL into the database and delete
+        // it: two to four fsyncs, most of a short hook's wall time on a busy disk. The WAL is
+        // checkpointed instead by the commits that grow it past 256 pages (1 MiB; the next
+        // process to open the store re-reads the WAL to rebuild its index, so it is kept
+        // small), and truncated to at most 32 MiB once checkpointed.
+        self.conn
+            .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
         self.conn.execute_batch(
             "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;",
         )?;
@@ -720,8 +730,9 @@ impl Writer<'_> {
     }
 
     /// Apply reader records to a session, with merge semantics (see `model::Record`).
-    pub fn apply(&self, session_id: i64, records: Vec<Record>) -> Result<Applied> {
+    pub fn apply(&self, session_id: i64, mut records: Vec<Record>) -> Result<Applied> {
         let mut applied = Applied::default();
+        applied.results += fold_results(&mut records);
         for mut rec in records {
             // DESIGN principle 5: every record's text, tool inputs and outputs are redacted
             // here, before anything derived from it (parts JSON, FTS columns) is written.
@@ -1292,6 +1303,67 @@ fn note_event(m: &Message) -> Event {
         tool: None,
         ts: m.timestamp,
     }
+}
+
+/// Attach each tool result to its call when the call's message is earlier in the same batch,
+/// and drop the result record: the message is then written once, with its output, instead of
+/// written, then read back, re-rendered and re-indexed (an FTS5 delete and insert) per result.
+/// The outcome in the store is the same as applying the records one by one. Batches holding a
+/// `Rewind` or `Replace` are left alone (their order matters). Returns how many results were
+/// folded.
+fn fold_results(records: &mut Vec<Record>) -> u64 {
+    if records
+        .iter()
+        .any(|r| matches!(r, Record::Rewind { .. } | Record::Replace(_)))
+    {
+        return 0;
+    }
+    // call id -> (record index, part index) of the latest call with that id seen so far.
+    let mut calls: std::collections::HashMap<String, (usize, usize)> =
+        std::collections::HashMap::new();
+    let mut folded = 0;
+    let mut keep = vec![true; records.len()];
+    for j in 0..records.len() {
+        match &records[j] {
+            Record::Message(m) => {
+                for (k, p) in m.parts.iter().enumerate() {
+                    if let Part::ToolCall(c) = p {
+                        calls.insert(c.id.clone(), (j, k));
+                    }
+                }
+            }
+            Record::ToolResult { call_id, .. } => {
+                let Some(&(i, k)) = calls.get(call_id) else {
+                    continue;
+                };
+                let Record::ToolResult {
+                    output, is_error, ..
+                } = std::mem::replace(
+                    &mut records[j],
+                    Record::Rewind {
+                        message_id: String::new(),
+                    },
+                )
+                else {
+                    unreachable!("matched above")
+                };
+                if let Record::Message(m) = &mut records[i]
+                    && let Some(Part::ToolCall(c)) = m.parts.get_mut(k)
+                {
+                    c.output = Some(output);
+                    c.is_error = is_error;
+                }
+                keep[j] = false;
+                folded += 1;
+            }
+            _ => {}
+        }
+    }
+    if folded > 0 {
+        let mut it = keep.into_iter();
+        records.retain(|_| it.next().unwrap_or(true));
+    }
+    folded
 }
 
 pub(crate) fn kind_from_str(s: &str) -> Kind {

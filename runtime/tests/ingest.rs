@@ -845,3 +845,105 @@ fn a_fifo_or_a_directory_is_refused_without_blocking() {
     let err = ingest_file(&mut e.store, Agent::Claude, &dir, None).unwrap_err();
     assert!(err.to_string().contains("not a regular file"), "{err}");
 }
+
+/// A tool result in the same batch as its call is folded into the call's message before it is
+/// written (one insert, no re-index): the store ends exactly as when each record is applied on
+/// its own, and the output is searchable.
+#[test]
+fn a_result_in_the_same_batch_as_its_call_gives_the_same_store() {
+    use memtrail_adapters::{Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall};
+    let call = |id: &str| Message {
+        id: format!("msg-{id}"),
+        role: Role::Assistant,
+        kind: Kind::ToolCall,
+        parts: vec![Part::ToolCall(ToolCall {
+            id: id.to_string(),
+            name: "Bash".into(),
+            tool: "Bash".into(),
+            input: json!({"command": "cargo test"}),
+            output: None,
+            is_error: false,
+        })],
+        timestamp: Some(1_000),
+        model: None,
+    };
+    let result = |id: &str, out: &str, err: bool| Record::ToolResult {
+        call_id: id.to_string(),
+        output: out.to_string(),
+        is_error: err,
+        timestamp: Some(2_000),
+    };
+    let sref = SessionRef {
+        agent: Agent::Claude,
+        external_id: "s1".into(),
+        parent_external_id: None,
+    };
+    let dump = |store: &Store| -> Vec<(String, i64, String, String)> {
+        let db = rusqlite::Connection::open(store.path()).unwrap();
+        let mut st = db
+            .prepare(
+                "SELECT m.ext_id, m.seq, m.parts, m.tools || '|' || c.has_output || c.is_error
+                 FROM messages m JOIN tool_calls c ON c.message_id = m.id ORDER BY m.seq",
+            )
+            .unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Folded: the whole batch at once.
+    let mut a = Store::open(&dir.path().join("a.db")).unwrap();
+    let applied = a
+        .write(|w| {
+            let sid = w.upsert_session(&sref, &SessionMeta::default())?;
+            w.apply(
+                sid,
+                vec![
+                    Record::Message(call("c1")),
+                    Record::Message(call("c2")),
+                    result("c2", "error: quokka failed", true),
+                    result("c1", "test result: ok. 3 passed", false),
+                    result("c9", "orphan output", false),
+                ],
+            )
+        })
+        .unwrap();
+    assert_eq!(
+        (applied.inserted, applied.results, applied.orphan_results),
+        (3, 2, 1)
+    );
+    // One by one: one record per batch.
+    let mut b = Store::open(&dir.path().join("b.db")).unwrap();
+    for rec in [
+        Record::Message(call("c1")),
+        Record::Message(call("c2")),
+        result("c2", "error: quokka failed", true),
+        result("c1", "test result: ok. 3 passed", false),
+        result("c9", "orphan output", false),
+    ] {
+        b.write(|w| {
+            let sid = w.upsert_session(&sref, &SessionMeta::default())?;
+            w.apply(sid, vec![rec])
+        })
+        .unwrap();
+    }
+    let (da, db) = (dump(&a), dump(&b));
+    assert_eq!(da, db);
+    assert_eq!(da.len(), 2);
+    assert_eq!(
+        da[1].3, "Bash cargo test \nerror: quokka failed\n|11",
+        "the call with its output, flagged as an error"
+    );
+    let hits = query::search(
+        &a,
+        "quokka",
+        &SearchFilter {
+            limit: 5,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].message_id, "msg-c2");
+}

@@ -1,0 +1,235 @@
+//! `memtrail-corpus`: writes a deterministic synthetic corpus of agent transcripts (see the
+//! library docs), or appends one Claude Code turn to a transcript (for the hook benchmark).
+//!
+//! ```text
+//! memtrail-corpus generate --out DIR [--bytes 100M] [--seed 1] [--session-bytes 96K]
+//! memtrail-corpus turn --transcript FILE --session ID [--bytes 20K] [--seed 1]
+//! memtrail-corpus pick --out DIR      # prints the largest main Claude transcript and its session id
+//! memtrail-corpus search --db DB --query "two words" [--runs 50]   # in-process search, ms
+//! memtrail-corpus mcp --bin MEMTRAIL --db DB --query Q [--runs 50] # MCP search round trip, ms
+//! memtrail-corpus snapshot [--events 10000] [--runs 50]            # snapshot::build, ms
+//! ```
+//!
+//! The timing commands print one line: `<name> median_ms=<m> p99_ms=<p> runs=<n>`.
+//!
+//! Sizes take a `K`, `M` or `G` suffix (powers of 1024).
+
+use anyhow::{Context, Result, bail};
+use memtrail_bench::{Options, append_claude_turn, claude_main_transcripts, generate};
+use std::path::PathBuf;
+
+fn parse_size(s: &str) -> Result<u64> {
+    let t = s.trim().trim_end_matches(['B', 'b']);
+    let (num, mul) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: f64 = num.parse().with_context(|| format!("not a size: {s:?}"))?;
+    Ok((n * mul as f64) as u64)
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(cmd) = args.first() else {
+        bail!("usage: memtrail-corpus generate|turn|pick [options] (see the source's docs)");
+    };
+    let mut flags = std::collections::HashMap::new();
+    let mut it = args[1..].iter();
+    while let Some(k) = it.next() {
+        let Some(name) = k.strip_prefix("--") else {
+            bail!("unexpected argument {k:?}");
+        };
+        let v = it.next().with_context(|| format!("{k} needs a value"))?;
+        flags.insert(name.to_string(), v.clone());
+    }
+    let get = |k: &str| flags.get(k).cloned();
+    let seed: u64 = get("seed").map(|s| s.parse()).transpose()?.unwrap_or(1);
+    match cmd.as_str() {
+        "generate" => {
+            let out = PathBuf::from(get("out").context("--out DIR is required")?);
+            let mut opts = Options {
+                seed,
+                ..Options::default()
+            };
+            if let Some(b) = get("bytes") {
+                opts.bytes = parse_size(&b)?;
+            }
+            if let Some(b) = get("session-bytes") {
+                opts.session_bytes = parse_size(&b)?;
+            }
+            let t = std::time::Instant::now();
+            let s = generate(&out, &opts)?;
+            println!(
+                "{} files, {} bytes, {} lines, {} sessions + {} sub-agents in {:.1} s",
+                s.files,
+                s.bytes,
+                s.lines,
+                s.sessions,
+                s.subagents,
+                t.elapsed().as_secs_f64()
+            );
+            for (a, f, b) in s.per_agent {
+                println!("  {a}: {f} files, {b} bytes");
+            }
+        }
+        "turn" => {
+            let path = PathBuf::from(get("transcript").context("--transcript FILE is required")?);
+            let session = get("session").context("--session ID is required")?;
+            let bytes = get("bytes")
+                .map(|b| parse_size(&b))
+                .transpose()?
+                .unwrap_or(20 << 10);
+            append_claude_turn(&path, &session, bytes, seed)?;
+        }
+        "pick" => {
+            let out = PathBuf::from(get("out").context("--out DIR is required")?);
+            let best = claude_main_transcripts(&out)
+                .into_iter()
+                .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+                .context("no Claude transcript in the corpus")?;
+            let sid = best
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            println!("{}\t{sid}", best.display());
+        }
+        "search" => {
+            let db = PathBuf::from(get("db").context("--db DB is required")?);
+            let q = get("query").context("--query is required")?;
+            let runs = get("runs").map(|s| s.parse()).transpose()?.unwrap_or(50);
+            let store = memtrail_runtime::Store::open(&db)?;
+            let f = memtrail_runtime::query::SearchFilter {
+                limit: 20,
+                ..Default::default()
+            };
+            let hits = memtrail_runtime::query::search(&store, &q, &f)?.len();
+            let times = timed(runs, || {
+                memtrail_runtime::query::search(&store, &q, &f).map(|h| h.len())
+            })?;
+            report(&format!("search[{q}] hits={hits}"), &times);
+        }
+        "mcp" => {
+            let bin = get("bin").context("--bin MEMTRAIL is required")?;
+            let db = get("db").context("--db DB is required")?;
+            let q = get("query").context("--query is required")?;
+            let runs = get("runs").map(|s| s.parse()).transpose()?.unwrap_or(50);
+            let times = mcp_round_trips(&bin, &db, &q, runs)?;
+            report(&format!("mcp_search[{q}]"), &times);
+        }
+        "snapshot" => {
+            let n = get("events")
+                .map(|s| s.parse())
+                .transpose()?
+                .unwrap_or(10_000);
+            let runs = get("runs").map(|s| s.parse()).transpose()?.unwrap_or(50);
+            let input = memtrail_bench::snapshot_input(n);
+            let times = timed(runs, || {
+                Ok::<_, anyhow::Error>(
+                    memtrail_runtime::snapshot::build(
+                        &input,
+                        memtrail_runtime::snapshot::DEFAULT_BUDGET,
+                    )
+                    .text
+                    .len(),
+                )
+            })?;
+            report(&format!("snapshot[{n} events]"), &times);
+        }
+        other => bail!("unknown command {other:?}"),
+    }
+    Ok(())
+}
+
+/// Run `f` `runs` times; the durations in ms, sorted.
+fn timed<T, E: Into<anyhow::Error>>(
+    runs: usize,
+    mut f: impl FnMut() -> std::result::Result<T, E>,
+) -> Result<Vec<f64>> {
+    let mut v = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        let t = std::time::Instant::now();
+        std::hint::black_box(f().map_err(Into::into)?);
+        v.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    Ok(v)
+}
+
+/// `name median_ms=… p99_ms=… runs=…` for sorted durations (p99: nearest rank).
+fn report(name: &str, sorted: &[f64]) {
+    let median = sorted[sorted.len() / 2];
+    let p99 = sorted[((sorted.len() as f64 * 0.99).ceil() as usize).clamp(1, sorted.len()) - 1];
+    println!(
+        "{name} median_ms={median:.3} p99_ms={p99:.3} runs={}",
+        sorted.len()
+    );
+}
+
+/// Start `memtrail mcp` on `db`, initialize, then time `runs` `tools/call search` requests, each
+/// from writing the request to reading its whole response line (MCP stdio: one JSON-RPC
+/// message per line).
+fn mcp_round_trips(bin: &str, db: &str, q: &str, runs: usize) -> Result<Vec<f64>> {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(bin)
+        .args(["--db", db, "mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {bin} mcp"))?;
+    let mut stdin = child.stdin.take().context("stdin")?;
+    let mut stdout = BufReader::new(child.stdout.take().context("stdout")?);
+    let mut line = String::new();
+    let mut call = |req: &serde_json::Value, want_reply: bool| -> Result<String> {
+        writeln!(stdin, "{req}")?;
+        stdin.flush()?;
+        line.clear();
+        if want_reply {
+            loop {
+                line.clear();
+                if stdout.read_line(&mut line)? == 0 {
+                    bail!("memtrail mcp closed its output");
+                }
+                // Skip server-initiated notifications; the reply carries our id.
+                if line.contains("\"id\"") {
+                    break;
+                }
+            }
+        }
+        Ok(line.clone())
+    };
+    call(
+        &serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "memtrail-bench", "version": "0"}}}),
+        true,
+    )?;
+    call(
+        &serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        false,
+    )?;
+    let mut id = 1;
+    // The first call warms the server (opens the store); it is checked, not timed.
+    let first = call(
+        &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "search", "arguments": {"query": q, "limit": 20}}}),
+        true,
+    )?;
+    let times = timed(runs, || {
+        id += 1;
+        call(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "search", "arguments": {"query": q, "limit": 20}}}),
+            true,
+        )
+    })?;
+    let _ = child.kill();
+    let _ = child.wait();
+    if first.contains("\"isError\":true") || first.contains("\"error\"") {
+        bail!("the MCP search failed: {first}");
+    }
+    Ok(times)
+}
