@@ -463,4 +463,28 @@ fn end_to_end_nothing_secret_reaches_the_store() {
         );
     }
     assert!(all.contains("postgres://admin:[redacted:url_password]@db.example.com/app"));
+
+    // Events, the snapshot (built and saved, as at compaction) and the MCP resume context are
+    // made from the redacted messages: only markers there too, and nothing in the files.
+    let rowid = query::resolve_session(&store, SID, None).unwrap();
+    let timeline = memtrail_runtime::resume::timeline(&store, SID, &[], 0, 1000).unwrap();
+    assert!(!timeline.events.is_empty());
+    let snap = memtrail_runtime::resume::build_snapshot(&store, rowid, 4096).unwrap();
+    assert!(snap.text.contains("[redacted:"), "{}", snap.text);
+    store
+        .write(|w| w.save_snapshot(rowid, "precompact", &snap, 0, None))
+        .unwrap();
+    let ctx =
+        memtrail_runtime::resume::resume_context(&store, rowid, None, Some("zebracorn"), 4000)
+            .unwrap();
+    for (what, text) in [
+        ("timeline", serde_json::to_string(&timeline).unwrap()),
+        ("snapshot", snap.text.clone()),
+        ("resume_context", serde_json::to_string(&ctx).unwrap()),
+    ] {
+        for s in secrets {
+            assert!(!text.contains(s), "{s} in {what}");
+        }
+    }
+    check_files("after the snapshot was saved");
 }
