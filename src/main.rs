@@ -17,10 +17,12 @@ use std::process::ExitCode;
     version,
     about = "A memory for AI coding agents: every session of every agent on this machine, in one local searchable store.",
     long_about = "memtrail captures the sessions of your coding agents (Claude Code, Codex CLI, Gemini CLI, Cursor, VS Code Copilot, OpenCode) into one local SQLite store, \
-makes them searchable from the command line and by the agents themselves (an MCP server and a skill).\n\n\
+makes them searchable from the command line and by the agents themselves (an MCP server and a skill), \
+and gives an agent its working state back after compaction (files changed, open tasks, errors, decisions). \
+Secrets are redacted before anything is stored; nothing leaves this machine.\n\n\
 Start with `memtrail install` (wires the hooks, MCP server and skill into each agent found), then \
 `memtrail import` (brings in the sessions you already have). From then on every session is captured as it happens.",
-    after_help = "Examples:\n  memtrail install --agent claude --yes\n  memtrail import\n  memtrail search \"database is locked\" --since 7d\n  memtrail sessions list --limit 5\n  memtrail sessions show 4c2ddfdc"
+    after_help = "Examples:\n  memtrail install --agent claude --yes\n  memtrail import\n  memtrail search \"database is locked\" --since 7d\n  memtrail sessions list --limit 5\n  memtrail sessions show 4c2ddfdc\n  memtrail resume                  # the working state of this folder's latest session"
 )]
 struct Cli {
     /// The store to use [default: $MEMTRAIL_DB, else $XDG_DATA_HOME/memtrail/memtrail.db, i.e. ~/.local/share/memtrail/memtrail.db].
