@@ -246,7 +246,11 @@ fn main() -> ExitCode {
         Err(e) => {
             // A hook never fails its agent: Claude Code treats exit code 2 as "block". A bad
             // hook command line is logged and the hook exits 0 with nothing on stdout.
-            if is_hook_invocation(&raw) {
+            let asked_for_help = matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+            );
+            if is_hook_invocation(&raw) && !asked_for_help {
                 memtrail_runtime::hook::log_raw(
                     "-",
                     None,
@@ -266,7 +270,24 @@ fn main() -> ExitCode {
             memtrail_runtime::hook::log_raw("-", None, None, &format!("panic: {info}"));
         }));
         // Fail open: always exit 0; print only what the agent's protocol allows.
-        let outcome = memtrail_runtime::hook::run(agent, &mut std::io::stdin().lock(), &args, &db);
+        // A payload in the arguments (Codex `notify`) means stdin is not the payload.
+        let payload = if args.is_empty() {
+            match memtrail_runtime::hook::read_stdin_within(memtrail_runtime::hook::stdin_wait()) {
+                Some(p) => p,
+                None => {
+                    memtrail_runtime::hook::log_raw(
+                        agent.as_str(),
+                        None,
+                        None,
+                        "error: stdin was not closed within the hook's budget; nothing done",
+                    );
+                    return ExitCode::SUCCESS;
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let outcome = memtrail_runtime::hook::run(agent, &mut payload.as_slice(), &args, &db);
         if let Some(reply) = outcome.stdout {
             let mut o = std::io::stdout().lock();
             let _ = writeln!(o, "{reply}");
@@ -692,6 +713,21 @@ fn install(
     action: memtrail_installer::Action,
     db: &std::path::Path,
 ) -> Result<ExitCode> {
+    if a.purge && matches!(action, memtrail_installer::Action::Install) {
+        bail!("--purge is an uninstall option (it deletes the store)");
+    }
+    // Refuse before anything changes, not after the registrations are gone.
+    if a.purge
+        && !a.dry_run
+        && !a.yes
+        && db.exists()
+        && !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal())
+    {
+        bail!(
+            "--purge deletes the store {} too; add --yes to confirm (nothing was changed)",
+            db.display()
+        );
+    }
     let binary = binary_path()?;
     let mut agents: Vec<Agent> = Vec::new();
     for ag in &a.agents {

@@ -330,3 +330,37 @@ fn import_names_an_unreadable_transcript_and_imports_the_rest() {
         "the readable transcript is imported"
     );
 }
+
+/// An agent that never closes the hook's stdin does not hold it: the hook waits at most its
+/// budget (at least `MIN_STDIN_WAIT_MS`, 2 s) for the payload, then exits 0 silently and logs why.
+#[test]
+fn a_hook_whose_stdin_stays_open_exits_within_its_budget() {
+    let sb = Sandbox::new();
+    let mut child = sb
+        .cmd()
+        .args(["hook", "claude"])
+        .env("MEMTRAIL_HOOK_BUDGET_MS", "300")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"{\"session_id\": \"s\"").unwrap();
+    let t = Instant::now();
+    let deadline = t + Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "the hook still waits on stdin");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let log = std::fs::read_to_string(sb.hook_log()).unwrap();
+    assert!(log.contains("stdin was not closed"), "{log}");
+}

@@ -85,11 +85,17 @@ pub struct AgentStatus {
 }
 
 impl AgentStatus {
-    /// True when every item is present, or when the agent is not detected and nothing of
-    /// memtrail's is registered in it.
+    /// True when every item is present, or when nothing of memtrail's is registered in the
+    /// agent (not installed there: a user may install for some agents only; see
+    /// [`AgentStatus::not_installed`]). Anything in between (some items missing, stale,
+    /// untrusted or unreadable) is not healthy.
     pub fn healthy(&self) -> bool {
-        self.items.iter().all(|i| i.state == ItemState::Present)
-            || (!self.detected && self.items.iter().all(|i| i.state == ItemState::Missing))
+        self.items.iter().all(|i| i.state == ItemState::Present) || self.not_installed()
+    }
+
+    /// True when no item of memtrail's is registered in this agent.
+    pub fn not_installed(&self) -> bool {
+        self.items.iter().all(|i| i.state == ItemState::Missing)
     }
 }
 
@@ -107,6 +113,13 @@ impl fmt::Display for AgentStatus {
         }
         if let Some(v) = &self.version {
             writeln!(f, "  version {v}")?;
+        }
+        if self.detected && self.not_installed() && !self.items.is_empty() {
+            writeln!(
+                f,
+                "  not wired: its sessions are not captured as they happen (`memtrail install --agent {}` wires it; `memtrail import` reads what it has)",
+                self.agent.as_str()
+            )?;
         }
         let mut reported: Vec<&Path> = Vec::new();
         for i in &self.items {

@@ -46,6 +46,39 @@ pub fn log_path() -> PathBuf {
     state_dir().join("hook.log")
 }
 
+/// Read a hook payload from this process's stdin, waiting at most `wait` for the agent to
+/// close it: a hook whose stdin never ends must not hold the agent (fail open). Returns at most
+/// [`MAX_PAYLOAD_BYTES`] + 1 bytes (so that [`run`] still sees and rejects an oversized payload;
+/// the rest is drained in the background while the hook works), or `None` when stdin was still
+/// open after `wait`.
+pub fn read_stdin_within(wait: Duration) -> Option<Vec<u8>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut payload = Vec::new();
+        let _ = (&mut stdin)
+            .take(MAX_PAYLOAD_BYTES + 1)
+            .read_to_end(&mut payload);
+        let oversized = payload.len() as u64 > MAX_PAYLOAD_BYTES;
+        let _ = tx.send(payload);
+        if oversized {
+            // So that the agent's write end does not fail with EPIPE while we are running.
+            let _ = std::io::copy(&mut stdin, &mut std::io::sink());
+        }
+    });
+    rx.recv_timeout(wait).ok()
+}
+
+/// The shortest wait for a payload on stdin, whatever the budget: an agent writes its payload
+/// and closes stdin at once, but a loaded machine may take a while to schedule it.
+pub const MIN_STDIN_WAIT_MS: u64 = 2000;
+
+/// How long a hook waits for its payload on stdin: its time budget, at least
+/// [`MIN_STDIN_WAIT_MS`].
+pub fn stdin_wait() -> Duration {
+    Duration::from_millis(budget_ms().max(MIN_STDIN_WAIT_MS))
+}
+
 fn budget_ms() -> u64 {
     std::env::var("MEMTRAIL_HOOK_BUDGET_MS")
         .ok()

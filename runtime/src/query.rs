@@ -240,6 +240,39 @@ pub fn resolve_session(store: &Store, id: &str, agent: Option<&str>) -> Result<i
     }
 }
 
+/// A directory path with `.` and `..` resolved lexically (symbolic links are not followed, as
+/// agents record the folder as the user typed it) and no trailing `/`: `/a/b/../c/` → `/a/c`.
+/// A relative path stays relative; the root is the empty string (so `{dir}/` is its prefix).
+pub fn normalize_dir(p: &str) -> String {
+    let absolute = p.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for c in p.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|l| *l != "..") {
+                    parts.pop();
+                } else if !absolute {
+                    parts.push("..");
+                }
+            }
+            c => parts.push(c),
+        }
+    }
+    let joined = parts.join("/");
+    if absolute {
+        if joined.is_empty() {
+            String::new()
+        } else {
+            format!("/{joined}")
+        }
+    } else if joined.is_empty() {
+        ".".to_string()
+    } else {
+        joined
+    }
+}
+
 fn like_escape(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('%', "\\%")
@@ -295,7 +328,8 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         args.push(Sql::Text(a.clone()));
     }
     if let Some(p) = &f.project {
-        let p = p.trim_end_matches('/');
+        let p = normalize_dir(p);
+        let p = p.as_str();
         sql.push_str(" AND (s.project_dir = ? OR s.project_dir LIKE ? ESCAPE '\\')");
         args.push(Sql::Text(p.to_string()));
         args.push(Sql::Text(format!("{}/%", like_escape(p))));
@@ -476,7 +510,8 @@ pub fn list_sessions(store: &Store, f: &ListFilter) -> Result<Vec<SessionSummary
         args.push(Sql::Text(a.clone()));
     }
     if let Some(p) = &f.project {
-        let p = p.trim_end_matches('/');
+        let p = normalize_dir(p);
+        let p = p.as_str();
         sql.push_str(" AND (s.project_dir = ? OR s.project_dir LIKE ? ESCAPE '\\')");
         args.push(Sql::Text(p.to_string()));
         args.push(Sql::Text(format!("{}/%", like_escape(p))));
@@ -752,6 +787,17 @@ mod tests {
             fts_query(&long.join(" ")).unwrap().matches('"').count(),
             2 * MAX_QUERY_TERMS
         );
+    }
+
+    #[test]
+    fn directories_are_normalized_lexically() {
+        assert_eq!(normalize_dir("/a/b/../c/"), "/a/c");
+        assert_eq!(normalize_dir("/a/./b//c"), "/a/b/c");
+        assert_eq!(normalize_dir("/a/x/../../b"), "/b");
+        assert_eq!(normalize_dir("/.."), "");
+        assert_eq!(normalize_dir("/"), "");
+        assert_eq!(normalize_dir("a/../../b"), "../b");
+        assert_eq!(normalize_dir("./"), ".");
     }
 
     #[test]

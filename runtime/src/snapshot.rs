@@ -300,7 +300,7 @@ fn top_line(input: &SnapshotInput, n: usize) -> String {
     {
         facts.push(format!("branch {b}"));
     }
-    facts.push(format!("{n} events"));
+    facts.push(format!("{n} event{}", if n == 1 { "" } else { "s" }));
     format!(
         "Working state of {agent} session {id} ({}). More: MCP timeline(session_id=\"{id}\", category=\"<a section's [category]>\") or `memtrail search \"<words>\" --session {id}`.",
         facts.join(", ")

@@ -715,15 +715,23 @@ impl Writer<'_> {
         Ok(id)
     }
 
-    /// Delete every message of a session (used when its transcript was rewritten and is re-read).
+    /// Delete every message of a session that came from its transcript (used when the
+    /// transcript was rewritten and is re-read: the store mirrors it). Notes kept with MCP
+    /// `remember` are not in any transcript and stay. Returns how many messages were deleted.
     pub fn clear_session(&self, session_id: i64) -> Result<u64> {
-        self.tx
-            .execute("DELETE FROM tool_calls WHERE session_id = ?1", [session_id])?;
-        let n = self
-            .tx
-            .execute("DELETE FROM messages WHERE session_id = ?1", [session_id])?;
         self.tx.execute(
-            "UPDATE sessions SET message_count = 0, title = NULL WHERE id = ?1",
+            "DELETE FROM tool_calls WHERE session_id = ?1
+             AND message_id IN (SELECT id FROM messages WHERE session_id = ?1 AND kind != 'note')",
+            [session_id],
+        )?;
+        let n = self.tx.execute(
+            "DELETE FROM messages WHERE session_id = ?1 AND kind != 'note'",
+            [session_id],
+        )?;
+        self.tx.execute(
+            "UPDATE sessions SET title = NULL,
+                 message_count = (SELECT COUNT(*) FROM messages WHERE session_id = ?1)
+             WHERE id = ?1",
             [session_id],
         )?;
         Ok(n as u64)

@@ -516,6 +516,23 @@ fn notes_are_messages_of_kind_note_with_a_note_event() {
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].kind, "note");
     assert_eq!(hits[0].message_index, 3);
+    // A transcript read again from its start (rewritten, truncated) clears what came from it,
+    // never the notes, which are in no transcript.
+    let removed = store.write(|w| w.clear_session(rowid)).unwrap();
+    assert_eq!(removed, 3);
+    assert_eq!(
+        count(&store, "SELECT COUNT(*) FROM messages WHERE kind = 'note'"),
+        1
+    );
+    assert_eq!(
+        count(
+            &store,
+            "SELECT message_count FROM sessions WHERE external_id = 's1'"
+        ),
+        1
+    );
+    let tl = resume::timeline(&store, "s1", &[Category::Note], 0, 10).unwrap();
+    assert_eq!(tl.total, 1, "its event stays with it");
 }
 
 /// A deterministic generator (Knuth's MMIX LCG).
