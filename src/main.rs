@@ -809,9 +809,24 @@ fn install(
         memtrail_installer::Action::Install => "install",
         memtrail_installer::Action::Uninstall => "uninstall",
     };
+    // With agents named on the command line, one that cannot be planned stops everything. Found
+    // by detection, it is left out (its files untouched) and the others go ahead; the exit code
+    // is then 1.
+    let auto = a.agents.is_empty();
     let mut plans = Vec::new();
+    let mut left_out: Vec<(Agent, String)> = Vec::new();
     for agent in &agents {
-        plans.push((*agent, memtrail_installer::plan(*agent, action, &binary)?));
+        match memtrail_installer::plan(*agent, action, &binary) {
+            Ok(p) => plans.push((*agent, p)),
+            Err(e) if auto => {
+                eprintln!(
+                    "memtrail: {}: {e}; this agent was left out, the others go ahead (run `memtrail {verb}` again once it is fixed)",
+                    agent.display_name()
+                );
+                left_out.push((*agent, e.to_string()));
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     if a.dry_run {
         if a.json {
@@ -829,7 +844,11 @@ fn install(
                 }
             }
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(if left_out.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
     }
     let interactive = !a.yes && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if interactive && plans.iter().any(|(_, p)| !p.is_empty()) {
@@ -848,7 +867,10 @@ fn install(
             return Ok(ExitCode::FAILURE);
         }
     }
-    let mut results = Vec::new();
+    let mut results: Vec<serde_json::Value> = left_out
+        .iter()
+        .map(|(ag, e)| serde_json::json!({"agent": ag, "error": e, "changes": []}))
+        .collect();
     for (ag, p) in &plans {
         if p.is_empty() {
             if !a.json {
@@ -882,6 +904,9 @@ fn install(
     }
     if matches!(action, memtrail_installer::Action::Uninstall) && a.purge && !a.dry_run {
         return purge(db, a.yes);
+    }
+    if !left_out.is_empty() {
+        return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -955,9 +980,17 @@ fn doctor(json: bool) -> Result<ExitCode> {
         if registered.is_empty() {
             continue;
         }
+        let mut unreadable: Vec<&std::path::Path> = Vec::new();
         for item in &st.items {
             use memtrail_installer::ItemState as S;
             let fix = format!("memtrail install --agent {agent}");
+            if matches!(item.state, S::Unreadable { .. }) {
+                // One line per file, not one per item it holds.
+                if unreadable.contains(&item.file.as_path()) {
+                    continue;
+                }
+                unreadable.push(&item.file);
+            }
             match &item.state {
                 S::Present => {}
                 S::Missing => problem(
@@ -986,14 +1019,16 @@ fn doctor(json: bool) -> Result<ExitCode> {
                     "open Codex and trust memtrail's hooks in /hooks (notify captures meanwhile)"
                         .into(),
                 ),
-                other => problem(
+                S::Unreadable { error } => problem(
                     agent,
                     format!(
-                        "{}: {}",
-                        item.item,
-                        serde_json::to_string(other).unwrap_or_default()
+                        "{} cannot be read ({error}); memtrail's entries in it cannot be checked",
+                        item.file.display()
                     ),
-                    fix,
+                    format!(
+                        "repair {} by hand (memtrail never edits a file it cannot read or parse)",
+                        item.file.display()
+                    ),
                 ),
             }
         }

@@ -1484,3 +1484,54 @@ fn codex_precompact_then_session_start_compact_injects_the_snapshot() {
     other["transcript_path"] = Value::Null;
     assert_eq!(run(&other), "");
 }
+
+/// With no `--agent`, an agent whose config file does not parse is left out (its file byte for
+/// byte untouched) and the other agents are installed; the exit code says not everything was.
+#[test]
+fn install_leaves_out_an_agent_with_a_broken_config_and_wires_the_others() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    let cursor = sb.home.join(".cursor");
+    std::fs::create_dir_all(&cursor).unwrap();
+    let broken = b"{\"version\": 1, \"hooks\": {\n";
+    std::fs::write(cursor.join("hooks.json"), broken).unwrap();
+    let out = sb.cmd().args(["install", "--yes"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Cursor") && err.contains("this agent was left out"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(cursor.join("hooks.json")).unwrap(), broken);
+    let settings = std::fs::read_to_string(sb.claude_dir().join("settings.json")).unwrap();
+    assert!(
+        settings.contains("memtrail"),
+        "Claude Code is wired: {settings}"
+    );
+    // doctor names the file once, with a fix that can work (not an install that fails the same way).
+    let out = sb.cmd().args(["doctor"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let cursor_lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("cursor:") && l.contains("hooks.json"))
+        .collect();
+    assert_eq!(cursor_lines.len(), 1, "{text}");
+    assert!(
+        cursor_lines[0].contains("hooks.json cannot be read (line 1, column 25")
+            && cursor_lines[0].contains("fix: repair"),
+        "{text}"
+    );
+    // Named on the command line, the broken agent stops the install before any change.
+    let sb2 = Sandbox::new();
+    std::fs::create_dir_all(sb2.claude_dir()).unwrap();
+    let cursor2 = sb2.home.join(".cursor");
+    std::fs::create_dir_all(&cursor2).unwrap();
+    std::fs::write(cursor2.join("hooks.json"), broken).unwrap();
+    let out = sb2
+        .cmd()
+        .args(["install", "--agent", "claude", "--agent", "cursor", "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!sb2.claude_dir().join("settings.json").exists());
+}
