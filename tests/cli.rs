@@ -1,82 +1,11 @@
 //! End-to-end tests of the `memtrail` binary in a sandboxed HOME: the Claude Code hook (fed
 //! payloads shaped like the real ones), import, search, sessions, and failing open.
 
-use assert_cmd::Command;
+mod support;
+
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-}
-
-impl Sandbox {
-    fn new() -> Sandbox {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        std::fs::create_dir_all(&home).unwrap();
-        Sandbox { _dir: dir, home }
-    }
-
-    fn claude_dir(&self) -> PathBuf {
-        self.home.join(".claude")
-    }
-
-    fn hook_log(&self) -> PathBuf {
-        self.home.join(".local/state/memtrail/hook.log")
-    }
-
-    fn cmd(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_memtrail"));
-        c.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("XDG_DATA_HOME", self.home.join(".local/share"))
-            .env("XDG_STATE_HOME", self.home.join(".local/state"))
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_CACHE_HOME", self.home.join(".cache"))
-            .env("CLAUDE_CONFIG_DIR", self.claude_dir())
-            .env("CODEX_HOME", self.home.join(".codex"))
-            .env("GEMINI_CLI_HOME", &self.home);
-        c
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.cmd().args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "memtrail {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "memtrail {args:?} printed no JSON ({e}): {}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-        })
-    }
-
-    /// Copy the project's fixture tree `fixtures/claude/projects` into the sandbox's Claude dir.
-    fn install_fixture_projects(&self) -> PathBuf {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/claude/projects");
-        let dst = self.claude_dir().join("projects");
-        copy_tree(&src, &dst);
-        dst
-    }
-}
-
-fn copy_tree(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &to);
-        } else {
-            std::fs::copy(e.path(), &to).unwrap();
-        }
-    }
-}
+use support::{Sandbox, copy_tree};
 
 /// The growing fixture session (`fixtures/claude/grow-turn*.jsonl`), placed where Claude Code
 /// keeps transcripts.
@@ -121,7 +50,7 @@ fn stop_hook_ingests_each_turn_once_and_prints_nothing() {
         let t = grow_transcript(&sb, turn);
         let sid = session_id_of(&t);
         let out = sb
-            .cmd()
+            .acmd()
             .args(["hook", "claude"])
             .write_stdin(stop_payload(&t, &sid))
             .output()
@@ -133,7 +62,7 @@ fn stop_hook_ingests_each_turn_once_and_prints_nothing() {
             String::from_utf8_lossy(&out.stdout)
         );
         // A second identical hook (Claude Code may fire Stop and SessionEnd back to back) adds nothing.
-        sb.cmd()
+        sb.acmd()
             .args(["hook", "claude"])
             .write_stdin(stop_payload(&t, &sid))
             .assert()
@@ -170,14 +99,14 @@ fn stop_hook_ingests_each_turn_once_and_prints_nothing() {
     // status shows when the Stop hook last ran.
     // Not installed, though Claude Code's folder exists: a user may install for some agents
     // only, so that is not a fault (exit 0); the text says how to wire it.
-    let out = sb.cmd().args(["status"]).output().unwrap();
+    let out = sb.acmd().args(["status"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("not wired: its sessions are not captured as they happen (`memtrail install --agent claude`"),
         "{text}"
     );
-    let out = sb.cmd().args(["status", "--json"]).output().unwrap();
+    let out = sb.acmd().args(["status", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let st: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(st["healthy"], true);
@@ -201,7 +130,7 @@ fn hook_fails_open_on_bad_input() {
         String::new(),
     ] {
         let out = sb
-            .cmd()
+            .acmd()
             .args(["hook", "claude"])
             .write_stdin(payload.clone())
             .output()
@@ -215,7 +144,7 @@ fn hook_fails_open_on_bad_input() {
 
     // A store that cannot be opened (its path is a folder): still exit 0.
     let out = sb
-        .cmd()
+        .acmd()
         .args(["--db", sb.home.to_str().unwrap(), "hook", "claude"])
         .write_stdin({
             let t = grow_transcript(&sb, 1);
@@ -238,7 +167,7 @@ fn claude_format_hook_run_by_vscode_or_cursor_is_not_stored() {
     let cursor = json!({"conversation_id": "c-1", "workspace_roots": ["/w"], "hook_event_name": "stop",
         "transcript_path": t});
     for p in [vscode, cursor] {
-        sb.cmd()
+        sb.acmd()
             .args(["hook", "claude"])
             .write_stdin(p.to_string())
             .assert()
@@ -280,7 +209,7 @@ fn a_tiny_time_budget_defers_the_rest_to_the_next_hook() {
     std::fs::write(&path, text).unwrap();
     let mut seen = Vec::new();
     for _ in 0..40 {
-        sb.cmd()
+        sb.acmd()
             .env("MEMTRAIL_HOOK_BUDGET_MS", "0")
             .args(["hook", "claude"])
             .write_stdin(stop_payload(&path, sid))
@@ -335,7 +264,7 @@ fn import_finds_every_transcript_and_is_a_noop_the_second_time() {
     assert!(sessions.iter().any(|s| s["session_id"] == parent));
 
     // Plain output names the counts too.
-    let out = sb.cmd().args(["import"]).output().unwrap();
+    let out = sb.acmd().args(["import"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("claude:") && text.contains("0 new messages"),
@@ -400,7 +329,7 @@ fn search_cli_finds_filters_and_never_shows_sqlite_errors() {
         "NEAR(",
         "col:val",
     ] {
-        let out = sb.cmd().args(["search", q]).output().unwrap();
+        let out = sb.acmd().args(["search", q]).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             !err.to_lowercase().contains("syntax error") && !err.contains("fts5"),
@@ -409,7 +338,7 @@ fn search_cli_finds_filters_and_never_shows_sqlite_errors() {
     }
     // A bad date is a clear error.
     let out = sb
-        .cmd()
+        .acmd()
         .args(["search", "x", "--since", "last tuesday"])
         .output()
         .unwrap();
@@ -422,13 +351,13 @@ fn sessions_show_prints_markdown_with_tool_calls() {
     let sb = Sandbox::new();
     let t = grow_transcript(&sb, 3);
     let sid = session_id_of(&t);
-    sb.cmd()
+    sb.acmd()
         .args(["hook", "claude"])
         .write_stdin(stop_payload(&t, &sid))
         .assert()
         .success();
     let out = sb
-        .cmd()
+        .acmd()
         .args(["sessions", "show", &sid[..8]])
         .output()
         .unwrap();
@@ -447,7 +376,7 @@ fn sessions_show_prints_markdown_with_tool_calls() {
         "{md}"
     );
     let out = sb
-        .cmd()
+        .acmd()
         .args(["sessions", "show", "no-such-session"])
         .output()
         .unwrap();
@@ -466,7 +395,7 @@ fn a_bad_hook_command_line_never_blocks_the_agent() {
         vec!["--db", "", "hook", "claude", "--unknown-flag"],
     ] {
         let out = sb
-            .cmd()
+            .acmd()
             .args(&args)
             .write_stdin(payload.clone())
             .output()
@@ -477,7 +406,7 @@ fn a_bad_hook_command_line_never_blocks_the_agent() {
     let log = std::fs::read_to_string(sb.hook_log()).unwrap();
     assert_eq!(log.matches("bad hook command line").count(), 3, "{log}");
     // An empty MEMTRAIL_DB means "not set": the default store is used and the hook works.
-    sb.cmd()
+    sb.acmd()
         .env("MEMTRAIL_DB", "")
         .args(["hook", "claude"])
         .write_stdin(payload)
@@ -486,7 +415,7 @@ fn a_bad_hook_command_line_never_blocks_the_agent() {
         .stdout("");
     assert!(sb.home.join(".local/share/memtrail/memtrail.db").exists());
     // A non-hook command with bad arguments still fails loudly.
-    sb.cmd().args(["search"]).assert().failure();
+    sb.acmd().args(["search"]).assert().failure();
 }
 
 #[test]
@@ -515,7 +444,7 @@ fn a_file_that_is_not_a_store_is_named_as_such() {
     let bad = sb.home.join("not-a-db");
     std::fs::write(&bad, vec![b'x'; 8192]).unwrap();
     let out = sb
-        .cmd()
+        .acmd()
         .args(["--db", bad.to_str().unwrap(), "sessions", "list"])
         .output()
         .unwrap();
@@ -531,7 +460,7 @@ fn a_file_that_is_not_a_store_is_named_as_such() {
     // status still shows the registration, and is not healthy.
     std::fs::create_dir_all(sb.claude_dir()).unwrap();
     let out = sb
-        .cmd()
+        .acmd()
         .args(["--db", bad.to_str().unwrap(), "status"])
         .output()
         .unwrap();
@@ -574,7 +503,7 @@ fn gemini_after_agent_hook_and_import() {
             "hook_event_name": "AfterAgent", "timestamp": "2026-03-14T09:40:00.000Z",
             "prompt": "x", "prompt_response": "y", "stop_hook_active": false});
         let out = sb
-            .cmd()
+            .acmd()
             .args(["hook", "gemini"])
             .write_stdin(payload.to_string())
             .output()
@@ -650,7 +579,7 @@ fn check_hook_flow(
     // Install as a user would, remembering every file of the home first.
     let before = snapshot(&sb.home);
     let out = sb
-        .cmd()
+        .acmd()
         .args(["install", "--agent", agent, "--yes"])
         .output()
         .unwrap();
@@ -666,7 +595,7 @@ fn check_hook_flow(
             Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/{fixture}{turn}.jsonl"));
         std::fs::copy(src, dest).unwrap();
         let (stdin, args) = payload(dest);
-        let mut cmd = sb.cmd();
+        let mut cmd = sb.acmd();
         cmd.args(["hook", agent]).args(&args);
         if let Some(s) = stdin {
             cmd.write_stdin(s);
@@ -725,7 +654,7 @@ fn check_hook_flow(
     );
     // Uninstall gives back every file byte for byte (memtrail's own store, state and the
     // transcript the test wrote aside).
-    sb.cmd()
+    sb.acmd()
         .args(["uninstall", "--agent", agent, "--yes"])
         .assert()
         .success();
@@ -825,7 +754,7 @@ fn opencode_session_idle_hook_reads_the_database() {
     let sb = Sandbox::new();
     std::fs::create_dir_all(sb.home.join(".config/opencode")).unwrap();
     let before_install = snapshot(&sb.home);
-    sb.cmd()
+    sb.acmd()
         .args(["install", "--agent", "opencode", "--yes"])
         .assert()
         .success();
@@ -878,7 +807,7 @@ fn opencode_session_idle_hook_reads_the_database() {
     msg_files.sort();
     let idle = |sb: &Sandbox| {
         let payload = json!({"hook_event_name": "session.idle", "session_id": sid, "cwd": "/w", "db_path": db});
-        sb.cmd()
+        sb.acmd()
             .args(["hook", "opencode"])
             .write_stdin(payload.to_string())
             .assert()
@@ -938,7 +867,7 @@ fn opencode_session_idle_hook_reads_the_database() {
     let list = sb.json(&["sessions", "list", "--agent", "opencode", "--json"]);
     assert_eq!(list["sessions"][0]["session_id"], sid.as_str());
     // Uninstall restores every file (OpenCode's own data folder aside, which the test wrote).
-    sb.cmd()
+    sb.acmd()
         .args(["uninstall", "--agent", "opencode", "--yes"])
         .assert()
         .success();
@@ -969,7 +898,7 @@ fn codex_notify_runs_the_users_program_too() {
         json!({"type": "agent-turn-complete", "thread-id": "019ceb9e-0000-7000-8000-000000000000",
         "turn-id": "t", "cwd": "/w", "input-messages": [], "last-assistant-message": "ok"})
         .to_string();
-    sb.cmd()
+    sb.acmd()
         .args([
             "hook",
             "codex",
@@ -996,7 +925,7 @@ fn codex_notify_runs_the_users_program_too() {
 fn doctor_runs_installed_hooks_and_catches_a_missing_binary() {
     let sb = Sandbox::new();
     std::fs::create_dir_all(sb.claude_dir()).unwrap();
-    sb.cmd()
+    sb.acmd()
         .args(["install", "--agent", "claude", "--yes"])
         .assert()
         .success();
@@ -1019,7 +948,7 @@ fn doctor_runs_installed_hooks_and_catches_a_missing_binary() {
         .unwrap();
     assert!(st.success());
     std::fs::remove_file(&copy).unwrap();
-    let out = sb.cmd().args(["doctor"]).output().unwrap();
+    let out = sb.acmd().args(["doctor"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("does not exist"), "{text}");
@@ -1028,7 +957,7 @@ fn doctor_runs_installed_hooks_and_catches_a_missing_binary() {
         "{text}"
     );
     // The fix works.
-    sb.cmd()
+    sb.acmd()
         .args(["install", "--agent", "claude", "--yes"])
         .assert()
         .success();
@@ -1042,7 +971,7 @@ fn uninstall_purge_needs_a_confirmation() {
     sb.install_fixture_projects();
     sb.json(&["import", "--json"]);
     std::fs::create_dir_all(sb.claude_dir()).unwrap();
-    sb.cmd()
+    sb.acmd()
         .args(["install", "--agent", "claude", "--yes"])
         .assert()
         .success();
@@ -1050,7 +979,7 @@ fn uninstall_purge_needs_a_confirmation() {
     let installed = std::fs::read(&settings).unwrap();
     let db = sb.home.join(".local/share/memtrail/memtrail.db");
     let out = sb
-        .cmd()
+        .acmd()
         .args(["uninstall", "--agent", "claude", "--purge"])
         .output()
         .unwrap();
@@ -1059,10 +988,10 @@ fn uninstall_purge_needs_a_confirmation() {
     assert!(db.exists());
     // Refused before anything changed: the registration is still there.
     assert_eq!(std::fs::read(&settings).unwrap(), installed);
-    let out = sb.cmd().args(["install", "--purge"]).output().unwrap();
+    let out = sb.acmd().args(["install", "--purge"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("uninstall option"));
-    sb.cmd()
+    sb.acmd()
         .args(["uninstall", "--agent", "claude", "--purge", "--yes"])
         .assert()
         .success();
@@ -1075,17 +1004,17 @@ fn uninstall_purge_needs_a_confirmation() {
 fn doctor_reports_untrusted_codex_hooks() {
     let sb = Sandbox::new();
     std::fs::create_dir_all(sb.home.join(".codex")).unwrap();
-    sb.cmd()
+    sb.acmd()
         .args(["install", "--agent", "codex", "--yes"])
         .assert()
         .success();
-    let out = sb.cmd().args(["doctor"]).output().unwrap();
+    let out = sb.acmd().args(["doctor"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("codex: hook"), "{text}");
     assert!(text.contains("/hooks"), "{text}");
     // status says the same, and is not healthy.
-    let out = sb.cmd().args(["status", "--json"]).output().unwrap();
+    let out = sb.acmd().args(["status", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let st: Value = serde_json::from_slice(&out.stdout).unwrap();
     let codex = st["agents"]
@@ -1159,7 +1088,7 @@ fn import_reads_every_agent_once() {
         assert_eq!(a["changed_files"], 0, "{second}");
     }
     // The plain output gives a line per agent.
-    let out = sb.cmd().args(["import"]).output().unwrap();
+    let out = sb.acmd().args(["import"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     for agent in [
         "claude:",
@@ -1241,7 +1170,7 @@ for i in range(n):
     .unwrap();
     assert_eq!(line.trim(), "started");
     let out = sb
-        .cmd()
+        .acmd()
         .args(["install", "--agent", "claude", "--yes"])
         .output()
         .unwrap();
@@ -1287,7 +1216,7 @@ fn transcript_in(sb: &Sandbox, project: &Path) -> (PathBuf, String) {
 
 fn hook_json(sb: &Sandbox, payload: Value) -> Option<Value> {
     let out = sb
-        .cmd()
+        .acmd()
         .args(["hook", "claude"])
         .write_stdin(payload.to_string())
         .output()
@@ -1343,7 +1272,7 @@ fn compaction_snapshot_resume_and_handoff() {
     // `memtrail resume` from the project (or below it) prints the same snapshot.
     let snapshot = &ctx[ctx.find("Working state of claude session").unwrap()..];
     let out = sb
-        .cmd()
+        .acmd()
         .arg("resume")
         .current_dir(project.join("src"))
         .output()
@@ -1364,7 +1293,7 @@ fn compaction_snapshot_resume_and_handoff() {
     );
     // From a folder of no project: a clear error.
     let out = sb
-        .cmd()
+        .acmd()
         .arg("resume")
         .current_dir(&sb.home)
         .output()
@@ -1391,7 +1320,7 @@ fn compaction_snapshot_resume_and_handoff() {
 
     // The handoff to Codex.
     let out = sb
-        .cmd()
+        .acmd()
         .args(["handoff", &sid[..8], "--to", "codex"])
         .output()
         .unwrap();
@@ -1411,13 +1340,13 @@ fn compaction_snapshot_resume_and_handoff() {
         assert!(doc.contains(needle), "{needle:?} not in:\n{doc}");
     }
     // --help documents both commands.
-    let out = sb.cmd().args(["resume", "--help"]).output().unwrap();
+    let out = sb.acmd().args(["resume", "--help"]).output().unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
     assert!(
         help.contains("--budget <BYTES>") && help.contains("--json"),
         "{help}"
     );
-    let out = sb.cmd().args(["handoff", "--help"]).output().unwrap();
+    let out = sb.acmd().args(["handoff", "--help"]).output().unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
     assert!(help.contains("--to <AGENT>"), "{help}");
 }
@@ -1447,7 +1376,7 @@ fn codex_precompact_then_session_start_compact_injects_the_snapshot() {
 
     let run = |v: &Value| {
         let out = sb
-            .cmd()
+            .acmd()
             .args(["hook", "codex"])
             .write_stdin(v.to_string())
             .output()
@@ -1495,7 +1424,7 @@ fn install_leaves_out_an_agent_with_a_broken_config_and_wires_the_others() {
     std::fs::create_dir_all(&cursor).unwrap();
     let broken = b"{\"version\": 1, \"hooks\": {\n";
     std::fs::write(cursor.join("hooks.json"), broken).unwrap();
-    let out = sb.cmd().args(["install", "--yes"]).output().unwrap();
+    let out = sb.acmd().args(["install", "--yes"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -1509,7 +1438,7 @@ fn install_leaves_out_an_agent_with_a_broken_config_and_wires_the_others() {
         "Claude Code is wired: {settings}"
     );
     // doctor names the file once, with a fix that can work (not an install that fails the same way).
-    let out = sb.cmd().args(["doctor"]).output().unwrap();
+    let out = sb.acmd().args(["doctor"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let cursor_lines: Vec<&str> = text
         .lines()
@@ -1528,7 +1457,7 @@ fn install_leaves_out_an_agent_with_a_broken_config_and_wires_the_others() {
     std::fs::create_dir_all(&cursor2).unwrap();
     std::fs::write(cursor2.join("hooks.json"), broken).unwrap();
     let out = sb2
-        .cmd()
+        .acmd()
         .args(["install", "--agent", "claude", "--agent", "cursor", "--yes"])
         .output()
         .unwrap();

@@ -2,93 +2,17 @@
 //! and hooks), `sessions delete`, `purge --older-than`, `redact --rescan`, and the Claude Code
 //! retention warning of `status`.
 
-use assert_cmd::Command;
+mod support;
+
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use support::Sandbox;
 
 const SID: &str = "3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83";
-
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-}
-
-impl Sandbox {
-    fn new() -> Sandbox {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        std::fs::create_dir_all(&home).unwrap();
-        Sandbox { _dir: dir, home }
-    }
-
-    fn claude_dir(&self) -> PathBuf {
-        self.home.join(".claude")
-    }
-
-    fn cmd(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_memtrail"));
-        c.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("XDG_DATA_HOME", self.home.join(".local/share"))
-            .env("XDG_STATE_HOME", self.home.join(".local/state"))
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_CACHE_HOME", self.home.join(".cache"))
-            .env("CLAUDE_CONFIG_DIR", self.claude_dir())
-            .env("CODEX_HOME", self.home.join(".codex"))
-            .env("GEMINI_CLI_HOME", &self.home);
-        c
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.cmd().args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "memtrail {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "memtrail {args:?} printed no JSON ({e}): {}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-        })
-    }
-
-    /// The project's fixture tree `fixtures/claude/projects` (one session in /home/user/demo
-    /// with one sub-agent) in the sandbox's Claude dir.
-    fn fixture_projects(&self) -> PathBuf {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/claude/projects");
-        let dst = self.claude_dir().join("projects");
-        copy_tree(&src, &dst);
-        dst
-    }
-
-    fn sessions(&self) -> usize {
-        self.json(&["sessions", "list", "--json"])["sessions"]
-            .as_array()
-            .unwrap()
-            .len()
-    }
-}
-
-fn copy_tree(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &to);
-        } else {
-            std::fs::copy(e.path(), &to).unwrap();
-        }
-    }
-}
 
 #[test]
 fn config_exclude_list_keeps_a_project_out_of_import_and_hooks() {
     let sb = Sandbox::new();
-    let projects = sb.fixture_projects();
+    let projects = sb.install_fixture_projects();
     let cfg = sb.home.join(".config/memtrail/config.toml");
     std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
     std::fs::write(&cfg, "exclude = [\"/home/user/demo\"]\n").unwrap();
@@ -100,7 +24,7 @@ fn config_exclude_list_keeps_a_project_out_of_import_and_hooks() {
     let payload = json!({"session_id": SID, "transcript_path": t, "cwd": "/home/user/demo",
         "hook_event_name": "Stop", "stop_hook_active": false});
     let out = sb
-        .cmd()
+        .acmd()
         .args(["hook", "claude"])
         .write_stdin(payload.to_string())
         .output()
@@ -109,7 +33,7 @@ fn config_exclude_list_keeps_a_project_out_of_import_and_hooks() {
     assert_eq!(sb.sessions(), 0);
     // A config that does not parse: an error naming the file, and nothing stored.
     std::fs::write(&cfg, "exclude = [\n").unwrap();
-    let out = sb.cmd().args(["import", "--json"]).output().unwrap();
+    let out = sb.acmd().args(["import", "--json"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
@@ -127,12 +51,12 @@ fn config_exclude_list_keeps_a_project_out_of_import_and_hooks() {
 #[test]
 fn sessions_delete_asks_deletes_and_the_session_stays_deleted() {
     let sb = Sandbox::new();
-    sb.fixture_projects();
+    sb.install_fixture_projects();
     sb.json(&["import", "--json"]);
     assert_eq!(sb.sessions(), 2);
     // No terminal and no --yes: refused, nothing deleted.
     let out = sb
-        .cmd()
+        .acmd()
         .args(["sessions", "delete", &SID[..8]])
         .output()
         .unwrap();
@@ -148,7 +72,7 @@ fn sessions_delete_asks_deletes_and_the_session_stays_deleted() {
     assert_eq!(imp["agents"][0]["messages"], 0, "{imp}");
     assert_eq!(sb.sessions(), 0);
     let out = sb
-        .cmd()
+        .acmd()
         .args(["sessions", "delete", SID, "--yes"])
         .output()
         .unwrap();
@@ -159,10 +83,10 @@ fn sessions_delete_asks_deletes_and_the_session_stays_deleted() {
 #[test]
 fn purge_and_rescan() {
     let sb = Sandbox::new();
-    sb.fixture_projects();
+    sb.install_fixture_projects();
     sb.json(&["import", "--json"]);
     // (status exits 1 here: nothing is installed; its JSON is complete all the same.)
-    let out = sb.cmd().args(["status", "--json"]).output().unwrap();
+    let out = sb.acmd().args(["status", "--json"]).output().unwrap();
     let status: Value = serde_json::from_slice(&out.stdout).unwrap();
     let messages = status["store"]["messages"].as_u64().unwrap();
     assert!(messages > 0);
@@ -185,7 +109,7 @@ fn purge_and_rescan() {
     assert_eq!(dry["sessions"], 2);
     assert_eq!(dry["dry_run"], true);
     let out = sb
-        .cmd()
+        .acmd()
         .args(["purge", "--older-than", "2999-01-01"])
         .output()
         .unwrap();
@@ -206,7 +130,7 @@ fn purge_and_rescan() {
     );
     assert_eq!(sb.sessions(), 0);
     let bad = sb
-        .cmd()
+        .acmd()
         .args(["purge", "--older-than", "ninety days", "--yes"])
         .output()
         .unwrap();
@@ -217,7 +141,7 @@ fn purge_and_rescan() {
 #[test]
 fn status_warns_before_claude_code_deletes_uncaptured_transcripts() {
     let sb = Sandbox::new();
-    let projects = sb.fixture_projects();
+    let projects = sb.install_fixture_projects();
     std::fs::write(
         sb.claude_dir().join("settings.json"),
         r#"{"cleanupPeriodDays": 20}"#,
@@ -234,7 +158,7 @@ fn status_warns_before_claude_code_deletes_uncaptured_transcripts() {
         .set_modified(now - 15 * day)
         .unwrap();
     let status = |sb: &Sandbox| {
-        let out = sb.cmd().args(["status", "--json"]).output().unwrap();
+        let out = sb.acmd().args(["status", "--json"]).output().unwrap();
         serde_json::from_slice::<Value>(&out.stdout).unwrap()["claude_retention"].clone()
     };
     let r = status(&sb);
@@ -244,7 +168,7 @@ fn status_warns_before_claude_code_deletes_uncaptured_transcripts() {
     assert_eq!(r["transcripts"][0]["path"], t.display().to_string());
     assert_eq!(r["transcripts"][0]["captured"], 0);
     assert_eq!(r["memtrail_keeps_captured"], true);
-    let text = sb.cmd().arg("status").output().unwrap();
+    let text = sb.acmd().arg("status").output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
         text.contains("WARNING: Claude Code deletes transcripts after 20 days")

@@ -1,4 +1,4 @@
-//! What the reliability tests share (`reliability`, `stress`, `crash`): a sandboxed HOME, Claude
+//! What the binary's tests share (`cli`, `privacy_cli`, `reliability`, `stress`, `crash`): a sandboxed HOME, Claude
 //! Code transcript lines with known content, hook payloads, a newline-delimited JSON-RPC client
 //! for `memtrail mcp`, and a canonical dump of a store for exact comparisons.
 #![allow(dead_code)]
@@ -53,6 +53,44 @@ impl Sandbox {
             .env("GEMINI_CLI_HOME", &self.home)
             .stdin(Stdio::null());
         c
+    }
+
+    /// [`Sandbox::cmd`] as an `assert_cmd` command (`assert()`, `write_stdin`).
+    pub fn acmd(&self) -> assert_cmd::Command {
+        assert_cmd::Command::from_std(self.cmd())
+    }
+
+    /// Run `memtrail ARGS`, which must succeed, and parse what it printed as JSON.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let out = self.cmd().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "memtrail {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "memtrail {args:?} printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+
+    /// Copy the project's fixture tree `fixtures/claude/projects` (one session in
+    /// /home/user/demo with one sub-agent) into the sandbox's Claude dir; returns the copy.
+    pub fn install_fixture_projects(&self) -> PathBuf {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/claude/projects");
+        let dst = self.claude_dir().join("projects");
+        copy_tree(&src, &dst);
+        dst
+    }
+
+    /// How many sessions `memtrail sessions list` shows.
+    pub fn sessions(&self) -> usize {
+        self.json(&["sessions", "list", "--json"])["sessions"]
+            .as_array()
+            .unwrap()
+            .len()
     }
 
     /// Where Claude Code keeps the transcript of session `sid` of project `/home/user/<project>`.
@@ -267,4 +305,18 @@ pub fn message_count(db: &Path) -> i64 {
     let c = rusqlite::Connection::open(db).unwrap();
     c.query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))
         .unwrap()
+}
+
+/// Copy the folder `src` into `dst`, recursively.
+pub fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
 }
