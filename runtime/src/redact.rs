@@ -10,15 +10,17 @@
 //! matched without regard to case; an unclosed `<private>` hides the rest of the text (a title
 //! cut short, a paste that lost its end). See [`strip_private`].
 //!
-//! The rules are a table of regexes compiled once. A single trigger regex (literal substrings
-//! such as `AKIA`, `sk-`, `://`, `token`) runs first: text without any trigger is returned
-//! borrowed, with no allocation and no further scanning.
+//! The rules are a table of regexes, each compiled on first use. One Aho-Corasick scan for the
+//! rules' literal needles (`AKIA`, `sk-`, `://`, `token`, …) runs first: text without any is
+//! returned borrowed, with no allocation and no further scanning, and only the rules whose
+//! needles occur are compiled and run.
 
+use aho_corasick::AhoCorasick;
 use memtrail_adapters::{Message, Part, Record};
 use regex::Regex;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 /// The marker written in place of a secret: `[redacted:<kind>]`.
 pub const MARKER_PREFIX: &str = "[redacted:";
@@ -30,17 +32,25 @@ enum Check {
     None,
     /// A `--flag value`: skip a bare lowercase word (prose such as `--password followed by`).
     Flag,
-    /// A `name = value` assignment: skip code and ordinary words (see [`looks_like_code`]).
+    /// A `name = value` assignment: skip code and ordinary words (see [`looks_like_code`]) and
+    /// values shorter than 8 characters.
     Assignment,
+    /// A password in a URL: the user part (group `u`) at most 100 characters, the password at
+    /// most 200 (bounds checked here rather than as `{1,100}` in the pattern: a counted
+    /// repetition of a negated Unicode class compiles to a 5 ms automaton, paid by every hook).
+    UrlPassword,
 }
 
-struct Rule {
+/// A rule as applied: its kind, its compiled regex and its check.
+struct Rule<'a> {
     kind: &'static str,
-    re: Regex,
+    re: &'a Regex,
     check: Check,
 }
 
-/// `(kind, pattern, check)`. Order matters: specific token formats first, so that the generic
+/// `(kind, pattern, check)`. Patterns are kept cheap to compile (a hook compiles the ones its
+/// text needs): ASCII case folding, no counted repetition of a negated class, no leading
+/// name class where only a later group is replaced. Order matters: specific token formats first, so that the generic
 /// rules (bearer, URL password, flags, assignments) see `[redacted:…]` and leave it alone. A
 /// pattern with a group named `s` has only that group replaced; otherwise the whole match is.
 const RULES: &[(&str, &str, Check)] = &[
@@ -56,7 +66,7 @@ const RULES: &[(&str, &str, Check)] = &[
     ),
     (
         "aws_secret_key",
-        r#"(?i)aws_secret_access_key\\?["']?\s*[:=]\s*\\?["']?(?P<s>[A-Za-z0-9/+]{40})"#,
+        r#"(?i-u)aws_secret_access_key\\?["']?\s*[:=]\s*\\?["']?(?P<s>[A-Za-z0-9/+]{40})"#,
         Check::None,
     ),
     (
@@ -102,13 +112,13 @@ const RULES: &[(&str, &str, Check)] = &[
     ),
     (
         "bearer_token",
-        r#"(?i)authorization\\?["']?\s*[:=]\s*\\?["']?bearer\s+(?P<s>[A-Za-z0-9._~+/-]{8,}=*)"#,
+        r#"(?i-u)authorization\\?["']?\s*[:=]\s*\\?["']?bearer\s+(?P<s>[A-Za-z0-9._~+/-]{8,}=*)"#,
         Check::None,
     ),
     (
         "url_password",
-        r"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s:/@]{1,100}:(?P<s>[^\s@/]{1,200})@",
-        Check::None,
+        r"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]{0,20}://(?P<u>[^\s:/@]+):(?P<s>[^\s@/]+)@",
+        Check::UrlPassword,
     ),
     (
         "cli_secret",
@@ -117,27 +127,82 @@ const RULES: &[(&str, &str, Check)] = &[
     ),
     (
         "secret_assignment",
-        r#"(?i)[A-Za-z0-9_.-]*(?:secret|token|password|passwd|api_key|apikey|private_key)[A-Za-z0-9_.-]*\\?["']?[ \t]*(?::=|=|:)[ \t]*\\?["']?(?P<s>[^\s"'\\,;)}\]]{8,})"#,
+        r#"(?i-u:secret|token|passw(?:or)?d|api_?key|private_key)[A-Za-z0-9_.-]*\\?["']?[ \t]*(?::=|=|:)[ \t]*\\?["']?(?P<s>[^\s"'\\,;)}\]]+)"#,
         Check::Assignment,
     ),
 ];
 
-/// Substrings without which no rule can match (a superset: a hit only means "look closer").
-const TRIGGER: &str = r"AKIA|ASIA|PRIVATE KEY|sk-|[sr]k_live_|gh[pousr]_|github_pat_|glpat-|xox[baprs]-|npm_|pypi-|eyJ|://|--(?:pass|token|secret|api-key)|(?i:secret|token|passw|api_?key|private_key|aws_secret|authorization)";
+/// Per rule (same order as [`RULES`]), substrings of which every match of the rule holds at
+/// least one (compared without regard to ASCII case: a superset; a hit only means "look
+/// closer"). A rule is compiled and run only on text that holds one of its needles.
+const NEEDLES: &[&[&str]] = &[
+    &["PRIVATE KEY"],
+    &["AKIA", "ASIA"],
+    &["aws_secret_access_key"],
+    &["sk-ant-"],
+    &["sk-"],
+    &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+    &["glpat-"],
+    &["xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-"],
+    &["sk_live_", "rk_live_"],
+    &["npm_"],
+    &["pypi-"],
+    &["eyJ"],
+    &["authorization"],
+    &["://"],
+    &["--pass", "--token", "--secret", "--api-key"],
+    &[
+        "secret",
+        "token",
+        "passw",
+        "api_key",
+        "apikey",
+        "private_key",
+    ],
+];
 
-static RULESET: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-    RULES
-        .iter()
-        .map(|&(kind, pat, check)| Rule {
-            kind,
-            re: Regex::new(pat).expect("redaction rule compiles"),
-            check,
-        })
-        .collect()
+const _: () = assert!(NEEDLES.len() == RULES.len() && RULES.len() <= 64);
+
+/// Every needle of every rule, and the rule each belongs to.
+static NEEDLE_AC: LazyLock<(AhoCorasick, Vec<usize>)> = LazyLock::new(|| {
+    let mut pats = Vec::new();
+    let mut rule_of = Vec::new();
+    for (i, needles) in NEEDLES.iter().enumerate() {
+        for n in *needles {
+            pats.push(*n);
+            rule_of.push(i);
+        }
+    }
+    let ac = AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
+        .build(pats)
+        .expect("redaction needles build");
+    (ac, rule_of)
 });
 
-static TRIGGER_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(TRIGGER).expect("trigger compiles"));
+/// The rules (as a bit set over [`RULES`]) whose needles occur in `text`.
+fn rules_hit(text: &str) -> u64 {
+    let (ac, rule_of) = &*NEEDLE_AC;
+    let mut set = 0u64;
+    for m in ac.find_overlapping_iter(text) {
+        set |= 1 << rule_of[m.pattern().as_usize()];
+    }
+    set
+}
+
+/// Each rule's regex, compiled on first use (compiling all of them costs ~10 ms, which a hook
+/// whose text needs one or two rules should not pay).
+static COMPILED: [OnceLock<Regex>; RULES.len()] = [const { OnceLock::new() }; RULES.len()];
+
+fn rule(i: usize) -> Rule<'static> {
+    let (kind, pat, check) = RULES[i];
+    Rule {
+        kind,
+        re: COMPILED[i].get_or_init(|| Regex::new(pat).expect("redaction rule compiles")),
+        check,
+    }
+}
 
 /// The names of every kind of secret recognised, in rule order.
 pub fn kinds() -> impl Iterator<Item = &'static str> {
@@ -178,13 +243,19 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 
 /// [`redact`] without the `<private>` spans: only the secret rules.
 fn redact_secrets(text: &str) -> Cow<'_, str> {
-    if !TRIGGER_RE.is_match(text) {
+    let mut hit = rules_hit(text);
+    if hit == 0 {
         return Cow::Borrowed(text);
     }
     let mut out = Cow::Borrowed(text);
-    for rule in RULESET.iter() {
-        if let Some(new) = apply_rule(rule, &out) {
+    for i in 0..RULES.len() {
+        if hit & (1 << i) == 0 {
+            continue;
+        }
+        if let Some(new) = apply_rule(&rule(i), &out) {
             out = Cow::Owned(new);
+            // The later rules run on the new text (a rule cannot match without its needles).
+            hit = rules_hit(&out);
         }
     }
     out
@@ -203,7 +274,7 @@ pub fn redact_title(title: &str) -> Cow<'_, str> {
     });
     let last = &body[start..];
     let suspicious = !last.contains(MARKER_PREFIX)
-        && (TRIGGER_RE.is_match(last)
+        && (rules_hit(last) != 0
             || (last.len() >= 16
                 && last.chars().any(|c| c.is_ascii_digit())
                 && last.chars().any(|c| c.is_ascii_alphabetic())));
@@ -323,6 +394,12 @@ fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
     for caps in rule.re.captures_iter(text) {
         let whole = caps.get(0).expect("group 0");
         let span = caps.name("s").unwrap_or(whole);
+        if rule.check == Check::UrlPassword {
+            let user_chars = caps.name("u").map_or(0, |u| u.as_str().chars().count());
+            if user_chars > 100 || span.as_str().chars().count() > 200 {
+                continue;
+            }
+        }
         if !keep_match(rule.check, span.as_str(), text, span.start()) {
             continue;
         }
@@ -350,7 +427,11 @@ fn keep_match(check: Check, secret: &str, text: &str, at: usize) -> bool {
                 || !(secret.starts_with(['$', '<', '{'])
                     || secret.chars().all(|c| c.is_ascii_lowercase()))
         }
+        Check::UrlPassword => true,
         Check::Assignment => {
+            if secret.chars().nth(7).is_none() {
+                return false;
+            }
             let quoted = text[..at].ends_with(['"', '\'']);
             !looks_like_code(secret, quoted)
         }

@@ -488,3 +488,35 @@ fn end_to_end_nothing_secret_reaches_the_store() {
     }
     check_files("after the snapshot was saved");
 }
+
+/// The length bounds that the patterns no longer spell as counted repetitions (`{1,100}`,
+/// `{1,200}`, `{8,}`): checked after the match, with the same outcome.
+#[test]
+fn length_bounds_of_url_passwords_and_assigned_values() {
+    let user100 = "u".repeat(100);
+    let user101 = "u".repeat(101);
+    assert_eq!(
+        r(&format!("postgres://{user100}:hunter2pass@db.local/x")),
+        format!("postgres://{user100}:[redacted:url_password]@db.local/x")
+    );
+    assert_kept(&format!("postgres://{user101}:hunter2pass@db.local/x"));
+    let pw200 = "p".repeat(200);
+    let pw201 = "p".repeat(201);
+    assert_eq!(
+        r(&format!("https://me:{pw200}@example.com")),
+        "https://me:[redacted:url_password]@example.com"
+    );
+    assert_kept(&format!("https://me:{pw201}@example.com"));
+    // Assigned values: 8 characters or more (characters, not bytes: 7 'é' are 14 bytes).
+    assert_eq!(
+        r("DB_PASSWORD=Xk9#mQ2v"),
+        "DB_PASSWORD=[redacted:secret_assignment]"
+    );
+    assert_kept("DB_PASSWORD=Xk9#mQ2");
+    assert_kept("DB_PASSWORD=ééééééé");
+    // A short value does not hide a later one on the same line.
+    assert_eq!(
+        r("token=Xk9#m; password=Zq8#nW3v"),
+        "token=Xk9#m; password=[redacted:secret_assignment]"
+    );
+}
