@@ -23,6 +23,9 @@ pub const DEFAULT_BUDGET_MS: u64 = 3000;
 /// Share of the budget (percent) spent on work before the hook stops and leaves the rest for
 /// the next hook.
 pub const WORK_SHARE_PERCENT: u64 = 90;
+/// Queued, unindexed messages (see [`crate::store::Store::catch_up_index`]) past which a hook
+/// indexes them itself.
+pub const HOOK_INDEX_BACKLOG: i64 = 5000;
 /// Budget for Claude Code's SessionEnd, whose hooks share a 1.5 s allowance.
 pub const SESSION_END_BUDGET_MS: u64 = 1000;
 /// The hook log is rotated (to `hook.log.1`) past this size.
@@ -269,6 +272,12 @@ fn run_inner(
                 }
             }
         }
+    }
+    // The full-text index is caught up by searches and the MCP server; a hook does it only at
+    // a session's end or when the queue is long (nothing searched for a while), within its
+    // deadline.
+    if canonical == "SessionEnd" || store.pending_index().unwrap_or(0) >= HOOK_INDEX_BACKLOG {
+        let _ = store.catch_up_index(Some(deadline));
     }
     // Whatever could be ingested is in the store: snapshot or inject from it.
     reply_step(&mut store, agent, &event, canonical, outcome);

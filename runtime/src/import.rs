@@ -118,6 +118,10 @@ pub fn import(
         bytes: total_bytes,
     });
     let mut summary = ImportSummary::default();
+    // Messages written since the full-text index last caught up (see `Store::catch_up_index`):
+    // indexing them in batches of this many makes fewer, larger FTS5 segments than one per
+    // ingest transaction.
+    let mut unindexed = 0u64;
     for (agent, files, mut rep) in plan {
         let mut sessions = std::collections::HashSet::new();
         for (path, len) in files {
@@ -140,6 +144,11 @@ pub fn import(
                     }
                     rep.messages += r.inserted;
                     rep.updated += r.updated;
+                    unindexed += r.inserted + r.updated;
+                    if unindexed >= IMPORT_INDEX_EVERY {
+                        store.catch_up_index(None)?;
+                        unindexed = 0;
+                    }
                     rep.skipped_lines += r.stats.skipped();
                     rep.unknown_lines += r.stats.skipped_unknown;
                     rep.malformed_lines += r.stats.malformed;
@@ -173,11 +182,19 @@ pub fn import(
         rep.sessions = sessions.len() as u64;
         summary.agents.push(rep);
     }
+    // Index what is still queued (a busy store leaves it to the next search).
+    match store.catch_up_index(None) {
+        Ok(_) | Err(crate::Error::Busy { .. }) => {}
+        Err(e) => return Err(e),
+    }
     // Fold the WAL back into the database now rather than at some later hook's commit.
     let _ = store.checkpoint();
     summary.seconds = t0.elapsed().as_secs_f64();
     Ok(summary)
 }
+
+/// How many messages an import writes before it brings the full-text index up to date.
+pub const IMPORT_INDEX_EVERY: u64 = 8000;
 
 /// The text of a caught panic's payload.
 pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {

@@ -10,6 +10,7 @@ pub mod maintenance;
 pub mod mcp;
 pub mod privacy;
 pub mod query;
+pub mod rank;
 pub mod redact;
 pub mod resume;
 pub mod snapshot;

@@ -31,6 +31,7 @@ use rmcp::{
 };
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Default and largest page sizes.
 const DEFAULT_SEARCH_LIMIT: u32 = 10;
@@ -447,6 +448,7 @@ pub fn serve_stdio(db: PathBuf) -> anyhow_like::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    spawn_indexer(db.clone());
     rt.block_on(async move {
         let server = MemtrailMcp::new(db)
             .serve(rmcp::transport::stdio())
@@ -458,6 +460,33 @@ pub fn serve_stdio(db: PathBuf) -> anyhow_like::Result<()> {
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         Ok(())
     })
+}
+
+/// How often the MCP server's indexer looks for queued messages.
+pub const INDEX_INTERVAL: Duration = Duration::from_secs(2);
+
+/// While the server runs (an agent session), a thread of its own, on a connection of its own,
+/// brings the full-text index up to date every [`INDEX_INTERVAL`] (hooks queue what they write:
+/// see [`crate::store::Store::catch_up_index`]), 250 messages per transaction, waiting at most
+/// 100 ms for the write lock, so that searches find the queue indexed and hooks never wait
+/// long. It ends with the process; an unfinished transaction is rolled back.
+fn spawn_indexer(db: PathBuf) {
+    let _ = std::thread::Builder::new()
+        .name("memtrail-indexer".into())
+        .spawn(move || {
+            let mut store: Option<Store> = None;
+            loop {
+                std::thread::sleep(INDEX_INTERVAL);
+                if store.is_none() && db.exists() {
+                    store = Store::open_with_timeout(&db, Duration::from_millis(100)).ok();
+                }
+                if let Some(s) = &store
+                    && s.pending_index().unwrap_or(0) > 0
+                {
+                    let _ = s.catch_up_index(Some(std::time::Instant::now() + INDEX_INTERVAL));
+                }
+            }
+        });
 }
 
 /// A minimal boxed error type for [`serve_stdio`] (the runtime does not depend on anyhow).

@@ -292,15 +292,21 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         )));
     };
     let limit = f.limit.clamp(1, 500);
+    // Messages written since the last catch-up are queued, not yet indexed (see `store`); a
+    // store that cannot be written now (locked, read-only) is searched as it is.
+    let _ = store.catch_up_index(None);
+    store.ensure_rank_function()?;
     // Two steps: rank by BM25 selecting only ids and scores (SQLite computes every selected
     // column of every match before `ORDER BY … LIMIT`, and a snippet re-tokenizes its whole
     // document), then build the snippets and the rest of the rows for the top hits only.
     //
     // With no filter, BM25 is computed over the newest [`SEARCH_CANDIDATES`] matches only (FTS5
     // walks its doclists newest rowid first and stops there), so the top hits of a query on very
-    // frequent terms are the best among recently stored messages. A query with fewer matches than that is
-    // ranked over all of them. (`bm25()` still counts each term's documents over the whole
-    // index once per query: docs/benchmarks.md, "Frequent terms".)
+    // frequent terms are the best among recently stored messages. A query with fewer matches
+    // than that is ranked over all of them. The score is [`crate::rank`]'s `memtrail_bm25`:
+    // FTS5's `bm25()` counts each term's documents over the whole index once per query, which
+    // for a frequent term costs time in proportion to the store; `memtrail_bm25` counts up to
+    // [`crate::rank::DF_SAMPLE`] and extrapolates (docs/benchmarks.md, "Frequent terms").
     let unfiltered = f.agent.is_none()
         && f.project.is_none()
         && f.session.is_none()
@@ -310,13 +316,13 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     let mut sql = if unfiltered {
         format!(
             "SELECT c.id, c.score FROM (
-                SELECT rowid AS id, bm25(messages_fts, 1.0, 0.4, 0.8) AS score FROM messages_fts
+                SELECT rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8) AS score FROM messages_fts
                 WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT {SEARCH_CANDIDATES}
              ) c WHERE 1 = 1"
         )
     } else {
         String::from(
-            "SELECT messages_fts.rowid, bm25(messages_fts, 1.0, 0.4, 0.8) AS score
+            "SELECT messages_fts.rowid, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8) AS score
              FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
              JOIN sessions s ON s.id = m.session_id
              WHERE messages_fts MATCH ?",

@@ -9,7 +9,10 @@
 //!   `tools` the tool calls flattened for search, `parts` the full ordered parts as JSON.
 //! - `tool_calls`: `(session_id, call_id)` → message, so a late tool result finds its call.
 //! - `messages_fts`: FTS5, external content on `messages(body, tools, cjk)`, `porter unicode61`,
-//!   kept in sync by triggers. `cjk` holds the Han, kana and Hangul runs of the message with a
+//!   kept in sync by triggers through a queue (schema 4): a written or changed message is queued
+//!   in `fts_pending` and indexed later by [`Store::catch_up_index`] (every search first, imports,
+//!   the MCP server in the background, and a hook when the queue is long), so that a hook does
+//!   not pay for tokenizing and FTS5's segment flushes. `cjk` holds the Han, kana and Hangul runs of the message with a
 //!   space between characters, so that a phrase query over single characters finds any substring
 //!   (unicode61 would index a whole unbroken CJK run as one token).
 //! - `sources`: the ingest cursor per transcript file (byte offset, size, file identity, a hash of
@@ -39,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Cap on the bytes of one tool output copied into the search index (the full output stays in
 /// `messages.parts`).
@@ -188,7 +191,36 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX snapshots_by_session ON snapshots (session_id, built_at DESC, id DESC);
     "#,
+    // 4: the full-text index is brought up to date after the write instead of inside it: a
+    // written or changed message is queued in `fts_pending`, and `index_pending` indexes the
+    // queue (searches, imports and the MCP server do; see `Store::catch_up_index`). A message
+    // leaves the index (FTS5 'delete' with its old values) only if it was indexed, that is,
+    // not queued.
+    r#"
+    CREATE TABLE IF NOT EXISTS fts_pending (id INTEGER PRIMARY KEY);
+    DROP TRIGGER IF EXISTS messages_ai;
+    DROP TRIGGER IF EXISTS messages_ad;
+    DROP TRIGGER IF EXISTS messages_au;
+    CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+        INSERT OR IGNORE INTO fts_pending (id) VALUES (new.id);
+    END;
+    CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, body, tools, cjk)
+            SELECT 'delete', old.id, old.body, old.tools, old.cjk
+            WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE id = old.id);
+        DELETE FROM fts_pending WHERE id = old.id;
+    END;
+    CREATE TRIGGER messages_au AFTER UPDATE OF body, tools, cjk ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, body, tools, cjk)
+            SELECT 'delete', old.id, old.body, old.tools, old.cjk
+            WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE id = old.id);
+        INSERT OR IGNORE INTO fts_pending (id) VALUES (new.id);
+    END;
+    "#,
 ];
+
+/// How many queued messages one transaction of [`Store::catch_up_index`] indexes.
+pub const INDEX_CHUNK: usize = 2000;
 
 /// The schema version whose migration creates the `events` table; a store migrated across it
 /// gets the events of its stored messages extracted in the same transaction.
@@ -213,6 +245,8 @@ pub struct Store {
     busy: Duration,
     /// See [`Store::set_deadline`].
     deadline: Option<Instant>,
+    /// True once [`crate::rank`]'s function is registered on this connection.
+    rank_ready: std::cell::Cell<bool>,
 }
 
 /// How many more times a write retries `BEGIN IMMEDIATE` after the busy timeout ran out.
@@ -360,6 +394,7 @@ impl Store {
             path: path.to_path_buf(),
             busy,
             deadline: None,
+            rank_ready: std::cell::Cell::new(false),
         };
         if deadline.is_some() {
             store.set_deadline(deadline)?;
@@ -383,6 +418,53 @@ impl Store {
     /// [`Store::open_with_timeout`] with a 5 s busy timeout.
     pub fn open(path: &Path) -> Result<Store> {
         Self::open_with_timeout(path, Duration::from_secs(5))
+    }
+
+    /// Register [`crate::rank::FUNCTION`] on this connection, once (the first search does).
+    pub(crate) fn ensure_rank_function(&self) -> Result<()> {
+        if !self.rank_ready.get() {
+            crate::rank::register(&self.conn)?;
+            self.rank_ready.set(true);
+        }
+        Ok(())
+    }
+
+    /// How many messages are written but not yet in the full-text index (schema 4: hooks
+    /// queue them; see [`Store::catch_up_index`]).
+    pub fn pending_index(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT COUNT(*) FROM fts_pending")?
+            .query_row([], |r| r.get(0))?)
+    }
+
+    /// Index every queued message, [`INDEX_CHUNK`] per `BEGIN IMMEDIATE` transaction (250
+    /// with a deadline, so that one transaction does not overrun it), until the queue is
+    /// empty or `deadline` passes. Returns how many were indexed. Works on a
+    /// shared borrow (searches hold one); the lock is waited for as any write waits (busy
+    /// timeout or deadline), and [`Error::Busy`] is returned when it cannot be had: a caller
+    /// that only reads may go on with what is indexed.
+    pub fn catch_up_index(&self, deadline: Option<Instant>) -> Result<u64> {
+        let mut done = 0u64;
+        loop {
+            let queued: bool = self
+                .conn
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM fts_pending)")?
+                .query_row([], |r| r.get(0))?;
+            if !queued || deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(done);
+            }
+            let tx =
+                rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+                    .map_err(|e| classify(e.into()))?;
+            let chunk = if deadline.is_some() { 250 } else { INDEX_CHUNK };
+            let n = Writer { tx: &tx }.index_pending(chunk).map_err(classify)?;
+            tx.commit().map_err(|e| classify(e.into()))?;
+            done += n;
+            if n == 0 {
+                return Ok(done);
+            }
+        }
     }
 
     /// The file this store lives in.
@@ -542,10 +624,12 @@ impl Store {
     pub fn cursor(&self, path: &str) -> Result<Option<Cursor>> {
         Ok(self
             .conn
-            .query_row(
+            .prepare_cached(
                 "SELECT session_id, offset, size, dev, ino, mtime_ns, head_len, head_hash, reader_state,
                         tail_len, tail_hash
                  FROM sources WHERE path = ?1",
+            )?
+            .query_row(
                 [path],
                 |r| {
                     Ok(Cursor {
@@ -794,6 +878,28 @@ impl Writer<'_> {
             }
         }
         Ok(applied)
+    }
+
+    /// Index the `max` oldest queued messages (`fts_pending`) and take them off the queue.
+    /// Returns how many.
+    pub fn index_pending(&self, max: usize) -> Result<u64> {
+        let last: Option<i64> = self
+            .tx
+            .prepare_cached("SELECT id FROM fts_pending ORDER BY id LIMIT 1 OFFSET ?1")?
+            .query_row([max.saturating_sub(1) as i64], |r| r.get(0))
+            .optional()?;
+        let last = last.unwrap_or(i64::MAX);
+        self.tx
+            .prepare_cached(
+                "INSERT INTO messages_fts (rowid, body, tools, cjk)
+                 SELECT m.id, m.body, m.tools, m.cjk FROM fts_pending p JOIN messages m ON m.id = p.id
+                 WHERE p.id <= ?1 ORDER BY p.id",
+            )?
+            .execute([last])?;
+        Ok(self
+            .tx
+            .prepare_cached("DELETE FROM fts_pending WHERE id <= ?1")?
+            .execute([last])? as u64)
     }
 
     /// Delete the message `message_id` and every later message of the session. Returns how
@@ -1562,6 +1668,9 @@ pub const REPAIR_STEPS: &[RepairStep] = &[
 /// <https://sqlite.org/fts5.html#the_integrity_check_command>) and rebuilt either way. Returns
 /// 1 when the check had failed, else 0.
 fn repair_fts(w: &Writer<'_>) -> Result<u64> {
+    // Queued messages are not in the index yet: index them first, or the check would count
+    // them as missing.
+    while w.index_pending(INDEX_CHUNK)? > 0 {}
     let broken =
         w.tx.execute(
             "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
@@ -1572,6 +1681,8 @@ fn repair_fts(w: &Writer<'_>) -> Result<u64> {
         "INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')",
         [],
     )?;
+    // 'rebuild' indexed every message, queued or not.
+    w.tx.execute("DELETE FROM fts_pending", [])?;
     Ok(broken as u64)
 }
 

@@ -340,6 +340,8 @@ fn repair_rebuilds_a_broken_index_and_recounts() {
     let p = e.transcript();
     append(&p, &many_lines(0, 20, 10));
     ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    // Indexed (as any search, import or MCP server leaves the store), then damaged.
+    assert_eq!(e.store.catch_up_index(None).unwrap(), 20);
     {
         let c = e.store.raw_connection();
         // Damage the derived data: drop index entries of 3 messages, a wrong count.

@@ -199,7 +199,10 @@ fn a_v2_store_gets_its_events_backfilled_at_migration() {
             .unwrap();
     }
     let store = Store::open(&path).unwrap();
-    assert_eq!(store.stats().unwrap().schema_version, 3);
+    assert_eq!(
+        store.stats().unwrap().schema_version,
+        memtrail_runtime::store::SCHEMA_VERSION
+    );
     assert_eq!(
         events(&store, "s1"),
         vec![

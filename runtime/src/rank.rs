@@ -1,0 +1,422 @@
+//! `memtrail_bm25`: FTS5's BM25 with document frequencies estimated from a bounded sample, so
+//! that a query on very frequent terms costs the same at 1 M messages as at 10 k.
+//!
+//! FTS5 keeps no per-term document count. Its built-in `bm25()` counts, once per query, the rows
+//! that hold each phrase by walking the phrase's whole doclist (`fts5Bm25GetData` in SQLite's
+//! `fts5_aux.c`): for a term in 60% of 640 k messages that walk is ~20 ms, whatever bounds the
+//! candidates (docs/benchmarks.md, "Frequent terms").
+//!
+//! `memtrail_bm25(messages_fts, w0, w1, …)` is the same formula (the one in the FTS5 documentation,
+//! <https://sqlite.org/fts5.html#the_bm25_function>: k1 = 1.2, b = 0.75, per-column weights as
+//! trailing arguments, phrase frequency weighted by column, document length over all columns,
+//! IDF = ln((N − n + 0.5) / (n + 0.5)) floored at 1e-6, the score negated so that lower is
+//! better) with one difference: the number of rows `n` holding a phrase is counted exactly only up
+//! to [`DF_SAMPLE`] rows. When a phrase has more, the count stops there and `n` is extrapolated
+//! from the share of rows the sample covered: `n ≈ N × DF_SAMPLE / (r_last − r_first + 1)`, with
+//! `r_first`, `r_last` the first and last rowids of the sample (ascending) and `N` the row count.
+//! Rowids of `messages` are dense (an `INTEGER PRIMARY KEY` that only grows; deletions leave
+//! gaps, which make the estimate low, never below [`DF_SAMPLE`]). Such a phrase is in at least
+//! [`DF_SAMPLE`] rows, so its IDF is small whatever the estimate; for every phrase with fewer
+//! rows the score is exactly `bm25()`'s (checked by the tests).
+//!
+//! The function is registered per connection with `fts5_api.xCreateFunction`
+//! (<https://sqlite.org/fts5.html#custom_auxiliary_functions>), on the first search, so hooks do
+//! not pay for it.
+
+use crate::Result;
+use rusqlite::Connection;
+use rusqlite::ffi;
+use std::ffi::{c_int, c_void};
+use std::ptr;
+
+/// The SQL name of the function.
+pub const FUNCTION: &str = "memtrail_bm25";
+
+/// How many rows holding a phrase are counted before its document frequency is extrapolated.
+pub const DF_SAMPLE: i64 = 2048;
+
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// Register `memtrail_bm25` on `conn`'s FTS5. Call once per connection.
+///
+/// Errors: SQLite's, when FTS5 is missing or the registration fails.
+pub fn register(conn: &Connection) -> Result<()> {
+    // SAFETY: `conn.handle()` is a live connection for the duration of this call. The
+    // `fts5(?1)` statement writes the `fts5_api` pointer into `api` (SQLite's documented way to
+    // obtain it, with the pointer type "fts5_api_ptr"); the statement is finalized before
+    // `api` is used. The function pointer registered is a `extern "C"` fn with FTS5's
+    // signature, and no user data or destructor.
+    unsafe {
+        let db = conn.handle();
+        let mut stmt: *mut ffi::sqlite3_stmt = ptr::null_mut();
+        let rc = ffi::sqlite3_prepare_v2(
+            db,
+            c"SELECT fts5(?1)".as_ptr(),
+            -1,
+            &mut stmt,
+            ptr::null_mut(),
+        );
+        if rc != ffi::SQLITE_OK {
+            return Err(sqlite_error(rc, "prepare SELECT fts5(?1)"));
+        }
+        let mut api: *mut ffi::fts5_api = ptr::null_mut();
+        ffi::sqlite3_bind_pointer(
+            stmt,
+            1,
+            (&mut api as *mut *mut ffi::fts5_api).cast::<c_void>(),
+            c"fts5_api_ptr".as_ptr(),
+            None,
+        );
+        let rc = ffi::sqlite3_step(stmt);
+        ffi::sqlite3_finalize(stmt);
+        if rc != ffi::SQLITE_ROW || api.is_null() {
+            return Err(sqlite_error(rc, "FTS5 is not available"));
+        }
+        let Some(create) = (*api).xCreateFunction else {
+            return Err(sqlite_error(
+                ffi::SQLITE_ERROR,
+                "fts5_api has no xCreateFunction",
+            ));
+        };
+        let rc = create(
+            api,
+            c"memtrail_bm25".as_ptr(),
+            ptr::null_mut(),
+            Some(memtrail_bm25),
+            None,
+        );
+        if rc != ffi::SQLITE_OK {
+            return Err(sqlite_error(rc, "register memtrail_bm25"));
+        }
+    }
+    Ok(())
+}
+
+fn sqlite_error(rc: c_int, what: &str) -> crate::Error {
+    crate::Error::Sqlite(rusqlite::Error::SqliteFailure(
+        ffi::Error::new(rc),
+        Some(what.to_string()),
+    ))
+}
+
+/// What is computed once per query (kept with `xSetAuxdata`).
+struct QueryData {
+    /// IDF per phrase.
+    idf: Vec<f64>,
+    /// Mean tokens per row, all columns.
+    avgdl: f64,
+    /// Scratch: weighted frequency per phrase of the current row.
+    freq: Vec<f64>,
+}
+
+unsafe extern "C" fn free_query_data(p: *mut c_void) {
+    if !p.is_null() {
+        // SAFETY: `p` was made by `Box::into_raw` in `query_data` and is freed once, by FTS5.
+        drop(unsafe { Box::from_raw(p.cast::<QueryData>()) });
+    }
+}
+
+/// The sample of one phrase's rows, filled by [`count_cb`].
+struct Sample {
+    count: i64,
+    first: i64,
+    last: i64,
+}
+
+unsafe extern "C" fn count_cb(
+    api: *const ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+    user: *mut c_void,
+) -> c_int {
+    // SAFETY: `user` is the `Sample` passed to `xQueryPhrase` by `query_data`, alive for the
+    // call; `api` and `fts` are FTS5's for this callback.
+    unsafe {
+        let s = &mut *user.cast::<Sample>();
+        let rowid = match (*api).xRowid {
+            Some(f) => f(fts),
+            None => 0,
+        };
+        if s.count == 0 {
+            s.first = rowid;
+        }
+        s.last = rowid;
+        s.count += 1;
+        if s.count >= DF_SAMPLE {
+            ffi::SQLITE_DONE
+        } else {
+            ffi::SQLITE_OK
+        }
+    }
+}
+
+/// IDF of a phrase held by `n` of `rows` rows, as FTS5's `bm25()` computes it.
+pub fn idf(rows: i64, n: i64) -> f64 {
+    let rows = rows as f64;
+    let n = n as f64;
+    let idf = ((rows - n + 0.5) / (n + 0.5)).ln();
+    if idf <= 0.0 { 1e-6 } else { idf }
+}
+
+/// The number of rows estimated to hold a phrase from its sample (exact below [`DF_SAMPLE`]).
+pub fn estimate_df(rows: i64, count: i64, first: i64, last: i64) -> i64 {
+    if count < DF_SAMPLE {
+        return count;
+    }
+    let span = (last - first + 1).max(count);
+    let est = (rows as f64 * count as f64 / span as f64).round() as i64;
+    est.clamp(count, rows.max(count))
+}
+
+/// Compute (or fetch) the per-query data. Returns an SQLite error code on failure.
+unsafe fn query_data(
+    api: &ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+) -> std::result::Result<*mut QueryData, c_int> {
+    // SAFETY: FTS5's API on its own context; the aux data pointer, when set, is ours.
+    unsafe {
+        let get = api.xGetAuxdata.ok_or(ffi::SQLITE_ERROR)?;
+        let existing = get(fts, 0).cast::<QueryData>();
+        if !existing.is_null() {
+            return Ok(existing);
+        }
+        let phrase_count = api.xPhraseCount.ok_or(ffi::SQLITE_ERROR)?;
+        let row_count = api.xRowCount.ok_or(ffi::SQLITE_ERROR)?;
+        let total_size = api.xColumnTotalSize.ok_or(ffi::SQLITE_ERROR)?;
+        let query_phrase = api.xQueryPhrase.ok_or(ffi::SQLITE_ERROR)?;
+        let set = api.xSetAuxdata.ok_or(ffi::SQLITE_ERROR)?;
+
+        let n_phrase = phrase_count(fts).max(0) as usize;
+        let mut rows: i64 = 0;
+        let rc = row_count(fts, &mut rows);
+        if rc != ffi::SQLITE_OK {
+            return Err(rc);
+        }
+        let mut tokens: i64 = 0;
+        let rc = total_size(fts, -1, &mut tokens);
+        if rc != ffi::SQLITE_OK {
+            return Err(rc);
+        }
+        let avgdl = if rows > 0 {
+            tokens as f64 / rows as f64
+        } else {
+            1.0
+        };
+        let mut idfs = Vec::with_capacity(n_phrase);
+        for i in 0..n_phrase {
+            let mut s = Sample {
+                count: 0,
+                first: 0,
+                last: 0,
+            };
+            let rc = query_phrase(
+                fts,
+                i as c_int,
+                (&mut s as *mut Sample).cast::<c_void>(),
+                Some(count_cb),
+            );
+            if rc != ffi::SQLITE_OK {
+                return Err(rc);
+            }
+            idfs.push(idf(rows, estimate_df(rows, s.count, s.first, s.last)));
+        }
+        let data = Box::into_raw(Box::new(QueryData {
+            idf: idfs,
+            avgdl: if avgdl > 0.0 { avgdl } else { 1.0 },
+            freq: vec![0.0; n_phrase],
+        }));
+        let rc = set(fts, data.cast::<c_void>(), Some(free_query_data));
+        if rc != ffi::SQLITE_OK {
+            // xSetAuxdata calls the destructor itself when it fails.
+            return Err(rc);
+        }
+        Ok(data)
+    }
+}
+
+/// The auxiliary function itself (see the module documentation).
+unsafe extern "C" fn memtrail_bm25(
+    api: *const ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+    ctx: *mut ffi::sqlite3_context,
+    n_val: c_int,
+    ap_val: *mut *mut ffi::sqlite3_value,
+) {
+    // SAFETY: FTS5 calls this with its API, its context, SQLite's result context and `n_val`
+    // trailing values; the per-query data is ours (see `query_data`).
+    unsafe {
+        match score(&*api, fts, n_val, ap_val) {
+            Ok(s) => ffi::sqlite3_result_double(ctx, -s),
+            Err(rc) => ffi::sqlite3_result_error_code(ctx, rc),
+        }
+    }
+}
+
+unsafe fn score(
+    api: &ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+    n_val: c_int,
+    ap_val: *mut *mut ffi::sqlite3_value,
+) -> std::result::Result<f64, c_int> {
+    // SAFETY: as for `memtrail_bm25`; `ap_val` holds `n_val` values.
+    unsafe {
+        let data = &mut *query_data(api, fts)?;
+        let inst_count = api.xInstCount.ok_or(ffi::SQLITE_ERROR)?;
+        let inst = api.xInst.ok_or(ffi::SQLITE_ERROR)?;
+        let column_size = api.xColumnSize.ok_or(ffi::SQLITE_ERROR)?;
+        data.freq.iter_mut().for_each(|f| *f = 0.0);
+        let mut n_inst: c_int = 0;
+        let rc = inst_count(fts, &mut n_inst);
+        if rc != ffi::SQLITE_OK {
+            return Err(rc);
+        }
+        for i in 0..n_inst {
+            let (mut ip, mut ic, mut io) = (0, 0, 0);
+            let rc = inst(fts, i, &mut ip, &mut ic, &mut io);
+            if rc != ffi::SQLITE_OK {
+                return Err(rc);
+            }
+            let w = if ic >= 0 && ic < n_val {
+                ffi::sqlite3_value_double(*ap_val.add(ic as usize))
+            } else {
+                1.0
+            };
+            if let Some(f) = data.freq.get_mut(ip.max(0) as usize) {
+                *f += w;
+            }
+        }
+        let mut n_tok: c_int = 0;
+        let rc = column_size(fts, -1, &mut n_tok);
+        if rc != ffi::SQLITE_OK {
+            return Err(rc);
+        }
+        let d = n_tok as f64;
+        let mut s = 0.0;
+        for (f, idf) in data.freq.iter().zip(&data.idf) {
+            s += idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * d / data.avgdl));
+        }
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table of `rows` rows over columns (a, b): `common` in every row, `half` in even rows,
+    /// `rare` in rows divisible by 50, words repeated by row so that frequencies differ.
+    fn table(rows: i64) -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE VIRTUAL TABLE t USING fts5 (a, b);")
+            .unwrap();
+        register(&conn).unwrap();
+        let mut ins = conn
+            .prepare("INSERT INTO t (rowid, a, b) VALUES (?1, ?2, ?3)")
+            .unwrap();
+        for i in 1..=rows {
+            let mut a = format!("common word{} ", i % 7);
+            if i % 2 == 0 {
+                a.push_str(&"half ".repeat((i % 3 + 1) as usize));
+            }
+            let mut b = "filler ".repeat((i % 5 + 1) as usize);
+            if i % 50 == 0 {
+                b.push_str("rare common");
+            }
+            ins.execute(rusqlite::params![i, a, b]).unwrap();
+        }
+        drop(ins);
+        conn
+    }
+
+    fn scores(conn: &Connection, f: &str, q: &str) -> Vec<(i64, f64)> {
+        let sql = format!("SELECT rowid, {f}(t, 1.0, 0.4) FROM t WHERE t MATCH ?1 ORDER BY rowid");
+        let mut st = conn.prepare(&sql).unwrap();
+        st.query_map([q], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn equals_fts5_bm25_when_every_phrase_is_under_the_sample() {
+        // 1000 rows < DF_SAMPLE: every document frequency is counted exactly, so the scores are
+        // FTS5's, row for row.
+        let conn = table(1000);
+        for q in [
+            "rare",
+            "half",
+            "common",
+            "rare half",
+            "half OR rare",
+            "common NOT half",
+        ] {
+            let ours = scores(&conn, FUNCTION, q);
+            let theirs = scores(&conn, "bm25", q);
+            assert!(!ours.is_empty(), "{q}");
+            assert_eq!(ours.len(), theirs.len(), "{q}");
+            for ((r1, s1), (r2, s2)) in ours.iter().zip(&theirs) {
+                assert_eq!(r1, r2);
+                assert!(
+                    (s1 - s2).abs() <= 1e-9 * s2.abs().max(1.0),
+                    "{q} row {r1}: {s1} vs {s2}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn frequent_phrase_gets_an_estimated_df_and_rare_ones_stay_exact() {
+        // 10 000 rows: `half` is in 5000 (> DF_SAMPLE, estimated), `rare` in 200 (exact).
+        let conn = table(10_000);
+        // `rare` alone: exact, so equal to bm25().
+        let ours = scores(&conn, FUNCTION, "rare");
+        let theirs = scores(&conn, "bm25", "rare");
+        assert_eq!(ours.len(), 200);
+        for ((_, a), (_, b)) in ours.iter().zip(&theirs) {
+            assert!((a - b).abs() < 1e-9);
+        }
+        // `half`: its sample covers rowids 2..=4096 (2048 even rows out of 4095), so its
+        // estimated df is round(10000 * 2048 / 4095) = 5001 against the true 5000: both above
+        // N/2, so both IDFs are floored at 1e-6 and the scores agree.
+        assert_eq!(estimate_df(10_000, DF_SAMPLE, 2, 4096), 5001);
+        let ours = scores(&conn, FUNCTION, "half");
+        let theirs = scores(&conn, "bm25", "half");
+        assert_eq!(ours.len(), 5000);
+        for ((_, a), (_, b)) in ours.iter().zip(&theirs) {
+            assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+        }
+        // The ranking of `rare half` (rare dominates) is the same as bm25()'s.
+        let order = |f: &str| -> Vec<i64> {
+            let sql = format!(
+                "SELECT rowid FROM t WHERE t MATCH 'rare half' ORDER BY {f}(t, 1.0, 0.4), rowid"
+            );
+            let mut st = conn.prepare(&sql).unwrap();
+            st.query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        };
+        assert_eq!(order(FUNCTION), order("bm25"));
+    }
+
+    #[test]
+    fn idf_matches_fts5_formula() {
+        // ln((1000 - 10 + 0.5) / (10 + 0.5)) = ln(94.333…) = 4.5468…
+        assert!((idf(1000, 10) - (990.5f64 / 10.5).ln()).abs() < 1e-12);
+        // A phrase in more than half the rows: floored at 1e-6, as FTS5 does.
+        assert_eq!(idf(1000, 600), 1e-6);
+    }
+
+    #[test]
+    fn df_is_exact_below_the_sample_and_extrapolated_above() {
+        assert_eq!(estimate_df(1_000_000, 17, 5, 900), 17);
+        // The sample covered rowids 1..=4096 and held 2048 rows: half of them; half of 1 M.
+        assert_eq!(estimate_df(1_000_000, DF_SAMPLE, 1, 4096), 500_000);
+        // Never below the sample, never above the rows.
+        assert_eq!(
+            estimate_df(1_000_000, DF_SAMPLE, 1, 1_000_000_000),
+            DF_SAMPLE
+        );
+        assert_eq!(estimate_df(3000, DF_SAMPLE, 10, 10 + DF_SAMPLE - 1), 3000);
+    }
+}

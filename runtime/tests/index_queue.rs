@@ -1,0 +1,259 @@
+//! The full-text index queue (schema 4): a write queues its messages in `fts_pending` instead of
+//! indexing them; `Store::catch_up_index` (searches, imports, the MCP server, a hook with a long
+//! queue) indexes them. Checked here: what is queued and indexed when, that a search finds what
+//! was just written, that a change to an indexed message replaces its index entry (the old text
+//! is no longer found), that deleting a queued or an indexed message leaves a consistent index
+//! (FTS5's own integrity check), and that a v3 store migrates with its index intact.
+
+use memtrail_adapters::{
+    Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
+};
+use memtrail_runtime::query::{self, SearchFilter};
+use memtrail_runtime::store::{INDEX_CHUNK, Store};
+use serde_json::json;
+
+fn open() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("m.db")).unwrap();
+    (dir, store)
+}
+
+fn session(store: &mut Store, id: &str) -> i64 {
+    store
+        .write(|w| {
+            w.upsert_session(
+                &SessionRef {
+                    agent: Agent::Claude,
+                    external_id: id.to_string(),
+                    parent_external_id: None,
+                },
+                &SessionMeta {
+                    project_dir: Some("/w/app".to_string()),
+                    ..SessionMeta::default()
+                },
+            )
+        })
+        .unwrap()
+}
+
+fn text(id: &str, t: &str) -> Record {
+    Record::Message(Message {
+        id: id.into(),
+        role: Role::User,
+        kind: Kind::Text,
+        parts: vec![Part::Text { text: t.into() }],
+        timestamp: Some(1_780_000_000_000),
+        model: None,
+    })
+}
+
+fn bash(id: &str, call_id: &str, command: &str) -> Record {
+    Record::Message(Message {
+        id: id.into(),
+        role: Role::Assistant,
+        kind: Kind::ToolCall,
+        parts: vec![Part::ToolCall(ToolCall {
+            id: call_id.into(),
+            name: "Bash".into(),
+            tool: "shell".into(),
+            input: json!({"command": command}),
+            output: None,
+            is_error: false,
+        })],
+        timestamp: Some(1_780_000_000_001),
+        model: None,
+    })
+}
+
+fn hits(store: &Store, q: &str) -> Vec<String> {
+    query::search(
+        store,
+        q,
+        &SearchFilter {
+            limit: 50,
+            ..SearchFilter::default()
+        },
+    )
+    .unwrap()
+    .into_iter()
+    .map(|h| h.message_id)
+    .collect()
+}
+
+fn fts_ok(store: &Store) {
+    store
+        .raw_connection()
+        .execute(
+            "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
+            [],
+        )
+        .expect("FTS5 index consistent with its content");
+}
+
+fn indexed(store: &Store, term: &str) -> i64 {
+    // The index alone (no catch-up): how many rows hold `term`.
+    store
+        .raw_connection()
+        .query_row(
+            "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?1",
+            [term],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+#[test]
+fn writes_are_queued_and_a_search_indexes_them_first() {
+    let (_d, mut store) = open();
+    let s = session(&mut store, "s1");
+    store
+        .write(|w| {
+            w.apply(
+                s,
+                vec![
+                    text("u1", "the flamingo migration"),
+                    bash("a1", "c1", "cargo build"),
+                ],
+            )
+        })
+        .unwrap();
+    assert_eq!(store.pending_index().unwrap(), 2);
+    assert_eq!(indexed(&store, "flamingo"), 0, "not indexed by the write");
+    // The search catches up first, so it finds what was just written.
+    assert_eq!(hits(&store, "flamingo"), vec!["u1"]);
+    assert_eq!(store.pending_index().unwrap(), 0);
+    assert_eq!(indexed(&store, "flamingo"), 1);
+    fts_ok(&store);
+}
+
+#[test]
+fn a_change_to_an_indexed_message_replaces_its_entry() {
+    let (_d, mut store) = open();
+    let s = session(&mut store, "s1");
+    store
+        .write(|w| w.apply(s, vec![bash("a1", "c1", "cargo build")]))
+        .unwrap();
+    assert_eq!(store.catch_up_index(None).unwrap(), 1);
+    // A late tool result (another hook process): the message changes, is queued again, and
+    // its old entry leaves the index in the same transaction.
+    store
+        .write(|w| {
+            w.apply(
+                s,
+                vec![Record::ToolResult {
+                    call_id: "c1".into(),
+                    output: "error[E0308]: mismatched zeppelin".into(),
+                    is_error: true,
+                    timestamp: None,
+                }],
+            )
+        })
+        .unwrap();
+    assert_eq!(store.pending_index().unwrap(), 1);
+    assert_eq!(indexed(&store, "cargo"), 0, "old entry deleted");
+    // (FTS5's integrity check counts a queued message as missing: checked after the search.)
+    assert_eq!(hits(&store, "zeppelin"), vec!["a1"]);
+    assert_eq!(hits(&store, "cargo build"), vec!["a1"]);
+    fts_ok(&store);
+}
+
+#[test]
+fn deleting_queued_and_indexed_messages_keeps_the_index_consistent() {
+    let (_d, mut store) = open();
+    let s = session(&mut store, "s1");
+    store
+        .write(|w| {
+            w.apply(
+                s,
+                vec![text("u1", "indexed walrus"), text("u2", "second walrus")],
+            )
+        })
+        .unwrap();
+    store.catch_up_index(None).unwrap();
+    store
+        .write(|w| w.apply(s, vec![text("u3", "queued walrus")]))
+        .unwrap();
+    assert_eq!(store.pending_index().unwrap(), 1);
+    // A rewind to u2 deletes u2 (indexed) and u3 (queued).
+    store
+        .write(|w| {
+            w.apply(
+                s,
+                vec![Record::Rewind {
+                    message_id: "u2".into(),
+                }],
+            )
+        })
+        .unwrap();
+    assert_eq!(store.pending_index().unwrap(), 0, "u3 left the queue");
+    fts_ok(&store);
+    assert_eq!(hits(&store, "walrus"), vec!["u1"]);
+}
+
+#[test]
+fn catch_up_works_in_chunks_and_stops_at_its_deadline() {
+    let (_d, mut store) = open();
+    let s = session(&mut store, "s1");
+    let n = INDEX_CHUNK + 500;
+    let recs: Vec<Record> = (0..n)
+        .map(|i| text(&format!("u{i}"), &format!("narwhal number{i}")))
+        .collect();
+    store.write(|w| w.apply(s, recs)).unwrap();
+    assert_eq!(store.pending_index().unwrap(), n as i64);
+    // A deadline already past: nothing is done.
+    let past = std::time::Instant::now();
+    assert_eq!(store.catch_up_index(Some(past)).unwrap(), 0);
+    assert_eq!(store.catch_up_index(None).unwrap(), n as u64);
+    assert_eq!(indexed(&store, "narwhal"), n as i64);
+    assert_eq!(hits(&store, "number2100"), vec!["u2100"]);
+    fts_ok(&store);
+}
+
+#[test]
+fn a_v3_store_migrates_with_its_index_and_queues_from_then_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    {
+        let mut store = Store::open(&path).unwrap();
+        let s = session(&mut store, "s1");
+        store
+            .write(|w| w.apply(s, vec![text("u1", "old platypus")]))
+            .unwrap();
+        store.catch_up_index(None).unwrap();
+    }
+    // Make it a v3 store: the schema 3 triggers (index inside the write), no queue.
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DROP TABLE fts_pending;
+             DROP TRIGGER messages_ai; DROP TRIGGER messages_ad; DROP TRIGGER messages_au;
+             CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+                 INSERT INTO messages_fts (rowid, body, tools, cjk)
+                     VALUES (new.id, new.body, new.tools, new.cjk);
+             END;
+             CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+                 INSERT INTO messages_fts (messages_fts, rowid, body, tools, cjk)
+                     VALUES ('delete', old.id, old.body, old.tools, old.cjk);
+             END;
+             CREATE TRIGGER messages_au AFTER UPDATE OF body, tools, cjk ON messages BEGIN
+                 INSERT INTO messages_fts (messages_fts, rowid, body, tools, cjk)
+                     VALUES ('delete', old.id, old.body, old.tools, old.cjk);
+                 INSERT INTO messages_fts (rowid, body, tools, cjk)
+                     VALUES (new.id, new.body, new.tools, new.cjk);
+             END;
+             PRAGMA user_version = 3;",
+        )
+        .unwrap();
+    }
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(store.stats().unwrap().schema_version, 4);
+    assert_eq!(store.pending_index().unwrap(), 0);
+    assert_eq!(indexed(&store, "platypus"), 1);
+    let s = session(&mut store, "s1");
+    store
+        .write(|w| w.apply(s, vec![text("u2", "new platypus")]))
+        .unwrap();
+    assert_eq!(store.pending_index().unwrap(), 1);
+    assert_eq!(hits(&store, "platypus").len(), 2);
+    fts_ok(&store);
+}
