@@ -69,7 +69,7 @@ pub fn import(
 ) -> Result<ImportSummary> {
     let t0 = Instant::now();
     crate::privacy::Privacy::load()?;
-    type Found = (Agent, Vec<(PathBuf, u64)>, AgentImport);
+    type Found = (Agent, Vec<(PathBuf, std::fs::Metadata)>, AgentImport);
     let mut plan: Vec<Found> = Vec::new();
     let (mut total_files, mut total_bytes) = (0u64, 0u64);
     for &agent in agents {
@@ -96,7 +96,7 @@ pub fn import(
                                 continue;
                             }
                             total_bytes += md.len();
-                            files.push((p, md.len()));
+                            files.push((p, md));
                         }
                         Err(e) => rep
                             .unreadable
@@ -122,9 +122,25 @@ pub fn import(
     // indexing them in batches of this many makes fewer, larger FTS5 segments than one per
     // ingest transaction.
     let mut unindexed = 0u64;
+    store.tune_for_bulk_writes()?;
+    // Files exactly as their cursors left them are passed over without being opened.
+    let cursors = store.cursor_stats()?;
     for (agent, files, mut rep) in plan {
         let mut sessions = std::collections::HashSet::new();
-        for (path, len) in files {
+        for (path, md) in files {
+            let len = md.len();
+            if cursors
+                .get(path.to_string_lossy().as_ref())
+                .is_some_and(|c| crate::ingest::unchanged_since(&md, c))
+            {
+                progress(Progress::File {
+                    agent,
+                    path: &path,
+                    bytes: len,
+                    new_messages: 0,
+                });
+                continue;
+            }
             // A panic in one file's reader is caught and counted; the transaction it was in
             // is rolled back as it unwinds, and the import goes on with the next file.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -146,7 +162,7 @@ pub fn import(
                     rep.updated += r.updated;
                     unindexed += r.inserted + r.updated;
                     if unindexed >= IMPORT_INDEX_EVERY {
-                        store.catch_up_index(None)?;
+                        store.catch_up_index_by(None, IMPORT_INDEX_EVERY as usize)?;
                         unindexed = 0;
                     }
                     rep.skipped_lines += r.stats.skipped();
@@ -183,7 +199,7 @@ pub fn import(
         summary.agents.push(rep);
     }
     // Index what is still queued (a busy store leaves it to the next search).
-    match store.catch_up_index(None) {
+    match store.catch_up_index_by(None, IMPORT_INDEX_EVERY as usize) {
         Ok(_) | Err(crate::Error::Busy { .. }) => {}
         Err(e) => return Err(e),
     }

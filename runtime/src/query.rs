@@ -280,7 +280,7 @@ fn like_escape(s: &str) -> String {
 }
 
 /// How many of the newest matches an unfiltered search ranks by BM25 (see [`search`]).
-pub const SEARCH_CANDIDATES: usize = 4096;
+pub const SEARCH_CANDIDATES: usize = 1024;
 
 /// Full-text search, ranked by BM25 (prose weighted above tool text) with a mild recency prior.
 ///

@@ -175,7 +175,7 @@ static NEEDLE_AC: LazyLock<(AhoCorasick, Vec<usize>)> = LazyLock::new(|| {
     }
     let ac = AhoCorasick::builder()
         .ascii_case_insensitive(true)
-        .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
         .build(pats)
         .expect("redaction needles build");
     (ac, rule_of)

@@ -216,6 +216,9 @@ const MIGRATIONS: &[&str] = &[
             WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE id = old.id);
         INSERT OR IGNORE INTO fts_pending (id) VALUES (new.id);
     END;
+    -- FTS5 flushes its in-memory terms to a new segment every 1 MiB by default; a catch-up of
+    -- thousands of messages then makes many small segments, merged again and again.
+    INSERT INTO messages_fts (messages_fts, rank) VALUES ('hashsize', 16777216);
     "#,
 ];
 
@@ -445,6 +448,13 @@ impl Store {
     /// timeout or deadline), and [`Error::Busy`] is returned when it cannot be had: a caller
     /// that only reads may go on with what is indexed.
     pub fn catch_up_index(&self, deadline: Option<Instant>) -> Result<u64> {
+        let chunk = if deadline.is_some() { 250 } else { INDEX_CHUNK };
+        self.catch_up_index_by(deadline, chunk)
+    }
+
+    /// [`Store::catch_up_index`] with `chunk` messages per transaction (an import indexes
+    /// [`crate::import::IMPORT_INDEX_EVERY`] at a time: fewer, larger FTS5 segments).
+    pub fn catch_up_index_by(&self, deadline: Option<Instant>, chunk: usize) -> Result<u64> {
         let mut done = 0u64;
         loop {
             let queued: bool = self
@@ -457,8 +467,7 @@ impl Store {
             let tx =
                 rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
                     .map_err(|e| classify(e.into()))?;
-            let chunk = if deadline.is_some() { 250 } else { INDEX_CHUNK };
-            let n = Writer { tx: &tx }.index_pending(chunk).map_err(classify)?;
+            let n = Writer::new(&tx).index_pending(chunk).map_err(classify)?;
             tx.commit().map_err(|e| classify(e.into()))?;
             done += n;
             if n == 0 {
@@ -529,7 +538,7 @@ impl Store {
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(v as usize) {
             tx.execute_batch(sql)?;
             if (i + 1) as i64 == EVENTS_SCHEMA && v > 0 {
-                Writer { tx: &tx }.backfill_events()?;
+                Writer::new(&tx).backfill_events()?;
             }
             tx.pragma_update(None, "user_version", (i + 1) as i64)?;
         }
@@ -592,7 +601,7 @@ impl Store {
                 Err(e) => return Err(classify(e.into())),
             }
         };
-        let out = f(&Writer { tx: &tx }).map_err(classify)?;
+        let out = f(&Writer::new(&tx)).map_err(classify)?;
         tx.commit().map_err(|e| classify(e.into()))?;
         Ok(out)
     }
@@ -650,6 +659,41 @@ impl Store {
                 },
             )
             .optional()?)
+    }
+
+    /// Settings for a long run of writes (an import): a 64 MiB page cache (SQLite's default
+    /// is 2 MiB, so B-tree pages of a large store are read again and again) and a WAL
+    /// checkpointed every 8192 pages (32 MiB) instead of every [`WAL_AUTOCHECKPOINT_PAGES`],
+    /// so that pages changed by many small transactions are copied into the database file
+    /// less often. For this connection only; the import checkpoints when it ends.
+    pub fn tune_for_bulk_writes(&self) -> Result<()> {
+        self.conn.pragma_update(None, "cache_size", -65536)?;
+        self.conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
+        Ok(())
+    }
+
+    /// Every transcript cursor's position and file identity, by path (one query; an import
+    /// compares them with the files' metadata to pass over unchanged files without opening
+    /// them: see [`crate::ingest::unchanged_since`]).
+    pub fn cursor_stats(&self) -> Result<std::collections::HashMap<String, CursorStat>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT path, offset, dev, ino, mtime_ns,
+                    COALESCE(reader_state LIKE '%\"memtrail_skip\"%', 0)
+             FROM sources",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                CursorStat {
+                    offset: r.get::<_, i64>(1)? as u64,
+                    dev: r.get::<_, Option<i64>>(2)?.map(|v| v as u64),
+                    ino: r.get::<_, Option<i64>>(3)?.map(|v| v as u64),
+                    mtime_ns: r.get(4)?,
+                    marked: r.get(5)?,
+                },
+            ))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// Figures for `memtrail status`.
@@ -732,6 +776,8 @@ impl Store {
 /// Write access inside one transaction (see [`Store::write`]).
 pub struct Writer<'a> {
     pub(crate) tx: &'a rusqlite::Transaction<'a>,
+    /// The agent of the last session looked up (session row id, agent), for event extraction.
+    agent_of: std::cell::Cell<Option<(i64, Option<Agent>)>>,
 }
 
 /// What applying records changed.
@@ -759,21 +805,19 @@ impl Writer<'_> {
             .as_deref()
             .filter(|t| !t.is_empty())
             .map(crate::redact::redact_title);
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO sessions (agent, external_id, parent_external_id) VALUES (?1, ?2, ?3)
              ON CONFLICT (agent, external_id) DO NOTHING",
-            params![
-                sref.agent.as_str(),
-                sref.external_id,
-                sref.parent_external_id
-            ],
-        )?;
-        let id: i64 = tx.query_row(
-            "SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2",
-            params![sref.agent.as_str(), sref.external_id],
-            |r| r.get(0),
-        )?;
-        tx.execute(
+        )?
+        .execute(params![
+            sref.agent.as_str(),
+            sref.external_id,
+            sref.parent_external_id
+        ])?;
+        let id: i64 = tx
+            .prepare_cached("SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2")?
+            .query_row(params![sref.agent.as_str(), sref.external_id], |r| r.get(0))?;
+        tx.prepare_cached(
             "UPDATE sessions SET
                 parent_external_id = COALESCE(parent_external_id, ?2),
                 project_dir = COALESCE(?3, project_dir),
@@ -784,7 +828,8 @@ impl Writer<'_> {
                 started_at = CASE WHEN started_at IS NULL OR ?8 < started_at THEN COALESCE(?8, started_at) ELSE started_at END,
                 updated_at = CASE WHEN updated_at IS NULL OR ?9 > updated_at THEN COALESCE(?9, updated_at) ELSE updated_at END
              WHERE id = ?1",
-            params![
+        )?
+        .execute(params![
                 id,
                 sref.parent_external_id,
                 meta.project_dir,
@@ -878,6 +923,30 @@ impl Writer<'_> {
             }
         }
         Ok(applied)
+    }
+
+    fn new<'a>(tx: &'a rusqlite::Transaction<'a>) -> Writer<'a> {
+        Writer {
+            tx,
+            agent_of: std::cell::Cell::new(None),
+        }
+    }
+
+    /// The agent of session `session_id` (`None` for an unknown agent name), looked up once per
+    /// transaction and session.
+    fn session_agent(&self, session_id: i64) -> Result<Option<Agent>> {
+        if let Some((id, agent)) = self.agent_of.get()
+            && id == session_id
+        {
+            return Ok(agent);
+        }
+        let name: String = self
+            .tx
+            .prepare_cached("SELECT agent FROM sessions WHERE id = ?1")?
+            .query_row([session_id], |r| r.get(0))?;
+        let agent = name.parse::<Agent>().ok();
+        self.agent_of.set(Some((session_id, agent)));
+        Ok(agent)
     }
 
     /// Index the `max` oldest queued messages (`fts_pending`) and take them off the queue.
@@ -1016,7 +1085,11 @@ impl Writer<'_> {
                     )?
                     .execute([session_id])?;
                 self.index_calls(session_id, rowid, &m)?;
-                self.index_events(session_id, rowid, &m)?;
+                // A new row has no events yet, and its seq and time are known.
+                if let Some(agent) = self.session_agent(session_id)? {
+                    let events = self.events_of(agent, &m);
+                    self.insert_events(session_id, rowid, seq, m.timestamp, &events)?;
+                }
                 Ok(true)
             }
         }
@@ -1060,12 +1133,18 @@ impl Writer<'_> {
         let Ok(agent) = agent.parse::<Agent>() else {
             return Ok(());
         };
+        let events = self.events_of(agent, m);
+        self.insert_events(session_id, rowid, seq, ts, &events)
+    }
+
+    /// The events of message `m` of an `agent` session.
+    fn events_of(&self, agent: Agent, m: &Message) -> Vec<Event> {
         let mut events = crate::events::extract(agent, m);
         if m.kind == Kind::Note && !events.iter().any(|e| e.category == Category::Note) {
             // A note is its own event whatever the extractor makes of its text.
             events.push(note_event(m));
         }
-        self.insert_events(session_id, rowid, seq, ts, &events)
+        events
     }
 
     fn insert_events(
@@ -1377,6 +1456,18 @@ impl Writer<'_> {
     }
 }
 
+/// What [`Store::cursor_stats`] gives per transcript: the cursor's byte offset, and the file's
+/// device, inode and modification time (ns) when it was last read; `marked`: the cursor holds
+/// a skip marker (excluded project, deleted session).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CursorStat {
+    pub offset: u64,
+    pub dev: Option<u64>,
+    pub ino: Option<u64>,
+    pub mtime_ns: Option<i64>,
+    pub marked: bool,
+}
+
 /// A snapshot as stored.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct StoredSnapshot {
@@ -1531,6 +1622,11 @@ pub fn is_cjk(c: char) -> bool {
 pub fn cjk_index_text(body: &str, tools: &str) -> Option<String> {
     let mut out = String::new();
     for text in [body, tools] {
+        // Every CJK character is 3 or 4 bytes in UTF-8, led by a byte of 0xE1 or more: text
+        // without one (most of it) is passed over without decoding.
+        if !text.bytes().any(|b| b >= 0xE1) {
+            continue;
+        }
         let mut in_run = false;
         for c in text.chars() {
             if is_cjk(c) {

@@ -947,3 +947,44 @@ fn a_result_in_the_same_batch_as_its_call_gives_the_same_store() {
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].message_id, "msg-c2");
 }
+
+/// The import's fast path (`unchanged_since`, no file opened) agrees with the ingest: a file as
+/// its cursor left it is unchanged; grown, touched (new mtime) or replaced, it is not; nor is any
+/// file whose cursor holds a skip marker (an excluded project may have been let in since).
+#[test]
+fn metadata_fast_path_matches_only_files_exactly_as_their_cursor_left_them() {
+    use memtrail_runtime::ingest::unchanged_since;
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    append(&p, &turn1());
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    let key = p.to_string_lossy().to_string();
+    let stat = |s: &Store| s.cursor_stats().unwrap().remove(&key).unwrap();
+    let md = || std::fs::metadata(&p).unwrap();
+    assert!(unchanged_since(&md(), &stat(&e.store)));
+    assert!(
+        ingest_file(&mut e.store, Agent::Claude, &p, None)
+            .unwrap()
+            .unchanged
+    );
+    // Grown.
+    append(&p, &turn2());
+    assert!(!unchanged_since(&md(), &stat(&e.store)));
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert!(unchanged_since(&md(), &stat(&e.store)));
+    // Same bytes, new modification time.
+    let f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+    f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+        .unwrap();
+    drop(f);
+    assert!(!unchanged_since(&md(), &stat(&e.store)));
+    // A cursor with a skip marker never passes.
+    let mut marked = stat(&e.store);
+    marked.mtime_ns = {
+        use std::os::unix::fs::MetadataExt;
+        Some(md().mtime() * 1_000_000_000 + md().mtime_nsec())
+    };
+    assert!(unchanged_since(&md(), &marked));
+    marked.marked = true;
+    assert!(!unchanged_since(&md(), &marked));
+}

@@ -176,6 +176,10 @@ fn excluded_project_is_never_stored_until_the_exclusion_is_lifted() {
     assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 0);
     let size = std::fs::metadata(&t).unwrap().len() as i64;
     assert_eq!(count(&db, "SELECT offset FROM sources"), size);
+    // Its cursor is marked, so an import never passes over it on metadata alone.
+    let stats = store.cursor_stats().unwrap();
+    assert_eq!(stats.len(), 1);
+    assert!(stats.values().all(|c| c.marked), "{stats:?}");
     // More lines: skipped without parsing, the cursor follows the file.
     write_lines(
         &t,
