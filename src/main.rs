@@ -1315,6 +1315,7 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                     "per_agent": s.per_agent.iter().map(|(a, n, m)| serde_json::json!({
                         "agent": a, "sessions": n, "messages": m
                     })).collect::<Vec<_>>(),
+                    "unindexed_messages": s.unindexed,
                     "integrity": c.as_ref().err().cloned().unwrap_or_else(|| "ok".into()),
                     "integrity_check": "quick_check",
                 }),
@@ -1390,6 +1391,12 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                 );
                 for (agent, sessions, messages) in &s.per_agent {
                     out!("  {agent}: {sessions} sessions, {messages} messages");
+                }
+                if s.unindexed > 0 {
+                    out!(
+                        "  {} new messages not yet in the search index (the next search, import or MCP server indexes them)",
+                        s.unindexed
+                    );
                 }
             }
             Some(Err(e)) => out!("\nstore: {} cannot be read: {e}", db.display()),

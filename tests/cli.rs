@@ -118,6 +118,21 @@ fn stop_hook_ingests_each_turn_once_and_prints_nothing() {
             .any(|r| r["event"] == "Stop"),
         "{st}"
     );
+    // The hooks queued their messages for the search index; a search indexes them first, so
+    // it finds the latest turn, and the queue is then empty.
+    assert_eq!(
+        st["store"]["unindexed_messages"].as_u64().unwrap() as usize,
+        counts[2],
+        "{st}"
+    );
+    assert!(text.contains(&format!(
+        "{} new messages not yet in the search index",
+        counts[2]
+    )));
+    let hits = sb.json(&["search", "passed", "--json"]);
+    assert!(!hits["hits"].as_array().unwrap().is_empty(), "{hits}");
+    let st = sb.json(&["status", "--json"]);
+    assert_eq!(st["store"]["unindexed_messages"], 0, "{st}");
 }
 
 #[test]

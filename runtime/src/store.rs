@@ -351,6 +351,8 @@ pub struct StoreStats {
     pub messages: i64,
     /// Per agent: (agent, sessions, messages).
     pub per_agent: Vec<(String, i64, i64)>,
+    /// Messages written but not yet in the full-text index ([`Store::pending_index`]).
+    pub unindexed: i64,
 }
 
 /// The last run of a hook, for status.
@@ -724,6 +726,7 @@ impl Store {
             sessions,
             messages,
             per_agent,
+            unindexed: self.pending_index()?,
         })
     }
 
