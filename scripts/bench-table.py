@@ -97,7 +97,13 @@ st = int(res["store_bytes"])
 row("store size / raw transcript bytes", "<= 25%",
     f"{st / 1e6:,.0f} MB / {raw / 1e6:,.0f} MB = {100 * st / raw:.0f}%", st / raw <= 0.25)
 sn = line("snapshot")
-row("snapshot of a session with 10k events", "<= 2 ms", f"median {sn[0]:.3f} ms", sn[0] <= 2)
+ss = line("snapshot_store")
+if ss:
+    row("snapshot of a session with 10k events: read from the store, correlated, built", "<= 2 ms",
+        f"median {ss[0]:.2f} ms, p99 {ss[1]:.2f} ms (the build alone: {sn[0]:.2f} ms)", ss[0] <= 2)
+else:
+    row("snapshot of a session with 10k events (build only)", "<= 2 ms", f"median {sn[0]:.3f} ms",
+        sn[0] <= 2)
 v = hf("version")
 row("`memtrail --version`", "<= 2 ms", f"median {v[0]:.2f} ms{cpu('cpu_version')}", v[0] <= 2)
 

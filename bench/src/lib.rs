@@ -1296,3 +1296,54 @@ pub fn snapshot_input(n: usize) -> memtrail_runtime::snapshot::SnapshotInput {
         events,
     }
 }
+
+/// Write into `store` one Claude Code session (`agent` claude, id `snapshot-bench`) whose
+/// messages give `n` stored events (each message an `Edit` of its own file: one `file edited`
+/// event each), for the whole-path snapshot benchmark. Returns the session's row id.
+pub fn store_snapshot_session(
+    store: &mut memtrail_runtime::Store,
+    n: usize,
+) -> memtrail_runtime::Result<i64> {
+    use memtrail_adapters::{
+        Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
+    };
+    store.write(|w| {
+        let sid = w.upsert_session(
+            &SessionRef {
+                agent: Agent::Claude,
+                external_id: "snapshot-bench".into(),
+                parent_external_id: None,
+            },
+            &SessionMeta {
+                project_dir: Some("/home/dev/src/memtrail".into()),
+                title: Some("snapshot benchmark session".into()),
+                ..SessionMeta::default()
+            },
+        )?;
+        let records = (0..n)
+            .map(|i| {
+                Record::Message(Message {
+                    id: format!("m{i}"),
+                    role: Role::Assistant,
+                    kind: Kind::ToolCall,
+                    parts: vec![Part::ToolCall(ToolCall {
+                        id: format!("toolu_{i}"),
+                        name: "Edit".into(),
+                        tool: "edit".into(),
+                        input: json!({
+                            "file_path": format!("/home/dev/src/memtrail/src/module_{}/file_{i}.rs", i % 97),
+                            "old_string": "a",
+                            "new_string": "b"
+                        }),
+                        output: Some("The file has been updated.".into()),
+                        is_error: false,
+                    })],
+                    timestamp: Some(1_760_000_000_000 + i as i64 * 1000),
+                    model: None,
+                })
+            })
+            .collect();
+        w.apply(sid, records)?;
+        Ok(sid)
+    })
+}

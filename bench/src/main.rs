@@ -8,6 +8,7 @@
 //! memtrail-corpus search --db DB --query "two words" [--runs 50]   # in-process search, ms
 //! memtrail-corpus mcp --bin MEMTRAIL --db DB --query Q [--runs 50] # MCP search round trip, ms
 //! memtrail-corpus snapshot [--events 10000] [--runs 50]            # snapshot::build, ms
+//! memtrail-corpus snapshot-store --db DB [--events 10000] [--runs 50] # the same, loaded from a store
 //! ```
 //!
 //! The timing commands print one line: `<name> median_ms=<m> p99_ms=<p> runs=<n>`.
@@ -136,6 +137,28 @@ fn main() -> Result<()> {
                 )
             })?;
             report(&format!("snapshot[{n} events]"), &times);
+        }
+        "snapshot-store" => {
+            // The whole path a hook takes at compaction: the session's events read from SQLite,
+            // correlated, and the snapshot built (`resume::build_snapshot`).
+            let db = PathBuf::from(get("db").context("--db DB is required")?);
+            let n = get("events")
+                .map(|s| s.parse())
+                .transpose()?
+                .unwrap_or(10_000);
+            let runs = get("runs").map(|s| s.parse()).transpose()?.unwrap_or(50);
+            let mut store = memtrail_runtime::Store::open(&db)?;
+            let rowid = memtrail_bench::store_snapshot_session(&mut store, n)?;
+            let events = memtrail_runtime::resume::session_events(&store, rowid)?.len();
+            let times = timed(runs, || {
+                memtrail_runtime::resume::build_snapshot(
+                    &store,
+                    rowid,
+                    memtrail_runtime::snapshot::DEFAULT_BUDGET,
+                )
+                .map(|s| s.text.len())
+            })?;
+            report(&format!("snapshot_store[{events} events]"), &times);
         }
         other => bail!("unknown command {other:?}"),
     }

@@ -1,7 +1,7 @@
 //! Correlations across messages, computed from stored events only (see [`super::correlate`]).
 
 use super::{Category, Event, StoredEvent, error_target};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Does a path written one way name the same file as one written another way (relative vs
 /// absolute)?
@@ -41,6 +41,63 @@ fn retry_key(e: &Event) -> Option<(&str, &str)> {
     }
 }
 
+/// Which pending errors an event may resolve (a superset, checked with [`resolves`]): a shell
+/// error by its command line, a read, edit or write error by its file name (the last path
+/// component: [`same_path`] only matches paths that end alike), any other tool's error by tool
+/// and target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum ErrKey<'a> {
+    Shell(&'a str),
+    Path(&'a str),
+    Tool(&'a str, &'a str),
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+fn err_key(err: &Event) -> ErrKey<'_> {
+    let target = error_target(err);
+    match err.tool.as_deref().unwrap_or("") {
+        "shell" => ErrKey::Shell(target),
+        "read" | "edit" | "write" => ErrKey::Path(file_name(target)),
+        tool => ErrKey::Tool(tool, target),
+    }
+}
+
+/// The keys of the errors `e` may resolve.
+fn event_keys(e: &Event) -> [Option<ErrKey<'_>>; 3] {
+    [
+        (e.category == Category::Command && e.action == "ok").then_some(ErrKey::Shell(&e.subject)),
+        (e.category == Category::File).then(|| ErrKey::Path(file_name(&e.subject))),
+        e.tool.as_deref().map(|t| ErrKey::Tool(t, &e.subject)),
+    ]
+}
+
+/// The `error_resolved` event that `se` (a call that succeeds) derives for `err`.
+fn resolved_event(se: &StoredEvent, err: &Event) -> StoredEvent {
+    let e = &se.event;
+    StoredEvent {
+        id: se.id,
+        seq: se.seq,
+        message_id: se.message_id.clone(),
+        event: Event {
+            category: Category::ErrorResolved,
+            action: "resolved".into(),
+            priority: 3,
+            subject: err.subject.clone(),
+            detail: err
+                .detail
+                .as_deref()
+                .map(super::error_line)
+                .filter(|l| !l.is_empty()),
+            call_id: e.call_id.clone(),
+            tool: err.tool.clone(),
+            ts: e.ts,
+        },
+    }
+}
+
 pub(super) fn correlate(events: &[StoredEvent]) -> Vec<StoredEvent> {
     let mut out = Vec::new();
     let failed_calls: HashSet<&str> = events
@@ -49,49 +106,52 @@ pub(super) fn correlate(events: &[StoredEvent]) -> Vec<StoredEvent> {
         .filter_map(|e| e.event.call_id.as_deref())
         .collect();
 
-    // Errors → resolved.
+    // Errors → resolved. Each event is checked only against the pending errors it could
+    // resolve (same command, same file name, or same tool and target: see `ErrKey`), so a long
+    // session with many open errors costs O(events), not O(events × errors).
     let mut pending: Vec<&StoredEvent> = Vec::new();
+    let mut alive: Vec<bool> = Vec::new();
+    let mut open = 0usize;
+    let mut buckets: HashMap<ErrKey<'_>, Vec<usize>> = HashMap::new();
     for se in events {
         let e = &se.event;
         match e.category {
-            Category::Error => pending.push(se),
+            Category::Error => {
+                buckets.entry(err_key(e)).or_default().push(pending.len());
+                pending.push(se);
+                alive.push(true);
+                open += 1;
+            }
             Category::ErrorResolved | Category::Retry => {}
             _ => {
                 let Some(call) = e.call_id.as_deref() else {
                     continue;
                 };
-                if pending.is_empty() || failed_calls.contains(call) {
+                if open == 0 || failed_calls.contains(call) {
                     continue;
                 }
+                let mut matched: Vec<usize> = Vec::new();
+                for key in event_keys(e).into_iter().flatten() {
+                    if let Some(bucket) = buckets.get_mut(&key) {
+                        bucket.retain(|&i| alive[i]);
+                        matched.extend(bucket.iter().copied().filter(|&i| {
+                            let err = &pending[i].event;
+                            resolves(err, error_target(err), e)
+                        }));
+                    }
+                }
+                // In the order the errors were raised, as they are reported.
+                matched.sort_unstable();
+                matched.dedup();
                 let mut seen: HashSet<&str> = HashSet::new();
-                pending.retain(|err| {
-                    if !resolves(&err.event, error_target(&err.event), e) {
-                        return true;
+                for i in matched {
+                    alive[i] = false;
+                    open -= 1;
+                    let err = &pending[i].event;
+                    if seen.insert(err.subject.as_str()) {
+                        out.push(resolved_event(se, err));
                     }
-                    if seen.insert(err.event.subject.as_str()) {
-                        out.push(StoredEvent {
-                            id: se.id,
-                            seq: se.seq,
-                            message_id: se.message_id.clone(),
-                            event: Event {
-                                category: Category::ErrorResolved,
-                                action: "resolved".into(),
-                                priority: 3,
-                                subject: err.event.subject.clone(),
-                                detail: err
-                                    .event
-                                    .detail
-                                    .as_deref()
-                                    .map(super::error_line)
-                                    .filter(|l| !l.is_empty()),
-                                call_id: e.call_id.clone(),
-                                tool: err.event.tool.clone(),
-                                ts: e.ts,
-                            },
-                        });
-                    }
-                    false
-                });
+                }
             }
         }
     }
@@ -155,4 +215,161 @@ pub(super) fn correlate(events: &[StoredEvent]) -> Vec<StoredEvent> {
     out.extend(loops);
     out.sort_by_key(|e| (e.seq, e.id));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The error-resolution pass as first written (each event against every pending error):
+    /// the oracle for the bucketed one.
+    fn resolved_reference(events: &[StoredEvent]) -> Vec<StoredEvent> {
+        let mut out = Vec::new();
+        let failed_calls: HashSet<&str> = events
+            .iter()
+            .filter(|e| e.event.category == Category::Error)
+            .filter_map(|e| e.event.call_id.as_deref())
+            .collect();
+        // Errors → resolved.
+        let mut pending: Vec<&StoredEvent> = Vec::new();
+        for se in events {
+            let e = &se.event;
+            match e.category {
+                Category::Error => pending.push(se),
+                Category::ErrorResolved | Category::Retry => {}
+                _ => {
+                    let Some(call) = e.call_id.as_deref() else {
+                        continue;
+                    };
+                    if pending.is_empty() || failed_calls.contains(call) {
+                        continue;
+                    }
+                    let mut seen: HashSet<&str> = HashSet::new();
+                    pending.retain(|err| {
+                        if !resolves(&err.event, error_target(&err.event), e) {
+                            return true;
+                        }
+                        if seen.insert(err.event.subject.as_str()) {
+                            out.push(StoredEvent {
+                                id: se.id,
+                                seq: se.seq,
+                                message_id: se.message_id.clone(),
+                                event: Event {
+                                    category: Category::ErrorResolved,
+                                    action: "resolved".into(),
+                                    priority: 3,
+                                    subject: err.event.subject.clone(),
+                                    detail: err
+                                        .event
+                                        .detail
+                                        .as_deref()
+                                        .map(crate::events::error_line)
+                                        .filter(|l| !l.is_empty()),
+                                    call_id: e.call_id.clone(),
+                                    tool: err.event.tool.clone(),
+                                    ts: e.ts,
+                                },
+                            });
+                        }
+                        false
+                    });
+                }
+            }
+        }
+        out.sort_by_key(|e| (e.seq, e.id));
+        out
+    }
+
+    /// A deterministic pseudo-random sequence (xorshift), so a failure can be replayed.
+    fn rng(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    fn random_events(seed: u64, n: usize) -> Vec<StoredEvent> {
+        let mut s = seed;
+        let files = [
+            "src/a.rs",
+            "/w/app/src/a.rs",
+            "./src/a.rs",
+            "src/b.rs",
+            "lib/b.rs",
+            "a.rs",
+        ];
+        let cmds = ["cargo test", "cargo build", "npm test"];
+        let tools = ["shell", "read", "edit", "write", "grep", "Edit"];
+        (0..n)
+            .map(|i| {
+                let r = rng(&mut s);
+                let tool = tools[(r % tools.len() as u64) as usize];
+                let (category, action, subject) = match (r >> 8) % 5 {
+                    0 => (
+                        Category::Error,
+                        "tool",
+                        if tool == "shell" {
+                            cmds[((r >> 16) % 3) as usize].to_string()
+                        } else {
+                            let f = files[((r >> 16) % files.len() as u64) as usize];
+                            if (r >> 24).is_multiple_of(2) {
+                                format!("{tool}: {f}")
+                            } else {
+                                f.to_string()
+                            }
+                        },
+                    ),
+                    1 => (
+                        Category::Command,
+                        if (r >> 16).is_multiple_of(2) {
+                            "ok"
+                        } else {
+                            "ran"
+                        },
+                        cmds[((r >> 20) % 3) as usize].to_string(),
+                    ),
+                    2 | 3 => (
+                        Category::File,
+                        ["read", "edited", "written"][((r >> 16) % 3) as usize],
+                        files[((r >> 20) % files.len() as u64) as usize].to_string(),
+                    ),
+                    _ => (Category::Task, "created", format!("task {}", r % 7)),
+                };
+                StoredEvent {
+                    id: i as i64 + 1,
+                    seq: i as i64 / 2,
+                    message_id: format!("m{}", i / 2),
+                    event: Event {
+                        category,
+                        action: action.to_string(),
+                        priority: 2,
+                        subject,
+                        detail: Some(format!("error: failure {}", r % 11)),
+                        call_id: (!(r >> 32).is_multiple_of(9))
+                            .then(|| format!("call{}", i / 2 + (r >> 40) as usize % 2)),
+                        tool: (!(r >> 44).is_multiple_of(7)).then(|| tool.to_string()),
+                        ts: Some(i as i64),
+                    },
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bucketed_resolution_equals_the_quadratic_reference() {
+        let mut resolved_total = 0;
+        for seed in 1..=300u64 {
+            let events = random_events(seed * 7919, 40 + (seed as usize % 5) * 40);
+            let all = correlate(&events);
+            let ours: Vec<StoredEvent> = all
+                .into_iter()
+                .filter(|e| e.event.category == Category::ErrorResolved)
+                .collect();
+            let theirs = resolved_reference(&events);
+            assert_eq!(ours, theirs, "seed {seed}");
+            resolved_total += ours.len();
+        }
+        // The random sessions do resolve errors (the comparison is not between two empty lists).
+        assert!(resolved_total > 1000, "{resolved_total}");
+    }
 }
