@@ -6,8 +6,16 @@ use std::collections::{HashMap, HashSet};
 /// Does a path written one way name the same file as one written another way (relative vs
 /// absolute)?
 pub(crate) fn same_path(a: &str, b: &str) -> bool {
-    let a = a.trim_start_matches("./");
-    let b = b.trim_start_matches("./");
+    // `strip_prefix` in a loop is `trim_start_matches("./")` without building a substring
+    // searcher per call (this runs for every pair of candidate paths in a snapshot).
+    fn trim_dot_slash(mut s: &str) -> &str {
+        while let Some(rest) = s.strip_prefix("./") {
+            s = rest;
+        }
+        s
+    }
+    let a = trim_dot_slash(a);
+    let b = trim_dot_slash(b);
     if a == b {
         return true;
     }
