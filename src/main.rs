@@ -563,10 +563,21 @@ fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
         role: a.role.map(|r| r.as_str().to_string()),
         limit: a.limit as usize,
     };
-    let mut hits = match open_store_read(db)? {
-        Some(store) => query::search(&store, &q, &filter)?,
-        None => Vec::new(),
+    let (mut hits, unindexed) = match open_store_read(db)? {
+        Some(store) => {
+            let hits = query::search(&store, &q, &filter)?;
+            // The search indexes the queue first; when it could not (another process holds
+            // the write lock), the newest messages are not searched: say so.
+            (hits, store.pending_index().unwrap_or(0))
+        }
+        None => (Vec::new(), 0),
     };
+    if unindexed > 0 {
+        eprintln!(
+            "note: {unindexed} new message{} not searched: not yet in the search index (the store is busy); search again in a moment",
+            if unindexed == 1 { " was" } else { "s were" }
+        );
+    }
     if a.json {
         for h in &mut hits {
             h.snippet = h.snippet.replace([HL_START, HL_END], "**");

@@ -1479,3 +1479,40 @@ fn install_leaves_out_an_agent_with_a_broken_config_and_wires_the_others() {
     assert_eq!(out.status.code(), Some(1));
     assert!(!sb2.claude_dir().join("settings.json").exists());
 }
+
+/// A search while another process holds the write lock cannot index the queue first: it
+/// answers with what is indexed and says on stderr that the newest messages were not searched
+/// (before, it printed only "No matches" for a message just captured).
+#[test]
+fn search_while_the_store_is_locked_says_new_messages_were_not_searched() {
+    let sb = Sandbox::new();
+    let t = grow_transcript(&sb, 1);
+    let sid = session_id_of(&t);
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&t, &sid))
+        .assert()
+        .success();
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let queued: i64 = conn
+        .query_row("SELECT COUNT(*) FROM fts_pending", [], |r| r.get(0))
+        .unwrap();
+    assert!(queued > 0, "the hook queued its messages");
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let out = sb.acmd().args(["search", "the"]).output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{queued} new message")) && err.contains("not searched"),
+        "{err}"
+    );
+    conn.execute_batch("ROLLBACK").unwrap();
+    // Once the lock is free, the search indexes the queue and says nothing more.
+    let out = sb.acmd().args(["search", "the"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
