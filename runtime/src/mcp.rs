@@ -205,6 +205,11 @@ impl MemtrailMcp {
             .store
             .lock()
             .map_err(|_| "internal error: store lock poisoned".to_string())?;
+        // A store deleted or replaced since it was opened (`uninstall --purge`, a restored
+        // backup) is opened again: never answer from a deleted file.
+        if guard.as_ref().is_some_and(|s| !s.is_current()) {
+            *guard = None;
+        }
         if guard.is_none() {
             *guard = Some(Store::open(&self.db).map_err(|e| e.to_string())?);
         }
@@ -220,6 +225,11 @@ impl MemtrailMcp {
             .store
             .lock()
             .map_err(|_| "internal error: store lock poisoned".to_string())?;
+        // A store deleted or replaced since it was opened (`uninstall --purge`, a restored
+        // backup) is opened again: never answer from a deleted file.
+        if guard.as_ref().is_some_and(|s| !s.is_current()) {
+            *guard = None;
+        }
         if guard.is_none() {
             *guard = Some(Store::open(&self.db).map_err(|e| e.to_string())?);
         }
@@ -477,6 +487,9 @@ fn spawn_indexer(db: PathBuf) {
             let mut store: Option<Store> = None;
             loop {
                 std::thread::sleep(INDEX_INTERVAL);
+                if store.as_ref().is_some_and(|s| !s.is_current()) {
+                    store = None;
+                }
                 if store.is_none() && db.exists() {
                     store = Store::open_with_timeout(&db, Duration::from_millis(100)).ok();
                 }

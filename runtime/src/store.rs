@@ -250,6 +250,8 @@ pub struct Store {
     deadline: Option<Instant>,
     /// True once [`crate::rank`]'s function is registered on this connection.
     rank_ready: std::cell::Cell<bool>,
+    /// The identity of the file opened (see [`Store::is_current`]).
+    file_id: Option<(u64, u64)>,
 }
 
 /// How many more times a write retries `BEGIN IMMEDIATE` after the busy timeout ran out.
@@ -400,6 +402,7 @@ impl Store {
             busy,
             deadline: None,
             rank_ready: std::cell::Cell::new(false),
+            file_id: file_id(path),
         };
         if deadline.is_some() {
             store.set_deadline(deadline)?;
@@ -418,6 +421,13 @@ impl Store {
         store.configure().map_err(not_a_store)?;
         store.migrate().map_err(not_a_store)?;
         Ok(store)
+    }
+
+    /// False once the file at this store's path is no longer the one this connection opened
+    /// (deleted, e.g. by `memtrail uninstall --purge`, or replaced): a long-running process (the
+    /// MCP server) then reopens instead of serving, and indexing into, a deleted file.
+    pub fn is_current(&self) -> bool {
+        self.file_id.is_some() && file_id(&self.path) == self.file_id
     }
 
     /// [`Store::open_with_timeout`] with a 5 s busy timeout.
@@ -1686,6 +1696,22 @@ pub(crate) fn cap(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
+}
+
+/// The identity of the file at `path` (device and inode on Unix; elsewhere only whether it
+/// exists), `None` when there is none.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        Some((0, 0))
+    }
 }
 
 #[cfg(unix)]

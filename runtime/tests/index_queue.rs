@@ -257,3 +257,21 @@ fn a_v3_store_migrates_with_its_index_and_queues_from_then_on() {
     assert_eq!(hits(&store, "platypus").len(), 2);
     fts_ok(&store);
 }
+
+/// A long-running process (the MCP server and its indexer) asks `is_current` before using its
+/// connection: false once the store file was deleted (`uninstall --purge`) or replaced, so
+/// that it reopens instead of answering from, and indexing into, a deleted file.
+#[test]
+fn is_current_is_false_once_the_store_file_is_deleted_or_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let old = Store::open(&db).unwrap();
+    assert!(old.is_current());
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    assert!(!old.is_current(), "deleted");
+    let new = Store::open(&db).unwrap();
+    assert!(new.is_current());
+    assert!(!old.is_current(), "replaced by another file");
+}
