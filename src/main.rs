@@ -803,6 +803,10 @@ fn install(
         }
         if agents.is_empty() && matches!(action, memtrail_installer::Action::Uninstall) {
             out!("memtrail is not registered with any agent: nothing to uninstall");
+            // --purge still deletes the store (hooks removed earlier, the store left behind).
+            if a.purge && !a.dry_run {
+                return purge(db, a.yes);
+            }
             return Ok(ExitCode::SUCCESS);
         }
         if agents.is_empty() {

@@ -1516,3 +1516,22 @@ fn search_while_the_store_is_locked_says_new_messages_were_not_searched() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `uninstall --purge` after the registrations are already gone (a plain `uninstall` first)
+/// still deletes the store; before, it printed "nothing to uninstall" and kept every session.
+#[test]
+fn uninstall_purge_deletes_the_store_when_nothing_is_registered() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let db = sb.db();
+    assert!(db.exists());
+    let out = sb.acmd().args(["uninstall", "--purge"]).output().unwrap();
+    assert!(!out.status.success(), "refused without --yes");
+    assert!(db.exists());
+    sb.acmd()
+        .args(["uninstall", "--purge", "--yes"])
+        .assert()
+        .success();
+    assert!(!db.exists());
+}
