@@ -1409,8 +1409,9 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                 }
                 if s.unindexed > 0 {
                     out!(
-                        "  {} new messages not yet in the search index (the next search, import or MCP server indexes them)",
-                        s.unindexed
+                        "  {} new message{} not yet in the search index (the next search, import or MCP server indexes them)",
+                        s.unindexed,
+                        if s.unindexed == 1 { "" } else { "s" }
                     );
                 }
             }

@@ -178,13 +178,12 @@ fn apply_files(plan: &Plan, backup: &mut Option<Backup>) -> Result<Applied, Inst
                         None
                     };
                     let tmp = TempFile::write(&target, bytes, mode, fc.spec.new_file_mode)?;
-                    // Last look before the rename: if another program wrote meanwhile, redo the
+                    // Last look before the rename, and the rename itself only if the file is
+                    // still the version edited: if another program wrote meanwhile, redo the
                     // edit on its bytes rather than overwrite them.
-                    if !fsutil::still(&target, id)? {
-                        drop(tmp);
+                    if !fsutil::still(&target, id)? || !tmp.persist_if_still(&target, id)? {
                         continue;
                     }
-                    tmp.persist(&target)?;
                     if current.is_some() {
                         Outcome::Updated
                     } else {

@@ -80,6 +80,84 @@ fn id_of(m: &fs::Metadata) -> FileId {
     }
 }
 
+#[cfg(target_os = "linux")]
+mod linux {
+    use super::FileId;
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+
+    fn rename2(from: &Path, to: &Path, flags: libc::c_uint) -> std::io::Result<()> {
+        let from = CString::new(from.as_os_str().as_bytes())?;
+        let to = CString::new(to.as_os_str().as_bytes())?;
+        // SAFETY: two NUL-terminated paths that live across the call; renameat2 only reads them.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_renameat2,
+                libc::AT_FDCWD,
+                from.as_ptr(),
+                libc::AT_FDCWD,
+                to.as_ptr(),
+                flags,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+
+    fn unsupported(e: &std::io::Error) -> bool {
+        matches!(
+            e.raw_os_error(),
+            Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP)
+        )
+    }
+
+    /// Put `tmp` at `target` if `target` is still `id`: `Some(true)` done, `Some(false)` not
+    /// done (another version is there; `tmp` still holds ours), `None` the flags are not
+    /// supported. An error means a swap could not be undone.
+    pub(super) fn swap_in(
+        tmp: &Path,
+        target: &Path,
+        id: Option<FileId>,
+    ) -> std::io::Result<Option<bool>> {
+        let Some(id) = id else {
+            return match rename2(tmp, target, libc::RENAME_NOREPLACE) {
+                Ok(()) => Ok(Some(true)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(Some(false)),
+                Err(e) if unsupported(&e) => Ok(None),
+                Err(e) => Err(e),
+            };
+        };
+        match rename2(tmp, target, libc::RENAME_EXCHANGE) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Some(false)),
+            Err(e) if unsupported(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        // `tmp` now names the displaced version. A rename changes an inode's ctime, so it is
+        // compared without it.
+        let displaced = std::fs::symlink_metadata(tmp).map(|m| super::id_of(&m))?;
+        if displaced.same_content_as(&id) {
+            std::fs::remove_file(tmp)?;
+            return Ok(Some(true));
+        }
+        rename2(tmp, target, libc::RENAME_EXCHANGE)?;
+        Ok(Some(false))
+    }
+}
+
+impl FileId {
+    /// The same version of a file, by device, inode, size and modification time (not the
+    /// change time, which a rename moves).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    fn same_content_as(&self, other: &FileId) -> bool {
+        (self.dev, self.ino, self.len, self.mtime) == (other.dev, other.ino, other.len, other.mtime)
+    }
+}
+
 /// The file's bytes and the identity of the version read (`None`, `None` when it does not
 /// exist). The identity comes from the open file, so it belongs to exactly these bytes.
 pub(crate) fn read_with_id(path: &Path) -> Result<(Option<Vec<u8>>, Option<FileId>), InstallError> {
@@ -217,6 +295,45 @@ impl TempFile {
         Ok(tmp)
     }
 
+    /// Rename over `target` only if `target` is still the version `id` (`None`: still
+    /// missing); `Ok(false)` (and the temp file removed) when another program wrote it
+    /// meanwhile, so that the caller redoes its edit on the new bytes.
+    ///
+    /// On Linux the check and the rename are one step: `renameat2(RENAME_EXCHANGE)` swaps the
+    /// two files atomically and the displaced version is checked afterwards; if it was not `id`
+    /// (a write landed between the caller's last look and the rename), the swap is undone, so
+    /// the other program's write is never lost. A missing target is created with
+    /// `RENAME_NOREPLACE`. Elsewhere, or on a filesystem without these flags, a stat just before
+    /// the rename (a window of microseconds).
+    pub fn persist_if_still(self, target: &Path, id: Option<FileId>) -> Result<bool, InstallError> {
+        #[cfg(target_os = "linux")]
+        {
+            match linux::swap_in(&self.path, target, id) {
+                Ok(Some(true)) => {
+                    let mut this = self;
+                    this.done = true;
+                    sync_dir(target);
+                    return Ok(true);
+                }
+                // Undone (or never done): the temp file holds our bytes; dropping it removes them.
+                Ok(Some(false)) => return Ok(false),
+                Ok(None) => {} // flags not supported here: the portable way below.
+                Err(e) => {
+                    // The swap could not be undone: the other program's version is left at the
+                    // temp path rather than deleted.
+                    let mut this = self;
+                    this.done = true;
+                    return Err(InstallError::io(target, e));
+                }
+            }
+        }
+        if !still(target, id)? {
+            return Ok(false);
+        }
+        self.persist(target)?;
+        Ok(true)
+    }
+
     /// Rename over `target` and flush the directory.
     pub fn persist(mut self, target: &Path) -> Result<(), InstallError> {
         fs::rename(&self.path, target).map_err(|e| InstallError::io(target, e))?;
@@ -344,6 +461,46 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The rename happens only over the version edited; a version another program wrote in
+    /// between (new inode, or the file created meanwhile) is kept, and no temp file is left.
+    #[test]
+    fn persist_if_still_never_replaces_another_programs_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("settings.json");
+        fs::write(&target, "A").unwrap();
+        let (_, id) = read_with_id(&target).unwrap();
+        // Unchanged: ours goes in.
+        let tmp = TempFile::write(&target, b"ours-1", None, None).unwrap();
+        assert!(tmp.persist_if_still(&target, id).unwrap());
+        assert_eq!(fs::read(&target).unwrap(), b"ours-1");
+        assert_eq!(names(dir.path()), ["settings.json"]);
+        // Another program replaces the file after our read: ours is not put in.
+        let (_, id) = read_with_id(&target).unwrap();
+        let other = dir.path().join("other.tmp");
+        fs::write(&other, "theirs").unwrap();
+        fs::rename(&other, &target).unwrap();
+        let tmp = TempFile::write(&target, b"ours-2", None, None).unwrap();
+        assert!(!tmp.persist_if_still(&target, id).unwrap());
+        assert_eq!(fs::read(&target).unwrap(), b"theirs");
+        assert_eq!(names(dir.path()), ["settings.json"]);
+        // A file that did not exist and was created meanwhile: not replaced either.
+        let fresh = dir.path().join("mcp.json");
+        let tmp = TempFile::write(&fresh, b"ours-3", None, None).unwrap();
+        fs::write(&fresh, "created").unwrap();
+        assert!(!tmp.persist_if_still(&fresh, None).unwrap());
+        assert_eq!(fs::read(&fresh).unwrap(), b"created");
+        assert_eq!(names(dir.path()), ["mcp.json", "settings.json"]);
+    }
 
     #[test]
     fn stamps() {

@@ -361,11 +361,24 @@ impl MemtrailMcp {
                 .unwrap_or(DEFAULT_SEARCH_LIMIT)
                 .clamp(1, MAX_SEARCH_LIMIT) as usize,
         };
-        let mut hits = self.with_store(|s| query::search(s, &a.query, &filter))?;
+        let (mut hits, unindexed) = self.with_store(|s| {
+            let hits = query::search(s, &a.query, &filter)?;
+            // Messages the search could not index first (another process held the write lock)
+            // were not searched: say how many, so the agent can search again.
+            Ok((hits, s.pending_index().unwrap_or(0)))
+        })?;
         for h in &mut hits {
             h.snippet = highlight_markdown(&h.snippet);
         }
-        Ok(serde_json::json!({ "query": a.query, "hits": hits }))
+        let mut out = serde_json::json!({ "query": a.query, "hits": hits });
+        if unindexed > 0 {
+            out["unindexed_messages"] = unindexed.into();
+            out["note"] = format!(
+                "{unindexed} new message(s) were not searched: not yet in the search index (the store is busy); search again in a moment"
+            )
+            .into();
+        }
+        Ok(out)
     }
 
     fn run_get_session(&self, a: GetSessionArgs) -> Result<serde_json::Value, String> {

@@ -106,8 +106,9 @@ pub fn fts_query(input: &str) -> Option<String> {
                 }
                 _ => {}
             }
+            // `-draft` excludes a word; `-1`, `-9.5` stay numbers (`ls -1`, `nice -5`).
             if let Some(rest) = word.strip_prefix('-')
-                && rest.chars().next().is_some_and(char::is_alphanumeric)
+                && rest.chars().next().is_some_and(char::is_alphabetic)
             {
                 pending_not = true;
                 word = rest.to_string();
@@ -279,6 +280,29 @@ fn like_escape(s: &str) -> String {
         .replace('_', "\\_")
 }
 
+/// True when the FTS5 query `q` (from [`fts_query`]) has an `OR` outside quotes and
+/// parentheses (a user's `OR`, not the one that joins a CJK term's two forms).
+fn has_top_level_or(q: &str) -> bool {
+    let (mut depth, mut quoted) = (0i32, false);
+    let b = q.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'"' => quoted = !quoted,
+            b'(' if !quoted => depth += 1,
+            b')' if !quoted => depth -= 1,
+            b'O' if !quoted
+                && depth == 0
+                && b[i..].starts_with(b"OR ")
+                && (i == 0 || b[i - 1] == b' ') =>
+            {
+                return true;
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
 /// How many of the newest matches an unfiltered search ranks by BM25 (see [`search`]).
 pub const SEARCH_CANDIDATES: usize = 1024;
 
@@ -294,7 +318,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     let limit = f.limit.clamp(1, 500);
     // Messages written since the last catch-up are queued, not yet indexed (see `store`); a
     // store that cannot be written now (locked, read-only) is searched as it is.
-    let _ = store.catch_up_index(None);
+    let _ = store.catch_up_for_search();
     store.ensure_rank_function()?;
     // Two steps: rank by BM25 selecting only ids and scores (SQLite computes every selected
     // column of every match before `ORDER BY … LIMIT`, and a snippet re-tokenizes its whole
@@ -307,13 +331,16 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     // FTS5's `bm25()` counts each term's documents over the whole index once per query, which
     // for a frequent term costs time in proportion to the store; `memtrail_bm25` counts up to
     // [`crate::rank::DF_SAMPLE`] and extrapolates (docs/benchmarks.md, "Frequent terms").
-    let unfiltered = f.agent.is_none()
+    // An `OR` query is ranked over all its matches: the newest matches of `rare OR common`
+    // would all be `common` ones, and the rare term's hits would never be ranked.
+    let bounded = f.agent.is_none()
         && f.project.is_none()
         && f.session.is_none()
         && f.since.is_none()
         && f.until.is_none()
-        && f.role.is_none();
-    let mut sql = if unfiltered {
+        && f.role.is_none()
+        && !has_top_level_or(&q);
+    let mut sql = if bounded {
         format!(
             "SELECT c.id, c.score FROM (
                 SELECT rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8) AS score FROM messages_fts
@@ -363,9 +390,14 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             args.push(Sql::Text(r.clone()));
         }
     }
-    // Rank a few more than asked by BM25, then apply the recency prior.
+    // Rank a few more than asked by BM25, then apply the recency prior; equal scores go to
+    // the newest message.
     let fetch = (limit * 3).min(1500);
-    sql.push_str(" ORDER BY score LIMIT ?");
+    sql.push_str(if bounded {
+        " ORDER BY c.score, c.id DESC LIMIT ?"
+    } else {
+        " ORDER BY score, messages_fts.rowid DESC LIMIT ?"
+    });
     args.push(Sql::Integer(fetch as i64));
 
     let now = now_ms();
@@ -787,12 +819,25 @@ mod tests {
         assert_eq!(fts_query("hello -py").unwrap(), r#""hello" NOT "py""#);
         assert_eq!(fts_query("-py"), None, "only a negative term");
         assert_eq!(fts_query("NOT hello world").unwrap(), r#""world""#);
+        // A dash before a number is part of it (`ls -1`), not an exclusion.
+        assert_eq!(fts_query("ls -1").unwrap(), r#""ls" "-1""#);
         // At most MAX_QUERY_TERMS distinct terms.
         let long: Vec<String> = (0..100).map(|i| format!("w{i}")).collect();
         assert_eq!(
             fts_query(&long.join(" ")).unwrap().matches('"').count(),
             2 * MAX_QUERY_TERMS
         );
+    }
+
+    #[test]
+    fn only_a_users_or_is_a_top_level_or() {
+        let or = |q: &str| has_top_level_or(&fts_query(q).unwrap());
+        assert!(or("word5 OR refactor"));
+        assert!(or("a b OR c"));
+        assert!(!or("a b c"));
+        assert!(!or("\"this OR that\""), "inside a phrase");
+        assert!(!or("fix 日本"), "a CJK term's two forms");
+        assert!(or("日本 OR fix"));
     }
 
     #[test]

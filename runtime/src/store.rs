@@ -222,6 +222,10 @@ const MIGRATIONS: &[&str] = &[
     "#,
 ];
 
+/// Longest wait for the write lock before a search indexes the queue
+/// ([`Store::catch_up_for_search`]).
+pub const SEARCH_INDEX_WAIT: Duration = Duration::from_secs(1);
+
 /// How many queued messages one transaction of [`Store::catch_up_index`] indexes.
 pub const INDEX_CHUNK: usize = 2000;
 
@@ -462,6 +466,22 @@ impl Store {
     pub fn catch_up_index(&self, deadline: Option<Instant>) -> Result<u64> {
         let chunk = if deadline.is_some() { 250 } else { INDEX_CHUNK };
         self.catch_up_index_by(deadline, chunk)
+    }
+
+    /// [`Store::catch_up_index`] for a search: the write lock is waited for at most
+    /// [`SEARCH_INDEX_WAIT`] (a search must answer even while an import or a repair holds the
+    /// lock: it then searches what is indexed, and the caller can tell the user how many new
+    /// messages were left out, [`Store::pending_index`]); once it has the lock, the whole queue
+    /// is indexed.
+    pub fn catch_up_for_search(&self) -> Result<u64> {
+        if self.deadline.is_some() {
+            // A process with a deadline keeps its own busy handler.
+            return self.catch_up_index(None);
+        }
+        self.conn.busy_timeout(SEARCH_INDEX_WAIT)?;
+        let r = self.catch_up_index(None);
+        self.conn.busy_timeout(self.busy)?;
+        r
     }
 
     /// [`Store::catch_up_index`] with `chunk` messages per transaction (an import indexes

@@ -275,3 +275,41 @@ fn is_current_is_false_once_the_store_file_is_deleted_or_replaced() {
     assert!(new.is_current());
     assert!(!old.is_current(), "replaced by another file");
 }
+
+/// An `OR` query is ranked over all its matches: `rare OR common` finds the one old message
+/// holding the rare word even when more than `SEARCH_CANDIDATES` newer messages hold the common
+/// one; and among equal scores the newest message comes first, with or without a filter.
+#[test]
+fn or_queries_rank_every_match_and_ties_go_to_the_newest() {
+    let (_d, mut store) = open();
+    let s = session(&mut store, "s1");
+    let n = memtrail_runtime::query::SEARCH_CANDIDATES + 500;
+    let recs: Vec<Record> = (0..n)
+        .map(|i| {
+            let extra = if i == 5 { " quokka" } else { "" };
+            text(&format!("u{i}"), &format!("refactor step{extra}"))
+        })
+        .collect();
+    store.write(|w| w.apply(s, recs)).unwrap();
+    let first = |q: &str, agent: Option<&str>| -> Vec<String> {
+        query::search(
+            &store,
+            q,
+            &SearchFilter {
+                limit: 3,
+                agent: agent.map(str::to_string),
+                ..SearchFilter::default()
+            },
+        )
+        .unwrap()
+        .into_iter()
+        .map(|h| h.message_id)
+        .collect()
+    };
+    assert_eq!(first("quokka OR refactor", None)[0], "u5");
+    assert_eq!(first("quokka OR refactor", Some("claude"))[0], "u5");
+    // Every message scores the same for `refactor`: the newest first, filtered or not.
+    let newest: Vec<String> = (n - 3..n).rev().map(|i| format!("u{i}")).collect();
+    assert_eq!(first("refactor", None), newest);
+    assert_eq!(first("refactor", Some("claude")), newest);
+}
