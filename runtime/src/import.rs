@@ -203,11 +203,23 @@ pub fn import(
         Ok(_) | Err(crate::Error::Busy { .. }) => {}
         Err(e) => return Err(e),
     }
+    // A large import leaves the index in many segments: merge them once, so searches stay fast.
+    let written: u64 = summary.agents.iter().map(|a| a.messages + a.updated).sum();
+    if written >= IMPORT_OPTIMIZE_AFTER {
+        match store.optimize_index() {
+            Ok(()) | Err(crate::Error::Busy { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
     // Fold the WAL back into the database now rather than at some later hook's commit.
     let _ = store.checkpoint();
     summary.seconds = t0.elapsed().as_secs_f64();
     Ok(summary)
 }
+
+/// How many messages an import must have written for it to merge the full-text index into one
+/// segment at its end ([`Store::optimize_index`]).
+pub const IMPORT_OPTIMIZE_AFTER: u64 = 20_000;
 
 /// How many messages an import writes before it brings the full-text index up to date.
 pub const IMPORT_INDEX_EVERY: u64 = 8000;

@@ -468,6 +468,20 @@ impl Store {
         self.catch_up_index_by(deadline, chunk)
     }
 
+    /// Merge the full-text index into one segment (FTS5 `'optimize'`), in one write
+    /// transaction. Every catch-up adds a segment, and a query positions its iterators in each:
+    /// on the 1 GB bench store, 15 segments made 20 snippet lookups cost 3.6 ms, one segment
+    /// 0.5 ms. It rewrites the whole index (5 s at 1 GB), so only a large import runs it.
+    pub fn optimize_index(&mut self) -> Result<()> {
+        self.write(|w| {
+            w.tx.execute(
+                "INSERT INTO messages_fts (messages_fts) VALUES ('optimize')",
+                [],
+            )?;
+            Ok(())
+        })
+    }
+
     /// [`Store::catch_up_index`] for a search: the write lock is waited for at most
     /// [`SEARCH_INDEX_WAIT`] (a search must answer even while an import or a repair holds the
     /// lock: it then searches what is indexed, and the caller can tell the user how many new

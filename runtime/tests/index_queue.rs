@@ -313,3 +313,41 @@ fn or_queries_rank_every_match_and_ties_go_to_the_newest() {
     assert_eq!(first("refactor", None), newest);
     assert_eq!(first("refactor", Some("claude")), newest);
 }
+
+/// `optimize_index` (run at the end of a large import) leaves one FTS5 segment and the same
+/// results.
+#[test]
+fn optimize_merges_the_segments_and_keeps_the_results() {
+    let (_d, mut store) = open();
+    let s = session(&mut store, "s1");
+    for batch in 0..4 {
+        let recs: Vec<Record> = (0..50)
+            .map(|i| {
+                text(
+                    &format!("u{batch}-{i}"),
+                    &format!("wombat batch{batch} item{i}"),
+                )
+            })
+            .collect();
+        store.write(|w| w.apply(s, recs)).unwrap();
+        store.catch_up_index(None).unwrap();
+    }
+    let segments = |store: &Store| -> i64 {
+        store
+            .raw_connection()
+            .query_row(
+                "SELECT COUNT(DISTINCT segid) FROM messages_fts_idx",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    assert_eq!(segments(&store), 4, "one segment per catch-up");
+    let before = hits(&store, "batch2 item7");
+    store.optimize_index().unwrap();
+    assert_eq!(segments(&store), 1);
+    assert_eq!(hits(&store, "batch2 item7"), before);
+    assert_eq!(before, vec!["u2-7"]);
+    assert_eq!(indexed(&store, "wombat"), 200);
+    fts_ok(&store);
+}
