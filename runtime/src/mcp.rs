@@ -201,20 +201,7 @@ impl MemtrailMcp {
     }
 
     fn with_store<T>(&self, f: impl FnOnce(&Store) -> crate::Result<T>) -> Result<T, String> {
-        let mut guard = self
-            .store
-            .lock()
-            .map_err(|_| "internal error: store lock poisoned".to_string())?;
-        // A store deleted or replaced since it was opened (`uninstall --purge`, a restored
-        // backup) is opened again: never answer from a deleted file.
-        if guard.as_ref().is_some_and(|s| !s.is_current()) {
-            *guard = None;
-        }
-        if guard.is_none() {
-            *guard = Some(Store::open(&self.db).map_err(|e| e.to_string())?);
-        }
-        let store = guard.as_ref().expect("opened above");
-        f(store).map_err(|e| e.to_string())
+        self.with_store_mut(|s| f(s))
     }
 
     fn with_store_mut<T>(
