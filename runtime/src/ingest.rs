@@ -123,6 +123,20 @@ struct FileState {
     mtime_ns: Option<i64>,
 }
 
+impl FileState {
+    /// The file is as a cursor left it: size equal to its offset, same device, inode and
+    /// modification time.
+    fn left_at(
+        &self,
+        offset: u64,
+        dev: Option<u64>,
+        ino: Option<u64>,
+        mtime_ns: Option<i64>,
+    ) -> bool {
+        self.size == offset && (self.dev, self.ino, self.mtime_ns) == (dev, ino, mtime_ns)
+    }
+}
+
 fn file_state(f: &File) -> std::io::Result<FileState> {
     let md = f.metadata()?;
     if !md.is_file() {
@@ -142,8 +156,7 @@ pub fn unchanged_since(md: &std::fs::Metadata, c: &crate::store::CursorStat) -> 
     let st = state_of(md);
     md.is_file()
         && !c.marked
-        && st.size == c.offset
-        && (st.dev, st.ino, st.mtime_ns) == (c.dev, c.ino, c.mtime_ns)
+        && st.left_at(c.offset, c.dev, c.ino, c.mtime_ns)
         && st.mtime_ns.is_some()
 }
 
@@ -380,7 +393,7 @@ fn ingest_doc(
     match skip_marker(stored.as_ref())? {
         Some((reason, true)) => {
             let c = stored.as_ref().expect("a marker comes from a cursor");
-            if st.size == c.offset && (st.dev, st.ino, st.mtime_ns) == (c.dev, c.ino, c.mtime_ns) {
+            if st.left_at(c.offset, c.dev, c.ino, c.mtime_ns) {
                 report.unchanged = true;
                 report.skipped = Some(skip_text(&reason));
                 return Ok(report);
@@ -399,8 +412,7 @@ fn ingest_doc(
         None => {}
     }
     if let Some(c) = &stored
-        && st.size == c.offset
-        && (st.dev, st.ino, st.mtime_ns) == (c.dev, c.ino, c.mtime_ns)
+        && st.left_at(c.offset, c.dev, c.ino, c.mtime_ns)
         && st.mtime_ns.is_some()
     {
         report.unchanged = true;
@@ -523,7 +535,7 @@ fn ingest_lines(
     match skip_marker(stored.as_ref())? {
         Some((reason, true)) => {
             let c = stored.as_ref().expect("a marker comes from a cursor");
-            if st.size == c.offset && (st.dev, st.ino, st.mtime_ns) == (c.dev, c.ino, c.mtime_ns) {
+            if st.left_at(c.offset, c.dev, c.ino, c.mtime_ns) {
                 report.unchanged = true;
                 report.skipped = Some(skip_text(&reason));
                 return Ok(report);
@@ -538,10 +550,7 @@ fn ingest_lines(
     }
     if let Some(c) = stored.as_ref().filter(|_| !reread) {
         // Fast path: same file, same size and modification time as at the last ingest.
-        if st.size == c.offset
-            && (st.dev, st.ino, st.mtime_ns) == (c.dev, c.ino, c.mtime_ns)
-            && st.mtime_ns.is_some()
-        {
+        if st.left_at(c.offset, c.dev, c.ino, c.mtime_ns) && st.mtime_ns.is_some() {
             report.unchanged = true;
             return Ok(report);
         }
