@@ -15,6 +15,8 @@ pub mod redact;
 pub mod resume;
 pub mod snapshot;
 pub mod store;
+#[cfg(test)]
+mod test_rng;
 pub mod time;
 
 pub use store::{Store, default_db_path};

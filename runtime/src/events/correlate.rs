@@ -288,12 +288,12 @@ mod tests {
         out
     }
 
-    /// A deterministic pseudo-random sequence (xorshift), so a failure can be replayed.
+    /// A deterministic pseudo-random sequence, so a failure can be replayed.
     fn rng(seed: &mut u64) -> u64 {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        *seed
+        let mut x = crate::test_rng::Xorshift(*seed);
+        let v = x.next_u64();
+        *seed = x.0;
+        v
     }
 
     fn random_events(seed: u64, n: usize) -> Vec<StoredEvent> {
