@@ -108,6 +108,9 @@ struct QueryData {
     avgdl: f64,
     /// Scratch: weighted frequency per phrase of the current row.
     freq: Vec<f64>,
+    /// The column weights (the function's arguments), read on the first row: the same for
+    /// every row of a statement.
+    weights: Option<Vec<f64>>,
 }
 
 unsafe extern "C" fn free_query_data(p: *mut c_void) {
@@ -224,6 +227,7 @@ unsafe fn query_data(
             idf: idfs,
             avgdl: if avgdl > 0.0 { avgdl } else { 1.0 },
             freq: vec![0.0; n_phrase],
+            weights: None,
         }));
         let rc = set(fts, data.cast::<c_void>(), Some(free_query_data));
         if rc != ffi::SQLITE_OK {
@@ -261,28 +265,31 @@ unsafe fn score(
     // SAFETY: as for `memtrail_bm25`; `ap_val` holds `n_val` values.
     unsafe {
         let data = &mut *query_data(api, fts)?;
-        let inst_count = api.xInstCount.ok_or(ffi::SQLITE_ERROR)?;
-        let inst = api.xInst.ok_or(ffi::SQLITE_ERROR)?;
+        let phrase_first = api.xPhraseFirst.ok_or(ffi::SQLITE_ERROR)?;
+        let phrase_next = api.xPhraseNext.ok_or(ffi::SQLITE_ERROR)?;
         let column_size = api.xColumnSize.ok_or(ffi::SQLITE_ERROR)?;
-        data.freq.iter_mut().for_each(|f| *f = 0.0);
-        let mut n_inst: c_int = 0;
-        let rc = inst_count(fts, &mut n_inst);
-        if rc != ffi::SQLITE_OK {
-            return Err(rc);
-        }
-        for i in 0..n_inst {
-            let (mut ip, mut ic, mut io) = (0, 0, 0);
-            let rc = inst(fts, i, &mut ip, &mut ic, &mut io);
+        let weights = data.weights.get_or_insert_with(|| {
+            (0..n_val.max(0) as usize)
+                .map(|i| ffi::sqlite3_value_double(*ap_val.add(i)))
+                .collect()
+        });
+        // Each phrase's positions in this row, read from its position list. (`xInst` gives
+        // the same instances, but first merges every phrase's list into one array sorted by
+        // position: a third of a frequent-term search's instructions.)
+        for (p, f) in data.freq.iter_mut().enumerate() {
+            *f = 0.0;
+            let mut it = ffi::Fts5PhraseIter {
+                a: std::ptr::null(),
+                b: std::ptr::null(),
+            };
+            let (mut ic, mut io): (c_int, c_int) = (0, 0);
+            let rc = phrase_first(fts, p as c_int, &mut it, &mut ic, &mut io);
             if rc != ffi::SQLITE_OK {
                 return Err(rc);
             }
-            let w = if ic >= 0 && ic < n_val {
-                ffi::sqlite3_value_double(*ap_val.add(ic as usize))
-            } else {
-                1.0
-            };
-            if let Some(f) = data.freq.get_mut(ip.max(0) as usize) {
-                *f += w;
+            while ic >= 0 {
+                *f += weights.get(ic as usize).copied().unwrap_or(1.0);
+                phrase_next(fts, &mut it, &mut ic, &mut io);
             }
         }
         let mut n_tok: c_int = 0;
@@ -349,6 +356,14 @@ mod tests {
             "rare half",
             "half OR rare",
             "common NOT half",
+            // Phrases, NEAR groups, column filters and prefixes: each phrase's instances are
+            // what its position list holds in the row, as `bm25()` counts them.
+            "\"half half\"",
+            "NEAR(rare common, 2)",
+            "NEAR(common half, 1) OR filler",
+            "a : half",
+            "b : common",
+            "comm* half",
         ] {
             let ours = scores(&conn, FUNCTION, q);
             let theirs = scores(&conn, "bm25", q);
