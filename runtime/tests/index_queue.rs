@@ -351,3 +351,48 @@ fn optimize_merges_the_segments_and_keeps_the_results() {
     assert_eq!(indexed(&store, "wombat"), 200);
     fts_ok(&store);
 }
+
+#[test]
+fn snippets_are_fts5_snippets_whether_the_hits_are_close_together_or_spread() {
+    // 1,200 messages holding `alpha beta` (the newest 20 are the hits: close together, read in
+    // one pass), and `gamma` in every 100th (spread over the store: looked up one by one).
+    let (_d, mut store) = open();
+    let sid = session(&mut store, "s");
+    let recs: Vec<Record> = (0..1200)
+        .map(|i| {
+            let mut t = format!("note {i}: alpha beta, then padding{i} words follow here");
+            if i % 100 == 7 {
+                t.push_str(&format!(" and gamma marks row {i} among filler"));
+            }
+            text(&format!("m{i}"), &t)
+        })
+        .collect();
+    store.write(|w| w.apply(sid, recs)).unwrap();
+    for (q, n) in [("alpha beta", 20), ("gamma", 12)] {
+        let found = query::search(
+            &store,
+            q,
+            &SearchFilter {
+                limit: 20,
+                ..SearchFilter::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(found.len(), n, "{q}");
+        let fts_q = query::fts_query(q).unwrap();
+        for h in &found {
+            let want: String = store
+                .raw_connection()
+                .query_row(
+                    "SELECT snippet(messages_fts, -1, char(1), char(2), '…', 16) FROM messages_fts
+                     WHERE messages_fts MATCH ?1
+                       AND rowid = (SELECT id FROM messages WHERE ext_id = ?2)",
+                    [&fts_q, &h.message_id],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(h.snippet, want, "{q}: {}", h.message_id);
+            assert!(h.snippet.contains('\u{1}'), "{q}: a hit is marked");
+        }
+    }
+}
