@@ -569,8 +569,13 @@ fn keep_match(check: Check, secret: &str, text: &str, at: usize) -> bool {
         }
         Check::UrlPassword => true,
         Check::Assignment => {
-            // Shorter than 8 characters, or the second colon of a `token::tests` path.
-            if secret.chars().nth(7).is_none() || secret.starts_with(':') {
+            // Shorter than 8 characters, or the second colon of a `token::tests` path (the
+            // operator `:` right before a value that starts with `:`; `TOKEN=:x…` and
+            // `password: :x…` are secrets). The assignment shape in `Shape::follows` turns
+            // down `::` on the same grounds: keep the two in step.
+            if secret.chars().nth(7).is_none()
+                || (secret.starts_with(':') && text[..at].ends_with(':'))
+            {
                 return false;
             }
             let quoted = text[..at].ends_with(['"', '\'']);

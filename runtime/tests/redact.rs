@@ -191,6 +191,20 @@ fn assignments() {
     for (input, want) in cases {
         assert_eq!(r(input), want, "{input}");
     }
+    // A value that starts with `:` is a secret unless the `:` is the second colon of `::`.
+    for input in [
+        "TOKEN=:Xk9mP2vLqR7t",
+        "password: :hunter2hunter2",
+        "password: \":Xk9#mP2vLq\"",
+        "DB_PASSWORD=':r4nd0mS3cret!'",
+        "api_key := :s3cr3tValue42",
+    ] {
+        assert!(
+            r(input).contains("[redacted:secret_assignment]"),
+            "{input}: {}",
+            r(input)
+        );
+    }
     for code in [
         "token_count = 5",
         "password: string",
