@@ -288,16 +288,9 @@ mod tests {
         out
     }
 
-    /// A deterministic pseudo-random sequence, so a failure can be replayed.
-    fn rng(seed: &mut u64) -> u64 {
-        let mut x = crate::test_rng::Xorshift(*seed);
-        let v = x.next_u64();
-        *seed = x.0;
-        v
-    }
-
     fn random_events(seed: u64, n: usize) -> Vec<StoredEvent> {
-        let mut s = seed;
+        // Deterministic, so a failure can be replayed.
+        let mut rng = crate::test_rng::Xorshift(seed);
         let files = [
             "src/a.rs",
             "/w/app/src/a.rs",
@@ -310,7 +303,7 @@ mod tests {
         let tools = ["shell", "read", "edit", "write", "grep", "Edit"];
         (0..n)
             .map(|i| {
-                let r = rng(&mut s);
+                let r = rng.next_u64();
                 let tool = tools[(r % tools.len() as u64) as usize];
                 let (category, action, subject) = match (r >> 8) % 5 {
                     0 => (
