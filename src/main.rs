@@ -226,13 +226,23 @@ enum SessionsCommand {
         json: bool,
     },
     /// Delete a session (and its sub-agent sessions) from the store: messages, search entries,
-    /// tool calls, events. Its transcript is not read again, so it does not come back.
+    /// tool calls, events. Its transcript is not read again (nor what you add to the session
+    /// later), so it does not come back; `sessions capture ID` undoes that.
     Delete {
         /// Session id (or a unique prefix).
         id: String,
         /// Do not ask (required when stdin is not a terminal).
         #[arg(long, short = 'y')]
         yes: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Capture a deleted session again: read its transcripts (and its sub-agents') from the
+    /// start, now and at every later hook, if the agent still keeps them.
+    Capture {
+        /// The deleted session's id (or a unique prefix).
+        id: String,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -476,6 +486,26 @@ fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
         Command::Repair { json } => repair(&db, json),
         Command::Sessions(SessionsCommand::Delete { id, yes, json }) => {
             delete_session(&db, &id, yes, json)
+        }
+        Command::Sessions(SessionsCommand::Capture { id, json }) => {
+            let mut store = open_store(&db)?;
+            let r = memtrail_runtime::maintenance::capture_again(&mut store, &id)?;
+            if json {
+                out!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({ "captured": r }))?
+                );
+            } else {
+                out!(
+                    "captured {} session {} again: {} messages from {} transcript{}",
+                    r.agent,
+                    r.session_id,
+                    r.messages,
+                    r.transcripts,
+                    if r.transcripts == 1 { "" } else { "s" }
+                );
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Purge {
             older_than,
@@ -1491,7 +1521,10 @@ fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> Resu
         );
     } else {
         out!("deleted {what}");
-        out!("its transcript stays where the agent keeps it; memtrail will not read it again");
+        out!(
+            "its transcript stays where the agent keeps it; memtrail will not read it again, nor what is added to the session later (`memtrail sessions capture {}` captures it again)",
+            info.session_id
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -52,7 +52,8 @@ fn config_exclude_list_keeps_a_project_out_of_import_and_hooks() {
 fn sessions_delete_asks_deletes_and_the_session_stays_deleted() {
     let sb = Sandbox::new();
     sb.install_fixture_projects();
-    sb.json(&["import", "--json"]);
+    let first = sb.json(&["import", "--json"]);
+    let all = first["agents"][0]["messages"].as_u64().unwrap();
     assert_eq!(sb.sessions(), 2);
     // No terminal and no --yes: refused, nothing deleted.
     let out = sb
@@ -78,6 +79,25 @@ fn sessions_delete_asks_deletes_and_the_session_stays_deleted() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no session"));
+    // Captured again on request: the session and its sub-agent, every message.
+    let cap = sb.json(&["sessions", "capture", &SID[..8], "--json"]);
+    assert_eq!(cap["captured"]["session_id"], SID, "{cap}");
+    assert_eq!(cap["captured"]["transcripts"], 2, "{cap}");
+    assert_eq!(cap["captured"]["messages"].as_u64(), Some(all), "{cap}");
+    assert_eq!(sb.sessions(), 2);
+    let out = sb
+        .acmd()
+        .args(["sessions", "capture", SID])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!(
+            "no deleted session `{SID}` whose transcript is still on disk"
+        )),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@
 //! not parsed again at each hook; [`IngestReport::skipped`] says why.
 
 use crate::privacy::{Privacy, SkipReason};
-use crate::store::{Cursor, Store};
+use crate::store::{Cursor, CursorMark, Store};
 use crate::{Error, Result, now_ms};
 use memtrail_adapters::{Agent, Batch, ParseStats, SessionMeta, Source};
 use std::fs::File;
@@ -91,7 +91,10 @@ fn skip_text(reason: &SkipReason) -> String {
     }
 }
 
-/// Move the cursor of `key` to the end of the file with the marker `reason`, storing nothing.
+/// Move the cursor of `key` to the end of the file with the marker `reason`, storing nothing;
+/// unless the cursor is no longer `mark` (another process moved or marked it meanwhile: its
+/// word stands, e.g. a delete's marker is never replaced by an exclusion's).
+#[allow(clippy::too_many_arguments)]
 fn skip_to_end(
     store: &mut Store,
     agent: Agent,
@@ -99,6 +102,7 @@ fn skip_to_end(
     st: &FileState,
     session_id: Option<i64>,
     reason: &SkipReason,
+    mark: &Option<CursorMark>,
     report: &mut IngestReport,
 ) -> Result<()> {
     let cursor = Cursor {
@@ -111,7 +115,14 @@ fn skip_to_end(
         reader_state: Some(reason.to_state()),
         ..Cursor::default()
     };
-    store.write(|w| w.save_cursor(key, agent, &cursor, &ParseStats::default(), now_ms()))?;
+    let saved = store.write(|w| {
+        w.expect_cursor(key, mark)?;
+        w.save_cursor(key, agent, &cursor, &ParseStats::default(), now_ms())
+    });
+    match saved {
+        Ok(()) | Err(Error::Superseded) => {}
+        Err(e) => return Err(e),
+    }
     report.skipped = Some(skip_text(reason));
     Ok(())
 }
@@ -291,7 +302,7 @@ fn ingest_db(
         }
         let key = format!("{}#{sid}", path.display());
         let stored = store.cursor(&key)?;
-        let mark = stored.as_ref().map(|c| (c.offset, c.head_hash.clone()));
+        let mark = stored.as_ref().map(Cursor::mark);
         let mut since = stored.as_ref().map_or(0, |c| c.offset as i64);
         let mut lifted = false;
         match skip_marker(stored.as_ref())? {
@@ -389,6 +400,9 @@ fn ingest_doc(
     let mut file = open_regular(path)?;
     let st = file_state(&file)?;
     let mut stored = store.cursor(&key)?;
+    // The cursor as found: the write below commits only if it is still so (not moved by
+    // another process, not marked by a delete that ran meanwhile).
+    let mark = stored.as_ref().map(Cursor::mark);
     let mut report = IngestReport::default();
     match skip_marker(stored.as_ref())? {
         Some((reason, true)) => {
@@ -399,7 +413,7 @@ fn ingest_doc(
                 return Ok(report);
             }
             let sid = c.session_id;
-            skip_to_end(store, agent, &key, &st, sid, &reason, &mut report)?;
+            skip_to_end(store, agent, &key, &st, sid, &reason, &mark, &mut report)?;
             return Ok(report);
         }
         // No longer excluded: read it again as if it were new (its stored messages replaced).
@@ -448,7 +462,14 @@ fn ingest_doc(
             session_id: stored.as_ref().and_then(|c| c.session_id),
             ..cursor
         };
-        store.write(|w| w.save_cursor(&key, agent, &cursor, &ParseStats::default(), now_ms()))?;
+        let saved = store.write(|w| {
+            w.expect_cursor(&key, &mark)?;
+            w.save_cursor(&key, agent, &cursor, &ParseStats::default(), now_ms())
+        });
+        match saved {
+            Ok(()) | Err(Error::Superseded) => {}
+            Err(e) => return Err(e),
+        }
         report.unchanged = true;
         return Ok(report);
     }
@@ -478,12 +499,12 @@ fn ingest_doc(
             &st,
             sid,
             &SkipReason::Excluded { project },
+            &mark,
             &mut report,
         )?;
         return Ok(report);
     }
     let had = stored.is_some();
-    let mark = stored.as_ref().map(|c| (c.offset, c.head_hash.clone()));
     let applied = store.write(|w| {
         w.expect_cursor(&key, &mark)?;
         let sid = w.upsert_session(&sref, &batch.meta)?;
@@ -528,6 +549,10 @@ fn ingest_lines(
     let mut file = open_regular(path)?;
     let st = file_state(&file)?;
     let stored = store.cursor(&key)?;
+    // The cursor as this ingest found it; each step commits only if it is still there, so two
+    // processes reading the same file at once never apply the same lines twice, and a step
+    // that waited for the write lock while `sessions delete` marked the cursor stands down.
+    let mut mark = stored.as_ref().map(Cursor::mark);
     let mut report = IngestReport::default();
 
     let mut reread = false;
@@ -541,7 +566,7 @@ fn ingest_lines(
                 return Ok(report);
             }
             let sid = c.session_id;
-            skip_to_end(store, agent, &key, &st, sid, &reason, &mut report)?;
+            skip_to_end(store, agent, &key, &st, sid, &reason, &mark, &mut report)?;
             return Ok(report);
         }
         // No longer excluded: read the whole file again (what was stored before is replaced).
@@ -597,9 +622,6 @@ fn ingest_lines(
             None => {}
         }
     }
-    // The cursor as this ingest found it; each step commits only if it is still there, so two
-    // processes reading the same file at once never apply the same lines twice.
-    let mut mark = stored.as_ref().map(|c| (c.offset, c.head_hash.clone()));
     file.seek(SeekFrom::Start(start))?;
     // `offset` is the file position of `buf[0]`, always a line start (the cursor never points
     // into a line). While an over-long line is skipped, `buf` is empty and `skip` counts the
@@ -705,13 +727,13 @@ fn ingest_lines(
                     if privacy.excluded(&project).is_some() {
                         let sid = stored.as_ref().and_then(|c| c.session_id);
                         let reason = SkipReason::Excluded { project };
-                        skip_to_end(store, agent, &key, &st, sid, &reason, &mut report)?;
+                        skip_to_end(store, agent, &key, &st, sid, &reason, &mark, &mut report)?;
                         return Ok(report);
                     }
                 }
             }
             let do_reset = reread && first_step;
-            let new_mark = (new_offset, head.clone());
+            let new_mark = (new_offset, head.clone(), false);
             let applied = store.write(|w| {
                 w.expect_cursor(&key, &mark)?;
                 let sid = w.upsert_session(&sref, &meta)?;

@@ -10,7 +10,7 @@ use crate::Result;
 use crate::privacy::SkipReason;
 use crate::redact::{redact, redact_message, redact_title};
 use crate::store::{Store, cjk_index_text, kind_from_str, render_index_text};
-use memtrail_adapters::{Message, Part, Role};
+use memtrail_adapters::{Agent, Message, Part, Role};
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -87,21 +87,142 @@ pub fn delete_session(store: &mut Store, id: &str) -> Result<SessionInfo> {
     let row = crate::query::resolve_session(store, id, None)?;
     let (info, ids) = session_and_children(store, row)?;
     secure(store)?;
+    store.write(|w| delete_rows(w, &ids))?;
+    scrub(store)?;
+    Ok(info)
+}
+
+/// The writes of [`delete_session`] for the sessions with row ids `ids`, inside the caller's
+/// transaction: their transcripts' cursors are marked [`SkipReason::Deleted`] (an ingest that
+/// read a cursor before this commits stands down: [`crate::store::Writer::expect_cursor`]), and
+/// their tool calls, messages and session rows are deleted.
+pub fn delete_rows(w: &crate::store::Writer<'_>, ids: &[i64]) -> Result<()> {
+    let marker = SkipReason::Deleted.to_state().to_string();
+    for sid in ids {
+        w.tx.execute(
+            "UPDATE sources SET reader_state = ?2 WHERE session_id = ?1",
+            params![sid, marker],
+        )?;
+        w.tx.execute("DELETE FROM tool_calls WHERE session_id = ?1", [sid])?;
+        w.tx.execute("DELETE FROM messages WHERE session_id = ?1", [sid])?;
+        w.tx.execute("DELETE FROM sessions WHERE id = ?1", [sid])?;
+    }
+    Ok(())
+}
+
+/// What [`capture_again`] did.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Recaptured {
+    pub agent: String,
+    pub session_id: String,
+    /// Transcripts read again (the session's and its sub-agents').
+    pub transcripts: u64,
+    /// Messages stored from them.
+    pub messages: u64,
+}
+
+/// Capture a deleted session again: the cursors that [`delete_session`] (or [`purge`]) marked
+/// [`SkipReason::Deleted`] for the session `id` (its agent's id, or a unique prefix of it) and
+/// for its sub-agent sessions are dropped, and their transcripts are read again from the start,
+/// now, as by `memtrail import`. Only transcripts the agent still keeps can be read.
+///
+/// Errors: [`Error::NotFound`](crate::Error::NotFound) when no deleted session with that id
+/// has a transcript on disk; [`Error::Invalid`](crate::Error::Invalid) for an ambiguous
+/// prefix; a store or read error of an ingest (what was read before it stays).
+pub fn capture_again(store: &mut Store, id: &str) -> Result<Recaptured> {
+    let marked: Vec<(String, String)> = {
+        let mut stmt = store.conn.prepare(
+            "SELECT path, agent FROM sources WHERE json_valid(reader_state)
+             AND json_extract(reader_state, '$.memtrail_skip') = 'deleted' ORDER BY path",
+        )?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    // (cursor key, agent, transcript, database session, the session, its parent)
+    type Found = (
+        String,
+        Agent,
+        PathBuf,
+        Option<String>,
+        String,
+        Option<String>,
+    );
+    let mut found: Vec<Found> = Vec::new();
+    for (key, agent) in marked {
+        let Ok(agent) = agent.parse::<Agent>() else {
+            continue;
+        };
+        // A database source's cursor is `<database>#<session id>` (see `ingest`).
+        if let Some((db, sid)) = key.rsplit_once('#')
+            && matches!(
+                memtrail_adapters::source_for(agent, Path::new(db)),
+                Some(memtrail_adapters::Source::Database)
+            )
+        {
+            let (db, sid) = (PathBuf::from(db), sid.to_string());
+            found.push((key.clone(), agent, db, Some(sid.clone()), sid, None));
+            continue;
+        }
+        let path = PathBuf::from(&key);
+        if let Ok(sref) = memtrail_adapters::identify(agent, &path) {
+            found.push((
+                key,
+                agent,
+                path,
+                None,
+                sref.external_id,
+                sref.parent_external_id,
+            ));
+        }
+    }
+    let matches = |s: &str| s == id || !id.is_empty() && s.starts_with(id);
+    // A sub-agent session goes with its parent (its id often starts with the parent's).
+    let mut ids: Vec<(Agent, &str)> = found
+        .iter()
+        .filter(|f| matches(&f.4) && !f.5.as_deref().is_some_and(matches))
+        .map(|f| (f.1, f.4.as_str()))
+        .collect();
+    ids.sort_by_key(|(a, s)| (a.as_str(), *s));
+    ids.dedup();
+    if let Some(exact) = ids.iter().find(|(_, s)| *s == id) {
+        ids = vec![*exact];
+    }
+    let (agent, target) = match ids.as_slice() {
+        [] => {
+            return Err(crate::Error::NotFound(format!(
+                "no deleted session `{id}` whose transcript is still on disk"
+            )));
+        }
+        [one] => (one.0, one.1.to_string()),
+        many => {
+            return Err(crate::Error::Invalid(format!(
+                "`{id}` matches {} deleted sessions ({}); give more of the id",
+                many.len(),
+                many.iter().map(|m| m.1).collect::<Vec<_>>().join(", ")
+            )));
+        }
+    };
+    let mine: Vec<&Found> = found
+        .iter()
+        .filter(|f| f.1 == agent && (f.4 == target || f.5.as_deref() == Some(target.as_str())))
+        .collect();
     store.write(|w| {
-        let marker = SkipReason::Deleted.to_state().to_string();
-        for sid in &ids {
-            w.tx.execute(
-                "UPDATE sources SET reader_state = ?2 WHERE session_id = ?1",
-                params![sid, marker],
-            )?;
-            w.tx.execute("DELETE FROM tool_calls WHERE session_id = ?1", [sid])?;
-            w.tx.execute("DELETE FROM messages WHERE session_id = ?1", [sid])?;
-            w.tx.execute("DELETE FROM sessions WHERE id = ?1", [sid])?;
+        for f in &mine {
+            w.tx.execute("DELETE FROM sources WHERE path = ?1", [&f.0])?;
         }
         Ok(())
     })?;
-    scrub(store)?;
-    Ok(info)
+    let mut out = Recaptured {
+        agent: agent.as_str().to_string(),
+        session_id: target.clone(),
+        ..Default::default()
+    };
+    for f in mine {
+        let r = crate::ingest::ingest_path(store, f.1, &f.2, f.3.as_deref(), None)?;
+        out.transcripts += 1;
+        out.messages += r.inserted;
+    }
+    Ok(out)
 }
 
 /// What [`purge`] deleted (or, in a dry run, would delete).

@@ -1475,24 +1475,27 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// The stored cursor's offset and head hash for `path`, read inside this transaction: an
-    /// ingest step compares it with the cursor it started from, and stands down when another
-    /// process moved it meanwhile (see [`Error::Superseded`]).
-    pub fn cursor_mark(&self, path: &str) -> Result<Option<(u64, Option<String>)>> {
+    /// The stored cursor's [`CursorMark`] for `path`, read inside this transaction: an ingest
+    /// step compares it with the cursor it started from, and stands down when another process
+    /// moved it, or marked it (a `sessions delete` that ran while the step waited for the
+    /// write lock), meanwhile (see [`Error::Superseded`]).
+    pub fn cursor_mark(&self, path: &str) -> Result<Option<CursorMark>> {
         Ok(self
             .tx
-            .prepare_cached("SELECT offset, head_hash FROM sources WHERE path = ?1")?
-            .query_row([path], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))
+            .prepare_cached(
+                "SELECT offset, head_hash, CASE WHEN json_valid(reader_state)
+                     THEN json_extract(reader_state, '$.memtrail_skip') IS NOT NULL ELSE 0 END
+                 FROM sources WHERE path = ?1",
+            )?
+            .query_row([path], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?))
+            })
             .optional()?)
     }
 
     /// `Err(`[`Error::Superseded`]`)` unless the stored cursor of `path` is still `expected`
-    /// (offset and head hash; `None`: no cursor yet).
-    pub fn expect_cursor(
-        &self,
-        path: &str,
-        expected: &Option<(u64, Option<String>)>,
-    ) -> Result<()> {
+    /// (offset, head hash and skip marker; `None`: no cursor yet).
+    pub fn expect_cursor(&self, path: &str, expected: &Option<CursorMark>) -> Result<()> {
         if &self.cursor_mark(path)? == expected {
             Ok(())
         } else {
@@ -1507,6 +1510,22 @@ impl Writer<'_> {
             [path],
         )?;
         Ok(())
+    }
+}
+
+/// A stored cursor as an ingest step checks it before it commits: its byte offset, its head
+/// hash, and whether it holds a skip marker (see [`crate::privacy::SkipReason`]).
+pub type CursorMark = (u64, Option<String>, bool);
+
+impl Cursor {
+    /// This cursor's [`CursorMark`].
+    pub fn mark(&self) -> CursorMark {
+        // Any top-level `memtrail_skip` key, as `Writer::cursor_mark` tests it in SQL.
+        let marked = self
+            .reader_state
+            .as_ref()
+            .is_some_and(|s| s.get("memtrail_skip").is_some_and(|v| !v.is_null()));
+        (self.offset, self.head_hash.clone(), marked)
     }
 }
 

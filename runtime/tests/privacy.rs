@@ -273,6 +273,46 @@ fn deleted_session_is_gone_and_does_not_come_back() {
     ));
 }
 
+/// Issue 11 item 7: a hook that read the cursor, then waited for the write lock while
+/// `sessions delete` committed, must not bring the session back when it gets the lock.
+#[test]
+fn a_delete_that_commits_while_a_hook_waits_for_the_lock_sticks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let t = dir.path().join(format!("{SID}.jsonl"));
+    let cwd = dir.path().display().to_string();
+    let mk =
+        |uuid: &str, text: &str| line("user", uuid, &cwd, "2026-11-20T10:00:00.000Z", json!(text));
+    write_lines(&t, &[mk("u1", "ocelotbanjo one")], false);
+    let mut store = Store::open(&db).unwrap();
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 1);
+    let row = count(&db, "SELECT id FROM sessions");
+    // The session goes on: the hook of that new line starts while the delete holds the lock.
+    write_lines(&t, &[mk("u2", "ocelotbanjo two")], true);
+    let mut hook_store = Store::open(&db).unwrap();
+    let hook = store
+        .write(|w| {
+            let t = t.clone();
+            let hook =
+                std::thread::spawn(move || ingest_file(&mut hook_store, Agent::Claude, &t, None));
+            // The hook reads its cursor and the new line, then waits for the write lock.
+            std::thread::sleep(std::time::Duration::from_millis(600));
+            maintenance::delete_rows(w, &[row])?;
+            Ok(hook)
+        })
+        .unwrap();
+    let rep = hook.join().unwrap().unwrap();
+    assert_eq!(rep.inserted, 0);
+    for table in ["sessions", "messages"] {
+        assert_eq!(count(&db, &format!("SELECT COUNT(*) FROM {table}")), 0);
+    }
+    // And the next hook or import leaves it deleted too.
+    let rep = ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    assert_eq!(rep.skipped.as_deref(), Some("the session was deleted"));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM sessions"), 0);
+}
+
 #[test]
 fn purge_older_than() {
     let dir = tempfile::tempdir().unwrap();
