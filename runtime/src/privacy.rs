@@ -11,7 +11,10 @@
 //! - or a file named `.memtrailignore` exists in the project directory or in any folder above
 //!   it, up to and including the home directory (up to `/` for a project outside the home). The
 //!   file's presence is what counts: an empty file excludes the folder it is in and everything
-//!   below it. Its content is not read (keep notes in it if you like).
+//!   below it. Its content is not read (keep notes in it if you like). It counts only when it
+//!   belongs to the user memtrail runs as (or to root) and its folder is not world-writable
+//!   (see [`ignore_file_trusted`]): a file another local user planted, e.g. in `/tmp`, does not
+//!   switch capture off.
 //!
 //! A session is checked when its project directory is known (the transcript's `cwd`, the
 //! database's project). When excluded, nothing of it is written; the transcript's cursor still
@@ -123,7 +126,9 @@ impl Privacy {
         let stop_at_home = project.starts_with(&self.home);
         for dir in project.ancestors() {
             let f = dir.join(IGNORE_FILE);
-            if std::fs::symlink_metadata(&f).is_ok() {
+            if let Ok(md) = std::fs::symlink_metadata(&f)
+                && ignore_file_counts(&md, dir)
+            {
                 return Some(format!("excluded by {}", f.display()));
             }
             if stop_at_home && dir == self.home {
@@ -132,6 +137,29 @@ impl Privacy {
         }
         None
     }
+}
+
+/// Whether a `.memtrailignore` whose metadata (not followed if a symlink) is `md`, in the
+/// folder `dir`, counts: another local user must not be able to switch capture off by
+/// planting one (in `/tmp`, a shared checkout). See [`ignore_file_trusted`].
+#[cfg(unix)]
+fn ignore_file_counts(md: &std::fs::Metadata, dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    std::fs::metadata(dir).is_ok_and(|d| ignore_file_trusted(md.uid(), d.mode(), uid))
+}
+
+#[cfg(not(unix))]
+fn ignore_file_counts(_md: &std::fs::Metadata, _dir: &Path) -> bool {
+    true
+}
+
+/// The ownership rule of `.memtrailignore`: the file's owner `file_uid` is the user `uid`
+/// memtrail runs as, or root (0); and its folder's mode `dir_mode` (`st_mode`) is not
+/// world-writable (no `S_IWOTH`, sticky bit or not: anyone may create files in `/tmp`).
+pub fn ignore_file_trusted(file_uid: u32, dir_mode: u32, uid: u32) -> bool {
+    (file_uid == uid || file_uid == 0) && dir_mode & 0o002 == 0
 }
 
 /// Why a transcript's new content is not stored, kept in its cursor's `reader_state` as
@@ -247,6 +275,59 @@ mod tests {
             ))
         );
         assert_eq!(p.excluded(""), None);
+    }
+
+    #[test]
+    fn ignore_file_ownership_rule() {
+        // Owner: the user or root; folder: not world-writable (0o002), sticky or not.
+        assert!(ignore_file_trusted(1000, 0o040755, 1000));
+        assert!(ignore_file_trusted(0, 0o040755, 1000));
+        assert!(ignore_file_trusted(0, 0o040775, 0));
+        assert!(!ignore_file_trusted(1001, 0o040755, 1000));
+        assert!(!ignore_file_trusted(1000, 0o041777, 1000));
+        assert!(!ignore_file_trusted(1000, 0o040777, 1000));
+        assert!(!ignore_file_trusted(0, 0o040757, 1000));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn ignore_file_in_a_world_writable_folder_or_of_another_user_does_not_count() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let shared = dir.path().join("shared");
+        std::fs::create_dir_all(home.join("proj")).unwrap();
+        std::fs::create_dir_all(shared.join("proj")).unwrap();
+        let p = Privacy::parse("", &home).unwrap();
+        let proj = shared.join("proj").display().to_string();
+        let planted = shared.join(".memtrailignore");
+        std::fs::write(&planted, "").unwrap();
+        // A folder like /tmp (1777), then one without the sticky bit (0777).
+        for mode in [0o1777, 0o777] {
+            std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(mode)).unwrap();
+            assert_eq!(p.excluded(&proj), None, "mode {mode:o}");
+        }
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(
+            p.excluded(&proj),
+            Some(format!("excluded by {}", planted.display()))
+        );
+        // Owned by another user (only root can make one here; CI runs as root).
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let f = home.join("proj/.memtrailignore");
+            std::fs::write(&f, "").unwrap();
+            let c = std::ffi::CString::new(f.display().to_string()).unwrap();
+            // SAFETY: a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::lchown(c.as_ptr(), 4242, 4242) }, 0);
+            assert_eq!(p.excluded(&home.join("proj").display().to_string()), None);
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::lchown(c.as_ptr(), 0, 0) }, 0);
+            assert_eq!(
+                p.excluded(&home.join("proj").display().to_string()),
+                Some(format!("excluded by {}", f.display()))
+            );
+        }
     }
 
     #[test]
