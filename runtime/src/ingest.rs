@@ -607,7 +607,10 @@ fn ingest_lines(
     report.session = Some(sref.external_id.clone());
     // Read before anything is written: a config that does not parse stores nothing.
     let privacy = Privacy::load()?;
-    let mut project_checked = false;
+    // The last project seen and found not excluded; the first excluded one, once seen.
+    let mut checked_project: Option<String> = None;
+    let mut excluded_at: Option<String> = None;
+    let mut session_row = stored.as_ref().and_then(|c| c.session_id);
 
     if start > 0 {
         match stored.as_ref().and_then(|c| c.reader_state.as_ref()) {
@@ -672,27 +675,58 @@ fn ingest_lines(
             None => 0,
         };
         let mut consumed = 0usize;
-        let mut timed_out = false;
-        let mut pos = 0usize;
-        let mut count = 0u32;
-        while pos < complete {
-            let end = pos + memchr(b'\n', &buf[pos..complete]).expect("complete ends with \\n");
-            let line = &buf[pos..end];
-            if line.len() > MAX_LINE_BYTES {
-                batch.stats.lines += 1;
-                batch.stats.malformed += 1;
-            } else if !line.iter().all(u8::is_ascii_whitespace) {
-                reader.line(line, &mut batch);
+        let mut timed_out;
+        let mut pos;
+        let mut count;
+        // Exclusion is decided per message: the line whose project (`cwd`) is first seen
+        // excluded ends the step, and the step is parsed again up to it (the reader may have
+        // merged that line into a record of an earlier one), then the cursor skips the rest.
+        let stats_before = batch.stats;
+        let state_before = reader.save_state();
+        let mut limit = complete;
+        loop {
+            (pos, count, timed_out) = (0usize, 0u32, false);
+            let mut cut = None;
+            while pos < limit {
+                let end = pos + memchr(b'\n', &buf[pos..limit]).expect("complete ends with \\n");
+                let line = &buf[pos..end];
+                if line.len() > MAX_LINE_BYTES {
+                    batch.stats.lines += 1;
+                    batch.stats.malformed += 1;
+                } else if !line.iter().all(u8::is_ascii_whitespace) {
+                    reader.line(line, &mut batch);
+                    if excluded_at.is_none()
+                        && let Some(p) = batch.meta.project_dir.as_deref()
+                        && checked_project.as_deref() != Some(p)
+                    {
+                        if privacy.excluded(p).is_some() {
+                            cut = Some((pos, p.to_string()));
+                            break;
+                        }
+                        checked_project = Some(p.to_string());
+                    }
+                }
+                pos = end + 1;
+                count += 1;
+                if count as usize >= STEP_LINES {
+                    // The rest of the chunk goes in the next transaction.
+                    break;
+                }
+                if count.is_multiple_of(256) && deadline.is_some_and(|d| Instant::now() >= d) {
+                    timed_out = true;
+                    break;
+                }
             }
-            pos = end + 1;
-            count += 1;
-            if count as usize >= STEP_LINES {
-                // The rest of the chunk goes in the next transaction.
-                break;
-            }
-            if count.is_multiple_of(256) && deadline.is_some_and(|d| Instant::now() >= d) {
-                timed_out = true;
-                break;
+            let Some((at, project)) = cut else { break };
+            limit = at;
+            excluded_at = Some(project);
+            batch = Batch {
+                stats: stats_before,
+                ..Batch::default()
+            };
+            reader.finish(&mut Batch::default());
+            if let Some(state) = &state_before {
+                reader.restore_state(state);
             }
         }
         consumed += pos;
@@ -717,16 +751,20 @@ fn ingest_lines(
             let stats = batch.stats;
             let meta: SessionMeta = batch.meta;
             let records = batch.records;
-            if !project_checked {
+            if excluded_at.is_none() {
+                // The project a reader sets only at `finish` (from the transcript's path), or
+                // the one stored for the session.
                 let project = match meta.project_dir.clone() {
                     Some(p) => Some(p),
                     None => stored_project(store, &sref)?,
                 };
-                if let Some(project) = project {
-                    project_checked = true;
+                if let Some(project) = project
+                    && checked_project.as_deref() != Some(project.as_str())
+                {
+                    checked_project = Some(project.clone());
                     if privacy.excluded(&project).is_some() {
-                        let sid = stored.as_ref().and_then(|c| c.session_id);
                         let reason = SkipReason::Excluded { project };
+                        let sid = session_row;
                         skip_to_end(store, agent, &key, &st, sid, &reason, &mark, &mut report)?;
                         return Ok(report);
                     }
@@ -758,10 +796,13 @@ fn ingest_lines(
                     tail_hash: tail,
                 };
                 w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
-                Ok(applied)
+                Ok((applied, sid))
             });
             let applied = match applied {
-                Ok(a) => a,
+                Ok((a, sid)) => {
+                    session_row = Some(sid);
+                    a
+                }
                 Err(Error::Superseded) => {
                     // Another process is ahead on this file: what it committed stands.
                     report.incomplete = false;
@@ -775,6 +816,20 @@ fn ingest_lines(
             report.updated += applied.merged + applied.results;
             report.stats.add(stats);
             report.bytes += new_offset - offset;
+        }
+        if let Some(project) = excluded_at {
+            let reason = SkipReason::Excluded { project };
+            skip_to_end(
+                store,
+                agent,
+                &key,
+                &st,
+                session_row,
+                &reason,
+                &mark,
+                &mut report,
+            )?;
+            return Ok(report);
         }
         offset = new_offset;
         buf.drain(..consumed);

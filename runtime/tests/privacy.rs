@@ -207,6 +207,89 @@ fn excluded_project_is_never_stored_until_the_exclusion_is_lifted() {
     assert_eq!(search(&store, "quasarfig"), 3);
 }
 
+/// Issue 11 item 8: exclusion is decided per message. An import of a whole transcript stores
+/// what a hook at every turn would: nothing from the first message in an excluded folder on.
+#[test]
+fn exclusion_is_by_message_when_a_session_moves_between_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("client/app");
+    let open = dir.path().join("open");
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::create_dir_all(&open).unwrap();
+    std::fs::write(dir.path().join("client/.memtrailignore"), "").unwrap();
+    let (secret, open) = (secret.display().to_string(), open.display().to_string());
+    let db = dir.path().join("m.db");
+    let mut store = Store::open(&db).unwrap();
+    let ts = "2026-11-20T10:00:00.000Z";
+    let say = |uuid: &str, cwd: &str, text: &str| line("user", uuid, cwd, ts, json!(text));
+    let answer = |uuid: &str, cwd: &str, text: &str| {
+        line(
+            "assistant",
+            uuid,
+            cwd,
+            ts,
+            json!([{"type": "text", "text": text}]),
+        )
+    };
+    // Starts in the excluded folder, then moves out: nothing is stored.
+    let t = dir.path().join(format!("{SID}.jsonl"));
+    write_lines(
+        &t,
+        &[
+            say("u1", &secret, "lynxquill secret plan"),
+            answer("a1", &secret, "lynxquill noted"),
+            say("u2", &open, "lynxquill elsewhere now"),
+            answer("a2", &open, "lynxquill ok"),
+        ],
+        false,
+    );
+    let rep = ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    assert_eq!(rep.inserted, 0);
+    assert_eq!(
+        rep.skipped.as_deref(),
+        Some(format!("project {secret} is excluded").as_str())
+    );
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 0);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM sessions"), 0);
+    let size = std::fs::metadata(&t).unwrap().len() as i64;
+    assert_eq!(count(&db, "SELECT offset FROM sources"), size);
+    // Starts outside, moves in, and out again: the two first messages only.
+    let sid2 = "6e1d0b42-3c8f-4a72-9d4e-0f9a8b7c6d5e";
+    let t2 = dir.path().join(format!("{sid2}.jsonl"));
+    let lines: Vec<String> = [
+        say("v1", &open, "yakmosaic first"),
+        answer("w1", &open, "yakmosaic fine"),
+        say("v2", &secret, "yakmosaic secret"),
+        answer("w2", &secret, "yakmosaic hidden"),
+        say("v3", &open, "yakmosaic back out"),
+    ]
+    .iter()
+    .map(|l| l.replace(SID, sid2))
+    .collect();
+    write_lines(&t2, &lines, false);
+    let rep = ingest_file(&mut store, Agent::Claude, &t2, None).unwrap();
+    assert_eq!(rep.inserted, 2);
+    assert_eq!(
+        rep.skipped.as_deref(),
+        Some(format!("project {secret} is excluded").as_str())
+    );
+    let bodies: Vec<String> = {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        let mut st = c.prepare("SELECT body FROM messages ORDER BY seq").unwrap();
+        st.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(bodies, ["yakmosaic first", "yakmosaic fine"]);
+    // The session's project is the folder of what was stored.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let project: String = c
+        .query_row("SELECT project_dir FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(project, open);
+}
+
 #[test]
 fn deleted_session_is_gone_and_does_not_come_back() {
     let dir = tempfile::tempdir().unwrap();
