@@ -1324,6 +1324,11 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
         .collect();
     let errors = memtrail_runtime::hook::last_log_errors(3);
     let retention = claude_retention(db);
+    // Transcripts whose last line has no '\n' yet (read by `import` once whole).
+    let tails = match open_store_read(db) {
+        Ok(Some(s)) => memtrail_runtime::ingest::pending_tails(&s).unwrap_or_default(),
+        _ => Vec::new(),
+    };
     if json {
         let run_json = |r: &memtrail_runtime::store::HookRun| {
             serde_json::json!({
@@ -1369,6 +1374,7 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
             },
             "recent_hook_errors": errors,
             "claude_retention": retention_json(&retention),
+            "pending_tails": tails,
         });
         out!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -1449,6 +1455,16 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
             None => out!("\nstore: {} (not created yet)", db.display()),
         }
         print_retention(&retention);
+        if let Some(first) = tails.first() {
+            out!(
+                "\n{} transcript{} end{} in a line without a newline, not captured yet (e.g. {}, {} bytes): `memtrail import` reads such a line once it is whole JSON",
+                tails.len(),
+                if tails.len() == 1 { "" } else { "s" },
+                if tails.len() == 1 { "s" } else { "" },
+                first.path,
+                first.bytes
+            );
+        }
         if !errors.is_empty() {
             out!(
                 "\nrecent hook errors ({}):",

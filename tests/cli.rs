@@ -249,6 +249,51 @@ fn a_tiny_time_budget_defers_the_rest_to_the_next_hook() {
     assert!(log.contains("time budget spent"), "{log}");
 }
 
+/// Issue 11 item 15: a copied transcript whose last line has no '\n' is reported by `status`,
+/// left alone by a hook mid-session, and read by `import` (once) when it is whole JSON.
+#[test]
+fn a_last_line_without_a_newline_is_reported_then_imported() {
+    let sb = Sandbox::new();
+    let sid = support::session_id(7);
+    let path = sb.transcript("copied", &sid);
+    let (l0, l1) = (
+        support::claude_line(&sid, "/home/user/copied", 0),
+        support::claude_line(&sid, "/home/user/copied", 1),
+    );
+    std::fs::write(&path, format!("{l0}\n{l1}")).unwrap();
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&path, &sid))
+        .assert()
+        .success();
+    let messages =
+        |sb: &Sandbox| sb.json(&["sessions", "list", "--json"])["sessions"][0]["messages"].as_u64();
+    assert_eq!(messages(&sb), Some(1));
+    let out = sb.acmd().args(["status", "--json"]).output().unwrap();
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        status["pending_tails"],
+        json!([{"path": path.display().to_string(), "agent": "claude", "bytes": l1.len()}])
+    );
+    let out = sb.acmd().args(["status"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!(
+            "1 transcript ends in a line without a newline, not captured yet (e.g. {}, {} bytes)",
+            path.display(),
+            l1.len()
+        )),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let imp = sb.json(&["import", "--json"]);
+    assert_eq!(imp["agents"][0]["messages"], 1, "{imp}");
+    assert_eq!(messages(&sb), Some(2));
+    let out = sb.acmd().args(["status", "--json"]).output().unwrap();
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["pending_tails"], json!([]));
+    assert_eq!(sb.json(&["import", "--json"])["agents"][0]["messages"], 0);
+}
+
 #[test]
 fn import_finds_every_transcript_and_is_a_noop_the_second_time() {
     let sb = Sandbox::new();

@@ -8,7 +8,7 @@
 //! a time budget (`MEMTRAIL_HOOK_BUDGET_MS`, default [`DEFAULT_BUDGET_MS`]); what is not ingested
 //! in time is picked up by the next hook from the cursor.
 
-use crate::ingest::{IngestReport, ingest_path};
+use crate::ingest::{IngestReport, ingest_at_rest, ingest_path};
 use crate::store::{HookRun, Store};
 use crate::{Result, now_ms, query, resume, snapshot, state_dir};
 use memtrail_adapters::{Agent, HookEvent, format_rfc3339_ms};
@@ -240,7 +240,13 @@ fn run_inner(
             );
             break;
         }
-        match ingest_path(
+        // At the session's end the transcript is at rest: a last line without its '\n' is read.
+        let ingest = if canonical == "SessionEnd" {
+            ingest_at_rest
+        } else {
+            ingest_path
+        };
+        match ingest(
             &mut store,
             agent,
             p,

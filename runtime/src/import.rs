@@ -1,7 +1,7 @@
 //! `memtrail import`: ingest every transcript an agent left on this machine, through the same
 //! code path as the hooks (so a re-run, or a hook after an import, adds nothing twice).
 
-use crate::ingest::ingest_file;
+use crate::ingest::ingest_at_rest;
 use crate::store::Store;
 use crate::{Result, now_ms};
 use memtrail_adapters::Agent;
@@ -145,7 +145,7 @@ pub fn import(
             // is rolled back as it unwinds, and the import goes on with the next file.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 fault_injection(&path);
-                ingest_file(store, agent, &path, None)
+                ingest_at_rest(store, agent, &path, None, None)
             }))
             .unwrap_or_else(|p| Err(crate::Error::Panicked(panic_text(p.as_ref()))));
             match result {

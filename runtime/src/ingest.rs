@@ -258,8 +258,34 @@ pub fn ingest_path(
     session: Option<&str>,
     deadline: Option<Instant>,
 ) -> Result<IngestReport> {
+    ingest_with(store, agent, path, session, deadline, false)
+}
+
+/// [`ingest_path`] for a transcript at rest (`memtrail import`, a hook at the session's end):
+/// a last line without its `\n` (copies made by other tools often lack it) is ingested too,
+/// when it is one complete JSON object or array. The cursor then points just past it; a
+/// `\n` and more lines appended later are read from there (the empty line between is
+/// skipped), so nothing is stored twice.
+pub fn ingest_at_rest(
+    store: &mut Store,
+    agent: Agent,
+    path: &Path,
+    session: Option<&str>,
+    deadline: Option<Instant>,
+) -> Result<IngestReport> {
+    ingest_with(store, agent, path, session, deadline, true)
+}
+
+fn ingest_with(
+    store: &mut Store,
+    agent: Agent,
+    path: &Path,
+    session: Option<&str>,
+    deadline: Option<Instant>,
+    at_rest: bool,
+) -> Result<IngestReport> {
     match memtrail_adapters::source_for(agent, path) {
-        Some(Source::Lines(reader)) => ingest_lines(store, agent, path, reader, deadline),
+        Some(Source::Lines(reader)) => ingest_lines(store, agent, path, reader, deadline, at_rest),
         Some(Source::Doc(reader)) => ingest_doc(store, agent, path, reader),
         Some(Source::Database) => ingest_db(store, agent, path, session, deadline),
         None => Err(Error::Unsupported(format!(
@@ -544,6 +570,7 @@ fn ingest_lines(
     path: &Path,
     mut reader: Box<dyn memtrail_adapters::LineReader>,
     deadline: Option<Instant>,
+    at_rest: bool,
 ) -> Result<IngestReport> {
     let key = path.to_string_lossy().to_string();
     let mut file = open_regular(path)?;
@@ -637,6 +664,8 @@ fn ingest_lines(
     let mut skip: Option<u64> = None;
     // True when the last step stopped at STEP_LINES with complete lines still in `buf`.
     let mut pending = false;
+    // True once a '\n' was added after the file's last, whole, value (`at_rest`).
+    let mut tail_nl = false;
     let mut eof = false;
     // Bytes still to read: up to the size the file had when this ingest began.
     let mut left = st.size.saturating_sub(start);
@@ -670,10 +699,17 @@ fn ingest_lines(
             }
         }
         // Only complete lines; everything after the last '\n' waits.
-        let complete = match memchr_last(b'\n', &buf[scanned.min(buf.len())..]) {
+        let mut complete = match memchr_last(b'\n', &buf[scanned.min(buf.len())..]) {
             Some(i) => scanned + i + 1,
             None => 0,
         };
+        if at_rest && eof && !tail_nl && skip.is_none() && is_whole_json(&buf[complete..]) {
+            // The file at rest ends with a whole value without its '\n': read it as a line
+            // (the '\n' added here is not in the file, and not counted in the cursor).
+            buf.push(b'\n');
+            tail_nl = true;
+            complete = buf.len();
+        }
         let mut consumed = 0usize;
         let mut timed_out;
         let mut pos;
@@ -732,7 +768,9 @@ fn ingest_lines(
         consumed += pos;
         reader.finish(&mut batch);
 
-        let new_offset = offset + skipped_line + consumed as u64;
+        // The '\n' added after a whole last value is not in the file.
+        let added = u64::from(tail_nl && consumed == buf.len());
+        let new_offset = offset + skipped_line + consumed as u64 - added;
         if new_offset > offset || reread && first_step {
             let head_len = new_offset.min(HEAD_BYTES);
             let tail_len = new_offset.min(HEAD_BYTES);
@@ -892,6 +930,72 @@ fn fill(file: &mut File, buf: &mut Vec<u8>, want: usize, left: &mut u64) -> std:
     result?;
     *left -= got as u64;
     Ok(got < want || *left == 0)
+}
+
+/// A transcript whose last line has no `\n` yet, as [`pending_tails`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PendingTail {
+    pub path: String,
+    pub agent: String,
+    /// Bytes after the cursor (the unfinished last line).
+    pub bytes: u64,
+}
+
+/// The line transcripts (JSONL) that end, after their cursor, in a line without its `\n`:
+/// an agent still writing it, or a copy made by another tool. Hooks wait for the `\n`;
+/// [`ingest_at_rest`] (`memtrail import`, a hook at the session's end) reads the line when it
+/// is one whole JSON value. Files that grew by complete lines are not listed (the next hook or
+/// import reads them). Looks at most 1 MiB past each cursor; a transcript that cannot be read
+/// is left out.
+pub fn pending_tails(store: &Store) -> Result<Vec<PendingTail>> {
+    let rows: Vec<(String, String, i64)> = {
+        let mut stmt = store.conn.prepare(
+            "SELECT path, agent, offset FROM sources WHERE NOT (json_valid(reader_state)
+                 AND json_extract(reader_state, '$.memtrail_skip') IS NOT NULL)
+                 OR reader_state IS NULL ORDER BY path",
+        )?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let mut out = Vec::new();
+    for (path, agent, offset) in rows {
+        let Ok(a) = agent.parse::<Agent>() else {
+            continue;
+        };
+        let p = Path::new(&path);
+        let offset = offset.max(0) as u64;
+        let Ok(md) = std::fs::metadata(p) else {
+            continue;
+        };
+        if !md.is_file()
+            || md.len() <= offset
+            || !matches!(memtrail_adapters::source_for(a, p), Some(Source::Lines(_)))
+        {
+            continue;
+        }
+        let mut rest = Vec::new();
+        let read = open_regular(p).and_then(|mut f| {
+            f.seek(SeekFrom::Start(offset))?;
+            f.take(1024 * 1024).read_to_end(&mut rest)
+        });
+        if read.is_ok() && !rest.is_empty() && memchr(b'\n', &rest).is_none() {
+            out.push(PendingTail {
+                path,
+                agent,
+                bytes: md.len() - offset,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// True for a line (without its `\n`) that is exactly one JSON object or array, spaces
+/// around it allowed: a last line that no more bytes can be part of.
+fn is_whole_json(line: &[u8]) -> bool {
+    let t = line.trim_ascii();
+    matches!(t.first(), Some(b'{' | b'['))
+        && line.len() <= MAX_LINE_BYTES
+        && serde_json::from_slice::<serde::de::IgnoredAny>(t).is_ok()
 }
 
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {

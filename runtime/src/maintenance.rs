@@ -218,7 +218,7 @@ pub fn capture_again(store: &mut Store, id: &str) -> Result<Recaptured> {
         ..Default::default()
     };
     for f in mine {
-        let r = crate::ingest::ingest_path(store, f.1, &f.2, f.3.as_deref(), None)?;
+        let r = crate::ingest::ingest_at_rest(store, f.1, &f.2, f.3.as_deref(), None)?;
         out.transcripts += 1;
         out.messages += r.inserted;
     }

@@ -5,7 +5,7 @@
 
 use memtrail_adapters::Agent;
 use memtrail_runtime::Store;
-use memtrail_runtime::ingest::ingest_file;
+use memtrail_runtime::ingest::{ingest_at_rest, ingest_file};
 use memtrail_runtime::query::{self, SearchFilter};
 use serde_json::json;
 use std::io::Write;
@@ -260,6 +260,65 @@ fn a_line_cut_mid_write_waits_until_complete_then_is_ingested_once() {
     assert_eq!(ids(&e.store), ["u1", "msg_01", "msg_02"]);
     let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
     assert_eq!(r.inserted, 0);
+}
+
+/// Issue 11 item 15: a whole last line without its '\n' is read once the file is at rest
+/// (import, SessionEnd), and the session going on afterwards stores nothing twice.
+#[test]
+fn a_whole_last_line_without_a_newline_is_read_at_rest_and_only_once() {
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    let lines = turn1();
+    append(&p, &lines[..4]);
+    {
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(lines[4].as_bytes()).unwrap();
+    }
+    let size = std::fs::metadata(&p).unwrap().len();
+    let offset = |e: &Env| {
+        e.store
+            .cursor(&p.to_string_lossy())
+            .unwrap()
+            .unwrap()
+            .offset
+    };
+    // A hook mid-session waits for the '\n'.
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(ids(&e.store), ["u1", "msg_01"]);
+    assert_eq!(offset(&e), size - lines[4].len() as u64);
+    // At rest, it is read; the cursor ends at the file's last byte.
+    let r = ingest_at_rest(&mut e.store, Agent::Claude, &p, None, None).unwrap();
+    assert_eq!(r.inserted, 1);
+    assert_eq!(r.bytes, lines[4].len() as u64);
+    assert_eq!(ids(&e.store), ["u1", "msg_01", "msg_02"]);
+    assert_eq!(offset(&e), size);
+    assert!(
+        ingest_at_rest(&mut e.store, Agent::Claude, &p, None, None)
+            .unwrap()
+            .unchanged
+    );
+    // The agent goes on: its '\n', then the next turn.
+    {
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(b"\n").unwrap();
+    }
+    append(&p, &turn2());
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(r.inserted, 3);
+    assert_eq!(
+        ids(&e.store),
+        ["u1", "msg_01", "msg_02", "u3", "msg_03", "msg_04"]
+    );
+    // A last line that is not a whole value waits, even at rest.
+    let half = &lines[0][..lines[0].len() / 2];
+    {
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(half.as_bytes()).unwrap();
+    }
+    let before = offset(&e);
+    let r = ingest_at_rest(&mut e.store, Agent::Claude, &p, None, None).unwrap();
+    assert_eq!((r.inserted, r.stats.malformed), (0, 0));
+    assert_eq!(offset(&e), before);
 }
 
 #[test]
