@@ -4,8 +4,10 @@
 //! the complete new lines (a partial last line waits for the next ingest), hands them to the
 //! agent's [`LineReader`], and writes the records and the advanced cursor in one transaction per
 //! chunk. A file that shrank, was replaced (other device/inode) or whose first bytes changed is
-//! re-read from the start, after its session's messages are cleared in the same transaction, so
-//! nothing is duplicated. Lines longer than [`MAX_LINE_BYTES`] are skipped and counted.
+//! re-read from the start; what was stored stays (another tool's copy or truncation must not
+//! delete what was captured), and messages the file still holds merge by id, so nothing is
+//! duplicated. Only rewinds the transcript records (Gemini `$rewindTo`) delete messages; a
+//! whole-file (document) source is the session's whole state and replaces it. Lines longer than [`MAX_LINE_BYTES`] are skipped and counted.
 //!
 //! Sessions of excluded projects (see [`crate::privacy`]) and sessions the user deleted are not
 //! stored: their cursor moves to the end of the file with a [`SkipReason`] marker, so the file is
@@ -814,10 +816,11 @@ fn ingest_lines(
                 w.expect_cursor(&key, &mark)?;
                 let sid = w.upsert_session(&sref, &meta)?;
                 if do_reset {
-                    w.clear_session(sid)?;
+                    // Read again from the start (the file shrank, was replaced or rewritten,
+                    // or its project is no longer excluded). What is stored stays: messages
+                    // the file still holds merge into their stored copies by id, and only a
+                    // rewind the transcript records (Gemini `$rewindTo`) deletes any.
                     w.reset_source_counters(&key)?;
-                    // Title and times are re-derived from the re-read content.
-                    w.upsert_session(&sref, &meta)?;
                 }
                 let applied = w.apply(sid, records)?;
                 let cursor = Cursor {

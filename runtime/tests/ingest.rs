@@ -352,42 +352,94 @@ fn split_assistant_blocks_and_late_results_merge_across_ingests() {
     assert!(hits.iter().any(|h| h.message_id == "msg_01"));
 }
 
+/// Issue 11 item 17: a transcript that shrank or was rewritten by another tool, with no
+/// rewind record, is read again from its start without deleting what was captured.
 #[test]
-fn a_rewritten_file_is_reread_without_duplicates() {
+fn a_shrunk_or_rewritten_file_is_reread_and_deletes_nothing() {
     let mut e = env();
     let p = transcript_path(&e.root);
     let mut all = turn1();
     all.extend(turn2());
     append(&p, &all);
     ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
-    assert_eq!(ids(&e.store).len(), 6);
+    let six = ["u1", "msg_01", "msg_02", "u3", "msg_03", "msg_04"];
+    assert_eq!(ids(&e.store), six);
 
-    // Rewritten in place to a shorter history (e.g. an editor or a tool rewrote it).
+    // Rewritten in place to a shorter history (a tool kept two of its lines).
     std::fs::write(&p, format!("{}\n{}\n", all[0], all[4])).unwrap();
     let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
     assert!(r.reread);
-    assert_eq!(ids(&e.store), ["u1", "msg_02"]);
-
-    // Replaced by a new file with the same size prefix changed: first bytes differ.
-    let changed = all[0].replace("Run the test suite please", "Run the lint suite please");
-    std::fs::write(&p, format!("{changed}\n{}\n{}\n", all[4], all[5])).unwrap();
-    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
-    assert!(r.reread);
-    assert_eq!(ids(&e.store), ["u1", "msg_02", "u3"]);
+    assert_eq!((r.inserted, r.stats.lines), (0, 2));
+    assert_eq!(ids(&e.store), six);
     let v = query::get_session(&e.store, SID, None, 0, 100, None).unwrap();
     assert_eq!(
-        v.session.title.as_deref(),
-        Some("Run the lint suite please")
+        v.messages[1].tool_calls.len(),
+        1,
+        "the tool call and its output stay"
     );
-    assert_eq!(v.total, 3);
+    assert_eq!(
+        v.messages[1].tool_calls[0].output.as_deref(),
+        Some("error[E0382]: borrow of moved value")
+    );
 
-    // A truncation to zero and a regrowth.
+    // Truncated to nothing, then the session goes on in it: only the new message is added.
     std::fs::write(&p, "").unwrap();
     ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
-    assert!(ids(&e.store).is_empty());
-    append(&p, &all[..1]);
-    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
-    assert_eq!(ids(&e.store), ["u1"]);
+    assert_eq!(ids(&e.store), six);
+    append(
+        &p,
+        &[user("u9", "One more thing", "2026-11-20T10:09:00.000Z")],
+    );
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(r.inserted, 1);
+    let mut seven = six.to_vec();
+    seven.push("u9");
+    assert_eq!(ids(&e.store), seven);
+    // And a replaced file (new inode) holding the whole history again adds nothing twice.
+    let tmp = p.with_extension("tmp");
+    std::fs::write(&tmp, format!("{}\n", all.join("\n"))).unwrap();
+    std::fs::rename(&tmp, &p).unwrap();
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert!(r.reread);
+    assert_eq!(r.inserted, 0);
+    assert_eq!(ids(&e.store), seven);
+}
+
+/// Issue 11 item 17: rewinds the format records (Gemini `$rewindTo`) still delete, also in a
+/// transcript read again after it shrank.
+#[test]
+fn a_recorded_rewind_is_honoured_after_a_shrink() {
+    let mut e = env();
+    let dir = e.root.join("gemini/tmp/weather-app/chats");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("session-2026-03-14T09-21-4f1c2a9e.jsonl");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/gemini");
+    let turn3 = std::fs::read(fixture.join("grow-turn3.jsonl")).unwrap();
+    std::fs::write(&p, &turn3).unwrap();
+    let count = |e: &Env| {
+        rusqlite_conn(&e.root.join("store/memtrail.db"))
+            .query_row("SELECT COUNT(*) FROM messages", [], |r| r.get::<_, i64>(0))
+            .unwrap()
+    };
+    ingest_file(&mut e.store, Agent::Gemini, &p, None).unwrap();
+    // fixtures/gemini/README.md: 11 messages after turn 3, 4 after turn 1 (5317 bytes).
+    assert_eq!(count(&e), 11);
+    std::fs::write(&p, &turn3[..5317]).unwrap();
+    let r = ingest_file(&mut e.store, Agent::Gemini, &p, None).unwrap();
+    assert!(r.reread);
+    assert_eq!(count(&e), 11, "the shrink deletes nothing");
+    // A rewind to G1 (the second message): G1 and everything after it go; U1 stays.
+    append(
+        &p,
+        &[r#"{"$rewindTo":"1c7a3e5f-2b4d-4f6a-9b8c-0d1e2f3a4b5c"}"#.to_string()],
+    );
+    ingest_file(&mut e.store, Agent::Gemini, &p, None).unwrap();
+    let left: String = rusqlite_conn(&e.root.join("store/memtrail.db"))
+        .query_row("SELECT group_concat(ext_id) FROM messages", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(left, "0b6f2d4e-1a3c-4e5f-8a7b-9c0d1e2f3a4b");
 }
 
 #[test]
@@ -831,10 +883,12 @@ fn truncated_and_regrown_past_the_head_is_reread() {
     assert!(std::fs::metadata(&p).unwrap().len() > keep as u64);
     let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
     assert!(r.reread, "the change before the cursor is seen");
+    // What was captured of the old tail (turn 2) stays (issue 11 item 17).
     assert_eq!(
         ids(&e.store),
         [
-            "u1", "msg_01", "msg_02", "msg_09", "u7", "msg_07", "u8", "msg_08"
+            "u1", "msg_01", "msg_02", "msg_09", "u3", "msg_03", "msg_04", "u7", "msg_07", "u8",
+            "msg_08"
         ]
     );
 }
