@@ -1562,6 +1562,59 @@ fn search_while_the_store_is_locked_says_new_messages_were_not_searched() {
     );
 }
 
+/// Issue 11 item 26: a hook that gave up on a locked store leaves its transcript on a pending
+/// list, and the next hook of another session catches it up (no `memtrail import` needed).
+#[test]
+fn a_session_whose_hook_gave_up_on_a_locked_store_is_caught_up_by_the_next_hook() {
+    let sb = Sandbox::new();
+    let (a, b) = (support::session_id(1), support::session_id(2));
+    let (ta, tb) = (sb.transcript("alpha", &a), sb.transcript("beta", &b));
+    let lines = |sid: &str, cwd: &str, n: u64| -> String {
+        (0..n)
+            .map(|i| support::claude_line(sid, cwd, i) + "\n")
+            .collect()
+    };
+    std::fs::write(&ta, lines(&a, "/home/user/alpha", 4)).unwrap();
+    std::fs::write(&tb, lines(&b, "/home/user/beta", 2)).unwrap();
+    sb.json(&["import", "--json"]);
+    // Session alpha goes on while another process holds the write lock: its hook gives up.
+    support::append(
+        &ta,
+        format!("{}\n", support::claude_line(&a, "/home/user/alpha", 4)).as_bytes(),
+    );
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    sb.acmd()
+        .env("MEMTRAIL_HOOK_BUDGET_MS", "200")
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&ta, &a))
+        .assert()
+        .success()
+        .stdout("");
+    conn.execute_batch("ROLLBACK").unwrap();
+    let pending = sb.home.join(".local/state/memtrail/pending");
+    assert_eq!(std::fs::read_dir(&pending).unwrap().count(), 1);
+    let count = |sid: &str| -> i64 {
+        conn.query_row(
+            "SELECT message_count FROM sessions WHERE external_id = ?1",
+            [sid],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(count(&a), 4, "nothing written while the store was locked");
+    // Alpha's session is over; the next hook is one of session beta.
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&tb, &b))
+        .assert()
+        .success()
+        .stdout("");
+    assert_eq!(count(&a), 5);
+    assert_eq!(count(&b), 2);
+    assert_eq!(std::fs::read_dir(&pending).unwrap().count(), 0);
+}
+
 /// `uninstall --purge` after the registrations are already gone (a plain `uninstall` first)
 /// still deletes the store; before, it printed "nothing to uninstall" and kept every session.
 #[test]

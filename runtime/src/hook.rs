@@ -208,9 +208,19 @@ fn run_inner(
     // Every wait for a lock ends at the deadline: a hook that cannot get the write lock in time
     // fails open ([`crate::Error::Busy`], logged) and the next hook catches up from the cursor,
     // which only ever moves with the messages it covers.
-    let mut store = Store::open_until(db, deadline)?;
-
     let paths = memtrail_adapters::transcripts_for_event(agent, &event);
+    let session = event.session_id.as_deref();
+    let mut store = match Store::open_until(db, deadline) {
+        Ok(s) => s,
+        Err(e @ crate::Error::Busy { .. }) => {
+            // The next hook of any session catches these up (see `crate::pending`).
+            for p in &paths {
+                leave_pending(agent, &event, db, p, session);
+            }
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
     if paths.is_empty() && transcript_may_be_absent(canonical) {
         // E.g. SessionStart before the agent wrote anything: nothing to ingest yet.
         reply_step(&mut store, agent, &event, canonical, outcome);
@@ -238,6 +248,9 @@ fn run_inner(
                 Some(&event),
                 "time budget spent; the rest is left for the next hook",
             );
+            for p in &paths[i..] {
+                leave_pending(agent, &event, db, p, session);
+            }
             break;
         }
         // At the session's end the transcript is at rest: a last line without its '\n' is read.
@@ -263,6 +276,7 @@ fn run_inner(
                             p.display()
                         ),
                     );
+                    leave_pending(agent, &event, db, p, session);
                 }
                 outcome.ingested.push(r);
             }
@@ -273,6 +287,9 @@ fn run_inner(
                 if e.kind() == std::io::ErrorKind::NotFound
                     && transcript_may_be_absent(canonical) => {}
             Err(e) => {
+                if matches!(e, crate::Error::Busy { .. }) {
+                    leave_pending(agent, &event, db, p, session);
+                }
                 if first_err.is_none() {
                     first_err = Some(crate::Error::Invalid(format!("{}: {e}", p.display())));
                 }
@@ -287,10 +304,33 @@ fn run_inner(
     }
     // Whatever could be ingested is in the store: snapshot or inject from it.
     reply_step(&mut store, agent, &event, canonical, outcome);
+    // Then what earlier hooks (of any session) could not finish, in the time left.
+    if first_err.is_none() && Instant::now() < deadline {
+        let caught = crate::pending::catch_up(&mut store, db, deadline);
+        for (path, why) in &caught.dropped {
+            log_line(
+                agent,
+                Some(&event),
+                &format!("pending transcript {path} dropped: {why}"),
+            );
+        }
+        outcome.ingested.extend(caught.ingested);
+    }
     record_with(&mut store, agent, started, outcome, first_err.as_ref());
     match first_err {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// Record `path` for the next hook ([`crate::pending::add`]); a failure is logged.
+fn leave_pending(agent: Agent, event: &HookEvent, db: &Path, path: &Path, session: Option<&str>) {
+    if let Err(e) = crate::pending::add(db, agent, path, session) {
+        log_line(
+            agent,
+            Some(event),
+            &format!("could not note {} for the next hook: {e}", path.display()),
+        );
     }
 }
 

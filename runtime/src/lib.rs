@@ -8,6 +8,7 @@ pub mod import;
 pub mod ingest;
 pub mod maintenance;
 pub mod mcp;
+pub mod pending;
 pub mod privacy;
 pub mod query;
 pub mod rank;

@@ -1,0 +1,194 @@
+//! Transcripts a hook could not finish: the store's write lock stayed taken past its time
+//! budget ([`crate::Error::Busy`]), or the budget ran out before the end of the file. Such a
+//! hook records the transcript here, and the next hook of any session catches it up after its
+//! own work, within its own budget ([`catch_up`]), so a session whose last hook gave up is not
+//! left behind until someone runs `memtrail import`.
+//!
+//! The list lives outside the store (whose lock is what a giving-up hook could not get): one
+//! small file per transcript in `$XDG_STATE_HOME/memtrail/pending/` (folder 0700, files 0600),
+//! named by a hash of the store, agent, transcript and session, holding them as one JSON
+//! object. Writing one again only refreshes it. An entry is removed once an ingest that started
+//! after it was last written has reached the end of its transcript.
+
+use crate::ingest::{IngestReport, ingest_path};
+use crate::store::Store;
+use crate::{Error, state_dir};
+use memtrail_adapters::Agent;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// `$XDG_STATE_HOME/memtrail/pending`.
+pub fn dir() -> PathBuf {
+    state_dir().join("pending")
+}
+
+/// One transcript left for the next hook.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The store the hook wrote to.
+    pub db: String,
+    pub agent: String,
+    /// The transcript (for a database source, the database).
+    pub path: String,
+    /// The hook's session id (a database source reads only this session).
+    pub session: Option<String>,
+}
+
+impl Entry {
+    fn file_name(&self) -> String {
+        let key = format!(
+            "{}\0{}\0{}\0{}",
+            self.db,
+            self.agent,
+            self.path,
+            self.session.as_deref().unwrap_or("")
+        );
+        blake3::hash(key.as_bytes()).to_hex()[..32].to_string()
+    }
+}
+
+/// Record that `path` (of `agent`, session `session`) still has to be ingested into the store
+/// at `db`. Errors: the folder or file cannot be written (the caller logs it; the transcript is
+/// still caught up by the next hook of its own session or by `memtrail import`).
+pub fn add(db: &Path, agent: Agent, path: &Path, session: Option<&str>) -> std::io::Result<()> {
+    let entry = Entry {
+        db: db.display().to_string(),
+        agent: agent.as_str().to_string(),
+        path: path.display().to_string(),
+        session: session.map(str::to_string),
+    };
+    let dir = dir();
+    create_private_dir(&dir)?;
+    let name = entry.file_name();
+    let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+    let text = serde_json::to_vec(&entry).map_err(std::io::Error::other)?;
+    write_private(&tmp, &text)?;
+    std::fs::rename(&tmp, dir.join(name)).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// The entries waiting for the store at `db`, oldest first, with their files and times.
+pub fn list(db: &Path) -> Vec<(PathBuf, std::time::SystemTime, Entry)> {
+    let Ok(rd) = std::fs::read_dir(dir()) else {
+        return Vec::new();
+    };
+    let db = db.display().to_string();
+    let mut out = Vec::new();
+    for de in rd.flatten() {
+        let file = de.path();
+        if de.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let Ok(md) = std::fs::symlink_metadata(&file) else {
+            continue;
+        };
+        let entry = std::fs::read(&file)
+            .ok()
+            .filter(|_| md.is_file() && md.len() <= 64 * 1024)
+            .and_then(|b| serde_json::from_slice::<Entry>(&b).ok());
+        match entry {
+            Some(e) if e.db == db => {
+                out.push((file, md.modified().unwrap_or(std::time::UNIX_EPOCH), e))
+            }
+            Some(_) => {}
+            // Not an entry: nothing memtrail wrote, or a torn write. Drop it.
+            None => {
+                let _ = std::fs::remove_file(&file);
+            }
+        }
+    }
+    out.sort_by_key(|(_, t, _)| *t);
+    out
+}
+
+/// What [`catch_up`] did.
+#[derive(Debug, Default)]
+pub struct CatchUp {
+    /// One report per transcript ingested.
+    pub ingested: Vec<IngestReport>,
+    /// Entries still waiting (the deadline came, or the store was busy).
+    pub left: usize,
+    /// Entries dropped because their transcript could not be read, with the reason.
+    pub dropped: Vec<(String, String)>,
+}
+
+/// Ingest the transcripts waiting for the store `store` (at `db`), oldest first, until
+/// `deadline`. An entry whose transcript is read to its end is removed (unless it was written
+/// again meanwhile); a busy store or the deadline stops the catch-up and keeps the rest; an
+/// entry whose transcript cannot be read (gone, not a transcript) is dropped.
+pub fn catch_up(store: &mut Store, db: &Path, deadline: Instant) -> CatchUp {
+    let mut out = CatchUp::default();
+    let entries = list(db);
+    let total = entries.len();
+    for (i, (file, written, e)) in entries.into_iter().enumerate() {
+        if Instant::now() >= deadline {
+            out.left = total - i;
+            break;
+        }
+        let Ok(agent) = e.agent.parse::<Agent>() else {
+            let _ = std::fs::remove_file(&file);
+            continue;
+        };
+        let path = PathBuf::from(&e.path);
+        match ingest_path(store, agent, &path, e.session.as_deref(), Some(deadline)) {
+            Ok(r) if r.incomplete => {
+                out.ingested.push(r);
+                out.left = total - i;
+                break;
+            }
+            Ok(r) => {
+                out.ingested.push(r);
+                let same = std::fs::symlink_metadata(&file)
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t == written);
+                if same {
+                    let _ = std::fs::remove_file(&file);
+                }
+            }
+            Err(Error::Busy { .. }) => {
+                out.left = total - i;
+                break;
+            }
+            Err(err) => {
+                out.dropped.push((e.path.clone(), err.to_string()));
+                let _ = std::fs::remove_file(&file);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+#[cfg(unix)]
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?
+        .write_all(bytes)
+}
+
+#[cfg(not(unix))]
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::write(path, bytes)
+}
