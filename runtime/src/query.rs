@@ -406,16 +406,46 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     let best: Vec<(i64, f64)> = stmt
         .query_map(params_from_iter(args), |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    let mut ts_of = store
-        .conn
-        .prepare_cached("SELECT ts FROM messages WHERE id = ?1")?;
+    let mut ts_of = store.conn.prepare_cached(
+        "SELECT m.ts, m.ext_id, s.agent FROM messages m JOIN sessions s ON s.id = m.session_id
+         WHERE m.id = ?1",
+    )?;
     let mut ranked = Vec::with_capacity(best.len());
+    // A session forked or resumed into a new transcript (`claude --fork-session`) holds copies
+    // of the earlier messages: same agent, message id and time. Each copied hit is shown once
+    // (the best ranked, else the newest copy).
+    let mut seen = std::collections::HashSet::new();
+    let mut keyed = Vec::with_capacity(best.len());
     for (rowid, bm25) in best {
-        let ts: Option<i64> = ts_of.query_row([rowid], |r| r.get(0)).optional()?.flatten();
-        ranked.push((rowid, with_recency(-bm25, ts, now)));
+        let Some((ts, ext, agent)) = ts_of
+            .query_row([rowid], |r| {
+                Ok((
+                    r.get::<_, Option<i64>>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .optional()?
+        else {
+            continue;
+        };
+        keyed.push((
+            rowid,
+            with_recency(-bm25, ts, now),
+            ts.map(|t| (agent, ext, t)),
+        ));
     }
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
-    ranked.truncate(limit);
+    keyed.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for (rowid, score, copy_key) in keyed {
+        // Without a time (Cursor), ids such as `line-3` are not unique across sessions.
+        if copy_key.is_some_and(|k| !seen.insert(k)) {
+            continue;
+        }
+        ranked.push((rowid, score));
+        if ranked.len() == limit {
+            break;
+        }
+    }
     let mut snippets = snippets(store, &q, &ranked)?;
     let mut row = store.conn.prepare_cached(
         "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts

@@ -442,6 +442,72 @@ fn a_recorded_rewind_is_honoured_after_a_shrink() {
     assert_eq!(left, "0b6f2d4e-1a3c-4e5f-8a7b-9c0d1e2f3a4b");
 }
 
+/// Issue 11 item 18: `claude --resume ID --fork-session` writes a new transcript that copies
+/// every earlier line with its `uuid`, `message.id` and `timestamp`, only `sessionId` changed
+/// (seen with the real Claude Code 2.1.332 against the e2e stub). Both sessions keep their
+/// whole history; a search shows each copied hit once.
+#[test]
+fn a_forked_session_shows_each_copied_hit_once() {
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    append(&p, &turn1());
+    let fork = "9d05d2bc-19f1-4db5-aee2-fd5d7b4f600b";
+    let fp = p.with_file_name(format!("{fork}.jsonl"));
+    let mut copied: Vec<String> = turn1().iter().map(|l| l.replace(SID, fork)).collect();
+    copied.push(
+        user(
+            "u5",
+            "Now fix the borrow in the fork",
+            "2026-11-20T11:00:00.000Z",
+        )
+        .replace(SID, fork),
+    );
+    append(&fp, &copied);
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    ingest_file(&mut e.store, Agent::Claude, &fp, None).unwrap();
+    let total = |sid: &str| {
+        query::get_session(&e.store, sid, None, 0, 100, None)
+            .unwrap()
+            .total
+    };
+    assert_eq!((total(SID), total(fork)), (3, 4));
+    let search = |q: &str, session: Option<&str>| {
+        let f = SearchFilter {
+            limit: 10,
+            session: session.map(str::to_string),
+            ..Default::default()
+        };
+        let mut hits: Vec<(String, String)> = query::search(&e.store, q, &f)
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.session_id, h.message_id))
+            .collect();
+        hits.sort();
+        hits
+    };
+    // The copied prompt and the copied tool output: once each.
+    let once = search("test suite", None);
+    assert_eq!(once.len(), 1, "{once:?}");
+    assert_eq!(once[0].1, "u1");
+    // "borrow": the copied tool output (msg_01) once, and the fork's own new prompt.
+    let borrow = search("borrow", None);
+    assert_eq!(
+        borrow.iter().map(|h| h.1.as_str()).collect::<Vec<_>>(),
+        ["msg_01", "u5"],
+        "{borrow:?}"
+    );
+    assert_eq!(borrow[1].0, fork);
+    // Within one session, its own copy is found.
+    assert_eq!(
+        search("test suite", Some(fork)),
+        [(fork.to_string(), "u1".to_string())]
+    );
+    assert_eq!(
+        search("test suite", Some(SID)),
+        [(SID.to_string(), "u1".to_string())]
+    );
+}
+
 #[test]
 fn subagent_file_is_a_child_session() {
     let mut e = env();
