@@ -6,7 +6,8 @@
 //! A hook fails open: whatever happens, it returns normally with either nothing or a valid reply
 //! for stdout, and the error goes to `$XDG_STATE_HOME/memtrail/hook.log`. The work is bounded by
 //! a time budget (`MEMTRAIL_HOOK_BUDGET_MS`, default [`DEFAULT_BUDGET_MS`]); what is not ingested
-//! in time is picked up by the next hook from the cursor.
+//! in time is picked up by the next hook from the cursor: the next hook of any session, since a
+//! hook that gives up notes its transcript in [`crate::pending`].
 
 use crate::ingest::{IngestReport, ingest_at_rest, ingest_path};
 use crate::store::{HookRun, Store};
