@@ -268,6 +268,8 @@ pub fn ingest_path(
 /// when it is one complete JSON object or array. The cursor then points just past it; a
 /// `\n` and more lines appended later are read from there (the empty line between is
 /// skipped), so nothing is stored twice.
+///
+/// Errors: as [`ingest_file`].
 pub fn ingest_at_rest(
     store: &mut Store,
     agent: Agent,
@@ -950,6 +952,8 @@ pub struct PendingTail {
 /// is one whole JSON value. Files that grew by complete lines are not listed (the next hook or
 /// import reads them). Looks at most 1 MiB past each cursor; a transcript that cannot be read
 /// is left out.
+///
+/// Errors: a store error reading the cursors.
 pub fn pending_tails(store: &Store) -> Result<Vec<PendingTail>> {
     let rows: Vec<(String, String, i64)> = {
         let mut stmt = store.conn.prepare(

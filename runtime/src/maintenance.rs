@@ -96,6 +96,8 @@ pub fn delete_session(store: &mut Store, id: &str) -> Result<SessionInfo> {
 /// transaction: their transcripts' cursors are marked [`SkipReason::Deleted`] (an ingest that
 /// read a cursor before this commits stands down: [`crate::store::Writer::expect_cursor`]), and
 /// their tool calls, messages and session rows are deleted.
+///
+/// Errors: a store error (the caller's transaction is then rolled back).
 pub fn delete_rows(w: &crate::store::Writer<'_>, ids: &[i64]) -> Result<()> {
     let marker = SkipReason::Deleted.to_state().to_string();
     for sid in ids {
