@@ -971,8 +971,19 @@ fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
 /// throwaway store and state folder), with its exit code, stdout protocol and time checked.
 fn doctor(json: bool) -> Result<ExitCode> {
     let binary = binary_path()?;
-    let scratch = std::env::temp_dir().join(format!("memtrail-doctor-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)?;
+    // A private scratch folder: a random name made with mkdir (which fails on anything already
+    // there, a planted symlink included), mode 0700, removed on return.
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("memtrail-doctor-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    let scratch_dir = builder
+        .tempdir()
+        .context("cannot make doctor's scratch folder")?;
+    let scratch = scratch_dir.path().to_path_buf();
     let mut problems: Vec<serde_json::Value> = Vec::new();
     let mut checked = 0usize;
     let mut problem = |agent: Agent, what: String, fix: String| {
@@ -1156,7 +1167,7 @@ fn doctor(json: bool) -> Result<ExitCode> {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&scratch);
+    drop(scratch_dir);
     if json {
         out!(
             "{}",

@@ -1535,3 +1535,122 @@ fn uninstall_purge_deletes_the_store_when_nothing_is_registered() {
         .success();
     assert!(!db.exists());
 }
+
+/// Logs are opened without following a symlink (another user who can plant one must not make
+/// memtrail append to the victim's `~/.bashrc`): a hook log or `MEMTRAIL_HOOK_TIMING` file that
+/// is a link, or a hard link, is not written; a fresh log is created 0600 in a 0700 folder.
+#[cfg(unix)]
+#[test]
+fn logs_are_never_written_through_a_symlink() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let bashrc = sb.home.join(".bashrc");
+    std::fs::write(&bashrc, "# mine\n").unwrap();
+    let log = sb.hook_log();
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&bashrc, &log).unwrap();
+    let timing = sb.home.join("timing.txt");
+    std::os::unix::fs::symlink(&bashrc, &timing).unwrap();
+    let run = |sb: &Sandbox| {
+        let out = sb
+            .acmd()
+            .args(["hook", "claude"])
+            .env("MEMTRAIL_HOOK_TIMING", &timing)
+            .write_stdin("not json")
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    };
+    run(&sb);
+    assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "# mine\n");
+    // A hard link is refused too.
+    std::fs::remove_file(&log).unwrap();
+    std::fs::remove_file(&timing).unwrap();
+    std::fs::hard_link(&bashrc, &log).unwrap();
+    std::fs::hard_link(&bashrc, &timing).unwrap();
+    run(&sb);
+    assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "# mine\n");
+    // Fresh: created owner-only, in an owner-only folder.
+    std::fs::remove_file(&log).unwrap();
+    std::fs::remove_file(&timing).unwrap();
+    std::fs::remove_dir(log.parent().unwrap()).unwrap();
+    run(&sb);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&log), 0o600);
+    assert_eq!(mode(log.parent().unwrap()), 0o700);
+    assert_eq!(mode(&timing), 0o600);
+    assert_eq!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .matches(" error: ")
+            .count(),
+        1
+    );
+    assert!(
+        std::fs::read_to_string(&timing)
+            .unwrap()
+            .starts_with("claude - error ")
+    );
+}
+
+/// `doctor` runs hooks in a scratch folder of its own: a random name (not
+/// `memtrail-doctor-<pid>`, which another user could prepare with a symlinked log), mode 0700,
+/// under `TMPDIR`, removed afterwards.
+#[cfg(unix)]
+#[test]
+fn doctor_scratch_folder_is_private_and_unpredictable() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let tmp = sb.home.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    // A stand-in for memtrail that records where doctor runs it.
+    let fake = sb.home.join("bin/memtrail");
+    std::fs::create_dir_all(fake.parent().unwrap()).unwrap();
+    let record = sb.home.join("record.txt");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nd=$(dirname \"$XDG_STATE_HOME\")\necho \"$d $(stat -c %a \"$d\")\" > {}\n",
+            record.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    std::fs::write(
+        sb.claude_dir().join("settings.json"),
+        json!({"hooks": {"SessionStart": [{"hooks": [
+            {"type": "command", "command": format!("{} hook claude", fake.display())}
+        ]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let child = sb
+        .cmd()
+        .args(["doctor", "--json"])
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["hook_programs_checked"], 1, "{report}");
+    let rec = std::fs::read_to_string(&record).unwrap();
+    let (dir, mode) = rec.trim().rsplit_once(' ').unwrap();
+    let dir = Path::new(dir);
+    assert_eq!(dir.parent().unwrap(), tmp);
+    assert_ne!(
+        dir.file_name().unwrap(),
+        format!("memtrail-doctor-{pid}").as_str()
+    );
+    assert!(
+        dir.file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("memtrail-doctor-")
+    );
+    assert_eq!(mode, "700");
+    assert!(!dir.exists(), "removed afterwards");
+}
