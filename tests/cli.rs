@@ -1654,3 +1654,98 @@ fn doctor_scratch_folder_is_private_and_unpredictable() {
     assert_eq!(mode, "700");
     assert!(!dir.exists(), "removed afterwards");
 }
+
+/// Under umask 000, everything install and the first hook create is owner-only: hook files,
+/// the OpenCode plugin, skills, config files, their new folders, the install state, backups,
+/// the store and the hook log (before, hook files, the plugin and skills came out 0666 in 0777
+/// folders: code the agents run, open to every local user). A config file memtrail edits loses
+/// its group and other bits.
+#[cfg(unix)]
+#[test]
+fn everything_memtrail_writes_is_owner_only_under_umask_000() {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let sb = Sandbox::new();
+    for d in [
+        ".claude",
+        ".cursor",
+        ".gemini",
+        ".codex",
+        ".config/opencode",
+        ".config/Code/User",
+    ] {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(sb.home.join(d))
+            .unwrap();
+    }
+    std::fs::set_permissions(&sb.home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    for d in [".config", ".config/Code"] {
+        std::fs::set_permissions(sb.home.join(d), std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let settings = sb.claude_dir().join("settings.json");
+    std::fs::write(&settings, "{}\n").unwrap();
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o666)).unwrap();
+    // umask is per process: the binary runs under `sh -c 'umask 000; exec memtrail …'`.
+    let under_umask_000 = |args: &str, stdin: &str| {
+        let base = sb.cmd();
+        let mut sh = std::process::Command::new("sh");
+        sh.arg("-c")
+            .arg(format!("umask 000; exec \"$0\" {args}"))
+            .arg(support::memtrail_bin())
+            .env_clear()
+            .envs(base.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = sh.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    under_umask_000("install --yes", "");
+    let t = grow_transcript(&sb, 1);
+    under_umask_000("hook claude", &stop_payload(&t, &session_id_of(&t)));
+    assert!(sb.db().exists());
+    let mut files = 0;
+    let mut stack = vec![sb.home.clone()];
+    let mut open: Vec<String> = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p == sb.claude_dir().join("projects") {
+                continue; // the test's transcript, written by the test
+            }
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let mode = m.permissions().mode() & 0o777;
+            if m.is_dir() {
+                if mode != 0o700 {
+                    open.push(format!("{} {mode:o}", p.display()));
+                }
+                stack.push(p);
+            } else {
+                files += 1;
+                if mode & 0o077 != 0 {
+                    open.push(format!("{} {mode:o}", p.display()));
+                }
+            }
+        }
+    }
+    assert!(files >= 12, "{files} files");
+    assert_eq!(open, Vec::<String>::new(), "readable or writable by others");
+    assert_eq!(
+        std::fs::metadata(&settings).unwrap().permissions().mode() & 0o777,
+        0o600,
+        "an edited file loses its group and other bits"
+    );
+}

@@ -184,6 +184,10 @@ fn apply_files(plan: &Plan, backup: &mut Option<Backup>) -> Result<Applied, Inst
                     if !fsutil::still(&target, id)? || !tmp.persist_if_still(&target, id)? {
                         continue;
                     }
+                    // A folder of memtrail's own (a skill's) left open by an older version.
+                    if let crate::spec::Body::Whole(w) = &fc.spec.body {
+                        w.owned_dirs.iter().for_each(|d| fsutil::tighten_dir(d));
+                    }
                     if current.is_some() {
                         Outcome::Updated
                     } else {

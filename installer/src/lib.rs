@@ -6,8 +6,10 @@
 //! - [`apply`] writes a plan: each file is backed up first (into
 //!   `$XDG_STATE_HOME/memtrail/backups/<YYYYMMDDTHHMMSSZ>-<pid>/`, with an `index.json`; old
 //!   backups are pruned to each file's first-ever copy plus the last five, see the `backup`
-//!   module), then replaced atomically (temp file in the same folder, fsync, rename) keeping its
-//!   mode; a symlinked config is edited at its target. If the file changed since the plan
+//!   module), then replaced atomically (temp file in the same folder, fsync, rename), owner-only
+//!   whatever the umask: a file memtrail creates is 0600 (its new folders 0700), a file it edits
+//!   keeps its owner's bits and loses its group and other bits (what memtrail writes holds hooks,
+//!   MCP servers, skills or keys); a symlinked config is edited at its target. If the file changed since the plan
 //!   (Claude Code rewrites `~/.claude.json` often), the edit is recomputed on the new bytes.
 //! - [`status`] tells, per registration item, whether it is present, stale, duplicated, missing
 //!   or in a file that cannot be used.
@@ -112,7 +114,7 @@ pub fn plan_in(
 }
 
 /// Write a plan (in the environment it was computed in). Files are handled one after the other;
-/// each is backed up before its first change, written atomically with its mode kept, re-read
+/// each is backed up before its first change, written atomically and owner-only, re-read
 /// just before the rename and recomputed (for up to [`RETRY_BUDGET`]) if another program
 /// changed it. The install state is updated after each file.
 ///

@@ -48,19 +48,37 @@ fn symlinked_config_is_edited_at_its_target() {
     assert_eq!(sb.snapshot(), original, "links intact, targets restored");
 }
 
+/// What memtrail writes is owner-only: an edited file keeps its owner's bits and loses the
+/// others' (0640 → 0600, 0755 → 0700), a created one is 0600 in 0700 folders, and a skill folder
+/// of memtrail's that an older version left open is tightened.
 #[test]
-fn modes_are_kept_and_new_files_get_theirs() {
+fn edited_files_become_owner_only_and_new_files_are_0600() {
     let sb = Sandbox::new();
     sb.put(&sb.global, Some("{}\n"));
     std::fs::set_permissions(&sb.global, std::fs::Permissions::from_mode(0o640)).unwrap();
+    sb.put(&sb.settings, Some("{}\n"));
+    std::fs::set_permissions(&sb.settings, std::fs::Permissions::from_mode(0o755)).unwrap();
+    sb.put(&sb.skill, Some("---\nname: memtrail\nold\n"));
+    let skill_dir = sb.skill.parent().unwrap();
+    std::fs::set_permissions(skill_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     sb.install();
-    assert_eq!(mode(&sb.global), 0o640, "existing mode kept");
-    // New settings.json and skill: the process default (0666 minus the umask), as any editor
-    // would create them.
-    let probe = sb.dir.path().join("probe");
-    std::fs::write(&probe, "").unwrap();
-    assert_eq!(mode(&sb.settings), mode(&probe));
-    assert_eq!(mode(&sb.skill), mode(&probe));
+    assert_eq!(mode(&sb.global), 0o600);
+    assert_eq!(mode(&sb.settings), 0o700);
+    assert_eq!(mode(&sb.skill), 0o600);
+    assert_eq!(mode(skill_dir), 0o700);
+    sb.uninstall();
+    sb.put(&sb.settings, None);
+    std::fs::remove_dir_all(&sb.config).unwrap();
+    sb.install();
+    assert_eq!(mode(&sb.settings), 0o600);
+    assert_eq!(mode(&sb.skill), 0o600);
+    for d in [
+        &sb.config,
+        &sb.config.join("skills"),
+        &skill_dir.to_path_buf(),
+    ] {
+        assert_eq!(mode(d), 0o700, "{}", d.display());
+    }
 
     let sb = Sandbox::with_config_dir();
     sb.install();
