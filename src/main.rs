@@ -714,9 +714,48 @@ fn import(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The memtrail binary that hooks and MCP entries run: the path the user invoked, absolute but
+/// with its symlinks kept (Homebrew's `bin/memtrail` → `Cellar/memtrail/0.1.0/bin/memtrail`:
+/// the versioned target is gone at the next upgrade, the link stays), when it is this very
+/// binary; otherwise (an `argv[0]` that names another file) the binary's real path.
 fn binary_path() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot find memtrail's own path")?;
-    Ok(std::fs::canonicalize(&exe).unwrap_or(exe))
+    let real = std::fs::canonicalize(&exe).unwrap_or(exe);
+    Ok(invoked_path()
+        .filter(|p| std::fs::canonicalize(p).is_ok_and(|c| c == real))
+        .unwrap_or(real))
+}
+
+/// `argv[0]` made absolute without following symlinks: a path with a `/` against the current
+/// folder, a bare name looked up on `PATH` as the shell did. `.` components are dropped.
+fn invoked_path() -> Option<PathBuf> {
+    let arg0 = PathBuf::from(std::env::args_os().next()?);
+    let cwd = || std::env::current_dir().ok();
+    let found = if arg0.components().count() > 1 || arg0.is_absolute() {
+        if arg0.is_absolute() {
+            arg0
+        } else {
+            cwd()?.join(arg0)
+        }
+    } else {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(|d| d.join(&arg0))
+            .find(|c| c.is_file())
+            .and_then(|c| {
+                if c.is_absolute() {
+                    Some(c)
+                } else {
+                    cwd().map(|w| w.join(c))
+                }
+            })?
+    };
+    Some(
+        found
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .collect(),
+    )
 }
 
 fn install(
@@ -832,6 +871,19 @@ fn install(
     let mut left_out: Vec<(Agent, String)> = Vec::new();
     for agent in &agents {
         match memtrail_installer::plan(*agent, action, &binary) {
+            // A file the apply would refuse (read-only) is treated like one that does not
+            // parse: that agent is left out (or, named, stops everything) before any change.
+            Ok(p) if !a.dry_run && !p.notes().is_empty() => {
+                let why = p.notes().join("; ");
+                if !auto {
+                    bail!("{}: {why} (nothing was changed)", agent.display_name());
+                }
+                eprintln!(
+                    "memtrail: {}: {why}; this agent was left out, the others go ahead (run `memtrail {verb}` again once it is fixed)",
+                    agent.display_name()
+                );
+                left_out.push((*agent, why));
+            }
             Ok(p) => plans.push((*agent, p)),
             Err(e) if auto => {
                 eprintln!(
@@ -894,7 +946,16 @@ fn install(
             results.push(serde_json::json!({"agent": ag, "changes": []}));
             continue;
         }
-        memtrail_installer::apply(p)?;
+        // Each agent all or nothing (the installer undoes a failed apply); the others go ahead.
+        if let Err(e) = memtrail_installer::apply(p) {
+            eprintln!(
+                "memtrail: {}: {e}; the other agents go ahead",
+                ag.display_name()
+            );
+            left_out.push((*ag, e.to_string()));
+            results.push(serde_json::json!({"agent": ag, "error": e.to_string(), "changes": []}));
+            continue;
+        }
         if !a.json && interactive {
             // The changes were listed before the confirmation.
             out!(

@@ -1749,3 +1749,126 @@ fn everything_memtrail_writes_is_owner_only_under_umask_000() {
         "an edited file loses its group and other bits"
     );
 }
+
+/// Hooks and MCP entries point at the path the user invoked, symlinks kept (Homebrew's
+/// `bin/memtrail` → `Cellar/…/0.1.0/bin/memtrail`): by its full path or by a bare name on
+/// `PATH`. Before, the versioned target was recorded and every hook broke at the next upgrade.
+/// An `argv[0]` that names another file is not trusted: the binary's real path is recorded.
+#[cfg(unix)]
+#[test]
+fn install_records_the_path_the_user_invoked() {
+    use std::os::unix::process::CommandExt;
+    let real = std::fs::canonicalize(support::memtrail_bin()).unwrap();
+    let check = |how: &str,
+                 run: &dyn Fn(&Sandbox, &Path) -> std::process::Command,
+                 want: &dyn Fn(&Path) -> PathBuf| {
+        let sb = Sandbox::new();
+        std::fs::create_dir_all(sb.claude_dir()).unwrap();
+        let link = sb.home.join("bin/memtrail");
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let out = run(&sb, &link).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{how}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let settings: Value =
+            serde_json::from_slice(&std::fs::read(sb.claude_dir().join("settings.json")).unwrap())
+                .unwrap();
+        let cmd = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            cmd,
+            format!("{} hook claude", want(&link).display()),
+            "{how}"
+        );
+        let global: Value =
+            serde_json::from_slice(&std::fs::read(sb.claude_dir().join(".claude.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            global["mcpServers"]["memtrail"]["command"],
+            want(&link).to_str().unwrap(),
+            "{how}"
+        );
+    };
+    let install = ["install", "--agent", "claude", "--yes"];
+    check(
+        "full path of the link",
+        &|sb, link| {
+            let mut c = sb.cmd();
+            c.arg0(link).args(install);
+            c
+        },
+        &|link| link.to_path_buf(),
+    );
+    check(
+        "bare name on PATH",
+        &|sb, link| {
+            let mut c = sb.cmd();
+            c.arg0("memtrail")
+                .env("PATH", link.parent().unwrap())
+                .args(install);
+            c
+        },
+        &|link| link.to_path_buf(),
+    );
+    check(
+        "argv[0] naming another file",
+        &|sb, _| {
+            let other = sb.home.join("bin/other");
+            std::fs::write(&other, "").unwrap();
+            let mut c = sb.cmd();
+            c.arg0(&other).args(install);
+            c
+        },
+        &|_| real.clone(),
+    );
+}
+
+/// One agent whose install fails (a read-only settings.json) is left out untouched, the others
+/// are wired, and the exit code is 1 (before, the error stopped the install of every agent
+/// after it). Named on the command line, it stops the install before any change.
+#[cfg(unix)]
+#[test]
+fn a_failing_agent_is_left_out_and_the_others_go_ahead() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    std::fs::create_dir_all(sb.home.join(".cursor")).unwrap();
+    let settings = sb.claude_dir().join("settings.json");
+    std::fs::write(&settings, "{}\n").unwrap();
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let out = sb.acmd().args(["install", "--yes"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Claude Code") && err.contains("read-only") && err.contains("left out"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&settings).unwrap(), b"{}\n");
+    assert!(
+        !sb.claude_dir().join(".claude.json").exists(),
+        "nothing of Claude Code's is changed"
+    );
+    let hooks = std::fs::read_to_string(sb.home.join(".cursor/hooks.json")).unwrap();
+    assert!(hooks.contains("memtrail"), "Cursor is wired: {hooks}");
+
+    let sb2 = Sandbox::new();
+    std::fs::create_dir_all(sb2.claude_dir()).unwrap();
+    std::fs::create_dir_all(sb2.home.join(".cursor")).unwrap();
+    let settings2 = sb2.claude_dir().join("settings.json");
+    std::fs::write(&settings2, "{}\n").unwrap();
+    std::fs::set_permissions(&settings2, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let out = sb2
+        .acmd()
+        .args(["install", "--agent", "cursor", "--agent", "claude", "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        !sb2.home.join(".cursor/hooks.json").exists(),
+        "nothing changed"
+    );
+}

@@ -72,6 +72,15 @@ pub enum InstallError {
         /// How many times the edit was tried.
         attempts: u32,
     },
+    /// An apply failed (`error`) and its changes were undone, except in `changed`: files
+    /// another program rewrote after memtrail's write, left as they are.
+    #[error("{error}; memtrail's changes were undone except in {} (changed by another program meanwhile): run `memtrail uninstall` for this agent", .changed.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    Incomplete {
+        /// What made the apply fail.
+        error: Box<InstallError>,
+        /// The files that stay changed.
+        changed: Vec<PathBuf>,
+    },
     /// A bug: an edit produced text that does not parse. Nothing was written.
     #[error("internal error while editing {}: {msg} (nothing was written)", .path.display())]
     Internal {

@@ -258,6 +258,15 @@ impl TempFile {
         mode: Option<u32>,
         new_mode: Option<u32>,
     ) -> Result<TempFile, InstallError> {
+        Self::write_with_mode(target, bytes, owner_only_mode(mode, new_mode))
+    }
+
+    /// [`TempFile::write`] with exactly the mode `final_mode` (to put back a file as it was).
+    pub fn write_with_mode(
+        target: &Path,
+        bytes: &[u8],
+        final_mode: u32,
+    ) -> Result<TempFile, InstallError> {
         let dir = target.parent().unwrap_or(Path::new("."));
         let name = target
             .file_name()
@@ -291,12 +300,11 @@ impl TempFile {
         {
             // Exactly this mode, whatever the umask took away or would have let through.
             use std::os::unix::fs::PermissionsExt;
-            let m = owner_only_mode(mode, new_mode);
-            fs::set_permissions(&tmp.path, fs::Permissions::from_mode(m))
+            fs::set_permissions(&tmp.path, fs::Permissions::from_mode(final_mode))
                 .map_err(|e| InstallError::io(target, e))?;
         }
         #[cfg(not(unix))]
-        let _ = (mode, new_mode);
+        let _ = final_mode;
         Ok(tmp)
     }
 

@@ -121,7 +121,9 @@ pub fn plan_in(
 /// Errors: as [`plan`] (a file that changed into something unparsable is left untouched), plus
 /// [`InstallError::ReadOnly`] when a file to change is read-only (checked for every file before
 /// anything is written, and again just before each write) and [`InstallError::Contended`] when
-/// a file kept changing. Files handled before an error stay changed (and backed up).
+/// a file kept changing. All or nothing: after an error, the files already changed are put
+/// back to their exact bytes and mode and the install state as it was (a file another program
+/// rewrote meanwhile stays, and the error is [`InstallError::Incomplete`]).
 pub fn apply(plan: &Plan) -> Result<Applied, InstallError> {
     apply::apply(plan)
 }

@@ -370,3 +370,36 @@ fn an_old_backup_kept_for_an_original_keeps_only_that() {
     want.extend_from_slice(&made[3..]);
     assert_eq!(backup_dirs(&sb), want);
 }
+
+/// All or nothing per agent: when a file cannot be written (here the skill's folder cannot be
+/// made, `skills` being a file), the files already changed are put back byte for byte with
+/// their modes, the install state is as before and the backup of the failed apply is gone.
+/// Before, settings.json and .claude.json stayed changed: a half-installed agent.
+#[test]
+fn a_failed_apply_puts_back_what_it_changed() {
+    let sb = Sandbox::new();
+    sb.put(&sb.settings, Some("{\n  \"model\": \"opus\"\n}\n"));
+    std::fs::set_permissions(&sb.settings, std::fs::Permissions::from_mode(0o644)).unwrap();
+    sb.put(&sb.global, Some("{\"numStartups\": 3}"));
+    let plan = sb.plan(Action::Install);
+    assert_eq!(plan.files().len(), 3);
+    // The skill's folder cannot be made once the plan is computed.
+    std::fs::write(sb.config.join("skills"), "not a folder").unwrap();
+    let original = sb.snapshot();
+    let err = memtrail_installer::apply(&plan).expect_err("the skill cannot be written");
+    assert!(err.to_string().contains("skills"), "{err}");
+    assert_eq!(
+        sb.snapshot(),
+        original,
+        "nothing of the agent is left changed"
+    );
+    assert_eq!(mode(&sb.settings), 0o644, "the mode is put back too");
+    assert!(!sb.state_dir().join("install-state.json").exists());
+    let backups = sb.state_dir().join("backups");
+    let left = std::fs::read_dir(&backups).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(left, 0, "the failed apply's backup is gone");
+    // Once the cause is gone, the same install goes through.
+    std::fs::remove_file(sb.config.join("skills")).unwrap();
+    sb.install();
+    assert!(sb.json(&sb.settings)["hooks"]["Stop"].is_array());
+}
