@@ -92,7 +92,8 @@ struct Done {
     target: PathBuf,
     before: Option<Vec<u8>>,
     mode: Option<u32>,
-    after: Option<Vec<u8>>,
+    /// The version memtrail wrote (`None`: it deleted the file).
+    written: Option<fsutil::FileId>,
     /// The folders created for it.
     new_dirs: Vec<PathBuf>,
 }
@@ -153,13 +154,12 @@ fn roll_back(
 
 /// Put one file back; `Ok(false)` when it changed since memtrail wrote it.
 fn restore(d: &Done) -> Result<bool, InstallError> {
-    let (current, id) = fsutil::read_with_id(&d.target)?;
-    if current != d.after {
+    if !fsutil::still(&d.target, d.written)? {
         return Ok(false);
     }
     match &d.before {
         None => {
-            if current.is_some() {
+            if d.written.is_some() {
                 std::fs::remove_file(&d.target).map_err(|e| InstallError::io(&d.target, e))?;
                 fsutil::sync_dir(&d.target);
             }
@@ -171,7 +171,7 @@ fn restore(d: &Done) -> Result<bool, InstallError> {
                 fsutil::create_dirs_like_parent(dir)?;
             }
             let tmp = TempFile::write_with_mode(&d.target, bytes, d.mode.unwrap_or(0o600))?;
-            tmp.persist_if_still(&d.target, id)
+            tmp.persist_if_still(&d.target, d.written)
         }
     }
 }
@@ -211,7 +211,7 @@ fn apply_files(
                 std::thread::sleep(wait.min(MAX_BACKOFF));
             }
             attempts += 1;
-            let (current, id) = fsutil::read_with_id(&target)?;
+            let (mut current, id) = fsutil::read_with_id(&target)?;
             let recomputed;
             let edit = if current == fc.before {
                 Edit::planned(fc)
@@ -248,6 +248,7 @@ fn apply_files(
                 None
             };
             let mut new_dirs = Vec::new();
+            let existed = current.is_some();
             let outcome = match edit.after {
                 Some(bytes) => {
                     if current.is_none()
@@ -267,16 +268,16 @@ fn apply_files(
                     done.push(Done {
                         path: fc.path.clone(),
                         target: target.clone(),
-                        before: current.clone(),
+                        before: current.take(),
                         mode,
-                        after: edit.after.clone(),
+                        written: fsutil::file_id(&target),
                         new_dirs: std::mem::take(&mut new_dirs),
                     });
                     // A folder of memtrail's own (a skill's) left open by an older version.
                     if let crate::spec::Body::Whole(w) = &fc.spec.body {
                         w.owned_dirs.iter().for_each(|d| fsutil::tighten_dir(d));
                     }
-                    if current.is_some() {
+                    if existed {
                         Outcome::Updated
                     } else {
                         Outcome::Created
@@ -286,15 +287,15 @@ fn apply_files(
                     if !fsutil::still(&target, id)? {
                         continue;
                     }
-                    if current.is_some() {
+                    if existed {
                         std::fs::remove_file(&target).map_err(|e| InstallError::io(&target, e))?;
                         fsutil::sync_dir(&target);
                         done.push(Done {
                             path: fc.path.clone(),
                             target: target.clone(),
-                            before: current.clone(),
+                            before: current.take(),
                             mode,
-                            after: None,
+                            written: None,
                             new_dirs: Vec::new(),
                         });
                     }

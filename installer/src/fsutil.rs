@@ -177,6 +177,11 @@ pub(crate) fn read_with_id(path: &Path) -> Result<(Option<Vec<u8>>, Option<FileI
     Ok((Some(bytes), Some(id)))
 }
 
+/// The identity of the version of the file now at `path` (`None`: missing or unreadable).
+pub(crate) fn file_id(path: &Path) -> Option<FileId> {
+    fs::metadata(path).ok().map(|m| id_of(&m))
+}
+
 /// True when the file at `path` is still the version identified by `id` (`None`: still
 /// missing). A stat, so the window before the caller's rename stays a few microseconds wide.
 pub(crate) fn still(path: &Path, id: Option<FileId>) -> Result<bool, InstallError> {
