@@ -1106,6 +1106,15 @@ fn doctor(json: bool) -> Result<ExitCode> {
                     "open Codex and trust memtrail's hooks in /hooks (notify captures meanwhile)"
                         .into(),
                 ),
+                // Valid JSONC that the agent ignores whole (Claude Code's settings.json).
+                S::Unreadable { error } if error.starts_with("not strict JSON") => problem(
+                    agent,
+                    format!("{}: {error}", item.file.display()),
+                    format!(
+                        "rewrite {} as strict JSON (no comments, no trailing commas), then `memtrail install --agent {agent}`",
+                        item.file.display()
+                    ),
+                ),
                 S::Unreadable { error } => problem(
                     agent,
                     format!(

@@ -1872,3 +1872,41 @@ fn a_failing_agent_is_left_out_and_the_others_go_ahead() {
         "nothing changed"
     );
 }
+
+/// A Claude Code settings.json with a comment is skipped whole by Claude Code: install refuses
+/// it (untouched, with the place and the reason), and `status` and `doctor` say that Claude will
+/// not run these hooks. Before, install wrote its hooks there and reported success.
+#[test]
+fn claude_settings_with_a_comment_is_refused_and_reported() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    let settings = sb.claude_dir().join("settings.json");
+    let text = "{\n  // mine\n  \"model\": \"opus\"\n}\n";
+    std::fs::write(&settings, text).unwrap();
+    let out = sb
+        .acmd()
+        .args(["install", "--agent", "claude", "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("line 2, column 3: a comment") && err.contains("will not run these hooks"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), text);
+    let out = sb.acmd().args(["status"]).output().unwrap();
+    let st = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        st.contains("not strict JSON (line 2, column 3: a comment)")
+            && st.contains("will not run these hooks"),
+        "{st}"
+    );
+    let out = sb.acmd().args(["doctor"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let doc = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        doc.contains("will not run these hooks") && doc.contains("rewrite"),
+        "{doc}"
+    );
+}

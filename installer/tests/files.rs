@@ -88,10 +88,7 @@ fn edited_files_become_owner_only_and_new_files_are_0600() {
 #[test]
 fn backups_and_their_index() {
     let sb = Sandbox::new();
-    sb.put(
-        &sb.settings,
-        Some("{\n  // mine\n  \"model\": \"opus\"\n}\n"),
-    );
+    sb.put(&sb.settings, Some("{\n  \"model\": \"opus\"\n}\n"));
     sb.put(
         &sb.global,
         Some("{\"oauthAccount\": {\"emailAddress\": \"a@b.c\"}}"),
@@ -127,7 +124,7 @@ fn backups_and_their_index() {
     assert_eq!(index["absent"], json!([sb.skill.to_str().unwrap()]));
     assert_eq!(
         std::fs::read_to_string(dir.join("1-settings.json")).unwrap(),
-        "{\n  // mine\n  \"model\": \"opus\"\n}\n"
+        "{\n  \"model\": \"opus\"\n}\n"
     );
     assert_eq!(
         mode(&dir.join("2-.claude.json")),

@@ -276,6 +276,17 @@ pub fn unwrap_command(words: Vec<String>) -> Vec<String> {
     }
 }
 
+/// What Claude Code does with a `settings.json` that is not strict JSON (a comment, a trailing
+/// comma): it reports "Invalid or malformed JSON" and skips the whole file (checked with Claude
+/// Code 2.1.332; issue 11 reports 2.1.197 alike).
+pub const SETTINGS_NOT_STRICT: &str =
+    "Claude Code skips the whole file (\"Invalid or malformed JSON\"): it will not run these hooks";
+
+/// What Claude Code does with a `.claude.json` that is not strict JSON: it stops with a
+/// configuration error ("JSON Parse error: Unrecognized token") and does not start (2.1.332).
+pub const GLOBAL_STATE_NOT_STRICT: &str =
+    "Claude Code refuses to start with it (\"Configuration error … JSON Parse error\")";
+
 /// True when `program` names a file called `memtrail` (or `memtrail.exe`), in any directory.
 pub fn is_memtrail_program(program: &str) -> bool {
     let name = program.rsplit(['/', '\\']).next().unwrap_or(program);
