@@ -97,8 +97,9 @@ pub enum Action {
 /// Errors: [`InstallError::Unsupported`] for agents without a spec (none at present),
 /// [`InstallError::BadBinary`], [`InstallError::Parse`] (path, line, column; also for a
 /// duplicate key where memtrail reads), [`InstallError::NotAnObject`],
-/// [`InstallError::Conflict`] (e.g. `"hooks": 3`, `notify = "x"`), [`InstallError::Foreign`]
-/// and [`InstallError::Io`].
+/// [`InstallError::Conflict`] (e.g. `"hooks": 3`, `notify = "x"`), [`InstallError::Foreign`],
+/// [`InstallError::NotStrictJson`] (install into a file its agent reads as strict JSON, holding
+/// a comment or a trailing comma) and [`InstallError::Io`].
 pub fn plan(agent: Agent, action: Action, binary: &Path) -> Result<Plan, InstallError> {
     plan_in(&Env::from_process(), agent, action, binary)
 }
@@ -129,8 +130,9 @@ pub fn apply(plan: &Plan) -> Result<Applied, InstallError> {
 }
 
 /// The registration status of `agent` for the binary at `binary`, in the process environment.
-/// A file that cannot be read or parsed marks its items [`ItemState::Unreadable`] rather than
-/// failing; errors are [`InstallError::Unsupported`] and [`InstallError::BadBinary`].
+/// A file that cannot be read or parsed, or that its agent would ignore (a Claude Code
+/// `settings.json` with a comment: [`InstallError::NotStrictJson`]), marks its items
+/// [`ItemState::Unreadable`] rather than failing; errors are [`InstallError::Unsupported`] and [`InstallError::BadBinary`].
 pub fn status(agent: Agent, binary: &Path) -> Result<AgentStatus, InstallError> {
     status_in(&Env::from_process(), agent, binary)
 }
