@@ -744,9 +744,48 @@ fn import(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The memtrail binary that hooks and MCP entries run: the path the user invoked, absolute but
+/// with its symlinks kept (Homebrew's `bin/memtrail` → `Cellar/memtrail/0.1.0/bin/memtrail`:
+/// the versioned target is gone at the next upgrade, the link stays), when it is this very
+/// binary; otherwise (an `argv[0]` that names another file) the binary's real path.
 fn binary_path() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot find memtrail's own path")?;
-    Ok(std::fs::canonicalize(&exe).unwrap_or(exe))
+    let real = std::fs::canonicalize(&exe).unwrap_or(exe);
+    Ok(invoked_path()
+        .filter(|p| std::fs::canonicalize(p).is_ok_and(|c| c == real))
+        .unwrap_or(real))
+}
+
+/// `argv[0]` made absolute without following symlinks: a path with a `/` against the current
+/// folder, a bare name looked up on `PATH` as the shell did. `.` components are dropped.
+fn invoked_path() -> Option<PathBuf> {
+    let arg0 = PathBuf::from(std::env::args_os().next()?);
+    let cwd = || std::env::current_dir().ok();
+    let found = if arg0.components().count() > 1 || arg0.is_absolute() {
+        if arg0.is_absolute() {
+            arg0
+        } else {
+            cwd()?.join(arg0)
+        }
+    } else {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(|d| d.join(&arg0))
+            .find(|c| c.is_file())
+            .and_then(|c| {
+                if c.is_absolute() {
+                    Some(c)
+                } else {
+                    cwd().map(|w| w.join(c))
+                }
+            })?
+    };
+    Some(
+        found
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .collect(),
+    )
 }
 
 fn install(
@@ -862,6 +901,19 @@ fn install(
     let mut left_out: Vec<(Agent, String)> = Vec::new();
     for agent in &agents {
         match memtrail_installer::plan(*agent, action, &binary) {
+            // A file the apply would refuse (read-only) is treated like one that does not
+            // parse: that agent is left out (or, named, stops everything) before any change.
+            Ok(p) if !a.dry_run && !p.notes().is_empty() => {
+                let why = p.notes().join("; ");
+                if !auto {
+                    bail!("{}: {why} (nothing was changed)", agent.display_name());
+                }
+                eprintln!(
+                    "memtrail: {}: {why}; this agent was left out, the others go ahead (run `memtrail {verb}` again once it is fixed)",
+                    agent.display_name()
+                );
+                left_out.push((*agent, why));
+            }
             Ok(p) => plans.push((*agent, p)),
             Err(e) if auto => {
                 eprintln!(
@@ -924,7 +976,16 @@ fn install(
             results.push(serde_json::json!({"agent": ag, "changes": []}));
             continue;
         }
-        memtrail_installer::apply(p)?;
+        // Each agent all or nothing (the installer undoes a failed apply); the others go ahead.
+        if let Err(e) = memtrail_installer::apply(p) {
+            eprintln!(
+                "memtrail: {}: {e}; the other agents go ahead",
+                ag.display_name()
+            );
+            left_out.push((*ag, e.to_string()));
+            results.push(serde_json::json!({"agent": ag, "error": e.to_string(), "changes": []}));
+            continue;
+        }
         if !a.json && interactive {
             // The changes were listed before the confirmation.
             out!(
@@ -1001,8 +1062,19 @@ fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
 /// throwaway store and state folder), with its exit code, stdout protocol and time checked.
 fn doctor(json: bool) -> Result<ExitCode> {
     let binary = binary_path()?;
-    let scratch = std::env::temp_dir().join(format!("memtrail-doctor-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)?;
+    // A private scratch folder: a random name made with mkdir (which fails on anything already
+    // there, a planted symlink included), mode 0700, removed on return.
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("memtrail-doctor-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    let scratch_dir = builder
+        .tempdir()
+        .context("cannot make doctor's scratch folder")?;
+    let scratch = scratch_dir.path().to_path_buf();
     let mut problems: Vec<serde_json::Value> = Vec::new();
     let mut checked = 0usize;
     let mut problem = |agent: Agent, what: String, fix: String| {
@@ -1063,6 +1135,15 @@ fn doctor(json: bool) -> Result<ExitCode> {
                     format!("{} will not run: {reason}", item.item),
                     "open Codex and trust memtrail's hooks in /hooks (notify captures meanwhile)"
                         .into(),
+                ),
+                // Valid JSONC that the agent ignores whole (Claude Code's settings.json).
+                S::Unreadable { error } if error.starts_with("not strict JSON") => problem(
+                    agent,
+                    format!("{}: {error}", item.file.display()),
+                    format!(
+                        "rewrite {} as strict JSON (no comments, no trailing commas), then `memtrail install --agent {agent}`",
+                        item.file.display()
+                    ),
                 ),
                 S::Unreadable { error } => problem(
                     agent,
@@ -1186,7 +1267,7 @@ fn doctor(json: bool) -> Result<ExitCode> {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&scratch);
+    drop(scratch_dir);
     if json {
         out!(
             "{}",

@@ -1633,3 +1633,378 @@ fn uninstall_purge_deletes_the_store_when_nothing_is_registered() {
         .success();
     assert!(!db.exists());
 }
+
+/// Logs are opened without following a symlink (another user who can plant one must not make
+/// memtrail append to the victim's `~/.bashrc`): a hook log or `MEMTRAIL_HOOK_TIMING` file that
+/// is a link, or a hard link, is not written; a fresh log is created 0600 in a 0700 folder.
+#[cfg(unix)]
+#[test]
+fn logs_are_never_written_through_a_symlink() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let bashrc = sb.home.join(".bashrc");
+    std::fs::write(&bashrc, "# mine\n").unwrap();
+    let log = sb.hook_log();
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&bashrc, &log).unwrap();
+    let timing = sb.home.join("timing.txt");
+    std::os::unix::fs::symlink(&bashrc, &timing).unwrap();
+    let run = |sb: &Sandbox| {
+        let out = sb
+            .acmd()
+            .args(["hook", "claude"])
+            .env("MEMTRAIL_HOOK_TIMING", &timing)
+            .write_stdin("not json")
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    };
+    run(&sb);
+    assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "# mine\n");
+    // A hard link is refused too.
+    std::fs::remove_file(&log).unwrap();
+    std::fs::remove_file(&timing).unwrap();
+    std::fs::hard_link(&bashrc, &log).unwrap();
+    std::fs::hard_link(&bashrc, &timing).unwrap();
+    run(&sb);
+    assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "# mine\n");
+    // Fresh: created owner-only, in an owner-only folder.
+    std::fs::remove_file(&log).unwrap();
+    std::fs::remove_file(&timing).unwrap();
+    std::fs::remove_dir(log.parent().unwrap()).unwrap();
+    run(&sb);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&log), 0o600);
+    assert_eq!(mode(log.parent().unwrap()), 0o700);
+    assert_eq!(mode(&timing), 0o600);
+    assert_eq!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .matches(" error: ")
+            .count(),
+        1
+    );
+    assert!(
+        std::fs::read_to_string(&timing)
+            .unwrap()
+            .starts_with("claude - error ")
+    );
+}
+
+/// `doctor` runs hooks in a scratch folder of its own: a random name (not
+/// `memtrail-doctor-<pid>`, which another user could prepare with a symlinked log), mode 0700,
+/// under `TMPDIR`, removed afterwards.
+#[cfg(unix)]
+#[test]
+fn doctor_scratch_folder_is_private_and_unpredictable() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let tmp = sb.home.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    // A stand-in for memtrail that records where doctor runs it.
+    let fake = sb.home.join("bin/memtrail");
+    std::fs::create_dir_all(fake.parent().unwrap()).unwrap();
+    let record = sb.home.join("record.txt");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nd=$(dirname \"$XDG_STATE_HOME\")\necho \"$d $(stat -c %a \"$d\")\" > {}\n",
+            record.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    std::fs::write(
+        sb.claude_dir().join("settings.json"),
+        json!({"hooks": {"SessionStart": [{"hooks": [
+            {"type": "command", "command": format!("{} hook claude", fake.display())}
+        ]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let child = sb
+        .cmd()
+        .args(["doctor", "--json"])
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["hook_programs_checked"], 1, "{report}");
+    let rec = std::fs::read_to_string(&record).unwrap();
+    let (dir, mode) = rec.trim().rsplit_once(' ').unwrap();
+    let dir = Path::new(dir);
+    assert_eq!(dir.parent().unwrap(), tmp);
+    assert_ne!(
+        dir.file_name().unwrap(),
+        format!("memtrail-doctor-{pid}").as_str()
+    );
+    assert!(
+        dir.file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("memtrail-doctor-")
+    );
+    assert_eq!(mode, "700");
+    assert!(!dir.exists(), "removed afterwards");
+}
+
+/// Under umask 000, everything install and the first hook create is owner-only: hook files,
+/// the OpenCode plugin, skills, config files, their new folders, the install state, backups,
+/// the store and the hook log (before, hook files, the plugin and skills came out 0666 in 0777
+/// folders: code the agents run, open to every local user). A config file memtrail edits loses
+/// its group and other bits.
+#[cfg(unix)]
+#[test]
+fn everything_memtrail_writes_is_owner_only_under_umask_000() {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let sb = Sandbox::new();
+    for d in [
+        ".claude",
+        ".cursor",
+        ".gemini",
+        ".codex",
+        ".config/opencode",
+        ".config/Code/User",
+    ] {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(sb.home.join(d))
+            .unwrap();
+    }
+    std::fs::set_permissions(&sb.home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    for d in [".config", ".config/Code"] {
+        std::fs::set_permissions(sb.home.join(d), std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let settings = sb.claude_dir().join("settings.json");
+    std::fs::write(&settings, "{}\n").unwrap();
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o666)).unwrap();
+    // umask is per process: the binary runs under `sh -c 'umask 000; exec memtrail …'`.
+    let under_umask_000 = |args: &str, stdin: &str| {
+        let base = sb.cmd();
+        let mut sh = std::process::Command::new("sh");
+        sh.arg("-c")
+            .arg(format!("umask 000; exec \"$0\" {args}"))
+            .arg(support::memtrail_bin())
+            .env_clear()
+            .envs(base.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = sh.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    under_umask_000("install --yes", "");
+    let t = grow_transcript(&sb, 1);
+    under_umask_000("hook claude", &stop_payload(&t, &session_id_of(&t)));
+    assert!(sb.db().exists());
+    let mut files = 0;
+    let mut stack = vec![sb.home.clone()];
+    let mut open: Vec<String> = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p == sb.claude_dir().join("projects") {
+                continue; // the test's transcript, written by the test
+            }
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let mode = m.permissions().mode() & 0o777;
+            if m.is_dir() {
+                if mode != 0o700 {
+                    open.push(format!("{} {mode:o}", p.display()));
+                }
+                stack.push(p);
+            } else {
+                files += 1;
+                if mode & 0o077 != 0 {
+                    open.push(format!("{} {mode:o}", p.display()));
+                }
+            }
+        }
+    }
+    assert!(files >= 12, "{files} files");
+    assert_eq!(open, Vec::<String>::new(), "readable or writable by others");
+    assert_eq!(
+        std::fs::metadata(&settings).unwrap().permissions().mode() & 0o777,
+        0o600,
+        "an edited file loses its group and other bits"
+    );
+}
+
+/// Hooks and MCP entries point at the path the user invoked, symlinks kept (Homebrew's
+/// `bin/memtrail` → `Cellar/…/0.1.0/bin/memtrail`): by its full path or by a bare name on
+/// `PATH`. Before, the versioned target was recorded and every hook broke at the next upgrade.
+/// An `argv[0]` that names another file is not trusted: the binary's real path is recorded.
+#[cfg(unix)]
+#[test]
+fn install_records_the_path_the_user_invoked() {
+    use std::os::unix::process::CommandExt;
+    let real = std::fs::canonicalize(support::memtrail_bin()).unwrap();
+    let check = |how: &str,
+                 run: &dyn Fn(&Sandbox, &Path) -> std::process::Command,
+                 want: &dyn Fn(&Path) -> PathBuf| {
+        let sb = Sandbox::new();
+        std::fs::create_dir_all(sb.claude_dir()).unwrap();
+        let link = sb.home.join("bin/memtrail");
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let out = run(&sb, &link).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{how}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let settings: Value =
+            serde_json::from_slice(&std::fs::read(sb.claude_dir().join("settings.json")).unwrap())
+                .unwrap();
+        let cmd = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            cmd,
+            format!("{} hook claude", want(&link).display()),
+            "{how}"
+        );
+        let global: Value =
+            serde_json::from_slice(&std::fs::read(sb.claude_dir().join(".claude.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            global["mcpServers"]["memtrail"]["command"],
+            want(&link).to_str().unwrap(),
+            "{how}"
+        );
+    };
+    let install = ["install", "--agent", "claude", "--yes"];
+    check(
+        "full path of the link",
+        &|sb, link| {
+            let mut c = sb.cmd();
+            c.arg0(link).args(install);
+            c
+        },
+        &|link| link.to_path_buf(),
+    );
+    check(
+        "bare name on PATH",
+        &|sb, link| {
+            let mut c = sb.cmd();
+            c.arg0("memtrail")
+                .env("PATH", link.parent().unwrap())
+                .args(install);
+            c
+        },
+        &|link| link.to_path_buf(),
+    );
+    check(
+        "argv[0] naming another file",
+        &|sb, _| {
+            let other = sb.home.join("bin/other");
+            std::fs::write(&other, "").unwrap();
+            let mut c = sb.cmd();
+            c.arg0(&other).args(install);
+            c
+        },
+        &|_| real.clone(),
+    );
+}
+
+/// One agent whose install fails (a read-only settings.json) is left out untouched, the others
+/// are wired, and the exit code is 1 (before, the error stopped the install of every agent
+/// after it). Named on the command line, it stops the install before any change.
+#[cfg(unix)]
+#[test]
+fn a_failing_agent_is_left_out_and_the_others_go_ahead() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    std::fs::create_dir_all(sb.home.join(".cursor")).unwrap();
+    let settings = sb.claude_dir().join("settings.json");
+    std::fs::write(&settings, "{}\n").unwrap();
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let out = sb.acmd().args(["install", "--yes"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Claude Code") && err.contains("read-only") && err.contains("left out"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&settings).unwrap(), b"{}\n");
+    assert!(
+        !sb.claude_dir().join(".claude.json").exists(),
+        "nothing of Claude Code's is changed"
+    );
+    let hooks = std::fs::read_to_string(sb.home.join(".cursor/hooks.json")).unwrap();
+    assert!(hooks.contains("memtrail"), "Cursor is wired: {hooks}");
+
+    let sb2 = Sandbox::new();
+    std::fs::create_dir_all(sb2.claude_dir()).unwrap();
+    std::fs::create_dir_all(sb2.home.join(".cursor")).unwrap();
+    let settings2 = sb2.claude_dir().join("settings.json");
+    std::fs::write(&settings2, "{}\n").unwrap();
+    std::fs::set_permissions(&settings2, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let out = sb2
+        .acmd()
+        .args(["install", "--agent", "cursor", "--agent", "claude", "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        !sb2.home.join(".cursor/hooks.json").exists(),
+        "nothing changed"
+    );
+}
+
+/// A Claude Code settings.json with a comment is skipped whole by Claude Code: install refuses
+/// it (untouched, with the place and the reason), and `status` and `doctor` say that Claude will
+/// not run these hooks. Before, install wrote its hooks there and reported success.
+#[test]
+fn claude_settings_with_a_comment_is_refused_and_reported() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    let settings = sb.claude_dir().join("settings.json");
+    let text = "{\n  // mine\n  \"model\": \"opus\"\n}\n";
+    std::fs::write(&settings, text).unwrap();
+    let out = sb
+        .acmd()
+        .args(["install", "--agent", "claude", "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("line 2, column 3: a comment") && err.contains("will not run these hooks"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), text);
+    let out = sb.acmd().args(["status"]).output().unwrap();
+    let st = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        st.contains("not strict JSON (line 2, column 3: a comment)")
+            && st.contains("will not run these hooks"),
+        "{st}"
+    );
+    let out = sb.acmd().args(["doctor"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let doc = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        doc.contains("will not run these hooks") && doc.contains("rewrite"),
+        "{doc}"
+    );
+}

@@ -111,6 +111,7 @@ fn skill_file(path: &Path, content: &str, is_ours: fn(&str) -> bool) -> FileSpec
             points_at: None,
         }),
         new_file_mode: None,
+        strict_json: None,
     }
 }
 
@@ -119,6 +120,7 @@ fn json_file(path: &Path, items: Vec<JsonItem>) -> FileSpec {
         path: path.to_path_buf(),
         body: Body::Json(items),
         new_file_mode: None,
+        strict_json: None,
     }
 }
 
@@ -234,6 +236,7 @@ fn codex_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
                 body: Body::Toml(toml),
                 // It may hold tokens (MCP env, providers): owner only when memtrail creates it.
                 new_file_mode: Some(0o600),
+                strict_json: None,
             },
             json_file(&loc.hooks_json, hooks),
             skill_file(&loc.skill, codex::SKILL_MD, codex::is_memtrail_skill),
@@ -365,6 +368,7 @@ fn opencode_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
             points_at: Some(oc::plugin_binary),
         }),
         new_file_mode: None,
+        strict_json: None,
     };
     Ok(AgentSpec {
         files: vec![
@@ -465,12 +469,14 @@ fn claude_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
                 path: loc.settings.clone(),
                 body: Body::Json(hooks),
                 new_file_mode: None,
+                strict_json: Some(claude::SETTINGS_NOT_STRICT),
             },
             FileSpec {
                 path: loc.global_state.clone(),
                 body: Body::Json(vec![mcp]),
                 // It also holds OAuth and per-project state: owner only.
                 new_file_mode: Some(0o600),
+                strict_json: Some(claude::GLOBAL_STATE_NOT_STRICT),
             },
             FileSpec {
                 path: loc.skill.clone(),
@@ -482,6 +488,7 @@ fn claude_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
                     points_at: None,
                 }),
                 new_file_mode: None,
+                strict_json: None,
             },
         ],
         config_dirs: vec![loc.config_dir],

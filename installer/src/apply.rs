@@ -86,6 +86,18 @@ impl<'a> Edit<'a> {
     }
 }
 
+/// A file this apply changed, with what it was, to put it back when a later file fails.
+struct Done {
+    path: PathBuf,
+    target: PathBuf,
+    before: Option<Vec<u8>>,
+    mode: Option<u32>,
+    /// The version memtrail wrote (`None`: it deleted the file).
+    written: Option<fsutil::FileId>,
+    /// The folders created for it.
+    new_dirs: Vec<PathBuf>,
+}
+
 pub(crate) fn apply(plan: &Plan) -> Result<Applied, InstallError> {
     // A read-only file is refused before anything is written.
     for fc in &plan.files {
@@ -95,15 +107,80 @@ pub(crate) fn apply(plan: &Plan) -> Result<Applied, InstallError> {
             });
         }
     }
+    let state_before = InstallState::load(&plan.env);
     let mut backup: Option<Backup> = None;
-    let result = apply_files(plan, &mut backup);
+    let mut done: Vec<Done> = Vec::new();
+    let result = apply_files(plan, &mut backup, &mut done)
+        .map_err(|e| roll_back(plan, e, &done, state_before, &mut backup));
     if let Some(b) = &backup {
         backup::prune(&plan.env, &b.dir);
     }
     result
 }
 
-fn apply_files(plan: &Plan, backup: &mut Option<Backup>) -> Result<Applied, InstallError> {
+/// All or nothing: after `error`, put every file `done` changed back to its exact bytes and
+/// mode (last first), and the install state as it was; the backup of this apply goes too when
+/// everything was put back. A file another program changed since memtrail wrote it is left
+/// as it is, and named ([`InstallError::Incomplete`]).
+fn roll_back(
+    plan: &Plan,
+    error: InstallError,
+    done: &[Done],
+    state_before: Option<InstallState>,
+    backup: &mut Option<Backup>,
+) -> InstallError {
+    let mut left = Vec::new();
+    for d in done.iter().rev() {
+        if !matches!(restore(d), Ok(true)) {
+            left.push(d.path.clone());
+        }
+    }
+    if let Some(st) = state_before
+        && st.save(&plan.env).is_err()
+    {
+        left.push(plan.env.install_state_path());
+    }
+    if !left.is_empty() {
+        return InstallError::Incomplete {
+            error: Box::new(error),
+            changed: left,
+        };
+    }
+    if let Some(b) = backup.take() {
+        let _ = std::fs::remove_dir_all(&b.dir);
+    }
+    error
+}
+
+/// Put one file back; `Ok(false)` when it changed since memtrail wrote it.
+fn restore(d: &Done) -> Result<bool, InstallError> {
+    if !fsutil::still(&d.target, d.written)? {
+        return Ok(false);
+    }
+    match &d.before {
+        None => {
+            if d.written.is_some() {
+                std::fs::remove_file(&d.target).map_err(|e| InstallError::io(&d.target, e))?;
+                fsutil::sync_dir(&d.target);
+            }
+            fsutil::remove_empty_dirs(&d.new_dirs);
+            Ok(true)
+        }
+        Some(bytes) => {
+            if let Some(dir) = d.target.parent() {
+                fsutil::create_dirs_like_parent(dir)?;
+            }
+            let tmp = TempFile::write_with_mode(&d.target, bytes, d.mode.unwrap_or(0o600))?;
+            tmp.persist_if_still(&d.target, d.written)
+        }
+    }
+}
+
+fn apply_files(
+    plan: &Plan,
+    backup: &mut Option<Backup>,
+    done: &mut Vec<Done>,
+) -> Result<Applied, InstallError> {
     let env = &plan.env;
     let action_name = match plan.action {
         Action::Install => "install",
@@ -134,7 +211,7 @@ fn apply_files(plan: &Plan, backup: &mut Option<Backup>) -> Result<Applied, Inst
                 std::thread::sleep(wait.min(MAX_BACKOFF));
             }
             attempts += 1;
-            let (current, id) = fsutil::read_with_id(&target)?;
+            let (mut current, id) = fsutil::read_with_id(&target)?;
             let recomputed;
             let edit = if current == fc.before {
                 Edit::planned(fc)
@@ -165,26 +242,42 @@ fn apply_files(plan: &Plan, backup: &mut Option<Backup>) -> Result<Applied, Inst
             };
             let saved = b.save(&fc.path, current.as_deref())?;
             out.backup_dir = Some(b.dir.clone());
+            let mode = if current.is_some() {
+                fsutil::mode_of(&target)
+            } else {
+                None
+            };
+            let mut new_dirs = Vec::new();
+            let existed = current.is_some();
             let outcome = match edit.after {
                 Some(bytes) => {
                     if current.is_none()
                         && let Some(dir) = target.parent()
                     {
+                        new_dirs = fsutil::missing_dirs(dir);
                         fsutil::create_dirs_like_parent(dir)?;
                     }
-                    let mode = if current.is_some() {
-                        fsutil::mode_of(&target)
-                    } else {
-                        None
-                    };
                     let tmp = TempFile::write(&target, bytes, mode, fc.spec.new_file_mode)?;
                     // Last look before the rename, and the rename itself only if the file is
                     // still the version edited: if another program wrote meanwhile, redo the
                     // edit on its bytes rather than overwrite them.
                     if !fsutil::still(&target, id)? || !tmp.persist_if_still(&target, id)? {
+                        fsutil::remove_empty_dirs(&new_dirs);
                         continue;
                     }
-                    if current.is_some() {
+                    done.push(Done {
+                        path: fc.path.clone(),
+                        target: target.clone(),
+                        before: current.take(),
+                        mode,
+                        written: fsutil::file_id(&target),
+                        new_dirs: std::mem::take(&mut new_dirs),
+                    });
+                    // A folder of memtrail's own (a skill's) left open by an older version.
+                    if let crate::spec::Body::Whole(w) = &fc.spec.body {
+                        w.owned_dirs.iter().for_each(|d| fsutil::tighten_dir(d));
+                    }
+                    if existed {
                         Outcome::Updated
                     } else {
                         Outcome::Created
@@ -194,9 +287,17 @@ fn apply_files(plan: &Plan, backup: &mut Option<Backup>) -> Result<Applied, Inst
                     if !fsutil::still(&target, id)? {
                         continue;
                     }
-                    if current.is_some() {
+                    if existed {
                         std::fs::remove_file(&target).map_err(|e| InstallError::io(&target, e))?;
                         fsutil::sync_dir(&target);
+                        done.push(Done {
+                            path: fc.path.clone(),
+                            target: target.clone(),
+                            before: current.take(),
+                            mode,
+                            written: None,
+                            new_dirs: Vec::new(),
+                        });
                     }
                     fsutil::remove_empty_dirs(edit.remove_dirs);
                     all_removed_dirs.extend(edit.remove_dirs.iter().cloned());

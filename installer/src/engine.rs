@@ -158,7 +158,61 @@ pub(crate) fn parse_doc(
     Ok(doc)
 }
 
-/// Compute one file's change for `action` from its current bytes (`None`: missing).
+/// Where `text` stops being strict JSON (RFC 8259, what `JSON.parse` accepts) although it is
+/// valid JSONC: `(line, column, what)`, 1-based, `what` being `a comment`, `a trailing comma`
+/// or the parser's message. `None` for strict JSON and for a blank file (memtrail writes `{}`).
+/// A leading byte order mark is allowed (Claude Code 2.1.332 reads such a file).
+pub(crate) fn not_strict_json(text: &str) -> Option<(usize, usize, String)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim().is_empty() {
+        return None;
+    }
+    let err = serde_json::from_str::<serde::de::IgnoredAny>(text).err()?;
+    let (line, col) = (err.line(), err.column());
+    let msg = err.to_string();
+    let msg = msg
+        .rsplit_once(" at line ")
+        .map_or(msg.as_str(), |(m, _)| m);
+    // The byte offset of the error (serde_json counts columns in bytes).
+    let offset = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum::<usize>()
+        + col.saturating_sub(1);
+    let mut cut = offset.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let (before, at) = text.split_at(cut);
+    let closes_after_comma =
+        (at.starts_with('}') || at.starts_with(']')) && before.trim_end().ends_with(',');
+    let what = if msg.starts_with("trailing comma") || closes_after_comma {
+        "a trailing comma".to_string()
+    } else if at.starts_with("//") || at.starts_with("/*") {
+        "a comment".to_string()
+    } else {
+        msg.to_string()
+    };
+    Some((line, col, what))
+}
+
+/// The error for a file its agent reads as strict JSON ([`FileSpec::strict_json`]) when its
+/// bytes are not.
+pub(crate) fn strict_json_error(spec: &FileSpec, bytes: &[u8]) -> Option<InstallError> {
+    let consequence = spec.strict_json?;
+    let (line, col, what) = not_strict_json(std::str::from_utf8(bytes).ok()?)?;
+    Some(InstallError::NotStrictJson {
+        path: spec.path.clone(),
+        line,
+        col,
+        what,
+        consequence,
+    })
+}
+
+/// Compute one file's change for `action` from its current bytes (`None`: missing). An install
+/// into a file its agent would ignore (not strict JSON where the agent requires it) is refused.
 pub(crate) fn compute(
     spec: &FileSpec,
     action: Action,
@@ -166,7 +220,19 @@ pub(crate) fn compute(
     history: &History<'_>,
 ) -> Result<Computed, InstallError> {
     match &spec.body {
-        Body::Json(items) => compute_json(&spec.path, items, action, current, history),
+        Body::Json(items) => {
+            // Checked before the edit (whose copies of a big `.claude.json` would add to this
+            // parse's peak); a file that is not even JSONC still gets its parse error.
+            let strict = match action {
+                Action::Install => current.and_then(|b| strict_json_error(spec, b)),
+                Action::Uninstall => None,
+            };
+            let c = compute_json(&spec.path, items, action, current, history)?;
+            match strict {
+                Some(e) => Err(e),
+                None => Ok(c),
+            }
+        }
         Body::Whole(w) => compute_whole(&spec.path, w, action, current, history),
         Body::Toml(items) => crate::tomledit::compute(&spec.path, items, action, current, history),
     }

@@ -27,6 +27,22 @@ pub enum InstallError {
         /// What is wrong there (`Expected comma`, `Unterminated array`, …).
         msg: String,
     },
+    /// A config file its agent reads as strict JSON holds a comment or a trailing comma (valid
+    /// JSONC): the agent would ignore it whole, memtrail's entries included, so install refuses.
+    #[error("{}: line {line}, column {col}: {what}: the file is not strict JSON and {consequence}; remove comments and trailing commas, then install again (left untouched)", .path.display())]
+    NotStrictJson {
+        /// The configured path of the file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        col: usize,
+        /// `a comment`, `a trailing comma`, or what else is not JSON there.
+        what: String,
+        /// What the agent does with such a file (`Claude Code skips the whole file: it will
+        /// not run these hooks`).
+        consequence: &'static str,
+    },
     /// A config file's top-level value is not a JSON object.
     #[error("{}: the top-level value is not a JSON object; left untouched", .path.display())]
     NotAnObject {
@@ -72,6 +88,15 @@ pub enum InstallError {
         /// How many times the edit was tried.
         attempts: u32,
     },
+    /// An apply failed (`error`) and its changes were undone, except in `changed`: files
+    /// another program rewrote after memtrail's write, left as they are.
+    #[error("{error}; memtrail's changes were undone except in {} (changed by another program meanwhile): run `memtrail uninstall` for this agent", .changed.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    Incomplete {
+        /// What made the apply fail.
+        error: Box<InstallError>,
+        /// The files that stay changed.
+        changed: Vec<PathBuf>,
+    },
     /// A bug: an edit produced text that does not parse. Nothing was written.
     #[error("internal error while editing {}: {msg} (nothing was written)", .path.display())]
     Internal {
@@ -92,6 +117,15 @@ impl InstallError {
                 format!("line {line}, column {col}: {msg}")
             }
             InstallError::NotAnObject { .. } => "the top-level value is not a JSON object".into(),
+            InstallError::NotStrictJson {
+                line,
+                col,
+                what,
+                consequence,
+                ..
+            } => format!(
+                "not strict JSON (line {line}, column {col}: {what}), so {consequence}; remove comments and trailing commas"
+            ),
             InstallError::Io { source, .. } => source.to_string(),
             InstallError::ReadOnly { .. } => "read-only".into(),
             InstallError::Foreign { .. } => "the file exists and is not memtrail's".into(),

@@ -177,6 +177,11 @@ pub(crate) fn read_with_id(path: &Path) -> Result<(Option<Vec<u8>>, Option<FileI
     Ok((Some(bytes), Some(id)))
 }
 
+/// The identity of the version of the file now at `path` (`None`: missing or unreadable).
+pub(crate) fn file_id(path: &Path) -> Option<FileId> {
+    fs::metadata(path).ok().map(|m| id_of(&m))
+}
+
 /// True when the file at `path` is still the version identified by `id` (`None`: still
 /// missing). A stat, so the window before the caller's rename stays a few microseconds wide.
 pub(crate) fn still(path: &Path, id: Option<FileId>) -> Result<bool, InstallError> {
@@ -249,12 +254,23 @@ pub(crate) struct TempFile {
 
 impl TempFile {
     /// Create a temp file in `target`'s directory holding `bytes`, flushed to disk. Its mode is
-    /// `mode` when given (the target's current mode), else `new_mode`, else the process default.
+    /// owner-only whatever the umask: `mode` (the target's current mode) without its group and
+    /// other bits, else `new_mode`, else 0600. What memtrail writes holds hooks, MCP servers
+    /// (programs the agents run), skills or keys: nobody else may change or read it.
     pub fn write(
         target: &Path,
         bytes: &[u8],
         mode: Option<u32>,
         new_mode: Option<u32>,
+    ) -> Result<TempFile, InstallError> {
+        Self::write_with_mode(target, bytes, owner_only_mode(mode, new_mode))
+    }
+
+    /// [`TempFile::write`] with exactly the mode `final_mode` (to put back a file as it was).
+    pub fn write_with_mode(
+        target: &Path,
+        bytes: &[u8],
+        final_mode: u32,
     ) -> Result<TempFile, InstallError> {
         let dir = target.parent().unwrap_or(Path::new("."));
         let name = target
@@ -270,7 +286,7 @@ impl TempFile {
             #[cfg(unix)]
             {
                 use std::os::unix::fs::OpenOptionsExt;
-                o.mode(mode.or(new_mode).unwrap_or(0o666));
+                o.mode(0o600);
             }
             match o.open(&path) {
                 Ok(f) => break (f, path),
@@ -286,12 +302,14 @@ impl TempFile {
         let owner_of = if target.exists() { target } else { dir };
         match_owner(&tmp.path, owner_of);
         #[cfg(unix)]
-        if let Some(m) = mode {
-            // The umask may have taken bits away: give the replacement exactly the old mode.
+        {
+            // Exactly this mode, whatever the umask took away or would have let through.
             use std::os::unix::fs::PermissionsExt;
-            fs::set_permissions(&tmp.path, fs::Permissions::from_mode(m))
+            fs::set_permissions(&tmp.path, fs::Permissions::from_mode(final_mode))
                 .map_err(|e| InstallError::io(target, e))?;
         }
+        #[cfg(not(unix))]
+        let _ = final_mode;
         Ok(tmp)
     }
 
@@ -367,11 +385,50 @@ pub(crate) fn match_owner(path: &Path, like: &Path) {
     let _ = (path, like);
 }
 
-/// `create_dir_all`, giving each created directory the owner of the directory above it.
+/// The mode memtrail gives a file it writes: the current mode `existing` without its group and
+/// other bits (the owner's own bits kept), else `new_mode`, else 0600.
+pub(crate) fn owner_only_mode(existing: Option<u32>, new_mode: Option<u32>) -> u32 {
+    match existing {
+        Some(m) => m & 0o7700,
+        None => new_mode.unwrap_or(0o600) & 0o7700,
+    }
+}
+
+/// Give the directory `dir` mode 0700 when others may write to it or read it (best effort): a
+/// folder memtrail owns (a skill's) that an older version created under a loose umask.
+pub(crate) fn tighten_dir(dir: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(m) = fs::symlink_metadata(dir)
+            && m.is_dir()
+            && m.permissions().mode() & 0o077 != 0
+        {
+            let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o700));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+/// `create_dir_all`, giving each created directory mode 0700 (whatever the umask) and the owner
+/// of the directory above it.
 pub(crate) fn create_dirs_like_parent(dir: &Path) -> Result<(), InstallError> {
     for d in missing_dirs(dir) {
-        match fs::create_dir(&d) {
+        let mut b = fs::DirBuilder::new();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            b.mode(0o700);
+        }
+        match b.create(&d) {
             Ok(()) => {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt;
+                    fs::set_permissions(&d, fs::Permissions::from_mode(0o700))
+                        .map_err(|e| InstallError::io(&d, e))?;
+                }
                 if let Some(parent) = d.parent() {
                     match_owner(&d, parent);
                 }
@@ -416,7 +473,8 @@ pub(crate) fn mode_of(path: &Path) -> Option<u32> {
     }
 }
 
-/// Write `bytes` to `target` atomically (temp file, fsync, rename), keeping its mode.
+/// Write `bytes` to `target` atomically (temp file, fsync, rename), with the owner's bits of
+/// its mode ([`owner_only_mode`]).
 pub(crate) fn write_atomic(
     target: &Path,
     bytes: &[u8],

@@ -6,8 +6,10 @@
 //! - [`apply`] writes a plan: each file is backed up first (into
 //!   `$XDG_STATE_HOME/memtrail/backups/<YYYYMMDDTHHMMSSZ>-<pid>/`, with an `index.json`; old
 //!   backups are pruned to each file's first-ever copy plus the last five, see the `backup`
-//!   module), then replaced atomically (temp file in the same folder, fsync, rename) keeping its
-//!   mode; a symlinked config is edited at its target. If the file changed since the plan
+//!   module), then replaced atomically (temp file in the same folder, fsync, rename), owner-only
+//!   whatever the umask: a file memtrail creates is 0600 (its new folders 0700), a file it edits
+//!   keeps its owner's bits and loses its group and other bits (what memtrail writes holds hooks,
+//!   MCP servers, skills or keys); a symlinked config is edited at its target. If the file changed since the plan
 //!   (Claude Code rewrites `~/.claude.json` often), the edit is recomputed on the new bytes.
 //! - [`status`] tells, per registration item, whether it is present, stale, duplicated, missing
 //!   or in a file that cannot be used.
@@ -95,8 +97,9 @@ pub enum Action {
 /// Errors: [`InstallError::Unsupported`] for agents without a spec (none at present),
 /// [`InstallError::BadBinary`], [`InstallError::Parse`] (path, line, column; also for a
 /// duplicate key where memtrail reads), [`InstallError::NotAnObject`],
-/// [`InstallError::Conflict`] (e.g. `"hooks": 3`, `notify = "x"`), [`InstallError::Foreign`]
-/// and [`InstallError::Io`].
+/// [`InstallError::Conflict`] (e.g. `"hooks": 3`, `notify = "x"`), [`InstallError::Foreign`],
+/// [`InstallError::NotStrictJson`] (install into a file its agent reads as strict JSON, holding
+/// a comment or a trailing comma) and [`InstallError::Io`].
 pub fn plan(agent: Agent, action: Action, binary: &Path) -> Result<Plan, InstallError> {
     plan_in(&Env::from_process(), agent, action, binary)
 }
@@ -112,21 +115,24 @@ pub fn plan_in(
 }
 
 /// Write a plan (in the environment it was computed in). Files are handled one after the other;
-/// each is backed up before its first change, written atomically with its mode kept, re-read
+/// each is backed up before its first change, written atomically and owner-only, re-read
 /// just before the rename and recomputed (for up to [`RETRY_BUDGET`]) if another program
 /// changed it. The install state is updated after each file.
 ///
 /// Errors: as [`plan`] (a file that changed into something unparsable is left untouched), plus
 /// [`InstallError::ReadOnly`] when a file to change is read-only (checked for every file before
 /// anything is written, and again just before each write) and [`InstallError::Contended`] when
-/// a file kept changing. Files handled before an error stay changed (and backed up).
+/// a file kept changing. All or nothing: after an error, the files already changed are put
+/// back to their exact bytes and mode and the install state as it was (a file another program
+/// rewrote meanwhile stays, and the error is [`InstallError::Incomplete`]).
 pub fn apply(plan: &Plan) -> Result<Applied, InstallError> {
     apply::apply(plan)
 }
 
 /// The registration status of `agent` for the binary at `binary`, in the process environment.
-/// A file that cannot be read or parsed marks its items [`ItemState::Unreadable`] rather than
-/// failing; errors are [`InstallError::Unsupported`] and [`InstallError::BadBinary`].
+/// A file that cannot be read or parsed, or that its agent would ignore (a Claude Code
+/// `settings.json` with a comment: [`InstallError::NotStrictJson`]), marks its items
+/// [`ItemState::Unreadable`] rather than failing; errors are [`InstallError::Unsupported`] and [`InstallError::BadBinary`].
 pub fn status(agent: Agent, binary: &Path) -> Result<AgentStatus, InstallError> {
     status_in(&Env::from_process(), agent, binary)
 }

@@ -11,9 +11,12 @@ pub(crate) struct FileSpec {
     /// The configured path (may be a symlink; the installer then edits its target).
     pub path: PathBuf,
     pub body: Body,
-    /// Permission bits for a file the installer creates (`None`: the process default, i.e.
-    /// `0666 & !umask`).
+    /// Permission bits for a file the installer creates (`None`: 0600).
     pub new_file_mode: Option<u32>,
+    /// The agent reads the file as strict JSON (no comments, no trailing commas) and ignores it
+    /// whole otherwise: what then happens, for the user (`Claude Code skips the whole file: it
+    /// will not run these hooks`). Install refuses such a file, and status reports it.
+    pub strict_json: Option<&'static str>,
 }
 
 #[derive(Debug, Clone)]

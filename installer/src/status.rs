@@ -210,7 +210,14 @@ pub(crate) fn status_in(
                 let scope = json_scope(json_items);
                 let doc = bytes.and_then(|b| match b {
                     None => Ok(None),
-                    Some(b) => parse_doc(&f.path, Some(&b), &scope).map(Some),
+                    Some(b) => {
+                        // Valid JSONC that its agent ignores whole: nothing in it runs.
+                        let strict = crate::engine::strict_json_error(f, &b);
+                        parse_doc(&f.path, Some(&b), &scope).and_then(|d| match strict {
+                            Some(e) => Err(e),
+                            None => Ok(Some(d)),
+                        })
+                    }
                 });
                 let trust = spec.trust.as_ref().filter(|t| t.hooks_json == f.path);
                 for it in json_items {

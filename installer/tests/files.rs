@@ -48,19 +48,37 @@ fn symlinked_config_is_edited_at_its_target() {
     assert_eq!(sb.snapshot(), original, "links intact, targets restored");
 }
 
+/// What memtrail writes is owner-only: an edited file keeps its owner's bits and loses the
+/// others' (0640 → 0600, 0755 → 0700), a created one is 0600 in 0700 folders, and a skill folder
+/// of memtrail's that an older version left open is tightened.
 #[test]
-fn modes_are_kept_and_new_files_get_theirs() {
+fn edited_files_become_owner_only_and_new_files_are_0600() {
     let sb = Sandbox::new();
     sb.put(&sb.global, Some("{}\n"));
     std::fs::set_permissions(&sb.global, std::fs::Permissions::from_mode(0o640)).unwrap();
+    sb.put(&sb.settings, Some("{}\n"));
+    std::fs::set_permissions(&sb.settings, std::fs::Permissions::from_mode(0o755)).unwrap();
+    sb.put(&sb.skill, Some("---\nname: memtrail\nold\n"));
+    let skill_dir = sb.skill.parent().unwrap();
+    std::fs::set_permissions(skill_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     sb.install();
-    assert_eq!(mode(&sb.global), 0o640, "existing mode kept");
-    // New settings.json and skill: the process default (0666 minus the umask), as any editor
-    // would create them.
-    let probe = sb.dir.path().join("probe");
-    std::fs::write(&probe, "").unwrap();
-    assert_eq!(mode(&sb.settings), mode(&probe));
-    assert_eq!(mode(&sb.skill), mode(&probe));
+    assert_eq!(mode(&sb.global), 0o600);
+    assert_eq!(mode(&sb.settings), 0o700);
+    assert_eq!(mode(&sb.skill), 0o600);
+    assert_eq!(mode(skill_dir), 0o700);
+    sb.uninstall();
+    sb.put(&sb.settings, None);
+    std::fs::remove_dir_all(&sb.config).unwrap();
+    sb.install();
+    assert_eq!(mode(&sb.settings), 0o600);
+    assert_eq!(mode(&sb.skill), 0o600);
+    for d in [
+        &sb.config,
+        &sb.config.join("skills"),
+        &skill_dir.to_path_buf(),
+    ] {
+        assert_eq!(mode(d), 0o700, "{}", d.display());
+    }
 
     let sb = Sandbox::with_config_dir();
     sb.install();
@@ -70,10 +88,7 @@ fn modes_are_kept_and_new_files_get_theirs() {
 #[test]
 fn backups_and_their_index() {
     let sb = Sandbox::new();
-    sb.put(
-        &sb.settings,
-        Some("{\n  // mine\n  \"model\": \"opus\"\n}\n"),
-    );
+    sb.put(&sb.settings, Some("{\n  \"model\": \"opus\"\n}\n"));
     sb.put(
         &sb.global,
         Some("{\"oauthAccount\": {\"emailAddress\": \"a@b.c\"}}"),
@@ -109,7 +124,7 @@ fn backups_and_their_index() {
     assert_eq!(index["absent"], json!([sb.skill.to_str().unwrap()]));
     assert_eq!(
         std::fs::read_to_string(dir.join("1-settings.json")).unwrap(),
-        "{\n  // mine\n  \"model\": \"opus\"\n}\n"
+        "{\n  \"model\": \"opus\"\n}\n"
     );
     assert_eq!(
         mode(&dir.join("2-.claude.json")),
@@ -351,4 +366,37 @@ fn an_old_backup_kept_for_an_original_keeps_only_that() {
     let mut want = vec![made[0].clone(), made[1].clone()];
     want.extend_from_slice(&made[3..]);
     assert_eq!(backup_dirs(&sb), want);
+}
+
+/// All or nothing per agent: when a file cannot be written (here the skill's folder cannot be
+/// made, `skills` being a file), the files already changed are put back byte for byte with
+/// their modes, the install state is as before and the backup of the failed apply is gone.
+/// Before, settings.json and .claude.json stayed changed: a half-installed agent.
+#[test]
+fn a_failed_apply_puts_back_what_it_changed() {
+    let sb = Sandbox::new();
+    sb.put(&sb.settings, Some("{\n  \"model\": \"opus\"\n}\n"));
+    std::fs::set_permissions(&sb.settings, std::fs::Permissions::from_mode(0o644)).unwrap();
+    sb.put(&sb.global, Some("{\"numStartups\": 3}"));
+    let plan = sb.plan(Action::Install);
+    assert_eq!(plan.files().len(), 3);
+    // The skill's folder cannot be made once the plan is computed.
+    std::fs::write(sb.config.join("skills"), "not a folder").unwrap();
+    let original = sb.snapshot();
+    let err = memtrail_installer::apply(&plan).expect_err("the skill cannot be written");
+    assert!(err.to_string().contains("skills"), "{err}");
+    assert_eq!(
+        sb.snapshot(),
+        original,
+        "nothing of the agent is left changed"
+    );
+    assert_eq!(mode(&sb.settings), 0o644, "the mode is put back too");
+    assert!(!sb.state_dir().join("install-state.json").exists());
+    let backups = sb.state_dir().join("backups");
+    let left = std::fs::read_dir(&backups).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(left, 0, "the failed apply's backup is gone");
+    // Once the cause is gone, the same install goes through.
+    std::fs::remove_file(sb.config.join("skills")).unwrap();
+    sb.install();
+    assert!(sb.json(&sb.settings)["hooks"]["Stop"].is_array());
 }

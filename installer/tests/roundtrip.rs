@@ -116,11 +116,6 @@ fn cases() -> Vec<Case> {
             global: s("{}\n"),
         },
         Case {
-            name: "comments, trailing commas, odd key order",
-            settings: s(COMMENTED),
-            global: s(OTHER_MCP),
-        },
-        Case {
             name: "other tools' hooks in the same arrays",
             settings: s(OTHER_TOOLS),
             global: s("{\n  \"mcpServers\": {}\n}\n"),
@@ -165,8 +160,8 @@ fn cases() -> Vec<Case> {
             global: s("  \n"),
         },
         Case {
-            name: "comment-only file and BOM",
-            settings: s("// settings go here\n"),
+            name: "odd key order and BOM",
+            settings: s("{\"z\": 1, \"a\": {\"y\": [], \"b\": null}}"),
             global: s("\u{feff}{\n  \"numStartups\": 2\n}\n"),
         },
         Case {
@@ -392,5 +387,86 @@ fn uninstall_keeps_what_the_user_added_meanwhile() {
     assert_eq!(
         v,
         json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}, "model": "opus"})
+    );
+}
+
+/// Claude Code reads `settings.json` and `.claude.json` as strict JSON: with a comment or a
+/// trailing comma it skips the whole settings file ("Invalid or malformed JSON", checked with
+/// Claude Code 2.1.332), and will not start with such a `.claude.json`. Install refuses them,
+/// naming the place, and leaves them untouched; status says Claude will not run these hooks.
+/// Uninstall still takes memtrail's entries out of such a file (comments kept). Before, install
+/// wrote its hooks into the file as if they would run.
+#[test]
+fn claude_refuses_files_it_would_ignore() {
+    for (settings, line, col, what) in [
+        (COMMENTED, 2, 3, "a comment"),
+        ("// settings go here\n", 1, 1, "a comment"),
+        ("{\"model\": \"opus\",}", 1, 18, "a trailing comma"),
+    ] {
+        let sb = Sandbox::new();
+        sb.put(&sb.settings, Some(settings));
+        let original = sb.snapshot();
+        let err = memtrail_installer::plan_in(&sb.env, Agent::Claude, Action::Install, &sb.bin)
+            .expect_err("refused");
+        match &err {
+            memtrail_installer::InstallError::NotStrictJson {
+                path,
+                line: l,
+                col: c,
+                what: w,
+                ..
+            } => {
+                assert_eq!(path, &sb.settings);
+                assert_eq!((*l, *c, w.as_str()), (line, col, what), "{settings}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let msg = err.to_string();
+        assert!(
+            msg.contains("will not run these hooks") && msg.contains("left untouched"),
+            "{msg}"
+        );
+        assert_eq!(sb.snapshot(), original);
+        let st = status_in(&sb.env, Agent::Claude, &sb.bin).unwrap();
+        assert!(!st.healthy());
+        let hooks: Vec<_> = st
+            .items
+            .iter()
+            .filter(|i| i.item.starts_with("hook"))
+            .collect();
+        assert_eq!(hooks.len(), 6);
+        for i in hooks {
+            match &i.state {
+                ItemState::Unreadable { error } => assert_eq!(
+                    error,
+                    &format!(
+                        "not strict JSON (line {line}, column {col}: {what}), so Claude Code skips the whole file (\"Invalid or malformed JSON\"): it will not run these hooks; remove comments and trailing commas"
+                    )
+                ),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    // .claude.json: Claude Code does not start with it.
+    let sb = Sandbox::new();
+    sb.put(&sb.global, Some("{\n  \"numStartups\": 3, /* mine */\n}\n"));
+    let err = memtrail_installer::plan_in(&sb.env, Agent::Claude, Action::Install, &sb.bin)
+        .expect_err("refused");
+    assert!(
+        err.to_string().contains("line 2, column 21: a comment")
+            && err.to_string().contains("refuses to start"),
+        "{err}"
+    );
+    // An older install's hooks in a file that became JSONC are still uninstalled.
+    let sb = Sandbox::new();
+    sb.put(&sb.settings, Some("{\n  \"model\": \"opus\"\n}\n"));
+    sb.install();
+    let text = std::fs::read_to_string(&sb.settings).unwrap();
+    let jsonc = text.replacen("{\n", "{\n  // mine\n", 1);
+    std::fs::write(&sb.settings, &jsonc).unwrap();
+    sb.uninstall();
+    assert_eq!(
+        std::fs::read_to_string(&sb.settings).unwrap(),
+        "{\n  // mine\n  \"model\": \"opus\"\n}\n"
     );
 }

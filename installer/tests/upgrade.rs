@@ -379,3 +379,31 @@ fn an_earlier_memtrail_entry_is_restored_by_uninstall() {
     assert_eq!(sb.json(&sb.global), json!({"mcpServers": {}}));
     assert_eq!(std::fs::read_to_string(&sb.settings).unwrap(), OLD_SETTINGS);
 }
+
+/// Hooks the user wrapped (`nice -n 5 …/memtrail hook claude`, `timeout 10 …`) are memtrail's:
+/// status counts them present, install keeps the wrapper, and uninstall removes them (before,
+/// uninstall left them behind and a reinstall added a second hook next to each).
+#[test]
+fn hooks_the_user_wrapped_are_found_kept_and_uninstalled() {
+    let sb = Sandbox::new();
+    sb.put(&sb.settings, Some("{\n  \"model\": \"opus\"\n}\n"));
+    let original = sb.snapshot();
+    sb.install();
+    let bin = sb.bin.to_str().unwrap();
+    let plain = format!("'{bin}' hook claude");
+    let text = std::fs::read_to_string(&sb.settings).unwrap();
+    assert_eq!(text.matches(&plain).count(), 6, "{text}");
+    let text = text
+        .replacen(&plain, &format!("nice -n 5 {plain}"), 1)
+        .replacen(&plain, &format!("timeout 10 {plain}"), 1);
+    std::fs::write(&sb.settings, &text).unwrap();
+
+    let st = status_in(&sb.env, Agent::Claude, &sb.bin).unwrap();
+    assert!(st.healthy(), "{st}");
+    assert!(sb.plan(Action::Install).is_empty(), "the wrappers are kept");
+
+    sb.uninstall();
+    let after = std::fs::read_to_string(&sb.settings).unwrap();
+    assert!(!after.contains("memtrail"), "{after}");
+    assert_eq!(sb.snapshot(), original, "given back byte for byte");
+}

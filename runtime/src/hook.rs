@@ -130,11 +130,8 @@ pub fn run(agent: Agent, stdin: &mut dyn Read, args: &[String], db: &Path) -> Ho
                 .unwrap_or("-"),
             started.elapsed().as_micros()
         );
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(line.as_bytes()));
+        let _ =
+            open_private_append(Path::new(&path)).and_then(|mut f| f.write_all(line.as_bytes()));
     }
     if let Some(e) = &error {
         log_line(agent, outcome.event.as_ref(), &format!("error: {e}"));
@@ -558,12 +555,14 @@ pub fn log_raw(agent: &str, event: Option<&str>, session: Option<&str>, msg: &st
     let path = log_path();
     let _ = (|| -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            create_private_dir_all(dir)?;
         }
-        if std::fs::metadata(&path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES) {
+        // `symlink_metadata`: a link is refused by the open below, never followed here.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() > LOG_ROTATE_BYTES)
+        {
             let _ = std::fs::rename(&path, path.with_extension("log.1"));
         }
-        let mut f = open_log(&path)?;
+        let mut f = open_private_append(&path)?;
         let line = format!(
             "{} {} {} session={} {}\n",
             format_rfc3339_ms(now_ms()),
@@ -576,22 +575,68 @@ pub fn log_raw(agent: &str, event: Option<&str>, session: Option<&str>, msg: &st
     })();
 }
 
+/// Open a log file of memtrail's (the hook log, `MEMTRAIL_HOOK_TIMING`) for appending, creating
+/// it with mode 0600. The last component is never followed (`O_NOFOLLOW`: a symlink planted at
+/// the path fails with `ELOOP`), and what is opened must be a regular file owned by this user
+/// with a single link (a hard link to another file, say `~/.bashrc`, is refused); a log left
+/// readable by others is tightened to 0600. Errors: the open fails, or the file is refused
+/// (`PermissionDenied`, naming why).
 #[cfg(unix)]
-fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
+pub fn open_private_append(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
-        .open(path)
+        // O_NONBLOCK: a FIFO planted at the path cannot block the hook.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    let m = f.metadata()?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let refuse = |why: &str| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("{}: {why}; not written to", path.display()),
+        ))
+    };
+    if !m.is_file() {
+        return refuse("not a regular file");
+    }
+    if m.uid() != me {
+        return refuse("owned by another user");
+    }
+    if m.nlink() != 1 {
+        return refuse("has another hard link");
+    }
+    if m.mode() & 0o077 != 0 {
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(f)
 }
 
+/// Open a log file of memtrail's for appending (elsewhere than Unix: no ownership checks).
 #[cfg(not(unix))]
-fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
+pub fn open_private_append(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
+}
+
+/// `create_dir_all` giving the folders it creates mode 0700 (whatever the umask).
+fn create_private_dir_all(dir: &Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(dir)
 }
 
 /// The last error lines of the hook log (at most `n`), for status.

@@ -376,7 +376,9 @@ pub struct HookRun {
 
 impl Store {
     /// Open (creating if needed) the store at `path`: parent folder created with mode 0700, the
-    /// file with mode 0600, WAL mode, a busy timeout of `busy`, migrations applied.
+    /// file with mode 0600, WAL mode, a busy timeout of `busy`, migrations applied. An existing
+    /// store (and its `-wal`/`-shm` files) that others could read is tightened to 0600; a `path`
+    /// that is a symlink is followed, and its target gets the same treatment.
     ///
     /// Errors: [`Error::NewerSchema`] when the store was written by a newer memtrail; SQLite or
     /// I/O errors otherwise.
@@ -385,13 +387,16 @@ impl Store {
     }
 
     fn open_inner(path: &Path, busy: Duration, deadline: Option<Instant>) -> Result<Store> {
-        let existed = path.exists();
-        if !existed {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // A store path that is a symlink is followed (the store may live on another disk): the
+        // file really opened is its target, created and kept owner-only like any store.
+        let real = resolve_links(path);
+        if !real.exists() {
+            if let Some(dir) = real.parent().filter(|d| !d.as_os_str().is_empty()) {
                 create_private_dir(dir)?;
             }
-            create_private_file(path)?;
+            create_private_file(&real)?;
         }
+        make_owner_only(&real)?;
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -1790,6 +1795,51 @@ fn create_private_dir(dir: &Path) -> Result<()> {
 #[cfg(not(unix))]
 fn create_private_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
+    Ok(())
+}
+
+/// `path` with its symlinks followed (each link's target, relative to the link's folder), to
+/// the file really opened, which may not exist yet. At most 40 links, like the kernel.
+fn resolve_links(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::read_link(&p) {
+            Ok(t) if t.is_absolute() => p = t,
+            Ok(t) => p = p.parent().unwrap_or(Path::new("/")).join(t),
+            Err(_) => break,
+        }
+    }
+    p
+}
+
+/// Give the store file at `real` (and its `-wal` and `-shm` files when they exist) mode 0600
+/// when anyone but the owner has access: a store left 0644 by an older version, a copy or a
+/// umask is tightened at the next open. SQLite gives the files it creates the store's mode.
+/// Errors: the mode cannot be changed (e.g. another user's file), naming the file.
+#[cfg(unix)]
+fn make_owner_only(real: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = real.as_os_str().to_owned();
+        p.push(suffix);
+        let p = PathBuf::from(p);
+        let Ok(m) = std::fs::metadata(&p) else {
+            continue;
+        };
+        if m.is_file() && m.permissions().mode() & 0o077 != 0 {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
+                Error::Invalid(format!(
+                    "{} is readable by other users and its mode cannot be changed to 0600: {e}",
+                    p.display()
+                ))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn make_owner_only(_real: &Path) -> Result<()> {
     Ok(())
 }
 

@@ -737,6 +737,55 @@ fn store_file_is_private() {
     assert_eq!(dmode, 0o700);
 }
 
+/// An existing store others can read (left 0644 by a copy or an older version, its WAL files
+/// too) is tightened to 0600 at the next open; a store path that is a symlink is followed, and
+/// the target it creates is 0600 in a 0700 folder.
+#[cfg(unix)]
+#[test]
+fn existing_and_symlinked_stores_become_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    {
+        let s = Store::open(&db).unwrap();
+        // Keep the WAL files while the modes are opened up.
+        for p in [
+            db.clone(),
+            dir.path().join("m.db-wal"),
+            dir.path().join("m.db-shm"),
+        ] {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        drop(Store::open(&db).unwrap());
+        for p in [
+            db.clone(),
+            dir.path().join("m.db-wal"),
+            dir.path().join("m.db-shm"),
+        ] {
+            assert_eq!(mode(&p), 0o600, "{}", p.display());
+        }
+        drop(s);
+    }
+    // A dangling link: the target is created owner-only, the link kept.
+    let link = dir.path().join("link.db");
+    let target = dir.path().join("other disk/store.db");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    drop(Store::open(&link).unwrap());
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(mode(&target), 0o600);
+    assert_eq!(mode(target.parent().unwrap()), 0o700);
+    // A link to an existing store that others can read.
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+    drop(Store::open(&link).unwrap());
+    assert_eq!(mode(&target), 0o600);
+}
+
 #[test]
 fn rewind_deletes_the_message_and_everything_after_it() {
     use memtrail_adapters::{Kind, Message, Part, Record, Role, SessionMeta, SessionRef};

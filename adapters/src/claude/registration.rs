@@ -179,14 +179,15 @@ pub fn is_memtrail_hook_handler(handler: &Value) -> bool {
 }
 
 /// `handler` with its shell-form command written the way [`hook_command`] writes it, so that
-/// `"/a b/memtrail" hook claude` and `'/a b/memtrail'  hook claude` compare equal. Anything else
-/// is returned unchanged.
+/// `"/a b/memtrail" hook claude` and `'/a b/memtrail'  hook claude` compare equal; a hook the
+/// user wrapped (`nice -n 5 /a/memtrail hook claude`, see [`unwrap_command`]) compares equal to
+/// the plain one, so that an install keeps the wrapper. Anything else is returned unchanged.
 pub fn canonical_hook_handler(handler: &Value) -> Value {
     let mut h = handler.clone();
     if let Some(obj) = h.as_object_mut()
         && !obj.contains_key("args")
         && let Some(Value::String(cmd)) = obj.get("command")
-        && let Some(words) = shell_split(cmd)
+        && let Some(words) = shell_split(cmd).map(unwrap_command)
         && !words.is_empty()
     {
         let canonical = words
@@ -223,12 +224,68 @@ fn handler_program_and_args(handler: &Value) -> Option<(String, Vec<String>)> {
         }
         Some(_) => None,
         None => {
-            let mut words = shell_split(command)?.into_iter();
+            let mut words = unwrap_command(shell_split(command)?).into_iter();
             let program = words.next()?;
             Some((program, words.collect()))
         }
     }
 }
+
+/// Programs that run the command that follows them (with options of their own), which a user
+/// may put around memtrail's hook: `nice -n 5 /usr/bin/memtrail hook claude`.
+pub const WRAPPERS: &[&str] = &[
+    "caffeinate",
+    "chrt",
+    "command",
+    "env",
+    "exec",
+    "ionice",
+    "nice",
+    "nohup",
+    "setsid",
+    "stdbuf",
+    "taskset",
+    "time",
+    "timeout",
+];
+
+/// The words of a command from memtrail's program on, when the user wrapped memtrail's hook
+/// in a program that runs it: the command starts with one of [`WRAPPERS`] (by file name, in any
+/// folder) or a shell assignment `NAME=value`, and no word before memtrail's holds a shell
+/// operator character (`;&|<>()$` or a backquote). `nice -n 5 /a/memtrail hook claude` gives
+/// `["/a/memtrail", "hook", "claude"]`. Any other command (`echo memtrail hook claude`) is
+/// returned as it is.
+pub fn unwrap_command(words: Vec<String>) -> Vec<String> {
+    let Some(k) = words.iter().position(|w| is_memtrail_program(w)) else {
+        return words;
+    };
+    let Some(first) = words.first().filter(|_| k > 0) else {
+        return words;
+    };
+    let name = first.rsplit('/').next().unwrap_or(first);
+    let assignment = first.split_once('=').is_some_and(|(n, _)| {
+        !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    });
+    let plain = words[..k]
+        .iter()
+        .all(|w| !w.chars().any(|c| ";&|<>()$`".contains(c)));
+    if (WRAPPERS.contains(&name) || assignment) && plain {
+        words[k..].to_vec()
+    } else {
+        words
+    }
+}
+
+/// What Claude Code does with a `settings.json` that is not strict JSON (a comment, a trailing
+/// comma): it reports "Invalid or malformed JSON" and skips the whole file (checked with Claude
+/// Code 2.1.332; issue 11 reports 2.1.197 alike).
+pub const SETTINGS_NOT_STRICT: &str =
+    "Claude Code skips the whole file (\"Invalid or malformed JSON\"): it will not run these hooks";
+
+/// What Claude Code does with a `.claude.json` that is not strict JSON: it stops with a
+/// configuration error ("JSON Parse error: Unrecognized token") and does not start (2.1.332).
+pub const GLOBAL_STATE_NOT_STRICT: &str =
+    "Claude Code refuses to start with it (\"Configuration error … JSON Parse error\")";
 
 /// True when `program` names a file called `memtrail` (or `memtrail.exe`), in any directory.
 pub fn is_memtrail_program(program: &str) -> bool {
@@ -392,6 +449,31 @@ mod tests {
         ];
         for h in &no {
             assert!(!is_memtrail_hook_handler(h), "{h}");
+        }
+        // Wrapped by the user: still memtrail's hook, and the same as the plain one.
+        let wrapped = [
+            "nice -n 5 /a/memtrail hook claude",
+            "/usr/bin/timeout 10 /a/memtrail hook claude",
+            "env MEMTRAIL_HOOK_BUDGET_MS=500 nice /a/memtrail hook claude",
+            "MEMTRAIL_DB=/x/m.db /a/memtrail hook claude",
+        ];
+        for c in wrapped {
+            let h = json!({"type": "command", "command": c});
+            assert!(is_memtrail_hook_handler(&h), "{c}");
+            assert_eq!(hook_handler_program(&h).as_deref(), Some("/a/memtrail"));
+            assert_eq!(
+                canonical_hook_handler(&h),
+                json!({"type": "command", "command": "/a/memtrail hook claude"})
+            );
+        }
+        for c in [
+            "echo nice /a/memtrail hook claude",
+            "nice x; /a/memtrail hook claude",
+            "nice $(x) /a/memtrail hook claude",
+            "nice -n 5 /a/memtrail hook claude --x",
+        ] {
+            let h = json!({"type": "command", "command": c});
+            assert!(!is_memtrail_hook_handler(&h), "{c}");
         }
         assert_eq!(
             canonical_hook_handler(

@@ -189,8 +189,8 @@ mod tests {
 
     #[test]
     fn locations_prefer_existing_user_folders() {
-        let tmp = std::env::temp_dir().join(format!("memtrail-vscode-reg-{}", std::process::id()));
-        let home = tmp.join("home");
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
         let l = Locations::resolve_with(&home, &|_| None);
         assert_eq!(l.user_dirs.len(), 1);
         assert_eq!(l.hook_file, home.join(".config/memtrail/vscode-hooks.json"));
@@ -203,7 +203,7 @@ mod tests {
             );
             assert_eq!(l.user_dirs.len(), 1);
         }
-        let _ = std::fs::remove_dir_all(&tmp);
+        drop(tmp);
         let h = hook_handler(Path::new("/bin/memtrail"), 30).unwrap();
         assert!(is_memtrail_hook_handler(&h));
         assert!(HOOK_FILE_SETTING.ends_with(HOOK_FILE_IN_HOME));
