@@ -37,7 +37,7 @@ enum Command {
     /// Register memtrail's hooks, MCP server and skill with your agents.
     Install(InstallArgs),
     /// Remove exactly what `install` added.
-    Uninstall(InstallArgs),
+    Uninstall(UninstallArgs),
     /// Show what is wired, where it points, when each hook last ran, and the store's figures.
     Status {
         /// Print JSON.
@@ -121,6 +121,10 @@ enum Command {
         /// Do not ask (required when stdin is not a terminal).
         #[arg(long, short = 'y')]
         yes: bool,
+        /// Allow an age under one hour (`0d`, `30m`, a time less than an hour ago), which deletes
+        /// (nearly) everything, the sessions running now included.
+        #[arg(long)]
+        force: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -157,8 +161,15 @@ struct InstallArgs {
     /// Print the plan or the result as JSON.
     #[arg(long)]
     json: bool,
-    /// (uninstall) Also delete the store and everything memtrail captured, after a confirmation
-    /// (`--yes` confirms).
+}
+
+#[derive(Args)]
+struct UninstallArgs {
+    #[command(flatten)]
+    common: InstallArgs,
+    /// Also delete the store and everything memtrail captured, and memtrail's state: the config
+    /// backups (they hold copies of the agents' configs, API keys included), the install state
+    /// and the logs; after a confirmation (`--yes` confirms).
     #[arg(long)]
     purge: bool,
 }
@@ -189,9 +200,51 @@ struct SearchArgs {
     /// Most hits to show (1-500).
     #[arg(long, short = 'n', default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=500))]
     limit: u32,
-    /// Print JSON.
+    /// Highlight the matched words in colour: auto (on a terminal, unless NO_COLOR is set or
+    /// TERM is dumb), always, never. Without colour the text is printed plain.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    color: ColorChoice,
+    /// Print JSON (hits marked `**word**`).
     #[arg(long)]
     json: bool,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour stdout: `always`; `auto` when stdout is a terminal, `NO_COLOR` is
+    /// unset or empty (<https://no-color.org>) and `TERM` is not `dumb`.
+    fn enabled(self) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+            }
+        }
+    }
+}
+
+/// Transcript text made safe to print on a terminal: control characters (escape sequences a
+/// transcript may hold, carriage returns, …) become `�`; `keep` (highlight markers) stays.
+fn printable(s: &str, keep: &[char]) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() && !keep.contains(&c) {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 #[derive(Subcommand)]
@@ -372,8 +425,13 @@ fn open_store(db: &std::path::Path) -> Result<Store> {
 
 fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
     match cmd {
-        Command::Install(a) => install(a, memtrail_installer::Action::Install, &db),
-        Command::Uninstall(a) => install(a, memtrail_installer::Action::Uninstall, &db),
+        Command::Install(a) => install(a, false, memtrail_installer::Action::Install, &db),
+        Command::Uninstall(a) => install(
+            a.common,
+            a.purge,
+            memtrail_installer::Action::Uninstall,
+            &db,
+        ),
         Command::Status { json } => status(&db, json),
         Command::Hook { .. } => unreachable!("handled in main"),
         Command::Import {
@@ -482,8 +540,9 @@ fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
             vacuum,
             dry_run,
             yes,
+            force,
             json,
-        } => purge_older(&db, &older_than, vacuum, dry_run, yes, json),
+        } => purge_older(&db, &older_than, vacuum, dry_run, yes, force, json),
         Command::Redact { rescan: _, json } => redact_rescan(&db, json),
         Command::Mcp => {
             memtrail_runtime::mcp::serve_stdio(db).map_err(|e| anyhow::anyhow!(e))?;
@@ -535,6 +594,11 @@ fn absolute(p: &std::path::Path) -> String {
         .unwrap_or_else(|_| p.to_path_buf())
         .display()
         .to_string()
+}
+
+/// `1 transcript file`, `2 transcript files`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// `2026-11-29T10:11:12.000Z` → `2026-11-29 10:11`.
@@ -592,21 +656,21 @@ fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
         out!("No matches for {:?}.", memtrail_adapters::one_line(&q, 80));
         return Ok(ExitCode::SUCCESS);
     }
-    let tty = std::io::stdout().is_terminal();
-    let (b, e) = if tty {
-        ("\x1b[1m", "\x1b[0m")
+    // Colour: the title bold, the matched words bold red (as grep). Without colour, plain
+    // text: no Markdown markers, so that the output greps as the message reads.
+    let color = a.color.enabled();
+    let (bold, hit, reset) = if color {
+        ("\x1b[1m", "\x1b[1;31m", "\x1b[0m")
     } else {
-        ("**", "**")
+        ("", "", "")
     };
     for (i, h) in hits.iter().enumerate() {
         out!(
-            "{}. {}{}{}  ({} · {} · {})",
+            "{}. {bold}{}{reset}  ({} · {} · {})",
             i + 1,
-            b,
-            h.title.as_deref().unwrap_or("(untitled)"),
-            e,
+            printable(h.title.as_deref().unwrap_or("(untitled)"), &[]),
             h.agent,
-            h.project.as_deref().unwrap_or("?"),
+            printable(h.project.as_deref().unwrap_or("?"), &[]),
             h.timestamp.as_deref().map(short_time).unwrap_or("?".into())
         );
         out!(
@@ -615,11 +679,9 @@ fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
             h.message_index,
             h.role
         );
-        let snip = h
-            .snippet
-            .replace('\n', " ")
-            .replace(HL_START, b)
-            .replace(HL_END, e);
+        let snip = printable(&h.snippet.replace('\n', " "), &[HL_START, HL_END])
+            .replace(HL_START, hit)
+            .replace(HL_END, reset);
         out!("   {}\n", snip.trim());
     }
     Ok(ExitCode::SUCCESS)
@@ -667,7 +729,10 @@ fn import(
                     .progress_chars("=> "),
                 );
             } else if !json {
-                eprintln!("found {files} transcript files ({bytes} bytes)");
+                eprintln!(
+                    "found {} ({bytes} bytes)",
+                    plural(files, "transcript file", "transcript files")
+                );
             }
         }
         memtrail_runtime::import::Progress::File {
@@ -695,14 +760,14 @@ fn import(
     }
     for a in &summary.agents {
         out!(
-            "{}: {} files ({} with new content), {} sessions, {} new messages, {} updated, {} lines skipped ({} unknown, {} malformed)",
+            "{}: {} ({} with new content), {}, {}, {} updated, {} skipped ({} unknown, {} malformed)",
             a.agent,
-            a.files,
+            plural(a.files, "file", "files"),
             a.changed_files,
-            a.sessions,
-            a.messages,
+            plural(a.sessions, "session", "sessions"),
+            plural(a.messages, "new message", "new messages"),
             a.updated,
-            a.skipped_lines,
+            plural(a.skipped_lines, "line", "lines"),
             a.unknown_lines,
             a.malformed_lines
         );
@@ -721,14 +786,12 @@ fn binary_path() -> Result<PathBuf> {
 
 fn install(
     a: InstallArgs,
+    purge_too: bool,
     action: memtrail_installer::Action,
     db: &std::path::Path,
 ) -> Result<ExitCode> {
-    if a.purge && matches!(action, memtrail_installer::Action::Install) {
-        bail!("--purge is an uninstall option (it deletes the store)");
-    }
     // Refuse before anything changes, not after the registrations are gone.
-    if a.purge
+    if purge_too
         && !a.dry_run
         && !a.yes
         && db.exists()
@@ -790,11 +853,13 @@ fn install(
                 })
                 .collect();
             let defaults: Vec<bool> = candidates.iter().map(|(_, d)| *d).collect();
-            let picked = dialoguer::MultiSelect::new()
-                .with_prompt("Install memtrail into (space to toggle, enter to confirm)")
-                .items(&labels)
-                .defaults(&defaults)
-                .interact()?;
+            let picked = ask(|| {
+                dialoguer::MultiSelect::new()
+                    .with_prompt("Install memtrail into (space to toggle, enter to confirm)")
+                    .items(&labels)
+                    .defaults(&defaults)
+                    .interact()
+            })?;
             agents = picked.into_iter().map(|i| candidates[i].0).collect();
             if agents.is_empty() {
                 eprintln!("nothing selected; nothing changed");
@@ -804,7 +869,7 @@ fn install(
         if agents.is_empty() && matches!(action, memtrail_installer::Action::Uninstall) {
             out!("memtrail is not registered with any agent: nothing to uninstall");
             // --purge still deletes the store (hooks removed earlier, the store left behind).
-            if a.purge && !a.dry_run {
+            if purge_too && !a.dry_run {
                 return purge(db, a.yes);
             }
             return Ok(ExitCode::SUCCESS);
@@ -873,10 +938,12 @@ fn install(
                 eprintln!("  {line}");
             }
         }
-        let ok = dialoguer::Confirm::new()
-            .with_prompt(format!("{verb} these changes?"))
-            .default(true)
-            .interact()?;
+        let ok = ask(|| {
+            dialoguer::Confirm::new()
+                .with_prompt(format!("{verb} these changes?"))
+                .default(true)
+                .interact()
+        })?;
         if !ok {
             eprintln!("nothing changed");
             return Ok(ExitCode::FAILURE);
@@ -917,7 +984,7 @@ fn install(
     {
         out!("\nNext: `memtrail import` brings in the sessions you already have.");
     }
-    if matches!(action, memtrail_installer::Action::Uninstall) && a.purge && !a.dry_run {
+    if matches!(action, memtrail_installer::Action::Uninstall) && purge_too && !a.dry_run {
         return purge(db, a.yes);
     }
     if !left_out.is_empty() {
@@ -944,10 +1011,12 @@ fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
                 db.display()
             );
         }
-        let ok = dialoguer::Confirm::new()
-            .with_prompt(format!("Delete {} ({what})?", db.display()))
-            .default(false)
-            .interact()?;
+        let ok = ask(|| {
+            dialoguer::Confirm::new()
+                .with_prompt(format!("Delete {} ({what})?", db.display()))
+                .default(false)
+                .interact()
+        })?;
         if !ok {
             eprintln!("the store was kept");
             return Ok(ExitCode::FAILURE);
@@ -1444,6 +1513,43 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
     })
 }
 
+/// Run a terminal prompt. The prompt hides the cursor while it runs; when it ends in an error,
+/// Ctrl-C included (a prompt reads keys raw, so Ctrl-C reaches it as a key, not a signal), the
+/// cursor is shown again. Ctrl-C exits with status 130 (as a shell reports SIGINT), and what
+/// the prompt asked about is not done.
+fn ask<T>(prompt: impl FnOnce() -> dialoguer::Result<T>) -> Result<T> {
+    // The prompt library raises SIGINT on Ctrl-C, whose default action ends the process with
+    // the cursor hidden: while the prompt runs, SIGINT shows the cursor and exits 130.
+    #[cfg(unix)]
+    let previous = {
+        extern "C" fn on_sigint(_: libc::c_int) {
+            const MSG: &[u8] =
+                b"\x1b[?25h\nmemtrail: interrupted at the prompt: what it asked about was not done\n";
+            // Only async-signal-safe calls here: write(2) and _exit(2).
+            unsafe {
+                libc::write(2, MSG.as_ptr().cast(), MSG.len());
+                libc::_exit(130);
+            }
+        }
+        let handler: extern "C" fn(libc::c_int) = on_sigint;
+        unsafe { libc::signal(libc::SIGINT, handler as libc::sighandler_t) }
+    };
+    let answer = prompt();
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGINT, previous);
+    }
+    answer.map_err(|e| {
+        let _ = dialoguer::console::Term::stderr().show_cursor();
+        let dialoguer::Error::IO(io) = &e;
+        if io.kind() == std::io::ErrorKind::Interrupted {
+            eprintln!("\nmemtrail: interrupted at the prompt: what it asked about was not done");
+            std::process::exit(130);
+        }
+        anyhow::Error::new(e).context("cannot ask on this terminal")
+    })
+}
+
 /// Ask on a terminal; without one, refuse unless `--yes` was given.
 fn confirm_destructive(prompt: &str, yes: bool) -> Result<bool> {
     if yes {
@@ -1452,10 +1558,12 @@ fn confirm_destructive(prompt: &str, yes: bool) -> Result<bool> {
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         bail!("refusing to delete without confirmation: add --yes");
     }
-    Ok(dialoguer::Confirm::new()
-        .with_prompt(prompt)
-        .default(false)
-        .interact()?)
+    ask(|| {
+        dialoguer::Confirm::new()
+            .with_prompt(prompt)
+            .default(false)
+            .interact()
+    })
 }
 
 fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> Result<ExitCode> {
@@ -1496,16 +1604,27 @@ fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> Resu
     Ok(ExitCode::SUCCESS)
 }
 
+/// The youngest cutoff `purge --older-than` accepts without `--force`: one hour ago.
+const MIN_PURGE_AGE_MS: i64 = 3_600_000;
+
 fn purge_older(
     db: &std::path::Path,
     older_than: &str,
     vacuum: bool,
     dry_run: bool,
     yes: bool,
+    force: bool,
     json: bool,
 ) -> Result<ExitCode> {
     let cutoff = parse_date(older_than, Bound::Start)
         .with_context(|| format!("--older-than {older_than:?}"))?;
+    // An age under an hour (`0d`, `1m`) deletes (nearly) everything, the sessions running now
+    // included: a typo more often than a wish. A dry run deletes nothing.
+    if !dry_run && !force && memtrail_runtime::now_ms() - cutoff < MIN_PURGE_AGE_MS {
+        bail!(
+            "--older-than {older_than:?} is less than one hour ago: it would delete (nearly) every message, the sessions running now included; nothing was deleted (add --force if you mean it, or --dry-run to see what it would delete)"
+        );
+    }
     let when = memtrail_adapters::format_rfc3339_ms(cutoff);
     let Some(mut store) = open_store_read(db)? else {
         if json {

@@ -1003,9 +1003,25 @@ fn uninstall_purge_needs_a_confirmation() {
     assert!(db.exists());
     // Refused before anything changed: the registration is still there.
     assert_eq!(std::fs::read(&settings).unwrap(), installed);
+    // `--purge` is an uninstall flag: `install --help` does not offer it, `install` rejects it.
+    let help = |sub: &str| {
+        let out = sb.acmd().args([sub, "--help"]).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(!help("install").contains("--purge"), "{}", help("install"));
+    assert!(
+        help("uninstall").contains("--purge"),
+        "{}",
+        help("uninstall")
+    );
     let out = sb.acmd().args(["install", "--purge"]).output().unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("uninstall option"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unexpected argument '--purge' found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     sb.acmd()
         .args(["uninstall", "--agent", "claude", "--purge", "--yes"])
         .assert()
@@ -1534,4 +1550,153 @@ fn uninstall_purge_deletes_the_store_when_nothing_is_registered() {
         .assert()
         .success();
     assert!(!db.exists());
+}
+
+/// Run `memtrail ARGS` on a pseudo-terminal (util-linux `script`) in the sandbox's environment
+/// plus `extra`; once the terminal shows `wait_for`, type `keys`. Returns the exit code and all
+/// the terminal showed.
+fn on_a_terminal(
+    sb: &Sandbox,
+    args: &[&str],
+    extra: &[(&str, &str)],
+    wait_for: Option<(&str, &[u8])>,
+) -> (Option<i32>, String) {
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let mut line = quote(&support::memtrail_bin().display().to_string());
+    for a in args {
+        line.push(' ');
+        line.push_str(&quote(a));
+    }
+    let base = sb.cmd();
+    let mut c = std::process::Command::new("script");
+    c.env_clear();
+    for (k, v) in base.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    c.env("TERM", "xterm");
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    let mut child = c
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    let stdin = child.stdin.take().unwrap();
+    if let Some((text, keys)) = wait_for {
+        let t = std::time::Instant::now();
+        while !String::from_utf8_lossy(&seen.lock().unwrap()).contains(text) {
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(30),
+                "never showed {text:?}: {:?}",
+                String::from_utf8_lossy(&seen.lock().unwrap())
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // The prompt reads keys once it has drawn itself.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut stdin = &stdin;
+        stdin.write_all(keys).unwrap();
+        stdin.flush().unwrap();
+    }
+    let status = child.wait().unwrap();
+    drop(stdin);
+    reader.join().unwrap();
+    let text = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    (status.code(), text)
+}
+
+/// On a terminal, `search` highlights the matched words in colour, never with Markdown `**`;
+/// `NO_COLOR` and `--color never` print plain text, `--color always` colours a pipe too, and a
+/// pipe gets plain text by default.
+#[test]
+fn search_highlights_in_colour_on_a_terminal_and_honours_no_color() {
+    let sb = Sandbox::new();
+    let t = sb.transcript("demo", &support::session_id(1));
+    let sid = support::session_id(1);
+    let mut text = String::new();
+    for i in 0..2 {
+        text.push_str(&support::claude_line(&sid, "/home/user/demo", i));
+        text.push('\n');
+    }
+    support::append(&t, text.as_bytes());
+    // One of each: no "1 transcript files" (stderr is not a terminal: plain progress lines).
+    let out = sb.acmd().args(["import"]).output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("found 1 transcript file ("), "{err}");
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        summary.starts_with("claude: 1 file (1 with new content), 1 session, 2 new messages, 0 updated, 0 lines skipped"),
+        "{summary}"
+    );
+    let hit = "\x1b[1;31m";
+    let (code, tty) = on_a_terminal(&sb, &["search", "module"], &[], None);
+    assert_eq!(code, Some(0), "{tty}");
+    assert!(tty.contains(&format!("{hit}module\x1b[0m")), "{tty:?}");
+    assert!(!tty.contains("**"), "{tty:?}");
+    for (args, env) in [
+        (vec!["search", "module"], vec![("NO_COLOR", "1")]),
+        (vec!["search", "module", "--color", "never"], vec![]),
+    ] {
+        let (code, tty) = on_a_terminal(&sb, &args, &env, None);
+        assert_eq!(code, Some(0), "{tty}");
+        assert!(tty.contains("module"), "{tty:?}");
+        assert!(!tty.contains('\x1b') && !tty.contains("**"), "{tty:?}");
+    }
+    let piped = sb.acmd().args(["search", "module"]).output().unwrap();
+    let piped = String::from_utf8(piped.stdout).unwrap();
+    assert!(piped.contains("module"), "{piped}");
+    assert!(
+        !piped.contains('\x1b') && !piped.contains("**"),
+        "{piped:?}"
+    );
+    let forced = sb
+        .acmd()
+        .args(["search", "module", "--color", "always"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let forced = String::from_utf8(forced.stdout).unwrap();
+    assert!(
+        forced.contains(&format!("{hit}module\x1b[0m")),
+        "{forced:?}"
+    );
+}
+
+/// Ctrl-C at the interactive install's agent picker leaves the terminal's cursor visible (the
+/// picker hides it), exits 130 and changes nothing.
+#[test]
+fn ctrl_c_at_the_install_prompt_shows_the_cursor_again() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    let (code, tty) = on_a_terminal(
+        &sb,
+        &["install"],
+        &[],
+        Some(("Install memtrail into", b"\x03")),
+    );
+    let hidden = tty.rfind("\x1b[?25l").expect("the picker hides the cursor");
+    assert!(tty[hidden..].contains("\x1b[?25h"), "{tty:?}");
+    assert_eq!(code, Some(130), "{tty:?}");
+    assert!(!sb.claude_dir().join("settings.json").exists());
 }
