@@ -1331,8 +1331,10 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
     match &store_info {
         Some(Ok((_, check, runs))) => {
             healthy &= check.is_ok();
-            // The last run of every hook event succeeded.
-            healthy &= runs.iter().flatten().all(|r| r.error.is_none());
+            // The last run of every hook event succeeded, or a later hook caught up after it.
+            healthy &= runs
+                .iter()
+                .all(|agent_runs| agent_runs.iter().all(|r| !hook_failed(r, agent_runs)));
         }
         Some(Err(_)) => healthy = false,
         None => {}
@@ -1364,15 +1366,20 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
     let errors = memtrail_runtime::hook::last_log_errors(3);
     let retention = claude_retention(db);
     if json {
-        let run_json = |r: &memtrail_runtime::store::HookRun| {
-            serde_json::json!({
+        let run_json = |r: &memtrail_runtime::store::HookRun,
+                        all: &[memtrail_runtime::store::HookRun]| {
+            let mut v = serde_json::json!({
                 "event": r.event,
                 "at": memtrail_adapters::format_rfc3339_ms(r.at),
                 "duration_ms": r.duration_us as f64 / 1000.0,
                 "session": r.session,
                 "messages": r.messages,
                 "error": r.error,
-            })
+            });
+            if r.error.is_some() {
+                v["caught_up"] = (!hook_failed(r, all)).into();
+            }
+            v
         };
         let v = serde_json::json!({
             "healthy": healthy,
@@ -1385,7 +1392,7 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                     "unreadable": transcripts[i].1.iter().map(|(p, e)| serde_json::json!({"path": p, "error": e})).collect::<Vec<_>>(),
                 },
                 "hook_runs": match &store_info {
-                    Some(Ok((_, _, runs))) => runs[i].iter().map(run_json).collect::<Vec<_>>(),
+                    Some(Ok((_, _, runs))) => runs[i].iter().map(|r| run_json(r, &runs[i])).collect::<Vec<_>>(),
                     _ => Vec::new(),
                 },
             })).collect::<Vec<_>>(),
@@ -1407,6 +1414,15 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                 None => serde_json::json!({ "path": db, "exists": false }),
             },
             "recent_hook_errors": errors,
+            "notices": agents.iter().flat_map(|(a, st)| st.notices().map(move |n| serde_json::json!({
+                "agent": a,
+                "item": n.item,
+                "file": n.file,
+                "notice": match &n.state {
+                    memtrail_installer::ItemState::Untrusted { reason } => reason.clone(),
+                    _ => String::new(),
+                },
+            }))).collect::<Vec<_>>(),
             "claude_retention": retention_json(&retention),
         });
         out!("{}", serde_json::to_string_pretty(&v)?);
@@ -1450,10 +1466,12 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                         short_time(&memtrail_adapters::format_rfc3339_ms(r.at)),
                         r.duration_us as f64 / 1000.0,
                         r.messages,
-                        r.error
-                            .as_deref()
-                            .map(|e| format!(", error: {e}"))
-                            .unwrap_or_default()
+                        match r.error.as_deref() {
+                            None => String::new(),
+                            Some(e) if !hook_failed(r, &runs[i]) =>
+                                format!(", error: {e} (a later hook caught up)"),
+                            Some(e) => format!(", error: {e}"),
+                        }
                     );
                 }
             }
@@ -1497,12 +1515,33 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                 out!("  {e}");
             }
         }
+        let notices: Vec<(Agent, usize, String)> = agents
+            .iter()
+            .filter_map(|(a, st)| {
+                let n: Vec<_> = st.notices().collect();
+                let reason = match &n.first()?.state {
+                    memtrail_installer::ItemState::Untrusted { reason } => reason.clone(),
+                    _ => String::new(),
+                };
+                Some((*a, n.len(), reason))
+            })
+            .collect();
+        if !notices.is_empty() {
+            out!("\nnotices (not failures):");
+            for (a, n, reason) in &notices {
+                out!(
+                    "  {}: {} the agent's trust: {reason}",
+                    a.display_name(),
+                    plural(*n as u64, "item awaits", "items await")
+                );
+            }
+        }
         out!(
             "\n{}",
-            if healthy {
-                "healthy"
-            } else {
-                "NOT healthy: see above"
+            match (healthy, notices.is_empty()) {
+                (true, true) => "healthy",
+                (true, false) => "healthy (see the notices above)",
+                (false, _) => "NOT healthy: see above",
             }
         );
     }
@@ -1548,6 +1587,20 @@ fn ask<T>(prompt: impl FnOnce() -> dialoguer::Result<T>) -> Result<T> {
         }
         anyhow::Error::new(e).context("cannot ask on this terminal")
     })
+}
+
+/// Whether a hook run's error still matters: it failed, and no later run of the same agent for
+/// the same session (any session, for a run without one) succeeded. A later run reads the
+/// transcript from the cursor the failed run left, so it caught up what that run missed (a
+/// race for the store's lock, say).
+fn hook_failed(
+    r: &memtrail_runtime::store::HookRun,
+    all: &[memtrail_runtime::store::HookRun],
+) -> bool {
+    r.error.is_some()
+        && !all.iter().any(|o| {
+            o.error.is_none() && o.at > r.at && (r.session.is_none() || o.session == r.session)
+        })
 }
 
 /// Ask on a terminal; without one, refuse unless `--yes` was given.

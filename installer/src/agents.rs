@@ -253,7 +253,7 @@ fn codex_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
         )],
         config_dirs: vec![loc.config_dir],
         executables: vec![codex::EXECUTABLE.to_string()],
-        version: env.version_of(codex::EXECUTABLE, VERSION_TIMEOUT),
+        version: env.version_of(codex::EXECUTABLE, &["@openai/codex"]),
     })
 }
 
@@ -314,15 +314,12 @@ fn vscode_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
     })
 }
 
-/// How long `<agent> --version` may take before memtrail gives up on it.
-const VERSION_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1500);
-
 /// OpenCode: agent-specs.md §6.1–§6.3 (the plugin in `<config>/plugins/`, in the module shape
 /// the installed version loads; `mcp.memtrail` in `opencode.jsonc` or `opencode.json`).
 fn opencode_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
     let loc = oc::Locations::resolve_with(env.home(), &os_var(env));
     let bad = || InstallError::BadBinary(binary.to_path_buf());
-    let version = env.version_of(oc::EXECUTABLE, VERSION_TIMEOUT);
+    let version = env.version_of(oc::EXECUTABLE, &["opencode-ai", "opencode"]);
     let api = opencode::PluginApi::for_version(version.as_deref());
     let major = version
         .as_deref()

@@ -34,7 +34,7 @@
 //! | Gemini CLI | `settings.json` (`hooks` with ms timeouts, `mcpServers`), skill |
 //! | Cursor | `hooks.json` (`version: 1`, flat entries), `mcp.json`, skill |
 //! | VS Code | memtrail's hook file `~/.config/memtrail/vscode-hooks.json`, its entry in `chat.hookFilesLocations` and `servers.memtrail` in each user folder (stable, Insiders) |
-//! | OpenCode | the plugin `plugins/memtrail.ts` (shape per `opencode --version`), `mcp.memtrail` in `opencode.jsonc` / `opencode.json` |
+//! | OpenCode | the plugin `plugins/memtrail.ts` (shape per the installed version, read from its npm `package.json`), `mcp.memtrail` in `opencode.jsonc` / `opencode.json` |
 //!
 //! JSON and JSONC files are edited by [`jsonedit`], TOML files by toml_edit plus byte splices
 //! (the `tomledit` module: CRLF, comments and a user's exact `notify` line survive). Files
