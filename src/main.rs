@@ -794,11 +794,12 @@ fn install(
     if purge_too
         && !a.dry_run
         && !a.yes
-        && db.exists()
+        && (db.exists()
+            || memtrail_installer::state_dir_in(&memtrail_installer::Env::from_process()).exists())
         && !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal())
     {
         bail!(
-            "--purge deletes the store {} too; add --yes to confirm (nothing was changed)",
+            "--purge deletes the store {} and memtrail's state (config backups, install state, logs) too; add --yes to confirm (nothing was changed)",
             db.display()
         );
     }
@@ -993,45 +994,98 @@ fn install(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Delete the store (and its WAL files) after a confirmation.
+/// `uninstall --purge`, after the uninstall gave the configs their original bytes back: delete
+/// the store (and its WAL files), then memtrail's state folder (config backups, which hold
+/// copies of the agents' configs with their API keys and tokens; the install state; the logs),
+/// after one confirmation. The state goes only once memtrail is registered with no agent: one
+/// left out (its config did not parse, say) still needs its backups and install state to be
+/// uninstalled; the exit code is then 1.
 fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
-    if !db.exists() {
-        out!("no store at {}: nothing to purge", db.display());
-        return Ok(ExitCode::SUCCESS);
+    let env = memtrail_installer::Env::from_process();
+    let state = memtrail_installer::state_dir_in(&env);
+    let binary = binary_path()?;
+    let still: Vec<Agent> = memtrail_adapters::supported_agents()
+        .iter()
+        .copied()
+        .filter(|&ag| {
+            memtrail_installer::status(ag, &binary).is_ok_and(|st| {
+                st.items
+                    .iter()
+                    .any(|i| !matches!(i.state, memtrail_installer::ItemState::Missing))
+            })
+        })
+        .collect();
+    let purge_state = still.is_empty() && std::fs::symlink_metadata(&state).is_ok();
+    let backups = memtrail_installer::backups_in(&env);
+    let store_what = db
+        .exists()
+        .then(|| match Store::open(db).and_then(|s| s.stats()) {
+            Ok(st) => format!("{} sessions, {} messages", st.sessions, st.messages),
+            Err(_) => "its content".to_string(),
+        });
+    let state_what = format!(
+        "memtrail's state {} ({}, the install state, the logs)",
+        state.display(),
+        plural(backups.folders as u64, "config backup", "config backups")
+    );
+    let mut parts = Vec::new();
+    if let Some(w) = &store_what {
+        parts.push(format!("the store {} ({w})", db.display()));
     }
-    let what = match Store::open(db).and_then(|s| s.stats()) {
-        Ok(st) => format!("{} sessions, {} messages", st.sessions, st.messages),
-        Err(_) => "its content".to_string(),
-    };
-    if !yes {
-        let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-        if !interactive {
-            bail!(
-                "--purge deletes {} ({what}); add --yes to confirm",
-                db.display()
-            );
-        }
-        let ok = ask(|| {
-            dialoguer::Confirm::new()
-                .with_prompt(format!("Delete {} ({what})?", db.display()))
-                .default(false)
-                .interact()
-        })?;
-        if !ok {
-            eprintln!("the store was kept");
-            return Ok(ExitCode::FAILURE);
+    if purge_state {
+        parts.push(state_what.clone());
+    }
+    if !parts.is_empty() {
+        let what = parts.join(" and ");
+        if !yes {
+            let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+            if !interactive {
+                bail!("--purge deletes {what}; add --yes to confirm");
+            }
+            let ok = ask(|| {
+                dialoguer::Confirm::new()
+                    .with_prompt(format!("Delete {what}?"))
+                    .default(false)
+                    .interact()
+            })?;
+            if !ok {
+                eprintln!("nothing was deleted");
+                return Ok(ExitCode::FAILURE);
+            }
         }
     }
-    for suffix in ["", "-wal", "-shm"] {
-        let mut p = db.as_os_str().to_owned();
-        p.push(suffix);
-        match std::fs::remove_file(&p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("cannot delete {}", db.display())),
+    match &store_what {
+        Some(w) => {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut p = db.as_os_str().to_owned();
+                p.push(suffix);
+                match std::fs::remove_file(&p) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(e).with_context(|| format!("cannot delete {}", db.display()));
+                    }
+                }
+            }
+            out!("deleted the store {} ({w})", db.display());
         }
+        None => out!("no store at {}: nothing to delete there", db.display()),
     }
-    out!("deleted the store {} ({what})", db.display());
+    if purge_state {
+        memtrail_installer::purge_state_in(&env)?;
+        out!("deleted {state_what}");
+    } else if !still.is_empty() {
+        out!(
+            "kept memtrail's state {}: memtrail is still registered with {} (uninstalling it there needs its backups and install state); once that is fixed, run `memtrail uninstall --purge` again",
+            state.display(),
+            still
+                .iter()
+                .map(|a| a.display_name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -1365,6 +1419,8 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
         .collect();
     let errors = memtrail_runtime::hook::last_log_errors(3);
     let retention = claude_retention(db);
+    let backups = memtrail_installer::backups();
+    let when = |ms: Option<i64>| ms.map(memtrail_adapters::format_rfc3339_ms);
     if json {
         let run_json = |r: &memtrail_runtime::store::HookRun,
                         all: &[memtrail_runtime::store::HookRun]| {
@@ -1424,6 +1480,14 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                 },
             }))).collect::<Vec<_>>(),
             "claude_retention": retention_json(&retention),
+            "backups": {
+                "dir": backups.dir,
+                "folders": backups.folders,
+                "copies": backups.copies,
+                "bytes": backups.bytes,
+                "oldest": when(backups.oldest_ms),
+                "newest": when(backups.newest_ms),
+            },
         });
         out!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -1506,6 +1570,23 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
             None => out!("\nstore: {} (not created yet)", db.display()),
         }
         print_retention(&retention);
+        if backups.folders == 0 {
+            out!("\nconfig backups: none");
+        } else {
+            let day = |ms: Option<i64>| when(ms).map(|t| short_time(&t)).unwrap_or_default();
+            out!(
+                "\nconfig backups: {} in {} ({}, {:.1} MB; oldest {}, newest {})",
+                backups.folders,
+                backups.dir.display(),
+                plural(backups.copies as u64, "copy", "copies"),
+                backups.bytes as f64 / 1e6,
+                day(backups.oldest_ms),
+                day(backups.newest_ms)
+            );
+            out!(
+                "  copies of your agents' configs as they were, API keys and MCP tokens included (owner-only); kept: each file's first copy and the last five runs of under 30 days; `memtrail uninstall --purge` deletes them"
+            );
+        }
         if !errors.is_empty() {
             out!(
                 "\nrecent hook errors ({}):",

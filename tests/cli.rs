@@ -1870,3 +1870,101 @@ fn status_forgives_a_hook_error_that_a_later_hook_caught_up() {
         assert_eq!(v["healthy"], false);
     }
 }
+
+/// `status` counts the config backups (copies of `.claude.json` with its API key) and their
+/// age; `uninstall --purge` first gives every config its exact original bytes back, then
+/// deletes the store and memtrail's state: backups, install state, logs. While an agent is
+/// still registered (its uninstall failed), its backups are kept (exit 1).
+#[test]
+fn uninstall_purge_restores_the_originals_then_deletes_backups_state_and_logs() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    let settings = sb.claude_dir().join("settings.json");
+    let global = sb.claude_dir().join(".claude.json");
+    let settings0 = "{\n  \"model\": \"opus\"\n}\n";
+    let global0 = "{\n  \"primaryApiKey\": \"sk-ant-api03-not-a-real-key\",\n  \"mcpServers\": {\"db\": {\"command\": \"db\", \"env\": {\"TOKEN\": \"tok-123\"}}}\n}\n";
+    std::fs::write(&settings, settings0).unwrap();
+    std::fs::write(&global, global0).unwrap();
+    let gemini = sb.home.join(".gemini/settings.json");
+    std::fs::create_dir_all(gemini.parent().unwrap()).unwrap();
+    std::fs::write(&gemini, "{}\n").unwrap();
+    for agent in ["claude", "gemini"] {
+        sb.acmd()
+            .args(["install", "--agent", agent, "--yes"])
+            .assert()
+            .success();
+    }
+    sb.json(&["import", "--json"]);
+    let state = sb.home.join(".local/state/memtrail");
+    std::fs::write(state.join("hook.log"), "a log line\n").unwrap();
+    // Two runs, three copies (settings.json, .claude.json, Gemini's settings.json).
+    let out = sb.cmd().args(["status", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let b = &v["backups"];
+    assert_eq!(
+        (b["folders"].as_u64(), b["copies"].as_u64()),
+        (Some(2), Some(3)),
+        "{b}"
+    );
+    assert_eq!(
+        b["bytes"].as_u64(),
+        Some((settings0.len() + global0.len() + 3) as u64)
+    );
+    assert_eq!(b["dir"], state.join("backups").to_str().unwrap());
+    assert!(b["oldest"].as_str().unwrap() <= b["newest"].as_str().unwrap());
+    let text = String::from_utf8(sb.cmd().arg("status").output().unwrap().stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "\nconfig backups: 2 in {} (3 copies, 0.0 MB; oldest ",
+            state.join("backups").display()
+        )),
+        "{text}"
+    );
+    // Gemini's settings no longer parse: its uninstall fails, so its backups stay.
+    let installed = std::fs::read(&gemini).unwrap();
+    std::fs::write(&gemini, b"{ not json").unwrap();
+    let out = sb
+        .cmd()
+        .args(["uninstall", "--purge", "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!(
+            "kept memtrail's state {}: memtrail is still registered with Gemini CLI",
+            state.display()
+        )),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), settings0);
+    assert_eq!(std::fs::read_to_string(&global).unwrap(), global0);
+    assert!(!sb.db().exists());
+    assert!(state.join("backups").is_dir() && state.join("install-state.json").exists());
+    // Fixed, the next purge uninstalls Gemini and deletes everything memtrail kept (the two
+    // installs' backups, the first purge's of Claude, this one's of Gemini).
+    std::fs::write(&gemini, installed).unwrap();
+    let out = sb
+        .cmd()
+        .args(["uninstall", "--purge", "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!(
+            "deleted memtrail's state {} (4 config backups, the install state, the logs)",
+            state.display()
+        )),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(std::fs::read_to_string(&gemini).unwrap(), "{}\n");
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), settings0);
+    assert_eq!(std::fs::read_to_string(&global).unwrap(), global0);
+    assert!(!state.exists(), "backups, install state and logs are gone");
+}
