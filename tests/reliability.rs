@@ -364,3 +364,60 @@ fn a_hook_whose_stdin_stays_open_exits_within_its_budget() {
     let log = std::fs::read_to_string(sb.hook_log()).unwrap();
     assert!(log.contains("stdin was not closed"), "{log}");
 }
+
+/// A torn copy whose full-text index data is corrupt (the FTS5 shadow table `messages_fts_data`
+/// holds garbage): `repair` rebuilds the index from the messages and the store is whole again.
+#[test]
+fn repair_fixes_corrupt_full_text_index_data() {
+    let sb = Sandbox::new();
+    let sid = session_id(6);
+    let t = sb.transcript("rel", &sid);
+    write_lines(&t, &sid, 0..8);
+    assert!(sb.cmd().args(["import"]).output().unwrap().status.success());
+    // Four more messages captured by a hook: queued for the index, not in it yet.
+    write_lines(&t, &sid, 8..12);
+    let (out, _) = hook(&sb, stop_payload(&t, &sid, CWD).as_bytes(), None);
+    assert_silent_success(&out, "hook");
+    let c = rusqlite::Connection::open(sb.db()).unwrap();
+    let queued: i64 = c
+        .query_row("SELECT COUNT(*) FROM fts_pending", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(queued, 4);
+    // Every index block, the structure record (id 10) included, becomes garbage.
+    let n = c
+        .execute(
+            "UPDATE messages_fts_data SET block = randomblob(length(block))",
+            [],
+        )
+        .unwrap();
+    assert!(n > 0);
+    drop(c);
+    let out = sb.cmd().args(["repair", "--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["integrity"], json!(["ok"]), "{v}");
+    assert_eq!(v["steps"][0]["name"], "full-text index");
+    assert_eq!(v["steps"][0]["fixed"], 1, "{v}");
+    // Even prompts (i = 0, 2, .., 10) say "the module": 6 hits.
+    let out = sb
+        .cmd()
+        .args(["search", "module", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hits"].as_array().unwrap().len(), 6, "{v}");
+    let c = rusqlite::Connection::open(sb.db()).unwrap();
+    let check: String = c
+        .query_row(
+            "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1) RETURNING 'ok'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap_or_else(|e| e.to_string());
+    assert_eq!(check, "ok");
+}
