@@ -1306,42 +1306,119 @@ fn doctor(json: bool) -> Result<ExitCode> {
     })
 }
 
+/// `memtrail repair`: rebuild the derived data ([`Store::repair`]). When the file itself is
+/// damaged (the repair meets a corrupt page, or the integrity check still fails after it), what
+/// can be read is salvaged into a new store, the damaged file is kept aside (its path printed),
+/// the transcripts still on disk are imported again, and the repair runs on the new store:
+/// never a store with nothing in it while something could be read.
 fn repair(db: &std::path::Path, json: bool) -> Result<ExitCode> {
+    use memtrail_runtime::store::is_corrupt;
     if !db.exists() {
         bail!("there is no store at {} (nothing to repair)", db.display());
     }
-    let mut store = open_store(db)?;
-    let report = store.repair().context("repair stopped")?;
-    if json {
-        out!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        for s in &report.steps {
+    let first = Store::open(db).and_then(|mut s| s.repair());
+    let damage = match &first {
+        Ok(report) if report.ok() => None,
+        Ok(report) => Some(report.integrity.join("; ")),
+        Err(e) if is_corrupt(e) => Some(e.to_string()),
+        Err(_) => None,
+    };
+    let Some(damage) = damage else {
+        let report = first.context("repair stopped")?;
+        print_repair(&report, json)?;
+        return Ok(if report.ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    };
+    if !json {
+        out!(
+            "the store's file is damaged ({}): salvaging what can be read into a new store",
+            memtrail_adapters::one_line(&damage, 160)
+        );
+    }
+    let salvaged = memtrail_runtime::salvage::salvage(db).context("salvage stopped")?;
+    if !json {
+        for t in &salvaged.tables {
             out!(
-                "{}: {} ({}, {} ms)",
-                s.name,
-                if s.fixed == 0 {
-                    "was consistent; rebuilt".to_string()
+                "  {}: {} rows kept{}{}",
+                t.table,
+                t.rows,
+                if t.dropped > 0 {
+                    format!(", {} dropped (they referred to lost rows)", t.dropped)
                 } else {
-                    format!("fixed {}", s.fixed)
+                    String::new()
                 },
-                s.what,
-                s.millis
+                if t.damaged { ", some unreadable" } else { "" }
             );
         }
-        if report.ok() {
-            out!("integrity check: ok");
-        } else {
-            out!("integrity check FAILED:");
-            for line in &report.integrity {
-                out!("  {line}");
-            }
-        }
+        out!(
+            "the damaged file is kept at {} (delete it once you are content)",
+            salvaged.kept_aside.display()
+        );
+    }
+    let mut store = open_store(db)?;
+    let reimport = memtrail_runtime::import::import(
+        &mut store,
+        memtrail_adapters::supported_agents(),
+        None,
+        &mut |_| {},
+    )
+    .context("importing the transcripts again")?;
+    let added: u64 = reimport.agents.iter().map(|a| a.messages).sum();
+    if !json {
+        out!("transcripts still on disk imported again: {added} messages restored");
+    }
+    let report = store.repair().context("repair stopped")?;
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "damage": damage,
+                "salvaged": salvaged,
+                "reimported_messages": added,
+                "steps": report.steps,
+                "integrity": report.integrity,
+            }))?
+        );
+    } else {
+        print_repair(&report, false)?;
     }
     Ok(if report.ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn print_repair(report: &memtrail_runtime::store::RepairReport, json: bool) -> Result<()> {
+    if json {
+        out!("{}", serde_json::to_string_pretty(report)?);
+        return Ok(());
+    }
+    for s in &report.steps {
+        out!(
+            "{}: {} ({}, {} ms)",
+            s.name,
+            if s.fixed == 0 {
+                "was consistent; rebuilt".to_string()
+            } else {
+                format!("fixed {}", s.fixed)
+            },
+            s.what,
+            s.millis
+        );
+    }
+    if report.ok() {
+        out!("integrity check: ok");
+    } else {
+        out!("integrity check FAILED:");
+        for line in &report.integrity {
+            out!("  {line}");
+        }
+    }
+    Ok(())
 }
 
 fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
