@@ -109,9 +109,20 @@ fn skill_file(path: &Path, content: &str, is_ours: fn(&str) -> bool) -> FileSpec
             owned_dirs: path.parent().map(Path::to_path_buf).into_iter().collect(),
             is_ours: Some(is_ours),
             points_at: None,
+            retired: false,
         }),
         new_file_mode: None,
     }
+}
+
+/// memtrail's skill where an older version put it: removed by install and uninstall alike.
+fn retired_skill_file(path: &Path, is_ours: fn(&str) -> bool) -> FileSpec {
+    let mut f = skill_file(path, "", is_ours);
+    if let Body::Whole(w) = &mut f.body {
+        w.label = "skill memtrail (former place)".to_string();
+        w.retired = true;
+    }
+    f
 }
 
 fn json_file(path: &Path, items: Vec<JsonItem>) -> FileSpec {
@@ -176,7 +187,7 @@ fn cursor_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
 
 /// Codex CLI: agent-specs.md §2.2 (`[mcp_servers.memtrail]`), §2.3 (`notify`, chained with a
 /// user's own), §2.4 (`hooks.json`, and the trust Codex needs before it runs them), §2.6
-/// (skill in `~/.agents/skills`).
+/// (skill in `$CODEX_HOME/skills`; memtrail's former skill in `~/.agents/skills` is removed).
 fn codex_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
     let loc = codex::Locations::resolve_with(env.home(), &os_var(env));
     let bad = || InstallError::BadBinary(binary.to_path_buf());
@@ -237,6 +248,7 @@ fn codex_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
             },
             json_file(&loc.hooks_json, hooks),
             skill_file(&loc.skill, codex::SKILL_MD, codex::is_memtrail_skill),
+            retired_skill_file(&loc.legacy_skill, codex::is_memtrail_skill),
         ],
         trust: Some(TrustSpec {
             config_toml: loc.config_toml.clone(),
@@ -360,6 +372,7 @@ fn opencode_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
             owned_dirs: Vec::new(),
             is_ours: Some(opencode::is_memtrail_plugin),
             points_at: Some(oc::plugin_binary),
+            retired: false,
         }),
         new_file_mode: None,
     };
@@ -477,6 +490,7 @@ fn claude_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
                     owned_dirs: skill_dir.into_iter().collect(),
                     is_ours: None,
                     points_at: None,
+                    retired: false,
                 }),
                 new_file_mode: None,
             },

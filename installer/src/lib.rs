@@ -30,7 +30,7 @@
 //! | agent | files |
 //! |---|---|
 //! | Claude Code | `settings.json` hooks, `.claude.json` `mcpServers`, skill |
-//! | Codex CLI | `config.toml` (`notify`, chained with a user's own; `[mcp_servers.memtrail]`), `hooks.json` (SessionStart, PreCompact, Stop; status reports Codex's trust), `~/.agents/skills` skill |
+//! | Codex CLI | `config.toml` (`notify`, chained with a user's own; `[mcp_servers.memtrail]`), `hooks.json` (SessionStart, PreCompact, Stop; status reports Codex's trust), `$CODEX_HOME/skills` skill (not `~/.agents/skills`, where Gemini CLI would take it over its own) |
 //! | Gemini CLI | `settings.json` (`hooks` with ms timeouts, `mcpServers`), skill |
 //! | Cursor | `hooks.json` (`version: 1`, flat entries), `mcp.json`, skill |
 //! | VS Code | memtrail's hook file `~/.config/memtrail/vscode-hooks.json`, its entry in `chat.hookFilesLocations` and `servers.memtrail` in each user folder (stable, Insiders) |

@@ -169,6 +169,7 @@ pub(crate) fn status_in(
     for f in &spec.files {
         let bytes = fsutil::resolve_target(&f.path).and_then(|t| fsutil::read_opt(&t));
         match &f.body {
+            Body::Whole(w) if w.retired => {}
             Body::Whole(w) => {
                 let (state, bin) = match bytes {
                     Err(e) => (ItemState::Unreadable { error: e.reason() }, None),
