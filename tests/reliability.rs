@@ -561,3 +561,46 @@ fn repair_salvages_a_store_with_a_corrupt_btree_page() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["hits"].as_array().unwrap().len() >= 40, "{v}");
 }
+
+/// `status` stays fast on a large store: the quick integrity check (which reads the whole file)
+/// runs by default only up to 8 MB; `status --check` runs it on any store.
+#[test]
+fn status_checks_integrity_of_a_large_store_only_when_asked() {
+    let sb = Sandbox::new();
+    let sid = session_id(21);
+    let t = sb.transcript("rel", &sid);
+    write_lines(&t, &sid, 0..2);
+    assert!(sb.cmd().args(["import"]).output().unwrap().status.success());
+    let status = |args: &[&str]| -> Value {
+        let out = sb.cmd().args(args).output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let v = status(&["status", "--json"]);
+    assert_eq!(v["store"]["integrity_check"], "quick_check", "{v}");
+    // Over 8 MB: a 9 MB store file.
+    let c = rusqlite::Connection::open(sb.db()).unwrap();
+    c.execute_batch(
+        "CREATE TABLE padding (b BLOB); INSERT INTO padding VALUES (zeroblob(9 * 1024 * 1024));
+         PRAGMA wal_checkpoint(TRUNCATE);",
+    )
+    .unwrap();
+    drop(c);
+    assert!(std::fs::metadata(sb.db()).unwrap().len() > 8 << 20);
+    let v = status(&["status", "--json"]);
+    assert_eq!(
+        (&v["store"]["integrity_check"], &v["store"]["integrity"]),
+        (&json!("skipped"), &json!("not checked")),
+        "{v}"
+    );
+    let text = String::from_utf8(sb.cmd().arg("status").output().unwrap().stdout).unwrap();
+    assert!(
+        text.contains(", integrity not checked: over 8 MB, `memtrail status --check` checks it)"),
+        "{text}"
+    );
+    let v = status(&["status", "--check", "--json"]);
+    assert_eq!(
+        (&v["store"]["integrity_check"], &v["store"]["integrity"]),
+        (&json!("quick_check"), &json!("ok")),
+        "{v}"
+    );
+}
