@@ -37,9 +37,13 @@ enum Command {
     /// Register memtrail's hooks, MCP server and skill with your agents.
     Install(InstallArgs),
     /// Remove exactly what `install` added.
-    Uninstall(InstallArgs),
+    Uninstall(UninstallArgs),
     /// Show what is wired, where it points, when each hook last ran, and the store's figures.
     Status {
+        /// Run the quick integrity check on a store of any size (by default only on stores up
+        /// to 8 MB: it reads the whole file, about 5 ms per MB).
+        #[arg(long)]
+        check: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -121,6 +125,10 @@ enum Command {
         /// Do not ask (required when stdin is not a terminal).
         #[arg(long, short = 'y')]
         yes: bool,
+        /// Allow an age under one hour (`0d`, `30m`, a time less than an hour ago), which deletes
+        /// (nearly) everything, the sessions running now included.
+        #[arg(long)]
+        force: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -157,8 +165,15 @@ struct InstallArgs {
     /// Print the plan or the result as JSON.
     #[arg(long)]
     json: bool,
-    /// (uninstall) Also delete the store and everything memtrail captured, after a confirmation
-    /// (`--yes` confirms).
+}
+
+#[derive(Args)]
+struct UninstallArgs {
+    #[command(flatten)]
+    common: InstallArgs,
+    /// Also delete the store and everything memtrail captured, and memtrail's state: the config
+    /// backups (they hold copies of the agents' configs, API keys included), the install state
+    /// and the logs; after a confirmation (`--yes` confirms).
     #[arg(long)]
     purge: bool,
 }
@@ -189,9 +204,51 @@ struct SearchArgs {
     /// Most hits to show (1-500).
     #[arg(long, short = 'n', default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=500))]
     limit: u32,
-    /// Print JSON.
+    /// Highlight the matched words in colour: auto (on a terminal, unless NO_COLOR is set or
+    /// TERM is dumb), always, never. Without colour the text is printed plain.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    color: ColorChoice,
+    /// Print JSON (hits marked `**word**`).
     #[arg(long)]
     json: bool,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour stdout: `always`; `auto` when stdout is a terminal, `NO_COLOR` is
+    /// unset or empty (<https://no-color.org>) and `TERM` is not `dumb`.
+    fn enabled(self) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+            }
+        }
+    }
+}
+
+/// Transcript text made safe to print on a terminal: control characters (escape sequences a
+/// transcript may hold, carriage returns, …) become `�`; `keep` (highlight markers) stays.
+fn printable(s: &str, keep: &[char]) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() && !keep.contains(&c) {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 #[derive(Subcommand)]
@@ -382,9 +439,14 @@ fn open_store(db: &std::path::Path) -> Result<Store> {
 
 fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
     match cmd {
-        Command::Install(a) => install(a, memtrail_installer::Action::Install, &db),
-        Command::Uninstall(a) => install(a, memtrail_installer::Action::Uninstall, &db),
-        Command::Status { json } => status(&db, json),
+        Command::Install(a) => install(a, false, memtrail_installer::Action::Install, &db),
+        Command::Uninstall(a) => install(
+            a.common,
+            a.purge,
+            memtrail_installer::Action::Uninstall,
+            &db,
+        ),
+        Command::Status { check, json } => status(&db, check, json),
         Command::Hook { .. } => unreachable!("handled in main"),
         Command::Import {
             agents,
@@ -512,8 +574,9 @@ fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
             vacuum,
             dry_run,
             yes,
+            force,
             json,
-        } => purge_older(&db, &older_than, vacuum, dry_run, yes, json),
+        } => purge_older(&db, &older_than, vacuum, dry_run, yes, force, json),
         Command::Redact { rescan: _, json } => redact_rescan(&db, json),
         Command::Mcp => {
             memtrail_runtime::mcp::serve_stdio(db).map_err(|e| anyhow::anyhow!(e))?;
@@ -565,6 +628,11 @@ fn absolute(p: &std::path::Path) -> String {
         .unwrap_or_else(|_| p.to_path_buf())
         .display()
         .to_string()
+}
+
+/// `1 transcript file`, `2 transcript files`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// `2026-11-29T10:11:12.000Z` → `2026-11-29 10:11`.
@@ -622,21 +690,21 @@ fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
         out!("No matches for {:?}.", memtrail_adapters::one_line(&q, 80));
         return Ok(ExitCode::SUCCESS);
     }
-    let tty = std::io::stdout().is_terminal();
-    let (b, e) = if tty {
-        ("\x1b[1m", "\x1b[0m")
+    // Colour: the title bold, the matched words bold red (as grep). Without colour, plain
+    // text: no Markdown markers, so that the output greps as the message reads.
+    let color = a.color.enabled();
+    let (bold, hit, reset) = if color {
+        ("\x1b[1m", "\x1b[1;31m", "\x1b[0m")
     } else {
-        ("**", "**")
+        ("", "", "")
     };
     for (i, h) in hits.iter().enumerate() {
         out!(
-            "{}. {}{}{}  ({} · {} · {})",
+            "{}. {bold}{}{reset}  ({} · {} · {})",
             i + 1,
-            b,
-            h.title.as_deref().unwrap_or("(untitled)"),
-            e,
+            printable(h.title.as_deref().unwrap_or("(untitled)"), &[]),
             h.agent,
-            h.project.as_deref().unwrap_or("?"),
+            printable(h.project.as_deref().unwrap_or("?"), &[]),
             h.timestamp.as_deref().map(short_time).unwrap_or("?".into())
         );
         out!(
@@ -645,11 +713,9 @@ fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
             h.message_index,
             h.role
         );
-        let snip = h
-            .snippet
-            .replace('\n', " ")
-            .replace(HL_START, b)
-            .replace(HL_END, e);
+        let snip = printable(&h.snippet.replace('\n', " "), &[HL_START, HL_END])
+            .replace(HL_START, hit)
+            .replace(HL_END, reset);
         out!("   {}\n", snip.trim());
     }
     Ok(ExitCode::SUCCESS)
@@ -697,7 +763,10 @@ fn import(
                     .progress_chars("=> "),
                 );
             } else if !json {
-                eprintln!("found {files} transcript files ({bytes} bytes)");
+                eprintln!(
+                    "found {} ({bytes} bytes)",
+                    plural(files, "transcript file", "transcript files")
+                );
             }
         }
         memtrail_runtime::import::Progress::File {
@@ -725,14 +794,14 @@ fn import(
     }
     for a in &summary.agents {
         out!(
-            "{}: {} files ({} with new content), {} sessions, {} new messages, {} updated, {} lines skipped ({} unknown, {} malformed)",
+            "{}: {} ({} with new content), {}, {}, {} updated, {} skipped ({} unknown, {} malformed)",
             a.agent,
-            a.files,
+            plural(a.files, "file", "files"),
             a.changed_files,
-            a.sessions,
-            a.messages,
+            plural(a.sessions, "session", "sessions"),
+            plural(a.messages, "new message", "new messages"),
             a.updated,
-            a.skipped_lines,
+            plural(a.skipped_lines, "line", "lines"),
             a.unknown_lines,
             a.malformed_lines
         );
@@ -790,21 +859,20 @@ fn invoked_path() -> Option<PathBuf> {
 
 fn install(
     a: InstallArgs,
+    purge_too: bool,
     action: memtrail_installer::Action,
     db: &std::path::Path,
 ) -> Result<ExitCode> {
-    if a.purge && matches!(action, memtrail_installer::Action::Install) {
-        bail!("--purge is an uninstall option (it deletes the store)");
-    }
     // Refuse before anything changes, not after the registrations are gone.
-    if a.purge
+    if purge_too
         && !a.dry_run
         && !a.yes
-        && db.exists()
+        && (db.exists()
+            || memtrail_installer::state_dir_in(&memtrail_installer::Env::from_process()).exists())
         && !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal())
     {
         bail!(
-            "--purge deletes the store {} too; add --yes to confirm (nothing was changed)",
+            "--purge deletes the store {} and memtrail's state (config backups, install state, logs) too; add --yes to confirm (nothing was changed)",
             db.display()
         );
     }
@@ -859,11 +927,13 @@ fn install(
                 })
                 .collect();
             let defaults: Vec<bool> = candidates.iter().map(|(_, d)| *d).collect();
-            let picked = dialoguer::MultiSelect::new()
-                .with_prompt("Install memtrail into (space to toggle, enter to confirm)")
-                .items(&labels)
-                .defaults(&defaults)
-                .interact()?;
+            let picked = ask(|| {
+                dialoguer::MultiSelect::new()
+                    .with_prompt("Install memtrail into (space to toggle, enter to confirm)")
+                    .items(&labels)
+                    .defaults(&defaults)
+                    .interact()
+            })?;
             agents = picked.into_iter().map(|i| candidates[i].0).collect();
             if agents.is_empty() {
                 eprintln!("nothing selected; nothing changed");
@@ -873,7 +943,7 @@ fn install(
         if agents.is_empty() && matches!(action, memtrail_installer::Action::Uninstall) {
             out!("memtrail is not registered with any agent: nothing to uninstall");
             // --purge still deletes the store (hooks removed earlier, the store left behind).
-            if a.purge && !a.dry_run {
+            if purge_too && !a.dry_run {
                 return purge(db, a.yes);
             }
             return Ok(ExitCode::SUCCESS);
@@ -955,10 +1025,12 @@ fn install(
                 eprintln!("  {line}");
             }
         }
-        let ok = dialoguer::Confirm::new()
-            .with_prompt(format!("{verb} these changes?"))
-            .default(true)
-            .interact()?;
+        let ok = ask(|| {
+            dialoguer::Confirm::new()
+                .with_prompt(format!("{verb} these changes?"))
+                .default(true)
+                .interact()
+        })?;
         if !ok {
             eprintln!("nothing changed");
             return Ok(ExitCode::FAILURE);
@@ -1008,7 +1080,7 @@ fn install(
     {
         out!("\nNext: `memtrail import` brings in the sessions you already have.");
     }
-    if matches!(action, memtrail_installer::Action::Uninstall) && a.purge && !a.dry_run {
+    if matches!(action, memtrail_installer::Action::Uninstall) && purge_too && !a.dry_run {
         return purge(db, a.yes);
     }
     if !left_out.is_empty() {
@@ -1017,43 +1089,98 @@ fn install(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Delete the store (and its WAL files) after a confirmation.
+/// `uninstall --purge`, after the uninstall gave the configs their original bytes back: delete
+/// the store (and its WAL files), then memtrail's state folder (config backups, which hold
+/// copies of the agents' configs with their API keys and tokens; the install state; the logs),
+/// after one confirmation. The state goes only once memtrail is registered with no agent: one
+/// left out (its config did not parse, say) still needs its backups and install state to be
+/// uninstalled; the exit code is then 1.
 fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
-    if !db.exists() {
-        out!("no store at {}: nothing to purge", db.display());
-        return Ok(ExitCode::SUCCESS);
+    let env = memtrail_installer::Env::from_process();
+    let state = memtrail_installer::state_dir_in(&env);
+    let binary = binary_path()?;
+    let still: Vec<Agent> = memtrail_adapters::supported_agents()
+        .iter()
+        .copied()
+        .filter(|&ag| {
+            memtrail_installer::status(ag, &binary).is_ok_and(|st| {
+                st.items
+                    .iter()
+                    .any(|i| !matches!(i.state, memtrail_installer::ItemState::Missing))
+            })
+        })
+        .collect();
+    let purge_state = still.is_empty() && std::fs::symlink_metadata(&state).is_ok();
+    let backups = memtrail_installer::backups_in(&env);
+    let store_what = db
+        .exists()
+        .then(|| match Store::open(db).and_then(|s| s.stats()) {
+            Ok(st) => format!("{} sessions, {} messages", st.sessions, st.messages),
+            Err(_) => "its content".to_string(),
+        });
+    let state_what = format!(
+        "memtrail's state {} ({}, the install state, the logs)",
+        state.display(),
+        plural(backups.folders as u64, "config backup", "config backups")
+    );
+    let mut parts = Vec::new();
+    if let Some(w) = &store_what {
+        parts.push(format!("the store {} ({w})", db.display()));
     }
-    let what = match Store::open(db).and_then(|s| s.stats()) {
-        Ok(st) => format!("{} sessions, {} messages", st.sessions, st.messages),
-        Err(_) => "its content".to_string(),
-    };
-    if !yes {
-        let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-        if !interactive {
-            bail!(
-                "--purge deletes {} ({what}); add --yes to confirm",
-                db.display()
-            );
-        }
-        let ok = dialoguer::Confirm::new()
-            .with_prompt(format!("Delete {} ({what})?", db.display()))
-            .default(false)
-            .interact()?;
-        if !ok {
-            eprintln!("the store was kept");
-            return Ok(ExitCode::FAILURE);
+    if purge_state {
+        parts.push(state_what.clone());
+    }
+    if !parts.is_empty() {
+        let what = parts.join(" and ");
+        if !yes {
+            let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+            if !interactive {
+                bail!("--purge deletes {what}; add --yes to confirm");
+            }
+            let ok = ask(|| {
+                dialoguer::Confirm::new()
+                    .with_prompt(format!("Delete {what}?"))
+                    .default(false)
+                    .interact()
+            })?;
+            if !ok {
+                eprintln!("nothing was deleted");
+                return Ok(ExitCode::FAILURE);
+            }
         }
     }
-    for suffix in ["", "-wal", "-shm"] {
-        let mut p = db.as_os_str().to_owned();
-        p.push(suffix);
-        match std::fs::remove_file(&p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("cannot delete {}", db.display())),
+    match &store_what {
+        Some(w) => {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut p = db.as_os_str().to_owned();
+                p.push(suffix);
+                match std::fs::remove_file(&p) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(e).with_context(|| format!("cannot delete {}", db.display()));
+                    }
+                }
+            }
+            out!("deleted the store {} ({w})", db.display());
         }
+        None => out!("no store at {}: nothing to delete there", db.display()),
     }
-    out!("deleted the store {} ({what})", db.display());
+    if purge_state {
+        memtrail_installer::purge_state_in(&env)?;
+        out!("deleted {state_what}");
+    } else if !still.is_empty() {
+        out!(
+            "kept memtrail's state {}: memtrail is still registered with {} (uninstalling it there needs its backups and install state); once that is fixed, run `memtrail uninstall --purge` again",
+            state.display(),
+            still
+                .iter()
+                .map(|a| a.display_name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -1294,36 +1421,84 @@ fn doctor(json: bool) -> Result<ExitCode> {
     })
 }
 
+/// `memtrail repair`: rebuild the derived data ([`Store::repair`]). When the file itself is
+/// damaged (the repair meets a corrupt page, or the integrity check still fails after it), what
+/// can be read is salvaged into a new store, the damaged file is kept aside (its path printed),
+/// the transcripts still on disk are imported again, and the repair runs on the new store:
+/// never a store with nothing in it while something could be read.
 fn repair(db: &std::path::Path, json: bool) -> Result<ExitCode> {
+    use memtrail_runtime::store::is_corrupt;
     if !db.exists() {
         bail!("there is no store at {} (nothing to repair)", db.display());
     }
-    let mut store = open_store(db)?;
-    let report = store.repair().context("repair stopped")?;
-    if json {
-        out!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        for s in &report.steps {
+    let first = Store::open(db).and_then(|mut s| s.repair());
+    let damage = match &first {
+        Ok(report) if report.ok() => None,
+        Ok(report) => Some(report.integrity.join("; ")),
+        Err(e) if is_corrupt(e) => Some(e.to_string()),
+        Err(_) => None,
+    };
+    let Some(damage) = damage else {
+        let report = first.context("repair stopped")?;
+        print_repair(&report, json)?;
+        return Ok(if report.ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    };
+    if !json {
+        out!(
+            "the store's file is damaged ({}): salvaging what can be read into a new store",
+            memtrail_adapters::one_line(&damage, 160)
+        );
+    }
+    let salvaged = memtrail_runtime::salvage::salvage(db).context("salvage stopped")?;
+    if !json {
+        for t in &salvaged.tables {
             out!(
-                "{}: {} ({}, {} ms)",
-                s.name,
-                if s.fixed == 0 {
-                    "was consistent; rebuilt".to_string()
+                "  {}: {} rows kept{}{}",
+                t.table,
+                t.rows,
+                if t.dropped > 0 {
+                    format!(", {} dropped (they referred to lost rows)", t.dropped)
                 } else {
-                    format!("fixed {}", s.fixed)
+                    String::new()
                 },
-                s.what,
-                s.millis
+                if t.damaged { ", some unreadable" } else { "" }
             );
         }
-        if report.ok() {
-            out!("integrity check: ok");
-        } else {
-            out!("integrity check FAILED:");
-            for line in &report.integrity {
-                out!("  {line}");
-            }
-        }
+        out!(
+            "the damaged file is kept at {} (delete it once you are content)",
+            salvaged.kept_aside.display()
+        );
+    }
+    let mut store = open_store(db)?;
+    let reimport = memtrail_runtime::import::import(
+        &mut store,
+        memtrail_adapters::supported_agents(),
+        None,
+        &mut |_| {},
+    )
+    .context("importing the transcripts again")?;
+    let added: u64 = reimport.agents.iter().map(|a| a.messages).sum();
+    if !json {
+        out!("transcripts still on disk imported again: {added} messages restored");
+    }
+    let report = store.repair().context("repair stopped")?;
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "damage": damage,
+                "salvaged": salvaged,
+                "reimported_messages": added,
+                "steps": report.steps,
+                "integrity": report.integrity,
+            }))?
+        );
+    } else {
+        print_repair(&report, false)?;
     }
     Ok(if report.ok() {
         ExitCode::SUCCESS
@@ -1332,7 +1507,40 @@ fn repair(db: &std::path::Path, json: bool) -> Result<ExitCode> {
     })
 }
 
-fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
+fn print_repair(report: &memtrail_runtime::store::RepairReport, json: bool) -> Result<()> {
+    if json {
+        out!("{}", serde_json::to_string_pretty(report)?);
+        return Ok(());
+    }
+    for s in &report.steps {
+        out!(
+            "{}: {} ({}, {} ms)",
+            s.name,
+            if s.fixed == 0 {
+                "was consistent; rebuilt".to_string()
+            } else {
+                format!("fixed {}", s.fixed)
+            },
+            s.what,
+            s.millis
+        );
+    }
+    if report.ok() {
+        out!("integrity check: ok");
+    } else {
+        out!("integrity check FAILED:");
+        for line in &report.integrity {
+            out!("  {line}");
+        }
+    }
+    Ok(())
+}
+
+/// The largest store `status` runs the quick integrity check on by default: 8 MB (the check
+/// reads the whole file, about 5 ms per MB; `status` stays within 50 ms).
+const STATUS_CHECK_MAX_BYTES: u64 = 8 << 20;
+
+fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<ExitCode> {
     let binary = binary_path()?;
     let mut healthy = true;
     let mut agents = Vec::new();
@@ -1350,7 +1558,7 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
     // cannot be read is reported, not fatal: the registration is still shown.
     type StoreInfo = (
         memtrail_runtime::store::StoreStats,
-        std::result::Result<(), String>,
+        Option<std::result::Result<(), String>>,
         Vec<Vec<memtrail_runtime::store::HookRun>>,
     );
     let store_info: Option<std::result::Result<StoreInfo, String>> = if db.exists() {
@@ -1358,7 +1566,11 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
             (|| -> Result<StoreInfo> {
                 let store = open_store(db)?;
                 let stats = store.stats()?;
-                let check = store.quick_check()?;
+                let check = if force_check || stats.size_bytes <= STATUS_CHECK_MAX_BYTES {
+                    Some(store.quick_check()?)
+                } else {
+                    None
+                };
                 let runs = agents
                     .iter()
                     .map(|(a, _)| store.hook_runs(*a))
@@ -1372,9 +1584,11 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
     };
     match &store_info {
         Some(Ok((_, check, runs))) => {
-            healthy &= check.is_ok();
-            // The last run of every hook event succeeded.
-            healthy &= runs.iter().flatten().all(|r| r.error.is_none());
+            healthy &= check.as_ref().is_none_or(|c| c.is_ok());
+            // The last run of every hook event succeeded, or a later hook caught up after it.
+            healthy &= runs
+                .iter()
+                .all(|agent_runs| agent_runs.iter().all(|r| !hook_failed(r, agent_runs)));
         }
         Some(Err(_)) => healthy = false,
         None => {}
@@ -1410,16 +1624,23 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
         Ok(Some(s)) => memtrail_runtime::ingest::pending_tails(&s).unwrap_or_default(),
         _ => Vec::new(),
     };
+    let backups = memtrail_installer::backups();
+    let when = |ms: Option<i64>| ms.map(memtrail_adapters::format_rfc3339_ms);
     if json {
-        let run_json = |r: &memtrail_runtime::store::HookRun| {
-            serde_json::json!({
+        let run_json = |r: &memtrail_runtime::store::HookRun,
+                        all: &[memtrail_runtime::store::HookRun]| {
+            let mut v = serde_json::json!({
                 "event": r.event,
                 "at": memtrail_adapters::format_rfc3339_ms(r.at),
                 "duration_ms": r.duration_us as f64 / 1000.0,
                 "session": r.session,
                 "messages": r.messages,
                 "error": r.error,
-            })
+            });
+            if r.error.is_some() {
+                v["caught_up"] = (!hook_failed(r, all)).into();
+            }
+            v
         };
         let v = serde_json::json!({
             "healthy": healthy,
@@ -1432,7 +1653,7 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                     "unreadable": transcripts[i].1.iter().map(|(p, e)| serde_json::json!({"path": p, "error": e})).collect::<Vec<_>>(),
                 },
                 "hook_runs": match &store_info {
-                    Some(Ok((_, _, runs))) => runs[i].iter().map(run_json).collect::<Vec<_>>(),
+                    Some(Ok((_, _, runs))) => runs[i].iter().map(|r| run_json(r, &runs[i])).collect::<Vec<_>>(),
                     _ => Vec::new(),
                 },
             })).collect::<Vec<_>>(),
@@ -1447,15 +1668,36 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                         "agent": a, "sessions": n, "messages": m
                     })).collect::<Vec<_>>(),
                     "unindexed_messages": s.unindexed,
-                    "integrity": c.as_ref().err().cloned().unwrap_or_else(|| "ok".into()),
-                    "integrity_check": "quick_check",
+                    "integrity": match c {
+                        Some(Ok(())) => "ok".to_string(),
+                        Some(Err(e)) => e.clone(),
+                        None => "not checked".to_string(),
+                    },
+                    "integrity_check": if c.is_some() { "quick_check" } else { "skipped" },
                 }),
                 Some(Err(e)) => serde_json::json!({ "path": db, "error": e }),
                 None => serde_json::json!({ "path": db, "exists": false }),
             },
             "recent_hook_errors": errors,
+            "notices": agents.iter().flat_map(|(a, st)| st.notices().map(move |n| serde_json::json!({
+                "agent": a,
+                "item": n.item,
+                "file": n.file,
+                "notice": match &n.state {
+                    memtrail_installer::ItemState::Untrusted { reason } => reason.clone(),
+                    _ => String::new(),
+                },
+            }))).collect::<Vec<_>>(),
             "claude_retention": retention_json(&retention),
             "pending_tails": tails,
+            "backups": {
+                "dir": backups.dir,
+                "folders": backups.folders,
+                "copies": backups.copies,
+                "bytes": backups.bytes,
+                "oldest": when(backups.oldest_ms),
+                "newest": when(backups.newest_ms),
+            },
         });
         out!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -1498,10 +1740,12 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                         short_time(&memtrail_adapters::format_rfc3339_ms(r.at)),
                         r.duration_us as f64 / 1000.0,
                         r.messages,
-                        r.error
-                            .as_deref()
-                            .map(|e| format!(", error: {e}"))
-                            .unwrap_or_default()
+                        match r.error.as_deref() {
+                            None => String::new(),
+                            Some(e) if !hook_failed(r, &runs[i]) =>
+                                format!(", error: {e} (a later hook caught up)"),
+                            Some(e) => format!(", error: {e}"),
+                        }
                     );
                 }
             }
@@ -1509,16 +1753,19 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
         match &store_info {
             Some(Ok((s, check, _))) => {
                 out!(
-                    "\nstore: {} ({:.1} MB, schema v{}, quick integrity check {})",
+                    "\nstore: {} ({:.1} MB, schema v{}, {})",
                     s.path,
                     s.size_bytes as f64 / 1e6,
                     s.schema_version,
                     match check {
-                        Ok(()) => "ok".to_string(),
-                        Err(e) => format!(
-                            "FAILED: {}; run `memtrail repair`",
+                        Some(Ok(())) => "quick integrity check ok".to_string(),
+                        Some(Err(e)) => format!(
+                            "quick integrity check FAILED: {}; run `memtrail repair`",
                             memtrail_adapters::one_line(e, 200)
                         ),
+                        None =>
+                            "integrity not checked: over 8 MB, `memtrail status --check` checks it"
+                                .to_string(),
                     }
                 );
                 for (agent, sessions, messages) in &s.per_agent {
@@ -1546,6 +1793,23 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                 first.bytes
             );
         }
+        if backups.folders == 0 {
+            out!("\nconfig backups: none");
+        } else {
+            let day = |ms: Option<i64>| when(ms).map(|t| short_time(&t)).unwrap_or_default();
+            out!(
+                "\nconfig backups: {} in {} ({}, {:.1} MB; oldest {}, newest {})",
+                backups.folders,
+                backups.dir.display(),
+                plural(backups.copies as u64, "copy", "copies"),
+                backups.bytes as f64 / 1e6,
+                day(backups.oldest_ms),
+                day(backups.newest_ms)
+            );
+            out!(
+                "  copies of your agents' configs as they were, API keys and MCP tokens included (owner-only); kept: each file's first copy and the last five runs of under 30 days; `memtrail uninstall --purge` deletes them"
+            );
+        }
         if !errors.is_empty() {
             out!(
                 "\nrecent hook errors ({}):",
@@ -1555,12 +1819,33 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                 out!("  {e}");
             }
         }
+        let notices: Vec<(Agent, usize, String)> = agents
+            .iter()
+            .filter_map(|(a, st)| {
+                let n: Vec<_> = st.notices().collect();
+                let reason = match &n.first()?.state {
+                    memtrail_installer::ItemState::Untrusted { reason } => reason.clone(),
+                    _ => String::new(),
+                };
+                Some((*a, n.len(), reason))
+            })
+            .collect();
+        if !notices.is_empty() {
+            out!("\nnotices (not failures):");
+            for (a, n, reason) in &notices {
+                out!(
+                    "  {}: {} the agent's trust: {reason}",
+                    a.display_name(),
+                    plural(*n as u64, "item awaits", "items await")
+                );
+            }
+        }
         out!(
             "\n{}",
-            if healthy {
-                "healthy"
-            } else {
-                "NOT healthy: see above"
+            match (healthy, notices.is_empty()) {
+                (true, true) => "healthy",
+                (true, false) => "healthy (see the notices above)",
+                (false, _) => "NOT healthy: see above",
             }
         );
     }
@@ -1571,6 +1856,57 @@ fn status(db: &std::path::Path, json: bool) -> Result<ExitCode> {
     })
 }
 
+/// Run a terminal prompt. The prompt hides the cursor while it runs; when it ends in an error,
+/// Ctrl-C included (a prompt reads keys raw, so Ctrl-C reaches it as a key, not a signal), the
+/// cursor is shown again. Ctrl-C exits with status 130 (as a shell reports SIGINT), and what
+/// the prompt asked about is not done.
+fn ask<T>(prompt: impl FnOnce() -> dialoguer::Result<T>) -> Result<T> {
+    // The prompt library raises SIGINT on Ctrl-C, whose default action ends the process with
+    // the cursor hidden: while the prompt runs, SIGINT shows the cursor and exits 130.
+    #[cfg(unix)]
+    let previous = {
+        extern "C" fn on_sigint(_: libc::c_int) {
+            const MSG: &[u8] =
+                b"\x1b[?25h\nmemtrail: interrupted at the prompt: what it asked about was not done\n";
+            // Only async-signal-safe calls here: write(2) and _exit(2).
+            unsafe {
+                libc::write(2, MSG.as_ptr().cast(), MSG.len());
+                libc::_exit(130);
+            }
+        }
+        let handler: extern "C" fn(libc::c_int) = on_sigint;
+        unsafe { libc::signal(libc::SIGINT, handler as libc::sighandler_t) }
+    };
+    let answer = prompt();
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGINT, previous);
+    }
+    answer.map_err(|e| {
+        let _ = dialoguer::console::Term::stderr().show_cursor();
+        let dialoguer::Error::IO(io) = &e;
+        if io.kind() == std::io::ErrorKind::Interrupted {
+            eprintln!("\nmemtrail: interrupted at the prompt: what it asked about was not done");
+            std::process::exit(130);
+        }
+        anyhow::Error::new(e).context("cannot ask on this terminal")
+    })
+}
+
+/// Whether a hook run's error still matters: it failed, and no later run of the same agent for
+/// the same session (any session, for a run without one) succeeded. A later run reads the
+/// transcript from the cursor the failed run left, so it caught up what that run missed (a
+/// race for the store's lock, say).
+fn hook_failed(
+    r: &memtrail_runtime::store::HookRun,
+    all: &[memtrail_runtime::store::HookRun],
+) -> bool {
+    r.error.is_some()
+        && !all.iter().any(|o| {
+            o.error.is_none() && o.at > r.at && (r.session.is_none() || o.session == r.session)
+        })
+}
+
 /// Ask on a terminal; without one, refuse unless `--yes` was given.
 fn confirm_destructive(prompt: &str, yes: bool) -> Result<bool> {
     if yes {
@@ -1579,10 +1915,12 @@ fn confirm_destructive(prompt: &str, yes: bool) -> Result<bool> {
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         bail!("refusing to delete without confirmation: add --yes");
     }
-    Ok(dialoguer::Confirm::new()
-        .with_prompt(prompt)
-        .default(false)
-        .interact()?)
+    ask(|| {
+        dialoguer::Confirm::new()
+            .with_prompt(prompt)
+            .default(false)
+            .interact()
+    })
 }
 
 fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> Result<ExitCode> {
@@ -1626,16 +1964,27 @@ fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> Resu
     Ok(ExitCode::SUCCESS)
 }
 
+/// The youngest cutoff `purge --older-than` accepts without `--force`: one hour ago.
+const MIN_PURGE_AGE_MS: i64 = 3_600_000;
+
 fn purge_older(
     db: &std::path::Path,
     older_than: &str,
     vacuum: bool,
     dry_run: bool,
     yes: bool,
+    force: bool,
     json: bool,
 ) -> Result<ExitCode> {
     let cutoff = parse_date(older_than, Bound::Start)
         .with_context(|| format!("--older-than {older_than:?}"))?;
+    // An age under an hour (`0d`, `1m`) deletes (nearly) everything, the sessions running now
+    // included: a typo more often than a wish. A dry run deletes nothing.
+    if !dry_run && !force && memtrail_runtime::now_ms() - cutoff < MIN_PURGE_AGE_MS {
+        bail!(
+            "--older-than {older_than:?} is less than one hour ago: it would delete (nearly) every message, the sessions running now included; nothing was deleted (add --force if you mean it, or --dry-run to see what it would delete)"
+        );
+    }
     let when = memtrail_adapters::format_rfc3339_ms(cutoff);
     let Some(mut store) = open_store_read(db)? else {
         if json {

@@ -1048,9 +1048,25 @@ fn uninstall_purge_needs_a_confirmation() {
     assert!(db.exists());
     // Refused before anything changed: the registration is still there.
     assert_eq!(std::fs::read(&settings).unwrap(), installed);
+    // `--purge` is an uninstall flag: `install --help` does not offer it, `install` rejects it.
+    let help = |sub: &str| {
+        let out = sb.acmd().args([sub, "--help"]).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(!help("install").contains("--purge"), "{}", help("install"));
+    assert!(
+        help("uninstall").contains("--purge"),
+        "{}",
+        help("uninstall")
+    );
     let out = sb.acmd().args(["install", "--purge"]).output().unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("uninstall option"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unexpected argument '--purge' found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     sb.acmd()
         .args(["uninstall", "--agent", "claude", "--purge", "--yes"])
         .assert()
@@ -1073,9 +1089,9 @@ fn doctor_reports_untrusted_codex_hooks() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("codex: hook"), "{text}");
     assert!(text.contains("/hooks"), "{text}");
-    // status says the same, and is not healthy.
+    // status says the same, as a notice: healthy (notify captures meanwhile).
     let out = sb.acmd().args(["status", "--json"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0));
     let st: Value = serde_json::from_slice(&out.stdout).unwrap();
     let codex = st["agents"]
         .as_array()
@@ -2007,4 +2023,421 @@ fn claude_settings_with_a_comment_is_refused_and_reported() {
         doc.contains("will not run these hooks") && doc.contains("rewrite"),
         "{doc}"
     );
+}
+
+/// Run `memtrail ARGS` on a pseudo-terminal (util-linux `script`) in the sandbox's environment
+/// plus `extra`; once the terminal shows `wait_for`, type `keys`. Returns the exit code and all
+/// the terminal showed.
+fn on_a_terminal(
+    sb: &Sandbox,
+    args: &[&str],
+    extra: &[(&str, &str)],
+    wait_for: Option<(&str, &[u8])>,
+) -> (Option<i32>, String) {
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let mut line = quote(&support::memtrail_bin().display().to_string());
+    for a in args {
+        line.push(' ');
+        line.push_str(&quote(a));
+    }
+    let base = sb.cmd();
+    let mut c = std::process::Command::new("script");
+    c.env_clear();
+    for (k, v) in base.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    c.env("TERM", "xterm");
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    let mut child = c
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    let stdin = child.stdin.take().unwrap();
+    if let Some((text, keys)) = wait_for {
+        let t = std::time::Instant::now();
+        while !String::from_utf8_lossy(&seen.lock().unwrap()).contains(text) {
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(30),
+                "never showed {text:?}: {:?}",
+                String::from_utf8_lossy(&seen.lock().unwrap())
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // The prompt reads keys once it has drawn itself.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut stdin = &stdin;
+        stdin.write_all(keys).unwrap();
+        stdin.flush().unwrap();
+    }
+    let status = child.wait().unwrap();
+    drop(stdin);
+    reader.join().unwrap();
+    let text = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    (status.code(), text)
+}
+
+/// On a terminal, `search` highlights the matched words in colour, never with Markdown `**`;
+/// `NO_COLOR` and `--color never` print plain text, `--color always` colours a pipe too, and a
+/// pipe gets plain text by default.
+#[test]
+fn search_highlights_in_colour_on_a_terminal_and_honours_no_color() {
+    let sb = Sandbox::new();
+    let t = sb.transcript("demo", &support::session_id(1));
+    let sid = support::session_id(1);
+    let mut text = String::new();
+    for i in 0..2 {
+        text.push_str(&support::claude_line(&sid, "/home/user/demo", i));
+        text.push('\n');
+    }
+    support::append(&t, text.as_bytes());
+    // One of each: no "1 transcript files" (stderr is not a terminal: plain progress lines).
+    let out = sb.acmd().args(["import"]).output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("found 1 transcript file ("), "{err}");
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        summary.starts_with("claude: 1 file (1 with new content), 1 session, 2 new messages, 0 updated, 0 lines skipped"),
+        "{summary}"
+    );
+    let hit = "\x1b[1;31m";
+    let (code, tty) = on_a_terminal(&sb, &["search", "module"], &[], None);
+    assert_eq!(code, Some(0), "{tty}");
+    assert!(tty.contains(&format!("{hit}module\x1b[0m")), "{tty:?}");
+    assert!(!tty.contains("**"), "{tty:?}");
+    for (args, env) in [
+        (vec!["search", "module"], vec![("NO_COLOR", "1")]),
+        (vec!["search", "module", "--color", "never"], vec![]),
+    ] {
+        let (code, tty) = on_a_terminal(&sb, &args, &env, None);
+        assert_eq!(code, Some(0), "{tty}");
+        assert!(tty.contains("module"), "{tty:?}");
+        assert!(!tty.contains('\x1b') && !tty.contains("**"), "{tty:?}");
+    }
+    let piped = sb.acmd().args(["search", "module"]).output().unwrap();
+    let piped = String::from_utf8(piped.stdout).unwrap();
+    assert!(piped.contains("module"), "{piped}");
+    assert!(
+        !piped.contains('\x1b') && !piped.contains("**"),
+        "{piped:?}"
+    );
+    let forced = sb
+        .acmd()
+        .args(["search", "module", "--color", "always"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let forced = String::from_utf8(forced.stdout).unwrap();
+    assert!(
+        forced.contains(&format!("{hit}module\x1b[0m")),
+        "{forced:?}"
+    );
+}
+
+/// Ctrl-C at the interactive install's agent picker leaves the terminal's cursor visible (the
+/// picker hides it), exits 130 and changes nothing.
+#[test]
+fn ctrl_c_at_the_install_prompt_shows_the_cursor_again() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    let (code, tty) = on_a_terminal(
+        &sb,
+        &["install"],
+        &[],
+        Some(("Install memtrail into", b"\x03")),
+    );
+    let hidden = tty.rfind("\x1b[?25l").expect("the picker hides the cursor");
+    assert!(tty[hidden..].contains("\x1b[?25h"), "{tty:?}");
+    assert_eq!(code, Some(130), "{tty:?}");
+    assert!(!sb.claude_dir().join("settings.json").exists());
+}
+
+/// An agent program installed the way npm does (`<root>/bin/<name>` → the package's
+/// `bin/<name>`, its `package.json` above): `<root>/bin` for `PATH`. Run, it would create
+/// `<root>/ran-<name>` and a folder in `$HOME`, as real agents do.
+fn fake_npm_agent(root: &Path, name: &str, package: &str, version: &str) -> PathBuf {
+    let pkg = root.join("lib/node_modules").join(package);
+    std::fs::create_dir_all(pkg.join("bin")).unwrap();
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    std::fs::write(
+        pkg.join("package.json"),
+        format!("{{\"name\": \"{package}\", \"version\": \"{version}\"}}\n"),
+    )
+    .unwrap();
+    let exe = pkg.join("bin").join(name);
+    std::fs::write(
+        &exe,
+        format!(
+            "#!/bin/sh\ntouch '{}'\nmkdir -p \"$HOME/.{name}-was-run\"\necho '{name} {version}'\n",
+            root.join(format!("ran-{name}")).display()
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink(&exe, root.join("bin").join(name)).unwrap();
+    }
+    root.join("bin")
+}
+
+/// Every file and folder under `dir` with its size and modification time.
+fn tree(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            out.push((p.clone(), m.len(), m.modified().unwrap()));
+            if m.is_dir() {
+                stack.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// After a fresh `install`, Codex's hooks await trust while `notify` captures: a notice, not a
+/// failure (`status` exits 0). `status` runs no agent program (versions come from the npm
+/// package) and changes nothing in the home folder.
+#[cfg(unix)]
+#[test]
+fn status_after_a_fresh_install_is_healthy_with_a_trust_notice_and_runs_no_agent() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.home.join(".codex")).unwrap();
+    let npm = sb.home.parent().unwrap().join("npm");
+    let bin = fake_npm_agent(&npm, "codex", "@openai/codex", "0.171.0");
+    fake_npm_agent(&npm, "opencode", "opencode-ai", "1.18.33");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |args: &[&str]| sb.cmd().args(args).env("PATH", &path).output().unwrap();
+    assert!(
+        run(&["install", "--agent", "codex", "--yes"])
+            .status
+            .success()
+    );
+    let before = tree(&sb.home);
+    let out = run(&["status", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["healthy"], true, "{v}");
+    let notices: Vec<(&str, &str)> = v["notices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["agent"].as_str().unwrap(), n["item"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        notices,
+        vec![
+            ("codex", "hook SessionStart"),
+            ("codex", "hook PreCompact"),
+            ("codex", "hook Stop")
+        ]
+    );
+    let codex = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "codex")
+        .unwrap();
+    assert_eq!(codex["registration"]["version"], "0.171.0");
+    let opencode = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "opencode")
+        .unwrap();
+    assert_eq!(opencode["registration"]["version"], "1.18.33");
+    let out = run(&["status"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\nnotices (not failures):\n  Codex CLI: 3 items await the agent's trust: not trusted yet; "),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("\nhealthy (see the notices above)\n"),
+        "{text}"
+    );
+    // No agent ran, and status left the home folder as it was.
+    assert!(!npm.join("ran-codex").exists());
+    assert!(!npm.join("ran-opencode").exists());
+    assert_eq!(tree(&sb.home), before);
+}
+
+/// A hook that failed (the store was locked) is not "unhealthy" once a later hook of the same
+/// session succeeded: that hook caught up from the cursor. Without a later success it is.
+#[test]
+fn status_forgives_a_hook_error_that_a_later_hook_caught_up() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.acmd()
+        .args(["install", "--agent", "claude", "--yes"])
+        .assert()
+        .success();
+    sb.json(&["import", "--json"]);
+    let c = rusqlite::Connection::open(sb.db()).unwrap();
+    c.execute_batch(
+        "DELETE FROM hook_runs;
+         INSERT INTO hook_runs (agent, event, at, duration_us, session, messages, error)
+         VALUES ('claude', 'Stop', 1000, 900, 's1', 0, 'the store is busy'),
+                ('claude', 'SessionEnd', 2000, 900, 's1', 3, NULL);",
+    )
+    .unwrap();
+    let out = sb.cmd().args(["status", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!(v["healthy"], true);
+    let runs = &v["agents"][0]["hook_runs"];
+    assert_eq!(runs[1]["event"], "Stop", "{runs}");
+    assert_eq!(runs[1]["caught_up"], true, "{runs}");
+    let text =
+        String::from_utf8_lossy(&sb.cmd().arg("status").output().unwrap().stdout).into_owned();
+    assert!(
+        text.contains(", error: the store is busy (a later hook caught up)\n"),
+        "{text}"
+    );
+    // The success came before the error (or was another session's): the error stands.
+    for change in [
+        "UPDATE hook_runs SET at = 500 WHERE event = 'SessionEnd'",
+        "UPDATE hook_runs SET at = 2000, session = 's2' WHERE event = 'SessionEnd'",
+    ] {
+        c.execute(change, []).unwrap();
+        let out = sb.cmd().args(["status", "--json"]).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{change}: {v}");
+        assert_eq!(v["healthy"], false);
+    }
+}
+
+/// `status` counts the config backups (copies of `.claude.json` with its API key) and their
+/// age; `uninstall --purge` first gives every config its exact original bytes back, then
+/// deletes the store and memtrail's state: backups, install state, logs. While an agent is
+/// still registered (its uninstall failed), its backups are kept (exit 1).
+#[test]
+fn uninstall_purge_restores_the_originals_then_deletes_backups_state_and_logs() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    let settings = sb.claude_dir().join("settings.json");
+    let global = sb.claude_dir().join(".claude.json");
+    let settings0 = "{\n  \"model\": \"opus\"\n}\n";
+    let global0 = "{\n  \"primaryApiKey\": \"sk-ant-api03-not-a-real-key\",\n  \"mcpServers\": {\"db\": {\"command\": \"db\", \"env\": {\"TOKEN\": \"tok-123\"}}}\n}\n";
+    std::fs::write(&settings, settings0).unwrap();
+    std::fs::write(&global, global0).unwrap();
+    let gemini = sb.home.join(".gemini/settings.json");
+    std::fs::create_dir_all(gemini.parent().unwrap()).unwrap();
+    std::fs::write(&gemini, "{}\n").unwrap();
+    for agent in ["claude", "gemini"] {
+        sb.acmd()
+            .args(["install", "--agent", agent, "--yes"])
+            .assert()
+            .success();
+    }
+    sb.json(&["import", "--json"]);
+    let state = sb.home.join(".local/state/memtrail");
+    std::fs::write(state.join("hook.log"), "a log line\n").unwrap();
+    // Two runs, three copies (settings.json, .claude.json, Gemini's settings.json).
+    let out = sb.cmd().args(["status", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let b = &v["backups"];
+    assert_eq!(
+        (b["folders"].as_u64(), b["copies"].as_u64()),
+        (Some(2), Some(3)),
+        "{b}"
+    );
+    assert_eq!(
+        b["bytes"].as_u64(),
+        Some((settings0.len() + global0.len() + 3) as u64)
+    );
+    assert_eq!(b["dir"], state.join("backups").to_str().unwrap());
+    assert!(b["oldest"].as_str().unwrap() <= b["newest"].as_str().unwrap());
+    let text = String::from_utf8(sb.cmd().arg("status").output().unwrap().stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "\nconfig backups: 2 in {} (3 copies, 0.0 MB; oldest ",
+            state.join("backups").display()
+        )),
+        "{text}"
+    );
+    // Gemini's settings no longer parse: its uninstall fails, so its backups stay.
+    let installed = std::fs::read(&gemini).unwrap();
+    std::fs::write(&gemini, b"{ not json").unwrap();
+    let out = sb
+        .cmd()
+        .args(["uninstall", "--purge", "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!(
+            "kept memtrail's state {}: memtrail is still registered with Gemini CLI",
+            state.display()
+        )),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), settings0);
+    assert_eq!(std::fs::read_to_string(&global).unwrap(), global0);
+    assert!(!sb.db().exists());
+    assert!(state.join("backups").is_dir() && state.join("install-state.json").exists());
+    // Fixed, the next purge uninstalls Gemini and deletes everything memtrail kept (the two
+    // installs' backups, the first purge's of Claude, this one's of Gemini).
+    std::fs::write(&gemini, installed).unwrap();
+    let out = sb
+        .cmd()
+        .args(["uninstall", "--purge", "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!(
+            "deleted memtrail's state {} (4 config backups, the install state, the logs)",
+            state.display()
+        )),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(std::fs::read_to_string(&gemini).unwrap(), "{}\n");
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), settings0);
+    assert_eq!(std::fs::read_to_string(&global).unwrap(), global0);
+    assert!(!state.exists(), "backups, install state and logs are gone");
 }

@@ -212,7 +212,7 @@ impl Sandbox {
     }
 
     fn skill(&self) -> PathBuf {
-        self.home.join(".agents/skills/memtrail/SKILL.md")
+        self.codex_home.join("skills/memtrail/SKILL.md")
     }
 }
 
@@ -425,7 +425,7 @@ fn write_other_tool(sb: &Sandbox) {
 ///   appended to each of [`MEMTRAIL_EVENTS`] (appended, so the other tool's positional trust
 ///   keys `<path>:<event>:<group>:<handler>` do not move; SessionEnd's timeout is at most 3 s,
 ///   Codex clamps it and warns otherwise).
-/// - the skill: `~/.agents/skills/memtrail/SKILL.md`.
+/// - the skill: `$CODEX_HOME/skills/memtrail/SKILL.md`.
 fn write_config_by_hand(sb: &Sandbox, memtrail: &Path) {
     let m = memtrail.display().to_string();
     // config.toml: a line edit that keeps everything else byte for byte.

@@ -123,6 +123,25 @@ fn purge_and_rescan() {
         (p["messages"].as_u64(), p["sessions"].as_u64()),
         (Some(0), Some(0))
     );
+    // An age under one hour deletes (nearly) everything: refused, even with --yes, unless
+    // --force; nothing is deleted. A dry run may still show it.
+    for age in ["0d", "1m", "59m", "2999-01-01"] {
+        let out = sb
+            .acmd()
+            .args(["purge", "--older-than", age, "--yes"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{age}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "memtrail: --older-than {age:?} is less than one hour ago: it would delete (nearly) every message, the sessions running now included; nothing was deleted (add --force if you mean it, or --dry-run to see what it would delete)\n"
+            )
+        );
+        assert_eq!(sb.sessions(), 2, "{age}");
+    }
+    let dry = sb.json(&["purge", "--older-than", "0d", "--dry-run", "--json"]);
+    assert_eq!(dry["messages"], messages);
     // Everything is older than 2999-01-01: dry run, refusal without --yes, then the purge.
     let dry = sb.json(&["purge", "--older-than", "2999-01-01", "--dry-run", "--json"]);
     assert_eq!(dry["messages"], messages);
@@ -130,7 +149,7 @@ fn purge_and_rescan() {
     assert_eq!(dry["dry_run"], true);
     let out = sb
         .acmd()
-        .args(["purge", "--older-than", "2999-01-01"])
+        .args(["purge", "--older-than", "2999-01-01", "--force"])
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -141,6 +160,7 @@ fn purge_and_rescan() {
         "2999-01-01",
         "--vacuum",
         "--yes",
+        "--force",
         "--json",
     ]);
     assert_eq!(done["messages"], messages);

@@ -364,3 +364,243 @@ fn a_hook_whose_stdin_stays_open_exits_within_its_budget() {
     let log = std::fs::read_to_string(sb.hook_log()).unwrap();
     assert!(log.contains("stdin was not closed"), "{log}");
 }
+
+/// A torn copy whose full-text index data is corrupt (the FTS5 shadow table `messages_fts_data`
+/// holds garbage): `repair` rebuilds the index from the messages and the store is whole again.
+#[test]
+fn repair_fixes_corrupt_full_text_index_data() {
+    let sb = Sandbox::new();
+    let sid = session_id(6);
+    let t = sb.transcript("rel", &sid);
+    write_lines(&t, &sid, 0..8);
+    assert!(sb.cmd().args(["import"]).output().unwrap().status.success());
+    // Four more messages captured by a hook: queued for the index, not in it yet.
+    write_lines(&t, &sid, 8..12);
+    let (out, _) = hook(&sb, stop_payload(&t, &sid, CWD).as_bytes(), None);
+    assert_silent_success(&out, "hook");
+    let c = rusqlite::Connection::open(sb.db()).unwrap();
+    let queued: i64 = c
+        .query_row("SELECT COUNT(*) FROM fts_pending", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(queued, 4);
+    // Every index block, the structure record (id 10) included, becomes garbage.
+    let n = c
+        .execute(
+            "UPDATE messages_fts_data SET block = randomblob(length(block))",
+            [],
+        )
+        .unwrap();
+    assert!(n > 0);
+    drop(c);
+    let out = sb.cmd().args(["repair", "--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["integrity"], json!(["ok"]), "{v}");
+    assert_eq!(v["steps"][0]["name"], "full-text index");
+    assert_eq!(v["steps"][0]["fixed"], 1, "{v}");
+    // Even prompts (i = 0, 2, .., 10) say "the module": 6 hits.
+    let out = sb
+        .cmd()
+        .args(["search", "module", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hits"].as_array().unwrap().len(), 6, "{v}");
+    let c = rusqlite::Connection::open(sb.db()).unwrap();
+    let check: String = c
+        .query_row(
+            "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1) RETURNING 'ok'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap_or_else(|e| e.to_string());
+    assert_eq!(check, "ok");
+}
+
+/// The rowids of the cells of a table b-tree leaf page (`0x0D`), read from the file as the
+/// format defines it (<https://sqlite.org/fileformat2.html#b_tree_pages>): the cell count at
+/// header offset 3, the cell pointers after the 8-byte header, each cell a varint payload size
+/// then a varint rowid.
+fn leaf_rowids(file: &[u8], page_size: usize, pgno: usize) -> Vec<i64> {
+    let page = &file[(pgno - 1) * page_size..pgno * page_size];
+    assert_eq!(page[0], 0x0D, "page {pgno} is a table leaf");
+    let varint = |mut at: usize| -> (i64, usize) {
+        let mut v: i64 = 0;
+        for i in 0..9 {
+            let b = page[at];
+            at += 1;
+            if i == 8 {
+                return ((v << 8) | b as i64, at);
+            }
+            v = (v << 7) | (b & 0x7f) as i64;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        (v, at)
+    };
+    let cells = u16::from_be_bytes([page[3], page[4]]) as usize;
+    (0..cells)
+        .map(|i| {
+            let ptr = u16::from_be_bytes([page[8 + 2 * i], page[9 + 2 * i]]) as usize;
+            let (_, at) = varint(ptr);
+            varint(at).0
+        })
+        .collect()
+}
+
+/// A store with a corrupt b-tree page of `messages` (garbage written over one leaf page):
+/// `repair` salvages every readable row into a new store, keeps the damaged file aside (its
+/// path printed), imports the transcripts still on disk again, and ends with an intact store.
+/// Only the rows on the damaged page of a session whose transcript is gone are lost.
+#[test]
+fn repair_salvages_a_store_with_a_corrupt_btree_page() {
+    let sb = Sandbox::new();
+    let sids: Vec<String> = (11..14).map(session_id).collect();
+    let mut transcripts = Vec::new();
+    for sid in &sids {
+        let t = sb.transcript("rel", sid);
+        write_lines(&t, sid, 0..40);
+        transcripts.push(t);
+    }
+    assert!(sb.cmd().args(["import"]).output().unwrap().status.success());
+    assert_eq!(message_count(&sb.db()), 120);
+    // The second session's transcript is gone (Claude Code's cleanup): only the store has it.
+    std::fs::remove_file(&transcripts[1]).unwrap();
+    let c = rusqlite::Connection::open(sb.db()).unwrap();
+    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    let page_size: usize = c
+        .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
+        .unwrap() as usize;
+    let leaves: Vec<usize> = c
+        .prepare("SELECT pageno FROM dbstat WHERE name = 'messages' AND pagetype = 'leaf' ORDER BY pageno")
+        .unwrap()
+        .query_map([], |r| r.get::<_, i64>(0))
+        .unwrap()
+        .map(|p| p.unwrap() as usize)
+        .collect();
+    assert!(leaves.len() >= 3, "{leaves:?}");
+    let session_of: std::collections::HashMap<i64, String> = c
+        .prepare(
+            "SELECT m.id, s.external_id FROM messages m JOIN sessions s ON s.id = m.session_id",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    drop(c);
+    let bytes = std::fs::read(sb.db()).unwrap();
+    // The leaf (not the first or last) holding the most rows of the second session.
+    let (page, lost) = leaves[1..leaves.len() - 1]
+        .iter()
+        .map(|&p| {
+            let of_second = leaf_rowids(&bytes, page_size, p)
+                .iter()
+                .filter(|id| session_of[id] == sids[1])
+                .count();
+            (p, of_second)
+        })
+        .max_by_key(|&(_, n)| n)
+        .unwrap();
+    assert!(lost > 0);
+    let mut damaged = bytes.clone();
+    damaged[(page - 1) * page_size..page * page_size].fill(0xFF);
+    std::fs::write(sb.db(), &damaged).unwrap();
+
+    let out = sb.cmd().args(["repair"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.starts_with("the store's file is damaged ("), "{text}");
+    let aside = text
+        .lines()
+        .find_map(|l| l.strip_prefix("the damaged file is kept at "))
+        .and_then(|l| l.strip_suffix(" (delete it once you are content)"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        aside.starts_with(&format!("{}.damaged-", sb.db().display())),
+        "{aside}"
+    );
+    assert_eq!(std::fs::read(aside).unwrap(), damaged, "kept as it was");
+    assert!(text.ends_with("integrity check: ok\n"), "{text}");
+    // The transcripts on disk are whole again; of the gone one, all but the damaged page.
+    let c = rusqlite::Connection::open(sb.db()).unwrap();
+    let count = |sid: &str| -> usize {
+        c.query_row(
+            "SELECT COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.external_id = ?1",
+            [sid],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap() as usize
+    };
+    assert_eq!(
+        sids.iter().map(|s| count(s)).collect::<Vec<_>>(),
+        vec![40, 40 - lost, 40]
+    );
+    let ok: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    drop(c);
+    // Searchable again: even prompts say "the module" (20 per session, fewer for the second).
+    let out = sb
+        .cmd()
+        .args(["search", "module", "--limit", "500", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["hits"].as_array().unwrap().len() >= 40, "{v}");
+}
+
+/// `status` stays fast on a large store: the quick integrity check (which reads the whole file)
+/// runs by default only up to 8 MB; `status --check` runs it on any store.
+#[test]
+fn status_checks_integrity_of_a_large_store_only_when_asked() {
+    let sb = Sandbox::new();
+    let sid = session_id(21);
+    let t = sb.transcript("rel", &sid);
+    write_lines(&t, &sid, 0..2);
+    assert!(sb.cmd().args(["import"]).output().unwrap().status.success());
+    let status = |args: &[&str]| -> Value {
+        let out = sb.cmd().args(args).output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let v = status(&["status", "--json"]);
+    assert_eq!(v["store"]["integrity_check"], "quick_check", "{v}");
+    // Over 8 MB: a 9 MB store file.
+    let c = rusqlite::Connection::open(sb.db()).unwrap();
+    c.execute_batch(
+        "CREATE TABLE padding (b BLOB); INSERT INTO padding VALUES (zeroblob(9 * 1024 * 1024));
+         PRAGMA wal_checkpoint(TRUNCATE);",
+    )
+    .unwrap();
+    drop(c);
+    assert!(std::fs::metadata(sb.db()).unwrap().len() > 8 << 20);
+    let v = status(&["status", "--json"]);
+    assert_eq!(
+        (&v["store"]["integrity_check"], &v["store"]["integrity"]),
+        (&json!("skipped"), &json!("not checked")),
+        "{v}"
+    );
+    let text = String::from_utf8(sb.cmd().arg("status").output().unwrap().stdout).unwrap();
+    assert!(
+        text.contains(", integrity not checked: over 8 MB, `memtrail status --check` checks it)"),
+        "{text}"
+    );
+    let v = status(&["status", "--check", "--json"]);
+    assert_eq!(
+        (&v["store"]["integrity_check"], &v["store"]["integrity"]),
+        (&json!("quick_check"), &json!("ok")),
+        "{v}"
+    );
+}

@@ -86,11 +86,11 @@ pub fn hooks_json_path() -> PathBuf {
     config_dir().join("hooks.json")
 }
 
-/// memtrail's user skill: `~/.agents/skills/memtrail/SKILL.md` (agent-specs.md §2.6: current
-/// Codex reads user skills from `$HOME/.agents/skills`).
+/// memtrail's user skill: `<home>/skills/memtrail/SKILL.md` (`$CODEX_HOME/skills`, which
+/// Codex reads besides `$HOME/.agents/skills`, agent-specs.md §2.6; not the latter, where Gemini
+/// CLI would take it for its own: see [`registration`]).
 pub fn skill_path() -> PathBuf {
-    home_dir()
-        .join(".agents")
+    config_dir()
         .join("skills")
         .join("memtrail")
         .join("SKILL.md")

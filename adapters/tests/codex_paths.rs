@@ -25,7 +25,7 @@ fn paths_follow_codex_home_and_home() {
     assert_eq!(codex::hooks_json_path(), h.join(".codex/hooks.json"));
     assert_eq!(
         codex::skill_path(),
-        h.join(".agents/skills/memtrail/SKILL.md")
+        h.join(".codex/skills/memtrail/SKILL.md")
     );
     assert!(!codex::detect());
     assert!(codex::discover().unwrap().is_empty());
@@ -55,8 +55,8 @@ fn paths_follow_codex_home_and_home() {
     assert_eq!(codex::transcripts_for_event(&ev), [rollout]);
     assert_eq!(
         codex::skill_path(),
-        h.join(".agents/skills/memtrail/SKILL.md"),
-        "skills live under HOME, not CODEX_HOME"
+        relocated.join("skills/memtrail/SKILL.md"),
+        "memtrail's skill is in CODEX_HOME, not in ~/.agents (Gemini CLI reads that too)"
     );
 
     // A relative CODEX_HOME is taken from the current directory, as Codex does.

@@ -109,10 +109,21 @@ fn skill_file(path: &Path, content: &str, is_ours: fn(&str) -> bool) -> FileSpec
             owned_dirs: path.parent().map(Path::to_path_buf).into_iter().collect(),
             is_ours: Some(is_ours),
             points_at: None,
+            retired: false,
         }),
         new_file_mode: None,
         strict_json: None,
     }
+}
+
+/// memtrail's skill where an older version put it: removed by install and uninstall alike.
+fn retired_skill_file(path: &Path, is_ours: fn(&str) -> bool) -> FileSpec {
+    let mut f = skill_file(path, "", is_ours);
+    if let Body::Whole(w) = &mut f.body {
+        w.label = "skill memtrail (former place)".to_string();
+        w.retired = true;
+    }
+    f
 }
 
 fn json_file(path: &Path, items: Vec<JsonItem>) -> FileSpec {
@@ -178,7 +189,7 @@ fn cursor_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
 
 /// Codex CLI: agent-specs.md §2.2 (`[mcp_servers.memtrail]`), §2.3 (`notify`, chained with a
 /// user's own), §2.4 (`hooks.json`, and the trust Codex needs before it runs them), §2.6
-/// (skill in `~/.agents/skills`).
+/// (skill in `$CODEX_HOME/skills`; memtrail's former skill in `~/.agents/skills` is removed).
 fn codex_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
     let loc = codex::Locations::resolve_with(env.home(), &os_var(env));
     let bad = || InstallError::BadBinary(binary.to_path_buf());
@@ -240,6 +251,7 @@ fn codex_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
             },
             json_file(&loc.hooks_json, hooks),
             skill_file(&loc.skill, codex::SKILL_MD, codex::is_memtrail_skill),
+            retired_skill_file(&loc.legacy_skill, codex::is_memtrail_skill),
         ],
         trust: Some(TrustSpec {
             config_toml: loc.config_toml.clone(),
@@ -256,7 +268,7 @@ fn codex_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
         )],
         config_dirs: vec![loc.config_dir],
         executables: vec![codex::EXECUTABLE.to_string()],
-        version: env.version_of(codex::EXECUTABLE, VERSION_TIMEOUT),
+        version: env.version_of(codex::EXECUTABLE, &["@openai/codex"]),
     })
 }
 
@@ -317,15 +329,12 @@ fn vscode_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
     })
 }
 
-/// How long `<agent> --version` may take before memtrail gives up on it.
-const VERSION_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1500);
-
 /// OpenCode: agent-specs.md §6.1–§6.3 (the plugin in `<config>/plugins/`, in the module shape
 /// the installed version loads; `mcp.memtrail` in `opencode.jsonc` or `opencode.json`).
 fn opencode_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
     let loc = oc::Locations::resolve_with(env.home(), &os_var(env));
     let bad = || InstallError::BadBinary(binary.to_path_buf());
-    let version = env.version_of(oc::EXECUTABLE, VERSION_TIMEOUT);
+    let version = env.version_of(oc::EXECUTABLE, &["opencode-ai", "opencode"]);
     let api = opencode::PluginApi::for_version(version.as_deref());
     let major = version
         .as_deref()
@@ -366,6 +375,7 @@ fn opencode_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
             owned_dirs: Vec::new(),
             is_ours: Some(opencode::is_memtrail_plugin),
             points_at: Some(oc::plugin_binary),
+            retired: false,
         }),
         new_file_mode: None,
         strict_json: None,
@@ -486,6 +496,7 @@ fn claude_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
                     owned_dirs: skill_dir.into_iter().collect(),
                     is_ours: None,
                     points_at: None,
+                    retired: false,
                 }),
                 new_file_mode: None,
                 strict_json: None,

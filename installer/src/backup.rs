@@ -15,14 +15,18 @@
 //! megabytes, so after each apply the folders are pruned. They are ordered by `created_at`, then
 //! `created_ns`, then the `-<n>` of their names. What stays:
 //!
-//! - the [`KEEP_RECENT`] most recent folders, whole;
+//! - the [`KEEP_RECENT`] most recent folders, whole, unless older than [`MAX_AGE`] (30 days):
+//!   a copy of a config holds its API keys and tokens as they were, so copies are not kept
+//!   for long after the run that needed them;
 //! - for each file, its first-ever backup (the pristine original, or the record that it was
 //!   absent), which uninstall falls back on when the install state is lost. An older folder
 //!   kept for that keeps only those first-ever entries: its other copies are deleted and its
 //!   index rewritten.
 //!
 //! Everything else is deleted. A folder without a readable index (another apply may be creating
-//! it) is never touched. Pruning is best effort: failing to delete never fails an apply.
+//! it) is never touched. Pruning is best effort: failing to delete never fails an apply. The
+//! first-ever copies stay as long as memtrail's state does: `memtrail uninstall --purge` deletes
+//! them all once every agent is uninstalled (see [`crate::purge_state_in`]).
 
 use crate::env::Env;
 use crate::error::InstallError;
@@ -34,6 +38,66 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// How many of the most recent backup folders pruning keeps whole.
 pub(crate) const KEEP_RECENT: usize = 5;
+
+/// How old a recent backup folder may get before pruning deletes it (but for first-ever
+/// copies): 30 days.
+pub(crate) const MAX_AGE: std::time::Duration = std::time::Duration::from_secs(30 * 86_400);
+
+/// What the config backups amount to, for `memtrail status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackupSummary {
+    /// The backups folder (`$XDG_STATE_HOME/memtrail/backups`).
+    pub dir: PathBuf,
+    /// How many backup folders (one per install or uninstall run that changed a file).
+    pub folders: usize,
+    /// How many file copies they hold (each a config as it was, secrets included).
+    pub copies: usize,
+    /// Their total size in bytes.
+    pub bytes: u64,
+    /// When the oldest and the newest were made, in milliseconds since the Unix epoch.
+    pub oldest_ms: Option<i64>,
+    /// See `oldest_ms`.
+    pub newest_ms: Option<i64>,
+}
+
+/// When a backup folder was made: its `created_ns`, else (older versions) its mtime.
+fn made_at(dir: &Path, index: &BackupIndex) -> SystemTime {
+    if index.created_ns > 0 {
+        return UNIX_EPOCH + std::time::Duration::from_nanos(index.created_ns);
+    }
+    std::fs::metadata(dir)
+        .and_then(|m| m.modified())
+        .unwrap_or(UNIX_EPOCH)
+}
+
+/// The backups' count, size and age (folders with a readable index).
+pub(crate) fn summary(env: &Env) -> BackupSummary {
+    let all = list(env);
+    let ms = |t: SystemTime| {
+        t.duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0)
+    };
+    let times: Vec<i64> = all.iter().map(|(d, i)| ms(made_at(d, i))).collect();
+    let mut bytes = 0;
+    let mut copies = 0;
+    for (dir, index) in &all {
+        for name in index.files.keys() {
+            if let Ok(m) = std::fs::symlink_metadata(dir.join(name)) {
+                bytes += m.len();
+                copies += 1;
+            }
+        }
+    }
+    BackupSummary {
+        dir: env.backups_dir(),
+        folders: all.len(),
+        copies,
+        bytes,
+        oldest_ms: times.iter().min().copied(),
+        newest_ms: times.iter().max().copied(),
+    }
+}
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct BackupIndex {
@@ -216,8 +280,12 @@ pub(crate) fn prune(env: &Env, current: &Path) {
         }
     }
     let recent_from = all.len().saturating_sub(KEEP_RECENT);
+    let now = SystemTime::now();
     for (i, (dir, index)) in all.iter().enumerate() {
-        if i >= recent_from || dir == current {
+        let too_old = now
+            .duration_since(made_at(dir, index))
+            .is_ok_and(|age| age > MAX_AGE);
+        if (i >= recent_from && !too_old) || dir == current {
             continue;
         }
         let is_first = |orig: &String| first.get(orig.as_str()) == Some(&i);

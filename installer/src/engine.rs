@@ -259,6 +259,8 @@ fn compute_whole(
         record: None,
         remove_dirs: Vec::new(),
     };
+    // A retired place: memtrail's file there goes, at install as at uninstall.
+    let action = if w.retired { Action::Uninstall } else { action };
     match action {
         Action::Install => match current {
             Some(b) if b == w.content.as_bytes() => {}

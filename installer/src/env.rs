@@ -96,49 +96,36 @@ impl Env {
             .find(|c| is_executable(c))
     }
 
-    /// The first line `<name> --version` prints (stdout, else stderr), when `name` is on
-    /// `$PATH` and answers within `timeout`; the program is killed otherwise. Run with this
-    /// environment's variables only.
-    pub(crate) fn version_of(&self, name: &str, timeout: std::time::Duration) -> Option<String> {
+    /// The version of the program `name` found on `$PATH`, read from the npm `package.json`
+    /// it was installed with: from the program's real path (symlinks resolved), the nearest of
+    /// up to six folders above it holding a `package.json` whose `name` is one of `packages`
+    /// or one of them plus `-<platform>` (`@openai/codex-linux-x64`). Its `version` field,
+    /// as written (`0.171.0`, `1.2.10-beta`). The program itself is never run (running an
+    /// agent costs seconds and may create folders in the home directory). `None` when the
+    /// program is not on `$PATH` or was not installed by npm (a standalone binary).
+    pub(crate) fn version_of(&self, name: &str, packages: &[&str]) -> Option<String> {
         use std::io::Read;
-        use std::process::{Command, Stdio};
-        let exe = self.which(name)?;
-        let mut child = Command::new(exe)
-            .arg("--version")
-            .env_clear()
-            .envs(self.vars.iter())
-            .env("HOME", &self.home)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .ok()?;
-        let start = std::time::Instant::now();
-        loop {
-            match child.try_wait() {
-                Ok(Some(_)) => break,
-                Ok(None) if start.elapsed() < timeout => {
-                    std::thread::sleep(std::time::Duration::from_millis(10))
-                }
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return None;
-                }
+        let exe = std::fs::canonicalize(self.which(name)?).ok()?;
+        for dir in exe.ancestors().skip(1).take(6) {
+            let Ok(f) = std::fs::File::open(dir.join("package.json")) else {
+                continue;
+            };
+            let mut text = Vec::new();
+            f.take(1 << 20).read_to_end(&mut text).ok()?;
+            let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
+            let pkg = v.get("name").and_then(|n| n.as_str()).unwrap_or("");
+            let ours = packages
+                .iter()
+                .any(|p| pkg == *p || pkg.strip_prefix(p).is_some_and(|r| r.starts_with('-')));
+            if !ours {
+                continue;
             }
+            return v
+                .get("version")
+                .and_then(|v| v.as_str())
+                .map(|v| v.chars().take(64).collect());
         }
-        let mut out = String::new();
-        let mut err = String::new();
-        child.stdout.take()?.read_to_string(&mut out).ok()?;
-        if let Some(mut e) = child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
-        [out, err]
-            .iter()
-            .flat_map(|s| s.lines())
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(|l| l.chars().take(200).collect())
+        None
     }
 }
 

@@ -5,8 +5,8 @@
 //!   the plan like any other, with a note ([`Plan::notes`]): a dry run shows what would change.
 //! - [`apply`] writes a plan: each file is backed up first (into
 //!   `$XDG_STATE_HOME/memtrail/backups/<YYYYMMDDTHHMMSSZ>-<pid>/`, with an `index.json`; old
-//!   backups are pruned to each file's first-ever copy plus the last five, see the `backup`
-//!   module), then replaced atomically (temp file in the same folder, fsync, rename), owner-only
+//!   backups are pruned to each file's first-ever copy plus the last five of under 30 days, see
+//!   the `backup` module), then replaced atomically (temp file in the same folder, fsync, rename), owner-only
 //!   whatever the umask: a file memtrail creates is 0600 (its new folders 0700), a file it edits
 //!   keeps its owner's bits and loses its group and other bits (what memtrail writes holds hooks,
 //!   MCP servers, skills or keys); a symlinked config is edited at its target. If the file changed since the plan
@@ -32,11 +32,11 @@
 //! | agent | files |
 //! |---|---|
 //! | Claude Code | `settings.json` hooks, `.claude.json` `mcpServers`, skill |
-//! | Codex CLI | `config.toml` (`notify`, chained with a user's own; `[mcp_servers.memtrail]`), `hooks.json` (SessionStart, PreCompact, Stop; status reports Codex's trust), `~/.agents/skills` skill |
+//! | Codex CLI | `config.toml` (`notify`, chained with a user's own; `[mcp_servers.memtrail]`), `hooks.json` (SessionStart, PreCompact, Stop; status reports Codex's trust), `$CODEX_HOME/skills` skill (not `~/.agents/skills`, where Gemini CLI would take it over its own) |
 //! | Gemini CLI | `settings.json` (`hooks` with ms timeouts, `mcpServers`), skill |
 //! | Cursor | `hooks.json` (`version: 1`, flat entries), `mcp.json`, skill |
 //! | VS Code | memtrail's hook file `~/.config/memtrail/vscode-hooks.json`, its entry in `chat.hookFilesLocations` and `servers.memtrail` in each user folder (stable, Insiders) |
-//! | OpenCode | the plugin `plugins/memtrail.ts` (shape per `opencode --version`), `mcp.memtrail` in `opencode.jsonc` / `opencode.json` |
+//! | OpenCode | the plugin `plugins/memtrail.ts` (shape per the installed version, read from its npm `package.json`), `mcp.memtrail` in `opencode.jsonc` / `opencode.json` |
 //!
 //! JSON and JSONC files are edited by [`jsonedit`], TOML files by toml_edit plus byte splices
 //! (the `tomledit` module: CRLF, comments and a user's exact `notify` line survive). Files
@@ -64,6 +64,7 @@ mod status;
 mod tomledit;
 
 pub use apply::{Applied, AppliedFile, MAX_BACKOFF, Outcome, RETRY_BUDGET};
+pub use backup::BackupSummary;
 pub use env::Env;
 pub use error::InstallError;
 pub use memtrail_adapters::Agent;
@@ -140,4 +141,44 @@ pub fn status(agent: Agent, binary: &Path) -> Result<AgentStatus, InstallError> 
 /// [`status`] in an explicit environment.
 pub fn status_in(env: &Env, agent: Agent, binary: &Path) -> Result<AgentStatus, InstallError> {
     status::status_in(env, agent, binary)
+}
+
+/// The config backups' count, size and age, in the process environment (see [`backups_in`]).
+pub fn backups() -> BackupSummary {
+    backups_in(&Env::from_process())
+}
+
+/// The config backups under `env`'s state folder: how many folders and copies, their size,
+/// and when the oldest and newest were made. Reads only each folder's `index.json` and the
+/// copies' sizes. Never fails: an unreadable folder counts as no backups.
+pub fn backups_in(env: &Env) -> BackupSummary {
+    backup::summary(env)
+}
+
+/// memtrail's state folder (`$XDG_STATE_HOME/memtrail`, default `~/.local/state/memtrail`):
+/// config backups, the install state, the hook log.
+pub fn state_dir_in(env: &Env) -> std::path::PathBuf {
+    env.state_dir()
+}
+
+/// Delete memtrail's state folder ([`state_dir_in`]) and everything in it: the config backups
+/// (copies of the agents' configs, API keys and MCP tokens included), the install state and the
+/// logs. For `memtrail uninstall --purge`, after the uninstall put the original bytes back:
+/// once it is gone, an uninstall can no longer restore an entry memtrail replaced. A symlink
+/// in the folder is removed, never followed. Returns whether there was anything to delete.
+///
+/// Errors: [`InstallError::Io`] naming what could not be deleted.
+pub fn purge_state_in(env: &Env) -> Result<bool, InstallError> {
+    let dir = env.state_dir();
+    match std::fs::symlink_metadata(&dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(InstallError::io(&dir, e)),
+        Ok(m) if !m.is_dir() => {
+            std::fs::remove_file(&dir).map_err(|e| InstallError::io(&dir, e))?;
+            return Ok(true);
+        }
+        Ok(_) => {}
+    }
+    std::fs::remove_dir_all(&dir).map_err(|e| InstallError::io(&dir, e))?;
+    Ok(true)
 }

@@ -86,6 +86,9 @@ pub(crate) struct WholeItem {
     pub is_ours: Option<fn(&str) -> bool>,
     /// The binary a version of the file points at, for status reports.
     pub points_at: Option<fn(&str) -> Option<String>>,
+    /// A place memtrail used before and no longer does: install removes memtrail's file there
+    /// as uninstall does (a file that is not memtrail's stays); status does not list it.
+    pub retired: bool,
 }
 
 /// How an install treats the keys of an entry that already exists.

@@ -76,8 +76,8 @@ pub struct AgentStatus {
     pub detected: bool,
     /// The memtrail binary the status was checked against.
     pub binary: PathBuf,
-    /// The agent's version, when it was cheap to learn (`opencode --version`, `codex
-    /// --version`).
+    /// The agent's version, read from the npm package it was installed with (its
+    /// `package.json`; the agent is never run), when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// One per registration item (for Claude Code: six hooks, the MCP server, the skill).
@@ -85,12 +85,25 @@ pub struct AgentStatus {
 }
 
 impl AgentStatus {
-    /// True when every item is present, or when nothing of memtrail's is registered in the
-    /// agent (not installed there: a user may install for some agents only; see
+    /// True when every item is present (or awaits the agent's trust: a notice, see
+    /// [`AgentStatus::notices`]), or when nothing of memtrail's is registered in the agent (not
+    /// installed there: a user may install for some agents only; see
     /// [`AgentStatus::not_installed`]). Anything in between (some items missing, stale,
-    /// untrusted or unreadable) is not healthy.
+    /// duplicated or unreadable) is not healthy.
     pub fn healthy(&self) -> bool {
-        self.items.iter().all(|i| i.state == ItemState::Present) || self.not_installed()
+        self.items
+            .iter()
+            .all(|i| matches!(i.state, ItemState::Present | ItemState::Untrusted { .. }))
+            || self.not_installed()
+    }
+
+    /// The items in place that the agent will not run until the user trusts them (Codex hooks
+    /// before `/hooks`): not a failure, as memtrail captures meanwhile (Codex: through
+    /// `notify`), but something for the user to do.
+    pub fn notices(&self) -> impl Iterator<Item = &ItemStatus> {
+        self.items
+            .iter()
+            .filter(|i| matches!(i.state, ItemState::Untrusted { .. }))
     }
 
     /// True when no item of memtrail's is registered in this agent.
@@ -156,6 +169,7 @@ pub(crate) fn status_in(
     for f in &spec.files {
         let bytes = fsutil::resolve_target(&f.path).and_then(|t| fsutil::read_opt(&t));
         match &f.body {
+            Body::Whole(w) if w.retired => {}
             Body::Whole(w) => {
                 let (state, bin) = match bytes {
                     Err(e) => (ItemState::Unreadable { error: e.reason() }, None),

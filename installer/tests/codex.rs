@@ -1,6 +1,6 @@
 //! Codex CLI: `$CODEX_HOME/config.toml` (`notify`, chained with a user's own;
 //! `[mcp_servers.memtrail]`), `$CODEX_HOME/hooks.json` (trust reported by status) and the skill
-//! in `~/.agents/skills`.
+//! in `$CODEX_HOME/skills` (an older install's in `~/.agents/skills` is removed).
 
 mod common;
 
@@ -62,11 +62,11 @@ struct Paths {
     skill: PathBuf,
 }
 
-fn paths(b: &AgentBox, codex_home: &Path) -> Paths {
+fn paths(_: &AgentBox, codex_home: &Path) -> Paths {
     Paths {
         config: codex_home.join("config.toml"),
         hooks: codex_home.join("hooks.json"),
-        skill: b.home.join(".agents/skills/memtrail/SKILL.md"),
+        skill: codex_home.join("skills/memtrail/SKILL.md"),
     }
 }
 
@@ -195,6 +195,39 @@ fn round_trips_real_world_configs() {
     }
 }
 
+/// memtrail's Codex skill is in `$CODEX_HOME/skills`, never in `~/.agents/skills`: Gemini CLI
+/// reads that folder after its own and a skill of the same name there overrides Gemini's own
+/// (gemini 0.61.0). An older install's skill there is removed by install (a file there that is
+/// not memtrail's stays), and uninstall leaves both places as they were before memtrail.
+#[test]
+fn the_skill_is_in_codex_home_and_a_former_one_in_agents_skills_goes() {
+    let b = AgentBox::new(Agent::Codex);
+    let p = paths(&b, &b.home.join(".codex"));
+    let former = b.home.join(".agents/skills/memtrail/SKILL.md");
+    std::fs::create_dir_all(b.home.join(".codex")).unwrap();
+    b.put(&former, Some(codex::SKILL_MD));
+    let st = b.status();
+    assert!(
+        st.items.iter().all(|i| i.file != former),
+        "the former place is not an item: {st}"
+    );
+    b.install();
+    assert_eq!(b.read(&p.skill), codex::SKILL_MD);
+    assert!(!former.exists());
+    assert!(!b.home.join(".agents/skills/memtrail").exists());
+    assert!(b.status().healthy(), "{}", b.status());
+    b.uninstall();
+    assert!(!p.skill.exists());
+    assert!(!b.home.join(".codex/skills").exists(), "install made it");
+    // A file there that is not memtrail's skill (another name) is the user's.
+    let theirs = "---\nname: my-notes\ndescription: my own notes\n---\nmine\n";
+    b.put(&former, Some(theirs));
+    b.install();
+    assert_eq!(b.read(&former), theirs);
+    b.uninstall();
+    assert_eq!(b.read(&former), theirs);
+}
+
 #[test]
 fn codex_home_and_file_modes() {
     let b = AgentBox::new(Agent::Codex);
@@ -249,7 +282,9 @@ fn status_reports_hook_trust() {
             other => panic!("{other:?}"),
         }
     }
-    assert!(!st.healthy());
+    // A notice, not a failure: Codex captures through `notify` until the user trusts them.
+    assert!(st.healthy());
+    assert_eq!(st.notices().count(), codex::HOOKS.len());
     assert!(
         st.to_string().contains("untrusted: not trusted yet"),
         "{st}"

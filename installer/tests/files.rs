@@ -311,6 +311,58 @@ fn backups_are_pruned_to_the_originals_and_the_last_five() {
     assert_eq!(std::fs::read_to_string(&sb.global).unwrap(), global0);
 }
 
+/// A backup is a config as it was, API keys included: the recent ones are kept for 30 days,
+/// not forever (each file's first-ever copy stays). `backups_in` reports count, size and age.
+#[test]
+fn recent_backups_older_than_30_days_are_pruned_but_the_originals_stay() {
+    let sb = Sandbox::new();
+    let settings0 = "{\n  \"model\": \"opus\"\n}\n";
+    let global0 = "{\n  \"primaryApiKey\": \"sk-ant-api03-not-a-real-key\"\n}\n";
+    sb.put(&sb.settings, Some(settings0));
+    sb.put(&sb.global, Some(global0));
+    let made = [
+        sb.install().backup_dir.unwrap(),
+        sb.uninstall().backup_dir.unwrap(),
+        sb.install().backup_dir.unwrap(),
+        sb.uninstall().backup_dir.unwrap(),
+    ];
+    let none = memtrail_installer::backups_in(&sb.env);
+    // An install copies settings.json and .claude.json (the skill was absent); an uninstall
+    // copies those and the skill.
+    assert_eq!((none.folders, none.copies), (4, 2 + 3 + 2 + 3));
+    let bytes: u64 = made
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.ends_with("index.json"))
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    assert_eq!(none.bytes, bytes);
+    // The first three were made in January 2000 (days 10957.. since the epoch).
+    for (i, d) in made[..3].iter().enumerate() {
+        let mut index = index_of(d);
+        index["created_at"] = json!(format!("2000010{}T000000Z", i + 1));
+        index["created_ns"] = json!((10_957 + i as u64) * 86_400 * 1_000_000_000);
+        std::fs::write(d.join("index.json"), serde_json::to_vec(&index).unwrap()).unwrap();
+    }
+    let summary = memtrail_installer::backups_in(&sb.env);
+    assert_eq!(summary.oldest_ms, Some(10_957 * 86_400_000));
+    assert_eq!(
+        summary.newest_ms,
+        Some((index_of(&made[3])["created_ns"].as_u64().unwrap() / 1_000_000) as i64)
+    );
+    let newest = sb.install().backup_dir.unwrap();
+    // made[0] holds the originals (kept, however old); made[1] and made[2] are too old.
+    assert_eq!(
+        backup_dirs(&sb),
+        vec![made[0].clone(), made[3].clone(), newest]
+    );
+    assert_eq!(
+        std::fs::read_to_string(made[0].join("2-.claude.json")).unwrap(),
+        global0
+    );
+}
+
 #[test]
 fn an_old_backup_kept_for_an_original_keeps_only_that() {
     let sb = Sandbox::new();

@@ -40,15 +40,36 @@ const JSON: &str = r#"{
 "#;
 
 /// A fake `opencode` on PATH that prints `version`.
+/// OpenCode `version` installed the way npm does (`bin/opencode` → the package's
+/// `bin/opencode`, its `package.json` above); returns the `PATH`. The program, if anyone ran it,
+/// would leave a file `ran` in the box: memtrail reads the version from the package and never
+/// runs it.
 fn fake_opencode(b: &AgentBox, version: &str) -> std::ffi::OsString {
     let dir = b.dir.path().join("bin");
+    let pkg = b.dir.path().join("lib/node_modules/opencode-ai");
     std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join("opencode");
-    std::fs::write(&exe, format!("#!/bin/sh\necho '{version}'\n")).unwrap();
+    std::fs::create_dir_all(pkg.join("bin")).unwrap();
+    std::fs::write(
+        pkg.join("package.json"),
+        format!("{{\n  \"name\": \"opencode-ai\",\n  \"version\": \"{version}\"\n}}\n"),
+    )
+    .unwrap();
+    let exe = pkg.join("bin/opencode");
+    std::fs::write(
+        &exe,
+        format!(
+            "#!/bin/sh\ntouch '{}'\necho 'opencode {version}'\n",
+            b.dir.path().join("ran").display()
+        ),
+    )
+    .unwrap();
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let link = dir.join("opencode");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("../lib/node_modules/opencode-ai/bin/opencode", &link).unwrap();
     }
     dir.into_os_string()
 }
@@ -126,7 +147,7 @@ fn the_plugin_follows_the_installed_version() {
         assert_eq!(text, opencode::plugin_source(&b.bin, PluginApi::Legacy));
         assert!(text.contains("export const MemtrailPlugin = server"));
         // An upgrade of OpenCode makes the plugin stale; install rewrites it.
-        fake_opencode(&b, "opencode 1.14.3");
+        fake_opencode(&b, "1.14.3");
         let st = b.status();
         let p = st
             .items
@@ -142,6 +163,8 @@ fn the_plugin_follows_the_installed_version() {
         b.uninstall();
         assert!(!plugin.exists());
         assert!(!plugin.parent().unwrap().exists(), "plugins/ was install's");
+        // The version came from the package: OpenCode itself never ran.
+        assert!(!b.dir.path().join("ran").exists());
     }
 }
 

@@ -14,6 +14,7 @@ pub mod query;
 pub mod rank;
 pub mod redact;
 pub mod resume;
+pub mod salvage;
 pub mod snapshot;
 pub mod store;
 #[cfg(test)]

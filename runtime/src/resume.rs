@@ -615,7 +615,13 @@ pub fn handoff(store: &Store, rowid: i64, to: Agent) -> Result<String> {
     if let Some(p) = &s.project {
         let _ = writeln!(d, "- Project: {p}");
     }
-    if let Some(b) = &s.git_branch {
+    // Claude Code records `HEAD` as the branch outside a git repository (and on a detached
+    // head): no branch to name.
+    if let Some(b) = s
+        .git_branch
+        .as_deref()
+        .filter(|b| !b.is_empty() && *b != "HEAD")
+    {
         let _ = writeln!(d, "- Git branch: {b}");
     }
     if let (Some(a), Some(b)) = (&s.started_at, &s.updated_at) {

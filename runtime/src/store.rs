@@ -1904,14 +1904,30 @@ pub const REPAIR_STEPS: &[RepairStep] = &[
 /// 1 when the check had failed, else 0.
 fn repair_fts(w: &Writer<'_>) -> Result<u64> {
     // Queued messages are not in the index yet: index them first, or the check would count
-    // them as missing.
-    while w.index_pending(INDEX_CHUNK)? > 0 {}
-    let broken =
+    // them as missing. An index whose data is corrupt cannot take them: it is broken.
+    let queued_in = loop {
+        match w.index_pending(INDEX_CHUNK) {
+            Ok(0) => break true,
+            Ok(_) => {}
+            Err(e) if is_corrupt(&e) => break false,
+            Err(e) => return Err(e),
+        }
+    };
+    let broken = !queued_in
+        || w.tx
+            .execute(
+                "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
+                [],
+            )
+            .is_err();
+    if broken {
+        // 'rebuild' reads the old index as it replaces it, which fails on corrupt data:
+        // empty the index first ('delete-all' drops its shadow tables' rows unread).
         w.tx.execute(
-            "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
+            "INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')",
             [],
-        )
-        .is_err();
+        )?;
+    }
     w.tx.execute(
         "INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')",
         [],
@@ -1919,6 +1935,16 @@ fn repair_fts(w: &Writer<'_>) -> Result<u64> {
     // 'rebuild' indexed every message, queued or not.
     w.tx.execute("DELETE FROM fts_pending", [])?;
     Ok(broken as u64)
+}
+
+/// `SQLITE_CORRUPT` (or its extended codes, e.g. `SQLITE_CORRUPT_VTAB` from FTS5) or
+/// `SQLITE_NOTADB`: the file's content is damaged.
+pub fn is_corrupt(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+            if matches!(f.code, rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+    )
 }
 
 fn repair_tool_calls(w: &Writer<'_>) -> Result<u64> {

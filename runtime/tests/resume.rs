@@ -680,6 +680,33 @@ fn handoff_names_the_target_agents_tools_and_the_work() {
     assert!(!doc.contains("mcp__memtrail__"), "{doc}");
 }
 
+/// Claude Code records `gitBranch: "HEAD"` outside a git repository (and on a detached head):
+/// the handoff names a real branch, never `HEAD`.
+#[test]
+fn handoff_names_a_git_branch_but_not_head() {
+    let (_d, mut store) = open();
+    let rowid = work_session(&mut store, "s1", "/w/app", T0 + 10);
+    let set_branch = |store: &mut Store, b: &str| {
+        store
+            .raw_connection()
+            .execute(
+                "UPDATE sessions SET git_branch = ?1 WHERE id = ?2",
+                rusqlite::params![b, rowid],
+            )
+            .unwrap();
+    };
+    set_branch(&mut store, "HEAD");
+    let doc = resume::handoff(&store, rowid, Agent::Codex).unwrap();
+    assert!(!doc.contains("Git branch"), "{doc}");
+    assert!(doc.contains("- Project: /w/app\n"), "{doc}");
+    set_branch(&mut store, "main");
+    let doc = resume::handoff(&store, rowid, Agent::Codex).unwrap();
+    assert!(
+        doc.contains("- Project: /w/app\n- Git branch: main\n"),
+        "{doc}"
+    );
+}
+
 #[test]
 fn snapshot_input_holds_the_timeline_events_without_message_ids_and_times() {
     let (_dir, mut store) = open();

@@ -20,8 +20,11 @@
 //! - **Hooks** in `$CODEX_HOME/hooks.json` (Claude Code's shape): SessionStart (context after
 //!   compaction), PreCompact (snapshot), Stop (capture). Codex runs them only once the user
 //!   trusts them in `/hooks`; until then `notify` captures.
-//! - **A skill** at `~/.agents/skills/memtrail/SKILL.md` (also read by Gemini CLI, OpenCode
-//!   and Cursor, so it names the tools generically).
+//! - **A skill** at `$CODEX_HOME/skills/memtrail/SKILL.md` (Codex reads it there as well as in
+//!   `~/.agents/skills`; checked with codex 0.171.0 `debug prompt-input`). Not in
+//!   `~/.agents/skills`: Gemini CLI reads that folder too, after its own, and a skill of the
+//!   same name there overrides Gemini's own skill (gemini 0.61.0 `skills list`). An older
+//!   install's skill in `~/.agents/skills` ([`Locations::legacy_skill`]) is removed.
 
 use crate::claude::registration::{is_memtrail_program, shell_quote};
 use serde_json::{Value, json};
@@ -95,8 +98,10 @@ pub struct Locations {
     pub config_toml: PathBuf,
     /// `<home>/hooks.json`.
     pub hooks_json: PathBuf,
-    /// `~/.agents/skills/memtrail/SKILL.md`.
+    /// `<home>/skills/memtrail/SKILL.md`.
     pub skill: PathBuf,
+    /// `~/.agents/skills/memtrail/SKILL.md`, where memtrail put the skill before: removed.
+    pub legacy_skill: PathBuf,
 }
 
 impl Locations {
@@ -117,7 +122,8 @@ impl Locations {
         Locations {
             config_toml: config_dir.join("config.toml"),
             hooks_json: config_dir.join("hooks.json"),
-            skill: home
+            skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
+            legacy_skill: home
                 .join(".agents")
                 .join("skills")
                 .join("memtrail")
@@ -220,6 +226,10 @@ mod tests {
             (k == "CODEX_HOME").then(|| OsString::from("/c"))
         });
         assert_eq!(l.config_toml, Path::new("/c/config.toml"));
-        assert_eq!(l.skill, Path::new("/h/.agents/skills/memtrail/SKILL.md"));
+        assert_eq!(l.skill, Path::new("/c/skills/memtrail/SKILL.md"));
+        assert_eq!(
+            l.legacy_skill,
+            Path::new("/h/.agents/skills/memtrail/SKILL.md")
+        );
     }
 }
