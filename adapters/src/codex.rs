@@ -508,6 +508,9 @@ struct ReaderState {
     failed: Vec<String>,
     /// Ids of the emitted user prompts, oldest first (for `thread_rolled_back`).
     heads: Vec<String>,
+    /// Exit codes reported by `exec_command_end` / `CommandExecution` before the call's output
+    /// arrived (call id, code; at most 64).
+    exits: Vec<(String, i64)>,
 }
 
 /// Reader for one Codex rollout (`rollout-*.jsonl`); implements [`LineReader`] with
@@ -791,6 +794,7 @@ impl CodexReader {
                 input,
                 output,
                 is_error: false,
+                exit_code: None,
             }),
             ts,
             out,
@@ -803,6 +807,7 @@ impl CodexReader {
         call_id: String,
         output: String,
         is_error: bool,
+        exit_code: Option<i64>,
         ts: Option<i64>,
         out: &mut Batch,
     ) {
@@ -816,12 +821,14 @@ impl CodexReader {
         {
             call.output = Some(output);
             call.is_error = is_error;
+            call.exit_code = exit_code;
             return;
         }
         out.records.push(Record::ToolResult {
             call_id,
             output,
             is_error,
+            exit_code,
             timestamp: ts,
         });
     }
@@ -834,6 +841,24 @@ impl CodexReader {
             self.st.failed.push(id.to_string());
             cap_front(&mut self.st.failed);
         }
+    }
+
+    /// Remember the exit code an `exec_command_end` / `CommandExecution` reported for `call_id`.
+    fn note_exit(&mut self, call_id: Option<&str>, code: Option<i64>) {
+        let (Some(id), Some(code)) = (call_id.filter(|s| !s.is_empty()), code) else {
+            return;
+        };
+        self.st.exits.retain(|(c, _)| c != id);
+        self.st.exits.push((id.to_string(), code));
+        if self.st.exits.len() > STATE_LIST_CAP {
+            let extra = self.st.exits.len() - STATE_LIST_CAP;
+            self.st.exits.drain(..extra);
+        }
+    }
+
+    fn take_exit(&mut self, call_id: &str) -> Option<i64> {
+        let i = self.st.exits.iter().position(|(c, _)| c == call_id)?;
+        Some(self.st.exits.remove(i).1)
     }
 
     fn take_failed(&mut self, call_id: &str) -> bool {
@@ -999,14 +1024,16 @@ impl CodexReader {
                 let Some(call_id) = str_field(p, "call_id").map(str::to_string) else {
                     return Seen::Malformed;
                 };
-                let (text, failed) = if kind == "tool_search_output" {
+                let (text, failed, code) = if kind == "tool_search_output" {
                     let tools = p.get("tools").cloned().unwrap_or(Value::Null);
-                    (tools.to_string(), false)
+                    (tools.to_string(), false, None)
                 } else {
                     output_text(p.get("output").unwrap_or(&Value::Null))
                 };
-                let is_error = self.take_failed(&call_id) | failed;
-                self.tool_result(call_id, text, is_error, ts, out);
+                // The end event's own `exit_code` first, the output's after.
+                let code = self.take_exit(&call_id).or(code);
+                let is_error = self.take_failed(&call_id) | failed | code.is_some_and(|c| c != 0);
+                self.tool_result(call_id, text, is_error, code, ts, out);
                 Seen::Content
             }
             "agent_message" => {
@@ -1077,12 +1104,11 @@ impl CodexReader {
                 _ => Seen::Malformed,
             },
             "exec_command_end" => {
-                if p.get("exit_code")
-                    .and_then(Value::as_i64)
-                    .is_some_and(|c| c != 0)
-                {
+                let code = p.get("exit_code").and_then(Value::as_i64);
+                if code.is_some_and(|c| c != 0) {
                     self.mark_failed(str_field(p, "call_id"));
                 }
+                self.note_exit(str_field(p, "call_id"), code);
                 Seen::Known
             }
             "patch_apply_end" => {
@@ -1187,6 +1213,7 @@ impl CodexReader {
                 if bad_status || exit.is_some_and(|c| c != 0) {
                     self.mark_failed(str_field(item, "id"));
                 }
+                self.note_exit(str_field(item, "id"), exit);
                 Seen::Known
             }
             "FileChange" => {
@@ -1415,7 +1442,12 @@ fn user_text_all(content: Option<&Value>) -> String {
 
 /// The text of a tool output and whether it reports a failure. See [`CodexReader`] for the
 /// shapes.
-fn output_text(v: &Value) -> (String, bool) {
+fn output_text(v: &Value) -> (String, bool, Option<i64>) {
+    let by_code = |text: String, flag: bool| {
+        let code = header_exit_code(&text);
+        let failed = flag || code.is_some_and(|c| c != 0);
+        (text, failed, code)
+    };
     match v {
         Value::String(s) => {
             if s.starts_with('{')
@@ -1426,20 +1458,14 @@ fn output_text(v: &Value) -> (String, bool) {
                     .get("metadata")
                     .and_then(|m| m.get("exit_code"))
                     .and_then(Value::as_i64);
-                let failed = match exit {
-                    Some(code) => code != 0,
-                    None => header_exit_code(inner).is_some_and(|c| c != 0),
+                return match exit {
+                    Some(code) => (inner.clone(), code != 0, Some(code)),
+                    None => by_code(inner.clone(), false),
                 };
-                return (inner.clone(), failed);
             }
-            let failed = header_exit_code(s).is_some_and(|c| c != 0);
-            (s.clone(), failed)
+            by_code(s.clone(), false)
         }
-        Value::Array(items) => {
-            let text = items_text(items);
-            let failed = header_exit_code(&text).is_some_and(|c| c != 0);
-            (text, failed)
-        }
+        Value::Array(items) => by_code(items_text(items), false),
         Value::Object(o) => {
             let failed_flag = o.get("success").and_then(Value::as_bool) == Some(false);
             let text = match (o.get("content"), o.get("content_items")) {
@@ -1449,11 +1475,10 @@ fn output_text(v: &Value) -> (String, bool) {
                 }
                 _ => v.to_string(),
             };
-            let failed = failed_flag || header_exit_code(&text).is_some_and(|c| c != 0);
-            (text, failed)
+            by_code(text, failed_flag)
         }
-        Value::Null => (String::new(), false),
-        other => (other.to_string(), false),
+        Value::Null => (String::new(), false, None),
+        other => (other.to_string(), false, None),
     }
 }
 

@@ -368,6 +368,7 @@ impl CursorReader {
                                 input,
                                 output: None,
                                 is_error: false,
+                                exit_code: None,
                             }));
                         }
                         _ => {}

@@ -357,6 +357,7 @@ fn assistant_message(
             input: fc.args,
             output: None,
             is_error: false,
+            exit_code: None,
         }));
     }
     if parts.is_empty() {
@@ -514,25 +515,29 @@ fn tool_call(c: &Map<String, Value>, msg_id: &str, index: usize) -> ToolCall {
         None => (None, false),
     };
     let tool = normalize_tool_name(&name);
-    let exit_failed = tool == "shell" && output.as_deref().is_some_and(nonzero_exit_code);
+    let exit_code = if tool == "shell" {
+        output.as_deref().and_then(shell_exit_code)
+    } else {
+        None
+    };
     ToolCall {
         id,
         tool,
         name,
         input,
         output,
-        is_error: failed || response_error || exit_failed,
+        is_error: failed || response_error || exit_code.is_some_and(|c| c != 0),
+        exit_code,
     }
 }
 
-/// True when a shell tool's output has an `Exit Code: <n>` line with `n != 0`. Gemini CLI's
-/// shell tool (upstream `tools/shell.ts`) reports a failed command with status `success` and
-/// adds that line to its output only for a non-zero exit.
-fn nonzero_exit_code(output: &str) -> bool {
-    output.lines().any(|l| {
+/// The code of a shell tool's `Exit Code: <n>` line (Gemini CLI records no exit code field of
+/// its own). Its shell tool (upstream `tools/shell.ts`) reports a failed command with status
+/// `success` and adds that line to its output; `None` without the line (or `Exit Code: (none)`).
+fn shell_exit_code(output: &str) -> Option<i64> {
+    output.lines().find_map(|l| {
         l.strip_prefix("Exit Code: ")
             .and_then(|n| n.trim().parse::<i64>().ok())
-            .is_some_and(|n| n != 0)
     })
 }
 

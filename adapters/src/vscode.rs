@@ -483,6 +483,7 @@ impl VscodeReader {
                     input: Value::Null,
                     output: None,
                     is_error: false,
+                    exit_code: None,
                 };
                 if let Some(i) = self.starts.iter().position(|s| s.call_id == call_id) {
                     let s = self.starts.remove(i);
@@ -566,6 +567,7 @@ impl VscodeReader {
                 call_id,
                 output,
                 is_error,
+                exit_code: None,
                 timestamp: ts,
             });
             return;
@@ -629,6 +631,7 @@ impl VscodeReader {
                 input: s.input,
                 output: Some(p.output),
                 is_error: p.is_error,
+                exit_code: None,
             })];
             self.push_message(
                 Message {
@@ -646,6 +649,7 @@ impl VscodeReader {
                 call_id: p.call_id,
                 output: p.output,
                 is_error: p.is_error,
+                exit_code: None,
                 timestamp: p.ts,
             });
         }
@@ -1496,17 +1500,16 @@ fn tool_call_of(part: &Value, fallback_id: &str, call_results: Option<&Value>) -
         Some(Value::Object(c)) => c.get("type").and_then(Value::as_i64) == Some(0),
         _ => false,
     };
-    let exit_failed = specific
+    let exit_code = specific
         .and_then(|s| s.get("terminalCommandState"))
         .and_then(|s| s.get("exitCode"))
-        .and_then(Value::as_i64)
-        .is_some_and(|c| c != 0);
+        .and_then(Value::as_i64);
     let is_error = details
         .and_then(|d| d.get("isError"))
         .and_then(Value::as_bool)
         == Some(true)
         || denied
-        || exit_failed;
+        || exit_code.is_some_and(|c| c != 0);
     ToolCall {
         id,
         tool: tool_vocabulary(&name),
@@ -1514,6 +1517,7 @@ fn tool_call_of(part: &Value, fallback_id: &str, call_results: Option<&Value>) -
         input,
         output,
         is_error,
+        exit_code,
     }
 }
 

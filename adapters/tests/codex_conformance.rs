@@ -261,6 +261,7 @@ fn interrupted_turn_is_kept_and_completed_by_a_later_ingest() {
             output: "Process exited with code 0\nOutput:\nok\n".into(),
             is_error: false,
             timestamp: ts("2026-02-23T12:19:55.000Z"),
+            exit_code: Some(0),
         }
     );
     assert_eq!(

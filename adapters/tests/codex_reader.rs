@@ -1055,6 +1055,7 @@ fn output_in_a_later_ingest_completes_the_call() {
             output: "done".into(),
             is_error: false,
             timestamp: ts("2026-05-01T10:00:00.000Z"),
+            exit_code: None,
         }
     );
     assert_eq!(
@@ -1076,6 +1077,7 @@ fn output_in_a_later_ingest_completes_the_call() {
                 input: json!({}),
                 output: Some("done".into()),
                 is_error: false,
+                exit_code: None,
             }),
             text_of("finished"),
         ]

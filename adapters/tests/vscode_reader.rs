@@ -310,6 +310,7 @@ fn result_in_a_later_ingest_is_a_tool_result_record() {
             output: "error[E0425]: cannot find value `x` in this scope\n --> src/lib.rs:3:5\n\nerror: could not compile `demo` (lib) due to 1 previous error".into(),
             is_error: false,
             timestamp: ts("2026-03-02T09:00:09.800Z"),
+            exit_code: None,
         }
     );
     let mut store = Store::default();
@@ -391,6 +392,7 @@ fn results_before_their_request_are_held_then_attached_or_flushed() {
             output: "x\ny".into(),
             is_error: false,
             timestamp: ts("2026-01-01T00:00:00Z"),
+            exit_code: None,
         }
     );
     // The same in every split: held results travel in the reader state. (c3's result has no

@@ -950,9 +950,10 @@ impl Writer<'_> {
                     call_id,
                     output,
                     is_error,
+                    exit_code,
                     timestamp,
                 } => {
-                    if self.attach_result(session_id, &call_id, &output, is_error)? {
+                    if self.attach_result(session_id, &call_id, &output, is_error, exit_code)? {
                         applied.results += 1;
                     } else {
                         // Keep the output: a tool message of its own, id derived from the call id.
@@ -1389,6 +1390,7 @@ impl Writer<'_> {
         call_id: &str,
         output: &str,
         is_error: bool,
+        exit_code: Option<i64>,
     ) -> Result<bool> {
         let row: Option<(i64, String, String, String)> = self
             .tx
@@ -1408,10 +1410,13 @@ impl Writer<'_> {
         for p in parts.iter_mut() {
             if let Part::ToolCall(c) = p
                 && c.id == call_id
-                && (c.output.as_deref() != Some(output) || c.is_error != is_error)
+                && (c.output.as_deref() != Some(output)
+                    || c.is_error != is_error
+                    || c.exit_code != exit_code)
             {
                 c.output = Some(output.to_string());
                 c.is_error = is_error;
+                c.exit_code = exit_code;
                 changed = true;
             }
         }
@@ -1596,7 +1601,10 @@ fn fold_results(records: &mut Vec<Record>) -> u64 {
                     continue;
                 };
                 let Record::ToolResult {
-                    output, is_error, ..
+                    output,
+                    is_error,
+                    exit_code,
+                    ..
                 } = std::mem::replace(
                     &mut records[j],
                     Record::Rewind {
@@ -1611,6 +1619,7 @@ fn fold_results(records: &mut Vec<Record>) -> u64 {
                 {
                     c.output = Some(output);
                     c.is_error = is_error;
+                    c.exit_code = exit_code;
                 }
                 keep[j] = false;
                 folded += 1;

@@ -863,6 +863,7 @@ fn a_result_in_the_same_batch_as_its_call_gives_the_same_store() {
             input: json!({"command": "cargo test"}),
             output: None,
             is_error: false,
+            exit_code: None,
         })],
         timestamp: Some(1_000),
         model: None,
@@ -872,6 +873,7 @@ fn a_result_in_the_same_batch_as_its_call_gives_the_same_store() {
         output: out.to_string(),
         is_error: err,
         timestamp: Some(2_000),
+        exit_code: None,
     };
     let sref = SessionRef {
         agent: Agent::Claude,

@@ -63,6 +63,7 @@ fn call(id: &str, call_id: &str, name: &str, input: Value, ts: i64) -> Message {
             input,
             output: None,
             is_error: false,
+            exit_code: None,
         })],
         timestamp: Some(ts),
         model: None,
@@ -79,6 +80,7 @@ fn result(call_id: &str, output: &str, is_error: bool) -> Record {
         output: output.into(),
         is_error,
         timestamp: None,
+        exit_code: None,
     }
 }
 
