@@ -491,6 +491,11 @@ struct ReaderState {
     touched: bool,
     /// Assistant content was emitted since the last user prompt of the turn.
     answered: bool,
+    /// The assistant message being filled after the latest prompt (0 = the first; a text or
+    /// reasoning after a tool call starts the next one).
+    step: u32,
+    /// The current assistant message holds a tool call.
+    step_has_call: bool,
     users: Dedup,
     texts: Dedup,
     thoughts: Dedup,
@@ -525,12 +530,17 @@ struct ReaderState {
 ///
 /// - a user prompt: `<turn>:user:<k>` (`k` = 0 for the turn's first prompt, 1 for a prompt sent
 ///   while the turn runs, …); role `User`, one text part;
-/// - the assistant's work after prompt `k`: **one** message `<turn>:assistant:<k>` whose parts
-///   are, in file order, reasoning summaries ([`Part::Thinking`]), every assistant text
-///   ([`Part::Text`]: `phase: commentary` progress notes *and* the `final_answer`, all kept) and
-///   tool calls ([`Part::ToolCall`] with their outputs). Its `model` is the turn's
-///   `turn_context.model`. Later lines of the same turn, in a later ingest, are emitted again under
-///   the same id and merged by the store ([`Message::merge`]);
+/// - the assistant's work after prompt `k`, in transcript order, as Claude Code's is stored (one
+///   message per model response): `<turn>:assistant:<k>`, then `<turn>:assistant:<k>.1`,
+///   `….2`, …: a message's parts are, in file order, reasoning summaries ([`Part::Thinking`]),
+///   assistant texts ([`Part::Text`]: `phase: commentary` progress notes *and* the
+///   `final_answer`, all kept) and tool calls ([`Part::ToolCall`] with their outputs); a text or
+///   reasoning that comes after a tool call starts the next message. So text → call → output →
+///   text → call → output → text is three messages `[text, call]`, `[text, call]`, `[text]`.
+///   Assistant content before the turn's first prompt (what an auto-compaction at the start of a
+///   turn writes) is `<turn>:assistant:pre` (`….pre.1`, …), stored before the prompt. The
+///   `model` is the turn's `turn_context.model`. Later lines of the same message, in a later
+///   ingest, are emitted again under the same id and merged by the store ([`Message::merge`]);
 /// - a `compacted` record with a non-empty `message`: `compaction:<n>` (`n` counts the file's
 ///   `compacted` records from 1), role `System`, kind [`Kind::Summary`];
 /// - an inter-agent message (`response_item` `agent_message`, from a sub-agent): its `id`, else
@@ -613,6 +623,8 @@ impl CodexReader {
         st.explicit = explicit;
         st.touched = false;
         st.answered = false;
+        st.step = 0;
+        st.step_has_call = false;
         st.users = Dedup::default();
         st.texts = Dedup::default();
         st.thoughts = Dedup::default();
@@ -676,11 +688,27 @@ impl CodexReader {
         }
     }
 
-    /// One part of the current assistant message.
+    /// One part of the current assistant message: a text or reasoning that follows a tool call
+    /// starts a new message (transcript order, as Claude Code's one message per model response).
     fn assistant_part(&mut self, part: Part, ts: Option<i64>, out: &mut Batch) {
         self.ensure_turn();
-        let seg = self.st.users.n.saturating_sub(1);
-        let id = format!("{}:assistant:{seg}", self.st.turn);
+        let is_call = matches!(part, Part::ToolCall(_));
+        if !is_call && self.st.step_has_call {
+            self.st.step = self.st.step.saturating_add(1);
+            self.st.step_has_call = false;
+        }
+        self.st.step_has_call |= is_call;
+        // Before the turn's first prompt (e.g. what an auto-compaction at the start of the turn
+        // writes): ids of their own, so that the answer after the prompt is not merged into a
+        // message stored before the prompt.
+        let base = match self.st.users.n {
+            0 => format!("{}:assistant:pre", self.st.turn),
+            n => format!("{}:assistant:{}", self.st.turn, n - 1),
+        };
+        let id = match self.st.step {
+            0 => base,
+            j => format!("{base}.{j}"),
+        };
         self.st.touched = true;
         self.st.answered = true;
         if let Part::ToolCall(c) = &part {
@@ -716,6 +744,8 @@ impl CodexReader {
         let id = format!("{}:user:{}", self.st.turn, self.st.users.n - 1);
         self.st.touched = true;
         self.st.answered = false;
+        self.st.step = 0;
+        self.st.step_has_call = false;
         self.st.heads.push(id.clone());
         cap_front(&mut self.st.heads);
         note_time(out, ts);
