@@ -1361,6 +1361,44 @@ impl Writer<'_> {
         Ok(row)
     }
 
+    /// Mark snapshot `id`, saved at a PreCompact, as injected by a start of its session before
+    /// that compaction's own SessionStart(compact) (its `trigger` becomes
+    /// [`PRECOMPACT_TAKEN_EARLY`]); see [`Writer::close_early_compaction`].
+    pub fn mark_taken_early(&self, id: i64) -> Result<()> {
+        self.tx.execute(
+            "UPDATE snapshots SET trigger = ?2 WHERE id = ?1 AND trigger = 'precompact'",
+            params![id, PRECOMPACT_TAKEN_EARLY],
+        )?;
+        Ok(())
+    }
+
+    /// At a SessionStart(compact) of session `session_id` that found no unconsumed snapshot:
+    /// true when the session's latest snapshot is its PreCompact snapshot already injected by an
+    /// earlier start ([`Writer::mark_taken_early`]; Codex runs PreCompact →
+    /// SessionStart(resume) → SessionStart(compact) on `codex exec resume`), so this compaction
+    /// has had its snapshot. The mark is cleared (`precompact` again): the compaction is closed.
+    pub fn close_early_compaction(&self, session_id: i64) -> Result<bool> {
+        let latest: Option<(i64, String)> = self
+            .tx
+            .query_row(
+                "SELECT id, trigger FROM snapshots WHERE session_id = ?1
+                 ORDER BY built_at DESC, id DESC LIMIT 1",
+                [session_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        match latest {
+            Some((id, trigger)) if trigger == PRECOMPACT_TAKEN_EARLY => {
+                self.tx.execute(
+                    "UPDATE snapshots SET trigger = 'precompact' WHERE id = ?1",
+                    [id],
+                )?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     fn index_calls(&self, session_id: i64, rowid: i64, m: &Message) -> Result<()> {
         let mut stmt = self.tx.prepare_cached(
             "INSERT INTO tool_calls (session_id, call_id, message_id, name, tool, is_error, has_output)
@@ -1526,6 +1564,10 @@ pub struct CursorStat {
     pub mtime_ns: Option<i64>,
     pub marked: bool,
 }
+
+/// The `trigger` of a PreCompact snapshot injected by a start of its session before that
+/// compaction's own SessionStart(compact) ([`Writer::mark_taken_early`]).
+pub const PRECOMPACT_TAKEN_EARLY: &str = "precompact-taken-early";
 
 /// A snapshot as stored.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
