@@ -190,6 +190,17 @@ fn resolve_slug(dir: &Path, rest: &str, depth: u32, budget: &mut u32) -> Option<
 }
 
 /// The project slug of a transcript path: the folder above `agent-transcripts`.
+/// The folder among `known` (project folders memtrail already knows, e.g. of other sessions)
+/// whose [`project_slug`] is the `<slug>` folder above this transcript's `agent-transcripts`:
+/// the project of a transcript whose folder [`project_dir_from_slug`] cannot find (moved,
+/// deleted, another machine). `None` when none or several distinct folders match.
+pub fn project_among(path: &Path, known: &[String]) -> Option<String> {
+    let slug = slug_of_transcript(path)?;
+    let mut found = known.iter().filter(|k| project_slug(k) == slug);
+    let first = found.next()?;
+    found.all(|k| k == first).then(|| first.clone())
+}
+
 fn slug_of_transcript(path: &Path) -> Option<String> {
     let mut it = path.ancestors();
     while let Some(a) = it.next() {
