@@ -124,6 +124,10 @@ struct Envelope {
     is_compact_summary: Value,
     #[serde(rename = "isApiErrorMessage")]
     is_api_error_message: Value,
+    /// The tool's structured result next to a `tool_result` (Bash: `{stdout, stderr,
+    /// interrupted, …}`).
+    #[serde(rename = "toolUseResult")]
+    tool_use_result: Value,
     message: Value,
 }
 
@@ -141,9 +145,10 @@ struct Envelope {
 ///   [`Part::ToolCall`] with [`normalize_tool_name`]; other block types are skipped. `model` is
 ///   `message.model` unless it is `<synthetic>`.
 /// - `user` with `tool_result` blocks: each result (`content` string, or array of blocks with
-///   `text` joined by `\n` and `image` as `[image]`; `is_error`) is attached to its call when the
-///   call's message is still in `out.records` of the current batch, else emitted as
-///   [`Record::ToolResult`]. Text blocks of the same line become a user message.
+///   `text` joined by `\n` and `image` as `[image]`; `is_error`, also set by the line's
+///   `toolUseResult.interrupted`; a shell call's `exit_code` from an error's `Exit code N` first
+///   line) is attached to its call when the call's message is still in `out.records` of the
+///   current batch, else emitted as [`Record::ToolResult`]. Text blocks of the same line become a user message.
 /// - `user` prompt: a message with role `User`, id = `uuid`, one [`Part::Text`] per text block
 ///   after removing `<system-reminder>`, `<ide_opened_file>` and `<ide_selection>` elements.
 ///   Skipped (counted as known) when nothing remains, when the text is only a command echo
@@ -212,6 +217,17 @@ impl ClaudeReader {
         timestamp: Option<i64>,
         out: &mut Batch,
     ) {
+        // Claude Code has no exit-code field: a failed Bash result is `is_error` with its own
+        // `Exit code N` first line.
+        let exit_code = if is_error {
+            output
+                .lines()
+                .next()
+                .and_then(|l| l.strip_prefix("Exit code "))
+                .and_then(|n| n.trim().parse::<i64>().ok())
+        } else {
+            None
+        };
         if let Some(owner) = self.call_owner.get(&call_id) {
             let owner = owner.clone();
             if let Some(msg) = self.record_mut(&owner, out) {
@@ -222,6 +238,7 @@ impl ClaudeReader {
                 if let Some(call) = call {
                     call.output = Some(output);
                     call.is_error = is_error;
+                    call.exit_code = exit_code;
                     return;
                 }
             }
@@ -230,6 +247,7 @@ impl ClaudeReader {
             call_id,
             output,
             is_error,
+            exit_code,
             timestamp,
         });
     }
@@ -293,6 +311,12 @@ impl ClaudeReader {
             Value::Object(mut m) => m.remove("content").unwrap_or(Value::Null),
             _ => Value::Null,
         };
+        // A Bash command the user interrupted: `toolUseResult.interrupted` (its result is not
+        // marked `is_error`).
+        let interrupted = env
+            .tool_use_result
+            .get("interrupted")
+            .is_some_and(|v| v == &Value::Bool(true));
         if is_true(&env.is_compact_summary) {
             let mut text = String::new();
             match content {
@@ -360,7 +384,8 @@ impl ClaudeReader {
                                 continue;
                             };
                             let output = result_text(b.remove("content"));
-                            let is_error = is_true(b.get("is_error").unwrap_or(&Value::Null));
+                            let is_error =
+                                is_true(b.get("is_error").unwrap_or(&Value::Null)) || interrupted;
                             results += 1;
                             self.attach_result(call_id, output, is_error, ts, out);
                         }
@@ -481,6 +506,7 @@ fn assistant_block(mut b: Map<String, Value>, parts: &mut Vec<Part>) {
                     input,
                     output: None,
                     is_error: false,
+                    exit_code: None,
                 }),
             );
         }

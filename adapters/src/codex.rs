@@ -491,6 +491,11 @@ struct ReaderState {
     touched: bool,
     /// Assistant content was emitted since the last user prompt of the turn.
     answered: bool,
+    /// The assistant message being filled after the latest prompt (0 = the first; a text or
+    /// reasoning after a tool call starts the next one).
+    step: u32,
+    /// The current assistant message holds a tool call.
+    step_has_call: bool,
     users: Dedup,
     texts: Dedup,
     thoughts: Dedup,
@@ -508,6 +513,9 @@ struct ReaderState {
     failed: Vec<String>,
     /// Ids of the emitted user prompts, oldest first (for `thread_rolled_back`).
     heads: Vec<String>,
+    /// Exit codes reported by `exec_command_end` / `CommandExecution` before the call's output
+    /// arrived (call id, code; at most 64).
+    exits: Vec<(String, i64)>,
 }
 
 /// Reader for one Codex rollout (`rollout-*.jsonl`); implements [`LineReader`] with
@@ -522,12 +530,17 @@ struct ReaderState {
 ///
 /// - a user prompt: `<turn>:user:<k>` (`k` = 0 for the turn's first prompt, 1 for a prompt sent
 ///   while the turn runs, …); role `User`, one text part;
-/// - the assistant's work after prompt `k`: **one** message `<turn>:assistant:<k>` whose parts
-///   are, in file order, reasoning summaries ([`Part::Thinking`]), every assistant text
-///   ([`Part::Text`]: `phase: commentary` progress notes *and* the `final_answer`, all kept) and
-///   tool calls ([`Part::ToolCall`] with their outputs). Its `model` is the turn's
-///   `turn_context.model`. Later lines of the same turn, in a later ingest, are emitted again under
-///   the same id and merged by the store ([`Message::merge`]);
+/// - the assistant's work after prompt `k`, in transcript order, as Claude Code's is stored (one
+///   message per model response): `<turn>:assistant:<k>`, then `<turn>:assistant:<k>.1`,
+///   `….2`, …: a message's parts are, in file order, reasoning summaries ([`Part::Thinking`]),
+///   assistant texts ([`Part::Text`]: `phase: commentary` progress notes *and* the
+///   `final_answer`, all kept) and tool calls ([`Part::ToolCall`] with their outputs); a text or
+///   reasoning that comes after a tool call starts the next message. So text → call → output →
+///   text → call → output → text is three messages `[text, call]`, `[text, call]`, `[text]`.
+///   Assistant content before the turn's first prompt (what an auto-compaction at the start of a
+///   turn writes) is `<turn>:assistant:pre` (`….pre.1`, …), stored before the prompt. The
+///   `model` is the turn's `turn_context.model`. Later lines of the same message, in a later
+///   ingest, are emitted again under the same id and merged by the store ([`Message::merge`]);
 /// - a `compacted` record with a non-empty `message`: `compaction:<n>` (`n` counts the file's
 ///   `compacted` records from 1), role `System`, kind [`Kind::Summary`];
 /// - an inter-agent message (`response_item` `agent_message`, from a sub-agent): its `id`, else
@@ -610,6 +623,8 @@ impl CodexReader {
         st.explicit = explicit;
         st.touched = false;
         st.answered = false;
+        st.step = 0;
+        st.step_has_call = false;
         st.users = Dedup::default();
         st.texts = Dedup::default();
         st.thoughts = Dedup::default();
@@ -673,11 +688,27 @@ impl CodexReader {
         }
     }
 
-    /// One part of the current assistant message.
+    /// One part of the current assistant message: a text or reasoning that follows a tool call
+    /// starts a new message (transcript order, as Claude Code's one message per model response).
     fn assistant_part(&mut self, part: Part, ts: Option<i64>, out: &mut Batch) {
         self.ensure_turn();
-        let seg = self.st.users.n.saturating_sub(1);
-        let id = format!("{}:assistant:{seg}", self.st.turn);
+        let is_call = matches!(part, Part::ToolCall(_));
+        if !is_call && self.st.step_has_call {
+            self.st.step = self.st.step.saturating_add(1);
+            self.st.step_has_call = false;
+        }
+        self.st.step_has_call |= is_call;
+        // Before the turn's first prompt (e.g. what an auto-compaction at the start of the turn
+        // writes): ids of their own, so that the answer after the prompt is not merged into a
+        // message stored before the prompt.
+        let base = match self.st.users.n {
+            0 => format!("{}:assistant:pre", self.st.turn),
+            n => format!("{}:assistant:{}", self.st.turn, n - 1),
+        };
+        let id = match self.st.step {
+            0 => base,
+            j => format!("{base}.{j}"),
+        };
         self.st.touched = true;
         self.st.answered = true;
         if let Part::ToolCall(c) = &part {
@@ -713,6 +744,8 @@ impl CodexReader {
         let id = format!("{}:user:{}", self.st.turn, self.st.users.n - 1);
         self.st.touched = true;
         self.st.answered = false;
+        self.st.step = 0;
+        self.st.step_has_call = false;
         self.st.heads.push(id.clone());
         cap_front(&mut self.st.heads);
         note_time(out, ts);
@@ -791,6 +824,7 @@ impl CodexReader {
                 input,
                 output,
                 is_error: false,
+                exit_code: None,
             }),
             ts,
             out,
@@ -803,6 +837,7 @@ impl CodexReader {
         call_id: String,
         output: String,
         is_error: bool,
+        exit_code: Option<i64>,
         ts: Option<i64>,
         out: &mut Batch,
     ) {
@@ -816,12 +851,14 @@ impl CodexReader {
         {
             call.output = Some(output);
             call.is_error = is_error;
+            call.exit_code = exit_code;
             return;
         }
         out.records.push(Record::ToolResult {
             call_id,
             output,
             is_error,
+            exit_code,
             timestamp: ts,
         });
     }
@@ -834,6 +871,24 @@ impl CodexReader {
             self.st.failed.push(id.to_string());
             cap_front(&mut self.st.failed);
         }
+    }
+
+    /// Remember the exit code an `exec_command_end` / `CommandExecution` reported for `call_id`.
+    fn note_exit(&mut self, call_id: Option<&str>, code: Option<i64>) {
+        let (Some(id), Some(code)) = (call_id.filter(|s| !s.is_empty()), code) else {
+            return;
+        };
+        self.st.exits.retain(|(c, _)| c != id);
+        self.st.exits.push((id.to_string(), code));
+        if self.st.exits.len() > STATE_LIST_CAP {
+            let extra = self.st.exits.len() - STATE_LIST_CAP;
+            self.st.exits.drain(..extra);
+        }
+    }
+
+    fn take_exit(&mut self, call_id: &str) -> Option<i64> {
+        let i = self.st.exits.iter().position(|(c, _)| c == call_id)?;
+        Some(self.st.exits.remove(i).1)
     }
 
     fn take_failed(&mut self, call_id: &str) -> bool {
@@ -999,14 +1054,16 @@ impl CodexReader {
                 let Some(call_id) = str_field(p, "call_id").map(str::to_string) else {
                     return Seen::Malformed;
                 };
-                let (text, failed) = if kind == "tool_search_output" {
+                let (text, failed, code) = if kind == "tool_search_output" {
                     let tools = p.get("tools").cloned().unwrap_or(Value::Null);
-                    (tools.to_string(), false)
+                    (tools.to_string(), false, None)
                 } else {
                     output_text(p.get("output").unwrap_or(&Value::Null))
                 };
-                let is_error = self.take_failed(&call_id) | failed;
-                self.tool_result(call_id, text, is_error, ts, out);
+                // The end event's own `exit_code` first, the output's after.
+                let code = self.take_exit(&call_id).or(code);
+                let is_error = self.take_failed(&call_id) | failed | code.is_some_and(|c| c != 0);
+                self.tool_result(call_id, text, is_error, code, ts, out);
                 Seen::Content
             }
             "agent_message" => {
@@ -1077,12 +1134,11 @@ impl CodexReader {
                 _ => Seen::Malformed,
             },
             "exec_command_end" => {
-                if p.get("exit_code")
-                    .and_then(Value::as_i64)
-                    .is_some_and(|c| c != 0)
-                {
+                let code = p.get("exit_code").and_then(Value::as_i64);
+                if code.is_some_and(|c| c != 0) {
                     self.mark_failed(str_field(p, "call_id"));
                 }
+                self.note_exit(str_field(p, "call_id"), code);
                 Seen::Known
             }
             "patch_apply_end" => {
@@ -1187,6 +1243,7 @@ impl CodexReader {
                 if bad_status || exit.is_some_and(|c| c != 0) {
                     self.mark_failed(str_field(item, "id"));
                 }
+                self.note_exit(str_field(item, "id"), exit);
                 Seen::Known
             }
             "FileChange" => {
@@ -1415,7 +1472,12 @@ fn user_text_all(content: Option<&Value>) -> String {
 
 /// The text of a tool output and whether it reports a failure. See [`CodexReader`] for the
 /// shapes.
-fn output_text(v: &Value) -> (String, bool) {
+fn output_text(v: &Value) -> (String, bool, Option<i64>) {
+    let by_code = |text: String, flag: bool| {
+        let code = header_exit_code(&text);
+        let failed = flag || code.is_some_and(|c| c != 0);
+        (text, failed, code)
+    };
     match v {
         Value::String(s) => {
             if s.starts_with('{')
@@ -1426,20 +1488,14 @@ fn output_text(v: &Value) -> (String, bool) {
                     .get("metadata")
                     .and_then(|m| m.get("exit_code"))
                     .and_then(Value::as_i64);
-                let failed = match exit {
-                    Some(code) => code != 0,
-                    None => header_exit_code(inner).is_some_and(|c| c != 0),
+                return match exit {
+                    Some(code) => (inner.clone(), code != 0, Some(code)),
+                    None => by_code(inner.clone(), false),
                 };
-                return (inner.clone(), failed);
             }
-            let failed = header_exit_code(s).is_some_and(|c| c != 0);
-            (s.clone(), failed)
+            by_code(s.clone(), false)
         }
-        Value::Array(items) => {
-            let text = items_text(items);
-            let failed = header_exit_code(&text).is_some_and(|c| c != 0);
-            (text, failed)
-        }
+        Value::Array(items) => by_code(items_text(items), false),
         Value::Object(o) => {
             let failed_flag = o.get("success").and_then(Value::as_bool) == Some(false);
             let text = match (o.get("content"), o.get("content_items")) {
@@ -1449,11 +1505,10 @@ fn output_text(v: &Value) -> (String, bool) {
                 }
                 _ => v.to_string(),
             };
-            let failed = failed_flag || header_exit_code(&text).is_some_and(|c| c != 0);
-            (text, failed)
+            by_code(text, failed_flag)
         }
-        Value::Null => (String::new(), false),
-        other => (other.to_string(), false),
+        Value::Null => (String::new(), false, None),
+        other => (other.to_string(), false, None),
     }
 }
 

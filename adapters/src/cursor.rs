@@ -190,6 +190,17 @@ fn resolve_slug(dir: &Path, rest: &str, depth: u32, budget: &mut u32) -> Option<
 }
 
 /// The project slug of a transcript path: the folder above `agent-transcripts`.
+/// The folder among `known` (project folders memtrail already knows, e.g. of other sessions)
+/// whose [`project_slug`] is the `<slug>` folder above this transcript's `agent-transcripts`:
+/// the project of a transcript whose folder [`project_dir_from_slug`] cannot find (moved,
+/// deleted, another machine). `None` when none or several distinct folders match.
+pub fn project_among(path: &Path, known: &[String]) -> Option<String> {
+    let slug = slug_of_transcript(path)?;
+    let mut found = known.iter().filter(|k| project_slug(k) == slug);
+    let first = found.next()?;
+    found.all(|k| k == first).then(|| first.clone())
+}
+
 fn slug_of_transcript(path: &Path) -> Option<String> {
     let mut it = path.ancestors();
     while let Some(a) = it.next() {
@@ -252,7 +263,10 @@ const KNOWN_TYPES: &[&str] = &["turn_ended"];
 /// [`Batch::meta`]: `title` = the first user prompt of the batch (whitespace collapsed, at most
 /// 80 characters), `started_at`/`updated_at` from the parsed prompt timestamps, `project_dir`
 /// from the reader's project folder (see [`CursorReader::for_path`]). Cursor lines carry no model,
-/// version or branch.
+/// version or branch, and no time except a prompt's optional `<timestamp>`: with the file's times
+/// ([`CursorReader::with_file_times`]), a message without one gets the file's modification time
+/// (it was written no later), and a batch with content starts no later than the file's creation
+/// time; so `--since`/`--until` and `purge` see every Cursor session.
 ///
 /// State ([`LineReader::save_state`]): `{"line": n}`, the index of the next line. A reader that
 /// starts mid-file without it would number lines from 0 and collide with stored ids, so the
@@ -263,6 +277,9 @@ pub struct CursorReader {
     line: u64,
     /// The workspace folder, when known (from the project slug).
     project_dir: Option<String>,
+    /// The transcript file's times (ms since the Unix epoch) when the reader was made for a
+    /// file: its creation (else modification) time and its modification time.
+    file_times: Option<(i64, i64)>,
 }
 
 impl CursorReader {
@@ -276,17 +293,30 @@ impl CursorReader {
         Self {
             line: 0,
             project_dir,
+            file_times: None,
         }
+    }
+
+    /// This reader with the transcript file's times, `(created, modified)` in ms since the Unix
+    /// epoch, as the bounds of its lines' times (Cursor writes none): a line without a
+    /// `<timestamp>` was written no later than `modified`, the session started no earlier than
+    /// `created`.
+    pub fn with_file_times(mut self, times: Option<(i64, i64)>) -> Self {
+        self.file_times = times;
+        self
     }
 
     /// A reader for the transcript at `path`: the project folder is the directory whose
     /// [`project_slug`] is the `<slug>` folder above `agent-transcripts` (found with
     /// [`project_dir_from_slug`]; `None` when no directory matches). Does not open the file.
+    ///
+    /// The file's times ([`CursorReader::with_file_times`]) are read here: its modification time
+    /// and its creation time (the modification time where the filesystem has none).
     pub fn for_path(path: &Path) -> Self {
         let dir = slug_of_transcript(path)
             .and_then(|s| project_dir_from_slug(&s))
             .map(|p| p.to_string_lossy().into_owned());
-        Self::with_project_dir(dir)
+        Self::with_project_dir(dir).with_file_times(file_times(path))
     }
 
     fn user(&mut self, n: u64, message: Value, out: &mut Batch) {
@@ -303,6 +333,7 @@ impl CursorReader {
             out.stats.skipped_known += 1;
             return;
         }
+        let ts = ts.or(self.file_times.map(|(_, modified)| modified));
         note_time(out, ts);
         let msg = Message {
             id: format!("line-{n}"),
@@ -368,6 +399,7 @@ impl CursorReader {
                                 input,
                                 output: None,
                                 is_error: false,
+                                exit_code: None,
                             }));
                         }
                         _ => {}
@@ -380,12 +412,14 @@ impl CursorReader {
             out.stats.skipped_known += 1;
             return;
         }
+        let ts = self.file_times.map(|(_, modified)| modified);
+        note_time(out, ts);
         out.records.push(Record::Message(Message {
             id: format!("line-{n}"),
             role: Role::Assistant,
             kind: Message::infer_kind(&parts),
             parts,
-            timestamp: None,
+            timestamp: ts,
             model: None,
         }));
     }
@@ -425,6 +459,11 @@ impl LineReader for CursorReader {
     fn finish(&mut self, out: &mut Batch) {
         if out.meta.project_dir.is_none() {
             out.meta.project_dir.clone_from(&self.project_dir);
+        }
+        if let Some((created, _)) = self.file_times
+            && !out.records.is_empty()
+        {
+            note_time(out, Some(created));
         }
     }
 
@@ -651,6 +690,26 @@ pub fn identify(path: &Path) -> std::io::Result<SessionRef> {
         external_id: stem,
         parent_external_id: None,
     })
+}
+
+/// `(created, modified)` of the file at `path` in ms since the Unix epoch (created = modified
+/// where the filesystem does not record a creation time, or records a later one); `None` when
+/// it cannot be read.
+fn file_times(path: &Path) -> Option<(i64, i64)> {
+    let md = std::fs::metadata(path).ok()?;
+    let ms = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .and_then(|d| i64::try_from(d.as_millis()).ok())
+    };
+    let modified = ms(md.modified().ok()?)?;
+    let created = md
+        .created()
+        .ok()
+        .and_then(ms)
+        .filter(|&c| c <= modified)
+        .unwrap_or(modified);
+    Some((created, modified))
 }
 
 /// How to read a Cursor file: always a [`CursorReader`] (JSONL, incremental), built with

@@ -129,9 +129,13 @@ pub fn source_for(path: &Path) -> Option<Source> {
 ///
 /// 1. the `.project_root` file in the `<project id>` folder (written by Gemini CLI's project
 ///    registry, upstream `projectRegistry.ts`), trimmed;
-/// 2. else the key of `<config>/projects.json` whose slug is `<project id>`.
+/// 2. else the key of `<config>/projects.json` whose slug is `<project id>`;
+/// 3. else, for a legacy folder named by the project's hash (`<project id>` is the SHA-256 hex of
+///    the project path, upstream `getProjectHash`), the known folder with that hash: the keys of
+///    `<config>/projects.json` and `<config>/trustedFolders.json`, and the `.project_root` of the
+///    other project folders in `<config>/tmp` ([`project_for_hash`]).
 ///
-/// `None` when neither says (e.g. a legacy `sha256` folder that was never migrated), when the
+/// `None` when none says (a legacy hash of a folder Gemini CLI knows nothing else about), when the
 /// path has no `chats` folder within two levels, or when those files cannot be read.
 pub fn project_dir_for(path: &Path) -> Option<String> {
     let chats = path
@@ -147,11 +151,77 @@ pub fn project_dir_for(path: &Path) -> Option<String> {
         }
     }
     let slug = project_tmp.file_name()?.to_string_lossy().into_owned();
-    let registry = project_tmp.parent()?.parent()?.join("projects.json");
-    let projects = read_registry(&registry)?;
-    projects
+    let config = project_tmp.parent()?.parent()?;
+    let registry = config.join("projects.json");
+    if let Some(dir) = read_registry(&registry)
+        .unwrap_or_default()
         .into_iter()
         .find_map(|(dir, s)| (s == slug).then_some(dir))
+    {
+        return Some(dir);
+    }
+    project_for_hash(config, &slug)
+}
+
+/// The folder among `known` (project folders memtrail already knows, e.g. of other sessions)
+/// whose SHA-256 names this chat's legacy project folder (`<config>/tmp/<hash>/chats/…`): the
+/// project of a legacy session that [`project_dir_for`] cannot resolve. `None` when the folder is
+/// not a hash or nothing matches.
+pub fn project_among(path: &Path, known: &[String]) -> Option<String> {
+    let chats = path
+        .ancestors()
+        .skip(1)
+        .take(2)
+        .find(|d| d.file_name().is_some_and(|n| n == "chats"))?;
+    let hash = chats.parent()?.file_name()?.to_str()?;
+    hash_match(hash, known.iter().cloned())
+}
+
+/// The first of `candidates` whose SHA-256 hex is `hash` (64 hex digits), a trailing `/` ignored.
+fn hash_match(hash: &str, candidates: impl IntoIterator<Item = String>) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let want = hash.to_ascii_lowercase();
+    let matches = |dir: &str| {
+        let digest = Sha256::digest(dir.as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        hex == want
+    };
+    candidates
+        .into_iter()
+        .find(|d| !d.is_empty() && (matches(d) || matches(d.trim_end_matches('/'))))
+        .map(|d| d.trim_end_matches('/').to_string())
+        .map(|d| if d.is_empty() { "/".to_string() } else { d })
+}
+
+/// The known folder whose SHA-256 (hex of the path's UTF-8 bytes, as Gemini CLI's legacy
+/// `getProjectHash`) is `hash`: among the keys of `<config>/projects.json` and
+/// `<config>/trustedFolders.json` and the `.project_root` files of `<config>/tmp/*` (at most 4096
+/// folders). `None` when `hash` is not 64 hex digits or no known folder matches.
+pub fn project_for_hash(config: &Path, hash: &str) -> Option<String> {
+    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut candidates: Vec<String> = read_registry(&config.join("projects.json"))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(dir, _)| dir)
+        .collect();
+    if let Ok(bytes) = std::fs::read(config.join("trustedFolders.json"))
+        && let Ok(Value::Object(trusted)) = serde_json::from_slice::<Value>(&bytes)
+    {
+        candidates.extend(trusted.keys().cloned());
+    }
+    if let Ok(entries) = std::fs::read_dir(config.join("tmp")) {
+        for e in entries.flatten().take(4096) {
+            if let Ok(root) = std::fs::read_to_string(e.path().join(".project_root")) {
+                candidates.push(root.trim().to_string());
+            }
+        }
+    }
+    hash_match(hash, candidates)
 }
 
 /// The `projects` map of a `projects.json`, in file order; `None` when unreadable or not JSON.
@@ -357,6 +427,7 @@ fn assistant_message(
             input: fc.args,
             output: None,
             is_error: false,
+            exit_code: None,
         }));
     }
     if parts.is_empty() {
@@ -514,25 +585,29 @@ fn tool_call(c: &Map<String, Value>, msg_id: &str, index: usize) -> ToolCall {
         None => (None, false),
     };
     let tool = normalize_tool_name(&name);
-    let exit_failed = tool == "shell" && output.as_deref().is_some_and(nonzero_exit_code);
+    let exit_code = if tool == "shell" {
+        output.as_deref().and_then(shell_exit_code)
+    } else {
+        None
+    };
     ToolCall {
         id,
         tool,
         name,
         input,
         output,
-        is_error: failed || response_error || exit_failed,
+        is_error: failed || response_error || exit_code.is_some_and(|c| c != 0),
+        exit_code,
     }
 }
 
-/// True when a shell tool's output has an `Exit Code: <n>` line with `n != 0`. Gemini CLI's
-/// shell tool (upstream `tools/shell.ts`) reports a failed command with status `success` and
-/// adds that line to its output only for a non-zero exit.
-fn nonzero_exit_code(output: &str) -> bool {
-    output.lines().any(|l| {
+/// The code of a shell tool's `Exit Code: <n>` line (Gemini CLI records no exit code field of
+/// its own). Its shell tool (upstream `tools/shell.ts`) reports a failed command with status
+/// `success` and adds that line to its output; `None` without the line (or `Exit Code: (none)`).
+fn shell_exit_code(output: &str) -> Option<i64> {
+    output.lines().find_map(|l| {
         l.strip_prefix("Exit Code: ")
             .and_then(|n| n.trim().parse::<i64>().ok())
-            .is_some_and(|n| n != 0)
     })
 }
 

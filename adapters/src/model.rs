@@ -159,8 +159,17 @@ pub struct ToolCall {
     pub input: Value,
     /// The tool's output as text, once the result has been seen.
     pub output: Option<String>,
-    /// True when the agent marked the result as an error (`is_error` for Claude Code).
+    /// True when the agent marked the result as an error (`is_error` for Claude Code), or its
+    /// exit code is not 0.
     pub is_error: bool,
+    /// The exit code of a shell command, from the agent's own field where it has one (OpenCode
+    /// `state.metadata.exit`, Codex `exec_command_end.exit_code` / output `metadata.exit_code`,
+    /// VS Code `toolSpecificData.terminalCommandState.exitCode`), else from the agent's own
+    /// header line in the output (Codex `Process exited with code N`, Gemini `Exit Code: N`,
+    /// Claude `Exit code N`). `None` when unknown (not a shell call, no result yet). Stored in
+    /// the message's parts; absent in rows written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
 }
 
 /// One ordered piece of a message.
@@ -271,6 +280,7 @@ fn merge_part(parts: &mut Vec<Part>, part: Part) {
                 if call.output.is_some() {
                     existing.output = call.output;
                     existing.is_error = call.is_error;
+                    existing.exit_code = call.exit_code.or(existing.exit_code);
                 }
                 if existing.input.is_null() {
                     existing.input = call.input;
@@ -355,6 +365,8 @@ pub enum Record {
         call_id: String,
         output: String,
         is_error: bool,
+        /// The shell command's exit code, when the agent gave one ([`ToolCall::exit_code`]).
+        exit_code: Option<i64>,
         timestamp: Option<i64>,
     },
     /// Insert the message, or REPLACE the stored message with the same id (its parts, kind, time
@@ -611,6 +623,7 @@ mod tests {
                 input: serde_json::json!({"command": "ls"}),
                 output: out.map(str::to_string),
                 is_error: false,
+                exit_code: None,
             })
         };
         let mut a = Message {

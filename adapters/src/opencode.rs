@@ -515,7 +515,8 @@ fn prompt_title(parts: &[Part]) -> Option<String> {
 /// - `reasoning` → [`Part::Thinking`] (trimmed; empty dropped);
 /// - `tool` → [`Part::ToolCall`]: `id` = `callID` (else the part id), `name` = `tool`, `input` =
 ///   `state.input`, `output` = `state.output` when `state.status` is `completed`, `state.error`
-///   with `is_error` when it is `error`, none while `pending`/`running`;
+///   with `is_error` when it is `error`, none while `pending`/`running`; `exit_code` =
+///   `state.metadata.exit` (the bash tool), and a non-zero one sets `is_error`;
 /// - `file` → a text note `[file: <filename> (<mime>)]` (never the content or a `data:` URL);
 /// - [`SKIPPED_PART_TYPES`] → `skipped_known`; other types → `skipped_unknown`; not an object or
 ///   no `type` → `malformed`.
@@ -578,8 +579,17 @@ fn tool_call(id: String, name: String, mut state: Value) -> ToolCall {
         // 2.x `pending` keeps the raw, still-streaming input as a string.
         _ => Value::Null,
     };
+    // The bash tool's own exit code (`state.metadata.exit`, upstream `tool/bash.ts`): a
+    // command that exits non-zero still completes.
+    let exit_code = state
+        .get("metadata")
+        .and_then(|m| m.get("exit"))
+        .and_then(Value::as_i64);
     let (output, is_error) = match status.as_str() {
-        "completed" => (tool_text(&state, "output"), false),
+        "completed" => (
+            tool_text(&state, "output"),
+            exit_code.is_some_and(|c| c != 0),
+        ),
         "error" => {
             let err = match state.get("error") {
                 Some(Value::String(s)) => Some(s.clone()),
@@ -601,6 +611,7 @@ fn tool_call(id: String, name: String, mut state: Value) -> ToolCall {
         input,
         output,
         is_error,
+        exit_code,
     }
 }
 
@@ -1490,6 +1501,7 @@ fn convert_v2(
                 input: json!({ "command": command }),
                 output,
                 is_error: false,
+                exit_code: None,
             }));
             (Role::User, Some(Kind::ToolCall))
         }

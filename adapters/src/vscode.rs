@@ -483,6 +483,7 @@ impl VscodeReader {
                     input: Value::Null,
                     output: None,
                     is_error: false,
+                    exit_code: None,
                 };
                 if let Some(i) = self.starts.iter().position(|s| s.call_id == call_id) {
                     let s = self.starts.remove(i);
@@ -566,6 +567,7 @@ impl VscodeReader {
                 call_id,
                 output,
                 is_error,
+                exit_code: None,
                 timestamp: ts,
             });
             return;
@@ -629,6 +631,7 @@ impl VscodeReader {
                 input: s.input,
                 output: Some(p.output),
                 is_error: p.is_error,
+                exit_code: None,
             })];
             self.push_message(
                 Message {
@@ -646,6 +649,7 @@ impl VscodeReader {
                 call_id: p.call_id,
                 output: p.output,
                 is_error: p.is_error,
+                exit_code: None,
                 timestamp: p.ts,
             });
         }
@@ -967,9 +971,11 @@ pub const KNOWN_PART_KINDS: &[&str] = &[
 ///   `inlineReference` names are joined into [`Part::Text`]s, split by tool calls; `thinking` →
 ///   [`Part::Thinking`]; `toolInvocationSerialized` → [`Part::ToolCall`] (id `toolCallId`, name
 ///   `toolId`, `tool` from [`tool_vocabulary`], input from `toolSpecificData.rawInput`, a terminal
-///   command line (`{"command":…}`) or `resultDetails.input`; output from `resultDetails.output`
-///   text parts, a terminal's `terminalCommandOutput.text`, or
-///   `result.metadata.toolCallResults[<id>]`; `is_error` from `resultDetails.isError`, a denied
+///   command line (`{"command":…}`), `resultDetails.input`, or the `arguments` of the model's
+///   call in `result.metadata.toolCallRounds[].toolCalls[]` matched to the part within the
+///   request by name, then order; output from `resultDetails.output` text parts, a terminal's
+///   `terminalCommandOutput.text`, or `result.metadata.toolCallResults[<part id or matched call
+///   id>]` (text parts, and the text leaves of a prompt-tsx tree); `is_error` from `resultDetails.isError`, a denied
 ///   confirmation (`isConfirmed.type == 0` or `false`) or a non-zero terminal exit code);
 ///   `result.errorDetails.message` → a final `Error: …` text. Known non-text kinds
 ///   ([`KNOWN_PART_KINDS`]) are ignored; parts of unknown kind (or that are not objects) are
@@ -1279,6 +1285,7 @@ fn convert_request(i: usize, req: Map<String, Value>, out: &mut Batch) -> usize 
         .get("result")
         .and_then(|r| r.get("metadata"))
         .and_then(|m| m.get("toolCallResults"));
+    let mut rounds = RoundCalls::of(&req);
     let mut parts = Vec::new();
     let mut text_buf = String::new();
     let flush = |buf: &mut String, parts: &mut Vec<Part>| {
@@ -1340,10 +1347,13 @@ fn convert_request(i: usize, req: Map<String, Value>, out: &mut Batch) -> usize 
                 }
                 Some("toolInvocationSerialized" | "toolInvocation") => {
                     flush(&mut text_buf, &mut parts);
+                    let name = part.get("toolId").and_then(Value::as_str).unwrap_or("");
+                    let round = rounds.take(name);
                     parts.push(Part::ToolCall(tool_call_of(
                         part,
                         &format!("{response_id}-{k}"),
                         call_results,
+                        round,
                     )));
                 }
                 Some(k) if KNOWN_PART_KINDS.contains(&k) => {}
@@ -1420,8 +1430,112 @@ fn inline_reference_name(part: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
-/// A `toolInvocationSerialized` part as a [`ToolCall`].
-fn tool_call_of(part: &Value, fallback_id: &str, call_results: Option<&Value>) -> ToolCall {
+/// The model's tool calls of one request, `result.metadata.toolCallRounds[].toolCalls[]`
+/// (`{name, arguments, id}`, upstream `vscode-copilot-chat` `IToolCallRound`), in order, to be
+/// matched with the request's tool-invocation parts.
+struct RoundCalls<'a> {
+    calls: Vec<(&'a str, &'a str, Option<&'a Value>)>,
+    used: Vec<bool>,
+}
+
+impl<'a> RoundCalls<'a> {
+    fn of(req: &'a Map<String, Value>) -> Self {
+        let mut calls = Vec::new();
+        if let Some(Value::Array(rounds)) = req
+            .get("result")
+            .and_then(|r| r.get("metadata"))
+            .and_then(|m| m.get("toolCallRounds"))
+        {
+            for round in rounds {
+                if let Some(Value::Array(tc)) = round.get("toolCalls") {
+                    for c in tc {
+                        let id = c.get("id").and_then(Value::as_str).unwrap_or("");
+                        let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+                        calls.push((id, name, c.get("arguments")));
+                    }
+                }
+            }
+        }
+        let used = vec![false; calls.len()];
+        RoundCalls { calls, used }
+    }
+
+    /// The call for the next part named `tool_id`: the first unused call of that name, else of
+    /// the same [`tool_vocabulary`] word, else the next unused call (parts and calls come in the
+    /// same order). `None` when every call is used.
+    fn take(&mut self, tool_id: &str) -> Option<(&'a str, Option<&'a Value>)> {
+        let free = |i: &usize| !self.used[*i];
+        let idx = (0..self.calls.len())
+            .filter(free)
+            .find(|&i| self.calls[i].1 == tool_id)
+            .or_else(|| {
+                let word = tool_vocabulary(tool_id);
+                (0..self.calls.len())
+                    .filter(free)
+                    .find(|&i| tool_vocabulary(self.calls[i].1) == word)
+            })
+            .or_else(|| (0..self.calls.len()).find(free))?;
+        self.used[idx] = true;
+        Some((self.calls[idx].0, self.calls[idx].2))
+    }
+}
+
+/// The text of a serialized `LanguageModelToolResult` (`toolCallResults[<id>]`): its `content`
+/// items in order; a text part's `value` (or `text`) string, a prompt-tsx part's tree
+/// (`value.node`) by its text leaves (`{text}` nodes under `children`, a newline before a leaf
+/// with `lineBreakBefore`). A `content` string as it is.
+fn tool_result_text(r: &Value) -> String {
+    fn leaves(v: &Value, out: &mut String, depth: usize) {
+        if depth > 64 {
+            return;
+        }
+        if let Some(t) = v.get("text").and_then(Value::as_str) {
+            if v.get("lineBreakBefore").and_then(Value::as_bool) == Some(true) && !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(t);
+        }
+        if let Some(Value::Array(children)) = v.get("children") {
+            for c in children {
+                leaves(c, out, depth + 1);
+            }
+        }
+    }
+    match r.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => {
+            let mut texts = Vec::new();
+            for item in items {
+                let t = match item {
+                    Value::String(s) => s.clone(),
+                    _ => match item.get("value").or_else(|| item.get("text")) {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(v @ Value::Object(_)) => {
+                            let mut out = String::new();
+                            leaves(v.get("node").unwrap_or(v), &mut out, 0);
+                            out
+                        }
+                        _ => String::new(),
+                    },
+                };
+                if !t.is_empty() {
+                    texts.push(t);
+                }
+            }
+            texts.join("\n")
+        }
+        _ => r.to_string(),
+    }
+}
+
+/// A `toolInvocationSerialized` part as a [`ToolCall`]; `round` is the model's call matched to
+/// it ([`RoundCalls::take`]): its id and `arguments`, used when the part has no input or output.
+fn tool_call_of(
+    part: &Value,
+    fallback_id: &str,
+    call_results: Option<&Value>,
+    round: Option<(&str, Option<&Value>)>,
+) -> ToolCall {
     let id = part
         .get("toolCallId")
         .and_then(Value::as_str)
@@ -1460,6 +1574,10 @@ fn tool_call_of(part: &Value, fallback_id: &str, call_results: Option<&Value>) -
     } else {
         input
     };
+    let input = match (&input, round) {
+        (Value::Null, Some((_, args))) => parse_arguments(args.cloned()),
+        _ => input,
+    };
     let mut output = match details.and_then(|d| d.get("output")) {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Array(items)) => {
@@ -1483,30 +1601,26 @@ fn tool_call_of(part: &Value, fallback_id: &str, call_results: Option<&Value>) -
             .map(str::to_string);
     }
     if output.is_none()
-        && let Some(r) = call_results.and_then(|r| r.get(&id))
+        && let Some(r) =
+            call_results.and_then(|r| r.get(&id).or_else(|| round.and_then(|(rid, _)| r.get(rid))))
     {
-        output = Some(match r.get("content") {
-            Some(Value::Array(blocks)) => blocks_text(blocks),
-            Some(Value::String(s)) => s.clone(),
-            _ => r.to_string(),
-        });
+        output = Some(tool_result_text(r));
     }
     let denied = match part.get("isConfirmed") {
         Some(Value::Bool(b)) => !b,
         Some(Value::Object(c)) => c.get("type").and_then(Value::as_i64) == Some(0),
         _ => false,
     };
-    let exit_failed = specific
+    let exit_code = specific
         .and_then(|s| s.get("terminalCommandState"))
         .and_then(|s| s.get("exitCode"))
-        .and_then(Value::as_i64)
-        .is_some_and(|c| c != 0);
+        .and_then(Value::as_i64);
     let is_error = details
         .and_then(|d| d.get("isError"))
         .and_then(Value::as_bool)
         == Some(true)
         || denied
-        || exit_failed;
+        || exit_code.is_some_and(|c| c != 0);
     ToolCall {
         id,
         tool: tool_vocabulary(&name),
@@ -1514,6 +1628,7 @@ fn tool_call_of(part: &Value, fallback_id: &str, call_results: Option<&Value>) -
         input,
         output,
         is_error,
+        exit_code,
     }
 }
 

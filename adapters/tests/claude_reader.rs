@@ -313,6 +313,7 @@ fn result_after_finish_is_a_tool_result_record() {
             output: "Exit code 101\nerror[E0425]: cannot find value `x` in this scope\n --> src/lib.rs:3:5\n  |\n3 |     x + 1\n  |     ^ not found in this scope".into(),
             is_error: true,
             timestamp: ts("2026-03-02T09:00:04.500Z"),
+            exit_code: Some(101),
         }
     );
     let mut store = Store::default();
@@ -662,12 +663,14 @@ fn orphan_result_carries_its_timestamp() {
                 output: "line 1\n[image]\nline 2".into(),
                 is_error: true,
                 timestamp: ts("2026-03-02T10:00:00.500Z"),
+                exit_code: None,
             },
             Record::ToolResult {
                 call_id: "toolu_empty".into(),
                 output: String::new(),
                 is_error: false,
                 timestamp: ts("2026-03-02T10:00:00.500Z"),
+                exit_code: None,
             },
         ]
     );

@@ -12,7 +12,8 @@ mod common;
 use common::{Store, assert_split_equivalence_with, lines, messages, part_text, shape};
 use memtrail_adapters::codex::{self, CodexReader};
 use memtrail_adapters::{
-    Agent, Batch, Kind, LineReader, ParseStats, Part, Record, Role, SessionRef, parse_rfc3339_ms,
+    Agent, Batch, Kind, LineReader, Message, ParseStats, Part, Record, Role, SessionRef,
+    parse_rfc3339_ms,
 };
 use serde_json::json;
 use std::path::PathBuf;
@@ -97,7 +98,7 @@ fn every_shared_fixture_reads_cleanly_and_splits_equivalently() {
 }
 
 #[test]
-fn codex_session_gives_one_prompt_and_one_answer_with_the_exec_call() {
+fn codex_session_gives_one_prompt_and_the_answer_in_file_order() {
     let Some(data) = bytes(SESSION) else { return };
     let b = read_bytes(&data);
     // 10 lines: meta, developer, environment context, task_started and task_complete are
@@ -106,14 +107,20 @@ fn codex_session_gives_one_prompt_and_one_answer_with_the_exec_call() {
     let m = messages(&b);
     assert_eq!(
         m.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(),
-        ["turn-abc-001:user:0", "turn-abc-001:assistant:0"]
+        [
+            "turn-abc-001:user:0",
+            "turn-abc-001:assistant:0",
+            "turn-abc-001:assistant:0.1"
+        ]
     );
     assert_eq!((m[0].role, m[0].kind), (Role::User, Kind::Text));
     assert_eq!(part_text(m[0], 0), "What's this project about?");
     assert_eq!(m[0].timestamp, ts("2026-02-22T09:29:21.826Z"));
+    // The file has the call (lines 6-7) before both assistant messages (lines 8-9): the call,
+    // then the texts after it, as two messages.
     let a = m[1];
     assert_eq!((a.role, a.kind), (Role::Assistant, Kind::ToolCall));
-    assert_eq!(shape(a), ["exec_command", "text", "text"]);
+    assert_eq!(shape(a), ["exec_command"]);
     let Part::ToolCall(c) = &a.parts[0] else {
         unreachable!()
     };
@@ -122,14 +129,17 @@ fn codex_session_gives_one_prompt_and_one_answer_with_the_exec_call() {
         ("call-001", "shell", json!({"cmd": "ls -la"}), false)
     );
     assert!(c.output.as_deref().unwrap().contains("README.md"));
+    assert_eq!(a.timestamp, ts("2026-02-22T09:29:26.259Z"), "line 6");
+    assert_eq!(a.model, None, "no turn_context in this file");
+    let t = m[2];
+    assert_eq!((t.role, t.kind), (Role::Assistant, Kind::Text));
+    assert_eq!(shape(t), ["text", "text"]);
     assert_eq!(
-        part_text(a, 1),
+        part_text(t, 0),
         "I'll quickly inspect the repo.",
         "commentary kept"
     );
-    assert_eq!(part_text(a, 2), "This is a test project with a README.");
-    assert_eq!(a.timestamp, ts("2026-02-22T09:29:26.259Z"), "line 6");
-    assert_eq!(a.model, None, "no turn_context in this file");
+    assert_eq!(part_text(t, 1), "This is a test project with a README.");
     assert_eq!(b.meta.project_dir.as_deref(), Some("/test/project"));
     assert_eq!(b.meta.agent_version.as_deref(), Some("0.104.0"));
     assert_eq!(b.meta.title.as_deref(), Some("What's this project about?"));
@@ -137,7 +147,7 @@ fn codex_session_gives_one_prompt_and_one_answer_with_the_exec_call() {
 }
 
 #[test]
-fn complete_localpush_turn_gives_one_prompt_and_one_answer_with_five_calls() {
+fn complete_localpush_turn_gives_one_prompt_and_six_answer_steps_with_five_calls() {
     let Some(data) = bytes(COMPLETE) else { return };
     let b = read_bytes(&data);
     // 63 lines; content: 1 user_message, 6 agent_reasoning, 6 agent_message, 5 function_call,
@@ -146,28 +156,43 @@ fn complete_localpush_turn_gives_one_prompt_and_one_answer_with_five_calls() {
     assert_eq!(b.stats, stats(63, 40));
     let m = messages(&b);
     let turn = "019c8bfe-ed40-7a21-b57f-6447436c5881";
+    // Transcript order: each model response (reasoning, commentary, call) is one message, as
+    // for Claude Code; the final answer is the sixth.
     assert_eq!(
         m.iter().map(|m| m.id.clone()).collect::<Vec<_>>(),
-        [format!("{turn}:user:0"), format!("{turn}:assistant:0")]
+        [
+            format!("{turn}:user:0"),
+            format!("{turn}:assistant:0"),
+            format!("{turn}:assistant:0.1"),
+            format!("{turn}:assistant:0.2"),
+            format!("{turn}:assistant:0.3"),
+            format!("{turn}:assistant:0.4"),
+            format!("{turn}:assistant:0.5"),
+        ]
     );
     assert_eq!(
         part_text(m[0], 0),
         "[REDACTED_MESSAGE len=98 sha=c002ff99]",
         "line 10, the event"
     );
-    let a = m[1];
-    let expected_shape: Vec<String> = [
+    let steps = [
         "mcp__cloud-associates__search_workflows",
         "[REDACTED_NAME len=43 sha=c186413b]",
         "mcp__cloud-associates__execute_workflow",
         "mcp__cloud-associates__execute_workflow",
         "mcp__cloud-associates__execute_workflow",
-    ]
-    .iter()
-    .flat_map(|call| ["thinking".to_string(), "text".to_string(), call.to_string()])
-    .chain(["thinking".to_string(), "text".to_string()])
-    .collect();
-    assert_eq!(shape(a), expected_shape);
+    ];
+    for (i, call) in steps.iter().enumerate() {
+        assert_eq!(shape(m[1 + i]), ["thinking", "text", call], "step {i}");
+        assert_eq!(m[1 + i].kind, Kind::ToolCall);
+    }
+    assert_eq!(shape(m[6]), ["thinking", "text"]);
+    assert_eq!(m[6].kind, Kind::Text);
+    // The whole answer, joined in order, is what one message held before.
+    let a = Message {
+        parts: m[1..].iter().flat_map(|m| m.parts.clone()).collect(),
+        ..m[1].clone()
+    };
     assert_eq!(a.parts.len(), 17);
     let calls: Vec<_> = a.tool_calls().collect();
     assert_eq!(calls.len(), 5);
@@ -182,9 +207,9 @@ fn complete_localpush_turn_gives_one_prompt_and_one_answer_with_five_calls() {
         calls[4].output.as_deref(),
         Some("[REDACTED_OUTPUT len=75079 sha=b86c851d]")
     );
-    assert_eq!(part_text(a, 0), "[REDACTED_TEXT len=32 sha=beedaecc]");
+    assert_eq!(part_text(&a, 0), "[REDACTED_TEXT len=32 sha=beedaecc]");
     assert_eq!(
-        part_text(a, 16),
+        part_text(&a, 16),
         "[REDACTED_MESSAGE len=647 sha=10502814]",
         "the final answer (line 60), once"
     );
@@ -194,7 +219,11 @@ fn complete_localpush_turn_gives_one_prompt_and_one_answer_with_five_calls() {
         .filter(|p| matches!(p, Part::Text { .. }))
         .count();
     assert_eq!(texts, 6, "5 commentary + 1 final, none duplicated");
-    assert_eq!(a.model.as_deref(), Some("gpt-5.3-codex"));
+    assert!(
+        m[1..]
+            .iter()
+            .all(|s| s.model.as_deref() == Some("gpt-5.3-codex"))
+    );
     assert_eq!(
         b.meta.project_dir.as_deref(),
         Some("/redacted/path/ea96e59ed9")
@@ -261,14 +290,16 @@ fn interrupted_turn_is_kept_and_completed_by_a_later_ingest() {
             output: "Process exited with code 0\nOutput:\nok\n".into(),
             is_error: false,
             timestamp: ts("2026-02-23T12:19:55.000Z"),
+            exit_code: Some(0),
         }
     );
+    // The answer after the call's output is the next message of the turn, after the call.
     assert_eq!(
         messages(&b2)
             .iter()
             .map(|m| m.id.clone())
             .collect::<Vec<_>>(),
-        [format!("{turn}:assistant:0")]
+        [format!("{turn}:assistant:0.1")]
     );
     assert_eq!(b2.stats, stats(4, 2));
 
@@ -276,14 +307,15 @@ fn interrupted_turn_is_kept_and_completed_by_a_later_ingest() {
     store.apply(b1);
     store.apply(b2);
     assert!(store.orphans.is_empty());
-    assert_eq!(store.messages.len(), 2, "no duplicate message");
+    assert_eq!(store.messages.len(), 3, "no duplicate message");
     let a = &store.messages[1];
-    assert_eq!(shape(a), ["thinking", "text", "exec_command", "text"]);
+    assert_eq!(shape(a), ["thinking", "text", "exec_command"]);
     assert_eq!(
         a.tool_calls().next().unwrap().output.as_deref(),
         Some("Process exited with code 0\nOutput:\nok\n")
     );
-    assert_eq!(part_text(a, 3), "All done.");
+    assert_eq!(shape(&store.messages[2]), ["text"]);
+    assert_eq!(part_text(&store.messages[2], 0), "All done.");
 
     // The same bytes read at once, or split at any line, give the same store.
     let mut all = data.clone();

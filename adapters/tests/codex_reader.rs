@@ -117,26 +117,75 @@ const P_Q3: &str = "Corrige el aviso y explícame el cambio en griego, por favor
 
 fn legacy_ids() -> [Vec<String>; 3] {
     [
-        vec![format!("{L_T1}:user:0"), format!("{L_T1}:assistant:0")],
-        vec![format!("{L_T2}:user:0"), format!("{L_T2}:assistant:0")],
+        vec![
+            format!("{L_T1}:user:0"),
+            format!("{L_T1}:assistant:0"),
+            format!("{L_T1}:assistant:0.1"),
+            format!("{L_T1}:assistant:0.2"),
+        ],
+        vec![
+            format!("{L_T2}:user:0"),
+            format!("{L_T2}:assistant:0"),
+            format!("{L_T2}:assistant:0.1"),
+        ],
         vec![
             "compaction:1".to_string(),
             format!("{L_T4}:user:0"),
             format!("{L_T4}:assistant:0"),
+            format!("{L_T4}:assistant:0.1"),
         ],
     ]
 }
 
 fn paginated_ids() -> [Vec<String>; 3] {
     [
-        vec![format!("{P_U1}:user:0"), format!("{P_U1}:assistant:0")],
-        vec![format!("{P_U2}:user:0"), format!("{P_U2}:assistant:0")],
+        vec![
+            format!("{P_U1}:user:0"),
+            format!("{P_U1}:assistant:0"),
+            format!("{P_U1}:assistant:0.1"),
+        ],
+        vec![
+            format!("{P_U2}:user:0"),
+            format!("{P_U2}:assistant:0"),
+            format!("{P_U2}:assistant:0.1"),
+        ],
         vec![
             format!("{P_U3}:user:0"),
             "compaction:1".to_string(),
             format!("{P_U3}:assistant:0"),
+            format!("{P_U3}:assistant:0.1"),
         ],
     ]
+}
+
+/// One answer of the assistant: the assistant messages from `m[from]` up to the next message of
+/// another role, joined into one (so its parts can be checked by index, in transcript order), and
+/// the shapes of the messages it is stored as (a text or reasoning after a call starts the next).
+fn answer(m: &[&Message], from: usize) -> (Message, Vec<Vec<String>>) {
+    let steps: Vec<&Message> = m[from..]
+        .iter()
+        .take_while(|x| x.role == Role::Assistant)
+        .copied()
+        .collect();
+    assert!(!steps.is_empty(), "no assistant message at {from}");
+    for (j, s) in steps.iter().enumerate() {
+        let want = match j {
+            0 => steps[0].id.clone(),
+            j => format!("{}.{j}", steps[0].id),
+        };
+        assert_eq!(s.id, want, "step ids");
+    }
+    let joined = Message {
+        parts: steps.iter().flat_map(|s| s.parts.clone()).collect(),
+        kind: Message::infer_kind(
+            &steps
+                .iter()
+                .flat_map(|s| s.parts.clone())
+                .collect::<Vec<_>>(),
+        ),
+        ..steps[0].clone()
+    };
+    (joined, steps.iter().map(|s| shape(s)).collect())
 }
 
 /// The three prefixes of a growing fixture and the new bytes of each turn.
@@ -221,10 +270,12 @@ fn growing_sessions_read_turn_by_turn_give_exactly_the_new_messages() {
         }
         let whole = Store::read_in_pieces_with(&make, &lines(&c), &[]);
         assert_eq!(store, whole, "{prefix}: ingest by turn equals one pass");
+        let n = expected.iter().map(Vec::len).sum::<usize>();
+        assert_eq!(n, if prefix == "legacy" { 11 } else { 10 });
         assert_eq!(
             store.messages.len(),
-            7,
-            "{prefix}: 7 messages, none duplicated"
+            n,
+            "{prefix}: {n} messages, none duplicated"
         );
         assert!(store.orphans.is_empty());
     }
@@ -236,13 +287,24 @@ fn growing_sessions_read_turn_by_turn_give_exactly_the_new_messages() {
 fn legacy_turn1_prompt_reasoning_commentary_failing_exec_patch_and_answer() {
     let b = read(&lines(&grow("legacy")[0]));
     let m = messages(&b);
-    assert_eq!(m.len(), 2);
+    assert_eq!(m.len(), 4);
     // Line 8 (event user_message); lines 3, 4 (AGENTS.md, environment context) and 7 (the
     // response_item copy) are not prompts, line 2 (developer) neither.
     assert_eq!((m[0].role, m[0].kind), (Role::User, Kind::Text));
     assert_eq!(m[0].parts, [text_of(L_P1)]);
     assert_eq!(m[0].timestamp, ts("2026-03-14T09:12:48.023Z"));
-    let a = m[1];
+    // Stored in transcript order: reasoning, commentary and the exec; reasoning, the patch and
+    // the rerun; the answer.
+    let (joined, steps) = answer(&m, 1);
+    assert_eq!(
+        steps,
+        [
+            vec!["thinking", "text", "exec_command"],
+            vec!["thinking", "apply_patch", "exec_command"],
+            vec!["text"]
+        ]
+    );
+    let a = &joined;
     assert_eq!((a.role, a.kind), (Role::Assistant, Kind::ToolCall));
     assert_eq!(
         shape(a),
@@ -317,7 +379,12 @@ fn legacy_turn2_web_search_unknown_and_malformed_lines() {
     let batch = read(&lines(&b[a.len()..]));
     let m = messages(&batch);
     assert_eq!(m[0].parts, [text_of(L_P2)]);
-    let asst = m[1];
+    let (joined, steps) = answer(&m, 1);
+    assert_eq!(
+        steps,
+        [vec!["thinking", "web_search", "apply_patch"], vec!["text"]]
+    );
+    let asst = &joined;
     assert_eq!(
         shape(asst),
         ["thinking", "web_search", "apply_patch", "text"]
@@ -356,7 +423,9 @@ fn legacy_turn3_compaction_summary_and_failing_shell() {
     assert!(part_text(m[0], 0).starts_with("Résumé de la session : `slugify` accepte"));
     assert_eq!(m[0].timestamp, ts("2026-03-14T09:18:11.106Z"));
     assert_eq!(m[1].parts, [text_of(L_P4)]);
-    let a = m[2];
+    let (joined, steps) = answer(&m, 2);
+    assert_eq!(steps, [vec!["thinking", "text", "shell"], vec!["text"]]);
+    let a = &joined;
     assert_eq!(shape(a), ["thinking", "text", "shell", "text"]);
     assert_eq!(part_text(a, 1), L_C4);
     let shell = call(a, 2);
@@ -409,13 +478,21 @@ fn legacy_whole_file_meta() {
 fn paginated_turn1_item_completed_and_provenance() {
     let b = read(&lines(&grow("paginated")[0]));
     let m = messages(&b);
-    assert_eq!(m.len(), 2);
+    assert_eq!(m.len(), 3);
     // Line 7 (response_item with content_item_kinds ["user.text"]) is emitted, line 8
     // (item_completed UserMessage) is its duplicate; line 4 (AGENTS.md + environment context
     // kinds) and line 3 (developer) are not prompts.
     assert_eq!(m[0].parts, [text_of(P_Q1)]);
     assert_eq!(m[0].timestamp, ts("2026-09-21T16:03:07.409Z"));
-    let a = m[1];
+    let (joined, steps) = answer(&m, 1);
+    assert_eq!(
+        steps,
+        [
+            vec!["thinking", "text", "exec_command", "apply_patch"],
+            vec!["text"]
+        ]
+    );
+    let a = &joined;
     assert_eq!(
         shape(a),
         ["thinking", "text", "exec_command", "apply_patch", "text"]
@@ -458,7 +535,9 @@ fn paginated_turn2_keeps_only_user_text_and_marks_the_failed_clippy() {
         [text_of(P_Q2)],
         "the environment_context entry of line 27 is dropped"
     );
-    let asst = m[1];
+    let (joined, steps) = answer(&m, 1);
+    assert_eq!(steps, [vec!["exec_command", "web_search"], vec!["text"]]);
+    let asst = &joined;
     assert_eq!(shape(asst), ["exec_command", "web_search", "text"]);
     let clippy = call(asst, 0);
     assert_eq!(
@@ -493,7 +572,9 @@ fn paginated_turn3_compaction_inside_the_turn_and_empty_reasoning() {
     assert_eq!(m[0].parts, [text_of(P_Q3)]);
     assert_eq!((m[1].role, m[1].kind), (Role::System, Kind::Summary));
     assert!(part_text(m[1], 0).starts_with("Σύνοψη: η parse_cfg μετονομάστηκε"));
-    let a = m[2];
+    let (joined, steps) = answer(&m, 2);
+    assert_eq!(steps, [vec!["apply_patch"], vec!["text"]]);
+    let a = &joined;
     assert_eq!(
         shape(a),
         ["apply_patch", "text"],
@@ -687,9 +768,17 @@ fn first_rollout_format_with_bare_items() {
     ]
     .join("\n");
     let b = read_str(&text);
-    assert_eq!(ids(&b), ["seq-1:user:0", "seq-1:assistant:0"]);
+    assert_eq!(
+        ids(&b),
+        ["seq-1:user:0", "seq-1:assistant:0", "seq-1:assistant:0.1"]
+    );
     let m = messages(&b);
     assert_eq!(m[0].parts, [text_of("list the files")]);
+    assert_eq!(
+        m[2].parts,
+        [text_of("a and b")],
+        "the answer after the call"
+    );
     let c = call(m[1], 0);
     assert_eq!(
         (c.name.as_str(), c.tool.as_str(), c.output.as_deref()),
@@ -1055,31 +1144,103 @@ fn output_in_a_later_ingest_completes_the_call() {
             output: "done".into(),
             is_error: false,
             timestamp: ts("2026-05-01T10:00:00.000Z"),
+            exit_code: None,
         }
     );
     assert_eq!(
         ids(&b2),
-        ["t:assistant:0"],
-        "the answer joins the same message"
+        ["t:assistant:0.1"],
+        "the answer after the call's output is the next message"
     );
     let mut store = Store::default();
     store.apply(b1);
     store.apply(b2);
-    assert_eq!(store.messages.len(), 2);
+    assert_eq!(store.messages.len(), 3);
+    assert_eq!(store.messages[2].parts, [text_of("finished")]);
     assert_eq!(
         store.messages[1].parts,
+        [Part::ToolCall(ToolCall {
+            id: "c".into(),
+            name: "exec_command".into(),
+            tool: "shell".into(),
+            input: json!({}),
+            output: Some("done".into()),
+            is_error: false,
+            exit_code: None,
+        }),]
+    );
+}
+
+/// Issue 11 item 11: a turn is stored in transcript order (text → call → output → text → call →
+/// output → text gives `[text, call]`, `[text, call]`, `[text]`, as Claude Code's one message per
+/// model response), and what a turn writes before its prompt (here: an auto-compaction at the
+/// start of the turn, its summary and a progress note) stays before the prompt, the answer after.
+#[test]
+fn a_turn_is_stored_in_transcript_order_and_its_answer_after_its_prompt() {
+    let text = |t: &str| {
+        ri(
+            json!({"type": "message", "role": "assistant", "phase": "commentary",
+                  "content": [{"type": "output_text", "text": t}]}),
+        )
+    };
+    let fcall = |id: &str, cmd: &str| {
+        ri(
+            json!({"type": "function_call", "name": "exec_command", "call_id": id,
+                  "arguments": json!({"cmd": cmd}).to_string()}),
+        )
+    };
+    let output = |id: &str, out: &str| {
+        ri(json!({"type": "function_call_output", "call_id": id,
+                  "output": format!("Process exited with code 0\nOutput:\n{out}")}))
+    };
+    let rollout = join(&[
+        ev(json!({"type": "task_started", "turn_id": "t"})),
+        line(
+            "compacted",
+            json!({"message": "Summary: the parser was rewritten.", "replacement_history": []}),
+        ),
+        text("Context compacted; continuing."),
+        ev(json!({"type": "user_message", "message": "now run the tests"})),
+        text("Running the tests."),
+        fcall("c1", "cargo test"),
+        output("c1", "1 failed"),
+        text("One test fails; fixing it."),
+        fcall("c2", "cargo test --lib"),
+        output("c2", "ok"),
+        text("All tests pass."),
+        ev(json!({"type": "task_complete", "turn_id": "t"})),
+    ]);
+    let b = read_str(&rollout);
+    assert_eq!(
+        ids(&b),
         [
-            Part::ToolCall(ToolCall {
-                id: "c".into(),
-                name: "exec_command".into(),
-                tool: "shell".into(),
-                input: json!({}),
-                output: Some("done".into()),
-                is_error: false,
-            }),
-            text_of("finished"),
+            "compaction:1",
+            "t:assistant:pre",
+            "t:user:0",
+            "t:assistant:0",
+            "t:assistant:0.1",
+            "t:assistant:0.2"
         ]
     );
+    let m = messages(&b);
+    assert_eq!(m[1].parts, [text_of("Context compacted; continuing.")]);
+    assert_eq!(m[2].parts, [text_of("now run the tests")]);
+    assert_eq!(shape(m[3]), ["text", "exec_command"]);
+    assert_eq!(part_text(m[3], 0), "Running the tests.");
+    assert_eq!(
+        call(m[3], 1).output.as_deref(),
+        Some("Process exited with code 0\nOutput:\n1 failed")
+    );
+    assert_eq!(shape(m[4]), ["text", "exec_command"]);
+    assert_eq!(part_text(m[4], 0), "One test fails; fixing it.");
+    assert_eq!(call(m[4], 1).id, "c2");
+    assert_eq!(m[5].parts, [text_of("All tests pass.")]);
+    assert_eq!(
+        m[3..].iter().map(|m| m.kind).collect::<Vec<_>>(),
+        [Kind::ToolCall, Kind::ToolCall, Kind::Text]
+    );
+    // Read in two ingests split anywhere, the same messages in the same order.
+    assert_split_equivalence_with(&make, "transcript order", rollout.as_bytes());
 }
 
 #[test]

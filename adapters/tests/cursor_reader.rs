@@ -968,3 +968,63 @@ fn discover_reports_folders_it_cannot_list() {
     );
     assert!(unreadable.iter().all(|(_, why)| !why.is_empty()));
 }
+
+/// Issue 11 item 16: Cursor lines have no times; the file's times are their bounds. A message
+/// without a `<timestamp>` gets the file's modification time, the session starts no later than
+/// the file's creation time (the modification time here: the file was back-dated after it was
+/// created), so time filters and `purge` see the session.
+#[test]
+fn cursor_messages_without_timestamps_take_the_file_times() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("projects/home-user-demo/agent-transcripts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f.jsonl");
+    std::fs::write(
+        &path,
+        concat!(
+            r#"{"role":"user","message":{"content":[{"type":"text","text":"<user_query>\nfix the login bug\n</user_query>"}]}}"#,
+            "\n",
+            r#"{"role":"assistant","message":{"content":[{"type":"text","text":"Checking."},{"type":"tool_use","name":"Shell","input":{"command":"make"}}]}}"#,
+            "\n",
+            r#"{"type":"turn_ended","status":"success"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    // 2026-03-02T09:00:00Z
+    let t: i64 = 1_772_442_000_000;
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_millis(t as u64);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+    let Source::Lines(mut reader) = cursor::source_for(&path) else {
+        panic!("a line reader")
+    };
+    let bytes = std::fs::read(&path).unwrap();
+    let mut b = Batch::default();
+    for l in lines(&bytes) {
+        reader.line(l, &mut b);
+    }
+    reader.finish(&mut b);
+    let m = messages(&b);
+    assert_eq!(m.len(), 2);
+    assert_eq!(m[0].timestamp, Some(t));
+    assert_eq!(m[1].timestamp, Some(t));
+    assert_eq!((b.meta.started_at, b.meta.updated_at), (Some(t), Some(t)));
+    // A prompt's own `<timestamp>` still wins.
+    let (own, _) = read_with(
+        CursorReader::new().with_file_times(Some((t - 5_000, t))),
+        &[br#"{"role":"user","message":{"content":[{"type":"text","text":"<timestamp>Monday, Mar 2, 2026, 9:00 AM GMT+0</timestamp>\n<user_query>\nhi\n</user_query>"}]}}"#],
+    );
+    let own_ts = parse_cursor_timestamp("Monday, Mar 2, 2026, 9:00 AM GMT+0");
+    assert_eq!(own_ts, Some(t));
+    assert_eq!(messages(&own)[0].timestamp, own_ts);
+    assert_eq!(
+        (own.meta.started_at, own.meta.updated_at),
+        (Some(t - 5_000), Some(t)),
+        "the creation time bounds the start"
+    );
+}

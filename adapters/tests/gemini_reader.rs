@@ -956,6 +956,60 @@ fn project_dir_comes_from_the_marker_or_the_registry() {
     assert_eq!(project_dir_for(Path::new("/nowhere/file.jsonl")), None);
 }
 
+/// Issue 11 item 16: a legacy folder is named by the SHA-256 of the project path
+/// (`sha256("/home/user/old-project")` = `1d2153cb…28dd`); it is matched against the folders Gemini
+/// CLI knows: `trustedFolders.json`, `projects.json`, and the `.project_root` of other project
+/// folders. Unknown stays unknown.
+#[test]
+fn a_legacy_hash_folder_resolves_to_the_known_folder_with_that_hash() {
+    const LEGACY: &str = "tmp/1d2153cbefce8414b5fa5cf06404ef93d4ac38b250e8f635c166db23587628dd/chats/session-2025-11-02T08-15-1d2e3f4a.json";
+    // Trusted folders.
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_tree(&home_gemini(), dir.path());
+    std::fs::write(
+        dir.path().join("trustedFolders.json"),
+        r#"{"/home/user/src": "TRUST_PARENT", "/home/user/old-project": "TRUST_FOLDER"}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        project_dir_for(&dir.path().join(LEGACY)).as_deref(),
+        Some("/home/user/old-project")
+    );
+    // Another project folder's marker.
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_tree(&home_gemini(), dir.path());
+    std::fs::create_dir_all(dir.path().join("tmp/old-project")).unwrap();
+    std::fs::write(
+        dir.path().join("tmp/old-project/.project_root"),
+        "/home/user/old-project\n",
+    )
+    .unwrap();
+    assert_eq!(
+        project_dir_for(&dir.path().join(LEGACY)).as_deref(),
+        Some("/home/user/old-project")
+    );
+    // The registry's keys; and a hash that matches nothing.
+    assert_eq!(
+        gemini::project_for_hash(
+            &home_gemini(),
+            "2fcd7228849fc1fa170c48df99d71b3a4c08e37669b942187084946a0893e09e"
+        )
+        .as_deref(),
+        Some("/home/user/src/weather-app")
+    );
+    assert_eq!(
+        gemini::project_for_hash(
+            &home_gemini(),
+            "0000000000000000000000000000000000000000000000000000000000000000"
+        ),
+        None
+    );
+    assert_eq!(
+        gemini::project_for_hash(&home_gemini(), "weather-app"),
+        None
+    );
+}
+
 #[test]
 fn source_for_picks_the_reader_by_extension() {
     let g = home_gemini().join("tmp/weather-app/chats");

@@ -1249,3 +1249,49 @@ fn weird_types_inside_valid_export_json_never_panic() {
     assert_eq!(part_text(m, 1), "[file: file]");
     assert!(matches!(m.parts[0], Part::ToolCall(_)));
 }
+
+/// Issue 11 item 13: the bash tool completes a command that exits non-zero (upstream
+/// `tool/bash.ts` puts the code in `state.metadata.exit`, the output holds no `exit code N`).
+/// The call is an error with that exit code; a zero exit is recorded as 0 and no error.
+#[test]
+fn a_completed_bash_call_with_a_non_zero_metadata_exit_is_a_failure_with_its_code() {
+    let part = |id: &str, exit: i64, output: &str| {
+        json!({
+            "id": format!("prt_{id}"), "sessionID": "ses_x", "messageID": "msg_a",
+            "type": "tool", "callID": id, "tool": "bash",
+            "state": {
+                "status": "completed",
+                "input": {"command": "grep -r needle src", "description": "Search"},
+                "output": output,
+                "title": "grep -r needle src",
+                "metadata": {"output": output, "exit": exit, "description": "Search"},
+                "time": {"start": T, "end": T + 5}
+            }
+        })
+    };
+    let doc = json!({
+        "info": {"id": "ses_x", "directory": CWD, "time": {"created": T, "updated": T + 9}},
+        "messages": [{
+            "info": {"id": "msg_a", "sessionID": "ses_x", "role": "assistant",
+                     "time": {"created": T, "completed": T + 9}},
+            "parts": [part("call_fail", 2, "grep: src: No such file or directory\n"),
+                      part("call_ok", 0, "src/a.rs: needle\n")]
+        }]
+    });
+    let (_, b) = opencode::read_export(&serde_json::to_vec(&doc).unwrap());
+    let calls: Vec<_> = msgs(&b)
+        .iter()
+        .flat_map(|m| m.tool_calls().cloned().collect::<Vec<_>>())
+        .collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].id, "call_fail");
+    assert!(calls[0].is_error);
+    assert_eq!(calls[0].exit_code, Some(2));
+    assert_eq!(
+        calls[0].output.as_deref(),
+        Some("grep: src: No such file or directory\n")
+    );
+    assert_eq!(calls[1].id, "call_ok");
+    assert!(!calls[1].is_error);
+    assert_eq!(calls[1].exit_code, Some(0));
+}

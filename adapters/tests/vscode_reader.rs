@@ -310,6 +310,7 @@ fn result_in_a_later_ingest_is_a_tool_result_record() {
             output: "error[E0425]: cannot find value `x` in this scope\n --> src/lib.rs:3:5\n\nerror: could not compile `demo` (lib) due to 1 previous error".into(),
             is_error: false,
             timestamp: ts("2026-03-02T09:00:09.800Z"),
+            exit_code: None,
         }
     );
     let mut store = Store::default();
@@ -391,6 +392,7 @@ fn results_before_their_request_are_held_then_attached_or_flushed() {
             output: "x\ny".into(),
             is_error: false,
             timestamp: ts("2026-01-01T00:00:00Z"),
+            exit_code: None,
         }
     );
     // The same in every split: held results travel in the reader state. (c3's result has no
@@ -751,6 +753,97 @@ fn chat_session_json_requests_responses_and_tools() {
     assert_eq!(meta.updated_at, Some(1_772_633_160_000), "lastMessageDate");
     assert_eq!(meta.model.as_deref(), Some("copilot/gpt-4.1"));
     assert_eq!(meta.project_dir.as_deref(), Some("/home/user/demo"));
+}
+
+/// Issue 11 item 14: in current `chatSessions` files a tool-invocation part has neither input
+/// nor output; they are in the request's `result.metadata`: the model's calls in
+/// `toolCallRounds[].toolCalls[]` (`{name, arguments, id}`, ids other than the parts'
+/// `toolCallId`) and their results in `toolCallResults[<call id>]`, a prompt-tsx tree whose text
+/// leaves hold the output, or text parts. Calls and parts are matched within the request by name
+/// (the part's `toolId` and the call's `name` are the same tool), then order.
+#[test]
+fn chat_session_tool_inputs_and_outputs_come_from_the_request_metadata() {
+    let part = |id: &str, tool: &str| {
+        json!({"kind": "toolInvocationSerialized",
+               "invocationMessage": {"value": "Working", "uris": {}},
+               "isConfirmed": {"type": 1}, "isComplete": true,
+               "source": {"type": "internal", "label": "Built-In"},
+               "toolCallId": id, "toolId": tool})
+    };
+    let tsx_leaf = |text: &str, br: bool| json!({"type": 2, "priority": 9007199254740991_i64, "text": text, "lineBreakBefore": br});
+    let doc = json!({
+        "version": 3, "sessionId": "s-meta", "creationDate": 1772632770000_i64,
+        "requests": [{
+            "requestId": "request_m1",
+            "message": {"text": "Rename parse_config to load_config", "parts": []},
+            "response": [
+                {"value": "Reading the file first."},
+                part("5f0a9b1c-0000-4000-8000-000000000001", "copilot_readFile"),
+                part("5f0a9b1c-0000-4000-8000-000000000002", "copilot_replaceString"),
+                {"value": "Renamed."}
+            ],
+            "responseId": "response_m1",
+            "result": {"timings": {"totalElapsed": 4000}, "metadata": {
+                "toolCallRounds": [
+                    {"response": "Reading the file first.", "id": "round_1",
+                     "toolCalls": [{"name": "read_file", "id": "toolu_vrtx_01Read",
+                                    "arguments": "{\"filePath\":\"/home/user/demo/src/config.rs\",\"startLine\":1,\"endLine\":40}"}]},
+                    {"response": "", "id": "round_2",
+                     "toolCalls": [{"name": "replace_string_in_file", "id": "toolu_vrtx_02Edit",
+                                    "arguments": "{\"filePath\":\"/home/user/demo/src/config.rs\",\"oldString\":\"fn parse_config\",\"newString\":\"fn load_config\"}"}]},
+                    {"response": "Renamed.", "id": "round_3", "toolCalls": []}
+                ],
+                "toolCallResults": {
+                    "toolu_vrtx_01Read": {"$mid": 20, "content": [{"$mid": 23, "value": {"node": {
+                        "type": 1, "ctor": 2, "ctorName": "ReadFileResult", "props": {},
+                        "children": [
+                            tsx_leaf("File: `/home/user/demo/src/config.rs`. Lines 1 to 40 (40 lines total):", false),
+                            {"type": 1, "ctor": 2, "ctorName": "CodeBlock", "props": {}, "children": [
+                                tsx_leaf("```rust", true),
+                                tsx_leaf("pub fn parse_config() -> Config {", true),
+                                tsx_leaf("```", true)
+                            ]}
+                        ]}}}]},
+                    "toolu_vrtx_02Edit": {"$mid": 20, "content": [{"$mid": 21,
+                        "value": "The following files were successfully edited:\n/home/user/demo/src/config.rs"}]}
+                }
+            }},
+            "timestamp": 1772632800000_i64,
+            "modelId": "copilot/claude-sonnet-4"
+        }]
+    });
+    let mut b = Batch::default();
+    ChatSessionReader::with_project_dir(Some("/home/user/demo".into()))
+        .read(&serde_json::to_vec(&doc).unwrap(), &mut b);
+    let m = messages(&b);
+    assert_eq!(m.len(), 2);
+    let calls: Vec<&ToolCall> = m[1].tool_calls().collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].id, "5f0a9b1c-0000-4000-8000-000000000001");
+    assert_eq!(calls[0].tool, "read");
+    assert_eq!(
+        calls[0].input,
+        json!({"filePath": "/home/user/demo/src/config.rs", "startLine": 1, "endLine": 40})
+    );
+    assert_eq!(
+        calls[0].output.as_deref(),
+        Some(
+            "File: `/home/user/demo/src/config.rs`. Lines 1 to 40 (40 lines total):\n```rust\npub fn parse_config() -> Config {\n```"
+        )
+    );
+    assert_eq!(calls[1].tool, "edit");
+    assert_eq!(
+        calls[1].input,
+        json!({"filePath": "/home/user/demo/src/config.rs", "oldString": "fn parse_config", "newString": "fn load_config"})
+    );
+    assert_eq!(
+        calls[1].output.as_deref(),
+        Some("The following files were successfully edited:\n/home/user/demo/src/config.rs")
+    );
+    assert_eq!(
+        shape(m[1]),
+        ["text", "copilot_readFile", "copilot_replaceString", "text"]
+    );
 }
 
 #[test]

@@ -1337,6 +1337,7 @@ pub fn store_snapshot_session(
                         }),
                         output: Some("The file has been updated.".into()),
                         is_error: false,
+                        exit_code: None,
                     })],
                     timestamp: Some(1_760_000_000_000 + i as i64 * 1000),
                     model: None,

@@ -35,6 +35,7 @@ fn records(n: usize) -> Vec<Record> {
                         input,
                         output: None,
                         is_error: false,
+                        exit_code: None,
                     }),
                 ],
                 timestamp: ts,
@@ -66,6 +67,7 @@ fn records(n: usize) -> Vec<Record> {
                 },
                 is_error: i % 3 == 0,
                 timestamp: ts,
+                exit_code: None,
             },
             _ => call("Read", json!({"file_path": format!("/w/app/src/m{}.rs", i % 29)})),
         });

@@ -43,6 +43,7 @@ fn call(
             input,
             output: Some(output.into()),
             is_error,
+            exit_code: None,
         })],
         timestamp: Some(i as i64),
         model: None,

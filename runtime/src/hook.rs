@@ -361,6 +361,10 @@ fn reply_step(
 ///   session of the same project directory, if any (the agent reloads the resumed conversation
 ///   itself, so nothing is built). Nothing is injected into a session of another project. At
 ///   any other start, at most one line saying that earlier sessions of the project exist.
+///   A snapshot is injected once per compaction whatever the hook order: when a start injected
+///   the PreCompact snapshot before the compaction's own SessionStart(compact) (Codex on
+///   `codex exec resume`: PreCompact → SessionStart(resume) → SessionStart(compact)), that
+///   compact start injects nothing.
 ///
 /// Returns the reply in the agent's dialect, or `None`.
 pub fn respond(
@@ -405,7 +409,14 @@ pub fn respond(
             if let Some(rowid) = session {
                 let s = query::session_summary(store, rowid)?;
                 if same_project(s.project.as_deref(), cwd)
-                    && let Some(snap) = store.write(|w| w.take_snapshot(rowid, &consumer, now))?
+                    && let Some(snap) = store.write(|w| {
+                        let snap = w.take_snapshot(rowid, &consumer, now)?;
+                        // Taken before its compaction's own start: that start injects nothing.
+                        if let Some(sn) = snap.as_ref().filter(|_| !compact) {
+                            w.mark_taken_early(sn.id)?;
+                        }
+                        Ok(snap)
+                    })?
                 {
                     let why = if compact {
                         "before its compaction"
@@ -423,6 +434,10 @@ pub fn respond(
                 };
                 let s = query::session_summary(store, rowid)?;
                 if !same_project(s.project.as_deref(), cwd) {
+                    return Ok(None);
+                }
+                // Once per compaction: an earlier start already injected its snapshot.
+                if store.write(|w| w.close_early_compaction(rowid))? {
                     return Ok(None);
                 }
                 let snap = resume::build_snapshot(store, rowid, snapshot::DEFAULT_BUDGET)?;

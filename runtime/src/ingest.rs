@@ -73,6 +73,25 @@ fn stored_project(store: &Store, sref: &memtrail_adapters::SessionRef) -> Result
         .flatten())
 }
 
+/// The project of a Cursor or Gemini transcript whose reader found none (a Cursor slug folder
+/// not on this disk, a legacy Gemini hash folder no registry names): the stored project folder
+/// of another session that the path names (`cursor::project_among`, `gemini::project_among`).
+fn known_project(store: &Store, agent: Agent, path: &Path) -> Result<Option<String>> {
+    if !matches!(agent, Agent::Cursor | Agent::Gemini) {
+        return Ok(None);
+    }
+    let mut stmt = store.conn.prepare(
+        "SELECT DISTINCT project_dir FROM sessions WHERE project_dir IS NOT NULL LIMIT 10000",
+    )?;
+    let known: Vec<String> = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(match agent {
+        Agent::Cursor => memtrail_adapters::cursor::project_among(path, &known),
+        _ => memtrail_adapters::gemini::project_among(path, &known),
+    })
+}
+
 /// The skip marker of a stored cursor, and whether it still holds (`Deleted` always does;
 /// `Excluded` while its project is excluded). `Ok(None)` for a cursor without a marker.
 fn skip_marker(stored: Option<&Cursor>) -> Result<Option<(SkipReason, bool)>> {
@@ -516,7 +535,13 @@ fn ingest_doc(
     }
     let project = match batch.meta.project_dir.clone() {
         Some(p) => Some(p),
-        None => stored_project(store, &sref)?,
+        None => match stored_project(store, &sref)? {
+            Some(p) => Some(p),
+            None => {
+                batch.meta.project_dir = known_project(store, agent, path)?;
+                batch.meta.project_dir.clone()
+            }
+        },
     };
     if let Some(project) = project
         && Privacy::load()?.excluded(&project).is_some()
@@ -791,14 +816,20 @@ fn ingest_lines(
             };
             file.seek(SeekFrom::Start(pos))?;
             let stats = batch.stats;
-            let meta: SessionMeta = batch.meta;
+            let mut meta: SessionMeta = batch.meta;
             let records = batch.records;
             if excluded_at.is_none() {
                 // The project a reader sets only at `finish` (from the transcript's path), or
                 // the one stored for the session.
                 let project = match meta.project_dir.clone() {
                     Some(p) => Some(p),
-                    None => stored_project(store, &sref)?,
+                    None => match stored_project(store, &sref)? {
+                        Some(p) => Some(p),
+                        None => {
+                            meta.project_dir = known_project(store, agent, path)?;
+                            meta.project_dir.clone()
+                        }
+                    },
                 };
                 if let Some(project) = project
                     && checked_project.as_deref() != Some(project.as_str())

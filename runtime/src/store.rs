@@ -955,9 +955,10 @@ impl Writer<'_> {
                     call_id,
                     output,
                     is_error,
+                    exit_code,
                     timestamp,
                 } => {
-                    if self.attach_result(session_id, &call_id, &output, is_error)? {
+                    if self.attach_result(session_id, &call_id, &output, is_error, exit_code)? {
                         applied.results += 1;
                     } else {
                         // Keep the output: a tool message of its own, id derived from the call id.
@@ -1365,6 +1366,44 @@ impl Writer<'_> {
         Ok(row)
     }
 
+    /// Mark snapshot `id`, saved at a PreCompact, as injected by a start of its session before
+    /// that compaction's own SessionStart(compact) (its `trigger` becomes
+    /// [`PRECOMPACT_TAKEN_EARLY`]); see [`Writer::close_early_compaction`].
+    pub fn mark_taken_early(&self, id: i64) -> Result<()> {
+        self.tx.execute(
+            "UPDATE snapshots SET trigger = ?2 WHERE id = ?1 AND trigger = 'precompact'",
+            params![id, PRECOMPACT_TAKEN_EARLY],
+        )?;
+        Ok(())
+    }
+
+    /// At a SessionStart(compact) of session `session_id` that found no unconsumed snapshot:
+    /// true when the session's latest snapshot is its PreCompact snapshot already injected by an
+    /// earlier start ([`Writer::mark_taken_early`]; Codex runs PreCompact →
+    /// SessionStart(resume) → SessionStart(compact) on `codex exec resume`), so this compaction
+    /// has had its snapshot. The mark is cleared (`precompact` again): the compaction is closed.
+    pub fn close_early_compaction(&self, session_id: i64) -> Result<bool> {
+        let latest: Option<(i64, String)> = self
+            .tx
+            .query_row(
+                "SELECT id, trigger FROM snapshots WHERE session_id = ?1
+                 ORDER BY built_at DESC, id DESC LIMIT 1",
+                [session_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        match latest {
+            Some((id, trigger)) if trigger == PRECOMPACT_TAKEN_EARLY => {
+                self.tx.execute(
+                    "UPDATE snapshots SET trigger = 'precompact' WHERE id = ?1",
+                    [id],
+                )?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     fn index_calls(&self, session_id: i64, rowid: i64, m: &Message) -> Result<()> {
         let mut stmt = self.tx.prepare_cached(
             "INSERT INTO tool_calls (session_id, call_id, message_id, name, tool, is_error, has_output)
@@ -1394,6 +1433,7 @@ impl Writer<'_> {
         call_id: &str,
         output: &str,
         is_error: bool,
+        exit_code: Option<i64>,
     ) -> Result<bool> {
         let row: Option<(i64, String, String, String)> = self
             .tx
@@ -1413,10 +1453,13 @@ impl Writer<'_> {
         for p in parts.iter_mut() {
             if let Part::ToolCall(c) = p
                 && c.id == call_id
-                && (c.output.as_deref() != Some(output) || c.is_error != is_error)
+                && (c.output.as_deref() != Some(output)
+                    || c.is_error != is_error
+                    || c.exit_code != exit_code)
             {
                 c.output = Some(output.to_string());
                 c.is_error = is_error;
+                c.exit_code = exit_code;
                 changed = true;
             }
         }
@@ -1546,6 +1589,10 @@ pub struct CursorStat {
     pub marked: bool,
 }
 
+/// The `trigger` of a PreCompact snapshot injected by a start of its session before that
+/// compaction's own SessionStart(compact) ([`Writer::mark_taken_early`]).
+pub const PRECOMPACT_TAKEN_EARLY: &str = "precompact-taken-early";
+
 /// A snapshot as stored.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct StoredSnapshot {
@@ -1620,7 +1667,10 @@ fn fold_results(records: &mut Vec<Record>) -> u64 {
                     continue;
                 };
                 let Record::ToolResult {
-                    output, is_error, ..
+                    output,
+                    is_error,
+                    exit_code,
+                    ..
                 } = std::mem::replace(
                     &mut records[j],
                     Record::Rewind {
@@ -1635,6 +1685,7 @@ fn fold_results(records: &mut Vec<Record>) -> u64 {
                 {
                     c.output = Some(output);
                     c.is_error = is_error;
+                    c.exit_code = exit_code;
                 }
                 keep[j] = false;
                 folded += 1;

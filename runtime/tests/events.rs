@@ -477,6 +477,7 @@ fn call_msg(name: &str, tool: &str, input: Value, output: Option<&str>, is_error
             input,
             output: output.map(str::to_string),
             is_error,
+            exit_code: None,
         })],
         timestamp: Some(1_000),
         model: None,
@@ -592,6 +593,55 @@ fn codex_argv_and_exit_codes() {
                 Some("shell")
             ),
         ]
+    );
+}
+
+/// Issue 11 item 13: the agent's own exit-code field (OpenCode `state.metadata.exit`, read
+/// into `ToolCall::exit_code`) counts when the output text does not say it.
+#[test]
+fn an_exit_code_field_makes_a_failed_command_with_its_code() {
+    let mut m = call_msg(
+        "bash",
+        "shell",
+        json!({"command": "grep -r needle src"}),
+        Some("grep: src: No such file or directory\n"),
+        true,
+    );
+    if let Part::ToolCall(c) = &mut m.parts[0] {
+        c.exit_code = Some(2);
+    }
+    let evs: Vec<StoredEvent> = extract(Agent::Opencode, &m)
+        .into_iter()
+        .map(|event| StoredEvent {
+            id: 1,
+            seq: 0,
+            message_id: "m1".into(),
+            event,
+        })
+        .collect();
+    assert_eq!(
+        rows(&evs),
+        vec![
+            r(
+                "command",
+                "failed",
+                "grep -r needle src",
+                Some("exit 2"),
+                Some("shell")
+            ),
+            r(
+                "error",
+                "exit",
+                "shell: grep -r needle src",
+                Some("grep: src: No such file or directory"),
+                Some("shell")
+            ),
+        ]
+    );
+    // The snapshot line names the code although the text does not.
+    assert_eq!(
+        evs[1].event.detail.as_deref(),
+        Some("Exit code 2\ngrep: src: No such file or directory")
     );
 }
 

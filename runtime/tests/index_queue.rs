@@ -59,6 +59,7 @@ fn bash(id: &str, call_id: &str, command: &str) -> Record {
             input: json!({"command": command}),
             output: None,
             is_error: false,
+            exit_code: None,
         })],
         timestamp: Some(1_780_000_000_001),
         model: None,
@@ -145,6 +146,7 @@ fn a_change_to_an_indexed_message_replaces_its_entry() {
                     output: "error[E0308]: mismatched zeppelin".into(),
                     is_error: true,
                     timestamp: None,
+                    exit_code: None,
                 }],
             )
         })

@@ -1091,6 +1091,7 @@ fn a_result_in_the_same_batch_as_its_call_gives_the_same_store() {
             input: json!({"command": "cargo test"}),
             output: None,
             is_error: false,
+            exit_code: None,
         })],
         timestamp: Some(1_000),
         model: None,
@@ -1100,6 +1101,7 @@ fn a_result_in_the_same_batch_as_its_call_gives_the_same_store() {
         output: out.to_string(),
         is_error: err,
         timestamp: Some(2_000),
+        exit_code: None,
     };
     let sref = SessionRef {
         agent: Agent::Claude,
@@ -1215,4 +1217,67 @@ fn metadata_fast_path_matches_only_files_exactly_as_their_cursor_left_them() {
     assert!(unchanged_since(&md(), &marked));
     marked.marked = true;
     assert!(!unchanged_since(&md(), &marked));
+}
+
+/// Issue 11 item 16: a Cursor transcript whose project folder is not on this disk (its slug
+/// resolves to nothing) and a legacy Gemini session in a hash folder no Gemini registry names
+/// get the project of another stored session that their path names (the slug of the folder, the
+/// SHA-256 of the folder).
+#[test]
+fn cursor_and_legacy_gemini_sessions_take_a_known_project_their_path_names() {
+    const GONE: &str = "/nonexistent-memtrail-test/gone app";
+    let mut e = env();
+    // A Claude session of that folder is in the store.
+    let claude = e.root.join(format!(
+        "projects/-nonexistent-memtrail-test-gone-app/{SID}.jsonl"
+    ));
+    std::fs::create_dir_all(claude.parent().unwrap()).unwrap();
+    let mut env_line = envelope("u-gone", None, "2026-03-02T09:00:00.000Z");
+    env_line["cwd"] = json!(GONE);
+    env_line["type"] = json!("user");
+    env_line["message"] = json!({"role": "user", "content": "start"});
+    append(&claude, &[env_line.to_string()]);
+    ingest_file(&mut e.store, Agent::Claude, &claude, None).unwrap();
+
+    let cursor = e.root.join(
+        "cursor/projects/nonexistent-memtrail-test-gone-app/agent-transcripts/0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f.jsonl",
+    );
+    std::fs::create_dir_all(cursor.parent().unwrap()).unwrap();
+    append(
+        &cursor,
+        &[r#"{"role":"user","message":{"content":[{"type":"text","text":"<user_query>\nhello\n</user_query>"}]}}"#.to_string()],
+    );
+    ingest_file(&mut e.store, Agent::Cursor, &cursor, None).unwrap();
+
+    let gemini = e.root.join(
+        "gemini/.gemini/tmp/f327fb6bb0a499c4bb98f600fee30dd6903e510386c921fc957d806bb0d15f8c/chats/session-2025-11-02T08-15-1d2e3f4a.json",
+    );
+    std::fs::create_dir_all(gemini.parent().unwrap()).unwrap();
+    std::fs::write(
+        &gemini,
+        json!({
+            "sessionId": "1d2e3f4a-5b6c-4d7e-8f90-a1b2c3d4e5f6",
+            "projectHash": "f327fb6bb0a499c4bb98f600fee30dd6903e510386c921fc957d806bb0d15f8c",
+            "startTime": "2025-11-02T08:15:07.000Z",
+            "lastUpdated": "2025-11-02T08:15:20.412Z",
+            "messages": [{"id": "m1", "timestamp": "2025-11-02T08:15:07.100Z",
+                          "type": "user", "content": "hello"}]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    ingest_file(&mut e.store, Agent::Gemini, &gemini, None).unwrap();
+
+    let c = rusqlite::Connection::open(e.store.path()).unwrap();
+    let project = |agent: &str| -> Option<String> {
+        c.query_row(
+            "SELECT project_dir FROM sessions WHERE agent = ?1",
+            [agent],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(project("claude").as_deref(), Some(GONE));
+    assert_eq!(project("cursor").as_deref(), Some(GONE));
+    assert_eq!(project("gemini").as_deref(), Some(GONE));
 }

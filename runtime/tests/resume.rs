@@ -63,6 +63,7 @@ fn call(id: &str, call_id: &str, name: &str, input: Value, ts: i64) -> Message {
             input,
             output: None,
             is_error: false,
+            exit_code: None,
         })],
         timestamp: Some(ts),
         model: None,
@@ -79,6 +80,7 @@ fn result(call_id: &str, output: &str, is_error: bool) -> Record {
         output: output.into(),
         is_error,
         timestamp: None,
+        exit_code: None,
     }
 }
 
@@ -104,7 +106,11 @@ fn ev(c: &str, a: &str, s: &str) -> (String, String, String) {
 
 /// A small Claude session: a prompt, an edit, a failing test run, then its fix passing.
 fn work_session(store: &mut Store, id: &str, project: &str, updated: i64) -> i64 {
-    let rowid = session(store, Agent::Claude, id, project, updated);
+    work_session_of(store, Agent::Claude, id, project, updated)
+}
+
+fn work_session_of(store: &mut Store, agent: Agent, id: &str, project: &str, updated: i64) -> i64 {
+    let rowid = session(store, agent, id, project, updated);
     apply(
         store,
         rowid,
@@ -276,6 +282,82 @@ fn precompact_snapshot_is_injected_once_at_session_start_compact() {
         "SELECT COUNT(*) FROM snapshots WHERE trigger = 'precompact' AND consumed_by = 's1'",
     );
     assert_eq!(consumers, 1);
+}
+
+/// Issue 11 item 12: `codex exec resume` after an auto-compaction runs PreCompact →
+/// SessionStart(resume) → SessionStart(compact): the snapshot is injected once (at the resume
+/// start, the first to come), and the compact start adds nothing. A later compaction without a
+/// PreCompact hook still gets one built at its compact start.
+#[test]
+fn codex_resume_between_precompact_and_compact_start_injects_the_snapshot_once() {
+    let (_d, mut store) = open();
+    work_session_of(&mut store, Agent::Codex, "th1", "/w/app", T0 + 10);
+    let pre = hook(Agent::Codex, "PreCompact", "th1", "/w/app", Some("auto"));
+    assert_eq!(
+        respond(&mut store, Agent::Codex, &pre, "PreCompact").unwrap(),
+        None
+    );
+    let resume = hook(
+        Agent::Codex,
+        "SessionStart",
+        "th1",
+        "/w/app",
+        Some("resume"),
+    );
+    let ctx = context_of(
+        &respond(&mut store, Agent::Codex, &resume, "SessionStart")
+            .unwrap()
+            .expect("the resume start injects the snapshot"),
+    );
+    assert!(
+        ctx.starts_with("memtrail: the working state of this session (codex session th1, project /w/app) as saved at its last compaction"),
+        "{ctx}"
+    );
+    let compact = hook(
+        Agent::Codex,
+        "SessionStart",
+        "th1",
+        "/w/app",
+        Some("compact"),
+    );
+    assert_eq!(
+        respond(&mut store, Agent::Codex, &compact, "SessionStart").unwrap(),
+        None,
+        "the same compaction's compact start injects nothing"
+    );
+    assert_eq!(count(&store, "SELECT COUNT(*) FROM snapshots"), 1);
+    assert_eq!(
+        count(
+            &store,
+            "SELECT COUNT(*) FROM snapshots WHERE trigger = 'precompact' AND consumed_by = 'th1'"
+        ),
+        1
+    );
+    // The next compaction, with no PreCompact (its hook did not run): built at its start.
+    let reply = respond(&mut store, Agent::Codex, &compact, "SessionStart")
+        .unwrap()
+        .expect("a new compaction gets a snapshot");
+    assert!(
+        context_of(&reply).contains("Fix the parser bug in src/parse.rs"),
+        "{reply}"
+    );
+    assert_eq!(count(&store, "SELECT COUNT(*) FROM snapshots"), 2);
+    // The usual order (PreCompact → SessionStart(compact)) is unchanged: injected at the compact
+    // start, once.
+    let reply = respond(&mut store, Agent::Codex, &pre, "PreCompact").unwrap();
+    assert_eq!(reply, None);
+    assert!(
+        respond(&mut store, Agent::Codex, &compact, "SessionStart")
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        count(
+            &store,
+            "SELECT COUNT(*) FROM snapshots WHERE consumed_at IS NULL"
+        ),
+        0
+    );
 }
 
 fn count(store: &Store, sql: &str) -> i64 {

@@ -84,6 +84,7 @@ impl Store {
                     call_id,
                     output,
                     is_error,
+                    exit_code,
                     ..
                 } => {
                     let call = self.messages.iter_mut().find_map(|m| {
@@ -95,6 +96,7 @@ impl Store {
                     match call {
                         Some(c) => {
                             c.output = Some(output);
+                            c.exit_code = exit_code;
                             c.is_error = is_error;
                         }
                         None => self.orphans.push((call_id, output, is_error)),

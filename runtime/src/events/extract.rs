@@ -378,7 +378,18 @@ fn counts(plus: usize, minus: usize) -> String {
 }
 
 /// The error text of a call: its output, or a default.
+/// The detail of an error event: the call's output, headed by `Exit code N` when the agent gave
+/// a non-zero exit code in its own field that the text does not repeat (so the snapshot's
+/// `exit N` holds).
 fn error_detail(call: &ToolCall) -> Option<String> {
+    if let Some(c) = call.exit_code.filter(|&c| c != 0)
+        && call.output.as_deref().and_then(exit_code) != Some(c)
+    {
+        return Some(format!(
+            "Exit code {c}\n{}",
+            call.output.as_deref().unwrap_or("")
+        ));
+    }
     call.output.clone().or_else(|| Some("failed".to_string()))
 }
 
@@ -963,7 +974,10 @@ fn shell_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
         };
         return edit_events(&patch_call, ts, out);
     }
-    let code = call.output.as_deref().and_then(exit_code);
+    // The agent's own exit-code field first, then what the output text reports.
+    let code = call
+        .exit_code
+        .or_else(|| call.output.as_deref().and_then(exit_code));
     let failed = call.is_error
         || code.is_some_and(|c| c != 0)
         || (code.is_none() && call.output.as_deref().is_some_and(reports_failure));
