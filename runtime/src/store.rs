@@ -550,8 +550,13 @@ impl Store {
         // was recompiled 89 times per search on a 1 GB store.
         self.conn
             .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+        // `secure_delete`: whatever a write frees (a row's old version when a hook rewrites a
+        // message, its overflow pages, deleted events and tool calls) is overwritten with zeros
+        // at once, on every connection: a later `memtrail sessions delete` or `redact --rescan`
+        // then leaves no copy of the text in free pages (cost: docs/benchmarks.md).
         self.conn.execute_batch(
-            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;",
+            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;
+             PRAGMA secure_delete = ON;",
         )?;
         self.conn
             .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;

@@ -588,3 +588,94 @@ fn retention_warns_about_transcripts_claude_code_will_delete() {
     let r = maintenance::retention(None, &settings, &files, now).unwrap();
     assert_eq!(r.at_risk.len(), 4);
 }
+
+/// Issue 11 item 5: a deleted session leaves no byte of itself in the database file or its WAL,
+/// including the old versions of its rows that hooks rewrote before (a message that grew by a
+/// content block, a tool call whose output came later, its events re-extracted each time).
+#[test]
+fn deleted_session_leaves_no_old_versions_in_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let t = dir.path().join(format!("{SID}.jsonl"));
+    let cwd = dir.path().display().to_string();
+    let mut store = Store::open(&db).unwrap();
+    // Three ingests, as three hooks would: each rewrites the assistant message's row (and
+    // re-extracts its events), leaving the previous version in freed space (the rows are
+    // larger than a page: their overflow pages are freed whole).
+    write_lines(
+        &t,
+        &[
+            line(
+                "user",
+                "u1",
+                &cwd,
+                "2026-11-20T10:00:00.000Z",
+                json!("read the capybarazest settings"),
+            ),
+            line(
+                "assistant",
+                "a1",
+                &cwd,
+                "2026-11-20T10:00:01.000Z",
+                json!([{"type": "text", "text": format!("Looking at wapitifirstblock now.\n{}", "lorem ipsum ".repeat(800))}]),
+            ),
+        ],
+        false,
+    );
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    write_lines(
+        &t,
+        &[line(
+            "assistant",
+            "a1",
+            &cwd,
+            "2026-11-20T10:00:02.000Z",
+            json!([{"type": "tool_use", "id": "toolu_01ibexcallid", "name": "Read",
+                    "input": {"file_path": "/srv/gnusubjectpath.env"}}]),
+        )],
+        true,
+    );
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    write_lines(
+        &t,
+        &[line(
+            "user",
+            "r1",
+            &cwd,
+            "2026-11-20T10:00:03.000Z",
+            json!([{"type": "tool_result", "tool_use_id": "toolu_01ibexcallid",
+                    "content": format!("DB_HOST=okapioutput\n{}", "dolor sit ".repeat(900))}]),
+        )],
+        true,
+    );
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let parts: String = c
+        .query_row(
+            "SELECT parts FROM messages WHERE ext_id = 'msg_a1'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(parts.contains("okapioutput"), "{parts}");
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM events WHERE subject LIKE '%gnusubjectpath%'"
+        ),
+        1
+    );
+    drop(c);
+    maintenance::delete_session(&mut store, SID).unwrap();
+    drop(store);
+    const MARKERS: [&str; 6] = [
+        "capybarazest",
+        "wapitifirstblock",
+        "ibexcallid",
+        "gnusubjectpath",
+        "okapioutput",
+        "okapi",
+    ];
+    let left: Vec<&str> = MARKERS.into_iter().filter(|m| in_files(&db, m)).collect();
+    assert_eq!(left, Vec::<&str>::new(), "left in the store files");
+}
