@@ -1227,8 +1227,10 @@ impl Writer<'_> {
                 e.category.as_str(),
                 e.action,
                 e.priority as i64,
-                e.subject,
-                e.detail,
+                // Extracted from the redacted message, but an event may join strings that
+                // were redacted one by one (a command's arguments): redacted as written.
+                crate::redact::redact(&e.subject),
+                e.detail.as_deref().map(crate::redact::redact),
                 e.call_id,
                 e.tool,
                 e.ts.or(ts),
@@ -1329,7 +1331,9 @@ impl Writer<'_> {
                 trigger,
                 snap.budget as i64,
                 snap.events as i64,
-                snap.text,
+                // Built from redacted messages; redacted again as written (its lines join
+                // strings that were redacted one by one).
+                crate::redact::redact(&snap.text),
                 consumed_by.map(|_| now_ms),
                 consumed_by,
             ],
@@ -1434,7 +1438,10 @@ impl Writer<'_> {
         Ok(true)
     }
 
-    /// Store the cursor of a transcript file and add to its line counters.
+    /// Store the cursor of a transcript file and add to its line counters. The reader state is
+    /// transcript content (a VS Code tool result held until the message requesting it comes,
+    /// a tool start's input): it is redacted like a record ([`crate::redact::redact_json`])
+    /// before it is written.
     pub fn save_cursor(
         &self,
         path: &str,
@@ -1473,7 +1480,11 @@ impl Writer<'_> {
                 stats.malformed as i64,
                 stats.skipped_unknown as i64,
                 now_ms,
-                c.reader_state.as_ref().map(|v| v.to_string()),
+                c.reader_state.as_ref().map(|v| {
+                    let mut v = v.clone();
+                    crate::redact::redact_json(&mut v);
+                    v.to_string()
+                }),
                 c.tail_len as i64,
                 c.tail_hash,
             ])?;
