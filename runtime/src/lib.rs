@@ -13,6 +13,7 @@ pub mod query;
 pub mod rank;
 pub mod redact;
 pub mod resume;
+pub mod seams;
 pub mod snapshot;
 pub mod store;
 #[cfg(test)]

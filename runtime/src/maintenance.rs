@@ -299,6 +299,7 @@ pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescan
                             model: None,
                         };
                         redact_message(&mut m);
+                        crate::seams::redact_message(&mut m);
                         let parts_changed = m.parts != parts;
                         if !parts_changed
                             && redact(&body) == body.as_str()

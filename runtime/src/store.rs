@@ -1055,7 +1055,8 @@ impl Writer<'_> {
     }
 
     /// Insert a message or replace the stored one with the same id. True when inserted.
-    fn replace_message(&self, session_id: i64, m: Message) -> Result<bool> {
+    fn replace_message(&self, session_id: i64, mut m: Message) -> Result<bool> {
+        crate::seams::redact_message(&mut m);
         let rowid: Option<i64> = self
             .tx
             .prepare_cached("SELECT id FROM messages WHERE session_id = ?1 AND ext_id = ?2")?
@@ -1079,7 +1080,7 @@ impl Writer<'_> {
     }
 
     /// Insert a message or merge it into the stored one with the same id. True when inserted.
-    fn upsert_message(&self, session_id: i64, m: Message) -> Result<bool> {
+    fn upsert_message(&self, session_id: i64, mut m: Message) -> Result<bool> {
         let existing: Option<(i64, String, String)> = self
             .tx
             .prepare_cached(
@@ -1103,12 +1104,15 @@ impl Writer<'_> {
                 let before = stored.parts.clone();
                 let before_kind = stored.kind;
                 stored.merge(m);
+                // Secrets and `<private>` spans across the merged parts (crate::seams).
+                crate::seams::redact_message(&mut stored);
                 if stored.parts != before || stored.kind != before_kind {
                     self.update_message_row(session_id, rowid, &stored)?;
                 }
                 Ok(false)
             }
             None => {
+                crate::seams::redact_message(&mut m);
                 let seq: i64 = self
                     .tx
                     // After the last stored message: `message_count` is a count, which a purge
@@ -1425,7 +1429,7 @@ impl Writer<'_> {
             }
         }
         if changed {
-            let m = Message {
+            let mut m = Message {
                 id: ext_id,
                 role: Role::Assistant,
                 kind: kind_from_str(&kind),
@@ -1433,6 +1437,7 @@ impl Writer<'_> {
                 timestamp: None,
                 model: None,
             };
+            crate::seams::redact_message(&mut m);
             self.update_message_row(session_id, rowid, &m)?;
         }
         Ok(true)

@@ -78,12 +78,19 @@ fn private_spans() {
         p("<PRIVATE>x</Private> y <private>z</private>"),
         "[private] y [private]"
     );
-    assert_eq!(p("keep <private>rest\nof it"), "keep [private]");
+    // Unclosed: the rest is hidden, with the marker of a span left open.
+    assert_eq!(p("keep <private>rest\nof it"), "keep [private…]");
     assert_eq!(p("multi <private>line\none</private>!"), "multi [private]!");
     assert_eq!(
-        p("stray </private> and <privat>"),
-        "stray </private> and <privat>"
+        p("stray </private> and <privat> <privateer> <private-key>"),
+        "stray </private> and <privat> <privateer> <private-key>"
     );
+    // Spelled with blanks inside the brackets, in capitals, with an attribute.
+    assert_eq!(p("a <private >b</private > c"), "a [private] c");
+    assert_eq!(p("a < private>b< / PRIVATE> c"), "a [private] c");
+    assert_eq!(p("a <PRIVATE>b</private>"), "a [private]");
+    assert_eq!(p("a <private reason=\"pw\">b</private> c"), "a [private] c");
+    assert_eq!(p("a <Private\n>b"), "a [private…]");
     assert!(matches!(
         strip_private("no tags here"),
         std::borrow::Cow::Borrowed(_)
@@ -607,16 +614,29 @@ fn retention_warns_about_transcripts_claude_code_will_delete() {
     assert_eq!(r.at_risk.len(), 4);
 }
 
+/// A temporary folder with a store `m.db` and the path of a Claude transcript `<SID>.jsonl`
+/// (the folder is the session's working directory `cwd`).
+fn session_dir() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    String,
+    Store,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let t = dir.path().join(format!("{SID}.jsonl"));
+    let cwd = dir.path().display().to_string();
+    let store = Store::open(&db).unwrap();
+    (dir, db, t, cwd, store)
+}
+
 /// Issue 11 item 5: a deleted session leaves no byte of itself in the database file or its WAL,
 /// including the old versions of its rows that hooks rewrote before (a message that grew by a
 /// content block, a tool call whose output came later, its events re-extracted each time).
 #[test]
 fn deleted_session_leaves_no_old_versions_in_the_files() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("m.db");
-    let t = dir.path().join(format!("{SID}.jsonl"));
-    let cwd = dir.path().display().to_string();
-    let mut store = Store::open(&db).unwrap();
+    let (_dir, db, t, cwd, mut store) = session_dir();
     // Three ingests, as three hooks would: each rewrites the assistant message's row (and
     // re-extracts its events), leaving the previous version in freed space (the rows are
     // larger than a page: their overflow pages are freed whole).
@@ -834,14 +854,10 @@ fn has_trace(hay: &[u8], secret: &str) -> bool {
 /// the database file or its WAL.
 #[test]
 fn nothing_unredacted_reaches_any_column() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("m.db");
-    let cwd = dir.path().display().to_string();
+    let (dir, db, t, cwd, mut store) = session_dir();
     let secrets = secret_set();
-    let mut store = Store::open(&db).unwrap();
 
     // Claude Code: one turn per secret, each content block on its own line.
-    let t = dir.path().join(format!("{SID}.jsonl"));
     let mut lines = Vec::new();
     for (k, (s, _)) in secrets.iter().enumerate() {
         let ts = |i: u32| format!("2026-11-20T10:{k:02}:{i:02}.000Z");
@@ -965,4 +981,165 @@ fn nothing_unredacted_reaches_any_column() {
     }
     found.dedup();
     assert_eq!(found, Vec::<String>::new(), "secrets stored");
+}
+
+/// The body of the stored message `ext_id` and the outputs of its tool calls.
+fn stored(db: &Path, ext_id: &str) -> (String, Vec<String>) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let (body, parts): (String, String) = c
+        .query_row(
+            "SELECT body, parts FROM messages WHERE ext_id = ?1",
+            [ext_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap_or_else(|e| panic!("{ext_id}: {e}"));
+    let parts: serde_json::Value = serde_json::from_str(&parts).unwrap();
+    let outputs = parts
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["output"].as_str().map(str::to_string))
+        .collect();
+    (body, outputs)
+}
+
+/// Issue 11 items 1 (third list) and 4: a secret split across two content blocks (Claude Code
+/// writes one transcript line per block) or a PEM key across two tool outputs is redacted, and
+/// a `<private>` span hides what it covers across blocks, ingests and prompts.
+#[test]
+fn secrets_and_private_spans_across_blocks_and_outputs() {
+    let (_dir, db, t, cwd, mut store) = session_dir();
+    let ts = |s: u32| format!("2026-11-20T10:00:{s:02}.000Z");
+    let text = |t: &str| json!([{"type": "text", "text": t}]);
+    let bash = |id: &str, cmd: &str| json!([{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": cmd}}]);
+    let result =
+        |id: &str, out: &str| json!([{"type": "tool_result", "tool_use_id": id, "content": out}]);
+    // A span opened in one prompt and closed in the next; one opened in a block and closed two
+    // blocks later, the first block ingested alone.
+    write_lines(
+        &t,
+        &[
+            line(
+                "user",
+                "u1",
+                &cwd,
+                &ts(0),
+                json!("deploy < PRIVATE >the vault phrase is"),
+            ),
+            line(
+                "user",
+                "u2",
+                &cwd,
+                &ts(1),
+                json!("quokkaphrase9</private > then run it"),
+            ),
+            line(
+                "assistant",
+                "a1",
+                &cwd,
+                &ts(2),
+                text("Here <private>wombatblock1"),
+            ),
+        ],
+        false,
+    );
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    assert_eq!(stored(&db, "msg_a1").0, "Here [private…]");
+    let key1 = "-----BEGIN OPENSSH PRIVATE KEY-----\n\
+        b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n\
+        QyNTUxOQAAACBb9xWgXcOYnIRMbPXUl2JHpxE2DJ3nAvxFBSekfALquAAAAJiJZF5KiWRe";
+    let key2 = "SgAAAAtzc2gtZWQyNTUxOQAAACBb9xWgXcOYnIRMbPXUl2JHpxE2DJ3nAvxFBSekfALquA\n\
+        AAAECrQpf0Zp8tN1fM2Xb3Rk7YwLsVe5Hq9JdGcZ4uIoTnW1tvHFaBdw5icihFs9dSXYkenE\n\
+        -----END OPENSSH PRIVATE KEY-----\n";
+    write_lines(
+        &t,
+        &[
+            line("assistant", "a1", &cwd, &ts(3), text("numbatblock2")),
+            line(
+                "assistant",
+                "a1",
+                &cwd,
+                &ts(4),
+                text("dingoblock3 </private> visible tail"),
+            ),
+            // A token split across two text blocks, and one whose second half follows a
+            // complete match.
+            line(
+                "assistant",
+                "a2",
+                &cwd,
+                &ts(5),
+                text("The token is ghp_R7mQ2xK9vL4nB8w"),
+            ),
+            line(
+                "assistant",
+                "a2",
+                &cwd,
+                &ts(6),
+                text("T3yH6jD1fG5sA0cZ2pE9u, stored."),
+            ),
+            line(
+                "assistant",
+                "a3",
+                &cwd,
+                &ts(7),
+                text(&format!("key {TOKEN}")),
+            ),
+            line("assistant", "a3", &cwd, &ts(8), text("XtraTail99 rest")),
+            // A private key read in two steps.
+            line(
+                "assistant",
+                "a4",
+                &cwd,
+                &ts(9),
+                bash("toolu_k1", "head -3 ~/.ssh/id_ed25519"),
+            ),
+            line("user", "r1", &cwd, &ts(10), result("toolu_k1", key1)),
+            line(
+                "assistant",
+                "a5",
+                &cwd,
+                &ts(11),
+                bash("toolu_k2", "tail -n +4 ~/.ssh/id_ed25519"),
+            ),
+            line("user", "r2", &cwd, &ts(12), result("toolu_k2", key2)),
+        ],
+        true,
+    );
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    assert_eq!(stored(&db, "u1").0, "deploy [private…]");
+    assert_eq!(stored(&db, "u2").0, "[private] then run it");
+    assert_eq!(
+        stored(&db, "msg_a1").0,
+        "Here [private]\n\n[private]\n\n[private] visible tail"
+    );
+    assert_eq!(
+        stored(&db, "msg_a2").0,
+        "The token is [redacted:github_token]\n\n, stored."
+    );
+    assert_eq!(
+        stored(&db, "msg_a3").0,
+        "key [redacted:github_token]\n\n rest"
+    );
+    assert_eq!(stored(&db, "msg_a4").1, ["[redacted:private_key]"]);
+    assert_eq!(stored(&db, "msg_a5").1, ["[redacted:private_key]\n"]);
+    store.catch_up_index(None).unwrap();
+    store.checkpoint().unwrap();
+    drop(store);
+    let left: Vec<&str> = [
+        "wombatblock1",
+        "numbatblock2",
+        "dingoblock3",
+        "quokkaphrase9",
+        "the vault phrase",
+        "ghp_R7mQ2xK9vL4nB8w",
+        "T3yH6jD1fG5sA0cZ2pE9u",
+        "XtraTail99",
+        "b3BlbnNzaC1rZXktdjEA",
+        "AAAECrQpf0Zp8tN1fM2Xb3Rk7Y",
+    ]
+    .into_iter()
+    .filter(|s| in_files(&db, s))
+    .collect();
+    assert_eq!(left, Vec::<&str>::new(), "left in the store files");
 }
