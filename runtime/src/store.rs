@@ -825,7 +825,9 @@ impl Store {
             w.tx.execute(
                 "INSERT OR REPLACE INTO hook_runs (agent, event, at, duration_us, session, messages, error)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![run.agent, run.event, run.at, run.duration_us, run.session, run.messages, run.error],
+                params![run.agent, run.event, run.at, run.duration_us, run.session, run.messages,
+                        // An error may quote what it failed on: redacted like any text.
+                        run.error.as_deref().map(crate::redact::redact)],
             )?;
             Ok(())
         })
