@@ -2061,11 +2061,12 @@ fn redact_rescan(db: &std::path::Path, json: bool) -> Result<ExitCode> {
         out!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         out!(
-            "rescanned {} messages: {} changed, {} session titles changed, {} snapshots changed",
+            "rescanned {} messages: {} changed, {} session titles changed, {} snapshots changed, {} reader states changed",
             r.messages,
             r.messages_changed,
             r.titles_changed,
-            r.snapshots_changed
+            r.snapshots_changed,
+            r.reader_states_changed
         );
     }
     Ok(ExitCode::SUCCESS)

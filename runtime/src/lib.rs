@@ -15,6 +15,7 @@ pub mod rank;
 pub mod redact;
 pub mod resume;
 pub mod salvage;
+pub mod seams;
 pub mod snapshot;
 pub mod store;
 #[cfg(test)]

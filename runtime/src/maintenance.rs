@@ -1,8 +1,9 @@
 //! Privacy maintenance of the store: delete a session, purge old messages, re-apply the current
 //! redaction rules to what was stored earlier, and the retention check of `memtrail status`.
 //!
-//! Deleted text is gone from the files, not only from queries: these operations run with
-//! `PRAGMA secure_delete = ON` (freed space is overwritten with zeros), then merge the full-text
+//! Deleted text is gone from the files, not only from queries: every connection to the store
+//! runs with `PRAGMA secure_delete = ON` (freed space is overwritten with zeros, so the old
+//! versions of rows that hooks rewrote are gone too), and these operations then merge the full-text
 //! index (`'optimize'`, which drops the deleted entries' tokens from its segments) and truncate
 //! the WAL (`wal_checkpoint(TRUNCATE)`).
 
@@ -355,11 +356,15 @@ pub struct Rescanned {
     pub titles_changed: u64,
     /// Saved snapshots (see [`crate::snapshot`]) whose text changed.
     pub snapshots_changed: u64,
+    /// Transcript cursors whose reader state (content a reader holds between ingests, e.g. a
+    /// VS Code tool result that came before its request) changed.
+    pub reader_states_changed: u64,
 }
 
 /// Apply the current redaction rules (secrets and `<private>` spans, see [`crate::redact`]) to
 /// everything stored: every message's parts (text, thinking, tool inputs and outputs), its
-/// search columns (rebuilt by the `UPDATE` trigger), and every session title. Runs in
+/// search columns (rebuilt by the `UPDATE` trigger), every session title, saved snapshot and
+/// transcript cursor's reader state. Runs in
 /// transactions of [`RESCAN_BATCH`] messages; idempotent (a second run changes nothing).
 /// `progress` is called after each batch with the messages read so far.
 pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescanned> {
@@ -417,6 +422,7 @@ pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescan
                             model: None,
                         };
                         redact_message(&mut m);
+                        crate::seams::redact_message(&mut m);
                         let parts_changed = m.parts != parts;
                         if !parts_changed
                             && redact(&body) == body.as_str()
@@ -500,7 +506,41 @@ pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescan
         }
         Ok(n)
     })?;
-    if out.messages_changed + out.titles_changed + out.snapshots_changed > 0 {
+    out.reader_states_changed = store.write(|w| {
+        let states: Vec<(String, String)> = {
+            let mut stmt = w
+                .tx
+                .prepare("SELECT path, reader_state FROM sources WHERE reader_state IS NOT NULL")?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let mut n = 0u64;
+        for (path, text) in states {
+            // A state that is not JSON is redacted as text (it is never restored then).
+            let new = match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(v) => {
+                    let mut r = v.clone();
+                    crate::redact::redact_json(&mut r);
+                    (r != v).then(|| r.to_string())
+                }
+                Err(_) => match redact(&text) {
+                    std::borrow::Cow::Owned(r) => Some(r),
+                    std::borrow::Cow::Borrowed(_) => None,
+                },
+            };
+            if let Some(new) = new {
+                w.tx.execute(
+                    "UPDATE sources SET reader_state = ?2 WHERE path = ?1",
+                    params![path, new],
+                )?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    })?;
+    if out.messages_changed + out.titles_changed + out.snapshots_changed + out.reader_states_changed
+        > 0
+    {
         scrub(store)?;
     }
     Ok(out)

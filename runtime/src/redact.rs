@@ -352,23 +352,46 @@ pub fn kinds() -> impl Iterator<Item = &'static str> {
 /// What a `<private>…</private>` span is replaced with.
 pub const PRIVATE_MARKER: &str = "[private]";
 
+/// What a `<private>` span that is not closed is replaced with: it hides everything after it
+/// (and, in a message, its later parts: see [`crate::seams`]).
+pub const PRIVATE_OPEN_MARKER: &str = "[private…]";
+
+/// A span: the opening tag (case-insensitive, blanks allowed inside the brackets, attributes
+/// after a blank: `<private>`, `< PRIVATE >`, `<private reason="x">`), then the shortest text up
+/// to a closing tag (`</private>`, `</ private >`) or the end (group `c` then empty).
 static PRIVATE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?is)<private>.*?(?:</private>|\z)").expect("private span rule compiles")
+    Regex::new(
+        r"(?is)<[ \t\r\n]*private(?:[ \t\r\n][^<>]*)?>.*?(?P<c><[ \t\r\n]*/[ \t\r\n]*private[ \t\r\n]*>|\z)",
+    )
+    .expect("private span rule compiles")
 });
 
-/// `text` with every `<private>…</private>` span (tags included, case-insensitive) replaced by
-/// [`PRIVATE_MARKER`]; an opening tag without a closing one hides everything after it. A stray
-/// `</private>` is left as it is. Borrowed (no allocation) when there is no `<private>` tag.
+/// `text` with every `<private>…</private>` span (tags included; spelled as [`PRIVATE_RE`]
+/// accepts) replaced by [`PRIVATE_MARKER`]; an opening tag without a closing one hides
+/// everything after it, replaced by [`PRIVATE_OPEN_MARKER`]. A stray closing tag is left as it
+/// is here (see [`crate::seams`] for spans across the parts of a message). Borrowed (no
+/// allocation) when there is no opening tag.
 pub fn strip_private(text: &str) -> Cow<'_, str> {
-    // Cheap pre-check: no '<' followed by "private" means nothing to do.
-    let has_tag = text
-        .as_bytes()
-        .windows(9)
-        .any(|w| w[0] == b'<' && w[1..8].eq_ignore_ascii_case(b"private") && w[8] == b'>');
+    // Cheap pre-check: a '<', optional blanks, then "private".
+    let b = text.as_bytes();
+    let has_tag = memchr::memchr_iter(b'<', b).any(|i| {
+        let rest = &b[i + 1..];
+        let blanks = rest
+            .iter()
+            .take_while(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+            .count();
+        rest.len() >= blanks + 7 && rest[blanks..blanks + 7].eq_ignore_ascii_case(b"private")
+    });
     if !has_tag {
         return Cow::Borrowed(text);
     }
-    PRIVATE_RE.replace_all(text, PRIVATE_MARKER)
+    PRIVATE_RE.replace_all(text, |c: &regex::Captures| {
+        if c.name("c").is_some_and(|m| !m.is_empty()) {
+            PRIVATE_MARKER
+        } else {
+            PRIVATE_OPEN_MARKER
+        }
+    })
 }
 
 /// `text` with every `<private>…</private>` span replaced by `[private]` (see [`strip_private`])

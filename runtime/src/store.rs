@@ -555,8 +555,13 @@ impl Store {
         // was recompiled 89 times per search on a 1 GB store.
         self.conn
             .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+        // `secure_delete`: whatever a write frees (a row's old version when a hook rewrites a
+        // message, its overflow pages, deleted events and tool calls) is overwritten with zeros
+        // at once, on every connection: a later `memtrail sessions delete` or `redact --rescan`
+        // then leaves no copy of the text in free pages (cost: docs/benchmarks.md).
         self.conn.execute_batch(
-            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;",
+            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;
+             PRAGMA secure_delete = ON;",
         )?;
         self.conn
             .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
@@ -825,7 +830,9 @@ impl Store {
             w.tx.execute(
                 "INSERT OR REPLACE INTO hook_runs (agent, event, at, duration_us, session, messages, error)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![run.agent, run.event, run.at, run.duration_us, run.session, run.messages, run.error],
+                params![run.agent, run.event, run.at, run.duration_us, run.session, run.messages,
+                        // An error may quote what it failed on: redacted like any text.
+                        run.error.as_deref().map(crate::redact::redact)],
             )?;
             Ok(())
         })
@@ -1056,7 +1063,8 @@ impl Writer<'_> {
     }
 
     /// Insert a message or replace the stored one with the same id. True when inserted.
-    fn replace_message(&self, session_id: i64, m: Message) -> Result<bool> {
+    fn replace_message(&self, session_id: i64, mut m: Message) -> Result<bool> {
+        crate::seams::redact_message(&mut m);
         let rowid: Option<i64> = self
             .tx
             .prepare_cached("SELECT id FROM messages WHERE session_id = ?1 AND ext_id = ?2")?
@@ -1080,7 +1088,7 @@ impl Writer<'_> {
     }
 
     /// Insert a message or merge it into the stored one with the same id. True when inserted.
-    fn upsert_message(&self, session_id: i64, m: Message) -> Result<bool> {
+    fn upsert_message(&self, session_id: i64, mut m: Message) -> Result<bool> {
         let existing: Option<(i64, String, String)> = self
             .tx
             .prepare_cached(
@@ -1104,12 +1112,15 @@ impl Writer<'_> {
                 let before = stored.parts.clone();
                 let before_kind = stored.kind;
                 stored.merge(m);
+                // Secrets and `<private>` spans across the merged parts (crate::seams).
+                crate::seams::redact_message(&mut stored);
                 if stored.parts != before || stored.kind != before_kind {
                     self.update_message_row(session_id, rowid, &stored)?;
                 }
                 Ok(false)
             }
             None => {
+                crate::seams::redact_message(&mut m);
                 let seq: i64 = self
                     .tx
                     // After the last stored message: `message_count` is a count, which a purge
@@ -1228,8 +1239,10 @@ impl Writer<'_> {
                 e.category.as_str(),
                 e.action,
                 e.priority as i64,
-                e.subject,
-                e.detail,
+                // Extracted from the redacted message, but an event may join strings that
+                // were redacted one by one (a command's arguments): redacted as written.
+                crate::redact::redact(&e.subject),
+                e.detail.as_deref().map(crate::redact::redact),
                 e.call_id,
                 e.tool,
                 e.ts.or(ts),
@@ -1330,7 +1343,9 @@ impl Writer<'_> {
                 trigger,
                 snap.budget as i64,
                 snap.events as i64,
-                snap.text,
+                // Built from redacted messages; redacted again as written (its lines join
+                // strings that were redacted one by one).
+                crate::redact::redact(&snap.text),
                 consumed_by.map(|_| now_ms),
                 consumed_by,
             ],
@@ -1464,7 +1479,7 @@ impl Writer<'_> {
             }
         }
         if changed {
-            let m = Message {
+            let mut m = Message {
                 id: ext_id,
                 role: Role::Assistant,
                 kind: kind_from_str(&kind),
@@ -1472,12 +1487,16 @@ impl Writer<'_> {
                 timestamp: None,
                 model: None,
             };
+            crate::seams::redact_message(&mut m);
             self.update_message_row(session_id, rowid, &m)?;
         }
         Ok(true)
     }
 
-    /// Store the cursor of a transcript file and add to its line counters.
+    /// Store the cursor of a transcript file and add to its line counters. The reader state is
+    /// transcript content (a VS Code tool result held until the message requesting it comes,
+    /// a tool start's input): it is redacted like a record ([`crate::redact::redact_json`])
+    /// before it is written.
     pub fn save_cursor(
         &self,
         path: &str,
@@ -1516,7 +1535,11 @@ impl Writer<'_> {
                 stats.malformed as i64,
                 stats.skipped_unknown as i64,
                 now_ms,
-                c.reader_state.as_ref().map(|v| v.to_string()),
+                c.reader_state.as_ref().map(|v| {
+                    let mut v = v.clone();
+                    crate::redact::redact_json(&mut v);
+                    v.to_string()
+                }),
                 c.tail_len as i64,
                 c.tail_hash,
             ])?;

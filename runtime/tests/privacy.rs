@@ -78,12 +78,19 @@ fn private_spans() {
         p("<PRIVATE>x</Private> y <private>z</private>"),
         "[private] y [private]"
     );
-    assert_eq!(p("keep <private>rest\nof it"), "keep [private]");
+    // Unclosed: the rest is hidden, with the marker of a span left open.
+    assert_eq!(p("keep <private>rest\nof it"), "keep [private…]");
     assert_eq!(p("multi <private>line\none</private>!"), "multi [private]!");
     assert_eq!(
-        p("stray </private> and <privat>"),
-        "stray </private> and <privat>"
+        p("stray </private> and <privat> <privateer> <private-key>"),
+        "stray </private> and <privat> <privateer> <private-key>"
     );
+    // Spelled with blanks inside the brackets, in capitals, with an attribute.
+    assert_eq!(p("a <private >b</private > c"), "a [private] c");
+    assert_eq!(p("a < private>b< / PRIVATE> c"), "a [private] c");
+    assert_eq!(p("a <PRIVATE>b</private>"), "a [private]");
+    assert_eq!(p("a <private reason=\"pw\">b</private> c"), "a [private] c");
+    assert_eq!(p("a <Private\n>b"), "a [private…]");
     assert!(matches!(
         strip_private("no tags here"),
         std::borrow::Cow::Borrowed(_)
@@ -559,6 +566,14 @@ fn rescan_redacts_what_was_stored_before() {
             [format!("## Last request [prompt]\n- token {TOKEN}")],
         )
         .unwrap();
+        // A VS Code result held in a cursor's reader state, stored raw by an older memtrail.
+        c.execute(
+            "INSERT INTO sources (path, agent, session_id, reader_state) VALUES ('/t/v.jsonl', 'vscode', 1, ?1)",
+            [json!({"line": 4, "pending": [{"id": "call_1", "output": format!("ok {stripe}"),
+                                           "error": false, "ts": null}]})
+            .to_string()],
+        )
+        .unwrap();
     }
     assert_eq!(search(&store, "okapimoon"), 1);
     let mut seen = Vec::new();
@@ -568,9 +583,10 @@ fn rescan_redacts_what_was_stored_before() {
             r.messages,
             r.messages_changed,
             r.titles_changed,
-            r.snapshots_changed
+            r.snapshots_changed,
+            r.reader_states_changed
         ),
-        (3, 2, 1, 1)
+        (3, 2, 1, 1, 1)
     );
     assert_eq!(seen, vec![3]);
     let c = rusqlite::Connection::open(&db).unwrap();
@@ -626,14 +642,23 @@ fn rescan_redacts_what_was_stored_before() {
     }
     // Idempotent.
     let again = maintenance::rescan(&mut store, &mut |_| {}).unwrap();
+    let state: String = c
+        .query_row("SELECT reader_state FROM sources", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&state).unwrap(),
+        json!({"line": 4, "pending": [{"id": "call_1", "output": "ok [redacted:stripe_key]",
+                                      "error": false, "ts": null}]})
+    );
     assert_eq!(
         (
             again.messages,
             again.messages_changed,
             again.titles_changed,
-            again.snapshots_changed
+            again.snapshots_changed,
+            again.reader_states_changed
         ),
-        (3, 0, 0, 0)
+        (3, 0, 0, 0, 0)
     );
 }
 
@@ -710,4 +735,546 @@ fn retention_warns_about_transcripts_claude_code_will_delete() {
     std::fs::write(&settings, r#"{"cleanupPeriodDays": 14}"#).unwrap();
     let r = maintenance::retention(None, &settings, &files, now).unwrap();
     assert_eq!(r.at_risk.len(), 4);
+}
+
+/// A temporary folder with a store `m.db` and the path of a Claude transcript `<SID>.jsonl`
+/// (the folder is the session's working directory `cwd`).
+fn session_dir() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    String,
+    Store,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let t = dir.path().join(format!("{SID}.jsonl"));
+    let cwd = dir.path().display().to_string();
+    let store = Store::open(&db).unwrap();
+    (dir, db, t, cwd, store)
+}
+
+/// Issue 11 item 5: a deleted session leaves no byte of itself in the database file or its WAL,
+/// including the old versions of its rows that hooks rewrote before (a message that grew by a
+/// content block, a tool call whose output came later, its events re-extracted each time).
+#[test]
+fn deleted_session_leaves_no_old_versions_in_the_files() {
+    let (_dir, db, t, cwd, mut store) = session_dir();
+    // Three ingests, as three hooks would: each rewrites the assistant message's row (and
+    // re-extracts its events), leaving the previous version in freed space (the rows are
+    // larger than a page: their overflow pages are freed whole).
+    write_lines(
+        &t,
+        &[
+            line(
+                "user",
+                "u1",
+                &cwd,
+                "2026-11-20T10:00:00.000Z",
+                json!("read the capybarazest settings"),
+            ),
+            line(
+                "assistant",
+                "a1",
+                &cwd,
+                "2026-11-20T10:00:01.000Z",
+                json!([{"type": "text", "text": format!("Looking at wapitifirstblock now.\n{}", "lorem ipsum ".repeat(800))}]),
+            ),
+        ],
+        false,
+    );
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    write_lines(
+        &t,
+        &[line(
+            "assistant",
+            "a1",
+            &cwd,
+            "2026-11-20T10:00:02.000Z",
+            json!([{"type": "tool_use", "id": "toolu_01ibexcallid", "name": "Read",
+                    "input": {"file_path": "/srv/gnusubjectpath.env"}}]),
+        )],
+        true,
+    );
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    write_lines(
+        &t,
+        &[line(
+            "user",
+            "r1",
+            &cwd,
+            "2026-11-20T10:00:03.000Z",
+            json!([{"type": "tool_result", "tool_use_id": "toolu_01ibexcallid",
+                    "content": format!("DB_HOST=okapioutput\n{}", "dolor sit ".repeat(900))}]),
+        )],
+        true,
+    );
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let parts: String = c
+        .query_row(
+            "SELECT parts FROM messages WHERE ext_id = 'msg_a1'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(parts.contains("okapioutput"), "{parts}");
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM events WHERE subject LIKE '%gnusubjectpath%'"
+        ),
+        1
+    );
+    drop(c);
+    maintenance::delete_session(&mut store, SID).unwrap();
+    drop(store);
+    const MARKERS: [&str; 6] = [
+        "capybarazest",
+        "wapitifirstblock",
+        "ibexcallid",
+        "gnusubjectpath",
+        "okapioutput",
+        "okapi",
+    ];
+    let left: Vec<&str> = MARKERS.into_iter().filter(|m| in_files(&db, m)).collect();
+    assert_eq!(left, Vec::<&str>::new(), "left in the store files");
+}
+
+/// The secret set of [`nothing_unredacted_reaches_any_column`]: `(as written, the part that must
+/// never be stored)`, one per class that redaction covers (runtime/src/redact.rs) plus a
+/// `<private>` span. To test a larger corpus, return its entries here.
+fn secret_set() -> Vec<(String, String)> {
+    let pair = |written: &str, secret: &str| (written.to_string(), secret.to_string());
+    let key_body = "MIIEowIBAAKCAQEAw7Zq3kP9mXvT2nB8hR4sL6yD1fJ0cW5eA9uK3iG7oQ2pN8tV";
+    vec![
+        (
+            format!("-----BEGIN RSA PRIVATE KEY-----\n{key_body}\n-----END RSA PRIVATE KEY-----"),
+            key_body.to_string(),
+        ),
+        pair("AKIAQ7RMZX4TN2VKL8PW", "AKIAQ7RMZX4TN2VKL8PW"),
+        pair(
+            "aws_secret_access_key = wJalrXUtnFEMIK7MDENGbPxRfiCYzq8Rb3vT1hQe",
+            "wJalrXUtnFEMIK7MDENGbPxRfiCYzq8Rb3vT1hQe",
+        ),
+        pair(
+            "sk-ant-api03-Xq7Lm2Rt9Vb4Nc8Kd1Hf6Jg3Pw5Zs0Ay",
+            "sk-ant-api03-Xq7Lm2Rt9Vb4Nc8Kd1Hf6Jg3Pw5Zs0Ay",
+        ),
+        pair(
+            "sk-proj-Rk4Tq9Wm2Xv7Lb3Nc8Hd1Jf6Gs5Pz0Ay",
+            "sk-proj-Rk4Tq9Wm2Xv7Lb3Nc8Hd1Jf6Gs5Pz0Ay",
+        ),
+        pair(TOKEN, TOKEN),
+        pair("glpat-Zx8Kq2Wm7Rt4Vb9Nc3Hd", "glpat-Zx8Kq2Wm7Rt4Vb9Nc3Hd"),
+        pair(
+            "xoxb-482910375612-Qm7Rt2Kx9Vb4Lc8N",
+            "xoxb-482910375612-Qm7Rt2Kx9Vb4Lc8N",
+        ),
+        pair(
+            "sk_live_51HqW8eK2vL9nT4yB7mX3cR6p",
+            "sk_live_51HqW8eK2vL9nT4yB7mX3cR6p",
+        ),
+        pair(
+            "npm_Wq8Rt3Kx7Vb2Lm9Nc4Hd6Jf1Gs5Pz0AyBe3T",
+            "npm_Wq8Rt3Kx7Vb2Lm9Nc4Hd6Jf1Gs5Pz0AyBe3T",
+        ),
+        pair(
+            "pypi-AgEIcHlwaS5vcmcCJGFiY2RlZjEyLTM0NTYtNzg5MC1hYmNkLWVmMTIzNDU2Nzg5MAACKlsz",
+            "pypi-AgEIcHlwaS5vcmcCJGFiY2RlZjEyLTM0NTYtNzg5MC1hYmNkLWVmMTIzNDU2Nzg5MAACKlsz",
+        ),
+        pair(
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJxdW9ra2E3NzIxIn0.Zm9vYmFyYmF6cXV4cXV1eHg3Nzk",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJxdW9ra2E3NzIxIn0.Zm9vYmFyYmF6cXV4cXV1eHg3Nzk",
+        ),
+        pair(
+            "Authorization: Bearer Qm9Rt2Kx7Vb4Lc8NzP3wYh6J",
+            "Qm9Rt2Kx7Vb4Lc8NzP3wYh6J",
+        ),
+        pair(
+            "postgres://app:Tr0ub4dorQuokka9Zeta@db.internal:5432/prod",
+            "Tr0ub4dorQuokka9Zeta",
+        ),
+        pair("--password Wombat7Falafel3Zing", "Wombat7Falafel3Zing"),
+        pair("DB_PASSWORD=Pangolin4Harbor8Quiz", "Pangolin4Harbor8Quiz"),
+        pair(
+            "<private>Marmoset5Lantern2Opal</private>",
+            "Marmoset5Lantern2Opal",
+        ),
+    ]
+}
+
+/// Every value of every column of every table of the store at `db`, as bytes: the tables are
+/// listed from `sqlite_master` (FTS5's shadow tables, `sources.reader_state` and any column a
+/// later schema adds included), each column read with `PRAGMA table_info`.
+fn every_stored_value(db: &Path) -> Vec<(String, String, Vec<u8>)> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let tables: Vec<String> = c
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        tables.iter().any(|t| t == "messages_fts_data"),
+        "{tables:?}"
+    );
+    let mut out = Vec::new();
+    for t in &tables {
+        let cols: Vec<String> = c
+            .prepare(&format!("SELECT name FROM pragma_table_info('{t}')"))
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        for col in cols {
+            let mut stmt = c
+                .prepare(&format!("SELECT \"{col}\" FROM \"{t}\""))
+                .unwrap();
+            let mut rows = stmt.query([]).unwrap();
+            while let Some(r) = rows.next().unwrap() {
+                use rusqlite::types::ValueRef;
+                let bytes = match r.get_ref(0).unwrap() {
+                    ValueRef::Text(b) | ValueRef::Blob(b) => b.to_vec(),
+                    ValueRef::Integer(i) => i.to_string().into_bytes(),
+                    ValueRef::Real(f) => f.to_string().into_bytes(),
+                    ValueRef::Null => continue,
+                };
+                out.push((t.clone(), col.clone(), bytes));
+            }
+        }
+    }
+    out
+}
+
+/// What betrays `secret` in stored bytes: the secret itself, and, for the full-text index
+/// (which keeps lowercased, stemmed and prefix-compressed terms), the inner part of each run of
+/// 16 or more letters and digits, lowercased.
+fn traces(secret: &str) -> Vec<Vec<u8>> {
+    let mut out = vec![secret.as_bytes().to_vec()];
+    for run in secret.split(|c: char| !c.is_ascii_alphanumeric()) {
+        if run.len() >= 16 {
+            out.push(run[3..run.len() - 3].to_ascii_lowercase().into_bytes());
+        }
+    }
+    out
+}
+
+fn has_trace(hay: &[u8], secret: &str) -> bool {
+    let lower = hay.to_ascii_lowercase();
+    traces(secret).iter().enumerate().any(|(i, t)| {
+        let h = if i == 0 { hay } else { &lower };
+        h.windows(t.len()).any(|w| w == t.as_slice())
+    })
+}
+
+/// Issue 11 item 3: every write path redacts. The secret set goes where secrets occur in real
+/// sessions (prompt and title, thinking, answer text, Bash and Write and MCP tool inputs, tool
+/// outputs, a VS Code result held in the reader state because it came before its request, a
+/// `remember` note, a snapshot), and then no column of any table holds any of them, nor does
+/// the database file or its WAL.
+#[test]
+fn nothing_unredacted_reaches_any_column() {
+    let (dir, db, t, cwd, mut store) = session_dir();
+    let secrets = secret_set();
+
+    // Claude Code: one turn per secret, each content block on its own line.
+    let mut lines = Vec::new();
+    for (k, (s, _)) in secrets.iter().enumerate() {
+        let ts = |i: u32| format!("2026-11-20T10:{k:02}:{i:02}.000Z");
+        let a = format!("a{k}");
+        let call = |n: &str| format!("toolu_{k}_{n}");
+        lines.push(line(
+            "user",
+            &format!("u{k}"),
+            &cwd,
+            &ts(0),
+            json!(format!("please deploy with {s} now")),
+        ));
+        for block in [
+            json!({"type": "thinking", "thinking": format!("The user gave {s}."), "signature": "x"}),
+            json!({"type": "text", "text": format!("Using {s} as asked.")}),
+            json!({"type": "tool_use", "id": call("bash"), "name": "Bash",
+                   "input": {"command": format!("deploy.sh '{s}'")}}),
+            json!({"type": "tool_use", "id": call("write"), "name": "Write",
+                   "input": {"file_path": "/srv/app/.env", "content": format!("{s}\n")}}),
+            json!({"type": "tool_use", "id": call("mcp"), "name": "mcp__vault__put",
+                   "input": {"value": s}}),
+        ] {
+            lines.push(line("assistant", &a, &cwd, &ts(1), json!([block])));
+        }
+        for (i, n) in ["bash", "write", "mcp"].iter().enumerate() {
+            lines.push(line(
+                "user",
+                &format!("r{k}{n}"),
+                &cwd,
+                &ts(2 + i as u32),
+                json!([{"type": "tool_result", "tool_use_id": call(n),
+                        "content": format!("echo: {s}")}]),
+            ));
+        }
+    }
+    write_lines(&t, &lines, false);
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+
+    // VS Code: tool results and starts that come before the message requesting them are held
+    // in the reader state, which is stored with the cursor.
+    let v = dir.path().join("vscode-session.jsonl");
+    let ev = |n: usize, kind: &str, data: serde_json::Value| {
+        json!({"type": kind, "data": data, "id": format!("ev{n}"),
+               "timestamp": format!("2026-11-20T11:00:{n:02}.000Z"), "parentId": null})
+        .to_string()
+    };
+    let mut vl = vec![
+        ev(
+            0,
+            "session.start",
+            json!({"sessionId": "vs1", "copilotVersion": "0.37.8",
+                                        "context": {"cwd": cwd}}),
+        ),
+        ev(1, "user.message", json!({"content": "run the deploy"})),
+    ];
+    for (k, (s, _)) in secrets.iter().enumerate() {
+        vl.push(ev(
+            2 + 2 * k,
+            "tool.execution_start",
+            json!({"toolCallId": format!("call_{k}"),
+            "toolName": "run_in_terminal", "arguments": {"command": format!("deploy '{s}'")}}),
+        ));
+        vl.push(ev(
+            3 + 2 * k,
+            "tool.execution_complete",
+            json!({"toolCallId": format!("call_{k}"),
+            "success": true, "result": format!("deployed with {s}")}),
+        ));
+    }
+    write_lines(&v, &vl, false);
+    ingest_file(&mut store, Agent::Vscode, &v, None).unwrap();
+    let state: String = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "SELECT reader_state FROM sources WHERE path LIKE '%vscode-session.jsonl'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let state: serde_json::Value = serde_json::from_str(&state).unwrap();
+    assert_eq!(
+        state["pending"].as_array().map(Vec::len),
+        Some(secrets.len()),
+        "{state}"
+    );
+    assert_eq!(
+        state["pending"][1]["output"],
+        "deployed with [redacted:aws_access_key]"
+    );
+
+    // A note kept with `remember`, and a snapshot as PreCompact saves it.
+    let sid: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "SELECT id FROM sessions WHERE external_id = ?1",
+            [SID],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let note = format!("remember {}", secrets[5].0);
+    store.write(|w| w.add_note(sid, &note, 1)).unwrap();
+    let snap = memtrail_runtime::resume::build_snapshot(&store, sid, 8000).unwrap();
+    store
+        .write(|w| w.save_snapshot(sid, "precompact", &snap, 2, None))
+        .unwrap();
+    // A hook run whose error quotes what it failed on.
+    store
+        .record_hook_run(&memtrail_runtime::store::HookRun {
+            agent: "claude".into(),
+            event: "Stop".into(),
+            at: 3,
+            duration_us: 1,
+            session: Some(SID.into()),
+            messages: 0,
+            error: Some(format!("cannot parse {}", secrets[13].0)),
+        })
+        .unwrap();
+    store.catch_up_index(None).unwrap();
+    store.checkpoint().unwrap();
+    drop(store);
+
+    let values = every_stored_value(&db);
+    let mut found = Vec::new();
+    for (_, secret) in &secrets {
+        for (table, col, bytes) in &values {
+            if has_trace(bytes, secret) {
+                found.push(format!("{table}.{col}: {secret}"));
+            }
+        }
+        if in_files(&db, secret) {
+            found.push(format!("file: {secret}"));
+        }
+    }
+    found.dedup();
+    assert_eq!(found, Vec::<String>::new(), "secrets stored");
+}
+
+/// The body of the stored message `ext_id` and the outputs of its tool calls.
+fn stored(db: &Path, ext_id: &str) -> (String, Vec<String>) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let (body, parts): (String, String) = c
+        .query_row(
+            "SELECT body, parts FROM messages WHERE ext_id = ?1",
+            [ext_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap_or_else(|e| panic!("{ext_id}: {e}"));
+    let parts: serde_json::Value = serde_json::from_str(&parts).unwrap();
+    let outputs = parts
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["output"].as_str().map(str::to_string))
+        .collect();
+    (body, outputs)
+}
+
+/// Issue 11 items 1 (third list) and 4: a secret split across two content blocks (Claude Code
+/// writes one transcript line per block) or a PEM key across two tool outputs is redacted, and
+/// a `<private>` span hides what it covers across blocks, ingests and prompts.
+#[test]
+fn secrets_and_private_spans_across_blocks_and_outputs() {
+    let (_dir, db, t, cwd, mut store) = session_dir();
+    let ts = |s: u32| format!("2026-11-20T10:00:{s:02}.000Z");
+    let text = |t: &str| json!([{"type": "text", "text": t}]);
+    let bash = |id: &str, cmd: &str| json!([{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": cmd}}]);
+    let result =
+        |id: &str, out: &str| json!([{"type": "tool_result", "tool_use_id": id, "content": out}]);
+    // A span opened in one prompt and closed in the next; one opened in a block and closed two
+    // blocks later, the first block ingested alone.
+    write_lines(
+        &t,
+        &[
+            line(
+                "user",
+                "u1",
+                &cwd,
+                &ts(0),
+                json!("deploy < PRIVATE >the vault phrase is"),
+            ),
+            line(
+                "user",
+                "u2",
+                &cwd,
+                &ts(1),
+                json!("quokkaphrase9</private > then run it"),
+            ),
+            line(
+                "assistant",
+                "a1",
+                &cwd,
+                &ts(2),
+                text("Here <private>wombatblock1"),
+            ),
+        ],
+        false,
+    );
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    assert_eq!(stored(&db, "msg_a1").0, "Here [private…]");
+    let key1 = "-----BEGIN OPENSSH PRIVATE KEY-----\n\
+        b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n\
+        QyNTUxOQAAACBb9xWgXcOYnIRMbPXUl2JHpxE2DJ3nAvxFBSekfALquAAAAJiJZF5KiWRe";
+    let key2 = "SgAAAAtzc2gtZWQyNTUxOQAAACBb9xWgXcOYnIRMbPXUl2JHpxE2DJ3nAvxFBSekfALquA\n\
+        AAAECrQpf0Zp8tN1fM2Xb3Rk7YwLsVe5Hq9JdGcZ4uIoTnW1tvHFaBdw5icihFs9dSXYkenE\n\
+        -----END OPENSSH PRIVATE KEY-----\n";
+    write_lines(
+        &t,
+        &[
+            line("assistant", "a1", &cwd, &ts(3), text("numbatblock2")),
+            line(
+                "assistant",
+                "a1",
+                &cwd,
+                &ts(4),
+                text("dingoblock3 </private> visible tail"),
+            ),
+            // A token split across two text blocks, and one whose second half follows a
+            // complete match.
+            line(
+                "assistant",
+                "a2",
+                &cwd,
+                &ts(5),
+                text("The token is ghp_R7mQ2xK9vL4nB8w"),
+            ),
+            line(
+                "assistant",
+                "a2",
+                &cwd,
+                &ts(6),
+                text("T3yH6jD1fG5sA0cZ2pE9u, stored."),
+            ),
+            line(
+                "assistant",
+                "a3",
+                &cwd,
+                &ts(7),
+                text(&format!("key {TOKEN}")),
+            ),
+            line("assistant", "a3", &cwd, &ts(8), text("XtraTail99 rest")),
+            // A private key read in two steps.
+            line(
+                "assistant",
+                "a4",
+                &cwd,
+                &ts(9),
+                bash("toolu_k1", "head -3 ~/.ssh/id_ed25519"),
+            ),
+            line("user", "r1", &cwd, &ts(10), result("toolu_k1", key1)),
+            line(
+                "assistant",
+                "a5",
+                &cwd,
+                &ts(11),
+                bash("toolu_k2", "tail -n +4 ~/.ssh/id_ed25519"),
+            ),
+            line("user", "r2", &cwd, &ts(12), result("toolu_k2", key2)),
+        ],
+        true,
+    );
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    assert_eq!(stored(&db, "u1").0, "deploy [private…]");
+    assert_eq!(stored(&db, "u2").0, "[private] then run it");
+    assert_eq!(
+        stored(&db, "msg_a1").0,
+        "Here [private]\n\n[private]\n\n[private] visible tail"
+    );
+    assert_eq!(
+        stored(&db, "msg_a2").0,
+        "The token is [redacted:github_token]\n\n, stored."
+    );
+    assert_eq!(
+        stored(&db, "msg_a3").0,
+        "key [redacted:github_token]\n\n rest"
+    );
+    assert_eq!(stored(&db, "msg_a4").1, ["[redacted:private_key]"]);
+    assert_eq!(stored(&db, "msg_a5").1, ["[redacted:private_key]\n"]);
+    store.catch_up_index(None).unwrap();
+    store.checkpoint().unwrap();
+    drop(store);
+    let left: Vec<&str> = [
+        "wombatblock1",
+        "numbatblock2",
+        "dingoblock3",
+        "quokkaphrase9",
+        "the vault phrase",
+        "ghp_R7mQ2xK9vL4nB8w",
+        "T3yH6jD1fG5sA0cZ2pE9u",
+        "XtraTail99",
+        "b3BlbnNzaC1rZXktdjEA",
+        "AAAECrQpf0Zp8tN1fM2Xb3Rk7Y",
+    ]
+    .into_iter()
+    .filter(|s| in_files(&db, s))
+    .collect();
+    assert_eq!(left, Vec::<&str>::new(), "left in the store files");
 }
