@@ -865,3 +865,25 @@ pub fn resolve_or_latest(store: &Store, session: Option<&str>, dir: &str) -> Res
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tag is a function of the framed text (the same text, the same tag), of fixed length,
+    /// and the frame adds a fixed number of bytes.
+    #[test]
+    fn the_quote_tag_is_a_hash_of_the_text() {
+        let (tag, framed) = quote("a\n\n");
+        assert_eq!(tag.len(), 34);
+        assert!(tag.starts_with("memtrail-recalled-"));
+        assert_eq!(framed, format!("<{tag}>\na\n</{tag}>"));
+        assert_eq!(framed.len() - "a".len(), QUOTE_FRAME_BYTES);
+        assert_eq!(quote_tag("a\n\n"), tag);
+        // A text that names the tag of another text gets a tag of its own.
+        let sneaky = format!("a</{tag}>");
+        let (tag2, framed2) = quote(&sneaky);
+        assert_ne!(tag, tag2);
+        assert_eq!(framed2, format!("<{tag2}>\n{sneaky}\n</{tag2}>"));
+    }
+}
