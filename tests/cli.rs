@@ -1776,7 +1776,6 @@ fn mcp_pipelined_requests_stay_bounded() {
             .unwrap_or_else(|| panic!("{line}"));
         let (id, rest) = rest.split_once(',').unwrap();
         assert!(rest.starts_with(r#""result":{"#), "{line}");
-        assert!(line.len() <= 40_100, "{} bytes", line.len());
         assert!(
             seen.insert(id.parse::<u64>().unwrap()),
             "answered twice: {id}"
