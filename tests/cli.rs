@@ -1346,7 +1346,9 @@ fn compaction_snapshot_resume_and_handoff() {
         assert!(ctx.contains(needle), "{needle:?} not in:\n{ctx}");
     }
     // `memtrail resume` from the project (or below it) prints the same snapshot.
+    // (The injection frames it as recalled data: the snapshot ends at the closing tag.)
     let snapshot = &ctx[ctx.find("Working state of claude session").unwrap()..];
+    let snapshot = &snapshot[..snapshot.rfind("\n</memtrail-recalled-").unwrap()];
     let out = sb
         .acmd()
         .arg("resume")
@@ -2440,4 +2442,336 @@ fn uninstall_purge_restores_the_originals_then_deletes_backups_state_and_logs() 
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), settings0);
     assert_eq!(std::fs::read_to_string(&global).unwrap(), global0);
     assert!(!state.exists(), "backups, install state and logs are gone");
+}
+
+// --- the MCP server: bounded, and an answer to every request (issue 11, items 19-21) --------
+
+/// A Claude Code transcript in `cwd` with session `sid`: a user prompt of `big` bytes of log
+/// lines (index 0), an answer (1), and `n` more short prompts and answers; imported.
+fn mcp_session(sb: &Sandbox, sid: &str, cwd: &str, big: usize, n: u64) -> String {
+    let mut log = String::new();
+    let mut k = 0;
+    while log.len() < big {
+        log.push_str(&format!("line {k:06} of the pasted build log: ok\n"));
+        k += 1;
+    }
+    log.truncate(big);
+    // Stored text is trimmed: end on a visible character.
+    log.pop();
+    log.push('.');
+    let mut first: Value = serde_json::from_str(&support::claude_line(sid, cwd, 0)).unwrap();
+    first["message"]["content"] = json!(log);
+    let mut lines = vec![first.to_string()];
+    for i in 1..2 + n {
+        lines.push(support::claude_line(sid, cwd, i));
+    }
+    let slug = cwd.replace('/', "-");
+    let p = sb.claude_dir().join(format!("projects/{slug}/{sid}.jsonl"));
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    sb.acmd()
+        .args(["import", "--agent", "claude"])
+        .assert()
+        .success();
+    log
+}
+
+/// Every malformed line gets a JSON-RPC error with the request's id when the line's start names
+/// one; before, rmcp dropped non-JSON lines and lines over its limit without a word (the client
+/// waited forever), and the server stayed up.
+#[test]
+fn mcp_answers_every_malformed_line() {
+    let sb = Sandbox::new();
+    let mut m = support::Mcp::start(&sb);
+    let big_query = "a".repeat(16 << 20);
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{{"name":"search","arguments":{{"query":"{big_query}"}}}}}}"#
+    );
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":11,"method":"ping","params":{{"x":{}{}}}}}"#,
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let bad_utf8: &[u8] =
+        b"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\",\"params\":{\"x\":\"\xff\"}}";
+    let cases: Vec<(Vec<u8>, Value, i64, &str)> = vec![
+        (
+            b"hello".to_vec(),
+            Value::Null,
+            -32700,
+            "parse error: expected value at line 1 column 1",
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search""#.to_vec(),
+            json!(7),
+            -32700,
+            "parse error: EOF while parsing an object at line 1 column 71",
+        ),
+        (
+            bad_utf8.to_vec(),
+            json!(8),
+            -32700,
+            "parse error: invalid UTF-8 at byte 55",
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"\ud800"}}"#.to_vec(),
+            json!(9),
+            -32700,
+            "parse error: unexpected end of hex escape at line 1 column 62",
+        ),
+        (
+            huge.clone().into_bytes(),
+            json!(10),
+            -32600,
+            &*format!(
+                "request too large: {} bytes, the limit is 1048576 bytes per line",
+                huge.len()
+            )
+            .leak(),
+        ),
+        (
+            deep.into_bytes(),
+            json!(11),
+            -32700,
+            "parse error: recursion limit exceeded at line 1 column 181",
+        ),
+        (
+            br#"[{"jsonrpc":"2.0","id":12,"method":"ping"}]"#.to_vec(),
+            Value::Null,
+            -32600,
+            "invalid request: batches (JSON arrays) are not supported; send one message per line",
+        ),
+        (
+            b"42".to_vec(),
+            Value::Null,
+            -32600,
+            "invalid request: a JSON-RPC message is a JSON object",
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":13}"#.to_vec(),
+            json!(13),
+            -32600,
+            "invalid request: no `method` (and not a response)",
+        ),
+        (
+            br#"{"jsonrpc":"1.0","id":"x","method":"ping"}"#.to_vec(),
+            json!("x"),
+            -32600,
+            "invalid request: `jsonrpc` must be \"2.0\"",
+        ),
+    ];
+    for (line, id, code, message) in cases {
+        let mut bytes = line.clone();
+        bytes.push(b'\n');
+        m.send_raw(&bytes);
+        let r = m.next_reply();
+        assert_eq!(
+            r,
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+            "line starting {:?}",
+            String::from_utf8_lossy(&line[..line.len().min(80)])
+        );
+    }
+    // Still serving.
+    let pong = m.request("ping", json!({}));
+    assert_eq!(pong["result"], json!({}), "{pong}");
+    assert!(m.stop().success());
+}
+
+/// `get_session` of a session with a pasted 405 KB log: every result is at most 40,000 bytes
+/// as sent (before: 820,387), and paging with `next` gives the message back byte for byte.
+/// A 1 MB `search` query is refused without being echoed (before: echoed twice).
+#[test]
+fn mcp_results_are_capped_and_a_long_message_pages() {
+    let sb = Sandbox::new();
+    let proj = sb.home.join("work/app");
+    std::fs::create_dir_all(&proj).unwrap();
+    let sid = support::session_id(1);
+    let log = mcp_session(&sb, &sid, proj.to_str().unwrap(), 405 * 1024, 4);
+    let mut m = support::Mcp::start(&sb);
+    let (mut offset, mut text_offset) = (0i64, 0u64);
+    let mut text = String::new();
+    let mut pages = 0;
+    let mut after = Vec::new();
+    loop {
+        let r = m.call(
+            "get_session",
+            json!({"session_id": sid, "offset": offset, "text_offset": text_offset}),
+        );
+        let result = &r["result"];
+        let bytes = serde_json::to_vec(result).unwrap().len();
+        assert!(bytes <= 40_000, "page {pages}: {bytes} bytes");
+        assert_eq!(result["isError"], false, "{r}");
+        let page = &result["structuredContent"];
+        assert!(
+            page["recalled"]
+                .as_str()
+                .unwrap()
+                .contains("not instructions")
+        );
+        pages += 1;
+        for msg in page["messages"].as_array().unwrap() {
+            if msg["index"] == 0 {
+                let piece = msg["text"].as_str().unwrap();
+                let range = msg["text_range"].as_array().unwrap();
+                assert_eq!(range[0], json!(text.len()));
+                assert_eq!(range[1], json!(text.len() + piece.len()));
+                assert_eq!(msg["text_bytes"], json!(log.len()));
+                text.push_str(piece);
+            } else {
+                assert!(msg.get("text_range").is_none(), "{msg}");
+                after.push(msg["index"].as_i64().unwrap());
+            }
+        }
+        match &page["next"] {
+            Value::Null => break,
+            n => {
+                offset = n["offset"].as_i64().unwrap();
+                text_offset = n["text_offset"].as_u64().unwrap();
+            }
+        }
+        assert!(pages < 100, "paging does not end");
+    }
+    assert_eq!(text, log, "the pages give the message back whole");
+    assert_eq!(after, vec![1, 2, 3, 4, 5], "then the other messages");
+    // 405 KB of text needs 11 or more pages of under 20,000 bytes of text each.
+    assert!((21..=30).contains(&pages), "{pages} pages");
+
+    let q = "x".repeat(1_000_000);
+    let r = m.call("search", json!({"query": q}));
+    assert_eq!(
+        r["result"],
+        json!({"content": [{"type": "text", "text": "the query has 1000000 bytes; keep it under 4096 (a few words or a phrase)"}], "isError": true}),
+    );
+    assert!(m.stop().success());
+}
+
+/// 2,000 requests written without waiting for answers: the server reads the next request only
+/// when one of its 8 slots is free, so its peak RSS stays under 200 MB (before: every result
+/// held at once, gigabytes for 10,000), and each request is answered exactly once.
+#[cfg(target_os = "linux")]
+#[test]
+fn mcp_pipelined_requests_stay_bounded() {
+    use std::io::Write;
+    let sb = Sandbox::new();
+    let proj = sb.home.join("work/app");
+    std::fs::create_dir_all(&proj).unwrap();
+    let sid = support::session_id(2);
+    mcp_session(&sb, &sid, proj.to_str().unwrap(), 300 * 1024, 2);
+    let mut m = support::Mcp::start(&sb);
+    const N: u64 = 2000;
+    let mut stdin = m.take_stdin();
+    let writer = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        for id in 100..100 + N {
+            let req = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "get_session", "arguments": {"session_id": sid}}});
+            all.extend_from_slice(format!("{req}\n").as_bytes());
+        }
+        stdin.write_all(&all).unwrap();
+        stdin.flush().unwrap();
+        stdin
+    });
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..N {
+        // Replies start `{"jsonrpc":"2.0","id":N,"result":{`: read that much (parsing 2,000
+        // whole results would make the test slow, not the server).
+        let line = String::from_utf8(m.next_line()).unwrap();
+        let rest = line
+            .strip_prefix(r#"{"jsonrpc":"2.0","id":"#)
+            .unwrap_or_else(|| panic!("{line}"));
+        let (id, rest) = rest.split_once(',').unwrap();
+        assert!(rest.starts_with(r#""result":{"#), "{line}");
+        assert!(
+            seen.insert(id.parse::<u64>().unwrap()),
+            "answered twice: {id}"
+        );
+    }
+    assert_eq!(seen, (100..100 + N).collect());
+    let status = std::fs::read_to_string(format!("/proc/{}/status", m.pid())).unwrap();
+    let hwm_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    eprintln!("peak RSS of the server: {hwm_kb} kB");
+    assert!(hwm_kb < 200 * 1024, "peak RSS {hwm_kb} kB");
+    drop(writer.join().unwrap());
+    assert!(m.stop().success());
+}
+
+/// `remember` attaches notes only to sessions of the project the server runs in: a note for
+/// another project's session (by id or by `project`) is refused and nothing is stored; the
+/// user can lift this with MEMTRAIL_MCP_NOTES=any. Before, any agent could put a note into any
+/// session, to be injected there at the next compaction.
+#[test]
+fn remember_is_scoped_to_the_callers_project() {
+    let sb = Sandbox::new();
+    let (a, b) = (sb.home.join("work/a"), sb.home.join("work/b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let (sa, sb_id) = (support::session_id(3), support::session_id(4));
+    mcp_session(&sb, &sa, a.to_str().unwrap(), 10, 0);
+    mcp_session(&sb, &sb_id, b.to_str().unwrap(), 10, 0);
+    let notes = |sid: &str| -> i64 {
+        let c = rusqlite::Connection::open(sb.db()).unwrap();
+        c.query_row(
+            "SELECT COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id
+             WHERE s.external_id = ?1 AND m.kind = 'note'",
+            [sid],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let mut m = support::Mcp::start_in(&sb, Some(&a), &[]);
+    let refused = format!(
+        "this MCP server runs in {}; notes go to sessions of this project only, and {{}}. To keep a note for another project, run the agent there (the user can lift this with MEMTRAIL_MCP_NOTES=any in the server's environment)",
+        a.display()
+    );
+    let r = m.call(
+        "remember",
+        json!({"text": "push to main", "session_id": sb_id}),
+    );
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        json!(refused.replace("{}", &format!("session {sb_id} is of {}", b.display())))
+    );
+    let r = m.call("remember", json!({"text": "push to main", "project": b}));
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        json!(refused.replace(
+            "{}",
+            &format!("{} is not this folder or above it", b.display())
+        ))
+    );
+    assert_eq!(notes(&sb_id), 0);
+    // Its own project: by default and by id.
+    let r = m.call("remember", json!({"text": "the checksum is 42"}));
+    assert_eq!(
+        r["result"]["structuredContent"]["session_id"],
+        json!(sa),
+        "{r}"
+    );
+    let r = m.call("remember", json!({"text": "and 43", "session_id": sa}));
+    assert_eq!(
+        r["result"]["structuredContent"]["session_id"],
+        json!(sa),
+        "{r}"
+    );
+    assert_eq!(notes(&sa), 2);
+    assert!(m.stop().success());
+    // Lifted by the user.
+    let mut m = support::Mcp::start_in(&sb, Some(&a), &[("MEMTRAIL_MCP_NOTES", "any")]);
+    let r = m.call(
+        "remember",
+        json!({"text": "cross-project note", "session_id": sb_id}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["session_id"],
+        json!(sb_id),
+        "{r}"
+    );
+    assert_eq!(notes(&sb_id), 1);
+    assert!(m.stop().success());
 }

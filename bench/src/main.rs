@@ -7,6 +7,8 @@
 //! memtrail-corpus pick --out DIR      # prints the largest main Claude transcript and its session id
 //! memtrail-corpus search --db DB --query "two words" [--runs 50]   # in-process search, ms
 //! memtrail-corpus mcp --bin MEMTRAIL --db DB --query Q [--runs 50] # MCP search round trip, ms
+//! memtrail-corpus mcp-flood --bin MEMTRAIL --db DB --session ID [--requests 2000]
+//!     # N get_session requests written at once: first reply, all replies, server peak RSS
 //! memtrail-corpus snapshot [--events 10000] [--runs 50]            # snapshot::build, ms
 //! memtrail-corpus snapshot-store --db DB [--events 10000] [--runs 50] # the same, loaded from a store
 //! ```
@@ -118,6 +120,16 @@ fn main() -> Result<()> {
             let runs = get("runs").map(|s| s.parse()).transpose()?.unwrap_or(50);
             let times = mcp_round_trips(&bin, &db, &q, runs)?;
             report(&format!("mcp_search[{q}]"), &times);
+        }
+        "mcp-flood" => {
+            let bin = get("bin").context("--bin MEMTRAIL is required")?;
+            let db = get("db").context("--db DB is required")?;
+            let session = get("session").context("--session ID is required")?;
+            let n = get("requests")
+                .map(|s| s.parse())
+                .transpose()?
+                .unwrap_or(2000);
+            mcp_flood(&bin, &db, &session, n)?;
         }
         "snapshot" => {
             let n = get("events")
@@ -255,4 +267,76 @@ fn mcp_round_trips(bin: &str, db: &str, q: &str, runs: usize) -> Result<Vec<f64>
         bail!("the MCP search failed: {first}");
     }
     Ok(times)
+}
+
+/// Start `memtrail mcp` on `db`, initialize, then write `n` `tools/call get_session` requests
+/// for `session` at once (a thread of its own writes them; the replies are read as they come)
+/// and print one line: `mcp_flood requests=<n> first_reply_ms=<from the start of writing to the
+/// first reply> all_replies_ms=<to the last> peak_rss_kb=<the server's VmHWM> reply_bytes_max=<>`.
+fn mcp_flood(bin: &str, db: &str, session: &str, n: u64) -> Result<()> {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+    let mut child = Command::new(bin)
+        .args(["--db", db, "mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {bin} mcp"))?;
+    let mut stdin = child.stdin.take().context("stdin")?;
+    let mut stdout = BufReader::new(child.stdout.take().context("stdout")?);
+    writeln!(
+        stdin,
+        "{}",
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "memtrail-bench", "version": "0"}}})
+    )?;
+    let mut line = String::new();
+    stdout.read_line(&mut line)?;
+    writeln!(
+        stdin,
+        "{}",
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )?;
+    let mut all = Vec::new();
+    for id in 1..=n {
+        let req = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "get_session", "arguments": {"session_id": session}}});
+        writeln!(all, "{req}")?;
+    }
+    let start = Instant::now();
+    let writer = std::thread::spawn(move || {
+        let r = stdin.write_all(&all).and_then(|()| stdin.flush());
+        (stdin, r)
+    });
+    let (mut first, mut max_len) = (None, 0);
+    for _ in 0..n {
+        line.clear();
+        if stdout.read_line(&mut line)? == 0 {
+            bail!("memtrail mcp closed its output");
+        }
+        first.get_or_insert_with(|| start.elapsed());
+        max_len = max_len.max(line.trim_end().len());
+    }
+    let all_time = start.elapsed();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()))?;
+    let hwm = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default();
+    let (stdin, r) = writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("writer panicked"))?;
+    r?;
+    drop(stdin);
+    child.wait()?;
+    println!(
+        "mcp_flood requests={n} first_reply_ms={:.1} all_replies_ms={:.1} peak_rss={hwm} reply_bytes_max={max_len}",
+        first.unwrap_or_default().as_secs_f64() * 1e3,
+        all_time.as_secs_f64() * 1e3,
+    );
+    Ok(())
 }

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 
 pub fn memtrail_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_memtrail"))
@@ -173,19 +173,28 @@ pub fn append(path: &Path, bytes: &[u8]) {
     f.write_all(bytes).unwrap();
 }
 
-/// A `memtrail mcp` server driven over stdio with newline-delimited JSON-RPC.
+/// A `memtrail mcp` server driven over stdio with newline-delimited JSON-RPC. A thread reads
+/// its stdout line by line, so a reply that never comes fails the test after [`MCP_WAIT`]
+/// instead of hanging it.
 pub struct Mcp {
     child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    stdin: Option<ChildStdin>,
+    lines: std::sync::mpsc::Receiver<Vec<u8>>,
     next_id: u64,
 }
 
+/// How long a test waits for one reply of the MCP server.
+pub const MCP_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl Mcp {
-    /// Start the server and complete the handshake (initialize, notifications/initialized).
-    pub fn start(sb: &Sandbox) -> Mcp {
-        let mut child = sb
-            .cmd()
+    /// Start the server (in `dir`, when given, with `env` added) without the handshake.
+    pub fn spawn(sb: &Sandbox, dir: Option<&Path>, env: &[(&str, &str)]) -> Mcp {
+        let mut cmd = sb.cmd();
+        if let Some(d) = dir {
+            cmd.current_dir(d);
+        }
+        cmd.envs(env.iter().copied());
+        let mut child = cmd
             .arg("mcp")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -193,13 +202,37 @@ impl Mcp {
             .spawn()
             .unwrap();
         let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut m = Mcp {
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            loop {
+                let mut line = Vec::new();
+                match stdout.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        Mcp {
             child,
-            stdin,
-            stdout,
+            stdin: Some(stdin),
+            lines,
             next_id: 1,
-        };
+        }
+    }
+
+    /// Start the server and complete the handshake (initialize, notifications/initialized).
+    pub fn start(sb: &Sandbox) -> Mcp {
+        Self::start_in(sb, None, &[])
+    }
+
+    /// [`Mcp::start`] with the server's working directory set to `dir` and `env` added.
+    pub fn start_in(sb: &Sandbox, dir: Option<&Path>, env: &[(&str, &str)]) -> Mcp {
+        let mut m = Self::spawn(sb, dir, env);
         let init = m.request(
             "initialize",
             json!({"protocolVersion": "2025-06-18", "capabilities": {},
@@ -210,9 +243,43 @@ impl Mcp {
         m
     }
 
-    fn send(&mut self, v: &Value) {
-        writeln!(self.stdin, "{v}").unwrap();
-        self.stdin.flush().unwrap();
+    pub fn send(&mut self, v: &Value) {
+        self.send_raw(format!("{v}\n").as_bytes());
+    }
+
+    /// Write `bytes` to the server's stdin as they are.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next line the server prints, parsed (fails the test after [`MCP_WAIT`]).
+    pub fn next_reply(&mut self) -> Value {
+        let line = self.next_line();
+        serde_json::from_slice(&line).unwrap_or_else(|e| {
+            panic!(
+                "MCP server printed non-JSON ({e}): {}",
+                String::from_utf8_lossy(&line)
+            )
+        })
+    }
+
+    /// The next line the server prints, as bytes (fails the test after [`MCP_WAIT`]).
+    pub fn next_line(&mut self) -> Vec<u8> {
+        self.lines
+            .recv_timeout(MCP_WAIT)
+            .unwrap_or_else(|e| panic!("no reply from the MCP server within {MCP_WAIT:?}: {e}"))
+    }
+
+    /// The server's stdin, for a writer of its own (the server is then stopped by dropping it).
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().expect("stdin open")
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Send a request and return its response (notifications in between are skipped).
@@ -221,29 +288,37 @@ impl Mcp {
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
-            let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).unwrap();
-            assert!(n > 0, "the MCP server closed its stdout");
-            let v: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("MCP server printed non-JSON ({e}): {line}"));
+            let v = self.next_reply();
             if v["id"] == json!(id) {
                 return v;
             }
         }
     }
 
+    /// `tools/call` of `tool` with `args`; the response.
+    pub fn call(&mut self, tool: &str, args: Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": args}))
+    }
+
     /// `tools/call search`; the response.
     pub fn search(&mut self, query: &str) -> Value {
-        self.request(
-            "tools/call",
-            json!({"name": "search", "arguments": {"query": query, "limit": 5}}),
-        )
+        self.call("search", json!({"query": query, "limit": 5}))
     }
 
     /// Close stdin and wait for the server to exit; its exit status.
     pub fn stop(mut self) -> std::process::ExitStatus {
-        drop(self.stdin);
+        drop(self.stdin.take());
         self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Mcp {
+    /// A test that fails leaves no server behind.
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
