@@ -524,16 +524,219 @@ fn length_bounds_of_url_passwords_and_assigned_values() {
         "https://me:[redacted:url_password]@example.com"
     );
     assert_kept(&format!("https://me:{pw201}@example.com"));
-    // Assigned values: 8 characters or more (characters, not bytes: 7 'é' are 14 bytes).
+    // Values assigned inline to a token-like name: 8 characters or more (characters, not
+    // bytes: 7 'é' are 14 bytes). After a password word, or in an environment or configuration
+    // line, any length (see `short_values_after_an_unmistakable_key`).
     assert_eq!(
-        r("DB_PASSWORD=Xk9#mQ2v"),
-        "DB_PASSWORD=[redacted:secret_assignment]"
+        r("run with api_key=Xk9#mQ2v now"),
+        "run with api_key=[redacted:secret_assignment] now"
     );
-    assert_kept("DB_PASSWORD=Xk9#mQ2");
-    assert_kept("DB_PASSWORD=ééééééé");
+    assert_kept("run with api_key=Xk9#mQ2 now");
+    assert_kept("run with api_key=ééééééé now");
+    assert_eq!(
+        r("run with api_key=éééééééé now"),
+        "run with api_key=[redacted:secret_assignment] now"
+    );
     // A short value does not hide a later one on the same line.
     assert_eq!(
         r("token=Xk9#m; password=Zq8#nW3v"),
         "token=Xk9#m; password=[redacted:secret_assignment]"
     );
+}
+
+// ---- false positives: real source code ----
+
+/// The `.rs` files of the crates that `Cargo.lock` pins, as Cargo unpacked them under
+/// `$CARGO_HOME/registry/src/*/<name>-<version>/` (real code, present wherever the workspace
+/// builds): every file, in the order of a hash of its path inside its crate (a spread over all
+/// crates rather than the first crates by name). Deterministic for a given `Cargo.lock`.
+fn registry_sources() -> Vec<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).expect("Cargo.lock");
+    let mut crates = std::collections::BTreeSet::new();
+    let mut name = None;
+    for line in lock.lines() {
+        if let Some(n) = line.strip_prefix("name = ") {
+            name = Some(n.trim_matches('"').to_string());
+        } else if let (Some(v), Some(n)) = (line.strip_prefix("version = "), name.take()) {
+            crates.insert(format!("{n}-{}", v.trim_matches('"')));
+        }
+    }
+    let home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cargo")))
+        .expect("CARGO_HOME or HOME");
+    let mut files = Vec::new();
+    let Ok(indexes) = std::fs::read_dir(home.join("registry/src")) else {
+        return files;
+    };
+    for index in indexes.flatten() {
+        for krate in &crates {
+            let mut stack = vec![index.path().join(krate)];
+            while let Some(dir) = stack.pop() {
+                let Ok(entries) = std::fs::read_dir(&dir) else {
+                    continue;
+                };
+                for e in entries.flatten() {
+                    let p = e.path();
+                    if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        stack.push(p);
+                    } else if p.extension().is_some_and(|x| x == "rs") {
+                        files.push(p);
+                    }
+                }
+            }
+        }
+    }
+    // FNV-1a of the path below the index folder.
+    let key = |p: &std::path::PathBuf| {
+        let rel: Vec<_> = p
+            .components()
+            .rev()
+            .take_while(|c| !c.as_os_str().to_string_lossy().starts_with("index."))
+            .collect();
+        rel.iter().rev().fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
+            c.as_os_str()
+                .as_encoded_bytes()
+                .iter()
+                .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+        })
+    };
+    files.sort_by_cached_key(|p| (key(p), p.clone()));
+    files.dedup();
+    files
+}
+
+/// The spans of `original` that `redacted` replaced by a `[redacted:<kind>]` marker, as
+/// `(kind, text)`. The text between markers is copied unchanged, so each marker's span ends
+/// where the next copied piece starts.
+fn replaced_spans<'a>(original: &'a str, redacted: &str) -> Vec<(String, &'a str)> {
+    let mut spans = Vec::new();
+    let Some(first) = redacted.find("[redacted:") else {
+        return spans;
+    };
+    let mut pos = first;
+    let mut rest = &redacted[first..];
+    while let Some(body) = rest.strip_prefix("[redacted:") {
+        let close = body.find(']').expect("marker closes");
+        let kind = body[..close].to_string();
+        let after = &body[close + 1..];
+        let next = after.find("[redacted:").unwrap_or(after.len());
+        let piece = &after[..next];
+        let end = if next == after.len() {
+            original.len() - piece.len()
+        } else if piece.is_empty() {
+            pos
+        } else {
+            pos + original[pos..].find(piece).expect("copied piece")
+        };
+        spans.push((kind, &original[pos..end]));
+        pos = end + piece.len();
+        rest = &after[next..];
+    }
+    spans
+}
+
+/// A replaced span that is code, not a value: a path (`Token::new`), a call, an index, a field
+/// access (`self.token`), a reference, a macro, a concatenation, or a snake_case or camelCase
+/// identifier.
+fn is_expression(span: &str) -> bool {
+    static CODE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(concat!(
+            r"::|->|\(|\)|\[|^&|\s\+\s|^\*|!$|",
+            r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+$|",
+            r"^_*[a-z]+(?:_+[a-z0-9]+)+$|^[a-z]+(?:[A-Z][a-z0-9]*)+$"
+        ))
+        .unwrap()
+    });
+    CODE.is_match(span.trim_matches(['"', '\'']))
+}
+
+/// Redaction must keep stored tool output faithful to the file: of real source files (a
+/// bounded, deterministic sample of the dependencies' Rust sources; `MEMTRAIL_FP_MB` sets its
+/// size, 16 MB by default, a few seconds in a debug build; the full figure is in README), fewer than 1
+/// in 200 may change at all, and no replaced span may be an expression.
+#[test]
+fn real_source_code_is_kept() {
+    let budget: usize = std::env::var("MEMTRAIL_FP_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16)
+        << 20;
+    let files = registry_sources();
+    let (mut bytes, mut read, mut changed, mut spans, mut exprs) =
+        (0usize, 0usize, 0usize, 0usize, Vec::new());
+    let start = std::time::Instant::now();
+    for p in &files {
+        if bytes >= budget {
+            break;
+        }
+        let Ok(text) = std::fs::read_to_string(p) else {
+            continue;
+        };
+        bytes += text.len();
+        read += 1;
+        let out = redact(&text);
+        if matches!(out, Cow::Borrowed(_)) {
+            continue;
+        }
+        changed += 1;
+        for (kind, span) in replaced_spans(&text, &out) {
+            spans += 1;
+            if std::env::var_os("MEMTRAIL_FP_SHOW").is_some() {
+                println!("{kind}\t{span:?}\t{}", p.display());
+            }
+            if is_expression(span) {
+                exprs.push(format!("{kind} {span:?} in {}", p.display()));
+            }
+        }
+    }
+    let mb = bytes as f64 / 1e6;
+    println!(
+        "{read} files, {mb:.1} MB in {:.1} s: {changed} files changed, {spans} spans ({:.2} per MB), {} expressions",
+        start.elapsed().as_secs_f64(),
+        spans as f64 / mb,
+        exprs.len()
+    );
+    assert!(
+        bytes >= budget.min(4 << 20),
+        "only {bytes} bytes of registry sources found"
+    );
+    assert!(exprs.is_empty(), "expressions replaced: {exprs:#?}");
+    assert!(changed * 200 < read, "{changed} of {read} files changed");
+}
+
+#[test]
+fn replaced_spans_and_expressions() {
+    let original = "a token=abc123def456; b ghp_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u";
+    let spans = replaced_spans(original, &r(original));
+    assert_eq!(
+        spans,
+        [
+            ("secret_assignment".to_string(), "abc123def456"),
+            (
+                "github_token".to_string(),
+                "ghp_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u"
+            )
+        ]
+    );
+    for e in [
+        "Token::new(1)",
+        "self.token",
+        "&token",
+        "get_token()",
+        "api_key_value",
+        "authToken",
+        "\"a\" + b",
+    ] {
+        assert!(is_expression(e), "{e}");
+    }
+    for s in [
+        "abc123def456",
+        "ghp_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u",
+        "Tr0ub4dor&3x",
+        "eyJhbGc.eyJzdWIi.dozjgN",
+    ] {
+        assert!(!is_expression(s), "{s}");
+    }
 }
