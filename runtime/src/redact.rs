@@ -47,6 +47,8 @@ enum Check {
     /// A header or scheme value: skip placeholders and code (`X-API-Key: apiKey`). Without a
     /// scheme (group `sch`), an `Authorization` value needs 16 characters.
     Header,
+    /// Skip only a placeholder (`$PASS`, `<password>`, `{pw}`).
+    Placeholder,
     /// The rule's keyword must occur in the text (a Discord bot token has no fixed prefix).
     Keyword(&'static str),
 }
@@ -323,7 +325,7 @@ const RULES: &[RuleDef] = &[
     // The bot's id, `:`, then 35 characters (the ones issued start with `AA`).
     token(
         "telegram_token",
-        r"(?-u:\b)[0-9]{5,16}:AA[A-Za-z0-9_-]{33}",
+        r"(?:(?-u:\b)|bot)(?P<s>[0-9]{5,16}:AA[A-Za-z0-9_-]{33})",
         &[":AA"],
         token_byte,
         33,
@@ -482,6 +484,14 @@ const RULES: &[RuleDef] = &[
         &["cookie"],
         Shape::Header,
     ),
+    // curl's `-b name=value` / `--cookie name=value`.
+    def(
+        "cookie",
+        r#"(?:--cookie|(?-u:\s)-b)[ \t=]+["']?(?P<s>[^\s"'=;]+=[^\s"']+)"#,
+        Check::Placeholder,
+        &["--cookie", " -b", "\t-b"],
+        Shape::Any,
+    ),
     def(
         "url_password",
         r#"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]{0,20}://(?P<u>[^\s:/@]*):(?P<s>[^\s]+?)@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*(?:[:/?#\s"'<>)\]]|$)"#,
@@ -501,7 +511,7 @@ const RULES: &[RuleDef] = &[
     def(
         "cli_secret",
         r#"(?-u:\b)(?:(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlsh|mariadb|mariadb-dump|mariadb-admin)(?:[ \t]+[^\s|;&]+)*?[ \t]+-p|sshpass(?:[ \t]+-[a-oq-zA-Z]\S*)*[ \t]+-p[ \t]*)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&]+)"#,
-        Check::Flag,
+        Check::Placeholder,
         &["mysql", "mariadb", "sshpass"],
         Shape::Any,
     ),
@@ -971,22 +981,41 @@ pub fn redact_json(v: &mut Value) {
         Value::Array(a) => a.iter_mut().for_each(redact_json),
         Value::Object(o) => {
             for (k, v) in o.iter_mut() {
-                if let Value::String(s) = v
-                    && !s.starts_with(MARKER_PREFIX)
-                    && match secret_name(k) {
-                        Some(Name::Password) => config_value_is_secret(k, "=", s, true),
-                        Some(Name::Other) => {
-                            s.len() >= 8
-                                && !s.chars().any(char::is_whitespace)
-                                && !looks_like_code(s, true)
-                                && !s.contains("://")
-                        }
-                        None => false,
-                    }
-                {
-                    *s = "[redacted:secret_assignment]".to_string();
-                } else {
+                let Value::String(s) = v else {
                     redact_json(v);
+                    continue;
+                };
+                if s.starts_with(MARKER_PREFIX) {
+                    continue;
+                }
+                let env_name = k.bytes().any(|b| b.is_ascii_uppercase())
+                    && !k.bytes().any(|b| b.is_ascii_lowercase());
+                let secret = match secret_name(k) {
+                    Some(Name::Password) => config_value_is_secret(k, "=", s, true),
+                    Some(Name::Other) if env_name => config_value_is_secret(k, "=", s, true),
+                    Some(Name::Other) => {
+                        s.len() >= 8
+                            && !s.chars().any(char::is_whitespace)
+                            && !looks_like_code(s, true)
+                            && !s.contains("://")
+                    }
+                    None => false,
+                };
+                if secret {
+                    *s = "[redacted:secret_assignment]".to_string();
+                } else if rules_hit(k) != 0 && !k.contains(['\n', ':']) {
+                    // A header map (`"Authorization": "Basic …"`, `"X-API-Key": "…"`): the
+                    // key and value as a header line.
+                    let line = format!("{k}: {s}");
+                    if let Cow::Owned(red) = redact(&line)
+                        && let Some(value) = red.strip_prefix(&format!("{k}: "))
+                    {
+                        *s = value.to_string();
+                    } else {
+                        redact_string(s);
+                    }
+                } else {
+                    redact_string(s);
                 }
             }
         }
@@ -1457,6 +1486,7 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
     }
     match check {
         Check::None => true,
+        Check::Placeholder => !placeholder(secret),
         Check::Flag => {
             let quoted = secret.starts_with(['"', '\'']);
             quoted || !(placeholder(secret) || secret.chars().all(|c| c.is_ascii_lowercase()))

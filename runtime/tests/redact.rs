@@ -740,3 +740,71 @@ fn replaced_spans_and_expressions() {
         assert!(!is_expression(s), "{s}");
     }
 }
+
+// ---- the secret corpus ----
+
+/// `tests/data/secrets.json`: fake secrets shaped as each provider documents them, each in a
+/// natural place. Each entry: `class` (what kind of secret), `context` (`prompt`,
+/// `tool_output`, `bash_input`, `write_input`, `mcp_input`), `text` (for `mcp_input`, the
+/// tool input as JSON) and `secret` (the span that must not be stored).
+#[derive(serde::Deserialize)]
+pub struct CorpusEntry {
+    pub class: String,
+    pub context: String,
+    pub text: String,
+    pub secret: String,
+}
+
+fn corpus() -> Vec<CorpusEntry> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/secrets.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// What the store would hold of an entry: a prompt or a tool output as text, a Bash, Write or
+/// MCP tool input as the JSON input the agent sent, each through the redaction the store
+/// applies.
+fn stored(e: &CorpusEntry) -> String {
+    let mut input = match e.context.as_str() {
+        "prompt" | "tool_output" => return redact(&e.text).into_owned(),
+        "bash_input" => json!({"command": e.text, "description": "Run it"}),
+        "write_input" => json!({"file_path": "/home/me/app/settings", "content": e.text}),
+        "mcp_input" => serde_json::from_str(&e.text).unwrap(),
+        other => panic!("unknown context {other}"),
+    };
+    redact_json(&mut input);
+    input.to_string()
+}
+
+#[test]
+fn secret_corpus_is_never_stored() {
+    let entries = corpus();
+    let mut per_class: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    let mut leaks = Vec::new();
+    for e in &entries {
+        assert!(
+            e.text.contains(&e.secret),
+            "{}: the secret is in its text",
+            e.class
+        );
+        let out = stored(e);
+        let escaped = serde_json::to_string(&e.secret).unwrap();
+        let leaked = out.contains(&e.secret) || out.contains(escaped.trim_matches('"'));
+        let c = per_class.entry(&e.class).or_default();
+        c.0 += 1;
+        if leaked {
+            c.1 += 1;
+            leaks.push(format!("{} ({}): {out}", e.class, e.context));
+        }
+    }
+    for (class, (tried, kept)) in &per_class {
+        println!("{class:22} {tried:3} tried {kept:3} stored");
+    }
+    println!("{} secrets tried, {} stored", entries.len(), leaks.len());
+    assert!(entries.len() >= 150);
+    assert!(
+        leaks.is_empty(),
+        "{} stored:\n{}",
+        leaks.len(),
+        leaks.join("\n")
+    );
+}
