@@ -808,3 +808,82 @@ fn secret_corpus_is_never_stored() {
         leaks.join("\n")
     );
 }
+
+/// Issue 11: exact outputs of the context rules (names without `token`/`secret`/`password`,
+/// short values after an unmistakable key, headers, command lines, credential files, URLs).
+#[test]
+fn context_rules_exact() {
+    let cases = [
+        (
+            "$ cat .env\nDB_PASS=letmein\nADMIN_PW=abc12\nPORT=3000\n",
+            "$ cat .env\nDB_PASS=[redacted:secret_assignment]\nADMIN_PW=[redacted:secret_assignment]\nPORT=3000\n",
+        ),
+        (
+            "docker run -e JWT_SIGNING_KEY=Zq3xT9 -e GOOGLE_APPLICATION_CREDENTIALS=/run/sa.json app",
+            "docker run -e JWT_SIGNING_KEY=[redacted:secret_assignment] -e GOOGLE_APPLICATION_CREDENTIALS=/run/sa.json app",
+        ),
+        (
+            "production:\n  username: app\n  password: hunter\n  pool: 5\n",
+            "production:\n  username: app\n  password: [redacted:secret_assignment]\n  pool: 5\n",
+        ),
+        (
+            "log in with password: hunter2 now",
+            "log in with password: [redacted:secret_assignment] now",
+        ),
+        (
+            "curl -H 'Authorization: Basic YWRtaW46czNjcjN0' -H 'X-API-Key: 9f8e7d6c5b4a' -b 'sid=Q2x3' x",
+            "curl -H 'Authorization: Basic [redacted:auth_header]' -H 'X-API-Key: [redacted:http_header]' -b '[redacted:cookie]' x",
+        ),
+        (
+            "< set-cookie: session=Xk9mP2vLq; Path=/; HttpOnly\n",
+            "< set-cookie: [redacted:cookie]\n",
+        ),
+        (
+            "mysql -h db-prod -u root -pS3cret app && sshpass -p letmein ssh h",
+            "mysql -h db-prod -u root -p[redacted:cli_secret] app && sshpass -p [redacted:cli_secret] ssh h",
+        ),
+        (
+            "machine api.example.com login me password s3cr3t\n",
+            "machine api.example.com login me password [redacted:netrc_password]\n",
+        ),
+        (
+            "{\"auths\": {\"ghcr.io\": {\"auth\": \"bWU6cGFzcw==\"}}}",
+            "{\"auths\": {\"ghcr.io\": {\"auth\": \"[redacted:docker_auth]\"}}}",
+        ),
+        (
+            "    client-key-data: LS0tLS1CRUdJTg==\n",
+            "    client-key-data: [redacted:kubeconfig_key]\n",
+        ),
+        (
+            "localhost:5432:app:app:pgS3cret\n",
+            "localhost:5432:app:app:[redacted:pgpass]\n",
+        ),
+        ("_auth=bWU6cGFzcw==\n", "_auth=[redacted:npmrc_auth]\n"),
+        (
+            "redis://:Zq3xT9vL@cache:6379 amqp://guest:pa/ss@word@mq.local/ postgres://u:p@ss@db.local",
+            "redis://:[redacted:url_password]@cache:6379 amqp://guest:[redacted:url_password]@mq.local/ postgres://u:[redacted:url_password]@db.local",
+        ),
+        (
+            "https://0123456789abcdef0123456789abcdef@o1.ingest.sentry.io/2",
+            "https://[redacted:sentry_dsn]@o1.ingest.sentry.io/2",
+        ),
+    ];
+    for (input, want) in cases {
+        assert_eq!(r(input), want, "{input}");
+    }
+    // Code, not configuration: the value is an expression, a type or a variable.
+    for code in [
+        "let token = Token::new(1);",
+        "    token: Token,\n    password: &str,\n",
+        "let secret_key = self.config.secret_key.clone();",
+        "key: ${{ runner.os }}-cargo\nsort_key: name\nprimary_key: id\n",
+        "PWD=/home/me\nOLDPWD=/tmp\nSSH_KEY=~/.ssh/id_ed25519\n",
+        "if self.lt_token == other.lt_token && self.params == other.params {",
+        "http://localhost:8080/@scope/pkg and https://registry.npmjs.org:443/@types/node",
+        "git checkout -b feature/login",
+        "token: |tokens: &[Token]| tokens.len()",
+        "let mut tokens = \"tuple.0.0\".parse::<TokenStream>().unwrap();",
+    ] {
+        assert_kept(code);
+    }
+}
