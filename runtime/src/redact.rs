@@ -47,6 +47,9 @@ enum Check {
     /// A header or scheme value: skip placeholders and code (`X-API-Key: apiKey`). Without a
     /// scheme (group `sch`), an `Authorization` value needs 16 characters.
     Header,
+    /// A private key block: its body holds 16 base64 characters in a row (not code that
+    /// names the markers: `START = b"-----BEGIN … PRIVATE KEY-----"`).
+    KeyBody,
     /// Skip only a placeholder (`$PASS`, `<password>`, `{pw}`).
     Placeholder,
     /// The rule's keyword must occur in the text (a Discord bot token has no fixed prefix).
@@ -111,7 +114,7 @@ const RULES: &[RuleDef] = &[
     def(
         "private_key",
         r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\z)",
-        Check::None,
+        Check::KeyBody,
         &["PRIVATE KEY"],
         Shape::Any,
     ),
@@ -518,7 +521,7 @@ const RULES: &[RuleDef] = &[
     def(
         "netrc_password",
         r"machine[ \t]+\S+(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+(?P<s>\S+)",
-        Check::None,
+        Check::Placeholder,
         &["machine"],
         Shape::Any,
     ),
@@ -589,7 +592,7 @@ const RULES: &[RuleDef] = &[
     // ends the line, whatever the value's length (`password: hunter2`, `db_pass: letmein`).
     def(
         "secret_assignment",
-        r#"(?m)^[ \t]*(?:- )?(?:export[ \t]+)?["']?(?P<n>[A-Za-z_][A-Za-z0-9_.-]*)["']?(?P<sep>[ \t]*=[ \t]*|:[ \t]+)(?P<s>"[^"\r\n]*"|'[^'\r\n]*'|[^\s"'#;,=|](?:[^\r\n;]*[^\s,;{(\[\\])?)[ \t]*\r?$"#,
+        r#"(?m)^[ \t]*(?:- )?(?:export[ \t]+)?["']?(?P<n>[A-Za-z_][A-Za-z0-9_.-]*)["']?(?P<sep>[ \t]*=[ \t]*|:[ \t]+)(?P<s>"[^"\r\n]*"|'[^'\r\n]*'|[^\s"'#;,=|](?:[^\r\n;]*[^\s,;:{}(\[\\)])?)[ \t]*\r?$"#,
         Check::Named,
         KEY_WORDS,
         Shape::Keyed,
@@ -841,13 +844,17 @@ impl Shape {
                 if !matches!(before[..trim(before)].last(), None | Some(b'\n')) {
                     return false;
                 }
-                // The value ends the line, and not with `,`, `;`, `{`, `(`, `[` or `\` (code).
+                // The value ends the line, and not with `,`, `;`, `:`, `{`, `(`, `[`, `)` or `\`
+                // (code).
                 let eol = j + b[j..]
                     .iter()
                     .position(|&c| c == b'\n')
                     .unwrap_or(b.len() - j);
                 let line = b[..eol].trim_ascii_end();
-                if matches!(line.last(), Some(b',' | b';' | b'{' | b'(' | b'[' | b'\\')) {
+                if matches!(
+                    line.last(),
+                    Some(b',' | b';' | b':' | b'{' | b'}' | b'(' | b'[' | b'\\' | b')')
+                ) {
                     return false;
                 }
                 let j = j + usize::from(matches!(b.get(j), Some(b'"' | b'\'')));
@@ -1067,6 +1074,8 @@ enum Name {
 /// says the value is about the secret rather than the secret (`TOKEN_URL`, `PASSWORD_FILE`,
 /// `secretName`, `max_tokens`) is not one, nor `PWD`/`OLDPWD` (the shell's folders).
 fn secret_name(name: &str) -> Option<Name> {
+    // A dotted name names its last part (`spring.datasource.password`, `_curses.KEY_UP`).
+    let name = name.rsplit('.').find(|p| !p.is_empty()).unwrap_or(name);
     const NOT_SECRET_LAST: &[&str] = &[
         "id",
         "ids",
@@ -1261,6 +1270,13 @@ fn secret_name(name: &str) -> Option<Name> {
                 | "creds"
                 | "salt"
                 | "dsn"
+                | "secretkey"
+                | "privatekey"
+                | "accesskey"
+                | "signingkey"
+                | "masterkey"
+                | "encryptionkey"
+                | "authkey"
         ) || w.ends_with("secret")
             || w.ends_with("token")
             || (w == "key" && i > 0 && !NOT_SECRET_KEY.contains(&words[i - 1].as_str()))
@@ -1342,7 +1358,30 @@ fn config_value_is_secret(name: &str, sep: &str, value: &str, quoted: bool) -> b
     if v.bytes().all(|b| b.is_ascii_digit()) {
         return kind == Name::Password || v.len() >= 16;
     }
+    // Numbers joined by dots (an OID, a version, an address), or a quoted word under a name
+    // that is not a password's (`'include'`).
+    if v.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        || (quoted && kind == Name::Other && v.bytes().all(|b| b.is_ascii_lowercase()))
+    {
+        return false;
+    }
+    // A Python string prefix (`r"…"`, `b'…'`): code.
+    if v.len() > 1
+        && matches!(v.as_bytes()[0], b'r' | b'b' | b'f' | b'u')
+        && matches!(v.as_bytes()[1], b'"' | b'\'')
+    {
+        return false;
+    }
+    // Words, unquoted, are code or prose (`key is not None`, `a + b`, `password: the
+    // password to use`), not a secret.
+    if !quoted && v.contains(char::is_whitespace) {
+        return false;
+    }
     let letters = v.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_');
+    // A snake_case name (`refresh_token_key = 'refresh_token'`).
+    if letters && v.contains('_') && !v.bytes().any(|b| b.is_ascii_uppercase()) {
+        return false;
+    }
     if !quoted {
         // A call, an index or a member chain (`os.environ["X"]`, `getpass()`, `self.pw`).
         if (v.contains(['(', '[', '.']) || sep.starts_with([' ', '\t']))
@@ -1354,7 +1393,11 @@ fn config_value_is_secret(name: &str, sep: &str, value: &str, quoted: bool) -> b
             return false;
         }
     }
+    if quoted && kind == Name::Other && v.contains(char::is_whitespace) {
+        return false;
+    }
     if letters {
+        let v = v.trim_start_matches('_');
         let camel_type = v.starts_with(|c: char| c.is_ascii_uppercase())
             && v.bytes().skip(1).any(|b| b.is_ascii_uppercase())
             && v.bytes().any(|b| b.is_ascii_lowercase());
@@ -1380,12 +1423,20 @@ fn looks_like_code(v: &str, quoted: bool) -> bool {
     if v.starts_with(['$', '<', '{', '%']) || v.chars().all(|c| c == '*' || c == '.') {
         return true;
     }
-    if v.chars()
+    if v.trim_start_matches('-')
+        .chars()
         .all(|c| c.is_ascii_digit() || c == '_' || c == '.' || c == ',')
     {
         return true;
     }
     if quoted {
+        // A camelCase name (`"challengePassword"`).
+        if v.starts_with(|c: char| c.is_ascii_lowercase())
+            && v.bytes().all(|c| c.is_ascii_alphabetic())
+            && v.bytes().any(|c| c.is_ascii_uppercase())
+        {
+            return true;
+        }
         // Lowercase words, or words and numbers joined by `.` or `_` (`"tuple.0.0"`).
         return v.split(['.', '_']).all(|w| {
             w.bytes().all(|c| c.is_ascii_lowercase()) || w.bytes().all(|c| c.is_ascii_digit())
@@ -1395,13 +1446,18 @@ fn looks_like_code(v: &str, quoted: bool) -> bool {
         // A closure (`|tokens: …|`).
         return true;
     }
-    let bare = v.trim_start_matches(['&', '*', '!']);
+    let bare = v.trim_start_matches(['&', '*', '!', '(', '[']);
     let bare = bare.strip_prefix("::").unwrap_or(bare);
     let head = bare
         .split(['(', '[', '<', '!', '?', '{', '|', ')'])
         .next()
         .unwrap_or("");
     let head = head.strip_suffix("::").unwrap_or(head);
+    // A member chain in an arithmetic expression (`self.taken+len(…)`).
+    let head = match head.split_once(['+', '-', '/', '%']) {
+        Some((first, _)) if first.contains('.') => first,
+        _ => head,
+    };
     if !head.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
         return false;
     }
@@ -1487,6 +1543,18 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
     match check {
         Check::None => true,
         Check::Placeholder => !placeholder(secret),
+        Check::KeyBody => {
+            let body = secret.split_once("-----\n").map_or(secret, |(_, b)| b);
+            let mut run = 0;
+            body.bytes().any(|c| {
+                run = if c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=') {
+                    run + 1
+                } else {
+                    0
+                };
+                run >= 16
+            })
+        }
         Check::Flag => {
             let quoted = secret.starts_with(['"', '\'']);
             quoted || !(placeholder(secret) || secret.chars().all(|c| c.is_ascii_lowercase()))
@@ -1497,6 +1565,7 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
             let digits = secret.bytes().take_while(u8::is_ascii_digit).count();
             user_chars <= 100
                 && secret.chars().count() <= 200
+                && !placeholder(secret)
                 && !(digits > 0 && secret.as_bytes().get(digits) == Some(&b'/'))
         }
         Check::Named => {
@@ -1559,8 +1628,22 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
             {
                 return false;
             }
+            // The whole name (`token_type`, `secret_name`, `tokenizer`) must name a secret.
+            let whole = caps.get(0).expect("group 0");
+            let name_byte = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-');
+            let name_start = whole.start()
+                - text[..whole.start()]
+                    .bytes()
+                    .rev()
+                    .take_while(name_byte)
+                    .count();
+            let name_len = whole.as_str().bytes().take_while(name_byte).count();
+            let name = &text[name_start..whole.start() + name_len];
+            if secret_name(name.rsplit('.').next().unwrap_or(name)).is_none() {
+                return false;
+            }
             let quoted = text[..at].ends_with(['"', '\'']);
-            !looks_like_code(secret, quoted)
+            !looks_like_code(secret.trim_end_matches('.'), quoted)
         }
     }
 }

@@ -69,7 +69,8 @@ fn private_keys() {
     let gcp = r#"{"type": "service_account", "private_key_id": "3f9a2c1b7e6d5a4f", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n", "client_email": "x@p.iam.gserviceaccount.com"}"#;
     assert_eq!(
         r(gcp),
-        r#"{"type": "service_account", "private_key_id": "[redacted:secret_assignment]", "private_key": "[redacted:private_key]\n", "client_email": "x@p.iam.gserviceaccount.com"}"#
+        // The key's id names the key (as `client_email` names the account); the key goes.
+        r#"{"type": "service_account", "private_key_id": "3f9a2c1b7e6d5a4f", "private_key": "[redacted:private_key]\n", "client_email": "x@p.iam.gserviceaccount.com"}"#
     );
     // Cut output: everything after BEGIN goes.
     assert_eq!(
@@ -645,7 +646,7 @@ fn is_expression(span: &str) -> bool {
         regex::Regex::new(concat!(
             r"::|->|\(|\)|\[|^&|\s\+\s|^\*|!$|",
             r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+$|",
-            r"^_*[a-z]+(?:_+[a-z0-9]+)+$|^[a-z]+(?:[A-Z][a-z0-9]*)+$"
+            r"^_*[a-z]+(?:_+[a-z0-9]+)+$|^[a-z]+(?:[A-Z][a-z]+)+$"
         ))
         .unwrap()
     });
@@ -663,7 +664,27 @@ fn real_source_code_is_kept() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(16)
         << 20;
-    let files = registry_sources();
+    // `MEMTRAIL_FP_DIR` and `MEMTRAIL_FP_EXT` (`py`, `js`, …) measure another tree instead.
+    let files = match std::env::var_os("MEMTRAIL_FP_DIR") {
+        Some(dir) => {
+            let ext = std::env::var("MEMTRAIL_FP_EXT").unwrap_or_else(|_| "rs".into());
+            let mut files = Vec::new();
+            let mut stack = vec![std::path::PathBuf::from(dir)];
+            while let Some(d) = stack.pop() {
+                for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                    let p = e.path();
+                    if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        stack.push(p);
+                    } else if p.extension().is_some_and(|x| x == ext.as_str()) {
+                        files.push(p);
+                    }
+                }
+            }
+            files.sort();
+            files
+        }
+        None => registry_sources(),
+    };
     let (mut bytes, mut read, mut changed, mut spans, mut exprs) =
         (0usize, 0usize, 0usize, 0usize, Vec::new());
     let start = std::time::Instant::now();
@@ -885,5 +906,57 @@ fn context_rules_exact() {
         "let mut tokens = \"tuple.0.0\".parse::<TokenStream>().unwrap();",
     ] {
         assert_kept(code);
+    }
+}
+
+/// Redaction speed (a figure, not a target): ms per MB over the dependencies' Rust sources
+/// and over the shared transcript fixtures, cut in 20 KB texts as a hook sees them. Run in
+/// release: `cargo test --release -p memtrail-runtime --test redact -- --ignored redact_speed
+/// --nocapture`.
+#[test]
+#[ignore]
+fn redact_speed() {
+    let mut code = String::new();
+    for p in registry_sources() {
+        if code.len() >= 8 << 20 {
+            break;
+        }
+        code.push_str(&std::fs::read_to_string(p).unwrap_or_default());
+    }
+    let mut transcripts = String::new();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
+    let mut stack = vec![fixtures];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else if let Ok(t) = std::fs::read_to_string(e.path()) {
+                transcripts.push_str(&t);
+            }
+        }
+    }
+    let transcripts = transcripts.repeat((8 << 20) / transcripts.len().max(1) + 1);
+    for (name, text) in [("Rust sources", &code), ("transcripts", &transcripts)] {
+        let mut chunks = Vec::new();
+        let mut rest = text.as_str();
+        while !rest.is_empty() {
+            let mut cut = rest.len().min(20 << 10);
+            while !rest.is_char_boundary(cut) {
+                cut += 1;
+            }
+            chunks.push(&rest[..cut]);
+            rest = &rest[cut..];
+        }
+        let start = std::time::Instant::now();
+        for _ in 0..3 {
+            for c in &chunks {
+                std::hint::black_box(redact(std::hint::black_box(c)));
+            }
+        }
+        let ms_per_mb = start.elapsed().as_secs_f64() * 1000.0 / 3.0 / (text.len() as f64 / 1e6);
+        println!(
+            "{name}: {:.1} MB in 20 KB texts, {ms_per_mb:.2} ms per MB",
+            text.len() as f64 / 1e6
+        );
     }
 }
