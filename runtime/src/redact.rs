@@ -1430,10 +1430,10 @@ fn looks_like_code(v: &str, quoted: bool) -> bool {
         return true;
     }
     if quoted {
-        // A camelCase name (`"challengePassword"`).
-        if v.starts_with(|c: char| c.is_ascii_lowercase())
-            && v.bytes().all(|c| c.is_ascii_alphabetic())
-            && v.bytes().any(|c| c.is_ascii_uppercase())
+        // A camelCase or PascalCase name (`"challengePassword"`, `"IdTokenNoResponse"`).
+        if v.bytes().all(|c| c.is_ascii_alphabetic())
+            && v.bytes().any(|c| c.is_ascii_lowercase())
+            && v.bytes().skip(1).any(|c| c.is_ascii_uppercase())
         {
             return true;
         }
@@ -1468,7 +1468,9 @@ fn looks_like_code(v: &str, quoted: bool) -> bool {
         // Identifiers (`proc_macro2`, `dot2_token`) and tuple indexes (`tuple.0.0`).
         return words.enumerate().all(|(i, w)| {
             !w.is_empty()
-                && w.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+                && w.trim_start_matches('#')
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || c == b'_')
                 && (i > 0 || !w.starts_with(|c: char| c.is_ascii_digit()))
         });
     }
