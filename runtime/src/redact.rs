@@ -33,12 +33,40 @@ enum Check {
     /// A `--flag value`: skip a bare lowercase word (prose such as `--password followed by`).
     Flag,
     /// A `name = value` assignment: skip code and ordinary words (see [`looks_like_code`]) and
-    /// values shorter than 8 characters.
+    /// values shorter than 8 characters (1 after a password word: `password: hunter2`).
     Assignment,
     /// A password in a URL: the user part (group `u`) at most 100 characters, the password at
     /// most 200 (bounds checked here rather than as `{1,100}` in the pattern: a counted
-    /// repetition of a negated Unicode class compiles to a 5 ms automaton, paid by every hook).
+    /// repetition of a negated Unicode class compiles to a 5 ms automaton, paid by every hook),
+    /// and not a port followed by a path (`http://host:8080/a@b`).
     UrlPassword,
+    /// A value under a key name (group `n`, see [`secret_name`]) in an environment or
+    /// configuration line: skip placeholders, paths, URLs, code and type words (see
+    /// [`config_value_is_secret`]).
+    Named,
+    /// A header or scheme value: skip placeholders and code (`X-API-Key: apiKey`). Without a
+    /// scheme (group `sch`), an `Authorization` value needs 16 characters.
+    Header,
+    /// A private key block: its body holds 16 base64 characters in a row (not code that
+    /// names the markers: `START = b"-----BEGIN … PRIVATE KEY-----"`).
+    KeyBody,
+    /// Skip only a placeholder (`$PASS`, `<password>`, `{pw}`).
+    Placeholder,
+    /// The rule's keyword must occur in the text (a Discord bot token has no fixed prefix).
+    Keyword(&'static str),
+}
+
+/// A redaction rule: the kind written in the marker, the pattern, the check of each match,
+/// the literal needles of which every match holds at least one (compared without regard to
+/// ASCII case: a superset; a hit only means "look closer"), and what must follow a needle
+/// for the rule to match there ([`Shape`]). A rule is compiled and run only on text that
+/// holds one of its needles followed by its shape.
+struct RuleDef {
+    kind: &'static str,
+    pattern: &'static str,
+    check: Check,
+    needles: &'static [&'static str],
+    shape: Shape,
 }
 
 /// A rule as applied: its kind, its compiled regex and its check.
@@ -48,191 +76,676 @@ struct Rule<'a> {
     check: Check,
 }
 
-/// `(kind, pattern, check)`. Patterns are kept cheap to compile (a hook compiles the ones its
-/// text needs): ASCII case folding, no counted repetition of a negated class, no leading
-/// name class where only a later group is replaced. Order matters: specific token formats first, so that the generic
-/// rules (bearer, URL password, flags, assignments) see `[redacted:…]` and leave it alone. A
+const fn def(
+    kind: &'static str,
+    pattern: &'static str,
+    check: Check,
+    needles: &'static [&'static str],
+    shape: Shape,
+) -> RuleDef {
+    RuleDef {
+        kind,
+        pattern,
+        check,
+        needles,
+        shape,
+    }
+}
+
+/// A fixed-format token: `prefix…` then at least `n` bytes of `class` after each needle.
+const fn token(
+    kind: &'static str,
+    pattern: &'static str,
+    needles: &'static [&'static str],
+    class: fn(&u8) -> bool,
+    n: usize,
+) -> RuleDef {
+    def(kind, pattern, Check::None, needles, Shape::Run(class, n))
+}
+
+/// Patterns are kept cheap to compile (a hook compiles the ones its text needs): ASCII case
+/// folding, no counted repetition of a negated class, no leading name class where only a
+/// later group is replaced. Order matters: specific token formats first, so that the generic
+/// rules (headers, URL password, flags, assignments) see `[redacted:…]` and leave it alone. A
 /// pattern with a group named `s` has only that group replaced; otherwise the whole match is.
-const RULES: &[(&str, &str, Check)] = &[
-    (
+/// The provider formats follow the providers' documented token shapes, checked against the
+/// rule lists of gitleaks and trufflehog (written here, not copied).
+const RULES: &[RuleDef] = &[
+    def(
         "private_key",
-        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----(?s:.*?)(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----|\z)",
-        Check::None,
+        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\z)",
+        Check::KeyBody,
+        &["PRIVATE KEY"],
+        Shape::Any,
     ),
-    (
+    // PuTTY's .ppk: the private lines and their MAC (the header and public lines stay).
+    def(
+        "putty_key",
+        r"Private-Lines: *[0-9]+(?s:.*?)(?:Private-MAC: *[0-9a-fA-F]+|\z)",
+        Check::None,
+        &["Private-Lines:"],
+        Shape::Any,
+    ),
+    token(
+        "age_key",
+        r"AGE-SECRET-KEY-1[0-9A-Z]{58}",
+        &["AGE-SECRET-KEY-1"],
+        alnum,
+        58,
+    ),
+    token(
         "aws_access_key",
-        r"(?-u:\b)(?:AKIA|ASIA)[A-Z0-9]{16}(?-u:\b)",
-        Check::None,
+        r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?-u:\b)",
+        &["AKIA", "ASIA", "ABIA", "ACCA"],
+        alnum,
+        16,
     ),
-    (
+    def(
         "aws_secret_key",
         r#"(?i-u)aws_secret_access_key\\?["']?\s*[:=]\s*\\?["']?(?P<s>[A-Za-z0-9/+]{40})"#,
         Check::None,
+        &["aws_secret_access_key"],
+        Shape::Any,
     ),
-    (
+    token(
         "anthropic_key",
         r"(?-u:\b)sk-ant-[A-Za-z0-9_-]{20,}",
-        Check::None,
+        &["sk-ant-"],
+        token_byte,
+        20,
     ),
-    (
+    token(
+        "openrouter_key",
+        r"(?-u:\b)sk-or-v1-[0-9a-f]{64}",
+        &["sk-or-v1-"],
+        hex,
+        64,
+    ),
+    token(
         "openai_key",
         r"(?-u:\b)sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,})",
-        Check::None,
+        &["sk-"],
+        token_byte,
+        20,
     ),
-    (
+    token(
         "github_token",
         r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
-        Check::None,
+        &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+        token_byte,
+        22,
     ),
-    (
+    // Personal, project, group, deploy, runner, trigger, CI job, feed, incoming mail, agent,
+    // OAuth, service account tokens, and runner registration tokens.
+    token(
         "gitlab_token",
-        r"(?-u:\b)glpat-[A-Za-z0-9_-]{20,}",
-        Check::None,
+        r"(?-u:\b)(?:gl(?:pat|ptt|rt|dt|ft|cbt|imt|agent|oas|soat|ffct)-|GR1348941)[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*",
+        &[
+            "glpat-",
+            "glptt-",
+            "glrt-",
+            "gldt-",
+            "glft-",
+            "glcbt-",
+            "glimt-",
+            "glagent-",
+            "gloas-",
+            "glsoat-",
+            "glffct-",
+            "GR1348941",
+        ],
+        token_byte,
+        20,
     ),
-    (
+    token(
         "slack_token",
-        r"(?-u:\b)xox[baprs]-[0-9]{6,}-[A-Za-z0-9-]{8,}",
-        Check::None,
+        r"(?-u:\b)(?:xox[abeoprs]-[0-9]+-[A-Za-z0-9-]{8,}|xoxe\.xox[bp]-[0-9]-[A-Za-z0-9]{20,}|xapp-[0-9]-[A-Za-z0-9-]{20,})",
+        &[
+            "xoxa-", "xoxb-", "xoxe-", "xoxo-", "xoxp-", "xoxr-", "xoxs-", "xoxe.", "xapp-",
+        ],
+        token_byte,
+        1,
     ),
-    (
+    def(
+        "webhook_url",
+        r"(?:hooks\.slack\.com/(?:services|workflows|triggers)/|discord(?:app)?\.com/api/webhooks/[0-9]+/)(?P<s>[A-Za-z0-9+/_-]{20,})",
+        Check::None,
+        &["hooks.slack.com/", "/api/webhooks/"],
+        Shape::Any,
+    ),
+    token(
         "stripe_key",
-        r"(?-u:\b)[sr]k_live_[A-Za-z0-9]{16,}",
-        Check::None,
+        r"(?-u:\b)(?:[sr]k_live_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{32,})",
+        &["sk_live_", "rk_live_", "whsec_"],
+        alnum,
+        16,
     ),
-    ("npm_token", r"(?-u:\b)npm_[A-Za-z0-9]{36,}", Check::None),
-    (
+    token(
+        "npm_token",
+        r"(?-u:\b)npm_[A-Za-z0-9]{36,}",
+        &["npm_"],
+        alnum,
+        36,
+    ),
+    token(
         "pypi_token",
         r"(?-u:\b)pypi-[A-Za-z0-9_-]{50,}",
-        Check::None,
+        &["pypi-"],
+        token_byte,
+        50,
     ),
-    (
+    token(
+        "google_api_key",
+        r"(?-u:\b)AIza[0-9A-Za-z_-]{35}",
+        &["AIza"],
+        token_byte,
+        35,
+    ),
+    token(
+        "google_oauth",
+        r"(?-u:\b)(?:ya29\.[0-9A-Za-z_-]{20,}|GOCSPX-[0-9A-Za-z_-]{28})",
+        &["ya29.", "GOCSPX-"],
+        token_byte,
+        20,
+    ),
+    def(
+        "azure_storage_key",
+        r"(?:AccountKey|SharedAccessKey)=(?P<s>[A-Za-z0-9+/]{20,}={0,2})",
+        Check::None,
+        &["AccountKey=", "SharedAccessKey="],
+        Shape::Run(b64_byte, 20),
+    ),
+    def(
+        "azure_sas",
+        r"[?&;]sig=(?P<s>[A-Za-z0-9%+/=_-]{16,})",
+        Check::None,
+        &["sig="],
+        Shape::Run(sas_byte, 16),
+    ),
+    token(
+        "azure_client_secret",
+        r"(?-u:\b)[A-Za-z0-9_~.-]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}",
+        &["Q~"],
+        azure_byte,
+        31,
+    ),
+    token(
+        "groq_key",
+        r"(?-u:\b)gsk_[A-Za-z0-9]{52}",
+        &["gsk_"],
+        alnum,
+        52,
+    ),
+    token(
+        "huggingface_token",
+        r"(?-u:\b)(?:hf_|api_org_)[A-Za-z]{34}(?-u:\b)",
+        &["hf_", "api_org_"],
+        u8::is_ascii_alphabetic,
+        34,
+    ),
+    token(
+        "xai_key",
+        r"(?-u:\b)xai-[A-Za-z0-9]{80}",
+        &["xai-"],
+        alnum,
+        80,
+    ),
+    token(
+        "sendgrid_key",
+        r"(?-u:\b)SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}",
+        &["SG."],
+        token_byte,
+        22,
+    ),
+    token(
+        "twilio_key",
+        r"(?-u:\b)SK[0-9a-fA-F]{32}(?-u:\b)",
+        &["SK"],
+        hex,
+        32,
+    ),
+    token(
+        "digitalocean_token",
+        r"(?-u:\b)do[opr]_v1_[a-f0-9]{64}",
+        &["dop_v1_", "doo_v1_", "dor_v1_"],
+        hex,
+        64,
+    ),
+    token(
+        "shopify_token",
+        r"(?-u:\b)shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+        &["shpat_", "shpca_", "shppa_", "shpss_"],
+        hex,
+        32,
+    ),
+    token(
+        "vault_token",
+        r"(?-u:\b)hv[sbr]\.[A-Za-z0-9_-]{24,}",
+        &["hvs.", "hvb.", "hvr."],
+        token_byte,
+        24,
+    ),
+    // The bot's id, `:`, then 35 characters (the ones issued start with `AA`).
+    token(
+        "telegram_token",
+        r"(?:(?-u:\b)|bot)(?P<s>[0-9]{5,16}:AA[A-Za-z0-9_-]{33})",
+        &[":AA"],
+        token_byte,
+        33,
+    ),
+    // base64 of the bot's id, a timestamp and an HMAC: no fixed prefix, so only in a text that
+    // says `discord` (as gitleaks does).
+    def(
+        "discord_token",
+        r"(?-u:\b)[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}",
+        Check::Keyword("discord"),
+        &["discord"],
+        Shape::Any,
+    ),
+    token(
+        "databricks_token",
+        r"(?-u:\b)dapi[a-f0-9]{32}(?:-[0-9]+)?",
+        &["dapi"],
+        hex,
+        32,
+    ),
+    token(
+        "grafana_token",
+        r"(?-u:\b)(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2}|eyJrIjoi[A-Za-z0-9+/]{32,}={0,2})",
+        &["glsa_", "glc_", "eyJrIjoi"],
+        b64_byte,
+        32,
+    ),
+    token(
+        "linear_key",
+        r"(?-u:\b)lin_(?:api|oauth)_[A-Za-z0-9]{40}",
+        &["lin_api_", "lin_oauth_"],
+        alnum,
+        40,
+    ),
+    token(
+        "atlassian_token",
+        r"(?-u:\b)AT[AC]TT3[A-Za-z0-9_=-]{50,}",
+        &["ATATT3", "ATCTT3"],
+        token_byte,
+        50,
+    ),
+    token(
+        "notion_token",
+        r"(?-u:\b)(?:secret_[A-Za-z0-9]{43}|ntn_[0-9]{11}[A-Za-z0-9]{35})(?-u:\b)",
+        &["secret_", "ntn_"],
+        alnum,
+        43,
+    ),
+    token(
+        "docker_token",
+        r"(?-u:\b)dckr_(?:pat|oat)_[A-Za-z0-9_-]{27,}",
+        &["dckr_pat_", "dckr_oat_"],
+        token_byte,
+        27,
+    ),
+    token(
+        "sentry_token",
+        r"(?-u:\b)sntry[su]_[A-Za-z0-9+/=_-]{40,}",
+        &["sntrys_", "sntryu_"],
+        b64url_byte,
+        40,
+    ),
+    // Heroku, Postman, Pulumi, Terraform Cloud, Doppler, New Relic, Supabase, Replicate,
+    // Perplexity, 1Password service accounts, Tailscale, PlanetScale, Mapbox, LangSmith,
+    // Square, Firebase Cloud Messaging, Buildkite, CircleCI, Render, Netlify, Sourcegraph,
+    // Prefect, Fly.io, Mailgun.
+    token(
+        "api_token",
+        concat!(
+            r"(?-u:\b)(?:HRKU-[A-Za-z0-9_-]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|pul-[a-f0-9]{40}",
+            r"|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}|dp\.(?:pt|st|sa|ct)\.[A-Za-z0-9]{40,}",
+            r"|NRAK-[A-Z0-9]{27}|sbp_[a-f0-9]{40}|r8_[A-Za-z0-9]{37}|pplx-[A-Za-z0-9]{48}",
+            r"|ops_eyJ[A-Za-z0-9+/=]{100,}|tskey-[a-z]+-[A-Za-z0-9]+-[A-Za-z0-9]{16,}",
+            r"|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32,}|sk\.eyJ[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}",
+            r"|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}|sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}",
+            r"|[A-Za-z0-9_-]{11}:APA91b[A-Za-z0-9_-]{100,}|bkua_[a-f0-9]{40}|CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}",
+            r"|rnd_[A-Za-z0-9]{32}|nfp_[A-Za-z0-9]{36}|sgp_(?:[a-f0-9]{16}_)?[a-f0-9]{40}",
+            r"|pnu_[A-Za-z0-9]{36}|fo1_[A-Za-z0-9_-]{43}|key-[0-9a-f]{32})"
+        ),
+        &[
+            "HRKU-",
+            "PMAK-",
+            "pul-",
+            ".atlasv1.",
+            "dp.pt.",
+            "dp.st.",
+            "dp.sa.",
+            "dp.ct.",
+            "NRAK-",
+            "sbp_",
+            "r8_",
+            "pplx-",
+            "ops_eyJ",
+            "tskey-",
+            "pscale_",
+            "sk.eyJ",
+            "lsv2_",
+            "sq0atp-",
+            "sq0csp-",
+            ":APA91b",
+            "bkua_",
+            "CCIPAT_",
+            "rnd_",
+            "nfp_",
+            "sgp_",
+            "pnu_",
+            "fo1_",
+            "key-",
+        ],
+        not_space,
+        16,
+    ),
+    token(
         "jwt",
         r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-        Check::None,
+        &["eyJ"],
+        token_byte,
+        8,
     ),
-    (
+    def(
         "bearer_token",
         r#"(?i-u)authorization\\?["']?\s*[:=]\s*\\?["']?bearer\s+(?P<s>[A-Za-z0-9._~+/-]{8,}=*)"#,
         Check::None,
+        &["authorization"],
+        Shape::Any,
     ),
-    (
+    // `Authorization: Basic …`, `Token …`, `Bot …`, … or a bare value.
+    def(
+        "auth_header",
+        r#"(?i-u)authorization\\?["']?[ \t]*[:=][ \t]*\\?["']?(?P<sch>(?:basic|token|bot|apikey|api-key|key|sso-key|otp|pat|splunk|dpop|negotiate|ntlm)[ \t]+)?(?P<s>[A-Za-z0-9._~+/:=-]{4,})"#,
+        Check::Header,
+        &["authorization"],
+        Shape::Any,
+    ),
+    // `X-API-Key:`, `X-Auth-Token:`, `Private-Token:`, `Ocp-Apim-Subscription-Key:`, …
+    def(
+        "http_header",
+        r#"(?i-u)(?:x-[a-z0-9-]*(?:api-?key|key|token|secret|auth|signature|password)|private-token|api-key|apikey|subscription-key)\\?["']?[ \t]*:[ \t]*\\?["']?(?P<s>(?u:[^\s"'\\,;]+))"#,
+        Check::Header,
+        &[
+            "-key",
+            "-token",
+            "-secret",
+            "-auth",
+            "-signature",
+            "-password",
+            "apikey",
+        ],
+        Shape::Header,
+    ),
+    // `Cookie:` and `Set-Cookie:`: the whole value (`name=value; …`).
+    def(
+        "cookie",
+        r#"(?i-u)cookie\\?["']?[ \t]*:[ \t]*(?P<s>(?u:[^\s=;"'\\]+=[^\r\n"'\\]*))"#,
+        Check::None,
+        &["cookie"],
+        Shape::Header,
+    ),
+    // curl's `-b name=value` / `--cookie name=value`.
+    def(
+        "cookie",
+        r#"(?:--cookie|(?-u:\s)-b)[ \t=]+["']?(?P<s>[^\s"'=;]+=[^\s"']+)"#,
+        Check::Placeholder,
+        &["--cookie", " -b", "\t-b"],
+        Shape::Any,
+    ),
+    def(
         "url_password",
-        r"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]{0,20}://(?P<u>[^\s:/@]+):(?P<s>[^\s@/]+)@",
+        r#"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]{0,20}://(?P<u>[^\s:/@]*):(?P<s>[^\s]+?)@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*(?:[:/?#\s"'<>)\]]|$)"#,
         Check::UrlPassword,
+        &["://"],
+        Shape::UrlPassword,
     ),
-    (
+    // A Sentry DSN's key (and an old DSN's secret) as the URL's user.
+    def(
+        "sentry_dsn",
+        r"[A-Za-z][A-Za-z0-9+.-]{0,20}://(?P<s>[0-9a-f]{32}(?::[0-9a-f]{32})?)@",
+        Check::None,
+        &["://"],
+        Shape::Run(hex, 32),
+    ),
+    // `mysql -pSECRET` (the password glued to `-p`), `sshpass -p SECRET`.
+    def(
+        "cli_secret",
+        r#"(?-u:\b)(?:(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlsh|mariadb|mariadb-dump|mariadb-admin)(?:[ \t]+[^\s|;&]+)*?[ \t]+-p|sshpass(?:[ \t]+-[a-oq-zA-Z]\S*)*[ \t]+-p[ \t]*)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&]+)"#,
+        Check::Placeholder,
+        &["mysql", "mariadb", "sshpass"],
+        Shape::Any,
+    ),
+    def(
+        "netrc_password",
+        r"machine[ \t]+\S+(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+(?P<s>\S+)",
+        Check::Placeholder,
+        &["machine"],
+        Shape::Any,
+    ),
+    // Docker's `config.json`: `"auth": "<base64 of user:password>"`.
+    def(
+        "docker_auth",
+        r#""auth"\s*:\s*"(?P<s>[A-Za-z0-9+/=]{4,})""#,
+        Check::None,
+        &["\"auth\""],
+        Shape::Any,
+    ),
+    def(
+        "kubeconfig_key",
+        r#"client-key-data["']?\s*:\s*["']?(?P<s>[A-Za-z0-9+/=]{8,})"#,
+        Check::None,
+        &["client-key-data"],
+        Shape::Any,
+    ),
+    // `.pgpass`: `host:port:database:user:password` (the usual ports or `*`).
+    def(
+        "pgpass",
+        r"(?m)^[^\s:#]+:(?:5432|5433|6432|\*):[^\s:]+:[^\s:]+:(?P<s>\S+)[ \t\r]*$",
+        Check::None,
+        &[":5432:", ":5433:", ":6432:", ":*:"],
+        Shape::Any,
+    ),
+    // `.npmrc`: `_auth=<base64 of user:password>` (`_authToken=` and `_password=` are
+    // assignments below).
+    def(
+        "npmrc_auth",
+        r"(?m)(?:^|:)_auth[ \t]*=[ \t]*(?P<s>\S+)",
+        Check::None,
+        &["_auth"],
+        Shape::Any,
+    ),
+    def(
         "cli_secret",
         r#"--(?:password|passphrase|token|secret|api-key)(?:=|[ \t]+)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'-][^\s"']*)"#,
         Check::Flag,
+        &["--pass", "--token", "--secret", "--api-key"],
+        Shape::Any,
     ),
-    (
+    def(
         "secret_assignment",
-        r#"(?i-u:secret|token|passw(?:or)?d|api_?key|private_key)[A-Za-z0-9_.-]*\\?["']?[ \t]*(?::=|=|:)[ \t]*\\?["']?(?P<s>[^\s"'\\,;)}\]]+)"#,
+        r#"(?i-u:secret|token|passw(?:or)?d|passphrase|api_?key|private_key)[A-Za-z0-9_.-]*\\?["']?[ \t]*(?::=|=|:)[ \t]*\\?["']?(?P<s>[^\s"'\\,;)}\]&][^\s"'\\,;)}\]]*)"#,
         Check::Assignment,
+        &[
+            "secret",
+            "token",
+            "passw",
+            "passphrase",
+            "api_key",
+            "apikey",
+            "private_key",
+        ],
+        Shape::Assignment,
+    ),
+    // `.env`, shell and compose: `DB_PASS=…`, `export APP_KEY=…`, `-e ADMIN_PW=…` (an upper-case
+    // name, `=` with no space around it).
+    def(
+        "secret_assignment",
+        r#"(?-u:\b)(?P<n>[A-Z][A-Z0-9_]*)=(?P<s>"[^"\r\n]*"|'[^'\r\n]*'|[^\s"'`;&|)]+)"#,
+        Check::Named,
+        KEY_WORDS,
+        Shape::Keyed,
+    ),
+    // A configuration line (`.env`, YAML, INI, properties): `name: value` or `name=value` that
+    // ends the line, whatever the value's length (`password: hunter2`, `db_pass: letmein`).
+    def(
+        "secret_assignment",
+        r#"(?m)^[ \t]*(?:- )?(?:export[ \t]+)?["']?(?P<n>[A-Za-z_][A-Za-z0-9_.-]*)["']?(?P<sep>[ \t]*=[ \t]*|:[ \t]+)(?P<s>"[^"\r\n]*"|'[^'\r\n]*'|[^\s"'#;,=|](?:[^\r\n;]*[^\s,;:{}(\[\\)])?)[ \t]*\r?$"#,
+        Check::Named,
+        KEY_WORDS,
+        Shape::Keyed,
     ),
 ];
 
-/// Per rule (same order as [`RULES`]), substrings of which every match of the rule holds at
-/// least one (compared without regard to ASCII case: a superset; a hit only means "look
-/// closer"). A rule is compiled and run only on text that holds one of its needles.
-const NEEDLES: &[&[&str]] = &[
-    &["PRIVATE KEY"],
-    &["AKIA", "ASIA"],
-    &["aws_secret_access_key"],
-    &["sk-ant-"],
-    &["sk-"],
-    &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
-    &["glpat-"],
-    &["xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-"],
-    &["sk_live_", "rk_live_"],
-    &["npm_"],
-    &["pypi-"],
-    &["eyJ"],
-    &["authorization"],
-    &["://"],
-    &["--pass", "--token", "--secret", "--api-key"],
-    &[
-        "secret",
-        "token",
-        "passw",
-        "api_key",
-        "apikey",
-        "private_key",
-    ],
-];
+/// What a name holds, one of which every secret name of [`secret_name`] contains.
+const KEY_WORDS: &[&str] = &["pass", "pw", "key", "secret", "token", "cred", "auth"];
 
-const _: () = assert!(NEEDLES.len() == RULES.len() && RULES.len() <= 64);
+const _: () = assert!(RULES.len() <= 128);
 // Needle tables index rules and needles with a byte, and needles are at most 255 bytes long.
 
-/// Bytes from the most to the least frequent in code and prose (roughly); a byte not listed
-/// is rarer than all of them. Only the speed of [`for_each_needle`] depends on it.
+/// Bytes from the most to the least frequent in code and transcripts (measured over the
+/// dependencies' Rust sources and the shared transcript fixtures, ASCII case folded); a byte
+/// not listed is rarer than all of them. Only the speed of [`for_each_needle`] depends on it.
 const BY_FREQUENCY: &[u8] =
-    b" etaoinsrlcdhu\npm.gfy_b,w=v\"-()k/:x'0123456789j;zq{}[]<>|@#$%&*+?!\\^`~";
+    b" e\"tsraniocl:d,u\npm/f_#h-0g)(.2by1k4w35{}v697x8`=;\\[]>z*q|!&j+<'?$@%^~";
 
-/// The needle table: for each byte, the needles it anchors, as `(rule, needle, offset of the
-/// byte in the needle)`. Each needle is anchored by its rarest byte (by [`BY_FREQUENCY`]), in
-/// both ASCII cases.
-static NEEDLE_ANCHORS: LazyLock<[Vec<(u8, u8, u8)>; 256]> = LazyLock::new(|| {
+/// Every needle once (compared without regard to ASCII case), with the rules it belongs to.
+static NEEDLE_LIST: LazyLock<Vec<(&'static [u8], u128)>> = LazyLock::new(|| {
+    let mut list: Vec<(&'static [u8], u128)> = Vec::new();
+    for (rule, def) in RULES.iter().enumerate() {
+        for n in def.needles {
+            let n = n.as_bytes();
+            match list.iter_mut().find(|(m, _)| m.eq_ignore_ascii_case(n)) {
+                Some((_, rules)) => *rules |= 1 << rule,
+                None => list.push((n, 1 << rule)),
+            }
+        }
+    }
+    list
+});
+
+/// The needle table: for each byte, the needles it anchors, as `(needle in [`NEEDLE_LIST`],
+/// offset of the byte in the needle)`, and the bytes that can stand next to it (a 256-bit
+/// set, both ASCII cases): the byte after it in the needle, or the byte before it when it ends
+/// the needle. Each needle is anchored by its rarest byte (by [`BY_FREQUENCY`]), in both ASCII
+/// cases; the neighbour set lets the scan skip an anchor byte (`g` of `ing `) without looking
+/// at its needles.
+struct Anchors {
+    /// Needles whose anchor byte is followed by another byte of the needle.
+    next: [Vec<(u16, u8)>; 256],
+    next_set: [[u64; 4]; 256],
+    /// Needles whose anchor byte ends the needle.
+    prev: [Vec<(u16, u8)>; 256],
+    prev_set: [[u64; 4]; 256],
+}
+
+fn set_has(set: &[u64; 4], b: u8) -> bool {
+    set[usize::from(b >> 6)] & (1 << (b & 63)) != 0
+}
+
+static NEEDLE_ANCHORS: LazyLock<Box<Anchors>> = LazyLock::new(|| {
     let rank = |b: u8| {
         BY_FREQUENCY
             .iter()
             .position(|&c| c == b.to_ascii_lowercase())
             .map_or(usize::MAX, |p| p)
     };
-    let mut at: [Vec<(u8, u8, u8)>; 256] = std::array::from_fn(|_| Vec::new());
-    for (rule, needles) in NEEDLES.iter().enumerate() {
-        for (k, n) in needles.iter().enumerate() {
-            let (off, b) = n
-                .bytes()
-                .enumerate()
-                .max_by_key(|&(_, b)| rank(b))
-                .expect("needles are not empty");
-            let entry = (rule as u8, k as u8, off as u8);
-            at[b.to_ascii_lowercase() as usize].push(entry);
-            if b.is_ascii_alphabetic() {
-                at[b.to_ascii_uppercase() as usize].push(entry);
+    let mut at = Box::new(Anchors {
+        next: std::array::from_fn(|_| Vec::new()),
+        next_set: [[0; 4]; 256],
+        prev: std::array::from_fn(|_| Vec::new()),
+        prev_set: [[0; 4]; 256],
+    });
+    let add = |set: &mut [u64; 4], b: u8| {
+        for c in [b.to_ascii_lowercase(), b.to_ascii_uppercase()] {
+            set[usize::from(c >> 6)] |= 1 << (c & 63);
+        }
+    };
+    for (k, (n, _)) in NEEDLE_LIST.iter().enumerate() {
+        let (off, b) = n
+            .iter()
+            .copied()
+            .enumerate()
+            .max_by_key(|&(_, b)| rank(b))
+            .expect("needles are not empty");
+        let entry = (k as u16, off as u8);
+        let mut cases = vec![b.to_ascii_lowercase()];
+        if b.is_ascii_alphabetic() {
+            cases.push(b.to_ascii_uppercase());
+        }
+        for c in cases {
+            let c = usize::from(c);
+            if off + 1 < n.len() {
+                at.next[c].push(entry);
+                add(&mut at.next_set[c], n[off + 1]);
+            } else if off > 0 {
+                at.prev[c].push(entry);
+                add(&mut at.prev_set[c], n[off - 1]);
+            } else {
+                // A one-byte needle: any neighbour.
+                at.next[c].push(entry);
+                at.next_set[c] = [u64::MAX; 4];
             }
         }
     }
     at
 });
 
-/// Calls `f(rule, end)` for every occurrence of every rule's needle in `text` (compared
-/// without regard to ASCII case, overlapping occurrences included), `end` being the byte just
-/// past it. One pass over the text and no automaton to build: a hook pays about a
+/// Calls `f(rule, start, end)` for every occurrence of every rule's needle in `text`
+/// (compared without regard to ASCII case, overlapping occurrences included), `start..end`
+/// being its bytes. One pass over the text and no automaton to build: a hook pays about a
 /// microsecond to set up where an Aho-Corasick DFA of the same needles took 0.13 ms to
 /// build (its scan is 1.4 times faster, which a hook's 20 KB does not make up for).
-fn for_each_needle(text: &[u8], mut f: impl FnMut(usize, usize)) {
-    let at = &*NEEDLE_ANCHORS;
-    for (p, &b) in text.iter().enumerate() {
-        for &(rule, k, off) in &at[b as usize] {
-            let needle = NEEDLES[rule as usize][k as usize].as_bytes();
+fn for_each_needle(text: &[u8], mut f: impl FnMut(usize, usize, usize)) {
+    let at = &**NEEDLE_ANCHORS;
+    let list = &*NEEDLE_LIST;
+    let mut check = |p: usize, entries: &[(u16, u8)]| {
+        for &(k, off) in entries {
+            let (needle, mut rules) = list[k as usize];
             let Some(start) = p.checked_sub(off as usize) else {
                 continue;
             };
             let end = start + needle.len();
             if end <= text.len() && text[start..end].eq_ignore_ascii_case(needle) {
-                f(rule as usize, end);
+                while rules != 0 {
+                    f(rules.trailing_zeros() as usize, start, end);
+                    rules &= rules - 1;
+                }
             }
+        }
+    };
+    for (p, &b) in text.iter().enumerate() {
+        let b = usize::from(b);
+        if !at.next[b].is_empty()
+            && text
+                .get(p + 1)
+                .is_some_and(|&c| set_has(&at.next_set[b], c))
+        {
+            check(p, &at.next[b]);
+        }
+        if !at.prev[b].is_empty() && p > 0 && set_has(&at.prev_set[b], text[p - 1]) {
+            check(p, &at.prev[b]);
         }
     }
 }
 
 /// The rules (as a bit set over [`RULES`]) whose needles occur in `text`.
-fn rules_hit(text: &str) -> u64 {
-    let mut set = 0u64;
-    for_each_needle(text.as_bytes(), |rule, _| set |= 1 << rule);
+fn rules_hit(text: &str) -> u128 {
+    let mut set = 0u128;
+    for_each_needle(text.as_bytes(), |rule, _, _| set |= 1 << rule);
     set
 }
 
 /// The rules (as a bit set over [`RULES`]) that could match `text`: one of its needles occurs,
 /// followed by what the rule needs after it (see [`Shape`]). A rule outside the set cannot
 /// match, so it is neither compiled nor run.
-fn rules_plausible(text: &str) -> u64 {
+fn rules_plausible(text: &str) -> u128 {
     let b = text.as_bytes();
-    let mut set = 0u64;
-    for_each_needle(b, |rule, end| {
-        if set & (1 << rule) == 0 && SHAPES[rule].follows(b, end) {
+    let mut set = 0u128;
+    for_each_needle(b, |rule, start, end| {
+        if set & (1 << rule) == 0 && RULES[rule].shape.follows(b, start, end) {
             set |= 1 << rule;
         }
     });
@@ -242,7 +755,7 @@ fn rules_plausible(text: &str) -> u64 {
 /// What must follow a rule's needle for the rule to match there: read exactly as far as it
 /// reads, and looser than the rule beyond (any byte that is not ASCII whitespace stands for a
 /// `[^\s…]` class), so a rule turned down could not have replaced anything from that needle.
-/// Needles are common words of code and prose (`token`, `://`, `npm_`), and the regexes cost
+/// Needles are common words of code and prose (`token`, `://`, `key`), and the regexes cost
 /// a hook 0.1–0.5 ms each to compile.
 enum Shape {
     /// Nothing checked.
@@ -252,11 +765,16 @@ enum Shape {
     /// `secret_assignment`: the needle (`token`, `secret`, `passw`, `api_key`, …) starts the
     /// rule's keyword, then `[A-Za-z0-9_.-]*`, an optional `\`, an optional quote, `[ \t]*`,
     /// `:=`, `=` or `:` (not `::`, a path), `[ \t]*`, an optional `\` and quote, and a value
-    /// of at least 8 bytes (the rule keeps values of 8 characters or more, see [`keep_match`]).
+    /// of at least 8 bytes (the rule keeps values of 8 characters or more, see [`keep_match`]),
+    /// or 1 after `passw…` and `passphrase`.
     Assignment,
-    /// `url_password`: after `://`, a user part up to a `:`, then a password part up to an
-    /// `@`, neither empty and neither crossing whitespace or `/`.
+    /// `url_password`: after `://`, a user part (maybe empty) up to a `:`, then a password
+    /// part up to an `@`, without whitespace.
     UrlPassword,
+    /// A header: `[A-Za-z0-9-]*`, an optional `\` and quote, `[ \t]*`, then `:`.
+    Header,
+    /// A key name: `[A-Za-z0-9_.-]*`, an optional quote, `[ \t]*`, then `=`, or `:` and a space or tab.
+    Keyed,
 }
 
 /// `[A-Za-z0-9_-]`: the body of most token formats.
@@ -264,48 +782,71 @@ fn token_byte(b: &u8) -> bool {
     b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-'
 }
 
-/// Per rule, in [`RULES`] order (the comments give the part of the pattern each stands for).
-const SHAPES: &[Shape] = &[
-    Shape::Any,                                // private_key
-    Shape::Run(u8::is_ascii_alphanumeric, 16), // (?:AKIA|ASIA)[A-Z0-9]{16}
-    Shape::Any,                                // aws_secret_key
-    Shape::Run(token_byte, 20),                // sk-ant-[A-Za-z0-9_-]{20,}
-    Shape::Run(token_byte, 20),                // sk-(?:proj-…{20,}|[A-Za-z0-9]{32,})
-    Shape::Run(token_byte, 22),                // gh?_[A-Za-z0-9]{36,}, github_pat_…{22,}
-    Shape::Run(token_byte, 20),                // glpat-[A-Za-z0-9_-]{20,}
-    Shape::Run(u8::is_ascii_digit, 6),         // xox?-[0-9]{6,}-
-    Shape::Run(u8::is_ascii_alphanumeric, 16), // [sr]k_live_[A-Za-z0-9]{16,}
-    Shape::Run(u8::is_ascii_alphanumeric, 36), // npm_[A-Za-z0-9]{36,}
-    Shape::Run(token_byte, 50),                // pypi-[A-Za-z0-9_-]{50,}
-    Shape::Run(token_byte, 8),                 // eyJ[A-Za-z0-9_-]{8,}\.
-    Shape::Any,                                // bearer_token
-    Shape::UrlPassword,                        // url_password
-    Shape::Any,                                // cli_secret
-    Shape::Assignment,                         // secret_assignment
-];
+fn alnum(b: &u8) -> bool {
+    b.is_ascii_alphanumeric()
+}
 
-const _: () = assert!(SHAPES.len() == RULES.len());
+fn hex(b: &u8) -> bool {
+    b.is_ascii_hexdigit()
+}
+
+/// `[A-Za-z0-9+/]`: base64.
+fn b64_byte(b: &u8) -> bool {
+    b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/'
+}
+
+/// `[A-Za-z0-9+/=_-]`: base64 of either alphabet, with padding.
+fn b64url_byte(b: &u8) -> bool {
+    b64_byte(b) || matches!(b, b'=' | b'_' | b'-')
+}
+
+/// `[A-Za-z0-9%+/=_-]`: a URL-encoded SAS signature.
+fn sas_byte(b: &u8) -> bool {
+    b64url_byte(b) || *b == b'%'
+}
+
+/// `[A-Za-z0-9_~.-]`: an Azure AD client secret.
+fn azure_byte(b: &u8) -> bool {
+    token_byte(b) || *b == b'~' || *b == b'.'
+}
+
+fn not_space(b: &u8) -> bool {
+    !b.is_ascii_whitespace()
+}
 
 impl Shape {
-    /// Whether the bytes from `end` (just past a needle of the rule) can continue a match.
-    fn follows(&self, b: &[u8], end: usize) -> bool {
+    /// Whether the bytes around a needle of the rule (`start..end`) can be part of a match.
+    fn follows(&self, b: &[u8], start: usize, end: usize) -> bool {
         let run = |from: usize, class: &dyn Fn(&u8) -> bool| {
             from + b[from.min(b.len())..]
                 .iter()
                 .take_while(|c| class(c))
                 .count()
         };
+        let name_then = |j: usize, class: &dyn Fn(&u8) -> bool| {
+            let mut j = run(j, class);
+            j += usize::from(b.get(j) == Some(&b'\\'));
+            j += usize::from(matches!(b.get(j), Some(b'"' | b'\'')));
+            run(j, &|c| matches!(c, b' ' | b'\t'))
+        };
         match self {
             Shape::Any => true,
             Shape::Run(class, n) => run(end, class) - end >= *n,
             Shape::Assignment => {
-                let mut j = run(end, &|c| {
+                let mut j = name_then(end, &|c| {
                     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')
                 });
-                j += usize::from(b.get(j) == Some(&b'\\'));
-                j += usize::from(matches!(b.get(j), Some(b'"' | b'\'')));
-                j = run(j, &|c| matches!(c, b' ' | b'\t'));
+                let value = |c: &u8| !c.is_ascii_whitespace() && !b"\"'\\,;)}]".contains(c);
+                let short =
+                    |w: &[u8]| end >= w.len() && b[end - w.len()..end].eq_ignore_ascii_case(w);
+                let min = if short(b"passw") || short(b"passphrase") {
+                    1
+                } else {
+                    8
+                };
                 match (b.get(j), b.get(j + 1)) {
+                    // `:` then a value that starts with `=` is also read.
+                    (Some(b':'), Some(b'=')) if run(j + 1, &value) - (j + 1) >= min => return true,
                     (Some(b':'), Some(b'=')) => j += 2,
                     (Some(b':'), Some(b':')) => return false,
                     (Some(b':' | b'='), _) => j += 1,
@@ -314,18 +855,68 @@ impl Shape {
                 j = run(j, &|c| matches!(c, b' ' | b'\t'));
                 j += usize::from(b.get(j) == Some(&b'\\'));
                 j += usize::from(matches!(b.get(j), Some(b'"' | b'\'')));
-                let value = |c: &u8| !c.is_ascii_whitespace() && !b"\"'\\,;)}]".contains(c);
-                run(j, &value) - j >= 8
+                b.get(j) != Some(&b'&') && run(j, &value) - j >= min
             }
             Shape::UrlPassword => {
                 let user_end = run(end, &|c| !c.is_ascii_whitespace() && !b":/@".contains(c));
-                if user_end == end || b.get(user_end) != Some(&b':') {
+                if b.get(user_end) != Some(&b':') {
                     return false;
                 }
-                let pass_end = run(user_end + 1, &|c| {
-                    !c.is_ascii_whitespace() && !b"@/".contains(c)
-                });
-                pass_end > user_end + 1 && b.get(pass_end) == Some(&b'@')
+                let rest = &b[user_end + 1..];
+                let word = rest.iter().take_while(|c| !c.is_ascii_whitespace()).count();
+                rest[..word].iter().skip(1).any(|&c| c == b'@')
+            }
+            Shape::Header => {
+                let j = name_then(end, &|c| c.is_ascii_alphanumeric() || *c == b'-');
+                b.get(j) == Some(&b':')
+            }
+            Shape::Keyed => {
+                let name = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-');
+                let j = run(end, &name);
+                // An environment name: `=` right after it.
+                if b.get(j) == Some(&b'=') {
+                    return true;
+                }
+                // A configuration line: the name starts the line (after blanks, `- `,
+                // `export `, a quote).
+                let mut i = start - b[..start].iter().rev().take_while(|c| name(c)).count();
+                i -= usize::from(i > 0 && matches!(b[i - 1], b'"' | b'\''));
+                let trim = |s: &'_ [u8]| -> usize {
+                    s.len()
+                        - s.iter()
+                            .rev()
+                            .take_while(|c| matches!(c, b' ' | b'\t'))
+                            .count()
+                };
+                let mut before = &b[..i];
+                let t = trim(before);
+                if t < before.len() && before[..t].ends_with(b"export") {
+                    before = &before[..t - 6];
+                }
+                let before = before.strip_suffix(b"- ").unwrap_or(before);
+                if !matches!(before[..trim(before)].last(), None | Some(b'\n')) {
+                    return false;
+                }
+                // The value ends the line, and not with `,`, `;`, `:`, `{`, `(`, `[`, `)` or `\`
+                // (code).
+                let eol = j + b[j..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .unwrap_or(b.len() - j);
+                let line = b[..eol].trim_ascii_end();
+                if matches!(
+                    line.last(),
+                    Some(b',' | b';' | b':' | b'{' | b'}' | b'(' | b'[' | b'\\' | b')')
+                ) {
+                    return false;
+                }
+                let j = j + usize::from(matches!(b.get(j), Some(b'"' | b'\'')));
+                let j = run(j, &|c| matches!(c, b' ' | b'\t'));
+                match b.get(j) {
+                    Some(b'=') => true,
+                    Some(b':') => matches!(b.get(j + 1), Some(b' ' | b'\t')),
+                    _ => false,
+                }
             }
         }
     }
@@ -336,17 +927,21 @@ impl Shape {
 static COMPILED: [OnceLock<Regex>; RULES.len()] = [const { OnceLock::new() }; RULES.len()];
 
 fn rule(i: usize) -> Rule<'static> {
-    let (kind, pat, check) = RULES[i];
+    let d = &RULES[i];
     Rule {
-        kind,
-        re: COMPILED[i].get_or_init(|| Regex::new(pat).expect("redaction rule compiles")),
-        check,
+        kind: d.kind,
+        re: COMPILED[i].get_or_init(|| Regex::new(d.pattern).expect("redaction rule compiles")),
+        check: d.check,
     }
 }
 
-/// The names of every kind of secret recognised, in rule order.
+/// The names of every kind of secret recognised, in rule order, each once.
 pub fn kinds() -> impl Iterator<Item = &'static str> {
-    RULES.iter().map(|r| r.0)
+    RULES
+        .iter()
+        .enumerate()
+        .filter(|(i, d)| !RULES[..*i].iter().any(|e| e.kind == d.kind))
+        .map(|(_, d)| d.kind)
 }
 
 /// What a `<private>…</private>` span is replaced with.
@@ -406,7 +1001,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 
 /// [`redact`] without the `<private>` spans: only the secret rules.
 fn redact_secrets(text: &str) -> Cow<'_, str> {
-    let mut hit = rules_plausible(text);
+    let mut hit: u128 = rules_plausible(text);
     if hit == 0 {
         return Cow::Borrowed(text);
     }
@@ -459,23 +1054,51 @@ pub fn redact_string(s: &mut String) {
 }
 
 /// Redact every string inside a JSON value, recursively. A string value under an object key that
-/// names a secret (`"password": "…"`) is redacted whole when it looks like one.
+/// names a secret (`"password": "…"`, `"DB_PASS": "…"`, see [`secret_name`]) is redacted whole
+/// when it looks like one: after a password name any value but a placeholder, a path, a URL or
+/// code; after other secret names a value of 8 characters or more without whitespace that is
+/// not a lowercase word.
 pub fn redact_json(v: &mut Value) {
     match v {
         Value::String(s) => redact_string(s),
         Value::Array(a) => a.iter_mut().for_each(redact_json),
         Value::Object(o) => {
             for (k, v) in o.iter_mut() {
-                if let Value::String(s) = v
-                    && is_secret_name(k)
-                    && s.len() >= 8
-                    && !s.chars().any(char::is_whitespace)
-                    && !s.starts_with(MARKER_PREFIX)
-                    && !looks_like_code(s, true)
-                {
-                    *s = "[redacted:secret_assignment]".to_string();
-                } else {
+                let Value::String(s) = v else {
                     redact_json(v);
+                    continue;
+                };
+                if s.starts_with(MARKER_PREFIX) {
+                    continue;
+                }
+                let env_name = k.bytes().any(|b| b.is_ascii_uppercase())
+                    && !k.bytes().any(|b| b.is_ascii_lowercase());
+                let secret = match secret_name(k) {
+                    Some(Name::Password) => config_value_is_secret(k, "=", s, true),
+                    Some(Name::Other) if env_name => config_value_is_secret(k, "=", s, true),
+                    Some(Name::Other) => {
+                        s.len() >= 8
+                            && !s.chars().any(char::is_whitespace)
+                            && !looks_like_code(s, true)
+                            && !s.contains("://")
+                    }
+                    None => false,
+                };
+                if secret {
+                    *s = "[redacted:secret_assignment]".to_string();
+                } else if rules_hit(k) != 0 && !k.contains(['\n', ':']) {
+                    // A header map (`"Authorization": "Basic …"`, `"X-API-Key": "…"`): the
+                    // key and value as a header line.
+                    let line = format!("{k}: {s}");
+                    if let Cow::Owned(red) = redact(&line)
+                        && let Some(value) = red.strip_prefix(&format!("{k}: "))
+                    {
+                        *s = value.to_string();
+                    } else {
+                        redact_string(s);
+                    }
+                } else {
+                    redact_string(s);
                 }
             }
         }
@@ -508,46 +1131,459 @@ pub fn redact_record(r: &mut Record) {
     }
 }
 
-fn is_secret_name(name: &str) -> bool {
-    let l = name.to_ascii_lowercase();
-    [
+/// What a key name says of its value (see [`secret_name`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Name {
+    /// A password: any value but a placeholder is one, however short.
+    Password,
+    /// A token, a secret, a key, credentials.
+    Other,
+}
+
+/// Whether a key name (`DB_PASS`, `ADMIN_PW`, `JWT_SIGNING_KEY`, `spring.datasource.password`,
+/// `clientSecret`) names a secret. The name is cut into words at `_`, `.`, `-` and
+/// lower-to-upper case changes; one word must be a password word (`password`, `passwd`,
+/// `pass`, `pw`, `pwd`, `passphrase`, or ending in `password`), a secret word (`secret`,
+/// `token`, `apikey`, `credentials`, `creds`, `salt`, `dsn`, or ending in `secret`/`token`),
+/// `key` after another word that is not a non-secret kind of key (`primary`, `sort`, `public`,
+/// `cache`, …), or `auth` in an upper-case name (`NPM_AUTH`) or alone. A name whose last word
+/// says the value is about the secret rather than the secret (`TOKEN_URL`, `PASSWORD_FILE`,
+/// `secretName`, `max_tokens`) is not one, nor `PWD`/`OLDPWD` (the shell's folders).
+fn secret_name(name: &str) -> Option<Name> {
+    // A dotted name names its last part (`spring.datasource.password`, `_curses.KEY_UP`).
+    let name = name.rsplit('.').find(|p| !p.is_empty()).unwrap_or(name);
+    const NOT_SECRET_LAST: &[&str] = &[
+        "id",
+        "ids",
+        "file",
+        "files",
+        "path",
+        "paths",
+        "dir",
+        "name",
+        "names",
+        "url",
+        "uri",
+        "type",
+        "types",
+        "kind",
+        "length",
+        "len",
+        "size",
+        "count",
+        "ttl",
+        "expiry",
+        "expires",
+        "expiration",
+        "timeout",
+        "header",
+        "field",
+        "env",
+        "var",
+        "policy",
+        "mode",
+        "enabled",
+        "required",
+        "format",
+        "prefix",
+        "suffix",
+        "hint",
+        "label",
+        "endpoint",
+        "host",
+        "port",
+        "user",
+        "username",
+        "email",
+        "provider",
+        "version",
+        "lifetime",
+        "algorithm",
+        "alg",
+        "method",
+        "scope",
+        "scopes",
+        "ref",
+        "min",
+        "max",
+        "limit",
+        "index",
+        "column",
+        "param",
+        "arg",
+        "flag",
+        "option",
+        "help",
+        "prompt",
+        "input",
+        "store",
+        "source",
+        "regex",
+        "pattern",
+        "hash",
+        "hashed",
+        "digest",
+        "fingerprint",
+        "bits",
+        "location",
+        "reset",
+        "kid",
+        "text",
+        "message",
+        "error",
+        "span",
+        "range",
+        "class",
+        "handler",
+        "state",
+        "status",
+        "stream",
+        "list",
+        "map",
+        "set",
+        "buffer",
+        "offset",
+        "start",
+        "end",
+        "tree",
+        "filter",
+        "manager",
+        "service",
+        "validator",
+        "strategy",
+        "rotation",
+        "usage",
+    ];
+    const NOT_SECRET_KEY: &[&str] = &[
+        "primary",
+        "foreign",
+        "sort",
+        "partition",
+        "cache",
+        "public",
+        "publishable",
+        "map",
+        "lookup",
+        "idempotency",
+        "group",
+        "index",
+        "row",
+        "hash",
+        "unique",
+        "composite",
+        "natural",
+        "dedup",
+        "shard",
+        "routing",
+        "range",
+        "hot",
+        "object",
+        "dict",
+        "next",
+        "prev",
+        "first",
+        "last",
+        "this",
+        "my",
+        "the",
+        "a",
+        "any",
+        "some",
+        "foreign",
+        "join",
+        "order",
+        "entry",
+        "item",
+        "node",
+        "ssh",
+        "gpg",
+        "pgp",
+        "host",
+        "known",
+    ];
+    let upper = name.bytes().any(|b| b.is_ascii_uppercase())
+        && !name.bytes().any(|b| b.is_ascii_lowercase());
+    let mut words: Vec<String> = Vec::new();
+    for part in name.split(|c: char| !c.is_ascii_alphanumeric()) {
+        let mut w = String::new();
+        let mut prev_lower = false;
+        for c in part.chars() {
+            if c.is_ascii_uppercase() && prev_lower && !w.is_empty() {
+                words.push(std::mem::take(&mut w));
+            }
+            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+            w.push(c.to_ascii_lowercase());
+        }
+        if !w.is_empty() {
+            words.push(w);
+        }
+    }
+    let last = words.last()?;
+    if NOT_SECRET_LAST.contains(&last.as_str())
+        || matches!(words.as_slice(), [w] if w == "pwd" || w == "oldpwd")
+    {
+        return None;
+    }
+    let mut found = None;
+    for (i, w) in words.iter().enumerate() {
+        let w = w.as_str();
+        if matches!(
+            w,
+            "password" | "passwd" | "passphrase" | "pass" | "pw" | "pwd" | "sshpass" | "pgpass"
+        ) || w.ends_with("password")
+            || w.ends_with("passwd")
+        {
+            return Some(Name::Password);
+        }
+        let other = matches!(
+            w,
+            "secret"
+                | "secrets"
+                | "token"
+                | "apikey"
+                | "credentials"
+                | "credential"
+                | "creds"
+                | "salt"
+                | "dsn"
+                | "secretkey"
+                | "privatekey"
+                | "accesskey"
+                | "signingkey"
+                | "masterkey"
+                | "encryptionkey"
+                | "authkey"
+        ) || w.ends_with("secret")
+            || w.ends_with("token")
+            || (w == "key" && i > 0 && !NOT_SECRET_KEY.contains(&words[i - 1].as_str()))
+            || (w == "auth" && (upper || words.len() == 1));
+        if other {
+            found = Some(Name::Other);
+        }
+    }
+    found
+}
+
+/// Whether `value`, under the key `name` (a [`secret_name`]) after the separator `sep`, is a
+/// secret: not empty, a placeholder (`$VAR`, `${…}`, `<password>`, `****`, `%s`), a type or
+/// keyword (`string`, `null`, `true`, `required`), a path (`/`, `./`, `~/`), a URL, code (a
+/// member chain or a call: `os.environ["X"]`, `getpass()`, `self.password`), the key's own
+/// word (`token: token`) or a type name (`SecretStr`). A bare identifier after ` = ` (code
+/// style) is code; after `:`, or `=` with no space, a word of letters is a value
+/// (`password: letmein`). Digits only are a secret under a password name or from 16 digits.
+fn config_value_is_secret(name: &str, sep: &str, value: &str, quoted: bool) -> bool {
+    const WORDS: &[&str] = &[
+        "true",
+        "false",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "null",
+        "nil",
+        "none",
+        "undefined",
+        "required",
+        "optional",
+        "string",
+        "str",
+        "bytes",
+        "int",
+        "integer",
+        "number",
+        "bool",
+        "boolean",
+        "any",
+        "unknown",
+        "object",
+        "char",
+        "text",
         "secret",
-        "token",
+        "secrets",
         "password",
-        "passwd",
-        "api_key",
-        "apikey",
-        "private_key",
-    ]
-    .iter()
-    .any(|w| l.contains(w))
+        "token",
+        "redacted",
+        "empty",
+        "default",
+        "env",
+        "hidden",
+        "masked",
+        "omitted",
+        "unset",
+        "sensitive",
+    ];
+    let Some(kind) = secret_name(name) else {
+        return false;
+    };
+    let v = value.trim();
+    if !v.chars().any(char::is_alphanumeric)
+        || v.starts_with(['$', '<', '{', '%', '[', '!', '&', '*', '`', '('])
+        || v.chars()
+            .all(|c| matches!(c, '*' | '.' | 'x' | 'X' | '…' | '-' | '_'))
+        || WORDS.iter().any(|w| w.eq_ignore_ascii_case(v))
+        || v.contains("://")
+        || v.starts_with('/')
+        || v.starts_with("./")
+        || v.starts_with("../")
+        || v.starts_with("~/")
+        || v.contains("::")
+        || v.contains("${")
+    {
+        return false;
+    }
+    if v.bytes().all(|b| b.is_ascii_digit()) {
+        return kind == Name::Password || v.len() >= 16;
+    }
+    // Numbers joined by dots (an OID, a version, an address), or a quoted word under a name
+    // that is not a password's (`'include'`).
+    if v.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        || (quoted && kind == Name::Other && v.bytes().all(|b| b.is_ascii_lowercase()))
+    {
+        return false;
+    }
+    // A Python string prefix (`r"…"`, `b'…'`): code.
+    if v.len() > 1
+        && matches!(v.as_bytes()[0], b'r' | b'b' | b'f' | b'u')
+        && matches!(v.as_bytes()[1], b'"' | b'\'')
+    {
+        return false;
+    }
+    // Words, unquoted, are code or prose (`key is not None`, `a + b`, `password: the
+    // password to use`), not a secret.
+    if !quoted && v.contains(char::is_whitespace) {
+        return false;
+    }
+    let letters = v.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_');
+    // A snake_case name (`refresh_token_key = 'refresh_token'`).
+    if letters && v.contains('_') && !v.bytes().any(|b| b.is_ascii_uppercase()) {
+        return false;
+    }
+    if !quoted {
+        // A call, an index or a member chain (`os.environ["X"]`, `getpass()`, `self.pw`).
+        if (v.contains(['(', '[', '.']) || sep.starts_with([' ', '\t']))
+            && looks_like_code(v, false)
+        {
+            return false;
+        }
+        if letters && sep.trim() == "=" && sep.len() > 1 {
+            return false;
+        }
+    }
+    if quoted && kind == Name::Other && v.contains(char::is_whitespace) {
+        return false;
+    }
+    if letters {
+        let v = v.trim_start_matches('_');
+        let camel_type = v.starts_with(|c: char| c.is_ascii_uppercase())
+            && v.bytes().skip(1).any(|b| b.is_ascii_uppercase())
+            && v.bytes().any(|b| b.is_ascii_lowercase());
+        let own_word = name
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| w.eq_ignore_ascii_case(v))
+            || name.to_ascii_lowercase().ends_with(&v.to_ascii_lowercase());
+        if camel_type || own_word {
+            return false;
+        }
+    }
+    true
 }
 
 /// True for values that are code or ordinary words rather than secrets: numbers (`max_tokens =
-/// 100000000`), identifiers and member chains, optionally called or indexed (`self.token`,
-/// `os.environ["API_KEY"]`, `crypto.randomBytes(32)`, `Optional[str]`), and placeholders (`$VAR`,
-/// `${{ secrets.X }}`, `<password>`, `****`). When `quoted`, only a lowercase word or
-/// snake_case name (`"access_token"`) and numbers count as non-secrets.
+/// 100000000`), identifiers, paths and member chains, optionally referenced, called, indexed or
+/// generic (`self.token`, `Token::new(1)`, `&TokenStream`, `Token![=]`, `os.environ["API_KEY"]`,
+/// `crypto.randomBytes(32)`, `Optional[str]`, `_bindgen_ty_3`, `AtomicU32Provider`), and
+/// placeholders (`$VAR`, `${{ secrets.X }}`, `<password>`, `****`). An identifier word with a
+/// digit after a lowercase letter (`hunter2`, `abc123def456`) is not code. When `quoted`, only a
+/// lowercase word or snake_case name (`"access_token"`) and numbers count as non-secrets.
 fn looks_like_code(v: &str, quoted: bool) -> bool {
     if v.starts_with(['$', '<', '{', '%']) || v.chars().all(|c| c == '*' || c == '.') {
         return true;
     }
-    if v.chars()
+    if v.trim_start_matches('-')
+        .chars()
         .all(|c| c.is_ascii_digit() || c == '_' || c == '.' || c == ',')
     {
         return true;
     }
     if quoted {
-        return v
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c == '_' || c == '.');
+        // A camelCase or PascalCase name (`"challengePassword"`, `"IdTokenNoResponse"`).
+        if v.bytes().all(|c| c.is_ascii_alphabetic())
+            && v.bytes().any(|c| c.is_ascii_lowercase())
+            && v.bytes().skip(1).any(|c| c.is_ascii_uppercase())
+        {
+            return true;
+        }
+        // Lowercase words, or words and numbers joined by `.` or `_` (`"tuple.0.0"`).
+        return v.split(['.', '_']).all(|w| {
+            w.bytes().all(|c| c.is_ascii_lowercase()) || w.bytes().all(|c| c.is_ascii_digit())
+        });
     }
-    let head = v.split(['(', '[', '<']).next().unwrap_or("");
-    // An identifier or member chain (`self.token`, `os.environ`), possibly called or indexed.
-    head.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && head
-            .chars()
-            .all(|c| c.is_ascii_alphabetic() || c == '_' || c == '.')
+    if v.starts_with('|') {
+        // A closure (`|tokens: …|`).
+        return true;
+    }
+    let bare = v.trim_start_matches(['&', '*', '!', '(', '[']);
+    let bare = bare.strip_prefix("::").unwrap_or(bare);
+    let head = bare
+        .split(['(', '[', '<', '!', '?', '{', '|', ')'])
+        .next()
+        .unwrap_or("");
+    let head = head.strip_suffix("::").unwrap_or(head);
+    // A member chain in an arithmetic expression (`self.taken+len(…)`).
+    let head = match head.split_once(['+', '-', '/', '%']) {
+        Some((first, _)) if first.contains('.') => first,
+        _ => head,
+    };
+    if !head.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        return false;
+    }
+    // Code structure: a reference, a path, a member chain, a call, an index, generics.
+    let structured = bare.len() < v.len() || head.len() < bare.len() || head.contains(['.', ':']);
+    let mut words = head.split("::").flat_map(|p| p.split('.'));
+    if structured {
+        // Identifiers (`proc_macro2`, `dot2_token`) and tuple indexes (`tuple.0.0`).
+        return words.enumerate().all(|(i, w)| {
+            !w.is_empty()
+                && w.trim_start_matches('#')
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || c == b'_')
+                && (i > 0 || !w.starts_with(|c: char| c.is_ascii_digit()))
+        });
+    }
+    // A bare identifier: words of letters, digits alone, digits after a capital (`U32`) or a
+    // primitive type (`u32`, `__u64`); not digits after a lowercase letter (`hunter2`).
+    words.all(|w| {
+        !w.is_empty()
+            && w.split('_').all(|part| {
+                let b = part.as_bytes();
+                b.iter().all(u8::is_ascii_digit)
+                    || matches!(
+                        part,
+                        "u8" | "u16"
+                            | "u32"
+                            | "u64"
+                            | "u128"
+                            | "usize"
+                            | "i8"
+                            | "i16"
+                            | "i32"
+                            | "i64"
+                            | "i128"
+                            | "isize"
+                            | "f32"
+                            | "f64"
+                    )
+                    || b.iter().enumerate().all(|(i, c)| {
+                        c.is_ascii_alphabetic()
+                            || (c.is_ascii_digit()
+                                && b[..i]
+                                    .iter()
+                                    .rev()
+                                    .find(|c| !c.is_ascii_digit())
+                                    .is_some_and(u8::is_ascii_uppercase))
+                    })
+            })
+    })
 }
 
 /// The replacement of one rule over `text`, or `None` when it changes nothing.
@@ -557,13 +1593,7 @@ fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
     for caps in rule.re.captures_iter(text) {
         let whole = caps.get(0).expect("group 0");
         let span = caps.name("s").unwrap_or(whole);
-        if rule.check == Check::UrlPassword {
-            let user_chars = caps.name("u").map_or(0, |u| u.as_str().chars().count());
-            if user_chars > 100 || span.as_str().chars().count() > 200 {
-                continue;
-            }
-        }
-        if !keep_match(rule.check, span.as_str(), text, span.start()) {
+        if !keep_match(rule.check, &caps, span.as_str(), text, span.start()) {
             continue;
         }
         let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
@@ -578,31 +1608,120 @@ fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
     Some(o)
 }
 
-fn keep_match(check: Check, secret: &str, text: &str, at: usize) -> bool {
+/// Whether a placeholder stands where the secret would (`$TOKEN`, `<password>`, `{key}`).
+fn placeholder(v: &str) -> bool {
+    v.trim_start_matches(['"', '\''])
+        .starts_with(['$', '<', '{', '%'])
+}
+
+fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at: usize) -> bool {
     if secret.contains(MARKER_PREFIX) {
         return false;
     }
     match check {
         Check::None => true,
+        Check::Placeholder => !placeholder(secret),
+        Check::KeyBody => {
+            let body = secret.split_once("-----\n").map_or(secret, |(_, b)| b);
+            let mut run = 0;
+            body.bytes().any(|c| {
+                run = if c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=') {
+                    run + 1
+                } else {
+                    0
+                };
+                run >= 16
+            })
+        }
         Check::Flag => {
             let quoted = secret.starts_with(['"', '\'']);
-            quoted
-                || !(secret.starts_with(['$', '<', '{'])
-                    || secret.chars().all(|c| c.is_ascii_lowercase()))
+            quoted || !(placeholder(secret) || secret.chars().all(|c| c.is_ascii_lowercase()))
         }
-        Check::UrlPassword => true,
+        Check::UrlPassword => {
+            let user_chars = caps.name("u").map_or(0, |u| u.as_str().chars().count());
+            // A port then a path (`http://host:8080/@scope/pkg`) is not a password.
+            let digits = secret.bytes().take_while(u8::is_ascii_digit).count();
+            user_chars <= 100
+                && secret.chars().count() <= 200
+                && !placeholder(secret)
+                && !(digits > 0 && secret.as_bytes().get(digits) == Some(&b'/'))
+        }
+        Check::Named => {
+            let name = caps.name("n").map_or("", |n| n.as_str());
+            let sep = caps.name("sep").map_or("=", |s| s.as_str());
+            let quoted = secret.len() >= 2
+                && secret.starts_with(['"', '\''])
+                && secret.ends_with(&secret[..1]);
+            let value = if quoted {
+                &secret[1..secret.len() - 1]
+            } else {
+                secret
+            };
+            config_value_is_secret(name, sep, value, quoted)
+        }
+        Check::Header => {
+            if placeholder(secret) {
+                return false;
+            }
+            if caps.name("sch").is_some() {
+                return true;
+            }
+            if secret.chars().nth(3).is_none() {
+                return false;
+            }
+            let bare_auth = caps.get(0).is_some_and(|w| {
+                w.as_str()
+                    .as_bytes()
+                    .get(..13)
+                    .is_some_and(|k| k.eq_ignore_ascii_case(b"authorization"))
+            });
+            let short_bare = bare_auth && secret.chars().count() < 16;
+            // `X-API-Key: apiKey`, `config.key`: code; a word of letters: not a key.
+            let code = secret.starts_with(|c: char| c.is_ascii_lowercase())
+                && looks_like_code(secret, false);
+            let word = secret.chars().all(|c| c.is_ascii_alphabetic());
+            !(short_bare || code || word)
+        }
+        Check::Keyword(word) => text
+            .as_bytes()
+            .windows(word.len())
+            .any(|w| w.eq_ignore_ascii_case(word.as_bytes())),
         Check::Assignment => {
-            // Shorter than 8 characters, or the second colon of a `token::tests` path (the
-            // operator `:` right before a value that starts with `:`; `TOKEN=:x…` and
-            // `password: :x…` are secrets). The assignment shape in `Shape::follows` turns
-            // down `::` on the same grounds: keep the two in step.
-            if secret.chars().nth(7).is_none()
+            // Shorter than 8 characters (1 after a password word), or the second colon of a
+            // `token::tests` path (the operator `:` right before a value that starts with `:`;
+            // `TOKEN=:x…` and `password: :x…` are secrets). The assignment shape in
+            // `Shape::follows` turns down `::` on the same grounds: keep the two in step.
+            let keyword = caps.get(0).map_or(&b""[..], |w| w.as_str().as_bytes());
+            let starts = |w: &[u8]| {
+                keyword
+                    .get(..w.len())
+                    .is_some_and(|k| k.eq_ignore_ascii_case(w))
+            };
+            let short = starts(b"passw") || starts(b"passphrase");
+            let min = if short { 1 } else { 8 };
+            if secret.chars().nth(min - 1).is_none()
                 || (secret.starts_with(':') && text[..at].ends_with(':'))
+                || secret.contains("://")
+                || !secret.chars().any(char::is_alphanumeric)
             {
                 return false;
             }
+            // The whole name (`token_type`, `secret_name`, `tokenizer`) must name a secret.
+            let whole = caps.get(0).expect("group 0");
+            let name_byte = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-');
+            let name_start = whole.start()
+                - text[..whole.start()]
+                    .bytes()
+                    .rev()
+                    .take_while(name_byte)
+                    .count();
+            let name_len = whole.as_str().bytes().take_while(name_byte).count();
+            let name = &text[name_start..whole.start() + name_len];
+            if secret_name(name.rsplit('.').next().unwrap_or(name)).is_none() {
+                return false;
+            }
             let quoted = text[..at].ends_with(['"', '\'']);
-            !looks_like_code(secret, quoted)
+            !looks_like_code(secret.trim_end_matches('.'), quoted)
         }
     }
 }
@@ -683,6 +1802,37 @@ mod tests {
             "the",
             "value",
             "12345678",
+            // Key names, config lines and headers.
+            "DB_PASS",
+            "ADMIN_PW",
+            "APP_KEY",
+            "sort_key",
+            "auth",
+            "CREDENTIALS",
+            "export ",
+            "- ",
+            "letmein",
+            "hunter2",
+            "Token",
+            "&pw",
+            "X-API-Key",
+            "Set-Cookie",
+            "a=b",
+            "authorization",
+            "Basic ",
+            "mysql -p",
+            "sshpass -p",
+            " -b ",
+            "machine",
+            "\"auth\"",
+            "client-key-data",
+            ":5432:",
+            "_auth",
+            "?sig=",
+            "discord",
+            "MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs",
+            ":AAxD6zRvpksfZ3zWLOTmxvwfqmufUUzLlt",
+            "0123456789abcdef0123456789abcdef",
         ];
         let mut rng = crate::test_rng::Xorshift(0xD1B5_4A32_D192_ED03);
         let mut next = |n: usize| rng.below(n);
@@ -707,8 +1857,8 @@ mod tests {
     fn needle_scan_equals_aho_corasick() {
         let mut pats = Vec::new();
         let mut rule_of = Vec::new();
-        for (i, needles) in NEEDLES.iter().enumerate() {
-            for n in *needles {
+        for (i, def) in RULES.iter().enumerate() {
+            for n in def.needles {
                 pats.push(*n);
                 rule_of.push(i);
             }
@@ -736,7 +1886,7 @@ mod tests {
                 .map(|m| (rule_of[m.pattern().as_usize()], m.end()))
                 .collect();
             let mut got = Vec::new();
-            for_each_needle(t.as_bytes(), |rule, end| got.push((rule, end)));
+            for_each_needle(t.as_bytes(), |rule, _, end| got.push((rule, end)));
             want.sort_unstable();
             got.sort_unstable();
             assert_eq!(got, want, "text {t:?}");
@@ -753,7 +1903,8 @@ mod tests {
             "see https://github.com/org/repo/pull/12 and http://localhost:8080/x",
             "a secret of the trade",
             "test token::tests::parses_value ... ok",
-            "token = short",
+            "let token = short;",
+            "    token: Token,\n    let key = map.key(); fn f(password: &str)",
             "cd crates/npm_fix && ls",
         ] {
             assert_eq!(rules_plausible(text), 0, "{text}");
@@ -767,6 +1918,54 @@ mod tests {
             "npm_0123456789abcdefghij0123456789abcdef",
         ] {
             assert_ne!(rules_plausible(text), 0, "{text}");
+        }
+    }
+}
+#[cfg(test)]
+mod cost {
+    use super::*;
+
+    /// Per rule: on how many files of `MEMTRAIL_COST_DIR` (`.rs` files) it is plausible, and the
+    /// time spent running it there. `cargo test -p memtrail-runtime --lib rule_costs -- --ignored
+    /// --nocapture`.
+    #[test]
+    #[ignore]
+    fn rule_costs() {
+        let dir = std::env::var("MEMTRAIL_COST_DIR").expect("MEMTRAIL_COST_DIR");
+        let mut stack = vec![std::path::PathBuf::from(dir)];
+        let mut texts = Vec::new();
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs")
+                    && let Ok(t) = std::fs::read_to_string(&p)
+                {
+                    texts.push(t);
+                }
+            }
+        }
+        let mut n = vec![0usize; RULES.len()];
+        let mut t = vec![0f64; RULES.len()];
+        let start = std::time::Instant::now();
+        for text in &texts {
+            let set = rules_plausible(text);
+            for i in 0..RULES.len() {
+                if set & (1 << i) != 0 {
+                    n[i] += 1;
+                    let s = std::time::Instant::now();
+                    std::hint::black_box(apply_rule(&rule(i), text));
+                    t[i] += s.elapsed().as_secs_f64();
+                }
+            }
+        }
+        let scan = start.elapsed().as_secs_f64() - t.iter().sum::<f64>();
+        println!("{} files, scan {scan:.2} s", texts.len());
+        for i in 0..RULES.len() {
+            if n[i] > 0 {
+                println!("{i:3} {:22} {:6} files {:8.3} s", RULES[i].kind, n[i], t[i]);
+            }
         }
     }
 }
