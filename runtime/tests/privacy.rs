@@ -904,6 +904,27 @@ fn secret_set() -> Vec<(String, String)> {
     ]
 }
 
+/// One entry of the redaction corpus `tests/data/secrets.json` (its format: `CorpusEntry` in
+/// `tests/redact.rs`): the secret's class, the place it is written for, the text, the secret.
+#[derive(serde::Deserialize)]
+struct CorpusSecret {
+    context: String,
+    text: String,
+    secret: String,
+}
+
+fn secret_corpus() -> Vec<CorpusSecret> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/secrets.json");
+    let corpus: Vec<CorpusSecret> =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert!(
+        corpus.len() >= 150,
+        "the corpus has {} secrets",
+        corpus.len()
+    );
+    corpus
+}
+
 /// Every value of every column of every table of the store at `db`, as bytes: the tables are
 /// listed from `sqlite_master` (FTS5's shadow tables, `sources.reader_state` and any column a
 /// later schema adds included), each column read with `PRAGMA table_info`.
@@ -1016,6 +1037,49 @@ fn nothing_unredacted_reaches_any_column() {
             ));
         }
     }
+    // The redaction corpus (`tests/data/secrets.json`, 165 secrets of 48 classes), each in the
+    // place it was written for: a prompt, a tool output, a Bash, Write or MCP tool input.
+    let corpus = secret_corpus();
+    for (k, e) in corpus.iter().enumerate() {
+        let ts = format!("2026-11-21T{:02}:{:02}:00.000Z", k / 60, k % 60);
+        let call = format!("toolu_corpus_{k}");
+        let (name, input) = match e.context.as_str() {
+            "prompt" => {
+                lines.push(line("user", &format!("cu{k}"), &cwd, &ts, json!(e.text)));
+                continue;
+            }
+            "tool_output" => ("Bash", json!({"command": "cat config"})),
+            "bash_input" => ("Bash", json!({"command": e.text, "description": "Run it"})),
+            "write_input" => (
+                "Write",
+                json!({"file_path": "/srv/app/settings", "content": e.text}),
+            ),
+            "mcp_input" => (
+                "mcp__vault__put",
+                serde_json::from_str(&e.text).expect("an MCP input is JSON"),
+            ),
+            other => panic!("unknown context {other}"),
+        };
+        lines.push(line(
+            "assistant",
+            &format!("ca{k}"),
+            &cwd,
+            &ts,
+            json!([{"type": "tool_use", "id": call, "name": name, "input": input}]),
+        ));
+        let output = if e.context == "tool_output" {
+            e.text.as_str()
+        } else {
+            "done"
+        };
+        lines.push(line(
+            "user",
+            &format!("cr{k}"),
+            &cwd,
+            &ts,
+            json!([{"type": "tool_result", "tool_use_id": call, "content": output}]),
+        ));
+    }
     write_lines(&t, &lines, false);
     ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
 
@@ -1104,7 +1168,11 @@ fn nothing_unredacted_reaches_any_column() {
 
     let values = every_stored_value(&db);
     let mut found = Vec::new();
-    for (_, secret) in &secrets {
+    let all_secrets = secrets
+        .iter()
+        .map(|(_, secret)| secret.as_str())
+        .chain(corpus.iter().map(|e| e.secret.as_str()));
+    for secret in all_secrets {
         for (table, col, bytes) in &values {
             if has_trace(bytes, secret) {
                 found.push(format!("{table}.{col}: {secret}"));
