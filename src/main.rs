@@ -1474,16 +1474,28 @@ fn repair(db: &std::path::Path, json: bool) -> Result<ExitCode> {
         );
     }
     let mut store = open_store(db)?;
-    let reimport = memtrail_runtime::import::import(
-        &mut store,
-        memtrail_adapters::supported_agents(),
-        None,
-        &mut |_| {},
-    )
-    .context("importing the transcripts again")?;
-    let added: u64 = reimport.agents.iter().map(|a| a.messages).sum();
+    // The cursors' skip markers (sessions the user deleted) all copied, or some lost.
+    let markers_whole = salvaged
+        .tables
+        .iter()
+        .any(|t| t.table == "sources" && !t.damaged);
+    let reimport = memtrail_runtime::salvage::reimport(&mut store, markers_whole)
+        .context("importing the transcripts again")?;
+    let added = reimport.messages;
     if !json {
         out!("transcripts still on disk imported again: {added} messages restored");
+        if !reimport.left_out.is_empty() {
+            out!(
+                "{} not imported again: their sessions are not in the salvaged store, and the list of sessions you deleted was damaged, so they may be among them; `memtrail import` reads them:",
+                match reimport.left_out.len() {
+                    1 => "1 transcript".to_string(),
+                    n => format!("{n} transcripts"),
+                }
+            );
+            for p in &reimport.left_out {
+                out!("  {}", printable(p, &[]));
+            }
+        }
     }
     let report = store.repair().context("repair stopped")?;
     if json {
@@ -1493,6 +1505,7 @@ fn repair(db: &std::path::Path, json: bool) -> Result<ExitCode> {
                 "damage": damage,
                 "salvaged": salvaged,
                 "reimported_messages": added,
+                "left_out": reimport.left_out,
                 "steps": report.steps,
                 "integrity": report.integrity,
             }))?

@@ -1633,6 +1633,66 @@ fn a_session_whose_hook_gave_up_on_a_locked_store_is_caught_up_by_the_next_hook(
     assert_eq!(std::fs::read_dir(&pending).unwrap().count(), 0);
 }
 
+/// A pending folder that is a symlink to another folder (planted by a prompt-injected agent,
+/// say): hooks neither read nor delete the files there (before, every hook deleted each file of
+/// that folder as a torn entry), and a hook that gives up writes no entry through it.
+#[cfg(unix)]
+#[test]
+fn hooks_never_delete_files_through_a_symlinked_pending_folder() {
+    let sb = Sandbox::new();
+    let a = support::session_id(1);
+    let ta = sb.transcript("alpha", &a);
+    support::append(
+        &ta,
+        format!("{}\n", support::claude_line(&a, "/home/user/alpha", 0)).as_bytes(),
+    );
+    sb.json(&["import", "--json"]);
+    let notes = sb.home.join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(notes.join("todo.txt"), "my notes\n").unwrap();
+    std::fs::write(
+        notes.join("0123456789abcdef0123456789abcdef"),
+        "not an entry",
+    )
+    .unwrap();
+    let pending = sb.home.join(".local/state/memtrail/pending");
+    std::fs::create_dir_all(pending.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&notes, &pending).unwrap();
+    support::append(
+        &ta,
+        format!("{}\n", support::claude_line(&a, "/home/user/alpha", 1)).as_bytes(),
+    );
+    // A hook that gives up on the locked store, then one that runs.
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    sb.acmd()
+        .env("MEMTRAIL_HOOK_BUDGET_MS", "200")
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&ta, &a))
+        .assert()
+        .success();
+    conn.execute_batch("ROLLBACK").unwrap();
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&ta, &a))
+        .assert()
+        .success();
+    let mut names: Vec<String> = std::fs::read_dir(&notes)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["0123456789abcdef0123456789abcdef", "todo.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(notes.join("todo.txt")).unwrap(),
+        "my notes\n"
+    );
+    let n: i64 = conn
+        .query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 2);
+}
+
 /// `uninstall --purge` after the registrations are already gone (a plain `uninstall` first)
 /// still deletes the store; before, it printed "nothing to uninstall" and kept every session.
 #[test]

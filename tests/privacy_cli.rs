@@ -100,6 +100,40 @@ fn sessions_delete_asks_deletes_and_the_session_stays_deleted() {
     );
 }
 
+/// A sub-agent the user runs in a deleted session after the delete (its transcript appears
+/// only then) is part of "what is added to the session later": neither the hook nor import
+/// stores it, and `sessions capture` brings it back with its parent.
+#[test]
+fn a_sub_agent_transcript_that_appears_after_the_delete_stays_out() {
+    let sb = Sandbox::new();
+    let projects = sb.install_fixture_projects();
+    let sub = projects.join(format!(
+        "-home-user-demo/{SID}/subagents/agent-a7f3c21.jsonl"
+    ));
+    let held = sb.home.join("agent-a7f3c21.jsonl");
+    std::fs::rename(&sub, &held).unwrap();
+    let imp = sb.json(&["import", "--json"]);
+    assert_eq!(imp["agents"][0]["messages"], 3, "{imp}");
+    sb.json(&["sessions", "delete", SID, "--yes", "--json"]);
+    assert_eq!(sb.sessions(), 0);
+    // The session goes on: its sub-agent's transcript is written now.
+    std::fs::rename(&held, &sub).unwrap();
+    let t = projects.join(format!("-home-user-demo/{SID}.jsonl"));
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(support::stop_payload(&t, SID, "/home/user/demo"))
+        .assert()
+        .success();
+    assert_eq!(sb.sessions(), 0);
+    let imp = sb.json(&["import", "--json"]);
+    assert_eq!(imp["agents"][0]["messages"], 0, "{imp}");
+    assert_eq!(sb.sessions(), 0);
+    let cap = sb.json(&["sessions", "capture", SID, "--json"]);
+    assert_eq!(cap["captured"]["transcripts"], 2, "{cap}");
+    assert_eq!(cap["captured"]["messages"], 6, "{cap}");
+    assert_eq!(sb.sessions(), 2);
+}
+
 #[test]
 fn purge_and_rescan() {
     let sb = Sandbox::new();

@@ -454,6 +454,72 @@ fn leaf_rowids(file: &[u8], page_size: usize, pgno: usize) -> Vec<i64> {
         .collect()
 }
 
+/// A store whose cursors (`sources`, which hold the marks of deleted sessions) are on a damaged
+/// page: `repair` does not bring a deleted session back from its transcript. Only the sessions
+/// the salvaged store still holds are read again; the other transcripts are listed for the user
+/// to import by hand.
+#[test]
+fn repair_of_damaged_cursors_does_not_bring_a_deleted_session_back() {
+    let sb = Sandbox::new();
+    let sids: Vec<String> = (21..23).map(session_id).collect();
+    let mut transcripts = Vec::new();
+    for sid in &sids {
+        let t = sb.transcript("rel", sid);
+        write_lines(&t, sid, 0..40);
+        transcripts.push(t);
+    }
+    assert!(sb.cmd().args(["import"]).output().unwrap().status.success());
+    sb.json(&["sessions", "delete", &sids[1], "--yes", "--json"]);
+    assert_eq!(message_count(&sb.db()), 40);
+    let c = rusqlite::Connection::open(sb.db()).unwrap();
+    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    let page_size: usize = c
+        .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
+        .unwrap() as usize;
+    let pages: Vec<usize> = c
+        .prepare("SELECT pageno FROM dbstat WHERE name = 'sources'")
+        .unwrap()
+        .query_map([], |r| r.get::<_, i64>(0))
+        .unwrap()
+        .map(|p| p.unwrap() as usize)
+        .collect();
+    drop(c);
+    let mut bytes = std::fs::read(sb.db()).unwrap();
+    for p in pages {
+        bytes[(p - 1) * page_size..p * page_size].fill(0xFF);
+    }
+    std::fs::write(sb.db(), &bytes).unwrap();
+
+    let out = sb.cmd().args(["repair"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("  sources: 0 rows kept, some unreadable\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "transcripts still on disk imported again: 0 messages restored\n\
+             1 transcript not imported again: their sessions are not in the salvaged store, \
+             and the list of sessions you deleted was damaged, so they may be among them; \
+             `memtrail import` reads them:\n  {}\n",
+            transcripts[1].display()
+        )),
+        "{text}"
+    );
+    assert!(text.ends_with("integrity check: ok\n"), "{text}");
+    let list = sb.json(&["sessions", "list", "--json"]);
+    let ids: Vec<&str> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec![sids[0].as_str()]);
+    assert_eq!(message_count(&sb.db()), 40);
+}
+
 /// A store with a corrupt b-tree page of `messages` (garbage written over one leaf page):
 /// `repair` salvages every readable row into a new store, keeps the damaged file aside (its
 /// path printed), imports the transcripts still on disk again, and ends with an intact store.

@@ -302,7 +302,14 @@ pub(crate) fn prune(env: &Env, current: &Path) {
         kept.absent.retain(is_first);
         if write_index(dir, &kept).is_ok() {
             for (name, orig) in &index.files {
-                if !is_first(orig) {
+                // Only a file of this folder: an index naming `../x` or `/x` (not one memtrail
+                // wrote) never makes a prune delete a file elsewhere.
+                let mut parts = Path::new(name).components();
+                let own = matches!(
+                    (parts.next(), parts.next()),
+                    (Some(std::path::Component::Normal(_)), None)
+                );
+                if own && !is_first(orig) {
                     let _ = std::fs::remove_file(dir.join(name));
                 }
             }

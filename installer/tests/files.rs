@@ -311,6 +311,48 @@ fn backups_are_pruned_to_the_originals_and_the_last_five() {
     assert_eq!(std::fs::read_to_string(&sb.global).unwrap(), global0);
 }
 
+/// A backup index that names a file outside its folder (`../../victim.txt`, `/abs`; memtrail
+/// never writes such names, a planted or edited index could) never makes a prune delete it.
+#[test]
+fn a_prune_deletes_only_files_of_the_backup_folder() {
+    let sb = Sandbox::new();
+    let root = sb.state_dir().join("backups");
+    let victim = sb.state_dir().join("victim.txt");
+    let outside = sb.state_dir().parent().unwrap().join("outside.txt");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(&victim, "keep\n").unwrap();
+    std::fs::write(&outside, "keep\n").unwrap();
+    // Two old folders: the second holds a later copy of /orig/a (pruned) under crafted names.
+    let a = root.join("20200101T000000Z-1");
+    let b = root.join("20200101T000001Z-2");
+    for d in [&a, &b] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(a.join("1-a"), "a\n").unwrap();
+    std::fs::write(
+        a.join("index.json"),
+        json!({"created_at": "2020-01-01T00:00:00Z", "created_ns": 1u64, "action": "install",
+               "files": {"1-a": "/orig/a"}, "absent": []})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(b.join("2-b"), "b\n").unwrap();
+    std::fs::write(
+        b.join("index.json"),
+        json!({"created_at": "2020-01-01T00:00:01Z", "created_ns": 2u64, "action": "install",
+               "files": {"../../victim.txt": "/orig/a", outside.to_str().unwrap(): "/orig/a",
+                         "2-b": "/orig/b"}, "absent": []})
+        .to_string(),
+    )
+    .unwrap();
+    sb.put(&sb.settings, Some("{}\n"));
+    sb.install();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep\n");
+    // The prune did run: the second folder keeps only its first-ever copy.
+    assert_eq!(index_of(&b)["files"], json!({"2-b": "/orig/b"}));
+}
+
 /// A backup is a config as it was, API keys included: the recent ones are kept for 30 days,
 /// not forever (each file's first-ever copy stays). `backups_in` reports count, size and age.
 #[test]

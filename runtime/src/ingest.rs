@@ -92,6 +92,38 @@ fn known_project(store: &Store, agent: Agent, path: &Path) -> Result<Option<Stri
     })
 }
 
+/// For a transcript seen for the first time: the marker it gets when it is a sub-agent's
+/// transcript of a session the user deleted (`sessions delete` covers what is added to the
+/// session later, its sub-agents included), else `None`. The sources are scanned only when
+/// the parent session is not stored.
+fn deleted_parent(
+    store: &Store,
+    sref: &memtrail_adapters::SessionRef,
+) -> Result<Option<SkipReason>> {
+    let Some(parent) = sref.parent_external_id.as_deref() else {
+        return Ok(None);
+    };
+    let agent = sref.agent.as_str();
+    let stored: bool = store.conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sessions WHERE agent = ?1 AND external_id = ?2)",
+        rusqlite::params![agent, parent],
+        |r| r.get(0),
+    )?;
+    if stored {
+        return Ok(None);
+    }
+    let deleted: bool = store.conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sources WHERE agent = ?1 AND json_valid(reader_state)
+             AND json_extract(reader_state, '$.memtrail_skip') = 'deleted'
+             AND json_extract(reader_state, '$.session') = ?2)",
+        rusqlite::params![agent, parent],
+        |r| r.get(0),
+    )?;
+    Ok(deleted.then(|| SkipReason::Deleted {
+        session: Some(sref.external_id.clone()),
+    }))
+}
+
 /// The skip marker of a stored cursor, and whether it still holds (`Deleted` always does;
 /// `Excluded` while its project is excluded). `Ok(None)` for a cursor without a marker.
 fn skip_marker(stored: Option<&Cursor>) -> Result<Option<(SkipReason, bool)>> {
@@ -99,7 +131,7 @@ fn skip_marker(stored: Option<&Cursor>) -> Result<Option<(SkipReason, bool)>> {
         return Ok(None);
     };
     let holds = match &reason {
-        SkipReason::Deleted => true,
+        SkipReason::Deleted { .. } => true,
         SkipReason::Excluded { project } => Privacy::load()?.excluded(project).is_some(),
     };
     Ok(Some((reason, holds)))
@@ -108,7 +140,7 @@ fn skip_marker(stored: Option<&Cursor>) -> Result<Option<(SkipReason, bool)>> {
 fn skip_text(reason: &SkipReason) -> String {
     match reason {
         SkipReason::Excluded { project } => format!("project {project} is excluded"),
-        SkipReason::Deleted => "the session was deleted".to_string(),
+        SkipReason::Deleted { .. } => "the session was deleted".to_string(),
     }
 }
 
@@ -492,6 +524,12 @@ fn ingest_doc(
     let hash = blake3::hash(&bytes).to_hex().to_string();
     let sref = memtrail_adapters::identify(agent, path)?;
     report.session = Some(sref.external_id.clone());
+    if stored.is_none()
+        && let Some(reason) = deleted_parent(store, &sref)?
+    {
+        skip_to_end(store, agent, &key, &st, None, &reason, &mark, &mut report)?;
+        return Ok(report);
+    }
     let cursor = Cursor {
         session_id: None,
         offset: bytes.len() as u64,
@@ -661,6 +699,12 @@ fn ingest_lines(
 
     let sref = memtrail_adapters::identify(agent, path)?;
     report.session = Some(sref.external_id.clone());
+    if stored.is_none()
+        && let Some(reason) = deleted_parent(store, &sref)?
+    {
+        skip_to_end(store, agent, &key, &st, None, &reason, &mark, &mut report)?;
+        return Ok(report);
+    }
     // Read before anything is written: a config that does not parse stores nothing.
     let privacy = Privacy::load()?;
     // The last project seen and found not excluded; the first excluded one, once seen.

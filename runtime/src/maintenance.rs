@@ -100,8 +100,15 @@ pub fn delete_session(store: &mut Store, id: &str) -> Result<SessionInfo> {
 ///
 /// Errors: a store error (the caller's transaction is then rolled back).
 pub fn delete_rows(w: &crate::store::Writer<'_>, ids: &[i64]) -> Result<()> {
-    let marker = SkipReason::Deleted.to_state().to_string();
     for sid in ids {
+        let session: Option<String> =
+            w.tx.query_row(
+                "SELECT external_id FROM sessions WHERE id = ?1",
+                [sid],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let marker = SkipReason::Deleted { session }.to_state().to_string();
         w.tx.execute(
             "UPDATE sources SET reader_state = ?2 WHERE session_id = ?1",
             params![sid, marker],
@@ -304,7 +311,7 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
             &format!("DELETE FROM messages WHERE id IN (SELECT m.id {OLD})"),
             [cutoff_ms],
         )?;
-        let marker = SkipReason::Deleted.to_state().to_string();
+        let marker = SkipReason::Deleted { session: None }.to_state().to_string();
         w.tx.execute(
             &format!(
                 "UPDATE sources SET reader_state = ?2 WHERE session_id IN (SELECT s.id {EMPTY})"

@@ -58,8 +58,10 @@ pub fn add(db: &Path, agent: Agent, path: &Path, session: Option<&str>) -> std::
         path: path.display().to_string(),
         session: session.map(str::to_string),
     };
-    let dir = dir();
-    create_private_dir(&dir)?;
+    create_private_dir(&dir())?;
+    let dir = own_dir().ok_or_else(|| {
+        std::io::Error::other(format!("{} is not a folder of its own", dir().display()))
+    })?;
     let name = entry.file_name();
     let tmp = dir.join(format!(".{name}.{}", std::process::id()));
     let text = serde_json::to_vec(&entry).map_err(std::io::Error::other)?;
@@ -69,16 +71,33 @@ pub fn add(db: &Path, agent: Agent, path: &Path, session: Option<&str>) -> std::
     })
 }
 
-/// The entries waiting for the store at `db`, oldest first, with their files and times.
+/// Whether `name` is the name [`add`] gives an entry: 32 lowercase hex digits.
+fn is_entry_name(name: &str) -> bool {
+    name.len() == 32 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The pending folder, when it is a real folder (not a symlink to one: its files are then not
+/// memtrail's, and a torn entry is deleted).
+fn own_dir() -> Option<PathBuf> {
+    let dir = dir();
+    std::fs::symlink_metadata(&dir)
+        .is_ok_and(|m| m.is_dir())
+        .then_some(dir)
+}
+
+/// The entries waiting for the store at `db`, oldest first, with their files and times. Only
+/// files named as [`add`] names them are read (and dropped when they are not an entry), in a
+/// pending folder that is not a symlink: a link planted there to another folder never makes a
+/// hook delete that folder's files.
 pub fn list(db: &Path) -> Vec<(PathBuf, std::time::SystemTime, Entry)> {
-    let Ok(rd) = std::fs::read_dir(dir()) else {
+    let Some(rd) = own_dir().and_then(|d| std::fs::read_dir(d).ok()) else {
         return Vec::new();
     };
     let db = db.display().to_string();
     let mut out = Vec::new();
     for de in rd.flatten() {
         let file = de.path();
-        if de.file_name().to_string_lossy().starts_with('.') {
+        if !is_entry_name(&de.file_name().to_string_lossy()) {
             continue;
         }
         let Ok(md) = std::fs::symlink_metadata(&file) else {

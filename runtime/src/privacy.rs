@@ -163,7 +163,9 @@ pub fn ignore_file_trusted(file_uid: u32, dir_mode: u32, uid: u32) -> bool {
 }
 
 /// Why a transcript's new content is not stored, kept in its cursor's `reader_state` as
-/// `{"memtrail_skip": "excluded", "project": "<dir>"}` or `{"memtrail_skip": "deleted"}` (no
+/// `{"memtrail_skip": "excluded", "project": "<dir>"}` or `{"memtrail_skip": "deleted",
+/// "session": "<agent's session id>"}` (`session` absent in markers of older versions and of
+/// `purge`) (no
 /// schema change: a reader's state is only restored when reading resumes mid-file, which a
 /// skipped source never does).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,8 +174,10 @@ pub enum SkipReason {
     /// transcript is read again from its start once the project is no longer excluded.
     Excluded { project: String },
     /// The user deleted the session (`memtrail sessions delete`): the transcript is not read
-    /// again, so the session does not come back with the next hook or import.
-    Deleted,
+    /// again, so the session does not come back with the next hook or import. `session`: the
+    /// agent's id of the deleted session, when known: a sub-agent transcript of it that first
+    /// appears after the delete is not stored either.
+    Deleted { session: Option<String> },
 }
 
 impl SkipReason {
@@ -183,7 +187,12 @@ impl SkipReason {
             SkipReason::Excluded { project } => {
                 serde_json::json!({"memtrail_skip": "excluded", "project": project})
             }
-            SkipReason::Deleted => serde_json::json!({"memtrail_skip": "deleted"}),
+            SkipReason::Deleted { session: None } => {
+                serde_json::json!({"memtrail_skip": "deleted"})
+            }
+            SkipReason::Deleted {
+                session: Some(session),
+            } => serde_json::json!({"memtrail_skip": "deleted", "session": session}),
         }
     }
 
@@ -194,7 +203,12 @@ impl SkipReason {
             "excluded" => Some(SkipReason::Excluded {
                 project: s.get("project")?.as_str()?.to_string(),
             }),
-            "deleted" => Some(SkipReason::Deleted),
+            "deleted" => Some(SkipReason::Deleted {
+                session: s
+                    .get("session")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string),
+            }),
             _ => None,
         }
     }

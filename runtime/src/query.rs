@@ -406,23 +406,29 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     let best: Vec<(i64, f64)> = stmt
         .query_map(params_from_iter(args), |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
+    // The text's length and first 256 characters tell a copy from a different message that
+    // happens to share its id and time (ids given by position, transcripts written by a script)
+    // without reading a long body whole.
     let mut ts_of = store.conn.prepare_cached(
-        "SELECT m.ts, m.ext_id, s.agent FROM messages m JOIN sessions s ON s.id = m.session_id
+        "SELECT m.ts, m.ext_id, s.agent, length(m.body), substr(m.body, 1, 256)
+         FROM messages m JOIN sessions s ON s.id = m.session_id
          WHERE m.id = ?1",
     )?;
     let mut ranked = Vec::with_capacity(best.len());
     // A session forked or resumed into a new transcript (`claude --fork-session`) holds copies
-    // of the earlier messages: same agent, message id and time. Each copied hit is shown once
-    // (the best ranked, else the newest copy).
+    // of the earlier messages: same agent, message id, time and text. Each copied hit is shown
+    // once (the best ranked, else the newest copy).
     let mut seen = std::collections::HashSet::new();
     let mut keyed = Vec::with_capacity(best.len());
     for (rowid, bm25) in best {
-        let Some((ts, ext, agent)) = ts_of
+        let Some((ts, ext, agent, len, head)) = ts_of
             .query_row([rowid], |r| {
                 Ok((
                     r.get::<_, Option<i64>>(0)?,
                     r.get::<_, String>(1)?,
                     r.get::<_, String>(2)?,
+                    r.get::<_, Option<i64>>(3)?,
+                    r.get::<_, Option<String>>(4)?,
                 ))
             })
             .optional()?
@@ -432,7 +438,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         keyed.push((
             rowid,
             with_recency(-bm25, ts, now),
-            ts.map(|t| (agent, ext, t)),
+            ts.map(|t| (agent, ext, t, len, head)),
         ));
     }
     keyed.sort_by(|a, b| b.1.total_cmp(&a.1));

@@ -261,3 +261,77 @@ fn copy_table(old: &Connection, new: &Connection, table: &str) -> Result<TableSa
     }
     Ok(out)
 }
+
+/// What [`reimport`] did.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Reimported {
+    /// Messages stored from the transcripts read again.
+    pub messages: u64,
+    /// Transcripts not read (see [`reimport`]), by path.
+    pub left_out: Vec<String>,
+}
+
+/// Read the transcripts still on disk into a store that [`salvage`] just rebuilt, restoring
+/// what the damaged pages held.
+///
+/// `markers_whole`: every skip marker of the cursors (`sources`) was copied. Then every
+/// transcript is read, as by `memtrail import` (sessions the user deleted stay marked, so they
+/// stay out). Otherwise a marker of a deleted session may be among the lost rows, and reading
+/// every transcript could bring that session back: only the transcripts of sessions the
+/// salvaged store holds (or whose parent session it holds) are read, and the others are listed
+/// in [`Reimported::left_out`] for the user to import if they want them (`memtrail import`).
+///
+/// Errors: a store error, or a memtrail config that cannot be read (as `memtrail import`).
+/// A transcript that cannot be read is passed over.
+pub fn reimport(store: &mut Store, markers_whole: bool) -> Result<Reimported> {
+    let agents = memtrail_adapters::supported_agents();
+    let mut out = Reimported::default();
+    if markers_whole {
+        let s = crate::import::import(store, agents, None, &mut |_| {})?;
+        out.messages = s.agents.iter().map(|a| a.messages).sum();
+        return Ok(out);
+    }
+    crate::privacy::Privacy::load()?;
+    for &agent in agents {
+        let Ok(found) = memtrail_adapters::discover(agent) else {
+            continue;
+        };
+        for path in found.files {
+            let held = memtrail_adapters::identify(agent, &path)
+                .ok()
+                .filter(|_| {
+                    !matches!(
+                        memtrail_adapters::source_for(agent, &path),
+                        Some(memtrail_adapters::Source::Database)
+                    )
+                })
+                .map(|sref| {
+                    let ids = std::iter::once(sref.external_id.clone())
+                        .chain(sref.parent_external_id.clone());
+                    ids.into_iter().any(|id| {
+                        store
+                            .raw_connection()
+                            .query_row(
+                                "SELECT EXISTS (SELECT 1 FROM sessions
+                                 WHERE agent = ?1 AND external_id = ?2)",
+                                rusqlite::params![agent.as_str(), id],
+                                |r| r.get::<_, bool>(0),
+                            )
+                            .unwrap_or(false)
+                    })
+                });
+            if held != Some(true) {
+                out.left_out.push(path.display().to_string());
+                continue;
+            }
+            match crate::ingest::ingest_at_rest(store, agent, &path, None, None) {
+                Ok(r) => out.messages += r.inserted,
+                Err(
+                    crate::Error::Io(_) | crate::Error::Invalid(_) | crate::Error::Unsupported(_),
+                ) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(out)
+}

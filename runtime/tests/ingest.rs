@@ -508,6 +508,45 @@ fn a_forked_session_shows_each_copied_hit_once() {
     );
 }
 
+/// Two sessions that are not copies of each other but whose messages carry the same ids and
+/// times (transcripts written by a script, or a tool with positional ids): each keeps its own
+/// hits in a search; only a copy (same text too) is shown once.
+#[test]
+fn different_messages_with_the_same_id_and_time_are_not_taken_for_copies() {
+    let mut e = env();
+    let p = transcript_path(&e.root);
+    append(&p, &turn1());
+    let other = "5b2e9c1d-7a40-4f3e-9d21-6c8b0a4f1e27";
+    let op = p.with_file_name(format!("{other}.jsonl"));
+    let lines: Vec<String> = turn1()
+        .iter()
+        .map(|l| {
+            l.replace(SID, other)
+                .replace("Run the test suite please", "Run the test suite twice")
+        })
+        .collect();
+    append(&op, &lines);
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    ingest_file(&mut e.store, Agent::Claude, &op, None).unwrap();
+    let f = SearchFilter {
+        limit: 10,
+        ..Default::default()
+    };
+    let mut hits: Vec<(String, String)> = query::search(&e.store, "test suite", &f)
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.session_id, h.message_id))
+        .collect();
+    hits.sort();
+    assert_eq!(
+        hits,
+        [
+            (other.to_string(), "u1".to_string()),
+            (SID.to_string(), "u1".to_string())
+        ]
+    );
+}
+
 #[test]
 fn subagent_file_is_a_child_session() {
     let mut e = env();
