@@ -237,6 +237,16 @@ impl ColorChoice {
     }
 }
 
+/// `s` with every control character (C0, DEL, C1: escape sequences, carriage returns,
+/// backspaces) except newline and tab replaced by `�`; borrowed when there is none.
+fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        std::borrow::Cow::Owned(printable(s, &['\n', '\t']))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
 /// Transcript text made safe to print on a terminal: control characters (escape sequences a
 /// transcript may hold, carriage returns, …) become `�`; `keep` (highlight markers) stays.
 fn printable(s: &str, keep: &[char]) -> String {
@@ -364,7 +374,7 @@ fn main() -> ExitCode {
     match run(cli.command, db) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("memtrail: {}", error_chain(&e));
+            eprintln!("memtrail: {}", terminal_safe(&error_chain(&e)));
             ExitCode::FAILURE
         }
     }
@@ -403,18 +413,34 @@ fn error_chain(e: &anyhow::Error) -> String {
 
 /// Print a line on stdout; a closed pipe (`| head`) ends the program quietly.
 macro_rules! out {
-    ($($t:tt)*) => { emit(format_args!($($t)*), true) };
+    ($($t:tt)*) => { emit(format_args!($($t)*), true, false) };
+}
+
+/// [`out!`] for a line that holds memtrail's own escape sequences (search's colours): its
+/// transcript text must already have gone through [`printable`].
+macro_rules! out_styled {
+    ($($t:tt)*) => { emit(format_args!($($t)*), true, true) };
 }
 
 /// Print on stdout without a newline (see [`out!`]).
 macro_rules! outn {
-    ($($t:tt)*) => { emit(format_args!($($t)*), false) };
+    ($($t:tt)*) => { emit(format_args!($($t)*), false, false) };
 }
 
-fn emit(args: std::fmt::Arguments<'_>, newline: bool) {
+/// Write `args` on stdout. Transcript text is hostile: unless `styled` (the caller escaped it
+/// and adds its own colours), every control character but newline and tab becomes `�`, so no
+/// output of memtrail (a title, a message, a snapshot, a handoff) can drive the terminal.
+/// JSON output is unchanged by this (JSON escapes control characters).
+fn emit(args: std::fmt::Arguments<'_>, newline: bool, styled: bool) {
+    let text = args.to_string();
+    let text = if styled {
+        std::borrow::Cow::Borrowed(text.as_str())
+    } else {
+        terminal_safe(&text)
+    };
     let mut o = std::io::stdout().lock();
     let r = o
-        .write_fmt(args)
+        .write_all(text.as_bytes())
         .and_then(|_| if newline { o.write_all(b"\n") } else { Ok(()) });
     if let Err(e) = r {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -699,7 +725,7 @@ fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
         ("", "", "")
     };
     for (i, h) in hits.iter().enumerate() {
-        out!(
+        out_styled!(
             "{}. {bold}{}{reset}  ({} · {} · {})",
             i + 1,
             printable(h.title.as_deref().unwrap_or("(untitled)"), &[]),
@@ -716,7 +742,7 @@ fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
         let snip = printable(&h.snippet.replace('\n', " "), &[HL_START, HL_END])
             .replace(HL_START, hit)
             .replace(HL_END, reset);
-        out!("   {}\n", snip.trim());
+        out_styled!("   {}\n", snip.trim());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -1930,7 +1956,7 @@ fn confirm_destructive(prompt: &str, yes: bool) -> Result<bool> {
     }
     ask(|| {
         dialoguer::Confirm::new()
-            .with_prompt(prompt)
+            .with_prompt(printable(prompt, &[]))
             .default(false)
             .interact()
     })

@@ -2835,3 +2835,58 @@ fn remember_is_scoped_to_the_callers_project() {
     assert_eq!(notes(&sb_id), 1);
     assert!(m.stop().success());
 }
+
+/// Transcript text is hostile wherever it is shown: escape sequences in a prompt (the session's
+/// title), an answer and a tool output (an OSC that sets the window title, a clear-screen, a
+/// colour, a bell, a carriage return) reach no command's output raw; each control character is
+/// shown as `�`. JSON output escapes them as JSON does.
+#[test]
+fn transcript_control_characters_never_reach_the_terminal() {
+    let sb = Sandbox::new();
+    let sid = support::session_id(7);
+    let t = sb.transcript("demo", &sid);
+    let evil = "\x1b]0;pwned\x07\x1b[2J\x1b[31mRED\x1b[0m\rover\u{9b}31m";
+    let mut first: serde_json::Value =
+        serde_json::from_str(&support::claude_line(&sid, "/home/user/demo", 0)).unwrap();
+    first["message"]["content"] = json!(format!("{evil} please fix the zebra bug"));
+    let mut second: serde_json::Value =
+        serde_json::from_str(&support::claude_line(&sid, "/home/user/demo", 1)).unwrap();
+    second["message"]["content"] = json!([
+        {"type": "text", "text": format!("The zebra is {evil} fixed.")},
+        {"type": "tool_use", "id": "toolu_evil", "name": "Bash", "input": {"command": format!("echo '{evil}'")}}
+    ]);
+    let mut third: serde_json::Value =
+        serde_json::from_str(&support::claude_line(&sid, "/home/user/demo", 2)).unwrap();
+    third["message"]["content"] = json!([
+        {"type": "tool_result", "tool_use_id": "toolu_evil", "content": format!("{evil}\n")}
+    ]);
+    let text = format!("{first}\n{second}\n{third}\n");
+    support::append(&t, text.as_bytes());
+    sb.acmd().args(["import"]).assert().success();
+
+    for args in [
+        vec!["sessions", "list"],
+        vec!["sessions", "show", &sid],
+        vec!["resume", &sid],
+        vec!["handoff", &sid, "--to", "codex"],
+        vec!["search", "zebra"],
+        vec!["sessions", "show", &sid, "--json"],
+    ] {
+        let out = sb.acmd().args(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let raw: Vec<char> = stdout
+            .chars()
+            .filter(|c| c.is_control() && *c != '\n' && *c != '\t')
+            .collect();
+        assert_eq!(raw, Vec::<char>::new(), "{args:?} printed {stdout:?}");
+        if args.contains(&"--json") {
+            assert!(stdout.contains("\\u001b]0;pwned\\u0007"), "{stdout}");
+        } else {
+            assert!(
+                stdout.contains("\u{fffd}]0;pwned\u{fffd}\u{fffd}[2J"),
+                "{args:?}: {stdout}"
+            );
+        }
+    }
+}
