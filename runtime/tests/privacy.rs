@@ -1346,3 +1346,56 @@ fn secrets_and_private_spans_across_blocks_and_outputs() {
     .collect();
     assert_eq!(left, Vec::<&str>::new(), "left in the store files");
 }
+
+/// A copy of a deleted session's transcript at another path (a renamed project folder), seen
+/// for the first time, is marked deleted, not stored; `capture_again` brings every copy back.
+#[test]
+fn a_copy_of_a_deleted_sessions_transcript_does_not_bring_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let t = dir.path().join(format!("{SID}.jsonl"));
+    let cwd = dir.path().display().to_string();
+    write_lines(
+        &t,
+        &[
+            line(
+                "user",
+                "u1",
+                &cwd,
+                "2026-11-20T10:00:00.000Z",
+                json!("quokkabridge plan"),
+            ),
+            line(
+                "assistant",
+                "a1",
+                &cwd,
+                "2026-11-20T10:00:01.000Z",
+                json!([{"type": "text", "text": "quokkabridge done"}]),
+            ),
+        ],
+        false,
+    );
+    let mut store = Store::open(&db).unwrap();
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    maintenance::delete_session(&mut store, SID).unwrap();
+    let moved = dir.path().join("renamed-project");
+    std::fs::create_dir(&moved).unwrap();
+    let copy = moved.join(format!("{SID}.jsonl"));
+    std::fs::copy(&t, &copy).unwrap();
+    let rep = ingest_file(&mut store, Agent::Claude, &copy, None).unwrap();
+    assert_eq!(rep.skipped.as_deref(), Some("the session was deleted"));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM sessions"), 0);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 0);
+    assert_eq!(search(&store, "quokkabridge"), 0);
+    let again = maintenance::capture_again(&mut store, SID).unwrap();
+    assert_eq!((again.session_id.as_str(), again.transcripts), (SID, 2));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM sessions"), 1);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 2);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM sources WHERE reader_state LIKE '%memtrail_skip%'"
+        ),
+        0
+    );
+}
