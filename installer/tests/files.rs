@@ -494,3 +494,42 @@ fn a_failed_apply_puts_back_what_it_changed() {
     sb.install();
     assert!(sb.json(&sb.settings)["hooks"]["Stop"].is_array());
 }
+
+/// A `backups` folder (or state folder) that is a symlink to another folder is refused, naming
+/// it, before any change: backups hold the configs with their API keys and never go (or get
+/// chmod-ed) where a planted link points.
+#[cfg(unix)]
+#[test]
+fn a_symlinked_backups_or_state_folder_is_refused() {
+    for link_state in [false, true] {
+        let sb = Sandbox::new();
+        let elsewhere = sb.dir.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let link = if link_state {
+            sb.state_dir()
+        } else {
+            sb.state_dir().join("backups")
+        };
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        sb.put(
+            &sb.settings,
+            Some("{\"env\": {\"ANTHROPIC_API_KEY\": \"sk-ant-x\"}}\n"),
+        );
+        let before = sb.snapshot();
+        let err = memtrail_installer::apply(&sb.plan(Action::Install))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "{}: is a symlink: memtrail keeps its config backups (which hold API keys) only in a folder of its own; remove it and run memtrail again",
+                link.display()
+            )
+        );
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        assert_eq!(mode(&elsewhere), 0o755);
+        assert_eq!(sb.snapshot(), before);
+    }
+}
