@@ -1478,3 +1478,40 @@ fn an_opencode_child_session_of_a_deleted_session_is_not_stored() {
     assert_eq!(count(&db, "SELECT COUNT(*) FROM sessions"), 0);
     assert_eq!(search(&store, "wombatlantern"), 0);
 }
+
+/// The project folder renamed after a delete: the transcript at its new path stays deleted,
+/// and `capture_again` brings the session back from it (the old path, gone from disk, is not
+/// an error).
+#[test]
+fn a_deleted_session_moved_elsewhere_can_be_captured_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let old = dir.path().join("old-name");
+    std::fs::create_dir(&old).unwrap();
+    let t = old.join(format!("{SID}.jsonl"));
+    let cwd = dir.path().display().to_string();
+    write_lines(
+        &t,
+        &[line(
+            "user",
+            "u1",
+            &cwd,
+            "2026-11-20T10:00:00.000Z",
+            json!("platypusferry plan"),
+        )],
+        false,
+    );
+    let mut store = Store::open(&db).unwrap();
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    maintenance::delete_session(&mut store, SID).unwrap();
+    let new = dir.path().join("new-name");
+    std::fs::rename(&old, &new).unwrap();
+    let moved = new.join(format!("{SID}.jsonl"));
+    let rep = ingest_file(&mut store, Agent::Claude, &moved, None).unwrap();
+    assert_eq!(rep.skipped.as_deref(), Some("the session was deleted"));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 0);
+    let again = maintenance::capture_again(&mut store, SID).unwrap();
+    assert_eq!((again.transcripts, again.messages), (1, 1));
+    assert_eq!(search(&store, "platypusferry"), 1);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM sources"), 1);
+}
