@@ -1010,6 +1010,11 @@ fn install(
                 );
                 left_out.push((*agent, why));
             }
+            // A dry run shows the change, and says (exit code 1) that the agent would be left out.
+            Ok(p) if !p.notes().is_empty() => {
+                left_out.push((*agent, p.notes().join("; ")));
+                plans.push((*agent, p));
+            }
             Ok(p) => plans.push((*agent, p)),
             Err(e) if auto => {
                 eprintln!(
@@ -1023,10 +1028,21 @@ fn install(
     }
     if a.dry_run {
         if a.json {
-            let v: Vec<_> = plans
+            // Every agent, with `error` for one that would be left out (and why).
+            let why = |ag: &Agent| left_out.iter().find(|(a, _)| a == ag).map(|(_, e)| e);
+            let mut v: Vec<_> = left_out
                 .iter()
-                .map(|(ag, p)| serde_json::json!({"agent": ag, "changes": p.describe(), "diff": p.diff()}))
+                .filter(|(ag, _)| !plans.iter().any(|(a, _)| a == ag))
+                .map(|(ag, e)| serde_json::json!({"agent": ag, "error": e, "changes": []}))
                 .collect();
+            v.extend(plans.iter().map(|(ag, p)| {
+                let mut j =
+                    serde_json::json!({"agent": ag, "changes": p.describe(), "diff": p.diff()});
+                if let Some(e) = why(ag) {
+                    j["error"] = serde_json::json!(e);
+                }
+                j
+            }));
             out!("{}", serde_json::to_string_pretty(&v)?);
         } else {
             for (ag, p) in &plans {

