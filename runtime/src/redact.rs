@@ -1631,6 +1631,16 @@ fn looks_like_code(v: &str, quoted: bool) -> bool {
 
 /// The replacement of one rule over `text`, or `None` when it changes nothing.
 fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
+    // The keyword is a property of the whole text: read once, not once per match (a text of
+    // many token-shaped words with the keyword at its end was quadratic).
+    if let Check::Keyword(word) = rule.check
+        && !text
+            .as_bytes()
+            .windows(word.len())
+            .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
+    {
+        return None;
+    }
     let mut out: Option<String> = None;
     let mut last = 0;
     for caps in rule.re.captures_iter(text) {
@@ -1725,10 +1735,8 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
             let word = secret.chars().all(|c| c.is_ascii_alphabetic());
             !(short_bare || code || word)
         }
-        Check::Keyword(word) => text
-            .as_bytes()
-            .windows(word.len())
-            .any(|w| w.eq_ignore_ascii_case(word.as_bytes())),
+        // Checked once for the whole text by `apply_rule`.
+        Check::Keyword(_) => true,
         Check::Assignment => {
             // Shorter than 8 characters (1 after a password word), or the second colon of a
             // `token::tests` path (the operator `:` right before a value that starts with `:`;
@@ -1962,6 +1970,20 @@ mod tests {
             let text = unit.repeat(4096 / unit.len());
             assert_eq!(redact(&text), text, "{unit}");
         }
+    }
+
+    /// A rule that needs a keyword somewhere in the text (`discord`) redacts every match when
+    /// the keyword is there, wherever it is, and none when it is not; the keyword is looked for
+    /// once per text, not once per match (before: 3,000 token-shaped words then `discord`,
+    /// 189 KB, took 25.6 s in a debug build; now milliseconds).
+    #[test]
+    fn keyword_rules_read_the_text_once() {
+        let tok = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GaBcDe.abcdefghijklmnopqrstuvwxyz0123";
+        let text = format!("{}discord", format!("{tok} ").repeat(3_000));
+        let want = format!("{}discord", "[redacted:discord_token] ".repeat(3_000));
+        assert_eq!(redact(&text), want);
+        let without = format!("{tok} ").repeat(3_000);
+        assert_eq!(redact(&without), without);
     }
 
     #[test]
