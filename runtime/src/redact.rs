@@ -814,14 +814,41 @@ fn not_space(b: &u8) -> bool {
     !b.is_ascii_whitespace()
 }
 
+/// Bytes a [`Shape`] check reads at most in one run from a needle (a name, a value, a line):
+/// a check that reaches this many says "plausible" and leaves the rest to the rule's regex
+/// (linear in the text). Without the bound, a text of the same needle over and over
+/// (`tokentoken…`, `://a:://a:…` on one line) made each needle read to the end of the run:
+/// quadratic, minutes for a 1 MB line.
+const SHAPE_SCAN: usize = 512;
+
 impl Shape {
-    /// Whether the bytes around a needle of the rule (`start..end`) can be part of a match.
+    /// Whether the bytes around a needle of the rule (`start..end`) can be part of a match;
+    /// `true` as well when a run around it is longer than [`SHAPE_SCAN`] (not read to its end).
     fn follows(&self, b: &[u8], start: usize, end: usize) -> bool {
+        let capped = std::cell::Cell::new(false);
+        self.follows_within(b, start, end, &capped) || capped.get()
+    }
+
+    /// [`Shape::follows`] reading at most [`SHAPE_SCAN`] bytes per run; sets `capped` when a
+    /// run was cut there.
+    fn follows_within(
+        &self,
+        b: &[u8],
+        start: usize,
+        end: usize,
+        capped: &std::cell::Cell<bool>,
+    ) -> bool {
         let run = |from: usize, class: &dyn Fn(&u8) -> bool| {
-            from + b[from.min(b.len())..]
+            let from = from.min(b.len());
+            let n = b[from..]
                 .iter()
+                .take(SHAPE_SCAN)
                 .take_while(|c| class(c))
-                .count()
+                .count();
+            if n == SHAPE_SCAN {
+                capped.set(true);
+            }
+            from + n
         };
         let name_then = |j: usize, class: &dyn Fn(&u8) -> bool| {
             let mut j = run(j, class);
@@ -862,9 +889,11 @@ impl Shape {
                 if b.get(user_end) != Some(&b':') {
                     return false;
                 }
-                let rest = &b[user_end + 1..];
-                let word = rest.iter().take_while(|c| !c.is_ascii_whitespace()).count();
-                rest[..word].iter().skip(1).any(|&c| c == b'@')
+                let word = run(user_end + 1, &not_space) - (user_end + 1);
+                b[user_end + 1..user_end + 1 + word]
+                    .iter()
+                    .skip(1)
+                    .any(|&c| c == b'@')
             }
             Shape::Header => {
                 let j = name_then(end, &|c| c.is_ascii_alphanumeric() || *c == b'-');
@@ -879,7 +908,17 @@ impl Shape {
                 }
                 // A configuration line: the name starts the line (after blanks, `- `,
                 // `export `, a quote).
-                let mut i = start - b[..start].iter().rev().take_while(|c| name(c)).count();
+                let back = b[..start]
+                    .iter()
+                    .rev()
+                    .take(SHAPE_SCAN)
+                    .take_while(|c| name(c))
+                    .count();
+                if back == SHAPE_SCAN {
+                    capped.set(true);
+                    return true;
+                }
+                let mut i = start - back;
                 i -= usize::from(i > 0 && matches!(b[i - 1], b'"' | b'\''));
                 let trim = |s: &'_ [u8]| -> usize {
                     s.len()
@@ -899,10 +938,14 @@ impl Shape {
                 }
                 // The value ends the line, and not with `,`, `;`, `:`, `{`, `(`, `[`, `)` or `\`
                 // (code).
-                let eol = j + b[j..]
-                    .iter()
-                    .position(|&c| c == b'\n')
-                    .unwrap_or(b.len() - j);
+                let eol = match b[j..].iter().take(SHAPE_SCAN).position(|&c| c == b'\n') {
+                    Some(n) => j + n,
+                    None if b.len() - j > SHAPE_SCAN => {
+                        capped.set(true);
+                        return true;
+                    }
+                    None => b.len(),
+                };
                 let line = b[..eol].trim_ascii_end();
                 if matches!(
                     line.last(),
@@ -1588,6 +1631,16 @@ fn looks_like_code(v: &str, quoted: bool) -> bool {
 
 /// The replacement of one rule over `text`, or `None` when it changes nothing.
 fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
+    // The keyword is a property of the whole text: read once, not once per match (a text of
+    // many token-shaped words with the keyword at its end was quadratic).
+    if let Check::Keyword(word) = rule.check
+        && !text
+            .as_bytes()
+            .windows(word.len())
+            .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
+    {
+        return None;
+    }
     let mut out: Option<String> = None;
     let mut last = 0;
     for caps in rule.re.captures_iter(text) {
@@ -1682,10 +1735,8 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
             let word = secret.chars().all(|c| c.is_ascii_alphabetic());
             !(short_bare || code || word)
         }
-        Check::Keyword(word) => text
-            .as_bytes()
-            .windows(word.len())
-            .any(|w| w.eq_ignore_ascii_case(word.as_bytes())),
+        // Checked once for the whole text by `apply_rule`.
+        Check::Keyword(_) => true,
         Check::Assignment => {
             // Shorter than 8 characters (1 after a password word), or the second colon of a
             // `token::tests` path (the operator `:` right before a value that starts with `:`;
@@ -1893,6 +1944,46 @@ mod tests {
             found += want.len();
         }
         assert!(found > 20_000, "{found} needles found");
+    }
+
+    /// A needle with a run longer than [`SHAPE_SCAN`] after it (or, for a key name, before it,
+    /// or a line longer than that) is plausible: the check stops reading there and the rule's
+    /// regex decides. Before, each needle read to the end of its run, so a 1 MB line of
+    /// `tokentoken…` or `://a:://a:…` took minutes (quadratic). What the rules then make of
+    /// such text is unchanged: nothing in it is a secret.
+    #[test]
+    fn shape_checks_read_a_bounded_run() {
+        let long = "a".repeat(SHAPE_SCAN);
+        let t = format!("token{long}");
+        assert!(Shape::Assignment.follows(t.as_bytes(), 0, 5));
+        let t = format!("://a:{long}");
+        assert!(Shape::UrlPassword.follows(t.as_bytes(), 0, 3));
+        let t = format!("{long}DB_PASS x");
+        let at = long.len();
+        assert!(Shape::Keyed.follows(t.as_bytes(), at, at + 4));
+        let t = format!("DB_PASS: {long},");
+        assert!(Shape::Keyed.follows(t.as_bytes(), 3, 7));
+        // Within the bound the checks read as before.
+        assert!(!Shape::Assignment.follows(b"tokenizer", 0, 5));
+        assert!(!Shape::UrlPassword.follows(b"://a:b", 0, 3));
+        for unit in ["token", "://a:", "DB_PASS", "api_key", "pw", "x-api-key"] {
+            let text = unit.repeat(4096 / unit.len());
+            assert_eq!(redact(&text), text, "{unit}");
+        }
+    }
+
+    /// A rule that needs a keyword somewhere in the text (`discord`) redacts every match when
+    /// the keyword is there, wherever it is, and none when it is not; the keyword is looked for
+    /// once per text, not once per match (before: 3,000 token-shaped words then `discord`,
+    /// 189 KB, took 25.6 s in a debug build; now milliseconds).
+    #[test]
+    fn keyword_rules_read_the_text_once() {
+        let tok = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GaBcDe.abcdefghijklmnopqrstuvwxyz0123";
+        let text = format!("{}discord", format!("{tok} ").repeat(3_000));
+        let want = format!("{}discord", "[redacted:discord_token] ".repeat(3_000));
+        assert_eq!(redact(&text), want);
+        let without = format!("{tok} ").repeat(3_000);
+        assert_eq!(redact(&without), without);
     }
 
     #[test]
