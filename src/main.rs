@@ -364,7 +364,11 @@ fn main() -> ExitCode {
     match run(cli.command, db) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("memtrail: {}", error_chain(&e));
+            // Redacted: an error may quote a path or a value with a secret in it.
+            eprintln!(
+                "memtrail: {}",
+                memtrail_runtime::redact::redact(&error_chain(&e))
+            );
             ExitCode::FAILURE
         }
     }
