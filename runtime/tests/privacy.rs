@@ -1365,6 +1365,14 @@ fn deleted_text_leaves_the_search_index() {
     assert_eq!(search(&store, "narwhalqix"), 0);
     assert_eq!(search(&store, "rust"), 1);
     drop(store);
+    // The delete turned `secure-delete` off for its own merge only.
+    assert_eq!(
+        count(
+            &db,
+            "SELECT v FROM messages_fts_config WHERE k = 'secure-delete'"
+        ),
+        1
+    );
     checkpoint();
     assert!(
         !in_files_any_case(&db, "arwhalqix"),
