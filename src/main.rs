@@ -374,7 +374,12 @@ fn main() -> ExitCode {
     match run(cli.command, db) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("memtrail: {}", terminal_safe(&error_chain(&e)));
+            // Redacted (an error may quote a path or a value with a secret in it) and shown
+            // with control characters as `�`.
+            eprintln!(
+                "memtrail: {}",
+                terminal_safe(&memtrail_runtime::redact::redact(&error_chain(&e)))
+            );
             ExitCode::FAILURE
         }
     }

@@ -254,3 +254,73 @@ fn status_warns_before_claude_code_deletes_uncaptured_transcripts() {
     let r = status(&sb);
     assert_eq!(r["at_risk"], 0, "{r}");
 }
+
+/// Issue 11 item 5 follow-up: an error that quotes what a hook was given (a transcript path, a
+/// session id, a hook command line) is redacted before it is written to the hook log or the
+/// store's `hook_runs` (shown by `status`), and a hook writes nothing to stderr. A CLI error
+/// on stderr is redacted too.
+#[test]
+fn errors_that_quote_a_secret_are_redacted_in_the_hook_log_the_store_and_stderr() {
+    const TOKEN: &str = "ghp_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u";
+    let sb = Sandbox::new();
+    // A transcript path that cannot be read (a folder), named with a token, and a token in
+    // the session id.
+    let t = sb.home.join(format!("proj/{TOKEN}/{SID}.jsonl"));
+    std::fs::create_dir_all(&t).unwrap();
+    let payload = json!({"session_id": format!("s-{TOKEN}"), "transcript_path": t,
+        "cwd": "/home/user/demo", "hook_event_name": "Stop", "stop_hook_active": false});
+    let hook = |args: &[&str], stdin: String| {
+        let out = sb.acmd().args(args).write_stdin(stdin).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!((out.stdout.len(), out.stderr.len()), (0, 0), "{out:?}");
+    };
+    hook(&["hook", "claude"], payload.to_string());
+    // A hook command line that does not parse (clap quotes the bad value).
+    hook(&["hook", TOKEN], String::new());
+    let log = std::fs::read_to_string(sb.hook_log()).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    // clap lowercases the value it quotes a second time.
+    assert!(
+        !log.to_lowercase().contains(&TOKEN[4..].to_lowercase()),
+        "{log}"
+    );
+    assert!(
+        lines[0].contains("session=s-[redacted:github_token] error: ")
+            && lines[0].contains("/proj/[redacted:github_token]/"),
+        "{log}"
+    );
+    assert!(lines[1].contains("[redacted:github_token]"), "{log}");
+    let c = rusqlite::Connection::open(sb.db()).unwrap();
+    let (session, error): (String, String) = c
+        .query_row("SELECT session, error FROM hook_runs", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(session, "s-[redacted:github_token]");
+    assert!(
+        error.contains("/proj/[redacted:github_token]/") && !error.contains(&TOKEN[4..]),
+        "{error}"
+    );
+    let status = sb.cmd().args(["status"]).output().unwrap();
+    let shown = String::from_utf8_lossy(&status.stdout).to_string()
+        + &String::from_utf8_lossy(&status.stderr);
+    assert!(!shown.contains(&TOKEN[4..]), "{shown}");
+    // The CLI: an error on stderr that quotes a path with a token in it (a store path that is
+    // a folder).
+    let out = sb
+        .cmd()
+        .arg("--db")
+        .arg(&t)
+        .args(["sessions", "list"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        err.starts_with("memtrail: cannot open the store at ")
+            && err.contains("/proj/[redacted:github_token]/"),
+        "{err}"
+    );
+    assert!(!err.contains(&TOKEN[4..]), "{err}");
+}

@@ -542,9 +542,13 @@ fn record_with(
         event: ev.event.clone(),
         at: now_ms(),
         duration_us: started.elapsed().as_micros() as i64,
-        session: ev.session_id.clone(),
+        // Redacted as the hook log is: shown by `memtrail status`.
+        session: ev
+            .session_id
+            .as_deref()
+            .map(|s| crate::redact::redact(s).into_owned()),
         messages: outcome.ingested.iter().map(|r| r.inserted as i64).sum(),
-        error: err.map(|e| e.to_string()),
+        error: err.map(|e| crate::redact::redact(&e.to_string()).into_owned()),
     };
     if let Err(e) = store.record_hook_run(&run) {
         log_line(
@@ -566,7 +570,11 @@ pub fn log_line(agent: Agent, event: Option<&HookEvent>, msg: &str) {
 }
 
 /// Append one line `<time> <agent> <event|-> session=<id|-> <msg>` to the hook log (best effort).
+/// The session id and the message are redacted ([`crate::redact::redact`]) first: an error may
+/// quote what the hook was given (a transcript path, a payload's value, a command line).
 pub fn log_raw(agent: &str, event: Option<&str>, session: Option<&str>, msg: &str) {
+    let session = session.map(crate::redact::redact);
+    let msg = crate::redact::redact(msg);
     let path = log_path();
     let _ = (|| -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
@@ -583,7 +591,7 @@ pub fn log_raw(agent: &str, event: Option<&str>, session: Option<&str>, msg: &st
             format_rfc3339_ms(now_ms()),
             agent,
             event.unwrap_or("-"),
-            session.unwrap_or("-"),
+            session.as_deref().unwrap_or("-"),
             msg.replace('\n', " ")
         );
         f.write_all(line.as_bytes())

@@ -88,8 +88,8 @@ pub fn delete_session(store: &mut Store, id: &str) -> Result<SessionInfo> {
     let row = crate::query::resolve_session(store, id, None)?;
     let (info, ids) = session_and_children(store, row)?;
     secure(store)?;
-    store.write(|w| delete_rows(w, &ids))?;
-    scrub(store)?;
+    store.write(|w| bulk_delete(w, |w| delete_rows(w, &ids)))?;
+    checkpoint(store)?;
     Ok(info)
 }
 
@@ -310,7 +310,7 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
         return Ok(out);
     }
     secure(store)?;
-    let (messages, sessions) = store.write(|w| {
+    let (messages, sessions) = store.write(|w| bulk_delete(w, |w| {
         w.tx.execute(
             &format!(
                 "DELETE FROM tool_calls WHERE message_id IN (SELECT m.id {OLD})"
@@ -347,10 +347,10 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
             [],
         )?;
         Ok((messages as u64, sessions as u64))
-    })?;
+    }))?;
     out.messages = messages;
     out.sessions = sessions;
-    scrub(store)?;
+    checkpoint(store)?;
     if vacuum {
         store.conn.execute_batch("VACUUM")?;
         store
@@ -580,10 +580,36 @@ fn scrub(store: &mut Store) -> Result<()> {
         )?;
         Ok(())
     })?;
+    checkpoint(store)
+}
+
+/// Truncate the WAL (see [`scrub`]).
+fn checkpoint(store: &mut Store) -> Result<()> {
     store
         .conn
         .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
     Ok(())
+}
+
+/// Run `deletes` (many messages at once) with FTS5's `secure-delete` off, merge the index
+/// (`optimize`: every deleted entry is dropped as the segments are rewritten, and the freed
+/// pages are zeroed by `PRAGMA secure_delete`), and turn the option on again, all in the
+/// caller's transaction, so no other connection sees it off. Removing each deleted message's
+/// terms from every segment one by one cost 8 times the CPU of a `sessions delete` that merges
+/// the index right after anyway (docs/benchmarks.md).
+fn bulk_delete<T>(
+    w: &crate::store::Writer<'_>,
+    deletes: impl FnOnce(&crate::store::Writer<'_>) -> Result<T>,
+) -> Result<T> {
+    const SET: &str = "INSERT INTO messages_fts (messages_fts, rank) VALUES ('secure-delete', ?1)";
+    w.tx.execute(SET, [0])?;
+    let out = deletes(w)?;
+    w.tx.execute(
+        "INSERT INTO messages_fts (messages_fts) VALUES ('optimize')",
+        [],
+    )?;
+    w.tx.execute(SET, [1])?;
+    Ok(out)
 }
 
 /// Claude Code's transcript retention, for `memtrail status`.

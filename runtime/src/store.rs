@@ -14,7 +14,8 @@
 //!   the MCP server in the background, and a hook when the queue is long), so that a hook does
 //!   not pay for tokenizing and FTS5's segment flushes. `cjk` holds the Han, kana and Hangul runs of the message with a
 //!   space between characters, so that a phrase query over single characters finds any substring
-//!   (unicode61 would index a whole unbroken CJK run as one token).
+//!   (unicode61 would index a whole unbroken CJK run as one token). Schema 5 turns on FTS5's
+//!   `secure-delete`: a deleted or rewritten message's old terms leave the segments at once.
 //! - `sources`: the ingest cursor per transcript file (byte offset, size, file identity, a hash of
 //!   the first bytes) and line counters.
 //! - `hook_runs`: the last run of each (agent, hook event), for `memtrail status`.
@@ -42,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Cap on the bytes of one tool output copied into the search index (the full output stays in
 /// `messages.parts`).
@@ -219,6 +220,15 @@ const MIGRATIONS: &[&str] = &[
     -- FTS5 flushes its in-memory terms to a new segment every 1 MiB by default; a catch-up of
     -- thousands of messages then makes many small segments, merged again and again.
     INSERT INTO messages_fts (messages_fts, rank) VALUES ('hashsize', 16777216);
+    "#,
+    // 5: FTS5 `secure-delete` (SQLite 3.44+, kept in the index's config): a 'delete' (a
+    // deleted session, a message that a later hook rewrote or `redact --rescan` redacted)
+    // removes the old terms from the segments at once, instead of adding a delete marker beside
+    // them until the segments merge, so a deleted word is not left in the file. Entries deleted
+    // before this migration stay until the next merge (`sessions delete`, `purge` and
+    // `redact --rescan` merge the whole index).
+    r#"
+    INSERT INTO messages_fts (messages_fts, rank) VALUES ('secure-delete', 1);
     "#,
 ];
 

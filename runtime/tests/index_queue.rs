@@ -248,7 +248,17 @@ fn a_v3_store_migrates_with_its_index_and_queues_from_then_on() {
         .unwrap();
     }
     let mut store = Store::open(&path).unwrap();
-    assert_eq!(store.stats().unwrap().schema_version, 4);
+    assert_eq!(store.stats().unwrap().schema_version, 5);
+    // Schema 5: FTS5 removes deleted terms from the segments at once.
+    let secure: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT v FROM messages_fts_config WHERE k = 'secure-delete'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(secure, 1);
     assert_eq!(store.pending_index().unwrap(), 0);
     assert_eq!(indexed(&store, "platypus"), 1);
     let s = session(&mut store, "s1");

@@ -1515,3 +1515,105 @@ fn a_deleted_session_moved_elsewhere_can_be_captured_again() {
     assert_eq!(search(&store, "platypusferry"), 1);
     assert_eq!(count(&db, "SELECT COUNT(*) FROM sources"), 1);
 }
+
+/// True when `needle` (lowercase ASCII) is in the database file or its WAL, in any case.
+fn in_files_any_case(db: &Path, needle: &str) -> bool {
+    ["", "-wal"].iter().any(|s| {
+        let mut p = db.to_path_buf().into_os_string();
+        p.push(s);
+        std::fs::read(p).is_ok_and(|b| contains(&b.to_ascii_lowercase(), needle))
+    })
+}
+
+/// Issue 11 item 5, the full-text index: text that leaves a message (half of a token indexed
+/// before the next content block let redaction see the whole, a deleted session) leaves the
+/// FTS5 segments too, not only a 'delete' record beside the old terms until segments merge.
+/// FTS5 stores terms lowercased and may share a term's first bytes with the term before it on
+/// the page, so each word is looked for by its last 10 characters, in any case.
+#[test]
+fn deleted_text_leaves_the_search_index() {
+    let (dir, db, t, cwd, mut store) = session_dir();
+    let ts = |s: u32| format!("2026-11-20T10:00:{s:02}.000Z");
+    let text = |t: &str| json!([{"type": "text", "text": t}]);
+    // Another session stays, so that the index is not emptied.
+    const KEPT: &str = "7c1e4b2a-9d3f-4e8a-b6c5-1f2e3d4c5b6a";
+    let kept = dir.path().join(format!("{KEPT}.jsonl"));
+    write_lines(
+        &kept,
+        &[line(
+            "user",
+            "k1",
+            &cwd,
+            &ts(0),
+            json!("the kept session about rust"),
+        )
+        .replace(SID, KEPT)],
+        false,
+    );
+    ingest_file(&mut store, Agent::Claude, &kept, None).unwrap();
+    write_lines(
+        &t,
+        &[
+            line(
+                "user",
+                "u1",
+                &cwd,
+                &ts(1),
+                json!("Ship Operation NarwhalQix tomorrow"),
+            ),
+            line(
+                "assistant",
+                "a1",
+                &cwd,
+                &ts(2),
+                text("The token is ghp_R7mQ2xK9vL4nB8w"),
+            ),
+        ],
+        false,
+    );
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    // The search indexes the queue: the first half of the token is in the index now.
+    assert_eq!(search(&store, "r7mq2xk9vl4nb8w"), 1);
+    write_lines(
+        &t,
+        &[line(
+            "assistant",
+            "a1",
+            &cwd,
+            &ts(3),
+            text("T3yH6jD1fG5sA0cZ2pE9u, stored."),
+        )],
+        true,
+    );
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    assert_eq!(search(&store, "r7mq2xk9vl4nb8w"), 0);
+    assert_eq!(search(&store, "narwhalqix"), 1);
+    let checkpoint = || {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+    };
+    checkpoint();
+    assert!(
+        !in_files_any_case(&db, "2xk9vl4nb8w"),
+        "the redacted half of the token is left in the store files"
+    );
+    maintenance::delete_session(&mut store, SID).unwrap();
+    assert_eq!(search(&store, "narwhalqix"), 0);
+    assert_eq!(search(&store, "rust"), 1);
+    drop(store);
+    // The delete turned `secure-delete` off for its own merge only.
+    assert_eq!(
+        count(
+            &db,
+            "SELECT v FROM messages_fts_config WHERE k = 'secure-delete'"
+        ),
+        1
+    );
+    checkpoint();
+    assert!(
+        !in_files_any_case(&db, "arwhalqix"),
+        "left in the store files"
+    );
+    assert!(in_files_any_case(&db, "kept session about rust"));
+}
