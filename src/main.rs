@@ -1203,6 +1203,9 @@ fn doctor(json: bool) -> Result<ExitCode> {
         .context("cannot make doctor's scratch folder")?;
     let scratch = scratch_dir.path().to_path_buf();
     let mut problems: Vec<serde_json::Value> = Vec::new();
+    // Pending trust (Codex skips hooks it does not trust yet) is a notice, as in `status`:
+    // notify captures meanwhile, so it does not fail doctor.
+    let mut notices: Vec<serde_json::Value> = Vec::new();
     let mut checked = 0usize;
     let mut problem = |agent: Agent, what: String, fix: String| {
         problems.push(serde_json::json!({"agent": agent, "problem": what, "fix": fix}));
@@ -1257,12 +1260,10 @@ fn doctor(json: bool) -> Result<ExitCode> {
                     format!("{} is registered {count} times", item.item),
                     fix,
                 ),
-                S::Untrusted { reason } => problem(
-                    agent,
-                    format!("{} will not run: {reason}", item.item),
-                    "open Codex and trust memtrail's hooks in /hooks (notify captures meanwhile)"
-                        .into(),
-                ),
+                S::Untrusted { reason } => notices.push(serde_json::json!({
+                    "agent": agent,
+                    "notice": format!("{} will not run: {reason}", item.item),
+                })),
                 // Valid JSONC that the agent ignores whole (Claude Code's settings.json).
                 S::Unreadable { error } if error.starts_with("not strict JSON") => problem(
                     agent,
@@ -1399,12 +1400,20 @@ fn doctor(json: bool) -> Result<ExitCode> {
         out!(
             "{}",
             serde_json::to_string_pretty(
-                &serde_json::json!({"hook_programs_checked": checked, "problems": problems})
+                &serde_json::json!({"hook_programs_checked": checked, "problems": problems, "notices": notices})
             )?
         );
-    } else if problems.is_empty() {
-        out!("no problems found ({checked} hook program(s) run)");
     } else {
+        for n in &notices {
+            out!(
+                "{}: notice (not a failure): {}",
+                n["agent"].as_str().unwrap_or("?"),
+                n["notice"].as_str().unwrap_or("")
+            );
+        }
+        if problems.is_empty() {
+            out!("no problems found ({checked} hook program(s) run)");
+        }
         for p in &problems {
             out!(
                 "{}: {} — fix: {}",

@@ -1075,7 +1075,8 @@ fn uninstall_purge_needs_a_confirmation() {
 }
 
 /// `doctor` reports a Codex hook that Codex does not trust yet (it skips untrusted hooks), with
-/// the way to trust it.
+/// the way to trust it said once, as a notice (exit 0), as `status` does: notify captures
+/// meanwhile.
 #[test]
 fn doctor_reports_untrusted_codex_hooks() {
     let sb = Sandbox::new();
@@ -1085,10 +1086,18 @@ fn doctor_reports_untrusted_codex_hooks() {
         .assert()
         .success();
     let out = sb.acmd().args(["doctor"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("codex: hook"), "{text}");
-    assert!(text.contains("/hooks"), "{text}");
+    let reason = "not trusted yet; open /hooks in Codex and trust memtrail's hooks (until then memtrail captures through `notify` only)";
+    let expected: String = ["SessionStart", "PreCompact", "Stop"]
+        .iter()
+        .map(|e| format!("codex: notice (not a failure): hook {e} will not run: {reason}\n"))
+        .chain(["no problems found (1 hook program(s) run)\n".to_string()])
+        .collect();
+    assert_eq!(text, expected);
+    let j = sb.json(&["doctor", "--json"]);
+    assert_eq!(j["problems"], serde_json::json!([]));
+    assert_eq!(j["notices"].as_array().unwrap().len(), 3, "{j}");
     // status says the same, as a notice: healthy (notify captures meanwhile).
     let out = sb.acmd().args(["status", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
