@@ -513,14 +513,23 @@ fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
                     db.display()
                 );
             };
-            let view = query::get_session(
+            let view = match query::get_session(
                 &store,
                 &id,
                 None,
                 offset as i64,
                 limit.map(i64::from).unwrap_or(i64::MAX),
                 None,
-            )?;
+            ) {
+                Err(memtrail_runtime::Error::NotFound(_))
+                    if memtrail_runtime::maintenance::is_deleted(&store, &id)? =>
+                {
+                    bail!(
+                        "session `{id}` was deleted; `memtrail sessions capture {id}` brings it back (its transcript is still on disk)"
+                    );
+                }
+                r => r?,
+            };
             if json {
                 out!("{}", serde_json::to_string_pretty(&view)?);
             } else {
@@ -559,12 +568,11 @@ fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
                 );
             } else {
                 out!(
-                    "captured {} session {} again: {} messages from {} transcript{}",
+                    "captured {} session {} again: {} from {}",
                     r.agent,
                     r.session_id,
-                    r.messages,
-                    r.transcripts,
-                    if r.transcripts == 1 { "" } else { "s" }
+                    plural(r.messages, "message", "messages"),
+                    plural(r.transcripts, "transcript", "transcripts")
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -1115,7 +1123,11 @@ fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
     let store_what = db
         .exists()
         .then(|| match Store::open(db).and_then(|s| s.stats()) {
-            Ok(st) => format!("{} sessions, {} messages", st.sessions, st.messages),
+            Ok(st) => format!(
+                "{}, {}",
+                plural(st.sessions as u64, "session", "sessions"),
+                plural(st.messages as u64, "message", "messages")
+            ),
             Err(_) => "its content".to_string(),
         });
     let state_what = format!(
@@ -1163,6 +1175,12 @@ fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
                 }
             }
             out!("deleted the store {} ({w})", db.display());
+            // memtrail's own data folder goes too once it is empty (a folder of the user's,
+            // given with --db or MEMTRAIL_DB, stays; remove_dir fails on a non-empty one).
+            let own = memtrail_adapters::paths::xdg_data_home().join("memtrail");
+            if db.parent() == Some(own.as_path()) {
+                let _ = std::fs::remove_dir(&own);
+            }
         }
         None => out!("no store at {}: nothing to delete there", db.display()),
     }
@@ -1757,11 +1775,11 @@ fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<ExitCod
                 }
                 for r in &runs[i] {
                     out!(
-                        "  last {} hook: {} ({:.1} ms, +{} messages){}",
+                        "  last {} hook: {} ({:.1} ms, +{}){}",
                         r.event,
                         short_time(&memtrail_adapters::format_rfc3339_ms(r.at)),
                         r.duration_us as f64 / 1000.0,
-                        r.messages,
+                        plural(r.messages as u64, "message", "messages"),
                         match r.error.as_deref() {
                             None => String::new(),
                             Some(e) if !hook_failed(r, &runs[i]) =>
@@ -1791,7 +1809,11 @@ fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<ExitCod
                     }
                 );
                 for (agent, sessions, messages) in &s.per_agent {
-                    out!("  {agent}: {sessions} sessions, {messages} messages");
+                    out!(
+                        "  {agent}: {}, {}",
+                        plural(*sessions as u64, "session", "sessions"),
+                        plural(*messages as u64, "message", "messages")
+                    );
                 }
                 if s.unindexed > 0 {
                     out!(
@@ -1951,13 +1973,16 @@ fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> Resu
     };
     let info = memtrail_runtime::maintenance::session_info(&store, id)?;
     let what = format!(
-        "{} session {} ({}; {} messages{}{})",
+        "{} session {} ({}; {}{}{})",
         info.agent,
         info.session_id,
         info.title.as_deref().unwrap_or("untitled"),
-        info.messages,
+        plural(info.messages, "message", "messages"),
         if info.subagents > 0 {
-            format!(", {} sub-agent sessions", info.subagents)
+            format!(
+                ", {}",
+                plural(info.subagents, "sub-agent session", "sub-agent sessions")
+            )
         } else {
             String::new()
         },
@@ -1966,7 +1991,13 @@ fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> Resu
             .map(|p| format!(", in {p}"))
             .unwrap_or_default()
     );
-    if !confirm_destructive(&format!("Delete {what}? This cannot be undone"), yes)? {
+    if !confirm_destructive(
+        &format!(
+            "Delete {what}? `memtrail sessions capture {}` brings it back while its transcript is still on disk",
+            info.session_id
+        ),
+        yes,
+    )? {
         eprintln!("nothing deleted");
         return Ok(ExitCode::FAILURE);
     }
@@ -2028,10 +2059,10 @@ fn purge_older(
     let preview = memtrail_runtime::maintenance::purge(&mut store, cutoff, false, true)?;
     if !dry_run && preview.messages + preview.sessions > 0 {
         let prompt = format!(
-            "Delete {} messages from before {} ({} sessions entirely)? This cannot be undone",
-            preview.messages,
+            "Delete {} from before {} ({} entirely)? This cannot be undone",
+            plural(preview.messages, "message", "messages"),
             short_time(&when),
-            preview.sessions
+            plural(preview.sessions, "session", "sessions")
         );
         if !confirm_destructive(&prompt, yes)? {
             eprintln!("nothing deleted");
@@ -2047,17 +2078,17 @@ fn purge_older(
         out!("{}", serde_json::to_string_pretty(&r)?);
     } else if r.dry_run {
         out!(
-            "would delete {} messages from before {} and {} sessions left empty (nothing deleted: dry run)",
-            r.messages,
+            "would delete {} from before {} and {} left empty (nothing deleted: dry run)",
+            plural(r.messages, "message", "messages"),
             short_time(&when),
-            r.sessions
+            plural(r.sessions, "session", "sessions")
         );
     } else {
         out!(
-            "deleted {} messages from before {} and {} sessions left empty; store {:.1} MB -> {:.1} MB{}",
-            r.messages,
+            "deleted {} from before {} and {} left empty; store {:.1} MB -> {:.1} MB{}",
+            plural(r.messages, "message", "messages"),
             short_time(&when),
-            r.sessions,
+            plural(r.sessions, "session", "sessions"),
             r.bytes_before as f64 / 1e6,
             r.bytes_after as f64 / 1e6,
             if r.vacuumed { " (vacuumed)" } else { "" }
@@ -2083,8 +2114,8 @@ fn redact_rescan(db: &std::path::Path, json: bool) -> Result<ExitCode> {
         out!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         out!(
-            "rescanned {} messages: {} changed, {} session titles changed, {} snapshots changed, {} reader states changed",
-            r.messages,
+            "rescanned {}: {} changed, {} session titles changed, {} snapshots changed, {} reader states changed",
+            plural(r.messages, "message", "messages"),
             r.messages_changed,
             r.titles_changed,
             r.snapshots_changed,
