@@ -1554,14 +1554,14 @@ fn print_repair(report: &memtrail_runtime::store::RepairReport, json: bool) -> R
     }
     for s in &report.steps {
         out!(
-            "{}: {} ({}, {} ms)",
+            "{}: {}; {} ({} ms)",
             s.name,
-            if s.fixed == 0 {
-                "was consistent; rebuilt".to_string()
-            } else {
-                format!("fixed {}", s.fixed)
-            },
             s.what,
+            if s.fixed == 0 {
+                "nothing was wrong".to_string()
+            } else {
+                format!("{} wrong, fixed", s.fixed)
+            },
             s.millis
         );
     }
