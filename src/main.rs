@@ -113,7 +113,8 @@ enum Command {
     /// Delete every message older than an age or date (with its search entries and events), and
     /// the sessions left empty. Nothing is ever deleted unless you run this.
     Purge {
-        /// The age or date: 90d, 12w, or YYYY-MM-DD / RFC 3339 (messages before it go).
+        /// The age or date (messages before it go): an age like 90d, 12h, 30m, 2w; today,
+        /// yesterday; YYYY-MM-DD (in UTC) or RFC 3339.
         #[arg(long, value_name = "AGE")]
         older_than: String,
         /// Also VACUUM the store afterwards (gives the freed space back to the disk).
@@ -133,9 +134,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Re-apply the current redaction rules (secrets, `<private>` spans) to data stored earlier.
+    /// Re-apply the current redaction rules (secrets, `<private>` spans) to data stored earlier:
+    /// messages (text, tool inputs and outputs), session titles, snapshots and reader states.
     Redact {
-        /// Rewrite every stored message and title that the current rules change.
+        /// Rewrite every stored message, session title, snapshot and reader state that the
+        /// current rules change.
         #[arg(long, required = true)]
         rescan: bool,
         /// Print JSON.

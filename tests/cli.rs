@@ -2844,3 +2844,56 @@ fn remember_is_scoped_to_the_callers_project() {
     assert_eq!(notes(&sb_id), 1);
     assert!(m.stop().success());
 }
+
+/// The help texts say what README says: `purge --older-than` lists the forms `parse_date`
+/// accepts, `redact --rescan` names everything it rewrites, and each README Usage line of a
+/// command whose `--help` has `--json` shows `[--json]`.
+#[test]
+fn help_texts_agree_with_readme() {
+    let sb = Sandbox::new();
+    let help = |args: &[&str]| -> String {
+        let out = sb.acmd().args(args).arg("--help").output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(
+        help(&["purge"]).lines().any(|l| l
+            == "      --older-than <AGE>  The age or date (messages before it go): an age like 90d, 12h, 30m, 2w; today, yesterday; YYYY-MM-DD (in UTC) or RFC 3339"),
+        "{}",
+        help(&["purge"])
+    );
+    assert!(
+        help(&["redact"]).lines().any(|l| l
+            == "      --rescan     Rewrite every stored message, session title, snapshot and reader state that the current rules change"),
+        "{}",
+        help(&["redact"])
+    );
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    for cmd in [
+        "install",
+        "uninstall",
+        "status",
+        "repair",
+        "doctor",
+        "import",
+        "sessions list",
+        "sessions show",
+        "sessions delete",
+        "sessions capture",
+        "resume",
+        "purge",
+        "redact",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        if !help(&args).contains("--json") {
+            continue;
+        }
+        let line = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("memtrail {cmd} ")))
+            .unwrap_or_else(|| panic!("no README Usage line for `memtrail {cmd}`"));
+        assert!(line.contains("[--json]"), "README: {line}");
+    }
+    assert!(readme.contains(r#"(`memtrail search "ls -1"`)"#));
+}
