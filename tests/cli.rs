@@ -2249,15 +2249,20 @@ fn ctrl_c_at_the_install_prompt_shows_the_cursor_again() {
 /// `bin/<name>`, its `package.json` above): `<root>/bin` for `PATH`. Run, it would create
 /// `<root>/ran-<name>` and a folder in `$HOME`, as real agents do.
 fn fake_npm_agent(root: &Path, name: &str, package: &str, version: &str) -> PathBuf {
+    fake_npm_agent_at(root, name, package, &format!("bin/{name}"), version)
+}
+
+/// [`fake_npm_agent`] with the program at `exe` inside the package (`bin/claude.exe`).
+fn fake_npm_agent_at(root: &Path, name: &str, package: &str, exe: &str, version: &str) -> PathBuf {
     let pkg = root.join("lib/node_modules").join(package);
-    std::fs::create_dir_all(pkg.join("bin")).unwrap();
+    std::fs::create_dir_all(pkg.join(exe).parent().unwrap()).unwrap();
     std::fs::create_dir_all(root.join("bin")).unwrap();
     std::fs::write(
         pkg.join("package.json"),
         format!("{{\"name\": \"{package}\", \"version\": \"{version}\"}}\n"),
     )
     .unwrap();
-    let exe = pkg.join("bin").join(name);
+    let exe = pkg.join(exe);
     std::fs::write(
         &exe,
         format!(
@@ -2368,6 +2373,61 @@ fn status_after_a_fresh_install_is_healthy_with_a_trust_notice_and_runs_no_agent
     assert!(!npm.join("ran-codex").exists());
     assert!(!npm.join("ran-opencode").exists());
     assert_eq!(tree(&sb.home), before);
+}
+
+/// `status` shows the versions of Claude Code and Gemini CLI installed from npm, whose
+/// commands link to `bin/claude.exe` in `@anthropic-ai/claude-code` and to `bundle/gemini.js`
+/// in `@google/gemini-cli` (the real layout): the nearest package.json above the program whose
+/// name is the agent's package, past a bundle's own nameless one.
+#[cfg(unix)]
+#[test]
+fn status_shows_the_npm_versions_of_claude_code_and_gemini_cli() {
+    let sb = Sandbox::new();
+    let npm = sb.home.parent().unwrap().join("npm");
+    let bin = fake_npm_agent_at(
+        &npm,
+        "claude",
+        "@anthropic-ai/claude-code",
+        "bin/claude.exe",
+        "2.1.332",
+    );
+    fake_npm_agent_at(
+        &npm,
+        "gemini",
+        "@google/gemini-cli",
+        "bundle/gemini.js",
+        "0.61.0",
+    );
+    std::fs::write(
+        npm.join("lib/node_modules/@google/gemini-cli/bundle/package.json"),
+        "{\"type\": \"module\"}\n",
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = sb
+        .cmd()
+        .args(["status", "--json"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let version = |agent: &str| {
+        v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == agent)
+            .unwrap()["registration"]["version"]
+            .clone()
+    };
+    assert_eq!(version("claude"), "2.1.332", "{v}");
+    assert_eq!(version("gemini"), "0.61.0", "{v}");
+    assert!(!npm.join("ran-claude").exists());
+    assert!(!npm.join("ran-gemini").exists());
 }
 
 /// A hook that failed (the store was locked) is not "unhealthy" once a later hook of the same
