@@ -329,3 +329,44 @@ fn status_warns_before_claude_code_deletes_uncaptured_transcripts() {
     let r = status(&sb);
     assert_eq!(r["at_risk"], 0, "{r}");
 }
+
+/// On a terminal, `sessions delete` asks, saying how the delete is undone (`sessions capture`
+/// while the transcript is on disk), not that it cannot be; "n" deletes nothing. The terminal
+/// is util-linux `script`'s pseudo-terminal.
+#[cfg(target_os = "linux")]
+#[test]
+fn sessions_delete_prompt_says_how_to_bring_the_session_back() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let mut script = std::process::Command::new("script");
+    script.env_clear();
+    for (k, v) in sb.cmd().get_envs() {
+        if let Some(v) = v {
+            script.env(k, v);
+        }
+    }
+    script.env("TERM", "dumb").args([
+        "-qec",
+        &format!(
+            "'{}' sessions delete {}",
+            support::memtrail_bin().display(),
+            &SID[..8]
+        ),
+        "/dev/null",
+    ]);
+    let out = assert_cmd::Command::from_std(script)
+        .write_stdin("n")
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "Delete claude session {SID} (Find the TODO comments in this project; 6 messages, 1 sub-agent session, in /home/user/demo)? `memtrail sessions capture {SID}` brings it back while its transcript is still on disk [y/N] "
+        )),
+        "{text}"
+    );
+    assert!(text.contains("nothing deleted"), "{text}");
+    assert_eq!(sb.sessions(), 2);
+}
