@@ -113,7 +113,8 @@ enum Command {
     /// Delete every message older than an age or date (with its search entries and events), and
     /// the sessions left empty. Nothing is ever deleted unless you run this.
     Purge {
-        /// The age or date: 90d, 12w, or YYYY-MM-DD / RFC 3339 (messages before it go).
+        /// The age or date (messages before it go): an age like 90d, 12h, 30m, 2w; today,
+        /// yesterday; YYYY-MM-DD (in UTC) or RFC 3339.
         #[arg(long, value_name = "AGE")]
         older_than: String,
         /// Also VACUUM the store afterwards (gives the freed space back to the disk).
@@ -133,9 +134,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Re-apply the current redaction rules (secrets, `<private>` spans) to data stored earlier.
+    /// Re-apply the current redaction rules (secrets, `<private>` spans) to data stored earlier:
+    /// messages (text, tool inputs and outputs), session titles, snapshots and reader states.
     Redact {
-        /// Rewrite every stored message and title that the current rules change.
+        /// Rewrite every stored message, session title, snapshot and reader state that the
+        /// current rules change.
         #[arg(long, required = true)]
         rescan: bool,
         /// Print JSON.
@@ -544,14 +547,23 @@ fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
                     db.display()
                 );
             };
-            let view = query::get_session(
+            let view = match query::get_session(
                 &store,
                 &id,
                 None,
                 offset as i64,
                 limit.map(i64::from).unwrap_or(i64::MAX),
                 None,
-            )?;
+            ) {
+                Err(memtrail_runtime::Error::NotFound(_))
+                    if memtrail_runtime::maintenance::is_deleted(&store, &id)? =>
+                {
+                    bail!(
+                        "session `{id}` was deleted; `memtrail sessions capture {id}` brings it back (its transcript is still on disk)"
+                    );
+                }
+                r => r?,
+            };
             if json {
                 out!("{}", serde_json::to_string_pretty(&view)?);
             } else {
@@ -590,12 +602,11 @@ fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
                 );
             } else {
                 out!(
-                    "captured {} session {} again: {} messages from {} transcript{}",
+                    "captured {} session {} again: {} from {}",
                     r.agent,
                     r.session_id,
-                    r.messages,
-                    r.transcripts,
-                    if r.transcripts == 1 { "" } else { "s" }
+                    plural(r.messages, "message", "messages"),
+                    plural(r.transcripts, "transcript", "transcripts")
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -1162,7 +1173,11 @@ fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
     let store_what = db
         .exists()
         .then(|| match Store::open(db).and_then(|s| s.stats()) {
-            Ok(st) => format!("{} sessions, {} messages", st.sessions, st.messages),
+            Ok(st) => format!(
+                "{}, {}",
+                plural(st.sessions as u64, "session", "sessions"),
+                plural(st.messages as u64, "message", "messages")
+            ),
             Err(_) => "its content".to_string(),
         });
     let state_what = format!(
@@ -1210,6 +1225,12 @@ fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
                 }
             }
             out!("deleted the store {} ({w})", db.display());
+            // memtrail's own data folder goes too once it is empty (a folder of the user's,
+            // given with --db or MEMTRAIL_DB, stays; remove_dir fails on a non-empty one).
+            let own = memtrail_adapters::paths::xdg_data_home().join("memtrail");
+            if db.parent() == Some(own.as_path()) {
+                let _ = std::fs::remove_dir(&own);
+            }
         }
         None => out!("no store at {}: nothing to delete there", db.display()),
     }
@@ -1250,6 +1271,9 @@ fn doctor(json: bool) -> Result<ExitCode> {
         .context("cannot make doctor's scratch folder")?;
     let scratch = scratch_dir.path().to_path_buf();
     let mut problems: Vec<serde_json::Value> = Vec::new();
+    // Pending trust (Codex skips hooks it does not trust yet) is a notice, as in `status`:
+    // notify captures meanwhile, so it does not fail doctor.
+    let mut notices: Vec<serde_json::Value> = Vec::new();
     let mut checked = 0usize;
     let mut problem = |agent: Agent, what: String, fix: String| {
         problems.push(serde_json::json!({"agent": agent, "problem": what, "fix": fix}));
@@ -1304,12 +1328,10 @@ fn doctor(json: bool) -> Result<ExitCode> {
                     format!("{} is registered {count} times", item.item),
                     fix,
                 ),
-                S::Untrusted { reason } => problem(
-                    agent,
-                    format!("{} will not run: {reason}", item.item),
-                    "open Codex and trust memtrail's hooks in /hooks (notify captures meanwhile)"
-                        .into(),
-                ),
+                S::Untrusted { reason } => notices.push(serde_json::json!({
+                    "agent": agent,
+                    "notice": format!("{} will not run: {reason}", item.item),
+                })),
                 // Valid JSONC that the agent ignores whole (Claude Code's settings.json).
                 S::Unreadable { error } if error.starts_with("not strict JSON") => problem(
                     agent,
@@ -1446,12 +1468,20 @@ fn doctor(json: bool) -> Result<ExitCode> {
         out!(
             "{}",
             serde_json::to_string_pretty(
-                &serde_json::json!({"hook_programs_checked": checked, "problems": problems})
+                &serde_json::json!({"hook_programs_checked": checked, "problems": problems, "notices": notices})
             )?
         );
-    } else if problems.is_empty() {
-        out!("no problems found ({checked} hook program(s) run)");
     } else {
+        for n in &notices {
+            out!(
+                "{}: notice (not a failure): {}",
+                n["agent"].as_str().unwrap_or("?"),
+                n["notice"].as_str().unwrap_or("")
+            );
+        }
+        if problems.is_empty() {
+            out!("no problems found ({checked} hook program(s) run)");
+        }
         for p in &problems {
             out!(
                 "{}: {} — fix: {}",
@@ -1574,14 +1604,14 @@ fn print_repair(report: &memtrail_runtime::store::RepairReport, json: bool) -> R
     }
     for s in &report.steps {
         out!(
-            "{}: {} ({}, {} ms)",
+            "{}: {}; {} ({} ms)",
             s.name,
-            if s.fixed == 0 {
-                "was consistent; rebuilt".to_string()
-            } else {
-                format!("fixed {}", s.fixed)
-            },
             s.what,
+            if s.fixed == 0 {
+                "nothing was wrong".to_string()
+            } else {
+                format!("{} wrong, fixed", s.fixed)
+            },
             s.millis
         );
     }
@@ -1795,11 +1825,11 @@ fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<ExitCod
                 }
                 for r in &runs[i] {
                     out!(
-                        "  last {} hook: {} ({:.1} ms, +{} messages){}",
+                        "  last {} hook: {} ({:.1} ms, +{}){}",
                         r.event,
                         short_time(&memtrail_adapters::format_rfc3339_ms(r.at)),
                         r.duration_us as f64 / 1000.0,
-                        r.messages,
+                        plural(r.messages as u64, "message", "messages"),
                         match r.error.as_deref() {
                             None => String::new(),
                             Some(e) if !hook_failed(r, &runs[i]) =>
@@ -1829,7 +1859,11 @@ fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<ExitCod
                     }
                 );
                 for (agent, sessions, messages) in &s.per_agent {
-                    out!("  {agent}: {sessions} sessions, {messages} messages");
+                    out!(
+                        "  {agent}: {}, {}",
+                        plural(*sessions as u64, "session", "sessions"),
+                        plural(*messages as u64, "message", "messages")
+                    );
                 }
                 if s.unindexed > 0 {
                     out!(
@@ -1989,13 +2023,16 @@ fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> Resu
     };
     let info = memtrail_runtime::maintenance::session_info(&store, id)?;
     let what = format!(
-        "{} session {} ({}; {} messages{}{})",
+        "{} session {} ({}; {}{}{})",
         info.agent,
         info.session_id,
         info.title.as_deref().unwrap_or("untitled"),
-        info.messages,
+        plural(info.messages, "message", "messages"),
         if info.subagents > 0 {
-            format!(", {} sub-agent sessions", info.subagents)
+            format!(
+                ", {}",
+                plural(info.subagents, "sub-agent session", "sub-agent sessions")
+            )
         } else {
             String::new()
         },
@@ -2004,7 +2041,13 @@ fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> Resu
             .map(|p| format!(", in {p}"))
             .unwrap_or_default()
     );
-    if !confirm_destructive(&format!("Delete {what}? This cannot be undone"), yes)? {
+    if !confirm_destructive(
+        &format!(
+            "Delete {what}? `memtrail sessions capture {}` brings it back while its transcript is still on disk",
+            info.session_id
+        ),
+        yes,
+    )? {
         eprintln!("nothing deleted");
         return Ok(ExitCode::FAILURE);
     }
@@ -2066,10 +2109,10 @@ fn purge_older(
     let preview = memtrail_runtime::maintenance::purge(&mut store, cutoff, false, true)?;
     if !dry_run && preview.messages + preview.sessions > 0 {
         let prompt = format!(
-            "Delete {} messages from before {} ({} sessions entirely)? This cannot be undone",
-            preview.messages,
+            "Delete {} from before {} ({} entirely)? This cannot be undone",
+            plural(preview.messages, "message", "messages"),
             short_time(&when),
-            preview.sessions
+            plural(preview.sessions, "session", "sessions")
         );
         if !confirm_destructive(&prompt, yes)? {
             eprintln!("nothing deleted");
@@ -2085,17 +2128,17 @@ fn purge_older(
         out!("{}", serde_json::to_string_pretty(&r)?);
     } else if r.dry_run {
         out!(
-            "would delete {} messages from before {} and {} sessions left empty (nothing deleted: dry run)",
-            r.messages,
+            "would delete {} from before {} and {} left empty (nothing deleted: dry run)",
+            plural(r.messages, "message", "messages"),
             short_time(&when),
-            r.sessions
+            plural(r.sessions, "session", "sessions")
         );
     } else {
         out!(
-            "deleted {} messages from before {} and {} sessions left empty; store {:.1} MB -> {:.1} MB{}",
-            r.messages,
+            "deleted {} from before {} and {} left empty; store {:.1} MB -> {:.1} MB{}",
+            plural(r.messages, "message", "messages"),
             short_time(&when),
-            r.sessions,
+            plural(r.sessions, "session", "sessions"),
             r.bytes_before as f64 / 1e6,
             r.bytes_after as f64 / 1e6,
             if r.vacuumed { " (vacuumed)" } else { "" }
@@ -2121,8 +2164,8 @@ fn redact_rescan(db: &std::path::Path, json: bool) -> Result<ExitCode> {
         out!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         out!(
-            "rescanned {} messages: {} changed, {} session titles changed, {} snapshots changed, {} reader states changed",
-            r.messages,
+            "rescanned {}: {} changed, {} session titles changed, {} snapshots changed, {} reader states changed",
+            plural(r.messages, "message", "messages"),
             r.messages_changed,
             r.titles_changed,
             r.snapshots_changed,

@@ -1075,7 +1075,8 @@ fn uninstall_purge_needs_a_confirmation() {
 }
 
 /// `doctor` reports a Codex hook that Codex does not trust yet (it skips untrusted hooks), with
-/// the way to trust it.
+/// the way to trust it said once, as a notice (exit 0), as `status` does: notify captures
+/// meanwhile.
 #[test]
 fn doctor_reports_untrusted_codex_hooks() {
     let sb = Sandbox::new();
@@ -1085,10 +1086,18 @@ fn doctor_reports_untrusted_codex_hooks() {
         .assert()
         .success();
     let out = sb.acmd().args(["doctor"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("codex: hook"), "{text}");
-    assert!(text.contains("/hooks"), "{text}");
+    let reason = "not trusted yet; open /hooks in Codex and trust memtrail's hooks (until then memtrail captures through `notify` only)";
+    let expected: String = ["SessionStart", "PreCompact", "Stop"]
+        .iter()
+        .map(|e| format!("codex: notice (not a failure): hook {e} will not run: {reason}\n"))
+        .chain(["no problems found (1 hook program(s) run)\n".to_string()])
+        .collect();
+    assert_eq!(text, expected);
+    let j = sb.json(&["doctor", "--json"]);
+    assert_eq!(j["problems"], serde_json::json!([]));
+    assert_eq!(j["notices"].as_array().unwrap().len(), 3, "{j}");
     // status says the same, as a notice: healthy (notify captures meanwhile).
     let out = sb.acmd().args(["status", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
@@ -2240,15 +2249,20 @@ fn ctrl_c_at_the_install_prompt_shows_the_cursor_again() {
 /// `bin/<name>`, its `package.json` above): `<root>/bin` for `PATH`. Run, it would create
 /// `<root>/ran-<name>` and a folder in `$HOME`, as real agents do.
 fn fake_npm_agent(root: &Path, name: &str, package: &str, version: &str) -> PathBuf {
+    fake_npm_agent_at(root, name, package, &format!("bin/{name}"), version)
+}
+
+/// [`fake_npm_agent`] with the program at `exe` inside the package (`bin/claude.exe`).
+fn fake_npm_agent_at(root: &Path, name: &str, package: &str, exe: &str, version: &str) -> PathBuf {
     let pkg = root.join("lib/node_modules").join(package);
-    std::fs::create_dir_all(pkg.join("bin")).unwrap();
+    std::fs::create_dir_all(pkg.join(exe).parent().unwrap()).unwrap();
     std::fs::create_dir_all(root.join("bin")).unwrap();
     std::fs::write(
         pkg.join("package.json"),
         format!("{{\"name\": \"{package}\", \"version\": \"{version}\"}}\n"),
     )
     .unwrap();
-    let exe = pkg.join("bin").join(name);
+    let exe = pkg.join(exe);
     std::fs::write(
         &exe,
         format!(
@@ -2359,6 +2373,61 @@ fn status_after_a_fresh_install_is_healthy_with_a_trust_notice_and_runs_no_agent
     assert!(!npm.join("ran-codex").exists());
     assert!(!npm.join("ran-opencode").exists());
     assert_eq!(tree(&sb.home), before);
+}
+
+/// `status` shows the versions of Claude Code and Gemini CLI installed from npm, whose
+/// commands link to `bin/claude.exe` in `@anthropic-ai/claude-code` and to `bundle/gemini.js`
+/// in `@google/gemini-cli` (the real layout): the nearest package.json above the program whose
+/// name is the agent's package, past a bundle's own nameless one.
+#[cfg(unix)]
+#[test]
+fn status_shows_the_npm_versions_of_claude_code_and_gemini_cli() {
+    let sb = Sandbox::new();
+    let npm = sb.home.parent().unwrap().join("npm");
+    let bin = fake_npm_agent_at(
+        &npm,
+        "claude",
+        "@anthropic-ai/claude-code",
+        "bin/claude.exe",
+        "2.1.332",
+    );
+    fake_npm_agent_at(
+        &npm,
+        "gemini",
+        "@google/gemini-cli",
+        "bundle/gemini.js",
+        "0.61.0",
+    );
+    std::fs::write(
+        npm.join("lib/node_modules/@google/gemini-cli/bundle/package.json"),
+        "{\"type\": \"module\"}\n",
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = sb
+        .cmd()
+        .args(["status", "--json"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let version = |agent: &str| {
+        v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == agent)
+            .unwrap()["registration"]["version"]
+            .clone()
+    };
+    assert_eq!(version("claude"), "2.1.332", "{v}");
+    assert_eq!(version("gemini"), "0.61.0", "{v}");
+    assert!(!npm.join("ran-claude").exists());
+    assert!(!npm.join("ran-gemini").exists());
 }
 
 /// A hook that failed (the store was locked) is not "unhealthy" once a later hook of the same
@@ -2939,4 +3008,57 @@ fn install_dry_run_names_each_agent_it_would_leave_out() {
     );
     assert_eq!(error_of("gemini"), None);
     assert_eq!(std::fs::read(&settings).unwrap(), b"{}\n");
+}
+
+/// The help texts say what README says: `purge --older-than` lists the forms `parse_date`
+/// accepts, `redact --rescan` names everything it rewrites, and each README Usage line of a
+/// command whose `--help` has `--json` shows `[--json]`.
+#[test]
+fn help_texts_agree_with_readme() {
+    let sb = Sandbox::new();
+    let help = |args: &[&str]| -> String {
+        let out = sb.acmd().args(args).arg("--help").output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(
+        help(&["purge"]).lines().any(|l| l
+            == "      --older-than <AGE>  The age or date (messages before it go): an age like 90d, 12h, 30m, 2w; today, yesterday; YYYY-MM-DD (in UTC) or RFC 3339"),
+        "{}",
+        help(&["purge"])
+    );
+    assert!(
+        help(&["redact"]).lines().any(|l| l
+            == "      --rescan     Rewrite every stored message, session title, snapshot and reader state that the current rules change"),
+        "{}",
+        help(&["redact"])
+    );
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    for cmd in [
+        "install",
+        "uninstall",
+        "status",
+        "repair",
+        "doctor",
+        "import",
+        "sessions list",
+        "sessions show",
+        "sessions delete",
+        "sessions capture",
+        "resume",
+        "purge",
+        "redact",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        if !help(&args).contains("--json") {
+            continue;
+        }
+        let line = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("memtrail {cmd} ")))
+            .unwrap_or_else(|| panic!("no README Usage line for `memtrail {cmd}`"));
+        assert!(line.contains("[--json]"), "README: {line}");
+    }
+    assert!(readme.contains(r#"(`memtrail search "ls -1"`)"#));
 }

@@ -64,10 +64,34 @@ fn sessions_delete_asks_deletes_and_the_session_stays_deleted() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("add --yes"));
     assert_eq!(sb.sessions(), 2);
-    let del = sb.json(&["sessions", "delete", &SID[..8], "--yes", "--json"]);
-    assert_eq!(del["deleted"]["session_id"], SID);
-    assert_eq!(del["deleted"]["subagents"], 1);
+    let out = sb
+        .acmd()
+        .args(["sessions", "delete", &SID[..8], "--yes"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().next(),
+        Some(
+            format!("deleted claude session {SID} (Find the TODO comments in this project; 6 messages, 1 sub-agent session, in /home/user/demo)")
+                .as_str()
+        )
+    );
     assert_eq!(sb.sessions(), 0);
+    // show says it was deleted and how to bring it back.
+    let out = sb
+        .acmd()
+        .args(["sessions", "show", &SID[..8]])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "memtrail: session `{}` was deleted; `memtrail sessions capture {0}` brings it back (its transcript is still on disk)\n",
+            &SID[..8]
+        )
+    );
     // import does not bring it back.
     let imp = sb.json(&["import", "--json"]);
     assert_eq!(imp["agents"][0]["messages"], 0, "{imp}");
@@ -91,13 +115,64 @@ fn sessions_delete_asks_deletes_and_the_session_stays_deleted() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains(&format!(
-            "no deleted session `{SID}` whose transcript is still on disk"
-        )),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "memtrail: session `{SID}` is not deleted: it is in the store (`memtrail sessions show {SID}`)\n"
+        )
     );
+}
+
+/// Counts are printed in the singular for one (`1 session`, `1 message`): `status`, `purge
+/// --dry-run`, `uninstall --purge`; and `uninstall --purge` removes memtrail's own data folder
+/// once the store is gone from it.
+#[test]
+fn counts_of_one_are_singular_and_purge_leaves_no_empty_data_folder() {
+    let sb = Sandbox::new();
+    let projects = sb.install_fixture_projects();
+    // Only the main session's transcript: 1 session, 3 messages.
+    std::fs::remove_dir_all(projects.join(format!("-home-user-demo/{SID}"))).unwrap();
+    let imp = sb.json(&["import", "--json"]);
+    assert_eq!(imp["agents"][0]["messages"], 3, "{imp}");
+    let out = sb.acmd().args(["status"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().any(|l| l == "  claude: 1 session, 3 messages"),
+        "{text}"
+    );
+    let out = sb
+        .acmd()
+        .args([
+            "purge",
+            "--older-than",
+            "2030-01-01",
+            "--dry-run",
+            "--force",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "would delete 3 messages from before 2030-01-01 00:00 and 1 session left empty (nothing deleted: dry run)\n"
+    );
+    let data = sb.home.join(".local/share/memtrail");
+    let out = sb
+        .acmd()
+        .args(["uninstall", "--purge", "--yes"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().any(|l| l
+            == format!(
+                "deleted the store {} (1 session, 3 messages)",
+                data.join("memtrail.db").display()
+            )),
+        "{text}"
+    );
+    assert!(!data.exists(), "{} is left", data.display());
 }
 
 /// A sub-agent the user runs in a deleted session after the delete (its transcript appears
@@ -323,4 +398,45 @@ fn errors_that_quote_a_secret_are_redacted_in_the_hook_log_the_store_and_stderr(
         "{err}"
     );
     assert!(!err.contains(&TOKEN[4..]), "{err}");
+}
+
+/// On a terminal, `sessions delete` asks, saying how the delete is undone (`sessions capture`
+/// while the transcript is on disk), not that it cannot be; "n" deletes nothing. The terminal
+/// is util-linux `script`'s pseudo-terminal.
+#[cfg(target_os = "linux")]
+#[test]
+fn sessions_delete_prompt_says_how_to_bring_the_session_back() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let mut script = std::process::Command::new("script");
+    script.env_clear();
+    for (k, v) in sb.cmd().get_envs() {
+        if let Some(v) = v {
+            script.env(k, v);
+        }
+    }
+    script.env("TERM", "dumb").args([
+        "-qec",
+        &format!(
+            "'{}' sessions delete {}",
+            support::memtrail_bin().display(),
+            &SID[..8]
+        ),
+        "/dev/null",
+    ]);
+    let out = assert_cmd::Command::from_std(script)
+        .write_stdin("n")
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "Delete claude session {SID} (Find the TODO comments in this project; 6 messages, 1 sub-agent session, in /home/user/demo)? `memtrail sessions capture {SID}` brings it back while its transcript is still on disk [y/N] "
+        )),
+        "{text}"
+    );
+    assert!(text.contains("nothing deleted"), "{text}");
+    assert_eq!(sb.sessions(), 2);
 }

@@ -226,10 +226,18 @@ fn repair_rebuilds_the_index_and_status_runs_a_quick_check() {
 
     let out = sb.cmd().args(["repair"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("full-text index: was consistent; rebuilt"),
-        "{text}"
-    );
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, want) in [
+        "full-text index: rebuilt from the stored messages (body, tools, CJK); nothing was wrong (",
+        "tool calls: checked for tool calls whose message is gone (deleted when found); nothing was wrong (",
+        "events: extracted again from the stored messages; nothing was wrong (",
+        "message counts: each session's recounted from the stored messages; nothing was wrong (",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(lines[i].starts_with(want), "{text}");
+    }
     assert!(text.contains("integrity check: ok"), "{text}");
 
     let out = sb.cmd().args(["status"]).output().unwrap();

@@ -430,7 +430,8 @@ fn gemini_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
         ],
         config_dirs: vec![loc.config_dir],
         executables: vec![gemini::EXECUTABLE.to_string()],
-        version: None,
+        // npm links `gemini` to the package's `bundle/gemini.js`.
+        version: env.version_of(gemini::EXECUTABLE, &["@google/gemini-cli"]),
         trust: None,
         advice: Vec::new(),
     })
@@ -504,7 +505,8 @@ fn claude_spec(env: &Env, binary: &Path) -> Result<AgentSpec, InstallError> {
         ],
         config_dirs: vec![loc.config_dir],
         executables: vec![claude::EXECUTABLE.to_string()],
-        version: None,
+        // npm links `claude` to the package's `bin/claude.exe`.
+        version: env.version_of(claude::EXECUTABLE, &["@anthropic-ai/claude-code"]),
         trust: None,
         advice: Vec::new(),
     })

@@ -110,9 +110,14 @@ impl Env {
             let Ok(f) = std::fs::File::open(dir.join("package.json")) else {
                 continue;
             };
+            // A package.json that cannot be read or parsed (a bundle's own, say) is passed by.
             let mut text = Vec::new();
-            f.take(1 << 20).read_to_end(&mut text).ok()?;
-            let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
+            if f.take(1 << 20).read_to_end(&mut text).is_err() {
+                continue;
+            }
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(&text) else {
+                continue;
+            };
             let pkg = v.get("name").and_then(|n| n.as_str()).unwrap_or("");
             let ours = packages
                 .iter()

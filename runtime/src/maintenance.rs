@@ -131,17 +131,20 @@ pub struct Recaptured {
     pub messages: u64,
 }
 
-/// Capture a deleted session again: the cursors that [`delete_session`] (or [`purge`]) marked
-/// [`SkipReason::Deleted`] for the session `id` (its agent's id, or a unique prefix of it) and
-/// for its sub-agent sessions are dropped, and their transcripts are read again from the start,
-/// now, as by `memtrail import`: every copy of them (a transcript seen at another path after
-/// the delete is marked too). Only transcripts still on disk are read; the markers of the
-/// others are dropped.
-///
-/// Errors: [`Error::NotFound`](crate::Error::NotFound) when no deleted session with that id
-/// has a transcript on disk; [`Error::Invalid`](crate::Error::Invalid) for an ambiguous
-/// prefix; a store or read error of an ingest (what was read before it stays).
-pub fn capture_again(store: &mut Store, id: &str) -> Result<Recaptured> {
+/// A deleted session whose transcript is still on disk: (cursor key, agent, transcript,
+/// database session, the session's id, its parent's id).
+type Found = (
+    String,
+    Agent,
+    PathBuf,
+    Option<String>,
+    String,
+    Option<String>,
+);
+
+/// The sessions [`delete_session`] (or [`purge`]) marked deleted whose transcripts the agent
+/// still keeps, one entry per transcript (a session's sub-agents have their own).
+fn deleted_found(store: &Store) -> Result<Vec<Found>> {
     let marked: Vec<(String, String)> = {
         let mut stmt = store.conn.prepare(
             "SELECT path, agent FROM sources WHERE json_valid(reader_state)
@@ -150,15 +153,6 @@ pub fn capture_again(store: &mut Store, id: &str) -> Result<Recaptured> {
         stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?
     };
-    // (cursor key, agent, transcript, database session, the session, its parent)
-    type Found = (
-        String,
-        Agent,
-        PathBuf,
-        Option<String>,
-        String,
-        Option<String>,
-    );
     let mut found: Vec<Found> = Vec::new();
     for (key, agent) in marked {
         let Ok(agent) = agent.parse::<Agent>() else {
@@ -187,6 +181,27 @@ pub fn capture_again(store: &mut Store, id: &str) -> Result<Recaptured> {
             ));
         }
     }
+    Ok(found)
+}
+
+/// Whether `id` (a session's id or a prefix of it) names a deleted session whose transcript is
+/// still on disk, so that [`capture_again`] can bring it back. Errors: a store read error.
+pub fn is_deleted(store: &Store, id: &str) -> Result<bool> {
+    Ok(!id.is_empty() && deleted_found(store)?.iter().any(|f| f.4.starts_with(id)))
+}
+
+/// Capture a deleted session again: the cursors that [`delete_session`] (or [`purge`]) marked
+/// [`SkipReason::Deleted`] for the session `id` (its agent's id, or a unique prefix of it) and
+/// for its sub-agent sessions are dropped, and their transcripts are read again from the start,
+/// now, as by `memtrail import`: every copy of them (a transcript seen at another path after
+/// the delete is marked too). Only transcripts still on disk are read; the markers of the
+/// others are dropped.
+///
+/// Errors: [`Error::NotFound`](crate::Error::NotFound) when no deleted session with that id
+/// has a transcript on disk; [`Error::Invalid`](crate::Error::Invalid) for an ambiguous
+/// prefix; a store or read error of an ingest (what was read before it stays).
+pub fn capture_again(store: &mut Store, id: &str) -> Result<Recaptured> {
+    let found = deleted_found(store)?;
     let matches = |s: &str| s == id || !id.is_empty() && s.starts_with(id);
     // A sub-agent session goes with its parent (its id often starts with the parent's).
     let mut ids: Vec<(Agent, &str)> = found
@@ -200,6 +215,11 @@ pub fn capture_again(store: &mut Store, id: &str) -> Result<Recaptured> {
         ids = vec![*exact];
     }
     let (agent, target) = match ids.as_slice() {
+        [] if crate::query::resolve_session(store, id, None).is_ok() => {
+            return Err(crate::Error::NotFound(format!(
+                "session `{id}` is not deleted: it is in the store (`memtrail sessions show {id}`)"
+            )));
+        }
         [] => {
             return Err(crate::Error::NotFound(format!(
                 "no deleted session `{id}` whose transcript is still on disk"

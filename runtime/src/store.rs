@@ -1953,7 +1953,8 @@ fn create_private_file(_path: &Path) -> Result<()> {
 pub struct RepairStep {
     /// Short name, shown by `memtrail repair` (e.g. `full-text index`).
     pub name: &'static str,
-    /// What the step re-derives, for the report.
+    /// What the step does, a clause after its name (`tool calls: checked for …`), for the
+    /// report.
     pub what: &'static str,
     pub run: fn(&Writer<'_>) -> Result<u64>,
 }
@@ -1963,22 +1964,22 @@ pub struct RepairStep {
 pub const REPAIR_STEPS: &[RepairStep] = &[
     RepairStep {
         name: "full-text index",
-        what: "messages_fts rebuilt from messages (body, tools, cjk)",
+        what: "rebuilt from the stored messages (body, tools, CJK)",
         run: repair_fts,
     },
     RepairStep {
         name: "tool calls",
-        what: "tool_calls rows whose message is gone, deleted",
+        what: "checked for tool calls whose message is gone (deleted when found)",
         run: repair_tool_calls,
     },
     RepairStep {
         name: "events",
-        what: "events extracted again from every stored message",
+        what: "extracted again from the stored messages",
         run: repair_events,
     },
     RepairStep {
         name: "message counts",
-        what: "sessions.message_count recounted from messages",
+        what: "each session's recounted from the stored messages",
         run: repair_message_counts,
     },
 ];
