@@ -7,7 +7,7 @@
 //! The folder lives outside the repository. When it is missing the tests print a note and pass,
 //! unless `MEMTRAIL_REQUIRE_SHARED_FIXTURES=1`, which turns a missing folder into a failure.
 
-mod common;
+use crate::common;
 
 use common::{Store, assert_split_equivalence_with, lines, messages, part_text, shape};
 use memtrail_adapters::codex::{self, CodexReader};

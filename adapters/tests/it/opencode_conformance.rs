@@ -6,7 +6,7 @@
 //! The folder lives outside the repository. When it is missing the tests print a note and pass,
 //! unless `MEMTRAIL_REQUIRE_SHARED_FIXTURES=1`, which turns a missing folder into a failure.
 
-mod common;
+use crate::common;
 
 use common::{Store, messages, part_text, shape};
 use memtrail_adapters::opencode::{self, ExportReader, SourceKind};

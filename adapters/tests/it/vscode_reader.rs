@@ -2,7 +2,7 @@
 //! hook payloads, over the project's own fixtures in `fixtures/vscode` (see its README.md) and
 //! hand-made lines. Expected values are computed by hand from the fixtures.
 
-mod common;
+use crate::common;
 
 use common::{Lcg, Store, assert_split_equivalence_with, lines, messages, part_text, shape};
 use memtrail_adapters::vscode::{

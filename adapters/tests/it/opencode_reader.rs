@@ -3,7 +3,7 @@
 //! schema (growing over two turns, read by watermark while a writer holds it open in WAL mode),
 //! an OpenCode 2.x database, and export documents; plus robustness on malformed rows and bytes.
 
-mod common;
+use crate::common;
 
 use common::{Lcg, Store, part_text, shape};
 use memtrail_adapters::opencode::{
@@ -267,7 +267,7 @@ fn storage_errors_and_missing_message_folders() {
 /// (`20260227213759_add_session_workspace_id`), the later session columns of
 /// `packages/opencode/src/session/session.sql.ts` (path, cost, tokens, agent, model) and the
 /// current index names (`message_session_time_created_id_idx`, `part_message_id_id_idx`).
-const SCHEMA_V1: &str = include_str!("../../fixtures/opencode/schema-v1.sql");
+const SCHEMA_V1: &str = include_str!("../../../fixtures/opencode/schema-v1.sql");
 
 /// OpenCode 2.x's session tables (as in `sqlite_master` of a 2.0.25 database, reported by a
 /// third-party reader; upstream `packages/core/src/session/message.ts` gives the row `data`).

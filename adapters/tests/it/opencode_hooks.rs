@@ -374,13 +374,17 @@ fn a_slow_hook_never_holds_compaction_longer_than_two_seconds() {
     assert_eq!(log.iter().filter(|l| *l == "done compacting").count(), 2);
 }
 
-/// The only test of this binary that touches the process environment.
+/// The only test of this module that touches the process environment: it runs alone in a
+/// process of its own (`memtrail_testkit::alone`).
 #[test]
 fn paths_follow_xdg_variables() {
+    if !memtrail_testkit::alone(module_path!(), "paths_follow_xdg_variables") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let config = tmp.path().join("config");
     let data = tmp.path().join("data");
-    // SAFETY: no other test of this binary reads or writes the environment.
+    // SAFETY: alone in its process; no other thread reads or writes the environment.
     unsafe {
         std::env::set_var("XDG_CONFIG_HOME", &config);
         std::env::set_var("XDG_DATA_HOME", &data);

@@ -2,7 +2,7 @@
 //! own fixtures in `fixtures/claude` (see its README.md) and hand-made lines. Expected values are
 //! computed by hand from the fixtures.
 
-mod common;
+use crate::common;
 
 use common::{
     Lcg, Store, assert_split_equivalence, copy_tree, lines, messages, own_fixtures, part_text,

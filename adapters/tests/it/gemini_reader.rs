@@ -2,7 +2,7 @@
 //! over the project's own fixtures in `fixtures/gemini` (see its README.md) and hand-made lines.
 //! Expected values are computed by hand from the fixtures.
 
-mod common;
+use crate::common;
 
 use common::{Store, copy_tree, lines, messages, part_text, shape};
 use memtrail_adapters::gemini::{

@@ -2,7 +2,7 @@
 //! README.md) and hand-made lines. Expected values are computed by hand from the fixture lines
 //! (line numbers below are 1-based lines of the `*-turn3.jsonl` files).
 
-mod common;
+use crate::common;
 
 use common::{Lcg, Store, assert_split_equivalence_with, lines, messages, part_text, shape};
 use memtrail_adapters::codex::CodexReader;

@@ -11,7 +11,7 @@
 //! The folder lives outside the repository. When it is missing the tests print a note and pass,
 //! unless `MEMTRAIL_REQUIRE_SHARED_FIXTURES=1`.
 
-mod common;
+use crate::common;
 
 use common::{assert_split_equivalence_with, lines, messages, part_text};
 use memtrail_adapters::cursor::{self, CursorReader};

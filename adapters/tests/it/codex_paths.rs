@@ -1,16 +1,19 @@
 //! Codex paths honour `CODEX_HOME` and `HOME`, read at call time (agent-specs.md §2.1, §2.6).
 //!
-//! This binary holds a single test because it changes the process environment, which is only
-//! sound while no other thread runs.
+//! The test changes the process environment, which is only sound while no other thread runs:
+//! it runs alone in a process of its own (`memtrail_testkit::alone`).
 
 use memtrail_adapters::codex;
 use std::path::PathBuf;
 
 #[test]
 fn paths_follow_codex_home_and_home() {
+    if !memtrail_testkit::alone(module_path!(), "paths_follow_codex_home_and_home") {
+        return;
+    }
     let home = tempfile::tempdir().unwrap();
     let h = home.path().to_path_buf();
-    // SAFETY: the only test of this binary; no other thread reads the environment meanwhile.
+    // SAFETY: alone in its process; no other thread reads the environment meanwhile.
     unsafe {
         std::env::set_var("HOME", &h);
         std::env::remove_var("CODEX_HOME");
