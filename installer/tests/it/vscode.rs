@@ -2,7 +2,7 @@
 //! `chat.hookFilesLocations` of each user `settings.json` (JSONC), and `servers.memtrail` in each
 //! user `mcp.json`.
 
-mod common;
+use crate::common;
 
 use common::{AgentBox, round_trip};
 use memtrail_adapters::vscode::registration as vscode;

@@ -2,7 +2,7 @@
 //! once; a dry run writes nothing. Table-driven over real-world shapes of `settings.json` and
 //! `~/.claude.json`.
 
-mod common;
+use crate::common;
 
 use common::{EVENTS, Sandbox, big_claude_json, jsonc, memtrail_handlers};
 use memtrail_installer::{Action, Agent, ItemState, apply, status_in};

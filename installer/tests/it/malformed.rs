@@ -1,6 +1,6 @@
 //! Files that cannot be edited are left byte for byte as they were, with a clear error.
 
-mod common;
+use crate::common;
 
 use common::Sandbox;
 use memtrail_installer::{Action, Agent, InstallError, ItemState, apply, plan_in, status_in};

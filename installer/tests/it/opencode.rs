@@ -2,7 +2,7 @@
 //! module shape the installed OpenCode loads) and `mcp.memtrail` in `opencode.jsonc` or
 //! `opencode.json`.
 
-mod common;
+use crate::common;
 
 use common::{AgentBox, round_trip};
 use memtrail_adapters::opencode::{self, PluginApi, registration as oc};

@@ -2,7 +2,7 @@
 //! `mcpServers.memtrail`) and the skill. Install then uninstall gives back the exact bytes;
 //! install twice equals install once; a dry run writes nothing.
 
-mod common;
+use crate::common;
 
 use common::{AgentBox, round_trip};
 use memtrail_adapters::gemini::registration as gemini;

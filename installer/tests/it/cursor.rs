@@ -1,7 +1,7 @@
 //! Cursor: `~/.cursor/hooks.json` (`version: 1`, flat entries per event, absolute commands),
 //! `~/.cursor/mcp.json` (`mcpServers.memtrail`) and the skill.
 
-mod common;
+use crate::common;
 
 use common::{AgentBox, round_trip};
 use memtrail_adapters::cursor::registration as cursor;

@@ -1,8 +1,9 @@
 //! Installing into a big `~/.claude.json` costs memory in proportion to the file, not to its
-//! syntax tree: the heap is measured with a counting allocator (the only test in this binary,
-//! so nothing else allocates meanwhile).
+//! syntax tree: the heap is measured with a counting allocator (the binary's global allocator;
+//! the test runs alone in a process of its own, `memtrail_testkit::alone`, so nothing else
+//! allocates meanwhile).
 
-mod common;
+use crate::common;
 
 use common::{Sandbox, big_claude_json};
 use memtrail_installer::{Action, Agent, apply, status_in};
@@ -43,6 +44,12 @@ fn peak_of(f: impl FnOnce()) -> usize {
 
 #[test]
 fn a_big_claude_json_costs_a_few_copies_of_itself() {
+    if !memtrail_testkit::alone(
+        module_path!(),
+        "a_big_claude_json_costs_a_few_copies_of_itself",
+    ) {
+        return;
+    }
     let sb = Sandbox::new();
     let big = big_claude_json(5_600_000);
     let size = big.len();

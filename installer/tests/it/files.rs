@@ -1,7 +1,7 @@
 //! What apply does on disk: symlinks, permission bits, backups and the install state.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use common::Sandbox;
 use memtrail_installer::{Action, Outcome};

@@ -1,6 +1,6 @@
 //! A moved binary, duplicated handlers, and what `status` reports about them.
 
-mod common;
+use crate::common;
 
 use common::{EVENTS, Sandbox, memtrail_handlers};
 use memtrail_installer::{Action, Agent, ItemState, apply, status_in};

@@ -2,7 +2,7 @@
 //! `[mcp_servers.memtrail]`), `$CODEX_HOME/hooks.json` (trust reported by status) and the skill
 //! in `$CODEX_HOME/skills` (an older install's in `~/.agents/skills` is removed).
 
-mod common;
+use crate::common;
 
 use common::{AgentBox, round_trip};
 use memtrail_adapters::codex::registration as codex;

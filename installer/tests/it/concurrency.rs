@@ -3,7 +3,7 @@
 //! lost.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use common::{Sandbox, big_claude_json};
 use memtrail_installer::{Action, apply};
