@@ -911,7 +911,7 @@ fn context_rules_exact() {
 
 /// Redaction speed (a figure, not a target): ms per MB over the dependencies' Rust sources
 /// and over the shared transcript fixtures, cut in 20 KB texts as a hook sees them. Run in
-/// release: `cargo test --release -p memtrail-runtime --test redact -- --ignored redact_speed
+/// release: `cargo test --release -p memtrail-runtime --test it -- --ignored redact::redact_speed
 /// --nocapture`.
 #[test]
 #[ignore]

@@ -7,7 +7,7 @@
 //! read, an edit, `cargo test` failing (exit 101), a second edit, `cargo test` passing, the todo
 //! list updated, a closing answer, then a prompt with two decisions.
 
-mod support;
+use crate::support;
 
 use memtrail_adapters::{Agent, Kind, Message, Part, Role, ToolCall};
 use memtrail_runtime::events::{self, Category, Event, StoredEvent, correlate, extract};

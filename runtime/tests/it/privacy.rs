@@ -905,7 +905,7 @@ fn secret_set() -> Vec<(String, String)> {
 }
 
 /// One entry of the redaction corpus `tests/data/secrets.json` (its format: `CorpusEntry` in
-/// `tests/redact.rs`): the secret's class, the place it is written for, the text, the secret.
+/// `tests/it/redact.rs`): the secret's class, the place it is written for, the text, the secret.
 #[derive(serde::Deserialize)]
 struct CorpusSecret {
     context: String,
@@ -1409,7 +1409,7 @@ fn an_opencode_child_session_of_a_deleted_session_is_not_stored() {
     let db = dir.path().join("m.db");
     let oc = dir.path().join("opencode.db");
     let conn = rusqlite::Connection::open(&oc).unwrap();
-    conn.execute_batch(include_str!("../../fixtures/opencode/schema-v1.sql"))
+    conn.execute_batch(include_str!("../../../fixtures/opencode/schema-v1.sql"))
         .unwrap();
     let cwd = dir.path().display().to_string();
     conn.execute(

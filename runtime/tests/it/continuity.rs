@@ -4,10 +4,10 @@
 //! agent needs) the snapshot states. A fact is present when its text, whitespace collapsed and
 //! lowercased, is a substring of the snapshot's (a path fact may appear relative or absolute).
 //!
-//! Prints the table with `cargo test -p memtrail-runtime --test continuity -- --nocapture`.
+//! Prints the table with `cargo test -p memtrail-runtime --test it continuity:: -- --nocapture`.
 //! Goal (issue 5): at least 95% of the core facts within 2 KB.
 
-mod support;
+use crate::support;
 
 use memtrail_adapters::Agent;
 use memtrail_runtime::events::{StoredEvent, correlate, extract};

@@ -3,7 +3,7 @@
 //! deleted between reads, a full store (`SQLITE_FULL`), and a busy store. Every case ends with
 //! a clear error or a counted skip, and a store that holds exactly what was committed.
 //!
-//! The 200 MB line has its own test binary (`long_line.rs`), so that its memory is measured alone.
+//! The 200 MB line has its own process (`long_line.rs`), so that its memory is measured alone.
 //!
 //! Transcript lines are Claude Code 2.x user lines (transcript-formats.md §1): one message each,
 //! id = the line's `uuid`.

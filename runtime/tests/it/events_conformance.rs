@@ -2,7 +2,7 @@
 //! repository). Skipped when the folder is absent, unless `MEMTRAIL_REQUIRE_SHARED_FIXTURES=1`
 //! (CI), which turns a missing folder into a failure.
 
-mod support;
+use crate::support;
 
 use memtrail_adapters::Agent;
 use memtrail_runtime::events::{StoredEvent, correlate, extract};

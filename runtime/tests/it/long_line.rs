@@ -1,6 +1,6 @@
 //! A 200 MB transcript line (issue 7, item 3): skipped while streaming, counted as malformed,
-//! the lines after it read, with bounded memory. Alone in its test binary so that the process's
-//! peak memory (VmHWM) is this test's.
+//! the lines after it read, with bounded memory. Alone in a process of its own
+//! (`memtrail_testkit::alone`) so that the process's peak memory (VmHWM) is this test's.
 
 use memtrail_adapters::Agent;
 use memtrail_runtime::Store;
@@ -99,6 +99,12 @@ fn peak_rss() -> u64 {
 
 #[test]
 fn a_200_mb_line_is_skipped_with_bounded_memory_and_counted() {
+    if !memtrail_testkit::alone(
+        module_path!(),
+        "a_200_mb_line_is_skipped_with_bounded_memory_and_counted",
+    ) {
+        return;
+    }
     let before = peak_rss();
     let mut e = env();
     let p = e.transcript();
