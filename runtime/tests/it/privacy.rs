@@ -1,6 +1,6 @@
 //! Privacy controls (issue 7): `<private>` spans, excluded projects (`.memtrailignore`), session
 //! deletion, purge by age, `redact --rescan` over data stored before the rules, and Claude Code's
-//! retention check. The config file's `exclude` list is tested end to end in tests/cli.rs (it is
+//! retention check. The config file's `exclude` list is tested end to end in tests/it/cli.rs (it is
 //! read from `$XDG_CONFIG_HOME`, which only a sandboxed process may point elsewhere).
 
 use memtrail_adapters::Agent;

@@ -2,7 +2,7 @@
 //! finding the tools, the sandbox folder and environment, running child processes with a
 //! timeout and a cleared environment, the scripted stub model server, and small helpers.
 //!
-//! Each test crate declares `mod common;` and uses the part it needs.
+//! Each test module takes it with `use crate::common;` and uses the part it needs.
 #![allow(dead_code)]
 
 use serde_json::Value;

@@ -18,7 +18,7 @@
 //! HOME, XDG_*, CLAUDE_CONFIG_DIR, TMPDIR and MEMTRAIL_DB inside a temp folder.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use common::{
     Stub, find, memtrail_bin, print_files, read, repo_root, resolve_python, run_ok, sandbox_cmd,

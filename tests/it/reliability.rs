@@ -2,7 +2,7 @@
 //! payloads, a reader that panics during import, and `memtrail repair` / `status` checks. Each
 //! runs in a sandboxed HOME.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use std::io::Write;

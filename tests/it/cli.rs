@@ -1,7 +1,7 @@
 //! End-to-end tests of the `memtrail` binary in a sandboxed HOME: the Claude Code hook (fed
 //! payloads shaped like the real ones), import, search, sessions, and failing open.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -829,7 +829,7 @@ fn opencode_session_idle_hook_reads_the_database() {
     let storage = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/opencode/storage");
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch("PRAGMA journal_mode = WAL;").unwrap();
-    conn.execute_batch(include_str!("../fixtures/opencode/schema-v1.sql"))
+    conn.execute_batch(include_str!("../../fixtures/opencode/schema-v1.sql"))
         .unwrap();
     let load =
         |p: PathBuf| -> Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };

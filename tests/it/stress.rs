@@ -17,7 +17,7 @@
 //! Figures are printed: hooks run, hooks that gave up the lock (logged as busy), imports, MCP
 //! calls, messages, max and p99 hook wall time.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::io::Write;

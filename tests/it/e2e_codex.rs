@@ -29,7 +29,7 @@
 //! reach the hooks but not `memtrail mcp`.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use common::{
     Stub, env_flag, find, is_executable, kill_group, memtrail_bin, print_files, read, repo_root,

@@ -2,7 +2,7 @@
 //! and hooks), `sessions delete`, `purge --older-than`, `redact --rescan`, and the Claude Code
 //! retention warning of `status`.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::Sandbox;

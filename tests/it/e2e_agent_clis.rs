@@ -25,7 +25,7 @@
 //! tests another memtrail binary; `MEMTRAIL_E2E_PYTHON` picks the interpreter.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use common::{drain, env_flag, memtrail_bin, repo_root};
 use std::os::unix::process::CommandExt;

@@ -9,7 +9,7 @@
 //! later lines, so kills land between the lines of one message and between a call and its
 //! result. `MEMTRAIL_CRASH_RUNS` overrides the number of runs (default 50).
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use std::process::{Child, Stdio};
