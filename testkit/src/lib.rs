@@ -3,8 +3,13 @@
 //! Each crate has one integration-test binary (`tests/it/main.rs`, one module per area), so its
 //! tests run as threads of one process. The few tests that need the process to themselves (they
 //! change the process environment, count the heap with a global allocator, or read the process's
-//! peak memory) run through [`alone`] in a child process of their own.
+//! peak memory) run through [`alone!`] in a child process of their own.
+//!
+//! The sandboxed home: [`TempHome`] (a temp folder with `home/` in it), [`home_vars`] and
+//! [`agent_vars`] (the variables that point a process at it, so nothing reads or writes the real
+//! home); [`copy_tree`] copies a fixture tree into it.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The variable that tells a child test process which test it runs alone.
@@ -18,15 +23,7 @@ const ALONE_VAR: &str = "MEMTRAIL_TEST_ALONE";
 /// and it passed; the child's output is printed (captured by the harness as the test's). Panics
 /// when the child fails, cannot start, or did not run exactly one test.
 ///
-/// ```ignore
-/// #[test]
-/// fn paths_follow_home() {
-///     if !memtrail_testkit::alone(module_path!(), "paths_follow_home") {
-///         return;
-///     }
-///     // ... std::env::set_var, as the only thread of the process ...
-/// }
-/// ```
+/// [`alone!`] is the usual way to call it, as the first line of the test.
 pub fn alone(module: &str, name: &str) -> bool {
     // The harness names a test by its path inside the test crate: drop the crate's own name.
     let test = match module.split_once("::") {
@@ -51,4 +48,107 @@ pub fn alone(module: &str, name: &str) -> bool {
         "{test} (alone): the child did not run exactly this one test"
     );
     false
+}
+
+/// Runs the enclosing test alone in a process of its own (see [`alone()`]): in the parent process
+/// the test returns once that child passed; in the child the rest of the test runs.
+///
+/// ```ignore
+/// #[test]
+/// fn paths_follow_home() {
+///     memtrail_testkit::alone!(paths_follow_home);
+///     // ... std::env::set_var, as the only test thread of the process ...
+/// }
+/// ```
+#[macro_export]
+macro_rules! alone {
+    ($test:ident) => {
+        if !$crate::alone(module_path!(), stringify!($test)) {
+            return;
+        }
+    };
+}
+
+/// A temp folder with a sandboxed home inside it (`<tmp>/home`, created); the folder and all
+/// in it are removed on drop.
+pub struct TempHome {
+    /// The temp folder (the home's parent, a place for state, binaries, …).
+    pub dir: tempfile::TempDir,
+    /// `<tmp>/home`.
+    pub home: PathBuf,
+}
+
+impl TempHome {
+    pub fn new() -> TempHome {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).expect("mkdir home");
+        TempHome { dir, home }
+    }
+}
+
+impl Default for TempHome {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The variables that put a process's home and XDG folders in the sandbox: `HOME` = `home`,
+/// `XDG_CONFIG_HOME` = `home/.config`, `XDG_DATA_HOME` = `home/.local/share`,
+/// `XDG_STATE_HOME` = `state`, `XDG_CACHE_HOME` = `home/.cache`.
+pub fn home_vars(home: &Path, state: &Path) -> [(&'static str, PathBuf); 5] {
+    [
+        ("HOME", home.to_path_buf()),
+        ("XDG_CONFIG_HOME", home.join(".config")),
+        ("XDG_DATA_HOME", home.join(".local/share")),
+        ("XDG_STATE_HOME", state.to_path_buf()),
+        ("XDG_CACHE_HOME", home.join(".cache")),
+    ]
+}
+
+/// The agents' own folder variables, pointed at their defaults inside `home` (so a value in the
+/// caller's environment cannot leak in): `CLAUDE_CONFIG_DIR` = `home/.claude`, `CODEX_HOME` =
+/// `home/.codex`, `GEMINI_CLI_HOME` = `home`.
+pub fn agent_vars(home: &Path) -> [(&'static str, PathBuf); 3] {
+    [
+        ("CLAUDE_CONFIG_DIR", home.join(".claude")),
+        ("CODEX_HOME", home.join(".codex")),
+        ("GEMINI_CLI_HOME", home.to_path_buf()),
+    ]
+}
+
+/// Copies the folder `src` into `dst` (created), recursively, folders included.
+pub fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap_or_else(|e| panic!("mkdir {}: {e}", dst.display()));
+    for e in std::fs::read_dir(src).unwrap_or_else(|e| panic!("read {}: {e}", src.display())) {
+        let e = e.expect("read_dir entry");
+        let to = dst.join(e.file_name());
+        if e.file_type().expect("file type").is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to)
+                .unwrap_or_else(|err| panic!("copy {}: {err}", e.path().display()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// In the child, the body runs with the marker variable naming this very test; the parent
+    /// returns early (so the assertion below runs only in the child).
+    #[test]
+    fn alone_runs_the_body_in_a_child_of_its_own() {
+        crate::alone!(alone_runs_the_body_in_a_child_of_its_own);
+        assert_eq!(
+            std::env::var(super::ALONE_VAR).unwrap(),
+            "tests::alone_runs_the_body_in_a_child_of_its_own"
+        );
+    }
+
+    /// A name that matches no test fails instead of passing with nothing run.
+    #[test]
+    #[should_panic(expected = "the child did not run exactly this one test")]
+    fn alone_fails_when_the_child_runs_no_test() {
+        crate::alone(module_path!(), "no_such_test");
+    }
 }

@@ -483,9 +483,8 @@ fn output_into_a_closed_pipe_ends_quietly() {
     let sb = Sandbox::new();
     sb.install_fixture_projects();
     sb.json(&["import", "--json"]);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_memtrail"))
-        .env("HOME", &sb.home)
-        .env("XDG_DATA_HOME", sb.home.join(".local/share"))
+    let mut child = sb
+        .cmd()
         .args(["sessions", "show", "3f2a9c4e"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

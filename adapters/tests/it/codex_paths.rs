@@ -8,9 +8,7 @@ use std::path::PathBuf;
 
 #[test]
 fn paths_follow_codex_home_and_home() {
-    if !memtrail_testkit::alone(module_path!(), "paths_follow_codex_home_and_home") {
-        return;
-    }
+    memtrail_testkit::alone!(paths_follow_codex_home_and_home);
     let home = tempfile::tempdir().unwrap();
     let h = home.path().to_path_buf();
     // SAFETY: alone in its process; no other thread reads the environment meanwhile.

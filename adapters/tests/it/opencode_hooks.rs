@@ -378,9 +378,7 @@ fn a_slow_hook_never_holds_compaction_longer_than_two_seconds() {
 /// process of its own (`memtrail_testkit::alone`).
 #[test]
 fn paths_follow_xdg_variables() {
-    if !memtrail_testkit::alone(module_path!(), "paths_follow_xdg_variables") {
-        return;
-    }
+    memtrail_testkit::alone!(paths_follow_xdg_variables);
     let tmp = tempfile::tempdir().unwrap();
     let config = tmp.path().join("config");
     let data = tmp.path().join("data");

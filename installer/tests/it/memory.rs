@@ -44,12 +44,7 @@ fn peak_of(f: impl FnOnce()) -> usize {
 
 #[test]
 fn a_big_claude_json_costs_a_few_copies_of_itself() {
-    if !memtrail_testkit::alone(
-        module_path!(),
-        "a_big_claude_json_costs_a_few_copies_of_itself",
-    ) {
-        return;
-    }
+    memtrail_testkit::alone!(a_big_claude_json_costs_a_few_copies_of_itself);
     let sb = Sandbox::new();
     let big = big_claude_json(5_600_000);
     let size = big.len();

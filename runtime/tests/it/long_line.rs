@@ -99,12 +99,7 @@ fn peak_rss() -> u64 {
 
 #[test]
 fn a_200_mb_line_is_skipped_with_bounded_memory_and_counted() {
-    if !memtrail_testkit::alone(
-        module_path!(),
-        "a_200_mb_line_is_skipped_with_bounded_memory_and_counted",
-    ) {
-        return;
-    }
+    memtrail_testkit::alone!(a_200_mb_line_is_skipped_with_bounded_memory_and_counted);
     let before = peak_rss();
     let mut e = env();
     let p = e.transcript();

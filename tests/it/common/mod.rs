@@ -147,15 +147,11 @@ pub fn sandbox_env(
     tmp: &Path,
     extra: Vec<(String, OsString)>,
 ) -> Vec<(String, OsString)> {
-    let mut env: Vec<(String, OsString)> = vec![
-        ("PATH".into(), path),
-        ("HOME".into(), home.into()),
-        ("XDG_CONFIG_HOME".into(), home.join(".config").into()),
-        ("XDG_DATA_HOME".into(), home.join(".local/share").into()),
-        ("XDG_STATE_HOME".into(), state.into()),
-        ("XDG_CACHE_HOME".into(), home.join(".cache").into()),
-        ("TMPDIR".into(), tmp.into()),
-    ];
+    let mut env: Vec<(String, OsString)> = vec![("PATH".into(), path)];
+    env.extend(
+        memtrail_testkit::home_vars(home, state).map(|(k, v)| (k.to_string(), v.into_os_string())),
+    );
+    env.push(("TMPDIR".into(), tmp.into()));
     env.extend(extra);
     env.extend([
         ("SHELL".into(), "/bin/bash".into()),

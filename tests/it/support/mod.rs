@@ -1,8 +1,11 @@
-//! What the binary's tests share (`cli`, `privacy_cli`, `reliability`, `stress`, `crash`): a sandboxed HOME, Claude
+//! What the binary's tests share (`cli`, `privacy_cli`, `reliability`, `stress`, `crash`): a sandboxed HOME
+//! (`memtrail_testkit`'s, with every agent's folder variable pointed into it), Claude
 //! Code transcript lines with known content, hook payloads, a newline-delimited JSON-RPC client
 //! for `memtrail mcp`, and a canonical dump of a store for exact comparisons.
 #![allow(dead_code)]
 
+pub use memtrail_testkit::copy_tree;
+use memtrail_testkit::{TempHome, agent_vars, home_vars};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -20,9 +23,7 @@ pub struct Sandbox {
 
 impl Sandbox {
     pub fn new() -> Sandbox {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        std::fs::create_dir_all(&home).unwrap();
+        let TempHome { dir, home } = TempHome::new();
         Sandbox { _dir: dir, home }
     }
 
@@ -43,14 +44,8 @@ impl Sandbox {
         let mut c = Command::new(memtrail_bin());
         c.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("XDG_DATA_HOME", self.home.join(".local/share"))
-            .env("XDG_STATE_HOME", self.home.join(".local/state"))
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_CACHE_HOME", self.home.join(".cache"))
-            .env("CLAUDE_CONFIG_DIR", self.claude_dir())
-            .env("CODEX_HOME", self.home.join(".codex"))
-            .env("GEMINI_CLI_HOME", &self.home)
+            .envs(home_vars(&self.home, &self.home.join(".local/state")))
+            .envs(agent_vars(&self.home))
             .stdin(Stdio::null());
         c
     }
@@ -380,18 +375,4 @@ pub fn message_count(db: &Path) -> i64 {
     let c = rusqlite::Connection::open(db).unwrap();
     c.query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))
         .unwrap()
-}
-
-/// Copy the folder `src` into `dst`, recursively.
-pub fn copy_tree(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &to);
-        } else {
-            std::fs::copy(e.path(), &to).unwrap();
-        }
-    }
 }

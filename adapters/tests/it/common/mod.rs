@@ -209,13 +209,7 @@ pub fn tree(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Copy a directory tree.
-pub fn copy_tree(from: &Path, to: &Path) {
-    for rel in tree(from) {
-        let dst = to.join(&rel);
-        std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
-        std::fs::copy(from.join(&rel), &dst).expect("copy");
-    }
-}
+pub use memtrail_testkit::copy_tree;
 
 /// A small deterministic pseudo-random generator for the robustness tests (no extra
 /// dev-dependency): Knuth's MMIX linear congruential constants, the high 31 bits.

@@ -8,14 +8,22 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// A Claude sandbox: an [`AgentBox`] for Claude (its fields and methods through `Deref`) and
+/// where Claude's files are in it.
 pub struct Sandbox {
-    pub dir: tempfile::TempDir,
-    pub env: Env,
-    pub bin: PathBuf,
+    pub b: AgentBox,
     pub config: PathBuf,
     pub settings: PathBuf,
     pub global: PathBuf,
     pub skill: PathBuf,
+}
+
+impl std::ops::Deref for Sandbox {
+    type Target = AgentBox;
+
+    fn deref(&self) -> &AgentBox {
+        &self.b
+    }
 }
 
 impl Sandbox {
@@ -30,60 +38,20 @@ impl Sandbox {
     }
 
     fn make(config_dir: bool) -> Sandbox {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let home = dir.path().join("home");
-        std::fs::create_dir_all(&home).unwrap();
-        let mut env = Env::sandbox(&home).with_var("XDG_STATE_HOME", dir.path().join("state"));
+        let mut b = AgentBox::new(Agent::Claude);
         let (config, global) = if config_dir {
-            let c = dir.path().join("claude-config");
-            env = env.with_var("CLAUDE_CONFIG_DIR", &c);
+            let c = b.dir.path().join("claude-config");
+            b = b.with_var("CLAUDE_CONFIG_DIR", &c);
             (c.clone(), c.join(".claude.json"))
         } else {
-            (home.join(".claude"), home.join(".claude.json"))
+            (b.home.join(".claude"), b.home.join(".claude.json"))
         };
-        // A directory with a space, so the hook command needs quoting.
-        let bin = dir.path().join("opt dir").join("memtrail");
         Sandbox {
             settings: config.join("settings.json"),
             skill: config.join("skills/memtrail/SKILL.md"),
-            env,
-            bin,
+            b,
             config,
             global,
-            dir,
-        }
-    }
-
-    pub fn state_dir(&self) -> PathBuf {
-        self.dir.path().join("state/memtrail")
-    }
-
-    pub fn plan(&self, action: Action) -> Plan {
-        self.plan_with(action, &self.bin)
-    }
-
-    pub fn plan_with(&self, action: Action, bin: &Path) -> Plan {
-        plan_in(&self.env, Agent::Claude, action, bin).expect("plan")
-    }
-
-    pub fn install(&self) -> Applied {
-        apply(&self.plan(Action::Install)).expect("apply install")
-    }
-
-    pub fn uninstall(&self) -> Applied {
-        apply(&self.plan(Action::Uninstall)).expect("apply uninstall")
-    }
-
-    /// Write `content` (creating parent dirs), or make sure the file is absent.
-    pub fn put(&self, path: &Path, content: Option<&str>) {
-        match content {
-            Some(c) => {
-                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-                std::fs::write(path, c).unwrap();
-            }
-            None => {
-                let _ = std::fs::remove_file(path);
-            }
         }
     }
 
@@ -95,11 +63,6 @@ impl Sandbox {
             walk(&root, &mut out);
         }
         out
-    }
-
-    pub fn json(&self, path: &Path) -> Value {
-        let text = std::fs::read_to_string(path).unwrap();
-        jsonc(&text)
     }
 }
 
@@ -227,9 +190,7 @@ pub struct AgentBox {
 
 impl AgentBox {
     pub fn new(agent: Agent) -> AgentBox {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let home = dir.path().join("home");
-        std::fs::create_dir_all(&home).unwrap();
+        let memtrail_testkit::TempHome { dir, home } = memtrail_testkit::TempHome::new();
         let env = Env::sandbox(&home).with_var("XDG_STATE_HOME", dir.path().join("state"));
         let bin = dir.path().join("opt dir").join("memtrail");
         AgentBox {
