@@ -145,6 +145,55 @@ mod tests {
         );
     }
 
+    /// One integration-test binary per crate: no crate of the workspace has a test target other
+    /// than `tests/it/main.rs` (a `tests/*.rs` file or a `tests/<dir>/main.rs` is a binary of its
+    /// own, linked again after every change; add a module to `tests/it/` instead).
+    #[test]
+    fn every_crate_has_one_integration_test_binary() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        // The root package and every workspace member (`members = ["adapters", ...]`).
+        let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+        let members = workspace
+            .lines()
+            .find_map(|l| l.strip_prefix("members = ["))
+            .expect("members = [...] in Cargo.toml");
+        let mut crates = vec![""];
+        crates.extend(
+            members
+                .split(['"', ',', ']', ' '])
+                .filter(|m| !m.is_empty()),
+        );
+        assert!(crates.contains(&"testkit"), "{crates:?}");
+        let mut targets = Vec::new();
+        for krate in crates {
+            let manifest = std::fs::read_to_string(root.join(krate).join("Cargo.toml")).unwrap();
+            assert!(
+                !manifest.contains("[[test]]"),
+                "{krate}/Cargo.toml: [[test]]"
+            );
+            let Ok(dir) = std::fs::read_dir(root.join(krate).join("tests")) else {
+                continue;
+            };
+            for e in dir.map(Result::unwrap) {
+                let p = e.path();
+                if p.extension().is_some_and(|x| x == "rs") || p.join("main.rs").exists() {
+                    targets.push(p.strip_prefix(&root).unwrap().display().to_string());
+                }
+            }
+        }
+        targets.sort();
+        assert_eq!(
+            targets,
+            [
+                "adapters/tests/it",
+                "bench/tests/it",
+                "installer/tests/it",
+                "runtime/tests/it",
+                "tests/it"
+            ]
+        );
+    }
+
     /// A name that matches no test fails instead of passing with nothing run.
     #[test]
     #[should_panic(expected = "the child did not run exactly this one test")]
