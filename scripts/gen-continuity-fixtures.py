@@ -104,7 +104,7 @@ def scenario(sid, agent, cwd, steps, facts, branch="main"):
 
 
 # A standard session per agent: edits, a failing then passing test run, a todo list and a
-# decision. These are also the fixtures of runtime/tests/events.rs.
+# decision. These are also the fixtures of runtime/tests/it/events.rs.
 def standard(agent, n):
     cwd = f"/home/user/projects/tempconv"
     steps = [

@@ -1,6 +1,6 @@
 //! Print the events and the snapshot of a transcript:
 //! `cargo run -p memtrail-runtime --example dump_fixture -- <agent> <path> [budget] [project dir]`.
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
 
 use memtrail_runtime::events::{StoredEvent, correlate, extract};

@@ -1,0 +1,4 @@
+//! The bench crate's integration tests: one test binary, one module per area (run one with
+//! `cargo test -p memtrail-bench --test it corpus::`).
+
+mod corpus;

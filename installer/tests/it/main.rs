@@ -1,0 +1,17 @@
+//! The installer crate's integration tests: one test binary, one module per area (run one with
+//! `cargo test -p memtrail-installer --test it codex::`). `common` is the sandbox (a temp home
+//! and state dir passed to the installer as an explicit `Env`) and what the modules share.
+
+mod common;
+
+mod codex;
+mod concurrency;
+mod cursor;
+mod files;
+mod gemini;
+mod malformed;
+mod memory;
+mod opencode;
+mod roundtrip;
+mod upgrade;
+mod vscode;

@@ -1,0 +1,422 @@
+//! Hostile and broken input (issue 7, item 3): invalid UTF-8, binary, empty
+//! files, a folder or a FIFO where a transcript should be, permission denied, a transcript
+//! deleted between reads, a full store (`SQLITE_FULL`), and a busy store. Every case ends with
+//! a clear error or a counted skip, and a store that holds exactly what was committed.
+//!
+//! The 200 MB line has its own process (`long_line.rs`), so that its memory is measured alone.
+//!
+//! Transcript lines are Claude Code 2.x user lines (transcript-formats.md §1): one message each,
+//! id = the line's `uuid`.
+
+use memtrail_adapters::Agent;
+use memtrail_runtime::ingest::ingest_file;
+use memtrail_runtime::{Error, Store};
+use serde_json::json;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const SID: &str = "9d3c1e2f-4a5b-4c6d-8e7f-0a1b2c3d4e5f";
+
+fn user(uuid: &str, text: &str) -> String {
+    json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external",
+        "cwd": "/home/user/demo", "sessionId": SID, "version": "2.1.49", "gitBranch": "main",
+        "type": "user", "message": {"role": "user", "content": text},
+        "uuid": uuid, "timestamp": "2026-11-20T10:00:00.000Z"
+    })
+    .to_string()
+}
+
+struct Env {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    db: PathBuf,
+    store: Store,
+}
+
+fn env() -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let db = root.join("store/memtrail.db");
+    let store = Store::open(&db).unwrap();
+    Env {
+        _dir: dir,
+        root,
+        db,
+        store,
+    }
+}
+
+impl Env {
+    fn transcript(&self) -> PathBuf {
+        let p = self
+            .root
+            .join(format!("projects/-home-user-demo/{SID}.jsonl"));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        p
+    }
+
+    /// (seq, ext_id, body) of every stored message, in order.
+    fn messages(&self) -> Vec<(i64, String, String)> {
+        let c = rusqlite::Connection::open(&self.db).unwrap();
+        let mut st = c
+            .prepare("SELECT seq, ext_id, body FROM messages ORDER BY session_id, seq")
+            .unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    /// (offset, lines, malformed) of the transcript's cursor.
+    fn cursor(&self, p: &Path) -> Option<(i64, i64, i64)> {
+        let c = rusqlite::Connection::open(&self.db).unwrap();
+        c.query_row(
+            "SELECT offset, lines, malformed FROM sources WHERE path = ?1",
+            [p.to_string_lossy()],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .ok()
+    }
+}
+
+fn append(path: &Path, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+fn line(s: &str) -> Vec<u8> {
+    format!("{s}\n").into_bytes()
+}
+
+fn assert_intact(store: &Store) {
+    assert_eq!(store.quick_check().unwrap(), Ok(()));
+}
+
+#[test]
+fn invalid_utf8_is_replaced_and_the_message_kept() {
+    let mut e = env();
+    let p = e.transcript();
+    // The text holds the bytes FF FE (never valid UTF-8) between two words.
+    let l = user("u1", "before XX after");
+    let bad = l.replace("XX", "\u{1}\u{2}").into_bytes();
+    let bad: Vec<u8> = bad
+        .into_iter()
+        .map(|b| match b {
+            1 => 0xFF,
+            2 => 0xFE,
+            b => b,
+        })
+        .collect();
+    append(&p, &bad);
+    append(&p, b"\n");
+    append(&p, &line(&user("u2", "second")));
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(r.inserted, 2);
+    assert_eq!(r.stats.malformed, 0);
+    assert_eq!(
+        e.messages(),
+        vec![
+            (0, "u1".into(), "before \u{FFFD}\u{FFFD} after".into()),
+            (1, "u2".into(), "second".into())
+        ]
+    );
+}
+
+/// Deterministic bytes (64-bit LCG) from 0x80..=0xFF, NUL and '\n': never JSON.
+fn binary_bytes(n: usize) -> Vec<u8> {
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    (0..n)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            match (x >> 33) % 40 {
+                0 => b'\n',
+                1 => 0,
+                v => 0x80 + (v as u8) * 3,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_binary_file_is_counted_as_malformed_lines_and_nothing_is_stored() {
+    let mut e = env();
+    let p = e.transcript();
+    let bytes = binary_bytes(256 * 1024);
+    std::fs::write(&p, &bytes).unwrap();
+    let complete = bytes.iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    let expected_lines = bytes[..complete]
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .count() as u64;
+    assert!(expected_lines > 1000);
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(r.inserted, 0);
+    assert_eq!(r.stats.malformed, expected_lines);
+    assert_eq!(r.bytes, complete as u64);
+    assert!(e.messages().is_empty());
+    assert_intact(&e.store);
+}
+
+#[test]
+fn an_empty_file_stores_nothing_and_later_content_is_read() {
+    let mut e = env();
+    let p = e.transcript();
+    std::fs::write(&p, b"").unwrap();
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!((r.inserted, r.bytes, r.stats.lines), (0, 0, 0));
+    assert!(e.messages().is_empty());
+    append(&p, &line(&user("u1", "now something")));
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(r.inserted, 1);
+    assert_eq!(e.messages(), vec![(0, "u1".into(), "now something".into())]);
+}
+
+#[test]
+fn a_folder_at_the_transcript_path_is_a_clear_error() {
+    let mut e = env();
+    let p = e.transcript();
+    std::fs::create_dir_all(&p).unwrap();
+    let err = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap_err();
+    assert!(matches!(err, Error::Io(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!("{} is not a regular file", p.display())
+    );
+    assert_eq!(e.cursor(&p), None);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_at_the_transcript_path_never_blocks() {
+    let e = env();
+    let p = e.transcript();
+    let c = std::ffi::CString::new(p.to_string_lossy().as_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = p.clone();
+    let mut store = e.store;
+    std::thread::spawn(move || {
+        let r = ingest_file(&mut store, Agent::Claude, &path, None).map_err(|e| e.to_string());
+        let _ = tx.send(r);
+    });
+    let r = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("ingest of a FIFO blocked");
+    assert_eq!(r, Err(format!("{} is not a regular file", p.display())));
+}
+
+#[cfg(unix)]
+#[test]
+fn permission_denied_is_a_clear_error() {
+    use std::os::unix::fs::PermissionsExt;
+    if unsafe { libc::geteuid() } == 0 {
+        eprintln!("skipped: running as root, file permissions are not enforced");
+        return;
+    }
+    let mut e = env();
+    let p = e.transcript();
+    append(&p, &line(&user("u1", "secret")));
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let err = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap_err();
+    match &err {
+        Error::Io(io) => assert_eq!(io.kind(), std::io::ErrorKind::PermissionDenied),
+        other => panic!("{other:?}"),
+    }
+    assert!(e.messages().is_empty());
+}
+
+fn many_lines(from: usize, n: usize, pad: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in from..from + n {
+        out.extend(line(&user(
+            &format!("u{i}"),
+            &format!("line {i} {}", "x".repeat(pad)),
+        )));
+    }
+    out
+}
+
+#[test]
+fn a_transcript_deleted_between_reads_keeps_what_was_committed() {
+    let mut e = env();
+    let p = e.transcript();
+    append(&p, &many_lines(0, 1000, 10));
+    // A spent budget stops after the first 256 lines (one transaction).
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, Some(Instant::now())).unwrap();
+    assert!(r.incomplete);
+    assert_eq!(r.inserted, 256);
+    std::fs::remove_file(&p).unwrap();
+    let err = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap_err();
+    match &err {
+        Error::Io(io) => assert_eq!(io.kind(), std::io::ErrorKind::NotFound),
+        other => panic!("{other:?}"),
+    }
+    let m = e.messages();
+    assert_eq!(m.len(), 256);
+    assert_eq!(
+        m[255],
+        (255, "u255".into(), format!("line 255 {}", "x".repeat(10)))
+    );
+    assert_intact(&e.store);
+}
+
+#[test]
+fn a_full_store_is_a_clear_error_and_stays_intact() {
+    let mut e = env();
+    let p = e.transcript();
+    append(&p, &many_lines(0, 10, 10));
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    let before_cursor = e.cursor(&p).unwrap();
+    // No more pages than now: the next insert needs more and hits SQLITE_FULL.
+    let conn = e.store.raw_connection();
+    let pages: i64 = conn
+        .query_row("PRAGMA page_count", [], |r| r.get(0))
+        .unwrap();
+    let _: i64 = conn
+        .query_row(&format!("PRAGMA max_page_count = {pages}"), [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    append(&p, &many_lines(10, 300, 2000));
+    let err = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap_err();
+    assert!(matches!(err, Error::Full), "{err:?}");
+    assert!(err.to_string().contains("disk is full (SQLITE_FULL)"));
+    assert!(err.to_string().contains("the store is intact"));
+    assert_eq!(e.messages().len(), 10);
+    assert_eq!(e.cursor(&p), Some(before_cursor));
+    assert_intact(&e.store);
+    // Space again: the same ingest continues from the cursor, nothing lost or doubled.
+    let conn = e.store.raw_connection();
+    let _: i64 = conn
+        .query_row("PRAGMA max_page_count = 1073741823", [], |r| r.get(0))
+        .unwrap();
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(r.inserted, 300);
+    let m = e.messages();
+    assert_eq!(m.len(), 310);
+    assert!(
+        m.iter()
+            .enumerate()
+            .all(|(i, (seq, id, _))| *seq == i as i64 && *id == format!("u{i}"))
+    );
+}
+
+#[test]
+fn a_writer_that_cannot_get_the_lock_by_its_deadline_fails_with_busy() {
+    let mut e = env();
+    let p = e.transcript();
+    append(&p, &many_lines(0, 5, 10));
+    let other = rusqlite::Connection::open(&e.db).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let t = Instant::now();
+    e.store
+        .set_deadline(Some(Instant::now() + Duration::from_millis(300)))
+        .unwrap();
+    let err = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap_err();
+    let waited = t.elapsed();
+    assert!(matches!(err, Error::Busy { .. }), "{err:?}");
+    assert!(err.to_string().starts_with("the store is busy"));
+    // It waited for the lock, but not past its deadline (plus scheduling slack).
+    assert!(waited >= Duration::from_millis(250), "{waited:?}");
+    assert!(waited < Duration::from_millis(1000), "{waited:?}");
+    assert!(e.messages().is_empty());
+    other.execute_batch("COMMIT").unwrap();
+    // The lock is free: the next ingest gets everything, once.
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!(r.inserted, 5);
+}
+
+#[test]
+fn repair_rebuilds_a_broken_index_and_recounts() {
+    let mut e = env();
+    let p = e.transcript();
+    append(&p, &many_lines(0, 20, 10));
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    // Indexed (as any search, import or MCP server leaves the store), then damaged.
+    assert_eq!(e.store.catch_up_index(None).unwrap(), 20);
+    {
+        let c = e.store.raw_connection();
+        // Damage the derived data: drop index entries of 3 messages, a wrong count.
+        c.execute_batch(
+            "INSERT INTO messages_fts (messages_fts, rowid, body, tools, cjk)
+                 SELECT 'delete', id, body, tools, cjk FROM messages WHERE seq < 3;
+             UPDATE sessions SET message_count = 99;
+             INSERT INTO events (session_id, message_id, seq, category, action, priority, subject)
+                 SELECT session_id, id, seq, 'file', 'edited', 2, 'not/in/any/message.rs'
+                 FROM messages WHERE seq = 0;",
+        )
+        .unwrap();
+        let hits: i64 = c
+            .query_row(
+                "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'line'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(hits, 17);
+    }
+    let report = e.store.repair().unwrap();
+    let fixed: Vec<(&str, u64)> = report
+        .steps
+        .iter()
+        .map(|s| (s.name.as_str(), s.fixed))
+        .collect();
+    assert_eq!(
+        fixed,
+        vec![
+            ("full-text index", 1),
+            ("tool calls", 0),
+            ("events", 1),
+            ("message counts", 1)
+        ]
+    );
+    assert!(report.ok(), "{:?}", report.integrity);
+    let c = e.store.raw_connection();
+    let hits: i64 = c
+        .query_row(
+            "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'line'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(hits, 20);
+    let n: i64 = c
+        .query_row("SELECT message_count FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 20);
+    // A second repair finds nothing to fix.
+    let again = e.store.repair().unwrap();
+    assert!(again.steps.iter().all(|s| s.fixed == 0));
+}
+
+#[test]
+fn a_line_nested_100k_deep_is_one_malformed_line() {
+    let mut e = env();
+    let p = e.transcript();
+    append(&p, &line(&user("u1", "before")));
+    // A JSON object whose `message` is 100,000 nested arrays: serde_json's recursion limit
+    // (128) refuses it instead of overflowing the stack.
+    let mut deep = br#"{"type":"user","uuid":"deep","message":"#.to_vec();
+    deep.extend(std::iter::repeat_n(b'[', 100_000));
+    deep.extend(std::iter::repeat_n(b']', 100_000));
+    deep.extend(b"}\n");
+    append(&p, &deep);
+    append(&p, &line(&user("u2", "after")));
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    assert_eq!((r.inserted, r.stats.lines, r.stats.malformed), (2, 3, 1));
+    assert_eq!(
+        e.messages(),
+        vec![
+            (0, "u1".into(), "before".into()),
+            (1, "u2".into(), "after".into())
+        ]
+    );
+}

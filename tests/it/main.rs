@@ -1,0 +1,18 @@
+//! The memtrail binary's integration tests: one test binary, one module per area. Run one area
+//! with `cargo test --test it cli::`; the real-CLI end-to-end tests are `e2e_claude::`,
+//! `e2e_codex::` and `e2e_agent_clis::` (see tests/e2e/README.md).
+//!
+//! `support` is the sandboxed HOME of the CLI tests (and what they share), `common` the harness
+//! of the end-to-end tests; `tests/e2e` holds the stub model servers and the payloads.
+
+mod common;
+mod support;
+
+mod cli;
+mod crash;
+mod e2e_agent_clis;
+mod e2e_claude;
+mod e2e_codex;
+mod privacy_cli;
+mod reliability;
+mod stress;

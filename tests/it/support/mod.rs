@@ -1,0 +1,378 @@
+//! What the binary's tests share (`cli`, `privacy_cli`, `reliability`, `stress`, `crash`): a sandboxed HOME
+//! (`memtrail_testkit`'s, with every agent's folder variable pointed into it), Claude
+//! Code transcript lines with known content, hook payloads, a newline-delimited JSON-RPC client
+//! for `memtrail mcp`, and a canonical dump of a store for exact comparisons.
+#![allow(dead_code)]
+
+pub use memtrail_testkit::copy_tree;
+use memtrail_testkit::{TempHome, agent_vars, home_vars};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+pub fn memtrail_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_memtrail"))
+}
+
+/// A temp HOME with the agents' and XDG folders inside it; removed on drop.
+pub struct Sandbox {
+    _dir: tempfile::TempDir,
+    pub home: PathBuf,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let TempHome { dir, home } = TempHome::new();
+        Sandbox { _dir: dir, home }
+    }
+
+    pub fn claude_dir(&self) -> PathBuf {
+        self.home.join(".claude")
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.home.join(".local/share/memtrail/memtrail.db")
+    }
+
+    pub fn hook_log(&self) -> PathBuf {
+        self.home.join(".local/state/memtrail/hook.log")
+    }
+
+    /// `memtrail` with only the sandbox's environment; stdin from /dev/null.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(memtrail_bin());
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .envs(home_vars(&self.home, &self.home.join(".local/state")))
+            .envs(agent_vars(&self.home))
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// [`Sandbox::cmd`] as an `assert_cmd` command (`assert()`, `write_stdin`).
+    pub fn acmd(&self) -> assert_cmd::Command {
+        assert_cmd::Command::from_std(self.cmd())
+    }
+
+    /// Run `memtrail ARGS`, which must succeed, and parse what it printed as JSON.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let out = self.cmd().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "memtrail {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "memtrail {args:?} printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+
+    /// Copy the project's fixture tree `fixtures/claude/projects` (one session in
+    /// /home/user/demo with one sub-agent) into the sandbox's Claude dir; returns the copy.
+    pub fn install_fixture_projects(&self) -> PathBuf {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/claude/projects");
+        let dst = self.claude_dir().join("projects");
+        copy_tree(&src, &dst);
+        dst
+    }
+
+    /// How many sessions `memtrail sessions list` shows.
+    pub fn sessions(&self) -> usize {
+        self.json(&["sessions", "list", "--json"])["sessions"]
+            .as_array()
+            .unwrap()
+            .len()
+    }
+
+    /// Where Claude Code keeps the transcript of session `sid` of project `/home/user/<project>`.
+    pub fn transcript(&self, project: &str, sid: &str) -> PathBuf {
+        let p = self
+            .claude_dir()
+            .join(format!("projects/-home-user-{project}/{sid}.jsonl"));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        p
+    }
+}
+
+/// A deterministic session id for session number `n`.
+pub fn session_id(n: u32) -> String {
+    format!("{n:08x}-5a1e-4c0d-8b7f-{:012x}", 0x5eed_0000u64 + n as u64)
+}
+
+/// One Claude Code 2.x transcript line (transcript-formats.md §1). Even `i`: a user prompt;
+/// odd `i`: an assistant text block with its own `message.id`. Either way exactly one stored
+/// message, with id `u<i>` or `msg_<sid8>_<i>`, and text that names `i` and the session.
+pub fn claude_line(sid: &str, cwd: &str, i: u64) -> String {
+    let mut v = json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external", "cwd": cwd,
+        "sessionId": sid, "version": "2.1.49", "gitBranch": "main",
+        "uuid": format!("u{i}"),
+        "timestamp": format!("2026-11-20T10:{:02}:{:02}.{:03}Z", (i / 60) % 60, i % 60, i % 1000),
+    });
+    let word = WORDS[(i % WORDS.len() as u64) as usize];
+    if i.is_multiple_of(2) {
+        v["type"] = json!("user");
+        v["message"] = json!({"role": "user",
+            "content": format!("prompt {i} of session {sid}: please {word} the module")});
+    } else {
+        v["type"] = json!("assistant");
+        v["requestId"] = json!(format!("req_{i}"));
+        v["message"] = json!({
+            "model": "claude-sonnet-4-5", "id": format!("msg_{}_{i}", &sid[..8]), "type": "message",
+            "role": "assistant",
+            "content": [{"type": "text", "text": format!("answer {i}: I will {word} it now")}],
+            "stop_reason": null, "usage": {"input_tokens": 3, "output_tokens": 5}
+        });
+    }
+    v.to_string()
+}
+
+pub const WORDS: &[&str] = &[
+    "refactor",
+    "rename",
+    "document",
+    "benchmark",
+    "profile",
+    "test",
+    "lint",
+    "format",
+    "simplify",
+    "review",
+    "deploy",
+    "migrate",
+];
+
+/// A Claude Code `Stop` hook payload (agent-specs.md).
+pub fn stop_payload(transcript: &Path, sid: &str, cwd: &str) -> String {
+    json!({
+        "session_id": sid,
+        "transcript_path": transcript,
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "Stop",
+        "stop_hook_active": false
+    })
+    .to_string()
+}
+
+pub fn append(path: &Path, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+/// A `memtrail mcp` server driven over stdio with newline-delimited JSON-RPC. A thread reads
+/// its stdout line by line, so a reply that never comes fails the test after [`MCP_WAIT`]
+/// instead of hanging it.
+pub struct Mcp {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: std::sync::mpsc::Receiver<Vec<u8>>,
+    next_id: u64,
+}
+
+/// How long a test waits for one reply of the MCP server.
+pub const MCP_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl Mcp {
+    /// Start the server (in `dir`, when given, with `env` added) without the handshake.
+    pub fn spawn(sb: &Sandbox, dir: Option<&Path>, env: &[(&str, &str)]) -> Mcp {
+        let mut cmd = sb.cmd();
+        if let Some(d) = dir {
+            cmd.current_dir(d);
+        }
+        cmd.envs(env.iter().copied());
+        let mut child = cmd
+            .arg("mcp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            loop {
+                let mut line = Vec::new();
+                match stdout.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        Mcp {
+            child,
+            stdin: Some(stdin),
+            lines,
+            next_id: 1,
+        }
+    }
+
+    /// Start the server and complete the handshake (initialize, notifications/initialized).
+    pub fn start(sb: &Sandbox) -> Mcp {
+        Self::start_in(sb, None, &[])
+    }
+
+    /// [`Mcp::start`] with the server's working directory set to `dir` and `env` added.
+    pub fn start_in(sb: &Sandbox, dir: Option<&Path>, env: &[(&str, &str)]) -> Mcp {
+        let mut m = Self::spawn(sb, dir, env);
+        let init = m.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "memtrail-stress", "version": "0"}}),
+        );
+        assert!(init["result"]["serverInfo"]["name"] == "memtrail", "{init}");
+        m.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        m
+    }
+
+    pub fn send(&mut self, v: &Value) {
+        self.send_raw(format!("{v}\n").as_bytes());
+    }
+
+    /// Write `bytes` to the server's stdin as they are.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next line the server prints, parsed (fails the test after [`MCP_WAIT`]).
+    pub fn next_reply(&mut self) -> Value {
+        let line = self.next_line();
+        serde_json::from_slice(&line).unwrap_or_else(|e| {
+            panic!(
+                "MCP server printed non-JSON ({e}): {}",
+                String::from_utf8_lossy(&line)
+            )
+        })
+    }
+
+    /// The next line the server prints, as bytes (fails the test after [`MCP_WAIT`]).
+    pub fn next_line(&mut self) -> Vec<u8> {
+        self.lines
+            .recv_timeout(MCP_WAIT)
+            .unwrap_or_else(|e| panic!("no reply from the MCP server within {MCP_WAIT:?}: {e}"))
+    }
+
+    /// The server's stdin, for a writer of its own (the server is then stopped by dropping it).
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().expect("stdin open")
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Send a request and return its response (notifications in between are skipped).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let v = self.next_reply();
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+
+    /// `tools/call` of `tool` with `args`; the response.
+    pub fn call(&mut self, tool: &str, args: Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": args}))
+    }
+
+    /// `tools/call search`; the response.
+    pub fn search(&mut self, query: &str) -> Value {
+        self.call("search", json!({"query": query, "limit": 5}))
+    }
+
+    /// Close stdin and wait for the server to exit; its exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Mcp {
+    /// A test that fails leaves no server behind.
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The canonical content of a store: every session, message, tool call and source counter that
+/// does not depend on timing (no row ids, no ingest times), plus FTS hits for a few words and
+/// `PRAGMA integrity_check`. Two stores holding the same data dump the same.
+pub fn dump(db: &Path) -> Vec<String> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut out = Vec::new();
+    let mut q = |sql: &str| {
+        let mut st = c.prepare(sql).unwrap();
+        let n = st.column_count();
+        let rows = st
+            .query_map([], |r| {
+                let mut cols = Vec::with_capacity(n);
+                for i in 0..n {
+                    let v: rusqlite::types::Value = r.get(i)?;
+                    cols.push(format!("{v:?}"));
+                }
+                Ok(cols.join(" | "))
+            })
+            .unwrap();
+        out.push(format!("## {sql}"));
+        for r in rows {
+            out.push(r.unwrap());
+        }
+    };
+    q(
+        "SELECT agent, external_id, parent_external_id, project_dir, title, model, git_branch,
+              agent_version, started_at, updated_at, message_count
+       FROM sessions ORDER BY agent, external_id",
+    );
+    q(
+        "SELECT s.external_id, m.seq, m.ext_id, m.role, m.kind, m.ts, m.model, m.body, m.tools,
+              m.cjk, m.parts
+       FROM messages m JOIN sessions s ON s.id = m.session_id ORDER BY s.external_id, m.seq",
+    );
+    q("SELECT s.external_id, c.call_id, m.ext_id, c.name, c.tool, c.is_error, c.has_output
+       FROM tool_calls c JOIN sessions s ON s.id = c.session_id JOIN messages m ON m.id = c.message_id
+       ORDER BY s.external_id, c.call_id");
+    q(
+        "SELECT path, agent, offset, size, head_len, head_hash, lines, skipped, malformed, unknown,
+              reader_state, tail_len, tail_hash
+       FROM sources ORDER BY path",
+    );
+    for word in ["refactor", "migrate", "module", "answer", "cargo", "test"] {
+        q(&format!(
+            "SELECT s.external_id, m.ext_id FROM messages_fts f JOIN messages m ON m.id = f.rowid
+             JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH '{word}'
+             ORDER BY s.external_id, m.seq"
+        ));
+    }
+    q("PRAGMA integrity_check");
+    out
+}
+
+/// The number of messages in the store.
+pub fn message_count(db: &Path) -> i64 {
+    let c = rusqlite::Connection::open(db).unwrap();
+    c.query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))
+        .unwrap()
+}
