@@ -5,15 +5,12 @@
 //! discovery); nothing agent-specific lives anywhere else. This crate knows nothing of SQLite
 //! or of config-file editing.
 
-pub mod claude;
-pub mod codex;
-pub mod cursor;
-pub mod gemini;
+pub mod agents;
 pub mod model;
-pub mod opencode;
 pub mod paths;
 pub mod registration;
-pub mod vscode;
+
+pub use agents::{claude, codex, cursor, gemini, opencode, vscode};
 
 pub use model::*;
 

@@ -94,7 +94,7 @@ pub const HANDLER_DROPPED_KEYS: [&str; 1] = ["args"];
 pub const MCP_SOFT_KEYS: [&str; 1] = ["env"];
 
 /// The skill installed at [`Locations::skill`] (from `skills/memtrail/SKILL.md`).
-pub const SKILL_MD: &str = include_str!("../../../skills/memtrail/SKILL.md");
+pub const SKILL_MD: &str = include_str!("../../../../skills/memtrail/SKILL.md");
 
 /// Where Claude Code keeps the files memtrail edits (§1.1).
 #[derive(Debug, Clone, PartialEq, Eq)]

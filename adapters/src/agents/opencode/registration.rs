@@ -81,7 +81,7 @@ impl Locations {
 
 /// The skill installed for OpenCode: the agent-neutral variant (OpenCode names memtrail's MCP
 /// tools `memtrail_search` and `memtrail_get_session`).
-pub const SKILL_MD: &str = include_str!("../../../skills/agents/memtrail/SKILL.md");
+pub const SKILL_MD: &str = include_str!("../../../../skills/agents/memtrail/SKILL.md");
 
 /// memtrail's MCP server entry in the V1 shape (which OpenCode 2 reads too):
 /// `{"type":"local","command":["<binary>","mcp"],"enabled":true}`.

@@ -76,7 +76,7 @@ pub const MCP_SERVER_NAME: &str = "memtrail";
 pub const HANDLER_SOFT_KEYS: [&str; 1] = ["timeout"];
 
 /// The skill (from `skills/agents/memtrail/SKILL.md`, which names the tools generically).
-pub const SKILL_MD: &str = include_str!("../../../skills/agents/memtrail/SKILL.md");
+pub const SKILL_MD: &str = include_str!("../../../../skills/agents/memtrail/SKILL.md");
 
 /// Where Cursor keeps the files memtrail edits.
 #[derive(Debug, Clone, PartialEq, Eq)]

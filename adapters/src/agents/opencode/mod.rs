@@ -1726,7 +1726,7 @@ pub fn session_start_reply(context: &str) -> Option<String> {
 pub const PLUGIN_FILE_NAME: &str = "memtrail.ts";
 
 /// The plugin source as shipped (`templates/opencode/memtrail.ts`), with [`BIN_PLACEHOLDER`].
-pub const PLUGIN_TEMPLATE: &str = include_str!("../../templates/opencode/memtrail.ts");
+pub const PLUGIN_TEMPLATE: &str = include_str!("../../../../templates/opencode/memtrail.ts");
 
 /// The string literal in [`PLUGIN_TEMPLATE`] that [`plugin_source`] replaces with the JSON-quoted
 /// absolute path of the memtrail binary.

@@ -77,7 +77,7 @@ pub const MCP_SERVER_NAME: &str = "memtrail";
 pub const HANDLER_SOFT_KEYS: [&str; 2] = ["timeout", "name"];
 
 /// The skill installed at [`Locations::skill`] (from `skills/gemini/memtrail/SKILL.md`).
-pub const SKILL_MD: &str = include_str!("../../../skills/gemini/memtrail/SKILL.md");
+pub const SKILL_MD: &str = include_str!("../../../../skills/gemini/memtrail/SKILL.md");
 
 /// Where Gemini CLI keeps the files memtrail edits (§3.1).
 #[derive(Debug, Clone, PartialEq, Eq)]

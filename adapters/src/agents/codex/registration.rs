@@ -86,7 +86,7 @@ pub const HOW_TO_TRUST: &str = "open /hooks in Codex and trust memtrail's hooks 
                                 memtrail captures through `notify` only)";
 
 /// The skill (from `skills/agents/memtrail/SKILL.md`).
-pub const SKILL_MD: &str = include_str!("../../../skills/agents/memtrail/SKILL.md");
+pub const SKILL_MD: &str = include_str!("../../../../skills/agents/memtrail/SKILL.md");
 
 /// Where Codex keeps the files memtrail edits.
 #[derive(Debug, Clone, PartialEq, Eq)]
