@@ -9,6 +9,7 @@ pub mod agents;
 pub mod model;
 pub mod paths;
 pub mod registration;
+pub mod shell;
 
 pub use agents::{claude, codex, cursor, gemini, opencode, vscode};
 

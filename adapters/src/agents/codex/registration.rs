@@ -26,7 +26,7 @@
 //!   same name there overrides Gemini's own skill (gemini 0.61.0 `skills list`). An older
 //!   install's skill in `~/.agents/skills` ([`Locations::legacy_skill`]) is removed.
 
-use crate::claude::registration::{is_memtrail_program, shell_quote};
+use crate::shell::{is_memtrail_program, shell_quote};
 use serde_json::{Value, json};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

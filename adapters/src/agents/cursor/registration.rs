@@ -17,7 +17,7 @@
 //!   `{"command":"<binary>","args":["mcp"]}`. Cursor may still ask the user to switch it on.
 //! - **A skill** at `<config>/skills/memtrail/SKILL.md`.
 
-use crate::claude::registration::{is_memtrail_program, shell_quote};
+use crate::shell::{is_memtrail_program, shell_quote};
 use serde_json::{Value, json};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -18,7 +18,7 @@
 //! - **A skill** at `<config>/skills/memtrail/SKILL.md`, content [`SKILL_MD`] (it names the tools
 //!   the way Gemini CLI shows them).
 
-use crate::claude::registration::{is_memtrail_program, shell_quote};
+use crate::shell::{is_memtrail_program, shell_quote};
 use serde_json::{Value, json};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

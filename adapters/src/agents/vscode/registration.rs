@@ -21,7 +21,7 @@
 //! "Each user folder": VS Code's (`~/.config/Code/User`, …) and VS Code Insiders' (a separate
 //! profile), those that exist; VS Code's when neither does.
 
-use crate::claude::registration::{is_memtrail_program, shell_quote};
+use crate::shell::{is_memtrail_program, shell_quote};
 use serde_json::{Value, json};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
