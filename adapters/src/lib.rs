@@ -6,6 +6,7 @@
 //! or of config-file editing.
 
 pub mod agents;
+pub mod env;
 pub mod model;
 pub mod paths;
 pub mod registration;
@@ -13,6 +14,7 @@ pub mod shell;
 
 pub use agents::{claude, codex, cursor, gemini, opencode, vscode};
 
+pub use env::Env;
 pub use model::*;
 
 use std::path::{Path, PathBuf};

@@ -2,13 +2,13 @@
 //! dialect to its adapter (`memtrail_adapters::<agent>::registration`) and a function here that
 //! maps it onto [`FileSpec`]s.
 
-use crate::env::Env;
 use crate::error::InstallError;
 use crate::spec::{
     AgentSpec, Body, FileSpec, HandlerItem, JsonItem, Policy, PropertyItem, TomlItem, TomlValue,
     TrustSpec, WholeItem,
 };
 use memtrail_adapters::Agent;
+use memtrail_adapters::Env;
 use memtrail_adapters::claude::registration as claude;
 use memtrail_adapters::codex::registration as codex;
 use memtrail_adapters::cursor::registration as cursor;
