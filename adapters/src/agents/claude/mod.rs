@@ -59,6 +59,7 @@ pub fn skill_path() -> PathBuf {
         .join("SKILL.md")
 }
 
+pub mod adapter;
 pub mod registration;
 
 // ---------------------------------------------------------------------------------------------
@@ -879,7 +880,7 @@ fn is_jsonl(path: &Path) -> bool {
 /// - `extra` ← the whole payload.
 ///
 /// Errors (a message for the hook log): the bytes are empty, not JSON, or not a JSON object.
-pub fn parse_hook_payload(bytes: &[u8]) -> Result<HookEvent, String> {
+pub fn parse_hook_payload(bytes: &[u8]) -> Result<HookEvent, crate::Error> {
     parse_hook_payload_with_env(bytes, &|k| std::env::var(k).ok())
 }
 
@@ -888,15 +889,14 @@ pub fn parse_hook_payload(bytes: &[u8]) -> Result<HookEvent, String> {
 pub fn parse_hook_payload_with_env(
     bytes: &[u8],
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<HookEvent, String> {
+) -> Result<HookEvent, crate::Error> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err("empty hook payload".to_string());
+        return Err(crate::Error::EmptyPayload);
     }
-    let payload: Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("hook payload is not JSON: {e}"))?;
+    let payload: Value = serde_json::from_slice(bytes).map_err(crate::Error::PayloadNotJson)?;
     if !payload.is_object() {
-        return Err("hook payload is not a JSON object".to_string());
+        return Err(crate::Error::PayloadNotObject);
     }
     let agent = detect_caller(&payload, env);
     let get = |keys: &[&str]| -> Option<String> {
@@ -1035,4 +1035,25 @@ pub fn transcripts_for_event(ev: &HookEvent) -> Vec<PathBuf> {
         }
     }
     paths
+}
+
+/// Claude Code's transcript retention: `cleanupPeriodDays` read from `settings` (its
+/// `settings.json`, a JSON object). A missing file, a file that does not parse or a value that is
+/// not a non-negative integer give Claude Code's default, 30 days, with `from_settings = false`.
+pub fn transcript_retention(settings: &Path) -> crate::registry::TranscriptRetention {
+    const SETTING: &str = "cleanupPeriodDays";
+    let v = std::fs::read(settings)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get(SETTING).and_then(|d| d.as_u64()));
+    let (days, from_settings) = match v {
+        Some(d) => (d, true),
+        None => (30, false),
+    };
+    crate::registry::TranscriptRetention {
+        settings: settings.to_path_buf(),
+        setting: SETTING,
+        days,
+        from_settings,
+    }
 }

@@ -16,7 +16,9 @@
 //!   `{"type":"stdio","command":"<binary>","args":["mcp"],"env":{}}`.
 //! - **A personal skill** at `<config>/skills/memtrail/SKILL.md` (§1.8), content [`SKILL_MD`].
 
+use crate::env::Env;
 use crate::shell::{is_memtrail_program, shell_quote, shell_split, unwrap_command};
+use crate::spec::*;
 use serde_json::{Value, json};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -122,6 +124,11 @@ impl Locations {
     /// tests) can resolve them without touching the process environment. `var` returns an
     /// environment variable's value; a relative or empty `CLAUDE_CONFIG_DIR` is ignored, as in
     /// [`crate::paths::env_abs`].
+    pub fn resolve(env: &Env) -> Locations {
+        Self::resolve_with(env.home(), &|k| env.var(k).map(|v| v.to_os_string()))
+    }
+
+    /// [`Locations::resolve`] from a home directory and a variable lookup.
     pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
         let config_override = var("CLAUDE_CONFIG_DIR")
             .map(PathBuf::from)
@@ -254,6 +261,81 @@ pub fn mcp_server_entry(binary: &Path) -> Option<Value> {
 /// The program an MCP server entry runs (its `command`), for status reports.
 pub fn mcp_server_program(entry: &Value) -> Option<String> {
     entry.get("command")?.as_str().map(str::to_string)
+}
+
+/// Claude Code: agent-specs.md §1.3 (hooks in settings.json), §1.7 (user-scope MCP in
+/// `.claude.json`), §1.8 (personal skill).
+pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
+    let (env, binary) = (ctx.env, ctx.binary);
+    let loc = Locations::resolve(env);
+    let bad = || SpecError::BadBinary(binary.to_path_buf());
+    let handler_policy = Policy {
+        soft: strings(&HANDLER_SOFT_KEYS),
+        drop: strings(&HANDLER_DROPPED_KEYS),
+    };
+    let mut hooks = Vec::new();
+    for h in HOOKS {
+        hooks.push(JsonItem::Handler(HandlerItem {
+            label: format!("hook {}", h.event),
+            array_path: strings(&[HOOKS_KEY, h.event]),
+            nested_key: Some(HOOKS_KEY.to_string()),
+            entry: hook_group(binary, h.timeout_secs).ok_or_else(bad)?,
+            handler: hook_handler(binary, h.timeout_secs).ok_or_else(bad)?,
+            policy: handler_policy.clone(),
+            is_ours: is_memtrail_hook_handler,
+            points_at: hook_handler_program,
+            canonical: canonical_hook_handler,
+        }));
+    }
+    let mcp = JsonItem::Property(PropertyItem {
+        label: format!("MCP server {}", MCP_SERVER_NAME),
+        object_path: strings(&[MCP_SERVERS_KEY]),
+        key: MCP_SERVER_NAME.to_string(),
+        value: mcp_server_entry(binary).ok_or_else(bad)?,
+        policy: Policy {
+            soft: strings(&MCP_SOFT_KEYS),
+            drop: Vec::new(),
+        },
+        points_at: mcp_server_program,
+        shared: false,
+    });
+    let skill_dir = loc.skill.parent().map(Path::to_path_buf);
+    Ok(AgentSpec {
+        files: vec![
+            FileSpec {
+                path: loc.settings.clone(),
+                body: Body::Json(hooks),
+                new_file_mode: None,
+                strict_json: Some(SETTINGS_NOT_STRICT),
+            },
+            FileSpec {
+                path: loc.global_state.clone(),
+                body: Body::Json(vec![mcp]),
+                // It also holds OAuth and per-project state: owner only.
+                new_file_mode: Some(0o600),
+                strict_json: Some(GLOBAL_STATE_NOT_STRICT),
+            },
+            FileSpec {
+                path: loc.skill.clone(),
+                body: Body::Whole(WholeItem {
+                    label: "skill memtrail".to_string(),
+                    content: SKILL_MD.to_string(),
+                    owned_dirs: skill_dir.into_iter().collect(),
+                    is_ours: None,
+                    points_at: None,
+                    retired: false,
+                }),
+                new_file_mode: None,
+                strict_json: None,
+            },
+        ],
+        config_dirs: vec![loc.config_dir],
+        executables: vec![EXECUTABLE.to_string()],
+        // npm links `claude` to the package's `bin/claude.exe`.
+        version: env.version_of(EXECUTABLE, &["@anthropic-ai/claude-code"]),
+        trust: None,
+        advice: Vec::new(),
+    })
 }
 
 #[cfg(test)]

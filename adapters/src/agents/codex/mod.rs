@@ -1602,15 +1602,14 @@ fn cap_front(list: &mut Vec<String>) {
 pub fn parse_hook_payload(
     bytes: &[u8],
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<HookEvent, String> {
+) -> Result<HookEvent, crate::Error> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err("empty hook payload".to_string());
+        return Err(crate::Error::EmptyPayload);
     }
-    let payload: Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("hook payload is not JSON: {e}"))?;
+    let payload: Value = serde_json::from_slice(bytes).map_err(crate::Error::PayloadNotJson)?;
     let Value::Object(obj) = &payload else {
-        return Err("hook payload is not a JSON object".to_string());
+        return Err(crate::Error::PayloadNotObject);
     };
     if obj.get("type").and_then(Value::as_str) == Some("agent-turn-complete") {
         return Ok(notify_event(payload));
@@ -1643,14 +1642,13 @@ pub fn parse_hook_payload(
 /// `transcript_path` (see [`transcripts_for_event`]), `extra` ← the payload.
 ///
 /// Errors: the argument is not JSON, not an object, or has no string `type`.
-pub fn parse_notify_argv(arg: &str) -> Result<HookEvent, String> {
+pub fn parse_notify_argv(arg: &str) -> Result<HookEvent, crate::Error> {
     let arg = arg.strip_prefix('\u{feff}').unwrap_or(arg);
-    let payload: Value =
-        serde_json::from_str(arg).map_err(|e| format!("notify payload is not JSON: {e}"))?;
+    let payload: Value = serde_json::from_str(arg).map_err(crate::Error::NotifyNotJson)?;
     match &payload {
         Value::Object(o) if o.get("type").and_then(Value::as_str).is_some() => {}
-        Value::Object(_) => return Err("notify payload has no `type`".to_string()),
-        _ => return Err("notify payload is not a JSON object".to_string()),
+        Value::Object(_) => return Err(crate::Error::NotifyNoType),
+        _ => return Err(crate::Error::NotifyNotObject),
     }
     Ok(notify_event(payload))
 }
@@ -1846,4 +1844,5 @@ pub fn split_notify_args(args: &[String]) -> (Option<Vec<String>>, Option<&str>)
         _ => (None, payload),
     }
 }
+pub mod adapter;
 pub mod registration;

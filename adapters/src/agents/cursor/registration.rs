@@ -17,7 +17,9 @@
 //!   `{"command":"<binary>","args":["mcp"]}`. Cursor may still ask the user to switch it on.
 //! - **A skill** at `<config>/skills/memtrail/SKILL.md`.
 
+use crate::env::Env;
 use crate::shell::{is_memtrail_program, shell_quote};
+use crate::spec::*;
 use serde_json::{Value, json};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -94,6 +96,11 @@ pub struct Locations {
 impl Locations {
     /// The locations for a home directory and an environment lookup (the same answers as
     /// [`super::hooks_path`], [`super::mcp_path`] and [`super::skill_path`]).
+    pub fn resolve(env: &Env) -> Locations {
+        Self::resolve_with(env.home(), &|k| env.var(k).map(|v| v.to_os_string()))
+    }
+
+    /// [`Locations::resolve`] from a home directory and a variable lookup.
     pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
         let home_s = home.to_string_lossy().into_owned();
         let env = |k: &str| -> Option<String> {
@@ -160,6 +167,59 @@ pub fn mcp_server_program(entry: &Value) -> Option<String> {
 /// True when `text` is memtrail's skill (any version).
 pub fn is_memtrail_skill(text: &str) -> bool {
     crate::registration::is_memtrail_skill(text)
+}
+
+/// Cursor: agent-specs.md §4.1/§4.2 (user `hooks.json`: `version: 1`, flat entries per event,
+/// absolute commands), §4.4 (`mcp.json`), §4.5 (skill).
+pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
+    let (env, binary) = (ctx.env, ctx.binary);
+    let loc = Locations::resolve(env);
+    let bad = || SpecError::BadBinary(binary.to_path_buf());
+    let fns = HandlerFns {
+        is_ours: is_memtrail_hook_handler,
+        points_at: hook_handler_program,
+        canonical: canonical_hook_handler,
+    };
+    let mut hooks = vec![JsonItem::Property(PropertyItem {
+        label: "hooks.json version".to_string(),
+        object_path: Vec::new(),
+        key: VERSION_KEY.to_string(),
+        value: Value::from(VERSION),
+        policy: Policy::default(),
+        points_at: |_| None,
+        shared: true,
+    })];
+    for h in HOOKS {
+        let handler = hook_handler(binary, h.timeout_secs).ok_or_else(bad)?;
+        hooks.push(handler_item(
+            h.event,
+            strings(&[HOOKS_KEY, h.event]),
+            None,
+            handler.clone(),
+            handler,
+            &HANDLER_SOFT_KEYS,
+            &fns,
+        ));
+    }
+    let mcp = mcp_item(
+        &[MCP_SERVERS_KEY],
+        MCP_SERVER_NAME,
+        mcp_server_entry(binary).ok_or_else(bad)?,
+        &[],
+        mcp_server_program,
+    );
+    Ok(AgentSpec {
+        files: vec![
+            json_file(&loc.hooks, hooks),
+            json_file(&loc.mcp, vec![mcp]),
+            skill_file(&loc.skill, SKILL_MD, is_memtrail_skill),
+        ],
+        config_dirs: vec![loc.config_dir],
+        executables: strings(&EXECUTABLES),
+        version: None,
+        trust: None,
+        advice: Vec::new(),
+    })
 }
 
 #[cfg(test)]

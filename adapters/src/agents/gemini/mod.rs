@@ -1244,15 +1244,14 @@ fn has_suffix(path: &Path, suffix: &str) -> bool {
 pub fn parse_hook_payload(
     bytes: &[u8],
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<HookEvent, String> {
+) -> Result<HookEvent, crate::Error> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err("empty hook payload".to_string());
+        return Err(crate::Error::EmptyPayload);
     }
-    let payload: Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("hook payload is not JSON: {e}"))?;
+    let payload: Value = serde_json::from_slice(bytes).map_err(crate::Error::PayloadNotJson)?;
     if !payload.is_object() {
-        return Err("hook payload is not a JSON object".to_string());
+        return Err(crate::Error::PayloadNotObject);
     }
     let get = |keys: &[&str]| -> Option<String> {
         keys.iter()
@@ -1400,4 +1399,5 @@ pub fn session_start_reply(context: &str) -> Option<String> {
         .to_string(),
     )
 }
+pub mod adapter;
 pub mod registration;

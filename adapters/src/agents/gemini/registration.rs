@@ -18,7 +18,9 @@
 //! - **A skill** at `<config>/skills/memtrail/SKILL.md`, content [`SKILL_MD`] (it names the tools
 //!   the way Gemini CLI shows them).
 
+use crate::env::Env;
 use crate::shell::{is_memtrail_program, shell_quote};
+use crate::spec::*;
 use serde_json::{Value, json};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -94,6 +96,11 @@ impl Locations {
     /// The locations for a home directory and an environment lookup. A relative
     /// `GEMINI_CLI_HOME` is taken relative to the current directory, as Node does (the same
     /// answer as [`super::config_dir`]); an empty one is ignored.
+    pub fn resolve(env: &Env) -> Locations {
+        Self::resolve_with(env.home(), &|k| env.var(k).map(|v| v.to_os_string()))
+    }
+
+    /// [`Locations::resolve`] from a home directory and a variable lookup.
     pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
         let base = match var("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
             Some(v) => {
@@ -174,6 +181,50 @@ pub fn mcp_server_program(entry: &Value) -> Option<String> {
 /// True when `text` is memtrail's skill (any version): its front matter names it `memtrail`.
 pub fn is_memtrail_skill(text: &str) -> bool {
     crate::registration::is_memtrail_skill(text)
+}
+
+/// Gemini CLI: agent-specs.md §3.1–§3.3 (hooks and MCP in the user `settings.json`, timeouts in
+/// milliseconds; user skill).
+pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
+    let (env, binary) = (ctx.env, ctx.binary);
+    let loc = Locations::resolve(env);
+    let bad = || SpecError::BadBinary(binary.to_path_buf());
+    let fns = HandlerFns {
+        is_ours: is_memtrail_hook_handler,
+        points_at: hook_handler_program,
+        canonical: canonical_hook_handler,
+    };
+    let mut items = Vec::new();
+    for h in HOOKS {
+        items.push(handler_item(
+            h.event,
+            strings(&[HOOKS_KEY, h.event]),
+            Some(HOOKS_KEY),
+            hook_group(binary, h.timeout_ms).ok_or_else(bad)?,
+            hook_handler(binary, h.timeout_ms).ok_or_else(bad)?,
+            &HANDLER_SOFT_KEYS,
+            &fns,
+        ));
+    }
+    items.push(mcp_item(
+        &[MCP_SERVERS_KEY],
+        MCP_SERVER_NAME,
+        mcp_server_entry(binary).ok_or_else(bad)?,
+        &[],
+        mcp_server_program,
+    ));
+    Ok(AgentSpec {
+        files: vec![
+            json_file(&loc.settings, items),
+            skill_file(&loc.skill, SKILL_MD, is_memtrail_skill),
+        ],
+        config_dirs: vec![loc.config_dir],
+        executables: vec![EXECUTABLE.to_string()],
+        // npm links `gemini` to the package's `bundle/gemini.js`.
+        version: env.version_of(EXECUTABLE, &["@google/gemini-cli"]),
+        trust: None,
+        advice: Vec::new(),
+    })
 }
 
 #[cfg(test)]

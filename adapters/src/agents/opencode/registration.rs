@@ -22,6 +22,8 @@
 //!   it also reads `~/.claude/skills` and `~/.agents/skills`, but an OpenCode-only user has
 //!   neither), content [`SKILL_MD`].
 
+use crate::env::Env;
+use crate::spec::*;
 use serde_json::{Value, json};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -55,6 +57,11 @@ pub struct Locations {
 impl Locations {
     /// The locations for a home directory and an environment lookup (the same answers as
     /// [`super::plugin_path`] and [`super::config_file`]). Relative XDG values are ignored.
+    pub fn resolve(env: &Env) -> Locations {
+        Self::resolve_with(env.home(), &|k| env.var(k).map(|v| v.to_os_string()))
+    }
+
+    /// [`Locations::resolve`] from a home directory and a variable lookup.
     pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
         let abs = |k: &str| var(k).map(PathBuf::from).filter(|p| p.is_absolute());
         let config_dir = abs("XDG_CONFIG_HOME")
@@ -120,6 +127,71 @@ pub fn plugin_binary(text: &str) -> Option<String> {
         .lines()
         .find_map(|l| l.trim().strip_prefix("const MEMTRAIL_BIN ="))?;
     serde_json::from_str::<String>(line.trim().trim_end_matches(';')).ok()
+}
+
+/// OpenCode: agent-specs.md §6.1–§6.3 (the plugin in `<config>/plugins/`, in the module shape
+/// the installed version loads; `mcp.memtrail` in `opencode.jsonc` or `opencode.json`).
+pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
+    let (env, binary) = (ctx.env, ctx.binary);
+    let loc = Locations::resolve(env);
+    let bad = || SpecError::BadBinary(binary.to_path_buf());
+    let version = env.version_of(EXECUTABLE, &["opencode-ai", "opencode"]);
+    let api = super::PluginApi::for_version(version.as_deref());
+    let major = version
+        .as_deref()
+        .and_then(super::parse_version)
+        .map(|v| v.0);
+    // A config already in OpenCode 2's native shape gets memtrail's server in that shape (unless
+    // the installed OpenCode is known to be 1.x); everything else gets the V1 shape, which both
+    // read.
+    let v2 = major.is_none_or(|m| m >= 2)
+        && (ctx.read_jsonc)(&loc.config_file).is_some_and(|v| uses_v2_mcp_shape(&v));
+    let mcp = if v2 {
+        mcp_item(
+            &[MCP_KEY, V2_SERVERS_KEY],
+            MCP_SERVER_NAME,
+            mcp_server_entry_v2(binary).ok_or_else(bad)?,
+            &[],
+            mcp_server_program,
+        )
+    } else {
+        mcp_item(
+            &[MCP_KEY],
+            MCP_SERVER_NAME,
+            mcp_server_entry(binary).ok_or_else(bad)?,
+            &[],
+            mcp_server_program,
+        )
+    };
+    let plugin = FileSpec {
+        path: loc.plugin.clone(),
+        body: Body::Whole(WholeItem {
+            label: "plugin memtrail".to_string(),
+            content: super::plugin_source(binary, api),
+            owned_dirs: Vec::new(),
+            is_ours: Some(super::is_memtrail_plugin),
+            points_at: Some(plugin_binary),
+            retired: false,
+        }),
+        new_file_mode: None,
+        strict_json: None,
+    };
+    Ok(AgentSpec {
+        files: vec![
+            plugin,
+            json_file(&loc.config_file, vec![mcp]),
+            skill_file(
+                &loc.skill,
+                SKILL_MD,
+                crate::codex::registration::is_memtrail_skill,
+            ),
+        ],
+        config_dirs: vec![loc.config_dir, loc.data_dir],
+        executables: vec![EXECUTABLE.to_string()],
+        version,
+        trust: None,
+        advice: Vec::new(),
+    })
 }
 
 #[cfg(test)]
