@@ -1,0 +1,290 @@
+//! The command line's definition (clap): commands, their arguments and help texts.
+
+use clap::{Args, Parser, Subcommand};
+use memtrail_adapters::Agent;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "memtrail",
+    version,
+    about = "A memory for AI coding agents: every session of every agent on this machine, in one local searchable store.",
+    long_about = "memtrail captures the sessions of your coding agents (Claude Code, Codex CLI, Gemini CLI, Cursor, VS Code Copilot, OpenCode) into one local SQLite store, \
+makes them searchable from the command line and by the agents themselves (an MCP server and a skill), \
+and gives an agent its working state back after compaction (files changed, open tasks, errors, decisions). \
+Secrets are redacted before anything is stored; nothing leaves this machine.\n\n\
+Start with `memtrail install` (wires the hooks, MCP server and skill into each agent found), then \
+`memtrail import` (brings in the sessions you already have). From then on every session is captured as it happens.",
+    after_help = "Examples:\n  memtrail install --agent claude --yes\n  memtrail import\n  memtrail search \"database is locked\" --since 7d\n  memtrail sessions list --limit 5\n  memtrail sessions show 4c2ddfdc\n  memtrail resume                  # the working state of this folder's latest session"
+)]
+pub struct Cli {
+    /// The store to use [default: $MEMTRAIL_DB, else $XDG_DATA_HOME/memtrail/memtrail.db, i.e. ~/.local/share/memtrail/memtrail.db].
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Register memtrail's hooks, MCP server and skill with your agents.
+    Install(InstallArgs),
+    /// Remove exactly what `install` added.
+    Uninstall(UninstallArgs),
+    /// Show what is wired, where it points, when each hook last ran, and the store's figures.
+    Status {
+        /// Run the quick integrity check on a store of any size (by default only on stores up
+        /// to 8 MB: it reads the whole file, about 5 ms per MB).
+        #[arg(long)]
+        check: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Called by an agent's hook with its payload on stdin (not meant to be run by hand).
+    Hook {
+        /// The agent whose hook this is: claude, codex, gemini, cursor, vscode, opencode.
+        agent: Agent,
+        /// A payload passed as arguments (Codex `notify` passes its JSON as the last one).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
+    },
+    /// Import the sessions already on this machine (safe to re-run: only new content is added).
+    Import {
+        /// Only this agent (repeatable). Default: every supported agent.
+        #[arg(long = "agent", value_name = "AGENT")]
+        agents: Vec<Agent>,
+        /// Only transcripts modified since DATE (YYYY-MM-DD in UTC, RFC 3339, today, yesterday, or an age like 30d).
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Full-text search (BM25) over every captured message and tool call.
+    Search(SearchArgs),
+    /// List and read sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+    /// Print a session's snapshot: its working state (goal, last request, open tasks, files
+    /// touched, unresolved errors, decisions) rebuilt from its events, within a byte budget.
+    #[command(
+        after_help = "Examples:\n  memtrail resume                 # the latest session of this project\n  memtrail resume 4c2ddfdc --budget 4096\n  memtrail resume --json"
+    )]
+    Resume {
+        /// Session id (or a unique prefix) [default: the latest session whose project is the
+        /// current directory or contains it].
+        session: Option<String>,
+        /// Most bytes of snapshot text (256-65536).
+        #[arg(long, value_name = "BYTES", default_value_t = memtrail_runtime::snapshot::DEFAULT_BUDGET as u32,
+              value_parser = clap::value_parser!(u32).range(256..=65_536))]
+        budget: u32,
+        /// Print JSON: {session, snapshot: {text, budget, events}}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a Markdown restart document for continuing a session in another agent: context,
+    /// decisions, current state, open problems, files changed, and how to search for more with
+    /// that agent's own tool names. No model is involved.
+    #[command(after_help = "Example:\n  memtrail handoff 4c2ddfdc --to codex > HANDOFF.md")]
+    Handoff {
+        /// Session id (or a unique prefix).
+        session: String,
+        /// The agent that takes over: claude, codex, gemini, cursor, vscode, opencode.
+        #[arg(long, value_name = "AGENT")]
+        to: Agent,
+    },
+    /// Rebuild the full-text index and the other derived data from the stored messages, then
+    /// run SQLite's full integrity check (safe while agents and hooks are running).
+    Repair {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the MCP server on stdin/stdout (agents start this; see `install`).
+    Mcp,
+    /// Delete every message older than an age or date (with its search entries and events), and
+    /// the sessions left empty. Nothing is ever deleted unless you run this.
+    Purge {
+        /// The age or date (messages before it go): an age like 90d, 12h, 30m, 2w; today,
+        /// yesterday; YYYY-MM-DD (in UTC) or RFC 3339.
+        #[arg(long, value_name = "AGE")]
+        older_than: String,
+        /// Also VACUUM the store afterwards (gives the freed space back to the disk).
+        #[arg(long)]
+        vacuum: bool,
+        /// Show what would be deleted; delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Do not ask (required when stdin is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Allow an age under one hour (`0d`, `30m`, a time less than an hour ago), which deletes
+        /// (nearly) everything, the sessions running now included.
+        #[arg(long)]
+        force: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-apply the current redaction rules (secrets, `<private>` spans) to data stored earlier:
+    /// messages (text, tool inputs and outputs), session titles, snapshots and reader states.
+    Redact {
+        /// Rewrite every stored message, session title, snapshot and reader state that the
+        /// current rules change.
+        #[arg(long, required = true)]
+        rescan: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run each installed hook command the way its agent would (the command from its config, a
+    /// synthetic payload, a throwaway store) and print one line per problem with the fix.
+    Doctor {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+pub struct InstallArgs {
+    /// Only this agent (repeatable): claude, codex, gemini, cursor, vscode, opencode [default: every agent found; uninstall: every agent memtrail is registered with].
+    #[arg(long = "agent", value_name = "AGENT")]
+    pub agents: Vec<Agent>,
+    /// Do not ask; apply the plan (also the default when stdin is not a terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Print the changes as a unified diff per file and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the plan or the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct UninstallArgs {
+    #[command(flatten)]
+    pub common: InstallArgs,
+    /// Also delete the store and everything memtrail captured, and memtrail's state: the config
+    /// backups (they hold copies of the agents' configs, API keys included), the install state
+    /// and the logs; after a confirmation (`--yes` confirms).
+    #[arg(long)]
+    pub purge: bool,
+}
+
+#[derive(Args)]
+pub struct SearchArgs {
+    /// Words to find (stemmed; all must match), "a phrase", prefix*, or words joined by OR.
+    #[arg(required = true, num_args = 1..)]
+    pub query: Vec<String>,
+    /// Only this agent.
+    #[arg(long)]
+    pub agent: Option<Agent>,
+    /// Only sessions in this project directory (or below it).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Only this session (id or unique prefix).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Only messages since DATE (YYYY-MM-DD in UTC, RFC 3339, today, yesterday, or an age like 7d).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Only messages until DATE (same forms as --since).
+    #[arg(long, value_name = "DATE")]
+    pub until: Option<String>,
+    /// Only messages of this role: user, assistant, tool, system.
+    #[arg(long)]
+    pub role: Option<memtrail_adapters::Role>,
+    /// Most hits to show (1-500).
+    #[arg(long, short = 'n', default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=500))]
+    pub limit: u32,
+    /// Highlight the matched words in colour: auto (on a terminal, unless NO_COLOR is set or
+    /// TERM is dumb), always, never. Without colour the text is printed plain.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub color: ColorChoice,
+    /// Print JSON (hits marked `**word**`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour stdout: `always`; `auto` when stdout is a terminal, `NO_COLOR` is
+    /// unset or empty (<https://no-color.org>) and `TERM` is not `dumb`.
+    pub fn enabled(self) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+            }
+        }
+    }
+}
+
+#[derive(Subcommand)]
+pub enum SessionsCommand {
+    /// Sessions, most recently active first.
+    List {
+        /// Only this agent.
+        #[arg(long)]
+        agent: Option<Agent>,
+        /// Only sessions in this project directory (or below it).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Most sessions to show (1-100000).
+        #[arg(long, short = 'n', default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        limit: u32,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A whole session in order, with tool calls (Markdown, or JSON with --json).
+    Show {
+        /// Session id (or a unique prefix).
+        id: String,
+        /// First message to show (0-based index, e.g. a search hit's message index).
+        #[arg(long, default_value_t = 0)]
+        offset: u32,
+        /// Most messages to show [default: all].
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session (and its sub-agent sessions) from the store: messages, search entries,
+    /// tool calls, events. Its transcript is not read again (nor what you add to the session
+    /// later), so it does not come back; `sessions capture ID` undoes that.
+    Delete {
+        /// Session id (or a unique prefix).
+        id: String,
+        /// Do not ask (required when stdin is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Capture a deleted session again: read its transcripts (and its sub-agents') from the
+    /// start, now and at every later hook, if the agent still keeps them.
+    Capture {
+        /// The deleted session's id (or a unique prefix).
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}

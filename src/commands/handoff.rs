@@ -1,0 +1,20 @@
+//! `memtrail handoff SESSION --to AGENT`: a Markdown restart document for another agent.
+
+use crate::common::open_store_read;
+use anyhow::{Result, bail};
+use memtrail_adapters::Agent;
+use memtrail_runtime::query::{self};
+use memtrail_runtime::resume;
+use std::process::ExitCode;
+
+pub fn handoff(db: &std::path::Path, session: &str, to: Agent) -> Result<ExitCode> {
+    let Some(store) = open_store_read(db)? else {
+        bail!(
+            "no session `{session}`: the store at {} is empty (run `memtrail import`)",
+            db.display()
+        );
+    };
+    let rowid = query::resolve_session(&store, session, None)?;
+    outn!("{}", resume::handoff(&store, rowid, to)?);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,39 @@
+//! `memtrail hook AGENT`: an agent's hook, with its payload on stdin or in the arguments.
+
+use memtrail_adapters::Agent;
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Run the hook; always exits 0 (a hook never fails its agent).
+pub fn hook(agent: Agent, args: &[String], db: &Path) -> ExitCode {
+    // A panic is caught by the hook and logged; its default report on stderr would reach
+    // the agent, so it goes to the hook log instead.
+    std::panic::set_hook(Box::new(|info| {
+        memtrail_runtime::hook::log_raw("-", None, None, &format!("panic: {info}"));
+    }));
+    // Fail open: always exit 0; print only what the agent's protocol allows.
+    // A payload in the arguments (Codex `notify`) means stdin is not the payload.
+    let payload = if args.is_empty() {
+        match memtrail_runtime::hook::read_stdin_within(memtrail_runtime::hook::stdin_wait()) {
+            Some(p) => p,
+            None => {
+                memtrail_runtime::hook::log_raw(
+                    agent.as_str(),
+                    None,
+                    None,
+                    "error: stdin was not closed within the hook's budget; nothing done",
+                );
+                return ExitCode::SUCCESS;
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let outcome = memtrail_runtime::hook::run(agent, &mut payload.as_slice(), args, db);
+    if let Some(reply) = outcome.stdout {
+        let mut o = std::io::stdout().lock();
+        let _ = writeln!(o, "{reply}");
+    }
+    ExitCode::SUCCESS
+}

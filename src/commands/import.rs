@@ -1,0 +1,101 @@
+//! `memtrail import`: bring in the sessions already on this machine.
+
+use crate::common::open_store;
+use crate::output::plural;
+use anyhow::{Result, bail};
+use memtrail_adapters::Agent;
+use memtrail_runtime::time::{Bound, parse_date};
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+pub fn import(
+    db: &std::path::Path,
+    agents: Vec<Agent>,
+    since: Option<String>,
+    json: bool,
+) -> Result<ExitCode> {
+    let agents = if agents.is_empty() {
+        memtrail_adapters::supported_agents().to_vec()
+    } else {
+        for a in &agents {
+            if !memtrail_adapters::supported_agents().contains(a) {
+                bail!(
+                    "importing {} sessions is not supported yet",
+                    a.display_name()
+                );
+            }
+        }
+        agents
+    };
+    let since = since
+        .as_deref()
+        .map(|s| parse_date(s, Bound::Start))
+        .transpose()?;
+    let mut store = open_store(db)?;
+    let tty = std::io::stderr().is_terminal();
+    let bar = indicatif::ProgressBar::hidden();
+    let mut plain_done = 0u64;
+    let mut plain_total = 0u64;
+    let summary = memtrail_runtime::import::import(&mut store, &agents, since, &mut |p| match p {
+        memtrail_runtime::import::Progress::Found { files, bytes } => {
+            plain_total = files;
+            if tty && !json {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                bar.set_length(bytes);
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template(
+                        "{spinner} importing [{bar:30}] {binary_bytes}/{binary_total_bytes} {msg}",
+                    )
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+                );
+            } else if !json {
+                eprintln!(
+                    "found {} ({bytes} bytes)",
+                    plural(files, "transcript file", "transcript files")
+                );
+            }
+        }
+        memtrail_runtime::import::Progress::File {
+            agent,
+            path,
+            bytes,
+            new_messages,
+        } => {
+            plain_done += 1;
+            if tty && !json {
+                bar.inc(bytes);
+                bar.set_message(format!("{plain_done}/{plain_total} files"));
+            } else if !json && new_messages > 0 {
+                eprintln!(
+                    "[{plain_done}/{plain_total}] {agent} {} +{new_messages} messages",
+                    path.display()
+                );
+            }
+        }
+    })?;
+    bar.finish_and_clear();
+    if json {
+        out!("{}", serde_json::to_string_pretty(&summary)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for a in &summary.agents {
+        out!(
+            "{}: {} ({} with new content), {}, {}, {} updated, {} skipped ({} unknown, {} malformed)",
+            a.agent,
+            plural(a.files, "file", "files"),
+            a.changed_files,
+            plural(a.sessions, "session", "sessions"),
+            plural(a.messages, "new message", "new messages"),
+            a.updated,
+            plural(a.skipped_lines, "line", "lines"),
+            a.unknown_lines,
+            a.malformed_lines
+        );
+        for (p, why) in &a.unreadable {
+            out!("  could not read {p}: {why}");
+        }
+    }
+    out!("done in {:.2} s", summary.seconds);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,365 @@
+//! `memtrail install` and `memtrail uninstall [--purge]`: plan, confirm and apply the
+//! registrations (hooks, MCP server, skill) of each agent; `--purge` deletes the store and state.
+
+use crate::cli::InstallArgs;
+use crate::common::binary_path;
+use crate::output::plural;
+use crate::prompt::ask;
+use anyhow::{Context, Result, bail};
+use memtrail_adapters::Agent;
+use memtrail_runtime::Store;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+pub fn install(
+    a: InstallArgs,
+    purge_too: bool,
+    action: memtrail_installer::Action,
+    db: &std::path::Path,
+) -> Result<ExitCode> {
+    // Refuse before anything changes, not after the registrations are gone.
+    if purge_too
+        && !a.dry_run
+        && !a.yes
+        && (db.exists()
+            || memtrail_installer::state_dir_in(&memtrail_installer::Env::from_process()).exists())
+        && !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal())
+    {
+        bail!(
+            "--purge deletes the store {} and memtrail's state (config backups, install state, logs) too; add --yes to confirm (nothing was changed)",
+            db.display()
+        );
+    }
+    let binary = binary_path()?;
+    let mut agents: Vec<Agent> = Vec::new();
+    for ag in &a.agents {
+        if !agents.contains(ag) {
+            agents.push(*ag);
+        }
+    }
+    if agents.is_empty() {
+        for &ag in memtrail_adapters::supported_agents() {
+            // Install where the agent is found; uninstall wherever memtrail may be registered.
+            let wanted = match action {
+                memtrail_installer::Action::Install => {
+                    memtrail_installer::status(ag, &binary).is_ok_and(|st| st.detected)
+                }
+                memtrail_installer::Action::Uninstall => memtrail_installer::status(ag, &binary)
+                    .is_ok_and(|st| {
+                        st.items
+                            .iter()
+                            .any(|i| !matches!(i.state, memtrail_installer::ItemState::Missing))
+                    }),
+            };
+            if wanted {
+                agents.push(ag);
+            }
+        }
+        // On a terminal, without --yes: let the user pick, detected agents preselected.
+        let interactive_pick = matches!(action, memtrail_installer::Action::Install)
+            && !a.yes
+            && !a.dry_run
+            && !a.json
+            && std::io::stdin().is_terminal()
+            && std::io::stderr().is_terminal();
+        if interactive_pick {
+            let candidates: Vec<(Agent, bool)> = memtrail_adapters::supported_agents()
+                .iter()
+                .filter_map(|&ag| match memtrail_installer::status(ag, &binary) {
+                    Ok(st) => Some((ag, st.detected)),
+                    Err(_) => None,
+                })
+                .collect();
+            let labels: Vec<String> = candidates
+                .iter()
+                .map(|(ag, found)| {
+                    format!(
+                        "{}{}",
+                        ag.display_name(),
+                        if *found { "  (found)" } else { "  (not found)" }
+                    )
+                })
+                .collect();
+            let defaults: Vec<bool> = candidates.iter().map(|(_, d)| *d).collect();
+            let picked = ask(|| {
+                dialoguer::MultiSelect::new()
+                    .with_prompt("Install memtrail into (space to toggle, enter to confirm)")
+                    .items(&labels)
+                    .defaults(&defaults)
+                    .interact()
+            })?;
+            agents = picked.into_iter().map(|i| candidates[i].0).collect();
+            if agents.is_empty() {
+                eprintln!("nothing selected; nothing changed");
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+        if agents.is_empty() && matches!(action, memtrail_installer::Action::Uninstall) {
+            out!("memtrail is not registered with any agent: nothing to uninstall");
+            // --purge still deletes the store (hooks removed earlier, the store left behind).
+            if purge_too && !a.dry_run {
+                return purge(db, a.yes);
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        if agents.is_empty() {
+            bail!(
+                "no supported agent found on this machine (looked for: {}); name one with --agent to install anyway",
+                memtrail_adapters::supported_agents()
+                    .iter()
+                    .map(|a| a.display_name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    let verb = match action {
+        memtrail_installer::Action::Install => "install",
+        memtrail_installer::Action::Uninstall => "uninstall",
+    };
+    // With agents named on the command line, one that cannot be planned stops everything. Found
+    // by detection, it is left out (its files untouched) and the others go ahead; the exit code
+    // is then 1.
+    let auto = a.agents.is_empty();
+    let mut plans = Vec::new();
+    let mut left_out: Vec<(Agent, String)> = Vec::new();
+    for agent in &agents {
+        match memtrail_installer::plan(*agent, action, &binary) {
+            // A file the apply would refuse (read-only) is treated like one that does not
+            // parse: that agent is left out (or, named, stops everything) before any change.
+            Ok(p) if !a.dry_run && !p.notes().is_empty() => {
+                let why = p.notes().join("; ");
+                if !auto {
+                    bail!("{}: {why} (nothing was changed)", agent.display_name());
+                }
+                eprintln!(
+                    "memtrail: {}: {why}; this agent was left out, the others go ahead (run `memtrail {verb}` again once it is fixed)",
+                    agent.display_name()
+                );
+                left_out.push((*agent, why));
+            }
+            // A dry run shows the change, and says (exit code 1) that the agent would be left out.
+            Ok(p) if !p.notes().is_empty() => {
+                left_out.push((*agent, p.notes().join("; ")));
+                plans.push((*agent, p));
+            }
+            Ok(p) => plans.push((*agent, p)),
+            Err(e) if auto => {
+                eprintln!(
+                    "memtrail: {}: {e}; this agent was left out, the others go ahead (run `memtrail {verb}` again once it is fixed)",
+                    agent.display_name()
+                );
+                left_out.push((*agent, e.to_string()));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if a.dry_run {
+        if a.json {
+            // Every agent, with `error` for one that would be left out (and why).
+            let why = |ag: &Agent| left_out.iter().find(|(a, _)| a == ag).map(|(_, e)| e);
+            let mut v: Vec<_> = left_out
+                .iter()
+                .filter(|(ag, _)| !plans.iter().any(|(a, _)| a == ag))
+                .map(|(ag, e)| serde_json::json!({"agent": ag, "error": e, "changes": []}))
+                .collect();
+            v.extend(plans.iter().map(|(ag, p)| {
+                let mut j =
+                    serde_json::json!({"agent": ag, "changes": p.describe(), "diff": p.diff()});
+                if let Some(e) = why(ag) {
+                    j["error"] = serde_json::json!(e);
+                }
+                j
+            }));
+            out!("{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            for (ag, p) in &plans {
+                if p.is_empty() {
+                    out!("{}: nothing to {verb}", ag.display_name());
+                } else {
+                    outn!("{}", p.diff());
+                }
+            }
+        }
+        return Ok(if left_out.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
+    let interactive = !a.yes && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if interactive && plans.iter().any(|(_, p)| !p.is_empty()) {
+        for (ag, p) in &plans {
+            eprintln!("{}:", ag.display_name());
+            for line in p.describe() {
+                eprintln!("  {line}");
+            }
+        }
+        let ok = ask(|| {
+            dialoguer::Confirm::new()
+                .with_prompt(format!("{verb} these changes?"))
+                .default(true)
+                .interact()
+        })?;
+        if !ok {
+            eprintln!("nothing changed");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    let mut results: Vec<serde_json::Value> = left_out
+        .iter()
+        .map(|(ag, e)| serde_json::json!({"agent": ag, "error": e, "changes": []}))
+        .collect();
+    for (ag, p) in &plans {
+        if p.is_empty() {
+            if !a.json {
+                out!("{}: already {}ed, nothing to do", ag.display_name(), verb);
+            }
+            results.push(serde_json::json!({"agent": ag, "changes": []}));
+            continue;
+        }
+        // Each agent all or nothing (the installer undoes a failed apply); the others go ahead.
+        if let Err(e) = memtrail_installer::apply(p) {
+            eprintln!(
+                "memtrail: {}: {e}; the other agents go ahead",
+                ag.display_name()
+            );
+            left_out.push((*ag, e.to_string()));
+            results.push(serde_json::json!({"agent": ag, "error": e.to_string(), "changes": []}));
+            continue;
+        }
+        if !a.json && interactive {
+            // The changes were listed before the confirmation.
+            out!(
+                "{}: done ({} changes)",
+                ag.display_name(),
+                p.describe().len()
+            );
+        } else if !a.json {
+            out!("{}:", ag.display_name());
+            for line in p.describe() {
+                out!("  {line}");
+            }
+        }
+        results.push(serde_json::json!({"agent": ag, "changes": p.describe()}));
+    }
+    if a.json {
+        out!("{}", serde_json::to_string_pretty(&results)?);
+    } else if matches!(action, memtrail_installer::Action::Install)
+        && plans.iter().any(|(_, p)| !p.is_empty())
+    {
+        out!("\nNext: `memtrail import` brings in the sessions you already have.");
+    }
+    if matches!(action, memtrail_installer::Action::Uninstall) && purge_too && !a.dry_run {
+        return purge(db, a.yes);
+    }
+    if !left_out.is_empty() {
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `uninstall --purge`, after the uninstall gave the configs their original bytes back: delete
+/// the store (and its WAL files), then memtrail's state folder (config backups, which hold
+/// copies of the agents' configs with their API keys and tokens; the install state; the logs),
+/// after one confirmation. The state goes only once memtrail is registered with no agent: one
+/// left out (its config did not parse, say) still needs its backups and install state to be
+/// uninstalled; the exit code is then 1.
+pub fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
+    let env = memtrail_installer::Env::from_process();
+    let state = memtrail_installer::state_dir_in(&env);
+    let binary = binary_path()?;
+    let still: Vec<Agent> = memtrail_adapters::supported_agents()
+        .iter()
+        .copied()
+        .filter(|&ag| {
+            memtrail_installer::status(ag, &binary).is_ok_and(|st| {
+                st.items
+                    .iter()
+                    .any(|i| !matches!(i.state, memtrail_installer::ItemState::Missing))
+            })
+        })
+        .collect();
+    let purge_state = still.is_empty() && std::fs::symlink_metadata(&state).is_ok();
+    let backups = memtrail_installer::backups_in(&env);
+    let store_what = db
+        .exists()
+        .then(|| match Store::open(db).and_then(|s| s.stats()) {
+            Ok(st) => format!(
+                "{}, {}",
+                plural(st.sessions as u64, "session", "sessions"),
+                plural(st.messages as u64, "message", "messages")
+            ),
+            Err(_) => "its content".to_string(),
+        });
+    let state_what = format!(
+        "memtrail's state {} ({}, the install state, the logs)",
+        state.display(),
+        plural(backups.folders as u64, "config backup", "config backups")
+    );
+    let mut parts = Vec::new();
+    if let Some(w) = &store_what {
+        parts.push(format!("the store {} ({w})", db.display()));
+    }
+    if purge_state {
+        parts.push(state_what.clone());
+    }
+    if !parts.is_empty() {
+        let what = parts.join(" and ");
+        if !yes {
+            let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+            if !interactive {
+                bail!("--purge deletes {what}; add --yes to confirm");
+            }
+            let ok = ask(|| {
+                dialoguer::Confirm::new()
+                    .with_prompt(format!("Delete {what}?"))
+                    .default(false)
+                    .interact()
+            })?;
+            if !ok {
+                eprintln!("nothing was deleted");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    match &store_what {
+        Some(w) => {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut p = db.as_os_str().to_owned();
+                p.push(suffix);
+                match std::fs::remove_file(&p) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(e).with_context(|| format!("cannot delete {}", db.display()));
+                    }
+                }
+            }
+            out!("deleted the store {} ({w})", db.display());
+            // memtrail's own data folder goes too once it is empty (a folder of the user's,
+            // given with --db or MEMTRAIL_DB, stays; remove_dir fails on a non-empty one).
+            let own = memtrail_adapters::paths::xdg_data_home().join("memtrail");
+            if db.parent() == Some(own.as_path()) {
+                let _ = std::fs::remove_dir(&own);
+            }
+        }
+        None => out!("no store at {}: nothing to delete there", db.display()),
+    }
+    if purge_state {
+        memtrail_installer::purge_state_in(&env)?;
+        out!("deleted {state_what}");
+    } else if !still.is_empty() {
+        out!(
+            "kept memtrail's state {}: memtrail is still registered with {} (uninstalling it there needs its backups and install state); once that is fixed, run `memtrail uninstall --purge` again",
+            state.display(),
+            still
+                .iter()
+                .map(|a| a.display_name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,10 @@
+//! `memtrail mcp`: the MCP server on stdin/stdout.
+
+use anyhow::Result;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub fn mcp(db: PathBuf) -> Result<ExitCode> {
+    memtrail_runtime::mcp::serve_stdio(db).map_err(|e| anyhow::anyhow!(e))?;
+    Ok(ExitCode::SUCCESS)
+}

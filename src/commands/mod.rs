@@ -1,0 +1,16 @@
+//! One module per command: each parses nothing (see [`crate::cli`]), calls the library crates
+//! and prints.
+
+pub mod doctor;
+pub mod handoff;
+pub mod hook;
+pub mod import;
+pub mod install;
+pub mod mcp;
+pub mod purge;
+pub mod redact;
+pub mod repair;
+pub mod resume;
+pub mod search;
+pub mod sessions;
+pub mod status;

@@ -1,0 +1,35 @@
+//! `memtrail redact --rescan`: re-apply the redaction rules to stored data.
+
+use crate::common::open_store_read;
+use crate::output::plural;
+use anyhow::{Result, bail};
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+pub fn redact_rescan(db: &std::path::Path, json: bool) -> Result<ExitCode> {
+    let Some(mut store) = open_store_read(db)? else {
+        bail!("no store at {}: nothing to rescan", db.display());
+    };
+    let tty = std::io::stderr().is_terminal() && !json;
+    let r = memtrail_runtime::maintenance::rescan(&mut store, &mut |n| {
+        if tty {
+            eprint!("\rrescanned {n} messages");
+        }
+    })?;
+    if tty {
+        eprintln!();
+    }
+    if json {
+        out!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        out!(
+            "rescanned {}: {} changed, {} session titles changed, {} snapshots changed, {} reader states changed",
+            plural(r.messages, "message", "messages"),
+            r.messages_changed,
+            r.titles_changed,
+            r.snapshots_changed,
+            r.reader_states_changed
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,45 @@
+//! `memtrail resume`: print a session's snapshot.
+
+use crate::common::{absolute, open_store_read};
+use anyhow::{Context, Result, bail};
+use memtrail_runtime::query::{self};
+use memtrail_runtime::resume;
+use std::process::ExitCode;
+
+pub fn resume(
+    db: &std::path::Path,
+    session: Option<String>,
+    budget: usize,
+    json: bool,
+) -> Result<ExitCode> {
+    let cwd = absolute(&std::env::current_dir().context("cannot read the current directory")?);
+    let Some(store) = open_store_read(db)? else {
+        bail!(
+            "nothing to resume: the store at {} is empty (run `memtrail import`)",
+            db.display()
+        );
+    };
+    let rowid = resume::resolve_or_latest(&store, session.as_deref(), &cwd)?;
+    let summary = query::session_summary(&store, rowid)?;
+    let snap = resume::build_snapshot(&store, rowid, budget)?;
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "session": summary, "snapshot": snap })
+            )?
+        );
+    } else if snap.text.trim().is_empty() {
+        out!(
+            "Session {} ({}) has no events to build a snapshot from.",
+            summary.session_id,
+            summary.agent
+        );
+    } else {
+        outn!("{}", snap.text);
+        if !snap.text.ends_with('\n') {
+            out!("");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

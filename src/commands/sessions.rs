@@ -1,0 +1,167 @@
+//! `memtrail sessions list|show|delete|capture`.
+
+use crate::common::{absolute, open_store, open_store_read};
+use crate::output::{plural, short_time};
+use crate::prompt::confirm_destructive;
+use anyhow::{Result, bail};
+use memtrail_adapters::Agent;
+use memtrail_runtime::query::{self, ListFilter};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub fn list(
+    db: &std::path::Path,
+    agent: Option<Agent>,
+    project: Option<PathBuf>,
+    limit: u32,
+    json: bool,
+) -> Result<ExitCode> {
+    let filtered = agent.is_some() || project.is_some();
+    let list = match open_store_read(db)? {
+        Some(store) => query::list_sessions(
+            &store,
+            &ListFilter {
+                agent: agent.map(|a| a.as_str().to_string()),
+                project: project.map(|p| absolute(&p)),
+                limit: limit as usize,
+            },
+        )?,
+        None => Vec::new(),
+    };
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "sessions": list }))?
+        );
+    } else if list.is_empty() && filtered {
+        out!("No sessions match these filters.");
+    } else if list.is_empty() {
+        out!("No sessions yet. Run `memtrail import` to bring in existing ones.");
+    } else {
+        for s in &list {
+            out!(
+                "{}  {:<7} {:>5} msgs  {}  {}",
+                s.updated_at
+                    .as_deref()
+                    .map(short_time)
+                    .unwrap_or("?".into()),
+                s.agent,
+                s.messages,
+                s.session_id,
+                s.title.as_deref().unwrap_or("(untitled)")
+            );
+            if let Some(p) = &s.project {
+                out!("{:>37}{}", "", p);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn show(
+    db: &std::path::Path,
+    id: &str,
+    offset: u32,
+    limit: Option<u32>,
+    json: bool,
+) -> Result<ExitCode> {
+    let Some(store) = open_store_read(db)? else {
+        bail!(
+            "no session `{id}`: the store at {} is empty (run `memtrail import`)",
+            db.display()
+        );
+    };
+    let view = match query::get_session(
+        &store,
+        id,
+        None,
+        offset as i64,
+        limit.map(i64::from).unwrap_or(i64::MAX),
+        None,
+    ) {
+        Err(memtrail_runtime::Error::NotFound(_))
+            if memtrail_runtime::maintenance::is_deleted(&store, id)? =>
+        {
+            bail!(
+                "session `{id}` was deleted; `memtrail sessions capture {id}` brings it back (its transcript is still on disk)"
+            );
+        }
+        r => r?,
+    };
+    if json {
+        out!("{}", serde_json::to_string_pretty(&view)?);
+    } else {
+        outn!("{}", query::session_markdown(&view));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> Result<ExitCode> {
+    let Some(mut store) = open_store_read(db)? else {
+        bail!("no session `{id}`: the store at {} is empty", db.display());
+    };
+    let info = memtrail_runtime::maintenance::session_info(&store, id)?;
+    let what = format!(
+        "{} session {} ({}; {}{}{})",
+        info.agent,
+        info.session_id,
+        info.title.as_deref().unwrap_or("untitled"),
+        plural(info.messages, "message", "messages"),
+        if info.subagents > 0 {
+            format!(
+                ", {}",
+                plural(info.subagents, "sub-agent session", "sub-agent sessions")
+            )
+        } else {
+            String::new()
+        },
+        info.project
+            .as_deref()
+            .map(|p| format!(", in {p}"))
+            .unwrap_or_default()
+    );
+    if !confirm_destructive(
+        &format!(
+            "Delete {what}? `memtrail sessions capture {}` brings it back while its transcript is still on disk",
+            info.session_id
+        ),
+        yes,
+    )? {
+        eprintln!("nothing deleted");
+        return Ok(ExitCode::FAILURE);
+    }
+    let info = memtrail_runtime::maintenance::delete_session(&mut store, &info.session_id)?;
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "deleted": info }))?
+        );
+    } else {
+        out!("deleted {what}");
+        out!(
+            "its transcript stays where the agent keeps it; memtrail will not read it again, nor what is added to the session later (`memtrail sessions capture {}` captures it again)",
+            info.session_id
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn capture(db: &std::path::Path, id: &str, json: bool) -> Result<ExitCode> {
+    let mut store = open_store(db)?;
+    let r = memtrail_runtime::maintenance::capture_again(&mut store, id)?;
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "captured": r }))?
+        );
+    } else {
+        out!(
+            "captured {} session {} again: {} from {}",
+            r.agent,
+            r.session_id,
+            plural(r.messages, "message", "messages"),
+            plural(r.transcripts, "transcript", "transcripts")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,426 @@
+//! `memtrail status`: what is wired, where it points, when each hook last ran, the store's figures.
+
+use crate::common::{binary_path, open_store, open_store_read};
+use crate::output::{error_chain, plural, short_time};
+use anyhow::Result;
+use memtrail_adapters::Agent;
+use std::process::ExitCode;
+
+/// The largest store `status` runs the quick integrity check on by default: 8 MB (the check
+/// reads the whole file, about 5 ms per MB; `status` stays within 50 ms).
+pub const STATUS_CHECK_MAX_BYTES: u64 = 8 << 20;
+
+pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<ExitCode> {
+    let binary = binary_path()?;
+    let mut healthy = true;
+    let mut agents = Vec::new();
+    for &agent in memtrail_adapters::supported_agents() {
+        let st = match memtrail_installer::status(agent, &binary) {
+            Ok(st) => st,
+            // Captured (import) but not installable yet.
+            Err(memtrail_installer::InstallError::Unsupported(_)) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        healthy &= st.healthy();
+        agents.push((agent, st));
+    }
+    // The store: figures, a quick integrity check, and the last run of each hook. A store that
+    // cannot be read is reported, not fatal: the registration is still shown.
+    type StoreInfo = (
+        memtrail_runtime::store::StoreStats,
+        Option<std::result::Result<(), String>>,
+        Vec<Vec<memtrail_runtime::store::HookRun>>,
+    );
+    let store_info: Option<std::result::Result<StoreInfo, String>> = if db.exists() {
+        Some(
+            (|| -> Result<StoreInfo> {
+                let store = open_store(db)?;
+                let stats = store.stats()?;
+                let check = if force_check || stats.size_bytes <= STATUS_CHECK_MAX_BYTES {
+                    Some(store.quick_check()?)
+                } else {
+                    None
+                };
+                let runs = agents
+                    .iter()
+                    .map(|(a, _)| store.hook_runs(*a))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok((stats, check, runs))
+            })()
+            .map_err(|e| error_chain(&e)),
+        )
+    } else {
+        None
+    };
+    match &store_info {
+        Some(Ok((_, check, runs))) => {
+            healthy &= check.as_ref().is_none_or(|c| c.is_ok());
+            // The last run of every hook event succeeded, or a later hook caught up after it.
+            healthy &= runs
+                .iter()
+                .all(|agent_runs| agent_runs.iter().all(|r| !hook_failed(r, agent_runs)));
+        }
+        Some(Err(_)) => healthy = false,
+        None => {}
+    }
+    // Which transcripts each agent has, and which cannot be read (never "no sessions" when the
+    // truth is "could not read").
+    let transcripts: Vec<(usize, Vec<(String, String)>)> = agents
+        .iter()
+        .map(|(a, _)| match memtrail_adapters::discover(*a) {
+            Ok(found) => {
+                let mut bad: Vec<(String, String)> = found
+                    .unreadable
+                    .iter()
+                    .map(|(p, e)| (p.display().to_string(), e.clone()))
+                    .collect();
+                for f in &found.files {
+                    if let Err(e) = std::fs::File::open(f) {
+                        bad.push((f.display().to_string(), e.to_string()));
+                    }
+                }
+                (found.files.len(), bad)
+            }
+            Err(e) => (
+                0,
+                vec![(format!("({} transcripts)", a.display_name()), e.to_string())],
+            ),
+        })
+        .collect();
+    let errors = memtrail_runtime::hook::last_log_errors(3);
+    let retention = claude_retention(db);
+    // Transcripts whose last line has no '\n' yet (read by `import` once whole).
+    let tails = match open_store_read(db) {
+        Ok(Some(s)) => memtrail_runtime::ingest::pending_tails(&s).unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let backups = memtrail_installer::backups();
+    let when = |ms: Option<i64>| ms.map(memtrail_adapters::format_rfc3339_ms);
+    if json {
+        let run_json = |r: &memtrail_runtime::store::HookRun,
+                        all: &[memtrail_runtime::store::HookRun]| {
+            let mut v = serde_json::json!({
+                "event": r.event,
+                "at": memtrail_adapters::format_rfc3339_ms(r.at),
+                "duration_ms": r.duration_us as f64 / 1000.0,
+                "session": r.session,
+                "messages": r.messages,
+                "error": r.error,
+            });
+            if r.error.is_some() {
+                v["caught_up"] = (!hook_failed(r, all)).into();
+            }
+            v
+        };
+        let v = serde_json::json!({
+            "healthy": healthy,
+            "binary": binary,
+            "agents": agents.iter().enumerate().map(|(i, (a, st))| serde_json::json!({
+                "agent": a,
+                "registration": st,
+                "transcripts": {
+                    "found": transcripts[i].0,
+                    "unreadable": transcripts[i].1.iter().map(|(p, e)| serde_json::json!({"path": p, "error": e})).collect::<Vec<_>>(),
+                },
+                "hook_runs": match &store_info {
+                    Some(Ok((_, _, runs))) => runs[i].iter().map(|r| run_json(r, &runs[i])).collect::<Vec<_>>(),
+                    _ => Vec::new(),
+                },
+            })).collect::<Vec<_>>(),
+            "store": match &store_info {
+                Some(Ok((s, c, _))) => serde_json::json!({
+                    "path": s.path,
+                    "size_bytes": s.size_bytes,
+                    "schema_version": s.schema_version,
+                    "sessions": s.sessions,
+                    "messages": s.messages,
+                    "per_agent": s.per_agent.iter().map(|(a, n, m)| serde_json::json!({
+                        "agent": a, "sessions": n, "messages": m
+                    })).collect::<Vec<_>>(),
+                    "unindexed_messages": s.unindexed,
+                    "integrity": match c {
+                        Some(Ok(())) => "ok".to_string(),
+                        Some(Err(e)) => e.clone(),
+                        None => "not checked".to_string(),
+                    },
+                    "integrity_check": if c.is_some() { "quick_check" } else { "skipped" },
+                }),
+                Some(Err(e)) => serde_json::json!({ "path": db, "error": e }),
+                None => serde_json::json!({ "path": db, "exists": false }),
+            },
+            "recent_hook_errors": errors,
+            "notices": agents.iter().flat_map(|(a, st)| st.notices().map(move |n| serde_json::json!({
+                "agent": a,
+                "item": n.item,
+                "file": n.file,
+                "notice": match &n.state {
+                    memtrail_installer::ItemState::Untrusted { reason } => reason.clone(),
+                    _ => String::new(),
+                },
+            }))).collect::<Vec<_>>(),
+            "claude_retention": retention_json(&retention),
+            "pending_tails": tails,
+            "backups": {
+                "dir": backups.dir,
+                "folders": backups.folders,
+                "copies": backups.copies,
+                "bytes": backups.bytes,
+                "oldest": when(backups.oldest_ms),
+                "newest": when(backups.newest_ms),
+            },
+        });
+        out!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        out!(
+            "memtrail {} at {}",
+            env!("CARGO_PKG_VERSION"),
+            binary.display()
+        );
+        for (i, (a, st)) in agents.iter().enumerate() {
+            out!("\n{}:", a.display_name());
+            let nothing = st
+                .items
+                .iter()
+                .all(|it| matches!(it.state, memtrail_installer::ItemState::Missing));
+            if !st.detected && nothing {
+                out!("  not found on this machine; nothing registered");
+            } else {
+                outn!("{st}");
+            }
+            let (found, bad) = &transcripts[i];
+            out!(
+                "  transcripts on disk: {found}{}",
+                if bad.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} unreadable", bad.len())
+                }
+            );
+            for (p, e) in bad.iter().take(5) {
+                out!("    cannot read {p}: {e}");
+            }
+            if let Some(Ok((_, _, runs))) = &store_info {
+                if runs[i].is_empty() {
+                    out!("  hooks have not run yet");
+                }
+                for r in &runs[i] {
+                    out!(
+                        "  last {} hook: {} ({:.1} ms, +{}){}",
+                        r.event,
+                        short_time(&memtrail_adapters::format_rfc3339_ms(r.at)),
+                        r.duration_us as f64 / 1000.0,
+                        plural(r.messages as u64, "message", "messages"),
+                        match r.error.as_deref() {
+                            None => String::new(),
+                            Some(e) if !hook_failed(r, &runs[i]) =>
+                                format!(", error: {e} (a later hook caught up)"),
+                            Some(e) => format!(", error: {e}"),
+                        }
+                    );
+                }
+            }
+        }
+        match &store_info {
+            Some(Ok((s, check, _))) => {
+                out!(
+                    "\nstore: {} ({:.1} MB, schema v{}, {})",
+                    s.path,
+                    s.size_bytes as f64 / 1e6,
+                    s.schema_version,
+                    match check {
+                        Some(Ok(())) => "quick integrity check ok".to_string(),
+                        Some(Err(e)) => format!(
+                            "quick integrity check FAILED: {}; run `memtrail repair`",
+                            memtrail_adapters::one_line(e, 200)
+                        ),
+                        None =>
+                            "integrity not checked: over 8 MB, `memtrail status --check` checks it"
+                                .to_string(),
+                    }
+                );
+                for (agent, sessions, messages) in &s.per_agent {
+                    out!(
+                        "  {agent}: {}, {}",
+                        plural(*sessions as u64, "session", "sessions"),
+                        plural(*messages as u64, "message", "messages")
+                    );
+                }
+                if s.unindexed > 0 {
+                    out!(
+                        "  {} new message{} not yet in the search index (the next search, import or MCP server indexes them)",
+                        s.unindexed,
+                        if s.unindexed == 1 { "" } else { "s" }
+                    );
+                }
+            }
+            Some(Err(e)) => out!("\nstore: {} cannot be read: {e}", db.display()),
+            None => out!("\nstore: {} (not created yet)", db.display()),
+        }
+        print_retention(&retention);
+        if let Some(first) = tails.first() {
+            out!(
+                "\n{} transcript{} end{} in a line without a newline, not captured yet (e.g. {}, {} bytes): `memtrail import` reads such a line once it is whole JSON",
+                tails.len(),
+                if tails.len() == 1 { "" } else { "s" },
+                if tails.len() == 1 { "s" } else { "" },
+                first.path,
+                first.bytes
+            );
+        }
+        if backups.folders == 0 {
+            out!("\nconfig backups: none");
+        } else {
+            let day = |ms: Option<i64>| when(ms).map(|t| short_time(&t)).unwrap_or_default();
+            out!(
+                "\nconfig backups: {} in {} ({}, {:.1} MB; oldest {}, newest {})",
+                backups.folders,
+                backups.dir.display(),
+                plural(backups.copies as u64, "copy", "copies"),
+                backups.bytes as f64 / 1e6,
+                day(backups.oldest_ms),
+                day(backups.newest_ms)
+            );
+            out!(
+                "  copies of your agents' configs as they were, API keys and MCP tokens included (owner-only); kept: each file's first copy and the last five runs of under 30 days; `memtrail uninstall --purge` deletes them"
+            );
+        }
+        if !errors.is_empty() {
+            out!(
+                "\nrecent hook errors ({}):",
+                memtrail_runtime::hook::log_path().display()
+            );
+            for e in &errors {
+                out!("  {e}");
+            }
+        }
+        let notices: Vec<(Agent, usize, String)> = agents
+            .iter()
+            .filter_map(|(a, st)| {
+                let n: Vec<_> = st.notices().collect();
+                let reason = match &n.first()?.state {
+                    memtrail_installer::ItemState::Untrusted { reason } => reason.clone(),
+                    _ => String::new(),
+                };
+                Some((*a, n.len(), reason))
+            })
+            .collect();
+        if !notices.is_empty() {
+            out!("\nnotices (not failures):");
+            for (a, n, reason) in &notices {
+                out!(
+                    "  {}: {} the agent's trust: {reason}",
+                    a.display_name(),
+                    plural(*n as u64, "item awaits", "items await")
+                );
+            }
+        }
+        out!(
+            "\n{}",
+            match (healthy, notices.is_empty()) {
+                (true, true) => "healthy",
+                (true, false) => "healthy (see the notices above)",
+                (false, _) => "NOT healthy: see above",
+            }
+        );
+    }
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Whether a hook run's error still matters: it failed, and no later run of the same agent for
+/// the same session (any session, for a run without one) succeeded. A later run reads the
+/// transcript from the cursor the failed run left, so it caught up what that run missed (a
+/// race for the store's lock, say).
+pub fn hook_failed(
+    r: &memtrail_runtime::store::HookRun,
+    all: &[memtrail_runtime::store::HookRun],
+) -> bool {
+    r.error.is_some()
+        && !all.iter().any(|o| {
+            o.error.is_none() && o.at > r.at && (r.session.is_none() || o.session == r.session)
+        })
+}
+
+/// Claude Code's transcript retention against what memtrail has captured (`None` when Claude
+/// Code keeps no transcripts here). Errors are reported as text.
+pub fn claude_retention(
+    db: &std::path::Path,
+) -> Option<std::result::Result<memtrail_runtime::maintenance::Retention, String>> {
+    use memtrail_adapters::claude;
+    let files = memtrail_adapters::discover(Agent::Claude).ok()?.files;
+    if files.is_empty() && !claude::settings_path().exists() {
+        return None;
+    }
+    let store = match open_store_read(db) {
+        Ok(s) => s,
+        Err(e) => return Some(Err(error_chain(&e))),
+    };
+    Some(
+        memtrail_runtime::maintenance::retention(
+            store.as_ref(),
+            &claude::settings_path(),
+            &files,
+            memtrail_runtime::now_ms(),
+        )
+        .map_err(|e| e.to_string()),
+    )
+}
+
+pub fn retention_json(
+    r: &Option<std::result::Result<memtrail_runtime::maintenance::Retention, String>>,
+) -> serde_json::Value {
+    match r {
+        None => serde_json::Value::Null,
+        Some(Err(e)) => serde_json::json!({ "error": e }),
+        Some(Ok(r)) => serde_json::json!({
+            "settings": r.settings,
+            "cleanup_period_days": r.cleanup_period_days,
+            "from_settings": r.from_settings,
+            "at_risk": r.at_risk.len(),
+            "first_deletion": r.first_deletion_ms.map(memtrail_adapters::format_rfc3339_ms),
+            "transcripts": r.at_risk.iter().map(|a| serde_json::json!({
+                "path": a.path,
+                "size": a.size,
+                "captured": a.captured,
+                "deletes_at": memtrail_adapters::format_rfc3339_ms(a.deletes_at_ms),
+            })).collect::<Vec<_>>(),
+            "memtrail_keeps_captured": true,
+        }),
+    }
+}
+
+pub fn print_retention(
+    r: &Option<std::result::Result<memtrail_runtime::maintenance::Retention, String>>,
+) {
+    match r {
+        None => {}
+        Some(Err(e)) => out!("\nClaude Code retention: cannot check: {e}"),
+        Some(Ok(r)) if r.at_risk.is_empty() => out!(
+            "\nClaude Code deletes transcripts after {} days{}; every transcript due within {} days is captured (memtrail keeps what it captured)",
+            r.cleanup_period_days,
+            if r.from_settings { "" } else { " (default)" },
+            memtrail_runtime::maintenance::RETENTION_WARNING_DAYS
+        ),
+        Some(Ok(r)) => {
+            out!(
+                "\nWARNING: Claude Code deletes transcripts after {} days (cleanupPeriodDays{} in {}).",
+                r.cleanup_period_days,
+                if r.from_settings { "" } else { ", default" },
+                r.settings
+            );
+            out!(
+                "  {} transcripts not fully captured by memtrail will be deleted, the first on {}: run `memtrail import --agent claude` now.",
+                r.at_risk.len(),
+                r.first_deletion_ms
+                    .map(|t| short_time(&memtrail_adapters::format_rfc3339_ms(t)))
+                    .unwrap_or_default()
+            );
+            out!(
+                "  memtrail keeps what it has captured after Claude Code deletes a transcript; raise cleanupPeriodDays to keep the files longer."
+            );
+        }
+    }
+}

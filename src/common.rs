@@ -1,0 +1,68 @@
+//! What several commands share: opening the store, absolute paths, memtrail's own binary path.
+
+use anyhow::{Context, Result};
+use memtrail_runtime::Store;
+use std::path::PathBuf;
+
+/// The store for a read-only command: `None` when it does not exist yet (reading never creates it).
+pub fn open_store_read(db: &std::path::Path) -> Result<Option<Store>> {
+    if !db.exists() {
+        return Ok(None);
+    }
+    open_store(db).map(Some)
+}
+
+pub fn open_store(db: &std::path::Path) -> Result<Store> {
+    Store::open(db).with_context(|| format!("cannot open the store at {}", db.display()))
+}
+
+pub fn absolute(p: &std::path::Path) -> String {
+    std::path::absolute(p)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// The memtrail binary that hooks and MCP entries run: the path the user invoked, absolute but
+/// with its symlinks kept (Homebrew's `bin/memtrail` → `Cellar/memtrail/0.1.0/bin/memtrail`:
+/// the versioned target is gone at the next upgrade, the link stays), when it is this very
+/// binary; otherwise (an `argv[0]` that names another file) the binary's real path.
+pub fn binary_path() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot find memtrail's own path")?;
+    let real = std::fs::canonicalize(&exe).unwrap_or(exe);
+    Ok(invoked_path()
+        .filter(|p| std::fs::canonicalize(p).is_ok_and(|c| c == real))
+        .unwrap_or(real))
+}
+
+/// `argv[0]` made absolute without following symlinks: a path with a `/` against the current
+/// folder, a bare name looked up on `PATH` as the shell did. `.` components are dropped.
+pub fn invoked_path() -> Option<PathBuf> {
+    let arg0 = PathBuf::from(std::env::args_os().next()?);
+    let cwd = || std::env::current_dir().ok();
+    let found = if arg0.components().count() > 1 || arg0.is_absolute() {
+        if arg0.is_absolute() {
+            arg0
+        } else {
+            cwd()?.join(arg0)
+        }
+    } else {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(|d| d.join(&arg0))
+            .find(|c| c.is_file())
+            .and_then(|c| {
+                if c.is_absolute() {
+                    Some(c)
+                } else {
+                    cwd().map(|w| w.join(c))
+                }
+            })?
+    };
+    Some(
+        found
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .collect(),
+    )
+}
