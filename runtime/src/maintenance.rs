@@ -632,7 +632,8 @@ fn bulk_delete<T>(
     Ok(out)
 }
 
-/// Claude Code's transcript retention, for `memtrail status`.
+/// An agent's transcript retention (Claude Code's `cleanupPeriodDays`) against what memtrail
+/// has captured, for `memtrail status`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Retention {
     /// The settings file read (`<Claude config dir>/settings.json`).
@@ -662,18 +663,6 @@ pub struct AtRisk {
 
 /// Days before Claude Code's deletion from which a transcript counts as at risk.
 pub const RETENTION_WARNING_DAYS: u64 = 7;
-
-/// The retention check of Claude Code's transcripts with the settings file `settings` (see
-/// [`transcript_retention`]). Kept until the binary reads the period from the registry.
-pub fn retention(
-    store: Option<&Store>,
-    settings: &Path,
-    transcripts: &[PathBuf],
-    now_ms: i64,
-) -> Result<Retention> {
-    let policy = memtrail_adapters::claude::transcript_retention(settings);
-    transcript_retention(store, &policy, transcripts, now_ms)
-}
 
 /// The retention check over `transcripts` (an agent's, from `discover`) under `policy` (the
 /// agent's [`memtrail_adapters::AgentAdapter::transcript_retention`]), at time `now_ms`.
