@@ -314,4 +314,45 @@ mod tests {
             ]
         );
     }
+
+    /// The agent lists typed by hand in help texts (`src/cli.rs`), MCP tool arguments
+    /// (`runtime/src/mcp.rs`) and the README name every agent of the registry, in its order;
+    /// the shared skill names every agent's MCP tool name. A new agent fails here until each
+    /// text names it.
+    #[test]
+    fn hand_typed_agent_lists_name_every_agent() {
+        let names: Vec<&str> = Agent::ALL.iter().map(|a| a.as_str()).collect();
+        let (last, rest) = names.split_last().unwrap();
+        let comma = names.join(", ");
+        let or = format!("{} or {last}", rest.join(", "));
+        let bar = names.join("|");
+        let mut lists = 0;
+        for file in ["src/cli.rs", "runtime/src/mcp.rs", "README.md"] {
+            let text = std::fs::read_to_string(repo_root().join(file)).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let at = format!("{file}:{}", n + 1);
+                if line.contains("codex, gemini") {
+                    assert!(line.contains(&comma) || line.contains(&or), "{at}: {line}");
+                    lists += 1;
+                }
+                if line.contains("claude|codex") {
+                    assert!(line.contains(&bar), "{at}: {line}");
+                    lists += 1;
+                }
+                if line.contains("Codex CLI, Gemini CLI") {
+                    for a in Agent::ALL {
+                        assert!(line.contains(a.display_name()), "{at}: {a}: {line}");
+                    }
+                    lists += 1;
+                }
+            }
+        }
+        assert_eq!(lists, 9, "hand-typed agent lists found");
+        let skill =
+            std::fs::read_to_string(repo_root().join("skills/agents/memtrail/SKILL.md")).unwrap();
+        for a in Agent::ALL {
+            let tool = a.adapter().tool_name("search");
+            assert!(skill.contains(&format!("`{tool}`")), "{a}: {tool}");
+        }
+    }
 }
