@@ -20,30 +20,27 @@ use crate::model::{
     Agent, Batch, HookEvent, Kind, LineReader, Message, Part, Record, Role, SessionRef,
     normalize_tool_name, one_line, parse_rfc3339_ms,
 };
-use crate::paths::{env_abs, home_dir};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// The Claude Code config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+/// The Claude Code config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`
+/// ([`paths::Locations`], in the process environment).
 pub fn config_dir() -> PathBuf {
-    env_abs("CLAUDE_CONFIG_DIR").unwrap_or_else(|| home_dir().join(".claude"))
+    paths::Locations::from_process().config_dir
 }
 
 /// User settings (hooks live here): `<config>/settings.json`.
 pub fn settings_path() -> PathBuf {
-    config_dir().join("settings.json")
+    paths::Locations::from_process().settings
 }
 
 /// Global state holding user-scope `mcpServers`: `<config>/.claude.json` when
 /// `CLAUDE_CONFIG_DIR` is set, else `~/.claude.json`.
 pub fn global_state_path() -> PathBuf {
-    match env_abs("CLAUDE_CONFIG_DIR") {
-        Some(dir) => dir.join(".claude.json"),
-        None => home_dir().join(".claude.json"),
-    }
+    paths::Locations::from_process().global_state
 }
 
 /// Where transcripts live: `<config>/projects/<encoded cwd>/<session id>.jsonl`.
@@ -53,13 +50,11 @@ pub fn projects_dir() -> PathBuf {
 
 /// memtrail's personal skill: `<config>/skills/memtrail/SKILL.md`.
 pub fn skill_path() -> PathBuf {
-    config_dir()
-        .join("skills")
-        .join("memtrail")
-        .join("SKILL.md")
+    paths::Locations::from_process().skill
 }
 
 pub mod adapter;
+pub mod paths;
 pub mod registration;
 
 // ---------------------------------------------------------------------------------------------

@@ -16,12 +16,11 @@
 //!   `{"type":"stdio","command":"<binary>","args":["mcp"],"env":{}}`.
 //! - **A personal skill** at `<config>/skills/memtrail/SKILL.md` (§1.8), content [`SKILL_MD`].
 
-use crate::env::Env;
+pub use super::paths::Locations;
 use crate::shell::{is_memtrail_program, shell_quote, shell_split, unwrap_command};
 use crate::spec::*;
 use serde_json::{Value, json};
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The name of Claude Code's executable, looked up on `PATH` to detect an installation.
 pub const EXECUTABLE: &str = "claude";
@@ -94,60 +93,6 @@ pub const MCP_SOFT_KEYS: [&str; 1] = ["env"];
 
 /// The skill installed at [`Locations::skill`] (from `skills/memtrail/SKILL.md`).
 pub const SKILL_MD: &str = include_str!("../../../../skills/memtrail/SKILL.md");
-
-/// Where Claude Code keeps the files memtrail edits (§1.1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Locations {
-    /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
-    pub config_dir: PathBuf,
-    /// `<config>/settings.json` (hooks).
-    pub settings: PathBuf,
-    /// `<config>/.claude.json` when `CLAUDE_CONFIG_DIR` is set, else `~/.claude.json` (MCP).
-    pub global_state: PathBuf,
-    /// `<config>/skills/memtrail/SKILL.md`.
-    pub skill: PathBuf,
-}
-
-impl Locations {
-    /// The locations for this process's environment (the same answers as
-    /// [`super::settings_path`], [`super::global_state_path`] and [`super::skill_path`]).
-    pub fn current() -> Locations {
-        Locations {
-            config_dir: super::config_dir(),
-            settings: super::settings_path(),
-            global_state: super::global_state_path(),
-            skill: super::skill_path(),
-        }
-    }
-
-    /// The locations for a given home directory and environment lookup, so that callers (and
-    /// tests) can resolve them without touching the process environment. `var` returns an
-    /// environment variable's value; a relative or empty `CLAUDE_CONFIG_DIR` is ignored, as in
-    /// [`crate::paths::env_abs`].
-    pub fn resolve(env: &Env) -> Locations {
-        Self::resolve_with(env.home(), &|k| env.var(k).map(|v| v.to_os_string()))
-    }
-
-    /// [`Locations::resolve`] from a home directory and a variable lookup.
-    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
-        let config_override = var("CLAUDE_CONFIG_DIR")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute());
-        let config_dir = config_override
-            .clone()
-            .unwrap_or_else(|| home.join(".claude"));
-        let global_state = match config_override {
-            Some(dir) => dir.join(".claude.json"),
-            None => home.join(".claude.json"),
-        };
-        Locations {
-            settings: config_dir.join("settings.json"),
-            skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
-            global_state,
-            config_dir,
-        }
-    }
-}
 
 /// The hook command for `binary`: `<binary, shell-quoted if needed> hook claude`. `None` when the
 /// path is not valid UTF-8 (JSON strings cannot hold it).
@@ -341,6 +286,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Env;
 
     #[test]
     fn recognises_memtrail_handlers() {
@@ -407,29 +353,27 @@ mod tests {
     #[test]
     fn locations_follow_claude_config_dir() {
         let home = Path::new("/home/u");
-        let l = Locations::resolve_with(home, &|_| None);
+        let l = Locations::resolve(&Env::sandbox(home));
         assert_eq!(l.settings, Path::new("/home/u/.claude/settings.json"));
         assert_eq!(l.global_state, Path::new("/home/u/.claude.json"));
         assert_eq!(
             l.skill,
             Path::new("/home/u/.claude/skills/memtrail/SKILL.md")
         );
-        let l = Locations::resolve_with(home, &|k| {
-            (k == "CLAUDE_CONFIG_DIR").then(|| OsString::from("/cfg"))
-        });
+        let l = Locations::resolve(&Env::sandbox(home).with_var("CLAUDE_CONFIG_DIR", "/cfg"));
         assert_eq!(l.settings, Path::new("/cfg/settings.json"));
         assert_eq!(l.global_state, Path::new("/cfg/.claude.json"));
-        let l = Locations::resolve_with(home, &|k| {
-            (k == "CLAUDE_CONFIG_DIR").then(|| OsString::from("relative"))
-        });
+        let l = Locations::resolve(&Env::sandbox(home).with_var("CLAUDE_CONFIG_DIR", "relative"));
         assert_eq!(l.config_dir, Path::new("/home/u/.claude"));
     }
 
     #[test]
     fn resolve_agrees_with_the_process_paths() {
-        let home = crate::paths::home_dir();
-        let l = Locations::resolve_with(&home, &|k| std::env::var_os(k));
-        assert_eq!(l, Locations::current());
+        let l = Locations::resolve(&crate::Env::from_process());
+        assert_eq!(l.config_dir, super::super::config_dir());
+        assert_eq!(l.settings, super::super::settings_path());
+        assert_eq!(l.global_state, super::super::global_state_path());
+        assert_eq!(l.skill, super::super::skill_path());
     }
 
     #[test]

@@ -26,12 +26,11 @@
 //!   same name there overrides Gemini's own skill (gemini 0.61.0 `skills list`). An older
 //!   install's skill in `~/.agents/skills` ([`Locations::legacy_skill`]) is removed.
 
-use crate::env::Env;
+pub use super::paths::Locations;
 use crate::shell::{is_memtrail_program, shell_quote};
 use crate::spec::*;
 use serde_json::{Value, json};
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Codex's executable, looked up on `PATH` (detection, `codex --version`).
 pub const EXECUTABLE: &str = "codex";
@@ -89,56 +88,6 @@ pub const HOW_TO_TRUST: &str = "open /hooks in Codex and trust memtrail's hooks 
 
 /// The skill (from `skills/agents/memtrail/SKILL.md`).
 pub const SKILL_MD: &str = include_str!("../../../../skills/agents/memtrail/SKILL.md");
-
-/// Where Codex keeps the files memtrail edits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Locations {
-    /// `$CODEX_HOME` (non-empty; relative to the current directory when relative), else
-    /// `~/.codex`.
-    pub config_dir: PathBuf,
-    /// `<home>/config.toml`.
-    pub config_toml: PathBuf,
-    /// `<home>/hooks.json`.
-    pub hooks_json: PathBuf,
-    /// `<home>/skills/memtrail/SKILL.md`.
-    pub skill: PathBuf,
-    /// `~/.agents/skills/memtrail/SKILL.md`, where memtrail put the skill before: removed.
-    pub legacy_skill: PathBuf,
-}
-
-impl Locations {
-    /// The locations for a home directory and an environment lookup (the same answers as
-    /// [`super::config_toml_path`], [`super::hooks_json_path`], [`super::skill_path`]).
-    pub fn resolve(env: &Env) -> Locations {
-        Self::resolve_with(env.home(), &|k| env.var(k).map(|v| v.to_os_string()))
-    }
-
-    /// [`Locations::resolve`] from a home directory and a variable lookup.
-    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
-        let config_dir = match var("CODEX_HOME").filter(|v| !v.is_empty()) {
-            Some(v) => {
-                let p = PathBuf::from(v);
-                if p.is_absolute() {
-                    p
-                } else {
-                    std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p)
-                }
-            }
-            None => home.join(".codex"),
-        };
-        Locations {
-            config_toml: config_dir.join("config.toml"),
-            hooks_json: config_dir.join("hooks.json"),
-            skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
-            legacy_skill: home
-                .join(".agents")
-                .join("skills")
-                .join("memtrail")
-                .join("SKILL.md"),
-            config_dir,
-        }
-    }
-}
 
 /// memtrail's `notify` argv: `["<binary>", "hook", "codex"]` (no shell: the path as is).
 pub fn notify_argv(binary: &Path) -> Option<Vec<String>> {
@@ -295,6 +244,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Env;
 
     #[test]
     fn notify_and_handlers() {
@@ -315,9 +265,7 @@ mod tests {
         let h = hook_handler(Path::new("/usr/bin/memtrail"), 30).unwrap();
         assert!(is_memtrail_hook_handler(&h));
         assert_eq!(event_label("PreCompact"), Some("pre_compact"));
-        let l = Locations::resolve_with(Path::new("/h"), &|k| {
-            (k == "CODEX_HOME").then(|| OsString::from("/c"))
-        });
+        let l = Locations::resolve(&Env::sandbox(Path::new("/h")).with_var("CODEX_HOME", "/c"));
         assert_eq!(l.config_toml, Path::new("/c/config.toml"));
         assert_eq!(l.skill, Path::new("/c/skills/memtrail/SKILL.md"));
         assert_eq!(

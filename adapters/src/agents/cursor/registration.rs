@@ -21,7 +21,6 @@ use crate::env::Env;
 use crate::shell::{is_memtrail_program, shell_quote};
 use crate::spec::*;
 use serde_json::{Value, json};
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// Cursor's executables, looked up on `PATH` to detect an installation: the editor's `cursor`
@@ -97,11 +96,8 @@ impl Locations {
     /// The locations for a home directory and an environment lookup (the same answers as
     /// [`super::hooks_path`], [`super::mcp_path`] and [`super::skill_path`]).
     pub fn resolve(env: &Env) -> Locations {
-        Self::resolve_with(env.home(), &|k| env.var(k).map(|v| v.to_os_string()))
-    }
-
-    /// [`Locations::resolve`] from a home directory and a variable lookup.
-    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
+        let home = env.home();
+        let var = |k: &str| env.var(k).map(|v| v.to_os_string());
         let home_s = home.to_string_lossy().into_owned();
         let env = |k: &str| -> Option<String> {
             if k == "HOME" {
@@ -225,6 +221,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Env;
 
     #[test]
     fn entries_and_locations() {
@@ -237,11 +234,10 @@ mod tests {
         assert!(!is_memtrail_hook_handler(
             &json!({"type": "prompt", "command": "/usr/bin/memtrail hook cursor"})
         ));
-        let l = Locations::resolve_with(Path::new("/h"), &|_| None);
+        let l = Locations::resolve(&Env::sandbox(Path::new("/h")));
         assert_eq!(l.hooks, Path::new("/h/.cursor/hooks.json"));
-        let l = Locations::resolve_with(Path::new("/h"), &|k| {
-            (k == "CURSOR_CONFIG_DIR").then(|| OsString::from("/c"))
-        });
+        let l =
+            Locations::resolve(&Env::sandbox(Path::new("/h")).with_var("CURSOR_CONFIG_DIR", "/c"));
         assert_eq!(l.mcp, Path::new("/c/mcp.json"));
         assert!(is_memtrail_skill(SKILL_MD));
     }

@@ -37,7 +37,6 @@ use crate::model::{
     Agent, Batch, DocReader, HookEvent, Kind, LineReader, Message, Part, Record, Role, SessionRef,
     ToolCall, normalize_tool_name, one_line, parse_rfc3339_ms,
 };
-use crate::paths::home_dir;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::io::Read;
@@ -50,32 +49,15 @@ use std::path::{Path, PathBuf};
 /// The Gemini CLI folder: `$GEMINI_CLI_HOME/.gemini` when `GEMINI_CLI_HOME` is set and not
 /// empty (a relative value is taken relative to the current directory, as Node does), else
 /// `~/.gemini`. Read from the environment at call time.
+///
+/// One resolver with the installer's: [`paths::Locations`].
 pub fn config_dir() -> PathBuf {
-    config_dir_from(&|k| std::env::var(k).ok())
-}
-
-/// [`config_dir`] with an explicit environment lookup (only `GEMINI_CLI_HOME` is read; the
-/// fallback home comes from [`crate::paths::home_dir`]).
-pub fn config_dir_from(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    match env("GEMINI_CLI_HOME").filter(|h| !h.is_empty()) {
-        Some(home) => {
-            let home = PathBuf::from(home);
-            let home = if home.is_absolute() {
-                home
-            } else {
-                std::env::current_dir()
-                    .map(|d| d.join(&home))
-                    .unwrap_or(home)
-            };
-            home.join(".gemini")
-        }
-        None => home_dir().join(".gemini"),
-    }
+    paths::Locations::from_process().config_dir
 }
 
 /// User settings (hooks and `mcpServers` live here): `<config>/settings.json`.
 pub fn settings_path() -> PathBuf {
-    config_dir().join("settings.json")
+    paths::Locations::from_process().settings
 }
 
 /// The per-project temporary folders, chats included: `<config>/tmp`.
@@ -90,10 +72,7 @@ pub fn projects_registry_path() -> PathBuf {
 
 /// memtrail's user skill: `<config>/skills/memtrail/SKILL.md` (agent-specs.md §3.1).
 pub fn skill_path() -> PathBuf {
-    config_dir()
-        .join("skills")
-        .join("memtrail")
-        .join("SKILL.md")
+    paths::Locations::from_process().skill
 }
 
 /// True when Gemini CLI's config folder ([`config_dir`]) exists.
@@ -1400,4 +1379,5 @@ pub fn session_start_reply(context: &str) -> Option<String> {
     )
 }
 pub mod adapter;
+pub mod paths;
 pub mod registration;

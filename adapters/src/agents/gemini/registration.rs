@@ -18,12 +18,11 @@
 //! - **A skill** at `<config>/skills/memtrail/SKILL.md`, content [`SKILL_MD`] (it names the tools
 //!   the way Gemini CLI shows them).
 
-use crate::env::Env;
+pub use super::paths::Locations;
 use crate::shell::{is_memtrail_program, shell_quote};
 use crate::spec::*;
 use serde_json::{Value, json};
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Gemini CLI's executable, looked up on `PATH` to detect an installation.
 pub const EXECUTABLE: &str = "gemini";
@@ -80,47 +79,6 @@ pub const HANDLER_SOFT_KEYS: [&str; 2] = ["timeout", "name"];
 
 /// The skill installed at [`Locations::skill`] (from `skills/gemini/memtrail/SKILL.md`).
 pub const SKILL_MD: &str = include_str!("../../../../skills/gemini/memtrail/SKILL.md");
-
-/// Where Gemini CLI keeps the files memtrail edits (§3.1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Locations {
-    /// `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`.
-    pub config_dir: PathBuf,
-    /// `<config>/settings.json` (hooks and MCP).
-    pub settings: PathBuf,
-    /// `<config>/skills/memtrail/SKILL.md`.
-    pub skill: PathBuf,
-}
-
-impl Locations {
-    /// The locations for a home directory and an environment lookup. A relative
-    /// `GEMINI_CLI_HOME` is taken relative to the current directory, as Node does (the same
-    /// answer as [`super::config_dir`]); an empty one is ignored.
-    pub fn resolve(env: &Env) -> Locations {
-        Self::resolve_with(env.home(), &|k| env.var(k).map(|v| v.to_os_string()))
-    }
-
-    /// [`Locations::resolve`] from a home directory and a variable lookup.
-    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
-        let base = match var("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
-            Some(v) => {
-                let p = PathBuf::from(v);
-                if p.is_absolute() {
-                    p
-                } else {
-                    std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p)
-                }
-            }
-            None => home.to_path_buf(),
-        };
-        let config_dir = base.join(".gemini");
-        Locations {
-            settings: config_dir.join("settings.json"),
-            skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
-            config_dir,
-        }
-    }
-}
 
 /// `<binary, shell-quoted if needed> hook gemini`; `None` when the path is not UTF-8.
 pub fn hook_command(binary: &Path) -> Option<String> {
@@ -230,6 +188,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Env;
 
     #[test]
     fn handlers_and_locations() {
@@ -243,11 +202,10 @@ mod tests {
         assert!(!is_memtrail_hook_handler(
             &json!({"command": "/x/memtrail hook gemini"})
         ));
-        let l = Locations::resolve_with(Path::new("/h"), &|_| None);
+        let l = Locations::resolve(&Env::sandbox(Path::new("/h")));
         assert_eq!(l.settings, Path::new("/h/.gemini/settings.json"));
-        let l = Locations::resolve_with(Path::new("/h"), &|k| {
-            (k == "GEMINI_CLI_HOME").then(|| OsString::from("/g"))
-        });
+        let l =
+            Locations::resolve(&Env::sandbox(Path::new("/h")).with_var("GEMINI_CLI_HOME", "/g"));
         assert_eq!(l.skill, Path::new("/g/.gemini/skills/memtrail/SKILL.md"));
         assert!(is_memtrail_skill(SKILL_MD));
         assert!(SKILL_MD.contains("mcp_memtrail_search"));

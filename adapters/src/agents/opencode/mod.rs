@@ -45,7 +45,6 @@ use crate::model::{
     Agent, Batch, DocReader, HookEvent, Kind, Message, ParseStats, Part, Record, Role, SessionMeta,
     SessionRef, ToolCall, normalize_tool_name, one_line,
 };
-use crate::paths::{xdg_config_home, xdg_data_home};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use serde_json::{Value, json};
@@ -60,14 +59,16 @@ use std::time::Duration;
 /// OpenCode's global config folder: `$XDG_CONFIG_HOME/opencode`, default `~/.config/opencode`
 /// (also on macOS and Windows: OpenCode uses XDG paths everywhere). `$OPENCODE_CONFIG_DIR`
 /// is an *additional* config folder in OpenCode, not a relocation, so it is not used here.
+///
+/// One resolver with the installer's: [`paths::Locations`].
 pub fn config_dir() -> PathBuf {
-    xdg_config_home().join("opencode")
+    paths::Locations::from_process().config_dir
 }
 
 /// OpenCode's data folder (database, legacy storage, auth): `$XDG_DATA_HOME/opencode`, default
 /// `~/.local/share/opencode`.
 pub fn data_dir() -> PathBuf {
-    xdg_data_home().join("opencode")
+    paths::Locations::from_process().data_dir
 }
 
 /// The stable channel's session database: `<data>/opencode.db`.
@@ -89,19 +90,13 @@ pub fn plugins_dir() -> PathBuf {
 
 /// Where memtrail's plugin is installed: `<config>/plugins/memtrail.ts`.
 pub fn plugin_path() -> PathBuf {
-    plugins_dir().join(PLUGIN_FILE_NAME)
+    paths::Locations::from_process().plugin
 }
 
 /// The global config file: `<config>/opencode.jsonc` when it exists, else `<config>/opencode.json`
 /// (agent-specs.md §6.1; both names are read by OpenCode).
 pub fn config_file() -> PathBuf {
-    let dir = config_dir();
-    let jsonc = dir.join("opencode.jsonc");
-    if jsonc.is_file() {
-        jsonc
-    } else {
-        dir.join("opencode.json")
-    }
+    paths::Locations::from_process().config_file
 }
 
 /// True when OpenCode looks installed: its config folder or its data folder exists (OpenCode
@@ -1847,4 +1842,5 @@ mod tests {
     }
 }
 pub mod adapter;
+pub mod paths;
 pub mod registration;

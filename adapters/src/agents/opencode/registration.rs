@@ -22,11 +22,10 @@
 //!   it also reads `~/.claude/skills` and `~/.agents/skills`, but an OpenCode-only user has
 //!   neither), content [`SKILL_MD`].
 
-use crate::env::Env;
+pub use super::paths::Locations;
 use crate::spec::*;
 use serde_json::{Value, json};
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// OpenCode's executable, looked up on `PATH` (detection, and `opencode --version` for the
 /// plugin's module shape).
@@ -38,53 +37,6 @@ pub const MCP_KEY: &str = "mcp";
 pub const V2_SERVERS_KEY: &str = "servers";
 /// memtrail's MCP server name (OpenCode names its tools `memtrail_<tool>`).
 pub const MCP_SERVER_NAME: &str = "memtrail";
-
-/// Where OpenCode keeps the files memtrail edits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Locations {
-    /// `$XDG_CONFIG_HOME/opencode` (absolute), else `~/.config/opencode`.
-    pub config_dir: PathBuf,
-    /// `$XDG_DATA_HOME/opencode` (absolute), else `~/.local/share/opencode` (detection).
-    pub data_dir: PathBuf,
-    /// `<config>/plugins/memtrail.ts`.
-    pub plugin: PathBuf,
-    /// `<config>/opencode.jsonc` when it is a file, else `<config>/opencode.json`.
-    pub config_file: PathBuf,
-    /// `<config>/skills/memtrail/SKILL.md`.
-    pub skill: PathBuf,
-}
-
-impl Locations {
-    /// The locations for a home directory and an environment lookup (the same answers as
-    /// [`super::plugin_path`] and [`super::config_file`]). Relative XDG values are ignored.
-    pub fn resolve(env: &Env) -> Locations {
-        Self::resolve_with(env.home(), &|k| env.var(k).map(|v| v.to_os_string()))
-    }
-
-    /// [`Locations::resolve`] from a home directory and a variable lookup.
-    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
-        let abs = |k: &str| var(k).map(PathBuf::from).filter(|p| p.is_absolute());
-        let config_dir = abs("XDG_CONFIG_HOME")
-            .unwrap_or_else(|| home.join(".config"))
-            .join("opencode");
-        let data_dir = abs("XDG_DATA_HOME")
-            .unwrap_or_else(|| home.join(".local").join("share"))
-            .join("opencode");
-        let jsonc = config_dir.join("opencode.jsonc");
-        let config_file = if jsonc.is_file() {
-            jsonc
-        } else {
-            config_dir.join("opencode.json")
-        };
-        Locations {
-            plugin: config_dir.join("plugins").join(super::PLUGIN_FILE_NAME),
-            skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
-            config_file,
-            config_dir,
-            data_dir,
-        }
-    }
-}
 
 /// The skill installed for OpenCode: the agent-neutral variant (OpenCode names memtrail's MCP
 /// tools `memtrail_search` and `memtrail_get_session`).
@@ -197,6 +149,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Env;
     use crate::opencode::{PluginApi, is_memtrail_plugin, plugin_source};
 
     #[test]
@@ -212,7 +165,7 @@ mod tests {
         assert_eq!(mcp_server_program(&e).as_deref(), Some("/usr/bin/memtrail"));
         assert!(uses_v2_mcp_shape(&json!({"mcp": {"servers": {}}})));
         assert!(!uses_v2_mcp_shape(&json!({"mcp": {"x": {}}})));
-        let l = Locations::resolve_with(Path::new("/h"), &|_| None);
+        let l = Locations::resolve(&Env::sandbox(Path::new("/h")));
         assert_eq!(
             l.plugin,
             Path::new("/h/.config/opencode/plugins/memtrail.ts")

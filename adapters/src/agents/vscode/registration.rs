@@ -25,7 +25,6 @@ use crate::env::Env;
 use crate::shell::{is_memtrail_program, shell_quote};
 use crate::spec::*;
 use serde_json::{Value, json};
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// VS Code's executables, looked up on `PATH` to detect an installation.
@@ -113,11 +112,8 @@ impl Locations {
     /// The locations for a home directory and an environment lookup (the user folders of
     /// [`super::user_dirs`]).
     pub fn resolve(env: &Env) -> Locations {
-        Self::resolve_with(env.home(), &|k| env.var(k).map(|v| v.to_os_string()))
-    }
-
-    /// [`Locations::resolve`] from a home directory and a variable lookup.
-    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
+        let home = env.home();
+        let var = |k: &str| env.var(k).map(|v| v.to_os_string());
         let home_s = home.to_string_lossy().into_owned();
         let env = |k: &str| -> Option<String> {
             if k == "HOME" {
@@ -251,17 +247,18 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Env;
 
     #[test]
     fn locations_prefer_existing_user_folders() {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
-        let l = Locations::resolve_with(&home, &|_| None);
+        let l = Locations::resolve(&Env::sandbox(&home));
         assert_eq!(l.user_dirs.len(), 1);
         assert_eq!(l.hook_file, home.join(".config/memtrail/vscode-hooks.json"));
         if cfg!(target_os = "linux") {
             std::fs::create_dir_all(home.join(".config/Code - Insiders/User")).unwrap();
-            let l = Locations::resolve_with(&home, &|_| None);
+            let l = Locations::resolve(&Env::sandbox(&home));
             assert_eq!(
                 l.user_dirs[0].settings,
                 home.join(".config/Code - Insiders/User/settings.json")
