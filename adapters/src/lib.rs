@@ -5,17 +5,22 @@
 //! discovery); nothing agent-specific lives anywhere else. This crate knows nothing of SQLite
 //! or of config-file editing.
 
-pub mod claude;
-pub mod codex;
-pub mod cursor;
-pub mod gemini;
+pub mod agents;
+pub mod env;
+pub mod error;
 pub mod model;
-pub mod opencode;
 pub mod paths;
 pub mod registration;
-pub mod vscode;
+pub mod registry;
+pub mod shell;
+pub mod spec;
 
+pub use agents::{claude, codex, cursor, gemini, opencode, vscode};
+
+pub use env::Env;
+pub use error::Error;
 pub use model::*;
+pub use registry::{AgentAdapter, Database, TranscriptRetention};
 
 use std::path::{Path, PathBuf};
 
@@ -36,108 +41,67 @@ pub use opencode::{DbBatch, DbSession};
 /// Read what changed in an agent's database since the watermark `since` (ms since the epoch),
 /// for one session or (None) every session.
 ///
-/// Errors: the database cannot be read (message), or the agent keeps no database.
+/// Errors: the database cannot be read, or the agent keeps no database
+/// ([`Error::NoDatabase`]).
 pub fn read_database(
     agent: Agent,
     path: &Path,
     session: Option<&str>,
     since: i64,
-) -> Result<DbBatch, String> {
-    match (agent, session) {
-        (Agent::Opencode, Some(s)) => opencode::read_db_session(path, s, since),
-        (Agent::Opencode, None) => opencode::read_db(path, since),
-        (other, _) => Err(format!("{} keeps no database", other.display_name())),
-    }
+) -> Result<DbBatch, Error> {
+    (database_of(agent)?.read)(path, session, since)
 }
 
 /// The ids of every session in an agent's database.
-pub fn database_sessions(agent: Agent, path: &Path) -> Result<Vec<String>, String> {
-    match agent {
-        Agent::Opencode => opencode::db_session_ids(path),
-        other => Err(format!("{} keeps no database", other.display_name())),
-    }
+///
+/// Errors: as [`read_database`].
+pub fn database_sessions(agent: Agent, path: &Path) -> Result<Vec<String>, Error> {
+    (database_of(agent)?.sessions)(path)
+}
+
+fn database_of(agent: Agent) -> Result<Database, Error> {
+    let a = agent.adapter();
+    a.database().ok_or(Error::NoDatabase(a.display_name()))
 }
 
 /// How to read `path`, a transcript of `agent`; `None` when memtrail cannot read it (yet).
 pub fn source_for(agent: Agent, path: &Path) -> Option<Source> {
-    match agent {
-        Agent::Claude => Some(Source::Lines(Box::new(claude::ClaudeReader::new()))),
-        Agent::Gemini => gemini::source_for(path),
-        Agent::Codex => Some(Source::Lines(codex::transcript_reader())),
-        Agent::Cursor => Some(cursor::source_for(path)),
-        Agent::Vscode => Some(vscode::source_for(path)),
-        Agent::Opencode => match opencode::source_kind(path) {
-            opencode::SourceKind::Database => Some(Source::Database),
-            _ => opencode::source_for(path),
-        },
-    }
+    agent.adapter().source_for(path)
 }
 
 /// A fresh line reader for `agent`'s JSONL transcripts, or `None` when the agent has none.
 pub fn transcript_reader(agent: Agent) -> Option<Box<dyn LineReader>> {
-    match agent {
-        Agent::Claude => Some(Box::new(claude::ClaudeReader::new())),
-        Agent::Codex => Some(codex::transcript_reader()),
-        _ => None,
-    }
+    agent.adapter().transcript_reader()
 }
 
 /// Parse a hook invocation of `agent`: the payload from stdin, or (Codex `notify`) the JSON in
 /// the last command-line argument. `env` reads the hook process's environment (caller detection).
 ///
-/// Errors: a message saying why the payload was not understood.
+/// Errors: why the payload was not understood ([`Error`]'s payload variants).
 pub fn parse_hook(
     agent: Agent,
     stdin: &[u8],
     args: &[String],
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<HookEvent, String> {
-    match agent {
-        Agent::Claude => claude::parse_hook_payload_with_env(stdin, env),
-        Agent::Gemini => gemini::parse_hook_payload(stdin, env),
-        // Codex `notify` passes its JSON as the last argument; hooks.json events use stdin.
-        Agent::Codex => match codex::split_notify_args(args).1 {
-            Some(arg) => codex::parse_notify_argv(arg),
-            None => codex::parse_hook_payload(stdin, env),
-        },
-        Agent::Cursor => cursor::parse_hook_payload(stdin, env),
-        Agent::Vscode => vscode::parse_hook_payload(stdin, env),
-        Agent::Opencode => opencode::parse_hook_payload(stdin, env),
-    }
+) -> Result<HookEvent, Error> {
+    agent.adapter().parse_hook(stdin, args, env)
 }
 
 /// A command that the agent's config ran before memtrail took its place and that memtrail keeps
 /// running with the same payload (Codex's single `notify` program), or `None`.
 pub fn chained_command(agent: Agent, args: &[String]) -> Option<Vec<String>> {
-    match agent {
-        Agent::Codex => codex::split_notify_args(args).0,
-        _ => None,
-    }
+    agent.adapter().chained_command(args)
 }
 
 /// The transcript files a hook event of `agent` should ingest (the payload's transcript, its
 /// sub-agents, or a path resolved from the session id when the payload has none).
 pub fn transcripts_for_event(agent: Agent, ev: &HookEvent) -> Vec<PathBuf> {
-    match agent {
-        Agent::Claude => claude::transcripts_for_event(ev),
-        Agent::Gemini => gemini::transcripts_for_event(ev),
-        Agent::Codex => codex::transcripts_for_event(ev),
-        Agent::Cursor => cursor::transcripts_for_event(ev),
-        Agent::Vscode => vscode::transcripts_for_event(ev),
-        Agent::Opencode => opencode::transcripts_for_event(ev),
-    }
+    agent.adapter().transcripts_for_event(ev)
 }
 
 /// What to print at SessionStart to put `context` into `agent`'s context, in its dialect.
 pub fn session_start_reply(agent: Agent, context: &str) -> Option<String> {
-    match agent {
-        Agent::Claude => Some(claude::session_start_reply(context)),
-        Agent::Gemini => gemini::session_start_reply(context),
-        Agent::Codex => codex::session_start_reply(context),
-        Agent::Cursor => cursor::session_start_reply(context),
-        Agent::Vscode => vscode::session_start_reply(context),
-        Agent::Opencode => opencode::session_start_reply(context),
-    }
+    agent.adapter().session_start_reply(context)
 }
 
 /// Which session the transcript at `path` belongs to.
@@ -145,14 +109,7 @@ pub fn session_start_reply(agent: Agent, context: &str) -> Option<String> {
 /// Errors: the file cannot be read (for formats that keep the session id inside the file), or
 /// it holds many sessions (an OpenCode database: `ErrorKind::InvalidInput`).
 pub fn identify(agent: Agent, path: &Path) -> std::io::Result<SessionRef> {
-    match agent {
-        Agent::Claude => claude::identify(path),
-        Agent::Gemini => gemini::identify(path),
-        Agent::Codex => codex::identify(path),
-        Agent::Cursor => cursor::identify(path),
-        Agent::Vscode => vscode::identify(path),
-        Agent::Opencode => opencode::identify(path),
-    }
+    agent.adapter().identify(path)
 }
 
 /// What discovery found for one agent.
@@ -168,44 +125,12 @@ pub struct Discovery {
 ///
 /// Errors: the agent's transcript folder exists but cannot be listed.
 pub fn discover(agent: Agent) -> std::io::Result<Discovery> {
-    match agent {
-        Agent::Claude => {
-            let (files, unreadable) = claude::discover_with_errors(&claude::projects_dir())?;
-            Ok(Discovery { files, unreadable })
-        }
-        Agent::Gemini => Ok(Discovery {
-            files: gemini::discover()?,
-            unreadable: Vec::new(),
-        }),
-        Agent::Codex => Ok(Discovery {
-            files: codex::discover()?,
-            unreadable: Vec::new(),
-        }),
-        Agent::Cursor => {
-            let (files, unreadable) = cursor::discover_with_errors()?;
-            Ok(Discovery { files, unreadable })
-        }
-        Agent::Vscode => {
-            let (files, unreadable) = vscode::discover_with_errors()?;
-            Ok(Discovery { files, unreadable })
-        }
-        Agent::Opencode => Ok(Discovery {
-            files: opencode::discover()?,
-            unreadable: Vec::new(),
-        }),
-    }
+    agent.adapter().discover()
 }
 
-/// Agents whose transcripts memtrail can read.
+/// Agents whose transcripts memtrail can read: every agent of the registry ([`Agent::ALL`]).
 pub fn supported_agents() -> &'static [Agent] {
-    &[
-        Agent::Claude,
-        Agent::Codex,
-        Agent::Gemini,
-        Agent::Cursor,
-        Agent::Vscode,
-        Agent::Opencode,
-    ]
+    &Agent::ALL
 }
 
 /// A synthetic SessionStart hook input for `agent`, shaped like the agent's own payload (for
@@ -213,20 +138,8 @@ pub fn supported_agents() -> &'static [Agent] {
 /// exists, which every agent's SessionStart allows.
 pub fn synthetic_session_start(agent: Agent, cwd: &Path) -> String {
     let sid = format!("doctor-{agent}");
-    let v = match agent {
-        Agent::Claude | Agent::Codex | Agent::Gemini => serde_json::json!({
-            "session_id": sid, "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup",
-        }),
-        Agent::Cursor => serde_json::json!({
-            "conversation_id": sid, "generation_id": "doctor", "hook_event_name": "sessionStart",
-            "workspace_roots": [cwd], "transcript_path": null,
-        }),
-        Agent::Vscode => serde_json::json!({
-            "sessionId": sid, "hookEventName": "SessionStart", "cwd": cwd, "source": "new",
-        }),
-        Agent::Opencode => serde_json::json!({
-            "hook_event_name": "session.start", "session_id": sid, "cwd": cwd,
-        }),
-    };
-    v.to_string()
+    agent
+        .adapter()
+        .synthetic_session_start(&sid, cwd)
+        .to_string()
 }

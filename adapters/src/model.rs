@@ -35,28 +35,15 @@ impl Agent {
         Agent::Opencode,
     ];
 
-    /// The short name used on the command line and in the store (`claude`, `codex`, …).
+    /// The short name used on the command line and in the store (`claude`, `codex`, …), from
+    /// the agent's adapter ([`crate::AgentAdapter::name`]).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Agent::Claude => "claude",
-            Agent::Codex => "codex",
-            Agent::Gemini => "gemini",
-            Agent::Cursor => "cursor",
-            Agent::Vscode => "vscode",
-            Agent::Opencode => "opencode",
-        }
+        self.adapter().name()
     }
 
-    /// The product name shown to people (`Claude Code`, …).
+    /// The product name shown to people (`Claude Code`, …), from the agent's adapter.
     pub fn display_name(self) -> &'static str {
-        match self {
-            Agent::Claude => "Claude Code",
-            Agent::Codex => "Codex CLI",
-            Agent::Gemini => "Gemini CLI",
-            Agent::Cursor => "Cursor",
-            Agent::Vscode => "VS Code Copilot",
-            Agent::Opencode => "OpenCode",
-        }
+        self.adapter().display_name()
     }
 }
 
@@ -68,18 +55,23 @@ impl fmt::Display for Agent {
 
 impl FromStr for Agent {
     type Err = String;
+    /// An agent's name or one of its aliases ([`crate::AgentAdapter::aliases`]), in any case.
+    ///
+    /// Errors: `unknown agent `<s>` (expected one of: claude, codex, …)`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "claude" | "claude-code" | "claudecode" => Ok(Agent::Claude),
-            "codex" => Ok(Agent::Codex),
-            "gemini" | "gemini-cli" => Ok(Agent::Gemini),
-            "cursor" => Ok(Agent::Cursor),
-            "vscode" | "copilot" | "vs-code" => Ok(Agent::Vscode),
-            "opencode" => Ok(Agent::Opencode),
-            other => Err(format!(
-                "unknown agent `{other}` (expected one of: claude, codex, gemini, cursor, vscode, opencode)"
-            )),
-        }
+        let lower = s.to_ascii_lowercase();
+        Agent::ALL
+            .into_iter()
+            .find(|a| {
+                let ad = a.adapter();
+                ad.name() == lower || ad.aliases().contains(&lower.as_str())
+            })
+            .ok_or_else(|| {
+                format!(
+                    "unknown agent `{lower}` (expected one of: {})",
+                    crate::registry::agent_names(", ")
+                )
+            })
     }
 }
 

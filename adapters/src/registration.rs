@@ -3,7 +3,7 @@
 //! Cursor, VS Code). Each agent's `registration` module keeps its own dialect (events, keys,
 //! timeouts) and passes these to the installer through its own functions.
 
-use crate::claude::registration::{shell_quote, shell_split, unwrap_command};
+use crate::shell::{shell_quote, shell_split, unwrap_command};
 use serde_json::Value;
 
 /// The program and arguments of a command handler, its `command` split as `sh` would.

@@ -28,9 +28,9 @@
 //! first-ever copies stay as long as memtrail's state does: `memtrail uninstall --purge` deletes
 //! them all once every agent is uninstalled (see [`crate::purge_state_in`]).
 
-use crate::env::Env;
 use crate::error::InstallError;
 use crate::fsutil;
+use memtrail_adapters::Env;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

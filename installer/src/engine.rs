@@ -3,11 +3,11 @@
 //! an apply that must redo its work on newer bytes use the same code.
 
 use crate::Action;
-use crate::env::Env;
 use crate::error::InstallError;
 use crate::jsonedit::{EditError, JsonDoc, Kind, Seg, keys, show_path};
 use crate::spec::{Body, FileSpec, HandlerItem, JsonItem, PropertyItem, WholeItem, json_scope};
 use crate::state::{EntryRecord, FileState, Origin, origin_of};
+use memtrail_adapters::Env;
 use serde_json::Value;
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};

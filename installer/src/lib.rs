@@ -53,7 +53,6 @@ mod agents;
 mod apply;
 mod backup;
 mod engine;
-mod env;
 mod error;
 mod fsutil;
 pub mod jsonedit;
@@ -65,9 +64,9 @@ mod tomledit;
 
 pub use apply::{Applied, AppliedFile, MAX_BACKOFF, Outcome, RETRY_BUDGET};
 pub use backup::BackupSummary;
-pub use env::Env;
 pub use error::InstallError;
 pub use memtrail_adapters::Agent;
+pub use memtrail_adapters::Env;
 pub use plan::{FileChange, Plan};
 pub use status::{AgentStatus, ItemState, ItemStatus};
 

@@ -1,12 +1,12 @@
 //! Plans: what an install or uninstall would change, computed without writing anything.
 
 use crate::engine::{History, compute};
-use crate::env::Env;
 use crate::error::InstallError;
 use crate::spec::FileSpec;
 use crate::state::{FileState, InstallState};
 use crate::{Action, agents, fsutil};
 use memtrail_adapters::Agent;
+use memtrail_adapters::Env;
 use similar::TextDiff;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -37,8 +37,8 @@
 //!   that updates the entry again keeps the first `original`. Duplicates of memtrail's entry
 //!   that install collapsed into one are not put back.
 
-use crate::env::Env;
 use crate::error::InstallError;
+use memtrail_adapters::Env;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -2,12 +2,12 @@
 
 use crate::agents;
 use crate::engine::{Found, handler_positions, inspect, parse_doc, whole_is_ours};
-use crate::env::Env;
 use crate::error::InstallError;
 use crate::fsutil;
 use crate::jsonedit::JsonDoc;
 use crate::spec::{Body, JsonItem, TrustSpec, json_scope};
 use memtrail_adapters::Agent;
+use memtrail_adapters::Env;
 use serde::Serialize;
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -178,7 +178,7 @@ fn run_inner(
     }
     let env = |k: &str| std::env::var(k).ok();
     let event = memtrail_adapters::parse_hook(agent, &payload, args, &env)
-        .map_err(crate::Error::Invalid)?;
+        .map_err(|e| crate::Error::Invalid(e.to_string()))?;
     outcome.event = Some(event.clone());
     if event.agent != agent {
         // A Claude-format hook run by VS Code or Cursor: their own hooks capture their
@@ -394,7 +394,7 @@ pub fn respond(
                 return Ok(None);
             }
             store.write(|w| w.save_snapshot(rowid, "precompact", &snap, now, None))?;
-            if agent == Agent::Opencode {
+            if agent.adapter().replies_at_pre_compact() {
                 let s = query::session_summary(store, rowid)?;
                 let text = resume::injection_text(&s, "before this compaction", &snap.text);
                 return Ok(memtrail_adapters::session_start_reply(agent, &text));

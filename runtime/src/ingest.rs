@@ -73,23 +73,20 @@ fn stored_project(store: &Store, sref: &memtrail_adapters::SessionRef) -> Result
         .flatten())
 }
 
-/// The project of a Cursor or Gemini transcript whose reader found none (a Cursor slug folder
-/// not on this disk, a legacy Gemini hash folder no registry names): the stored project folder
-/// of another session that the path names (`cursor::project_among`, `gemini::project_among`).
+/// The project of a transcript whose reader found none (a Cursor slug folder not on this disk, a
+/// legacy Gemini hash folder no registry names): the stored project folder of another session
+/// that the path names, for the agents that have one ([`memtrail_adapters::AgentAdapter::project_among`]).
 fn known_project(store: &Store, agent: Agent, path: &Path) -> Result<Option<String>> {
-    if !matches!(agent, Agent::Cursor | Agent::Gemini) {
+    let Some(project_among) = agent.adapter().project_among() else {
         return Ok(None);
-    }
+    };
     let mut stmt = store.conn.prepare(
         "SELECT DISTINCT project_dir FROM sessions WHERE project_dir IS NOT NULL LIMIT 10000",
     )?;
     let known: Vec<String> = stmt
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    Ok(match agent {
-        Agent::Cursor => memtrail_adapters::cursor::project_among(path, &known),
-        _ => memtrail_adapters::gemini::project_among(path, &known),
-    })
+    Ok(project_among(path, &known))
 }
 
 /// For a transcript seen for the first time: the marker it gets when its own session (a copy
@@ -394,7 +391,8 @@ fn ingest_db(
     }
     let sessions: Vec<String> = match session {
         Some(s) => vec![s.to_string()],
-        None => memtrail_adapters::database_sessions(agent, path).map_err(Error::Invalid)?,
+        None => memtrail_adapters::database_sessions(agent, path)
+            .map_err(|e| Error::Invalid(e.to_string()))?,
     };
     let mut report = IngestReport {
         unchanged: true,
@@ -423,7 +421,7 @@ fn ingest_db(
             None => {}
         }
         let batch = memtrail_adapters::read_database(agent, path, Some(&sid), since)
-            .map_err(Error::Invalid)?;
+            .map_err(|e| Error::Invalid(e.to_string()))?;
         if batch.sessions.is_empty() && batch.watermark <= since {
             continue;
         }

@@ -632,7 +632,8 @@ fn bulk_delete<T>(
     Ok(out)
 }
 
-/// Claude Code's transcript retention, for `memtrail status`.
+/// An agent's transcript retention (Claude Code's `cleanupPeriodDays`) against what memtrail
+/// has captured, for `memtrail status`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Retention {
     /// The settings file read (`<Claude config dir>/settings.json`).
@@ -663,28 +664,15 @@ pub struct AtRisk {
 /// Days before Claude Code's deletion from which a transcript counts as at risk.
 pub const RETENTION_WARNING_DAYS: u64 = 7;
 
-/// Read `cleanupPeriodDays` from Claude Code's `settings.json` (a JSON object; a missing file,
-/// a file that does not parse or a value that is not a non-negative integer give the default
-/// 30, reported with `from_settings = false`).
-pub fn cleanup_period_days(settings: &Path) -> (u64, bool) {
-    let v = std::fs::read(settings)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| v.get("cleanupPeriodDays").and_then(|d| d.as_u64()));
-    match v {
-        Some(d) => (d, true),
-        None => (30, false),
-    }
-}
-
-/// The retention check over `transcripts` (Claude Code's, from `discover`), at time `now_ms`.
-pub fn retention(
+/// The retention check over `transcripts` (an agent's, from `discover`) under `policy` (the
+/// agent's [`memtrail_adapters::AgentAdapter::transcript_retention`]), at time `now_ms`.
+pub fn transcript_retention(
     store: Option<&Store>,
-    settings: &Path,
+    policy: &memtrail_adapters::TranscriptRetention,
     transcripts: &[PathBuf],
     now_ms: i64,
 ) -> Result<Retention> {
-    let (days, from_settings) = cleanup_period_days(settings);
+    let (settings, days, from_settings) = (&policy.settings, policy.days, policy.from_settings);
     let day_ms: i64 = 86_400_000;
     let horizon = now_ms - (days.saturating_sub(RETENTION_WARNING_DAYS) as i64) * day_ms;
     let mut at_risk = Vec::new();

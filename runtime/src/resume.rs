@@ -342,14 +342,10 @@ pub fn startup_pointer(
     )))
 }
 
-/// The name under which `agent` shows memtrail's MCP tool `tool` to its model.
+/// The name under which `agent` shows memtrail's MCP tool `tool` to its model
+/// ([`memtrail_adapters::AgentAdapter::tool_name`]).
 pub fn tool_name(agent: Agent, tool: &str) -> String {
-    match agent {
-        Agent::Claude | Agent::Codex => format!("mcp__memtrail__{tool}"),
-        Agent::Gemini | Agent::Vscode => format!("mcp_memtrail_{tool}"),
-        Agent::Opencode => format!("memtrail_{tool}"),
-        Agent::Cursor => tool.to_string(),
-    }
+    agent.adapter().tool_name(tool)
 }
 
 /// One message placed in a `resume_context` answer.

@@ -88,7 +88,7 @@ pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<Exi
         })
         .collect();
     let errors = memtrail_runtime::hook::last_log_errors(3);
-    let retention = claude_retention(db);
+    let retention = agent_retention(db);
     // Transcripts whose last line has no '\n' yet (read by `import` once whole).
     let tails = match open_store_read(db) {
         Ok(Some(s)) => memtrail_runtime::ingest::pending_tails(&s).unwrap_or_default(),
@@ -344,35 +344,46 @@ pub fn hook_failed(
         })
 }
 
-/// Claude Code's transcript retention against what memtrail has captured (`None` when Claude
-/// Code keeps no transcripts here). Errors are reported as text.
-pub fn claude_retention(
-    db: &std::path::Path,
-) -> Option<std::result::Result<memtrail_runtime::maintenance::Retention, String>> {
-    use memtrail_adapters::claude;
-    let files = memtrail_adapters::discover(Agent::Claude).ok()?.files;
-    if files.is_empty() && !claude::settings_path().exists() {
+/// The transcript retention of the agent that deletes its own transcripts (the registry's
+/// agent with a [`memtrail_adapters::AgentAdapter::transcript_retention`]: Claude Code), checked
+/// against what memtrail has captured.
+pub struct AgentRetention {
+    pub agent: Agent,
+    /// The setting that holds the period (`cleanupPeriodDays`).
+    pub setting: &'static str,
+    /// The check, or why it could not run.
+    pub result: std::result::Result<memtrail_runtime::maintenance::Retention, String>,
+}
+
+/// [`AgentRetention`], or `None` when the agent keeps no transcripts here. Errors are reported
+/// as text.
+pub fn agent_retention(db: &std::path::Path) -> Option<AgentRetention> {
+    let (agent, policy) = memtrail_adapters::supported_agents()
+        .iter()
+        .find_map(|&a| Some((a, a.adapter().transcript_retention()?)))?;
+    let files = memtrail_adapters::discover(agent).ok()?.files;
+    if files.is_empty() && !policy.settings.exists() {
         return None;
     }
-    let store = match open_store_read(db) {
-        Ok(s) => s,
-        Err(e) => return Some(Err(error_chain(&e))),
-    };
-    Some(
-        memtrail_runtime::maintenance::retention(
+    let result = match open_store_read(db) {
+        Ok(store) => memtrail_runtime::maintenance::transcript_retention(
             store.as_ref(),
-            &claude::settings_path(),
+            &policy,
             &files,
             memtrail_runtime::now_ms(),
         )
         .map_err(|e| e.to_string()),
-    )
+        Err(e) => Err(error_chain(&e)),
+    };
+    Some(AgentRetention {
+        agent,
+        setting: policy.setting,
+        result,
+    })
 }
 
-pub fn retention_json(
-    r: &Option<std::result::Result<memtrail_runtime::maintenance::Retention, String>>,
-) -> serde_json::Value {
-    match r {
+pub fn retention_json(r: &Option<AgentRetention>) -> serde_json::Value {
+    match r.as_ref().map(|r| &r.result) {
         None => serde_json::Value::Null,
         Some(Err(e)) => serde_json::json!({ "error": e }),
         Some(Ok(r)) => serde_json::json!({
@@ -392,34 +403,40 @@ pub fn retention_json(
     }
 }
 
-pub fn print_retention(
-    r: &Option<std::result::Result<memtrail_runtime::maintenance::Retention, String>>,
-) {
-    match r {
-        None => {}
-        Some(Err(e)) => out!("\nClaude Code retention: cannot check: {e}"),
-        Some(Ok(r)) if r.at_risk.is_empty() => out!(
-            "\nClaude Code deletes transcripts after {} days{}; every transcript due within {} days is captured (memtrail keeps what it captured)",
+pub fn print_retention(r: &Option<AgentRetention>) {
+    let Some(AgentRetention {
+        agent,
+        setting,
+        result,
+    }) = r
+    else {
+        return;
+    };
+    let name = agent.display_name();
+    match result {
+        Err(e) => out!("\n{name} retention: cannot check: {e}"),
+        Ok(r) if r.at_risk.is_empty() => out!(
+            "\n{name} deletes transcripts after {} days{}; every transcript due within {} days is captured (memtrail keeps what it captured)",
             r.cleanup_period_days,
             if r.from_settings { "" } else { " (default)" },
             memtrail_runtime::maintenance::RETENTION_WARNING_DAYS
         ),
-        Some(Ok(r)) => {
+        Ok(r) => {
             out!(
-                "\nWARNING: Claude Code deletes transcripts after {} days (cleanupPeriodDays{} in {}).",
+                "\nWARNING: {name} deletes transcripts after {} days ({setting}{} in {}).",
                 r.cleanup_period_days,
                 if r.from_settings { "" } else { ", default" },
                 r.settings
             );
             out!(
-                "  {} transcripts not fully captured by memtrail will be deleted, the first on {}: run `memtrail import --agent claude` now.",
+                "  {} transcripts not fully captured by memtrail will be deleted, the first on {}: run `memtrail import --agent {agent}` now.",
                 r.at_risk.len(),
                 r.first_deletion_ms
                     .map(|t| short_time(&memtrail_adapters::format_rfc3339_ms(t)))
                     .unwrap_or_default()
             );
             out!(
-                "  memtrail keeps what it has captured after Claude Code deletes a transcript; raise cleanupPeriodDays to keep the files longer."
+                "  memtrail keeps what it has captured after {name} deletes a transcript; raise {setting} to keep the files longer."
             );
         }
     }

@@ -6,11 +6,11 @@ use crate::common;
 
 use common::{Store, copy_tree, lines, messages, part_text, shape};
 use memtrail_adapters::gemini::{
-    self, GeminiDocReader, GeminiReader, config_dir_from, discover_in, identify,
-    parse_hook_payload, project_dir_for, session_start_reply, source_for, transcripts_for_event_in,
+    self, GeminiDocReader, GeminiReader, discover_in, identify, parse_hook_payload,
+    project_dir_for, session_start_reply, source_for, transcripts_for_event_in,
 };
 use memtrail_adapters::{
-    Agent, Batch, DocReader, HookEvent, Kind, LineReader, Message, ParseStats, Record, Role,
+    Agent, Batch, DocReader, Env, HookEvent, Kind, LineReader, Message, ParseStats, Record, Role,
     SessionRef, Source, ToolCall, parse_rfc3339_ms,
 };
 use serde_json::{Value, json};
@@ -827,23 +827,20 @@ fn a_broken_document_yields_no_records() {
 
 #[test]
 fn config_dir_honours_gemini_cli_home_only() {
-    let env = |k: &str| match k {
-        "GEMINI_CLI_HOME" => Some("/srv/gem-home".to_string()),
-        "GEMINI_CONFIG_DIR" => Some("/ignored".to_string()),
-        _ => None,
-    };
-    assert_eq!(
-        config_dir_from(&env),
-        PathBuf::from("/srv/gem-home/.gemini")
-    );
-    let rel = |k: &str| (k == "GEMINI_CLI_HOME").then(|| "rel-home".to_string());
+    let home = memtrail_adapters::paths::home_dir();
+    let config_dir_from = |env: Env| gemini::paths::Locations::resolve(&env).config_dir;
+    let env = Env::sandbox(&home)
+        .with_var("GEMINI_CLI_HOME", "/srv/gem-home")
+        .with_var("GEMINI_CONFIG_DIR", "/ignored");
+    assert_eq!(config_dir_from(env), PathBuf::from("/srv/gem-home/.gemini"));
+    let rel = Env::sandbox(&home).with_var("GEMINI_CLI_HOME", "rel-home");
     let cwd = std::env::current_dir().expect("cwd");
-    assert_eq!(config_dir_from(&rel), cwd.join("rel-home/.gemini"));
-    let empty = |k: &str| (k == "GEMINI_CLI_HOME").then(String::new);
-    let none = |k: &str| (k == "GEMINI_CONFIG_DIR").then(|| "/ignored".to_string());
-    let default = memtrail_adapters::paths::home_dir().join(".gemini");
-    assert_eq!(config_dir_from(&empty), default);
-    assert_eq!(config_dir_from(&none), default);
+    assert_eq!(config_dir_from(rel), cwd.join("rel-home/.gemini"));
+    let empty = Env::sandbox(&home).with_var("GEMINI_CLI_HOME", "");
+    let none = Env::sandbox(&home).with_var("GEMINI_CONFIG_DIR", "/ignored");
+    let default = home.join(".gemini");
+    assert_eq!(config_dir_from(empty), default);
+    assert_eq!(config_dir_from(none), default);
 }
 
 #[test]

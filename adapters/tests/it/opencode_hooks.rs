@@ -66,7 +66,7 @@ fn payload_errors() {
         (b"\"session.idle\"", "not a JSON object"),
     ] {
         let e = opencode::parse_hook_payload(bytes, &no_env).unwrap_err();
-        assert!(e.contains(needle), "{e}");
+        assert!(e.to_string().contains(needle), "{e}");
     }
 }
 

@@ -790,7 +790,7 @@ fn opening_is_read_only_and_bad_files_are_errors() {
     let empty = tmp.path().join("empty.db");
     std::fs::write(&empty, b"").unwrap();
     let e = opencode::read_db(&empty, 0).unwrap_err();
-    assert!(e.contains("not an OpenCode database"), "{e}");
+    assert!(e.to_string().contains("not an OpenCode database"), "{e}");
     let other = tmp.path().join("other.db");
     Connection::open(&other)
         .unwrap()

@@ -1231,7 +1231,7 @@ fn hook_payload_callers_and_errors() {
     );
     let copilot_cli = json!({"timestamp": 1_704_614_400_000u64, "cwd": "/r", "source": "new", "initialPrompt": "hi"});
     let err = parse_hook_payload(&payload(copilot_cli), &no_env).unwrap_err();
-    assert!(err.contains("Copilot CLI"), "{err}");
+    assert!(err.to_string().contains("Copilot CLI"), "{err}");
     let bare = parse_hook_payload(b"{}", &no_env).unwrap();
     assert_eq!((bare.agent, bare.event.as_str()), (Agent::Vscode, ""));
     for bad in [&b""[..], b"\n", b"x", b"[]", b"7", b"{\"a\""] {

@@ -662,6 +662,12 @@ fn rescan_redacts_what_was_stored_before() {
     );
 }
 
+/// Claude Code's retention policy from its `settings.json` (its adapter reads
+/// `cleanupPeriodDays`).
+fn claude_policy(settings: &Path) -> memtrail_adapters::TranscriptRetention {
+    memtrail_adapters::claude::transcript_retention(settings)
+}
+
 #[test]
 fn retention_warns_about_transcripts_claude_code_will_delete() {
     let dir = tempfile::tempdir().unwrap();
@@ -706,7 +712,8 @@ fn retention_warns_about_transcripts_claude_code_will_delete() {
         old_partial.clone(),
     ];
     // Default 30 days: at risk from 23 days of age.
-    let r = maintenance::retention(Some(&store), &settings, &files, now).unwrap();
+    let r = maintenance::transcript_retention(Some(&store), &claude_policy(&settings), &files, now)
+        .unwrap();
     assert_eq!((r.cleanup_period_days, r.from_settings), (30, false));
     assert_eq!(
         r.at_risk,
@@ -728,12 +735,14 @@ fn retention_warns_about_transcripts_claude_code_will_delete() {
     assert_eq!(r.first_deletion_ms, Some(now - 10 * day));
     // cleanupPeriodDays = 60: nothing within a week of deletion.
     std::fs::write(&settings, r#"{"cleanupPeriodDays": 60, "model": "opus"}"#).unwrap();
-    let r = maintenance::retention(Some(&store), &settings, &files, now).unwrap();
+    let r = maintenance::transcript_retention(Some(&store), &claude_policy(&settings), &files, now)
+        .unwrap();
     assert_eq!((r.cleanup_period_days, r.from_settings), (60, true));
     assert_eq!(r.at_risk, vec![]);
     // cleanupPeriodDays = 14: the 10-day-old one too; without a store nothing is captured.
     std::fs::write(&settings, r#"{"cleanupPeriodDays": 14}"#).unwrap();
-    let r = maintenance::retention(None, &settings, &files, now).unwrap();
+    let r =
+        maintenance::transcript_retention(None, &claude_policy(&settings), &files, now).unwrap();
     assert_eq!(r.at_risk.len(), 4);
 }
 

@@ -17,9 +17,10 @@
 //!   `{"command":"<binary>","args":["mcp"]}`. Cursor may still ask the user to switch it on.
 //! - **A skill** at `<config>/skills/memtrail/SKILL.md`.
 
-use crate::claude::registration::{is_memtrail_program, shell_quote};
+use crate::env::Env;
+use crate::shell::{is_memtrail_program, shell_quote};
+use crate::spec::*;
 use serde_json::{Value, json};
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// Cursor's executables, looked up on `PATH` to detect an installation: the editor's `cursor`
@@ -76,7 +77,7 @@ pub const MCP_SERVER_NAME: &str = "memtrail";
 pub const HANDLER_SOFT_KEYS: [&str; 1] = ["timeout"];
 
 /// The skill (from `skills/agents/memtrail/SKILL.md`, which names the tools generically).
-pub const SKILL_MD: &str = include_str!("../../../skills/agents/memtrail/SKILL.md");
+pub const SKILL_MD: &str = include_str!("../../../../skills/agents/memtrail/SKILL.md");
 
 /// Where Cursor keeps the files memtrail edits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,7 +95,9 @@ pub struct Locations {
 impl Locations {
     /// The locations for a home directory and an environment lookup (the same answers as
     /// [`super::hooks_path`], [`super::mcp_path`] and [`super::skill_path`]).
-    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
+    pub fn resolve(env: &Env) -> Locations {
+        let home = env.home();
+        let var = |k: &str| env.var(k).map(|v| v.to_os_string());
         let home_s = home.to_string_lossy().into_owned();
         let env = |k: &str| -> Option<String> {
             if k == "HOME" {
@@ -162,9 +165,63 @@ pub fn is_memtrail_skill(text: &str) -> bool {
     crate::registration::is_memtrail_skill(text)
 }
 
+/// Cursor: agent-specs.md §4.1/§4.2 (user `hooks.json`: `version: 1`, flat entries per event,
+/// absolute commands), §4.4 (`mcp.json`), §4.5 (skill).
+pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
+    let (env, binary) = (ctx.env, ctx.binary);
+    let loc = Locations::resolve(env);
+    let bad = || SpecError::BadBinary(binary.to_path_buf());
+    let fns = HandlerFns {
+        is_ours: is_memtrail_hook_handler,
+        points_at: hook_handler_program,
+        canonical: canonical_hook_handler,
+    };
+    let mut hooks = vec![JsonItem::Property(PropertyItem {
+        label: "hooks.json version".to_string(),
+        object_path: Vec::new(),
+        key: VERSION_KEY.to_string(),
+        value: Value::from(VERSION),
+        policy: Policy::default(),
+        points_at: |_| None,
+        shared: true,
+    })];
+    for h in HOOKS {
+        let handler = hook_handler(binary, h.timeout_secs).ok_or_else(bad)?;
+        hooks.push(handler_item(
+            h.event,
+            strings(&[HOOKS_KEY, h.event]),
+            None,
+            handler.clone(),
+            handler,
+            &HANDLER_SOFT_KEYS,
+            &fns,
+        ));
+    }
+    let mcp = mcp_item(
+        &[MCP_SERVERS_KEY],
+        MCP_SERVER_NAME,
+        mcp_server_entry(binary).ok_or_else(bad)?,
+        &[],
+        mcp_server_program,
+    );
+    Ok(AgentSpec {
+        files: vec![
+            json_file(&loc.hooks, hooks),
+            json_file(&loc.mcp, vec![mcp]),
+            skill_file(&loc.skill, SKILL_MD, is_memtrail_skill),
+        ],
+        config_dirs: vec![loc.config_dir],
+        executables: strings(&EXECUTABLES),
+        version: None,
+        trust: None,
+        advice: Vec::new(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Env;
 
     #[test]
     fn entries_and_locations() {
@@ -177,11 +234,10 @@ mod tests {
         assert!(!is_memtrail_hook_handler(
             &json!({"type": "prompt", "command": "/usr/bin/memtrail hook cursor"})
         ));
-        let l = Locations::resolve_with(Path::new("/h"), &|_| None);
+        let l = Locations::resolve(&Env::sandbox(Path::new("/h")));
         assert_eq!(l.hooks, Path::new("/h/.cursor/hooks.json"));
-        let l = Locations::resolve_with(Path::new("/h"), &|k| {
-            (k == "CURSOR_CONFIG_DIR").then(|| OsString::from("/c"))
-        });
+        let l =
+            Locations::resolve(&Env::sandbox(Path::new("/h")).with_var("CURSOR_CONFIG_DIR", "/c"));
         assert_eq!(l.mcp, Path::new("/c/mcp.json"));
         assert!(is_memtrail_skill(SKILL_MD));
     }

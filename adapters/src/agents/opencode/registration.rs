@@ -22,9 +22,10 @@
 //!   it also reads `~/.claude/skills` and `~/.agents/skills`, but an OpenCode-only user has
 //!   neither), content [`SKILL_MD`].
 
+pub use super::paths::Locations;
+use crate::spec::*;
 use serde_json::{Value, json};
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// OpenCode's executable, looked up on `PATH` (detection, and `opencode --version` for the
 /// plugin's module shape).
@@ -37,51 +38,9 @@ pub const V2_SERVERS_KEY: &str = "servers";
 /// memtrail's MCP server name (OpenCode names its tools `memtrail_<tool>`).
 pub const MCP_SERVER_NAME: &str = "memtrail";
 
-/// Where OpenCode keeps the files memtrail edits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Locations {
-    /// `$XDG_CONFIG_HOME/opencode` (absolute), else `~/.config/opencode`.
-    pub config_dir: PathBuf,
-    /// `$XDG_DATA_HOME/opencode` (absolute), else `~/.local/share/opencode` (detection).
-    pub data_dir: PathBuf,
-    /// `<config>/plugins/memtrail.ts`.
-    pub plugin: PathBuf,
-    /// `<config>/opencode.jsonc` when it is a file, else `<config>/opencode.json`.
-    pub config_file: PathBuf,
-    /// `<config>/skills/memtrail/SKILL.md`.
-    pub skill: PathBuf,
-}
-
-impl Locations {
-    /// The locations for a home directory and an environment lookup (the same answers as
-    /// [`super::plugin_path`] and [`super::config_file`]). Relative XDG values are ignored.
-    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
-        let abs = |k: &str| var(k).map(PathBuf::from).filter(|p| p.is_absolute());
-        let config_dir = abs("XDG_CONFIG_HOME")
-            .unwrap_or_else(|| home.join(".config"))
-            .join("opencode");
-        let data_dir = abs("XDG_DATA_HOME")
-            .unwrap_or_else(|| home.join(".local").join("share"))
-            .join("opencode");
-        let jsonc = config_dir.join("opencode.jsonc");
-        let config_file = if jsonc.is_file() {
-            jsonc
-        } else {
-            config_dir.join("opencode.json")
-        };
-        Locations {
-            plugin: config_dir.join("plugins").join(super::PLUGIN_FILE_NAME),
-            skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
-            config_file,
-            config_dir,
-            data_dir,
-        }
-    }
-}
-
 /// The skill installed for OpenCode: the agent-neutral variant (OpenCode names memtrail's MCP
 /// tools `memtrail_search` and `memtrail_get_session`).
-pub const SKILL_MD: &str = include_str!("../../../skills/agents/memtrail/SKILL.md");
+pub const SKILL_MD: &str = include_str!("../../../../skills/agents/memtrail/SKILL.md");
 
 /// memtrail's MCP server entry in the V1 shape (which OpenCode 2 reads too):
 /// `{"type":"local","command":["<binary>","mcp"],"enabled":true}`.
@@ -122,9 +81,75 @@ pub fn plugin_binary(text: &str) -> Option<String> {
     serde_json::from_str::<String>(line.trim().trim_end_matches(';')).ok()
 }
 
+/// OpenCode: agent-specs.md §6.1–§6.3 (the plugin in `<config>/plugins/`, in the module shape
+/// the installed version loads; `mcp.memtrail` in `opencode.jsonc` or `opencode.json`).
+pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
+    let (env, binary) = (ctx.env, ctx.binary);
+    let loc = Locations::resolve(env);
+    let bad = || SpecError::BadBinary(binary.to_path_buf());
+    let version = env.version_of(EXECUTABLE, &["opencode-ai", "opencode"]);
+    let api = super::PluginApi::for_version(version.as_deref());
+    let major = version
+        .as_deref()
+        .and_then(super::parse_version)
+        .map(|v| v.0);
+    // A config already in OpenCode 2's native shape gets memtrail's server in that shape (unless
+    // the installed OpenCode is known to be 1.x); everything else gets the V1 shape, which both
+    // read.
+    let v2 = major.is_none_or(|m| m >= 2)
+        && (ctx.read_jsonc)(&loc.config_file).is_some_and(|v| uses_v2_mcp_shape(&v));
+    let mcp = if v2 {
+        mcp_item(
+            &[MCP_KEY, V2_SERVERS_KEY],
+            MCP_SERVER_NAME,
+            mcp_server_entry_v2(binary).ok_or_else(bad)?,
+            &[],
+            mcp_server_program,
+        )
+    } else {
+        mcp_item(
+            &[MCP_KEY],
+            MCP_SERVER_NAME,
+            mcp_server_entry(binary).ok_or_else(bad)?,
+            &[],
+            mcp_server_program,
+        )
+    };
+    let plugin = FileSpec {
+        path: loc.plugin.clone(),
+        body: Body::Whole(WholeItem {
+            label: "plugin memtrail".to_string(),
+            content: super::plugin_source(binary, api),
+            owned_dirs: Vec::new(),
+            is_ours: Some(super::is_memtrail_plugin),
+            points_at: Some(plugin_binary),
+            retired: false,
+        }),
+        new_file_mode: None,
+        strict_json: None,
+    };
+    Ok(AgentSpec {
+        files: vec![
+            plugin,
+            json_file(&loc.config_file, vec![mcp]),
+            skill_file(
+                &loc.skill,
+                SKILL_MD,
+                crate::codex::registration::is_memtrail_skill,
+            ),
+        ],
+        config_dirs: vec![loc.config_dir, loc.data_dir],
+        executables: vec![EXECUTABLE.to_string()],
+        version,
+        trust: None,
+        advice: Vec::new(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Env;
     use crate::opencode::{PluginApi, is_memtrail_plugin, plugin_source};
 
     #[test]
@@ -140,7 +165,7 @@ mod tests {
         assert_eq!(mcp_server_program(&e).as_deref(), Some("/usr/bin/memtrail"));
         assert!(uses_v2_mcp_shape(&json!({"mcp": {"servers": {}}})));
         assert!(!uses_v2_mcp_shape(&json!({"mcp": {"x": {}}})));
-        let l = Locations::resolve_with(Path::new("/h"), &|_| None);
+        let l = Locations::resolve(&Env::sandbox(Path::new("/h")));
         assert_eq!(
             l.plugin,
             Path::new("/h/.config/opencode/plugins/memtrail.ts")

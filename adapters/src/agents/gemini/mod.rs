@@ -37,7 +37,6 @@ use crate::model::{
     Agent, Batch, DocReader, HookEvent, Kind, LineReader, Message, Part, Record, Role, SessionRef,
     ToolCall, normalize_tool_name, one_line, parse_rfc3339_ms,
 };
-use crate::paths::home_dir;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::io::Read;
@@ -50,32 +49,15 @@ use std::path::{Path, PathBuf};
 /// The Gemini CLI folder: `$GEMINI_CLI_HOME/.gemini` when `GEMINI_CLI_HOME` is set and not
 /// empty (a relative value is taken relative to the current directory, as Node does), else
 /// `~/.gemini`. Read from the environment at call time.
+///
+/// One resolver with the installer's: [`paths::Locations`].
 pub fn config_dir() -> PathBuf {
-    config_dir_from(&|k| std::env::var(k).ok())
-}
-
-/// [`config_dir`] with an explicit environment lookup (only `GEMINI_CLI_HOME` is read; the
-/// fallback home comes from [`crate::paths::home_dir`]).
-pub fn config_dir_from(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    match env("GEMINI_CLI_HOME").filter(|h| !h.is_empty()) {
-        Some(home) => {
-            let home = PathBuf::from(home);
-            let home = if home.is_absolute() {
-                home
-            } else {
-                std::env::current_dir()
-                    .map(|d| d.join(&home))
-                    .unwrap_or(home)
-            };
-            home.join(".gemini")
-        }
-        None => home_dir().join(".gemini"),
-    }
+    paths::Locations::from_process().config_dir
 }
 
 /// User settings (hooks and `mcpServers` live here): `<config>/settings.json`.
 pub fn settings_path() -> PathBuf {
-    config_dir().join("settings.json")
+    paths::Locations::from_process().settings
 }
 
 /// The per-project temporary folders, chats included: `<config>/tmp`.
@@ -90,10 +72,7 @@ pub fn projects_registry_path() -> PathBuf {
 
 /// memtrail's user skill: `<config>/skills/memtrail/SKILL.md` (agent-specs.md §3.1).
 pub fn skill_path() -> PathBuf {
-    config_dir()
-        .join("skills")
-        .join("memtrail")
-        .join("SKILL.md")
+    paths::Locations::from_process().skill
 }
 
 /// True when Gemini CLI's config folder ([`config_dir`]) exists.
@@ -1244,15 +1223,14 @@ fn has_suffix(path: &Path, suffix: &str) -> bool {
 pub fn parse_hook_payload(
     bytes: &[u8],
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<HookEvent, String> {
+) -> Result<HookEvent, crate::Error> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err("empty hook payload".to_string());
+        return Err(crate::Error::EmptyPayload);
     }
-    let payload: Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("hook payload is not JSON: {e}"))?;
+    let payload: Value = serde_json::from_slice(bytes).map_err(crate::Error::PayloadNotJson)?;
     if !payload.is_object() {
-        return Err("hook payload is not a JSON object".to_string());
+        return Err(crate::Error::PayloadNotObject);
     }
     let get = |keys: &[&str]| -> Option<String> {
         keys.iter()
@@ -1400,4 +1378,6 @@ pub fn session_start_reply(context: &str) -> Option<String> {
         .to_string(),
     )
 }
+pub mod adapter;
+pub mod paths;
 pub mod registration;

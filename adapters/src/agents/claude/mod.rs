@@ -20,30 +20,27 @@ use crate::model::{
     Agent, Batch, HookEvent, Kind, LineReader, Message, Part, Record, Role, SessionRef,
     normalize_tool_name, one_line, parse_rfc3339_ms,
 };
-use crate::paths::{env_abs, home_dir};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// The Claude Code config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+/// The Claude Code config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`
+/// ([`paths::Locations`], in the process environment).
 pub fn config_dir() -> PathBuf {
-    env_abs("CLAUDE_CONFIG_DIR").unwrap_or_else(|| home_dir().join(".claude"))
+    paths::Locations::from_process().config_dir
 }
 
 /// User settings (hooks live here): `<config>/settings.json`.
 pub fn settings_path() -> PathBuf {
-    config_dir().join("settings.json")
+    paths::Locations::from_process().settings
 }
 
 /// Global state holding user-scope `mcpServers`: `<config>/.claude.json` when
 /// `CLAUDE_CONFIG_DIR` is set, else `~/.claude.json`.
 pub fn global_state_path() -> PathBuf {
-    match env_abs("CLAUDE_CONFIG_DIR") {
-        Some(dir) => dir.join(".claude.json"),
-        None => home_dir().join(".claude.json"),
-    }
+    paths::Locations::from_process().global_state
 }
 
 /// Where transcripts live: `<config>/projects/<encoded cwd>/<session id>.jsonl`.
@@ -53,12 +50,11 @@ pub fn projects_dir() -> PathBuf {
 
 /// memtrail's personal skill: `<config>/skills/memtrail/SKILL.md`.
 pub fn skill_path() -> PathBuf {
-    config_dir()
-        .join("skills")
-        .join("memtrail")
-        .join("SKILL.md")
+    paths::Locations::from_process().skill
 }
 
+pub mod adapter;
+pub mod paths;
 pub mod registration;
 
 // ---------------------------------------------------------------------------------------------
@@ -879,7 +875,7 @@ fn is_jsonl(path: &Path) -> bool {
 /// - `extra` ← the whole payload.
 ///
 /// Errors (a message for the hook log): the bytes are empty, not JSON, or not a JSON object.
-pub fn parse_hook_payload(bytes: &[u8]) -> Result<HookEvent, String> {
+pub fn parse_hook_payload(bytes: &[u8]) -> Result<HookEvent, crate::Error> {
     parse_hook_payload_with_env(bytes, &|k| std::env::var(k).ok())
 }
 
@@ -888,15 +884,14 @@ pub fn parse_hook_payload(bytes: &[u8]) -> Result<HookEvent, String> {
 pub fn parse_hook_payload_with_env(
     bytes: &[u8],
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<HookEvent, String> {
+) -> Result<HookEvent, crate::Error> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err("empty hook payload".to_string());
+        return Err(crate::Error::EmptyPayload);
     }
-    let payload: Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("hook payload is not JSON: {e}"))?;
+    let payload: Value = serde_json::from_slice(bytes).map_err(crate::Error::PayloadNotJson)?;
     if !payload.is_object() {
-        return Err("hook payload is not a JSON object".to_string());
+        return Err(crate::Error::PayloadNotObject);
     }
     let agent = detect_caller(&payload, env);
     let get = |keys: &[&str]| -> Option<String> {
@@ -1035,4 +1030,25 @@ pub fn transcripts_for_event(ev: &HookEvent) -> Vec<PathBuf> {
         }
     }
     paths
+}
+
+/// Claude Code's transcript retention: `cleanupPeriodDays` read from `settings` (its
+/// `settings.json`, a JSON object). A missing file, a file that does not parse or a value that is
+/// not a non-negative integer give Claude Code's default, 30 days, with `from_settings = false`.
+pub fn transcript_retention(settings: &Path) -> crate::registry::TranscriptRetention {
+    const SETTING: &str = "cleanupPeriodDays";
+    let v = std::fs::read(settings)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get(SETTING).and_then(|d| d.as_u64()));
+    let (days, from_settings) = match v {
+        Some(d) => (d, true),
+        None => (30, false),
+    };
+    crate::registry::TranscriptRetention {
+        settings: settings.to_path_buf(),
+        setting: SETTING,
+        days,
+        from_settings,
+    }
 }

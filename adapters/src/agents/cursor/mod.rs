@@ -837,7 +837,7 @@ fn is_jsonl(path: &Path) -> bool {
 /// `…/.claude/projects/`).
 ///
 /// Errors (for the hook log): the bytes are empty, not JSON, or not a JSON object.
-pub fn parse_hook_payload(bytes: &[u8], env: Env) -> Result<HookEvent, String> {
+pub fn parse_hook_payload(bytes: &[u8], env: Env) -> Result<HookEvent, crate::Error> {
     let payload = parse_object(bytes)?;
     let has = |k: &str| payload.get(k).is_some_and(|v| !v.is_null());
     let cursor_shaped = [
@@ -884,15 +884,15 @@ pub fn parse_hook_payload(bytes: &[u8], env: Env) -> Result<HookEvent, String> {
     })
 }
 
-fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, String> {
+fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, crate::Error> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err("empty hook payload".to_string());
+        return Err(crate::Error::EmptyPayload);
     }
     match serde_json::from_slice(bytes) {
         Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err("hook payload is not a JSON object".to_string()),
-        Err(e) => Err(format!("hook payload is not JSON: {e}")),
+        Ok(_) => Err(crate::Error::PayloadNotObject),
+        Err(e) => Err(crate::Error::PayloadNotJson(e)),
     }
 }
 
@@ -1058,4 +1058,5 @@ fn resolve_transcript(ev: &HookEvent, projects_dirs: &[PathBuf]) -> Option<PathB
 pub fn session_start_reply(context: &str) -> Option<String> {
     Some(json!({ "additional_context": context }).to_string())
 }
+pub mod adapter;
 pub mod registration;

@@ -45,7 +45,6 @@ use crate::model::{
     Agent, Batch, DocReader, HookEvent, Kind, Message, ParseStats, Part, Record, Role, SessionMeta,
     SessionRef, ToolCall, normalize_tool_name, one_line,
 };
-use crate::paths::{xdg_config_home, xdg_data_home};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use serde_json::{Value, json};
@@ -60,14 +59,16 @@ use std::time::Duration;
 /// OpenCode's global config folder: `$XDG_CONFIG_HOME/opencode`, default `~/.config/opencode`
 /// (also on macOS and Windows: OpenCode uses XDG paths everywhere). `$OPENCODE_CONFIG_DIR`
 /// is an *additional* config folder in OpenCode, not a relocation, so it is not used here.
+///
+/// One resolver with the installer's: [`paths::Locations`].
 pub fn config_dir() -> PathBuf {
-    xdg_config_home().join("opencode")
+    paths::Locations::from_process().config_dir
 }
 
 /// OpenCode's data folder (database, legacy storage, auth): `$XDG_DATA_HOME/opencode`, default
 /// `~/.local/share/opencode`.
 pub fn data_dir() -> PathBuf {
-    xdg_data_home().join("opencode")
+    paths::Locations::from_process().data_dir
 }
 
 /// The stable channel's session database: `<data>/opencode.db`.
@@ -89,19 +90,13 @@ pub fn plugins_dir() -> PathBuf {
 
 /// Where memtrail's plugin is installed: `<config>/plugins/memtrail.ts`.
 pub fn plugin_path() -> PathBuf {
-    plugins_dir().join(PLUGIN_FILE_NAME)
+    paths::Locations::from_process().plugin
 }
 
 /// The global config file: `<config>/opencode.jsonc` when it exists, else `<config>/opencode.json`
 /// (agent-specs.md §6.1; both names are read by OpenCode).
 pub fn config_file() -> PathBuf {
-    let dir = config_dir();
-    let jsonc = dir.join("opencode.jsonc");
-    if jsonc.is_file() {
-        jsonc
-    } else {
-        dir.join("opencode.json")
-    }
+    paths::Locations::from_process().config_file
 }
 
 /// True when OpenCode looks installed: its config folder or its data folder exists (OpenCode
@@ -765,19 +760,14 @@ pub struct StorageSession {
 ///
 /// Errors: the session file cannot be read or is not a JSON object, or the path is not inside a
 /// `storage/session/<projectID>/` folder.
-pub fn read_storage_session(session_json: &Path) -> Result<StorageSession, String> {
+pub fn read_storage_session(session_json: &Path) -> Result<StorageSession, crate::Error> {
     let storage = session_json
         .parent()
         .and_then(Path::parent)
         .and_then(Path::parent)
         .filter(|_| source_kind(session_json) == SourceKind::StorageSession)
-        .ok_or_else(|| {
-            format!(
-                "{} is not a storage/session/<project>/<session>.json file",
-                session_json.display()
-            )
-        })?;
-    let info = read_json_file(session_json).map_err(|e| e.to_string())?;
+        .ok_or_else(|| crate::Error::NotStorageSession(session_json.to_path_buf()))?;
+    let info = read_json_file(session_json)?;
     let mut session = SessionInfo::from_json(&info);
     if let Some(stem) = session_json.file_stem().and_then(|s| s.to_str()) {
         session.id = stem.to_string();
@@ -943,7 +933,7 @@ impl DbBatch {
 ///
 /// Errors: the file cannot be opened as a SQLite database, or has neither a `message` nor a
 /// `session_message` table, or a query fails.
-pub fn read_db(db: &Path, since_time_updated: i64) -> Result<DbBatch, String> {
+pub fn read_db(db: &Path, since_time_updated: i64) -> Result<DbBatch, crate::Error> {
     read_db_scoped(db, None, since_time_updated)
 }
 
@@ -954,7 +944,7 @@ pub fn read_db_session(
     db: &Path,
     session_id: &str,
     since_time_updated: i64,
-) -> Result<DbBatch, String> {
+) -> Result<DbBatch, crate::Error> {
     read_db_scoped(db, Some(session_id), since_time_updated)
 }
 
@@ -962,7 +952,7 @@ pub fn read_db_session(
 /// sorted, for an import session by session.
 ///
 /// Errors: as [`read_db`].
-pub fn db_session_ids(db: &Path) -> Result<Vec<String>, String> {
+pub fn db_session_ids(db: &Path) -> Result<Vec<String>, crate::Error> {
     let conn = open_db(db)?;
     let tables = Tables::of(&conn)?;
     let mut ids = BTreeSet::new();
@@ -973,30 +963,30 @@ pub fn db_session_ids(db: &Path) -> Result<Vec<String>, String> {
         if present {
             let mut stmt = conn
                 .prepare(&format!("SELECT id FROM \"{table}\""))
-                .map_err(db_err)?;
+                .map_err(crate::Error::Database)?;
             let rows = stmt
                 .query_map([], |r| Ok(text_of(r.get_ref(0)?)))
-                .map_err(db_err)?;
+                .map_err(crate::Error::Database)?;
             ids.extend(rows.flatten().flatten());
         }
     }
     Ok(ids.into_iter().collect())
 }
 
-fn db_err(e: rusqlite::Error) -> String {
-    format!("OpenCode database: {e}")
-}
-
 /// Open read-only, without creating the file, and make sure closing never checkpoints.
-fn open_db(db: &Path) -> Result<Connection, String> {
+fn open_db(db: &Path) -> Result<Connection, crate::Error> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(db, flags)
-        .map_err(|e| format!("cannot open {} read-only: {e}", db.display()))?;
+    let conn =
+        Connection::open_with_flags(db, flags).map_err(|source| crate::Error::OpenDatabase {
+            path: db.to_path_buf(),
+            source,
+        })?;
     let _ = conn.set_db_config(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
         true,
     );
-    conn.busy_timeout(DB_BUSY_TIMEOUT).map_err(db_err)?;
+    conn.busy_timeout(DB_BUSY_TIMEOUT)
+        .map_err(crate::Error::Database)?;
     Ok(conn)
 }
 
@@ -1011,13 +1001,13 @@ struct Tables {
 }
 
 impl Tables {
-    fn of(conn: &Connection) -> Result<Tables, String> {
+    fn of(conn: &Connection) -> Result<Tables, crate::Error> {
         let mut stmt = conn
             .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
-            .map_err(db_err)?;
+            .map_err(crate::Error::Database)?;
         let names: Vec<String> = stmt
             .query_map([], |r| r.get::<_, String>(0))
-            .map_err(db_err)?
+            .map_err(crate::Error::Database)?
             .flatten()
             .collect();
         let has = |n: &str| names.iter().any(|x| x == n);
@@ -1029,7 +1019,7 @@ impl Tables {
             session_message: has("session_message"),
         };
         if !t.message && !t.session_message {
-            return Err("not an OpenCode database: no message or session_message table".into());
+            return Err(crate::Error::NotOpencodeDatabase);
         }
         Ok(t)
     }
@@ -1045,11 +1035,11 @@ struct Acc {
     stats: ParseStats,
 }
 
-fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatch, String> {
+fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatch, crate::Error> {
     let mut conn = open_db(db)?;
     let tables = Tables::of(&conn)?;
     // One read transaction: every query sees the same snapshot of the WAL database.
-    let tx = conn.transaction().map_err(db_err)?;
+    let tx = conn.transaction().map_err(crate::Error::Database)?;
     let after = if since <= 0 {
         i64::MIN
     } else {
@@ -1116,7 +1106,7 @@ fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatc
         {
             let mut stmt = tx
                 .prepare_cached("SELECT session_id, time_created, data FROM message WHERE id = ?1")
-                .map_err(db_err)?;
+                .map_err(crate::Error::Database)?;
             for id in &changed {
                 let row = stmt
                     .query_row([id], |r| {
@@ -1127,7 +1117,7 @@ fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatc
                         ))
                     })
                     .optional()
-                    .map_err(db_err)?;
+                    .map_err(crate::Error::Database)?;
                 if let Some((Some(sid), created, data)) = row {
                     rows.push((id.clone(), sid, created, data));
                 }
@@ -1137,7 +1127,7 @@ fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatc
         let mut parts_stmt = if tables.part {
             Some(
                 tx.prepare_cached("SELECT data FROM part WHERE message_id = ?1 ORDER BY id")
-                    .map_err(db_err)?,
+                    .map_err(crate::Error::Database)?,
             )
         } else {
             None
@@ -1151,7 +1141,7 @@ fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatc
             if let Some(stmt) = parts_stmt.as_mut() {
                 let found: Vec<Option<String>> = stmt
                     .query_map([&id], |r| Ok(text_of(r.get_ref(0)?)))
-                    .map_err(db_err)?
+                    .map_err(crate::Error::Database)?
                     .flatten()
                     .collect();
                 for d in found {
@@ -1192,7 +1182,7 @@ fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatc
         } else {
             sql.replace(" seq,", " time_created,")
         };
-        let mut stmt = tx.prepare(&sql).map_err(db_err)?;
+        let mut stmt = tx.prepare(&sql).map_err(crate::Error::Database)?;
         type Row2 = (
             Option<String>,
             Option<String>,
@@ -1213,7 +1203,7 @@ fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatc
         };
         let rows: Vec<Row2> = stmt
             .query_map(rusqlite::params_from_iter(params.iter()), map)
-            .map_err(db_err)?
+            .map_err(crate::Error::Database)?
             .flatten()
             .collect();
         for (id, sid, ty, created, updated, data) in rows {
@@ -1310,25 +1300,25 @@ fn id_time_rows(
     conn: &Connection,
     sql: &str,
     params: &[rusqlite::types::Value],
-) -> Result<Vec<IdTime>, String> {
-    let mut stmt = conn.prepare(sql).map_err(db_err)?;
+) -> Result<Vec<IdTime>, crate::Error> {
+    let mut stmt = conn.prepare(sql).map_err(crate::Error::Database)?;
     let rows = stmt
         .query_map(rusqlite::params_from_iter(params.iter()), |r| {
             Ok((text_of(r.get_ref(0)?), int_of(r.get_ref(1)?)))
         })
-        .map_err(db_err)?
+        .map_err(crate::Error::Database)?
         .flatten()
         .collect();
     Ok(rows)
 }
 
-fn table_columns(conn: &Connection, table: &str) -> Result<Vec<String>, String> {
+fn table_columns(conn: &Connection, table: &str) -> Result<Vec<String>, crate::Error> {
     let mut stmt = conn
         .prepare(&format!("PRAGMA table_info(\"{table}\")"))
-        .map_err(db_err)?;
+        .map_err(crate::Error::Database)?;
     let cols = stmt
         .query_map([], |r| r.get::<_, String>(1))
-        .map_err(db_err)?
+        .map_err(crate::Error::Database)?
         .flatten()
         .collect();
     Ok(cols)
@@ -1336,7 +1326,11 @@ fn table_columns(conn: &Connection, table: &str) -> Result<Vec<String>, String> 
 
 /// One session row, reading only the columns this table has (forks and versions add and drop
 /// columns).
-fn session_row(conn: &Connection, table: &str, id: &str) -> Result<Option<SessionInfo>, String> {
+fn session_row(
+    conn: &Connection,
+    table: &str,
+    id: &str,
+) -> Result<Option<SessionInfo>, crate::Error> {
     const WANTED: [&str; 6] = [
         "parent_id",
         "directory",
@@ -1372,7 +1366,7 @@ fn session_row(conn: &Connection, table: &str, id: &str) -> Result<Option<Sessio
         })
     })
     .optional()
-    .map_err(db_err)
+    .map_err(crate::Error::Database)
 }
 
 /// One OpenCode 2.x `session_message` row (`type` column + `data` JSON, ids stripped; upstream
@@ -1624,15 +1618,14 @@ pub mod events {
 pub fn parse_hook_payload(
     bytes: &[u8],
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<HookEvent, String> {
+) -> Result<HookEvent, crate::Error> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err("empty hook payload".to_string());
+        return Err(crate::Error::EmptyPayload);
     }
-    let payload: Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("hook payload is not JSON: {e}"))?;
+    let payload: Value = serde_json::from_slice(bytes).map_err(crate::Error::PayloadNotJson)?;
     if !payload.is_object() {
-        return Err("hook payload is not a JSON object".to_string());
+        return Err(crate::Error::PayloadNotObject);
     }
     let get = |keys: &[&str]| -> Option<String> {
         keys.iter()
@@ -1726,7 +1719,7 @@ pub fn session_start_reply(context: &str) -> Option<String> {
 pub const PLUGIN_FILE_NAME: &str = "memtrail.ts";
 
 /// The plugin source as shipped (`templates/opencode/memtrail.ts`), with [`BIN_PLACEHOLDER`].
-pub const PLUGIN_TEMPLATE: &str = include_str!("../../templates/opencode/memtrail.ts");
+pub const PLUGIN_TEMPLATE: &str = include_str!("../../../../templates/opencode/memtrail.ts");
 
 /// The string literal in [`PLUGIN_TEMPLATE`] that [`plugin_source`] replaces with the JSON-quoted
 /// absolute path of the memtrail binary.
@@ -1848,4 +1841,6 @@ mod tests {
         );
     }
 }
+pub mod adapter;
+pub mod paths;
 pub mod registration;

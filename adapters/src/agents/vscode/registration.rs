@@ -21,9 +21,10 @@
 //! "Each user folder": VS Code's (`~/.config/Code/User`, …) and VS Code Insiders' (a separate
 //! profile), those that exist; VS Code's when neither does.
 
-use crate::claude::registration::{is_memtrail_program, shell_quote};
+use crate::env::Env;
+use crate::shell::{is_memtrail_program, shell_quote};
+use crate::spec::*;
 use serde_json::{Value, json};
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// VS Code's executables, looked up on `PATH` to detect an installation.
@@ -110,7 +111,9 @@ pub struct Locations {
 impl Locations {
     /// The locations for a home directory and an environment lookup (the user folders of
     /// [`super::user_dirs`]).
-    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
+    pub fn resolve(env: &Env) -> Locations {
+        let home = env.home();
+        let var = |k: &str| env.var(k).map(|v| v.to_os_string());
         let home_s = home.to_string_lossy().into_owned();
         let env = |k: &str| -> Option<String> {
             if k == "HOME" {
@@ -183,20 +186,79 @@ pub fn mcp_server_program(entry: &Value) -> Option<String> {
     crate::registration::entry_command(entry)
 }
 
+/// VS Code: agent-specs.md §5.1–§5.3 (memtrail's own hook file, registered in
+/// `chat.hookFilesLocations` of each user `settings.json`; `servers.memtrail` in each user
+/// `mcp.json`).
+pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
+    let (env, binary) = (ctx.env, ctx.binary);
+    let loc = Locations::resolve(env);
+    let bad = || SpecError::BadBinary(binary.to_path_buf());
+    let fns = HandlerFns {
+        is_ours: is_memtrail_hook_handler,
+        points_at: hook_handler_program,
+        canonical: canonical_hook_handler,
+    };
+    let mut hooks = Vec::new();
+    for h in HOOKS {
+        let handler = hook_handler(binary, h.timeout_secs).ok_or_else(bad)?;
+        hooks.push(handler_item(
+            h.event,
+            strings(&[HOOKS_KEY, h.event]),
+            None,
+            handler.clone(),
+            handler,
+            &HANDLER_SOFT_KEYS,
+            &fns,
+        ));
+    }
+    let mut files = vec![json_file(&loc.hook_file, hooks)];
+    for u in &loc.user_dirs {
+        let location = JsonItem::Property(PropertyItem {
+            label: format!("hook file in {}", HOOK_FILES_SETTING),
+            object_path: strings(&[HOOK_FILES_SETTING]),
+            key: HOOK_FILE_SETTING.to_string(),
+            value: Value::Bool(true),
+            policy: Policy::default(),
+            points_at: |_| None,
+            shared: false,
+        });
+        files.push(json_file(&u.settings, vec![location]));
+        files.push(json_file(
+            &u.mcp,
+            vec![mcp_item(
+                &[MCP_SERVERS_KEY],
+                MCP_SERVER_NAME,
+                mcp_server_entry(binary).ok_or_else(bad)?,
+                &MCP_SOFT_KEYS,
+                mcp_server_program,
+            )],
+        ));
+    }
+    Ok(AgentSpec {
+        files,
+        config_dirs: loc.detect_dirs,
+        executables: strings(&EXECUTABLES),
+        version: None,
+        trust: None,
+        advice: Vec::new(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Env;
 
     #[test]
     fn locations_prefer_existing_user_folders() {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
-        let l = Locations::resolve_with(&home, &|_| None);
+        let l = Locations::resolve(&Env::sandbox(&home));
         assert_eq!(l.user_dirs.len(), 1);
         assert_eq!(l.hook_file, home.join(".config/memtrail/vscode-hooks.json"));
         if cfg!(target_os = "linux") {
             std::fs::create_dir_all(home.join(".config/Code - Insiders/User")).unwrap();
-            let l = Locations::resolve_with(&home, &|_| None);
+            let l = Locations::resolve(&Env::sandbox(&home));
             assert_eq!(
                 l.user_dirs[0].settings,
                 home.join(".config/Code - Insiders/User/settings.json")

@@ -16,19 +16,17 @@
 //!   `{"type":"stdio","command":"<binary>","args":["mcp"],"env":{}}`.
 //! - **A personal skill** at `<config>/skills/memtrail/SKILL.md` (§1.8), content [`SKILL_MD`].
 
+pub use super::paths::Locations;
+use crate::shell::{is_memtrail_program, shell_quote, shell_split, unwrap_command};
+use crate::spec::*;
 use serde_json::{Value, json};
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The name of Claude Code's executable, looked up on `PATH` to detect an installation.
 pub const EXECUTABLE: &str = "claude";
 
 /// The `<agent>` argument of `memtrail hook <agent>` for Claude Code.
 pub const HOOK_AGENT_ARG: &str = "claude";
-
-/// The name memtrail's binary has (without any directory). A hook handler or MCP entry whose
-/// program is a file of this name is memtrail's.
-pub const PROGRAM_NAME: &str = "memtrail";
 
 /// One hook event memtrail registers, with its handler timeout in **seconds** (§1.3: Claude Code
 /// timeouts are seconds).
@@ -94,56 +92,7 @@ pub const HANDLER_DROPPED_KEYS: [&str; 1] = ["args"];
 pub const MCP_SOFT_KEYS: [&str; 1] = ["env"];
 
 /// The skill installed at [`Locations::skill`] (from `skills/memtrail/SKILL.md`).
-pub const SKILL_MD: &str = include_str!("../../../skills/memtrail/SKILL.md");
-
-/// Where Claude Code keeps the files memtrail edits (§1.1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Locations {
-    /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
-    pub config_dir: PathBuf,
-    /// `<config>/settings.json` (hooks).
-    pub settings: PathBuf,
-    /// `<config>/.claude.json` when `CLAUDE_CONFIG_DIR` is set, else `~/.claude.json` (MCP).
-    pub global_state: PathBuf,
-    /// `<config>/skills/memtrail/SKILL.md`.
-    pub skill: PathBuf,
-}
-
-impl Locations {
-    /// The locations for this process's environment (the same answers as
-    /// [`super::settings_path`], [`super::global_state_path`] and [`super::skill_path`]).
-    pub fn current() -> Locations {
-        Locations {
-            config_dir: super::config_dir(),
-            settings: super::settings_path(),
-            global_state: super::global_state_path(),
-            skill: super::skill_path(),
-        }
-    }
-
-    /// The locations for a given home directory and environment lookup, so that callers (and
-    /// tests) can resolve them without touching the process environment. `var` returns an
-    /// environment variable's value; a relative or empty `CLAUDE_CONFIG_DIR` is ignored, as in
-    /// [`crate::paths::env_abs`].
-    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
-        let config_override = var("CLAUDE_CONFIG_DIR")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute());
-        let config_dir = config_override
-            .clone()
-            .unwrap_or_else(|| home.join(".claude"));
-        let global_state = match config_override {
-            Some(dir) => dir.join(".claude.json"),
-            None => home.join(".claude.json"),
-        };
-        Locations {
-            settings: config_dir.join("settings.json"),
-            skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
-            global_state,
-            config_dir,
-        }
-    }
-}
+pub const SKILL_MD: &str = include_str!("../../../../skills/memtrail/SKILL.md");
 
 /// The hook command for `binary`: `<binary, shell-quoted if needed> hook claude`. `None` when the
 /// path is not valid UTF-8 (JSON strings cannot hold it).
@@ -231,51 +180,6 @@ fn handler_program_and_args(handler: &Value) -> Option<(String, Vec<String>)> {
     }
 }
 
-/// Programs that run the command that follows them (with options of their own), which a user
-/// may put around memtrail's hook: `nice -n 5 /usr/bin/memtrail hook claude`.
-pub const WRAPPERS: &[&str] = &[
-    "caffeinate",
-    "chrt",
-    "command",
-    "env",
-    "exec",
-    "ionice",
-    "nice",
-    "nohup",
-    "setsid",
-    "stdbuf",
-    "taskset",
-    "time",
-    "timeout",
-];
-
-/// The words of a command from memtrail's program on, when the user wrapped memtrail's hook
-/// in a program that runs it: the command starts with one of [`WRAPPERS`] (by file name, in any
-/// folder) or a shell assignment `NAME=value`, and no word before memtrail's holds a shell
-/// operator character (`;&|<>()$` or a backquote). `nice -n 5 /a/memtrail hook claude` gives
-/// `["/a/memtrail", "hook", "claude"]`. Any other command (`echo memtrail hook claude`) is
-/// returned as it is.
-pub fn unwrap_command(words: Vec<String>) -> Vec<String> {
-    let Some(k) = words.iter().position(|w| is_memtrail_program(w)) else {
-        return words;
-    };
-    let Some(first) = words.first().filter(|_| k > 0) else {
-        return words;
-    };
-    let name = first.rsplit('/').next().unwrap_or(first);
-    let assignment = first.split_once('=').is_some_and(|(n, _)| {
-        !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    });
-    let plain = words[..k]
-        .iter()
-        .all(|w| !w.chars().any(|c| ";&|<>()$`".contains(c)));
-    if (WRAPPERS.contains(&name) || assignment) && plain {
-        words[k..].to_vec()
-    } else {
-        words
-    }
-}
-
 /// What Claude Code does with a `settings.json` that is not strict JSON (a comment, a trailing
 /// comma): it reports "Invalid or malformed JSON" and skips the whole file (checked with Claude
 /// Code 2.1.332; issue 11 reports 2.1.197 alike).
@@ -286,12 +190,6 @@ pub const SETTINGS_NOT_STRICT: &str =
 /// configuration error ("JSON Parse error: Unrecognized token") and does not start (2.1.332).
 pub const GLOBAL_STATE_NOT_STRICT: &str =
     "Claude Code refuses to start with it (\"Configuration error … JSON Parse error\")";
-
-/// True when `program` names a file called `memtrail` (or `memtrail.exe`), in any directory.
-pub fn is_memtrail_program(program: &str) -> bool {
-    let name = program.rsplit(['/', '\\']).next().unwrap_or(program);
-    name == PROGRAM_NAME || name.eq_ignore_ascii_case("memtrail.exe")
-}
 
 /// memtrail's user-scope MCP server entry (§1.7):
 /// `{"type":"stdio","command":"<binary>","args":["mcp"],"env":{}}`. `None` when the path is not
@@ -310,116 +208,85 @@ pub fn mcp_server_program(entry: &Value) -> Option<String> {
     entry.get("command")?.as_str().map(str::to_string)
 }
 
-/// Quote `s` for a POSIX shell when it holds anything but `[A-Za-z0-9_./+:@%,=-]`: wrapped in
-/// single quotes, each `'` written as `'\''`. Claude Code runs a shell-form command with `sh -c`
-/// (Git Bash on Windows), §1.3.
-pub fn shell_quote(s: &str) -> String {
-    let safe = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_./+:@%,=-".contains(c));
-    if safe {
-        return s.to_string();
+/// Claude Code: agent-specs.md §1.3 (hooks in settings.json), §1.7 (user-scope MCP in
+/// `.claude.json`), §1.8 (personal skill).
+pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
+    let (env, binary) = (ctx.env, ctx.binary);
+    let loc = Locations::resolve(env);
+    let bad = || SpecError::BadBinary(binary.to_path_buf());
+    let handler_policy = Policy {
+        soft: strings(&HANDLER_SOFT_KEYS),
+        drop: strings(&HANDLER_DROPPED_KEYS),
+    };
+    let mut hooks = Vec::new();
+    for h in HOOKS {
+        hooks.push(JsonItem::Handler(HandlerItem {
+            label: format!("hook {}", h.event),
+            array_path: strings(&[HOOKS_KEY, h.event]),
+            nested_key: Some(HOOKS_KEY.to_string()),
+            entry: hook_group(binary, h.timeout_secs).ok_or_else(bad)?,
+            handler: hook_handler(binary, h.timeout_secs).ok_or_else(bad)?,
+            policy: handler_policy.clone(),
+            is_ours: is_memtrail_hook_handler,
+            points_at: hook_handler_program,
+            canonical: canonical_hook_handler,
+        }));
     }
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('\'');
-    for c in s.chars() {
-        if c == '\'' {
-            out.push_str("'\\''");
-        } else {
-            out.push(c);
-        }
-    }
-    out.push('\'');
-    out
-}
-
-/// Split a shell command line into words the way `sh` would for a simple command: whitespace
-/// separates words, `'…'` is literal, `"…"` allows `\"`, `\\`, `\$` and `` \` `` escapes, and a
-/// backslash outside quotes escapes the next character. `None` for an unterminated quote. Shell
-/// operators are not interpreted (`a; b` gives the words `a;` and `b`), which is what memtrail's
-/// marker check needs: a command with anything more than `memtrail hook claude` is not memtrail's.
-pub fn shell_split(s: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' | '\n' | '\r' => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '\'' => break,
-                        ch => cur.push(ch),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '"' => break,
-                        '\\' => match chars.next()? {
-                            e @ ('"' | '\\' | '$' | '`') => cur.push(e),
-                            '\n' => {}
-                            e => {
-                                cur.push('\\');
-                                cur.push(e);
-                            }
-                        },
-                        ch => cur.push(ch),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some('\n') => {}
-                    Some(e) => cur.push(e),
-                    None => cur.push('\\'),
-                }
-            }
-            ch => {
-                in_word = true;
-                cur.push(ch);
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    Some(words)
+    let mcp = JsonItem::Property(PropertyItem {
+        label: format!("MCP server {}", MCP_SERVER_NAME),
+        object_path: strings(&[MCP_SERVERS_KEY]),
+        key: MCP_SERVER_NAME.to_string(),
+        value: mcp_server_entry(binary).ok_or_else(bad)?,
+        policy: Policy {
+            soft: strings(&MCP_SOFT_KEYS),
+            drop: Vec::new(),
+        },
+        points_at: mcp_server_program,
+        shared: false,
+    });
+    let skill_dir = loc.skill.parent().map(Path::to_path_buf);
+    Ok(AgentSpec {
+        files: vec![
+            FileSpec {
+                path: loc.settings.clone(),
+                body: Body::Json(hooks),
+                new_file_mode: None,
+                strict_json: Some(SETTINGS_NOT_STRICT),
+            },
+            FileSpec {
+                path: loc.global_state.clone(),
+                body: Body::Json(vec![mcp]),
+                // It also holds OAuth and per-project state: owner only.
+                new_file_mode: Some(0o600),
+                strict_json: Some(GLOBAL_STATE_NOT_STRICT),
+            },
+            FileSpec {
+                path: loc.skill.clone(),
+                body: Body::Whole(WholeItem {
+                    label: "skill memtrail".to_string(),
+                    content: SKILL_MD.to_string(),
+                    owned_dirs: skill_dir.into_iter().collect(),
+                    is_ours: None,
+                    points_at: None,
+                    retired: false,
+                }),
+                new_file_mode: None,
+                strict_json: None,
+            },
+        ],
+        config_dirs: vec![loc.config_dir],
+        executables: vec![EXECUTABLE.to_string()],
+        // npm links `claude` to the package's `bin/claude.exe`.
+        version: env.version_of(EXECUTABLE, &["@anthropic-ai/claude-code"]),
+        trust: None,
+        advice: Vec::new(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quote_and_split_round_trip() {
-        for p in [
-            "/usr/local/bin/memtrail",
-            "/home/a b/memtrail",
-            "/tmp/it's/memtrail",
-            "/x/$HOME/\"q\"/memtrail",
-            "C:\\Users\\me\\memtrail.exe",
-        ] {
-            let cmd = format!("{} hook claude", shell_quote(p));
-            assert_eq!(
-                shell_split(&cmd).unwrap(),
-                vec![p.to_string(), "hook".into(), "claude".into()],
-                "{cmd}"
-            );
-        }
-        assert_eq!(shell_quote("/usr/bin/memtrail"), "/usr/bin/memtrail");
-        assert_eq!(shell_split("'unterminated"), None);
-    }
+    use crate::Env;
 
     #[test]
     fn recognises_memtrail_handlers() {
@@ -486,29 +353,27 @@ mod tests {
     #[test]
     fn locations_follow_claude_config_dir() {
         let home = Path::new("/home/u");
-        let l = Locations::resolve_with(home, &|_| None);
+        let l = Locations::resolve(&Env::sandbox(home));
         assert_eq!(l.settings, Path::new("/home/u/.claude/settings.json"));
         assert_eq!(l.global_state, Path::new("/home/u/.claude.json"));
         assert_eq!(
             l.skill,
             Path::new("/home/u/.claude/skills/memtrail/SKILL.md")
         );
-        let l = Locations::resolve_with(home, &|k| {
-            (k == "CLAUDE_CONFIG_DIR").then(|| OsString::from("/cfg"))
-        });
+        let l = Locations::resolve(&Env::sandbox(home).with_var("CLAUDE_CONFIG_DIR", "/cfg"));
         assert_eq!(l.settings, Path::new("/cfg/settings.json"));
         assert_eq!(l.global_state, Path::new("/cfg/.claude.json"));
-        let l = Locations::resolve_with(home, &|k| {
-            (k == "CLAUDE_CONFIG_DIR").then(|| OsString::from("relative"))
-        });
+        let l = Locations::resolve(&Env::sandbox(home).with_var("CLAUDE_CONFIG_DIR", "relative"));
         assert_eq!(l.config_dir, Path::new("/home/u/.claude"));
     }
 
     #[test]
     fn resolve_agrees_with_the_process_paths() {
-        let home = crate::paths::home_dir();
-        let l = Locations::resolve_with(&home, &|k| std::env::var_os(k));
-        assert_eq!(l, Locations::current());
+        let l = Locations::resolve(&crate::Env::from_process());
+        assert_eq!(l.config_dir, super::super::config_dir());
+        assert_eq!(l.settings, super::super::settings_path());
+        assert_eq!(l.global_state, super::super::global_state_path());
+        assert_eq!(l.skill, super::super::skill_path());
     }
 
     #[test]

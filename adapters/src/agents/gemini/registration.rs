@@ -18,10 +18,11 @@
 //! - **A skill** at `<config>/skills/memtrail/SKILL.md`, content [`SKILL_MD`] (it names the tools
 //!   the way Gemini CLI shows them).
 
-use crate::claude::registration::{is_memtrail_program, shell_quote};
+pub use super::paths::Locations;
+use crate::shell::{is_memtrail_program, shell_quote};
+use crate::spec::*;
 use serde_json::{Value, json};
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Gemini CLI's executable, looked up on `PATH` to detect an installation.
 pub const EXECUTABLE: &str = "gemini";
@@ -77,43 +78,7 @@ pub const MCP_SERVER_NAME: &str = "memtrail";
 pub const HANDLER_SOFT_KEYS: [&str; 2] = ["timeout", "name"];
 
 /// The skill installed at [`Locations::skill`] (from `skills/gemini/memtrail/SKILL.md`).
-pub const SKILL_MD: &str = include_str!("../../../skills/gemini/memtrail/SKILL.md");
-
-/// Where Gemini CLI keeps the files memtrail edits (§3.1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Locations {
-    /// `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`.
-    pub config_dir: PathBuf,
-    /// `<config>/settings.json` (hooks and MCP).
-    pub settings: PathBuf,
-    /// `<config>/skills/memtrail/SKILL.md`.
-    pub skill: PathBuf,
-}
-
-impl Locations {
-    /// The locations for a home directory and an environment lookup. A relative
-    /// `GEMINI_CLI_HOME` is taken relative to the current directory, as Node does (the same
-    /// answer as [`super::config_dir`]); an empty one is ignored.
-    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
-        let base = match var("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
-            Some(v) => {
-                let p = PathBuf::from(v);
-                if p.is_absolute() {
-                    p
-                } else {
-                    std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p)
-                }
-            }
-            None => home.to_path_buf(),
-        };
-        let config_dir = base.join(".gemini");
-        Locations {
-            settings: config_dir.join("settings.json"),
-            skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
-            config_dir,
-        }
-    }
-}
+pub const SKILL_MD: &str = include_str!("../../../../skills/gemini/memtrail/SKILL.md");
 
 /// `<binary, shell-quoted if needed> hook gemini`; `None` when the path is not UTF-8.
 pub fn hook_command(binary: &Path) -> Option<String> {
@@ -176,9 +141,54 @@ pub fn is_memtrail_skill(text: &str) -> bool {
     crate::registration::is_memtrail_skill(text)
 }
 
+/// Gemini CLI: agent-specs.md §3.1–§3.3 (hooks and MCP in the user `settings.json`, timeouts in
+/// milliseconds; user skill).
+pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
+    let (env, binary) = (ctx.env, ctx.binary);
+    let loc = Locations::resolve(env);
+    let bad = || SpecError::BadBinary(binary.to_path_buf());
+    let fns = HandlerFns {
+        is_ours: is_memtrail_hook_handler,
+        points_at: hook_handler_program,
+        canonical: canonical_hook_handler,
+    };
+    let mut items = Vec::new();
+    for h in HOOKS {
+        items.push(handler_item(
+            h.event,
+            strings(&[HOOKS_KEY, h.event]),
+            Some(HOOKS_KEY),
+            hook_group(binary, h.timeout_ms).ok_or_else(bad)?,
+            hook_handler(binary, h.timeout_ms).ok_or_else(bad)?,
+            &HANDLER_SOFT_KEYS,
+            &fns,
+        ));
+    }
+    items.push(mcp_item(
+        &[MCP_SERVERS_KEY],
+        MCP_SERVER_NAME,
+        mcp_server_entry(binary).ok_or_else(bad)?,
+        &[],
+        mcp_server_program,
+    ));
+    Ok(AgentSpec {
+        files: vec![
+            json_file(&loc.settings, items),
+            skill_file(&loc.skill, SKILL_MD, is_memtrail_skill),
+        ],
+        config_dirs: vec![loc.config_dir],
+        executables: vec![EXECUTABLE.to_string()],
+        // npm links `gemini` to the package's `bundle/gemini.js`.
+        version: env.version_of(EXECUTABLE, &["@google/gemini-cli"]),
+        trust: None,
+        advice: Vec::new(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Env;
 
     #[test]
     fn handlers_and_locations() {
@@ -192,11 +202,10 @@ mod tests {
         assert!(!is_memtrail_hook_handler(
             &json!({"command": "/x/memtrail hook gemini"})
         ));
-        let l = Locations::resolve_with(Path::new("/h"), &|_| None);
+        let l = Locations::resolve(&Env::sandbox(Path::new("/h")));
         assert_eq!(l.settings, Path::new("/h/.gemini/settings.json"));
-        let l = Locations::resolve_with(Path::new("/h"), &|k| {
-            (k == "GEMINI_CLI_HOME").then(|| OsString::from("/g"))
-        });
+        let l =
+            Locations::resolve(&Env::sandbox(Path::new("/h")).with_var("GEMINI_CLI_HOME", "/g"));
         assert_eq!(l.skill, Path::new("/g/.gemini/skills/memtrail/SKILL.md"));
         assert!(is_memtrail_skill(SKILL_MD));
         assert!(SKILL_MD.contains("mcp_memtrail_search"));

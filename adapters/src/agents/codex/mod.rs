@@ -38,7 +38,6 @@ use crate::model::{
     Agent, Batch, HookEvent, Kind, LineReader, Message, Part, Record, Role, SessionRef, ToolCall,
     civil_from_days, normalize_tool_name, one_line, parse_rfc3339_ms,
 };
-use crate::paths::home_dir;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -52,18 +51,10 @@ use std::path::{Path, PathBuf};
 /// The Codex home: `$CODEX_HOME` when set and non-empty (a relative value is taken relative to
 /// the current directory, as Codex does), else `~/.codex`. Read from the environment at call
 /// time.
+///
+/// One resolver with the installer's: [`paths::Locations`].
 pub fn config_dir() -> PathBuf {
-    match std::env::var_os("CODEX_HOME") {
-        Some(v) if !v.is_empty() => {
-            let p = PathBuf::from(v);
-            if p.is_absolute() {
-                p
-            } else {
-                std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p)
-            }
-        }
-        _ => home_dir().join(".codex"),
-    }
+    paths::Locations::from_process().config_dir
 }
 
 /// Where live rollouts are: `<home>/sessions/YYYY/MM/DD/rollout-*.jsonl`.
@@ -78,22 +69,19 @@ pub fn archived_sessions_dir() -> PathBuf {
 
 /// The user config (`notify`, `[mcp_servers.*]`, hook trust): `<home>/config.toml`.
 pub fn config_toml_path() -> PathBuf {
-    config_dir().join("config.toml")
+    paths::Locations::from_process().config_toml
 }
 
 /// The user hooks file: `<home>/hooks.json` (agent-specs.md §2.4).
 pub fn hooks_json_path() -> PathBuf {
-    config_dir().join("hooks.json")
+    paths::Locations::from_process().hooks_json
 }
 
 /// memtrail's user skill: `<home>/skills/memtrail/SKILL.md` (`$CODEX_HOME/skills`, which
 /// Codex reads besides `$HOME/.agents/skills`, agent-specs.md §2.6; not the latter, where Gemini
 /// CLI would take it for its own: see [`registration`]).
 pub fn skill_path() -> PathBuf {
-    config_dir()
-        .join("skills")
-        .join("memtrail")
-        .join("SKILL.md")
+    paths::Locations::from_process().skill
 }
 
 /// True when the Codex home exists (the installer adds a `PATH` check for `codex`).
@@ -1602,15 +1590,14 @@ fn cap_front(list: &mut Vec<String>) {
 pub fn parse_hook_payload(
     bytes: &[u8],
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<HookEvent, String> {
+) -> Result<HookEvent, crate::Error> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err("empty hook payload".to_string());
+        return Err(crate::Error::EmptyPayload);
     }
-    let payload: Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("hook payload is not JSON: {e}"))?;
+    let payload: Value = serde_json::from_slice(bytes).map_err(crate::Error::PayloadNotJson)?;
     let Value::Object(obj) = &payload else {
-        return Err("hook payload is not a JSON object".to_string());
+        return Err(crate::Error::PayloadNotObject);
     };
     if obj.get("type").and_then(Value::as_str) == Some("agent-turn-complete") {
         return Ok(notify_event(payload));
@@ -1643,14 +1630,13 @@ pub fn parse_hook_payload(
 /// `transcript_path` (see [`transcripts_for_event`]), `extra` ← the payload.
 ///
 /// Errors: the argument is not JSON, not an object, or has no string `type`.
-pub fn parse_notify_argv(arg: &str) -> Result<HookEvent, String> {
+pub fn parse_notify_argv(arg: &str) -> Result<HookEvent, crate::Error> {
     let arg = arg.strip_prefix('\u{feff}').unwrap_or(arg);
-    let payload: Value =
-        serde_json::from_str(arg).map_err(|e| format!("notify payload is not JSON: {e}"))?;
+    let payload: Value = serde_json::from_str(arg).map_err(crate::Error::NotifyNotJson)?;
     match &payload {
         Value::Object(o) if o.get("type").and_then(Value::as_str).is_some() => {}
-        Value::Object(_) => return Err("notify payload has no `type`".to_string()),
-        _ => return Err("notify payload is not a JSON object".to_string()),
+        Value::Object(_) => return Err(crate::Error::NotifyNoType),
+        _ => return Err(crate::Error::NotifyNotObject),
     }
     Ok(notify_event(payload))
 }
@@ -1846,4 +1832,6 @@ pub fn split_notify_args(args: &[String]) -> (Option<Vec<String>>, Option<&str>)
         _ => (None, payload),
     }
 }
+pub mod adapter;
+pub mod paths;
 pub mod registration;

@@ -26,10 +26,11 @@
 //!   same name there overrides Gemini's own skill (gemini 0.61.0 `skills list`). An older
 //!   install's skill in `~/.agents/skills` ([`Locations::legacy_skill`]) is removed.
 
-use crate::claude::registration::{is_memtrail_program, shell_quote};
+pub use super::paths::Locations;
+use crate::shell::{is_memtrail_program, shell_quote};
+use crate::spec::*;
 use serde_json::{Value, json};
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Codex's executable, looked up on `PATH` (detection, `codex --version`).
 pub const EXECUTABLE: &str = "codex";
@@ -86,52 +87,7 @@ pub const HOW_TO_TRUST: &str = "open /hooks in Codex and trust memtrail's hooks 
                                 memtrail captures through `notify` only)";
 
 /// The skill (from `skills/agents/memtrail/SKILL.md`).
-pub const SKILL_MD: &str = include_str!("../../../skills/agents/memtrail/SKILL.md");
-
-/// Where Codex keeps the files memtrail edits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Locations {
-    /// `$CODEX_HOME` (non-empty; relative to the current directory when relative), else
-    /// `~/.codex`.
-    pub config_dir: PathBuf,
-    /// `<home>/config.toml`.
-    pub config_toml: PathBuf,
-    /// `<home>/hooks.json`.
-    pub hooks_json: PathBuf,
-    /// `<home>/skills/memtrail/SKILL.md`.
-    pub skill: PathBuf,
-    /// `~/.agents/skills/memtrail/SKILL.md`, where memtrail put the skill before: removed.
-    pub legacy_skill: PathBuf,
-}
-
-impl Locations {
-    /// The locations for a home directory and an environment lookup (the same answers as
-    /// [`super::config_toml_path`], [`super::hooks_json_path`], [`super::skill_path`]).
-    pub fn resolve_with(home: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Locations {
-        let config_dir = match var("CODEX_HOME").filter(|v| !v.is_empty()) {
-            Some(v) => {
-                let p = PathBuf::from(v);
-                if p.is_absolute() {
-                    p
-                } else {
-                    std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p)
-                }
-            }
-            None => home.join(".codex"),
-        };
-        Locations {
-            config_toml: config_dir.join("config.toml"),
-            hooks_json: config_dir.join("hooks.json"),
-            skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
-            legacy_skill: home
-                .join(".agents")
-                .join("skills")
-                .join("memtrail")
-                .join("SKILL.md"),
-            config_dir,
-        }
-    }
-}
+pub const SKILL_MD: &str = include_str!("../../../../skills/agents/memtrail/SKILL.md");
 
 /// memtrail's `notify` argv: `["<binary>", "hook", "codex"]` (no shell: the path as is).
 pub fn notify_argv(binary: &Path) -> Option<Vec<String>> {
@@ -199,9 +155,96 @@ pub fn is_memtrail_skill(text: &str) -> bool {
     crate::registration::is_memtrail_skill(text)
 }
 
+/// Codex CLI: agent-specs.md §2.2 (`[mcp_servers.memtrail]`), §2.3 (`notify`, chained with a
+/// user's own), §2.4 (`hooks.json`, and the trust Codex needs before it runs them), §2.6
+/// (skill in `$CODEX_HOME/skills`; memtrail's former skill in `~/.agents/skills` is removed).
+pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
+    let (env, binary) = (ctx.env, ctx.binary);
+    let loc = Locations::resolve(env);
+    let bad = || SpecError::BadBinary(binary.to_path_buf());
+    let bin = binary.to_str().ok_or_else(bad)?.to_string();
+    let toml = vec![
+        TomlItem::ChainedArgv {
+            label: "notify".to_string(),
+            key: NOTIFY_KEY.to_string(),
+            ours: notify_argv(binary).ok_or_else(bad)?,
+            chain_flag: super::NOTIFY_CHAIN_FLAG.to_string(),
+            is_ours: is_memtrail_notify,
+        },
+        TomlItem::Table {
+            label: format!("MCP server {}", MCP_SERVER_NAME),
+            table_path: strings(&[MCP_SERVERS_KEY]),
+            key: MCP_SERVER_NAME.to_string(),
+            keys: vec![
+                ("command".to_string(), TomlValue::Str(bin)),
+                (
+                    "args".to_string(),
+                    TomlValue::Strings(vec!["mcp".to_string()]),
+                ),
+            ],
+        },
+    ];
+    let fns = HandlerFns {
+        is_ours: is_memtrail_hook_handler,
+        points_at: hook_handler_program,
+        canonical: canonical_hook_handler,
+    };
+    let mut hooks = Vec::new();
+    for h in HOOKS {
+        hooks.push(handler_item(
+            h.event,
+            strings(&[HOOKS_KEY, h.event]),
+            Some(HOOKS_KEY),
+            hook_group(binary, h.timeout_secs).ok_or_else(bad)?,
+            hook_handler(binary, h.timeout_secs).ok_or_else(bad)?,
+            &HANDLER_SOFT_KEYS,
+            &fns,
+        ));
+    }
+    // Codex keys trust by the hooks.json path it sees: as configured, or resolved.
+    let mut key_sources = vec![loc.hooks_json.display().to_string()];
+    if let Ok(real) = std::fs::canonicalize(&loc.config_dir) {
+        let k = real.join("hooks.json").display().to_string();
+        if !key_sources.contains(&k) {
+            key_sources.push(k);
+        }
+    }
+    Ok(AgentSpec {
+        files: vec![
+            FileSpec {
+                path: loc.config_toml.clone(),
+                body: Body::Toml(toml),
+                // It may hold tokens (MCP env, providers): owner only when memtrail creates it.
+                new_file_mode: Some(0o600),
+                strict_json: None,
+            },
+            json_file(&loc.hooks_json, hooks),
+            skill_file(&loc.skill, SKILL_MD, is_memtrail_skill),
+            retired_skill_file(&loc.legacy_skill, is_memtrail_skill),
+        ],
+        trust: Some(TrustSpec {
+            config_toml: loc.config_toml.clone(),
+            hooks_json: loc.hooks_json.clone(),
+            key_sources,
+            event_label,
+            how_to_trust: HOW_TO_TRUST.to_string(),
+        }),
+        advice: vec![(
+            loc.hooks_json.clone(),
+            "Codex runs new or changed hooks only once you trust them: open /hooks in Codex \
+             (until then memtrail captures through `notify`)"
+                .to_string(),
+        )],
+        config_dirs: vec![loc.config_dir],
+        executables: vec![EXECUTABLE.to_string()],
+        version: env.version_of(EXECUTABLE, &["@openai/codex"]),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Env;
 
     #[test]
     fn notify_and_handlers() {
@@ -222,9 +265,7 @@ mod tests {
         let h = hook_handler(Path::new("/usr/bin/memtrail"), 30).unwrap();
         assert!(is_memtrail_hook_handler(&h));
         assert_eq!(event_label("PreCompact"), Some("pre_compact"));
-        let l = Locations::resolve_with(Path::new("/h"), &|k| {
-            (k == "CODEX_HOME").then(|| OsString::from("/c"))
-        });
+        let l = Locations::resolve(&Env::sandbox(Path::new("/h")).with_var("CODEX_HOME", "/c"));
         assert_eq!(l.config_toml, Path::new("/c/config.toml"));
         assert_eq!(l.skill, Path::new("/c/skills/memtrail/SKILL.md"));
         assert_eq!(

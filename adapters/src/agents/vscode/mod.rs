@@ -1790,16 +1790,16 @@ fn list_files(dir: &Path, exts: &[&str], unreadable: &mut Vec<(PathBuf, String)>
 /// Errors (for the hook log): empty, not JSON, not an object; or a GitHub Copilot **CLI** payload
 /// (numeric `timestamp`, no session id, no event name), which the CLI sends to the same
 /// `~/.copilot/hooks` files and which carries nothing memtrail can use.
-pub fn parse_hook_payload(bytes: &[u8], env: Env) -> Result<HookEvent, String> {
+pub fn parse_hook_payload(bytes: &[u8], env: Env) -> Result<HookEvent, crate::Error> {
     let _ = env;
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err("empty hook payload".to_string());
+        return Err(crate::Error::EmptyPayload);
     }
     let payload = match serde_json::from_slice(bytes) {
         Ok(Value::Object(m)) => m,
-        Ok(_) => return Err("hook payload is not a JSON object".to_string()),
-        Err(e) => return Err(format!("hook payload is not JSON: {e}")),
+        Ok(_) => return Err(crate::Error::PayloadNotObject),
+        Err(e) => return Err(crate::Error::PayloadNotJson(e)),
     };
     let has = |k: &str| payload.get(k).is_some_and(|v| !v.is_null());
     let agent = if has("sessionId") || has("hookEventName") {
@@ -1809,10 +1809,10 @@ pub fn parse_hook_payload(bytes: &[u8], env: Env) -> Result<HookEvent, String> {
     } else if has("session_id") && has("hook_event_name") {
         Agent::Claude
     } else if payload.get("timestamp").is_some_and(Value::is_number) {
-        return Err(
-            "a GitHub Copilot CLI hook payload (no sessionId, no hookEventName): ignored"
-                .to_string(),
-        );
+        return Err(crate::Error::ForeignPayload(
+            "GitHub Copilot CLI",
+            "no sessionId, no hookEventName",
+        ));
     } else {
         Agent::Vscode
     };
@@ -1889,4 +1889,5 @@ pub fn session_start_reply(context: &str) -> Option<String> {
         .to_string(),
     )
 }
+pub mod adapter;
 pub mod registration;

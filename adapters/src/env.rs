@@ -1,5 +1,6 @@
-//! The environment the installer resolves paths from, as a value, so that tests (and callers
-//! with a sandbox) never depend on or change the process environment.
+//! The environment every agent's paths are resolved from (by ingest and import as by the
+//! installer), as a value, so that tests (and callers with a sandbox) never depend on or change
+//! the process environment.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -27,7 +28,7 @@ impl Env {
     /// The process's home (`$HOME`, else the platform's answer) and environment variables.
     pub fn from_process() -> Env {
         Env {
-            home: memtrail_adapters::paths::home_dir(),
+            home: crate::paths::home_dir(),
             vars: std::env::vars_os().collect(),
         }
     }
@@ -103,7 +104,7 @@ impl Env {
     /// as written (`0.171.0`, `1.2.10-beta`). The program itself is never run (running an
     /// agent costs seconds and may create folders in the home directory). `None` when the
     /// program is not on `$PATH` or was not installed by npm (a standalone binary).
-    pub(crate) fn version_of(&self, name: &str, packages: &[&str]) -> Option<String> {
+    pub fn version_of(&self, name: &str, packages: &[&str]) -> Option<String> {
         use std::io::Read;
         let exe = std::fs::canonicalize(self.which(name)?).ok()?;
         for dir in exe.ancestors().skip(1).take(6) {

@@ -1,0 +1,358 @@
+//! The agent registry: one [`AgentAdapter`] per coding agent, and [`Agent::adapter`], the one
+//! place that maps an [`Agent`] to it.
+//!
+//! Everything memtrail knows about one agent is reached through its adapter: where it keeps its
+//! config and transcripts, how to read them, what its hooks send and what they answer, what
+//! memtrail registers in its config, the names its model sees memtrail's MCP tools under, and
+//! its quirks (transcript retention, a reply at PreCompact). Install, import, status, doctor,
+//! the hook, help texts and the MCP server read from here; nothing outside this crate branches
+//! on an agent. `docs/adding-an-agent.md` is the checklist for a new one.
+//!
+//! Why a trait (and not a struct of function pointers): every method is required (no default
+//! bodies), so an agent that lacks a capability does not compile; an agent without a capability
+//! says so explicitly (`None`, `false`). The methods take `&self`, so the registry hands out
+//! `&'static dyn AgentAdapter` (no allocation, no generic code in callers).
+
+use crate::env::Env;
+use crate::model::{Agent, HookEvent, LineReader, SessionRef};
+use crate::spec::{AgentSpec, SpecContext, SpecError};
+use crate::{DbBatch, Discovery, Source};
+use std::path::{Path, PathBuf};
+
+/// An agent's own database holding many sessions (OpenCode's `opencode.db`).
+#[derive(Debug, Clone, Copy)]
+pub struct Database {
+    /// Read what changed since the watermark `since` (ms since the epoch, the rows'
+    /// `time_updated`) for one session or (`None`) every session.
+    pub read: fn(&Path, Option<&str>, i64) -> Result<DbBatch, crate::Error>,
+    /// The ids of every session in the database.
+    pub sessions: fn(&Path) -> Result<Vec<String>, crate::Error>,
+}
+
+/// How long an agent keeps its transcripts before deleting them itself (Claude Code's
+/// `cleanupPeriodDays`), for `memtrail status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranscriptRetention {
+    /// The settings file the period is read from.
+    pub settings: PathBuf,
+    /// The setting's name in that file (`cleanupPeriodDays`).
+    pub setting: &'static str,
+    /// The period in days: the file's value, else the agent's default.
+    pub days: u64,
+    /// Whether `days` came from the settings file.
+    pub from_settings: bool,
+}
+
+/// Finds a transcript's project among `known` project folders (of stored sessions): the folder
+/// its path names, or `None` when none or several match.
+pub type ProjectAmong = fn(&Path, &[String]) -> Option<String>;
+
+/// Everything memtrail knows about one coding agent. Implemented once per agent, in
+/// `adapters/src/agents/<agent>/adapter.rs`.
+pub trait AgentAdapter: Sync {
+    /// The agent this adapter is for.
+    fn agent(&self) -> Agent;
+
+    // --- names and documents ---
+
+    /// The short name used on the command line, in hook commands and in the store (`claude`).
+    fn name(&self) -> &'static str;
+    /// Other spellings `--agent` accepts (lower case: `claude-code`).
+    fn aliases(&self) -> &'static [&'static str];
+    /// The product name shown to people (`Claude Code`).
+    fn display_name(&self) -> &'static str;
+    /// The agent's page in the repository: `docs/agents/<agent>.md`.
+    fn docs_file(&self) -> &'static str;
+    /// The folder of the project's own transcripts of this agent: `fixtures/<agent>`.
+    fn fixtures_dir(&self) -> &'static str;
+
+    // --- paths and detection ---
+
+    /// The agent's config folders in `env`, as install, status and doctor resolve them: one of
+    /// them existing means the agent is installed (detection; the registration's
+    /// `executables` on `PATH` are the other sign).
+    fn config_dirs(&self, env: &Env) -> Vec<PathBuf>;
+
+    // --- transcripts ---
+
+    /// Every transcript of the agent on this machine, for `memtrail import`.
+    ///
+    /// Errors: the agent's transcript folder exists but cannot be listed.
+    fn discover(&self) -> std::io::Result<Discovery>;
+    /// How to read `path`, a transcript of this agent; `None` when memtrail cannot read it.
+    fn source_for(&self, path: &Path) -> Option<Source>;
+    /// A fresh line reader for the agent's JSONL transcripts, or `None` when it has none.
+    fn transcript_reader(&self) -> Option<Box<dyn LineReader>>;
+    /// Which session the transcript at `path` belongs to.
+    ///
+    /// Errors: the file cannot be read (for formats that keep the session id inside it), or it
+    /// holds many sessions (`ErrorKind::InvalidInput`).
+    fn identify(&self, path: &Path) -> std::io::Result<SessionRef>;
+    /// The agent's own database of sessions, or `None` when it keeps transcripts in files only.
+    fn database(&self) -> Option<Database>;
+    /// For a transcript whose reader found no project folder: the one among `known` (project
+    /// folders of stored sessions) that its path names. `None` when the agent's transcripts
+    /// always name their project.
+    fn project_among(&self) -> Option<ProjectAmong>;
+    /// How long the agent keeps transcripts before it deletes them, in the process environment;
+    /// `None` when it never deletes them.
+    fn transcript_retention(&self) -> Option<TranscriptRetention>;
+
+    // --- hooks ---
+
+    /// Parse a hook invocation: the payload from stdin, or (Codex `notify`) the JSON in the last
+    /// command-line argument. `env` reads the hook process's environment (caller detection).
+    ///
+    /// Errors: why the payload was not understood.
+    fn parse_hook(
+        &self,
+        stdin: &[u8],
+        args: &[String],
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<HookEvent, crate::Error>;
+    /// A command the agent's config ran before memtrail took its place and that memtrail keeps
+    /// running with the same payload (Codex's `notify`), or `None`.
+    fn chained_command(&self, args: &[String]) -> Option<Vec<String>>;
+    /// The transcript files a hook event should ingest.
+    fn transcripts_for_event(&self, ev: &HookEvent) -> Vec<PathBuf>;
+    /// What to print at SessionStart to put `context` into the agent's context, in its dialect;
+    /// `None` when the agent takes no context from a hook.
+    fn session_start_reply(&self, context: &str) -> Option<String>;
+    /// True when the agent takes context from the PreCompact hook's reply (OpenCode's plugin
+    /// injects it into the compaction prompt); others get it at SessionStart after compaction.
+    fn replies_at_pre_compact(&self) -> bool;
+    /// A SessionStart payload shaped like the agent's own, with session id `session_id` and
+    /// working folder `cwd` (for `memtrail doctor`).
+    fn synthetic_session_start(&self, session_id: &str, cwd: &Path) -> serde_json::Value;
+
+    // --- registration and MCP ---
+
+    /// What memtrail registers in the agent's config (hooks, MCP server, skill, plugin), for
+    /// the memtrail binary at `ctx.binary`, in the installer's declarative model.
+    ///
+    /// Errors: the binary path cannot be written into the agent's config (not UTF-8).
+    fn registration(&self, ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError>;
+    /// The name under which the agent shows memtrail's MCP tool `tool` to its model
+    /// (`mcp__memtrail__search` for Claude Code).
+    fn tool_name(&self, tool: &str) -> String;
+}
+
+impl Agent {
+    /// This agent's adapter. The one exhaustive `match` on agents: a new [`Agent`] variant
+    /// does not compile until it has an adapter here.
+    pub fn adapter(self) -> &'static dyn AgentAdapter {
+        use crate::agents::*;
+        match self {
+            Agent::Claude => &claude::adapter::Claude,
+            Agent::Codex => &codex::adapter::Codex,
+            Agent::Gemini => &gemini::adapter::Gemini,
+            Agent::Cursor => &cursor::adapter::Cursor,
+            Agent::Vscode => &vscode::adapter::Vscode,
+            Agent::Opencode => &opencode::adapter::Opencode,
+        }
+    }
+}
+
+/// Every agent's short name ([`AgentAdapter::name`]) in [`Agent::ALL`]'s order, joined by `sep`:
+/// `claude, codex, gemini, cursor, vscode, opencode` (for help texts, errors and MCP texts).
+pub fn agent_names(sep: &str) -> String {
+    Agent::ALL.map(Agent::as_str).join(sep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::canonical_event;
+    use std::collections::BTreeSet;
+
+    /// Every [`Agent`] variant. The exhaustive `match` makes a new variant fail to compile here
+    /// until it is listed, and [`registry_lists_every_agent_once`] then fails until the registry
+    /// lists it too.
+    fn every_variant() -> Vec<Agent> {
+        let all = vec![
+            Agent::Claude,
+            Agent::Codex,
+            Agent::Gemini,
+            Agent::Cursor,
+            Agent::Vscode,
+            Agent::Opencode,
+        ];
+        for a in &all {
+            match a {
+                Agent::Claude
+                | Agent::Codex
+                | Agent::Gemini
+                | Agent::Cursor
+                | Agent::Vscode
+                | Agent::Opencode => {}
+            }
+        }
+        all
+    }
+
+    fn repo_root() -> &'static Path {
+        Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+    }
+
+    #[test]
+    fn registry_lists_every_agent_once() {
+        let listed: BTreeSet<&str> = Agent::ALL.iter().map(|a| a.as_str()).collect();
+        assert_eq!(listed.len(), Agent::ALL.len(), "an agent is listed twice");
+        let variants: BTreeSet<&str> = every_variant().iter().map(|a| a.as_str()).collect();
+        assert_eq!(listed, variants);
+        assert_eq!(crate::supported_agents(), &Agent::ALL[..]);
+        assert_eq!(
+            agent_names(", "),
+            "claude, codex, gemini, cursor, vscode, opencode"
+        );
+        for a in Agent::ALL {
+            assert_eq!(
+                a.adapter().agent(),
+                a,
+                "{a}'s registry entry is another agent's"
+            );
+        }
+    }
+
+    /// Every adapter has every capability: names that parse back, its page and fixtures in the
+    /// repository, paths inside the home it is given, a registration with files, a hook parser
+    /// that reads its own synthetic SessionStart, a reply dialect and MCP tool names.
+    #[test]
+    fn every_adapter_is_complete() {
+        let home = Path::new("/sandbox/home");
+        let env = Env::sandbox(home);
+        let binary = Path::new("/opt/memtrail/bin/memtrail");
+        let no_env = |_: &str| None;
+        for a in Agent::ALL {
+            let ad = a.adapter();
+            let name = ad.name();
+            assert!(
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase()),
+                "{name}"
+            );
+            assert_eq!(name.parse::<Agent>(), Ok(a));
+            for alias in ad.aliases() {
+                assert_eq!(alias.parse::<Agent>(), Ok(a), "{alias}");
+            }
+            assert!(!ad.display_name().is_empty(), "{name}: display name");
+
+            assert_eq!(ad.docs_file(), format!("docs/agents/{name}.md"));
+            // The pages come with docs/agents/README.md (the docs set); once it is in the
+            // repository every agent must have its page.
+            if repo_root().join("docs/agents/README.md").exists() {
+                assert!(
+                    repo_root().join(ad.docs_file()).is_file(),
+                    "{name}: no page"
+                );
+            }
+            assert_eq!(ad.fixtures_dir(), format!("fixtures/{name}"));
+            let fixtures = repo_root().join(ad.fixtures_dir());
+            assert!(
+                std::fs::read_dir(&fixtures).is_ok_and(|mut d| d.next().is_some()),
+                "{name}: no fixtures in {}",
+                fixtures.display()
+            );
+
+            let dirs = ad.config_dirs(&env);
+            assert!(!dirs.is_empty(), "{name}: no config folder");
+            assert!(dirs.iter().all(|d| d.starts_with(home)), "{name}: {dirs:?}");
+
+            let ctx = SpecContext {
+                env: &env,
+                binary,
+                read_jsonc: |_| None,
+            };
+            let spec = ad.registration(&ctx).expect("registration");
+            assert!(!spec.files.is_empty(), "{name}: registers nothing");
+            assert!(
+                spec.files.iter().all(|f| f.path.starts_with(home)),
+                "{name}: a file outside the home"
+            );
+            assert_eq!(
+                spec.config_dirs, dirs,
+                "{name}: install and detection disagree"
+            );
+            assert!(!spec.executables.is_empty(), "{name}: no executable");
+
+            let payload = ad
+                .synthetic_session_start("doctor-test", Path::new("/work/p"))
+                .to_string();
+            let ev = ad
+                .parse_hook(payload.as_bytes(), &[], &no_env)
+                .unwrap_or_else(|e| panic!("{name}: its own SessionStart: {e}"));
+            assert_eq!(ev.agent, a, "{name}");
+            assert_eq!(ev.session_id.as_deref(), Some("doctor-test"), "{name}");
+            assert_eq!(canonical_event(&ev.event), "SessionStart", "{name}");
+            assert!(ad.parse_hook(b"", &[], &no_env).is_err(), "{name}");
+
+            let reply = ad.session_start_reply("remember this");
+            assert!(
+                reply.is_some_and(|r| r.contains("remember this")),
+                "{name}: no SessionStart reply"
+            );
+            let tool = ad.tool_name("search");
+            assert!(tool.ends_with("search"), "{name}: {tool}");
+        }
+    }
+
+    /// The MCP tool names each agent shows its model (its MCP tool prefix).
+    #[test]
+    fn tool_names() {
+        let names: Vec<String> = Agent::ALL
+            .iter()
+            .map(|a| a.adapter().tool_name("search"))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "mcp__memtrail__search",
+                "mcp__memtrail__search",
+                "mcp_memtrail_search",
+                "search",
+                "mcp_memtrail_search",
+                "memtrail_search",
+            ]
+        );
+    }
+
+    /// The agent lists typed by hand in help texts (`src/cli.rs`), MCP tool arguments
+    /// (`runtime/src/mcp.rs`) and the README name every agent of the registry, in its order;
+    /// the shared skill names every agent's MCP tool name. A new agent fails here until each
+    /// text names it.
+    #[test]
+    fn hand_typed_agent_lists_name_every_agent() {
+        let names: Vec<&str> = Agent::ALL.iter().map(|a| a.as_str()).collect();
+        let (last, rest) = names.split_last().unwrap();
+        let comma = names.join(", ");
+        let or = format!("{} or {last}", rest.join(", "));
+        let bar = names.join("|");
+        let mut lists = 0;
+        for file in ["src/cli.rs", "runtime/src/mcp.rs", "README.md"] {
+            let text = std::fs::read_to_string(repo_root().join(file)).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let at = format!("{file}:{}", n + 1);
+                if line.contains("codex, gemini") {
+                    assert!(line.contains(&comma) || line.contains(&or), "{at}: {line}");
+                    lists += 1;
+                }
+                if line.contains("claude|codex") {
+                    assert!(line.contains(&bar), "{at}: {line}");
+                    lists += 1;
+                }
+                if line.contains("Codex CLI, Gemini CLI") {
+                    for a in Agent::ALL {
+                        assert!(line.contains(a.display_name()), "{at}: {a}: {line}");
+                    }
+                    lists += 1;
+                }
+            }
+        }
+        assert_eq!(lists, 9, "hand-typed agent lists found");
+        let skill =
+            std::fs::read_to_string(repo_root().join("skills/agents/memtrail/SKILL.md")).unwrap();
+        for a in Agent::ALL {
+            let tool = a.adapter().tool_name("search");
+            assert!(skill.contains(&format!("`{tool}`")), "{a}: {tool}");
+        }
+    }
+}
