@@ -198,7 +198,7 @@ impl Backup {
         original: &Path,
         bytes: Option<&[u8]>,
     ) -> Result<Option<PathBuf>, InstallError> {
-        let orig = crate::state::key(original);
+        let orig = fsutil::path_key(original);
         let saved = match bytes {
             None => {
                 if !self.index.absent.contains(&orig) {

@@ -49,20 +49,24 @@
 
 #![warn(missing_docs)]
 
+mod action;
 mod agents;
 mod apply;
 mod backup;
+mod edit;
 mod engine;
 mod env;
 mod error;
 mod fsutil;
 pub mod jsonedit;
+mod origin;
 mod plan;
 mod spec;
 mod state;
 mod status;
 mod tomledit;
 
+pub use action::Action;
 pub use apply::{Applied, AppliedFile, MAX_BACKOFF, Outcome, RETRY_BUDGET};
 pub use backup::BackupSummary;
 pub use env::Env;
@@ -71,18 +75,7 @@ pub use memtrail_adapters::Agent;
 pub use plan::{FileChange, Plan};
 pub use status::{AgentStatus, ItemState, ItemStatus};
 
-use serde::{Deserialize, Serialize};
 use std::path::Path;
-
-/// What to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    /// Register memtrail (hooks, MCP server, skill).
-    Install,
-    /// Remove exactly what is memtrail's, and what its install created.
-    Uninstall,
-}
 
 /// Compute what `action` would change for `agent`, registering the memtrail binary at `binary`
 /// (absolute, UTF-8), in the process environment. Writes nothing.
@@ -181,4 +174,91 @@ pub fn purge_state_in(env: &Env) -> Result<bool, InstallError> {
     }
     std::fs::remove_dir_all(&dir).map_err(|e| InstallError::io(&dir, e))?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod module_graph {
+    //! The modules' dependencies (their `crate::…` paths, tests and comments left out) form no
+    //! cycle: the install state does not read backups, the backends share `edit`, not each other.
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// Module → the modules its code names through `crate::`.
+    fn edges() -> BTreeMap<String, BTreeSet<String>> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut names = BTreeSet::new();
+        let mut texts = Vec::new();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            if p.extension().is_some_and(|x| x == "rs") && name != "lib" {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+                let code: String = code
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with("//"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                names.insert(name.clone());
+                texts.push((name, code));
+            }
+        }
+        let mut graph = BTreeMap::new();
+        for (name, code) in texts {
+            let mut deps = BTreeSet::new();
+            for part in code.split("crate::").skip(1) {
+                let heads: Vec<&str> = match part.strip_prefix('{') {
+                    Some(group) => group.split('}').next().unwrap_or("").split(',').collect(),
+                    None => vec![part],
+                };
+                for h in heads {
+                    let m: String = h
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if names.contains(&m) && m != name {
+                        deps.insert(m);
+                    }
+                }
+            }
+            graph.insert(name, deps);
+        }
+        graph
+    }
+
+    fn reach(graph: &BTreeMap<String, BTreeSet<String>>, from: &str) -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.to_string()];
+        while let Some(m) = todo.pop() {
+            for d in graph.get(&m).into_iter().flatten() {
+                if seen.insert(d.clone()) {
+                    todo.push(d.clone());
+                }
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn no_module_is_on_a_cycle() {
+        let graph = edges();
+        assert!(graph.len() >= 15, "{graph:?}");
+        let on_cycle: Vec<&String> = graph
+            .keys()
+            .filter(|m| reach(&graph, m).contains(*m))
+            .collect();
+        assert_eq!(on_cycle, Vec::<&String>::new(), "{graph:#?}");
+        let state: Vec<String> = reach(&graph, "state").into_iter().collect();
+        assert_eq!(
+            state,
+            ["env", "error", "fsutil"],
+            "the install state reads no backup"
+        );
+        assert_eq!(
+            reach(&graph, "jsonedit"),
+            BTreeSet::new(),
+            "the JSON backend stands alone"
+        );
+        assert!(!reach(&graph, "tomledit").contains("engine"), "{graph:#?}");
+    }
 }

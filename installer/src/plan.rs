@@ -1,11 +1,13 @@
 //! Plans: what an install or uninstall would change, computed without writing anything.
 
-use crate::engine::{History, compute};
+use crate::action::Action;
+use crate::edit::History;
+use crate::engine::compute;
 use crate::env::Env;
 use crate::error::InstallError;
 use crate::spec::FileSpec;
 use crate::state::{FileState, InstallState};
-use crate::{Action, agents, fsutil};
+use crate::{agents, fsutil};
 use memtrail_adapters::Agent;
 use similar::TextDiff;
 use std::path::{Path, PathBuf};
