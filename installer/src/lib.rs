@@ -53,6 +53,7 @@ mod action;
 mod agents;
 mod apply;
 mod backup;
+mod doctor;
 mod edit;
 mod engine;
 mod env;
@@ -61,6 +62,7 @@ mod fsutil;
 pub mod jsonedit;
 mod origin;
 mod plan;
+mod report;
 mod spec;
 mod state;
 mod status;
@@ -69,10 +71,12 @@ mod tomledit;
 pub use action::Action;
 pub use apply::{Applied, AppliedFile, MAX_BACKOFF, Outcome, RETRY_BUDGET};
 pub use backup::BackupSummary;
+pub use doctor::{DoctorReport, Notice, Problem};
 pub use env::Env;
 pub use error::InstallError;
 pub use memtrail_adapters::Agent;
 pub use plan::{FileChange, Plan};
+pub use report::{AgentResult, BackupsReport, TrustNotice};
 pub use status::{AgentStatus, ItemState, ItemStatus};
 
 use std::path::Path;
@@ -136,6 +140,36 @@ pub fn status_in(env: &Env, agent: Agent, binary: &Path) -> Result<AgentStatus, 
     status::status_in(env, agent, binary)
 }
 
+/// Every supported agent whose registration status can be read (see [`status`]), in the
+/// registry's order, with whether it was detected on this machine: the agents `install` offers,
+/// and (those detected) the ones it installs into by default. In the process environment.
+pub fn found_agents(binary: &Path) -> Vec<(Agent, bool)> {
+    memtrail_adapters::supported_agents()
+        .iter()
+        .filter_map(|&ag| match status(ag, binary) {
+            Ok(st) => Some((ag, st.detected)),
+            Err(_) => None,
+        })
+        .collect()
+}
+
+/// The supported agents memtrail is registered with (at least one item of theirs is not
+/// [`ItemState::Missing`], as [`status`] reports it), in the registry's order: the ones
+/// `uninstall` removes memtrail from by default. In the process environment.
+pub fn registered_agents(binary: &Path) -> Vec<Agent> {
+    memtrail_adapters::supported_agents()
+        .iter()
+        .copied()
+        .filter(|&ag| {
+            status(ag, binary).is_ok_and(|st| {
+                st.items
+                    .iter()
+                    .any(|i| !matches!(i.state, ItemState::Missing))
+            })
+        })
+        .collect()
+}
+
 /// The config backups' count, size and age, in the process environment (see [`backups_in`]).
 pub fn backups() -> BackupSummary {
     backups_in(&Env::from_process())
@@ -146,6 +180,29 @@ pub fn backups() -> BackupSummary {
 /// copies' sizes. Never fails: an unreadable folder counts as no backups.
 pub fn backups_in(env: &Env) -> BackupSummary {
     backup::summary(env)
+}
+
+/// `memtrail doctor`'s checks in the process environment (see [`doctor_in`]).
+pub fn doctor(
+    binary: &Path,
+    scratch: &Path,
+    recorded: &dyn Fn(Agent, &Path) -> bool,
+) -> DoctorReport {
+    doctor_in(&Env::from_process(), binary, scratch, recorded)
+}
+
+/// `memtrail doctor`'s checks: every registration problem (as [`status_in`] reports it) of each
+/// agent memtrail is registered with, then each distinct hook command run the way its agent
+/// runs it, in `scratch` (a private folder the caller made and removes). `recorded(agent,
+/// store)` says whether the hook recorded its run in the store at `store`. Never fails: what
+/// cannot be checked is a [`Problem`].
+pub fn doctor_in(
+    env: &Env,
+    binary: &Path,
+    scratch: &Path,
+    recorded: &dyn Fn(Agent, &Path) -> bool,
+) -> DoctorReport {
+    doctor::doctor_in(env, binary, scratch, recorded)
 }
 
 /// memtrail's state folder (`$XDG_STATE_HOME/memtrail`, default `~/.local/state/memtrail`):

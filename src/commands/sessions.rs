@@ -5,9 +5,30 @@ use crate::output::{plural, short_time};
 use crate::prompt::confirm_destructive;
 use anyhow::{Result, bail};
 use memtrail_adapters::Agent;
+use memtrail_runtime::maintenance::{Recaptured, SessionInfo};
+use memtrail_runtime::query::SessionSummary;
 use memtrail_runtime::query::{self, ListFilter};
+use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// `sessions list --json` (schema: docs/json.md).
+#[derive(Serialize)]
+struct SessionList<'a> {
+    sessions: &'a [SessionSummary],
+}
+
+/// `sessions delete --json`.
+#[derive(Serialize)]
+struct Deleted<'a> {
+    deleted: &'a SessionInfo,
+}
+
+/// `sessions capture --json`.
+#[derive(Serialize)]
+struct Captured<'a> {
+    captured: &'a Recaptured,
+}
 
 pub fn list(
     db: &std::path::Path,
@@ -31,7 +52,7 @@ pub fn list(
     if json {
         out!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "sessions": list }))?
+            serde_json::to_string_pretty(&SessionList { sessions: &list })?
         );
     } else if list.is_empty() && filtered {
         out!("No sessions match these filters.");
@@ -134,7 +155,7 @@ pub fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> 
     if json {
         out!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "deleted": info }))?
+            serde_json::to_string_pretty(&Deleted { deleted: &info })?
         );
     } else {
         out!("deleted {what}");
@@ -152,7 +173,7 @@ pub fn capture(db: &std::path::Path, id: &str, json: bool) -> Result<ExitCode> {
     if json {
         out!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "captured": r }))?
+            serde_json::to_string_pretty(&Captured { captured: &r })?
         );
     } else {
         out!(
