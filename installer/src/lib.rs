@@ -71,7 +71,7 @@ mod tomledit;
 pub use action::Action;
 pub use apply::{Applied, AppliedFile, MAX_BACKOFF, Outcome, RETRY_BUDGET};
 pub use backup::BackupSummary;
-pub use doctor::{DoctorReport, Notice, Problem};
+pub use doctor::{DoctorReport, Notice, Problem, doctor_in};
 pub use env::Env;
 pub use error::InstallError;
 pub use memtrail_adapters::Agent;
@@ -189,20 +189,6 @@ pub fn doctor(
     recorded: &dyn Fn(Agent, &Path) -> bool,
 ) -> DoctorReport {
     doctor_in(&Env::from_process(), binary, scratch, recorded)
-}
-
-/// `memtrail doctor`'s checks: every registration problem (as [`status_in`] reports it) of each
-/// agent memtrail is registered with, then each distinct hook command run the way its agent
-/// runs it, in `scratch` (a private folder the caller made and removes). `recorded(agent,
-/// store)` says whether the hook recorded its run in the store at `store`. Never fails: what
-/// cannot be checked is a [`Problem`].
-pub fn doctor_in(
-    env: &Env,
-    binary: &Path,
-    scratch: &Path,
-    recorded: &dyn Fn(Agent, &Path) -> bool,
-) -> DoctorReport {
-    doctor::doctor_in(env, binary, scratch, recorded)
 }
 
 /// memtrail's state folder (`$XDG_STATE_HOME/memtrail`, default `~/.local/state/memtrail`):
