@@ -2973,13 +2973,7 @@ fn install_dry_run_names_each_agent_it_would_leave_out() {
     let settings = sb.claude_dir().join("settings.json");
     std::fs::write(&settings, "{}\n").unwrap();
     std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o444)).unwrap();
-    let cursor = sb.home.join(".cursor");
-    std::fs::create_dir_all(&cursor).unwrap();
-    std::fs::write(
-        cursor.join("hooks.json"),
-        b"{\"version\": 1, \"hooks\": {\n",
-    )
-    .unwrap();
+    broken_cursor_hooks(&sb);
     let out = sb
         .acmd()
         .args(["install", "--dry-run", "--json"])
@@ -3069,6 +3063,17 @@ fn help_texts_agree_with_readme() {
     assert!(readme.contains(r#"(`memtrail search "ls -1"`)"#));
 }
 
+/// A Cursor `hooks.json` that does not parse (an object left open at line 1, column 25).
+fn broken_cursor_hooks(sb: &Sandbox) {
+    let cursor = sb.home.join(".cursor");
+    std::fs::create_dir_all(&cursor).unwrap();
+    std::fs::write(
+        cursor.join("hooks.json"),
+        b"{\"version\": 1, \"hooks\": {\n",
+    )
+    .unwrap();
+}
+
 /// docs/json.md, per command heading (`memtrail … --json`): each documented field's path
 /// (`agents[].hook_runs[].at`), its type, and whether it is always there ("never" absent).
 fn json_doc()
@@ -3147,13 +3152,7 @@ fn json_outputs_match_docs_json_md() {
     let t = grow_transcript(&sb, 3);
     let sid = session_id_of(&t);
     std::fs::create_dir_all(sb.home.join(".codex")).unwrap();
-    let cursor = sb.home.join(".cursor");
-    std::fs::create_dir_all(&cursor).unwrap();
-    std::fs::write(
-        cursor.join("hooks.json"),
-        b"{\"version\": 1, \"hooks\": {\n",
-    )
-    .unwrap();
+    broken_cursor_hooks(&sb);
     let run = |args: &[&str]| -> Value {
         let out = sb.cmd().args(args).output().unwrap();
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
