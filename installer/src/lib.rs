@@ -13,6 +13,15 @@
 //!   (Claude Code rewrites `~/.claude.json` often), the edit is recomputed on the new bytes.
 //! - [`status`] tells, per registration item, whether it is present, stale, duplicated, missing
 //!   or in a file that cannot be used.
+//! - [`doctor`] runs each installed hook command the way its agent runs it and reports what is
+//!   wrong with a fix ([`DoctorReport`], the shape of `memtrail doctor --json`).
+//!
+//! Modules, each depending only on those listed before it (test: `module_graph`): `env`,
+//! `error`, `action`, `spec`, `jsonedit` (the JSON and JSONC editor, standalone); `fsutil`;
+//! `state` (the install state) and `backup` (the backups); `origin` (what the oldest backup
+//! says a file was); `edit` (what the JSON and TOML backends share: a file's history, a
+//! computed change); `tomledit` (the TOML backend) and `engine` (the JSON backend, and the
+//! dispatch to the other two); `agents`, `plan`, `apply`, `status`, `doctor`, `report`.
 //!
 //! Edits follow DESIGN.md principle 4 (never clobber a user's config): they are format-preserving
 //! (comments, key order, indentation, CRLF and trailing commas survive; see [`jsonedit`]), touch

@@ -324,3 +324,61 @@ impl RetentionReport {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(at: i64, session: Option<&str>, error: Option<&str>) -> HookRun {
+        HookRun {
+            agent: "claude".into(),
+            event: "Stop".into(),
+            at,
+            duration_us: 1500,
+            session: session.map(str::to_string),
+            messages: 2,
+            error: error.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_failed_hook_counts_until_a_later_run_of_its_session_succeeds() {
+        let failed = run(1_000, Some("s1"), Some("store busy"));
+        let other_session = run(2_000, Some("s2"), None);
+        assert!(hook_failed(
+            &failed,
+            &[failed.clone(), other_session.clone()]
+        ));
+        let caught_up = run(3_000, Some("s1"), None);
+        assert!(!hook_failed(&failed, &[failed.clone(), caught_up.clone()]));
+        // A run without a session is caught up by any later success.
+        let no_session = run(1_000, None, Some("bad payload"));
+        assert!(!hook_failed(
+            &no_session,
+            &[no_session.clone(), other_session]
+        ));
+        assert!(!hook_failed(&caught_up, std::slice::from_ref(&caught_up)));
+    }
+
+    #[test]
+    fn hook_run_report_says_caught_up_only_for_a_failed_run() {
+        let failed = run(1_000, Some("s1"), Some("store busy"));
+        let later = run(3_000, Some("s1"), None);
+        let all = [failed.clone(), later.clone()];
+        assert_eq!(
+            serde_json::to_value(HookRunReport::new(&failed, &all)).unwrap(),
+            serde_json::json!({
+                "event": "Stop",
+                "at": "1970-01-01T00:00:01.000Z",
+                "duration_ms": 1.5,
+                "session": "s1",
+                "messages": 2,
+                "error": "store busy",
+                "caught_up": true,
+            })
+        );
+        let ok = serde_json::to_value(HookRunReport::new(&later, &all)).unwrap();
+        assert_eq!(ok.get("caught_up"), None);
+        assert_eq!(ok["error"], serde_json::Value::Null);
+    }
+}
