@@ -17,15 +17,15 @@ pub struct DoctorReport {
     /// How many distinct hook commands were run.
     pub hook_programs_checked: usize,
     /// One per problem; none means the hooks work.
-    pub problems: Vec<Problem>,
+    pub problems: Vec<DoctorProblem>,
     /// Items in place that the agent will not run until the user trusts them (Codex hooks
     /// before `/hooks`): not failures, as `status` says.
-    pub notices: Vec<Notice>,
+    pub notices: Vec<DoctorNotice>,
 }
 
 /// One problem and its fix.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
+pub struct DoctorProblem {
     /// The agent whose registration or hook has the problem.
     pub agent: Agent,
     /// What is wrong (`hook Stop is missing from /home/u/.claude/settings.json`).
@@ -36,7 +36,7 @@ pub struct Problem {
 
 /// An item awaiting the agent's trust.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Notice {
+pub struct DoctorNotice {
     /// The agent.
     pub agent: Agent,
     /// `<item> will not run: <reason>`.
@@ -54,13 +54,13 @@ pub fn doctor_in(
     scratch: &Path,
     recorded: &dyn Fn(Agent, &Path) -> bool,
 ) -> DoctorReport {
-    let mut problems: Vec<Problem> = Vec::new();
+    let mut problems: Vec<DoctorProblem> = Vec::new();
     // Pending trust (Codex skips hooks it does not trust yet) is a notice, as in `status`:
     // notify captures meanwhile, so it does not fail doctor.
-    let mut notices: Vec<Notice> = Vec::new();
+    let mut notices: Vec<DoctorNotice> = Vec::new();
     let mut checked = 0usize;
     let mut problem = |agent: Agent, what: String, fix: String| {
-        problems.push(Problem {
+        problems.push(DoctorProblem {
             agent,
             problem: what,
             fix,
@@ -116,7 +116,7 @@ pub fn doctor_in(
                     format!("{} is registered {count} times", item.item),
                     fix,
                 ),
-                S::Untrusted { reason } => notices.push(Notice {
+                S::Untrusted { reason } => notices.push(DoctorNotice {
                     agent,
                     notice: format!("{} will not run: {reason}", item.item),
                 }),

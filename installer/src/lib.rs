@@ -80,7 +80,7 @@ mod tomledit;
 pub use action::Action;
 pub use apply::{Applied, AppliedFile, MAX_BACKOFF, Outcome, RETRY_BUDGET};
 pub use backup::BackupSummary;
-pub use doctor::{DoctorReport, Notice, Problem, doctor_in};
+pub use doctor::{DoctorNotice, DoctorProblem, DoctorReport, doctor_in};
 pub use env::Env;
 pub use error::InstallError;
 pub use memtrail_adapters::Agent;
