@@ -85,7 +85,7 @@ pub use env::Env;
 pub use error::InstallError;
 pub use memtrail_adapters::Agent;
 pub use plan::{FileChange, Plan};
-pub use report::{AgentResult, BackupsReport, TrustNotice};
+pub use report::{AgentResult, TrustNotice};
 pub use status::{AgentStatus, ItemState, ItemStatus};
 
 use std::path::Path;

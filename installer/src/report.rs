@@ -1,42 +1,11 @@
-//! The installer's parts of the `--json` outputs (schema: docs/json.md): the config backups and
-//! the trust notices of `status --json`, one agent's result of `install --json` and
+//! The installer's parts of the `--json` outputs (schema: docs/json.md): the trust notices of
+//! `status --json`, one agent's result of `install --json` and
 //! `uninstall --json`.
 
-use crate::backup::BackupSummary;
 use crate::status::{AgentStatus, ItemState};
-use memtrail_adapters::{Agent, format_rfc3339_ms};
+use memtrail_adapters::Agent;
 use serde::Serialize;
 use std::path::PathBuf;
-
-/// The config backups (`status --json`: `backups`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BackupsReport {
-    /// The backups folder (`$XDG_STATE_HOME/memtrail/backups`).
-    pub dir: PathBuf,
-    /// Backup folders (one per install or uninstall run that changed a file).
-    pub folders: usize,
-    /// File copies in them.
-    pub copies: usize,
-    /// Their total size in bytes.
-    pub bytes: u64,
-    /// When the oldest was made (RFC 3339), if any.
-    pub oldest: Option<String>,
-    /// When the newest was made (RFC 3339), if any.
-    pub newest: Option<String>,
-}
-
-impl From<&BackupSummary> for BackupsReport {
-    fn from(b: &BackupSummary) -> BackupsReport {
-        BackupsReport {
-            dir: b.dir.clone(),
-            folders: b.folders,
-            copies: b.copies,
-            bytes: b.bytes,
-            oldest: b.oldest_ms.map(format_rfc3339_ms),
-            newest: b.newest_ms.map(format_rfc3339_ms),
-        }
-    }
-}
 
 /// An item that awaits the agent's trust (`status --json`: `notices[]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -4,7 +4,7 @@ use crate::common::{binary_path, open_store, open_store_read};
 use crate::output::{error_chain, plural, short_time};
 use anyhow::Result;
 use memtrail_adapters::Agent;
-use memtrail_installer::{AgentStatus, BackupsReport, TrustNotice};
+use memtrail_installer::{AgentStatus, BackupSummary, TrustNotice};
 use memtrail_runtime::ingest::PendingTail;
 use memtrail_runtime::status::{
     HookRunReport, RetentionReport, StoreInfo, StoreReport, TranscriptsReport, hook_failed,
@@ -24,7 +24,7 @@ struct StatusReport<'a> {
     notices: Vec<TrustNotice>,
     claude_retention: Option<RetentionReport>,
     pending_tails: &'a [PendingTail],
-    backups: BackupsReport,
+    backups: &'a BackupSummary,
 }
 
 /// One agent in `status --json`.
@@ -113,7 +113,7 @@ pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<Exi
                 .collect(),
             claude_retention: retention.as_ref().map(RetentionReport::new),
             pending_tails: &tails,
-            backups: BackupsReport::from(&backups),
+            backups: &backups,
         };
         out!("{}", serde_json::to_string_pretty(&report)?);
     } else {
