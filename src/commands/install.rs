@@ -12,6 +12,8 @@ use memtrail_runtime::Store;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+/// `memtrail install` and `memtrail uninstall` (`action`), then `--purge` (`purge_too`). Exit
+/// code 1 when an agent was left out or the user declined.
 pub fn install(
     a: InstallArgs,
     purge_too: bool,

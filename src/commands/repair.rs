@@ -120,6 +120,7 @@ pub fn repair(db: &std::path::Path, json: bool) -> Result<ExitCode> {
     })
 }
 
+/// A repair's report: one line per step and the integrity check, or its JSON.
 pub fn print_repair(report: &memtrail_runtime::store::RepairReport, json: bool) -> Result<()> {
     if json {
         out!("{}", serde_json::to_string_pretty(report)?);

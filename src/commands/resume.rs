@@ -16,6 +16,7 @@ struct Resumed<'a> {
     snapshot: &'a Snapshot,
 }
 
+/// `memtrail resume [SESSION]`: the snapshot's text (or JSON) within `budget` bytes.
 pub fn resume(
     db: &std::path::Path,
     session: Option<String>,

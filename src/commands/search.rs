@@ -18,6 +18,8 @@ struct Found<'a> {
     hits: &'a [Hit],
 }
 
+/// `memtrail search`: the hits (coloured on a terminal), or JSON; a note on stderr when new
+/// messages could not be searched.
 pub fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
     let q = a.query.join(" ");
     let filter = SearchFilter {

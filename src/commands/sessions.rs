@@ -30,6 +30,7 @@ struct Captured<'a> {
     captured: &'a Recaptured,
 }
 
+/// `memtrail sessions list`: most recently active first.
 pub fn list(
     db: &std::path::Path,
     agent: Option<Agent>,
@@ -79,6 +80,7 @@ pub fn list(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `memtrail sessions show ID`: Markdown, or JSON; a deleted session says how to capture it again.
 pub fn show(
     db: &std::path::Path,
     id: &str,
@@ -117,6 +119,7 @@ pub fn show(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `memtrail sessions delete ID`: asks (or needs `--yes`), then deletes; exit code 1 when declined.
 pub fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> Result<ExitCode> {
     let Some(mut store) = open_store_read(db)? else {
         bail!("no session `{id}`: the store at {} is empty", db.display());
@@ -167,6 +170,7 @@ pub fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> 
     Ok(ExitCode::SUCCESS)
 }
 
+/// `memtrail sessions capture ID`: reads a deleted session's transcripts again.
 pub fn capture(db: &std::path::Path, id: &str, json: bool) -> Result<ExitCode> {
     let mut store = open_store(db)?;
     let r = memtrail_runtime::maintenance::capture_again(&mut store, id)?;

@@ -36,6 +36,7 @@ struct AgentReport<'a> {
     hook_runs: Vec<HookRunReport>,
 }
 
+/// `memtrail status`: exit code 1 when not healthy.
 pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<ExitCode> {
     let binary = binary_path()?;
     let mut healthy = true;
@@ -303,6 +304,7 @@ pub fn claude_retention(
     )
 }
 
+/// The Claude Code retention paragraph of `status`.
 pub fn print_retention(
     r: &Option<std::result::Result<memtrail_runtime::maintenance::Retention, String>>,
 ) {
