@@ -18,6 +18,7 @@ Start with `memtrail install` (wires the hooks, MCP server and skill into each a
 `memtrail import` (brings in the sessions you already have). From then on every session is captured as it happens.",
     after_help = "Examples:\n  memtrail install --agent claude --yes\n  memtrail import\n  memtrail search \"database is locked\" --since 7d\n  memtrail sessions list --limit 5\n  memtrail sessions show 4c2ddfdc\n  memtrail resume                  # the working state of this folder's latest session"
 )]
+/// The command line: the global `--db` and one command.
 pub struct Cli {
     /// The store to use [default: $MEMTRAIL_DB, else $XDG_DATA_HOME/memtrail/memtrail.db, i.e. ~/.local/share/memtrail/memtrail.db].
     #[arg(long, global = true, value_name = "PATH")]

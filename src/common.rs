@@ -12,10 +12,12 @@ pub fn open_store_read(db: &std::path::Path) -> Result<Option<Store>> {
     open_store(db).map(Some)
 }
 
+/// The store at `db`, created if missing; the error names the path.
 pub fn open_store(db: &std::path::Path) -> Result<Store> {
     Store::open(db).with_context(|| format!("cannot open the store at {}", db.display()))
 }
 
+/// `p` made absolute against the current folder (symlinks kept), as a string.
 pub fn absolute(p: &std::path::Path) -> String {
     std::path::absolute(p)
         .unwrap_or_else(|_| p.to_path_buf())

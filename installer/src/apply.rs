@@ -1,12 +1,13 @@
 //! Applying a plan: backups, atomic writes, retries when another program rewrote a file.
 
-use crate::Action;
+use crate::action::Action;
 use crate::backup::{self, Backup};
-use crate::engine::{Computed, History, compute};
+use crate::edit::{Computed, History};
+use crate::engine::compute;
 use crate::error::InstallError;
 use crate::fsutil::{self, TempFile};
 use crate::plan::{FileChange, Plan};
-use crate::state::{self, FileState, InstallState};
+use crate::state::{FileState, InstallState};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -304,7 +305,7 @@ fn apply_files(
                     Outcome::Deleted
                 }
             };
-            let k = state::key(&fc.path);
+            let k = fsutil::path_key(&fc.path);
             match plan.action {
                 Action::Install => {
                     if let Some(rec) = edit.record.clone() {

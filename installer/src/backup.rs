@@ -43,7 +43,8 @@ pub(crate) const KEEP_RECENT: usize = 5;
 /// copies): 30 days.
 pub(crate) const MAX_AGE: std::time::Duration = std::time::Duration::from_secs(30 * 86_400);
 
-/// What the config backups amount to, for `memtrail status`.
+/// What the config backups amount to, for `memtrail status`. Serializes as `status --json`'s
+/// `backups` (docs/json.md): the times as RFC 3339 strings named `oldest` and `newest`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BackupSummary {
     /// The backups folder (`$XDG_STATE_HOME/memtrail/backups`).
@@ -55,9 +56,19 @@ pub struct BackupSummary {
     /// Their total size in bytes.
     pub bytes: u64,
     /// When the oldest and the newest were made, in milliseconds since the Unix epoch.
+    #[serde(rename = "oldest", serialize_with = "rfc3339_ms")]
     pub oldest_ms: Option<i64>,
     /// See `oldest_ms`.
+    #[serde(rename = "newest", serialize_with = "rfc3339_ms")]
     pub newest_ms: Option<i64>,
+}
+
+/// A time in ms since the Unix epoch as RFC 3339 (UTC, milliseconds), or `null`.
+fn rfc3339_ms<S: serde::Serializer>(ms: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
+    match ms {
+        Some(ms) => s.serialize_str(&memtrail_adapters::format_rfc3339_ms(*ms)),
+        None => s.serialize_none(),
+    }
 }
 
 /// When a backup folder was made: its `created_ns`, else (older versions) its mtime.
@@ -198,7 +209,7 @@ impl Backup {
         original: &Path,
         bytes: Option<&[u8]>,
     ) -> Result<Option<PathBuf>, InstallError> {
-        let orig = crate::state::key(original);
+        let orig = fsutil::path_key(original);
         let saved = match bytes {
             None => {
                 if !self.index.absent.contains(&orig) {

@@ -8,6 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The key of a configured path in the install state's `files` and in a backup's `index.json`
+/// (`files` values, `absent`): the path as given (not canonicalised), lossily as UTF-8.
+pub(crate) fn path_key(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
 /// Follow `path` through symlinks to the file that is really edited (which may not exist yet).
 /// The link itself is never replaced.
 pub(crate) fn resolve_target(path: &Path) -> Result<PathBuf, InstallError> {

@@ -13,6 +13,15 @@
 //!   (Claude Code rewrites `~/.claude.json` often), the edit is recomputed on the new bytes.
 //! - [`status`] tells, per registration item, whether it is present, stale, duplicated, missing
 //!   or in a file that cannot be used.
+//! - [`doctor`] runs each installed hook command the way its agent runs it and reports what is
+//!   wrong with a fix ([`DoctorReport`], the shape of `memtrail doctor --json`).
+//!
+//! Modules, each depending only on those listed before it (test: `module_graph`): `env`,
+//! `error`, `action`, `spec`, `jsonedit` (the JSON and JSONC editor, standalone); `fsutil`;
+//! `state` (the install state) and `backup` (the backups); `origin` (what the oldest backup
+//! says a file was); `edit` (what the JSON and TOML backends share: a file's history, a
+//! computed change); `tomledit` (the TOML backend) and `engine` (the JSON backend, and the
+//! dispatch to the other two); `agents`, `plan`, `apply`, `status`, `doctor`, `report`.
 //!
 //! Edits follow DESIGN.md principle 4 (never clobber a user's config): they are format-preserving
 //! (comments, key order, indentation, CRLF and trailing commas survive; see [`jsonedit`]), touch
@@ -49,39 +58,36 @@
 
 #![warn(missing_docs)]
 
+mod action;
 mod agents;
 mod apply;
 mod backup;
+mod doctor;
+mod edit;
 mod engine;
 mod error;
 mod fsutil;
 pub mod jsonedit;
+mod origin;
 mod plan;
+mod report;
 mod spec;
 mod state;
 mod status;
 mod tomledit;
 
+pub use action::Action;
 pub use apply::{Applied, AppliedFile, MAX_BACKOFF, Outcome, RETRY_BUDGET};
 pub use backup::BackupSummary;
+pub use doctor::{DoctorNotice, DoctorProblem, DoctorReport, doctor_in};
 pub use error::InstallError;
 pub use memtrail_adapters::Agent;
 pub use memtrail_adapters::Env;
 pub use plan::{FileChange, Plan};
+pub use report::{AgentResult, TrustNotice};
 pub use status::{AgentStatus, ItemState, ItemStatus};
 
-use serde::{Deserialize, Serialize};
 use std::path::Path;
-
-/// What to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    /// Register memtrail (hooks, MCP server, skill).
-    Install,
-    /// Remove exactly what is memtrail's, and what its install created.
-    Uninstall,
-}
 
 /// Compute what `action` would change for `agent`, registering the memtrail binary at `binary`
 /// (absolute, UTF-8), in the process environment. Writes nothing.
@@ -142,6 +148,36 @@ pub fn status_in(env: &Env, agent: Agent, binary: &Path) -> Result<AgentStatus, 
     status::status_in(env, agent, binary)
 }
 
+/// Every supported agent whose registration status can be read (see [`status`]), in the
+/// registry's order, with whether it was detected on this machine: the agents `install` offers,
+/// and (those detected) the ones it installs into by default. In the process environment.
+pub fn found_agents(binary: &Path) -> Vec<(Agent, bool)> {
+    memtrail_adapters::supported_agents()
+        .iter()
+        .filter_map(|&ag| match status(ag, binary) {
+            Ok(st) => Some((ag, st.detected)),
+            Err(_) => None,
+        })
+        .collect()
+}
+
+/// The supported agents memtrail is registered with (at least one item of theirs is not
+/// [`ItemState::Missing`], as [`status`] reports it), in the registry's order: the ones
+/// `uninstall` removes memtrail from by default. In the process environment.
+pub fn registered_agents(binary: &Path) -> Vec<Agent> {
+    memtrail_adapters::supported_agents()
+        .iter()
+        .copied()
+        .filter(|&ag| {
+            status(ag, binary).is_ok_and(|st| {
+                st.items
+                    .iter()
+                    .any(|i| !matches!(i.state, ItemState::Missing))
+            })
+        })
+        .collect()
+}
+
 /// The config backups' count, size and age, in the process environment (see [`backups_in`]).
 pub fn backups() -> BackupSummary {
     backups_in(&Env::from_process())
@@ -152,6 +188,15 @@ pub fn backups() -> BackupSummary {
 /// copies' sizes. Never fails: an unreadable folder counts as no backups.
 pub fn backups_in(env: &Env) -> BackupSummary {
     backup::summary(env)
+}
+
+/// `memtrail doctor`'s checks in the process environment (see [`doctor_in`]).
+pub fn doctor(
+    binary: &Path,
+    scratch: &Path,
+    recorded: &dyn Fn(Agent, &Path) -> bool,
+) -> DoctorReport {
+    doctor_in(&Env::from_process(), binary, scratch, recorded)
 }
 
 /// memtrail's state folder (`$XDG_STATE_HOME/memtrail`, default `~/.local/state/memtrail`):
@@ -180,4 +225,91 @@ pub fn purge_state_in(env: &Env) -> Result<bool, InstallError> {
     }
     std::fs::remove_dir_all(&dir).map_err(|e| InstallError::io(&dir, e))?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod module_graph {
+    //! The modules' dependencies (their `crate::…` paths, tests and comments left out) form no
+    //! cycle: the install state does not read backups, the backends share `edit`, not each other.
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// Module → the modules its code names through `crate::`.
+    fn edges() -> BTreeMap<String, BTreeSet<String>> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut names = BTreeSet::new();
+        let mut texts = Vec::new();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            if p.extension().is_some_and(|x| x == "rs") && name != "lib" {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+                let code: String = code
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with("//"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                names.insert(name.clone());
+                texts.push((name, code));
+            }
+        }
+        let mut graph = BTreeMap::new();
+        for (name, code) in texts {
+            let mut deps = BTreeSet::new();
+            for part in code.split("crate::").skip(1) {
+                let heads: Vec<&str> = match part.strip_prefix('{') {
+                    Some(group) => group.split('}').next().unwrap_or("").split(',').collect(),
+                    None => vec![part],
+                };
+                for h in heads {
+                    let m: String = h
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if names.contains(&m) && m != name {
+                        deps.insert(m);
+                    }
+                }
+            }
+            graph.insert(name, deps);
+        }
+        graph
+    }
+
+    fn reach(graph: &BTreeMap<String, BTreeSet<String>>, from: &str) -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.to_string()];
+        while let Some(m) = todo.pop() {
+            for d in graph.get(&m).into_iter().flatten() {
+                if seen.insert(d.clone()) {
+                    todo.push(d.clone());
+                }
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn no_module_is_on_a_cycle() {
+        let graph = edges();
+        assert!(graph.len() >= 15, "{graph:?}");
+        let on_cycle: Vec<&String> = graph
+            .keys()
+            .filter(|m| reach(&graph, m).contains(*m))
+            .collect();
+        assert_eq!(on_cycle, Vec::<&String>::new(), "{graph:#?}");
+        let state: Vec<String> = reach(&graph, "state").into_iter().collect();
+        assert_eq!(
+            state,
+            ["error", "fsutil"],
+            "the install state reads no backup"
+        );
+        assert_eq!(
+            reach(&graph, "jsonedit"),
+            BTreeSet::new(),
+            "the JSON backend stands alone"
+        );
+        assert!(!reach(&graph, "tomledit").contains("engine"), "{graph:#?}");
+    }
 }

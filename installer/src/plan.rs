@@ -1,10 +1,12 @@
 //! Plans: what an install or uninstall would change, computed without writing anything.
 
-use crate::engine::{History, compute};
+use crate::action::Action;
+use crate::edit::History;
+use crate::engine::compute;
 use crate::error::InstallError;
 use crate::spec::FileSpec;
 use crate::state::{FileState, InstallState};
-use crate::{Action, agents, fsutil};
+use crate::{agents, fsutil};
 use memtrail_adapters::Agent;
 use memtrail_adapters::Env;
 use similar::TextDiff;

@@ -38,9 +38,9 @@
 //!   that install collapsed into one are not put back.
 
 use crate::error::InstallError;
+use crate::fsutil::path_key;
 use memtrail_adapters::Env;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -156,10 +156,6 @@ impl Default for InstallState {
     }
 }
 
-pub(crate) fn key(path: &Path) -> String {
-    path.to_string_lossy().into_owned()
-}
-
 impl InstallState {
     /// Load the state. A missing file is an empty state; an unreadable or corrupt one is
     /// reported as `None` (uninstall then falls back to the backups).
@@ -172,7 +168,7 @@ impl InstallState {
     }
 
     pub fn get(&self, path: &Path) -> Option<&FileState> {
-        self.files.get(&key(path))
+        self.files.get(&path_key(path))
     }
 
     /// Write the state (atomically, owner-only), or delete it when it is empty.
@@ -192,70 +188,4 @@ impl InstallState {
         bytes.push(b'\n');
         crate::fsutil::write_atomic(&path, &bytes, None, Some(0o600))
     }
-}
-
-/// What the oldest backup says a file looked like before memtrail first touched it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Origin {
-    /// No backup mentions the file.
-    Unknown,
-    /// The file did not exist.
-    Absent,
-    /// The file's value (`None` when the backup holds no JSON value or does not parse).
-    Doc(Option<Value>),
-}
-
-impl Origin {
-    /// Whether a container at `path` is known to have been absent originally.
-    pub fn lacks(&self, path: &[String]) -> bool {
-        match self {
-            Origin::Unknown => false,
-            Origin::Absent => true,
-            Origin::Doc(None) => false,
-            Origin::Doc(Some(v)) => {
-                let mut cur = v;
-                for k in path {
-                    match cur.get(k) {
-                        Some(next) => cur = next,
-                        None => return true,
-                    }
-                }
-                false
-            }
-        }
-    }
-}
-
-/// Look `original` up in the backups, oldest first. Only the top-level keys in `scope` are
-/// read from a JSON copy (the parts memtrail edits; see [`crate::spec::json_scope`]).
-pub(crate) fn origin_of(env: &Env, original: &Path, scope: &[String]) -> Origin {
-    let want = key(original);
-    for (dir, index) in crate::backup::list(env) {
-        if index.absent.contains(&want) {
-            return Origin::Absent;
-        }
-        if let Some((name, _)) = index.files.iter().find(|(_, orig)| **orig == want) {
-            let text = std::fs::read(dir.join(name))
-                .ok()
-                .and_then(|b| String::from_utf8(b).ok());
-            if original.extension().is_some_and(|e| e == "toml") {
-                return Origin::Doc(text.as_deref().and_then(crate::tomledit::presence));
-            }
-            let value = text
-                .and_then(|t| crate::jsonedit::JsonDoc::parse_scoped(&t, scope).ok())
-                .filter(|d| !d.is_blank())
-                .map(|d| {
-                    let mut m = serde_json::Map::new();
-                    for k in scope {
-                        let p = [crate::jsonedit::Seg::Key(k.clone())];
-                        if let Some(v) = d.get(&p) {
-                            m.insert(k.clone(), v);
-                        }
-                    }
-                    Value::Object(m)
-                });
-            return Origin::Doc(value);
-        }
-    }
-    Origin::Unknown
 }

@@ -1,7 +1,8 @@
 //! `status`: is each of memtrail's entries in place, and where does it point?
 
 use crate::agents;
-use crate::engine::{Found, handler_positions, inspect, parse_doc, whole_is_ours};
+use crate::edit::Found;
+use crate::engine::{handler_positions, inspect, parse_doc, whole_is_ours};
 use crate::error::InstallError;
 use crate::fsutil;
 use crate::jsonedit::JsonDoc;

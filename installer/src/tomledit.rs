@@ -16,8 +16,8 @@
 //! uninstall. A file that does not parse, or holds a key twice, is refused with its line and
 //! column and left untouched.
 
-use crate::Action;
-use crate::engine::{Computed, Found, History, decode, new_dirs};
+use crate::action::Action;
+use crate::edit::{Computed, Found, History, decode, new_dirs};
 use crate::error::InstallError;
 use crate::spec::{TomlItem, TomlValue};
 use crate::state::{EntryRecord, FileState};
@@ -805,25 +805,6 @@ pub(crate) fn hook_state(doc: &DocumentMut, key: &str) -> Option<(Option<bool>, 
             .and_then(Item::as_str)
             .map(str::to_string),
     ))
-}
-
-/// What a TOML backup says is there (tables as objects, values as `true`), to tell which
-/// tables existed before memtrail's first install when the install state is lost.
-pub(crate) fn presence(text: &str) -> Option<serde_json::Value> {
-    fn walk(t: &dyn TableLike) -> serde_json::Value {
-        let mut m = serde_json::Map::new();
-        for (k, v) in t.iter() {
-            let inner = match v.as_table_like() {
-                Some(sub) => walk(sub),
-                None => serde_json::Value::Bool(true),
-            };
-            m.insert(k.to_string(), inner);
-        }
-        serde_json::Value::Object(m)
-    }
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let doc = Document::parse(text.to_string()).ok()?;
-    Some(walk(doc.as_table()))
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub mod resume;
 pub mod salvage;
 pub mod seams;
 pub mod snapshot;
+pub mod status;
 pub mod store;
 #[cfg(test)]
 mod test_rng;

@@ -7,6 +7,8 @@ use memtrail_runtime::query::{self};
 use memtrail_runtime::resume;
 use std::process::ExitCode;
 
+/// `memtrail handoff SESSION --to AGENT`: prints the Markdown document; fails on an empty store
+/// or an unknown session.
 pub fn handoff(db: &std::path::Path, session: &str, to: Agent) -> Result<ExitCode> {
     let Some(store) = open_store_read(db)? else {
         bail!(

@@ -8,6 +8,7 @@ use memtrail_runtime::time::{Bound, parse_date};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+/// `memtrail import`: progress on stderr (a bar on a terminal), the summary on stdout.
 pub fn import(
     db: &std::path::Path,
     agents: Vec<Agent>,

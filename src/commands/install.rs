@@ -7,10 +7,13 @@ use crate::output::plural;
 use crate::prompt::ask;
 use anyhow::{Context, Result, bail};
 use memtrail_adapters::Agent;
+use memtrail_installer::AgentResult;
 use memtrail_runtime::Store;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+/// `memtrail install` and `memtrail uninstall` (`action`), then `--purge` (`purge_too`). Exit
+/// code 1 when an agent was left out or the user declined.
 pub fn install(
     a: InstallArgs,
     purge_too: bool,
@@ -38,23 +41,15 @@ pub fn install(
         }
     }
     if agents.is_empty() {
-        for &ag in memtrail_adapters::supported_agents() {
-            // Install where the agent is found; uninstall wherever memtrail may be registered.
-            let wanted = match action {
-                memtrail_installer::Action::Install => {
-                    memtrail_installer::status(ag, &binary).is_ok_and(|st| st.detected)
-                }
-                memtrail_installer::Action::Uninstall => memtrail_installer::status(ag, &binary)
-                    .is_ok_and(|st| {
-                        st.items
-                            .iter()
-                            .any(|i| !matches!(i.state, memtrail_installer::ItemState::Missing))
-                    }),
-            };
-            if wanted {
-                agents.push(ag);
-            }
-        }
+        // Install where the agent is found; uninstall wherever memtrail may be registered.
+        agents = match action {
+            memtrail_installer::Action::Install => memtrail_installer::found_agents(&binary)
+                .into_iter()
+                .filter(|(_, detected)| *detected)
+                .map(|(ag, _)| ag)
+                .collect(),
+            memtrail_installer::Action::Uninstall => memtrail_installer::registered_agents(&binary),
+        };
         // On a terminal, without --yes: let the user pick, detected agents preselected.
         let interactive_pick = matches!(action, memtrail_installer::Action::Install)
             && !a.yes
@@ -63,13 +58,7 @@ pub fn install(
             && std::io::stdin().is_terminal()
             && std::io::stderr().is_terminal();
         if interactive_pick {
-            let candidates: Vec<(Agent, bool)> = memtrail_adapters::supported_agents()
-                .iter()
-                .filter_map(|&ag| match memtrail_installer::status(ag, &binary) {
-                    Ok(st) => Some((ag, st.detected)),
-                    Err(_) => None,
-                })
-                .collect();
+            let candidates: Vec<(Agent, bool)> = memtrail_installer::found_agents(&binary);
             let labels: Vec<String> = candidates
                 .iter()
                 .map(|(ag, found)| {
@@ -158,18 +147,16 @@ pub fn install(
         if a.json {
             // Every agent, with `error` for one that would be left out (and why).
             let why = |ag: &Agent| left_out.iter().find(|(a, _)| a == ag).map(|(_, e)| e);
-            let mut v: Vec<_> = left_out
+            let mut v: Vec<AgentResult> = left_out
                 .iter()
                 .filter(|(ag, _)| !plans.iter().any(|(a, _)| a == ag))
-                .map(|(ag, e)| serde_json::json!({"agent": ag, "error": e, "changes": []}))
+                .map(|(ag, e)| left_out_result(*ag, e.clone()))
                 .collect();
-            v.extend(plans.iter().map(|(ag, p)| {
-                let mut j =
-                    serde_json::json!({"agent": ag, "changes": p.describe(), "diff": p.diff()});
-                if let Some(e) = why(ag) {
-                    j["error"] = serde_json::json!(e);
-                }
-                j
+            v.extend(plans.iter().map(|(ag, p)| AgentResult {
+                agent: *ag,
+                error: why(ag).cloned(),
+                changes: p.describe(),
+                diff: Some(p.diff()),
             }));
             out!("{}", serde_json::to_string_pretty(&v)?);
         } else {
@@ -206,16 +193,21 @@ pub fn install(
             return Ok(ExitCode::FAILURE);
         }
     }
-    let mut results: Vec<serde_json::Value> = left_out
+    let mut results: Vec<AgentResult> = left_out
         .iter()
-        .map(|(ag, e)| serde_json::json!({"agent": ag, "error": e, "changes": []}))
+        .map(|(ag, e)| left_out_result(*ag, e.clone()))
         .collect();
     for (ag, p) in &plans {
         if p.is_empty() {
             if !a.json {
                 out!("{}: already {}ed, nothing to do", ag.display_name(), verb);
             }
-            results.push(serde_json::json!({"agent": ag, "changes": []}));
+            results.push(AgentResult {
+                agent: *ag,
+                error: None,
+                changes: Vec::new(),
+                diff: None,
+            });
             continue;
         }
         // Each agent all or nothing (the installer undoes a failed apply); the others go ahead.
@@ -225,7 +217,7 @@ pub fn install(
                 ag.display_name()
             );
             left_out.push((*ag, e.to_string()));
-            results.push(serde_json::json!({"agent": ag, "error": e.to_string(), "changes": []}));
+            results.push(left_out_result(*ag, e.to_string()));
             continue;
         }
         if !a.json && interactive {
@@ -241,7 +233,12 @@ pub fn install(
                 out!("  {line}");
             }
         }
-        results.push(serde_json::json!({"agent": ag, "changes": p.describe()}));
+        results.push(AgentResult {
+            agent: *ag,
+            error: None,
+            changes: p.describe(),
+            diff: None,
+        });
     }
     if a.json {
         out!("{}", serde_json::to_string_pretty(&results)?);
@@ -259,6 +256,16 @@ pub fn install(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `install --json`'s entry for an agent left out: why, and no change.
+fn left_out_result(agent: Agent, error: String) -> AgentResult {
+    AgentResult {
+        agent,
+        error: Some(error),
+        changes: Vec::new(),
+        diff: None,
+    }
+}
+
 /// `uninstall --purge`, after the uninstall gave the configs their original bytes back: delete
 /// the store (and its WAL files), then memtrail's state folder (config backups, which hold
 /// copies of the agents' configs with their API keys and tokens; the install state; the logs),
@@ -269,17 +276,7 @@ pub fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
     let env = memtrail_installer::Env::from_process();
     let state = memtrail_installer::state_dir_in(&env);
     let binary = binary_path()?;
-    let still: Vec<Agent> = memtrail_adapters::supported_agents()
-        .iter()
-        .copied()
-        .filter(|&ag| {
-            memtrail_installer::status(ag, &binary).is_ok_and(|st| {
-                st.items
-                    .iter()
-                    .any(|i| !matches!(i.state, memtrail_installer::ItemState::Missing))
-            })
-        })
-        .collect();
+    let still: Vec<Agent> = memtrail_installer::registered_agents(&binary);
     let purge_state = still.is_empty() && std::fs::symlink_metadata(&state).is_ok();
     let backups = memtrail_installer::backups_in(&env);
     let store_what = db

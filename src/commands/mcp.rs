@@ -4,6 +4,7 @@ use anyhow::Result;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// `memtrail mcp`: serves until stdin closes.
 pub fn mcp(db: PathBuf) -> Result<ExitCode> {
     memtrail_runtime::mcp::serve_stdio(db).map_err(|e| anyhow::anyhow!(e))?;
     Ok(ExitCode::SUCCESS)

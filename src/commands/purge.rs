@@ -10,6 +10,7 @@ use std::process::ExitCode;
 /// The youngest cutoff `purge --older-than` accepts without `--force`: one hour ago.
 pub const MIN_PURGE_AGE_MS: i64 = 3_600_000;
 
+/// `memtrail purge --older-than AGE`: asks (or needs `--yes`) before deleting anything.
 pub fn purge_older(
     db: &std::path::Path,
     older_than: &str,

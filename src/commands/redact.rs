@@ -6,6 +6,7 @@ use anyhow::{Result, bail};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+/// `memtrail redact --rescan`: progress on stderr on a terminal, the counts on stdout.
 pub fn redact_rescan(db: &std::path::Path, json: bool) -> Result<ExitCode> {
     let Some(mut store) = open_store_read(db)? else {
         bail!("no store at {}: nothing to rescan", db.display());

@@ -4,7 +4,22 @@ use crate::common::open_store;
 use crate::output::printable;
 use anyhow::{Context, Result, bail};
 use memtrail_runtime::Store;
+use memtrail_runtime::salvage::Salvaged;
+use memtrail_runtime::store::RepairStepReport;
+use serde::Serialize;
 use std::process::ExitCode;
+
+/// `repair --json` when the store's file was damaged and salvaged (schema: docs/json.md); an
+/// undamaged store's repair prints its `RepairReport` (`steps`, `integrity`).
+#[derive(Serialize)]
+struct SalvagedRepair<'a> {
+    damage: &'a str,
+    salvaged: &'a Salvaged,
+    reimported_messages: u64,
+    left_out: &'a [String],
+    steps: &'a [RepairStepReport],
+    integrity: &'a [String],
+}
 
 /// `memtrail repair`: rebuild the derived data ([`Store::repair`]). When the file itself is
 /// damaged (the repair meets a corrupt page, or the integrity check still fails after it), what
@@ -86,14 +101,14 @@ pub fn repair(db: &std::path::Path, json: bool) -> Result<ExitCode> {
     if json {
         out!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "damage": damage,
-                "salvaged": salvaged,
-                "reimported_messages": added,
-                "left_out": reimport.left_out,
-                "steps": report.steps,
-                "integrity": report.integrity,
-            }))?
+            serde_json::to_string_pretty(&SalvagedRepair {
+                damage: &damage,
+                salvaged: &salvaged,
+                reimported_messages: added,
+                left_out: &reimport.left_out,
+                steps: &report.steps,
+                integrity: &report.integrity,
+            })?
         );
     } else {
         print_repair(&report, false)?;
@@ -105,6 +120,7 @@ pub fn repair(db: &std::path::Path, json: bool) -> Result<ExitCode> {
     })
 }
 
+/// A repair's report: one line per step and the integrity check, or its JSON.
 pub fn print_repair(report: &memtrail_runtime::store::RepairReport, json: bool) -> Result<()> {
     if json {
         out!("{}", serde_json::to_string_pretty(report)?);

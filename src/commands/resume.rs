@@ -2,10 +2,21 @@
 
 use crate::common::{absolute, open_store_read};
 use anyhow::{Context, Result, bail};
+use memtrail_runtime::query::SessionSummary;
 use memtrail_runtime::query::{self};
 use memtrail_runtime::resume;
+use memtrail_runtime::snapshot::Snapshot;
+use serde::Serialize;
 use std::process::ExitCode;
 
+/// `resume --json` (schema: docs/json.md).
+#[derive(Serialize)]
+struct Resumed<'a> {
+    session: &'a SessionSummary,
+    snapshot: &'a Snapshot,
+}
+
+/// `memtrail resume [SESSION]`: the snapshot's text (or JSON) within `budget` bytes.
 pub fn resume(
     db: &std::path::Path,
     session: Option<String>,
@@ -25,9 +36,10 @@ pub fn resume(
     if json {
         out!(
             "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({ "session": summary, "snapshot": snap })
-            )?
+            serde_json::to_string_pretty(&Resumed {
+                session: &summary,
+                snapshot: &snap
+            })?
         );
     } else if snap.text.trim().is_empty() {
         out!(

@@ -4,10 +4,22 @@ use crate::cli::SearchArgs;
 use crate::common::{absolute, open_store_read};
 use crate::output::{printable, short_time};
 use anyhow::Result;
+use memtrail_runtime::query::Hit;
 use memtrail_runtime::query::{self, HL_END, HL_START, SearchFilter};
 use memtrail_runtime::time::{Bound, parse_date};
+use serde::Serialize;
 use std::process::ExitCode;
 
+/// `search --json` (schema: docs/json.md): the query as searched (its words joined by spaces)
+/// and the hits, their snippets marked `**word**`.
+#[derive(Serialize)]
+struct Found<'a> {
+    query: &'a str,
+    hits: &'a [Hit],
+}
+
+/// `memtrail search`: the hits (coloured on a terminal), or JSON; a note on stderr when new
+/// messages could not be searched.
 pub fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
     let q = a.query.join(" ");
     let filter = SearchFilter {
@@ -48,7 +60,10 @@ pub fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
         }
         out!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "query": q, "hits": hits }))?
+            serde_json::to_string_pretty(&Found {
+                query: &q,
+                hits: &hits
+            })?
         );
         return Ok(ExitCode::SUCCESS);
     }

@@ -5,10 +5,32 @@ use crate::output::{plural, short_time};
 use crate::prompt::confirm_destructive;
 use anyhow::{Result, bail};
 use memtrail_adapters::Agent;
+use memtrail_runtime::maintenance::{Recaptured, SessionInfo};
+use memtrail_runtime::query::SessionSummary;
 use memtrail_runtime::query::{self, ListFilter};
+use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// `sessions list --json` (schema: docs/json.md).
+#[derive(Serialize)]
+struct SessionList<'a> {
+    sessions: &'a [SessionSummary],
+}
+
+/// `sessions delete --json`.
+#[derive(Serialize)]
+struct Deleted<'a> {
+    deleted: &'a SessionInfo,
+}
+
+/// `sessions capture --json`.
+#[derive(Serialize)]
+struct Captured<'a> {
+    captured: &'a Recaptured,
+}
+
+/// `memtrail sessions list`: most recently active first.
 pub fn list(
     db: &std::path::Path,
     agent: Option<Agent>,
@@ -31,7 +53,7 @@ pub fn list(
     if json {
         out!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "sessions": list }))?
+            serde_json::to_string_pretty(&SessionList { sessions: &list })?
         );
     } else if list.is_empty() && filtered {
         out!("No sessions match these filters.");
@@ -58,6 +80,7 @@ pub fn list(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `memtrail sessions show ID`: Markdown, or JSON; a deleted session says how to capture it again.
 pub fn show(
     db: &std::path::Path,
     id: &str,
@@ -96,6 +119,7 @@ pub fn show(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `memtrail sessions delete ID`: asks (or needs `--yes`), then deletes; exit code 1 when declined.
 pub fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> Result<ExitCode> {
     let Some(mut store) = open_store_read(db)? else {
         bail!("no session `{id}`: the store at {} is empty", db.display());
@@ -134,7 +158,7 @@ pub fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> 
     if json {
         out!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "deleted": info }))?
+            serde_json::to_string_pretty(&Deleted { deleted: &info })?
         );
     } else {
         out!("deleted {what}");
@@ -146,13 +170,14 @@ pub fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> 
     Ok(ExitCode::SUCCESS)
 }
 
+/// `memtrail sessions capture ID`: reads a deleted session's transcripts again.
 pub fn capture(db: &std::path::Path, id: &str, json: bool) -> Result<ExitCode> {
     let mut store = open_store(db)?;
     let r = memtrail_runtime::maintenance::capture_again(&mut store, id)?;
     if json {
         out!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "captured": r }))?
+            serde_json::to_string_pretty(&Captured { captured: &r })?
         );
     } else {
         out!(

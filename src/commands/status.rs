@@ -4,12 +4,39 @@ use crate::common::{binary_path, open_store, open_store_read};
 use crate::output::{error_chain, plural, short_time};
 use anyhow::Result;
 use memtrail_adapters::Agent;
+use memtrail_installer::{AgentStatus, BackupSummary, TrustNotice};
+use memtrail_runtime::ingest::PendingTail;
+use memtrail_runtime::status::{
+    HookRunReport, RetentionReport, StoreInfo, StoreReport, TranscriptsReport, hook_failed,
+};
+use serde::Serialize;
+use std::path::Path;
 use std::process::ExitCode;
 
-/// The largest store `status` runs the quick integrity check on by default: 8 MB (the check
-/// reads the whole file, about 5 ms per MB; `status` stays within 50 ms).
-pub const STATUS_CHECK_MAX_BYTES: u64 = 8 << 20;
+/// `status --json` (schema: docs/json.md).
+#[derive(Serialize)]
+struct StatusReport<'a> {
+    healthy: bool,
+    binary: &'a Path,
+    agents: Vec<AgentReport<'a>>,
+    store: StoreReport,
+    recent_hook_errors: &'a [String],
+    notices: Vec<TrustNotice>,
+    claude_retention: Option<RetentionReport>,
+    pending_tails: &'a [PendingTail],
+    backups: &'a BackupSummary,
+}
 
+/// One agent in `status --json`.
+#[derive(Serialize)]
+struct AgentReport<'a> {
+    agent: Agent,
+    registration: &'a AgentStatus,
+    transcripts: &'a TranscriptsReport,
+    hook_runs: Vec<HookRunReport>,
+}
+
+/// `memtrail status`: exit code 1 when not healthy.
 pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<ExitCode> {
     let binary = binary_path()?;
     let mut healthy = true;
@@ -26,26 +53,12 @@ pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<Exi
     }
     // The store: figures, a quick integrity check, and the last run of each hook. A store that
     // cannot be read is reported, not fatal: the registration is still shown.
-    type StoreInfo = (
-        memtrail_runtime::store::StoreStats,
-        Option<std::result::Result<(), String>>,
-        Vec<Vec<memtrail_runtime::store::HookRun>>,
-    );
     let store_info: Option<std::result::Result<StoreInfo, String>> = if db.exists() {
         Some(
             (|| -> Result<StoreInfo> {
                 let store = open_store(db)?;
-                let stats = store.stats()?;
-                let check = if force_check || stats.size_bytes <= STATUS_CHECK_MAX_BYTES {
-                    Some(store.quick_check()?)
-                } else {
-                    None
-                };
-                let runs = agents
-                    .iter()
-                    .map(|(a, _)| store.hook_runs(*a))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok((stats, check, runs))
+                let listed: Vec<Agent> = agents.iter().map(|(a, _)| *a).collect();
+                Ok(StoreInfo::read(&store, &listed, force_check)?)
             })()
             .map_err(|e| error_chain(&e)),
         )
@@ -53,39 +66,15 @@ pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<Exi
         None
     };
     match &store_info {
-        Some(Ok((_, check, runs))) => {
-            healthy &= check.as_ref().is_none_or(|c| c.is_ok());
-            // The last run of every hook event succeeded, or a later hook caught up after it.
-            healthy &= runs
-                .iter()
-                .all(|agent_runs| agent_runs.iter().all(|r| !hook_failed(r, agent_runs)));
-        }
+        Some(Ok(info)) => healthy &= info.healthy(),
         Some(Err(_)) => healthy = false,
         None => {}
     }
     // Which transcripts each agent has, and which cannot be read (never "no sessions" when the
     // truth is "could not read").
-    let transcripts: Vec<(usize, Vec<(String, String)>)> = agents
+    let transcripts: Vec<TranscriptsReport> = agents
         .iter()
-        .map(|(a, _)| match memtrail_adapters::discover(*a) {
-            Ok(found) => {
-                let mut bad: Vec<(String, String)> = found
-                    .unreadable
-                    .iter()
-                    .map(|(p, e)| (p.display().to_string(), e.clone()))
-                    .collect();
-                for f in &found.files {
-                    if let Err(e) = std::fs::File::open(f) {
-                        bad.push((f.display().to_string(), e.to_string()));
-                    }
-                }
-                (found.files.len(), bad)
-            }
-            Err(e) => (
-                0,
-                vec![(format!("({} transcripts)", a.display_name()), e.to_string())],
-            ),
-        })
+        .map(|(a, _)| TranscriptsReport::of(*a))
         .collect();
     let errors = memtrail_runtime::hook::last_log_errors(3);
     let retention = agent_retention(db);
@@ -97,79 +86,37 @@ pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<Exi
     let backups = memtrail_installer::backups();
     let when = |ms: Option<i64>| ms.map(memtrail_adapters::format_rfc3339_ms);
     if json {
-        let run_json = |r: &memtrail_runtime::store::HookRun,
-                        all: &[memtrail_runtime::store::HookRun]| {
-            let mut v = serde_json::json!({
-                "event": r.event,
-                "at": memtrail_adapters::format_rfc3339_ms(r.at),
-                "duration_ms": r.duration_us as f64 / 1000.0,
-                "session": r.session,
-                "messages": r.messages,
-                "error": r.error,
-            });
-            if r.error.is_some() {
-                v["caught_up"] = (!hook_failed(r, all)).into();
-            }
-            v
-        };
-        let v = serde_json::json!({
-            "healthy": healthy,
-            "binary": binary,
-            "agents": agents.iter().enumerate().map(|(i, (a, st))| serde_json::json!({
-                "agent": a,
-                "registration": st,
-                "transcripts": {
-                    "found": transcripts[i].0,
-                    "unreadable": transcripts[i].1.iter().map(|(p, e)| serde_json::json!({"path": p, "error": e})).collect::<Vec<_>>(),
-                },
-                "hook_runs": match &store_info {
-                    Some(Ok((_, _, runs))) => runs[i].iter().map(|r| run_json(r, &runs[i])).collect::<Vec<_>>(),
-                    _ => Vec::new(),
-                },
-            })).collect::<Vec<_>>(),
-            "store": match &store_info {
-                Some(Ok((s, c, _))) => serde_json::json!({
-                    "path": s.path,
-                    "size_bytes": s.size_bytes,
-                    "schema_version": s.schema_version,
-                    "sessions": s.sessions,
-                    "messages": s.messages,
-                    "per_agent": s.per_agent.iter().map(|(a, n, m)| serde_json::json!({
-                        "agent": a, "sessions": n, "messages": m
-                    })).collect::<Vec<_>>(),
-                    "unindexed_messages": s.unindexed,
-                    "integrity": match c {
-                        Some(Ok(())) => "ok".to_string(),
-                        Some(Err(e)) => e.clone(),
-                        None => "not checked".to_string(),
+        let report = StatusReport {
+            healthy,
+            binary: &binary,
+            agents: agents
+                .iter()
+                .zip(&transcripts)
+                .enumerate()
+                .map(|(i, ((a, st), t))| AgentReport {
+                    agent: *a,
+                    registration: st,
+                    transcripts: t,
+                    hook_runs: match &store_info {
+                        Some(Ok(info)) => info.runs[i]
+                            .iter()
+                            .map(|r| HookRunReport::new(r, &info.runs[i]))
+                            .collect(),
+                        _ => Vec::new(),
                     },
-                    "integrity_check": if c.is_some() { "quick_check" } else { "skipped" },
-                }),
-                Some(Err(e)) => serde_json::json!({ "path": db, "error": e }),
-                None => serde_json::json!({ "path": db, "exists": false }),
-            },
-            "recent_hook_errors": errors,
-            "notices": agents.iter().flat_map(|(a, st)| st.notices().map(move |n| serde_json::json!({
-                "agent": a,
-                "item": n.item,
-                "file": n.file,
-                "notice": match &n.state {
-                    memtrail_installer::ItemState::Untrusted { reason } => reason.clone(),
-                    _ => String::new(),
-                },
-            }))).collect::<Vec<_>>(),
-            "claude_retention": retention_json(&retention),
-            "pending_tails": tails,
-            "backups": {
-                "dir": backups.dir,
-                "folders": backups.folders,
-                "copies": backups.copies,
-                "bytes": backups.bytes,
-                "oldest": when(backups.oldest_ms),
-                "newest": when(backups.newest_ms),
-            },
-        });
-        out!("{}", serde_json::to_string_pretty(&v)?);
+                })
+                .collect(),
+            store: StoreReport::new(db, &store_info),
+            recent_hook_errors: &errors,
+            notices: agents
+                .iter()
+                .flat_map(|(_, st)| TrustNotice::of(st))
+                .collect(),
+            claude_retention: retention.as_ref().map(|r| RetentionReport::new(&r.result)),
+            pending_tails: &tails,
+            backups: &backups,
+        };
+        out!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         out!(
             "memtrail {} at {}",
@@ -187,7 +134,7 @@ pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<Exi
             } else {
                 outn!("{st}");
             }
-            let (found, bad) = &transcripts[i];
+            let (found, bad) = (transcripts[i].found, &transcripts[i].unreadable);
             out!(
                 "  transcripts on disk: {found}{}",
                 if bad.is_empty() {
@@ -196,10 +143,10 @@ pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<Exi
                     format!(", {} unreadable", bad.len())
                 }
             );
-            for (p, e) in bad.iter().take(5) {
-                out!("    cannot read {p}: {e}");
+            for u in bad.iter().take(5) {
+                out!("    cannot read {}: {}", u.path, u.error);
             }
-            if let Some(Ok((_, _, runs))) = &store_info {
+            if let Some(Ok(StoreInfo { runs, .. })) = &store_info {
                 if runs[i].is_empty() {
                     out!("  hooks have not run yet");
                 }
@@ -221,7 +168,9 @@ pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<Exi
             }
         }
         match &store_info {
-            Some(Ok((s, check, _))) => {
+            Some(Ok(StoreInfo {
+                stats: s, check, ..
+            })) => {
                 out!(
                     "\nstore: {} ({:.1} MB, schema v{}, {})",
                     s.path,
@@ -330,20 +279,6 @@ pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<Exi
     })
 }
 
-/// Whether a hook run's error still matters: it failed, and no later run of the same agent for
-/// the same session (any session, for a run without one) succeeded. A later run reads the
-/// transcript from the cursor the failed run left, so it caught up what that run missed (a
-/// race for the store's lock, say).
-pub fn hook_failed(
-    r: &memtrail_runtime::store::HookRun,
-    all: &[memtrail_runtime::store::HookRun],
-) -> bool {
-    r.error.is_some()
-        && !all.iter().any(|o| {
-            o.error.is_none() && o.at > r.at && (r.session.is_none() || o.session == r.session)
-        })
-}
-
 /// The transcript retention of the agent that deletes its own transcripts (the registry's
 /// agent with a [`memtrail_adapters::AgentAdapter::transcript_retention`]: Claude Code), checked
 /// against what memtrail has captured.
@@ -382,27 +317,7 @@ pub fn agent_retention(db: &std::path::Path) -> Option<AgentRetention> {
     })
 }
 
-pub fn retention_json(r: &Option<AgentRetention>) -> serde_json::Value {
-    match r.as_ref().map(|r| &r.result) {
-        None => serde_json::Value::Null,
-        Some(Err(e)) => serde_json::json!({ "error": e }),
-        Some(Ok(r)) => serde_json::json!({
-            "settings": r.settings,
-            "cleanup_period_days": r.cleanup_period_days,
-            "from_settings": r.from_settings,
-            "at_risk": r.at_risk.len(),
-            "first_deletion": r.first_deletion_ms.map(memtrail_adapters::format_rfc3339_ms),
-            "transcripts": r.at_risk.iter().map(|a| serde_json::json!({
-                "path": a.path,
-                "size": a.size,
-                "captured": a.captured,
-                "deletes_at": memtrail_adapters::format_rfc3339_ms(a.deletes_at_ms),
-            })).collect::<Vec<_>>(),
-            "memtrail_keeps_captured": true,
-        }),
-    }
-}
-
+/// The retention paragraph of `status`.
 pub fn print_retention(r: &Option<AgentRetention>) {
     let Some(AgentRetention {
         agent,

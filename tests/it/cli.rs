@@ -2972,13 +2972,7 @@ fn install_dry_run_names_each_agent_it_would_leave_out() {
     let settings = sb.claude_dir().join("settings.json");
     std::fs::write(&settings, "{}\n").unwrap();
     std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o444)).unwrap();
-    let cursor = sb.home.join(".cursor");
-    std::fs::create_dir_all(&cursor).unwrap();
-    std::fs::write(
-        cursor.join("hooks.json"),
-        b"{\"version\": 1, \"hooks\": {\n",
-    )
-    .unwrap();
+    broken_cursor_hooks(&sb);
     let out = sb
         .acmd()
         .args(["install", "--dry-run", "--json"])
@@ -3066,4 +3060,203 @@ fn help_texts_agree_with_readme() {
         assert!(line.contains("[--json]"), "README: {line}");
     }
     assert!(readme.contains(r#"(`memtrail search "ls -1"`)"#));
+}
+
+/// A Cursor `hooks.json` that does not parse (an object left open at line 1, column 25).
+fn broken_cursor_hooks(sb: &Sandbox) {
+    let cursor = sb.home.join(".cursor");
+    std::fs::create_dir_all(&cursor).unwrap();
+    std::fs::write(
+        cursor.join("hooks.json"),
+        b"{\"version\": 1, \"hooks\": {\n",
+    )
+    .unwrap();
+}
+
+/// docs/json.md, per command heading (`memtrail … --json`): each documented field's path
+/// (`agents[].hook_runs[].at`), its type, and whether it is always there ("never" absent).
+fn json_doc()
+-> std::collections::BTreeMap<String, std::collections::BTreeMap<String, (String, bool)>> {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/json.md"))
+        .unwrap();
+    let mut doc = std::collections::BTreeMap::new();
+    let mut current: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if let Some(heading) = line.strip_prefix("## ") {
+            current = heading
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .filter(|c| c.starts_with("memtrail ") && c.ends_with(" --json"))
+                .map(str::to_string)
+                .collect();
+            for c in &current {
+                doc.insert(c.clone(), std::collections::BTreeMap::new());
+            }
+        } else if line.starts_with("| `") {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            assert_eq!(cells.len(), 7, "docs/json.md row: {line}");
+            let path = cells[1].trim_matches('`').to_string();
+            let always = cells[5].starts_with("never");
+            for c in &current {
+                let fields = doc.get_mut(c).unwrap();
+                let old = fields.insert(path.clone(), (cells[2].to_string(), always));
+                assert!(old.is_none(), "{c}: {path} twice in docs/json.md");
+            }
+        }
+    }
+    doc
+}
+
+/// The paths of every field in `v` (as docs/json.md writes them) into `fields`, and of every
+/// object into `objects`; a field documented as `any` is not descended into.
+fn json_paths(
+    v: &Value,
+    at: &str,
+    doc: &std::collections::BTreeMap<String, (String, bool)>,
+    fields: &mut std::collections::BTreeSet<String>,
+    objects: &mut std::collections::BTreeSet<String>,
+) {
+    match v {
+        Value::Object(m) => {
+            objects.insert(at.to_string());
+            for (k, child) in m {
+                let p = if at.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{at}.{k}")
+                };
+                fields.insert(p.clone());
+                if doc.get(&p).is_none_or(|(ty, _)| ty != "any") {
+                    json_paths(child, &p, doc, fields, objects);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items.iter().filter(|i| i.is_object()) {
+                json_paths(item, &format!("{at}[]"), doc, fields, objects);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every `--json` output has exactly the fields docs/json.md lists for it: none that the page
+/// does not list, and every field listed as never absent wherever its object is. Each command
+/// of the page is run (on a store with a session, a hook run, Codex's untrusted hooks and a
+/// Cursor config that does not parse, so that the optional parts show), and only those.
+#[test]
+fn json_outputs_match_docs_json_md() {
+    let sb = Sandbox::new();
+    let t = grow_transcript(&sb, 3);
+    let sid = session_id_of(&t);
+    std::fs::create_dir_all(sb.home.join(".codex")).unwrap();
+    broken_cursor_hooks(&sb);
+    let run = |args: &[&str]| -> Value {
+        let out = sb.cmd().args(args).output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "memtrail {args:?} printed no JSON ({e}): {} {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    };
+    let mut outputs: Vec<(&str, Value)> = vec![
+        (
+            "memtrail install --json",
+            run(&["install", "--dry-run", "--json"]),
+        ),
+        (
+            "memtrail install --json",
+            run(&["install", "--yes", "--json"]),
+        ),
+        ("memtrail import --json", run(&["import", "--json"])),
+    ];
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&t, &sid))
+        .assert()
+        .success();
+    for (doc, args) in [
+        ("memtrail status --json", vec!["status", "--json"]),
+        ("memtrail doctor --json", vec!["doctor", "--json"]),
+        ("memtrail search --json", vec!["search", "cargo", "--json"]),
+        (
+            "memtrail sessions list --json",
+            vec!["sessions", "list", "--json"],
+        ),
+        (
+            "memtrail sessions show --json",
+            vec!["sessions", "show", &sid, "--json"],
+        ),
+        ("memtrail resume --json", vec!["resume", &sid, "--json"]),
+        ("memtrail repair --json", vec!["repair", "--json"]),
+        (
+            "memtrail purge --json",
+            vec!["purge", "--older-than", "1d", "--dry-run", "--json"],
+        ),
+        (
+            "memtrail redact --rescan --json",
+            vec!["redact", "--rescan", "--json"],
+        ),
+        (
+            "memtrail sessions delete --json",
+            vec!["sessions", "delete", &sid, "--yes", "--json"],
+        ),
+        (
+            "memtrail sessions capture --json",
+            vec!["sessions", "capture", &sid, "--json"],
+        ),
+        (
+            "memtrail uninstall --json",
+            vec!["uninstall", "--dry-run", "--json"],
+        ),
+        (
+            "memtrail uninstall --json",
+            vec!["uninstall", "--yes", "--json"],
+        ),
+    ] {
+        outputs.push((doc, run(&args)));
+    }
+    let doc = json_doc();
+    let run_docs: std::collections::BTreeSet<&str> = outputs.iter().map(|(d, _)| *d).collect();
+    let documented: std::collections::BTreeSet<&str> = doc.keys().map(String::as_str).collect();
+    assert_eq!(run_docs, documented, "the commands of docs/json.md");
+    let mut seen = std::collections::BTreeSet::new();
+    for (name, v) in &outputs {
+        let fields_doc = &doc[*name];
+        let mut fields = std::collections::BTreeSet::new();
+        let mut objects = std::collections::BTreeSet::new();
+        json_paths(v, "", fields_doc, &mut fields, &mut objects);
+        let undocumented: Vec<&String> = fields
+            .iter()
+            .filter(|f| !fields_doc.contains_key(*f))
+            .collect();
+        assert_eq!(
+            undocumented,
+            Vec::<&String>::new(),
+            "{name}: not in docs/json.md: {v:#}"
+        );
+        for (path, (_, always)) in fields_doc {
+            let parent = path.rsplit_once('.').map_or("", |(p, _)| p);
+            if *always && objects.contains(parent) {
+                assert!(fields.contains(path), "{name}: {path} is missing: {v:#}");
+            }
+        }
+        seen.extend(fields.into_iter().map(|f| format!("{name} {f}")));
+    }
+    // The optional parts the scenario is built to show did show.
+    for f in [
+        "memtrail status --json agents[].hook_runs[].event",
+        "memtrail status --json agents[].registration.items[].error",
+        "memtrail status --json notices[].notice",
+        "memtrail doctor --json problems[].fix",
+        "memtrail install --json [].error",
+        "memtrail install --json [].diff",
+        "memtrail search --json hits[].snippet",
+        "memtrail sessions show --json messages[].tool_calls[].exit_code",
+    ] {
+        assert!(seen.contains(f), "{f} was not exercised");
+    }
 }

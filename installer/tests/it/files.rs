@@ -389,6 +389,13 @@ fn recent_backups_older_than_30_days_are_pruned_but_the_originals_stay() {
     }
     let summary = memtrail_installer::backups_in(&sb.env);
     assert_eq!(summary.oldest_ms, Some(10_957 * 86_400_000));
+    // As `status --json` prints it (docs/json.md): the times in RFC 3339.
+    let printed = serde_json::to_value(&summary).unwrap();
+    assert_eq!(printed["oldest"], json!("2000-01-01T00:00:00.000Z"));
+    assert_eq!(
+        printed.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["dir", "folders", "copies", "bytes", "oldest", "newest"]
+    );
     assert_eq!(
         summary.newest_ms,
         Some((index_of(&made[3])["created_ns"].as_u64().unwrap() / 1_000_000) as i64)

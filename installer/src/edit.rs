@@ -1,0 +1,123 @@
+//! What the engine's backends (JSON in the `engine` module, TOML in `tomledit`) share: a file's
+//! past ([`History`]: the install state's record, else the oldest backup), the result of
+//! computing its change ([`Computed`]), an item's state for `status` ([`Found`]), decoding.
+
+use crate::error::InstallError;
+use crate::origin::{Origin, origin_of};
+use crate::spec::{Body, FileSpec, json_scope};
+use crate::state::{EntryRecord, FileState};
+use memtrail_adapters::Env;
+use std::cell::OnceCell;
+use std::path::{Path, PathBuf};
+
+/// The result of computing one file's change.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Computed {
+    /// The new bytes; `None` deletes the file.
+    pub after: Option<Vec<u8>>,
+    /// One line per entry added, updated or removed.
+    pub lines: Vec<String>,
+    /// Install: what to record in the install state for this file.
+    pub record: Option<FileState>,
+    /// Directories to remove (when empty) after the file is deleted.
+    pub remove_dirs: Vec<PathBuf>,
+}
+
+/// What the engine knows about a file's past: the install state's record (authoritative when
+/// present) and, lazily, the oldest backup.
+pub(crate) struct History<'a> {
+    pub env: &'a Env,
+    /// The configured path (the key of the state and the backups).
+    pub path: &'a Path,
+    /// The top-level keys the file is read in (see [`json_scope`]).
+    scope: Vec<String>,
+    /// The file really edited (the symlink target, if the path is a link).
+    pub target: &'a Path,
+    pub state: Option<&'a FileState>,
+    origin: OnceCell<Origin>,
+}
+
+impl<'a> History<'a> {
+    pub fn new(
+        env: &'a Env,
+        spec: &'a FileSpec,
+        target: &'a Path,
+        state: Option<&'a FileState>,
+    ) -> Self {
+        History {
+            env,
+            path: &spec.path,
+            scope: match &spec.body {
+                Body::Json(items) => json_scope(items),
+                Body::Whole(_) | Body::Toml(_) => Vec::new(),
+            },
+            target,
+            state,
+            origin: OnceCell::new(),
+        }
+    }
+
+    fn origin(&self) -> &Origin {
+        self.origin
+            .get_or_init(|| origin_of(self.env, self.path, &self.scope))
+    }
+
+    /// May uninstall remove the container at `path` once it is empty?
+    pub(crate) fn created(&self, path: &[String]) -> bool {
+        match self.state {
+            Some(st) => st.created.iter().any(|p| p == path),
+            None => self.origin().lacks(path),
+        }
+    }
+
+    pub(crate) fn inner_for(&self, path: &[String]) -> Option<&str> {
+        self.state.and_then(|s| s.inner_for(path))
+    }
+
+    /// The install state's record of memtrail's entry at `path`.
+    pub(crate) fn entry(&self, path: &[String]) -> Option<&EntryRecord> {
+        self.state.and_then(|s| s.entry_for(path))
+    }
+
+    pub(crate) fn created_file(&self) -> bool {
+        match self.state {
+            Some(st) => st.created_file,
+            None => *self.origin() == Origin::Absent,
+        }
+    }
+}
+
+/// The directories that creating `file` creates.
+pub(crate) fn new_dirs(file: &Path) -> Vec<PathBuf> {
+    file.parent()
+        .map(crate::fsutil::missing_dirs)
+        .unwrap_or_default()
+}
+
+/// Decode a config file as UTF-8, or a parse error at the first bad byte.
+pub(crate) fn decode<'b>(path: &Path, bytes: &'b [u8]) -> Result<&'b str, InstallError> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let ok = String::from_utf8_lossy(&bytes[..e.valid_up_to()]);
+        let line = ok.matches('\n').count() + 1;
+        let col = ok
+            .rsplit('\n')
+            .next()
+            .map(|l| l.chars().count())
+            .unwrap_or(0)
+            + 1;
+        InstallError::Parse {
+            path: path.to_path_buf(),
+            line,
+            col,
+            msg: "the file is not valid UTF-8".into(),
+        }
+    })
+}
+
+/// The state of one item, for `status`.
+pub(crate) enum Found {
+    Missing,
+    Present(Option<String>),
+    Stale(Option<String>),
+    Duplicate(usize, Option<String>),
+}

@@ -1,0 +1,384 @@
+//! The store's and the transcripts' part of `memtrail status`: the store's figures, its quick
+//! integrity check and the last run of each hook event, the transcripts each agent keeps on
+//! disk, and Claude Code's transcript retention, as the serde types of `status --json`
+//! (schema: docs/json.md). The registration part is the installer's (`AgentStatus`).
+
+use crate::Store;
+use crate::maintenance::Retention;
+use crate::store::{HookRun, StoreStats};
+use memtrail_adapters::{Agent, format_rfc3339_ms};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// The largest store `status` runs the quick integrity check on by default: 8 MB (the check
+/// reads the whole file, about 5 ms per MB; `status` stays within 50 ms).
+pub const STATUS_CHECK_MAX_BYTES: u64 = 8 << 20;
+
+/// What `status` reads from the store.
+#[derive(Debug, Clone)]
+pub struct StoreInfo {
+    /// The store's figures.
+    pub stats: StoreStats,
+    /// SQLite's quick integrity check: `Err` holds its findings; `None` when skipped (a store
+    /// over [`STATUS_CHECK_MAX_BYTES`] without `--check`).
+    pub check: Option<Result<(), String>>,
+    /// Per agent asked for (same order), the last run of each of its hook events.
+    pub runs: Vec<Vec<HookRun>>,
+}
+
+impl StoreInfo {
+    /// Read the figures, run the quick integrity check (always with `force_check`, else on a
+    /// store of at most [`STATUS_CHECK_MAX_BYTES`]) and each agent's last hook runs.
+    ///
+    /// Errors: the store's ([`crate::Error`]), for a store that cannot be read.
+    pub fn read(store: &Store, agents: &[Agent], force_check: bool) -> crate::Result<StoreInfo> {
+        let stats = store.stats()?;
+        let check = if force_check || stats.size_bytes <= STATUS_CHECK_MAX_BYTES {
+            Some(store.quick_check()?)
+        } else {
+            None
+        };
+        let runs = agents
+            .iter()
+            .map(|a| store.hook_runs(*a))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(StoreInfo { stats, check, runs })
+    }
+
+    /// The integrity check passed (or was skipped), and the last run of every hook event
+    /// succeeded, or a later hook caught up after it.
+    pub fn healthy(&self) -> bool {
+        self.check.as_ref().is_none_or(|c| c.is_ok())
+            && self
+                .runs
+                .iter()
+                .all(|agent_runs| agent_runs.iter().all(|r| !hook_failed(r, agent_runs)))
+    }
+}
+
+/// Whether a hook run's error still matters: it failed, and no later run of the same agent for
+/// the same session (any session, for a run without one) succeeded. A later run reads the
+/// transcript from the cursor the failed run left, so it caught up what that run missed (a
+/// race for the store's lock, say).
+pub fn hook_failed(r: &HookRun, all: &[HookRun]) -> bool {
+    r.error.is_some()
+        && !all.iter().any(|o| {
+            o.error.is_none() && o.at > r.at && (r.session.is_none() || o.session == r.session)
+        })
+}
+
+/// The last run of one hook event (`status --json`: `agents[].hook_runs[]`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HookRunReport {
+    /// The hook event (`Stop`, `SessionStart`, …).
+    pub event: String,
+    /// When it ran (RFC 3339, UTC, milliseconds).
+    pub at: String,
+    /// How long it took, in milliseconds (microsecond precision).
+    pub duration_ms: f64,
+    /// The session it was for, when the payload named one.
+    pub session: Option<String>,
+    /// New messages it stored.
+    pub messages: i64,
+    /// Its error, when it failed.
+    pub error: Option<String>,
+    /// Only with `error`: whether a later run caught up (see [`hook_failed`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caught_up: Option<bool>,
+}
+
+impl HookRunReport {
+    /// The report of `r`, one of `all` (the agent's runs).
+    pub fn new(r: &HookRun, all: &[HookRun]) -> HookRunReport {
+        HookRunReport {
+            event: r.event.clone(),
+            at: format_rfc3339_ms(r.at),
+            duration_ms: r.duration_us as f64 / 1000.0,
+            session: r.session.clone(),
+            messages: r.messages,
+            error: r.error.clone(),
+            caught_up: r.error.is_some().then(|| !hook_failed(r, all)),
+        }
+    }
+}
+
+/// The store (`status --json`: `store`): its figures, or why it could not be read, or that it
+/// does not exist yet.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum StoreReport {
+    /// The store was read.
+    Read {
+        /// The store's file.
+        path: String,
+        /// Its size in bytes (the file, without its WAL).
+        size_bytes: u64,
+        /// The schema version.
+        schema_version: i64,
+        /// Sessions stored.
+        sessions: i64,
+        /// Messages stored.
+        messages: i64,
+        /// Per agent with sessions, in the store's order.
+        per_agent: Vec<AgentFigures>,
+        /// Messages written but not yet in the full-text index.
+        unindexed_messages: i64,
+        /// `ok`, the quick check's findings, or `not checked`.
+        integrity: String,
+        /// `quick_check` or `skipped`.
+        integrity_check: &'static str,
+    },
+    /// The store exists but could not be read.
+    Unreadable {
+        /// The store's path (as given).
+        path: PathBuf,
+        /// Why (the error and its causes on one line).
+        error: String,
+    },
+    /// There is no store yet.
+    Missing {
+        /// The store's path (as given).
+        path: PathBuf,
+        /// Always `false`.
+        exists: bool,
+    },
+}
+
+/// One agent's figures in the store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentFigures {
+    /// The agent (`claude`, …).
+    pub agent: String,
+    /// Its sessions.
+    pub sessions: i64,
+    /// Its messages.
+    pub messages: i64,
+}
+
+impl StoreReport {
+    /// The report of the store at `db`: `info` is `None` when it does not exist, `Some(Err)`
+    /// with the reason when it could not be read.
+    pub fn new(db: &Path, info: &Option<Result<StoreInfo, String>>) -> StoreReport {
+        match info {
+            Some(Ok(StoreInfo {
+                stats: s, check: c, ..
+            })) => StoreReport::Read {
+                path: s.path.clone(),
+                size_bytes: s.size_bytes,
+                schema_version: s.schema_version,
+                sessions: s.sessions,
+                messages: s.messages,
+                per_agent: s
+                    .per_agent
+                    .iter()
+                    .map(|(a, n, m)| AgentFigures {
+                        agent: a.clone(),
+                        sessions: *n,
+                        messages: *m,
+                    })
+                    .collect(),
+                unindexed_messages: s.unindexed,
+                integrity: match c {
+                    Some(Ok(())) => "ok".to_string(),
+                    Some(Err(e)) => e.clone(),
+                    None => "not checked".to_string(),
+                },
+                integrity_check: if c.is_some() {
+                    "quick_check"
+                } else {
+                    "skipped"
+                },
+            },
+            Some(Err(e)) => StoreReport::Unreadable {
+                path: db.to_path_buf(),
+                error: e.clone(),
+            },
+            None => StoreReport::Missing {
+                path: db.to_path_buf(),
+                exists: false,
+            },
+        }
+    }
+}
+
+/// The transcripts an agent keeps on disk (`status --json`: `agents[].transcripts`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TranscriptsReport {
+    /// How many transcript files were found.
+    pub found: usize,
+    /// The ones that cannot be read (never "no sessions" when the truth is "could not read").
+    pub unreadable: Vec<UnreadableTranscript>,
+}
+
+/// A transcript (or a folder of them) that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnreadableTranscript {
+    /// Its path; `(<Agent> transcripts)` when the agent's transcripts could not be listed.
+    pub path: String,
+    /// Why.
+    pub error: String,
+}
+
+impl TranscriptsReport {
+    /// Which transcripts `agent` has, and which cannot be read (opened once each, not read).
+    pub fn of(agent: Agent) -> TranscriptsReport {
+        match memtrail_adapters::discover(agent) {
+            Ok(found) => {
+                let mut bad: Vec<UnreadableTranscript> = found
+                    .unreadable
+                    .iter()
+                    .map(|(p, e)| UnreadableTranscript {
+                        path: p.display().to_string(),
+                        error: e.clone(),
+                    })
+                    .collect();
+                for f in &found.files {
+                    if let Err(e) = std::fs::File::open(f) {
+                        bad.push(UnreadableTranscript {
+                            path: f.display().to_string(),
+                            error: e.to_string(),
+                        });
+                    }
+                }
+                TranscriptsReport {
+                    found: found.files.len(),
+                    unreadable: bad,
+                }
+            }
+            Err(e) => TranscriptsReport {
+                found: 0,
+                unreadable: vec![UnreadableTranscript {
+                    path: format!("({} transcripts)", agent.display_name()),
+                    error: e.to_string(),
+                }],
+            },
+        }
+    }
+}
+
+/// Claude Code's transcript retention (`status --json`: `claude_retention`, `null` when Claude
+/// Code keeps no transcripts here).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum RetentionReport {
+    /// It could not be checked.
+    Error {
+        /// Why.
+        error: String,
+    },
+    /// It was checked.
+    Checked {
+        /// The settings file read.
+        settings: String,
+        /// Days after which Claude Code deletes a transcript.
+        cleanup_period_days: u64,
+        /// Whether `cleanup_period_days` came from the settings (else the default, 30).
+        from_settings: bool,
+        /// How many transcripts not fully captured are deleted within 7 days.
+        at_risk: usize,
+        /// When the first of them is deleted (RFC 3339), if any.
+        first_deletion: Option<String>,
+        /// Those transcripts.
+        transcripts: Vec<AtRiskReport>,
+        /// Always `true`: memtrail keeps what it captured after Claude Code deletes a transcript.
+        memtrail_keeps_captured: bool,
+    },
+}
+
+/// A transcript Claude Code deletes soon that memtrail has not fully captured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AtRiskReport {
+    /// The transcript.
+    pub path: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Bytes memtrail has read.
+    pub captured: u64,
+    /// When Claude Code deletes it (RFC 3339).
+    pub deletes_at: String,
+}
+
+impl RetentionReport {
+    /// The report of a retention check (`Err`: why it could not be made).
+    pub fn new(r: &Result<Retention, String>) -> RetentionReport {
+        match r {
+            Err(e) => RetentionReport::Error { error: e.clone() },
+            Ok(r) => RetentionReport::Checked {
+                settings: r.settings.clone(),
+                cleanup_period_days: r.cleanup_period_days,
+                from_settings: r.from_settings,
+                at_risk: r.at_risk.len(),
+                first_deletion: r.first_deletion_ms.map(format_rfc3339_ms),
+                transcripts: r
+                    .at_risk
+                    .iter()
+                    .map(|a| AtRiskReport {
+                        path: a.path.clone(),
+                        size: a.size,
+                        captured: a.captured,
+                        deletes_at: format_rfc3339_ms(a.deletes_at_ms),
+                    })
+                    .collect(),
+                memtrail_keeps_captured: true,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(at: i64, session: Option<&str>, error: Option<&str>) -> HookRun {
+        HookRun {
+            agent: "claude".into(),
+            event: "Stop".into(),
+            at,
+            duration_us: 1500,
+            session: session.map(str::to_string),
+            messages: 2,
+            error: error.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_failed_hook_counts_until_a_later_run_of_its_session_succeeds() {
+        let failed = run(1_000, Some("s1"), Some("store busy"));
+        let other_session = run(2_000, Some("s2"), None);
+        assert!(hook_failed(
+            &failed,
+            &[failed.clone(), other_session.clone()]
+        ));
+        let caught_up = run(3_000, Some("s1"), None);
+        assert!(!hook_failed(&failed, &[failed.clone(), caught_up.clone()]));
+        // A run without a session is caught up by any later success.
+        let no_session = run(1_000, None, Some("bad payload"));
+        assert!(!hook_failed(
+            &no_session,
+            &[no_session.clone(), other_session]
+        ));
+        assert!(!hook_failed(&caught_up, std::slice::from_ref(&caught_up)));
+    }
+
+    #[test]
+    fn hook_run_report_says_caught_up_only_for_a_failed_run() {
+        let failed = run(1_000, Some("s1"), Some("store busy"));
+        let later = run(3_000, Some("s1"), None);
+        let all = [failed.clone(), later.clone()];
+        assert_eq!(
+            serde_json::to_value(HookRunReport::new(&failed, &all)).unwrap(),
+            serde_json::json!({
+                "event": "Stop",
+                "at": "1970-01-01T00:00:01.000Z",
+                "duration_ms": 1.5,
+                "session": "s1",
+                "messages": 2,
+                "error": "store busy",
+                "caught_up": true,
+            })
+        );
+        let ok = serde_json::to_value(HookRunReport::new(&later, &all)).unwrap();
+        assert_eq!(ok.get("caught_up"), None);
+        assert_eq!(ok["error"], serde_json::Value::Null);
+    }
+}
