@@ -79,10 +79,13 @@ pub(crate) fn not_strict_json(text: &str) -> Option<(usize, usize, String)> {
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }
+    // Told by the bytes at the error, not by the parser's message: serde_json reports a
+    // trailing comma (its `TrailingComma`, not public) at the `}` or `]` that follows the
+    // comma and JSON whitespace, and no other error there.
     let (before, at) = text.split_at(cut);
     let closes_after_comma =
         (at.starts_with('}') || at.starts_with(']')) && before.trim_end().ends_with(',');
-    let what = if msg.starts_with("trailing comma") || closes_after_comma {
+    let what = if closes_after_comma {
         "a trailing comma".to_string()
     } else if at.starts_with("//") || at.starts_with("/*") {
         "a comment".to_string()
@@ -763,6 +766,34 @@ pub(crate) fn inspect(doc: &JsonDoc, item: &JsonItem) -> Found {
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_strict_json;
+
+    /// A trailing comma is told by the bytes at the parser's error (the `}` or `]` after a
+    /// comma), never by the parser's message; everything else keeps the parser's message.
+    #[test]
+    fn not_strict_json_names_what_is_there() {
+        for (text, want) in [
+            ("[1,]", Some((1, 4, "a trailing comma"))),
+            ("{\"a\": [1, 2 ,\n\t ]}", Some((2, 3, "a trailing comma"))),
+            ("{\"a\": 1,\r\n}", Some((2, 1, "a trailing comma"))),
+            ("\u{feff}{\"a\": 1,}", Some((1, 9, "a trailing comma"))),
+            ("{\"a\": 1, // c\n}", Some((1, 10, "a comment"))),
+            ("/* c */ {}", Some((1, 1, "a comment"))),
+            ("{\"a\": 1 \"b\": 2}", Some((1, 9, "expected `,` or `}`"))),
+            ("{\"a\": 1},", Some((1, 9, "trailing characters"))),
+            ("{\"a\": [1, 2]}", None),
+            ("\u{feff}{}", None),
+            (" \n", None),
+        ] {
+            let got = not_strict_json(text);
+            let got = got.as_ref().map(|(l, c, w)| (*l, *c, w.as_str()));
+            assert_eq!(got, want, "{text:?}");
         }
     }
 }
