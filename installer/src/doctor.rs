@@ -85,7 +85,7 @@ pub fn doctor_in(
         }
         let mut unreadable: Vec<&std::path::Path> = Vec::new();
         for item in &st.items {
-            use crate::ItemState as S;
+            use crate::{ItemState as S, UnreadableKind};
             let fix = format!("memtrail install --agent {agent}");
             if matches!(item.state, S::Unreadable { .. }) {
                 // One line per file, not one per item it holds.
@@ -121,7 +121,10 @@ pub fn doctor_in(
                     notice: format!("{} will not run: {reason}", item.item),
                 }),
                 // Valid JSONC that the agent ignores whole (Claude Code's settings.json).
-                S::Unreadable { error } if error.starts_with("not strict JSON") => problem(
+                S::Unreadable {
+                    error,
+                    kind: UnreadableKind::NotStrictJson,
+                } => problem(
                     agent,
                     format!("{}: {error}", item.file.display()),
                     format!(
@@ -129,7 +132,7 @@ pub fn doctor_in(
                         item.file.display()
                     ),
                 ),
-                S::Unreadable { error } => problem(
+                S::Unreadable { error, .. } => problem(
                     agent,
                     format!(
                         "{} cannot be read ({error}); memtrail's entries in it cannot be checked",

@@ -85,7 +85,7 @@ pub use memtrail_adapters::Agent;
 pub use memtrail_adapters::Env;
 pub use plan::{FileChange, Plan};
 pub use report::{AgentResult, TrustNotice};
-pub use status::{AgentStatus, ItemState, ItemStatus};
+pub use status::{AgentStatus, ItemState, ItemStatus, UnreadableKind};
 
 use std::path::Path;
 

@@ -44,7 +44,56 @@ pub enum ItemState {
         /// Why, without the path (that is the item's `file`): `line 3, column 5: Expected
         /// comma`, `Is a directory (os error 21)`; see [`InstallError::reason`].
         error: String,
+        /// What kind of problem `error` describes (not serialized: `status --json` gives
+        /// `error` only).
+        #[serde(skip)]
+        kind: UnreadableKind,
     },
+}
+
+/// Why an item's file cannot be used ([`ItemState::Unreadable`]), from the [`InstallError`]
+/// reading it gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnreadableKind {
+    /// It cannot be read ([`InstallError::Io`]: a directory, no permission, …).
+    Io,
+    /// It does not parse as JSON, JSONC or TOML, is not UTF-8, or an object memtrail reads
+    /// holds a key twice ([`InstallError::Parse`]).
+    Parse,
+    /// Valid JSONC that its agent reads as strict JSON, so ignores whole: a comment or a
+    /// trailing comma ([`InstallError::NotStrictJson`]).
+    NotStrictJson,
+    /// Its top-level value is not an object ([`InstallError::NotAnObject`]).
+    NotAnObject,
+    /// A file memtrail would own exists and is not memtrail's ([`InstallError::Foreign`]).
+    Foreign,
+    /// Any other error.
+    Other,
+}
+
+impl ItemState {
+    /// The state of an item whose file gave `e`: [`ItemState::Unreadable`] with `e`'s
+    /// [`InstallError::reason`] and kind.
+    fn unreadable(e: &InstallError) -> ItemState {
+        let kind = match e {
+            InstallError::Io { .. } => UnreadableKind::Io,
+            InstallError::Parse { .. } => UnreadableKind::Parse,
+            InstallError::NotStrictJson { .. } => UnreadableKind::NotStrictJson,
+            InstallError::NotAnObject { .. } => UnreadableKind::NotAnObject,
+            InstallError::Foreign { .. } => UnreadableKind::Foreign,
+            InstallError::Unsupported(_)
+            | InstallError::BadBinary(_)
+            | InstallError::Conflict { .. }
+            | InstallError::ReadOnly { .. }
+            | InstallError::Contended { .. }
+            | InstallError::Incomplete { .. }
+            | InstallError::Internal { .. } => UnreadableKind::Other,
+        };
+        ItemState::Unreadable {
+            error: e.reason(),
+            kind,
+        }
+    }
 }
 
 /// One registration item: a hook event, the MCP entry, the skill.
@@ -137,7 +186,7 @@ impl fmt::Display for AgentStatus {
         }
         let mut reported: Vec<&Path> = Vec::new();
         for i in &self.items {
-            if let ItemState::Unreadable { error } = &i.state
+            if let ItemState::Unreadable { error, .. } = &i.state
                 && !reported.contains(&i.file.as_path())
             {
                 writeln!(f, "  {}: unreadable: {error}", i.file.display())?;
@@ -173,16 +222,13 @@ pub(crate) fn status_in(
             Body::Whole(w) if w.retired => {}
             Body::Whole(w) => {
                 let (state, bin) = match bytes {
-                    Err(e) => (ItemState::Unreadable { error: e.reason() }, None),
+                    Err(e) => (ItemState::unreadable(&e), None),
                     Ok(None) => (ItemState::Missing, None),
                     Ok(Some(b)) if b == w.content.as_bytes() => (ItemState::Present, None),
                     Ok(Some(b)) if !whole_is_ours(w, &b) => (
-                        ItemState::Unreadable {
-                            error: InstallError::Foreign {
-                                path: f.path.clone(),
-                            }
-                            .reason(),
-                        },
+                        ItemState::unreadable(&InstallError::Foreign {
+                            path: f.path.clone(),
+                        }),
                         None,
                     ),
                     Ok(Some(b)) => {
@@ -209,7 +255,7 @@ pub(crate) fn status_in(
                 let doc = bytes.and_then(|b| crate::tomledit::parse(&f.path, b.as_deref()));
                 for it in toml_items {
                     let (state, bin) = match &doc {
-                        Err(e) => (ItemState::Unreadable { error: e.reason() }, None),
+                        Err(e) => (ItemState::unreadable(e), None),
                         Ok(p) => found_state(crate::tomledit::inspect(&p.doc, it)),
                     };
                     items.push(ItemStatus {
@@ -237,7 +283,7 @@ pub(crate) fn status_in(
                 let trust = spec.trust.as_ref().filter(|t| t.hooks_json == f.path);
                 for it in json_items {
                     let (mut state, bin) = match &doc {
-                        Err(e) => (ItemState::Unreadable { error: e.reason() }, None),
+                        Err(e) => (ItemState::unreadable(e), None),
                         Ok(None) => (ItemState::Missing, None),
                         Ok(Some(d)) => found_state(inspect(d, it)),
                     };

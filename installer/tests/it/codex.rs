@@ -6,7 +6,7 @@ use crate::common;
 
 use common::{AgentBox, round_trip};
 use memtrail_adapters::codex::registration as codex;
-use memtrail_installer::{Action, Agent, InstallError, ItemState, apply, plan_in};
+use memtrail_installer::{Action, Agent, InstallError, ItemState, UnreadableKind, apply, plan_in};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -446,7 +446,16 @@ fn malformed_config_is_left_untouched() {
         assert_eq!(b.snapshot(), before);
         let st = b.status();
         let n = st.items.iter().find(|i| i.item == "notify").unwrap();
-        assert!(matches!(n.state, ItemState::Unreadable { .. }), "{st}");
+        assert!(
+            matches!(
+                n.state,
+                ItemState::Unreadable {
+                    kind: UnreadableKind::Parse,
+                    ..
+                }
+            ),
+            "{st}"
+        );
     }
     // A notify that is not an array of strings, an mcp_servers that is not a table.
     for text in ["notify = \"say done\"\n", "mcp_servers = 3\n"] {

@@ -6,7 +6,7 @@ use crate::common;
 
 use common::{AgentBox, round_trip};
 use memtrail_adapters::gemini::registration as gemini;
-use memtrail_installer::{Action, Agent, InstallError, ItemState, apply, plan_in};
+use memtrail_installer::{Action, Agent, InstallError, ItemState, UnreadableKind, apply, plan_in};
 use serde_json::{Value, json};
 
 const COMMENTED: &str = r#"{
@@ -262,7 +262,16 @@ fn a_foreign_skill_is_never_overwritten() {
         .iter()
         .find(|i| i.item == "skill memtrail")
         .unwrap();
-    assert!(matches!(s.state, ItemState::Unreadable { .. }), "{st}");
+    assert!(
+        matches!(
+            s.state,
+            ItemState::Unreadable {
+                kind: UnreadableKind::Foreign,
+                ..
+            }
+        ),
+        "{st}"
+    );
 }
 
 #[test]

@@ -3,7 +3,9 @@
 use crate::common;
 
 use common::Sandbox;
-use memtrail_installer::{Action, Agent, InstallError, ItemState, apply, plan_in, status_in};
+use memtrail_installer::{
+    Action, Agent, InstallError, ItemState, UnreadableKind, apply, plan_in, status_in,
+};
 use std::path::Path;
 
 fn plan_err(sb: &Sandbox, action: Action) -> InstallError {
@@ -53,7 +55,17 @@ fn unparsable_files_are_left_untouched_with_line_and_column() {
             assert_eq!(sb.snapshot(), before, "{name}: untouched");
             let st = status_in(&sb.env, Agent::Claude, &sb.bin).unwrap();
             let stop = st.items.iter().find(|i| i.item == "hook Stop").unwrap();
-            assert!(matches!(stop.state, ItemState::Unreadable { .. }), "{name}");
+            assert!(
+                matches!(
+                    stop.state,
+                    ItemState::Unreadable {
+                        kind: UnreadableKind::Parse,
+                        ..
+                    }
+                ),
+                "{name}: {:?}",
+                stop.state
+            );
         }
     }
 }
@@ -203,7 +215,17 @@ fn unreadable_file_is_an_error() {
         .iter()
         .find(|i| i.item == "MCP server memtrail")
         .unwrap();
-    assert!(matches!(mcp.state, ItemState::Unreadable { .. }));
+    assert!(
+        matches!(
+            mcp.state,
+            ItemState::Unreadable {
+                kind: UnreadableKind::Io,
+                ..
+            }
+        ),
+        "{:?}",
+        mcp.state
+    );
 }
 
 #[test]
@@ -292,7 +314,8 @@ fn duplicate_keys_where_memtrail_reads_are_refused() {
                 ItemState::Unreadable {
                     error: "line 3, column 3: duplicate key `hooks` (JSON.parse would keep the \
                             last one)"
-                        .into()
+                        .into(),
+                    kind: UnreadableKind::Parse,
                 },
                 "{}",
                 i.item
@@ -416,13 +439,24 @@ fn status_reports_an_unusable_file_once() {
     assert!(text.contains("  MCP server memtrail: missing ("), "{text}");
     for i in &st.items {
         if i.file == sb.settings {
-            assert_eq!(i.state, ItemState::Unreadable { error: why.into() });
+            assert_eq!(
+                i.state,
+                ItemState::Unreadable {
+                    error: why.into(),
+                    kind: UnreadableKind::Parse
+                }
+            );
         }
     }
     // In JSON: the reason per item, without the path (that is `file`).
     let v = serde_json::to_value(&st).unwrap();
     assert_eq!(v["items"][0]["state"], "unreadable");
     assert_eq!(v["items"][0]["error"], why);
+    assert_eq!(
+        v["items"][0].get("kind"),
+        None,
+        "the kind is not serialized"
+    );
     assert_eq!(v["items"][0]["file"], settings.as_str());
 
     // A read error: the OS's reason, once.
@@ -433,4 +467,52 @@ fn status_reports_an_unusable_file_once() {
         .to_string();
     assert_eq!(text.matches("unreadable:").count(), 1, "{text}");
     assert_eq!(text.matches(": unreadable (").count(), 6, "{text}");
+}
+
+/// `doctor` picks its fix by the kind of problem (not by the reason's text): a settings file
+/// Claude Code ignores for not being strict JSON is to be rewritten as strict JSON; one that
+/// does not parse is to be repaired by hand. One problem per file, whatever it holds.
+#[test]
+fn doctor_fix_follows_the_kind_of_unusable_file() {
+    let settings_json = "{\n  // mine\n  \"model\": \"opus\"\n}\n";
+    let broken = "{\n  \"a\": 1\n  \"b\": 2\n}\n";
+    for (text, problem, fix) in [
+        (
+            settings_json,
+            "{s}: not strict JSON (line 2, column 3: a comment), so Claude Code skips the whole \
+             file (\"Invalid or malformed JSON\"): it will not run these hooks; remove comments \
+             and trailing commas",
+            "rewrite {s} as strict JSON (no comments, no trailing commas), then `memtrail \
+             install --agent claude`",
+        ),
+        (
+            broken,
+            "{s} cannot be read (line 2, column 9: Expected comma); memtrail's entries in it \
+             cannot be checked",
+            "repair {s} by hand (memtrail never edits a file it cannot read or parse)",
+        ),
+    ] {
+        let sb = Sandbox::new();
+        sb.put(&sb.settings, Some(text));
+        let scratch = sb.dir.path().join("scratch");
+        std::fs::create_dir_all(&scratch).unwrap();
+        let report = memtrail_installer::doctor_in(&sb.env, &sb.bin, &scratch, &|_, _| true);
+        let s = sb.settings.display().to_string();
+        let about_settings: Vec<_> = report
+            .problems
+            .iter()
+            .filter(|p| p.problem.starts_with(&s))
+            .cloned()
+            .collect();
+        assert_eq!(
+            about_settings,
+            vec![memtrail_installer::DoctorProblem {
+                agent: Agent::Claude,
+                problem: problem.replace("{s}", &s),
+                fix: fix.replace("{s}", &s),
+            }],
+            "{text}"
+        );
+        assert_eq!(report.hook_programs_checked, 0, "{report:?}");
+    }
 }

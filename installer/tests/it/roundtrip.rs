@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::{EVENTS, Sandbox, big_claude_json, jsonc, memtrail_handlers};
-use memtrail_installer::{Action, Agent, ItemState, apply, status_in};
+use memtrail_installer::{Action, Agent, ItemState, UnreadableKind, apply, status_in};
 use serde_json::{Value, json};
 
 const COMMENTED: &str = r#"{
@@ -437,7 +437,10 @@ fn claude_refuses_files_it_would_ignore() {
         assert_eq!(hooks.len(), 6);
         for i in hooks {
             match &i.state {
-                ItemState::Unreadable { error } => assert_eq!(
+                ItemState::Unreadable {
+                    error,
+                    kind: UnreadableKind::NotStrictJson,
+                } => assert_eq!(
                     error,
                     &format!(
                         "not strict JSON (line {line}, column {col}: {what}), so Claude Code skips the whole file (\"Invalid or malformed JSON\"): it will not run these hooks; remove comments and trailing commas"
