@@ -90,9 +90,10 @@ pub fn show_path(path: &[Seg]) -> String {
 }
 
 /// Why an edit could not be made. The document is unchanged when one is returned.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EditError {
     /// The text is not JSON / JSONC. `line` and `col` are 1-based.
+    #[error("line {line}, column {col}: {msg}")]
     Parse {
         /// 1-based line.
         line: usize,
@@ -102,8 +103,10 @@ pub enum EditError {
         msg: String,
     },
     /// The top-level value is not an object.
+    #[error("the top-level value is not a JSON object")]
     NotAnObject,
     /// A value on the path has another type than the edit needs.
+    #[error("`{path}` is not {expected}")]
     WrongType {
         /// The path, as [`show_path`] writes it.
         path: String,
@@ -111,29 +114,15 @@ pub enum EditError {
         expected: &'static str,
     },
     /// Nothing at this path.
+    #[error("nothing at `{path}`")]
     Missing {
         /// The path, as [`show_path`] writes it.
         path: String,
     },
     /// The edit produced text that does not parse (a bug; nothing is written).
+    #[error("internal error: {0}")]
     Internal(String),
 }
-
-impl fmt::Display for EditError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            EditError::Parse { line, col, msg } => write!(f, "line {line}, column {col}: {msg}"),
-            EditError::NotAnObject => f.write_str("the top-level value is not a JSON object"),
-            EditError::WrongType { path, expected } => {
-                write!(f, "`{path}` is not {expected}")
-            }
-            EditError::Missing { path } => write!(f, "nothing at `{path}`"),
-            EditError::Internal(m) => write!(f, "internal error: {m}"),
-        }
-    }
-}
-
-impl std::error::Error for EditError {}
 
 /// The kind of value at a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1437,6 +1426,44 @@ mod tests {
 
     fn group() -> Value {
         json!({"hooks": [{"type": "command", "command": "/x/memtrail hook claude", "timeout": 30}]})
+    }
+
+    /// The messages of [`EditError`] (thiserror), each exactly.
+    #[test]
+    fn edit_error_messages() {
+        for (e, want) in [
+            (
+                EditError::Parse {
+                    line: 3,
+                    col: 5,
+                    msg: "Expected comma".into(),
+                },
+                "line 3, column 5: Expected comma",
+            ),
+            (
+                EditError::NotAnObject,
+                "the top-level value is not a JSON object",
+            ),
+            (
+                EditError::WrongType {
+                    path: "hooks.Stop".into(),
+                    expected: "an array",
+                },
+                "`hooks.Stop` is not an array",
+            ),
+            (
+                EditError::Missing {
+                    path: "hooks".into(),
+                },
+                "nothing at `hooks`",
+            ),
+            (
+                EditError::Internal("empty path".into()),
+                "internal error: empty path",
+            ),
+        ] {
+            assert_eq!(e.to_string(), want);
+        }
     }
 
     /// Install-like: put a group at hooks.Stop (appending, creating), then undo it.
