@@ -132,6 +132,23 @@ pub fn copy_tree(src: &Path, dst: &Path) {
     }
 }
 
+/// The shared fixture folder `dir` (third-party transcripts beside the repository, in
+/// `../shared/fixtures`), or `None` with the note `note: <dir> not found; <what> skipped` when it
+/// is absent; with `MEMTRAIL_REQUIRE_SHARED_FIXTURES=1` an absent folder is a failure.
+pub fn shared_fixtures(dir: &str, what: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(dir);
+    if path.is_dir() {
+        return Some(path);
+    }
+    let required = std::env::var("MEMTRAIL_REQUIRE_SHARED_FIXTURES").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "MEMTRAIL_REQUIRE_SHARED_FIXTURES=1 but {dir} does not exist"
+    );
+    eprintln!("note: {dir} not found; {what} skipped");
+    None
+}
+
 #[cfg(test)]
 mod tests {
     /// In the child, the body runs with the marker variable naming this very test; the parent
