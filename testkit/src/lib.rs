@@ -9,6 +9,7 @@
 //! [`agent_vars`] (the variables that point a process at it, so nothing reads or writes the real
 //! home); [`copy_tree`] copies a fixture tree into it.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -130,6 +131,16 @@ pub fn copy_tree(src: &Path, dst: &Path) {
                 .unwrap_or_else(|err| panic!("copy {}: {err}", e.path().display()));
         }
     }
+}
+
+/// Appends `bytes` to the file at `path` (created when missing), as an agent writes its transcript.
+pub fn append(path: &Path, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    f.write_all(bytes).unwrap();
 }
 
 /// The shared fixture folder `dir` (third-party transcripts beside the repository, in
