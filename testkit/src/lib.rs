@@ -9,6 +9,7 @@
 //! [`agent_vars`] (the variables that point a process at it, so nothing reads or writes the real
 //! home); [`copy_tree`] copies a fixture tree into it.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -130,6 +131,33 @@ pub fn copy_tree(src: &Path, dst: &Path) {
                 .unwrap_or_else(|err| panic!("copy {}: {err}", e.path().display()));
         }
     }
+}
+
+/// Appends `bytes` to the file at `path` (created when missing), as an agent writes its transcript.
+pub fn append(path: &Path, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+/// The shared fixture folder `dir` (third-party transcripts beside the repository, in
+/// `../shared/fixtures`), or `None` with the note `note: <dir> not found; <what> skipped` when it
+/// is absent; with `MEMTRAIL_REQUIRE_SHARED_FIXTURES=1` an absent folder is a failure.
+pub fn shared_fixtures(dir: &str, what: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(dir);
+    if path.is_dir() {
+        return Some(path);
+    }
+    let required = std::env::var("MEMTRAIL_REQUIRE_SHARED_FIXTURES").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "MEMTRAIL_REQUIRE_SHARED_FIXTURES=1 but {dir} does not exist"
+    );
+    eprintln!("note: {dir} not found; {what} skipped");
+    None
 }
 
 #[cfg(test)]

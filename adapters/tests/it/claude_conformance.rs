@@ -19,17 +19,7 @@ const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures
 
 /// The shared fixture folder, or `None` (with a note) when it is absent and not required.
 fn shared() -> Option<PathBuf> {
-    let dir = PathBuf::from(SHARED);
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    let required = std::env::var("MEMTRAIL_REQUIRE_SHARED_FIXTURES").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "MEMTRAIL_REQUIRE_SHARED_FIXTURES=1 but {SHARED} does not exist"
-    );
-    eprintln!("note: {SHARED} not found; shared Claude fixture tests skipped");
-    None
+    memtrail_testkit::shared_fixtures(SHARED, "shared Claude fixture tests")
 }
 
 fn fixture(name: &str) -> Option<Batch> {

@@ -27,17 +27,7 @@ const INTERRUPTED: &str =
 
 /// The shared fixture folder, or `None` (with a note) when it is absent and not required.
 fn shared() -> Option<PathBuf> {
-    let dir = PathBuf::from(SHARED);
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    let required = std::env::var("MEMTRAIL_REQUIRE_SHARED_FIXTURES").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "MEMTRAIL_REQUIRE_SHARED_FIXTURES=1 but {SHARED} does not exist"
-    );
-    eprintln!("note: {SHARED} not found; shared Codex fixture tests skipped");
-    None
+    memtrail_testkit::shared_fixtures(SHARED, "shared Codex fixture tests")
 }
 
 fn make() -> Box<dyn LineReader> {

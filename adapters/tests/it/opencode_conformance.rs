@@ -32,17 +32,7 @@ const IDS: [&str; 5] = [
 
 /// The shared fixture folder, or `None` (with a note) when it is absent and not required.
 fn shared() -> Option<PathBuf> {
-    let dir = PathBuf::from(SHARED);
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    let required = std::env::var("MEMTRAIL_REQUIRE_SHARED_FIXTURES").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "MEMTRAIL_REQUIRE_SHARED_FIXTURES=1 but {SHARED} does not exist"
-    );
-    eprintln!("note: {SHARED} not found; shared OpenCode fixture tests skipped");
-    None
+    memtrail_testkit::shared_fixtures(SHARED, "shared OpenCode fixture tests")
 }
 
 fn fixture(name: &str) -> Option<(Vec<u8>, Batch)> {

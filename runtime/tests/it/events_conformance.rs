@@ -12,17 +12,7 @@ use std::path::{Path, PathBuf};
 const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures");
 
 fn shared() -> Option<PathBuf> {
-    let dir = PathBuf::from(SHARED);
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    let required = std::env::var("MEMTRAIL_REQUIRE_SHARED_FIXTURES").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "MEMTRAIL_REQUIRE_SHARED_FIXTURES=1 but {SHARED} does not exist"
-    );
-    eprintln!("note: {SHARED} not found; shared event tests skipped");
-    None
+    memtrail_testkit::shared_fixtures(SHARED, "shared event tests")
 }
 
 fn events(agent: Agent, path: &Path) -> Vec<StoredEvent> {

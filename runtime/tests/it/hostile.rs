@@ -11,8 +11,8 @@
 use memtrail_adapters::Agent;
 use memtrail_runtime::ingest::ingest_file;
 use memtrail_runtime::{Error, Store};
+use memtrail_testkit::append;
 use serde_json::json;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -79,15 +79,6 @@ impl Env {
         )
         .ok()
     }
-}
-
-fn append(path: &Path, bytes: &[u8]) {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    f.write_all(bytes).unwrap();
 }
 
 fn line(s: &str) -> Vec<u8> {

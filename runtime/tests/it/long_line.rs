@@ -5,8 +5,8 @@
 use memtrail_adapters::Agent;
 use memtrail_runtime::Store;
 use memtrail_runtime::ingest::{MAX_LINE_BYTES, ingest_file};
+use memtrail_testkit::append;
 use serde_json::json;
-use std::io::Write;
 use std::path::Path;
 
 const SID: &str = "9d3c1e2f-4a5b-4c6d-8e7f-0a1b2c3d4e5f";
@@ -23,15 +23,6 @@ fn user(uuid: &str, text: &str) -> String {
 
 fn line(s: &str) -> Vec<u8> {
     format!("{s}\n").into_bytes()
-}
-
-fn append(path: &Path, bytes: &[u8]) {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    f.write_all(bytes).unwrap();
 }
 
 struct Env {

@@ -4,8 +4,8 @@
 //! for `memtrail mcp`, and a canonical dump of a store for exact comparisons.
 #![allow(dead_code)]
 
-pub use memtrail_testkit::copy_tree;
 use memtrail_testkit::{TempHome, agent_vars, home_vars};
+pub use memtrail_testkit::{append, copy_tree};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -157,15 +157,6 @@ pub fn stop_payload(transcript: &Path, sid: &str, cwd: &str) -> String {
         "stop_hook_active": false
     })
     .to_string()
-}
-
-pub fn append(path: &Path, bytes: &[u8]) {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    f.write_all(bytes).unwrap();
 }
 
 /// A `memtrail mcp` server driven over stdio with newline-delimited JSON-RPC. A thread reads
