@@ -11,10 +11,8 @@ pub mod mcp;
 pub mod pending;
 pub mod privacy;
 pub mod query;
-pub mod rank;
 pub mod redact;
 pub mod resume;
-pub mod salvage;
 pub mod seams;
 pub mod snapshot;
 pub mod store;
@@ -22,6 +20,7 @@ pub mod store;
 mod test_rng;
 pub mod time;
 
+pub use store::salvage;
 pub use store::{Store, default_db_path};
 
 use std::path::PathBuf;

@@ -331,7 +331,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     // than that is ranked over all of them. The score is [`crate::rank`]'s `memtrail_bm25`:
     // FTS5's `bm25()` counts each term's documents over the whole index once per query, which
     // for a frequent term costs time in proportion to the store; `memtrail_bm25` counts up to
-    // [`crate::rank::DF_SAMPLE`] and extrapolates (docs/benchmarks.md, "Frequent terms").
+    // [`crate::store::rank::DF_SAMPLE`] and extrapolates (docs/benchmarks.md, "Frequent terms").
     // An `OR` query is ranked over all its matches: the newest matches of `rare OR common`
     // would all be `common` ones, and the rare term's hits would never be ranked.
     let bounded = f.agent.is_none()

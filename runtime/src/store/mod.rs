@@ -40,7 +40,9 @@ use std::time::{Duration, Instant};
 mod cursors;
 mod files;
 mod index_text;
+pub(crate) mod rank;
 mod repair;
+pub mod salvage;
 mod schema;
 mod snapshots;
 mod stats;
@@ -222,10 +224,10 @@ impl Store {
         Self::open_with_timeout(path, Duration::from_secs(5))
     }
 
-    /// Register [`crate::rank::FUNCTION`] on this connection, once (the first search does).
+    /// Register [`rank::FUNCTION`] on this connection, once (the first search does).
     pub(crate) fn ensure_rank_function(&self) -> Result<()> {
         if !self.rank_ready.get() {
-            crate::rank::register(&self.conn)?;
+            rank::register(&self.conn)?;
             self.rank_ready.set(true);
         }
         Ok(())
