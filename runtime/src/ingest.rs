@@ -61,16 +61,7 @@ pub struct IngestReport {
 
 /// The project directory stored for a session, if the session is stored.
 fn stored_project(store: &Store, sref: &memtrail_adapters::SessionRef) -> Result<Option<String>> {
-    use rusqlite::OptionalExtension;
-    Ok(store
-        .conn
-        .query_row(
-            "SELECT project_dir FROM sessions WHERE agent = ?1 AND external_id = ?2",
-            rusqlite::params![sref.agent.as_str(), sref.external_id],
-            |r| r.get::<_, Option<String>>(0),
-        )
-        .optional()?
-        .flatten())
+    store.session_project(sref.agent.as_str(), &sref.external_id)
 }
 
 /// The project of a Cursor or Gemini transcript whose reader found none (a Cursor slug folder
@@ -80,12 +71,7 @@ fn known_project(store: &Store, agent: Agent, path: &Path) -> Result<Option<Stri
     if !matches!(agent, Agent::Cursor | Agent::Gemini) {
         return Ok(None);
     }
-    let mut stmt = store.conn.prepare(
-        "SELECT DISTINCT project_dir FROM sessions WHERE project_dir IS NOT NULL LIMIT 10000",
-    )?;
-    let known: Vec<String> = stmt
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    let known = store.known_projects()?;
     Ok(match agent {
         Agent::Cursor => memtrail_adapters::cursor::project_among(path, &known),
         _ => memtrail_adapters::gemini::project_among(path, &known),
@@ -119,13 +105,7 @@ fn deleted_session(
     own: &str,
     parent: Option<&str>,
 ) -> Result<Option<SkipReason>> {
-    let stored = |id: &str| -> Result<bool> {
-        Ok(store.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sessions WHERE agent = ?1 AND external_id = ?2)",
-            rusqlite::params![agent, id],
-            |r| r.get(0),
-        )?)
-    };
+    let stored = |id: &str| store.session_stored(agent, id);
     let mut gone: Vec<&str> = Vec::with_capacity(2);
     for id in std::iter::once(own).chain(parent) {
         if !stored(id)? {
@@ -136,13 +116,7 @@ fn deleted_session(
         return Ok(None);
     };
     let second = gone.get(1).copied().unwrap_or(first);
-    let deleted: bool = store.conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM sources WHERE agent = ?1 AND json_valid(reader_state)
-             AND json_extract(reader_state, '$.memtrail_skip') = 'deleted'
-             AND json_extract(reader_state, '$.session') IN (?2, ?3))",
-        rusqlite::params![agent, first, second],
-        |r| r.get(0),
-    )?;
+    let deleted = store.deleted_marker(agent, first, second)?;
     Ok(deleted.then(|| SkipReason::Deleted {
         session: Some(own.to_string()),
     }))
@@ -1079,15 +1053,7 @@ pub struct PendingTail {
 ///
 /// Errors: a store error reading the cursors.
 pub fn pending_tails(store: &Store) -> Result<Vec<PendingTail>> {
-    let rows: Vec<(String, String, i64)> = {
-        let mut stmt = store.conn.prepare(
-            "SELECT path, agent, offset FROM sources WHERE NOT (json_valid(reader_state)
-                 AND json_extract(reader_state, '$.memtrail_skip') IS NOT NULL)
-                 OR reader_state IS NULL ORDER BY path",
-        )?;
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<rusqlite::Result<_>>()?
-    };
+    let rows = store.unmarked_cursors()?;
     let mut out = Vec::new();
     for (path, agent, offset) in rows {
         let Ok(a) = agent.parse::<Agent>() else {

@@ -776,14 +776,8 @@ fn session_page(
         break;
     }
     if next.is_none() && msgs.len() == limit {
-        let more: bool = s
-            .conn
-            .query_row(
-                "SELECT EXISTS(SELECT 1 FROM messages m JOIN sessions x ON x.id = m.session_id
-                 WHERE x.agent = ?1 AND x.external_id = ?2 AND m.seq >= ?3)",
-                rusqlite::params![agent, sid, at],
-                |r| r.get(0),
-            )
+        let more = s
+            .has_messages_from(&agent, &sid, at)
             .map_err(|e| e.to_string())?;
         if more {
             next = Some((at, 0));

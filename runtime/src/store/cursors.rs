@@ -62,6 +62,19 @@ impl Store {
             .optional()?)
     }
 
+    /// The transcripts' cursors without a skip marker, by path: (path, agent, byte offset).
+    pub fn unmarked_cursors(&self) -> Result<Vec<(String, String, i64)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT path, agent, offset FROM sources WHERE NOT (json_valid(reader_state)
+                 AND json_extract(reader_state, '$.memtrail_skip') IS NOT NULL)
+                 OR reader_state IS NULL ORDER BY path",
+        )?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
     /// Every transcript cursor's position and file identity, by path (one query; an import
     /// compares them with the files' metadata to pass over unchanged files without opening
     /// them: see [`crate::ingest::unchanged_since`]).
