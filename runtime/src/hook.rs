@@ -100,6 +100,8 @@ pub fn run(agent: Agent, stdin: &mut dyn Read, args: &[String], db: &Path) -> Ho
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run_inner(agent, stdin, args, db, started, &mut outcome)
     }));
+    // `Error::Busy`: the store's write lock was not free within the budget.
+    let busy = matches!(&result, Ok(Err(e)) if e.is_busy());
     let error = match result {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e.to_string()),
@@ -116,7 +118,7 @@ pub fn run(agent: Agent, stdin: &mut dyn Read, args: &[String], db: &Path) -> Ho
         // effort). `busy`: the store's write lock was not free within the budget.
         let how = match &error {
             None => "ok",
-            Some(e) if e.contains("the store is busy") => "busy",
+            Some(_) if busy => "busy",
             Some(_) => "error",
         };
         let line = format!(
@@ -137,7 +139,10 @@ pub fn run(agent: Agent, stdin: &mut dyn Read, args: &[String], db: &Path) -> Ho
         log_line(agent, outcome.event.as_ref(), &format!("error: {e}"));
         outcome.error = Some(e.clone());
         // Still record that the hook ran and failed, if the store opens.
-        record(agent, db, started, &outcome);
+        if !busy {
+            // Busy: the lock was not free within the budget; waiting again would only overrun it.
+            record(agent, db, started, &outcome);
+        }
     }
     outcome
 }
@@ -289,7 +294,10 @@ fn run_inner(
                     leave_pending(agent, &event, db, p, session);
                 }
                 if first_err.is_none() {
-                    first_err = Some(crate::Error::Invalid(format!("{}: {e}", p.display())));
+                    first_err = Some(crate::Error::Transcript {
+                        path: p.clone(),
+                        source: Box::new(e),
+                    });
                 }
             }
         }
@@ -515,14 +523,6 @@ fn transcript_may_be_absent(event: &str) -> bool {
 const RECORD_FAILURE_WAIT: Duration = Duration::from_millis(50);
 
 fn record(agent: Agent, db: &Path, started: Instant, outcome: &HookOutcome) {
-    if outcome
-        .error
-        .as_deref()
-        .is_some_and(|e| e.contains("the store is busy"))
-    {
-        // The lock was not free within the budget; waiting again would only overrun it.
-        return;
-    }
     if let Ok(mut store) = Store::open_until(db, Instant::now() + RECORD_FAILURE_WAIT) {
         let err = outcome.error.clone().map(crate::Error::Invalid);
         record_with(&mut store, agent, started, outcome, err.as_ref());

@@ -81,7 +81,7 @@ pub fn default_db_path() -> PathBuf {
 
 /// An open store.
 pub struct Store {
-    pub(crate) conn: Connection,
+    conn: Connection,
     path: PathBuf,
     /// Longest wait for the write lock per attempt.
     busy: Duration,
@@ -124,6 +124,42 @@ fn deadline_busy_handler(n: i32) -> bool {
     true
 }
 
+/// An error of the store's database, opaque to callers: the backend's own error (SQLite's
+/// today; a PostgreSQL backend's next), shown with the backend's message. The conditions callers
+/// act on are variants of [`Error`] ([`Error::Busy`], [`Error::Full`], [`Error::NewerSchema`])
+/// or questions asked here ([`StoreError::is_corrupt`]).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct StoreError(rusqlite::Error);
+
+impl StoreError {
+    /// `SQLITE_CORRUPT` (or its extended codes, e.g. `SQLITE_CORRUPT_VTAB` from FTS5) or
+    /// `SQLITE_NOTADB`: the file's content is damaged.
+    pub fn is_corrupt(&self) -> bool {
+        self.code().is_some_and(|c| {
+            matches!(
+                c,
+                rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+            )
+        })
+    }
+
+    fn code(&self) -> Option<rusqlite::ErrorCode> {
+        match &self.0 {
+            rusqlite::Error::SqliteFailure(f, _) => Some(f.code),
+            _ => None,
+        }
+    }
+}
+
+/// Inside the store, a database error is a [`StoreError`] (`?` converts it).
+#[doc(hidden)]
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Error {
+        Error::Store(StoreError(e))
+    }
+}
+
 fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _)
         if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
@@ -132,12 +168,8 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 /// SQLite errors that need a clearer name than SQLite's own.
 fn classify(e: Error) -> Error {
     match e {
-        Error::Sqlite(rusqlite::Error::SqliteFailure(f, _))
-            if f.code == rusqlite::ErrorCode::DiskFull =>
-        {
-            Error::Full
-        }
-        Error::Sqlite(ref s) if is_busy(s) => Error::Busy { waited_ms: 0 },
+        Error::Store(ref s) if s.code() == Some(rusqlite::ErrorCode::DiskFull) => Error::Full,
+        Error::Store(StoreError(ref s)) if is_busy(s) => Error::Busy { waited_ms: 0 },
         other => other,
     }
 }
@@ -201,9 +233,7 @@ impl Store {
             store.set_deadline(deadline)?;
         }
         let not_a_store = |e: Error| match e {
-            Error::Sqlite(rusqlite::Error::SqliteFailure(f, _))
-                if f.code == rusqlite::ErrorCode::NotADatabase =>
-            {
+            Error::Store(ref s) if s.code() == Some(rusqlite::ErrorCode::NotADatabase) => {
                 Error::Invalid(format!(
                     "{} is not a memtrail store (not an SQLite database)",
                     path.display()
@@ -448,10 +478,21 @@ impl Store {
         Ok(())
     }
 
-    /// The SQLite connection, for maintenance and fault-injection tests (e.g. `PRAGMA
-    /// max_page_count` to simulate a full disk). Writes through it bypass the store's rules.
+    /// Fault injection for tests: with `full`, this connection may not grow the database file
+    /// past its current size (`PRAGMA max_page_count`), so the next write that needs more room
+    /// fails as on a full disk ([`Error::Full`]); without, the limit is lifted.
     #[doc(hidden)]
-    pub fn raw_connection(&self) -> &Connection {
-        &self.conn
+    pub fn simulate_full_disk(&self, full: bool) -> Result<()> {
+        let pages: i64 = if full {
+            self.conn.query_row("PRAGMA page_count", [], |r| r.get(0))?
+        } else {
+            1_073_741_823
+        };
+        let _: i64 = self
+            .conn
+            .query_row(&format!("PRAGMA max_page_count = {pages}"), [], |r| {
+                r.get(0)
+            })?;
+        Ok(())
     }
 }

@@ -95,10 +95,7 @@ pub fn register(conn: &Connection) -> Result<()> {
 }
 
 fn sqlite_error(rc: c_int, what: &str) -> crate::Error {
-    crate::Error::Sqlite(rusqlite::Error::SqliteFailure(
-        ffi::Error::new(rc),
-        Some(what.to_string()),
-    ))
+    rusqlite::Error::SqliteFailure(ffi::Error::new(rc), Some(what.to_string())).into()
 }
 
 /// What is computed once per query (kept with `xSetAuxdata`).

@@ -82,11 +82,7 @@ fn repair_fts(w: &Writer<'_>) -> Result<u64> {
 /// `SQLITE_CORRUPT` (or its extended codes, e.g. `SQLITE_CORRUPT_VTAB` from FTS5) or
 /// `SQLITE_NOTADB`: the file's content is damaged.
 pub fn is_corrupt(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::Sqlite(rusqlite::Error::SqliteFailure(f, _))
-            if matches!(f.code, rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
-    )
+    matches!(e, Error::Store(s) if s.is_corrupt())
 }
 
 fn repair_tool_calls(w: &Writer<'_>) -> Result<u64> {

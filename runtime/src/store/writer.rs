@@ -9,7 +9,7 @@ use rusqlite::{OptionalExtension, params};
 
 /// Write access inside one transaction (see [`Store::write`]).
 pub struct Writer<'a> {
-    pub(crate) tx: &'a rusqlite::Transaction<'a>,
+    pub(super) tx: &'a rusqlite::Transaction<'a>,
     /// The agent of the last session looked up (session row id, agent), for event extraction.
     agent_of: std::cell::Cell<Option<(i64, Option<Agent>)>>,
 }
