@@ -41,6 +41,8 @@ mod cursors;
 mod files;
 mod index_text;
 pub(crate) mod maintenance;
+#[cfg(test)]
+mod no_sql_outside;
 pub(crate) mod queries;
 pub(crate) mod rank;
 pub(crate) mod recall;
