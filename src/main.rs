@@ -367,6 +367,7 @@ fn main() -> ExitCode {
         } else {
             Vec::new()
         };
+        let db = memtrail_runtime::StoreLocation::Sqlite(db);
         let outcome = memtrail_runtime::hook::run(agent, &mut payload.as_slice(), &args, &db);
         if let Some(reply) = outcome.stdout {
             let mut o = std::io::stdout().lock();
@@ -621,7 +622,8 @@ fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
         } => purge_older(&db, &older_than, vacuum, dry_run, yes, force, json),
         Command::Redact { rescan: _, json } => redact_rescan(&db, json),
         Command::Mcp => {
-            memtrail_runtime::mcp::serve_stdio(db).map_err(|e| anyhow::anyhow!(e))?;
+            memtrail_runtime::mcp::serve_stdio(memtrail_runtime::StoreLocation::Sqlite(db))
+                .map_err(|e| anyhow::anyhow!(e))?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 mod cursors;
 mod files;
 mod index_text;
+mod location;
 pub(crate) mod maintenance;
 #[cfg(test)]
 mod no_sql_outside;
@@ -58,6 +59,7 @@ pub use cursors::{Cursor, CursorMark, CursorStat};
 use files::{create_private_dir, create_private_file, file_id, make_owner_only, resolve_links};
 pub use index_text::{INDEXED_OUTPUT_CAP, cjk_index_text, is_cjk, render_index_text};
 pub(crate) use index_text::{cap, kind_from_str};
+pub use location::{StoreLocation, default_db_path};
 pub use repair::{REPAIR_STEPS, RepairReport, RepairStep, RepairStepReport, is_corrupt};
 pub use schema::SCHEMA_VERSION;
 pub use snapshots::{PRECOMPACT_TAKEN_EARLY, StoredSnapshot};
@@ -70,17 +72,6 @@ pub const SEARCH_INDEX_WAIT: Duration = Duration::from_secs(1);
 
 /// How many queued messages one transaction of [`Store::catch_up_index`] indexes.
 pub const INDEX_CHUNK: usize = 2000;
-/// Where the store lives: `MEMTRAIL_DB` when set, else `$XDG_DATA_HOME/memtrail/memtrail.db`
-/// (`~/.local/share/memtrail/memtrail.db`). A `--db` flag is applied by the caller before this.
-pub fn default_db_path() -> PathBuf {
-    match std::env::var_os("MEMTRAIL_DB") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => memtrail_adapters::paths::xdg_data_home()
-            .join("memtrail")
-            .join("memtrail.db"),
-    }
-}
-
 /// An open store.
 pub struct Store {
     conn: Connection,
@@ -200,11 +191,17 @@ impl Store {
     ///
     /// Errors: [`Error::NewerSchema`] when the store was written by a newer memtrail; SQLite or
     /// I/O errors otherwise.
-    pub fn open_with_timeout(path: &Path, busy: Duration) -> Result<Store> {
-        Self::open_inner(path, busy, None)
+    pub fn open_with_timeout(location: impl Into<StoreLocation>, busy: Duration) -> Result<Store> {
+        Self::open_inner(location.into(), busy, None)
     }
 
-    fn open_inner(path: &Path, busy: Duration, deadline: Option<Instant>) -> Result<Store> {
+    fn open_inner(
+        location: StoreLocation,
+        busy: Duration,
+        deadline: Option<Instant>,
+    ) -> Result<Store> {
+        let StoreLocation::Sqlite(owned) = location;
+        let path = owned.as_path();
         // A store path that is a symlink is followed (the store may live on another disk): the
         // file really opened is its target, created and kept owner-only like any store.
         let real = resolve_links(path);
@@ -223,18 +220,19 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_URI,
         )?;
         conn.busy_timeout(busy)?;
+        let file_id = file_id(path);
         let mut store = Store {
             conn,
-            path: path.to_path_buf(),
+            path: owned,
             busy,
             deadline: None,
             rank_ready: std::cell::Cell::new(false),
-            file_id: file_id(path),
+            file_id,
         };
         if deadline.is_some() {
             store.set_deadline(deadline)?;
         }
-        let not_a_store = |e: Error| match e {
+        let not_a_store = |path: &Path, e: Error| match e {
             Error::Store(ref s) if s.code() == Some(rusqlite::ErrorCode::NotADatabase) => {
                 Error::Invalid(format!(
                     "{} is not a memtrail store (not an SQLite database)",
@@ -243,8 +241,8 @@ impl Store {
             }
             other => other,
         };
-        store.configure().map_err(not_a_store)?;
-        store.migrate().map_err(not_a_store)?;
+        store.configure().map_err(|e| not_a_store(&store.path, e))?;
+        store.migrate().map_err(|e| not_a_store(&store.path, e))?;
         Ok(store)
     }
 
@@ -256,8 +254,8 @@ impl Store {
     }
 
     /// [`Store::open_with_timeout`] with a 5 s busy timeout.
-    pub fn open(path: &Path) -> Result<Store> {
-        Self::open_with_timeout(path, Duration::from_secs(5))
+    pub fn open(location: impl Into<StoreLocation>) -> Result<Store> {
+        Self::open_with_timeout(location, Duration::from_secs(5))
     }
 
     /// Register [`rank::FUNCTION`] on this connection, once (the first search does).
@@ -407,9 +405,9 @@ impl Store {
 
     /// [`Store::open_with_timeout`] for a process with a deadline (see [`Store::set_deadline`]):
     /// opening (which reads the schema version) waits for locks only until `deadline` too.
-    pub fn open_until(path: &Path, deadline: Instant) -> Result<Store> {
+    pub fn open_until(location: impl Into<StoreLocation>, deadline: Instant) -> Result<Store> {
         let busy = deadline.saturating_duration_since(Instant::now());
-        Self::open_inner(path, busy, Some(deadline))
+        Self::open_inner(location.into(), busy, Some(deadline))
     }
 
     /// Run `f` inside one `BEGIN IMMEDIATE` transaction; commit when it returns `Ok`, roll back
