@@ -65,7 +65,7 @@ fn session_and_children(store: &Store, row_id: i64) -> Result<(SessionInfo, Vec<
 /// What [`delete_session`] would delete: the session (agent id or unique prefix, as
 /// `query::resolve_session`) and its sub-agent sessions.
 ///
-/// Errors: [`Error::NotFound`], or [`Error::Invalid`] for an ambiguous prefix.
+/// Errors: [`crate::Error::NotFound`], or [`crate::Error::Invalid`] for an ambiguous prefix.
 pub fn session_info(store: &Store, id: &str) -> Result<SessionInfo> {
     let row = crate::query::resolve_session(store, id, None)?;
     Ok(session_and_children(store, row)?.0)

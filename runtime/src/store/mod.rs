@@ -30,6 +30,20 @@
 //! that grow the WAL past 256 pages do); every write is a `BEGIN IMMEDIATE`
 //! transaction (a deferred transaction that upgrades to a write fails at once with
 //! `database is locked` instead of waiting; see `../shared/reference/crates.md` §1).
+//!
+//! Every SQL statement of memtrail lives in this folder (a test, `no_sql_outside`, fails on SQL
+//! elsewhere), one module per concern: `schema` (the version and the numbered
+//! `migrations/NNNN_*.sql`), `writer` (sessions, messages, tool calls, events in one write
+//! transaction), `cursors` (ingest cursors), `snapshots`, `stats` (figures and hook runs for
+//! status), `sessions` (lookups for ingest and the MCP server), `queries` (search, ranking and
+//! snippets, session lists and pages), `rank` (the FTS5 ranking function), `recall` (events and
+//! messages for resume, snapshots and handoffs), `maintenance` (delete, purge, rescan), `repair`,
+//! `salvage` (copying a damaged file), `files` (the file's mode and identity) and `location`.
+//! Callers see domain types only: [`Store`], [`Writer`], [`StoreLocation`], the records of
+//! `memtrail-adapters`, and errors as [`Error`] variants ([`StoreError`] is opaque). The
+//! interface is this concrete type, not a trait, while there is one backend: a trait (with
+//! generic callers, no `dyn` in the hook path) is drawn from these methods when the second
+//! backend comes (issue 13).
 
 use crate::{Error, Result};
 use rusqlite::config::DbConfig;

@@ -7,7 +7,7 @@ use crate::events::{Category, Event};
 use memtrail_adapters::{Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef};
 use rusqlite::{OptionalExtension, params};
 
-/// Write access inside one transaction (see [`Store::write`]).
+/// Write access inside one transaction (see [`super::Store::write`]).
 pub struct Writer<'a> {
     pub(super) tx: &'a rusqlite::Transaction<'a>,
     /// The agent of the last session looked up (session row id, agent), for event extraction.
