@@ -14,6 +14,7 @@
 //! not parsed again at each hook; [`IngestReport::skipped`] says why.
 
 use crate::privacy::{Privacy, SkipReason};
+use crate::records::Prepared;
 use crate::store::{Cursor, CursorMark, Store};
 use crate::{Error, Result, now_ms};
 use memtrail_adapters::{Agent, Batch, ParseStats, SessionMeta, Source};
@@ -396,7 +397,7 @@ fn ingest_db(
             }
             None => {}
         }
-        let batch = memtrail_adapters::read_database(agent, path, Some(&sid), since)
+        let mut batch = memtrail_adapters::read_database(agent, path, Some(&sid), since)
             .map_err(Error::Invalid)?;
         if batch.sessions.is_empty() && batch.watermark <= since {
             continue;
@@ -451,18 +452,24 @@ fn ingest_db(
         }
         let stats = batch.stats();
         let watermark = batch.watermark.max(since).max(0) as u64;
+        // Folded and redacted before the write lock is taken (see `crate::records`).
+        let prepared: Vec<Prepared> = batch
+            .sessions
+            .iter_mut()
+            .map(|s| Prepared::new(std::mem::take(&mut s.records)))
+            .collect();
         let applied = store.write(|w| {
             w.expect_cursor(&key, &mark)?;
             let mut total = crate::store::Applied::default();
             let mut first_sid = None;
-            for s in batch.sessions {
+            for (s, p) in batch.sessions.into_iter().zip(prepared) {
                 let id = w.upsert_session(&s.session, &s.meta)?;
                 if lifted {
                     w.clear_session(id)?;
                     w.upsert_session(&s.session, &s.meta)?;
                 }
                 first_sid.get_or_insert(id);
-                let a = w.apply(id, s.records)?;
+                let a = w.apply_prepared(id, p)?;
                 total.inserted += a.inserted;
                 total.merged += a.merged;
             }
@@ -621,6 +628,8 @@ fn ingest_doc(
         return Ok(report);
     }
     let had = stored.is_some();
+    // Folded and redacted before the write lock is taken (see `crate::records`).
+    let prepared = Prepared::new(batch.records);
     let applied = store.write(|w| {
         w.expect_cursor(&key, &mark)?;
         let sid = w.upsert_session(&sref, &batch.meta)?;
@@ -629,7 +638,7 @@ fn ingest_doc(
             w.reset_source_counters(&key)?;
             w.upsert_session(&sref, &batch.meta)?;
         }
-        let applied = w.apply(sid, batch.records)?;
+        let applied = w.apply_prepared(sid, prepared)?;
         let cursor = Cursor {
             session_id: Some(sid),
             ..cursor
@@ -912,6 +921,8 @@ fn ingest_lines(
             }
             let do_reset = reread && first_step;
             let new_mark = (new_offset, head.clone(), false);
+            // Folded and redacted before the write lock is taken (see `crate::records`).
+            let prepared = Prepared::new(records);
             let applied = store.write(|w| {
                 w.expect_cursor(&key, &mark)?;
                 let sid = w.upsert_session(&sref, &meta)?;
@@ -922,7 +933,7 @@ fn ingest_lines(
                     // rewind the transcript records (Gemini `$rewindTo`) deletes any.
                     w.reset_source_counters(&key)?;
                 }
-                let applied = w.apply(sid, records)?;
+                let applied = w.apply_prepared(sid, prepared)?;
                 let cursor = Cursor {
                     session_id: Some(sid),
                     offset: new_offset,

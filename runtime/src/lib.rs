@@ -11,6 +11,7 @@ pub mod mcp;
 pub mod pending;
 pub mod privacy;
 pub mod query;
+pub mod records;
 pub mod redact;
 pub mod resume;
 pub mod seams;

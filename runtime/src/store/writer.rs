@@ -4,6 +4,7 @@ use super::cap;
 use super::index_text::{cjk_index_text, kind_from_str, render_index_text};
 use crate::Result;
 use crate::events::{Category, Event};
+use crate::records::Prepared;
 use memtrail_adapters::{Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef};
 use rusqlite::{OptionalExtension, params};
 
@@ -100,14 +101,20 @@ impl Writer<'_> {
         Ok(n as u64)
     }
 
-    /// Apply reader records to a session, with merge semantics (see `model::Record`).
-    pub fn apply(&self, session_id: i64, mut records: Vec<Record>) -> Result<Applied> {
+    /// Apply reader records to a session, with merge semantics (see `model::Record`): as
+    /// [`Writer::apply_prepared`] after [`Prepared::new`] (ingest prepares its records before it
+    /// takes the write lock).
+    pub fn apply(&self, session_id: i64, records: Vec<Record>) -> Result<Applied> {
+        self.apply_prepared(session_id, Prepared::new(records))
+    }
+
+    /// Apply prepared records (tool results folded into their calls, every text redacted: see
+    /// [`Prepared`]) to a session, with merge semantics (see `model::Record`).
+    pub fn apply_prepared(&self, session_id: i64, prepared: Prepared) -> Result<Applied> {
+        let (records, folded) = prepared.into_parts();
         let mut applied = Applied::default();
-        applied.results += fold_results(&mut records);
-        for mut rec in records {
-            // DESIGN principle 5: every record's text, tool inputs and outputs are redacted
-            // here, before anything derived from it (parts JSON, FTS columns) is written.
-            crate::redact::redact_record(&mut rec);
+        applied.results += folded;
+        for rec in records {
             match rec {
                 Record::Message(m) => {
                     if self.upsert_message(session_id, m)? {
@@ -579,69 +586,4 @@ fn note_event(m: &Message) -> Event {
         tool: None,
         ts: m.timestamp,
     }
-}
-
-/// Attach each tool result to its call when the call's message is earlier in the same batch,
-/// and drop the result record: the message is then written once, with its output, instead of
-/// written, then read back, re-rendered and re-indexed (an FTS5 delete and insert) per result.
-/// The outcome in the store is the same as applying the records one by one. Batches holding a
-/// `Rewind` or `Replace` are left alone (their order matters). Returns how many results were
-/// folded.
-fn fold_results(records: &mut Vec<Record>) -> u64 {
-    if records
-        .iter()
-        .any(|r| matches!(r, Record::Rewind { .. } | Record::Replace(_)))
-    {
-        return 0;
-    }
-    // call id -> (record index, part index) of the latest call with that id seen so far.
-    let mut calls: std::collections::HashMap<String, (usize, usize)> =
-        std::collections::HashMap::new();
-    let mut folded = 0;
-    let mut keep = vec![true; records.len()];
-    for j in 0..records.len() {
-        match &records[j] {
-            Record::Message(m) => {
-                for (k, p) in m.parts.iter().enumerate() {
-                    if let Part::ToolCall(c) = p {
-                        calls.insert(c.id.clone(), (j, k));
-                    }
-                }
-            }
-            Record::ToolResult { call_id, .. } => {
-                let Some(&(i, k)) = calls.get(call_id) else {
-                    continue;
-                };
-                let Record::ToolResult {
-                    output,
-                    is_error,
-                    exit_code,
-                    ..
-                } = std::mem::replace(
-                    &mut records[j],
-                    Record::Rewind {
-                        message_id: String::new(),
-                    },
-                )
-                else {
-                    unreachable!("matched above")
-                };
-                if let Record::Message(m) = &mut records[i]
-                    && let Some(Part::ToolCall(c)) = m.parts.get_mut(k)
-                {
-                    c.output = Some(output);
-                    c.is_error = is_error;
-                    c.exit_code = exit_code;
-                }
-                keep[j] = false;
-                folded += 1;
-            }
-            _ => {}
-        }
-    }
-    if folded > 0 {
-        let mut it = keep.into_iter();
-        records.retain(|_| it.next().unwrap_or(true));
-    }
-    folded
 }
