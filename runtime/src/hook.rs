@@ -10,7 +10,7 @@
 //! hook that gives up notes its transcript in [`crate::pending`].
 
 use crate::ingest::{IngestReport, ingest_at_rest, ingest_path};
-use crate::store::{HookRun, Store};
+use crate::store::{HookRun, Store, StoreLocation};
 use crate::{Result, now_ms, query, resume, snapshot, state_dir};
 use memtrail_adapters::{Agent, HookEvent, format_rfc3339_ms};
 use std::io::{Read, Write};
@@ -94,12 +94,14 @@ fn budget_ms() -> u64 {
 /// from `args` when the agent passes it there (Codex `notify`),
 /// ingest the session's transcript into the store at `db`, and return what to print. Never
 /// panics and never returns an error: failures are logged and reported in the outcome.
-pub fn run(agent: Agent, stdin: &mut dyn Read, args: &[String], db: &Path) -> HookOutcome {
+pub fn run(agent: Agent, stdin: &mut dyn Read, args: &[String], db: &StoreLocation) -> HookOutcome {
     let started = Instant::now();
     let mut outcome = HookOutcome::default();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run_inner(agent, stdin, args, db, started, &mut outcome)
     }));
+    // `Error::Busy`: the store's write lock was not free within the budget.
+    let busy = matches!(&result, Ok(Err(e)) if e.is_busy());
     let error = match result {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e.to_string()),
@@ -116,7 +118,7 @@ pub fn run(agent: Agent, stdin: &mut dyn Read, args: &[String], db: &Path) -> Ho
         // effort). `busy`: the store's write lock was not free within the budget.
         let how = match &error {
             None => "ok",
-            Some(e) if e.contains("the store is busy") => "busy",
+            Some(_) if busy => "busy",
             Some(_) => "error",
         };
         let line = format!(
@@ -137,7 +139,10 @@ pub fn run(agent: Agent, stdin: &mut dyn Read, args: &[String], db: &Path) -> Ho
         log_line(agent, outcome.event.as_ref(), &format!("error: {e}"));
         outcome.error = Some(e.clone());
         // Still record that the hook ran and failed, if the store opens.
-        record(agent, db, started, &outcome);
+        if !busy {
+            // Busy: the lock was not free within the budget; waiting again would only overrun it.
+            record(agent, db, started, &outcome);
+        }
     }
     outcome
 }
@@ -146,7 +151,7 @@ fn run_inner(
     agent: Agent,
     stdin: &mut dyn Read,
     args: &[String],
-    db: &Path,
+    db: &StoreLocation,
     started: Instant,
     outcome: &mut HookOutcome,
 ) -> Result<()> {
@@ -289,7 +294,10 @@ fn run_inner(
                     leave_pending(agent, &event, db, p, session);
                 }
                 if first_err.is_none() {
-                    first_err = Some(crate::Error::Invalid(format!("{}: {e}", p.display())));
+                    first_err = Some(crate::Error::Transcript {
+                        path: p.clone(),
+                        source: Box::new(e),
+                    });
                 }
             }
         }
@@ -322,7 +330,13 @@ fn run_inner(
 }
 
 /// Record `path` for the next hook ([`crate::pending::add`]); a failure is logged.
-fn leave_pending(agent: Agent, event: &HookEvent, db: &Path, path: &Path, session: Option<&str>) {
+fn leave_pending(
+    agent: Agent,
+    event: &HookEvent,
+    db: &StoreLocation,
+    path: &Path,
+    session: Option<&str>,
+) {
     if let Err(e) = crate::pending::add(db, agent, path, session) {
         log_line(
             agent,
@@ -514,15 +528,7 @@ fn transcript_may_be_absent(event: &str) -> bool {
 /// How long a failed hook may still wait for the lock to record its failure.
 const RECORD_FAILURE_WAIT: Duration = Duration::from_millis(50);
 
-fn record(agent: Agent, db: &Path, started: Instant, outcome: &HookOutcome) {
-    if outcome
-        .error
-        .as_deref()
-        .is_some_and(|e| e.contains("the store is busy"))
-    {
-        // The lock was not free within the budget; waiting again would only overrun it.
-        return;
-    }
+fn record(agent: Agent, db: &StoreLocation, started: Instant, outcome: &HookOutcome) {
     if let Ok(mut store) = Store::open_until(db, Instant::now() + RECORD_FAILURE_WAIT) {
         let err = outcome.error.clone().map(crate::Error::Invalid);
         record_with(&mut store, agent, started, outcome, err.as_ref());

@@ -14,6 +14,7 @@
 //! not parsed again at each hook; [`IngestReport::skipped`] says why.
 
 use crate::privacy::{Privacy, SkipReason};
+use crate::records::Prepared;
 use crate::store::{Cursor, CursorMark, Store};
 use crate::{Error, Result, now_ms};
 use memtrail_adapters::{Agent, Batch, ParseStats, SessionMeta, Source};
@@ -61,16 +62,7 @@ pub struct IngestReport {
 
 /// The project directory stored for a session, if the session is stored.
 fn stored_project(store: &Store, sref: &memtrail_adapters::SessionRef) -> Result<Option<String>> {
-    use rusqlite::OptionalExtension;
-    Ok(store
-        .conn
-        .query_row(
-            "SELECT project_dir FROM sessions WHERE agent = ?1 AND external_id = ?2",
-            rusqlite::params![sref.agent.as_str(), sref.external_id],
-            |r| r.get::<_, Option<String>>(0),
-        )
-        .optional()?
-        .flatten())
+    store.session_project(sref.agent.as_str(), &sref.external_id)
 }
 
 /// The project of a transcript whose reader found none (a Cursor slug folder not on this disk, a
@@ -80,12 +72,7 @@ fn known_project(store: &Store, agent: Agent, path: &Path) -> Result<Option<Stri
     let Some(project_among) = agent.adapter().project_among() else {
         return Ok(None);
     };
-    let mut stmt = store.conn.prepare(
-        "SELECT DISTINCT project_dir FROM sessions WHERE project_dir IS NOT NULL LIMIT 10000",
-    )?;
-    let known: Vec<String> = stmt
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    let known = store.known_projects()?;
     Ok(project_among(path, &known))
 }
 
@@ -116,13 +103,7 @@ fn deleted_session(
     own: &str,
     parent: Option<&str>,
 ) -> Result<Option<SkipReason>> {
-    let stored = |id: &str| -> Result<bool> {
-        Ok(store.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sessions WHERE agent = ?1 AND external_id = ?2)",
-            rusqlite::params![agent, id],
-            |r| r.get(0),
-        )?)
-    };
+    let stored = |id: &str| store.session_stored(agent, id);
     let mut gone: Vec<&str> = Vec::with_capacity(2);
     for id in std::iter::once(own).chain(parent) {
         if !stored(id)? {
@@ -133,13 +114,7 @@ fn deleted_session(
         return Ok(None);
     };
     let second = gone.get(1).copied().unwrap_or(first);
-    let deleted: bool = store.conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM sources WHERE agent = ?1 AND json_valid(reader_state)
-             AND json_extract(reader_state, '$.memtrail_skip') = 'deleted'
-             AND json_extract(reader_state, '$.session') IN (?2, ?3))",
-        rusqlite::params![agent, first, second],
-        |r| r.get(0),
-    )?;
+    let deleted = store.deleted_marker(agent, first, second)?;
     Ok(deleted.then(|| SkipReason::Deleted {
         session: Some(own.to_string()),
     }))
@@ -420,7 +395,7 @@ fn ingest_db(
             }
             None => {}
         }
-        let batch = memtrail_adapters::read_database(agent, path, Some(&sid), since)
+        let mut batch = memtrail_adapters::read_database(agent, path, Some(&sid), since)
             .map_err(|e| Error::Invalid(e.to_string()))?;
         if batch.sessions.is_empty() && batch.watermark <= since {
             continue;
@@ -475,18 +450,24 @@ fn ingest_db(
         }
         let stats = batch.stats();
         let watermark = batch.watermark.max(since).max(0) as u64;
+        // Folded and redacted before the write lock is taken (see `crate::records`).
+        let prepared: Vec<Prepared> = batch
+            .sessions
+            .iter_mut()
+            .map(|s| Prepared::new(std::mem::take(&mut s.records)))
+            .collect();
         let applied = store.write(|w| {
             w.expect_cursor(&key, &mark)?;
             let mut total = crate::store::Applied::default();
             let mut first_sid = None;
-            for s in batch.sessions {
+            for (s, p) in batch.sessions.into_iter().zip(prepared) {
                 let id = w.upsert_session(&s.session, &s.meta)?;
                 if lifted {
                     w.clear_session(id)?;
                     w.upsert_session(&s.session, &s.meta)?;
                 }
                 first_sid.get_or_insert(id);
-                let a = w.apply(id, s.records)?;
+                let a = w.apply_prepared(id, p)?;
                 total.inserted += a.inserted;
                 total.merged += a.merged;
             }
@@ -645,6 +626,8 @@ fn ingest_doc(
         return Ok(report);
     }
     let had = stored.is_some();
+    // Folded and redacted before the write lock is taken (see `crate::records`).
+    let prepared = Prepared::new(batch.records);
     let applied = store.write(|w| {
         w.expect_cursor(&key, &mark)?;
         let sid = w.upsert_session(&sref, &batch.meta)?;
@@ -653,7 +636,7 @@ fn ingest_doc(
             w.reset_source_counters(&key)?;
             w.upsert_session(&sref, &batch.meta)?;
         }
-        let applied = w.apply(sid, batch.records)?;
+        let applied = w.apply_prepared(sid, prepared)?;
         let cursor = Cursor {
             session_id: Some(sid),
             ..cursor
@@ -936,6 +919,8 @@ fn ingest_lines(
             }
             let do_reset = reread && first_step;
             let new_mark = (new_offset, head.clone(), false);
+            // Folded and redacted before the write lock is taken (see `crate::records`).
+            let prepared = Prepared::new(records);
             let applied = store.write(|w| {
                 w.expect_cursor(&key, &mark)?;
                 let sid = w.upsert_session(&sref, &meta)?;
@@ -946,7 +931,7 @@ fn ingest_lines(
                     // rewind the transcript records (Gemini `$rewindTo`) deletes any.
                     w.reset_source_counters(&key)?;
                 }
-                let applied = w.apply(sid, records)?;
+                let applied = w.apply_prepared(sid, prepared)?;
                 let cursor = Cursor {
                     session_id: Some(sid),
                     offset: new_offset,
@@ -1077,15 +1062,7 @@ pub struct PendingTail {
 ///
 /// Errors: a store error reading the cursors.
 pub fn pending_tails(store: &Store) -> Result<Vec<PendingTail>> {
-    let rows: Vec<(String, String, i64)> = {
-        let mut stmt = store.conn.prepare(
-            "SELECT path, agent, offset FROM sources WHERE NOT (json_valid(reader_state)
-                 AND json_extract(reader_state, '$.memtrail_skip') IS NOT NULL)
-                 OR reader_state IS NULL ORDER BY path",
-        )?;
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<rusqlite::Result<_>>()?
-    };
+    let rows = store.unmarked_cursors()?;
     let mut out = Vec::new();
     for (path, agent, offset) in rows {
         let Ok(a) = agent.parse::<Agent>() else {

@@ -11,10 +11,9 @@ pub mod mcp;
 pub mod pending;
 pub mod privacy;
 pub mod query;
-pub mod rank;
+pub mod records;
 pub mod redact;
 pub mod resume;
-pub mod salvage;
 pub mod seams;
 pub mod snapshot;
 pub mod status;
@@ -23,15 +22,18 @@ pub mod store;
 mod test_rng;
 pub mod time;
 
-pub use store::{Store, default_db_path};
+pub use store::salvage;
+pub use store::{Store, StoreLocation, default_db_path};
 
 use std::path::PathBuf;
 
 /// Errors of the runtime.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// An error of the store's database (SQLite today): its message is the database's. See
+    /// [`store::StoreError`].
     #[error("store error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Store(#[from] store::StoreError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
     #[error("JSON error: {0}")]
@@ -63,12 +65,30 @@ pub enum Error {
         "the store is busy (another memtrail process held the write lock; gave up after {waited_ms} ms); nothing was written"
     )]
     Busy { waited_ms: u64 },
+    /// An error ingesting one transcript (`path`), as a hook reports it.
+    #[error("{}: {source}", path.display())]
+    Transcript {
+        path: PathBuf,
+        #[source]
+        source: Box<Error>,
+    },
     /// `SQLITE_FULL`: the disk (or the store's size limit) is full. The transaction was rolled
     /// back; the store holds everything committed before.
     #[error(
         "the store's disk is full (SQLITE_FULL): nothing of this step was written and the store is intact; free some disk space and run the command again"
     )]
     Full,
+}
+
+impl Error {
+    /// True for [`Error::Busy`], also when it is the cause of an [`Error::Transcript`].
+    pub fn is_busy(&self) -> bool {
+        match self {
+            Error::Busy { .. } => true,
+            Error::Transcript { source, .. } => source.is_busy(),
+            _ => false,
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -84,4 +104,32 @@ pub fn now_ms() -> i64 {
 /// `$XDG_STATE_HOME/memtrail` (`~/.local/state/memtrail`): the hook log and install state.
 pub fn state_dir() -> PathBuf {
     memtrail_adapters::paths::xdg_state_home().join("memtrail")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    /// The hook tells "store busy" (timing line `busy`, no second wait to record the run) from
+    /// the error's variant, also when the error is reported for a transcript.
+    #[test]
+    fn busy_is_a_variant_also_under_a_transcript() {
+        let busy = Error::Busy { waited_ms: 12 };
+        assert!(busy.is_busy());
+        let in_transcript = Error::Transcript {
+            path: "/t/s.jsonl".into(),
+            source: Box::new(Error::Busy { waited_ms: 12 }),
+        };
+        assert!(in_transcript.is_busy());
+        assert_eq!(
+            in_transcript.to_string(),
+            "/t/s.jsonl: the store is busy (another memtrail process held the write lock; gave up after 12 ms); nothing was written"
+        );
+        let other = Error::Transcript {
+            path: "/t/s.jsonl".into(),
+            source: Box::new(Error::Invalid("the store is busy".into())),
+        };
+        assert!(!other.is_busy());
+        assert!(!Error::Full.is_busy());
+    }
 }

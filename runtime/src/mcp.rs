@@ -29,7 +29,7 @@
 use crate::events::{ALL_CATEGORIES, Category};
 use crate::query::{self, HL_END, HL_START, SearchFilter};
 use crate::resume;
-use crate::store::Store;
+use crate::store::{Store, StoreLocation};
 use crate::time::{Bound, parse_date};
 use rmcp::{
     ServerHandler, ServiceExt,
@@ -37,7 +37,6 @@ use rmcp::{
     model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig},
     schemars, tool, tool_handler, tool_router,
 };
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -208,7 +207,7 @@ pub struct GetSessionArgs {
 /// The MCP server. It opens the store once and serves every call from that connection.
 #[derive(Clone)]
 pub struct MemtrailMcp {
-    db: PathBuf,
+    db: StoreLocation,
     store: Arc<Mutex<Option<Store>>>,
     tool_router: ToolRouter<Self>,
 }
@@ -343,9 +342,9 @@ fn highlight_markdown(s: &str) -> String {
 #[tool_router]
 impl MemtrailMcp {
     /// A server over the store at `db` (opened at the first call).
-    pub fn new(db: PathBuf) -> Self {
+    pub fn new(db: impl Into<StoreLocation>) -> Self {
         Self {
-            db,
+            db: db.into(),
             store: Arc::new(Mutex::new(None)),
             tool_router: Self::tool_router(),
         }
@@ -776,14 +775,8 @@ fn session_page(
         break;
     }
     if next.is_none() && msgs.len() == limit {
-        let more: bool = s
-            .conn
-            .query_row(
-                "SELECT EXISTS(SELECT 1 FROM messages m JOIN sessions x ON x.id = m.session_id
-                 WHERE x.agent = ?1 AND x.external_id = ?2 AND m.seq >= ?3)",
-                rusqlite::params![agent, sid, at],
-                |r| r.get(0),
-            )
+        let more = s
+            .has_messages_from(&agent, &sid, at)
             .map_err(|e| e.to_string())?;
         if more {
             next = Some((at, 0));
@@ -814,7 +807,7 @@ impl ServerHandler for MemtrailMcp {
 }
 
 /// Serve MCP over stdin/stdout until the client closes stdin.
-pub fn serve_stdio(db: PathBuf) -> anyhow_like::Result<()> {
+pub fn serve_stdio(db: StoreLocation) -> anyhow_like::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -843,7 +836,7 @@ pub const INDEX_INTERVAL: Duration = Duration::from_secs(2);
 /// see [`crate::store::Store::catch_up_index`]), 250 messages per transaction, waiting at most
 /// 100 ms for the write lock, so that searches find the queue indexed and hooks never wait
 /// long. It ends with the process; an unfinished transaction is rolled back.
-fn spawn_indexer(db: PathBuf) {
+fn spawn_indexer(db: StoreLocation) {
     let _ = std::thread::Builder::new()
         .name("memtrail-indexer".into())
         .spawn(move || {

@@ -11,7 +11,7 @@
 //! after it was last written has reached the end of its transcript.
 
 use crate::ingest::{IngestReport, ingest_path};
-use crate::store::Store;
+use crate::store::{Store, StoreLocation};
 use crate::{Error, state_dir};
 use memtrail_adapters::Agent;
 use serde::{Deserialize, Serialize};
@@ -51,9 +51,14 @@ impl Entry {
 /// Record that `path` (of `agent`, session `session`) still has to be ingested into the store
 /// at `db`. Errors: the folder or file cannot be written (the caller logs it; the transcript is
 /// still caught up by the next hook of its own session or by `memtrail import`).
-pub fn add(db: &Path, agent: Agent, path: &Path, session: Option<&str>) -> std::io::Result<()> {
+pub fn add(
+    db: &StoreLocation,
+    agent: Agent,
+    path: &Path,
+    session: Option<&str>,
+) -> std::io::Result<()> {
     let entry = Entry {
-        db: db.display().to_string(),
+        db: db.to_string(),
         agent: agent.as_str().to_string(),
         path: path.display().to_string(),
         session: session.map(str::to_string),
@@ -89,11 +94,11 @@ fn own_dir() -> Option<PathBuf> {
 /// files named as [`add`] names them are read (and dropped when they are not an entry), in a
 /// pending folder that is not a symlink: a link planted there to another folder never makes a
 /// hook delete that folder's files.
-pub fn list(db: &Path) -> Vec<(PathBuf, std::time::SystemTime, Entry)> {
+pub fn list(db: &StoreLocation) -> Vec<(PathBuf, std::time::SystemTime, Entry)> {
     let Some(rd) = own_dir().and_then(|d| std::fs::read_dir(d).ok()) else {
         return Vec::new();
     };
-    let db = db.display().to_string();
+    let db = db.to_string();
     let mut out = Vec::new();
     for de in rd.flatten() {
         let file = de.path();
@@ -137,7 +142,7 @@ pub struct CatchUp {
 /// `deadline`. An entry whose transcript is read to its end is removed (unless it was written
 /// again meanwhile); a busy store or the deadline stops the catch-up and keeps the rest; an
 /// entry whose transcript cannot be read (gone, not a transcript) is dropped.
-pub fn catch_up(store: &mut Store, db: &Path, deadline: Instant) -> CatchUp {
+pub fn catch_up(store: &mut Store, db: &StoreLocation, deadline: Instant) -> CatchUp {
     let mut out = CatchUp::default();
     let entries = list(db);
     let total = entries.len();

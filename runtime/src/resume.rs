@@ -6,79 +6,24 @@
 use crate::events::{self, Category, StoredEvent};
 use crate::query::{self, SearchFilter, SessionSummary};
 use crate::snapshot::{self, Snapshot, SnapshotInput};
+use crate::store::recall::{
+    first_and_last_prompt, last_answer, message_text, recent_messages, snapshot_events,
+};
 use crate::store::{Store, cap};
 use crate::{Error, Result};
 use memtrail_adapters::{Agent, format_rfc3339_ms, one_line};
-use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use std::fmt::Write as _;
+
+pub use crate::store::recall::{
+    earlier_sessions_of_dir, latest_session_for_dir, session_events, session_of_event,
+};
 
 /// Estimated tokens of `text`, the estimator every token budget of memtrail is counted with
 /// (`resume_context`): [`snapshot::estimate_tokens`] (ASCII at 4 bytes a token, rounded up, plus
 /// one token per non-ASCII character).
 pub fn estimate_tokens(text: &str) -> usize {
     snapshot::estimate_tokens(text)
-}
-
-/// The stored events of session `rowid`, in session order (`seq`, then `id`).
-pub fn session_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
-    load_events(
-        store,
-        rowid,
-        "SELECT e.id, e.seq, m.ext_id, e.category, e.action, e.priority, e.subject, e.detail,
-                e.call_id, e.tool, e.ts
-         FROM events e JOIN messages m ON m.id = e.message_id
-         WHERE e.session_id = ?1 ORDER BY e.seq, e.id",
-    )
-}
-
-/// The stored events of session `rowid` as a snapshot reads them: [`session_events`] without
-/// the two fields no snapshot reads, `message_id` (empty) and `ts` (`None`), and without the
-/// join with `messages` (one B-tree lookup per event, most of the time for a long session):
-/// the same rows, since an event is deleted with its message (`ON DELETE CASCADE`, foreign
-/// keys on in every connection the store opens) and `repair` extracts them all again.
-fn snapshot_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
-    load_events(
-        store,
-        rowid,
-        "SELECT id, seq, NULL, category, action, priority, subject, detail, call_id, tool, NULL
-         FROM events WHERE session_id = ?1 ORDER BY seq, id",
-    )
-}
-
-/// The events `sql` selects for session `?1`: columns id, seq, message ext id (NULL: empty),
-/// category, action, priority, subject, detail, call id, tool, ts.
-fn load_events(store: &Store, rowid: i64, sql: &str) -> Result<Vec<StoredEvent>> {
-    let mut stmt = store.conn.prepare_cached(sql)?;
-    let mut rows = stmt.query([rowid])?;
-    let mut out = Vec::new();
-    while let Some(r) = rows.next()? {
-        // A category this binary does not know (written by a newer one) is skipped.
-        let category = match r.get_ref(3)?.as_str() {
-            Ok(name) => Category::parse(name),
-            // Not text: the conversion error, as `get` gives it.
-            Err(_) => Category::parse(&r.get::<_, String>(3)?),
-        };
-        let Some(category) = category else {
-            continue;
-        };
-        out.push(StoredEvent {
-            id: r.get(0)?,
-            seq: r.get(1)?,
-            message_id: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-            event: events::Event {
-                category,
-                action: r.get(4)?,
-                priority: r.get::<_, i64>(5)?.clamp(1, 4) as u8,
-                subject: r.get(6)?,
-                detail: r.get(7)?,
-                call_id: r.get(8)?,
-                tool: r.get(9)?,
-                ts: r.get(10)?,
-            },
-        });
-    }
-    Ok(out)
 }
 
 /// The stored events of session `rowid` merged with their correlations
@@ -172,98 +117,6 @@ pub fn dir_within(dir: &str, project: &str) -> bool {
         return d.is_empty();
     }
     d == p || d.strip_prefix(p).is_some_and(|rest| rest.starts_with('/'))
-}
-
-/// The latest main (not sub-agent) session whose project directory is `dir` or contains it
-/// (the project a shell in `dir` works on), optionally of one agent and not `exclude` (a row
-/// id). `None` when there is none.
-pub fn latest_session_for_dir(
-    store: &Store,
-    dir: &str,
-    agent: Option<&str>,
-    exclude: Option<i64>,
-) -> Result<Option<i64>> {
-    let mut stmt = store.conn.prepare_cached(
-        "SELECT id, project_dir FROM sessions
-         WHERE parent_external_id IS NULL AND project_dir IS NOT NULL
-           AND (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR id <> ?2)
-           AND (project_dir = ?3 OR substr(?3, 1, length(project_dir)) = project_dir)
-         ORDER BY updated_at DESC, id DESC",
-    )?;
-    let rows = stmt.query_map(params![agent, exclude, dir], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-    })?;
-    for row in rows {
-        let (id, p) = row?;
-        if dir_within(dir, &p) {
-            return Ok(Some(id));
-        }
-    }
-    Ok(None)
-}
-
-/// How many main sessions other than `exclude` have `dir` as (or inside) their project, and
-/// the time (ms) of the latest.
-pub fn earlier_sessions_of_dir(
-    store: &Store,
-    dir: &str,
-    exclude: Option<i64>,
-) -> Result<(usize, Option<i64>)> {
-    let mut stmt = store.conn.prepare_cached(
-        "SELECT project_dir, updated_at FROM sessions
-         WHERE parent_external_id IS NULL AND project_dir IS NOT NULL
-           AND (?1 IS NULL OR id <> ?1)
-           AND (project_dir = ?2 OR substr(?2, 1, length(project_dir)) = project_dir)",
-    )?;
-    let rows = stmt.query_map(params![exclude, dir], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?))
-    })?;
-    let (mut n, mut latest) = (0, None::<i64>);
-    for row in rows {
-        let (p, t) = row?;
-        if dir_within(dir, &p) {
-            n += 1;
-            latest = latest.max(t);
-        }
-    }
-    Ok((n, latest))
-}
-
-/// The stored session of a hook event: by its transcript (the cursor's session), else by the
-/// agent's session id. `None` when the store has not seen it.
-pub fn session_of_event(
-    store: &Store,
-    agent: Agent,
-    session_id: Option<&str>,
-    transcript: Option<&str>,
-) -> Result<Option<i64>> {
-    if let Some(sid) = session_id.filter(|s| !s.is_empty()) {
-        let id: Option<i64> = store
-            .conn
-            .query_row(
-                "SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2",
-                params![agent.as_str(), sid],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if id.is_some() {
-            return Ok(id);
-        }
-    }
-    if let Some(t) = transcript.filter(|t| !t.is_empty()) {
-        let id: Option<Option<i64>> = store
-            .conn
-            .query_row(
-                "SELECT session_id FROM sources WHERE path = ?1 AND agent = ?2",
-                params![t, agent.as_str()],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(Some(id)) = id {
-            return Ok(Some(id));
-        }
-    }
-    Ok(None)
 }
 
 /// The tag that frames `text` as recalled data: `memtrail-recalled-` and 16 hex digits of a
@@ -555,12 +408,12 @@ fn short_id(id: &str) -> &str {
     cap(id, 8)
 }
 
-struct CandidateMessage {
-    session_id: String,
-    index: i64,
-    role: String,
-    timestamp: Option<String>,
-    text: String,
+pub(crate) struct CandidateMessage {
+    pub(crate) session_id: String,
+    pub(crate) index: i64,
+    pub(crate) role: String,
+    pub(crate) timestamp: Option<String>,
+    pub(crate) text: String,
 }
 
 impl CandidateMessage {
@@ -573,77 +426,6 @@ impl CandidateMessage {
             cut,
         }
     }
-}
-
-/// The text of one message for packing: its prose, else its tool text.
-fn message_text(
-    store: &Store,
-    agent: &str,
-    session_id: &str,
-    index: i64,
-) -> Result<Option<CandidateMessage>> {
-    Ok(store
-        .conn
-        .query_row(
-            "SELECT m.role, m.ts, m.body, m.tools FROM messages m JOIN sessions s ON s.id = m.session_id
-             WHERE s.agent = ?1 AND s.external_id = ?2 AND m.seq = ?3",
-            params![agent, session_id, index],
-            |r| {
-                let body: String = r.get(2)?;
-                let tools: String = r.get(3)?;
-                Ok(CandidateMessage {
-                    session_id: session_id.to_string(),
-                    index,
-                    role: r.get(0)?,
-                    timestamp: r.get::<_, Option<i64>>(1)?.map(format_rfc3339_ms),
-                    text: if body.trim().is_empty() { tools } else { body },
-                })
-            },
-        )
-        .optional()?)
-}
-
-/// The latest user and assistant messages with prose, newest first.
-fn recent_messages(
-    store: &Store,
-    rowid: i64,
-    session_id: &str,
-    n: usize,
-) -> Result<Vec<CandidateMessage>> {
-    let mut stmt = store.conn.prepare_cached(
-        "SELECT seq, role, ts, body FROM messages
-         WHERE session_id = ?1 AND role IN ('user', 'assistant') AND kind IN ('text', 'note', 'summary')
-           AND length(trim(body)) > 0
-         ORDER BY seq DESC LIMIT ?2",
-    )?;
-    let rows = stmt.query_map(params![rowid, n as i64], |r| {
-        Ok(CandidateMessage {
-            session_id: session_id.to_string(),
-            index: r.get(0)?,
-            role: r.get(1)?,
-            timestamp: r.get::<_, Option<i64>>(2)?.map(format_rfc3339_ms),
-            text: r.get(3)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
-/// The first and the last user prompt of session `rowid` (prose only).
-fn first_and_last_prompt(store: &Store, rowid: i64) -> Result<(Option<String>, Option<String>)> {
-    let q = |order: &str| -> Result<Option<String>> {
-        Ok(store
-            .conn
-            .query_row(
-                &format!(
-                    "SELECT body FROM messages WHERE session_id = ?1 AND role = 'user'
-                     AND kind = 'text' AND length(trim(body)) > 0 ORDER BY seq {order} LIMIT 1"
-                ),
-                [rowid],
-                |r| r.get(0),
-            )
-            .optional()?)
-    };
-    Ok((q("ASC")?, q("DESC")?))
 }
 
 /// A Markdown restart document for continuing session `rowid` in agent `to`: context (project,
@@ -828,19 +610,6 @@ fn relative(path: &str, project: Option<&str>) -> String {
         .filter(|rest| !rest.is_empty())
         .unwrap_or(path)
         .to_string()
-}
-
-/// The prose of the last assistant message of session `rowid` that has some.
-fn last_answer(store: &Store, rowid: i64) -> Result<Option<String>> {
-    Ok(store
-        .conn
-        .query_row(
-            "SELECT body FROM messages WHERE session_id = ?1 AND role = 'assistant'
-             AND kind IN ('text', 'tool_call') AND length(trim(body)) > 0 ORDER BY seq DESC LIMIT 1",
-            [rowid],
-            |r| r.get(0),
-        )
-        .optional()?)
 }
 
 /// The last `max` distinct items, in order of last appearance.

@@ -30,7 +30,8 @@ pub fn hook(agent: Agent, args: &[String], db: &Path) -> ExitCode {
     } else {
         Vec::new()
     };
-    let outcome = memtrail_runtime::hook::run(agent, &mut payload.as_slice(), args, db);
+    let db = memtrail_runtime::StoreLocation::Sqlite(db.to_path_buf());
+    let outcome = memtrail_runtime::hook::run(agent, &mut payload.as_slice(), args, &db);
     if let Some(reply) = outcome.stdout {
         let mut o = std::io::stdout().lock();
         let _ = writeln!(o, "{reply}");

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 /// `memtrail mcp`: serves until stdin closes.
 pub fn mcp(db: PathBuf) -> Result<ExitCode> {
-    memtrail_runtime::mcp::serve_stdio(db).map_err(|e| anyhow::anyhow!(e))?;
+    memtrail_runtime::mcp::serve_stdio(memtrail_runtime::StoreLocation::Sqlite(db))
+        .map_err(|e| anyhow::anyhow!(e))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -267,15 +267,7 @@ fn a_full_store_is_a_clear_error_and_stays_intact() {
     ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
     let before_cursor = e.cursor(&p).unwrap();
     // No more pages than now: the next insert needs more and hits SQLITE_FULL.
-    let conn = e.store.raw_connection();
-    let pages: i64 = conn
-        .query_row("PRAGMA page_count", [], |r| r.get(0))
-        .unwrap();
-    let _: i64 = conn
-        .query_row(&format!("PRAGMA max_page_count = {pages}"), [], |r| {
-            r.get(0)
-        })
-        .unwrap();
+    e.store.simulate_full_disk(true).unwrap();
     append(&p, &many_lines(10, 300, 2000));
     let err = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap_err();
     assert!(matches!(err, Error::Full), "{err:?}");
@@ -285,10 +277,7 @@ fn a_full_store_is_a_clear_error_and_stays_intact() {
     assert_eq!(e.cursor(&p), Some(before_cursor));
     assert_intact(&e.store);
     // Space again: the same ingest continues from the cursor, nothing lost or doubled.
-    let conn = e.store.raw_connection();
-    let _: i64 = conn
-        .query_row("PRAGMA max_page_count = 1073741823", [], |r| r.get(0))
-        .unwrap();
+    e.store.simulate_full_disk(false).unwrap();
     let r = ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
     assert_eq!(r.inserted, 300);
     let m = e.messages();
@@ -334,7 +323,7 @@ fn repair_rebuilds_a_broken_index_and_recounts() {
     // Indexed (as any search, import or MCP server leaves the store), then damaged.
     assert_eq!(e.store.catch_up_index(None).unwrap(), 20);
     {
-        let c = e.store.raw_connection();
+        let c = rusqlite::Connection::open(e.store.path()).unwrap();
         // Damage the derived data: drop index entries of 3 messages, a wrong count.
         c.execute_batch(
             "INSERT INTO messages_fts (messages_fts, rowid, body, tools, cjk)
@@ -370,7 +359,7 @@ fn repair_rebuilds_a_broken_index_and_recounts() {
         ]
     );
     assert!(report.ok(), "{:?}", report.integrity);
-    let c = e.store.raw_connection();
+    let c = rusqlite::Connection::open(e.store.path()).unwrap();
     let hits: i64 = c
         .query_row(
             "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'line'",

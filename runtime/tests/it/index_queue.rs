@@ -82,8 +82,8 @@ fn hits(store: &Store, q: &str) -> Vec<String> {
 }
 
 fn fts_ok(store: &Store) {
-    store
-        .raw_connection()
+    rusqlite::Connection::open(store.path())
+        .unwrap()
         .execute(
             "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
             [],
@@ -93,8 +93,8 @@ fn fts_ok(store: &Store) {
 
 fn indexed(store: &Store, term: &str) -> i64 {
     // The index alone (no catch-up): how many rows hold `term`.
-    store
-        .raw_connection()
+    rusqlite::Connection::open(store.path())
+        .unwrap()
         .query_row(
             "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?1",
             [term],
@@ -345,8 +345,8 @@ fn optimize_merges_the_segments_and_keeps_the_results() {
         store.catch_up_index(None).unwrap();
     }
     let segments = |store: &Store| -> i64 {
-        store
-            .raw_connection()
+        rusqlite::Connection::open(store.path())
+            .unwrap()
             .query_row(
                 "SELECT COUNT(DISTINCT segid) FROM messages_fts_idx",
                 [],
@@ -393,8 +393,8 @@ fn snippets_are_fts5_snippets_whether_the_hits_are_close_together_or_spread() {
         assert_eq!(found.len(), n, "{q}");
         let fts_q = query::fts_query(q).unwrap();
         for h in &found {
-            let want: String = store
-                .raw_connection()
+            let want: String = rusqlite::Connection::open(store.path())
+                .unwrap()
                 .query_row(
                     "SELECT snippet(messages_fts, -1, char(1), char(2), '…', 16) FROM messages_fts
                      WHERE messages_fts MATCH ?1

@@ -769,8 +769,8 @@ fn handoff_names_a_git_branch_but_not_head() {
     let (_d, mut store) = open();
     let rowid = work_session(&mut store, "s1", "/w/app", T0 + 10);
     let set_branch = |store: &mut Store, b: &str| {
-        store
-            .raw_connection()
+        rusqlite::Connection::open(store.path())
+            .unwrap()
             .execute(
                 "UPDATE sessions SET git_branch = ?1 WHERE id = ?2",
                 rusqlite::params![b, rowid],

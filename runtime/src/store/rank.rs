@@ -29,7 +29,8 @@ use rusqlite::ffi;
 use std::ffi::{c_int, c_void};
 use std::ptr;
 
-/// The SQL name of the function.
+/// The SQL name of the function (the search SQL writes it out; the tests compare with it).
+#[cfg_attr(not(test), allow(dead_code))]
 pub const FUNCTION: &str = "memtrail_bm25";
 
 /// How many rows holding a phrase are counted before its document frequency is extrapolated.
@@ -94,10 +95,7 @@ pub fn register(conn: &Connection) -> Result<()> {
 }
 
 fn sqlite_error(rc: c_int, what: &str) -> crate::Error {
-    crate::Error::Sqlite(rusqlite::Error::SqliteFailure(
-        ffi::Error::new(rc),
-        Some(what.to_string()),
-    ))
+    rusqlite::Error::SqliteFailure(ffi::Error::new(rc), Some(what.to_string())).into()
 }
 
 /// What is computed once per query (kept with `xSetAuxdata`).

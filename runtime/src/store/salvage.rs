@@ -63,7 +63,7 @@ const ORDER: &[&str] = &[
 /// the transcripts still on disk again) and [`Store::repair`] next.
 ///
 /// Call it with no [`Store`] of `db` open in this process. Errors: the new store cannot be
-/// created or renamed into place ([`crate::Error::Io`], [`crate::Error::Sqlite`]); the damaged
+/// created or renamed into place ([`crate::Error::Io`], [`crate::Error::Store`]); the damaged
 /// file is then left where it was. A damaged file whose schema cannot even be read gives a new,
 /// empty store (and the import restores what the transcripts hold).
 pub fn salvage(db: &Path) -> Result<Salvaged> {
@@ -84,7 +84,7 @@ pub fn salvage(db: &Path) -> Result<Salvaged> {
     let mut tables = Vec::new();
     {
         let fresh = Store::open(&fresh_path)?;
-        let new = fresh.raw_connection();
+        let new = &fresh.conn;
         let old = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
         let names = |c: &Connection| -> Vec<String> {
             c.prepare(
@@ -310,7 +310,7 @@ pub fn reimport(store: &mut Store, markers_whole: bool) -> Result<Reimported> {
                         .chain(sref.parent_external_id.clone());
                     ids.into_iter().any(|id| {
                         store
-                            .raw_connection()
+                            .conn
                             .query_row(
                                 "SELECT EXISTS (SELECT 1 FROM sessions
                                  WHERE agent = ?1 AND external_id = ?2)",

@@ -1,0 +1,221 @@
+//! Ingest cursors: where each transcript was read up to (`sources`).
+
+use super::{Store, Writer};
+use crate::{Error, Result};
+use memtrail_adapters::Agent;
+use rusqlite::{OptionalExtension, params};
+
+/// The cursor of one transcript file, as stored.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cursor {
+    pub session_id: Option<i64>,
+    /// Byte offset just past the last complete line ingested.
+    pub offset: u64,
+    /// File size, identity and modification time at the last ingest.
+    pub size: u64,
+    pub dev: Option<u64>,
+    pub ino: Option<u64>,
+    pub mtime_ns: Option<i64>,
+    /// Length of the file prefix that `head_hash` covers (min(4096, offset)).
+    pub head_len: u64,
+    /// blake3 of the first `head_len` bytes, hex.
+    pub head_hash: Option<String>,
+    /// The reader's state at `offset` (see `LineReader::save_state`), as JSON.
+    pub reader_state: Option<serde_json::Value>,
+    /// Length of the window just before `offset` that `tail_hash` covers (min(4096, offset)).
+    pub tail_len: u64,
+    /// blake3 of the `tail_len` bytes before `offset`, hex: a file truncated and regrown past
+    /// the first bytes is detected here.
+    pub tail_hash: Option<String>,
+}
+
+impl Store {
+    /// The stored cursor for a transcript path.
+    pub fn cursor(&self, path: &str) -> Result<Option<Cursor>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT session_id, offset, size, dev, ino, mtime_ns, head_len, head_hash, reader_state,
+                        tail_len, tail_hash
+                 FROM sources WHERE path = ?1",
+            )?
+            .query_row(
+                [path],
+                |r| {
+                    Ok(Cursor {
+                        session_id: r.get(0)?,
+                        offset: r.get::<_, i64>(1)? as u64,
+                        size: r.get::<_, i64>(2)? as u64,
+                        dev: r.get::<_, Option<i64>>(3)?.map(|v| v as u64),
+                        ino: r.get::<_, Option<i64>>(4)?.map(|v| v as u64),
+                        mtime_ns: r.get(5)?,
+                        head_len: r.get::<_, i64>(6)? as u64,
+                        head_hash: r.get(7)?,
+                        reader_state: r
+                            .get::<_, Option<String>>(8)?
+                            .and_then(|t| serde_json::from_str(&t).ok()),
+                        tail_len: r.get::<_, i64>(9)? as u64,
+                        tail_hash: r.get(10)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// The transcripts' cursors without a skip marker, by path: (path, agent, byte offset).
+    pub fn unmarked_cursors(&self) -> Result<Vec<(String, String, i64)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT path, agent, offset FROM sources WHERE NOT (json_valid(reader_state)
+                 AND json_extract(reader_state, '$.memtrail_skip') IS NOT NULL)
+                 OR reader_state IS NULL ORDER BY path",
+        )?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Every transcript cursor's position and file identity, by path (one query; an import
+    /// compares them with the files' metadata to pass over unchanged files without opening
+    /// them: see [`crate::ingest::unchanged_since`]).
+    pub fn cursor_stats(&self) -> Result<std::collections::HashMap<String, CursorStat>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT path, offset, dev, ino, mtime_ns,
+                    COALESCE(reader_state LIKE '%\"memtrail_skip\"%', 0)
+             FROM sources",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                CursorStat {
+                    offset: r.get::<_, i64>(1)? as u64,
+                    dev: r.get::<_, Option<i64>>(2)?.map(|v| v as u64),
+                    ino: r.get::<_, Option<i64>>(3)?.map(|v| v as u64),
+                    mtime_ns: r.get(4)?,
+                    marked: r.get(5)?,
+                },
+            ))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}
+
+impl Writer<'_> {
+    /// Store the cursor of a transcript file and add to its line counters. The reader state is
+    /// transcript content (a VS Code tool result held until the message requesting it comes,
+    /// a tool start's input): it is redacted like a record ([`crate::redact::redact_json`])
+    /// before it is written.
+    pub fn save_cursor(
+        &self,
+        path: &str,
+        agent: Agent,
+        c: &Cursor,
+        stats: &memtrail_adapters::ParseStats,
+        now_ms: i64,
+    ) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "INSERT INTO sources (path, agent, session_id, offset, size, dev, ino, mtime_ns, head_len,
+                                      head_hash, lines, skipped, malformed, unknown, ingested_at, reader_state,
+                                      tail_len, tail_hash)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+                 ON CONFLICT (path) DO UPDATE SET agent = excluded.agent, session_id = excluded.session_id,
+                    offset = excluded.offset, size = excluded.size, dev = excluded.dev, ino = excluded.ino,
+                    mtime_ns = excluded.mtime_ns, head_len = excluded.head_len, head_hash = excluded.head_hash,
+                    lines = lines + excluded.lines, skipped = skipped + excluded.skipped,
+                    malformed = malformed + excluded.malformed, unknown = unknown + excluded.unknown,
+                    ingested_at = excluded.ingested_at, reader_state = excluded.reader_state,
+                    tail_len = excluded.tail_len, tail_hash = excluded.tail_hash",
+            )?
+            .execute(params![
+                path,
+                agent.as_str(),
+                c.session_id,
+                c.offset as i64,
+                c.size as i64,
+                c.dev.map(|v| v as i64),
+                c.ino.map(|v| v as i64),
+                c.mtime_ns,
+                c.head_len as i64,
+                c.head_hash,
+                stats.lines as i64,
+                stats.skipped_known as i64,
+                stats.malformed as i64,
+                stats.skipped_unknown as i64,
+                now_ms,
+                c.reader_state.as_ref().map(|v| {
+                    let mut v = v.clone();
+                    crate::redact::redact_json(&mut v);
+                    v.to_string()
+                }),
+                c.tail_len as i64,
+                c.tail_hash,
+            ])?;
+        Ok(())
+    }
+
+    /// The stored cursor's [`CursorMark`] for `path`, read inside this transaction: an ingest
+    /// step compares it with the cursor it started from, and stands down when another process
+    /// moved it, or marked it (a `sessions delete` that ran while the step waited for the
+    /// write lock), meanwhile (see [`Error::Superseded`]).
+    pub fn cursor_mark(&self, path: &str) -> Result<Option<CursorMark>> {
+        Ok(self
+            .tx
+            .prepare_cached(
+                "SELECT offset, head_hash, CASE WHEN json_valid(reader_state)
+                     THEN json_extract(reader_state, '$.memtrail_skip') IS NOT NULL ELSE 0 END
+                 FROM sources WHERE path = ?1",
+            )?
+            .query_row([path], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?))
+            })
+            .optional()?)
+    }
+
+    /// `Err(`[`Error::Superseded`]`)` unless the stored cursor of `path` is still `expected`
+    /// (offset, head hash and skip marker; `None`: no cursor yet).
+    pub fn expect_cursor(&self, path: &str, expected: &Option<CursorMark>) -> Result<()> {
+        if &self.cursor_mark(path)? == expected {
+            Ok(())
+        } else {
+            Err(Error::Superseded)
+        }
+    }
+
+    /// Reset the line counters of a source (its file is being re-read from the start).
+    pub fn reset_source_counters(&self, path: &str) -> Result<()> {
+        self.tx.execute(
+            "UPDATE sources SET lines = 0, skipped = 0, malformed = 0, unknown = 0 WHERE path = ?1",
+            [path],
+        )?;
+        Ok(())
+    }
+}
+
+/// A stored cursor as an ingest step checks it before it commits: its byte offset, its head
+/// hash, and whether it holds a skip marker (see [`crate::privacy::SkipReason`]).
+pub type CursorMark = (u64, Option<String>, bool);
+
+impl Cursor {
+    /// This cursor's [`CursorMark`].
+    pub fn mark(&self) -> CursorMark {
+        // Any top-level `memtrail_skip` key, as `Writer::cursor_mark` tests it in SQL.
+        let marked = self
+            .reader_state
+            .as_ref()
+            .is_some_and(|s| s.get("memtrail_skip").is_some_and(|v| !v.is_null()));
+        (self.offset, self.head_hash.clone(), marked)
+    }
+}
+
+/// What [`Store::cursor_stats`] gives per transcript: the cursor's byte offset, and the file's
+/// device, inode and modification time (ns) when it was last read; `marked`: the cursor holds
+/// a skip marker (excluded project, deleted session).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CursorStat {
+    pub offset: u64,
+    pub dev: Option<u64>,
+    pub ino: Option<u64>,
+    pub mtime_ns: Option<i64>,
+    pub marked: bool,
+}

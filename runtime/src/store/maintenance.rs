@@ -1,0 +1,639 @@
+//! The SQL of privacy maintenance ([`crate::maintenance`]): delete a session, purge old
+//! messages, re-apply the current redaction rules to what was stored earlier.
+
+use crate::Result;
+use crate::privacy::SkipReason;
+use crate::redact::{redact, redact_message, redact_title};
+use crate::store::{Store, cjk_index_text, kind_from_str, render_index_text};
+use memtrail_adapters::{Agent, Message, Part, Role};
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Messages re-redacted per transaction by [`rescan`] (each transaction stays short, so hooks
+/// running meanwhile wait milliseconds, not the whole rescan).
+pub const RESCAN_BATCH: usize = 500;
+
+/// One stored session, as shown before it is deleted.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SessionInfo {
+    pub agent: String,
+    pub session_id: String,
+    pub title: Option<String>,
+    pub project: Option<String>,
+    /// Messages of the session and of its sub-agent sessions.
+    pub messages: u64,
+    /// Sub-agent sessions deleted with it.
+    pub subagents: u64,
+}
+
+fn session_and_children(store: &Store, row_id: i64) -> Result<(SessionInfo, Vec<i64>)> {
+    let (agent, ext, title, project): (String, String, Option<String>, Option<String>) =
+        store.conn.query_row(
+            "SELECT agent, external_id, title, project_dir FROM sessions WHERE id = ?1",
+            [row_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+    let mut ids = vec![row_id];
+    let mut stmt = store
+        .conn
+        .prepare("SELECT id FROM sessions WHERE agent = ?1 AND parent_external_id = ?2")?;
+    for id in stmt.query_map(params![agent, ext], |r| r.get::<_, i64>(0))? {
+        ids.push(id?);
+    }
+    let mut messages = 0u64;
+    for id in &ids {
+        messages += store.conn.query_row(
+            "SELECT COUNT(*) FROM messages WHERE session_id = ?1",
+            [id],
+            |r| r.get::<_, i64>(0),
+        )? as u64;
+    }
+    Ok((
+        SessionInfo {
+            agent,
+            session_id: ext,
+            title,
+            project,
+            messages,
+            subagents: ids.len() as u64 - 1,
+        },
+        ids,
+    ))
+}
+
+/// What [`delete_session`] would delete: the session (agent id or unique prefix, as
+/// `query::resolve_session`) and its sub-agent sessions.
+///
+/// Errors: [`crate::Error::NotFound`], or [`crate::Error::Invalid`] for an ambiguous prefix.
+pub fn session_info(store: &Store, id: &str) -> Result<SessionInfo> {
+    let row = crate::query::resolve_session(store, id, None)?;
+    Ok(session_and_children(store, row)?.0)
+}
+
+/// Delete a session and its sub-agent sessions: messages (with their full-text entries, tool
+/// calls and, through `ON DELETE CASCADE`, anything else hanging off a message), then the
+/// session rows, in one transaction. The transcripts' cursors are kept, marked
+/// [`SkipReason::Deleted`]: the next hook or `memtrail import` does not read those transcripts
+/// again, so the session does not come back.
+///
+/// Errors: as [`session_info`]; a store error rolls everything back.
+pub fn delete_session(store: &mut Store, id: &str) -> Result<SessionInfo> {
+    let row = crate::query::resolve_session(store, id, None)?;
+    let (info, ids) = session_and_children(store, row)?;
+    secure(store)?;
+    store.write(|w| bulk_delete(w, |w| delete_rows(w, &ids)))?;
+    checkpoint(store)?;
+    Ok(info)
+}
+
+/// The writes of [`delete_session`] for the sessions with row ids `ids`, inside the caller's
+/// transaction: their transcripts' cursors are marked [`SkipReason::Deleted`] (an ingest that
+/// read a cursor before this commits stands down: [`crate::store::Writer::expect_cursor`]), and
+/// their tool calls, messages and session rows are deleted.
+///
+/// Errors: a store error (the caller's transaction is then rolled back).
+pub fn delete_rows(w: &crate::store::Writer<'_>, ids: &[i64]) -> Result<()> {
+    for sid in ids {
+        let session: Option<String> =
+            w.tx.query_row(
+                "SELECT external_id FROM sessions WHERE id = ?1",
+                [sid],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let marker = SkipReason::Deleted { session }.to_state().to_string();
+        w.tx.execute(
+            "UPDATE sources SET reader_state = ?2 WHERE session_id = ?1",
+            params![sid, marker],
+        )?;
+        w.tx.execute("DELETE FROM tool_calls WHERE session_id = ?1", [sid])?;
+        w.tx.execute("DELETE FROM messages WHERE session_id = ?1", [sid])?;
+        w.tx.execute("DELETE FROM sessions WHERE id = ?1", [sid])?;
+    }
+    Ok(())
+}
+
+/// What [`capture_again`] did.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Recaptured {
+    pub agent: String,
+    pub session_id: String,
+    /// Transcripts read again (the session's and its sub-agents').
+    pub transcripts: u64,
+    /// Messages stored from them.
+    pub messages: u64,
+}
+
+/// A deleted session whose transcript is still on disk: (cursor key, agent, transcript,
+/// database session, the session's id, its parent's id).
+type Found = (
+    String,
+    Agent,
+    PathBuf,
+    Option<String>,
+    String,
+    Option<String>,
+);
+
+/// The sessions [`delete_session`] (or [`purge`]) marked deleted whose transcripts the agent
+/// still keeps, one entry per transcript (a session's sub-agents have their own).
+fn deleted_found(store: &Store) -> Result<Vec<Found>> {
+    let marked: Vec<(String, String)> = {
+        let mut stmt = store.conn.prepare(
+            "SELECT path, agent FROM sources WHERE json_valid(reader_state)
+             AND json_extract(reader_state, '$.memtrail_skip') = 'deleted' ORDER BY path",
+        )?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let mut found: Vec<Found> = Vec::new();
+    for (key, agent) in marked {
+        let Ok(agent) = agent.parse::<Agent>() else {
+            continue;
+        };
+        // A database source's cursor is `<database>#<session id>` (see `ingest`).
+        if let Some((db, sid)) = key.rsplit_once('#')
+            && matches!(
+                memtrail_adapters::source_for(agent, Path::new(db)),
+                Some(memtrail_adapters::Source::Database)
+            )
+        {
+            let (db, sid) = (PathBuf::from(db), sid.to_string());
+            found.push((key.clone(), agent, db, Some(sid.clone()), sid, None));
+            continue;
+        }
+        let path = PathBuf::from(&key);
+        if let Ok(sref) = memtrail_adapters::identify(agent, &path) {
+            found.push((
+                key,
+                agent,
+                path,
+                None,
+                sref.external_id,
+                sref.parent_external_id,
+            ));
+        }
+    }
+    Ok(found)
+}
+
+/// Whether `id` (a session's id or a prefix of it) names a deleted session whose transcript is
+/// still on disk, so that [`capture_again`] can bring it back. Errors: a store read error.
+pub fn is_deleted(store: &Store, id: &str) -> Result<bool> {
+    Ok(!id.is_empty() && deleted_found(store)?.iter().any(|f| f.4.starts_with(id)))
+}
+
+/// Capture a deleted session again: the cursors that [`delete_session`] (or [`purge`]) marked
+/// [`SkipReason::Deleted`] for the session `id` (its agent's id, or a unique prefix of it) and
+/// for its sub-agent sessions are dropped, and their transcripts are read again from the start,
+/// now, as by `memtrail import`: every copy of them (a transcript seen at another path after
+/// the delete is marked too). Only transcripts still on disk are read; the markers of the
+/// others are dropped.
+///
+/// Errors: [`Error::NotFound`](crate::Error::NotFound) when no deleted session with that id
+/// has a transcript on disk; [`Error::Invalid`](crate::Error::Invalid) for an ambiguous
+/// prefix; a store or read error of an ingest (what was read before it stays).
+pub fn capture_again(store: &mut Store, id: &str) -> Result<Recaptured> {
+    let found = deleted_found(store)?;
+    let matches = |s: &str| s == id || !id.is_empty() && s.starts_with(id);
+    // A sub-agent session goes with its parent (its id often starts with the parent's).
+    let mut ids: Vec<(Agent, &str)> = found
+        .iter()
+        .filter(|f| matches(&f.4) && !f.5.as_deref().is_some_and(matches))
+        .map(|f| (f.1, f.4.as_str()))
+        .collect();
+    ids.sort_by_key(|(a, s)| (a.as_str(), *s));
+    ids.dedup();
+    if let Some(exact) = ids.iter().find(|(_, s)| *s == id) {
+        ids = vec![*exact];
+    }
+    let (agent, target) = match ids.as_slice() {
+        [] if crate::query::resolve_session(store, id, None).is_ok() => {
+            return Err(crate::Error::NotFound(format!(
+                "session `{id}` is not deleted: it is in the store (`memtrail sessions show {id}`)"
+            )));
+        }
+        [] => {
+            return Err(crate::Error::NotFound(format!(
+                "no deleted session `{id}` whose transcript is still on disk"
+            )));
+        }
+        [one] => (one.0, one.1.to_string()),
+        many => {
+            return Err(crate::Error::Invalid(format!(
+                "`{id}` matches {} deleted sessions ({}); give more of the id",
+                many.len(),
+                many.iter().map(|m| m.1).collect::<Vec<_>>().join(", ")
+            )));
+        }
+    };
+    let mine: Vec<&Found> = found
+        .iter()
+        .filter(|f| f.1 == agent && (f.4 == target || f.5.as_deref() == Some(target.as_str())))
+        .collect();
+    // A transcript gone from disk (its project folder renamed, say) loses its marker and is
+    // not read; the session comes back from the ones still there (copies included).
+    if !mine.iter().any(|f| f.2.is_file()) {
+        return Err(crate::Error::NotFound(format!(
+            "no deleted session `{id}` whose transcript is still on disk"
+        )));
+    }
+    store.write(|w| {
+        for f in &mine {
+            w.tx.execute("DELETE FROM sources WHERE path = ?1", [&f.0])?;
+        }
+        Ok(())
+    })?;
+    let mine: Vec<&Found> = mine.into_iter().filter(|f| f.2.is_file()).collect();
+    let mut out = Recaptured {
+        agent: agent.as_str().to_string(),
+        session_id: target.clone(),
+        ..Default::default()
+    };
+    for f in mine {
+        let r = crate::ingest::ingest_at_rest(store, f.1, &f.2, f.3.as_deref(), None)?;
+        out.transcripts += 1;
+        out.messages += r.inserted;
+    }
+    Ok(out)
+}
+
+/// What [`purge`] deleted (or, in a dry run, would delete).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Purged {
+    /// Messages older than the cutoff.
+    pub messages: u64,
+    /// Sessions that had only such messages (deleted whole).
+    pub sessions: u64,
+    /// Bytes of the store (database and WAL) before and after.
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub dry_run: bool,
+    pub vacuumed: bool,
+}
+
+fn store_bytes(path: &Path) -> u64 {
+    ["", "-wal"]
+        .iter()
+        .filter_map(|s| {
+            let mut p = path.to_path_buf().into_os_string();
+            p.push(s);
+            std::fs::metadata(p).ok().map(|m| m.len())
+        })
+        .sum()
+}
+
+/// Delete every message older than `cutoff_ms` (ms since the Unix epoch; a message without a
+/// timestamp takes its session's last activity; with no time known at all, it is kept), then
+/// every session left without messages whose last activity is older than the cutoff; with `vacuum`, `VACUUM` the file afterwards.
+/// One transaction. Cursors of deleted sessions are marked [`SkipReason::Deleted`] so an import
+/// does not bring them back. A partly purged session keeps its message numbering (`seq`), so
+/// later messages still sort after, and its `message_count` is recounted; its title, taken
+/// from its first prompt, is cleared when that prompt is purged. Snapshots built before the
+/// cutoff are deleted (they quote the purged messages).
+///
+/// Known limit: a whole-file source (Gemini CLI's legacy JSON, VS Code chat sessions) that
+/// changes again is re-read whole, which brings its purged messages back.
+pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> Result<Purged> {
+    const OLD: &str = "FROM messages m JOIN sessions s ON s.id = m.session_id
+         WHERE COALESCE(m.ts, s.updated_at, s.started_at) < ?1";
+    const EMPTY: &str = "FROM sessions s WHERE COALESCE(s.updated_at, s.started_at) < ?1
+         AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)";
+    let mut out = Purged {
+        bytes_before: store_bytes(store.path()),
+        dry_run,
+        ..Default::default()
+    };
+    if dry_run {
+        out.messages =
+            store
+                .conn
+                .query_row(&format!("SELECT COUNT(*) {OLD}"), [cutoff_ms], |r| {
+                    r.get::<_, i64>(0)
+                })? as u64;
+        // Sessions whose every message is old (or that have none), and that are old themselves.
+        out.sessions = store.conn.query_row(
+            "SELECT COUNT(*) FROM sessions s WHERE COALESCE(s.updated_at, s.started_at) < ?1
+                 AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id
+                                 AND NOT COALESCE(COALESCE(m.ts, s.updated_at, s.started_at) < ?1, 0))",
+            [cutoff_ms],
+            |r| r.get::<_, i64>(0),
+        )? as u64;
+        out.bytes_after = out.bytes_before;
+        return Ok(out);
+    }
+    secure(store)?;
+    let (messages, sessions) = store.write(|w| bulk_delete(w, |w| {
+        w.tx.execute(
+            &format!(
+                "DELETE FROM tool_calls WHERE message_id IN (SELECT m.id {OLD})"
+            ),
+            [cutoff_ms],
+        )?;
+        let messages = w.tx.execute(
+            &format!("DELETE FROM messages WHERE id IN (SELECT m.id {OLD})"),
+            [cutoff_ms],
+        )?;
+        let marker = SkipReason::Deleted { session: None }.to_state().to_string();
+        w.tx.execute(
+            &format!(
+                "UPDATE sources SET reader_state = ?2 WHERE session_id IN (SELECT s.id {EMPTY})"
+            ),
+            params![cutoff_ms, marker],
+        )?;
+        let sessions = w.tx.execute(
+            &format!("DELETE FROM sessions WHERE id IN (SELECT s.id {EMPTY})"),
+            [cutoff_ms],
+        )?;
+        // Snapshots quote the messages they were built from.
+        w.tx.execute("DELETE FROM snapshots WHERE built_at < ?1", [cutoff_ms])?;
+        // The title comes from the first prompt: gone with it.
+        w.tx.execute(
+            "UPDATE sessions SET title = NULL WHERE title IS NOT NULL AND message_count > 0
+             AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = sessions.id AND m.seq = 0)",
+            [],
+        )?;
+        w.tx.execute(
+            "UPDATE sessions SET message_count =
+                 (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)
+             WHERE message_count != (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)",
+            [],
+        )?;
+        Ok((messages as u64, sessions as u64))
+    }))?;
+    out.messages = messages;
+    out.sessions = sessions;
+    checkpoint(store)?;
+    if vacuum {
+        store.conn.execute_batch("VACUUM")?;
+        store
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        out.vacuumed = true;
+    }
+    out.bytes_after = store_bytes(store.path());
+    Ok(out)
+}
+
+/// What [`rescan`] changed.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Rescanned {
+    /// Messages read.
+    pub messages: u64,
+    /// Messages whose text, tool inputs or outputs changed (their search entries rebuilt).
+    pub messages_changed: u64,
+    /// Session titles that changed.
+    pub titles_changed: u64,
+    /// Saved snapshots (see [`crate::snapshot`]) whose text changed.
+    pub snapshots_changed: u64,
+    /// Transcript cursors whose reader state (content a reader holds between ingests, e.g. a
+    /// VS Code tool result that came before its request) changed.
+    pub reader_states_changed: u64,
+}
+
+/// Apply the current redaction rules (secrets and `<private>` spans, see [`crate::redact`]) to
+/// everything stored: every message's parts (text, thinking, tool inputs and outputs), its
+/// search columns (rebuilt by the `UPDATE` trigger), every session title, saved snapshot and
+/// transcript cursor's reader state. Runs in
+/// transactions of [`RESCAN_BATCH`] messages; idempotent (a second run changes nothing).
+/// `progress` is called after each batch with the messages read so far.
+pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescanned> {
+    let mut out = Rescanned::default();
+    secure(store)?;
+    let mut last_id = i64::MIN;
+    loop {
+        type Row = (
+            i64,
+            String,
+            String,
+            String,
+            String,
+            String,
+            i64,
+            String,
+            Option<i64>,
+        );
+        let rows: Vec<Row> = {
+            let mut stmt = store.conn.prepare(
+                "SELECT id, ext_id, kind, body, tools, parts, session_id, role, ts FROM messages
+                 WHERE id > ?1 ORDER BY id LIMIT ?2",
+            )?;
+            stmt.query_map(params![last_id, RESCAN_BATCH as i64], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<_>>()?
+        };
+        let Some(last) = rows.last() else { break };
+        last_id = last.0;
+        out.messages += rows.len() as u64;
+        let changed = store.write(|w| {
+            let mut changed = 0u64;
+            for (id, ext_id, kind, body, tools, parts_json, session_id, role, ts) in rows {
+                let parsed: Option<Vec<Part>> = serde_json::from_str(&parts_json).ok();
+                let mut redacted = None;
+                let (new_parts, new_body, new_tools) = match parsed {
+                    Some(parts) => {
+                        let mut m = Message {
+                            id: ext_id,
+                            role: role.parse().unwrap_or(Role::System),
+                            kind: kind_from_str(&kind),
+                            parts: parts.clone(),
+                            timestamp: ts,
+                            model: None,
+                        };
+                        redact_message(&mut m);
+                        crate::seams::redact_message(&mut m);
+                        let parts_changed = m.parts != parts;
+                        if !parts_changed
+                            && redact(&body) == body.as_str()
+                            && redact(&tools) == tools.as_str()
+                        {
+                            continue;
+                        }
+                        let (b, t) = render_index_text(&m);
+                        let p = serde_json::to_string(&m.parts)?;
+                        redacted = Some(m);
+                        (p, b, t)
+                    }
+                    // Parts that do not parse: redact the stored strings as they are.
+                    None => {
+                        let (p, b, t) = (redact(&parts_json), redact(&body), redact(&tools));
+                        if p == parts_json.as_str() && b == body.as_str() && t == tools.as_str() {
+                            continue;
+                        }
+                        (p.into_owned(), b.into_owned(), t.into_owned())
+                    }
+                };
+                if new_parts == parts_json && new_body == body && new_tools == tools {
+                    continue;
+                }
+                let cjk = cjk_index_text(&new_body, &new_tools);
+                w.tx.execute(
+                    "UPDATE messages SET parts = ?2, body = ?3, tools = ?4, cjk = ?5 WHERE id = ?1",
+                    params![id, new_parts, new_body, new_tools, cjk],
+                )?;
+                // The message's events quote it (paths, prompts, errors): extracted again from
+                // the redacted message, or dropped when its parts cannot be read.
+                match &redacted {
+                    Some(m) => w.index_events(session_id, id, m)?,
+                    None => {
+                        w.tx.execute("DELETE FROM events WHERE message_id = ?1", [id])?;
+                    }
+                }
+                changed += 1;
+            }
+            Ok(changed)
+        })?;
+        out.messages_changed += changed;
+        progress(out.messages);
+    }
+    out.titles_changed = store.write(|w| {
+        let titles: Vec<(i64, String)> = {
+            let mut stmt =
+                w.tx.prepare("SELECT id, title FROM sessions WHERE title IS NOT NULL")?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let mut n = 0u64;
+        for (id, title) in titles {
+            let new = redact_title(&title);
+            if new != title.as_str() {
+                w.tx.execute(
+                    "UPDATE sessions SET title = ?2 WHERE id = ?1",
+                    params![id, new.as_ref()],
+                )?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    })?;
+    out.snapshots_changed = store.write(|w| {
+        let texts: Vec<(i64, String)> = {
+            let mut stmt = w.tx.prepare("SELECT id, text FROM snapshots")?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let mut n = 0u64;
+        for (id, text) in texts {
+            let new = redact(&text);
+            if new != text.as_str() {
+                w.tx.execute(
+                    "UPDATE snapshots SET text = ?2 WHERE id = ?1",
+                    params![id, new.as_ref()],
+                )?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    })?;
+    out.reader_states_changed = store.write(|w| {
+        let states: Vec<(String, String)> = {
+            let mut stmt = w
+                .tx
+                .prepare("SELECT path, reader_state FROM sources WHERE reader_state IS NOT NULL")?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let mut n = 0u64;
+        for (path, text) in states {
+            // A state that is not JSON is redacted as text (it is never restored then).
+            let new = match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(v) => {
+                    let mut r = v.clone();
+                    crate::redact::redact_json(&mut r);
+                    (r != v).then(|| r.to_string())
+                }
+                Err(_) => match redact(&text) {
+                    std::borrow::Cow::Owned(r) => Some(r),
+                    std::borrow::Cow::Borrowed(_) => None,
+                },
+            };
+            if let Some(new) = new {
+                w.tx.execute(
+                    "UPDATE sources SET reader_state = ?2 WHERE path = ?1",
+                    params![path, new],
+                )?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    })?;
+    if out.messages_changed + out.titles_changed + out.snapshots_changed + out.reader_states_changed
+        > 0
+    {
+        scrub(store)?;
+    }
+    Ok(out)
+}
+
+/// Overwrite deleted content with zeros from now on, on this connection.
+fn secure(store: &Store) -> Result<()> {
+    store.conn.pragma_update(None, "secure_delete", "ON")?;
+    Ok(())
+}
+
+/// Drop deleted entries' tokens from the full-text index and truncate the WAL (which may hold
+/// older copies of the pages). A checkpoint that another connection blocks is not an error:
+/// the WAL is truncated by a later one.
+fn scrub(store: &mut Store) -> Result<()> {
+    store.write(|w| {
+        w.tx.execute(
+            "INSERT INTO messages_fts (messages_fts) VALUES ('optimize')",
+            [],
+        )?;
+        Ok(())
+    })?;
+    checkpoint(store)
+}
+
+/// Truncate the WAL (see [`scrub`]).
+fn checkpoint(store: &mut Store) -> Result<()> {
+    store
+        .conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    Ok(())
+}
+
+/// Run `deletes` (many messages at once) with FTS5's `secure-delete` off, merge the index
+/// (`optimize`: every deleted entry is dropped as the segments are rewritten, and the freed
+/// pages are zeroed by `PRAGMA secure_delete`), and turn the option on again, all in the
+/// caller's transaction, so no other connection sees it off. Removing each deleted message's
+/// terms from every segment one by one cost 8 times the CPU of a `sessions delete` that merges
+/// the index right after anyway (docs/benchmarks.md).
+fn bulk_delete<T>(
+    w: &crate::store::Writer<'_>,
+    deletes: impl FnOnce(&crate::store::Writer<'_>) -> Result<T>,
+) -> Result<T> {
+    const SET: &str = "INSERT INTO messages_fts (messages_fts, rank) VALUES ('secure-delete', ?1)";
+    w.tx.execute(SET, [0])?;
+    let out = deletes(w)?;
+    w.tx.execute(
+        "INSERT INTO messages_fts (messages_fts) VALUES ('optimize')",
+        [],
+    )?;
+    w.tx.execute(SET, [1])?;
+    Ok(out)
+}
+
+/// A session's row id by its agent id, for tests and tools (`None` when not stored).
+pub fn session_row(store: &Store, agent: &str, external_id: &str) -> Result<Option<i64>> {
+    Ok(store
+        .conn
+        .query_row(
+            "SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2",
+            params![agent, external_id],
+            |r| r.get(0),
+        )
+        .optional()?)
+}

@@ -1,0 +1,512 @@
+//! The SQLite store: sessions, messages, tool calls, ingest cursors, hook runs, and an FTS5 index.
+//!
+//! Layout (schema version [`SCHEMA_VERSION`], kept in `PRAGMA user_version`):
+//! - `sessions`: one row per agent session (`agent`, `external_id` unique together), with its
+//!   parent for sub-agents, project directory, title, model, branch, start/update times (ms since
+//!   the Unix epoch) and a message count.
+//! - `messages`: one row per message, `(session_id, ext_id)` unique, `seq` the order within the
+//!   session (0-based, assigned at first insert, never changed by a merge). `body` is the prose,
+//!   `tools` the tool calls flattened for search, `parts` the full ordered parts as JSON.
+//! - `tool_calls`: `(session_id, call_id)` → message, so a late tool result finds its call.
+//! - `messages_fts`: FTS5, external content on `messages(body, tools, cjk)`, `porter unicode61`,
+//!   kept in sync by triggers through a queue (schema 4): a written or changed message is queued
+//!   in `fts_pending` and indexed later by [`Store::catch_up_index`] (every search first, imports,
+//!   the MCP server in the background, and a hook when the queue is long), so that a hook does
+//!   not pay for tokenizing and FTS5's segment flushes. `cjk` holds the Han, kana and Hangul runs of the message with a
+//!   space between characters, so that a phrase query over single characters finds any substring
+//!   (unicode61 would index a whole unbroken CJK run as one token). Schema 5 turns on FTS5's
+//!   `secure-delete`: a deleted or rewritten message's old terms leave the segments at once.
+//! - `sources`: the ingest cursor per transcript file (byte offset, size, file identity, a hash of
+//!   the first bytes) and line counters.
+//! - `hook_runs`: the last run of each (agent, hook event), for `memtrail status`.
+//! - `events` (schema 3): the events of each message ([`crate::events::extract`]), with the
+//!   message's `seq`; deleted with their message (`ON DELETE CASCADE`: rewinds, re-reads) and
+//!   re-extracted whenever the message changes (a merge, a replace, a late tool result).
+//!   Correlations are not stored: they are computed when read ([`crate::resume`]).
+//! - `snapshots` (schema 3): snapshots built at compaction or restart (`trigger`), and when and
+//!   by which session they were consumed (injected), so each is injected once.
+//!
+//! The database runs in WAL mode with a busy timeout, and closing it does not checkpoint (commits
+//! that grow the WAL past 256 pages do); every write is a `BEGIN IMMEDIATE`
+//! transaction (a deferred transaction that upgrades to a write fails at once with
+//! `database is locked` instead of waiting; see `../shared/reference/crates.md` §1).
+//!
+//! Every SQL statement of memtrail lives in this folder (a test, `no_sql_outside`, fails on SQL
+//! elsewhere), one module per concern: `schema` (the version and the numbered
+//! `migrations/NNNN_*.sql`), `writer` (sessions, messages, tool calls, events in one write
+//! transaction), `cursors` (ingest cursors), `snapshots`, `stats` (figures and hook runs for
+//! status), `sessions` (lookups for ingest and the MCP server), `queries` (search, ranking and
+//! snippets, session lists and pages), `rank` (the FTS5 ranking function), `recall` (events and
+//! messages for resume, snapshots and handoffs), `maintenance` (delete, purge, rescan), `repair`,
+//! `salvage` (copying a damaged file), `files` (the file's mode and identity) and `location`.
+//! Callers see domain types only: [`Store`], [`Writer`], [`StoreLocation`], the records of
+//! `memtrail-adapters`, and errors as [`Error`] variants ([`StoreError`] is opaque). The
+//! interface is this concrete type, not a trait, while there is one backend: a trait (with
+//! generic callers, no `dyn` in the hook path) is drawn from these methods when the second
+//! backend comes (issue 13).
+
+use crate::{Error, Result};
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+mod cursors;
+mod files;
+mod index_text;
+mod location;
+pub(crate) mod maintenance;
+#[cfg(test)]
+mod no_sql_outside;
+pub(crate) mod queries;
+pub(crate) mod rank;
+pub(crate) mod recall;
+mod repair;
+pub mod salvage;
+mod schema;
+mod sessions;
+mod snapshots;
+mod stats;
+mod writer;
+
+pub use cursors::{Cursor, CursorMark, CursorStat};
+use files::{create_private_dir, create_private_file, file_id, make_owner_only, resolve_links};
+pub use index_text::{INDEXED_OUTPUT_CAP, cjk_index_text, is_cjk, render_index_text};
+pub(crate) use index_text::{cap, kind_from_str};
+pub use location::{StoreLocation, default_db_path};
+pub use repair::{REPAIR_STEPS, RepairReport, RepairStep, RepairStepReport, is_corrupt};
+pub use schema::SCHEMA_VERSION;
+pub use snapshots::{PRECOMPACT_TAKEN_EARLY, StoredSnapshot};
+pub use stats::{HookRun, StoreStats};
+pub use writer::{Applied, Writer};
+
+/// Longest wait for the write lock before a search indexes the queue
+/// ([`Store::catch_up_for_search`]).
+pub const SEARCH_INDEX_WAIT: Duration = Duration::from_secs(1);
+
+/// How many queued messages one transaction of [`Store::catch_up_index`] indexes.
+pub const INDEX_CHUNK: usize = 2000;
+/// An open store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    /// Longest wait for the write lock per attempt.
+    busy: Duration,
+    /// See [`Store::set_deadline`].
+    deadline: Option<Instant>,
+    /// True once [`crate::rank`]'s function is registered on this connection.
+    rank_ready: std::cell::Cell<bool>,
+    /// The identity of the file opened (see [`Store::is_current`]).
+    file_id: Option<(u64, u64)>,
+}
+
+/// How many more times a write retries `BEGIN IMMEDIATE` after the busy timeout ran out.
+pub const WRITE_RETRIES: u32 = 3;
+/// `PRAGMA wal_autocheckpoint`: the WAL is checkpointed by the committing writer once it holds
+/// this many pages (4 KiB each); small, because every new process re-reads the WAL to rebuild
+/// its index (docs/benchmarks.md).
+pub const WAL_AUTOCHECKPOINT_PAGES: i64 = 256;
+/// Longest wait of [`Store::checkpoint`] for the writer and readers to let the WAL restart.
+pub const CHECKPOINT_WAIT: Duration = Duration::from_millis(250);
+/// `PRAGMA journal_size_limit`: after a checkpoint the WAL file is truncated to this many bytes.
+pub const WAL_SIZE_LIMIT_BYTES: i64 = 32 * 1024 * 1024;
+
+/// The process's deadline for lock waits (see [`Store::set_deadline`]).
+static DEADLINE: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+
+/// SQLite busy handler for a store with a deadline: `true` (try again) after a pause of 1 to
+/// 100 ms growing with the number of tries `n`, capped by the time left; `false` (give up with
+/// `SQLITE_BUSY`) once the deadline has passed.
+fn deadline_busy_handler(n: i32) -> bool {
+    const DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+    let Some(d) = *DEADLINE.lock().unwrap_or_else(|e| e.into_inner()) else {
+        return false;
+    };
+    let now = Instant::now();
+    if now >= d {
+        return false;
+    }
+    let step = DELAYS_MS[(n.max(0) as usize).min(DELAYS_MS.len() - 1)];
+    std::thread::sleep(Duration::from_millis(step).min(d - now));
+    true
+}
+
+/// An error of the store's database, opaque to callers: the backend's own error (SQLite's
+/// today; a PostgreSQL backend's next), shown with the backend's message. The conditions callers
+/// act on are variants of [`Error`] ([`Error::Busy`], [`Error::Full`], [`Error::NewerSchema`])
+/// or questions asked here ([`StoreError::is_corrupt`]).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct StoreError(rusqlite::Error);
+
+impl StoreError {
+    /// `SQLITE_CORRUPT` (or its extended codes, e.g. `SQLITE_CORRUPT_VTAB` from FTS5) or
+    /// `SQLITE_NOTADB`: the file's content is damaged.
+    pub fn is_corrupt(&self) -> bool {
+        self.code().is_some_and(|c| {
+            matches!(
+                c,
+                rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+            )
+        })
+    }
+
+    fn code(&self) -> Option<rusqlite::ErrorCode> {
+        match &self.0 {
+            rusqlite::Error::SqliteFailure(f, _) => Some(f.code),
+            _ => None,
+        }
+    }
+}
+
+/// Inside the store, a database error is a [`StoreError`] (`?` converts it).
+#[doc(hidden)]
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Error {
+        Error::Store(StoreError(e))
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
+}
+
+/// SQLite errors that need a clearer name than SQLite's own.
+fn classify(e: Error) -> Error {
+    match e {
+        Error::Store(ref s) if s.code() == Some(rusqlite::ErrorCode::DiskFull) => Error::Full,
+        Error::Store(StoreError(ref s)) if is_busy(s) => Error::Busy { waited_ms: 0 },
+        other => other,
+    }
+}
+
+/// A few random bits for retry jitter (no RNG dependency: the clock's nanoseconds, the
+/// process id and a counter, mixed).
+fn jitter() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0);
+    let mut x =
+        t ^ ((std::process::id() as u64) << 32) ^ N.fetch_add(0x9E37_79B9, Ordering::Relaxed);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^ (x >> 33)
+}
+
+impl Store {
+    /// Open (creating if needed) the store at `path`: parent folder created with mode 0700, the
+    /// file with mode 0600, WAL mode, a busy timeout of `busy`, migrations applied. An existing
+    /// store (and its `-wal`/`-shm` files) that others could read is tightened to 0600; a `path`
+    /// that is a symlink is followed, and its target gets the same treatment.
+    ///
+    /// Errors: [`Error::NewerSchema`] when the store was written by a newer memtrail; SQLite or
+    /// I/O errors otherwise.
+    pub fn open_with_timeout(location: impl Into<StoreLocation>, busy: Duration) -> Result<Store> {
+        Self::open_inner(location.into(), busy, None)
+    }
+
+    fn open_inner(
+        location: StoreLocation,
+        busy: Duration,
+        deadline: Option<Instant>,
+    ) -> Result<Store> {
+        let StoreLocation::Sqlite(owned) = location;
+        let path = owned.as_path();
+        // A store path that is a symlink is followed (the store may live on another disk): the
+        // file really opened is its target, created and kept owner-only like any store.
+        let real = resolve_links(path);
+        if !real.exists() {
+            if let Some(dir) = real.parent().filter(|d| !d.as_os_str().is_empty()) {
+                create_private_dir(dir)?;
+            }
+            create_private_file(&real)?;
+        }
+        make_owner_only(&real)?;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_URI,
+        )?;
+        conn.busy_timeout(busy)?;
+        let file_id = file_id(path);
+        let mut store = Store {
+            conn,
+            path: owned,
+            busy,
+            deadline: None,
+            rank_ready: std::cell::Cell::new(false),
+            file_id,
+        };
+        if deadline.is_some() {
+            store.set_deadline(deadline)?;
+        }
+        let not_a_store = |path: &Path, e: Error| match e {
+            Error::Store(ref s) if s.code() == Some(rusqlite::ErrorCode::NotADatabase) => {
+                Error::Invalid(format!(
+                    "{} is not a memtrail store (not an SQLite database)",
+                    path.display()
+                ))
+            }
+            other => other,
+        };
+        store.configure().map_err(|e| not_a_store(&store.path, e))?;
+        store.migrate().map_err(|e| not_a_store(&store.path, e))?;
+        Ok(store)
+    }
+
+    /// False once the file at this store's path is no longer the one this connection opened
+    /// (deleted, e.g. by `memtrail uninstall --purge`, or replaced): a long-running process (the
+    /// MCP server) then reopens instead of serving, and indexing into, a deleted file.
+    pub fn is_current(&self) -> bool {
+        self.file_id.is_some() && file_id(&self.path) == self.file_id
+    }
+
+    /// [`Store::open_with_timeout`] with a 5 s busy timeout.
+    pub fn open(location: impl Into<StoreLocation>) -> Result<Store> {
+        Self::open_with_timeout(location, Duration::from_secs(5))
+    }
+
+    /// Register [`rank::FUNCTION`] on this connection, once (the first search does).
+    pub(crate) fn ensure_rank_function(&self) -> Result<()> {
+        if !self.rank_ready.get() {
+            rank::register(&self.conn)?;
+            self.rank_ready.set(true);
+        }
+        Ok(())
+    }
+
+    /// How many messages are written but not yet in the full-text index (schema 4: hooks
+    /// queue them; see [`Store::catch_up_index`]).
+    pub fn pending_index(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT COUNT(*) FROM fts_pending")?
+            .query_row([], |r| r.get(0))?)
+    }
+
+    /// Index every queued message, [`INDEX_CHUNK`] per `BEGIN IMMEDIATE` transaction (250
+    /// with a deadline, so that one transaction does not overrun it), until the queue is
+    /// empty or `deadline` passes. Returns how many were indexed. Works on a
+    /// shared borrow (searches hold one); the lock is waited for as any write waits (busy
+    /// timeout or deadline), and [`Error::Busy`] is returned when it cannot be had: a caller
+    /// that only reads may go on with what is indexed.
+    pub fn catch_up_index(&self, deadline: Option<Instant>) -> Result<u64> {
+        let chunk = if deadline.is_some() { 250 } else { INDEX_CHUNK };
+        self.catch_up_index_by(deadline, chunk)
+    }
+
+    /// Merge the full-text index into one segment (FTS5 `'optimize'`), in one write
+    /// transaction. Every catch-up adds a segment, and a query positions its iterators in each:
+    /// on the 1 GB bench store, 15 segments made 20 snippet lookups cost 3.6 ms, one segment
+    /// 0.5 ms. It rewrites the whole index (5 s at 1 GB), so only a large import runs it.
+    pub fn optimize_index(&mut self) -> Result<()> {
+        self.write(|w| {
+            w.tx.execute(
+                "INSERT INTO messages_fts (messages_fts) VALUES ('optimize')",
+                [],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// [`Store::catch_up_index`] for a search: the write lock is waited for at most
+    /// [`SEARCH_INDEX_WAIT`] (a search must answer even while an import or a repair holds the
+    /// lock: it then searches what is indexed, and the caller can tell the user how many new
+    /// messages were left out, [`Store::pending_index`]); once it has the lock, the whole queue
+    /// is indexed.
+    pub fn catch_up_for_search(&self) -> Result<u64> {
+        if self.deadline.is_some() {
+            // A process with a deadline keeps its own busy handler.
+            return self.catch_up_index(None);
+        }
+        self.conn.busy_timeout(SEARCH_INDEX_WAIT)?;
+        let r = self.catch_up_index(None);
+        self.conn.busy_timeout(self.busy)?;
+        r
+    }
+
+    /// [`Store::catch_up_index`] with `chunk` messages per transaction (an import indexes
+    /// [`crate::import::IMPORT_INDEX_EVERY`] at a time: fewer, larger FTS5 segments).
+    pub fn catch_up_index_by(&self, deadline: Option<Instant>, chunk: usize) -> Result<u64> {
+        let mut done = 0u64;
+        loop {
+            let queued: bool = self
+                .conn
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM fts_pending)")?
+                .query_row([], |r| r.get(0))?;
+            if !queued || deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(done);
+            }
+            let tx =
+                rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+                    .map_err(|e| classify(e.into()))?;
+            let n = Writer::new(&tx).index_pending(chunk).map_err(classify)?;
+            tx.commit().map_err(|e| classify(e.into()))?;
+            done += n;
+            if n == 0 {
+                return Ok(done);
+            }
+        }
+    }
+
+    /// The file this store lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn configure(&self) -> Result<()> {
+        let mode: String = self
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            let _: String = self
+                .conn
+                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        }
+        // The last connection to close would checkpoint the WAL into the database and delete
+        // it: two to four fsyncs, most of a short hook's wall time on a busy disk. The WAL is
+        // checkpointed instead by the commits that grow it past 256 pages (1 MiB; the next
+        // process to open the store re-reads the WAL to rebuild its index, so it is kept
+        // small), and truncated to at most 32 MiB once checkpointed.
+        self.conn
+            .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+        // The query planner's stability guarantee: a statement's plan does not depend on the
+        // values bound to it. Without it, SQLite (built with STAT4) marks bound parameters
+        // that could change a plan, and every new binding recompiles the statement: FTS5's own
+        // `SELECT pgno FROM …_idx WHERE segid=? AND term<=?`, run once per term and segment,
+        // was recompiled 89 times per search on a 1 GB store.
+        self.conn
+            .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+        // `secure_delete`: whatever a write frees (a row's old version when a hook rewrites a
+        // message, its overflow pages, deleted events and tool calls) is overwritten with zeros
+        // at once, on every connection: a later `memtrail sessions delete` or `redact --rescan`
+        // then leaves no copy of the text in free pages (cost: docs/benchmarks.md).
+        self.conn.execute_batch(
+            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;
+             PRAGMA secure_delete = ON;",
+        )?;
+        self.conn
+            .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
+        self.conn
+            .pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT_BYTES)?;
+        Ok(())
+    }
+
+    /// Bound every later wait for a lock (reads and writes) by `deadline` (a hook's time
+    /// budget): until it, SQLite's busy handler waits in growing steps (1 ms to 100 ms) capped
+    /// by what is left; past it, nothing waits, and a write fails with [`Error::Busy`] when
+    /// another process holds the lock. `None` restores the store's own busy timeout.
+    ///
+    /// The deadline is process-wide (SQLite's busy handler is a plain function): a process has
+    /// one deadline at a time, the last one set.
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) -> Result<()> {
+        self.deadline = deadline;
+        match deadline {
+            Some(d) => {
+                *DEADLINE.lock().unwrap_or_else(|e| e.into_inner()) = Some(d);
+                self.conn.busy_handler(Some(deadline_busy_handler))?;
+            }
+            None => self.conn.busy_timeout(self.busy)?,
+        }
+        Ok(())
+    }
+
+    /// [`Store::open_with_timeout`] for a process with a deadline (see [`Store::set_deadline`]):
+    /// opening (which reads the schema version) waits for locks only until `deadline` too.
+    pub fn open_until(location: impl Into<StoreLocation>, deadline: Instant) -> Result<Store> {
+        let busy = deadline.saturating_duration_since(Instant::now());
+        Self::open_inner(location.into(), busy, Some(deadline))
+    }
+
+    /// Run `f` inside one `BEGIN IMMEDIATE` transaction; commit when it returns `Ok`, roll back
+    /// otherwise (nothing of a failed transaction is ever visible).
+    ///
+    /// Getting the write lock: SQLite's busy handler waits up to the busy timeout (with a
+    /// deadline, see [`Store::set_deadline`]: until the deadline); when the lock is still taken, the attempt is
+    /// repeated up to [`WRITE_RETRIES`] times after a jittered pause of 5–50 ms (never past
+    /// the deadline), then [`Error::Busy`] is returned. A full disk or a store at its size
+    /// limit (`SQLITE_FULL`) is [`Error::Full`]; the transaction is rolled back.
+    pub fn write<T>(&mut self, f: impl FnOnce(&Writer<'_>) -> Result<T>) -> Result<T> {
+        let started = Instant::now();
+        let mut attempt = 0u32;
+        let tx = loop {
+            // With a deadline, the busy handler (see `set_deadline`) does the waiting.
+            match rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate) {
+                Ok(tx) => break tx,
+                Err(e) if is_busy(&e) => {
+                    let pause = Duration::from_millis(5 + jitter() % 46);
+                    let in_time = self.deadline.is_none_or(|d| Instant::now() + pause < d);
+                    if attempt >= WRITE_RETRIES || !in_time {
+                        return Err(Error::Busy {
+                            waited_ms: started.elapsed().as_millis() as u64,
+                        });
+                    }
+                    attempt += 1;
+                    std::thread::sleep(pause);
+                }
+                Err(e) => return Err(classify(e.into())),
+            }
+        };
+        let out = f(&Writer::new(&tx)).map_err(classify)?;
+        tx.commit().map_err(|e| classify(e.into()))?;
+        Ok(out)
+    }
+
+    /// Fold the WAL back into the database file and start it over, truncated:
+    /// `PRAGMA wal_checkpoint(TRUNCATE)`, waiting at most [`CHECKPOINT_WAIT`] for the writer
+    /// and for readers of older snapshots (writers wait meanwhile, so the wait is short); when
+    /// they do not finish in time, what could be copied is copied and the WAL is left for a
+    /// later checkpoint. Returns (busy: the WAL could not be restarted, WAL frames, frames
+    /// checkpointed). Called after an import and a repair: the automatic checkpoint (every
+    /// [`WAL_AUTOCHECKPOINT_PAGES`] pages) never restarts a WAL that readers keep using, so
+    /// under steady searching the WAL would otherwise only grow.
+    pub fn checkpoint(&mut self) -> Result<(bool, i64, i64)> {
+        if self.deadline.is_none() {
+            self.conn.busy_timeout(CHECKPOINT_WAIT)?;
+        }
+        let r = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                Ok((r.get::<_, i64>(0)? != 0, r.get(1)?, r.get(2)?))
+            });
+        if self.deadline.is_none() {
+            self.conn.busy_timeout(self.busy)?;
+        }
+        Ok(r?)
+    }
+
+    /// Settings for a long run of writes (an import): a 64 MiB page cache (SQLite's default
+    /// is 2 MiB, so B-tree pages of a large store are read again and again) and a WAL
+    /// checkpointed every 8192 pages (32 MiB) instead of every [`WAL_AUTOCHECKPOINT_PAGES`],
+    /// so that pages changed by many small transactions are copied into the database file
+    /// less often. For this connection only; the import checkpoints when it ends.
+    pub fn tune_for_bulk_writes(&self) -> Result<()> {
+        self.conn.pragma_update(None, "cache_size", -65536)?;
+        self.conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
+        Ok(())
+    }
+
+    /// Fault injection for tests: with `full`, this connection may not grow the database file
+    /// past its current size (`PRAGMA max_page_count`), so the next write that needs more room
+    /// fails as on a full disk ([`Error::Full`]); without, the limit is lifted.
+    #[doc(hidden)]
+    pub fn simulate_full_disk(&self, full: bool) -> Result<()> {
+        let pages: i64 = if full {
+            self.conn.query_row("PRAGMA page_count", [], |r| r.get(0))?
+        } else {
+            1_073_741_823
+        };
+        let _: i64 = self
+            .conn
+            .query_row(&format!("PRAGMA max_page_count = {pages}"), [], |r| {
+                r.get(0)
+            })?;
+        Ok(())
+    }
+}

@@ -1,0 +1,180 @@
+//! `memtrail repair`: every derived structure rebuilt from the stored messages.
+
+use super::{INDEX_CHUNK, Store, Writer};
+use crate::{Error, Result};
+use std::time::Instant;
+
+/// One step of [`Store::repair`]: rebuilds or re-derives one kind of derived data from the
+/// stored messages, inside its own short write transaction. `run` returns how many rows (or
+/// index entries) it found wrong and fixed; 0 means it was already right.
+pub struct RepairStep {
+    /// Short name, shown by `memtrail repair` (e.g. `full-text index`).
+    pub name: &'static str,
+    /// What the step does, a clause after its name (`tool calls: checked for …`), for the
+    /// report.
+    pub what: &'static str,
+    pub run: fn(&Writer<'_>) -> Result<u64>,
+}
+
+/// The derived data `memtrail repair` rebuilds, in order. A table derived from `messages`
+/// (e.g. events) adds its step here.
+pub const REPAIR_STEPS: &[RepairStep] = &[
+    RepairStep {
+        name: "full-text index",
+        what: "rebuilt from the stored messages (body, tools, CJK)",
+        run: repair_fts,
+    },
+    RepairStep {
+        name: "tool calls",
+        what: "checked for tool calls whose message is gone (deleted when found)",
+        run: repair_tool_calls,
+    },
+    RepairStep {
+        name: "events",
+        what: "extracted again from the stored messages",
+        run: repair_events,
+    },
+    RepairStep {
+        name: "message counts",
+        what: "each session's recounted from the stored messages",
+        run: repair_message_counts,
+    },
+];
+
+/// The FTS5 index checked against its content table (`'integrity-check'` with rank 1, see
+/// <https://sqlite.org/fts5.html#the_integrity_check_command>) and rebuilt either way. Returns
+/// 1 when the check had failed, else 0.
+fn repair_fts(w: &Writer<'_>) -> Result<u64> {
+    // Queued messages are not in the index yet: index them first, or the check would count
+    // them as missing. An index whose data is corrupt cannot take them: it is broken.
+    let queued_in = loop {
+        match w.index_pending(INDEX_CHUNK) {
+            Ok(0) => break true,
+            Ok(_) => {}
+            Err(e) if is_corrupt(&e) => break false,
+            Err(e) => return Err(e),
+        }
+    };
+    let broken = !queued_in
+        || w.tx
+            .execute(
+                "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
+                [],
+            )
+            .is_err();
+    if broken {
+        // 'rebuild' reads the old index as it replaces it, which fails on corrupt data:
+        // empty the index first ('delete-all' drops its shadow tables' rows unread).
+        w.tx.execute(
+            "INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')",
+            [],
+        )?;
+    }
+    w.tx.execute(
+        "INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')",
+        [],
+    )?;
+    // 'rebuild' indexed every message, queued or not.
+    w.tx.execute("DELETE FROM fts_pending", [])?;
+    Ok(broken as u64)
+}
+
+/// `SQLITE_CORRUPT` (or its extended codes, e.g. `SQLITE_CORRUPT_VTAB` from FTS5) or
+/// `SQLITE_NOTADB`: the file's content is damaged.
+pub fn is_corrupt(e: &Error) -> bool {
+    matches!(e, Error::Store(s) if s.is_corrupt())
+}
+
+fn repair_tool_calls(w: &Writer<'_>) -> Result<u64> {
+    Ok(w.tx.execute(
+        "DELETE FROM tool_calls WHERE message_id NOT IN (SELECT id FROM messages)",
+        [],
+    )? as u64)
+}
+
+/// Events rebuilt from the messages; returns how many event rows differed (missing, extra or
+/// changed) from what the messages give now.
+fn repair_events(w: &Writer<'_>) -> Result<u64> {
+    const COLS: &str =
+        "message_id, seq, category, action, priority, subject, detail, call_id, tool";
+    w.tx.execute("DROP TABLE IF EXISTS temp.events_before", [])?;
+    w.tx.execute(
+        &format!("CREATE TEMP TABLE events_before AS SELECT {COLS} FROM events"),
+        [],
+    )?;
+    w.backfill_events()?;
+    let differ: i64 = w.tx.query_row(
+        &format!(
+            "SELECT (SELECT COUNT(*) FROM (SELECT {COLS} FROM events EXCEPT SELECT {COLS} FROM temp.events_before))
+                  + (SELECT COUNT(*) FROM (SELECT {COLS} FROM temp.events_before EXCEPT SELECT {COLS} FROM events))"
+        ),
+        [],
+        |r| r.get(0),
+    )?;
+    w.tx.execute("DROP TABLE temp.events_before", [])?;
+    Ok(differ as u64)
+}
+
+fn repair_message_counts(w: &Writer<'_>) -> Result<u64> {
+    Ok(w.tx.execute(
+        "UPDATE sessions SET message_count = n FROM (
+             SELECT s.id AS sid, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n
+             FROM sessions s
+         ) WHERE sessions.id = sid AND sessions.message_count != n",
+        [],
+    )? as u64)
+}
+
+/// What one repair step did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RepairStepReport {
+    pub name: String,
+    pub what: String,
+    /// Rows or index entries found wrong and fixed (0: it was right).
+    pub fixed: u64,
+    pub millis: u64,
+}
+
+/// The result of [`Store::repair`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RepairReport {
+    pub steps: Vec<RepairStepReport>,
+    /// `PRAGMA integrity_check` after the steps: `["ok"]` or SQLite's list of problems.
+    pub integrity: Vec<String>,
+}
+
+impl RepairReport {
+    /// True when the store passed `PRAGMA integrity_check` after the repair.
+    pub fn ok(&self) -> bool {
+        self.integrity.len() == 1 && self.integrity[0] == "ok"
+    }
+}
+
+impl Store {
+    /// Rebuild every derived structure ([`REPAIR_STEPS`]) from the stored messages, each step
+    /// in its own `BEGIN IMMEDIATE` transaction (so hooks running meanwhile wait at most one
+    /// step, or fail open and catch up), then run `PRAGMA integrity_check`. Messages, sessions
+    /// and cursors are never changed, only what is derived from them.
+    ///
+    /// Errors: the store is busy past its timeout ([`Error::Busy`]), the disk is full
+    /// ([`Error::Full`]), or an SQLite error (a step that fails is rolled back).
+    pub fn repair(&mut self) -> Result<RepairReport> {
+        let mut steps = Vec::new();
+        for step in REPAIR_STEPS {
+            let t = Instant::now();
+            let fixed = self.write(|w| (step.run)(w))?;
+            steps.push(RepairStepReport {
+                name: step.name.into(),
+                what: step.what.into(),
+                fixed,
+                millis: t.elapsed().as_millis() as u64,
+            });
+        }
+        let _ = self.checkpoint();
+        let mut stmt = self.conn.prepare("PRAGMA integrity_check")?;
+        let integrity = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok(RepairReport { steps, integrity })
+    }
+}

@@ -1,0 +1,114 @@
+//! Figures of the store for `memtrail status`: sizes, counts per agent, hook runs.
+
+use super::Store;
+use crate::Result;
+use memtrail_adapters::Agent;
+use rusqlite::params;
+
+/// Summary figures of the store.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StoreStats {
+    pub path: String,
+    pub size_bytes: u64,
+    pub schema_version: i64,
+    pub sessions: i64,
+    pub messages: i64,
+    /// Per agent: (agent, sessions, messages).
+    pub per_agent: Vec<(String, i64, i64)>,
+    /// Messages written but not yet in the full-text index ([`Store::pending_index`]).
+    pub unindexed: i64,
+}
+
+/// The last run of a hook, for status.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HookRun {
+    pub agent: String,
+    pub event: String,
+    /// ms since the Unix epoch.
+    pub at: i64,
+    pub duration_us: i64,
+    pub session: Option<String>,
+    pub messages: i64,
+    pub error: Option<String>,
+}
+
+impl Store {
+    /// Figures for `memtrail status`.
+    pub fn stats(&self) -> Result<StoreStats> {
+        let size_bytes = ["", "-wal"]
+            .iter()
+            .filter_map(|s| {
+                let mut p = self.path.clone().into_os_string();
+                p.push(s);
+                std::fs::metadata(p).ok().map(|m| m.len())
+            })
+            .sum();
+        let mut per_agent = Vec::new();
+        let mut stmt = self.conn.prepare(
+            "SELECT agent, COUNT(*), COALESCE(SUM(message_count), 0) FROM sessions
+             GROUP BY agent ORDER BY agent",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        for row in rows {
+            per_agent.push(row?);
+        }
+        let sessions = per_agent.iter().map(|(_, s, _)| s).sum();
+        let messages = per_agent.iter().map(|(_, _, m)| m).sum();
+        Ok(StoreStats {
+            path: self.path.display().to_string(),
+            size_bytes,
+            schema_version: self.schema_version()?,
+            sessions,
+            messages,
+            per_agent,
+            unindexed: self.pending_index()?,
+        })
+    }
+
+    /// `PRAGMA quick_check`: `Ok(())` or the problems SQLite reports.
+    pub fn quick_check(&self) -> Result<std::result::Result<(), String>> {
+        let mut stmt = self.conn.prepare("PRAGMA quick_check")?;
+        let rows: Vec<String> = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        if rows.len() == 1 && rows[0] == "ok" {
+            Ok(Ok(()))
+        } else {
+            Ok(Err(rows.join("; ")))
+        }
+    }
+
+    /// The last run of each hook event of `agent`, newest first.
+    pub fn hook_runs(&self, agent: Agent) -> Result<Vec<HookRun>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT agent, event, at, duration_us, session, messages, error FROM hook_runs
+             WHERE agent = ?1 ORDER BY at DESC",
+        )?;
+        let rows = stmt.query_map([agent.as_str()], |r| {
+            Ok(HookRun {
+                agent: r.get(0)?,
+                event: r.get(1)?,
+                at: r.get(2)?,
+                duration_us: r.get(3)?,
+                session: r.get(4)?,
+                messages: r.get(5)?,
+                error: r.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Record a hook run (one row per agent and event, replaced each time).
+    pub fn record_hook_run(&mut self, run: &HookRun) -> Result<()> {
+        self.write(|w| {
+            w.tx.execute(
+                "INSERT OR REPLACE INTO hook_runs (agent, event, at, duration_us, session, messages, error)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![run.agent, run.event, run.at, run.duration_us, run.session, run.messages,
+                        // An error may quote what it failed on: redacted like any text.
+                        run.error.as_deref().map(crate::redact::redact)],
+            )?;
+            Ok(())
+        })
+    }
+}
