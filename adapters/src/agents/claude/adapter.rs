@@ -61,7 +61,7 @@ impl AgentAdapter for Claude {
         _args: &[String],
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<HookEvent, crate::Error> {
-        super::parse_hook_payload_with_env(stdin, env)
+        super::parse_hook_payload(stdin, env)
     }
     fn chained_command(&self, _args: &[String]) -> Option<Vec<String>> {
         None

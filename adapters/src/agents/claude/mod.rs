@@ -875,13 +875,9 @@ fn is_jsonl(path: &Path) -> bool {
 /// - `extra` ← the whole payload.
 ///
 /// Errors (a message for the hook log): the bytes are empty, not JSON, or not a JSON object.
-pub fn parse_hook_payload(bytes: &[u8]) -> Result<HookEvent, crate::Error> {
-    parse_hook_payload_with_env(bytes, &|k| std::env::var(k).ok())
-}
-
-/// [`parse_hook_payload`] with an explicit environment lookup (for tests and callers that
-/// captured the environment already).
-pub fn parse_hook_payload_with_env(
+/// `env` reads the hook process's environment (caller detection, [`detect_caller`]), as for
+/// every agent.
+pub fn parse_hook_payload(
     bytes: &[u8],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<HookEvent, crate::Error> {
