@@ -1,9 +1,13 @@
-//! memtrail-adapters: the common session model and one module per coding agent.
+//! memtrail-adapters: the common session model, the agent registry and one folder per coding
+//! agent.
 //!
-//! Everything specific to one agent lives in its module (paths and relocation variables,
-//! detection, what to register, hook payloads and reply dialect, the transcript reader, import
-//! discovery); nothing agent-specific lives anywhere else. This crate knows nothing of SQLite
-//! or of config-file editing.
+//! Everything specific to one agent lives in its folder `agents/<agent>/` (paths and relocation
+//! variables, detection, what to register, hook payloads and reply dialect, the transcript
+//! reader, import discovery) and is reached through its [`AgentAdapter`]
+//! ([`Agent::adapter`], [`registry`]); nothing agent-specific lives anywhere else. The functions
+//! below dispatch through the registry. The registration model ([`spec`]) is declarative: the
+//! installer's engine edits the config files. This crate reads memtrail's store nowhere (an
+//! agent's own database, OpenCode's, is read here).
 
 pub mod agents;
 pub mod env;
@@ -15,6 +19,7 @@ pub mod registry;
 pub mod shell;
 pub mod spec;
 
+/// Each agent's module under its short name (`memtrail_adapters::codex`).
 pub use agents::{claude, codex, cursor, gemini, opencode, vscode};
 
 pub use env::Env;
