@@ -1020,7 +1020,7 @@ fn cursor_environment_marks_a_claude_shaped_payload_as_cursor() {
 #[test]
 fn session_start_reply_shape() {
     let context = "Goal: fix the build.\nFiles: src/lib.rs — \"quoted\" ✅";
-    let reply = session_start_reply(context);
+    let reply = session_start_reply(context).expect("a reply");
     assert!(!reply.contains('\n'), "one line");
     let v: Value = serde_json::from_str(&reply).unwrap();
     assert_eq!(
@@ -1028,7 +1028,7 @@ fn session_start_reply_shape() {
         json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}})
     );
     assert_eq!(
-        session_start_reply("x"),
-        r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"x"}}"#
+        session_start_reply("x").as_deref(),
+        Some(r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"x"}}"#)
     );
 }

@@ -394,7 +394,7 @@ pub fn respond(
                 return Ok(None);
             }
             store.write(|w| w.save_snapshot(rowid, "precompact", &snap, now, None))?;
-            if agent.adapter().replies_at_pre_compact() {
+            if agent.adapter().quirks().replies_at_pre_compact {
                 let s = query::session_summary(store, rowid)?;
                 let text = resume::injection_text(&s, "before this compaction", &snap.text);
                 return Ok(memtrail_adapters::session_start_reply(agent, &text));
