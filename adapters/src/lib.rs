@@ -82,14 +82,14 @@ pub fn transcript_reader(agent: Agent) -> Option<Box<dyn LineReader>> {
 }
 
 /// Parse a hook invocation of `agent`: the payload from stdin, or (Codex `notify`) the JSON in
-/// the last command-line argument. `env` reads the hook process's environment (caller detection).
+/// the last command-line argument. `env` is the hook process's environment (caller detection).
 ///
 /// Errors: why the payload was not understood ([`Error`]'s payload variants).
 pub fn parse_hook(
     agent: Agent,
     stdin: &[u8],
     args: &[String],
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &Env,
 ) -> Result<HookEvent, Error> {
     agent.adapter().parse_hook(HookInput { stdin, args, env })
 }

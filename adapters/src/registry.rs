@@ -87,8 +87,9 @@ pub struct HookInput<'a> {
     pub stdin: &'a [u8],
     /// The arguments after `memtrail hook <agent>` (Codex `notify` passes its JSON last).
     pub args: &'a [String],
-    /// Reads the hook process's environment (caller detection).
-    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// The hook process's environment (caller detection: which program ran a Claude-format
+    /// hook).
+    pub env: &'a Env,
 }
 
 /// What only some agents have. Each adapter states its own; [`Quirks::NONE`] is an agent with
@@ -209,7 +210,7 @@ macro_rules! stdin_hook {
             &self,
             hook: crate::registry::HookInput<'_>,
         ) -> Result<crate::HookEvent, crate::Error> {
-            super::parse_hook_payload(hook.stdin, hook.env)
+            super::parse_hook_payload(hook.stdin, &|k| hook.env.var_utf8(k))
         }
     };
 }
@@ -299,7 +300,7 @@ mod tests {
         let home = Path::new("/sandbox/home");
         let env = Env::sandbox(home);
         let binary = Path::new("/opt/memtrail/bin/memtrail");
-        let no_env = |_: &str| None;
+        let no_env = Env::sandbox(home);
         for a in Agent::ALL {
             let ad = a.adapter();
             let name = ad.names().name;

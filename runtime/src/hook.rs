@@ -176,7 +176,7 @@ fn run_inner(
             "hook payload larger than {MAX_PAYLOAD_BYTES} bytes; ignored"
         )));
     }
-    let env = |k: &str| std::env::var(k).ok();
+    let env = memtrail_adapters::Env::from_process();
     let event = memtrail_adapters::parse_hook(agent, &payload, args, &env)
         .map_err(|e| crate::Error::Invalid(e.to_string()))?;
     outcome.event = Some(event.clone());
