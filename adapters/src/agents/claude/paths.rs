@@ -24,10 +24,7 @@ impl Locations {
     /// [`crate::paths::env_abs`].
     pub fn resolve(env: &Env) -> Locations {
         let home = env.home();
-        let var = |k: &str| env.var(k).map(|v| v.to_os_string());
-        let config_override = var("CLAUDE_CONFIG_DIR")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute());
+        let config_override = env.abs_var("CLAUDE_CONFIG_DIR");
         let config_dir = config_override
             .clone()
             .unwrap_or_else(|| home.join(".claude"));

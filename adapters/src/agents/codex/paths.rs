@@ -26,8 +26,7 @@ impl Locations {
     /// installer.
     pub fn resolve(env: &Env) -> Locations {
         let home = env.home();
-        let var = |k: &str| env.var(k).map(|v| v.to_os_string());
-        let config_dir = match var("CODEX_HOME").filter(|v| !v.is_empty()) {
+        let config_dir = match env.var("CODEX_HOME").filter(|v| !v.is_empty()) {
             Some(v) => {
                 let p = PathBuf::from(v);
                 if p.is_absolute() {

@@ -21,8 +21,7 @@ impl Locations {
     /// installer.
     pub fn resolve(env: &Env) -> Locations {
         let home = env.home();
-        let var = |k: &str| env.var(k).map(|v| v.to_os_string());
-        let base = match var("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
+        let base = match env.var("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
             Some(v) => {
                 let p = PathBuf::from(v);
                 if p.is_absolute() {

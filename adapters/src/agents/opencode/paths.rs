@@ -25,12 +25,12 @@ impl Locations {
     /// installer.
     pub fn resolve(env: &Env) -> Locations {
         let home = env.home();
-        let var = |k: &str| env.var(k).map(|v| v.to_os_string());
-        let abs = |k: &str| var(k).map(PathBuf::from).filter(|p| p.is_absolute());
-        let config_dir = abs("XDG_CONFIG_HOME")
+        let config_dir = env
+            .abs_var("XDG_CONFIG_HOME")
             .unwrap_or_else(|| home.join(".config"))
             .join("opencode");
-        let data_dir = abs("XDG_DATA_HOME")
+        let data_dir = env
+            .abs_var("XDG_DATA_HOME")
             .unwrap_or_else(|| home.join(".local").join("share"))
             .join("opencode");
         let jsonc = config_dir.join("opencode.jsonc");
