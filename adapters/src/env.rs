@@ -57,6 +57,12 @@ impl Env {
         self.vars.get(OsStr::new(key)).map(OsString::as_os_str)
     }
 
+    /// A variable's value as UTF-8, as `std::env::var(key).ok()` gives it: `None` when unset or
+    /// not valid UTF-8.
+    pub fn var_utf8(&self, key: &str) -> Option<String> {
+        self.var(key)?.to_str().map(str::to_string)
+    }
+
     /// An absolute path from a variable (unset, empty or relative values are ignored, as the
     /// XDG spec asks).
     pub fn abs_var(&self, key: &str) -> Option<PathBuf> {

@@ -1,9 +1,13 @@
-//! memtrail-adapters: the common session model and one module per coding agent.
+//! memtrail-adapters: the common session model, the agent registry and one folder per coding
+//! agent.
 //!
-//! Everything specific to one agent lives in its module (paths and relocation variables,
-//! detection, what to register, hook payloads and reply dialect, the transcript reader, import
-//! discovery); nothing agent-specific lives anywhere else. This crate knows nothing of SQLite
-//! or of config-file editing.
+//! Everything specific to one agent lives in its folder `agents/<agent>/` (paths and relocation
+//! variables, detection, what to register, hook payloads and reply dialect, the transcript
+//! reader, import discovery) and is reached through its [`AgentAdapter`]
+//! ([`Agent::adapter`], [`registry`]); nothing agent-specific lives anywhere else. The functions
+//! below dispatch through the registry. The registration model ([`spec`]) is declarative: the
+//! installer's engine edits the config files. This crate reads memtrail's store nowhere (an
+//! agent's own database, OpenCode's, is read here).
 
 pub mod agents;
 pub mod env;
@@ -15,12 +19,13 @@ pub mod registry;
 pub mod shell;
 pub mod spec;
 
+/// Each agent's module under its short name (`memtrail_adapters::codex`).
 pub use agents::{claude, codex, cursor, gemini, opencode, vscode};
 
 pub use env::Env;
 pub use error::Error;
 pub use model::*;
-pub use registry::{AgentAdapter, Database, TranscriptRetention};
+pub use registry::{AgentAdapter, Database, HookInput, Names, Quirks, TranscriptRetention};
 
 use std::path::{Path, PathBuf};
 
@@ -61,7 +66,9 @@ pub fn database_sessions(agent: Agent, path: &Path) -> Result<Vec<String>, Error
 
 fn database_of(agent: Agent) -> Result<Database, Error> {
     let a = agent.adapter();
-    a.database().ok_or(Error::NoDatabase(a.display_name()))
+    a.quirks()
+        .database
+        .ok_or(Error::NoDatabase(a.names().display))
 }
 
 /// How to read `path`, a transcript of `agent`; `None` when memtrail cannot read it (yet).
@@ -71,26 +78,30 @@ pub fn source_for(agent: Agent, path: &Path) -> Option<Source> {
 
 /// A fresh line reader for `agent`'s JSONL transcripts, or `None` when the agent has none.
 pub fn transcript_reader(agent: Agent) -> Option<Box<dyn LineReader>> {
-    agent.adapter().transcript_reader()
+    agent.adapter().quirks().transcript_reader.map(|new| new())
 }
 
 /// Parse a hook invocation of `agent`: the payload from stdin, or (Codex `notify`) the JSON in
-/// the last command-line argument. `env` reads the hook process's environment (caller detection).
+/// the last command-line argument. `env` is the hook process's environment (caller detection).
 ///
 /// Errors: why the payload was not understood ([`Error`]'s payload variants).
 pub fn parse_hook(
     agent: Agent,
     stdin: &[u8],
     args: &[String],
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &Env,
 ) -> Result<HookEvent, Error> {
-    agent.adapter().parse_hook(stdin, args, env)
+    agent.adapter().parse_hook(HookInput { stdin, args, env })
 }
 
 /// A command that the agent's config ran before memtrail took its place and that memtrail keeps
 /// running with the same payload (Codex's single `notify` program), or `None`.
 pub fn chained_command(agent: Agent, args: &[String]) -> Option<Vec<String>> {
-    agent.adapter().chained_command(args)
+    agent
+        .adapter()
+        .quirks()
+        .chained_command
+        .and_then(|chained| chained(args))
 }
 
 /// The transcript files a hook event of `agent` should ingest (the payload's transcript, its
@@ -119,6 +130,17 @@ pub struct Discovery {
     pub files: Vec<PathBuf>,
     /// Folders or files that could not be read, with the reason.
     pub unreadable: Vec<(PathBuf, String)>,
+}
+
+impl From<Vec<PathBuf>> for Discovery {
+    /// Transcript files found with nothing unreadable (agents whose discovery reports no
+    /// unreadable folders).
+    fn from(files: Vec<PathBuf>) -> Discovery {
+        Discovery {
+            files,
+            unreadable: Vec::new(),
+        }
+    }
 }
 
 /// Every transcript of `agent` on this machine, for `memtrail import`.

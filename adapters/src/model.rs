@@ -36,14 +36,14 @@ impl Agent {
     ];
 
     /// The short name used on the command line and in the store (`claude`, `codex`, …), from
-    /// the agent's adapter ([`crate::AgentAdapter::name`]).
+    /// the agent's adapter ([`crate::registry::Names`]).
     pub fn as_str(self) -> &'static str {
-        self.adapter().name()
+        self.adapter().names().name
     }
 
     /// The product name shown to people (`Claude Code`, …), from the agent's adapter.
     pub fn display_name(self) -> &'static str {
-        self.adapter().display_name()
+        self.adapter().names().display
     }
 }
 
@@ -55,7 +55,7 @@ impl fmt::Display for Agent {
 
 impl FromStr for Agent {
     type Err = String;
-    /// An agent's name or one of its aliases ([`crate::AgentAdapter::aliases`]), in any case.
+    /// An agent's name or one of its aliases ([`crate::registry::Names::aliases`]), in any case.
     ///
     /// Errors: `unknown agent `<s>` (expected one of: claude, codex, …)`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -63,8 +63,8 @@ impl FromStr for Agent {
         Agent::ALL
             .into_iter()
             .find(|a| {
-                let ad = a.adapter();
-                ad.name() == lower || ad.aliases().contains(&lower.as_str())
+                let n = a.adapter().names();
+                n.name == lower || n.aliases.contains(&lower.as_str())
             })
             .ok_or_else(|| {
                 format!(

@@ -9,9 +9,11 @@
 //! on an agent. `docs/adding-an-agent.md` is the checklist for a new one.
 //!
 //! Why a trait (and not a struct of function pointers): every method is required (no default
-//! bodies), so an agent that lacks a capability does not compile; an agent without a capability
-//! says so explicitly (`None`, `false`). The methods take `&self`, so the registry hands out
-//! `&'static dyn AgentAdapter` (no allocation, no generic code in callers).
+//! bodies), so an agent that lacks a capability does not compile, and each method carries its
+//! contract in one place. What only some agents have (a database, a chained `notify`, a
+//! transcript retention, …) is data, [`Quirks`], that each adapter states (`..Quirks::NONE` for
+//! the rest). The methods take `&self`, so the registry hands out `&'static dyn AgentAdapter`
+//! (no allocation, no generic code in callers).
 
 use crate::env::Env;
 use crate::model::{Agent, HookEvent, LineReader, SessionRef};
@@ -47,33 +49,98 @@ pub struct TranscriptRetention {
 /// its path names, or `None` when none or several match.
 pub type ProjectAmong = fn(&Path, &[String]) -> Option<String>;
 
+/// The command a hook's arguments chain after memtrail's (Codex `notify`: `--then <theirs>…`),
+/// or `None`.
+pub type ChainedCommand = fn(&[String]) -> Option<Vec<String>>;
+
+/// An agent's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Names {
+    /// The short name used on the command line, in hook commands, in the store and in the
+    /// agent's page `docs/agents/<name>.md` and fixtures `fixtures/<name>/` (`claude`).
+    pub name: &'static str,
+    /// Other spellings `--agent` accepts, lower case (`claude-code`).
+    pub aliases: &'static [&'static str],
+    /// The product name shown to people (`Claude Code`).
+    pub display: &'static str,
+}
+
+impl Names {
+    /// An agent's short name, its other spellings and its product name.
+    pub const fn new(
+        name: &'static str,
+        aliases: &'static [&'static str],
+        display: &'static str,
+    ) -> Names {
+        Names {
+            name,
+            aliases,
+            display,
+        }
+    }
+}
+
+/// A hook invocation as the agent made it.
+#[derive(Clone, Copy)]
+pub struct HookInput<'a> {
+    /// The payload read from stdin (empty when the payload is an argument).
+    pub stdin: &'a [u8],
+    /// The arguments after `memtrail hook <agent>` (Codex `notify` passes its JSON last).
+    pub args: &'a [String],
+    /// The hook process's environment (caller detection: which program ran a Claude-format
+    /// hook).
+    pub env: &'a Env,
+}
+
+/// What only some agents have. Each adapter states its own; [`Quirks::NONE`] is an agent with
+/// none of them.
+#[derive(Clone, Copy)]
+pub struct Quirks {
+    /// A fresh line reader for the agent's JSONL transcripts (for readers that take any line
+    /// reader: continuity fixtures, benchmarks).
+    pub transcript_reader: Option<fn() -> Box<dyn LineReader>>,
+    /// The agent's own database of sessions (it keeps no transcripts in files).
+    pub database: Option<Database>,
+    /// For a transcript whose reader found no project folder: the one among stored sessions'
+    /// folders that its path names.
+    pub project_among: Option<ProjectAmong>,
+    /// How long the agent keeps transcripts before it deletes them (process environment).
+    pub transcript_retention: Option<fn() -> TranscriptRetention>,
+    /// A command the agent's config ran before memtrail took its place and that memtrail keeps
+    /// running with the same arguments (Codex's `notify`), from the hook's arguments.
+    pub chained_command: Option<ChainedCommand>,
+    /// The agent takes context from the PreCompact hook's reply (OpenCode's plugin puts it
+    /// into the compaction prompt); others get it at SessionStart after compaction.
+    pub replies_at_pre_compact: bool,
+}
+
+impl Quirks {
+    /// No quirk at all.
+    pub const NONE: Quirks = Quirks {
+        transcript_reader: None,
+        database: None,
+        project_among: None,
+        transcript_retention: None,
+        chained_command: None,
+        replies_at_pre_compact: false,
+    };
+}
+
 /// Everything memtrail knows about one coding agent. Implemented once per agent, in
-/// `adapters/src/agents/<agent>/adapter.rs`.
+/// `adapters/src/agents/<agent>/adapter.rs`; [`module_capabilities!`] writes the methods that
+/// every agent's module spells alike.
 pub trait AgentAdapter: Sync {
     /// The agent this adapter is for.
     fn agent(&self) -> Agent;
-
-    // --- names and documents ---
-
-    /// The short name used on the command line, in hook commands and in the store (`claude`).
-    fn name(&self) -> &'static str;
-    /// Other spellings `--agent` accepts (lower case: `claude-code`).
-    fn aliases(&self) -> &'static [&'static str];
-    /// The product name shown to people (`Claude Code`).
-    fn display_name(&self) -> &'static str;
-    /// The agent's page in the repository: `docs/agents/<agent>.md`.
-    fn docs_file(&self) -> &'static str;
-    /// The folder of the project's own transcripts of this agent: `fixtures/<agent>`.
-    fn fixtures_dir(&self) -> &'static str;
-
-    // --- paths and detection ---
+    /// Its names.
+    fn names(&self) -> Names;
+    /// What only some agents have.
+    fn quirks(&self) -> Quirks;
 
     /// The agent's config folders in `env`, as install, status and doctor resolve them: one of
     /// them existing means the agent is installed (detection; the registration's
     /// `executables` on `PATH` are the other sign).
     fn config_dirs(&self, env: &Env) -> Vec<PathBuf>;
-
-    // --- transcripts ---
 
     /// Every transcript of the agent on this machine, for `memtrail import`.
     ///
@@ -81,51 +148,25 @@ pub trait AgentAdapter: Sync {
     fn discover(&self) -> std::io::Result<Discovery>;
     /// How to read `path`, a transcript of this agent; `None` when memtrail cannot read it.
     fn source_for(&self, path: &Path) -> Option<Source>;
-    /// A fresh line reader for the agent's JSONL transcripts, or `None` when it has none.
-    fn transcript_reader(&self) -> Option<Box<dyn LineReader>>;
     /// Which session the transcript at `path` belongs to.
     ///
     /// Errors: the file cannot be read (for formats that keep the session id inside it), or it
     /// holds many sessions (`ErrorKind::InvalidInput`).
     fn identify(&self, path: &Path) -> std::io::Result<SessionRef>;
-    /// The agent's own database of sessions, or `None` when it keeps transcripts in files only.
-    fn database(&self) -> Option<Database>;
-    /// For a transcript whose reader found no project folder: the one among `known` (project
-    /// folders of stored sessions) that its path names. `None` when the agent's transcripts
-    /// always name their project.
-    fn project_among(&self) -> Option<ProjectAmong>;
-    /// How long the agent keeps transcripts before it deletes them, in the process environment;
-    /// `None` when it never deletes them.
-    fn transcript_retention(&self) -> Option<TranscriptRetention>;
-
-    // --- hooks ---
 
     /// Parse a hook invocation: the payload from stdin, or (Codex `notify`) the JSON in the last
-    /// command-line argument. `env` reads the hook process's environment (caller detection).
+    /// argument.
     ///
     /// Errors: why the payload was not understood.
-    fn parse_hook(
-        &self,
-        stdin: &[u8],
-        args: &[String],
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<HookEvent, crate::Error>;
-    /// A command the agent's config ran before memtrail took its place and that memtrail keeps
-    /// running with the same payload (Codex's `notify`), or `None`.
-    fn chained_command(&self, args: &[String]) -> Option<Vec<String>>;
+    fn parse_hook(&self, hook: HookInput<'_>) -> Result<HookEvent, crate::Error>;
     /// The transcript files a hook event should ingest.
     fn transcripts_for_event(&self, ev: &HookEvent) -> Vec<PathBuf>;
     /// What to print at SessionStart to put `context` into the agent's context, in its dialect;
     /// `None` when the agent takes no context from a hook.
     fn session_start_reply(&self, context: &str) -> Option<String>;
-    /// True when the agent takes context from the PreCompact hook's reply (OpenCode's plugin
-    /// injects it into the compaction prompt); others get it at SessionStart after compaction.
-    fn replies_at_pre_compact(&self) -> bool;
     /// A SessionStart payload shaped like the agent's own, with session id `session_id` and
     /// working folder `cwd` (for `memtrail doctor`).
     fn synthetic_session_start(&self, session_id: &str, cwd: &Path) -> serde_json::Value;
-
-    // --- registration and MCP ---
 
     /// What memtrail registers in the agent's config (hooks, MCP server, skill, plugin), for
     /// the memtrail binary at `ctx.binary`, in the installer's declarative model.
@@ -135,6 +176,54 @@ pub trait AgentAdapter: Sync {
     /// The name under which the agent shows memtrail's MCP tool `tool` to its model
     /// (`mcp__memtrail__search` for Claude Code).
     fn tool_name(&self, tool: &str) -> String;
+}
+
+/// The [`AgentAdapter`] methods that every agent's module spells alike: `identify`,
+/// `transcripts_for_event`, `session_start_reply` and `registration::spec` of the module the
+/// adapter is in. An agent whose module lacks one does not compile.
+macro_rules! module_capabilities {
+    () => {
+        fn session_start_reply(&self, context: &str) -> Option<String> {
+            super::session_start_reply(context)
+        }
+        fn identify(&self, path: &std::path::Path) -> std::io::Result<crate::SessionRef> {
+            super::identify(path)
+        }
+        fn transcripts_for_event(&self, ev: &crate::HookEvent) -> Vec<std::path::PathBuf> {
+            super::transcripts_for_event(ev)
+        }
+        fn registration(
+            &self,
+            ctx: &crate::spec::SpecContext<'_>,
+        ) -> Result<crate::spec::AgentSpec, crate::spec::SpecError> {
+            super::registration::spec(ctx)
+        }
+    };
+}
+pub(crate) use module_capabilities;
+
+/// [`AgentAdapter::parse_hook`] for an agent whose hooks send their payload on stdin: its
+/// module's `parse_hook_payload(stdin, env)`.
+macro_rules! stdin_hook {
+    () => {
+        fn parse_hook(
+            &self,
+            hook: crate::registry::HookInput<'_>,
+        ) -> Result<crate::HookEvent, crate::Error> {
+            super::parse_hook_payload(hook.stdin, &|k| hook.env.var_utf8(k))
+        }
+    };
+}
+pub(crate) use stdin_hook;
+
+/// The SessionStart payload of the agents that use Claude Code's hook shape (Claude Code, Codex
+/// `hooks.json`, Gemini CLI): `{"session_id", "cwd", "hook_event_name": "SessionStart",
+/// "source": "startup"}`.
+pub fn claude_shaped_session_start(session_id: &str, cwd: &Path) -> serde_json::Value {
+    serde_json::json!({
+        "session_id": session_id, "cwd": cwd, "hook_event_name": "SessionStart",
+        "source": "startup",
+    })
 }
 
 impl Agent {
@@ -169,22 +258,11 @@ mod tests {
     /// until it is listed, and [`registry_lists_every_agent_once`] then fails until the registry
     /// lists it too.
     fn every_variant() -> Vec<Agent> {
-        let all = vec![
-            Agent::Claude,
-            Agent::Codex,
-            Agent::Gemini,
-            Agent::Cursor,
-            Agent::Vscode,
-            Agent::Opencode,
-        ];
+        use Agent::*;
+        let all = vec![Claude, Codex, Gemini, Cursor, Vscode, Opencode];
         for a in &all {
             match a {
-                Agent::Claude
-                | Agent::Codex
-                | Agent::Gemini
-                | Agent::Cursor
-                | Agent::Vscode
-                | Agent::Opencode => {}
+                Claude | Codex | Gemini | Cursor | Vscode | Opencode => {}
             }
         }
         all
@@ -222,31 +300,23 @@ mod tests {
         let home = Path::new("/sandbox/home");
         let env = Env::sandbox(home);
         let binary = Path::new("/opt/memtrail/bin/memtrail");
-        let no_env = |_: &str| None;
+        let no_env = Env::sandbox(home);
         for a in Agent::ALL {
             let ad = a.adapter();
-            let name = ad.name();
+            let name = ad.names().name;
             assert!(
                 !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase()),
                 "{name}"
             );
             assert_eq!(name.parse::<Agent>(), Ok(a));
-            for alias in ad.aliases() {
+            for alias in ad.names().aliases {
                 assert_eq!(alias.parse::<Agent>(), Ok(a), "{alias}");
             }
-            assert!(!ad.display_name().is_empty(), "{name}: display name");
+            assert!(!ad.names().display.is_empty(), "{name}: display name");
 
-            assert_eq!(ad.docs_file(), format!("docs/agents/{name}.md"));
-            // The pages come with docs/agents/README.md (the docs set); once it is in the
-            // repository every agent must have its page.
-            if repo_root().join("docs/agents/README.md").exists() {
-                assert!(
-                    repo_root().join(ad.docs_file()).is_file(),
-                    "{name}: no page"
-                );
-            }
-            assert_eq!(ad.fixtures_dir(), format!("fixtures/{name}"));
-            let fixtures = repo_root().join(ad.fixtures_dir());
+            let page = repo_root().join(format!("docs/agents/{name}.md"));
+            assert!(page.is_file(), "{name}: no page {}", page.display());
+            let fixtures = repo_root().join(format!("fixtures/{name}"));
             assert!(
                 std::fs::read_dir(&fixtures).is_ok_and(|mut d| d.next().is_some()),
                 "{name}: no fixtures in {}",
@@ -277,13 +347,18 @@ mod tests {
             let payload = ad
                 .synthetic_session_start("doctor-test", Path::new("/work/p"))
                 .to_string();
+            let hook = |stdin| HookInput {
+                stdin,
+                args: &[],
+                env: &no_env,
+            };
             let ev = ad
-                .parse_hook(payload.as_bytes(), &[], &no_env)
+                .parse_hook(hook(payload.as_bytes()))
                 .unwrap_or_else(|e| panic!("{name}: its own SessionStart: {e}"));
             assert_eq!(ev.agent, a, "{name}");
             assert_eq!(ev.session_id.as_deref(), Some("doctor-test"), "{name}");
             assert_eq!(canonical_event(&ev.event), "SessionStart", "{name}");
-            assert!(ad.parse_hook(b"", &[], &no_env).is_err(), "{name}");
+            assert!(ad.parse_hook(hook(b"")).is_err(), "{name}");
 
             let reply = ad.session_start_reply("remember this");
             assert!(

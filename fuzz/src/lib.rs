@@ -69,14 +69,14 @@ pub fn doc(agent: Agent, path: &str, data: &[u8]) {
 
 /// A hook payload of `agent` on stdin.
 pub fn hook(agent: Agent, data: &[u8]) {
-    let _ = memtrail_adapters::parse_hook(agent, data, &[], &|_| None);
+    let _ = memtrail_adapters::parse_hook(agent, data, &[], &Env::sandbox("/nonexistent"));
 }
 
 /// Codex `notify`: the payload as the last command-line argument.
 pub fn notify(data: &[u8]) {
     let arg = String::from_utf8_lossy(data).into_owned();
     let args = vec![arg];
-    let _ = memtrail_adapters::parse_hook(Agent::Codex, b"", &args, &|_| None);
+    let _ = memtrail_adapters::parse_hook(Agent::Codex, b"", &args, &Env::sandbox("/nonexistent"));
 }
 
 /// A config file that memtrail edits.

@@ -181,7 +181,7 @@ fn run_inner(
             "hook payload larger than {MAX_PAYLOAD_BYTES} bytes; ignored"
         )));
     }
-    let env = |k: &str| std::env::var(k).ok();
+    let env = memtrail_adapters::Env::from_process();
     let event = memtrail_adapters::parse_hook(agent, &payload, args, &env)
         .map_err(|e| crate::Error::Invalid(e.to_string()))?;
     outcome.event = Some(event.clone());
@@ -408,7 +408,7 @@ pub fn respond(
                 return Ok(None);
             }
             store.write(|w| w.save_snapshot(rowid, "precompact", &snap, now, None))?;
-            if agent.adapter().replies_at_pre_compact() {
+            if agent.adapter().quirks().replies_at_pre_compact {
                 let s = query::session_summary(store, rowid)?;
                 let text = resume::injection_text(&s, "before this compaction", &snap.text);
                 return Ok(memtrail_adapters::session_start_reply(agent, &text));

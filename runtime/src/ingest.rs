@@ -67,9 +67,9 @@ fn stored_project(store: &Store, sref: &memtrail_adapters::SessionRef) -> Result
 
 /// The project of a transcript whose reader found none (a Cursor slug folder not on this disk, a
 /// legacy Gemini hash folder no registry names): the stored project folder of another session
-/// that the path names, for the agents that have one ([`memtrail_adapters::AgentAdapter::project_among`]).
+/// that the path names, for the agents that have one ([`memtrail_adapters::Quirks::project_among`]).
 fn known_project(store: &Store, agent: Agent, path: &Path) -> Result<Option<String>> {
-    let Some(project_among) = agent.adapter().project_among() else {
+    let Some(project_among) = agent.adapter().quirks().project_among else {
         return Ok(None);
     };
     let known = store.known_projects()?;

@@ -50,7 +50,7 @@ pub struct AtRisk {
 pub const RETENTION_WARNING_DAYS: u64 = 7;
 
 /// The retention check over `transcripts` (an agent's, from `discover`) under `policy` (the
-/// agent's [`memtrail_adapters::AgentAdapter::transcript_retention`]), at time `now_ms`.
+/// agent's [`memtrail_adapters::Quirks::transcript_retention`]), at time `now_ms`.
 pub fn transcript_retention(
     store: Option<&Store>,
     policy: &memtrail_adapters::TranscriptRetention,

@@ -280,7 +280,7 @@ pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<Exi
 }
 
 /// The transcript retention of the agent that deletes its own transcripts (the registry's
-/// agent with a [`memtrail_adapters::AgentAdapter::transcript_retention`]: Claude Code), checked
+/// agent with a [`memtrail_adapters::Quirks::transcript_retention`]: Claude Code), checked
 /// against what memtrail has captured.
 pub struct AgentRetention {
     pub agent: Agent,
@@ -295,7 +295,7 @@ pub struct AgentRetention {
 pub fn agent_retention(db: &std::path::Path) -> Option<AgentRetention> {
     let (agent, policy) = memtrail_adapters::supported_agents()
         .iter()
-        .find_map(|&a| Some((a, a.adapter().transcript_retention()?)))?;
+        .find_map(|&a| Some((a, a.adapter().quirks().transcript_retention?())))?;
     let files = memtrail_adapters::discover(agent).ok()?.files;
     if files.is_empty() && !policy.settings.exists() {
         return None;

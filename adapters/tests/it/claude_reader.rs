@@ -9,8 +9,7 @@ use common::{
     read, read_file, shape,
 };
 use memtrail_adapters::claude::{
-    self, ClaudeReader, detect_caller, parse_hook_payload, parse_hook_payload_with_env,
-    session_start_reply,
+    self, ClaudeReader, detect_caller, parse_hook_payload, session_start_reply,
 };
 use memtrail_adapters::{
     Agent, Batch, Kind, LineReader, Message, ParseStats, Part, Record, Role, SessionRef,
@@ -915,7 +914,7 @@ fn hook_payloads_for_each_claude_event() {
         ),
     ];
     for (v, source, agent_transcript) in cases {
-        let ev = parse_hook_payload_with_env(&payload(v.clone()), &no_env).unwrap();
+        let ev = parse_hook_payload(&payload(v.clone()), &no_env).unwrap();
         assert_eq!(ev.agent, Agent::Claude);
         assert_eq!(ev.event, v["hook_event_name"].as_str().unwrap());
         assert_eq!(ev.session_id.as_deref(), Some("abc123"));
@@ -932,19 +931,18 @@ fn hook_payloads_for_each_claude_event() {
 
 #[test]
 fn hook_payload_errors() {
-    assert!(parse_hook_payload(b"").is_err());
-    assert!(parse_hook_payload(b"  \n").is_err());
-    assert!(parse_hook_payload(b"not json").is_err());
-    assert!(parse_hook_payload(b"[1,2]").is_err());
-    assert!(parse_hook_payload(b"\"Stop\"").is_err());
-    assert!(parse_hook_payload(b"{\"session_id\":").is_err());
-    let e = parse_hook_payload_with_env(b"{}", &no_env).unwrap();
+    assert!(parse_hook_payload(b"", &no_env).is_err());
+    assert!(parse_hook_payload(b"  \n", &no_env).is_err());
+    assert!(parse_hook_payload(b"not json", &no_env).is_err());
+    assert!(parse_hook_payload(b"[1,2]", &no_env).is_err());
+    assert!(parse_hook_payload(b"\"Stop\"", &no_env).is_err());
+    assert!(parse_hook_payload(b"{\"session_id\":", &no_env).is_err());
+    let e = parse_hook_payload(b"{}", &no_env).unwrap();
     assert_eq!(
         (e.agent, e.event.as_str(), e.session_id),
         (Agent::Claude, "", None)
     );
-    let e = parse_hook_payload_with_env(b"\xEF\xBB\xBF{\"hook_event_name\":\"Stop\"}\n", &no_env)
-        .unwrap();
+    let e = parse_hook_payload(b"\xEF\xBB\xBF{\"hook_event_name\":\"Stop\"}\n", &no_env).unwrap();
     assert_eq!(e.event, "Stop");
 }
 
@@ -954,7 +952,7 @@ fn vscode_payload_is_detected_and_read() {
         "sessionId": "vs-1", "hookEventName": "Stop",
         "transcript_path": "/x/GitHub.copilot-chat/transcripts/vs-1.jsonl", "stop_hook_active": false});
     assert_eq!(detect_caller(&v, &no_env), Agent::Vscode);
-    let ev = parse_hook_payload_with_env(&payload(v), &no_env).unwrap();
+    let ev = parse_hook_payload(&payload(v), &no_env).unwrap();
     assert_eq!(ev.agent, Agent::Vscode);
     assert_eq!(ev.event, "Stop");
     assert_eq!(ev.session_id.as_deref(), Some("vs-1"));
@@ -964,7 +962,7 @@ fn vscode_payload_is_detected_and_read() {
     );
     assert_eq!(ev.cwd.as_deref(), Some("/path/to/workspace"));
     let start = json!({"sessionId": "vs-1", "hookEventName": "SessionStart", "source": "new"});
-    let ev = parse_hook_payload_with_env(&payload(start), &no_env).unwrap();
+    let ev = parse_hook_payload(&payload(start), &no_env).unwrap();
     assert_eq!(ev.source.as_deref(), Some("new"));
 }
 
@@ -975,7 +973,7 @@ fn cursor_payload_is_detected_and_read() {
         "workspace_roots": ["file:///home/u/repo"], "user_email": "user@example.com",
         "transcript_path": null, "status": "completed", "loop_count": 0});
     assert_eq!(detect_caller(&v, &no_env), Agent::Cursor);
-    let ev = parse_hook_payload_with_env(&payload(v), &no_env).unwrap();
+    let ev = parse_hook_payload(&payload(v), &no_env).unwrap();
     assert_eq!(ev.agent, Agent::Cursor);
     assert_eq!(ev.event, "stop");
     assert_eq!(ev.session_id.as_deref(), Some("c-1"));
@@ -984,7 +982,7 @@ fn cursor_payload_is_detected_and_read() {
 
     let end = json!({"conversation_id": "c-1", "session_id": "c-1", "workspace_roots": ["/r"],
         "hook_event_name": "sessionEnd", "reason": "user_close"});
-    let ev = parse_hook_payload_with_env(&payload(end), &no_env).unwrap();
+    let ev = parse_hook_payload(&payload(end), &no_env).unwrap();
     assert_eq!(
         (ev.agent, ev.source.as_deref()),
         (Agent::Cursor, Some("user_close"))
@@ -1022,7 +1020,7 @@ fn cursor_environment_marks_a_claude_shaped_payload_as_cursor() {
 #[test]
 fn session_start_reply_shape() {
     let context = "Goal: fix the build.\nFiles: src/lib.rs — \"quoted\" ✅";
-    let reply = session_start_reply(context);
+    let reply = session_start_reply(context).expect("a reply");
     assert!(!reply.contains('\n'), "one line");
     let v: Value = serde_json::from_str(&reply).unwrap();
     assert_eq!(
@@ -1030,7 +1028,7 @@ fn session_start_reply_shape() {
         json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}})
     );
     assert_eq!(
-        session_start_reply("x"),
-        r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"x"}}"#
+        session_start_reply("x").as_deref(),
+        Some(r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"x"}}"#)
     );
 }

@@ -10,8 +10,8 @@ use memtrail_adapters::cursor::{
     project_dir_from_slug, project_slug, transcripts_for_event_in,
 };
 use memtrail_adapters::{
-    Agent, Batch, HookEvent, Kind, LineReader, ParseStats, Part, Record, Role, SessionRef, Source,
-    parse_rfc3339_ms,
+    Agent, Batch, Env, HookEvent, Kind, LineReader, ParseStats, Part, Record, Role, SessionRef,
+    Source, parse_rfc3339_ms,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -545,35 +545,24 @@ fn weird_types_inside_valid_json_never_panic() {
 
 #[test]
 fn config_dir_and_projects_dirs_honour_cursor_config_dir() {
-    let home = |k: &str| (k == "HOME").then(|| "/home/u".to_string());
-    assert_eq!(cursor::config_dir_with(&home), Path::new("/home/u/.cursor"));
+    let home = Env::sandbox("/home/u");
+    assert_eq!(cursor::config_dir_in(&home), Path::new("/home/u/.cursor"));
     assert_eq!(
-        cursor::projects_dirs_with(&home),
+        cursor::projects_dirs_in(&home),
         [PathBuf::from("/home/u/.cursor/projects")]
     );
-    let relocated = |k: &str| match k {
-        "HOME" => Some("/home/u".to_string()),
-        "CURSOR_CONFIG_DIR" => Some("/data/cursor".to_string()),
-        _ => None,
-    };
+    let relocated = Env::sandbox("/home/u").with_var("CURSOR_CONFIG_DIR", "/data/cursor");
+    assert_eq!(cursor::config_dir_in(&relocated), Path::new("/data/cursor"));
     assert_eq!(
-        cursor::config_dir_with(&relocated),
-        Path::new("/data/cursor")
-    );
-    assert_eq!(
-        cursor::projects_dirs_with(&relocated),
+        cursor::projects_dirs_in(&relocated),
         [
             PathBuf::from("/data/cursor/projects"),
             PathBuf::from("/home/u/.cursor/projects")
         ]
     );
-    let relative = |k: &str| match k {
-        "HOME" => Some("/home/u".to_string()),
-        "CURSOR_CONFIG_DIR" => Some("rel/dir".to_string()),
-        _ => None,
-    };
+    let relative = Env::sandbox("/home/u").with_var("CURSOR_CONFIG_DIR", "rel/dir");
     assert_eq!(
-        cursor::config_dir_with(&relative),
+        cursor::config_dir_in(&relative),
         Path::new("/home/u/.cursor")
     );
 }

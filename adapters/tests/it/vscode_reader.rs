@@ -10,8 +10,8 @@ use memtrail_adapters::vscode::{
     transcripts_for_event_in, workspace_folder,
 };
 use memtrail_adapters::{
-    Agent, Batch, DocReader, Kind, LineReader, Message, ParseStats, Part, Record, Role, SessionRef,
-    Source, ToolCall, parse_rfc3339_ms,
+    Agent, Batch, DocReader, Env, Kind, LineReader, Message, ParseStats, Part, Record, Role,
+    SessionRef, Source, ToolCall, parse_rfc3339_ms,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -981,14 +981,11 @@ fn tool_names_in_the_common_vocabulary() {
 
 #[test]
 fn config_dir_and_user_dirs() {
-    let env = |k: &str| match k {
-        "HOME" => Some("/home/u".to_string()),
-        "XDG_CONFIG_HOME" => Some("/xdg".to_string()),
-        "APPDATA" => Some("C:\\Users\\u\\AppData\\Roaming".to_string()),
-        _ => None,
-    };
-    let dirs = vscode::user_dirs_with(&env);
-    assert_eq!(dirs[0], vscode::config_dir_with(&env));
+    let env = Env::sandbox("/home/u")
+        .with_var("XDG_CONFIG_HOME", "/xdg")
+        .with_var("APPDATA", "C:\\Users\\u\\AppData\\Roaming");
+    let dirs = vscode::user_dirs_in(&env);
+    assert_eq!(dirs[0], vscode::config_dir_in(&env));
     if cfg!(target_os = "linux") {
         assert_eq!(
             dirs,
@@ -999,9 +996,9 @@ fn config_dir_and_user_dirs() {
                 PathBuf::from("/home/u/.vscode-server-insiders/data/User"),
             ]
         );
-        let home_only = |k: &str| (k == "HOME").then(|| "/home/u".to_string());
+        let home_only = Env::sandbox("/home/u");
         assert_eq!(
-            vscode::config_dir_with(&home_only),
+            vscode::config_dir_in(&home_only),
             Path::new("/home/u/.config/Code/User")
         );
     }
@@ -1011,13 +1008,9 @@ fn config_dir_and_user_dirs() {
             Path::new("/home/u/Library/Application Support/Code/User")
         );
     }
-    let portable = |k: &str| match k {
-        "VSCODE_PORTABLE" => Some("/opt/vscode/data".to_string()),
-        "HOME" => Some("/home/u".to_string()),
-        _ => None,
-    };
+    let portable = Env::sandbox("/home/u").with_var("VSCODE_PORTABLE", "/opt/vscode/data");
     assert_eq!(
-        vscode::config_dir_with(&portable),
+        vscode::config_dir_in(&portable),
         Path::new("/opt/vscode/data/user-data/User")
     );
 }

@@ -29,18 +29,18 @@ use std::path::{Path, PathBuf};
 /// The Claude Code config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`
 /// ([`paths::Locations`], in the process environment).
 pub fn config_dir() -> PathBuf {
-    paths::Locations::from_process().config_dir
+    locations().config_dir
 }
 
 /// User settings (hooks live here): `<config>/settings.json`.
 pub fn settings_path() -> PathBuf {
-    paths::Locations::from_process().settings
+    locations().settings
 }
 
 /// Global state holding user-scope `mcpServers`: `<config>/.claude.json` when
 /// `CLAUDE_CONFIG_DIR` is set, else `~/.claude.json`.
 pub fn global_state_path() -> PathBuf {
-    paths::Locations::from_process().global_state
+    locations().global_state
 }
 
 /// Where transcripts live: `<config>/projects/<encoded cwd>/<session id>.jsonl`.
@@ -50,11 +50,16 @@ pub fn projects_dir() -> PathBuf {
 
 /// memtrail's personal skill: `<config>/skills/memtrail/SKILL.md`.
 pub fn skill_path() -> PathBuf {
-    paths::Locations::from_process().skill
+    locations().skill
 }
 
 pub mod adapter;
 pub mod paths;
+
+/// Where the agent lives in the process environment ([`paths::Locations::resolve`]).
+fn locations() -> paths::Locations {
+    paths::Locations::resolve(&crate::Env::from_process())
+}
 pub mod registration;
 
 // ---------------------------------------------------------------------------------------------
@@ -875,13 +880,9 @@ fn is_jsonl(path: &Path) -> bool {
 /// - `extra` ← the whole payload.
 ///
 /// Errors (a message for the hook log): the bytes are empty, not JSON, or not a JSON object.
-pub fn parse_hook_payload(bytes: &[u8]) -> Result<HookEvent, crate::Error> {
-    parse_hook_payload_with_env(bytes, &|k| std::env::var(k).ok())
-}
-
-/// [`parse_hook_payload`] with an explicit environment lookup (for tests and callers that
-/// captured the environment already).
-pub fn parse_hook_payload_with_env(
+/// `env` reads the hook process's environment (caller detection, [`detect_caller`]), as for
+/// every agent.
+pub fn parse_hook_payload(
     bytes: &[u8],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<HookEvent, crate::Error> {
@@ -983,14 +984,16 @@ fn is_claude_transcript(payload: &Value, env: &dyn Fn(&str) -> Option<String>) -
 /// "additionalContext":"<context>"}}`, one line of JSON without a trailing newline. Claude Code
 /// inserts the text as a system reminder before the first prompt; over 10,000 characters it is
 /// saved to a file and Claude gets a preview.
-pub fn session_start_reply(context: &str) -> String {
-    serde_json::json!({
-        "hookSpecificOutput": {
-            "hookEventName": "SessionStart",
-            "additionalContext": context,
-        }
-    })
-    .to_string()
+pub fn session_start_reply(context: &str) -> Option<String> {
+    Some(
+        serde_json::json!({
+            "hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": context,
+            }
+        })
+        .to_string(),
+    )
 }
 
 /// The transcripts a hook event should ingest (only `.jsonl` paths: a payload naming any other

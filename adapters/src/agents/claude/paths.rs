@@ -19,15 +19,12 @@ pub struct Locations {
 
 impl Locations {
     /// The locations in `env` (its home and variables): the one resolver of Claude Code's
-    /// paths, used by the transcript reader and the hook (through [`Locations::from_process`])
-    /// as by the installer. A relative or empty `CLAUDE_CONFIG_DIR` is ignored, as in
+    /// paths, used by the transcript reader and the hook (with `Env::from_process()`) as by
+    /// the installer. A relative or empty `CLAUDE_CONFIG_DIR` is ignored, as in
     /// [`crate::paths::env_abs`].
     pub fn resolve(env: &Env) -> Locations {
         let home = env.home();
-        let var = |k: &str| env.var(k).map(|v| v.to_os_string());
-        let config_override = var("CLAUDE_CONFIG_DIR")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute());
+        let config_override = env.abs_var("CLAUDE_CONFIG_DIR");
         let config_dir = config_override
             .clone()
             .unwrap_or_else(|| home.join(".claude"));
@@ -41,11 +38,5 @@ impl Locations {
             global_state,
             config_dir,
         }
-    }
-
-    /// [`Locations::resolve`] in the process environment (`$HOME` and the variables read at
-    /// call time).
-    pub fn from_process() -> Locations {
-        Locations::resolve(&Env::from_process())
     }
 }

@@ -54,7 +54,7 @@ use std::path::{Path, PathBuf};
 ///
 /// One resolver with the installer's: [`paths::Locations`].
 pub fn config_dir() -> PathBuf {
-    paths::Locations::from_process().config_dir
+    locations().config_dir
 }
 
 /// Where live rollouts are: `<home>/sessions/YYYY/MM/DD/rollout-*.jsonl`.
@@ -69,19 +69,19 @@ pub fn archived_sessions_dir() -> PathBuf {
 
 /// The user config (`notify`, `[mcp_servers.*]`, hook trust): `<home>/config.toml`.
 pub fn config_toml_path() -> PathBuf {
-    paths::Locations::from_process().config_toml
+    locations().config_toml
 }
 
 /// The user hooks file: `<home>/hooks.json` (agent-specs.md §2.4).
 pub fn hooks_json_path() -> PathBuf {
-    paths::Locations::from_process().hooks_json
+    locations().hooks_json
 }
 
 /// memtrail's user skill: `<home>/skills/memtrail/SKILL.md` (`$CODEX_HOME/skills`, which
 /// Codex reads besides `$HOME/.agents/skills`, agent-specs.md §2.6; not the latter, where Gemini
 /// CLI would take it for its own: see [`registration`]).
 pub fn skill_path() -> PathBuf {
-    paths::Locations::from_process().skill
+    locations().skill
 }
 
 /// True when the Codex home exists (the installer adds a `PATH` check for `codex`).
@@ -1834,4 +1834,9 @@ pub fn split_notify_args(args: &[String]) -> (Option<Vec<String>>, Option<&str>)
 }
 pub mod adapter;
 pub mod paths;
+
+/// Where the agent lives in the process environment ([`paths::Locations::resolve`]).
+fn locations() -> paths::Locations {
+    paths::Locations::resolve(&crate::Env::from_process())
+}
 pub mod registration;

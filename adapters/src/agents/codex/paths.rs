@@ -22,12 +22,11 @@ pub struct Locations {
 
 impl Locations {
     /// The locations in `env` (its home and variables): the one resolver of Codex CLI's paths,
-    /// used by the transcript reader and the hook (through [`Locations::from_process`]) as by
-    /// the installer.
+    /// used by the transcript reader and the hook (with `Env::from_process()`) as by the
+    /// installer.
     pub fn resolve(env: &Env) -> Locations {
         let home = env.home();
-        let var = |k: &str| env.var(k).map(|v| v.to_os_string());
-        let config_dir = match var("CODEX_HOME").filter(|v| !v.is_empty()) {
+        let config_dir = match env.var("CODEX_HOME").filter(|v| !v.is_empty()) {
             Some(v) => {
                 let p = PathBuf::from(v);
                 if p.is_absolute() {
@@ -49,11 +48,5 @@ impl Locations {
                 .join("SKILL.md"),
             config_dir,
         }
-    }
-
-    /// [`Locations::resolve`] in the process environment (`$HOME` and the variables read at
-    /// call time).
-    pub fn from_process() -> Locations {
-        Locations::resolve(&Env::from_process())
     }
 }

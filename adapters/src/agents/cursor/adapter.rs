@@ -1,10 +1,8 @@
 //! Cursor's entry in the registry ([`crate::AgentAdapter`]).
 
-use super::registration::Locations;
 use crate::env::Env;
-use crate::model::{Agent, HookEvent, LineReader, SessionRef};
-use crate::registry::{AgentAdapter, Database, ProjectAmong, TranscriptRetention};
-use crate::spec::{AgentSpec, SpecContext, SpecError};
+use crate::model::Agent;
+use crate::registry::{AgentAdapter, Names, Quirks, module_capabilities, stdin_hook};
 use crate::{Discovery, Source};
 use std::path::{Path, PathBuf};
 
@@ -12,68 +10,17 @@ use std::path::{Path, PathBuf};
 pub struct Cursor;
 
 impl AgentAdapter for Cursor {
-    fn agent(&self) -> Agent {
-        Agent::Cursor
+    fn names(&self) -> Names {
+        Names::new("cursor", &[], "Cursor")
     }
-    fn name(&self) -> &'static str {
-        "cursor"
-    }
-    fn aliases(&self) -> &'static [&'static str] {
-        &[]
-    }
-    fn display_name(&self) -> &'static str {
-        "Cursor"
-    }
-    fn docs_file(&self) -> &'static str {
-        "docs/agents/cursor.md"
-    }
-    fn fixtures_dir(&self) -> &'static str {
-        "fixtures/cursor"
-    }
-    fn config_dirs(&self, env: &Env) -> Vec<PathBuf> {
-        vec![Locations::resolve(env).config_dir]
-    }
-    fn discover(&self) -> std::io::Result<Discovery> {
-        let (files, unreadable) = super::discover_with_errors()?;
-        Ok(Discovery { files, unreadable })
+    fn tool_name(&self, tool: &str) -> String {
+        tool.to_string()
     }
     fn source_for(&self, path: &Path) -> Option<Source> {
         Some(super::source_for(path))
     }
-    fn transcript_reader(&self) -> Option<Box<dyn LineReader>> {
-        None
-    }
-    fn identify(&self, path: &Path) -> std::io::Result<SessionRef> {
-        super::identify(path)
-    }
-    fn database(&self) -> Option<Database> {
-        None
-    }
-    fn project_among(&self) -> Option<ProjectAmong> {
-        Some(super::project_among)
-    }
-    fn transcript_retention(&self) -> Option<TranscriptRetention> {
-        None
-    }
-    fn parse_hook(
-        &self,
-        stdin: &[u8],
-        _args: &[String],
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<HookEvent, crate::Error> {
-        super::parse_hook_payload(stdin, env)
-    }
-    fn chained_command(&self, _args: &[String]) -> Option<Vec<String>> {
-        None
-    }
-    fn transcripts_for_event(&self, ev: &HookEvent) -> Vec<PathBuf> {
-        super::transcripts_for_event(ev)
-    }
-    fn session_start_reply(&self, context: &str) -> Option<String> {
-        super::session_start_reply(context)
-    }
-    fn replies_at_pre_compact(&self) -> bool {
-        false
+    fn config_dirs(&self, env: &Env) -> Vec<PathBuf> {
+        vec![super::registration::Locations::resolve(env).config_dir]
     }
     fn synthetic_session_start(&self, session_id: &str, cwd: &Path) -> serde_json::Value {
         serde_json::json!({
@@ -81,10 +28,19 @@ impl AgentAdapter for Cursor {
             "hook_event_name": "sessionStart", "workspace_roots": [cwd], "transcript_path": null,
         })
     }
-    fn registration(&self, ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
-        super::registration::spec(ctx)
+    stdin_hook!();
+    fn discover(&self) -> std::io::Result<Discovery> {
+        let (files, unreadable) = super::discover_with_errors()?;
+        Ok(Discovery { files, unreadable })
     }
-    fn tool_name(&self, tool: &str) -> String {
-        tool.to_string()
+    fn quirks(&self) -> Quirks {
+        Quirks {
+            project_among: Some(super::project_among),
+            ..Quirks::NONE
+        }
     }
+    fn agent(&self) -> Agent {
+        Agent::Cursor
+    }
+    module_capabilities!();
 }

@@ -42,32 +42,13 @@ use crate::model::{
     Agent, Batch, HookEvent, LineReader, Message, Part, Record, Role, SessionRef, ToolCall,
     days_from_civil, normalize_tool_name, one_line, parse_rfc3339_ms,
 };
-use crate::paths::home_dir;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::path::{Component, Path, PathBuf};
 
-/// An environment lookup (`|k| std::env::var(k).ok()` in production).
+/// An environment lookup for caller detection in hook payloads (`|k| std::env::var(k).ok()`
+/// in production).
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
-
-fn process_env(k: &str) -> Option<String> {
-    std::env::var(k).ok()
-}
-
-/// A non-empty absolute path from `env(var)`.
-fn env_abs_with(env: Env, var: &str) -> Option<PathBuf> {
-    let v = env(var)?;
-    let p = PathBuf::from(v);
-    (p.is_absolute()).then_some(p)
-}
-
-/// `$HOME` from `env` when set and non-empty, else the platform's home directory.
-fn home_with(env: Env) -> PathBuf {
-    match env("HOME") {
-        Some(h) if !h.is_empty() => PathBuf::from(h),
-        _ => home_dir(),
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Paths (agent-specs.md §4.1, §4.4, §4.6)
@@ -81,12 +62,13 @@ fn home_with(env: Env) -> PathBuf {
 /// (`cli-config.json`); that it also moves `hooks.json` and `projects/` is reported by third
 /// parties only, so [`projects_dirs`] searches `~/.cursor/projects` as well.
 pub fn config_dir() -> PathBuf {
-    config_dir_with(&process_env)
+    config_dir_in(&crate::Env::from_process())
 }
 
 /// [`config_dir`] with an explicit environment (`CURSOR_CONFIG_DIR`, `HOME`).
-pub fn config_dir_with(env: Env) -> PathBuf {
-    env_abs_with(env, "CURSOR_CONFIG_DIR").unwrap_or_else(|| home_with(env).join(".cursor"))
+pub fn config_dir_in(env: &crate::Env) -> PathBuf {
+    env.abs_var("CURSOR_CONFIG_DIR")
+        .unwrap_or_else(|| env.home().join(".cursor"))
 }
 
 /// User hooks: `<config>/hooks.json` (`{"version":1,"hooks":{"stop":[{"command":…}]}}`;
@@ -111,13 +93,13 @@ pub fn skill_path() -> PathBuf {
 /// The folders that hold `<slug>/agent-transcripts/`: `<config>/projects`, then
 /// `~/.cursor/projects` when `CURSOR_CONFIG_DIR` points elsewhere (deduplicated, in that order).
 pub fn projects_dirs() -> Vec<PathBuf> {
-    projects_dirs_with(&process_env)
+    projects_dirs_in(&crate::Env::from_process())
 }
 
 /// [`projects_dirs`] with an explicit environment.
-pub fn projects_dirs_with(env: Env) -> Vec<PathBuf> {
-    let mut dirs = vec![config_dir_with(env).join("projects")];
-    let default = home_with(env).join(".cursor").join("projects");
+pub fn projects_dirs_in(env: &crate::Env) -> Vec<PathBuf> {
+    let mut dirs = vec![config_dir_in(env).join("projects")];
+    let default = env.home().join(".cursor").join("projects");
     if !dirs.contains(&default) {
         dirs.push(default);
     }

@@ -93,20 +93,11 @@ pub struct Locations {
 }
 
 impl Locations {
-    /// The locations for a home directory and an environment lookup (the same answers as
-    /// [`super::hooks_path`], [`super::mcp_path`] and [`super::skill_path`]).
+    /// The locations in `env` (the same answers as [`super::hooks_path`], [`super::mcp_path`]
+    /// and [`super::skill_path`] give in the process environment: one resolver,
+    /// [`super::config_dir_in`]).
     pub fn resolve(env: &Env) -> Locations {
-        let home = env.home();
-        let var = |k: &str| env.var(k).map(|v| v.to_os_string());
-        let home_s = home.to_string_lossy().into_owned();
-        let env = |k: &str| -> Option<String> {
-            if k == "HOME" {
-                Some(home_s.clone())
-            } else {
-                var(k).map(|v| v.to_string_lossy().into_owned())
-            }
-        };
-        let config_dir = super::config_dir_with(&env);
+        let config_dir = super::config_dir_in(env);
         Locations {
             hooks: config_dir.join("hooks.json"),
             mcp: config_dir.join("mcp.json"),

@@ -52,12 +52,12 @@ use std::path::{Path, PathBuf};
 ///
 /// One resolver with the installer's: [`paths::Locations`].
 pub fn config_dir() -> PathBuf {
-    paths::Locations::from_process().config_dir
+    locations().config_dir
 }
 
 /// User settings (hooks and `mcpServers` live here): `<config>/settings.json`.
 pub fn settings_path() -> PathBuf {
-    paths::Locations::from_process().settings
+    locations().settings
 }
 
 /// The per-project temporary folders, chats included: `<config>/tmp`.
@@ -72,7 +72,7 @@ pub fn projects_registry_path() -> PathBuf {
 
 /// memtrail's user skill: `<config>/skills/memtrail/SKILL.md` (agent-specs.md §3.1).
 pub fn skill_path() -> PathBuf {
-    paths::Locations::from_process().skill
+    locations().skill
 }
 
 /// True when Gemini CLI's config folder ([`config_dir`]) exists.
@@ -1380,4 +1380,9 @@ pub fn session_start_reply(context: &str) -> Option<String> {
 }
 pub mod adapter;
 pub mod paths;
+
+/// Where the agent lives in the process environment ([`paths::Locations::resolve`]).
+fn locations() -> paths::Locations {
+    paths::Locations::resolve(&crate::Env::from_process())
+}
 pub mod registration;

@@ -17,12 +17,11 @@ pub struct Locations {
 
 impl Locations {
     /// The locations in `env` (its home and variables): the one resolver of Gemini CLI's paths,
-    /// used by the transcript reader and the hook (through [`Locations::from_process`]) as by
-    /// the installer.
+    /// used by the transcript reader and the hook (with `Env::from_process()`) as by the
+    /// installer.
     pub fn resolve(env: &Env) -> Locations {
         let home = env.home();
-        let var = |k: &str| env.var(k).map(|v| v.to_os_string());
-        let base = match var("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
+        let base = match env.var("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
             Some(v) => {
                 let p = PathBuf::from(v);
                 if p.is_absolute() {
@@ -39,11 +38,5 @@ impl Locations {
             skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
             config_dir,
         }
-    }
-
-    /// [`Locations::resolve`] in the process environment (`$HOME` and the variables read at
-    /// call time).
-    pub fn from_process() -> Locations {
-        Locations::resolve(&Env::from_process())
     }
 }

@@ -62,13 +62,13 @@ use std::time::Duration;
 ///
 /// One resolver with the installer's: [`paths::Locations`].
 pub fn config_dir() -> PathBuf {
-    paths::Locations::from_process().config_dir
+    locations().config_dir
 }
 
 /// OpenCode's data folder (database, legacy storage, auth): `$XDG_DATA_HOME/opencode`, default
 /// `~/.local/share/opencode`.
 pub fn data_dir() -> PathBuf {
-    paths::Locations::from_process().data_dir
+    locations().data_dir
 }
 
 /// The stable channel's session database: `<data>/opencode.db`.
@@ -90,13 +90,13 @@ pub fn plugins_dir() -> PathBuf {
 
 /// Where memtrail's plugin is installed: `<config>/plugins/memtrail.ts`.
 pub fn plugin_path() -> PathBuf {
-    paths::Locations::from_process().plugin
+    locations().plugin
 }
 
 /// The global config file: `<config>/opencode.jsonc` when it exists, else `<config>/opencode.json`
 /// (agent-specs.md §6.1; both names are read by OpenCode).
 pub fn config_file() -> PathBuf {
-    paths::Locations::from_process().config_file
+    locations().config_file
 }
 
 /// True when OpenCode looks installed: its config folder or its data folder exists (OpenCode
@@ -1843,4 +1843,9 @@ mod tests {
 }
 pub mod adapter;
 pub mod paths;
+
+/// Where the agent lives in the process environment ([`paths::Locations::resolve`]).
+fn locations() -> paths::Locations {
+    paths::Locations::resolve(&crate::Env::from_process())
+}
 pub mod registration;

@@ -21,16 +21,16 @@ pub struct Locations {
 
 impl Locations {
     /// The locations in `env` (its home and variables): the one resolver of OpenCode's paths,
-    /// used by the transcript reader and the hook (through [`Locations::from_process`]) as by
-    /// the installer.
+    /// used by the transcript reader and the hook (with `Env::from_process()`) as by the
+    /// installer.
     pub fn resolve(env: &Env) -> Locations {
         let home = env.home();
-        let var = |k: &str| env.var(k).map(|v| v.to_os_string());
-        let abs = |k: &str| var(k).map(PathBuf::from).filter(|p| p.is_absolute());
-        let config_dir = abs("XDG_CONFIG_HOME")
+        let config_dir = env
+            .abs_var("XDG_CONFIG_HOME")
             .unwrap_or_else(|| home.join(".config"))
             .join("opencode");
-        let data_dir = abs("XDG_DATA_HOME")
+        let data_dir = env
+            .abs_var("XDG_DATA_HOME")
             .unwrap_or_else(|| home.join(".local").join("share"))
             .join("opencode");
         let jsonc = config_dir.join("opencode.jsonc");
@@ -46,11 +46,5 @@ impl Locations {
             config_dir,
             data_dir,
         }
-    }
-
-    /// [`Locations::resolve`] in the process environment (`$HOME` and the variables read at
-    /// call time).
-    pub fn from_process() -> Locations {
-        Locations::resolve(&Env::from_process())
     }
 }

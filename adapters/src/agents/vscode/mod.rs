@@ -34,7 +34,6 @@ use crate::model::{
     Agent, Batch, DocReader, HookEvent, LineReader, Message, Part, Record, Role, SessionRef,
     ToolCall, normalize_tool_name, one_line, parse_rfc3339_ms,
 };
-use crate::paths::home_dir;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -44,22 +43,6 @@ use std::path::{Component, Path, PathBuf};
 /// An environment lookup (`|k| std::env::var(k).ok()` in production).
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
-fn process_env(k: &str) -> Option<String> {
-    std::env::var(k).ok()
-}
-
-fn env_abs_with(env: Env, var: &str) -> Option<PathBuf> {
-    let p = PathBuf::from(env(var)?);
-    p.is_absolute().then_some(p)
-}
-
-fn home_with(env: Env) -> PathBuf {
-    match env("HOME") {
-        Some(h) if !h.is_empty() => PathBuf::from(h),
-        _ => home_dir(),
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Paths (agent-specs.md §5.3)
 // ---------------------------------------------------------------------------------------------
@@ -67,15 +50,16 @@ fn home_with(env: Env) -> PathBuf {
 /// The platform folder that holds `Code/`: `%APPDATA%` on Windows,
 /// `~/Library/Application Support` on macOS, `$XDG_CONFIG_HOME` (default `~/.config`) elsewhere
 /// (Electron's `appData`).
-fn app_data_with(env: Env) -> PathBuf {
+fn app_data_in(env: &crate::Env) -> PathBuf {
     if cfg!(windows) {
-        env_abs_with(env, "APPDATA")
+        env.abs_var("APPDATA")
             .or_else(dirs::config_dir)
-            .unwrap_or_else(|| home_with(env).join("AppData").join("Roaming"))
+            .unwrap_or_else(|| env.home().join("AppData").join("Roaming"))
     } else if cfg!(target_os = "macos") {
-        home_with(env).join("Library").join("Application Support")
+        env.home().join("Library").join("Application Support")
     } else {
-        env_abs_with(env, "XDG_CONFIG_HOME").unwrap_or_else(|| home_with(env).join(".config"))
+        env.abs_var("XDG_CONFIG_HOME")
+            .unwrap_or_else(|| env.home().join(".config"))
     }
 }
 
@@ -85,16 +69,16 @@ fn app_data_with(env: Env) -> PathBuf {
 /// `mcp.json`, `workspaceStorage/` and `globalStorage/`. Insiders and remote servers have their
 /// own folders, see [`user_dirs`].
 pub fn config_dir() -> PathBuf {
-    config_dir_with(&process_env)
+    config_dir_in(&crate::Env::from_process())
 }
 
 /// [`config_dir`] with an explicit environment (`VSCODE_PORTABLE`, `APPDATA`,
 /// `XDG_CONFIG_HOME`, `HOME`).
-pub fn config_dir_with(env: Env) -> PathBuf {
-    if let Some(p) = env_abs_with(env, "VSCODE_PORTABLE") {
+pub fn config_dir_in(env: &crate::Env) -> PathBuf {
+    if let Some(p) = env.abs_var("VSCODE_PORTABLE") {
         return p.join("user-data").join("User");
     }
-    app_data_with(env).join("Code").join("User")
+    app_data_in(env).join("Code").join("User")
 }
 
 /// Every VS Code user folder memtrail looks in, in order (existing or not): the stable one
@@ -103,15 +87,15 @@ pub fn config_dir_with(env: Env) -> PathBuf {
 /// Chat keeps its storage when VS Code runs against this machine over SSH / WSL / containers
 /// (remote layout: third-party, unverified).
 pub fn user_dirs() -> Vec<PathBuf> {
-    user_dirs_with(&process_env)
+    user_dirs_in(&crate::Env::from_process())
 }
 
 /// [`user_dirs`] with an explicit environment.
-pub fn user_dirs_with(env: Env) -> Vec<PathBuf> {
-    let home = home_with(env);
+pub fn user_dirs_in(env: &crate::Env) -> Vec<PathBuf> {
+    let home = env.home();
     let mut dirs = vec![
-        config_dir_with(env),
-        app_data_with(env).join("Code - Insiders").join("User"),
+        config_dir_in(env),
+        app_data_in(env).join("Code - Insiders").join("User"),
         home.join(".vscode-server").join("data").join("User"),
         home.join(".vscode-server-insiders")
             .join("data")

@@ -113,16 +113,7 @@ impl Locations {
     /// [`super::user_dirs`]).
     pub fn resolve(env: &Env) -> Locations {
         let home = env.home();
-        let var = |k: &str| env.var(k).map(|v| v.to_os_string());
-        let home_s = home.to_string_lossy().into_owned();
-        let env = |k: &str| -> Option<String> {
-            if k == "HOME" {
-                Some(home_s.clone())
-            } else {
-                var(k).map(|v| v.to_string_lossy().into_owned())
-            }
-        };
-        let all = super::user_dirs_with(&env);
+        let all = super::user_dirs_in(env);
         let desktop: Vec<PathBuf> = all.iter().take(2).cloned().collect();
         let mut chosen: Vec<PathBuf> = desktop.iter().filter(|d| d.is_dir()).cloned().collect();
         if chosen.is_empty() {
