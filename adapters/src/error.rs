@@ -34,11 +34,11 @@ pub enum Error {
     #[error("cannot open {} read-only: {source}", path.display())]
     OpenDatabase {
         path: PathBuf,
-        source: rusqlite::Error,
+        source: crate::agents::opencode::DbError,
     },
     /// A query on OpenCode's database failed.
     #[error("OpenCode database: {0}")]
-    Database(#[from] rusqlite::Error),
+    Database(#[from] crate::agents::opencode::DbError),
     /// The file is a SQLite database but not OpenCode's.
     #[error("not an OpenCode database: no message or session_message table")]
     NotOpencodeDatabase,

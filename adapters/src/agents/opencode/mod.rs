@@ -963,10 +963,10 @@ pub fn db_session_ids(db: &Path) -> Result<Vec<String>, crate::Error> {
         if present {
             let mut stmt = conn
                 .prepare(&format!("SELECT id FROM \"{table}\""))
-                .map_err(crate::Error::Database)?;
+                .map_err(crate::Error::from)?;
             let rows = stmt
                 .query_map([], |r| Ok(text_of(r.get_ref(0)?)))
-                .map_err(crate::Error::Database)?;
+                .map_err(crate::Error::from)?;
             ids.extend(rows.flatten().flatten());
         }
     }
@@ -979,14 +979,14 @@ fn open_db(db: &Path) -> Result<Connection, crate::Error> {
     let conn =
         Connection::open_with_flags(db, flags).map_err(|source| crate::Error::OpenDatabase {
             path: db.to_path_buf(),
-            source,
+            source: DbError(source),
         })?;
     let _ = conn.set_db_config(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
         true,
     );
     conn.busy_timeout(DB_BUSY_TIMEOUT)
-        .map_err(crate::Error::Database)?;
+        .map_err(crate::Error::from)?;
     Ok(conn)
 }
 
@@ -1004,10 +1004,10 @@ impl Tables {
     fn of(conn: &Connection) -> Result<Tables, crate::Error> {
         let mut stmt = conn
             .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
-            .map_err(crate::Error::Database)?;
+            .map_err(crate::Error::from)?;
         let names: Vec<String> = stmt
             .query_map([], |r| r.get::<_, String>(0))
-            .map_err(crate::Error::Database)?
+            .map_err(crate::Error::from)?
             .flatten()
             .collect();
         let has = |n: &str| names.iter().any(|x| x == n);
@@ -1039,7 +1039,7 @@ fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatc
     let mut conn = open_db(db)?;
     let tables = Tables::of(&conn)?;
     // One read transaction: every query sees the same snapshot of the WAL database.
-    let tx = conn.transaction().map_err(crate::Error::Database)?;
+    let tx = conn.transaction().map_err(crate::Error::from)?;
     let after = if since <= 0 {
         i64::MIN
     } else {
@@ -1106,7 +1106,7 @@ fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatc
         {
             let mut stmt = tx
                 .prepare_cached("SELECT session_id, time_created, data FROM message WHERE id = ?1")
-                .map_err(crate::Error::Database)?;
+                .map_err(crate::Error::from)?;
             for id in &changed {
                 let row = stmt
                     .query_row([id], |r| {
@@ -1117,7 +1117,7 @@ fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatc
                         ))
                     })
                     .optional()
-                    .map_err(crate::Error::Database)?;
+                    .map_err(crate::Error::from)?;
                 if let Some((Some(sid), created, data)) = row {
                     rows.push((id.clone(), sid, created, data));
                 }
@@ -1127,7 +1127,7 @@ fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatc
         let mut parts_stmt = if tables.part {
             Some(
                 tx.prepare_cached("SELECT data FROM part WHERE message_id = ?1 ORDER BY id")
-                    .map_err(crate::Error::Database)?,
+                    .map_err(crate::Error::from)?,
             )
         } else {
             None
@@ -1141,7 +1141,7 @@ fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatc
             if let Some(stmt) = parts_stmt.as_mut() {
                 let found: Vec<Option<String>> = stmt
                     .query_map([&id], |r| Ok(text_of(r.get_ref(0)?)))
-                    .map_err(crate::Error::Database)?
+                    .map_err(crate::Error::from)?
                     .flatten()
                     .collect();
                 for d in found {
@@ -1182,7 +1182,7 @@ fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatc
         } else {
             sql.replace(" seq,", " time_created,")
         };
-        let mut stmt = tx.prepare(&sql).map_err(crate::Error::Database)?;
+        let mut stmt = tx.prepare(&sql).map_err(crate::Error::from)?;
         type Row2 = (
             Option<String>,
             Option<String>,
@@ -1203,7 +1203,7 @@ fn read_db_scoped(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatc
         };
         let rows: Vec<Row2> = stmt
             .query_map(rusqlite::params_from_iter(params.iter()), map)
-            .map_err(crate::Error::Database)?
+            .map_err(crate::Error::from)?
             .flatten()
             .collect();
         for (id, sid, ty, created, updated, data) in rows {
@@ -1301,12 +1301,12 @@ fn id_time_rows(
     sql: &str,
     params: &[rusqlite::types::Value],
 ) -> Result<Vec<IdTime>, crate::Error> {
-    let mut stmt = conn.prepare(sql).map_err(crate::Error::Database)?;
+    let mut stmt = conn.prepare(sql).map_err(crate::Error::from)?;
     let rows = stmt
         .query_map(rusqlite::params_from_iter(params.iter()), |r| {
             Ok((text_of(r.get_ref(0)?), int_of(r.get_ref(1)?)))
         })
-        .map_err(crate::Error::Database)?
+        .map_err(crate::Error::from)?
         .flatten()
         .collect();
     Ok(rows)
@@ -1315,10 +1315,10 @@ fn id_time_rows(
 fn table_columns(conn: &Connection, table: &str) -> Result<Vec<String>, crate::Error> {
     let mut stmt = conn
         .prepare(&format!("PRAGMA table_info(\"{table}\")"))
-        .map_err(crate::Error::Database)?;
+        .map_err(crate::Error::from)?;
     let cols = stmt
         .query_map([], |r| r.get::<_, String>(1))
-        .map_err(crate::Error::Database)?
+        .map_err(crate::Error::from)?
         .flatten()
         .collect();
     Ok(cols)
@@ -1366,7 +1366,7 @@ fn session_row(
         })
     })
     .optional()
-    .map_err(crate::Error::Database)
+    .map_err(crate::Error::from)
 }
 
 /// One OpenCode 2.x `session_message` row (`type` column + `data` JSON, ids stripped; upstream
@@ -1849,3 +1849,15 @@ fn locations() -> paths::Locations {
     paths::Locations::resolve(&crate::Env::from_process())
 }
 pub mod registration;
+
+/// An error of OpenCode's own SQLite database (opaque: the SQLite driver stays inside this
+/// folder, the only place outside memtrail's store that reads SQLite).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct DbError(#[from] rusqlite::Error);
+
+impl From<rusqlite::Error> for crate::Error {
+    fn from(e: rusqlite::Error) -> Self {
+        crate::Error::Database(DbError(e))
+    }
+}
