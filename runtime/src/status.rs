@@ -110,7 +110,7 @@ pub enum StoreReport {
     Read {
         /// The store's file.
         path: String,
-        /// Its size in bytes (the file, without its WAL).
+        /// Its size in bytes (the file and its WAL, [`crate::StoreLocation::size_bytes`]).
         size_bytes: u64,
         /// The schema version.
         schema_version: i64,

@@ -39,6 +39,19 @@ impl StoreLocation {
         self.sqlite_path().exists()
     }
 
+    /// The bytes the store takes on disk: the SQLite file and its `-wal` file (0 for a file
+    /// that does not exist).
+    pub fn size_bytes(&self) -> u64 {
+        ["", "-wal"]
+            .iter()
+            .filter_map(|s| {
+                let mut p = self.sqlite_path().as_os_str().to_owned();
+                p.push(s);
+                std::fs::metadata(p).ok().map(|m| m.len())
+            })
+            .sum()
+    }
+
     /// Delete the store (`memtrail uninstall --purge`): the SQLite file and its `-wal` and
     /// `-shm` files, those missing skipped; then memtrail's own data folder
     /// (`$XDG_DATA_HOME/memtrail`) when the file was in it and it is now empty (a folder of the
