@@ -18,7 +18,10 @@ impl StoreLocation {
     /// `$XDG_DATA_HOME/memtrail/memtrail.db` (`~/.local/share/memtrail/memtrail.db`). A `--db`
     /// flag is applied by the caller before this.
     pub fn from_env() -> StoreLocation {
-        StoreLocation::Sqlite(default_db_path())
+        StoreLocation::Sqlite(db_path_from(
+            std::env::var_os("MEMTRAIL_DB"),
+            memtrail_adapters::paths::xdg_data_home,
+        ))
     }
 
     /// The store the command line names: `--db PATH` (`flag`, taken as given, even empty)
@@ -104,18 +107,8 @@ impl From<&StoreLocation> for StoreLocation {
     }
 }
 
-/// The path of [`StoreLocation::from_env`]: `MEMTRAIL_DB` when set, else
-/// `$XDG_DATA_HOME/memtrail/memtrail.db` (`~/.local/share/memtrail/memtrail.db`). A `--db` flag
-/// is applied by the caller before this.
-pub fn default_db_path() -> PathBuf {
-    db_path_from(
-        std::env::var_os("MEMTRAIL_DB"),
-        memtrail_adapters::paths::xdg_data_home,
-    )
-}
-
-/// [`default_db_path`] from the value of `MEMTRAIL_DB` and the data folder (`$XDG_DATA_HOME`,
-/// asked only when `MEMTRAIL_DB` is unset or empty).
+/// The SQLite file of [`StoreLocation::from_env`], from the value of `MEMTRAIL_DB` and the data
+/// folder (`$XDG_DATA_HOME`, asked only when `MEMTRAIL_DB` is unset or empty).
 fn db_path_from(
     memtrail_db: Option<std::ffi::OsString>,
     data_home: impl FnOnce() -> PathBuf,
