@@ -1,20 +1,20 @@
 //! What several commands share: opening the store, absolute paths, memtrail's own binary path.
 
 use anyhow::{Context, Result};
-use memtrail_runtime::Store;
+use memtrail_runtime::{Store, StoreLocation};
 use std::path::PathBuf;
 
 /// The store for a read-only command: `None` when it does not exist yet (reading never creates it).
-pub fn open_store_read(db: &std::path::Path) -> Result<Option<Store>> {
+pub fn open_store_read(db: &StoreLocation) -> Result<Option<Store>> {
     if !db.exists() {
         return Ok(None);
     }
     open_store(db).map(Some)
 }
 
-/// The store at `db`, created if missing; the error names the path.
-pub fn open_store(db: &std::path::Path) -> Result<Store> {
-    Store::open(db).with_context(|| format!("cannot open the store at {}", db.display()))
+/// The store at `db`, created if missing; the error names its location.
+pub fn open_store(db: &StoreLocation) -> Result<Store> {
+    Store::open(db).with_context(|| format!("cannot open the store at {db}"))
 }
 
 /// `p` made absolute against the current folder (symlinks kept), as a string.

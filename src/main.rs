@@ -11,9 +11,8 @@ mod prompt;
 use anyhow::Result;
 use clap::Parser;
 use cli::{Cli, Command, SessionsCommand};
-use memtrail_runtime::default_db_path;
+use memtrail_runtime::StoreLocation;
 use output::{error_chain, terminal_safe};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -39,7 +38,7 @@ fn main() -> ExitCode {
             e.exit();
         }
     };
-    let db = cli.db.clone().unwrap_or_else(default_db_path);
+    let db = StoreLocation::from_flag_or_env(cli.db.clone());
     if let Command::Hook { agent, args } = cli.command {
         return commands::hook::hook(agent, &args, &db);
     }
@@ -71,7 +70,7 @@ fn is_hook_invocation(raw: &[std::ffi::OsString]) -> bool {
     false
 }
 
-fn run(cmd: Command, db: PathBuf) -> Result<ExitCode> {
+fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
     use commands::*;
     match cmd {
         Command::Install(a) => install::install(a, false, memtrail_installer::Action::Install, &db),

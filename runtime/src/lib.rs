@@ -23,7 +23,7 @@ mod test_rng;
 pub mod time;
 
 pub use store::salvage;
-pub use store::{Store, StoreLocation, default_db_path};
+pub use store::{Store, StoreLocation};
 
 use std::path::PathBuf;
 

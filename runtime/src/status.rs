@@ -8,7 +8,6 @@ use crate::maintenance::Retention;
 use crate::store::{HookRun, StoreStats};
 use memtrail_adapters::{Agent, format_rfc3339_ms};
 use serde::Serialize;
-use std::path::{Path, PathBuf};
 
 /// The largest store `status` runs the quick integrity check on by default: 8 MB (the check
 /// reads the whole file, about 5 ms per MB; `status` stays within 50 ms).
@@ -111,7 +110,7 @@ pub enum StoreReport {
     Read {
         /// The store's file.
         path: String,
-        /// Its size in bytes (the file, without its WAL).
+        /// Its size in bytes (the file and its WAL, [`crate::StoreLocation::size_bytes`]).
         size_bytes: u64,
         /// The schema version.
         schema_version: i64,
@@ -130,15 +129,15 @@ pub enum StoreReport {
     },
     /// The store exists but could not be read.
     Unreadable {
-        /// The store's path (as given).
-        path: PathBuf,
+        /// The store's location (as given: the SQLite file's path).
+        path: String,
         /// Why (the error and its causes on one line).
         error: String,
     },
     /// There is no store yet.
     Missing {
-        /// The store's path (as given).
-        path: PathBuf,
+        /// The store's location (as given: the SQLite file's path).
+        path: String,
         /// Always `false`.
         exists: bool,
     },
@@ -158,7 +157,7 @@ pub struct AgentFigures {
 impl StoreReport {
     /// The report of the store at `db`: `info` is `None` when it does not exist, `Some(Err)`
     /// with the reason when it could not be read.
-    pub fn new(db: &Path, info: &Option<Result<StoreInfo, String>>) -> StoreReport {
+    pub fn new(db: &crate::StoreLocation, info: &Option<Result<StoreInfo, String>>) -> StoreReport {
         match info {
             Some(Ok(StoreInfo {
                 stats: s, check: c, ..
@@ -190,11 +189,11 @@ impl StoreReport {
                 },
             },
             Some(Err(e)) => StoreReport::Unreadable {
-                path: db.to_path_buf(),
+                path: db.to_string(),
                 error: e.clone(),
             },
             None => StoreReport::Missing {
-                path: db.to_path_buf(),
+                path: db.to_string(),
                 exists: false,
             },
         }

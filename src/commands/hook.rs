@@ -1,12 +1,12 @@
 //! `memtrail hook AGENT`: an agent's hook, with its payload on stdin or in the arguments.
 
 use memtrail_adapters::Agent;
+use memtrail_runtime::StoreLocation;
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
 
 /// Run the hook; always exits 0 (a hook never fails its agent).
-pub fn hook(agent: Agent, args: &[String], db: &Path) -> ExitCode {
+pub fn hook(agent: Agent, args: &[String], db: &StoreLocation) -> ExitCode {
     // A panic is caught by the hook and logged; its default report on stderr would reach
     // the agent, so it goes to the hook log instead.
     std::panic::set_hook(Box::new(|info| {
@@ -30,8 +30,7 @@ pub fn hook(agent: Agent, args: &[String], db: &Path) -> ExitCode {
     } else {
         Vec::new()
     };
-    let db = memtrail_runtime::StoreLocation::Sqlite(db.to_path_buf());
-    let outcome = memtrail_runtime::hook::run(agent, &mut payload.as_slice(), args, &db);
+    let outcome = memtrail_runtime::hook::run(agent, &mut payload.as_slice(), args, db);
     if let Some(reply) = outcome.stdout {
         let mut o = std::io::stdout().lock();
         let _ = writeln!(o, "{reply}");

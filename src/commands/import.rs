@@ -4,13 +4,14 @@ use crate::common::open_store;
 use crate::output::plural;
 use anyhow::{Result, bail};
 use memtrail_adapters::Agent;
+use memtrail_runtime::StoreLocation;
 use memtrail_runtime::time::{Bound, parse_date};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// `memtrail import`: progress on stderr (a bar on a terminal), the summary on stdout.
 pub fn import(
-    db: &std::path::Path,
+    db: &StoreLocation,
     agents: Vec<Agent>,
     since: Option<String>,
     json: bool,

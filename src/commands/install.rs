@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use memtrail_adapters::Agent;
 use memtrail_installer::AgentResult;
 use memtrail_runtime::Store;
+use memtrail_runtime::StoreLocation;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -18,7 +19,7 @@ pub fn install(
     a: InstallArgs,
     purge_too: bool,
     action: memtrail_installer::Action,
-    db: &std::path::Path,
+    db: &StoreLocation,
 ) -> Result<ExitCode> {
     // Refuse before anything changes, not after the registrations are gone.
     if purge_too
@@ -30,7 +31,7 @@ pub fn install(
     {
         bail!(
             "--purge deletes the store {} and memtrail's state (config backups, install state, logs) too; add --yes to confirm (nothing was changed)",
-            db.display()
+            db
         );
     }
     let binary = binary_path()?;
@@ -272,7 +273,7 @@ fn left_out_result(agent: Agent, error: String) -> AgentResult {
 /// after one confirmation. The state goes only once memtrail is registered with no agent: one
 /// left out (its config did not parse, say) still needs its backups and install state to be
 /// uninstalled; the exit code is then 1.
-pub fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
+pub fn purge(db: &StoreLocation, yes: bool) -> Result<ExitCode> {
     let env = memtrail_installer::Env::from_process();
     let state = memtrail_installer::state_dir_in(&env);
     let binary = binary_path()?;
@@ -296,7 +297,7 @@ pub fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
     );
     let mut parts = Vec::new();
     if let Some(w) = &store_what {
-        parts.push(format!("the store {} ({w})", db.display()));
+        parts.push(format!("the store {} ({w})", db));
     }
     if purge_state {
         parts.push(state_what.clone());
@@ -322,26 +323,11 @@ pub fn purge(db: &std::path::Path, yes: bool) -> Result<ExitCode> {
     }
     match &store_what {
         Some(w) => {
-            for suffix in ["", "-wal", "-shm"] {
-                let mut p = db.as_os_str().to_owned();
-                p.push(suffix);
-                match std::fs::remove_file(&p) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => {
-                        return Err(e).with_context(|| format!("cannot delete {}", db.display()));
-                    }
-                }
-            }
-            out!("deleted the store {} ({w})", db.display());
-            // memtrail's own data folder goes too once it is empty (a folder of the user's,
-            // given with --db or MEMTRAIL_DB, stays; remove_dir fails on a non-empty one).
-            let own = memtrail_adapters::paths::xdg_data_home().join("memtrail");
-            if db.parent() == Some(own.as_path()) {
-                let _ = std::fs::remove_dir(&own);
-            }
+            db.remove_files()
+                .with_context(|| format!("cannot delete {db}"))?;
+            out!("deleted the store {db} ({w})");
         }
-        None => out!("no store at {}: nothing to delete there", db.display()),
+        None => out!("no store at {}: nothing to delete there", db),
     }
     if purge_state {
         memtrail_installer::purge_state_in(&env)?;

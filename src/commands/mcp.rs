@@ -1,12 +1,11 @@
 //! `memtrail mcp`: the MCP server on stdin/stdout.
 
 use anyhow::Result;
-use std::path::PathBuf;
+use memtrail_runtime::StoreLocation;
 use std::process::ExitCode;
 
 /// `memtrail mcp`: serves until stdin closes.
-pub fn mcp(db: PathBuf) -> Result<ExitCode> {
-    memtrail_runtime::mcp::serve_stdio(memtrail_runtime::StoreLocation::Sqlite(db))
-        .map_err(|e| anyhow::anyhow!(e))?;
+pub fn mcp(db: StoreLocation) -> Result<ExitCode> {
+    memtrail_runtime::mcp::serve_stdio(db).map_err(|e| anyhow::anyhow!(e))?;
     Ok(ExitCode::SUCCESS)
 }

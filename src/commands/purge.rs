@@ -4,6 +4,7 @@ use crate::common::open_store_read;
 use crate::output::{plural, short_time};
 use crate::prompt::confirm_destructive;
 use anyhow::{Context, Result, bail};
+use memtrail_runtime::StoreLocation;
 use memtrail_runtime::time::{Bound, parse_date};
 use std::process::ExitCode;
 
@@ -12,7 +13,7 @@ pub const MIN_PURGE_AGE_MS: i64 = 3_600_000;
 
 /// `memtrail purge --older-than AGE`: asks (or needs `--yes`) before deleting anything.
 pub fn purge_older(
-    db: &std::path::Path,
+    db: &StoreLocation,
     older_than: &str,
     vacuum: bool,
     dry_run: bool,
@@ -40,10 +41,7 @@ pub fn purge_older(
                 })?
             );
         } else {
-            out!(
-                "nothing to purge: the store at {} does not exist",
-                db.display()
-            );
+            out!("nothing to purge: the store at {} does not exist", db);
         }
         return Ok(ExitCode::SUCCESS);
     };

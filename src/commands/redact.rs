@@ -3,13 +3,14 @@
 use crate::common::open_store_read;
 use crate::output::plural;
 use anyhow::{Result, bail};
+use memtrail_runtime::StoreLocation;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// `memtrail redact --rescan`: progress on stderr on a terminal, the counts on stdout.
-pub fn redact_rescan(db: &std::path::Path, json: bool) -> Result<ExitCode> {
+pub fn redact_rescan(db: &StoreLocation, json: bool) -> Result<ExitCode> {
     let Some(mut store) = open_store_read(db)? else {
-        bail!("no store at {}: nothing to rescan", db.display());
+        bail!("no store at {}: nothing to rescan", db);
     };
     let tty = std::io::stderr().is_terminal() && !json;
     let r = memtrail_runtime::maintenance::rescan(&mut store, &mut |n| {

@@ -4,6 +4,7 @@ use crate::common::open_store;
 use crate::output::printable;
 use anyhow::{Context, Result, bail};
 use memtrail_runtime::Store;
+use memtrail_runtime::StoreLocation;
 use memtrail_runtime::salvage::Salvaged;
 use memtrail_runtime::store::RepairStepReport;
 use serde::Serialize;
@@ -26,10 +27,10 @@ struct SalvagedRepair<'a> {
 /// can be read is salvaged into a new store, the damaged file is kept aside (its path printed),
 /// the transcripts still on disk are imported again, and the repair runs on the new store:
 /// never a store with nothing in it while something could be read.
-pub fn repair(db: &std::path::Path, json: bool) -> Result<ExitCode> {
+pub fn repair(db: &StoreLocation, json: bool) -> Result<ExitCode> {
     use memtrail_runtime::store::is_corrupt;
     if !db.exists() {
-        bail!("there is no store at {} (nothing to repair)", db.display());
+        bail!("there is no store at {} (nothing to repair)", db);
     }
     let first = Store::open(db).and_then(|mut s| s.repair());
     let damage = match &first {

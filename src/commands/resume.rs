@@ -2,6 +2,7 @@
 
 use crate::common::{absolute, open_store_read};
 use anyhow::{Context, Result, bail};
+use memtrail_runtime::StoreLocation;
 use memtrail_runtime::query::SessionSummary;
 use memtrail_runtime::query::{self};
 use memtrail_runtime::resume;
@@ -18,7 +19,7 @@ struct Resumed<'a> {
 
 /// `memtrail resume [SESSION]`: the snapshot's text (or JSON) within `budget` bytes.
 pub fn resume(
-    db: &std::path::Path,
+    db: &StoreLocation,
     session: Option<String>,
     budget: usize,
     json: bool,
@@ -27,7 +28,7 @@ pub fn resume(
     let Some(store) = open_store_read(db)? else {
         bail!(
             "nothing to resume: the store at {} is empty (run `memtrail import`)",
-            db.display()
+            db
         );
     };
     let rowid = resume::resolve_or_latest(&store, session.as_deref(), &cwd)?;

@@ -4,6 +4,7 @@ use crate::cli::SearchArgs;
 use crate::common::{absolute, open_store_read};
 use crate::output::{printable, short_time};
 use anyhow::Result;
+use memtrail_runtime::StoreLocation;
 use memtrail_runtime::query::Hit;
 use memtrail_runtime::query::{self, HL_END, HL_START, SearchFilter};
 use memtrail_runtime::time::{Bound, parse_date};
@@ -20,7 +21,7 @@ struct Found<'a> {
 
 /// `memtrail search`: the hits (coloured on a terminal), or JSON; a note on stderr when new
 /// messages could not be searched.
-pub fn search(db: &std::path::Path, a: SearchArgs) -> Result<ExitCode> {
+pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
     let q = a.query.join(" ");
     let filter = SearchFilter {
         agent: a.agent.map(|x| x.as_str().to_string()),

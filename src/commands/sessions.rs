@@ -5,6 +5,7 @@ use crate::output::{plural, short_time};
 use crate::prompt::confirm_destructive;
 use anyhow::{Result, bail};
 use memtrail_adapters::Agent;
+use memtrail_runtime::StoreLocation;
 use memtrail_runtime::maintenance::{Recaptured, SessionInfo};
 use memtrail_runtime::query::SessionSummary;
 use memtrail_runtime::query::{self, ListFilter};
@@ -32,7 +33,7 @@ struct Captured<'a> {
 
 /// `memtrail sessions list`: most recently active first.
 pub fn list(
-    db: &std::path::Path,
+    db: &StoreLocation,
     agent: Option<Agent>,
     project: Option<PathBuf>,
     limit: u32,
@@ -82,7 +83,7 @@ pub fn list(
 
 /// `memtrail sessions show ID`: Markdown, or JSON; a deleted session says how to capture it again.
 pub fn show(
-    db: &std::path::Path,
+    db: &StoreLocation,
     id: &str,
     offset: u32,
     limit: Option<u32>,
@@ -91,7 +92,7 @@ pub fn show(
     let Some(store) = open_store_read(db)? else {
         bail!(
             "no session `{id}`: the store at {} is empty (run `memtrail import`)",
-            db.display()
+            db
         );
     };
     let view = match query::get_session(
@@ -120,9 +121,9 @@ pub fn show(
 }
 
 /// `memtrail sessions delete ID`: asks (or needs `--yes`), then deletes; exit code 1 when declined.
-pub fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> Result<ExitCode> {
+pub fn delete_session(db: &StoreLocation, id: &str, yes: bool, json: bool) -> Result<ExitCode> {
     let Some(mut store) = open_store_read(db)? else {
-        bail!("no session `{id}`: the store at {} is empty", db.display());
+        bail!("no session `{id}`: the store at {} is empty", db);
     };
     let info = memtrail_runtime::maintenance::session_info(&store, id)?;
     let what = format!(
@@ -171,7 +172,7 @@ pub fn delete_session(db: &std::path::Path, id: &str, yes: bool, json: bool) -> 
 }
 
 /// `memtrail sessions capture ID`: reads a deleted session's transcripts again.
-pub fn capture(db: &std::path::Path, id: &str, json: bool) -> Result<ExitCode> {
+pub fn capture(db: &StoreLocation, id: &str, json: bool) -> Result<ExitCode> {
     let mut store = open_store(db)?;
     let r = memtrail_runtime::maintenance::capture_again(&mut store, id)?;
     if json {

@@ -5,6 +5,7 @@ use crate::output::{error_chain, plural, short_time};
 use anyhow::Result;
 use memtrail_adapters::Agent;
 use memtrail_installer::{AgentStatus, BackupSummary, TrustNotice};
+use memtrail_runtime::StoreLocation;
 use memtrail_runtime::ingest::PendingTail;
 use memtrail_runtime::status::{
     HookRunReport, RetentionReport, StoreInfo, StoreReport, TranscriptsReport, hook_failed,
@@ -37,7 +38,7 @@ struct AgentReport<'a> {
 }
 
 /// `memtrail status`: exit code 1 when not healthy.
-pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<ExitCode> {
+pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitCode> {
     let binary = binary_path()?;
     let mut healthy = true;
     let mut agents = Vec::new();
@@ -202,8 +203,8 @@ pub fn status(db: &std::path::Path, force_check: bool, json: bool) -> Result<Exi
                     );
                 }
             }
-            Some(Err(e)) => out!("\nstore: {} cannot be read: {e}", db.display()),
-            None => out!("\nstore: {} (not created yet)", db.display()),
+            Some(Err(e)) => out!("\nstore: {} cannot be read: {e}", db),
+            None => out!("\nstore: {} (not created yet)", db),
         }
         print_retention(&retention);
         if let Some(first) = tails.first() {
@@ -292,7 +293,7 @@ pub struct AgentRetention {
 
 /// [`AgentRetention`], or `None` when the agent keeps no transcripts here. Errors are reported
 /// as text.
-pub fn agent_retention(db: &std::path::Path) -> Option<AgentRetention> {
+pub fn agent_retention(db: &StoreLocation) -> Option<AgentRetention> {
     let (agent, policy) = memtrail_adapters::supported_agents()
         .iter()
         .find_map(|&a| Some((a, a.adapter().quirks().transcript_retention?())))?;

@@ -1720,6 +1720,97 @@ fn uninstall_purge_deletes_the_store_when_nothing_is_registered() {
     assert!(!db.exists());
 }
 
+/// `uninstall --purge` deletes exactly the store's three files (`memtrail.db`, `-wal`, `-shm`):
+/// another file beside them (a salvaged store's damaged copy) stays, and so does the data
+/// folder holding it; once that folder is left empty it goes too.
+#[test]
+fn uninstall_purge_deletes_exactly_the_store_files() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let db = sb.db();
+    let dir = db.parent().unwrap().to_path_buf();
+    for suffix in ["-wal", "-shm"] {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        std::fs::write(&p, b"").unwrap();
+    }
+    let aside = dir.join("memtrail.db.damaged-20260101T000000Z");
+    std::fs::write(&aside, b"kept").unwrap();
+    let purged = sb
+        .acmd()
+        .args(["uninstall", "--purge", "--yes"])
+        .assert()
+        .success();
+    assert_eq!(
+        String::from_utf8_lossy(&purged.get_output().stdout)
+            .lines()
+            .find(|l| l.starts_with("deleted the store")),
+        Some(
+            format!(
+                "deleted the store {} (2 sessions, 6 messages)",
+                db.display()
+            )
+            .as_str()
+        ),
+    );
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, ["memtrail.db.damaged-20260101T000000Z"]);
+    std::fs::remove_file(&aside).unwrap();
+    sb.json(&["import", "--json"]);
+    assert!(db.exists());
+    sb.acmd()
+        .args(["uninstall", "--purge", "--yes"])
+        .assert()
+        .success();
+    assert!(!dir.exists(), "memtrail's emptied data folder is removed");
+}
+
+/// The store is `--db` when given, else `MEMTRAIL_DB` when set and not empty, else
+/// `$XDG_DATA_HOME/memtrail/memtrail.db`, else `$HOME/.local/share/memtrail/memtrail.db`:
+/// exactly the path `status --json` reports (no store is created).
+#[test]
+fn the_store_is_db_then_memtrail_db_then_xdg_data_home_then_home() {
+    let sb = Sandbox::new();
+    let store_path = |c: &mut std::process::Command| -> String {
+        let out = c.args(["status", "--json"]).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+        });
+        v["store"]["path"].as_str().unwrap().to_string()
+    };
+    let h = |p: &str| sb.home.join(p).to_str().unwrap().to_string();
+    assert_eq!(
+        store_path(
+            sb.cmd()
+                .arg("--db")
+                .arg(h("flag.db"))
+                .env("MEMTRAIL_DB", h("env.db"))
+        ),
+        h("flag.db")
+    );
+    assert_eq!(
+        store_path(sb.cmd().env("MEMTRAIL_DB", h("env.db"))),
+        h("env.db")
+    );
+    assert_eq!(
+        store_path(
+            sb.cmd()
+                .env("MEMTRAIL_DB", "")
+                .env("XDG_DATA_HOME", h("xdg"))
+        ),
+        h("xdg/memtrail/memtrail.db")
+    );
+    assert_eq!(
+        store_path(sb.cmd().env_remove("XDG_DATA_HOME")),
+        h(".local/share/memtrail/memtrail.db")
+    );
+    assert!(!sb.db().exists() && !sb.home.join("flag.db").exists());
+}
+
 /// Logs are opened without following a symlink (another user who can plant one must not make
 /// memtrail append to the victim's `~/.bashrc`): a hook log or `MEMTRAIL_HOOK_TIMING` file that
 /// is a link, or a hard link, is not written; a fresh log is created 0600 in a 0700 folder.

@@ -273,17 +273,6 @@ pub struct Purged {
     pub vacuumed: bool,
 }
 
-fn store_bytes(path: &Path) -> u64 {
-    ["", "-wal"]
-        .iter()
-        .filter_map(|s| {
-            let mut p = path.to_path_buf().into_os_string();
-            p.push(s);
-            std::fs::metadata(p).ok().map(|m| m.len())
-        })
-        .sum()
-}
-
 /// Delete every message older than `cutoff_ms` (ms since the Unix epoch; a message without a
 /// timestamp takes its session's last activity; with no time known at all, it is kept), then
 /// every session left without messages whose last activity is older than the cutoff; with `vacuum`, `VACUUM` the file afterwards.
@@ -301,7 +290,7 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
     const EMPTY: &str = "FROM sessions s WHERE COALESCE(s.updated_at, s.started_at) < ?1
          AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)";
     let mut out = Purged {
-        bytes_before: store_bytes(store.path()),
+        bytes_before: store.location().size_bytes(),
         dry_run,
         ..Default::default()
     };
@@ -372,7 +361,7 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         out.vacuumed = true;
     }
-    out.bytes_after = store_bytes(store.path());
+    out.bytes_after = store.location().size_bytes();
     Ok(out)
 }
 

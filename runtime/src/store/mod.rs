@@ -48,7 +48,7 @@
 use crate::{Error, Result};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod cursors;
@@ -73,7 +73,7 @@ pub use cursors::{Cursor, CursorMark, CursorStat};
 use files::{create_private_dir, create_private_file, file_id, make_owner_only, resolve_links};
 pub use index_text::{INDEXED_OUTPUT_CAP, cjk_index_text, is_cjk, render_index_text};
 pub(crate) use index_text::{cap, kind_from_str};
-pub use location::{StoreLocation, default_db_path};
+pub use location::StoreLocation;
 pub use repair::{REPAIR_STEPS, RepairReport, RepairStep, RepairStepReport, is_corrupt};
 pub use schema::SCHEMA_VERSION;
 pub use snapshots::{PRECOMPACT_TAKEN_EARLY, StoredSnapshot};
@@ -89,7 +89,7 @@ pub const INDEX_CHUNK: usize = 2000;
 /// An open store.
 pub struct Store {
     conn: Connection,
-    path: PathBuf,
+    location: StoreLocation,
     /// Longest wait for the write lock per attempt.
     busy: Duration,
     /// See [`Store::set_deadline`].
@@ -214,8 +214,7 @@ impl Store {
         busy: Duration,
         deadline: Option<Instant>,
     ) -> Result<Store> {
-        let StoreLocation::Sqlite(owned) = location;
-        let path = owned.as_path();
+        let path = location.sqlite_path();
         // A store path that is a symlink is followed (the store may live on another disk): the
         // file really opened is its target, created and kept owner-only like any store.
         let real = resolve_links(path);
@@ -237,7 +236,7 @@ impl Store {
         let file_id = file_id(path);
         let mut store = Store {
             conn,
-            path: owned,
+            location,
             busy,
             deadline: None,
             rank_ready: std::cell::Cell::new(false),
@@ -255,8 +254,9 @@ impl Store {
             }
             other => other,
         };
-        store.configure().map_err(|e| not_a_store(&store.path, e))?;
-        store.migrate().map_err(|e| not_a_store(&store.path, e))?;
+        let path = store.location.sqlite_path();
+        store.configure().map_err(|e| not_a_store(path, e))?;
+        store.migrate().map_err(|e| not_a_store(path, e))?;
         Ok(store)
     }
 
@@ -264,7 +264,7 @@ impl Store {
     /// (deleted, e.g. by `memtrail uninstall --purge`, or replaced): a long-running process (the
     /// MCP server) then reopens instead of serving, and indexing into, a deleted file.
     pub fn is_current(&self) -> bool {
-        self.file_id.is_some() && file_id(&self.path) == self.file_id
+        self.file_id.is_some() && file_id(self.location.sqlite_path()) == self.file_id
     }
 
     /// [`Store::open_with_timeout`] with a 5 s busy timeout.
@@ -355,9 +355,14 @@ impl Store {
         }
     }
 
-    /// The file this store lives in.
+    /// Where this store lives (as opened: a symlink is not followed).
+    pub fn location(&self) -> &StoreLocation {
+        &self.location
+    }
+
+    /// The SQLite file this store was opened at ([`StoreLocation::sqlite_path`]).
     pub fn path(&self) -> &Path {
-        &self.path
+        self.location.sqlite_path()
     }
 
     fn configure(&self) -> Result<()> {

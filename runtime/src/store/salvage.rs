@@ -15,7 +15,7 @@
 //! still on disk from its start again and restores what the damaged pages held.
 
 use crate::Result;
-use crate::store::Store;
+use crate::store::{Store, StoreLocation};
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, params_from_iter};
 use serde::Serialize;
@@ -56,17 +56,18 @@ const ORDER: &[&str] = &[
     "hook_runs",
 ];
 
-/// Rebuild the store at `db` from what can be read of it: a new store with the current schema
+/// Rebuild the store at `location` from what can be read of it: a new store with the current schema
 /// is made beside it (`<store>.salvage-<stamp>`), every readable row is copied into it (see the
 /// module docs), the damaged file is renamed to `<store>.damaged-<stamp>` and the new one takes
 /// its place. The new store has no full-text index yet and no cursors: run an import (to read
 /// the transcripts still on disk again) and [`Store::repair`] next.
 ///
-/// Call it with no [`Store`] of `db` open in this process. Errors: the new store cannot be
+/// Call it with no [`Store`] of `location` open in this process. Errors: the new store cannot be
 /// created or renamed into place ([`crate::Error::Io`], [`crate::Error::Store`]); the damaged
 /// file is then left where it was. A damaged file whose schema cannot even be read gives a new,
 /// empty store (and the import restores what the transcripts hold).
-pub fn salvage(db: &Path) -> Result<Salvaged> {
+pub fn salvage(location: &StoreLocation) -> Result<Salvaged> {
+    let db = location.sqlite_path();
     // `2026-12-01T16:45:12.345Z` → `20261201T164512Z`.
     let mut stamp: String = memtrail_adapters::format_rfc3339_ms(crate::now_ms())
         .chars()

@@ -37,7 +37,7 @@ impl Store {
         }
         if v > SCHEMA_VERSION {
             return Err(Error::NewerSchema {
-                path: self.path.clone(),
+                path: self.location.sqlite_path().to_path_buf(),
                 found: v,
                 supported: SCHEMA_VERSION,
             });
@@ -47,7 +47,7 @@ impl Store {
         let v: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if v > SCHEMA_VERSION {
             return Err(Error::NewerSchema {
-                path: self.path.clone(),
+                path: self.location.sqlite_path().to_path_buf(),
                 found: v,
                 supported: SCHEMA_VERSION,
             });

@@ -35,14 +35,7 @@ pub struct HookRun {
 impl Store {
     /// Figures for `memtrail status`.
     pub fn stats(&self) -> Result<StoreStats> {
-        let size_bytes = ["", "-wal"]
-            .iter()
-            .filter_map(|s| {
-                let mut p = self.path.clone().into_os_string();
-                p.push(s);
-                std::fs::metadata(p).ok().map(|m| m.len())
-            })
-            .sum();
+        let size_bytes = self.location.size_bytes();
         let mut per_agent = Vec::new();
         let mut stmt = self.conn.prepare(
             "SELECT agent, COUNT(*), COALESCE(SUM(message_count), 0) FROM sessions
@@ -55,7 +48,7 @@ impl Store {
         let sessions = per_agent.iter().map(|(_, s, _)| s).sum();
         let messages = per_agent.iter().map(|(_, _, m)| m).sum();
         Ok(StoreStats {
-            path: self.path.display().to_string(),
+            path: self.location.to_string(),
             size_bytes,
             schema_version: self.schema_version()?,
             sessions,
