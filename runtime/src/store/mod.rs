@@ -19,9 +19,10 @@
 //! - `sources`: the ingest cursor per transcript file (byte offset, size, file identity, a hash of
 //!   the first bytes) and line counters.
 //! - `hook_runs`: the last run of each (agent, hook event), for `memtrail status`.
-//! - `events` (schema 3): the events of each message ([`crate::events::extract`]), with the
-//!   message's `seq`; deleted with their message (`ON DELETE CASCADE`: rewinds, re-reads) and
-//!   re-extracted whenever the message changes (a merge, a replace, a late tool result).
+//! - `events` (schema 3): the events of each message (as ingest's [`crate::records::Enrich`]
+//!   extracts them), with the message's `seq`; deleted with their message (`ON DELETE
+//!   CASCADE`: rewinds, re-reads) and re-extracted whenever the message changes (a merge, a
+//!   replace, a late tool result).
 //!   Correlations are not stored: they are computed when read ([`crate::resume`]).
 //! - `snapshots` (schema 3): snapshots built at compaction or restart (`trigger`), and when and
 //!   by which session they were consumed (injected), so each is injected once.
@@ -56,6 +57,8 @@ mod files;
 mod index_text;
 mod location;
 pub(crate) mod maintenance;
+#[cfg(test)]
+mod no_enrich_inside;
 #[cfg(test)]
 mod no_sql_outside;
 pub(crate) mod queries;
