@@ -18,7 +18,8 @@ use std::borrow::Cow;
 /// Redaction and event extraction, as the store applies them where it holds the stored copy of
 /// what it writes (a message merged with its stored parts, a late tool result, the schema-3
 /// migration, `redact --rescan`). Implemented by ingest ([`Standard`]); passed to the store as a
-/// type parameter ([`Prepared`]'s), so each call is static and inlined (no `dyn` on the hot path).
+/// type parameter ([`Prepared`]'s, or a writer method's: session titles, cursors' reader state,
+/// notes), so each call is static and inlined (no `dyn` on the hot path).
 pub trait Enrich {
     /// `text` with `<private>` spans and secrets replaced ([`crate::redact::redact`]); borrowed
     /// when nothing was replaced.

@@ -4,7 +4,7 @@ use super::cap;
 use super::index_text::{cjk_index_text, kind_from_str, render_index_text};
 use crate::Result;
 use crate::events::{Category, Event};
-use crate::records::{Enrich, Prepared, Standard};
+use crate::records::{Enrich, Prepared};
 use memtrail_adapters::{Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef};
 use rusqlite::{OptionalExtension, params};
 
@@ -31,16 +31,21 @@ pub struct Applied {
 }
 
 impl Writer<'_> {
-    /// Insert the session if new, and fold `meta` into it. Returns the session's row id.
-    pub fn upsert_session(&self, sref: &SessionRef, meta: &SessionMeta) -> Result<i64> {
+    /// Insert the session if new, and fold `meta` into it; its title is redacted by `enrich`
+    /// ([`Enrich::redact_title`]). Returns the session's row id.
+    pub fn upsert_session<E: Enrich>(
+        &self,
+        sref: &SessionRef,
+        meta: &SessionMeta,
+        enrich: &E,
+    ) -> Result<i64> {
         let tx = self.tx;
         // DESIGN principle 5: the title is user text; redact it before it is written.
         let title = meta
             .title
             .as_deref()
             .filter(|t| !t.is_empty())
-            // The ingest rules, named here until the caller supplies them (issue 12).
-            .map(|t| Standard.redact_title(t));
+            .map(|t| enrich.redact_title(t));
         tx.prepare_cached(
             "INSERT INTO sessions (agent, external_id, parent_external_id) VALUES (?1, ?2, ?3)
              ON CONFLICT (agent, external_id) DO NOTHING",
@@ -474,9 +479,15 @@ impl Writer<'_> {
     }
 
     /// Keep a note (MCP `remember`) in session `session_id`: a message of kind `note` (role
-    /// assistant, redacted like any record, searchable) at the end of the session, and its `note`
-    /// event. Returns the message's id and position in the session.
-    pub fn add_note(&self, session_id: i64, text: &str, now_ms: i64) -> Result<(String, i64)> {
+    /// assistant, redacted like any record by `e`, searchable) at the end of the session, and its
+    /// `note` event. Returns the message's id and position in the session.
+    pub fn add_note<E: Enrich>(
+        &self,
+        session_id: i64,
+        text: &str,
+        now_ms: i64,
+        e: &E,
+    ) -> Result<(String, i64)> {
         let id = format!(
             "note:{now_ms}:{}",
             &blake3::hash(text.as_bytes()).to_hex()[..12]
@@ -491,8 +502,6 @@ impl Writer<'_> {
             timestamp: Some(now_ms),
             model: None,
         });
-        // The ingest rules, named here until the caller supplies them (issue 12).
-        let e = &Standard;
         e.redact_record(&mut rec);
         let Record::Message(m) = rec else {
             unreachable!("redaction keeps the record's variant")
