@@ -3,7 +3,7 @@
 
 use crate::Result;
 use crate::privacy::SkipReason;
-use crate::records::{Enrich, Standard};
+use crate::records::Enrich;
 use crate::store::{Store, cjk_index_text, kind_from_str, render_index_text};
 use memtrail_adapters::{Agent, Message, Part, Role};
 use rusqlite::{OptionalExtension, params};
@@ -392,15 +392,17 @@ pub struct Rescanned {
     pub reader_states_changed: u64,
 }
 
-/// Apply the current redaction rules (secrets and `<private>` spans, as ingest's [`Standard`]
-/// applies them) to everything stored: every message's parts (text, thinking, tool inputs and
-/// outputs), its search columns (rebuilt by the `UPDATE` trigger), every session title, saved
-/// snapshot and transcript cursor's reader state. Runs in transactions of [`RESCAN_BATCH`]
-/// messages; idempotent (a second run changes nothing).
-/// `progress` is called after each batch with the messages read so far.
-pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescanned> {
-    // The ingest rules, named here until the caller supplies them (issue 12).
-    let e = &Standard;
+/// Apply the redaction rules of `e` (secrets and `<private>` spans, [`Enrich`]) to everything
+/// stored: every message's parts (text, thinking, tool inputs and outputs), its search columns
+/// (rebuilt by the `UPDATE` trigger), its events (extracted again by `e`), every session title,
+/// saved snapshot and transcript cursor's reader state. Runs in transactions of
+/// [`RESCAN_BATCH`] messages; idempotent (a second run changes nothing). `progress` is called
+/// after each batch with the messages read so far.
+pub fn rescan<E: Enrich>(
+    store: &mut Store,
+    progress: &mut dyn FnMut(u64),
+    e: &E,
+) -> Result<Rescanned> {
     let mut out = Rescanned::default();
     secure(store)?;
     let mut last_id = i64::MIN;
