@@ -10,7 +10,9 @@
 //! with its stored copy (secrets across parts, [`crate::seams`]) and the events extracted from a
 //! message's whole, current content ([`crate::events::extract`]).
 
+use crate::Result;
 use crate::events::Event;
+use crate::store::Applied;
 use memtrail_adapters::{Agent, Message, Part, Record};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -111,6 +113,16 @@ impl<E: Enrich> Prepared<E> {
     /// The records, how many tool results were folded into their calls, and the enricher.
     pub(crate) fn into_parts(self) -> (Vec<Record>, u64, E) {
         (self.records, self.folded, self.enrich)
+    }
+}
+
+impl crate::store::Writer<'_> {
+    /// Apply reader records to a session, with merge semantics (see `model::Record`): as
+    /// [`crate::store::Writer::apply_prepared`] after [`Prepared::new`] (memtrail's rules; ingest
+    /// prepares its records before it takes the write lock). Defined here, not in the store: the
+    /// store does not choose the rules.
+    pub fn apply(&self, session_id: i64, records: Vec<Record>) -> Result<Applied> {
+        self.apply_prepared(session_id, Prepared::new(records))
     }
 }
 

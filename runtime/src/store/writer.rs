@@ -107,13 +107,6 @@ impl Writer<'_> {
         Ok(n as u64)
     }
 
-    /// Apply reader records to a session, with merge semantics (see `model::Record`): as
-    /// [`Writer::apply_prepared`] after [`Prepared::new`] (ingest prepares its records before it
-    /// takes the write lock).
-    pub fn apply(&self, session_id: i64, records: Vec<Record>) -> Result<Applied> {
-        self.apply_prepared(session_id, Prepared::new(records))
-    }
-
     /// Apply prepared records (tool results folded into their calls, every text redacted: see
     /// [`Prepared`]) to a session, with merge semantics (see `model::Record`). A message merged
     /// with its stored copy is redacted, and the events of each written message extracted, by
