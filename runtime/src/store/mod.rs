@@ -45,6 +45,13 @@
 //! interface is this concrete type, not a trait, while there is one backend: a trait (with
 //! generic callers, no `dyn` in the hook path) is drawn from these methods when the second
 //! backend comes (issue 13).
+//!
+//! Redaction and event extraction are the caller's: the writer applies the
+//! [`crate::records::Enrich`] it is given (a batch's [`crate::records::Prepared`], or an argument)
+//! where it holds the stored copy (a message merged with its stored parts, a late tool result,
+//! `redact --rescan`). A test, `no_enrich_inside`, fails when a store module calls
+//! `crate::redact`, `crate::seams` or `crate::events::extract`, and lists the few places that
+//! still choose memtrail's rules themselves.
 
 use crate::{Error, Result};
 use rusqlite::config::DbConfig;
