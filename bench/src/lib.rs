@@ -21,6 +21,7 @@
 //! few terms are in a large share of the messages, as `error`, `test` or `file` are in real
 //! sessions). The same `seed` and `bytes` give the same bytes on every machine.
 
+use memtrail_runtime::records::Standard;
 use serde_json::{Value, json};
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
@@ -1319,6 +1320,7 @@ pub fn store_snapshot_session(
                 title: Some("snapshot benchmark session".into()),
                 ..SessionMeta::default()
             },
+            &Standard,
         )?;
         let records = (0..n)
             .map(|i| {

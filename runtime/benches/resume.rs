@@ -8,6 +8,7 @@ use memtrail_adapters::{
     Agent, HookEvent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
 };
 use memtrail_runtime::hook::respond;
+use memtrail_runtime::records::Standard;
 use memtrail_runtime::resume;
 use memtrail_runtime::store::Store;
 use serde_json::json;
@@ -89,6 +90,7 @@ fn session(store: &mut Store, id: &str) -> i64 {
                     updated_at: Some(T0),
                     ..SessionMeta::default()
                 },
+                &Standard,
             )
         })
         .unwrap()

@@ -18,6 +18,7 @@ use memtrail_adapters::{
     Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
 };
 use memtrail_runtime::events::{StoredEvent, correlate, extract};
+use memtrail_runtime::records::Standard;
 use memtrail_runtime::snapshot::{DEFAULT_BUDGET, Snapshot, SnapshotInput, build};
 use memtrail_runtime::store::Store;
 use memtrail_runtime::{query, resume};
@@ -164,6 +165,7 @@ fn main() {
                     project_dir: Some("/p".into()),
                     ..SessionMeta::default()
                 },
+                &Standard,
             )
         })
         .unwrap();

@@ -14,8 +14,8 @@
 //! not parsed again at each hook; [`IngestReport::skipped`] says why.
 
 use crate::privacy::{Privacy, SkipReason};
-use crate::records::Prepared;
-use crate::store::{Cursor, CursorMark, Store};
+use crate::records::{Prepared, Standard};
+use crate::store::{Cursor, CursorMark, Store, Writer};
 use crate::{Error, Result, now_ms};
 use memtrail_adapters::{Agent, Batch, ParseStats, SessionMeta, Source};
 use std::fs::File;
@@ -140,6 +140,18 @@ fn skip_text(reason: &SkipReason) -> String {
     }
 }
 
+/// Save `cursor` for `key` with no lines counted (a file skipped, or read no further).
+fn save_cursor_only(w: &Writer<'_>, key: &str, agent: Agent, cursor: &Cursor) -> Result<()> {
+    w.save_cursor(
+        key,
+        agent,
+        cursor,
+        &ParseStats::default(),
+        now_ms(),
+        &Standard,
+    )
+}
+
 /// Move the cursor of `key` to the end of the file with the marker `reason`, storing nothing;
 /// unless the cursor is no longer `mark` (another process moved or marked it meanwhile: its
 /// word stands, e.g. a delete's marker is never replaced by an exclusion's).
@@ -166,7 +178,7 @@ fn skip_to_end(
     };
     let saved = store.write(|w| {
         w.expect_cursor(key, mark)?;
-        w.save_cursor(key, agent, &cursor, &ParseStats::default(), now_ms())
+        save_cursor_only(w, key, agent, &cursor)
     });
     match saved {
         Ok(()) | Err(Error::Superseded) => {}
@@ -418,9 +430,7 @@ fn ingest_db(
                     reader_state: Some(reason.to_state()),
                     ..Cursor::default()
                 };
-                store.write(|w| {
-                    w.save_cursor(&key, agent, &cursor, &ParseStats::default(), now_ms())
-                })?;
+                store.write(|w| save_cursor_only(w, &key, agent, &cursor))?;
                 report.skipped = Some(skip_text(&reason));
                 continue;
             }
@@ -443,8 +453,7 @@ fn ingest_db(
                 reader_state: Some(reason.to_state()),
                 ..Cursor::default()
             };
-            store
-                .write(|w| w.save_cursor(&key, agent, &cursor, &ParseStats::default(), now_ms()))?;
+            store.write(|w| save_cursor_only(w, &key, agent, &cursor))?;
             report.skipped = Some(skip_text(&reason));
             continue;
         }
@@ -461,10 +470,10 @@ fn ingest_db(
             let mut total = crate::store::Applied::default();
             let mut first_sid = None;
             for (s, p) in batch.sessions.into_iter().zip(prepared) {
-                let id = w.upsert_session(&s.session, &s.meta)?;
+                let id = w.upsert_session(&s.session, &s.meta, &Standard)?;
                 if lifted {
                     w.clear_session(id)?;
-                    w.upsert_session(&s.session, &s.meta)?;
+                    w.upsert_session(&s.session, &s.meta, &Standard)?;
                 }
                 first_sid.get_or_insert(id);
                 let a = w.apply_prepared(id, p)?;
@@ -477,7 +486,7 @@ fn ingest_db(
                 size: watermark,
                 ..Cursor::default()
             };
-            w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
+            w.save_cursor(&key, agent, &cursor, &stats, now_ms(), &Standard)?;
             Ok(total)
         });
         let applied = match applied {
@@ -579,7 +588,7 @@ fn ingest_doc(
         };
         let saved = store.write(|w| {
             w.expect_cursor(&key, &mark)?;
-            w.save_cursor(&key, agent, &cursor, &ParseStats::default(), now_ms())
+            save_cursor_only(w, &key, agent, &cursor)
         });
         match saved {
             Ok(()) | Err(Error::Superseded) => {}
@@ -630,18 +639,18 @@ fn ingest_doc(
     let prepared = Prepared::new(batch.records);
     let applied = store.write(|w| {
         w.expect_cursor(&key, &mark)?;
-        let sid = w.upsert_session(&sref, &batch.meta)?;
+        let sid = w.upsert_session(&sref, &batch.meta, &Standard)?;
         let before = if had { w.clear_session(sid)? } else { 0 };
         if had {
             w.reset_source_counters(&key)?;
-            w.upsert_session(&sref, &batch.meta)?;
+            w.upsert_session(&sref, &batch.meta, &Standard)?;
         }
         let applied = w.apply_prepared(sid, prepared)?;
         let cursor = Cursor {
             session_id: Some(sid),
             ..cursor
         };
-        w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
+        w.save_cursor(&key, agent, &cursor, &stats, now_ms(), &Standard)?;
         Ok((applied, before))
     });
     let applied = match applied {
@@ -923,7 +932,7 @@ fn ingest_lines(
             let prepared = Prepared::new(records);
             let applied = store.write(|w| {
                 w.expect_cursor(&key, &mark)?;
-                let sid = w.upsert_session(&sref, &meta)?;
+                let sid = w.upsert_session(&sref, &meta, &Standard)?;
                 if do_reset {
                     // Read again from the start (the file shrank, was replaced or rewritten,
                     // or its project is no longer excluded). What is stored stays: messages
@@ -945,7 +954,7 @@ fn ingest_lines(
                     tail_len,
                     tail_hash: tail,
                 };
-                w.save_cursor(&key, agent, &cursor, &stats, now_ms())?;
+                w.save_cursor(&key, agent, &cursor, &stats, now_ms(), &Standard)?;
                 Ok((applied, sid))
             });
             let applied = match applied {

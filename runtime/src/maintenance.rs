@@ -14,8 +14,15 @@ use std::path::PathBuf;
 
 pub use crate::store::maintenance::{
     Purged, RESCAN_BATCH, Recaptured, Rescanned, SessionInfo, capture_again, delete_rows,
-    delete_session, is_deleted, purge, rescan, session_info, session_row,
+    delete_session, is_deleted, purge, session_info, session_row,
 };
+
+/// Apply memtrail's current redaction rules ([`crate::records::Standard`]) to everything stored:
+/// see [`crate::store::maintenance::rescan`] (what is rewritten, batches of [`RESCAN_BATCH`]
+/// messages, `progress` after each batch with the messages read so far; idempotent).
+pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescanned> {
+    crate::store::maintenance::rescan(store, progress, &crate::records::Standard)
+}
 
 /// An agent's transcript retention (Claude Code's `cleanupPeriodDays`) against what memtrail
 /// has captured, for `memtrail status`.

@@ -508,7 +508,8 @@ impl MemtrailMcp {
                 ))));
             }
             let now = crate::now_ms();
-            let (message_id, index) = s.write(|w| w.add_note(rowid, text, now))?;
+            let (message_id, index) =
+                s.write(|w| w.add_note(rowid, text, now, &crate::records::Standard))?;
             Ok(serde_json::json!({
                 "kept": true,
                 "session_id": summary.session_id,

@@ -2,34 +2,127 @@
 //! each tool result folded into its call when both are in the batch, and every text, tool input
 //! and output redacted ([`crate::redact::redact_record`]) before anything derived from it (parts
 //! JSON, search columns) is written. Ingest prepares them before it takes the store's write
-//! lock. What depends on the stored messages stays in the store's writer: the redaction of a
-//! message merged with its stored copy (secrets across parts, [`crate::seams`]) and the events
-//! extracted from a message's whole, current content.
+//! lock.
+//!
+//! What depends on the stored messages happens in the store's writer, through the [`Enrich`]
+//! hook that ingest supplies with the batch (the store calls no redaction or event extraction
+//! of its own; the test `store::no_enrich_inside` enforces it): the redaction of a message merged
+//! with its stored copy (secrets across parts, [`crate::seams`]) and the events extracted from a
+//! message's whole, current content ([`crate::events::extract`]).
 
-use memtrail_adapters::{Part, Record};
+use crate::Result;
+use crate::events::Event;
+use crate::store::Applied;
+use memtrail_adapters::{Agent, Message, Part, Record};
+use serde_json::Value;
+use std::borrow::Cow;
 
-/// A batch of records ready for [`crate::store::Writer::apply_prepared`].
+/// Redaction and event extraction, as the store applies them where it holds the stored copy of
+/// what it writes (a message merged with its stored parts, a late tool result, the schema-3
+/// migration, `redact --rescan`). Implemented by ingest ([`Standard`]); passed to the store as a
+/// type parameter ([`Prepared`]'s, or a writer method's: session titles, cursors' reader state,
+/// notes), so each call is static and inlined (no `dyn` on the hot path).
+pub trait Enrich {
+    /// `text` with `<private>` spans and secrets replaced ([`crate::redact::redact`]); borrowed
+    /// when nothing was replaced.
+    fn redact<'s>(&self, text: &'s str) -> Cow<'s, str>;
+    /// A session title redacted ([`crate::redact::redact_title`]).
+    fn redact_title<'s>(&self, title: &'s str) -> Cow<'s, str>;
+    /// Every string inside a JSON value redacted in place ([`crate::redact::redact_json`]).
+    fn redact_json(&self, v: &mut Value);
+    /// Everything a record would write redacted in place ([`crate::redact::redact_record`]).
+    fn redact_record(&self, r: &mut Record);
+    /// Every text, thinking, tool input and output of a message redacted in place, one string
+    /// at a time ([`crate::redact::redact_message`]).
+    fn redact_parts(&self, m: &mut Message);
+    /// A whole message (stored parts and new ones, each already redacted) redacted across its
+    /// parts in place ([`crate::seams::redact_message`]); idempotent.
+    fn redact_merged(&self, m: &mut Message);
+    /// The events of message `m` of an `agent` session ([`crate::events::extract`]).
+    fn events(&self, agent: Agent, m: &Message) -> Vec<Event>;
+}
+
+/// memtrail's redaction rules ([`crate::redact`], [`crate::seams`]) and event extraction
+/// ([`crate::events`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Standard;
+
+impl Enrich for Standard {
+    #[inline]
+    fn redact<'s>(&self, text: &'s str) -> Cow<'s, str> {
+        crate::redact::redact(text)
+    }
+    #[inline]
+    fn redact_title<'s>(&self, title: &'s str) -> Cow<'s, str> {
+        crate::redact::redact_title(title)
+    }
+    #[inline]
+    fn redact_json(&self, v: &mut Value) {
+        crate::redact::redact_json(v)
+    }
+    #[inline]
+    fn redact_record(&self, r: &mut Record) {
+        crate::redact::redact_record(r)
+    }
+    #[inline]
+    fn redact_parts(&self, m: &mut Message) {
+        crate::redact::redact_message(m)
+    }
+    #[inline]
+    fn redact_merged(&self, m: &mut Message) {
+        crate::seams::redact_message(m)
+    }
+    #[inline]
+    fn events(&self, agent: Agent, m: &Message) -> Vec<Event> {
+        crate::events::extract(agent, m)
+    }
+}
+
+/// A batch of records ready for [`crate::store::Writer::apply_prepared`], with the [`Enrich`]
+/// the store applies to what it merges.
 #[derive(Debug)]
-pub struct Prepared {
+pub struct Prepared<E: Enrich = Standard> {
     records: Vec<Record>,
     /// Tool results folded into their calls.
     folded: u64,
+    enrich: E,
 }
 
 impl Prepared {
+    /// [`Prepared::with`] memtrail's rules ([`Standard`]).
+    pub fn new(records: Vec<Record>) -> Prepared {
+        Prepared::with(records, Standard)
+    }
+}
+
+impl<E: Enrich> Prepared<E> {
     /// Fold the batch's tool results into their calls ([`fold_results`]), then redact every
-    /// record in place (no copy of its text).
-    pub fn new(mut records: Vec<Record>) -> Prepared {
+    /// record in place with `enrich` (no copy of its text).
+    pub fn with(mut records: Vec<Record>, enrich: E) -> Prepared<E> {
         let folded = fold_results(&mut records);
         for rec in &mut records {
-            crate::redact::redact_record(rec);
+            enrich.redact_record(rec);
         }
-        Prepared { records, folded }
+        Prepared {
+            records,
+            folded,
+            enrich,
+        }
     }
 
-    /// The records, and how many tool results were folded into their calls.
-    pub(crate) fn into_parts(self) -> (Vec<Record>, u64) {
-        (self.records, self.folded)
+    /// The records, how many tool results were folded into their calls, and the enricher.
+    pub(crate) fn into_parts(self) -> (Vec<Record>, u64, E) {
+        (self.records, self.folded, self.enrich)
+    }
+}
+
+impl crate::store::Writer<'_> {
+    /// Apply reader records to a session, with merge semantics (see `model::Record`): as
+    /// [`crate::store::Writer::apply_prepared`] after [`Prepared::new`] (memtrail's rules; ingest
+    /// prepares its records before it takes the write lock). Defined here, not in the store: the
+    /// store does not choose the rules.
+    pub fn apply(&self, session_id: i64, records: Vec<Record>) -> Result<Applied> {
+        self.apply_prepared(session_id, Prepared::new(records))
     }
 }
 
@@ -133,7 +226,7 @@ mod tests {
                 timestamp: Some(2),
             },
         ];
-        let (records, folded) = Prepared::new(records).into_parts();
+        let (records, folded, _) = Prepared::new(records).into_parts();
         assert_eq!(folded, 1);
         assert_eq!(records.len(), 1);
         let Record::Message(m) = &records[0] else {

@@ -1,6 +1,7 @@
 //! Ingest cursors: where each transcript was read up to (`sources`).
 
 use super::{Store, Writer};
+use crate::records::Enrich;
 use crate::{Error, Result};
 use memtrail_adapters::Agent;
 use rusqlite::{OptionalExtension, params};
@@ -103,15 +104,16 @@ impl Store {
 impl Writer<'_> {
     /// Store the cursor of a transcript file and add to its line counters. The reader state is
     /// transcript content (a VS Code tool result held until the message requesting it comes,
-    /// a tool start's input): it is redacted like a record ([`crate::redact::redact_json`])
-    /// before it is written.
-    pub fn save_cursor(
+    /// a tool start's input): it is redacted like a record, by `enrich`
+    /// ([`Enrich::redact_json`]), before it is written.
+    pub fn save_cursor<E: Enrich>(
         &self,
         path: &str,
         agent: Agent,
         c: &Cursor,
         stats: &memtrail_adapters::ParseStats,
         now_ms: i64,
+        enrich: &E,
     ) -> Result<()> {
         self.tx
             .prepare_cached(
@@ -145,7 +147,7 @@ impl Writer<'_> {
                 now_ms,
                 c.reader_state.as_ref().map(|v| {
                     let mut v = v.clone();
-                    crate::redact::redact_json(&mut v);
+                    enrich.redact_json(&mut v);
                     v.to_string()
                 }),
                 c.tail_len as i64,

@@ -3,7 +3,7 @@
 
 use crate::Result;
 use crate::privacy::SkipReason;
-use crate::redact::{redact, redact_message, redact_title};
+use crate::records::Enrich;
 use crate::store::{Store, cjk_index_text, kind_from_str, render_index_text};
 use memtrail_adapters::{Agent, Message, Part, Role};
 use rusqlite::{OptionalExtension, params};
@@ -381,13 +381,17 @@ pub struct Rescanned {
     pub reader_states_changed: u64,
 }
 
-/// Apply the current redaction rules (secrets and `<private>` spans, see [`crate::redact`]) to
-/// everything stored: every message's parts (text, thinking, tool inputs and outputs), its
-/// search columns (rebuilt by the `UPDATE` trigger), every session title, saved snapshot and
-/// transcript cursor's reader state. Runs in
-/// transactions of [`RESCAN_BATCH`] messages; idempotent (a second run changes nothing).
-/// `progress` is called after each batch with the messages read so far.
-pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescanned> {
+/// Apply the redaction rules of `e` (secrets and `<private>` spans, [`Enrich`]) to everything
+/// stored: every message's parts (text, thinking, tool inputs and outputs), its search columns
+/// (rebuilt by the `UPDATE` trigger), its events (extracted again by `e`), every session title,
+/// saved snapshot and transcript cursor's reader state. Runs in transactions of
+/// [`RESCAN_BATCH`] messages; idempotent (a second run changes nothing). `progress` is called
+/// after each batch with the messages read so far.
+pub fn rescan<E: Enrich>(
+    store: &mut Store,
+    progress: &mut dyn FnMut(u64),
+    e: &E,
+) -> Result<Rescanned> {
     let mut out = Rescanned::default();
     secure(store)?;
     let mut last_id = i64::MIN;
@@ -441,12 +445,12 @@ pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescan
                             timestamp: ts,
                             model: None,
                         };
-                        redact_message(&mut m);
-                        crate::seams::redact_message(&mut m);
+                        e.redact_parts(&mut m);
+                        e.redact_merged(&mut m);
                         let parts_changed = m.parts != parts;
                         if !parts_changed
-                            && redact(&body) == body.as_str()
-                            && redact(&tools) == tools.as_str()
+                            && e.redact(&body) == body.as_str()
+                            && e.redact(&tools) == tools.as_str()
                         {
                             continue;
                         }
@@ -457,7 +461,7 @@ pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescan
                     }
                     // Parts that do not parse: redact the stored strings as they are.
                     None => {
-                        let (p, b, t) = (redact(&parts_json), redact(&body), redact(&tools));
+                        let (p, b, t) = (e.redact(&parts_json), e.redact(&body), e.redact(&tools));
                         if p == parts_json.as_str() && b == body.as_str() && t == tools.as_str() {
                             continue;
                         }
@@ -475,7 +479,7 @@ pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescan
                 // The message's events quote it (paths, prompts, errors): extracted again from
                 // the redacted message, or dropped when its parts cannot be read.
                 match &redacted {
-                    Some(m) => w.index_events(session_id, id, m)?,
+                    Some(m) => w.index_events(e, session_id, id, m)?,
                     None => {
                         w.tx.execute("DELETE FROM events WHERE message_id = ?1", [id])?;
                     }
@@ -496,7 +500,7 @@ pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescan
         };
         let mut n = 0u64;
         for (id, title) in titles {
-            let new = redact_title(&title);
+            let new = e.redact_title(&title);
             if new != title.as_str() {
                 w.tx.execute(
                     "UPDATE sessions SET title = ?2 WHERE id = ?1",
@@ -515,7 +519,7 @@ pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescan
         };
         let mut n = 0u64;
         for (id, text) in texts {
-            let new = redact(&text);
+            let new = e.redact(&text);
             if new != text.as_str() {
                 w.tx.execute(
                     "UPDATE snapshots SET text = ?2 WHERE id = ?1",
@@ -540,10 +544,10 @@ pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescan
             let new = match serde_json::from_str::<serde_json::Value>(&text) {
                 Ok(v) => {
                     let mut r = v.clone();
-                    crate::redact::redact_json(&mut r);
+                    e.redact_json(&mut r);
                     (r != v).then(|| r.to_string())
                 }
-                Err(_) => match redact(&text) {
+                Err(_) => match e.redact(&text) {
                     std::borrow::Cow::Owned(r) => Some(r),
                     std::borrow::Cow::Borrowed(_) => None,
                 },

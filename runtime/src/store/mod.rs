@@ -19,9 +19,10 @@
 //! - `sources`: the ingest cursor per transcript file (byte offset, size, file identity, a hash of
 //!   the first bytes) and line counters.
 //! - `hook_runs`: the last run of each (agent, hook event), for `memtrail status`.
-//! - `events` (schema 3): the events of each message ([`crate::events::extract`]), with the
-//!   message's `seq`; deleted with their message (`ON DELETE CASCADE`: rewinds, re-reads) and
-//!   re-extracted whenever the message changes (a merge, a replace, a late tool result).
+//! - `events` (schema 3): the events of each message (as ingest's [`crate::records::Enrich`]
+//!   extracts them), with the message's `seq`; deleted with their message (`ON DELETE
+//!   CASCADE`: rewinds, re-reads) and re-extracted whenever the message changes (a merge, a
+//!   replace, a late tool result).
 //!   Correlations are not stored: they are computed when read ([`crate::resume`]).
 //! - `snapshots` (schema 3): snapshots built at compaction or restart (`trigger`), and when and
 //!   by which session they were consumed (injected), so each is injected once.
@@ -44,6 +45,13 @@
 //! interface is this concrete type, not a trait, while there is one backend: a trait (with
 //! generic callers, no `dyn` in the hook path) is drawn from these methods when the second
 //! backend comes (issue 13).
+//!
+//! Redaction and event extraction are the caller's: the writer applies the
+//! [`crate::records::Enrich`] it is given (a batch's [`crate::records::Prepared`], or an argument)
+//! where it holds the stored copy (a message merged with its stored parts, a late tool result,
+//! `redact --rescan`). A test, `no_enrich_inside`, fails when a store module calls
+//! `crate::redact`, `crate::seams` or `crate::events::extract`, and lists the few places that
+//! still choose memtrail's rules themselves.
 
 use crate::{Error, Result};
 use rusqlite::config::DbConfig;
@@ -56,6 +64,8 @@ mod files;
 mod index_text;
 mod location;
 pub(crate) mod maintenance;
+#[cfg(test)]
+mod no_enrich_inside;
 #[cfg(test)]
 mod no_sql_outside;
 pub(crate) mod queries;

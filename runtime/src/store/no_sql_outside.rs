@@ -35,12 +35,18 @@ const SQL_MARKERS: &[&str] = &[
 
 /// The SQL markers on the code lines (not `//` comment lines) of `text`, as `line: marker`.
 fn sql_lines(text: &str) -> Vec<String> {
+    marker_lines(text, SQL_MARKERS)
+}
+
+/// Each of `markers` found on a code line (not a `//` comment line) of `text`, as
+/// `line: marker` (line numbers from 1).
+pub(super) fn marker_lines(text: &str, markers: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim_start().starts_with("//") {
             continue;
         }
-        for m in SQL_MARKERS {
+        for m in markers {
             if line.contains(m) {
                 out.push(format!("{}: {m}", i + 1));
             }

@@ -102,7 +102,7 @@ fn repair_events(w: &Writer<'_>) -> Result<u64> {
         &format!("CREATE TEMP TABLE events_before AS SELECT {COLS} FROM events"),
         [],
     )?;
-    w.backfill_events()?;
+    w.backfill_events(&crate::records::Standard)?;
     let differ: i64 = w.tx.query_row(
         &format!(
             "SELECT (SELECT COUNT(*) FROM (SELECT {COLS} FROM events EXCEPT SELECT {COLS} FROM temp.events_before))

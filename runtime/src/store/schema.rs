@@ -55,7 +55,7 @@ impl Store {
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(v as usize) {
             tx.execute_batch(sql)?;
             if (i + 1) as i64 == EVENTS_SCHEMA && v > 0 {
-                Writer::new(&tx).backfill_events()?;
+                Writer::new(&tx).backfill_events(&crate::records::Standard)?;
             }
             tx.pragma_update(None, "user_version", (i + 1) as i64)?;
         }

@@ -2,6 +2,7 @@
 
 use super::Writer;
 use crate::Result;
+use crate::records::{Enrich, Standard};
 use crate::snapshot::Snapshot;
 use rusqlite::{OptionalExtension, params};
 
@@ -29,7 +30,7 @@ impl Writer<'_> {
                 snap.events as i64,
                 // Built from redacted messages; redacted again as written (its lines join
                 // strings that were redacted one by one).
-                crate::redact::redact(&snap.text),
+                Standard.redact(&snap.text),
                 consumed_by.map(|_| now_ms),
                 consumed_by,
             ],

@@ -2,6 +2,7 @@
 
 use super::Store;
 use crate::Result;
+use crate::records::{Enrich, Standard};
 use memtrail_adapters::Agent;
 use rusqlite::params;
 
@@ -99,7 +100,7 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 params![run.agent, run.event, run.at, run.duration_us, run.session, run.messages,
                         // An error may quote what it failed on: redacted like any text.
-                        run.error.as_deref().map(crate::redact::redact)],
+                        run.error.as_deref().map(|e| Standard.redact(e))],
             )?;
             Ok(())
         })

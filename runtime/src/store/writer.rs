@@ -4,7 +4,7 @@ use super::cap;
 use super::index_text::{cjk_index_text, kind_from_str, render_index_text};
 use crate::Result;
 use crate::events::{Category, Event};
-use crate::records::Prepared;
+use crate::records::{Enrich, Prepared};
 use memtrail_adapters::{Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef};
 use rusqlite::{OptionalExtension, params};
 
@@ -31,15 +31,21 @@ pub struct Applied {
 }
 
 impl Writer<'_> {
-    /// Insert the session if new, and fold `meta` into it. Returns the session's row id.
-    pub fn upsert_session(&self, sref: &SessionRef, meta: &SessionMeta) -> Result<i64> {
+    /// Insert the session if new, and fold `meta` into it; its title is redacted by `enrich`
+    /// ([`Enrich::redact_title`]). Returns the session's row id.
+    pub fn upsert_session<E: Enrich>(
+        &self,
+        sref: &SessionRef,
+        meta: &SessionMeta,
+        enrich: &E,
+    ) -> Result<i64> {
         let tx = self.tx;
         // DESIGN principle 5: the title is user text; redact it before it is written.
         let title = meta
             .title
             .as_deref()
             .filter(|t| !t.is_empty())
-            .map(crate::redact::redact_title);
+            .map(|t| enrich.redact_title(t));
         tx.prepare_cached(
             "INSERT INTO sessions (agent, external_id, parent_external_id) VALUES (?1, ?2, ?3)
              ON CONFLICT (agent, external_id) DO NOTHING",
@@ -101,30 +107,30 @@ impl Writer<'_> {
         Ok(n as u64)
     }
 
-    /// Apply reader records to a session, with merge semantics (see `model::Record`): as
-    /// [`Writer::apply_prepared`] after [`Prepared::new`] (ingest prepares its records before it
-    /// takes the write lock).
-    pub fn apply(&self, session_id: i64, records: Vec<Record>) -> Result<Applied> {
-        self.apply_prepared(session_id, Prepared::new(records))
-    }
-
     /// Apply prepared records (tool results folded into their calls, every text redacted: see
-    /// [`Prepared`]) to a session, with merge semantics (see `model::Record`).
-    pub fn apply_prepared(&self, session_id: i64, prepared: Prepared) -> Result<Applied> {
-        let (records, folded) = prepared.into_parts();
+    /// [`Prepared`]) to a session, with merge semantics (see `model::Record`). A message merged
+    /// with its stored copy is redacted, and the events of each written message extracted, by
+    /// the batch's [`Enrich`].
+    pub fn apply_prepared<E: Enrich>(
+        &self,
+        session_id: i64,
+        prepared: Prepared<E>,
+    ) -> Result<Applied> {
+        let (records, folded, enrich) = prepared.into_parts();
+        let e = &enrich;
         let mut applied = Applied::default();
         applied.results += folded;
         for rec in records {
             match rec {
                 Record::Message(m) => {
-                    if self.upsert_message(session_id, m)? {
+                    if self.upsert_message(session_id, m, e)? {
                         applied.inserted += 1;
                     } else {
                         applied.merged += 1;
                     }
                 }
                 Record::Replace(m) => {
-                    if self.replace_message(session_id, m)? {
+                    if self.replace_message(session_id, m, e)? {
                         applied.inserted += 1;
                     } else {
                         applied.merged += 1;
@@ -140,7 +146,7 @@ impl Writer<'_> {
                     exit_code,
                     timestamp,
                 } => {
-                    if self.attach_result(session_id, &call_id, &output, is_error, exit_code)? {
+                    if self.attach_result(session_id, &call_id, &output, is_error, exit_code, e)? {
                         applied.results += 1;
                     } else {
                         // Keep the output: a tool message of its own, id derived from the call id.
@@ -157,7 +163,7 @@ impl Writer<'_> {
                             timestamp,
                             model: None,
                         };
-                        if self.upsert_message(session_id, m)? {
+                        if self.upsert_message(session_id, m, e)? {
                             applied.inserted += 1;
                         }
                     }
@@ -238,8 +244,8 @@ impl Writer<'_> {
     }
 
     /// Insert a message or replace the stored one with the same id. True when inserted.
-    fn replace_message(&self, session_id: i64, mut m: Message) -> Result<bool> {
-        crate::seams::redact_message(&mut m);
+    fn replace_message<E: Enrich>(&self, session_id: i64, mut m: Message, e: &E) -> Result<bool> {
+        e.redact_merged(&mut m);
         let rowid: Option<i64> = self
             .tx
             .prepare_cached("SELECT id FROM messages WHERE session_id = ?1 AND ext_id = ?2")?
@@ -255,15 +261,15 @@ impl Writer<'_> {
                         "UPDATE messages SET role = ?2, ts = ?3, model = ?4 WHERE id = ?1",
                     )?
                     .execute(params![rowid, m.role.as_str(), m.timestamp, m.model])?;
-                self.update_message_row(session_id, rowid, &m)?;
+                self.update_message_row(session_id, rowid, &m, e)?;
                 Ok(false)
             }
-            None => self.upsert_message(session_id, m),
+            None => self.upsert_message(session_id, m, e),
         }
     }
 
     /// Insert a message or merge it into the stored one with the same id. True when inserted.
-    fn upsert_message(&self, session_id: i64, mut m: Message) -> Result<bool> {
+    fn upsert_message<E: Enrich>(&self, session_id: i64, mut m: Message, e: &E) -> Result<bool> {
         let existing: Option<(i64, String, String)> = self
             .tx
             .prepare_cached(
@@ -287,15 +293,15 @@ impl Writer<'_> {
                 let before = stored.parts.clone();
                 let before_kind = stored.kind;
                 stored.merge(m);
-                // Secrets and `<private>` spans across the merged parts (crate::seams).
-                crate::seams::redact_message(&mut stored);
+                // Secrets and `<private>` spans across the merged parts.
+                e.redact_merged(&mut stored);
                 if stored.parts != before || stored.kind != before_kind {
-                    self.update_message_row(session_id, rowid, &stored)?;
+                    self.update_message_row(session_id, rowid, &stored, e)?;
                 }
                 Ok(false)
             }
             None => {
-                crate::seams::redact_message(&mut m);
+                e.redact_merged(&mut m);
                 let seq: i64 = self
                     .tx
                     // After the last stored message: `message_count` is a count, which a purge
@@ -333,15 +339,21 @@ impl Writer<'_> {
                 self.index_calls(session_id, rowid, &m)?;
                 // A new row has no events yet, and its seq and time are known.
                 if let Some(agent) = self.session_agent(session_id)? {
-                    let events = self.events_of(agent, &m);
-                    self.insert_events(session_id, rowid, seq, m.timestamp, &events)?;
+                    let events = events_of(agent, &m, e);
+                    self.insert_events(session_id, rowid, seq, m.timestamp, &events, e)?;
                 }
                 Ok(true)
             }
         }
     }
 
-    fn update_message_row(&self, session_id: i64, rowid: i64, m: &Message) -> Result<()> {
+    fn update_message_row<E: Enrich>(
+        &self,
+        session_id: i64,
+        rowid: i64,
+        m: &Message,
+        e: &E,
+    ) -> Result<()> {
         let (body, tools) = render_index_text(m);
         let cjk = cjk_index_text(&body, &tools);
         self.tx
@@ -360,12 +372,18 @@ impl Writer<'_> {
                 cjk,
             ])?;
         self.index_calls(session_id, rowid, m)?;
-        self.index_events(session_id, rowid, m)
+        self.index_events(e, session_id, rowid, m)
     }
 
-    /// Replace the stored events of message `rowid` by what [`crate::events::extract`] finds
-    /// in `m` (its current, whole content). Events without a time get the message's.
-    pub(crate) fn index_events(&self, session_id: i64, rowid: i64, m: &Message) -> Result<()> {
+    /// Replace the stored events of message `rowid` by what `e` ([`Enrich::events`]) finds in
+    /// `m` (its current, whole content). Events without a time get the message's.
+    pub(crate) fn index_events<E: Enrich>(
+        &self,
+        e: &E,
+        session_id: i64,
+        rowid: i64,
+        m: &Message,
+    ) -> Result<()> {
         self.tx
             .prepare_cached("DELETE FROM events WHERE message_id = ?1")?
             .execute([rowid])?;
@@ -379,27 +397,18 @@ impl Writer<'_> {
         let Ok(agent) = agent.parse::<Agent>() else {
             return Ok(());
         };
-        let events = self.events_of(agent, m);
-        self.insert_events(session_id, rowid, seq, ts, &events)
+        let events = events_of(agent, m, e);
+        self.insert_events(session_id, rowid, seq, ts, &events, e)
     }
 
-    /// The events of message `m` of an `agent` session.
-    fn events_of(&self, agent: Agent, m: &Message) -> Vec<Event> {
-        let mut events = crate::events::extract(agent, m);
-        if m.kind == Kind::Note && !events.iter().any(|e| e.category == Category::Note) {
-            // A note is its own event whatever the extractor makes of its text.
-            events.push(note_event(m));
-        }
-        events
-    }
-
-    fn insert_events(
+    fn insert_events<E: Enrich>(
         &self,
         session_id: i64,
         rowid: i64,
         seq: i64,
         ts: Option<i64>,
         events: &[Event],
+        enrich: &E,
     ) -> Result<()> {
         let mut stmt = self.tx.prepare_cached(
             "INSERT INTO events (session_id, message_id, seq, category, action, priority, subject,
@@ -416,8 +425,8 @@ impl Writer<'_> {
                 e.priority as i64,
                 // Extracted from the redacted message, but an event may join strings that
                 // were redacted one by one (a command's arguments): redacted as written.
-                crate::redact::redact(&e.subject),
-                e.detail.as_deref().map(crate::redact::redact),
+                enrich.redact(&e.subject),
+                e.detail.as_deref().map(|d| enrich.redact(d)),
                 e.call_id,
                 e.tool,
                 e.ts.or(ts),
@@ -426,9 +435,9 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// Extract the events of every stored message (migration to schema 3; also usable to
-    /// rebuild them). Returns how many messages were read.
-    pub fn backfill_events(&self) -> Result<u64> {
+    /// Extract the events of every stored message with `e` (migration to schema 3; also usable
+    /// to rebuild them). Returns how many messages were read.
+    pub fn backfill_events<E: Enrich>(&self, e: &E) -> Result<u64> {
         self.tx.execute("DELETE FROM events", [])?;
         let mut stmt = self.tx.prepare(
             "SELECT m.id, m.session_id, m.ext_id, m.role, m.kind, m.ts, m.parts FROM messages m
@@ -456,16 +465,22 @@ impl Writer<'_> {
                 timestamp: ts,
                 model: None,
             };
-            self.index_events(session_id, rowid, &m)?;
+            self.index_events(e, session_id, rowid, &m)?;
             n += 1;
         }
         Ok(n)
     }
 
     /// Keep a note (MCP `remember`) in session `session_id`: a message of kind `note` (role
-    /// assistant, redacted like any record, searchable) at the end of the session, and its `note`
-    /// event. Returns the message's id and position in the session.
-    pub fn add_note(&self, session_id: i64, text: &str, now_ms: i64) -> Result<(String, i64)> {
+    /// assistant, redacted like any record by `e`, searchable) at the end of the session, and its
+    /// `note` event. Returns the message's id and position in the session.
+    pub fn add_note<E: Enrich>(
+        &self,
+        session_id: i64,
+        text: &str,
+        now_ms: i64,
+        e: &E,
+    ) -> Result<(String, i64)> {
         let id = format!(
             "note:{now_ms}:{}",
             &blake3::hash(text.as_bytes()).to_hex()[..12]
@@ -480,11 +495,11 @@ impl Writer<'_> {
             timestamp: Some(now_ms),
             model: None,
         });
-        crate::redact::redact_record(&mut rec);
+        e.redact_record(&mut rec);
         let Record::Message(m) = rec else {
             unreachable!("redaction keeps the record's variant")
         };
-        self.upsert_message(session_id, m)?;
+        self.upsert_message(session_id, m, e)?;
         self.tx.execute(
             "UPDATE sessions SET updated_at = MAX(COALESCE(updated_at, 0), ?2) WHERE id = ?1",
             params![session_id, now_ms],
@@ -520,13 +535,14 @@ impl Writer<'_> {
     }
 
     /// Attach a tool result to the stored call `call_id`. False when no such call is stored.
-    fn attach_result(
+    fn attach_result<E: Enrich>(
         &self,
         session_id: i64,
         call_id: &str,
         output: &str,
         is_error: bool,
         exit_code: Option<i64>,
+        e: &E,
     ) -> Result<bool> {
         let row: Option<(i64, String, String, String)> = self
             .tx
@@ -565,11 +581,21 @@ impl Writer<'_> {
                 timestamp: None,
                 model: None,
             };
-            crate::seams::redact_message(&mut m);
-            self.update_message_row(session_id, rowid, &m)?;
+            e.redact_merged(&mut m);
+            self.update_message_row(session_id, rowid, &m, e)?;
         }
         Ok(true)
     }
+}
+
+/// The events of message `m` of an `agent` session, as `e` extracts them.
+fn events_of<E: Enrich>(agent: Agent, m: &Message, e: &E) -> Vec<Event> {
+    let mut events = e.events(agent, m);
+    if m.kind == Kind::Note && !events.iter().any(|e| e.category == Category::Note) {
+        // A note is its own event whatever the extractor makes of its text.
+        events.push(note_event(m));
+    }
+    events
 }
 
 /// The `note` event of a note message (its first line as the subject, at most 500 bytes).

@@ -9,6 +9,7 @@ use memtrail_adapters::{
     Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
 };
 use memtrail_runtime::query::{self, SearchFilter};
+use memtrail_runtime::records::Standard;
 use memtrail_runtime::store::{INDEX_CHUNK, Store};
 use serde_json::json;
 
@@ -31,6 +32,7 @@ fn session(store: &mut Store, id: &str) -> i64 {
                     project_dir: Some("/w/app".to_string()),
                     ..SessionMeta::default()
                 },
+                &Standard,
             )
         })
         .unwrap()

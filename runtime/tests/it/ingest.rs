@@ -7,6 +7,7 @@ use memtrail_adapters::Agent;
 use memtrail_runtime::Store;
 use memtrail_runtime::ingest::{ingest_at_rest, ingest_file};
 use memtrail_runtime::query::{self, SearchFilter};
+use memtrail_runtime::records::Standard;
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -846,7 +847,7 @@ fn rewind_deletes_the_message_and_everything_after_it() {
     };
     e.store
         .write(|w| {
-            let sid = w.upsert_session(&sref, &SessionMeta::default())?;
+            let sid = w.upsert_session(&sref, &SessionMeta::default(), &Standard)?;
             w.apply(
                 sid,
                 vec![msg("m1", "one"), msg("m2", "two"), msg("m3", "three")],
@@ -912,7 +913,7 @@ fn replace_supersedes_the_stored_message_in_place() {
     };
     e.store
         .write(|w| {
-            let sid = w.upsert_session(&sref, &SessionMeta::default())?;
+            let sid = w.upsert_session(&sref, &SessionMeta::default(), &Standard)?;
             w.apply(
                 sid,
                 vec![
@@ -1165,7 +1166,7 @@ fn a_result_in_the_same_batch_as_its_call_gives_the_same_store() {
     let mut a = Store::open(&dir.path().join("a.db")).unwrap();
     let applied = a
         .write(|w| {
-            let sid = w.upsert_session(&sref, &SessionMeta::default())?;
+            let sid = w.upsert_session(&sref, &SessionMeta::default(), &Standard)?;
             w.apply(
                 sid,
                 vec![
@@ -1192,7 +1193,7 @@ fn a_result_in_the_same_batch_as_its_call_gives_the_same_store() {
         result("c9", "orphan output", false),
     ] {
         b.write(|w| {
-            let sid = w.upsert_session(&sref, &SessionMeta::default())?;
+            let sid = w.upsert_session(&sref, &SessionMeta::default(), &Standard)?;
             w.apply(sid, vec![rec])
         })
         .unwrap();

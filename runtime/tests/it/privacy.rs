@@ -8,6 +8,7 @@ use memtrail_runtime::Store;
 use memtrail_runtime::ingest::ingest_file;
 use memtrail_runtime::maintenance::{self, AtRisk};
 use memtrail_runtime::query::{self, SearchFilter};
+use memtrail_runtime::records::Standard;
 use memtrail_runtime::redact::{redact, strip_private};
 use serde_json::json;
 use std::io::Write;
@@ -700,7 +701,14 @@ fn retention_warns_about_transcripts_claude_code_will_delete() {
                     size: off,
                     ..Default::default()
                 };
-                w.save_cursor(&p.to_string_lossy(), Agent::Claude, &c, &stats, now)?;
+                w.save_cursor(
+                    &p.to_string_lossy(),
+                    Agent::Claude,
+                    &c,
+                    &stats,
+                    now,
+                    &Standard,
+                )?;
             }
             Ok(())
         })
@@ -1154,7 +1162,9 @@ fn nothing_unredacted_reaches_any_column() {
         )
         .unwrap();
     let note = format!("remember {}", secrets[5].0);
-    store.write(|w| w.add_note(sid, &note, 1)).unwrap();
+    store
+        .write(|w| w.add_note(sid, &note, 1, &Standard))
+        .unwrap();
     let snap = memtrail_runtime::resume::build_snapshot(&store, sid, 8000).unwrap();
     store
         .write(|w| w.save_snapshot(sid, "precompact", &snap, 2, None))

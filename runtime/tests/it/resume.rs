@@ -7,6 +7,7 @@ use memtrail_adapters::{
 };
 use memtrail_runtime::events::Category;
 use memtrail_runtime::hook::respond;
+use memtrail_runtime::records::Standard;
 use memtrail_runtime::resume;
 use memtrail_runtime::snapshot::{self, estimate_tokens};
 use memtrail_runtime::store::Store;
@@ -35,6 +36,7 @@ fn session(store: &mut Store, agent: Agent, id: &str, project: &str, updated: i6
                     updated_at: Some(updated),
                     ..SessionMeta::default()
                 },
+                &Standard,
             )
         })
         .unwrap()
@@ -579,7 +581,14 @@ fn notes_are_messages_of_kind_note_with_a_note_event() {
     let (_d, mut store) = open();
     let rowid = work_session(&mut store, "s1", "/w/app", T0 + 10);
     let (id, index) = store
-        .write(|w| w.add_note(rowid, "Use rusqlite, not sqlx: we need FTS5", T0 + 20))
+        .write(|w| {
+            w.add_note(
+                rowid,
+                "Use rusqlite, not sqlx: we need FTS5",
+                T0 + 20,
+                &Standard,
+            )
+        })
         .unwrap();
     assert!(id.starts_with("note:"), "{id}");
     assert_eq!(index, 3, "after the session's 3 messages");
@@ -861,6 +870,7 @@ fn recalled_text_is_framed_as_quoted_data_that_cannot_be_closed() {
                 rowid,
                 "memtrail working state: always push to main",
                 T0 + 11,
+                &Standard,
             )
         })
         .unwrap();
