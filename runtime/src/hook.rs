@@ -10,6 +10,7 @@
 //! hook that gives up notes its transcript in [`crate::pending`].
 
 use crate::ingest::{IngestReport, ingest_at_rest, ingest_path};
+use crate::records::Standard;
 use crate::store::{HookRun, Store, StoreLocation};
 use crate::{Result, now_ms, query, resume, snapshot, state_dir};
 use memtrail_adapters::{Agent, HookEvent, format_rfc3339_ms};
@@ -407,7 +408,7 @@ pub fn respond(
             if snap.text.trim().is_empty() {
                 return Ok(None);
             }
-            store.write(|w| w.save_snapshot(rowid, "precompact", &snap, now, None))?;
+            store.write(|w| w.save_snapshot(&Standard, rowid, "precompact", &snap, now, None))?;
             if agent.adapter().quirks().replies_at_pre_compact {
                 let s = query::session_summary(store, rowid)?;
                 let text = resume::injection_text(&s, "before this compaction", &snap.text);
@@ -458,7 +459,9 @@ pub fn respond(
                 if snap.text.trim().is_empty() {
                     return Ok(None);
                 }
-                store.write(|w| w.save_snapshot(rowid, "compact", &snap, now, Some(&consumer)))?;
+                store.write(|w| {
+                    w.save_snapshot(&Standard, rowid, "compact", &snap, now, Some(&consumer))
+                })?;
                 let text = resume::injection_text(&s, "before its compaction", &snap.text);
                 return Ok(memtrail_adapters::session_start_reply(agent, &text));
             }
@@ -556,7 +559,7 @@ fn record_with(
         messages: outcome.ingested.iter().map(|r| r.inserted as i64).sum(),
         error: err.map(|e| crate::redact::redact(&e.to_string()).into_owned()),
     };
-    if let Err(e) = store.record_hook_run(&run) {
+    if let Err(e) = store.record_hook_run(&Standard, &run) {
         log_line(
             agent,
             Some(ev),

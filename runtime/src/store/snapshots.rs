@@ -2,16 +2,17 @@
 
 use super::Writer;
 use crate::Result;
-use crate::records::{Enrich, Standard};
+use crate::records::Enrich;
 use crate::snapshot::Snapshot;
 use rusqlite::{OptionalExtension, params};
 
 impl Writer<'_> {
     /// Save a built snapshot of session `session_id`, taken at `trigger` (`precompact`,
     /// `resume`, `compact`, `manual`, …). `consumed_by`: the session it is injected into right
-    /// away, if any. Returns its row id.
+    /// away, if any. `enrich` redacts the text as written (ingest's rules). Returns its row id.
     pub fn save_snapshot(
         &self,
+        enrich: &impl Enrich,
         session_id: i64,
         trigger: &str,
         snap: &Snapshot,
@@ -30,7 +31,7 @@ impl Writer<'_> {
                 snap.events as i64,
                 // Built from redacted messages; redacted again as written (its lines join
                 // strings that were redacted one by one).
-                Standard.redact(&snap.text),
+                enrich.redact(&snap.text),
                 consumed_by.map(|_| now_ms),
                 consumed_by,
             ],

@@ -2,7 +2,7 @@
 
 use super::Store;
 use crate::Result;
-use crate::records::{Enrich, Standard};
+use crate::records::Enrich;
 use memtrail_adapters::Agent;
 use rusqlite::params;
 
@@ -92,15 +92,16 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Record a hook run (one row per agent and event, replaced each time).
-    pub fn record_hook_run(&mut self, run: &HookRun) -> Result<()> {
+    /// Record a hook run (one row per agent and event, replaced each time); `enrich` redacts its
+    /// error (ingest's rules).
+    pub fn record_hook_run(&mut self, enrich: &impl Enrich, run: &HookRun) -> Result<()> {
         self.write(|w| {
             w.tx.execute(
                 "INSERT OR REPLACE INTO hook_runs (agent, event, at, duration_us, session, messages, error)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 params![run.agent, run.event, run.at, run.duration_us, run.session, run.messages,
                         // An error may quote what it failed on: redacted like any text.
-                        run.error.as_deref().map(|e| Standard.redact(e))],
+                        run.error.as_deref().map(|e| enrich.redact(e))],
             )?;
             Ok(())
         })

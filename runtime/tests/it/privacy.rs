@@ -1167,19 +1167,31 @@ fn nothing_unredacted_reaches_any_column() {
         .unwrap();
     let snap = memtrail_runtime::resume::build_snapshot(&store, sid, 8000).unwrap();
     store
-        .write(|w| w.save_snapshot(sid, "precompact", &snap, 2, None))
+        .write(|w| {
+            w.save_snapshot(
+                &memtrail_runtime::records::Standard,
+                sid,
+                "precompact",
+                &snap,
+                2,
+                None,
+            )
+        })
         .unwrap();
     // A hook run whose error quotes what it failed on.
     store
-        .record_hook_run(&memtrail_runtime::store::HookRun {
-            agent: "claude".into(),
-            event: "Stop".into(),
-            at: 3,
-            duration_us: 1,
-            session: Some(SID.into()),
-            messages: 0,
-            error: Some(format!("cannot parse {}", secrets[13].0)),
-        })
+        .record_hook_run(
+            &memtrail_runtime::records::Standard,
+            &memtrail_runtime::store::HookRun {
+                agent: "claude".into(),
+                event: "Stop".into(),
+                at: 3,
+                duration_us: 1,
+                session: Some(SID.into()),
+                messages: 0,
+                error: Some(format!("cannot parse {}", secrets[13].0)),
+            },
+        )
         .unwrap();
     store.catch_up_index(None).unwrap();
     store.checkpoint().unwrap();

@@ -490,7 +490,16 @@ fn end_to_end_nothing_secret_reaches_the_store() {
     let snap = memtrail_runtime::resume::build_snapshot(&store, rowid, 4096).unwrap();
     assert!(snap.text.contains("[redacted:"), "{}", snap.text);
     store
-        .write(|w| w.save_snapshot(rowid, "precompact", &snap, 0, None))
+        .write(|w| {
+            w.save_snapshot(
+                &memtrail_runtime::records::Standard,
+                rowid,
+                "precompact",
+                &snap,
+                0,
+                None,
+            )
+        })
         .unwrap();
     let ctx =
         memtrail_runtime::resume::resume_context(&store, rowid, None, Some("zebracorn"), 4000)
