@@ -5,7 +5,7 @@ a `.facts` file listing what an agent resuming that session needs to know.
 The sessions are scenarios written once, abstractly (prompts, reads, edits, writes, shell runs
 with their output and exit code, todo lists, questions), then rendered in each agent's own format
 with its own tool names and input shapes (the shapes of the project's fixtures in
-fixtures/<agent>/ and of ../shared/reference/transcript-formats.md):
+fixtures/<agent>/ and of `docs/agents/README.md`):
 
 - Claude Code: JSONL, one line per content block, `Read/Edit/Write/Bash/TodoWrite/AskUserQuestion`,
   failed Bash results `is_error: true` with `Exit code N` first.

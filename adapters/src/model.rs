@@ -1,7 +1,7 @@
 //! The common model every agent adapter produces and the runtime stores.
 //!
 //! An adapter turns an agent's own transcript (one JSON object per line for Claude Code, see
-//! `../shared/reference/transcript-formats.md`) into [`Record`]s: messages with ordered
+//! `docs/agents/README.md`) into [`Record`]s: messages with ordered
 //! [`Part`]s, late tool results and session metadata. The runtime writes them into the store with
 //! *merge* semantics keyed by [`Message::id`], so a message whose blocks are spread over several
 //! ingest steps ends up whole, exactly once.

@@ -61,7 +61,7 @@ pub fn unwrap_command(words: Vec<String>) -> Vec<String> {
 
 /// Quote `s` for a POSIX shell when it holds anything but `[A-Za-z0-9_./+:@%,=-]`: wrapped in
 /// single quotes, each `'` written as `'\''`. Claude Code runs a shell-form command with `sh -c`
-/// (Git Bash on Windows), §1.3.
+/// (Git Bash on Windows), `docs/agents/claude.md#what-memtrail-registers`.
 pub fn shell_quote(s: &str) -> String {
     let safe = !s.is_empty()
         && s.chars()

@@ -232,8 +232,8 @@ pub struct AgentSpec {
     pub advice: Vec<(PathBuf, String)>,
 }
 
-/// Where Codex records hook trust (agent-specs.md §2.4): `[hooks.state."<key>"]` in the user
-/// `config.toml`, for the handlers of `hooks_json`.
+/// Where Codex records hook trust (`docs/agents/codex.md#hook-trust`): `[hooks.state."<key>"]` in
+/// the user `config.toml`, for the handlers of `hooks_json`.
 #[derive(Debug, Clone)]
 pub struct TrustSpec {
     pub config_toml: PathBuf,

@@ -2,7 +2,7 @@
 //!
 //! [`generate`] writes, under a directory laid out like a HOME, Claude Code, Codex CLI, Gemini CLI
 //! and Cursor transcripts in their real on-disk layouts and line formats (the formats of
-//! `../shared/reference/transcript-formats.md` and the project fixtures in `fixtures/`):
+//! `docs/agents/README.md` and the project fixtures in `fixtures/`):
 //!
 //! - Claude Code: `.claude/projects/<slug>/<uuid>.jsonl`, one line per content block, tool
 //!   results in `user` lines with their `toolUseResult` copy, sub-agents in

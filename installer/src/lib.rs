@@ -92,9 +92,11 @@ use std::path::Path;
 /// Compute what `action` would change for `agent`, registering the memtrail binary at `binary`
 /// (absolute, UTF-8), in the process environment. Writes nothing.
 ///
-/// For Claude Code the plan covers `<config>/settings.json` (`hooks`, agent-specs.md §1.3),
-/// the global state `~/.claude.json` or `$CLAUDE_CONFIG_DIR/.claude.json` (`mcpServers`, §1.7)
-/// and `<config>/skills/memtrail/SKILL.md` (§1.8); for the other agents see the table above.
+/// For Claude Code the plan covers `<config>/settings.json` (`hooks`,
+/// `docs/agents/claude.md#what-memtrail-registers`), the global state `~/.claude.json` or
+/// `$CLAUDE_CONFIG_DIR/.claude.json` (`mcpServers`,
+/// `docs/agents/claude.md#what-memtrail-registers`) and `<config>/skills/memtrail/SKILL.md`
+/// (`docs/agents/claude.md#what-memtrail-registers`); for the other agents see the table above.
 ///
 /// A file that needs a change but has no write permission is in the plan with
 /// [`FileChange::read_only`] set (and a note in [`Plan::diff`], [`Plan::describe`] and

@@ -338,9 +338,9 @@ fn found_state(found: Found) -> (ItemState, Option<String>) {
     }
 }
 
-/// Why Codex would not run memtrail's handler of `item` (agent-specs.md §2.4): no trust record
-/// for its key `<hooks.json path>:<event>:<group>:<handler>` in `[hooks.state]` of the user
-/// `config.toml`, a record for another version of the hook (its `trusted_hash` is not the
+/// Why Codex would not run memtrail's handler of `item` (`docs/agents/codex.md#hook-trust`): no
+/// trust record for its key `<hooks.json path>:<event>:<group>:<handler>` in `[hooks.state]` of the
+/// user `config.toml`, a record for another version of the hook (its `trusted_hash` is not the
 /// hook's current hash), or `enabled = false`. `None` when Codex trusts it.
 fn trust_problem(t: &TrustSpec, doc: &JsonDoc, item: &crate::spec::HandlerItem) -> Option<String> {
     let event = item.array_path.last()?;

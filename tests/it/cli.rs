@@ -1441,7 +1441,7 @@ fn compaction_snapshot_resume_and_handoff() {
 fn codex_precompact_then_session_start_compact_injects_the_snapshot() {
     // A real Codex rollout and real Codex hook payloads (tests/e2e/payloads, captured from
     // codex-cli 0.171.0), moved into the sandbox. Codex's PreCompact and SessionStart "compact"
-    // have the shape of its other hook events (agent-specs §2: `trigger`, `source`).
+    // have the shape of its other hook events (`docs/agents/codex.md`: `trigger`, `source`).
     let sb = Sandbox::new();
     let project = sb.home.join("project");
     std::fs::create_dir_all(&project).unwrap();

@@ -4,10 +4,10 @@
 //! messages (order, ids, roles, text, parts), tool calls, cursors and line counters, the same
 //! full-text hits, and `PRAGMA integrity_check` = ok (see `support::dump`).
 //!
-//! The corpus: 4 Claude Code sessions (transcript-formats.md §1) of prompts, assistant text and
-//! tool-use blocks written one block per line under a shared `message.id`, and tool results on
-//! later lines, so kills land between the lines of one message and between a call and its
-//! result. `MEMTRAIL_CRASH_RUNS` overrides the number of runs (default 50).
+//! The corpus: 4 Claude Code sessions (`docs/agents/claude.md#transcript-format`) of prompts,
+//! assistant text and tool-use blocks written one block per line under a shared `message.id`, and
+//! tool results on later lines, so kills land between the lines of one message and between a call
+//! and its result. `MEMTRAIL_CRASH_RUNS` overrides the number of runs (default 50).
 
 use crate::support;
 

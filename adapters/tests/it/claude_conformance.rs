@@ -1,6 +1,6 @@
 //! Conformance of the Claude Code reader with the real transcripts in
-//! `../shared/fixtures/claude` (documented in `../shared/fixtures/README.md` and
-//! `../shared/reference/transcript-formats.md` §1.3). Expected values were checked against the
+//! `../shared/fixtures/claude` (documented in `docs/agents/README.md#fixtures` and
+//! `docs/agents/claude.md#one-line-per-content-block`). Expected values were checked against the
 //! files themselves (line by line), not only against the README.
 //!
 //! The folder lives outside the repository. When it is missing the tests print a note and pass,

@@ -1,8 +1,8 @@
 //! Conformance of the Codex rollout reader with the rollouts in `../shared/fixtures/codex`
-//! (documented in `../shared/fixtures/README.md` and `../shared/reference/transcript-formats.md`
-//! §4.1). Expected values were checked against the files line by line, not only against the
-//! README: our ids are `<turn>:user:<k>` / `<turn>:assistant:<k>`, not CSM's line-based ones, and
-//! commentary and reasoning summaries are kept (CSM keeps only the final text).
+//! (documented in `docs/agents/README.md#fixtures` and `docs/agents/codex.md#transcript-format`).
+//! Expected values were checked against the files line by line, not only against the README: our
+//! ids are `<turn>:user:<k>` / `<turn>:assistant:<k>`, not CSM's line-based ones, and commentary
+//! and reasoning summaries are kept (CSM keeps only the final text).
 //!
 //! The folder lives outside the repository. When it is missing the tests print a note and pass,
 //! unless `MEMTRAIL_REQUIRE_SHARED_FIXTURES=1`, which turns a missing folder into a failure.

@@ -1,6 +1,6 @@
 //! Codex hook payloads (`hooks.json` events on stdin, the legacy `notify` JSON in argv), the
 //! SessionStart reply, finding a rollout for a hook, and rollout identity and discovery.
-//! Sources: agent-specs.md §2.3–§2.5, transcript-formats.md §4.2, upstream
+//! Sources: `docs/agents/codex.md#hooks`, `docs/agents/codex.md#notify`, upstream
 //! `codex-rs/hooks/src/legacy_notify.rs` and `codex-rs/hooks/schema/generated/`.
 
 use memtrail_adapters::codex::{

@@ -1,4 +1,5 @@
-//! Codex paths honour `CODEX_HOME` and `HOME`, read at call time (agent-specs.md §2.1, §2.6).
+//! Codex paths honour `CODEX_HOME` and `HOME`, read at call time (`docs/agents/codex.md#paths`,
+//! `docs/agents/codex.md#what-memtrail-registers`).
 //!
 //! The test changes the process environment, which is only sound while no other thread runs:
 //! it runs alone in a process of its own (`memtrail_testkit::alone`).

@@ -1,5 +1,5 @@
 //! Conformance of the Cursor reader with the files in `../shared/fixtures/cursor` (documented in
-//! `../shared/fixtures/README.md` and `../shared/reference/transcript-formats.md` §2.3). Expected
+//! `docs/agents/README.md#fixtures` and `docs/agents/cursor.md#transcript-format`). Expected
 //! values were checked against the files themselves.
 //!
 //! - `cursor-transcript.jsonl`: code-session-memory's synthetic agent transcript, read as a

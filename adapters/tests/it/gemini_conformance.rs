@@ -1,6 +1,6 @@
 //! Conformance of the Gemini CLI legacy-JSON reader with the files in `../shared/fixtures/gemini`
-//! (documented in `../shared/fixtures/README.md` and `../shared/reference/transcript-formats.md`
-//! §5.3). Expected values were checked against the files themselves, not only the README.
+//! (documented in `docs/agents/README.md#fixtures` and `docs/agents/gemini.md#transcript-format`).
+//! Expected values were checked against the files themselves, not only the README.
 //!
 //! The folder lives outside the repository. When it is missing the tests print a note and pass,
 //! unless `MEMTRAIL_REQUIRE_SHARED_FIXTURES=1`, which turns a missing folder into a failure.

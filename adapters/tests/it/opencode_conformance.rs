@@ -1,6 +1,6 @@
 //! Conformance of the OpenCode export reader with the real `opencode export` output in
-//! `../shared/fixtures/opencode` (OpenCode 1.2.10; documented in `../shared/fixtures/README.md`
-//! and `../shared/reference/transcript-formats.md` §6.2). Expected values were read off the files
+//! `../shared/fixtures/opencode` (OpenCode 1.2.10; documented in `docs/agents/README.md#fixtures`
+//! and `docs/agents/opencode.md#opencode-export`). Expected values were read off the files
 //! themselves (message by message, part by part), not only the README.
 //!
 //! The folder lives outside the repository. When it is missing the tests print a note and pass,

@@ -1,6 +1,6 @@
 //! Conformance of the VS Code transcript reader with `../shared/fixtures/vscode/vscode-session.jsonl`
-//! (code-session-memory's synthetic transcript; `../shared/fixtures/README.md`,
-//! `../shared/reference/transcript-formats.md` §3.3). Expected values were checked against the
+//! (code-session-memory's synthetic transcript; `docs/agents/README.md#fixtures`,
+//! `docs/agents/vscode.md#agent-transcripts`). Expected values were checked against the
 //! file itself.
 //!
 //! The file differs from what VS Code writes in two ways the reader must absorb: each

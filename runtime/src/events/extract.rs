@@ -1,5 +1,5 @@
 //! Per-message extraction of events (see [`super::extract`]). Tool names and input shapes are
-//! those of the six agents' transcripts (reference: `transcript-formats.md`, `agent-specs.md`,
+//! those of the six agents' transcripts (reference: `docs/agents/README.md`,
 //! and the fixtures in `fixtures/<agent>/`).
 
 use super::{Category, Event, MAX_DETAIL, MAX_SUBJECT, truncate_str};

@@ -30,7 +30,7 @@
 //! The database runs in WAL mode with a busy timeout, and closing it does not checkpoint (commits
 //! that grow the WAL past 256 pages do); every write is a `BEGIN IMMEDIATE`
 //! transaction (a deferred transaction that upgrades to a write fails at once with
-//! `database is locked` instead of waiting; see `../shared/reference/crates.md` §1).
+//! `database is locked` instead of waiting; see `docs/architecture.md#the-store`).
 //!
 //! Every SQL statement of memtrail lives in this folder (a test, `no_sql_outside`, fails on SQL
 //! elsewhere), one module per concern: `schema` (the version and the numbered

@@ -5,8 +5,8 @@
 //!
 //! The 200 MB line has its own process (`long_line.rs`), so that its memory is measured alone.
 //!
-//! Transcript lines are Claude Code 2.x user lines (transcript-formats.md §1): one message each,
-//! id = the line's `uuid`.
+//! Transcript lines are Claude Code 2.x user lines (`docs/agents/claude.md#transcript-format`): one
+//! message each, id = the line's `uuid`.
 
 use memtrail_adapters::Agent;
 use memtrail_runtime::ingest::ingest_file;

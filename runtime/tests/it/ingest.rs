@@ -1,7 +1,8 @@
 //! Incremental ingest of Claude Code transcripts into the store: growth turn by turn, a line cut
 //! mid-write, a rewritten file, sub-agents, tool errors, non-Latin text, a line over 1 MB, and the
 //! exactly-once guarantee. The transcript lines are written here in Claude Code 2.x's format
-//! (one line per content block, shared `message.id`; see transcript-formats.md §1).
+//! (one line per content block, shared `message.id`; see
+//! `docs/agents/claude.md#transcript-format`).
 
 use memtrail_adapters::Agent;
 use memtrail_runtime::Store;

@@ -103,9 +103,9 @@ pub fn session_id(n: u32) -> String {
     format!("{n:08x}-5a1e-4c0d-8b7f-{:012x}", 0x5eed_0000u64 + n as u64)
 }
 
-/// One Claude Code 2.x transcript line (transcript-formats.md §1). Even `i`: a user prompt;
-/// odd `i`: an assistant text block with its own `message.id`. Either way exactly one stored
-/// message, with id `u<i>` or `msg_<sid8>_<i>`, and text that names `i` and the session.
+/// One Claude Code 2.x transcript line (`docs/agents/claude.md#transcript-format`). Even `i`: a
+/// user prompt; odd `i`: an assistant text block with its own `message.id`. Either way exactly one
+/// stored message, with id `u<i>` or `msg_<sid8>_<i>`, and text that names `i` and the session.
 pub fn claude_line(sid: &str, cwd: &str, i: u64) -> String {
     let mut v = json!({
         "parentUuid": null, "isSidechain": false, "userType": "external", "cwd": cwd,
@@ -146,7 +146,7 @@ pub const WORDS: &[&str] = &[
     "migrate",
 ];
 
-/// A Claude Code `Stop` hook payload (agent-specs.md).
+/// A Claude Code `Stop` hook payload (`docs/agents/claude.md#hooks`).
 pub fn stop_payload(transcript: &Path, sid: &str, cwd: &str) -> String {
     json!({
         "session_id": sid,

@@ -1,9 +1,9 @@
 //! Claude Code: paths, registration, hook payloads and the transcript reader.
 //!
-//! Sources: `../shared/reference/agent-specs.md` §1 (Claude Code docs v2.1.240: settings,
-//! hooks, MCP, skills) and `../shared/reference/transcript-formats.md` §1 (transcript JSONL).
+//! Sources: `docs/agents/claude.md` (Claude Code docs v2.1.240: settings,
+//! hooks, MCP, skills) and `docs/agents/claude.md#transcript-format` (transcript JSONL).
 //!
-//! # Transcript format (transcript-formats.md §1.1–§1.4)
+//! # Transcript format (`docs/agents/claude.md#transcript-format`)
 //!
 //! A session is one JSONL file, `<projects>/<encoded cwd>/<session id>.jsonl`, one JSON object
 //! per line, append-only. Conversation lines share an envelope (`parentUuid, isSidechain,
@@ -63,12 +63,12 @@ fn locations() -> paths::Locations {
 pub mod registration;
 
 // ---------------------------------------------------------------------------------------------
-// Transcript reader (transcript-formats.md §1.2–§1.4)
+// Transcript reader (`docs/agents/claude.md#transcript-format`)
 // ---------------------------------------------------------------------------------------------
 
 /// Line `type`s that carry no conversation content: counted in [`ParseStats::skipped_known`]
-/// (transcript-formats.md §1.2; `attachment`, `last-prompt`, `custom-title`, `agent-name` are
-/// later 2.x additions).
+/// (`docs/agents/claude.md#transcript-format`; `attachment`, `last-prompt`, `custom-title`,
+/// `agent-name` are later 2.x additions).
 ///
 /// [`ParseStats::skipped_known`]: crate::model::ParseStats::skipped_known
 const SKIPPED_TYPES: &[&str] = &[
@@ -84,7 +84,7 @@ const SKIPPED_TYPES: &[&str] = &[
 ];
 
 /// Wrappers Claude Code and IDE integrations add around a prompt; removed with their content
-/// before the prompt is stored (transcript-formats.md §1.2, `user` row).
+/// before the prompt is stored (`docs/agents/claude.md#transcript-format`, `user` row).
 const STRIPPED_TAGS: &[&str] = &["system-reminder", "ide_opened_file", "ide_selection"];
 
 /// Tags of the echo lines Claude Code writes for slash commands, `!` shell commands and local
@@ -133,7 +133,7 @@ struct Envelope {
 }
 
 /// Reader for one Claude Code transcript file (`<projects>/<project>/<session>.jsonl` or a
-/// sub-agent file); implements [`LineReader`]. Format: transcript-formats.md §1.2–§1.4.
+/// sub-agent file); implements [`LineReader`]. Format: `docs/agents/claude.md#transcript-format`.
 ///
 /// What each line becomes:
 ///
@@ -157,11 +157,11 @@ struct Envelope {
 ///   and for `isMeta` lines.
 /// - `user` with `isCompactSummary: true`: a message with role `System`, kind
 ///   [`Kind::Summary`], the summary as one text part.
-/// - `isApiErrorMessage` lines and the types in transcript-formats.md §1.2 that carry no content
-///   (`progress`, `system`, `queue-operation`, `file-history-snapshot`, `summary`, `attachment`,
-///   `last-prompt`, `custom-title`, `agent-name`): counted in `stats.skipped_known`. Other types:
-///   `stats.skipped_unknown`. Not JSON, not an object, or a conversation line without an id:
-///   `stats.malformed`. Nothing panics and no line fails the file.
+/// - `isApiErrorMessage` lines and the types in `docs/agents/claude.md#transcript-format` that
+///   carry no content (`progress`, `system`, `queue-operation`, `file-history-snapshot`, `summary`,
+///   `attachment`, `last-prompt`, `custom-title`, `agent-name`): counted in `stats.skipped_known`.
+///   Other types: `stats.skipped_unknown`. Not JSON, not an object, or a conversation line without
+///   an id: `stats.malformed`. Nothing panics and no line fails the file.
 ///
 /// Records are emitted as soon as a line is read; a later line of a message still in
 /// `out.records` is merged into that record in place, otherwise (e.g. after [`finish`]) it is
@@ -670,13 +670,14 @@ fn take_str(v: Option<&mut Value>) -> Option<String> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Session identity and discovery (transcript-formats.md §1.1, agent-specs.md §1.1)
+// Session identity and discovery (`docs/agents/claude.md#session-identity-and-discovery`)
 // ---------------------------------------------------------------------------------------------
 
 /// How much of a 2.0 sub-agent file [`identify`] reads to find the parent `sessionId`.
 const IDENTIFY_HEAD_BYTES: u64 = 64 * 1024;
 
-/// Which session a Claude Code transcript file belongs to (transcript-formats.md §1.1).
+/// Which session a Claude Code transcript file belongs to
+/// (`docs/agents/claude.md#session-identity-and-discovery`).
 ///
 /// - Main session `<projects>/<project>/<session>.jsonl`: `external_id` = the file stem (the
 ///   session UUID), no parent. The file is not opened.
@@ -778,7 +779,7 @@ fn first_session_id(head: &[u8]) -> Option<String> {
 }
 
 /// Every Claude Code transcript under `projects_dir` (normally [`projects_dir`]), for
-/// `memtrail import` (layout: transcript-formats.md §1.1, agent-specs.md §1.1):
+/// `memtrail import` (layout: `docs/agents/claude.md#session-identity-and-discovery`):
 ///
 /// 1. main session files `<projects>/<project>/<session>.jsonl`, sorted by path;
 /// 2. then sub-agent files, sorted by path: 2.0.x `<projects>/<project>/agent-<id>.jsonl` and
@@ -864,12 +865,14 @@ fn is_jsonl(path: &Path) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Hooks (agent-specs.md §0.1, §1.5, §1.6; transcript-formats.md §1.5, §2.2, §3.2)
+// Hooks (`docs/agents/README.md#cross-agent-notes`, `docs/agents/claude.md#hooks`,
+// `docs/agents/claude.md#reply-dialect`; `docs/agents/claude.md#hooks`,
+// `docs/agents/cursor.md#hooks`, `docs/agents/vscode.md#hooks`)
 // ---------------------------------------------------------------------------------------------
 
 /// Parse a Claude-format hook payload (the stdin bytes) into a [`HookEvent`], reading the
 /// process environment to tell the caller apart (see [`detect_caller`]). Fields
-/// (agent-specs.md §1.5):
+/// (`docs/agents/claude.md#hooks`):
 ///
 /// - `event` ← `hook_event_name` (VS Code: `hookEventName`); empty when absent;
 /// - `session_id` ← `session_id` (VS Code: `sessionId`; Cursor: `conversation_id`);
@@ -935,13 +938,13 @@ pub fn parse_hook_payload(
 }
 
 /// The caller of a Claude-format hook. VS Code and Cursor also run the hooks in
-/// `~/.claude/settings.json` (agent-specs.md §0.1, §4.3, §5.1), each with its own payload:
+/// `~/.claude/settings.json` (`docs/agents/claude.md#who-is-calling`), each with its own payload:
 ///
 /// 1. Cursor when the payload has `conversation_id` and `workspace_roots`, or `cursor_version`
-///    (transcript-formats.md §2.2);
-/// 2. VS Code when it has camelCase `sessionId` or `hookEventName` (transcript-formats.md §3.2);
-/// 3. Cursor when `CURSOR_VERSION` or `CURSOR_PROJECT_DIR` is set (agent-specs.md §4.2, hook
-///    env), unless the payload's `transcript_path` is a Claude Code transcript (under
+///    (`docs/agents/cursor.md#hooks`);
+/// 2. VS Code when it has camelCase `sessionId` or `hookEventName` (`docs/agents/vscode.md#hooks`);
+/// 3. Cursor when `CURSOR_VERSION` or `CURSOR_PROJECT_DIR` is set (`docs/agents/cursor.md#hooks`,
+///    hook env), unless the payload's `transcript_path` is a Claude Code transcript (under
 ///    `…/.claude/projects/` or `$CLAUDE_CONFIG_DIR/projects/`): Claude Code started from a
 ///    Cursor terminal may inherit those variables;
 /// 4. otherwise Claude Code.
@@ -980,7 +983,7 @@ fn is_claude_transcript(payload: &Value, env: &dyn Fn(&str) -> Option<String>) -
 }
 
 /// The stdout reply to a `SessionStart` hook that adds `context` to the conversation
-/// (agent-specs.md §1.6): `{"hookSpecificOutput":{"hookEventName":"SessionStart",
+/// (`docs/agents/claude.md#reply-dialect`): `{"hookSpecificOutput":{"hookEventName":"SessionStart",
 /// "additionalContext":"<context>"}}`, one line of JSON without a trailing newline. Claude Code
 /// inserts the text as a system reminder before the first prompt; over 10,000 characters it is
 /// saved to a file and Claude gets a preview.

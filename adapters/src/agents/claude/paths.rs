@@ -4,7 +4,7 @@
 use crate::env::Env;
 use std::path::PathBuf;
 
-/// Where Claude Code keeps the files memtrail edits (§1.1).
+/// Where Claude Code keeps the files memtrail edits (`docs/agents/claude.md#paths`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Locations {
     /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`.

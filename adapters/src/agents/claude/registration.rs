@@ -2,19 +2,24 @@
 //!
 //! The installer (crate `memtrail-installer`) is generic: it knows how to add, update, find and
 //! remove an entry in a JSON file. This module says *what* the entries are for Claude Code and how
-//! to recognise memtrail's own ones. Sources: `../shared/reference/agent-specs.md` §1.1 (files),
-//! §1.3 (hook schema), §1.4 (events), §1.7 (MCP) and §1.8 (skills).
+//! to recognise memtrail's own ones. Sources: `docs/agents/claude.md#paths` (files),
+//! `docs/agents/claude.md#what-memtrail-registers` (hook schema), `docs/agents/claude.md#hooks`
+//! (events), `docs/agents/claude.md#what-memtrail-registers` (MCP) and
+//! `docs/agents/claude.md#what-memtrail-registers` (skills).
 //!
 //! Three things are registered:
 //!
-//! - **Hooks** in `<config>/settings.json` → `"hooks"` (§1.3): for each event of [`HOOKS`], one
-//!   matcher group `{"hooks":[{"type":"command","command":"<binary> hook claude","timeout":N}]}`
-//!   appended to that event's array. No `matcher` key, so it matches everything. The shell form
-//!   (one `command` string, no `args`) is used because every Claude Code version runs it.
+//! - **Hooks** in `<config>/settings.json` → `"hooks"`
+//!   (`docs/agents/claude.md#what-memtrail-registers`): for each event of [`HOOKS`], one matcher
+//!   group `{"hooks":[{"type":"command","command":"<binary> hook claude","timeout":N}]}` appended
+//!   to that event's array. No `matcher` key, so it matches everything. The shell form (one
+//!   `command` string, no `args`) is used because every Claude Code version runs it.
 //! - **An MCP server** at user scope in the global state file (`~/.claude.json`, or
-//!   `$CLAUDE_CONFIG_DIR/.claude.json`) → `"mcpServers"` → `"memtrail"` (§1.7):
+//!   `$CLAUDE_CONFIG_DIR/.claude.json`) → `"mcpServers"` → `"memtrail"`
+//!   (`docs/agents/claude.md#what-memtrail-registers`):
 //!   `{"type":"stdio","command":"<binary>","args":["mcp"],"env":{}}`.
-//! - **A personal skill** at `<config>/skills/memtrail/SKILL.md` (§1.8), content [`SKILL_MD`].
+//! - **A personal skill** at `<config>/skills/memtrail/SKILL.md`
+//!   (`docs/agents/claude.md#what-memtrail-registers`), content [`SKILL_MD`].
 
 pub use super::paths::Locations;
 use crate::shell::{is_memtrail_program, shell_quote, shell_split, unwrap_command};
@@ -28,11 +33,11 @@ pub const EXECUTABLE: &str = "claude";
 /// The `<agent>` argument of `memtrail hook <agent>` for Claude Code.
 pub const HOOK_AGENT_ARG: &str = "claude";
 
-/// One hook event memtrail registers, with its handler timeout in **seconds** (§1.3: Claude Code
-/// timeouts are seconds).
+/// One hook event memtrail registers, with its handler timeout in **seconds**
+/// (`docs/agents/claude.md#what-memtrail-registers`: Claude Code timeouts are seconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HookSpec {
-    /// The event name exactly as Claude Code spells it (§1.4).
+    /// The event name exactly as Claude Code spells it (`docs/agents/claude.md#hooks`).
     pub event: &'static str,
     /// Handler timeout in seconds.
     pub timeout_secs: u64,
@@ -41,7 +46,8 @@ pub struct HookSpec {
 /// The hook events memtrail registers, in the order they are written.
 ///
 /// SessionEnd gets 5 s: Claude Code gives SessionEnd hooks a 1.5 s shared budget that a per-hook
-/// timeout can raise (§1.3), and a hook must never hold the exit up for long.
+/// timeout can raise (`docs/agents/claude.md#what-memtrail-registers`), and a hook must never hold
+/// the exit up for long.
 pub const HOOKS: [HookSpec; 6] = [
     HookSpec {
         event: "SessionStart",
@@ -70,10 +76,12 @@ pub const HOOKS: [HookSpec; 6] = [
 ];
 
 /// The top-level key of `settings.json` that holds hooks, and also the key of a matcher group
-/// that holds its handlers (§1.3: event → array of matcher groups → `hooks` array of handlers).
+/// that holds its handlers (`docs/agents/claude.md#what-memtrail-registers`: event → array of
+/// matcher groups → `hooks` array of handlers).
 pub const HOOKS_KEY: &str = "hooks";
 
-/// The top-level key of `.claude.json` that holds user-scope MCP servers (§1.7).
+/// The top-level key of `.claude.json` that holds user-scope MCP servers
+/// (`docs/agents/claude.md#what-memtrail-registers`).
 pub const MCP_SERVERS_KEY: &str = "mcpServers";
 
 /// The name memtrail's MCP server is registered under.
@@ -101,7 +109,8 @@ pub fn hook_command(binary: &Path) -> Option<String> {
     Some(format!("{} hook {HOOK_AGENT_ARG}", shell_quote(b)))
 }
 
-/// One hook handler (§1.3): `{"type":"command","command":"<binary> hook claude","timeout":N}`.
+/// One hook handler (`docs/agents/claude.md#what-memtrail-registers`):
+/// `{"type":"command","command":"<binary> hook claude","timeout":N}`.
 pub fn hook_handler(binary: &Path, timeout_secs: u64) -> Option<Value> {
     Some(json!({
         "type": "command",
@@ -110,8 +119,8 @@ pub fn hook_handler(binary: &Path, timeout_secs: u64) -> Option<Value> {
     }))
 }
 
-/// One matcher group without a `matcher` (matches all) holding memtrail's handler (§1.3):
-/// `{"hooks":[<handler>]}`.
+/// One matcher group without a `matcher` (matches all) holding memtrail's handler
+/// (`docs/agents/claude.md#what-memtrail-registers`): `{"hooks":[<handler>]}`.
 pub fn hook_group(binary: &Path, timeout_secs: u64) -> Option<Value> {
     Some(json!({ HOOKS_KEY: [hook_handler(binary, timeout_secs)?] }))
 }
@@ -191,7 +200,7 @@ pub const SETTINGS_NOT_STRICT: &str =
 pub const GLOBAL_STATE_NOT_STRICT: &str =
     "Claude Code refuses to start with it (\"Configuration error … JSON Parse error\")";
 
-/// memtrail's user-scope MCP server entry (§1.7):
+/// memtrail's user-scope MCP server entry (`docs/agents/claude.md#what-memtrail-registers`):
 /// `{"type":"stdio","command":"<binary>","args":["mcp"],"env":{}}`. `None` when the path is not
 /// valid UTF-8.
 pub fn mcp_server_entry(binary: &Path) -> Option<Value> {
@@ -208,8 +217,9 @@ pub fn mcp_server_program(entry: &Value) -> Option<String> {
     entry.get("command")?.as_str().map(str::to_string)
 }
 
-/// Claude Code: agent-specs.md §1.3 (hooks in settings.json), §1.7 (user-scope MCP in
-/// `.claude.json`), §1.8 (personal skill).
+/// Claude Code: `docs/agents/claude.md#what-memtrail-registers` (hooks in settings.json),
+/// `docs/agents/claude.md#what-memtrail-registers` (user-scope MCP in `.claude.json`),
+/// `docs/agents/claude.md#what-memtrail-registers` (personal skill).
 pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
     let (env, binary) = (ctx.env, ctx.binary);
     let loc = Locations::resolve(env);

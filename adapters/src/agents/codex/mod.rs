@@ -1,8 +1,8 @@
 //! Codex CLI: paths, discovery, hook payloads (`hooks.json` events and the legacy `notify`
 //! program) and the rollout reader.
 //!
-//! Sources: `../shared/reference/agent-specs.md` §2 (files, `notify`, hooks, rollouts) and
-//! `../shared/reference/transcript-formats.md` §4 (rollout lines, `notify` payload), checked
+//! Sources: `docs/agents/codex.md` (files, `notify`, hooks, rollouts) and
+//! `docs/agents/codex.md#transcript-format` (rollout lines, `notify` payload), checked
 //! against upstream `openai/codex`: `codex-rs/protocol/src/models.rs` (`ResponseItem`,
 //! `InternalChatMessageMetadataPassthrough`), `codex-rs/protocol/src/items.rs` (`TurnItem`),
 //! `codex-rs/protocol/src/protocol.rs` (`EventMsg`, `RolloutItem`), `codex-rs/rollout/src/policy.rs`
@@ -45,7 +45,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 // ---------------------------------------------------------------------------------------------
-// Paths (agent-specs.md §2.1, §2.6)
+// Paths (`docs/agents/codex.md#paths`)
 // ---------------------------------------------------------------------------------------------
 
 /// The Codex home: `$CODEX_HOME` when set and non-empty (a relative value is taken relative to
@@ -72,14 +72,14 @@ pub fn config_toml_path() -> PathBuf {
     locations().config_toml
 }
 
-/// The user hooks file: `<home>/hooks.json` (agent-specs.md §2.4).
+/// The user hooks file: `<home>/hooks.json` (`docs/agents/codex.md#paths`).
 pub fn hooks_json_path() -> PathBuf {
     locations().hooks_json
 }
 
 /// memtrail's user skill: `<home>/skills/memtrail/SKILL.md` (`$CODEX_HOME/skills`, which
-/// Codex reads besides `$HOME/.agents/skills`, agent-specs.md §2.6; not the latter, where Gemini
-/// CLI would take it for its own: see [`registration`]).
+/// Codex reads besides `$HOME/.agents/skills`, `docs/agents/codex.md#what-memtrail-registers`; not
+/// the latter, where Gemini CLI would take it for its own: see [`registration`]).
 pub fn skill_path() -> PathBuf {
     locations().skill
 }
@@ -90,7 +90,7 @@ pub fn detect() -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Discovery and identity (agent-specs.md §2.1, §2.5)
+// Discovery and identity (`docs/agents/codex.md#session-identity-and-discovery`)
 // ---------------------------------------------------------------------------------------------
 
 /// How many directory levels below `sessions/` discovery descends (`YYYY/MM/DD` is 3).
@@ -281,7 +281,7 @@ pub fn transcript_reader() -> Box<dyn LineReader> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Rollout reader (transcript-formats.md §4.1, agent-specs.md §2.5)
+// Rollout reader (`docs/agents/codex.md#transcript-format`)
 // ---------------------------------------------------------------------------------------------
 
 /// Envelope `type`s that carry no conversation content (counted in `skipped_known`):
@@ -507,7 +507,7 @@ struct ReaderState {
 }
 
 /// Reader for one Codex rollout (`rollout-*.jsonl`); implements [`LineReader`] with
-/// [`LineReader::save_state`]. Format: transcript-formats.md §4.1, agent-specs.md §2.5 and the
+/// [`LineReader::save_state`]. Format: `docs/agents/codex.md#transcript-format` and the
 /// upstream files named in the [module docs](self).
 ///
 /// # Messages and ids
@@ -1566,12 +1566,13 @@ fn cap_front(list: &mut Vec<String>) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Hooks (agent-specs.md §2.3, §2.4; transcript-formats.md §4.2)
+// Hooks (`docs/agents/codex.md#notify`, `docs/agents/codex.md#hooks`;
+// `docs/agents/codex.md#notify`)
 // ---------------------------------------------------------------------------------------------
 
 /// Parse the stdin payload of a Codex `hooks.json` hook into a [`HookEvent`]
-/// (agent-specs.md §2.4; `codex-rs/hooks/schema/generated/*.command.input.schema.json`). The
-/// payload is Claude-compatible:
+/// (`docs/agents/codex.md#hooks`; `codex-rs/hooks/schema/generated/*.command.input.schema.json`).
+/// The payload is Claude-compatible:
 ///
 /// - `event` ← `hook_event_name` (`SessionStart`, `UserPromptSubmit`, `PreCompact`, `Stop`, …);
 /// - `session_id` ← `session_id` (the thread id; sub-agent hooks get the parent's);
@@ -1621,7 +1622,7 @@ pub fn parse_hook_payload(
 }
 
 /// Parse the JSON that Codex's legacy `notify` program receives as its **last argv element**
-/// (agent-specs.md §2.3, transcript-formats.md §4.2, `codex-rs/hooks/src/legacy_notify.rs`):
+/// (`docs/agents/codex.md#notify`, `codex-rs/hooks/src/legacy_notify.rs`):
 /// `{"type":"agent-turn-complete","thread-id","turn-id","cwd","client"?,"input-messages":[…],
 /// "last-assistant-message":…|null}`.
 ///
@@ -1796,10 +1797,11 @@ fn uuid_v7_day(id: &str) -> Option<i64> {
     Some(ms.div_euclid(86_400_000))
 }
 
-/// The stdout that adds `context` at a Codex `SessionStart` hook (agent-specs.md §2.4;
-/// `session-start.command.output.schema.json`): `{"hookSpecificOutput":{"hookEventName":
-/// "SessionStart","additionalContext":"<context>"}}` on one line, without a trailing newline.
-/// Codex adds the text as extra developer context. Always `Some`.
+/// The stdout that adds `context` at a Codex `SessionStart` hook
+/// (`docs/agents/codex.md#reply-dialect`; `session-start.command.output.schema.json`):
+/// `{"hookSpecificOutput":{"hookEventName": "SessionStart","additionalContext":"<context>"}}` on
+/// one line, without a trailing newline. Codex adds the text as extra developer context. Always
+/// `Some`.
 pub fn session_start_reply(context: &str) -> Option<String> {
     Some(
         json!({

@@ -1,14 +1,16 @@
 //! What memtrail registers in Codex CLI's config, in Codex's own dialect.
 //!
-//! Sources: `../shared/reference/agent-specs.md` §2.1 (`CODEX_HOME`), §2.2 (MCP), §2.3
-//! (`notify`), §2.4 (hooks and their trust), §2.6 (skills), checked against upstream
+//! Sources: `docs/agents/codex.md#paths` (`CODEX_HOME`),
+//! `docs/agents/codex.md#what-memtrail-registers` (MCP), `docs/agents/codex.md#notify` (`notify`),
+//! `docs/agents/codex.md#hook-trust` (hooks and their trust),
+//! `docs/agents/codex.md#what-memtrail-registers` (skills), checked against upstream
 //! `openai/codex`: `codex-rs/config/src/hook_config.rs` (`hooks.json` is
 //! `{"hooks":{"<Event>":[{"matcher"?,"hooks":[{"type":"command","command",…}]}]}}`, parsed as
-//! strict JSON; a handler needs `"type"`), `codex-rs/hooks/src/engine/discovery.rs` (trust is
-//! per handler, keyed `<hooks.json path>:<event label>:<group>:<handler>` in
-//! `[hooks.state."<key>"]` of the user `config.toml`, and holds a hash of the handler: a changed
-//! command is untrusted again) and `codex-rs/hooks/src/legacy_notify.rs` (`notify` runs its argv
-//! plus one JSON argument, whatever the trust).
+//! strict JSON; a handler needs `"type"`), `codex-rs/hooks/src/engine/discovery.rs` (trust is per
+//! handler, keyed `<hooks.json path>:<event label>:<group>:<handler>` in `[hooks.state."<key>"]` of
+//! the user `config.toml`, and holds a hash of the handler: a changed command is untrusted again)
+//! and `codex-rs/hooks/src/legacy_notify.rs` (`notify` runs its argv plus one JSON argument,
+//! whatever the trust).
 //!
 //! Four things:
 //!
@@ -155,9 +157,11 @@ pub fn is_memtrail_skill(text: &str) -> bool {
     crate::registration::is_memtrail_skill(text)
 }
 
-/// Codex CLI: agent-specs.md §2.2 (`[mcp_servers.memtrail]`), §2.3 (`notify`, chained with a
-/// user's own), §2.4 (`hooks.json`, and the trust Codex needs before it runs them), §2.6
-/// (skill in `$CODEX_HOME/skills`; memtrail's former skill in `~/.agents/skills` is removed).
+/// Codex CLI: `docs/agents/codex.md#what-memtrail-registers` (`[mcp_servers.memtrail]`),
+/// `docs/agents/codex.md#notify` (`notify`, chained with a user's own),
+/// `docs/agents/codex.md#hook-trust` (`hooks.json`, and the trust Codex needs before it runs them),
+/// `docs/agents/codex.md#what-memtrail-registers` (skill in `$CODEX_HOME/skills`; memtrail's former
+/// skill in `~/.agents/skills` is removed).
 pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
     let (env, binary) = (ctx.env, ctx.binary);
     let loc = Locations::resolve(env);

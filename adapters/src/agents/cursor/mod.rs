@@ -1,13 +1,13 @@
 //! Cursor (the IDE agent and the `agent` / `cursor-agent` CLI): paths, hook payloads, and the
 //! agent-transcript reader.
 //!
-//! Sources: `../shared/reference/agent-specs.md` §4 (hooks.json, events, payloads, output,
-//! transcripts) and `../shared/reference/transcript-formats.md` §2 (stop payload, transcript
+//! Sources: `docs/agents/cursor.md` (hooks.json, events, payloads, output,
+//! transcripts) and `docs/agents/cursor.md#transcript-format` (stop payload, transcript
 //! JSONL, `state.vscdb`); upstream third-party probes in `entireio/cli`
 //! (`cmd/entire/cli/agent/cursor/{AGENT.md,cursor.go,transcript.go}`,
 //! `cmd/entire/cli/textutil/ide_tags.go`), which are the best public description of the format.
 //!
-//! # Transcript format (transcript-formats.md §2.3)
+//! # Transcript format (`docs/agents/cursor.md#transcript-format`)
 //!
 //! One conversation is one append-only JSONL file,
 //! `<config>/projects/<slug>/agent-transcripts/<conversation id>.jsonl` (CLI, flat) or
@@ -32,11 +32,11 @@
 //! by Cursor (third-party observation), so a transcript is looked up by conversation id when the
 //! slug does not match ([`transcripts_for_event`]).
 //!
-//! What is not read: the IDE's `state.vscdb` (SQLite, `cursorDiskKV`, transcript-formats.md
-//! §2.4); some IDE builds are reported to write only `turn_ended` markers into the transcript and
-//! keep the bodies in that database (third-party, unverified). Code-session-memory's
-//! `cursor-session.json` fixture is its own conversion of that database (`FullMessage[]`), not a
-//! Cursor format, and is not read either.
+//! What is not read: the IDE's `state.vscdb` (SQLite, `cursorDiskKV`,
+//! `docs/agents/cursor.md#transcript-traps`); some IDE builds are reported to write only
+//! `turn_ended` markers into the transcript and keep the bodies in that database (third-party,
+//! unverified). Code-session-memory's `cursor-session.json` fixture is its own conversion of that
+//! database (`FullMessage[]`), not a Cursor format, and is not read either.
 
 use crate::model::{
     Agent, Batch, HookEvent, LineReader, Message, Part, Record, Role, SessionRef, ToolCall,
@@ -51,7 +51,7 @@ use std::path::{Component, Path, PathBuf};
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 // ---------------------------------------------------------------------------------------------
-// Paths (agent-specs.md §4.1, §4.4, §4.6)
+// Paths (`docs/agents/cursor.md#paths`)
 // ---------------------------------------------------------------------------------------------
 
 /// The Cursor config folder: `$CURSOR_CONFIG_DIR` when set to an absolute path, else `~/.cursor`
@@ -115,7 +115,7 @@ pub fn detect() -> bool {
 /// Cursor's project folder name for a workspace path: leading `/` removed, every character that
 /// is not an ASCII letter or digit replaced by `-` (one `-` per character, as Go's
 /// `[^a-zA-Z0-9]` does per rune). `/home/user/my_app` → `home-user-my-app`. Source: entireio/cli
-/// `sanitizePathForCursor`; agent-specs.md §4.6.
+/// `sanitizePathForCursor`; `docs/agents/cursor.md#transcript-format`.
 ///
 /// Cursor truncates long paths and adds a hash suffix, so the result is only a first guess.
 pub fn project_slug(workspace: &str) -> String {
@@ -197,7 +197,7 @@ fn slug_of_transcript(path: &Path) -> Option<String> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Transcript reader (transcript-formats.md §2.3)
+// Transcript reader (`docs/agents/cursor.md#transcript-format`)
 // ---------------------------------------------------------------------------------------------
 
 /// The fields of a transcript line the reader uses; each is a [`Value`] so that a wrong type
@@ -216,7 +216,7 @@ const KNOWN_TYPES: &[&str] = &["turn_ended"];
 
 /// Reader for one Cursor agent transcript (`…/agent-transcripts/<id>.jsonl`, the nested
 /// `<id>/<id>.jsonl`, or a sub-agent file); implements [`LineReader`]. Format:
-/// transcript-formats.md §2.3 and the module docs.
+/// `docs/agents/cursor.md#transcript-format` and the module docs.
 ///
 /// What each line becomes (`n` = the line's 0-based index among non-blank lines):
 ///
@@ -630,7 +630,8 @@ fn parse_offset(t: &str) -> Option<i64> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Session identity, reader choice, discovery (agent-specs.md §4.6)
+// Session identity, reader choice, discovery
+// (`docs/agents/cursor.md#session-identity-and-discovery`)
 // ---------------------------------------------------------------------------------------------
 
 /// Which conversation a Cursor transcript file belongs to. The file is not opened.
@@ -794,12 +795,13 @@ fn is_jsonl(path: &Path) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Hooks (agent-specs.md §0.1, §4.2; transcript-formats.md §2.2)
+// Hooks (`docs/agents/README.md#cross-agent-notes`, `docs/agents/cursor.md#hooks`;
+// `docs/agents/cursor.md#hooks`)
 // ---------------------------------------------------------------------------------------------
 
 /// Parse a Cursor hook payload (the stdin bytes of `memtrail hook cursor`) into a [`HookEvent`].
 ///
-/// Common fields (agent-specs.md §4.2): `conversation_id`, `generation_id`, `model`,
+/// Common fields (`docs/agents/cursor.md#hooks`): `conversation_id`, `generation_id`, `model`,
 /// `hook_event_name` (`sessionStart`, `beforeSubmitPrompt`, `stop`, `preCompact`, `sessionEnd`,
 /// `subagentStop`, …), `cursor_version`, `workspace_roots`, `user_email`, `transcript_path`
 /// (`null` in the CLI). Mapping:
@@ -1034,9 +1036,9 @@ fn resolve_transcript(ev: &HookEvent, projects_dirs: &[PathBuf]) -> Option<PathB
 }
 
 /// The stdout reply to a `sessionStart` hook that adds `context` to the conversation:
-/// `{"additional_context":"<context>"}` (snake_case; agent-specs.md §4.2, confirmed by
-/// third-party integrations), one line of JSON without a trailing newline. Cursor also accepts
-/// an `env` object there, which memtrail does not use. Always `Some`.
+/// `{"additional_context":"<context>"}` (snake_case; `docs/agents/cursor.md#reply-dialect`,
+/// confirmed by third-party integrations), one line of JSON without a trailing newline. Cursor also
+/// accepts an `env` object there, which memtrail does not use. Always `Some`.
 pub fn session_start_reply(context: &str) -> Option<String> {
     Some(json!({ "additional_context": context }).to_string())
 }

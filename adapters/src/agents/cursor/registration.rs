@@ -1,11 +1,12 @@
 //! What memtrail registers in Cursor's config, in Cursor's own dialect.
 //!
-//! Sources: `../shared/reference/agent-specs.md` §4.1 (user `~/.cursor/hooks.json`: top-level
+//! Sources: `docs/agents/cursor.md#what-memtrail-registers` (user `~/.cursor/hooks.json`: top-level
 //! `"version": 1`, a flat list of `{command, timeout…}` per event, commands run from
-//! `~/.cursor/` without `~` or variable expansion, so the path is absolute), §4.2 (event
-//! names), §4.4 (`~/.cursor/mcp.json` → `mcpServers`), §4.5 (`~/.cursor/skills/`); checked
-//! against Cursor's hooks page as quoted by third-party installers (entireio/cli probes,
-//! robot-council's stop hook notes) — Cursor publishes no source.
+//! `~/.cursor/` without `~` or variable expansion, so the path is absolute),
+//! `docs/agents/cursor.md#hooks` (event names), `docs/agents/cursor.md#what-memtrail-registers`
+//! (`~/.cursor/mcp.json` → `mcpServers`), `docs/agents/cursor.md#what-memtrail-registers`
+//! (`~/.cursor/skills/`); checked against Cursor's hooks page as quoted by third-party installers
+//! (entireio/cli probes, robot-council's stop hook notes) — Cursor publishes no source.
 //!
 //! Three files, in `<config>` = `$CURSOR_CONFIG_DIR` or `~/.cursor` (the folder the adapter
 //! reads, [`super::config_dir`]):
@@ -156,8 +157,10 @@ pub fn is_memtrail_skill(text: &str) -> bool {
     crate::registration::is_memtrail_skill(text)
 }
 
-/// Cursor: agent-specs.md §4.1/§4.2 (user `hooks.json`: `version: 1`, flat entries per event,
-/// absolute commands), §4.4 (`mcp.json`), §4.5 (skill).
+/// Cursor: `docs/agents/cursor.md#what-memtrail-registers`/`docs/agents/cursor.md#hooks` (user
+/// `hooks.json`: `version: 1`, flat entries per event, absolute commands),
+/// `docs/agents/cursor.md#what-memtrail-registers` (`mcp.json`),
+/// `docs/agents/cursor.md#what-memtrail-registers` (skill).
 pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
     let (env, binary) = (ctx.env, ctx.binary);
     let loc = Locations::resolve(env);

@@ -1,7 +1,7 @@
 //! Gemini CLI: paths, hook payloads, session identity, discovery and the chat-recording readers.
 //!
-//! Sources: `../shared/reference/agent-specs.md` §3 (files, hooks, sessions) and
-//! `../shared/reference/transcript-formats.md` §5 (session files), checked against the upstream
+//! Sources: `docs/agents/gemini.md` (files, hooks, sessions) and
+//! `docs/agents/gemini.md#transcript-format` (session files), checked against the upstream
 //! source `google-gemini/gemini-cli` (`packages/core/src/utils/paths.ts` `homedir()`,
 //! `config/storage.ts`, `config/projectRegistry.ts`, `services/chatRecordingService.ts`,
 //! `services/chatRecordingTypes.ts`, `core/geminiChat.ts`, `scheduler/tool-executor.ts`,
@@ -43,7 +43,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 // ---------------------------------------------------------------------------------------------
-// Paths (agent-specs.md §3.1; upstream paths.ts `homedir()`, storage.ts)
+// Paths (`docs/agents/gemini.md#paths`; upstream paths.ts `homedir()`, storage.ts)
 // ---------------------------------------------------------------------------------------------
 
 /// The Gemini CLI folder: `$GEMINI_CLI_HOME/.gemini` when `GEMINI_CLI_HOME` is set and not
@@ -70,7 +70,7 @@ pub fn projects_registry_path() -> PathBuf {
     config_dir().join("projects.json")
 }
 
-/// memtrail's user skill: `<config>/skills/memtrail/SKILL.md` (agent-specs.md §3.1).
+/// memtrail's user skill: `<config>/skills/memtrail/SKILL.md` (`docs/agents/gemini.md#paths`).
 pub fn skill_path() -> PathBuf {
     locations().skill
 }
@@ -753,14 +753,16 @@ impl Emitter {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The JSONL reader (transcript-formats.md §5.3 (b); upstream chatRecordingService.ts)
+// The JSONL reader (`docs/agents/gemini.md#current-jsonl-recordings`; upstream
+// chatRecordingService.ts)
 // ---------------------------------------------------------------------------------------------
 
 /// Reader for one current-format Gemini CLI chat recording
 /// (`<config>/tmp/<project>/chats/session-*.jsonl` or a sub-agent
-/// `chats/<parent>/<session>.jsonl`); implements [`LineReader`]. Format: transcript-formats.md
-/// §5.3 (b), upstream `chatRecordingService.ts` (`loadConversationRecord`, which classifies a
-/// line by its keys in this order) and `chatRecordingTypes.ts`.
+/// `chats/<parent>/<session>.jsonl`); implements [`LineReader`]. Format:
+/// `docs/agents/gemini.md#current-jsonl-recordings`, upstream `chatRecordingService.ts`
+/// (`loadConversationRecord`, which classifies a line by its keys in this order) and
+/// `chatRecordingTypes.ts`.
 ///
 /// What each line becomes:
 ///
@@ -921,12 +923,12 @@ impl LineReader for GeminiReader {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The legacy whole-file reader (transcript-formats.md §5.3 (a))
+// The legacy whole-file reader (`docs/agents/gemini.md#legacy-json-files`)
 // ---------------------------------------------------------------------------------------------
 
 /// Reader for a legacy whole-file Gemini CLI session (`session-*.json`, a pretty-printed
 /// `ConversationRecord {sessionId, projectHash, startTime, lastUpdated, summary?, directories?,
-/// kind?, messages: [...]}`; transcript-formats.md §5.3 (a)); implements [`DocReader`].
+/// kind?, messages: [...]}`; `docs/agents/gemini.md#legacy-json-files`); implements [`DocReader`].
 ///
 /// Every element of `messages` is converted like a JSONL message record (see [`GeminiReader`])
 /// and emitted as [`Record::Replace`], in order (a repeated id replaces the earlier one in
@@ -1014,7 +1016,8 @@ impl DocReader for GeminiDocReader {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Session identity and discovery (agent-specs.md §3.4; upstream chatRecordingService.ts)
+// Session identity and discovery (`docs/agents/gemini.md#session-identity-and-discovery`; upstream
+// chatRecordingService.ts)
 // ---------------------------------------------------------------------------------------------
 
 /// How much of a file [`identify`] reads to find its `sessionId`.
@@ -1118,7 +1121,8 @@ pub fn discover() -> std::io::Result<Vec<PathBuf>> {
     discover_in(&tmp_dir())
 }
 
-/// Every chat recording under `tmp` (normally `<config>/tmp`; layout: agent-specs.md §3.4):
+/// Every chat recording under `tmp` (normally `<config>/tmp`; layout:
+/// `docs/agents/gemini.md#session-identity-and-discovery`):
 ///
 /// 1. main recordings `<tmp>/<project>/chats/session-*.jsonl` and legacy
 ///    `session-*.json`, sorted by path, leaving out `*.meta.json` sidecars and any `.json` whose
@@ -1201,13 +1205,13 @@ fn has_suffix(path: &Path, suffix: &str) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Hooks (agent-specs.md §3.3; upstream hooks/types.ts, hookEventHandler.ts)
+// Hooks (`docs/agents/gemini.md#hooks`; upstream hooks/types.ts, hookEventHandler.ts)
 // ---------------------------------------------------------------------------------------------
 
 /// Parse a Gemini CLI hook payload (stdin) into a [`HookEvent`]. Every event carries the base
 /// input `{session_id, transcript_path, cwd, hook_event_name, timestamp}` (upstream
 /// `createBaseInput`; `transcript_path` is `""` before the chat recording exists) plus its own
-/// fields (agent-specs.md §3.3):
+/// fields (`docs/agents/gemini.md#hooks`):
 ///
 /// - `event` ← `hook_event_name` (`hookEventName` accepted); empty when absent;
 /// - `session_id` ← `session_id` (`sessionId` accepted), else `$GEMINI_SESSION_ID`;
@@ -1362,7 +1366,7 @@ fn find_recording(config: &Path, session: &str, cwd: Option<&str>) -> Option<Pat
 }
 
 /// The stdout reply to a `SessionStart` hook that adds `context` to the conversation
-/// (agent-specs.md §3.3, upstream `hooks/types.ts` `SessionStartOutput`):
+/// (`docs/agents/gemini.md#reply-dialect`, upstream `hooks/types.ts` `SessionStartOutput`):
 /// `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"<context>"}}`,
 /// one line of JSON (Gemini CLI parses stdout as JSON only). Gemini CLI injects the text as the
 /// first turn of the history (interactive) or prepends it to the prompt (non-interactive); it

@@ -4,7 +4,7 @@
 use crate::env::Env;
 use std::path::PathBuf;
 
-/// Where Gemini CLI keeps the files memtrail edits (§3.1).
+/// Where Gemini CLI keeps the files memtrail edits (`docs/agents/gemini.md#paths`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Locations {
     /// `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`.

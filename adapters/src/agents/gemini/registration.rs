@@ -1,12 +1,13 @@
 //! What memtrail registers in Gemini CLI's config, in Gemini CLI's own dialect.
 //!
-//! Sources: `../shared/reference/agent-specs.md` §3.1 (files, `GEMINI_CLI_HOME`), §3.2 (MCP),
-//! §3.3 (hooks), checked against upstream `google-gemini/gemini-cli`:
-//! `packages/core/src/hooks/hookRegistry.ts` (a definition is `{matcher?, sequential?,
-//! hooks: [...]}`, a hook needs `type: "command"` and `command`; its `name`, else its command,
-//! is what `hooksConfig.disabled` lists), `packages/core/src/hooks/types.ts` (event names),
-//! `packages/core/src/tools/mcp-tool.ts` (MCP tools are exposed as `mcp_<server>_<tool>`, so
-//! the server alias has no `_`), `docs/cli/skills.md` (user skills in `~/.gemini/skills/`).
+//! Sources: `docs/agents/gemini.md#paths` (files, `GEMINI_CLI_HOME`),
+//! `docs/agents/gemini.md#what-memtrail-registers` (MCP), `docs/agents/gemini.md#hooks` (hooks),
+//! checked against upstream `google-gemini/gemini-cli`: `packages/core/src/hooks/hookRegistry.ts`
+//! (a definition is `{matcher?, sequential?, hooks: [...]}`, a hook needs `type: "command"` and
+//! `command`; its `name`, else its command, is what `hooksConfig.disabled` lists),
+//! `packages/core/src/hooks/types.ts` (event names), `packages/core/src/tools/mcp-tool.ts` (MCP
+//! tools are exposed as `mcp_<server>_<tool>`, so the server alias has no `_`),
+//! `docs/cli/skills.md` (user skills in `~/.gemini/skills/`).
 //!
 //! Three things, all in `<config>` = `$GEMINI_CLI_HOME/.gemini` (default `~/.gemini`):
 //!
@@ -33,7 +34,8 @@ pub const HOOK_AGENT_ARG: &str = "gemini";
 /// The `name` of memtrail's hooks (what `/hooks` shows and `hooksConfig.disabled` lists).
 pub const HOOK_NAME: &str = "memtrail";
 
-/// One hook event memtrail registers, with its timeout in **milliseconds** (§3.3).
+/// One hook event memtrail registers, with its timeout in **milliseconds**
+/// (`docs/agents/gemini.md#hooks`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HookSpec {
     /// The event name exactly as Gemini CLI spells it.
@@ -70,7 +72,8 @@ pub const HOOKS_KEY: &str = "hooks";
 /// The top-level key of `settings.json` holding MCP servers.
 pub const MCP_SERVERS_KEY: &str = "mcpServers";
 
-/// The alias memtrail's MCP server is registered under (no `_`: §3.2).
+/// The alias memtrail's MCP server is registered under (no `_`:
+/// `docs/agents/gemini.md#what-memtrail-registers`).
 pub const MCP_SERVER_NAME: &str = "memtrail";
 
 /// Handler keys written only when missing (a user's longer timeout or another name survives a
@@ -141,8 +144,8 @@ pub fn is_memtrail_skill(text: &str) -> bool {
     crate::registration::is_memtrail_skill(text)
 }
 
-/// Gemini CLI: agent-specs.md §3.1–§3.3 (hooks and MCP in the user `settings.json`, timeouts in
-/// milliseconds; user skill).
+/// Gemini CLI: `docs/agents/gemini.md#what-memtrail-registers` (hooks and MCP in the user
+/// `settings.json`, timeouts in milliseconds; user skill).
 pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
     let (env, binary) = (ctx.env, ctx.binary);
     let loc = Locations::resolve(env);

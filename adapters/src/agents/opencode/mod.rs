@@ -1,7 +1,7 @@
 //! OpenCode: paths, the plugin, hook payloads, and the readers for OpenCode's own session storage.
 //!
-//! Sources: `../shared/reference/agent-specs.md` §6 and `../shared/reference/transcript-formats.md`
-//! §6, checked against the upstream source (`anomalyco/opencode`, formerly `sst/opencode`):
+//! Sources: `docs/agents/opencode.md` and `docs/agents/opencode.md#transcript-format`, checked
+//! against the upstream source (`anomalyco/opencode`, formerly `sst/opencode`):
 //! `packages/opencode/src/session/session.sql.ts` (tables), `packages/opencode/src/storage/db.ts`
 //! (path, WAL), `packages/opencode/src/storage/json-migration.ts` (legacy JSON tree),
 //! `packages/plugin/src/index.ts` (V1 plugin hooks), `packages/core/src/session/message.ts` and
@@ -53,7 +53,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
-// Paths (agent-specs.md §6.1, §6.3, §6.4)
+// Paths (`docs/agents/opencode.md#paths`)
 // ---------------------------------------------------------------------------------------------
 
 /// OpenCode's global config folder: `$XDG_CONFIG_HOME/opencode`, default `~/.config/opencode`
@@ -81,9 +81,9 @@ pub fn storage_dir() -> PathBuf {
     data_dir().join("storage")
 }
 
-/// The global plugin folder: `<config>/plugins` (agent-specs.md §6.3; the plural name is the
-/// documented one for 1.x and the one OpenCode 2.x loads from; 1.x also scans a singular
-/// `plugin/`, which memtrail does not use).
+/// The global plugin folder: `<config>/plugins` (`docs/agents/opencode.md#the-plugin`; the plural
+/// name is the documented one for 1.x and the one OpenCode 2.x loads from; 1.x also scans a
+/// singular `plugin/`, which memtrail does not use).
 pub fn plugins_dir() -> PathBuf {
     config_dir().join("plugins")
 }
@@ -94,7 +94,7 @@ pub fn plugin_path() -> PathBuf {
 }
 
 /// The global config file: `<config>/opencode.jsonc` when it exists, else `<config>/opencode.json`
-/// (agent-specs.md §6.1; both names are read by OpenCode).
+/// (`docs/agents/opencode.md#paths`; both names are read by OpenCode).
 pub fn config_file() -> PathBuf {
     locations().config_file
 }
@@ -667,7 +667,7 @@ fn file_note(name: Option<&str>, url: Option<&str>, mime: Option<&str>) -> Strin
 }
 
 // ---------------------------------------------------------------------------------------------
-// `opencode export` JSON (agent-specs.md §6.4, transcript-formats.md §6.2)
+// `opencode export` JSON (`docs/agents/opencode.md#opencode-export`)
 // ---------------------------------------------------------------------------------------------
 
 /// Reader for `opencode export <sessionID>` output (also the REST `GET /session/:id` +
@@ -739,7 +739,8 @@ fn read_export_into(bytes: &[u8], out: &mut Batch) -> Option<SessionRef> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Legacy JSON storage (agent-specs.md §6.4; upstream storage/json-migration.ts)
+// Legacy JSON storage (`docs/agents/opencode.md#legacy-json-storage`; upstream
+// storage/json-migration.ts)
 // ---------------------------------------------------------------------------------------------
 
 /// One session read from the legacy JSON tree.
@@ -860,7 +861,8 @@ fn stem_of(p: &Path) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The SQLite database (agent-specs.md §6.4; upstream session/session.sql.ts, storage/db.ts)
+// The SQLite database (`docs/agents/opencode.md#the-database`; upstream session/session.sql.ts,
+// storage/db.ts)
 // ---------------------------------------------------------------------------------------------
 
 /// How far back (ms) before the caller's watermark [`read_db`] looks again. OpenCode stamps
@@ -1712,7 +1714,7 @@ pub fn session_start_reply(context: &str) -> Option<String> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The plugin (agent-specs.md §6.3)
+// The plugin (`docs/agents/opencode.md#the-plugin`)
 // ---------------------------------------------------------------------------------------------
 
 /// The plugin's file name in [`plugins_dir`].

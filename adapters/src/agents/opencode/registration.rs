@@ -1,11 +1,12 @@
 //! What memtrail registers in OpenCode's config, in OpenCode's own dialect.
 //!
-//! Sources: `../shared/reference/agent-specs.md` §6.1 (config files: `opencode.jsonc` or
-//! `opencode.json` in `$XDG_CONFIG_HOME/opencode`), §6.2 (MCP), §6.3 (plugins); upstream
-//! `anomalyco/opencode` `packages/web/src/content/docs/mcp-servers.mdx` (a local server is
-//! `{"type":"local","command":[…],"enabled":true}` under `"mcp"`; 1.15 refuses a server
-//! without `enabled`, anomalyco/opencode#28625) and the V2 migration guide (V2 reads the same
-//! files and normalizes V1 fields in memory, so the V1 shape works on both; a config already
+//! Sources: `docs/agents/opencode.md#paths` (config files: `opencode.jsonc` or
+//! `opencode.json` in `$XDG_CONFIG_HOME/opencode`),
+//! `docs/agents/opencode.md#what-memtrail-registers` (MCP), `docs/agents/opencode.md#the-plugin`
+//! (plugins); upstream `anomalyco/opencode` `packages/web/src/content/docs/mcp-servers.mdx` (a
+//! local server is `{"type":"local","command":[…],"enabled":true}` under `"mcp"`; 1.15 refuses a
+//! server without `enabled`, anomalyco/opencode#28625) and the V2 migration guide (V2 reads the
+//! same files and normalizes V1 fields in memory, so the V1 shape works on both; a config already
 //! converted to the native V2 shape keeps its servers under `mcp.servers`).
 //!
 //! Two things, in `<config>` = `$XDG_CONFIG_HOME/opencode` (default `~/.config/opencode`):
@@ -18,9 +19,10 @@
 //!   ([`mcp_server_entry`]); in a config that already uses the native V2 shape, `"mcp"` →
 //!   `"servers"` → `"memtrail"` → `{"type":"local","command":["<binary>","mcp"]}`.
 //!
-//! - **A skill** `<config>/skills/memtrail/SKILL.md` (§6.5: OpenCode's own user skills folder;
-//!   it also reads `~/.claude/skills` and `~/.agents/skills`, but an OpenCode-only user has
-//!   neither), content [`SKILL_MD`].
+//! - **A skill** `<config>/skills/memtrail/SKILL.md`
+//!   (`docs/agents/opencode.md#what-memtrail-registers`: OpenCode's own user skills folder; it also
+//!   reads `~/.claude/skills` and `~/.agents/skills`, but an OpenCode-only user has neither),
+//!   content [`SKILL_MD`].
 
 pub use super::paths::Locations;
 use crate::spec::*;
@@ -81,8 +83,9 @@ pub fn plugin_binary(text: &str) -> Option<String> {
     serde_json::from_str::<String>(line.trim().trim_end_matches(';')).ok()
 }
 
-/// OpenCode: agent-specs.md §6.1–§6.3 (the plugin in `<config>/plugins/`, in the module shape
-/// the installed version loads; `mcp.memtrail` in `opencode.jsonc` or `opencode.json`).
+/// OpenCode: `docs/agents/opencode.md#what-memtrail-registers` (the plugin in `<config>/plugins/`,
+/// in the module shape the installed version loads; `mcp.memtrail` in `opencode.jsonc` or
+/// `opencode.json`).
 pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
     let (env, binary) = (ctx.env, ctx.binary);
     let loc = Locations::resolve(env);

@@ -1,9 +1,9 @@
 //! VS Code with GitHub Copilot Chat (agent mode): paths, hook payloads, the agent-transcript
 //! reader and the `chatSessions` reader.
 //!
-//! Sources: `../shared/reference/agent-specs.md` §5 and `../shared/reference/transcript-formats.md`
-//! §3; upstream `microsoft/vscode-docs` `docs/agent-customization/hooks.md` (hook events, common
-//! input, SessionStart output); `microsoft/vscode-copilot-chat`
+//! Sources: `docs/agents/vscode.md` and `docs/agents/vscode.md#transcript-format`; upstream
+//! `microsoft/vscode-docs` `docs/agent-customization/hooks.md` (hook events, common input,
+//! SessionStart output); `microsoft/vscode-copilot-chat`
 //! `src/platform/chat/common/sessionTranscriptService.ts` (the transcript entry types) and
 //! `chatHookService.ts`; `microsoft/vscode` `src/vs/workbench/contrib/chat/common/chatModel.ts`
 //! (`ISerializableChatData`), `chatService.ts` (serialized response parts) and
@@ -44,7 +44,7 @@ use std::path::{Component, Path, PathBuf};
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 // ---------------------------------------------------------------------------------------------
-// Paths (agent-specs.md §5.3)
+// Paths (`docs/agents/vscode.md#paths`)
 // ---------------------------------------------------------------------------------------------
 
 /// The platform folder that holds `Code/`: `%APPDATA%` on Windows,
@@ -228,7 +228,7 @@ pub fn tool_vocabulary(name: &str) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Agent transcript reader (transcript-formats.md §3.3; sessionTranscriptService.ts)
+// Agent transcript reader (`docs/agents/vscode.md#agent-transcripts`; sessionTranscriptService.ts)
 // ---------------------------------------------------------------------------------------------
 
 /// Event types that carry no conversation content (counted as known). The first group is VS
@@ -305,7 +305,7 @@ struct Start {
 /// Reader for one Copilot agent transcript
 /// (`workspaceStorage/<hash>/GitHub.copilot-chat/transcripts/<sessionId>.jsonl`, or a Copilot
 /// CLI `events.jsonl`); implements [`LineReader`]. Format: module docs,
-/// transcript-formats.md §3.3.
+/// `docs/agents/vscode.md#agent-transcripts`.
 ///
 /// What each event becomes (`<id>` = the event's `id`, else `line-<n>` with `n` the 0-based
 /// index of the line among non-blank lines):
@@ -1752,7 +1752,7 @@ fn list_files(dir: &Path, exts: &[&str], unreadable: &mut Vec<(PathBuf, String)>
 }
 
 // ---------------------------------------------------------------------------------------------
-// Hooks (agent-specs.md §5.2; vscode-docs hooks.md)
+// Hooks (`docs/agents/vscode.md#hooks`; vscode-docs hooks.md)
 // ---------------------------------------------------------------------------------------------
 
 /// Parse a VS Code hook payload (stdin of `memtrail hook vscode`) into a [`HookEvent`].

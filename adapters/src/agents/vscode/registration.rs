@@ -1,10 +1,11 @@
 //! What memtrail registers in VS Code (GitHub Copilot agent mode), in VS Code's own dialect.
 //!
-//! Sources: `../shared/reference/agent-specs.md` §5.1 (hook file locations,
-//! `chat.hookFilesLocations`), §5.2 (hook file format and events), §5.3 (`mcp.json`), checked
-//! against upstream `microsoft/vscode-docs` `docs/agent-customization/hooks.md` (a location is a
-//! folder or a `.json` file; only relative and `~` paths; entries are added to the defaults, and
-//! `false` switches one off) and `docs/copilot/reference/mcp-configuration.md`.
+//! Sources: `docs/agents/vscode.md#what-memtrail-registers` (hook file locations,
+//! `chat.hookFilesLocations`), `docs/agents/vscode.md#hooks` (hook file format and events),
+//! `docs/agents/vscode.md#what-memtrail-registers` (`mcp.json`), checked against upstream
+//! `microsoft/vscode-docs` `docs/agent-customization/hooks.md` (a location is a folder or a `.json`
+//! file; only relative and `~` paths; entries are added to the defaults, and `false` switches one
+//! off) and `docs/copilot/reference/mcp-configuration.md`.
 //!
 //! - **A hook file** memtrail owns, [`HOOK_FILE_SETTING`] (`~/.config/memtrail/vscode-hooks.json`):
 //!   `{"hooks":{"SessionStart":[{"type":"command","command":"<binary> hook vscode","timeout":30}],
@@ -177,8 +178,8 @@ pub fn mcp_server_program(entry: &Value) -> Option<String> {
     crate::registration::entry_command(entry)
 }
 
-/// VS Code: agent-specs.md §5.1–§5.3 (memtrail's own hook file, registered in
-/// `chat.hookFilesLocations` of each user `settings.json`; `servers.memtrail` in each user
+/// VS Code: `docs/agents/vscode.md#what-memtrail-registers` (memtrail's own hook file, registered
+/// in `chat.hookFilesLocations` of each user `settings.json`; `servers.memtrail` in each user
 /// `mcp.json`).
 pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
     let (env, binary) = (ctx.env, ctx.binary);
