@@ -225,25 +225,49 @@ pub struct AgentSpec {
     pub executables: Vec<String>,
     /// The agent's version, when it was cheap to learn (`<bin> --version`).
     pub version: Option<String>,
-    /// Codex: how to tell whether Codex trusts memtrail's hooks.
+    /// How to tell whether the agent trusts memtrail's hooks (Codex), when it runs only trusted
+    /// hooks.
     pub trust: Option<TrustSpec>,
     /// Something to tell the user after an install that changes `file` (e.g. that Codex runs
     /// new hooks only once they are trusted).
     pub advice: Vec<(PathBuf, String)>,
 }
 
-/// Where Codex records hook trust (`docs/agents/codex.md#hook-trust`): `[hooks.state."<key>"]` in
-/// the user `config.toml`, for the handlers of `hooks_json`.
+/// How to tell whether an agent trusts memtrail's hooks, for agents that run a hook only once the
+/// user has trusted it (Codex: `docs/agents/codex.md#hook-trust`). The agent keeps one trust record
+/// per handler of `hooks_json`, a table `records_table."<key>"` in the TOML file `config_toml`,
+/// holding a boolean `enabled_key` (`false`: switched off) and a string `hash_key` (the hash of
+/// the handler as it was when trusted).
 #[derive(Debug, Clone)]
 pub struct TrustSpec {
+    /// The TOML file holding the trust records.
     pub config_toml: PathBuf,
+    /// The hooks file whose handlers need trust.
     pub hooks_json: PathBuf,
-    /// The keys Codex may use for `hooks_json` (its path as configured, and canonicalized).
+    /// The spellings of `hooks_json` the agent may key its records by (e.g. the path as
+    /// configured, and canonicalized), tried in order.
     pub key_sources: Vec<String>,
-    /// `SessionStart` → `session_start`.
+    /// The agent's label for a hook event (`SessionStart` → `session_start`); `None`: the event
+    /// needs no trust.
     pub event_label: fn(&str) -> Option<&'static str>,
-    /// What to tell the user to do.
-    pub how_to_trust: String,
+    /// The path of the table holding the records, keys from the top level (`["hooks", "state"]`).
+    pub records_table: Vec<String>,
+    /// The key of a handler's record: (key source, event label, group index, handler index),
+    /// indices from 0 in `hooks_json`.
+    pub record_key: fn(&str, &str, usize, usize) -> String,
+    /// The record's boolean key; `false` means the hook is switched off.
+    pub enabled_key: String,
+    /// The record's key holding the hash of the handler as trusted.
+    pub hash_key: String,
+    /// The hash the agent records for a handler: (event as in `hooks_json`, the group's
+    /// `matcher`, the handler object). `None` when the handler is not one the agent can hash.
+    pub trusted_hash: fn(&str, Option<&Value>, &Value) -> Option<String>,
+    /// Why the hook does not run when it has no record (the whole text `status` shows).
+    pub not_trusted: String,
+    /// … when its record has `enabled_key = false`.
+    pub disabled: String,
+    /// … when its record's hash is not the handler's current one.
+    pub outdated: String,
 }
 
 // Builders the agents' registrations share.

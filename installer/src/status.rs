@@ -338,10 +338,10 @@ fn found_state(found: Found) -> (ItemState, Option<String>) {
     }
 }
 
-/// Why Codex would not run memtrail's handler of `item` (`docs/agents/codex.md#hook-trust`): no
-/// trust record for its key `<hooks.json path>:<event>:<group>:<handler>` in `[hooks.state]` of the
-/// user `config.toml`, a record for another version of the hook (its `trusted_hash` is not the
-/// hook's current hash), or `enabled = false`. `None` when Codex trusts it.
+/// Why the agent would not run memtrail's handler of `item` (Codex:
+/// `docs/agents/codex.md#hook-trust`): no trust record for it under any of the spec's key sources,
+/// a record for another version of the hook (its hash is not the handler's current one), or a
+/// record that switches it off. `None` when the agent trusts it.
 fn trust_problem(t: &TrustSpec, doc: &JsonDoc, item: &crate::spec::HandlerItem) -> Option<String> {
     let event = item.array_path.last()?;
     let label = (t.event_label)(event)?;
@@ -352,76 +352,23 @@ fn trust_problem(t: &TrustSpec, doc: &JsonDoc, item: &crate::spec::HandlerItem) 
     let (gi, hi, handler, matcher) = handler_positions(doc, item).into_iter().next()?;
     let mut state = None;
     for source in &t.key_sources {
-        let key = format!("{source}:{label}:{gi}:{hi}");
-        if let Some(st) = config
-            .as_ref()
-            .and_then(|c| crate::tomledit::hook_state(&c.doc, &key))
-        {
+        let key = (t.record_key)(source, label, gi, hi);
+        if let Some(st) = config.as_ref().and_then(|c| {
+            crate::tomledit::record(&c.doc, &t.records_table, &key, &t.enabled_key, &t.hash_key)
+        }) {
             state = Some(st);
             break;
         }
     }
     match state {
-        Some((Some(false), _)) => Some(format!("disabled in Codex; {}", t.how_to_trust)),
+        Some((Some(false), _)) => Some(t.disabled.clone()),
         Some((_, Some(hash))) => {
-            if codex_hook_hash(event, label, matcher.as_ref(), &handler).as_deref() == Some(&hash) {
+            if (t.trusted_hash)(event, matcher.as_ref(), &handler).as_deref() == Some(&hash) {
                 None
             } else {
-                Some(format!(
-                    "Codex has a trust record for an earlier version of this hook (it changed \
-                     since it was trusted); {}",
-                    t.how_to_trust
-                ))
+                Some(t.outdated.clone())
             }
         }
-        _ => Some(format!("not trusted yet; {}", t.how_to_trust)),
+        _ => Some(t.not_trusted.clone()),
     }
-}
-
-/// The `trusted_hash` Codex records for a command handler (upstream
-/// `codex-rs/hooks/src/engine/discovery.rs` `command_hook_hash` and
-/// `codex-rs/config/src/fingerprint.rs` `version_for_toml`): `sha256:` + the hex SHA-256 of the
-/// compact, key-sorted JSON of `{event_name, matcher?, hooks: [{type: "command", command,
-/// timeout (default 600, at least 1), async, statusMessage?}]}`. `matcher` is dropped for
-/// `UserPromptSubmit` and `Stop`, whose matchers Codex ignores.
-pub(crate) fn codex_hook_hash(
-    event: &str,
-    label: &str,
-    matcher: Option<&serde_json::Value>,
-    handler: &serde_json::Value,
-) -> Option<String> {
-    use serde_json::Value;
-    use sha2::Digest;
-    let h = handler.as_object()?;
-    let mut norm = std::collections::BTreeMap::new();
-    norm.insert("type", Value::from("command"));
-    norm.insert("command", h.get("command")?.clone());
-    let timeout = h
-        .get("timeout")
-        .and_then(Value::as_u64)
-        .unwrap_or(600)
-        .max(1);
-    norm.insert("timeout", Value::from(timeout));
-    norm.insert(
-        "async",
-        Value::from(h.get("async").and_then(Value::as_bool).unwrap_or(false)),
-    );
-    if let Some(m) = h.get("statusMessage").filter(|m| m.is_string()) {
-        norm.insert("statusMessage", m.clone());
-    }
-    let mut identity = std::collections::BTreeMap::new();
-    identity.insert("event_name", Value::from(label));
-    identity.insert(
-        "hooks",
-        Value::Array(vec![serde_json::to_value(norm).ok()?]),
-    );
-    if let Some(m) = matcher.filter(|m| m.is_string())
-        && !matches!(event, "UserPromptSubmit" | "Stop")
-    {
-        identity.insert("matcher", m.clone());
-    }
-    let json = serde_json::to_string(&identity).ok()?;
-    let digest = sha2::Sha256::digest(json.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    Some(format!("sha256:{hex}"))
 }

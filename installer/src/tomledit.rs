@@ -789,21 +789,24 @@ pub(crate) fn inspect(doc: &DocumentMut, item: &TomlItem) -> Found {
     }
 }
 
-/// Codex's hook state for `key` (`[hooks.state."<key>"]`): `enabled` and `trusted_hash`.
-pub(crate) fn hook_state(doc: &DocumentMut, key: &str) -> Option<(Option<bool>, Option<String>)> {
-    let st = doc
-        .as_table()
-        .get("hooks")?
-        .as_table_like()?
-        .get("state")?
+/// The table `key` inside the table at `table_path` (keys from the top level, through tables and
+/// inline tables) of `doc`: its boolean `bool_key` and its string `str_key` (an agent's trust
+/// record, e.g. Codex's `[hooks.state."<key>"]` with `enabled` and `trusted_hash`). `None` when
+/// there is no such table.
+pub(crate) fn record(
+    doc: &DocumentMut,
+    table_path: &[String],
+    key: &str,
+    bool_key: &str,
+    str_key: &str,
+) -> Option<(Option<bool>, Option<String>)> {
+    let st = lookup(doc.as_table(), table_path)?
         .as_table_like()?
         .get(key)?
         .as_table_like()?;
     Some((
-        st.get("enabled").and_then(Item::as_bool),
-        st.get("trusted_hash")
-            .and_then(Item::as_str)
-            .map(str::to_string),
+        st.get(bool_key).and_then(Item::as_bool),
+        st.get(str_key).and_then(Item::as_str).map(str::to_string),
     ))
 }
 
@@ -827,6 +830,50 @@ mod tests {
         assert_eq!(
             remap_newlines("a = 1\n", "a = 1\nb = 2\n"),
             "a = 1\nb = 2\n"
+        );
+    }
+
+    #[test]
+    fn records_are_read_through_tables_and_inline_tables() {
+        let text = "[hooks.state.\"/c/hooks.json:stop:0:0\"]\nenabled = false\ntrusted_hash = \"sha256:1\"\n\n[other]\nstate = { k = { enabled = true } }\n";
+        let doc = parse(Path::new("/c/config.toml"), Some(text.as_bytes()))
+            .unwrap()
+            .doc;
+        let s = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let hooks = s(&["hooks", "state"]);
+        assert_eq!(
+            record(
+                &doc,
+                &hooks,
+                "/c/hooks.json:stop:0:0",
+                "enabled",
+                "trusted_hash"
+            ),
+            Some((Some(false), Some("sha256:1".to_string())))
+        );
+        assert_eq!(
+            record(
+                &doc,
+                &hooks,
+                "/c/hooks.json:stop:1:0",
+                "enabled",
+                "trusted_hash"
+            ),
+            None
+        );
+        assert_eq!(
+            record(
+                &doc,
+                &s(&["other", "state"]),
+                "k",
+                "enabled",
+                "trusted_hash"
+            ),
+            Some((Some(true), None))
+        );
+        assert_eq!(
+            record(&doc, &s(&["none"]), "k", "enabled", "trusted_hash"),
+            None
         );
     }
 

@@ -152,6 +152,61 @@ pub fn event_label(event: &str) -> Option<&'static str> {
     HOOKS.iter().find(|h| h.event == event).map(|h| h.label)
 }
 
+/// The table of the user `config.toml` holding Codex's trust records, one per hook handler:
+/// `[hooks.state."<key>"]` with `enabled` and `trusted_hash` (`docs/agents/codex.md#hook-trust`).
+pub const TRUST_TABLE: [&str; 2] = ["hooks", "state"];
+
+/// The key of Codex's trust record for a handler: `<hooks.json path>:<event label>:<group
+/// index>:<handler index>`, indices from 0 (`docs/agents/codex.md#hook-trust`; no `file:` prefix
+/// on codex 0.171).
+pub fn trust_key(hooks_json: &str, label: &str, group: usize, handler: usize) -> String {
+    format!("{hooks_json}:{label}:{group}:{handler}")
+}
+
+/// The `trusted_hash` Codex records for a command handler of `event` (`docs/agents/codex.md#hook-trust`;
+/// upstream `codex-rs/hooks/src/engine/discovery.rs` `command_hook_hash` and
+/// `codex-rs/config/src/fingerprint.rs` `version_for_toml`): `sha256:` + the hex SHA-256 of the
+/// compact, key-sorted JSON of `{event_name, matcher?, hooks: [{type: "command", command,
+/// timeout (seconds, default 600, at least 1), async, statusMessage?}]}`, `event_name` being the
+/// event's label. `matcher` is dropped for `UserPromptSubmit` and `Stop`, whose matchers Codex
+/// ignores. `None` for an event memtrail does not register or a handler without `command`.
+pub fn trusted_hash(event: &str, matcher: Option<&Value>, handler: &Value) -> Option<String> {
+    use sha2::Digest;
+    let label = event_label(event)?;
+    let h = handler.as_object()?;
+    let mut norm = std::collections::BTreeMap::new();
+    norm.insert("type", Value::from("command"));
+    norm.insert("command", h.get("command")?.clone());
+    let timeout = h
+        .get("timeout")
+        .and_then(Value::as_u64)
+        .unwrap_or(600)
+        .max(1);
+    norm.insert("timeout", Value::from(timeout));
+    norm.insert(
+        "async",
+        Value::from(h.get("async").and_then(Value::as_bool).unwrap_or(false)),
+    );
+    if let Some(m) = h.get("statusMessage").filter(|m| m.is_string()) {
+        norm.insert("statusMessage", m.clone());
+    }
+    let mut identity = std::collections::BTreeMap::new();
+    identity.insert("event_name", Value::from(label));
+    identity.insert(
+        "hooks",
+        Value::Array(vec![serde_json::to_value(norm).ok()?]),
+    );
+    if let Some(m) = matcher.filter(|m| m.is_string())
+        && !matches!(event, "UserPromptSubmit" | "Stop")
+    {
+        identity.insert("matcher", m.clone());
+    }
+    let json = serde_json::to_string(&identity).ok()?;
+    let digest = sha2::Sha256::digest(json.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Some(format!("sha256:{hex}"))
+}
+
 /// True when `text` is memtrail's skill (any version).
 pub fn is_memtrail_skill(text: &str) -> bool {
     crate::registration::is_memtrail_skill(text)
@@ -231,7 +286,17 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
             hooks_json: loc.hooks_json.clone(),
             key_sources,
             event_label,
-            how_to_trust: HOW_TO_TRUST.to_string(),
+            records_table: strings(&TRUST_TABLE),
+            record_key: trust_key,
+            enabled_key: "enabled".to_string(),
+            hash_key: "trusted_hash".to_string(),
+            trusted_hash,
+            not_trusted: format!("not trusted yet; {HOW_TO_TRUST}"),
+            disabled: format!("disabled in Codex; {HOW_TO_TRUST}"),
+            outdated: format!(
+                "Codex has a trust record for an earlier version of this hook (it changed since \
+                 it was trusted); {HOW_TO_TRUST}"
+            ),
         }),
         advice: vec![(
             loc.hooks_json.clone(),
@@ -275,6 +340,70 @@ mod tests {
         assert_eq!(
             l.legacy_skill,
             Path::new("/h/.agents/skills/memtrail/SKILL.md")
+        );
+    }
+
+    /// Codex's `trusted_hash` is the SHA-256 of exactly these JSON texts: the first hashes
+    /// `{"event_name":"stop","hooks":[{"async":false,"command":"/usr/bin/memtrail hook codex","timeout":30,"type":"command"}]}`
+    /// (Stop's matcher dropped), the second
+    /// `{"event_name":"session_start","hooks":[{"async":true,"command":"m","statusMessage":"s","timeout":1,"type":"command"}],"matcher":"startup"}`
+    /// (timeout at least 1, other keys ignored).
+    #[test]
+    fn trust_records() {
+        let stop = hook_handler(Path::new("/usr/bin/memtrail"), 30).unwrap();
+        let stop_hash = "sha256:f12019730d916c38dc17baf8bae9c70160ff8c045094582cf23d196cd8cdc1c0";
+        assert_eq!(
+            trusted_hash("Stop", None, &stop).as_deref(),
+            Some(stop_hash)
+        );
+        assert_eq!(
+            trusted_hash("Stop", Some(&json!("x")), &stop).as_deref(),
+            Some(stop_hash)
+        );
+        let other = json!({"type": "command", "command": "m", "timeout": 0, "async": true,
+                           "statusMessage": "s", "extra": 1});
+        assert_eq!(
+            trusted_hash("SessionStart", Some(&json!("startup")), &other).as_deref(),
+            Some("sha256:a56c0a66ddaa02e68a643c8f86ae67d0cafbf327acfebe2fad10f94b16a36435")
+        );
+        assert_eq!(trusted_hash("Notification", None, &stop), None);
+        assert_eq!(
+            trusted_hash("Stop", None, &json!({"type": "command"})),
+            None
+        );
+        assert_eq!(
+            trust_key("/c/hooks.json", "pre_compact", 1, 0),
+            "/c/hooks.json:pre_compact:1:0"
+        );
+        let env = Env::sandbox(Path::new("/h")).with_var("CODEX_HOME", "/c");
+        let t = spec(&SpecContext {
+            env: &env,
+            binary: Path::new("/usr/bin/memtrail"),
+            read_jsonc: |_| None,
+        })
+        .unwrap()
+        .trust
+        .unwrap();
+        assert_eq!(
+            (t.config_toml.as_path(), t.hooks_json.as_path()),
+            (Path::new("/c/config.toml"), Path::new("/c/hooks.json"))
+        );
+        assert_eq!(t.key_sources, ["/c/hooks.json"]);
+        assert_eq!(t.records_table, ["hooks", "state"]);
+        assert_eq!(
+            (t.enabled_key.as_str(), t.hash_key.as_str()),
+            ("enabled", "trusted_hash")
+        );
+        let how = "open /hooks in Codex and trust memtrail's hooks (until then memtrail captures \
+                   through `notify` only)";
+        assert_eq!(t.not_trusted, format!("not trusted yet; {how}"));
+        assert_eq!(t.disabled, format!("disabled in Codex; {how}"));
+        assert_eq!(
+            t.outdated,
+            format!(
+                "Codex has a trust record for an earlier version of this hook (it changed since it \
+                 was trusted); {how}"
+            )
         );
     }
 }
