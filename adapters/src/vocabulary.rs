@@ -210,35 +210,34 @@ mod tests {
         let mut got: Vec<(&str, &str)> = vocabularies().flat_map(|v| v.tools).copied().collect();
         got.sort();
         got.dedup();
-        let mut want = vec![
+        let want = [
+            ("applypatch", "edit"),
+            ("createfile", "write"),
+            ("delete", "delete"),
+            ("deletefile", "delete"),
+            ("editfile", "edit"),
+            ("editnotebook", "edit"),
+            ("executecommand", "shell"),
+            ("fetchwebpage", "web_fetch"),
+            ("insertedit", "edit"),
+            ("inserteditintofile", "edit"),
+            ("managetodolist", "todo"),
+            ("multireplacestringinfile", "edit"),
+            ("patch", "edit"),
             ("readfile", "read"),
             ("readmanyfiles", "read"),
             ("readnotebookcellsoutput", "read"),
             ("replacestring", "edit"),
             ("replacestringinfile", "edit"),
-            ("multireplacestringinfile", "edit"),
-            ("applypatch", "edit"),
-            ("insertedit", "edit"),
-            ("inserteditintofile", "edit"),
-            ("editfile", "edit"),
-            ("editnotebook", "edit"),
-            ("patch", "edit"),
-            ("createfile", "write"),
-            ("writefile", "write"),
-            ("runinterminal", "shell"),
-            ("runterminalcommand", "shell"),
             ("runcommand", "shell"),
-            ("executecommand", "shell"),
-            ("managetodolist", "todo"),
-            ("todowrite", "todo"),
-            ("writetodos", "todo"),
+            ("runinterminal", "shell"),
             ("runsubagent", "subagent"),
-            ("fetchwebpage", "web_fetch"),
+            ("runterminalcommand", "shell"),
+            ("todowrite", "todo"),
             ("webfetch", "web_fetch"),
-            ("delete", "delete"),
-            ("deletefile", "delete"),
+            ("writefile", "write"),
+            ("writetodos", "todo"),
         ];
-        want.sort();
         assert_eq!(got, want);
         let mut asks: Vec<&str> = vocabularies().flat_map(|v| v.ask_user).copied().collect();
         asks.sort();
