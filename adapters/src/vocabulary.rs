@@ -45,9 +45,10 @@ pub struct Vocabulary {
     /// Tool name → common tool name ([`COMMON_TOOLS`]). The key is the name lower-cased (ASCII),
     /// without the `tool_prefixes` and without `_` and `-` (`read_many_files` → `readmanyfiles`).
     pub tools: &'static [(&'static str, &'static str)],
-    /// Tools that ask the user a question and return the answers, compared with the name
-    /// lower-cased (ASCII) as it is (`askuserquestion`).
-    pub ask_user: &'static [&'static str],
+    /// Tool name → what the tool does, for tools event extraction knows by name (a question to
+    /// the user, a skill, plan mode, a task); the name lower case, compared ignoring ASCII case
+    /// (`askuserquestion`).
+    pub actions: &'static [(&'static str, ToolAction)],
     /// Rule / instruction file names (a path's last segment, exact case): `CLAUDE.md`.
     pub rule_files: &'static [&'static str],
     /// A path holding one of these (with `/` separators) is a rule file: `.cursor/rules/`.
@@ -65,7 +66,7 @@ impl Vocabulary {
     pub const NONE: Vocabulary = Vocabulary {
         tool_prefixes: &[],
         tools: &[],
-        ask_user: &[],
+        actions: &[],
         rule_files: &[],
         rule_folders: &[],
         rule_suffixes: &[],
@@ -73,12 +74,31 @@ impl Vocabulary {
     };
 }
 
+/// What a tool known by its name ([`Vocabulary::actions`]) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolAction {
+    /// Asks the user a question and returns the answers.
+    AskUser,
+    /// Runs a skill.
+    Skill,
+    /// Enters plan mode.
+    EnterPlan,
+    /// Leaves plan mode with a plan for the user to approve.
+    ExitPlan,
+    /// Creates a task of the agent's task list.
+    CreateTask,
+}
+
 /// Spellings of agents memtrail does not read, or seen without a known agent: `run_command`,
-/// `execute_command`, `ask_user_question`, Cline's `ask_followup_question` and `.clinerules`,
+/// `execute_command`, `ask_user_question`, `use_skill`, Cline's `ask_followup_question` and `.clinerules`,
 /// Windsurf's `.windsurfrules`.
 pub const SHARED: Vocabulary = Vocabulary {
     tools: &[("runcommand", "shell"), ("executecommand", "shell")],
-    ask_user: &["ask_user_question", "ask_followup_question"],
+    actions: &[
+        ("ask_user_question", ToolAction::AskUser),
+        ("ask_followup_question", ToolAction::AskUser),
+        ("use_skill", ToolAction::Skill),
+    ],
     rule_files: &[".windsurfrules", ".clinerules"],
     ..Vocabulary::NONE
 };
@@ -120,12 +140,19 @@ pub fn effective_tool(name: &str) -> Option<&'static str> {
         .map(|(_, tool)| *tool)
 }
 
-/// True when the tool `name` asks the user a question (`AskUserQuestion`, Codex's
-/// `request_user_input`, VS Code's `vscode_askQuestions`); ASCII case is ignored.
-pub fn is_ask_user(name: &str) -> bool {
+/// What the tool `name` does when an agent's vocabulary knows it by name (`AskUserQuestion`,
+/// Codex's `request_user_input` → [`ToolAction::AskUser`], Gemini CLI's `activate_skill` →
+/// [`ToolAction::Skill`], `EnterPlanMode`, …); ASCII case is ignored.
+pub fn tool_action(name: &str) -> Option<ToolAction> {
     vocabularies()
-        .flat_map(|v| v.ask_user)
-        .any(|n| n.eq_ignore_ascii_case(name))
+        .flat_map(|v| v.actions)
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, action)| *action)
+}
+
+/// True when the tool `name` asks the user a question ([`tool_action`]).
+pub fn is_ask_user(name: &str) -> bool {
+    tool_action(name) == Some(ToolAction::AskUser)
 }
 
 /// True for a rule / instruction file an agent reads (`CLAUDE.md`, `AGENTS.md`, `GEMINI.md`,
@@ -181,8 +208,15 @@ mod tests {
                     "{key} is not a key"
                 );
             }
-            for p in v.tool_prefixes.iter().chain(v.ask_user) {
+            for p in v
+                .tool_prefixes
+                .iter()
+                .chain(v.actions.iter().map(|(n, _)| n))
+            {
                 assert_eq!(*p, p.to_ascii_lowercase());
+            }
+            for (name, action) in v.actions {
+                assert_eq!(tool_action(name), Some(*action), "{name}: agents disagree");
             }
         }
         for name in [
@@ -239,19 +273,29 @@ mod tests {
             ("writetodos", "todo"),
         ];
         assert_eq!(got, want);
-        let mut asks: Vec<&str> = vocabularies().flat_map(|v| v.ask_user).copied().collect();
-        asks.sort();
-        asks.dedup();
+        let mut names: Vec<(&str, ToolAction)> =
+            vocabularies().flat_map(|v| v.actions).copied().collect();
+        names.sort_by_key(|(n, _)| *n);
+        names.dedup();
+        use ToolAction::*;
         assert_eq!(
-            asks,
+            names,
             [
-                "ask_followup_question",
-                "ask_user",
-                "ask_user_question",
-                "askquestions",
-                "askuserquestion",
-                "request_user_input",
-                "vscode_askquestions",
+                ("activate_skill", Skill),
+                ("ask_followup_question", AskUser),
+                ("ask_user", AskUser),
+                ("ask_user_question", AskUser),
+                ("askquestions", AskUser),
+                ("askuserquestion", AskUser),
+                ("enter_plan_mode", EnterPlan),
+                ("enterplanmode", EnterPlan),
+                ("exit_plan_mode", ExitPlan),
+                ("exitplanmode", ExitPlan),
+                ("request_user_input", AskUser),
+                ("skill", Skill),
+                ("taskcreate", CreateTask),
+                ("use_skill", Skill),
+                ("vscode_askquestions", AskUser),
             ]
         );
     }
@@ -277,6 +321,11 @@ mod tests {
         assert!(is_ask_user("vscode_askQuestions"));
         assert!(is_ask_user("request_user_input"));
         assert!(!is_ask_user("askuser"));
+        assert!(!is_ask_user("Skill"));
+        assert_eq!(tool_action("Skill"), Some(ToolAction::Skill));
+        assert_eq!(tool_action("EnterPlanMode"), Some(ToolAction::EnterPlan));
+        assert_eq!(tool_action("TaskCreate"), Some(ToolAction::CreateTask));
+        assert_eq!(tool_action("Task"), None);
         for p in [
             "/r/CLAUDE.md",
             "C:\\r\\CLAUDE.local.md",

@@ -3,7 +3,7 @@
 //! and the fixtures in `fixtures/<agent>/`).
 
 use super::{Category, Event, MAX_DETAIL, MAX_SUBJECT, truncate_str};
-use memtrail_adapters::vocabulary::{self, is_rule_file};
+use memtrail_adapters::vocabulary::{self, ToolAction, is_rule_file};
 use memtrail_adapters::{Agent, Kind, Message, Part, Role, ToolCall};
 use regex::Regex;
 use serde_json::Value;
@@ -445,7 +445,6 @@ fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
         return tool_events(&c, ts, out);
     }
     let input = &call.input;
-    let lname = call.name.to_ascii_lowercase();
     match call.tool.as_str() {
         "read" => read_events(call, ts, out),
         "edit" | "write" => edit_events(call, ts, out),
@@ -518,15 +517,15 @@ fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
                 );
             }
         }
-        _ => match lname.as_str() {
-            "skill" | "activate_skill" | "use_skill" => {
+        _ => match vocabulary::tool_action(&call.name) {
+            Some(ToolAction::Skill) => {
                 let name = s(input, &["skill", "name", "command"]).unwrap_or(&call.name);
                 out.push(ev(Category::Skill, "used", 4, name, None, Some(call), ts));
                 if call.is_error {
                     push_error(call, "tool", name, ts, out);
                 }
             }
-            "enterplanmode" | "enter_plan_mode" => {
+            Some(ToolAction::EnterPlan) => {
                 out.push(ev(
                     Category::Plan,
                     "entered",
@@ -537,7 +536,7 @@ fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
                     ts,
                 ));
             }
-            "exitplanmode" | "exit_plan_mode" => {
+            Some(ToolAction::ExitPlan) => {
                 let plan = s(input, &["plan"]).unwrap_or("");
                 let title = first_line(plan.trim_start_matches(['#', ' ']));
                 let title = if title.is_empty() {
@@ -561,7 +560,7 @@ fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
                     ts,
                 ));
             }
-            "taskcreate" => {
+            Some(ToolAction::CreateTask) => {
                 if let Some(t) = s(input, &["subject", "content", "description", "title"]) {
                     out.push(ev(
                         Category::Task,
@@ -574,8 +573,8 @@ fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
                     ));
                 }
             }
-            _ if vocabulary::is_ask_user(&lname) => answer_events(call, ts, out),
-            _ => {
+            Some(ToolAction::AskUser) => answer_events(call, ts, out),
+            None => {
                 if call.is_error {
                     let target = path_of(input).unwrap_or_else(|| call.name.clone());
                     push_error(call, "tool", &target, ts, out);

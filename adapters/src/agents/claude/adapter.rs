@@ -6,7 +6,7 @@ use crate::model::Agent;
 use crate::registry::{
     AgentAdapter, Names, Quirks, claude_shaped_session_start, module_capabilities, stdin_hook,
 };
-use crate::vocabulary::Vocabulary;
+use crate::vocabulary::{ToolAction, Vocabulary};
 use crate::{Discovery, Source};
 use std::path::{Path, PathBuf};
 
@@ -53,7 +53,13 @@ impl AgentAdapter for Claude {
 /// Claude Code's spellings for event extraction (see [`crate::vocabulary`]).
 static VOCABULARY: Vocabulary = Vocabulary {
     tools: &[("todowrite", "todo"), ("webfetch", "web_fetch")],
-    ask_user: &["askuserquestion"],
+    actions: &[
+        ("askuserquestion", ToolAction::AskUser),
+        ("skill", ToolAction::Skill),
+        ("enterplanmode", ToolAction::EnterPlan),
+        ("exitplanmode", ToolAction::ExitPlan),
+        ("taskcreate", ToolAction::CreateTask),
+    ],
     rule_files: &["CLAUDE.md", "CLAUDE.local.md"],
     ..Vocabulary::NONE
 };

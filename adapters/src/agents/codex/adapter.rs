@@ -6,7 +6,7 @@ use crate::model::{Agent, HookEvent};
 use crate::registry::{
     AgentAdapter, HookInput, Names, Quirks, claude_shaped_session_start, module_capabilities,
 };
-use crate::vocabulary::Vocabulary;
+use crate::vocabulary::{ToolAction, Vocabulary};
 use crate::{Discovery, Source};
 use std::path::{Path, PathBuf};
 
@@ -58,7 +58,7 @@ impl AgentAdapter for Codex {
 /// Codex's spellings for event extraction (see [`crate::vocabulary`]).
 static VOCABULARY: Vocabulary = Vocabulary {
     tools: &[("applypatch", "edit")],
-    ask_user: &["request_user_input"],
+    actions: &[("request_user_input", ToolAction::AskUser)],
     rule_files: &["AGENTS.md", "AGENTS.override.md"],
     ..Vocabulary::NONE
 };

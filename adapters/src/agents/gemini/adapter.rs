@@ -6,7 +6,7 @@ use crate::model::Agent;
 use crate::registry::{
     AgentAdapter, Names, Quirks, claude_shaped_session_start, module_capabilities, stdin_hook,
 };
-use crate::vocabulary::Vocabulary;
+use crate::vocabulary::{ToolAction, Vocabulary};
 use crate::{Discovery, Source};
 use std::path::{Path, PathBuf};
 
@@ -56,7 +56,12 @@ static VOCABULARY: Vocabulary = Vocabulary {
         ("writetodos", "todo"),
         ("webfetch", "web_fetch"),
     ],
-    ask_user: &["ask_user"],
+    actions: &[
+        ("ask_user", ToolAction::AskUser),
+        ("activate_skill", ToolAction::Skill),
+        ("enter_plan_mode", ToolAction::EnterPlan),
+        ("exit_plan_mode", ToolAction::ExitPlan),
+    ],
     rule_files: &["GEMINI.md"],
     // Gemini CLI's web_fetch takes the URLs inside its prompt.
     url_prompt_fields: &["prompt"],

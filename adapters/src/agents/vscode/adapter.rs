@@ -3,7 +3,7 @@
 use crate::env::Env;
 use crate::model::Agent;
 use crate::registry::{AgentAdapter, Names, Quirks, module_capabilities, stdin_hook};
-use crate::vocabulary::Vocabulary;
+use crate::vocabulary::{ToolAction, Vocabulary};
 use crate::{Discovery, Source};
 use std::path::{Path, PathBuf};
 
@@ -67,7 +67,10 @@ static VOCABULARY: Vocabulary = Vocabulary {
         ("runsubagent", "subagent"),
         ("fetchwebpage", "web_fetch"),
     ],
-    ask_user: &["vscode_askquestions", "askquestions"],
+    actions: &[
+        ("vscode_askquestions", ToolAction::AskUser),
+        ("askquestions", ToolAction::AskUser),
+    ],
     rule_files: &["copilot-instructions.md", "AGENTS.md"],
     rule_suffixes: &[(".instructions.md", "")],
     ..Vocabulary::NONE
