@@ -18,6 +18,7 @@ pub mod registration;
 pub mod registry;
 pub mod shell;
 pub mod spec;
+pub mod vocabulary;
 
 /// Each agent's module under its short name (`memtrail_adapters::codex`).
 pub use agents::{claude, codex, cursor, gemini, opencode, vscode};

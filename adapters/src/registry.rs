@@ -176,6 +176,9 @@ pub trait AgentAdapter: Sync {
     /// The name under which the agent shows memtrail's MCP tool `tool` to its model
     /// (`mcp__memtrail__search` for Claude Code).
     fn tool_name(&self, tool: &str) -> String;
+    /// The agent's tool names, ask-user tools and rule files, for event extraction
+    /// ([`crate::vocabulary`]).
+    fn vocabulary(&self) -> &'static crate::vocabulary::Vocabulary;
 }
 
 /// The [`AgentAdapter`] methods that every agent's module spells alike: `identify`,

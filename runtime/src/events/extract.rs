@@ -3,6 +3,7 @@
 //! and the fixtures in `fixtures/<agent>/`).
 
 use super::{Category, Event, MAX_DETAIL, MAX_SUBJECT, truncate_str};
+use memtrail_adapters::vocabulary::{self, ToolAction, is_rule_file};
 use memtrail_adapters::{Agent, Kind, Message, Part, Role, ToolCall};
 use regex::Regex;
 use serde_json::Value;
@@ -407,8 +408,8 @@ fn push_error(call: &ToolCall, action: &str, target: &str, ts: Option<i64>, out:
 }
 
 /// The common tool name of a call: the adapter's, or for names it leaves as they are, the
-/// spellings of the same tools seen in the agents' transcripts (VS Code's `copilot_*` and
-/// camelCase names, `read_many_files`, Cursor's `Delete`).
+/// agents' own spellings of the same tools ([`vocabulary::effective_tool`], whatever agent
+/// wrote the transcript).
 fn effective_tool(call: &ToolCall) -> Option<&'static str> {
     const KNOWN: &[&str] = &[
         "read",
@@ -423,27 +424,7 @@ fn effective_tool(call: &ToolCall) -> Option<&'static str> {
     if KNOWN.contains(&call.tool.as_str()) {
         return None;
     }
-    let lower = call.name.to_ascii_lowercase();
-    let key = lower.trim_start_matches("copilot_").replace(['_', '-'], "");
-    Some(match key.as_str() {
-        "readfile" | "readmanyfiles" | "readnotebookcellsoutput" => "read",
-        "replacestring"
-        | "replacestringinfile"
-        | "multireplacestringinfile"
-        | "applypatch"
-        | "insertedit"
-        | "inserteditintofile"
-        | "editfile"
-        | "editnotebook"
-        | "patch" => "edit",
-        "createfile" | "writefile" => "write",
-        "runinterminal" | "runterminalcommand" | "runcommand" | "executecommand" => "shell",
-        "managetodolist" | "todowrite" | "writetodos" => "todo",
-        "runsubagent" => "subagent",
-        "fetchwebpage" | "webfetch" => "web_fetch",
-        "delete" | "deletefile" => "delete",
-        _ => return None,
-    })
+    vocabulary::effective_tool(&call.name)
 }
 
 fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
@@ -464,7 +445,6 @@ fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
         return tool_events(&c, ts, out);
     }
     let input = &call.input;
-    let lname = call.name.to_ascii_lowercase();
     match call.tool.as_str() {
         "read" => read_events(call, ts, out),
         "edit" | "write" => edit_events(call, ts, out),
@@ -502,14 +482,9 @@ fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
             }
         }
         "mcp" => {
-            let rest = call
-                .name
-                .strip_prefix("mcp__")
-                .or_else(|| call.name.strip_prefix("mcp_"))
-                .unwrap_or(&call.name);
-            let subject = match rest.split_once("__") {
-                Some((server, tool)) => format!("{server}/{tool}"),
-                None => rest.to_string(),
+            let subject = match vocabulary::mcp_server_tool(&call.name) {
+                (Some(server), tool) => format!("{server}/{tool}"),
+                (None, rest) => rest.to_string(),
             };
             out.push(ev(Category::Mcp, "used", 4, &subject, None, Some(call), ts));
             if call.is_error {
@@ -523,8 +498,7 @@ fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
                 for u in arr.iter().filter_map(Value::as_str).take(MAX_REFS) {
                     out.push(ev(Category::Reference, "url", 4, u, None, Some(call), ts));
                 }
-            } else if let Some(prompt) = s(input, &["prompt"]) {
-                // Gemini's web_fetch takes the URLs inside its prompt.
+            } else if let Some(prompt) = vocabulary::web_fetch_prompt(input) {
                 let mut refs = Vec::new();
                 references(prompt, ts, &mut refs);
                 for mut e in refs.into_iter().filter(|e| e.action == "url") {
@@ -543,15 +517,15 @@ fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
                 );
             }
         }
-        _ => match lname.as_str() {
-            "skill" | "activate_skill" | "use_skill" => {
+        _ => match vocabulary::tool_action(&call.name) {
+            Some(ToolAction::Skill) => {
                 let name = s(input, &["skill", "name", "command"]).unwrap_or(&call.name);
                 out.push(ev(Category::Skill, "used", 4, name, None, Some(call), ts));
                 if call.is_error {
                     push_error(call, "tool", name, ts, out);
                 }
             }
-            "enterplanmode" | "enter_plan_mode" => {
+            Some(ToolAction::EnterPlan) => {
                 out.push(ev(
                     Category::Plan,
                     "entered",
@@ -562,7 +536,7 @@ fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
                     ts,
                 ));
             }
-            "exitplanmode" | "exit_plan_mode" => {
+            Some(ToolAction::ExitPlan) => {
                 let plan = s(input, &["plan"]).unwrap_or("");
                 let title = first_line(plan.trim_start_matches(['#', ' ']));
                 let title = if title.is_empty() {
@@ -586,7 +560,7 @@ fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
                     ts,
                 ));
             }
-            "taskcreate" => {
+            Some(ToolAction::CreateTask) => {
                 if let Some(t) = s(input, &["subject", "content", "description", "title"]) {
                     out.push(ev(
                         Category::Task,
@@ -599,14 +573,8 @@ fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
                     ));
                 }
             }
-            "askuserquestion"
-            | "ask_user"
-            | "ask_user_question"
-            | "request_user_input"
-            | "askquestions"
-            | "ask_followup_question"
-            | "vscode_askquestions" => answer_events(call, ts, out),
-            _ => {
+            Some(ToolAction::AskUser) => answer_events(call, ts, out),
+            None => {
                 if call.is_error {
                     let target = path_of(input).unwrap_or_else(|| call.name.clone());
                     push_error(call, "tool", &target, ts, out);
@@ -622,26 +590,6 @@ fn first_line(s: &str) -> String {
         .find(|l| !l.is_empty())
         .unwrap_or("")
         .to_string()
-}
-
-/// Rule files an agent reads for instructions.
-fn is_rule_file(path: &str) -> bool {
-    let p = path.replace('\\', "/");
-    let base = p.rsplit('/').next().unwrap_or(&p);
-    matches!(
-        base,
-        "CLAUDE.md"
-            | "CLAUDE.local.md"
-            | "AGENTS.md"
-            | "AGENTS.override.md"
-            | "GEMINI.md"
-            | ".cursorrules"
-            | ".windsurfrules"
-            | ".clinerules"
-            | "copilot-instructions.md"
-    ) || p.contains(".cursor/rules/")
-        || base.ends_with(".instructions.md")
-        || base.ends_with(".mdc") && p.contains("/rules/")
 }
 
 fn read_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {

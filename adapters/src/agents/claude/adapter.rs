@@ -6,6 +6,7 @@ use crate::model::Agent;
 use crate::registry::{
     AgentAdapter, Names, Quirks, claude_shaped_session_start, module_capabilities, stdin_hook,
 };
+use crate::vocabulary::{ToolAction, Vocabulary};
 use crate::{Discovery, Source};
 use std::path::{Path, PathBuf};
 
@@ -37,6 +38,9 @@ impl AgentAdapter for Claude {
     fn synthetic_session_start(&self, session_id: &str, cwd: &Path) -> serde_json::Value {
         claude_shaped_session_start(session_id, cwd)
     }
+    fn vocabulary(&self) -> &'static Vocabulary {
+        &VOCABULARY
+    }
     fn tool_name(&self, tool: &str) -> String {
         format!("mcp__memtrail__{tool}")
     }
@@ -45,3 +49,17 @@ impl AgentAdapter for Claude {
     }
     module_capabilities!();
 }
+
+/// Claude Code's spellings for event extraction (see [`crate::vocabulary`]).
+static VOCABULARY: Vocabulary = Vocabulary {
+    tools: &[("todowrite", "todo"), ("webfetch", "web_fetch")],
+    actions: &[
+        ("askuserquestion", ToolAction::AskUser),
+        ("skill", ToolAction::Skill),
+        ("enterplanmode", ToolAction::EnterPlan),
+        ("exitplanmode", ToolAction::ExitPlan),
+        ("taskcreate", ToolAction::CreateTask),
+    ],
+    rule_files: &["CLAUDE.md", "CLAUDE.local.md"],
+    ..Vocabulary::NONE
+};

@@ -6,6 +6,7 @@ use crate::model::{Agent, HookEvent};
 use crate::registry::{
     AgentAdapter, HookInput, Names, Quirks, claude_shaped_session_start, module_capabilities,
 };
+use crate::vocabulary::{ToolAction, Vocabulary};
 use crate::{Discovery, Source};
 use std::path::{Path, PathBuf};
 
@@ -39,6 +40,9 @@ impl AgentAdapter for Codex {
             None => super::parse_hook_payload(hook.stdin, &|k| hook.env.var_utf8(k)),
         }
     }
+    fn vocabulary(&self) -> &'static Vocabulary {
+        &VOCABULARY
+    }
     fn tool_name(&self, tool: &str) -> String {
         format!("mcp__memtrail__{tool}")
     }
@@ -50,3 +54,11 @@ impl AgentAdapter for Codex {
     }
     module_capabilities!();
 }
+
+/// Codex's spellings for event extraction (see [`crate::vocabulary`]).
+static VOCABULARY: Vocabulary = Vocabulary {
+    tools: &[("applypatch", "edit")],
+    actions: &[("request_user_input", ToolAction::AskUser)],
+    rule_files: &["AGENTS.md", "AGENTS.override.md"],
+    ..Vocabulary::NONE
+};

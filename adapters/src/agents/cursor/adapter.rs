@@ -3,6 +3,7 @@
 use crate::env::Env;
 use crate::model::Agent;
 use crate::registry::{AgentAdapter, Names, Quirks, module_capabilities, stdin_hook};
+use crate::vocabulary::Vocabulary;
 use crate::{Discovery, Source};
 use std::path::{Path, PathBuf};
 
@@ -12,6 +13,9 @@ pub struct Cursor;
 impl AgentAdapter for Cursor {
     fn names(&self) -> Names {
         Names::new("cursor", &[], "Cursor")
+    }
+    fn vocabulary(&self) -> &'static Vocabulary {
+        &VOCABULARY
     }
     fn tool_name(&self, tool: &str) -> String {
         tool.to_string()
@@ -44,3 +48,16 @@ impl AgentAdapter for Cursor {
     }
     module_capabilities!();
 }
+
+/// Cursor's spellings for event extraction (see [`crate::vocabulary`]).
+static VOCABULARY: Vocabulary = Vocabulary {
+    tools: &[
+        ("delete", "delete"),
+        ("deletefile", "delete"),
+        ("editfile", "edit"),
+    ],
+    rule_files: &[".cursorrules", "AGENTS.md"],
+    rule_folders: &[".cursor/rules/"],
+    rule_suffixes: &[(".mdc", "/rules/")],
+    ..Vocabulary::NONE
+};

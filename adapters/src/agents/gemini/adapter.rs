@@ -6,6 +6,7 @@ use crate::model::Agent;
 use crate::registry::{
     AgentAdapter, Names, Quirks, claude_shaped_session_start, module_capabilities, stdin_hook,
 };
+use crate::vocabulary::{ToolAction, Vocabulary};
 use crate::{Discovery, Source};
 use std::path::{Path, PathBuf};
 
@@ -21,6 +22,9 @@ impl AgentAdapter for Gemini {
     }
     fn config_dirs(&self, env: &Env) -> Vec<PathBuf> {
         vec![Locations::resolve(env).config_dir]
+    }
+    fn vocabulary(&self) -> &'static Vocabulary {
+        &VOCABULARY
     }
     fn tool_name(&self, tool: &str) -> String {
         format!("mcp_memtrail_{tool}")
@@ -43,3 +47,23 @@ impl AgentAdapter for Gemini {
     }
     module_capabilities!();
 }
+
+/// Gemini CLI's spellings for event extraction (see [`crate::vocabulary`]).
+static VOCABULARY: Vocabulary = Vocabulary {
+    tools: &[
+        ("readmanyfiles", "read"),
+        ("writefile", "write"),
+        ("writetodos", "todo"),
+        ("webfetch", "web_fetch"),
+    ],
+    actions: &[
+        ("ask_user", ToolAction::AskUser),
+        ("activate_skill", ToolAction::Skill),
+        ("enter_plan_mode", ToolAction::EnterPlan),
+        ("exit_plan_mode", ToolAction::ExitPlan),
+    ],
+    rule_files: &["GEMINI.md"],
+    // Gemini CLI's web_fetch takes the URLs inside its prompt.
+    url_prompt_fields: &["prompt"],
+    ..Vocabulary::NONE
+};

@@ -4,6 +4,7 @@ use super::paths::Locations;
 use crate::env::Env;
 use crate::model::Agent;
 use crate::registry::{AgentAdapter, Database, Names, Quirks, module_capabilities, stdin_hook};
+use crate::vocabulary::Vocabulary;
 use crate::{Discovery, Source};
 use std::path::{Path, PathBuf};
 
@@ -46,6 +47,9 @@ impl AgentAdapter for Opencode {
     fn discover(&self) -> std::io::Result<Discovery> {
         Ok(super::discover()?.into())
     }
+    fn vocabulary(&self) -> &'static Vocabulary {
+        &VOCABULARY
+    }
     fn tool_name(&self, tool: &str) -> String {
         format!("memtrail_{tool}")
     }
@@ -54,3 +58,14 @@ impl AgentAdapter for Opencode {
     }
     module_capabilities!();
 }
+
+/// OpenCode's spellings for event extraction (see [`crate::vocabulary`]).
+static VOCABULARY: Vocabulary = Vocabulary {
+    tools: &[
+        ("patch", "edit"),
+        ("todowrite", "todo"),
+        ("webfetch", "web_fetch"),
+    ],
+    rule_files: &["AGENTS.md"],
+    ..Vocabulary::NONE
+};

@@ -3,6 +3,7 @@
 use crate::env::Env;
 use crate::model::Agent;
 use crate::registry::{AgentAdapter, Names, Quirks, module_capabilities, stdin_hook};
+use crate::vocabulary::{ToolAction, Vocabulary};
 use crate::{Discovery, Source};
 use std::path::{Path, PathBuf};
 
@@ -23,6 +24,9 @@ impl AgentAdapter for Vscode {
         let (files, unreadable) = super::discover_with_errors()?;
         Ok(Discovery { files, unreadable })
     }
+    fn vocabulary(&self) -> &'static Vocabulary {
+        &VOCABULARY
+    }
     fn tool_name(&self, tool: &str) -> String {
         format!("mcp_memtrail_{tool}")
     }
@@ -41,3 +45,33 @@ impl AgentAdapter for Vscode {
     }
     module_capabilities!();
 }
+
+/// VS Code's spellings for event extraction (see [`crate::vocabulary`]).
+static VOCABULARY: Vocabulary = Vocabulary {
+    tool_prefixes: &["copilot_"],
+    tools: &[
+        ("readfile", "read"),
+        ("readnotebookcellsoutput", "read"),
+        ("replacestring", "edit"),
+        ("replacestringinfile", "edit"),
+        ("multireplacestringinfile", "edit"),
+        ("applypatch", "edit"),
+        ("insertedit", "edit"),
+        ("inserteditintofile", "edit"),
+        ("editfile", "edit"),
+        ("editnotebook", "edit"),
+        ("createfile", "write"),
+        ("runinterminal", "shell"),
+        ("runterminalcommand", "shell"),
+        ("managetodolist", "todo"),
+        ("runsubagent", "subagent"),
+        ("fetchwebpage", "web_fetch"),
+    ],
+    actions: &[
+        ("vscode_askquestions", ToolAction::AskUser),
+        ("askquestions", ToolAction::AskUser),
+    ],
+    rule_files: &["copilot-instructions.md", "AGENTS.md"],
+    rule_suffixes: &[(".instructions.md", "")],
+    ..Vocabulary::NONE
+};
