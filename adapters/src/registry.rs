@@ -254,9 +254,10 @@ mod tests {
     use crate::model::canonical_event;
     use std::collections::BTreeSet;
 
-    /// Every [`Agent`] variant. The exhaustive `match` makes a new variant fail to compile here
-    /// until it is listed, and [`registry_lists_every_agent_once`] then fails until the registry
-    /// lists it too.
+    /// Every [`Agent`] variant, typed by hand. The exhaustive `match` makes a new variant fail to
+    /// compile here until it is named, and [`registry_lists_every_agent_once`] fails until the
+    /// `vec!` lists it too (it compares with [`Agent::ALL`], which the `agents!` macro in
+    /// `model.rs` declares from the same list as the enum, so `ALL` cannot miss a variant).
     fn every_variant() -> Vec<Agent> {
         use Agent::*;
         let all = vec![Claude, Codex, Gemini, Cursor, Vscode, Opencode];
