@@ -161,8 +161,9 @@ pub trait AgentAdapter: Sync {
     fn parse_hook(&self, hook: HookInput<'_>) -> Result<HookEvent, crate::Error>;
     /// The transcript files a hook event should ingest.
     fn transcripts_for_event(&self, ev: &HookEvent) -> Vec<PathBuf>;
-    /// What to print at SessionStart to put `context` into the agent's context, in its dialect;
-    /// `None` when the agent takes no context from a hook.
+    /// What to print at SessionStart to put `context` into the agent's context, in its dialect.
+    /// Every agent takes context at SessionStart, so a non-blank `context` gives `Some` (the
+    /// registry test asserts it); `None` is "print nothing" (OpenCode, for a blank `context`).
     fn session_start_reply(&self, context: &str) -> Option<String>;
     /// A SessionStart payload shaped like the agent's own, with session id `session_id` and
     /// working folder `cwd` (for `memtrail doctor`).
@@ -368,6 +369,76 @@ mod tests {
             );
             let tool = ad.tool_name("search");
             assert!(tool.ends_with("search"), "{name}: {tool}");
+        }
+    }
+
+    /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
+    /// identifies in it, and how many transcripts a hook event naming it ingests (Claude Code's
+    /// adds its sub-agent's).
+    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 6] = [
+        (
+            Agent::Claude,
+            "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
+            "3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83",
+            2,
+        ),
+        (
+            Agent::Codex,
+            "codex/paginated-turn1.jsonl",
+            "01a0c4b4-ef41-7b8e-a2a5-c37d19f04e6a",
+            1,
+        ),
+        (
+            Agent::Gemini,
+            "gemini/home/.gemini/tmp/project/chats/session-2026-03-15T11-02-7e6d5c4b.jsonl",
+            "7e6d5c4b-3a29-4817-8f6e-5d4c3b2a1908",
+            1,
+        ),
+        (Agent::Cursor, "cursor/grow-turn1.jsonl", "grow-turn1", 1),
+        (
+            Agent::Vscode,
+            "vscode/chat-session-journal.jsonl",
+            "chat-session-journal",
+            1,
+        ),
+        (
+            Agent::Opencode,
+            "opencode/storage/session/9d8c7b6a5f4e3d2c1b0a99887766554433221100/ses_2f1e0c9a3ffeKq7Lm2Np4Rs6Tu.json",
+            "ses_2f1e0c9a3ffeKq7Lm2Np4Rs6Tu",
+            1,
+        ),
+    ];
+
+    /// Every adapter reads its own fixture: it has a reader for it ([`AgentAdapter::source_for`])
+    /// and finds its session id ([`AgentAdapter::identify`]); a hook event naming the fixture as
+    /// its transcript ingests it first ([`AgentAdapter::transcripts_for_event`]).
+    /// ([`AgentAdapter::discover`] reads the process's home, which a unit test cannot move; each
+    /// module's discovery is tested on explicit folders in the crate's integration tests.)
+    #[test]
+    fn every_adapter_reads_its_fixture() {
+        let listed: Vec<Agent> = FIXTURE_TRANSCRIPTS.iter().map(|f| f.0).collect();
+        assert_eq!(listed, Agent::ALL, "one fixture transcript per agent");
+        for (a, file, id, count) in FIXTURE_TRANSCRIPTS {
+            let ad = a.adapter();
+            let path = repo_root().join("fixtures").join(file);
+            assert!(ad.source_for(&path).is_some(), "{a}: no reader for {file}");
+            let sref = ad
+                .identify(&path)
+                .unwrap_or_else(|e| panic!("{a}: {file}: {e}"));
+            assert_eq!((sref.agent, sref.external_id.as_str()), (a, id), "{file}");
+            let ev = HookEvent {
+                agent: a,
+                event: "Stop".into(),
+                session_id: Some(sref.external_id),
+                transcript_path: Some(path.to_string_lossy().into_owned()),
+                cwd: None,
+                source: None,
+                agent_transcript_path: None,
+                extra: serde_json::Value::Null,
+            };
+            let files = ad.transcripts_for_event(&ev);
+            assert_eq!(files.first(), Some(&path), "{a}: {files:?}");
+            assert_eq!(files.len(), count, "{a}: {files:?}");
         }
     }
 
