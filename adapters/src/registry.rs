@@ -311,6 +311,7 @@ mod tests {
                 "{name}"
             );
             assert_eq!(name.parse::<Agent>(), Ok(a));
+            assert_eq!(serde_json::to_value(a).unwrap(), name, "serde name");
             for alias in ad.names().aliases {
                 assert_eq!(alias.parse::<Agent>(), Ok(a), "{alias}");
             }
@@ -439,6 +440,105 @@ mod tests {
             let files = ad.transcripts_for_event(&ev);
             assert_eq!(files.first(), Some(&path), "{a}: {files:?}");
             assert_eq!(files.len(), count, "{a}: {files:?}");
+        }
+    }
+
+    /// `memtrail status` reports one transcript retention (JSON key `claude_retention`, from the
+    /// first adapter that declares one): a second agent with a retention must turn that report
+    /// into a list first, or status silently ignores it.
+    #[test]
+    fn at_most_one_agent_declares_a_transcript_retention() {
+        let with: Vec<Agent> = Agent::ALL
+            .into_iter()
+            .filter(|a| a.adapter().quirks().transcript_retention.is_some())
+            .collect();
+        assert_eq!(
+            with,
+            [Agent::Claude],
+            "status reports one transcript retention (JSON key `claude_retention`); make it a \
+             list in src/commands/status.rs and docs/json.md before a second agent declares one"
+        );
+    }
+
+    /// Every string and argv in what `spec` registers, with the argv's elements joined by spaces.
+    fn registered_commands(spec: &AgentSpec) -> Vec<String> {
+        fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::String(s) => out.push(s.clone()),
+                serde_json::Value::Array(items) => {
+                    if items.iter().all(|i| i.is_string()) {
+                        let argv: Vec<&str> = items.iter().filter_map(|i| i.as_str()).collect();
+                        out.push(argv.join(" "));
+                    }
+                    items.iter().for_each(|i| walk(i, out));
+                }
+                serde_json::Value::Object(m) => m.values().for_each(|i| walk(i, out)),
+                _ => {}
+            }
+        }
+        use crate::spec::{Body, JsonItem, TomlItem, TomlValue};
+        let mut out = Vec::new();
+        for f in &spec.files {
+            match &f.body {
+                Body::Json(items) => {
+                    for item in items {
+                        match item {
+                            JsonItem::Handler(h) => walk(&h.handler, &mut out),
+                            JsonItem::Property(p) => walk(&p.value, &mut out),
+                        }
+                    }
+                }
+                Body::Whole(w) => out.push(w.content.clone()),
+                Body::Toml(items) => {
+                    for item in items {
+                        match item {
+                            TomlItem::Table { keys, .. } => {
+                                for (_, v) in keys {
+                                    match v {
+                                        TomlValue::Str(s) => out.push(s.clone()),
+                                        TomlValue::Strings(argv) => out.push(argv.join(" ")),
+                                    }
+                                }
+                            }
+                            TomlItem::ChainedArgv { ours, .. } => out.push(ours.join(" ")),
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Every hook memtrail registers for an agent runs `<binary> hook <name>` with the agent's
+    /// short name (the `HOOK_AGENT_ARG` of its registration), and a plugin template (OpenCode's)
+    /// spawns the binary with `["hook", "<name>"]`: the hook dispatches on that name.
+    #[test]
+    fn every_registered_hook_names_its_agent() {
+        let env = Env::sandbox(Path::new("/sandbox/home"));
+        let binary = "/opt/memtrail/bin/memtrail";
+        for a in Agent::ALL {
+            let name = a.as_str();
+            let ctx = SpecContext {
+                env: &env,
+                binary: Path::new(binary),
+                read_jsonc: |_| None,
+            };
+            let spec = a.adapter().registration(&ctx).unwrap();
+            let mut hooks = 0;
+            for c in registered_commands(&spec) {
+                if c.contains(&format!("{binary} hook")) {
+                    assert!(c.ends_with(&format!(" hook {name}")), "{name}: {c}");
+                    hooks += 1;
+                }
+                if c.contains("[\"hook\", ") {
+                    assert!(
+                        c.contains(&format!("[\"hook\", \"{name}\"]")),
+                        "{name}: template"
+                    );
+                    hooks += 1;
+                }
+            }
+            assert!(hooks > 0, "{name}: registers no hook");
         }
     }
 

@@ -12,9 +12,12 @@ use std::path::{Path, PathBuf};
 /// Codex CLI.
 pub struct Codex;
 
+/// Its names; the short name is also its hook argument (`memtrail hook codex`).
+pub const NAMES: Names = Names::new("codex", &[], "Codex CLI");
+
 impl AgentAdapter for Codex {
     fn names(&self) -> Names {
-        Names::new("codex", &[], "Codex CLI")
+        NAMES
     }
     fn source_for(&self, _path: &Path) -> Option<Source> {
         Some(Source::Lines(super::transcript_reader()))

@@ -9,9 +9,12 @@ use std::path::{Path, PathBuf};
 /// Cursor.
 pub struct Cursor;
 
+/// Its names; the short name is also its hook argument (`memtrail hook cursor`).
+pub const NAMES: Names = Names::new("cursor", &[], "Cursor");
+
 impl AgentAdapter for Cursor {
     fn names(&self) -> Names {
-        Names::new("cursor", &[], "Cursor")
+        NAMES
     }
     fn tool_name(&self, tool: &str) -> String {
         tool.to_string()

@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 /// and the CLI's `cursor-agent`.
 pub const EXECUTABLES: [&str; 2] = ["cursor", "cursor-agent"];
 
-/// The `<agent>` argument of `memtrail hook <agent>`.
-pub const HOOK_AGENT_ARG: &str = "cursor";
+/// The `<agent>` argument of `memtrail hook <agent>`: the agent's short name.
+pub const HOOK_AGENT_ARG: &str = super::adapter::NAMES.name;
 
 /// One hook event memtrail registers, with its timeout in seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

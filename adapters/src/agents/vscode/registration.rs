@@ -31,8 +31,8 @@ use std::path::{Path, PathBuf};
 /// VS Code's executables, looked up on `PATH` to detect an installation.
 pub const EXECUTABLES: [&str; 2] = ["code", "code-insiders"];
 
-/// The `<agent>` argument of `memtrail hook <agent>`.
-pub const HOOK_AGENT_ARG: &str = "vscode";
+/// The `<agent>` argument of `memtrail hook <agent>`: the agent's short name.
+pub const HOOK_AGENT_ARG: &str = super::adapter::NAMES.name;
 
 /// memtrail's hook file, relative to the home directory.
 pub const HOOK_FILE_IN_HOME: &str = ".config/memtrail/vscode-hooks.json";
