@@ -211,7 +211,7 @@ macro_rules! stdin_hook {
             &self,
             hook: crate::registry::HookInput<'_>,
         ) -> Result<crate::HookEvent, crate::Error> {
-            super::parse_hook_payload(hook.stdin, &|k| hook.env.var_utf8(k))
+            super::parse_hook_payload(hook.stdin, hook.env)
         }
     };
 }

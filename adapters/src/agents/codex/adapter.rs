@@ -39,7 +39,7 @@ impl AgentAdapter for Codex {
         // Codex `notify` passes its JSON as the last argument; hooks.json events use stdin.
         match super::split_notify_args(hook.args).1 {
             Some(arg) => super::parse_notify_argv(arg),
-            None => super::parse_hook_payload(hook.stdin, &|k| hook.env.var_utf8(k)),
+            None => super::parse_hook_payload(hook.stdin, hook.env),
         }
     }
     fn tool_name(&self, tool: &str) -> String {

@@ -46,10 +46,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::path::{Component, Path, PathBuf};
 
-/// An environment lookup for caller detection in hook payloads (`|k| std::env::var(k).ok()`
-/// in production).
-type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
-
 // ---------------------------------------------------------------------------------------------
 // Paths (`docs/agents/cursor.md#paths`)
 // ---------------------------------------------------------------------------------------------
@@ -821,7 +817,8 @@ fn is_jsonl(path: &Path) -> bool {
 /// `…/.claude/projects/`).
 ///
 /// Errors (for the hook log): the bytes are empty, not JSON, or not a JSON object.
-pub fn parse_hook_payload(bytes: &[u8], env: Env) -> Result<HookEvent, crate::Error> {
+pub fn parse_hook_payload(bytes: &[u8], env: &crate::Env) -> Result<HookEvent, crate::Error> {
+    let env = |k: &str| env.var_utf8(k);
     let payload = parse_object(bytes)?;
     let has = |k: &str| payload.get(k).is_some_and(|v| !v.is_null());
     let cursor_shaped = [
