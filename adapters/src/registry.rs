@@ -5,8 +5,9 @@
 //! config and transcripts, how to read them, what its hooks send and what they answer, what
 //! memtrail registers in its config, the names its model sees memtrail's MCP tools under, and
 //! its quirks (transcript retention, a reply at PreCompact). Install, import, status, doctor,
-//! the hook, help texts and the MCP server read from here; nothing outside this crate branches
-//! on an agent. `docs/adding-an-agent.md` is the checklist for a new one.
+//! the hook and the MCP server read from here; nothing outside this crate branches on an agent.
+//! The agent lists in help texts, MCP tool arguments, the README and the skill are typed by
+//! hand and checked against the registry by a test (`hand_typed_agent_lists_name_every_agent`). `docs/adding-an-agent.md` is the checklist for a new one.
 //!
 //! Why a trait (and not a struct of function pointers): every method is required (no default
 //! bodies), so an agent that lacks a capability does not compile, and each method carries its
@@ -228,8 +229,8 @@ pub fn claude_shaped_session_start(session_id: &str, cwd: &Path) -> serde_json::
 }
 
 impl Agent {
-    /// This agent's adapter. The one exhaustive `match` on agents: a new [`Agent`] variant
-    /// does not compile until it has an adapter here.
+    /// This agent's adapter. The one exhaustive `match` on agents outside the agents' own
+    /// folders: a new [`Agent`] variant does not compile until it has an adapter here.
     pub fn adapter(self) -> &'static dyn AgentAdapter {
         use crate::agents::*;
         match self {
