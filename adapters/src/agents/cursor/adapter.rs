@@ -23,7 +23,7 @@ impl AgentAdapter for Cursor {
         Some(super::source_for(path))
     }
     fn config_dirs(&self, env: &Env) -> Vec<PathBuf> {
-        vec![super::registration::Locations::resolve(env).config_dir]
+        vec![super::paths::Locations::resolve(env).config_dir]
     }
     fn synthetic_session_start(&self, session_id: &str, cwd: &Path) -> serde_json::Value {
         serde_json::json!({

@@ -70,20 +70,17 @@ pub fn config_dir_in(env: &crate::Env) -> PathBuf {
 /// User hooks: `<config>/hooks.json` (`{"version":1,"hooks":{"stop":[{"command":…}]}}`;
 /// commands run from the config folder, so they must be absolute).
 pub fn hooks_path() -> PathBuf {
-    config_dir().join("hooks.json")
+    paths::Locations::resolve(&crate::Env::from_process()).hooks
 }
 
 /// User MCP servers: `<config>/mcp.json` (`{"mcpServers":{…}}`).
 pub fn mcp_path() -> PathBuf {
-    config_dir().join("mcp.json")
+    paths::Locations::resolve(&crate::Env::from_process()).mcp
 }
 
 /// memtrail's personal skill: `<config>/skills/memtrail/SKILL.md`.
 pub fn skill_path() -> PathBuf {
-    config_dir()
-        .join("skills")
-        .join("memtrail")
-        .join("SKILL.md")
+    paths::Locations::resolve(&crate::Env::from_process()).skill
 }
 
 /// The folders that hold `<slug>/agent-transcripts/`: `<config>/projects`, then
@@ -1040,4 +1037,5 @@ pub fn session_start_reply(context: &str) -> Option<String> {
     Some(json!({ "additional_context": context }).to_string())
 }
 pub mod adapter;
+pub mod paths;
 pub mod registration;
