@@ -17,7 +17,7 @@ impl AgentAdapter for Vscode {
         NAMES
     }
     fn config_dirs(&self, env: &Env) -> Vec<PathBuf> {
-        super::registration::Locations::resolve(env).detect_dirs
+        super::paths::Locations::resolve(env).detect_dirs
     }
     fn quirks(&self) -> Quirks {
         Quirks::NONE

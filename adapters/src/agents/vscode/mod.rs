@@ -1871,4 +1871,5 @@ pub fn session_start_reply(context: &str) -> Option<String> {
     )
 }
 pub mod adapter;
+pub mod paths;
 pub mod registration;
