@@ -11,30 +11,39 @@ use serde_json::Value;
 use std::fmt;
 use std::str::FromStr;
 
-/// A coding agent memtrail knows. The string form (`claude`, `codex`, …) is what the CLI, the
-/// store and the MCP tools use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Agent {
-    Claude,
-    Codex,
-    Gemini,
-    Cursor,
-    Vscode,
-    Opencode,
+/// Declares [`Agent`] and [`Agent::ALL`] from one list, so a variant cannot exist without being
+/// in `ALL` (which drives `--agent` parsing, install, import, status and doctor). A new agent is
+/// one line here (see `docs/adding-an-agent.md`).
+macro_rules! agents {
+    ($(#[$attr:meta])* pub enum Agent { $($variant:ident,)+ }) => {
+        $(#[$attr])*
+        pub enum Agent {
+            $($variant,)+
+        }
+
+        impl Agent {
+            /// Every agent, in display order (the order of the variants).
+            pub const ALL: [Agent; [$(Agent::$variant,)+].len()] = [$(Agent::$variant,)+];
+        }
+    };
+}
+
+agents! {
+    /// A coding agent memtrail knows. The string form (`claude`, `codex`, …) is what the CLI, the
+    /// store and the MCP tools use.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Agent {
+        Claude,
+        Codex,
+        Gemini,
+        Cursor,
+        Vscode,
+        Opencode,
+    }
 }
 
 impl Agent {
-    /// Every agent, in display order.
-    pub const ALL: [Agent; 6] = [
-        Agent::Claude,
-        Agent::Codex,
-        Agent::Gemini,
-        Agent::Cursor,
-        Agent::Vscode,
-        Agent::Opencode,
-    ];
-
     /// The short name used on the command line and in the store (`claude`, `codex`, …), from
     /// the agent's adapter ([`crate::registry::Names`]).
     pub fn as_str(self) -> &'static str {

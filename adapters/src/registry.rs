@@ -5,8 +5,9 @@
 //! config and transcripts, how to read them, what its hooks send and what they answer, what
 //! memtrail registers in its config, the names its model sees memtrail's MCP tools under, and
 //! its quirks (transcript retention, a reply at PreCompact). Install, import, status, doctor,
-//! the hook, help texts and the MCP server read from here; nothing outside this crate branches
-//! on an agent. `docs/adding-an-agent.md` is the checklist for a new one.
+//! the hook and the MCP server read from here; nothing outside this crate branches on an agent.
+//! The agent lists in help texts, MCP tool arguments, the README and the skill are typed by
+//! hand and checked against the registry by a test (`hand_typed_agent_lists_name_every_agent`). `docs/adding-an-agent.md` is the checklist for a new one.
 //!
 //! Why a trait (and not a struct of function pointers): every method is required (no default
 //! bodies), so an agent that lacks a capability does not compile, and each method carries its
@@ -161,8 +162,9 @@ pub trait AgentAdapter: Sync {
     fn parse_hook(&self, hook: HookInput<'_>) -> Result<HookEvent, crate::Error>;
     /// The transcript files a hook event should ingest.
     fn transcripts_for_event(&self, ev: &HookEvent) -> Vec<PathBuf>;
-    /// What to print at SessionStart to put `context` into the agent's context, in its dialect;
-    /// `None` when the agent takes no context from a hook.
+    /// What to print at SessionStart to put `context` into the agent's context, in its dialect.
+    /// Every agent takes context at SessionStart, so a non-blank `context` gives `Some` (the
+    /// registry test asserts it); `None` is "print nothing" (OpenCode, for a blank `context`).
     fn session_start_reply(&self, context: &str) -> Option<String>;
     /// A SessionStart payload shaped like the agent's own, with session id `session_id` and
     /// working folder `cwd` (for `memtrail doctor`).
@@ -213,7 +215,7 @@ macro_rules! stdin_hook {
             &self,
             hook: crate::registry::HookInput<'_>,
         ) -> Result<crate::HookEvent, crate::Error> {
-            super::parse_hook_payload(hook.stdin, &|k| hook.env.var_utf8(k))
+            super::parse_hook_payload(hook.stdin, hook.env)
         }
     };
 }
@@ -230,8 +232,8 @@ pub fn claude_shaped_session_start(session_id: &str, cwd: &Path) -> serde_json::
 }
 
 impl Agent {
-    /// This agent's adapter. The one exhaustive `match` on agents: a new [`Agent`] variant
-    /// does not compile until it has an adapter here.
+    /// This agent's adapter. The one exhaustive `match` on agents outside the agents' own
+    /// folders: a new [`Agent`] variant does not compile until it has an adapter here.
     pub fn adapter(self) -> &'static dyn AgentAdapter {
         use crate::agents::*;
         match self {
@@ -257,9 +259,10 @@ mod tests {
     use crate::model::canonical_event;
     use std::collections::BTreeSet;
 
-    /// Every [`Agent`] variant. The exhaustive `match` makes a new variant fail to compile here
-    /// until it is listed, and [`registry_lists_every_agent_once`] then fails until the registry
-    /// lists it too.
+    /// Every [`Agent`] variant, typed by hand. The exhaustive `match` makes a new variant fail to
+    /// compile here until it is named, and [`registry_lists_every_agent_once`] fails until the
+    /// `vec!` lists it too (it compares with [`Agent::ALL`], which the `agents!` macro in
+    /// `model.rs` declares from the same list as the enum, so `ALL` cannot miss a variant).
     fn every_variant() -> Vec<Agent> {
         use Agent::*;
         let all = vec![Claude, Codex, Gemini, Cursor, Vscode, Opencode];
@@ -312,6 +315,7 @@ mod tests {
                 "{name}"
             );
             assert_eq!(name.parse::<Agent>(), Ok(a));
+            assert_eq!(serde_json::to_value(a).unwrap(), name, "serde name");
             for alias in ad.names().aliases {
                 assert_eq!(alias.parse::<Agent>(), Ok(a), "{alias}");
             }
@@ -370,6 +374,175 @@ mod tests {
             );
             let tool = ad.tool_name("search");
             assert!(tool.ends_with("search"), "{name}: {tool}");
+        }
+    }
+
+    /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
+    /// identifies in it, and how many transcripts a hook event naming it ingests (Claude Code's
+    /// adds its sub-agent's).
+    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 6] = [
+        (
+            Agent::Claude,
+            "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
+            "3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83",
+            2,
+        ),
+        (
+            Agent::Codex,
+            "codex/paginated-turn1.jsonl",
+            "01a0c4b4-ef41-7b8e-a2a5-c37d19f04e6a",
+            1,
+        ),
+        (
+            Agent::Gemini,
+            "gemini/home/.gemini/tmp/project/chats/session-2026-03-15T11-02-7e6d5c4b.jsonl",
+            "7e6d5c4b-3a29-4817-8f6e-5d4c3b2a1908",
+            1,
+        ),
+        (Agent::Cursor, "cursor/grow-turn1.jsonl", "grow-turn1", 1),
+        (
+            Agent::Vscode,
+            "vscode/chat-session-journal.jsonl",
+            "chat-session-journal",
+            1,
+        ),
+        (
+            Agent::Opencode,
+            "opencode/storage/session/9d8c7b6a5f4e3d2c1b0a99887766554433221100/ses_2f1e0c9a3ffeKq7Lm2Np4Rs6Tu.json",
+            "ses_2f1e0c9a3ffeKq7Lm2Np4Rs6Tu",
+            1,
+        ),
+    ];
+
+    /// Every adapter reads its own fixture: it has a reader for it ([`AgentAdapter::source_for`])
+    /// and finds its session id ([`AgentAdapter::identify`]); a hook event naming the fixture as
+    /// its transcript ingests it first ([`AgentAdapter::transcripts_for_event`]).
+    /// ([`AgentAdapter::discover`] reads the process's home, which a unit test cannot move; each
+    /// module's discovery is tested on explicit folders in the crate's integration tests.)
+    #[test]
+    fn every_adapter_reads_its_fixture() {
+        let listed: Vec<Agent> = FIXTURE_TRANSCRIPTS.iter().map(|f| f.0).collect();
+        assert_eq!(listed, Agent::ALL, "one fixture transcript per agent");
+        for (a, file, id, count) in FIXTURE_TRANSCRIPTS {
+            let ad = a.adapter();
+            let path = repo_root().join("fixtures").join(file);
+            assert!(ad.source_for(&path).is_some(), "{a}: no reader for {file}");
+            let sref = ad
+                .identify(&path)
+                .unwrap_or_else(|e| panic!("{a}: {file}: {e}"));
+            assert_eq!((sref.agent, sref.external_id.as_str()), (a, id), "{file}");
+            let ev = HookEvent {
+                agent: a,
+                event: "Stop".into(),
+                session_id: Some(sref.external_id),
+                transcript_path: Some(path.to_string_lossy().into_owned()),
+                cwd: None,
+                source: None,
+                agent_transcript_path: None,
+                extra: serde_json::Value::Null,
+            };
+            let files = ad.transcripts_for_event(&ev);
+            assert_eq!(files.first(), Some(&path), "{a}: {files:?}");
+            assert_eq!(files.len(), count, "{a}: {files:?}");
+        }
+    }
+
+    /// `memtrail status` reports one transcript retention (JSON key `claude_retention`, from the
+    /// first adapter that declares one): a second agent with a retention must turn that report
+    /// into a list first, or status silently ignores it.
+    #[test]
+    fn at_most_one_agent_declares_a_transcript_retention() {
+        let with: Vec<Agent> = Agent::ALL
+            .into_iter()
+            .filter(|a| a.adapter().quirks().transcript_retention.is_some())
+            .collect();
+        assert_eq!(
+            with,
+            [Agent::Claude],
+            "status reports one transcript retention (JSON key `claude_retention`); make it a \
+             list in src/commands/status.rs and docs/json.md before a second agent declares one"
+        );
+    }
+
+    /// Every string and argv in what `spec` registers, with the argv's elements joined by spaces.
+    fn registered_commands(spec: &AgentSpec) -> Vec<String> {
+        fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::String(s) => out.push(s.clone()),
+                serde_json::Value::Array(items) => {
+                    if items.iter().all(|i| i.is_string()) {
+                        let argv: Vec<&str> = items.iter().filter_map(|i| i.as_str()).collect();
+                        out.push(argv.join(" "));
+                    }
+                    items.iter().for_each(|i| walk(i, out));
+                }
+                serde_json::Value::Object(m) => m.values().for_each(|i| walk(i, out)),
+                _ => {}
+            }
+        }
+        use crate::spec::{Body, JsonItem, TomlItem, TomlValue};
+        let mut out = Vec::new();
+        for f in &spec.files {
+            match &f.body {
+                Body::Json(items) => {
+                    for item in items {
+                        match item {
+                            JsonItem::Handler(h) => walk(&h.handler, &mut out),
+                            JsonItem::Property(p) => walk(&p.value, &mut out),
+                        }
+                    }
+                }
+                Body::Whole(w) => out.push(w.content.clone()),
+                Body::Toml(items) => {
+                    for item in items {
+                        match item {
+                            TomlItem::Table { keys, .. } => {
+                                for (_, v) in keys {
+                                    match v {
+                                        TomlValue::Str(s) => out.push(s.clone()),
+                                        TomlValue::Strings(argv) => out.push(argv.join(" ")),
+                                    }
+                                }
+                            }
+                            TomlItem::ChainedArgv { ours, .. } => out.push(ours.join(" ")),
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Every hook memtrail registers for an agent runs `<binary> hook <name>` with the agent's
+    /// short name (the `HOOK_AGENT_ARG` of its registration), and a plugin template (OpenCode's)
+    /// spawns the binary with `["hook", "<name>"]`: the hook dispatches on that name.
+    #[test]
+    fn every_registered_hook_names_its_agent() {
+        let env = Env::sandbox(Path::new("/sandbox/home"));
+        let binary = "/opt/memtrail/bin/memtrail";
+        for a in Agent::ALL {
+            let name = a.as_str();
+            let ctx = SpecContext {
+                env: &env,
+                binary: Path::new(binary),
+                read_jsonc: |_| None,
+            };
+            let spec = a.adapter().registration(&ctx).unwrap();
+            let mut hooks = 0;
+            for c in registered_commands(&spec) {
+                if c.contains(&format!("{binary} hook")) {
+                    assert!(c.ends_with(&format!(" hook {name}")), "{name}: {c}");
+                    hooks += 1;
+                }
+                if c.contains("[\"hook\", ") {
+                    assert!(
+                        c.contains(&format!("[\"hook\", \"{name}\"]")),
+                        "{name}: template"
+                    );
+                    hooks += 1;
+                }
+            }
+            assert!(hooks > 0, "{name}: registers no hook");
         }
     }
 

@@ -45,8 +45,9 @@ fn one(line: &str) -> Batch {
     read(&[line.as_bytes()])
 }
 
-fn no_env(_: &str) -> Option<String> {
-    None
+/// A hook process's environment with no variable set.
+fn no_env() -> memtrail_adapters::Env {
+    memtrail_adapters::Env::sandbox("/")
 }
 
 // ---- expected content of the grow fixtures (fixtures/claude/README.md) ----
@@ -914,7 +915,7 @@ fn hook_payloads_for_each_claude_event() {
         ),
     ];
     for (v, source, agent_transcript) in cases {
-        let ev = parse_hook_payload(&payload(v.clone()), &no_env).unwrap();
+        let ev = parse_hook_payload(&payload(v.clone()), &no_env()).unwrap();
         assert_eq!(ev.agent, Agent::Claude);
         assert_eq!(ev.event, v["hook_event_name"].as_str().unwrap());
         assert_eq!(ev.session_id.as_deref(), Some("abc123"));
@@ -931,18 +932,18 @@ fn hook_payloads_for_each_claude_event() {
 
 #[test]
 fn hook_payload_errors() {
-    assert!(parse_hook_payload(b"", &no_env).is_err());
-    assert!(parse_hook_payload(b"  \n", &no_env).is_err());
-    assert!(parse_hook_payload(b"not json", &no_env).is_err());
-    assert!(parse_hook_payload(b"[1,2]", &no_env).is_err());
-    assert!(parse_hook_payload(b"\"Stop\"", &no_env).is_err());
-    assert!(parse_hook_payload(b"{\"session_id\":", &no_env).is_err());
-    let e = parse_hook_payload(b"{}", &no_env).unwrap();
+    assert!(parse_hook_payload(b"", &no_env()).is_err());
+    assert!(parse_hook_payload(b"  \n", &no_env()).is_err());
+    assert!(parse_hook_payload(b"not json", &no_env()).is_err());
+    assert!(parse_hook_payload(b"[1,2]", &no_env()).is_err());
+    assert!(parse_hook_payload(b"\"Stop\"", &no_env()).is_err());
+    assert!(parse_hook_payload(b"{\"session_id\":", &no_env()).is_err());
+    let e = parse_hook_payload(b"{}", &no_env()).unwrap();
     assert_eq!(
         (e.agent, e.event.as_str(), e.session_id),
         (Agent::Claude, "", None)
     );
-    let e = parse_hook_payload(b"\xEF\xBB\xBF{\"hook_event_name\":\"Stop\"}\n", &no_env).unwrap();
+    let e = parse_hook_payload(b"\xEF\xBB\xBF{\"hook_event_name\":\"Stop\"}\n", &no_env()).unwrap();
     assert_eq!(e.event, "Stop");
 }
 
@@ -951,8 +952,8 @@ fn vscode_payload_is_detected_and_read() {
     let v = json!({"timestamp": "2026-02-09T10:30:00.000Z", "cwd": "/path/to/workspace",
         "sessionId": "vs-1", "hookEventName": "Stop",
         "transcript_path": "/x/GitHub.copilot-chat/transcripts/vs-1.jsonl", "stop_hook_active": false});
-    assert_eq!(detect_caller(&v, &no_env), Agent::Vscode);
-    let ev = parse_hook_payload(&payload(v), &no_env).unwrap();
+    assert_eq!(detect_caller(&v, &no_env()), Agent::Vscode);
+    let ev = parse_hook_payload(&payload(v), &no_env()).unwrap();
     assert_eq!(ev.agent, Agent::Vscode);
     assert_eq!(ev.event, "Stop");
     assert_eq!(ev.session_id.as_deref(), Some("vs-1"));
@@ -962,7 +963,7 @@ fn vscode_payload_is_detected_and_read() {
     );
     assert_eq!(ev.cwd.as_deref(), Some("/path/to/workspace"));
     let start = json!({"sessionId": "vs-1", "hookEventName": "SessionStart", "source": "new"});
-    let ev = parse_hook_payload(&payload(start), &no_env).unwrap();
+    let ev = parse_hook_payload(&payload(start), &no_env()).unwrap();
     assert_eq!(ev.source.as_deref(), Some("new"));
 }
 
@@ -972,8 +973,8 @@ fn cursor_payload_is_detected_and_read() {
         "hook_event_name": "stop", "cursor_version": "2026.02.13-41ac335",
         "workspace_roots": ["file:///home/u/repo"], "user_email": "user@example.com",
         "transcript_path": null, "status": "completed", "loop_count": 0});
-    assert_eq!(detect_caller(&v, &no_env), Agent::Cursor);
-    let ev = parse_hook_payload(&payload(v), &no_env).unwrap();
+    assert_eq!(detect_caller(&v, &no_env()), Agent::Cursor);
+    let ev = parse_hook_payload(&payload(v), &no_env()).unwrap();
     assert_eq!(ev.agent, Agent::Cursor);
     assert_eq!(ev.event, "stop");
     assert_eq!(ev.session_id.as_deref(), Some("c-1"));
@@ -982,7 +983,7 @@ fn cursor_payload_is_detected_and_read() {
 
     let end = json!({"conversation_id": "c-1", "session_id": "c-1", "workspace_roots": ["/r"],
         "hook_event_name": "sessionEnd", "reason": "user_close"});
-    let ev = parse_hook_payload(&payload(end), &no_env).unwrap();
+    let ev = parse_hook_payload(&payload(end), &no_env()).unwrap();
     assert_eq!(
         (ev.agent, ev.source.as_deref()),
         (Agent::Cursor, Some("user_close"))
@@ -991,14 +992,15 @@ fn cursor_payload_is_detected_and_read() {
 
 #[test]
 fn cursor_environment_marks_a_claude_shaped_payload_as_cursor() {
-    let cursor_env = |k: &str| (k == "CURSOR_VERSION").then(|| "2.5.1".to_string());
-    let dir_env = |k: &str| (k == "CURSOR_PROJECT_DIR").then(|| "/home/u/repo".to_string());
+    let cursor_env = memtrail_adapters::Env::sandbox("/").with_var("CURSOR_VERSION", "2.5.1");
+    let dir_env =
+        memtrail_adapters::Env::sandbox("/").with_var("CURSOR_PROJECT_DIR", "/home/u/repo");
     let v = json!({"session_id": "s", "hook_event_name": "Stop",
         "transcript_path": "/home/u/.cursor/projects/home-u-repo/agent-transcripts/s.jsonl"});
-    assert_eq!(detect_caller(&v, &no_env), Agent::Claude);
+    assert_eq!(detect_caller(&v, &no_env()), Agent::Claude);
     assert_eq!(detect_caller(&v, &cursor_env), Agent::Cursor);
     assert_eq!(detect_caller(&v, &dir_env), Agent::Cursor);
-    let empty_env = |k: &str| (k == "CURSOR_VERSION").then(String::new);
+    let empty_env = memtrail_adapters::Env::sandbox("/").with_var("CURSOR_VERSION", "");
     assert_eq!(detect_caller(&v, &empty_env), Agent::Claude);
 
     // Claude Code run from a Cursor terminal inherits CURSOR_*: a transcript in a Claude
@@ -1008,11 +1010,9 @@ fn cursor_environment_marks_a_claude_shaped_payload_as_cursor() {
     assert_eq!(detect_caller(&claude, &cursor_env), Agent::Claude);
     let relocated = json!({"session_id": "s", "hook_event_name": "Stop",
         "transcript_path": "/data/claude/projects/-r/s.jsonl"});
-    let both = |k: &str| match k {
-        "CURSOR_VERSION" => Some("2.5.1".to_string()),
-        "CLAUDE_CONFIG_DIR" => Some("/data/claude/".to_string()),
-        _ => None,
-    };
+    let both = memtrail_adapters::Env::sandbox("/")
+        .with_var("CURSOR_VERSION", "2.5.1")
+        .with_var("CLAUDE_CONFIG_DIR", "/data/claude/");
     assert_eq!(detect_caller(&relocated, &both), Agent::Claude);
     assert_eq!(detect_caller(&relocated, &cursor_env), Agent::Cursor);
 }

@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 const LEGACY_ID: &str = "019ceb9e-6984-7a3c-a9b4-1e2d07f85c61";
 const PAGINATED_ID: &str = "01a0c4b4-ef41-7b8e-a2a5-c37d19f04e6a";
 
-fn no_env(_: &str) -> Option<String> {
-    None
+/// A hook process's environment with no variable set.
+fn no_env() -> memtrail_adapters::Env {
+    memtrail_adapters::Env::sandbox("/")
 }
 
 fn own(name: &str) -> PathBuf {
@@ -81,7 +82,7 @@ fn hook_payloads_for_each_codex_event() {
         ),
     ];
     for (v, source) in cases {
-        let ev = parse_hook_payload(&payload(&v), &no_env).unwrap();
+        let ev = parse_hook_payload(&payload(&v), &no_env()).unwrap();
         assert_eq!(
             ev,
             HookEvent {
@@ -101,11 +102,11 @@ fn hook_payloads_for_each_codex_event() {
         "SubagentStop",
         json!({"agent_id": "a1", "agent_type": "worker", "agent_transcript_path": "/x/child.jsonl"}),
     );
-    let ev = parse_hook_payload(&payload(&v), &no_env).unwrap();
+    let ev = parse_hook_payload(&payload(&v), &no_env()).unwrap();
     assert_eq!(ev.agent_transcript_path.as_deref(), Some("/x/child.jsonl"));
     // `transcript_path: null` and no cwd: no path; cwd from PWD.
     let v = json!({"session_id": "s", "transcript_path": null, "hook_event_name": "SessionStart", "source": "startup"});
-    let env = |k: &str| (k == "PWD").then(|| "/work/dir".to_string());
+    let env = memtrail_adapters::Env::sandbox("/").with_var("PWD", "/work/dir");
     let ev = parse_hook_payload(&payload(&v), &env).unwrap();
     assert_eq!(
         (ev.transcript_path, ev.cwd, ev.source),
@@ -116,7 +117,7 @@ fn hook_payloads_for_each_codex_event() {
     b.extend(payload(
         &json!({"hook_event_name": "Stop", "session_id": "s"}),
     ));
-    assert_eq!(parse_hook_payload(&b, &no_env).unwrap().event, "Stop");
+    assert_eq!(parse_hook_payload(&b, &no_env()).unwrap().event, "Stop");
 }
 
 #[test]
@@ -130,7 +131,7 @@ fn hook_payload_errors() {
         b"{\"a\":",
     ] {
         assert!(
-            parse_hook_payload(bad, &no_env).is_err(),
+            parse_hook_payload(bad, &no_env()).is_err(),
             "{}",
             String::from_utf8_lossy(bad)
         );
@@ -168,7 +169,7 @@ fn notify_argv_payload() {
     );
     assert_eq!(ev.extra["turn-id"], json!("12345"));
     // The same JSON arriving on stdin is read the same way.
-    assert_eq!(parse_hook_payload(arg.as_bytes(), &no_env).unwrap(), ev);
+    assert_eq!(parse_hook_payload(arg.as_bytes(), &no_env()).unwrap(), ev);
     // `last-assistant-message` may be null; `client` is optional.
     let ev = parse_notify_argv(
         r#"{"type":"agent-turn-complete","thread-id":"t","turn-id":"1","cwd":"/p","input-messages":[],"last-assistant-message":null}"#,
@@ -239,7 +240,7 @@ fn transcripts_for_an_event() {
     // A hook payload with a path: that path (not checked), then a SubagentStop child.
     let mut ev = parse_hook_payload(
         br#"{"hook_event_name":"SubagentStop","session_id":"s","transcript_path":"/a.jsonl","agent_transcript_path":"/b.jsonl"}"#,
-        &no_env,
+        &no_env(),
     )
     .unwrap();
     assert_eq!(

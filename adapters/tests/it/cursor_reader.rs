@@ -62,8 +62,9 @@ fn ts(s: &str) -> Option<i64> {
     Some(parse_rfc3339_ms(s).expect("valid timestamp"))
 }
 
-fn no_env(_: &str) -> Option<String> {
-    None
+/// A hook process's environment with no variable set.
+fn no_env() -> memtrail_adapters::Env {
+    memtrail_adapters::Env::sandbox("/")
 }
 
 const P1: &str = "このリポジトリのテストを実行してください 🧪";
@@ -740,7 +741,7 @@ fn hook_payloads_for_each_cursor_event() {
         ),
     ];
     for (v, source) in cases {
-        let ev = parse_hook_payload(&payload(v.clone()), &no_env).unwrap();
+        let ev = parse_hook_payload(&payload(v.clone()), &no_env()).unwrap();
         assert_eq!(ev.agent, Agent::Cursor);
         assert_eq!(ev.event, v["hook_event_name"].as_str().unwrap());
         assert_eq!(ev.session_id.as_deref(), Some(id));
@@ -755,7 +756,7 @@ fn hook_payloads_for_each_cursor_event() {
             "subagentStop",
             json!({"subagent_id": "s1", "agent_transcript_path": "/t/s1.jsonl", "status": "completed"}),
         )),
-        &no_env,
+        &no_env(),
     )
     .unwrap();
     assert_eq!(stop.agent_transcript_path.as_deref(), Some("/t/s1.jsonl"));
@@ -766,14 +767,12 @@ fn cli_payload_without_transcript_path_and_file_uri_roots() {
     // The CLI sends `transcript_path: null`; the hook environment may name it.
     let v = json!({"conversation_id": "c-1", "hook_event_name": "sessionEnd", "transcript_path": null,
         "workspace_roots": ["file:///home/u/my%20app"], "cursor_version": "2026.02.13-41ac335"});
-    let ev = parse_hook_payload(&payload(v.clone()), &no_env).unwrap();
+    let ev = parse_hook_payload(&payload(v.clone()), &no_env()).unwrap();
     assert_eq!(ev.transcript_path, None);
     assert_eq!(ev.cwd.as_deref(), Some("/home/u/my app"));
-    let env = |k: &str| match k {
-        "CURSOR_TRANSCRIPT_PATH" => Some("/t/c-1.jsonl".to_string()),
-        "CURSOR_PROJECT_DIR" => Some("/env/dir".to_string()),
-        _ => None,
-    };
+    let env = memtrail_adapters::Env::sandbox("/")
+        .with_var("CURSOR_TRANSCRIPT_PATH", "/t/c-1.jsonl")
+        .with_var("CURSOR_PROJECT_DIR", "/env/dir");
     let ev = parse_hook_payload(&payload(v), &env).unwrap();
     assert_eq!(ev.transcript_path.as_deref(), Some("/t/c-1.jsonl"));
     assert_eq!(
@@ -786,7 +785,7 @@ fn cli_payload_without_transcript_path_and_file_uri_roots() {
     assert_eq!(ev.cwd.as_deref(), Some("/env/dir"));
     // A Windows workspace root.
     let win = json!({"conversation_id": "c", "workspace_roots": ["file:///c%3A/Users/u/app"]});
-    let ev = parse_hook_payload(&payload(win), &no_env).unwrap();
+    let ev = parse_hook_payload(&payload(win), &no_env()).unwrap();
     assert_eq!(ev.cwd.as_deref(), Some("c:/Users/u/app"));
 }
 
@@ -794,29 +793,33 @@ fn cli_payload_without_transcript_path_and_file_uri_roots() {
 fn hook_payload_callers_and_errors() {
     let vscode = json!({"sessionId": "s", "hookEventName": "Stop", "transcript_path": "/x.jsonl"});
     assert_eq!(
-        parse_hook_payload(&payload(vscode), &no_env).unwrap().agent,
+        parse_hook_payload(&payload(vscode), &no_env())
+            .unwrap()
+            .agent,
         Agent::Vscode
     );
     let claude = json!({"session_id": "s", "hook_event_name": "Stop",
         "transcript_path": "/home/u/.claude/projects/-home-u-app/s.jsonl"});
     assert_eq!(
-        parse_hook_payload(&payload(claude), &no_env).unwrap().agent,
+        parse_hook_payload(&payload(claude), &no_env())
+            .unwrap()
+            .agent,
         Agent::Claude
     );
     let minimal = json!({"hook_event_name": "stop"});
-    let ev = parse_hook_payload(&payload(minimal), &no_env).unwrap();
+    let ev = parse_hook_payload(&payload(minimal), &no_env()).unwrap();
     assert_eq!((ev.agent, ev.session_id), (Agent::Cursor, None));
     for bad in [&b""[..], b" \n", b"nope", b"[1]", b"\"x\"", b"{\"a\":"] {
-        assert!(parse_hook_payload(bad, &no_env).is_err(), "{bad:?}");
+        assert!(parse_hook_payload(bad, &no_env()).is_err(), "{bad:?}");
     }
-    let e = parse_hook_payload(b"\xEF\xBB\xBF{\"hook_event_name\":\"stop\"}", &no_env).unwrap();
+    let e = parse_hook_payload(b"\xEF\xBB\xBF{\"hook_event_name\":\"stop\"}", &no_env()).unwrap();
     assert_eq!(e.event, "stop");
 }
 
 fn event(transcript: Option<&str>, roots: Value, agent_transcript: Option<&str>) -> HookEvent {
     let mut extra = json!({"conversation_id": "c9", "workspace_roots": roots});
     extra["transcript_path"] = transcript.map_or(Value::Null, |t| json!(t));
-    parse_hook_payload(&payload(extra), &no_env)
+    parse_hook_payload(&payload(extra), &no_env())
         .map(|mut e| {
             e.agent_transcript_path = agent_transcript.map(str::to_string);
             e

@@ -86,8 +86,9 @@ fn calls(m: &Message) -> Vec<&ToolCall> {
     m.tool_calls().collect()
 }
 
-fn no_env(_: &str) -> Option<String> {
-    None
+/// A hook process's environment with no variable set.
+fn no_env() -> memtrail_adapters::Env {
+    memtrail_adapters::Env::sandbox("/")
 }
 
 fn event(transcript: Option<&str>, session: Option<&str>, cwd: Option<&str>) -> HookEvent {
@@ -712,7 +713,7 @@ fn random_bytes_and_truncations_never_panic() {
         }
         let _ = read(&[&bytes]);
         let _ = read_doc(&bytes);
-        let _ = parse_hook_payload(&bytes, &no_env);
+        let _ = parse_hook_payload(&bytes, &no_env());
     }
     // Bytes flipped inside valid lines.
     for (i, line) in lines(&all).iter().enumerate() {
@@ -1045,7 +1046,7 @@ fn source_for_picks_the_reader_by_extension() {
 #[test]
 fn hook_payloads_parse_into_events() {
     let payload = br#"{"session_id":"4f1c2a9e-7b3d-4e8a-9c21-5d6e7f8a9b0c","transcript_path":"/home/user/.gemini/tmp/weather-app/chats/session-2026-03-14T09-21-4f1c2a9e.jsonl","cwd":"/home/user/src/weather-app","hook_event_name":"AfterAgent","timestamp":"2026-03-14T09:21:24.500Z","prompt":"p","prompt_response":"r","stop_hook_active":false}"#;
-    let ev = parse_hook_payload(payload, &no_env).expect("parse");
+    let ev = parse_hook_payload(payload, &no_env()).expect("parse");
     assert_eq!(ev.agent, Agent::Gemini);
     assert_eq!(ev.event, "AfterAgent");
     assert_eq!(ev.session_id.as_deref(), Some(SID));
@@ -1058,14 +1059,14 @@ fn hook_payloads_parse_into_events() {
     assert_eq!(ev.extra["prompt_response"], "r");
 
     let start = br#"{"session_id":"s","transcript_path":"","cwd":"/w","hook_event_name":"SessionStart","timestamp":"t","source":"resume"}"#;
-    let ev = parse_hook_payload(start, &no_env).expect("parse");
+    let ev = parse_hook_payload(start, &no_env()).expect("parse");
     assert_eq!(
         (ev.transcript_path, ev.source.as_deref()),
         (None, Some("resume"))
     );
     let pre = br#"{"session_id":"s","transcript_path":"/t.jsonl","cwd":"/w","hook_event_name":"PreCompress","timestamp":"t","trigger":"auto"}"#;
     assert_eq!(
-        parse_hook_payload(pre, &no_env)
+        parse_hook_payload(pre, &no_env())
             .expect("parse")
             .source
             .as_deref(),
@@ -1073,7 +1074,7 @@ fn hook_payloads_parse_into_events() {
     );
     let end = br#"{"session_id":"s","transcript_path":"/t.jsonl","cwd":"/w","hook_event_name":"SessionEnd","timestamp":"t","reason":"prompt_input_exit"}"#;
     assert_eq!(
-        parse_hook_payload(end, &no_env)
+        parse_hook_payload(end, &no_env())
             .expect("parse")
             .source
             .as_deref(),
@@ -1081,18 +1082,16 @@ fn hook_payloads_parse_into_events() {
     );
 
     // Environment fallbacks (hookRunner sets GEMINI_SESSION_ID, GEMINI_CWD, GEMINI_PROJECT_DIR).
-    let env = |k: &str| match k {
-        "GEMINI_SESSION_ID" => Some("env-session".to_string()),
-        "GEMINI_PROJECT_DIR" => Some("/env/project".to_string()),
-        _ => None,
-    };
+    let env = memtrail_adapters::Env::sandbox("/")
+        .with_var("GEMINI_SESSION_ID", "env-session")
+        .with_var("GEMINI_PROJECT_DIR", "/env/project");
     let ev = parse_hook_payload(b"\xEF\xBB\xBF{\"hook_event_name\":\"SessionEnd\"}", &env)
         .expect("parse");
     assert_eq!(ev.session_id.as_deref(), Some("env-session"));
     assert_eq!(ev.cwd.as_deref(), Some("/env/project"));
 
     for bad in [&b""[..], b"  \n", b"nope", b"[1]", b"\"s\""] {
-        assert!(parse_hook_payload(bad, &no_env).is_err(), "{bad:?}");
+        assert!(parse_hook_payload(bad, &no_env()).is_err(), "{bad:?}");
     }
 }
 

@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn no_env(_: &str) -> Option<String> {
-    None
+/// A hook process's environment with no variable set.
+fn no_env() -> memtrail_adapters::Env {
+    memtrail_adapters::Env::sandbox("/")
 }
 
 fn payload(v: Value) -> Vec<u8> {
@@ -25,7 +26,7 @@ fn payloads_for_each_plugin_event() {
         (events::START, Some("startup")),
     ] {
         let p = json!({"hook_event_name": event, "session_id": "ses_abc", "cwd": "/w/p", "plugin_api": "v1"});
-        let ev = opencode::parse_hook_payload(&payload(p.clone()), &no_env).unwrap();
+        let ev = opencode::parse_hook_payload(&payload(p.clone()), &no_env()).unwrap();
         assert_eq!(
             ev,
             HookEvent {
@@ -41,7 +42,7 @@ fn payloads_for_each_plugin_event() {
         );
     }
     // db_path is the transcript; alternative spellings; $PWD when there is no cwd; a BOM.
-    let env = |k: &str| (k == "PWD").then(|| "/from/env".to_string());
+    let env = memtrail_adapters::Env::sandbox("/").with_var("PWD", "/from/env");
     let mut bytes = b"\xEF\xBB\xBF".to_vec();
     bytes.extend(payload(
         json!({"event": "session.idle", "sessionID": "ses_x", "db_path": "/d/opencode.db"}),
@@ -52,7 +53,8 @@ fn payloads_for_each_plugin_event() {
     assert_eq!(ev.transcript_path.as_deref(), Some("/d/opencode.db"));
     assert_eq!(ev.cwd.as_deref(), Some("/from/env"));
     // Unknown events are passed through; no event name is an empty event.
-    let ev = opencode::parse_hook_payload(br#"{"session_id":"s","source":"x"}"#, &no_env).unwrap();
+    let ev =
+        opencode::parse_hook_payload(br#"{"session_id":"s","source":"x"}"#, &no_env()).unwrap();
     assert_eq!((ev.event.as_str(), ev.source.as_deref()), ("", Some("x")));
 }
 
@@ -65,7 +67,7 @@ fn payload_errors() {
         (b"[1]", "not a JSON object"),
         (b"\"session.idle\"", "not a JSON object"),
     ] {
-        let e = opencode::parse_hook_payload(bytes, &no_env).unwrap_err();
+        let e = opencode::parse_hook_payload(bytes, &no_env()).unwrap_err();
         assert!(e.to_string().contains(needle), "{e}");
     }
 }

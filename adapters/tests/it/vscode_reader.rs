@@ -64,8 +64,9 @@ fn ts(s: &str) -> Option<i64> {
     Some(parse_rfc3339_ms(s).expect("valid timestamp"))
 }
 
-fn no_env(_: &str) -> Option<String> {
-    None
+/// A hook process's environment with no variable set.
+fn no_env() -> memtrail_adapters::Env {
+    memtrail_adapters::Env::sandbox("/")
 }
 
 fn call(m: &Message, i: usize) -> &ToolCall {
@@ -1196,7 +1197,7 @@ fn hook_payloads_for_each_vscode_event() {
         (common("Stop", json!({"stop_hook_active": false})), None),
     ];
     for (v, source) in cases {
-        let ev = parse_hook_payload(&payload(v.clone()), &no_env).unwrap();
+        let ev = parse_hook_payload(&payload(v.clone()), &no_env()).unwrap();
         assert_eq!(ev.agent, Agent::Vscode);
         assert_eq!(ev.event, v["hookEventName"].as_str().unwrap());
         assert_eq!(ev.session_id.as_deref(), Some("c3a9e1f4"));
@@ -1213,24 +1214,28 @@ fn hook_payload_callers_and_errors() {
     let claude =
         json!({"session_id": "s", "hook_event_name": "Stop", "transcript_path": "/t.jsonl"});
     assert_eq!(
-        parse_hook_payload(&payload(claude), &no_env).unwrap().agent,
+        parse_hook_payload(&payload(claude), &no_env())
+            .unwrap()
+            .agent,
         Agent::Claude
     );
     let cursor =
         json!({"conversation_id": "c", "hook_event_name": "stop", "workspace_roots": ["/r"]});
     assert_eq!(
-        parse_hook_payload(&payload(cursor), &no_env).unwrap().agent,
+        parse_hook_payload(&payload(cursor), &no_env())
+            .unwrap()
+            .agent,
         Agent::Cursor
     );
     let copilot_cli = json!({"timestamp": 1_704_614_400_000u64, "cwd": "/r", "source": "new", "initialPrompt": "hi"});
-    let err = parse_hook_payload(&payload(copilot_cli), &no_env).unwrap_err();
+    let err = parse_hook_payload(&payload(copilot_cli), &no_env()).unwrap_err();
     assert!(err.to_string().contains("Copilot CLI"), "{err}");
-    let bare = parse_hook_payload(b"{}", &no_env).unwrap();
+    let bare = parse_hook_payload(b"{}", &no_env()).unwrap();
     assert_eq!((bare.agent, bare.event.as_str()), (Agent::Vscode, ""));
     for bad in [&b""[..], b"\n", b"x", b"[]", b"7", b"{\"a\""] {
-        assert!(parse_hook_payload(bad, &no_env).is_err(), "{bad:?}");
+        assert!(parse_hook_payload(bad, &no_env()).is_err(), "{bad:?}");
     }
-    let e = parse_hook_payload(b"\xEF\xBB\xBF{\"hookEventName\":\"Stop\"}", &no_env).unwrap();
+    let e = parse_hook_payload(b"\xEF\xBB\xBF{\"hookEventName\":\"Stop\"}", &no_env()).unwrap();
     assert_eq!(e.event, "Stop");
 }
 
@@ -1250,7 +1255,7 @@ fn transcripts_for_event_uses_the_path_or_finds_it_by_session_id() {
         if let Some(t) = transcript {
             v["transcript_path"] = json!(t);
         }
-        parse_hook_payload(&payload(v), &no_env).unwrap()
+        parse_hook_payload(&payload(v), &no_env()).unwrap()
     };
     assert_eq!(
         transcripts_for_event_in(&with(Some("/given.jsonl"), "sid-1"), &dirs),

@@ -13,9 +13,12 @@ use std::path::{Path, PathBuf};
 /// Claude Code.
 pub struct Claude;
 
+/// Its names; the short name is also its hook argument (`memtrail hook claude`).
+pub const NAMES: Names = Names::new("claude", &["claude-code", "claudecode"], "Claude Code");
+
 impl AgentAdapter for Claude {
     fn names(&self) -> Names {
-        Names::new("claude", &["claude-code", "claudecode"], "Claude Code")
+        NAMES
     }
     fn config_dirs(&self, env: &Env) -> Vec<PathBuf> {
         vec![Locations::resolve(env).config_dir]

@@ -885,10 +885,7 @@ fn is_jsonl(path: &Path) -> bool {
 /// Errors (a message for the hook log): the bytes are empty, not JSON, or not a JSON object.
 /// `env` reads the hook process's environment (caller detection, [`detect_caller`]), as for
 /// every agent.
-pub fn parse_hook_payload(
-    bytes: &[u8],
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<HookEvent, crate::Error> {
+pub fn parse_hook_payload(bytes: &[u8], env: &crate::Env) -> Result<HookEvent, crate::Error> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(crate::Error::EmptyPayload);
@@ -949,8 +946,8 @@ pub fn parse_hook_payload(
 ///    Cursor terminal may inherit those variables;
 /// 4. otherwise Claude Code.
 ///
-/// `env` looks up an environment variable (`|k| std::env::var(k).ok()` in production).
-pub fn detect_caller(payload: &Value, env: &dyn Fn(&str) -> Option<String>) -> Agent {
+/// `env` is the hook process's environment ([`crate::Env::from_process`] in production).
+pub fn detect_caller(payload: &Value, env: &crate::Env) -> Agent {
     let has = |k: &str| payload.get(k).is_some_and(|v| !v.is_null());
     if (has("conversation_id") && has("workspace_roots")) || has("cursor_version") {
         return Agent::Cursor;
@@ -958,7 +955,7 @@ pub fn detect_caller(payload: &Value, env: &dyn Fn(&str) -> Option<String>) -> A
     if has("sessionId") || has("hookEventName") {
         return Agent::Vscode;
     }
-    let set = |k: &str| env(k).is_some_and(|v| !v.is_empty());
+    let set = |k: &str| env.var_utf8(k).is_some_and(|v| !v.is_empty());
     if (set("CURSOR_VERSION") || set("CURSOR_PROJECT_DIR")) && !is_claude_transcript(payload, env) {
         return Agent::Cursor;
     }
@@ -966,7 +963,7 @@ pub fn detect_caller(payload: &Value, env: &dyn Fn(&str) -> Option<String>) -> A
 }
 
 /// True when the payload's `transcript_path` lies in a Claude Code projects folder.
-fn is_claude_transcript(payload: &Value, env: &dyn Fn(&str) -> Option<String>) -> bool {
+fn is_claude_transcript(payload: &Value, env: &crate::Env) -> bool {
     let Some(path) = payload.get("transcript_path").and_then(Value::as_str) else {
         return false;
     };
@@ -974,7 +971,7 @@ fn is_claude_transcript(payload: &Value, env: &dyn Fn(&str) -> Option<String>) -
     if unified.contains("/.claude/projects/") {
         return true;
     }
-    env("CLAUDE_CONFIG_DIR")
+    env.var_utf8("CLAUDE_CONFIG_DIR")
         .filter(|d| !d.is_empty())
         .is_some_and(|d| {
             let d = d.replace('\\', "/");

@@ -30,8 +30,8 @@ use std::path::Path;
 /// The name of Claude Code's executable, looked up on `PATH` to detect an installation.
 pub const EXECUTABLE: &str = "claude";
 
-/// The `<agent>` argument of `memtrail hook <agent>` for Claude Code.
-pub const HOOK_AGENT_ARG: &str = "claude";
+/// The `<agent>` argument of `memtrail hook <agent>` for Claude Code: its short name.
+pub const HOOK_AGENT_ARG: &str = super::adapter::NAMES.name;
 
 /// One hook event memtrail registers, with its handler timeout in **seconds**
 /// (`docs/agents/claude.md#what-memtrail-registers`: Claude Code timeouts are seconds).

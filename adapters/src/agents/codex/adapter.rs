@@ -13,9 +13,12 @@ use std::path::{Path, PathBuf};
 /// Codex CLI.
 pub struct Codex;
 
+/// Its names; the short name is also its hook argument (`memtrail hook codex`).
+pub const NAMES: Names = Names::new("codex", &[], "Codex CLI");
+
 impl AgentAdapter for Codex {
     fn names(&self) -> Names {
-        Names::new("codex", &[], "Codex CLI")
+        NAMES
     }
     fn source_for(&self, _path: &Path) -> Option<Source> {
         Some(Source::Lines(super::transcript_reader()))
@@ -37,7 +40,7 @@ impl AgentAdapter for Codex {
         // Codex `notify` passes its JSON as the last argument; hooks.json events use stdin.
         match super::split_notify_args(hook.args).1 {
             Some(arg) => super::parse_notify_argv(arg),
-            None => super::parse_hook_payload(hook.stdin, &|k| hook.env.var_utf8(k)),
+            None => super::parse_hook_payload(hook.stdin, hook.env),
         }
     }
     fn vocabulary(&self) -> &'static Vocabulary {

@@ -1588,10 +1588,8 @@ fn cap_front(list: &mut Vec<String>) {
 /// `memtrail hook codex`.
 ///
 /// Errors (a message for the hook log): the bytes are empty, not JSON, or not a JSON object.
-pub fn parse_hook_payload(
-    bytes: &[u8],
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<HookEvent, crate::Error> {
+pub fn parse_hook_payload(bytes: &[u8], env: &crate::Env) -> Result<HookEvent, crate::Error> {
+    let env = |k: &str| env.var_utf8(k);
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(crate::Error::EmptyPayload);

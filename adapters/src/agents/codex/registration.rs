@@ -37,8 +37,8 @@ use std::path::Path;
 /// Codex's executable, looked up on `PATH` (detection, `codex --version`).
 pub const EXECUTABLE: &str = "codex";
 
-/// The `<agent>` argument of `memtrail hook <agent>`.
-pub const HOOK_AGENT_ARG: &str = "codex";
+/// The `<agent>` argument of `memtrail hook <agent>`: the agent's short name.
+pub const HOOK_AGENT_ARG: &str = super::adapter::NAMES.name;
 
 /// The `config.toml` key of the turn-complete program.
 pub const NOTIFY_KEY: &str = "notify";

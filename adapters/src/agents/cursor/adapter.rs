@@ -10,9 +10,12 @@ use std::path::{Path, PathBuf};
 /// Cursor.
 pub struct Cursor;
 
+/// Its names; the short name is also its hook argument (`memtrail hook cursor`).
+pub const NAMES: Names = Names::new("cursor", &[], "Cursor");
+
 impl AgentAdapter for Cursor {
     fn names(&self) -> Names {
-        Names::new("cursor", &[], "Cursor")
+        NAMES
     }
     fn vocabulary(&self) -> &'static Vocabulary {
         &VOCABULARY
@@ -24,7 +27,7 @@ impl AgentAdapter for Cursor {
         Some(super::source_for(path))
     }
     fn config_dirs(&self, env: &Env) -> Vec<PathBuf> {
-        vec![super::registration::Locations::resolve(env).config_dir]
+        vec![super::paths::Locations::resolve(env).config_dir]
     }
     fn synthetic_session_start(&self, session_id: &str, cwd: &Path) -> serde_json::Value {
         serde_json::json!({

@@ -46,10 +46,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::path::{Component, Path, PathBuf};
 
-/// An environment lookup for caller detection in hook payloads (`|k| std::env::var(k).ok()`
-/// in production).
-type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
-
 // ---------------------------------------------------------------------------------------------
 // Paths (`docs/agents/cursor.md#paths`)
 // ---------------------------------------------------------------------------------------------
@@ -74,20 +70,17 @@ pub fn config_dir_in(env: &crate::Env) -> PathBuf {
 /// User hooks: `<config>/hooks.json` (`{"version":1,"hooks":{"stop":[{"command":…}]}}`;
 /// commands run from the config folder, so they must be absolute).
 pub fn hooks_path() -> PathBuf {
-    config_dir().join("hooks.json")
+    paths::Locations::resolve(&crate::Env::from_process()).hooks
 }
 
 /// User MCP servers: `<config>/mcp.json` (`{"mcpServers":{…}}`).
 pub fn mcp_path() -> PathBuf {
-    config_dir().join("mcp.json")
+    paths::Locations::resolve(&crate::Env::from_process()).mcp
 }
 
 /// memtrail's personal skill: `<config>/skills/memtrail/SKILL.md`.
 pub fn skill_path() -> PathBuf {
-    config_dir()
-        .join("skills")
-        .join("memtrail")
-        .join("SKILL.md")
+    paths::Locations::resolve(&crate::Env::from_process()).skill
 }
 
 /// The folders that hold `<slug>/agent-transcripts/`: `<config>/projects`, then
@@ -821,7 +814,8 @@ fn is_jsonl(path: &Path) -> bool {
 /// `…/.claude/projects/`).
 ///
 /// Errors (for the hook log): the bytes are empty, not JSON, or not a JSON object.
-pub fn parse_hook_payload(bytes: &[u8], env: Env) -> Result<HookEvent, crate::Error> {
+pub fn parse_hook_payload(bytes: &[u8], env: &crate::Env) -> Result<HookEvent, crate::Error> {
+    let env = |k: &str| env.var_utf8(k);
     let payload = parse_object(bytes)?;
     let has = |k: &str| payload.get(k).is_some_and(|v| !v.is_null());
     let cursor_shaped = [
@@ -1043,4 +1037,5 @@ pub fn session_start_reply(context: &str) -> Option<String> {
     Some(json!({ "additional_context": context }).to_string())
 }
 pub mod adapter;
+pub mod paths;
 pub mod registration;

@@ -18,18 +18,18 @@
 //!   `{"command":"<binary>","args":["mcp"]}`. Cursor may still ask the user to switch it on.
 //! - **A skill** at `<config>/skills/memtrail/SKILL.md`.
 
-use crate::env::Env;
+use super::paths::Locations;
 use crate::shell::{is_memtrail_program, shell_quote};
 use crate::spec::*;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Cursor's executables, looked up on `PATH` to detect an installation: the editor's `cursor`
 /// and the CLI's `cursor-agent`.
 pub const EXECUTABLES: [&str; 2] = ["cursor", "cursor-agent"];
 
-/// The `<agent>` argument of `memtrail hook <agent>`.
-pub const HOOK_AGENT_ARG: &str = "cursor";
+/// The `<agent>` argument of `memtrail hook <agent>`: the agent's short name.
+pub const HOOK_AGENT_ARG: &str = super::adapter::NAMES.name;
 
 /// One hook event memtrail registers, with its timeout in seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,34 +79,6 @@ pub const HANDLER_SOFT_KEYS: [&str; 1] = ["timeout"];
 
 /// The skill (from `skills/agents/memtrail/SKILL.md`, which names the tools generically).
 pub const SKILL_MD: &str = include_str!("../../../../skills/agents/memtrail/SKILL.md");
-
-/// Where Cursor keeps the files memtrail edits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Locations {
-    /// `$CURSOR_CONFIG_DIR` (absolute), else `~/.cursor`.
-    pub config_dir: PathBuf,
-    /// `<config>/hooks.json`.
-    pub hooks: PathBuf,
-    /// `<config>/mcp.json`.
-    pub mcp: PathBuf,
-    /// `<config>/skills/memtrail/SKILL.md`.
-    pub skill: PathBuf,
-}
-
-impl Locations {
-    /// The locations in `env` (the same answers as [`super::hooks_path`], [`super::mcp_path`]
-    /// and [`super::skill_path`] give in the process environment: one resolver,
-    /// [`super::config_dir_in`]).
-    pub fn resolve(env: &Env) -> Locations {
-        let config_dir = super::config_dir_in(env);
-        Locations {
-            hooks: config_dir.join("hooks.json"),
-            mcp: config_dir.join("mcp.json"),
-            skill: config_dir.join("skills").join("memtrail").join("SKILL.md"),
-            config_dir,
-        }
-    }
-}
 
 /// `<binary, shell-quoted if needed> hook cursor`; `None` when the path is not UTF-8.
 pub fn hook_command(binary: &Path) -> Option<String> {

@@ -13,9 +13,12 @@ use std::path::{Path, PathBuf};
 /// Gemini CLI.
 pub struct Gemini;
 
+/// Its names; the short name is also its hook argument (`memtrail hook gemini`).
+pub const NAMES: Names = Names::new("gemini", &["gemini-cli"], "Gemini CLI");
+
 impl AgentAdapter for Gemini {
     fn names(&self) -> Names {
-        Names::new("gemini", &["gemini-cli"], "Gemini CLI")
+        NAMES
     }
     fn discover(&self) -> std::io::Result<Discovery> {
         Ok(super::discover()?.into())

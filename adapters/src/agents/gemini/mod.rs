@@ -1221,13 +1221,11 @@ fn has_suffix(path: &Path, suffix: &str) -> bool {
 ///   (`manual|auto`) or SessionEnd `reason` (`exit|clear|logout|prompt_input_exit|other`);
 /// - `agent` is always [`Agent::Gemini`]; `extra` is the whole payload.
 ///
-/// `env` looks up the hook process's environment (`|k| std::env::var(k).ok()` in production).
+/// `env` is the hook process's environment ([`crate::Env::from_process`] in production).
 ///
 /// Errors (a message for the hook log): the bytes are empty, not JSON, or not a JSON object.
-pub fn parse_hook_payload(
-    bytes: &[u8],
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<HookEvent, crate::Error> {
+pub fn parse_hook_payload(bytes: &[u8], env: &crate::Env) -> Result<HookEvent, crate::Error> {
+    let env = |k: &str| env.var_utf8(k);
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(crate::Error::EmptyPayload);

@@ -28,8 +28,8 @@ use std::path::Path;
 /// Gemini CLI's executable, looked up on `PATH` to detect an installation.
 pub const EXECUTABLE: &str = "gemini";
 
-/// The `<agent>` argument of `memtrail hook <agent>`.
-pub const HOOK_AGENT_ARG: &str = "gemini";
+/// The `<agent>` argument of `memtrail hook <agent>`: the agent's short name.
+pub const HOOK_AGENT_ARG: &str = super::adapter::NAMES.name;
 
 /// The `name` of memtrail's hooks (what `/hooks` shows and `hooksConfig.disabled` lists).
 pub const HOOK_NAME: &str = "memtrail";

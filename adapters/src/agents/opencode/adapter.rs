@@ -11,9 +11,12 @@ use std::path::{Path, PathBuf};
 /// OpenCode.
 pub struct Opencode;
 
+/// Its names; the short name is also its hook argument (`memtrail hook opencode`).
+pub const NAMES: Names = Names::new("opencode", &[], "OpenCode");
+
 impl AgentAdapter for Opencode {
     fn names(&self) -> Names {
-        Names::new("opencode", &[], "OpenCode")
+        NAMES
     }
     fn config_dirs(&self, env: &Env) -> Vec<PathBuf> {
         let loc = Locations::resolve(env);

@@ -1617,10 +1617,8 @@ pub mod events {
 /// - `extra` ← the whole payload.
 ///
 /// Errors (for the hook log): empty, not JSON, or not a JSON object.
-pub fn parse_hook_payload(
-    bytes: &[u8],
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<HookEvent, crate::Error> {
+pub fn parse_hook_payload(bytes: &[u8], env: &crate::Env) -> Result<HookEvent, crate::Error> {
+    let env = |k: &str| env.var_utf8(k);
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(crate::Error::EmptyPayload);

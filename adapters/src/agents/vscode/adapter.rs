@@ -10,12 +10,15 @@ use std::path::{Path, PathBuf};
 /// VS Code Copilot.
 pub struct Vscode;
 
+/// Its names; the short name is also its hook argument (`memtrail hook vscode`).
+pub const NAMES: Names = Names::new("vscode", &["copilot", "vs-code"], "VS Code Copilot");
+
 impl AgentAdapter for Vscode {
     fn names(&self) -> Names {
-        Names::new("vscode", &["copilot", "vs-code"], "VS Code Copilot")
+        NAMES
     }
     fn config_dirs(&self, env: &Env) -> Vec<PathBuf> {
-        super::registration::Locations::resolve(env).detect_dirs
+        super::paths::Locations::resolve(env).detect_dirs
     }
     fn quirks(&self) -> Quirks {
         Quirks::NONE

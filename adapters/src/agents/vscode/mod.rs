@@ -40,9 +40,6 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
-/// An environment lookup (`|k| std::env::var(k).ok()` in production).
-type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
-
 // ---------------------------------------------------------------------------------------------
 // Paths (`docs/agents/vscode.md#paths`)
 // ---------------------------------------------------------------------------------------------
@@ -1774,7 +1771,7 @@ fn list_files(dir: &Path, exts: &[&str], unreadable: &mut Vec<(PathBuf, String)>
 /// Errors (for the hook log): empty, not JSON, not an object; or a GitHub Copilot **CLI** payload
 /// (numeric `timestamp`, no session id, no event name), which the CLI sends to the same
 /// `~/.copilot/hooks` files and which carries nothing memtrail can use.
-pub fn parse_hook_payload(bytes: &[u8], env: Env) -> Result<HookEvent, crate::Error> {
+pub fn parse_hook_payload(bytes: &[u8], env: &crate::Env) -> Result<HookEvent, crate::Error> {
     let _ = env;
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -1874,4 +1871,5 @@ pub fn session_start_reply(context: &str) -> Option<String> {
     )
 }
 pub mod adapter;
+pub mod paths;
 pub mod registration;

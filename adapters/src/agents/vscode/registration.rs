@@ -22,17 +22,17 @@
 //! "Each user folder": VS Code's (`~/.config/Code/User`, …) and VS Code Insiders' (a separate
 //! profile), those that exist; VS Code's when neither does.
 
-use crate::env::Env;
+use super::paths::Locations;
 use crate::shell::{is_memtrail_program, shell_quote};
 use crate::spec::*;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// VS Code's executables, looked up on `PATH` to detect an installation.
 pub const EXECUTABLES: [&str; 2] = ["code", "code-insiders"];
 
-/// The `<agent>` argument of `memtrail hook <agent>`.
-pub const HOOK_AGENT_ARG: &str = "vscode";
+/// The `<agent>` argument of `memtrail hook <agent>`: the agent's short name.
+pub const HOOK_AGENT_ARG: &str = super::adapter::NAMES.name;
 
 /// memtrail's hook file, relative to the home directory.
 pub const HOOK_FILE_IN_HOME: &str = ".config/memtrail/vscode-hooks.json";
@@ -86,54 +86,6 @@ pub const HANDLER_SOFT_KEYS: [&str; 1] = ["timeout"];
 
 /// MCP entry keys written only when missing.
 pub const MCP_SOFT_KEYS: [&str; 0] = [];
-
-/// One VS Code user folder memtrail registers in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserDir {
-    /// The folder (`…/Code/User`, `…/Code - Insiders/User`).
-    pub dir: PathBuf,
-    /// `<dir>/settings.json`.
-    pub settings: PathBuf,
-    /// `<dir>/mcp.json`.
-    pub mcp: PathBuf,
-}
-
-/// Where memtrail's VS Code files are.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Locations {
-    /// memtrail's hook file (`~/.config/memtrail/vscode-hooks.json`).
-    pub hook_file: PathBuf,
-    /// The user folders to register in.
-    pub user_dirs: Vec<UserDir>,
-    /// Every folder whose existence means VS Code is installed (including remote-server ones).
-    pub detect_dirs: Vec<PathBuf>,
-}
-
-impl Locations {
-    /// The locations for a home directory and an environment lookup (the user folders of
-    /// [`super::user_dirs`]).
-    pub fn resolve(env: &Env) -> Locations {
-        let home = env.home();
-        let all = super::user_dirs_in(env);
-        let desktop: Vec<PathBuf> = all.iter().take(2).cloned().collect();
-        let mut chosen: Vec<PathBuf> = desktop.iter().filter(|d| d.is_dir()).cloned().collect();
-        if chosen.is_empty() {
-            chosen = desktop.into_iter().take(1).collect();
-        }
-        Locations {
-            hook_file: home.join(HOOK_FILE_IN_HOME),
-            user_dirs: chosen
-                .into_iter()
-                .map(|dir| UserDir {
-                    settings: dir.join("settings.json"),
-                    mcp: dir.join("mcp.json"),
-                    dir,
-                })
-                .collect(),
-            detect_dirs: all,
-        }
-    }
-}
 
 /// `<binary, shell-quoted if needed> hook vscode`; `None` when the path is not UTF-8.
 pub fn hook_command(binary: &Path) -> Option<String> {
