@@ -18,9 +18,13 @@ pub const RESCAN_BATCH: usize = 500;
 /// One stored session, as shown before it is deleted.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SessionInfo {
+    /// The agent (`claude`, `codex`, …).
     pub agent: String,
+    /// The session's id (the agent's own).
     pub session_id: String,
+    /// Its title; `None` when untitled.
     pub title: Option<String>,
+    /// Its project folder (a path); `None` when unknown.
     pub project: Option<String>,
     /// Messages of the session and of its sub-agent sessions.
     pub messages: u64,
@@ -132,7 +136,9 @@ pub fn delete_rows(w: &crate::store::Writer<'_>, ids: &[i64]) -> Result<()> {
 /// What [`capture_again`] did.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Recaptured {
+    /// The agent (`claude`, `codex`, …).
     pub agent: String,
+    /// The session's id (the agent's own).
     pub session_id: String,
     /// Transcripts read again (the session's and its sub-agents').
     pub transcripts: u64,
@@ -287,10 +293,13 @@ pub struct Purged {
     pub messages: u64,
     /// Sessions that had only such messages (deleted whole).
     pub sessions: u64,
-    /// Bytes of the store (database and WAL) before and after.
+    /// Bytes of the store (database and WAL) before the purge.
     pub bytes_before: u64,
+    /// Bytes of the store (database and WAL) after it (in a dry run, the same as before).
     pub bytes_after: u64,
+    /// True when nothing was deleted (the figures are what would be).
     pub dry_run: bool,
+    /// True when the file was `VACUUM`ed afterwards (its free pages given back).
     pub vacuumed: bool,
 }
 

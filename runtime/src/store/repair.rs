@@ -137,16 +137,20 @@ fn repair_message_counts(w: &Writer<'_>) -> Result<u64> {
 /// What one repair step did.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RepairStepReport {
+    /// The step's name (`full-text index`, `tool calls`, …).
     pub name: String,
+    /// What it did, one sentence.
     pub what: String,
     /// Rows or index entries found wrong and fixed (0: it was right).
     pub fixed: u64,
+    /// How long it took: wall-clock milliseconds.
     pub millis: u64,
 }
 
 /// The result of [`Store::repair`].
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RepairReport {
+    /// The steps, in the order they ran.
     pub steps: Vec<RepairStepReport>,
     /// `PRAGMA integrity_check` after the steps: `["ok"]` or SQLite's list of problems.
     pub integrity: Vec<String>,
