@@ -1027,13 +1027,7 @@ fn doctor_runs_installed_hooks_and_catches_a_missing_binary() {
 #[test]
 fn uninstall_purge_needs_a_confirmation() {
     let sb = Sandbox::new();
-    sb.install_fixture_projects();
-    sb.json(&["import", "--json"]);
-    std::fs::create_dir_all(sb.claude_dir()).unwrap();
-    sb.acmd()
-        .args(["install", "--agent", "claude", "--yes"])
-        .assert()
-        .success();
+    install_claude_over_fixtures(&sb);
     let settings = sb.claude_dir().join("settings.json");
     let installed = std::fs::read(&settings).unwrap();
     let db = sb.home.join(".local/share/memtrail/memtrail.db");
@@ -1721,11 +1715,33 @@ fn uninstall_purge_deletes_the_store_when_nothing_is_registered() {
 }
 
 /// `uninstall --purge --json --yes` prints exactly one JSON value on stdout (the uninstall's
-/// array, as docs/json.md says), and what the purge deleted on stderr; so does the run that
+/// array, as docs/json.md says; what the purge deleted goes to stderr); so does the run that
 /// finds memtrail registered nowhere (an empty array).
 #[test]
 fn uninstall_purge_json_prints_only_json_on_stdout() {
     let sb = Sandbox::new();
+    install_claude_over_fixtures(&sb);
+    let db = sb.db();
+    // `Sandbox::json`: the run succeeds and its whole stdout parses as one JSON value.
+    let v = sb.json(&[
+        "uninstall",
+        "--agent",
+        "claude",
+        "--purge",
+        "--json",
+        "--yes",
+    ]);
+    assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v[0]["agent"], "claude");
+    assert!(!db.exists());
+    sb.json(&["import", "--json"]);
+    let v = sb.json(&["uninstall", "--purge", "--json", "--yes"]);
+    assert_eq!(v, serde_json::json!([]));
+    assert!(!db.exists());
+}
+
+/// The fixture projects imported, then memtrail installed into Claude Code.
+fn install_claude_over_fixtures(sb: &Sandbox) {
     sb.install_fixture_projects();
     sb.json(&["import", "--json"]);
     std::fs::create_dir_all(sb.claude_dir()).unwrap();
@@ -1733,54 +1749,6 @@ fn uninstall_purge_json_prints_only_json_on_stdout() {
         .args(["install", "--agent", "claude", "--yes"])
         .assert()
         .success();
-    let db = sb.db();
-    let out = sb
-        .acmd()
-        .args([
-            "uninstall",
-            "--agent",
-            "claude",
-            "--purge",
-            "--json",
-            "--yes",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
-    assert_eq!(v[0]["agent"], "claude");
-    assert!(!db.exists());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!(
-            "deleted the store {} (2 sessions, 6 messages)",
-            db.display()
-        )),
-        "{stderr}"
-    );
-    sb.json(&["import", "--json"]);
-    let out = sb
-        .acmd()
-        .args(["uninstall", "--purge", "--json", "--yes"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v, serde_json::json!([]));
-    assert!(!db.exists());
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("memtrail is not registered with any agent: nothing to uninstall")
-    );
 }
 
 /// `uninstall --purge` deletes exactly the store's three files (`memtrail.db`, `-wal`, `-shm`):
