@@ -69,7 +69,6 @@ pub fn doctor_in(
     for &agent in memtrail_adapters::supported_agents() {
         let st = match crate::status_in(env, agent, binary) {
             Ok(st) => st,
-            Err(crate::InstallError::Unsupported(_)) => continue,
             Err(e) => {
                 problem(agent, e.to_string(), "fix the file named above".into());
                 continue;

@@ -1,15 +1,11 @@
 //! The installer's error type.
 
-use memtrail_adapters::Agent;
 use std::path::PathBuf;
 
 /// Why a plan, an apply or a status failed. Every variant that concerns a file names it; a file
 /// named in an error was left untouched (byte for byte).
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
-    /// The installer has no registration spec for this agent yet.
-    #[error("installing into {} is not supported yet", .0.display_name())]
-    Unsupported(Agent),
     /// The binary to register must be an absolute path that is valid UTF-8 (config files are
     /// JSON, whose strings cannot hold other bytes).
     #[error("the memtrail binary path must be absolute and valid UTF-8: {}", .0.display())]

@@ -102,8 +102,7 @@ use std::path::Path;
 /// [`FileChange::read_only`] set (and a note in [`Plan::diff`], [`Plan::describe`] and
 /// [`Plan::notes`]); [`apply`] refuses it.
 ///
-/// Errors: [`InstallError::Unsupported`] for agents without a spec (none at present),
-/// [`InstallError::BadBinary`], [`InstallError::Parse`] (path, line, column; also for a
+/// Errors: [`InstallError::BadBinary`], [`InstallError::Parse`] (path, line, column; also for a
 /// duplicate key where memtrail reads), [`InstallError::NotAnObject`],
 /// [`InstallError::Conflict`] (e.g. `"hooks": 3`, `notify = "x"`), [`InstallError::Foreign`],
 /// [`InstallError::NotStrictJson`] (install into a file its agent reads as strict JSON, holding
@@ -140,7 +139,7 @@ pub fn apply(plan: &Plan) -> Result<Applied, InstallError> {
 /// The registration status of `agent` for the binary at `binary`, in the process environment.
 /// A file that cannot be read or parsed, or that its agent would ignore (a Claude Code
 /// `settings.json` with a comment: [`InstallError::NotStrictJson`]), marks its items
-/// [`ItemState::Unreadable`] rather than failing; errors are [`InstallError::Unsupported`] and [`InstallError::BadBinary`].
+/// [`ItemState::Unreadable`] rather than failing; the only error is [`InstallError::BadBinary`].
 pub fn status(agent: Agent, binary: &Path) -> Result<AgentStatus, InstallError> {
     status_in(&Env::from_process(), agent, binary)
 }

@@ -81,8 +81,7 @@ impl ItemState {
             InstallError::NotStrictJson { .. } => UnreadableKind::NotStrictJson,
             InstallError::NotAnObject { .. } => UnreadableKind::NotAnObject,
             InstallError::Foreign { .. } => UnreadableKind::Foreign,
-            InstallError::Unsupported(_)
-            | InstallError::BadBinary(_)
+            InstallError::BadBinary(_)
             | InstallError::Conflict { .. }
             | InstallError::ReadOnly { .. }
             | InstallError::Contended { .. }

@@ -12,6 +12,7 @@ use std::time::Instant;
 /// What was imported for one agent.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct AgentImport {
+    /// The agent (`claude`, `codex`, …).
     pub agent: String,
     /// Transcript files found (after the `since` filter).
     pub files: u64,
@@ -23,10 +24,13 @@ pub struct AgentImport {
     pub messages: u64,
     /// Stored messages updated (late blocks or tool results).
     pub updated: u64,
-    /// Lines skipped: known non-content lines, unknown types, malformed lines.
+    /// Lines skipped (count): known non-content lines, unknown types, malformed lines.
     pub skipped_lines: u64,
+    /// Of `skipped_lines`, lines of a type the reader does not know (count).
     pub unknown_lines: u64,
+    /// Of `skipped_lines`, lines that are not valid JSON (count).
     pub malformed_lines: u64,
+    /// Bytes of transcript read.
     pub bytes: u64,
     /// Files whose reader panicked (caught; each is also in `unreadable`).
     pub panicked: u64,

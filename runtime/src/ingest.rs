@@ -1056,7 +1056,9 @@ fn fill(file: &mut File, buf: &mut Vec<u8>, want: usize, left: &mut u64) -> std:
 /// A transcript whose last line has no `\n` yet, as [`pending_tails`] finds it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PendingTail {
+    /// The transcript (a path).
     pub path: String,
+    /// Its agent (`claude`, `codex`, …).
     pub agent: String,
     /// Bytes after the cursor (the unfinished last line).
     pub bytes: u64,

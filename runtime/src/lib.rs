@@ -34,22 +34,32 @@ pub enum Error {
     /// [`store::StoreError`].
     #[error("store error: {0}")]
     Store(#[from] store::StoreError),
+    /// A file or folder could not be read or written (the I/O error, with its path where known).
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// JSON that could not be parsed or written (a hook payload, a reader state, a report).
     #[error("JSON error: {0}")]
     Json(#[from] serde_json::Error),
+    /// The store was written by a newer memtrail (a higher schema version): it is not opened,
+    /// nothing is read or written.
     #[error(
         "the store at {path} has schema version {found}, but this memtrail understands up to version {supported}; upgrade memtrail (cargo install memtrail) or point --db at another store"
     )]
     NewerSchema {
+        /// The store's file.
         path: PathBuf,
+        /// The schema version the store holds (`PRAGMA user_version`).
         found: i64,
+        /// The newest schema version this memtrail knows.
         supported: i64,
     },
+    /// A file memtrail cannot read as the agent's transcript; the text names the agent and file.
     #[error("{0}")]
     Unsupported(String),
+    /// No such session (or message) in the store; the text names the id asked for.
     #[error("{0}")]
     NotFound(String),
+    /// Input refused (a bad id, payload, scope or path); the text says what and why.
     #[error("{0}")]
     Invalid(String),
     /// Another process advanced this transcript's cursor while this one was reading: its step
@@ -64,7 +74,10 @@ pub enum Error {
     #[error(
         "the store is busy (another memtrail process held the write lock; gave up after {waited_ms} ms); nothing was written"
     )]
-    Busy { waited_ms: u64 },
+    Busy {
+        /// How long this process waited for the lock, in milliseconds.
+        waited_ms: u64,
+    },
     /// An error ingesting one transcript (`path`), as a hook reports it.
     #[error("{}: {source}", path.display())]
     Transcript {

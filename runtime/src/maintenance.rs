@@ -45,7 +45,9 @@ pub struct Retention {
 /// One transcript at risk (see [`Retention::at_risk`]).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct AtRisk {
+    /// The transcript (a path).
     pub path: String,
+    /// Its size in bytes.
     pub size: u64,
     /// Bytes memtrail has read (0 without a cursor).
     pub captured: u64,

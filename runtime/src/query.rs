@@ -29,16 +29,23 @@ pub struct SearchFilter {
 /// One search hit.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Hit {
+    /// The session's id (the agent's own).
     pub session_id: String,
+    /// The agent (`claude`, `codex`, …).
     pub agent: String,
+    /// The session's title; `None` when untitled.
     pub title: Option<String>,
+    /// The session's project folder (a path); `None` when unknown.
     pub project: Option<String>,
+    /// The message's id.
     pub message_id: String,
     /// 0-based position of the message in its session (use with `get_session` offset).
     pub message_index: i64,
+    /// `user`, `assistant`, `tool` or `system`.
     pub role: String,
+    /// `text`, `tool_call`, … (what the message holds).
     pub kind: String,
-    /// RFC 3339 UTC.
+    /// When the message was written: RFC 3339 UTC with milliseconds; `None` when unknown.
     pub timestamp: Option<String>,
     /// A short excerpt with the matched terms between [`HL_START`] and [`HL_END`].
     pub snippet: String,
@@ -293,16 +300,25 @@ pub(crate) fn with_recency(relevance: f64, ts: Option<i64>, now: i64) -> f64 {
 /// One session in a list.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SessionSummary {
+    /// The session's id (the agent's own).
     pub session_id: String,
+    /// The agent (`claude`, `codex`, …).
     pub agent: String,
+    /// The session's title; `None` when untitled.
     pub title: Option<String>,
+    /// Its project folder (a path); `None` when unknown.
     pub project: Option<String>,
+    /// Its model; `None` when unknown.
     pub model: Option<String>,
+    /// The git branch it ran on; `None` when unknown.
     pub git_branch: Option<String>,
-    /// RFC 3339 UTC.
+    /// Its first message: RFC 3339 UTC with milliseconds; `None` when unknown.
     pub started_at: Option<String>,
+    /// Its last message: RFC 3339 UTC with milliseconds; `None` when unknown.
     pub updated_at: Option<String>,
+    /// Messages stored for it (count).
     pub messages: i64,
+    /// The parent session of a sub-agent session; `None` for a top-level session.
     pub parent_session_id: Option<String>,
 }
 
@@ -317,29 +333,37 @@ pub struct ListFilter {
 /// One message of a session, as shown by `sessions show` and `get_session`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct MessageView {
+    /// The message's id.
     pub id: String,
     /// 0-based position in the session.
     pub index: i64,
+    /// `user`, `assistant`, `tool` or `system`.
     pub role: String,
+    /// `text`, `tool_call`, … (what the message holds).
     pub kind: String,
     /// The message's prose (text blocks joined by blank lines; a stray tool result's output).
     pub text: String,
     /// The model's thinking blocks, when it recorded any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking: Option<String>,
-    /// RFC 3339 UTC.
+    /// When it was written: RFC 3339 UTC with milliseconds; `None` when unknown.
     pub timestamp: Option<String>,
+    /// The model that wrote it; `None` for user messages and when unknown.
     pub model: Option<String>,
+    /// Its tool calls, in order (empty when none).
     pub tool_calls: Vec<ToolCall>,
 }
 
 /// A session with a page of its messages.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SessionView {
+    /// The session.
     pub session: SessionSummary,
-    /// Index of the first message returned, and how many the session has in all.
+    /// Index (0-based) of the first message returned.
     pub offset: i64,
+    /// How many messages the session has in all (count; `messages` may be a page of them).
     pub total: i64,
+    /// The page of messages, in session order.
     pub messages: Vec<MessageView>,
     /// Child (sub-agent) sessions.
     pub children: Vec<String>,

@@ -2,7 +2,7 @@
 
 use crate::common::open_store;
 use crate::output::plural;
-use anyhow::{Result, bail};
+use anyhow::Result;
 use memtrail_adapters::Agent;
 use memtrail_runtime::StoreLocation;
 use memtrail_runtime::time::{Bound, parse_date};
@@ -19,14 +19,6 @@ pub fn import(
     let agents = if agents.is_empty() {
         memtrail_adapters::supported_agents().to_vec()
     } else {
-        for a in &agents {
-            if !memtrail_adapters::supported_agents().contains(a) {
-                bail!(
-                    "importing {} sessions is not supported yet",
-                    a.display_name()
-                );
-            }
-        }
         agents
     };
     let since = since

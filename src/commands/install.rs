@@ -85,10 +85,17 @@ pub fn install(
             }
         }
         if agents.is_empty() && matches!(action, memtrail_installer::Action::Uninstall) {
-            out!("memtrail is not registered with any agent: nothing to uninstall");
+            let note = "memtrail is not registered with any agent: nothing to uninstall";
+            if a.json {
+                // One JSON value on stdout (no agent acted on), the note on stderr.
+                out!("[]");
+                eprintln!("{note}");
+            } else {
+                out!("{note}");
+            }
             // --purge still deletes the store (hooks removed earlier, the store left behind).
             if purge_too && !a.dry_run {
-                return purge(db, a.yes);
+                return purge(db, a.yes, a.json);
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -249,7 +256,7 @@ pub fn install(
         out!("\nNext: `memtrail import` brings in the sessions you already have.");
     }
     if matches!(action, memtrail_installer::Action::Uninstall) && purge_too && !a.dry_run {
-        return purge(db, a.yes);
+        return purge(db, a.yes, a.json);
     }
     if !left_out.is_empty() {
         return Ok(ExitCode::FAILURE);
@@ -272,8 +279,16 @@ fn left_out_result(agent: Agent, error: String) -> AgentResult {
 /// copies of the agents' configs with their API keys and tokens; the install state; the logs),
 /// after one confirmation. The state goes only once memtrail is registered with no agent: one
 /// left out (its config did not parse, say) still needs its backups and install state to be
-/// uninstalled; the exit code is then 1.
-pub fn purge(db: &StoreLocation, yes: bool) -> Result<ExitCode> {
+/// uninstalled; the exit code is then 1. With `json` (after `uninstall --json` printed its
+/// array) what was deleted goes to stderr, so stdout stays one JSON value.
+pub fn purge(db: &StoreLocation, yes: bool, json: bool) -> Result<ExitCode> {
+    let say = |line: String| {
+        if json {
+            eprintln!("{line}");
+        } else {
+            out!("{line}");
+        }
+    };
     let env = memtrail_installer::Env::from_process();
     let state = memtrail_installer::state_dir_in(&env);
     let binary = binary_path()?;
@@ -325,15 +340,15 @@ pub fn purge(db: &StoreLocation, yes: bool) -> Result<ExitCode> {
         Some(w) => {
             db.remove_files()
                 .with_context(|| format!("cannot delete {db}"))?;
-            out!("deleted the store {db} ({w})");
+            say(format!("deleted the store {db} ({w})"));
         }
-        None => out!("no store at {}: nothing to delete there", db),
+        None => say(format!("no store at {}: nothing to delete there", db)),
     }
     if purge_state {
         memtrail_installer::purge_state_in(&env)?;
-        out!("deleted {state_what}");
+        say(format!("deleted {state_what}"));
     } else if !still.is_empty() {
-        out!(
+        say(format!(
             "kept memtrail's state {}: memtrail is still registered with {} (uninstalling it there needs its backups and install state); once that is fixed, run `memtrail uninstall --purge` again",
             state.display(),
             still
@@ -341,7 +356,7 @@ pub fn purge(db: &StoreLocation, yes: bool) -> Result<ExitCode> {
                 .map(|a| a.display_name())
                 .collect::<Vec<_>>()
                 .join(", ")
-        );
+        ));
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)

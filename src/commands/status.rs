@@ -43,12 +43,7 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
     let mut healthy = true;
     let mut agents = Vec::new();
     for &agent in memtrail_adapters::supported_agents() {
-        let st = match memtrail_installer::status(agent, &binary) {
-            Ok(st) => st,
-            // Captured (import) but not installable yet.
-            Err(memtrail_installer::InstallError::Unsupported(_)) => continue,
-            Err(e) => return Err(e.into()),
-        };
+        let st = memtrail_installer::status(agent, &binary)?;
         healthy &= st.healthy();
         agents.push((agent, st));
     }

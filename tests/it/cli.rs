@@ -1027,13 +1027,7 @@ fn doctor_runs_installed_hooks_and_catches_a_missing_binary() {
 #[test]
 fn uninstall_purge_needs_a_confirmation() {
     let sb = Sandbox::new();
-    sb.install_fixture_projects();
-    sb.json(&["import", "--json"]);
-    std::fs::create_dir_all(sb.claude_dir()).unwrap();
-    sb.acmd()
-        .args(["install", "--agent", "claude", "--yes"])
-        .assert()
-        .success();
+    install_claude_over_fixtures(&sb);
     let settings = sb.claude_dir().join("settings.json");
     let installed = std::fs::read(&settings).unwrap();
     let db = sb.home.join(".local/share/memtrail/memtrail.db");
@@ -1718,6 +1712,43 @@ fn uninstall_purge_deletes_the_store_when_nothing_is_registered() {
         .assert()
         .success();
     assert!(!db.exists());
+}
+
+/// `uninstall --purge --json --yes` prints exactly one JSON value on stdout (the uninstall's
+/// array, as docs/json.md says; what the purge deleted goes to stderr); so does the run that
+/// finds memtrail registered nowhere (an empty array).
+#[test]
+fn uninstall_purge_json_prints_only_json_on_stdout() {
+    let sb = Sandbox::new();
+    install_claude_over_fixtures(&sb);
+    let db = sb.db();
+    // `Sandbox::json`: the run succeeds and its whole stdout parses as one JSON value.
+    let v = sb.json(&[
+        "uninstall",
+        "--agent",
+        "claude",
+        "--purge",
+        "--json",
+        "--yes",
+    ]);
+    assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v[0]["agent"], "claude");
+    assert!(!db.exists());
+    sb.json(&["import", "--json"]);
+    let v = sb.json(&["uninstall", "--purge", "--json", "--yes"]);
+    assert_eq!(v, serde_json::json!([]));
+    assert!(!db.exists());
+}
+
+/// The fixture projects imported, then memtrail installed into Claude Code.
+fn install_claude_over_fixtures(sb: &Sandbox) {
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    sb.acmd()
+        .args(["install", "--agent", "claude", "--yes"])
+        .assert()
+        .success();
 }
 
 /// `uninstall --purge` deletes exactly the store's three files (`memtrail.db`, `-wal`, `-shm`):
@@ -3164,10 +3195,13 @@ fn broken_cursor_hooks(sb: &Sandbox) {
     .unwrap();
 }
 
+/// A field of docs/json.md: its type cell (`integer`, `array of strings`, …) and its
+/// "absent / null when" cell (`never`, `null when …`).
+type DocField = (String, String);
+
 /// docs/json.md, per command heading (`memtrail … --json`): each documented field's path
-/// (`agents[].hook_runs[].at`), its type, and whether it is always there ("never" absent).
-fn json_doc()
--> std::collections::BTreeMap<String, std::collections::BTreeMap<String, (String, bool)>> {
+/// (`agents[].hook_runs[].at`), its type and when it is absent or null.
+fn json_doc() -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, DocField>> {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/json.md"))
         .unwrap();
     let mut doc = std::collections::BTreeMap::new();
@@ -3188,10 +3222,9 @@ fn json_doc()
             let cells: Vec<&str> = line.split('|').map(str::trim).collect();
             assert_eq!(cells.len(), 7, "docs/json.md row: {line}");
             let path = cells[1].trim_matches('`').to_string();
-            let always = cells[5].starts_with("never");
             for c in &current {
                 let fields = doc.get_mut(c).unwrap();
-                let old = fields.insert(path.clone(), (cells[2].to_string(), always));
+                let old = fields.insert(path.clone(), (cells[2].to_string(), cells[5].to_string()));
                 assert!(old.is_none(), "{c}: {path} twice in docs/json.md");
             }
         }
@@ -3199,13 +3232,13 @@ fn json_doc()
     doc
 }
 
-/// The paths of every field in `v` (as docs/json.md writes them) into `fields`, and of every
-/// object into `objects`; a field documented as `any` is not descended into.
-fn json_paths(
-    v: &Value,
+/// The paths of every field in `v` (as docs/json.md writes them) into `fields`, each with its
+/// value, and of every object into `objects`; a field documented as `any` is not descended into.
+fn json_paths<'v>(
+    v: &'v Value,
     at: &str,
-    doc: &std::collections::BTreeMap<String, (String, bool)>,
-    fields: &mut std::collections::BTreeSet<String>,
+    doc: &std::collections::BTreeMap<String, DocField>,
+    fields: &mut Vec<(String, &'v Value)>,
     objects: &mut std::collections::BTreeSet<String>,
 ) {
     match v {
@@ -3217,7 +3250,7 @@ fn json_paths(
                 } else {
                     format!("{at}.{k}")
                 };
-                fields.insert(p.clone());
+                fields.push((p.clone(), child));
                 if doc.get(&p).is_none_or(|(ty, _)| ty != "any") {
                     json_paths(child, &p, doc, fields, objects);
                 }
@@ -3232,10 +3265,34 @@ fn json_paths(
     }
 }
 
+/// Whether `v` is of docs/json.md's type `ty` (`string`, `integer`, `number`, `bool`,
+/// `object`, `array`, `array of strings`, `array of `[path, reason]` string pairs`, `any`).
+fn json_type_matches(ty: &str, v: &Value) -> bool {
+    match ty {
+        "any" => true,
+        "string" => v.is_string(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        "bool" => v.is_boolean(),
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "array of strings" => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+        "array of `[path, reason]` string pairs" => v.as_array().is_some_and(|a| {
+            a.iter().all(|p| {
+                p.as_array()
+                    .is_some_and(|p| p.len() == 2 && p.iter().all(Value::is_string))
+            })
+        }),
+        _ => panic!("docs/json.md: unknown type `{ty}`"),
+    }
+}
+
 /// Every `--json` output has exactly the fields docs/json.md lists for it: none that the page
-/// does not list, and every field listed as never absent wherever its object is. Each command
-/// of the page is run (on a store with a session, a hook run, Codex's untrusted hooks and a
-/// Cursor config that does not parse, so that the optional parts show), and only those.
+/// does not list, and every field listed as never absent wherever its object is; each value is
+/// of the page's type, and `null` only where the page says when it is null (never for a field
+/// "never" absent). Each command of the page is run (on a store with a session, a hook run,
+/// Codex's untrusted hooks and a Cursor config that does not parse, so that the optional parts
+/// show; `status` also on an unreadable store and on none), and only those.
 #[test]
 fn json_outputs_match_docs_json_md() {
     let sb = Sandbox::new();
@@ -3310,6 +3367,23 @@ fn json_outputs_match_docs_json_md() {
     ] {
         outputs.push((doc, run(&args)));
     }
+    let unreadable = sb.home.join("unreadable.db");
+    std::fs::write(
+        &unreadable,
+        b"not a SQLite database, not even close: 0123456789",
+    )
+    .unwrap();
+    let unreadable = unreadable.to_str().unwrap().to_string();
+    outputs.push((
+        "memtrail status --json",
+        run(&["status", "--db", &unreadable, "--json"]),
+    ));
+    let missing = sb.home.join("no-such-dir/memtrail.db");
+    outputs.push((
+        "memtrail status --json",
+        run(&["status", "--db", missing.to_str().unwrap(), "--json"]),
+    ));
+    assert!(!missing.exists(), "status creates no store");
     let doc = json_doc();
     let run_docs: std::collections::BTreeSet<&str> = outputs.iter().map(|(d, _)| *d).collect();
     let documented: std::collections::BTreeSet<&str> = doc.keys().map(String::as_str).collect();
@@ -3317,9 +3391,27 @@ fn json_outputs_match_docs_json_md() {
     let mut seen = std::collections::BTreeSet::new();
     for (name, v) in &outputs {
         let fields_doc = &doc[*name];
-        let mut fields = std::collections::BTreeSet::new();
+        let mut values = Vec::new();
         let mut objects = std::collections::BTreeSet::new();
-        json_paths(v, "", fields_doc, &mut fields, &mut objects);
+        json_paths(v, "", fields_doc, &mut values, &mut objects);
+        for (path, value) in &values {
+            let Some((ty, absent)) = fields_doc.get(path) else {
+                continue;
+            };
+            if value.is_null() {
+                assert!(
+                    absent.contains("null"),
+                    "{name}: {path} is null, docs/json.md says \"{absent}\": {v:#}"
+                );
+            } else {
+                assert!(
+                    json_type_matches(ty, value),
+                    "{name}: {path} is {value}, docs/json.md says {ty}"
+                );
+            }
+        }
+        let fields: std::collections::BTreeSet<String> =
+            values.into_iter().map(|(p, _)| p).collect();
         let undocumented: Vec<&String> = fields
             .iter()
             .filter(|f| !fields_doc.contains_key(*f))
@@ -3329,9 +3421,9 @@ fn json_outputs_match_docs_json_md() {
             Vec::<&String>::new(),
             "{name}: not in docs/json.md: {v:#}"
         );
-        for (path, (_, always)) in fields_doc {
+        for (path, (_, absent)) in fields_doc {
             let parent = path.rsplit_once('.').map_or("", |(p, _)| p);
-            if *always && objects.contains(parent) {
+            if absent.starts_with("never") && objects.contains(parent) {
                 assert!(fields.contains(path), "{name}: {path} is missing: {v:#}");
             }
         }
@@ -3342,6 +3434,9 @@ fn json_outputs_match_docs_json_md() {
         "memtrail status --json agents[].hook_runs[].event",
         "memtrail status --json agents[].registration.items[].error",
         "memtrail status --json notices[].notice",
+        "memtrail status --json store.error",
+        "memtrail status --json store.exists",
+        "memtrail status --json claude_retention.error",
         "memtrail doctor --json problems[].fix",
         "memtrail install --json [].error",
         "memtrail install --json [].diff",

@@ -1,5 +1,6 @@
 //! Ingest cursors: where each transcript was read up to (`sources`).
 
+use super::Db;
 use super::{Store, Writer};
 use crate::records::Enrich;
 use crate::{Error, Result};
@@ -33,13 +34,13 @@ pub struct Cursor {
 impl Store {
     /// The stored cursor for a transcript path.
     pub fn cursor(&self, path: &str) -> Result<Option<Cursor>> {
-        Ok(self
+        self
             .conn
             .prepare_cached(
                 "SELECT session_id, offset, size, dev, ino, mtime_ns, head_len, head_hash, reader_state,
                         tail_len, tail_hash
                  FROM sources WHERE path = ?1",
-            )?
+            ).db()?
             .query_row(
                 [path],
                 |r| {
@@ -60,19 +61,24 @@ impl Store {
                     })
                 },
             )
-            .optional()?)
+            .optional().db()
     }
 
     /// The transcripts' cursors without a skip marker, by path: (path, agent, byte offset).
     pub fn unmarked_cursors(&self) -> Result<Vec<(String, String, i64)>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT path, agent, offset FROM sources WHERE NOT (json_valid(reader_state)
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT path, agent, offset FROM sources WHERE NOT (json_valid(reader_state)
                  AND json_extract(reader_state, '$.memtrail_skip') IS NOT NULL)
                  OR reader_state IS NULL ORDER BY path",
-        )?;
+            )
+            .db()?;
         let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .db()?
+            .collect::<rusqlite::Result<_>>()
+            .db()?;
         Ok(rows)
     }
 
@@ -80,24 +86,29 @@ impl Store {
     /// compares them with the files' metadata to pass over unchanged files without opening
     /// them: see [`crate::ingest::unchanged_since`]).
     pub fn cursor_stats(&self) -> Result<std::collections::HashMap<String, CursorStat>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT path, offset, dev, ino, mtime_ns,
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT path, offset, dev, ino, mtime_ns,
                     COALESCE(reader_state LIKE '%\"memtrail_skip\"%', 0)
              FROM sources",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                CursorStat {
-                    offset: r.get::<_, i64>(1)? as u64,
-                    dev: r.get::<_, Option<i64>>(2)?.map(|v| v as u64),
-                    ino: r.get::<_, Option<i64>>(3)?.map(|v| v as u64),
-                    mtime_ns: r.get(4)?,
-                    marked: r.get(5)?,
-                },
-            ))
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+            )
+            .db()?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    CursorStat {
+                        offset: r.get::<_, i64>(1)? as u64,
+                        dev: r.get::<_, Option<i64>>(2)?.map(|v| v as u64),
+                        ino: r.get::<_, Option<i64>>(3)?.map(|v| v as u64),
+                        mtime_ns: r.get(4)?,
+                        marked: r.get(5)?,
+                    },
+                ))
+            })
+            .db()?;
+        rows.collect::<rusqlite::Result<_>>().db()
     }
 }
 
@@ -128,7 +139,7 @@ impl Writer<'_> {
                     malformed = malformed + excluded.malformed, unknown = unknown + excluded.unknown,
                     ingested_at = excluded.ingested_at, reader_state = excluded.reader_state,
                     tail_len = excluded.tail_len, tail_hash = excluded.tail_hash",
-            )?
+            ).db()?
             .execute(params![
                 path,
                 agent.as_str(),
@@ -152,7 +163,7 @@ impl Writer<'_> {
                 }),
                 c.tail_len as i64,
                 c.tail_hash,
-            ])?;
+            ]).db()?;
         Ok(())
     }
 
@@ -161,17 +172,18 @@ impl Writer<'_> {
     /// moved it, or marked it (a `sessions delete` that ran while the step waited for the
     /// write lock), meanwhile (see [`Error::Superseded`]).
     pub fn cursor_mark(&self, path: &str) -> Result<Option<CursorMark>> {
-        Ok(self
-            .tx
+        self.tx
             .prepare_cached(
                 "SELECT offset, head_hash, CASE WHEN json_valid(reader_state)
                      THEN json_extract(reader_state, '$.memtrail_skip') IS NOT NULL ELSE 0 END
                  FROM sources WHERE path = ?1",
-            )?
+            )
+            .db()?
             .query_row([path], |r| {
                 Ok((r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?))
             })
-            .optional()?)
+            .optional()
+            .db()
     }
 
     /// `Err(`[`Error::Superseded`]`)` unless the stored cursor of `path` is still `expected`
@@ -189,7 +201,7 @@ impl Writer<'_> {
         self.tx.execute(
             "UPDATE sources SET lines = 0, skipped = 0, malformed = 0, unknown = 0 WHERE path = ?1",
             [path],
-        )?;
+        ).db()?;
         Ok(())
     }
 }

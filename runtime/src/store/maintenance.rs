@@ -1,6 +1,7 @@
 //! The SQL of privacy maintenance ([`crate::maintenance`]): delete a session, purge old
 //! messages, re-apply the current redaction rules to what was stored earlier.
 
+use super::Db;
 use crate::Result;
 use crate::privacy::SkipReason;
 use crate::records::Enrich;
@@ -17,9 +18,13 @@ pub const RESCAN_BATCH: usize = 500;
 /// One stored session, as shown before it is deleted.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SessionInfo {
+    /// The agent (`claude`, `codex`, …).
     pub agent: String,
+    /// The session's id (the agent's own).
     pub session_id: String,
+    /// Its title; `None` when untitled.
     pub title: Option<String>,
+    /// Its project folder (a path); `None` when unknown.
     pub project: Option<String>,
     /// Messages of the session and of its sub-agent sessions.
     pub messages: u64,
@@ -28,26 +33,35 @@ pub struct SessionInfo {
 }
 
 fn session_and_children(store: &Store, row_id: i64) -> Result<(SessionInfo, Vec<i64>)> {
-    let (agent, ext, title, project): (String, String, Option<String>, Option<String>) =
-        store.conn.query_row(
+    let (agent, ext, title, project): (String, String, Option<String>, Option<String>) = store
+        .conn
+        .query_row(
             "SELECT agent, external_id, title, project_dir FROM sessions WHERE id = ?1",
             [row_id],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-        )?;
+        )
+        .db()?;
     let mut ids = vec![row_id];
     let mut stmt = store
         .conn
-        .prepare("SELECT id FROM sessions WHERE agent = ?1 AND parent_external_id = ?2")?;
-    for id in stmt.query_map(params![agent, ext], |r| r.get::<_, i64>(0))? {
-        ids.push(id?);
+        .prepare("SELECT id FROM sessions WHERE agent = ?1 AND parent_external_id = ?2")
+        .db()?;
+    for id in stmt
+        .query_map(params![agent, ext], |r| r.get::<_, i64>(0))
+        .db()?
+    {
+        ids.push(id.db()?);
     }
     let mut messages = 0u64;
     for id in &ids {
-        messages += store.conn.query_row(
-            "SELECT COUNT(*) FROM messages WHERE session_id = ?1",
-            [id],
-            |r| r.get::<_, i64>(0),
-        )? as u64;
+        messages += store
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ?1",
+                [id],
+                |r| r.get::<_, i64>(0),
+            )
+            .db()? as u64;
     }
     Ok((
         SessionInfo {
@@ -101,15 +115,20 @@ pub fn delete_rows(w: &crate::store::Writer<'_>, ids: &[i64]) -> Result<()> {
                 [sid],
                 |r| r.get(0),
             )
-            .optional()?;
+            .optional()
+            .db()?;
         let marker = SkipReason::Deleted { session }.to_state().to_string();
         w.tx.execute(
             "UPDATE sources SET reader_state = ?2 WHERE session_id = ?1",
             params![sid, marker],
-        )?;
-        w.tx.execute("DELETE FROM tool_calls WHERE session_id = ?1", [sid])?;
-        w.tx.execute("DELETE FROM messages WHERE session_id = ?1", [sid])?;
-        w.tx.execute("DELETE FROM sessions WHERE id = ?1", [sid])?;
+        )
+        .db()?;
+        w.tx.execute("DELETE FROM tool_calls WHERE session_id = ?1", [sid])
+            .db()?;
+        w.tx.execute("DELETE FROM messages WHERE session_id = ?1", [sid])
+            .db()?;
+        w.tx.execute("DELETE FROM sessions WHERE id = ?1", [sid])
+            .db()?;
     }
     Ok(())
 }
@@ -117,7 +136,9 @@ pub fn delete_rows(w: &crate::store::Writer<'_>, ids: &[i64]) -> Result<()> {
 /// What [`capture_again`] did.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Recaptured {
+    /// The agent (`claude`, `codex`, …).
     pub agent: String,
+    /// The session's id (the agent's own).
     pub session_id: String,
     /// Transcripts read again (the session's and its sub-agents').
     pub transcripts: u64,
@@ -140,12 +161,17 @@ type Found = (
 /// still keeps, one entry per transcript (a session's sub-agents have their own).
 fn deleted_found(store: &Store) -> Result<Vec<Found>> {
     let marked: Vec<(String, String)> = {
-        let mut stmt = store.conn.prepare(
-            "SELECT path, agent FROM sources WHERE json_valid(reader_state)
+        let mut stmt = store
+            .conn
+            .prepare(
+                "SELECT path, agent FROM sources WHERE json_valid(reader_state)
              AND json_extract(reader_state, '$.memtrail_skip') = 'deleted' ORDER BY path",
-        )?;
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?
+            )
+            .db()?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .db()?
+            .collect::<rusqlite::Result<_>>()
+            .db()?
     };
     let mut found: Vec<Found> = Vec::new();
     for (key, agent) in marked {
@@ -241,7 +267,8 @@ pub fn capture_again(store: &mut Store, id: &str) -> Result<Recaptured> {
     }
     store.write(|w| {
         for f in &mine {
-            w.tx.execute("DELETE FROM sources WHERE path = ?1", [&f.0])?;
+            w.tx.execute("DELETE FROM sources WHERE path = ?1", [&f.0])
+                .db()?;
         }
         Ok(())
     })?;
@@ -266,10 +293,13 @@ pub struct Purged {
     pub messages: u64,
     /// Sessions that had only such messages (deleted whole).
     pub sessions: u64,
-    /// Bytes of the store (database and WAL) before and after.
+    /// Bytes of the store (database and WAL) before the purge.
     pub bytes_before: u64,
+    /// Bytes of the store (database and WAL) after it (in a dry run, the same as before).
     pub bytes_after: u64,
+    /// True when nothing was deleted (the figures are what would be).
     pub dry_run: bool,
+    /// True when the file was `VACUUM`ed afterwards (its free pages given back).
     pub vacuumed: bool,
 }
 
@@ -295,12 +325,12 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
         ..Default::default()
     };
     if dry_run {
-        out.messages =
-            store
-                .conn
-                .query_row(&format!("SELECT COUNT(*) {OLD}"), [cutoff_ms], |r| {
-                    r.get::<_, i64>(0)
-                })? as u64;
+        out.messages = store
+            .conn
+            .query_row(&format!("SELECT COUNT(*) {OLD}"), [cutoff_ms], |r| {
+                r.get::<_, i64>(0)
+            })
+            .db()? as u64;
         // Sessions whose every message is old (or that have none), and that are old themselves.
         out.sessions = store.conn.query_row(
             "SELECT COUNT(*) FROM sessions s WHERE COALESCE(s.updated_at, s.started_at) < ?1
@@ -308,7 +338,7 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
                                  AND NOT COALESCE(COALESCE(m.ts, s.updated_at, s.started_at) < ?1, 0))",
             [cutoff_ms],
             |r| r.get::<_, i64>(0),
-        )? as u64;
+        ).db()? as u64;
         out.bytes_after = out.bytes_before;
         return Ok(out);
     }
@@ -319,46 +349,47 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
                 "DELETE FROM tool_calls WHERE message_id IN (SELECT m.id {OLD})"
             ),
             [cutoff_ms],
-        )?;
+        ).db()?;
         let messages = w.tx.execute(
             &format!("DELETE FROM messages WHERE id IN (SELECT m.id {OLD})"),
             [cutoff_ms],
-        )?;
+        ).db()?;
         let marker = SkipReason::Deleted { session: None }.to_state().to_string();
         w.tx.execute(
             &format!(
                 "UPDATE sources SET reader_state = ?2 WHERE session_id IN (SELECT s.id {EMPTY})"
             ),
             params![cutoff_ms, marker],
-        )?;
+        ).db()?;
         let sessions = w.tx.execute(
             &format!("DELETE FROM sessions WHERE id IN (SELECT s.id {EMPTY})"),
             [cutoff_ms],
-        )?;
+        ).db()?;
         // Snapshots quote the messages they were built from.
-        w.tx.execute("DELETE FROM snapshots WHERE built_at < ?1", [cutoff_ms])?;
+        w.tx.execute("DELETE FROM snapshots WHERE built_at < ?1", [cutoff_ms]).db()?;
         // The title comes from the first prompt: gone with it.
         w.tx.execute(
             "UPDATE sessions SET title = NULL WHERE title IS NOT NULL AND message_count > 0
              AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = sessions.id AND m.seq = 0)",
             [],
-        )?;
+        ).db()?;
         w.tx.execute(
             "UPDATE sessions SET message_count =
                  (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)
              WHERE message_count != (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)",
             [],
-        )?;
+        ).db()?;
         Ok((messages as u64, sessions as u64))
     }))?;
     out.messages = messages;
     out.sessions = sessions;
     checkpoint(store)?;
     if vacuum {
-        store.conn.execute_batch("VACUUM")?;
+        store.conn.execute_batch("VACUUM").db()?;
         store
             .conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .db()?;
         out.vacuumed = true;
     }
     out.bytes_after = store.location().size_bytes();
@@ -411,7 +442,7 @@ pub fn rescan<E: Enrich>(
             let mut stmt = store.conn.prepare(
                 "SELECT id, ext_id, kind, body, tools, parts, session_id, role, ts FROM messages
                  WHERE id > ?1 ORDER BY id LIMIT ?2",
-            )?;
+            ).db()?;
             stmt.query_map(params![last_id, RESCAN_BATCH as i64], |r| {
                 Ok((
                     r.get(0)?,
@@ -424,8 +455,10 @@ pub fn rescan<E: Enrich>(
                     r.get(7)?,
                     r.get(8)?,
                 ))
-            })?
-            .collect::<rusqlite::Result<_>>()?
+            })
+            .db()?
+            .collect::<rusqlite::Result<_>>()
+            .db()?
         };
         let Some(last) = rows.last() else { break };
         last_id = last.0;
@@ -475,13 +508,15 @@ pub fn rescan<E: Enrich>(
                 w.tx.execute(
                     "UPDATE messages SET parts = ?2, body = ?3, tools = ?4, cjk = ?5 WHERE id = ?1",
                     params![id, new_parts, new_body, new_tools, cjk],
-                )?;
+                )
+                .db()?;
                 // The message's events quote it (paths, prompts, errors): extracted again from
                 // the redacted message, or dropped when its parts cannot be read.
                 match &redacted {
                     Some(m) => w.index_events(e, session_id, id, m)?,
                     None => {
-                        w.tx.execute("DELETE FROM events WHERE message_id = ?1", [id])?;
+                        w.tx.execute("DELETE FROM events WHERE message_id = ?1", [id])
+                            .db()?;
                     }
                 }
                 changed += 1;
@@ -494,9 +529,12 @@ pub fn rescan<E: Enrich>(
     out.titles_changed = store.write(|w| {
         let titles: Vec<(i64, String)> = {
             let mut stmt =
-                w.tx.prepare("SELECT id, title FROM sessions WHERE title IS NOT NULL")?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<_>>()?
+                w.tx.prepare("SELECT id, title FROM sessions WHERE title IS NOT NULL")
+                    .db()?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .db()?
+                .collect::<rusqlite::Result<_>>()
+                .db()?
         };
         let mut n = 0u64;
         for (id, title) in titles {
@@ -505,7 +543,8 @@ pub fn rescan<E: Enrich>(
                 w.tx.execute(
                     "UPDATE sessions SET title = ?2 WHERE id = ?1",
                     params![id, new.as_ref()],
-                )?;
+                )
+                .db()?;
                 n += 1;
             }
         }
@@ -513,9 +552,11 @@ pub fn rescan<E: Enrich>(
     })?;
     out.snapshots_changed = store.write(|w| {
         let texts: Vec<(i64, String)> = {
-            let mut stmt = w.tx.prepare("SELECT id, text FROM snapshots")?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<_>>()?
+            let mut stmt = w.tx.prepare("SELECT id, text FROM snapshots").db()?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .db()?
+                .collect::<rusqlite::Result<_>>()
+                .db()?
         };
         let mut n = 0u64;
         for (id, text) in texts {
@@ -524,7 +565,8 @@ pub fn rescan<E: Enrich>(
                 w.tx.execute(
                     "UPDATE snapshots SET text = ?2 WHERE id = ?1",
                     params![id, new.as_ref()],
-                )?;
+                )
+                .db()?;
                 n += 1;
             }
         }
@@ -534,9 +576,12 @@ pub fn rescan<E: Enrich>(
         let states: Vec<(String, String)> = {
             let mut stmt = w
                 .tx
-                .prepare("SELECT path, reader_state FROM sources WHERE reader_state IS NOT NULL")?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<_>>()?
+                .prepare("SELECT path, reader_state FROM sources WHERE reader_state IS NOT NULL")
+                .db()?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .db()?
+                .collect::<rusqlite::Result<_>>()
+                .db()?
         };
         let mut n = 0u64;
         for (path, text) in states {
@@ -556,7 +601,8 @@ pub fn rescan<E: Enrich>(
                 w.tx.execute(
                     "UPDATE sources SET reader_state = ?2 WHERE path = ?1",
                     params![path, new],
-                )?;
+                )
+                .db()?;
                 n += 1;
             }
         }
@@ -572,7 +618,7 @@ pub fn rescan<E: Enrich>(
 
 /// Overwrite deleted content with zeros from now on, on this connection.
 fn secure(store: &Store) -> Result<()> {
-    store.conn.pragma_update(None, "secure_delete", "ON")?;
+    store.conn.pragma_update(None, "secure_delete", "ON").db()?;
     Ok(())
 }
 
@@ -584,7 +630,8 @@ fn scrub(store: &mut Store) -> Result<()> {
         w.tx.execute(
             "INSERT INTO messages_fts (messages_fts) VALUES ('optimize')",
             [],
-        )?;
+        )
+        .db()?;
         Ok(())
     })?;
     checkpoint(store)
@@ -594,7 +641,8 @@ fn scrub(store: &mut Store) -> Result<()> {
 fn checkpoint(store: &mut Store) -> Result<()> {
     store
         .conn
-        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .db()?;
     Ok(())
 }
 
@@ -609,24 +657,26 @@ fn bulk_delete<T>(
     deletes: impl FnOnce(&crate::store::Writer<'_>) -> Result<T>,
 ) -> Result<T> {
     const SET: &str = "INSERT INTO messages_fts (messages_fts, rank) VALUES ('secure-delete', ?1)";
-    w.tx.execute(SET, [0])?;
+    w.tx.execute(SET, [0]).db()?;
     let out = deletes(w)?;
     w.tx.execute(
         "INSERT INTO messages_fts (messages_fts) VALUES ('optimize')",
         [],
-    )?;
-    w.tx.execute(SET, [1])?;
+    )
+    .db()?;
+    w.tx.execute(SET, [1]).db()?;
     Ok(out)
 }
 
 /// A session's row id by its agent id, for tests and tools (`None` when not stored).
 pub fn session_row(store: &Store, agent: &str, external_id: &str) -> Result<Option<i64>> {
-    Ok(store
+    store
         .conn
         .query_row(
             "SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2",
             params![agent, external_id],
             |r| r.get(0),
         )
-        .optional()?)
+        .optional()
+        .db()
 }

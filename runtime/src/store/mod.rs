@@ -169,11 +169,22 @@ impl StoreError {
     }
 }
 
-/// Inside the store, a database error is a [`StoreError`] (`?` converts it).
-#[doc(hidden)]
-impl From<rusqlite::Error> for Error {
-    fn from(e: rusqlite::Error) -> Error {
-        Error::Store(StoreError(e))
+/// A database error as the store's [`Error`] ([`Error::Store`]). Private to the store (and its
+/// modules), so no `rusqlite` type reaches the public API (a `From` impl would be public).
+fn db_err(e: rusqlite::Error) -> Error {
+    Error::Store(StoreError(e))
+}
+
+/// `.db()?` inside the store: a `rusqlite` result as the store's [`Result`] (see [`db_err`]).
+trait Db<T> {
+    /// The result, its error converted by [`db_err`].
+    fn db(self) -> Result<T>;
+}
+
+impl<T> Db<T> for rusqlite::Result<T> {
+    #[inline]
+    fn db(self) -> Result<T> {
+        self.map_err(db_err)
     }
 }
 
@@ -241,8 +252,9 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX
                 | OpenFlags::SQLITE_OPEN_URI,
-        )?;
-        conn.busy_timeout(busy)?;
+        )
+        .db()?;
+        conn.busy_timeout(busy).db()?;
         let file_id = file_id(path);
         let mut store = Store {
             conn,
@@ -294,10 +306,11 @@ impl Store {
     /// How many messages are written but not yet in the full-text index (schema 4: hooks
     /// queue them; see [`Store::catch_up_index`]).
     pub fn pending_index(&self) -> Result<i64> {
-        Ok(self
-            .conn
-            .prepare_cached("SELECT COUNT(*) FROM fts_pending")?
-            .query_row([], |r| r.get(0))?)
+        self.conn
+            .prepare_cached("SELECT COUNT(*) FROM fts_pending")
+            .db()?
+            .query_row([], |r| r.get(0))
+            .db()
     }
 
     /// Index every queued message, [`INDEX_CHUNK`] per `BEGIN IMMEDIATE` transaction (250
@@ -320,7 +333,8 @@ impl Store {
             w.tx.execute(
                 "INSERT INTO messages_fts (messages_fts) VALUES ('optimize')",
                 [],
-            )?;
+            )
+            .db()?;
             Ok(())
         })
     }
@@ -335,9 +349,9 @@ impl Store {
             // A process with a deadline keeps its own busy handler.
             return self.catch_up_index(None);
         }
-        self.conn.busy_timeout(SEARCH_INDEX_WAIT)?;
+        self.conn.busy_timeout(SEARCH_INDEX_WAIT).db()?;
         let r = self.catch_up_index(None);
-        self.conn.busy_timeout(self.busy)?;
+        self.conn.busy_timeout(self.busy).db()?;
         r
     }
 
@@ -348,16 +362,18 @@ impl Store {
         loop {
             let queued: bool = self
                 .conn
-                .prepare_cached("SELECT EXISTS (SELECT 1 FROM fts_pending)")?
-                .query_row([], |r| r.get(0))?;
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM fts_pending)")
+                .db()?
+                .query_row([], |r| r.get(0))
+                .db()?;
             if !queued || deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(done);
             }
             let tx =
                 rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
-                    .map_err(|e| classify(e.into()))?;
+                    .map_err(|e| classify(db_err(e)))?;
             let n = Writer::new(&tx).index_pending(chunk).map_err(classify)?;
-            tx.commit().map_err(|e| classify(e.into()))?;
+            tx.commit().map_err(|e| classify(db_err(e)))?;
             done += n;
             if n == 0 {
                 return Ok(done);
@@ -378,11 +394,13 @@ impl Store {
     fn configure(&self) -> Result<()> {
         let mode: String = self
             .conn
-            .query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .db()?;
         if !mode.eq_ignore_ascii_case("wal") {
             let _: String = self
                 .conn
-                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+                .db()?;
         }
         // The last connection to close would checkpoint the WAL into the database and delete
         // it: two to four fsyncs, most of a short hook's wall time on a busy disk. The WAL is
@@ -390,26 +408,32 @@ impl Store {
         // process to open the store re-reads the WAL to rebuild its index, so it is kept
         // small), and truncated to at most 32 MiB once checkpointed.
         self.conn
-            .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+            .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .db()?;
         // The query planner's stability guarantee: a statement's plan does not depend on the
         // values bound to it. Without it, SQLite (built with STAT4) marks bound parameters
         // that could change a plan, and every new binding recompiles the statement: FTS5's own
         // `SELECT pgno FROM …_idx WHERE segid=? AND term<=?`, run once per term and segment,
         // was recompiled 89 times per search on a 1 GB store.
         self.conn
-            .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+            .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+            .db()?;
         // `secure_delete`: whatever a write frees (a row's old version when a hook rewrites a
         // message, its overflow pages, deleted events and tool calls) is overwritten with zeros
         // at once, on every connection: a later `memtrail sessions delete` or `redact --rescan`
         // then leaves no copy of the text in free pages (cost: docs/benchmarks.md).
-        self.conn.execute_batch(
-            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;
+        self.conn
+            .execute_batch(
+                "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;
              PRAGMA secure_delete = ON;",
-        )?;
+            )
+            .db()?;
         self.conn
-            .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
+            .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
+            .db()?;
         self.conn
-            .pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT_BYTES)?;
+            .pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT_BYTES)
+            .db()?;
         Ok(())
     }
 
@@ -425,9 +449,9 @@ impl Store {
         match deadline {
             Some(d) => {
                 *DEADLINE.lock().unwrap_or_else(|e| e.into_inner()) = Some(d);
-                self.conn.busy_handler(Some(deadline_busy_handler))?;
+                self.conn.busy_handler(Some(deadline_busy_handler)).db()?;
             }
-            None => self.conn.busy_timeout(self.busy)?,
+            None => self.conn.busy_timeout(self.busy).db()?,
         }
         Ok(())
     }
@@ -465,11 +489,11 @@ impl Store {
                     attempt += 1;
                     std::thread::sleep(pause);
                 }
-                Err(e) => return Err(classify(e.into())),
+                Err(e) => return Err(classify(db_err(e))),
             }
         };
         let out = f(&Writer::new(&tx)).map_err(classify)?;
-        tx.commit().map_err(|e| classify(e.into()))?;
+        tx.commit().map_err(|e| classify(db_err(e)))?;
         Ok(out)
     }
 
@@ -483,7 +507,7 @@ impl Store {
     /// under steady searching the WAL would otherwise only grow.
     pub fn checkpoint(&mut self) -> Result<(bool, i64, i64)> {
         if self.deadline.is_none() {
-            self.conn.busy_timeout(CHECKPOINT_WAIT)?;
+            self.conn.busy_timeout(CHECKPOINT_WAIT).db()?;
         }
         let r = self
             .conn
@@ -491,9 +515,9 @@ impl Store {
                 Ok((r.get::<_, i64>(0)? != 0, r.get(1)?, r.get(2)?))
             });
         if self.deadline.is_none() {
-            self.conn.busy_timeout(self.busy)?;
+            self.conn.busy_timeout(self.busy).db()?;
         }
-        Ok(r?)
+        r.db()
     }
 
     /// Settings for a long run of writes (an import): a 64 MiB page cache (SQLite's default
@@ -502,8 +526,10 @@ impl Store {
     /// so that pages changed by many small transactions are copied into the database file
     /// less often. For this connection only; the import checkpoints when it ends.
     pub fn tune_for_bulk_writes(&self) -> Result<()> {
-        self.conn.pragma_update(None, "cache_size", -65536)?;
-        self.conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
+        self.conn.pragma_update(None, "cache_size", -65536).db()?;
+        self.conn
+            .pragma_update(None, "wal_autocheckpoint", 8192)
+            .db()?;
         Ok(())
     }
 
@@ -513,7 +539,9 @@ impl Store {
     #[doc(hidden)]
     pub fn simulate_full_disk(&self, full: bool) -> Result<()> {
         let pages: i64 = if full {
-            self.conn.query_row("PRAGMA page_count", [], |r| r.get(0))?
+            self.conn
+                .query_row("PRAGMA page_count", [], |r| r.get(0))
+                .db()?
         } else {
             1_073_741_823
         };
@@ -521,7 +549,8 @@ impl Store {
             .conn
             .query_row(&format!("PRAGMA max_page_count = {pages}"), [], |r| {
                 r.get(0)
-            })?;
+            })
+            .db()?;
         Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! The SQL of search and of reading sessions ([`crate::query`]): FTS5 ranking and snippets,
 //! session lists, a session's messages.
 
+use super::Db;
 use crate::query::{
     Hit, ListFilter, MessageView, SEARCH_CANDIDATES, SearchFilter, SessionSummary, SessionView,
     compact_cjk, fts_query, has_top_level_or, like_escape, normalize_dir, truncate_note,
@@ -25,20 +26,25 @@ pub fn resolve_session(store: &Store, id: &str, agent: Option<&str>) -> Result<i
             rusqlite::params![id, agent],
             |r| r.get(0),
         )
-        .optional()?;
+        .optional()
+        .db()?;
     if let Some(x) = exact {
         return Ok(x);
     }
     let pattern = format!("{}%", like_escape(id));
-    let mut stmt = conn.prepare(
-        "SELECT id, external_id FROM sessions WHERE external_id LIKE ?1 ESCAPE '\\'
+    let mut stmt = conn
+        .prepare(
+            "SELECT id, external_id FROM sessions WHERE external_id LIKE ?1 ESCAPE '\\'
          AND (?2 IS NULL OR agent = ?2) ORDER BY updated_at DESC LIMIT 6",
-    )?;
+        )
+        .db()?;
     let rows: Vec<(i64, String)> = stmt
         .query_map(rusqlite::params![pattern, agent], |r| {
             Ok((r.get(0)?, r.get(1)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+        })
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
     // A prefix of a session id also prefixes its sub-agents' ids (`<id>/agent-…`): when exactly
     // one match is a main session and the others are its sub-agents, it is the one meant.
     let mains: Vec<&(i64, String)> = rows.iter().filter(|r| !r.1.contains('/')).collect();
@@ -158,18 +164,23 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     args.push(Sql::Integer(fetch as i64));
 
     let now = now_ms();
-    let mut stmt = store.conn.prepare_cached(&sql)?;
+    let mut stmt = store.conn.prepare_cached(&sql).db()?;
     let best: Vec<(i64, f64)> = stmt
-        .query_map(params_from_iter(args), |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
+        .query_map(params_from_iter(args), |r| Ok((r.get(0)?, r.get(1)?)))
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
     // The text's length and first 256 characters tell a copy from a different message that
     // happens to share its id and time (ids given by position, transcripts written by a script)
     // without reading a long body whole.
-    let mut ts_of = store.conn.prepare_cached(
-        "SELECT m.ts, m.ext_id, s.agent, length(m.body), substr(m.body, 1, 256)
+    let mut ts_of = store
+        .conn
+        .prepare_cached(
+            "SELECT m.ts, m.ext_id, s.agent, length(m.body), substr(m.body, 1, 256)
          FROM messages m JOIN sessions s ON s.id = m.session_id
          WHERE m.id = ?1",
-    )?;
+        )
+        .db()?;
     let mut ranked = Vec::with_capacity(best.len());
     // A session forked or resumed into a new transcript (`claude --fork-session`) holds copies
     // of the earlier messages: same agent, message id, time and text. Each copied hit is shown
@@ -187,7 +198,8 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                     r.get::<_, Option<String>>(4)?,
                 ))
             })
-            .optional()?
+            .optional()
+            .db()?
         else {
             continue;
         };
@@ -213,7 +225,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts
          FROM messages m JOIN sessions s ON s.id = m.session_id
          WHERE m.id = ?1",
-    )?;
+    ).db()?;
     let mut hits = Vec::with_capacity(ranked.len());
     for (rowid, score) in ranked {
         // A row deleted since the rank step is simply left out.
@@ -237,7 +249,8 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                     score,
                 })
             })
-            .optional()?;
+            .optional()
+            .db()?;
         hits.extend(hit);
     }
     Ok(hits)
@@ -267,8 +280,10 @@ fn snippets(store: &Store, q: &str, ranked: &[(i64, f64)]) -> Result<HashMap<i64
         .prepare_cached(
             // Two lookups at the ends of the rowid b-tree (one `max(id) - min(id)` would scan).
             "SELECT coalesce((SELECT max(id) FROM messages) - (SELECT min(id) FROM messages), 0)",
-        )?
-        .query_row([], |r| r.get(0))?;
+        )
+        .db()?
+        .query_row([], |r| r.get(0))
+        .db()?;
     if (hi - lo) <= span / 16 {
         let ids = format!(
             "[{}]",
@@ -284,18 +299,21 @@ fn snippets(store: &Store, q: &str, ranked: &[(i64, f64)]) -> Result<HashMap<i64
                AND +rowid IN (SELECT value FROM json_each(?4))
              ORDER BY rowid DESC"
         );
-        let mut stmt = store.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params![q, lo, hi, ids], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        return Ok(rows.collect::<rusqlite::Result<_>>()?);
+        let mut stmt = store.conn.prepare_cached(&sql).db()?;
+        let rows = stmt
+            .query_map(params![q, lo, hi, ids], |r| Ok((r.get(0)?, r.get(1)?)))
+            .db()?;
+        return rows.collect::<rusqlite::Result<_>>().db();
     }
     let sql =
         format!("SELECT {SNIPPET} FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid = ?2");
-    let mut stmt = store.conn.prepare_cached(&sql)?;
+    let mut stmt = store.conn.prepare_cached(&sql).db()?;
     let mut out = HashMap::with_capacity(ranked.len());
     for &(rowid, _) in ranked {
         if let Some(s) = stmt
             .query_row(params![q, rowid], |r| r.get::<_, String>(0))
-            .optional()?
+            .optional()
+            .db()?
         {
             out.insert(rowid, s);
         }
@@ -332,7 +350,8 @@ pub fn session_summary(store: &Store, rowid: i64) -> Result<SessionSummary> {
             [rowid],
             session_row,
         )
-        .optional()?
+        .optional()
+        .db()?
         .ok_or_else(|| Error::NotFound(format!("no session with row id {rowid}")))
 }
 
@@ -353,10 +372,12 @@ pub fn list_sessions(store: &Store, f: &ListFilter) -> Result<Vec<SessionSummary
     }
     sql.push_str(" ORDER BY s.updated_at DESC LIMIT ?");
     args.push(Sql::Integer(f.limit.clamp(1, 100_000) as i64));
-    let mut stmt = store.conn.prepare(&sql)?;
+    let mut stmt = store.conn.prepare(&sql).db()?;
     let rows = stmt
-        .query_map(params_from_iter(args), session_row)?
-        .collect::<rusqlite::Result<_>>()?;
+        .query_map(params_from_iter(args), session_row)
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
     Ok(rows)
 }
 
@@ -372,15 +393,19 @@ pub fn get_session(
 ) -> Result<SessionView> {
     let sid = resolve_session(store, id, agent)?;
     let conn = &store.conn;
-    let session = conn.query_row(
-        &format!("SELECT {SESSION_COLS} FROM sessions s WHERE s.id = ?1"),
-        [sid],
-        session_row,
-    )?;
-    let mut stmt = conn.prepare(
-        "SELECT ext_id, seq, role, kind, ts, model, NULL, parts FROM messages
+    let session = conn
+        .query_row(
+            &format!("SELECT {SESSION_COLS} FROM sessions s WHERE s.id = ?1"),
+            [sid],
+            session_row,
+        )
+        .db()?;
+    let mut stmt = conn
+        .prepare(
+            "SELECT ext_id, seq, role, kind, ts, model, NULL, parts FROM messages
          WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3",
-    )?;
+        )
+        .db()?;
     let messages = stmt
         .query_map(rusqlite::params![sid, offset.max(0), limit.max(0)], |r| {
             // Parsed from SQLite's own buffer, and a lone text moved, not copied: a message of
@@ -428,17 +453,23 @@ pub fn get_session(
                 model: r.get(5)?,
                 tool_calls: calls,
             })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut stmt = conn.prepare(
-        "SELECT external_id FROM sessions WHERE agent = ?1 AND parent_external_id = ?2
+        })
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    let mut stmt = conn
+        .prepare(
+            "SELECT external_id FROM sessions WHERE agent = ?1 AND parent_external_id = ?2
          ORDER BY started_at",
-    )?;
+        )
+        .db()?;
     let children = stmt
         .query_map(rusqlite::params![session.agent, session.session_id], |r| {
             r.get(0)
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+        })
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
     Ok(SessionView {
         total: session.messages,
         session,

@@ -23,6 +23,7 @@
 //! (<https://sqlite.org/fts5.html#custom_auxiliary_functions>), on the first search, so hooks do
 //! not pay for it.
 
+use super::db_err;
 use crate::Result;
 use rusqlite::Connection;
 use rusqlite::ffi;
@@ -95,7 +96,10 @@ pub fn register(conn: &Connection) -> Result<()> {
 }
 
 fn sqlite_error(rc: c_int, what: &str) -> crate::Error {
-    rusqlite::Error::SqliteFailure(ffi::Error::new(rc), Some(what.to_string())).into()
+    db_err(rusqlite::Error::SqliteFailure(
+        ffi::Error::new(rc),
+        Some(what.to_string()),
+    ))
 }
 
 /// What is computed once per query (kept with `xSetAuxdata`).

@@ -1,6 +1,7 @@
 //! The SQL of recall ([`crate::resume`]): a session's events, the sessions of a folder, the
 //! session of a hook event, and the messages a resume context or a handoff quotes.
 
+use super::Db;
 use crate::Result;
 use crate::events::{self, Category, StoredEvent};
 use crate::resume::{CandidateMessage, dir_within};
@@ -37,32 +38,32 @@ pub(crate) fn snapshot_events(store: &Store, rowid: i64) -> Result<Vec<StoredEve
 /// The events `sql` selects for session `?1`: columns id, seq, message ext id (NULL: empty),
 /// category, action, priority, subject, detail, call id, tool, ts.
 fn load_events(store: &Store, rowid: i64, sql: &str) -> Result<Vec<StoredEvent>> {
-    let mut stmt = store.conn.prepare_cached(sql)?;
-    let mut rows = stmt.query([rowid])?;
+    let mut stmt = store.conn.prepare_cached(sql).db()?;
+    let mut rows = stmt.query([rowid]).db()?;
     let mut out = Vec::new();
-    while let Some(r) = rows.next()? {
+    while let Some(r) = rows.next().db()? {
         // A category this binary does not know (written by a newer one) is skipped.
-        let category = match r.get_ref(3)?.as_str() {
+        let category = match r.get_ref(3).db()?.as_str() {
             Ok(name) => Category::parse(name),
             // Not text: the conversion error, as `get` gives it.
-            Err(_) => Category::parse(&r.get::<_, String>(3)?),
+            Err(_) => Category::parse(&r.get::<_, String>(3).db()?),
         };
         let Some(category) = category else {
             continue;
         };
         out.push(StoredEvent {
-            id: r.get(0)?,
-            seq: r.get(1)?,
-            message_id: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+            id: r.get(0).db()?,
+            seq: r.get(1).db()?,
+            message_id: r.get::<_, Option<String>>(2).db()?.unwrap_or_default(),
             event: events::Event {
                 category,
-                action: r.get(4)?,
-                priority: r.get::<_, i64>(5)?.clamp(1, 4) as u8,
-                subject: r.get(6)?,
-                detail: r.get(7)?,
-                call_id: r.get(8)?,
-                tool: r.get(9)?,
-                ts: r.get(10)?,
+                action: r.get(4).db()?,
+                priority: r.get::<_, i64>(5).db()?.clamp(1, 4) as u8,
+                subject: r.get(6).db()?,
+                detail: r.get(7).db()?,
+                call_id: r.get(8).db()?,
+                tool: r.get(9).db()?,
+                ts: r.get(10).db()?,
             },
         });
     }
@@ -78,18 +79,23 @@ pub fn latest_session_for_dir(
     agent: Option<&str>,
     exclude: Option<i64>,
 ) -> Result<Option<i64>> {
-    let mut stmt = store.conn.prepare_cached(
-        "SELECT id, project_dir FROM sessions
+    let mut stmt = store
+        .conn
+        .prepare_cached(
+            "SELECT id, project_dir FROM sessions
          WHERE parent_external_id IS NULL AND project_dir IS NOT NULL
            AND (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR id <> ?2)
            AND (project_dir = ?3 OR substr(?3, 1, length(project_dir)) = project_dir)
          ORDER BY updated_at DESC, id DESC",
-    )?;
-    let rows = stmt.query_map(params![agent, exclude, dir], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-    })?;
+        )
+        .db()?;
+    let rows = stmt
+        .query_map(params![agent, exclude, dir], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })
+        .db()?;
     for row in rows {
-        let (id, p) = row?;
+        let (id, p) = row.db()?;
         if dir_within(dir, &p) {
             return Ok(Some(id));
         }
@@ -104,18 +110,23 @@ pub fn earlier_sessions_of_dir(
     dir: &str,
     exclude: Option<i64>,
 ) -> Result<(usize, Option<i64>)> {
-    let mut stmt = store.conn.prepare_cached(
-        "SELECT project_dir, updated_at FROM sessions
+    let mut stmt = store
+        .conn
+        .prepare_cached(
+            "SELECT project_dir, updated_at FROM sessions
          WHERE parent_external_id IS NULL AND project_dir IS NOT NULL
            AND (?1 IS NULL OR id <> ?1)
            AND (project_dir = ?2 OR substr(?2, 1, length(project_dir)) = project_dir)",
-    )?;
-    let rows = stmt.query_map(params![exclude, dir], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?))
-    })?;
+        )
+        .db()?;
+    let rows = stmt
+        .query_map(params![exclude, dir], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?))
+        })
+        .db()?;
     let (mut n, mut latest) = (0, None::<i64>);
     for row in rows {
-        let (p, t) = row?;
+        let (p, t) = row.db()?;
         if dir_within(dir, &p) {
             n += 1;
             latest = latest.max(t);
@@ -140,7 +151,8 @@ pub fn session_of_event(
                 params![agent.as_str(), sid],
                 |r| r.get(0),
             )
-            .optional()?;
+            .optional()
+            .db()?;
         if id.is_some() {
             return Ok(id);
         }
@@ -153,7 +165,8 @@ pub fn session_of_event(
                 params![t, agent.as_str()],
                 |r| r.get(0),
             )
-            .optional()?;
+            .optional()
+            .db()?;
         if let Some(Some(id)) = id {
             return Ok(Some(id));
         }
@@ -168,7 +181,7 @@ pub(crate) fn message_text(
     session_id: &str,
     index: i64,
 ) -> Result<Option<CandidateMessage>> {
-    Ok(store
+    store
         .conn
         .query_row(
             "SELECT m.role, m.ts, m.body, m.tools FROM messages m JOIN sessions s ON s.id = m.session_id
@@ -186,7 +199,7 @@ pub(crate) fn message_text(
                 })
             },
         )
-        .optional()?)
+        .optional().db()
 }
 
 /// The latest user and assistant messages with prose, newest first.
@@ -201,17 +214,19 @@ pub(crate) fn recent_messages(
          WHERE session_id = ?1 AND role IN ('user', 'assistant') AND kind IN ('text', 'note', 'summary')
            AND length(trim(body)) > 0
          ORDER BY seq DESC LIMIT ?2",
-    )?;
-    let rows = stmt.query_map(params![rowid, n as i64], |r| {
-        Ok(CandidateMessage {
-            session_id: session_id.to_string(),
-            index: r.get(0)?,
-            role: r.get(1)?,
-            timestamp: r.get::<_, Option<i64>>(2)?.map(format_rfc3339_ms),
-            text: r.get(3)?,
+    ).db()?;
+    let rows = stmt
+        .query_map(params![rowid, n as i64], |r| {
+            Ok(CandidateMessage {
+                session_id: session_id.to_string(),
+                index: r.get(0)?,
+                role: r.get(1)?,
+                timestamp: r.get::<_, Option<i64>>(2)?.map(format_rfc3339_ms),
+                text: r.get(3)?,
+            })
         })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+        .db()?;
+    rows.collect::<rusqlite::Result<_>>().db()
 }
 
 /// The first and the last user prompt of session `rowid` (prose only).
@@ -220,7 +235,7 @@ pub(crate) fn first_and_last_prompt(
     rowid: i64,
 ) -> Result<(Option<String>, Option<String>)> {
     let q = |order: &str| -> Result<Option<String>> {
-        Ok(store
+        store
             .conn
             .query_row(
                 &format!(
@@ -230,14 +245,15 @@ pub(crate) fn first_and_last_prompt(
                 [rowid],
                 |r| r.get(0),
             )
-            .optional()?)
+            .optional()
+            .db()
     };
     Ok((q("ASC")?, q("DESC")?))
 }
 
 /// The prose of the last assistant message of session `rowid` that has some.
 pub(crate) fn last_answer(store: &Store, rowid: i64) -> Result<Option<String>> {
-    Ok(store
+    store
         .conn
         .query_row(
             "SELECT body FROM messages WHERE session_id = ?1 AND role = 'assistant'
@@ -245,5 +261,5 @@ pub(crate) fn last_answer(store: &Store, rowid: i64) -> Result<Option<String>> {
             [rowid],
             |r| r.get(0),
         )
-        .optional()?)
+        .optional().db()
 }

@@ -1,5 +1,6 @@
 //! `memtrail repair`: every derived structure rebuilt from the stored messages.
 
+use super::Db;
 use super::{INDEX_CHUNK, Store, Writer};
 use crate::{Error, Result};
 use std::time::Instant;
@@ -68,14 +69,16 @@ fn repair_fts(w: &Writer<'_>) -> Result<u64> {
         w.tx.execute(
             "INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')",
             [],
-        )?;
+        )
+        .db()?;
     }
     w.tx.execute(
         "INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')",
         [],
-    )?;
+    )
+    .db()?;
     // 'rebuild' indexed every message, queued or not.
-    w.tx.execute("DELETE FROM fts_pending", [])?;
+    w.tx.execute("DELETE FROM fts_pending", []).db()?;
     Ok(broken as u64)
 }
 
@@ -86,10 +89,12 @@ pub fn is_corrupt(e: &Error) -> bool {
 }
 
 fn repair_tool_calls(w: &Writer<'_>) -> Result<u64> {
-    Ok(w.tx.execute(
-        "DELETE FROM tool_calls WHERE message_id NOT IN (SELECT id FROM messages)",
-        [],
-    )? as u64)
+    Ok(w.tx
+        .execute(
+            "DELETE FROM tool_calls WHERE message_id NOT IN (SELECT id FROM messages)",
+            [],
+        )
+        .db()? as u64)
 }
 
 /// Events rebuilt from the messages; returns how many event rows differed (missing, extra or
@@ -97,11 +102,13 @@ fn repair_tool_calls(w: &Writer<'_>) -> Result<u64> {
 fn repair_events(w: &Writer<'_>) -> Result<u64> {
     const COLS: &str =
         "message_id, seq, category, action, priority, subject, detail, call_id, tool";
-    w.tx.execute("DROP TABLE IF EXISTS temp.events_before", [])?;
+    w.tx.execute("DROP TABLE IF EXISTS temp.events_before", [])
+        .db()?;
     w.tx.execute(
         &format!("CREATE TEMP TABLE events_before AS SELECT {COLS} FROM events"),
         [],
-    )?;
+    )
+    .db()?;
     w.backfill_events(&crate::records::Standard)?;
     let differ: i64 = w.tx.query_row(
         &format!(
@@ -110,34 +117,40 @@ fn repair_events(w: &Writer<'_>) -> Result<u64> {
         ),
         [],
         |r| r.get(0),
-    )?;
-    w.tx.execute("DROP TABLE temp.events_before", [])?;
+    ).db()?;
+    w.tx.execute("DROP TABLE temp.events_before", []).db()?;
     Ok(differ as u64)
 }
 
 fn repair_message_counts(w: &Writer<'_>) -> Result<u64> {
-    Ok(w.tx.execute(
-        "UPDATE sessions SET message_count = n FROM (
+    Ok(w.tx
+        .execute(
+            "UPDATE sessions SET message_count = n FROM (
              SELECT s.id AS sid, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n
              FROM sessions s
          ) WHERE sessions.id = sid AND sessions.message_count != n",
-        [],
-    )? as u64)
+            [],
+        )
+        .db()? as u64)
 }
 
 /// What one repair step did.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RepairStepReport {
+    /// The step's name (`full-text index`, `tool calls`, …).
     pub name: String,
+    /// What it did, one sentence.
     pub what: String,
     /// Rows or index entries found wrong and fixed (0: it was right).
     pub fixed: u64,
+    /// How long it took: wall-clock milliseconds.
     pub millis: u64,
 }
 
 /// The result of [`Store::repair`].
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RepairReport {
+    /// The steps, in the order they ran.
     pub steps: Vec<RepairStepReport>,
     /// `PRAGMA integrity_check` after the steps: `["ok"]` or SQLite's list of problems.
     pub integrity: Vec<String>,
@@ -171,10 +184,12 @@ impl Store {
             });
         }
         let _ = self.checkpoint();
-        let mut stmt = self.conn.prepare("PRAGMA integrity_check")?;
+        let mut stmt = self.conn.prepare("PRAGMA integrity_check").db()?;
         let integrity = stmt
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<Vec<String>>>()?;
+            .query_map([], |r| r.get(0))
+            .db()?
+            .collect::<rusqlite::Result<Vec<String>>>()
+            .db()?;
         Ok(RepairReport { steps, integrity })
     }
 }

@@ -14,6 +14,7 @@
 //! (deleted sessions and excluded projects stay out), so that an import reads every transcript
 //! still on disk from its start again and restores what the damaged pages held.
 
+use super::Db;
 use crate::Result;
 use crate::store::{Store, StoreLocation};
 use rusqlite::types::Value;
@@ -86,7 +87,7 @@ pub fn salvage(location: &StoreLocation) -> Result<Salvaged> {
     {
         let fresh = Store::open(&fresh_path)?;
         let new = &fresh.conn;
-        let old = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        let old = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).db()?;
         let names = |c: &Connection| -> Vec<String> {
             c.prepare(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
@@ -109,13 +110,14 @@ pub fn salvage(location: &StoreLocation) -> Result<Salvaged> {
                 t.clone(),
             )
         });
-        new.execute_batch("BEGIN IMMEDIATE")?;
+        new.execute_batch("BEGIN IMMEDIATE").db()?;
         for table in in_old {
             tables.push(copy_table(&old, new, &table)?);
         }
-        new.execute_batch("COMMIT")?;
+        new.execute_batch("COMMIT").db()?;
         // Everything into the main file, so that it can be moved alone.
-        new.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        new.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .db()?;
     }
     // The damaged file (with its WAL, which the copy has read) goes aside; the new one in.
     for suffix in ["", "-wal", "-shm"] {
@@ -168,9 +170,11 @@ fn copy_table(old: &Connection, new: &Connection, table: &str) -> Result<TableSa
         .collect::<Vec<_>>()
         .join(", ");
     let marks = vec!["?"; cols.len()].join(", ");
-    let mut insert = new.prepare(&format!(
-        "INSERT OR IGNORE INTO \"{table}\" ({list}) VALUES ({marks})"
-    ))?;
+    let mut insert = new
+        .prepare(&format!(
+            "INSERT OR IGNORE INTO \"{table}\" ({list}) VALUES ({marks})"
+        ))
+        .db()?;
     // Only the skip markers of the cursors (deleted sessions, excluded projects).
     let only = if table == "sources" {
         " AND reader_state LIKE '%\"memtrail_skip\"%'"

@@ -1,6 +1,7 @@
 //! The schema: its version, the numbered migrations (`migrations/NNNN_*.sql`) and the upgrade
 //! of an older store.
 
+use super::Db;
 use super::{Store, Writer};
 use crate::{Error, Result};
 use rusqlite::TransactionBehavior;
@@ -25,9 +26,9 @@ const EVENTS_SCHEMA: i64 = 3;
 
 impl Store {
     pub(super) fn schema_version(&self) -> Result<i64> {
-        Ok(self
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+        self.conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .db()
     }
 
     pub(super) fn migrate(&self) -> Result<()> {
@@ -42,9 +43,10 @@ impl Store {
                 supported: SCHEMA_VERSION,
             });
         }
-        let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+            .db()?;
         // Re-check under the write lock: another process may have migrated meanwhile.
-        let v: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let v: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).db()?;
         if v > SCHEMA_VERSION {
             return Err(Error::NewerSchema {
                 path: self.location.sqlite_path().to_path_buf(),
@@ -53,13 +55,14 @@ impl Store {
             });
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(v as usize) {
-            tx.execute_batch(sql)?;
+            tx.execute_batch(sql).db()?;
             if (i + 1) as i64 == EVENTS_SCHEMA && v > 0 {
                 Writer::new(&tx).backfill_events(&crate::records::Standard)?;
             }
-            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)
+                .db()?;
         }
-        tx.commit()?;
+        tx.commit().db()?;
         Ok(())
     }
 }

@@ -1,5 +1,6 @@
 //! Lookups of stored sessions for ingest and the MCP server.
 
+use super::Db;
 use super::Store;
 use crate::Result;
 use rusqlite::{OptionalExtension, params};
@@ -15,7 +16,8 @@ impl Store {
                 params![agent, external_id],
                 |r| r.get::<_, Option<String>>(0),
             )
-            .optional()?
+            .optional()
+            .db()?
             .flatten())
     }
 
@@ -23,42 +25,50 @@ impl Store {
     pub fn known_projects(&self) -> Result<Vec<String>> {
         let mut stmt = self.conn.prepare(
             "SELECT DISTINCT project_dir FROM sessions WHERE project_dir IS NOT NULL LIMIT 10000",
-        )?;
+        ).db()?;
         let known = stmt
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
+            .query_map([], |r| r.get(0))
+            .db()?
+            .collect::<rusqlite::Result<_>>()
+            .db()?;
         Ok(known)
     }
 
     /// Whether session `external_id` of `agent` is stored.
     pub fn session_stored(&self, agent: &str, external_id: &str) -> Result<bool> {
-        Ok(self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sessions WHERE agent = ?1 AND external_id = ?2)",
-            params![agent, external_id],
-            |r| r.get(0),
-        )?)
+        self.conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sessions WHERE agent = ?1 AND external_id = ?2)",
+                params![agent, external_id],
+                |r| r.get(0),
+            )
+            .db()
     }
 
     /// Whether a transcript cursor of `agent` holds the delete marker
     /// ([`crate::privacy::SkipReason::Deleted`]) of session `first` or `second`.
     pub fn deleted_marker(&self, agent: &str, first: &str, second: &str) -> Result<bool> {
-        Ok(self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sources WHERE agent = ?1 AND json_valid(reader_state)
+        self.conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sources WHERE agent = ?1 AND json_valid(reader_state)
                  AND json_extract(reader_state, '$.memtrail_skip') = 'deleted'
                  AND json_extract(reader_state, '$.session') IN (?2, ?3))",
-            params![agent, first, second],
-            |r| r.get(0),
-        )?)
+                params![agent, first, second],
+                |r| r.get(0),
+            )
+            .db()
     }
 
     /// Whether session `external_id` of `agent` has a message at position `seq` (0-based) or
     /// later.
     pub fn has_messages_from(&self, agent: &str, external_id: &str, seq: i64) -> Result<bool> {
-        Ok(self.conn.query_row(
-            "SELECT EXISTS(SELECT 1 FROM messages m JOIN sessions x ON x.id = m.session_id
+        self.conn
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM messages m JOIN sessions x ON x.id = m.session_id
              WHERE x.agent = ?1 AND x.external_id = ?2 AND m.seq >= ?3)",
-            params![agent, external_id, seq],
-            |r| r.get(0),
-        )?)
+                params![agent, external_id, seq],
+                |r| r.get(0),
+            )
+            .db()
     }
 }

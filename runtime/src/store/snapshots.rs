@@ -1,5 +1,6 @@
 //! Stored snapshots: saved at compaction or restart, consumed (injected) once.
 
+use super::Db;
 use super::Writer;
 use crate::Result;
 use crate::records::Enrich;
@@ -35,7 +36,7 @@ impl Writer<'_> {
                 consumed_by.map(|_| now_ms),
                 consumed_by,
             ],
-        )?;
+        ).db()?;
         Ok(self.tx.last_insert_rowid())
     }
 
@@ -57,12 +58,15 @@ impl Writer<'_> {
                 [session_id],
                 stored_snapshot_row,
             )
-            .optional()?;
+            .optional()
+            .db()?;
         if let Some(s) = &row {
-            self.tx.execute(
-                "UPDATE snapshots SET consumed_at = ?2, consumed_by = ?3 WHERE id = ?1",
-                params![s.id, now_ms, consumer],
-            )?;
+            self.tx
+                .execute(
+                    "UPDATE snapshots SET consumed_at = ?2, consumed_by = ?3 WHERE id = ?1",
+                    params![s.id, now_ms, consumer],
+                )
+                .db()?;
         }
         Ok(row)
     }
@@ -71,10 +75,12 @@ impl Writer<'_> {
     /// that compaction's own SessionStart(compact) (its `trigger` becomes
     /// [`PRECOMPACT_TAKEN_EARLY`]); see [`Writer::close_early_compaction`].
     pub fn mark_taken_early(&self, id: i64) -> Result<()> {
-        self.tx.execute(
-            "UPDATE snapshots SET trigger = ?2 WHERE id = ?1 AND trigger = 'precompact'",
-            params![id, PRECOMPACT_TAKEN_EARLY],
-        )?;
+        self.tx
+            .execute(
+                "UPDATE snapshots SET trigger = ?2 WHERE id = ?1 AND trigger = 'precompact'",
+                params![id, PRECOMPACT_TAKEN_EARLY],
+            )
+            .db()?;
         Ok(())
     }
 
@@ -92,13 +98,16 @@ impl Writer<'_> {
                 [session_id],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
-            .optional()?;
+            .optional()
+            .db()?;
         match latest {
             Some((id, trigger)) if trigger == PRECOMPACT_TAKEN_EARLY => {
-                self.tx.execute(
-                    "UPDATE snapshots SET trigger = 'precompact' WHERE id = ?1",
-                    [id],
-                )?;
+                self.tx
+                    .execute(
+                        "UPDATE snapshots SET trigger = 'precompact' WHERE id = ?1",
+                        [id],
+                    )
+                    .db()?;
                 Ok(true)
             }
             _ => Ok(false),

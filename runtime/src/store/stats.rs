@@ -1,5 +1,6 @@
 //! Figures of the store for `memtrail status`: sizes, counts per agent, hook runs.
 
+use super::Db;
 use super::Store;
 use crate::Result;
 use crate::records::Enrich;
@@ -38,13 +39,18 @@ impl Store {
     pub fn stats(&self) -> Result<StoreStats> {
         let size_bytes = self.location.size_bytes();
         let mut per_agent = Vec::new();
-        let mut stmt = self.conn.prepare(
-            "SELECT agent, COUNT(*), COALESCE(SUM(message_count), 0) FROM sessions
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT agent, COUNT(*), COALESCE(SUM(message_count), 0) FROM sessions
              GROUP BY agent ORDER BY agent",
-        )?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            )
+            .db()?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .db()?;
         for row in rows {
-            per_agent.push(row?);
+            per_agent.push(row.db()?);
         }
         let sessions = per_agent.iter().map(|(_, s, _)| s).sum();
         let messages = per_agent.iter().map(|(_, _, m)| m).sum();
@@ -61,10 +67,12 @@ impl Store {
 
     /// `PRAGMA quick_check`: `Ok(())` or the problems SQLite reports.
     pub fn quick_check(&self) -> Result<std::result::Result<(), String>> {
-        let mut stmt = self.conn.prepare("PRAGMA quick_check")?;
+        let mut stmt = self.conn.prepare("PRAGMA quick_check").db()?;
         let rows: Vec<String> = stmt
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
+            .query_map([], |r| r.get(0))
+            .db()?
+            .collect::<rusqlite::Result<_>>()
+            .db()?;
         if rows.len() == 1 && rows[0] == "ok" {
             Ok(Ok(()))
         } else {
@@ -74,22 +82,27 @@ impl Store {
 
     /// The last run of each hook event of `agent`, newest first.
     pub fn hook_runs(&self, agent: Agent) -> Result<Vec<HookRun>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT agent, event, at, duration_us, session, messages, error FROM hook_runs
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT agent, event, at, duration_us, session, messages, error FROM hook_runs
              WHERE agent = ?1 ORDER BY at DESC",
-        )?;
-        let rows = stmt.query_map([agent.as_str()], |r| {
-            Ok(HookRun {
-                agent: r.get(0)?,
-                event: r.get(1)?,
-                at: r.get(2)?,
-                duration_us: r.get(3)?,
-                session: r.get(4)?,
-                messages: r.get(5)?,
-                error: r.get(6)?,
+            )
+            .db()?;
+        let rows = stmt
+            .query_map([agent.as_str()], |r| {
+                Ok(HookRun {
+                    agent: r.get(0)?,
+                    event: r.get(1)?,
+                    at: r.get(2)?,
+                    duration_us: r.get(3)?,
+                    session: r.get(4)?,
+                    messages: r.get(5)?,
+                    error: r.get(6)?,
+                })
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+            .db()?;
+        rows.collect::<rusqlite::Result<_>>().db()
     }
 
     /// Record a hook run (one row per agent and event, replaced each time); `enrich` redacts its
@@ -102,7 +115,7 @@ impl Store {
                 params![run.agent, run.event, run.at, run.duration_us, run.session, run.messages,
                         // An error may quote what it failed on: redacted like any text.
                         run.error.as_deref().map(|e| enrich.redact(e))],
-            )?;
+            ).db()?;
             Ok(())
         })
     }

@@ -1,5 +1,6 @@
 //! The writer: sessions, messages, tool calls and events inside one write transaction.
 
+use super::Db;
 use super::cap;
 use super::index_text::{cjk_index_text, kind_from_str, render_index_text};
 use crate::Result;
@@ -49,15 +50,19 @@ impl Writer<'_> {
         tx.prepare_cached(
             "INSERT INTO sessions (agent, external_id, parent_external_id) VALUES (?1, ?2, ?3)
              ON CONFLICT (agent, external_id) DO NOTHING",
-        )?
+        )
+        .db()?
         .execute(params![
             sref.agent.as_str(),
             sref.external_id,
             sref.parent_external_id
-        ])?;
+        ])
+        .db()?;
         let id: i64 = tx
-            .prepare_cached("SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2")?
-            .query_row(params![sref.agent.as_str(), sref.external_id], |r| r.get(0))?;
+            .prepare_cached("SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2")
+            .db()?
+            .query_row(params![sref.agent.as_str(), sref.external_id], |r| r.get(0))
+            .db()?;
         tx.prepare_cached(
             "UPDATE sessions SET
                 parent_external_id = COALESCE(parent_external_id, ?2),
@@ -69,7 +74,7 @@ impl Writer<'_> {
                 started_at = CASE WHEN started_at IS NULL OR ?8 < started_at THEN COALESCE(?8, started_at) ELSE started_at END,
                 updated_at = CASE WHEN updated_at IS NULL OR ?9 > updated_at THEN COALESCE(?9, updated_at) ELSE updated_at END
              WHERE id = ?1",
-        )?
+        ).db()?
         .execute(params![
                 id,
                 sref.parent_external_id,
@@ -81,7 +86,7 @@ impl Writer<'_> {
                 meta.started_at,
                 meta.updated_at,
             ],
-        )?;
+        ).db()?;
         Ok(id)
     }
 
@@ -89,21 +94,28 @@ impl Writer<'_> {
     /// transcript was rewritten and is re-read: the store mirrors it). Notes kept with MCP
     /// `remember` are not in any transcript and stay. Returns how many messages were deleted.
     pub fn clear_session(&self, session_id: i64) -> Result<u64> {
-        self.tx.execute(
-            "DELETE FROM tool_calls WHERE session_id = ?1
+        self.tx
+            .execute(
+                "DELETE FROM tool_calls WHERE session_id = ?1
              AND message_id IN (SELECT id FROM messages WHERE session_id = ?1 AND kind != 'note')",
-            [session_id],
-        )?;
-        let n = self.tx.execute(
-            "DELETE FROM messages WHERE session_id = ?1 AND kind != 'note'",
-            [session_id],
-        )?;
-        self.tx.execute(
-            "UPDATE sessions SET title = NULL,
+                [session_id],
+            )
+            .db()?;
+        let n = self
+            .tx
+            .execute(
+                "DELETE FROM messages WHERE session_id = ?1 AND kind != 'note'",
+                [session_id],
+            )
+            .db()?;
+        self.tx
+            .execute(
+                "UPDATE sessions SET title = NULL,
                  message_count = (SELECT COUNT(*) FROM messages WHERE session_id = ?1)
              WHERE id = ?1",
-            [session_id],
-        )?;
+                [session_id],
+            )
+            .db()?;
         Ok(n as u64)
     }
 
@@ -190,8 +202,10 @@ impl Writer<'_> {
         }
         let name: String = self
             .tx
-            .prepare_cached("SELECT agent FROM sessions WHERE id = ?1")?
-            .query_row([session_id], |r| r.get(0))?;
+            .prepare_cached("SELECT agent FROM sessions WHERE id = ?1")
+            .db()?
+            .query_row([session_id], |r| r.get(0))
+            .db()?;
         let agent = name.parse::<Agent>().ok();
         self.agent_of.set(Some((session_id, agent)));
         Ok(agent)
@@ -202,21 +216,25 @@ impl Writer<'_> {
     pub fn index_pending(&self, max: usize) -> Result<u64> {
         let last: Option<i64> = self
             .tx
-            .prepare_cached("SELECT id FROM fts_pending ORDER BY id LIMIT 1 OFFSET ?1")?
+            .prepare_cached("SELECT id FROM fts_pending ORDER BY id LIMIT 1 OFFSET ?1")
+            .db()?
             .query_row([max.saturating_sub(1) as i64], |r| r.get(0))
-            .optional()?;
+            .optional()
+            .db()?;
         let last = last.unwrap_or(i64::MAX);
         self.tx
             .prepare_cached(
                 "INSERT INTO messages_fts (rowid, body, tools, cjk)
                  SELECT m.id, m.body, m.tools, m.cjk FROM fts_pending p JOIN messages m ON m.id = p.id
                  WHERE p.id <= ?1 ORDER BY p.id",
-            )?
-            .execute([last])?;
+            ).db()?
+            .execute([last]).db()?;
         Ok(self
             .tx
-            .prepare_cached("DELETE FROM fts_pending WHERE id <= ?1")?
-            .execute([last])? as u64)
+            .prepare_cached("DELETE FROM fts_pending WHERE id <= ?1")
+            .db()?
+            .execute([last])
+            .db()? as u64)
     }
 
     /// Delete the message `message_id` and every later message of the session. Returns how
@@ -229,17 +247,23 @@ impl Writer<'_> {
                 params![session_id, message_id],
                 |r| r.get(0),
             )
-            .optional()?;
+            .optional()
+            .db()?;
         let Some(seq) = seq else { return Ok(0) };
-        let n = self.tx.execute(
-            "DELETE FROM messages WHERE session_id = ?1 AND seq >= ?2",
-            params![session_id, seq],
-        )?;
-        self.tx.execute(
-            "UPDATE sessions SET message_count =
+        let n = self
+            .tx
+            .execute(
+                "DELETE FROM messages WHERE session_id = ?1 AND seq >= ?2",
+                params![session_id, seq],
+            )
+            .db()?;
+        self.tx
+            .execute(
+                "UPDATE sessions SET message_count =
                  (SELECT COUNT(*) FROM messages WHERE session_id = ?1) WHERE id = ?1",
-            params![session_id],
-        )?;
+                params![session_id],
+            )
+            .db()?;
         Ok(n as u64)
     }
 
@@ -248,19 +272,25 @@ impl Writer<'_> {
         e.redact_merged(&mut m);
         let rowid: Option<i64> = self
             .tx
-            .prepare_cached("SELECT id FROM messages WHERE session_id = ?1 AND ext_id = ?2")?
+            .prepare_cached("SELECT id FROM messages WHERE session_id = ?1 AND ext_id = ?2")
+            .db()?
             .query_row(params![session_id, m.id], |r| r.get(0))
-            .optional()?;
+            .optional()
+            .db()?;
         match rowid {
             Some(rowid) => {
                 self.tx
-                    .prepare_cached("DELETE FROM tool_calls WHERE message_id = ?1")?
-                    .execute([rowid])?;
+                    .prepare_cached("DELETE FROM tool_calls WHERE message_id = ?1")
+                    .db()?
+                    .execute([rowid])
+                    .db()?;
                 self.tx
                     .prepare_cached(
                         "UPDATE messages SET role = ?2, ts = ?3, model = ?4 WHERE id = ?1",
-                    )?
-                    .execute(params![rowid, m.role.as_str(), m.timestamp, m.model])?;
+                    )
+                    .db()?
+                    .execute(params![rowid, m.role.as_str(), m.timestamp, m.model])
+                    .db()?;
                 self.update_message_row(session_id, rowid, &m, e)?;
                 Ok(false)
             }
@@ -274,11 +304,13 @@ impl Writer<'_> {
             .tx
             .prepare_cached(
                 "SELECT id, parts, kind FROM messages WHERE session_id = ?1 AND ext_id = ?2",
-            )?
+            )
+            .db()?
             .query_row(params![session_id, m.id], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })
-            .optional()?;
+            .optional()
+            .db()?;
         match existing {
             Some((rowid, parts_json, kind)) => {
                 let parts: Vec<Part> = serde_json::from_str(&parts_json).unwrap_or_default();
@@ -308,15 +340,17 @@ impl Writer<'_> {
                     // of old messages makes smaller than the next position.
                     .prepare_cached(
                         "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1",
-                    )?
-                    .query_row([session_id], |r| r.get(0))?;
+                    )
+                    .db()?
+                    .query_row([session_id], |r| r.get(0))
+                    .db()?;
                 let (body, tools) = render_index_text(&m);
                 let cjk = cjk_index_text(&body, &tools);
                 self.tx
                     .prepare_cached(
                         "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body, tools, parts, cjk)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                    )?
+                    ).db()?
                     .execute(params![
                         session_id,
                         m.id,
@@ -329,13 +363,15 @@ impl Writer<'_> {
                         tools,
                         serde_json::to_string(&m.parts)?,
                         cjk,
-                    ])?;
+                    ]).db()?;
                 let rowid = self.tx.last_insert_rowid();
                 self.tx
                     .prepare_cached(
                         "UPDATE sessions SET message_count = message_count + 1 WHERE id = ?1",
-                    )?
-                    .execute([session_id])?;
+                    )
+                    .db()?
+                    .execute([session_id])
+                    .db()?;
                 self.index_calls(session_id, rowid, &m)?;
                 // A new row has no events yet, and its seq and time are known.
                 if let Some(agent) = self.session_agent(session_id)? {
@@ -360,7 +396,8 @@ impl Writer<'_> {
             .prepare_cached(
                 "UPDATE messages SET kind = ?2, body = ?3, tools = ?4, parts = ?5,
                     ts = COALESCE(ts, ?6), model = COALESCE(model, ?7), cjk = ?8 WHERE id = ?1",
-            )?
+            )
+            .db()?
             .execute(params![
                 rowid,
                 m.kind.as_str(),
@@ -370,7 +407,8 @@ impl Writer<'_> {
                 m.timestamp,
                 m.model,
                 cjk,
-            ])?;
+            ])
+            .db()?;
         self.index_calls(session_id, rowid, m)?;
         self.index_events(e, session_id, rowid, m)
     }
@@ -385,15 +423,19 @@ impl Writer<'_> {
         m: &Message,
     ) -> Result<()> {
         self.tx
-            .prepare_cached("DELETE FROM events WHERE message_id = ?1")?
-            .execute([rowid])?;
+            .prepare_cached("DELETE FROM events WHERE message_id = ?1")
+            .db()?
+            .execute([rowid])
+            .db()?;
         let (agent, seq, ts): (String, i64, Option<i64>) = self
             .tx
             .prepare_cached(
                 "SELECT s.agent, m.seq, m.ts FROM messages m JOIN sessions s ON s.id = m.session_id
                  WHERE m.id = ?1",
-            )?
-            .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            )
+            .db()?
+            .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .db()?;
         let Ok(agent) = agent.parse::<Agent>() else {
             return Ok(());
         };
@@ -414,7 +456,7 @@ impl Writer<'_> {
             "INSERT INTO events (session_id, message_id, seq, category, action, priority, subject,
                                  detail, call_id, tool, ts)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        )?;
+        ).db()?;
         for e in events {
             stmt.execute(params![
                 session_id,
@@ -430,7 +472,8 @@ impl Writer<'_> {
                 e.call_id,
                 e.tool,
                 e.ts.or(ts),
-            ])?;
+            ])
+            .db()?;
         }
         Ok(())
     }
@@ -438,25 +481,30 @@ impl Writer<'_> {
     /// Extract the events of every stored message with `e` (migration to schema 3; also usable
     /// to rebuild them). Returns how many messages were read.
     pub fn backfill_events<E: Enrich>(&self, e: &E) -> Result<u64> {
-        self.tx.execute("DELETE FROM events", [])?;
-        let mut stmt = self.tx.prepare(
-            "SELECT m.id, m.session_id, m.ext_id, m.role, m.kind, m.ts, m.parts FROM messages m
+        self.tx.execute("DELETE FROM events", []).db()?;
+        let mut stmt = self
+            .tx
+            .prepare(
+                "SELECT m.id, m.session_id, m.ext_id, m.role, m.kind, m.ts, m.parts FROM messages m
              ORDER BY m.session_id, m.seq",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, Option<i64>>(5)?,
-                r.get::<_, String>(6)?,
-            ))
-        })?;
+            )
+            .db()?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, Option<i64>>(5)?,
+                    r.get::<_, String>(6)?,
+                ))
+            })
+            .db()?;
         let mut n = 0;
         for row in rows {
-            let (rowid, session_id, ext_id, role, kind, ts, parts) = row?;
+            let (rowid, session_id, ext_id, role, kind, ts, parts) = row.db()?;
             let m = Message {
                 id: ext_id,
                 role: role.parse().unwrap_or(Role::System),
@@ -500,15 +548,20 @@ impl Writer<'_> {
             unreachable!("redaction keeps the record's variant")
         };
         self.upsert_message(session_id, m, e)?;
-        self.tx.execute(
-            "UPDATE sessions SET updated_at = MAX(COALESCE(updated_at, 0), ?2) WHERE id = ?1",
-            params![session_id, now_ms],
-        )?;
-        let seq: i64 = self.tx.query_row(
-            "SELECT seq FROM messages WHERE session_id = ?1 AND ext_id = ?2",
-            params![session_id, id],
-            |r| r.get(0),
-        )?;
+        self.tx
+            .execute(
+                "UPDATE sessions SET updated_at = MAX(COALESCE(updated_at, 0), ?2) WHERE id = ?1",
+                params![session_id, now_ms],
+            )
+            .db()?;
+        let seq: i64 = self
+            .tx
+            .query_row(
+                "SELECT seq FROM messages WHERE session_id = ?1 AND ext_id = ?2",
+                params![session_id, id],
+                |r| r.get(0),
+            )
+            .db()?;
         Ok((id, seq))
     }
 
@@ -519,7 +572,7 @@ impl Writer<'_> {
              ON CONFLICT (session_id, call_id) DO UPDATE SET message_id = excluded.message_id,
                 name = excluded.name, tool = excluded.tool, is_error = excluded.is_error,
                 has_output = excluded.has_output",
-        )?;
+        ).db()?;
         for c in m.tool_calls() {
             stmt.execute(params![
                 session_id,
@@ -529,7 +582,8 @@ impl Writer<'_> {
                 c.tool,
                 c.is_error,
                 c.output.is_some()
-            ])?;
+            ])
+            .db()?;
         }
         Ok(())
     }
@@ -549,11 +603,11 @@ impl Writer<'_> {
             .prepare_cached(
                 "SELECT m.id, m.ext_id, m.parts, m.kind FROM tool_calls c JOIN messages m ON m.id = c.message_id
                  WHERE c.session_id = ?1 AND c.call_id = ?2",
-            )?
+            ).db()?
             .query_row(params![session_id, call_id], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
             })
-            .optional()?;
+            .optional().db()?;
         let Some((rowid, ext_id, parts_json, kind)) = row else {
             return Ok(false);
         };
