@@ -598,7 +598,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(lists, 9, "hand-typed agent lists found");
+        assert_eq!(lists, 10, "hand-typed agent lists found");
         let skill =
             std::fs::read_to_string(repo_root().join("skills/agents/memtrail/SKILL.md")).unwrap();
         for a in Agent::ALL {
