@@ -18,6 +18,7 @@ pub mod seams;
 pub mod snapshot;
 pub mod status;
 pub mod store;
+pub mod sync;
 #[cfg(test)]
 mod test_rng;
 pub mod time;

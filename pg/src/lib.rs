@@ -1,0 +1,2 @@
+//! memtrail-pg: the PostgreSQL side of memtrail (docs/sync.md): `memtrail sync` (push and pull)
+//! and direct queries of a team server (`--store postgres://…`).

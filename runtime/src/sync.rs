@@ -1,0 +1,165 @@
+//! The data that `memtrail sync` moves between the local store and a PostgreSQL database (the
+//! design is in `docs/sync.md`).
+//!
+//! The local store produces a [`PushBatch`] from its outbox (every session, message and snapshot
+//! written or changed since the last push, and every session deleted); the PostgreSQL side
+//! applies it idempotently (natural keys: a batch applied twice leaves what applying it once
+//! left) and produces [`PullBatch`]es of what other machines pushed, which the local store
+//! applies in one transaction together with the new pull position.
+//!
+//! Text in these types is already redacted (it comes out of a store, where nothing unredacted is
+//! written); the local store redacts pulled text again with its own rules before writing it.
+
+use serde::Serialize;
+
+/// A machine's stable id: 32 lowercase hex digits, generated once by `memtrail sync --init` and
+/// kept in memtrail's config (`[sync] machine`). The hostname is only its label.
+pub type MachineId = String;
+
+/// A session row (the local `sessions` table without its row id). Times are Unix milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SyncSession {
+    /// The agent's name (`claude`, `codex`, …).
+    pub agent: String,
+    /// The agent's own session id.
+    pub external_id: String,
+    pub parent_external_id: Option<String>,
+    pub project_dir: Option<String>,
+    pub title: Option<String>,
+    pub model: Option<String>,
+    pub git_branch: Option<String>,
+    pub agent_version: Option<String>,
+    pub started_at: Option<i64>,
+    pub updated_at: Option<i64>,
+    pub message_count: i64,
+}
+
+/// A message row, with the tool calls and events that hang off it (both replaced whole when the
+/// message is pushed or pulled again).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SyncMessage {
+    /// The message's id within its session (the local `messages.ext_id`): with the session's
+    /// key, the message's key everywhere.
+    pub ext_id: String,
+    pub seq: i64,
+    pub role: String,
+    pub kind: String,
+    pub ts: Option<i64>,
+    pub model: Option<String>,
+    pub body: String,
+    pub tools: String,
+    pub cjk: Option<String>,
+    /// The message's parts, JSON as stored locally.
+    pub parts: String,
+    pub tool_calls: Vec<SyncToolCall>,
+    /// In the local order (`events.seq`, then `events.id`); the index is the event's ordinal.
+    pub events: Vec<SyncEvent>,
+}
+
+/// A tool call row (the local `tool_calls` table; its message is the one it is in).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SyncToolCall {
+    pub call_id: String,
+    pub name: String,
+    pub tool: String,
+    pub is_error: bool,
+    pub has_output: bool,
+}
+
+/// An event row (the local `events` table; its session and message are the ones it is in).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SyncEvent {
+    pub seq: i64,
+    pub category: String,
+    pub action: String,
+    pub priority: i64,
+    pub subject: String,
+    pub detail: Option<String>,
+    pub call_id: Option<String>,
+    pub tool: Option<String>,
+    pub ts: Option<i64>,
+}
+
+/// A snapshot row (the local `snapshots` table); a session's snapshots travel together, in the
+/// local order (`built_at`, then `id`), the index being the snapshot's ordinal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SyncSnapshot {
+    pub built_at: i64,
+    pub trigger: String,
+    pub budget: i64,
+    pub events: i64,
+    pub text: String,
+    pub consumed_at: Option<i64>,
+    pub consumed_by: Option<String>,
+}
+
+/// What changed in one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionChanges {
+    /// The machine whose session it is (its origin).
+    pub machine: MachineId,
+    /// The session row, always sent whole (it is small).
+    pub session: SyncSession,
+    /// Messages written or changed (each replaces the stored one with the same `ext_id`).
+    pub messages: Vec<SyncMessage>,
+    /// `Some`: the session's snapshots, all of them (they replace the stored ones).
+    pub snapshots: Option<Vec<SyncSnapshot>>,
+    /// `Some`: the `ext_id` of every message the session holds now; stored messages not in
+    /// it are deleted (after a rewind, a re-read transcript, `purge`).
+    pub message_set: Option<Vec<String>>,
+}
+
+/// A deleted session (`sessions delete`, `purge`, or a deletion pulled from another machine).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Deletion {
+    /// The session's origin machine.
+    pub machine: MachineId,
+    pub agent: String,
+    pub external_id: String,
+    /// When it was deleted, Unix milliseconds.
+    pub deleted_at: i64,
+}
+
+/// What one push sends: deletions first, then changed sessions. `outbox` and `tombstones`
+/// are the local queue entries it covers, acknowledged (removed) only after PostgreSQL
+/// committed the batch; an entry changed again meanwhile has a new sequence number and stays.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PushBatch {
+    pub deletions: Vec<Deletion>,
+    pub sessions: Vec<SessionChanges>,
+    /// The local `sync_outbox.seq` values this batch covers.
+    pub outbox: Vec<i64>,
+    /// The local `sync_tombstones.seq` values this batch covers.
+    pub tombstones: Vec<i64>,
+}
+
+impl PushBatch {
+    /// Whether there is nothing to send nor to acknowledge.
+    pub fn is_empty(&self) -> bool {
+        self.deletions.is_empty()
+            && self.sessions.is_empty()
+            && self.outbox.is_empty()
+            && self.tombstones.is_empty()
+    }
+
+    /// The messages the batch carries.
+    pub fn message_count(&self) -> usize {
+        self.sessions.iter().map(|s| s.messages.len()).sum()
+    }
+}
+
+/// What one pull step brings from one other machine: its changes with a PostgreSQL revision in
+/// `(from_rev, to_rev]`. The local store applies it and sets that machine's pull position to
+/// `to_rev` in the same transaction.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PullBatch {
+    /// The machine whose pushes these are.
+    pub machine: MachineId,
+    /// Its label (hostname), for `sessions list`.
+    pub label: String,
+    pub from_rev: i64,
+    pub to_rev: i64,
+    /// Sessions that machine deleted (of any origin, this machine's too).
+    pub deletions: Vec<Deletion>,
+    pub sessions: Vec<SessionChanges>,
+}
