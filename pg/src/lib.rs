@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod migrate;
+pub mod settings;
 pub mod sync;
 mod tls;
 
