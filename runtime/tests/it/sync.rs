@@ -635,3 +635,45 @@ fn a_session_row_folded_again_unchanged_is_not_queued() {
     session_in(&mut s, "s1", "/w/other");
     assert_eq!(outbox(&s), [(s1, 0)]);
 }
+
+#[test]
+fn ingest_lookups_mean_this_machines_session_not_a_pulled_one() {
+    let d = tempfile::tempdir().unwrap();
+    let mut a = enabled(&d, "a.db", A);
+    let s1 = session(&mut a, "s1");
+    apply(&mut a, s1, vec![text("u1", "from a")]);
+    let mut b = enabled(&d, "b.db", B);
+    b.apply_pull(&as_pull(&push(&a), A, 1), &Standard).unwrap();
+    let pulled = query::resolve_session(&b, "s1", None).unwrap();
+    assert!(!b.session_stored("claude", "s1").unwrap());
+    assert_eq!(b.session_project("claude", "s1").unwrap(), None);
+    assert_eq!(maintenance::session_row(&b, "claude", "s1").unwrap(), None);
+    // A hook of this machine's own session s1 writes a row of its own.
+    let mine = session(&mut b, "s1");
+    assert_ne!(mine, pulled);
+    apply(&mut b, mine, vec![text("u1", "from b")]);
+    assert!(b.session_stored("claude", "s1").unwrap());
+    assert_eq!(
+        maintenance::session_row(&b, "claude", "s1").unwrap(),
+        Some(mine)
+    );
+    // Only this machine's session is queued (its row last: the message changed its count).
+    let u1 = message_row(&b, mine, "u1");
+    assert_eq!(outbox(&b), [(mine, u1), (mine, 0)]);
+    assert_eq!(
+        rows(
+            &b,
+            "SELECT origin, body FROM messages m JOIN sessions s ON s.id = m.session_id ORDER BY m.id"
+        ),
+        [
+            vec![
+                Value::Text(A.to_string()),
+                Value::Text("from a".to_string())
+            ],
+            vec![
+                Value::Text(String::new()),
+                Value::Text("from b".to_string())
+            ],
+        ]
+    );
+}
