@@ -7,12 +7,15 @@
 
 pub mod config;
 pub mod migrate;
+pub mod settings;
+pub mod sync;
 mod tls;
 
 use std::future::Future;
 use std::time::Duration;
 
 pub use config::{EnvDefaults, Host, PasswordSources, PgConfig, SslMode, mask_url};
+pub use sync::{MachineInfo, Pushed, session_uid};
 pub use tokio_postgres;
 
 /// What can go wrong talking to PostgreSQL. No variant's text holds a password.
