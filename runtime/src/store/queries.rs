@@ -13,7 +13,10 @@ use memtrail_adapters::{Part, ToolCall, format_rfc3339_ms};
 use rusqlite::{OptionalExtension, params, params_from_iter, types::Value as Sql};
 use std::collections::HashMap;
 
-/// Resolve a session given by its agent id (or a unique prefix of it) to its row id.
+/// Resolve a session given by its agent id (or a unique prefix of it) to its row id. Pulled
+/// sessions (other machines', `origin` not `''`) resolve too; when this machine's session and a
+/// pulled one have the same id (a transcript copied between machines), this machine's is the
+/// one meant, and among pulled ones the latest updated.
 ///
 /// Errors: [`Error::NotFound`] when nothing matches, [`Error::Invalid`] when a prefix is
 /// ambiguous (the message lists the candidates).
@@ -22,7 +25,7 @@ pub fn resolve_session(store: &Store, id: &str, agent: Option<&str>) -> Result<i
     let exact: Option<i64> = conn
         .query_row(
             "SELECT id FROM sessions WHERE external_id = ?1 AND (?2 IS NULL OR agent = ?2)
-             ORDER BY updated_at DESC LIMIT 1",
+             ORDER BY origin != '', updated_at DESC LIMIT 1",
             rusqlite::params![id, agent],
             |r| r.get(0),
         )
@@ -35,16 +38,19 @@ pub fn resolve_session(store: &Store, id: &str, agent: Option<&str>) -> Result<i
     let mut stmt = conn
         .prepare(
             "SELECT id, external_id FROM sessions WHERE external_id LIKE ?1 ESCAPE '\\'
-         AND (?2 IS NULL OR agent = ?2) ORDER BY updated_at DESC LIMIT 6",
+         AND (?2 IS NULL OR agent = ?2) ORDER BY origin != '', updated_at DESC LIMIT 6",
         )
         .db()?;
-    let rows: Vec<(i64, String)> = stmt
+    let mut rows: Vec<(i64, String)> = stmt
         .query_map(rusqlite::params![pattern, agent], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })
         .db()?
         .collect::<rusqlite::Result<_>>()
         .db()?;
+    // One session id stored from several machines is one match (the first: this machine's).
+    let mut seen = std::collections::HashSet::new();
+    rows.retain(|r| seen.insert(r.1.clone()));
     // A prefix of a session id also prefixes its sub-agents' ids (`<id>/agent-…`): when exactly
     // one match is a main session and the others are its sub-agents, it is the one meant.
     let mains: Vec<&(i64, String)> = rows.iter().filter(|r| !r.1.contains('/')).collect();
@@ -460,13 +466,14 @@ pub fn get_session(
     let mut stmt = conn
         .prepare(
             "SELECT external_id FROM sessions WHERE agent = ?1 AND parent_external_id = ?2
-         ORDER BY started_at",
+         AND origin = (SELECT origin FROM sessions WHERE id = ?3) ORDER BY started_at",
         )
         .db()?;
     let children = stmt
-        .query_map(rusqlite::params![session.agent, session.session_id], |r| {
-            r.get(0)
-        })
+        .query_map(
+            rusqlite::params![session.agent, session.session_id, sid],
+            |r| r.get(0),
+        )
         .db()?
         .collect::<rusqlite::Result<_>>()
         .db()?;
