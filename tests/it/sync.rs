@@ -518,6 +518,23 @@ impl Lcg {
     }
 }
 
+/// Two machines set up to sync with `url`: half of the fixtures each, and a hook session of
+/// `lines` lines (session numbers `first` and `first + 1`).
+fn two_machines(url: &str, labels: [&str; 2], first: u32, lines: u64) -> [Machine; 2] {
+    let machines = labels.map(Machine::new);
+    for (k, m) in machines.iter().enumerate() {
+        import_fixtures(m, k, 2);
+        hook_session(m, first + k as u32, lines);
+        let out = m.run(&["sync", "--init", url, "--label", &m.label]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    machines
+}
+
 #[test]
 fn syncs_killed_at_random_points_lose_and_double_nothing() {
     let Some(url) = memtrail_testkit::pg::test_database("kill_9") else {
@@ -525,17 +542,7 @@ fn syncs_killed_at_random_points_lose_and_double_nothing() {
     };
     let url = format!("{url}?sslmode=disable");
     let pg = Pg::connect_url(&url).unwrap();
-    let machines = [Machine::new("ka"), Machine::new("kb")];
-    for (k, m) in machines.iter().enumerate() {
-        import_fixtures(m, k, 2);
-        hook_session(m, 0xa000 + k as u32, 40);
-        let out = m.run(&["sync", "--init", &url, "--label", &m.label]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    let machines = two_machines(&url, ["ka", "kb"], 0xa000, 40);
     // Each run: a new turn on both machines, then both sync at once in batches of 2 messages,
     // and SIGKILL hits one of them, or both, after 0-300 ms.
     let mut rng = Lcg(13);
@@ -592,17 +599,7 @@ fn a_database_that_goes_away_mid_sync_loses_and_doubles_nothing() {
         .unwrap()
         .to_string();
     let pg = Pg::connect_url(&url).unwrap();
-    let machines = [Machine::new("ga"), Machine::new("gb")];
-    for (k, m) in machines.iter().enumerate() {
-        import_fixtures(m, k, 2);
-        hook_session(m, 0xc000 + k as u32, 30);
-        let out = m.run(&["sync", "--init", &url, "--label", &m.label]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    let machines = two_machines(&url, ["ga", "gb"], 0xc000, 30);
     let mut rng = Lcg(7);
     let mut cut = 0;
     for run in 0..6u64 {
