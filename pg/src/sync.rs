@@ -339,35 +339,43 @@ async fn upsert_messages(
     let tools: Vec<&str> = m.iter().map(|x| x.tools.as_str()).collect();
     let cjk: Vec<Option<&str>> = m.iter().map(|x| x.cjk.as_deref()).collect();
     let parts: Vec<&str> = m.iter().map(|x| x.parts.as_str()).collect();
-    tx.execute(
-        "INSERT INTO messages (session_uid, machine_id, ext_id, seq, role, kind, ts, model, \
-           body, tools, cjk, parts, rev) \
-         SELECT u, $2, e, s, r, k, t, m, b, tl, c, p, nextval('memtrail_rev') \
-         FROM unnest($1::text[], $3::text[], $4::int8[], $5::text[], $6::text[], $7::int8[], \
-           $8::text[], $9::text[], $10::text[], $11::text[], $12::text[]) \
-           WITH ORDINALITY AS x(u, e, s, r, k, t, m, b, tl, c, p, o) ORDER BY o \
-         ON CONFLICT (session_uid, ext_id) DO UPDATE SET seq = EXCLUDED.seq, \
-           role = EXCLUDED.role, kind = EXCLUDED.kind, ts = EXCLUDED.ts, \
-           model = EXCLUDED.model, body = EXCLUDED.body, tools = EXCLUDED.tools, \
-           cjk = EXCLUDED.cjk, parts = EXCLUDED.parts, rev = EXCLUDED.rev",
-        &[
-            &m_uid, &machine, &ext, &seq, &role, &kind, &ts, &model, &body, &tools, &cjk, &parts,
-        ],
-    )
-    .await?;
-    // The pushed messages' tool calls and events are replaced whole.
-    tx.execute(
-        "DELETE FROM tool_calls t USING unnest($1::text[], $2::text[]) AS k(u, e) \
-         WHERE t.session_uid = k.u AND t.message_ext_id = k.e",
-        &[&m_uid, &ext],
-    )
-    .await?;
-    tx.execute(
-        "DELETE FROM events t USING unnest($1::text[], $2::text[]) AS k(u, e) \
-         WHERE t.session_uid = k.u AND t.message_ext_id = k.e",
-        &[&m_uid, &ext],
-    )
-    .await?;
+    // The messages that were already there (updated, not inserted: `xmax` is set on a row an
+    // ON CONFLICT updated) have their tool calls and events replaced whole; new ones have none
+    // to delete (skipping the delete keeps a first push linear in its size).
+    let updated = tx
+        .query(
+            "WITH up AS (INSERT INTO messages (session_uid, machine_id, ext_id, seq, role, kind, \
+               ts, model, body, tools, cjk, parts, rev) \
+             SELECT u, $2, e, s, r, k, t, m, b, tl, c, p, nextval('memtrail_rev') \
+             FROM unnest($1::text[], $3::text[], $4::int8[], $5::text[], $6::text[], $7::int8[], \
+               $8::text[], $9::text[], $10::text[], $11::text[], $12::text[]) \
+               WITH ORDINALITY AS x(u, e, s, r, k, t, m, b, tl, c, p, o) ORDER BY o \
+             ON CONFLICT (session_uid, ext_id) DO UPDATE SET seq = EXCLUDED.seq, \
+               role = EXCLUDED.role, kind = EXCLUDED.kind, ts = EXCLUDED.ts, \
+               model = EXCLUDED.model, body = EXCLUDED.body, tools = EXCLUDED.tools, \
+               cjk = EXCLUDED.cjk, parts = EXCLUDED.parts, rev = EXCLUDED.rev \
+             RETURNING session_uid, ext_id, xmax <> 0 AS updated) \
+             SELECT session_uid, ext_id FROM up WHERE updated",
+            &[
+                &m_uid, &machine, &ext, &seq, &role, &kind, &ts, &model, &body, &tools, &cjk,
+                &parts,
+            ],
+        )
+        .await?;
+    if !updated.is_empty() {
+        let u_uid: Vec<String> = updated.iter().map(|r| r.get(0)).collect();
+        let u_ext: Vec<String> = updated.iter().map(|r| r.get(1)).collect();
+        for table in ["tool_calls", "events"] {
+            tx.execute(
+                &format!(
+                    "DELETE FROM {table} t WHERE (t.session_uid, t.message_ext_id) IN \
+                     (SELECT * FROM unnest($1::text[], $2::text[]))"
+                ),
+                &[&u_uid, &u_ext],
+            )
+            .await?;
+        }
+    }
     let (mut c_uid, mut c_ext, mut calls): (Vec<&str>, Vec<&str>, Vec<&SyncToolCall>) =
         Default::default();
     let (mut e_uid, mut e_ext, mut e_ord, mut events): (
