@@ -16,3 +16,4 @@ mod e2e_codex;
 mod privacy_cli;
 mod reliability;
 mod stress;
+mod sync;
