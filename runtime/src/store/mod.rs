@@ -56,7 +56,7 @@
 use crate::{Error, Result};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 mod cursors;
@@ -100,6 +100,8 @@ pub const INDEX_CHUNK: usize = 2000;
 pub struct Store {
     conn: Connection,
     location: StoreLocation,
+    /// The SQLite file of `location`.
+    path: PathBuf,
     /// Longest wait for the write lock per attempt.
     busy: Duration,
     /// See [`Store::set_deadline`].
@@ -235,7 +237,8 @@ impl Store {
         busy: Duration,
         deadline: Option<Instant>,
     ) -> Result<Store> {
-        let path = location.sqlite_path();
+        let path = location.sqlite_file("this command")?.to_path_buf();
+        let path = path.as_path();
         // A store path that is a symlink is followed (the store may live on another disk): the
         // file really opened is its target, created and kept owner-only like any store.
         let real = resolve_links(path);
@@ -258,6 +261,7 @@ impl Store {
         let file_id = file_id(path);
         let mut store = Store {
             conn,
+            path: path.to_path_buf(),
             location,
             busy,
             deadline: None,
@@ -276,7 +280,7 @@ impl Store {
             }
             other => other,
         };
-        let path = store.location.sqlite_path();
+        let path = store.path.as_path();
         store.configure().map_err(|e| not_a_store(path, e))?;
         store.migrate().map_err(|e| not_a_store(path, e))?;
         Ok(store)
@@ -286,7 +290,7 @@ impl Store {
     /// (deleted, e.g. by `memtrail uninstall --purge`, or replaced): a long-running process (the
     /// MCP server) then reopens instead of serving, and indexing into, a deleted file.
     pub fn is_current(&self) -> bool {
-        self.file_id.is_some() && file_id(self.location.sqlite_path()) == self.file_id
+        self.file_id.is_some() && file_id(&self.path) == self.file_id
     }
 
     /// [`Store::open_with_timeout`] with a 5 s busy timeout.
@@ -388,7 +392,7 @@ impl Store {
 
     /// The SQLite file this store was opened at ([`StoreLocation::sqlite_path`]).
     pub fn path(&self) -> &Path {
-        self.location.sqlite_path()
+        &self.path
     }
 
     fn configure(&self) -> Result<()> {
