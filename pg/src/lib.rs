@@ -1,6 +1,215 @@
 //! memtrail-pg: the PostgreSQL side of memtrail (docs/sync.md): `memtrail sync` (push and pull)
 //! and direct queries of a team server (`--store postgres://…`).
+//!
+//! [`Pg`] is a blocking facade: it owns a current-thread tokio runtime and one
+//! `tokio-postgres` connection, so callers stay synchronous. [`PgConfig`] parses the URL and
+//! finds the password (URL, `PGPASSWORD`, `~/.pgpass`); nothing here prints a password.
 
+pub mod config;
+pub mod migrate;
 pub mod read;
+mod tls;
 
+use std::future::Future;
+use std::time::Duration;
+
+pub use config::{EnvDefaults, Host, PasswordSources, PgConfig, SslMode, mask_url};
 pub use read::PgReader;
+pub use tokio_postgres;
+
+/// What can go wrong talking to PostgreSQL. No variant's text holds a password.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The URL does not parse; the text says which part (it never quotes the URL).
+    #[error("bad PostgreSQL URL: {0}")]
+    Url(String),
+    /// The connection failed: `target` is the URL with the password masked, `message` the
+    /// cause (refused, timed out, authentication failed, TLS refused, …).
+    #[error("cannot connect to {target}: {message}")]
+    Connect { target: String, message: String },
+    /// TLS could not be set up (a root certificate file unreadable or empty).
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// A statement failed, or the connection broke: the server's message and SQLSTATE, or the
+    /// client's error.
+    #[error("PostgreSQL: {0}")]
+    Db(String),
+    /// The database's memtrail schema (`memtrail_meta.schema_version`) is newer than this
+    /// build knows (`supported`, the highest migration it has).
+    #[error(
+        "the database's memtrail schema is version {found}, newer than this memtrail's \
+         {supported}: upgrade memtrail on this machine"
+    )]
+    NewerSchema { found: i64, supported: i64 },
+    /// Data this side cannot accept (a message naming it).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Error {
+    /// The SQLSTATE of a server error (`42501` insufficient privilege, …), when there is one.
+    pub fn sqlstate(&self) -> Option<&str> {
+        match self {
+            Error::Db(m) => m.rsplit_once("(SQLSTATE ").and_then(|(_, c)| c.get(..5)),
+            _ => None,
+        }
+    }
+}
+
+impl From<tokio_postgres::Error> for Error {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Error::Db(describe(&e))
+    }
+}
+
+/// A `tokio-postgres` error as one line: a server error as `message (SQLSTATE code)` with its
+/// detail and hint, any other as its text and causes.
+pub fn describe(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut s = format!("{} (SQLSTATE {})", db.message(), db.code().code());
+        if let Some(d) = db.detail() {
+            s.push_str(&format!("; {d}"));
+        }
+        if let Some(h) = db.hint() {
+            s.push_str(&format!("; hint: {h}"));
+        }
+        return s;
+    }
+    let mut s = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let c = cause.to_string();
+        if !s.contains(&c) {
+            s.push_str(&format!(": {c}"));
+        }
+        source = cause.source();
+    }
+    s
+}
+
+/// `Result` with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// One connection to PostgreSQL, used synchronously: every call blocks on the connection's own
+/// current-thread runtime.
+pub struct Pg {
+    rt: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+    target: String,
+    warnings: Vec<String>,
+}
+
+impl Pg {
+    /// Connects as `config` says, the password resolved from this process's environment when
+    /// the URL has none ([`PgConfig::resolve_password`] with [`PasswordSources::from_env`]).
+    /// The connection's `application_name` is `memtrail` unless the URL sets one; the connect
+    /// timeout is the URL's `connect_timeout`, else 10 s.
+    ///
+    /// Errors: [`Error::Connect`] (with the masked URL), [`Error::Tls`].
+    pub fn connect(config: &PgConfig) -> Result<Pg> {
+        Self::connect_with(config, &PasswordSources::from_env())
+    }
+
+    /// [`Pg::connect`] with the password looked up in `sources` instead of the environment.
+    pub fn connect_with(config: &PgConfig, sources: &PasswordSources) -> Result<Pg> {
+        let mut warnings = Vec::new();
+        let password = config.resolve_password(sources, &mut warnings);
+        let target = config.to_string();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Connect {
+                target: target.clone(),
+                message: format!("cannot start the runtime: {e}"),
+            })?;
+        let mut pg = tokio_postgres::Config::new();
+        match &config.host {
+            Host::Tcp(h) => pg.host(h),
+            Host::Socket(dir) => pg.host_path(dir),
+        };
+        pg.port(config.port)
+            .user(&config.user)
+            .dbname(&config.dbname)
+            .application_name(config.application_name.as_deref().unwrap_or("memtrail"))
+            .connect_timeout(config.connect_timeout.unwrap_or(Duration::from_secs(10)))
+            .ssl_mode(match config.sslmode {
+                SslMode::Disable => tokio_postgres::config::SslMode::Disable,
+                SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
+                _ => tokio_postgres::config::SslMode::Require,
+            });
+        if let Some(p) = &password {
+            pg.password(p);
+        }
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let tls = tls::client_config(config, home.as_deref())?;
+        let connect_err = |e: tokio_postgres::Error| Error::Connect {
+            target: target.clone(),
+            message: describe(&e),
+        };
+        let client = rt.block_on(async {
+            match tls {
+                Some(tls) => {
+                    let make = tokio_postgres_rustls::MakeRustlsConnect::new(tls);
+                    let (client, conn) = pg.connect(make).await.map_err(connect_err)?;
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                    Ok::<_, Error>(client)
+                }
+                None => {
+                    let (client, conn) = pg
+                        .connect(tokio_postgres::NoTls)
+                        .await
+                        .map_err(connect_err)?;
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                    Ok(client)
+                }
+            }
+        })?;
+        Ok(Pg {
+            rt,
+            client,
+            target,
+            warnings,
+        })
+    }
+
+    /// Parses `url` ([`PgConfig::parse`]) and connects ([`Pg::connect`]).
+    pub fn connect_url(url: &str) -> Result<Pg> {
+        Self::connect(&PgConfig::parse(url)?)
+    }
+
+    /// The URL connected to, password masked.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// Warnings met while connecting (a password file ignored for its permissions), for the
+    /// caller to show.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Runs `f` to completion on the connection's runtime.
+    pub fn block_on<F: Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+
+    /// The client, for [`Pg::block_on`]: `pg.block_on(pg.client().query(…))`.
+    pub fn client(&self) -> &tokio_postgres::Client {
+        &self.client
+    }
+
+    /// The runtime and the client (mutable: transactions need it), for
+    /// `let (rt, c) = pg.parts_mut(); rt.block_on(async { let tx = c.transaction().await?; … })`.
+    pub fn parts_mut(&mut self) -> (&tokio::runtime::Runtime, &mut tokio_postgres::Client) {
+        (&self.rt, &mut self.client)
+    }
+
+    /// Runs `sql` (one or more statements, no parameters, no rows back).
+    pub fn batch_execute(&self, sql: &str) -> Result<()> {
+        Ok(self.rt.block_on(self.client.batch_execute(sql))?)
+    }
+}

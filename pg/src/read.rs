@@ -10,6 +10,7 @@
 //! filter (and without `OR`) only the newest [`SEARCH_CANDIDATES`] matches are ranked
 //! (`ts_rank`, then the recency prior of [`with_recency`]).
 
+use crate::Pg;
 use memtrail_runtime::events::{Category, Event, StoredEvent};
 use memtrail_runtime::query::{
     CopyKey, HL_END, HL_START, Hit, ListFilter, MessageView, QueryItem, SEARCH_CANDIDATES,
@@ -34,33 +35,28 @@ const RANK_WEIGHTS: &str = "'{0, 0.8, 0.4, 1.0}'::float4[]";
 const HEADLINE_OPTIONS: &str = "'StartSel=' || chr(1) || ', StopSel=' || chr(2) || ', MaxFragments=1, MaxWords=16, MinWords=6, ShortWord=0'";
 
 /// A PostgreSQL store, read only. Blocking: each call runs its queries to the end on the
-/// reader's own single-threaded runtime (do not call it from inside another Tokio runtime:
-/// the MCP server runs its calls on a thread of their own).
+/// connection's own single-threaded runtime ([`Pg`]; do not call it from inside another Tokio
+/// runtime: the MCP server runs its calls on a thread of their own).
 pub struct PgReader {
-    rt: tokio::runtime::Runtime,
-    client: tokio_postgres::Client,
+    pg: Pg,
 }
 
-/// A PostgreSQL error as memtrail's ([`Error::Remote`]): its message (never the URL).
-fn remote(e: tokio_postgres::Error) -> Error {
-    Error::Remote(e.to_string())
+/// A PostgreSQL error as memtrail's ([`Error::Remote`]): its message (never a password).
+fn remote(e: impl Into<crate::Error>) -> Error {
+    Error::Remote(e.into().to_string())
 }
 
 impl PgReader {
-    /// Connect to the store at `url` (a `postgres://` URL, libpq's form; no TLS) and check that
-    /// it holds memtrail's search schema.
+    /// Connect to the store at `url` (a `postgres://` URL as libpq reads it: TLS by
+    /// `sslmode`, the password from the URL, `PGPASSWORD` or `~/.pgpass`; see [`Pg::connect`])
+    /// and check that it holds memtrail's schema with full-text search (migration 2).
     ///
-    /// Errors: [`Error::Remote`] when the connection fails or the database has no memtrail
-    /// schema (the message says to run `memtrail sync --init`).
+    /// Errors: [`Error::Remote`] when the URL is bad, the connection fails (the message names
+    /// the URL, password masked), or the database has no memtrail schema (the message says to
+    /// run `memtrail sync --init`).
     pub fn connect(url: &str) -> Result<PgReader> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let (client, conn) = rt
-            .block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))
-            .map_err(remote)?;
-        rt.spawn(conn);
-        let r = PgReader { rt, client };
+        let pg = Pg::connect_url(url).map_err(remote)?;
+        let r = PgReader { pg };
         let ready: bool = r
             .one(
                 "SELECT to_regclass('messages') IS NOT NULL
@@ -78,20 +74,20 @@ impl PgReader {
     }
 
     fn rows(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
-        self.rt
-            .block_on(self.client.query(sql, params))
+        self.pg
+            .block_on(self.pg.client().query(sql, params))
             .map_err(remote)
     }
 
     fn opt(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
-        self.rt
-            .block_on(self.client.query_opt(sql, params))
+        self.pg
+            .block_on(self.pg.client().query_opt(sql, params))
             .map_err(remote)
     }
 
     fn one(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
-        self.rt
-            .block_on(self.client.query_one(sql, params))
+        self.pg
+            .block_on(self.pg.client().query_one(sql, params))
             .map_err(remote)
     }
 

@@ -8,6 +8,11 @@
 //! The sandboxed home: [`TempHome`] (a temp folder with `home/` in it), [`home_vars`] and
 //! [`agent_vars`] (the variables that point a process at it, so nothing reads or writes the real
 //! home); [`copy_tree`] copies a fixture tree into it.
+//!
+//! PostgreSQL: [`pg::test_database`] makes a database of the test's own in the test cluster
+//! (`MEMTRAIL_TEST_PG_URL`, from `scripts/pg-test-server`).
+
+pub mod pg;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

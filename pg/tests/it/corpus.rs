@@ -2,83 +2,25 @@
 //! `MEMTRAIL_TEST_PG_URL`, and the same sessions written into an SQLite store and into
 //! PostgreSQL (rows as a push writes them: docs/sync.md).
 
-#![allow(dead_code)]
-
 use memtrail_adapters::{Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef};
 use memtrail_runtime::read::ReadStore;
 use memtrail_runtime::records::Prepared;
 use memtrail_runtime::store::{cjk_index_text, render_index_text};
 use memtrail_runtime::{Store, StoreLocation};
 
-/// The cluster's URL, or `None` (the test is skipped, with a message) when
-/// `MEMTRAIL_TEST_PG_URL` is unset; with `MEMTRAIL_REQUIRE_PG=1` a missing URL fails the test.
-pub fn pg_url(test: &str) -> Option<String> {
-    match std::env::var("MEMTRAIL_TEST_PG_URL") {
-        Ok(u) if !u.is_empty() => Some(u),
-        _ => {
-            assert!(
-                std::env::var("MEMTRAIL_REQUIRE_PG").as_deref() != Ok("1"),
-                "{test}: MEMTRAIL_REQUIRE_PG=1 but MEMTRAIL_TEST_PG_URL is not set (scripts/pg-test-server)"
-            );
-            eprintln!("{test}: skipped, MEMTRAIL_TEST_PG_URL is not set (scripts/pg-test-server)");
-            None
-        }
-    }
-}
-
-/// `url` with its database name replaced by `db` (the query string kept).
-pub fn with_database(url: &str, db: &str) -> String {
-    let (base, query) = match url.find('?') {
-        Some(i) => url.split_at(i),
-        None => (url, ""),
-    };
-    let auth_start = base.find("://").map_or(0, |i| i + 3);
-    let host_end = base[auth_start..]
-        .find('/')
-        .map_or(base.len(), |i| auth_start + i);
-    format!("{}/{db}{query}", &base[..host_end])
-}
-
 /// Run `f` with a client of `url` on a runtime of its own.
 pub fn with_client<T>(url: &str, f: impl AsyncFnOnce(&tokio_postgres::Client) -> T) -> T {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .unwrap_or_else(|e| panic!("cannot connect to the test cluster: {e}"));
-        let task = tokio::spawn(conn);
-        let out = f(&client).await;
-        drop(client);
-        let _ = task.await;
-        out
-    })
+    let pg = memtrail_pg::Pg::connect_url(url).unwrap();
+    pg.block_on(f(pg.client()))
 }
 
-/// A new, empty database `memtrail_<name>_<pid>` in the cluster (dropped first if a
-/// previous run left it) with memtrail's PostgreSQL schema (the migrations in order); its URL.
-pub fn fresh_database(url: &str, name: &str) -> String {
-    let db = format!("memtrail_{name}_{}", std::process::id());
-    with_client(url, async |c| {
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-            .await
-            .unwrap();
-        c.batch_execute(&format!("CREATE DATABASE {db}"))
-            .await
-            .unwrap();
-    });
-    let db_url = with_database(url, &db);
-    with_client(&db_url, async |c| {
-        for sql in [
-            include_str!("../../src/migrations/0001_initial.sql"),
-            include_str!("../../src/migrations/0002_search.sql"),
-        ] {
-            c.batch_execute(sql).await.unwrap();
-        }
-    });
-    db_url
+/// A new database of the test cluster with memtrail's PostgreSQL schema (every migration), its
+/// URL; `None` (the test skipped) without a cluster (`memtrail_testkit::pg::test_database`).
+pub fn fresh_database(name: &str) -> Option<String> {
+    let url = memtrail_testkit::pg::test_database(name)?;
+    let mut pg = memtrail_pg::Pg::connect_url(&url).unwrap();
+    memtrail_pg::migrate::migrate(&mut pg, memtrail_pg::migrate::MIGRATIONS).unwrap();
+    Some(url)
 }
 
 /// One session of a corpus: who, its facts, its messages.

@@ -1,14 +1,12 @@
 //! The PostgreSQL reader against a real PostgreSQL (`MEMTRAIL_TEST_PG_URL`): the same sessions
 //! in an SQLite store and in PostgreSQL give the same hits, sessions, snapshots and handoffs.
 
-mod support;
-
+use crate::corpus::*;
 use memtrail_adapters::{Agent, Kind, Message, Part, Role, ToolCall};
 use memtrail_pg::PgReader;
 use memtrail_runtime::query::{HL_END, HL_START, ListFilter, SearchFilter};
 use memtrail_runtime::read::ReadStore;
 use memtrail_runtime::{Store, StoreLocation, resume};
-use support::*;
 
 /// 2026-11-01T00:00:00Z, in ms.
 const T0: i64 = 1_793_491_200_000;
@@ -132,8 +130,7 @@ fn corpus() -> Vec<Session> {
 
 /// An SQLite store and a PostgreSQL reader holding [`corpus`]; `None` without a test cluster.
 fn both(name: &str) -> Option<(tempfile::TempDir, Store, PgReader)> {
-    let url = pg_url(name)?;
-    let pg = fresh_database(&url, name);
+    let pg = fresh_database(name)?;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("m.db");
     write_both(
@@ -424,22 +421,10 @@ fn sessions_snapshots_and_handoffs_read_the_same_from_both() {
 
 #[test]
 fn a_database_without_memtrail_is_refused_with_what_to_do() {
-    let Some(url) = pg_url("refused") else {
+    let Some(url) = memtrail_testkit::pg::test_database("refused") else {
         return;
     };
-    let db = format!("memtrail_refused_{}", std::process::id());
-    with_client(&url, async |c| {
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-            .await
-            .unwrap();
-        c.batch_execute(&format!("CREATE DATABASE {db}"))
-            .await
-            .unwrap();
-    });
-    let e = PgReader::connect(&with_database(&url, &db))
-        .err()
-        .unwrap()
-        .to_string();
+    let e = PgReader::connect(&url).err().unwrap().to_string();
     assert_eq!(
         e,
         "PostgreSQL: this database holds no memtrail store (or one without full-text search): run `memtrail sync --init URL` to create it, then `memtrail sync`"
