@@ -12,14 +12,15 @@ CREATE FUNCTION memtrail_split(t text) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN regexp_replace(t, '([!-/:-@[-`{-~])', E'\x03\\1\x03', 'g');
 
--- English stemming (Snowball, as FTS5's porter stems), no stop words (FTS5 keeps them too: a
--- phrase such as "database is locked" matches the words as written). Every other token type
--- (numbers, words with digits) is only lower-cased.
-CREATE TEXT SEARCH DICTIONARY memtrail_stem (TEMPLATE = snowball, Language = english);
+-- ASCII words are stemmed by the original Porter algorithm (Snowball's `porter`), the one
+-- FTS5's `porter` tokenizer runs: `news` finds `new`, `generously` finds `general`, as in the
+-- SQLite store (Snowball's `english`, Porter2, stems them apart). No stop words (FTS5 keeps
+-- them too: a phrase such as "database is locked" matches the words as written). Every other
+-- token (words with non-ASCII letters, numbers, words with digits) is only lower-cased.
+CREATE TEXT SEARCH DICTIONARY memtrail_stem (TEMPLATE = snowball, Language = porter);
 CREATE TEXT SEARCH CONFIGURATION memtrail (COPY = pg_catalog.simple);
 ALTER TEXT SEARCH CONFIGURATION memtrail
-    ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
-    WITH memtrail_stem;
+    ALTER MAPPING FOR asciiword, asciihword, hword_asciipart WITH memtrail_stem;
 
 -- The searched text, weighted as the SQLite store weighs its columns: prose A (1.0), tool
 -- calls B (0.4), CJK characters C (0.8; one character per token, written by the pushing
