@@ -41,10 +41,12 @@
 //! messages for resume, snapshots and handoffs), `maintenance` (delete, purge, rescan), `repair`,
 //! `salvage` (copying a damaged file), `files` (the file's mode and identity) and `location`.
 //! Callers see domain types only: [`Store`], [`Writer`], [`StoreLocation`], the records of
-//! `memtrail-adapters`, and errors as [`Error`] variants ([`StoreError`] is opaque). The
-//! interface is this concrete type, not a trait, while there is one backend: a trait (with
-//! generic callers, no `dyn` in the hook path) is drawn from these methods when the second
-//! backend comes (issue 13).
+//! `memtrail-adapters`, and errors as [`Error`] variants ([`StoreError`] is opaque). The read
+//! side is also an interface, [`crate::read::ReadStore`] (search, session lists and pages, the
+//! events and messages of resume and handoff), implemented by [`Store`] and by the PostgreSQL
+//! reader of `memtrail-pg` (`--store postgres://…`); its callers are generic (`S: ReadStore +
+//! ?Sized`) or take `&dyn ReadStore`, and the hook path stays on the concrete type. Writing is
+//! the local store's only.
 //!
 //! Redaction and event extraction are the caller's: the writer applies the
 //! [`crate::records::Enrich`] it is given (a batch's [`crate::records::Prepared`], or an argument)
