@@ -18,11 +18,14 @@ Start with `memtrail install` (wires the hooks, MCP server and skill into each a
 `memtrail import` (brings in the sessions you already have). From then on every session is captured as it happens.",
     after_help = "Examples:\n  memtrail install --agent claude --yes\n  memtrail import\n  memtrail search \"database is locked\" --since 7d\n  memtrail sessions list --limit 5\n  memtrail sessions show 4c2ddfdc\n  memtrail resume                  # the working state of this folder's latest session"
 )]
-/// The command line: the global `--db` and one command.
+/// The command line: the global `--store` or `--db` and one command.
 pub struct Cli {
-    /// The store to use [default: $MEMTRAIL_DB, else $XDG_DATA_HOME/memtrail/memtrail.db, i.e. ~/.local/share/memtrail/memtrail.db].
-    #[arg(long, global = true, value_name = "PATH")]
+    /// The store to use [default: $MEMTRAIL_STORE, else $MEMTRAIL_DB, else $XDG_DATA_HOME/memtrail/memtrail.db, i.e. ~/.local/share/memtrail/memtrail.db].
+    #[arg(long, global = true, value_name = "PATH", conflicts_with = "store")]
     pub db: Option<PathBuf>,
+    /// The store to use: an SQLite file (as --db) or a PostgreSQL database (postgres://USER@HOST/DB, filled by `memtrail sync`), which search, sessions list/show, resume, handoff and mcp read directly [default: as --db].
+    #[arg(long, global = true, value_name = "PATH|URL")]
+    pub store: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }

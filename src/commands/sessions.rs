@@ -1,6 +1,6 @@
 //! `memtrail sessions list|show|delete|capture`.
 
-use crate::common::{absolute, open_store, open_store_read};
+use crate::common::{absolute, open_reader, open_store, open_store_read};
 use crate::output::{plural, short_time};
 use crate::prompt::confirm_destructive;
 use anyhow::{Result, bail};
@@ -40,15 +40,12 @@ pub fn list(
     json: bool,
 ) -> Result<ExitCode> {
     let filtered = agent.is_some() || project.is_some();
-    let list = match open_store_read(db)? {
-        Some(store) => query::list_sessions(
-            &store,
-            &ListFilter {
-                agent: agent.map(|a| a.as_str().to_string()),
-                project: project.map(|p| absolute(&p)),
-                limit: limit as usize,
-            },
-        )?,
+    let list = match open_reader(db)? {
+        Some(store) => store.list_sessions(&ListFilter {
+            agent: agent.map(|a| a.as_str().to_string()),
+            project: project.map(|p| absolute(&p)),
+            limit: limit as usize,
+        })?,
         None => Vec::new(),
     };
     if json {
@@ -89,23 +86,20 @@ pub fn show(
     limit: Option<u32>,
     json: bool,
 ) -> Result<ExitCode> {
-    let Some(store) = open_store_read(db)? else {
+    let Some(store) = open_reader(db)? else {
         bail!(
             "no session `{id}`: the store at {} is empty (run `memtrail import`)",
             db
         );
     };
-    let view = match query::get_session(
-        &store,
+    let view = match store.get_session(
         id,
         None,
         offset as i64,
         limit.map(i64::from).unwrap_or(i64::MAX),
         None,
     ) {
-        Err(memtrail_runtime::Error::NotFound(_))
-            if memtrail_runtime::maintenance::is_deleted(&store, id)? =>
-        {
+        Err(memtrail_runtime::Error::NotFound(_)) if store.is_deleted(id)? => {
             bail!(
                 "session `{id}` was deleted; `memtrail sessions capture {id}` brings it back (its transcript is still on disk)"
             );

@@ -30,7 +30,7 @@ pub fn sync(
     let options = SyncOptions::from_env()?;
     // Opening the store creates it (and its 0700 folder), where the lock file goes.
     let mut store = open_store(db)?;
-    let Some(_lock) = SyncLock::try_acquire(db.sqlite_path())? else {
+    let Some(_lock) = SyncLock::try_acquire(store.path())? else {
         bail!("another `memtrail sync` is running for the store {db}; try again when it ends");
     };
     let url = match (&init, &settings.url) {
