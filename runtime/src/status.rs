@@ -326,10 +326,13 @@ impl RetentionReport {
 
 /// Sync with PostgreSQL (`status --json`: `sync`): what the config says and what the store
 /// recorded of the last syncs. The URL is shown with its password masked by the caller.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SyncStatus {
     /// Whether memtrail's config has a `[sync] url`.
     pub configured: bool,
+    /// Why the config's `[sync]` table could not be read (then `configured` is `false`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_error: Option<String>,
     /// The database URL, password masked (`postgres://me:***@db/memtrail`); `null` when not
     /// configured.
     pub url: Option<String>,
@@ -383,6 +386,7 @@ impl SyncStatus {
     ) -> crate::Result<SyncStatus> {
         let mut s = SyncStatus {
             configured: masked_url.is_some(),
+            config_error: None,
             url: masked_url,
             machine,
             label,
