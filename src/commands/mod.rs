@@ -14,3 +14,4 @@ pub mod resume;
 pub mod search;
 pub mod sessions;
 pub mod status;
+pub mod sync_auto;
