@@ -105,6 +105,26 @@ pub enum Command {
     },
     /// Run the MCP server on stdin/stdout (agents start this; see `install`).
     Mcp,
+    /// Push this machine's new sessions to a PostgreSQL database and pull the other machines'
+    /// (set it up once with `--init URL`; docs/sync.md).
+    #[command(
+        after_help = "Examples:\n  memtrail sync --init 'postgres://me@db.example/memtrail?sslmode=verify-full'\n  memtrail sync\n  memtrail sync --json\n\nThe password comes from the URL, else PGPASSWORD, else ~/.pgpass; the URL is kept in\n~/.config/memtrail/config.toml (mode 0600) and never printed with its password."
+    )]
+    Sync {
+        /// Set sync up with the database at URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DB
+        /// [?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]): test the
+        /// connection, create or migrate memtrail's schema, keep the URL and this machine's id
+        /// in memtrail's config, queue every stored session, then sync. Run it on each machine
+        /// with the same URL to join them.
+        #[arg(long, value_name = "URL")]
+        init: Option<String>,
+        /// With --init: this machine's name as the others show it [default: the hostname].
+        #[arg(long, value_name = "NAME", requires = "init")]
+        label: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete every message older than an age or date (with its search entries and events), and
     /// the sessions left empty. Nothing is ever deleted unless you run this.
     Purge {

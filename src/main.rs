@@ -124,5 +124,6 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
         } => purge::purge_older(&db, &older_than, vacuum, dry_run, yes, force, json),
         Command::Redact { rescan: _, json } => redact::redact_rescan(&db, json),
         Command::Mcp => mcp::mcp(db),
+        Command::Sync { init, label, json } => sync::sync(&db, init, label, json),
     }
 }

@@ -17,3 +17,4 @@ mod e2e_codex;
 mod privacy_cli;
 mod reliability;
 mod stress;
+mod sync;
