@@ -8,6 +8,7 @@
 mod common;
 mod support;
 
+mod autosync;
 mod cli;
 mod crash;
 mod e2e_agent_clis;

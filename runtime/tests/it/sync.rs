@@ -30,6 +30,7 @@ fn no_privacy() -> Privacy {
     Privacy {
         exclude: Vec::new(),
         home: "/nonexistent-home".into(),
+        sync_configured: false,
     }
 }
 
@@ -378,6 +379,7 @@ fn an_excluded_project_is_never_in_a_batch() {
     let privacy = Privacy {
         exclude: vec!["/w/secret".into()],
         home: "/nonexistent-home".into(),
+        sync_configured: false,
     };
     let b = s.push_batch(A, &privacy, 1000, 1 << 20).unwrap();
     assert_eq!(b.sessions.len(), 1);
