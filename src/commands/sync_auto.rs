@@ -36,7 +36,8 @@ fn leave_mark(mark: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        o.mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     }
     o.open(mark).map(drop)
 }
@@ -153,9 +154,10 @@ fn background_inner(db: &StoreLocation) -> Result<()> {
     let Some(setup) = setup()? else {
         return Ok(());
     };
-    let mark = rerun_path(db.sqlite_path());
+    let path = local_path(db)?;
+    let mark = rerun_path(path);
     leave_mark(&mark).with_context(|| format!("cannot write {}", mark.display()))?;
-    let Some(mut lock) = SyncLock::try_acquire(db.sqlite_path())? else {
+    let Some(mut lock) = SyncLock::try_acquire(path)? else {
         // The holder syncs once more when it sees the mark.
         return Ok(());
     };
@@ -177,7 +179,7 @@ fn background_inner(db: &StoreLocation) -> Result<()> {
         if !mark.exists() {
             return Ok(());
         }
-        match SyncLock::try_acquire(db.sqlite_path())? {
+        match SyncLock::try_acquire(path)? {
             Some(l) => lock = l,
             None => return Ok(()),
         }
@@ -272,8 +274,9 @@ pub fn watch(db: &StoreLocation, opts: WatchOptions) -> Result<ExitCode> {
     catch_signals();
     let privacy = Privacy::load()?;
     let options = SyncOptions::from_env()?;
+    let path = local_path(db)?;
     let mut store = open_enabled(db, &setup.me)?;
-    let mark = rerun_path(db.sqlite_path());
+    let mark = rerun_path(path);
     note(&format!(
         "watching {db} as {}: pushing within {} s of a change, pulling every {} s (Ctrl-C stops)",
         setup.me.label,
@@ -292,7 +295,7 @@ pub fn watch(db: &StoreLocation, opts: WatchOptions) -> Result<ExitCode> {
                 let p = store.sync_pending()?;
                 p.sessions + p.deletions > 0
             });
-        if due && let Some(lock) = SyncLock::try_acquire(db.sqlite_path())? {
+        if due && let Some(lock) = SyncLock::try_acquire(path)? {
             take_mark(&mark);
             let result = (|| -> Result<SyncReport> {
                 let conn = match pg.as_mut() {
@@ -311,8 +314,7 @@ pub fn watch(db: &StoreLocation, opts: WatchOptions) -> Result<ExitCode> {
                         ));
                     }
                     let (p, q) = (&r.pushed, &r.pulled);
-                    if p.messages + p.deletions + p.sessions + q.messages + q.deleted_sessions > 0
-                    {
+                    if p.messages + p.deletions + p.sessions + q.messages + q.deleted_sessions > 0 {
                         note(&format!(
                             "pushed {} messages ({} sessions, {} deletions), pulled {} messages \
                              ({} sessions, {} deleted) in {} ms",
@@ -356,4 +358,15 @@ pub fn watch(db: &StoreLocation, opts: WatchOptions) -> Result<ExitCode> {
     }
     note("stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The local store's file: `memtrail sync` carries the local store to PostgreSQL, so a
+/// `--store` naming PostgreSQL is refused.
+pub fn local_path(db: &StoreLocation) -> Result<&std::path::Path> {
+    db.sqlite_path().with_context(|| {
+        format!(
+            "memtrail sync carries the local store to PostgreSQL; --store names {db}: leave \
+             --store out (or give the local store's path)"
+        )
+    })
 }

@@ -125,12 +125,18 @@ fn with_sync_configured_a_session_end_and_a_turn_end_start_a_background_sync_the
     let trace = sb.home.join("trace.txt");
     let c = sb.cmd();
     let mut st = std::process::Command::new(strace);
-    st.args(["-f", "-qq", "-e", "trace=%network,setsid,execve,clone,clone3,fork,vfork", "-o"])
-        .arg(&trace)
-        .arg(c.get_program())
-        .args(["hook", "claude"])
-        .env_clear()
-        .envs(c.get_envs().filter_map(|(k, v)| Some((k, v?))));
+    st.args([
+        "-f",
+        "-qq",
+        "-e",
+        "trace=%network,setsid,execve,clone,clone3,fork,vfork",
+        "-o",
+    ])
+    .arg(&trace)
+    .arg(c.get_program())
+    .args(["hook", "claude"])
+    .env_clear()
+    .envs(c.get_envs().filter_map(|(k, v)| Some((k, v?))));
     let out = assert_cmd::Command::from_std(st)
         .write_stdin(payload(&t, &sid, "Stop"))
         .output()
@@ -167,7 +173,10 @@ fn with_sync_configured_a_session_end_and_a_turn_end_start_a_background_sync_the
         bg_argv.contains(&format!("\"--db\", \"{}\", \"sync\"", db.display())),
         "{bg_argv}"
     );
-    assert!(setsid.contains(&bg_pid), "the background sync runs in a session of its own");
+    assert!(
+        setsid.contains(&bg_pid),
+        "the background sync runs in a session of its own"
+    );
     // The background process and its threads: the tasks descending from it.
     let in_background = |mut t: u32| loop {
         if t == bg_pid {
@@ -180,7 +189,10 @@ fn with_sync_configured_a_session_end_and_a_turn_end_start_a_background_sync_the
     };
     // The hook's own threads: no socket, no connect, nothing sent.
     let of_hook: Vec<_> = net.iter().filter(|(t, _)| !in_background(**t)).collect();
-    assert!(of_hook.is_empty(), "the hook made network calls: {of_hook:?}");
+    assert!(
+        of_hook.is_empty(),
+        "the hook made network calls: {of_hook:?}"
+    );
     // The background process did try PostgreSQL (the trace sees network calls).
     let bg_net: Vec<&String> = net
         .iter()
@@ -202,7 +214,10 @@ fn with_sync_configured_a_session_end_and_a_turn_end_start_a_background_sync_the
     assert_eq!(s["label"], json!("box"));
     assert_eq!(s["enabled"], json!(true));
     let err = s["last_error"].as_str().unwrap();
-    assert!(err.starts_with(&format!("cannot connect to {URL}: ")), "{err}");
+    assert!(
+        err.starts_with(&format!("cannot connect to {URL}: ")),
+        "{err}"
+    );
     // Enabling queued the stored session (its row and its 4 messages), still waiting.
     assert_eq!(
         s["pending"],
