@@ -48,11 +48,19 @@ pub fn sync(
     }
     let schema = migrate(&mut pg, MIGRATIONS)?;
     let mut init_report = None;
+    let store_machine = store.sync_state("machine")?;
     if init.is_some() {
-        let machine = match settings.machine.clone().filter(|m| is_machine_id(m)) {
+        // The config's id, else the one this store was set up with, else a new one.
+        let machine = match settings
+            .machine
+            .clone()
+            .or(store_machine.clone())
+            .filter(|m| is_machine_id(m))
+        {
             Some(m) => m,
             None => new_machine_id()?,
         };
+        check_store_machine(store_machine.as_deref(), &machine, db)?;
         let label = label.or(settings.label.clone()).unwrap_or_else(hostname);
         settings = SyncSettings {
             url: Some(url.clone()),
@@ -85,6 +93,7 @@ pub fn sync(
             path.display()
         );
     };
+    check_store_machine(store_machine.as_deref(), &machine, db)?;
     if !store.sync_enabled()? {
         // A new store on a machine already set up: queue what it holds.
         store.sync_enable(&machine)?;
@@ -177,6 +186,23 @@ pub fn sync(
         report.elapsed_ms as f64 / 1000.0
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// A store set up for sync as one machine is never synced as another: its own sessions would
+/// come back from PostgreSQL as the other machine's (a copied or edited config).
+fn check_store_machine(
+    store_machine: Option<&str>,
+    machine: &str,
+    db: &StoreLocation,
+) -> Result<()> {
+    match store_machine {
+        Some(m) if m != machine => bail!(
+            "the store {db} syncs as machine {m} but memtrail's config says {machine}: put \
+             `machine = \"{m}\"` under [sync] in {} (or use another store)",
+            config_path().display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// A progress bar on stderr when it is a terminal (and not `--json`), else hidden.
