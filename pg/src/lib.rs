@@ -8,6 +8,8 @@
 pub mod config;
 pub mod migrate;
 pub mod read;
+pub mod settings;
+pub mod sync;
 mod tls;
 
 use std::future::Future;
@@ -15,6 +17,7 @@ use std::time::Duration;
 
 pub use config::{EnvDefaults, Host, PasswordSources, PgConfig, SslMode, mask_url};
 pub use read::PgReader;
+pub use sync::{MachineInfo, Pushed, session_uid};
 pub use tokio_postgres;
 
 /// What can go wrong talking to PostgreSQL. No variant's text holds a password.

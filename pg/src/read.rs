@@ -226,7 +226,7 @@ impl ReadStore for PgReader {
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
-        pick_prefix_match(id, &rows)
+        pick_prefix_match(id, rows)
     }
 
     fn session_summary(&self, rowid: i64) -> Result<SessionSummary> {

@@ -254,13 +254,16 @@ pub fn cjk_runs(text: &str) -> impl Iterator<Item = &str> {
         .filter(|r| !r.is_empty())
 }
 
-/// Session `id` among `rows` (row id, agent id; newest first), the sessions whose agent id
-/// starts with `id`: the only one, or the only main session when the others are its
-/// sub-agents (`<id>/agent-…`: a prefix of a session id also prefixes theirs).
+/// Session `id` among `rows` (row id, agent id; the one meant first: this machine's, then the
+/// latest updated), the sessions whose agent id starts with `id`: the only one, or the only
+/// main session when the others are its sub-agents (`<id>/agent-…`: a prefix of a session id
+/// also prefixes theirs). One agent id stored from several machines is one match (the first).
 ///
 /// Errors: [`crate::Error::NotFound`] when `rows` is empty, [`crate::Error::Invalid`] when
 /// the prefix is ambiguous (the message lists the candidates).
-pub fn pick_prefix_match(id: &str, rows: &[(i64, String)]) -> crate::Result<i64> {
+pub fn pick_prefix_match(id: &str, mut rows: Vec<(i64, String)>) -> crate::Result<i64> {
+    let mut seen = std::collections::HashSet::new();
+    rows.retain(|r| seen.insert(r.1.clone()));
     let mains: Vec<&(i64, String)> = rows.iter().filter(|r| !r.1.contains('/')).collect();
     if rows.len() > 1
         && mains.len() == 1

@@ -163,3 +163,27 @@ pub struct PullBatch {
     pub deletions: Vec<Deletion>,
     pub sessions: Vec<SessionChanges>,
 }
+
+/// What applying one [`PullBatch`] wrote in the local store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PullApplied {
+    /// Sessions written (inserted or updated).
+    pub sessions: u64,
+    /// Messages written (inserted or updated).
+    pub messages: u64,
+    /// Sessions deleted by the batch's deletions.
+    pub deleted_sessions: u64,
+    /// Messages deleted because a session's message set no longer holds them.
+    pub deleted_messages: u64,
+}
+
+/// What waits in the local store to be pushed (`memtrail sync --status`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SyncPending {
+    /// Sessions with at least one queued change.
+    pub sessions: u64,
+    /// Queued messages (written or changed).
+    pub messages: u64,
+    /// Deleted sessions not yet pushed.
+    pub deletions: u64,
+}

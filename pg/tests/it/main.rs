@@ -6,6 +6,7 @@ mod connect;
 mod corpus;
 mod migrate;
 mod read;
+mod sync;
 
 /// A fresh database for the test `name` and a connection to it, or `None` (skipped).
 pub fn fresh(name: &str) -> Option<(String, memtrail_pg::Pg)> {

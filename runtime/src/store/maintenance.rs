@@ -33,21 +33,30 @@ pub struct SessionInfo {
 }
 
 fn session_and_children(store: &Store, row_id: i64) -> Result<(SessionInfo, Vec<i64>)> {
-    let (agent, ext, title, project): (String, String, Option<String>, Option<String>) = store
+    let (agent, ext, title, project, origin): (
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        String,
+    ) = store
         .conn
         .query_row(
-            "SELECT agent, external_id, title, project_dir FROM sessions WHERE id = ?1",
+            "SELECT agent, external_id, title, project_dir, origin FROM sessions WHERE id = ?1",
             [row_id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
         )
         .db()?;
     let mut ids = vec![row_id];
+    // Its sub-agent sessions are those of the same machine.
     let mut stmt = store
         .conn
-        .prepare("SELECT id FROM sessions WHERE agent = ?1 AND parent_external_id = ?2")
+        .prepare(
+            "SELECT id FROM sessions WHERE agent = ?1 AND parent_external_id = ?2 AND origin = ?3",
+        )
         .db()?;
     for id in stmt
-        .query_map(params![agent, ext], |r| r.get::<_, i64>(0))
+        .query_map(params![agent, ext, origin], |r| r.get::<_, i64>(0))
         .db()?
     {
         ids.push(id.db()?);
@@ -466,44 +475,23 @@ pub fn rescan<E: Enrich>(
         let changed = store.write(|w| {
             let mut changed = 0u64;
             for (id, ext_id, kind, body, tools, parts_json, session_id, role, ts) in rows {
-                let parsed: Option<Vec<Part>> = serde_json::from_str(&parts_json).ok();
-                let mut redacted = None;
-                let (new_parts, new_body, new_tools) = match parsed {
-                    Some(parts) => {
-                        let mut m = Message {
-                            id: ext_id,
-                            role: role.parse().unwrap_or(Role::System),
-                            kind: kind_from_str(&kind),
-                            parts: parts.clone(),
-                            timestamp: ts,
-                            model: None,
-                        };
-                        e.redact_parts(&mut m);
-                        e.redact_merged(&mut m);
-                        let parts_changed = m.parts != parts;
-                        if !parts_changed
-                            && e.redact(&body) == body.as_str()
-                            && e.redact(&tools) == tools.as_str()
-                        {
-                            continue;
-                        }
-                        let (b, t) = render_index_text(&m);
-                        let p = serde_json::to_string(&m.parts)?;
-                        redacted = Some(m);
-                        (p, b, t)
-                    }
-                    // Parts that do not parse: redact the stored strings as they are.
-                    None => {
-                        let (p, b, t) = (e.redact(&parts_json), e.redact(&body), e.redact(&tools));
-                        if p == parts_json.as_str() && b == body.as_str() && t == tools.as_str() {
-                            continue;
-                        }
-                        (p.into_owned(), b.into_owned(), t.into_owned())
-                    }
-                };
-                if new_parts == parts_json && new_body == body && new_tools == tools {
+                let Some(r) = redact_stored(
+                    e,
+                    StoredText {
+                        ext_id,
+                        role: &role,
+                        kind: &kind,
+                        ts,
+                        body: &body,
+                        tools: &tools,
+                        parts: &parts_json,
+                    },
+                )?
+                else {
                     continue;
-                }
+                };
+                let (new_parts, new_body, new_tools, redacted) =
+                    (r.parts, r.body, r.tools, r.message);
                 let cjk = cjk_index_text(&new_body, &new_tools);
                 w.tx.execute(
                     "UPDATE messages SET parts = ?2, body = ?3, tools = ?4, cjk = ?5 WHERE id = ?1",
@@ -616,6 +604,80 @@ pub fn rescan<E: Enrich>(
     Ok(out)
 }
 
+/// A stored message's text, as read from its row (see [`redact_stored`]).
+pub(crate) struct StoredText<'a> {
+    pub ext_id: String,
+    pub role: &'a str,
+    pub kind: &'a str,
+    pub ts: Option<i64>,
+    pub body: &'a str,
+    pub tools: &'a str,
+    /// The parts, JSON.
+    pub parts: &'a str,
+}
+
+/// A message's text after [`redact_stored`] changed it.
+pub(crate) struct RedactedText {
+    /// The parts, JSON.
+    pub parts: String,
+    pub body: String,
+    pub tools: String,
+    /// The redacted message, when its parts parse (its events are extracted again from it);
+    /// `None` when the stored strings were redacted as they are.
+    pub message: Option<Message>,
+}
+
+/// Apply the redaction rules of `e` to a stored (or pulled) message's text: its parts
+/// ([`Enrich::redact_parts`], [`Enrich::redact_merged`]), its search columns rendered again from
+/// them; parts that do not parse as JSON are redacted as strings. `None` when nothing changes.
+/// Used by [`rescan`] and by sync's pull (`Store::apply_pull`).
+///
+/// Errors: the redacted parts cannot be serialized.
+pub(crate) fn redact_stored<E: Enrich>(e: &E, t: StoredText<'_>) -> Result<Option<RedactedText>> {
+    let parsed: Option<Vec<Part>> = serde_json::from_str(t.parts).ok();
+    let out = match parsed {
+        Some(parts) => {
+            let mut m = Message {
+                id: t.ext_id,
+                role: t.role.parse().unwrap_or(Role::System),
+                kind: kind_from_str(t.kind),
+                parts: parts.clone(),
+                timestamp: t.ts,
+                model: None,
+            };
+            e.redact_parts(&mut m);
+            e.redact_merged(&mut m);
+            let parts_changed = m.parts != parts;
+            if !parts_changed && e.redact(t.body) == t.body && e.redact(t.tools) == t.tools {
+                return Ok(None);
+            }
+            let (body, tools) = render_index_text(&m);
+            RedactedText {
+                parts: serde_json::to_string(&m.parts)?,
+                body,
+                tools,
+                message: Some(m),
+            }
+        }
+        None => {
+            let (p, b, t2) = (e.redact(t.parts), e.redact(t.body), e.redact(t.tools));
+            if p == t.parts && b == t.body && t2 == t.tools {
+                return Ok(None);
+            }
+            RedactedText {
+                parts: p.into_owned(),
+                body: b.into_owned(),
+                tools: t2.into_owned(),
+                message: None,
+            }
+        }
+    };
+    if out.parts == t.parts && out.body == t.body && out.tools == t.tools {
+        return Ok(None);
+    }
+    Ok(Some(out))
+}
+
 /// Overwrite deleted content with zeros from now on, on this connection.
 fn secure(store: &Store) -> Result<()> {
     store.conn.pragma_update(None, "secure_delete", "ON").db()?;
@@ -668,12 +730,13 @@ fn bulk_delete<T>(
     Ok(out)
 }
 
-/// A session's row id by its agent id, for tests and tools (`None` when not stored).
+/// The row id of this machine's session (`origin` `''`) by its agent id, for tests and tools
+/// (`None` when not stored).
 pub fn session_row(store: &Store, agent: &str, external_id: &str) -> Result<Option<i64>> {
     store
         .conn
         .query_row(
-            "SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2",
+            "SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2 AND origin = ''",
             params![agent, external_id],
             |r| r.get(0),
         )

@@ -26,6 +26,11 @@
 //!   Correlations are not stored: they are computed when read ([`crate::resume`]).
 //! - `snapshots` (schema 3): snapshots built at compaction or restart (`trigger`), and when and
 //!   by which session they were consumed (injected), so each is injected once.
+//! - sync (schema 6, docs/sync.md): `sessions.origin` (`''` for this machine's sessions, else
+//!   the id of the machine a pulled session comes from; sessions are unique on (`agent`,
+//!   `external_id`, `origin`)), `sync_outbox` and `sync_tombstones` (what waits to be pushed,
+//!   filled by triggers once sync is enabled, for this machine's sessions only), `sync_state`
+//!   (enabled, this machine's id, pull positions, last push and pull) and `machines` (labels).
 //!
 //! The database runs in WAL mode with a busy timeout, and closing it does not checkpoint (commits
 //! that grow the WAL past 256 pages do); every write is a `BEGIN IMMEDIATE`
@@ -38,7 +43,8 @@
 //! transaction), `cursors` (ingest cursors), `snapshots`, `stats` (figures and hook runs for
 //! status), `sessions` (lookups for ingest and the MCP server), `queries` (search, ranking and
 //! snippets, session lists and pages), `rank` (the FTS5 ranking function), `recall` (events and
-//! messages for resume, snapshots and handoffs), `maintenance` (delete, purge, rescan), `repair`,
+//! messages for resume, snapshots and handoffs), `maintenance` (delete, purge, rescan), `sync`
+//! (push batches from the outbox, pull batches applied), `repair`,
 //! `salvage` (copying a damaged file), `files` (the file's mode and identity) and `location`.
 //! Callers see domain types only: [`Store`], [`Writer`], [`StoreLocation`], the records of
 //! `memtrail-adapters`, and errors as [`Error`] variants ([`StoreError`] is opaque). The read
@@ -79,6 +85,7 @@ mod schema;
 mod sessions;
 mod snapshots;
 mod stats;
+mod sync;
 mod writer;
 
 pub use cursors::{Cursor, CursorMark, CursorStat};

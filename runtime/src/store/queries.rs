@@ -12,7 +12,10 @@ use memtrail_adapters::format_rfc3339_ms;
 use rusqlite::{OptionalExtension, params, params_from_iter, types::Value as Sql};
 use std::collections::HashMap;
 
-/// Resolve a session given by its agent id (or a unique prefix of it) to its row id.
+/// Resolve a session given by its agent id (or a unique prefix of it) to its row id. Pulled
+/// sessions (other machines', `origin` not `''`) resolve too; when this machine's session and a
+/// pulled one have the same id (a transcript copied between machines), this machine's is the
+/// one meant, and among pulled ones the latest updated.
 ///
 /// Errors: [`Error::NotFound`] when nothing matches, [`Error::Invalid`] when a prefix is
 /// ambiguous (the message lists the candidates).
@@ -21,7 +24,7 @@ pub fn resolve_session(store: &Store, id: &str, agent: Option<&str>) -> Result<i
     let exact: Option<i64> = conn
         .query_row(
             "SELECT id FROM sessions WHERE external_id = ?1 AND (?2 IS NULL OR agent = ?2)
-             ORDER BY updated_at DESC LIMIT 1",
+             ORDER BY origin != '', updated_at DESC LIMIT 1",
             rusqlite::params![id, agent],
             |r| r.get(0),
         )
@@ -34,7 +37,7 @@ pub fn resolve_session(store: &Store, id: &str, agent: Option<&str>) -> Result<i
     let mut stmt = conn
         .prepare(
             "SELECT id, external_id FROM sessions WHERE external_id LIKE ?1 ESCAPE '\\'
-         AND (?2 IS NULL OR agent = ?2) ORDER BY updated_at DESC LIMIT 6",
+         AND (?2 IS NULL OR agent = ?2) ORDER BY origin != '', updated_at DESC LIMIT 6",
         )
         .db()?;
     let rows: Vec<(i64, String)> = stmt
@@ -44,7 +47,7 @@ pub fn resolve_session(store: &Store, id: &str, agent: Option<&str>) -> Result<i
         .db()?
         .collect::<rusqlite::Result<_>>()
         .db()?;
-    crate::query::pick_prefix_match(id, &rows)
+    crate::query::pick_prefix_match(id, rows)
 }
 
 /// Full-text search, ranked by BM25 (prose weighted above tool text) with a mild recency prior.
@@ -392,13 +395,14 @@ pub fn get_session(
     let mut stmt = conn
         .prepare(
             "SELECT external_id FROM sessions WHERE agent = ?1 AND parent_external_id = ?2
-         ORDER BY started_at",
+         AND origin = (SELECT origin FROM sessions WHERE id = ?3) ORDER BY started_at",
         )
         .db()?;
     let children = stmt
-        .query_map(rusqlite::params![session.agent, session.session_id], |r| {
-            r.get(0)
-        })
+        .query_map(
+            rusqlite::params![session.agent, session.session_id, sid],
+            |r| r.get(0),
+        )
         .db()?
         .collect::<rusqlite::Result<_>>()
         .db()?;

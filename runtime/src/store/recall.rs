@@ -148,7 +148,7 @@ pub fn session_of_event(
         let id: Option<i64> = store
             .conn
             .query_row(
-                "SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2",
+                "SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2 AND origin = ''",
                 params![agent.as_str(), sid],
                 |r| r.get(0),
             )
@@ -185,8 +185,11 @@ pub(crate) fn message_text(
     store
         .conn
         .query_row(
-            "SELECT m.role, m.ts, m.body, m.tools FROM messages m JOIN sessions s ON s.id = m.session_id
-             WHERE s.agent = ?1 AND s.external_id = ?2 AND m.seq = ?3",
+            // The session `resolve_session` picks: this machine's before a pulled one.
+            "SELECT m.role, m.ts, m.body, m.tools FROM messages m
+             WHERE m.session_id = (SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2
+                                   ORDER BY origin != '', updated_at DESC LIMIT 1)
+               AND m.seq = ?3",
             params![agent, session_id, index],
             |r| {
                 let body: String = r.get(2)?;
@@ -200,7 +203,8 @@ pub(crate) fn message_text(
                 })
             },
         )
-        .optional().db()
+        .optional()
+        .db()
 }
 
 /// The latest user and assistant messages with prose, newest first.

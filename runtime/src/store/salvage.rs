@@ -318,7 +318,7 @@ pub fn reimport(store: &mut Store, markers_whole: bool) -> Result<Reimported> {
                             .conn
                             .query_row(
                                 "SELECT EXISTS (SELECT 1 FROM sessions
-                                 WHERE agent = ?1 AND external_id = ?2)",
+                                 WHERE agent = ?1 AND external_id = ?2 AND origin = '')",
                                 rusqlite::params![agent.as_str(), id],
                                 |r| r.get::<_, bool>(0),
                             )

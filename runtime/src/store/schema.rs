@@ -7,7 +7,7 @@ use crate::{Error, Result};
 use rusqlite::TransactionBehavior;
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The migrations, in order: migration `i` (1-based) takes a store from schema version `i - 1` to
 /// `i`. Each is one SQL batch (`migrations/NNNN_*.sql`), run in the same transaction as the
@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0003_events_snapshots.sql"),
     include_str!("migrations/0004_fts_queue.sql"),
     include_str!("migrations/0005_fts_secure_delete.sql"),
+    include_str!("migrations/0006_sync.sql"),
 ];
 
 /// The schema version whose migration creates the `events` table; a store migrated across it
@@ -43,6 +44,20 @@ impl Store {
                 supported: SCHEMA_VERSION,
             });
         }
+        // Migration 6 rebuilds `sessions` (a new table, the rows copied, the old one dropped):
+        // with foreign keys on, the drop would delete every message through `ON DELETE
+        // CASCADE`. `PRAGMA foreign_keys` is a no-op inside a transaction, so it is turned off
+        // around it (and the keys are checked before the commit).
+        self.conn.execute_batch("PRAGMA foreign_keys = OFF").db()?;
+        let r = self.migrate_from();
+        self.conn.execute_batch("PRAGMA foreign_keys = ON").db()?;
+        r
+    }
+
+    /// The migrations of [`Store::migrate`] from the stored version on (read again under the
+    /// write lock), in one transaction, with foreign keys off (the caller's doing); rolled back
+    /// when they leave more rows with a broken foreign key than there were before.
+    fn migrate_from(&self) -> Result<()> {
         let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
             .db()?;
         // Re-check under the write lock: another process may have migrated meanwhile.
@@ -54,6 +69,12 @@ impl Store {
                 supported: SCHEMA_VERSION,
             });
         }
+        if v == SCHEMA_VERSION {
+            return Ok(());
+        }
+        // Rows already broken before (a store damaged earlier) do not stop the upgrade; rows
+        // the migrations break do.
+        let broken_before = if v > 0 { broken_references(&tx)? } else { 0 };
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(v as usize) {
             tx.execute_batch(sql).db()?;
             if (i + 1) as i64 == EVENTS_SCHEMA && v > 0 {
@@ -62,9 +83,29 @@ impl Store {
             tx.pragma_update(None, "user_version", (i + 1) as i64)
                 .db()?;
         }
+        let broken_after = broken_references(&tx)?;
+        if broken_after > broken_before {
+            return Err(Error::Invalid(format!(
+                "the store's upgrade to schema {SCHEMA_VERSION} would leave {} rows pointing at \
+                 rows that are gone; nothing was changed",
+                broken_after - broken_before
+            )));
+        }
         tx.commit().db()?;
         Ok(())
     }
+}
+
+/// How many rows `PRAGMA foreign_key_check` reports: rows whose foreign key names a row that
+/// does not exist.
+fn broken_references(c: &rusqlite::Connection) -> Result<i64> {
+    let mut stmt = c.prepare("PRAGMA foreign_key_check").db()?;
+    let mut rows = stmt.query([]).db()?;
+    let mut n = 0;
+    while rows.next().db()?.is_some() {
+        n += 1;
+    }
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -115,6 +156,108 @@ mod tests {
         }
     }
 
+    /// Every row of table `t` (all columns, as SQLite values), by rowid or primary key.
+    fn rows_of(c: &rusqlite::Connection, sql: &str) -> Vec<Vec<rusqlite::types::Value>> {
+        let mut stmt = c.prepare(sql).unwrap();
+        let n = stmt.column_count();
+        stmt.query_map([], |r| (0..n).map(|i| r.get(i)).collect())
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    /// Migration 6 rebuilds `sessions`: a version 5 store keeps every session (same ids, now
+    /// of origin `''`) and every row that hangs off one (messages, tool calls, events,
+    /// snapshots, cursors), and foreign keys are on again after the upgrade.
+    #[test]
+    fn a_version_5_store_keeps_its_rows_through_migration_6() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("v5.db");
+        const TABLES: [&str; 6] = [
+            "SELECT id, agent, external_id, parent_external_id, project_dir, title, model,
+                    git_branch, agent_version, started_at, updated_at, message_count
+             FROM sessions ORDER BY id",
+            "SELECT * FROM messages ORDER BY id",
+            "SELECT * FROM tool_calls ORDER BY session_id, call_id",
+            "SELECT * FROM events ORDER BY id",
+            "SELECT * FROM snapshots ORDER BY id",
+            "SELECT * FROM sources ORDER BY path",
+        ];
+        let before: Vec<_> = {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..5] {
+                c.execute_batch(sql).unwrap();
+            }
+            c.pragma_update(None, "user_version", 5).unwrap();
+            c.execute_batch(
+                "INSERT INTO sessions (id, agent, external_id, parent_external_id, project_dir,
+                     title, model, git_branch, agent_version, started_at, updated_at,
+                     message_count)
+                 VALUES (7, 'claude', 's1', NULL, '/w/app', 'Fix it', 'opus', 'main', '2.1',
+                         1000, 2000, 2),
+                        (9, 'claude', 's1/agent-1', 's1', '/w/app', NULL, NULL, NULL, NULL,
+                         1500, 1600, 1);
+                 INSERT INTO messages (id, session_id, ext_id, seq, role, kind, ts, model, body,
+                                       tools, cjk, parts)
+                 VALUES (3, 7, 'u1', 0, 'user', 'text', 1000, NULL, 'fix the build', '', NULL,
+                         '[]'),
+                        (4, 7, 'a1', 1, 'assistant', 'tool_call', 1100, 'opus', '',
+                         'Bash cargo build', NULL, '[]'),
+                        (5, 9, 'u1', 0, 'user', 'text', 1500, NULL, '修正', '', '修 正',
+                         '[]');
+                 INSERT INTO tool_calls VALUES (7, 'c1', 4, 'Bash', 'shell', 1, 1);
+                 INSERT INTO events (id, session_id, message_id, seq, category, action,
+                                     priority, subject, detail, call_id, tool, ts)
+                 VALUES (1, 7, 3, 0, 'prompt', 'asked', 2, 'fix the build', NULL, NULL, NULL,
+                         1000),
+                        (2, 7, 4, 1, 'command', 'ran', 3, 'cargo build', 'exit 1', 'c1',
+                         'shell', 1100);
+                 INSERT INTO snapshots (id, session_id, built_at, trigger, budget, events, text,
+                                        consumed_at, consumed_by)
+                 VALUES (1, 7, 1900, 'precompact', 2000, 2, '# Session', NULL, NULL);
+                 INSERT INTO sources (path, agent, session_id, offset, size)
+                 VALUES ('/t/s1.jsonl', 'claude', 7, 120, 120);",
+            )
+            .unwrap();
+            TABLES.iter().map(|t| rows_of(&c, t)).collect()
+        };
+        assert_eq!(
+            before.iter().map(Vec::len).collect::<Vec<_>>(),
+            [2, 3, 1, 2, 1, 1]
+        );
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.schema_version().unwrap(), 6);
+        let after: Vec<_> = TABLES.iter().map(|t| rows_of(&s.conn, t)).collect();
+        assert_eq!(after, before);
+        let origins: Vec<String> = s
+            .conn
+            .prepare("SELECT origin FROM sessions ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(origins, ["", ""]);
+        let fk: i64 = s
+            .conn
+            .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(fk, 1, "foreign keys on again");
+        // And they act: deleting a session deletes its messages (`ON DELETE CASCADE`).
+        s.conn
+            .execute("DELETE FROM sessions WHERE id = 9", [])
+            .unwrap();
+        let left: i64 = s
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM messages WHERE session_id = 9",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 0);
+    }
+
     /// A released migration never changes (a store that ran it would not run it again): the
     /// BLAKE3 hash of each `migrations/NNNN_*.sql`, as released. A new schema adds a file.
     #[test]
@@ -131,6 +274,7 @@ mod tests {
                 "045657e0c2c086d9",
                 "8319364360ac35f1",
                 "102ba1d0c4582330",
+                "752f26c6b7ebcced",
             ]
         );
     }

@@ -1,4 +1,5 @@
-//! Lookups of stored sessions for ingest and the MCP server.
+//! Lookups of stored sessions for ingest and the MCP server. For ingest, a session named by
+//! (agent, external id) is this machine's (`origin` `''`): pulled sessions are never ingested into.
 
 use super::Db;
 use super::Store;
@@ -12,7 +13,8 @@ impl Store {
         Ok(self
             .conn
             .query_row(
-                "SELECT project_dir FROM sessions WHERE agent = ?1 AND external_id = ?2",
+                "SELECT project_dir FROM sessions WHERE agent = ?1 AND external_id = ?2
+                 AND origin = ''",
                 params![agent, external_id],
                 |r| r.get::<_, Option<String>>(0),
             )
@@ -38,7 +40,8 @@ impl Store {
     pub fn session_stored(&self, agent: &str, external_id: &str) -> Result<bool> {
         self.conn
             .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sessions WHERE agent = ?1 AND external_id = ?2)",
+                "SELECT EXISTS (SELECT 1 FROM sessions WHERE agent = ?1 AND external_id = ?2
+                 AND origin = '')",
                 params![agent, external_id],
                 |r| r.get(0),
             )
@@ -60,12 +63,15 @@ impl Store {
     }
 
     /// Whether session `external_id` of `agent` has a message at position `seq` (0-based) or
-    /// later.
+    /// later. The session is the one [`crate::query::resolve_session`] picks (this machine's
+    /// before a pulled one with the same ids): the MCP server pages through pulled sessions too.
     pub fn has_messages_from(&self, agent: &str, external_id: &str, seq: i64) -> Result<bool> {
         self.conn
             .query_row(
-                "SELECT EXISTS(SELECT 1 FROM messages m JOIN sessions x ON x.id = m.session_id
-             WHERE x.agent = ?1 AND x.external_id = ?2 AND m.seq >= ?3)",
+                "SELECT EXISTS(SELECT 1 FROM messages m WHERE m.session_id =
+                    (SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2
+                     ORDER BY origin != '', updated_at DESC LIMIT 1)
+                 AND m.seq >= ?3)",
                 params![agent, external_id, seq],
                 |r| r.get(0),
             )

@@ -33,7 +33,8 @@ pub struct Applied {
 
 impl Writer<'_> {
     /// Insert the session if new, and fold `meta` into it; its title is redacted by `enrich`
-    /// ([`Enrich::redact_title`]). Returns the session's row id.
+    /// ([`Enrich::redact_title`]). The session is this machine's (`origin` `''`; a pulled
+    /// session with the same ids is another row). Returns the session's row id.
     pub fn upsert_session<E: Enrich>(
         &self,
         sref: &SessionRef,
@@ -49,7 +50,7 @@ impl Writer<'_> {
             .map(|t| enrich.redact_title(t));
         tx.prepare_cached(
             "INSERT INTO sessions (agent, external_id, parent_external_id) VALUES (?1, ?2, ?3)
-             ON CONFLICT (agent, external_id) DO NOTHING",
+             ON CONFLICT (agent, external_id, origin) DO NOTHING",
         )
         .db()?
         .execute(params![
@@ -59,7 +60,9 @@ impl Writer<'_> {
         ])
         .db()?;
         let id: i64 = tx
-            .prepare_cached("SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2")
+            .prepare_cached(
+                "SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2 AND origin = ''",
+            )
             .db()?
             .query_row(params![sref.agent.as_str(), sref.external_id], |r| r.get(0))
             .db()?;

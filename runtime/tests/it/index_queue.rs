@@ -5,13 +5,11 @@
 //! is no longer found), that deleting a queued or an indexed message leaves a consistent index
 //! (FTS5's own integrity check), and that a v3 store migrates with its index intact.
 
-use memtrail_adapters::{
-    Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
-};
+use crate::support::{bash, text};
+use memtrail_adapters::{Agent, Record, SessionMeta, SessionRef};
 use memtrail_runtime::query::{self, SearchFilter};
 use memtrail_runtime::records::Standard;
 use memtrail_runtime::store::{INDEX_CHUNK, Store};
-use serde_json::json;
 
 fn open() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
@@ -36,36 +34,6 @@ fn session(store: &mut Store, id: &str) -> i64 {
             )
         })
         .unwrap()
-}
-
-fn text(id: &str, t: &str) -> Record {
-    Record::Message(Message {
-        id: id.into(),
-        role: Role::User,
-        kind: Kind::Text,
-        parts: vec![Part::Text { text: t.into() }],
-        timestamp: Some(1_780_000_000_000),
-        model: None,
-    })
-}
-
-fn bash(id: &str, call_id: &str, command: &str) -> Record {
-    Record::Message(Message {
-        id: id.into(),
-        role: Role::Assistant,
-        kind: Kind::ToolCall,
-        parts: vec![Part::ToolCall(ToolCall {
-            id: call_id.into(),
-            name: "Bash".into(),
-            tool: "shell".into(),
-            input: json!({"command": command}),
-            output: None,
-            is_error: false,
-            exit_code: None,
-        })],
-        timestamp: Some(1_780_000_000_001),
-        model: None,
-    })
 }
 
 fn hits(store: &Store, q: &str) -> Vec<String> {
@@ -250,7 +218,7 @@ fn a_v3_store_migrates_with_its_index_and_queues_from_then_on() {
         .unwrap();
     }
     let mut store = Store::open(&path).unwrap();
-    assert_eq!(store.stats().unwrap().schema_version, 5);
+    assert_eq!(store.stats().unwrap().schema_version, 6);
     // Schema 5: FTS5 removes deleted terms from the segments at once.
     let secure: i64 = rusqlite::Connection::open(&path)
         .unwrap()

@@ -15,3 +15,4 @@ mod privacy;
 mod redact;
 mod resume;
 mod skills;
+mod sync;

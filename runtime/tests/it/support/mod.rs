@@ -4,7 +4,8 @@
 
 #![allow(dead_code)]
 
-use memtrail_adapters::{Agent, Batch, Message, Part, Record, Source};
+use memtrail_adapters::{Agent, Batch, Kind, Message, Part, Record, Role, Source, ToolCall};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 
 /// The repository's `fixtures/` folder.
@@ -72,4 +73,36 @@ pub fn fold(records: Vec<Record>) -> Vec<Message> {
         }
     }
     msgs
+}
+
+/// A user prompt record `id` with text `t`.
+pub fn text(id: &str, t: &str) -> Record {
+    Record::Message(Message {
+        id: id.into(),
+        role: Role::User,
+        kind: Kind::Text,
+        parts: vec![Part::Text { text: t.into() }],
+        timestamp: Some(1_780_000_000_000),
+        model: None,
+    })
+}
+
+/// An assistant record `id` with one shell call `call_id` running `command`, no output yet.
+pub fn bash(id: &str, call_id: &str, command: &str) -> Record {
+    Record::Message(Message {
+        id: id.into(),
+        role: Role::Assistant,
+        kind: Kind::ToolCall,
+        parts: vec![Part::ToolCall(ToolCall {
+            id: call_id.into(),
+            name: "Bash".into(),
+            tool: "shell".into(),
+            input: json!({"command": command}),
+            output: None,
+            is_error: false,
+            exit_code: None,
+        })],
+        timestamp: Some(1_780_000_000_001),
+        model: None,
+    })
 }

@@ -1,0 +1,680 @@
+//! Push and pull (docs/sync.md): a [`PushBatch`] written in one transaction, idempotently
+//! (natural keys, upserts, a message's tool calls and events replaced whole), every written row
+//! taking `rev = nextval('memtrail_rev')`; a [`PullBatch`] of one other machine's rows with a
+//! revision above this machine's position for it, read in one REPEATABLE READ transaction.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use memtrail_runtime::sync::{
+    Deletion, PullBatch, PushBatch, SessionChanges, SyncEvent, SyncMessage, SyncSession,
+    SyncSnapshot, SyncToolCall,
+};
+use tokio_postgres::IsolationLevel;
+use tokio_postgres::Transaction;
+
+use crate::{Error, Pg, Result};
+
+/// A session's key in PostgreSQL: the first 32 hex digits of BLAKE3(`"memtrail-session\0"`
+/// machine `"\0"` agent `"\0"` external_id) (docs/sync.md, Keys).
+pub fn session_uid(machine: &str, agent: &str, external_id: &str) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(b"memtrail-session\0");
+    h.update(machine.as_bytes());
+    h.update(b"\0");
+    h.update(agent.as_bytes());
+    h.update(b"\0");
+    h.update(external_id.as_bytes());
+    h.finalize().to_hex()[..32].to_string()
+}
+
+/// A machine that pushed to the database (the `machines` table). Times are Unix milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MachineInfo {
+    pub id: String,
+    pub label: String,
+    pub first_push_at: Option<i64>,
+    pub last_push_at: Option<i64>,
+}
+
+/// What one [`Pg::push`] wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Pushed {
+    /// Sessions deleted (rows removed; a deletion of a session PostgreSQL did not hold is still
+    /// recorded for the other machines).
+    pub deletions: u64,
+    /// Session rows written.
+    pub sessions: u64,
+    /// Message rows written.
+    pub messages: u64,
+    /// Messages removed because a session's message set no longer holds them.
+    pub messages_removed: u64,
+    /// The bytes of message text sent (body, tools, cjk, parts).
+    pub bytes: u64,
+}
+
+/// The bytes of text a message carries (body, tools, cjk, parts).
+pub fn message_bytes(m: &SyncMessage) -> u64 {
+    (m.body.len() + m.tools.len() + m.cjk.as_ref().map_or(0, |c| c.len()) + m.parts.len()) as u64
+}
+
+impl Pg {
+    /// The machines that pushed to this database, by id.
+    pub fn machines(&self) -> Result<Vec<MachineInfo>> {
+        let rows = self.block_on(self.client().query(
+            "SELECT id, label, first_push_at, last_push_at FROM machines ORDER BY id",
+            &[],
+        ))?;
+        Ok(rows
+            .iter()
+            .map(|r| MachineInfo {
+                id: r.get(0),
+                label: r.get(1),
+                first_push_at: r.get(2),
+                last_push_at: r.get(3),
+            })
+            .collect())
+    }
+
+    /// Writes `batch`, pushed by machine `machine` (labelled `label`), in one transaction:
+    /// the machine's row upserted (its label and `last_push_at` = now), then the deletions
+    /// (the session and everything under it removed, a `deletions` row recorded once), then
+    /// the session rows, the messages (upserts on their keys), each pushed message's tool calls
+    /// and events replaced, the snapshots of the sessions that carry `Some` replaced, and the
+    /// message sets that are `Some` reconciled (messages not in the set removed, the session's
+    /// `messages_rev` bumped). Applying the same batch twice leaves what applying it once left
+    /// (the second time only takes new revisions).
+    ///
+    /// Errors: [`Error::Invalid`] when a session of the batch is not `machine`'s (only a
+    /// session's own machine pushes it); [`Error::Db`] when a statement fails or the connection
+    /// breaks (nothing of the batch is committed).
+    pub fn push(&mut self, machine: &str, label: &str, batch: &PushBatch) -> Result<Pushed> {
+        if let Some(s) = batch.sessions.iter().find(|s| s.machine != machine) {
+            return Err(Error::Invalid(format!(
+                "the push batch holds a session of machine {} (agent {}, session {}), not of \
+                 the pushing machine {machine}",
+                s.machine, s.session.agent, s.session.external_id
+            )));
+        }
+        let now = memtrail_runtime::now_ms();
+        let (rt, client) = self.parts_mut();
+        rt.block_on(async {
+            let tx = client.transaction().await?;
+            let pushed = push_tx(&tx, machine, label, now, batch).await?;
+            tx.commit().await?;
+            Ok(pushed)
+        })
+    }
+
+    /// The next batch of machine `machine`'s pushes above revision `from_rev`, for machine
+    /// `me` (which never pulls itself: `machine == me` gives an empty batch with `to_rev =
+    /// from_rev`), read in one REPEATABLE READ transaction (one snapshot):
+    ///
+    /// - messages of `machine`'s sessions with `rev > from_rev`, the oldest first, at most
+    ///   `max_messages` (at least 1); when that many were found, `to_rev` is the last one's
+    ///   revision, else the highest revision of any of `machine`'s rows (sessions, message
+    ///   sets, messages, deletions), or `from_rev` when there is none above it;
+    /// - the session rows with `rev` in `(from_rev, to_rev]`, plus the session row of every
+    ///   message taken; `snapshots` is `Some` (all of them) for the former;
+    /// - `message_set` is `Some` (the `ext_id` of every message PostgreSQL holds for it, in
+    ///   `seq` order) for sessions whose `messages_rev` is in `(from_rev, to_rev]`;
+    /// - the deletions `machine` pushed with `rev` in `(from_rev, to_rev]`, oldest first;
+    /// - each message's tool calls (by `call_id`) and events (by ordinal).
+    ///
+    /// Revisions of one machine's rows grow with its pushes (they are serial), so a pull that
+    /// stops at `to_rev` misses nothing at or below it. Errors: [`Error::Db`].
+    pub fn pull_batch(
+        &mut self,
+        me: &str,
+        machine: &str,
+        from_rev: i64,
+        max_messages: usize,
+    ) -> Result<PullBatch> {
+        let mut batch = PullBatch {
+            machine: machine.to_string(),
+            from_rev,
+            to_rev: from_rev,
+            ..PullBatch::default()
+        };
+        if machine == me {
+            return Ok(batch);
+        }
+        let limit = max_messages.max(1) as i64;
+        let (rt, client) = self.parts_mut();
+        rt.block_on(async {
+            let tx = client
+                .build_transaction()
+                .isolation_level(IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .await?;
+            pull_tx(&tx, &mut batch, limit).await?;
+            tx.commit().await?;
+            Ok(batch)
+        })
+    }
+}
+
+async fn push_tx(
+    tx: &Transaction<'_>,
+    machine: &str,
+    label: &str,
+    now: i64,
+    batch: &PushBatch,
+) -> Result<Pushed> {
+    let mut pushed = Pushed::default();
+    tx.execute(
+        "INSERT INTO machines (id, label, first_push_at, last_push_at) VALUES ($1, $2, $3, $3) \
+         ON CONFLICT (id) DO UPDATE SET label = EXCLUDED.label, \
+         last_push_at = EXCLUDED.last_push_at",
+        &[&machine, &label, &now],
+    )
+    .await?;
+    for d in &batch.deletions {
+        push_deletion(tx, machine, d).await?;
+        pushed.deletions += 1;
+    }
+    if batch.sessions.is_empty() {
+        return Ok(pushed);
+    }
+    let uids: Vec<String> = batch
+        .sessions
+        .iter()
+        .map(|s| session_uid(&s.machine, &s.session.agent, &s.session.external_id))
+        .collect();
+    upsert_sessions(tx, machine, &uids, &batch.sessions).await?;
+    pushed.sessions = batch.sessions.len() as u64;
+    let (messages, bytes) = upsert_messages(tx, machine, &uids, &batch.sessions).await?;
+    pushed.messages = messages;
+    pushed.bytes = bytes;
+    replace_snapshots(tx, &uids, &batch.sessions).await?;
+    for (uid, s) in uids.iter().zip(&batch.sessions) {
+        if let Some(set) = &s.message_set {
+            pushed.messages_removed += tx
+                .execute(
+                    "DELETE FROM messages WHERE session_uid = $1 AND ext_id <> ALL($2::text[])",
+                    &[uid, set],
+                )
+                .await?;
+            tx.execute(
+                "UPDATE sessions SET messages_rev = nextval('memtrail_rev') WHERE uid = $1",
+                &[uid],
+            )
+            .await?;
+        }
+    }
+    Ok(pushed)
+}
+
+/// One deletion: the session's rows removed (cascading), the `deletions` row recorded unless
+/// the same deletion was recorded by an earlier push of this batch.
+async fn push_deletion(tx: &Transaction<'_>, machine: &str, d: &Deletion) -> Result<()> {
+    let uid = session_uid(&d.machine, &d.agent, &d.external_id);
+    tx.execute("DELETE FROM sessions WHERE uid = $1", &[&uid])
+        .await?;
+    tx.execute(
+        "INSERT INTO deletions (rev, deleted_by, machine_id, agent, external_id, deleted_at) \
+         SELECT nextval('memtrail_rev'), $1, $2, $3, $4, $5 WHERE NOT EXISTS ( \
+           SELECT 1 FROM deletions WHERE deleted_by = $1 AND machine_id = $2 AND agent = $3 \
+           AND external_id = $4 AND deleted_at = $5)",
+        &[
+            &machine,
+            &d.machine,
+            &d.agent,
+            &d.external_id,
+            &d.deleted_at,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+async fn upsert_sessions(
+    tx: &Transaction<'_>,
+    machine: &str,
+    uids: &[String],
+    sessions: &[SessionChanges],
+) -> Result<()> {
+    let col = |f: fn(&SyncSession) -> Option<&str>| -> Vec<Option<&str>> {
+        sessions.iter().map(|s| f(&s.session)).collect()
+    };
+    let agent: Vec<&str> = sessions.iter().map(|s| s.session.agent.as_str()).collect();
+    let ext: Vec<&str> = sessions
+        .iter()
+        .map(|s| s.session.external_id.as_str())
+        .collect();
+    let parent = col(|s| s.parent_external_id.as_deref());
+    let project = col(|s| s.project_dir.as_deref());
+    let title = col(|s| s.title.as_deref());
+    let model = col(|s| s.model.as_deref());
+    let branch = col(|s| s.git_branch.as_deref());
+    let version = col(|s| s.agent_version.as_deref());
+    let started: Vec<Option<i64>> = sessions.iter().map(|s| s.session.started_at).collect();
+    let updated: Vec<Option<i64>> = sessions.iter().map(|s| s.session.updated_at).collect();
+    let count: Vec<i64> = sessions.iter().map(|s| s.session.message_count).collect();
+    tx.execute(
+        "INSERT INTO sessions (uid, machine_id, agent, external_id, parent_external_id, \
+           project_dir, title, model, git_branch, agent_version, started_at, updated_at, \
+           message_count, rev) \
+         SELECT u, $2, a, e, p, d, t, m, b, v, s, up, c, nextval('memtrail_rev') \
+         FROM unnest($1::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], \
+           $8::text[], $9::text[], $10::text[], $11::int8[], $12::int8[], $13::int8[]) \
+           WITH ORDINALITY AS x(u, a, e, p, d, t, m, b, v, s, up, c, o) ORDER BY o \
+         ON CONFLICT (uid) DO UPDATE SET parent_external_id = EXCLUDED.parent_external_id, \
+           project_dir = EXCLUDED.project_dir, title = EXCLUDED.title, model = EXCLUDED.model, \
+           git_branch = EXCLUDED.git_branch, agent_version = EXCLUDED.agent_version, \
+           started_at = EXCLUDED.started_at, updated_at = EXCLUDED.updated_at, \
+           message_count = EXCLUDED.message_count, rev = EXCLUDED.rev",
+        &[
+            &uids, &machine, &agent, &ext, &parent, &project, &title, &model, &branch, &version,
+            &started, &updated, &count,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Upserts every message of `sessions`, then replaces their tool calls and events. Returns
+/// (messages written, their text bytes).
+async fn upsert_messages(
+    tx: &Transaction<'_>,
+    machine: &str,
+    uids: &[String],
+    sessions: &[SessionChanges],
+) -> Result<(u64, u64)> {
+    let mut m_uid: Vec<&str> = Vec::new();
+    let mut m: Vec<&SyncMessage> = Vec::new();
+    for (uid, s) in uids.iter().zip(sessions) {
+        for msg in &s.messages {
+            m_uid.push(uid);
+            m.push(msg);
+        }
+    }
+    if m.is_empty() {
+        return Ok((0, 0));
+    }
+    let bytes = m.iter().map(|x| message_bytes(x)).sum();
+    let ext: Vec<&str> = m.iter().map(|x| x.ext_id.as_str()).collect();
+    let seq: Vec<i64> = m.iter().map(|x| x.seq).collect();
+    let role: Vec<&str> = m.iter().map(|x| x.role.as_str()).collect();
+    let kind: Vec<&str> = m.iter().map(|x| x.kind.as_str()).collect();
+    let ts: Vec<Option<i64>> = m.iter().map(|x| x.ts).collect();
+    let model: Vec<Option<&str>> = m.iter().map(|x| x.model.as_deref()).collect();
+    let body: Vec<&str> = m.iter().map(|x| x.body.as_str()).collect();
+    let tools: Vec<&str> = m.iter().map(|x| x.tools.as_str()).collect();
+    let cjk: Vec<Option<&str>> = m.iter().map(|x| x.cjk.as_deref()).collect();
+    let parts: Vec<&str> = m.iter().map(|x| x.parts.as_str()).collect();
+    tx.execute(
+        "INSERT INTO messages (session_uid, machine_id, ext_id, seq, role, kind, ts, model, \
+           body, tools, cjk, parts, rev) \
+         SELECT u, $2, e, s, r, k, t, m, b, tl, c, p, nextval('memtrail_rev') \
+         FROM unnest($1::text[], $3::text[], $4::int8[], $5::text[], $6::text[], $7::int8[], \
+           $8::text[], $9::text[], $10::text[], $11::text[], $12::text[]) \
+           WITH ORDINALITY AS x(u, e, s, r, k, t, m, b, tl, c, p, o) ORDER BY o \
+         ON CONFLICT (session_uid, ext_id) DO UPDATE SET seq = EXCLUDED.seq, \
+           role = EXCLUDED.role, kind = EXCLUDED.kind, ts = EXCLUDED.ts, \
+           model = EXCLUDED.model, body = EXCLUDED.body, tools = EXCLUDED.tools, \
+           cjk = EXCLUDED.cjk, parts = EXCLUDED.parts, rev = EXCLUDED.rev",
+        &[
+            &m_uid, &machine, &ext, &seq, &role, &kind, &ts, &model, &body, &tools, &cjk, &parts,
+        ],
+    )
+    .await?;
+    // The pushed messages' tool calls and events are replaced whole.
+    tx.execute(
+        "DELETE FROM tool_calls t USING unnest($1::text[], $2::text[]) AS k(u, e) \
+         WHERE t.session_uid = k.u AND t.message_ext_id = k.e",
+        &[&m_uid, &ext],
+    )
+    .await?;
+    tx.execute(
+        "DELETE FROM events t USING unnest($1::text[], $2::text[]) AS k(u, e) \
+         WHERE t.session_uid = k.u AND t.message_ext_id = k.e",
+        &[&m_uid, &ext],
+    )
+    .await?;
+    let (mut c_uid, mut c_ext, mut calls): (Vec<&str>, Vec<&str>, Vec<&SyncToolCall>) =
+        Default::default();
+    let (mut e_uid, mut e_ext, mut e_ord, mut events): (
+        Vec<&str>,
+        Vec<&str>,
+        Vec<i32>,
+        Vec<&SyncEvent>,
+    ) = Default::default();
+    for (uid, msg) in m_uid.iter().zip(&m) {
+        for c in &msg.tool_calls {
+            c_uid.push(uid);
+            c_ext.push(&msg.ext_id);
+            calls.push(c);
+        }
+        for (i, e) in msg.events.iter().enumerate() {
+            e_uid.push(uid);
+            e_ext.push(&msg.ext_id);
+            e_ord.push(i as i32);
+            events.push(e);
+        }
+    }
+    if !calls.is_empty() {
+        let id: Vec<&str> = calls.iter().map(|c| c.call_id.as_str()).collect();
+        let name: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+        let tool: Vec<&str> = calls.iter().map(|c| c.tool.as_str()).collect();
+        let err: Vec<bool> = calls.iter().map(|c| c.is_error).collect();
+        let out: Vec<bool> = calls.iter().map(|c| c.has_output).collect();
+        tx.execute(
+            "INSERT INTO tool_calls (session_uid, call_id, message_ext_id, name, tool, \
+               is_error, has_output) \
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
+               $6::bool[], $7::bool[]) \
+             ON CONFLICT (session_uid, call_id) DO UPDATE SET \
+               message_ext_id = EXCLUDED.message_ext_id, name = EXCLUDED.name, \
+               tool = EXCLUDED.tool, is_error = EXCLUDED.is_error, \
+               has_output = EXCLUDED.has_output",
+            &[&c_uid, &id, &c_ext, &name, &tool, &err, &out],
+        )
+        .await?;
+    }
+    if !events.is_empty() {
+        let seq: Vec<i64> = events.iter().map(|e| e.seq).collect();
+        let cat: Vec<&str> = events.iter().map(|e| e.category.as_str()).collect();
+        let act: Vec<&str> = events.iter().map(|e| e.action.as_str()).collect();
+        let pri: Vec<i64> = events.iter().map(|e| e.priority).collect();
+        let subj: Vec<&str> = events.iter().map(|e| e.subject.as_str()).collect();
+        let det: Vec<Option<&str>> = events.iter().map(|e| e.detail.as_deref()).collect();
+        let call: Vec<Option<&str>> = events.iter().map(|e| e.call_id.as_deref()).collect();
+        let tool: Vec<Option<&str>> = events.iter().map(|e| e.tool.as_deref()).collect();
+        let ts: Vec<Option<i64>> = events.iter().map(|e| e.ts).collect();
+        tx.execute(
+            "INSERT INTO events (session_uid, message_ext_id, ordinal, seq, category, action, \
+               priority, subject, detail, call_id, tool, ts) \
+             SELECT * FROM unnest($1::text[], $2::text[], $3::int4[], $4::int8[], $5::text[], \
+               $6::text[], $7::int8[], $8::text[], $9::text[], $10::text[], $11::text[], \
+               $12::int8[])",
+            &[
+                &e_uid, &e_ext, &e_ord, &seq, &cat, &act, &pri, &subj, &det, &call, &tool, &ts,
+            ],
+        )
+        .await?;
+    }
+    Ok((m.len() as u64, bytes))
+}
+
+/// Replaces the snapshots of the sessions whose `snapshots` is `Some`.
+async fn replace_snapshots(
+    tx: &Transaction<'_>,
+    uids: &[String],
+    sessions: &[SessionChanges],
+) -> Result<()> {
+    let mut replaced: Vec<&str> = Vec::new();
+    let mut s_uid: Vec<&str> = Vec::new();
+    let mut ord: Vec<i32> = Vec::new();
+    let mut snaps: Vec<&SyncSnapshot> = Vec::new();
+    for (uid, s) in uids.iter().zip(sessions) {
+        if let Some(list) = &s.snapshots {
+            replaced.push(uid);
+            for (i, snap) in list.iter().enumerate() {
+                s_uid.push(uid);
+                ord.push(i as i32);
+                snaps.push(snap);
+            }
+        }
+    }
+    if replaced.is_empty() {
+        return Ok(());
+    }
+    tx.execute(
+        "DELETE FROM snapshots WHERE session_uid = ANY($1::text[])",
+        &[&replaced],
+    )
+    .await?;
+    if snaps.is_empty() {
+        return Ok(());
+    }
+    let built: Vec<i64> = snaps.iter().map(|s| s.built_at).collect();
+    let trigger: Vec<&str> = snaps.iter().map(|s| s.trigger.as_str()).collect();
+    let budget: Vec<i64> = snaps.iter().map(|s| s.budget).collect();
+    let events: Vec<i64> = snaps.iter().map(|s| s.events).collect();
+    let text: Vec<&str> = snaps.iter().map(|s| s.text.as_str()).collect();
+    let consumed_at: Vec<Option<i64>> = snaps.iter().map(|s| s.consumed_at).collect();
+    let consumed_by: Vec<Option<&str>> = snaps.iter().map(|s| s.consumed_by.as_deref()).collect();
+    tx.execute(
+        "INSERT INTO snapshots (session_uid, ordinal, built_at, trigger, budget, events, text, \
+           consumed_at, consumed_by) \
+         SELECT * FROM unnest($1::text[], $2::int4[], $3::int8[], $4::text[], $5::int8[], \
+           $6::int8[], $7::text[], $8::int8[], $9::text[])",
+        &[
+            &s_uid,
+            &ord,
+            &built,
+            &trigger,
+            &budget,
+            &events,
+            &text,
+            &consumed_at,
+            &consumed_by,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+async fn pull_tx(tx: &Transaction<'_>, batch: &mut PullBatch, limit: i64) -> Result<()> {
+    let machine = batch.machine.clone();
+    let from = batch.from_rev;
+    batch.label = tx
+        .query_opt("SELECT label FROM machines WHERE id = $1", &[&machine])
+        .await?
+        .map(|r| r.get(0))
+        .unwrap_or_default();
+    let rows = tx
+        .query(
+            "SELECT session_uid, ext_id, seq, role, kind, ts, model, body, tools, cjk, parts, \
+               rev FROM messages WHERE machine_id = $1 AND rev > $2 ORDER BY rev LIMIT $3",
+            &[&machine, &from, &limit],
+        )
+        .await?;
+    let to: i64 = if rows.len() as i64 == limit {
+        rows.last().map_or(from, |r| r.get(11))
+    } else {
+        tx.query_one(
+            "SELECT greatest($2::int8, \
+               (SELECT max(rev) FROM sessions WHERE machine_id = $1), \
+               (SELECT max(messages_rev) FROM sessions WHERE machine_id = $1), \
+               (SELECT max(rev) FROM messages WHERE machine_id = $1), \
+               (SELECT max(rev) FROM deletions WHERE deleted_by = $1))",
+            &[&machine, &from],
+        )
+        .await?
+        .get(0)
+    };
+    batch.to_rev = to;
+    if to == from {
+        return Ok(());
+    }
+    // Messages by session, with their tool calls and events.
+    let mut by_session: HashMap<String, Vec<SyncMessage>> = HashMap::new();
+    let mut keys_uid: Vec<String> = Vec::new();
+    let mut keys_ext: Vec<String> = Vec::new();
+    for r in &rows {
+        let uid: String = r.get(0);
+        let msg = SyncMessage {
+            ext_id: r.get(1),
+            seq: r.get(2),
+            role: r.get(3),
+            kind: r.get(4),
+            ts: r.get(5),
+            model: r.get(6),
+            body: r.get(7),
+            tools: r.get(8),
+            cjk: r.get(9),
+            parts: r.get(10),
+            tool_calls: Vec::new(),
+            events: Vec::new(),
+        };
+        keys_uid.push(uid.clone());
+        keys_ext.push(msg.ext_id.clone());
+        by_session.entry(uid).or_default().push(msg);
+    }
+    if !rows.is_empty() {
+        let mut calls: HashMap<(String, String), Vec<SyncToolCall>> = HashMap::new();
+        for r in tx
+            .query(
+                "SELECT t.session_uid, t.message_ext_id, t.call_id, t.name, t.tool, t.is_error, \
+                   t.has_output FROM tool_calls t \
+                 JOIN unnest($1::text[], $2::text[]) AS k(u, e) \
+                   ON t.session_uid = k.u AND t.message_ext_id = k.e \
+                 ORDER BY t.session_uid, t.message_ext_id, t.call_id",
+                &[&keys_uid, &keys_ext],
+            )
+            .await?
+        {
+            calls
+                .entry((r.get(0), r.get(1)))
+                .or_default()
+                .push(SyncToolCall {
+                    call_id: r.get(2),
+                    name: r.get(3),
+                    tool: r.get(4),
+                    is_error: r.get(5),
+                    has_output: r.get(6),
+                });
+        }
+        let mut events: HashMap<(String, String), Vec<SyncEvent>> = HashMap::new();
+        for r in tx
+            .query(
+                "SELECT t.session_uid, t.message_ext_id, t.seq, t.category, t.action, \
+                   t.priority, t.subject, t.detail, t.call_id, t.tool, t.ts FROM events t \
+                 JOIN unnest($1::text[], $2::text[]) AS k(u, e) \
+                   ON t.session_uid = k.u AND t.message_ext_id = k.e \
+                 ORDER BY t.session_uid, t.message_ext_id, t.ordinal",
+                &[&keys_uid, &keys_ext],
+            )
+            .await?
+        {
+            events
+                .entry((r.get(0), r.get(1)))
+                .or_default()
+                .push(SyncEvent {
+                    seq: r.get(2),
+                    category: r.get(3),
+                    action: r.get(4),
+                    priority: r.get(5),
+                    subject: r.get(6),
+                    detail: r.get(7),
+                    call_id: r.get(8),
+                    tool: r.get(9),
+                    ts: r.get(10),
+                });
+        }
+        for (uid, msgs) in by_session.iter_mut() {
+            for m in msgs.iter_mut() {
+                let key = (uid.clone(), m.ext_id.clone());
+                m.tool_calls = calls.remove(&key).unwrap_or_default();
+                m.events = events.remove(&key).unwrap_or_default();
+            }
+            msgs.sort_by(|a, b| (a.seq, &a.ext_id).cmp(&(b.seq, &b.ext_id)));
+        }
+    }
+    // The session rows: changed in range, message set changed in range, or holding a message.
+    let with_messages: Vec<&String> = by_session.keys().collect();
+    let sessions = tx
+        .query(
+            "SELECT uid, agent, external_id, parent_external_id, project_dir, title, model, \
+               git_branch, agent_version, started_at, updated_at, message_count, \
+               rev > $2 AND rev <= $3, messages_rev > $2 AND messages_rev <= $3 \
+             FROM sessions WHERE machine_id = $1 AND ((rev > $2 AND rev <= $3) \
+               OR (messages_rev > $2 AND messages_rev <= $3) OR uid = ANY($4::text[])) \
+             ORDER BY rev",
+            &[&machine, &from, &to, &with_messages],
+        )
+        .await?;
+    let mut snapshot_uids: Vec<String> = Vec::new();
+    let mut set_uids: Vec<String> = Vec::new();
+    for r in &sessions {
+        if r.get::<_, bool>(12) {
+            snapshot_uids.push(r.get(0));
+        }
+        if r.get::<_, bool>(13) {
+            set_uids.push(r.get(0));
+        }
+    }
+    let mut snapshots: BTreeMap<String, Vec<SyncSnapshot>> = snapshot_uids
+        .iter()
+        .map(|u| (u.clone(), Vec::new()))
+        .collect();
+    if !snapshot_uids.is_empty() {
+        for r in tx
+            .query(
+                "SELECT session_uid, built_at, trigger, budget, events, text, consumed_at, \
+                   consumed_by FROM snapshots WHERE session_uid = ANY($1::text[]) \
+                 ORDER BY session_uid, ordinal",
+                &[&snapshot_uids],
+            )
+            .await?
+        {
+            snapshots.entry(r.get(0)).or_default().push(SyncSnapshot {
+                built_at: r.get(1),
+                trigger: r.get(2),
+                budget: r.get(3),
+                events: r.get(4),
+                text: r.get(5),
+                consumed_at: r.get(6),
+                consumed_by: r.get(7),
+            });
+        }
+    }
+    let mut sets: HashMap<String, Vec<String>> =
+        set_uids.iter().map(|u| (u.clone(), Vec::new())).collect();
+    if !set_uids.is_empty() {
+        for r in tx
+            .query(
+                "SELECT session_uid, ext_id FROM messages WHERE session_uid = ANY($1::text[]) \
+                 ORDER BY session_uid, seq, ext_id",
+                &[&set_uids],
+            )
+            .await?
+        {
+            sets.entry(r.get(0)).or_default().push(r.get(1));
+        }
+    }
+    let mut seen = HashSet::new();
+    for r in &sessions {
+        let uid: String = r.get(0);
+        if !seen.insert(uid.clone()) {
+            continue;
+        }
+        batch.sessions.push(SessionChanges {
+            machine: machine.clone(),
+            session: SyncSession {
+                agent: r.get(1),
+                external_id: r.get(2),
+                parent_external_id: r.get(3),
+                project_dir: r.get(4),
+                title: r.get(5),
+                model: r.get(6),
+                git_branch: r.get(7),
+                agent_version: r.get(8),
+                started_at: r.get(9),
+                updated_at: r.get(10),
+                message_count: r.get(11),
+            },
+            messages: by_session.remove(&uid).unwrap_or_default(),
+            snapshots: snapshots.remove(&uid),
+            message_set: sets.remove(&uid),
+        });
+    }
+    batch.deletions = tx
+        .query(
+            "SELECT machine_id, agent, external_id, deleted_at FROM deletions \
+             WHERE deleted_by = $1 AND rev > $2 AND rev <= $3 ORDER BY rev",
+            &[&machine, &from, &to],
+        )
+        .await?
+        .iter()
+        .map(|r| Deletion {
+            machine: r.get(0),
+            agent: r.get(1),
+            external_id: r.get(2),
+            deleted_at: r.get(3),
+        })
+        .collect();
+    Ok(())
+}

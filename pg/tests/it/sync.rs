@@ -1,0 +1,450 @@
+//! Push and pull against a real PostgreSQL: exact round trips, idempotent pushes, pull batches
+//! bounded by message count, message sets, deletions, replaced tool calls and events.
+
+use memtrail_pg::migrate::{MIGRATIONS, migrate};
+use memtrail_pg::{Pg, session_uid};
+use memtrail_runtime::sync::{
+    Deletion, PullBatch, PushBatch, SessionChanges, SyncEvent, SyncMessage, SyncSession,
+    SyncSnapshot, SyncToolCall,
+};
+
+const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+fn db(name: &str) -> Option<Pg> {
+    let (_, mut pg) = crate::fresh(name)?;
+    migrate(&mut pg, MIGRATIONS).unwrap();
+    Some(pg)
+}
+
+fn session(ext: &str, count: i64) -> SyncSession {
+    SyncSession {
+        agent: "claude".into(),
+        external_id: ext.into(),
+        parent_external_id: None,
+        project_dir: Some("/home/u/proj".into()),
+        title: Some(format!("title {ext}")),
+        model: Some("opus".into()),
+        git_branch: Some("main".into()),
+        agent_version: Some("2.1.0".into()),
+        started_at: Some(1_700_000_000_000),
+        updated_at: Some(1_700_000_100_000),
+        message_count: count,
+    }
+}
+
+fn message(ext: &str, seq: i64, calls: usize, events: usize) -> SyncMessage {
+    SyncMessage {
+        ext_id: ext.into(),
+        seq,
+        role: if seq % 2 == 0 { "user" } else { "assistant" }.into(),
+        kind: "text".into(),
+        ts: Some(1_700_000_000_000 + seq),
+        model: (seq % 2 == 1).then(|| "opus".to_string()),
+        body: format!("body of {ext} with ünïcode and 'quotes'"),
+        tools: if calls > 0 {
+            "Bash".into()
+        } else {
+            String::new()
+        },
+        cjk: (seq == 3).then(|| "日本語".to_string()),
+        parts: format!("[{{\"t\":\"{ext}\"}}]"),
+        tool_calls: (0..calls)
+            .map(|i| SyncToolCall {
+                call_id: format!("{ext}-call{i}"),
+                name: "Bash".into(),
+                tool: "shell".into(),
+                is_error: i == 1,
+                has_output: i == 0,
+            })
+            .collect(),
+        events: (0..events)
+            .map(|i| SyncEvent {
+                seq,
+                category: "file".into(),
+                action: "edit".into(),
+                priority: i as i64,
+                subject: format!("src/{ext}/{i}.rs"),
+                detail: (i == 0).then(|| "detail".to_string()),
+                call_id: (calls > 0).then(|| format!("{ext}-call0")),
+                tool: Some("Edit".into()),
+                ts: None,
+            })
+            .collect(),
+    }
+}
+
+fn snapshot(i: i64) -> SyncSnapshot {
+    SyncSnapshot {
+        built_at: 1_700_000_050_000 + i,
+        trigger: "compact".into(),
+        budget: 2000,
+        events: 3 + i,
+        text: format!("snapshot {i}"),
+        consumed_at: (i == 0).then_some(1_700_000_060_000),
+        consumed_by: (i == 0).then(|| "s2".to_string()),
+    }
+}
+
+fn changes(machine: &str, ext: &str, messages: Vec<SyncMessage>) -> SessionChanges {
+    SessionChanges {
+        machine: machine.into(),
+        session: session(ext, messages.len() as i64),
+        messages,
+        snapshots: None,
+        message_set: None,
+    }
+}
+
+fn two_sessions() -> PushBatch {
+    let mut s1 = changes(
+        A,
+        "s1",
+        vec![
+            message("m1", 1, 2, 3),
+            message("m2", 2, 0, 0),
+            message("m3", 3, 1, 1),
+        ],
+    );
+    s1.snapshots = Some(vec![snapshot(0), snapshot(1)]);
+    let s2 = changes(A, "s2", vec![message("n1", 1, 0, 2)]);
+    PushBatch {
+        deletions: vec![],
+        sessions: vec![s1, s2],
+        outbox: vec![1, 2, 3],
+        tombstones: vec![],
+    }
+}
+
+fn count(pg: &Pg, sql: &str) -> i64 {
+    pg.block_on(pg.client().query_one(sql, &[])).unwrap().get(0)
+}
+
+/// Every row of every synced table, as text, without the revision columns and row ids (which
+/// a second push renews), sorted.
+fn content(pg: &Pg) -> Vec<String> {
+    let mut out = Vec::new();
+    for (table, cols) in [
+        ("machines", "id, label"),
+        (
+            "sessions",
+            "uid, machine_id, agent, external_id, parent_external_id, project_dir, title, model, \
+             git_branch, agent_version, started_at, updated_at, message_count",
+        ),
+        (
+            "messages",
+            "session_uid, machine_id, ext_id, seq, role, kind, ts, model, body, tools, cjk, parts",
+        ),
+        ("tool_calls", "*"),
+        ("events", "*"),
+        ("snapshots", "*"),
+        (
+            "deletions",
+            "deleted_by, machine_id, agent, external_id, deleted_at",
+        ),
+    ] {
+        let rows = pg
+            .block_on(pg.client().query(
+                &format!("SELECT t::text FROM (SELECT {cols} FROM {table}) t ORDER BY 1"),
+                &[],
+            ))
+            .unwrap();
+        out.extend(
+            rows.iter()
+                .map(|r| format!("{table}: {}", r.get::<_, String>(0))),
+        );
+    }
+    out
+}
+
+#[test]
+fn a_push_pulls_back_exactly_and_a_second_pull_is_empty() {
+    let Some(mut pg) = db("sync_round_trip") else {
+        return;
+    };
+    let batch = two_sessions();
+    let pushed = pg.push(A, "laptop", &batch).unwrap();
+    assert_eq!(
+        (pushed.sessions, pushed.messages, pushed.deletions),
+        (2, 4, 0)
+    );
+    let bytes: u64 = batch
+        .sessions
+        .iter()
+        .flat_map(|s| &s.messages)
+        .map(memtrail_pg::sync::message_bytes)
+        .sum();
+    assert_eq!(pushed.bytes, bytes);
+    // Revisions: 2 sessions, then 4 messages, one each.
+    let pulled = pg.pull_batch(B, A, 0, 100).unwrap();
+    let mut expected = batch.sessions.clone();
+    expected[1].snapshots = Some(vec![]);
+    assert_eq!(
+        pulled,
+        PullBatch {
+            machine: A.into(),
+            label: "laptop".into(),
+            from_rev: 0,
+            to_rev: 6,
+            deletions: vec![],
+            sessions: expected,
+        }
+    );
+    let again = pg.pull_batch(B, A, 6, 100).unwrap();
+    assert_eq!(
+        (again.to_rev, again.sessions.len(), again.deletions.len()),
+        (6, 0, 0)
+    );
+    // A machine never pulls itself.
+    let own = pg.pull_batch(A, A, 0, 100).unwrap();
+    assert_eq!((own.to_rev, own.sessions.len()), (0, 0));
+    let machines = pg.machines().unwrap();
+    assert_eq!(machines.len(), 1);
+    assert_eq!(
+        (machines[0].id.as_str(), machines[0].label.as_str()),
+        (A, "laptop")
+    );
+    assert_eq!(
+        count(
+            &pg,
+            &format!(
+                "SELECT count(*) FROM sessions WHERE uid = '{}'",
+                session_uid(A, "claude", "s1")
+            )
+        ),
+        1
+    );
+}
+
+#[test]
+fn pushing_the_same_batch_twice_leaves_what_once_left() {
+    let Some(mut pg) = db("sync_twice") else {
+        return;
+    };
+    let batch = two_sessions();
+    pg.push(A, "laptop", &batch).unwrap();
+    let once = content(&pg);
+    pg.push(A, "laptop", &batch).unwrap();
+    assert_eq!(content(&pg), once);
+    assert_eq!(
+        once.iter().filter(|r| r.starts_with("messages:")).count(),
+        4
+    );
+    assert_eq!(
+        once.iter().filter(|r| r.starts_with("tool_calls:")).count(),
+        3
+    );
+    assert_eq!(once.iter().filter(|r| r.starts_with("events:")).count(), 6);
+    assert_eq!(
+        once.iter().filter(|r| r.starts_with("snapshots:")).count(),
+        2
+    );
+    // The second push took new revisions: a puller at the first push's end gets it all again.
+    let pulled = pg.pull_batch(B, A, 6, 100).unwrap();
+    assert_eq!((pulled.to_rev, pulled.sessions.len()), (12, 2));
+}
+
+#[test]
+fn pull_batches_are_bounded_by_message_count_and_cover_everything() {
+    let Some(mut pg) = db("sync_bounded") else {
+        return;
+    };
+    let batch = two_sessions();
+    pg.push(A, "laptop", &batch).unwrap();
+    let mut from = 0;
+    let mut got: Vec<(String, String)> = Vec::new();
+    let mut tos = Vec::new();
+    loop {
+        let b = pg.pull_batch(B, A, from, 3).unwrap();
+        if b.to_rev == from {
+            break;
+        }
+        for s in &b.sessions {
+            for m in &s.messages {
+                got.push((s.session.external_id.clone(), m.ext_id.clone()));
+            }
+        }
+        tos.push(b.to_rev);
+        from = b.to_rev;
+    }
+    // Revisions: s1 = 1, s2 = 2, m1..m3 = 3..5, n1 = 6: batches end at 5 (three messages) and 6.
+    assert_eq!(tos, [5, 6]);
+    got.sort();
+    assert_eq!(
+        got,
+        [("s1", "m1"), ("s1", "m2"), ("s1", "m3"), ("s2", "n1")]
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+    // The first batch carried both session rows (both revisions are in range).
+    let first = pg.pull_batch(B, A, 0, 3).unwrap();
+    assert_eq!(first.sessions.len(), 2);
+    assert_eq!(first.sessions[1].messages.len(), 0);
+    // A batch starting past the session rows still carries the row of each message's session.
+    let second = pg.pull_batch(B, A, 5, 3).unwrap();
+    assert_eq!(second.sessions.len(), 1);
+    assert_eq!(second.sessions[0].session, session("s2", 1));
+    assert_eq!(second.sessions[0].snapshots, None);
+}
+
+#[test]
+fn a_message_set_removes_what_it_lacks_and_is_pulled() {
+    let Some(mut pg) = db("sync_message_set") else {
+        return;
+    };
+    pg.push(A, "laptop", &two_sessions()).unwrap();
+    let mut s1 = changes(A, "s1", vec![message("m4", 4, 0, 0)]);
+    s1.message_set = Some(vec!["m1".into(), "m3".into(), "m4".into()]);
+    let pushed = pg
+        .push(
+            A,
+            "laptop",
+            &PushBatch {
+                sessions: vec![s1],
+                ..PushBatch::default()
+            },
+        )
+        .unwrap();
+    assert_eq!((pushed.messages, pushed.messages_removed), (1, 1));
+    let uid = session_uid(A, "claude", "s1");
+    assert_eq!(
+        count(
+            &pg,
+            &format!("SELECT count(*) FROM messages WHERE session_uid = '{uid}'")
+        ),
+        3
+    );
+    // m2's tool calls and events went with it (it had none); m1's stay.
+    assert_eq!(
+        count(
+            &pg,
+            "SELECT count(*) FROM tool_calls WHERE message_ext_id = 'm1'"
+        ),
+        2
+    );
+    // Revisions of the second push: s1 = 7, m4 = 8, messages_rev = 9.
+    let pulled = pg.pull_batch(B, A, 6, 100).unwrap();
+    assert_eq!(pulled.to_rev, 9);
+    assert_eq!(pulled.sessions.len(), 1);
+    let s = &pulled.sessions[0];
+    assert_eq!(
+        s.messages
+            .iter()
+            .map(|m| m.ext_id.as_str())
+            .collect::<Vec<_>>(),
+        ["m4"]
+    );
+    assert_eq!(
+        s.message_set.as_deref(),
+        Some(&["m1".to_string(), "m3".into(), "m4".into()][..])
+    );
+    assert_eq!(s.snapshots.as_ref().map(Vec::len), Some(2));
+}
+
+#[test]
+fn tool_calls_and_events_of_a_pushed_message_are_replaced_whole() {
+    let Some(mut pg) = db("sync_replace") else {
+        return;
+    };
+    pg.push(A, "laptop", &two_sessions()).unwrap();
+    let mut m1 = message("m1", 1, 1, 1);
+    m1.body = "edited".into();
+    let mut s1 = changes(A, "s1", vec![m1.clone()]);
+    s1.snapshots = Some(vec![snapshot(5)]);
+    pg.push(
+        A,
+        "laptop",
+        &PushBatch {
+            sessions: vec![s1],
+            ..PushBatch::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        count(
+            &pg,
+            "SELECT count(*) FROM tool_calls WHERE message_ext_id = 'm1'"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            &pg,
+            "SELECT count(*) FROM events WHERE message_ext_id = 'm1'"
+        ),
+        1
+    );
+    assert_eq!(count(&pg, "SELECT count(*) FROM snapshots"), 1);
+    let pulled = pg.pull_batch(B, A, 0, 100).unwrap();
+    let s = pulled
+        .sessions
+        .iter()
+        .find(|s| s.session.external_id == "s1")
+        .unwrap();
+    assert_eq!(s.messages.iter().find(|m| m.ext_id == "m1").unwrap(), &m1);
+    assert_eq!(s.snapshots, Some(vec![snapshot(5)]));
+}
+
+#[test]
+fn a_deletion_removes_the_session_everywhere_and_is_recorded_once() {
+    let Some(mut pg) = db("sync_deletion") else {
+        return;
+    };
+    pg.push(A, "laptop", &two_sessions()).unwrap();
+    let deletion = Deletion {
+        machine: A.into(),
+        agent: "claude".into(),
+        external_id: "s1".into(),
+        deleted_at: 1_700_000_200_000,
+    };
+    let batch = PushBatch {
+        deletions: vec![deletion.clone()],
+        tombstones: vec![1],
+        ..PushBatch::default()
+    };
+    assert_eq!(pg.push(B, "desktop", &batch).unwrap().deletions, 1);
+    pg.push(B, "desktop", &batch).unwrap();
+    assert_eq!(count(&pg, "SELECT count(*) FROM deletions"), 1);
+    let uid = session_uid(A, "claude", "s1");
+    for table in [
+        "sessions WHERE uid",
+        "messages WHERE session_uid",
+        "tool_calls WHERE session_uid",
+        "events WHERE session_uid",
+        "snapshots WHERE session_uid",
+    ] {
+        assert_eq!(
+            count(&pg, &format!("SELECT count(*) FROM {table} = '{uid}'")),
+            0,
+            "{table}"
+        );
+    }
+    assert_eq!(count(&pg, "SELECT count(*) FROM messages"), 1);
+    // A pulls B's deletion.
+    let pulled = pg.pull_batch(A, B, 0, 100).unwrap();
+    assert_eq!(pulled.deletions, [deletion]);
+    assert_eq!((pulled.label.as_str(), pulled.to_rev), ("desktop", 7));
+    assert!(pulled.sessions.is_empty());
+    let names: Vec<String> = pg
+        .machines()
+        .unwrap()
+        .into_iter()
+        .map(|m| m.label)
+        .collect();
+    assert_eq!(names, ["laptop", "desktop"]);
+}
+
+#[test]
+fn a_push_of_another_machines_session_is_refused() {
+    let Some(mut pg) = db("sync_foreign") else {
+        return;
+    };
+    let err = pg.push(B, "desktop", &two_sessions()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the push batch holds a session of machine {A} (agent claude, session s1), not of \
+             the pushing machine {B}"
+        )
+    );
+    assert_eq!(count(&pg, "SELECT count(*) FROM machines"), 0);
+}

@@ -1,0 +1,763 @@
+//! The SQL of sync's local side (docs/sync.md): the outbox that migration 6's triggers fill,
+//! the push batches read from it and acknowledged, the pull batches applied, and the sync
+//! state (`sync_state`, `machines`).
+//!
+//! A session of this machine has `origin` `''`; a pulled session has the id of the machine it
+//! comes from. The triggers queue only this machine's sessions, and only once
+//! [`Store::sync_enable`] ran.
+
+use super::maintenance::{StoredText, delete_rows, redact_stored};
+use super::{Db, Store, Writer, cjk_index_text};
+use crate::Result;
+use crate::privacy::Privacy;
+use crate::records::Enrich;
+use crate::sync::{
+    Deletion, PullApplied, PullBatch, PushBatch, SessionChanges, SyncEvent, SyncMessage,
+    SyncPending, SyncSession, SyncSnapshot, SyncToolCall,
+};
+use rusqlite::{OptionalExtension, params};
+use std::collections::HashMap;
+
+/// `sync_state` key whose presence turns the outbox triggers on; its value is when sync was
+/// enabled (Unix milliseconds).
+const ENABLED: &str = "enabled";
+/// `sync_state` key holding this machine's id (see [`Store::sync_enable`]).
+const MACHINE: &str = "machine";
+
+/// What the push reads of a session row: (origin, project_dir, the row as pushed).
+type SessionRow = (String, Option<String>, SyncSession);
+
+impl Store {
+    /// Turn sync on for this store, as machine `machine` (its id, 32 hex digits: the
+    /// `[sync] machine` of the config), and queue every session of this machine already stored
+    /// (its row and snapshots: outbox item 0) and every message of them (one entry each), in
+    /// session order, so that the first push sends everything. From then on the triggers of
+    /// migration 6 queue each change. Idempotent: once enabled, a second call queues nothing
+    /// and returns 0 (the machine id is kept as first given). Returns how many entries it
+    /// queued. One transaction.
+    ///
+    /// Errors: a store error ([`crate::Error::Busy`] when the write lock cannot be had).
+    pub fn sync_enable(&mut self, machine: &str) -> Result<u64> {
+        let now = crate::now_ms().to_string();
+        self.write(|w| {
+            let new =
+                w.tx.execute(
+                    "INSERT OR IGNORE INTO sync_state (key, value) VALUES (?1, ?2)",
+                    params![ENABLED, now],
+                )
+                .db()?;
+            if new == 0 {
+                return Ok(0);
+            }
+            w.tx.execute(
+                "INSERT OR IGNORE INTO sync_state (key, value) VALUES (?1, ?2)",
+                params![MACHINE, machine],
+            )
+            .db()?;
+            let n =
+                w.tx.execute(
+                    "INSERT OR IGNORE INTO sync_outbox (session_id, item)
+                     SELECT session_id, item FROM (
+                         SELECT id AS session_id, 0 AS item FROM sessions WHERE origin = ''
+                         UNION ALL
+                         SELECT m.session_id, m.id FROM messages m
+                         JOIN sessions s ON s.id = m.session_id WHERE s.origin = ''
+                     ) ORDER BY session_id, item",
+                    [],
+                )
+                .db()?;
+            Ok(n as u64)
+        })
+    }
+
+    /// Whether sync is enabled ([`Store::sync_enable`] ran on this store).
+    pub fn sync_enabled(&self) -> Result<bool> {
+        Ok(self.sync_state(ENABLED)?.is_some())
+    }
+
+    /// The value of `sync_state` key `key` (`enabled`, `machine`, `pull:<machine>`,
+    /// `last_push_at`, `last_pull_at`, `last_error`, …), `None` when unset.
+    pub fn sync_state(&self, key: &str) -> Result<Option<String>> {
+        self.conn
+            .prepare_cached("SELECT value FROM sync_state WHERE key = ?1")
+            .db()?
+            .query_row([key], |r| r.get(0))
+            .optional()
+            .db()
+    }
+
+    /// Set (`Some`) or remove (`None`) `sync_state` key `key`. Setting or removing `enabled`
+    /// here turns the outbox triggers on or off without queuing anything (use
+    /// [`Store::sync_enable`] to turn sync on).
+    pub fn set_sync_state(&mut self, key: &str, value: Option<&str>) -> Result<()> {
+        self.write(|w| {
+            match value {
+                Some(v) => w.tx.execute(
+                    "INSERT INTO sync_state (key, value) VALUES (?1, ?2)
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    params![key, v],
+                ),
+                None => w.tx.execute("DELETE FROM sync_state WHERE key = ?1", [key]),
+            }
+            .db()?;
+            Ok(())
+        })
+    }
+
+    /// The labels of the machines pulled from: (machine id, label), by id.
+    pub fn machine_labels(&self) -> Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, label FROM machines ORDER BY id")
+            .db()?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .db()?
+            .collect::<rusqlite::Result<_>>()
+            .db()?;
+        Ok(rows)
+    }
+
+    /// What waits to be pushed: sessions with a queued entry, queued messages, and deleted
+    /// sessions (entries of excluded projects included until a push drops them).
+    pub fn sync_pending(&self) -> Result<SyncPending> {
+        self.conn
+            .query_row(
+                "SELECT (SELECT COUNT(DISTINCT session_id) FROM sync_outbox),
+                        (SELECT COUNT(*) FROM sync_outbox WHERE item > 0),
+                        (SELECT COUNT(*) FROM sync_tombstones)",
+                [],
+                |r| {
+                    Ok(SyncPending {
+                        sessions: r.get::<_, i64>(0)? as u64,
+                        messages: r.get::<_, i64>(1)? as u64,
+                        deletions: r.get::<_, i64>(2)? as u64,
+                    })
+                },
+            )
+            .db()
+    }
+
+    /// The PostgreSQL revision this store has pulled machine `machine`'s pushes up to
+    /// (`sync_state` `pull:<machine>`); 0 when never pulled.
+    pub fn pull_position(&self, machine: &str) -> Result<i64> {
+        Ok(self
+            .sync_state(&format!("pull:{machine}"))?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0))
+    }
+
+    /// The next batch to push, read from one consistent snapshot of the store: every deleted
+    /// session first (`sync_tombstones`, in order; a session of this machine carries `machine`
+    /// as its machine, a pulled one its origin), then the outbox entries in `seq` order, grouped
+    /// by session ([`SessionChanges`]: the session row always; for a message entry the message
+    /// with its tool calls and events; for item 0 `snapshots: Some(all of them)`; for item -1
+    /// `message_set: Some(every ext_id stored)`).
+    ///
+    /// Entries that have nothing to send are covered (their `seq` in `outbox`, so
+    /// [`Store::ack_push`] drops them) without being sent: a message deleted since, a session
+    /// gone, a pulled session (never pushed from here), a session whose project `privacy`
+    /// excludes ([`Privacy::excluded`]; an excluded project is never pushed).
+    ///
+    /// Bounds: entries are taken while the batch sends fewer than `max_messages` entries
+    /// (a message, a deletion, a session's snapshots or message set: one each) and fewer than
+    /// `max_bytes` bytes of text (message bodies and parts, snapshot texts: approximate); the
+    /// first entry is always taken, so a batch is never empty while something is queued. An empty batch ([`PushBatch::is_empty`]): nothing is queued.
+    ///
+    /// Errors: a store read error.
+    pub fn push_batch(
+        &self,
+        machine: &str,
+        privacy: &Privacy,
+        max_messages: usize,
+        max_bytes: usize,
+    ) -> Result<PushBatch> {
+        // One read transaction: every row read comes from the same snapshot.
+        let tx = self.conn.unchecked_transaction().db()?;
+        let mut batch = PushBatch::default();
+        let (mut count, mut bytes) = (0usize, 0usize);
+        let full = |count: usize, bytes: usize| count >= max_messages.max(1) || bytes >= max_bytes;
+        {
+            let mut stmt = tx
+                .prepare(
+                    "SELECT seq, origin, agent, external_id, deleted_at FROM sync_tombstones
+                     ORDER BY seq",
+                )
+                .db()?;
+            let mut rows = stmt.query([]).db()?;
+            while let Some(r) = rows.next().db()? {
+                if count > 0 && full(count, bytes) {
+                    return Ok(batch);
+                }
+                let origin: String = r.get(1).db()?;
+                batch.tombstones.push(r.get(0).db()?);
+                batch.deletions.push(Deletion {
+                    machine: if origin.is_empty() {
+                        machine.to_string()
+                    } else {
+                        origin
+                    },
+                    agent: r.get(2).db()?,
+                    external_id: r.get(3).db()?,
+                    deleted_at: r.get(4).db()?,
+                });
+                count += 1;
+            }
+        }
+        // Per session row id: its index in `batch.sessions`, or `None` when it is not pushed.
+        let mut at: HashMap<i64, Option<usize>> = HashMap::new();
+        let mut stmt = tx
+            .prepare("SELECT seq, session_id, item FROM sync_outbox ORDER BY seq")
+            .db()?;
+        let mut rows = stmt.query([]).db()?;
+        while let Some(r) = rows.next().db()? {
+            let (seq, sid, item): (i64, i64, i64) =
+                (r.get(0).db()?, r.get(1).db()?, r.get(2).db()?);
+            if count > 0 && full(count, bytes) {
+                break;
+            }
+            let slot = match at.get(&sid) {
+                Some(slot) => *slot,
+                None => {
+                    let slot = match session_row(&tx, sid)? {
+                        Some((origin, project, session))
+                            if origin.is_empty()
+                                && project
+                                    .as_deref()
+                                    .is_none_or(|p| privacy.excluded(p).is_none()) =>
+                        {
+                            batch.sessions.push(SessionChanges {
+                                machine: machine.to_string(),
+                                session,
+                                messages: Vec::new(),
+                                snapshots: None,
+                                message_set: None,
+                            });
+                            Some(batch.sessions.len() - 1)
+                        }
+                        _ => None,
+                    };
+                    at.insert(sid, slot);
+                    slot
+                }
+            };
+            batch.outbox.push(seq);
+            let Some(i) = slot else { continue };
+            let changes = &mut batch.sessions[i];
+            match item {
+                0 => {
+                    let snaps = snapshots_of(&tx, sid)?;
+                    bytes += snaps.iter().map(|s| s.text.len()).sum::<usize>();
+                    count += 1;
+                    changes.snapshots = Some(snaps);
+                }
+                -1 => {
+                    count += 1;
+                    changes.message_set = Some(ext_ids_of(&tx, sid)?);
+                }
+                id => {
+                    if let Some(m) = message_of(&tx, sid, id)? {
+                        bytes += m.body.len() + m.parts.len();
+                        count += 1;
+                        changes.messages.push(m);
+                    }
+                }
+            }
+        }
+        Ok(batch)
+    }
+
+    /// Acknowledge a pushed batch, once PostgreSQL committed it: exactly the outbox and
+    /// tombstone entries it covers (`batch.outbox`, `batch.tombstones`) are removed, in one
+    /// transaction. An entry changed during the push was queued again with a new `seq`, so it
+    /// stays for the next push. Also records `last_push_at` (Unix milliseconds).
+    ///
+    /// Errors: a store error (nothing is removed then; the next push sends the batch again,
+    /// which PostgreSQL applies idempotently).
+    pub fn ack_push(&mut self, batch: &PushBatch) -> Result<()> {
+        let now = crate::now_ms().to_string();
+        self.write(|w| {
+            let mut outbox =
+                w.tx.prepare_cached("DELETE FROM sync_outbox WHERE seq = ?1")
+                    .db()?;
+            for seq in &batch.outbox {
+                outbox.execute([seq]).db()?;
+            }
+            let mut tombstones =
+                w.tx.prepare_cached("DELETE FROM sync_tombstones WHERE seq = ?1")
+                    .db()?;
+            for seq in &batch.tombstones {
+                tombstones.execute([seq]).db()?;
+            }
+            w.tx.execute(
+                "INSERT INTO sync_state (key, value) VALUES ('last_push_at', ?1)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [&now],
+            )
+            .db()?;
+            Ok(())
+        })
+    }
+}
+
+impl Store {
+    /// Apply what one pull step brought from machine `batch.machine`, in ONE transaction
+    /// together with the new pull position (`pull:<machine>` = `batch.to_rev`) and the
+    /// machine's label (`machines`): a pull killed at any point leaves the store as before it,
+    /// and applying the same batch twice leaves what applying it once left.
+    ///
+    /// In order:
+    /// - deletions: the sessions named (origin = the deletion's machine; this machine's own
+    ///   sessions when it is this machine's id, see [`Store::sync_enable`]) are deleted as by
+    ///   `memtrail sessions delete` (their transcripts' cursors marked deleted, so they are not
+    ///   read again). The tombstones the delete trigger writes for them are dropped in the same
+    ///   transaction: a deletion pulled is not pushed back.
+    /// - sessions: upserted with `origin` = their machine, the title redacted again by
+    ///   `enrich` ([`Enrich::redact_title`]); the message count is recounted from the stored
+    ///   messages.
+    /// - messages: upserted by (session, `ext_id`), their text redacted again by `enrich` (as
+    ///   `memtrail redact --rescan` redacts stored rows), their tool calls and events replaced
+    ///   (events extracted again by `enrich` when redaction changed the message; subjects and
+    ///   details redacted). They are queued for the full-text index like any written message,
+    ///   and never queued for a push (they are not this machine's).
+    /// - snapshots, when `Some`: replaced whole (texts redacted again).
+    /// - message set, when `Some`: the session's stored messages not in it are deleted.
+    ///
+    /// A session that `batch` holds for this machine itself (its own pushes) is skipped.
+    ///
+    /// Errors: a store error ([`crate::Error::Busy`], [`crate::Error::Full`]); nothing of the
+    /// batch is written then, and the pull position is unchanged.
+    pub fn apply_pull(&mut self, batch: &PullBatch, enrich: &impl Enrich) -> Result<PullApplied> {
+        let own = self.sync_state(MACHINE)?;
+        let now = crate::now_ms().to_string();
+        self.write(|w| {
+            let mut out = PullApplied::default();
+            let tombstones_before: i64 =
+                w.tx.query_row(
+                    "SELECT COALESCE(MAX(seq), 0) FROM sync_tombstones",
+                    [],
+                    |r| r.get(0),
+                )
+                .db()?;
+            for d in &batch.deletions {
+                let mine = own.as_deref() == Some(d.machine.as_str());
+                let ids: Vec<i64> = {
+                    let mut stmt =
+                        w.tx.prepare_cached(
+                            "SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2
+                             AND (origin = ?3 OR (?4 AND origin = ''))",
+                        )
+                        .db()?;
+                    stmt.query_map(params![d.agent, d.external_id, d.machine, mine], |r| {
+                        r.get(0)
+                    })
+                    .db()?
+                    .collect::<rusqlite::Result<_>>()
+                    .db()?
+                };
+                delete_rows(w, &ids)?;
+                out.deleted_sessions += ids.len() as u64;
+            }
+            w.tx.execute(
+                "DELETE FROM sync_tombstones WHERE seq > ?1",
+                [tombstones_before],
+            )
+            .db()?;
+            for changes in &batch.sessions {
+                if own.as_deref() == Some(changes.machine.as_str()) || changes.machine.is_empty() {
+                    continue;
+                }
+                let (sid, deleted) = apply_session(w, changes, enrich)?;
+                out.sessions += 1;
+                out.messages += changes.messages.len() as u64;
+                out.deleted_messages += deleted;
+                w.tx.execute(
+                    "UPDATE sessions SET message_count =
+                         (SELECT COUNT(*) FROM messages WHERE session_id = ?1)
+                     WHERE id = ?1",
+                    [sid],
+                )
+                .db()?;
+            }
+            w.tx.execute(
+                "INSERT INTO machines (id, label) VALUES (?1, ?2)
+                 ON CONFLICT (id) DO UPDATE SET label = excluded.label",
+                params![batch.machine, batch.label],
+            )
+            .db()?;
+            let mut set =
+                w.tx.prepare_cached(
+                    "INSERT INTO sync_state (key, value) VALUES (?1, ?2)
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                )
+                .db()?;
+            set.execute(params![
+                format!("pull:{}", batch.machine),
+                batch.to_rev.to_string()
+            ])
+            .db()?;
+            set.execute(params!["last_pull_at", now]).db()?;
+            Ok(out)
+        })
+    }
+}
+
+/// Write one pulled session's changes (see [`Store::apply_pull`]). Returns the session's row
+/// id and how many of its messages the message set deleted.
+fn apply_session<E: Enrich>(
+    w: &Writer<'_>,
+    changes: &SessionChanges,
+    enrich: &E,
+) -> Result<(i64, u64)> {
+    let s = &changes.session;
+    let title = s.title.as_deref().map(|t| enrich.redact_title(t));
+    let sid: i64 =
+        w.tx.prepare_cached(
+            "INSERT INTO sessions (agent, external_id, origin, parent_external_id, project_dir,
+                                   title, model, git_branch, agent_version, started_at,
+                                   updated_at, message_count)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+             ON CONFLICT (agent, external_id, origin) DO UPDATE SET
+                parent_external_id = excluded.parent_external_id,
+                project_dir = excluded.project_dir, title = excluded.title,
+                model = excluded.model, git_branch = excluded.git_branch,
+                agent_version = excluded.agent_version, started_at = excluded.started_at,
+                updated_at = excluded.updated_at, message_count = excluded.message_count
+             RETURNING id",
+        )
+        .db()?
+        .query_row(
+            params![
+                s.agent,
+                s.external_id,
+                changes.machine,
+                s.parent_external_id,
+                s.project_dir,
+                title.as_deref(),
+                s.model,
+                s.git_branch,
+                s.agent_version,
+                s.started_at,
+                s.updated_at,
+                s.message_count,
+            ],
+            |r| r.get(0),
+        )
+        .db()?;
+    for m in &changes.messages {
+        apply_message(w, sid, m, enrich)?;
+    }
+    if let Some(snaps) = &changes.snapshots {
+        w.tx.execute("DELETE FROM snapshots WHERE session_id = ?1", [sid])
+            .db()?;
+        let mut stmt =
+            w.tx.prepare_cached(
+                "INSERT INTO snapshots (session_id, built_at, trigger, budget, events, text,
+                                        consumed_at, consumed_by)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )
+            .db()?;
+        for snap in snaps {
+            stmt.execute(params![
+                sid,
+                snap.built_at,
+                snap.trigger,
+                snap.budget,
+                snap.events,
+                enrich.redact(&snap.text),
+                snap.consumed_at,
+                snap.consumed_by,
+            ])
+            .db()?;
+        }
+    }
+    let mut deleted = 0;
+    if let Some(set) = &changes.message_set {
+        let keep: std::collections::HashSet<&str> = set.iter().map(String::as_str).collect();
+        let stored: Vec<(i64, String)> = {
+            let mut stmt =
+                w.tx.prepare_cached("SELECT id, ext_id FROM messages WHERE session_id = ?1")
+                    .db()?;
+            stmt.query_map([sid], |r| Ok((r.get(0)?, r.get(1)?)))
+                .db()?
+                .collect::<rusqlite::Result<_>>()
+                .db()?
+        };
+        let mut stmt =
+            w.tx.prepare_cached("DELETE FROM messages WHERE id = ?1")
+                .db()?;
+        for (id, ext_id) in stored {
+            if !keep.contains(ext_id.as_str()) {
+                // Its tool calls and events go with it (`ON DELETE CASCADE`).
+                stmt.execute([id]).db()?;
+                deleted += 1;
+            }
+        }
+    }
+    Ok((sid, deleted))
+}
+
+/// Upsert one pulled message of session `sid` (see [`Store::apply_pull`]).
+fn apply_message<E: Enrich>(w: &Writer<'_>, sid: i64, m: &SyncMessage, enrich: &E) -> Result<()> {
+    let redacted = redact_stored(
+        enrich,
+        StoredText {
+            ext_id: m.ext_id.clone(),
+            role: &m.role,
+            kind: &m.kind,
+            ts: m.ts,
+            body: &m.body,
+            tools: &m.tools,
+            parts: &m.parts,
+        },
+    )?;
+    let (parts, body, tools) = match &redacted {
+        Some(r) => (r.parts.as_str(), r.body.as_str(), r.tools.as_str()),
+        None => (m.parts.as_str(), m.body.as_str(), m.tools.as_str()),
+    };
+    let cjk = match &redacted {
+        Some(_) => cjk_index_text(body, tools),
+        None => m.cjk.clone(),
+    };
+    // Not an upsert: an `ON CONFLICT … DO UPDATE` would impose its conflict handling on the
+    // triggers' `INSERT OR IGNORE INTO fts_pending` (SQLite's rule for statements in triggers).
+    let stored: Option<i64> =
+        w.tx.prepare_cached("SELECT id FROM messages WHERE session_id = ?1 AND ext_id = ?2")
+            .db()?
+            .query_row(params![sid, m.ext_id], |r| r.get(0))
+            .optional()
+            .db()?;
+    let id = match stored {
+        Some(id) => {
+            w.tx.prepare_cached(
+                "UPDATE messages SET seq = ?2, role = ?3, kind = ?4, ts = ?5, model = ?6,
+                    body = ?7, tools = ?8, cjk = ?9, parts = ?10 WHERE id = ?1",
+            )
+            .db()?
+            .execute(params![
+                id, m.seq, m.role, m.kind, m.ts, m.model, body, tools, cjk, parts
+            ])
+            .db()?;
+            id
+        }
+        None => {
+            w.tx.prepare_cached(
+                "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body,
+                                       tools, cjk, parts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )
+            .db()?
+            .execute(params![
+                sid, m.ext_id, m.seq, m.role, m.kind, m.ts, m.model, body, tools, cjk, parts
+            ])
+            .db()?;
+            w.tx.last_insert_rowid()
+        }
+    };
+    w.tx.prepare_cached("DELETE FROM tool_calls WHERE message_id = ?1")
+        .db()?
+        .execute([id])
+        .db()?;
+    let mut calls =
+        w.tx.prepare_cached(
+            "INSERT INTO tool_calls (session_id, call_id, message_id, name, tool, is_error,
+                                     has_output)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (session_id, call_id) DO UPDATE SET message_id = excluded.message_id,
+                name = excluded.name, tool = excluded.tool, is_error = excluded.is_error,
+                has_output = excluded.has_output",
+        )
+        .db()?;
+    for c in &m.tool_calls {
+        calls
+            .execute(params![
+                sid,
+                c.call_id,
+                id,
+                c.name,
+                c.tool,
+                c.is_error,
+                c.has_output
+            ])
+            .db()?;
+    }
+    // Redaction changed the message: its events quote the old text, extracted again (as a
+    // rescan does).
+    if let Some(msg) = redacted.as_ref().and_then(|r| r.message.as_ref()) {
+        return w.index_events(enrich, sid, id, msg);
+    }
+    w.tx.prepare_cached("DELETE FROM events WHERE message_id = ?1")
+        .db()?
+        .execute([id])
+        .db()?;
+    if redacted.is_some() {
+        // Parts that do not parse: no events can be read from them.
+        return Ok(());
+    }
+    let mut events =
+        w.tx.prepare_cached(
+            "INSERT INTO events (session_id, message_id, seq, category, action, priority,
+                                 subject, detail, call_id, tool, ts)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        )
+        .db()?;
+    for e in &m.events {
+        events
+            .execute(params![
+                sid,
+                id,
+                e.seq,
+                e.category,
+                e.action,
+                e.priority,
+                enrich.redact(&e.subject),
+                e.detail.as_deref().map(|d| enrich.redact(d)),
+                e.call_id,
+                e.tool,
+                e.ts,
+            ])
+            .db()?;
+    }
+    Ok(())
+}
+
+/// The session row `sid` as pushed, with its origin and project; `None` when it is gone.
+fn session_row(tx: &rusqlite::Connection, sid: i64) -> Result<Option<SessionRow>> {
+    tx.prepare_cached(
+        "SELECT origin, project_dir, agent, external_id, parent_external_id, title, model,
+                git_branch, agent_version, started_at, updated_at, message_count
+         FROM sessions WHERE id = ?1",
+    )
+    .db()?
+    .query_row([sid], |r| {
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            SyncSession {
+                agent: r.get(2)?,
+                external_id: r.get(3)?,
+                parent_external_id: r.get(4)?,
+                project_dir: r.get(1)?,
+                title: r.get(5)?,
+                model: r.get(6)?,
+                git_branch: r.get(7)?,
+                agent_version: r.get(8)?,
+                started_at: r.get(9)?,
+                updated_at: r.get(10)?,
+                message_count: r.get(11)?,
+            },
+        ))
+    })
+    .optional()
+    .db()
+}
+
+/// Every snapshot of session `sid`, in order (`built_at`, then `id`).
+fn snapshots_of(tx: &rusqlite::Connection, sid: i64) -> Result<Vec<SyncSnapshot>> {
+    let mut stmt = tx
+        .prepare_cached(
+            "SELECT built_at, trigger, budget, events, text, consumed_at, consumed_by
+             FROM snapshots WHERE session_id = ?1 ORDER BY built_at, id",
+        )
+        .db()?;
+    let rows = stmt
+        .query_map([sid], |r| {
+            Ok(SyncSnapshot {
+                built_at: r.get(0)?,
+                trigger: r.get(1)?,
+                budget: r.get(2)?,
+                events: r.get(3)?,
+                text: r.get(4)?,
+                consumed_at: r.get(5)?,
+                consumed_by: r.get(6)?,
+            })
+        })
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    Ok(rows)
+}
+
+/// The `ext_id` of every message of session `sid`, by `seq`.
+fn ext_ids_of(tx: &rusqlite::Connection, sid: i64) -> Result<Vec<String>> {
+    let mut stmt = tx
+        .prepare_cached("SELECT ext_id FROM messages WHERE session_id = ?1 ORDER BY seq, id")
+        .db()?;
+    let rows = stmt
+        .query_map([sid], |r| r.get(0))
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    Ok(rows)
+}
+
+/// Message row `id` of session `sid` with its tool calls (by `call_id`) and events (by `seq`,
+/// then `id`); `None` when it is gone.
+fn message_of(tx: &rusqlite::Connection, sid: i64, id: i64) -> Result<Option<SyncMessage>> {
+    let m = tx
+        .prepare_cached(
+            "SELECT ext_id, seq, role, kind, ts, model, body, tools, cjk, parts FROM messages
+             WHERE id = ?1 AND session_id = ?2",
+        )
+        .db()?
+        .query_row(params![id, sid], |r| {
+            Ok(SyncMessage {
+                ext_id: r.get(0)?,
+                seq: r.get(1)?,
+                role: r.get(2)?,
+                kind: r.get(3)?,
+                ts: r.get(4)?,
+                model: r.get(5)?,
+                body: r.get(6)?,
+                tools: r.get(7)?,
+                cjk: r.get(8)?,
+                parts: r.get(9)?,
+                tool_calls: Vec::new(),
+                events: Vec::new(),
+            })
+        })
+        .optional()
+        .db()?;
+    let Some(mut m) = m else { return Ok(None) };
+    m.tool_calls = tx
+        .prepare_cached(
+            "SELECT call_id, name, tool, is_error, has_output FROM tool_calls
+             WHERE message_id = ?1 ORDER BY call_id",
+        )
+        .db()?
+        .query_map([id], |r| {
+            Ok(SyncToolCall {
+                call_id: r.get(0)?,
+                name: r.get(1)?,
+                tool: r.get(2)?,
+                is_error: r.get(3)?,
+                has_output: r.get(4)?,
+            })
+        })
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    m.events = tx
+        .prepare_cached(
+            "SELECT seq, category, action, priority, subject, detail, call_id, tool, ts
+             FROM events WHERE message_id = ?1 ORDER BY seq, id",
+        )
+        .db()?
+        .query_map([id], |r| {
+            Ok(SyncEvent {
+                seq: r.get(0)?,
+                category: r.get(1)?,
+                action: r.get(2)?,
+                priority: r.get(3)?,
+                subject: r.get(4)?,
+                detail: r.get(5)?,
+                call_id: r.get(6)?,
+                tool: r.get(7)?,
+                ts: r.get(8)?,
+            })
+        })
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    Ok(Some(m))
+}

@@ -1,0 +1,679 @@
+//! Sync's local side (docs/sync.md, `runtime/src/store/sync.rs`): the outbox filled by the
+//! triggers of migration 6, push batches and their acknowledgement, pull batches applied.
+//! Values are exact: every expected batch is written out from the rows the test wrote.
+
+use crate::support::{bash, text};
+use memtrail_adapters::{Agent, Part, Record, SessionMeta, SessionRef};
+use memtrail_runtime::maintenance;
+use memtrail_runtime::privacy::Privacy;
+use memtrail_runtime::query::{self, SearchFilter};
+use memtrail_runtime::records::Standard;
+use memtrail_runtime::store::Store;
+use memtrail_runtime::sync::{Deletion, PullApplied, PullBatch, PushBatch, SyncPending};
+use rusqlite::types::Value;
+
+const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+fn open(dir: &tempfile::TempDir, name: &str) -> Store {
+    Store::open(&dir.path().join(name)).unwrap()
+}
+
+/// A new store with sync enabled as machine `machine`.
+fn enabled(dir: &tempfile::TempDir, name: &str, machine: &str) -> Store {
+    let mut s = open(dir, name);
+    s.sync_enable(machine).unwrap();
+    s
+}
+
+fn no_privacy() -> Privacy {
+    Privacy {
+        exclude: Vec::new(),
+        home: "/nonexistent-home".into(),
+    }
+}
+
+fn session_in(store: &mut Store, id: &str, project: &str) -> i64 {
+    store
+        .write(|w| {
+            w.upsert_session(
+                &SessionRef {
+                    agent: Agent::Claude,
+                    external_id: id.to_string(),
+                    parent_external_id: None,
+                },
+                &SessionMeta {
+                    project_dir: Some(project.to_string()),
+                    title: Some(format!("title of {id}")),
+                    started_at: Some(1_780_000_000_000),
+                    updated_at: Some(1_780_000_000_500),
+                    ..SessionMeta::default()
+                },
+                &Standard,
+            )
+        })
+        .unwrap()
+}
+
+fn session(store: &mut Store, id: &str) -> i64 {
+    session_in(store, id, "/w/app")
+}
+
+fn result(call_id: &str, output: &str) -> Record {
+    Record::ToolResult {
+        call_id: call_id.into(),
+        output: output.into(),
+        is_error: true,
+        timestamp: None,
+        exit_code: Some(1),
+    }
+}
+
+fn apply(store: &mut Store, sid: i64, records: Vec<Record>) {
+    store.write(|w| w.apply(sid, records)).unwrap();
+}
+
+/// The outbox as (session row id, item), in `seq` order.
+fn outbox(store: &Store) -> Vec<(i64, i64)> {
+    let c = rusqlite::Connection::open(store.path()).unwrap();
+    let mut stmt = c
+        .prepare("SELECT session_id, item FROM sync_outbox ORDER BY seq")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+fn message_row(store: &Store, sid: i64, ext_id: &str) -> i64 {
+    rusqlite::Connection::open(store.path())
+        .unwrap()
+        .query_row(
+            "SELECT id FROM messages WHERE session_id = ?1 AND ext_id = ?2",
+            rusqlite::params![sid, ext_id],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+fn rows(store: &Store, sql: &str) -> Vec<Vec<Value>> {
+    let c = rusqlite::Connection::open(store.path()).unwrap();
+    let mut stmt = c.prepare(sql).unwrap();
+    let n = stmt.column_count();
+    stmt.query_map([], |r| (0..n).map(|i| r.get(i)).collect())
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+fn push(store: &Store) -> PushBatch {
+    store.push_batch(A, &no_privacy(), 1000, 1 << 20).unwrap()
+}
+
+fn pending(sessions: u64, messages: u64, deletions: u64) -> SyncPending {
+    SyncPending {
+        sessions,
+        messages,
+        deletions,
+    }
+}
+
+/// The PostgreSQL side's pull of machine `machine`'s push, taken as is (what PostgreSQL
+/// stores is what was pushed).
+fn as_pull(batch: &PushBatch, machine: &str, to_rev: i64) -> PullBatch {
+    PullBatch {
+        machine: machine.to_string(),
+        label: "laptop".to_string(),
+        from_rev: 0,
+        to_rev,
+        deletions: batch.deletions.clone(),
+        sessions: batch.sessions.clone(),
+    }
+}
+
+/// A pull from machine A (label `desk`) up to revision `to_rev` holding one deletion: claude
+/// session `external_id` of machine `machine`.
+fn deletion_of(machine: &str, external_id: &str, to_rev: i64) -> PullBatch {
+    PullBatch {
+        machine: A.to_string(),
+        label: "desk".to_string(),
+        from_rev: 0,
+        to_rev,
+        deletions: vec![Deletion {
+            machine: machine.to_string(),
+            agent: "claude".to_string(),
+            external_id: external_id.to_string(),
+            deleted_at: 1_780_000_001_000,
+        }],
+        sessions: Vec::new(),
+    }
+}
+
+fn hits(store: &Store, q: &str) -> Vec<(String, String)> {
+    query::search(
+        store,
+        q,
+        &SearchFilter {
+            limit: 50,
+            ..SearchFilter::default()
+        },
+    )
+    .unwrap()
+    .into_iter()
+    .map(|h| (h.session_id, h.message_id))
+    .collect()
+}
+
+#[test]
+fn nothing_is_queued_until_sync_is_enabled_then_everything_once() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = open(&d, "a.db");
+    let s1 = session(&mut s, "s1");
+    apply(
+        &mut s,
+        s1,
+        vec![text("u1", "hello"), bash("a1", "c1", "ls")],
+    );
+    let s2 = session(&mut s, "s2");
+    apply(&mut s, s2, vec![text("u1", "again")]);
+    assert_eq!(outbox(&s), []);
+    assert!(!s.sync_enabled().unwrap());
+    assert_eq!(s.sync_enable(A).unwrap(), 5);
+    assert!(s.sync_enabled().unwrap());
+    assert_eq!(s.sync_state("machine").unwrap().as_deref(), Some(A));
+    let (u1, a1, v1) = (
+        message_row(&s, s1, "u1"),
+        message_row(&s, s1, "a1"),
+        message_row(&s, s2, "u1"),
+    );
+    assert_eq!(outbox(&s), [(s1, 0), (s1, u1), (s1, a1), (s2, 0), (s2, v1)]);
+    assert_eq!(s.sync_pending().unwrap(), pending(2, 3, 0));
+    // Idempotent: nothing new.
+    assert_eq!(s.sync_enable(A).unwrap(), 0);
+    assert_eq!(outbox(&s).len(), 5);
+}
+
+#[test]
+fn the_outbox_coalesces_changes_to_one_entry_per_row() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = enabled(&d, "a.db", A);
+    let s1 = session(&mut s, "s1");
+    apply(&mut s, s1, vec![bash("a1", "c1", "cargo build")]);
+    // A late tool result changes the message (and its tool call, and its events).
+    apply(&mut s, s1, vec![result("c1", "error: flamingo")]);
+    apply(&mut s, s1, vec![text("u2", "next")]);
+    let (a1, u2) = (message_row(&s, s1, "a1"), message_row(&s, s1, "u2"));
+    // The session row changed with every message (its count, after the message's insert):
+    // one entry, the latest seq.
+    assert_eq!(outbox(&s), [(s1, a1), (s1, u2), (s1, 0)]);
+    assert_eq!(s.sync_pending().unwrap(), pending(1, 2, 0));
+    let b = push(&s);
+    assert_eq!(b.sessions.len(), 1);
+    let c = &b.sessions[0];
+    assert_eq!(c.machine, A);
+    assert_eq!(c.session.external_id, "s1");
+    assert_eq!(c.session.title.as_deref(), Some("title of s1"));
+    assert_eq!(c.session.message_count, 2);
+    assert_eq!(c.snapshots, Some(vec![]));
+    assert_eq!(c.message_set, None);
+    let ids: Vec<&str> = c.messages.iter().map(|m| m.ext_id.as_str()).collect();
+    assert_eq!(ids, ["a1", "u2"]);
+    let calls = &c.messages[0].tool_calls;
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        (
+            calls[0].call_id.as_str(),
+            calls[0].is_error,
+            calls[0].has_output
+        ),
+        ("c1", true, true)
+    );
+    assert!(c.messages[0].parts.contains("error: flamingo"));
+    assert_eq!(b.outbox.len(), 3);
+    assert_eq!(b.tombstones, Vec::<i64>::new());
+}
+
+#[test]
+fn a_change_during_a_push_stays_queued_after_the_ack() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = enabled(&d, "a.db", A);
+    let s1 = session(&mut s, "s1");
+    apply(&mut s, s1, vec![text("u1", "one"), bash("a1", "c1", "ls")]);
+    let b = push(&s);
+    assert_eq!(b.message_count(), 2);
+    // Meanwhile a hook attaches a tool result to a1.
+    apply(&mut s, s1, vec![result("c1", "no such file")]);
+    s.ack_push(&b).unwrap();
+    let a1 = message_row(&s, s1, "a1");
+    assert_eq!(outbox(&s), [(s1, a1)]);
+    assert_eq!(s.sync_pending().unwrap(), pending(1, 1, 0));
+    assert!(s.sync_state("last_push_at").unwrap().is_some());
+    let next = push(&s);
+    assert_eq!(next.sessions.len(), 1);
+    assert_eq!(next.sessions[0].messages.len(), 1);
+    assert!(next.sessions[0].messages[0].parts.contains("no such file"));
+    s.ack_push(&next).unwrap();
+    assert_eq!(outbox(&s), []);
+    assert!(push(&s).is_empty());
+}
+
+#[test]
+fn a_rewind_and_a_cleared_session_queue_the_message_set() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = enabled(&d, "a.db", A);
+    let s1 = session(&mut s, "s1");
+    apply(
+        &mut s,
+        s1,
+        vec![text("u1", "one"), text("u2", "two"), text("u3", "three")],
+    );
+    s.ack_push(&push(&s)).unwrap();
+    apply(
+        &mut s,
+        s1,
+        vec![Record::Rewind {
+            message_id: "u2".into(),
+        }],
+    );
+    assert_eq!(outbox(&s), [(s1, -1), (s1, 0)]);
+    let b = push(&s);
+    assert_eq!(b.sessions[0].message_set, Some(vec!["u1".to_string()]));
+    assert_eq!(b.sessions[0].messages, vec![]);
+    assert_eq!(b.sessions[0].session.message_count, 1);
+    s.ack_push(&b).unwrap();
+    s.write(|w| w.clear_session(s1)).unwrap();
+    assert_eq!(outbox(&s), [(s1, -1), (s1, 0)]);
+    assert_eq!(push(&s).sessions[0].message_set, Some(vec![]));
+}
+
+#[test]
+fn a_deleted_session_is_a_tombstone_pushed_first() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = enabled(&d, "a.db", A);
+    let s1 = session(&mut s, "s1");
+    apply(&mut s, s1, vec![text("u1", "one")]);
+    let s2 = session(&mut s, "s2");
+    apply(&mut s, s2, vec![text("u1", "two")]);
+    let before = memtrail_runtime::now_ms();
+    maintenance::delete_session(&mut s, "s1").unwrap();
+    let after = memtrail_runtime::now_ms();
+    // Its queued entries are gone with it.
+    let u = message_row(&s, s2, "u1");
+    assert_eq!(outbox(&s), [(s2, u), (s2, 0)]);
+    assert_eq!(s.sync_pending().unwrap(), pending(1, 1, 1));
+    let b = push(&s);
+    assert_eq!(b.deletions.len(), 1);
+    let del = &b.deletions[0];
+    assert!(
+        (before..=after).contains(&del.deleted_at),
+        "{before} <= {} <= {after}",
+        del.deleted_at
+    );
+    assert_eq!(
+        del,
+        &Deletion {
+            machine: A.to_string(),
+            agent: "claude".to_string(),
+            external_id: "s1".to_string(),
+            deleted_at: del.deleted_at,
+        }
+    );
+    assert_eq!(b.tombstones.len(), 1);
+    assert_eq!(b.sessions.len(), 1);
+    assert_eq!(b.sessions[0].session.external_id, "s2");
+    // Bounded to one entry: the tombstone alone.
+    let one = s.push_batch(A, &no_privacy(), 1, 1 << 20).unwrap();
+    assert_eq!((one.deletions.len(), one.sessions.len()), (1, 0));
+    s.ack_push(&b).unwrap();
+    assert_eq!(s.sync_pending().unwrap(), pending(0, 0, 0));
+}
+
+#[test]
+fn batches_are_bounded_by_messages_and_bytes_but_never_empty() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = enabled(&d, "a.db", A);
+    let s1 = session(&mut s, "s1");
+    apply(
+        &mut s,
+        s1,
+        vec![text("u1", "one"), text("u2", "two"), text("u3", "three")],
+    );
+    // Outbox: u1, u2, u3, then the session (its count changed last).
+    let b = s.push_batch(A, &no_privacy(), 2, 1 << 20).unwrap();
+    let ids: Vec<&str> = b.sessions[0]
+        .messages
+        .iter()
+        .map(|m| m.ext_id.as_str())
+        .collect();
+    assert_eq!(ids, ["u1", "u2"]);
+    assert_eq!(b.outbox.len(), 2);
+    assert_eq!(b.sessions[0].snapshots, None);
+    // One byte: the first entry only.
+    let b = s.push_batch(A, &no_privacy(), 100, 1).unwrap();
+    assert_eq!(b.message_count(), 1);
+    assert_eq!(b.outbox.len(), 1);
+    s.ack_push(&b).unwrap();
+    assert_eq!(s.sync_pending().unwrap(), pending(1, 2, 0));
+}
+
+#[test]
+fn an_excluded_project_is_never_in_a_batch() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = enabled(&d, "a.db", A);
+    let secret = session_in(&mut s, "s1", "/w/secret/app");
+    apply(&mut s, secret, vec![text("u1", "do not send")]);
+    let open_ = session_in(&mut s, "s2", "/w/app");
+    apply(&mut s, open_, vec![text("u1", "send")]);
+    let privacy = Privacy {
+        exclude: vec!["/w/secret".into()],
+        home: "/nonexistent-home".into(),
+    };
+    let b = s.push_batch(A, &privacy, 1000, 1 << 20).unwrap();
+    assert_eq!(b.sessions.len(), 1);
+    assert_eq!(b.sessions[0].session.external_id, "s2");
+    assert!(!format!("{b:?}").contains("do not send"));
+    // Its entries are covered, so the ack drops them.
+    assert_eq!(b.outbox.len(), 4);
+    s.ack_push(&b).unwrap();
+    assert_eq!(s.sync_pending().unwrap(), pending(0, 0, 0));
+}
+
+/// Store A's sessions: s1 with a prompt, a tool call with its result, and a snapshot; s2 with
+/// one CJK message.
+fn fill_a(s: &mut Store) {
+    let s1 = session(s, "s1");
+    apply(
+        s,
+        s1,
+        vec![
+            text("u1", "fix the pelican build"),
+            bash("a1", "c1", "cargo build --release"),
+            result("c1", "error[E0308]: mismatched pelican"),
+        ],
+    );
+    let snap = memtrail_runtime::snapshot::Snapshot {
+        text: "# Session s1\n- ran cargo build".to_string(),
+        budget: 2000,
+        events: 3,
+    };
+    s.write(|w| w.save_snapshot(&Standard, s1, "precompact", &snap, 1_780_000_000_900, None))
+        .unwrap();
+    let s2 = session(s, "s2");
+    apply(s, s2, vec![text("u1", "修正してください")]);
+}
+
+const SESSION_COLS: &str = "SELECT agent, external_id, parent_external_id, project_dir, title,
+    model, git_branch, agent_version, started_at, updated_at, message_count FROM sessions
+    ORDER BY agent, external_id";
+const MESSAGE_COLS: &str = "SELECT s.external_id, m.ext_id, m.seq, m.role, m.kind, m.ts, m.model,
+    m.body, m.tools, m.cjk, m.parts FROM messages m JOIN sessions s ON s.id = m.session_id
+    ORDER BY s.external_id, m.seq";
+const CALL_COLS: &str = "SELECT s.external_id, m.ext_id, c.call_id, c.name, c.tool, c.is_error,
+    c.has_output FROM tool_calls c JOIN messages m ON m.id = c.message_id
+    JOIN sessions s ON s.id = c.session_id ORDER BY s.external_id, c.call_id";
+const EVENT_COLS: &str = "SELECT s.external_id, m.ext_id, e.seq, e.category, e.action,
+    e.priority, e.subject, e.detail, e.call_id, e.tool, e.ts FROM events e
+    JOIN messages m ON m.id = e.message_id JOIN sessions s ON s.id = e.session_id
+    ORDER BY s.external_id, e.seq, e.id";
+const SNAPSHOT_COLS: &str = "SELECT s.external_id, n.built_at, n.trigger, n.budget, n.events,
+    n.text, n.consumed_at, n.consumed_by FROM snapshots n JOIN sessions s ON s.id = n.session_id
+    ORDER BY s.external_id, n.built_at, n.id";
+
+fn all_rows(s: &Store) -> Vec<Vec<Vec<Value>>> {
+    [
+        SESSION_COLS,
+        MESSAGE_COLS,
+        CALL_COLS,
+        EVENT_COLS,
+        SNAPSHOT_COLS,
+    ]
+    .iter()
+    .map(|q| rows(s, q))
+    .collect()
+}
+
+#[test]
+fn a_round_trip_gives_the_other_store_exactly_the_same_rows() {
+    let d = tempfile::tempdir().unwrap();
+    let mut a = open(&d, "a.db");
+    fill_a(&mut a);
+    a.sync_enable(A).unwrap();
+    let batch = push(&a);
+    assert_eq!(batch.message_count(), 3);
+    let mut b = enabled(&d, "b.db", B);
+    let applied = b.apply_pull(&as_pull(&batch, A, 42), &Standard).unwrap();
+    assert_eq!(
+        applied,
+        PullApplied {
+            sessions: 2,
+            messages: 3,
+            deleted_sessions: 0,
+            deleted_messages: 0,
+        }
+    );
+    let want = all_rows(&a);
+    assert_eq!(
+        want.iter().map(Vec::len).collect::<Vec<_>>(),
+        // Events: s1's prompt, its failed command and that command's error; s2's prompt.
+        [2, 3, 1, 4, 1],
+        "A holds what the test wrote"
+    );
+    assert_eq!(all_rows(&b), want);
+    let origins = rows(&b, "SELECT DISTINCT origin FROM sessions");
+    assert_eq!(origins, [vec![Value::Text(A.to_string())]]);
+    assert_eq!(b.pull_position(A).unwrap(), 42);
+    assert_eq!(b.pull_position(B).unwrap(), 0);
+    assert_eq!(
+        b.machine_labels().unwrap(),
+        [(A.to_string(), "laptop".to_string())]
+    );
+    // Pulled rows are not queued to be pushed from B.
+    assert_eq!(b.sync_pending().unwrap(), pending(0, 0, 0));
+    assert!(
+        b.push_batch(B, &no_privacy(), 1000, 1 << 20)
+            .unwrap()
+            .is_empty()
+    );
+    // They are indexed like any message, and resolvable by id.
+    assert_eq!(
+        hits(&b, "pelican"),
+        // Prose ranks above tool text.
+        [
+            ("s1".to_string(), "u1".to_string()),
+            ("s1".to_string(), "a1".to_string())
+        ]
+    );
+    assert_eq!(hits(&b, "修正").len(), 1);
+    let view = query::get_session(&b, "s1", None, 0, 10, None).unwrap();
+    assert_eq!(view.messages.len(), 2);
+}
+
+#[test]
+fn applying_a_pull_twice_leaves_what_applying_it_once_left() {
+    let d = tempfile::tempdir().unwrap();
+    let mut a = open(&d, "a.db");
+    fill_a(&mut a);
+    a.sync_enable(A).unwrap();
+    let pull = as_pull(&push(&a), A, 7);
+    let mut b = enabled(&d, "b.db", B);
+    b.apply_pull(&pull, &Standard).unwrap();
+    let once = (
+        all_rows(&b),
+        rows(
+            &b,
+            "SELECT id, session_id, ext_id FROM messages ORDER BY id",
+        ),
+    );
+    b.apply_pull(&pull, &Standard).unwrap();
+    let twice = (
+        all_rows(&b),
+        rows(
+            &b,
+            "SELECT id, session_id, ext_id FROM messages ORDER BY id",
+        ),
+    );
+    assert_eq!(twice, once);
+    assert_eq!(b.pull_position(A).unwrap(), 7);
+    assert_eq!(b.sync_pending().unwrap(), pending(0, 0, 0));
+}
+
+#[test]
+fn a_pulled_message_set_deletes_the_messages_no_longer_held() {
+    let d = tempfile::tempdir().unwrap();
+    let mut a = enabled(&d, "a.db", A);
+    let s1 = session(&mut a, "s1");
+    apply(
+        &mut a,
+        s1,
+        vec![text("u1", "one"), text("u2", "two walrus")],
+    );
+    let mut b = enabled(&d, "b.db", B);
+    let first = push(&a);
+    b.apply_pull(&as_pull(&first, A, 1), &Standard).unwrap();
+    a.ack_push(&first).unwrap();
+    apply(
+        &mut a,
+        s1,
+        vec![Record::Rewind {
+            message_id: "u2".into(),
+        }],
+    );
+    let applied = b.apply_pull(&as_pull(&push(&a), A, 2), &Standard).unwrap();
+    assert_eq!(applied.deleted_messages, 1);
+    assert_eq!(all_rows(&b), all_rows(&a));
+    assert_eq!(hits(&b, "walrus"), []);
+}
+
+#[test]
+fn pulled_text_is_redacted_again_with_this_machines_rules() {
+    let d = tempfile::tempdir().unwrap();
+    let mut a = enabled(&d, "a.db", A);
+    let s1 = session(&mut a, "s1");
+    apply(&mut a, s1, vec![text("u1", "plain words")]);
+    let mut pull = as_pull(&push(&a), A, 1);
+    // Another machine with weaker rules sent a secret.
+    let secret = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let m = &mut pull.sessions[0].messages[0];
+    m.body = format!("token {secret}");
+    m.parts = serde_json::to_string(&vec![Part::Text {
+        text: format!("token {secret}"),
+    }])
+    .unwrap();
+    pull.sessions[0].session.title = Some(format!("title {secret}"));
+    let mut b = open(&d, "b.db");
+    b.apply_pull(&pull, &Standard).unwrap();
+    let dump = format!("{:?}", all_rows(&b));
+    assert!(!dump.contains(secret), "{dump}");
+    assert!(dump.contains("token "), "{dump}");
+}
+
+#[test]
+fn a_pulled_deletion_deletes_the_local_session_and_marks_its_cursor() {
+    let d = tempfile::tempdir().unwrap();
+    let mut b = enabled(&d, "b.db", B);
+    let s1 = session(&mut b, "s1");
+    apply(&mut b, s1, vec![text("u1", "local words")]);
+    rusqlite::Connection::open(b.path())
+        .unwrap()
+        .execute(
+            "INSERT INTO sources (path, agent, session_id, offset, size)
+             VALUES ('/t/s1.jsonl', 'claude', ?1, 10, 10)",
+            [s1],
+        )
+        .unwrap();
+    b.ack_push(&push(&b)).unwrap();
+    // Machine A deleted B's session s1 (after a pull of it).
+    let applied = b.apply_pull(&deletion_of(B, "s1", 9), &Standard).unwrap();
+    assert_eq!(applied.deleted_sessions, 1);
+    assert_eq!(
+        rows(&b, "SELECT id FROM sessions"),
+        Vec::<Vec<Value>>::new()
+    );
+    assert_eq!(
+        rows(
+            &b,
+            "SELECT json_extract(reader_state, '$.memtrail_skip') FROM sources"
+        ),
+        [vec![Value::Text("deleted".to_string())]]
+    );
+    // Not pushed back: nothing waits.
+    assert_eq!(b.sync_pending().unwrap(), pending(0, 0, 0));
+    assert_eq!(b.pull_position(A).unwrap(), 9);
+    assert_eq!(hits(&b, "local"), []);
+}
+
+#[test]
+fn a_deletion_of_another_machines_session_leaves_a_local_one_with_the_same_id() {
+    let d = tempfile::tempdir().unwrap();
+    let mut a = enabled(&d, "a.db", A);
+    let s1 = session(&mut a, "s1");
+    apply(&mut a, s1, vec![text("u1", "from a")]);
+    let mut b = enabled(&d, "b.db", B);
+    let mine = session(&mut b, "s1");
+    apply(&mut b, mine, vec![text("u1", "from b")]);
+    b.apply_pull(&as_pull(&push(&a), A, 1), &Standard).unwrap();
+    assert_eq!(rows(&b, "SELECT id FROM sessions").len(), 2);
+    // This machine's session is the one an id names.
+    assert_eq!(query::resolve_session(&b, "s1", None).unwrap(), mine);
+    assert_eq!(query::resolve_session(&b, "s", None).unwrap(), mine);
+    b.apply_pull(&deletion_of(A, "s1", 2), &Standard).unwrap();
+    assert_eq!(
+        rows(&b, "SELECT id, origin FROM sessions"),
+        [vec![Value::Integer(mine), Value::Text(String::new())]]
+    );
+}
+
+#[test]
+fn a_session_row_folded_again_unchanged_is_not_queued() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = enabled(&d, "a.db", A);
+    let s1 = session(&mut s, "s1");
+    s.ack_push(&push(&s)).unwrap();
+    // The next hook folds the same metadata in: nothing changes, nothing is queued.
+    assert_eq!(session(&mut s, "s1"), s1);
+    assert_eq!(outbox(&s), []);
+    session_in(&mut s, "s1", "/w/other");
+    assert_eq!(outbox(&s), [(s1, 0)]);
+}
+
+#[test]
+fn ingest_lookups_mean_this_machines_session_not_a_pulled_one() {
+    let d = tempfile::tempdir().unwrap();
+    let mut a = enabled(&d, "a.db", A);
+    let s1 = session(&mut a, "s1");
+    apply(&mut a, s1, vec![text("u1", "from a")]);
+    let mut b = enabled(&d, "b.db", B);
+    b.apply_pull(&as_pull(&push(&a), A, 1), &Standard).unwrap();
+    let pulled = query::resolve_session(&b, "s1", None).unwrap();
+    assert!(!b.session_stored("claude", "s1").unwrap());
+    assert_eq!(b.session_project("claude", "s1").unwrap(), None);
+    assert_eq!(maintenance::session_row(&b, "claude", "s1").unwrap(), None);
+    // A hook of this machine's own session s1 writes a row of its own.
+    let mine = session(&mut b, "s1");
+    assert_ne!(mine, pulled);
+    apply(&mut b, mine, vec![text("u1", "from b")]);
+    assert!(b.session_stored("claude", "s1").unwrap());
+    assert_eq!(
+        maintenance::session_row(&b, "claude", "s1").unwrap(),
+        Some(mine)
+    );
+    // Only this machine's session is queued (its row last: the message changed its count).
+    let u1 = message_row(&b, mine, "u1");
+    assert_eq!(outbox(&b), [(mine, u1), (mine, 0)]);
+    assert_eq!(
+        rows(
+            &b,
+            "SELECT origin, body FROM messages m JOIN sessions s ON s.id = m.session_id ORDER BY m.id"
+        ),
+        [
+            vec![
+                Value::Text(A.to_string()),
+                Value::Text("from a".to_string())
+            ],
+            vec![
+                Value::Text(String::new()),
+                Value::Text("from b".to_string())
+            ],
+        ]
+    );
+}
