@@ -93,6 +93,10 @@ pub struct ListSessionsArgs {
     /// Only sessions whose project directory is this absolute path or lies below it.
     #[serde(default)]
     pub project: Option<String>,
+    /// Only sessions captured on this machine: its label (as sessions show it in `machine`) or
+    /// its id.
+    #[serde(default)]
+    pub machine: Option<String>,
     /// How many sessions to skip (for the next page).
     #[serde(default)]
     pub offset: Option<u32>,
@@ -172,6 +176,10 @@ pub struct SearchArgs {
     /// Only this session (its id, or a unique prefix of it).
     #[serde(default)]
     pub session_id: Option<String>,
+    /// Only sessions captured on this machine: its label (as hits show it in `machine`) or its
+    /// id.
+    #[serde(default)]
+    pub machine: Option<String>,
     /// Only messages at or after this time: YYYY-MM-DD, RFC 3339, or an age such as 7d or 12h.
     #[serde(default)]
     pub since: Option<String>,
@@ -470,6 +478,7 @@ impl MemtrailMcp {
             s.list_sessions(&query::ListFilter {
                 agent: a.agent.map(|x| x.to_ascii_lowercase()),
                 project: a.project,
+                machine: a.machine,
                 limit: offset + limit,
             })
         })?;
@@ -619,6 +628,7 @@ impl MemtrailMcp {
             agent: a.agent.map(|s| s.to_ascii_lowercase()),
             project: a.project,
             session: a.session_id,
+            machine: a.machine,
             since,
             until,
             role: a.role.map(|s| s.to_ascii_lowercase()),

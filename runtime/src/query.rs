@@ -23,6 +23,8 @@ pub struct SearchFilter {
     pub since: Option<i64>,
     pub until: Option<i64>,
     pub role: Option<String>,
+    /// Only sessions of this machine: its label or its id ([`crate::machine`]).
+    pub machine: Option<String>,
     pub limit: usize,
 }
 
@@ -33,6 +35,8 @@ pub struct Hit {
     pub session_id: String,
     /// The agent (`claude`, `codex`, …).
     pub agent: String,
+    /// The machine the session was captured on: its label ([`crate::machine`]).
+    pub machine: String,
     /// The session's title; `None` when untitled.
     pub title: Option<String>,
     /// The session's project folder (a path); `None` when unknown.
@@ -465,6 +469,8 @@ pub struct SessionSummary {
     pub session_id: String,
     /// The agent (`claude`, `codex`, …).
     pub agent: String,
+    /// The machine it was captured on: its label ([`crate::machine`]).
+    pub machine: String,
     /// The session's title; `None` when untitled.
     pub title: Option<String>,
     /// Its project folder (a path); `None` when unknown.
@@ -488,6 +494,8 @@ pub struct SessionSummary {
 pub struct ListFilter {
     pub agent: Option<String>,
     pub project: Option<String>,
+    /// Only sessions of this machine: its label or its id ([`crate::machine`]).
+    pub machine: Option<String>,
     pub limit: usize,
 }
 
