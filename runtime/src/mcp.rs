@@ -227,6 +227,18 @@ enum Backend {
     Other(Option<Box<dyn ReadStore + Send>>),
 }
 
+impl Drop for Backend {
+    /// Another store is dropped on a thread of its own: a blocking client owns a runtime, which
+    /// cannot be dropped inside the server's.
+    fn drop(&mut self) {
+        if let Backend::Other(slot) = self
+            && let Some(reader) = slot.take()
+        {
+            let _ = std::thread::spawn(move || drop(reader)).join();
+        }
+    }
+}
+
 /// The MCP server. It opens the store once and serves every call from that connection.
 #[derive(Clone)]
 pub struct MemtrailMcp {
@@ -455,7 +467,13 @@ impl MemtrailMcp {
                 (StoreLocation::Sqlite(_), _) | (_, None) => {
                     Backend::Local(Box::new(Store::open(&self.db).map_err(|e| e.to_string())?))
                 }
-                (_, Some(open)) => Backend::Other(Some(open(&self.db).map_err(|e| e.to_string())?)),
+                // Connected (and later dropped) off the server's runtime, like its calls.
+                (_, Some(open)) => {
+                    let reader = std::thread::scope(|t| t.spawn(|| open(&self.db)).join())
+                        .map_err(|_| "internal error: opening the store panicked".to_string())?
+                        .map_err(|e| e.to_string())?;
+                    Backend::Other(Some(reader))
+                }
             });
         }
         Ok(guard)
