@@ -213,6 +213,9 @@ pub struct SearchArgs {
     /// Only this session (id or unique prefix).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// Only sessions captured on this machine: its label (the MACHINE column of `sessions list`) or its id.
+    #[arg(long, value_name = "NAME")]
+    pub machine: Option<String>,
     /// Only messages since DATE (YYYY-MM-DD in UTC, RFC 3339, today, yesterday, or an age like 7d).
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
@@ -268,6 +271,9 @@ pub enum SessionsCommand {
         /// Only sessions in this project directory (or below it).
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
+        /// Only sessions captured on this machine: its label (the MACHINE column) or its id.
+        #[arg(long, value_name = "NAME")]
+        machine: Option<String>,
         /// Most sessions to show (1-100000).
         #[arg(long, short = 'n', default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         limit: u32,

@@ -125,9 +125,10 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
         Command::Sessions(SessionsCommand::List {
             agent,
             project,
+            machine,
             limit,
             json,
-        }) => sessions::list(&db, agent, project, limit, json),
+        }) => sessions::list(&db, agent, project, machine, limit, json),
         Command::Sessions(SessionsCommand::Show {
             id,
             offset,

@@ -102,12 +102,21 @@ impl PgReader {
 
 /// The session columns of [`session_row`] (`s` is `sessions`).
 const SESSION_COLS: &str = "s.external_id, s.agent, s.title, s.project_dir, s.model, s.git_branch,
-    s.started_at, s.updated_at, s.message_count, s.parent_external_id";
+    s.started_at, s.updated_at, s.message_count, s.parent_external_id,
+    coalesce((SELECT label FROM machines WHERE id = s.machine_id), s.machine_id)";
+
+/// ` AND` the session `s` is of machine `name` (its label or its id), its parameter appended.
+fn machine_clause(name: &str, args: &mut Vec<Param>) -> String {
+    args.push(Box::new(name.to_string()));
+    let n = args.len();
+    format!(" AND s.machine_id IN (SELECT id FROM machines WHERE label = ${n} OR id = ${n})")
+}
 
 fn session_row(r: &Row) -> SessionSummary {
     SessionSummary {
         session_id: r.get(0),
         agent: r.get(1),
+        machine: r.get(10),
         title: r.get(2),
         project: r.get(3),
         model: r.get(4),
@@ -226,7 +235,7 @@ impl ReadStore for PgReader {
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
-        pick_prefix_match(id, &rows)
+        pick_prefix_match(id, rows)
     }
 
     fn session_summary(&self, rowid: i64) -> Result<SessionSummary> {
@@ -247,6 +256,9 @@ impl ReadStore for PgReader {
         }
         if let Some(p) = &f.project {
             sql.push_str(&project_clause(p, &mut args));
+        }
+        if let Some(m) = &f.machine {
+            sql.push_str(&machine_clause(m, &mut args));
         }
         args.push(Box::new(f.limit.clamp(1, 100_000) as i64));
         sql.push_str(&format!(
@@ -341,6 +353,7 @@ impl ReadStore for PgReader {
             && f.since.is_none()
             && f.until.is_none()
             && f.role.is_none()
+            && f.machine.is_none()
             && !items.as_deref().is_some_and(has_or);
         let mut args: Vec<Param> = vec![Box::new(q)];
         let mut sql = if bounded {
@@ -363,6 +376,9 @@ impl ReadStore for PgReader {
         }
         if let Some(p) = &f.project {
             sql.push_str(&project_clause(p, &mut args));
+        }
+        if let Some(m) = &f.machine {
+            sql.push_str(&machine_clause(m, &mut args));
         }
         if let Some(sid) = &f.session {
             let id = self.resolve_session(sid, f.agent.as_deref())?;
@@ -424,6 +440,7 @@ impl ReadStore for PgReader {
             &format!(
                 "SELECT m.id, s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq,
                         m.role, m.kind, m.ts,
+                        coalesce((SELECT label FROM machines WHERE id = s.machine_id), s.machine_id),
                         CASE WHEN ts_filter(m.tsv, '{{a}}') @@ q THEN {body}
                              WHEN ts_filter(m.tsv, '{{b}}') @@ q THEN {tools}
                              WHEN ts_filter(m.tsv, '{{c}}') @@ q THEN {cjk}
@@ -448,12 +465,13 @@ impl ReadStore for PgReader {
             let Some(r) = by_id.remove(&rowid) else {
                 continue;
             };
-            let snippet: String = r.get(10);
+            let snippet: String = r.get(11);
             let snippet = snippet.replace('\u{3}', "");
             debug_assert!(!snippet.contains([HL_START, HL_END]) || snippet.contains(HL_START));
             hits.push(Hit {
                 session_id: r.get(1),
                 agent: r.get(2),
+                machine: r.get(10),
                 title: r.get(3),
                 project: r.get(4),
                 message_id: r.get(5),

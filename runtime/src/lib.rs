@@ -7,6 +7,7 @@ pub mod events;
 pub mod hook;
 pub mod import;
 pub mod ingest;
+pub mod machine;
 pub mod maintenance;
 pub mod mcp;
 pub mod pending;

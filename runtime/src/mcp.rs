@@ -93,6 +93,10 @@ pub struct ListSessionsArgs {
     /// Only sessions whose project directory is this absolute path or lies below it.
     #[serde(default)]
     pub project: Option<String>,
+    /// Only sessions captured on this machine: its label (as sessions show it in `machine`) or
+    /// its id.
+    #[serde(default)]
+    pub machine: Option<String>,
     /// How many sessions to skip (for the next page).
     #[serde(default)]
     pub offset: Option<u32>,
@@ -172,6 +176,10 @@ pub struct SearchArgs {
     /// Only this session (its id, or a unique prefix of it).
     #[serde(default)]
     pub session_id: Option<String>,
+    /// Only sessions captured on this machine: its label (as hits show it in `machine`) or its
+    /// id.
+    #[serde(default)]
+    pub machine: Option<String>,
     /// Only messages at or after this time: YYYY-MM-DD, RFC 3339, or an age such as 7d or 12h.
     #[serde(default)]
     pub since: Option<String>,
@@ -217,6 +225,18 @@ enum Backend {
     /// Another store ([`OpenReader`]): the read tools only. Its calls run on a thread of their
     /// own (a blocking client of its own runtime cannot run inside the server's).
     Other(Option<Box<dyn ReadStore + Send>>),
+}
+
+impl Drop for Backend {
+    /// Another store is dropped on a thread of its own: a blocking client owns a runtime, which
+    /// cannot be dropped inside the server's.
+    fn drop(&mut self) {
+        if let Backend::Other(slot) = self
+            && let Some(reader) = slot.take()
+        {
+            let _ = std::thread::spawn(move || drop(reader)).join();
+        }
+    }
 }
 
 /// The MCP server. It opens the store once and serves every call from that connection.
@@ -447,7 +467,13 @@ impl MemtrailMcp {
                 (StoreLocation::Sqlite(_), _) | (_, None) => {
                     Backend::Local(Box::new(Store::open(&self.db).map_err(|e| e.to_string())?))
                 }
-                (_, Some(open)) => Backend::Other(Some(open(&self.db).map_err(|e| e.to_string())?)),
+                // Connected (and later dropped) off the server's runtime, like its calls.
+                (_, Some(open)) => {
+                    let reader = std::thread::scope(|t| t.spawn(|| open(&self.db)).join())
+                        .map_err(|_| "internal error: opening the store panicked".to_string())?
+                        .map_err(|e| e.to_string())?;
+                    Backend::Other(Some(reader))
+                }
             });
         }
         Ok(guard)
@@ -470,6 +496,7 @@ impl MemtrailMcp {
             s.list_sessions(&query::ListFilter {
                 agent: a.agent.map(|x| x.to_ascii_lowercase()),
                 project: a.project,
+                machine: a.machine,
                 limit: offset + limit,
             })
         })?;
@@ -619,6 +646,7 @@ impl MemtrailMcp {
             agent: a.agent.map(|s| s.to_ascii_lowercase()),
             project: a.project,
             session: a.session_id,
+            machine: a.machine,
             since,
             until,
             role: a.role.map(|s| s.to_ascii_lowercase()),

@@ -23,6 +23,8 @@ pub struct SearchFilter {
     pub since: Option<i64>,
     pub until: Option<i64>,
     pub role: Option<String>,
+    /// Only sessions of this machine: its label or its id ([`crate::machine`]).
+    pub machine: Option<String>,
     pub limit: usize,
 }
 
@@ -33,6 +35,8 @@ pub struct Hit {
     pub session_id: String,
     /// The agent (`claude`, `codex`, …).
     pub agent: String,
+    /// The machine the session was captured on: its label ([`crate::machine`]).
+    pub machine: String,
     /// The session's title; `None` when untitled.
     pub title: Option<String>,
     /// The session's project folder (a path); `None` when unknown.
@@ -254,13 +258,16 @@ pub fn cjk_runs(text: &str) -> impl Iterator<Item = &str> {
         .filter(|r| !r.is_empty())
 }
 
-/// Session `id` among `rows` (row id, agent id; newest first), the sessions whose agent id
-/// starts with `id`: the only one, or the only main session when the others are its
-/// sub-agents (`<id>/agent-…`: a prefix of a session id also prefixes theirs).
+/// Session `id` among `rows` (row id, agent id; the one meant first: this machine's, then the
+/// latest updated), the sessions whose agent id starts with `id`: the only one, or the only
+/// main session when the others are its sub-agents (`<id>/agent-…`: a prefix of a session id
+/// also prefixes theirs). One agent id stored from several machines is one match (the first).
 ///
 /// Errors: [`crate::Error::NotFound`] when `rows` is empty, [`crate::Error::Invalid`] when
 /// the prefix is ambiguous (the message lists the candidates).
-pub fn pick_prefix_match(id: &str, rows: &[(i64, String)]) -> crate::Result<i64> {
+pub fn pick_prefix_match(id: &str, mut rows: Vec<(i64, String)>) -> crate::Result<i64> {
+    let mut seen = std::collections::HashSet::new();
+    rows.retain(|r| seen.insert(r.1.clone()));
     let mains: Vec<&(i64, String)> = rows.iter().filter(|r| !r.1.contains('/')).collect();
     if rows.len() > 1
         && mains.len() == 1
@@ -462,6 +469,8 @@ pub struct SessionSummary {
     pub session_id: String,
     /// The agent (`claude`, `codex`, …).
     pub agent: String,
+    /// The machine it was captured on: its label ([`crate::machine`]).
+    pub machine: String,
     /// The session's title; `None` when untitled.
     pub title: Option<String>,
     /// Its project folder (a path); `None` when unknown.
@@ -485,6 +494,8 @@ pub struct SessionSummary {
 pub struct ListFilter {
     pub agent: Option<String>,
     pub project: Option<String>,
+    /// Only sessions of this machine: its label or its id ([`crate::machine`]).
+    pub machine: Option<String>,
     pub limit: usize,
 }
 

@@ -27,6 +27,7 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         agent: a.agent.map(|x| x.as_str().to_string()),
         project: a.project.map(|p| absolute(&p)),
         session: a.session,
+        machine: a.machine,
         since: a
             .since
             .as_deref()

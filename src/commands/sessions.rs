@@ -31,19 +31,25 @@ struct Captured<'a> {
     captured: &'a Recaptured,
 }
 
-/// `memtrail sessions list`: most recently active first.
+/// Longest machine label `sessions list` shows (characters).
+const MACHINE_WIDTH: usize = 20;
+
+/// `memtrail sessions list`: most recently active first; a machine column (the label) after
+/// the agent when the sessions listed come from more than one machine.
 pub fn list(
     db: &StoreLocation,
     agent: Option<Agent>,
     project: Option<PathBuf>,
+    machine: Option<String>,
     limit: u32,
     json: bool,
 ) -> Result<ExitCode> {
-    let filtered = agent.is_some() || project.is_some();
+    let filtered = agent.is_some() || project.is_some() || machine.is_some();
     let list = match open_reader(db)? {
         Some(store) => store.list_sessions(&ListFilter {
             agent: agent.map(|a| a.as_str().to_string()),
             project: project.map(|p| absolute(&p)),
+            machine,
             limit: limit as usize,
         })?,
         None => Vec::new(),
@@ -58,9 +64,27 @@ pub fn list(
     } else if list.is_empty() {
         out!("No sessions yet. Run `memtrail import` to bring in existing ones.");
     } else {
+        // The machine column, when the sessions listed come from more than one machine: the
+        // label, cut to MACHINE_WIDTH characters, padded to the longest shown.
+        let label = |s: &SessionSummary| s.machine.chars().take(MACHINE_WIDTH).collect::<String>();
+        let several = list.iter().any(|s| s.machine != list[0].machine);
+        let width = if several {
+            list.iter()
+                .map(|s| label(s).chars().count())
+                .max()
+                .unwrap_or(0)
+                + 1
+        } else {
+            0
+        };
         for s in &list {
+            let machine = if several {
+                format!("{:<width$}", label(s), width = width)
+            } else {
+                String::new()
+            };
             out!(
-                "{}  {:<7} {:>5} msgs  {}  {}",
+                "{}  {:<7} {machine}{:>5} msgs  {}  {}",
                 s.updated_at
                     .as_deref()
                     .map(short_time)
@@ -71,7 +95,7 @@ pub fn list(
                 s.title.as_deref().unwrap_or("(untitled)")
             );
             if let Some(p) = &s.project {
-                out!("{:>37}{}", "", p);
+                out!("{:>w$}{}", "", p, w = 37 + width);
             }
         }
     }

@@ -134,16 +134,22 @@ fn corpus() -> Vec<Session> {
     v
 }
 
+/// The machine id of the store the tests write (this machine).
+const HERE: &str = "5f0c3e2a9b1d4c7e8a6f2b3c4d5e6f70";
+/// Another machine, labelled `desk`.
+const DESK: &str = "0123456789abcdef0123456789abcdef";
+
 /// An SQLite store and a PostgreSQL reader holding [`corpus`]; `None` without a test cluster.
 fn both(name: &str) -> Option<(tempfile::TempDir, Store, PgReader)> {
     let pg = fresh_database(name)?;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("m.db");
+    // Pushed with this machine's label: the SQLite store shows its own sessions with it.
     write_both(
         &db,
         &pg,
-        "5f0c3e2a9b1d4c7e8a6f2b3c4d5e6f70",
-        "laptop",
+        HERE,
+        memtrail_runtime::machine::local_label(),
         &corpus(),
     );
     let store = Store::open(StoreLocation::from(&db)).unwrap();
@@ -439,4 +445,100 @@ fn a_database_without_memtrail_is_refused_with_what_to_do() {
         e,
         "PostgreSQL: this database holds no memtrail store (or one without full-text search): run `memtrail sync --init URL` to create it, then `memtrail sync`"
     );
+}
+
+#[test]
+fn machines_are_labelled_and_filtered_alike() {
+    let Some(pg) = fresh_database("machines") else {
+        return;
+    };
+    let here_label = memtrail_runtime::machine::local_label();
+    let all = corpus();
+    let (mine, theirs): (Vec<Session>, Vec<Session>) = all
+        .into_iter()
+        .take(3)
+        .partition(|s| s.sref.agent != Agent::Gemini);
+    // This machine: sessions aaaa and bbbb; the desk: cccc. Both push; this machine pulls.
+    let dir = tempfile::tempdir().unwrap();
+    write_both(&dir.path().join("here.db"), &pg, HERE, here_label, &mine);
+    write_both(&dir.path().join("desk.db"), &pg, DESK, "desk", &theirs);
+    let mut here = Store::open(StoreLocation::from(&dir.path().join("here.db"))).unwrap();
+    let mut remote = memtrail_pg::Pg::connect_url(&pg).unwrap();
+    loop {
+        let from = here.pull_position(DESK).unwrap();
+        let batch = remote.pull_batch(HERE, DESK, from, 1000).unwrap();
+        here.apply_pull(&batch, &memtrail_runtime::records::Standard)
+            .unwrap();
+        if batch.to_rev == from {
+            break;
+        }
+    }
+    let reader = PgReader::connect(&pg).unwrap();
+    let everything = ListFilter {
+        limit: 100,
+        ..ListFilter::default()
+    };
+    let machine = |name: &str| ListFilter {
+        machine: Some(name.into()),
+        limit: 100,
+        ..ListFilter::default()
+    };
+    for store in [&here as &dyn ReadStore, &reader] {
+        let labels: Vec<(String, String)> = store
+            .list_sessions(&everything)
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.session_id, s.machine))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                ("cccc-3333".to_string(), "desk".to_string()),
+                ("bbbb-2222".into(), here_label.into()),
+                ("aaaa-1111".into(), here_label.into()),
+            ]
+        );
+        let ids = |f: &ListFilter| -> Vec<String> {
+            store
+                .list_sessions(f)
+                .unwrap()
+                .into_iter()
+                .map(|s| s.session_id)
+                .collect()
+        };
+        assert_eq!(ids(&machine("desk")), ["cccc-3333"]);
+        assert_eq!(ids(&machine(DESK)), ["cccc-3333"]);
+        assert_eq!(ids(&machine(here_label)), ["bbbb-2222", "aaaa-1111"]);
+        assert_eq!(ids(&machine(HERE)), ["bbbb-2222", "aaaa-1111"]);
+        assert!(ids(&machine("nowhere")).is_empty());
+        // Search: the hit's machine, and the filter.
+        let search = |m: Option<&str>| -> Vec<(String, String)> {
+            let f = SearchFilter {
+                machine: m.map(str::to_string),
+                limit: 50,
+                ..SearchFilter::default()
+            };
+            let mut v: Vec<(String, String)> = store
+                .search("config", &f)
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.message_id, h.machine))
+                .collect();
+            v.sort();
+            v
+        };
+        let a = |id: &str| (id.to_string(), here_label.to_string());
+        let c = |id: &str| (id.to_string(), "desk".to_string());
+        assert_eq!(search(None), [a("a0"), a("a1"), c("c1")]);
+        assert_eq!(search(Some("desk")), [c("c1")]);
+        assert_eq!(search(Some(here_label)), [a("a0"), a("a1")]);
+        assert_eq!(
+            store
+                .get_session("cccc", None, 0, 1, None)
+                .unwrap()
+                .session
+                .machine,
+            "desk"
+        );
+    }
 }

@@ -40,17 +40,14 @@ pub fn resolve_session(store: &Store, id: &str, agent: Option<&str>) -> Result<i
          AND (?2 IS NULL OR agent = ?2) ORDER BY origin != '', updated_at DESC LIMIT 6",
         )
         .db()?;
-    let mut rows: Vec<(i64, String)> = stmt
+    let rows: Vec<(i64, String)> = stmt
         .query_map(rusqlite::params![pattern, agent], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })
         .db()?
         .collect::<rusqlite::Result<_>>()
         .db()?;
-    // One session id stored from several machines is one match (the first: this machine's).
-    let mut seen = std::collections::HashSet::new();
-    rows.retain(|r| seen.insert(r.1.clone()));
-    crate::query::pick_prefix_match(id, &rows)
+    crate::query::pick_prefix_match(id, rows)
 }
 
 /// Full-text search, ranked by BM25 (prose weighted above tool text) with a mild recency prior.
@@ -86,6 +83,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         && f.since.is_none()
         && f.until.is_none()
         && f.role.is_none()
+        && f.machine.is_none()
         && !has_top_level_or(&q);
     let mut sql = if bounded {
         format!(
@@ -113,6 +111,9 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         sql.push_str(" AND (s.project_dir = ? OR s.project_dir LIKE ? ESCAPE '\\')");
         args.push(Sql::Text(p.to_string()));
         args.push(Sql::Text(format!("{}/%", like_escape(p))));
+    }
+    if let Some(m) = &f.machine {
+        machine_clause(store, m, &mut sql, &mut args)?;
     }
     if let Some(sid) = &f.session {
         let id = resolve_session(store, sid, f.agent.as_deref())?;
@@ -191,7 +192,8 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     let ranked = crate::query::best_distinct(keyed, limit);
     let mut snippets = snippets(store, &q, &ranked)?;
     let mut row = store.conn.prepare_cached(
-        "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts
+        "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts,
+                s.origin, (SELECT label FROM machines WHERE id = s.origin)
          FROM messages m JOIN sessions s ON s.id = m.session_id
          WHERE m.id = ?1",
     ).db()?;
@@ -207,6 +209,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                 Ok(Hit {
                     session_id: r.get(0)?,
                     agent: r.get(1)?,
+                    machine: crate::machine::label_of(r.get_ref(9)?.as_str()?, r.get(10)?),
                     title: r.get(2)?,
                     project: r.get(3)?,
                     message_id: r.get(4)?,
@@ -291,12 +294,29 @@ fn snippets(store: &Store, q: &str, ranked: &[(i64, f64)]) -> Result<HashMap<i64
 }
 
 const SESSION_COLS: &str = "s.external_id, s.agent, s.title, s.project_dir, s.model, s.git_branch,
-    s.started_at, s.updated_at, s.message_count, s.parent_external_id";
+    s.started_at, s.updated_at, s.message_count, s.parent_external_id, s.origin,
+    (SELECT label FROM machines WHERE id = s.origin)";
+
+/// ` AND` the session `s` is of machine `name` (its label or id; this machine's sessions,
+/// `origin` `''`, when `name` is this machine's label or id), its arguments appended.
+fn machine_clause(store: &Store, name: &str, sql: &mut String, args: &mut Vec<Sql>) -> Result<()> {
+    let here = name == crate::machine::local_label()
+        || store.sync_state("machine")?.as_deref() == Some(name);
+    sql.push_str(
+        " AND (s.origin IN (SELECT id FROM machines WHERE label = ? OR id = ?)
+              OR (s.origin = '' AND ?))",
+    );
+    args.push(Sql::Text(name.to_string()));
+    args.push(Sql::Text(name.to_string()));
+    args.push(Sql::Integer(here.into()));
+    Ok(())
+}
 
 fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
     Ok(SessionSummary {
         session_id: r.get(0)?,
         agent: r.get(1)?,
+        machine: crate::machine::label_of(r.get_ref(10)?.as_str()?, r.get(11)?),
         title: r.get(2)?,
         project: r.get(3)?,
         model: r.get(4)?,
@@ -338,6 +358,9 @@ pub fn list_sessions(store: &Store, f: &ListFilter) -> Result<Vec<SessionSummary
         sql.push_str(" AND (s.project_dir = ? OR s.project_dir LIKE ? ESCAPE '\\')");
         args.push(Sql::Text(p.to_string()));
         args.push(Sql::Text(format!("{}/%", like_escape(p))));
+    }
+    if let Some(m) = &f.machine {
+        machine_clause(store, m, &mut sql, &mut args)?;
     }
     sql.push_str(" ORDER BY s.updated_at DESC LIMIT ?");
     args.push(Sql::Integer(f.limit.clamp(1, 100_000) as i64));
