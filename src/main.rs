@@ -159,6 +159,23 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
         } => purge::purge_older(&db, &older_than, vacuum, dry_run, yes, force, json),
         Command::Redact { rescan: _, json } => redact::redact_rescan(&db, json),
         Command::Mcp => mcp::mcp(db),
-        Command::Sync { init, label, json } => sync::sync(&db, init, label, json),
+        Command::Sync {
+            background: true, ..
+        } => Ok(sync_auto::background(&db)),
+        Command::Sync {
+            watch: true,
+            push_every,
+            pull_every,
+            ..
+        } => sync_auto::watch(
+            &db,
+            sync_auto::WatchOptions {
+                push_every: std::time::Duration::from_secs_f64(push_every),
+                pull_every: std::time::Duration::from_secs_f64(pull_every),
+            },
+        ),
+        Command::Sync {
+            init, label, json, ..
+        } => sync::sync(&db, init, label, json),
     }
 }

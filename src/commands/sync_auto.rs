@@ -43,7 +43,7 @@ fn leave_mark(mark: &Path) -> std::io::Result<()> {
 }
 
 /// Remove the rerun mark; whether there was one.
-fn take_mark(mark: &Path) -> bool {
+pub fn take_mark(mark: &Path) -> bool {
     std::fs::remove_file(mark).is_ok()
 }
 
@@ -85,17 +85,46 @@ fn open_enabled(db: &StoreLocation, me: &Identity) -> Result<Store> {
     Ok(store)
 }
 
-/// Connect and check (or migrate) the schema; pgvector's state is kept in the store for
-/// `memtrail status` (`sync_state` `pgvector`: its version, `""` when absent).
-fn connect(url: &str, store: &mut Store) -> Result<Pg> {
-    let mut pg = Pg::connect(&PgConfig::parse(url)?)?;
-    let schema = migrate(&mut pg, MIGRATIONS)?;
-    let v = match &schema.vector {
+/// Keep pgvector's state in the store for `memtrail status` (`sync_state` `pgvector`: its
+/// version, `""` when the database has none).
+///
+/// Errors: the store's.
+pub fn record_pgvector(store: &mut Store, vector: &Vector) -> Result<()> {
+    let v = match vector {
         Vector::Installed(v) => v.as_str(),
         _ => "",
     };
-    store.set_sync_state(PGVECTOR_STATE, Some(v))?;
+    if store.sync_state(PGVECTOR_STATE)?.as_deref() != Some(v) {
+        store.set_sync_state(PGVECTOR_STATE, Some(v))?;
+    }
+    Ok(())
+}
+
+/// Connect and check (or migrate) the schema ([`record_pgvector`]).
+fn connect(url: &str, store: &mut Store) -> Result<Pg> {
+    let mut pg = Pg::connect(&PgConfig::parse(url)?)?;
+    let schema = migrate(&mut pg, MIGRATIONS)?;
+    record_pgvector(store, &schema.vector)?;
     Ok(pg)
+}
+
+/// `a` (when there is one) and `b` summed: the counts added, `b`'s identity, their times added.
+pub fn add_reports(a: Option<SyncReport>, mut b: SyncReport) -> SyncReport {
+    let Some(a) = a else { return b };
+    let (p, q) = (&mut b.pushed, &mut b.pulled);
+    p.batches += a.pushed.batches;
+    p.sessions += a.pushed.sessions;
+    p.messages += a.pushed.messages;
+    p.deletions += a.pushed.deletions;
+    p.bytes += a.pushed.bytes;
+    q.batches += a.pulled.batches;
+    q.machines = q.machines.max(a.pulled.machines);
+    q.sessions += a.pulled.sessions;
+    q.messages += a.pulled.messages;
+    q.deleted_sessions += a.pulled.deleted_sessions;
+    q.deleted_messages += a.pulled.deleted_messages;
+    b.elapsed_ms += a.elapsed_ms;
+    b
 }
 
 /// One sync through `pg`, its outcome recorded in the store (`last_error` set, or cleared and

@@ -128,6 +128,8 @@ fn with_sync_configured_a_session_end_and_a_turn_end_start_a_background_sync_the
     st.args([
         "-f",
         "-qq",
+        "-s",
+        "4096",
         "-e",
         "trace=%network,setsid,execve,clone,clone3,fork,vfork",
         "-o",
@@ -187,11 +189,33 @@ fn with_sync_configured_a_session_end_and_a_turn_end_start_a_background_sync_the
             None => return false,
         }
     };
-    // The hook's own threads: no socket, no connect, nothing sent.
-    let of_hook: Vec<_> = net.iter().filter(|(t, _)| !in_background(**t)).collect();
+    // The hook's own threads: no socket, no connect, nothing sent. The one socket call
+    // allowed is the local pair std's spawn reads the child's exec outcome from
+    // (`socketpair(AF_UNIX…)`, then a `recvfrom` on it that sees it close at the exec).
+    let of_hook: Vec<&String> = net
+        .iter()
+        .filter(|(t, _)| !in_background(**t))
+        .flat_map(|(_, c)| c)
+        .collect();
+    let network: Vec<&&String> = of_hook
+        .iter()
+        .filter(|c| {
+            !(c.starts_with("socketpair(AF_UNIX,")
+                || c.starts_with("recvfrom(")
+                || c.starts_with("<... recvfrom resumed>"))
+        })
+        .collect();
     assert!(
-        of_hook.is_empty(),
-        "the hook made network calls: {of_hook:?}"
+        network.is_empty(),
+        "the hook made network calls: {network:?}"
+    );
+    assert_eq!(
+        of_hook
+            .iter()
+            .filter(|c| c.starts_with("socketpair("))
+            .count(),
+        1,
+        "{of_hook:?}"
     );
     // The background process did try PostgreSQL (the trace sees network calls).
     let bg_net: Vec<&String> = net
@@ -246,4 +270,207 @@ fn with_sync_configured_a_session_end_and_a_turn_end_start_a_background_sync_the
         std::fs::metadata(stamp(&sb)).unwrap().modified().unwrap(),
         stamp_time
     );
+}
+
+fn pg_count(pg: &memtrail_pg::Pg, sql: &str) -> i64 {
+    pg.block_on(pg.client().query_one(sql, &[])).unwrap().get(0)
+}
+
+/// A machine set up with `sync --init url` (a session of `lines` lines imported first, so the
+/// set-up's sync pushes it; no hook: a hook would start a background sync).
+fn machine(url: &str, label: &str, n: u32, lines: u64) -> (Sandbox, PathBuf, String) {
+    let sb = Sandbox::new();
+    let (t, sid) = transcript(&sb, n, lines);
+    sb.acmd().args(["import"]).assert().success();
+    let r = sb.json(&["sync", "--init", url, "--label", label, "--json"]);
+    assert_eq!(r["sync"]["pushed"]["messages"], json!(lines), "{r}");
+    (sb, t, sid)
+}
+
+/// Append lines `from..from + more` to the transcript of session `n` and import them.
+fn grow(sb: &Sandbox, t: &Path, n: u32, from: u64, more: u64) {
+    let sid = session_id(n);
+    let text: String = (from..from + more)
+        .map(|i| claude_line(&sid, "/home/user/auto", i) + "\n")
+        .collect();
+    memtrail_testkit::append(t, text.as_bytes());
+    sb.acmd().args(["import"]).assert().success();
+}
+
+#[test]
+fn a_background_sync_pushes_and_one_that_finds_the_lock_taken_leaves_a_rerun_mark() {
+    let Some(url) = memtrail_testkit::pg::test_database("autosync_background") else {
+        return;
+    };
+    let pg = memtrail_pg::Pg::connect_url(&url).unwrap();
+    let (sb, t, sid) = machine(&url, "a", 3, 4);
+    let messages = "SELECT count(*) FROM messages";
+    assert_eq!(pg_count(&pg, messages), 4);
+    // A turn's end: the hook stores 2 new lines and starts a background sync, which pushes them.
+    let text: String = (4..6)
+        .map(|i| claude_line(&sid, "/home/user/auto", i) + "\n")
+        .collect();
+    memtrail_testkit::append(&t, text.as_bytes());
+    hook(&sb, &t, &sid, "Stop");
+    wait_for("the background sync's push", || {
+        pg_count(&pg, messages) == 6
+    });
+    wait_for("the background sync's end", || {
+        sb.json(&["status", "--json"])["sync"]["last_sync_at"] != json!(null)
+            && sb.json(&["status", "--json"])["sync"]["pending"]["messages"] == json!(0)
+    });
+    assert!(!sb.hook_log().exists(), "no error logged");
+    // Another sync holds the lock: a background one leaves the mark, exits 0 and pushes nothing.
+    grow(&sb, &t, 3, 6, 3);
+    let db = sb.db();
+    let mark = PathBuf::from(format!("{}.sync.rerun", db.display()));
+    let lock = memtrail_pg::engine::SyncLock::try_acquire(&db)
+        .unwrap()
+        .expect("the lock is free");
+    let out = sb.cmd().args(["sync", "--background"]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        (out.stdout.as_slice(), out.stderr.as_slice()),
+        (&b""[..], &b""[..])
+    );
+    assert!(mark.exists());
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&mark).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    assert_eq!(pg_count(&pg, messages), 6);
+    drop(lock);
+    // The next sync takes the mark and pushes the 3 lines.
+    let r = sb.json(&["sync", "--json"]);
+    assert_eq!(r["sync"]["pushed"]["messages"], json!(3), "{r}");
+    assert!(!mark.exists());
+    assert_eq!(pg_count(&pg, messages), 9);
+    let s = sb.json(&["status", "--json"])["sync"].clone();
+    assert_eq!(s["last_error"], json!(null));
+    assert_eq!(
+        s["pending"],
+        json!({"sessions": 0, "messages": 0, "deletions": 0})
+    );
+    let vector = std::env::var("MEMTRAIL_TEST_PG_VECTOR").is_ok_and(|v| v == "1");
+    // `sync --init` creates pgvector when the server has it (the test cluster's superuser may).
+    assert_eq!(s["pgvector"], json!(vector), "{s}");
+}
+
+/// Reads `child`'s stderr lines into a shared buffer.
+fn collect_lines(
+    r: impl std::io::Read + Send + 'static,
+) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+    use std::io::BufRead;
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let l = lines.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(r).lines().map_while(Result::ok) {
+            l.lock().unwrap().push(line);
+        }
+    });
+    lines
+}
+
+#[test]
+fn watch_pushes_changes_pulls_survives_postgresql_going_away_and_stops_on_sigterm() {
+    let Some(url) = memtrail_testkit::pg::test_database("autosync_watch") else {
+        return;
+    };
+    let super_url = std::env::var(memtrail_testkit::pg::URL_VAR).unwrap();
+    let dbname = url.rsplit('/').next().unwrap().to_string();
+    let pg = memtrail_pg::Pg::connect_url(&url).unwrap();
+    let (a, ta, _) = machine(&url, "a", 4, 2);
+    let (b, tb, sid_b) = machine(&url, "b", 5, 3);
+    let messages = "SELECT count(*) FROM messages";
+    assert_eq!(pg_count(&pg, messages), 5);
+    let mut watch = a
+        .cmd()
+        .args([
+            "sync",
+            "--watch",
+            "--push-every",
+            "0.2",
+            "--pull-every",
+            "1",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = collect_lines(watch.stderr.take().unwrap());
+    // A's new lines are pushed by the watch, B's session is pulled by it.
+    grow(&a, &ta, 4, 2, 2);
+    wait_for("the watch's push", || pg_count(&pg, messages) == 7);
+    let a_has_b = || {
+        a.json(&["sessions", "list", "--json"])["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["session_id"] == json!(sid_b))
+    };
+    wait_for("the watch's pull of b's session", a_has_b);
+    // PostgreSQL goes away (the database refuses connections, the watch's one is cut).
+    let admin = memtrail_pg::Pg::connect_url(&super_url).unwrap();
+    admin
+        .batch_execute(&format!(
+            "ALTER DATABASE {dbname} ALLOW_CONNECTIONS false; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{dbname}'"
+        ))
+        .unwrap();
+    drop(pg);
+    grow(&a, &ta, 4, 4, 1);
+    let errors = || {
+        stderr
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(" memtrail sync: error: "))
+            .count()
+    };
+    wait_for("the outage's error", || errors() == 1);
+    // Several retries later (0.2 s, 0.4 s, 0.8 s, …): still one line for the outage.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(errors(), 1, "{:?}", stderr.lock().unwrap());
+    let s = a.json(&["status", "--json"])["sync"].clone();
+    // The outage's error (the cut connection, or the refused one) is kept for status.
+    assert!(s["last_error"].is_string(), "{s}");
+    assert_eq!(
+        s["pending"],
+        json!({"sessions": 1, "messages": 1, "deletions": 0})
+    );
+    // Back: the watch resumes, pushes the line written meanwhile, and says so.
+    admin
+        .batch_execute(&format!("ALTER DATABASE {dbname} ALLOW_CONNECTIONS true"))
+        .unwrap();
+    let pg = memtrail_pg::Pg::connect_url(&url).unwrap();
+    wait_for("the push after the outage", || pg_count(&pg, messages) == 8);
+    wait_for("the resumed line", || {
+        stderr
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("PostgreSQL reached again after"))
+    });
+    wait_for("last_error cleared", || {
+        a.json(&["status", "--json"])["sync"]["last_error"] == json!(null)
+    });
+    // B's next turn reaches A through the watch's pull.
+    grow(&b, &tb, 5, 3, 2);
+    b.acmd().args(["sync"]).assert().success();
+    wait_for("b's new lines on a", || {
+        a.json(&["sessions", "show", &sid_b, "--json"])["total"] == json!(5)
+    });
+    // SIGTERM: it stops, exit 0.
+    // SAFETY: kill has no memory preconditions.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGTERM) };
+    let status = watch.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    wait_for("the stop line", || {
+        stderr
+            .lock()
+            .unwrap()
+            .last()
+            .is_some_and(|l| l.ends_with(" memtrail sync: stopped"))
+    });
 }
