@@ -18,11 +18,14 @@ Start with `memtrail install` (wires the hooks, MCP server and skill into each a
 `memtrail import` (brings in the sessions you already have). From then on every session is captured as it happens.",
     after_help = "Examples:\n  memtrail install --agent claude --yes\n  memtrail import\n  memtrail search \"database is locked\" --since 7d\n  memtrail sessions list --limit 5\n  memtrail sessions show 4c2ddfdc\n  memtrail resume                  # the working state of this folder's latest session"
 )]
-/// The command line: the global `--db` and one command.
+/// The command line: the global `--store` or `--db` and one command.
 pub struct Cli {
-    /// The store to use [default: $MEMTRAIL_DB, else $XDG_DATA_HOME/memtrail/memtrail.db, i.e. ~/.local/share/memtrail/memtrail.db].
-    #[arg(long, global = true, value_name = "PATH")]
+    /// The store to use [default: $MEMTRAIL_STORE, else $MEMTRAIL_DB, else $XDG_DATA_HOME/memtrail/memtrail.db, i.e. ~/.local/share/memtrail/memtrail.db].
+    #[arg(long, global = true, value_name = "PATH", conflicts_with = "store")]
     pub db: Option<PathBuf>,
+    /// The store to use: an SQLite file (as --db) or a PostgreSQL database (postgres://USER@HOST/DB, filled by `memtrail sync`), which search, sessions list/show, resume, handoff and mcp read directly [default: as --db].
+    #[arg(long, global = true, value_name = "PATH|URL")]
+    pub store: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -108,7 +111,7 @@ pub enum Command {
     /// Push this machine's new sessions to a PostgreSQL database and pull the other machines'
     /// (set it up once with `--init URL`; docs/sync.md).
     #[command(
-        after_help = "Examples:\n  memtrail sync --init 'postgres://me@db.example/memtrail?sslmode=verify-full'\n  memtrail sync\n  memtrail sync --json\n\nThe password comes from the URL, else PGPASSWORD, else ~/.pgpass; the URL is kept in\n~/.config/memtrail/config.toml (mode 0600) and never printed with its password."
+        after_help = "Examples:\n  memtrail sync --init 'postgres://me@db.example/memtrail?sslmode=verify-full'\n  memtrail sync\n  memtrail sync --json\n  memtrail sync --watch\n\nOnce set up, hooks start a background sync after each session's end and at most once a\nminute at a turn's end.\n\nThe password comes from the URL, else PGPASSWORD, else ~/.pgpass; the URL is kept in\n~/.config/memtrail/config.toml (mode 0600) and never printed with its password."
     )]
     Sync {
         /// Set sync up with the database at URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DB
@@ -124,6 +127,24 @@ pub enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Keep running: push within --push-every of a change to the store, pull the other
+        /// machines' pushes every --pull-every; keeps retrying while PostgreSQL is out of reach
+        /// (the error shown once per outage); Ctrl-C or SIGTERM stops it between batches.
+        #[arg(long, conflicts_with_all = ["init", "json", "background"])]
+        watch: bool,
+        /// With --watch: how often to look for something to push, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 2.0, requires = "watch",
+              value_parser = positive_seconds)]
+        push_every: f64,
+        /// With --watch: how often to pull when there is nothing to push, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 30.0, requires = "watch",
+              value_parser = positive_seconds)]
+        pull_every: f64,
+        /// One quiet sync, as hooks start it after a session's or a turn's end: nothing
+        /// printed; an error is kept for `memtrail status` and in the hook log; exits at once
+        /// when another sync runs (which then syncs once more).
+        #[arg(long, conflicts_with_all = ["init", "json"])]
+        background: bool,
     },
     /// Delete every message older than an age or date (with its search entries and events), and
     /// the sessions left empty. Nothing is ever deleted unless you run this.
@@ -210,6 +231,9 @@ pub struct SearchArgs {
     /// Only this session (id or unique prefix).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// Only sessions captured on this machine: its label (the MACHINE column of `sessions list`) or its id.
+    #[arg(long, value_name = "NAME")]
+    pub machine: Option<String>,
     /// Only messages since DATE (YYYY-MM-DD in UTC, RFC 3339, today, yesterday, or an age like 7d).
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
@@ -265,6 +289,9 @@ pub enum SessionsCommand {
         /// Only sessions in this project directory (or below it).
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
+        /// Only sessions captured on this machine: its label (the MACHINE column) or its id.
+        #[arg(long, value_name = "NAME")]
+        machine: Option<String>,
         /// Most sessions to show (1-100000).
         #[arg(long, short = 'n', default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         limit: u32,
@@ -308,4 +335,14 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A number of seconds > 0 (fractions allowed), at most a day.
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds between 0 and 86400"
+        )),
+    }
 }

@@ -15,3 +15,4 @@ pub mod search;
 pub mod sessions;
 pub mod status;
 pub mod sync;
+pub mod sync_auto;

@@ -1,6 +1,7 @@
 //! `memtrail sync [--init URL [--label NAME]] [--json]`: push this machine's sessions to
 //! PostgreSQL and pull the other machines' (docs/sync.md).
 
+use crate::commands::sync_auto;
 use crate::common::open_store;
 use crate::output::plural;
 use anyhow::{Result, bail};
@@ -30,8 +31,13 @@ pub fn sync(
     let options = SyncOptions::from_env()?;
     // Opening the store creates it (and its 0700 folder), where the lock file goes.
     let mut store = open_store(db)?;
-    let Some(_lock) = SyncLock::try_acquire(db.sqlite_path())? else {
-        bail!("another `memtrail sync` is running for the store {db}; try again when it ends");
+    // One sync at a time: a background one (started by a hook) is usually done in a moment.
+    let _lock = match SyncLock::try_acquire(store.path())? {
+        Some(l) => l,
+        None => {
+            eprintln!("memtrail: another sync of the store {db} is running; waiting for it to end");
+            SyncLock::acquire(store.path())?
+        }
     };
     let url = match (&init, &settings.url) {
         (Some(u), _) => u.clone(),
@@ -47,6 +53,7 @@ pub fn sync(
         eprintln!("memtrail: warning: {w}");
     }
     let schema = migrate(&mut pg, MIGRATIONS)?;
+    sync_auto::record_pgvector(&mut store, &schema.vector)?;
     let mut init_report = None;
     let store_machine = store.sync_state("machine")?;
     if init.is_some() {
@@ -121,23 +128,40 @@ pub fn sync(
         );
     }
     let bar = progress_bar(json);
-    let result = engine::sync(
-        &mut store,
-        &mut pg,
-        &me,
-        &privacy,
-        &options,
-        &mut |p| match p {
-            Progress::Push { messages, queued } => {
-                bar.set_length(queued.max(messages));
-                bar.set_position(messages);
-                bar.set_message("pushing");
+    // A background sync that found the lock taken left the rerun mark: once more, so that
+    // what its hook stored is pushed too.
+    let mark = sync_auto::rerun_path(store.path());
+    let mut done: Option<engine::SyncReport> = None;
+    let result = loop {
+        sync_auto::take_mark(&mark);
+        let pass = engine::sync(
+            &mut store,
+            &mut pg,
+            &me,
+            &privacy,
+            &options,
+            &mut |p| match p {
+                Progress::Push { messages, queued } => {
+                    bar.set_length(queued.max(messages));
+                    bar.set_position(messages);
+                    bar.set_message("pushing");
+                }
+                Progress::Pull { label, messages } => {
+                    bar.set_message(format!("pulling from {label}: {messages} messages"));
+                }
+            },
+        );
+        match pass {
+            Ok(r) => {
+                let r = sync_auto::add_reports(done.take(), r);
+                if !mark.exists() {
+                    break Ok(r);
+                }
+                done = Some(r);
             }
-            Progress::Pull { label, messages } => {
-                bar.set_message(format!("pulling from {label}: {messages} messages"));
-            }
-        },
-    );
+            Err(e) => break Err(e),
+        }
+    };
     bar.finish_and_clear();
     let report = match result {
         Ok(r) => r,
