@@ -107,6 +107,36 @@ else:
 v = hf("version")
 row("`memtrail --version`", "<= 2 ms", f"median {v[0]:.2f} ms{cpu('cpu_version')}", v[0] <= 2)
 
+if "sync_skipped" in res:
+    row("sync to PostgreSQL", "-", f"not run: {res['sync_skipped']}", None)
+elif "sync_first_time" in res:
+    t = secs(res["sync_first_time"])
+    n = int(res["sync_first_messages"])
+    b = int(res["sync_first_bytes"])
+    srss = int(res["sync_first_rss_kb"]) / 1024
+    row(f"first `memtrail sync` of the store ({n:,} msgs) into an empty PostgreSQL",
+        "<= 60 s, RSS <= 200 MB (1 GB corpus)",
+        f"{t:.1f} s: {n / t:,.0f} msgs/s, {b / 1e6 / t:.1f} MB/s of text ({b / 1e6:,.0f} MB), "
+        f"RSS {srss:.0f} MB", t <= 60 and srss <= 200)
+    st = hf("sync_turn")
+    row("`memtrail sync` after one new 20 KB turn", "median <= 50 ms",
+        f"median {st[0]:.1f} ms, p99 {st[1]:.1f} ms ({st[2]} runs)", st[0] <= 50)
+    sp, sp2 = hf("search_pg"), hf("search_pg_rare")
+    if sp and sp2:
+        row(f"`memtrail --store postgres://… search`, limit 20, {msgs:,} msgs",
+            "frequent <= 50 ms, rare <= 20 ms (~1M msgs)",
+            f"frequent median {sp[0]:.1f} ms, rare {sp2[0]:.1f} ms", sp[0] <= 50 and sp2[0] <= 20)
+    else:
+        row("`memtrail --store postgres://… search`", "frequent <= 50 ms, rare <= 20 ms",
+            "not run (this memtrail has no --store)", None)
+    hs, hsp = hf("hook_sync"), hf("hook_sync_spawn")
+    # "Unchanged": within 10% (at least 0.5 ms) of the Stop hook without sync, same payloads.
+    row("Stop hook, new 20 KB turn, sync configured (a background sync at most once a minute)",
+        "unchanged (no network in the hook)",
+        f"median {hs[0]:.2f} ms, p99 {hs[1]:.2f} ms (without sync {h[0]:.2f} ms); starting a "
+        f"background sync at every run: median {hsp[0]:.2f} ms",
+        hs[0] <= h[0] + max(0.5, 0.1 * h[0]))
+
 print(f"\nmemtrail benchmark, corpus {size} ({raw:,} bytes)\n")
 print("| what | target | measured | met |")
 print("|---|---|---|---|")

@@ -108,6 +108,44 @@ pub enum Command {
     },
     /// Run the MCP server on stdin/stdout (agents start this; see `install`).
     Mcp,
+    /// Push this machine's new sessions to a PostgreSQL database and pull the other machines'
+    /// (set it up once with `--init URL`; docs/sync.md).
+    #[command(
+        after_help = "Examples:\n  memtrail sync --init 'postgres://me@db.example/memtrail?sslmode=verify-full'\n  memtrail sync\n  memtrail sync --json\n  memtrail sync --watch\n\nOnce set up, hooks start a background sync after each session's end and at most once a\nminute at a turn's end.\n\nThe password comes from the URL, else PGPASSWORD, else ~/.pgpass; the URL is kept in\n~/.config/memtrail/config.toml (mode 0600) and never printed with its password."
+    )]
+    Sync {
+        /// Set sync up with the database at URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DB
+        /// [?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]): test the
+        /// connection, create or migrate memtrail's schema, keep the URL and this machine's id
+        /// in memtrail's config, queue every stored session, then sync. Run it on each machine
+        /// with the same URL to join them.
+        #[arg(long, value_name = "URL")]
+        init: Option<String>,
+        /// With --init: this machine's name as the others show it [default: the hostname].
+        #[arg(long, value_name = "NAME", requires = "init")]
+        label: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Keep running: push within --push-every of a change to the store, pull the other
+        /// machines' pushes every --pull-every; keeps retrying while PostgreSQL is out of reach
+        /// (the error shown once per outage); Ctrl-C or SIGTERM stops it between batches.
+        #[arg(long, conflicts_with_all = ["init", "json", "background"])]
+        watch: bool,
+        /// With --watch: how often to look for something to push, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 2.0, requires = "watch",
+              value_parser = positive_seconds)]
+        push_every: f64,
+        /// With --watch: how often to pull when there is nothing to push, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 30.0, requires = "watch",
+              value_parser = positive_seconds)]
+        pull_every: f64,
+        /// One quiet sync, as hooks start it after a session's or a turn's end: nothing
+        /// printed; an error is kept for `memtrail status` and in the hook log; exits at once
+        /// when another sync runs (which then syncs once more).
+        #[arg(long, conflicts_with_all = ["init", "json"])]
+        background: bool,
+    },
     /// Delete every message older than an age or date (with its search entries and events), and
     /// the sessions left empty. Nothing is ever deleted unless you run this.
     Purge {
@@ -297,4 +335,14 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A number of seconds > 0 (fractions allowed), at most a day.
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds between 0 and 86400"
+        )),
+    }
 }

@@ -53,6 +53,14 @@ fn main() -> ExitCode {
         };
         return commands::hook::hook(agent, &args, &db);
     }
+    // `memtrail sync` carries the local store to PostgreSQL: like the hook, it keeps to the
+    // local store when only `MEMTRAIL_STORE` names a PostgreSQL database.
+    let db = match (&cli.command, db) {
+        (Command::Sync { .. }, StoreLocation::Postgres(_)) if cli.store.is_none() => {
+            StoreLocation::local_from_env()
+        }
+        (_, db) => db,
+    };
     match run(cli.command, db) {
         Ok(code) => code,
         Err(e) => {
@@ -151,5 +159,23 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
         } => purge::purge_older(&db, &older_than, vacuum, dry_run, yes, force, json),
         Command::Redact { rescan: _, json } => redact::redact_rescan(&db, json),
         Command::Mcp => mcp::mcp(db),
+        Command::Sync {
+            background: true, ..
+        } => Ok(sync_auto::background(&db)),
+        Command::Sync {
+            watch: true,
+            push_every,
+            pull_every,
+            ..
+        } => sync_auto::watch(
+            &db,
+            sync_auto::WatchOptions {
+                push_every: std::time::Duration::from_secs_f64(push_every),
+                pull_every: std::time::Duration::from_secs_f64(pull_every),
+            },
+        ),
+        Command::Sync {
+            init, label, json, ..
+        } => sync::sync(&db, init, label, json),
     }
 }

@@ -6,6 +6,7 @@
 //! finds the password (URL, `PGPASSWORD`, `~/.pgpass`); nothing here prints a password.
 
 pub mod config;
+pub mod engine;
 pub mod migrate;
 pub mod read;
 pub mod settings;
@@ -44,6 +45,9 @@ pub enum Error {
          {supported}: upgrade memtrail on this machine"
     )]
     NewerSchema { found: i64, supported: i64 },
+    /// The local store failed (sync's local side).
+    #[error("{0}")]
+    Store(#[from] memtrail_runtime::Error),
     /// Data this side cannot accept (a message naming it).
     #[error("{0}")]
     Invalid(String),

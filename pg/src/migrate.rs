@@ -111,10 +111,18 @@ pub fn migrate(pg: &mut Pg, migrations: &[Migration]) -> Result<SchemaReport> {
         let tx = client.transaction().await?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
             .await?;
-        tx.batch_execute(
-            "CREATE TABLE IF NOT EXISTS memtrail_meta (key text PRIMARY KEY, value text NOT NULL)",
-        )
-        .await?;
+        // Created only when missing: a role that may use the tables but not create any still
+        // syncs.
+        let exists: bool = tx
+            .query_one("SELECT to_regclass('memtrail_meta') IS NOT NULL", &[])
+            .await?
+            .get(0);
+        if !exists {
+            tx.batch_execute(
+                "CREATE TABLE memtrail_meta (key text PRIMARY KEY, value text NOT NULL)",
+            )
+            .await?;
+        }
         let row = tx
             .query_opt(
                 "SELECT value FROM memtrail_meta WHERE key = 'schema_version'",

@@ -50,6 +50,9 @@ pub struct Pushed {
     pub messages_removed: u64,
     /// The bytes of message text sent (body, tools, cjk, parts).
     pub bytes: u64,
+    /// Sessions of the batch not written because another machine deleted them (a delete is
+    /// for good; this machine deletes them when it pulls the deletion).
+    pub deleted_elsewhere: u64,
 }
 
 /// The bytes of text a message carries (body, tools, cjk, parts).
@@ -78,7 +81,8 @@ impl Pg {
     /// Writes `batch`, pushed by machine `machine` (labelled `label`), in one transaction:
     /// the machine's row upserted (its label and `last_push_at` = now), then the deletions
     /// (the session and everything under it removed, a `deletions` row recorded once), then
-    /// the session rows, the messages (upserts on their keys), each pushed message's tool calls
+    /// the session rows (except those another machine deleted: [`Pushed::deleted_elsewhere`]),
+    /// the messages (upserts on their keys), each pushed message's tool calls
     /// and events replaced, the snapshots of the sessions that carry `Some` replaced, and the
     /// message sets that are `Some` reconciled (messages not in the set removed, the session's
     /// `messages_rev` bumped). Applying the same batch twice leaves what applying it once left
@@ -176,18 +180,50 @@ async fn push_tx(
     if batch.sessions.is_empty() {
         return Ok(pushed);
     }
-    let uids: Vec<String> = batch
+    // A session another machine deleted stays deleted: this machine's changes to it (made
+    // before it pulled the deletion, which then deletes it here too) are dropped.
+    let agents: Vec<&str> = batch
         .sessions
+        .iter()
+        .map(|s| s.session.agent.as_str())
+        .collect();
+    let exts: Vec<&str> = batch
+        .sessions
+        .iter()
+        .map(|s| s.session.external_id.as_str())
+        .collect();
+    let gone: std::collections::HashSet<(String, String)> = tx
+        .query(
+            "SELECT DISTINCT agent, external_id FROM deletions d \
+             JOIN unnest($2::text[], $3::text[]) AS k(a, e) \
+               ON d.agent = k.a AND d.external_id = k.e \
+             WHERE d.machine_id = $1 AND d.deleted_by <> $1",
+            &[&machine, &agents, &exts],
+        )
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let sessions: Vec<&SessionChanges> = batch
+        .sessions
+        .iter()
+        .filter(|s| {
+            gone.is_empty()
+                || !gone.contains(&(s.session.agent.clone(), s.session.external_id.clone()))
+        })
+        .collect();
+    pushed.deleted_elsewhere = (batch.sessions.len() - sessions.len()) as u64;
+    let uids: Vec<String> = sessions
         .iter()
         .map(|s| session_uid(&s.machine, &s.session.agent, &s.session.external_id))
         .collect();
-    upsert_sessions(tx, machine, &uids, &batch.sessions).await?;
-    pushed.sessions = batch.sessions.len() as u64;
-    let (messages, bytes) = upsert_messages(tx, machine, &uids, &batch.sessions).await?;
+    upsert_sessions(tx, machine, &uids, &sessions).await?;
+    pushed.sessions = sessions.len() as u64;
+    let (messages, bytes) = upsert_messages(tx, machine, &uids, &sessions).await?;
     pushed.messages = messages;
     pushed.bytes = bytes;
-    replace_snapshots(tx, &uids, &batch.sessions).await?;
-    for (uid, s) in uids.iter().zip(&batch.sessions) {
+    replace_snapshots(tx, &uids, &sessions).await?;
+    for (uid, s) in uids.iter().zip(sessions) {
         if let Some(set) = &s.message_set {
             pushed.messages_removed += tx
                 .execute(
@@ -232,7 +268,7 @@ async fn upsert_sessions(
     tx: &Transaction<'_>,
     machine: &str,
     uids: &[String],
-    sessions: &[SessionChanges],
+    sessions: &[&SessionChanges],
 ) -> Result<()> {
     let col = |f: fn(&SyncSession) -> Option<&str>| -> Vec<Option<&str>> {
         sessions.iter().map(|s| f(&s.session)).collect()
@@ -279,7 +315,7 @@ async fn upsert_messages(
     tx: &Transaction<'_>,
     machine: &str,
     uids: &[String],
-    sessions: &[SessionChanges],
+    sessions: &[&SessionChanges],
 ) -> Result<(u64, u64)> {
     let mut m_uid: Vec<&str> = Vec::new();
     let mut m: Vec<&SyncMessage> = Vec::new();
@@ -401,7 +437,7 @@ async fn upsert_messages(
 async fn replace_snapshots(
     tx: &Transaction<'_>,
     uids: &[String],
-    sessions: &[SessionChanges],
+    sessions: &[&SessionChanges],
 ) -> Result<()> {
     let mut replaced: Vec<&str> = Vec::new();
     let mut s_uid: Vec<&str> = Vec::new();

@@ -44,6 +44,10 @@ pub struct HookOutcome {
     pub ingested: Vec<IngestReport>,
     /// The error that was logged, if any.
     pub error: Option<String>,
+    /// Whether the caller should now start a background sync ([`crate::autosync::spawn`]):
+    /// sync is configured and this is a session's end, or a turn's end past the interval
+    /// ([`crate::autosync::claim`], which noted the start).
+    pub background_sync: bool,
 }
 
 /// The hook log path: `$XDG_STATE_HOME/memtrail/hook.log`.
@@ -98,9 +102,13 @@ fn budget_ms() -> u64 {
 pub fn run(agent: Agent, stdin: &mut dyn Read, args: &[String], db: &StoreLocation) -> HookOutcome {
     let started = Instant::now();
     let mut outcome = HookOutcome::default();
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_inner(agent, stdin, args, db, started, &mut outcome)
-    }));
+    // memtrail's config is read once for the whole run: the ingest's exclusions and whether
+    // sync is configured.
+    let (result, config) = crate::privacy::with_config_read_once(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_inner(agent, stdin, args, db, started, &mut outcome)
+        }))
+    });
     // `Error::Busy`: the store's write lock was not free within the budget.
     let busy = matches!(&result, Ok(Err(e)) if e.is_busy());
     let error = match result {
@@ -135,6 +143,17 @@ pub fn run(agent: Agent, stdin: &mut dyn Read, args: &[String], db: &StoreLocati
         );
         let _ =
             open_private_append(Path::new(&path)).and_then(|mut f| f.write_all(line.as_bytes()));
+    }
+    // A session's or a turn's end: a background sync, when configured (whatever happened
+    // above: it pushes what is stored). Not for a hook of another agent's (skipped above).
+    if let Some(ev) = outcome.event.as_ref().filter(|e| e.agent == agent) {
+        let canonical = memtrail_adapters::canonical_event(&ev.event);
+        outcome.background_sync = crate::autosync::claim(
+            canonical,
+            config.as_ref(),
+            &crate::autosync::stamp_path(),
+            std::time::SystemTime::now(),
+        );
     }
     if let Some(e) = &error {
         log_line(agent, outcome.event.as_ref(), &format!("error: {e}"));

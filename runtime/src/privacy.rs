@@ -46,6 +46,10 @@ pub struct Privacy {
     pub exclude: Vec<PathBuf>,
     /// The home directory: where the search for `.memtrailignore` stops.
     pub home: PathBuf,
+    /// Whether sync is configured: the config's `[sync]` table has a non-empty `url` string
+    /// (the URL itself is not kept here; `memtrail sync` reads it). Hooks then start a
+    /// background sync at a session's end (see [`crate::autosync`]).
+    pub sync_configured: bool,
 }
 
 impl Privacy {
@@ -54,8 +58,21 @@ impl Privacy {
     ///
     /// Errors: [`Error::Invalid`] naming the file, for a file that cannot be read, is not TOML,
     /// or whose `exclude` is not an array of strings holding absolute or `~/` paths.
+    ///
+    /// Inside [`with_config_read_once`] (a hook run) the file is read at most once: later
+    /// calls on the same thread return the settings read first.
     pub fn load() -> Result<Privacy> {
-        Self::load_from(&config_path(), &memtrail_adapters::paths::home_dir())
+        let cached = READ_ONCE.with(|c| c.borrow().as_ref().and_then(|p| p.clone()));
+        if let Some(p) = cached {
+            return Ok(p);
+        }
+        let p = Self::load_from(&config_path(), &memtrail_adapters::paths::home_dir())?;
+        READ_ONCE.with(|c| {
+            if let Some(slot) = c.borrow_mut().as_mut() {
+                *slot = Some(p.clone());
+            }
+        });
+        Ok(p)
     }
 
     /// [`Privacy::load`] from an explicit file and home directory.
@@ -66,6 +83,7 @@ impl Privacy {
                 return Ok(Privacy {
                     exclude: Vec::new(),
                     home: home.to_path_buf(),
+                    sync_configured: false,
                 });
             }
             Err(e) => {
@@ -101,9 +119,17 @@ impl Privacy {
                 })?);
             }
         }
+        // `[sync] url`: only whether it is set; its shape is `memtrail sync`'s to check.
+        let sync_configured = doc
+            .get("sync")
+            .and_then(|t| t.as_table_like())
+            .and_then(|t| t.get("url"))
+            .and_then(|u| u.as_str())
+            .is_some_and(|u| !u.trim().is_empty());
         Ok(Privacy {
             exclude,
             home: home.to_path_buf(),
+            sync_configured,
         })
     }
 
@@ -137,6 +163,38 @@ impl Privacy {
         }
         None
     }
+}
+
+thread_local! {
+    /// Inside [`with_config_read_once`]: `Some(the settings read, once read)`.
+    static READ_ONCE: std::cell::RefCell<Option<Option<Privacy>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` with memtrail's config read at most once on this thread: every [`Privacy::load`]
+/// inside it after the first successful one returns the same settings (a hook run reads the
+/// file once, for its ingest and for [`Privacy::sync_configured`]). Returns what `f` returned
+/// and the settings if `f` read them (`None`: it did not, or every read failed). Nested calls
+/// share the outer scope.
+pub fn with_config_read_once<R>(f: impl FnOnce() -> R) -> (R, Option<Privacy>) {
+    let outer = READ_ONCE.with(|c| {
+        let mut c = c.borrow_mut();
+        let outer = c.is_some();
+        if !outer {
+            *c = Some(None);
+        }
+        outer
+    });
+    let r = f();
+    let read = READ_ONCE.with(|c| {
+        let mut c = c.borrow_mut();
+        if outer {
+            c.as_ref().and_then(|p| p.clone())
+        } else {
+            c.take().flatten()
+        }
+    });
+    (r, read)
 }
 
 /// Whether a `.memtrailignore` whose metadata (not followed if a symlink) is `md`, in the
@@ -245,6 +303,45 @@ fn normalize(p: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sync_is_configured_by_a_non_empty_sync_url() {
+        let home = Path::new("/h");
+        let configured = |t: &str| Privacy::parse(t, home).unwrap().sync_configured;
+        assert!(!configured(""));
+        assert!(!configured("exclude = []\n"));
+        assert!(!configured(
+            "[sync]\nmachine = \"0123456789abcdef0123456789abcdef\"\n"
+        ));
+        assert!(!configured("[sync]\nurl = \"  \"\n"));
+        assert!(!configured("[sync]\nurl = 3\n"));
+        assert!(!configured("sync = \"postgres://db/m\"\n"));
+        assert!(configured("[sync]\nurl = \"postgres://me@db/memtrail\"\n"));
+        assert!(configured("sync = { url = \"postgres://db/m\" }\n"));
+    }
+
+    #[test]
+    fn the_config_is_read_once_inside_the_scope() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[sync]\nurl = \"postgres://db/m\"\n").unwrap();
+        // load_from is not cached; load (the process's config path) is: exercise the scope
+        // with a config path of our own through the thread-local directly.
+        let first = Privacy::load_from(&path, Path::new("/h")).unwrap();
+        let ((), read) = with_config_read_once(|| {
+            READ_ONCE.with(|c| *c.borrow_mut() = Some(Some(first.clone())));
+            // Changed on disk: the scope still answers what was read first.
+            std::fs::write(&path, "").unwrap();
+            assert_eq!(Privacy::load().unwrap(), first);
+            let ((), inner) = with_config_read_once(|| ());
+            assert_eq!(inner.as_ref(), Some(&first));
+        });
+        assert_eq!(read, Some(first));
+        // Outside any scope nothing is kept.
+        assert!(READ_ONCE.with(|c| c.borrow().is_none()));
+        let ((), none) = with_config_read_once(|| ());
+        assert_eq!(none, None);
+    }
 
     #[test]
     fn config_entries_and_ignore_files() {

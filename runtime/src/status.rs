@@ -324,6 +324,112 @@ impl RetentionReport {
     }
 }
 
+/// Sync with PostgreSQL (`status --json`: `sync`): what the config says and what the store
+/// recorded of the last syncs. The URL is shown with its password masked by the caller.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SyncStatus {
+    /// Whether memtrail's config has a `[sync] url`.
+    pub configured: bool,
+    /// Why the config's `[sync]` table could not be read (then `configured` is `false`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_error: Option<String>,
+    /// The database URL, password masked (`postgres://me:***@db/memtrail`); `null` when not
+    /// configured.
+    pub url: Option<String>,
+    /// This machine's id (`[sync] machine`, 32 hex digits).
+    pub machine: Option<String>,
+    /// This machine's label (`[sync] label`).
+    pub label: Option<String>,
+    /// Whether this store queues its changes for a push (sync enabled in it).
+    pub enabled: bool,
+    /// When the last push batch was acknowledged (RFC 3339, UTC, milliseconds).
+    pub last_push_at: Option<String>,
+    /// When the last pull batch was applied (RFC 3339).
+    pub last_pull_at: Option<String>,
+    /// When the last sync ended without error (RFC 3339).
+    pub last_sync_at: Option<String>,
+    /// What waits to be pushed; `null` when the store could not be read.
+    pub pending: Option<crate::sync::SyncPending>,
+    /// The last sync's error (kept until a sync succeeds), redacted; the password is never in it.
+    pub last_error: Option<String>,
+    /// Whether the database has pgvector, as the last sync found it; `null` when unknown.
+    pub pgvector: Option<bool>,
+    /// pgvector's version in the database, when it has it.
+    pub pgvector_version: Option<String>,
+    /// The other machines pulled from: id and label, by id.
+    pub machines: Vec<MachineLabel>,
+}
+
+/// A machine pulled from (`status --json`: `sync.machines[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MachineLabel {
+    /// Its id (32 hex digits).
+    pub id: String,
+    /// Its label (hostname or `--label`).
+    pub label: String,
+}
+
+/// `sync_state` key holding pgvector's version in the database (`""`: the database has no
+/// pgvector), as the last sync found it.
+pub const PGVECTOR_STATE: &str = "pgvector";
+
+impl SyncStatus {
+    /// The status from the config's `[sync]` values (`masked_url`: the URL with its password
+    /// masked, `None` when sync is not configured) and the store, when it exists.
+    ///
+    /// Errors: the store's, when it cannot be read.
+    pub fn read(
+        masked_url: Option<String>,
+        machine: Option<String>,
+        label: Option<String>,
+        store: Option<&Store>,
+    ) -> crate::Result<SyncStatus> {
+        let mut s = SyncStatus {
+            configured: masked_url.is_some(),
+            config_error: None,
+            url: masked_url,
+            machine,
+            label,
+            enabled: false,
+            last_push_at: None,
+            last_pull_at: None,
+            last_sync_at: None,
+            pending: None,
+            last_error: None,
+            pgvector: None,
+            pgvector_version: None,
+            machines: Vec::new(),
+        };
+        let Some(store) = store else {
+            return Ok(s);
+        };
+        let when = |key: &str| -> crate::Result<Option<String>> {
+            Ok(store
+                .sync_state(key)?
+                .and_then(|v| v.parse::<i64>().ok())
+                .map(format_rfc3339_ms))
+        };
+        s.enabled = store.sync_enabled()?;
+        s.last_push_at = when("last_push_at")?;
+        s.last_pull_at = when("last_pull_at")?;
+        s.last_sync_at = when("last_sync_at")?;
+        s.pending = Some(store.sync_pending()?);
+        s.last_error = store
+            .sync_state("last_error")?
+            .map(|e| crate::redact::redact(&e).into_owned());
+        if let Some(v) = store.sync_state(PGVECTOR_STATE)? {
+            s.pgvector = Some(!v.is_empty());
+            s.pgvector_version = Some(v).filter(|v| !v.is_empty());
+        }
+        s.machines = store
+            .machine_labels()?
+            .into_iter()
+            .map(|(id, label)| MachineLabel { id, label })
+            .collect();
+        Ok(s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +463,57 @@ mod tests {
             &[no_session.clone(), other_session]
         ));
         assert!(!hook_failed(&caught_up, std::slice::from_ref(&caught_up)));
+    }
+
+    #[test]
+    fn sync_status_reads_the_config_values_and_the_store_state() {
+        let none = SyncStatus::read(None, None, None, None).unwrap();
+        assert_eq!(
+            serde_json::to_value(&none).unwrap(),
+            serde_json::json!({
+                "configured": false, "url": null, "machine": null, "label": null,
+                "enabled": false, "last_push_at": null, "last_pull_at": null,
+                "last_sync_at": null, "pending": null, "last_error": null, "pgvector": null,
+                "pgvector_version": null, "machines": [],
+            })
+        );
+        let d = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&d.path().join("m.db")).unwrap();
+        let m = "0123456789abcdef0123456789abcdef";
+        store.sync_enable(m).unwrap();
+        store.set_sync_state("last_push_at", Some("1000")).unwrap();
+        store.set_sync_state("last_sync_at", Some("2000")).unwrap();
+        store
+            .set_sync_state(
+                "last_error",
+                Some("cannot connect to postgres://me:pw@db/m: refused"),
+            )
+            .unwrap();
+        store.set_sync_state(PGVECTOR_STATE, Some("0.8.6")).unwrap();
+        let s = SyncStatus::read(
+            Some("postgres://me:***@db/m".into()),
+            Some(m.into()),
+            Some("laptop".into()),
+            Some(&store),
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&s).unwrap(),
+            serde_json::json!({
+                "configured": true, "url": "postgres://me:***@db/m", "machine": m,
+                "label": "laptop", "enabled": true,
+                "last_push_at": "1970-01-01T00:00:01.000Z", "last_pull_at": null,
+                "last_sync_at": "1970-01-01T00:00:02.000Z",
+                "pending": {"sessions": 0, "messages": 0, "deletions": 0},
+                // Redacted again when shown (a password that slipped in).
+                "last_error": "cannot connect to postgres://me:[redacted:url_password]@db/m: refused",
+                "pgvector": true, "pgvector_version": "0.8.6", "machines": [],
+            })
+        );
+        // A database without pgvector: known absent.
+        store.set_sync_state(PGVECTOR_STATE, Some("")).unwrap();
+        let s = SyncStatus::read(None, None, None, Some(&store)).unwrap();
+        assert_eq!((s.pgvector, s.pgvector_version), (Some(false), None));
     }
 
     #[test]

@@ -34,6 +34,21 @@ pub fn hook(agent: Agent, args: &[String], db: &StoreLocation) -> ExitCode {
     if let Some(reply) = outcome.stdout {
         let mut o = std::io::stdout().lock();
         let _ = writeln!(o, "{reply}");
+        let _ = o.flush();
+    }
+    // After the reply: `memtrail sync --background`, detached (the hook does not wait for it
+    // and never connects anywhere itself).
+    if outcome.background_sync
+        && let Some(path) = db.sqlite_path()
+        && let Err(e) =
+            std::env::current_exe().and_then(|exe| memtrail_runtime::autosync::spawn(&exe, path))
+    {
+        memtrail_runtime::hook::log_raw(
+            agent.as_str(),
+            outcome.event.as_ref().map(|e| e.event.as_str()),
+            None,
+            &format!("error: could not start the background sync: {e}"),
+        );
     }
     ExitCode::SUCCESS
 }

@@ -14,3 +14,5 @@ pub mod resume;
 pub mod search;
 pub mod sessions;
 pub mod status;
+pub mod sync;
+pub mod sync_auto;

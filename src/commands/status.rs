@@ -8,7 +8,8 @@ use memtrail_installer::{AgentStatus, BackupSummary, TrustNotice};
 use memtrail_runtime::StoreLocation;
 use memtrail_runtime::ingest::PendingTail;
 use memtrail_runtime::status::{
-    HookRunReport, RetentionReport, StoreInfo, StoreReport, TranscriptsReport, hook_failed,
+    HookRunReport, RetentionReport, StoreInfo, StoreReport, SyncStatus, TranscriptsReport,
+    hook_failed,
 };
 use serde::Serialize;
 use std::path::Path;
@@ -26,6 +27,7 @@ struct StatusReport<'a> {
     claude_retention: Option<RetentionReport>,
     pending_tails: &'a [PendingTail],
     backups: &'a BackupSummary,
+    sync: &'a SyncStatus,
 }
 
 /// One agent in `status --json`.
@@ -80,6 +82,7 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
         _ => Vec::new(),
     };
     let backups = memtrail_installer::backups();
+    let sync = sync_status(db);
     let when = |ms: Option<i64>| ms.map(memtrail_adapters::format_rfc3339_ms);
     if json {
         let report = StatusReport {
@@ -111,6 +114,7 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
             claude_retention: retention.as_ref().map(|r| RetentionReport::new(&r.result)),
             pending_tails: &tails,
             backups: &backups,
+            sync: &sync,
         };
         out!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -229,6 +233,7 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                 "  copies of your agents' configs as they were, API keys and MCP tokens included (owner-only); kept: each file's first copy and the last five runs of under 30 days; `memtrail uninstall --purge` deletes them"
             );
         }
+        print_sync(&sync);
         if !errors.is_empty() {
             out!(
                 "\nrecent hook errors ({}):",
@@ -350,5 +355,84 @@ pub fn print_retention(r: &Option<AgentRetention>) {
                 "  memtrail keeps what it has captured after {name} deletes a transcript; raise {setting} to keep the files longer."
             );
         }
+    }
+}
+
+/// Sync's part of `status`: the config's `[sync]` values (the URL masked) and what the store
+/// recorded. Never fails: a config or store that cannot be read is reported in it.
+fn sync_status(db: &StoreLocation) -> SyncStatus {
+    let settings =
+        memtrail_pg::settings::SyncSettings::load(&memtrail_runtime::privacy::config_path());
+    let (url, machine, label, config_error) = match settings {
+        Ok(s) => (
+            s.url.as_deref().map(memtrail_pg::mask_url),
+            s.machine,
+            s.label,
+            None,
+        ),
+        Err(e) => (None, None, None, Some(e.to_string())),
+    };
+    let read = |store: Option<&memtrail_runtime::Store>| {
+        SyncStatus::read(url.clone(), machine.clone(), label.clone(), store)
+    };
+    // Without a store (or one that cannot be read) only the config's values are shown.
+    let (mut status, store_error) = match open_store_read(db) {
+        Ok(Some(store)) => match read(Some(&store)) {
+            Ok(s) => (s, None),
+            Err(e) => (read(None).unwrap_or_default(), Some(e.to_string())),
+        },
+        Ok(None) => (read(None).unwrap_or_default(), None),
+        Err(e) => (read(None).unwrap_or_default(), Some(error_chain(&e))),
+    };
+    if let Some(e) = store_error {
+        status.last_error = Some(format!("cannot read the sync state: {e}"));
+    }
+    status.config_error = config_error;
+    status
+}
+
+/// The sync paragraph of `status`.
+fn print_sync(s: &SyncStatus) {
+    let when = |t: &Option<String>| t.as_deref().map_or("never".to_string(), short_time);
+    if let Some(e) = &s.config_error {
+        out!("\nsync: cannot read the config: {e}");
+        return;
+    }
+    let Some(url) = &s.url else {
+        out!("\nsync: not set up (`memtrail sync --init postgres://USER@HOST/DB`)");
+        return;
+    };
+    out!(
+        "\nsync: {url} as {} ({})",
+        s.label.as_deref().unwrap_or("?"),
+        s.machine
+            .as_deref()
+            .unwrap_or("no machine id: run `memtrail sync --init` again")
+    );
+    out!(
+        "  last push: {}; last pull: {}; last sync: {}",
+        when(&s.last_push_at),
+        when(&s.last_pull_at),
+        when(&s.last_sync_at)
+    );
+    if let Some(p) = &s.pending {
+        out!(
+            "  waiting to be pushed: {}, {}, {}",
+            plural(p.sessions, "session", "sessions"),
+            plural(p.messages, "message", "messages"),
+            plural(p.deletions, "deletion", "deletions")
+        );
+    }
+    if !s.machines.is_empty() {
+        let names: Vec<&str> = s.machines.iter().map(|m| m.label.as_str()).collect();
+        out!("  other machines: {}", names.join(", "));
+    }
+    match (s.pgvector, &s.pgvector_version) {
+        (Some(true), Some(v)) => out!("  pgvector {v} in the database"),
+        (Some(false), _) => out!("  no pgvector in the database (lexical search only)"),
+        _ => {}
+    }
+    if let Some(e) = &s.last_error {
+        out!("  last error: {e}");
     }
 }

@@ -3170,6 +3170,7 @@ fn help_texts_agree_with_readme() {
         "resume",
         "purge",
         "redact",
+        "sync",
     ] {
         let args: Vec<&str> = cmd.split(' ').collect();
         if !help(&args).contains("--json") {
@@ -3384,9 +3385,22 @@ fn json_outputs_match_docs_json_md() {
         run(&["status", "--db", missing.to_str().unwrap(), "--json"]),
     ));
     assert!(!missing.exists(), "status creates no store");
+    // `sync` needs a PostgreSQL (skipped with a note without one, unless MEMTRAIL_REQUIRE_PG=1).
+    let pg = memtrail_testkit::pg::test_database("json_outputs_sync");
+    if let Some(url) = &pg {
+        let url = format!("{url}?sslmode=disable");
+        outputs.push((
+            "memtrail sync --json",
+            run(&["sync", "--init", &url, "--label", "json-doc", "--json"]),
+        ));
+        outputs.push(("memtrail sync --json", run(&["sync", "--json"])));
+    }
     let doc = json_doc();
     let run_docs: std::collections::BTreeSet<&str> = outputs.iter().map(|(d, _)| *d).collect();
-    let documented: std::collections::BTreeSet<&str> = doc.keys().map(String::as_str).collect();
+    let mut documented: std::collections::BTreeSet<&str> = doc.keys().map(String::as_str).collect();
+    if pg.is_none() {
+        documented.remove("memtrail sync --json");
+    }
     assert_eq!(run_docs, documented, "the commands of docs/json.md");
     let mut seen = std::collections::BTreeSet::new();
     for (name, v) in &outputs {
@@ -3444,5 +3458,13 @@ fn json_outputs_match_docs_json_md() {
         "memtrail sessions show --json messages[].tool_calls[].exit_code",
     ] {
         assert!(seen.contains(f), "{f} was not exercised");
+    }
+    if pg.is_some() {
+        for f in [
+            "memtrail sync --json init",
+            "memtrail sync --json init.migrated",
+        ] {
+            assert!(seen.contains(f), "{f} was not exercised");
+        }
     }
 }

@@ -8,6 +8,7 @@
 mod common;
 mod support;
 
+mod autosync;
 mod cli;
 mod crash;
 mod e2e_agent_clis;
@@ -17,3 +18,4 @@ mod pg_store;
 mod privacy_cli;
 mod reliability;
 mod stress;
+mod sync;

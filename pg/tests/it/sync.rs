@@ -448,3 +448,50 @@ fn a_push_of_another_machines_session_is_refused() {
     );
     assert_eq!(count(&pg, "SELECT count(*) FROM machines"), 0);
 }
+
+#[test]
+fn a_session_another_machine_deleted_is_not_pushed_again() {
+    let Some(mut pg) = db("sync_deleted_elsewhere") else {
+        return;
+    };
+    pg.push(A, "laptop", &two_sessions()).unwrap();
+    let deletion = |by_a: bool| PushBatch {
+        deletions: vec![Deletion {
+            machine: A.into(),
+            agent: "claude".into(),
+            external_id: if by_a { "s2" } else { "s1" }.into(),
+            deleted_at: 1_700_000_200_000,
+        }],
+        ..PushBatch::default()
+    };
+    pg.push(B, "desktop", &deletion(false)).unwrap();
+    // A, not having pulled B's deletion yet, pushes a new message of s1 and one of s2.
+    let later = PushBatch {
+        sessions: vec![
+            changes(A, "s1", vec![message("m9", 9, 0, 0)]),
+            changes(A, "s2", vec![message("n9", 9, 0, 0)]),
+        ],
+        ..PushBatch::default()
+    };
+    let pushed = pg.push(A, "laptop", &later).unwrap();
+    assert_eq!(
+        (pushed.sessions, pushed.messages, pushed.deleted_elsewhere),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        count(
+            &pg,
+            "SELECT count(*) FROM sessions WHERE external_id = 's1'"
+        ),
+        0
+    );
+    assert_eq!(count(&pg, "SELECT count(*) FROM messages"), 2);
+    // A session its own machine deleted may come back (`sessions capture` after a delete).
+    pg.push(A, "laptop", &deletion(true)).unwrap();
+    let again = PushBatch {
+        sessions: vec![changes(A, "s2", vec![message("n9", 9, 0, 0)])],
+        ..PushBatch::default()
+    };
+    assert_eq!(pg.push(A, "laptop", &again).unwrap().deleted_elsewhere, 0);
+    assert_eq!(count(&pg, "SELECT count(*) FROM messages"), 1);
+}

@@ -56,7 +56,8 @@ impl Store {
 
     /// The migrations of [`Store::migrate`] from the stored version on (read again under the
     /// write lock), in one transaction, with foreign keys off (the caller's doing); rolled back
-    /// when they leave more rows with a broken foreign key than there were before.
+    /// when they leave more rows with a broken foreign key than there were before
+    /// ([`Error::Invalid`]).
     fn migrate_from(&self) -> Result<()> {
         let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
             .db()?;
@@ -72,25 +73,37 @@ impl Store {
         if v == SCHEMA_VERSION {
             return Ok(());
         }
-        // Rows already broken before (a store damaged earlier) do not stop the upgrade; rows
-        // the migrations break do.
-        let broken_before = if v > 0 { broken_references(&tx)? } else { 0 };
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(v as usize) {
-            tx.execute_batch(sql).db()?;
-            if (i + 1) as i64 == EVENTS_SCHEMA && v > 0 {
-                Writer::new(&tx).backfill_events(&crate::records::Standard)?;
+        let run = || -> Result<()> {
+            for (i, sql) in MIGRATIONS.iter().enumerate().skip(v as usize) {
+                tx.execute_batch(sql).db()?;
+                if (i + 1) as i64 == EVENTS_SCHEMA && v > 0 {
+                    Writer::new(&tx).backfill_events(&crate::records::Standard)?;
+                }
+                tx.pragma_update(None, "user_version", (i + 1) as i64)
+                    .db()?;
             }
-            tx.pragma_update(None, "user_version", (i + 1) as i64)
-                .db()?;
-        }
+            Ok(())
+        };
+        // Every foreign key is checked once after the migrations (half a second per 300 000
+        // messages). Rows already broken before them (a store damaged earlier) do not stop the
+        // upgrade, rows they break do: only when some are broken is the store counted before
+        // the migrations too (rolled back to the savepoint, counted, migrated again).
+        tx.execute_batch("SAVEPOINT migrations").db()?;
+        run()?;
         let broken_after = broken_references(&tx)?;
-        if broken_after > broken_before {
-            return Err(Error::Invalid(format!(
-                "the store's upgrade to schema {SCHEMA_VERSION} would leave {} rows pointing at \
-                 rows that are gone; nothing was changed",
-                broken_after - broken_before
-            )));
+        if broken_after > 0 {
+            tx.execute_batch("ROLLBACK TO migrations").db()?;
+            let broken_before = broken_references(&tx)?;
+            if broken_after > broken_before {
+                return Err(Error::Invalid(format!(
+                    "the store's upgrade to schema {SCHEMA_VERSION} would leave {} rows \
+                     pointing at rows that are gone; nothing was changed",
+                    broken_after - broken_before
+                )));
+            }
+            run()?;
         }
+        tx.execute_batch("RELEASE migrations").db()?;
         tx.commit().db()?;
         Ok(())
     }
@@ -256,6 +269,43 @@ mod tests {
             )
             .unwrap();
         assert_eq!(left, 0);
+    }
+
+    /// A store damaged earlier (a message whose session is gone) is upgraded all the same, its
+    /// rows kept: only references the migrations would break stop an upgrade.
+    #[test]
+    fn a_store_with_a_broken_reference_still_upgrades() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("v5.db");
+        {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..5] {
+                c.execute_batch(sql).unwrap();
+            }
+            c.pragma_update(None, "user_version", 5).unwrap();
+            c.execute_batch(
+                "PRAGMA foreign_keys = OFF;
+                 INSERT INTO sessions (id, agent, external_id) VALUES (1, 'claude', 's1');
+                 INSERT INTO messages (id, session_id, ext_id, seq, role, kind, body, tools, parts)
+                 VALUES (1, 1, 'u1', 0, 'user', 'text', 'kept', '', '[]'),
+                        (2, 99, 'u1', 0, 'user', 'text', 'orphan', '', '[]');",
+            )
+            .unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.schema_version().unwrap(), 6);
+        assert_eq!(broken_references(&s.conn).unwrap(), 1);
+        let want: Vec<Vec<rusqlite::types::Value>> = vec![
+            vec![1.into(), 1.into(), "kept".to_string().into()],
+            vec![2.into(), 99.into(), "orphan".to_string().into()],
+        ];
+        assert_eq!(
+            rows_of(
+                &s.conn,
+                "SELECT id, session_id, body FROM messages ORDER BY id"
+            ),
+            want
+        );
     }
 
     /// A released migration never changes (a store that ran it would not run it again): the

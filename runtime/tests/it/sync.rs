@@ -30,6 +30,7 @@ fn no_privacy() -> Privacy {
     Privacy {
         exclude: Vec::new(),
         home: "/nonexistent-home".into(),
+        sync_configured: false,
     }
 }
 
@@ -147,6 +148,17 @@ fn deletion_of(machine: &str, external_id: &str, to_rev: i64) -> PullBatch {
         }],
         sessions: Vec::new(),
     }
+}
+
+/// Stores A and B (sync enabled), A holding claude session s1 with one message `from a`, and
+/// B holding it as pulled from A (position 1).
+fn pulled_pair(d: &tempfile::TempDir) -> (Store, Store) {
+    let mut a = enabled(d, "a.db", A);
+    let s1 = session(&mut a, "s1");
+    apply(&mut a, s1, vec![text("u1", "from a")]);
+    let mut b = enabled(d, "b.db", B);
+    b.apply_pull(&as_pull(&push(&a), A, 1), &Standard).unwrap();
+    (a, b)
 }
 
 fn hits(store: &Store, q: &str) -> Vec<(String, String)> {
@@ -367,6 +379,7 @@ fn an_excluded_project_is_never_in_a_batch() {
     let privacy = Privacy {
         exclude: vec!["/w/secret".into()],
         home: "/nonexistent-home".into(),
+        sync_configured: false,
     };
     let b = s.push_batch(A, &privacy, 1000, 1 << 20).unwrap();
     assert_eq!(b.sessions.len(), 1);
@@ -639,11 +652,7 @@ fn a_session_row_folded_again_unchanged_is_not_queued() {
 #[test]
 fn ingest_lookups_mean_this_machines_session_not_a_pulled_one() {
     let d = tempfile::tempdir().unwrap();
-    let mut a = enabled(&d, "a.db", A);
-    let s1 = session(&mut a, "s1");
-    apply(&mut a, s1, vec![text("u1", "from a")]);
-    let mut b = enabled(&d, "b.db", B);
-    b.apply_pull(&as_pull(&push(&a), A, 1), &Standard).unwrap();
+    let (_a, mut b) = pulled_pair(&d);
     let pulled = query::resolve_session(&b, "s1", None).unwrap();
     assert!(!b.session_stored("claude", "s1").unwrap());
     assert_eq!(b.session_project("claude", "s1").unwrap(), None);
@@ -676,4 +685,37 @@ fn ingest_lookups_mean_this_machines_session_not_a_pulled_one() {
             ],
         ]
     );
+}
+
+#[test]
+fn deleting_a_pulled_session_here_pushes_its_deletion_under_its_machine() {
+    let d = tempfile::tempdir().unwrap();
+    let (mut a, mut b) = pulled_pair(&d);
+    maintenance::delete_session(&mut b, "s1").unwrap();
+    let batch = b.push_batch(B, &no_privacy(), 1000, 1 << 20).unwrap();
+    assert_eq!(batch.sessions, vec![]);
+    assert_eq!(batch.deletions.len(), 1);
+    assert_eq!(
+        (
+            batch.deletions[0].machine.as_str(),
+            batch.deletions[0].agent.as_str(),
+            batch.deletions[0].external_id.as_str()
+        ),
+        (A, "claude", "s1")
+    );
+    // Store A applies it (as pulled from B): its own session goes.
+    let pull = PullBatch {
+        machine: B.to_string(),
+        label: "desk".to_string(),
+        from_rev: 0,
+        to_rev: 5,
+        deletions: batch.deletions.clone(),
+        sessions: Vec::new(),
+    };
+    assert_eq!(a.apply_pull(&pull, &Standard).unwrap().deleted_sessions, 1);
+    assert_eq!(
+        rows(&a, "SELECT id FROM sessions"),
+        Vec::<Vec<Value>>::new()
+    );
+    assert_eq!(a.sync_pending().unwrap(), pending(0, 0, 0));
 }

@@ -1,0 +1,797 @@
+//! `memtrail sync` end to end: the real binary, sandboxed HOMEs (one per machine, each with its
+//! own store), a real PostgreSQL (`MEMTRAIL_TEST_PG_URL`, a database per test). Four machines
+//! sync concurrently and each then finds the others' sessions offline; PostgreSQL holds exactly
+//! the union of the machines' own sessions (every column of every table compared); syncs killed
+//! with SIGKILL at random points, or cut off by the database, lose and double nothing; deletions
+//! and redactions propagate.
+
+use crate::support::{Sandbox, claude_line, session_id, stop_payload};
+use memtrail_pg::{Pg, session_uid};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output};
+use std::time::Duration;
+
+/// A machine: a sandboxed HOME with its own store and config.
+struct Machine {
+    sb: Sandbox,
+    label: String,
+}
+
+impl Machine {
+    fn new(label: &str) -> Machine {
+        Machine {
+            sb: Sandbox::new(),
+            label: label.to_string(),
+        }
+    }
+
+    /// `memtrail ARGS` in this machine's HOME, with `MEMTRAIL_SYNC_BATCH=batch`.
+    fn cmd(&self, args: &[&str], batch: usize) -> std::process::Command {
+        let mut c = self.sb.cmd();
+        c.args(args).env("MEMTRAIL_SYNC_BATCH", batch.to_string());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args, 1000).output().unwrap()
+    }
+
+    /// `memtrail ARGS --json`, which must succeed.
+    fn json(&self, args: &[&str]) -> Value {
+        self.sb.json(args)
+    }
+
+    fn spawn_sync(&self, batch: usize) -> Child {
+        self.cmd(&["sync", "--json"], batch)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    fn config(&self) -> PathBuf {
+        self.sb.home.join(".config/memtrail/config.toml")
+    }
+
+    /// `[sync] machine` of the config.
+    fn id(&self) -> String {
+        let text = std::fs::read_to_string(self.config()).unwrap();
+        let doc: toml_edit::DocumentMut = text.parse().unwrap();
+        doc["sync"]["machine"].as_str().unwrap().to_string()
+    }
+
+    /// Points the config's URL somewhere nothing listens (as if the database were gone).
+    fn point_nowhere(&self) {
+        let text = std::fs::read_to_string(self.config()).unwrap();
+        let mut doc: toml_edit::DocumentMut = text.parse().unwrap();
+        doc["sync"]["url"] =
+            toml_edit::value("postgres://nobody:pw-nowhere@127.0.0.1:1/memtrail?sslmode=disable");
+        std::fs::write(self.config(), doc.to_string()).unwrap();
+    }
+}
+
+/// A Claude Code session of `lines` lines brought in through the real Stop hook; returns its id.
+fn hook_session(m: &Machine, n: u32, lines: u64) -> String {
+    let sid = session_id(n);
+    let cwd = format!("/home/user/{}", m.label);
+    let t = m.sb.transcript(&m.label, &sid);
+    let text: String = (0..lines)
+        .map(|i| claude_line(&sid, &cwd, i) + "\n")
+        .collect();
+    std::fs::write(&t, text).unwrap();
+    m.sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&t, &sid, &cwd))
+        .assert()
+        .success();
+    sid
+}
+
+/// Appends `more` lines to a hook session and runs the Stop hook again (a new turn).
+fn grow_session(m: &Machine, n: u32, from: u64, more: u64) {
+    let sid = session_id(n);
+    let cwd = format!("/home/user/{}", m.label);
+    let t = m.sb.transcript(&m.label, &sid);
+    let text: String = (from..from + more)
+        .map(|i| claude_line(&sid, &cwd, i) + "\n")
+        .collect();
+    memtrail_testkit::append(&t, text.as_bytes());
+    m.sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&t, &sid, &cwd))
+        .assert()
+        .success();
+}
+
+/// The project's continuity fixtures (Claude Code, Codex CLI, Gemini CLI, Cursor, VS Code
+/// transcripts) whose index is `k` modulo `of`, put where each agent keeps them, then
+/// `memtrail import`. Returns how many transcripts it placed.
+fn import_fixtures(m: &Machine, k: usize, of: usize) -> usize {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/continuity");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.ends_with(".jsonl") && !f.starts_with("opencode"))
+        .collect();
+    files.sort();
+    let mut placed = 0;
+    for (i, f) in files.iter().enumerate() {
+        if i % of != k {
+            continue;
+        }
+        let (scenario, name) = f.split_once("--").unwrap();
+        let (agent, topic) = scenario.split_once('-').unwrap();
+        let dst = match agent {
+            "claude" => format!(".claude/projects/-home-user-{topic}/{name}"),
+            "codex" => format!(".codex/sessions/2026/03/02/{name}"),
+            "gemini" => format!(".gemini/tmp/{topic}/chats/{name}"),
+            "cursor" => format!(".cursor/projects/home-user-{topic}/agent-transcripts/{name}"),
+            "vscode" => format!(
+                ".config/Code/User/workspaceStorage/{topic}0/GitHub.copilot-chat/transcripts/{name}"
+            ),
+            other => panic!("fixture of {other}"),
+        };
+        let dst = m.sb.home.join(dst);
+        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        std::fs::copy(dir.join(f), dst).unwrap();
+        placed += 1;
+    }
+    let out = m.run(&["import"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    placed
+}
+
+/// Canonical rows (`table: {json, keys sorted}`) of a store's sessions: its own (`pulled` false:
+/// origin `''`, machine `own`) or the pulled ones (origin = their machine), keyed and shaped as
+/// PostgreSQL's tables are (see [`pg_rows`]).
+fn store_rows(db: &Path, own: &str, pulled: bool) -> Vec<String> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let filter = if pulled {
+        "s.origin <> ''"
+    } else {
+        "s.origin = ''"
+    };
+    let session_cols = "'agent', s.agent, 'external_id', s.external_id, 'origin', s.origin";
+    let queries = [
+        (
+            "sessions",
+            format!(
+                "SELECT json_object({session_cols}, 'parent_external_id', s.parent_external_id,
+                   'project_dir', s.project_dir, 'title', s.title, 'model', s.model,
+                   'git_branch', s.git_branch, 'agent_version', s.agent_version,
+                   'started_at', s.started_at, 'updated_at', s.updated_at,
+                   'message_count', s.message_count) FROM sessions s WHERE {filter}"
+            ),
+        ),
+        (
+            "messages",
+            format!(
+                "SELECT json_object({session_cols}, 'ext_id', m.ext_id, 'seq', m.seq,
+                   'role', m.role, 'kind', m.kind, 'ts', m.ts, 'model', m.model, 'body', m.body,
+                   'tools', m.tools, 'cjk', m.cjk, 'parts', m.parts)
+                 FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {filter}"
+            ),
+        ),
+        (
+            "tool_calls",
+            format!(
+                "SELECT json_object({session_cols}, 'call_id', c.call_id,
+                   'message_ext_id', m.ext_id, 'name', c.name, 'tool', c.tool,
+                   'is_error', c.is_error, 'has_output', c.has_output)
+                 FROM tool_calls c JOIN messages m ON m.id = c.message_id
+                 JOIN sessions s ON s.id = c.session_id WHERE {filter}"
+            ),
+        ),
+        (
+            "events",
+            format!(
+                "SELECT json_object({session_cols}, 'message_ext_id', m.ext_id,
+                   'ordinal', e.ordinal, 'seq', e.seq, 'category', e.category,
+                   'action', e.action, 'priority', e.priority, 'subject', e.subject,
+                   'detail', e.detail, 'call_id', e.call_id, 'tool', e.tool, 'ts', e.ts)
+                 FROM (SELECT *, row_number() OVER (PARTITION BY message_id ORDER BY seq, id) - 1
+                         AS ordinal FROM events) e
+                 JOIN messages m ON m.id = e.message_id
+                 JOIN sessions s ON s.id = e.session_id WHERE {filter}"
+            ),
+        ),
+        (
+            "snapshots",
+            format!(
+                "SELECT json_object({session_cols}, 'ordinal', n.ordinal,
+                   'built_at', n.built_at, 'trigger', n.trigger, 'budget', n.budget,
+                   'events', n.events, 'text', n.text, 'consumed_at', n.consumed_at,
+                   'consumed_by', n.consumed_by)
+                 FROM (SELECT *, row_number() OVER (PARTITION BY session_id ORDER BY built_at, id)
+                         - 1 AS ordinal FROM snapshots) n
+                 JOIN sessions s ON s.id = n.session_id WHERE {filter}"
+            ),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (table, sql) in queries {
+        let mut st = c.prepare(&sql).unwrap();
+        let rows = st.query_map([], |r| r.get::<_, String>(0)).unwrap();
+        for row in rows {
+            let mut v: Map<String, Value> = serde_json::from_str(&row.unwrap()).unwrap();
+            let origin = v.remove("origin").unwrap();
+            let machine = match origin.as_str().unwrap() {
+                "" => own.to_string(),
+                o => o.to_string(),
+            };
+            let agent = v.remove("agent").unwrap();
+            let ext = v.remove("external_id").unwrap();
+            let uid = session_uid(&machine, agent.as_str().unwrap(), ext.as_str().unwrap());
+            match table {
+                "sessions" => {
+                    v.insert("uid".into(), uid.into());
+                    v.insert("machine_id".into(), machine.into());
+                    v.insert("agent".into(), agent);
+                    v.insert("external_id".into(), ext);
+                }
+                "messages" => {
+                    v.insert("session_uid".into(), uid.into());
+                    v.insert("machine_id".into(), machine.into());
+                }
+                _ => {
+                    v.insert("session_uid".into(), uid.into());
+                }
+            }
+            out.push(canonical(table, v));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn canonical(table: &str, v: Map<String, Value>) -> String {
+    let sorted: BTreeMap<String, Value> = v.into_iter().collect();
+    format!("{table}: {}", serde_json::to_string(&sorted).unwrap())
+}
+
+/// Canonical rows of PostgreSQL's synced tables (without revisions and row ids), as
+/// [`store_rows`] shapes them.
+fn pg_rows(pg: &Pg) -> Vec<String> {
+    let queries = [
+        (
+            "sessions",
+            "SELECT uid, machine_id, agent, external_id, parent_external_id, project_dir, title, \
+             model, git_branch, agent_version, started_at, updated_at, message_count FROM sessions",
+        ),
+        (
+            "messages",
+            "SELECT session_uid, machine_id, ext_id, seq, role, kind, ts, model, body, tools, cjk, \
+             parts FROM messages",
+        ),
+        (
+            "tool_calls",
+            "SELECT session_uid, call_id, message_ext_id, name, tool, is_error::int AS is_error, \
+             has_output::int AS has_output FROM tool_calls",
+        ),
+        (
+            "events",
+            "SELECT session_uid, message_ext_id, ordinal, seq, category, action, priority, \
+             subject, detail, call_id, tool, ts FROM events",
+        ),
+        (
+            "snapshots",
+            "SELECT session_uid, ordinal, built_at, trigger, budget, events, text, consumed_at, \
+             consumed_by FROM snapshots",
+        ),
+    ];
+    let mut out = Vec::new();
+    for (table, sql) in queries {
+        let rows = pg
+            .block_on(
+                pg.client()
+                    .query(&format!("SELECT row_to_json(t)::text FROM ({sql}) t"), &[]),
+            )
+            .unwrap();
+        for r in rows {
+            out.push(canonical(
+                table,
+                serde_json::from_str(&r.get::<_, String>(0)).unwrap(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn pg_count(pg: &Pg, sql: &str) -> i64 {
+    pg.block_on(pg.client().query_one(sql, &[])).unwrap().get(0)
+}
+
+/// Runs `memtrail sync` on every machine at once (`rounds` times), each of which must succeed;
+/// returns the last round's reports.
+fn sync_all(machines: &[Machine], rounds: usize) -> Vec<Value> {
+    let mut last = Vec::new();
+    for _ in 0..rounds {
+        let children: Vec<Child> = machines.iter().map(|m| m.spawn_sync(1000)).collect();
+        last = children
+            .into_iter()
+            .map(|c| {
+                let out = c.wait_with_output().unwrap();
+                assert!(
+                    out.status.success(),
+                    "sync: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                serde_json::from_slice(&out.stdout).unwrap()
+            })
+            .collect();
+    }
+    last
+}
+
+/// PostgreSQL holds exactly the union of the machines' own sessions, and each machine holds
+/// exactly the other machines' sessions as pulled ones.
+fn assert_converged(pg: &Pg, machines: &[Machine]) {
+    let ids: Vec<String> = machines.iter().map(Machine::id).collect();
+    let mut union: Vec<String> = machines
+        .iter()
+        .zip(&ids)
+        .flat_map(|(m, id)| store_rows(&m.sb.db(), id, false))
+        .collect();
+    union.sort();
+    let in_pg = pg_rows(pg);
+    assert!(!union.is_empty());
+    assert_eq!(
+        in_pg.len(),
+        union.len(),
+        "rows in PostgreSQL vs the stores' own rows"
+    );
+    assert_eq!(in_pg, union);
+    for (i, m) in machines.iter().enumerate() {
+        let mut others: Vec<String> = machines
+            .iter()
+            .zip(&ids)
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .flat_map(|(_, (o, id))| store_rows(&o.sb.db(), id, false))
+            .collect();
+        others.sort();
+        assert_eq!(
+            store_rows(&m.sb.db(), &ids[i], true),
+            others,
+            "{}'s pulled sessions",
+            m.label
+        );
+    }
+}
+
+/// The URL of a fresh database owned by a role that logs in with a password (a member of the
+/// test cluster's `memtrail_password` group), pgvector created by the superuser; and a
+/// superuser connection to it.
+fn password_database(name: &str, password: &str) -> Option<(String, Pg)> {
+    let url = memtrail_testkit::pg::test_database(name)?;
+    let db = url.rsplit('/').next().unwrap().to_string();
+    let admin = Pg::connect_url(&format!("{url}?sslmode=disable")).unwrap();
+    let role = format!("r_{db}");
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE {role} LOGIN PASSWORD '{password}' IN ROLE memtrail_password; \
+             ALTER DATABASE {db} OWNER TO {role}"
+        ))
+        .unwrap();
+    if std::env::var("MEMTRAIL_TEST_PG_VECTOR").is_ok_and(|v| v == "1") {
+        admin.batch_execute("CREATE EXTENSION vector").unwrap();
+    }
+    let hostport = url.split('@').nth(1).unwrap().split('/').next().unwrap();
+    Some((
+        format!("postgres://{role}:{password}@{hostport}/{db}?sslmode=disable"),
+        admin,
+    ))
+}
+
+#[test]
+fn four_machines_sync_concurrently_and_find_each_other_offline() {
+    let secret = "Pw-4machines-s3cret";
+    let Some((url, pg)) = password_database("four_machines", secret) else {
+        return;
+    };
+    let machines: Vec<Machine> = (0..4).map(|k| Machine::new(&format!("m{k}"))).collect();
+    let mut placed = 0;
+    for (k, m) in machines.iter().enumerate() {
+        placed += import_fixtures(m, k, 4);
+        hook_session(m, 0x9000 + k as u32, 6);
+    }
+    assert_eq!(placed, 23);
+    // Every machine sets sync up at the same moment (one migrates, the others join).
+    let children: Vec<Child> = machines
+        .iter()
+        .map(|m| {
+            m.cmd(
+                &["sync", "--init", &url, "--label", &m.label, "--json"],
+                1000,
+            )
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let mut migrated = 0;
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "sync --init: {stderr}");
+        assert!(
+            !stdout.contains(secret) && !stderr.contains(secret),
+            "{stdout} {stderr}"
+        );
+        let v: Value = serde_json::from_str(&stdout).unwrap();
+        assert!(v["init"]["url"].as_str().unwrap().contains(":****@"), "{v}");
+        migrated += v["init"]["migrated"].as_array().unwrap().len();
+    }
+    assert_eq!(migrated, memtrail_pg::migrate::MIGRATIONS.len());
+    // The password lives only in the owner-only config.
+    for m in &machines {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(m.config()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(
+            std::fs::read_to_string(m.config())
+                .unwrap()
+                .contains(secret)
+        );
+    }
+    // Two concurrent rounds: everyone has pushed before the second round's pulls.
+    let reports = sync_all(&machines, 2);
+    for r in &reports {
+        assert_eq!(r["sync"]["pulled"]["machines"], 3, "{r}");
+        assert_eq!(r["sync"]["pushed"]["messages"], 0, "{r}");
+    }
+    assert_converged(&pg, &machines);
+    assert_eq!(pg_count(&pg, "SELECT count(*) FROM machines"), 4);
+    assert_eq!(
+        pg_count(&pg, "SELECT count(DISTINCT machine_id) FROM sessions"),
+        4
+    );
+    // Offline: the database unreachable, each machine finds every other machine's hook session.
+    for m in &machines {
+        m.point_nowhere();
+        let out = m.run(&["sync"]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            // The masked URL's `****` is redacted again by the error printer.
+            err.starts_with(
+                "memtrail: cannot connect to postgres://nobody:[redacted:url_password]@127.0.0.1:1/memtrail?sslmode=disable: "
+            ),
+            "{err}"
+        );
+        assert!(!err.contains("pw-nowhere"));
+    }
+    for (k, m) in machines.iter().enumerate() {
+        for j in 0..4u32 {
+            let sid = session_id(0x9000 + j);
+            let word = &sid[..8];
+            let found = m.json(&["search", word, "--json"]);
+            let hits = found["hits"].as_array().unwrap();
+            // The three prompts (even lines) of the six name their session.
+            let mut ids: Vec<&str> = hits
+                .iter()
+                .map(|h| h["message_id"].as_str().unwrap())
+                .collect();
+            ids.sort();
+            assert_eq!(
+                ids,
+                ["u0", "u2", "u4"],
+                "machine {k} searching {word}: {found}"
+            );
+            assert!(
+                hits.iter().all(|h| h["session_id"] == sid.as_str()),
+                "{found}"
+            );
+        }
+        let list = m.json(&["sessions", "list", "--limit", "1000", "--json"]);
+        // 23 fixtures (some with sub-agent sessions) and 4 hook sessions, on every machine.
+        let n = list["sessions"].as_array().unwrap().len();
+        assert_eq!(
+            n as i64,
+            pg_count(&pg, "SELECT count(*) FROM sessions"),
+            "{list}"
+        );
+    }
+}
+
+/// A small deterministic generator for the kill points.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// Two machines set up to sync with `url`: half of the fixtures each, and a hook session of
+/// `lines` lines (session numbers `first` and `first + 1`).
+fn two_machines(url: &str, labels: [&str; 2], first: u32, lines: u64) -> [Machine; 2] {
+    let machines = labels.map(Machine::new);
+    for (k, m) in machines.iter().enumerate() {
+        import_fixtures(m, k, 2);
+        hook_session(m, first + k as u32, lines);
+        let out = m.run(&["sync", "--init", url, "--label", &m.label]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    machines
+}
+
+#[test]
+fn syncs_killed_at_random_points_lose_and_double_nothing() {
+    let Some(url) = memtrail_testkit::pg::test_database("kill_9") else {
+        return;
+    };
+    let url = format!("{url}?sslmode=disable");
+    let pg = Pg::connect_url(&url).unwrap();
+    let machines = two_machines(&url, ["ka", "kb"], 0xa000, 40);
+    // Each run: a new turn on both machines, then both sync at once in batches of 2 messages,
+    // and SIGKILL hits one of them, or both, after 0-300 ms.
+    let mut rng = Lcg(13);
+    let (mut killed, mut lines) = (0, 40);
+    for run in 0..20 {
+        for (k, m) in machines.iter().enumerate() {
+            grow_session(m, 0xa000 + k as u32, lines, 6);
+        }
+        lines += 6;
+        let mut children: Vec<Child> = machines.iter().map(|m| m.spawn_sync(2)).collect();
+        std::thread::sleep(Duration::from_millis(rng.below(300)));
+        let which = run % 3;
+        for (i, c) in children.iter_mut().enumerate() {
+            if which == 2 || which == i {
+                if c.try_wait().unwrap().is_none() {
+                    killed += 1;
+                }
+                let _ = c.kill();
+            }
+        }
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            // A sync that was not killed succeeded (a kill leaves no stale lock behind).
+            if out.status.code().is_some() {
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+    }
+    assert!(
+        killed >= 10,
+        "only {killed} syncs were still running when killed"
+    );
+    // The next syncs resume and converge: nothing lost, nothing doubled.
+    sync_all(&machines, 2);
+    assert_converged(&pg, &machines);
+}
+
+#[test]
+fn a_database_that_goes_away_mid_sync_loses_and_doubles_nothing() {
+    let Some(url) = memtrail_testkit::pg::test_database("goes_away") else {
+        return;
+    };
+    let url = format!("{url}?sslmode=disable");
+    let db = url
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap()
+        .to_string();
+    let pg = Pg::connect_url(&url).unwrap();
+    let machines = two_machines(&url, ["ga", "gb"], 0xc000, 30);
+    let mut rng = Lcg(7);
+    let mut cut = 0;
+    for run in 0..6u64 {
+        for (k, m) in machines.iter().enumerate() {
+            grow_session(m, 0xc000 + k as u32, 30 + run * 8, 8);
+        }
+        let children: Vec<Child> = machines.iter().map(|m| m.spawn_sync(1)).collect();
+        std::thread::sleep(Duration::from_millis(5 + rng.below(120)));
+        // Every connection to the database but ours is terminated.
+        pg.block_on(pg.client().execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = $1 AND pid <> pg_backend_pid()",
+            &[&db],
+        ))
+        .unwrap();
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            if !out.status.success() {
+                cut += 1;
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert!(err.starts_with("memtrail: PostgreSQL: "), "{err}");
+            }
+        }
+    }
+    assert!(cut >= 3, "only {cut} syncs were cut off");
+    // The next syncs resume and converge.
+    sync_all(&machines, 2);
+    assert_converged(&pg, &machines);
+    // The last error was recorded and then cleared by a successful sync.
+    let c = rusqlite::Connection::open(machines[0].sb.db()).unwrap();
+    let last: Option<String> = c
+        .query_row(
+            "SELECT value FROM sync_state WHERE key = 'last_error'",
+            [],
+            |r| r.get(0),
+        )
+        .ok();
+    assert_eq!(last, None);
+}
+
+#[test]
+fn deletions_and_redactions_propagate_to_postgres_and_the_other_machines() {
+    let Some(url) = memtrail_testkit::pg::test_database("propagate") else {
+        return;
+    };
+    let url = format!("{url}?sslmode=disable");
+    let pg = Pg::connect_url(&url).unwrap();
+    let (a, b) = (Machine::new("pa"), Machine::new("pb"));
+    let doomed = hook_session(&a, 0xd000, 8);
+    let kept = hook_session(&a, 0xd001, 8);
+    hook_session(&b, 0xd002, 4);
+    for m in [&a, &b] {
+        let out = m.run(&["sync", "--init", &url, "--label", &m.label]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let machines = [a, b];
+    sync_all(&machines, 1);
+    let [a, b] = &machines;
+    let doomed_uid = session_uid(&a.id(), "claude", &doomed);
+    let in_pg = |uid: &str| {
+        pg_count(
+            &pg,
+            &format!("SELECT count(*) FROM messages WHERE session_uid = '{uid}'"),
+        )
+    };
+    assert_eq!(in_pg(&doomed_uid), 8);
+    let b_sessions = |b: &Machine| -> Vec<String> {
+        b.json(&["sessions", "list", "--json"])["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["session_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(b_sessions(b).contains(&doomed));
+
+    // A deletes a session: gone from PostgreSQL after A's sync, from B after B's.
+    a.sb.acmd()
+        .args(["sessions", "delete", &doomed, "--yes"])
+        .assert()
+        .success();
+    let r = a.json(&["sync", "--json"]);
+    assert_eq!(r["sync"]["pushed"]["deletions"], 1, "{r}");
+    assert_eq!(in_pg(&doomed_uid), 0);
+    assert_eq!(
+        pg_count(
+            &pg,
+            &format!("SELECT count(*) FROM sessions WHERE uid = '{doomed_uid}'")
+        ),
+        0
+    );
+    assert_eq!(pg_count(&pg, "SELECT count(*) FROM deletions"), 1);
+    let r = b.json(&["sync", "--json"]);
+    assert_eq!(r["sync"]["pulled"]["deleted_sessions"], 1, "{r}");
+    let left = b_sessions(b);
+    assert!(!left.contains(&doomed) && left.contains(&kept), "{left:?}");
+
+    // A message of A's holds a secret stored by an older memtrail (written here directly); the
+    // current rules redact it at `redact --rescan`, and the change propagates.
+    let key = "AKIAQYLPMN5HHHFPZAM2";
+    let c = rusqlite::Connection::open(a.sb.db()).unwrap();
+    let changed = c
+        .execute(
+            &format!(
+                "UPDATE messages SET body = body || ' aws key {key}' WHERE ext_id = 'u2' \
+                 AND session_id = (SELECT id FROM sessions WHERE external_id = '{kept}')"
+            ),
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(c);
+    a.json(&["sync", "--json"]);
+    let with_key = |pg: &Pg| {
+        pg_count(
+            pg,
+            &format!("SELECT count(*) FROM messages WHERE body LIKE '%{key}%'"),
+        )
+    };
+    assert_eq!(with_key(&pg), 1, "the legacy secret reached PostgreSQL");
+    b.json(&["sync", "--json"]);
+    // B redacts what it pulls with its own rules: the secret never reached B's store.
+    let b_has_key = |b: &Machine| {
+        let c = rusqlite::Connection::open(b.sb.db()).unwrap();
+        c.query_row(
+            &format!(
+                "SELECT count(*) FROM messages WHERE body LIKE '%{key}%' OR parts LIKE '%{key}%'"
+            ),
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(b_has_key(b), 0);
+    let rescan = a.json(&["redact", "--rescan", "--json"]);
+    assert_eq!(rescan["messages_changed"], 1, "{rescan}");
+    a.json(&["sync", "--json"]);
+    assert_eq!(
+        with_key(&pg),
+        0,
+        "redact --rescan's change reached PostgreSQL"
+    );
+    b.json(&["sync", "--json"]);
+    assert_eq!(b_has_key(b), 0);
+    assert_converged(&pg, &machines);
+}
+
+/// A store set up for sync as one machine is never synced as another (its own sessions would
+/// come back as the other machine's); `--init` on a config without an id adopts the store's.
+#[test]
+fn a_store_keeps_the_machine_id_it_was_set_up_with() {
+    let Some(url) = memtrail_testkit::pg::test_database("machine_id") else {
+        return;
+    };
+    let url = format!("{url}?sslmode=disable");
+    let m = Machine::new("mid");
+    hook_session(&m, 0xe000, 4);
+    let first = m.json(&["sync", "--init", &url, "--json"]);
+    let id = m.id();
+    assert_eq!(first["init"]["machine"], id.as_str());
+    assert_eq!(first["init"]["queued"], 5, "{first}");
+    let edit = |machine: Option<&str>| {
+        let text = std::fs::read_to_string(m.config()).unwrap();
+        let mut doc: toml_edit::DocumentMut = text.parse().unwrap();
+        match machine {
+            Some(v) => doc["sync"]["machine"] = toml_edit::value(v),
+            None => {
+                doc["sync"].as_table_mut().unwrap().remove("machine");
+            }
+        }
+        std::fs::write(m.config(), doc.to_string()).unwrap();
+    };
+    let other = "0123456789abcdef0123456789abcdef";
+    edit(Some(other));
+    let out = m.run(&["sync"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "memtrail: the store {} syncs as machine {id} but memtrail's config says {other}: put \
+             `machine = \"{id}\"` under [sync] in {} (or use another store)\n",
+            m.sb.db().display(),
+            m.config().display()
+        )
+    );
+    edit(None);
+    let again = m.json(&["sync", "--init", &url, "--json"]);
+    assert_eq!(again["init"]["machine"], id.as_str());
+    assert_eq!(again["init"]["queued"], 0, "{again}");
+    assert_eq!(m.id(), id);
+}
