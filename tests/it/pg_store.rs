@@ -1,40 +1,31 @@
 //! `--store postgres://…` end to end, against a real PostgreSQL (`MEMTRAIL_TEST_PG_URL`, skipped
-//! without it unless `MEMTRAIL_REQUIRE_PG=1`): a store imported from the fixtures is pushed to
-//! PostgreSQL, then `search`, `sessions list`, `sessions show`, `resume`, `handoff` and the MCP
+//! without it unless `MEMTRAIL_REQUIRE_PG=1`): a store imported from the fixtures is synced to
+//! PostgreSQL (`memtrail sync --init`), then `search`, `sessions list`, `sessions show`, `resume`, `handoff` and the MCP
 //! server (a real MCP client, the Python `mcp` SDK) answer the same from either store; the
 //! commands that write refuse a PostgreSQL store and never show its password.
 
 use crate::common::{repo_root, resolve_python};
 use crate::support::{Sandbox, claude_line, session_id, stop_payload};
-use memtrail_runtime::{Store, StoreLocation};
 use serde_json::Value;
 
-/// This machine's id in the test (32 hex digits, as `memtrail sync --init` makes them).
-const MACHINE: &str = "5f0c3e2a9b1d4c7e8a6f2b3c4d5e6f70";
-
-/// A sandbox whose store holds the fixture projects (imported) and is labelled `laptop`, and
-/// the URL of a PostgreSQL database the store was pushed to; `None` without a test cluster.
+/// A sandbox whose store holds the fixture projects (imported) and was synced, as machine
+/// `laptop`, to a fresh PostgreSQL database (`memtrail sync --init URL --label laptop`), and
+/// that database's URL; `None` without a test cluster.
 fn pushed(name: &str) -> Option<(Sandbox, String)> {
     let url = memtrail_testkit::pg::test_database(name)?;
-    let mut pg = memtrail_pg::Pg::connect_url(&url).unwrap();
-    memtrail_pg::migrate::migrate(&mut pg, memtrail_pg::migrate::MIGRATIONS).unwrap();
     let sb = Sandbox::new();
-    let config = sb.home.join(".config/memtrail/config.toml");
-    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
-    std::fs::write(&config, "[sync]\nlabel = \"laptop\"\n").unwrap();
     sb.install_fixture_projects();
     sb.json(&["import", "--json"]);
-    let mut store = Store::open(StoreLocation::from(&sb.db())).unwrap();
-    store.sync_enable(MACHINE).unwrap();
-    let privacy = memtrail_runtime::privacy::Privacy::default();
-    loop {
-        let batch = store.push_batch(MACHINE, &privacy, 500, 32 << 20).unwrap();
-        if batch.is_empty() {
-            break;
-        }
-        pg.push(MACHINE, "laptop", &batch).unwrap();
-        store.ack_push(&batch).unwrap();
-    }
+    let out = sb
+        .cmd()
+        .args(["sync", "--init", &url, "--label", "laptop"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Some((sb, url))
 }
 
@@ -150,6 +141,7 @@ fn write_commands_refuse_a_postgresql_store_and_never_show_its_password() {
         vec!["sessions", "delete", "x", "--yes"],
         vec!["sessions", "capture", "x"],
         vec!["uninstall", "--purge", "--yes"],
+        vec!["sync"],
     ] {
         let out = sb
             .cmd()

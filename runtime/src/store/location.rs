@@ -294,6 +294,18 @@ mod tests {
     }
 
     #[test]
+    fn a_postgres_store_is_not_opened_as_an_sqlite_file() {
+        let e = crate::Store::open(StoreLocation::parse("postgres://me:pw@h/db"))
+            .err()
+            .unwrap();
+        assert!(matches!(e, crate::Error::Unsupported(_)));
+        assert_eq!(
+            e.to_string(),
+            "the store postgres://me:***@h/db is a PostgreSQL database, which only search, sessions list and show, resume, handoff and mcp read; this command uses the local SQLite store: run it without --store (unset MEMTRAIL_STORE) or with --db PATH"
+        );
+    }
+
+    #[test]
     fn masked_url_hides_every_password_and_nothing_else() {
         assert_eq!(masked_url("postgres://h/db"), "postgres://h/db");
         assert_eq!(masked_url("postgres://me@h/db"), "postgres://me@h/db");

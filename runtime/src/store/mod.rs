@@ -92,7 +92,7 @@ pub use cursors::{Cursor, CursorMark, CursorStat};
 use files::{create_private_dir, create_private_file, file_id, make_owner_only, resolve_links};
 pub use index_text::{INDEXED_OUTPUT_CAP, cjk_index_text, is_cjk, render_index_text};
 pub(crate) use index_text::{cap, kind_from_str};
-pub use location::StoreLocation;
+pub use location::{STORE_ENV, StoreLocation};
 pub use repair::{REPAIR_STEPS, RepairReport, RepairStep, RepairStepReport, is_corrupt};
 pub use schema::SCHEMA_VERSION;
 pub use snapshots::{PRECOMPACT_TAKEN_EARLY, StoredSnapshot};
@@ -246,7 +246,12 @@ impl Store {
         busy: Duration,
         deadline: Option<Instant>,
     ) -> Result<Store> {
-        let path = location.sqlite_file("this command")?.to_path_buf();
+        let Some(path) = location.sqlite_path().map(Path::to_path_buf) else {
+            return Err(Error::Unsupported(format!(
+                "the store {location} is a PostgreSQL database, which only search, sessions list and show, resume, handoff and mcp read; this command uses the local SQLite store: run it without --store (unset {}) or with --db PATH",
+                location::STORE_ENV
+            )));
+        };
         let path = path.as_path();
         // A store path that is a symlink is followed (the store may live on another disk): the
         // file really opened is its target, created and kept owner-only like any store.
