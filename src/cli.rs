@@ -18,11 +18,14 @@ Start with `memtrail install` (wires the hooks, MCP server and skill into each a
 `memtrail import` (brings in the sessions you already have). From then on every session is captured as it happens.",
     after_help = "Examples:\n  memtrail install --agent claude --yes\n  memtrail import\n  memtrail search \"database is locked\" --since 7d\n  memtrail sessions list --limit 5\n  memtrail sessions show 4c2ddfdc\n  memtrail resume                  # the working state of this folder's latest session"
 )]
-/// The command line: the global `--db` and one command.
+/// The command line: the global `--store` or `--db` and one command.
 pub struct Cli {
-    /// The store to use [default: $MEMTRAIL_DB, else $XDG_DATA_HOME/memtrail/memtrail.db, i.e. ~/.local/share/memtrail/memtrail.db].
-    #[arg(long, global = true, value_name = "PATH")]
+    /// The store to use [default: $MEMTRAIL_STORE, else $MEMTRAIL_DB, else $XDG_DATA_HOME/memtrail/memtrail.db, i.e. ~/.local/share/memtrail/memtrail.db].
+    #[arg(long, global = true, value_name = "PATH", conflicts_with = "store")]
     pub db: Option<PathBuf>,
+    /// The store to use: an SQLite file (as --db) or a PostgreSQL database (postgres://USER@HOST/DB, filled by `memtrail sync`), which search, sessions list/show, resume, handoff and mcp read directly [default: as --db].
+    #[arg(long, global = true, value_name = "PATH|URL")]
+    pub store: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -228,6 +231,9 @@ pub struct SearchArgs {
     /// Only this session (id or unique prefix).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// Only sessions captured on this machine: its label (the MACHINE column of `sessions list`) or its id.
+    #[arg(long, value_name = "NAME")]
+    pub machine: Option<String>,
     /// Only messages since DATE (YYYY-MM-DD in UTC, RFC 3339, today, yesterday, or an age like 7d).
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
@@ -283,6 +289,9 @@ pub enum SessionsCommand {
         /// Only sessions in this project directory (or below it).
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
+        /// Only sessions captured on this machine: its label (the MACHINE column) or its id.
+        #[arg(long, value_name = "NAME")]
+        machine: Option<String>,
         /// Most sessions to show (1-100000).
         #[arg(long, short = 'n', default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         limit: u32,

@@ -1,6 +1,7 @@
 //! What several commands share: opening the store, absolute paths, memtrail's own binary path.
 
 use anyhow::{Context, Result};
+use memtrail_runtime::read::ReadStore;
 use memtrail_runtime::{Store, StoreLocation};
 use std::path::PathBuf;
 
@@ -10,6 +11,29 @@ pub fn open_store_read(db: &StoreLocation) -> Result<Option<Store>> {
         return Ok(None);
     }
     open_store(db).map(Some)
+}
+
+/// The store for a read command (`search`, `sessions list/show`, `resume`, `handoff`): the
+/// local SQLite store (`None` when it does not exist yet: reading never creates it) or a
+/// PostgreSQL store (connected now); the error names its location, password masked.
+pub fn open_reader(db: &StoreLocation) -> Result<Option<Box<dyn ReadStore>>> {
+    match db.postgres_url() {
+        Some(url) => Ok(Some(Box::new(
+            memtrail_pg::PgReader::connect(url)
+                .with_context(|| format!("cannot read the store at {db}"))?,
+        ))),
+        None => Ok(open_store_read(db)?.map(|s| Box::new(s) as Box<dyn ReadStore>)),
+    }
+}
+
+/// What the MCP server opens a PostgreSQL store with ([`memtrail_runtime::mcp::OpenReader`]).
+pub fn open_remote_reader(
+    db: &StoreLocation,
+) -> memtrail_runtime::Result<Box<dyn ReadStore + Send>> {
+    let url = db.postgres_url().ok_or_else(|| {
+        memtrail_runtime::Error::Invalid(format!("{db} is not a PostgreSQL store"))
+    })?;
+    Ok(Box::new(memtrail_pg::PgReader::connect(url)?))
 }
 
 /// The store at `db`, created if missing; the error names its location.

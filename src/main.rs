@@ -38,10 +38,29 @@ fn main() -> ExitCode {
             e.exit();
         }
     };
-    let db = StoreLocation::from_flag_or_env(cli.db.clone());
+    let db = match (&cli.store, &cli.db) {
+        (Some(s), _) => StoreLocation::parse(s),
+        (None, db) => StoreLocation::from_flag_or_env(db.clone()),
+    };
     if let Command::Hook { agent, args } = cli.command {
+        // A hook writes the local store. `MEMTRAIL_STORE` naming a PostgreSQL database (a
+        // shell set up to query a team server, whose agents inherit it) does not stop the
+        // capture: the hook writes the local store, which `memtrail sync` pushes. A
+        // PostgreSQL store given on the hook's command line is refused (logged) by the hook.
+        let db = match db {
+            StoreLocation::Postgres(_) if cli.store.is_none() => StoreLocation::local_from_env(),
+            db => db,
+        };
         return commands::hook::hook(agent, &args, &db);
     }
+    // `memtrail sync` carries the local store to PostgreSQL: like the hook, it keeps to the
+    // local store when only `MEMTRAIL_STORE` names a PostgreSQL database.
+    let db = match (&cli.command, db) {
+        (Command::Sync { .. }, StoreLocation::Postgres(_)) if cli.store.is_none() => {
+            StoreLocation::local_from_env()
+        }
+        (_, db) => db,
+    };
     match run(cli.command, db) {
         Ok(code) => code,
         Err(e) => {
@@ -56,12 +75,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// True when the command line's subcommand is `hook` (global `--db PATH` may come first).
+/// True when the command line's subcommand is `hook` (global `--db PATH` or `--store PATH`
+/// may come first).
 fn is_hook_invocation(raw: &[std::ffi::OsString]) -> bool {
     let mut it = raw.iter().skip(1);
     while let Some(a) = it.next() {
         let a = a.to_string_lossy();
-        if a == "--db" {
+        if a == "--db" || a == "--store" {
             it.next();
         } else if !a.starts_with('-') {
             return a == "hook";
@@ -72,6 +92,20 @@ fn is_hook_invocation(raw: &[std::ffi::OsString]) -> bool {
 
 fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
     use commands::*;
+    // The commands that write the store write the local SQLite store only.
+    let writes = match &cmd {
+        Command::Import { .. } => Some("memtrail import"),
+        Command::Repair { .. } => Some("memtrail repair"),
+        Command::Purge { .. } => Some("memtrail purge"),
+        Command::Redact { .. } => Some("memtrail redact"),
+        Command::Sessions(SessionsCommand::Delete { .. }) => Some("memtrail sessions delete"),
+        Command::Sessions(SessionsCommand::Capture { .. }) => Some("memtrail sessions capture"),
+        Command::Uninstall(a) if a.purge => Some("memtrail uninstall --purge"),
+        _ => None,
+    };
+    if let Some(what) = writes {
+        db.require_local(what)?;
+    }
     match cmd {
         Command::Install(a) => install::install(a, false, memtrail_installer::Action::Install, &db),
         Command::Uninstall(a) => install::install(
@@ -91,9 +125,10 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
         Command::Sessions(SessionsCommand::List {
             agent,
             project,
+            machine,
             limit,
             json,
-        }) => sessions::list(&db, agent, project, limit, json),
+        }) => sessions::list(&db, agent, project, machine, limit, json),
         Command::Sessions(SessionsCommand::Show {
             id,
             offset,

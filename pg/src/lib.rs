@@ -8,6 +8,7 @@
 pub mod config;
 pub mod engine;
 pub mod migrate;
+pub mod read;
 pub mod settings;
 pub mod sync;
 mod tls;
@@ -16,6 +17,7 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use config::{EnvDefaults, Host, PasswordSources, PgConfig, SslMode, mask_url};
+pub use read::PgReader;
 pub use sync::{MachineInfo, Pushed, session_uid};
 pub use tokio_postgres;
 

@@ -21,11 +21,18 @@ pub struct Migration {
 }
 
 /// Every migration this build has, in order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "initial",
-    sql: include_str!("migrations/0001_initial.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "initial",
+        sql: include_str!("migrations/0001_initial.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "search",
+        sql: include_str!("migrations/0002_search.sql"),
+    },
+];
 
 /// The advisory lock key the migrations run under (`pg_advisory_xact_lock`): "memtrail" in
 /// ASCII, read as a big-endian integer.

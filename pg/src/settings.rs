@@ -176,15 +176,9 @@ pub fn new_machine_id() -> Result<String> {
 }
 
 /// This machine's host name (`/proc/sys/kernel/hostname`, else `/etc/hostname`, else
-/// `HOSTNAME`), or `unknown`.
+/// `HOSTNAME`), or `unknown`: [`memtrail_runtime::machine::hostname`].
 pub fn hostname() -> String {
-    ["/proc/sys/kernel/hostname", "/etc/hostname"]
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .chain(std::env::var("HOSTNAME").ok())
-        .map(|s| s.trim().to_string())
-        .find(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".into())
+    memtrail_runtime::machine::hostname()
 }
 
 #[cfg(test)]

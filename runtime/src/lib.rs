@@ -7,11 +7,13 @@ pub mod events;
 pub mod hook;
 pub mod import;
 pub mod ingest;
+pub mod machine;
 pub mod maintenance;
 pub mod mcp;
 pub mod pending;
 pub mod privacy;
 pub mod query;
+pub mod read;
 pub mod records;
 pub mod redact;
 pub mod resume;
@@ -58,6 +60,10 @@ pub enum Error {
     /// A file memtrail cannot read as the agent's transcript; the text names the agent and file.
     #[error("{0}")]
     Unsupported(String),
+    /// An error of a PostgreSQL store (connecting, a query): its message, the URL in it
+    /// with its password masked.
+    #[error("PostgreSQL: {0}")]
+    Remote(String),
     /// No such session (or message) in the store; the text names the id asked for.
     #[error("{0}")]
     NotFound(String),

@@ -28,6 +28,7 @@
 
 use crate::events::{ALL_CATEGORIES, Category};
 use crate::query::{self, HL_END, HL_START, SearchFilter};
+use crate::read::ReadStore;
 use crate::resume;
 use crate::store::{Store, StoreLocation};
 use crate::time::{Bound, parse_date};
@@ -92,6 +93,10 @@ pub struct ListSessionsArgs {
     /// Only sessions whose project directory is this absolute path or lies below it.
     #[serde(default)]
     pub project: Option<String>,
+    /// Only sessions captured on this machine: its label (as sessions show it in `machine`) or
+    /// its id.
+    #[serde(default)]
+    pub machine: Option<String>,
     /// How many sessions to skip (for the next page).
     #[serde(default)]
     pub offset: Option<u32>,
@@ -171,6 +176,10 @@ pub struct SearchArgs {
     /// Only this session (its id, or a unique prefix of it).
     #[serde(default)]
     pub session_id: Option<String>,
+    /// Only sessions captured on this machine: its label (as hits show it in `machine`) or its
+    /// id.
+    #[serde(default)]
+    pub machine: Option<String>,
     /// Only messages at or after this time: YYYY-MM-DD, RFC 3339, or an age such as 7d or 12h.
     #[serde(default)]
     pub since: Option<String>,
@@ -204,11 +213,38 @@ pub struct GetSessionArgs {
     pub text_offset: Option<u64>,
 }
 
+/// Opens a store that is not a local SQLite file (`--store postgres://…`) for reading: given
+/// by the binary (the runtime does not depend on the PostgreSQL crate).
+pub type OpenReader =
+    dyn Fn(&StoreLocation) -> crate::Result<Box<dyn ReadStore + Send>> + Send + Sync;
+
+/// What the server reads.
+enum Backend {
+    /// The local SQLite store: every tool, `remember` included.
+    Local(Box<Store>),
+    /// Another store ([`OpenReader`]): the read tools only. Its calls run on a thread of their
+    /// own (a blocking client of its own runtime cannot run inside the server's).
+    Other(Option<Box<dyn ReadStore + Send>>),
+}
+
+impl Drop for Backend {
+    /// Another store is dropped on a thread of its own: a blocking client owns a runtime, which
+    /// cannot be dropped inside the server's.
+    fn drop(&mut self) {
+        if let Backend::Other(slot) = self
+            && let Some(reader) = slot.take()
+        {
+            let _ = std::thread::spawn(move || drop(reader)).join();
+        }
+    }
+}
+
 /// The MCP server. It opens the store once and serves every call from that connection.
 #[derive(Clone)]
 pub struct MemtrailMcp {
     db: StoreLocation,
-    store: Arc<Mutex<Option<Store>>>,
+    open_other: Option<Arc<OpenReader>>,
+    store: Arc<Mutex<Option<Backend>>>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -345,8 +381,18 @@ impl MemtrailMcp {
     pub fn new(db: impl Into<StoreLocation>) -> Self {
         Self {
             db: db.into(),
+            open_other: None,
             store: Arc::new(Mutex::new(None)),
             tool_router: Self::tool_router(),
+        }
+    }
+
+    /// A server over the store at `db`, opened by `open` at the first call when `db` is not an
+    /// SQLite file (a PostgreSQL store: the read tools answer from it, `remember` refuses).
+    pub fn with_reader(db: impl Into<StoreLocation>, open: Arc<OpenReader>) -> Self {
+        Self {
+            open_other: Some(open),
+            ..Self::new(db)
         }
     }
 
@@ -356,28 +402,81 @@ impl MemtrailMcp {
         Self::tool_router().list_all()
     }
 
-    fn with_store<T>(&self, f: impl FnOnce(&Store) -> crate::Result<T>) -> Result<T, String> {
-        self.with_store_mut(|s| f(s))
+    /// `f` over the store, opened at the first call (and again when the SQLite file was
+    /// deleted or replaced since).
+    fn with_store<T: Send>(
+        &self,
+        f: impl FnOnce(&dyn ReadStore) -> crate::Result<T> + Send,
+    ) -> Result<T, String> {
+        let mut guard = self.lock_opened()?;
+        match guard
+            .as_mut()
+            .ok_or("internal error: the store is not open")?
+        {
+            Backend::Local(s) => f(s.as_ref()).map_err(|e| e.to_string()),
+            Backend::Other(slot) => {
+                let reader = slot
+                    .take()
+                    .ok_or("internal error: the store was lost by an earlier call")?;
+                let (reader, out) = std::thread::scope(|t| {
+                    t.spawn(move || {
+                        let out = f(reader.as_ref());
+                        (reader, out)
+                    })
+                    .join()
+                })
+                .map_err(|_| "internal error: the store's call panicked".to_string())?;
+                *slot = Some(reader);
+                out.map_err(|e| e.to_string())
+            }
+        }
     }
 
+    /// `f` over the local SQLite store; an error for another store (it is read only here).
     fn with_store_mut<T>(
         &self,
+        what: &str,
         f: impl FnOnce(&mut Store) -> crate::Result<T>,
     ) -> Result<T, String> {
+        let mut guard = self.lock_opened()?;
+        match guard
+            .as_mut()
+            .ok_or("internal error: the store is not open")?
+        {
+            Backend::Local(s) => f(s).map_err(|e| e.to_string()),
+            Backend::Other(_) => Err(format!(
+                "{what} writes the local store, and this server reads the PostgreSQL store {} (read only); run the agent's memtrail MCP server without --store to keep notes",
+                self.db
+            )),
+        }
+    }
+
+    /// The store's lock, the store opened in it.
+    fn lock_opened(&self) -> Result<std::sync::MutexGuard<'_, Option<Backend>>, String> {
         let mut guard = self
             .store
             .lock()
             .map_err(|_| "internal error: store lock poisoned".to_string())?;
         // A store deleted or replaced since it was opened (`uninstall --purge`, a restored
         // backup) is opened again: never answer from a deleted file.
-        if guard.as_ref().is_some_and(|s| !s.is_current()) {
+        if matches!(guard.as_ref(), Some(Backend::Local(s)) if !s.is_current()) {
             *guard = None;
         }
         if guard.is_none() {
-            *guard = Some(Store::open(&self.db).map_err(|e| e.to_string())?);
+            *guard = Some(match (&self.db, &self.open_other) {
+                (StoreLocation::Sqlite(_), _) | (_, None) => {
+                    Backend::Local(Box::new(Store::open(&self.db).map_err(|e| e.to_string())?))
+                }
+                // Connected (and later dropped) off the server's runtime, like its calls.
+                (_, Some(open)) => {
+                    let reader = std::thread::scope(|t| t.spawn(|| open(&self.db)).join())
+                        .map_err(|_| "internal error: opening the store panicked".to_string())?
+                        .map_err(|e| e.to_string())?;
+                    Backend::Other(Some(reader))
+                }
+            });
         }
-        let store = guard.as_mut().expect("opened above");
-        f(store).map_err(|e| e.to_string())
+        Ok(guard)
     }
 
     /// The directory the server runs in (the agent's project), for default sessions.
@@ -394,14 +493,12 @@ impl MemtrailMcp {
         let offset = a.offset.unwrap_or(0) as usize;
         let limit = a.limit.unwrap_or(DEFAULT_SESSIONS).clamp(1, MAX_SESSIONS) as usize;
         let list = self.with_store(|s| {
-            query::list_sessions(
-                s,
-                &query::ListFilter {
-                    agent: a.agent.map(|x| x.to_ascii_lowercase()),
-                    project: a.project,
-                    limit: offset + limit,
-                },
-            )
+            s.list_sessions(&query::ListFilter {
+                agent: a.agent.map(|x| x.to_ascii_lowercase()),
+                project: a.project,
+                machine: a.machine,
+                limit: offset + limit,
+            })
         })?;
         let sessions: Vec<_> = list.into_iter().skip(offset).collect();
         fit_list(
@@ -432,7 +529,7 @@ impl MemtrailMcp {
         let limit = a.limit.unwrap_or(DEFAULT_EVENTS).clamp(1, MAX_EVENTS) as usize;
         let t = self.with_store(|s| {
             let rowid = resume::resolve_or_latest(s, a.session_id.as_deref(), &Self::cwd())?;
-            let id = query::session_summary(s, rowid)?.session_id;
+            let id = s.session_summary(rowid)?.session_id;
             resume::timeline(s, &id, &cats, offset, limit)
         })?;
         let v = serde_json::to_value(&t).map_err(|e| format!("internal error: {e}"))?;
@@ -492,7 +589,7 @@ impl MemtrailMcp {
             return Err(scope_error(&format!("{p} is not this folder or above it")));
         }
         let dir = a.project.clone().unwrap_or_else(|| cwd.clone());
-        self.with_store_mut(|s| {
+        self.with_store_mut("remember", |s| {
             let rowid = resume::resolve_or_latest(s, a.session_id.as_deref(), &dir)?;
             let summary = query::session_summary(s, rowid)?;
             if !anywhere
@@ -549,6 +646,7 @@ impl MemtrailMcp {
             agent: a.agent.map(|s| s.to_ascii_lowercase()),
             project: a.project,
             session: a.session_id,
+            machine: a.machine,
             since,
             until,
             role: a.role.map(|s| s.to_ascii_lowercase()),
@@ -558,10 +656,10 @@ impl MemtrailMcp {
                 .clamp(1, MAX_SEARCH_LIMIT) as usize,
         };
         let (mut hits, unindexed) = self.with_store(|s| {
-            let hits = query::search(s, &a.query, &filter)?;
+            let hits = s.search(&a.query, &filter)?;
             // Messages the search could not index first (another process held the write lock)
             // were not searched: say how many, so the agent can search again.
-            Ok((hits, s.pending_index().unwrap_or(0)))
+            Ok((hits, s.unindexed()))
         })?;
         for h in &mut hits {
             h.snippet = highlight_markdown(&h.snippet);
@@ -658,13 +756,14 @@ fn text_byte_cost(b: u8) -> usize {
 /// that fits; its `text_range` is `[start, end]` (bytes) of `text_bytes`. `next` is
 /// `{offset, text_offset}` to continue from, `null` at the end of the session.
 fn session_page(
-    s: &Store,
+    s: &dyn ReadStore,
     id: &str,
     offset: i64,
     limit: usize,
     text_offset: usize,
 ) -> Result<serde_json::Value, String> {
-    let head = query::get_session(s, id, None, offset, 0, Some(MAX_TOOL_OUTPUT))
+    let head = s
+        .get_session(id, None, offset, 0, Some(MAX_TOOL_OUTPUT))
         .map_err(|e| e.to_string())?;
     let (sid, agent) = (head.session.session_id.clone(), head.session.agent.clone());
     let mut page = recalled(serde_json::to_value(&head).map_err(|e| e.to_string())?);
@@ -686,7 +785,8 @@ fn session_page(
     let mut next: Option<(i64, usize)> = None;
     let mut at = offset;
     for n in 0..limit {
-        let one = query::get_session(s, &sid, Some(&agent), at, 1, Some(MAX_TOOL_OUTPUT))
+        let one = s
+            .get_session(&sid, Some(&agent), at, 1, Some(MAX_TOOL_OUTPUT))
             .map_err(|e| e.to_string())?;
         let Some(mut m) = one.messages.into_iter().next() else {
             break;
@@ -809,12 +909,27 @@ impl ServerHandler for MemtrailMcp {
 
 /// Serve MCP over stdin/stdout until the client closes stdin.
 pub fn serve_stdio(db: StoreLocation) -> anyhow_like::Result<()> {
+    serve_stdio_with(db, None)
+}
+
+/// [`serve_stdio`], a store that is not an SQLite file opened by `open` (see
+/// [`MemtrailMcp::with_reader`]); the background indexer runs for an SQLite store only.
+pub fn serve_stdio_with(
+    db: StoreLocation,
+    open: Option<Arc<OpenReader>>,
+) -> anyhow_like::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    spawn_indexer(db.clone());
+    if db.sqlite_path().is_some() {
+        spawn_indexer(db.clone());
+    }
+    let server = match open {
+        Some(open) => MemtrailMcp::with_reader(db, open),
+        None => MemtrailMcp::new(db),
+    };
     rt.block_on(async move {
-        let server = MemtrailMcp::new(db)
+        let server = server
             .serve(transport::BoundedLines::new(
                 tokio::io::stdin(),
                 tokio::io::stdout(),

@@ -23,6 +23,8 @@ pub struct SearchFilter {
     pub since: Option<i64>,
     pub until: Option<i64>,
     pub role: Option<String>,
+    /// Only sessions of this machine: its label or its id ([`crate::machine`]).
+    pub machine: Option<String>,
     pub limit: usize,
 }
 
@@ -33,6 +35,8 @@ pub struct Hit {
     pub session_id: String,
     /// The agent (`claude`, `codex`, …).
     pub agent: String,
+    /// The machine the session was captured on: its label ([`crate::machine`]).
+    pub machine: String,
     /// The session's title; `None` when untitled.
     pub title: Option<String>,
     /// The session's project folder (a path); `None` when unknown.
@@ -57,15 +61,30 @@ pub struct Hit {
 /// otherwise take seconds).
 pub const MAX_QUERY_TERMS: usize = 32;
 
-/// Turn any user text into a safe FTS5 query: words become quoted terms (implicitly ANDed),
-/// `"…"` stays a phrase, a trailing `*` makes a prefix query, a bare `OR` between terms is kept,
-/// a bare `AND` is dropped (it is implicit), `NOT word` and `-word` exclude a word (after at
-/// least one positive term), every other FTS5 operator character is neutralised by quoting, and
-/// repeated terms count once. A term with CJK characters also matches as a substring, through
-/// the `cjk` column (one token per character). Returns `None` when the text holds no searchable
-/// word.
-pub fn fts_query(input: &str) -> Option<String> {
-    let mut items: Vec<String> = Vec::new();
+/// One item of a search query as memtrail reads it ([`parse_query`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueryItem {
+    /// A term: a word or a `"quoted phrase"` (`phrase`), its text as typed (without quotes or
+    /// a trailing `*`); `prefix` for a trailing `*`; `negated` for `NOT term` or `-term`.
+    Term {
+        text: String,
+        phrase: bool,
+        prefix: bool,
+        negated: bool,
+    },
+    /// A bare `OR` between two positive terms.
+    Or,
+}
+
+/// Read any user text as a search query: words are terms (all must match), `"…"` is a phrase,
+/// a trailing `*` makes a prefix, a bare `OR` (or `||`) between terms is kept, a bare `AND`
+/// (`&&`) is dropped (it is implicit), `NOT word` and `-word` exclude a word (after at least
+/// one positive term; `-1` stays a number), terms without a letter or digit are dropped and
+/// repeated terms count once, at most [`MAX_QUERY_TERMS`] distinct terms. `None` when the text
+/// holds no positive term. What [`fts_query`] (SQLite) and the PostgreSQL store's query both
+/// render.
+pub fn parse_query(input: &str) -> Option<Vec<QueryItem>> {
+    let mut items: Vec<QueryItem> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     let mut chars = input.chars().peekable();
     let mut pending_or = false;
@@ -141,6 +160,59 @@ pub fn fts_query(input: &str) -> Option<String> {
             continue;
         }
         seen.push(key);
+        let negated = pending_not;
+        pending_not = false;
+        if negated {
+            pending_or = false;
+            if positives > 0 {
+                items.push(QueryItem::Term {
+                    text,
+                    phrase,
+                    prefix,
+                    negated,
+                });
+            }
+            continue;
+        }
+        if pending_or && positives > 0 {
+            items.push(QueryItem::Or);
+        }
+        pending_or = false;
+        positives += 1;
+        items.push(QueryItem::Term {
+            text,
+            phrase,
+            prefix,
+            negated,
+        });
+    }
+    (positives > 0).then_some(items)
+}
+
+/// True when `items` ([`parse_query`]) join two terms with `OR`.
+pub fn has_or(items: &[QueryItem]) -> bool {
+    items.contains(&QueryItem::Or)
+}
+
+/// Turn any user text into a safe FTS5 query ([`parse_query`]): terms become quoted strings
+/// (implicitly ANDed), a phrase stays a phrase, a prefix gets `*`, `OR` is kept, an excluded
+/// term gets `NOT`, every other FTS5 operator character is neutralised by quoting. A term with
+/// CJK characters also matches as a substring, through the `cjk` column (one token per
+/// character). Returns `None` when the text holds no searchable word.
+pub fn fts_query(input: &str) -> Option<String> {
+    let parsed = parse_query(input)?;
+    let mut items: Vec<String> = Vec::with_capacity(parsed.len());
+    for item in parsed {
+        let QueryItem::Term {
+            text,
+            phrase,
+            prefix,
+            negated,
+        } = item
+        else {
+            items.push("OR".to_string());
+            continue;
+        };
         let mut term = format!(
             "\"{}\"{}",
             text.replace('"', "\"\""),
@@ -148,9 +220,7 @@ pub fn fts_query(input: &str) -> Option<String> {
         );
         if !phrase && text.chars().any(crate::store::is_cjk) {
             // Every CJK run of the term, as a phrase of single characters in the cjk column.
-            let runs: Vec<String> = text
-                .split(|c: char| !crate::store::is_cjk(c))
-                .filter(|r| !r.is_empty())
+            let runs: Vec<String> = cjk_runs(&text)
                 .map(|r| {
                     let spaced: Vec<String> = r.chars().map(String::from).collect();
                     format!("cjk : \"{}\"", spaced.join(" "))
@@ -158,23 +228,7 @@ pub fn fts_query(input: &str) -> Option<String> {
                 .collect();
             term = format!("({term} OR ({}))", runs.join(" AND "));
         }
-        if pending_not {
-            pending_not = false;
-            pending_or = false;
-            if positives > 0 {
-                items.push(format!("NOT {term}"));
-            }
-            continue;
-        }
-        if pending_or && positives > 0 {
-            items.push("OR".to_string());
-        }
-        pending_or = false;
-        positives += 1;
-        items.push(term);
-    }
-    if positives == 0 {
-        return None;
+        items.push(if negated { format!("NOT {term}") } else { term });
     }
     // FTS5 takes implicit AND between phrases but not next to a parenthesized group (a CJK
     // term): `"a" ("b" OR …)` is a syntax error, so those get an explicit AND.
@@ -196,6 +250,116 @@ pub fn fts_query(input: &str) -> Option<String> {
         out.push_str(item);
     }
     Some(out)
+}
+
+/// The runs of CJK characters ([`crate::store::is_cjk`]) in `text`, in order.
+pub fn cjk_runs(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !crate::store::is_cjk(c))
+        .filter(|r| !r.is_empty())
+}
+
+/// Session `id` among `rows` (row id, agent id; the one meant first: this machine's, then the
+/// latest updated), the sessions whose agent id starts with `id`: the only one, or the only
+/// main session when the others are its sub-agents (`<id>/agent-…`: a prefix of a session id
+/// also prefixes theirs). One agent id stored from several machines is one match (the first).
+///
+/// Errors: [`crate::Error::NotFound`] when `rows` is empty, [`crate::Error::Invalid`] when
+/// the prefix is ambiguous (the message lists the candidates).
+pub fn pick_prefix_match(id: &str, mut rows: Vec<(i64, String)>) -> crate::Result<i64> {
+    let mut seen = std::collections::HashSet::new();
+    rows.retain(|r| seen.insert(r.1.clone()));
+    let mains: Vec<&(i64, String)> = rows.iter().filter(|r| !r.1.contains('/')).collect();
+    if rows.len() > 1
+        && mains.len() == 1
+        && rows
+            .iter()
+            .all(|r| r.1 == mains[0].1 || r.1.starts_with(&format!("{}/", mains[0].1)))
+    {
+        return Ok(mains[0].0);
+    }
+    match rows.len() {
+        0 => Err(crate::Error::NotFound(format!(
+            "no session `{id}` in the store"
+        ))),
+        1 => Ok(rows[0].0),
+        _ => Err(crate::Error::Invalid(format!(
+            "`{id}` matches several sessions: {}",
+            rows.iter()
+                .map(|r| r.1.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// What tells a copy of a message from another message ([`best_distinct`]): its session's
+/// agent, its id, its time (ms), the length of its text and the text's first 256 characters.
+pub type CopyKey = (String, String, i64, Option<i64>, Option<String>);
+
+/// The best `limit` of `keyed` (row id, score: higher is better, and the copy key of a message
+/// with a time), each copied message once. A session forked or resumed into a new transcript
+/// (`claude --fork-session`) holds copies of the earlier messages: same agent, message id,
+/// time and text; only the best ranked copy (at equal scores the first given) is kept. Equal
+/// scores keep the order given.
+pub fn best_distinct(mut keyed: Vec<(i64, f64, Option<CopyKey>)>, limit: usize) -> Vec<(i64, f64)> {
+    keyed.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut ranked = Vec::with_capacity(keyed.len().min(limit));
+    let mut seen = std::collections::HashSet::new();
+    for (rowid, score, copy_key) in keyed {
+        // Without a time (Cursor), ids such as `line-3` are not unique across sessions.
+        if copy_key.is_some_and(|k| !seen.insert(k)) {
+            continue;
+        }
+        ranked.push((rowid, score));
+        if ranked.len() == limit {
+            break;
+        }
+    }
+    ranked
+}
+
+/// A message's prose, thinking and tool calls from its stored parts (`parts_json`, the JSON
+/// array of [`memtrail_adapters::Part`]; unreadable JSON gives nothing): text blocks joined by
+/// blank lines (else a stray tool result's output), thinking blocks likewise (`None` when
+/// none), tool calls in order. Tool outputs (and a stray result) longer than `max_output`
+/// bytes are cut with a note of the bytes left out.
+pub fn view_parts(
+    parts_json: &str,
+    max_output: Option<usize>,
+) -> (String, Option<String>, Vec<ToolCall>) {
+    use memtrail_adapters::Part;
+    let parts: Vec<Part> = serde_json::from_str(parts_json).unwrap_or_default();
+    let mut calls: Vec<ToolCall> = Vec::new();
+    let mut text = String::new();
+    let mut thinking = String::new();
+    let join = |acc: &mut String, t: String| {
+        if acc.is_empty() {
+            *acc = t;
+        } else {
+            acc.push_str("\n\n");
+            acc.push_str(&t);
+        }
+    };
+    for p in parts {
+        match p {
+            Part::Text { text: t } => join(&mut text, t),
+            Part::Thinking { text: t } => join(&mut thinking, t),
+            Part::ToolCall(mut c) => {
+                if let (Some(max), Some(o)) = (max_output, c.output.as_mut()) {
+                    truncate_note(o, max);
+                }
+                calls.push(c);
+            }
+            Part::ToolResult { output, .. } if text.is_empty() => {
+                text = output;
+                if let Some(max) = max_output {
+                    truncate_note(&mut text, max);
+                }
+            }
+            _ => {}
+        }
+    }
+    (text, (!thinking.is_empty()).then_some(thinking), calls)
 }
 
 /// A directory path with `.` and `..` resolved lexically (symbolic links are not followed, as
@@ -231,7 +395,8 @@ pub fn normalize_dir(p: &str) -> String {
     }
 }
 
-pub(crate) fn like_escape(s: &str) -> String {
+/// `s` for a `LIKE … ESCAPE '\'` pattern: `\`, `%` and `_` escaped with `\`.
+pub fn like_escape(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('%', "\\%")
         .replace('_', "\\_")
@@ -265,7 +430,7 @@ pub const SEARCH_CANDIDATES: usize = 1024;
 
 /// A snippet taken from the `cjk` column has a space between characters: drop the spaces
 /// between two CJK characters (highlight markers in between are kept).
-pub(crate) fn compact_cjk(snippet: &str) -> String {
+pub fn compact_cjk(snippet: &str) -> String {
     let chars: Vec<char> = snippet.chars().collect();
     let is_mark = |c: char| c == HL_START || c == HL_END;
     let mut out = String::with_capacity(snippet.len());
@@ -286,7 +451,7 @@ pub(crate) fn compact_cjk(snippet: &str) -> String {
 
 /// BM25 relevance (positive, higher is better) lifted by up to 25% for recent messages, halving
 /// every 30 days.
-pub(crate) fn with_recency(relevance: f64, ts: Option<i64>, now: i64) -> f64 {
+pub fn with_recency(relevance: f64, ts: Option<i64>, now: i64) -> f64 {
     let boost = match ts {
         Some(t) => {
             let age_days = ((now - t).max(0) as f64) / 86_400_000.0;
@@ -304,6 +469,8 @@ pub struct SessionSummary {
     pub session_id: String,
     /// The agent (`claude`, `codex`, …).
     pub agent: String,
+    /// The machine it was captured on: its label ([`crate::machine`]).
+    pub machine: String,
     /// The session's title; `None` when untitled.
     pub title: Option<String>,
     /// Its project folder (a path); `None` when unknown.
@@ -327,6 +494,8 @@ pub struct SessionSummary {
 pub struct ListFilter {
     pub agent: Option<String>,
     pub project: Option<String>,
+    /// Only sessions of this machine: its label or its id ([`crate::machine`]).
+    pub machine: Option<String>,
     pub limit: usize,
 }
 

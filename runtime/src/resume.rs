@@ -4,12 +4,10 @@
 //! correlations included), never from a process's memory.
 
 use crate::events::{self, Category, StoredEvent};
-use crate::query::{self, SearchFilter, SessionSummary};
+use crate::query::{SearchFilter, SessionSummary};
+use crate::read::{CandidateMessage, ReadStore};
 use crate::snapshot::{self, Snapshot, SnapshotInput};
-use crate::store::recall::{
-    first_and_last_prompt, last_answer, message_text, recent_messages, snapshot_events,
-};
-use crate::store::{Store, cap};
+use crate::store::cap;
 use crate::{Error, Result};
 use memtrail_adapters::{Agent, format_rfc3339_ms, one_line};
 use serde::Serialize;
@@ -29,8 +27,11 @@ pub fn estimate_tokens(text: &str) -> usize {
 /// The stored events of session `rowid` merged with their correlations
 /// ([`events::correlate`]), in session order; a derived event follows the event that
 /// completes it.
-pub fn events_with_correlations(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
-    Ok(with_correlations(session_events(store, rowid)?))
+pub fn events_with_correlations<S: ReadStore + ?Sized>(
+    store: &S,
+    rowid: i64,
+) -> Result<Vec<StoredEvent>> {
+    Ok(with_correlations(store.session_events(rowid)?))
 }
 
 /// `stored` (in session order) merged with their correlations.
@@ -66,15 +67,15 @@ pub struct Timeline {
 /// only those of `categories` when it is not empty; the page `offset`, at most `limit`.
 ///
 /// Errors: the session is unknown or the prefix ambiguous; store errors.
-pub fn timeline(
-    store: &Store,
+pub fn timeline<S: ReadStore + ?Sized>(
+    store: &S,
     session: &str,
     categories: &[Category],
     offset: usize,
     limit: usize,
 ) -> Result<Timeline> {
-    let rowid = query::resolve_session(store, session, None)?;
-    let summary = query::session_summary(store, rowid)?;
+    let rowid = store.resolve_session(session, None)?;
+    let summary = store.session_summary(rowid)?;
     let all: Vec<StoredEvent> = events_with_correlations(store, rowid)?
         .into_iter()
         .filter(|e| categories.is_empty() || categories.contains(&e.event.category))
@@ -92,20 +93,24 @@ pub fn timeline(
 /// What a snapshot of session `rowid` is built from. Its events are the session's events with
 /// their correlations ([`events_with_correlations`]) but without what no snapshot reads: their
 /// `message_id` is empty and their `ts` is `None`.
-pub fn snapshot_input(store: &Store, rowid: i64) -> Result<SnapshotInput> {
-    let s = query::session_summary(store, rowid)?;
+pub fn snapshot_input<S: ReadStore + ?Sized>(store: &S, rowid: i64) -> Result<SnapshotInput> {
+    let s = store.session_summary(rowid)?;
     Ok(SnapshotInput {
         agent: s.agent,
         session_id: s.session_id,
         project_dir: s.project,
         title: s.title,
         git_branch: s.git_branch,
-        events: with_correlations(snapshot_events(store, rowid)?),
+        events: with_correlations(store.snapshot_events(rowid)?),
     })
 }
 
 /// The snapshot of session `rowid` within `budget` bytes, built now from the store.
-pub fn build_snapshot(store: &Store, rowid: i64, budget: usize) -> Result<Snapshot> {
+pub fn build_snapshot<S: ReadStore + ?Sized>(
+    store: &S,
+    rowid: i64,
+    budget: usize,
+) -> Result<Snapshot> {
     Ok(snapshot::build(&snapshot_input(store, rowid)?, budget))
 }
 
@@ -175,13 +180,13 @@ pub fn injection_text(session: &SessionSummary, why: &str, snapshot_text: &str) 
 
 /// The one line added at a plain startup when the store has earlier sessions of the project:
 /// `None` when it has none.
-pub fn startup_pointer(
-    store: &Store,
+pub fn startup_pointer<S: ReadStore + ?Sized>(
+    store: &S,
     agent: Agent,
     dir: &str,
     exclude: Option<i64>,
 ) -> Result<Option<String>> {
-    let (n, latest) = earlier_sessions_of_dir(store, dir, exclude)?;
+    let (n, latest) = store.earlier_sessions_of_dir(dir, exclude)?;
     if n == 0 {
         return Ok(None);
     }
@@ -250,14 +255,14 @@ const CONTEXT_MESSAGE_CHARS: usize = 1200;
 /// With a query the snapshot gets at most 3/5 of the budget, the messages the rest; each
 /// message is cut to 1200 characters, and the last one that does not fit whole is cut (on a
 /// character boundary) when at least 40 characters of it fit.
-pub fn resume_context(
-    store: &Store,
+pub fn resume_context<S: ReadStore + ?Sized>(
+    store: &S,
     rowid: i64,
     project: Option<&str>,
     query: Option<&str>,
     budget_tokens: usize,
 ) -> Result<ResumeContext> {
-    let s = query::session_summary(store, rowid)?;
+    let s = store.session_summary(rowid)?;
     let mut out = ResumeContext {
         session_id: s.session_id.clone(),
         agent: s.agent.clone(),
@@ -326,16 +331,16 @@ pub fn resume_context(
                 limit: CONTEXT_CANDIDATES,
                 ..SearchFilter::default()
             };
-            let hits = query::search(store, q, &filter)?;
+            let hits = store.search(q, &filter)?;
             let mut v = Vec::new();
             for h in hits {
-                if let Some(m) = message_text(store, &h.agent, &h.session_id, h.message_index)? {
+                if let Some(m) = store.message_text(&h.agent, &h.session_id, h.message_index)? {
                     v.push(m);
                 }
             }
             v
         }
-        None => recent_messages(store, rowid, &s.session_id, CONTEXT_CANDIDATES)?,
+        None => store.recent_messages(rowid, &s.session_id, CONTEXT_CANDIDATES)?,
     };
     let mut heading_done = false;
     for m in candidates {
@@ -408,14 +413,6 @@ fn short_id(id: &str) -> &str {
     cap(id, 8)
 }
 
-pub(crate) struct CandidateMessage {
-    pub(crate) session_id: String,
-    pub(crate) index: i64,
-    pub(crate) role: String,
-    pub(crate) timestamp: Option<String>,
-    pub(crate) text: String,
-}
-
 impl CandidateMessage {
     fn packed(&self, cut: bool) -> PackedMessage {
         PackedMessage {
@@ -435,15 +432,15 @@ impl CandidateMessage {
 /// tool names. Built from the store alone (no model); sections without content are left out.
 /// Everything recalled from the session (context to notes) is framed by [`quote`], after a
 /// notice that it is quoted data, not instructions.
-pub fn handoff(store: &Store, rowid: i64, to: Agent) -> Result<String> {
-    let s = query::session_summary(store, rowid)?;
+pub fn handoff<S: ReadStore + ?Sized>(store: &S, rowid: i64, to: Agent) -> Result<String> {
+    let s = store.session_summary(rowid)?;
     let from = s
         .agent
         .parse::<Agent>()
         .map(|a| a.display_name().to_string())
         .unwrap_or_else(|_| s.agent.clone());
     let events = events_with_correlations(store, rowid)?;
-    let (first, last) = first_and_last_prompt(store, rowid)?;
+    let (first, last) = store.first_and_last_prompt(rowid)?;
     let title = format!(
         "# Handoff: continuing a {from} session in {}\n",
         to.display_name()
@@ -515,7 +512,7 @@ pub fn handoff(store: &Store, rowid: i64, to: Agent) -> Result<String> {
     {
         state.push(format!("Last request: {}", one_line(l, 400)));
     }
-    if let Some(a) = last_answer(store, rowid)? {
+    if let Some(a) = store.last_answer(rowid)? {
         state.push(format!("Last answer: {}", one_line(&a, 600)));
     }
     for e in of(Category::Git).rev().take(3) {
@@ -626,10 +623,14 @@ fn dedup_last(items: Vec<String>, max: usize) -> Vec<String> {
 /// Resolve `session` (id or unique prefix) or, when `None`, the latest session of `dir`.
 ///
 /// Errors: [`Error::NotFound`] when there is no such session.
-pub fn resolve_or_latest(store: &Store, session: Option<&str>, dir: &str) -> Result<i64> {
+pub fn resolve_or_latest<S: ReadStore + ?Sized>(
+    store: &S,
+    session: Option<&str>,
+    dir: &str,
+) -> Result<i64> {
     match session.filter(|s| !s.trim().is_empty()) {
-        Some(id) => query::resolve_session(store, id, None),
-        None => latest_session_for_dir(store, dir, None, None)?.ok_or_else(|| {
+        Some(id) => store.resolve_session(id, None),
+        None => store.latest_session_for_dir(dir, None, None)?.ok_or_else(|| {
             Error::NotFound(format!(
                 "no session of a project at or above {dir} in the store; name one (memtrail sessions list)"
             ))

@@ -39,8 +39,9 @@ pub fn hook(agent: Agent, args: &[String], db: &StoreLocation) -> ExitCode {
     // After the reply: `memtrail sync --background`, detached (the hook does not wait for it
     // and never connects anywhere itself).
     if outcome.background_sync
-        && let Err(e) = std::env::current_exe()
-            .and_then(|exe| memtrail_runtime::autosync::spawn(&exe, db.sqlite_path()))
+        && let Some(path) = db.sqlite_path()
+        && let Err(e) =
+            std::env::current_exe().and_then(|exe| memtrail_runtime::autosync::spawn(&exe, path))
     {
         memtrail_runtime::hook::log_raw(
             agent.as_str(),

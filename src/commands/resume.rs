@@ -1,10 +1,9 @@
 //! `memtrail resume`: print a session's snapshot.
 
-use crate::common::{absolute, open_store_read};
+use crate::common::{absolute, open_reader};
 use anyhow::{Context, Result, bail};
 use memtrail_runtime::StoreLocation;
 use memtrail_runtime::query::SessionSummary;
-use memtrail_runtime::query::{self};
 use memtrail_runtime::resume;
 use memtrail_runtime::snapshot::Snapshot;
 use serde::Serialize;
@@ -25,15 +24,16 @@ pub fn resume(
     json: bool,
 ) -> Result<ExitCode> {
     let cwd = absolute(&std::env::current_dir().context("cannot read the current directory")?);
-    let Some(store) = open_store_read(db)? else {
+    let Some(store) = open_reader(db)? else {
         bail!(
             "nothing to resume: the store at {} is empty (run `memtrail import`)",
             db
         );
     };
-    let rowid = resume::resolve_or_latest(&store, session.as_deref(), &cwd)?;
-    let summary = query::session_summary(&store, rowid)?;
-    let snap = resume::build_snapshot(&store, rowid, budget)?;
+    let store = store.as_ref();
+    let rowid = resume::resolve_or_latest(store, session.as_deref(), &cwd)?;
+    let summary = store.session_summary(rowid)?;
+    let snap = resume::build_snapshot(store, rowid, budget)?;
     if json {
         out!(
             "{}",

@@ -1,12 +1,12 @@
 //! `memtrail search`: full-text search over the captured messages.
 
 use crate::cli::SearchArgs;
-use crate::common::{absolute, open_store_read};
+use crate::common::{absolute, open_reader};
 use crate::output::{printable, short_time};
 use anyhow::Result;
 use memtrail_runtime::StoreLocation;
 use memtrail_runtime::query::Hit;
-use memtrail_runtime::query::{self, HL_END, HL_START, SearchFilter};
+use memtrail_runtime::query::{HL_END, HL_START, SearchFilter};
 use memtrail_runtime::time::{Bound, parse_date};
 use serde::Serialize;
 use std::process::ExitCode;
@@ -27,6 +27,7 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         agent: a.agent.map(|x| x.as_str().to_string()),
         project: a.project.map(|p| absolute(&p)),
         session: a.session,
+        machine: a.machine,
         since: a
             .since
             .as_deref()
@@ -40,12 +41,12 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         role: a.role.map(|r| r.as_str().to_string()),
         limit: a.limit as usize,
     };
-    let (mut hits, unindexed) = match open_store_read(db)? {
+    let (mut hits, unindexed) = match open_reader(db)? {
         Some(store) => {
-            let hits = query::search(&store, &q, &filter)?;
+            let hits = store.search(&q, &filter)?;
             // The search indexes the queue first; when it could not (another process holds
             // the write lock), the newest messages are not searched: say so.
-            (hits, store.pending_index().unwrap_or(0))
+            (hits, store.unindexed())
         }
         None => (Vec::new(), 0),
     };

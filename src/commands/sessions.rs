@@ -1,6 +1,6 @@
 //! `memtrail sessions list|show|delete|capture`.
 
-use crate::common::{absolute, open_store, open_store_read};
+use crate::common::{absolute, open_reader, open_store, open_store_read};
 use crate::output::{plural, short_time};
 use crate::prompt::confirm_destructive;
 use anyhow::{Result, bail};
@@ -31,24 +31,27 @@ struct Captured<'a> {
     captured: &'a Recaptured,
 }
 
-/// `memtrail sessions list`: most recently active first.
+/// Longest machine label `sessions list` shows (characters).
+const MACHINE_WIDTH: usize = 20;
+
+/// `memtrail sessions list`: most recently active first; a machine column (the label) after
+/// the agent when the sessions listed come from more than one machine.
 pub fn list(
     db: &StoreLocation,
     agent: Option<Agent>,
     project: Option<PathBuf>,
+    machine: Option<String>,
     limit: u32,
     json: bool,
 ) -> Result<ExitCode> {
-    let filtered = agent.is_some() || project.is_some();
-    let list = match open_store_read(db)? {
-        Some(store) => query::list_sessions(
-            &store,
-            &ListFilter {
-                agent: agent.map(|a| a.as_str().to_string()),
-                project: project.map(|p| absolute(&p)),
-                limit: limit as usize,
-            },
-        )?,
+    let filtered = agent.is_some() || project.is_some() || machine.is_some();
+    let list = match open_reader(db)? {
+        Some(store) => store.list_sessions(&ListFilter {
+            agent: agent.map(|a| a.as_str().to_string()),
+            project: project.map(|p| absolute(&p)),
+            machine,
+            limit: limit as usize,
+        })?,
         None => Vec::new(),
     };
     if json {
@@ -61,9 +64,27 @@ pub fn list(
     } else if list.is_empty() {
         out!("No sessions yet. Run `memtrail import` to bring in existing ones.");
     } else {
+        // The machine column, when the sessions listed come from more than one machine: the
+        // label, cut to MACHINE_WIDTH characters, padded to the longest shown.
+        let label = |s: &SessionSummary| s.machine.chars().take(MACHINE_WIDTH).collect::<String>();
+        let several = list.iter().any(|s| s.machine != list[0].machine);
+        let width = if several {
+            list.iter()
+                .map(|s| label(s).chars().count())
+                .max()
+                .unwrap_or(0)
+                + 1
+        } else {
+            0
+        };
         for s in &list {
+            let machine = if several {
+                format!("{:<width$}", label(s), width = width)
+            } else {
+                String::new()
+            };
             out!(
-                "{}  {:<7} {:>5} msgs  {}  {}",
+                "{}  {:<7} {machine}{:>5} msgs  {}  {}",
                 s.updated_at
                     .as_deref()
                     .map(short_time)
@@ -74,7 +95,7 @@ pub fn list(
                 s.title.as_deref().unwrap_or("(untitled)")
             );
             if let Some(p) = &s.project {
-                out!("{:>37}{}", "", p);
+                out!("{:>w$}{}", "", p, w = 37 + width);
             }
         }
     }
@@ -89,23 +110,20 @@ pub fn show(
     limit: Option<u32>,
     json: bool,
 ) -> Result<ExitCode> {
-    let Some(store) = open_store_read(db)? else {
+    let Some(store) = open_reader(db)? else {
         bail!(
             "no session `{id}`: the store at {} is empty (run `memtrail import`)",
             db
         );
     };
-    let view = match query::get_session(
-        &store,
+    let view = match store.get_session(
         id,
         None,
         offset as i64,
         limit.map(i64::from).unwrap_or(i64::MAX),
         None,
     ) {
-        Err(memtrail_runtime::Error::NotFound(_))
-            if memtrail_runtime::maintenance::is_deleted(&store, id)? =>
-        {
+        Err(memtrail_runtime::Error::NotFound(_)) if store.is_deleted(id)? => {
             bail!(
                 "session `{id}` was deleted; `memtrail sessions capture {id}` brings it back (its transcript is still on disk)"
             );

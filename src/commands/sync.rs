@@ -32,11 +32,11 @@ pub fn sync(
     // Opening the store creates it (and its 0700 folder), where the lock file goes.
     let mut store = open_store(db)?;
     // One sync at a time: a background one (started by a hook) is usually done in a moment.
-    let _lock = match SyncLock::try_acquire(db.sqlite_path())? {
+    let _lock = match SyncLock::try_acquire(store.path())? {
         Some(l) => l,
         None => {
             eprintln!("memtrail: another sync of the store {db} is running; waiting for it to end");
-            SyncLock::acquire(db.sqlite_path())?
+            SyncLock::acquire(store.path())?
         }
     };
     let url = match (&init, &settings.url) {
@@ -55,11 +55,19 @@ pub fn sync(
     let schema = migrate(&mut pg, MIGRATIONS)?;
     sync_auto::record_pgvector(&mut store, &schema.vector)?;
     let mut init_report = None;
+    let store_machine = store.sync_state("machine")?;
     if init.is_some() {
-        let machine = match settings.machine.clone().filter(|m| is_machine_id(m)) {
+        // The config's id, else the one this store was set up with, else a new one.
+        let machine = match settings
+            .machine
+            .clone()
+            .or(store_machine.clone())
+            .filter(|m| is_machine_id(m))
+        {
             Some(m) => m,
             None => new_machine_id()?,
         };
+        check_store_machine(store_machine.as_deref(), &machine, db)?;
         let label = label.or(settings.label.clone()).unwrap_or_else(hostname);
         settings = SyncSettings {
             url: Some(url.clone()),
@@ -92,6 +100,7 @@ pub fn sync(
             path.display()
         );
     };
+    check_store_machine(store_machine.as_deref(), &machine, db)?;
     if !store.sync_enabled()? {
         // A new store on a machine already set up: queue what it holds.
         store.sync_enable(&machine)?;
@@ -121,7 +130,7 @@ pub fn sync(
     let bar = progress_bar(json);
     // A background sync that found the lock taken left the rerun mark: once more, so that
     // what its hook stored is pushed too.
-    let mark = sync_auto::rerun_path(db.sqlite_path());
+    let mark = sync_auto::rerun_path(store.path());
     let mut done: Option<engine::SyncReport> = None;
     let result = loop {
         sync_auto::take_mark(&mark);
@@ -201,6 +210,23 @@ pub fn sync(
         report.elapsed_ms as f64 / 1000.0
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// A store set up for sync as one machine is never synced as another: its own sessions would
+/// come back from PostgreSQL as the other machine's (a copied or edited config).
+fn check_store_machine(
+    store_machine: Option<&str>,
+    machine: &str,
+    db: &StoreLocation,
+) -> Result<()> {
+    match store_machine {
+        Some(m) if m != machine => bail!(
+            "the store {db} syncs as machine {m} but memtrail's config says {machine}: put \
+             `machine = \"{m}\"` under [sync] in {} (or use another store)",
+            config_path().display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// A progress bar on stderr when it is a terminal (and not `--json`), else hidden.

@@ -183,9 +183,10 @@ fn background_inner(db: &StoreLocation) -> Result<()> {
     let Some(setup) = setup()? else {
         return Ok(());
     };
-    let mark = rerun_path(db.sqlite_path());
+    let path = local_path(db)?;
+    let mark = rerun_path(path);
     leave_mark(&mark).with_context(|| format!("cannot write {}", mark.display()))?;
-    let Some(mut lock) = SyncLock::try_acquire(db.sqlite_path())? else {
+    let Some(mut lock) = SyncLock::try_acquire(path)? else {
         // The holder syncs once more when it sees the mark.
         return Ok(());
     };
@@ -207,7 +208,7 @@ fn background_inner(db: &StoreLocation) -> Result<()> {
         if !mark.exists() {
             return Ok(());
         }
-        match SyncLock::try_acquire(db.sqlite_path())? {
+        match SyncLock::try_acquire(path)? {
             Some(l) => lock = l,
             None => return Ok(()),
         }
@@ -302,8 +303,9 @@ pub fn watch(db: &StoreLocation, opts: WatchOptions) -> Result<ExitCode> {
     catch_signals();
     let privacy = Privacy::load()?;
     let options = SyncOptions::from_env()?;
+    let path = local_path(db)?;
     let mut store = open_enabled(db, &setup.me)?;
-    let mark = rerun_path(db.sqlite_path());
+    let mark = rerun_path(path);
     note(&format!(
         "watching {db} as {}: pushing within {} s of a change, pulling every {} s (Ctrl-C stops)",
         setup.me.label,
@@ -322,7 +324,7 @@ pub fn watch(db: &StoreLocation, opts: WatchOptions) -> Result<ExitCode> {
                 let p = store.sync_pending()?;
                 p.sessions + p.deletions > 0
             });
-        if due && let Some(lock) = SyncLock::try_acquire(db.sqlite_path())? {
+        if due && let Some(lock) = SyncLock::try_acquire(path)? {
             take_mark(&mark);
             let result = (|| -> Result<SyncReport> {
                 let conn = match pg.as_mut() {
@@ -385,4 +387,15 @@ pub fn watch(db: &StoreLocation, opts: WatchOptions) -> Result<ExitCode> {
     }
     note("stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The local store's file: `memtrail sync` carries the local store to PostgreSQL, so a
+/// `--store` naming PostgreSQL is refused.
+pub fn local_path(db: &StoreLocation) -> Result<&std::path::Path> {
+    db.sqlite_path().with_context(|| {
+        format!(
+            "memtrail sync carries the local store to PostgreSQL; --store names {db}: leave \
+             --store out (or give the local store's path)"
+        )
+    })
 }

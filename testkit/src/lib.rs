@@ -221,6 +221,7 @@ mod tests {
                 "adapters/tests/it",
                 "bench/tests/it",
                 "installer/tests/it",
+                "pg/tests/it",
                 "runtime/tests/it",
                 "tests/it"
             ]

@@ -750,3 +750,48 @@ fn deletions_and_redactions_propagate_to_postgres_and_the_other_machines() {
     assert_eq!(b_has_key(b), 0);
     assert_converged(&pg, &machines);
 }
+
+/// A store set up for sync as one machine is never synced as another (its own sessions would
+/// come back as the other machine's); `--init` on a config without an id adopts the store's.
+#[test]
+fn a_store_keeps_the_machine_id_it_was_set_up_with() {
+    let Some(url) = memtrail_testkit::pg::test_database("machine_id") else {
+        return;
+    };
+    let url = format!("{url}?sslmode=disable");
+    let m = Machine::new("mid");
+    hook_session(&m, 0xe000, 4);
+    let first = m.json(&["sync", "--init", &url, "--json"]);
+    let id = m.id();
+    assert_eq!(first["init"]["machine"], id.as_str());
+    assert_eq!(first["init"]["queued"], 5, "{first}");
+    let edit = |machine: Option<&str>| {
+        let text = std::fs::read_to_string(m.config()).unwrap();
+        let mut doc: toml_edit::DocumentMut = text.parse().unwrap();
+        match machine {
+            Some(v) => doc["sync"]["machine"] = toml_edit::value(v),
+            None => {
+                doc["sync"].as_table_mut().unwrap().remove("machine");
+            }
+        }
+        std::fs::write(m.config(), doc.to_string()).unwrap();
+    };
+    let other = "0123456789abcdef0123456789abcdef";
+    edit(Some(other));
+    let out = m.run(&["sync"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "memtrail: the store {} syncs as machine {id} but memtrail's config says {other}: put \
+             `machine = \"{id}\"` under [sync] in {} (or use another store)\n",
+            m.sb.db().display(),
+            m.config().display()
+        )
+    );
+    edit(None);
+    let again = m.json(&["sync", "--init", &url, "--json"]);
+    assert_eq!(again["init"]["machine"], id.as_str());
+    assert_eq!(again["init"]["queued"], 0, "{again}");
+    assert_eq!(m.id(), id);
+}

@@ -3,7 +3,9 @@
 //! themselves, unless `MEMTRAIL_REQUIRE_PG=1`.
 
 mod connect;
+mod corpus;
 mod migrate;
+mod read;
 mod sync;
 
 /// A fresh database for the test `name` and a connection to it, or `None` (skipped).

@@ -3,21 +3,43 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// Where a store lives: an SQLite database file today; a PostgreSQL URL is the next kind
-/// (issue 13). Shown (`Display`) as the file's path, as the store's path was shown before.
-/// `&Path`, `&PathBuf` and `&StoreLocation` convert into it (what [`super::Store::open`] takes).
+/// Where a store lives: an SQLite database file, or a PostgreSQL database that `memtrail sync`
+/// fills (issue 13), queried directly by the read commands (`search`, `sessions list/show`,
+/// `resume`, `handoff`, the MCP server's read tools). Shown (`Display`) as the file's path, or
+/// as the URL with its password masked ([`masked_url`]). `&Path`, `&PathBuf` and
+/// `&StoreLocation` convert into it (what [`super::Store::open`] takes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StoreLocation {
     /// An SQLite database file, created (with its folder, owner-only) at the first open.
     Sqlite(PathBuf),
+    /// A PostgreSQL database, by its URL (`postgres://…` or `postgresql://…`, libpq's form; the
+    /// password, when the URL holds one, is never shown). Read only: memtrail writes the local
+    /// SQLite store, and `memtrail sync` carries it to PostgreSQL.
+    Postgres(String),
 }
 
+/// The environment variable naming the store (a path or a `postgres://` URL), before
+/// `MEMTRAIL_DB`.
+pub const STORE_ENV: &str = "MEMTRAIL_STORE";
+
 impl StoreLocation {
-    /// The store of this user: `MEMTRAIL_DB` when set and not empty, else
-    /// `$XDG_DATA_HOME/memtrail/memtrail.db` (`~/.local/share/memtrail/memtrail.db`). A `--db`
-    /// flag is applied by the caller before this.
+    /// The store of this user: `MEMTRAIL_STORE` when set and not empty (a path or a
+    /// `postgres://` URL, see [`StoreLocation::parse`]), else `MEMTRAIL_DB` when set and not
+    /// empty, else `$XDG_DATA_HOME/memtrail/memtrail.db` (`~/.local/share/memtrail/memtrail.db`).
+    /// A `--store` or `--db` flag is applied by the caller before this.
     pub fn from_env() -> StoreLocation {
+        match std::env::var_os(STORE_ENV).filter(|v| !v.is_empty()) {
+            Some(v) => StoreLocation::parse(&v.to_string_lossy()),
+            None => StoreLocation::local_from_env(),
+        }
+    }
+
+    /// The local SQLite store of this user, `MEMTRAIL_STORE` left aside: `MEMTRAIL_DB` when set
+    /// and not empty, else `$XDG_DATA_HOME/memtrail/memtrail.db`. What a hook writes when
+    /// `MEMTRAIL_STORE` names a PostgreSQL database (a shell that queries a team server must not
+    /// stop its agents' capture).
+    pub fn local_from_env() -> StoreLocation {
         StoreLocation::Sqlite(db_path_from(
             std::env::var_os("MEMTRAIL_DB"),
             memtrail_adapters::paths::xdg_data_home,
@@ -30,25 +52,70 @@ impl StoreLocation {
         flag.map_or_else(StoreLocation::from_env, StoreLocation::Sqlite)
     }
 
-    /// The SQLite file of this location.
-    pub fn sqlite_path(&self) -> &Path {
-        match self {
-            StoreLocation::Sqlite(p) => p,
+    /// A store named by a user: a `postgres://` or `postgresql://` URL (the scheme in any case)
+    /// is a PostgreSQL store, anything else the path of an SQLite file (as `--db` takes it).
+    pub fn parse(s: &str) -> StoreLocation {
+        if is_postgres_url(s) {
+            StoreLocation::Postgres(s.to_string())
+        } else {
+            StoreLocation::Sqlite(PathBuf::from(s))
         }
     }
 
-    /// Whether the store has been created (the SQLite file exists).
+    /// The SQLite file of this location; `None` for a PostgreSQL store.
+    pub fn sqlite_path(&self) -> Option<&Path> {
+        match self {
+            StoreLocation::Sqlite(p) => Some(p),
+            StoreLocation::Postgres(_) => None,
+        }
+    }
+
+    /// The URL of a PostgreSQL store (password included: never print it; `Display` masks it);
+    /// `None` for an SQLite store.
+    pub fn postgres_url(&self) -> Option<&str> {
+        match self {
+            StoreLocation::Postgres(u) => Some(u),
+            StoreLocation::Sqlite(_) => None,
+        }
+    }
+
+    /// The SQLite file of this location; for a PostgreSQL store, [`crate::Error::Unsupported`]
+    /// saying that `what` (a command: `import`, `purge`, …) writes the local store, how to
+    /// name it instead, and that `memtrail sync` carries the local store to PostgreSQL.
+    pub fn sqlite_file(&self, what: &str) -> crate::Result<&Path> {
+        match self {
+            StoreLocation::Sqlite(p) => Ok(p),
+            StoreLocation::Postgres(_) => Err(crate::Error::Unsupported(format!(
+                "{what} writes the local SQLite store, and the store named ({self}, by --store or {STORE_ENV}) is a PostgreSQL database, which memtrail only reads; run it without --store (unset {STORE_ENV}) or with --db PATH, and `memtrail sync` carries the local store to PostgreSQL"
+            ))),
+        }
+    }
+
+    /// `Ok(())` for an SQLite store; the error of [`StoreLocation::sqlite_file`] for a
+    /// PostgreSQL store.
+    pub fn require_local(&self, what: &str) -> crate::Result<()> {
+        self.sqlite_file(what).map(|_| ())
+    }
+
+    /// Whether the store has been created (the SQLite file exists). A PostgreSQL store is
+    /// taken to exist (connecting says otherwise).
     pub fn exists(&self) -> bool {
-        self.sqlite_path().exists()
+        match self {
+            StoreLocation::Sqlite(p) => p.exists(),
+            StoreLocation::Postgres(_) => true,
+        }
     }
 
     /// The bytes the store takes on disk: the SQLite file and its `-wal` file (0 for a file
-    /// that does not exist).
+    /// that does not exist, and for a PostgreSQL store).
     pub fn size_bytes(&self) -> u64 {
+        let Some(db) = self.sqlite_path() else {
+            return 0;
+        };
         ["", "-wal"]
             .iter()
             .filter_map(|s| {
-                let mut p = self.sqlite_path().as_os_str().to_owned();
+                let mut p = db.as_os_str().to_owned();
                 p.push(s);
                 std::fs::metadata(p).ok().map(|m| m.len())
             })
@@ -60,9 +127,16 @@ impl StoreLocation {
     /// (`$XDG_DATA_HOME/memtrail`) when the file was in it and it is now empty (a folder of the
     /// user's, given with `--db` or `MEMTRAIL_DB`, stays). Nothing else is touched.
     ///
-    /// Errors: the first file that exists but cannot be deleted (the files before it are gone).
+    /// Errors: the first file that exists but cannot be deleted (the files before it are gone);
+    /// [`std::io::ErrorKind::Unsupported`] for a PostgreSQL store (memtrail deletes no
+    /// database).
     pub fn remove_files(&self) -> std::io::Result<()> {
-        let db = self.sqlite_path();
+        let Some(db) = self.sqlite_path() else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                format!("{self} is a PostgreSQL database: memtrail does not delete it"),
+            ));
+        };
         for suffix in ["", "-wal", "-shm"] {
             let mut p = db.as_os_str().to_owned();
             p.push(suffix);
@@ -85,6 +159,7 @@ impl fmt::Display for StoreLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StoreLocation::Sqlite(p) => write!(f, "{}", p.display()),
+            StoreLocation::Postgres(u) => f.write_str(&masked_url(u)),
         }
     }
 }
@@ -105,6 +180,50 @@ impl From<&StoreLocation> for StoreLocation {
     fn from(l: &StoreLocation) -> StoreLocation {
         l.clone()
     }
+}
+
+/// True for a `postgres://` or `postgresql://` URL (the scheme in any case).
+pub fn is_postgres_url(s: &str) -> bool {
+    let lower = s.get(..13).unwrap_or(s).to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+}
+
+/// A PostgreSQL URL fit to show: the password of its user info (`user:PASSWORD@`) and the
+/// value of a `password=` query parameter replaced by `***`; the rest as given. A URL without
+/// a password is returned unchanged.
+pub fn masked_url(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => url.split_at(i + 3),
+        None => ("", url),
+    };
+    // The authority ends at the first `/`, `?` or `#`; the user info at its last `@`.
+    let auth_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (auth, tail) = rest.split_at(auth_end);
+    let auth = match auth.rfind('@') {
+        Some(at) => {
+            let (info, host) = auth.split_at(at);
+            match info.find(':') {
+                Some(c) => format!("{}:***{host}", &info[..c]),
+                None => auth.to_string(),
+            }
+        }
+        None => auth.to_string(),
+    };
+    let tail = match tail.find('?') {
+        Some(q) => {
+            let (path, query) = tail.split_at(q + 1);
+            let params: Vec<String> = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    _ => kv.to_string(),
+                })
+                .collect();
+            format!("{path}{}", params.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}{auth}{tail}")
 }
 
 /// The SQLite file of [`StoreLocation::from_env`], from the value of `MEMTRAIL_DB` and the data
@@ -128,10 +247,67 @@ mod tests {
         let l = StoreLocation::from(Path::new("/data/m.db"));
         assert_eq!(l, StoreLocation::Sqlite(PathBuf::from("/data/m.db")));
         assert_eq!(l.to_string(), "/data/m.db");
-        assert_eq!(l.sqlite_path(), Path::new("/data/m.db"));
+        assert_eq!(l.sqlite_path(), Some(Path::new("/data/m.db")));
+        assert_eq!(l.postgres_url(), None);
         assert_eq!(StoreLocation::from(&l), l);
         assert_eq!(StoreLocation::from(&PathBuf::from("/data/m.db")), l);
         assert!(!l.exists());
+    }
+
+    #[test]
+    fn a_postgres_url_is_a_postgres_store_shown_without_its_password() {
+        let l =
+            StoreLocation::parse("postgres://me:s3cr%40t@db.example:5433/memtrail?sslmode=require");
+        assert_eq!(
+            l.to_string(),
+            "postgres://me:***@db.example:5433/memtrail?sslmode=require"
+        );
+        assert_eq!(l.sqlite_path(), None);
+        assert_eq!(
+            l.postgres_url(),
+            Some("postgres://me:s3cr%40t@db.example:5433/memtrail?sslmode=require")
+        );
+        assert!(l.exists());
+        assert_eq!(l.size_bytes(), 0);
+        assert_eq!(
+            l.remove_files().unwrap_err().kind(),
+            std::io::ErrorKind::Unsupported
+        );
+        let e = l.require_local("import").unwrap_err().to_string();
+        assert!(e.starts_with("import writes the local SQLite store"), "{e}");
+        assert!(e.contains("postgres://me:***@db.example"), "{e}");
+        assert!(!e.contains("s3cr"), "{e}");
+        assert!(e.contains("`memtrail sync`"), "{e}");
+        assert_eq!(
+            StoreLocation::parse("PostgreSQL://h/db"),
+            StoreLocation::Postgres("PostgreSQL://h/db".into())
+        );
+        assert_eq!(
+            StoreLocation::parse("postgres.db"),
+            StoreLocation::Sqlite(PathBuf::from("postgres.db"))
+        );
+        assert!(
+            StoreLocation::parse("/x/m.db")
+                .require_local("import")
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn masked_url_hides_every_password_and_nothing_else() {
+        assert_eq!(masked_url("postgres://h/db"), "postgres://h/db");
+        assert_eq!(masked_url("postgres://me@h/db"), "postgres://me@h/db");
+        assert_eq!(masked_url("postgres://me:pw@h"), "postgres://me:***@h");
+        // An `@` in the password: the user info ends at the last `@` of the authority.
+        assert_eq!(
+            masked_url("postgres://me:p@w@h/db"),
+            "postgres://me:***@h/db"
+        );
+        assert_eq!(
+            masked_url("postgresql://h/db?user=me&password=pw&sslmode=verify-full"),
+            "postgresql://h/db?user=me&password=***&sslmode=verify-full"
+        );
+        assert_eq!(masked_url("postgres://me:@h"), "postgres://me:***@h");
     }
 
     #[test]

@@ -47,10 +47,12 @@
 //! (push batches from the outbox, pull batches applied), `repair`,
 //! `salvage` (copying a damaged file), `files` (the file's mode and identity) and `location`.
 //! Callers see domain types only: [`Store`], [`Writer`], [`StoreLocation`], the records of
-//! `memtrail-adapters`, and errors as [`Error`] variants ([`StoreError`] is opaque). The
-//! interface is this concrete type, not a trait, while there is one backend: a trait (with
-//! generic callers, no `dyn` in the hook path) is drawn from these methods when the second
-//! backend comes (issue 13).
+//! `memtrail-adapters`, and errors as [`Error`] variants ([`StoreError`] is opaque). The read
+//! side is also an interface, [`crate::read::ReadStore`] (search, session lists and pages, the
+//! events and messages of resume and handoff), implemented by [`Store`] and by the PostgreSQL
+//! reader of `memtrail-pg` (`--store postgres://…`); its callers are generic (`S: ReadStore +
+//! ?Sized`) or take `&dyn ReadStore`, and the hook path stays on the concrete type. Writing is
+//! the local store's only.
 //!
 //! Redaction and event extraction are the caller's: the writer applies the
 //! [`crate::records::Enrich`] it is given (a batch's [`crate::records::Prepared`], or an argument)
@@ -62,7 +64,7 @@
 use crate::{Error, Result};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 mod cursors;
@@ -107,6 +109,8 @@ pub const INDEX_CHUNK: usize = 2000;
 pub struct Store {
     conn: Connection,
     location: StoreLocation,
+    /// The SQLite file of `location`.
+    path: PathBuf,
     /// Longest wait for the write lock per attempt.
     busy: Duration,
     /// See [`Store::set_deadline`].
@@ -242,7 +246,8 @@ impl Store {
         busy: Duration,
         deadline: Option<Instant>,
     ) -> Result<Store> {
-        let path = location.sqlite_path();
+        let path = location.sqlite_file("this command")?.to_path_buf();
+        let path = path.as_path();
         // A store path that is a symlink is followed (the store may live on another disk): the
         // file really opened is its target, created and kept owner-only like any store.
         let real = resolve_links(path);
@@ -265,6 +270,7 @@ impl Store {
         let file_id = file_id(path);
         let mut store = Store {
             conn,
+            path: path.to_path_buf(),
             location,
             busy,
             deadline: None,
@@ -283,7 +289,7 @@ impl Store {
             }
             other => other,
         };
-        let path = store.location.sqlite_path();
+        let path = store.path.as_path();
         store.configure().map_err(|e| not_a_store(path, e))?;
         store.migrate().map_err(|e| not_a_store(path, e))?;
         Ok(store)
@@ -293,7 +299,7 @@ impl Store {
     /// (deleted, e.g. by `memtrail uninstall --purge`, or replaced): a long-running process (the
     /// MCP server) then reopens instead of serving, and indexing into, a deleted file.
     pub fn is_current(&self) -> bool {
-        self.file_id.is_some() && file_id(self.location.sqlite_path()) == self.file_id
+        self.file_id.is_some() && file_id(&self.path) == self.file_id
     }
 
     /// [`Store::open_with_timeout`] with a 5 s busy timeout.
@@ -395,7 +401,7 @@ impl Store {
 
     /// The SQLite file this store was opened at ([`StoreLocation::sqlite_path`]).
     pub fn path(&self) -> &Path {
-        self.location.sqlite_path()
+        &self.path
     }
 
     fn configure(&self) -> Result<()> {

@@ -4,12 +4,11 @@
 use super::Db;
 use crate::query::{
     Hit, ListFilter, MessageView, SEARCH_CANDIDATES, SearchFilter, SessionSummary, SessionView,
-    compact_cjk, fts_query, has_top_level_or, like_escape, normalize_dir, truncate_note,
-    with_recency,
+    compact_cjk, fts_query, has_top_level_or, like_escape, normalize_dir, view_parts, with_recency,
 };
 use crate::store::Store;
 use crate::{Error, Result, now_ms};
-use memtrail_adapters::{Part, ToolCall, format_rfc3339_ms};
+use memtrail_adapters::format_rfc3339_ms;
 use rusqlite::{OptionalExtension, params, params_from_iter, types::Value as Sql};
 use std::collections::HashMap;
 
@@ -41,38 +40,14 @@ pub fn resolve_session(store: &Store, id: &str, agent: Option<&str>) -> Result<i
          AND (?2 IS NULL OR agent = ?2) ORDER BY origin != '', updated_at DESC LIMIT 6",
         )
         .db()?;
-    let mut rows: Vec<(i64, String)> = stmt
+    let rows: Vec<(i64, String)> = stmt
         .query_map(rusqlite::params![pattern, agent], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })
         .db()?
         .collect::<rusqlite::Result<_>>()
         .db()?;
-    // One session id stored from several machines is one match (the first: this machine's).
-    let mut seen = std::collections::HashSet::new();
-    rows.retain(|r| seen.insert(r.1.clone()));
-    // A prefix of a session id also prefixes its sub-agents' ids (`<id>/agent-…`): when exactly
-    // one match is a main session and the others are its sub-agents, it is the one meant.
-    let mains: Vec<&(i64, String)> = rows.iter().filter(|r| !r.1.contains('/')).collect();
-    if rows.len() > 1
-        && mains.len() == 1
-        && rows
-            .iter()
-            .all(|r| r.1 == mains[0].1 || r.1.starts_with(&format!("{}/", mains[0].1)))
-    {
-        return Ok(mains[0].0);
-    }
-    match rows.len() {
-        0 => Err(Error::NotFound(format!("no session `{id}` in the store"))),
-        1 => Ok(rows[0].0),
-        _ => Err(Error::Invalid(format!(
-            "`{id}` matches several sessions: {}",
-            rows.iter()
-                .map(|r| r.1.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
+    crate::query::pick_prefix_match(id, rows)
 }
 
 /// Full-text search, ranked by BM25 (prose weighted above tool text) with a mild recency prior.
@@ -108,6 +83,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         && f.since.is_none()
         && f.until.is_none()
         && f.role.is_none()
+        && f.machine.is_none()
         && !has_top_level_or(&q);
     let mut sql = if bounded {
         format!(
@@ -135,6 +111,9 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         sql.push_str(" AND (s.project_dir = ? OR s.project_dir LIKE ? ESCAPE '\\')");
         args.push(Sql::Text(p.to_string()));
         args.push(Sql::Text(format!("{}/%", like_escape(p))));
+    }
+    if let Some(m) = &f.machine {
+        machine_clause(store, m, &mut sql, &mut args)?;
     }
     if let Some(sid) = &f.session {
         let id = resolve_session(store, sid, f.agent.as_deref())?;
@@ -187,11 +166,6 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
          WHERE m.id = ?1",
         )
         .db()?;
-    let mut ranked = Vec::with_capacity(best.len());
-    // A session forked or resumed into a new transcript (`claude --fork-session`) holds copies
-    // of the earlier messages: same agent, message id, time and text. Each copied hit is shown
-    // once (the best ranked, else the newest copy).
-    let mut seen = std::collections::HashSet::new();
     let mut keyed = Vec::with_capacity(best.len());
     for (rowid, bm25) in best {
         let Some((ts, ext, agent, len, head)) = ts_of
@@ -215,20 +189,11 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             ts.map(|t| (agent, ext, t, len, head)),
         ));
     }
-    keyed.sort_by(|a, b| b.1.total_cmp(&a.1));
-    for (rowid, score, copy_key) in keyed {
-        // Without a time (Cursor), ids such as `line-3` are not unique across sessions.
-        if copy_key.is_some_and(|k| !seen.insert(k)) {
-            continue;
-        }
-        ranked.push((rowid, score));
-        if ranked.len() == limit {
-            break;
-        }
-    }
+    let ranked = crate::query::best_distinct(keyed, limit);
     let mut snippets = snippets(store, &q, &ranked)?;
     let mut row = store.conn.prepare_cached(
-        "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts
+        "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts,
+                s.origin, (SELECT label FROM machines WHERE id = s.origin)
          FROM messages m JOIN sessions s ON s.id = m.session_id
          WHERE m.id = ?1",
     ).db()?;
@@ -244,6 +209,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                 Ok(Hit {
                     session_id: r.get(0)?,
                     agent: r.get(1)?,
+                    machine: crate::machine::label_of(r.get_ref(9)?.as_str()?, r.get(10)?),
                     title: r.get(2)?,
                     project: r.get(3)?,
                     message_id: r.get(4)?,
@@ -328,12 +294,29 @@ fn snippets(store: &Store, q: &str, ranked: &[(i64, f64)]) -> Result<HashMap<i64
 }
 
 const SESSION_COLS: &str = "s.external_id, s.agent, s.title, s.project_dir, s.model, s.git_branch,
-    s.started_at, s.updated_at, s.message_count, s.parent_external_id";
+    s.started_at, s.updated_at, s.message_count, s.parent_external_id, s.origin,
+    (SELECT label FROM machines WHERE id = s.origin)";
+
+/// ` AND` the session `s` is of machine `name` (its label or id; this machine's sessions,
+/// `origin` `''`, when `name` is this machine's label or id), its arguments appended.
+fn machine_clause(store: &Store, name: &str, sql: &mut String, args: &mut Vec<Sql>) -> Result<()> {
+    let here = name == crate::machine::local_label()
+        || store.sync_state("machine")?.as_deref() == Some(name);
+    sql.push_str(
+        " AND (s.origin IN (SELECT id FROM machines WHERE label = ? OR id = ?)
+              OR (s.origin = '' AND ?))",
+    );
+    args.push(Sql::Text(name.to_string()));
+    args.push(Sql::Text(name.to_string()));
+    args.push(Sql::Integer(here.into()));
+    Ok(())
+}
 
 fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
     Ok(SessionSummary {
         session_id: r.get(0)?,
         agent: r.get(1)?,
+        machine: crate::machine::label_of(r.get_ref(10)?.as_str()?, r.get(11)?),
         title: r.get(2)?,
         project: r.get(3)?,
         model: r.get(4)?,
@@ -376,6 +359,9 @@ pub fn list_sessions(store: &Store, f: &ListFilter) -> Result<Vec<SessionSummary
         args.push(Sql::Text(p.to_string()));
         args.push(Sql::Text(format!("{}/%", like_escape(p))));
     }
+    if let Some(m) = &f.machine {
+        machine_clause(store, m, &mut sql, &mut args)?;
+    }
     sql.push_str(" ORDER BY s.updated_at DESC LIMIT ?");
     args.push(Sql::Integer(f.limit.clamp(1, 100_000) as i64));
     let mut stmt = store.conn.prepare(&sql).db()?;
@@ -416,45 +402,14 @@ pub fn get_session(
         .query_map(rusqlite::params![sid, offset.max(0), limit.max(0)], |r| {
             // Parsed from SQLite's own buffer, and a lone text moved, not copied: a message of
             // 50 MB costs about twice that at its peak, not four times.
-            let parts: Vec<Part> =
-                serde_json::from_str(r.get_ref(7)?.as_str()?).unwrap_or_default();
-            let mut calls: Vec<ToolCall> = Vec::new();
-            let mut text = String::new();
-            let mut thinking = String::new();
-            let join = |acc: &mut String, t: String| {
-                if acc.is_empty() {
-                    *acc = t;
-                } else {
-                    acc.push_str("\n\n");
-                    acc.push_str(&t);
-                }
-            };
-            for p in parts {
-                match p {
-                    Part::Text { text: t } => join(&mut text, t),
-                    Part::Thinking { text: t } => join(&mut thinking, t),
-                    Part::ToolCall(mut c) => {
-                        if let (Some(max), Some(o)) = (max_output, c.output.as_mut()) {
-                            truncate_note(o, max);
-                        }
-                        calls.push(c);
-                    }
-                    Part::ToolResult { output, .. } if text.is_empty() => {
-                        text = output;
-                        if let Some(max) = max_output {
-                            truncate_note(&mut text, max);
-                        }
-                    }
-                    _ => {}
-                }
-            }
+            let (text, thinking, calls) = view_parts(r.get_ref(7)?.as_str()?, max_output);
             Ok(MessageView {
                 id: r.get(0)?,
                 index: r.get(1)?,
                 role: r.get(2)?,
                 kind: r.get(3)?,
                 text,
-                thinking: (!thinking.is_empty()).then_some(thinking),
+                thinking,
                 timestamp: r.get::<_, Option<i64>>(4)?.map(format_rfc3339_ms),
                 model: r.get(5)?,
                 tool_calls: calls,

@@ -4,7 +4,8 @@
 use super::Db;
 use crate::Result;
 use crate::events::{self, Category, StoredEvent};
-use crate::resume::{CandidateMessage, dir_within};
+use crate::read::CandidateMessage;
+use crate::resume::dir_within;
 use crate::store::Store;
 use memtrail_adapters::{Agent, format_rfc3339_ms};
 use rusqlite::{OptionalExtension, params};

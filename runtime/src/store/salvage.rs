@@ -68,7 +68,7 @@ const ORDER: &[&str] = &[
 /// file is then left where it was. A damaged file whose schema cannot even be read gives a new,
 /// empty store (and the import restores what the transcripts hold).
 pub fn salvage(location: &StoreLocation) -> Result<Salvaged> {
-    let db = location.sqlite_path();
+    let db = location.sqlite_file("repair")?;
     // `2026-12-01T16:45:12.345Z` → `20261201T164512Z`.
     let mut stamp: String = memtrail_adapters::format_rfc3339_ms(crate::now_ms())
         .chars()

@@ -39,7 +39,7 @@ impl Store {
         }
         if v > SCHEMA_VERSION {
             return Err(Error::NewerSchema {
-                path: self.location.sqlite_path().to_path_buf(),
+                path: self.path.clone(),
                 found: v,
                 supported: SCHEMA_VERSION,
             });
@@ -65,7 +65,7 @@ impl Store {
         let v: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).db()?;
         if v > SCHEMA_VERSION {
             return Err(Error::NewerSchema {
-                path: self.location.sqlite_path().to_path_buf(),
+                path: self.path.clone(),
                 found: v,
                 supported: SCHEMA_VERSION,
             });

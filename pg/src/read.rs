@@ -1,0 +1,692 @@
+//! Reading a PostgreSQL store directly (`--store postgres://…`): [`PgReader`], memtrail's
+//! [`ReadStore`] over the database `memtrail sync` fills (migrations 1 and 2), so that
+//! `search`, `sessions list/show`, `resume`, `handoff` and the MCP server's read tools answer
+//! from a team server as they answer from the local SQLite store.
+//!
+//! Full text (migration 2, docs/postgres.md): the `tsv` column of `messages` (prose weight A,
+//! tool calls B, CJK characters C), a GIN index, queries in memtrail's own grammar
+//! ([`memtrail_runtime::query::parse_query`], the SQLite store's) compiled to a `tsquery`
+//! ([`tsquery`]), snippets by `ts_headline`, and the SQLite store's bounded ranking: without a
+//! filter (and without `OR`) only the newest [`SEARCH_CANDIDATES`] matches are ranked
+//! (`ts_rank`, then the recency prior of [`with_recency`]).
+
+use crate::Pg;
+use memtrail_runtime::events::{Category, Event, StoredEvent};
+use memtrail_runtime::query::{
+    CopyKey, HL_END, HL_START, Hit, ListFilter, MessageView, QueryItem, SEARCH_CANDIDATES,
+    SearchFilter, SessionSummary, SessionView, best_distinct, cjk_runs, compact_cjk, has_or,
+    like_escape, normalize_dir, parse_query, pick_prefix_match, view_parts, with_recency,
+};
+use memtrail_runtime::read::{CandidateMessage, ReadStore};
+use memtrail_runtime::resume::dir_within;
+use memtrail_runtime::{Error, Result, now_ms};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+/// A query parameter.
+type Param = Box<dyn ToSql + Sync + Send>;
+
+/// Weights of `ts_rank` for the `tsv` weights {D, C, B, A}: no D; CJK characters 0.8, tool
+/// calls 0.4, prose 1.0 (the SQLite store's column weights).
+const RANK_WEIGHTS: &str = "'{0, 0.8, 0.4, 1.0}'::float4[]";
+
+/// `ts_headline`'s options: the highlight markers of [`HL_START`] / [`HL_END`], one fragment of
+/// at most 16 words (the SQLite snippet's 16 tokens).
+const HEADLINE_OPTIONS: &str = "'StartSel=' || chr(1) || ', StopSel=' || chr(2) || ', MaxFragments=1, MaxWords=16, MinWords=6, ShortWord=0'";
+
+/// A PostgreSQL store, read only. Blocking: each call runs its queries to the end on the
+/// connection's own single-threaded runtime ([`Pg`]; do not call it from inside another Tokio
+/// runtime: the MCP server runs its calls on a thread of their own).
+pub struct PgReader {
+    pg: Pg,
+}
+
+/// A PostgreSQL error as memtrail's ([`Error::Remote`]): its message (never a password).
+fn remote(e: impl Into<crate::Error>) -> Error {
+    Error::Remote(e.into().to_string())
+}
+
+impl PgReader {
+    /// Connect to the store at `url` (a `postgres://` URL as libpq reads it: TLS by
+    /// `sslmode`, the password from the URL, `PGPASSWORD` or `~/.pgpass`; see [`Pg::connect`])
+    /// and check that it holds memtrail's schema with full-text search (migration 2).
+    ///
+    /// Errors: [`Error::Remote`] when the URL is bad, the connection fails (the message names
+    /// the URL, password masked), or the database has no memtrail schema (the message says to
+    /// run `memtrail sync --init`).
+    pub fn connect(url: &str) -> Result<PgReader> {
+        let pg = Pg::connect_url(url).map_err(remote)?;
+        let r = PgReader { pg };
+        let ready: bool = r
+            .one(
+                "SELECT to_regclass('messages') IS NOT NULL
+                    AND EXISTS (SELECT 1 FROM pg_attribute
+                                WHERE attrelid = to_regclass('messages') AND attname = 'tsv')",
+                &[],
+            )?
+            .get(0);
+        if !ready {
+            return Err(Error::Remote(
+                "this database holds no memtrail store (or one without full-text search): run `memtrail sync --init URL` to create it, then `memtrail sync`".into(),
+            ));
+        }
+        Ok(r)
+    }
+
+    fn rows(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        self.pg
+            .block_on(self.pg.client().query(sql, params))
+            .map_err(remote)
+    }
+
+    fn opt(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+        self.pg
+            .block_on(self.pg.client().query_opt(sql, params))
+            .map_err(remote)
+    }
+
+    fn one(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        self.pg
+            .block_on(self.pg.client().query_one(sql, params))
+            .map_err(remote)
+    }
+
+    fn rows_boxed(&self, sql: &str, params: &[Param]) -> Result<Vec<Row>> {
+        let refs: Vec<&(dyn ToSql + Sync)> = params
+            .iter()
+            .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+            .collect();
+        self.rows(sql, &refs)
+    }
+}
+
+/// The session columns of [`session_row`] (`s` is `sessions`).
+const SESSION_COLS: &str = "s.external_id, s.agent, s.title, s.project_dir, s.model, s.git_branch,
+    s.started_at, s.updated_at, s.message_count, s.parent_external_id,
+    coalesce((SELECT label FROM machines WHERE id = s.machine_id), s.machine_id)";
+
+/// ` AND` the session `s` is of machine `name` (its label or its id), its parameter appended.
+fn machine_clause(name: &str, args: &mut Vec<Param>) -> String {
+    args.push(Box::new(name.to_string()));
+    let n = args.len();
+    format!(" AND s.machine_id IN (SELECT id FROM machines WHERE label = ${n} OR id = ${n})")
+}
+
+fn session_row(r: &Row) -> SessionSummary {
+    SessionSummary {
+        session_id: r.get(0),
+        agent: r.get(1),
+        machine: r.get(10),
+        title: r.get(2),
+        project: r.get(3),
+        model: r.get(4),
+        git_branch: r.get(5),
+        started_at: r
+            .get::<_, Option<i64>>(6)
+            .map(memtrail_adapters::format_rfc3339_ms),
+        updated_at: r
+            .get::<_, Option<i64>>(7)
+            .map(memtrail_adapters::format_rfc3339_ms),
+        messages: r.get(8),
+        parent_session_id: r.get(9),
+    }
+}
+
+/// `( s.project_dir = $n OR s.project_dir LIKE $n+1 )` for project `p` (it or below it),
+/// its parameters appended to `args`.
+fn project_clause(p: &str, args: &mut Vec<Param>) -> String {
+    let p = normalize_dir(p);
+    let n = args.len();
+    args.push(Box::new(p.clone()));
+    args.push(Box::new(format!("{}/%", like_escape(&p))));
+    format!(
+        " AND (s.project_dir = ${} OR s.project_dir LIKE ${} ESCAPE '\\')",
+        n + 1,
+        n + 2
+    )
+}
+
+/// A term's text as a `tsquery` phrase: its parts (split at white space and ASCII punctuation,
+/// as the indexed text is by `memtrail_split`), each quoted, joined by `<->`; the last with
+/// `:*` for a prefix. `None` when no part holds a letter or digit.
+fn phrase(text: &str, prefix: bool) -> Option<String> {
+    let parts: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c.is_ascii_punctuation())
+        .filter(|p| p.chars().any(char::is_alphanumeric))
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    // Parts hold no ASCII punctuation, so no quote or backslash to escape.
+    let last = parts.len() - 1;
+    Some(
+        parts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("'{p}'{}", if prefix && i == last { ":*" } else { "" }))
+            .collect::<Vec<_>>()
+            .join(" <-> "),
+    )
+}
+
+/// The `tsquery` text (for `to_tsquery('memtrail', …)`) of a parsed query: each term a
+/// [`phrase`] of its parts, terms joined by `&`, `OR` as `|`, an excluded term as `& !(…)`. A
+/// word with CJK characters also matches its CJK runs as phrases of single characters of
+/// weight C (the `cjk` column), as the SQLite store's query does. `None` when no term is left.
+pub fn tsquery(items: &[QueryItem]) -> Option<String> {
+    let mut out = String::new();
+    let mut after_term = false;
+    let mut positives = 0;
+    for item in items {
+        let QueryItem::Term {
+            text,
+            phrase: quoted,
+            prefix,
+            negated,
+        } = item
+        else {
+            if after_term {
+                out.push_str(" | ");
+                after_term = false;
+            }
+            continue;
+        };
+        let Some(mut t) = phrase(text, *prefix) else {
+            continue;
+        };
+        if !quoted && text.chars().any(memtrail_runtime::store::is_cjk) {
+            let runs: Vec<String> = cjk_runs(text)
+                .map(|r| {
+                    let chars: Vec<String> = r.chars().map(|c| format!("'{c}':C")).collect();
+                    format!("({})", chars.join(" <-> "))
+                })
+                .collect();
+            t = format!("{t} | ({})", runs.join(" & "));
+        }
+        if after_term {
+            out.push_str(" & ");
+        }
+        if *negated {
+            out.push_str(&format!("!({t})"));
+        } else {
+            positives += 1;
+            out.push_str(&format!("({t})"));
+        }
+        after_term = true;
+    }
+    (positives > 0).then_some(out)
+}
+
+impl ReadStore for PgReader {
+    fn resolve_session(&self, id: &str, agent: Option<&str>) -> Result<i64> {
+        if let Some(r) = self.opt(
+            "SELECT id FROM sessions WHERE external_id = $1 AND ($2::text IS NULL OR agent = $2)
+             ORDER BY updated_at DESC NULLS LAST LIMIT 1",
+            &[&id, &agent],
+        )? {
+            return Ok(r.get(0));
+        }
+        let rows: Vec<(i64, String)> = self
+            .rows(
+                "SELECT id, external_id FROM sessions WHERE external_id LIKE $1 ESCAPE '\\'
+                 AND ($2::text IS NULL OR agent = $2) ORDER BY updated_at DESC NULLS LAST LIMIT 6",
+                &[&format!("{}%", like_escape(id)), &agent],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        pick_prefix_match(id, rows)
+    }
+
+    fn session_summary(&self, rowid: i64) -> Result<SessionSummary> {
+        self.opt(
+            &format!("SELECT {SESSION_COLS} FROM sessions s WHERE s.id = $1"),
+            &[&rowid],
+        )?
+        .map(|r| session_row(&r))
+        .ok_or_else(|| Error::NotFound(format!("no session with row id {rowid}")))
+    }
+
+    fn list_sessions(&self, f: &ListFilter) -> Result<Vec<SessionSummary>> {
+        let mut sql = format!("SELECT {SESSION_COLS} FROM sessions s WHERE true");
+        let mut args: Vec<Param> = Vec::new();
+        if let Some(a) = &f.agent {
+            args.push(Box::new(a.clone()));
+            sql.push_str(&format!(" AND s.agent = ${}", args.len()));
+        }
+        if let Some(p) = &f.project {
+            sql.push_str(&project_clause(p, &mut args));
+        }
+        if let Some(m) = &f.machine {
+            sql.push_str(&machine_clause(m, &mut args));
+        }
+        args.push(Box::new(f.limit.clamp(1, 100_000) as i64));
+        sql.push_str(&format!(
+            " ORDER BY s.updated_at DESC NULLS LAST, s.id DESC LIMIT ${}",
+            args.len()
+        ));
+        Ok(self
+            .rows_boxed(&sql, &args)?
+            .iter()
+            .map(session_row)
+            .collect())
+    }
+
+    fn get_session(
+        &self,
+        id: &str,
+        agent: Option<&str>,
+        offset: i64,
+        limit: i64,
+        max_output: Option<usize>,
+    ) -> Result<SessionView> {
+        let rowid = self.resolve_session(id, agent)?;
+        let session = self.session_summary(rowid)?;
+        let messages = self
+            .rows(
+                "SELECT m.ext_id, m.seq, m.role, m.kind, m.ts, m.model, m.parts
+                 FROM messages m JOIN sessions s ON s.uid = m.session_uid
+                 WHERE s.id = $1 AND m.seq >= $2 ORDER BY m.seq LIMIT $3",
+                &[&rowid, &offset.max(0), &limit.max(0)],
+            )?
+            .iter()
+            .map(|r| {
+                let (text, thinking, tool_calls) = view_parts(r.get(6), max_output);
+                MessageView {
+                    id: r.get(0),
+                    index: r.get(1),
+                    role: r.get(2),
+                    kind: r.get(3),
+                    text,
+                    thinking,
+                    timestamp: r
+                        .get::<_, Option<i64>>(4)
+                        .map(memtrail_adapters::format_rfc3339_ms),
+                    model: r.get(5),
+                    tool_calls,
+                }
+            })
+            .collect();
+        let children = self
+            .rows(
+                "SELECT external_id FROM sessions WHERE agent = $1 AND parent_external_id = $2
+                 ORDER BY started_at NULLS FIRST, id",
+                &[&session.agent, &session.session_id],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        Ok(SessionView {
+            total: session.messages,
+            session,
+            offset: offset.max(0),
+            messages,
+            children,
+        })
+    }
+
+    fn has_messages_from(&self, agent: &str, external_id: &str, seq: i64) -> Result<bool> {
+        Ok(self
+            .one(
+                "SELECT EXISTS (SELECT 1 FROM messages m JOIN sessions s ON s.uid = m.session_uid
+                 WHERE s.agent = $1 AND s.external_id = $2 AND m.seq >= $3)",
+                &[&agent, &external_id, &seq],
+            )?
+            .get(0))
+    }
+
+    fn search(&self, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> {
+        let items = parse_query(query);
+        let Some(q) = items.as_deref().and_then(tsquery) else {
+            return Err(Error::Invalid(format!(
+                "the query `{query}` holds no searchable word"
+            )));
+        };
+        let limit = f.limit.clamp(1, 500);
+        // The SQLite store's bounded rule (see `memtrail_runtime::query::search`): without a
+        // filter and without `OR`, only the newest SEARCH_CANDIDATES matches are ranked, read
+        // newest first by the `id` index and stopping there, so that a frequent term costs no
+        // more than a rare one; otherwise every match (GIN) is ranked.
+        let bounded = f.agent.is_none()
+            && f.project.is_none()
+            && f.session.is_none()
+            && f.since.is_none()
+            && f.until.is_none()
+            && f.role.is_none()
+            && f.machine.is_none()
+            && !items.as_deref().is_some_and(has_or);
+        let mut args: Vec<Param> = vec![Box::new(q)];
+        let mut sql = if bounded {
+            format!(
+                "SELECT c.id, ts_rank({RANK_WEIGHTS}, c.tsv, to_tsquery('memtrail', $1), 1)::float8 AS score
+                 FROM (SELECT m.id, m.tsv FROM messages m
+                       WHERE m.tsv @@ to_tsquery('memtrail', $1)
+                       ORDER BY m.id DESC LIMIT {SEARCH_CANDIDATES}) c WHERE true"
+            )
+        } else {
+            format!(
+                "SELECT m.id, ts_rank({RANK_WEIGHTS}, m.tsv, to_tsquery('memtrail', $1), 1)::float8 AS score
+                 FROM messages m JOIN sessions s ON s.uid = m.session_uid
+                 WHERE m.tsv @@ to_tsquery('memtrail', $1)"
+            )
+        };
+        if let Some(a) = &f.agent {
+            args.push(Box::new(a.clone()));
+            sql.push_str(&format!(" AND s.agent = ${}", args.len()));
+        }
+        if let Some(p) = &f.project {
+            sql.push_str(&project_clause(p, &mut args));
+        }
+        if let Some(m) = &f.machine {
+            sql.push_str(&machine_clause(m, &mut args));
+        }
+        if let Some(sid) = &f.session {
+            let id = self.resolve_session(sid, f.agent.as_deref())?;
+            args.push(Box::new(id));
+            sql.push_str(&format!(" AND s.id = ${}", args.len()));
+        }
+        if let Some(t) = f.since {
+            args.push(Box::new(t));
+            sql.push_str(&format!(" AND m.ts >= ${}", args.len()));
+        }
+        if let Some(t) = f.until {
+            args.push(Box::new(t));
+            sql.push_str(&format!(" AND m.ts <= ${}", args.len()));
+        }
+        if let Some(r) = &f.role {
+            // Tool calls live on assistant messages: `tool` means messages with tool calls or
+            // results, whoever wrote them.
+            if r == "tool" {
+                sql.push_str(" AND (m.role = 'tool' OR m.kind IN ('tool_call', 'tool_result'))");
+            } else {
+                args.push(Box::new(r.clone()));
+                sql.push_str(&format!(" AND m.role = ${}", args.len()));
+            }
+        }
+        // Rank a few more than asked, then apply the recency prior; equal scores go to the
+        // newest message.
+        args.push(Box::new((limit * 3).min(1500) as i64));
+        sql.push_str(&format!(
+            " ORDER BY score DESC, {} DESC LIMIT ${}",
+            if bounded { "c.id" } else { "m.id" },
+            args.len()
+        ));
+        // With each ranked row, what tells a copy of a message (best_distinct).
+        let sql = format!(
+            "SELECT r.id, r.score, m.ts, m.ext_id, s.agent, length(m.body)::int8, left(m.body, 256)
+             FROM ({sql}) r JOIN messages m ON m.id = r.id JOIN sessions s ON s.uid = m.session_uid"
+        );
+        let now = now_ms();
+        let keyed: Vec<(i64, f64, Option<CopyKey>)> = self
+            .rows_boxed(&sql, &args)?
+            .iter()
+            .map(|r| {
+                let ts: Option<i64> = r.get(2);
+                (
+                    r.get(0),
+                    with_recency(r.get(1), ts, now),
+                    ts.map(|t| (r.get(4), r.get(3), t, r.get(5), r.get(6))),
+                )
+            })
+            .collect();
+        let ranked = best_distinct(keyed, limit);
+        let ids: Vec<i64> = ranked.iter().map(|r| r.0).collect();
+        // The snippet of the first column that matches the whole query (prose, tool calls,
+        // CJK characters), else of the prose.
+        let headline = |col: &str, config: &str| {
+            format!("ts_headline('{config}', {col}, q, {HEADLINE_OPTIONS})")
+        };
+        let rows = self.rows(
+            &format!(
+                "SELECT m.id, s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq,
+                        m.role, m.kind, m.ts,
+                        coalesce((SELECT label FROM machines WHERE id = s.machine_id), s.machine_id),
+                        CASE WHEN ts_filter(m.tsv, '{{a}}') @@ q THEN {body}
+                             WHEN ts_filter(m.tsv, '{{b}}') @@ q THEN {tools}
+                             WHEN ts_filter(m.tsv, '{{c}}') @@ q THEN {cjk}
+                             ELSE {body} END
+                 FROM messages m JOIN sessions s ON s.uid = m.session_uid,
+                      to_tsquery('memtrail', $1) q
+                 WHERE m.id = ANY($2)",
+                body = headline("memtrail_split(left(m.body, 100000))", "memtrail"),
+                tools = headline("memtrail_split(left(m.tools, 100000))", "memtrail"),
+                cjk = headline("left(m.cjk, 50000)", "simple"),
+            ),
+            &[
+                args[0].as_ref() as &(dyn ToSql + Sync),
+                &ids as &(dyn ToSql + Sync),
+            ],
+        )?;
+        let mut by_id: std::collections::HashMap<i64, Row> =
+            rows.into_iter().map(|r| (r.get(0), r)).collect();
+        let mut hits = Vec::with_capacity(ranked.len());
+        for (rowid, score) in ranked {
+            // A row deleted since the rank step is simply left out.
+            let Some(r) = by_id.remove(&rowid) else {
+                continue;
+            };
+            let snippet: String = r.get(11);
+            let snippet = snippet.replace('\u{3}', "");
+            debug_assert!(!snippet.contains([HL_START, HL_END]) || snippet.contains(HL_START));
+            hits.push(Hit {
+                session_id: r.get(1),
+                agent: r.get(2),
+                machine: r.get(10),
+                title: r.get(3),
+                project: r.get(4),
+                message_id: r.get(5),
+                message_index: r.get(6),
+                role: r.get(7),
+                kind: r.get(8),
+                timestamp: r
+                    .get::<_, Option<i64>>(9)
+                    .map(memtrail_adapters::format_rfc3339_ms),
+                snippet: compact_cjk(&snippet),
+                score,
+            });
+        }
+        Ok(hits)
+    }
+
+    fn session_events(&self, rowid: i64) -> Result<Vec<StoredEvent>> {
+        let rows = self.rows(
+            "SELECT e.seq, e.message_ext_id, e.category, e.action, e.priority, e.subject,
+                    e.detail, e.call_id, e.tool, e.ts
+             FROM events e JOIN sessions s ON s.uid = e.session_uid
+             WHERE s.id = $1 ORDER BY e.seq, e.message_ext_id, e.ordinal",
+            &[&rowid],
+        )?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (i, r) in rows.iter().enumerate() {
+            // A category this binary does not know (written by a newer one) is skipped.
+            let Some(category) = Category::parse(r.get(2)) else {
+                continue;
+            };
+            out.push(StoredEvent {
+                // The order of the events in the session (PostgreSQL keeps no event row id).
+                id: i as i64 + 1,
+                seq: r.get(0),
+                message_id: r.get(1),
+                event: Event {
+                    category,
+                    action: r.get(3),
+                    priority: r.get::<_, i64>(4).clamp(1, 4) as u8,
+                    subject: r.get(5),
+                    detail: r.get(6),
+                    call_id: r.get(7),
+                    tool: r.get(8),
+                    ts: r.get(9),
+                },
+            });
+        }
+        Ok(out)
+    }
+
+    fn latest_session_for_dir(
+        &self,
+        dir: &str,
+        agent: Option<&str>,
+        exclude: Option<i64>,
+    ) -> Result<Option<i64>> {
+        let rows = self.rows(
+            "SELECT id, project_dir FROM sessions
+             WHERE parent_external_id IS NULL AND project_dir IS NOT NULL
+               AND ($1::text IS NULL OR agent = $1) AND ($2::int8 IS NULL OR id <> $2)
+               AND (project_dir = $3 OR substr($3, 1, length(project_dir)) = project_dir)
+             ORDER BY updated_at DESC NULLS LAST, id DESC",
+            &[&agent, &exclude, &dir],
+        )?;
+        Ok(rows
+            .iter()
+            .find(|r| dir_within(dir, r.get(1)))
+            .map(|r| r.get(0)))
+    }
+
+    fn earlier_sessions_of_dir(
+        &self,
+        dir: &str,
+        exclude: Option<i64>,
+    ) -> Result<(usize, Option<i64>)> {
+        let rows = self.rows(
+            "SELECT project_dir, updated_at FROM sessions
+             WHERE parent_external_id IS NULL AND project_dir IS NOT NULL
+               AND ($1::int8 IS NULL OR id <> $1)
+               AND (project_dir = $2 OR substr($2, 1, length(project_dir)) = project_dir)",
+            &[&exclude, &dir],
+        )?;
+        let (mut n, mut latest) = (0, None::<i64>);
+        for r in rows.iter().filter(|r| dir_within(dir, r.get(0))) {
+            n += 1;
+            latest = latest.max(r.get(1));
+        }
+        Ok((n, latest))
+    }
+
+    fn message_text(
+        &self,
+        agent: &str,
+        session_id: &str,
+        index: i64,
+    ) -> Result<Option<CandidateMessage>> {
+        Ok(self
+            .opt(
+                "SELECT m.role, m.ts, m.body, m.tools
+                 FROM messages m JOIN sessions s ON s.uid = m.session_uid
+                 WHERE s.agent = $1 AND s.external_id = $2 AND m.seq = $3
+                 ORDER BY s.updated_at DESC NULLS LAST LIMIT 1",
+                &[&agent, &session_id, &index],
+            )?
+            .map(|r| {
+                let body: String = r.get(2);
+                CandidateMessage {
+                    session_id: session_id.to_string(),
+                    index,
+                    role: r.get(0),
+                    timestamp: r
+                        .get::<_, Option<i64>>(1)
+                        .map(memtrail_adapters::format_rfc3339_ms),
+                    text: if body.trim().is_empty() {
+                        r.get(3)
+                    } else {
+                        body
+                    },
+                }
+            }))
+    }
+
+    fn recent_messages(
+        &self,
+        rowid: i64,
+        session_id: &str,
+        n: usize,
+    ) -> Result<Vec<CandidateMessage>> {
+        Ok(self
+            .rows(
+                "SELECT m.seq, m.role, m.ts, m.body
+                 FROM messages m JOIN sessions s ON s.uid = m.session_uid
+                 WHERE s.id = $1 AND m.role IN ('user', 'assistant')
+                   AND m.kind IN ('text', 'note', 'summary') AND length(trim(m.body)) > 0
+                 ORDER BY m.seq DESC LIMIT $2",
+                &[&rowid, &(n as i64)],
+            )?
+            .iter()
+            .map(|r| CandidateMessage {
+                session_id: session_id.to_string(),
+                index: r.get(0),
+                role: r.get(1),
+                timestamp: r
+                    .get::<_, Option<i64>>(2)
+                    .map(memtrail_adapters::format_rfc3339_ms),
+                text: r.get(3),
+            })
+            .collect())
+    }
+
+    fn first_and_last_prompt(&self, rowid: i64) -> Result<(Option<String>, Option<String>)> {
+        let q = |order: &str| -> Result<Option<String>> {
+            Ok(self
+                .opt(
+                    &format!(
+                        "SELECT m.body FROM messages m JOIN sessions s ON s.uid = m.session_uid
+                         WHERE s.id = $1 AND m.role = 'user' AND m.kind = 'text'
+                           AND length(trim(m.body)) > 0 ORDER BY m.seq {order} LIMIT 1"
+                    ),
+                    &[&rowid],
+                )?
+                .map(|r| r.get(0)))
+        };
+        Ok((q("ASC")?, q("DESC")?))
+    }
+
+    fn last_answer(&self, rowid: i64) -> Result<Option<String>> {
+        Ok(self
+            .opt(
+                "SELECT m.body FROM messages m JOIN sessions s ON s.uid = m.session_uid
+                 WHERE s.id = $1 AND m.role = 'assistant' AND m.kind IN ('text', 'tool_call')
+                   AND length(trim(m.body)) > 0 ORDER BY m.seq DESC LIMIT 1",
+                &[&rowid],
+            )?
+            .map(|r| r.get(0)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tsq(s: &str) -> Option<String> {
+        parse_query(s).as_deref().and_then(tsquery)
+    }
+
+    #[test]
+    fn identifiers_become_phrases_of_their_parts() {
+        assert_eq!(tsq("parse_config").unwrap(), "('parse' <-> 'config')");
+        assert_eq!(tsq("config.rs").unwrap(), "('config' <-> 'rs')");
+        assert_eq!(tsq("HashMap::new").unwrap(), "('HashMap' <-> 'new')");
+        assert_eq!(tsq("src/main.rs").unwrap(), "('src' <-> 'main' <-> 'rs')");
+        assert_eq!(tsq("--dry-run").unwrap(), "('dry' <-> 'run')");
+        assert_eq!(
+            tsq("\"database is locked\"").unwrap(),
+            "('database' <-> 'is' <-> 'locked')"
+        );
+    }
+
+    #[test]
+    fn operators_follow_the_sqlite_grammar() {
+        assert_eq!(tsq("a b").unwrap(), "('a') & ('b')");
+        assert_eq!(tsq("a OR b c").unwrap(), "('a') | ('b') & ('c')");
+        assert_eq!(tsq("a -b").unwrap(), "('a') & !('b')");
+        assert_eq!(tsq("a NOT it's").unwrap(), "('a') & !('it' <-> 's')");
+        assert_eq!(tsq("pars*").unwrap(), "('pars':*)");
+        assert_eq!(tsq("\"parse conf\"*").unwrap(), "('parse' <-> 'conf':*)");
+        assert_eq!(tsq("ls -1").unwrap(), "('ls') & ('1')");
+        assert_eq!(
+            tsq("fix 日本").unwrap(),
+            "('fix') & ('日本' | (('日':C <-> '本':C)))"
+        );
+        assert_eq!(tsq("-x"), None);
+        assert_eq!(tsq("'"), None);
+        // A quote or backslash never reaches the tsquery text (they split parts).
+        assert_eq!(tsq(r"a'b\c").unwrap(), "('a' <-> 'b' <-> 'c')");
+    }
+}

@@ -1,0 +1,74 @@
+//! Which machine a session was captured on, as shown to users: the machine's label
+//! (docs/sync.md, "Machines"). Sessions of this machine (`origin` `''` in the SQLite store) show
+//! this machine's label: `[sync] label` of memtrail's config, else the hostname; pulled
+//! sessions show the label their machine pushed (the `machines` table), else its id.
+
+use std::sync::OnceLock;
+
+/// This machine's label: `label` of the `[sync]` table of memtrail's config
+/// ([`crate::privacy::config_path`]) when set and not empty, else [`hostname`]. Read once per
+/// process; a config that cannot be read or parsed counts as none.
+pub fn local_label() -> &'static str {
+    static LABEL: OnceLock<String> = OnceLock::new();
+    LABEL.get_or_init(|| {
+        let text = std::fs::read_to_string(crate::privacy::config_path()).ok();
+        label_from(text.as_deref(), hostname)
+    })
+}
+
+/// The label a config file's text (`None`: no file) gives, else `hostname()`.
+pub fn label_from(config: Option<&str>, hostname: impl FnOnce() -> String) -> String {
+    config
+        .and_then(|t| t.parse::<toml_edit::DocumentMut>().ok())
+        .and_then(|doc| {
+            doc.get("sync")
+                .and_then(|s| s.get("label"))
+                .and_then(|l| l.as_str())
+                .map(|l| l.trim().to_string())
+        })
+        .filter(|l| !l.is_empty())
+        .unwrap_or_else(hostname)
+}
+
+/// This machine's host name (`/proc/sys/kernel/hostname`, else `/etc/hostname`, else
+/// `HOSTNAME`), or `unknown`.
+pub fn hostname() -> String {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .chain(std::env::var("HOSTNAME").ok())
+        .map(|s| s.trim().to_string())
+        .find(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The label shown for a session of `origin` (`''`: this machine) whose machine's pushed label
+/// is `label`: [`local_label`] for this machine, else `label`, else the machine id.
+pub fn label_of(origin: &str, label: Option<String>) -> String {
+    if origin.is_empty() {
+        local_label().to_string()
+    } else {
+        label.unwrap_or_else(|| origin.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_label_is_the_configs_else_the_hostname() {
+        let host = || "box".to_string();
+        assert_eq!(label_from(None, host), "box");
+        assert_eq!(label_from(Some("exclude = []\n"), host), "box");
+        assert_eq!(
+            label_from(Some("[sync]\nmachine = \"ab\"\nlabel = \"laptop\"\n"), host),
+            "laptop"
+        );
+        assert_eq!(label_from(Some("[sync]\nlabel = \"  \"\n"), host), "box");
+        assert_eq!(label_from(Some("not toml ["), host), "box");
+        assert_eq!(label_of("5f0c", Some("desk".into())), "desk");
+        assert_eq!(label_of("5f0c", None), "5f0c");
+        assert_eq!(label_of("", Some("ignored".into())), local_label());
+    }
+}

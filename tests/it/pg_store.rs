@@ -1,0 +1,332 @@
+//! `--store postgres://…` end to end, against a real PostgreSQL (`MEMTRAIL_TEST_PG_URL`, skipped
+//! without it unless `MEMTRAIL_REQUIRE_PG=1`): a store imported from the fixtures is pushed to
+//! PostgreSQL, then `search`, `sessions list`, `sessions show`, `resume`, `handoff` and the MCP
+//! server (a real MCP client, the Python `mcp` SDK) answer the same from either store; the
+//! commands that write refuse a PostgreSQL store and never show its password.
+
+use crate::common::{repo_root, resolve_python};
+use crate::support::{Sandbox, claude_line, session_id, stop_payload};
+use memtrail_runtime::{Store, StoreLocation};
+use serde_json::Value;
+
+/// This machine's id in the test (32 hex digits, as `memtrail sync --init` makes them).
+const MACHINE: &str = "5f0c3e2a9b1d4c7e8a6f2b3c4d5e6f70";
+
+/// A sandbox whose store holds the fixture projects (imported) and is labelled `laptop`, and
+/// the URL of a PostgreSQL database the store was pushed to; `None` without a test cluster.
+fn pushed(name: &str) -> Option<(Sandbox, String)> {
+    let url = memtrail_testkit::pg::test_database(name)?;
+    let mut pg = memtrail_pg::Pg::connect_url(&url).unwrap();
+    memtrail_pg::migrate::migrate(&mut pg, memtrail_pg::migrate::MIGRATIONS).unwrap();
+    let sb = Sandbox::new();
+    let config = sb.home.join(".config/memtrail/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "[sync]\nlabel = \"laptop\"\n").unwrap();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let mut store = Store::open(StoreLocation::from(&sb.db())).unwrap();
+    store.sync_enable(MACHINE).unwrap();
+    let privacy = memtrail_runtime::privacy::Privacy::default();
+    loop {
+        let batch = store.push_batch(MACHINE, &privacy, 500, 32 << 20).unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        pg.push(MACHINE, "laptop", &batch).unwrap();
+        store.ack_push(&batch).unwrap();
+    }
+    Some((sb, url))
+}
+
+/// `v` without what differs between the stores by design (docs/postgres.md): each hit's
+/// `score` and `snippet`, and the order of hits of different relevance (BM25 and `ts_rank`
+/// weigh term frequency and length differently): the hits sorted by session and message.
+fn without_scores(mut v: Value) -> Value {
+    if let Some(hits) = v["hits"].as_array_mut() {
+        for h in hits.iter_mut() {
+            let h = h.as_object_mut().unwrap();
+            h.remove("score");
+            h.remove("snippet");
+        }
+        hits.sort_by_key(|h| (h["session_id"].to_string(), h["message_id"].to_string()));
+    }
+    v
+}
+
+#[test]
+fn read_commands_answer_the_same_from_sqlite_and_postgresql() {
+    let Some((sb, url)) = pushed("cli_read") else {
+        return;
+    };
+    let db = sb.db();
+    let db = db.to_str().unwrap();
+    let list = sb.json(&["--db", db, "sessions", "list", "--json", "--limit", "100"]);
+    let sessions = list["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{list}");
+    assert!(sessions.iter().all(|s| s["machine"] == "laptop"), "{list}");
+    assert_eq!(
+        sb.json(&[
+            "--store", &url, "sessions", "list", "--json", "--limit", "100"
+        ]),
+        list
+    );
+    let first = &sessions[0];
+    let sid = first["session_id"].as_str().unwrap();
+    // A word of the fixtures' titles ("Find the TODO comments in this project").
+    let word = "comments";
+    for args in [
+        vec!["search", word, "--json"],
+        vec!["search", word, "--json", "--session", sid],
+        vec!["search", word, "--json", "--machine", "laptop"],
+        vec!["search", "TODO", "--json", "--role", "assistant"],
+    ] {
+        let local = without_scores(sb.json(&[&["--db", db][..], &args].concat()));
+        assert!(!local["hits"].as_array().unwrap().is_empty(), "{args:?}");
+        let remote = without_scores(sb.json(&[&["--store", url.as_str()][..], &args].concat()));
+        assert_eq!(remote, local, "{args:?}");
+    }
+    let nowhere = sb.json(&[
+        "--store",
+        &url,
+        "search",
+        word,
+        "--json",
+        "--machine",
+        "desk",
+    ]);
+    assert_eq!(nowhere["hits"], serde_json::json!([]));
+    for args in [
+        vec!["sessions", "show", sid, "--json"],
+        vec!["resume", sid, "--json"],
+    ] {
+        assert_eq!(
+            sb.json(&[&["--store", url.as_str()][..], &args].concat()),
+            sb.json(&[&["--db", db][..], &args].concat()),
+            "{args:?}"
+        );
+    }
+    let text = |args: &[&str]| {
+        let out = sb.cmd().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(
+        text(&["--store", &url, "handoff", sid, "--to", "codex"]),
+        text(&["--db", db, "handoff", sid, "--to", "codex"])
+    );
+    assert_eq!(
+        text(&["--store", &url, "sessions", "show", sid]),
+        text(&["--db", db, "sessions", "show", sid])
+    );
+    // MEMTRAIL_STORE names the store as --store does.
+    let out = sb
+        .cmd()
+        .env("MEMTRAIL_STORE", &url)
+        .args(["sessions", "list", "--json", "--limit", "100"])
+        .output()
+        .unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), list);
+}
+
+#[test]
+fn write_commands_refuse_a_postgresql_store_and_never_show_its_password() {
+    let Some((sb, url)) = pushed("cli_refuse") else {
+        return;
+    };
+    // The test cluster trusts every connection: the password is never checked, only carried.
+    let with_password = url.replacen("postgres@", "postgres:hunter2@", 1);
+    // Masked, then redacted again on the way out (every error memtrail prints is).
+    let masked = url.replacen("postgres@", "postgres:[redacted:url_password]@", 1);
+    let before = sb.sessions();
+    for args in [
+        vec!["import"],
+        vec!["repair"],
+        vec!["purge", "--older-than", "1d", "--yes"],
+        vec!["redact", "--rescan"],
+        vec!["sessions", "delete", "x", "--yes"],
+        vec!["sessions", "capture", "x"],
+        vec!["uninstall", "--purge", "--yes"],
+    ] {
+        let out = sb
+            .cmd()
+            .args(["--store", &with_password])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(out.stdout, b"", "{args:?}");
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "memtrail: memtrail {} writes the local SQLite store, and the store named ({masked}, by --store or MEMTRAIL_STORE) is a PostgreSQL database, which memtrail only reads; run it without --store (unset MEMTRAIL_STORE) or with --db PATH, and `memtrail sync` carries the local store to PostgreSQL",
+                match args[0] {
+                    "sessions" => format!("sessions {}", args[1]),
+                    "uninstall" => "uninstall --purge".into(),
+                    a => a.to_string(),
+                }
+            ),
+            "{args:?}"
+        );
+        assert!(!err.contains("hunter2"));
+    }
+    assert_eq!(sb.sessions(), before, "nothing written");
+    // A store that cannot be reached: the error names it, password masked.
+    let port = url.rsplit(':').next().unwrap().split('/').next().unwrap();
+    let closed = with_password.replacen(&format!(":{port}/"), ":1/", 1);
+    let out = sb
+        .cmd()
+        .args(["--store", &closed, "search", "x"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.starts_with(&format!(
+            "memtrail: cannot read the store at {}",
+            closed.replacen("hunter2", "[redacted:url_password]", 1)
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2"), "{err}");
+    // A hook ignores a PostgreSQL MEMTRAIL_STORE (a shell set up to query the team server,
+    // whose agents inherit it): it captures into the local store.
+    let sid = session_id(7);
+    let t = sb.transcript("hooked", &sid);
+    let lines: String = (0..2)
+        .map(|i| claude_line(&sid, "/home/user/hooked", i) + "\n")
+        .collect();
+    std::fs::write(&t, lines).unwrap();
+    let hook = sb
+        .acmd()
+        .env("MEMTRAIL_STORE", &with_password)
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&t, &sid, "/home/user/hooked"))
+        .output()
+        .unwrap();
+    assert!(hook.status.success());
+    assert_eq!(hook.stdout, b"");
+    assert_eq!(
+        sb.sessions(),
+        before + 1,
+        "the hook captured into the local store"
+    );
+}
+
+#[test]
+fn the_mcp_server_reads_a_postgresql_store_for_a_real_client() {
+    let Some((sb, url)) = pushed("mcp_read") else {
+        return;
+    };
+    let python = match resolve_python(
+        "import mcp, sys; print(sys.executable)",
+        "has no `mcp` module (scripts/e2e-deps)",
+    ) {
+        Ok(p) => p,
+        Err(why) if std::env::var("MEMTRAIL_REQUIRE_E2E").as_deref() == Ok("1") => {
+            panic!("MEMTRAIL_REQUIRE_E2E=1 but {why}")
+        }
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let list = sb.json(&["sessions", "list", "--json"]);
+    let sid = list["sessions"][0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let calls = serde_json::json!([
+        ["list_sessions", {"limit": 5}],
+        ["list_sessions", {"machine": "laptop", "limit": 5}],
+        ["search", {"query": "TODO comment", "limit": 5}],
+        ["search", {"query": "TODO comment", "machine": "desk"}],
+        ["get_session", {"session_id": sid, "limit": 3}],
+        ["timeline", {"session_id": sid, "limit": 5}],
+        ["resume_context", {"session_id": sid, "query": "tests", "budget_tokens": 500}],
+        ["remember", {"text": "a note", "session_id": sid}],
+    ])
+    .to_string();
+    let run = |store: &[&str]| -> Value {
+        // The client runs with the sandbox's environment (the server inherits it).
+        let base = sb.cmd();
+        let mut c = std::process::Command::new(&python);
+        c.env_clear()
+            .envs(base.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+            .env("MEMTRAIL_MCP_NOTES", "any")
+            .arg(repo_root().join("tests/e2e/mcp_client.py"))
+            .arg(crate::common::memtrail_bin());
+        for a in store {
+            c.arg(format!("--server-arg={a}"));
+        }
+        let out = c.args(["--calls", &calls]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let db = sb.db();
+    let local = run(&["--db", db.to_str().unwrap()]);
+    let remote = run(&["--store", &url]);
+    let calls_of = |v: &Value| v["calls"].as_array().unwrap().clone();
+    let (local, remote) = (calls_of(&local), calls_of(&remote));
+    assert_eq!(remote.len(), 8);
+    for (i, (l, r)) in local.iter().zip(&remote).enumerate() {
+        let tool = r["tool"].as_str().unwrap();
+        match tool {
+            "remember" => {
+                assert_eq!(l["is_error"], false, "{l}");
+                assert_eq!(r["is_error"], true, "{r}");
+                assert_eq!(
+                    r["text"].as_str().unwrap(),
+                    format!(
+                        "remember writes the local store, and this server reads the PostgreSQL store {url} (read only); run the agent's memtrail MCP server without --store to keep notes"
+                    )
+                );
+            }
+            "search" => {
+                assert_eq!(r["is_error"], false, "{r}");
+                assert_eq!(
+                    without_scores(r["result"].clone()),
+                    without_scores(l["result"].clone()),
+                    "call {i}"
+                );
+            }
+            // Event ids are positions in PostgreSQL, row ids in SQLite (docs/postgres.md).
+            "timeline" => {
+                let ids = |v: &Value| -> Vec<Value> {
+                    v["result"]["events"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|e| {
+                            let mut e = e.clone();
+                            e.as_object_mut().unwrap().remove("id");
+                            e
+                        })
+                        .collect()
+                };
+                assert_eq!(ids(r), ids(l), "call {i}");
+                assert_eq!(r["result"]["total"], l["result"]["total"]);
+            }
+            _ => assert_eq!(r, l, "call {i} ({tool})"),
+        }
+    }
+    assert!(
+        !remote[2]["result"]["hits"].as_array().unwrap().is_empty(),
+        "{}",
+        remote[2]
+    );
+    assert_eq!(remote[3]["result"]["hits"], serde_json::json!([]));
+    assert_eq!(
+        remote[1]["result"]["sessions"],
+        remote[0]["result"]["sessions"]
+    );
+}
