@@ -130,12 +130,19 @@ elif "sync_first_time" in res:
         row("`memtrail --store postgres://… search`", "frequent <= 50 ms, rare <= 20 ms",
             "not run (this memtrail has no --store)", None)
     hs, hsp = hf("hook_sync"), hf("hook_sync_spawn")
-    # "Unchanged": within 10% (at least 0.5 ms) of the Stop hook without sync, same payloads.
+    # "Unchanged": within 10% (at least 0.5 ms) of the Stop hook without sync, same payloads;
+    # on CPU time when perf measured both (wall time on a shared machine drifts between runs).
+    if "cpu_hook_sync" in res and "cpu_hook" in res:
+        a, b = float(res["cpu_hook_sync"]), float(res["cpu_hook"])
+        cpu_note = f"; CPU {a:.1f} ms, without sync {b:.1f} ms"
+    else:
+        a, b = hs[0], h[0]
+        cpu_note = ""
     row("Stop hook, new 20 KB turn, sync configured (a background sync at most once a minute)",
         "unchanged (no network in the hook)",
-        f"median {hs[0]:.2f} ms, p99 {hs[1]:.2f} ms (without sync {h[0]:.2f} ms); starting a "
-        f"background sync at every run: median {hsp[0]:.2f} ms",
-        hs[0] <= h[0] + max(0.5, 0.1 * h[0]))
+        f"median {hs[0]:.2f} ms, p99 {hs[1]:.2f} ms (without sync {h[0]:.2f} ms){cpu_note}; "
+        f"starting a background sync at every run: median {hsp[0]:.2f} ms",
+        a <= b + max(0.5, 0.1 * b))
 
 print(f"\nmemtrail benchmark, corpus {size} ({raw:,} bytes)\n")
 print("| what | target | measured | met |")
