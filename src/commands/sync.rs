@@ -149,6 +149,9 @@ pub fn sync(
                 Progress::Pull { label, messages } => {
                     bar.set_message(format!("pulling from {label}: {messages} messages"));
                 }
+                Progress::NewDatabase { sessions } => bar.suspend(|| {
+                    eprintln!("{}", sync_auto::new_database_note(sessions));
+                }),
             },
         );
         match pass {

@@ -137,7 +137,10 @@ fn sync_once(
     privacy: &Privacy,
     options: &SyncOptions,
 ) -> Result<SyncReport> {
-    let result = engine::sync(store, pg, me, privacy, options, &mut |_| {
+    let result = engine::sync(store, pg, me, privacy, options, &mut |p| {
+        if let engine::Progress::NewDatabase { sessions } = p {
+            note(&new_database_note(sessions));
+        }
         if stop_requested() {
             note("stopped (between batches)");
             std::process::exit(0);
@@ -265,6 +268,15 @@ fn catch_signals() {
 }
 
 /// A line on stderr: `<time> memtrail sync: <msg>` (redacted).
+/// What `memtrail sync` says when the database is new to this store
+/// ([`engine::Progress::NewDatabase`]).
+pub fn new_database_note(sessions: u64) -> String {
+    format!(
+        "this database is new to this machine: sending all {}",
+        crate::output::plural(sessions, "session", "sessions")
+    )
+}
+
 fn note(msg: &str) {
     eprintln!(
         "{} memtrail sync: {}",
