@@ -61,6 +61,10 @@ pub fn list(
         );
     } else if list.is_empty() && filtered {
         out!("No sessions match these filters.");
+    } else if list.is_empty() && matches!(db, StoreLocation::Postgres(_)) {
+        out!(
+            "No sessions yet: the PostgreSQL database {db} holds none. `memtrail sync` on a machine fills it."
+        );
     } else if list.is_empty() {
         out!("No sessions yet. Run `memtrail import` to bring in existing ones.");
     } else {

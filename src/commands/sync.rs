@@ -25,6 +25,7 @@ pub fn sync(
     label: Option<String>,
     json: bool,
 ) -> Result<ExitCode> {
+    sync_auto::local_path(db)?;
     let path = config_path();
     let mut settings = SyncSettings::load(&path)?;
     let privacy = Privacy::load()?;

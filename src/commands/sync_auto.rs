@@ -406,8 +406,8 @@ pub fn watch(db: &StoreLocation, opts: WatchOptions) -> Result<ExitCode> {
 pub fn local_path(db: &StoreLocation) -> Result<&std::path::Path> {
     db.sqlite_path().with_context(|| {
         format!(
-            "memtrail sync carries the local store to PostgreSQL; --store names {db}: leave \
-             --store out (or give the local store's path)"
+            "`memtrail sync` works on this machine's local store; leave out --store (it names \
+             {db}), or give the local store's path with --db PATH"
         )
     })
 }
