@@ -148,7 +148,7 @@ fn sync_once(
     });
     match result {
         Ok(r) => {
-            store.set_sync_state("last_error", None)?;
+            store.record_sync_error(None)?;
             store.set_sync_state(
                 "last_sync_at",
                 Some(&memtrail_runtime::now_ms().to_string()),
@@ -157,7 +157,7 @@ fn sync_once(
         }
         Err(e) => {
             // The text holds no password (the pg crate masks it); redacted when shown.
-            let _ = store.set_sync_state("last_error", Some(&e.to_string()));
+            let _ = store.record_sync_error(Some(&e.to_string()));
             Err(e.into())
         }
     }
@@ -202,7 +202,7 @@ fn background_inner(db: &StoreLocation) -> Result<()> {
         let conn = match pg.as_mut() {
             Some(c) => c,
             None => pg.insert(connect(&setup.url, &mut store).inspect_err(|e| {
-                let _ = store.set_sync_state("last_error", Some(&error_chain(e)));
+                let _ = store.record_sync_error(Some(&error_chain(e)));
             })?),
         };
         sync_once(&mut store, conn, &setup.me, &privacy, &options)?;
@@ -384,7 +384,7 @@ pub fn watch(db: &StoreLocation, opts: WatchOptions) -> Result<ExitCode> {
                                 None,
                                 &format!("error: {msg}"),
                             );
-                            let _ = store.set_sync_state("last_error", Some(&msg));
+                            let _ = store.record_sync_error(Some(&msg));
                             (now, opts.push_every, now + opts.push_every)
                         }
                         Some((since, wait, _)) => {

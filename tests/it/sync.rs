@@ -870,3 +870,56 @@ fn switching_between_two_databases_sends_everything_to_each_and_misses_nothing()
         assert_eq!(pg_count(&pg, "SELECT count(*) FROM messages"), 9, "{url}");
     }
 }
+
+#[test]
+fn a_sync_by_hand_that_fails_is_recorded_and_status_says_sync_is_failing() {
+    let Some(url) = memtrail_testkit::pg::test_database("by_hand_fail") else {
+        return;
+    };
+    let url = format!("{url}?sslmode=disable");
+    let m = Machine::new("hf");
+    hook_session(&m, 0xe200, 2);
+    assert!(m.run(&["sync", "--init", &url]).status.success());
+    let status = |m: &Machine| m.json(&["status", "--json"])["sync"].clone();
+    assert_eq!(status(&m)["failing"], false);
+    // A new session waits; the database is out of reach.
+    hook_session(&m, 0xe201, 3);
+    m.point_nowhere();
+    let out = m.run(&["sync"]);
+    assert_eq!(out.status.code(), Some(1));
+    let s = status(&m);
+    assert!(
+        s["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("127.0.0.1:1")),
+        "{s}"
+    );
+    assert!(s["failing_since"].is_string(), "{s}");
+    assert_eq!(s["failing"], true, "{s}");
+    assert_eq!(
+        s["pending"],
+        serde_json::json!({"sessions": 1, "messages": 3, "deletions": 0})
+    );
+    // A second failure keeps when it started failing.
+    assert_eq!(m.run(&["sync"]).status.code(), Some(1));
+    assert_eq!(status(&m)["failing_since"], s["failing_since"]);
+    let text = String::from_utf8_lossy(&m.run(&["status"]).stdout).to_string();
+    assert!(
+        text.contains(&format!(
+            "\n  WARNING: sync failing since {}: what waits is not pushed (run `memtrail sync` to see the error)\n",
+            s["failing_since"].as_str().unwrap()[..16].replace('T', " ")
+        )),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("\nsync FAILING (see above); capture and search work\n"),
+        "{text}"
+    );
+    // Set up again with the reachable URL: the sync succeeds and the failure is forgotten.
+    assert!(m.run(&["sync", "--init", &url]).status.success());
+    let s = status(&m);
+    assert_eq!(
+        (&s["last_error"], &s["failing_since"], &s["failing"]),
+        (&Value::Null, &Value::Null, &Value::Bool(false))
+    );
+}

@@ -146,6 +146,40 @@ impl Store {
         })
     }
 
+    /// Record how the last sync ended: `Some(error)` (redacted text, never the password) sets
+    /// `sync_state` `last_error` and, when no failure was recorded before it, `failing_since`
+    /// (Unix milliseconds now); `None` (it succeeded) removes both. One transaction.
+    ///
+    /// Errors: a store error.
+    pub fn record_sync_error(&mut self, error: Option<&str>) -> Result<()> {
+        let now = crate::now_ms().to_string();
+        self.write(|w| {
+            match error {
+                Some(e) => {
+                    w.tx.execute(
+                        "INSERT INTO sync_state (key, value) VALUES ('last_error', ?1)
+                         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        [e],
+                    )
+                    .db()?;
+                    w.tx.execute(
+                        "INSERT OR IGNORE INTO sync_state (key, value) VALUES ('failing_since', ?1)",
+                        [&now],
+                    )
+                    .db()?;
+                }
+                None => {
+                    w.tx.execute(
+                        "DELETE FROM sync_state WHERE key IN ('last_error', 'failing_since')",
+                        [],
+                    )
+                    .db()?;
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// The labels of the machines pulled from: (machine id, label), by id.
     pub fn machine_labels(&self) -> Result<Vec<(String, String)>> {
         let mut stmt = self
