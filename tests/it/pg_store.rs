@@ -85,16 +85,28 @@ fn read_commands_answer_the_same_from_sqlite_and_postgresql() {
         let remote = without_scores(sb.json(&[&["--store", url.as_str()][..], &args].concat()));
         assert_eq!(remote, local, "{args:?}");
     }
-    let nowhere = sb.json(&[
-        "--store",
-        &url,
-        "search",
-        word,
-        "--json",
-        "--machine",
-        "desk",
-    ]);
-    assert_eq!(nowhere["hits"], serde_json::json!([]));
+    // A machine nobody knows: an error listing the machines, from either store.
+    for store in [vec!["--store", url.as_str()], vec!["--db", db]] {
+        let out = sb
+            .cmd()
+            .args(&store)
+            .args(["search", word, "--json", "--machine", "desk"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{store:?}");
+        let known = if store[0] == "--db" {
+            "laptop (this machine)"
+        } else {
+            "laptop"
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "memtrail: no machine `desk`; the machines known: {known} (give a machine's label or its id)\n"
+            ),
+            "{store:?}"
+        );
+    }
     for args in [
         vec!["sessions", "show", sid, "--json"],
         vec!["resume", sid, "--json"],
@@ -291,6 +303,18 @@ fn the_mcp_server_reads_a_postgresql_store_for_a_real_client() {
                     )
                 );
             }
+            // The machine `desk` pushed nothing: an error listing the machines known.
+            "search" if i == 3 => {
+                for (v, known) in [(l, "laptop (this machine)"), (r, "laptop")] {
+                    assert_eq!(v["is_error"], true, "{v}");
+                    assert_eq!(
+                        v["text"].as_str().unwrap(),
+                        format!(
+                            "no machine `desk`; the machines known: {known} (give a machine's label or its id)"
+                        )
+                    );
+                }
+            }
             "search" => {
                 assert_eq!(r["is_error"], false, "{r}");
                 assert_eq!(
@@ -324,7 +348,7 @@ fn the_mcp_server_reads_a_postgresql_store_for_a_real_client() {
         "{}",
         remote[2]
     );
-    assert_eq!(remote[3]["result"]["hits"], serde_json::json!([]));
+    assert_eq!(remote[3]["is_error"], true);
     assert_eq!(
         remote[1]["result"]["sessions"],
         remote[0]["result"]["sessions"]
