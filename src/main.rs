@@ -54,11 +54,13 @@ fn main() -> ExitCode {
         return commands::hook::hook(agent, &args, &db);
     }
     // `memtrail sync` carries the local store to PostgreSQL: like the hook, it keeps to the
-    // local store when only `MEMTRAIL_STORE` names a PostgreSQL database.
+    // local store when only `MEMTRAIL_STORE` names a PostgreSQL database. `memtrail status`
+    // reports on this machine: it keeps to the local store whichever way PostgreSQL is named.
     let db = match (&cli.command, db) {
         (Command::Sync { .. }, StoreLocation::Postgres(_)) if cli.store.is_none() => {
             StoreLocation::local_from_env()
         }
+        (Command::Status { .. }, StoreLocation::Postgres(_)) => StoreLocation::local_from_env(),
         (_, db) => db,
     };
     match run(cli.command, db) {

@@ -68,6 +68,10 @@ pub enum Progress<'a> {
     Push { messages: u64, queued: u64 },
     /// Pulling machine `label`'s pushes: `messages` received so far from all machines.
     Pull { label: &'a str, messages: u64 },
+    /// The database is not the one this store last synced with (another URL, or a database
+    /// created again): all `sessions` of this machine are queued again and every machine's
+    /// pushes are pulled from the start ([`Store::sync_database`]).
+    NewDatabase { sessions: u64 },
 }
 
 /// What a push sent, summed over its batches.
@@ -150,6 +154,9 @@ pub fn sync(
         pulled: Pulled::default(),
         elapsed_ms: 0,
     };
+    if let Some(sessions) = store.sync_database(&pg.database_id()?)? {
+        progress(Progress::NewDatabase { sessions });
+    }
     push(
         store,
         pg,

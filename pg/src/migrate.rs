@@ -161,6 +161,23 @@ pub fn migrate(pg: &mut Pg, migrations: &[Migration]) -> Result<SchemaReport> {
             )
             .await?;
         }
+        // The database's identity, written once (see `Pg::database_id`); read first so that a
+        // role without INSERT on memtrail_meta still syncs with a database that has one.
+        let has_id = tx
+            .query_opt(
+                "SELECT 1 FROM memtrail_meta WHERE key = 'database_id'",
+                &[],
+            )
+            .await?
+            .is_some();
+        if !has_id {
+            tx.execute(
+                "INSERT INTO memtrail_meta (key, value) VALUES ('database_id', gen_random_uuid()::text) \
+                 ON CONFLICT (key) DO NOTHING",
+                &[],
+            )
+            .await?;
+        }
         let vector = create_vector(&tx).await?;
         tx.commit().await?;
         Ok(SchemaReport {

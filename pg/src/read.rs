@@ -105,6 +105,23 @@ const SESSION_COLS: &str = "s.external_id, s.agent, s.title, s.project_dir, s.mo
     s.started_at, s.updated_at, s.message_count, s.parent_external_id,
     coalesce((SELECT label FROM machines WHERE id = s.machine_id), s.machine_id)";
 
+impl PgReader {
+    /// Errors unless machine `name` (a label or an id) pushed to the database:
+    /// [`memtrail_runtime::machine::unknown_machine`], listing the labels.
+    fn known_machine(&self, name: &str) -> Result<()> {
+        let rows = self.rows("SELECT id, label FROM machines ORDER BY label, id", &[])?;
+        let machines: Vec<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        if machines
+            .iter()
+            .any(|(id, label)| id == name || label == name)
+        {
+            return Ok(());
+        }
+        let known: Vec<String> = machines.into_iter().map(|(_, label)| label).collect();
+        Err(memtrail_runtime::machine::unknown_machine(name, &known))
+    }
+}
+
 /// ` AND` the session `s` is of machine `name` (its label or its id), its parameter appended.
 fn machine_clause(name: &str, args: &mut Vec<Param>) -> String {
     args.push(Box::new(name.to_string()));
@@ -258,6 +275,7 @@ impl ReadStore for PgReader {
             sql.push_str(&project_clause(p, &mut args));
         }
         if let Some(m) = &f.machine {
+            self.known_machine(m)?;
             sql.push_str(&machine_clause(m, &mut args));
         }
         args.push(Box::new(f.limit.clamp(1, 100_000) as i64));
@@ -378,6 +396,7 @@ impl ReadStore for PgReader {
             sql.push_str(&project_clause(p, &mut args));
         }
         if let Some(m) = &f.machine {
+            self.known_machine(m)?;
             sql.push_str(&machine_clause(m, &mut args));
         }
         if let Some(sid) = &f.session {

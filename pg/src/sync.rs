@@ -61,6 +61,24 @@ pub fn message_bytes(m: &SyncMessage) -> u64 {
 }
 
 impl Pg {
+    /// The database's identity (`memtrail_meta.database_id`, a random UUID written once by
+    /// [`crate::migrate::migrate`]): a database created again under the same URL, or another
+    /// URL, has another one, so a store can tell it has not synced with it yet.
+    ///
+    /// Errors: [`Error::Invalid`] when the schema was never migrated by a build that writes it;
+    /// [`Error::Db`].
+    pub fn database_id(&self) -> Result<String> {
+        let row = self.block_on(self.client().query_opt(
+            "SELECT value FROM memtrail_meta WHERE key = 'database_id'",
+            &[],
+        ))?;
+        row.map(|r| r.get(0)).ok_or_else(|| {
+            Error::Invalid(
+                "the database has no memtrail id yet (memtrail_meta.database_id): run `memtrail sync` with this build so it migrates the schema".into(),
+            )
+        })
+    }
+
     /// The machines that pushed to this database, by id.
     pub fn machines(&self) -> Result<Vec<MachineInfo>> {
         let rows = self.block_on(self.client().query(

@@ -52,6 +52,20 @@ pub fn label_of(origin: &str, label: Option<String>) -> String {
     }
 }
 
+/// The error of a `--machine NAME` that names no known machine: `no machine \`NAME\`; the
+/// machines known: A, B (a machine's label or its id)`, `known` being the labels in the
+/// order given (none: `none yet`).
+pub fn unknown_machine(name: &str, known: &[String]) -> crate::Error {
+    let list = if known.is_empty() {
+        "none yet".to_string()
+    } else {
+        known.join(", ")
+    };
+    crate::Error::Invalid(format!(
+        "no machine `{name}`; the machines known: {list} (give a machine's label or its id)"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -352,6 +352,12 @@ pub struct SyncStatus {
     pub pending: Option<crate::sync::SyncPending>,
     /// The last sync's error (kept until a sync succeeds), redacted; the password is never in it.
     pub last_error: Option<String>,
+    /// Since when syncs have been failing: the first failed sync after the last one that
+    /// succeeded (RFC 3339); `null` when the last sync did not fail.
+    pub failing_since: Option<String>,
+    /// Sync is failing with something waiting to be pushed: a last error recorded and a
+    /// non-empty queue (`status` warns, and its verdict is not "healthy").
+    pub failing: bool,
     /// Whether the database has pgvector, as the last sync found it; `null` when unknown.
     pub pgvector: Option<bool>,
     /// pgvector's version in the database, when it has it.
@@ -396,6 +402,8 @@ impl SyncStatus {
             last_sync_at: None,
             pending: None,
             last_error: None,
+            failing_since: None,
+            failing: false,
             pgvector: None,
             pgvector_version: None,
             machines: Vec::new(),
@@ -413,10 +421,14 @@ impl SyncStatus {
         s.last_push_at = when("last_push_at")?;
         s.last_pull_at = when("last_pull_at")?;
         s.last_sync_at = when("last_sync_at")?;
+        s.failing_since = when("failing_since")?;
         s.pending = Some(store.sync_pending()?);
         s.last_error = store
             .sync_state("last_error")?
             .map(|e| crate::redact::redact(&e).into_owned());
+        s.failing = s.last_error.is_some()
+            && s.pending
+                .is_some_and(|p| p.sessions + p.messages + p.deletions > 0);
         if let Some(v) = store.sync_state(PGVECTOR_STATE)? {
             s.pgvector = Some(!v.is_empty());
             s.pgvector_version = Some(v).filter(|v| !v.is_empty());

@@ -48,10 +48,11 @@ pub fn purge_older(
     let preview = memtrail_runtime::maintenance::purge(&mut store, cutoff, false, true)?;
     if !dry_run && preview.messages + preview.sessions > 0 {
         let prompt = format!(
-            "Delete {} from before {} ({} entirely)? This cannot be undone",
+            "Delete {} from before {} ({} entirely{})? This cannot be undone",
             plural(preview.messages, "message", "messages"),
             short_time(&when),
-            plural(preview.sessions, "session", "sessions")
+            plural(preview.sessions, "session", "sessions"),
+            others(preview.other_machines)
         );
         if !confirm_destructive(&prompt, yes)? {
             eprintln!("nothing deleted");
@@ -67,21 +68,33 @@ pub fn purge_older(
         out!("{}", serde_json::to_string_pretty(&r)?);
     } else if r.dry_run {
         out!(
-            "would delete {} from before {} and {} left empty (nothing deleted: dry run)",
-            plural(r.messages, "message", "messages"),
-            short_time(&when),
-            plural(r.sessions, "session", "sessions")
-        );
-    } else {
-        out!(
-            "deleted {} from before {} and {} left empty; store {:.1} MB -> {:.1} MB{}",
+            "would delete {} from before {} and {} left empty{} (nothing deleted: dry run)",
             plural(r.messages, "message", "messages"),
             short_time(&when),
             plural(r.sessions, "session", "sessions"),
+            others(r.other_machines)
+        );
+    } else {
+        out!(
+            "deleted {} from before {} and {} left empty{}; store {:.1} MB -> {:.1} MB{}",
+            plural(r.messages, "message", "messages"),
+            short_time(&when),
+            plural(r.sessions, "session", "sessions"),
+            others(r.other_machines),
             r.bytes_before as f64 / 1e6,
             r.bytes_after as f64 / 1e6,
             if r.vacuumed { " (vacuumed)" } else { "" }
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `", N of them other machines' (kept there)"` when some of the sessions purged were pulled
+/// from other machines (`sync`): retention is per machine, they are deleted here only.
+fn others(n: u64) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(", {n} of them other machines' (kept there)")
+    }
 }

@@ -61,6 +61,10 @@ pub fn list(
         );
     } else if list.is_empty() && filtered {
         out!("No sessions match these filters.");
+    } else if list.is_empty() && matches!(db, StoreLocation::Postgres(_)) {
+        out!(
+            "No sessions yet: the PostgreSQL database {db} holds none. `memtrail sync` on a machine fills it."
+        );
     } else if list.is_empty() {
         out!("No sessions yet. Run `memtrail import` to bring in existing ones.");
     } else {
@@ -163,13 +167,16 @@ pub fn delete_session(db: &StoreLocation, id: &str, yes: bool, json: bool) -> Re
             .map(|p| format!(", in {p}"))
             .unwrap_or_default()
     );
-    if !confirm_destructive(
-        &format!(
+    let prompt = match &info.machine {
+        Some(label) => format!(
+            "Delete {what}? It belongs to machine {label}: it will be deleted there and from PostgreSQL at the next sync. This cannot be undone"
+        ),
+        None => format!(
             "Delete {what}? `memtrail sessions capture {}` brings it back while its transcript is still on disk",
             info.session_id
         ),
-        yes,
-    )? {
+    };
+    if !confirm_destructive(&prompt, yes)? {
         eprintln!("nothing deleted");
         return Ok(ExitCode::FAILURE);
     }
@@ -181,10 +188,16 @@ pub fn delete_session(db: &StoreLocation, id: &str, yes: bool, json: bool) -> Re
         );
     } else {
         out!("deleted {what}");
-        out!(
-            "its transcript stays where the agent keeps it; memtrail will not read it again, nor what is added to the session later (`memtrail sessions capture {}` captures it again)",
-            info.session_id
-        );
+        if let Some(label) = &info.machine {
+            out!(
+                "it belonged to machine {label}: the next `memtrail sync` deletes it from PostgreSQL, and machine {label} deletes it at its next sync"
+            );
+        } else {
+            out!(
+                "its transcript stays where the agent keeps it; memtrail will not read it again, nor what is added to the session later (`memtrail sessions capture {}` captures it again)",
+                info.session_id
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

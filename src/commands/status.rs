@@ -266,10 +266,11 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
         }
         out!(
             "\n{}",
-            match (healthy, notices.is_empty()) {
-                (true, true) => "healthy",
-                (true, false) => "healthy (see the notices above)",
-                (false, _) => "NOT healthy: see above",
+            match (healthy, notices.is_empty(), sync.failing) {
+                (true, _, true) => "sync FAILING (see above); capture and search work",
+                (true, true, false) => "healthy",
+                (true, false, false) => "healthy (see the notices above)",
+                (false, _, _) => "NOT healthy: see above",
             }
         );
     }
@@ -434,5 +435,11 @@ fn print_sync(s: &SyncStatus) {
     }
     if let Some(e) = &s.last_error {
         out!("  last error: {e}");
+    }
+    if s.failing {
+        out!(
+            "  WARNING: sync failing since {}: what waits is not pushed (run `memtrail sync` to see the error)",
+            when(&s.failing_since)
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::commands::sync_auto;
 use crate::common::open_store;
+use crate::output::error_chain;
 use crate::output::plural;
 use anyhow::{Result, bail};
 use memtrail_pg::engine::{
@@ -25,6 +26,7 @@ pub fn sync(
     label: Option<String>,
     json: bool,
 ) -> Result<ExitCode> {
+    sync_auto::local_path(db)?;
     let path = config_path();
     let mut settings = SyncSettings::load(&path)?;
     let privacy = Privacy::load()?;
@@ -47,12 +49,26 @@ pub fn sync(
              `memtrail sync --help`)"
         ),
     };
-    let config = PgConfig::parse(&url)?;
-    let mut pg = Pg::connect(&config)?;
-    for w in pg.warnings() {
-        eprintln!("memtrail: warning: {w}");
-    }
-    let schema = migrate(&mut pg, MIGRATIONS)?;
+    let connected = (|| -> Result<_> {
+        let config = PgConfig::parse(&url)?;
+        let mut pg = Pg::connect(&config)?;
+        for w in pg.warnings() {
+            eprintln!("memtrail: warning: {w}");
+        }
+        let schema = migrate(&mut pg, MIGRATIONS)?;
+        Ok((pg, schema))
+    })();
+    let (mut pg, schema) = match connected {
+        Ok(c) => c,
+        Err(e) => {
+            // A sync of a machine set up (not `--init`) that cannot reach its database is
+            // recorded for `memtrail status`, as a background sync's is.
+            if init.is_none() {
+                let _ = store.record_sync_error(Some(&error_chain(&e)));
+            }
+            return Err(e);
+        }
+    };
     sync_auto::record_pgvector(&mut store, &schema.vector)?;
     let mut init_report = None;
     let store_machine = store.sync_state("machine")?;
@@ -149,6 +165,9 @@ pub fn sync(
                 Progress::Pull { label, messages } => {
                     bar.set_message(format!("pulling from {label}: {messages} messages"));
                 }
+                Progress::NewDatabase { sessions } => bar.suspend(|| {
+                    eprintln!("{}", sync_auto::new_database_note(sessions));
+                }),
             },
         );
         match pass {
@@ -167,11 +186,11 @@ pub fn sync(
         Ok(r) => r,
         Err(e) => {
             // Kept for `memtrail status`; the text holds no password (errors mask it).
-            let _ = store.set_sync_state("last_error", Some(&e.to_string()));
+            let _ = store.record_sync_error(Some(&e.to_string()));
             return Err(e.into());
         }
     };
-    store.set_sync_state("last_error", None)?;
+    store.record_sync_error(None)?;
     store.set_sync_state(
         "last_sync_at",
         Some(&memtrail_runtime::now_ms().to_string()),

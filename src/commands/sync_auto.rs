@@ -137,7 +137,10 @@ fn sync_once(
     privacy: &Privacy,
     options: &SyncOptions,
 ) -> Result<SyncReport> {
-    let result = engine::sync(store, pg, me, privacy, options, &mut |_| {
+    let result = engine::sync(store, pg, me, privacy, options, &mut |p| {
+        if let engine::Progress::NewDatabase { sessions } = p {
+            note(&new_database_note(sessions));
+        }
         if stop_requested() {
             note("stopped (between batches)");
             std::process::exit(0);
@@ -145,7 +148,7 @@ fn sync_once(
     });
     match result {
         Ok(r) => {
-            store.set_sync_state("last_error", None)?;
+            store.record_sync_error(None)?;
             store.set_sync_state(
                 "last_sync_at",
                 Some(&memtrail_runtime::now_ms().to_string()),
@@ -154,7 +157,7 @@ fn sync_once(
         }
         Err(e) => {
             // The text holds no password (the pg crate masks it); redacted when shown.
-            let _ = store.set_sync_state("last_error", Some(&e.to_string()));
+            let _ = store.record_sync_error(Some(&e.to_string()));
             Err(e.into())
         }
     }
@@ -199,7 +202,7 @@ fn background_inner(db: &StoreLocation) -> Result<()> {
         let conn = match pg.as_mut() {
             Some(c) => c,
             None => pg.insert(connect(&setup.url, &mut store).inspect_err(|e| {
-                let _ = store.set_sync_state("last_error", Some(&error_chain(e)));
+                let _ = store.record_sync_error(Some(&error_chain(e)));
             })?),
         };
         sync_once(&mut store, conn, &setup.me, &privacy, &options)?;
@@ -265,6 +268,15 @@ fn catch_signals() {
 }
 
 /// A line on stderr: `<time> memtrail sync: <msg>` (redacted).
+/// What `memtrail sync` says when the database is new to this store
+/// ([`engine::Progress::NewDatabase`]).
+pub fn new_database_note(sessions: u64) -> String {
+    format!(
+        "this database is new to this machine: sending all {}",
+        crate::output::plural(sessions, "session", "sessions")
+    )
+}
+
 fn note(msg: &str) {
     eprintln!(
         "{} memtrail sync: {}",
@@ -372,7 +384,7 @@ pub fn watch(db: &StoreLocation, opts: WatchOptions) -> Result<ExitCode> {
                                 None,
                                 &format!("error: {msg}"),
                             );
-                            let _ = store.set_sync_state("last_error", Some(&msg));
+                            let _ = store.record_sync_error(Some(&msg));
                             (now, opts.push_every, now + opts.push_every)
                         }
                         Some((since, wait, _)) => {
@@ -394,8 +406,8 @@ pub fn watch(db: &StoreLocation, opts: WatchOptions) -> Result<ExitCode> {
 pub fn local_path(db: &StoreLocation) -> Result<&std::path::Path> {
     db.sqlite_path().with_context(|| {
         format!(
-            "memtrail sync carries the local store to PostgreSQL; --store names {db}: leave \
-             --store out (or give the local store's path)"
+            "`memtrail sync` works on this machine's local store; leave out --store (it names \
+             {db}), or give the local store's path with --db PATH"
         )
     })
 }

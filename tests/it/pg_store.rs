@@ -76,16 +76,28 @@ fn read_commands_answer_the_same_from_sqlite_and_postgresql() {
         let remote = without_scores(sb.json(&[&["--store", url.as_str()][..], &args].concat()));
         assert_eq!(remote, local, "{args:?}");
     }
-    let nowhere = sb.json(&[
-        "--store",
-        &url,
-        "search",
-        word,
-        "--json",
-        "--machine",
-        "desk",
-    ]);
-    assert_eq!(nowhere["hits"], serde_json::json!([]));
+    // A machine nobody knows: an error listing the machines, from either store.
+    for store in [vec!["--store", url.as_str()], vec!["--db", db]] {
+        let out = sb
+            .cmd()
+            .args(&store)
+            .args(["search", word, "--json", "--machine", "desk"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{store:?}");
+        let known = if store[0] == "--db" {
+            "laptop (this machine)"
+        } else {
+            "laptop"
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "memtrail: no machine `desk`; the machines known: {known} (give a machine's label or its id)\n"
+            ),
+            "{store:?}"
+        );
+    }
     for args in [
         vec!["sessions", "show", sid, "--json"],
         vec!["resume", sid, "--json"],
@@ -283,6 +295,18 @@ fn the_mcp_server_reads_a_postgresql_store_for_a_real_client() {
                     )
                 );
             }
+            // The machine `desk` pushed nothing: an error listing the machines known.
+            "search" if i == 3 => {
+                for (v, known) in [(l, "laptop (this machine)"), (r, "laptop")] {
+                    assert_eq!(v["is_error"], true, "{v}");
+                    assert_eq!(
+                        v["text"].as_str().unwrap(),
+                        format!(
+                            "no machine `desk`; the machines known: {known} (give a machine's label or its id)"
+                        )
+                    );
+                }
+            }
             "search" => {
                 assert_eq!(r["is_error"], false, "{r}");
                 assert_eq!(
@@ -316,9 +340,67 @@ fn the_mcp_server_reads_a_postgresql_store_for_a_real_client() {
         "{}",
         remote[2]
     );
-    assert_eq!(remote[3]["result"]["hits"], serde_json::json!([]));
+    assert_eq!(remote[3]["is_error"], true);
     assert_eq!(
         remote[1]["result"]["sessions"],
         remote[0]["result"]["sessions"]
+    );
+}
+
+#[test]
+fn status_and_sync_keep_to_the_local_store_and_an_empty_database_says_how_it_fills() {
+    let Some(url) = memtrail_testkit::pg::test_database("cli_empty") else {
+        return;
+    };
+    let mut pg = memtrail_pg::Pg::connect_url(&url).unwrap();
+    memtrail_pg::migrate::migrate(&mut pg, memtrail_pg::migrate::MIGRATIONS).unwrap();
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let run = |env: bool, args: &[&str]| {
+        let mut c = sb.cmd();
+        if env {
+            c.env("MEMTRAIL_STORE", &url);
+        } else {
+            c.args(["--store", &url]);
+        }
+        c.args(args).output().unwrap()
+    };
+    // `status` reports on this machine's local store, however PostgreSQL is named.
+    let local = sb.json(&["status", "--json"]);
+    for env in [true, false] {
+        let out = run(env, &["status", "--json"]);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "",
+            "MEMTRAIL_STORE: {env}"
+        );
+        assert!(out.status.success());
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["store"], local["store"], "MEMTRAIL_STORE: {env}");
+        assert_eq!(
+            v["store"]["path"],
+            sb.db().display().to_string(),
+            "MEMTRAIL_STORE: {env}"
+        );
+    }
+    let shown = StoreLocation::parse(&url).to_string();
+    let out = run(false, &["sync"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "memtrail: `memtrail sync` works on this machine's local store; leave out --store (it \
+             names {shown}), or give the local store's path with --db PATH\n"
+        )
+    );
+    let out = run(false, &["sessions", "list"]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "No sessions yet: the PostgreSQL database {shown} holds none. `memtrail sync` on a \
+             machine fills it.\n"
+        )
     );
 }

@@ -795,3 +795,131 @@ fn a_store_keeps_the_machine_id_it_was_set_up_with() {
     assert_eq!(again["init"]["queued"], 0, "{again}");
     assert_eq!(m.id(), id);
 }
+
+/// Sessions of `m`'s store as (session id, messages), sorted.
+fn listed(m: &Machine) -> Vec<(String, u64)> {
+    let v = m.json(&["sessions", "list", "--json"]);
+    let mut out: Vec<(String, u64)> = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["session_id"].as_str().unwrap().to_string(),
+                s["messages"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn switching_between_two_databases_sends_everything_to_each_and_misses_nothing() {
+    let (Some(x), Some(y)) = (
+        memtrail_testkit::pg::test_database("switch_x"),
+        memtrail_testkit::pg::test_database("switch_y"),
+    ) else {
+        return;
+    };
+    let (x, y) = (
+        format!("{x}?sslmode=disable"),
+        format!("{y}?sslmode=disable"),
+    );
+    let (a, b) = (Machine::new("sa"), Machine::new("sb"));
+    let s1 = hook_session(&a, 0xe100, 4);
+    let s2 = hook_session(&b, 0xe101, 3);
+    // `sync --init URL` (then a sync) on machine m: its stderr line about a new database.
+    let init = |m: &Machine, url: &str| {
+        let out = m.run(&["sync", "--init", url, "--label", &m.label]);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{err}");
+        err.lines()
+            .filter(|l| l.contains("new to this machine"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let note = |n: &str| {
+        vec![format!(
+            "this database is new to this machine: sending all {n}"
+        )]
+    };
+    assert_eq!(init(&a, &x), note("1 session"));
+    assert_eq!(init(&b, &x), note("1 session"));
+    // A database it already synced with says nothing.
+    assert!(a.run(&["sync"]).status.success());
+    assert_eq!(init(&a, &x), Vec::<String>::new());
+    // Both move to Y; A gets a session there.
+    assert_eq!(init(&a, &y), note("1 session"));
+    let s3 = hook_session(&a, 0xe102, 2);
+    assert_eq!(init(&b, &y), note("1 session"));
+    assert!(a.run(&["sync"]).status.success());
+    // And back to X, which never saw s3.
+    assert_eq!(init(&a, &x), note("2 sessions"));
+    assert_eq!(init(&b, &x), note("1 session"));
+    assert!(a.run(&["sync"]).status.success());
+    let mut all = vec![(s1, 4), (s2, 3), (s3, 2)];
+    all.sort();
+    for m in [&a, &b] {
+        assert_eq!(listed(m), all, "machine {}", m.label);
+    }
+    for url in [&x, &y] {
+        let pg = Pg::connect_url(url).unwrap();
+        // Y got s3 while both machines were on it, and X after the switch back.
+        assert_eq!(pg_count(&pg, "SELECT count(*) FROM sessions"), 3, "{url}");
+        assert_eq!(pg_count(&pg, "SELECT count(*) FROM messages"), 9, "{url}");
+    }
+}
+
+#[test]
+fn a_sync_by_hand_that_fails_is_recorded_and_status_says_sync_is_failing() {
+    let Some(url) = memtrail_testkit::pg::test_database("by_hand_fail") else {
+        return;
+    };
+    let url = format!("{url}?sslmode=disable");
+    let m = Machine::new("hf");
+    hook_session(&m, 0xe200, 2);
+    assert!(m.run(&["sync", "--init", &url]).status.success());
+    let status = |m: &Machine| m.json(&["status", "--json"])["sync"].clone();
+    assert_eq!(status(&m)["failing"], false);
+    // A new session waits; the database is out of reach.
+    hook_session(&m, 0xe201, 3);
+    m.point_nowhere();
+    let out = m.run(&["sync"]);
+    assert_eq!(out.status.code(), Some(1));
+    let s = status(&m);
+    assert!(
+        s["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("127.0.0.1:1")),
+        "{s}"
+    );
+    assert!(s["failing_since"].is_string(), "{s}");
+    assert_eq!(s["failing"], true, "{s}");
+    assert_eq!(
+        s["pending"],
+        serde_json::json!({"sessions": 1, "messages": 3, "deletions": 0})
+    );
+    // A second failure keeps when it started failing.
+    assert_eq!(m.run(&["sync"]).status.code(), Some(1));
+    assert_eq!(status(&m)["failing_since"], s["failing_since"]);
+    let text = String::from_utf8_lossy(&m.run(&["status"]).stdout).to_string();
+    assert!(
+        text.contains(&format!(
+            "\n  WARNING: sync failing since {}: what waits is not pushed (run `memtrail sync` to see the error)\n",
+            s["failing_since"].as_str().unwrap()[..16].replace('T', " ")
+        )),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("\nsync FAILING (see above); capture and search work\n"),
+        "{text}"
+    );
+    // Set up again with the reachable URL: the sync succeeds and the failure is forgotten.
+    assert!(m.run(&["sync", "--init", &url]).status.success());
+    let s = status(&m);
+    assert_eq!(
+        (&s["last_error"], &s["failing_since"], &s["failing"]),
+        (&Value::Null, &Value::Null, &Value::Bool(false))
+    );
+}

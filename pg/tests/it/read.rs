@@ -483,7 +483,7 @@ fn machines_are_labelled_and_filtered_alike() {
         limit: 100,
         ..ListFilter::default()
     };
-    for store in [&here as &dyn ReadStore, &reader] {
+    for (n, store) in [&here as &dyn ReadStore, &reader].into_iter().enumerate() {
         let labels: Vec<(String, String)> = store
             .list_sessions(&everything)
             .unwrap()
@@ -510,7 +510,31 @@ fn machines_are_labelled_and_filtered_alike() {
         assert_eq!(ids(&machine(DESK)), ["cccc-3333"]);
         assert_eq!(ids(&machine(here_label)), ["bbbb-2222", "aaaa-1111"]);
         assert_eq!(ids(&machine(HERE)), ["bbbb-2222", "aaaa-1111"]);
-        assert!(ids(&machine("nowhere")).is_empty());
+        // A name matching no machine is an error listing the machines known: the local store
+        // knows this machine and those it pulled from, PostgreSQL those that pushed (by label).
+        let known = if n == 0 {
+            format!("{here_label} (this machine), desk")
+        } else {
+            let mut l = ["desk", here_label];
+            l.sort();
+            l.join(", ")
+        };
+        let unknown = format!(
+            "no machine `nowhere`; the machines known: {known} (give a machine's label or its id)"
+        );
+        assert_eq!(
+            store
+                .list_sessions(&machine("nowhere"))
+                .unwrap_err()
+                .to_string(),
+            unknown
+        );
+        let f = SearchFilter {
+            machine: Some("nowhere".into()),
+            limit: 50,
+            ..SearchFilter::default()
+        };
+        assert_eq!(store.search("alpha", &f).unwrap_err().to_string(), unknown);
         // Search: the hit's machine, and the filter.
         let search = |m: Option<&str>| -> Vec<(String, String)> {
             let f = SearchFilter {

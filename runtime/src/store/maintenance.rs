@@ -30,6 +30,10 @@ pub struct SessionInfo {
     pub messages: u64,
     /// Sub-agent sessions deleted with it.
     pub subagents: u64,
+    /// The label of the machine the session was pulled from (`sync`); `None` for this
+    /// machine's own session (absent from the JSON then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 fn session_and_children(store: &Store, row_id: i64) -> Result<(SessionInfo, Vec<i64>)> {
@@ -80,9 +84,25 @@ fn session_and_children(store: &Store, row_id: i64) -> Result<(SessionInfo, Vec<
             project,
             messages,
             subagents: ids.len() as u64 - 1,
+            machine: origin_label(store, &origin)?,
         },
         ids,
     ))
+}
+
+/// The label of machine `origin` (its id when no label is known); `None` for `''`, this machine.
+fn origin_label(store: &Store, origin: &str) -> Result<Option<String>> {
+    if origin.is_empty() {
+        return Ok(None);
+    }
+    let label: Option<String> = store
+        .conn
+        .query_row("SELECT label FROM machines WHERE id = ?1", [origin], |r| {
+            r.get(0)
+        })
+        .optional()
+        .db()?;
+    Ok(Some(label.unwrap_or_else(|| origin.to_string())))
 }
 
 /// What [`delete_session`] would delete: the session (agent id or unique prefix, as
@@ -302,6 +322,9 @@ pub struct Purged {
     pub messages: u64,
     /// Sessions that had only such messages (deleted whole).
     pub sessions: u64,
+    /// Of those, sessions pulled from other machines (`sync`): deleted here only, they stay
+    /// on their machine and in PostgreSQL.
+    pub other_machines: u64,
     /// Bytes of the store (database and WAL) before the purge.
     pub bytes_before: u64,
     /// Bytes of the store (database and WAL) after it (in a dry run, the same as before).
@@ -320,6 +343,12 @@ pub struct Purged {
 /// later messages still sort after, and its `message_count` is recounted; its title, taken
 /// from its first prompt, is cleared when that prompt is purged. Snapshots built before the
 /// cutoff are deleted (they quote the purged messages).
+///
+/// Retention is per machine: a session pulled from another machine (`sync`) is purged here
+/// only (no tombstone is pushed; it stays on its machine and in PostgreSQL); its pull position
+/// is unchanged, so it does not come back by itself, but when its machine pushes more of it,
+/// the next pull brings the session back with what was added (its purged messages stay gone).
+/// This machine's own sessions deleted whole are deleted everywhere at the next sync.
 ///
 /// Known limit: a whole-file source (Gemini CLI's legacy JSON, VS Code chat sessions) that
 /// changes again is re-read whole, which brings its purged messages back.
@@ -341,18 +370,25 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
             })
             .db()? as u64;
         // Sessions whose every message is old (or that have none), and that are old themselves.
-        out.sessions = store.conn.query_row(
-            "SELECT COUNT(*) FROM sessions s WHERE COALESCE(s.updated_at, s.started_at) < ?1
+        let count = |origin: &str| {
+            store.conn.query_row(
+                &format!("SELECT COUNT(*) FROM sessions s WHERE COALESCE(s.updated_at, s.started_at) < ?1
                  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id
-                                 AND NOT COALESCE(COALESCE(m.ts, s.updated_at, s.started_at) < ?1, 0))",
-            [cutoff_ms],
-            |r| r.get::<_, i64>(0),
-        ).db()? as u64;
+                                 AND NOT COALESCE(COALESCE(m.ts, s.updated_at, s.started_at) < ?1, 0)) {origin}"),
+                [cutoff_ms],
+                |r| r.get::<_, i64>(0),
+            ).db().map(|n| n as u64)
+        };
+        out.sessions = count("")?;
+        out.other_machines = count("AND s.origin != ''")?;
         out.bytes_after = out.bytes_before;
         return Ok(out);
     }
     secure(store)?;
-    let (messages, sessions) = store.write(|w| bulk_delete(w, |w| {
+    let (messages, sessions, other_machines) = store.write(|w| bulk_delete(w, |w| {
+        let tombstones_before: i64 = w.tx.query_row(
+            "SELECT COALESCE(MAX(seq), 0) FROM sync_tombstones", [], |r| r.get(0),
+        ).db()?;
         w.tx.execute(
             &format!(
                 "DELETE FROM tool_calls WHERE message_id IN (SELECT m.id {OLD})"
@@ -370,9 +406,19 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
             ),
             params![cutoff_ms, marker],
         ).db()?;
+        let other_machines: i64 = w.tx.query_row(
+            &format!("SELECT COUNT(*) {EMPTY} AND s.origin != ''"),
+            [cutoff_ms],
+            |r| r.get(0),
+        ).db()?;
         let sessions = w.tx.execute(
             &format!("DELETE FROM sessions WHERE id IN (SELECT s.id {EMPTY})"),
             [cutoff_ms],
+        ).db()?;
+        // Retention is per machine: other machines' sessions are dropped here only.
+        w.tx.execute(
+            "DELETE FROM sync_tombstones WHERE seq > ?1 AND origin != ''",
+            [tombstones_before],
         ).db()?;
         // Snapshots quote the messages they were built from.
         w.tx.execute("DELETE FROM snapshots WHERE built_at < ?1", [cutoff_ms]).db()?;
@@ -388,10 +434,11 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
              WHERE message_count != (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)",
             [],
         ).db()?;
-        Ok((messages as u64, sessions as u64))
+        Ok((messages as u64, sessions as u64, other_machines as u64))
     }))?;
     out.messages = messages;
     out.sessions = sessions;
+    out.other_machines = other_machines;
     checkpoint(store)?;
     if vacuum {
         store.conn.execute_batch("VACUUM").db()?;

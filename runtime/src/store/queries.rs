@@ -302,6 +302,12 @@ const SESSION_COLS: &str = "s.external_id, s.agent, s.title, s.project_dir, s.mo
 fn machine_clause(store: &Store, name: &str, sql: &mut String, args: &mut Vec<Sql>) -> Result<()> {
     let here = name == crate::machine::local_label()
         || store.sync_state("machine")?.as_deref() == Some(name);
+    let others = store.machine_labels()?;
+    if !here && !others.iter().any(|(id, label)| id == name || label == name) {
+        let mut known = vec![format!("{} (this machine)", crate::machine::local_label())];
+        known.extend(others.into_iter().map(|(_, label)| label));
+        return Err(crate::machine::unknown_machine(name, &known));
+    }
     sql.push_str(
         " AND (s.origin IN (SELECT id FROM machines WHERE label = ? OR id = ?)
               OR (s.origin = '' AND ?))",

@@ -24,6 +24,28 @@ const ENABLED: &str = "enabled";
 /// `sync_state` key holding this machine's id (see [`Store::sync_enable`]).
 const MACHINE: &str = "machine";
 
+/// `sync_state` key holding the id of the PostgreSQL database last synced with (see
+/// [`Store::sync_database`]).
+const DATABASE: &str = "database_id";
+
+/// Queue every session of this machine (its row and snapshots: outbox item 0) and every
+/// message of them, in session order; entries already queued stay. Returns how many it added.
+fn queue_all(w: &Writer<'_>) -> Result<u64> {
+    let n =
+        w.tx.execute(
+            "INSERT OR IGNORE INTO sync_outbox (session_id, item)
+             SELECT session_id, item FROM (
+                 SELECT id AS session_id, 0 AS item FROM sessions WHERE origin = ''
+                 UNION ALL
+                 SELECT m.session_id, m.id FROM messages m
+                 JOIN sessions s ON s.id = m.session_id WHERE s.origin = ''
+             ) ORDER BY session_id, item",
+            [],
+        )
+        .db()?;
+    Ok(n as u64)
+}
+
 /// What the push reads of a session row: (origin, project_dir, the row as pushed).
 type SessionRow = (String, Option<String>, SyncSession);
 
@@ -54,19 +76,39 @@ impl Store {
                 params![MACHINE, machine],
             )
             .db()?;
-            let n =
-                w.tx.execute(
-                    "INSERT OR IGNORE INTO sync_outbox (session_id, item)
-                     SELECT session_id, item FROM (
-                         SELECT id AS session_id, 0 AS item FROM sessions WHERE origin = ''
-                         UNION ALL
-                         SELECT m.session_id, m.id FROM messages m
-                         JOIN sessions s ON s.id = m.session_id WHERE s.origin = ''
-                     ) ORDER BY session_id, item",
-                    [],
-                )
+            queue_all(w)
+        })
+    }
+
+    /// Make the store ready for PostgreSQL database `database_id` (`memtrail_pg`'s
+    /// `Pg::database_id`): when it is not the database the store last synced with
+    /// (`sync_state` `database_id`; none yet counts as another), queue every session of this
+    /// machine again (as [`Store::sync_enable`] does), forget every pull position (so every
+    /// machine's pushes are pulled again from the start), and record `database_id`, in one
+    /// transaction. Returns `Some(sessions of this machine)` when it did, `None` when the
+    /// database is the same.
+    ///
+    /// Errors: a store error (nothing changed).
+    pub fn sync_database(&mut self, database_id: &str) -> Result<Option<u64>> {
+        if self.sync_state(DATABASE)?.as_deref() == Some(database_id) {
+            return Ok(None);
+        }
+        self.write(|w| {
+            queue_all(w)?;
+            w.tx.execute("DELETE FROM sync_state WHERE key LIKE 'pull:%'", [])
                 .db()?;
-            Ok(n as u64)
+            w.tx.execute(
+                "INSERT INTO sync_state (key, value) VALUES (?1, ?2)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                params![DATABASE, database_id],
+            )
+            .db()?;
+            let n: i64 =
+                w.tx.query_row("SELECT COUNT(*) FROM sessions WHERE origin = ''", [], |r| {
+                    r.get(0)
+                })
+                .db()?;
+            Ok(Some(n as u64))
         })
     }
 
@@ -100,6 +142,40 @@ impl Store {
                 None => w.tx.execute("DELETE FROM sync_state WHERE key = ?1", [key]),
             }
             .db()?;
+            Ok(())
+        })
+    }
+
+    /// Record how the last sync ended: `Some(error)` (redacted text, never the password) sets
+    /// `sync_state` `last_error` and, when no failure was recorded before it, `failing_since`
+    /// (Unix milliseconds now); `None` (it succeeded) removes both. One transaction.
+    ///
+    /// Errors: a store error.
+    pub fn record_sync_error(&mut self, error: Option<&str>) -> Result<()> {
+        let now = crate::now_ms().to_string();
+        self.write(|w| {
+            match error {
+                Some(e) => {
+                    w.tx.execute(
+                        "INSERT INTO sync_state (key, value) VALUES ('last_error', ?1)
+                         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        [e],
+                    )
+                    .db()?;
+                    w.tx.execute(
+                        "INSERT OR IGNORE INTO sync_state (key, value) VALUES ('failing_since', ?1)",
+                        [&now],
+                    )
+                    .db()?;
+                }
+                None => {
+                    w.tx.execute(
+                        "DELETE FROM sync_state WHERE key IN ('last_error', 'failing_since')",
+                        [],
+                    )
+                    .db()?;
+                }
+            }
             Ok(())
         })
     }

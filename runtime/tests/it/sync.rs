@@ -719,3 +719,71 @@ fn deleting_a_pulled_session_here_pushes_its_deletion_under_its_machine() {
     );
     assert_eq!(a.sync_pending().unwrap(), pending(0, 0, 0));
 }
+
+#[test]
+fn purging_a_pulled_session_drops_it_here_only_until_its_machine_adds_to_it() {
+    let d = tempfile::tempdir().unwrap();
+    let (mut a, mut b) = pulled_pair(&d);
+    a.ack_push(&push(&a)).unwrap();
+    let s2 = session(&mut b, "s2");
+    apply(&mut b, s2, vec![text("u1", "from b")]);
+    b.ack_push(&b.push_batch(B, &no_privacy(), 1000, 1 << 20).unwrap())
+        .unwrap();
+    // Both sessions (A's s1 pulled, B's own s2) are older than the cutoff.
+    let cutoff = 1_790_000_000_000;
+    let dry = maintenance::purge(&mut b, cutoff, false, true).unwrap();
+    assert_eq!((dry.messages, dry.sessions, dry.other_machines), (2, 2, 1));
+    let done = maintenance::purge(&mut b, cutoff, false, false).unwrap();
+    assert_eq!(
+        (done.messages, done.sessions, done.other_machines),
+        (2, 2, 1)
+    );
+    assert_eq!(
+        rows(&b, "SELECT id FROM sessions"),
+        Vec::<Vec<Value>>::new()
+    );
+    // Only this machine's own session is deleted everywhere.
+    assert_eq!(b.sync_pending().unwrap(), pending(0, 0, 1));
+    let batch = b.push_batch(B, &no_privacy(), 1000, 1 << 20).unwrap();
+    assert_eq!(
+        batch
+            .deletions
+            .iter()
+            .map(|d| (d.machine.as_str(), d.external_id.as_str()))
+            .collect::<Vec<_>>(),
+        [(B, "s2")]
+    );
+    b.ack_push(&batch).unwrap();
+    // Machine A adds a message to s1: the next pull brings s1 back with only that message.
+    let s1 = maintenance::session_row(&a, "claude", "s1")
+        .unwrap()
+        .unwrap();
+    apply(&mut a, s1, vec![text("u2", "later from a")]);
+    b.apply_pull(&as_pull(&push(&a), A, 2), &Standard).unwrap();
+    assert_eq!(
+        rows(
+            &b,
+            "SELECT s.origin, s.external_id, m.ext_id, s.message_count FROM messages m
+             JOIN sessions s ON s.id = m.session_id"
+        ),
+        [vec![
+            Value::Text(A.to_string()),
+            Value::Text("s1".to_string()),
+            Value::Text("u2".to_string()),
+            Value::Integer(1)
+        ]]
+    );
+    assert_eq!(b.sync_pending().unwrap(), pending(0, 0, 0));
+}
+
+#[test]
+fn session_info_names_the_machine_of_a_pulled_session() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, mut b) = pulled_pair(&d);
+    let info = maintenance::session_info(&b, "s1").unwrap();
+    assert_eq!(info.machine.as_deref(), Some("laptop"));
+    assert_eq!(maintenance::session_info(&a, "s1").unwrap().machine, None);
+    let deleted = maintenance::delete_session(&mut b, "s1").unwrap();
+    assert_eq!(deleted.machine.as_deref(), Some("laptop"));
+    assert_eq!(b.sync_pending().unwrap(), pending(0, 0, 1));
+}
