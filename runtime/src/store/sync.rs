@@ -329,7 +329,8 @@ impl Store {
     /// batch is written then, and the pull position is unchanged.
     pub fn apply_pull(&mut self, batch: &PullBatch, enrich: &impl Enrich) -> Result<PullApplied> {
         let own = self.sync_state(MACHINE)?;
-        let now = crate::now_ms().to_string();
+        let now_ms = crate::now_ms();
+        let now = now_ms.to_string();
         self.write(|w| {
             let mut out = PullApplied::default();
             let tombstones_before: i64 =
@@ -367,7 +368,7 @@ impl Store {
                 if own.as_deref() == Some(changes.machine.as_str()) || changes.machine.is_empty() {
                     continue;
                 }
-                let (sid, deleted) = apply_session(w, changes, enrich)?;
+                let (sid, deleted) = apply_session(w, changes, enrich, now_ms)?;
                 out.sessions += 1;
                 out.messages += changes.messages.len() as u64;
                 out.deleted_messages += deleted;
@@ -408,8 +409,10 @@ fn apply_session<E: Enrich>(
     w: &Writer<'_>,
     changes: &SessionChanges,
     enrich: &E,
+    now: i64,
 ) -> Result<(i64, u64)> {
     let s = &changes.session;
+    let at = |t: Option<i64>| t.map(|t| not_future(t, now));
     let title = s.title.as_deref().map(|t| enrich.redact_title(t));
     let sid: i64 =
         w.tx.prepare_cached(
@@ -437,15 +440,15 @@ fn apply_session<E: Enrich>(
                 s.model,
                 s.git_branch,
                 s.agent_version,
-                s.started_at,
-                s.updated_at,
+                at(s.started_at),
+                at(s.updated_at),
                 s.message_count,
             ],
             |r| r.get(0),
         )
         .db()?;
     for m in &changes.messages {
-        apply_message(w, sid, m, enrich)?;
+        apply_message(w, sid, m, enrich, now)?;
     }
     if let Some(snaps) = &changes.snapshots {
         w.tx.execute("DELETE FROM snapshots WHERE session_id = ?1", [sid])
@@ -460,7 +463,7 @@ fn apply_session<E: Enrich>(
         for snap in snaps {
             stmt.execute(params![
                 sid,
-                snap.built_at,
+                not_future(snap.built_at, now),
                 snap.trigger,
                 snap.budget,
                 snap.events,
@@ -498,14 +501,21 @@ fn apply_session<E: Enrich>(
 }
 
 /// Upsert one pulled message of session `sid` (see [`Store::apply_pull`]).
-fn apply_message<E: Enrich>(w: &Writer<'_>, sid: i64, m: &SyncMessage, enrich: &E) -> Result<()> {
+fn apply_message<E: Enrich>(
+    w: &Writer<'_>,
+    sid: i64,
+    m: &SyncMessage,
+    enrich: &E,
+    now: i64,
+) -> Result<()> {
+    let ts = m.ts.map(|t| not_future(t, now));
     let redacted = redact_stored(
         enrich,
         StoredText {
             ext_id: m.ext_id.clone(),
             role: &m.role,
             kind: &m.kind,
-            ts: m.ts,
+            ts,
             body: &m.body,
             tools: &m.tools,
             parts: &m.parts,
@@ -535,7 +545,7 @@ fn apply_message<E: Enrich>(w: &Writer<'_>, sid: i64, m: &SyncMessage, enrich: &
             )
             .db()?
             .execute(params![
-                id, m.seq, m.role, m.kind, m.ts, m.model, body, tools, cjk, parts
+                id, m.seq, m.role, m.kind, ts, m.model, body, tools, cjk, parts
             ])
             .db()?;
             id
@@ -548,7 +558,7 @@ fn apply_message<E: Enrich>(w: &Writer<'_>, sid: i64, m: &SyncMessage, enrich: &
             )
             .db()?
             .execute(params![
-                sid, m.ext_id, m.seq, m.role, m.kind, m.ts, m.model, body, tools, cjk, parts
+                sid, m.ext_id, m.seq, m.role, m.kind, ts, m.model, body, tools, cjk, parts
             ])
             .db()?;
             w.tx.last_insert_rowid()
@@ -614,11 +624,25 @@ fn apply_message<E: Enrich>(w: &Writer<'_>, sid: i64, m: &SyncMessage, enrich: &
                 e.detail.as_deref().map(|d| enrich.redact(d)),
                 e.call_id,
                 e.tool,
-                e.ts,
+                e.ts.map(|t| not_future(t, now)),
             ])
             .db()?;
     }
     Ok(())
+}
+
+/// How far in the future (ms) a pulled time may be before it is taken as now: a day, for
+/// clocks that drift.
+const FUTURE_SLACK_MS: i64 = 86_400_000;
+
+/// A pulled time (ms since the Unix epoch) as applied: `now` when it is more than
+/// [`FUTURE_SLACK_MS`] after `now` (a row dated in the future would stay "the latest" forever).
+fn not_future(t: i64, now: i64) -> i64 {
+    if t > now.saturating_add(FUTURE_SLACK_MS) {
+        now
+    } else {
+        t
+    }
 }
 
 /// The session row `sid` as pushed, with its origin and project; `None` when it is gone.

@@ -719,3 +719,73 @@ fn deleting_a_pulled_session_here_pushes_its_deletion_under_its_machine() {
     );
     assert_eq!(a.sync_pending().unwrap(), pending(0, 0, 0));
 }
+
+#[test]
+fn a_pulled_session_is_never_the_latest_of_a_project_and_future_times_are_clamped() {
+    let d = tempfile::tempdir().unwrap();
+    let mut a = enabled(&d, "a.db", A);
+    let s1 = session(&mut a, "s1");
+    apply(&mut a, s1, vec![text("u1", "from a")]);
+    let mut pull = as_pull(&push(&a), A, 1);
+    // A teammate dates the pulled session far in the future so it stays "the latest".
+    let now = memtrail_runtime::now_ms();
+    let far = now + 10 * 86_400_000;
+    let near = now + 3_600_000; // within a day: a drifting clock, kept
+    let c = &mut pull.sessions[0];
+    c.session.started_at = Some(near);
+    c.session.updated_at = Some(far);
+    c.messages[0].ts = Some(far);
+    c.snapshots = Some(vec![memtrail_runtime::sync::SyncSnapshot {
+        built_at: far,
+        trigger: "compact".into(),
+        budget: 100,
+        events: 0,
+        text: "pulled snapshot".into(),
+        consumed_at: None,
+        consumed_by: None,
+    }]);
+    let mut b = enabled(&d, "b.db", B);
+    let mine = session(&mut b, "mine");
+    b.apply_pull(&pull, &Standard).unwrap();
+    let after = memtrail_runtime::now_ms();
+    let times = rows(
+        &b,
+        "SELECT s.started_at, s.updated_at, m.ts, n.built_at FROM sessions s
+         JOIN messages m ON m.session_id = s.id JOIN snapshots n ON n.session_id = s.id
+         WHERE s.origin <> ''",
+    );
+    assert_eq!(times.len(), 1);
+    assert_eq!(times[0][0], Value::Integer(near));
+    for t in &times[0][1..] {
+        let Value::Integer(t) = *t else {
+            panic!("{t:?}")
+        };
+        assert!((now..=after).contains(&t), "{t} not in {now}..={after}");
+    }
+    // Only this machine's session is the project's latest and counted by the startup pointer.
+    assert_eq!(
+        memtrail_runtime::resume::latest_session_for_dir(&b, "/w/app", None, None).unwrap(),
+        Some(mine)
+    );
+    assert_eq!(
+        memtrail_runtime::resume::latest_session_for_dir(
+            &b,
+            "/w/app/src",
+            Some("claude"),
+            Some(mine)
+        )
+        .unwrap(),
+        None
+    );
+    assert_eq!(
+        memtrail_runtime::resume::earlier_sessions_of_dir(&b, "/w/app", None).unwrap(),
+        (1, Some(1_780_000_000_500))
+    );
+    assert_eq!(
+        memtrail_runtime::resume::resolve_or_latest(&b, None, "/w/app").unwrap(),
+        mine
+    );
+    // Named explicitly, the pulled session resumes.
+    let pulled = memtrail_runtime::resume::resolve_or_latest(&b, Some("s1"), "/w/app");
+    assert_ne!(pulled.unwrap(), mine);
+}
