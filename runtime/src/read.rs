@@ -83,7 +83,8 @@ pub trait ReadStore {
     }
 
     /// The latest main session whose project is `dir` or contains it, of `agent` when given,
-    /// not `exclude`; `None` when there is none.
+    /// not `exclude`; `None` when there is none. A local store considers only this machine's
+    /// own sessions (not pulled ones): the hook injects what this returns.
     fn latest_session_for_dir(
         &self,
         dir: &str,
@@ -92,7 +93,8 @@ pub trait ReadStore {
     ) -> Result<Option<i64>>;
 
     /// How many main sessions other than `exclude` have `dir` as (or inside) their project, and
-    /// the time (ms since the Unix epoch) of the latest.
+    /// the time (ms since the Unix epoch) of the latest; a local store counts only this
+    /// machine's own sessions (not pulled ones).
     fn earlier_sessions_of_dir(
         &self,
         dir: &str,

@@ -73,7 +73,8 @@ fn load_events(store: &Store, rowid: i64, sql: &str) -> Result<Vec<StoredEvent>>
 
 /// The latest main (not sub-agent) session whose project directory is `dir` or contains it
 /// (the project a shell in `dir` works on), optionally of one agent and not `exclude` (a row
-/// id). `None` when there is none.
+/// id), among this machine's own sessions only (`origin = ''`: a session pulled from another
+/// machine is never injected into an agent's context automatically). `None` when there is none.
 pub fn latest_session_for_dir(
     store: &Store,
     dir: &str,
@@ -84,7 +85,7 @@ pub fn latest_session_for_dir(
         .conn
         .prepare_cached(
             "SELECT id, project_dir FROM sessions
-         WHERE parent_external_id IS NULL AND project_dir IS NOT NULL
+         WHERE parent_external_id IS NULL AND project_dir IS NOT NULL AND origin = ''
            AND (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR id <> ?2)
            AND (project_dir = ?3 OR substr(?3, 1, length(project_dir)) = project_dir)
          ORDER BY updated_at DESC, id DESC",
@@ -104,8 +105,8 @@ pub fn latest_session_for_dir(
     Ok(None)
 }
 
-/// How many main sessions other than `exclude` have `dir` as (or inside) their project, and
-/// the time (ms) of the latest.
+/// How many main sessions of this machine (`origin = ''`, pulled ones are not counted) other
+/// than `exclude` have `dir` as (or inside) their project, and the time (ms) of the latest.
 pub fn earlier_sessions_of_dir(
     store: &Store,
     dir: &str,
@@ -115,7 +116,7 @@ pub fn earlier_sessions_of_dir(
         .conn
         .prepare_cached(
             "SELECT project_dir, updated_at FROM sessions
-         WHERE parent_external_id IS NULL AND project_dir IS NOT NULL
+         WHERE parent_external_id IS NULL AND project_dir IS NOT NULL AND origin = ''
            AND (?1 IS NULL OR id <> ?1)
            AND (project_dir = ?2 OR substr(?2, 1, length(project_dir)) = project_dir)",
         )

@@ -6,15 +6,18 @@
 //! comes from. The triggers queue only this machine's sessions, and only once
 //! [`Store::sync_enable`] ran.
 
+use super::index_text::{cap, kind_from_str};
 use super::maintenance::{StoredText, delete_rows, redact_stored};
-use super::{Db, Store, Writer, cjk_index_text};
+use super::{Db, Store, Writer, cjk_index_text, render_index_text};
 use crate::Result;
+use crate::events::{MAX_DETAIL, MAX_SUBJECT};
 use crate::privacy::Privacy;
 use crate::records::Enrich;
 use crate::sync::{
     Deletion, PullApplied, PullBatch, PushBatch, SessionChanges, SyncEvent, SyncMessage,
     SyncPending, SyncSession, SyncSnapshot, SyncToolCall,
 };
+use memtrail_adapters::{Message, Part, Role, one_line};
 use rusqlite::{OptionalExtension, params};
 use std::collections::HashMap;
 
@@ -389,14 +392,20 @@ impl Store {
     ///   read again). The tombstones the delete trigger writes for them are dropped in the same
     ///   transaction: a deletion pulled is not pushed back.
     /// - sessions: upserted with `origin` = their machine, the title redacted again by
-    ///   `enrich` ([`Enrich::redact_title`]); the message count is recounted from the stored
-    ///   messages.
-    /// - messages: upserted by (session, `ext_id`), their text redacted again by `enrich` (as
-    ///   `memtrail redact --rescan` redacts stored rows), their tool calls and events replaced
-    ///   (events extracted again by `enrich` when redaction changed the message; subjects and
-    ///   details redacted). They are queued for the full-text index like any written message,
-    ///   and never queued for a push (they are not this machine's).
-    /// - snapshots, when `Some`: replaced whole (texts redacted again).
+    ///   `enrich` ([`Enrich::redact_title`]) and cut to [`PULLED_TITLE_CHARS`], every other text
+    ///   field redacted and capped at [`PULLED_FIELD_CAP`] bytes; the message count is recounted
+    ///   from the stored messages.
+    /// - messages: upserted by (session, `ext_id`), their parts capped at
+    ///   [`PULLED_MESSAGE_CAP`] bytes of text and redacted again by `enrich` (as `memtrail redact
+    ///   --rescan` redacts stored rows); what the local writer derives from the parts (the
+    ///   search columns `body`, `tools`, `cjk`, the tool calls, the events) is derived again,
+    ///   never taken from the pull (see `apply_message`). They are queued for the full-text
+    ///   index like any written message, and never queued for a push (they are not this
+    ///   machine's).
+    /// - snapshots, when `Some`: replaced whole (every text redacted again).
+    /// - times (session start and update, message, event, snapshot) more than a day in the
+    ///   future are taken as now.
+    /// - the machine's label: control characters replaced by spaces, at most 64 characters.
     /// - message set, when `Some`: the session's stored messages not in it are deleted.
     ///
     /// A session that `batch` holds for this machine itself (its own pushes) is skipped.
@@ -405,7 +414,8 @@ impl Store {
     /// batch is written then, and the pull position is unchanged.
     pub fn apply_pull(&mut self, batch: &PullBatch, enrich: &impl Enrich) -> Result<PullApplied> {
         let own = self.sync_state(MACHINE)?;
-        let now = crate::now_ms().to_string();
+        let now_ms = crate::now_ms();
+        let now = now_ms.to_string();
         self.write(|w| {
             let mut out = PullApplied::default();
             let tombstones_before: i64 =
@@ -443,7 +453,7 @@ impl Store {
                 if own.as_deref() == Some(changes.machine.as_str()) || changes.machine.is_empty() {
                     continue;
                 }
-                let (sid, deleted) = apply_session(w, changes, enrich)?;
+                let (sid, deleted) = apply_session(w, changes, enrich, now_ms)?;
                 out.sessions += 1;
                 out.messages += changes.messages.len() as u64;
                 out.deleted_messages += deleted;
@@ -458,7 +468,7 @@ impl Store {
             w.tx.execute(
                 "INSERT INTO machines (id, label) VALUES (?1, ?2)
                  ON CONFLICT (id) DO UPDATE SET label = excluded.label",
-                params![batch.machine, batch.label],
+                params![batch.machine, pulled_label(&batch.label)],
             )
             .db()?;
             let mut set =
@@ -484,9 +494,19 @@ fn apply_session<E: Enrich>(
     w: &Writer<'_>,
     changes: &SessionChanges,
     enrich: &E,
+    now: i64,
 ) -> Result<(i64, u64)> {
     let s = &changes.session;
-    let title = s.title.as_deref().map(|t| enrich.redact_title(t));
+    let at = |t: Option<i64>| t.map(|t| not_future(t, now));
+    let title = s.title.as_deref().map(|t| {
+        let t = enrich.redact_title(t);
+        if t.chars().count() > PULLED_TITLE_CHARS {
+            one_line(&t, PULLED_TITLE_CHARS)
+        } else {
+            t.into_owned()
+        }
+    });
+    let field = |t: &Option<String>| t.as_deref().map(|t| pulled_field(enrich, t));
     let sid: i64 =
         w.tx.prepare_cached(
             "INSERT INTO sessions (agent, external_id, origin, parent_external_id, project_dir,
@@ -507,21 +527,21 @@ fn apply_session<E: Enrich>(
                 s.agent,
                 s.external_id,
                 changes.machine,
-                s.parent_external_id,
-                s.project_dir,
-                title.as_deref(),
-                s.model,
-                s.git_branch,
-                s.agent_version,
-                s.started_at,
-                s.updated_at,
+                field(&s.parent_external_id),
+                field(&s.project_dir),
+                title,
+                field(&s.model),
+                field(&s.git_branch),
+                field(&s.agent_version),
+                at(s.started_at),
+                at(s.updated_at),
                 s.message_count,
             ],
             |r| r.get(0),
         )
         .db()?;
     for m in &changes.messages {
-        apply_message(w, sid, m, enrich)?;
+        apply_message(w, sid, m, enrich, now)?;
     }
     if let Some(snaps) = &changes.snapshots {
         w.tx.execute("DELETE FROM snapshots WHERE session_id = ?1", [sid])
@@ -536,13 +556,13 @@ fn apply_session<E: Enrich>(
         for snap in snaps {
             stmt.execute(params![
                 sid,
-                snap.built_at,
-                snap.trigger,
+                not_future(snap.built_at, now),
+                pulled_field(enrich, &snap.trigger),
                 snap.budget,
                 snap.events,
-                enrich.redact(&snap.text),
-                snap.consumed_at,
-                snap.consumed_by,
+                cap(&enrich.redact(&snap.text), PULLED_MESSAGE_CAP),
+                snap.consumed_at.map(|t| not_future(t, now)),
+                snap.consumed_by.as_deref().map(|t| pulled_field(enrich, t)),
             ])
             .db()?;
         }
@@ -573,28 +593,66 @@ fn apply_session<E: Enrich>(
     Ok((sid, deleted))
 }
 
-/// Upsert one pulled message of session `sid` (see [`Store::apply_pull`]).
-fn apply_message<E: Enrich>(w: &Writer<'_>, sid: i64, m: &SyncMessage, enrich: &E) -> Result<()> {
+/// Upsert one pulled message of session `sid` (see [`Store::apply_pull`]). Nothing of what
+/// the local writer derives from a message's parts is taken from the pull: the parts are
+/// capped ([`cap_pulled_parts`]) and redacted, and the search columns (`body`, `tools`, `cjk`),
+/// the tool calls and the events are derived from them again as the writer derives them. Parts
+/// that do not parse (no event or tool call can be read from them) keep their pulled search
+/// columns and tool calls, capped and redacted, and their pulled events, every text redacted.
+fn apply_message<E: Enrich>(
+    w: &Writer<'_>,
+    sid: i64,
+    m: &SyncMessage,
+    enrich: &E,
+    now: i64,
+) -> Result<()> {
+    let ts = m.ts.map(|t| not_future(t, now));
+    let parsed = serde_json::from_str::<Vec<Part>>(&m.parts)
+        .ok()
+        .map(|mut parts| {
+            cap_pulled_parts(&mut parts);
+            Message {
+                id: m.ext_id.clone(),
+                role: m.role.parse().unwrap_or(Role::System),
+                kind: kind_from_str(&m.kind),
+                parts,
+                timestamp: ts,
+                model: None,
+            }
+        });
+    let capped = match &parsed {
+        Some(msg) => serde_json::to_string(&msg.parts)?,
+        None => cap(&m.parts, PULLED_MESSAGE_CAP).to_string(),
+    };
     let redacted = redact_stored(
         enrich,
         StoredText {
             ext_id: m.ext_id.clone(),
             role: &m.role,
             kind: &m.kind,
-            ts: m.ts,
-            body: &m.body,
-            tools: &m.tools,
-            parts: &m.parts,
+            ts,
+            body: cap(&m.body, PULLED_MESSAGE_CAP),
+            tools: cap(&m.tools, PULLED_MESSAGE_CAP),
+            parts: &capped,
         },
     )?;
-    let (parts, body, tools) = match &redacted {
-        Some(r) => (r.parts.as_str(), r.body.as_str(), r.tools.as_str()),
-        None => (m.parts.as_str(), m.body.as_str(), m.tools.as_str()),
+    // The message as stored: its parts (JSON), search columns and, when the parts parse, the
+    // message they hold.
+    let (parts, body, tools, message) = match (redacted, parsed) {
+        (Some(r), _) => (r.parts, r.body, r.tools, r.message),
+        (None, Some(msg)) => {
+            let (body, tools) = render_index_text(&msg);
+            (capped, body, tools, Some(msg))
+        }
+        (None, None) => (
+            capped,
+            cap(&m.body, PULLED_MESSAGE_CAP).to_string(),
+            cap(&m.tools, PULLED_MESSAGE_CAP).to_string(),
+            None,
+        ),
     };
-    let cjk = match &redacted {
-        Some(_) => cjk_index_text(body, tools),
-        None => m.cjk.clone(),
-    };
+    let cjk = cjk_index_text(&body, &tools);
+    let model = m.model.as_deref().map(|t| pulled_field(enrich, t));
     // Not an upsert: an `ON CONFLICT … DO UPDATE` would impose its conflict handling on the
     // triggers' `INSERT OR IGNORE INTO fts_pending` (SQLite's rule for statements in triggers).
     let stored: Option<i64> =
@@ -611,7 +669,7 @@ fn apply_message<E: Enrich>(w: &Writer<'_>, sid: i64, m: &SyncMessage, enrich: &
             )
             .db()?
             .execute(params![
-                id, m.seq, m.role, m.kind, m.ts, m.model, body, tools, cjk, parts
+                id, m.seq, m.role, m.kind, ts, model, body, tools, cjk, parts
             ])
             .db()?;
             id
@@ -624,7 +682,7 @@ fn apply_message<E: Enrich>(w: &Writer<'_>, sid: i64, m: &SyncMessage, enrich: &
             )
             .db()?
             .execute(params![
-                sid, m.ext_id, m.seq, m.role, m.kind, m.ts, m.model, body, tools, cjk, parts
+                sid, m.ext_id, m.seq, m.role, m.kind, ts, model, body, tools, cjk, parts
             ])
             .db()?;
             w.tx.last_insert_rowid()
@@ -634,6 +692,10 @@ fn apply_message<E: Enrich>(w: &Writer<'_>, sid: i64, m: &SyncMessage, enrich: &
         .db()?
         .execute([id])
         .db()?;
+    if let Some(msg) = &message {
+        w.index_calls(sid, id, msg)?;
+        return w.index_events(enrich, sid, id, msg);
+    }
     let mut calls =
         w.tx.prepare_cached(
             "INSERT INTO tool_calls (session_id, call_id, message_id, name, tool, is_error,
@@ -648,28 +710,19 @@ fn apply_message<E: Enrich>(w: &Writer<'_>, sid: i64, m: &SyncMessage, enrich: &
         calls
             .execute(params![
                 sid,
-                c.call_id,
+                pulled_field(enrich, &c.call_id),
                 id,
-                c.name,
-                c.tool,
+                pulled_field(enrich, &c.name),
+                pulled_field(enrich, &c.tool),
                 c.is_error,
                 c.has_output
             ])
             .db()?;
     }
-    // Redaction changed the message: its events quote the old text, extracted again (as a
-    // rescan does).
-    if let Some(msg) = redacted.as_ref().and_then(|r| r.message.as_ref()) {
-        return w.index_events(enrich, sid, id, msg);
-    }
     w.tx.prepare_cached("DELETE FROM events WHERE message_id = ?1")
         .db()?
         .execute([id])
         .db()?;
-    if redacted.is_some() {
-        // Parts that do not parse: no events can be read from them.
-        return Ok(());
-    }
     let mut events =
         w.tx.prepare_cached(
             "INSERT INTO events (session_id, message_id, seq, category, action, priority,
@@ -683,18 +736,94 @@ fn apply_message<E: Enrich>(w: &Writer<'_>, sid: i64, m: &SyncMessage, enrich: &
                 sid,
                 id,
                 e.seq,
-                e.category,
-                e.action,
+                pulled_field(enrich, &e.category),
+                pulled_field(enrich, &e.action),
                 e.priority,
-                enrich.redact(&e.subject),
-                e.detail.as_deref().map(|d| enrich.redact(d)),
-                e.call_id,
-                e.tool,
-                e.ts,
+                cap(&enrich.redact(&e.subject), MAX_SUBJECT),
+                e.detail
+                    .as_deref()
+                    .map(|d| cap(&enrich.redact(d), MAX_DETAIL).to_string()),
+                e.call_id.as_deref().map(|t| pulled_field(enrich, t)),
+                e.tool.as_deref().map(|t| pulled_field(enrich, t)),
+                e.ts.map(|t| not_future(t, now)),
             ])
             .db()?;
     }
     Ok(())
+}
+
+/// Cap on the bytes of one pulled message's text (the strings of its parts together, in
+/// order; each of its search columns when its parts do not parse): what is past it is
+/// dropped, so that one huge message of another machine is not stored (and indexed) whole
+/// by every machine that pulls it.
+pub const PULLED_MESSAGE_CAP: usize = 1024 * 1024;
+
+/// Cap on the bytes of a pulled short field (a project directory, branch, model, tool name,
+/// …), after redaction.
+pub const PULLED_FIELD_CAP: usize = 4096;
+
+/// Cap on the characters of a pulled session title (longer ones are cut to one line of this
+/// many characters, as the adapters cut titles).
+pub const PULLED_TITLE_CHARS: usize = 200;
+
+/// Cap the text of pulled `parts` in place: every text, thinking, tool input string and tool
+/// output cut so that together they hold at most [`PULLED_MESSAGE_CAP`] bytes (the first ones
+/// first).
+fn cap_pulled_parts(parts: &mut [Part]) {
+    fn take(s: &mut String, left: &mut usize) {
+        let keep = cap(s, *left).len();
+        s.truncate(keep);
+        *left -= keep;
+    }
+    fn take_json(v: &mut serde_json::Value, left: &mut usize) {
+        match v {
+            serde_json::Value::String(s) => take(s, left),
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| take_json(x, left)),
+            serde_json::Value::Object(o) => o.values_mut().for_each(|x| take_json(x, left)),
+            _ => {}
+        }
+    }
+    let mut left = PULLED_MESSAGE_CAP;
+    for p in parts {
+        match p {
+            Part::Text { text } | Part::Thinking { text } => take(text, &mut left),
+            Part::ToolCall(c) => {
+                take_json(&mut c.input, &mut left);
+                if let Some(o) = &mut c.output {
+                    take(o, &mut left);
+                }
+            }
+            Part::ToolResult { output, .. } => take(output, &mut left),
+        }
+    }
+}
+
+/// A pulled short field as stored: redacted, capped at [`PULLED_FIELD_CAP`] bytes.
+fn pulled_field<E: Enrich>(enrich: &E, text: &str) -> String {
+    cap(&enrich.redact(text), PULLED_FIELD_CAP).to_string()
+}
+
+/// A machine label as stored: control characters replaced by spaces, at most 64 characters.
+fn pulled_label(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(64)
+        .collect()
+}
+
+/// How far in the future (ms) a pulled time may be before it is taken as now: a day, for
+/// clocks that drift.
+const FUTURE_SLACK_MS: i64 = 86_400_000;
+
+/// A pulled time (ms since the Unix epoch) as applied: `now` when it is more than
+/// [`FUTURE_SLACK_MS`] after `now` (a row dated in the future would stay "the latest" forever).
+fn not_future(t: i64, now: i64) -> i64 {
+    if t > now.saturating_add(FUTURE_SLACK_MS) {
+        now
+    } else {
+        t
+    }
 }
 
 /// The session row `sid` as pushed, with its origin and project; `None` when it is gone.

@@ -568,7 +568,7 @@ impl Writer<'_> {
         Ok((id, seq))
     }
 
-    fn index_calls(&self, session_id: i64, rowid: i64, m: &Message) -> Result<()> {
+    pub(crate) fn index_calls(&self, session_id: i64, rowid: i64, m: &Message) -> Result<()> {
         let mut stmt = self.tx.prepare_cached(
             "INSERT INTO tool_calls (session_id, call_id, message_id, name, tool, is_error, has_output)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
