@@ -53,20 +53,41 @@ impl PgReader {
     /// and check that it holds memtrail's schema with full-text search (migration 2).
     ///
     /// Errors: [`Error::Remote`] when the URL is bad, the connection fails (the message names
-    /// the URL, password masked), or the database has no memtrail schema (the message says to
-    /// run `memtrail sync --init`).
+    /// the URL, password masked), the database has no memtrail tables (the message says to run
+    /// `memtrail sync --init URL` on a machine first), its schema is newer than this build knows
+    /// (`memtrail_meta.schema_version` above the last of [`crate::migrate::MIGRATIONS`]: the message of
+    /// [`crate::Error::NewerSchema`], as `memtrail sync` gives it) or has no full-text search.
     pub fn connect(url: &str) -> Result<PgReader> {
         let pg = Pg::connect_url(url).map_err(remote)?;
         let r = PgReader { pg };
-        let ready: bool = r
-            .one(
-                "SELECT to_regclass('messages') IS NOT NULL
-                    AND EXISTS (SELECT 1 FROM pg_attribute
-                                WHERE attrelid = to_regclass('messages') AND attname = 'tsv')",
+        let t = r.one(
+            "SELECT to_regclass('memtrail_meta') IS NOT NULL, to_regclass('messages') IS NOT NULL,
+                    EXISTS (SELECT 1 FROM pg_attribute
+                            WHERE attrelid = to_regclass('messages') AND attname = 'tsv')",
+            &[],
+        )?;
+        let (meta, messages, tsv): (bool, bool, bool) = (t.get(0), t.get(1), t.get(2));
+        if !meta && !messages {
+            return Err(Error::Remote(
+                "no memtrail tables in DB: run `memtrail sync --init URL` on a machine first"
+                    .into(),
+            ));
+        }
+        if meta
+            && let Some(v) = r.opt(
+                "SELECT value FROM memtrail_meta WHERE key = 'schema_version'",
                 &[],
             )?
-            .get(0);
-        if !ready {
+        {
+            let found: i64 = v.get::<_, String>(0).parse().map_err(|_| {
+                Error::Remote("memtrail_meta.schema_version is not a number".into())
+            })?;
+            let supported = crate::migrate::MIGRATIONS.len() as i64;
+            if found > supported {
+                return Err(remote(crate::Error::NewerSchema { found, supported }));
+            }
+        }
+        if !tsv {
             return Err(Error::Remote(
                 "this database holds no memtrail store (or one without full-text search): run `memtrail sync --init URL` to create it, then `memtrail sync`".into(),
             ));

@@ -523,3 +523,63 @@ fn a_postgresql_store_never_shows_a_secret_written_into_it_directly() {
     assert_eq!(events[0]["detail"], format!("detail {RED_GH}"));
     assert_eq!(events[0]["tool"], format!("Edit-{RED_GH}"));
 }
+
+#[test]
+fn a_postgresql_store_without_memtrail_tables_or_with_a_newer_schema_is_refused() {
+    let Some(url) = memtrail_testkit::pg::test_database("schema_read") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let refused = |args: &[&str]| -> String {
+        let out = sb
+            .cmd()
+            .args(["--store", &url])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(out.stdout, b"", "{args:?}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    // An empty database.
+    for args in [&["sessions", "list"][..], &["search", "x"]] {
+        let err = refused(args);
+        assert!(
+            err.contains(
+                "no memtrail tables in DB: run `memtrail sync --init URL` on a machine first"
+            ),
+            "{err}"
+        );
+    }
+    let out = sb
+        .cmd()
+        .args(["sync", "--init", &url, "--label", "laptop"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let supported = memtrail_pg::migrate::MIGRATIONS.len();
+    memtrail_pg::Pg::connect_url(&url)
+        .unwrap()
+        .batch_execute(&format!(
+            "UPDATE memtrail_meta SET value = '{}' WHERE key = 'schema_version'",
+            supported + 1
+        ))
+        .unwrap();
+    let newer = format!(
+        "the database's memtrail schema is version {}, newer than this memtrail's {supported}: upgrade memtrail on this machine",
+        supported + 1
+    );
+    for args in [&["sessions", "list"][..], &["search", "x"]] {
+        let err = refused(args);
+        assert!(err.contains(&newer), "{err}");
+    }
+    // `memtrail sync` gives the same message.
+    let out = sb.cmd().args(["sync"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&newer), "{err}");
+}
