@@ -214,7 +214,9 @@ pub fn sync(
 
 /// A store set up for sync as one machine is never synced as another: its own sessions would
 /// come back from PostgreSQL as the other machine's (a copied or edited config).
-fn check_store_machine(
+///
+/// Errors: `store_machine` (the store's `sync_state` `machine`) is set and is not `machine`.
+pub(super) fn check_store_machine(
     store_machine: Option<&str>,
     machine: &str,
     db: &StoreLocation,
