@@ -18,6 +18,7 @@ use memtrail_runtime::query::{
     like_escape, normalize_dir, parse_query, pick_prefix_match, view_parts, with_recency,
 };
 use memtrail_runtime::read::{CandidateMessage, ReadStore};
+use memtrail_runtime::redact::{redact, redact_json, redact_string, redact_title};
 use memtrail_runtime::resume::dir_within;
 use memtrail_runtime::{Error, Result, now_ms};
 use tokio_postgres::Row;
@@ -52,20 +53,41 @@ impl PgReader {
     /// and check that it holds memtrail's schema with full-text search (migration 2).
     ///
     /// Errors: [`Error::Remote`] when the URL is bad, the connection fails (the message names
-    /// the URL, password masked), or the database has no memtrail schema (the message says to
-    /// run `memtrail sync --init`).
+    /// the URL, password masked), the database has no memtrail tables (the message says to run
+    /// `memtrail sync --init URL` on a machine first), its schema is newer than this build knows
+    /// (`memtrail_meta.schema_version` above the last of [`crate::migrate::MIGRATIONS`]: the message of
+    /// [`crate::Error::NewerSchema`], as `memtrail sync` gives it) or has no full-text search.
     pub fn connect(url: &str) -> Result<PgReader> {
         let pg = Pg::connect_url(url).map_err(remote)?;
         let r = PgReader { pg };
-        let ready: bool = r
-            .one(
-                "SELECT to_regclass('messages') IS NOT NULL
-                    AND EXISTS (SELECT 1 FROM pg_attribute
-                                WHERE attrelid = to_regclass('messages') AND attname = 'tsv')",
+        let t = r.one(
+            "SELECT to_regclass('memtrail_meta') IS NOT NULL, to_regclass('messages') IS NOT NULL,
+                    EXISTS (SELECT 1 FROM pg_attribute
+                            WHERE attrelid = to_regclass('messages') AND attname = 'tsv')",
+            &[],
+        )?;
+        let (meta, messages, tsv): (bool, bool, bool) = (t.get(0), t.get(1), t.get(2));
+        if !meta && !messages {
+            return Err(Error::Remote(
+                "no memtrail tables in DB: run `memtrail sync --init URL` on a machine first"
+                    .into(),
+            ));
+        }
+        if meta
+            && let Some(v) = r.opt(
+                "SELECT value FROM memtrail_meta WHERE key = 'schema_version'",
                 &[],
             )?
-            .get(0);
-        if !ready {
+        {
+            let found: i64 = v.get::<_, String>(0).parse().map_err(|_| {
+                Error::Remote("memtrail_meta.schema_version is not a number".into())
+            })?;
+            let supported = crate::migrate::MIGRATIONS.len() as i64;
+            if found > supported {
+                return Err(remote(crate::Error::NewerSchema { found, supported }));
+            }
+        }
+        if !tsv {
             return Err(Error::Remote(
                 "this database holds no memtrail store (or one without full-text search): run `memtrail sync --init URL` to create it, then `memtrail sync`".into(),
             ));
@@ -260,7 +282,7 @@ impl ReadStore for PgReader {
             &format!("SELECT {SESSION_COLS} FROM sessions s WHERE s.id = $1"),
             &[&rowid],
         )?
-        .map(|r| session_row(&r))
+        .map(|r| clean(session_row(&r)))
         .ok_or_else(|| Error::NotFound(format!("no session with row id {rowid}")))
     }
 
@@ -286,7 +308,7 @@ impl ReadStore for PgReader {
         Ok(self
             .rows_boxed(&sql, &args)?
             .iter()
-            .map(session_row)
+            .map(|r| clean(session_row(r)))
             .collect())
     }
 
@@ -334,13 +356,13 @@ impl ReadStore for PgReader {
             .iter()
             .map(|r| r.get(0))
             .collect();
-        Ok(SessionView {
+        Ok(clean(SessionView {
             total: session.messages,
             session,
             offset: offset.max(0),
             messages,
             children,
-        })
+        }))
     }
 
     fn has_messages_from(&self, agent: &str, external_id: &str, seq: i64) -> Result<bool> {
@@ -460,12 +482,16 @@ impl ReadStore for PgReader {
                 "SELECT m.id, s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq,
                         m.role, m.kind, m.ts,
                         coalesce((SELECT label FROM machines WHERE id = s.machine_id), s.machine_id),
-                        CASE WHEN ts_filter(m.tsv, '{{a}}') @@ q THEN {body}
-                             WHEN ts_filter(m.tsv, '{{b}}') @@ q THEN {tools}
-                             WHEN ts_filter(m.tsv, '{{c}}') @@ q THEN {cjk}
-                             ELSE {body} END
+                        CASE w.k WHEN 2 THEN {tools} WHEN 3 THEN {cjk} ELSE {body} END,
+                        w.k,
+                        CASE w.k WHEN 2 THEN left(m.tools, 100000) WHEN 3 THEN left(m.cjk, 50000)
+                                 ELSE left(m.body, 100000) END
                  FROM messages m JOIN sessions s ON s.uid = m.session_uid,
-                      to_tsquery('memtrail', $1) q
+                      to_tsquery('memtrail', $1) q,
+                      LATERAL (SELECT CASE WHEN ts_filter(m.tsv, '{{a}}') @@ q THEN 1
+                                           WHEN ts_filter(m.tsv, '{{b}}') @@ q THEN 2
+                                           WHEN ts_filter(m.tsv, '{{c}}') @@ q THEN 3
+                                           ELSE 1 END AS k) w
                  WHERE m.id = ANY($2)",
                 body = headline("memtrail_split(left(m.body, 100000))", "memtrail"),
                 tools = headline("memtrail_split(left(m.tools, 100000))", "memtrail"),
@@ -484,7 +510,25 @@ impl ReadStore for PgReader {
             let Some(r) = by_id.remove(&rowid) else {
                 continue;
             };
-            let snippet: String = r.get(11);
+            let mut snippet: String = r.get(11);
+            // The snippet of the text redacted, when redacting changes the text (a row written
+            // into PostgreSQL directly): a secret the fragment would cut is never shown in part.
+            let source: Option<String> = r.get(13);
+            if let Some(std::borrow::Cow::Owned(red)) = source.as_deref().map(redact) {
+                let (config, doc) = match r.get::<_, i32>(12) {
+                    3 => ("simple", "$2::text"),
+                    _ => ("memtrail", "memtrail_split($2)"),
+                };
+                snippet = self
+                    .one(
+                        &format!(
+                            "SELECT {}",
+                            headline(doc, config).replace(" q,", " to_tsquery('memtrail', $1),")
+                        ),
+                        &[args[0].as_ref() as &(dyn ToSql + Sync), &red],
+                    )?
+                    .get(0);
+            }
             let snippet = snippet.replace('\u{3}', "");
             debug_assert!(!snippet.contains([HL_START, HL_END]) || snippet.contains(HL_START));
             hits.push(Hit {
@@ -504,7 +548,7 @@ impl ReadStore for PgReader {
                 score,
             });
         }
-        Ok(hits)
+        Ok(clean(hits))
     }
 
     fn session_events(&self, rowid: i64) -> Result<Vec<StoredEvent>> {
@@ -538,7 +582,7 @@ impl ReadStore for PgReader {
                 },
             });
         }
-        Ok(out)
+        Ok(clean(out))
     }
 
     fn latest_session_for_dir(
@@ -610,7 +654,8 @@ impl ReadStore for PgReader {
                         body
                     },
                 }
-            }))
+            })
+            .map(clean))
     }
 
     fn recent_messages(
@@ -638,6 +683,7 @@ impl ReadStore for PgReader {
                     .map(memtrail_adapters::format_rfc3339_ms),
                 text: r.get(3),
             })
+            .map(clean)
             .collect())
     }
 
@@ -654,7 +700,7 @@ impl ReadStore for PgReader {
                 )?
                 .map(|r| r.get(0)))
         };
-        Ok((q("ASC")?, q("DESC")?))
+        Ok(clean((q("ASC")?, q("DESC")?)))
     }
 
     fn last_answer(&self, rowid: i64) -> Result<Option<String>> {
@@ -665,7 +711,158 @@ impl ReadStore for PgReader {
                    AND length(trim(m.body)) > 0 ORDER BY m.seq DESC LIMIT 1",
                 &[&rowid],
             )?
-            .map(|r| r.get(0)))
+            .map(|r| clean(r.get(0))))
+    }
+}
+
+/// What a [`PgReader`] returns, redacted (memtrail's rules, [`memtrail_runtime::redact`], the
+/// ones capture applies) before it leaves the reader: rows in PostgreSQL are written by every
+/// teammate's memtrail, redacted by it, but anyone who can write to the database can also write
+/// rows directly, so nothing read from it is shown, printed or given to an agent unredacted.
+trait Redacted {
+    /// Redact every text of `self` in place.
+    fn redact(&mut self);
+}
+
+/// `x` redacted ([`Redacted`]).
+fn clean<T: Redacted>(mut x: T) -> T {
+    x.redact();
+    x
+}
+
+impl Redacted for String {
+    fn redact(&mut self) {
+        redact_string(self);
+    }
+}
+
+impl<T: Redacted> Redacted for Option<T> {
+    fn redact(&mut self) {
+        if let Some(x) = self {
+            x.redact();
+        }
+    }
+}
+
+impl<T: Redacted> Redacted for Vec<T> {
+    fn redact(&mut self) {
+        self.iter_mut().for_each(Redacted::redact);
+    }
+}
+
+impl<A: Redacted, B: Redacted> Redacted for (A, B) {
+    fn redact(&mut self) {
+        self.0.redact();
+        self.1.redact();
+    }
+}
+
+impl Redacted for SessionSummary {
+    fn redact(&mut self) {
+        let SessionSummary {
+            session_id,
+            agent,
+            machine,
+            title,
+            project,
+            model,
+            git_branch,
+            started_at: _,
+            updated_at: _,
+            messages: _,
+            parent_session_id,
+        } = self;
+        if let Some(t) = title
+            && let std::borrow::Cow::Owned(r) = redact_title(t)
+        {
+            *t = r;
+        }
+        for s in [session_id, agent, machine] {
+            s.redact();
+        }
+        for s in [project, model, git_branch, parent_session_id] {
+            s.redact();
+        }
+    }
+}
+
+impl Redacted for memtrail_adapters::ToolCall {
+    fn redact(&mut self) {
+        self.id.redact();
+        self.name.redact();
+        self.tool.redact();
+        redact_json(&mut self.input);
+        self.output.redact();
+    }
+}
+
+impl Redacted for MessageView {
+    fn redact(&mut self) {
+        for s in [&mut self.id, &mut self.role, &mut self.kind, &mut self.text] {
+            s.redact();
+        }
+        self.thinking.redact();
+        self.model.redact();
+        self.tool_calls.redact();
+    }
+}
+
+impl Redacted for SessionView {
+    fn redact(&mut self) {
+        self.session.redact();
+        self.messages.redact();
+        self.children.redact();
+    }
+}
+
+impl Redacted for StoredEvent {
+    fn redact(&mut self) {
+        self.message_id.redact();
+        let e = &mut self.event;
+        e.action.redact();
+        e.subject.redact();
+        e.detail.redact();
+        e.call_id.redact();
+        e.tool.redact();
+    }
+}
+
+impl Redacted for CandidateMessage {
+    fn redact(&mut self) {
+        self.session_id.redact();
+        self.role.redact();
+        self.text.redact();
+    }
+}
+
+impl Redacted for Hit {
+    /// The snippet is redacted by [`PgReader::search`] (its highlight markers kept); a snippet
+    /// that still changes when redacted without them loses its highlights here.
+    fn redact(&mut self) {
+        if let Some(t) = &mut self.title
+            && let std::borrow::Cow::Owned(r) = redact_title(t)
+        {
+            *t = r;
+        }
+        for s in [
+            &mut self.session_id,
+            &mut self.agent,
+            &mut self.machine,
+            &mut self.message_id,
+            &mut self.role,
+            &mut self.kind,
+        ] {
+            s.redact();
+        }
+        self.project.redact();
+        let plain: String = self
+            .snippet
+            .chars()
+            .filter(|c| *c != HL_START && *c != HL_END)
+            .collect();
+        if let std::borrow::Cow::Owned(r) = redact(&plain) {
+            self.snippet = r;
+        }
     }
 }
 

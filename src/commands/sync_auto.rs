@@ -77,8 +77,16 @@ fn setup() -> Result<Option<Setup>> {
 }
 
 /// The store, with sync enabled in it as this machine.
+///
+/// Errors: the store's; a store set up as another machine than the config's (the check and
+/// message of plain `memtrail sync`), kept as the store's `last_error` too.
 fn open_enabled(db: &StoreLocation, me: &Identity) -> Result<Store> {
     let mut store = open_store(db)?;
+    let store_machine = store.sync_state("machine")?;
+    if let Err(e) = super::sync::check_store_machine(store_machine.as_deref(), &me.machine, db) {
+        let _ = store.set_sync_state("last_error", Some(&error_chain(&e)));
+        return Err(e);
+    }
     if !store.sync_enabled()? {
         store.sync_enable(&me.machine)?;
     }

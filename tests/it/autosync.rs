@@ -474,3 +474,71 @@ fn watch_pushes_changes_pulls_survives_postgresql_going_away_and_stops_on_sigter
             .is_some_and(|l| l.ends_with(" memtrail sync: stopped"))
     });
 }
+
+#[test]
+fn background_and_watch_syncs_refuse_a_config_whose_machine_id_is_not_the_stores() {
+    let Some(url) = memtrail_testkit::pg::test_database("autosync_machine") else {
+        return;
+    };
+    let pg = memtrail_pg::Pg::connect_url(&url).unwrap();
+    let (sb, t, _) = machine(&url, "a", 5, 4);
+    let mine = sb.json(&["status", "--json"])["sync"]["machine"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    grow(&sb, &t, 5, 4, 2);
+    // The config's machine id changed (copied from another machine, edited by hand).
+    let config = sb.home.join(".config/memtrail/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains(&mine), "{text}");
+    std::fs::write(&config, text.replace(&mine, MACHINE)).unwrap();
+    let expected = format!(
+        "the store {} syncs as machine {mine} but memtrail's config says {MACHINE}: put \
+         `machine = \"{mine}\"` under [sync] in {} (or use another store)",
+        sb.db().display(),
+        config.display()
+    );
+    let out = sb.cmd().args(["sync", "--background"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        (out.stdout.as_slice(), out.stderr.as_slice()),
+        (&b""[..], &b""[..])
+    );
+    let s = sb.json(&["status", "--json"])["sync"].clone();
+    assert_eq!(s["last_error"], json!(expected), "{s}");
+    let logged = background_errors(&sb);
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert!(
+        logged[0].ends_with(&format!("error: {expected}")),
+        "{logged:?}"
+    );
+    let out = sb
+        .acmd()
+        .args(["sync", "--watch"])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&expected), "{err}");
+    // Plain `memtrail sync` says the same; nothing was pushed under the config's id.
+    let out = sb.cmd().args(["sync"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&expected));
+    assert_eq!(
+        pg_count(&pg, "SELECT count(*) FROM messages"),
+        4,
+        "the 2 new lines stay queued"
+    );
+    assert_eq!(
+        pg_count(&pg, "SELECT count(DISTINCT machine_id) FROM sessions"),
+        1
+    );
+    assert_eq!(
+        pg_count(
+            &pg,
+            &format!("SELECT count(*) FROM machines WHERE id = '{MACHINE}'")
+        ),
+        0
+    );
+}

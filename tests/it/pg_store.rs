@@ -384,7 +384,7 @@ fn status_and_sync_keep_to_the_local_store_and_an_empty_database_says_how_it_fil
             "MEMTRAIL_STORE: {env}"
         );
     }
-    let shown = StoreLocation::parse(&url).to_string();
+    let shown = memtrail_runtime::StoreLocation::parse(&url).to_string();
     let out = run(false, &["sync"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
@@ -403,4 +403,265 @@ fn status_and_sync_keep_to_the_local_store_and_an_empty_database_says_how_it_fil
              machine fills it.\n"
         )
     );
+}
+
+/// An AWS access key id and a GitHub token, as a teammate could write them into PostgreSQL
+/// directly (not through memtrail, which redacts before it pushes).
+const AK: &str = "AKIAQ7WERTYUI4PASDFG";
+const GH: &str = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
+
+/// Rows holding [`AK`] and [`GH`] in every text column the reader returns, written with SQL
+/// into the store at `url`: session `evil-0001` of machine `lab-AK`, a user message, an
+/// assistant message with a tool call, an event.
+fn write_secret_rows(url: &str) {
+    let pg = memtrail_pg::Pg::connect_url(url).unwrap();
+    let parts1 = serde_json::json!([
+        {"type": "text", "text": format!("platypus body key {AK} token {GH}")},
+        {"type": "thinking", "text": format!("think {GH}")},
+    ]);
+    let parts2 = serde_json::json!([
+        {"type": "text", "text": "platypus call"},
+        {"type": "tool_call", "id": format!("call-{AK}"), "name": format!("Bash-{GH}"),
+         "tool": format!("shell-{AK}"), "input": {"command": format!("echo {GH}")},
+         "output": format!("out {AK}"), "is_error": false},
+    ]);
+    pg.batch_execute(&format!(
+        "INSERT INTO machines (id, label, first_push_at, last_push_at)
+         VALUES ('eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee', 'lab-{AK}', 1, 1);
+         INSERT INTO sessions (uid, machine_id, agent, external_id, project_dir, title, model,
+                               git_branch, agent_version, started_at, updated_at, message_count,
+                               rev, messages_rev)
+         VALUES ('e0000000000000000000000000000001', 'eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee', 'claude',
+                 'evil-0001', '/home/evil/proj-{GH}', 'Title {AK} and {GH}', 'model-{AK}',
+                 'branch-{GH}', '9', 1796029200000, 1796029300000, 2,
+                 nextval('memtrail_rev'), nextval('memtrail_rev'));
+         INSERT INTO messages (session_uid, machine_id, ext_id, seq, role, kind, ts, model, body,
+                               tools, cjk, parts, rev)
+         VALUES ('e0000000000000000000000000000001', 'eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee', 'm1', 0,
+                 'user', 'text', 1796029200000, 'mod-{AK}', 'platypus body key {AK} token {GH}',
+                 '', NULL, '{parts1}', nextval('memtrail_rev')),
+                ('e0000000000000000000000000000001', 'eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee', 'm2', 1,
+                 'assistant', 'tool_call', 1796029201000, NULL, 'platypus call',
+                 'Bash echo {GH}', NULL, '{parts2}', nextval('memtrail_rev'));
+         INSERT INTO events (session_uid, message_ext_id, ordinal, seq, category, action,
+                             priority, subject, detail, call_id, tool, ts)
+         VALUES ('e0000000000000000000000000000001', 'm2', 0, 1, 'file', 'edit', 1,
+                 '/src/{AK}', 'detail {GH}', 'call-{AK}', 'Edit-{GH}', 1796029201000);"
+    ))
+    .unwrap();
+}
+
+/// `text` holds neither secret, nor the part of the token after `ghp_` (a fragment cut there).
+fn assert_no_secret(what: &str, text: &str) {
+    for s in [AK, GH, &GH[4..]] {
+        assert!(!text.contains(s), "{what} shows {s}: {text}");
+    }
+}
+
+const RED_AK: &str = "[redacted:aws_access_key]";
+const RED_GH: &str = "[redacted:github_token]";
+
+#[test]
+fn a_postgresql_store_never_shows_a_secret_written_into_it_directly() {
+    let Some(url) = memtrail_testkit::pg::test_database("redact_read") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd()
+        .args(["sync", "--init", &url, "--label", "laptop"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    write_secret_rows(&url);
+    let store = |args: &[&str]| sb.json(&[&["--store", url.as_str()][..], args].concat());
+
+    let list = store(&["sessions", "list", "--json"]);
+    let s = &list["sessions"][0];
+    assert_eq!(s["title"], format!("Title {RED_AK} and {RED_GH}"), "{list}");
+    assert_eq!(s["project"], format!("/home/evil/proj-{RED_GH}"));
+    assert_eq!(s["model"], format!("model-{RED_AK}"));
+    assert_eq!(s["git_branch"], format!("branch-{RED_GH}"));
+    assert_eq!(s["machine"], format!("lab-{RED_AK}"));
+
+    let show = store(&["sessions", "show", "evil-0001", "--json"]);
+    let m = &show["messages"];
+    assert_eq!(
+        m[0]["text"],
+        format!("platypus body key {RED_AK} token {RED_GH}"),
+        "{show}"
+    );
+    assert_eq!(m[0]["thinking"], format!("think {RED_GH}"));
+    assert_eq!(m[0]["model"], format!("mod-{RED_AK}"));
+    let call = &m[1]["tool_calls"][0];
+    assert_eq!(call["id"], format!("call-{RED_AK}"), "{show}");
+    assert_eq!(call["name"], format!("Bash-{RED_GH}"));
+    assert_eq!(call["tool"], format!("shell-{RED_AK}"));
+    assert_eq!(call["input"]["command"], format!("echo {RED_GH}"));
+    assert_eq!(call["output"], format!("out {RED_AK}"));
+    assert_no_secret("sessions show", &show.to_string());
+
+    // The snippet is of the redacted text, its highlight markers kept (`--json` shows them as
+    // `**`; `ts_headline` ends a fragment at its last word, leaving out the final `]`).
+    let hits = store(&["search", "platypus", "--json"]);
+    let hit = hits["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["message_id"] == "m1")
+        .unwrap_or_else(|| panic!("{hits}"));
+    assert_eq!(
+        hit["snippet"],
+        format!("**platypus** body key {RED_AK} token [redacted:github_token"),
+        "{hits}"
+    );
+    assert_eq!(hit["title"], format!("Title {RED_AK} and {RED_GH}"));
+    assert_eq!(hit["machine"], format!("lab-{RED_AK}"));
+    assert_no_secret("search", &hits.to_string());
+    // Searching for the secret itself finds the message, never shows the secret.
+    // (The key is in m1's body, the token in m1's body and m2's tool calls.)
+    for (q, n) in [(AK, 1), (&GH[4..], 2), ("ghp", 2), ("echo", 1)] {
+        let hits = store(&["search", q, "--json"]);
+        assert_eq!(hits["hits"].as_array().unwrap().len(), n, "{q}: {hits}");
+        // (The answer repeats the query, typed by the user.)
+        assert_no_secret(q, &hits["hits"].to_string());
+    }
+    for args in [
+        vec!["resume", "evil-0001", "--json"],
+        vec!["sessions", "show", "evil-0001"],
+        vec!["handoff", "evil-0001", "--to", "codex"],
+        vec!["search", "platypus"],
+    ] {
+        let out = sb
+            .cmd()
+            .args(["--store", &url])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("[redacted:"), "{args:?}: {text}");
+        assert_no_secret(&format!("{args:?}"), &text);
+    }
+
+    let Ok(python) = resolve_python(
+        "import mcp, sys; print(sys.executable)",
+        "has no `mcp` module (scripts/e2e-deps)",
+    ) else {
+        assert_ne!(std::env::var("MEMTRAIL_REQUIRE_E2E").as_deref(), Ok("1"));
+        eprintln!("skipped the MCP part: no Python `mcp`");
+        return;
+    };
+    let calls = serde_json::json!([
+        ["list_sessions", {"limit": 5}],
+        ["search", {"query": "platypus", "limit": 5}],
+        ["search", {"query": "ghp", "limit": 5}],
+        ["get_session", {"session_id": "evil-0001"}],
+        ["timeline", {"session_id": "evil-0001"}],
+        ["resume_context", {"session_id": "evil-0001", "query": "platypus"}],
+    ])
+    .to_string();
+    let base = sb.cmd();
+    let out = std::process::Command::new(&python)
+        .env_clear()
+        .envs(base.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+        .arg(repo_root().join("tests/e2e/mcp_client.py"))
+        .arg(crate::common::memtrail_bin())
+        .arg(format!("--server-arg=--store={url}"))
+        .args(["--calls", &calls])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls = v["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 6, "{v}");
+    for c in calls {
+        assert_eq!(c["is_error"], false, "{c}");
+        assert_no_secret(c["tool"].as_str().unwrap(), &c.to_string());
+    }
+    assert_eq!(
+        calls[0]["result"]["sessions"][0]["title"],
+        format!("Title {RED_AK} and {RED_GH}")
+    );
+    assert_eq!(
+        calls[3]["result"]["messages"][0]["text"],
+        format!("platypus body key {RED_AK} token {RED_GH}")
+    );
+    let events = calls[4]["result"]["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "{}", calls[4]);
+    assert_eq!(events[0]["subject"], format!("/src/{RED_AK}"));
+    assert_eq!(events[0]["detail"], format!("detail {RED_GH}"));
+    assert_eq!(events[0]["tool"], format!("Edit-{RED_GH}"));
+}
+
+#[test]
+fn a_postgresql_store_without_memtrail_tables_or_with_a_newer_schema_is_refused() {
+    let Some(url) = memtrail_testkit::pg::test_database("schema_read") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let refused = |args: &[&str]| -> String {
+        let out = sb
+            .cmd()
+            .args(["--store", &url])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(out.stdout, b"", "{args:?}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    // An empty database.
+    for args in [&["sessions", "list"][..], &["search", "x"]] {
+        let err = refused(args);
+        assert!(
+            err.contains(
+                "no memtrail tables in DB: run `memtrail sync --init URL` on a machine first"
+            ),
+            "{err}"
+        );
+    }
+    let out = sb
+        .cmd()
+        .args(["sync", "--init", &url, "--label", "laptop"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let supported = memtrail_pg::migrate::MIGRATIONS.len();
+    memtrail_pg::Pg::connect_url(&url)
+        .unwrap()
+        .batch_execute(&format!(
+            "UPDATE memtrail_meta SET value = '{}' WHERE key = 'schema_version'",
+            supported + 1
+        ))
+        .unwrap();
+    let newer = format!(
+        "the database's memtrail schema is version {}, newer than this memtrail's {supported}: upgrade memtrail on this machine",
+        supported + 1
+    );
+    for args in [&["sessions", "list"][..], &["search", "x"]] {
+        let err = refused(args);
+        assert!(err.contains(&newer), "{err}");
+    }
+    // `memtrail sync` gives the same message.
+    let out = sb.cmd().args(["sync"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&newer), "{err}");
 }
