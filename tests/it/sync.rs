@@ -923,3 +923,36 @@ fn a_sync_by_hand_that_fails_is_recorded_and_status_says_sync_is_failing() {
         (&Value::Null, &Value::Null, &Value::Bool(false))
     );
 }
+
+#[test]
+fn sync_init_refuses_an_unusable_label_before_connecting() {
+    let m = Machine::new("lbl");
+    let url = "postgres://nobody@127.0.0.1:1/memtrail?sslmode=disable";
+    for (label, why) in [
+        ("", "it is empty".to_string()),
+        (
+            "desk\nbox",
+            "it holds a control character (a newline, a tab, ESC, …)".into(),
+        ),
+        (
+            "desk\u{1b}[31m",
+            "it holds a control character (a newline, a tab, ESC, …)".into(),
+        ),
+        (
+            &"x".repeat(65),
+            "it is 65 characters long, more than 64".into(),
+        ),
+    ] {
+        let out = m.run(&["sync", "--init", url, "--label", label]);
+        assert_eq!(out.status.code(), Some(1), "{label:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "memtrail: --label {label:?} is not a usable machine label: {why}; give a short \
+                 name such as `laptop` (it is shown in `sessions list` and `status`)\n"
+            ),
+            "{label:?}"
+        );
+        assert!(!m.config().exists());
+    }
+}

@@ -458,7 +458,11 @@ impl Store {
             w.tx.execute(
                 "INSERT INTO machines (id, label) VALUES (?1, ?2)
                  ON CONFLICT (id) DO UPDATE SET label = excluded.label",
-                params![batch.machine, batch.label],
+                params![
+                    batch.machine,
+                    crate::machine::sanitize_label(&batch.label)
+                        .unwrap_or_else(|| batch.machine.clone())
+                ],
             )
             .db()?;
             let mut set =
