@@ -956,3 +956,40 @@ fn sync_init_refuses_an_unusable_label_before_connecting() {
         assert!(!m.config().exists());
     }
 }
+
+#[test]
+fn sync_texts_say_what_they_mean() {
+    let m = Machine::new("txt");
+    let out = m.run(&["sync", "--watch", "--push-every", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with(
+            "error: invalid value '0' for '--push-every <SECS>': \"0\" is not a number of seconds \
+             greater than 0 and at most 86400 (a day)\n"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = m.run(&["sync", "--init", "postgres://u:p%zz@127.0.0.1:1/db"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "memtrail: bad PostgreSQL URL: the password has a bad %-escape: percent-encode special \
+         characters in the password (@ → %40, : → %3A, / → %2F, % → %25)\n"
+    );
+    let help = String::from_utf8(m.run(&["--help"]).stdout).unwrap();
+    assert!(
+        help.contains(
+            "nothing leaves this machine unless you set up `memtrail sync` (which sends the \
+             stored, redacted sessions to the PostgreSQL database you give it)."
+        ),
+        "{help}"
+    );
+    let help = String::from_utf8(m.run(&["sync", "--help"]).stdout).unwrap();
+    assert!(
+        help.contains(
+            "(postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE])"
+        ),
+        "{help}"
+    );
+}
