@@ -993,3 +993,46 @@ fn sync_texts_say_what_they_mean() {
         "{help}"
     );
 }
+
+#[test]
+fn purge_and_delete_of_another_machines_session_say_what_happens_where() {
+    let Some(url) = memtrail_testkit::pg::test_database("purge_pulled") else {
+        return;
+    };
+    let url = format!("{url}?sslmode=disable");
+    let (a, b) = (Machine::new("pa"), Machine::new("pb"));
+    let theirs = hook_session(&a, 0xe300, 3);
+    let other = hook_session(&a, 0xe301, 2);
+    hook_session(&b, 0xe302, 2);
+    for m in [&a, &b] {
+        assert!(
+            m.run(&["sync", "--init", &url, "--label", &m.label])
+                .status
+                .success()
+        );
+    }
+    assert!(b.run(&["sync"]).status.success());
+    // Everything in B's store is older than the cutoff: 3 sessions, 2 of them A's.
+    let out = b.run(&["purge", "--older-than", "2100-01-01", "--dry-run"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(" and 3 sessions left empty, 2 of them other machines' (kept there) (nothing deleted: dry run)"),
+        "{text}"
+    );
+    // An explicit delete of A's session is for good, and says where it goes.
+    let out = b.run(&["sessions", "delete", &theirs, "--yes"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        text.ends_with(
+            "\nit belonged to machine pa: the next `memtrail sync` deletes it from PostgreSQL, and machine pa deletes it at its next sync\n"
+        ),
+        "{text}"
+    );
+    let v = b.json(&["sessions", "delete", &other, "--yes", "--json"]);
+    assert_eq!(v["deleted"]["machine"], "pa", "{v}");
+    assert!(b.run(&["sync"]).status.success());
+    assert!(a.run(&["sync"]).status.success());
+    let ids: Vec<String> = listed(&a).into_iter().map(|(id, _)| id).collect();
+    assert!(!ids.contains(&theirs) && !ids.contains(&other), "{ids:?}");
+}
