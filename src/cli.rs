@@ -13,7 +13,8 @@ use std::path::PathBuf;
     long_about = "memtrail captures the sessions of your coding agents (Claude Code, Codex CLI, Gemini CLI, Cursor, VS Code Copilot, OpenCode) into one local SQLite store, \
 makes them searchable from the command line and by the agents themselves (an MCP server and a skill), \
 and gives an agent its working state back after compaction (files changed, open tasks, errors, decisions). \
-Secrets are redacted before anything is stored; nothing leaves this machine.\n\n\
+Secrets are redacted before anything is stored; nothing leaves this machine unless you set up `memtrail sync` \
+(which sends the stored, redacted sessions to the PostgreSQL database you give it).\n\n\
 Start with `memtrail install` (wires the hooks, MCP server and skill into each agent found), then \
 `memtrail import` (brings in the sessions you already have). From then on every session is captured as it happens.",
     after_help = "Examples:\n  memtrail install --agent claude --yes\n  memtrail import\n  memtrail search \"database is locked\" --since 7d\n  memtrail sessions list --limit 5\n  memtrail sessions show 4c2ddfdc\n  memtrail resume                  # the working state of this folder's latest session"
@@ -114,8 +115,8 @@ pub enum Command {
         after_help = "Examples:\n  memtrail sync --init 'postgres://me@db.example/memtrail?sslmode=verify-full'\n  memtrail sync\n  memtrail sync --json\n  memtrail sync --watch\n\nOnce set up, hooks start a background sync after each session's end and at most once a\nminute at a turn's end.\n\nThe password comes from the URL, else PGPASSWORD, else ~/.pgpass; the URL is kept in\n~/.config/memtrail/config.toml (mode 0600) and never printed with its password."
     )]
     Sync {
-        /// Set sync up with the database at URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DB
-        /// [?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]): test the
+        /// Set sync up with the database at URL
+        /// (postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]): test the
         /// connection, create or migrate memtrail's schema, keep the URL and this machine's id
         /// in memtrail's config, queue every stored session, then sync. Run it on each machine
         /// with the same URL to join them.
@@ -342,7 +343,7 @@ fn positive_seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
         _ => Err(format!(
-            "{s:?} is not a number of seconds between 0 and 86400"
+            "{s:?} is not a number of seconds greater than 0 and at most 86400 (a day)"
         )),
     }
 }

@@ -461,7 +461,16 @@ fn decode(s: &str, what: &str) -> Result<String> {
                 .get(i + 1..i + 3)
                 .and_then(|h| std::str::from_utf8(h).ok())
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| Error::Url(format!("{what} has a bad %-escape")))?;
+                .ok_or_else(|| {
+                    Error::Url(if what == "the password" {
+                        format!(
+                            "{what} has a bad %-escape: percent-encode special characters in \
+                             the password (@ → %40, : → %3A, / → %2F, % → %25)"
+                        )
+                    } else {
+                        format!("{what} has a bad %-escape")
+                    })
+                })?;
             out.push(hex);
             i += 3;
         } else {
@@ -608,7 +617,7 @@ mod tests {
             ),
             (
                 "postgres://u:hunt%zzer2@h/db",
-                "the password has a bad %-escape",
+                "the password has a bad %-escape: percent-encode special characters in the password (@ → %40, : → %3A, / → %2F, % → %25)",
             ),
             (
                 "postgres://u:hunter2@h1,h2/db",

@@ -151,11 +151,17 @@ fn machine_clause(name: &str, args: &mut Vec<Param>) -> String {
     format!(" AND s.machine_id IN (SELECT id FROM machines WHERE label = ${n} OR id = ${n})")
 }
 
+/// A machine label as read from PostgreSQL (any client may have written it), made safe to
+/// show ([`memtrail_runtime::machine::sanitize_label`]).
+fn shown_label(label: String) -> String {
+    memtrail_runtime::machine::sanitize_label(&label).unwrap_or(label)
+}
+
 fn session_row(r: &Row) -> SessionSummary {
     SessionSummary {
         session_id: r.get(0),
         agent: r.get(1),
-        machine: r.get(10),
+        machine: shown_label(r.get(10)),
         title: r.get(2),
         project: r.get(3),
         model: r.get(4),
@@ -534,7 +540,7 @@ impl ReadStore for PgReader {
             hits.push(Hit {
                 session_id: r.get(1),
                 agent: r.get(2),
-                machine: r.get(10),
+                machine: shown_label(r.get(10)),
                 title: r.get(3),
                 project: r.get(4),
                 message_id: r.get(5),

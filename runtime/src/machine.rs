@@ -52,6 +52,45 @@ pub fn label_of(origin: &str, label: Option<String>) -> String {
     }
 }
 
+/// Longest machine label, in characters (`sync --init --label`; a pulled label is cut to it).
+pub const MAX_LABEL_CHARS: usize = 64;
+
+/// Checks a machine label given by the user (`memtrail sync --init --label NAME`): not empty
+/// (nor only spaces), no control character (newline, ESC, …: it is printed in `sessions list`
+/// and `status`), at most [`MAX_LABEL_CHARS`] characters.
+///
+/// Errors: [`crate::Error::Invalid`] saying which rule the label breaks.
+pub fn check_label(label: &str) -> crate::Result<()> {
+    let why = if label.trim().is_empty() {
+        "it is empty".to_string()
+    } else if label.chars().any(char::is_control) {
+        "it holds a control character (a newline, a tab, ESC, …)".to_string()
+    } else if label.chars().count() > MAX_LABEL_CHARS {
+        format!(
+            "it is {} characters long, more than {MAX_LABEL_CHARS}",
+            label.chars().count()
+        )
+    } else {
+        return Ok(());
+    };
+    Err(crate::Error::Invalid(format!(
+        "--label {label:?} is not a usable machine label: {why}; give a short name such as \
+         `laptop` (it is shown in `sessions list` and `status`)"
+    )))
+}
+
+/// A label pulled from PostgreSQL (another machine's, written there by any client) made safe
+/// to store and show: control characters replaced by `\u{FFFD}`, cut to [`MAX_LABEL_CHARS`]
+/// characters; `None` when nothing but spaces is left.
+pub fn sanitize_label(label: &str) -> Option<String> {
+    let s: String = label
+        .chars()
+        .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+        .take(MAX_LABEL_CHARS)
+        .collect();
+    Some(s).filter(|s| !s.trim().is_empty())
+}
+
 /// The error of a `--machine NAME` that names no known machine: `no machine \`NAME\`; the
 /// machines known: A, B (a machine's label or its id)`, `known` being the labels in the
 /// order given (none: `none yet`).
@@ -69,6 +108,28 @@ pub fn unknown_machine(name: &str, known: &[String]) -> crate::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_are_checked_and_pulled_ones_made_safe() {
+        assert!(check_label("laptop").is_ok());
+        assert!(check_label(&"é".repeat(64)).is_ok());
+        let why = |l: &str| check_label(l).unwrap_err().to_string();
+        assert_eq!(
+            why(""),
+            "--label \"\" is not a usable machine label: it is empty; give a short name such as `laptop` (it is shown in `sessions list` and `status`)"
+        );
+        assert!(why("  ").contains(": it is empty;"));
+        assert!(why("a\nb").contains(": it holds a control character (a newline, a tab, ESC, …);"));
+        assert!(why("a\u{1b}[31mb").contains(": it holds a control character"));
+        assert!(why(&"x".repeat(65)).contains(": it is 65 characters long, more than 64;"));
+        assert_eq!(
+            sanitize_label("evil\u{1b}[2J\nbox").as_deref(),
+            Some("evil\u{FFFD}[2J\u{FFFD}box")
+        );
+        assert_eq!(sanitize_label(&"y".repeat(100)), Some("y".repeat(64)));
+        assert_eq!(sanitize_label("   "), None);
+        assert_eq!(sanitize_label(" \t").as_deref(), Some(" \u{FFFD}"));
+    }
 
     #[test]
     fn the_label_is_the_configs_else_the_hostname() {

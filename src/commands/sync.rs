@@ -27,6 +27,9 @@ pub fn sync(
     json: bool,
 ) -> Result<ExitCode> {
     sync_auto::local_path(db)?;
+    if let Some(l) = &label {
+        memtrail_runtime::machine::check_label(l)?;
+    }
     let path = config_path();
     let mut settings = SyncSettings::load(&path)?;
     let privacy = Privacy::load()?;

@@ -923,3 +923,116 @@ fn a_sync_by_hand_that_fails_is_recorded_and_status_says_sync_is_failing() {
         (&Value::Null, &Value::Null, &Value::Bool(false))
     );
 }
+
+#[test]
+fn sync_init_refuses_an_unusable_label_before_connecting() {
+    let m = Machine::new("lbl");
+    let url = "postgres://nobody@127.0.0.1:1/memtrail?sslmode=disable";
+    for (label, why) in [
+        ("", "it is empty".to_string()),
+        (
+            "desk\nbox",
+            "it holds a control character (a newline, a tab, ESC, …)".into(),
+        ),
+        (
+            "desk\u{1b}[31m",
+            "it holds a control character (a newline, a tab, ESC, …)".into(),
+        ),
+        (
+            &"x".repeat(65),
+            "it is 65 characters long, more than 64".into(),
+        ),
+    ] {
+        let out = m.run(&["sync", "--init", url, "--label", label]);
+        assert_eq!(out.status.code(), Some(1), "{label:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "memtrail: --label {label:?} is not a usable machine label: {why}; give a short \
+                 name such as `laptop` (it is shown in `sessions list` and `status`)\n"
+            ),
+            "{label:?}"
+        );
+        assert!(!m.config().exists());
+    }
+}
+
+#[test]
+fn sync_texts_say_what_they_mean() {
+    let m = Machine::new("txt");
+    let out = m.run(&["sync", "--watch", "--push-every", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with(
+            "error: invalid value '0' for '--push-every <SECS>': \"0\" is not a number of seconds \
+             greater than 0 and at most 86400 (a day)\n"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = m.run(&["sync", "--init", "postgres://u:p%zz@127.0.0.1:1/db"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "memtrail: bad PostgreSQL URL: the password has a bad %-escape: percent-encode special \
+         characters in the password (@ → %40, : → %3A, / → %2F, % → %25)\n"
+    );
+    let help = String::from_utf8(m.run(&["--help"]).stdout).unwrap();
+    assert!(
+        help.contains(
+            "nothing leaves this machine unless you set up `memtrail sync` (which sends the \
+             stored, redacted sessions to the PostgreSQL database you give it)."
+        ),
+        "{help}"
+    );
+    let help = String::from_utf8(m.run(&["sync", "--help"]).stdout).unwrap();
+    assert!(
+        help.contains(
+            "(postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE])"
+        ),
+        "{help}"
+    );
+}
+
+#[test]
+fn purge_and_delete_of_another_machines_session_say_what_happens_where() {
+    let Some(url) = memtrail_testkit::pg::test_database("purge_pulled") else {
+        return;
+    };
+    let url = format!("{url}?sslmode=disable");
+    let (a, b) = (Machine::new("pa"), Machine::new("pb"));
+    let theirs = hook_session(&a, 0xe300, 3);
+    let other = hook_session(&a, 0xe301, 2);
+    hook_session(&b, 0xe302, 2);
+    for m in [&a, &b] {
+        assert!(
+            m.run(&["sync", "--init", &url, "--label", &m.label])
+                .status
+                .success()
+        );
+    }
+    assert!(b.run(&["sync"]).status.success());
+    // Everything in B's store is older than the cutoff: 3 sessions, 2 of them A's.
+    let out = b.run(&["purge", "--older-than", "2100-01-01", "--dry-run"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(" and 3 sessions left empty, 2 of them other machines' (kept there) (nothing deleted: dry run)"),
+        "{text}"
+    );
+    // An explicit delete of A's session is for good, and says where it goes.
+    let out = b.run(&["sessions", "delete", &theirs, "--yes"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        text.ends_with(
+            "\nit belonged to machine pa: the next `memtrail sync` deletes it from PostgreSQL, and machine pa deletes it at its next sync\n"
+        ),
+        "{text}"
+    );
+    let v = b.json(&["sessions", "delete", &other, "--yes", "--json"]);
+    assert_eq!(v["deleted"]["machine"], "pa", "{v}");
+    assert!(b.run(&["sync"]).status.success());
+    assert!(a.run(&["sync"]).status.success());
+    let ids: Vec<String> = listed(&a).into_iter().map(|(id, _)| id).collect();
+    assert!(!ids.contains(&theirs) && !ids.contains(&other), "{ids:?}");
+}

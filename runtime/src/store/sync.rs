@@ -468,7 +468,11 @@ impl Store {
             w.tx.execute(
                 "INSERT INTO machines (id, label) VALUES (?1, ?2)
                  ON CONFLICT (id) DO UPDATE SET label = excluded.label",
-                params![batch.machine, pulled_label(&batch.label)],
+                params![
+                    batch.machine,
+                    crate::machine::sanitize_label(&batch.label)
+                        .unwrap_or_else(|| batch.machine.clone())
+                ],
             )
             .db()?;
             let mut set =
@@ -801,15 +805,6 @@ fn cap_pulled_parts(parts: &mut [Part]) {
 /// A pulled short field as stored: redacted, capped at [`PULLED_FIELD_CAP`] bytes.
 fn pulled_field<E: Enrich>(enrich: &E, text: &str) -> String {
     cap(&enrich.redact(text), PULLED_FIELD_CAP).to_string()
-}
-
-/// A machine label as stored: control characters replaced by spaces, at most 64 characters.
-fn pulled_label(label: &str) -> String {
-    label
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(64)
-        .collect()
 }
 
 /// How far in the future (ms) a pulled time may be before it is taken as now: a day, for

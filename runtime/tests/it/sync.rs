@@ -1042,6 +1042,33 @@ fn pulled_messages_titles_and_labels_are_capped() {
     );
     assert_eq!(
         rows(&b, &format!("SELECT label FROM machines WHERE id = '{A}'")),
-        [vec![Value::Text(format!("desk  lab{}", "e".repeat(55)))]]
+        [vec![Value::Text(format!(
+            "desk\u{FFFD}\u{FFFD}lab{}",
+            "e".repeat(55)
+        ))]]
+    );
+}
+
+#[test]
+fn a_pulled_label_is_stored_without_control_characters_and_cut_to_64() {
+    let d = tempfile::tempdir().unwrap();
+    let mut b = enabled(&d, "b.db", B);
+    let mut pull = deletion_of(B, "none", 1);
+    pull.deletions.clear();
+    pull.label = format!("evil\u{1b}[2J\n{}", "x".repeat(100));
+    b.apply_pull(&pull, &Standard).unwrap();
+    assert_eq!(
+        b.machine_labels().unwrap(),
+        [(
+            A.to_string(),
+            format!("evil\u{FFFD}[2J\u{FFFD}{}", "x".repeat(55))
+        )]
+    );
+    pull.label = "   ".to_string();
+    pull.to_rev = 2;
+    b.apply_pull(&pull, &Standard).unwrap();
+    assert_eq!(
+        b.machine_labels().unwrap(),
+        [(A.to_string(), A.to_string())]
     );
 }
