@@ -149,9 +149,23 @@ impl Pg {
         }
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
         let tls = tls::client_config(config, home.as_deref())?;
-        let connect_err = |e: tokio_postgres::Error| Error::Connect {
-            target: target.clone(),
-            message: describe(&e),
+        let connect_err = |e: tokio_postgres::Error| {
+            let mut message = describe(&e);
+            if password.is_none() && message.contains("password missing") {
+                message.push_str(
+                    "; the server asks for a password and none was found: set PGPASSWORD, \
+                     add a line to ~/.pgpass (mode 0600), or put it in the URL",
+                );
+            }
+            // Why a password source was passed over (a ~/.pgpass readable by others, …).
+            for w in &warnings {
+                message.push_str("; ");
+                message.push_str(w);
+            }
+            Error::Connect {
+                target: target.clone(),
+                message,
+            }
         };
         let client = rt.block_on(async {
             match tls {

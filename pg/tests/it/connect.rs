@@ -143,7 +143,17 @@ fn password_comes_from_url_pgpassword_or_pgpass_and_is_never_shown() {
     let err = Pg::connect_with(&PgConfig::parse(&base).unwrap(), &env)
         .err()
         .unwrap();
-    assert!(err.to_string().contains("password"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot connect to postgres://{role}@127.0.0.1:{port}/{db}?sslmode=disable: invalid \
+             configuration: password missing; the server asks for a password and none was \
+             found: set PGPASSWORD, add a line to ~/.pgpass (mode 0600), or put it in the URL; \
+             password file {} has group or world access; permissions should be u=rw (0600) or \
+             less: ignored",
+            file.display()
+        )
+    );
     // A wrong password: the error names the masked URL and never the password.
     let wrong = with_pw.replace(secret, "Wrong-Secret-9");
     let err = Pg::connect_with(&PgConfig::parse(&wrong).unwrap(), &no_password())
