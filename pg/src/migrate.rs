@@ -110,7 +110,7 @@ pub fn migrate(pg: &mut Pg, migrations: &[Migration]) -> Result<SchemaReport> {
         return Ok(report);
     }
     let (rt, client) = pg.parts_mut();
-    rt.block_on(async {
+    let migrated = rt.block_on(async {
         let tx = client.transaction().await?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
             .await?;
@@ -189,6 +189,14 @@ pub fn migrate(pg: &mut Pg, migrations: &[Migration]) -> Result<SchemaReport> {
             applied,
             vector,
         })
+    });
+    migrated.map_err(|e| match e {
+        Error::Db(m) if m.contains("(SQLSTATE 42501)") => Error::Db(format!(
+            "{m}; memtrail creates its tables at the first sync: give its role a database of \
+             its own (as an administrator: CREATE DATABASE memtrail OWNER <role>) or CREATE on \
+             the schema (GRANT CREATE ON SCHEMA public TO <role>)"
+        )),
+        e => e,
     })
 }
 

@@ -213,3 +213,36 @@ fn a_role_that_may_not_create_pgvector_is_told_what_to_ask_for() {
         Vector::Installed("0.8.6".into())
     );
 }
+
+#[test]
+fn a_role_that_may_not_create_tables_is_told_what_to_ask_for() {
+    let Some((url, admin)) = crate::fresh("migrate_nocreate") else {
+        return;
+    };
+    let db = url.rsplit('/').next().unwrap().to_string();
+    let role = format!("n_{db}");
+    // PostgreSQL 15: the schema public gives no CREATE to ordinary roles.
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE {role} LOGIN; GRANT CONNECT ON DATABASE {db} TO {role}"
+        ))
+        .unwrap();
+    let user_url = url.replacen("postgres@", &format!("{role}@"), 1);
+    let mut pg = Pg::connect_url(&format!("{user_url}?sslmode=disable")).unwrap();
+    let err = migrate(&mut pg, MIGRATIONS).err().unwrap().to_string();
+    assert_eq!(
+        err,
+        "PostgreSQL: permission denied for schema public (SQLSTATE 42501); memtrail creates its \
+         tables at the first sync: give its role a database of its own (as an administrator: \
+         CREATE DATABASE memtrail OWNER <role>) or CREATE on the schema (GRANT CREATE ON SCHEMA \
+         public TO <role>)"
+    );
+    // Nothing was created.
+    assert_eq!(
+        count(
+            &admin,
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+        ),
+        0
+    );
+}
