@@ -25,7 +25,8 @@ use crate::{Error, Pg, Result};
 pub struct SyncOptions {
     /// Most messages per push or pull batch (each batch is one transaction on each side).
     pub batch_messages: usize,
-    /// Most bytes of text per push batch (approximate: the first entry is always taken).
+    /// Most bytes of text per push or pull batch (approximate: the first entry is always
+    /// taken).
     pub batch_bytes: usize,
 }
 
@@ -215,7 +216,13 @@ fn pull(
         totals.machines += 1;
         loop {
             let from = store.pull_position(&m.id)?;
-            let batch = pg.pull_batch(&me.machine, &m.id, from, options.batch_messages)?;
+            let batch = pg.pull_batch_within(
+                &me.machine,
+                &m.id,
+                from,
+                options.batch_messages,
+                options.batch_bytes,
+            )?;
             if batch.to_rev == from {
                 break;
             }
