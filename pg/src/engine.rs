@@ -84,6 +84,10 @@ pub struct Pushed {
     pub deletions: u64,
     /// Bytes of message text sent.
     pub bytes: u64,
+    /// Sessions of this machine whose changes were not pushed because another machine deleted
+    /// them (a deletion is for good: the next pull deletes them here too), counted once per
+    /// batch they are in.
+    pub deleted_elsewhere: u64,
 }
 
 /// What a pull brought, summed over its batches and machines.
@@ -192,6 +196,7 @@ fn push(
             totals.messages += p.messages;
             totals.deletions += p.deletions;
             totals.bytes += p.bytes;
+            totals.deleted_elsewhere += p.deleted_elsewhere;
         }
         store.ack_push(&batch)?;
         progress(Progress::Push {
