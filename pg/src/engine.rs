@@ -25,7 +25,8 @@ use crate::{Error, Pg, Result};
 pub struct SyncOptions {
     /// Most messages per push or pull batch (each batch is one transaction on each side).
     pub batch_messages: usize,
-    /// Most bytes of text per push batch (approximate: the first entry is always taken).
+    /// Most bytes of text per push or pull batch (approximate: the first entry is always
+    /// taken).
     pub batch_bytes: usize,
 }
 
@@ -87,6 +88,10 @@ pub struct Pushed {
     pub deletions: u64,
     /// Bytes of message text sent.
     pub bytes: u64,
+    /// Sessions of this machine whose changes were not pushed because another machine deleted
+    /// them (a deletion is for good: the next pull deletes them here too), counted once per
+    /// batch they are in.
+    pub deleted_elsewhere: u64,
 }
 
 /// What a pull brought, summed over its batches and machines.
@@ -198,6 +203,7 @@ fn push(
             totals.messages += p.messages;
             totals.deletions += p.deletions;
             totals.bytes += p.bytes;
+            totals.deleted_elsewhere += p.deleted_elsewhere;
         }
         store.ack_push(&batch)?;
         progress(Progress::Push {
@@ -222,7 +228,13 @@ fn pull(
         totals.machines += 1;
         loop {
             let from = store.pull_position(&m.id)?;
-            let batch = pg.pull_batch(&me.machine, &m.id, from, options.batch_messages)?;
+            let batch = pg.pull_batch_within(
+                &me.machine,
+                &m.id,
+                from,
+                options.batch_messages,
+                options.batch_bytes,
+            )?;
             if batch.to_rev == from {
                 break;
             }

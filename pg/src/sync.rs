@@ -151,6 +151,24 @@ impl Pg {
         from_rev: i64,
         max_messages: usize,
     ) -> Result<PullBatch> {
+        self.pull_batch_within(me, machine, from_rev, max_messages, usize::MAX)
+    }
+
+    /// [`Pg::pull_batch`], its messages also bounded by bytes: it takes the oldest messages
+    /// while their text (`body`, `tools`, `cjk` and `parts`, in bytes, as PostgreSQL stores
+    /// them) adds up to at most `max_bytes`, and always the first one (a batch is never empty
+    /// while messages remain: one larger message is a batch of its own). When it stops at the
+    /// byte bound, `to_rev` is the last message's revision, as at the message bound. The same
+    /// 16 MiB the push is bounded by ([`crate::SyncOptions`]'s `batch_bytes`) keeps one pull
+    /// step's memory and transaction small. Errors: [`Error::Db`].
+    pub fn pull_batch_within(
+        &mut self,
+        me: &str,
+        machine: &str,
+        from_rev: i64,
+        max_messages: usize,
+        max_bytes: usize,
+    ) -> Result<PullBatch> {
         let mut batch = PullBatch {
             machine: machine.to_string(),
             from_rev,
@@ -161,6 +179,7 @@ impl Pg {
             return Ok(batch);
         }
         let limit = max_messages.max(1) as i64;
+        let max_bytes = i64::try_from(max_bytes).unwrap_or(i64::MAX);
         let (rt, client) = self.parts_mut();
         rt.block_on(async {
             let tx = client
@@ -169,7 +188,7 @@ impl Pg {
                 .read_only(true)
                 .start()
                 .await?;
-            pull_tx(&tx, &mut batch, limit).await?;
+            pull_tx(&tx, &mut batch, limit, max_bytes).await?;
             tx.commit().await?;
             Ok(batch)
         })
@@ -518,7 +537,12 @@ async fn replace_snapshots(
     Ok(())
 }
 
-async fn pull_tx(tx: &Transaction<'_>, batch: &mut PullBatch, limit: i64) -> Result<()> {
+async fn pull_tx(
+    tx: &Transaction<'_>,
+    batch: &mut PullBatch,
+    limit: i64,
+    max_bytes: i64,
+) -> Result<()> {
     let machine = batch.machine.clone();
     let from = batch.from_rev;
     batch.label = tx
@@ -526,14 +550,24 @@ async fn pull_tx(tx: &Transaction<'_>, batch: &mut PullBatch, limit: i64) -> Res
         .await?
         .map(|r| r.get(0))
         .unwrap_or_default();
+    // The oldest `limit` messages, then those whose running size stays within `max_bytes`
+    // (the first always); column 12: how many the message bound took.
     let rows = tx
         .query(
             "SELECT session_uid, ext_id, seq, role, kind, ts, model, body, tools, cjk, parts, \
-               rev FROM messages WHERE machine_id = $1 AND rev > $2 ORDER BY rev LIMIT $3",
-            &[&machine, &from, &limit],
+               rev, taken FROM ( \
+               SELECT *, sum(size) OVER (ORDER BY rev) AS run, count(*) OVER () AS taken \
+               FROM (SELECT *, octet_length(body) + octet_length(tools) \
+                       + octet_length(parts) + coalesce(octet_length(cjk), 0) AS size \
+                     FROM messages WHERE machine_id = $1 AND rev > $2 ORDER BY rev LIMIT $3) a \
+             ) b WHERE run <= $4 OR run = size ORDER BY rev",
+            &[&machine, &from, &limit, &max_bytes],
         )
         .await?;
-    let to: i64 = if rows.len() as i64 == limit {
+    let bounded = rows
+        .first()
+        .is_some_and(|r| r.get::<_, i64>(12) == limit || r.get::<_, i64>(12) > rows.len() as i64);
+    let to: i64 = if bounded {
         rows.last().map_or(from, |r| r.get(11))
     } else {
         tx.query_one(

@@ -208,7 +208,7 @@ pub fn sync(
     }
     let (p, q) = (&report.pushed, &report.pulled);
     out!(
-        "synced with {}: pushed {} in {}{}, {}; pulled {} in {} from {}{}; {:.2} s",
+        "synced with {}: pushed {} in {}{}, {}; pulled {} in {} from {}{}; {:.2} s{}",
         report.url,
         plural(p.messages, "message", "messages"),
         plural(p.sessions, "session", "sessions"),
@@ -229,7 +229,8 @@ pub fn sync(
         } else {
             String::new()
         },
-        report.elapsed_ms as f64 / 1000.0
+        report.elapsed_ms as f64 / 1000.0,
+        deleted_elsewhere_note(p.deleted_elsewhere),
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -240,6 +241,16 @@ pub fn sync(
 fn pull_message(label: &str, messages: u64) -> String {
     let msg = format!("pulling from {label}: {messages} messages");
     crate::output::terminal_safe(&memtrail_runtime::redact::redact(&msg)).into_owned()
+}
+
+/// The summary line's note on this machine's sessions that another machine deleted
+/// (`Pushed::deleted_elsewhere`): empty when there are none.
+fn deleted_elsewhere_note(n: u64) -> String {
+    match n {
+        0 => String::new(),
+        1 => "; 1 session was deleted on another machine and is not pushed".to_string(),
+        n => format!("; {n} sessions were deleted on another machine and are not pushed"),
+    }
 }
 
 /// A store set up for sync as one machine is never synced as another: its own sessions would

@@ -125,6 +125,7 @@ pub fn add_reports(a: Option<SyncReport>, mut b: SyncReport) -> SyncReport {
     p.messages += a.pushed.messages;
     p.deletions += a.pushed.deletions;
     p.bytes += a.pushed.bytes;
+    p.deleted_elsewhere += a.pushed.deleted_elsewhere;
     q.batches += a.pulled.batches;
     q.machines = q.machines.max(a.pulled.machines);
     q.sessions += a.pulled.sessions;

@@ -1036,3 +1036,58 @@ fn purge_and_delete_of_another_machines_session_say_what_happens_where() {
     let ids: Vec<String> = listed(&a).into_iter().map(|(id, _)| id).collect();
     assert!(!ids.contains(&theirs) && !ids.contains(&other), "{ids:?}");
 }
+
+#[test]
+fn changes_to_a_session_deleted_on_another_machine_are_reported_not_pushed() {
+    let Some(url) = memtrail_testkit::pg::test_database("deleted_elsewhere") else {
+        return;
+    };
+    let url = format!("{url}?sslmode=disable");
+    let (a, b) = (Machine::new("ea"), Machine::new("eb"));
+    // A background sync started just now: the turns below start none (autosync's interval).
+    let no_autosync = || {
+        let stamp = a.sb.home.join(".local/state/memtrail/sync-started");
+        std::fs::create_dir_all(stamp.parent().unwrap()).unwrap();
+        std::fs::write(&stamp, b"0").unwrap();
+    };
+    let first = hook_session(&a, 0xe000, 4);
+    let second = hook_session(&a, 0xe001, 4);
+    for m in [&a, &b] {
+        let out = m.run(&["sync", "--init", &url, "--label", &m.label]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // B pulled both (its `sync --init` synced), deletes the first and pushes the deletion; A
+    // then adds to it and syncs: the change is not pushed (the deletion stands), and A pulls
+    // the deletion.
+    b.sb.acmd()
+        .args(["sessions", "delete", &first, "--yes"])
+        .assert()
+        .success();
+    let r = b.json(&["sync", "--json"]);
+    assert_eq!(r["sync"]["pushed"]["deletions"], 1, "{r}");
+    no_autosync();
+    grow_session(&a, 0xe000, 4, 2);
+    let r = a.json(&["sync", "--json"]);
+    assert_eq!(r["sync"]["pushed"]["deleted_elsewhere"], 1, "{r}");
+    assert_eq!(r["sync"]["pushed"]["sessions"], 0, "{r}");
+    assert_eq!(r["sync"]["pulled"]["deleted_sessions"], 1, "{r}");
+    // The same with the summary line.
+    b.sb.acmd()
+        .args(["sessions", "delete", &second, "--yes"])
+        .assert()
+        .success();
+    b.json(&["sync", "--json"]);
+    no_autosync();
+    grow_session(&a, 0xe001, 4, 2);
+    let out = a.run(&["sync"]);
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        line.trim_end()
+            .ends_with(" s; 1 session was deleted on another machine and is not pushed"),
+        "{line}"
+    );
+}

@@ -287,6 +287,69 @@ fn pull_batches_are_bounded_by_message_count_and_cover_everything() {
 }
 
 #[test]
+fn pull_batches_are_bounded_by_bytes_too_and_never_empty() {
+    let Some(mut pg) = db("sync_bounded_bytes") else {
+        return;
+    };
+    // Messages of 100, 200 and 300 bytes of body and 2 of parts ("[]"): 102, 202, 302 bytes.
+    let sized = |ext: &str, seq: i64, n: usize| SyncMessage {
+        body: "x".repeat(n),
+        tools: String::new(),
+        cjk: None,
+        parts: "[]".into(),
+        tool_calls: vec![],
+        events: vec![],
+        ..message(ext, seq, 0, 0)
+    };
+    let batch = PushBatch {
+        deletions: vec![],
+        sessions: vec![changes(
+            A,
+            "s1",
+            vec![
+                sized("m1", 1, 100),
+                sized("m2", 2, 200),
+                sized("m3", 3, 300),
+            ],
+        )],
+        outbox: vec![1],
+        tombstones: vec![],
+    };
+    pg.push(A, "laptop", &batch).unwrap();
+    // Revisions: s1 = 1, m1..m3 = 2..4.
+    let steps = |pg: &mut Pg, max_bytes: usize| {
+        let mut from = 0;
+        let mut out = Vec::new();
+        loop {
+            let b = pg.pull_batch_within(B, A, from, 100, max_bytes).unwrap();
+            if b.to_rev == from {
+                return out;
+            }
+            let ids: Vec<String> = b
+                .sessions
+                .iter()
+                .flat_map(|s| s.messages.iter().map(|m| m.ext_id.clone()))
+                .collect();
+            out.push((b.to_rev, ids));
+            from = b.to_rev;
+        }
+    };
+    let v = |a: &[&str]| a.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    // 102 + 202 = 304 fit in 305, 304 + 302 do not; 302 alone does.
+    assert_eq!(
+        steps(&mut pg, 305),
+        [(3, v(&["m1", "m2"])), (4, v(&["m3"]))]
+    );
+    // Each message larger than the bound: one a batch.
+    assert_eq!(
+        steps(&mut pg, 100),
+        [(2, v(&["m1"])), (3, v(&["m2"])), (4, v(&["m3"]))]
+    );
+    // Exactly the total: one batch.
+    assert_eq!(steps(&mut pg, 606), [(4, v(&["m1", "m2", "m3"]))]);
+}
+
+#[test]
 fn a_message_set_removes_what_it_lacks_and_is_pulled() {
     let Some(mut pg) = db("sync_message_set") else {
         return;

@@ -503,11 +503,11 @@ fn apply_session<E: Enrich>(
     let s = &changes.session;
     let at = |t: Option<i64>| t.map(|t| not_future(t, now));
     let title = s.title.as_deref().map(|t| {
-        let t = enrich.redact_title(t);
+        let t = no_controls(&enrich.redact_title(cap(t, PULLED_FIELD_CAP)));
         if t.chars().count() > PULLED_TITLE_CHARS {
             one_line(&t, PULLED_TITLE_CHARS)
         } else {
-            t.into_owned()
+            t
         }
     });
     let field = |t: &Option<String>| t.as_deref().map(|t| pulled_field(enrich, t));
@@ -564,7 +564,7 @@ fn apply_session<E: Enrich>(
                 pulled_field(enrich, &snap.trigger),
                 snap.budget,
                 snap.events,
-                cap(&enrich.redact(&snap.text), PULLED_MESSAGE_CAP),
+                redact_capped(enrich, &snap.text, PULLED_MESSAGE_CAP),
                 snap.consumed_at.map(|t| not_future(t, now)),
                 snap.consumed_by.as_deref().map(|t| pulled_field(enrich, t)),
             ])
@@ -611,10 +611,13 @@ fn apply_message<E: Enrich>(
     now: i64,
 ) -> Result<()> {
     let ts = m.ts.map(|t| not_future(t, now));
+    // Cut before redaction (its cost grows with the text) with room to spare, and again at
+    // the cap after it: a secret the first cut splits is past the second.
+    let before = PULLED_MESSAGE_CAP + CAP_SLACK;
     let parsed = serde_json::from_str::<Vec<Part>>(&m.parts)
         .ok()
         .map(|mut parts| {
-            cap_pulled_parts(&mut parts);
+            cap_pulled_parts(&mut parts, before);
             Message {
                 id: m.ext_id.clone(),
                 role: m.role.parse().unwrap_or(Role::System),
@@ -626,7 +629,7 @@ fn apply_message<E: Enrich>(
         });
     let capped = match &parsed {
         Some(msg) => serde_json::to_string(&msg.parts)?,
-        None => cap(&m.parts, PULLED_MESSAGE_CAP).to_string(),
+        None => cap(&m.parts, before).to_string(),
     };
     let redacted = redact_stored(
         enrich,
@@ -635,23 +638,32 @@ fn apply_message<E: Enrich>(
             role: &m.role,
             kind: &m.kind,
             ts,
-            body: cap(&m.body, PULLED_MESSAGE_CAP),
-            tools: cap(&m.tools, PULLED_MESSAGE_CAP),
+            body: cap(&m.body, before),
+            tools: cap(&m.tools, before),
             parts: &capped,
         },
     )?;
     // The message as stored: its parts (JSON), search columns and, when the parts parse, the
-    // message they hold.
+    // message they hold (the search columns rendered from it).
     let (parts, body, tools, message) = match (redacted, parsed) {
         (Some(r), _) => (r.parts, r.body, r.tools, r.message),
-        (None, Some(msg)) => {
-            let (body, tools) = render_index_text(&msg);
-            (capped, body, tools, Some(msg))
-        }
-        (None, None) => (
+        (None, parsed) => (
             capped,
-            cap(&m.body, PULLED_MESSAGE_CAP).to_string(),
-            cap(&m.tools, PULLED_MESSAGE_CAP).to_string(),
+            cap(&m.body, before).to_string(),
+            cap(&m.tools, before).to_string(),
+            parsed,
+        ),
+    };
+    let (parts, body, tools, message) = match message {
+        Some(mut msg) => {
+            cap_pulled_parts(&mut msg.parts, PULLED_MESSAGE_CAP);
+            let (body, tools) = render_index_text(&msg);
+            (serde_json::to_string(&msg.parts)?, body, tools, Some(msg))
+        }
+        None => (
+            cap(&parts, PULLED_MESSAGE_CAP).to_string(),
+            cap(&body, PULLED_MESSAGE_CAP).to_string(),
+            cap(&tools, PULLED_MESSAGE_CAP).to_string(),
             None,
         ),
     };
@@ -743,10 +755,10 @@ fn apply_message<E: Enrich>(
                 pulled_field(enrich, &e.category),
                 pulled_field(enrich, &e.action),
                 e.priority,
-                cap(&enrich.redact(&e.subject), MAX_SUBJECT),
+                redact_capped(enrich, &e.subject, MAX_SUBJECT),
                 e.detail
                     .as_deref()
-                    .map(|d| cap(&enrich.redact(d), MAX_DETAIL).to_string()),
+                    .map(|d| redact_capped(enrich, d, MAX_DETAIL)),
                 e.call_id.as_deref().map(|t| pulled_field(enrich, t)),
                 e.tool.as_deref().map(|t| pulled_field(enrich, t)),
                 e.ts.map(|t| not_future(t, now)),
@@ -762,6 +774,9 @@ fn apply_message<E: Enrich>(
 /// by every machine that pulls it.
 pub const PULLED_MESSAGE_CAP: usize = 1024 * 1024;
 
+/// Room past a cap that pulled text is cut to before it is redacted (then cut at the cap).
+const CAP_SLACK: usize = 64 * 1024;
+
 /// Cap on the bytes of a pulled short field (a project directory, branch, model, tool name,
 /// …), after redaction.
 pub const PULLED_FIELD_CAP: usize = 4096;
@@ -771,9 +786,8 @@ pub const PULLED_FIELD_CAP: usize = 4096;
 pub const PULLED_TITLE_CHARS: usize = 200;
 
 /// Cap the text of pulled `parts` in place: every text, thinking, tool input string and tool
-/// output cut so that together they hold at most [`PULLED_MESSAGE_CAP`] bytes (the first ones
-/// first).
-fn cap_pulled_parts(parts: &mut [Part]) {
+/// output cut so that together they hold at most `max` bytes (the first ones first).
+fn cap_pulled_parts(parts: &mut [Part], max: usize) {
     fn take(s: &mut String, left: &mut usize) {
         let keep = cap(s, *left).len();
         s.truncate(keep);
@@ -787,7 +801,7 @@ fn cap_pulled_parts(parts: &mut [Part]) {
             _ => {}
         }
     }
-    let mut left = PULLED_MESSAGE_CAP;
+    let mut left = max;
     for p in parts {
         match p {
             Part::Text { text } | Part::Thinking { text } => take(text, &mut left),
@@ -802,9 +816,23 @@ fn cap_pulled_parts(parts: &mut [Part]) {
     }
 }
 
-/// A pulled short field as stored: redacted, capped at [`PULLED_FIELD_CAP`] bytes.
+/// Pulled `text` redacted and cut at `max` bytes (cut at `max` + [`CAP_SLACK`] before, so
+/// that a huge text costs no more to redact than that).
+fn redact_capped<E: Enrich>(enrich: &E, text: &str, max: usize) -> String {
+    cap(&enrich.redact(cap(text, max + CAP_SLACK)), max).to_string()
+}
+
+/// A pulled short field as stored: redacted, capped at [`PULLED_FIELD_CAP`] bytes, its
+/// control characters (terminal escapes, line breaks) replaced by spaces.
 fn pulled_field<E: Enrich>(enrich: &E, text: &str) -> String {
-    cap(&enrich.redact(text), PULLED_FIELD_CAP).to_string()
+    no_controls(&redact_capped(enrich, text, PULLED_FIELD_CAP))
+}
+
+/// `text` with every control character replaced by a space.
+fn no_controls(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 /// How far in the future (ms) a pulled time may be before it is taken as now: a day, for

@@ -1018,6 +1018,7 @@ fn pulled_messages_titles_and_labels_are_capped() {
     let title = "word ".repeat(100);
     pull.sessions[0].session.title = Some(title.clone());
     pull.label = format!("desk\u{7}\nlab{}", "e".repeat(100));
+    pull.sessions[0].session.git_branch = Some("br\u{1b}[31manch\r".into());
     let mut b = enabled(&d, "b.db", B);
     b.apply_pull(&pull, &Standard).unwrap();
     let kept = "x".repeat(cap);
@@ -1037,8 +1038,11 @@ fn pulled_messages_titles_and_labels_are_capped() {
         ]]
     );
     assert_eq!(
-        rows(&b, "SELECT title FROM sessions"),
-        [vec![Value::Text(memtrail_adapters::one_line(&title, 200))]]
+        rows(&b, "SELECT title, git_branch FROM sessions"),
+        [vec![
+            Value::Text(memtrail_adapters::one_line(&title, 200)),
+            Value::Text("br [31manch ".into())
+        ]]
     );
     assert_eq!(
         rows(&b, &format!("SELECT label FROM machines WHERE id = '{A}'")),
