@@ -50,7 +50,7 @@ pub fn sync(
     let config = PgConfig::parse(&url)?;
     let mut pg = Pg::connect(&config)?;
     for w in pg.warnings() {
-        eprintln!("memtrail: warning: {w}");
+        eprintln!("memtrail: warning: {}", crate::output::terminal_safe(w));
     }
     let schema = migrate(&mut pg, MIGRATIONS)?;
     sync_auto::record_pgvector(&mut store, &schema.vector)?;
@@ -147,7 +147,7 @@ pub fn sync(
                     bar.set_message("pushing");
                 }
                 Progress::Pull { label, messages } => {
-                    bar.set_message(format!("pulling from {label}: {messages} messages"));
+                    bar.set_message(pull_message(label, messages));
                 }
             },
         );
@@ -212,6 +212,14 @@ pub fn sync(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The progress bar's message while pulling from the machine labelled `label` (written by
+/// whoever can write to PostgreSQL): redacted, and made safe for the terminal
+/// ([`crate::output::terminal_safe`]), as every other line memtrail prints.
+fn pull_message(label: &str, messages: u64) -> String {
+    let msg = format!("pulling from {label}: {messages} messages");
+    crate::output::terminal_safe(&memtrail_runtime::redact::redact(&msg)).into_owned()
+}
+
 /// A store set up for sync as one machine is never synced as another: its own sessions would
 /// come back from PostgreSQL as the other machine's (a copied or edited config).
 ///
@@ -252,5 +260,23 @@ fn human_bytes(n: u64) -> String {
         1_000..1_000_000 => format!("{:.1} KB", n as f64 / 1e3),
         1_000_000..1_000_000_000 => format!("{:.1} MB", n as f64 / 1e6),
         _ => format!("{:.1} GB", n as f64 / 1e9),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pull_message;
+
+    #[test]
+    fn the_pull_progress_message_cannot_drive_the_terminal() {
+        assert_eq!(
+            pull_message("evil\x1b]0;PWNED\x07\x1b[31mRED\x1b[0m\r\x1b[2Kfake", 7),
+            "pulling from evil\u{fffd}]0;PWNED\u{fffd}\u{fffd}[31mRED\u{fffd}[0m\u{fffd}\u{fffd}[2Kfake: 7 messages"
+        );
+        assert_eq!(
+            pull_message("lab-AKIAQ7WERTYUI4PASDFG", 1),
+            "pulling from lab-[redacted:aws_access_key]: 1 messages"
+        );
+        assert_eq!(pull_message("desk", 0), "pulling from desk: 0 messages");
     }
 }
