@@ -19,12 +19,21 @@ use std::process::ExitCode;
 /// `memtrail sync`: with `init`, set up first (connect, migrate, keep the URL and the machine
 /// id in the config, queue every stored session); then push and pull until nothing is left.
 /// A progress bar on stderr on a terminal; a summary line (or JSON) on stdout.
+/// The warning `sync --init URL` gives on stderr when the URL holds a password.
+pub const PASSWORD_IN_ARGS: &str = "the password is visible to other local users in the process \
+    list while this runs; prefer PGPASSWORD or ~/.pgpass";
+
 pub fn sync(
     db: &StoreLocation,
     init: Option<String>,
     label: Option<String>,
     json: bool,
 ) -> Result<ExitCode> {
+    if let Some(url) = &init
+        && PgConfig::parse(url).is_ok_and(|c| c.password.is_some())
+    {
+        eprintln!("memtrail: warning: {PASSWORD_IN_ARGS}");
+    }
     let path = config_path();
     let mut settings = SyncSettings::load(&path)?;
     let privacy = Privacy::load()?;
