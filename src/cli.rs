@@ -112,14 +112,15 @@ pub enum Command {
     /// Push this machine's new sessions to a PostgreSQL database and pull the other machines'
     /// (set it up once with `--init URL`; docs/sync.md).
     #[command(
-        after_help = "Examples:\n  memtrail sync --init 'postgres://me@db.example/memtrail?sslmode=verify-full'\n  memtrail sync\n  memtrail sync --json\n  memtrail sync --watch\n\nOnce set up, hooks start a background sync after each session's end and at most once a\nminute at a turn's end.\n\nThe password comes from the URL, else PGPASSWORD, else ~/.pgpass; the URL is kept in\n~/.config/memtrail/config.toml (mode 0600) and never printed with its password."
+        after_help = "Examples:\n  memtrail sync --init 'postgres://me@db.example/memtrail?sslmode=verify-full'\n  memtrail sync\n  memtrail sync --json\n  memtrail sync --watch\n\nOnce set up, hooks start a background sync after each session's end and at most once a\nminute at a turn's end.\n\nGive the URL without its password and put the password in PGPASSWORD or ~/.pgpass (a\npassword on the command line is visible to other local users in the process list while\nit runs):\n  PGPASSWORD=… memtrail sync --init 'postgres://me@db.example/memtrail'\nThe password comes from the URL, else PGPASSWORD, else ~/.pgpass; the URL is kept in\n~/.config/memtrail/config.toml (mode 0600) and never printed with its password."
     )]
     Sync {
         /// Set sync up with the database at URL
         /// (postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]): test the
         /// connection, create or migrate memtrail's schema, keep the URL and this machine's id
         /// in memtrail's config, queue every stored session, then sync. Run it on each machine
-        /// with the same URL to join them.
+        /// with the same URL to join them. Leave the password out of the URL (others see the
+        /// command line): PGPASSWORD or ~/.pgpass gives it.
         #[arg(long, value_name = "URL")]
         init: Option<String>,
         /// With --init: this machine's name as the others show it [default: the hostname].

@@ -280,7 +280,11 @@ impl ReadStore for PgReader {
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
-        pick_prefix_match(id, rows)
+        // The message of an ambiguous prefix lists the sessions' ids: redacted too.
+        pick_prefix_match(id, rows).map_err(|e| match e {
+            Error::Invalid(m) => Error::Invalid(clean(m)),
+            e => e,
+        })
     }
 
     fn session_summary(&self, rowid: i64) -> Result<SessionSummary> {

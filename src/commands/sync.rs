@@ -20,6 +20,10 @@ use std::process::ExitCode;
 /// `memtrail sync`: with `init`, set up first (connect, migrate, keep the URL and the machine
 /// id in the config, queue every stored session); then push and pull until nothing is left.
 /// A progress bar on stderr on a terminal; a summary line (or JSON) on stdout.
+/// The warning `sync --init URL` gives on stderr when the URL holds a password.
+pub const PASSWORD_IN_ARGS: &str = "the password is visible to other local users in the process \
+    list while this runs; prefer PGPASSWORD or ~/.pgpass";
+
 pub fn sync(
     db: &StoreLocation,
     init: Option<String>,
@@ -29,6 +33,11 @@ pub fn sync(
     sync_auto::local_path(db)?;
     if let Some(l) = &label {
         memtrail_runtime::machine::check_label(l)?;
+    }
+    if let Some(url) = &init
+        && PgConfig::parse(url).is_ok_and(|c| c.password.is_some())
+    {
+        eprintln!("memtrail: warning: {PASSWORD_IN_ARGS}");
     }
     let path = config_path();
     let mut settings = SyncSettings::load(&path)?;

@@ -552,6 +552,31 @@ fn a_postgresql_store_never_shows_a_secret_written_into_it_directly() {
         assert_no_secret(&format!("{args:?}"), &text);
     }
 
+    // An ambiguous prefix lists the sessions' ids, redacted.
+    memtrail_pg::Pg::connect_url(&url)
+        .unwrap()
+        .batch_execute(&format!(
+            "INSERT INTO sessions (uid, machine_id, agent, external_id, started_at, updated_at,
+                                   message_count, rev)
+             VALUES ('e0000000000000000000000000000002', 'eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee',
+                     'claude', 'evil-{AK}', 1, 1, 0, nextval('memtrail_rev'))"
+        ))
+        .unwrap();
+    let out = sb
+        .cmd()
+        .args(["--store", &url, "sessions", "show", "evil-"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "`evil-` matches several sessions: evil-0001, evil-{RED_AK}"
+        )),
+        "{err}"
+    );
+    assert_no_secret("an ambiguous prefix", &err);
+
     let Ok(python) = resolve_python(
         "import mcp, sys; print(sys.executable)",
         "has no `mcp` module (scripts/e2e-deps)",

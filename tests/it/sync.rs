@@ -995,6 +995,46 @@ fn sync_texts_say_what_they_mean() {
 }
 
 #[test]
+fn sync_init_warns_when_the_url_on_the_command_line_holds_a_password() {
+    let sb = Sandbox::new();
+    let warning = "memtrail: warning: the password is visible to other local users in the \
+                   process list while this runs; prefer PGPASSWORD or ~/.pgpass\n";
+    // Nothing listens on port 1 of the loopback: the connection is refused at once.
+    let init = |url: &str| {
+        let out = sb.cmd().args(["sync", "--init", url]).output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let err = init("postgres://me:hunter2pw@127.0.0.1:1/db");
+    assert!(err.starts_with(warning), "{err}");
+    assert!(!err.contains("hunter2pw"), "{err}");
+    let err = init("postgres://me@127.0.0.1:1/db?password=hunter2pw");
+    assert!(err.starts_with(warning), "{err}");
+    // Without a password in the URL (PGPASSWORD or ~/.pgpass give it): no warning.
+    let out = sb
+        .cmd()
+        .env("PGPASSWORD", "hunter2pw")
+        .args(["sync", "--init", "postgres://me@127.0.0.1:1/db"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!err.contains("warning"), "{err}");
+    assert!(
+        err.contains("cannot connect to postgres://me@127.0.0.1:1/db"),
+        "{err}"
+    );
+    // The help recommends it.
+    let help = sb.cmd().args(["sync", "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(
+        help.contains(
+            "Give the URL without its password and put the password in PGPASSWORD or ~/.pgpass"
+        ),
+        "{help}"
+    );
+}
+
+#[test]
 fn purge_and_delete_of_another_machines_session_say_what_happens_where() {
     let Some(url) = memtrail_testkit::pg::test_database("purge_pulled") else {
         return;

@@ -440,10 +440,34 @@ fn a_database_without_memtrail_is_refused_with_what_to_do() {
     let Some(url) = memtrail_testkit::pg::test_database("refused") else {
         return;
     };
+    // No memtrail table at all.
+    let e = PgReader::connect(&url).err().unwrap().to_string();
+    assert_eq!(
+        e,
+        "PostgreSQL: no memtrail tables in DB: run `memtrail sync --init URL` on a machine first"
+    );
+    // The schema of migration 1 only (no full-text search).
+    let mut pg = memtrail_pg::Pg::connect_url(&url).unwrap();
+    memtrail_pg::migrate::migrate(&mut pg, &memtrail_pg::migrate::MIGRATIONS[..1]).unwrap();
     let e = PgReader::connect(&url).err().unwrap().to_string();
     assert_eq!(
         e,
         "PostgreSQL: this database holds no memtrail store (or one without full-text search): run `memtrail sync --init URL` to create it, then `memtrail sync`"
+    );
+    // A schema newer than this build's.
+    pg.batch_execute(&format!(
+        "UPDATE memtrail_meta SET value = '{}' WHERE key = 'schema_version'",
+        memtrail_pg::migrate::MIGRATIONS.len() + 1
+    ))
+    .unwrap();
+    let e = PgReader::connect(&url).err().unwrap().to_string();
+    assert_eq!(
+        e,
+        format!(
+            "PostgreSQL: the database's memtrail schema is version {}, newer than this memtrail's {}: upgrade memtrail on this machine",
+            memtrail_pg::migrate::MIGRATIONS.len() + 1,
+            memtrail_pg::migrate::MIGRATIONS.len()
+        )
     );
 }
 
