@@ -103,7 +103,7 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
         Command::Sessions(SessionsCommand::Delete { .. }) => Some("memtrail sessions delete"),
         Command::Sessions(SessionsCommand::Capture { .. }) => Some("memtrail sessions capture"),
         Command::Uninstall(a) if a.purge => Some("memtrail uninstall --purge"),
-        Command::Sync { .. } => Some("memtrail sync"),
+        // `memtrail sync` says it itself, naming what to do (`sync_auto::local_path`).
         _ => None,
     };
     if let Some(what) = writes {

@@ -485,7 +485,8 @@ mod tests {
             serde_json::json!({
                 "configured": false, "url": null, "machine": null, "label": null,
                 "enabled": false, "last_push_at": null, "last_pull_at": null,
-                "last_sync_at": null, "pending": null, "last_error": null, "pgvector": null,
+                "last_sync_at": null, "pending": null, "last_error": null,
+                "failing_since": null, "failing": false, "pgvector": null,
                 "pgvector_version": null, "machines": [],
             })
         );
@@ -519,6 +520,8 @@ mod tests {
                 "pending": {"sessions": 0, "messages": 0, "deletions": 0},
                 // Redacted again when shown (a password that slipped in).
                 "last_error": "cannot connect to postgres://me:[redacted:url_password]@db/m: refused",
+                // Set by hand here, not by a failing sync: no time; nothing waits.
+                "failing_since": null, "failing": false,
                 "pgvector": true, "pgvector_version": "0.8.6", "machines": [],
             })
         );

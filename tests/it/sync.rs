@@ -882,7 +882,11 @@ fn a_sync_by_hand_that_fails_is_recorded_and_status_says_sync_is_failing() {
     assert!(m.run(&["sync", "--init", &url]).status.success());
     let status = |m: &Machine| m.json(&["status", "--json"])["sync"].clone();
     assert_eq!(status(&m)["failing"], false);
-    // A new session waits; the database is out of reach.
+    // A new session waits; the database is out of reach. A background sync started just now
+    // (the stamp): the hook's turn end starts none that would push it first.
+    let stamp = m.sb.home.join(".local/state/memtrail/sync-started");
+    std::fs::create_dir_all(stamp.parent().unwrap()).unwrap();
+    std::fs::write(&stamp, b"0").unwrap();
     hook_session(&m, 0xe201, 3);
     m.point_nowhere();
     let out = m.run(&["sync"]);
@@ -977,7 +981,15 @@ fn sync_texts_say_what_they_mean() {
         "memtrail: bad PostgreSQL URL: the password has a bad %-escape: percent-encode special \
          characters in the password (@ → %40, : → %3A, / → %2F, % → %25)\n"
     );
-    let help = String::from_utf8(m.run(&["--help"]).stdout).unwrap();
+    // Help texts are wrapped to the terminal's width: compared with single spaces.
+    let words = |s: Vec<u8>| {
+        String::from_utf8(s)
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let help = words(m.run(&["--help"]).stdout);
     assert!(
         help.contains(
             "nothing leaves this machine unless you set up `memtrail sync` (which sends the \
@@ -985,7 +997,7 @@ fn sync_texts_say_what_they_mean() {
         ),
         "{help}"
     );
-    let help = String::from_utf8(m.run(&["sync", "--help"]).stdout).unwrap();
+    let help = words(m.run(&["sync", "--help"]).stdout);
     assert!(
         help.contains(
             "(postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE])"
