@@ -365,17 +365,7 @@ pub fn watch(db: &StoreLocation, opts: WatchOptions) -> Result<ExitCode> {
                     }
                     let (p, q) = (&r.pushed, &r.pulled);
                     if p.messages + p.deletions + p.sessions + q.messages + q.deleted_sessions > 0 {
-                        note(&format!(
-                            "pushed {} messages ({} sessions, {} deletions), pulled {} messages \
-                             ({} sessions, {} deleted) in {} ms",
-                            p.messages,
-                            p.sessions,
-                            p.deletions,
-                            q.messages,
-                            q.sessions,
-                            q.deleted_sessions,
-                            r.elapsed_ms
-                        ));
+                        note(&watch_line(&r));
                     }
                     next_pull = Instant::now() + opts.pull_every;
                 }
@@ -419,4 +409,47 @@ pub fn local_path(db: &StoreLocation) -> Result<&std::path::Path> {
              {db}), or give the local store's path with --db PATH"
         )
     })
+}
+
+/// The line `--watch` prints after a sync that moved something: `pushed 1 message (1 session,
+/// 0 deletions), pulled 3 messages (2 sessions, 0 deleted) in 41 ms`.
+fn watch_line(r: &SyncReport) -> String {
+    use crate::output::plural;
+    let (p, q) = (&r.pushed, &r.pulled);
+    format!(
+        "pushed {} ({}, {}), pulled {} ({}, {} deleted) in {} ms",
+        plural(p.messages, "message", "messages"),
+        plural(p.sessions, "session", "sessions"),
+        plural(p.deletions, "deletion", "deletions"),
+        plural(q.messages, "message", "messages"),
+        plural(q.sessions, "session", "sessions"),
+        q.deleted_sessions,
+        r.elapsed_ms
+    )
+}
+
+#[cfg(test)]
+mod watch_line_tests {
+    use super::*;
+
+    #[test]
+    fn the_watch_line_counts_in_words_that_agree() {
+        let mut r = SyncReport {
+            machine: "m".into(),
+            label: "l".into(),
+            url: "postgres://h/db".into(),
+            pushed: Default::default(),
+            pulled: Default::default(),
+            elapsed_ms: 41,
+        };
+        r.pushed.messages = 1;
+        r.pushed.sessions = 1;
+        r.pulled.messages = 3;
+        r.pulled.sessions = 2;
+        assert_eq!(
+            watch_line(&r),
+            "pushed 1 message (1 session, 0 deletions), pulled 3 messages (2 sessions, 0 deleted) \
+             in 41 ms"
+        );
+    }
 }

@@ -153,7 +153,7 @@ fn write_commands_refuse_a_postgresql_store_and_never_show_its_password() {
         vec!["sessions", "delete", "x", "--yes"],
         vec!["sessions", "capture", "x"],
         vec!["uninstall", "--purge", "--yes"],
-        vec!["sync"],
+        // `memtrail sync` says it in its own words (the test of status and sync below).
     ] {
         let out = sb
             .cmd()
