@@ -11,13 +11,17 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 use std::time::Instant;
 
 use memtrail_runtime::Store;
 use memtrail_runtime::privacy::Privacy;
 use memtrail_runtime::records::Standard;
+use memtrail_runtime::sync::{PushBatch, PushCursor};
 use serde::Serialize;
 
+use crate::sync::batch_lexemes;
+use crate::tsv::TsVector;
 use crate::{Error, Pg, Result};
 
 /// Batch sizes.
@@ -176,6 +180,13 @@ pub fn sync(
     Ok(report)
 }
 
+/// The push loop, in two threads: this one reads the next batch from the store (after the
+/// ones in flight: [`Store::push_batch_after`]) and computes its full-text vectors while a
+/// second one writes the previous batch to PostgreSQL. Batches are written in order, one
+/// transaction each; each is acknowledged here once PostgreSQL committed it. After a failed
+/// batch nothing more is written (the batches after it are sent again next time, with it).
+/// A bulk push (a first sync) also merges the full-text index's pending list on a connection
+/// of its own ([`GinCleaner`]).
 fn push(
     store: &mut Store,
     pg: &mut Pg,
@@ -186,30 +197,133 @@ fn push(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
     let queued = store.sync_pending()?.messages;
-    loop {
-        let batch = store.push_batch(
-            &me.machine,
-            privacy,
-            options.batch_messages,
-            options.batch_bytes,
-        )?;
-        if batch.is_empty() {
-            return Ok(());
-        }
-        if !batch.deletions.is_empty() || !batch.sessions.is_empty() {
-            let p = pg.push(&me.machine, &me.label, &batch)?;
-            totals.batches += 1;
-            totals.sessions += p.sessions;
-            totals.messages += p.messages;
-            totals.deletions += p.deletions;
-            totals.bytes += p.bytes;
-            totals.deleted_elsewhere += p.deleted_elsewhere;
-        }
-        store.ack_push(&batch)?;
-        progress(Progress::Push {
-            messages: totals.messages,
-            queued,
+    let cleaner = (queued >= BULK_PUSH_MESSAGES)
+        .then(|| GinCleaner::start(pg))
+        .flatten();
+    type Done = Result<(PushBatch, Option<crate::sync::Pushed>)>;
+    let result = std::thread::scope(|scope| {
+        // One batch waits while one is written: memory stays at about two batches.
+        let (to_pg, batches) = mpsc::sync_channel::<(PushBatch, Vec<Vec<TsVector>>)>(1);
+        let (done_tx, done) = mpsc::channel::<Done>();
+        scope.spawn(move || {
+            for (batch, lexemes) in batches {
+                let r = if batch.deletions.is_empty() && batch.sessions.is_empty() {
+                    Ok(None)
+                } else {
+                    pg.push_with_lexemes(&me.machine, &me.label, &batch, &lexemes)
+                        .map(Some)
+                };
+                let failed = r.is_err();
+                if done_tx.send(r.map(|p| (batch, p))).is_err() || failed {
+                    break;
+                }
+            }
         });
+        let mut acknowledge = |store: &mut Store, d: Done| -> Result<()> {
+            let (batch, p) = d?;
+            if let Some(p) = p {
+                totals.batches += 1;
+                totals.sessions += p.sessions;
+                totals.messages += p.messages;
+                totals.deletions += p.deletions;
+                totals.bytes += p.bytes;
+                totals.deleted_elsewhere += p.deleted_elsewhere;
+            }
+            store.ack_push(&batch)?;
+            progress(Progress::Push {
+                messages: totals.messages,
+                queued,
+            });
+            Ok(())
+        };
+        let mut cursor = PushCursor::default();
+        loop {
+            while let Ok(d) = done.try_recv() {
+                acknowledge(store, d)?;
+            }
+            let batch = store.push_batch_after(
+                &me.machine,
+                privacy,
+                options.batch_messages,
+                options.batch_bytes,
+                cursor,
+            )?;
+            if batch.is_empty() {
+                break;
+            }
+            cursor = batch.cursor_after(cursor);
+            let lexemes = batch_lexemes(&batch);
+            if to_pg.send((batch, lexemes)).is_err() {
+                // The writer stopped at a failed batch: its error is in `done`.
+                break;
+            }
+        }
+        drop(to_pg);
+        for d in done {
+            acknowledge(store, d)?;
+        }
+        Ok(())
+    });
+    if let Some(c) = cleaner {
+        c.stop();
+    }
+    result
+}
+
+/// The messages queued from which a push counts as a bulk push ([`GinCleaner`]).
+const BULK_PUSH_MESSAGES: u64 = 5_000;
+
+/// A second connection that empties the pending list of the full-text index
+/// (`gin_clean_pending_list('messages_tsv')`) over and over while a bulk push writes: GIN's
+/// fast update appends each inserted row's lexemes to that list, and whichever backend finds it
+/// over `gin_pending_list_limit` merges it into the index, which was most of a first push's
+/// time in PostgreSQL. Here the merging runs on another backend (another core) and the pushing
+/// connection's limit is raised so it leaves the merging to it. Best effort: a role that does
+/// not own the index (PostgreSQL allows only the owner) or any error just stops the cleaner,
+/// and the pushes merge as before.
+struct GinCleaner {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl GinCleaner {
+    fn start(pg: &mut Pg) -> Option<GinCleaner> {
+        let other = pg.connect_again().ok()?;
+        other
+            .batch_execute("SET maintenance_work_mem = '128MB'; SET work_mem = '64MB'")
+            .ok()?;
+        // One try first: no privilege, no cleaner.
+        other
+            .batch_execute("SELECT gin_clean_pending_list('messages_tsv'::regclass)")
+            .ok()?;
+        pg.batch_execute("SET gin_pending_list_limit = '64MB'")
+            .ok()?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            use std::sync::atomic::Ordering;
+            while !flag.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                if other
+                    .batch_execute("SELECT gin_clean_pending_list('messages_tsv'::regclass)")
+                    .is_err()
+                {
+                    return;
+                }
+                // Idle a little when there was little to merge.
+                if t.elapsed() < std::time::Duration::from_millis(100) {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            }
+        });
+        Some(GinCleaner { stop, thread })
+    }
+
+    /// Stops after the merge in progress (the list left is merged by later writers or
+    /// autovacuum; searches read it meanwhile).
+    fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = self.thread.join();
     }
 }
 

@@ -12,6 +12,7 @@ pub mod read;
 pub mod settings;
 pub mod sync;
 mod tls;
+pub mod tsv;
 
 use std::future::Future;
 use std::time::Duration;
@@ -104,6 +105,9 @@ pub struct Pg {
     client: tokio_postgres::Client,
     target: String,
     warnings: Vec<String>,
+    /// What it connected with, for [`Pg::connect_again`].
+    config: PgConfig,
+    password: Option<String>,
 }
 
 impl Pg {
@@ -121,6 +125,21 @@ impl Pg {
     pub fn connect_with(config: &PgConfig, sources: &PasswordSources) -> Result<Pg> {
         let mut warnings = Vec::new();
         let password = config.resolve_password(sources, &mut warnings);
+        Self::connect_resolved(config, password, warnings)
+    }
+
+    /// A second connection to the same database, as the same role with the same password.
+    ///
+    /// Errors: as [`Pg::connect`].
+    pub fn connect_again(&self) -> Result<Pg> {
+        Self::connect_resolved(&self.config, self.password.clone(), Vec::new())
+    }
+
+    fn connect_resolved(
+        config: &PgConfig,
+        password: Option<String>,
+        warnings: Vec<String>,
+    ) -> Result<Pg> {
         let target = config.to_string();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -194,6 +213,8 @@ impl Pg {
             client,
             target,
             warnings,
+            config: config.clone(),
+            password,
         })
     }
 

@@ -32,6 +32,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "search",
         sql: include_str!("migrations/0002_search.sql"),
     },
+    Migration {
+        version: 3,
+        name: "client lexemes",
+        sql: include_str!("migrations/0003_client_lexemes.sql"),
+    },
 ];
 
 /// The advisory lock key the migrations run under (`pg_advisory_xact_lock`): "memtrail" in

@@ -1,16 +1,21 @@
 //! Reading a PostgreSQL store directly (`--store postgres://…`): [`PgReader`], memtrail's
-//! [`ReadStore`] over the database `memtrail sync` fills (migrations 1 and 2), so that
+//! [`ReadStore`] over the database `memtrail sync` fills (its migrations), so that
 //! `search`, `sessions list/show`, `resume`, `handoff` and the MCP server's read tools answer
 //! from a team server as they answer from the local SQLite store.
 //!
-//! Full text (migration 2, docs/postgres.md): the `tsv` column of `messages` (prose weight A,
-//! tool calls B, CJK characters C), a GIN index, queries in memtrail's own grammar
-//! ([`memtrail_runtime::query::parse_query`], the SQLite store's) compiled to a `tsquery`
-//! ([`tsquery`]), snippets by `ts_headline`, and the SQLite store's bounded ranking: without a
+//! Full text (migrations 2 and 3, docs/postgres.md): the `tsv` column of `messages` (prose
+//! weight A, tool calls B, CJK characters C; lexemes computed by [`crate::tsv`]), a GIN index,
+//! queries in memtrail's own grammar ([`memtrail_runtime::query::parse_query`], the SQLite
+//! store's) compiled to a `tsquery` literal of the same lexemes ([`tsquery`]), snippets made
+//! here from the redacted text ([`crate::tsv::snippet`]), and the SQLite store's bounded
+//! ranking: without a
 //! filter (and without `OR`) only the newest [`SEARCH_CANDIDATES`] matches are ranked
 //! (`ts_rank`, then the recency prior of [`with_recency`]).
 
 use crate::Pg;
+use crate::tsv::{
+    INDEXED_CHARS, INDEXED_CJK_CHARS, QueryLexeme, leading_snippet, lexeme, snippet, tokens,
+};
 use memtrail_runtime::events::{Category, Event, StoredEvent};
 use memtrail_runtime::query::{
     CopyKey, HL_END, HL_START, Hit, ListFilter, MessageView, QueryItem, SEARCH_CANDIDATES,
@@ -31,9 +36,19 @@ type Param = Box<dyn ToSql + Sync + Send>;
 /// calls 0.4, prose 1.0 (the SQLite store's column weights).
 const RANK_WEIGHTS: &str = "'{0, 0.8, 0.4, 1.0}'::float4[]";
 
-/// `ts_headline`'s options: the highlight markers of [`HL_START`] / [`HL_END`], one fragment of
-/// at most 16 words (the SQLite snippet's 16 tokens).
-const HEADLINE_OPTIONS: &str = "'StartSel=' || chr(1) || ', StopSel=' || chr(2) || ', MaxFragments=1, MaxWords=16, MinWords=6, ShortWord=0'";
+/// `w.k`: the first column of a message `m` whose lexemes match the whole query `q` (1 prose,
+/// 2 tool calls, 3 CJK characters; else 1), whose text the snippet is made from.
+const MATCHED_COLUMN: &str = "LATERAL (SELECT CASE WHEN ts_filter(m.tsv, '{a}') @@ q THEN 1
+    WHEN ts_filter(m.tsv, '{b}') @@ q THEN 2 WHEN ts_filter(m.tsv, '{c}') @@ q THEN 3
+    ELSE 1 END AS k) w";
+
+/// The tokens of a snippet (the SQLite store's `snippet()` takes 16).
+const SNIPPET_TOKENS: usize = 16;
+
+/// The characters of a hit's text read first for its snippet; a hit whose match lies further
+/// in is read again up to the indexed characters ([`INDEXED_CHARS`]). Bounds a search's
+/// transfer to about 8 KiB per hit in the usual case.
+const SNIPPET_FIRST_CHARS: usize = 8192;
 
 /// A PostgreSQL store, read only. Blocking: each call runs its queries to the end on the
 /// connection's own single-threaded runtime ([`Pg`]; do not call it from inside another Tokio
@@ -191,21 +206,18 @@ fn project_clause(p: &str, args: &mut Vec<Param>) -> String {
     )
 }
 
-/// A term's text as a `tsquery` phrase: its parts (split at white space and ASCII punctuation,
-/// as the indexed text is by `memtrail_split`), each quoted, joined by `<->`; the last with
-/// `:*` for a prefix. `None` when no part holds a letter or digit.
+/// A term's text as a `tsquery` phrase: the lexemes of its tokens (split and stemmed as the
+/// indexed text is, [`crate::tsv`]), each quoted, joined by `<->`; the last with `:*` for a
+/// prefix. `None` when the text has no token.
 fn phrase(text: &str, prefix: bool) -> Option<String> {
-    let parts: Vec<&str> = text
-        .split(|c: char| c.is_whitespace() || c.is_ascii_punctuation())
-        .filter(|p| p.chars().any(char::is_alphanumeric))
-        .collect();
-    if parts.is_empty() {
+    let lexemes: Vec<String> = tokens(text).map(|(_, t)| lexeme(t)).collect();
+    if lexemes.is_empty() {
         return None;
     }
-    // Parts hold no ASCII punctuation, so no quote or backslash to escape.
-    let last = parts.len() - 1;
+    // A lexeme is letters and digits only: no quote or backslash to escape.
+    let last = lexemes.len() - 1;
     Some(
-        parts
+        lexemes
             .iter()
             .enumerate()
             .map(|(i, p)| format!("'{p}'{}", if prefix && i == last { ":*" } else { "" }))
@@ -214,7 +226,7 @@ fn phrase(text: &str, prefix: bool) -> Option<String> {
     )
 }
 
-/// The `tsquery` text (for `to_tsquery('memtrail', …)`) of a parsed query: each term a
+/// The `tsquery` literal (for `$1::text::tsquery`: lexemes compared as given) of a parsed query: each term a
 /// [`phrase`] of its parts, terms joined by `&`, `OR` as `|`, an excluded term as `& !(…)`. A
 /// word with CJK characters also matches its CJK runs as phrases of single characters of
 /// weight C (the `cjk` column), as the SQLite store's query does. `None` when no term is left.
@@ -260,6 +272,47 @@ pub fn tsquery(items: &[QueryItem]) -> Option<String> {
         after_term = true;
     }
     (positives > 0).then_some(out)
+}
+
+/// The lexemes a snippet highlights: those of every positive term of the query (the last of
+/// a prefix term as a prefix), and each CJK character of a term (the `cjk` column's tokens).
+fn query_lexemes(items: &[QueryItem]) -> Vec<QueryLexeme> {
+    let mut out: Vec<QueryLexeme> = Vec::new();
+    for (term, item) in items.iter().enumerate() {
+        let QueryItem::Term {
+            text,
+            prefix,
+            negated: false,
+            ..
+        } = item
+        else {
+            continue;
+        };
+        let toks: Vec<&str> = tokens(text).map(|(_, t)| t).collect();
+        for (i, t) in toks.iter().enumerate() {
+            let q = QueryLexeme {
+                lexeme: lexeme(t),
+                prefix: *prefix && i + 1 == toks.len(),
+                term,
+                part: i,
+            };
+            if !out.contains(&q) {
+                out.push(q);
+            }
+        }
+        for c in text.chars().filter(|c| memtrail_runtime::store::is_cjk(*c)) {
+            let q = QueryLexeme {
+                lexeme: c.to_lowercase().collect(),
+                prefix: false,
+                term: usize::MAX,
+                part: 0,
+            };
+            if !out.contains(&q) {
+                out.push(q);
+            }
+        }
+    }
+    out
 }
 
 impl ReadStore for PgReader {
@@ -408,16 +461,16 @@ impl ReadStore for PgReader {
         let mut args: Vec<Param> = vec![Box::new(q)];
         let mut sql = if bounded {
             format!(
-                "SELECT c.id, ts_rank({RANK_WEIGHTS}, c.tsv, to_tsquery('memtrail', $1), 1)::float8 AS score
+                "SELECT c.id, ts_rank({RANK_WEIGHTS}, c.tsv, $1::text::tsquery, 1)::float8 AS score
                  FROM (SELECT m.id, m.tsv FROM messages m
-                       WHERE m.tsv @@ to_tsquery('memtrail', $1)
+                       WHERE m.tsv @@ $1::text::tsquery
                        ORDER BY m.id DESC LIMIT {SEARCH_CANDIDATES}) c WHERE true"
             )
         } else {
             format!(
-                "SELECT m.id, ts_rank({RANK_WEIGHTS}, m.tsv, to_tsquery('memtrail', $1), 1)::float8 AS score
+                "SELECT m.id, ts_rank({RANK_WEIGHTS}, m.tsv, $1::text::tsquery, 1)::float8 AS score
                  FROM messages m JOIN sessions s ON s.uid = m.session_uid
-                 WHERE m.tsv @@ to_tsquery('memtrail', $1)"
+                 WHERE m.tsv @@ $1::text::tsquery"
             )
         };
         if let Some(a) = &f.agent {
@@ -483,63 +536,74 @@ impl ReadStore for PgReader {
         let ranked = best_distinct(keyed, limit);
         let ids: Vec<i64> = ranked.iter().map(|r| r.0).collect();
         // The snippet of the first column that matches the whole query (prose, tool calls,
-        // CJK characters), else of the prose.
-        let headline = |col: &str, config: &str| {
-            format!("ts_headline('{config}', {col}, q, {HEADLINE_OPTIONS})")
-        };
+        // CJK characters), else of the prose: made here from the column's text (redacted), its
+        // first SNIPPET_FIRST_CHARS characters, or up to the indexed INDEXED_CHARS for the few
+        // hits whose match lies further in.
         let rows = self.rows(
             &format!(
                 "SELECT m.id, s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq,
-                        m.role, m.kind, m.ts,
-                        coalesce((SELECT label FROM machines WHERE id = s.machine_id), s.machine_id),
-                        CASE w.k WHEN 2 THEN {tools} WHEN 3 THEN {cjk} ELSE {body} END,
-                        w.k,
-                        CASE w.k WHEN 2 THEN left(m.tools, 100000) WHEN 3 THEN left(m.cjk, 50000)
-                                 ELSE left(m.body, 100000) END
-                 FROM messages m JOIN sessions s ON s.uid = m.session_uid,
-                      to_tsquery('memtrail', $1) q,
-                      LATERAL (SELECT CASE WHEN ts_filter(m.tsv, '{{a}}') @@ q THEN 1
-                                           WHEN ts_filter(m.tsv, '{{b}}') @@ q THEN 2
-                                           WHEN ts_filter(m.tsv, '{{c}}') @@ q THEN 3
-                                           ELSE 1 END AS k) w
-                 WHERE m.id = ANY($2)",
-                body = headline("memtrail_split(left(m.body, 100000))", "memtrail"),
-                tools = headline("memtrail_split(left(m.tools, 100000))", "memtrail"),
-                cjk = headline("left(m.cjk, 50000)", "simple"),
+                    m.role, m.kind, m.ts,
+                    coalesce((SELECT label FROM machines WHERE id = s.machine_id), s.machine_id),
+                    CASE w.k WHEN 2 THEN left(m.tools, $3) WHEN 3 THEN left(m.cjk, $3)
+                             ELSE left(m.body, $3) END,
+                    w.k,
+                    CASE w.k WHEN 2 THEN length(m.tools) WHEN 3 THEN length(m.cjk)
+                             ELSE length(m.body) END
+             FROM messages m JOIN sessions s ON s.uid = m.session_uid,
+                  (SELECT $1::text::tsquery) AS qv(q), {MATCHED_COLUMN}
+             WHERE m.id = ANY($2)"
             ),
             &[
                 args[0].as_ref() as &(dyn ToSql + Sync),
                 &ids as &(dyn ToSql + Sync),
+                &(SNIPPET_FIRST_CHARS as i32),
             ],
         )?;
+        let terms = query_lexemes(items.as_deref().unwrap_or_default());
         let mut by_id: std::collections::HashMap<i64, Row> =
             rows.into_iter().map(|r| (r.get(0), r)).collect();
+        let mut snippets: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
+        let mut further: Vec<i64> = Vec::new();
+        for (id, r) in &by_id {
+            let text: Option<String> = r.get(11);
+            let whole = r.get::<_, Option<i32>>(13).unwrap_or(0) as usize;
+            let red = redact(text.as_deref().unwrap_or_default()).into_owned();
+            match snippet(&red, &terms, SNIPPET_TOKENS, HL_START, HL_END) {
+                Some(s) => {
+                    snippets.insert(*id, s);
+                }
+                None if whole > SNIPPET_FIRST_CHARS => further.push(*id),
+                None => {
+                    snippets.insert(*id, leading_snippet(&red, SNIPPET_TOKENS));
+                }
+            }
+        }
+        if !further.is_empty() {
+            for r in self.rows(
+                &format!("SELECT m.id, CASE w.k WHEN 2 THEN left(m.tools, $3) WHEN 3 THEN left(m.cjk, $4)
+                                       ELSE left(m.body, $3) END
+                 FROM messages m, (SELECT $1::text::tsquery) AS qv(q), {MATCHED_COLUMN}
+                 WHERE m.id = ANY($2)"),
+                &[
+                    args[0].as_ref() as &(dyn ToSql + Sync),
+                    &further as &(dyn ToSql + Sync),
+                    &(INDEXED_CHARS as i32),
+                    &(INDEXED_CJK_CHARS as i32),
+                ],
+            )? {
+                let red = redact(r.get::<_, Option<&str>>(1).unwrap_or_default()).into_owned();
+                let s = snippet(&red, &terms, SNIPPET_TOKENS, HL_START, HL_END)
+                    .unwrap_or_else(|| leading_snippet(&red, SNIPPET_TOKENS));
+                snippets.insert(r.get(0), s);
+            }
+        }
         let mut hits = Vec::with_capacity(ranked.len());
         for (rowid, score) in ranked {
             // A row deleted since the rank step is simply left out.
             let Some(r) = by_id.remove(&rowid) else {
                 continue;
             };
-            let mut snippet: String = r.get(11);
-            // The snippet of the text redacted, when redacting changes the text (a row written
-            // into PostgreSQL directly): a secret the fragment would cut is never shown in part.
-            let source: Option<String> = r.get(13);
-            if let Some(std::borrow::Cow::Owned(red)) = source.as_deref().map(redact) {
-                let (config, doc) = match r.get::<_, i32>(12) {
-                    3 => ("simple", "$2::text"),
-                    _ => ("memtrail", "memtrail_split($2)"),
-                };
-                snippet = self
-                    .one(
-                        &format!(
-                            "SELECT {}",
-                            headline(doc, config).replace(" q,", " to_tsquery('memtrail', $1),")
-                        ),
-                        &[args[0].as_ref() as &(dyn ToSql + Sync), &red],
-                    )?
-                    .get(0);
-            }
-            let snippet = snippet.replace('\u{3}', "");
+            let snippet = snippets.remove(&rowid).unwrap_or_default();
             debug_assert!(!snippet.contains([HL_START, HL_END]) || snippet.contains(HL_START));
             hits.push(Hit {
                 session_id: r.get(1),
@@ -884,16 +948,18 @@ mod tests {
         parse_query(s).as_deref().and_then(tsquery)
     }
 
+    // The lexemes are PostgreSQL's own for these words: ts_lexize('memtrail_stem', w) gives
+    // parse → pars, rs → r, database → databas, is → i, locked → lock, pars → par, ls → l.
     #[test]
     fn identifiers_become_phrases_of_their_parts() {
-        assert_eq!(tsq("parse_config").unwrap(), "('parse' <-> 'config')");
-        assert_eq!(tsq("config.rs").unwrap(), "('config' <-> 'rs')");
-        assert_eq!(tsq("HashMap::new").unwrap(), "('HashMap' <-> 'new')");
-        assert_eq!(tsq("src/main.rs").unwrap(), "('src' <-> 'main' <-> 'rs')");
+        assert_eq!(tsq("parse_config").unwrap(), "('pars' <-> 'config')");
+        assert_eq!(tsq("config.rs").unwrap(), "('config' <-> 'r')");
+        assert_eq!(tsq("HashMap::new").unwrap(), "('hashmap' <-> 'new')");
+        assert_eq!(tsq("src/main.rs").unwrap(), "('src' <-> 'main' <-> 'r')");
         assert_eq!(tsq("--dry-run").unwrap(), "('dry' <-> 'run')");
         assert_eq!(
             tsq("\"database is locked\"").unwrap(),
-            "('database' <-> 'is' <-> 'locked')"
+            "('databas' <-> 'i' <-> 'lock')"
         );
     }
 
@@ -903,9 +969,9 @@ mod tests {
         assert_eq!(tsq("a OR b c").unwrap(), "('a') | ('b') & ('c')");
         assert_eq!(tsq("a -b").unwrap(), "('a') & !('b')");
         assert_eq!(tsq("a NOT it's").unwrap(), "('a') & !('it' <-> 's')");
-        assert_eq!(tsq("pars*").unwrap(), "('pars':*)");
-        assert_eq!(tsq("\"parse conf\"*").unwrap(), "('parse' <-> 'conf':*)");
-        assert_eq!(tsq("ls -1").unwrap(), "('ls') & ('1')");
+        assert_eq!(tsq("pars*").unwrap(), "('par':*)");
+        assert_eq!(tsq("\"parse conf\"*").unwrap(), "('pars' <-> 'conf':*)");
+        assert_eq!(tsq("ls -1").unwrap(), "('l') & ('1')");
         assert_eq!(
             tsq("fix 日本").unwrap(),
             "('fix') & ('日本' | (('日':C <-> '本':C)))"

@@ -12,6 +12,7 @@ use memtrail_runtime::sync::{
 use tokio_postgres::IsolationLevel;
 use tokio_postgres::Transaction;
 
+use crate::tsv::TsVector;
 use crate::{Error, Pg, Result};
 
 /// A session's key in PostgreSQL: the first 32 hex digits of BLAKE3(`"memtrail-session\0"`
@@ -53,6 +54,22 @@ pub struct Pushed {
     /// Sessions of the batch not written because another machine deleted them (a delete is
     /// for good; this machine deletes them when it pulls the deletion).
     pub deleted_elsewhere: u64,
+}
+
+/// The full-text vector of each message of `batch` ([`TsVector::message`] of its body, tool
+/// calls and CJK characters): one list per session of `batch.sessions`, one vector per message,
+/// for [`Pg::push_with_lexemes`].
+pub fn batch_lexemes(batch: &PushBatch) -> Vec<Vec<TsVector>> {
+    batch
+        .sessions
+        .iter()
+        .map(|s| {
+            s.messages
+                .iter()
+                .map(|m| TsVector::message(&m.body, &m.tools, m.cjk.as_deref()))
+                .collect()
+        })
+        .collect()
 }
 
 /// The bytes of text a message carries (body, tools, cjk, parts).
@@ -110,6 +127,33 @@ impl Pg {
     /// session's own machine pushes it); [`Error::Db`] when a statement fails or the connection
     /// breaks (nothing of the batch is committed).
     pub fn push(&mut self, machine: &str, label: &str, batch: &PushBatch) -> Result<Pushed> {
+        let lexemes = batch_lexemes(batch);
+        self.push_with_lexemes(machine, label, batch, &lexemes)
+    }
+
+    /// [`Pg::push`] with the full-text vectors of the batch's messages already computed
+    /// ([`batch_lexemes`]: one list per session of `batch.sessions`, one vector per message),
+    /// so that a caller can compute the next batch's while this one is written.
+    ///
+    /// Errors: as [`Pg::push`]; [`Error::Invalid`] when `lexemes` does not match the batch's
+    /// sessions and messages.
+    pub fn push_with_lexemes(
+        &mut self,
+        machine: &str,
+        label: &str,
+        batch: &PushBatch,
+        lexemes: &[Vec<TsVector>],
+    ) -> Result<Pushed> {
+        if lexemes.len() != batch.sessions.len()
+            || lexemes
+                .iter()
+                .zip(&batch.sessions)
+                .any(|(l, s)| l.len() != s.messages.len())
+        {
+            return Err(Error::Invalid(
+                "the full-text vectors do not match the push batch's messages".into(),
+            ));
+        }
         if let Some(s) = batch.sessions.iter().find(|s| s.machine != machine) {
             return Err(Error::Invalid(format!(
                 "the push batch holds a session of machine {} (agent {}, session {}), not of \
@@ -121,7 +165,7 @@ impl Pg {
         let (rt, client) = self.parts_mut();
         rt.block_on(async {
             let tx = client.transaction().await?;
-            let pushed = push_tx(&tx, machine, label, now, batch).await?;
+            let pushed = push_tx(&tx, machine, label, now, batch, lexemes).await?;
             tx.commit().await?;
             Ok(pushed)
         })
@@ -201,6 +245,7 @@ async fn push_tx(
     label: &str,
     now: i64,
     batch: &PushBatch,
+    lexemes: &[Vec<TsVector>],
 ) -> Result<Pushed> {
     let mut pushed = Pushed::default();
     tx.execute(
@@ -241,14 +286,15 @@ async fn push_tx(
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
-    let sessions: Vec<&SessionChanges> = batch
+    let (sessions, lexemes): (Vec<&SessionChanges>, Vec<&Vec<TsVector>>) = batch
         .sessions
         .iter()
-        .filter(|s| {
+        .zip(lexemes)
+        .filter(|(s, _)| {
             gone.is_empty()
                 || !gone.contains(&(s.session.agent.clone(), s.session.external_id.clone()))
         })
-        .collect();
+        .unzip();
     pushed.deleted_elsewhere = (batch.sessions.len() - sessions.len()) as u64;
     let uids: Vec<String> = sessions
         .iter()
@@ -256,7 +302,7 @@ async fn push_tx(
         .collect();
     upsert_sessions(tx, machine, &uids, &sessions).await?;
     pushed.sessions = sessions.len() as u64;
-    let (messages, bytes) = upsert_messages(tx, machine, &uids, &sessions).await?;
+    let (messages, bytes) = upsert_messages(tx, machine, &uids, &sessions, &lexemes).await?;
     pushed.messages = messages;
     pushed.bytes = bytes;
     replace_snapshots(tx, &uids, &sessions).await?;
@@ -353,13 +399,16 @@ async fn upsert_messages(
     machine: &str,
     uids: &[String],
     sessions: &[&SessionChanges],
+    lexemes: &[&Vec<TsVector>],
 ) -> Result<(u64, u64)> {
     let mut m_uid: Vec<&str> = Vec::new();
     let mut m: Vec<&SyncMessage> = Vec::new();
-    for (uid, s) in uids.iter().zip(sessions) {
-        for msg in &s.messages {
+    let mut tsv: Vec<&TsVector> = Vec::new();
+    for ((uid, s), l) in uids.iter().zip(sessions).zip(lexemes) {
+        for (msg, v) in s.messages.iter().zip(l.iter()) {
             m_uid.push(uid);
             m.push(msg);
+            tsv.push(v);
         }
     }
     if m.is_empty() {
@@ -382,20 +431,20 @@ async fn upsert_messages(
     let updated = tx
         .query(
             "WITH up AS (INSERT INTO messages (session_uid, machine_id, ext_id, seq, role, kind, \
-               ts, model, body, tools, cjk, parts, rev) \
-             SELECT u, $2, e, s, r, k, t, m, b, tl, c, p, nextval('memtrail_rev') \
+               ts, model, body, tools, cjk, parts, tsv, rev) \
+             SELECT u, $2, e, s, r, k, t, m, b, tl, c, p, v, nextval('memtrail_rev') \
              FROM unnest($1::text[], $3::text[], $4::int8[], $5::text[], $6::text[], $7::int8[], \
-               $8::text[], $9::text[], $10::text[], $11::text[], $12::text[]) \
-               WITH ORDINALITY AS x(u, e, s, r, k, t, m, b, tl, c, p, o) ORDER BY o \
+               $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::tsvector[]) \
+               WITH ORDINALITY AS x(u, e, s, r, k, t, m, b, tl, c, p, v, o) ORDER BY o \
              ON CONFLICT (session_uid, ext_id) DO UPDATE SET seq = EXCLUDED.seq, \
                role = EXCLUDED.role, kind = EXCLUDED.kind, ts = EXCLUDED.ts, \
                model = EXCLUDED.model, body = EXCLUDED.body, tools = EXCLUDED.tools, \
-               cjk = EXCLUDED.cjk, parts = EXCLUDED.parts, rev = EXCLUDED.rev \
+               cjk = EXCLUDED.cjk, parts = EXCLUDED.parts, tsv = EXCLUDED.tsv, rev = EXCLUDED.rev \
              RETURNING session_uid, ext_id, xmax <> 0 AS updated) \
              SELECT session_uid, ext_id FROM up WHERE updated",
             &[
                 &m_uid, &machine, &ext, &seq, &role, &kind, &ts, &model, &body, &tools, &cjk,
-                &parts,
+                &parts, &tsv,
             ],
         )
         .await?;

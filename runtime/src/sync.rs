@@ -146,6 +146,25 @@ impl PushBatch {
     pub fn message_count(&self) -> usize {
         self.sessions.iter().map(|s| s.messages.len()).sum()
     }
+
+    /// Where the next batch starts when this one follows `before`: after the last outbox and
+    /// tombstone entries it covers.
+    pub fn cursor_after(&self, before: PushCursor) -> PushCursor {
+        PushCursor {
+            outbox: self.outbox.last().copied().unwrap_or(before.outbox),
+            tombstones: self.tombstones.last().copied().unwrap_or(before.tombstones),
+        }
+    }
+}
+
+/// Where a push has read up to in the local queues: the last `sync_outbox.seq` and
+/// `sync_tombstones.seq` taken into a batch (0: nothing yet). Batches read after a cursor
+/// ([`crate::Store::push_batch_after`]) let the next batch be read while the previous one is
+/// still being pushed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PushCursor {
+    pub outbox: i64,
+    pub tombstones: i64,
 }
 
 /// What one pull step brings from one other machine: its changes with a PostgreSQL revision in

@@ -4,6 +4,7 @@
 
 mod connect;
 mod corpus;
+mod lexemes;
 mod migrate;
 mod read;
 mod sync;

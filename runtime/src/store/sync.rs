@@ -14,8 +14,8 @@ use crate::events::{MAX_DETAIL, MAX_SUBJECT};
 use crate::privacy::Privacy;
 use crate::records::Enrich;
 use crate::sync::{
-    Deletion, PullApplied, PullBatch, PushBatch, SessionChanges, SyncEvent, SyncMessage,
-    SyncPending, SyncSession, SyncSnapshot, SyncToolCall,
+    Deletion, PullApplied, PullBatch, PushBatch, PushCursor, SessionChanges, SyncEvent,
+    SyncMessage, SyncPending, SyncSession, SyncSnapshot, SyncToolCall,
 };
 use memtrail_adapters::{Message, Part, Role, one_line};
 use rusqlite::{OptionalExtension, params};
@@ -251,6 +251,29 @@ impl Store {
         max_messages: usize,
         max_bytes: usize,
     ) -> Result<PushBatch> {
+        self.push_batch_after(
+            machine,
+            privacy,
+            max_messages,
+            max_bytes,
+            PushCursor::default(),
+        )
+    }
+
+    /// [`Store::push_batch`] of the entries after `after` only (outbox and tombstone entries
+    /// with a greater `seq`): the next batch while the ones before it are still being pushed
+    /// (not yet acknowledged). An entry changed meanwhile was queued again with a greater
+    /// `seq`, so it is in a later batch; nothing is skipped.
+    ///
+    /// Errors: a store read error.
+    pub fn push_batch_after(
+        &self,
+        machine: &str,
+        privacy: &Privacy,
+        max_messages: usize,
+        max_bytes: usize,
+        after: PushCursor,
+    ) -> Result<PushBatch> {
         // One read transaction: every row read comes from the same snapshot.
         let tx = self.conn.unchecked_transaction().db()?;
         let mut batch = PushBatch::default();
@@ -260,10 +283,10 @@ impl Store {
             let mut stmt = tx
                 .prepare(
                     "SELECT seq, origin, agent, external_id, deleted_at FROM sync_tombstones
-                     ORDER BY seq",
+                     WHERE seq > ?1 ORDER BY seq",
                 )
                 .db()?;
-            let mut rows = stmt.query([]).db()?;
+            let mut rows = stmt.query([after.tombstones]).db()?;
             while let Some(r) = rows.next().db()? {
                 if count > 0 && full(count, bytes) {
                     return Ok(batch);
@@ -286,9 +309,9 @@ impl Store {
         // Per session row id: its index in `batch.sessions`, or `None` when it is not pushed.
         let mut at: HashMap<i64, Option<usize>> = HashMap::new();
         let mut stmt = tx
-            .prepare("SELECT seq, session_id, item FROM sync_outbox ORDER BY seq")
+            .prepare("SELECT seq, session_id, item FROM sync_outbox WHERE seq > ?1 ORDER BY seq")
             .db()?;
-        let mut rows = stmt.query([]).db()?;
+        let mut rows = stmt.query([after.outbox]).db()?;
         while let Some(r) = rows.next().db()? {
             let (seq, sid, item): (i64, i64, i64) =
                 (r.get(0).db()?, r.get(1).db()?, r.get(2).db()?);
