@@ -37,6 +37,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "client lexemes",
         sql: include_str!("migrations/0003_client_lexemes.sql"),
     },
+    Migration {
+        version: 4,
+        name: "lean writes",
+        sql: include_str!("migrations/0004_lean_writes.sql"),
+    },
 ];
 
 /// The advisory lock key the migrations run under (`pg_advisory_xact_lock`): "memtrail" in

@@ -308,6 +308,18 @@ async fn push_tx(
     replace_snapshots(tx, &uids, &sessions).await?;
     for (uid, s) in uids.iter().zip(sessions) {
         if let Some(set) = &s.message_set {
+            // No foreign keys (migration 4): the removed messages' tool calls and events go
+            // first, by the same rule.
+            for table in ["tool_calls", "events"] {
+                tx.execute(
+                    &format!(
+                        "DELETE FROM {table} WHERE session_uid = $1 \
+                         AND message_ext_id <> ALL($2::text[])"
+                    ),
+                    &[uid, set],
+                )
+                .await?;
+            }
             pushed.messages_removed += tx
                 .execute(
                     "DELETE FROM messages WHERE session_uid = $1 AND ext_id <> ALL($2::text[])",
@@ -324,10 +336,18 @@ async fn push_tx(
     Ok(pushed)
 }
 
-/// One deletion: the session's rows removed (cascading), the `deletions` row recorded unless
+/// One deletion: the session's rows removed (its tool calls, events, snapshots and messages, then itself), the `deletions` row recorded unless
 /// the same deletion was recorded by an earlier push of this batch.
 async fn push_deletion(tx: &Transaction<'_>, machine: &str, d: &Deletion) -> Result<()> {
     let uid = session_uid(&d.machine, &d.agent, &d.external_id);
+    // Everything under the session, then the session (no foreign keys: migration 4).
+    for table in ["tool_calls", "events", "snapshots", "messages"] {
+        tx.execute(
+            &format!("DELETE FROM {table} WHERE session_uid = $1"),
+            &[&uid],
+        )
+        .await?;
+    }
     tx.execute("DELETE FROM sessions WHERE uid = $1", &[&uid])
         .await?;
     tx.execute(

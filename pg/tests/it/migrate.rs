@@ -246,3 +246,30 @@ fn a_role_that_may_not_create_tables_is_told_what_to_ask_for() {
         0
     );
 }
+
+#[test]
+fn the_written_tables_have_no_foreign_keys_and_compress_with_lz4() {
+    let Some((_, mut pg)) = crate::fresh("migrate_lean") else {
+        return;
+    };
+    migrate(&mut pg, MIGRATIONS).unwrap();
+    // Migration 4: the push deletes what is under a session or a message itself.
+    assert_eq!(
+        count(
+            &pg,
+            "SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND conrelid IN \
+             ('messages'::regclass, 'tool_calls'::regclass, 'events'::regclass, \
+              'snapshots'::regclass)"
+        ),
+        0
+    );
+    // Debian's PostgreSQL 15 is built with lz4: the large columns use it.
+    assert_eq!(
+        count(
+            &pg,
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = 'messages'::regclass \
+             AND attname IN ('body', 'tools', 'cjk', 'parts', 'tsv') AND attcompression = 'l'"
+        ),
+        5
+    );
+}

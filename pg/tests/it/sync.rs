@@ -356,7 +356,7 @@ fn a_message_set_removes_what_it_lacks_and_is_pulled() {
     };
     pg.push(A, "laptop", &two_sessions()).unwrap();
     let mut s1 = changes(A, "s1", vec![message("m4", 4, 0, 0)]);
-    s1.message_set = Some(vec!["m1".into(), "m3".into(), "m4".into()]);
+    s1.message_set = Some(vec!["m1".into(), "m2".into(), "m4".into()]);
     let pushed = pg
         .push(
             A,
@@ -376,14 +376,21 @@ fn a_message_set_removes_what_it_lacks_and_is_pulled() {
         ),
         3
     );
-    // m2's tool calls and events went with it (it had none); m1's stay.
-    assert_eq!(
-        count(
-            &pg,
-            "SELECT count(*) FROM tool_calls WHERE message_ext_id = 'm1'"
+    // m3's tool call and event went with it; m1's stay.
+    for (sql, n) in [
+        (
+            "SELECT count(*) FROM tool_calls WHERE message_ext_id = 'm3'",
+            0,
         ),
-        2
-    );
+        ("SELECT count(*) FROM events WHERE message_ext_id = 'm3'", 0),
+        (
+            "SELECT count(*) FROM tool_calls WHERE message_ext_id = 'm1'",
+            2,
+        ),
+        ("SELECT count(*) FROM events WHERE message_ext_id = 'm1'", 3),
+    ] {
+        assert_eq!(count(&pg, sql), n, "{sql}");
+    }
     // Revisions of the second push: s1 = 7, m4 = 8, messages_rev = 9.
     let pulled = pg.pull_batch(B, A, 6, 100).unwrap();
     assert_eq!(pulled.to_rev, 9);
@@ -398,7 +405,7 @@ fn a_message_set_removes_what_it_lacks_and_is_pulled() {
     );
     assert_eq!(
         s.message_set.as_deref(),
-        Some(&["m1".to_string(), "m3".into(), "m4".into()][..])
+        Some(&["m1".to_string(), "m2".into(), "m4".into()][..])
     );
     assert_eq!(s.snapshots.as_ref().map(Vec::len), Some(2));
 }

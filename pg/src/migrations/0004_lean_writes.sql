@@ -1,0 +1,29 @@
+-- 4: cheaper writes (docs/postgres.md, "Writes"). Measured on a first sync of the 1 GB bench
+-- store (701,599 messages, 456,486 tool calls, 546,170 events): the foreign keys' per-row
+-- checks were ~16 µs a row (about a tenth of PostgreSQL's time), and pglz compressed ~1 GB of
+-- text at less than half lz4's speed.
+--
+-- The foreign keys of messages, tool calls, events and snapshots go: every write goes through
+-- memtrail's push, one transaction per batch, which writes a message only with its session
+-- and deletes a session's or a message's rows itself (pg/src/sync.rs). The readers join, so a
+-- stray row written by hand is never shown without its session.
+ALTER TABLE messages DROP CONSTRAINT IF EXISTS messages_session_uid_fkey;
+ALTER TABLE tool_calls DROP CONSTRAINT IF EXISTS tool_calls_session_uid_message_ext_id_fkey;
+ALTER TABLE events DROP CONSTRAINT IF EXISTS events_session_uid_message_ext_id_fkey;
+ALTER TABLE snapshots DROP CONSTRAINT IF EXISTS snapshots_session_uid_fkey;
+
+-- New values of the large columns compressed with lz4 where the server has it (PostgreSQL 14+
+-- built with lz4, as Debian's and most are); elsewhere they stay pglz.
+DO $$
+BEGIN
+    ALTER TABLE messages
+        ALTER COLUMN body SET COMPRESSION lz4,
+        ALTER COLUMN tools SET COMPRESSION lz4,
+        ALTER COLUMN cjk SET COMPRESSION lz4,
+        ALTER COLUMN parts SET COMPRESSION lz4,
+        ALTER COLUMN tsv SET COMPRESSION lz4;
+    ALTER TABLE snapshots ALTER COLUMN text SET COMPRESSION lz4;
+EXCEPTION WHEN feature_not_supported THEN
+    NULL;
+END
+$$;
