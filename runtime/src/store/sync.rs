@@ -308,6 +308,9 @@ impl Store {
         }
         // Per session row id: its index in `batch.sessions`, or `None` when it is not pushed.
         let mut at: HashMap<i64, Option<usize>> = HashMap::new();
+        // Per message row id taken: (its session's index, its index there), for its tool calls
+        // and events, read for the whole batch at the end.
+        let mut at_message: HashMap<i64, (usize, usize)> = HashMap::new();
         let mut stmt = tx
             .prepare("SELECT seq, session_id, item FROM sync_outbox WHERE seq > ?1 ORDER BY seq")
             .db()?;
@@ -362,10 +365,14 @@ impl Store {
                         bytes += m.body.len() + m.parts.len();
                         count += 1;
                         changes.messages.push(m);
+                        at_message.insert(id, (i, changes.messages.len() - 1));
                     }
                 }
             }
         }
+        drop(rows);
+        drop(stmt);
+        calls_and_events_of(&tx, &mut batch, &at_message)?;
         Ok(batch)
     }
 
@@ -969,46 +976,59 @@ fn message_of(tx: &rusqlite::Connection, sid: i64, id: i64) -> Result<Option<Syn
         })
         .optional()
         .db()?;
-    let Some(mut m) = m else { return Ok(None) };
-    m.tool_calls = tx
+    Ok(m)
+}
+
+/// Fills in the tool calls (by `call_id`) and events (by `seq`, then row id) of every message
+/// of `batch` (`at`: message row id → (session index, message index)), in two queries.
+fn calls_and_events_of(
+    tx: &rusqlite::Connection,
+    batch: &mut PushBatch,
+    at: &HashMap<i64, (usize, usize)>,
+) -> Result<()> {
+    if at.is_empty() {
+        return Ok(());
+    }
+    let ids = serde_json::to_string(&at.keys().collect::<Vec<_>>())
+        .map_err(|e| crate::Error::Invalid(format!("message ids: {e}")))?;
+    let mut stmt = tx
         .prepare_cached(
-            "SELECT call_id, name, tool, is_error, has_output FROM tool_calls
-             WHERE message_id = ?1 ORDER BY call_id",
+            "SELECT message_id, call_id, name, tool, is_error, has_output FROM tool_calls
+             WHERE message_id IN (SELECT value FROM json_each(?1)) ORDER BY message_id, call_id",
         )
-        .db()?
-        .query_map([id], |r| {
-            Ok(SyncToolCall {
-                call_id: r.get(0)?,
-                name: r.get(1)?,
-                tool: r.get(2)?,
-                is_error: r.get(3)?,
-                has_output: r.get(4)?,
-            })
-        })
-        .db()?
-        .collect::<rusqlite::Result<_>>()
         .db()?;
-    m.events = tx
+    let mut rows = stmt.query([&ids]).db()?;
+    while let Some(r) = rows.next().db()? {
+        let (i, j) = at[&r.get::<_, i64>(0).db()?];
+        batch.sessions[i].messages[j].tool_calls.push(SyncToolCall {
+            call_id: r.get(1).db()?,
+            name: r.get(2).db()?,
+            tool: r.get(3).db()?,
+            is_error: r.get(4).db()?,
+            has_output: r.get(5).db()?,
+        });
+    }
+    let mut stmt = tx
         .prepare_cached(
-            "SELECT seq, category, action, priority, subject, detail, call_id, tool, ts
-             FROM events WHERE message_id = ?1 ORDER BY seq, id",
+            "SELECT message_id, seq, category, action, priority, subject, detail, call_id, tool, ts
+             FROM events WHERE message_id IN (SELECT value FROM json_each(?1))
+             ORDER BY message_id, seq, id",
         )
-        .db()?
-        .query_map([id], |r| {
-            Ok(SyncEvent {
-                seq: r.get(0)?,
-                category: r.get(1)?,
-                action: r.get(2)?,
-                priority: r.get(3)?,
-                subject: r.get(4)?,
-                detail: r.get(5)?,
-                call_id: r.get(6)?,
-                tool: r.get(7)?,
-                ts: r.get(8)?,
-            })
-        })
-        .db()?
-        .collect::<rusqlite::Result<_>>()
         .db()?;
-    Ok(Some(m))
+    let mut rows = stmt.query([&ids]).db()?;
+    while let Some(r) = rows.next().db()? {
+        let (i, j) = at[&r.get::<_, i64>(0).db()?];
+        batch.sessions[i].messages[j].events.push(SyncEvent {
+            seq: r.get(1).db()?,
+            category: r.get(2).db()?,
+            action: r.get(3).db()?,
+            priority: r.get(4).db()?,
+            subject: r.get(5).db()?,
+            detail: r.get(6).db()?,
+            call_id: r.get(7).db()?,
+            tool: r.get(8).db()?,
+            ts: r.get(9).db()?,
+        });
+    }
+    Ok(())
 }
