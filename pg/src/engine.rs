@@ -17,6 +17,7 @@ use std::time::Instant;
 use memtrail_runtime::Store;
 use memtrail_runtime::privacy::Privacy;
 use memtrail_runtime::records::Standard;
+use memtrail_runtime::store::Exclusions;
 use memtrail_runtime::sync::{PushBatch, PushCursor};
 use serde::Serialize;
 
@@ -237,13 +238,14 @@ fn push(
             Ok(())
         };
         let mut cursor = PushCursor::default();
+        let mut exclusions = Exclusions::new(privacy);
         loop {
             while let Ok(d) = done.try_recv() {
                 acknowledge(store, d)?;
             }
             let batch = store.push_batch_after(
                 &me.machine,
-                privacy,
+                &mut exclusions,
                 options.batch_messages,
                 options.batch_bytes,
                 cursor,

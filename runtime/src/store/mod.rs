@@ -97,7 +97,7 @@ pub use repair::{REPAIR_STEPS, RepairReport, RepairStep, RepairStepReport, is_co
 pub use schema::SCHEMA_VERSION;
 pub use snapshots::{PRECOMPACT_TAKEN_EARLY, StoredSnapshot};
 pub use stats::{HookRun, StoreStats};
-pub use sync::{PULLED_FIELD_CAP, PULLED_MESSAGE_CAP, PULLED_TITLE_CHARS};
+pub use sync::{Exclusions, PULLED_FIELD_CAP, PULLED_MESSAGE_CAP, PULLED_TITLE_CHARS};
 pub use writer::{Applied, Writer};
 
 /// Longest wait for the write lock before a search indexes the queue

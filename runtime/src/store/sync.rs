@@ -52,6 +52,34 @@ fn queue_all(w: &Writer<'_>) -> Result<u64> {
 /// What the push reads of a session row: (origin, project_dir, the row as pushed).
 type SessionRow = (String, Option<String>, SyncSession);
 
+/// Which projects [`Privacy`] excludes, each project asked once ([`Privacy::excluded`] looks
+/// for `.memtrailignore` files up the project's folders): one per push, so that a push of many
+/// batches does not look again for every session of every batch, and a file added since the
+/// last push counts at the next.
+pub struct Exclusions<'a> {
+    privacy: &'a Privacy,
+    known: HashMap<String, bool>,
+}
+
+impl<'a> Exclusions<'a> {
+    pub fn new(privacy: &'a Privacy) -> Exclusions<'a> {
+        Exclusions {
+            privacy,
+            known: HashMap::new(),
+        }
+    }
+
+    /// Whether the project at `project_dir` is excluded.
+    pub fn excluded(&mut self, project_dir: &str) -> bool {
+        if let Some(&e) = self.known.get(project_dir) {
+            return e;
+        }
+        let e = self.privacy.excluded(project_dir).is_some();
+        self.known.insert(project_dir.to_string(), e);
+        e
+    }
+}
+
 impl Store {
     /// Turn sync on for this store, as machine `machine` (its id, 32 hex digits: the
     /// `[sync] machine` of the config), and queue every session of this machine already stored
@@ -253,7 +281,7 @@ impl Store {
     ) -> Result<PushBatch> {
         self.push_batch_after(
             machine,
-            privacy,
+            &mut Exclusions::new(privacy),
             max_messages,
             max_bytes,
             PushCursor::default(),
@@ -269,7 +297,7 @@ impl Store {
     pub fn push_batch_after(
         &self,
         machine: &str,
-        privacy: &Privacy,
+        exclusions: &mut Exclusions<'_>,
         max_messages: usize,
         max_bytes: usize,
         after: PushCursor,
@@ -327,9 +355,7 @@ impl Store {
                     let slot = match session_row(&tx, sid)? {
                         Some((origin, project, session))
                             if origin.is_empty()
-                                && project
-                                    .as_deref()
-                                    .is_none_or(|p| privacy.excluded(p).is_none()) =>
+                                && project.as_deref().is_none_or(|p| !exclusions.excluded(p)) =>
                         {
                             batch.sessions.push(SessionChanges {
                                 machine: machine.to_string(),
