@@ -8,3 +8,4 @@ pub mod model;
 pub mod tokenizer;
 
 pub use model::StaticModel;
+pub mod search;

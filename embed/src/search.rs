@@ -1,0 +1,259 @@
+//! Search by meaning and hybrid search over a store's vectors: a brute-force scan of the int8
+//! vectors ([`VectorIndex`]), and reciprocal rank fusion with the full-text (BM25) ranking.
+
+use crate::model::StaticModel;
+use memtrail_runtime::query::{Hit, SearchFilter};
+use memtrail_runtime::read::ReadStore;
+use memtrail_runtime::store::{Store, VectorSet};
+use std::collections::HashMap;
+
+/// Reciprocal rank fusion's constant: a hit at 1-based rank `r` in a list scores `1 / (K + r)`
+/// (Cormack, Clarke and Büttcher, SIGIR 2009, who found 60 a good default).
+pub const RRF_K: f64 = 60.0;
+
+/// How many candidates each list contributes to the fusion (the rest score too little to
+/// matter: 1/(60+100) against 1/61 for a first rank).
+pub const FUSION_CANDIDATES: usize = 100;
+
+/// The store's vectors, held in memory for brute-force scans (the MCP and web servers keep it;
+/// the CLI loads it once per process).
+pub struct VectorIndex {
+    set: VectorSet,
+}
+
+impl VectorIndex {
+    /// Loads the vectors `model` made (empty when the store has another model's or none).
+    ///
+    /// Errors: store errors.
+    pub fn load(store: &Store, model: &StaticModel) -> memtrail_runtime::Result<VectorIndex> {
+        Ok(VectorIndex {
+            set: store.load_vectors(&model.id, model.dim)?,
+        })
+    }
+
+    /// Number of vectors (chunks).
+    pub fn len(&self) -> usize {
+        self.set.len()
+    }
+
+    /// True when there is no vector.
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+
+    /// The `k` messages most similar to the unit vector `q` (cosine; a message's score is its
+    /// best chunk's), best first: (message row id, similarity in [-1, 1]).
+    pub fn nearest(&self, q: &[f32], k: usize) -> Vec<(i64, f64)> {
+        let dim = self.set.dim;
+        if dim == 0 || q.len() != dim || k == 0 {
+            return Vec::new();
+        }
+        // A bounded min-heap of (score, index) would do; a sorted buffer of k·4 is simpler and
+        // as fast for k ≤ a few hundred.
+        let mut best: Vec<(f32, usize)> = Vec::with_capacity(k * 4 + 1);
+        let mut floor = f32::NEG_INFINITY;
+        for (i, row) in self.set.data.chunks_exact(dim).enumerate() {
+            let mut acc = [0f32; 8];
+            let (qa, ra) = (q.chunks_exact(8), row.chunks_exact(8));
+            for (x, y) in qa.zip(ra) {
+                for j in 0..8 {
+                    acc[j] += x[j] * y[j] as f32;
+                }
+            }
+            let mut s: f32 = acc.iter().sum();
+            for (x, y) in q
+                .chunks_exact(8)
+                .remainder()
+                .iter()
+                .zip(row.chunks_exact(8).remainder())
+            {
+                s += x * *y as f32;
+            }
+            let s = s * self.set.scales[i];
+            if s > floor {
+                best.push((s, i));
+                if best.len() >= k * 4 {
+                    best.sort_by(|a, b| b.0.total_cmp(&a.0));
+                    best.truncate(k * 2);
+                    floor = best.last().map_or(f32::NEG_INFINITY, |b| b.0);
+                }
+            }
+        }
+        best.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut out: Vec<(i64, f64)> = Vec::with_capacity(k);
+        for (s, i) in best {
+            let id = self.set.ids[i];
+            if out.iter().any(|(x, _)| *x == id) {
+                continue;
+            }
+            out.push((id, s as f64));
+            if out.len() == k {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// Search by meaning: the messages whose vectors are nearest the query's, filtered by `f`
+/// (candidates are taken 20 × `f.limit` deep before filtering, at least 200), best first.
+///
+/// Errors: an unknown session or machine in `f`; store errors.
+pub fn semantic(
+    store: &Store,
+    model: &StaticModel,
+    index: &VectorIndex,
+    query: &str,
+    f: &SearchFilter,
+) -> memtrail_runtime::Result<Vec<Hit>> {
+    let q = model.encode_query(query);
+    let depth = (f.limit.max(1) * 20).max(200);
+    let ranked = index.nearest(&q, depth);
+    memtrail_runtime::store::hits_for_messages(store, &ranked, f)
+}
+
+/// A hit's identity across the two lists (agent, session, position).
+fn key(h: &Hit) -> (String, String, i64) {
+    (h.agent.clone(), h.session_id.clone(), h.message_index)
+}
+
+/// Reciprocal rank fusion of ranked lists: each hit scores the sum over the lists of
+/// `1 / (RRF_K + rank)` (1-based); ties keep the order of first appearance. The hit kept is the
+/// first list's copy (its snippet has the matched words marked). At most `limit` hits.
+pub fn fuse(lists: &[Vec<Hit>], limit: usize) -> Vec<Hit> {
+    let mut score: HashMap<(String, String, i64), f64> = HashMap::new();
+    let mut order: Vec<Hit> = Vec::new();
+    for list in lists {
+        for (r, h) in list.iter().enumerate() {
+            let k = key(h);
+            let e = score.entry(k).or_insert_with(|| {
+                order.push(h.clone());
+                0.0
+            });
+            *e += 1.0 / (RRF_K + (r + 1) as f64);
+        }
+    }
+    for h in &mut order {
+        h.score = score[&key(h)];
+    }
+    // A stable sort keeps first appearance among equal scores.
+    order.sort_by(|a, b| b.score.total_cmp(&a.score));
+    order.truncate(limit);
+    order
+}
+
+/// Hybrid search: the full-text (BM25) ranking and the search by meaning, each
+/// [`FUSION_CANDIDATES`] deep, fused by [`fuse`]. A query with no searchable word for the
+/// full-text search is searched by meaning alone.
+///
+/// Errors: as [`semantic`] and the full-text search.
+pub fn hybrid(
+    store: &Store,
+    model: &StaticModel,
+    index: &VectorIndex,
+    query: &str,
+    f: &SearchFilter,
+) -> memtrail_runtime::Result<Vec<Hit>> {
+    let deep = SearchFilter {
+        limit: FUSION_CANDIDATES.max(f.limit),
+        ..f.clone()
+    };
+    let lexical = match store.search(query, &deep) {
+        Ok(h) => h,
+        Err(memtrail_runtime::Error::Invalid(_)) => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    let sem = semantic(store, model, index, query, &deep)?;
+    Ok(fuse(&[lexical, sem], f.limit))
+}
+
+/// Embeds the store's backlog with `model`, `batch` messages per write transaction, until none
+/// waits or `deadline` passes; `progress(done)` after each batch. Returns how many messages
+/// were taken off the backlog.
+///
+/// Errors: store errors ([`memtrail_runtime::Error::Busy`] when the write lock cannot be had).
+pub fn embed_backlog(
+    store: &Store,
+    model: &StaticModel,
+    batch: usize,
+    deadline: Option<std::time::Instant>,
+    progress: &mut dyn FnMut(usize),
+) -> memtrail_runtime::Result<usize> {
+    let mut done = 0;
+    loop {
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return Ok(done);
+        }
+        let n = store.embed_batch(&model.id, model.dim, batch, &mut |t| model.encode_chunks(t))?;
+        if n == 0 {
+            return Ok(done);
+        }
+        done += n;
+        progress(done);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(session: &str, i: i64) -> Hit {
+        Hit {
+            session_id: session.into(),
+            agent: "claude".into(),
+            machine: "m".into(),
+            title: None,
+            project: None,
+            message_id: format!("{session}-{i}"),
+            message_index: i,
+            role: "user".into(),
+            kind: "text".into(),
+            timestamp: None,
+            snippet: String::new(),
+            score: 0.0,
+        }
+    }
+
+    #[test]
+    fn rrf_sums_reciprocal_ranks() {
+        // a: rank 1 in list 1 → 1/61; b: rank 2 in list 1 and rank 1 in list 2 → 1/62 + 1/61;
+        // c: rank 2 in list 2 → 1/62.
+        let fused = fuse(
+            &[
+                vec![hit("a", 0), hit("b", 0)],
+                vec![hit("b", 0), hit("c", 0)],
+            ],
+            10,
+        );
+        let got: Vec<(&str, f64)> = fused
+            .iter()
+            .map(|h| (h.session_id.as_str(), h.score))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("b", 1.0 / 62.0 + 1.0 / 61.0),
+                ("a", 1.0 / 61.0),
+                ("c", 1.0 / 62.0)
+            ]
+        );
+        assert_eq!(fuse(&[vec![hit("a", 0), hit("a", 1)]], 1).len(), 1);
+    }
+
+    #[test]
+    fn nearest_ranks_by_scaled_dot_product() {
+        let set = VectorSet {
+            dim: 2,
+            ids: vec![10, 11, 12, 10],
+            scales: vec![1.0 / 127.0; 4],
+            // (1,0), (0,1), (0.7,0.7), and a second chunk of 10: (-1, 0).
+            data: vec![127, 0, 0, 127, 89, 89, -127, 0],
+        };
+        let idx = VectorIndex { set };
+        let got = idx.nearest(&[1.0, 0.0], 3);
+        let ids: Vec<i64> = got.iter().map(|x| x.0).collect();
+        // 10 scores 1.0 (its best chunk), 12 scores 89/127, 11 scores 0.
+        assert_eq!(ids, vec![10, 12, 11]);
+        assert!((got[1].1 - 89.0 / 127.0).abs() < 1e-6);
+    }
+}
