@@ -7,5 +7,5 @@ pub mod install;
 pub mod model;
 pub mod tokenizer;
 
-pub use model::StaticModel;
+pub use model::{Encoder, StaticModel, Transformer};
 pub mod search;

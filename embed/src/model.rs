@@ -146,6 +146,70 @@ impl StaticModel {
     }
 }
 
+/// Text → unit vectors, for the store and the searches: the static model, or the transformer
+/// itself ([`Transformer`], used to measure the static model against it).
+pub trait Encoder: Sync {
+    /// `name@version/dim`, recorded with the vectors.
+    fn id(&self) -> &str;
+    /// Values per vector.
+    fn dim(&self) -> usize;
+    /// The query's unit vector.
+    fn encode_query(&self, text: &str) -> Vec<f32>;
+    /// One unit vector per chunk of a stored text (none when it has no token).
+    fn encode_chunks(&self, text: &str) -> Vec<Vec<f32>>;
+}
+
+impl Encoder for StaticModel {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn dim(&self) -> usize {
+        self.dim
+    }
+    fn encode_query(&self, text: &str) -> Vec<f32> {
+        StaticModel::encode_query(self, text)
+    }
+    fn encode_chunks(&self, text: &str) -> Vec<Vec<f32>> {
+        StaticModel::encode_chunks(self, text)
+    }
+}
+
+/// all-MiniLM-L6-v2 run on every text (mean-pooled, normalized), its first 254 tokens only:
+/// the reference the static model is measured against (10–50 ms a text here).
+pub struct Transformer {
+    pub bert: Bert,
+    pub vocab: WordPiece,
+}
+
+impl Transformer {
+    fn vector(&self, text: &str) -> Vec<f32> {
+        let mut ids = vec![self.vocab.cls];
+        ids.extend(self.vocab.encode(text, 254));
+        ids.push(self.vocab.sep);
+        let mut v = self.bert.pooled(&ids);
+        normalize(&mut v);
+        v
+    }
+}
+
+impl Encoder for Transformer {
+    fn id(&self) -> &str {
+        "minilm-l6-transformer@1/384"
+    }
+    fn dim(&self) -> usize {
+        self.bert.dim()
+    }
+    fn encode_query(&self, text: &str) -> Vec<f32> {
+        self.vector(text)
+    }
+    fn encode_chunks(&self, text: &str) -> Vec<Vec<f32>> {
+        if self.vocab.encode(text, 1).is_empty() {
+            return Vec::new();
+        }
+        vec![self.vector(text)]
+    }
+}
+
 /// Scales `v` to unit length (leaves a zero vector as it is).
 pub fn normalize(v: &mut [f32]) {
     let n = dot(v, v).sqrt();
@@ -208,6 +272,12 @@ fn is_special(tok: &str) -> bool {
 /// onto the first `dim` principal components, and weight row `i` by `ln(1 + i)`. Zero rows stay
 /// zero.
 pub fn postprocess(raw: &[f32], h: usize, dim: usize) -> Vec<f32> {
+    postprocess_with(raw, h, dim, true)
+}
+
+/// [`postprocess`], the rank weighting optional (`zipf`), and `dim ≥ h` meaning no reduction
+/// (the centred rows as they are): the variants `docs/embeddings.md` compares.
+pub fn postprocess_with(raw: &[f32], h: usize, dim: usize, zipf: bool) -> Vec<f32> {
     let n = raw.len() / h;
     let live: Vec<usize> = (0..n)
         .filter(|&i| raw[i * h..][..h].iter().any(|&x| x != 0.0))
@@ -238,13 +308,20 @@ pub fn postprocess(raw: &[f32], h: usize, dim: usize) -> Vec<f32> {
             cov[a * h + b] = cov[b * h + a];
         }
     }
-    let (vals, vecs) = jacobi_eigen(cov, h);
+    let (vals, vecs) = if dim >= h {
+        // No reduction: the identity basis, in the original order.
+        let mut id = vec![0f64; h * h];
+        (0..h).for_each(|i| id[i * h + i] = 1.0);
+        ((0..h).map(|i| (h - i) as f64).collect(), id)
+    } else {
+        jacobi_eigen(cov, h)
+    };
     let mut order: Vec<usize> = (0..h).collect();
     order.sort_by(|&a, &b| vals[b].total_cmp(&vals[a]));
     let dim = dim.min(h);
     let mut out = vec![0f32; n * dim];
     for &i in &live {
-        let w = (1.0 + i as f64).ln();
+        let w = if zipf { (1.0 + i as f64).ln() } else { 1.0 };
         for (j, cj) in c.iter_mut().enumerate() {
             *cj = raw[i * h + j] as f64 - mean[j];
         }

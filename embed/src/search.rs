@@ -1,7 +1,7 @@
 //! Search by meaning and hybrid search over a store's vectors: a brute-force scan of the int8
 //! vectors ([`VectorIndex`]), and reciprocal rank fusion with the full-text (BM25) ranking.
 
-use crate::model::StaticModel;
+use crate::model::Encoder;
 use memtrail_runtime::query::{Hit, SearchFilter};
 use memtrail_runtime::read::ReadStore;
 use memtrail_runtime::store::{Store, VectorSet};
@@ -25,9 +25,9 @@ impl VectorIndex {
     /// Loads the vectors `model` made (empty when the store has another model's or none).
     ///
     /// Errors: store errors.
-    pub fn load(store: &Store, model: &StaticModel) -> memtrail_runtime::Result<VectorIndex> {
+    pub fn load(store: &Store, model: &dyn Encoder) -> memtrail_runtime::Result<VectorIndex> {
         Ok(VectorIndex {
-            set: store.load_vectors(&model.id, model.dim)?,
+            set: store.load_vectors(model.id(), model.dim())?,
         })
     }
 
@@ -42,51 +42,52 @@ impl VectorIndex {
     }
 
     /// The `k` messages most similar to the unit vector `q` (cosine; a message's score is its
-    /// best chunk's), best first: (message row id, similarity in [-1, 1]).
+    /// best chunk's), best first: (message row id, similarity in [-1, 1]). The query is
+    /// quantized to int8 like the stored vectors and the dot products summed in integers, on
+    /// up to 4 threads for large sets.
     pub fn nearest(&self, q: &[f32], k: usize) -> Vec<(i64, f64)> {
         let dim = self.set.dim;
-        if dim == 0 || q.len() != dim || k == 0 {
+        let n = self.set.len();
+        if dim == 0 || q.len() != dim || k == 0 || n == 0 {
             return Vec::new();
         }
-        // A bounded min-heap of (score, index) would do; a sorted buffer of k·4 is simpler and
-        // as fast for k ≤ a few hundred.
-        let mut best: Vec<(f32, usize)> = Vec::with_capacity(k * 4 + 1);
-        let mut floor = f32::NEG_INFINITY;
-        for (i, row) in self.set.data.chunks_exact(dim).enumerate() {
-            let mut acc = [0f32; 8];
-            let (qa, ra) = (q.chunks_exact(8), row.chunks_exact(8));
-            for (x, y) in qa.zip(ra) {
-                for j in 0..8 {
-                    acc[j] += x[j] * y[j] as f32;
-                }
+        let (qs, qi) = memtrail_runtime::store::quantize(q);
+        let mut scores = vec![0f32; n];
+        let threads = if n >= 65_536 {
+            std::thread::available_parallelism().map_or(1, |t| t.get().min(4))
+        } else {
+            1
+        };
+        let per = n.div_ceil(threads);
+        let (data, scales) = (&self.set.data, &self.set.scales);
+        let qi = &qi;
+        std::thread::scope(|s| {
+            for (t, out) in scores.chunks_mut(per).enumerate() {
+                s.spawn(move || {
+                    for (i, o) in out.iter_mut().enumerate() {
+                        let r = t * per + i;
+                        let row = &data[r * dim..][..dim];
+                        *o = dot_i8(qi, row) as f32 * scales[r] * qs;
+                    }
+                });
             }
-            let mut s: f32 = acc.iter().sum();
-            for (x, y) in q
-                .chunks_exact(8)
-                .remainder()
-                .iter()
-                .zip(row.chunks_exact(8).remainder())
-            {
-                s += x * *y as f32;
-            }
-            let s = s * self.set.scales[i];
-            if s > floor {
-                best.push((s, i));
-                if best.len() >= k * 4 {
-                    best.sort_by(|a, b| b.0.total_cmp(&a.0));
-                    best.truncate(k * 2);
-                    floor = best.last().map_or(f32::NEG_INFINITY, |b| b.0);
-                }
-            }
+        });
+        // Up to 4 chunks per message: the best 4·k chunks hold the best k messages.
+        let m = (k * 4).min(n);
+        let mut idx: Vec<u32> = (0..n as u32).collect();
+        let by_score = |a: &u32, b: &u32| scores[*b as usize].total_cmp(&scores[*a as usize]);
+        if m < n {
+            idx.select_nth_unstable_by(m, by_score);
+            idx.truncate(m);
         }
-        best.sort_by(|a, b| b.0.total_cmp(&a.0));
+        idx.sort_by(by_score);
         let mut out: Vec<(i64, f64)> = Vec::with_capacity(k);
-        for (s, i) in best {
-            let id = self.set.ids[i];
+        for i in idx {
+            let id = self.set.ids[i as usize];
             if out.iter().any(|(x, _)| *x == id) {
                 continue;
             }
-            out.push((id, s as f64));
+            out.push((id, scores[i as usize] as f64));
             if out.len() == k {
                 break;
             }
@@ -95,13 +96,18 @@ impl VectorIndex {
     }
 }
 
+/// Σ a[i]·b[i] in integers (|sum| ≤ 127² × len: no overflow below 133,000 dimensions).
+fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    a.iter().zip(b).map(|(x, y)| *x as i32 * *y as i32).sum()
+}
+
 /// Search by meaning: the messages whose vectors are nearest the query's, filtered by `f`
 /// (candidates are taken 20 × `f.limit` deep before filtering, at least 200), best first.
 ///
 /// Errors: an unknown session or machine in `f`; store errors.
 pub fn semantic(
     store: &Store,
-    model: &StaticModel,
+    model: &dyn Encoder,
     index: &VectorIndex,
     query: &str,
     f: &SearchFilter,
@@ -149,7 +155,7 @@ pub fn fuse(lists: &[Vec<Hit>], limit: usize) -> Vec<Hit> {
 /// Errors: as [`semantic`] and the full-text search.
 pub fn hybrid(
     store: &Store,
-    model: &StaticModel,
+    model: &dyn Encoder,
     index: &VectorIndex,
     query: &str,
     f: &SearchFilter,
@@ -174,7 +180,7 @@ pub fn hybrid(
 /// Errors: store errors ([`memtrail_runtime::Error::Busy`] when the write lock cannot be had).
 pub fn embed_backlog(
     store: &Store,
-    model: &StaticModel,
+    model: &dyn Encoder,
     batch: usize,
     deadline: Option<std::time::Instant>,
     progress: &mut dyn FnMut(usize),
@@ -184,7 +190,9 @@ pub fn embed_backlog(
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             return Ok(done);
         }
-        let n = store.embed_batch(&model.id, model.dim, batch, &mut |t| model.encode_chunks(t))?;
+        let n = store.embed_batch(model.id(), model.dim(), batch, &mut |t| {
+            model.encode_chunks(t)
+        })?;
         if n == 0 {
             return Ok(done);
         }
