@@ -294,8 +294,11 @@ fn main() -> Result<()> {
                 t.elapsed().as_secs_f64()
             );
             std::fs::create_dir_all(&out)?;
-            memtrail_embed::StaticModel::new(vocab, dim, rows)
-                .save(&out, memtrail_embed::install::WHEEL_SHA256)
+            let mut m = memtrail_embed::StaticModel::new(vocab, dim, rows);
+            if !zipf {
+                m.id.push_str("+nozipf");
+            }
+            m.save(&out, memtrail_embed::install::WHEEL_SHA256)
                 .map_err(anyhow::Error::msg)?;
         }
         "search" => {

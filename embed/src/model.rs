@@ -6,7 +6,8 @@
 //!
 //! On disk (a directory under `~/.local/share/memtrail/models/`): `vocab.txt` (BERT's, one token
 //! a line), `vectors.f32` (`tokens × dim` little-endian f32, row-major) and `model.json`
-//! (`{"name", "version", "dim", "tokens", "source_sha256"}`).
+//! (`{"name", "version", "dim", "tokens", "source_sha256"}`, and `"variant"` for a build other than
+//! the default, which then ends the model's id: `name@version/dim+variant`).
 
 use crate::bert::{Bert, dot};
 use crate::tokenizer::WordPiece;
@@ -88,6 +89,11 @@ impl StaticModel {
             ));
         }
         m.id = format!("{MODEL_NAME}@{MODEL_VERSION}/{dim}");
+        // A build other than the default (an experiment of `memtrail-corpus distill`) names
+        // itself, so that a store does not mix its vectors with the default's.
+        if let Some(v) = meta["variant"].as_str().filter(|v| !v.is_empty()) {
+            m.id = format!("{}+{v}", m.id);
+        }
         Ok(m)
     }
 
@@ -101,10 +107,13 @@ impl StaticModel {
         for v in &self.rows {
             bytes.extend_from_slice(&v.to_le_bytes());
         }
-        let meta = serde_json::json!({
+        let mut meta = serde_json::json!({
             "name": MODEL_NAME, "version": MODEL_VERSION, "dim": self.dim,
             "tokens": self.vocab.len(), "source_sha256": source_sha256,
         });
+        if let Some(v) = self.id.split_once('+').map(|x| x.1) {
+            meta["variant"] = serde_json::json!(v);
+        }
         for (f, data) in [
             ("vocab.txt", vocab.into_bytes()),
             ("vectors.f32", bytes),
@@ -398,6 +407,29 @@ mod tests {
         let k = if vals[0] > vals[1] { 0 } else { 1 };
         let r = std::f64::consts::FRAC_1_SQRT_2;
         assert!((vecs[k].abs() - r).abs() < 1e-12 && (vecs[2 + k] - vecs[k]).abs() < 1e-12);
+    }
+
+    #[test]
+    fn save_then_load_keeps_rows_and_variant_and_files_are_owner_only() {
+        let toks = ["[UNK]", "[CLS]", "[SEP]", "a"];
+        let vocab = WordPiece::from_tokens(toks.iter().map(|s| s.to_string()).collect()).unwrap();
+        let mut m = StaticModel::new(vocab, 2, vec![0., 0., 0., 0., 0., 0., 0.5, -1.25]);
+        m.id.push_str("+nozipf");
+        let d = tempfile::tempdir().unwrap();
+        m.save(d.path(), "abc").unwrap();
+        let back = StaticModel::load(d.path()).unwrap();
+        assert_eq!(back.id, "minilm-l6-static@1/2+nozipf");
+        assert_eq!(back.row(3), &[0.5, -1.25]);
+        #[cfg(unix)]
+        for f in ["vocab.txt", "vectors.f32", "model.json"] {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(d.path().join(f)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{f}");
+        }
+        // A vectors file of the wrong size is refused, naming it.
+        std::fs::write(d.path().join("vectors.f32"), [0u8; 12]).unwrap();
+        let e = StaticModel::load(d.path()).err().unwrap();
+        assert!(e.ends_with("12 bytes, expected 4 tokens × 2 dims × 4"), "{e}");
     }
 
     #[test]
