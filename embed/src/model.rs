@@ -423,13 +423,19 @@ mod tests {
         #[cfg(unix)]
         for f in ["vocab.txt", "vectors.f32", "model.json"] {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(d.path().join(f)).unwrap().permissions().mode();
+            let mode = std::fs::metadata(d.path().join(f))
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600, "{f}");
         }
         // A vectors file of the wrong size is refused, naming it.
         std::fs::write(d.path().join("vectors.f32"), [0u8; 12]).unwrap();
         let e = StaticModel::load(d.path()).err().unwrap();
-        assert!(e.ends_with("12 bytes, expected 4 tokens × 2 dims × 4"), "{e}");
+        assert!(
+            e.ends_with("12 bytes, expected 4 tokens × 2 dims × 4"),
+            "{e}"
+        );
     }
 
     #[test]

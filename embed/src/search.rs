@@ -31,6 +31,11 @@ impl VectorIndex {
         })
     }
 
+    /// An index over vectors already in memory.
+    pub fn from_set(set: VectorSet) -> VectorIndex {
+        VectorIndex { set }
+    }
+
     /// Number of vectors (chunks).
     pub fn len(&self) -> usize {
         self.set.len()
@@ -63,13 +68,9 @@ impl VectorIndex {
         let qi = &qi;
         std::thread::scope(|s| {
             for (t, out) in scores.chunks_mut(per).enumerate() {
-                s.spawn(move || {
-                    for (i, o) in out.iter_mut().enumerate() {
-                        let r = t * per + i;
-                        let row = &data[r * dim..][..dim];
-                        *o = dot_i8(qi, row) as f32 * scales[r] * qs;
-                    }
-                });
+                let rows = &data[t * per * dim..][..out.len() * dim];
+                let scales = &scales[t * per..][..out.len()];
+                s.spawn(move || scan(qi, qs, rows, scales, out));
             }
         });
         // Up to 4 chunks per message: the best 4·k chunks hold the best k messages.
@@ -96,9 +97,39 @@ impl VectorIndex {
     }
 }
 
-/// Σ a[i]·b[i] in integers (|sum| ≤ 127² × len: no overflow below 133,000 dimensions).
+/// `out[i]` = the dot product of the int8 query `q` (scale `qs`) with row `i` of `rows`
+/// (scale `scales[i]`). Compiled twice: with AVX2 when the processor has it (the default target
+/// has only SSE2, which made the scan 4× slower), else as is.
+fn scan(q: &[i8], qs: f32, rows: &[i8], scales: &[f32], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2 (checked just above).
+        return unsafe { scan_avx2(q, qs, rows, scales, out) };
+    }
+    scan_plain(q, qs, rows, scales, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn scan_avx2(q: &[i8], qs: f32, rows: &[i8], scales: &[f32], out: &mut [f32]) {
+    scan_plain(q, qs, rows, scales, out)
+}
+
+#[inline(always)]
+fn scan_plain(q: &[i8], qs: f32, rows: &[i8], scales: &[f32], out: &mut [f32]) {
+    for ((o, row), s) in out.iter_mut().zip(rows.chunks_exact(q.len())).zip(scales) {
+        *o = dot_i8(q, row) as f32 * s * qs;
+    }
+}
+
+/// Σ a[i]·b[i] in integers (|sum| ≤ 127² × len: no overflow below 133,000 dimensions); the
+/// products widened to i16 first, which the compiler turns into multiply-add instructions.
+#[inline(always)]
 fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    a.iter().zip(b).map(|(x, y)| *x as i32 * *y as i32).sum()
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (*x as i16 * *y as i16) as i32)
+        .sum()
 }
 
 /// Search by meaning: the messages whose vectors are nearest the query's, filtered by `f`
