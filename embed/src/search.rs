@@ -99,7 +99,7 @@ impl VectorIndex {
 
 /// `out[i]` = the dot product of the int8 query `q` (scale `qs`) with row `i` of `rows`
 /// (scale `scales[i]`). Compiled twice: with AVX2 when the processor has it (the default target
-/// has only SSE2, which made the scan 4× slower), else as is.
+/// has only SSE2: docs/embeddings.md has both figures), else as is.
 fn scan(q: &[i8], qs: f32, rows: &[i8], scales: &[f32], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
