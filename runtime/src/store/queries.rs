@@ -192,6 +192,31 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     Ok(hits)
 }
 
+/// ` AND …` for the session filters (agent, project folder or below it, machine) over `s`
+/// (sessions), their arguments appended.
+fn session_clause(
+    store: &Store,
+    (agent, project, machine): (Option<&str>, Option<&str>, Option<&str>),
+    sql: &mut String,
+    args: &mut Vec<Sql>,
+) -> Result<()> {
+    if let Some(a) = agent {
+        sql.push_str(" AND s.agent = ?");
+        args.push(Sql::Text(a.to_string()));
+    }
+    if let Some(p) = project {
+        let p = normalize_dir(p);
+        let p = p.as_str();
+        sql.push_str(" AND (s.project_dir = ? OR s.project_dir LIKE ? ESCAPE '\\')");
+        args.push(Sql::Text(p.to_string()));
+        args.push(Sql::Text(format!("{}/%", like_escape(p))));
+    }
+    if let Some(m) = machine {
+        machine_clause(store, m, sql, args)?;
+    }
+    Ok(())
+}
+
 /// ` AND …` for each of `f`'s filters over `m` (messages) and `s` (sessions), their arguments
 /// appended.
 fn filter_clause(
@@ -200,20 +225,16 @@ fn filter_clause(
     sql: &mut String,
     args: &mut Vec<Sql>,
 ) -> Result<()> {
-    if let Some(a) = &f.agent {
-        sql.push_str(" AND s.agent = ?");
-        args.push(Sql::Text(a.clone()));
-    }
-    if let Some(p) = &f.project {
-        let p = normalize_dir(p);
-        let p = p.as_str();
-        sql.push_str(" AND (s.project_dir = ? OR s.project_dir LIKE ? ESCAPE '\\')");
-        args.push(Sql::Text(p.to_string()));
-        args.push(Sql::Text(format!("{}/%", like_escape(p))));
-    }
-    if let Some(m) = &f.machine {
-        machine_clause(store, m, sql, args)?;
-    }
+    session_clause(
+        store,
+        (
+            f.agent.as_deref(),
+            f.project.as_deref(),
+            f.machine.as_deref(),
+        ),
+        sql,
+        args,
+    )?;
     if let Some(sid) = &f.session {
         let id = resolve_session(store, sid, f.agent.as_deref())?;
         sql.push_str(" AND m.session_id = ?");
@@ -366,20 +387,16 @@ pub fn session_summary(store: &Store, rowid: i64) -> Result<SessionSummary> {
 pub fn list_sessions(store: &Store, f: &ListFilter) -> Result<Vec<SessionSummary>> {
     let mut sql = format!("SELECT {SESSION_COLS} FROM sessions s WHERE 1 = 1");
     let mut args: Vec<Sql> = Vec::new();
-    if let Some(a) = &f.agent {
-        sql.push_str(" AND s.agent = ?");
-        args.push(Sql::Text(a.clone()));
-    }
-    if let Some(p) = &f.project {
-        let p = normalize_dir(p);
-        let p = p.as_str();
-        sql.push_str(" AND (s.project_dir = ? OR s.project_dir LIKE ? ESCAPE '\\')");
-        args.push(Sql::Text(p.to_string()));
-        args.push(Sql::Text(format!("{}/%", like_escape(p))));
-    }
-    if let Some(m) = &f.machine {
-        machine_clause(store, m, &mut sql, &mut args)?;
-    }
+    session_clause(
+        store,
+        (
+            f.agent.as_deref(),
+            f.project.as_deref(),
+            f.machine.as_deref(),
+        ),
+        &mut sql,
+        &mut args,
+    )?;
     sql.push_str(" ORDER BY s.updated_at DESC LIMIT ?");
     args.push(Sql::Integer(f.limit.clamp(1, 100_000) as i64));
     let mut stmt = store.conn.prepare(&sql).db()?;

@@ -11,13 +11,13 @@ use memtrail_runtime::query::{self, SearchFilter};
 use memtrail_runtime::records::Standard;
 use memtrail_runtime::store::{INDEX_CHUNK, Store};
 
-fn open() -> (tempfile::TempDir, Store) {
+pub(crate) fn open() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("m.db")).unwrap();
     (dir, store)
 }
 
-fn session(store: &mut Store, id: &str) -> i64 {
+pub(crate) fn session(store: &mut Store, id: &str) -> i64 {
     store
         .write(|w| {
             w.upsert_session(

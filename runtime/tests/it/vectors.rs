@@ -3,32 +3,10 @@
 //! message's vectors and queues it again, a model change that starts over, a deleted session's
 //! vectors going with it, and a failed batch writing nothing.
 
+use crate::index_queue::{open, session};
 use crate::support::{bash, text};
-use memtrail_adapters::{Agent, Record, SessionMeta, SessionRef};
-use memtrail_runtime::records::Standard;
+use memtrail_adapters::Record;
 use memtrail_runtime::store::Store;
-
-fn open() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("m.db")).unwrap();
-    (dir, store)
-}
-
-fn session(store: &mut Store, id: &str) -> i64 {
-    store
-        .write(|w| {
-            w.upsert_session(
-                &SessionRef {
-                    agent: Agent::Claude,
-                    external_id: id.to_string(),
-                    parent_external_id: None,
-                },
-                &SessionMeta::default(),
-                &Standard,
-            )
-        })
-        .unwrap()
-}
 
 /// Embeds everything waiting with a 2-d encoder (the text's length in bytes and 1, scaled to
 /// unit length), returning the texts it was given.
