@@ -168,28 +168,32 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             continue;
         };
         let hit = row
-            .query_row(params![rowid], |r| {
-                let ts: Option<i64> = r.get(8)?;
-                Ok(Hit {
-                    session_id: r.get(0)?,
-                    agent: r.get(1)?,
-                    machine: crate::machine::label_of(r.get_ref(9)?.as_str()?, r.get(10)?),
-                    title: r.get(2)?,
-                    project: r.get(3)?,
-                    message_id: r.get(4)?,
-                    message_index: r.get(5)?,
-                    role: r.get(6)?,
-                    kind: r.get(7)?,
-                    timestamp: ts.map(format_rfc3339_ms),
-                    snippet: compact_cjk(&snippet),
-                    score,
-                })
-            })
+            .query_row(params![rowid], |r| hit_row(r, compact_cjk(&snippet), score))
             .optional()
             .db()?;
         hits.extend(hit);
     }
     Ok(hits)
+}
+
+/// A hit from a row whose first 11 columns are `s.external_id, s.agent, s.title,
+/// s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts, s.origin` and the origin's label.
+fn hit_row(r: &rusqlite::Row<'_>, snippet: String, score: f64) -> rusqlite::Result<Hit> {
+    let ts: Option<i64> = r.get(8)?;
+    Ok(Hit {
+        session_id: r.get(0)?,
+        agent: r.get(1)?,
+        machine: crate::machine::label_of(r.get_ref(9)?.as_str()?, r.get(10)?),
+        title: r.get(2)?,
+        project: r.get(3)?,
+        message_id: r.get(4)?,
+        message_index: r.get(5)?,
+        role: r.get(6)?,
+        kind: r.get(7)?,
+        timestamp: ts.map(format_rfc3339_ms),
+        snippet,
+        score,
+    })
 }
 
 /// ` AND …` for the session filters (agent, project folder or below it, machine) over `s`
@@ -514,22 +518,12 @@ pub fn hits_for_messages(
         all.extend(args.iter().cloned());
         let hit = stmt
             .query_row(params_from_iter(all), |r| {
-                let ts: Option<i64> = r.get(8)?;
                 let text: String = r.get(11)?;
-                Ok(Hit {
-                    session_id: r.get(0)?,
-                    agent: r.get(1)?,
-                    machine: crate::machine::label_of(r.get_ref(9)?.as_str()?, r.get(10)?),
-                    title: r.get(2)?,
-                    project: r.get(3)?,
-                    message_id: r.get(4)?,
-                    message_index: r.get(5)?,
-                    role: r.get(6)?,
-                    kind: r.get(7)?,
-                    timestamp: ts.map(format_rfc3339_ms),
-                    snippet: text.split_whitespace().collect::<Vec<_>>().join(" "),
+                hit_row(
+                    r,
+                    text.split_whitespace().collect::<Vec<_>>().join(" "),
                     score,
-                })
+                )
             })
             .optional()
             .db()?;
