@@ -87,6 +87,9 @@ fn semantic_search_without_the_model_says_how_to_install_it() {
         err.contains("install the model with `memtrail models install`"),
         "{err}"
     );
+    let st = sb.json(&["status", "--json"]);
+    assert_eq!(st["store"]["embedding_model"], serde_json::Value::Null);
+    assert_eq!(st["store"]["unembedded_messages"], 0);
     // Lexical search is unchanged, and is the default without vectors.
     let hits = sb.json(&["search", "flaky", "--json"]);
     assert_eq!(hits["hits"].as_array().unwrap().len(), 1);
@@ -118,6 +121,9 @@ fn embed_then_search_by_meaning_and_hybrid() {
     assert_eq!(e["model"], "minilm-l6-static@1/256");
     assert_eq!(e["embedded"], 4);
     assert_eq!(e["left"], 0);
+    let st = sb.json(&["status", "--json"]);
+    assert_eq!(st["store"]["embedding_model"], "minilm-l6-static@1/256");
+    assert_eq!(st["store"]["unembedded_messages"], 0);
     // No word of the query is in the message it finds.
     let q = "database server rejects clients";
     let sem = sb.json(&["search", "--mode", "semantic", q, "--json"]);
