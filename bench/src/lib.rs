@@ -21,6 +21,8 @@
 //! few terms are in a large share of the messages, as `error`, `test` or `file` are in real
 //! sessions). The same `seed` and `bytes` give the same bytes on every machine.
 
+pub mod eval;
+
 use memtrail_runtime::records::Standard;
 use serde_json::{Value, json};
 use std::fs::{self, File};

@@ -6,6 +6,10 @@
 //! memtrail-corpus turn --transcript FILE --session ID [--bytes 20K] [--seed 1]
 //! memtrail-corpus pick --out DIR      # prints the largest main Claude transcript and its session id
 //! memtrail-corpus search --db DB --query "two words" [--runs 50]   # in-process search, ms
+//! memtrail-corpus needles --out HOME [--eval bench/eval/needles.jsonl]  # the eval's sessions
+//! memtrail-corpus eval --db DB --model DIR [--eval FILE] [--encoder static|transformer] [--embed 1]
+//!     # recall@10 lexical/semantic/hybrid (--embed: embed the backlog with the encoder first)
+//! memtrail-corpus distill --from WHEELDIR --out DIR [--dim 256] [--zipf 1|0] [--raw CACHE]
 //! memtrail-corpus mcp --bin MEMTRAIL --db DB --query Q [--runs 50] # MCP search round trip, ms
 //! memtrail-corpus mcp-flood --bin MEMTRAIL --db DB --session ID [--requests 2000]
 //!     # N get_session requests written at once: first reply, all replies, server peak RSS
@@ -31,6 +35,109 @@ fn parse_size(s: &str) -> Result<u64> {
     };
     let n: f64 = num.parse().with_context(|| format!("not a size: {s:?}"))?;
     Ok((n * mul as f64) as u64)
+}
+
+/// `eval`: recall@10 of lexical, semantic and hybrid search over the needles (see
+/// `memtrail_bench::eval`), by query kind and language, and the query times.
+fn eval_cmd(
+    db: &std::path::Path,
+    file: &str,
+    model: &dyn memtrail_embed::Encoder,
+    embed: bool,
+) -> Result<()> {
+    use memtrail_bench::eval::{needle_session, read_needles};
+    use memtrail_embed::search::{VectorIndex, hybrid, semantic};
+    use memtrail_runtime::read::ReadStore;
+    let needles = read_needles(&std::fs::read_to_string(file)?)?;
+    let store = memtrail_runtime::Store::open(db)?;
+    if embed {
+        let t = std::time::Instant::now();
+        let n = memtrail_embed::search::embed_backlog(&store, model, 64, None, &mut |_| {})?;
+        let s = t.elapsed().as_secs_f64();
+        println!(
+            "embedded {n} messages in {s:.1} s ({:.0} messages/s)",
+            n as f64 / s
+        );
+    }
+    let t = std::time::Instant::now();
+    let index = VectorIndex::load(&store, model)?;
+    let load_index = t.elapsed();
+    println!(
+        "model {}: {} vectors loaded in {:.0} ms; backlog {}",
+        model.id(),
+        index.len(),
+        load_index.as_secs_f64() * 1e3,
+        store.embed_backlog(model.id())?
+    );
+    let f = memtrail_runtime::query::SearchFilter {
+        limit: 10,
+        ..Default::default()
+    };
+    // (kind, lang) -> [found by lexical, semantic, hybrid], queries
+    let mut tally: std::collections::BTreeMap<(String, String), ([usize; 3], usize)> =
+        Default::default();
+    let mut times: [Vec<f64>; 3] = Default::default();
+    for (i, n) in needles.iter().enumerate() {
+        let sid = needle_session(i);
+        let queries = n
+            .paraphrase
+            .iter()
+            .map(|q| ("paraphrase", q))
+            .chain(std::iter::once(("exact", &n.exact)));
+        for (kind, q) in queries {
+            let mut found = [0usize; 3];
+            for (m, slot) in found.iter_mut().enumerate() {
+                let t = std::time::Instant::now();
+                let hits = match m {
+                    0 => match store.search(q, &f) {
+                        Ok(h) => h,
+                        Err(memtrail_runtime::Error::Invalid(_)) => Vec::new(),
+                        Err(e) => return Err(e.into()),
+                    },
+                    1 => semantic(&store, model, &index, q, &f)?,
+                    _ => hybrid(&store, model, &index, q, &f)?,
+                };
+                times[m].push(t.elapsed().as_secs_f64() * 1e3);
+                *slot = hits
+                    .iter()
+                    .take(10)
+                    .any(|h| h.session_id == sid && h.role == n.role)
+                    as usize;
+            }
+            for key in [
+                (kind.to_string(), "all".to_string()),
+                (kind.to_string(), n.lang.clone()),
+            ] {
+                let e = tally.entry(key).or_default();
+                for (sum, x) in e.0.iter_mut().zip(found) {
+                    *sum += x;
+                }
+                e.1 += 1;
+            }
+        }
+    }
+    for ((kind, lang), (found, n)) in &tally {
+        println!(
+            "recall@10 kind={kind} lang={lang} queries={n} lexical={:.3} semantic={:.3} hybrid={:.3}",
+            found[0] as f64 / *n as f64,
+            found[1] as f64 / *n as f64,
+            found[2] as f64 / *n as f64
+        );
+    }
+    for (name, t) in ["lexical", "semantic", "hybrid"]
+        .iter()
+        .zip(times.iter_mut())
+    {
+        t.sort_by(f64::total_cmp);
+        let p = |q: f64| t[((t.len() - 1) as f64 * q).round() as usize];
+        println!(
+            "query_ms mode={name} median={:.2} p99={:.2} runs={}",
+            p(0.5),
+            p(0.99),
+            t.len()
+        );
+    }
+    Ok(())
 }
 
 fn main() -> Result<()> {
@@ -97,6 +204,102 @@ fn main() -> Result<()> {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
             println!("{}\t{sid}", best.display());
+        }
+        "needles" => {
+            let out = PathBuf::from(get("out").context("--out HOME is required")?);
+            let file = get("eval").unwrap_or_else(|| "bench/eval/needles.jsonl".into());
+            let needles = memtrail_bench::eval::read_needles(&std::fs::read_to_string(&file)?)?;
+            memtrail_bench::eval::write_needles(&out, &needles)?;
+            println!("{} needle sessions written", needles.len());
+        }
+        "eval" => {
+            let db = PathBuf::from(get("db").context("--db DB is required")?);
+            let file = get("eval").unwrap_or_else(|| "bench/eval/needles.jsonl".into());
+            let models = PathBuf::from(get("model").context("--model DIR is required")?);
+            let t = std::time::Instant::now();
+            let enc: Box<dyn memtrail_embed::Encoder> = match get("encoder")
+                .as_deref()
+                .unwrap_or("static")
+            {
+                "static" => Box::new(
+                    memtrail_embed::StaticModel::load(&models).map_err(anyhow::Error::msg)?,
+                ),
+                "transformer" => {
+                    let src = memtrail_embed::install::sources_from_dir(&models)
+                        .map_err(anyhow::Error::msg)?;
+                    Box::new(memtrail_embed::Transformer {
+                        bert: memtrail_embed::bert::Bert::from_tensors(
+                            memtrail_embed::bert::read_safetensors(&src.safetensors)
+                                .map_err(anyhow::Error::msg)?,
+                            Default::default(),
+                        )
+                        .map_err(anyhow::Error::msg)?,
+                        vocab: memtrail_embed::tokenizer::WordPiece::from_vocab_txt(&src.vocab_txt)
+                            .map_err(anyhow::Error::msg)?,
+                    })
+                }
+                other => bail!("--encoder static|transformer, not {other}"),
+            };
+            println!(
+                "encoder {} loaded in {:.0} ms",
+                enc.id(),
+                t.elapsed().as_secs_f64() * 1e3
+            );
+            eval_cmd(&db, &file, enc.as_ref(), get("embed").is_some())?;
+        }
+        "distill" => {
+            // memtrail-corpus distill --from WHEELDIR --out DIR [--dim 256] [--zipf 1|0]
+            //   [--raw CACHE.f32]: a static model variant (the raw per-token vectors cached).
+            let from = PathBuf::from(get("from").context("--from DIR is required")?);
+            let out = PathBuf::from(get("out").context("--out DIR is required")?);
+            let dim: usize = get("dim").map(|s| s.parse()).transpose()?.unwrap_or(256);
+            let zipf = get("zipf").as_deref() != Some("0");
+            let src =
+                memtrail_embed::install::sources_from_dir(&from).map_err(anyhow::Error::msg)?;
+            let vocab = memtrail_embed::tokenizer::WordPiece::from_vocab_txt(&src.vocab_txt)
+                .map_err(anyhow::Error::msg)?;
+            let h = 384;
+            let raw_path = get("raw").map(PathBuf::from);
+            let raw: Vec<f32> = match raw_path.as_ref().filter(|p| p.is_file()) {
+                Some(p) => std::fs::read(p)?
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                    .collect(),
+                None => {
+                    let bert = memtrail_embed::bert::Bert::from_tensors(
+                        memtrail_embed::bert::read_safetensors(&src.safetensors)
+                            .map_err(anyhow::Error::msg)?,
+                        Default::default(),
+                    )
+                    .map_err(anyhow::Error::msg)?;
+                    let t = std::time::Instant::now();
+                    let raw = memtrail_embed::model::distill_raw(&bert, &vocab, 2, &|_, _| {});
+                    println!(
+                        "distilled {} tokens in {:.1} s",
+                        vocab.len(),
+                        t.elapsed().as_secs_f64()
+                    );
+                    if let Some(p) = &raw_path {
+                        let bytes: Vec<u8> = raw.iter().flat_map(|v| v.to_le_bytes()).collect();
+                        std::fs::write(p, bytes)?;
+                    }
+                    raw
+                }
+            };
+            let t = std::time::Instant::now();
+            let rows = memtrail_embed::model::postprocess_with(&raw, h, dim, zipf);
+            let dim = dim.min(h);
+            println!(
+                "postprocessed to {dim} dims (zipf {zipf}) in {:.1} s",
+                t.elapsed().as_secs_f64()
+            );
+            std::fs::create_dir_all(&out)?;
+            let mut m = memtrail_embed::StaticModel::new(vocab, dim, rows);
+            if !zipf {
+                m.id.push_str("+nozipf");
+            }
+            m.save(&out, memtrail_embed::install::WHEEL_SHA256)
+                .map_err(anyhow::Error::msg)?;
         }
         "search" => {
             let db = PathBuf::from(get("db").context("--db DB is required")?);

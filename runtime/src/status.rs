@@ -122,6 +122,11 @@ pub enum StoreReport {
         per_agent: Vec<AgentFigures>,
         /// Messages written but not yet in the full-text index.
         unindexed_messages: i64,
+        /// The model of the stored vectors (`name@version/dim`); `None` before any
+        /// `memtrail embed`.
+        embedding_model: Option<String>,
+        /// Messages waiting for `memtrail embed` (0 without vectors).
+        unembedded_messages: i64,
         /// `ok`, the quick check's findings, or `not checked`.
         integrity: String,
         /// `quick_check` or `skipped`.
@@ -177,6 +182,8 @@ impl StoreReport {
                     })
                     .collect(),
                 unindexed_messages: s.unindexed,
+                embedding_model: s.embed_model.clone(),
+                unembedded_messages: s.unembedded,
                 integrity: match c {
                     Some(Ok(())) => "ok".to_string(),
                     Some(Err(e)) => e.clone(),

@@ -7,6 +7,7 @@ pub mod hook;
 pub mod import;
 pub mod install;
 pub mod mcp;
+pub mod models;
 pub mod purge;
 pub mod redact;
 pub mod repair;

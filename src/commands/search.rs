@@ -1,7 +1,7 @@
 //! `memtrail search`: full-text search over the captured messages.
 
-use crate::cli::SearchArgs;
-use crate::common::{absolute, open_reader};
+use crate::cli::{SearchArgs, SearchMode};
+use crate::common::{absolute, open_reader, open_store_read};
 use crate::output::{printable, short_time};
 use anyhow::Result;
 use memtrail_runtime::StoreLocation;
@@ -41,14 +41,17 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         role: a.role.map(|r| r.as_str().to_string()),
         limit: a.limit as usize,
     };
-    let (mut hits, unindexed) = match open_reader(db)? {
-        Some(store) => {
-            let hits = store.search(&q, &filter)?;
-            // The search indexes the queue first; when it could not (another process holds
-            // the write lock), the newest messages are not searched: say so.
-            (hits, store.unindexed())
-        }
-        None => (Vec::new(), 0),
+    let (mut hits, unindexed) = match by_meaning(db, &q, &filter, a.mode)? {
+        Some(found) => found,
+        None => match open_reader(db)? {
+            Some(store) => {
+                let hits = store.search(&q, &filter)?;
+                // The search indexes the queue first; when it could not (another process holds
+                // the write lock), the newest messages are not searched: say so.
+                (hits, store.unindexed())
+            }
+            None => (Vec::new(), 0),
+        },
     };
     if unindexed > 0 {
         eprintln!(
@@ -102,4 +105,58 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         out_styled!("   {}\n", snip.trim());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `search --mode semantic|hybrid` (and the default, hybrid, on a store that holds the
+/// installed model's vectors): the hits and the count of unindexed messages; `None` for a
+/// lexical search (asked for, or the default without vectors), which the caller runs.
+///
+/// Errors: semantic or hybrid asked for on a PostgreSQL store, without the model installed, or
+/// on a store without vectors; store errors.
+fn by_meaning(
+    db: &StoreLocation,
+    q: &str,
+    filter: &SearchFilter,
+    mode: Option<SearchMode>,
+) -> Result<Option<(Vec<Hit>, i64)>> {
+    if mode == Some(SearchMode::Lexical) {
+        return Ok(None);
+    }
+    let asked = mode.is_some();
+    if db.postgres_url().is_some() {
+        if asked {
+            anyhow::bail!(
+                "search by meaning is not available on a PostgreSQL store yet; use --mode lexical"
+            );
+        }
+        return Ok(None);
+    }
+    let Some(store) = open_store_read(db)? else {
+        return Ok(None);
+    };
+    // The cheap test first: a store without vectors searches as before, the model unread.
+    let dir = crate::commands::models::model_dir();
+    if !asked && (store.embed_model()?.is_none() || !dir.join("model.json").is_file()) {
+        return Ok(None);
+    }
+    let model = memtrail_embed::StaticModel::load(&dir)
+        .map_err(|e| anyhow::anyhow!("{e}\n(install the model with `memtrail models install`)"))?;
+    if store.embed_model()?.as_deref() != Some(model.id.as_str()) {
+        if !asked {
+            return Ok(None);
+        }
+        anyhow::bail!(
+            "the store holds no vectors of {}: run `memtrail embed` first",
+            model.id
+        );
+    }
+    let index = memtrail_embed::search::VectorIndex::load(&store, &model)?;
+    let hits = match mode.unwrap_or(SearchMode::Hybrid) {
+        SearchMode::Semantic => {
+            memtrail_embed::search::semantic(&store, &model, &index, q, filter)?
+        }
+        _ => memtrail_embed::search::hybrid(&store, &model, &index, q, filter)?,
+    };
+    let unindexed = memtrail_runtime::read::ReadStore::unindexed(&store);
+    Ok(Some((hits, unindexed)))
 }

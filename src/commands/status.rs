@@ -201,6 +201,12 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                         if s.unindexed == 1 { "" } else { "s" }
                     );
                 }
+                if let Some(m) = &s.embed_model {
+                    out!(
+                        "  vectors for search by meaning: {m}, {} waiting for `memtrail embed`",
+                        plural(s.unembedded as u64, "message", "messages")
+                    );
+                }
             }
             Some(Err(e)) => out!("\nstore: {} cannot be read: {e}", db),
             None => out!("\nstore: {} (not created yet)", db),

@@ -86,6 +86,7 @@ mod sessions;
 mod snapshots;
 mod stats;
 mod sync;
+mod vectors;
 mod writer;
 
 pub use cursors::{Cursor, CursorMark, CursorStat};
@@ -93,11 +94,13 @@ use files::{create_private_dir, create_private_file, file_id, make_owner_only, r
 pub use index_text::{INDEXED_OUTPUT_CAP, cjk_index_text, is_cjk, render_index_text};
 pub(crate) use index_text::{cap, kind_from_str};
 pub use location::{STORE_ENV, StoreLocation};
+pub use queries::{SEMANTIC_SNIPPET_CHARS, hits_for_messages};
 pub use repair::{REPAIR_STEPS, RepairReport, RepairStep, RepairStepReport, is_corrupt};
 pub use schema::SCHEMA_VERSION;
 pub use snapshots::{PRECOMPACT_TAKEN_EARLY, StoredSnapshot};
 pub use stats::{HookRun, StoreStats};
 pub use sync::{Exclusions, PULLED_FIELD_CAP, PULLED_MESSAGE_CAP, PULLED_TITLE_CHARS};
+pub use vectors::{EMBED_BODY_CHARS, EMBED_TOOLS_CHARS, VectorSet, embed_text, quantize};
 pub use writer::{Applied, Writer};
 
 /// Longest wait for the write lock before a search indexes the queue

@@ -101,43 +101,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         )
     };
     let mut args: Vec<Sql> = vec![Sql::Text(q.clone())];
-    if let Some(a) = &f.agent {
-        sql.push_str(" AND s.agent = ?");
-        args.push(Sql::Text(a.clone()));
-    }
-    if let Some(p) = &f.project {
-        let p = normalize_dir(p);
-        let p = p.as_str();
-        sql.push_str(" AND (s.project_dir = ? OR s.project_dir LIKE ? ESCAPE '\\')");
-        args.push(Sql::Text(p.to_string()));
-        args.push(Sql::Text(format!("{}/%", like_escape(p))));
-    }
-    if let Some(m) = &f.machine {
-        machine_clause(store, m, &mut sql, &mut args)?;
-    }
-    if let Some(sid) = &f.session {
-        let id = resolve_session(store, sid, f.agent.as_deref())?;
-        sql.push_str(" AND m.session_id = ?");
-        args.push(Sql::Integer(id));
-    }
-    if let Some(t) = f.since {
-        sql.push_str(" AND m.ts >= ?");
-        args.push(Sql::Integer(t));
-    }
-    if let Some(t) = f.until {
-        sql.push_str(" AND m.ts <= ?");
-        args.push(Sql::Integer(t));
-    }
-    if let Some(r) = &f.role {
-        // Tool calls live on assistant messages: `tool` means messages with tool calls or
-        // results, whoever wrote them.
-        if r == "tool" {
-            sql.push_str(" AND (m.role = 'tool' OR m.kind IN ('tool_call', 'tool_result'))");
-        } else {
-            sql.push_str(" AND m.role = ?");
-            args.push(Sql::Text(r.clone()));
-        }
-    }
+    filter_clause(store, f, &mut sql, &mut args)?;
     // Rank a few more than asked by BM25, then apply the recency prior; equal scores go to
     // the newest message.
     let fetch = (limit * 3).min(1500);
@@ -204,28 +168,101 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             continue;
         };
         let hit = row
-            .query_row(params![rowid], |r| {
-                let ts: Option<i64> = r.get(8)?;
-                Ok(Hit {
-                    session_id: r.get(0)?,
-                    agent: r.get(1)?,
-                    machine: crate::machine::label_of(r.get_ref(9)?.as_str()?, r.get(10)?),
-                    title: r.get(2)?,
-                    project: r.get(3)?,
-                    message_id: r.get(4)?,
-                    message_index: r.get(5)?,
-                    role: r.get(6)?,
-                    kind: r.get(7)?,
-                    timestamp: ts.map(format_rfc3339_ms),
-                    snippet: compact_cjk(&snippet),
-                    score,
-                })
-            })
+            .query_row(params![rowid], |r| hit_row(r, compact_cjk(&snippet), score))
             .optional()
             .db()?;
         hits.extend(hit);
     }
     Ok(hits)
+}
+
+/// A hit from a row whose first 11 columns are `s.external_id, s.agent, s.title,
+/// s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts, s.origin` and the origin's label.
+fn hit_row(r: &rusqlite::Row<'_>, snippet: String, score: f64) -> rusqlite::Result<Hit> {
+    let ts: Option<i64> = r.get(8)?;
+    Ok(Hit {
+        session_id: r.get(0)?,
+        agent: r.get(1)?,
+        machine: crate::machine::label_of(r.get_ref(9)?.as_str()?, r.get(10)?),
+        title: r.get(2)?,
+        project: r.get(3)?,
+        message_id: r.get(4)?,
+        message_index: r.get(5)?,
+        role: r.get(6)?,
+        kind: r.get(7)?,
+        timestamp: ts.map(format_rfc3339_ms),
+        snippet,
+        score,
+    })
+}
+
+/// ` AND …` for the session filters (agent, project folder or below it, machine) over `s`
+/// (sessions), their arguments appended.
+fn session_clause(
+    store: &Store,
+    (agent, project, machine): (Option<&str>, Option<&str>, Option<&str>),
+    sql: &mut String,
+    args: &mut Vec<Sql>,
+) -> Result<()> {
+    if let Some(a) = agent {
+        sql.push_str(" AND s.agent = ?");
+        args.push(Sql::Text(a.to_string()));
+    }
+    if let Some(p) = project {
+        let p = normalize_dir(p);
+        let p = p.as_str();
+        sql.push_str(" AND (s.project_dir = ? OR s.project_dir LIKE ? ESCAPE '\\')");
+        args.push(Sql::Text(p.to_string()));
+        args.push(Sql::Text(format!("{}/%", like_escape(p))));
+    }
+    if let Some(m) = machine {
+        machine_clause(store, m, sql, args)?;
+    }
+    Ok(())
+}
+
+/// ` AND …` for each of `f`'s filters over `m` (messages) and `s` (sessions), their arguments
+/// appended.
+fn filter_clause(
+    store: &Store,
+    f: &SearchFilter,
+    sql: &mut String,
+    args: &mut Vec<Sql>,
+) -> Result<()> {
+    session_clause(
+        store,
+        (
+            f.agent.as_deref(),
+            f.project.as_deref(),
+            f.machine.as_deref(),
+        ),
+        sql,
+        args,
+    )?;
+    if let Some(sid) = &f.session {
+        let id = resolve_session(store, sid, f.agent.as_deref())?;
+        sql.push_str(" AND m.session_id = ?");
+        args.push(Sql::Integer(id));
+    }
+    if let Some(t) = f.since {
+        sql.push_str(" AND m.ts >= ?");
+        args.push(Sql::Integer(t));
+    }
+    if let Some(t) = f.until {
+        sql.push_str(" AND m.ts <= ?");
+        args.push(Sql::Integer(t));
+    }
+    if let Some(r) = &f.role {
+        // Tool calls live on assistant messages: `tool` means messages with tool calls or
+        // results, whoever wrote them.
+        if r == "tool" {
+            sql.push_str(" AND (m.role = 'tool' OR m.kind IN ('tool_call', 'tool_result'))");
+        } else {
+            sql.push_str(" AND m.role = ?");
+            args.push(Sql::Text(r.clone()));
+        }
+    }
+    Ok(())
 }
 
 /// The snippet (FTS5 `snippet()`, 16 tokens, hits between `\x01` and `\x02`) of each ranked
@@ -354,20 +391,16 @@ pub fn session_summary(store: &Store, rowid: i64) -> Result<SessionSummary> {
 pub fn list_sessions(store: &Store, f: &ListFilter) -> Result<Vec<SessionSummary>> {
     let mut sql = format!("SELECT {SESSION_COLS} FROM sessions s WHERE 1 = 1");
     let mut args: Vec<Sql> = Vec::new();
-    if let Some(a) = &f.agent {
-        sql.push_str(" AND s.agent = ?");
-        args.push(Sql::Text(a.clone()));
-    }
-    if let Some(p) = &f.project {
-        let p = normalize_dir(p);
-        let p = p.as_str();
-        sql.push_str(" AND (s.project_dir = ? OR s.project_dir LIKE ? ESCAPE '\\')");
-        args.push(Sql::Text(p.to_string()));
-        args.push(Sql::Text(format!("{}/%", like_escape(p))));
-    }
-    if let Some(m) = &f.machine {
-        machine_clause(store, m, &mut sql, &mut args)?;
-    }
+    session_clause(
+        store,
+        (
+            f.agent.as_deref(),
+            f.project.as_deref(),
+            f.machine.as_deref(),
+        ),
+        &mut sql,
+        &mut args,
+    )?;
     sql.push_str(" ORDER BY s.updated_at DESC LIMIT ?");
     args.push(Sql::Integer(f.limit.clamp(1, 100_000) as i64));
     let mut stmt = store.conn.prepare(&sql).db()?;
@@ -445,4 +478,56 @@ pub fn get_session(
         messages,
         children,
     })
+}
+
+/// Characters of a message shown as the snippet of a hit found by meaning (no matched words to
+/// centre on).
+pub const SEMANTIC_SNIPPET_CHARS: usize = 160;
+
+/// The hits of messages ranked elsewhere (by vector similarity): `ranked` is (message row id,
+/// score), best first; rows that `f` filters out or that no longer exist are left out, and at
+/// most `f.limit` hits are returned. The snippet is the start of the message's prose (of its
+/// tool text when it has none), [`SEMANTIC_SNIPPET_CHARS`] characters, without highlights.
+///
+/// Errors: an unknown session or machine in `f`; store errors.
+pub fn hits_for_messages(
+    store: &Store,
+    ranked: &[(i64, f64)],
+    f: &SearchFilter,
+) -> Result<Vec<Hit>> {
+    let mut sql = String::from(
+        "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts,
+                s.origin, (SELECT label FROM machines WHERE id = s.origin),
+                CASE WHEN length(m.body) > 0 THEN substr(m.body, 1, ?2) ELSE substr(m.tools, 1, ?2) END
+         FROM messages m JOIN sessions s ON s.id = m.session_id
+         WHERE m.id = ?1",
+    );
+    let mut args: Vec<Sql> = Vec::new();
+    filter_clause(store, f, &mut sql, &mut args)?;
+    // The filter's arguments are numbered after the two fixed ones.
+    let mut stmt = store.conn.prepare_cached(&sql).db()?;
+    let mut hits = Vec::new();
+    for &(rowid, score) in ranked {
+        if hits.len() >= f.limit.max(1) {
+            break;
+        }
+        let mut all: Vec<Sql> = vec![
+            Sql::Integer(rowid),
+            Sql::Integer(SEMANTIC_SNIPPET_CHARS as i64),
+        ];
+        all.extend(args.iter().cloned());
+        let hit = stmt
+            .query_row(params_from_iter(all), |r| {
+                let text: String = r.get(11)?;
+                hit_row(
+                    r,
+                    text.split_whitespace().collect::<Vec<_>>().join(" "),
+                    score,
+                )
+            })
+            .optional()
+            .db()?;
+        hits.extend(hit);
+    }
+    Ok(hits)
 }

@@ -10,7 +10,8 @@
 //!
 //! What is copied: every table of the current schema that the old file also has, column by
 //! column (columns both have). The full-text index and its queue are not copied (the caller
-//! rebuilds them); of the transcript cursors (`sources`) only the skip markers are kept
+//! rebuilds them), nor are the vectors and their backlog (a later `memtrail embed` makes them
+//! again); of the transcript cursors (`sources`) only the skip markers are kept
 //! (deleted sessions and excluded projects stay out), so that an import reads every transcript
 //! still on disk from its start again and restores what the damaged pages held.
 
@@ -91,7 +92,8 @@ pub fn salvage(location: &StoreLocation) -> Result<Salvaged> {
         let names = |c: &Connection| -> Vec<String> {
             c.prepare(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
-                   AND name NOT LIKE 'messages_fts%' AND name != 'fts_pending'",
+                   AND name NOT LIKE 'messages_fts%' AND name != 'fts_pending'
+                   AND name NOT IN ('embed_state', 'embed_pending', 'message_vectors')",
             )
             .and_then(|mut s| {
                 s.query_map([], |r| r.get::<_, String>(0))?

@@ -19,6 +19,10 @@ pub struct StoreStats {
     pub per_agent: Vec<(String, i64, i64)>,
     /// Messages written but not yet in the full-text index ([`Store::pending_index`]).
     pub unindexed: i64,
+    /// The model of the stored vectors (`name@version/dim`); `None` before any `memtrail embed`.
+    pub embed_model: Option<String>,
+    /// Messages waiting to be embedded by that model ([`Store::embed_backlog`]); 0 without one.
+    pub unembedded: i64,
 }
 
 /// The last run of a hook, for status.
@@ -54,6 +58,7 @@ impl Store {
         }
         let sessions = per_agent.iter().map(|(_, s, _)| s).sum();
         let messages = per_agent.iter().map(|(_, _, m)| m).sum();
+        let embed_model = self.embed_model()?;
         Ok(StoreStats {
             path: self.location.to_string(),
             size_bytes,
@@ -62,6 +67,11 @@ impl Store {
             messages,
             per_agent,
             unindexed: self.pending_index()?,
+            unembedded: match &embed_model {
+                Some(m) => self.embed_backlog(m)?,
+                None => 0,
+            },
+            embed_model,
         })
     }
 

@@ -11,13 +11,13 @@ use memtrail_runtime::query::{self, SearchFilter};
 use memtrail_runtime::records::Standard;
 use memtrail_runtime::store::{INDEX_CHUNK, Store};
 
-fn open() -> (tempfile::TempDir, Store) {
+pub(crate) fn open() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("m.db")).unwrap();
     (dir, store)
 }
 
-fn session(store: &mut Store, id: &str) -> i64 {
+pub(crate) fn session(store: &mut Store, id: &str) -> i64 {
     store
         .write(|w| {
             w.upsert_session(
@@ -218,7 +218,7 @@ fn a_v3_store_migrates_with_its_index_and_queues_from_then_on() {
         .unwrap();
     }
     let mut store = Store::open(&path).unwrap();
-    assert_eq!(store.stats().unwrap().schema_version, 6);
+    assert_eq!(store.stats().unwrap().schema_version, 7);
     // Schema 5: FTS5 removes deleted terms from the segments at once.
     let secure: i64 = rusqlite::Connection::open(&path)
         .unwrap()

@@ -16,3 +16,4 @@ mod redact;
 mod resume;
 mod skills;
 mod sync;
+mod vectors;

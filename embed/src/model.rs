@@ -1,0 +1,454 @@
+//! The static model: one vector per vocabulary token, distilled from all-MiniLM-L6-v2 (each
+//! token run alone through the encoder, `[CLS] token [SEP]`, mean-pooled), centred and reduced
+//! by PCA, and weighted by the token's rank (model2vec's Zipf weighting: `ln(1 + rank)`, since
+//! BERT's vocabulary lists frequent pieces first). A text's vector is the mean of its tokens'
+//! vectors, L2-normalized.
+//!
+//! On disk (a directory under `~/.local/share/memtrail/models/`): `vocab.txt` (BERT's, one token
+//! a line), `vectors.f32` (`tokens × dim` little-endian f32, row-major) and `model.json`
+//! (`{"name", "version", "dim", "tokens", "source_sha256"}`, and `"variant"` for a build other than
+//! the default, which then ends the model's id: `name@version/dim+variant`).
+
+use crate::bert::{Bert, dot};
+use crate::tokenizer::WordPiece;
+use std::path::Path;
+
+/// The model's name, recorded with every vector.
+pub const MODEL_NAME: &str = "minilm-l6-static";
+/// Bumped whenever distillation changes what a vector means (a store re-embeds on change).
+pub const MODEL_VERSION: u32 = 1;
+/// Dimension after PCA.
+pub const DEFAULT_DIM: usize = 256;
+/// Tokens per chunk: a text is split into windows of this many tokens, one vector each.
+pub const CHUNK_TOKENS: usize = 256;
+/// At most this many chunks (vectors) per text; the rest of a long text is not embedded.
+pub const MAX_CHUNKS: usize = 4;
+
+/// A loaded static model.
+pub struct StaticModel {
+    pub vocab: WordPiece,
+    pub dim: usize,
+    /// `vocab.len() × dim`, row-major.
+    rows: Vec<f32>,
+    /// `name@version/dim`, as recorded in the store.
+    pub id: String,
+}
+
+impl StaticModel {
+    /// A model from its parts (`rows.len() == vocab.len() * dim`).
+    pub fn new(vocab: WordPiece, dim: usize, rows: Vec<f32>) -> StaticModel {
+        assert_eq!(
+            rows.len(),
+            vocab.len() * dim,
+            "rows do not match vocab × dim"
+        );
+        StaticModel {
+            vocab,
+            dim,
+            rows,
+            id: format!("{MODEL_NAME}@{MODEL_VERSION}/{dim}"),
+        }
+    }
+
+    /// Loads the model from its directory.
+    ///
+    /// Errors: a message naming the file that is missing, unreadable or of the wrong size.
+    pub fn load(dir: &Path) -> Result<StaticModel, String> {
+        let read = |f: &str| {
+            std::fs::read(dir.join(f))
+                .map_err(|e| format!("cannot read {}: {e}", dir.join(f).display()))
+        };
+        let meta: serde_json::Value = serde_json::from_slice(&read("model.json")?)
+            .map_err(|e| format!("{}: {e}", dir.join("model.json").display()))?;
+        let dim = meta["dim"].as_u64().unwrap_or(0) as usize;
+        let vocab_txt = String::from_utf8(read("vocab.txt")?)
+            .map_err(|_| format!("{}: not UTF-8", dir.join("vocab.txt").display()))?;
+        let vocab = WordPiece::from_vocab_txt(&vocab_txt)?;
+        let raw = read("vectors.f32")?;
+        if dim == 0 || raw.len() != vocab.len() * dim * 4 {
+            return Err(format!(
+                "{}: {} bytes, expected {} tokens × {dim} dims × 4",
+                dir.join("vectors.f32").display(),
+                raw.len(),
+                vocab.len()
+            ));
+        }
+        let rows = raw
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let mut m = StaticModel::new(vocab, dim, rows);
+        if meta["name"].as_str() != Some(MODEL_NAME)
+            || meta["version"].as_u64() != Some(MODEL_VERSION as u64)
+        {
+            return Err(format!(
+                "{}: model {} version {} is not {MODEL_NAME} version {MODEL_VERSION}; run `memtrail models install`",
+                dir.display(),
+                meta["name"],
+                meta["version"]
+            ));
+        }
+        m.id = format!("{MODEL_NAME}@{MODEL_VERSION}/{dim}");
+        // A build other than the default (an experiment of `memtrail-corpus distill`) names
+        // itself, so that a store does not mix its vectors with the default's.
+        if let Some(v) = meta["variant"].as_str().filter(|v| !v.is_empty()) {
+            m.id = format!("{}+{v}", m.id);
+        }
+        Ok(m)
+    }
+
+    /// Writes the model's three files into `dir` (which must exist), owner-only.
+    ///
+    /// Errors: the I/O error, with the file's path.
+    pub fn save(&self, dir: &Path, source_sha256: &str) -> Result<(), String> {
+        let mut vocab = self.vocab.tokens().join("\n");
+        vocab.push('\n');
+        let mut bytes = Vec::with_capacity(self.rows.len() * 4);
+        for v in &self.rows {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut meta = serde_json::json!({
+            "name": MODEL_NAME, "version": MODEL_VERSION, "dim": self.dim,
+            "tokens": self.vocab.len(), "source_sha256": source_sha256,
+        });
+        if let Some(v) = self.id.split_once('+').map(|x| x.1) {
+            meta["variant"] = serde_json::json!(v);
+        }
+        for (f, data) in [
+            ("vocab.txt", vocab.into_bytes()),
+            ("vectors.f32", bytes),
+            ("model.json", meta.to_string().into_bytes()),
+        ] {
+            crate::files::write_private(&dir.join(f), &data)?;
+        }
+        Ok(())
+    }
+
+    /// The vector of one token id.
+    pub fn row(&self, id: u32) -> &[f32] {
+        &self.rows[id as usize * self.dim..][..self.dim]
+    }
+
+    /// The unit vector of the mean of `ids`' rows; all zeros when `ids` is empty.
+    pub fn pool(&self, ids: &[u32]) -> Vec<f32> {
+        let mut v = vec![0f32; self.dim];
+        for &id in ids {
+            for (a, b) in v.iter_mut().zip(self.row(id)) {
+                *a += b;
+            }
+        }
+        normalize(&mut v);
+        v
+    }
+
+    /// One unit vector per chunk of [`CHUNK_TOKENS`] tokens of `text` (at most [`MAX_CHUNKS`]);
+    /// empty when the text has no token.
+    pub fn encode_chunks(&self, text: &str) -> Vec<Vec<f32>> {
+        let ids = self.vocab.encode(text, CHUNK_TOKENS * MAX_CHUNKS);
+        ids.chunks(CHUNK_TOKENS).map(|c| self.pool(c)).collect()
+    }
+
+    /// The unit vector of a query (its first [`CHUNK_TOKENS`] × [`MAX_CHUNKS`] tokens pooled).
+    pub fn encode_query(&self, text: &str) -> Vec<f32> {
+        let ids = self.vocab.encode(text, CHUNK_TOKENS * MAX_CHUNKS);
+        self.pool(&ids)
+    }
+}
+
+/// Text → unit vectors, for the store and the searches: the static model, or the transformer
+/// itself ([`Transformer`], used to measure the static model against it).
+pub trait Encoder: Sync {
+    /// `name@version/dim`, recorded with the vectors.
+    fn id(&self) -> &str;
+    /// Values per vector.
+    fn dim(&self) -> usize;
+    /// The query's unit vector.
+    fn encode_query(&self, text: &str) -> Vec<f32>;
+    /// One unit vector per chunk of a stored text (none when it has no token).
+    fn encode_chunks(&self, text: &str) -> Vec<Vec<f32>>;
+}
+
+impl Encoder for StaticModel {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn dim(&self) -> usize {
+        self.dim
+    }
+    fn encode_query(&self, text: &str) -> Vec<f32> {
+        StaticModel::encode_query(self, text)
+    }
+    fn encode_chunks(&self, text: &str) -> Vec<Vec<f32>> {
+        StaticModel::encode_chunks(self, text)
+    }
+}
+
+/// all-MiniLM-L6-v2 run on every text (mean-pooled, normalized), its first 254 tokens only:
+/// the reference the static model is measured against (10–50 ms a text here).
+pub struct Transformer {
+    pub bert: Bert,
+    pub vocab: WordPiece,
+}
+
+impl Transformer {
+    fn vector(&self, text: &str) -> Vec<f32> {
+        let mut ids = vec![self.vocab.cls];
+        ids.extend(self.vocab.encode(text, 254));
+        ids.push(self.vocab.sep);
+        let mut v = self.bert.pooled(&ids);
+        normalize(&mut v);
+        v
+    }
+}
+
+impl Encoder for Transformer {
+    fn id(&self) -> &str {
+        "minilm-l6-transformer@1/384"
+    }
+    fn dim(&self) -> usize {
+        self.bert.dim()
+    }
+    fn encode_query(&self, text: &str) -> Vec<f32> {
+        self.vector(text)
+    }
+    fn encode_chunks(&self, text: &str) -> Vec<Vec<f32>> {
+        if self.vocab.encode(text, 1).is_empty() {
+            return Vec::new();
+        }
+        vec![self.vector(text)]
+    }
+}
+
+/// Scales `v` to unit length (leaves a zero vector as it is).
+pub fn normalize(v: &mut [f32]) {
+    let n = dot(v, v).sqrt();
+    if n > 0.0 {
+        v.iter_mut().for_each(|x| *x /= n);
+    }
+}
+
+/// Runs every vocabulary token through the encoder (`[CLS] token [SEP]`, mean-pooled), on
+/// `threads` threads, calling `progress(done, total)` now and then. Special and `[unused…]`
+/// tokens get zero rows. Returns `vocab.len() × bert.dim()` values.
+pub fn distill_raw(
+    bert: &Bert,
+    vocab: &WordPiece,
+    threads: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Vec<f32> {
+    let h = bert.dim();
+    let n = vocab.len().min(bert.vocab_size);
+    let mut out = vec![0f32; vocab.len() * h];
+    let threads = threads.max(1);
+    let per = n.div_ceil(threads);
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for (t, part) in out[..n * h].chunks_mut(per * h).enumerate() {
+            let done = &done;
+            s.spawn(move || {
+                let first = t * per;
+                let count = part.len() / h;
+                const BATCH: usize = 64;
+                let mut i = 0;
+                while i < count {
+                    let end = (i + BATCH).min(count);
+                    let ids: Vec<u32> = (first + i..first + end).map(|x| x as u32).collect();
+                    let seqs: Vec<Vec<u32>> = ids
+                        .iter()
+                        .map(|&id| vec![vocab.cls, id, vocab.sep])
+                        .collect();
+                    let pooled = bert.pooled_same_len(&seqs);
+                    for (k, &id) in ids.iter().enumerate() {
+                        if !is_special(&vocab.tokens()[id as usize]) {
+                            part[(i + k) * h..][..h].copy_from_slice(&pooled[k * h..][..h]);
+                        }
+                    }
+                    let d = done.fetch_add(end - i, std::sync::atomic::Ordering::Relaxed);
+                    progress(d + end - i, n);
+                    i = end;
+                }
+            });
+        }
+    });
+    out
+}
+
+fn is_special(tok: &str) -> bool {
+    tok.starts_with('[') && tok.ends_with(']')
+}
+
+/// From the raw distilled rows (`tokens × h`): centre them (mean of the non-zero rows), project
+/// onto the first `dim` principal components, and weight row `i` by `ln(1 + i)`. Zero rows stay
+/// zero.
+pub fn postprocess(raw: &[f32], h: usize, dim: usize) -> Vec<f32> {
+    postprocess_with(raw, h, dim, true)
+}
+
+/// [`postprocess`], the rank weighting optional (`zipf`), and `dim ≥ h` meaning no reduction
+/// (the centred rows as they are): the variants `docs/embeddings.md` compares.
+pub fn postprocess_with(raw: &[f32], h: usize, dim: usize, zipf: bool) -> Vec<f32> {
+    let n = raw.len() / h;
+    let live: Vec<usize> = (0..n)
+        .filter(|&i| raw[i * h..][..h].iter().any(|&x| x != 0.0))
+        .collect();
+    let mut mean = vec![0f64; h];
+    for &i in &live {
+        for (m, &x) in mean.iter_mut().zip(&raw[i * h..][..h]) {
+            *m += x as f64;
+        }
+    }
+    mean.iter_mut().for_each(|m| *m /= live.len().max(1) as f64);
+    let mut cov = vec![0f64; h * h];
+    let mut c = vec![0f64; h];
+    for &i in &live {
+        for (j, cj) in c.iter_mut().enumerate() {
+            *cj = raw[i * h + j] as f64 - mean[j];
+        }
+        for a in 0..h {
+            let ca = c[a];
+            let row = &mut cov[a * h..][..h];
+            for b in a..h {
+                row[b] += ca * c[b];
+            }
+        }
+    }
+    for a in 0..h {
+        for b in 0..a {
+            cov[a * h + b] = cov[b * h + a];
+        }
+    }
+    let (vals, vecs) = if dim >= h {
+        // No reduction: the identity basis, in the original order.
+        let mut id = vec![0f64; h * h];
+        (0..h).for_each(|i| id[i * h + i] = 1.0);
+        ((0..h).map(|i| (h - i) as f64).collect(), id)
+    } else {
+        jacobi_eigen(cov, h)
+    };
+    let mut order: Vec<usize> = (0..h).collect();
+    order.sort_by(|&a, &b| vals[b].total_cmp(&vals[a]));
+    let dim = dim.min(h);
+    let mut out = vec![0f32; n * dim];
+    for &i in &live {
+        let w = if zipf { (1.0 + i as f64).ln() } else { 1.0 };
+        for (j, cj) in c.iter_mut().enumerate() {
+            *cj = raw[i * h + j] as f64 - mean[j];
+        }
+        for (d, &k) in order.iter().take(dim).enumerate() {
+            let p: f64 = (0..h).map(|j| c[j] * vecs[j * h + k]).sum();
+            out[i * dim + d] = (p * w) as f32;
+        }
+    }
+    out
+}
+
+/// Eigenvalues and eigenvectors (columns of the returned `n × n` matrix) of a symmetric matrix,
+/// by cyclic Jacobi rotations.
+pub fn jacobi_eigen(mut a: Vec<f64>, n: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut v = vec![0f64; n * n];
+    for i in 0..n {
+        v[i * n + i] = 1.0;
+    }
+    for _sweep in 0..50 {
+        let off: f64 = (0..n)
+            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+            .map(|(i, j)| a[i * n + j] * a[i * n + j])
+            .sum();
+        let total: f64 = a.iter().map(|x| x * x).sum();
+        if off <= 1e-22 * total.max(1e-300) {
+            break;
+        }
+        for p in 0..n {
+            for q in p + 1..n {
+                let apq = a[p * n + q];
+                if apq.abs() < 1e-300 {
+                    continue;
+                }
+                let theta = (a[q * n + q] - a[p * n + p]) / (2.0 * apq);
+                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+                let t = if theta == 0.0 { 1.0 } else { t };
+                let cs = 1.0 / (t * t + 1.0).sqrt();
+                let sn = t * cs;
+                for k in 0..n {
+                    let akp = a[k * n + p];
+                    let akq = a[k * n + q];
+                    a[k * n + p] = cs * akp - sn * akq;
+                    a[k * n + q] = sn * akp + cs * akq;
+                }
+                for k in 0..n {
+                    let apk = a[p * n + k];
+                    let aqk = a[q * n + k];
+                    a[p * n + k] = cs * apk - sn * aqk;
+                    a[q * n + k] = sn * apk + cs * aqk;
+                }
+                for k in 0..n {
+                    let vkp = v[k * n + p];
+                    let vkq = v[k * n + q];
+                    v[k * n + p] = cs * vkp - sn * vkq;
+                    v[k * n + q] = sn * vkp + cs * vkq;
+                }
+            }
+        }
+    }
+    ((0..n).map(|i| a[i * n + i]).collect(), v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jacobi_finds_the_eigenpairs_of_a_2x2() {
+        // [[2,1],[1,2]] has eigenvalues 3 (vector (1,1)/√2) and 1 (vector (1,-1)/√2).
+        let (vals, vecs) = jacobi_eigen(vec![2.0, 1.0, 1.0, 2.0], 2);
+        let mut sorted = vals.clone();
+        sorted.sort_by(f64::total_cmp);
+        assert!((sorted[0] - 1.0).abs() < 1e-12 && (sorted[1] - 3.0).abs() < 1e-12);
+        let k = if vals[0] > vals[1] { 0 } else { 1 };
+        let r = std::f64::consts::FRAC_1_SQRT_2;
+        assert!((vecs[k].abs() - r).abs() < 1e-12 && (vecs[2 + k] - vecs[k]).abs() < 1e-12);
+    }
+
+    #[test]
+    fn save_then_load_keeps_rows_and_variant_and_files_are_owner_only() {
+        let toks = ["[UNK]", "[CLS]", "[SEP]", "a"];
+        let vocab = WordPiece::from_tokens(toks.iter().map(|s| s.to_string()).collect()).unwrap();
+        let mut m = StaticModel::new(vocab, 2, vec![0., 0., 0., 0., 0., 0., 0.5, -1.25]);
+        m.id.push_str("+nozipf");
+        let d = tempfile::tempdir().unwrap();
+        m.save(d.path(), "abc").unwrap();
+        let back = StaticModel::load(d.path()).unwrap();
+        assert_eq!(back.id, "minilm-l6-static@1/2+nozipf");
+        assert_eq!(back.row(3), &[0.5, -1.25]);
+        #[cfg(unix)]
+        for f in ["vocab.txt", "vectors.f32", "model.json"] {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(d.path().join(f))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{f}");
+        }
+        // A vectors file of the wrong size is refused, naming it.
+        std::fs::write(d.path().join("vectors.f32"), [0u8; 12]).unwrap();
+        let e = StaticModel::load(d.path()).err().unwrap();
+        assert!(
+            e.ends_with("12 bytes, expected 4 tokens × 2 dims × 4"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn pool_is_the_unit_mean_of_rows() {
+        let toks = ["[UNK]", "[CLS]", "[SEP]", "a", "b"];
+        let vocab = WordPiece::from_tokens(toks.iter().map(|s| s.to_string()).collect()).unwrap();
+        let rows = vec![0., 0., 0., 0., 0., 0., 3., 0., 1., 4.];
+        let m = StaticModel::new(vocab, 2, rows);
+        // mean of (3,0) and (1,4) = (2,2) → (1/√2, 1/√2).
+        let v = m.encode_query("a b");
+        let r = std::f32::consts::FRAC_1_SQRT_2;
+        assert!((v[0] - r).abs() < 1e-6 && (v[1] - r).abs() < 1e-6);
+        assert_eq!(m.encode_chunks(""), Vec::<Vec<f32>>::new());
+        assert_eq!(m.id, "minilm-l6-static@1/2");
+    }
+}

@@ -1,0 +1,310 @@
+//! Vectors for search by meaning (schema 7, issue 14): what of a message is embedded, the
+//! backlog of messages to embed, and the stored vectors (int8 with a per-vector scale).
+//!
+//! The model itself is not here (see the `memtrail-embed` crate): the store takes an `encode`
+//! function and the model's identity (`name@version/dim`); a store whose vectors were made by
+//! another model starts over.
+
+use super::{Db, Store, classify, db_err};
+use crate::Result;
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+
+/// Characters of a message's prose read for embedding (the model reads at most about 1,000
+/// tokens of it anyway).
+pub const EMBED_BODY_CHARS: i64 = 8000;
+/// Characters of a message's tool text read for embedding (only its first lines are used).
+pub const EMBED_TOOLS_CHARS: i64 = 2000;
+/// Characters kept of one line of a tool call's rendering.
+const TOOL_LINE_CHARS: usize = 200;
+
+/// What is embedded of a message of kind `kind` (`text`, `tool_call`, …) with prose `body` and
+/// flattened tool text `tools` (`name input-values` then the output, see
+/// [`crate::store::render_index_text`]): the prose of prompts, answers, notes and summaries;
+/// for a tool call, a short rendering (the call's line — name and target — and the first line
+/// of its output, each at most 200 characters) after any prose; for a tool result, its first
+/// line. `None` for thinking and for messages with nothing to embed.
+pub fn embed_text(kind: &str, body: &str, tools: &str) -> Option<String> {
+    let short = |s: &str| -> String { s.trim().chars().take(TOOL_LINE_CHARS).collect() };
+    let body = body.trim();
+    let mut lines = tools.lines().filter(|l| !l.trim().is_empty());
+    let text = match kind {
+        "thinking" => return None,
+        "tool_call" => {
+            let mut t = body.to_string();
+            for l in lines.by_ref().take(2) {
+                if !t.is_empty() {
+                    t.push('\n');
+                }
+                t.push_str(&short(l));
+            }
+            t
+        }
+        "tool_result" if body.is_empty() => lines.next().map(short).unwrap_or_default(),
+        _ => body.to_string(),
+    };
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// Every stored vector of one model, in memory for a brute-force scan: vector `i` is
+/// `data[i * dim .. (i + 1) * dim]` × `scales[i]`, of message row id `ids[i]`.
+#[derive(Debug, Clone, Default)]
+pub struct VectorSet {
+    pub dim: usize,
+    pub ids: Vec<i64>,
+    pub scales: Vec<f32>,
+    pub data: Vec<i8>,
+}
+
+impl VectorSet {
+    /// Number of vectors.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+    /// True when there is no vector.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}
+
+/// `v` as int8 with a scale: `(scale, bytes)` where `v[i] ≈ scale × bytes[i]` and the largest
+/// magnitude maps to ±127. A zero vector gives scale 0.
+pub fn quantize(v: &[f32]) -> (f32, Vec<i8>) {
+    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 {
+        return (0.0, vec![0; v.len()]);
+    }
+    let scale = max / 127.0;
+    (
+        scale,
+        v.iter()
+            .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8)
+            .collect(),
+    )
+}
+
+impl Store {
+    /// The model whose vectors the store holds (`name@version/dim`); `None` before any.
+    pub fn embed_model(&self) -> Result<Option<String>> {
+        self.conn
+            .prepare_cached("SELECT model FROM embed_state WHERE id = 1")
+            .db()?
+            .query_row([], |r| r.get(0))
+            .optional()
+            .db()
+    }
+
+    /// How many messages wait to be embedded by `model` (every message when the store's
+    /// vectors are another model's). Messages with nothing to embed are counted until the
+    /// backlog passes them.
+    pub fn embed_backlog(&self, model: &str) -> Result<i64> {
+        let state: Option<(String, i64)> = self
+            .conn
+            .prepare_cached("SELECT model, done_through FROM embed_state WHERE id = 1")
+            .db()?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .db()?;
+        let done = match state {
+            Some((m, d)) if m == model => d,
+            _ => 0,
+        };
+        self.conn
+            .prepare_cached(
+                "SELECT (SELECT count(*) FROM messages WHERE id > ?1)
+                      + (SELECT count(*) FROM embed_pending WHERE ?1 > 0)",
+            )
+            .db()?
+            .query_row([done], |r| r.get(0))
+            .db()
+    }
+
+    /// Embeds up to `limit` waiting messages in one write transaction: the messages rewritten
+    /// since they were embedded first, then the next new ones by id. `encode` turns a text
+    /// ([`embed_text`]) into unit vectors of `dim` values (one per chunk; none for a text
+    /// with no token). When the store's vectors are another `model`'s, they are all deleted
+    /// first (in the same transaction). Returns how many messages were taken off the backlog
+    /// (0: none waits).
+    ///
+    /// Errors: [`crate::Error::Busy`] when the write lock cannot be had; a vector of another
+    /// length than `dim` ([`crate::Error::Invalid`]); store errors. Nothing is written then.
+    pub fn embed_batch(
+        &self,
+        model: &str,
+        dim: usize,
+        limit: usize,
+        encode: &mut dyn FnMut(&str) -> Vec<Vec<f32>>,
+    ) -> Result<usize> {
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+            .map_err(|e| classify(db_err(e)))?;
+        let state: Option<(String, i64)> = tx
+            .query_row(
+                "SELECT model, done_through FROM embed_state WHERE id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .db()?;
+        let done = match state {
+            Some((m, d)) if m == model => d,
+            _ => {
+                tx.execute_batch("DELETE FROM message_vectors; DELETE FROM embed_pending;")
+                    .db()?;
+                tx.execute(
+                    "INSERT OR REPLACE INTO embed_state (id, model, done_through) VALUES (1, ?1, 0)",
+                    [model],
+                )
+                .db()?;
+                0
+            }
+        };
+        type Row = (i64, String, String, String);
+        let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Row> {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        };
+        let mut rows: Vec<Row> = tx
+            .prepare_cached(
+                "SELECT m.id, m.kind, substr(m.body, 1, ?2), substr(m.tools, 1, ?3)
+                 FROM embed_pending p JOIN messages m ON m.id = p.id ORDER BY p.id LIMIT ?1",
+            )
+            .db()?
+            .query_map(
+                params![limit as i64, EMBED_BODY_CHARS, EMBED_TOOLS_CHARS],
+                read,
+            )
+            .db()?
+            .collect::<rusqlite::Result<_>>()
+            .db()?;
+        // Pending ids whose message is gone are dropped with the rest.
+        tx.execute(
+            "DELETE FROM embed_pending WHERE id IN (SELECT id FROM embed_pending ORDER BY id LIMIT ?1)",
+            [limit as i64],
+        )
+        .db()?;
+        let mut new_through = done;
+        if rows.len() < limit {
+            let fresh: Vec<Row> = tx
+                .prepare_cached(
+                    "SELECT id, kind, substr(body, 1, ?3), substr(tools, 1, ?4)
+                     FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2",
+                )
+                .db()?
+                .query_map(
+                    params![
+                        done,
+                        (limit - rows.len()) as i64,
+                        EMBED_BODY_CHARS,
+                        EMBED_TOOLS_CHARS
+                    ],
+                    read,
+                )
+                .db()?
+                .collect::<rusqlite::Result<_>>()
+                .db()?;
+            if let Some(last) = fresh.last() {
+                new_through = last.0;
+            }
+            rows.extend(fresh);
+        }
+        {
+            let mut del = tx
+                .prepare_cached("DELETE FROM message_vectors WHERE message_id = ?1")
+                .db()?;
+            let mut ins = tx
+                .prepare_cached(
+                    "INSERT INTO message_vectors (message_id, chunk, scale, vec) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .db()?;
+            for (id, kind, body, tools) in &rows {
+                del.execute([id]).db()?;
+                let Some(text) = embed_text(kind, body, tools) else {
+                    continue;
+                };
+                for (i, v) in encode(&text).iter().enumerate() {
+                    if v.len() != dim {
+                        return Err(crate::Error::Invalid(format!(
+                            "the model gave a vector of {} values, not {dim}",
+                            v.len()
+                        )));
+                    }
+                    let (scale, q) = quantize(v);
+                    let bytes: Vec<u8> = q.iter().map(|&b| b as u8).collect();
+                    ins.execute(params![id, i as i64, scale as f64, bytes])
+                        .db()?;
+                }
+            }
+        }
+        tx.execute(
+            "UPDATE embed_state SET done_through = ?1 WHERE id = 1",
+            [new_through],
+        )
+        .db()?;
+        tx.commit().map_err(|e| classify(db_err(e)))?;
+        Ok(rows.len())
+    }
+
+    /// Every vector of `model` (none when the store's vectors are another model's), for a
+    /// brute-force scan; vectors of another length than `dim` are skipped.
+    ///
+    /// Errors: store errors.
+    pub fn load_vectors(&self, model: &str, dim: usize) -> Result<VectorSet> {
+        let mut set = VectorSet {
+            dim,
+            ..VectorSet::default()
+        };
+        if self.embed_model()?.as_deref() != Some(model) {
+            return Ok(set);
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT message_id, scale, vec FROM message_vectors")
+            .db()?;
+        let mut rows = stmt.query([]).db()?;
+        while let Some(r) = rows.next().db()? {
+            let blob = r.get_ref(2).db()?.as_blob().unwrap_or(&[]);
+            if blob.len() != dim {
+                continue;
+            }
+            set.ids.push(r.get(0).db()?);
+            set.scales.push(r.get::<_, f64>(1).db()? as f32);
+            set.data.extend(blob.iter().map(|&b| b as i8));
+        }
+        Ok(set)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantize_maps_the_largest_to_127() {
+        let (s, q) = quantize(&[0.5, -0.25, 0.0, 0.1]);
+        assert_eq!(s, 0.5 / 127.0);
+        // -0.25 / (0.5/127) = -63.5 → -64 (round half away from zero); 0.1 → 25.4 → 25.
+        assert_eq!(q, vec![127, -64, 0, 25]);
+        assert_eq!(quantize(&[0.0, 0.0]), (0.0, vec![0, 0]));
+    }
+
+    #[test]
+    fn what_is_embedded() {
+        assert_eq!(
+            embed_text("text", "  fix the bug ", ""),
+            Some("fix the bug".into())
+        );
+        assert_eq!(embed_text("thinking", "hmm", ""), None);
+        assert_eq!(embed_text("text", " ", ""), None);
+        assert_eq!(
+            embed_text("tool_call", "", "Bash ls -la \n\ntotal 8\ndrwx a\n"),
+            Some("Bash ls -la\ntotal 8".into())
+        );
+        assert_eq!(
+            embed_text("tool_result", "", "error[E0382]: moved\nmore"),
+            Some("error[E0382]: moved".into())
+        );
+        let long = "x".repeat(500);
+        assert_eq!(
+            embed_text("tool_call", "Let me look.", &long),
+            Some(format!("Let me look.\n{}", "x".repeat(200)))
+        );
+    }
+}
