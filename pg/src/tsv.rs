@@ -153,7 +153,13 @@ struct Lexicon {
     by_token: HashMap<Box<str>, u32, Fast>,
     by_lexeme: HashMap<Box<str>, u32, Fast>,
     lexemes: Vec<Box<str>>,
+    /// Bytes of the tokens and lexemes held (bounded by [`LEXICON_BYTES`]).
+    bytes: usize,
 }
+
+/// Most bytes of tokens and lexemes the per-thread lexicon holds before it is emptied (between
+/// two vectors): text of many long distinct tokens cannot grow it without bound.
+const LEXICON_BYTES: usize = 32 << 20;
 
 impl Lexicon {
     fn id(&mut self, token: &str) -> u32 {
@@ -161,6 +167,7 @@ impl Lexicon {
             return id;
         }
         let lex = lexeme(token).into_boxed_str();
+        self.bytes += token.len() + lex.len();
         let id = match self.by_lexeme.get(&lex) {
             Some(&id) => id,
             None => {
@@ -185,7 +192,7 @@ impl TsVector {
     pub fn message(body: &str, tools: &str, cjk: Option<&str>) -> TsVector {
         LEXICON.with(|l| {
             let mut lexicon = l.borrow_mut();
-            if lexicon.by_token.len() >= LEXICON_MAX {
+            if lexicon.by_token.len() >= LEXICON_MAX || lexicon.bytes >= LEXICON_BYTES {
                 *lexicon = Lexicon::default();
             }
             // (lexeme number, weighted position), in token order.
@@ -326,6 +333,11 @@ fn push_text(
 ) -> u32 {
     let mut pos = offset;
     for (_, tok) in tokens(text) {
+        // A token this long has a lexeme over the limit (lower-casing never halves a length):
+        // left out before the lexicon sees it.
+        if tok.len() > 2 * MAX_LEXEME_BYTES {
+            continue;
+        }
         let id = lexicon.id(tok);
         if lexicon.lexemes[id as usize].len() > MAX_LEXEME_BYTES {
             continue;
@@ -585,6 +597,17 @@ mod tests {
         assert_eq!(leading_snippet(text, 3), "one two three…");
         assert_eq!(leading_snippet("  ab, cd ", 5), "ab, cd");
         assert_eq!(leading_snippet(" ,; ", 5), "");
+    }
+
+    #[test]
+    fn tokens_over_postgresqls_limit_are_left_out_without_a_position() {
+        let long = "x".repeat(2048);
+        let over = "y".repeat(5000);
+        let v = TsVector::message(&format!("a {long} {over} b"), "", None);
+        assert_eq!(v.to_text(), "'a':1A 'b':2A");
+        let ok = "z".repeat(2047);
+        let v = TsVector::message(&ok, "", None);
+        assert_eq!(v.len(), 1);
     }
 
     #[test]
