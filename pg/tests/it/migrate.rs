@@ -273,3 +273,37 @@ fn the_written_tables_have_no_foreign_keys_and_compress_with_lz4() {
         5
     );
 }
+
+#[test]
+fn session_lists_are_read_in_index_order() {
+    let Some((_, mut pg)) = crate::fresh("migrate_list_order") else {
+        return;
+    };
+    migrate(&mut pg, MIGRATIONS).unwrap();
+    // The reader's order (pg/src/read.rs, list_sessions), whole and after an agent: an index
+    // gives it, so no sort of the table, whatever its size (the planner told not to scan).
+    for filter in ["", "WHERE s.agent = 'claude'"] {
+        let plan: Vec<String> = pg
+            .block_on(async {
+                pg.client()
+                    .batch_execute("SET enable_seqscan = off")
+                    .await?;
+                pg.client()
+                    .query(
+                        &format!(
+                            "EXPLAIN SELECT s.id FROM sessions s {filter} \
+                             ORDER BY s.updated_at DESC NULLS LAST, s.id DESC LIMIT 20"
+                        ),
+                        &[],
+                    )
+                    .await
+            })
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(plan.contains("sessions_by_"), "{plan}");
+        assert!(!plan.contains("Sort"), "{plan}");
+    }
+}
