@@ -6,7 +6,6 @@
 use memtrail_adapters::{Agent, Role};
 use memtrail_pg::engine::{Identity, SyncOptions, sync};
 use memtrail_runtime::privacy::Privacy;
-use memtrail_runtime::{Store, StoreLocation};
 
 use crate::corpus::{session, text};
 
@@ -37,26 +36,7 @@ fn a_bulk_push_writes_everything_once_and_the_index_finds_it() {
             session(Agent::Claude, &format!("s{s}"), "/p", "bulk", messages)
         })
         .collect();
-    let mut store = Store::open(StoreLocation::from(db.as_path())).unwrap();
-    for s in &corpus {
-        store
-            .write(|w| {
-                let id =
-                    w.upsert_session(&s.sref, &s.meta, &memtrail_runtime::records::Standard)?;
-                w.apply_prepared(
-                    id,
-                    memtrail_runtime::records::Prepared::new(
-                        s.messages
-                            .iter()
-                            .cloned()
-                            .map(memtrail_adapters::Record::Message)
-                            .collect(),
-                    ),
-                )?;
-                Ok(id)
-            })
-            .unwrap();
-    }
+    let mut store = crate::corpus::write_store(&db, &corpus);
     let me = Identity {
         machine: "0123456789abcdef0123456789abcdef".into(),
         label: "bulk".into(),

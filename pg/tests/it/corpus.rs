@@ -64,6 +64,12 @@ pub fn session(
 /// PostgreSQL database at `pg` as machine `machine` (label `label`) with the real sync:
 /// [`Store::push_batch`], [`memtrail_pg::Pg::push`], [`Store::ack_push`], until nothing waits.
 pub fn write_both(db: &std::path::Path, pg: &str, machine: &str, label: &str, corpus: &[Session]) {
+    let mut store = write_store(db, corpus);
+    push_all(&mut store, pg, machine, label);
+}
+
+/// Write `corpus` into the SQLite store at `db` (as ingest does); the store, open.
+pub fn write_store(db: &std::path::Path, corpus: &[Session]) -> Store {
     let mut store = Store::open(StoreLocation::from(db)).unwrap();
     for s in corpus {
         store
@@ -78,7 +84,7 @@ pub fn write_both(db: &std::path::Path, pg: &str, machine: &str, label: &str, co
             })
             .unwrap();
     }
-    push_all(&mut store, pg, machine, label);
+    store
 }
 
 /// Push everything `store` holds for sync to `pg` as machine `machine` (label `label`),
