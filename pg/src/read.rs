@@ -14,7 +14,8 @@
 
 use crate::Pg;
 use crate::tsv::{
-    INDEXED_CHARS, INDEXED_CJK_CHARS, QueryLexeme, leading_snippet, lexeme, snippet, tokens,
+    INDEXED_CHARS, INDEXED_CJK_CHARS, MAX_LEXEME_BYTES, QueryLexeme, leading_snippet, lexeme,
+    snippet, tokens,
 };
 use memtrail_runtime::events::{Category, Event, StoredEvent};
 use memtrail_runtime::query::{
@@ -210,7 +211,11 @@ fn project_clause(p: &str, args: &mut Vec<Param>) -> String {
 /// indexed text is, [`crate::tsv`]), each quoted, joined by `<->`; the last with `:*` for a
 /// prefix. `None` when the text has no token.
 fn phrase(text: &str, prefix: bool) -> Option<String> {
-    let lexemes: Vec<String> = tokens(text).map(|(_, t)| lexeme(t)).collect();
+    // A token over PostgreSQL's lexeme limit is not indexed (crate::tsv), nor looked for.
+    let lexemes: Vec<String> = tokens(text)
+        .map(|(_, t)| lexeme(t))
+        .filter(|l| l.len() <= MAX_LEXEME_BYTES)
+        .collect();
     if lexemes.is_empty() {
         return None;
     }
@@ -226,8 +231,8 @@ fn phrase(text: &str, prefix: bool) -> Option<String> {
     )
 }
 
-/// The `tsquery` literal (for `$1::text::tsquery`: lexemes compared as given) of a parsed query: each term a
-/// [`phrase`] of its parts, terms joined by `&`, `OR` as `|`, an excluded term as `& !(…)`. A
+/// The `tsquery` literal (for `$1::text::tsquery`: lexemes compared as given) of a parsed
+/// query: each term a [`phrase`] of its parts, terms joined by `&`, `OR` as `|`, an excluded term as `& !(…)`. A
 /// word with CJK characters also matches its CJK runs as phrases of single characters of
 /// weight C (the `cjk` column), as the SQLite store's query does. `None` when no term is left.
 pub fn tsquery(items: &[QueryItem]) -> Option<String> {
@@ -977,6 +982,12 @@ mod tests {
             "('fix') & ('日本' | (('日':C <-> '本':C)))"
         );
         assert_eq!(tsq("-x"), None);
+        // A word over PostgreSQL's lexeme limit (2,047 bytes) is not looked for.
+        assert_eq!(tsq(&format!("a{}", "b".repeat(2047))), None);
+        assert_eq!(
+            tsq(&format!("fix {}", "b".repeat(3000))).unwrap(),
+            "('fix')"
+        );
         assert_eq!(tsq("'"), None);
         // A quote or backslash never reaches the tsquery text (they split parts).
         assert_eq!(tsq(r"a'b\c").unwrap(), "('a' <-> 'b' <-> 'c')");

@@ -43,7 +43,7 @@ const MAX_POSITION: u32 = 16_383;
 /// PostgreSQL's most positions of one lexeme (`MAXNUMPOS`): later ones are dropped.
 const MAX_POSITIONS: usize = 256;
 /// PostgreSQL's longest lexeme in bytes (`MAXSTRLEN`, 2 KiB - 1): a longer token is not indexed.
-const MAX_LEXEME_BYTES: usize = 2047;
+pub const MAX_LEXEME_BYTES: usize = 2047;
 
 /// A weight of a `tsvector` position (`setweight`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
