@@ -202,6 +202,7 @@ fn push(
         .then(|| GinCleaner::start(pg))
         .flatten();
     type Done = Result<(PushBatch, Option<crate::sync::Pushed>)>;
+    let writer: &mut Pg = &mut *pg;
     let result = std::thread::scope(|scope| {
         // One batch waits while one is written: memory stays at about two batches.
         let (to_pg, batches) = mpsc::sync_channel::<(PushBatch, Vec<Vec<TsVector>>)>(1);
@@ -211,7 +212,8 @@ fn push(
                 let r = if batch.deletions.is_empty() && batch.sessions.is_empty() {
                     Ok(None)
                 } else {
-                    pg.push_with_lexemes(&me.machine, &me.label, &batch, &lexemes)
+                    writer
+                        .push_with_lexemes(&me.machine, &me.label, &batch, &lexemes)
                         .map(Some)
                 };
                 let failed = r.is_err();
@@ -268,6 +270,8 @@ fn push(
     });
     if let Some(c) = cleaner {
         c.stop();
+        // Later pushes on this connection (`sync --watch`) merge as usual again.
+        let _ = pg.batch_execute("RESET gin_pending_list_limit");
     }
     result
 }

@@ -51,6 +51,11 @@ const SNIPPET_TOKENS: usize = 16;
 /// transfer to about 8 KiB per hit in the usual case.
 const SNIPPET_FIRST_CHARS: usize = 8192;
 
+/// The most characters the second read brings for one search (the best hits first; a hit past
+/// it shows the start of its text): a search of 500 hits whose matches all lie deep in long
+/// texts reads at most this, not 500 × 100,000 characters.
+const SNIPPET_READ_BUDGET: usize = 4 << 20;
+
 /// A PostgreSQL store, read only. Blocking: each call runs its queries to the end on the
 /// connection's own single-threaded runtime ([`Pg`]; do not call it from inside another Tokio
 /// runtime: the MCP server runs its calls on a thread of their own).
@@ -569,15 +574,22 @@ impl ReadStore for PgReader {
             rows.into_iter().map(|r| (r.get(0), r)).collect();
         let mut snippets: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
         let mut further: Vec<i64> = Vec::new();
-        for (id, r) in &by_id {
+        // Characters the second read may bring, best hits first, within SNIPPET_READ_BUDGET.
+        let mut budget = SNIPPET_READ_BUDGET;
+        for (id, _) in &ranked {
+            let Some(r) = by_id.get(id) else { continue };
             let text: Option<String> = r.get(11);
             let whole = r.get::<_, Option<i32>>(13).unwrap_or(0) as usize;
             let red = redact(text.as_deref().unwrap_or_default()).into_owned();
+            let more = whole.min(INDEXED_CHARS);
             match snippet(&red, &terms, SNIPPET_TOKENS, HL_START, HL_END) {
                 Some(s) => {
                     snippets.insert(*id, s);
                 }
-                None if whole > SNIPPET_FIRST_CHARS => further.push(*id),
+                None if whole > SNIPPET_FIRST_CHARS && more <= budget => {
+                    budget -= more;
+                    further.push(*id);
+                }
                 None => {
                     snippets.insert(*id, leading_snippet(&red, SNIPPET_TOKENS));
                 }
