@@ -66,6 +66,10 @@ pub enum Command {
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
+        /// Do not embed the new messages afterwards (done by default when the model is installed:
+        /// `memtrail models install`; `memtrail embed` does it later).
+        #[arg(long)]
+        no_embed: bool,
     },
     /// Full-text search (BM25) over every captured message and tool call.
     Search(SearchArgs),

@@ -124,7 +124,8 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
             agents,
             since,
             json,
-        } => import::import(&db, agents, since, json),
+            no_embed,
+        } => import::import(&db, agents, since, json, !no_embed),
         Command::Search(a) => search::search(&db, a),
         Command::Sessions(SessionsCommand::List {
             agent,

@@ -5,7 +5,9 @@ pub mod bert;
 pub mod files;
 pub mod install;
 pub mod model;
+pub mod remote;
 pub mod tokenizer;
 
 pub use model::{Encoder, StaticModel, Transformer};
 pub mod search;
+pub mod service;

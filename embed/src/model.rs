@@ -97,6 +97,24 @@ impl StaticModel {
         Ok(m)
     }
 
+    /// The id (`name@version/dim[+variant]`) of the model installed in `dir`, from its
+    /// `model.json` alone (the vectors are not read); `None` when there is none or it is not
+    /// this build's model.
+    pub fn installed_id(dir: &Path) -> Option<String> {
+        let meta: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("model.json")).ok()?).ok()?;
+        let dim = meta["dim"].as_u64().filter(|d| *d > 0)?;
+        if meta["name"].as_str() != Some(MODEL_NAME)
+            || meta["version"].as_u64() != Some(MODEL_VERSION as u64)
+        {
+            return None;
+        }
+        Some(match meta["variant"].as_str().filter(|v| !v.is_empty()) {
+            Some(v) => format!("{MODEL_NAME}@{MODEL_VERSION}/{dim}+{v}"),
+            None => format!("{MODEL_NAME}@{MODEL_VERSION}/{dim}"),
+        })
+    }
+
     /// Writes the model's three files into `dir` (which must exist), owner-only.
     ///
     /// Errors: the I/O error, with the file's path.
@@ -155,17 +173,22 @@ impl StaticModel {
     }
 }
 
-/// Text → unit vectors, for the store and the searches: the static model, or the transformer
-/// itself ([`Transformer`], used to measure the static model against it).
+/// Text → unit vectors, for the store and the searches: the static model, an
+/// OpenAI-compatible endpoint ([`crate::remote::Remote`]), or the transformer itself
+/// ([`Transformer`], used to measure the static model against it).
 pub trait Encoder: Sync {
-    /// `name@version/dim`, recorded with the vectors.
+    /// `name@version/dim` (`model@endpoint/dim` for an endpoint), recorded with the vectors.
     fn id(&self) -> &str;
     /// Values per vector.
     fn dim(&self) -> usize;
     /// The query's unit vector.
-    fn encode_query(&self, text: &str) -> Vec<f32>;
-    /// One unit vector per chunk of a stored text (none when it has no token).
-    fn encode_chunks(&self, text: &str) -> Vec<Vec<f32>>;
+    ///
+    /// Errors: why the endpoint gave none (a local model never fails).
+    fn encode_query(&self, text: &str) -> Result<Vec<f32>, String>;
+    /// For each text, one unit vector per chunk (none when it has no token).
+    ///
+    /// Errors: as [`Encoder::encode_query`].
+    fn encode_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>, String>;
 }
 
 impl Encoder for StaticModel {
@@ -175,11 +198,11 @@ impl Encoder for StaticModel {
     fn dim(&self) -> usize {
         self.dim
     }
-    fn encode_query(&self, text: &str) -> Vec<f32> {
-        StaticModel::encode_query(self, text)
+    fn encode_query(&self, text: &str) -> Result<Vec<f32>, String> {
+        Ok(StaticModel::encode_query(self, text))
     }
-    fn encode_chunks(&self, text: &str) -> Vec<Vec<f32>> {
-        StaticModel::encode_chunks(self, text)
+    fn encode_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>, String> {
+        Ok(texts.iter().map(|t| self.encode_chunks(t)).collect())
     }
 }
 
@@ -208,14 +231,20 @@ impl Encoder for Transformer {
     fn dim(&self) -> usize {
         self.bert.dim()
     }
-    fn encode_query(&self, text: &str) -> Vec<f32> {
-        self.vector(text)
+    fn encode_query(&self, text: &str) -> Result<Vec<f32>, String> {
+        Ok(self.vector(text))
     }
-    fn encode_chunks(&self, text: &str) -> Vec<Vec<f32>> {
-        if self.vocab.encode(text, 1).is_empty() {
-            return Vec::new();
-        }
-        vec![self.vector(text)]
+    fn encode_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>, String> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                if self.vocab.encode(t, 1).is_empty() {
+                    Vec::new()
+                } else {
+                    vec![self.vector(t)]
+                }
+            })
+            .collect())
     }
 }
 

@@ -17,23 +17,57 @@ pub const FUSION_CANDIDATES: usize = 100;
 
 /// The store's vectors, held in memory for brute-force scans (the MCP and web servers keep it;
 /// the CLI loads it once per process).
+///
+/// Large sets are searched in two steps: a Hamming pre-filter over the vectors' sign bits
+/// (`dim / 8` bytes a vector: 32 at 256 dimensions, an eighth of the int8 bytes), then the
+/// int8 dot product over the [`PREFILTER_DEPTH`]-or-so best of it. Sets under
+/// [`EXACT_BELOW`] vectors are scanned exactly.
+#[derive(Clone)]
 pub struct VectorIndex {
     set: VectorSet,
+    /// Bit `j` of vector `i` (word `i * words + j / 64`) is set when component `j` is > 0.
+    bits: Vec<u64>,
+    words: usize,
 }
+
+/// Below this many vectors the int8 scan is exact (no pre-filter).
+pub const EXACT_BELOW: usize = 32_768;
+
+/// At least this many pre-filter candidates are scored in int8 (more when more hits are asked:
+/// 4 per chunk wanted).
+pub const PREFILTER_DEPTH: usize = 16_384;
 
 impl VectorIndex {
     /// Loads the vectors `model` made (empty when the store has another model's or none).
     ///
     /// Errors: store errors.
     pub fn load(store: &Store, model: &dyn Encoder) -> memtrail_runtime::Result<VectorIndex> {
-        Ok(VectorIndex {
-            set: store.load_vectors(model.id(), model.dim())?,
-        })
+        Ok(Self::from_set(store.load_vectors(model.id(), model.dim())?))
     }
 
     /// An index over vectors already in memory.
     pub fn from_set(set: VectorSet) -> VectorIndex {
-        VectorIndex { set }
+        let words = set.dim.div_ceil(64);
+        let mut idx = VectorIndex {
+            bits: Vec::new(),
+            words,
+            set: VectorSet {
+                dim: set.dim,
+                ..VectorSet::default()
+            },
+        };
+        idx.extend(set);
+        idx
+    }
+
+    /// Appends vectors (of messages newer than those held: see [`crate::service::Meaning`]).
+    pub fn extend(&mut self, more: VectorSet) {
+        if self.set.dim > 0 {
+            for row in more.data.chunks_exact(self.set.dim) {
+                self.bits.extend(sign_bits(row, self.words));
+            }
+        }
+        self.set.extend(more);
     }
 
     /// Number of vectors (chunks).
@@ -48,8 +82,9 @@ impl VectorIndex {
 
     /// The `k` messages most similar to the unit vector `q` (cosine; a message's score is its
     /// best chunk's), best first: (message row id, similarity in [-1, 1]). The query is
-    /// quantized to int8 like the stored vectors and the dot products summed in integers, on
-    /// up to 4 threads for large sets.
+    /// quantized to int8 like the stored vectors and the dot products summed in integers; a
+    /// set of [`EXACT_BELOW`] vectors or more is pre-filtered by Hamming distance of the sign
+    /// bits first (see the type's doc).
     pub fn nearest(&self, q: &[f32], k: usize) -> Vec<(i64, f64)> {
         let dim = self.set.dim;
         let n = self.set.len();
@@ -57,38 +92,33 @@ impl VectorIndex {
             return Vec::new();
         }
         let (qs, qi) = memtrail_runtime::store::quantize(q);
-        let mut scores = vec![0f32; n];
-        let threads = if n >= 65_536 {
-            std::thread::available_parallelism().map_or(1, |t| t.get().min(4))
-        } else {
-            1
-        };
-        let per = n.div_ceil(threads);
-        let (data, scales) = (&self.set.data, &self.set.scales);
-        let qi = &qi;
-        std::thread::scope(|s| {
-            for (t, out) in scores.chunks_mut(per).enumerate() {
-                let rows = &data[t * per * dim..][..out.len() * dim];
-                let scales = &scales[t * per..][..out.len()];
-                s.spawn(move || scan(qi, qs, rows, scales, out));
-            }
-        });
         // Up to 4 chunks per message: the best 4·k chunks hold the best k messages.
         let m = (k * 4).min(n);
-        let mut idx: Vec<u32> = (0..n as u32).collect();
+        let candidates: Vec<u32> = if n < EXACT_BELOW {
+            (0..n as u32).collect()
+        } else {
+            let qbits = sign_bits(&qi, self.words);
+            let mut ham = vec![0u16; n];
+            hamming(&qbits, &self.bits, &mut ham);
+            closest(&ham, (m * 4).max(PREFILTER_DEPTH).min(n), dim)
+        };
+        let (data, scales) = (&self.set.data, &self.set.scales);
+        let mut scores = vec![0f32; candidates.len()];
+        score_rows(&qi, qs, &candidates, data, scales, &mut scores);
+        let mut order: Vec<u32> = (0..candidates.len() as u32).collect();
         let by_score = |a: &u32, b: &u32| scores[*b as usize].total_cmp(&scores[*a as usize]);
-        if m < n {
-            idx.select_nth_unstable_by(m, by_score);
-            idx.truncate(m);
+        if m < order.len() {
+            order.select_nth_unstable_by(m, by_score);
+            order.truncate(m);
         }
-        idx.sort_by(by_score);
+        order.sort_by(by_score);
         let mut out: Vec<(i64, f64)> = Vec::with_capacity(k);
-        for i in idx {
-            let id = self.set.ids[i as usize];
+        for o in order {
+            let id = self.set.ids[candidates[o as usize] as usize];
             if out.iter().any(|(x, _)| *x == id) {
                 continue;
             }
-            out.push((id, scores[i as usize] as f64));
+            out.push((id, scores[o as usize] as f64));
             if out.len() == k {
                 break;
             }
@@ -97,28 +127,96 @@ impl VectorIndex {
     }
 }
 
-/// `out[i]` = the dot product of the int8 query `q` (scale `qs`) with row `i` of `rows`
-/// (scale `scales[i]`). Compiled twice: with AVX2 when the processor has it (the default target
-/// has only SSE2: docs/embeddings.md has both figures), else as is.
-fn scan(q: &[i8], qs: f32, rows: &[i8], scales: &[f32], out: &mut [f32]) {
+/// The sign bits of an int8 vector: bit `j` set when `row[j] > 0`, in `words` u64.
+fn sign_bits(row: &[i8], words: usize) -> Vec<u64> {
+    let mut w = vec![0u64; words];
+    for (j, &v) in row.iter().enumerate() {
+        if v > 0 {
+            w[j / 64] |= 1 << (j % 64);
+        }
+    }
+    w
+}
+
+/// `out[i]` = the Hamming distance between `q` and vector `i` of `bits` (`q.len()` words each).
+/// Compiled twice: with the POPCNT instruction when the processor has it, else as is.
+fn hamming(q: &[u64], bits: &[u64], out: &mut [u16]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the processor has POPCNT (checked just above).
+        return unsafe { hamming_popcnt(q, bits, out) };
+    }
+    hamming_plain(q, bits, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn hamming_popcnt(q: &[u64], bits: &[u64], out: &mut [u16]) {
+    hamming_plain(q, bits, out)
+}
+
+#[inline(always)]
+fn hamming_plain(q: &[u64], bits: &[u64], out: &mut [u16]) {
+    for (o, row) in out.iter_mut().zip(bits.chunks_exact(q.len())) {
+        *o = q
+            .iter()
+            .zip(row)
+            .map(|(a, b)| (a ^ b).count_ones() as u16)
+            .sum();
+    }
+}
+
+/// The indices of the `c` smallest distances in `ham` (values 0..=`dim`), in index order;
+/// ties at the cut are taken in index order. Linear: a histogram finds the cut.
+fn closest(ham: &[u16], c: usize, dim: usize) -> Vec<u32> {
+    let mut hist = vec![0usize; dim + 2];
+    for &h in ham {
+        hist[(h as usize).min(dim + 1)] += 1;
+    }
+    let (mut cut, mut below) = (0usize, 0usize);
+    while cut < hist.len() && below + hist[cut] < c {
+        below += hist[cut];
+        cut += 1;
+    }
+    // Everything under `cut`, and `c - below` of those at `cut`.
+    let mut at_cut = c - below;
+    let mut out = Vec::with_capacity(c);
+    for (i, &h) in ham.iter().enumerate() {
+        let h = (h as usize).min(dim + 1);
+        if h < cut {
+            out.push(i as u32);
+        } else if h == cut && at_cut > 0 {
+            at_cut -= 1;
+            out.push(i as u32);
+        }
+    }
+    out
+}
+
+/// `out[i]` = the dot product of the int8 query `q` (scale `qs`) with vector `rows[i]` of
+/// `data` (scale `scales[rows[i]]`). Compiled twice: with AVX2 when the processor has it (the
+/// default target has only SSE2: docs/embeddings.md has both figures), else as is.
+fn score_rows(q: &[i8], qs: f32, rows: &[u32], data: &[i8], scales: &[f32], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the processor has AVX2 (checked just above).
-        return unsafe { scan_avx2(q, qs, rows, scales, out) };
+        return unsafe { score_rows_avx2(q, qs, rows, data, scales, out) };
     }
-    scan_plain(q, qs, rows, scales, out)
+    score_rows_plain(q, qs, rows, data, scales, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn scan_avx2(q: &[i8], qs: f32, rows: &[i8], scales: &[f32], out: &mut [f32]) {
-    scan_plain(q, qs, rows, scales, out)
+fn score_rows_avx2(q: &[i8], qs: f32, rows: &[u32], data: &[i8], scales: &[f32], out: &mut [f32]) {
+    score_rows_plain(q, qs, rows, data, scales, out)
 }
 
 #[inline(always)]
-fn scan_plain(q: &[i8], qs: f32, rows: &[i8], scales: &[f32], out: &mut [f32]) {
-    for ((o, row), s) in out.iter_mut().zip(rows.chunks_exact(q.len())).zip(scales) {
-        *o = dot_i8(q, row) as f32 * s * qs;
+fn score_rows_plain(q: &[i8], qs: f32, rows: &[u32], data: &[i8], scales: &[f32], out: &mut [f32]) {
+    let dim = q.len();
+    for (o, &r) in out.iter_mut().zip(rows) {
+        let r = r as usize;
+        *o = dot_i8(q, &data[r * dim..][..dim]) as f32 * scales[r] * qs;
     }
 }
 
@@ -143,7 +241,9 @@ pub fn semantic(
     query: &str,
     f: &SearchFilter,
 ) -> memtrail_runtime::Result<Vec<Hit>> {
-    let q = model.encode_query(query);
+    let q = model
+        .encode_query(query)
+        .map_err(memtrail_runtime::Error::Invalid)?;
     let depth = (f.limit.max(1) * 20).max(200);
     let ranked = index.nearest(&q, depth);
     memtrail_runtime::store::hits_for_messages(store, &ranked, f)
@@ -204,11 +304,13 @@ pub fn hybrid(
     Ok(fuse(&[lexical, sem], f.limit))
 }
 
-/// Embeds the store's backlog with `model`, `batch` messages per write transaction, until none
-/// waits or `deadline` passes; `progress(done)` after each batch. Returns how many messages
-/// were taken off the backlog.
+/// Embeds the store's backlog with `model`, `batch` messages at a time (read without a lock,
+/// encoded, then written in one short write transaction: see [`Store::embed_take`]), until
+/// none waits or `deadline` passes; `progress(done)` after each batch. Returns how many
+/// messages were taken off the backlog.
 ///
-/// Errors: store errors ([`memtrail_runtime::Error::Busy`] when the write lock cannot be had).
+/// Errors: the model's (an endpoint that failed: what was written before stays); store errors
+/// ([`memtrail_runtime::Error::Busy`] when the write lock cannot be had).
 pub fn embed_backlog(
     store: &Store,
     model: &dyn Encoder,
@@ -217,15 +319,28 @@ pub fn embed_backlog(
     progress: &mut dyn FnMut(usize),
 ) -> memtrail_runtime::Result<usize> {
     let mut done = 0;
+    // Another process moving the backlog at the same time makes a write give 0: take again,
+    // a few times.
+    let mut raced = 0;
     loop {
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             return Ok(done);
         }
-        let n = store.embed_batch(model.id(), model.dim(), batch, &mut |t| {
-            model.encode_chunks(t)
-        })?;
-        if n == 0 {
+        let work = store.embed_take(model.id(), batch)?;
+        if work.is_empty() {
             return Ok(done);
+        }
+        let texts: Vec<&str> = work.texts().collect();
+        let vectors = model
+            .encode_batch(&texts)
+            .map_err(memtrail_runtime::Error::Invalid)?;
+        let n = store.embed_write(work, model.dim(), &vectors)?;
+        if n == 0 {
+            raced += 1;
+            if raced > 3 {
+                return Ok(done);
+            }
+            continue;
         }
         done += n;
         progress(done);
@@ -280,6 +395,66 @@ mod tests {
     }
 
     #[test]
+    fn closest_takes_the_smallest_distances_in_index_order() {
+        // Distances 3,1,2,1,0: the 3 closest are 4 (0) and both 1s (indices 1 and 3).
+        assert_eq!(closest(&[3, 1, 2, 1, 0], 3, 3), vec![1, 3, 4]);
+        // A tie at the cut is taken in index order: only the first 1.
+        assert_eq!(closest(&[3, 1, 2, 1, 0], 2, 3), vec![1, 4]);
+        assert_eq!(closest(&[2, 2], 5, 3), vec![0, 1]);
+    }
+
+    #[test]
+    fn sign_bits_and_hamming() {
+        let row: Vec<i8> = (0..70).map(|j| if j % 3 == 0 { 5 } else { -1 }).collect();
+        let b = sign_bits(&row, 2);
+        // Components 0, 3, …, 69 are positive: 24 of them, 22 in the first word.
+        assert_eq!(b[0].count_ones() + b[1].count_ones(), 24);
+        assert_eq!(b[0] & 0b1001, 0b1001);
+        let mut out = [0u16; 2];
+        hamming(&b, &[b.clone(), vec![0, 0]].concat(), &mut out);
+        assert_eq!(out, [0, 24]);
+    }
+
+    #[test]
+    fn the_prefilter_finds_a_planted_vector_among_many() {
+        // 40,000 pseudo-random 16-d vectors (over EXACT_BELOW, so the pre-filter runs); the
+        // query is vector 31,337 itself: it must come first, with similarity ≈ 1.
+        let (n, dim) = (40_000usize, 16usize);
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut data = Vec::with_capacity(n * dim);
+        for _ in 0..n * dim {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            data.push((((x >> 33) % 255) as i16 - 127) as i8);
+        }
+        // Each row a unit vector (scale × bytes), as the store keeps them.
+        let scales = data
+            .chunks_exact(dim)
+            .map(|r| 1.0 / r.iter().map(|&v| (v as f32).powi(2)).sum::<f32>().sqrt())
+            .collect();
+        let set = VectorSet {
+            dim,
+            ids: (0..n as i64).map(|i| i + 1).collect(),
+            scales,
+            data,
+        };
+        let target = 31_337usize;
+        let row: Vec<f32> = set.data[target * dim..][..dim]
+            .iter()
+            .map(|&v| v as f32)
+            .collect();
+        let norm = row.iter().map(|v| v * v).sum::<f32>().sqrt();
+        let q: Vec<f32> = row.iter().map(|v| v / norm).collect();
+        let idx = VectorIndex::from_set(set);
+        assert!(idx.len() >= EXACT_BELOW);
+        let got = idx.nearest(&q, 3);
+        assert_eq!(got[0].0, target as i64 + 1);
+        assert!((got[0].1 - 1.0).abs() < 0.02, "{got:?}");
+        assert_eq!(got.len(), 3);
+    }
+
+    #[test]
     fn nearest_ranks_by_scaled_dot_product() {
         let set = VectorSet {
             dim: 2,
@@ -288,7 +463,7 @@ mod tests {
             // (1,0), (0,1), (0.7,0.7), and a second chunk of 10: (-1, 0).
             data: vec![127, 0, 0, 127, 89, 89, -127, 0],
         };
-        let idx = VectorIndex { set };
+        let idx = VectorIndex::from_set(set);
         let got = idx.nearest(&[1.0, 0.0], 3);
         let ids: Vec<i64> = got.iter().map(|x| x.0).collect();
         // 10 scores 1.0 (its best chunk), 12 scores 89/127, 11 scores 0.

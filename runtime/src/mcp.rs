@@ -192,6 +192,35 @@ pub struct SearchArgs {
     /// How many hits to return (default 10, at most 50).
     #[serde(default)]
     pub limit: Option<u32>,
+    /// How hits are ranked: `lexical` (full text, BM25: every word must match), `semantic` (by
+    /// meaning: finds "directory listing" for `ls -la`), or `hybrid` (both fused). Default:
+    /// hybrid when the local model's vectors exist, else lexical.
+    #[serde(default)]
+    pub mode: Option<String>,
+}
+
+/// Search by meaning inside the MCP server, given by the binary (the runtime does not depend
+/// on the embedding crate): it keeps the model and the store's vectors loaded between calls,
+/// and embeds the backlog while the server is idle.
+pub trait MeaningSearch: Send + Sync {
+    /// Whether `store` holds vectors of the installed model (then the default mode is hybrid).
+    fn ready(&self, store: &Store) -> bool;
+    /// The hits of `query` ranked by `mode` ([`query::SearchMode::Semantic`] or
+    /// [`query::SearchMode::Hybrid`]), at most `f.limit`, snippets marked with
+    /// [`HL_START`]/[`HL_END`] as the full-text search's.
+    ///
+    /// Errors: a message for the agent (no model installed, no vectors yet, a store error).
+    fn search(
+        &self,
+        store: &Store,
+        query: &str,
+        f: &SearchFilter,
+        mode: query::SearchMode,
+    ) -> Result<Vec<query::Hit>, String>;
+    /// Embeds waiting messages on `store` (the indexer's own connection) until `deadline` or
+    /// until none waits; returns how many were embedded. Errors are swallowed (tried again
+    /// later): the server keeps serving.
+    fn embed_some(&self, store: &Store, deadline: std::time::Instant) -> usize;
 }
 
 /// Arguments of the `get_session` tool.
@@ -244,6 +273,10 @@ impl Drop for Backend {
 pub struct MemtrailMcp {
     db: StoreLocation,
     open_other: Option<Arc<OpenReader>>,
+    meaning: Option<Arc<dyn MeaningSearch>>,
+    /// When the last tool call came (ms since the Unix epoch): the indexer embeds only while
+    /// no call came for [`IDLE_BEFORE_EMBEDDING`].
+    last_call: Arc<std::sync::atomic::AtomicI64>,
     store: Arc<Mutex<Option<Backend>>>,
     tool_router: ToolRouter<Self>,
 }
@@ -382,6 +415,8 @@ impl MemtrailMcp {
         Self {
             db: db.into(),
             open_other: None,
+            meaning: None,
+            last_call: Arc::new(std::sync::atomic::AtomicI64::new(0)),
             store: Arc::new(Mutex::new(None)),
             tool_router: Self::tool_router(),
         }
@@ -393,6 +428,14 @@ impl MemtrailMcp {
         Self {
             open_other: Some(open),
             ..Self::new(db)
+        }
+    }
+
+    /// This server with search by meaning (`mode` of `search`) on the local store.
+    pub fn with_meaning(self, meaning: Arc<dyn MeaningSearch>) -> Self {
+        Self {
+            meaning: Some(meaning),
+            ..self
         }
     }
 
@@ -453,6 +496,8 @@ impl MemtrailMcp {
 
     /// The store's lock, the store opened in it.
     fn lock_opened(&self) -> Result<std::sync::MutexGuard<'_, Option<Backend>>, String> {
+        self.last_call
+            .store(crate::now_ms(), std::sync::atomic::Ordering::Relaxed);
         let mut guard = self
             .store
             .lock()
@@ -655,16 +700,45 @@ impl MemtrailMcp {
                 .unwrap_or(DEFAULT_SEARCH_LIMIT)
                 .clamp(1, MAX_SEARCH_LIMIT) as usize,
         };
-        let (mut hits, unindexed) = self.with_store(|s| {
-            let hits = s.search(&a.query, &filter)?;
-            // Messages the search could not index first (another process held the write lock)
-            // were not searched: say how many, so the agent can search again.
-            Ok((hits, s.unindexed()))
-        })?;
+        let asked = a
+            .mode
+            .as_deref()
+            .map(query::SearchMode::parse)
+            .transpose()?;
+        let (mut hits, unindexed, mode) = match (asked, &self.meaning) {
+            (Some(query::SearchMode::Lexical), _) => self.search_lexical(&a.query, &filter)?,
+            (asked, meaning) => {
+                let mut guard = self.lock_opened()?;
+                match (guard.as_mut(), meaning) {
+                    (Some(Backend::Local(s)), Some(m)) if asked.is_some() || m.ready(s) => {
+                        let mode = asked.unwrap_or(query::SearchMode::Hybrid);
+                        let hits = m.search(s, &a.query, &filter, mode)?;
+                        (hits, s.unindexed(), mode)
+                    }
+                    (Some(Backend::Other(_)), _) if asked.is_some() => {
+                        return Err(format!(
+                            "search by meaning is not available on the PostgreSQL store {} yet; use mode lexical",
+                            self.db
+                        ));
+                    }
+                    (_, None) if asked.is_some() => {
+                        return Err(
+                            "search by meaning is not available in this server; use mode lexical"
+                                .into(),
+                        );
+                    }
+                    _ => {
+                        drop(guard);
+                        self.search_lexical(&a.query, &filter)?
+                    }
+                }
+            }
+        };
         for h in &mut hits {
             h.snippet = highlight_markdown(&h.snippet);
         }
-        let mut out = recalled(serde_json::json!({ "query": a.query, "hits": hits }));
+        let mut out =
+            recalled(serde_json::json!({ "query": a.query, "mode": mode.as_str(), "hits": hits }));
         if unindexed > 0 {
             out["unindexed_messages"] = unindexed.into();
             out["note"] = format!(
@@ -677,6 +751,20 @@ impl MemtrailMcp {
         })
     }
 
+    /// The full-text search, with the count of messages not yet in the index.
+    fn search_lexical(
+        &self,
+        q: &str,
+        filter: &SearchFilter,
+    ) -> Result<(Vec<query::Hit>, i64, query::SearchMode), String> {
+        self.with_store(|s| {
+            let hits = s.search(q, filter)?;
+            // Messages the search could not index first (another process held the write lock)
+            // were not searched: say how many, so the agent can search again.
+            Ok((hits, s.unindexed(), query::SearchMode::Lexical))
+        })
+    }
+
     fn run_get_session(&self, a: GetSessionArgs) -> Result<serde_json::Value, String> {
         let offset = a.offset.unwrap_or(0).max(0);
         let limit = a.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE) as usize;
@@ -685,7 +773,7 @@ impl MemtrailMcp {
     }
 
     #[tool(
-        description = "Search the user's past coding-agent sessions (Claude Code and other agents on this machine) by full text, BM25-ranked. Use it when the user refers to earlier work (\"like we did last week\", \"that bug we fixed\"), before re-deriving a decision, command, fix or error that may already be in history, or to find how something was done in this project before. Returns hits with session_id, message_index, role, time and a snippet (matched words in **bold**); fetch the surrounding conversation with get_session."
+        description = "Search the user's past coding-agent sessions (Claude Code and other agents on this machine) by full text (BM25) and, where the local model's vectors exist, by meaning (mode hybrid, the default then; semantic finds paraphrases with no word in common). Use it when the user refers to earlier work (\"like we did last week\", \"that bug we fixed\"), before re-deriving a decision, command, fix or error that may already be in history, or to find how something was done in this project before. Returns hits with session_id, message_index, role, time and a snippet (matched words in **bold**); fetch the surrounding conversation with get_session."
     )]
     fn search(&self, Parameters(a): Parameters<SearchArgs>) -> CallToolResult {
         answer(self.run_search(a))
@@ -918,16 +1006,32 @@ pub fn serve_stdio_with(
     db: StoreLocation,
     open: Option<Arc<OpenReader>>,
 ) -> anyhow_like::Result<()> {
+    serve_stdio_full(db, open, None)
+}
+
+/// [`serve_stdio_with`], with search by meaning (`meaning`): the `search` tool's `mode`, and
+/// the backlog embedded by the indexer thread while no call comes.
+pub fn serve_stdio_full(
+    db: StoreLocation,
+    open: Option<Arc<OpenReader>>,
+    meaning: Option<Arc<dyn MeaningSearch>>,
+) -> anyhow_like::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let mut server = match open {
+        Some(open) => MemtrailMcp::with_reader(db.clone(), open),
+        None => MemtrailMcp::new(db.clone()),
+    };
+    if let Some(m) = meaning {
+        server = server.with_meaning(m);
+    }
     if db.sqlite_path().is_some() {
         spawn_indexer(db.clone());
+        if let Some(m) = server.meaning.clone() {
+            spawn_embedder(db, m, server.last_call.clone());
+        }
     }
-    let server = match open {
-        Some(open) => MemtrailMcp::with_reader(db, open),
-        None => MemtrailMcp::new(db),
-    };
     rt.block_on(async move {
         let server = server
             .serve(transport::BoundedLines::new(
@@ -946,6 +1050,13 @@ pub fn serve_stdio_with(
 
 /// How often the MCP server's indexer looks for queued messages.
 pub const INDEX_INTERVAL: Duration = Duration::from_secs(2);
+
+/// The indexer embeds waiting messages only when no tool call came for this long.
+pub const IDLE_BEFORE_EMBEDDING: Duration = Duration::from_secs(2);
+
+/// At most this long of embedding per [`INDEX_INTERVAL`] (half of one core at most), in
+/// small write transactions.
+pub const EMBED_SLICE: Duration = Duration::from_millis(1000);
 
 /// While the server runs (an agent session), a thread of its own, on a connection of its own,
 /// brings the full-text index up to date every [`INDEX_INTERVAL`] (hooks queue what they write:
@@ -972,6 +1083,51 @@ fn spawn_indexer(db: StoreLocation) {
                 }
             }
         });
+}
+
+/// With search by meaning, a second thread on a connection of its own embeds waiting messages
+/// every [`INDEX_INTERVAL`] once no tool call came for [`IDLE_BEFORE_EMBEDDING`], at most
+/// [`EMBED_SLICE`] a round, at a lower CPU priority (a thread apart from the indexer's, so that
+/// the full-text catch-up, which holds the write lock longer, keeps its priority).
+fn spawn_embedder(
+    db: StoreLocation,
+    meaning: Arc<dyn MeaningSearch>,
+    last_call: Arc<std::sync::atomic::AtomicI64>,
+) {
+    let _ = std::thread::Builder::new()
+        .name("memtrail-embedder".into())
+        .spawn(move || {
+            lower_thread_priority();
+            let mut store: Option<Store> = None;
+            loop {
+                std::thread::sleep(INDEX_INTERVAL);
+                let idle = crate::now_ms() - last_call.load(std::sync::atomic::Ordering::Relaxed)
+                    >= IDLE_BEFORE_EMBEDDING.as_millis() as i64;
+                if !idle {
+                    continue;
+                }
+                if store.as_ref().is_some_and(|s| !s.is_current()) {
+                    store = None;
+                }
+                if store.is_none() && db.exists() {
+                    store = Store::open_with_timeout(&db, Duration::from_millis(100)).ok();
+                }
+                if let Some(s) = &store {
+                    meaning.embed_some(s, std::time::Instant::now() + EMBED_SLICE);
+                }
+            }
+        });
+}
+
+/// Lowers the calling thread's CPU priority (nice 10, Linux: a thread has its own), so that
+/// background embedding yields to the agent, its hooks and the user's builds.
+fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid has no precondition; setpriority on our own thread id only lowers it.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+    }
 }
 
 /// A minimal boxed error type for [`serve_stdio`] (the runtime does not depend on anyhow).

@@ -12,6 +12,40 @@ pub use crate::store::queries::{
 pub const HL_START: char = '\u{1}';
 pub const HL_END: char = '\u{2}';
 
+/// How a search ranks: by the full text (BM25), by meaning (an embedding model's vectors), or
+/// both fused by reciprocal rank (the default where the store holds vectors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchMode {
+    Lexical,
+    Semantic,
+    Hybrid,
+}
+
+impl SearchMode {
+    /// `lexical`, `semantic` or `hybrid` (any case).
+    ///
+    /// Errors: a message naming the three.
+    pub fn parse(s: &str) -> Result<SearchMode, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "lexical" => Ok(SearchMode::Lexical),
+            "semantic" => Ok(SearchMode::Semantic),
+            "hybrid" => Ok(SearchMode::Hybrid),
+            _ => Err(format!(
+                "unknown search mode `{s}`: use lexical, semantic or hybrid"
+            )),
+        }
+    }
+
+    /// The mode's name, as [`SearchMode::parse`] reads it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Lexical => "lexical",
+            SearchMode::Semantic => "semantic",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
+}
+
 /// Search filters. Times are ms since the Unix epoch.
 #[derive(Debug, Clone, Default)]
 pub struct SearchFilter {

@@ -15,6 +15,7 @@ pub fn import(
     agents: Vec<Agent>,
     since: Option<String>,
     json: bool,
+    embed: bool,
 ) -> Result<ExitCode> {
     let agents = if agents.is_empty() {
         memtrail_adapters::supported_agents().to_vec()
@@ -69,8 +70,19 @@ pub fn import(
         }
     })?;
     bar.finish_and_clear();
+    // After the lexical work: the new messages' vectors, when the model is installed.
+    let embedded = if embed {
+        crate::commands::models::embed_if_installed(&store, !json && tty)?
+    } else {
+        None
+    };
     if json {
-        out!("{}", serde_json::to_string_pretty(&summary)?);
+        let mut v = serde_json::to_value(&summary)?;
+        if let Some(e) = &embedded {
+            v["embedded"] = serde_json::json!({"model": e.model, "messages": e.done,
+                "left": e.left, "seconds": (e.seconds * 10.0).round() / 10.0});
+        }
+        out!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
     for a in &summary.agents {
@@ -91,5 +103,14 @@ pub fn import(
         }
     }
     out!("done in {:.2} s", summary.seconds);
+    if let Some(e) = embedded {
+        out!(
+            "embedded {} with {} in {:.1} s; {} left",
+            plural(e.done as u64, "message", "messages"),
+            e.model,
+            e.seconds,
+            e.left
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -24,6 +24,32 @@ pub fn model_dir() -> PathBuf {
     models_root().join(memtrail_embed::model::MODEL_NAME)
 }
 
+/// The model memtrail is set up with: the `[embed]` endpoint of the config, else the installed
+/// static model; `None` when neither.
+///
+/// Errors: the config's `[embed]` table is wrong, the endpoint cannot be reached, the
+/// installed model cannot be read.
+pub fn encoder() -> Result<Option<memtrail_embed::service::SharedEncoder>> {
+    encoder_for(None)
+}
+
+/// [`encoder`], told the id of the store's vectors (`stored`): an endpoint without `dim` then
+/// need not be asked for its dimension.
+pub fn encoder_for(stored: Option<&str>) -> Result<Option<memtrail_embed::service::SharedEncoder>> {
+    memtrail_embed::service::load_configured(
+        &model_dir(),
+        &memtrail_runtime::privacy::config_path(),
+        stored,
+    )
+    .map_err(|e| anyhow!(e))
+}
+
+/// The id of [`encoder`]'s vectors, known without loading it (`None` when not set up, or for
+/// an endpoint without `dim`).
+pub fn configured_id() -> Option<String> {
+    memtrail_embed::service::configured_id(&model_dir(), &memtrail_runtime::privacy::config_path())
+}
+
 fn bar(len: u64, what: &str) -> ProgressBar {
     let pb = ProgressBar::new(len);
     pb.set_style(
@@ -83,39 +109,90 @@ pub fn install(from: Option<PathBuf>, json: bool) -> Result<ExitCode> {
 /// Messages embedded per write transaction (a few milliseconds of the write lock).
 const EMBED_BATCH: usize = 512;
 
+/// What an embedding run did.
+pub struct Embedded {
+    /// The model's id (`name@version/dim`).
+    pub model: String,
+    /// Messages taken off the backlog.
+    pub done: usize,
+    /// Messages still waiting.
+    pub left: i64,
+    pub seconds: f64,
+}
+
+/// After `import`: embeds the store's backlog when the model is installed (`None` when it is
+/// not), with a progress bar on stderr when `bar`.
+///
+/// Errors: the installed model cannot be read; store errors.
+pub fn embed_if_installed(
+    store: &memtrail_runtime::store::Store,
+    bar_shown: bool,
+) -> Result<Option<Embedded>> {
+    let t = Instant::now();
+    let Some(model) = encoder_for(store.embed_model()?.as_deref())? else {
+        return Ok(None);
+    };
+    let backlog = store.embed_backlog(model.id())?;
+    let pb = if bar_shown && backlog > 0 {
+        bar(backlog as u64, "Embedding")
+    } else {
+        ProgressBar::hidden()
+    };
+    let done = memtrail_embed::search::embed_backlog(
+        store,
+        model.as_ref(),
+        EMBED_BATCH,
+        None,
+        &mut |n| pb.set_position(n as u64),
+    )?;
+    pb.finish_and_clear();
+    Ok(Some(Embedded {
+        left: store.embed_backlog(model.id())?,
+        model: model.id().to_string(),
+        done,
+        seconds: t.elapsed().as_secs_f64(),
+    }))
+}
+
 /// `memtrail embed [--max-seconds S] [--json]`: embeds the backlog with the installed model,
 /// with a progress bar on a terminal.
 pub fn embed(db: &StoreLocation, max_seconds: Option<f64>, json: bool) -> Result<ExitCode> {
-    let dir = model_dir();
     let t = Instant::now();
-    let model = memtrail_embed::StaticModel::load(&dir)
-        .map_err(|e| anyhow!("{e}\n(install the model with `memtrail models install`)"))?;
     let store = crate::common::open_store(db)?;
-    let backlog = store.embed_backlog(&model.id)?;
+    let model = encoder_for(store.embed_model()?.as_deref())?.ok_or_else(|| {
+        anyhow!(
+            "no model: install the local one with `memtrail models install` (or configure an endpoint in [embed] of {})",
+            memtrail_runtime::privacy::config_path().display()
+        )
+    })?;
+    let backlog = store.embed_backlog(model.id())?;
     let pb = if json {
         ProgressBar::hidden()
     } else {
         bar(backlog.max(0) as u64, "Embedding")
     };
     let deadline = max_seconds.map(|s| t + std::time::Duration::from_secs_f64(s.max(0.0)));
-    let done =
-        memtrail_embed::search::embed_backlog(&store, &model, EMBED_BATCH, deadline, &mut |n| {
-            pb.set_position(n as u64)
-        })?;
+    let done = memtrail_embed::search::embed_backlog(
+        &store,
+        model.as_ref(),
+        EMBED_BATCH,
+        deadline,
+        &mut |n| pb.set_position(n as u64),
+    )?;
     pb.finish_and_clear();
-    let left = store.embed_backlog(&model.id)?;
+    let left = store.embed_backlog(model.id())?;
     let secs = t.elapsed().as_secs_f64();
     if json {
         out!(
             "{}",
-            serde_json::json!({"model": model.id, "embedded": done, "left": left,
+            serde_json::json!({"model": model.id(), "embedded": done, "left": left,
                 "seconds": (secs * 10.0).round() / 10.0})
         );
     } else {
         out!(
             "Embedded {done} message{} with {} in {secs:.1} s; {left} left.",
             if done == 1 { "" } else { "s" },
-            model.id
+            model.id()
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -134,28 +134,36 @@ fn by_meaning(
     let Some(store) = open_store_read(db)? else {
         return Ok(None);
     };
-    // The cheap test first: a store without vectors searches as before, the model unread.
-    let dir = crate::commands::models::model_dir();
-    if !asked && (store.embed_model()?.is_none() || !dir.join("model.json").is_file()) {
-        return Ok(None);
+    // The cheap test first: a store without vectors searches as before, the model unread
+    // (and an endpoint not asked).
+    if !asked {
+        let stored = store.embed_model()?;
+        let configured = crate::commands::models::configured_id();
+        if stored.is_none() || (configured.is_some() && configured != stored) {
+            return Ok(None);
+        }
     }
-    let model = memtrail_embed::StaticModel::load(&dir)
-        .map_err(|e| anyhow::anyhow!("{e}\n(install the model with `memtrail models install`)"))?;
-    if store.embed_model()?.as_deref() != Some(model.id.as_str()) {
+    let model = crate::commands::models::encoder_for(store.embed_model()?.as_deref())?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "search by meaning needs a model: install the local one with `memtrail models install` (or configure an endpoint in [embed] of {})",
+            memtrail_runtime::privacy::config_path().display()
+        )
+    })?;
+    if store.embed_model()?.as_deref() != Some(model.id()) {
         if !asked {
             return Ok(None);
         }
         anyhow::bail!(
             "the store holds no vectors of {}: run `memtrail embed` first",
-            model.id
+            model.id()
         );
     }
-    let index = memtrail_embed::search::VectorIndex::load(&store, &model)?;
+    let index = memtrail_embed::search::VectorIndex::load(&store, model.as_ref())?;
     let hits = match mode.unwrap_or(SearchMode::Hybrid) {
         SearchMode::Semantic => {
-            memtrail_embed::search::semantic(&store, &model, &index, q, filter)?
+            memtrail_embed::search::semantic(&store, model.as_ref(), &index, q, filter)?
         }
-        _ => memtrail_embed::search::hybrid(&store, &model, &index, q, filter)?,
+        _ => memtrail_embed::search::hybrid(&store, model.as_ref(), &index, q, filter)?,
     };
     let unindexed = memtrail_runtime::read::ReadStore::unindexed(&store);
     Ok(Some((hits, unindexed)))

@@ -56,7 +56,16 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
             (|| -> Result<StoreInfo> {
                 let store = open_store(db)?;
                 let listed: Vec<Agent> = agents.iter().map(|(a, _)| *a).collect();
-                Ok(StoreInfo::read(&store, &listed, force_check)?)
+                let mut info = StoreInfo::read(&store, &listed, force_check)?;
+                // With the model installed, the backlog is its own: every message the store
+                // holds no vector of it for (all of them before the first `memtrail embed`).
+                if let Some(model) = crate::commands::models::configured_id()
+                    && info.stats.embed_model.as_deref() != Some(model.as_str())
+                {
+                    info.stats.unembedded = store.embed_backlog(&model)?;
+                    info.stats.embed_model = Some(model);
+                }
+                Ok(info)
             })()
             .map_err(|e| error_chain(&e)),
         )

@@ -4,6 +4,7 @@
 Usage:
     mcp_client.py MEMTRAIL_BIN [--db PATH] [--timeout S] [TOOL [JSON_ARGS]]
     mcp_client.py MEMTRAIL_BIN --calls JSON_ARRAY   # [[TOOL, {ARGS}], ...] in one session
+                                                    # (["__sleep", {"seconds": S}] pauses)
 
 Starts `MEMTRAIL_BIN [--db PATH] mcp` over stdio with the caller's environment
 (so MEMTRAIL_DB, HOME, XDG_* pass through), initializes, lists the tools and,
@@ -91,6 +92,10 @@ async def run(ns):
                 if ns.calls:
                     out["calls"] = []
                     for name, args in json.loads(ns.calls):
+                        if name == "__sleep":
+                            # Not a tool: a pause between calls (a server's idle-time work).
+                            await anyio.sleep(float(args.get("seconds", 1)))
+                            continue
                         r = await call(session, name, args)
                         r["tool"] = name
                         out["calls"].append(r)

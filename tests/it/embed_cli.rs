@@ -84,7 +84,7 @@ fn semantic_search_without_the_model_says_how_to_install_it() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("install the model with `memtrail models install`"),
+        err.contains("install the local one with `memtrail models install`"),
         "{err}"
     );
     let st = sb.json(&["status", "--json"]);
@@ -135,4 +135,368 @@ fn embed_then_search_by_meaning_and_hybrid() {
     assert_eq!(hy["hits"][0]["message_index"], 0, "{hy}");
     let exact = sb.json(&["search", "invoice", "--json"]);
     assert_eq!(exact["hits"][0]["message_index"], 1, "{exact}");
+}
+
+/// A tiny static model (4 dimensions, one per topic: databases, money, files, looks) written
+/// where `models install` puts the real one, so that search by meaning is tested without the
+/// 83 MB download: a text's vector is the mean of its tokens' rows, so each message below
+/// points along its topic's axis, exactly, and a query of one topic's words finds it.
+fn install_tiny_model(sb: &Sandbox) {
+    let dest = sb
+        .home
+        .join(".local/share/memtrail/models/minilm-l6-static");
+    std::fs::create_dir_all(&dest).unwrap();
+    let topics: [&[&str]; 4] = [
+        &[
+            "postgres",
+            "refusing",
+            "connections",
+            "database",
+            "server",
+            "rejects",
+            "clients",
+        ],
+        &["invoice", "total", "discount", "vat", "billing", "amount"],
+        &["ls", "la", "hidden", "files", "directory", "listing"],
+        &["dark", "theme", "toggle", "colors", "appearance"],
+    ];
+    let mut vocab: Vec<String> = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut rows: Vec<f32> = vec![0.0; vocab.len() * 4];
+    for (axis, words) in topics.iter().enumerate() {
+        for w in *words {
+            vocab.push(w.to_string());
+            let mut r = [0f32; 4];
+            r[axis] = 1.0;
+            rows.extend(r);
+        }
+    }
+    let mut bytes = Vec::new();
+    for v in rows {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    std::fs::write(dest.join("vocab.txt"), vocab.join("\n") + "\n").unwrap();
+    std::fs::write(dest.join("vectors.f32"), bytes).unwrap();
+    std::fs::write(
+        dest.join("model.json"),
+        json!({"name": "minilm-l6-static", "version": 1, "dim": 4, "tokens": vocab.len(),
+            "source_sha256": "test"})
+        .to_string(),
+    )
+    .unwrap();
+}
+
+const TOPICS: [&str; 4] = [
+    "Postgres keeps refusing connections after the container restarts.",
+    "The invoice total is wrong when a discount and VAT both apply.",
+    "I ran ls -la in the project root and saw the hidden files.",
+    "Add a dark theme toggle to the settings page.",
+];
+
+#[test]
+fn import_embeds_the_new_messages_when_the_model_is_installed() {
+    let sb = Sandbox::new();
+    install_tiny_model(&sb);
+    write_session(&sb, "s1", &TOPICS);
+    let imp = sb.json(&["import", "--json"]);
+    assert_eq!(
+        imp["embedded"],
+        json!({"model": "minilm-l6-static@1/4", "messages": 4, "left": 0,
+            "seconds": imp["embedded"]["seconds"]}),
+        "{imp}"
+    );
+    // A second import brings nothing new: nothing to embed.
+    let again = sb.json(&["import", "--json"]);
+    assert_eq!(again["embedded"]["messages"], 0, "{again}");
+    // `--no-embed` leaves the new messages waiting, which `status` shows.
+    write_session(&sb, "s2", &TOPICS[..2]);
+    let skip = sb.json(&["import", "--no-embed", "--json"]);
+    assert!(skip.get("embedded").is_none(), "{skip}");
+    let st = sb.json(&["status", "--json"]);
+    assert_eq!(st["store"]["unembedded_messages"], 2, "{st}");
+    // "directory listing" shares no word with `ls -la … hidden files` (message 2 of s1).
+    let sem = sb.json(&[
+        "search",
+        "--mode",
+        "semantic",
+        "directory listing",
+        "--json",
+    ]);
+    assert_eq!(sem["hits"][0]["session_id"], "s1", "{sem}");
+    assert_eq!(sem["hits"][0]["message_index"], 2, "{sem}");
+}
+
+#[test]
+fn the_mcp_server_searches_by_meaning_and_embeds_while_idle() {
+    let Some(python) = crate::common::mcp_python_or_skip() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    install_tiny_model(&sb);
+    write_session(&sb, "s1", &TOPICS);
+    // Imported without vectors: the server embeds them itself once no call came for 2 s.
+    sb.json(&["import", "--no-embed", "--json"]);
+    assert_eq!(
+        sb.json(&["status", "--json"])["store"]["unembedded_messages"],
+        4
+    );
+    let calls = json!([
+        ["search", {"query": "directory listing", "mode": "lexical"}],
+        ["search", {"query": "directory listing", "mode": "fuzzy"}],
+        ["__sleep", {"seconds": 7}],
+        ["search", {"query": "directory listing"}],
+        ["search", {"query": "billing amount", "mode": "semantic", "limit": 1}],
+        ["search", {"query": "invoice", "mode": "hybrid", "limit": 2}],
+    ])
+    .to_string();
+    let base = sb.cmd();
+    let mut c = std::process::Command::new(&python);
+    c.env_clear()
+        .envs(base.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+        .arg(crate::common::repo_root().join("tests/e2e/mcp_client.py"))
+        .arg(crate::common::memtrail_bin())
+        .args(["--calls", &calls]);
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls = v["calls"].as_array().unwrap();
+    // Lexical: no word of the query is in any message.
+    assert_eq!(calls[0]["is_error"], false, "{v:#}");
+    assert_eq!(calls[0]["result"]["mode"], "lexical");
+    assert_eq!(calls[0]["result"]["hits"], json!([]));
+    // An unknown mode is an error that names the three.
+    assert_eq!(calls[1]["is_error"], true);
+    assert!(
+        calls[1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("unknown search mode `fuzzy`: use lexical, semantic or hybrid"),
+        "{v:#}"
+    );
+    // After the idle pause every message has its vector: the default is hybrid now, and the
+    // message about hidden files comes first.
+    let hy = &calls[2]["result"];
+    assert_eq!(hy["mode"], "hybrid", "{v:#}");
+    assert_eq!(hy["hits"][0]["message_index"], 2, "{v:#}");
+    assert_eq!(hy["hits"][0]["session_id"], "s1");
+    let sem = &calls[3]["result"];
+    assert_eq!(sem["mode"], "semantic");
+    assert_eq!(sem["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(sem["hits"][0]["message_index"], 1, "{v:#}");
+    // Hybrid keeps the exact word's hit (BM25 and meaning agree on message 1) and marks it.
+    let ex = &calls[4]["result"];
+    assert_eq!(ex["hits"][0]["message_index"], 1, "{v:#}");
+    assert!(
+        ex["hits"][0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("**invoice**"),
+        "{v:#}"
+    );
+    assert_eq!(
+        sb.json(&["status", "--json"])["store"]["unembedded_messages"],
+        0
+    );
+}
+
+/// A loopback OpenAI-compatible embeddings endpoint (`POST /v1/embeddings`, OpenAI's
+/// "Create embeddings" request and answer) on a thread: each input's vector counts its words of
+/// each of the tiny model's four topics (not normalized: memtrail must normalize). It answers
+/// HTTP 500 with an OpenAI-style error to an input containing `explode`. Every request's
+/// `Authorization` header and JSON body are recorded.
+struct FakeEndpoint {
+    port: u16,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Seen>>>,
+}
+
+/// A request the fake endpoint saw: its `Authorization` header and its JSON body.
+type Seen = (Option<String>, serde_json::Value);
+
+impl FakeEndpoint {
+    fn start() -> FakeEndpoint {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                let mut r = BufReader::new(conn.try_clone().unwrap());
+                let (mut len, mut auth, mut line) = (0usize, None, String::new());
+                let _ = r.read_line(&mut line);
+                loop {
+                    line.clear();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    let (k, v) = line.split_once(':').unwrap_or(("", ""));
+                    match k.to_ascii_lowercase().as_str() {
+                        "content-length" => len = v.trim().parse().unwrap_or(0),
+                        "authorization" => auth = Some(v.trim().to_string()),
+                        _ => {}
+                    }
+                }
+                let mut body = vec![0u8; len];
+                let _ = r.read_exact(&mut body);
+                let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                log.lock().unwrap().push((auth, req.clone()));
+                let inputs: Vec<String> = req["input"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|v| v.as_str().unwrap_or("").to_lowercase())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let (status, answer) = if inputs.iter().any(|t| t.contains("explode")) {
+                    (
+                        "500 Internal Server Error",
+                        json!({"error": {"message": "model not loaded"}}),
+                    )
+                } else {
+                    let topics: [&[&str]; 4] = [
+                        &["postgres", "database", "server", "clients", "connections"],
+                        &["invoice", "billing", "discount", "amount"],
+                        &["ls", "directory", "listing", "files"],
+                        &["theme", "dark", "colors"],
+                    ];
+                    let data: Vec<serde_json::Value> = inputs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, t)| {
+                            let v: Vec<f64> = topics
+                                .iter()
+                                .map(|ws| {
+                                    t.split(|c: char| !c.is_alphanumeric())
+                                        .filter(|w| ws.contains(w))
+                                        .count() as f64
+                                        * 3.0
+                                })
+                                .collect();
+                            json!({"object": "embedding", "index": i, "embedding": v})
+                        })
+                        .rev() // out of order: memtrail must place each by its index
+                        .collect();
+                    (
+                        "200 OK",
+                        json!({"object": "list", "data": data, "model": req["model"]}),
+                    )
+                };
+                let text = answer.to_string();
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+            }
+        });
+        FakeEndpoint { port, seen }
+    }
+}
+
+#[test]
+fn an_openai_compatible_endpoint_embeds_and_searches() {
+    let fake = FakeEndpoint::start();
+    let sb = Sandbox::new();
+    let cfg_dir = sb.home.join(".config/memtrail");
+    std::fs::create_dir_all(&cfg_dir).unwrap();
+    std::fs::write(
+        cfg_dir.join("config.toml"),
+        format!(
+            "[embed]\nurl = \"http://127.0.0.1:{}/v1\"\nmodel = \"fake-embed\"\napi_key_env = \"FAKE_EMBED_KEY\"\n",
+            fake.port
+        ),
+    )
+    .unwrap();
+    let key = "sk-test-a1b2c3d4e5f6";
+    let run = |args: &[&str]| {
+        let out = sb
+            .cmd()
+            .env("FAKE_EMBED_KEY", key)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    write_session(&sb, "s1", &TOPICS);
+    let (ok, out, err) = run(&["import", "--json"]);
+    assert!(ok, "{err}");
+    let imp: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // The dimension was learned from one request; the 4 prompts went in one batch.
+    assert_eq!(imp["embedded"]["model"], "fake-embed@endpoint/4", "{imp}");
+    assert_eq!(imp["embedded"]["messages"], 4);
+    let (ok, out, err) = run(&[
+        "search",
+        "--mode",
+        "semantic",
+        "directory listing",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let sem: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(sem["hits"][0]["message_index"], 2, "{sem}");
+    assert!(
+        (sem["hits"][0]["score"].as_f64().unwrap() - 1.0).abs() < 0.02,
+        "{sem}"
+    );
+    {
+        let seen = fake.seen.lock().unwrap();
+        // The probe (the dimension is learned once; later runs read it from the store's
+        // vectors), the batch of 4, the query.
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert_eq!(seen[0].1["input"], json!(["dimension probe"]));
+        for (auth, body) in seen.iter() {
+            assert_eq!(auth.as_deref(), Some(format!("Bearer {key}").as_str()));
+            assert_eq!(body["model"], "fake-embed");
+            assert_eq!(body["encoding_format"], "float");
+        }
+        assert_eq!(seen[1].1["input"].as_array().unwrap().len(), 4);
+        assert_eq!(seen[1].1["input"][2], TOPICS[2]);
+        assert_eq!(seen[2].1["input"], json!(["directory listing"]));
+    }
+    // An endpoint error is a clear error, without the key.
+    let (ok, _, err) = run(&["search", "--mode", "semantic", "explode now", "--json"]);
+    assert!(!ok);
+    assert!(
+        err.contains("/v1/embeddings: HTTP 500: model not loaded"),
+        "{err}"
+    );
+    assert!(!err.contains(key), "{err}");
+    // A missing key variable is named.
+    let out = sb
+        .cmd()
+        .args(["search", "--mode", "semantic", "x"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("[embed] api_key_env names FAKE_EMBED_KEY, which is not set"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Plain http to another machine is refused before anything is sent.
+    std::fs::write(
+        cfg_dir.join("config.toml"),
+        "[embed]\nurl = \"http://192.0.2.7:11434/v1\"\nmodel = \"m\"\n",
+    )
+    .unwrap();
+    let (ok, _, err) = run(&["embed"]);
+    assert!(!ok);
+    assert!(
+        err.contains("plain http is allowed only to this machine"),
+        "{err}"
+    );
 }

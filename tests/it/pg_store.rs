@@ -226,18 +226,8 @@ fn the_mcp_server_reads_a_postgresql_store_for_a_real_client() {
     let Some((sb, url)) = pushed("mcp_read") else {
         return;
     };
-    let python = match resolve_python(
-        "import mcp, sys; print(sys.executable)",
-        "has no `mcp` module (scripts/e2e-deps)",
-    ) {
-        Ok(p) => p,
-        Err(why) if std::env::var("MEMTRAIL_REQUIRE_E2E").as_deref() == Ok("1") => {
-            panic!("MEMTRAIL_REQUIRE_E2E=1 but {why}")
-        }
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
+    let Some(python) = crate::common::mcp_python_or_skip() else {
+        return;
     };
     let list = sb.json(&["sessions", "list", "--json"]);
     let sid = list["sessions"][0]["session_id"]

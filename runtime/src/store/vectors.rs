@@ -64,6 +64,42 @@ impl VectorSet {
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
+    /// Appends `more`'s vectors (of the same dimension).
+    pub fn extend(&mut self, more: VectorSet) {
+        debug_assert_eq!(self.dim, more.dim);
+        self.ids.extend(more.ids);
+        self.scales.extend(more.scales);
+        self.data.extend(more.data);
+    }
+}
+
+/// Messages read for embedding by [`Store::embed_take`], written back by
+/// [`Store::embed_write`].
+#[derive(Debug, Clone)]
+pub struct EmbedWork {
+    model: String,
+    /// `embed_state` when read (`model`, `done_through`): the write checks it is unchanged.
+    state: Option<(String, i64)>,
+    /// (message row id, its [`embed_text`]) in backlog order.
+    items: Vec<(i64, Option<String>)>,
+    /// Ids taken from `embed_pending`.
+    pending: Vec<i64>,
+    /// `done_through` after this work.
+    new_through: i64,
+    /// Messages this work takes off the backlog (pending ids, gone or not, and new ones).
+    taken: usize,
+}
+
+impl EmbedWork {
+    /// The texts to encode, in order (messages with nothing to embed are left out).
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        self.items.iter().filter_map(|(_, t)| t.as_deref())
+    }
+
+    /// True when nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.taken == 0
+    }
 }
 
 /// `v` as int8 with a scale: `(scale, bytes)` where `v[i] ≈ scale × bytes[i]` and the largest
@@ -118,15 +154,12 @@ impl Store {
             .db()
     }
 
-    /// Embeds up to `limit` waiting messages in one write transaction: the messages rewritten
-    /// since they were embedded first, then the next new ones by id. `encode` turns a text
-    /// ([`embed_text`]) into unit vectors of `dim` values (one per chunk; none for a text
-    /// with no token). When the store's vectors are another `model`'s, they are all deleted
-    /// first (in the same transaction). Returns how many messages were taken off the backlog
-    /// (0: none waits).
+    /// Embeds up to `limit` waiting messages: [`Store::embed_take`], `encode` on each text
+    /// ([`embed_text`]: one unit vector of `dim` values per chunk; none for a text with no
+    /// token), then [`Store::embed_write`]. Returns how many messages were taken off the
+    /// backlog (0: none waits).
     ///
-    /// Errors: [`crate::Error::Busy`] when the write lock cannot be had; a vector of another
-    /// length than `dim` ([`crate::Error::Invalid`]); store errors. Nothing is written then.
+    /// Errors: as [`Store::embed_write`].
     pub fn embed_batch(
         &self,
         model: &str,
@@ -134,55 +167,62 @@ impl Store {
         limit: usize,
         encode: &mut dyn FnMut(&str) -> Vec<Vec<f32>>,
     ) -> Result<usize> {
-        let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
-            .map_err(|e| classify(db_err(e)))?;
-        let state: Option<(String, i64)> = tx
-            .query_row(
-                "SELECT model, done_through FROM embed_state WHERE id = 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .db()?;
-        let done = match state {
-            Some((m, d)) if m == model => d,
-            _ => {
-                tx.execute_batch("DELETE FROM message_vectors; DELETE FROM embed_pending;")
-                    .db()?;
-                tx.execute(
-                    "INSERT OR REPLACE INTO embed_state (id, model, done_through) VALUES (1, ?1, 0)",
-                    [model],
+        let work = self.embed_take(model, limit)?;
+        let vectors: Vec<Vec<Vec<f32>>> = work.texts().map(encode).collect();
+        self.embed_write(work, dim, &vectors)
+    }
+
+    /// Reads up to `limit` waiting messages for `model` (no lock is held: the text is encoded
+    /// outside any transaction, which matters for a model behind a network endpoint): the
+    /// messages rewritten since they were embedded first, then the next new ones by id. When
+    /// the store's vectors are another model's, every message waits.
+    ///
+    /// Errors: store errors.
+    pub fn embed_take(&self, model: &str, limit: usize) -> Result<EmbedWork> {
+        let state: Option<(String, i64)> = self.embed_progress()?;
+        let (done, reset) = match &state {
+            Some((m, d)) if m == model => (*d, false),
+            _ => (0, true),
+        };
+        let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<(i64, Option<String>)> {
+            let kind: String = r.get(1)?;
+            let body: String = r.get(2)?;
+            let tools: String = r.get(3)?;
+            Ok((r.get(0)?, embed_text(&kind, &body, &tools)))
+        };
+        let mut items: Vec<(i64, Option<String>)> = Vec::new();
+        let mut pending: Vec<i64> = Vec::new();
+        if !reset {
+            pending = self
+                .conn
+                .prepare_cached("SELECT id FROM embed_pending ORDER BY id LIMIT ?1")
+                .db()?
+                .query_map([limit as i64], |r| r.get(0))
+                .db()?
+                .collect::<rusqlite::Result<_>>()
+                .db()?;
+            let mut one = self
+                .conn
+                .prepare_cached(
+                    "SELECT id, kind, substr(body, 1, ?2), substr(tools, 1, ?3) FROM messages WHERE id = ?1",
                 )
                 .db()?;
-                0
+            for id in &pending {
+                // A pending id whose message is gone is dropped with the rest.
+                if let Some(item) = one
+                    .query_row(params![id, EMBED_BODY_CHARS, EMBED_TOOLS_CHARS], read)
+                    .optional()
+                    .db()?
+                {
+                    items.push(item);
+                }
             }
-        };
-        type Row = (i64, String, String, String);
-        let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Row> {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        };
-        let mut rows: Vec<Row> = tx
-            .prepare_cached(
-                "SELECT m.id, m.kind, substr(m.body, 1, ?2), substr(m.tools, 1, ?3)
-                 FROM embed_pending p JOIN messages m ON m.id = p.id ORDER BY p.id LIMIT ?1",
-            )
-            .db()?
-            .query_map(
-                params![limit as i64, EMBED_BODY_CHARS, EMBED_TOOLS_CHARS],
-                read,
-            )
-            .db()?
-            .collect::<rusqlite::Result<_>>()
-            .db()?;
-        // Pending ids whose message is gone are dropped with the rest.
-        tx.execute(
-            "DELETE FROM embed_pending WHERE id IN (SELECT id FROM embed_pending ORDER BY id LIMIT ?1)",
-            [limit as i64],
-        )
-        .db()?;
+        }
         let mut new_through = done;
-        if rows.len() < limit {
-            let fresh: Vec<Row> = tx
+        let mut fresh_count = 0;
+        if pending.len() < limit {
+            let fresh: Vec<(i64, Option<String>)> = self
+                .conn
                 .prepare_cached(
                     "SELECT id, kind, substr(body, 1, ?3), substr(tools, 1, ?4)
                      FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2",
@@ -191,7 +231,7 @@ impl Store {
                 .query_map(
                     params![
                         done,
-                        (limit - rows.len()) as i64,
+                        (limit - pending.len()) as i64,
                         EMBED_BODY_CHARS,
                         EMBED_TOOLS_CHARS
                     ],
@@ -203,9 +243,83 @@ impl Store {
             if let Some(last) = fresh.last() {
                 new_through = last.0;
             }
-            rows.extend(fresh);
+            fresh_count = fresh.len();
+            items.extend(fresh);
+        }
+        Ok(EmbedWork {
+            model: model.to_string(),
+            state,
+            taken: pending.len() + fresh_count,
+            items,
+            pending,
+            new_through,
+        })
+    }
+
+    /// Writes `vectors` (one list of unit vectors per text of `work`, in order) in one short
+    /// write transaction and moves the backlog past `work`. A message rewritten since it was
+    /// read keeps waiting (its vectors are not written); a deleted one is skipped. When
+    /// another process moved the backlog meanwhile (or changed the model), nothing is written
+    /// and 0 is returned: take again. When the store's vectors were another model's, they are
+    /// all deleted first, in the same transaction. Returns how many messages were taken off
+    /// the backlog.
+    ///
+    /// Errors: [`crate::Error::Busy`] when the write lock cannot be had; a vector of another
+    /// length than `dim`, or fewer lists than texts ([`crate::Error::Invalid`]); store errors.
+    /// Nothing is written then.
+    pub fn embed_write(
+        &self,
+        work: EmbedWork,
+        dim: usize,
+        vectors: &[Vec<Vec<f32>>],
+    ) -> Result<usize> {
+        if vectors.len() != work.texts().count() {
+            return Err(crate::Error::Invalid(format!(
+                "{} texts to embed but {} results",
+                work.texts().count(),
+                vectors.len()
+            )));
+        }
+        if let Some(v) = vectors.iter().flatten().find(|v| v.len() != dim) {
+            return Err(crate::Error::Invalid(format!(
+                "the model gave a vector of {} values, not {dim}",
+                v.len()
+            )));
+        }
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+            .map_err(|e| classify(db_err(e)))?;
+        let state: Option<(String, i64)> = tx
+            .query_row(
+                "SELECT model, done_through FROM embed_state WHERE id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .db()?;
+        if state != work.state {
+            return Ok(0);
+        }
+        if !matches!(&state, Some((m, _)) if *m == work.model) {
+            tx.execute_batch("DELETE FROM message_vectors; DELETE FROM embed_pending;")
+                .db()?;
+            tx.execute(
+                "INSERT OR REPLACE INTO embed_state (id, model, done_through) VALUES (1, ?1, 0)",
+                [&work.model],
+            )
+            .db()?;
         }
         {
+            let mut unpend = tx
+                .prepare_cached("DELETE FROM embed_pending WHERE id = ?1")
+                .db()?;
+            for id in &work.pending {
+                unpend.execute([id]).db()?;
+            }
+            let mut now = tx
+                .prepare_cached(
+                    "SELECT kind, substr(body, 1, ?2), substr(tools, 1, ?3) FROM messages WHERE id = ?1",
+                )
+                .db()?;
             let mut del = tx
                 .prepare_cached("DELETE FROM message_vectors WHERE message_id = ?1")
                 .db()?;
@@ -214,18 +328,29 @@ impl Store {
                     "INSERT INTO message_vectors (message_id, chunk, scale, vec) VALUES (?1, ?2, ?3, ?4)",
                 )
                 .db()?;
-            for (id, kind, body, tools) in &rows {
-                del.execute([id]).db()?;
-                let Some(text) = embed_text(kind, body, tools) else {
-                    continue;
+            let mut repend = tx
+                .prepare_cached("INSERT OR IGNORE INTO embed_pending (id) VALUES (?1)")
+                .db()?;
+            let mut vecs = vectors.iter();
+            for (id, text) in &work.items {
+                let current: Option<Option<String>> = now
+                    .query_row(params![id, EMBED_BODY_CHARS, EMBED_TOOLS_CHARS], |r| {
+                        let (k, b, t): (String, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+                        Ok(embed_text(&k, &b, &t))
+                    })
+                    .optional()
+                    .db()?;
+                let encoded = if text.is_some() { vecs.next() } else { None };
+                let Some(current) = current else {
+                    continue; // deleted meanwhile
                 };
-                for (i, v) in encode(&text).iter().enumerate() {
-                    if v.len() != dim {
-                        return Err(crate::Error::Invalid(format!(
-                            "the model gave a vector of {} values, not {dim}",
-                            v.len()
-                        )));
-                    }
+                del.execute([id]).db()?;
+                if current != *text {
+                    // Rewritten since it was read: embedded again at a later batch.
+                    repend.execute([id]).db()?;
+                    continue;
+                }
+                for (i, v) in encoded.into_iter().flatten().enumerate() {
                     let (scale, q) = quantize(v);
                     let bytes: Vec<u8> = q.iter().map(|&b| b as u8).collect();
                     ins.execute(params![id, i as i64, scale as f64, bytes])
@@ -235,11 +360,11 @@ impl Store {
         }
         tx.execute(
             "UPDATE embed_state SET done_through = ?1 WHERE id = 1",
-            [new_through],
+            [work.new_through],
         )
         .db()?;
         tx.commit().map_err(|e| classify(db_err(e)))?;
-        Ok(rows.len())
+        Ok(work.taken)
     }
 
     /// Every vector of `model` (none when the store's vectors are another model's), for a
@@ -247,6 +372,14 @@ impl Store {
     ///
     /// Errors: store errors.
     pub fn load_vectors(&self, model: &str, dim: usize) -> Result<VectorSet> {
+        self.load_vectors_after(model, dim, 0)
+    }
+
+    /// The vectors of `model` for messages with an id above `after` (a server's index catching
+    /// up with the backlog, see [`Store::embed_progress`]), as [`Store::load_vectors`].
+    ///
+    /// Errors: store errors.
+    pub fn load_vectors_after(&self, model: &str, dim: usize, after: i64) -> Result<VectorSet> {
         let mut set = VectorSet {
             dim,
             ..VectorSet::default()
@@ -256,9 +389,11 @@ impl Store {
         }
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT message_id, scale, vec FROM message_vectors")
+            .prepare_cached(
+                "SELECT message_id, scale, vec FROM message_vectors WHERE message_id > ?1",
+            )
             .db()?;
-        let mut rows = stmt.query([]).db()?;
+        let mut rows = stmt.query([after]).db()?;
         while let Some(r) = rows.next().db()? {
             let blob = r.get_ref(2).db()?.as_blob().unwrap_or(&[]);
             if blob.len() != dim {
@@ -269,6 +404,19 @@ impl Store {
             set.data.extend(blob.iter().map(|&b| b as i8));
         }
         Ok(set)
+    }
+
+    /// The model whose vectors the store holds and the id through which every message was
+    /// taken off the backlog (`embed_state`); `None` before any vector.
+    ///
+    /// Errors: store errors.
+    pub fn embed_progress(&self) -> Result<Option<(String, i64)>> {
+        self.conn
+            .prepare_cached("SELECT model, done_through FROM embed_state WHERE id = 1")
+            .db()?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .db()
     }
 }
 

@@ -115,3 +115,82 @@ fn backlog_rewrite_model_change_and_delete() {
     assert_eq!(store.embed_backlog("other@2/2").unwrap(), 1);
     assert_eq!(embed(&store, "other@2/2"), ["heron"]);
 }
+
+/// The two-phase write (read without a lock, encode, write in a short transaction): a message
+/// rewritten between the read and the write keeps waiting (its stale vector is not written), a
+/// message deleted meanwhile is skipped, and work taken before another process moved the
+/// backlog writes nothing.
+#[test]
+fn a_write_after_a_rewrite_or_a_race_keeps_the_store_right() {
+    let (_d, mut store) = open();
+    let s = session(&mut store, "s1");
+    store
+        .write(|w| {
+            w.apply(
+                s,
+                vec![
+                    text("u1", "the flamingo migration"),
+                    bash("a1", "c1", "cargo build"),
+                ],
+            )
+        })
+        .unwrap();
+    let unit = |t: &str| {
+        let (a, b) = (t.len() as f32, 1.0f32);
+        let n = (a * a + b * b).sqrt();
+        vec![vec![a / n, b / n]]
+    };
+    let work = store.embed_take("m@1/2", 100).unwrap();
+    assert_eq!(
+        work.texts().collect::<Vec<_>>(),
+        ["the flamingo migration", "Bash cargo build"]
+    );
+    // The tool result arrives while the batch is being encoded.
+    store
+        .write(|w| {
+            w.apply(
+                s,
+                vec![Record::ToolResult {
+                    call_id: "c1".into(),
+                    output: "Finished dev profile".into(),
+                    is_error: false,
+                    timestamp: None,
+                    exit_code: None,
+                }],
+            )
+        })
+        .unwrap();
+    let vectors: Vec<_> = work.texts().map(unit).collect();
+    assert_eq!(store.embed_write(work, 2, &vectors).unwrap(), 2);
+    // The prompt's vector is written; the rewritten call waits, with none.
+    let v = store.load_vectors("m@1/2", 2).unwrap();
+    assert_eq!(v.len(), 1);
+    assert_eq!(store.embed_backlog("m@1/2").unwrap(), 1);
+    assert_eq!(
+        embed(&store, "m@1/2"),
+        ["Bash cargo build\nFinished dev profile"]
+    );
+    assert_eq!(store.load_vectors("m@1/2", 2).unwrap().len(), 2);
+
+    // Work taken, then the backlog moved by someone else: nothing is written, 0 is returned.
+    store
+        .write(|w| w.apply(s, vec![text("u2", "second prompt")]))
+        .unwrap();
+    let stale = store.embed_take("m@1/2", 100).unwrap();
+    let other = store.embed_take("m@1/2", 100).unwrap();
+    let vo: Vec<_> = other.texts().map(unit).collect();
+    assert_eq!(store.embed_write(other, 2, &vo).unwrap(), 1);
+    let vs: Vec<_> = stale.texts().map(unit).collect();
+    assert_eq!(store.embed_write(stale, 2, &vs).unwrap(), 0);
+    assert_eq!(store.load_vectors("m@1/2", 2).unwrap().len(), 3);
+    // Fewer results than texts is refused before anything is written.
+    store
+        .write(|w| w.apply(s, vec![text("u3", "third prompt")]))
+        .unwrap();
+    let w = store.embed_take("m@1/2", 100).unwrap();
+    assert!(matches!(
+        store.embed_write(w, 2, &[]),
+        Err(memtrail_runtime::Error::Invalid(m)) if m == "1 texts to embed but 0 results"
+    ));
+    assert_eq!(store.embed_backlog("m@1/2").unwrap(), 1);
+}

@@ -81,6 +81,25 @@ pub fn resolve_python(probe: &str, failure: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
+/// A Python with the `mcp` package (the real MCP client, `tests/e2e/mcp_client.py`), or
+/// `None` when the test is to be skipped (it says why); with `MEMTRAIL_REQUIRE_E2E=1` a missing
+/// one is a failure.
+pub fn mcp_python_or_skip() -> Option<PathBuf> {
+    match resolve_python(
+        "import mcp, sys; print(sys.executable)",
+        "has no `mcp` module (scripts/e2e-deps)",
+    ) {
+        Ok(p) => Some(p),
+        Err(why) if env_flag("MEMTRAIL_REQUIRE_E2E") => {
+            panic!("MEMTRAIL_REQUIRE_E2E=1 but {why}")
+        }
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            None
+        }
+    }
+}
+
 /// The memtrail binary under test: `MEMTRAIL_E2E_MEMTRAIL_BIN`, else this build's.
 pub fn memtrail_bin() -> PathBuf {
     std::env::var_os("MEMTRAIL_E2E_MEMTRAIL_BIN")
