@@ -499,43 +499,7 @@ fn encode(s: &str) -> String {
 /// `postgres://` URL is returned as `****` whole when it contains `@` (it might hold a
 /// password), else unchanged.
 pub fn mask_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return if url.contains('@') {
-            "****".into()
-        } else {
-            url.into()
-        };
-    };
-    let (head, rest) = url.split_at(scheme_end + 3);
-    let (before_query, query) = match rest.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (rest, None),
-    };
-    let authority_end = before_query.find('/').unwrap_or(before_query.len());
-    let (authority, path) = before_query.split_at(authority_end);
-    let authority = match authority.rfind('@') {
-        Some(at) => {
-            let userinfo = &authority[..at];
-            match userinfo.split_once(':') {
-                Some((u, _)) => format!("{u}:****{}", &authority[at..]),
-                None => authority.to_string(),
-            }
-        }
-        None => authority.to_string(),
-    };
-    let mut out = format!("{head}{authority}{path}");
-    if let Some(q) = query {
-        let params: Vec<String> = q
-            .split('&')
-            .map(|p| match p.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=****"),
-                _ => p.to_string(),
-            })
-            .collect();
-        out.push('?');
-        out.push_str(&params.join("&"));
-    }
-    out
+    memtrail_runtime::store::masked_url(url)
 }
 
 #[cfg(test)]

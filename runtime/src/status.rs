@@ -340,7 +340,7 @@ pub struct SyncStatus {
     /// Why the config's `[sync]` table could not be read (then `configured` is `false`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config_error: Option<String>,
-    /// The database URL, password masked (`postgres://me:***@db/memtrail`); `null` when not
+    /// The database URL, password masked (`postgres://me:****@db/memtrail`); `null` when not
     /// configured.
     pub url: Option<String>,
     /// This machine's id (`[sync] machine`, 32 hex digits).
@@ -511,7 +511,7 @@ mod tests {
             .unwrap();
         store.set_sync_state(PGVECTOR_STATE, Some("0.8.6")).unwrap();
         let s = SyncStatus::read(
-            Some("postgres://me:***@db/m".into()),
+            Some("postgres://me:****@db/m".into()),
             Some(m.into()),
             Some("laptop".into()),
             Some(&store),
@@ -520,7 +520,7 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&s).unwrap(),
             serde_json::json!({
-                "configured": true, "url": "postgres://me:***@db/m", "machine": m,
+                "configured": true, "url": "postgres://me:****@db/m", "machine": m,
                 "label": "laptop", "enabled": true,
                 "last_push_at": "1970-01-01T00:00:01.000Z", "last_pull_at": null,
                 "last_sync_at": "1970-01-01T00:00:02.000Z",

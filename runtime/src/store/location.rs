@@ -189,11 +189,14 @@ pub fn is_postgres_url(s: &str) -> bool {
 }
 
 /// A PostgreSQL URL fit to show: the password of its user info (`user:PASSWORD@`) and the
-/// value of a `password=` query parameter replaced by `***`; the rest as given. A URL without
-/// a password is returned unchanged.
+/// value of a `password=` query parameter replaced by `****`; the rest as given. A URL without
+/// a password is returned unchanged; text with an `@` but no `scheme://` (not a URL: it could
+/// be anything) is shown as `****`. The one masking rule of memtrail (the PostgreSQL crate's
+/// `mask_url` is this).
 pub fn masked_url(url: &str) -> String {
     let (scheme, rest) = match url.find("://") {
         Some(i) => url.split_at(i + 3),
+        None if url.contains('@') => return "****".into(),
         None => ("", url),
     };
     // The authority ends at the first `/`, `?` or `#`; the user info at its last `@`.
@@ -203,7 +206,7 @@ pub fn masked_url(url: &str) -> String {
         Some(at) => {
             let (info, host) = auth.split_at(at);
             match info.find(':') {
-                Some(c) => format!("{}:***{host}", &info[..c]),
+                Some(c) => format!("{}:****{host}", &info[..c]),
                 None => auth.to_string(),
             }
         }
@@ -215,7 +218,7 @@ pub fn masked_url(url: &str) -> String {
             let params: Vec<String> = query
                 .split('&')
                 .map(|kv| match kv.split_once('=') {
-                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=****"),
                     _ => kv.to_string(),
                 })
                 .collect();
@@ -260,7 +263,7 @@ mod tests {
             StoreLocation::parse("postgres://me:s3cr%40t@db.example:5433/memtrail?sslmode=require");
         assert_eq!(
             l.to_string(),
-            "postgres://me:***@db.example:5433/memtrail?sslmode=require"
+            "postgres://me:****@db.example:5433/memtrail?sslmode=require"
         );
         assert_eq!(l.sqlite_path(), None);
         assert_eq!(
@@ -275,7 +278,7 @@ mod tests {
         );
         let e = l.require_local("import").unwrap_err().to_string();
         assert!(e.starts_with("import writes the local SQLite store"), "{e}");
-        assert!(e.contains("postgres://me:***@db.example"), "{e}");
+        assert!(e.contains("postgres://me:****@db.example"), "{e}");
         assert!(!e.contains("s3cr"), "{e}");
         assert!(e.contains("`memtrail sync`"), "{e}");
         assert_eq!(
@@ -301,7 +304,7 @@ mod tests {
         assert!(matches!(e, crate::Error::Unsupported(_)));
         assert_eq!(
             e.to_string(),
-            "the store postgres://me:***@h/db is a PostgreSQL database, which only search, sessions list and show, resume, handoff and mcp read; this command uses the local SQLite store: run it without --store (unset MEMTRAIL_STORE) or with --db PATH"
+            "the store postgres://me:****@h/db is a PostgreSQL database, which only search, sessions list and show, resume, handoff and mcp read; this command uses the local SQLite store: run it without --store (unset MEMTRAIL_STORE) or with --db PATH"
         );
     }
 
@@ -309,17 +312,17 @@ mod tests {
     fn masked_url_hides_every_password_and_nothing_else() {
         assert_eq!(masked_url("postgres://h/db"), "postgres://h/db");
         assert_eq!(masked_url("postgres://me@h/db"), "postgres://me@h/db");
-        assert_eq!(masked_url("postgres://me:pw@h"), "postgres://me:***@h");
+        assert_eq!(masked_url("postgres://me:pw@h"), "postgres://me:****@h");
         // An `@` in the password: the user info ends at the last `@` of the authority.
         assert_eq!(
             masked_url("postgres://me:p@w@h/db"),
-            "postgres://me:***@h/db"
+            "postgres://me:****@h/db"
         );
         assert_eq!(
             masked_url("postgresql://h/db?user=me&password=pw&sslmode=verify-full"),
-            "postgresql://h/db?user=me&password=***&sslmode=verify-full"
+            "postgresql://h/db?user=me&password=****&sslmode=verify-full"
         );
-        assert_eq!(masked_url("postgres://me:@h"), "postgres://me:***@h");
+        assert_eq!(masked_url("postgres://me:@h"), "postgres://me:****@h");
     }
 
     #[test]

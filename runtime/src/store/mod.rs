@@ -93,7 +93,7 @@ pub use cursors::{Cursor, CursorMark, CursorStat};
 use files::{create_private_dir, create_private_file, file_id, make_owner_only, resolve_links};
 pub use index_text::{INDEXED_OUTPUT_CAP, cjk_index_text, is_cjk, render_index_text};
 pub(crate) use index_text::{cap, kind_from_str};
-pub use location::{STORE_ENV, StoreLocation};
+pub use location::{STORE_ENV, StoreLocation, masked_url};
 pub use queries::{SEMANTIC_SNIPPET_CHARS, hits_for_messages};
 pub use repair::{REPAIR_STEPS, RepairReport, RepairStep, RepairStepReport, is_corrupt};
 pub use schema::SCHEMA_VERSION;
