@@ -17,7 +17,7 @@
 //! - **A skill** at `<config>/skills/memtrail/SKILL.md` (the generic skill).
 
 use super::paths::Locations;
-use crate::shell::{is_memtrail_program, shell_quote, shell_split, unwrap_command};
+use crate::shell::{is_memtrail_program, shell_quote};
 use crate::spec::*;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -92,15 +92,20 @@ pub fn hook_handler(binary: &Path, timeout_secs: u64) -> Option<Value> {
     }))
 }
 
+/// `handler` with its `bash` command under `command` (the key the shared command-handler
+/// helpers of [`crate::registration`] read), or `None` when it has no `bash` string.
+fn as_command_handler(handler: &Value) -> Option<Value> {
+    let mut h = handler.as_object()?.clone();
+    let cmd = h.remove("bash")?;
+    cmd.is_string().then_some(())?;
+    h.insert("command".into(), cmd);
+    Some(Value::Object(h))
+}
+
 /// The program and arguments of a `type: "command"` entry: its `bash` command split as `sh`
 /// would, a wrapper around memtrail's hook seen through. `None` for any other entry.
 fn program_and_args(handler: &Value) -> Option<(String, Vec<String>)> {
-    let obj = handler.as_object()?;
-    if obj.get("type").and_then(Value::as_str) != Some("command") {
-        return None;
-    }
-    let mut words = unwrap_command(shell_split(obj.get("bash")?.as_str()?)?).into_iter();
-    Some((words.next()?, words.collect()))
+    crate::registration::command_program_and_args(&as_command_handler(handler)?, false)
 }
 
 /// True when `handler` is memtrail's Copilot CLI hook entry (a binary named `memtrail`,
@@ -118,20 +123,15 @@ pub fn hook_handler_program(handler: &Value) -> Option<String> {
 /// `handler` with its `bash` command re-quoted the way [`hook_command`] writes it (a wrapper
 /// removed), so that equivalent spellings compare equal.
 pub fn canonical_hook_handler(handler: &Value) -> Value {
-    let mut h = handler.clone();
-    if let Some(obj) = h.as_object_mut()
-        && let Some(Value::String(cmd)) = obj.get("bash")
-        && let Some(words) = shell_split(cmd).map(unwrap_command)
-        && !words.is_empty()
-    {
-        let c = words
-            .iter()
-            .map(|w| shell_quote(w))
-            .collect::<Vec<_>>()
-            .join(" ");
-        obj.insert("bash".into(), Value::String(c));
+    let Some(Value::Object(mut h)) =
+        as_command_handler(handler).map(|c| crate::registration::canonical_command_handler(&c))
+    else {
+        return handler.clone();
+    };
+    if let Some(cmd) = h.remove("command") {
+        h.insert("bash".into(), cmd);
     }
-    h
+    Value::Object(h)
 }
 
 /// memtrail's MCP server entry: `{"type":"local","command":"<binary>","args":["mcp"],
