@@ -336,6 +336,41 @@ fn transcripts_identity_and_discovery() {
         copilotcli::transcripts_for_event_in(&ev, &state),
         [s1.join("events.jsonl")]
     );
+    // A new session's start also catches up the session written last before it (whose final
+    // answer Copilot wrote after that session's last hooks).
+    let newer = state.join("7d1e0f2a-0000-4000-8000-000000000001");
+    std::fs::create_dir_all(&newer).unwrap();
+    let older = std::fs::File::open(s1.join("events.jsonl")).unwrap();
+    older
+        .set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000))
+        .unwrap();
+    std::fs::write(newer.join("events.jsonl"), "{}\n").unwrap();
+    let start = copilotcli::parse_hook_payload(
+        br#"{"sessionId":"8e2f1a3b-0000-4000-8000-000000000002","timestamp":1,"cwd":"/p","source":"new"}"#,
+        &env,
+    )
+    .unwrap();
+    assert_eq!(
+        copilotcli::transcripts_for_event_in(&start, &state),
+        [newer.join("events.jsonl")]
+    );
+    // Its own transcript first when it has one (a resume); never itself twice.
+    let mut resume = start.clone();
+    resume.session_id = Some(SID.into());
+    assert_eq!(
+        copilotcli::transcripts_for_event_in(&resume, &state),
+        [s1.join("events.jsonl"), newer.join("events.jsonl")]
+    );
+    resume.session_id = Some("7d1e0f2a-0000-4000-8000-000000000001".into());
+    assert_eq!(
+        copilotcli::transcripts_for_event_in(&resume, &state),
+        [newer.join("events.jsonl"), s1.join("events.jsonl")]
+    );
+    // Other events look at their own session only.
+    assert_eq!(
+        copilotcli::transcripts_for_event_in(&ev, &state),
+        [s1.join("events.jsonl")]
+    );
     ev.session_id = Some("../escape".into());
     assert!(copilotcli::transcripts_for_event_in(&ev, &state).is_empty());
     ev.session_id = Some("unknown-session".into());

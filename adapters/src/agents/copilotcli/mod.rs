@@ -509,20 +509,57 @@ pub fn transcripts_for_event(ev: &HookEvent) -> Vec<PathBuf> {
     transcripts_for_event_in(ev, &session_state_dir())
 }
 
-/// The files a hook event should ingest: the payload's `transcriptPath`, else (sessionStart,
-/// sessionEnd and the tool hooks carry none) `<session_state>/<session id>/events.jsonl` when
-/// it is a file. Nothing found gives an empty list.
+/// The files a hook event should ingest:
+///
+/// 1. the payload's `transcriptPath`, else (sessionStart, sessionEnd and the tool hooks carry
+///    none) `<session_state>/<session id>/events.jsonl` when it is a file;
+/// 2. at a `sessionStart`, also the most recently written transcript of **another** session
+///    ([`latest_other`]): Copilot CLI writes a turn's final answer after its `agentStop` and
+///    `sessionEnd` hooks ran, so the last answer of the session before is only on disk now.
+///
+/// Nothing found gives an empty list.
 pub fn transcripts_for_event_in(ev: &HookEvent, session_state: &Path) -> Vec<PathBuf> {
-    if let Some(t) = ev.transcript_path.as_deref().filter(|t| !t.is_empty()) {
-        return vec![PathBuf::from(t)];
+    let current = ev.session_id.as_deref().filter(|s| is_safe_name(s));
+    let mut paths: Vec<PathBuf> = match ev.transcript_path.as_deref().filter(|t| !t.is_empty()) {
+        Some(t) => vec![PathBuf::from(t)],
+        None => current
+            .map(|s| session_state.join(s).join(EVENTS_FILE))
+            .filter(|p| p.is_file())
+            .into_iter()
+            .collect(),
+    };
+    if ev.event == "sessionStart"
+        && let Some(other) = latest_other(session_state, current)
+        && !paths.contains(&other)
+    {
+        paths.push(other);
     }
-    ev.session_id
-        .as_deref()
-        .filter(|s| is_safe_name(s))
-        .map(|s| session_state.join(s).join(EVENTS_FILE))
-        .filter(|p| p.is_file())
-        .into_iter()
-        .collect()
+    paths
+}
+
+/// At most this many session folders are looked at by [`latest_other`] (one `stat` each).
+const LATEST_SCAN_CAP: usize = 4096;
+
+/// The `events.jsonl` under `session_state` written last (modification time), among the first
+/// [`LATEST_SCAN_CAP`] session folders the directory lists, other than `current`'s; `None`
+/// when there is none or the folder cannot be listed.
+pub fn latest_other(session_state: &Path, current: Option<&str>) -> Option<PathBuf> {
+    std::fs::read_dir(session_state)
+        .ok()?
+        .flatten()
+        .take(LATEST_SCAN_CAP)
+        .filter(|e| {
+            let name = e.file_name();
+            name.to_str()
+                .is_some_and(|n| is_safe_name(n) && Some(n) != current)
+        })
+        .filter_map(|e| {
+            let f = e.path().join(EVENTS_FILE);
+            let modified = std::fs::metadata(&f).ok()?.modified().ok()?;
+            Some((modified, f))
+        })
+        .max()
+        .map(|(_, f)| f)
 }
 
 /// The stdout reply to a `sessionStart` hook that adds `context` to the conversation:
