@@ -254,6 +254,22 @@ fn real_copilot_accepts_memtrails_config_and_a_session_is_captured_once() {
         c
     };
 
+    // A session runs under strace when it is installed: it must connect to loopback only.
+    let strace = which("strace");
+    let session = |prompt: &str, trace: &Path| -> Command {
+        match &strace {
+            Some(st) => {
+                let mut c = sandbox_cmd(&env, &proj, st);
+                c.args(["-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o"])
+                    .arg(trace)
+                    .arg(&tools.copilot)
+                    .args(["-p", prompt, "--allow-all-tools"]);
+                c
+            }
+            None => copilot(&["-p", prompt, "--allow-all-tools"]),
+        }
+    };
+
     run_ok(
         memtrail(&["install", "--agent", "copilotcli", "--yes"]),
         "install",
@@ -284,7 +300,7 @@ fn real_copilot_accepts_memtrails_config_and_a_session_is_captured_once() {
 
     // One real session against the stub: a shell call, then the answer.
     let out = run(
-        copilot(&["-p", "please run ls", "--allow-all-tools"]),
+        session("please run ls", &root.join("strace-1.txt")),
         "copilot -p",
     );
     assert!(out.status.success(), "copilot -p failed\n{}", show(&out));
@@ -319,10 +335,10 @@ fn real_copilot_accepts_memtrails_config_and_a_session_is_captured_once() {
         ),
         "sessions show",
     );
-    // Copilot writes the turn's last events (the final answer, `session.shutdown`) only after
-    // its agentStop and sessionEnd hooks ran: the hooks store the prompt and the tool call,
-    // and the answer waits for the next hook (this session's, or the next session's start) or
-    // an import.
+    // Copilot writes `events.jsonl` asynchronously: when its agentStop and sessionEnd hooks
+    // run, the turn's last events (the tool's result, the final answer, `session.shutdown`) are
+    // often not in the file yet. The hooks store the prompt and the call; the rest waits for the
+    // next hook (this session's, or the next session's start) or an import.
     let roles = |shown: &Value| -> Vec<String> {
         shown["messages"]
             .as_array()
@@ -331,16 +347,13 @@ fn real_copilot_accepts_memtrails_config_and_a_session_is_captured_once() {
             .map(|m| m["role"].as_str().unwrap().to_string())
             .collect()
     };
-    // It is a race: usually (not always) the answer is not in the file yet when they run.
+    // It is a race: how much of the turn is there when they run varies.
     let first_roles = roles(&shown);
     assert!(
         first_roles == ["user", "assistant"] || first_roles == ["user", "assistant", "assistant"],
         "{shown}"
     );
-    assert_eq!(
-        shown["messages"][1]["tool_calls"][0]["output"],
-        "hello-from-copilot.txt\n<shellId: 0 completed with exit code 0>"
-    );
+    assert_eq!(shown["messages"][1]["tool_calls"][0]["name"], "bash");
     let transcript = cfg.join("session-state").join(&sid).join("events.jsonl");
     assert!(transcript.is_file());
     let show_session = |sid: &str| {
@@ -355,7 +368,7 @@ fn real_copilot_accepts_memtrails_config_and_a_session_is_captured_once() {
 
     // The next session's sessionStart catches up the answer the first session wrote last.
     let out = run(
-        copilot(&["-p", "hello again", "--allow-all-tools"]),
+        session("hello again", &root.join("strace-2.txt")),
         "copilot -p (2)",
     );
     assert!(
@@ -365,6 +378,10 @@ fn real_copilot_accepts_memtrails_config_and_a_session_is_captured_once() {
     );
     let shown = show_session(&sid);
     assert_eq!(roles(&shown), ["user", "assistant", "assistant"], "{shown}");
+    assert_eq!(
+        shown["messages"][1]["tool_calls"][0]["output"],
+        "hello-from-copilot.txt\n<shellId: 0 completed with exit code 0>"
+    );
     assert_eq!(
         shown["messages"][2]["text"],
         "Listed: hello-from-copilot.txt\n<shellId: 0 completed with exit code 0>"
@@ -412,6 +429,13 @@ fn real_copilot_accepts_memtrails_config_and_a_session_is_captured_once() {
     let imp = import();
     assert_eq!(imp["agents"][0]["messages"], 0, "captured once: {imp}");
     drop(stub);
+    if strace.is_some() {
+        for n in [1, 2] {
+            let log = std::fs::read_to_string(root.join(format!("strace-{n}.txt"))).unwrap();
+            let outside = not_loopback(&log);
+            assert!(outside.is_empty(), "session {n} left loopback: {outside:?}");
+        }
+    }
 
     // Uninstall gives the user's files back byte for byte and removes memtrail's.
     run_ok(
@@ -422,4 +446,31 @@ fn real_copilot_accepts_memtrails_config_and_a_session_is_captured_once() {
     assert_eq!(std::fs::read_to_string(&other_hooks).unwrap(), USER_HOOKS);
     assert!(!cfg.join("hooks/memtrail.json").exists());
     assert!(!cfg.join("skills/memtrail").exists());
+}
+
+/// The addresses outside loopback in an strace log of `connect`/`send*` calls
+/// (`inet_addr("…")`, `inet_pton(AF_INET6, "…")`).
+fn not_loopback(log: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in log.lines() {
+        for key in ["inet_addr(\"", "inet_pton(AF_INET6, \""] {
+            let mut rest = line;
+            while let Some(i) = rest.find(key) {
+                rest = &rest[i + key.len()..];
+                let addr = rest.split('"').next().unwrap_or("");
+                if !(addr.starts_with("127.") || addr == "::1" || addr == "::ffff:127.0.0.1") {
+                    out.push(addr.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn not_loopback_reads_strace_lines() {
+    let log = "12 connect(21, {sa_family=AF_INET, sin_port=htons(38837), sin_addr=inet_addr(\"127.0.0.1\")}, 16) = 0\n\
+               13 connect(22, {sa_family=AF_INET6, sin6_port=htons(443), inet_pton(AF_INET6, \"2606:50c0::1\", &sin6_addr)}, 28) = -1\n\
+               14 sendto(23, \"x\", 1, 0, {sa_family=AF_INET, sin_port=htons(53), sin_addr=inet_addr(\"10.0.0.2\")}, 16) = 1\n";
+    assert_eq!(not_loopback(log), ["2606:50c0::1", "10.0.0.2"]);
 }
