@@ -40,6 +40,7 @@ agents! {
         Cursor,
         Vscode,
         Opencode,
+        Copilotcli,
     }
 }
 

@@ -243,6 +243,7 @@ impl Agent {
             Agent::Cursor => &cursor::adapter::Cursor,
             Agent::Vscode => &vscode::adapter::Vscode,
             Agent::Opencode => &opencode::adapter::Opencode,
+            Agent::Copilotcli => &copilotcli::adapter::Copilotcli,
         }
     }
 }
@@ -265,10 +266,10 @@ mod tests {
     /// `model.rs` declares from the same list as the enum, so `ALL` cannot miss a variant).
     fn every_variant() -> Vec<Agent> {
         use Agent::*;
-        let all = vec![Claude, Codex, Gemini, Cursor, Vscode, Opencode];
+        let all = vec![Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli];
         for a in &all {
             match a {
-                Claude | Codex | Gemini | Cursor | Vscode | Opencode => {}
+                Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli => {}
             }
         }
         all
@@ -287,7 +288,7 @@ mod tests {
         assert_eq!(crate::supported_agents(), &Agent::ALL[..]);
         assert_eq!(
             agent_names(", "),
-            "claude, codex, gemini, cursor, vscode, opencode"
+            "claude, codex, gemini, cursor, vscode, opencode, copilotcli"
         );
         for a in Agent::ALL {
             assert_eq!(
@@ -380,7 +381,7 @@ mod tests {
     /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
     /// identifies in it, and how many transcripts a hook event naming it ingests (Claude Code's
     /// adds its sub-agent's).
-    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 6] = [
+    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 7] = [
         (
             Agent::Claude,
             "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
@@ -410,6 +411,12 @@ mod tests {
             Agent::Opencode,
             "opencode/storage/session/9d8c7b6a5f4e3d2c1b0a99887766554433221100/ses_2f1e0c9a3ffeKq7Lm2Np4Rs6Tu.json",
             "ses_2f1e0c9a3ffeKq7Lm2Np4Rs6Tu",
+            1,
+        ),
+        (
+            Agent::Copilotcli,
+            "copilotcli/session-state/5b0c3e7a-91d4-4f2e-b8a6-2c7d9e1f4a30/events.jsonl",
+            "5b0c3e7a-91d4-4f2e-b8a6-2c7d9e1f4a30",
             1,
         ),
     ];
@@ -562,6 +569,7 @@ mod tests {
                 "search",
                 "mcp_memtrail_search",
                 "memtrail_search",
+                "memtrail-search",
             ]
         );
     }

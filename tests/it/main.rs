@@ -14,6 +14,7 @@ mod crash;
 mod e2e_agent_clis;
 mod e2e_claude;
 mod e2e_codex;
+mod e2e_copilotcli;
 mod embed_cli;
 mod pg_store;
 mod privacy_cli;

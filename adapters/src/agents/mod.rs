@@ -3,6 +3,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod copilotcli;
 pub mod cursor;
 pub mod gemini;
 pub mod opencode;

@@ -6,6 +6,7 @@ mod common;
 
 mod codex;
 mod concurrency;
+mod copilotcli;
 mod cursor;
 mod files;
 mod gemini;
