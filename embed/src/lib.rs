@@ -11,3 +11,4 @@ pub mod tokenizer;
 pub use model::{Encoder, StaticModel, Transformer};
 pub mod search;
 pub mod service;
+pub mod sidefile;

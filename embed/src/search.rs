@@ -2,6 +2,7 @@
 //! vectors ([`VectorIndex`]), and reciprocal rank fusion with the full-text (BM25) ranking.
 
 use crate::model::Encoder;
+use crate::sidefile::Cols;
 use memtrail_runtime::query::{Hit, SearchFilter};
 use memtrail_runtime::read::ReadStore;
 use memtrail_runtime::store::{Store, VectorSet};
@@ -24,8 +25,12 @@ pub const FUSION_CANDIDATES: usize = 100;
 /// [`EXACT_BELOW`] vectors are scanned exactly.
 #[derive(Clone)]
 pub struct VectorIndex {
+    /// The side file's vectors, when it was usable ([`crate::sidefile`]).
+    mapped: Option<std::sync::Arc<crate::sidefile::Mapped>>,
+    /// The vectors in memory: all of them, or those newer than the side file.
     set: VectorSet,
-    /// Bit `j` of vector `i` (word `i * words + j / 64`) is set when component `j` is > 0.
+    /// Bit `j` of vector `i` of `set` (word `i * words + j / 64`) is set when component `j` is
+    /// > 0.
     bits: Vec<u64>,
     words: usize,
 }
@@ -38,17 +43,49 @@ pub const EXACT_BELOW: usize = 32_768;
 pub const PREFILTER_DEPTH: usize = 16_384;
 
 impl VectorIndex {
-    /// Loads the vectors `model` made (empty when the store has another model's or none).
+    /// Loads the vectors `model` made (empty when the store has another model's or none), all
+    /// from SQLite.
     ///
     /// Errors: store errors.
     pub fn load(store: &Store, model: &dyn Encoder) -> memtrail_runtime::Result<VectorIndex> {
         Ok(Self::from_set(store.load_vectors(model.id(), model.dim())?))
     }
 
+    /// The vectors `model` made: the side file mapped when it is usable, and the vectors newer
+    /// than it read from SQLite; else all of them from SQLite. Also returns how many vectors
+    /// are newer than the side file (`None` when it was not usable), for
+    /// [`crate::sidefile::refresh`].
+    ///
+    /// Errors: store errors.
+    pub fn open(
+        store: &Store,
+        model: &dyn Encoder,
+    ) -> memtrail_runtime::Result<(VectorIndex, Option<usize>)> {
+        let done = store
+            .embed_progress()?
+            .filter(|(m, _)| m == model.id())
+            .map(|(_, d)| d);
+        let mapped = match (store.location().sqlite_path(), done) {
+            (Some(db), Some(done)) => {
+                crate::sidefile::Mapped::open(db, model.id(), model.dim(), done)
+            }
+            _ => None,
+        };
+        let Some(mapped) = mapped else {
+            return Ok((Self::load(store, model)?, None));
+        };
+        let tail = store.load_vectors_after(model.id(), model.dim(), mapped.through)?;
+        let newer = tail.len();
+        let mut idx = Self::from_set(tail);
+        idx.mapped = Some(std::sync::Arc::new(mapped));
+        Ok((idx, Some(newer)))
+    }
+
     /// An index over vectors already in memory.
     pub fn from_set(set: VectorSet) -> VectorIndex {
         let words = set.dim.div_ceil(64);
         let mut idx = VectorIndex {
+            mapped: None,
             bits: Vec::new(),
             words,
             set: VectorSet {
@@ -72,12 +109,32 @@ impl VectorIndex {
 
     /// Number of vectors (chunks).
     pub fn len(&self) -> usize {
-        self.set.len()
+        self.mapped.as_ref().map_or(0, |m| m.n) + self.set.len()
     }
 
     /// True when there is no vector.
     pub fn is_empty(&self) -> bool {
-        self.set.is_empty()
+        self.len() == 0
+    }
+
+    /// Whether the side file is in use.
+    pub fn is_mapped(&self) -> bool {
+        self.mapped.is_some()
+    }
+
+    /// The columns: the side file's, then those in memory.
+    fn parts(&self) -> Vec<Cols<'_>> {
+        let mut parts = Vec::with_capacity(2);
+        if let Some(m) = &self.mapped {
+            parts.push(m.cols());
+        }
+        parts.push(Cols {
+            ids: &self.set.ids,
+            scales: &self.set.scales,
+            bits: &self.bits,
+            data: &self.set.data,
+        });
+        parts
     }
 
     /// The `k` messages most similar to the unit vector `q` (cosine; a message's score is its
@@ -87,10 +144,11 @@ impl VectorIndex {
     /// bits first (see the type's doc).
     pub fn nearest(&self, q: &[f32], k: usize) -> Vec<(i64, f64)> {
         let dim = self.set.dim;
-        let n = self.set.len();
+        let n = self.len();
         if dim == 0 || q.len() != dim || k == 0 || n == 0 {
             return Vec::new();
         }
+        let parts = self.parts();
         let (qs, qi) = memtrail_runtime::store::quantize(q);
         // Up to 4 chunks per message: the best 4·k chunks hold the best k messages.
         let m = (k * 4).min(n);
@@ -99,12 +157,33 @@ impl VectorIndex {
         } else {
             let qbits = sign_bits(&qi, self.words);
             let mut ham = vec![0u16; n];
-            hamming(&qbits, &self.bits, &mut ham);
+            let mut at = 0;
+            for p in &parts {
+                hamming(&qbits, p.bits, &mut ham[at..at + p.ids.len()]);
+                at += p.ids.len();
+            }
             closest(&ham, (m * 4).max(PREFILTER_DEPTH).min(n), dim)
         };
-        let (data, scales) = (&self.set.data, &self.set.scales);
+        // Candidates are in index order: each part's are a run, scored with its columns.
         let mut scores = vec![0f32; candidates.len()];
-        score_rows(&qi, qs, &candidates, data, scales, &mut scores);
+        let (mut from, mut base) = (0usize, 0u32);
+        for p in &parts {
+            let end = base + p.ids.len() as u32;
+            let upto = from + candidates[from..].partition_point(|&c| c < end);
+            let local: Vec<u32> = candidates[from..upto].iter().map(|c| c - base).collect();
+            score_rows(&qi, qs, &local, p.data, p.scales, &mut scores[from..upto]);
+            (from, base) = (upto, end);
+        }
+        let id_of = |g: u32| {
+            let mut g = g as usize;
+            for p in &parts {
+                if g < p.ids.len() {
+                    return p.ids[g];
+                }
+                g -= p.ids.len();
+            }
+            unreachable!("a candidate past the vectors")
+        };
         let mut order: Vec<u32> = (0..candidates.len() as u32).collect();
         let by_score = |a: &u32, b: &u32| scores[*b as usize].total_cmp(&scores[*a as usize]);
         if m < order.len() {
@@ -114,7 +193,7 @@ impl VectorIndex {
         order.sort_by(by_score);
         let mut out: Vec<(i64, f64)> = Vec::with_capacity(k);
         for o in order {
-            let id = self.set.ids[candidates[o as usize] as usize];
+            let id = id_of(candidates[o as usize]);
             if out.iter().any(|(x, _)| *x == id) {
                 continue;
             }
@@ -128,7 +207,7 @@ impl VectorIndex {
 }
 
 /// The sign bits of an int8 vector: bit `j` set when `row[j] > 0`, in `words` u64.
-fn sign_bits(row: &[i8], words: usize) -> Vec<u64> {
+pub(crate) fn sign_bits(row: &[i8], words: usize) -> Vec<u64> {
     let mut w = vec![0u64; words];
     for (j, &v) in row.iter().enumerate() {
         if v > 0 {

@@ -110,7 +110,7 @@ impl Meaning {
                 Ok(idx)
             }
             _ => {
-                let idx = Arc::new(VectorIndex::load(store, model)?);
+                let idx = Arc::new(VectorIndex::open(store, model)?.0);
                 st.index = Some((idx.clone(), model.id().to_string(), through));
                 Ok(idx)
             }
@@ -166,6 +166,8 @@ impl memtrail_runtime::mcp::MeaningSearch for Meaning {
             &mut |_| {},
         )
         .unwrap_or(0);
+        // The side file other searches map, when far behind (off the agent's calls).
+        let _ = crate::sidefile::maintain(store, model.id(), model.dim());
         // Keep a loaded index up to date here, off the agent's calls.
         let loaded = self
             .state

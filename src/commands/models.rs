@@ -146,6 +146,7 @@ pub fn embed_if_installed(
         &mut |n| pb.set_position(n as u64),
     )?;
     pb.finish_and_clear();
+    let _ = memtrail_embed::sidefile::maintain(store, model.id(), model.dim());
     Ok(Some(Embedded {
         left: store.embed_backlog(model.id())?,
         model: model.id().to_string(),
@@ -180,6 +181,8 @@ pub fn embed(db: &StoreLocation, max_seconds: Option<f64>, json: bool) -> Result
         &mut |n| pb.set_position(n as u64),
     )?;
     pb.finish_and_clear();
+    // The side file searches map (a cache: failing to write it is not an error).
+    let _ = memtrail_embed::sidefile::maintain(&store, model.id(), model.dim());
     let left = store.embed_backlog(model.id())?;
     let secs = t.elapsed().as_secs_f64();
     if json {

@@ -158,13 +158,19 @@ fn by_meaning(
             model.id()
         );
     }
-    let index = memtrail_embed::search::VectorIndex::load(&store, model.as_ref())?;
+    // The side file mapped (and the vectors newer than it from SQLite), else every vector
+    // from SQLite, once; then the side file written for the next searches.
+    let (index, newer) = memtrail_embed::search::VectorIndex::open(&store, model.as_ref())?;
     let hits = match mode.unwrap_or(SearchMode::Hybrid) {
         SearchMode::Semantic => {
             memtrail_embed::search::semantic(&store, model.as_ref(), &index, q, filter)?
         }
         _ => memtrail_embed::search::hybrid(&store, model.as_ref(), &index, q, filter)?,
     };
+    if newer.is_none_or(|n| n >= memtrail_embed::sidefile::REWRITE_AFTER) {
+        // A cache: a folder that cannot take it only costs the next search the slow load.
+        let _ = memtrail_embed::sidefile::maintain(&store, model.id(), model.dim());
+    }
     let unindexed = memtrail_runtime::read::ReadStore::unindexed(&store);
     Ok(Some((hits, unindexed)))
 }

@@ -500,3 +500,79 @@ fn an_openai_compatible_endpoint_embeds_and_searches() {
         "{err}"
     );
 }
+
+/// The vectors' side file (`<store>-vectors`): written by `import` (and `embed`), owner-only,
+/// mapped by searches; a damaged one is ignored (the search reads SQLite) and written again;
+/// vectors newer than it are read from SQLite; `uninstall --purge`'s file removal takes it.
+#[test]
+fn the_vectors_side_file_is_written_mapped_and_replaced_when_damaged() {
+    let sb = Sandbox::new();
+    install_tiny_model(&sb);
+    write_session(&sb, "s1", &TOPICS);
+    sb.json(&["import", "--json"]);
+    let side = {
+        let mut p = sb.db().into_os_string();
+        p.push("-vectors");
+        std::path::PathBuf::from(p)
+    };
+    let header = |p: &std::path::Path| {
+        let b = std::fs::read(p).unwrap();
+        (
+            b[0..8].to_vec(),
+            u64::from_le_bytes(b[16..24].try_into().unwrap()),
+            b.len(),
+        )
+    };
+    // 4 vectors of 4 dimensions: 256 (header) + 32 (ids) + 16 (scales) + 32 (bits, one u64
+    // each) + 16 (components).
+    assert_eq!(
+        header(&side),
+        (b"MTVECS01".to_vec(), 4, 256 + 32 + 16 + 32 + 16)
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&side).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let find = |q: &str| -> Vec<(String, i64)> {
+        let v = sb.json(&["search", "--mode", "semantic", q, "--limit", "2", "--json"]);
+        v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["session_id"].as_str().unwrap().to_string(),
+                    h["message_index"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(find("directory listing")[0], ("s1".into(), 2));
+    // The search reads the file: swap the components of vectors 0 and 2 in it (offset 336,
+    // 4 bytes each; their scales are equal, 1/127) and "directory listing" finds message 0.
+    let mut bytes = std::fs::read(&side).unwrap();
+    let (v0, v2): (Vec<u8>, Vec<u8>) = (bytes[336..340].to_vec(), bytes[344..348].to_vec());
+    bytes[336..340].copy_from_slice(&v2);
+    bytes[344..348].copy_from_slice(&v0);
+    std::fs::write(&side, &bytes).unwrap();
+    assert_eq!(find("directory listing")[0], ("s1".into(), 0));
+    // Damaged: ignored, the search still right, and the file written again.
+    std::fs::write(&side, b"MTVECS01 but cut short").unwrap();
+    assert_eq!(find("directory listing")[0], ("s1".into(), 2));
+    assert_eq!(header(&side).1, 4);
+    // Two new messages: embedded by import, read from SQLite beside the file (2 < 5,000 newer
+    // vectors: the file is not rewritten).
+    write_session(
+        &sb,
+        "s2",
+        &["The billing amount doubled.", "Switch to the dark colors."],
+    );
+    sb.json(&["import", "--json"]);
+    assert_eq!(header(&side).1, 4);
+    let mut money = find("invoice billing amount");
+    money.sort();
+    assert_eq!(money, [("s1".to_string(), 1), ("s2".to_string(), 0)]);
+    assert_eq!(find("dark theme colors").len(), 2);
+}

@@ -122,8 +122,8 @@ impl StoreLocation {
             .sum()
     }
 
-    /// Delete the store (`memtrail uninstall --purge`): the SQLite file and its `-wal` and
-    /// `-shm` files, those missing skipped; then memtrail's own data folder
+    /// Delete the store (`memtrail uninstall --purge`): the SQLite file, its `-wal` and `-shm`
+    /// files and the vectors' side file `-vectors` (search by meaning), those missing skipped; then memtrail's own data folder
     /// (`$XDG_DATA_HOME/memtrail`) when the file was in it and it is now empty (a folder of the
     /// user's, given with `--db` or `MEMTRAIL_DB`, stays). Nothing else is touched.
     ///
@@ -137,7 +137,7 @@ impl StoreLocation {
                 format!("{self} is a PostgreSQL database: memtrail does not delete it"),
             ));
         };
-        for suffix in ["", "-wal", "-shm"] {
+        for suffix in ["", "-wal", "-shm", "-vectors"] {
             let mut p = db.as_os_str().to_owned();
             p.push(suffix);
             match std::fs::remove_file(&p) {
@@ -350,6 +350,7 @@ mod tests {
             "m.db",
             "m.db-wal",
             "m.db-shm",
+            "m.db-vectors",
             "m.db-journal",
             "m.db.damaged-1",
             "other",

@@ -406,6 +406,17 @@ impl Store {
         Ok(set)
     }
 
+    /// How many vectors of messages with an id above `after` the store holds.
+    ///
+    /// Errors: store errors.
+    pub fn count_vectors_after(&self, after: i64) -> Result<i64> {
+        self.conn
+            .prepare_cached("SELECT count(*) FROM message_vectors WHERE message_id > ?1")
+            .db()?
+            .query_row([after], |r| r.get(0))
+            .db()
+    }
+
     /// The model whose vectors the store holds and the id through which every message was
     /// taken off the backlog (`embed_state`); `None` before any vector.
     ///
