@@ -153,7 +153,7 @@ pub(crate) fn search_results(p: &SearchParams, results: Option<&(Vec<Hit>, i64)>
                 @if hits.is_empty() {
                     p.empty { "No matches for " q { (p.q) } "." }
                 } @else {
-                    p.count { (hits.len()) @if hits.len() == crate::SEARCH_LIMIT { "+" } " hits" }
+                    p.count { (hits.len()) @if hits.len() == crate::SEARCH_LIMIT { "+" } @if hits.len() == 1 { " hit" } @else { " hits" } }
                     ol.hits {
                         @for h in hits {
                             li.hit {
