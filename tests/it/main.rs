@@ -20,3 +20,4 @@ mod privacy_cli;
 mod reliability;
 mod stress;
 mod sync;
+mod web_browser;

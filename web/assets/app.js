@@ -36,6 +36,8 @@
   document.addEventListener("keydown", function (e) {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     if (e.key === "Escape" && typing(document.activeElement)) {
+      // Leave the field as it is (a search box would clear itself, and the results with it).
+      e.preventDefault();
       document.activeElement.blur();
       return;
     }
