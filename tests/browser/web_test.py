@@ -8,7 +8,9 @@ The store holds the Claude fixture session 3f2a9c4e-… with its sub-agent, the 
 N). Prints one line per check and `N passed, 0 failed`; exits 1 at the first failure.
 """
 
+import json
 import os
+import subprocess
 import sys
 import time
 
@@ -175,6 +177,36 @@ def run(d, base):
     pager = wait_for(lambda: d.find_element(By.CSS_SELECTOR, "nav.pager span").text)
     check("paging: Earlier gives messages 101–200", pager == "messages 101–200 of 250", pager)
     check("paging: 100 messages on the page", len(d.find_elements(By.CSS_SELECTOR, "article.msg")) == 100)
+
+    # --- live: the session's last page shows a turn the Stop hook ingests meanwhile
+    d.get(f"{base}/session?id={BIG}&agent=claude&offset=200")
+    check("live: the last page follows the session",
+          d.find_element(By.CSS_SELECTOR, "section.messages").get_attribute("data-live") is not None)
+    big = os.environ["MEMTRAIL_WEB_TEST_BIG"]
+    with open(big, "a") as f:
+        for i, (kind, text) in enumerate([("user", "live question livemarker250"),
+                                          ("assistant", "live answer <script>window.__pwned=10</script> livemarker251")]):
+            n = 250 + i
+            msg = ({"role": "user", "content": text} if kind == "user" else
+                   {"model": "claude-opus-4-6", "id": f"msg_live_{n}", "type": "message", "role": "assistant",
+                    "content": [{"type": "text", "text": text}], "stop_reason": None, "stop_sequence": None,
+                    "usage": {"input_tokens": 3, "output_tokens": 1}})
+            f.write(json.dumps({"parentUuid": f"22222222-0000-4000-8000-{n - 1:012}", "isSidechain": False,
+                                "userType": "external", "cwd": "/home/user/big", "sessionId": BIG,
+                                "version": "2.1.49", "gitBranch": "main", "type": kind, "message": msg,
+                                "uuid": f"22222222-0000-4000-8000-{n:012}",
+                                "timestamp": f"2026-03-04T11:00:0{i}.000Z"}) + "\n")
+    payload = json.dumps({"session_id": BIG, "transcript_path": big, "cwd": "/home/user/big",
+                          "permission_mode": "default", "hook_event_name": "Stop", "stop_hook_active": False})
+    hook = subprocess.run([os.environ["MEMTRAIL_WEB_TEST_BIN"], "--db", os.environ["MEMTRAIL_WEB_TEST_DB"],
+                           "hook", "claude"], input=payload, text=True, capture_output=True, timeout=60)
+    check("live: the hook ran", hook.returncode == 0, hook.stderr)
+    new = wait_for(lambda: d.find_elements(By.ID, "m251"), timeout=15)
+    check("live: the new turn appears without reload", bool(new) and "livemarker251" in new[0].text,
+          [e.text for e in d.find_elements(By.CSS_SELECTOR, "article.msg")][-2:])
+    check("live: each new message once", len(d.find_elements(By.ID, "m250")) == 1
+          and len(d.find_elements(By.CSS_SELECTOR, "article.msg")) == 52)
+    not_pwned(d, "live session")
 
     # --- delete, with its confirmation; Cancel first
     d.get(f"{base}/session?id={HOSTILE}&agent=claude")

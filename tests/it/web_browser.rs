@@ -1,7 +1,8 @@
 //! `memtrail web` in a real browser: Debian's Chromium and chromedriver, driven by Python
 //! selenium (tests/browser/web_test.py), against `memtrail web` serving a store seeded by
 //! `memtrail import` from the fixtures (the Claude demo session and its sub-agent,
-//! fixtures/web/hostile.jsonl, and a generated session of 250 messages).
+//! fixtures/web/hostile.jsonl, and a generated session of 250 messages, to which the test adds
+//! a turn through the Stop hook while the page shows it).
 //!
 //! Skipped (with the reason) when Chromium, chromedriver or selenium is missing; with
 //! `MEMTRAIL_REQUIRE_BROWSER=1` (scripts/test sets it under CI) a missing tool is a failure.
@@ -162,6 +163,13 @@ fn web_pages_in_a_real_browser() {
         .env("MEMTRAIL_CHROMEDRIVER", &tools.chromedriver)
         // selenium never looks for (or downloads) a driver of its own.
         .env("SE_OFFLINE", "true")
+        // The live check appends a turn to the generated session and runs the Stop hook.
+        .env("MEMTRAIL_WEB_TEST_BIN", &bin)
+        .env("MEMTRAIL_WEB_TEST_DB", &db)
+        .env(
+            "MEMTRAIL_WEB_TEST_BIG",
+            home.join(format!(".claude/projects/-home-user-big/{BIG}.jsonl")),
+        )
         .env("SE_AVOID_STATS", "true");
     let out = common::run(py, "selenium web_test.py");
     common::kill_group(&mut server);

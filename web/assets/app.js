@@ -70,6 +70,24 @@
       });
     }
   }
+  // A session's last page follows it: new messages come as server-sent events of their HTML,
+  // which the server rendered and escaped; parsed in a <template> (its scripts never run, and
+  // the Content-Security-Policy allows none).
+  function live() {
+    var section = document.querySelector("section.messages[data-live]");
+    if (!section || !window.EventSource) return;
+    var src = new EventSource(section.getAttribute("data-live"));
+    src.addEventListener("messages", function (e) {
+      var t = document.createElement("template");
+      t.innerHTML = e.data;
+      var empty = section.querySelector("p.empty");
+      if (empty) empty.remove();
+      section.appendChild(t.content);
+    });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", live);
+  else live();
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", ready);
   else ready();
 })();

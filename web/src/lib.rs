@@ -70,12 +70,21 @@ pub const DEFAULT_PORT: u16 = 7373;
 /// (the others wait).
 pub const MAX_READERS: usize = 4;
 
+/// Most live streams (a session page following its session) open at once; one more gets 503.
+pub const MAX_LIVE: usize = 16;
+/// How often a live stream looks for new messages.
+pub const LIVE_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a live stream lasts; the browser reconnects after it (EventSource does).
+pub const LIVE_MAX: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 /// The state every handler shares.
 pub(crate) struct App {
     backend: Backend,
     pub(crate) access: Access,
     readers: Mutex<Vec<Box<dyn ReadStore + Send>>>,
     busy: Semaphore,
+    /// Live streams open at once ([`MAX_LIVE`]).
+    live: Arc<Semaphore>,
 }
 
 impl App {
@@ -165,6 +174,7 @@ pub fn router(backend: Backend, access: Access) -> Router {
         access,
         readers: Mutex::new(Vec::new()),
         busy: Semaphore::new(MAX_READERS),
+        live: Arc::new(Semaphore::new(MAX_LIVE)),
     });
     Router::new()
         .route("/", get(search_page))
@@ -174,6 +184,7 @@ pub fn router(backend: Backend, access: Access) -> Router {
         .route("/session/events", get(events_fragment))
         .route("/session/snapshot", get(snapshot_fragment))
         .route("/session/handoff", get(handoff_page))
+        .route("/session/live", get(live_messages))
         .route("/session/delete", get(delete_confirm).post(delete_session))
         .route("/status", get(status_page))
         .route("/assets/{name}", get(asset))
@@ -433,6 +444,78 @@ async fn session_page(State(app): State<Arc<App>>, Query(p): Query<SessionParams
         .await?
         .ok_or_else(no_store)?;
     Ok(pages::session_page(&app, &view, p.at).into_response())
+}
+
+/// Server-sent events for a session page showing its last messages: every [`LIVE_POLL`], the
+/// messages from `offset` on, if any, as one `messages` event whose data is their HTML (as the
+/// page renders them); then from after them. Ends after [`LIVE_MAX`], on a store error, or
+/// when the page goes away; at most [`MAX_LIVE`] at once (503 beyond).
+async fn live_messages(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Query(p): Query<SessionParams>,
+) -> Page {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let id = need_id(&p)?;
+    let agent = opt(&p.agent);
+    let permit = Arc::clone(&app.live).try_acquire_owned().map_err(|_| {
+        WebError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many pages follow sessions live; reload later",
+        )
+    })?;
+    let started = std::time::Instant::now();
+    // A reconnecting browser says where it was (each event's id is the next message's index).
+    let resumed = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i64>().ok());
+    let from = resumed.or(p.offset).unwrap_or(0).max(0);
+    let state = (app, id, agent, from, permit);
+    let stream =
+        futures_util::stream::unfold(state, move |(app, id, agent, from, permit)| async move {
+            loop {
+                if started.elapsed() > LIVE_MAX {
+                    return None;
+                }
+                tokio::time::sleep(LIVE_POLL).await;
+                let (sid, ag) = (id.clone(), agent.clone());
+                let view = app
+                    .with_store(move |s| {
+                        Ok(s.get_session(
+                            &sid,
+                            ag.as_deref(),
+                            from,
+                            MESSAGES_PER_PAGE,
+                            Some(MAX_OUTPUT),
+                        )?)
+                    })
+                    .await;
+                let v = match view {
+                    Ok(Some(v)) => v,
+                    _ => return None,
+                };
+                let Some(last) = v.messages.last() else {
+                    continue;
+                };
+                let next = last.index + 1;
+                // A CR would end an event line: as a character reference it stays in the text.
+                let html = pages::messages(&v.messages, None)
+                    .into_string()
+                    .replace('\r', "&#13;");
+                let ev = Event::default()
+                    .event("messages")
+                    .id(next.to_string())
+                    .data(html);
+                return Some((
+                    Ok::<_, std::convert::Infallible>(ev),
+                    (app, id, agent, next, permit),
+                ));
+            }
+        });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
 }
 
 async fn events_fragment(State(app): State<Arc<App>>, Query(p): Query<SessionParams>) -> Page {

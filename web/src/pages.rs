@@ -366,6 +366,11 @@ fn tool_summary(c: &ToolCall) -> String {
     }
 }
 
+/// Messages as the session page shows them (`at`: the one to mark).
+pub(crate) fn messages(ms: &[MessageView], at: Option<i64>) -> Markup {
+    html! { @for m in ms { (message(m, at)) } }
+}
+
 fn message(m: &MessageView, at: Option<i64>) -> Markup {
     let target = at == Some(m.index);
     html! {
@@ -445,9 +450,19 @@ pub(crate) fn session_page(app: &App, v: &SessionView, at: Option<i64>) -> Marku
             (lazy("events", "Events timeline", &format!("/session/events?{ids}")))
             (lazy("snapshot", "Snapshot (what memtrail resume gives the agent)", &format!("/session/snapshot?{ids}")))
             (pager(&base, v.offset, last, v.total))
-            section.messages aria-label="messages" {
-                @if v.messages.is_empty() { p.empty { "No messages on this page." } }
-                @for m in &v.messages { (message(m, at)) }
+            @if last >= v.total {
+                // The last page follows the session: new messages arrive over server-sent events.
+                section.messages aria-label="messages"
+                    data-live=(format!("/session/live?{ids}&offset={last}")) {
+                    @if v.messages.is_empty() { p.empty { "No messages on this page." } }
+                    (messages(&v.messages, at))
+                }
+                p.live role="status" { "Following this session: new messages appear here." }
+            } @else {
+                section.messages aria-label="messages" {
+                    @if v.messages.is_empty() { p.empty { "No messages on this page." } }
+                    (messages(&v.messages, at))
+                }
             }
             (pager(&base, v.offset, last, v.total))
         },
@@ -573,6 +588,95 @@ fn json_value(v: &serde_json::Value) -> Markup {
     }
 }
 
+/// A JSON value as short text: a string as it is, `null` as `—`, others as JSON.
+fn short(v: Option<&serde_json::Value>) -> String {
+    match v {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        None | Some(serde_json::Value::Null) => "—".into(),
+        Some(x) => x.to_string(),
+    }
+}
+
+/// The parts of `memtrail status --json` (schema: docs/json.md) people look at: per agent what
+/// is wired and when its hook last ran, the store's figures, the sync state, recent errors.
+fn status_summary(v: &serde_json::Value) -> Markup {
+    let empty = Vec::new();
+    let agents = v["agents"].as_array().unwrap_or(&empty);
+    let states = |a: &serde_json::Value| {
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        for it in a["registration"]["items"].as_array().unwrap_or(&empty) {
+            let st = short(it.get("state"));
+            match counts.iter_mut().find(|c| c.0 == st) {
+                Some(c) => c.1 += 1,
+                None => counts.push((st, 1)),
+            }
+        }
+        counts
+            .iter()
+            .map(|(s, n)| format!("{n} {s}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let store = &v["store"];
+    let sync = &v["sync"];
+    html! {
+        p { "Healthy: " strong { (short(v.get("healthy"))) } }
+        h2 { "Agents" }
+        table.sessions {
+            thead { tr { th { "Agent" } th { "Detected" } th { "Wired (hooks, MCP, skill)" } th.num { "Transcripts" } th { "Last hook run" } } }
+            tbody {
+                @for a in agents {
+                    tr {
+                        td { span.badge.agent { (short(a.get("agent"))) } }
+                        td { (short(a["registration"].get("detected"))) }
+                        td { (states(a)) }
+                        td.num { (short(a["transcripts"].get("found")))
+                            @if a["transcripts"]["unreadable"].as_array().is_some_and(|u| !u.is_empty()) {
+                                " " span.badge.err { (a["transcripts"]["unreadable"].as_array().map_or(0, Vec::len)) " unreadable" }
+                            }
+                        }
+                        td {
+                            @match a["hook_runs"].as_array().and_then(|r| r.first()) {
+                                Some(r) => {
+                                    (short(r.get("event"))) " at " (short_time(r["at"].as_str())) ", "
+                                    (short(r.get("duration_ms"))) " ms"
+                                    @if !r["error"].is_null() { " " span.badge.err { "error" } " " (short(r.get("error"))) }
+                                }
+                                None => { span.empty { "never" } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "Store" }
+        dl.summary {
+            dt { "File" } dd.path { (short(store.get("path"))) }
+            dt { "Size" } dd { (store["size_bytes"].as_f64().map_or("—".into(), |b| format!("{:.1} MB", b / 1e6))) }
+            dt { "Sessions" } dd { (short(store.get("sessions"))) }
+            dt { "Messages" } dd { (short(store.get("messages"))) }
+            dt { "Schema" } dd { (short(store.get("schema_version"))) }
+            dt { "Integrity" } dd { (short(store.get("integrity"))) }
+        }
+        h2 { "Sync" }
+        dl.summary {
+            dt { "Configured" } dd { (short(sync.get("configured"))) }
+            @if !sync["url"].is_null() { dt { "PostgreSQL" } dd { (short(sync.get("url"))) } }
+            dt { "Last sync" } dd { (short(sync.get("last_sync_at"))) }
+            dt { "Waiting" } dd {
+                (short(sync["pending"].get("sessions"))) " sessions, "
+                (short(sync["pending"].get("messages"))) " messages, "
+                (short(sync["pending"].get("deletions"))) " deletions"
+            }
+            @if sync["failing"].as_bool() == Some(true) { dt { "Failing" } dd.error { (short(sync.get("last_error"))) } }
+        }
+        @if let Some(errs) = v["recent_hook_errors"].as_array().filter(|e| !e.is_empty()) {
+            h2 { "Recent hook errors" }
+            ol { @for e in errs { li { code { (short(Some(e))) } } } }
+        }
+    }
+}
+
 /// The status page: the store, and `memtrail status --json` laid out.
 pub(crate) fn status_page(app: &App, status: Option<&serde_json::Value>, unindexed: i64) -> Markup {
     layout(
@@ -586,7 +690,13 @@ pub(crate) fn status_page(app: &App, status: Option<&serde_json::Value>, unindex
                 dt { "Deletes" } dd { @if app.backend.delete.is_some() { "allowed (POST with CSRF token)" } @else { "read-only store" } }
             }
             @match status {
-                Some(v) => { h2 { "memtrail status" } (json_value(v)) }
+                Some(v) => {
+                    (status_summary(v))
+                    details.lazy {
+                        summary { "The whole report (memtrail status --json)" }
+                        (json_value(v))
+                    }
+                }
                 None => { p.note { "No status report for this store (it is this machine's report; run the page on the machine itself)." } }
             }
         },

@@ -497,3 +497,73 @@ async fn sub_agents_are_listed_under_their_parent() {
     assert!(child > parent);
     assert_eq!(list.matches("<tr class=\"child\">").count(), 1);
 }
+
+#[tokio::test]
+async fn the_live_stream_sends_the_new_messages_once() {
+    use futures_util::StreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = app(&seeded(dir.path()), None);
+    let resp = app
+        .clone()
+        .oneshot(
+            Request::get(format!("/session/live?id={DEMO}&agent=claude&offset=1"))
+                .header(header::HOST, HOST)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()[header::CONTENT_TYPE], "text/event-stream");
+    let mut body = resp.into_body().into_data_stream();
+    let first = String::from_utf8(body.next().await.unwrap().unwrap().to_vec()).unwrap();
+    // Messages 1 and 2 of the 3, as one event whose id is the next index.
+    assert!(
+        first.starts_with("event: messages\nid: 3\ndata: <article class=\"msg role-"),
+        "{first}"
+    );
+    assert!(
+        first.contains("id=\"m1\"") && first.contains("id=\"m2\""),
+        "{first}"
+    );
+    assert!(!first.contains("id=\"m0\""), "{first}");
+    // A reconnect with Last-Event-ID 3: nothing new, so no event within two polls.
+    let resumed = app
+        .clone()
+        .oneshot(
+            Request::get(format!("/session/live?id={DEMO}&agent=claude&offset=1"))
+                .header(header::HOST, HOST)
+                .header("last-event-id", "3")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut resumed = resumed.into_body().into_data_stream();
+    let next = tokio::time::timeout(std::time::Duration::from_millis(2500), resumed.next()).await;
+    assert!(next.is_err(), "an event came: {next:?}");
+}
+
+#[tokio::test]
+async fn live_streams_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = app(&seeded(dir.path()), None);
+    let open = || {
+        Request::get(format!("/session/live?id={DEMO}&offset=3"))
+            .header(header::HOST, HOST)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let mut held = Vec::new();
+    for _ in 0..memtrail_web::MAX_LIVE {
+        let r = app.clone().oneshot(open()).await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        held.push(r);
+    }
+    let over = app.clone().oneshot(open()).await.unwrap();
+    assert_eq!(over.status(), StatusCode::SERVICE_UNAVAILABLE);
+    // A stream closed gives its place back.
+    held.pop();
+    let again = app.clone().oneshot(open()).await.unwrap();
+    assert_eq!(again.status(), StatusCode::OK);
+}
