@@ -275,16 +275,21 @@ fn decode(v: &[u8]) -> String {
         .into_owned()
 }
 
+/// The request's query string (after `?`; empty without one).
+fn query_string(req: &Request) -> &str {
+    req.uri()
+        .path_and_query()
+        .and_then(|pq| pq.as_str().split_once('?'))
+        .map_or("", |(_, q)| q)
+}
+
 fn token_in_query(req: &Request) -> Option<String> {
-    form_field(req.uri().query()?.as_bytes(), "token")
+    form_field(query_string(req).as_bytes(), "token").filter(|t| !t.is_empty())
 }
 
 /// The request's path and query without its `token` parameter.
 fn path_without_token(req: &Request) -> String {
-    let rest: Vec<&str> = req
-        .uri()
-        .query()
-        .unwrap_or("")
+    let rest: Vec<&str> = query_string(req)
         .split('&')
         .filter(|p| !p.is_empty() && !p.starts_with("token="))
         .collect();
