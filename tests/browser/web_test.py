@@ -117,6 +117,15 @@ def run(d, base):
     count = wait_for(lambda: d.find_element(By.CSS_SELECTOR, "#results .count").text == "1 hit" and "1 hit")
     check("search: role filter gives 1 hit", count == "1 hit", count)
 
+    # --- back to the search before the filter: the whole page again, with its results
+    d.back()
+    count = wait_for(lambda: d.find_element(By.CSS_SELECTOR, "#results .count").text == "2 hits" and "2 hits")
+    check("back: the earlier search, whole", count == "2 hits" and len(d.find_elements(By.ID, "q")) == 1
+          and len(d.find_elements(By.CSS_SELECTOR, "header.top")) == 1, d.current_url)
+    Select(d.find_element(By.NAME, "role")).select_by_value("assistant")
+    count = wait_for(lambda: d.find_element(By.CSS_SELECTOR, "#results .count").text == "1 hit" and "1 hit")
+    check("search: role filter again", count == "1 hit", count)
+
     # --- keyboard: Escape leaves the box, j goes to the hit, Enter opens it at its message
     d.find_element(By.ID, "q").click()
     press(d, Keys.ESCAPE)

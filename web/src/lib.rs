@@ -289,8 +289,12 @@ fn opt(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 
+/// Whether htmx asks for a part of a page (the search results), not a whole page: its
+/// `HX-Request`, unless it restores a page from history or targets the whole body.
 fn is_htmx(h: &HeaderMap) -> bool {
     h.get("hx-request").is_some_and(|v| v == "true")
+        && h.get("hx-history-restore-request").is_none()
+        && h.get("hx-request-type").is_none_or(|v| v != "full")
 }
 
 async fn search_page(

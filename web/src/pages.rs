@@ -28,8 +28,9 @@ fn layout(title: &str, nav: &str, body: Markup) -> Markup {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                // htmx 4's own indicator style sheet is not needed: style.css has it.
-                meta name="htmx-config" content=r#"{"includeIndicatorCSS":false}"#;
+                // htmx 4's own indicator style sheet is not needed (style.css has it); going back
+                // to an earlier search reloads that page from the server (a whole page).
+                meta name="htmx-config" content=r#"{"includeIndicatorCSS":false,"history":"reload"}"#;
                 title { (title) " · memtrail" }
                 link rel="stylesheet" href="/assets/style.css";
                 script src="/assets/htmx.min.js" defer {}

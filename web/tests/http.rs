@@ -474,6 +474,23 @@ async fn a_hit_links_to_its_message_on_its_page() {
         frag.body
     );
     assert!(!frag.body.contains("<html"));
+    // Back to an earlier search: htmx restores history with a whole page.
+    for (k, v) in [
+        ("hx-history-restore-request", "true"),
+        ("hx-request-type", "full"),
+    ] {
+        let whole = send(
+            &app,
+            Request::get("/search?q=hostilemarker")
+                .header(header::HOST, HOST)
+                .header("hx-request", "true")
+                .header(k, v)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert!(whole.body.starts_with("<!DOCTYPE html>"), "{k}");
+    }
 }
 
 #[tokio::test]
