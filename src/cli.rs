@@ -113,6 +113,12 @@ pub enum Command {
     },
     /// Run the MCP server on stdin/stdout (agents start this; see `install`).
     Mcp,
+    /// Serve a local web page: search, sessions, a session's messages, status (on 127.0.0.1
+    /// by default; Ctrl-C stops it).
+    #[command(
+        after_help = "Examples:\n  memtrail web --open\n  memtrail web --port 8080\n  memtrail web --store postgres://me@db.internal/memtrail\n  MEMTRAIL_WEB_TOKEN=$(openssl rand -hex 16) memtrail web --bind 0.0.0.0 --allow-host box.lan"
+    )]
+    Web(WebArgs),
     /// The local embedding model for semantic and hybrid search.
     #[command(subcommand)]
     Models(ModelsCommand),
@@ -261,6 +267,32 @@ pub enum SearchMode {
     Semantic,
     /// Both, fused by reciprocal rank (k = 60).
     Hybrid,
+}
+
+#[derive(Args)]
+pub struct WebArgs {
+    /// The address to listen on. Anything but a loopback address needs an access token.
+    #[arg(long, default_value = "127.0.0.1", value_name = "IP")]
+    pub bind: std::net::IpAddr,
+    /// The port (0: one the system picks; the URL printed says which).
+    #[arg(long, default_value_t = memtrail_web::DEFAULT_PORT)]
+    pub port: u16,
+    /// The access token (at least 16 characters) every visitor must present: the URL printed
+    /// carries it once, then a cookie does. Required with a non-loopback --bind.
+    #[arg(
+        long,
+        env = "MEMTRAIL_WEB_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub token: Option<String>,
+    /// Another host name this server answers to (the `Host` header is checked against the
+    /// loopback names and the bound address; repeatable), e.g. the machine's name on the LAN.
+    #[arg(long = "allow-host", value_name = "NAME[:PORT]")]
+    pub allow_hosts: Vec<String>,
+    /// Open the page in the default browser.
+    #[arg(long)]
+    pub open: bool,
 }
 
 #[derive(Args)]

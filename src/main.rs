@@ -164,6 +164,7 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
         } => purge::purge_older(&db, &older_than, vacuum, dry_run, yes, force, json),
         Command::Redact { rescan: _, json } => redact::redact_rescan(&db, json),
         Command::Mcp => mcp::mcp(db),
+        Command::Web(a) => web::web(db, a),
         Command::Models(ModelsCommand::Install { from, json }) => models::install(from, json),
         Command::Embed { max_seconds, json } => models::embed(&db, max_seconds, json),
         Command::Sync {

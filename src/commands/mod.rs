@@ -17,3 +17,4 @@ pub mod sessions;
 pub mod status;
 pub mod sync;
 pub mod sync_auto;
+pub mod web;

@@ -223,7 +223,8 @@ mod tests {
                 "installer/tests/it",
                 "pg/tests/it",
                 "runtime/tests/it",
-                "tests/it"
+                "tests/it",
+                "web/tests/it"
             ]
         );
     }

@@ -3468,3 +3468,30 @@ fn json_outputs_match_docs_json_md() {
         }
     }
 }
+
+#[test]
+fn web_refuses_a_public_address_without_a_token() {
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd()
+        .args(["web", "--bind", "0.0.0.0", "--port", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "memtrail: refusing to listen on 0.0.0.0 without an access token: anyone who can reach this machine would read every session. Set one with --token or MEMTRAIL_WEB_TOKEN (at least 16 characters), or keep the default --bind 127.0.0.1\n"
+    );
+    let out = sb
+        .cmd()
+        .args(["web", "--bind", "0.0.0.0", "--port", "0"])
+        .env("MEMTRAIL_WEB_TOKEN", "fifteen-chars!!")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "memtrail: the access token must be at least 16 characters long\n"
+    );
+}

@@ -21,3 +21,4 @@ mod privacy_cli;
 mod reliability;
 mod stress;
 mod sync;
+mod web_browser;

@@ -686,3 +686,94 @@ fn a_postgresql_store_without_memtrail_tables_or_with_a_newer_schema_is_refused(
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&newer), "{err}");
 }
+
+/// A GET (or a POST of `form`) to `memtrail web` on 127.0.0.1:`port` over a plain socket: the
+/// status code and the body.
+fn web_request(port: u16, path: &str, form: Option<&str>) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let req = match form {
+        None => {
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n")
+        }
+        Some(f) => format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{f}",
+            f.len()
+        ),
+    };
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|x| x.1)
+        .unwrap_or("")
+        .to_string();
+    (status, body)
+}
+
+#[test]
+fn the_web_page_reads_a_postgresql_store_and_deletes_nothing_there() {
+    use std::io::BufRead;
+    let Some((sb, url)) = pushed("web_page") else {
+        return;
+    };
+    let list = sb.json(&["--store", &url, "sessions", "list", "--json"]);
+    let sid = list["sessions"][0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut web = sb
+        .cmd()
+        .args(["--store", &url, "web", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(web.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let mut second = String::new();
+    out.read_line(&mut second).unwrap();
+    let port: u16 = first
+        .trim()
+        .strip_prefix("memtrail web: http://127.0.0.1:")
+        .and_then(|r| r.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("{first}"))
+        .parse()
+        .unwrap();
+    let (code, sessions) = web_request(port, "/sessions", None);
+    let (scode, search) = web_request(port, "/search?q=comments", None);
+    let (pcode, page) = web_request(port, &format!("/session?id={sid}"), None);
+    let (dcode, confirm) = web_request(port, &format!("/session/delete?id={sid}"), None);
+    let (xcode, _) = web_request(port, "/session/delete", Some(&format!("id={sid}&csrf=x")));
+    let _ = web.kill();
+    let _ = web.wait();
+    assert_eq!(code, 200);
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 2);
+    assert_eq!(sessions.matches("<tr").count(), 1 + 2, "{sessions}");
+    assert!(sessions.contains(&sid));
+    assert!(sessions.contains("<td>laptop</td>"), "{sessions}");
+    assert_eq!(scode, 200);
+    assert!(search.contains("<mark>comments</mark>"), "{search}");
+    assert_eq!(pcode, 200);
+    assert!(page.contains(&format!("<code>{sid}</code>")), "{page}");
+    // No delete button, and the confirmation says why; a forged POST is refused first.
+    assert!(!page.contains("Delete…"));
+    assert_eq!(dcode, 200);
+    assert!(confirm.contains("This store is read-only here"));
+    assert!(!confirm.contains("name=\"csrf\""));
+    assert_eq!(xcode, 403);
+    // The password of the URL is never printed.
+    if let Some(pw) = url
+        .split_once("://")
+        .and_then(|(_, r)| r.split_once('@'))
+        .and_then(|(u, _)| u.split_once(':'))
+        .map(|(_, p)| p.to_string())
+    {
+        assert!(
+            !second.contains(&pw) && !first.contains(&pw),
+            "{first}{second}"
+        );
+    }
+}

@@ -1,6 +1,6 @@
 //! Enforcement (issue 12): SQL and `rusqlite` appear only in the store's own modules
 //! (`runtime/src/store/`), so that a second backend implements the store's interface and nothing
-//! else. Scanned: every `.rs` file under `runtime/src`, `src`, `installer/src` and
+//! else. Scanned: every `.rs` file under `runtime/src`, `src`, `installer/src`, `web/src` and
 //! `adapters/src`, comment lines left out. One exception: the OpenCode adapter (a file or
 //! folder named `opencode` under `adapters/src`) reads OpenCode's own SQLite database read-only;
 //! that is the agent's transcript format, not memtrail's store.
@@ -261,7 +261,13 @@ fn the_scanner_finds_sql_and_skips_comments() {
 fn no_sql_outside_the_store_modules() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut files = Vec::new();
-    for dir in ["runtime/src", "src", "installer/src", "adapters/src"] {
+    for dir in [
+        "runtime/src",
+        "src",
+        "installer/src",
+        "adapters/src",
+        "web/src",
+    ] {
         rust_files(&root.join(dir), &mut files);
     }
     assert!(

@@ -1,0 +1,246 @@
+"""Browser tests of `memtrail web`: real Chromium (Debian's chromium + chromium-driver), driven
+by selenium, against a server the caller started on a seeded store (tests/it/web_browser.rs).
+
+    python web_test.py URL
+
+The store holds the Claude fixture session 3f2a9c4e-… with its sub-agent, the hostile session
+(fixtures/web/hostile.jsonl) and a generated session of 250 messages (`pagemarkerN` in message
+N). Prints one line per check and `N passed, 0 failed`; exits 1 at the first failure.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.keys import Keys
+
+HOSTILE = "9d0c7e21-hostile-4b6a-9f11-5c3e2d1a0b99"
+DEMO = "3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83"
+BIG = "5e1d2c3b-big0-4a5b-8c7d-0e1f2a3b4c5d"
+PASSED = 0
+
+
+def check(name, cond, detail=""):
+    global PASSED
+    if not cond:
+        print(f"FAIL {name}: {detail}", flush=True)
+        print(f"{PASSED} passed, 1 failed", flush=True)
+        sys.exit(1)
+    PASSED += 1
+    print(f"ok {name}", flush=True)
+
+
+def wait_for(cond, timeout=10.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            v = cond()
+            if v:
+                return v
+        except Exception:  # the page is changing under us: try again
+            pass
+        time.sleep(0.05)
+    return cond()
+
+
+def driver():
+    opts = Options()
+    opts.binary_location = os.environ.get("MEMTRAIL_CHROMIUM", "/usr/bin/chromium")
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1200,900", "--no-first-run", "--disable-extensions"]:
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(executable_path=os.environ.get("MEMTRAIL_CHROMEDRIVER", "/usr/bin/chromedriver"))
+    return webdriver.Chrome(service=service, options=opts)
+
+
+def not_pwned(d, where):
+    """No hostile payload ran: window.__pwned unset, no dialog open, only this server's scripts,
+    no element the hostile text describes."""
+    check(f"{where}: window.__pwned is undefined",
+          d.execute_script("return typeof window.__pwned") == "undefined")
+    try:
+        text = d.switch_to.alert.text
+        check(f"{where}: no dialog", False, f"an alert says {text!r}")
+    except NoAlertPresentException:
+        check(f"{where}: no dialog", True)
+    srcs = d.execute_script("return Array.from(document.scripts).map(s => s.getAttribute('src'))")
+    check(f"{where}: only this server's scripts", srcs == ["/assets/htmx.min.js", "/assets/app.js"], srcs)
+    n = d.execute_script("return document.querySelectorAll('main svg, main img, main iframe, a[href^=\"javascript\"], [onload], [onerror]').length")
+    check(f"{where}: no element from transcript text", n == 0, n)
+
+
+def press(d, key):
+    """A key pressed wherever the focus is (as a person would)."""
+    ActionChains(d).send_keys(key).perform()
+
+
+def csp_violations(d):
+    return [e["message"] for e in d.get_log("browser") if "Content Security Policy" in e["message"]]
+
+
+def main():
+    base = sys.argv[1].rstrip("/")
+    d = driver()
+    try:
+        run(d, base)
+    finally:
+        d.quit()
+    print(f"{PASSED} passed, 0 failed", flush=True)
+
+
+def run(d, base):
+    # --- search as you type: no submit, htmx swaps the results and the address follows
+    d.get(base + "/")
+    q = d.find_element(By.ID, "q")
+    check("search: the query box has the focus", d.switch_to.active_element == q)
+    q.send_keys("hostilemarker")
+    count = wait_for(lambda: d.find_element(By.CSS_SELECTOR, "#results .count").text)
+    check("search as you type: 2 hits", count == "2 hits", count)
+    check("search: the address carries the query",
+          wait_for(lambda: "q=hostilemarker" in d.current_url), d.current_url)
+    marks = [m.text for m in d.find_elements(By.CSS_SELECTOR, "#results mark")]
+    check("search: the matched word highlighted in each snippet", marks == ["hostilemarker", "hostilemarker"], marks)
+    not_pwned(d, "search")
+
+    # --- a filter narrows the hits (htmx on change)
+    from selenium.webdriver.support.ui import Select
+    Select(d.find_element(By.NAME, "role")).select_by_value("assistant")
+    count = wait_for(lambda: d.find_element(By.CSS_SELECTOR, "#results .count").text == "1 hit" and "1 hit")
+    check("search: role filter gives 1 hit", count == "1 hit", count)
+
+    # --- back to the search before the filter: the whole page again, with its results
+    d.back()
+    count = wait_for(lambda: d.find_element(By.CSS_SELECTOR, "#results .count").text == "2 hits" and "2 hits")
+    check("back: the earlier search, whole", count == "2 hits" and len(d.find_elements(By.ID, "q")) == 1
+          and len(d.find_elements(By.CSS_SELECTOR, "header.top")) == 1, d.current_url)
+    Select(d.find_element(By.NAME, "role")).select_by_value("assistant")
+    count = wait_for(lambda: d.find_element(By.CSS_SELECTOR, "#results .count").text == "1 hit" and "1 hit")
+    check("search: role filter again", count == "1 hit", count)
+
+    # --- keyboard: Escape leaves the box, j goes to the hit, Enter opens it at its message
+    d.find_element(By.ID, "q").click()
+    press(d, Keys.ESCAPE)
+    check("keyboard: Escape leaves the query box", d.switch_to.active_element.tag_name == "body")
+    press(d, "/")
+    check("keyboard: / goes back to the query box", d.switch_to.active_element.get_attribute("id") == "q")
+    press(d, Keys.ESCAPE)
+    press(d, "j")
+    active = d.switch_to.active_element
+    check("keyboard: j focuses the first hit", active.get_attribute("class") == "hit-link",
+          active.get_attribute("outerHTML")[:80])
+    press(d, Keys.ENTER)
+    wait_for(lambda: "/session?" in d.current_url)
+    check("hit: opens the session at message 1", "at=1" in d.current_url and d.current_url.endswith("#m1"), d.current_url)
+    at = d.find_element(By.ID, "m1")
+    check("hit: the message is marked and focused",
+          at.get_attribute("data-at") is not None and d.switch_to.active_element == at)
+    not_pwned(d, "hostile session")
+    # Open every tool call and fold: the hostile output is shown as text, still inert.
+    for s in d.find_elements(By.CSS_SELECTOR, "details > summary"):
+        s.click()
+    out = d.find_element(By.CSS_SELECTOR, "pre.output").text
+    check("hostile output shown as text",
+          out.startswith("<script>window.__pwned=8</script></pre></details><iframe"), out[:80])
+    not_pwned(d, "hostile session, opened")
+    press(d, "j")
+    check("keyboard: j on a session moves to the next message",
+          d.switch_to.active_element.get_attribute("id") == "m2", d.switch_to.active_element.get_attribute("id"))
+
+    # --- lazy parts: the events timeline loads when opened (htmx under the CSP)
+    d.get(f"{base}/session?id={DEMO}&agent=claude")
+    d.find_element(By.CSS_SELECTOR, "#events > summary").click()
+    ev = wait_for(lambda: d.find_elements(By.CSS_SELECTOR, "#events-body ol.events li"))
+    check("events timeline loads on open", ev and len(ev) > 0, ev)
+    d.find_element(By.CSS_SELECTOR, "#snapshot > summary").click()
+    snap = wait_for(lambda: d.find_elements(By.CSS_SELECTOR, "#snapshot-body pre.snapshot, #snapshot-body p.empty"))
+    check("snapshot loads on open", bool(snap))
+    check("no CSP violation on our own pages", csp_violations(d) == [], csp_violations(d))
+
+    # --- sessions: the sub-agent under its parent; paging of a 250-message session
+    d.get(base + "/sessions")
+    rows = d.find_elements(By.CSS_SELECTOR, "table.sessions tbody tr")
+    titles = [r.get_attribute("class") for r in rows]
+    check("sessions: 4 rows, one of them a sub-agent", len(rows) == 4 and titles.count("child") == 1, titles)
+    links = [a.get_attribute("href") for a in d.find_elements(By.CSS_SELECTOR, "table.sessions a")]
+    parent = next(i for i, h in enumerate(links) if h.endswith(f"id={DEMO}&agent=claude"))
+    check("sessions: the sub-agent right under its parent", "agent-a7f3c21" in links[parent + 1], links)
+    not_pwned(d, "sessions")
+
+    d.get(base + "/search?q=pagemarker217")
+    d.find_element(By.CSS_SELECTOR, "a.hit-link").click()
+    wait_for(lambda: "at=217" in d.current_url)
+    pager = d.find_element(By.CSS_SELECTOR, "nav.pager span").text
+    check("paging: the hit's page holds messages 201–250", pager == "messages 201–250 of 250", pager)
+    check("paging: message 217 shown",
+          "pagemarker217" in d.find_element(By.ID, "m217").text)
+    d.find_element(By.CSS_SELECTOR, "nav.pager a[rel=prev]").click()
+    pager = wait_for(lambda: d.find_element(By.CSS_SELECTOR, "nav.pager span").text)
+    check("paging: Earlier gives messages 101–200", pager == "messages 101–200 of 250", pager)
+    check("paging: 100 messages on the page", len(d.find_elements(By.CSS_SELECTOR, "article.msg")) == 100)
+
+    # --- live: the session's last page shows a turn the Stop hook ingests meanwhile
+    d.get(f"{base}/session?id={BIG}&agent=claude&offset=200")
+    check("live: the last page follows the session",
+          d.find_element(By.CSS_SELECTOR, "section.messages").get_attribute("data-live") is not None)
+    big = os.environ["MEMTRAIL_WEB_TEST_BIG"]
+    with open(big, "a") as f:
+        for i, (kind, text) in enumerate([("user", "live question livemarker250"),
+                                          ("assistant", "live answer <script>window.__pwned=10</script> livemarker251")]):
+            n = 250 + i
+            msg = ({"role": "user", "content": text} if kind == "user" else
+                   {"model": "claude-opus-4-6", "id": f"msg_live_{n}", "type": "message", "role": "assistant",
+                    "content": [{"type": "text", "text": text}], "stop_reason": None, "stop_sequence": None,
+                    "usage": {"input_tokens": 3, "output_tokens": 1}})
+            f.write(json.dumps({"parentUuid": f"22222222-0000-4000-8000-{n - 1:012}", "isSidechain": False,
+                                "userType": "external", "cwd": "/home/user/big", "sessionId": BIG,
+                                "version": "2.1.49", "gitBranch": "main", "type": kind, "message": msg,
+                                "uuid": f"22222222-0000-4000-8000-{n:012}",
+                                "timestamp": f"2026-03-04T11:00:0{i}.000Z"}) + "\n")
+    payload = json.dumps({"session_id": BIG, "transcript_path": big, "cwd": "/home/user/big",
+                          "permission_mode": "default", "hook_event_name": "Stop", "stop_hook_active": False})
+    hook = subprocess.run([os.environ["MEMTRAIL_WEB_TEST_BIN"], "--db", os.environ["MEMTRAIL_WEB_TEST_DB"],
+                           "hook", "claude"], input=payload, text=True, capture_output=True, timeout=60)
+    check("live: the hook ran", hook.returncode == 0, hook.stderr)
+    new = wait_for(lambda: d.find_elements(By.ID, "m251"), timeout=15)
+    check("live: the new turn appears without reload", bool(new) and "livemarker251" in new[0].text,
+          [e.text for e in d.find_elements(By.CSS_SELECTOR, "article.msg")][-2:])
+    check("live: each new message once", len(d.find_elements(By.ID, "m250")) == 1
+          and len(d.find_elements(By.CSS_SELECTOR, "article.msg")) == 52)
+    not_pwned(d, "live session")
+
+    # --- delete, with its confirmation; Cancel first
+    d.get(f"{base}/session?id={HOSTILE}&agent=claude")
+    d.find_element(By.LINK_TEXT, "Delete…").click()
+    check("delete: a confirmation page", d.find_element(By.TAG_NAME, "h1").text == "Delete this session?")
+    d.find_element(By.LINK_TEXT, "Cancel").click()
+    check("delete: Cancel keeps the session", "/session?" in d.current_url and
+          d.find_element(By.TAG_NAME, "h1").text.startswith("Render this:"))
+    d.find_element(By.LINK_TEXT, "Delete…").click()
+    d.find_element(By.CSS_SELECTOR, "form#delete button[type=submit]").click()
+    wait_for(lambda: "/sessions?deleted=" in d.current_url)
+    note = d.find_element(By.CSS_SELECTOR, "p.note").text
+    check("delete: the list says it is gone", note == f"Deleted session {HOSTILE}.", note)
+    rows = [a.get_attribute("href") for a in d.find_elements(By.CSS_SELECTOR, "table.sessions a")]
+    check("delete: not in the list any more", len(rows) == 3 and not any(HOSTILE in h for h in rows), rows)
+    d.get(f"{base}/session?id={HOSTILE}&agent=claude")
+    check("delete: its page is a 404", d.find_element(By.TAG_NAME, "h1").text == "404 Not Found")
+    d.get(base + "/search?q=hostilemarker")
+    check("delete: no hit left", d.find_element(By.CSS_SELECTOR, "#results .empty").text.startswith("No matches"))
+
+    # --- status page
+    d.get(base + "/status")
+    check("status: renders", d.find_element(By.TAG_NAME, "h1").text == "Status")
+    check("no CSP violation at the end", csp_violations(d) == [], csp_violations(d))
+
+
+if __name__ == "__main__":
+    main()

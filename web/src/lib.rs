@@ -1,0 +1,674 @@
+//! `memtrail web`: a local web page over any store (search, sessions, a session's messages,
+//! status), served by axum on loopback.
+//!
+//! The surface sees only the read interface ([`ReadStore`]): the binary decides which backend
+//! stands behind it (the local SQLite store, or PostgreSQL with `--store postgres://…`) and
+//! hands in the few things a read interface does not do ([`Backend`]: delete, status).
+//!
+//! Safe by default (docs/web.md): loopback only unless an access token is set; the `Host`
+//! header checked against the names the server answers to (DNS rebinding); every change a POST
+//! carrying the per-process CSRF token, from the same origin; a Content-Security-Policy that
+//! allows scripts and styles from this server only (no inline script, no eval); every piece of
+//! transcript text escaped (maud escapes by default; transcripts are never rendered as HTML or
+//! Markdown, and no link is ever built from their text).
+
+mod pages;
+mod security;
+
+use axum::Router;
+use axum::extract::{Form, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use memtrail_runtime::maintenance::SessionInfo;
+use memtrail_runtime::read::ReadStore;
+use serde::Deserialize;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Semaphore;
+
+pub use security::{Access, TOKEN_MIN_LEN};
+
+/// Opens a reader on the store: `Ok(None)` when the store does not exist yet (reading never
+/// creates it).
+pub type OpenFn = dyn Fn() -> anyhow::Result<Option<Box<dyn ReadStore + Send>>> + Send + Sync;
+/// Deletes a session (agent id or unique prefix) and its sub-agent sessions; what was deleted.
+pub type DeleteFn = dyn Fn(&str) -> anyhow::Result<SessionInfo> + Send + Sync;
+/// What `memtrail status --json` prints, as a JSON value.
+pub type StatusFn = dyn Fn() -> anyhow::Result<serde_json::Value> + Send + Sync;
+
+/// What the page serves: the store behind it and what it may do besides reading.
+#[derive(Clone)]
+pub struct Backend {
+    /// Opens a reader (called once per concurrent request at most; readers are kept for reuse).
+    pub open: Arc<OpenFn>,
+    /// Session delete; `None` where the store is read-only here (PostgreSQL: deletes go
+    /// through the machine that captured the session and `memtrail sync`).
+    pub delete: Option<Arc<DeleteFn>>,
+    /// The status report; `None` where there is none (the page says so).
+    pub status: Option<Arc<StatusFn>>,
+    /// The store's name as shown on the page (a path, or a URL with its password masked).
+    pub label: String,
+}
+
+/// How the server listens and whom it lets in.
+#[derive(Debug, Clone)]
+pub struct Listen {
+    /// The address to bind (default 127.0.0.1).
+    pub bind: IpAddr,
+    /// The port; 0 for one the system picks.
+    pub port: u16,
+    /// Required on a non-loopback bind: at least [`TOKEN_MIN_LEN`] characters.
+    pub token: Option<String>,
+    /// More host names the `Host` header may carry (a name that resolves to this machine).
+    pub allow_hosts: Vec<String>,
+}
+
+/// Default port of `memtrail web`.
+pub const DEFAULT_PORT: u16 = 7373;
+/// Most store readers kept open for reuse, and most requests that read the store at once
+/// (the others wait).
+pub const MAX_READERS: usize = 4;
+
+/// Most live streams (a session page following its session) open at once; one more gets 503.
+pub const MAX_LIVE: usize = 16;
+/// How often a live stream looks for new messages.
+pub const LIVE_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a live stream lasts; the browser reconnects after it (EventSource does).
+pub const LIVE_MAX: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
+/// The state every handler shares.
+pub(crate) struct App {
+    backend: Backend,
+    pub(crate) access: Access,
+    readers: Mutex<Vec<Box<dyn ReadStore + Send>>>,
+    busy: Semaphore,
+    /// Live streams open at once ([`MAX_LIVE`]).
+    live: Arc<Semaphore>,
+}
+
+impl App {
+    /// Runs `f` on a reader of the store, on a blocking thread, at most [`MAX_READERS`] at a
+    /// time; `Ok(None)` when the store does not exist yet.
+    async fn with_store<T, F>(self: &Arc<Self>, f: F) -> Result<Option<T>, WebError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&dyn ReadStore) -> anyhow::Result<T> + Send + 'static,
+    {
+        let _permit = self
+            .busy
+            .acquire()
+            .await
+            .map_err(|e| WebError::internal(&e))?;
+        let app = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let reader = app.readers.lock().map(|mut r| r.pop()).unwrap_or(None);
+            let reader = match reader {
+                Some(r) => r,
+                None => match (app.backend.open)()? {
+                    Some(r) => r,
+                    None => return Ok(None),
+                },
+            };
+            let out = f(reader.as_ref());
+            if let Ok(mut pool) = app.readers.lock()
+                && pool.len() < MAX_READERS
+            {
+                pool.push(reader);
+            }
+            out.map(Some)
+        })
+        .await
+        .map_err(|e| WebError::internal(&e))?
+        .map_err(WebError::from)
+    }
+}
+
+/// An error page: a status and a message (escaped like everything else).
+#[derive(Debug)]
+pub(crate) struct WebError {
+    status: StatusCode,
+    message: String,
+}
+
+impl WebError {
+    fn internal(e: &dyn std::fmt::Display) -> WebError {
+        WebError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: e.to_string(),
+        }
+    }
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> WebError {
+        WebError {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<anyhow::Error> for WebError {
+    fn from(e: anyhow::Error) -> WebError {
+        let status = match e.downcast_ref::<memtrail_runtime::Error>() {
+            Some(memtrail_runtime::Error::NotFound(_)) => StatusCode::NOT_FOUND,
+            Some(memtrail_runtime::Error::Invalid(_)) => StatusCode::BAD_REQUEST,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        // Redacted: an error may quote a path or a value with a secret in it.
+        let message = memtrail_runtime::redact::redact(&format!("{e:#}")).into_owned();
+        WebError { status, message }
+    }
+}
+
+impl IntoResponse for WebError {
+    fn into_response(self) -> Response {
+        (self.status, pages::error_page(self.status, &self.message)).into_response()
+    }
+}
+
+type Page = Result<Response, WebError>;
+
+/// The router of the page, with its security layers ([`security`]); `access` from [`Access::new`].
+pub fn router(backend: Backend, access: Access) -> Router {
+    let app = Arc::new(App {
+        backend,
+        access,
+        readers: Mutex::new(Vec::new()),
+        busy: Semaphore::new(MAX_READERS),
+        live: Arc::new(Semaphore::new(MAX_LIVE)),
+    });
+    Router::new()
+        .route("/", get(search_page))
+        .route("/search", get(search_page))
+        .route("/sessions", get(sessions_page))
+        .route("/session", get(session_page))
+        .route("/session/events", get(events_fragment))
+        .route("/session/snapshot", get(snapshot_fragment))
+        .route("/session/handoff", get(handoff_page))
+        .route("/session/live", get(live_messages))
+        .route("/session/delete", get(delete_confirm).post(delete_session))
+        .route("/status", get(status_page))
+        .route("/assets/{name}", get(asset))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            security::guard,
+        ))
+        .with_state(app)
+}
+
+/// Binds per `listen` (refusing a non-loopback address without a token), prints nothing,
+/// and returns the listener and the URL to open (with the token, when there is one).
+///
+/// Errors: a non-loopback bind without a token, a token shorter than [`TOKEN_MIN_LEN`], the
+/// address in use.
+pub async fn bind(
+    listen: &Listen,
+    backend: Backend,
+) -> anyhow::Result<(tokio::net::TcpListener, Router, String)> {
+    if let Some(t) = &listen.token
+        && t.chars().count() < TOKEN_MIN_LEN
+    {
+        anyhow::bail!("the access token must be at least {TOKEN_MIN_LEN} characters long");
+    }
+    if !listen.bind.is_loopback() && listen.token.is_none() {
+        anyhow::bail!(
+            "refusing to listen on {} without an access token: anyone who can reach this machine would read every session. Set one with --token or MEMTRAIL_WEB_TOKEN (at least {TOKEN_MIN_LEN} characters), or keep the default --bind 127.0.0.1",
+            listen.bind
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(listen.bind, listen.port))
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}:{}: {e}", listen.bind, listen.port))?;
+    let port = listener.local_addr()?.port();
+    let access = Access::new(listen, port)?;
+    let host = match listen.bind {
+        ip if ip.is_unspecified() || ip.is_loopback() => "127.0.0.1".to_string(),
+        IpAddr::V6(ip) => format!("[{ip}]"),
+        IpAddr::V4(ip) => ip.to_string(),
+    };
+    let url = match &listen.token {
+        Some(t) => format!("http://{host}:{port}/?token={}", security::encode(t)),
+        None => format!("http://{host}:{port}/"),
+    };
+    Ok((listener, router(backend, access), url))
+}
+
+/// Serves until Ctrl-C (or SIGTERM), finishing the requests under way.
+pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> anyhow::Result<()> {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let ctrl_c = tokio::signal::ctrl_c();
+            #[cfg(unix)]
+            {
+                let mut term =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                        .expect("SIGTERM handler");
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = ctrl_c.await;
+            }
+        })
+        .await?;
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------- handlers
+
+/// The search form's fields (every one optional; empty means unset).
+#[derive(Debug, Default, Deserialize, Clone)]
+pub(crate) struct SearchParams {
+    #[serde(default)]
+    pub q: String,
+    #[serde(default)]
+    pub agent: String,
+    #[serde(default)]
+    pub project: String,
+    #[serde(default)]
+    pub machine: String,
+    #[serde(default)]
+    pub role: String,
+    #[serde(default)]
+    pub since: String,
+    #[serde(default)]
+    pub until: String,
+    /// `relevance` (default) or `newest`.
+    #[serde(default)]
+    pub sort: String,
+}
+
+/// Hits per search.
+pub(crate) const SEARCH_LIMIT: usize = 50;
+
+fn opt(s: &str) -> Option<String> {
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// Whether htmx asks for a part of a page (the search results), not a whole page: its
+/// `HX-Request`, unless it restores a page from history or targets the whole body.
+fn is_htmx(h: &HeaderMap) -> bool {
+    h.get("hx-request").is_some_and(|v| v == "true")
+        && h.get("hx-history-restore-request").is_none()
+        && h.get("hx-request-type").is_none_or(|v| v != "full")
+}
+
+async fn search_page(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Query(p): Query<SearchParams>,
+) -> Page {
+    use memtrail_runtime::time::{Bound, parse_date};
+    let fragment = is_htmx(&headers);
+    let results = if p.q.trim().is_empty() {
+        None
+    } else {
+        let date = |s: &str, b| {
+            opt(s)
+                .map(|s| parse_date(&s, b))
+                .transpose()
+                .map_err(|e| WebError::new(StatusCode::BAD_REQUEST, e.to_string()))
+        };
+        let filter = memtrail_runtime::query::SearchFilter {
+            agent: opt(&p.agent),
+            project: opt(&p.project),
+            session: None,
+            since: date(&p.since, Bound::Start)?,
+            until: date(&p.until, Bound::End)?,
+            role: opt(&p.role),
+            machine: opt(&p.machine),
+            limit: SEARCH_LIMIT,
+        };
+        let q = p.q.clone();
+        let found = app
+            .with_store(move |s| {
+                let hits = match s.search(&q, &filter) {
+                    // A query without a searchable word finds nothing; say so, not an error.
+                    Err(memtrail_runtime::Error::Invalid(_)) => Vec::new(),
+                    r => r?,
+                };
+                Ok((hits, s.unindexed()))
+            })
+            .await?;
+        let (mut hits, unindexed) = found.unwrap_or_default();
+        if p.sort == "newest" {
+            hits.sort_by(|a, b| b.timestamp.cmp(&a.timestamp));
+        }
+        Some((hits, unindexed))
+    };
+    let body = if fragment {
+        pages::search_results(&p, results.as_ref())
+    } else {
+        pages::search_page(&app, &p, results.as_ref())
+    };
+    Ok(body.into_response())
+}
+
+/// The sessions list's fields.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct SessionsParams {
+    #[serde(default)]
+    pub agent: String,
+    #[serde(default)]
+    pub project: String,
+    #[serde(default)]
+    pub machine: String,
+    /// 0-based page.
+    #[serde(default)]
+    pub page: usize,
+    /// Set after a delete: the id deleted.
+    #[serde(default)]
+    pub deleted: String,
+}
+
+/// Sessions per page of the list.
+pub(crate) const SESSIONS_PER_PAGE: usize = 50;
+/// The deepest page of the list (the store answers at most 100,000 sessions).
+const MAX_SESSIONS_PAGE: usize = 100_000 / SESSIONS_PER_PAGE - 1;
+
+async fn sessions_page(State(app): State<Arc<App>>, Query(p): Query<SessionsParams>) -> Page {
+    let page = p.page.min(MAX_SESSIONS_PAGE);
+    let filter = memtrail_runtime::query::ListFilter {
+        agent: opt(&p.agent),
+        project: opt(&p.project),
+        machine: opt(&p.machine),
+        // One more than the page holds: whether there is a next page.
+        limit: (page + 1) * SESSIONS_PER_PAGE + 1,
+    };
+    let list = app
+        .with_store(move |s| Ok(s.list_sessions(&filter)?))
+        .await?
+        .unwrap_or_default();
+    let more = list.len() > (page + 1) * SESSIONS_PER_PAGE;
+    let rows: Vec<_> = list
+        .into_iter()
+        .skip(page * SESSIONS_PER_PAGE)
+        .take(SESSIONS_PER_PAGE)
+        .collect();
+    Ok(pages::sessions_page(&app, &p, page, &rows, more).into_response())
+}
+
+/// Which session, and where in it.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct SessionParams {
+    /// The session's id (the agent's own) or a unique prefix.
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub agent: String,
+    /// First message shown (0-based).
+    #[serde(default)]
+    pub offset: Option<i64>,
+    /// A message to show (a search hit): its page, scrolled to it.
+    #[serde(default)]
+    pub at: Option<i64>,
+    /// Handoff: the agent that takes over.
+    #[serde(default)]
+    pub to: String,
+}
+
+/// Messages per page of a session.
+pub(crate) const MESSAGES_PER_PAGE: i64 = 100;
+/// Tool outputs longer than this (bytes) are cut by the store, with a note.
+pub(crate) const MAX_OUTPUT: usize = 64 * 1024;
+
+fn need_id(p: &SessionParams) -> Result<String, WebError> {
+    opt(&p.id).ok_or_else(|| WebError::new(StatusCode::BAD_REQUEST, "which session? (id=…)"))
+}
+
+fn no_store() -> WebError {
+    WebError::new(
+        StatusCode::NOT_FOUND,
+        "the store does not exist yet: run `memtrail import`",
+    )
+}
+
+async fn session_page(State(app): State<Arc<App>>, Query(p): Query<SessionParams>) -> Page {
+    let id = need_id(&p)?;
+    let offset = match (p.at, p.offset) {
+        (Some(at), _) => at.max(0) / MESSAGES_PER_PAGE * MESSAGES_PER_PAGE,
+        (None, Some(o)) => o.max(0),
+        (None, None) => 0,
+    };
+    let agent = opt(&p.agent);
+    let view = app
+        .with_store(move |s| {
+            Ok(s.get_session(
+                &id,
+                agent.as_deref(),
+                offset,
+                MESSAGES_PER_PAGE,
+                Some(MAX_OUTPUT),
+            )?)
+        })
+        .await?
+        .ok_or_else(no_store)?;
+    Ok(pages::session_page(&app, &view, p.at).into_response())
+}
+
+/// Server-sent events for a session page showing its last messages: every [`LIVE_POLL`], the
+/// messages from `offset` on, if any, as one `messages` event whose data is their HTML (as the
+/// page renders them); then from after them. Ends after [`LIVE_MAX`], on a store error, or
+/// when the page goes away; at most [`MAX_LIVE`] at once (503 beyond).
+async fn live_messages(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Query(p): Query<SessionParams>,
+) -> Page {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let id = need_id(&p)?;
+    let agent = opt(&p.agent);
+    let permit = Arc::clone(&app.live).try_acquire_owned().map_err(|_| {
+        WebError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many pages follow sessions live; reload later",
+        )
+    })?;
+    let started = std::time::Instant::now();
+    // A reconnecting browser says where it was (each event's id is the next message's index).
+    let resumed = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i64>().ok());
+    let from = resumed.or(p.offset).unwrap_or(0).max(0);
+    let state = (app, id, agent, from, permit);
+    let stream =
+        futures_util::stream::unfold(state, move |(app, id, agent, from, permit)| async move {
+            loop {
+                if started.elapsed() > LIVE_MAX {
+                    return None;
+                }
+                tokio::time::sleep(LIVE_POLL).await;
+                let (sid, ag) = (id.clone(), agent.clone());
+                let view = app
+                    .with_store(move |s| {
+                        Ok(s.get_session(
+                            &sid,
+                            ag.as_deref(),
+                            from,
+                            MESSAGES_PER_PAGE,
+                            Some(MAX_OUTPUT),
+                        )?)
+                    })
+                    .await;
+                let v = match view {
+                    Ok(Some(v)) => v,
+                    _ => return None,
+                };
+                let Some(last) = v.messages.last() else {
+                    continue;
+                };
+                let next = last.index + 1;
+                // A CR would end an event line: as a character reference it stays in the text.
+                let html = pages::messages(&v.messages, None)
+                    .into_string()
+                    .replace('\r', "&#13;");
+                let ev = Event::default()
+                    .event("messages")
+                    .id(next.to_string())
+                    .data(html);
+                return Some((
+                    Ok::<_, std::convert::Infallible>(ev),
+                    (app, id, agent, next, permit),
+                ));
+            }
+        });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+async fn events_fragment(State(app): State<Arc<App>>, Query(p): Query<SessionParams>) -> Page {
+    let id = need_id(&p)?;
+    let t = app
+        .with_store(move |s| {
+            Ok(memtrail_runtime::resume::timeline(
+                s,
+                &id,
+                &[],
+                0,
+                pages::MAX_EVENTS,
+            )?)
+        })
+        .await?
+        .ok_or_else(no_store)?;
+    Ok(pages::events(&t).into_response())
+}
+
+/// Bytes of a snapshot shown on the page.
+const SNAPSHOT_BUDGET: usize = 16 * 1024;
+
+async fn snapshot_fragment(State(app): State<Arc<App>>, Query(p): Query<SessionParams>) -> Page {
+    let id = need_id(&p)?;
+    let agent = opt(&p.agent);
+    let snap = app
+        .with_store(move |s| {
+            let row = s.resolve_session(&id, agent.as_deref())?;
+            Ok(memtrail_runtime::resume::build_snapshot(
+                s,
+                row,
+                SNAPSHOT_BUDGET,
+            )?)
+        })
+        .await?
+        .ok_or_else(no_store)?;
+    Ok(pages::snapshot(&snap).into_response())
+}
+
+async fn handoff_page(State(app): State<Arc<App>>, Query(p): Query<SessionParams>) -> Page {
+    let id = need_id(&p)?;
+    let agent = opt(&p.agent);
+    let to: memtrail_adapters::Agent = opt(&p.to)
+        .unwrap_or_else(|| "claude".into())
+        .parse()
+        .map_err(|e: String| WebError::new(StatusCode::BAD_REQUEST, e))?;
+    let (summary, text) = app
+        .with_store(move |s| {
+            let row = s.resolve_session(&id, agent.as_deref())?;
+            Ok((
+                s.session_summary(row)?,
+                memtrail_runtime::resume::handoff(s, row, to)?,
+            ))
+        })
+        .await?
+        .ok_or_else(no_store)?;
+    Ok(pages::handoff_page(&app, &summary, to, &text).into_response())
+}
+
+async fn delete_confirm(State(app): State<Arc<App>>, Query(p): Query<SessionParams>) -> Page {
+    let id = need_id(&p)?;
+    let agent = opt(&p.agent);
+    let summary = app
+        .with_store(move |s| {
+            let row = s.resolve_session(&id, agent.as_deref())?;
+            Ok(s.session_summary(row)?)
+        })
+        .await?
+        .ok_or_else(no_store)?;
+    Ok(pages::delete_page(&app, &summary, app.backend.delete.is_some()).into_response())
+}
+
+/// The delete form: the session and the CSRF token (checked by [`security::guard`]).
+#[derive(Debug, Deserialize)]
+pub(crate) struct DeleteForm {
+    id: String,
+}
+
+async fn delete_session(State(app): State<Arc<App>>, Form(f): Form<DeleteForm>) -> Page {
+    let Some(delete) = app.backend.delete.clone() else {
+        return Err(WebError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "this store is read-only here: delete a session on the machine that captured it (`memtrail sessions delete`); `memtrail sync` carries the deletion",
+        ));
+    };
+    let id = f.id.clone();
+    let _permit = app
+        .busy
+        .acquire()
+        .await
+        .map_err(|e| WebError::internal(&e))?;
+    let info = tokio::task::spawn_blocking(move || delete(&id))
+        .await
+        .map_err(|e| WebError::internal(&e))??;
+    // Readers kept open hold no stale state (SQLite reads the committed file each time).
+    Ok(Redirect::to(&format!(
+        "/sessions?deleted={}",
+        security::encode(&info.session_id)
+    ))
+    .into_response())
+}
+
+async fn status_page(State(app): State<Arc<App>>) -> Page {
+    let status = match app.backend.status.clone() {
+        Some(f) => Some(
+            tokio::task::spawn_blocking(move || f())
+                .await
+                .map_err(|e| WebError::internal(&e))??,
+        ),
+        None => None,
+    };
+    let unindexed = app.with_store(|s| Ok(s.unindexed())).await?.unwrap_or(0);
+    Ok(pages::status_page(&app, status.as_ref(), unindexed).into_response())
+}
+
+/// The embedded assets: vendored htmx (4.0.1, from npm `htmx.org`, BSD-2-Clause: assets/htmx.LICENSE),
+/// the page's own script and style sheet.
+async fn asset(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
+    let (body, mime): (&'static str, &str) = match name.as_str() {
+        "htmx.min.js" => (
+            include_str!("../assets/htmx.min.js"),
+            "text/javascript; charset=utf-8",
+        ),
+        "app.js" => (
+            include_str!("../assets/app.js"),
+            "text/javascript; charset=utf-8",
+        ),
+        "style.css" => (
+            include_str!("../assets/style.css"),
+            "text/css; charset=utf-8",
+        ),
+        _ => return not_found().await.into_response(),
+    };
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_str(mime).expect("mime"),
+            ),
+            (
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("public, max-age=3600"),
+            ),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn not_found() -> WebError {
+    WebError::new(StatusCode::NOT_FOUND, "no such page")
+}

@@ -1,0 +1,3 @@
+//! memtrail-web's integration tests (one test binary per crate; one module per area).
+
+mod http;
