@@ -1,0 +1,285 @@
+//! The query thread: every store read of `memtrail browse` runs here, so that the UI thread
+//! draws and reads keys without waiting on a query. Requests carry a generation; when several
+//! wait, only the newest request of each kind runs (a keystroke supersedes the query of the
+//! keystroke before it), and the UI drops an answer whose generation is no longer current.
+
+use crate::common::{open_reader, open_store_read};
+use memtrail_adapters::Agent;
+use memtrail_runtime::StoreLocation;
+use memtrail_runtime::query::{Hit, ListFilter, SearchFilter, SessionSummary, SessionView};
+use memtrail_runtime::read::ReadStore;
+use std::sync::mpsc::{Receiver, Sender};
+
+/// Sessions per page of the results pane.
+pub const PAGE: usize = 100;
+/// Most search hits shown for one query.
+pub const HITS: usize = 200;
+/// Messages per page of the detail pane.
+pub const MESSAGES_PAGE: i64 = 100;
+/// Bytes of a tool's output kept per call in the detail pane (the pager shows more).
+pub const DETAIL_OUTPUT: usize = 4_000;
+/// Bytes of a tool's output kept per call when a session is opened in the pager.
+pub const PAGER_OUTPUT: usize = 64 * 1024;
+
+/// The filters of the results pane, as the store reads them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Query {
+    /// The search text; empty lists sessions instead.
+    pub text: String,
+    pub agent: Option<String>,
+    pub project: Option<String>,
+    pub machine: Option<String>,
+    /// Sessions (or messages) at or after this time, ms since the Unix epoch.
+    pub since: Option<i64>,
+}
+
+/// A text a key asks for, shown in the pager.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TextKind {
+    /// The whole session as Markdown (`sessions show`).
+    Markdown,
+    /// Its resume snapshot (`memtrail resume`).
+    Snapshot,
+    /// A handoff document for another agent (`memtrail handoff --to`).
+    Handoff(Agent),
+}
+
+/// What the UI asks the worker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    /// Sessions (empty text) from `offset`, or the search hits of the text.
+    Results {
+        generation: u64,
+        query: Query,
+        offset: usize,
+    },
+    /// Messages of session `id` of `agent` from index `offset`.
+    Session {
+        generation: u64,
+        id: String,
+        agent: String,
+        offset: i64,
+    },
+    /// A text about session `id` of `agent`, for the pager.
+    Text {
+        id: String,
+        agent: String,
+        kind: TextKind,
+    },
+    /// What deleting session `id` would delete (for the confirmation).
+    DeleteInfo { id: String },
+    /// Delete session `id` (and its sub-agent sessions) from the local store.
+    Delete { id: String },
+}
+
+/// The worker's answers; errors as text, already shown to the user as they are.
+#[derive(Debug)]
+pub enum Response {
+    Sessions {
+        generation: u64,
+        offset: usize,
+        sessions: Result<Vec<SessionSummary>, String>,
+    },
+    Hits {
+        generation: u64,
+        hits: Result<Vec<Hit>, String>,
+        unindexed: i64,
+    },
+    Session {
+        generation: u64,
+        offset: i64,
+        view: Result<SessionView, String>,
+    },
+    Text {
+        title: String,
+        text: Result<String, String>,
+    },
+    DeleteInfo {
+        id: String,
+        info: Result<memtrail_runtime::maintenance::SessionInfo, String>,
+    },
+    Deleted {
+        id: String,
+        result: Result<memtrail_runtime::maintenance::SessionInfo, String>,
+    },
+}
+
+/// Runs requests until the UI hangs up; opens the store itself (a PostgreSQL reader is made
+/// on this thread). `wake` is called after each answer (the UI loop polls the channel).
+pub fn run(db: StoreLocation, requests: Receiver<Request>, answers: Sender<Response>) {
+    let store = match open_reader(&db) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = answers.send(Response::Sessions {
+                generation: 0,
+                offset: 0,
+                sessions: Err(format!("{e:#}")),
+            });
+            None
+        }
+    };
+    while let Ok(first) = requests.recv() {
+        // Only the newest request of each kind; texts, deletions and their confirmations all.
+        let mut results = None;
+        let mut session = None;
+        let mut others = Vec::new();
+        for r in std::iter::once(first).chain(requests.try_iter()) {
+            match r {
+                Request::Results { .. } => results = Some(r),
+                Request::Session { .. } => session = Some(r),
+                r => others.push(r),
+            }
+        }
+        for r in others.into_iter().chain(results).chain(session) {
+            let answer = answer(&db, store.as_deref(), r);
+            if answers.send(answer).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// The answer to one request.
+fn answer(db: &StoreLocation, store: Option<&dyn ReadStore>, r: Request) -> Response {
+    let err = |e: memtrail_runtime::Error| e.to_string();
+    match r {
+        Request::Results {
+            generation,
+            query,
+            offset,
+        } => {
+            if query.text.trim().is_empty() {
+                let sessions = match store {
+                    Some(s) => s
+                        .list_sessions(&ListFilter {
+                            agent: query.agent,
+                            project: query.project,
+                            machine: query.machine,
+                            since: query.since,
+                            until: None,
+                            offset,
+                            limit: PAGE,
+                        })
+                        .map_err(err),
+                    None => Ok(Vec::new()),
+                };
+                Response::Sessions {
+                    generation,
+                    offset,
+                    sessions,
+                }
+            } else {
+                let (hits, unindexed) = match store {
+                    Some(s) => (
+                        s.search(
+                            &query.text,
+                            &SearchFilter {
+                                agent: query.agent,
+                                project: query.project,
+                                machine: query.machine,
+                                since: query.since,
+                                limit: HITS,
+                                ..Default::default()
+                            },
+                        )
+                        .map_err(err),
+                        s.unindexed(),
+                    ),
+                    None => (Ok(Vec::new()), 0),
+                };
+                Response::Hits {
+                    generation,
+                    hits,
+                    unindexed,
+                }
+            }
+        }
+        Request::Session {
+            generation,
+            id,
+            agent,
+            offset,
+        } => Response::Session {
+            generation,
+            offset,
+            view: match store {
+                Some(s) => s
+                    .get_session(
+                        &id,
+                        Some(&agent),
+                        offset,
+                        MESSAGES_PAGE,
+                        Some(DETAIL_OUTPUT),
+                    )
+                    .map_err(err),
+                None => Err("the store is empty".into()),
+            },
+        },
+        Request::Text { id, agent, kind } => {
+            let title = match &kind {
+                TextKind::Markdown => format!("session {id}"),
+                TextKind::Snapshot => format!("resume snapshot of {id}"),
+                TextKind::Handoff(to) => format!("handoff of {id} to {}", to.as_str()),
+            };
+            let text = match store {
+                Some(s) => text(s, &id, &agent, &kind).map_err(err),
+                None => Err("the store is empty".into()),
+            };
+            Response::Text { title, text }
+        }
+        Request::DeleteInfo { id } => Response::DeleteInfo {
+            info: local(db)
+                .and_then(|s| memtrail_runtime::maintenance::session_info(&s, &id).map_err(err)),
+            id,
+        },
+        Request::Delete { id } => Response::Deleted {
+            result: local(db).and_then(|mut s| {
+                memtrail_runtime::maintenance::delete_session(&mut s, &id).map_err(err)
+            }),
+            id,
+        },
+    }
+}
+
+/// The local store, for a deletion (the same path as `memtrail sessions delete`).
+fn local(db: &StoreLocation) -> Result<memtrail_runtime::Store, String> {
+    db.require_local("deleting a session")
+        .map_err(|e| e.to_string())?;
+    match open_store_read(db) {
+        Ok(Some(s)) => Ok(s),
+        Ok(None) => Err("the store is empty".into()),
+        Err(e) => Err(format!("{e:#}")),
+    }
+}
+
+/// The text of `kind` for session `id` of `agent`.
+fn text(
+    s: &dyn ReadStore,
+    id: &str,
+    agent: &str,
+    kind: &TextKind,
+) -> memtrail_runtime::Result<String> {
+    let rowid = s.resolve_session(id, Some(agent))?;
+    Ok(match kind {
+        TextKind::Markdown => memtrail_runtime::query::session_markdown(&s.get_session(
+            id,
+            Some(agent),
+            0,
+            i64::MAX,
+            Some(PAGER_OUTPUT),
+        )?),
+        TextKind::Snapshot => {
+            let snap = memtrail_runtime::resume::build_snapshot(
+                s,
+                rowid,
+                memtrail_runtime::snapshot::DEFAULT_BUDGET,
+            )?;
+            if snap.text.trim().is_empty() {
+                format!("Session {id} ({agent}) has no events to build a snapshot from.\n")
+            } else {
+                snap.text
+            }
+        }
+        TextKind::Handoff(to) => memtrail_runtime::resume::handoff(s, rowid, *to)?,
+    })
+}
