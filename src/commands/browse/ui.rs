@@ -259,20 +259,16 @@ fn draw_results(f: &mut Frame, app: &App, st: &Styles, area: Rect) {
         .iter()
         .map(|r| match r {
             Row::Session(s) => ListItem::new(vec![
-                Line::from(vec![
-                    Span::styled(
+                Line::raw(clean_line(s.title.as_deref().unwrap_or("(untitled)"))),
+                Line::styled(
+                    format!(
+                        "  {} {} {} msgs  {}",
                         s.updated_at
                             .as_deref()
                             .map(crate::output::short_time)
                             .unwrap_or("?".into()),
-                        st.dim(),
-                    ),
-                    Span::raw(format!(" {:<7} {:>4} ", clean_line(&s.agent), s.messages)),
-                    Span::raw(clean_line(s.title.as_deref().unwrap_or("(untitled)"))),
-                ]),
-                Line::styled(
-                    format!(
-                        "  {}",
+                        clean_line(&s.agent),
+                        s.messages,
                         clean_line(s.project.as_deref().unwrap_or(&s.session_id))
                     ),
                     st.dim(),
