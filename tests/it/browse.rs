@@ -197,6 +197,40 @@ fn sigterm_ends_browse_with_the_terminal_restored() {
 }
 
 #[test]
+fn a_closed_terminal_ends_browse() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.acmd()
+        .args(["import", "--agent", "claude"])
+        .assert()
+        .success();
+    let tmux = launch(&sb);
+    tmux.wait_for("Sessions (2)");
+    let shell = tmux.run(&["display-message", "-p", "-t", "t", "#{pane_pid}"]);
+    let shell = shell.trim();
+    let pid = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+    let pid = pid.trim().to_string();
+    // The window goes: the browser's terminal hangs up under it.
+    tmux.run(&["kill-server"]);
+    let start = Instant::now();
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Gone, or a zombie waiting for its parent: it ended.
+        if state.is_empty() || state.split_whitespace().nth(2) == Some("Z") {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "memtrail browse ({pid}) still runs after its terminal closed: {state}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
 fn browse_searches_opens_finds_copies_deletes_and_restores_the_terminal() {
     if !have_tmux() {
         return;

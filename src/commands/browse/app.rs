@@ -147,6 +147,8 @@ pub struct App {
     /// Requests for the worker, taken by the loop.
     pub outbox: Vec<Request>,
     pub generation: u64,
+    /// The generation of the results shown (0: none yet).
+    pub shown: u64,
     pub detail_generation: u64,
     /// The time "now" for the date filter (ms since the Unix epoch).
     pub now_ms: i64,
@@ -180,6 +182,7 @@ impl App {
             color,
             outbox: Vec::new(),
             generation: 0,
+            shown: 0,
             detail_generation: 0,
             now_ms,
             detail_height: 20,
@@ -201,6 +204,14 @@ impl App {
         });
     }
 
+    /// Whether an answer is awaited (results, a page of messages, a text, a deletion).
+    pub fn waiting(&self) -> bool {
+        self.loading
+            || self.detail.as_ref().is_some_and(|d| d.loading)
+            || !self.status.is_empty() && self.status.ends_with('…')
+            || matches!(self.modal, Modal::ConfirmDelete { what: None, .. })
+    }
+
     /// The row under the cursor.
     pub fn current(&self) -> Option<&Row> {
         self.rows.get(self.selected)
@@ -219,6 +230,7 @@ impl App {
                 }
                 self.loading = false;
                 self.searching = false;
+                self.shown = generation;
                 match sessions {
                     Ok(list) => {
                         self.results_error = None;
@@ -246,6 +258,7 @@ impl App {
                 }
                 self.loading = false;
                 self.searching = true;
+                self.shown = generation;
                 self.more = false;
                 self.unindexed = unindexed;
                 self.selected = 0;

@@ -10,6 +10,7 @@
 
 pub mod app;
 pub mod sanitize;
+pub mod trace;
 pub mod ui;
 pub mod worker;
 
@@ -48,8 +49,10 @@ Any key closes this.";
 /// The signal that asked to stop (SIGTERM, SIGHUP, SIGINT), 0 while none.
 static SIGNALLED: AtomicI32 = AtomicI32::new(0);
 
-/// How long the loop waits for a key before it looks for answers and signals again.
-const TICK: Duration = Duration::from_millis(15);
+/// How long the loop waits for a key before it looks for answers and signals again, while a
+/// query runs (an answer is drawn at most this late) and while none does.
+const TICK: Duration = Duration::from_millis(2);
+const IDLE_TICK: Duration = Duration::from_millis(50);
 
 /// `memtrail browse`: runs the browser on this terminal until `q`; an error when stdin or
 /// stdout is not a terminal.
@@ -74,8 +77,12 @@ pub fn browse(db: &StoreLocation) -> Result<ExitCode> {
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))
         .context("cannot draw on this terminal")?;
     terminal.clear()?;
-    let code = run(&mut terminal, &mut app, &req_tx, &ans_rx);
+    let mut trace = trace::Trace::from_env();
+    let code = run(&mut terminal, &mut app, &req_tx, &ans_rx, &mut trace);
     drop(req_tx);
+    if let Some(t) = trace {
+        t.write().context("cannot write MEMTRAIL_BROWSE_TRACE")?;
+    }
     code
 }
 
@@ -86,8 +93,10 @@ fn run(
     app: &mut App,
     requests: &mpsc::Sender<worker::Request>,
     answers: &mpsc::Receiver<worker::Response>,
+    trace: &mut Option<trace::Trace>,
 ) -> Result<ExitCode> {
     let mut dirty = true;
+    let mut size = terminal.size()?;
     loop {
         let signal = SIGNALLED.load(Ordering::Relaxed);
         if signal != 0 {
@@ -103,22 +112,43 @@ fn run(
         }
         if dirty {
             let (w, h) = ui::detail_inner(terminal.size()?.into());
+            let started = std::time::Instant::now();
             app.layout(w, h);
             terminal.draw(|f| ui::draw(f, app))?;
+            if let Some(t) = trace.as_mut() {
+                t.frame(started.elapsed(), app.shown);
+            }
             dirty = false;
         }
-        if event::poll(TICK)? {
-            match event::read()? {
-                Event::Key(k) if k.kind != KeyEventKind::Release => {
-                    effects.extend(app.key(k));
-                    dirty = true;
+        // While a query runs, look for its answer often; else wait longer for a key. Our own
+        // wait on stdin, not crossterm's: crossterm's spins when the terminal is gone.
+        let tick = if app.waiting() { TICK } else { IDLE_TICK };
+        match wait_input(tick) {
+            Input::HungUp => return Ok(ExitCode::from(128 + 1)),
+            Input::Ready => {
+                // Every event read (one read may bring several: a paste, fast typing).
+                while event::poll(Duration::ZERO)? {
+                    match event::read()? {
+                        Event::Key(k) if k.kind != KeyEventKind::Release => {
+                            let before = app.generation;
+                            effects.extend(app.key(k));
+                            if let Some(t) = trace.as_mut() {
+                                t.key(before, app.generation);
+                            }
+                            dirty = true;
+                        }
+                        _ => {}
+                    }
                 }
-                Event::Resize(..) => {
-                    terminal.autoresize()?;
-                    dirty = true;
-                }
-                _ => {}
             }
+            Input::None => {}
+        }
+        // A resize (crossterm's SIGWINCH events are not read here): the size, checked.
+        let now = terminal.size()?;
+        if now != size {
+            size = now;
+            terminal.autoresize()?;
+            dirty = true;
         }
         for e in effects {
             match e {
@@ -141,6 +171,42 @@ fn run(
                 }
             }
         }
+    }
+}
+
+/// What [`wait_input`] saw.
+enum Input {
+    Ready,
+    None,
+    /// The terminal is gone (its window closed, the SSH connection dropped).
+    HungUp,
+}
+
+/// Waits at most `timeout` for input on stdin (a signal ends the wait early).
+fn wait_input(timeout: Duration) -> Input {
+    #[cfg(unix)]
+    {
+        let mut fd = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd, its count 1.
+        let n = unsafe { libc::poll(&mut fd, 1, ms) };
+        if n <= 0 {
+            return Input::None;
+        }
+        if fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            return Input::HungUp;
+        }
+        Input::Ready
+    }
+    #[cfg(not(unix))]
+    match event::poll(timeout) {
+        Ok(true) => Input::Ready,
+        Ok(false) => Input::None,
+        Err(_) => Input::HungUp,
     }
 }
 
