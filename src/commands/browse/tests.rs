@@ -169,7 +169,7 @@ fn typing_searches_and_an_older_answer_is_dropped() {
             "└──────────────────────────────────────────────────────────────────────────────┘",
             " a agent: all  p project: all  m machine: all  d date: any time                 ",
             "┌ Hits (1) ────────────────────┐┌ Session ─────────────────────────────────────┐",
-            "│2026-11-28 09:05 claude  #4   ││Enter on a session or a hit opens it here.    │",
+            "│Fix the flaky login test  #4 c││Enter on a session or a hit opens it here.    │",
             "│  the login test fails �      ││                                              │",
             "│                              ││                                              │",
             "│                              ││                                              │",

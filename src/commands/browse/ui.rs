@@ -298,19 +298,19 @@ fn draw_results(f: &mut Frame, app: &App, st: &Styles, area: Rect) {
                 }
                 ListItem::new(vec![
                     Line::from(vec![
+                        Span::raw(clean_line(h.title.as_deref().unwrap_or("(untitled)"))),
                         Span::styled(
-                            h.timestamp
-                                .as_deref()
-                                .map(crate::output::short_time)
-                                .unwrap_or("?".into()),
+                            format!(
+                                "  #{} {} {}",
+                                h.message_index,
+                                clean_line(&h.agent),
+                                h.timestamp
+                                    .as_deref()
+                                    .map(crate::output::short_time)
+                                    .unwrap_or("?".into())
+                            ),
                             st.dim(),
                         ),
-                        Span::raw(format!(
-                            " {:<7} #{:<4} ",
-                            clean_line(&h.agent),
-                            h.message_index
-                        )),
-                        Span::raw(clean_line(h.title.as_deref().unwrap_or("(untitled)"))),
                     ]),
                     Line::from(snippet),
                 ])
