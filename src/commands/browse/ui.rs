@@ -169,7 +169,11 @@ pub fn draw(f: &mut Frame, app: &App) {
     } else {
         app.status.clone()
     };
-    f.render_widget(Paragraph::new(format!(" {status}")), a.status);
+    // Statuses quote session ids and titles: cleaned like all transcript text.
+    f.render_widget(
+        Paragraph::new(format!(" {}", clean_line(&status))),
+        a.status,
+    );
     let keys: &[(&str, &str)] = match (&app.modal, app.focus) {
         (Modal::Find, _) => &[("Enter", "find"), ("Esc", "cancel")],
         (_, Focus::Search) => &[
