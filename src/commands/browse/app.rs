@@ -3,7 +3,7 @@
 //! can be built and drawn in a test.
 
 use super::sanitize::{clean, clean_line};
-use super::worker::{PAGE, Query, Request, Response, TextKind};
+use super::worker::{HITS_PAGE, MOST_HITS, PAGE, Query, Request, Response, TextKind};
 use memtrail_adapters::Agent;
 use memtrail_runtime::query::{HL_END, HL_START, Hit, QueryItem, SessionSummary, SessionView};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -250,6 +250,7 @@ impl App {
             }
             Response::Hits {
                 generation,
+                offset,
                 hits,
                 unindexed,
             } => {
@@ -259,19 +260,23 @@ impl App {
                 self.loading = false;
                 self.searching = true;
                 self.shown = generation;
-                self.more = false;
                 self.unindexed = unindexed;
-                self.selected = 0;
+                if offset == 0 {
+                    self.selected = 0;
+                }
                 match hits {
                     Ok(h) => {
                         self.results_error = None;
+                        self.more = h.len() >= offset + HITS_PAGE && h.len() < MOST_HITS;
                         self.rows = h.into_iter().map(Row::Hit).collect();
                     }
                     Err(e) => {
+                        self.more = false;
                         self.rows.clear();
                         self.results_error = Some(clean_line(&e));
                     }
                 }
+                self.selected = self.selected.min(self.rows.len().saturating_sub(1));
             }
             Response::Session {
                 generation,
@@ -566,11 +571,11 @@ impl App {
         self.more_messages();
     }
 
-    /// Moves the cursor to row `i` (kept in range); near the end of a session list, asks for
-    /// its next page.
+    /// Moves the cursor to row `i` (kept in range); near the end of the rows, asks for the
+    /// next page of sessions or hits.
     fn select(&mut self, i: usize) {
         self.selected = i.min(self.rows.len().saturating_sub(1));
-        if !self.searching && self.more && !self.loading && self.selected + 20 >= self.rows.len() {
+        if self.more && !self.loading && self.selected + 20 >= self.rows.len() {
             self.loading = true;
             self.outbox.push(Request::Results {
                 generation: self.generation,

@@ -3,7 +3,7 @@
 //! Three panes (results, detail, with the search line and the filters above them), drawn by
 //! ratatui on crossterm's alternate screen. The UI thread only draws and reads keys: every
 //! store read runs on the worker thread ([`worker`]), bounded (a page of sessions, at most
-//! [`worker::HITS`] hits, a page of messages) and superseded by the next keystroke's. The
+//! page of [`worker::HITS_PAGE`] hits, a page of messages) and superseded by the next keystroke's. The
 //! terminal is given back as it was on every way out: `q`, Ctrl-C, SIGTERM / SIGHUP / SIGINT,
 //! an error, and a panic (the panic hook restores it before the message is printed). Design
 //! and keys: docs/browse.md.

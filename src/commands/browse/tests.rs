@@ -151,12 +151,14 @@ fn typing_searches_and_an_older_answer_is_dropped() {
     // The answer to "logi" comes after the newer query was sent: dropped.
     app.apply(Response::Hits {
         generation: 5,
+        offset: 0,
         hits: Ok(vec![hit("stale", 9)]),
         unindexed: 0,
     });
     assert!(!app.searching);
     app.apply(Response::Hits {
         generation: 6,
+        offset: 0,
         hits: Ok(vec![hit("the \u{1}login\u{2} test fails \u{1b}[2J", 4)]),
         unindexed: 0,
     });
@@ -519,4 +521,64 @@ fn base64_is_rfc_4648() {
     assert_eq!(super::base64(b"fo"), "Zm8=");
     assert_eq!(super::base64(b"foo"), "Zm9v");
     assert_eq!(super::base64(b"foobar"), "Zm9vYmFy");
+}
+
+#[test]
+fn hits_come_a_page_at_a_time() {
+    let mut app = listed();
+    app.key(key('x'));
+    app.outbox.clear();
+    let hits = |n: usize| {
+        (0..n)
+            .map(|i| Hit {
+                session_id: format!("s{i}"),
+                agent: "claude".into(),
+                machine: "laptop".into(),
+                title: None,
+                project: None,
+                message_id: format!("m{i}"),
+                message_index: 0,
+                role: "user".into(),
+                kind: "text".into(),
+                timestamp: None,
+                snippet: "x".into(),
+                score: 1.0,
+            })
+            .collect::<Vec<_>>()
+    };
+    app.apply(Response::Hits {
+        generation: 2,
+        offset: 0,
+        hits: Ok(hits(50)),
+        unindexed: 0,
+    });
+    assert!(app.more, "a full page: more may follow");
+    app.key(code(KeyCode::Enter));
+    for _ in 0..29 {
+        app.key(key('j'));
+    }
+    assert!(app.outbox.is_empty(), "row 29: 21 rows from the end");
+    app.key(key('j'));
+    // Row 30: 20 rows from the end; the next page is asked for, once.
+    assert_eq!(app.selected, 30);
+    assert_eq!(
+        app.outbox.drain(..).collect::<Vec<_>>(),
+        vec![Request::Results {
+            generation: 2,
+            query: Query {
+                text: "x".into(),
+                ..Query::default()
+            },
+            offset: 50
+        }]
+    );
+    app.key(key('j'));
+    assert!(app.outbox.is_empty());
+    app.apply(Response::Hits {
+        generation: 2,
+        offset: 50,
+        hits: Ok(hits(73)),
+        unindexed: 0,
+    });
+    assert_eq!((app.rows.len(), app.selected, app.more), (73, 31, false));
 }

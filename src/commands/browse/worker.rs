@@ -12,8 +12,11 @@ use std::sync::mpsc::{Receiver, Sender};
 
 /// Sessions per page of the results pane.
 pub const PAGE: usize = 100;
-/// Most search hits shown for one query.
-pub const HITS: usize = 200;
+/// Search hits per page: a search asks for the first page, and again for one page more
+/// (the hits before it included) when the cursor nears the end.
+pub const HITS_PAGE: usize = 50;
+/// Most hits one search shows (the read interface's most).
+pub const MOST_HITS: usize = 500;
 /// Messages per page of the detail pane.
 pub const MESSAGES_PAGE: i64 = 100;
 /// Bytes of a tool's output kept per call in the detail pane (the pager shows more).
@@ -80,8 +83,10 @@ pub enum Response {
         offset: usize,
         sessions: Result<Vec<SessionSummary>, String>,
     },
+    /// All the hits up to the page that starts at `offset`.
     Hits {
         generation: u64,
+        offset: usize,
         hits: Result<Vec<Hit>, String>,
         unindexed: i64,
     },
@@ -178,7 +183,7 @@ fn answer(db: &StoreLocation, store: Option<&dyn ReadStore>, r: Request) -> Resp
                                 project: query.project,
                                 machine: query.machine,
                                 since: query.since,
-                                limit: HITS,
+                                limit: (offset + HITS_PAGE).min(MOST_HITS),
                                 ..Default::default()
                             },
                         )
@@ -189,6 +194,7 @@ fn answer(db: &StoreLocation, store: Option<&dyn ReadStore>, r: Request) -> Resp
                 };
                 Response::Hits {
                     generation,
+                    offset,
                     hits,
                     unindexed,
                 }
