@@ -67,9 +67,11 @@ pub fn browse(db: &StoreLocation) -> Result<ExitCode> {
     let (req_tx, req_rx) = mpsc::channel();
     let (ans_tx, ans_rx) = mpsc::channel();
     let worker_db = db.clone();
+    let cancel = worker::Cancel::default();
+    let worker_cancel = cancel.clone();
     std::thread::Builder::new()
         .name("browse-queries".into())
-        .spawn(move || worker::run(worker_db, req_rx, ans_tx))
+        .spawn(move || worker::run(worker_db, req_rx, ans_tx, worker_cancel))
         .context("cannot start the query thread")?;
     let mut app = App::new(color, now_ms(), db.postgres_url().is_none());
     install_signals();
@@ -78,7 +80,14 @@ pub fn browse(db: &StoreLocation) -> Result<ExitCode> {
         .context("cannot draw on this terminal")?;
     terminal.clear()?;
     let mut trace = trace::Trace::from_env();
-    let code = run(&mut terminal, &mut app, &req_tx, &ans_rx, &mut trace);
+    let code = run(
+        &mut terminal,
+        &mut app,
+        &req_tx,
+        &ans_rx,
+        &cancel,
+        &mut trace,
+    );
     drop(req_tx);
     if let Some(t) = trace {
         t.write().context("cannot write MEMTRAIL_BROWSE_TRACE")?;
@@ -93,6 +102,7 @@ fn run(
     app: &mut App,
     requests: &mpsc::Sender<worker::Request>,
     answers: &mpsc::Receiver<worker::Response>,
+    cancel: &worker::Cancel,
     trace: &mut Option<trace::Trace>,
 ) -> Result<ExitCode> {
     let mut dirty = true;
@@ -105,6 +115,8 @@ fn run(
         for r in app.outbox.drain(..) {
             requests.send(r).context("the query thread stopped")?;
         }
+        // A search older than the newest one sent stops now (its answer would be dropped).
+        cancel.supersede(app.generation);
         let mut effects = Vec::new();
         while let Ok(a) = answers.try_recv() {
             effects.extend(app.apply(a));

@@ -8,7 +8,11 @@ use memtrail_adapters::Agent;
 use memtrail_runtime::StoreLocation;
 use memtrail_runtime::query::{Hit, ListFilter, SearchFilter, SessionSummary, SessionView};
 use memtrail_runtime::read::ReadStore;
+use memtrail_runtime::store::Interrupt;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex};
 
 /// Sessions per page of the results pane.
 pub const PAGE: usize = 100;
@@ -109,10 +113,53 @@ pub enum Response {
     },
 }
 
+/// What the UI and the worker share to stop a search that a newer keystroke made stale.
+#[derive(Clone, Default)]
+pub struct Cancel {
+    /// The generation of the results query running now (0: none).
+    running: Arc<AtomicU64>,
+    /// The local store's interrupt handle, once it is open (none for PostgreSQL).
+    handle: Arc<Mutex<Option<Interrupt>>>,
+}
+
+impl Cancel {
+    /// Stops the results query that runs now when it is older than `generation` (its answer
+    /// would be dropped): the worker goes on to the newest request at once.
+    pub fn supersede(&self, generation: u64) {
+        let running = self.running.load(Ordering::SeqCst);
+        if running != 0
+            && running < generation
+            && let Some(h) = self
+                .handle
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+        {
+            h.interrupt();
+        }
+    }
+}
+
 /// Runs requests until the UI hangs up; opens the store itself (a PostgreSQL reader is made
-/// on this thread). `wake` is called after each answer (the UI loop polls the channel).
-pub fn run(db: StoreLocation, requests: Receiver<Request>, answers: Sender<Response>) {
-    let store = match open_reader(&db) {
+/// on this thread). A request whose query was interrupted ([`Cancel::supersede`]; a race may
+/// stop a query other than the stale one) is run again unless a newer one of its kind waits.
+pub fn run(
+    db: StoreLocation,
+    requests: Receiver<Request>,
+    answers: Sender<Response>,
+    cancel: Cancel,
+) {
+    let opened = match db.postgres_url() {
+        Some(_) => open_reader(&db),
+        None => open_store_read(&db).map(|s| {
+            s.map(|s| {
+                *cancel.handle.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(s.interrupt_handle());
+                Box::new(s) as Box<dyn ReadStore>
+            })
+        }),
+    };
+    let store = match opened {
         Ok(s) => s,
         Err(e) => {
             let _ = answers.send(Response::Sessions {
@@ -123,12 +170,20 @@ pub fn run(db: StoreLocation, requests: Receiver<Request>, answers: Sender<Respo
             None
         }
     };
-    while let Ok(first) = requests.recv() {
+    let mut queue: VecDeque<Request> = VecDeque::new();
+    loop {
+        if queue.is_empty() {
+            match requests.recv() {
+                Ok(r) => queue.push_back(r),
+                Err(_) => return,
+            }
+        }
+        queue.extend(requests.try_iter());
         // Only the newest request of each kind; texts, deletions and their confirmations all.
         let mut results = None;
         let mut session = None;
         let mut others = Vec::new();
-        for r in std::iter::once(first).chain(requests.try_iter()) {
+        for r in queue.drain(..) {
             match r {
                 Request::Results { .. } => results = Some(r),
                 Request::Session { .. } => session = Some(r),
@@ -136,18 +191,37 @@ pub fn run(db: StoreLocation, requests: Receiver<Request>, answers: Sender<Respo
             }
         }
         for r in others.into_iter().chain(results).chain(session) {
-            let answer = answer(&db, store.as_deref(), r);
-            if answers.send(answer).is_err() {
-                return;
+            let generation = match &r {
+                Request::Results { generation, .. } => *generation,
+                _ => 0,
+            };
+            cancel.running.store(generation, Ordering::SeqCst);
+            let a = answer(&db, store.as_deref(), r.clone());
+            cancel.running.store(0, Ordering::SeqCst);
+            match a {
+                Some(a) => {
+                    if answers.send(a).is_err() {
+                        return;
+                    }
+                }
+                None => queue.push_back(r),
             }
         }
     }
 }
 
-/// The answer to one request.
-fn answer(db: &StoreLocation, store: Option<&dyn ReadStore>, r: Request) -> Response {
-    let err = |e: memtrail_runtime::Error| e.to_string();
+/// `r` with an error as its text; `None` when the query was interrupted.
+fn done<T>(r: memtrail_runtime::Result<T>) -> Option<Result<T, String>> {
     match r {
+        Err(memtrail_runtime::Error::Store(e)) if e.is_interrupted() => None,
+        r => Some(r.map_err(|e| e.to_string())),
+    }
+}
+
+/// The answer to one request; `None` when its query was interrupted.
+fn answer(db: &StoreLocation, store: Option<&dyn ReadStore>, r: Request) -> Option<Response> {
+    let err = |e: memtrail_runtime::Error| e.to_string();
+    Some(match r {
         Request::Results {
             generation,
             query,
@@ -155,17 +229,15 @@ fn answer(db: &StoreLocation, store: Option<&dyn ReadStore>, r: Request) -> Resp
         } => {
             if query.text.trim().is_empty() {
                 let sessions = match store {
-                    Some(s) => s
-                        .list_sessions(&ListFilter {
-                            agent: query.agent,
-                            project: query.project,
-                            machine: query.machine,
-                            since: query.since,
-                            until: None,
-                            offset,
-                            limit: PAGE,
-                        })
-                        .map_err(err),
+                    Some(s) => done(s.list_sessions(&ListFilter {
+                        agent: query.agent,
+                        project: query.project,
+                        machine: query.machine,
+                        since: query.since,
+                        until: None,
+                        offset,
+                        limit: PAGE,
+                    }))?,
                     None => Ok(Vec::new()),
                 };
                 Response::Sessions {
@@ -176,7 +248,7 @@ fn answer(db: &StoreLocation, store: Option<&dyn ReadStore>, r: Request) -> Resp
             } else {
                 let (hits, unindexed) = match store {
                     Some(s) => (
-                        s.search(
+                        done(s.search(
                             &query.text,
                             &SearchFilter {
                                 agent: query.agent,
@@ -186,8 +258,7 @@ fn answer(db: &StoreLocation, store: Option<&dyn ReadStore>, r: Request) -> Resp
                                 limit: (offset + HITS_PAGE).min(MOST_HITS),
                                 ..Default::default()
                             },
-                        )
-                        .map_err(err),
+                        ))?,
                         s.unindexed(),
                     ),
                     None => (Ok(Vec::new()), 0),
@@ -209,15 +280,13 @@ fn answer(db: &StoreLocation, store: Option<&dyn ReadStore>, r: Request) -> Resp
             generation,
             offset,
             view: match store {
-                Some(s) => s
-                    .get_session(
-                        &id,
-                        Some(&agent),
-                        offset,
-                        MESSAGES_PAGE,
-                        Some(DETAIL_OUTPUT),
-                    )
-                    .map_err(err),
+                Some(s) => done(s.get_session(
+                    &id,
+                    Some(&agent),
+                    offset,
+                    MESSAGES_PAGE,
+                    Some(DETAIL_OUTPUT),
+                ))?,
                 None => Err("the store is empty".into()),
             },
         },
@@ -228,7 +297,7 @@ fn answer(db: &StoreLocation, store: Option<&dyn ReadStore>, r: Request) -> Resp
                 TextKind::Handoff(to) => format!("handoff of {id} to {}", to.as_str()),
             };
             let text = match store {
-                Some(s) => text(s, &id, &agent, &kind).map_err(err),
+                Some(s) => done(text(s, &id, &agent, &kind))?,
                 None => Err("the store is empty".into()),
             };
             Response::Text { title, text }
@@ -244,7 +313,7 @@ fn answer(db: &StoreLocation, store: Option<&dyn ReadStore>, r: Request) -> Resp
             }),
             id,
         },
-    }
+    })
 }
 
 /// The local store, for a deletion (the same path as `memtrail sessions delete`).
