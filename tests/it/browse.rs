@@ -323,3 +323,26 @@ fn browse_searches_opens_finds_copies_deletes_and_restores_the_terminal() {
     assert_eq!(id, "3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83");
     assert_eq!(ids, [evil.as_str()]);
 }
+
+#[test]
+fn without_a_terminal_sessions_lists_and_browse_says_why_not() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.acmd()
+        .args(["import", "--agent", "claude"])
+        .assert()
+        .success();
+    let list = sb.cmd().args(["sessions", "list"]).output().unwrap();
+    let bare = sb.cmd().arg("sessions").output().unwrap();
+    assert!(bare.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&bare.stdout),
+        String::from_utf8_lossy(&list.stdout)
+    );
+    let browse = sb.cmd().arg("browse").output().unwrap();
+    assert_eq!(browse.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&browse.stderr),
+        "memtrail: memtrail browse needs a terminal (stdin and stdout); `memtrail sessions list` and `memtrail search` print to a pipe\n"
+    );
+}
