@@ -150,7 +150,7 @@ fn launch(sb: &Sandbox) -> Tmux {
 }
 
 #[test]
-fn sigterm_ends_browse_with_the_terminal_restored() {
+fn a_resize_redraws_and_sigterm_ends_browse_with_the_terminal_restored() {
     if !have_tmux() {
         return;
     }
@@ -173,6 +173,12 @@ fn sigterm_ends_browse_with_the_terminal_restored() {
         "1 0\n",
         "the browser draws on the alternate screen, the cursor hidden"
     );
+    // A resize redraws at the new size: the search box's top border spans the 90 columns.
+    tmux.run(&["resize-window", "-t", "t", "-x", "90", "-y", "30"]);
+    let border = format!("┌ Search {}┐", "─".repeat(90 - 10));
+    let s = tmux.wait_for(&border);
+    assert_eq!(s.lines().count(), 30, "{s}");
+    assert!(s.lines().all(|l| l.chars().count() <= 90), "{s}");
     // The browser: the only child of the window's shell (`env` execs it).
     let shell = tmux.run(&["display-message", "-p", "-t", "t", "#{pane_pid}"]);
     let shell = shell.trim();
@@ -280,6 +286,16 @@ fn browse_searches_opens_finds_copies_deletes_and_restores_the_terminal() {
     tmux.key("Enter");
     tmux.wait_for("find: config (1/1)");
     tmux.wait_for("match 1 of 1");
+
+    // The pager (PAGER=cat: it prints and returns), the resume snapshot, a handoff to codex.
+    tmux.type_text("o");
+    tmux.wait_for("session 3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83 closed");
+    tmux.type_text("r");
+    tmux.wait_for("resume snapshot of 3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83 closed");
+    tmux.type_text("h");
+    tmux.wait_for("Write a handoff for:");
+    tmux.type_text("2");
+    tmux.wait_for("handoff of 3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83 to codex closed");
 
     // Copy the id: tmux's buffer gets it.
     tmux.key("Escape");
