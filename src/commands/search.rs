@@ -107,6 +107,33 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The installed model and the store's vectors of it, when the store holds that model's
+/// vectors: what the default (hybrid) search uses; `None` for a lexical search (the store has
+/// no vectors, another model's, or no model is installed). The cheap tests come first: a store
+/// without vectors reads no model.
+///
+/// Errors: an installed model that cannot be read; store errors.
+pub fn by_default_meaning(
+    store: &memtrail_runtime::Store,
+) -> Result<
+    Option<(
+        memtrail_embed::StaticModel,
+        memtrail_embed::search::VectorIndex,
+    )>,
+> {
+    let dir = crate::commands::models::model_dir();
+    if store.embed_model()?.is_none() || !dir.join("model.json").is_file() {
+        return Ok(None);
+    }
+    let model = memtrail_embed::StaticModel::load(&dir)
+        .map_err(|e| anyhow::anyhow!("{e}\n(install the model with `memtrail models install`)"))?;
+    if store.embed_model()?.as_deref() != Some(model.id.as_str()) {
+        return Ok(None);
+    }
+    let index = memtrail_embed::search::VectorIndex::load(store, &model)?;
+    Ok(Some((model, index)))
+}
+
 /// `search --mode semantic|hybrid` (and the default, hybrid, on a store that holds the
 /// installed model's vectors): the hits and the count of unindexed messages; `None` for a
 /// lexical search (asked for, or the default without vectors), which the caller runs.
@@ -134,23 +161,25 @@ fn by_meaning(
     let Some(store) = open_store_read(db)? else {
         return Ok(None);
     };
-    // The cheap test first: a store without vectors searches as before, the model unread.
-    let dir = crate::commands::models::model_dir();
-    if !asked && (store.embed_model()?.is_none() || !dir.join("model.json").is_file()) {
-        return Ok(None);
-    }
-    let model = memtrail_embed::StaticModel::load(&dir)
-        .map_err(|e| anyhow::anyhow!("{e}\n(install the model with `memtrail models install`)"))?;
-    if store.embed_model()?.as_deref() != Some(model.id.as_str()) {
-        if !asked {
-            return Ok(None);
+    let (model, index) = if asked {
+        let dir = crate::commands::models::model_dir();
+        let model = memtrail_embed::StaticModel::load(&dir).map_err(|e| {
+            anyhow::anyhow!("{e}\n(install the model with `memtrail models install`)")
+        })?;
+        if store.embed_model()?.as_deref() != Some(model.id.as_str()) {
+            anyhow::bail!(
+                "the store holds no vectors of {}: run `memtrail embed` first",
+                model.id
+            );
         }
-        anyhow::bail!(
-            "the store holds no vectors of {}: run `memtrail embed` first",
-            model.id
-        );
-    }
-    let index = memtrail_embed::search::VectorIndex::load(&store, &model)?;
+        let index = memtrail_embed::search::VectorIndex::load(&store, &model)?;
+        (model, index)
+    } else {
+        match by_default_meaning(&store)? {
+            Some(m) => m,
+            None => return Ok(None),
+        }
+    };
     let hits = match mode.unwrap_or(SearchMode::Hybrid) {
         SearchMode::Semantic => {
             memtrail_embed::search::semantic(&store, &model, &index, q, filter)?

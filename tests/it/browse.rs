@@ -362,3 +362,55 @@ fn without_a_terminal_sessions_lists_and_browse_says_why_not() {
         "memtrail: memtrail browse needs a terminal (stdin and stdout); `memtrail sessions list` and `memtrail search` print to a pipe\n"
     );
 }
+
+/// With the model's vectors in the store (`MEMTRAIL_TEST_MODEL_DIR`, as `embed_cli`; without
+/// it the test says so and passes), the browser searches as `memtrail search` does by default:
+/// hybrid, so a query none of whose words is in the message finds it.
+#[test]
+fn browse_searches_hybrid_once_the_store_has_vectors() {
+    let Some(model) = std::env::var_os("MEMTRAIL_TEST_MODEL_DIR").filter(|v| !v.is_empty()) else {
+        eprintln!(
+            "skipped: MEMTRAIL_TEST_MODEL_DIR is not set (an installed minilm-l6-static folder)"
+        );
+        return;
+    };
+    if !have_tmux() {
+        return;
+    }
+    let model = PathBuf::from(model);
+    let sb = Sandbox::new();
+    let dest = sb
+        .home
+        .join(".local/share/memtrail/models/minilm-l6-static");
+    std::fs::create_dir_all(&dest).unwrap();
+    for f in ["model.json", "vocab.txt", "vectors.f32"] {
+        std::fs::copy(model.join(f), dest.join(f)).unwrap();
+    }
+    let sid = "hybrid-1";
+    let mut text = String::new();
+    for (i, t) in [
+        "Postgres keeps refusing connections after the container restarts.",
+        "Add a dark theme toggle to the settings page.",
+    ]
+    .iter()
+    .enumerate()
+    {
+        text.push_str(
+            &json!({"type": "user", "sessionId": sid, "uuid": format!("{sid}-{i}"),
+                "parentUuid": null, "cwd": "/home/user/app",
+                "timestamp": format!("2026-01-01T00:00:0{i}.000Z"),
+                "message": {"role": "user", "content": t}})
+            .to_string(),
+        );
+        text.push('\n');
+    }
+    std::fs::write(sb.transcript("app", sid), text).unwrap();
+    sb.json(&["import", "--json"]);
+    assert_eq!(sb.json(&["embed", "--json"])["embedded"], 2);
+    let tmux = launch(&sb);
+    tmux.wait_for("Sessions (1)");
+    tmux.type_text("database server rejects clients");
+    let s = tmux.wait_for("Search (hybrid)");
+    assert!(s.contains("Hits ("), "{s}");
+    assert!(s.contains("Postgres keeps refusing connections"), "{s}");
+}

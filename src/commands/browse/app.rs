@@ -136,6 +136,8 @@ pub struct App {
     pub loading: bool,
     pub results_error: Option<String>,
     pub unindexed: i64,
+    /// The hits shown were ranked by hybrid search.
+    pub hybrid: bool,
     pub detail: Option<Detail>,
     pub find: String,
     /// Detail lines (wrapped) that hold the find text, in order; the current one.
@@ -174,6 +176,7 @@ impl App {
             loading: false,
             results_error: None,
             unindexed: 0,
+            hybrid: false,
             detail: None,
             find: String::new(),
             matches: Vec::new(),
@@ -253,6 +256,7 @@ impl App {
                 offset,
                 hits,
                 unindexed,
+                hybrid,
             } => {
                 if generation != self.generation {
                     return None;
@@ -261,6 +265,7 @@ impl App {
                 self.searching = true;
                 self.shown = generation;
                 self.unindexed = unindexed;
+                self.hybrid = hybrid;
                 if offset == 0 {
                     self.selected = 0;
                 }
@@ -325,6 +330,12 @@ impl App {
                             self.status = clean_line(&format!("cannot delete {id}: {e}"));
                         }
                     }
+                }
+            }
+            Response::HybridReady => {
+                // The search shown was lexical: run it again, hybrid.
+                if !self.query.text.trim().is_empty() {
+                    self.refresh();
                 }
             }
             Response::Deleted { id, result } => {

@@ -154,6 +154,7 @@ fn typing_searches_and_an_older_answer_is_dropped() {
         offset: 0,
         hits: Ok(vec![hit("stale", 9)]),
         unindexed: 0,
+        hybrid: false,
     });
     assert!(!app.searching);
     app.apply(Response::Hits {
@@ -161,6 +162,7 @@ fn typing_searches_and_an_older_answer_is_dropped() {
         offset: 0,
         hits: Ok(vec![hit("the \u{1}login\u{2} test fails \u{1b}[2J", 4)]),
         unindexed: 0,
+        hybrid: false,
     });
     let s = screen(&mut app, 80, 12);
     assert_eq!(
@@ -551,6 +553,7 @@ fn hits_come_a_page_at_a_time() {
         offset: 0,
         hits: Ok(hits(50)),
         unindexed: 0,
+        hybrid: false,
     });
     assert!(app.more, "a full page: more may follow");
     app.key(code(KeyCode::Enter));
@@ -579,6 +582,45 @@ fn hits_come_a_page_at_a_time() {
         offset: 50,
         hits: Ok(hits(73)),
         unindexed: 0,
+        hybrid: false,
     });
     assert_eq!((app.rows.len(), app.selected, app.more), (73, 31, false));
+}
+
+#[test]
+fn hybrid_ready_searches_again_and_the_title_says_hybrid() {
+    let mut app = listed();
+    // Without a query there is nothing to search again.
+    app.apply(Response::HybridReady);
+    assert!(app.outbox.is_empty());
+    app.key(key('q'));
+    app.outbox.clear();
+    app.apply(Response::HybridReady);
+    assert_eq!(
+        app.outbox.drain(..).collect::<Vec<_>>(),
+        vec![Request::Results {
+            generation: 3,
+            query: Query {
+                text: "q".into(),
+                ..Query::default()
+            },
+            offset: 0
+        }]
+    );
+    app.apply(Response::Hits {
+        generation: 3,
+        offset: 0,
+        hits: Ok(Vec::new()),
+        unindexed: 0,
+        hybrid: true,
+    });
+    let s = screen(&mut app, 80, 12);
+    assert_eq!(
+        s[0],
+        "┌ Search (hybrid) ─────────────────────────────────────────────────────────────┐"
+    );
+    assert_eq!(
+        &s[5],
+        "│No matches.                   ││Enter on a session or a hit opens it here.    │"
+    );
 }

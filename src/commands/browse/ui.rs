@@ -110,10 +110,10 @@ pub fn draw(f: &mut Frame, app: &App) {
     let st = Styles { color: app.color };
     let a = areas(f.area());
     // Search line.
-    let title = if app.loading {
-        " Search (searching…) "
-    } else {
-        " Search "
+    let title = match (app.loading, app.searching && app.hybrid) {
+        (true, _) => " Search (searching…) ",
+        (false, true) => " Search (hybrid) ",
+        (false, false) => " Search ",
     };
     let search = Paragraph::new(Line::from(vec![
         Span::raw(clean_line(&app.query.text)),

@@ -93,6 +93,8 @@ pub enum Response {
         offset: usize,
         hits: Result<Vec<Hit>, String>,
         unindexed: i64,
+        /// Ranked by hybrid search (BM25 fused with the search by meaning).
+        hybrid: bool,
     },
     Session {
         generation: u64,
@@ -111,6 +113,8 @@ pub enum Response {
         id: String,
         result: Result<memtrail_runtime::maintenance::SessionInfo, String>,
     },
+    /// The store's vectors are loaded: searches are hybrid from now on.
+    HybridReady,
 }
 
 /// What the UI and the worker share to stop a search that a newer keystroke made stale.
@@ -149,33 +153,71 @@ pub fn run(
     answers: Sender<Response>,
     cancel: Cancel,
 ) {
-    let opened = match db.postgres_url() {
-        Some(_) => open_reader(&db),
-        None => open_store_read(&db).map(|s| {
-            s.map(|s| {
-                *cancel.handle.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(s.interrupt_handle());
-                Box::new(s) as Box<dyn ReadStore>
-            })
-        }),
+    // The local store (its interrupt handle shared), or a PostgreSQL reader.
+    let (local, remote) = match db.postgres_url() {
+        Some(_) => (Ok(None), open_reader(&db)),
+        None => (open_store_read(&db), Ok(None)),
     };
-    let store = match opened {
-        Ok(s) => s,
-        Err(e) => {
+    let (local, remote) = match (local, remote) {
+        (Ok(l), Ok(r)) => (l, r),
+        (Err(e), _) | (_, Err(e)) => {
             let _ = answers.send(Response::Sessions {
                 generation: 0,
                 offset: 0,
                 sessions: Err(format!("{e:#}")),
             });
-            None
+            (None, None)
         }
+    };
+    if let Some(s) = &local {
+        *cancel.handle.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.interrupt_handle());
+    }
+    // The vectors for hybrid search, loaded on a thread of their own (searches are lexical
+    // until they are there); none on a store without them.
+    let (meaning_tx, meaning_rx) = std::sync::mpsc::channel();
+    if local.is_some() {
+        let db = db.clone();
+        let _ = std::thread::Builder::new()
+            .name("browse-vectors".into())
+            .spawn(move || {
+                let m = open_store_read(&db).ok().flatten().and_then(|s| {
+                    crate::commands::search::by_default_meaning(&s)
+                        .ok()
+                        .flatten()
+                });
+                let _ = meaning_tx.send(m);
+            });
+    }
+    let mut meaning: Option<Meaning> = None;
+    let mut meaning_pending = local.is_some();
+    let store: Option<&dyn ReadStore> = match (&local, &remote) {
+        (Some(s), _) => Some(s),
+        (None, Some(r)) => Some(r.as_ref()),
+        _ => None,
     };
     let mut queue: VecDeque<Request> = VecDeque::new();
     loop {
+        // While the vectors load, look for them every 50 ms; once there, say so (the UI
+        // searches again).
+        if meaning_pending && let Ok(m) = meaning_rx.try_recv() {
+            meaning_pending = false;
+            meaning = m;
+            if meaning.is_some() && answers.send(Response::HybridReady).is_err() {
+                return;
+            }
+        }
         if queue.is_empty() {
-            match requests.recv() {
-                Ok(r) => queue.push_back(r),
-                Err(_) => return,
+            if meaning_pending {
+                match requests.recv_timeout(std::time::Duration::from_millis(50)) {
+                    Ok(r) => queue.push_back(r),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            } else {
+                match requests.recv() {
+                    Ok(r) => queue.push_back(r),
+                    Err(_) => return,
+                }
             }
         }
         queue.extend(requests.try_iter());
@@ -195,8 +237,9 @@ pub fn run(
                 Request::Results { generation, .. } => *generation,
                 _ => 0,
             };
+            let hybrid = local.as_ref().zip(meaning.as_ref());
             cancel.running.store(generation, Ordering::SeqCst);
-            let a = answer(&db, store.as_deref(), r.clone());
+            let a = answer(&db, store, hybrid, r.clone());
             cancel.running.store(0, Ordering::SeqCst);
             match a {
                 Some(a) => {
@@ -218,8 +261,20 @@ fn done<T>(r: memtrail_runtime::Result<T>) -> Option<Result<T, String>> {
     }
 }
 
-/// The answer to one request; `None` when its query was interrupted.
-fn answer(db: &StoreLocation, store: Option<&dyn ReadStore>, r: Request) -> Option<Response> {
+/// The installed model and the store's vectors of it (hybrid search).
+type Meaning = (
+    memtrail_embed::StaticModel,
+    memtrail_embed::search::VectorIndex,
+);
+
+/// The answer to one request; `None` when its query was interrupted. With `hybrid`, a
+/// search is hybrid (`memtrail search`'s default on a store with vectors).
+fn answer(
+    db: &StoreLocation,
+    store: Option<&dyn ReadStore>,
+    hybrid: Option<(&memtrail_runtime::Store, &Meaning)>,
+    r: Request,
+) -> Option<Response> {
     let err = |e: memtrail_runtime::Error| e.to_string();
     Some(match r {
         Request::Results {
@@ -246,28 +301,34 @@ fn answer(db: &StoreLocation, store: Option<&dyn ReadStore>, r: Request) -> Opti
                     sessions,
                 }
             } else {
-                let (hits, unindexed) = match store {
-                    Some(s) => (
-                        done(s.search(
+                let f = SearchFilter {
+                    agent: query.agent,
+                    project: query.project,
+                    machine: query.machine,
+                    since: query.since,
+                    limit: (offset + HITS_PAGE).min(MOST_HITS),
+                    ..Default::default()
+                };
+                let (hits, unindexed) = match (hybrid, store) {
+                    (Some((s, (model, index))), _) => (
+                        done(memtrail_embed::search::hybrid(
+                            s,
+                            model,
+                            index,
                             &query.text,
-                            &SearchFilter {
-                                agent: query.agent,
-                                project: query.project,
-                                machine: query.machine,
-                                since: query.since,
-                                limit: (offset + HITS_PAGE).min(MOST_HITS),
-                                ..Default::default()
-                            },
+                            &f,
                         ))?,
                         s.unindexed(),
                     ),
-                    None => (Ok(Vec::new()), 0),
+                    (None, Some(s)) => (done(s.search(&query.text, &f))?, s.unindexed()),
+                    (None, None) => (Ok(Vec::new()), 0),
                 };
                 Response::Hits {
                     generation,
                     offset,
                     hits,
                     unindexed,
+                    hybrid: hybrid.is_some(),
                 }
             }
         }
