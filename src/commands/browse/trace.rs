@@ -60,8 +60,9 @@ impl Trace {
         });
     }
 
-    /// Writes the JSON object: `first_screen_unix_ms`, `keys_ms` and `frames_ms` (arrays),
-    /// `rss_peak_kb` and `rss_kb` (from /proc/self/status; null elsewhere).
+    /// Writes the JSON object (a new file is created 0600): `first_screen_unix_ms`, `keys_ms`
+    /// and `frames_ms` (arrays), `rss_peak_kb` and `rss_kb` (from /proc/self/status; null
+    /// elsewhere).
     pub fn write(&self) -> std::io::Result<()> {
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         let kb = |field: &str| -> Option<u64> {
@@ -77,6 +78,11 @@ impl Trace {
             "rss_peak_kb": kb("VmHWM:"),
             "rss_kb": kb("VmRSS:"),
         });
-        std::fs::write(&self.path, v.to_string())
+        // Owner-only, as every file memtrail creates.
+        let mut open = std::fs::OpenOptions::new();
+        open.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+        std::io::Write::write_all(&mut open.open(&self.path)?, v.to_string().as_bytes())
     }
 }
