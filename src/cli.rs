@@ -73,9 +73,13 @@ pub enum Command {
     },
     /// Full-text search (BM25) over every captured message and tool call.
     Search(SearchArgs),
-    /// List and read sessions.
-    #[command(subcommand)]
-    Sessions(SessionsCommand),
+    /// Browse the sessions on the terminal: search as you type, filter by agent, project,
+    /// machine and date, read a session (find with `/`), open it in the pager, copy its id,
+    /// print its resume snapshot or a handoff, delete it. Keys: `?` inside; docs/browse.md.
+    Browse,
+    /// List and read sessions (with no subcommand on a terminal: `memtrail browse`; piped:
+    /// `sessions list`).
+    Sessions(SessionsArgs),
     /// Print a session's snapshot: its working state (goal, last request, open tasks, files
     /// touched, unresolved errors, decisions) rebuilt from its events, within a byte budget.
     #[command(
@@ -359,6 +363,13 @@ impl ColorChoice {
             }
         }
     }
+}
+
+/// `memtrail sessions [COMMAND]`.
+#[derive(Args)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    pub command: Option<SessionsCommand>,
 }
 
 #[derive(Subcommand)]

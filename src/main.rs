@@ -10,7 +10,7 @@ mod prompt;
 
 use anyhow::Result;
 use clap::Parser;
-use cli::{Cli, Command, ModelsCommand, SessionsCommand};
+use cli::{Cli, Command, ModelsCommand, SessionsArgs, SessionsCommand};
 use memtrail_runtime::StoreLocation;
 use output::{error_chain, terminal_safe};
 use std::process::ExitCode;
@@ -101,8 +101,12 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
         Command::Repair { .. } => Some("memtrail repair"),
         Command::Purge { .. } => Some("memtrail purge"),
         Command::Redact { .. } => Some("memtrail redact"),
-        Command::Sessions(SessionsCommand::Delete { .. }) => Some("memtrail sessions delete"),
-        Command::Sessions(SessionsCommand::Capture { .. }) => Some("memtrail sessions capture"),
+        Command::Sessions(SessionsArgs {
+            command: Some(SessionsCommand::Delete { .. }),
+        }) => Some("memtrail sessions delete"),
+        Command::Sessions(SessionsArgs {
+            command: Some(SessionsCommand::Capture { .. }),
+        }) => Some("memtrail sessions capture"),
         Command::Uninstall(a) if a.purge => Some("memtrail uninstall --purge"),
         // `memtrail sync` says it itself, naming what to do (`sync_auto::local_path`).
         _ => None,
@@ -127,19 +131,35 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
             no_embed,
         } => import::import(&db, agents, since, json, !no_embed),
         Command::Search(a) => search::search(&db, a),
-        Command::Sessions(SessionsCommand::List {
-            agent,
-            project,
-            machine,
-            limit,
-            json,
+        Command::Sessions(SessionsArgs {
+            command:
+                Some(SessionsCommand::List {
+                    agent,
+                    project,
+                    machine,
+                    limit,
+                    json,
+                }),
         }) => sessions::list(&db, agent, project, machine, limit, json),
-        Command::Sessions(SessionsCommand::Show {
-            id,
-            offset,
-            limit,
-            json,
+        Command::Sessions(SessionsArgs {
+            command:
+                Some(SessionsCommand::Show {
+                    id,
+                    offset,
+                    limit,
+                    json,
+                }),
         }) => sessions::show(&db, &id, offset, limit, json),
+        Command::Browse => browse::browse(&db),
+        // On a terminal the browser; piped, what `sessions list` prints.
+        Command::Sessions(SessionsArgs { command: None }) => {
+            use std::io::IsTerminal;
+            if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+                browse::browse(&db)
+            } else {
+                sessions::list(&db, None, None, None, 20, false)
+            }
+        }
         Command::Resume {
             session,
             budget,
@@ -148,12 +168,12 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
         Command::Handoff { session, to } => handoff::handoff(&db, &session, to),
         Command::Doctor { json } => doctor::doctor(json),
         Command::Repair { json } => repair::repair(&db, json),
-        Command::Sessions(SessionsCommand::Delete { id, yes, json }) => {
-            sessions::delete_session(&db, &id, yes, json)
-        }
-        Command::Sessions(SessionsCommand::Capture { id, json }) => {
-            sessions::capture(&db, &id, json)
-        }
+        Command::Sessions(SessionsArgs {
+            command: Some(SessionsCommand::Delete { id, yes, json }),
+        }) => sessions::delete_session(&db, &id, yes, json),
+        Command::Sessions(SessionsArgs {
+            command: Some(SessionsCommand::Capture { id, json }),
+        }) => sessions::capture(&db, &id, json),
         Command::Purge {
             older_than,
             vacuum,

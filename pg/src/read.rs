@@ -373,9 +373,19 @@ impl ReadStore for PgReader {
             self.known_machine(m)?;
             sql.push_str(&machine_clause(m, &mut args));
         }
+        if let Some(t) = f.since {
+            args.push(Box::new(t));
+            sql.push_str(&format!(" AND s.updated_at >= ${}", args.len()));
+        }
+        if let Some(t) = f.until {
+            args.push(Box::new(t));
+            sql.push_str(&format!(" AND s.updated_at <= ${}", args.len()));
+        }
         args.push(Box::new(f.limit.clamp(1, 100_000) as i64));
+        args.push(Box::new(f.offset.min(i64::MAX as usize) as i64));
         sql.push_str(&format!(
-            " ORDER BY s.updated_at DESC NULLS LAST, s.id DESC LIMIT ${}",
+            " ORDER BY s.updated_at DESC NULLS LAST, s.id DESC LIMIT ${} OFFSET ${}",
+            args.len() - 1,
             args.len()
         ));
         Ok(self

@@ -543,6 +543,7 @@ impl MemtrailMcp {
                 project: a.project,
                 machine: a.machine,
                 limit: offset + limit,
+                ..Default::default()
             })
         })?;
         let sessions: Vec<_> = list.into_iter().skip(offset).collect();

@@ -530,6 +530,12 @@ pub struct ListFilter {
     pub project: Option<String>,
     /// Only sessions of this machine: its label or its id ([`crate::machine`]).
     pub machine: Option<String>,
+    /// Only sessions last active at or after this time (ms since the Unix epoch).
+    pub since: Option<i64>,
+    /// Only sessions last active at or before this time (ms since the Unix epoch).
+    pub until: Option<i64>,
+    /// Sessions to skip before the first one returned (a page's start; 0 for the first page).
+    pub offset: usize,
     pub limit: usize,
 }
 

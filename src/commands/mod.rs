@@ -1,6 +1,7 @@
 //! One module per command: each parses nothing (see [`crate::cli`]), calls the library crates
 //! and prints.
 
+pub mod browse;
 pub mod doctor;
 pub mod handoff;
 pub mod hook;

@@ -107,6 +107,55 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A model and the store's vectors of it, ready to search by meaning.
+pub struct Meaning {
+    pub model: memtrail_embed::service::SharedEncoder,
+    pub index: memtrail_embed::search::VectorIndex,
+    /// Vectors newer than the side file (`None`: it was not usable), for
+    /// [`Meaning::maintain`].
+    newer: Option<usize>,
+}
+
+impl Meaning {
+    /// Writes the side file when it was missing, unusable or far behind (a cache: errors are
+    /// ignored, the next search only loads slower).
+    pub fn maintain(&self, store: &memtrail_runtime::Store) {
+        if self
+            .newer
+            .is_none_or(|n| n >= memtrail_embed::sidefile::REWRITE_AFTER)
+        {
+            let _ = memtrail_embed::sidefile::maintain(store, self.model.id(), self.model.dim());
+        }
+    }
+}
+
+/// The configured model (an `[embed]` endpoint, else the installed static model) and the
+/// store's vectors of it, when the store holds that model's vectors: what the default (hybrid)
+/// search uses; `None` for a lexical search (the store has no vectors, another model's, or no
+/// model is set up). The cheap tests come first: a store without vectors reads no model and
+/// asks no endpoint.
+///
+/// Errors: a configured model that cannot be read or reached; store errors.
+pub fn by_default_meaning(store: &memtrail_runtime::Store) -> Result<Option<Meaning>> {
+    let stored = store.embed_model()?;
+    let configured = crate::commands::models::configured_id();
+    if stored.is_none() || (configured.is_some() && configured != stored) {
+        return Ok(None);
+    }
+    let Some(model) = crate::commands::models::encoder_for(stored.as_deref())? else {
+        return Ok(None);
+    };
+    if stored.as_deref() != Some(model.id()) {
+        return Ok(None);
+    }
+    let (index, newer) = memtrail_embed::search::VectorIndex::open(store, model.as_ref())?;
+    Ok(Some(Meaning {
+        model,
+        index,
+        newer,
+    }))
+}
+
 /// `search --mode semantic|hybrid` (and the default, hybrid, on a store that holds the
 /// installed model's vectors): the hits and the count of unindexed messages; `None` for a
 /// lexical search (asked for, or the default without vectors), which the caller runs.
@@ -134,43 +183,42 @@ fn by_meaning(
     let Some(store) = open_store_read(db)? else {
         return Ok(None);
     };
-    // The cheap test first: a store without vectors searches as before, the model unread
-    // (and an endpoint not asked).
-    if !asked {
-        let stored = store.embed_model()?;
-        let configured = crate::commands::models::configured_id();
-        if stored.is_none() || (configured.is_some() && configured != stored) {
-            return Ok(None);
+    let meaning = if asked {
+        let model = crate::commands::models::encoder_for(store.embed_model()?.as_deref())?
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "search by meaning needs a model: install the local one with `memtrail models install` (or configure an endpoint in [embed] of {})",
+                    memtrail_runtime::privacy::config_path().display()
+                )
+            })?;
+        if store.embed_model()?.as_deref() != Some(model.id()) {
+            anyhow::bail!(
+                "the store holds no vectors of {}: run `memtrail embed` first",
+                model.id()
+            );
         }
-    }
-    let model = crate::commands::models::encoder_for(store.embed_model()?.as_deref())?.ok_or_else(|| {
-        anyhow::anyhow!(
-            "search by meaning needs a model: install the local one with `memtrail models install` (or configure an endpoint in [embed] of {})",
-            memtrail_runtime::privacy::config_path().display()
-        )
-    })?;
-    if store.embed_model()?.as_deref() != Some(model.id()) {
-        if !asked {
-            return Ok(None);
+        // The side file mapped (and the vectors newer than it from SQLite), else every
+        // vector from SQLite, once; the side file is written after the search.
+        let (index, newer) = memtrail_embed::search::VectorIndex::open(&store, model.as_ref())?;
+        Meaning {
+            model,
+            index,
+            newer,
         }
-        anyhow::bail!(
-            "the store holds no vectors of {}: run `memtrail embed` first",
-            model.id()
-        );
-    }
-    // The side file mapped (and the vectors newer than it from SQLite), else every vector
-    // from SQLite, once; then the side file written for the next searches.
-    let (index, newer) = memtrail_embed::search::VectorIndex::open(&store, model.as_ref())?;
+    } else {
+        match by_default_meaning(&store)? {
+            Some(m) => m,
+            None => return Ok(None),
+        }
+    };
+    let (model, index) = (&meaning.model, &meaning.index);
     let hits = match mode.unwrap_or(SearchMode::Hybrid) {
         SearchMode::Semantic => {
-            memtrail_embed::search::semantic(&store, model.as_ref(), &index, q, filter)?
+            memtrail_embed::search::semantic(&store, model.as_ref(), index, q, filter)?
         }
-        _ => memtrail_embed::search::hybrid(&store, model.as_ref(), &index, q, filter)?,
+        _ => memtrail_embed::search::hybrid(&store, model.as_ref(), index, q, filter)?,
     };
-    if newer.is_none_or(|n| n >= memtrail_embed::sidefile::REWRITE_AFTER) {
-        // A cache: a folder that cannot take it only costs the next search the slow load.
-        let _ = memtrail_embed::sidefile::maintain(&store, model.id(), model.dim());
-    }
+    meaning.maintain(&store);
     let unindexed = memtrail_runtime::read::ReadStore::unindexed(&store);
     Ok(Some((hits, unindexed)))
 }

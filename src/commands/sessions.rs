@@ -51,6 +51,7 @@ pub fn list(
             project: project.map(|p| absolute(&p)),
             machine,
             limit: limit as usize,
+            ..Default::default()
         })?,
         None => Vec::new(),
     };

@@ -9,6 +9,7 @@ mod common;
 mod support;
 
 mod autosync;
+mod browse;
 mod cli;
 mod crash;
 mod e2e_agent_clis;

@@ -376,19 +376,17 @@ async fn sessions_page(State(app): State<Arc<App>>, Query(p): Query<SessionsPara
         agent: opt(&p.agent),
         project: opt(&p.project),
         machine: opt(&p.machine),
+        offset: page * SESSIONS_PER_PAGE,
         // One more than the page holds: whether there is a next page.
-        limit: (page + 1) * SESSIONS_PER_PAGE + 1,
+        limit: SESSIONS_PER_PAGE + 1,
+        ..Default::default()
     };
     let list = app
         .with_store(move |s| Ok(s.list_sessions(&filter)?))
         .await?
         .unwrap_or_default();
-    let more = list.len() > (page + 1) * SESSIONS_PER_PAGE;
-    let rows: Vec<_> = list
-        .into_iter()
-        .skip(page * SESSIONS_PER_PAGE)
-        .take(SESSIONS_PER_PAGE)
-        .collect();
+    let more = list.len() > SESSIONS_PER_PAGE;
+    let rows: Vec<_> = list.into_iter().take(SESSIONS_PER_PAGE).collect();
     Ok(pages::sessions_page(&app, &p, page, &rows, more).into_response())
 }
 

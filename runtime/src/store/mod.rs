@@ -165,6 +165,11 @@ fn deadline_busy_handler(n: i32) -> bool {
 pub struct StoreError(rusqlite::Error);
 
 impl StoreError {
+    /// The statement was stopped by an [`Interrupt`] (`SQLITE_INTERRUPT`).
+    pub fn is_interrupted(&self) -> bool {
+        self.code() == Some(rusqlite::ErrorCode::OperationInterrupted)
+    }
+
     /// `SQLITE_CORRUPT` (or its extended codes, e.g. `SQLITE_CORRUPT_VTAB` from FTS5) or
     /// `SQLITE_NOTADB`: the file's content is damaged.
     pub fn is_corrupt(&self) -> bool {
@@ -181,6 +186,28 @@ impl StoreError {
             rusqlite::Error::SqliteFailure(f, _) => Some(f.code),
             _ => None,
         }
+    }
+}
+
+/// Stops, from another thread, the statement its [`Store`] is running (SQLite's
+/// `sqlite3_interrupt`): the store's call fails with [`Error::Store`] whose
+/// [`StoreError::is_interrupted`] is true. Nothing happens when the store runs nothing; a
+/// statement started while an interrupted one still runs is stopped too. Cheap to clone;
+/// harmless once the store is closed.
+#[derive(Clone)]
+pub struct Interrupt(std::sync::Arc<rusqlite::InterruptHandle>);
+
+impl Interrupt {
+    /// Stops the running statement (see [`Interrupt`]).
+    pub fn interrupt(&self) {
+        self.0.interrupt();
+    }
+}
+
+impl Store {
+    /// A handle that stops this store's running statement from another thread.
+    pub fn interrupt_handle(&self) -> Interrupt {
+        Interrupt(std::sync::Arc::new(self.conn.get_interrupt_handle()))
     }
 }
 

@@ -401,8 +401,17 @@ pub fn list_sessions(store: &Store, f: &ListFilter) -> Result<Vec<SessionSummary
         &mut sql,
         &mut args,
     )?;
-    sql.push_str(" ORDER BY s.updated_at DESC LIMIT ?");
+    if let Some(t) = f.since {
+        sql.push_str(" AND s.updated_at >= ?");
+        args.push(Sql::Integer(t));
+    }
+    if let Some(t) = f.until {
+        sql.push_str(" AND s.updated_at <= ?");
+        args.push(Sql::Integer(t));
+    }
+    sql.push_str(" ORDER BY s.updated_at DESC LIMIT ? OFFSET ?");
     args.push(Sql::Integer(f.limit.clamp(1, 100_000) as i64));
+    args.push(Sql::Integer(f.offset.min(i64::MAX as usize) as i64));
     let mut stmt = store.conn.prepare(&sql).db()?;
     let rows = stmt
         .query_map(params_from_iter(args), session_row)

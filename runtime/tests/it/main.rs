@@ -10,6 +10,7 @@ mod events_conformance;
 mod hostile;
 mod index_queue;
 mod ingest;
+mod list_pages;
 mod long_line;
 mod privacy;
 mod redact;

@@ -1,0 +1,626 @@
+//! The browser's screens drawn on ratatui's `TestBackend` from states built here (no
+//! terminal, no store): each compared whole, cell by cell, with the screen as it must look.
+
+use super::app::{App, Effect, Focus, Modal};
+use super::worker::{Query, Request, Response, TextKind};
+use memtrail_adapters::ToolCall;
+use memtrail_runtime::query::{Hit, MessageView, SessionSummary, SessionView};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::Color;
+
+/// 2026-11-29T10:11:12Z in ms.
+const NOW: i64 = 1_795_947_072_000;
+
+fn summary(id: &str, title: &str, messages: i64, parent: Option<&str>) -> SessionSummary {
+    SessionSummary {
+        session_id: id.into(),
+        agent: "claude".into(),
+        machine: "laptop".into(),
+        title: Some(title.into()),
+        project: Some("/home/u/app".into()),
+        model: None,
+        git_branch: None,
+        started_at: Some("2026-11-28T09:00:00.000Z".into()),
+        updated_at: Some("2026-11-28T09:30:00.000Z".into()),
+        messages,
+        parent_session_id: parent.map(str::to_string),
+    }
+}
+
+fn message(index: i64, role: &str, text: &str) -> MessageView {
+    MessageView {
+        id: format!("m{index}"),
+        index,
+        role: role.into(),
+        kind: "text".into(),
+        text: text.into(),
+        thinking: None,
+        timestamp: Some("2026-11-28T09:0{index}:00.000Z".replace("{index}", &index.to_string())),
+        model: None,
+        tool_calls: Vec::new(),
+    }
+}
+
+fn key(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+}
+
+fn code(c: KeyCode) -> KeyEvent {
+    KeyEvent::new(c, KeyModifiers::NONE)
+}
+
+/// The screen `w`×`h` for `app`, one string per row (trailing spaces kept).
+fn screen(app: &mut App, w: u16, h: u16) -> Vec<String> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    let (dw, dh) = super::ui::detail_inner(ratatui::layout::Rect::new(0, 0, w, h));
+    app.layout(dw, dh);
+    t.draw(|f| super::ui::draw(f, app)).unwrap();
+    let buf = t.backend().buffer().clone();
+    (0..h)
+        .map(|y| (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect())
+        .collect()
+}
+
+/// A browser showing two sessions (answer to its first request).
+fn listed() -> App {
+    let mut app = App::new(true, NOW, true);
+    assert_eq!(
+        app.outbox.drain(..).collect::<Vec<_>>(),
+        vec![Request::Results {
+            generation: 1,
+            query: Query::default(),
+            offset: 0
+        }]
+    );
+    app.apply(Response::Sessions {
+        generation: 1,
+        offset: 0,
+        sessions: Ok(vec![
+            summary("aaaa1111", "Fix the flaky login test", 12, None),
+            summary(
+                "aaaa1111/agent-1",
+                "Look for login tests",
+                3,
+                Some("aaaa1111"),
+            ),
+        ]),
+    });
+    app
+}
+
+#[test]
+fn the_session_list_screen() {
+    let mut app = listed();
+    assert_eq!(
+        screen(&mut app, 80, 14),
+        [
+            "┌ Search ──────────────────────────────────────────────────────────────────────┐",
+            "│▏                                                                             │",
+            "└──────────────────────────────────────────────────────────────────────────────┘",
+            " a agent: all  p project: all  m machine: all  d date: any time                 ",
+            "┌ Sessions (2) ────────────────┐┌ Session ─────────────────────────────────────┐",
+            "│Fix the flaky login test      ││Enter on a session or a hit opens it here.    │",
+            "│  2026-11-28 09:30 claude 12 m││                                              │",
+            "│Look for login tests          ││                                              │",
+            "│  2026-11-28 09:30 claude 3 ms││                                              │",
+            "│                              ││                                              │",
+            "│                              ││                                              │",
+            "└──────────────────────────────┘└──────────────────────────────────────────────┘",
+            "                                                                                ",
+            " type search  ↓/Enter results  ^U clear  ^C quit                                ",
+        ]
+    );
+}
+
+#[test]
+fn typing_searches_and_an_older_answer_is_dropped() {
+    let mut app = listed();
+    for c in "login".chars() {
+        app.key(key(c));
+    }
+    // One request per keystroke, each a new generation; the worker runs only the newest.
+    let sent: Vec<_> = app.outbox.drain(..).collect();
+    assert_eq!(sent.len(), 5);
+    assert_eq!(
+        sent[4],
+        Request::Results {
+            generation: 6,
+            query: Query {
+                text: "login".into(),
+                ..Query::default()
+            },
+            offset: 0
+        }
+    );
+    let hit = |snippet: &str, index| Hit {
+        session_id: "aaaa1111".into(),
+        agent: "claude".into(),
+        machine: "laptop".into(),
+        title: Some("Fix the flaky login test".into()),
+        project: Some("/home/u/app".into()),
+        message_id: format!("m{index}"),
+        message_index: index,
+        role: "user".into(),
+        kind: "text".into(),
+        timestamp: Some("2026-11-28T09:05:00.000Z".into()),
+        snippet: snippet.into(),
+        score: 1.0,
+    };
+    // The answer to "logi" comes after the newer query was sent: dropped.
+    app.apply(Response::Hits {
+        generation: 5,
+        offset: 0,
+        hits: Ok(vec![hit("stale", 9)]),
+        unindexed: 0,
+        hybrid: false,
+    });
+    assert!(!app.searching);
+    app.apply(Response::Hits {
+        generation: 6,
+        offset: 0,
+        hits: Ok(vec![hit("the \u{1}login\u{2} test fails \u{1b}[2J", 4)]),
+        unindexed: 0,
+        hybrid: false,
+    });
+    let s = screen(&mut app, 80, 12);
+    assert_eq!(
+        s,
+        [
+            "┌ Search ──────────────────────────────────────────────────────────────────────┐",
+            "│login▏                                                                        │",
+            "└──────────────────────────────────────────────────────────────────────────────┘",
+            " a agent: all  p project: all  m machine: all  d date: any time                 ",
+            "┌ Hits (1) ────────────────────┐┌ Session ─────────────────────────────────────┐",
+            "│Fix the flaky login test  #4 c││Enter on a session or a hit opens it here.    │",
+            "│  the login test fails �      ││                                              │",
+            "│                              ││                                              │",
+            "│                              ││                                              │",
+            "└──────────────────────────────┘└──────────────────────────────────────────────┘",
+            "                                                                                ",
+            " type search  ↓/Enter results  ^U clear  ^C quit                                ",
+        ]
+    );
+    // The matched word is drawn bold red; the words around it are not.
+    let mut t = Terminal::new(TestBackend::new(80, 12)).unwrap();
+    t.draw(|f| super::ui::draw(f, &app)).unwrap();
+    let buf = t.backend().buffer().clone();
+    assert_eq!(buf[(7, 6)].symbol(), "l");
+    assert_eq!(buf[(7, 6)].fg, Color::Red);
+    assert_eq!(buf[(3, 6)].fg, Color::Reset);
+}
+
+/// A session whose messages hold escape sequences and direction overrides, open in the
+/// detail pane (focus there).
+fn hostile_detail() -> App {
+    let mut app = listed();
+    app.key(code(KeyCode::Enter)); // search line → results
+    app.key(code(KeyCode::Enter)); // open the first session
+    assert_eq!(app.focus, Focus::Detail);
+    let sent: Vec<_> = app.outbox.drain(..).collect();
+    assert_eq!(
+        sent,
+        vec![Request::Session {
+            generation: 1,
+            id: "aaaa1111".into(),
+            agent: "claude".into(),
+            offset: 0
+        }]
+    );
+    let mut m1 = message(1, "assistant", "Checking the tests.");
+    m1.tool_calls.push(ToolCall {
+        id: "t1".into(),
+        name: "Bash".into(),
+        tool: "shell".into(),
+        input: serde_json::json!({"command": "cargo test login"}),
+        output: Some("ok 1\nok 2\nFAILED login".into()),
+        is_error: false,
+        exit_code: None,
+    });
+    app.apply(Response::Session {
+        generation: 1,
+        offset: 0,
+        view: Ok(SessionView {
+            session: summary("aaaa1111", "Fix the flaky login test", 3, None),
+            offset: 0,
+            total: 3,
+            messages: vec![
+                message(
+                    0,
+                    "user",
+                    "copy \u{1b}]52;c;ZXZpbA==\u{7}this\u{1b}[2J now\n\u{202e}txet desrever",
+                ),
+                m1,
+                message(2, "assistant", "The login test waits on a timer: fixed."),
+            ],
+            children: vec!["aaaa1111/agent-1".into()],
+        }),
+    });
+    app
+}
+
+#[test]
+fn the_detail_screen_shows_hostile_text_defused() {
+    let mut app = hostile_detail();
+    let s = screen(&mut app, 80, 20);
+    assert_eq!(
+        s,
+        [
+            "┌ Search ──────────────────────────────────────────────────────────────────────┐",
+            "│                                                                              │",
+            "└──────────────────────────────────────────────────────────────────────────────┘",
+            " a agent: all  p project: all  m machine: all  d date: any time                 ",
+            "┌ Sessions (2) ────────────────┐┌ Session ─────────────────────────────────────┐",
+            "│Fix the flaky login test      ││Fix the flaky login test                      │",
+            "│  2026-11-28 09:30 claude 12 m││aaaa1111 · claude · laptop                    │",
+            "│Look for login tests          ││project /home/u/app                           │",
+            "│  2026-11-28 09:30 claude 3 ms││2026-11-28 09:00 → 2026-11-28 09:30 · 3 messag│",
+            "│                              ││es                                            │",
+            "│                              ││1 sub-agent sessions (S)                      │",
+            "│                              ││── User #0 · 2026-11-28 09:00                 │",
+            "│                              ││copy �this� now                               │",
+            "│                              ││�txet desrever                                │",
+            "│                              ││── Assistant #1 · 2026-11-28 09:01            │",
+            "│                              ││Checking the tests.                           │",
+            "│                              ││▸ Bash {\"command\":\"cargo test login\"} [3 lines│",
+            "└──────────────────────────────┘└──────────────────────────────────────────────┘",
+            "                                                                                ",
+            " ↑↓ scroll  / find  n/N next/prev  t tools  P/S parent/sub  o pager  Esc back  ?",
+        ]
+    );
+    // No cell holds an escape, a control character or a direction override.
+    let mut t = Terminal::new(TestBackend::new(80, 20)).unwrap();
+    t.draw(|f| super::ui::draw(f, &app)).unwrap();
+    for cell in t.backend().buffer().content() {
+        assert!(
+            !cell
+                .symbol()
+                .chars()
+                .any(|c| c.is_control() || super::sanitize::is_bidi_control(c)),
+            "{:?}",
+            cell.symbol()
+        );
+    }
+}
+
+#[test]
+fn find_in_session_moves_between_matches() {
+    let mut app = hostile_detail();
+    screen(&mut app, 80, 20);
+    app.key(key('/'));
+    assert_eq!(app.modal, Modal::Find);
+    for c in "LOGIN".chars() {
+        app.key(key(c));
+    }
+    app.key(code(KeyCode::Enter));
+    // Wrapped at 46 columns, "login" is on line 0 (the title), 11 (the tool call; line 3
+    // wraps to 4) and 14 (the last answer).
+    let s = screen(&mut app, 80, 20);
+    assert_eq!(app.matches, vec![0, 11, 14]);
+    assert_eq!(app.current_match, Some(0));
+    assert_eq!(
+        &s[4],
+        "┌ Sessions (2) ────────────────┐┌ Session · find: LOGIN (1/3) ─────────────────┐"
+    );
+    app.key(key('n'));
+    assert_eq!(app.current_match, Some(1));
+    // Two lines of context above the match.
+    assert_eq!(app.detail.as_ref().unwrap().scroll, 9);
+    let s = screen(&mut app, 80, 20);
+    assert_eq!(
+        s[5..11],
+        [
+            "│Fix the flaky login test      ││── Assistant #1 · 2026-11-28 09:01            │",
+            "│  2026-11-28 09:30 claude 12 m││Checking the tests.                           │",
+            "│Look for login tests          ││▸ Bash {\"command\":\"cargo test login\"} [3 lines│",
+            "│  2026-11-28 09:30 claude 3 ms││ of output]                                   │",
+            "│                              ││── Assistant #2 · 2026-11-28 09:02            │",
+            "│                              ││The login test waits on a timer: fixed.       │",
+        ]
+    );
+    app.key(key('n'));
+    app.key(key('n'));
+    assert_eq!(app.current_match, Some(0), "n wraps round to the first");
+    app.key(key('N'));
+    assert_eq!(
+        app.current_match,
+        Some(2),
+        "N goes back, wrapping to the last"
+    );
+    assert_eq!(app.status, "match 3 of 3");
+}
+
+#[test]
+fn delete_asks_with_what_it_deletes_and_sends_only_on_y() {
+    let mut app = listed();
+    app.key(code(KeyCode::Enter));
+    app.key(key('D'));
+    assert_eq!(
+        app.outbox.drain(..).collect::<Vec<_>>(),
+        vec![Request::DeleteInfo {
+            id: "aaaa1111".into()
+        }]
+    );
+    app.apply(Response::DeleteInfo {
+        id: "aaaa1111".into(),
+        info: Ok(memtrail_runtime::maintenance::SessionInfo {
+            agent: "claude".into(),
+            session_id: "aaaa1111".into(),
+            title: Some("Fix the flaky login test".into()),
+            project: Some("/home/u/app".into()),
+            messages: 15,
+            subagents: 1,
+            machine: None,
+        }),
+    });
+    let s = screen(&mut app, 80, 16);
+    assert_eq!(
+        s[3..12],
+        [
+            " a agent┌ Delete ──────────────────────────────────────────────────────┐        ",
+            "┌ Sessio│Delete claude session aaaa1111 (Fix the flaky login test; 15  │───────┐",
+            "│Fix the│messages and 1 sub-agent sessions)? `memtrail sessions capture│re.    │",
+            "│  2026-│aaaa1111` brings it back while its transcript is still on     │       │",
+            "│Look fo│disk.                                                         │       │",
+            "│  2026-│                                                              │       │",
+            "│       │y: delete   any other key: keep it                            │       │",
+            "│       │                                                              │       │",
+            "│       └──────────────────────────────────────────────────────────────┘       │",
+        ]
+    );
+    // Any other key keeps it.
+    app.key(key('n'));
+    assert!(app.outbox.is_empty());
+    assert_eq!(app.status, "nothing deleted");
+    // y deletes.
+    app.key(key('D'));
+    app.outbox.clear();
+    app.modal = Modal::ConfirmDelete {
+        id: "aaaa1111".into(),
+        what: Some("Delete?".into()),
+    };
+    app.key(key('y'));
+    assert_eq!(
+        app.outbox.drain(..).collect::<Vec<_>>(),
+        vec![Request::Delete {
+            id: "aaaa1111".into()
+        }]
+    );
+}
+
+#[test]
+fn actions_ask_the_worker_and_copy_gives_the_id() {
+    let mut app = listed();
+    app.key(code(KeyCode::Enter));
+    app.key(key('j'));
+    assert_eq!(
+        app.key(key('y')),
+        Some(Effect::Copy("aaaa1111/agent-1".into()))
+    );
+    app.key(key('r'));
+    app.key(key('h'));
+    assert_eq!(app.modal, Modal::PickAgent);
+    app.key(key('2'));
+    assert_eq!(
+        app.outbox.drain(..).collect::<Vec<_>>(),
+        vec![
+            Request::Text {
+                id: "aaaa1111/agent-1".into(),
+                agent: "claude".into(),
+                kind: TextKind::Snapshot
+            },
+            Request::Text {
+                id: "aaaa1111/agent-1".into(),
+                agent: "claude".into(),
+                kind: TextKind::Handoff(memtrail_adapters::Agent::ALL[1])
+            },
+        ]
+    );
+    // P on a sub-agent opens its parent.
+    app.key(key('P'));
+    assert_eq!(
+        app.outbox.drain(..).collect::<Vec<_>>(),
+        vec![Request::Session {
+            generation: 1,
+            id: "aaaa1111".into(),
+            agent: "claude".into(),
+            offset: 0
+        }]
+    );
+    assert_eq!(
+        app.apply(Response::Text {
+            title: "t".into(),
+            text: Ok("body".into())
+        }),
+        Some(Effect::Page {
+            title: "t".into(),
+            text: "body".into()
+        })
+    );
+}
+
+#[test]
+fn filters_narrow_the_query() {
+    let mut app = listed();
+    app.key(code(KeyCode::Enter));
+    app.outbox.clear();
+    app.key(key('a'));
+    app.key(key('d'));
+    app.key(key('d'));
+    app.key(key('p'));
+    let last = app.outbox.pop().unwrap();
+    assert_eq!(
+        last,
+        Request::Results {
+            generation: 5,
+            query: Query {
+                text: String::new(),
+                agent: Some(memtrail_adapters::Agent::ALL[0].as_str().into()),
+                project: Some("/home/u/app".into()),
+                machine: None,
+                since: Some(NOW - 7 * 86_400_000),
+            },
+            offset: 0
+        }
+    );
+    assert_eq!(memtrail_adapters::Agent::ALL[0].as_str(), "claude");
+    let s = screen(&mut app, 80, 12);
+    assert_eq!(
+        s[3],
+        " a agent: claude  p project: /home/u/app  m machine: all  d date: last 7 days   "
+    );
+}
+
+#[test]
+fn without_colour_nothing_is_coloured() {
+    let mut app = hostile_detail();
+    app.color = false;
+    app.query.text = "login".into();
+    let mut t = Terminal::new(TestBackend::new(80, 20)).unwrap();
+    let (dw, dh) = super::ui::detail_inner(ratatui::layout::Rect::new(0, 0, 80, 20));
+    app.layout(dw, dh);
+    t.draw(|f| super::ui::draw(f, &app)).unwrap();
+    for cell in t.backend().buffer().content() {
+        assert_eq!((cell.fg, cell.bg), (Color::Reset, Color::Reset));
+    }
+}
+
+#[test]
+fn the_help_screen() {
+    let mut app = listed();
+    app.key(code(KeyCode::Enter));
+    app.key(key('?'));
+    let s = screen(&mut app, 80, 30);
+    assert_eq!(
+        s[7..22],
+        [
+            "│Loo┌ Keys ────────────────────────────────────────────────────────────────┐   │",
+            "│  2│Search   type: search as you type (\"a phrase\", word*, OR, -word)      │   │",
+            "│   │         ↓ Enter Esc: to the results   Ctrl-U: clear the line         │   │",
+            "│   │Results  ↑↓ j k PgUp PgDn g G: move   Enter: open   s: the search line│   │",
+            "│   │Detail   ↑↓ j k PgUp PgDn Space g G: scroll   t: unfold tool calls    │   │",
+            "│   │         /: find in session   n N: next, previous match   Esc b: back │   │",
+            "│   │Filters  a: agent   d: date   p: this project   m: this machine       │   │",
+            "│   │Actions  o: open in $PAGER   y: copy the id   r: resume snapshot      │   │",
+            "│   │         h: handoff for another agent   D: delete (asks first)        │   │",
+            "│   │         P: parent session   S: next sub-agent session                │   │",
+            "│   │Quit     q, Ctrl-C                                                    │   │",
+            "│   │                                                                      │   │",
+            "│   │Escape sequences and control characters in transcripts show as �.     │   │",
+            "│   │Any key closes this.                                                  │   │",
+            "│   └──────────────────────────────────────────────────────────────────────┘   │",
+        ]
+    );
+    app.key(key('x'));
+    assert_eq!(app.modal, Modal::None);
+}
+
+#[test]
+fn base64_is_rfc_4648() {
+    assert_eq!(super::base64(b""), "");
+    assert_eq!(super::base64(b"f"), "Zg==");
+    assert_eq!(super::base64(b"fo"), "Zm8=");
+    assert_eq!(super::base64(b"foo"), "Zm9v");
+    assert_eq!(super::base64(b"foobar"), "Zm9vYmFy");
+}
+
+#[test]
+fn hits_come_a_page_at_a_time() {
+    let mut app = listed();
+    app.key(key('x'));
+    app.outbox.clear();
+    let hits = |n: usize| {
+        (0..n)
+            .map(|i| Hit {
+                session_id: format!("s{i}"),
+                agent: "claude".into(),
+                machine: "laptop".into(),
+                title: None,
+                project: None,
+                message_id: format!("m{i}"),
+                message_index: 0,
+                role: "user".into(),
+                kind: "text".into(),
+                timestamp: None,
+                snippet: "x".into(),
+                score: 1.0,
+            })
+            .collect::<Vec<_>>()
+    };
+    app.apply(Response::Hits {
+        generation: 2,
+        offset: 0,
+        hits: Ok(hits(50)),
+        unindexed: 0,
+        hybrid: false,
+    });
+    assert!(app.more, "a full page: more may follow");
+    app.key(code(KeyCode::Enter));
+    for _ in 0..29 {
+        app.key(key('j'));
+    }
+    assert!(app.outbox.is_empty(), "row 29: 21 rows from the end");
+    app.key(key('j'));
+    // Row 30: 20 rows from the end; the next page is asked for, once.
+    assert_eq!(app.selected, 30);
+    assert_eq!(
+        app.outbox.drain(..).collect::<Vec<_>>(),
+        vec![Request::Results {
+            generation: 2,
+            query: Query {
+                text: "x".into(),
+                ..Query::default()
+            },
+            offset: 50
+        }]
+    );
+    app.key(key('j'));
+    assert!(app.outbox.is_empty());
+    app.apply(Response::Hits {
+        generation: 2,
+        offset: 50,
+        hits: Ok(hits(73)),
+        unindexed: 0,
+        hybrid: false,
+    });
+    assert_eq!((app.rows.len(), app.selected, app.more), (73, 31, false));
+}
+
+#[test]
+fn hybrid_ready_searches_again_and_the_title_says_hybrid() {
+    let mut app = listed();
+    // Without a query there is nothing to search again.
+    app.apply(Response::HybridReady);
+    assert!(app.outbox.is_empty());
+    app.key(key('q'));
+    app.outbox.clear();
+    app.apply(Response::HybridReady);
+    assert_eq!(
+        app.outbox.drain(..).collect::<Vec<_>>(),
+        vec![Request::Results {
+            generation: 3,
+            query: Query {
+                text: "q".into(),
+                ..Query::default()
+            },
+            offset: 0
+        }]
+    );
+    app.apply(Response::Hits {
+        generation: 3,
+        offset: 0,
+        hits: Ok(Vec::new()),
+        unindexed: 0,
+        hybrid: true,
+    });
+    let s = screen(&mut app, 80, 12);
+    assert_eq!(
+        s[0],
+        "┌ Search (hybrid) ─────────────────────────────────────────────────────────────┐"
+    );
+    assert_eq!(
+        &s[5],
+        "│No matches.                   ││Enter on a session or a hit opens it here.    │"
+    );
+}
