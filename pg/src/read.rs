@@ -466,67 +466,68 @@ impl ReadStore for PgReader {
             )));
         };
         let limit = f.limit.clamp(1, 500);
-        // The SQLite store's bounded rule (see `memtrail_runtime::query::search`): without a
-        // filter and without `OR`, only the newest SEARCH_CANDIDATES matches are ranked, read
-        // newest first by the `id` index and stopping there, so that a frequent term costs no
-        // more than a rare one; otherwise every match (GIN) is ranked.
-        let bounded = f.agent.is_none()
-            && f.project.is_none()
-            && f.session.is_none()
-            && f.since.is_none()
-            && f.until.is_none()
-            && f.role.is_none()
-            && f.machine.is_none()
-            && !items.as_deref().is_some_and(has_or);
+        // The SQLite store's bounded rule (see `memtrail_runtime::query::search`): without
+        // `OR`, only the newest SEARCH_CANDIDATES matches (that pass the filter, if any) are
+        // ranked, read newest first by the `id` index and stopping there, so that a frequent
+        // term costs no more than a rare one; an `OR` query ranks every match (GIN).
+        let bounded = !items.as_deref().is_some_and(has_or);
         let mut args: Vec<Param> = vec![Box::new(q)];
-        let mut sql = if bounded {
-            format!(
-                "SELECT c.id, ts_rank({RANK_WEIGHTS}, c.tsv, $1::text::tsquery, 1)::float8 AS score
-                 FROM (SELECT m.id, m.tsv FROM messages m
-                       WHERE m.tsv @@ $1::text::tsquery
-                       ORDER BY m.id DESC LIMIT {SEARCH_CANDIDATES}) c WHERE true"
-            )
-        } else {
-            format!(
-                "SELECT m.id, ts_rank({RANK_WEIGHTS}, m.tsv, $1::text::tsquery, 1)::float8 AS score
-                 FROM messages m JOIN sessions s ON s.uid = m.session_uid
-                 WHERE m.tsv @@ $1::text::tsquery"
-            )
-        };
+        let mut filters = String::new();
         if let Some(a) = &f.agent {
             args.push(Box::new(a.clone()));
-            sql.push_str(&format!(" AND s.agent = ${}", args.len()));
+            filters.push_str(&format!(" AND s.agent = ${}", args.len()));
         }
         if let Some(p) = &f.project {
-            sql.push_str(&project_clause(p, &mut args));
+            filters.push_str(&project_clause(p, &mut args));
         }
         if let Some(m) = &f.machine {
             self.known_machine(m)?;
-            sql.push_str(&machine_clause(m, &mut args));
+            filters.push_str(&machine_clause(m, &mut args));
         }
         if let Some(sid) = &f.session {
             let id = self.resolve_session(sid, f.agent.as_deref())?;
             args.push(Box::new(id));
-            sql.push_str(&format!(" AND s.id = ${}", args.len()));
+            filters.push_str(&format!(" AND s.id = ${}", args.len()));
         }
         if let Some(t) = f.since {
             args.push(Box::new(t));
-            sql.push_str(&format!(" AND m.ts >= ${}", args.len()));
+            filters.push_str(&format!(" AND m.ts >= ${}", args.len()));
         }
         if let Some(t) = f.until {
             args.push(Box::new(t));
-            sql.push_str(&format!(" AND m.ts <= ${}", args.len()));
+            filters.push_str(&format!(" AND m.ts <= ${}", args.len()));
         }
         if let Some(r) = &f.role {
             // Tool calls live on assistant messages: `tool` means messages with tool calls or
             // results, whoever wrote them.
             if r == "tool" {
-                sql.push_str(" AND (m.role = 'tool' OR m.kind IN ('tool_call', 'tool_result'))");
+                filters
+                    .push_str(" AND (m.role = 'tool' OR m.kind IN ('tool_call', 'tool_result'))");
             } else {
                 args.push(Box::new(r.clone()));
-                sql.push_str(&format!(" AND m.role = ${}", args.len()));
+                filters.push_str(&format!(" AND m.role = ${}", args.len()));
             }
         }
+        // Sessions are joined only when a filter reads them.
+        let join = if filters.contains("s.") {
+            " JOIN sessions s ON s.uid = m.session_uid"
+        } else {
+            ""
+        };
+        let mut sql = if bounded {
+            format!(
+                "SELECT c.id, ts_rank({RANK_WEIGHTS}, c.tsv, $1::text::tsquery, 1)::float8 AS score
+                 FROM (SELECT m.id, m.tsv FROM messages m{join}
+                       WHERE m.tsv @@ $1::text::tsquery{filters}
+                       ORDER BY m.id DESC LIMIT {SEARCH_CANDIDATES}) c WHERE true"
+            )
+        } else {
+            format!(
+                "SELECT m.id, ts_rank({RANK_WEIGHTS}, m.tsv, $1::text::tsquery, 1)::float8 AS score
+                 FROM messages m{join}
+                 WHERE m.tsv @@ $1::text::tsquery{filters}"
+            )
+        };
         // Rank a few more than asked, then apply the recency prior; equal scores go to the
         // newest message.
         args.push(Box::new((limit * 3).min(1500) as i64));

@@ -75,33 +75,51 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     // FTS5's `bm25()` counts each term's documents over the whole index once per query, which
     // for a frequent term costs time in proportion to the store; `memtrail_bm25` counts up to
     // [`crate::store::rank::DF_SAMPLE`] and extrapolates (docs/benchmarks.md, "Frequent terms").
+    // With a filter (agent, project, machine, session, dates, role) the same bound holds over
+    // the matches that pass it: FTS5 still walks the matches newest first, the filter is
+    // checked on each, and the walk stops at the SEARCH_CANDIDATES-th that passes (ranking
+    // every match of a frequent term in one project took 1.5 s on the 1 GB store).
     // An `OR` query is ranked over all its matches: the newest matches of `rare OR common`
     // would all be `common` ones, and the rare term's hits would never be ranked.
-    let bounded = f.agent.is_none()
-        && f.project.is_none()
-        && f.session.is_none()
-        && f.since.is_none()
-        && f.until.is_none()
-        && f.role.is_none()
-        && f.machine.is_none()
-        && !has_top_level_or(&q);
-    let mut sql = if bounded {
+    let bounded = !has_top_level_or(&q);
+    let filtered = f.agent.is_some()
+        || f.project.is_some()
+        || f.session.is_some()
+        || f.since.is_some()
+        || f.until.is_some()
+        || f.role.is_some()
+        || f.machine.is_some();
+    let mut args: Vec<Sql> = vec![Sql::Text(q.clone())];
+    let mut sql = if bounded && !filtered {
         format!(
             "SELECT c.id, c.score FROM (
                 SELECT rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8) AS score FROM messages_fts
                 WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT {SEARCH_CANDIDATES}
              ) c WHERE 1 = 1"
         )
+    } else if bounded {
+        let mut inner = String::from(
+            "SELECT c.id, c.score FROM (
+                SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8) AS score
+                FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+                JOIN sessions s ON s.id = m.session_id
+                WHERE messages_fts MATCH ?",
+        );
+        filter_clause(store, f, &mut inner, &mut args)?;
+        inner.push_str(&format!(
+            " ORDER BY messages_fts.rowid DESC LIMIT {SEARCH_CANDIDATES}) c WHERE 1 = 1"
+        ));
+        inner
     } else {
-        String::from(
-            "SELECT messages_fts.rowid, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8) AS score
+        let mut all = String::from(
+            "SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8) AS score
              FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
              JOIN sessions s ON s.id = m.session_id
              WHERE messages_fts MATCH ?",
-        )
+        );
+        filter_clause(store, f, &mut all, &mut args)?;
+        all
     };
-    let mut args: Vec<Sql> = vec![Sql::Text(q.clone())];
-    filter_clause(store, f, &mut sql, &mut args)?;
     // Rank a few more than asked by BM25, then apply the recency prior; equal scores go to
     // the newest message.
     let fetch = (limit * 3).min(1500);

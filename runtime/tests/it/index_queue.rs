@@ -296,6 +296,55 @@ fn or_queries_rank_every_match_and_ties_go_to_the_newest() {
     assert_eq!(first("refactor", Some("claude")), newest);
 }
 
+/// With a filter the bound still holds over the matches that pass it: only the newest
+/// `SEARCH_CANDIDATES` of them are ranked. A message that BM25 would rank first (the word three
+/// times) but that is older than `SEARCH_CANDIDATES` newer matches of the filter is not found by
+/// a plain query, filtered or not; with fewer newer matches in the filter's session it is.
+#[test]
+fn a_filtered_query_ranks_the_newest_matches_that_pass_the_filter() {
+    let (_d, mut store) = open();
+    let s1 = session(&mut store, "s1");
+    let n = memtrail_runtime::query::SEARCH_CANDIDATES + 10;
+    let mut recs: Vec<Record> = vec![text("best", "wallaby wallaby wallaby")];
+    recs.extend((0..n).map(|i| text(&format!("u{i}"), &format!("wallaby step {i}"))));
+    store.write(|w| w.apply(s1, recs)).unwrap();
+    // A second session, newer, with a few matches of its own and a best one, oldest in it.
+    let s2 = session(&mut store, "s2");
+    let mut recs: Vec<Record> = vec![text("best2", "wallaby wallaby wallaby")];
+    recs.extend((0..5).map(|i| text(&format!("v{i}"), &format!("wallaby walk {i}"))));
+    store.write(|w| w.apply(s2, recs)).unwrap();
+    let top = |f: SearchFilter| -> String {
+        query::search(&store, "wallaby", &SearchFilter { limit: 1, ..f }).unwrap()[0]
+            .message_id
+            .clone()
+    };
+    // s1's best is behind more than SEARCH_CANDIDATES newer matches: not ranked, with the
+    // agent filter (which every session passes) as without.
+    assert_eq!(top(SearchFilter::default()), "best2");
+    assert_eq!(
+        top(SearchFilter {
+            agent: Some("claude".into()),
+            ..SearchFilter::default()
+        }),
+        "best2"
+    );
+    // In s1 alone its best is still behind SEARCH_CANDIDATES newer matches; in s2 it is ranked.
+    assert_ne!(
+        top(SearchFilter {
+            session: Some("s1".into()),
+            ..SearchFilter::default()
+        }),
+        "best"
+    );
+    assert_eq!(
+        top(SearchFilter {
+            session: Some("s2".into()),
+            ..SearchFilter::default()
+        }),
+        "best2"
+    );
+}
+
 /// `optimize_index` (run at the end of a large import) leaves one FTS5 segment and the same
 /// results.
 #[test]
