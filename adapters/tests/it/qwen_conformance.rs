@@ -201,11 +201,13 @@ fn the_three_runs_in_one_pass() {
         "Je cherche d'abord dans l'historique."
     );
     assert_eq!(part_text(ms[12], 1), "Puis j'écris la doc.");
+    // memtrail's MCP tool, deferred: called through `tool_call`.
     let c = call(ms[13], 0);
+    assert_eq!(c.input["name"], "mcp__memtrail__search");
     assert_eq!(
         (c.name.as_str(), c.tool.as_str(), c.output.as_deref()),
         (
-            "mcp__memtrail__search",
+            "tool_call",
             "mcp",
             Some("1 hit: session 7c1e4b2a, arrondi fixed")
         )
@@ -384,4 +386,54 @@ fn transcripts_identity_and_discovery() {
             "/home/user/.qwen/projects/-home-user-demo/chats/{SID}.jsonl"
         ))]
     );
+}
+
+/// A `SessionStart` also ingests the transcript written last among the other sessions of the
+/// same project (its final answer may have reached the file after its `Stop` hook ran); other
+/// events, and other projects' sessions, do not.
+#[test]
+fn a_session_start_catches_up_the_previous_session_of_its_project() {
+    let tmp = tempfile::tempdir().unwrap();
+    let projects = tmp.path().join("projects");
+    let chats = projects.join("-home-user-demo/chats");
+    let elsewhere = projects.join("-home-user-other/chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let (older, newer, theirs) = (
+        chats.join("aaaa.jsonl"),
+        chats.join("bbbb.jsonl"),
+        elsewhere.join("cccc.jsonl"),
+    );
+    std::fs::write(&older, "{}\n").unwrap();
+    std::fs::write(chats.join("bbbb.runtime.json"), "{}").unwrap();
+    let set = |p: &Path, secs: u64| {
+        let f = std::fs::File::options().write(true).open(p).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+            .unwrap();
+    };
+    std::fs::write(&newer, "{}\n").unwrap();
+    std::fs::write(&theirs, "{}\n").unwrap();
+    set(&older, 1_000);
+    set(&newer, 2_000);
+    set(&theirs, 3_000);
+    let env = Env::sandbox("/home/user");
+    let mut ev = qwen::parse_hook_payload(&payload("SessionStart.json"), &env).unwrap();
+    let current = chats.join(format!("{SID}.jsonl"));
+    ev.transcript_path = Some(current.to_str().unwrap().to_string());
+    assert_eq!(
+        qwen::transcripts_for_event_in(&ev, &projects),
+        [current.clone(), newer.clone()]
+    );
+    // The newest is the session starting itself (a resume): the one before it.
+    ev.session_id = Some("bbbb".into());
+    ev.transcript_path = Some(newer.to_str().unwrap().to_string());
+    assert_eq!(
+        qwen::transcripts_for_event_in(&ev, &projects),
+        [newer.clone(), older.clone()]
+    );
+    // Stop: its own transcript only.
+    let mut stop = qwen::parse_hook_payload(&payload("Stop.json"), &env).unwrap();
+    stop.transcript_path = Some(current.to_str().unwrap().to_string());
+    assert_eq!(qwen::transcripts_for_event_in(&stop, &projects), [current]);
+    assert_eq!(qwen::latest_other(&tmp.path().join("none"), None), None);
 }

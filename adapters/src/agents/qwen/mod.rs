@@ -84,6 +84,10 @@ const PROMPT_CONTEXT_OPEN: &str = "<qwen:user-prompt-submit-context>";
 /// The sentence Qwen Code appends to every compaction summary (`RESUME_TRAILER`).
 const RESUME_TRAILER: &str = "Resume the prior task using the summary above. Continue from the last in-flight step; do not acknowledge the summary, do not re-introduce, do not greet the user again.";
 
+/// The tool through which the model calls a deferred tool (`{"name", "arguments"}`); MCP
+/// servers' tools are deferred.
+const DEFERRED_CALL: &str = "tool_call";
+
 /// At most this many links of the active chain are kept in the reader's state; a rewind to a
 /// record older than that is not seen (its dead branch stays stored).
 pub const CHAIN_CAP: usize = 4096;
@@ -106,7 +110,8 @@ struct Link(String, bool);
 ///   the title; other `user` subtypes: the same with role `System`;
 /// - `assistant`: a [`Role::Assistant`] message, id the `uuid`, model `model`: `text` parts,
 ///   `thought: true` parts as [`Part::Thinking`], `functionCall` as [`Part::ToolCall`] (id the
-///   call's `id`, else `<uuid>:<index>`; input `args`);
+///   call's `id`, else `<uuid>:<index>`; input `args`; a `tool_call` of a deferred tool gets the
+///   common name of the tool it calls, `args.name`);
 /// - `tool_result`: one [`Record::ToolResult`] per `functionResponse` part (call id its `id`,
 ///   else `toolCallResult.callId`; output `response.output`, else `response.error`, else the
 ///   response as JSON; an error when `toolCallResult.status` is `error` or the response holds
@@ -323,11 +328,17 @@ fn assistant_parts(uuid: &str, parts: &[Value]) -> Vec<Part> {
         if let Some(fc) = p.get("functionCall") {
             let name = str_at(fc, "name").unwrap_or("").to_string();
             let id = str_at(fc, "id").map_or_else(|| format!("{uuid}:{i}"), str::to_string);
+            let input = fc.get("args").cloned().unwrap_or(Value::Null);
+            // A deferred tool (MCP tools among them) is called through `tool_call`.
+            let tool = match str_at(&input, "name").filter(|_| name == DEFERRED_CALL) {
+                Some(inner) => normalize_tool_name(inner),
+                None => normalize_tool_name(&name),
+            };
             out.push(Part::ToolCall(ToolCall {
                 id,
-                tool: normalize_tool_name(&name),
+                tool,
                 name,
-                input: fc.get("args").cloned().unwrap_or(Value::Null),
+                input,
                 output: None,
                 is_error: false,
                 exit_code: None,
@@ -545,23 +556,66 @@ pub fn transcripts_for_event(ev: &HookEvent) -> Vec<PathBuf> {
     transcripts_for_event_in(ev, &projects_dir())
 }
 
-/// The files a hook event should ingest: the payload's `transcript_path`, else
-/// `<projects>/<sanitized cwd>/chats/<session id>.jsonl` when it is a file; else nothing.
+/// The files a hook event should ingest:
+///
+/// 1. the payload's `transcript_path`, else `<projects>/<sanitized cwd>/chats/<session
+///    id>.jsonl` when it is a file;
+/// 2. at a `SessionStart`, also the transcript written last among the **other** sessions of
+///    the same `chats` folder ([`latest_other`]): Qwen Code queues its transcript writes, so a
+///    turn's final answer may reach the file after the `Stop` hook ran, and a session run with
+///    a prompt (`qwen "…"`) fires no `SessionEnd`; the next session's start stores it.
+///
+/// Nothing found gives an empty list.
 pub fn transcripts_for_event_in(ev: &HookEvent, projects: &Path) -> Vec<PathBuf> {
-    if let Some(t) = ev.transcript_path.as_deref().filter(|t| !t.is_empty()) {
-        return vec![PathBuf::from(t)];
-    }
-    let (Some(session), Some(cwd)) = (
-        ev.session_id.as_deref().filter(|s| is_safe_name(s)),
-        ev.cwd.as_deref(),
-    ) else {
-        return Vec::new();
+    let session = ev.session_id.as_deref().filter(|s| is_safe_name(s));
+    let mut paths: Vec<PathBuf> = match ev.transcript_path.as_deref().filter(|t| !t.is_empty()) {
+        Some(t) => vec![PathBuf::from(t)],
+        None => match (session, ev.cwd.as_deref()) {
+            (Some(session), Some(cwd)) => {
+                let p = projects
+                    .join(paths::project_folder(cwd))
+                    .join(CHATS_DIR)
+                    .join(format!("{session}.jsonl"));
+                p.is_file().then_some(p).into_iter().collect()
+            }
+            _ => Vec::new(),
+        },
     };
-    let p = projects
-        .join(paths::project_folder(cwd))
-        .join(CHATS_DIR)
-        .join(format!("{session}.jsonl"));
-    if p.is_file() { vec![p] } else { Vec::new() }
+    let chats = match (paths.first(), ev.cwd.as_deref()) {
+        (Some(p), _) => p.parent().map(Path::to_path_buf),
+        (None, Some(cwd)) => Some(projects.join(paths::project_folder(cwd)).join(CHATS_DIR)),
+        (None, None) => None,
+    };
+    if ev.event == "SessionStart"
+        && let Some(other) = chats.and_then(|c| latest_other(&c, session))
+        && !paths.contains(&other)
+    {
+        paths.push(other);
+    }
+    paths
+}
+
+/// At most this many entries of a `chats` folder are looked at by [`latest_other`] (one `stat`
+/// each).
+const LATEST_SCAN_CAP: usize = 4096;
+
+/// The `<id>.jsonl` in `chats` written last (modification time), among the first
+/// [`LATEST_SCAN_CAP`] entries the folder lists, other than `current`'s; `None` when there is
+/// none or the folder cannot be listed.
+pub fn latest_other(chats: &Path, current: Option<&str>) -> Option<PathBuf> {
+    std::fs::read_dir(chats)
+        .ok()?
+        .flatten()
+        .take(LATEST_SCAN_CAP)
+        .filter_map(|e| {
+            let p = e.path();
+            let id = session_of(&p)?;
+            (Some(id) != current).then_some(())?;
+            let modified = e.metadata().ok()?.modified().ok()?;
+            Some((modified, p))
+        })
+        .max()
+        .map(|(_, p)| p)
 }
 
 /// The stdout reply to a `SessionStart` hook that adds `context` to the conversation:
