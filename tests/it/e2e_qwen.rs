@@ -51,28 +51,11 @@ fn payload(name: &str, transcript: &Path) -> String {
 }
 
 fn hook(sb: &Sandbox, stdin: String) -> String {
-    let out = sb
-        .acmd()
-        .args(["hook", "qwen"])
-        .write_stdin(stdin)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    sb.hook("qwen", stdin)
 }
 
 fn ids(sb: &Sandbox) -> Vec<String> {
-    let v = sb.json(&["sessions", "show", SID, "--json"]);
-    v["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|m| m["id"].as_str().unwrap().to_string())
-        .collect()
+    sb.message_ids(SID)
 }
 
 #[test]
@@ -188,15 +171,8 @@ struct Tools {
     python: PathBuf,
 }
 
-/// The e2e tools folder: `$MEMTRAIL_E2E_TOOLS`, else `target/e2e-tools`.
-fn tools_dir() -> PathBuf {
-    std::env::var_os("MEMTRAIL_E2E_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target/e2e-tools"))
-}
-
 fn find_tools() -> Result<Tools, String> {
-    let in_tools = tools_dir().join("node_modules/.bin/qwen");
+    let in_tools = common::e2e_tools_dir().join("node_modules/.bin/qwen");
     let qwen = match bin_from_env("MEMTRAIL_QWEN_BIN")? {
         Some(p) => p,
         None if is_executable(&in_tools) => in_tools,

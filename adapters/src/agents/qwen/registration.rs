@@ -99,11 +99,6 @@ pub fn hook_handler(binary: &Path, timeout_secs: u64) -> Option<Value> {
     }))
 }
 
-/// One definition without a `matcher` holding memtrail's handler: `{"hooks":[<handler>]}`.
-pub fn hook_group(binary: &Path, timeout_secs: u64) -> Option<Value> {
-    Some(json!({ HOOKS_KEY: [hook_handler(binary, timeout_secs)?] }))
-}
-
 /// The program and arguments of a `type: "command"` handler (its command split as `sh` would).
 fn program_and_args(handler: &Value) -> Option<(String, Vec<String>)> {
     crate::registration::command_program_and_args(handler, false)
@@ -121,24 +116,9 @@ pub fn hook_handler_program(handler: &Value) -> Option<String> {
     program_and_args(handler).map(|(p, _)| p)
 }
 
-/// `handler` with its command written the way [`hook_command`] writes it.
-pub fn canonical_hook_handler(handler: &Value) -> Value {
-    crate::registration::canonical_command_handler(handler)
-}
-
 /// memtrail's MCP server entry: `{"command":"<binary>","args":["mcp"]}`.
 pub fn mcp_server_entry(binary: &Path) -> Option<Value> {
     Some(json!({ "command": binary.to_str()?, "args": ["mcp"] }))
-}
-
-/// The program an MCP server entry runs.
-pub fn mcp_server_program(entry: &Value) -> Option<String> {
-    crate::registration::entry_command(entry)
-}
-
-/// True when `text` is memtrail's skill (any version).
-pub fn is_memtrail_skill(text: &str) -> bool {
-    crate::registration::is_memtrail_skill(text)
 }
 
 /// Qwen Code: `docs/agents/qwen.md#what-memtrail-registers` (hooks and MCP in the user
@@ -150,16 +130,17 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
     let fns = HandlerFns {
         is_ours: is_memtrail_hook_handler,
         points_at: hook_handler_program,
-        canonical: canonical_hook_handler,
+        canonical: crate::registration::canonical_command_handler,
     };
     let mut items = Vec::new();
     for h in HOOKS {
+        let handler = hook_handler(binary, h.timeout_secs).ok_or_else(bad)?;
         items.push(handler_item(
             h.event,
             strings(&[HOOKS_KEY, h.event]),
             Some(HOOKS_KEY),
-            hook_group(binary, h.timeout_secs).ok_or_else(bad)?,
-            hook_handler(binary, h.timeout_secs).ok_or_else(bad)?,
+            json!({ HOOKS_KEY: [handler.clone()] }),
+            handler,
             &HANDLER_SOFT_KEYS,
             &fns,
         ));
@@ -169,12 +150,12 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
         MCP_SERVER_NAME,
         mcp_server_entry(binary).ok_or_else(bad)?,
         &[],
-        mcp_server_program,
+        crate::registration::entry_command,
     ));
     Ok(AgentSpec {
         files: vec![
             json_file(&loc.settings, items),
-            skill_file(&loc.skill, SKILL_MD, is_memtrail_skill),
+            skill_file(&loc.skill, SKILL_MD, crate::registration::is_memtrail_skill),
         ],
         config_dirs: vec![loc.config_dir],
         executables: vec![EXECUTABLE.to_string()],
@@ -211,7 +192,7 @@ mod tests {
         let l = Locations::resolve(&env);
         assert_eq!(l.skill, Path::new("/h/q/skills/memtrail/SKILL.md"));
         assert_eq!(l.projects, Path::new("/r/projects"));
-        assert!(is_memtrail_skill(SKILL_MD));
+        assert!(crate::registration::is_memtrail_skill(SKILL_MD));
         assert!(SKILL_MD.contains("Qwen Code"));
         assert_eq!(
             super::super::paths::project_folder("/home/u/my proj.é"),
