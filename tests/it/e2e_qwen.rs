@@ -12,7 +12,8 @@
 //!    (`stub_openai.py`, `--auth-type openai-responses`) runs a shell command: its hooks store
 //!    the prompt and the call, the next session's `SessionStart` the answer Qwen Code may write
 //!    after them, `import` the rest, and nothing twice; `uninstall` gives the user's
-//!    `settings.json` back byte for byte.
+//!    `settings.json` back byte for byte; `/compress` (`--continue`) writes a compaction record,
+//!    stored once as a summary.
 #![cfg(unix)]
 
 use crate::common;
@@ -406,6 +407,43 @@ fn real_qwen_accepts_memtrails_config_and_a_session_is_captured_once() {
     assert_eq!(roles(&shown), ["user", "assistant"], "{shown}");
     assert_eq!(shown["messages"][1]["text"], "ok");
     assert_eq!(roles(&show_session(&sid)).len(), 3);
+    let imp = import();
+    assert_eq!(imp["agents"][0]["messages"], 0, "captured once: {imp}");
+
+    // `/compress` in the second session (`--continue`): Qwen Code writes a `chat_compression`
+    // record (the stub's answer "ok" is the summary); it is stored once, as a summary.
+    let out = run(
+        qwen(&[
+            "--auth-type",
+            "openai-responses",
+            "--openai-base-url",
+            &url,
+            "--openai-api-key",
+            "stub",
+            "-m",
+            "gpt-5",
+            "--yolo",
+            "--continue",
+            "/compress",
+        ]),
+        "qwen /compress",
+    );
+    assert!(
+        out.status.success(),
+        "qwen /compress failed\n{}",
+        show(&out)
+    );
+    assert!(
+        text(&out.stdout).contains("Context compressed"),
+        "{}",
+        show(&out)
+    );
+    import();
+    let shown = show_session(&second);
+    assert_eq!(roles(&shown), ["user", "assistant", "system"], "{shown}");
+    assert_eq!(shown["messages"][2]["kind"], "summary");
+    assert_eq!(shown["messages"][2]["text"], "ok");
+    assert_eq!(sessions().len(), 2);
     let imp = import();
     assert_eq!(imp["agents"][0]["messages"], 0, "captured once: {imp}");
     drop(stub);
