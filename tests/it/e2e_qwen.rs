@@ -4,7 +4,7 @@
 //!    payloads of `fixtures/qwen/hooks/` while the fixture session grows in
 //!    `~/.qwen/projects/-home-user-demo/chats/<id>.jsonl` run by run, a rewind included; each
 //!    message is stored once, the rewound turn is dropped, the compaction's snapshot comes back
-//!    at the next `SessionStart`.
+//!    at its `SessionStart` (source `compact`).
 //! 2. The real CLI (`@qwen-code/qwen-code`, from `MEMTRAIL_QWEN_BIN`, else `$MEMTRAIL_E2E_TOOLS`
 //!    or `target/e2e-tools` `node_modules/.bin/qwen`, else PATH; skipped without it unless
 //!    `MEMTRAIL_REQUIRE_E2E=1`): "the user's" `settings.json`, `memtrail install --agent qwen`,
@@ -106,18 +106,25 @@ fn hook_path_grows_the_session_once_and_gives_the_snapshot_back() {
         "{hits}"
     );
 
-    // Run 3: compaction. PreCompact saves the snapshot (and ingests the summary); the resume's
-    // SessionStart hands it back as hookSpecificOutput.additionalContext.
-    std::fs::write(&t, head(25)).unwrap();
+    // Run 3: compaction. PreCompact saves the snapshot (the summary is not written yet); after
+    // the compaction Qwen Code fires SessionStart with source `compact`, which stores the
+    // summary and hands the snapshot back as hookSpecificOutput.additionalContext, once.
+    std::fs::write(&t, head(24)).unwrap();
     assert_eq!(hook(&sb, payload("PreCompact.json", &t)), "");
-    assert_eq!(ids(&sb).len(), 11);
-    let reply = hook(&sb, payload("SessionStart-resume.json", &t));
+    assert_eq!(ids(&sb).len(), 10);
+    std::fs::write(&t, head(25)).unwrap();
+    let reply = hook(&sb, payload("SessionStart-compact.json", &t));
     let v: Value = serde_json::from_str(reply.trim()).unwrap_or_else(|e| panic!("{e}: {reply}"));
     assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
     let ctx = v["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .unwrap();
     assert!(ctx.contains("src/prix.rs"), "{ctx}");
+    assert_eq!(ids(&sb).len(), 11);
+    assert_eq!(ids(&sb)[10], "s-compress-1");
+    // A second start (a resume) does not give the same snapshot again.
+    let again = hook(&sb, payload("SessionStart-resume.json", &t));
+    assert!(!again.contains("src/prix.rs"), "{again}");
 
     // The session ends: SessionEnd stores the rest.
     std::fs::write(&t, head(33)).unwrap();

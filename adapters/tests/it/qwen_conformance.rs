@@ -322,6 +322,7 @@ fn hook_payloads() {
     for (file, event, source) in [
         ("SessionStart.json", "SessionStart", Some("startup")),
         ("SessionStart-resume.json", "SessionStart", Some("resume")),
+        ("SessionStart-compact.json", "SessionStart", Some("compact")),
         ("Stop.json", "Stop", None),
         ("PreCompact.json", "PreCompact", Some("auto")),
         ("SessionEnd.json", "SessionEnd", Some("prompt_input_exit")),
