@@ -383,7 +383,7 @@ mod tests {
 
     /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
     /// identifies in it, and how many transcripts a hook event naming it ingests (Claude Code's
-    /// adds its sub-agent's).
+    /// and Qwen Code's add their sub-agent's).
     const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 8] = [
         (
             Agent::Claude,
@@ -426,7 +426,7 @@ mod tests {
             Agent::Qwen,
             "qwen/projects/-home-user-demo/chats/7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b.jsonl",
             "7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b",
-            1,
+            2,
         ),
     ];
 

@@ -152,22 +152,43 @@ fn import_alone_stores_what_the_hooks_store() {
     let dir = sb.home.join(".qwen/projects/-home-user-demo/chats");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join(format!("{SID}.jsonl")), head(33)).unwrap();
+    // The session's sub-agent transcript beside it.
+    let subs = sb
+        .home
+        .join(".qwen/projects/-home-user-demo/subagents")
+        .join(SID);
+    std::fs::create_dir_all(&subs).unwrap();
+    std::fs::copy(
+        fixture(&format!(
+            "projects/-home-user-demo/subagents/{SID}/agent-explore-1.jsonl"
+        )),
+        subs.join("agent-explore-1.jsonl"),
+    )
+    .unwrap();
     // Not transcripts: the runtime sidecar and another project's empty folder.
     std::fs::write(dir.join(format!("{SID}.runtime.json")), "{}").unwrap();
     std::fs::create_dir_all(sb.home.join(".qwen/projects/-tmp-x")).unwrap();
     let imp = sb.json(&["import", "--agent", "qwen", "--json"]);
     let a = &imp["agents"][0];
-    // 18 stored, 2 of them (the rewound turn) deleted again: 16 left.
+    // 18 stored, 2 of them (the rewound turn) deleted again: 16 left; 3 of the sub-agent.
     assert_eq!(
         (a["files"].as_u64(), a["messages"].as_u64()),
-        (Some(1), Some(18)),
+        (Some(2), Some(21)),
         "{imp}"
+    );
+    assert_eq!(
+        sb.message_ids(&format!("{SID}/agent-explore-1")),
+        ["sub-u-1", "sub-a-1", "sub-a-2"]
     );
     assert_eq!(ids(&sb).len(), 16);
     assert_eq!(ids(&sb)[7..10], ["u-4", "a-7", "a-8"]);
-    let v = sb.json(&["sessions", "list", "--agent", "qwen", "--json"]);
-    let s = &v["sessions"][0];
-    assert_eq!(s["project"], "/home/user/demo", "{v}");
+    let v = sb.json(&["sessions", "show", SID, "--json"]);
+    assert_eq!(v["session"]["project"], "/home/user/demo", "{v}");
+    assert_eq!(
+        v["children"],
+        json!([format!("{SID}/agent-explore-1")]),
+        "{v}"
+    );
     let imp = sb.json(&["import", "--agent", "qwen", "--json"]);
     assert_eq!(imp["agents"][0]["messages"], 0, "{imp}");
 }

@@ -23,6 +23,13 @@ fn transcript() -> PathBuf {
         .join(format!("{SID}.jsonl"))
 }
 
+fn subagent() -> PathBuf {
+    fixtures()
+        .join("projects/-home-user-demo/subagents")
+        .join(SID)
+        .join("agent-explore-1.jsonl")
+}
+
 fn read(lines: &[&[u8]]) -> Batch {
     let mut reader = QwenReader::new();
     let mut batch = Batch::default();
@@ -362,7 +369,7 @@ fn transcripts_identity_and_discovery() {
     assert!(qwen::identify(Path::new("/x/chats/a.runtime.json")).is_err());
     assert!(qwen::identify(Path::new("/x/other/a.jsonl")).is_err());
     let found = qwen::discover_in(&fixtures().join("projects")).unwrap();
-    assert_eq!(found.files, [transcript()]);
+    assert_eq!(found.files, [transcript(), subagent()]);
     assert!(found.unreadable.is_empty());
     assert!(
         qwen::discover_in(&fixtures().join("nothing-here"))
@@ -376,7 +383,7 @@ fn transcripts_identity_and_discovery() {
     let mut ev = qwen::parse_hook_payload(&payload("Stop-no-recording.json"), &env).unwrap();
     assert_eq!(
         qwen::transcripts_for_event_in(&ev, &fixtures().join("projects")),
-        [transcript()]
+        [transcript(), subagent()]
     );
     ev.cwd = Some("/home/user/other".into());
     assert!(qwen::transcripts_for_event_in(&ev, &fixtures().join("projects")).is_empty());
@@ -437,4 +444,49 @@ fn a_session_start_catches_up_the_previous_session_of_its_project() {
     stop.transcript_path = Some(current.to_str().unwrap().to_string());
     assert_eq!(qwen::transcripts_for_event_in(&stop, &projects), [current]);
     assert_eq!(qwen::latest_other(&tmp.path().join("none"), None), None);
+}
+
+/// A sub-agent's transcript: its own session (`<parent>/agent-<id>`, parent the session that
+/// ran it), read like a main one, found by discovery and by the parent's hooks.
+#[test]
+fn a_sub_agent_transcript() {
+    let s = qwen::identify(&subagent()).unwrap();
+    assert_eq!(s.external_id, format!("{SID}/agent-explore-1"));
+    assert_eq!(s.parent_external_id.as_deref(), Some(SID));
+    assert!(qwen::source_for(&subagent()).is_some());
+    assert!(qwen::identify(Path::new("/x/subagents/s/notes.jsonl")).is_err());
+    let bytes = std::fs::read(subagent()).unwrap();
+    let b = read(&lines(&bytes));
+    let mut store = Store::default();
+    store.apply(b);
+    let ms = &store.messages;
+    assert_eq!(
+        ms.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(),
+        ["sub-u-1", "sub-a-1", "sub-a-2"]
+    );
+    assert_eq!(part_text(&ms[0], 0), "Trouve où `arrondi` est défini");
+    let c = call(&ms[1], 0);
+    assert_eq!((c.tool.as_str(), c.is_error), ("search", false));
+    assert_eq!(
+        c.output.as_deref(),
+        Some("src/prix.rs:1:pub fn arrondi(x: f64) -> f64 {")
+    );
+    // A SubagentStop names it; the parent's Stop lists it from the session's folder.
+    let env = Env::sandbox("/home/user");
+    let mut ev = qwen::parse_hook_payload(&payload("Stop.json"), &env).unwrap();
+    ev.transcript_path = Some(transcript().to_str().unwrap().to_string());
+    assert_eq!(
+        qwen::transcripts_for_event_in(&ev, Path::new("/nowhere")),
+        [transcript(), subagent()]
+    );
+    ev.event = "SubagentStop".into();
+    ev.agent_transcript_path = Some("/elsewhere/agent-x.jsonl".into());
+    assert_eq!(
+        qwen::transcripts_for_event_in(&ev, Path::new("/nowhere")),
+        [
+            transcript(),
+            subagent(),
+            PathBuf::from("/elsewhere/agent-x.jsonl")
+        ]
+    );
 }

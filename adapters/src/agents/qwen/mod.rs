@@ -413,10 +413,12 @@ fn compaction_summary(rec: &Value) -> Option<String> {
     (!text.is_empty()).then(|| text.to_string())
 }
 
-/// How to read the file at `path`: a `chats/<id>.jsonl` gives [`Source::Lines`] with a
-/// [`QwenReader`]; anything else `None`.
+/// How to read the file at `path`: a `chats/<id>.jsonl` or a sub-agent's
+/// `subagents/<session id>/agent-<id>.jsonl` (the same record format) gives [`Source::Lines`]
+/// with a [`QwenReader`]; anything else `None`.
 pub fn source_for(path: &Path) -> Option<Source> {
-    session_of(path).map(|_| Source::Lines(Box::new(QwenReader::new())))
+    (session_of(path).is_some() || subagent_of(path).is_some())
+        .then(|| Source::Lines(Box::new(QwenReader::new())))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -439,11 +441,38 @@ fn session_of(path: &Path) -> Option<&str> {
     (path.parent()?.file_name()? == CHATS_DIR && is_safe_name(id)).then_some(id)
 }
 
-/// Which session `chats/<id>.jsonl` belongs to: `<id>` (Qwen Code names the file by the
-/// session id, the records' `sessionId`).
+/// The parent session id and the file stem (`agent-<id>`) of a sub-agent's transcript
+/// `…/subagents/<session id>/agent-<agent id>.jsonl`.
+fn subagent_of(path: &Path) -> Option<(&str, &str)> {
+    let stem = path.file_name()?.to_str()?.strip_suffix(".jsonl")?;
+    let dir = path.parent()?;
+    let session = dir.file_name()?.to_str()?;
+    (stem.starts_with("agent-")
+        && is_safe_name(stem)
+        && is_safe_name(session)
+        && dir.parent()?.file_name()? == SUBAGENTS_DIR)
+        .then_some((session, stem))
+}
+
+/// The folder of a project's sub-agent transcripts, inside a project folder.
+pub const SUBAGENTS_DIR: &str = "subagents";
+
+/// Which session a transcript belongs to (the file is not opened):
 ///
-/// Errors: `InvalidInput` when the file is not a `.jsonl` in a `chats` folder.
+/// - `chats/<id>.jsonl`: `<id>` (Qwen Code names the file by the session id, the records'
+///   `sessionId`), no parent;
+/// - a sub-agent's `subagents/<session id>/agent-<agent id>.jsonl`: `<session id>/agent-<agent
+///   id>`, parent `<session id>` (its records carry the parent's `sessionId`).
+///
+/// Errors: `InvalidInput` when the file is neither.
 pub fn identify(path: &Path) -> std::io::Result<SessionRef> {
+    if let Some((session, stem)) = subagent_of(path) {
+        return Ok(SessionRef {
+            agent: Agent::Qwen,
+            external_id: format!("{session}/{stem}"),
+            parent_external_id: Some(session.to_string()),
+        });
+    }
     let id = session_of(path).ok_or_else(|| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -465,8 +494,10 @@ pub fn discover() -> std::io::Result<crate::Discovery> {
     discover_in(&projects_dir())
 }
 
-/// Every `<projects>/<project>/chats/<id>.jsonl` that is a file, sorted. A missing `projects`
-/// gives nothing; a project or chats folder that cannot be listed is reported in `unreadable`.
+/// Every `<projects>/<project>/chats/<id>.jsonl` and sub-agent transcript
+/// `<projects>/<project>/subagents/<session id>/agent-<id>.jsonl` that is a file, sorted. A
+/// missing `projects` gives nothing; a project or chats folder that cannot be listed is
+/// reported in `unreadable` (a sub-agents folder that cannot be listed is skipped).
 ///
 /// Errors: `projects` exists but cannot be listed.
 pub fn discover_in(projects: &Path) -> std::io::Result<crate::Discovery> {
@@ -477,8 +508,8 @@ pub fn discover_in(projects: &Path) -> std::io::Result<crate::Discovery> {
     };
     let mut found = crate::Discovery::default();
     for e in entries {
-        let chats = match e {
-            Ok(e) => e.path().join(CHATS_DIR),
+        let project = match e {
+            Ok(e) => e.path(),
             Err(err) => {
                 found
                     .unreadable
@@ -486,6 +517,14 @@ pub fn discover_in(projects: &Path) -> std::io::Result<crate::Discovery> {
                 continue;
             }
         };
+        for session in std::fs::read_dir(project.join(SUBAGENTS_DIR))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            found.files.extend(subagent_files(&session.path()));
+        }
+        let chats = project.join(CHATS_DIR);
         let files = match std::fs::read_dir(&chats) {
             Ok(rd) => rd,
             Err(e)
@@ -512,6 +551,18 @@ pub fn discover_in(projects: &Path) -> std::io::Result<crate::Discovery> {
     Ok(found)
 }
 
+/// The sub-agent transcripts (`agent-<id>.jsonl` files) in one session's `subagents/<id>`
+/// folder; nothing when it cannot be listed.
+fn subagent_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|f| f.path())
+        .filter(|p| subagent_of(p).is_some() && p.is_file())
+        .collect()
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hooks (`docs/agents/qwen.md#hooks`)
 // ---------------------------------------------------------------------------------------------
@@ -520,7 +571,7 @@ pub fn discover_in(projects: &Path) -> std::io::Result<crate::Discovery> {
 /// "transcript_path", "cwd", "hook_event_name", "timestamp", "permission_mode", …}`) into a
 /// [`HookEvent`]: `event` ← `hook_event_name` (Claude Code's names: `SessionStart`, `Stop`,
 /// `PreCompact`, `SessionEnd`, …); `session_id`, `transcript_path` (empty when chat recording
-/// is off: `None`), `cwd`; `source` ← `source` (SessionStart `startup|resume|clear|compact`),
+/// is off: `None`), `cwd`; `agent_transcript_path` (SubagentStop); `source` ← `source` (SessionStart `startup|resume|clear|compact`),
 /// `trigger` (PreCompact `manual|auto`) or `reason` (SessionEnd); `extra` ← the whole payload.
 ///
 /// Errors: the bytes are empty, not JSON or not an object.
@@ -545,7 +596,7 @@ pub fn parse_hook_payload(bytes: &[u8], env: &crate::Env) -> Result<HookEvent, c
         source: get("source")
             .or_else(|| get("trigger"))
             .or_else(|| get("reason")),
-        agent_transcript_path: None,
+        agent_transcript_path: get("agent_transcript_path"),
         extra: payload,
     })
 }
@@ -560,7 +611,10 @@ pub fn transcripts_for_event(ev: &HookEvent) -> Vec<PathBuf> {
 ///
 /// 1. the payload's `transcript_path`, else `<projects>/<sanitized cwd>/chats/<session
 ///    id>.jsonl` when it is a file;
-/// 2. at a `SessionStart`, also the transcript written last among the **other** sessions of
+/// 2. the session's sub-agent transcripts, `<project>/subagents/<session id>/agent-*.jsonl`
+///    (one `read_dir`; Qwen Code writes them beside the session), and a `SubagentStop`'s
+///    `agent_transcript_path`;
+/// 3. at a `SessionStart`, also the transcript written last among the **other** sessions of
 ///    the same `chats` folder ([`latest_other`]): Qwen Code queues its transcript writes, so a
 ///    turn's final answer may reach the file after the `Stop` hook ran, and a session run with
 ///    a prompt (`qwen "…"`) fires no `SessionEnd`; the next session's start stores it.
@@ -586,6 +640,22 @@ pub fn transcripts_for_event_in(ev: &HookEvent, projects: &Path) -> Vec<PathBuf>
         (None, Some(cwd)) => Some(projects.join(paths::project_folder(cwd)).join(CHATS_DIR)),
         (None, None) => None,
     };
+    let project = chats.as_deref().and_then(Path::parent);
+    if let (Some(project), Some(session)) = (project, session) {
+        let mut subs = subagent_files(&project.join(SUBAGENTS_DIR).join(session));
+        subs.sort();
+        paths.extend(subs);
+    }
+    if let Some(a) = ev
+        .agent_transcript_path
+        .as_deref()
+        .filter(|a| !a.is_empty())
+    {
+        let a = PathBuf::from(a);
+        if !paths.contains(&a) {
+            paths.push(a);
+        }
+    }
     if ev.event == "SessionStart"
         && let Some(other) = chats.and_then(|c| latest_other(&c, session))
         && !paths.contains(&other)
