@@ -41,6 +41,7 @@ agents! {
         Vscode,
         Opencode,
         Copilotcli,
+        Qwen,
     }
 }
 

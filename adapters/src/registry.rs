@@ -244,6 +244,7 @@ impl Agent {
             Agent::Vscode => &vscode::adapter::Vscode,
             Agent::Opencode => &opencode::adapter::Opencode,
             Agent::Copilotcli => &copilotcli::adapter::Copilotcli,
+            Agent::Qwen => &qwen::adapter::Qwen,
         }
     }
 }
@@ -266,10 +267,12 @@ mod tests {
     /// `model.rs` declares from the same list as the enum, so `ALL` cannot miss a variant).
     fn every_variant() -> Vec<Agent> {
         use Agent::*;
-        let all = vec![Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli];
+        let all = vec![
+            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen,
+        ];
         for a in &all {
             match a {
-                Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli => {}
+                Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli | Qwen => {}
             }
         }
         all
@@ -288,7 +291,7 @@ mod tests {
         assert_eq!(crate::supported_agents(), &Agent::ALL[..]);
         assert_eq!(
             agent_names(", "),
-            "claude, codex, gemini, cursor, vscode, opencode, copilotcli"
+            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen"
         );
         for a in Agent::ALL {
             assert_eq!(
@@ -380,8 +383,8 @@ mod tests {
 
     /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
     /// identifies in it, and how many transcripts a hook event naming it ingests (Claude Code's
-    /// adds its sub-agent's).
-    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 7] = [
+    /// and Qwen Code's add their sub-agent's).
+    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 8] = [
         (
             Agent::Claude,
             "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
@@ -418,6 +421,12 @@ mod tests {
             "copilotcli/session-state/5b0c3e7a-91d4-4f2e-b8a6-2c7d9e1f4a30/events.jsonl",
             "5b0c3e7a-91d4-4f2e-b8a6-2c7d9e1f4a30",
             1,
+        ),
+        (
+            Agent::Qwen,
+            "qwen/projects/-home-user-demo/chats/7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b.jsonl",
+            "7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b",
+            2,
         ),
     ];
 
@@ -570,6 +579,7 @@ mod tests {
                 "mcp_memtrail_search",
                 "memtrail_search",
                 "memtrail-search",
+                "mcp__memtrail__search",
             ]
         );
     }

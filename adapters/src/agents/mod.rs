@@ -7,4 +7,5 @@ pub mod copilotcli;
 pub mod cursor;
 pub mod gemini;
 pub mod opencode;
+pub mod qwen;
 pub mod vscode;

@@ -18,5 +18,6 @@ mod gemini_reader;
 mod opencode_conformance;
 mod opencode_hooks;
 mod opencode_reader;
+mod qwen_conformance;
 mod vscode_conformance;
 mod vscode_reader;

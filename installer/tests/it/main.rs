@@ -13,6 +13,7 @@ mod gemini;
 mod malformed;
 mod memory;
 mod opencode;
+mod qwen;
 mod roundtrip;
 mod upgrade;
 mod vscode;

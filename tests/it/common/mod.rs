@@ -101,6 +101,13 @@ pub fn mcp_python_or_skip() -> Option<PathBuf> {
 }
 
 /// The memtrail binary under test: `MEMTRAIL_E2E_MEMTRAIL_BIN`, else this build's.
+/// The e2e tools folder (`scripts/e2e-deps`): `$MEMTRAIL_E2E_TOOLS`, else `target/e2e-tools`.
+pub fn e2e_tools_dir() -> PathBuf {
+    std::env::var_os("MEMTRAIL_E2E_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/e2e-tools"))
+}
+
 pub fn memtrail_bin() -> PathBuf {
     std::env::var_os("MEMTRAIL_E2E_MEMTRAIL_BIN")
         .filter(|v| !v.is_empty())

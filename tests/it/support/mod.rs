@@ -55,6 +55,33 @@ impl Sandbox {
         assert_cmd::Command::from_std(self.cmd())
     }
 
+    /// Run `memtrail hook <agent>` with `stdin`, which must succeed; what it printed.
+    pub fn hook(&self, agent: &str, stdin: String) -> String {
+        let out = self
+            .acmd()
+            .args(["hook", agent])
+            .write_stdin(stdin)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// The ids of the stored messages of session `sid`, in order (`sessions show --json`).
+    pub fn message_ids(&self, sid: &str) -> Vec<String> {
+        let v = self.json(&["sessions", "show", sid, "--json"]);
+        v["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| m["id"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
     /// Run `memtrail ARGS`, which must succeed, and parse what it printed as JSON.
     pub fn json(&self, args: &[&str]) -> Value {
         let out = self.cmd().args(args).output().unwrap();
