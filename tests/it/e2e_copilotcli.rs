@@ -386,25 +386,37 @@ fn real_copilot_accepts_memtrails_config_and_a_session_is_captured_once() {
         shown["messages"][2]["text"],
         "Listed: hello-from-copilot.txt\n<shellId: 0 completed with exit code 0>"
     );
-    let v = stdout_json(
-        &run_ok(
-            memtrail(&["sessions", "list", "--agent", "copilotcli", "--json"]),
+    let others = || -> Vec<String> {
+        let v = stdout_json(
+            &run_ok(
+                memtrail(&["sessions", "list", "--agent", "copilotcli", "--json"]),
+                "sessions list",
+            ),
             "sessions list",
-        ),
-        "sessions list",
-    );
-    let second: Vec<String> = v["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["session_id"].as_str())
-        .filter(|s| *s != sid)
-        .map(str::to_string)
-        .collect();
-    assert_eq!(second.len(), 1, "{v}");
-    let before_import = roles(&show_session(&second[0]));
+        );
+        v["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["session_id"].as_str())
+            .filter(|s| *s != sid)
+            .map(str::to_string)
+            .collect()
+    };
+    // Copilot writes a turn's events after its hooks run, at its own pace: on a loaded machine
+    // not even the prompt may be on disk when the last session's hooks fire (seen in a full
+    // test run at load 8). What the hooks stored is then a prefix of the session, possibly
+    // empty; the next hook of a later session, or `import`, stores the rest.
+    let second = others();
+    assert!(second.len() <= 1, "{second:?}");
+    let before_import = match second.first() {
+        Some(id) => roles(&show_session(id)),
+        None => Vec::new(),
+    };
     assert!(
-        before_import == ["user"] || before_import == ["user", "assistant"],
+        before_import.is_empty()
+            || before_import == ["user"]
+            || before_import == ["user", "assistant"],
         "{before_import:?}"
     );
 
@@ -424,6 +436,8 @@ fn real_copilot_accepts_memtrails_config_and_a_session_is_captured_once() {
         2 - before_import.len(),
         "{imp}"
     );
+    let second = others();
+    assert_eq!(second.len(), 1, "{second:?}");
     assert_eq!(roles(&show_session(&second[0])), ["user", "assistant"]);
     assert_eq!(roles(&show_session(&sid)).len(), 3);
     let imp = import();
