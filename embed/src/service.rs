@@ -120,6 +120,10 @@ impl Meaning {
 
 impl memtrail_runtime::mcp::MeaningSearch for Meaning {
     fn ready(&self, store: &Store) -> bool {
+        // A store without vectors searches as before: no model is loaded (or endpoint asked).
+        if store.embed_model().ok().flatten().is_none() {
+            return false;
+        }
         let Ok(model) = self.model() else {
             return false;
         };
