@@ -66,12 +66,13 @@ pub enum Command {
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
-        /// Do not embed the new messages afterwards (done by default when the model is installed:
-        /// `memtrail models install`; `memtrail embed` does it later).
+        /// Do not embed the new messages afterwards (done by default when a model is set up:
+        /// `memtrail models install`, or an `[embed]` endpoint; `memtrail embed` does it later).
         #[arg(long)]
         no_embed: bool,
     },
-    /// Full-text search (BM25) over every captured message and tool call.
+    /// Search every captured message and tool call: full text (BM25), and by meaning where the
+    /// store holds a model's vectors (`--mode`; hybrid is then the default).
     Search(SearchArgs),
     /// Browse the sessions on the terminal: search as you type, filter by agent, project,
     /// machine and date, read a session (find with `/`), open it in the pager, copy its id,
