@@ -60,3 +60,27 @@ pub fn percent_decode(s: &str) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+/// At most this many entries of a folder are looked at by [`newest_in`] (one `stat` each).
+pub const NEWEST_SCAN_CAP: usize = 4096;
+
+/// The file written last (modification time) among those `pick` names for the first
+/// [`NEWEST_SCAN_CAP`] entries `dir` lists (`pick` gives an entry's candidate file, or `None`
+/// to pass over it); `None` when there is none or `dir` cannot be listed. Used by agents that
+/// write a turn's end after their hooks ran: a session's start also reads the session before.
+pub fn newest_in(
+    dir: &std::path::Path,
+    pick: impl Fn(&std::fs::DirEntry) -> Option<PathBuf>,
+) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .take(NEWEST_SCAN_CAP)
+        .filter_map(|e| {
+            let f = pick(&e)?;
+            let modified = std::fs::metadata(&f).ok()?.modified().ok()?;
+            Some((modified, f))
+        })
+        .max()
+        .map(|(_, f)| f)
+}

@@ -537,29 +537,16 @@ pub fn transcripts_for_event_in(ev: &HookEvent, session_state: &Path) -> Vec<Pat
     paths
 }
 
-/// At most this many session folders are looked at by [`latest_other`] (one `stat` each).
-const LATEST_SCAN_CAP: usize = 4096;
-
 /// The `events.jsonl` under `session_state` written last (modification time), among the first
-/// [`LATEST_SCAN_CAP`] session folders the directory lists, other than `current`'s; `None`
-/// when there is none or the folder cannot be listed.
+/// [`crate::paths::NEWEST_SCAN_CAP`] session folders the directory lists, other than
+/// `current`'s; `None` when there is none or the folder cannot be listed.
 pub fn latest_other(session_state: &Path, current: Option<&str>) -> Option<PathBuf> {
-    std::fs::read_dir(session_state)
-        .ok()?
-        .flatten()
-        .take(LATEST_SCAN_CAP)
-        .filter(|e| {
-            let name = e.file_name();
-            name.to_str()
-                .is_some_and(|n| is_safe_name(n) && Some(n) != current)
-        })
-        .filter_map(|e| {
-            let f = e.path().join(EVENTS_FILE);
-            let modified = std::fs::metadata(&f).ok()?.modified().ok()?;
-            Some((modified, f))
-        })
-        .max()
-        .map(|(_, f)| f)
+    crate::paths::newest_in(session_state, |e| {
+        let name = e.file_name();
+        name.to_str()
+            .is_some_and(|n| is_safe_name(n) && Some(n) != current)
+            .then(|| e.path().join(EVENTS_FILE))
+    })
 }
 
 /// The stdout reply to a `sessionStart` hook that adds `context` to the conversation:

@@ -665,27 +665,15 @@ pub fn transcripts_for_event_in(ev: &HookEvent, projects: &Path) -> Vec<PathBuf>
     paths
 }
 
-/// At most this many entries of a `chats` folder are looked at by [`latest_other`] (one `stat`
-/// each).
-const LATEST_SCAN_CAP: usize = 4096;
-
 /// The `<id>.jsonl` in `chats` written last (modification time), among the first
-/// [`LATEST_SCAN_CAP`] entries the folder lists, other than `current`'s; `None` when there is
-/// none or the folder cannot be listed.
+/// [`crate::paths::NEWEST_SCAN_CAP`] entries the folder lists, other than `current`'s; `None`
+/// when there is none or the folder cannot be listed.
 pub fn latest_other(chats: &Path, current: Option<&str>) -> Option<PathBuf> {
-    std::fs::read_dir(chats)
-        .ok()?
-        .flatten()
-        .take(LATEST_SCAN_CAP)
-        .filter_map(|e| {
-            let p = e.path();
-            let id = session_of(&p)?;
-            (Some(id) != current).then_some(())?;
-            let modified = e.metadata().ok()?.modified().ok()?;
-            Some((modified, p))
-        })
-        .max()
-        .map(|(_, p)| p)
+    crate::paths::newest_in(chats, |e| {
+        let p = e.path();
+        let id = session_of(&p)?;
+        (Some(id) != current).then_some(p)
+    })
 }
 
 /// The stdout reply to a `SessionStart` hook that adds `context` to the conversation:
