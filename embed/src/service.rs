@@ -3,9 +3,11 @@
 //! are appended as the backlog advances, and the backlog is embedded while the server is idle
 //! (`memtrail_runtime::mcp::MeaningSearch`).
 //!
-//! Memory: the vectors are loaded at the first search by meaning (not at start: an agent's
-//! server that never searches by meaning holds none), `dim + 12` bytes per chunk (268 bytes at
-//! 256 dimensions: 194 MB for the 1 GB bench store's 723k chunks).
+//! Memory: the vectors are opened at the first search by meaning (not at start: an agent's
+//! server that never searches by meaning holds none): the side file mapped
+//! ([`crate::sidefile`], pages shared with every other process), and only the vectors newer
+//! than it in memory, `dim + 12` bytes each (all of them, 194 MB at 1 GB, when there is no
+//! usable side file yet; the embedder thread then writes one).
 //!
 //! Freshness: a message embedded after the load is appended at the next call. A message
 //! rewritten after it was embedded (a late tool result) keeps its earlier vector in memory
