@@ -54,7 +54,7 @@ impl VectorIndex {
     /// The vectors `model` made: the side file mapped when it is usable, and the vectors newer
     /// than it read from SQLite; else all of them from SQLite. Also returns how many vectors
     /// are newer than the side file (`None` when it was not usable), for
-    /// [`crate::sidefile::refresh`].
+    /// [`crate::sidefile::maintain`].
     ///
     /// Errors: store errors.
     pub fn open(

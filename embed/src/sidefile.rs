@@ -243,7 +243,7 @@ pub fn write(store: &Store, model: &str, dim: usize) -> Result<usize, String> {
 /// or more vectors behind the store. Returns whether it was written. Nothing is done for a
 /// store that is not a SQLite file or holds no vector of `model`.
 ///
-/// Errors: as [`write`].
+/// Errors: as [`write()`].
 pub fn maintain(store: &Store, model: &str, dim: usize) -> Result<bool, String> {
     let Some(db) = store.location().sqlite_path() else {
         return Ok(false);
