@@ -343,10 +343,12 @@ impl Store {
         Self::open_with_timeout(location, Duration::from_secs(5))
     }
 
-    /// Register [`rank::FUNCTION`] on this connection, once (the first search does).
+    /// Register [`rank::FUNCTION`] and [`rank::SCOPE_FUNCTION`] on this connection, once (the
+    /// first search does).
     pub(crate) fn ensure_rank_function(&self) -> Result<()> {
         if !self.rank_ready.get() {
             rank::register(&self.conn)?;
+            rank::register_scope(&self.conn)?;
             self.rank_ready.set(true);
         }
         Ok(())

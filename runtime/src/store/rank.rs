@@ -95,6 +95,38 @@ pub fn register(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// The name of the scalar function `memtrail_in_scope(bits BLOB, lo INTEGER, rowid INTEGER)`:
+/// 1 when bit `rowid - lo` of `bits` is set (bit `i` is bit `i % 8` of byte `i / 8`), else 0
+/// (also for a rowid outside the blob). Filtered searches use it to keep the FTS5 walk to the
+/// messages of the sessions a filter admits without looking each match up in `messages`.
+pub const SCOPE_FUNCTION: &str = "memtrail_in_scope";
+
+/// Register [`SCOPE_FUNCTION`] on `conn`. Call once per connection.
+///
+/// Errors: SQLite's, when the registration fails.
+pub fn register_scope(conn: &Connection) -> Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    use rusqlite::types::ValueRef;
+    conn.create_scalar_function(
+        SCOPE_FUNCTION,
+        3,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let (ValueRef::Blob(bits), ValueRef::Integer(lo), ValueRef::Integer(rowid)) =
+                (ctx.get_raw(0), ctx.get_raw(1), ctx.get_raw(2))
+            else {
+                return Ok(false);
+            };
+            Ok(rowid
+                .checked_sub(lo)
+                .and_then(|i| usize::try_from(i).ok())
+                .and_then(|i| bits.get(i / 8).map(|b| b & (1 << (i % 8)) != 0))
+                .unwrap_or(false))
+        },
+    )
+    .map_err(db_err)
+}
+
 fn sqlite_error(rc: c_int, what: &str) -> crate::Error {
     db_err(rusqlite::Error::SqliteFailure(
         ffi::Error::new(rc),

@@ -345,6 +345,104 @@ fn a_filtered_query_ranks_the_newest_matches_that_pass_the_filter() {
     );
 }
 
+/// A session `id` of Claude Code in `project`.
+fn session_in(store: &mut Store, id: &str, project: &str) -> i64 {
+    store
+        .write(|w| {
+            w.upsert_session(
+                &SessionRef {
+                    agent: Agent::Claude,
+                    external_id: id.to_string(),
+                    parent_external_id: None,
+                },
+                &SessionMeta {
+                    project_dir: Some(project.to_string()),
+                    ..SessionMeta::default()
+                },
+                &Standard,
+            )
+        })
+        .unwrap()
+}
+
+/// A project or session filter that admits a small share of the store is checked against the
+/// admitted sessions' messages (a bitmap of their rowids) instead of joining each match: the
+/// hits are exactly those sessions' matches, interleaved with other sessions' rows or not,
+/// message-level filters apply on top, and a filter no session passes finds nothing.
+#[test]
+fn a_session_filter_finds_exactly_the_admitted_sessions_matches() {
+    let (_d, mut store) = open();
+    // `big` (/w/other) holds 40 of the 52 messages: /w/small's 12 are under half the store.
+    let big = session_in(&mut store, "big", "/w/other");
+    let a = session_in(&mut store, "a", "/w/small");
+    let b = session_in(&mut store, "b", "/w/small/sub");
+    for i in 0..4 {
+        let filler: Vec<Record> = (0..10)
+            .map(|j| text(&format!("big{i}-{j}"), "koala filler"))
+            .collect();
+        store.write(|w| w.apply(big, filler)).unwrap();
+        let recs = vec![
+            text(&format!("a{i}"), &format!("koala note {i}")),
+            bash(&format!("a{i}x"), &format!("call{i}"), "koala --build"),
+        ];
+        store.write(|w| w.apply(a, recs)).unwrap();
+        store
+            .write(|w| w.apply(b, vec![text(&format!("b{i}"), "wombat only")]))
+            .unwrap();
+    }
+    let found = |q: &str, f: SearchFilter| -> Vec<String> {
+        let mut ids: Vec<String> = query::search(&store, q, &SearchFilter { limit: 100, ..f })
+            .unwrap()
+            .into_iter()
+            .map(|h| h.message_id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    let project = |p: &str| SearchFilter {
+        project: Some(p.into()),
+        ..SearchFilter::default()
+    };
+    assert_eq!(
+        found("koala", project("/w/small")),
+        ["a0", "a0x", "a1", "a1x", "a2", "a2x", "a3", "a3x"]
+    );
+    assert_eq!(
+        found("wombat", project("/w/small")),
+        ["b0", "b1", "b2", "b3"]
+    );
+    assert_eq!(
+        found("koala", project("/w/small/sub")),
+        Vec::<String>::new()
+    );
+    assert_eq!(found("koala", project("/w/nowhere")), Vec::<String>::new());
+    assert_eq!(
+        found(
+            "koala",
+            SearchFilter {
+                role: Some("assistant".into()),
+                ..project("/w/small")
+            }
+        ),
+        ["a0x", "a1x", "a2x", "a3x"]
+    );
+    assert_eq!(
+        found(
+            "koala",
+            SearchFilter {
+                session: Some("a".into()),
+                role: Some("user".into()),
+                ..SearchFilter::default()
+            }
+        ),
+        ["a0", "a1", "a2", "a3"]
+    );
+    // The big session is over half the store: its filter joins each match, same answer form.
+    let bigs = found("koala", project("/w/other"));
+    assert_eq!(bigs.len(), 40);
+    assert!(bigs.iter().all(|id| id.starts_with("big")));
+}
+
 /// `optimize_index` (run at the end of a large import) leaves one FTS5 segment and the same
 /// results.
 #[test]
