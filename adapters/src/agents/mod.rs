@@ -7,5 +7,6 @@ pub mod copilotcli;
 pub mod cursor;
 pub mod gemini;
 pub mod opencode;
+pub mod pi;
 pub mod qwen;
 pub mod vscode;

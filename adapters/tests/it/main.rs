@@ -18,6 +18,7 @@ mod gemini_reader;
 mod opencode_conformance;
 mod opencode_hooks;
 mod opencode_reader;
+mod pi_conformance;
 mod qwen_conformance;
 mod vscode_conformance;
 mod vscode_reader;

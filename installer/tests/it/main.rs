@@ -13,6 +13,7 @@ mod gemini;
 mod malformed;
 mod memory;
 mod opencode;
+mod pi;
 mod qwen;
 mod roundtrip;
 mod upgrade;
