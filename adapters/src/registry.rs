@@ -246,6 +246,7 @@ impl Agent {
             Agent::Copilotcli => &copilotcli::adapter::Copilotcli,
             Agent::Qwen => &qwen::adapter::Qwen,
             Agent::Pi => &pi::adapter::Pi,
+            Agent::Droid => &droid::adapter::Droid,
         }
     }
 }
@@ -269,11 +270,12 @@ mod tests {
     fn every_variant() -> Vec<Agent> {
         use Agent::*;
         let all = vec![
-            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen, Pi,
+            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen, Pi, Droid,
         ];
         for a in &all {
             match a {
-                Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli | Qwen | Pi => {}
+                Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli | Qwen | Pi
+                | Droid => {}
             }
         }
         all
@@ -292,7 +294,7 @@ mod tests {
         assert_eq!(crate::supported_agents(), &Agent::ALL[..]);
         assert_eq!(
             agent_names(", "),
-            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi"
+            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid"
         );
         for a in Agent::ALL {
             assert_eq!(
@@ -385,7 +387,7 @@ mod tests {
     /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
     /// identifies in it, and how many transcripts a hook event naming it ingests (Claude Code's
     /// and Qwen Code's add their sub-agent's).
-    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 9] = [
+    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 10] = [
         (
             Agent::Claude,
             "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
@@ -433,6 +435,12 @@ mod tests {
             Agent::Pi,
             "pi/sessions/--home-user-demo--/2026-11-30T09-12-03-481Z_019ad0c2-7e41-7a3b-9c5d-2f8e6a1b4c07.jsonl",
             "019ad0c2-7e41-7a3b-9c5d-2f8e6a1b4c07",
+            1,
+        ),
+        (
+            Agent::Droid,
+            "droid/sessions/-home-user-demo/4d7e2a91-6c3b-4f58-9e1a-b2c4d6e8f013.jsonl",
+            "4d7e2a91-6c3b-4f58-9e1a-b2c4d6e8f013",
             1,
         ),
     ];
@@ -588,6 +596,7 @@ mod tests {
                 "memtrail-search",
                 "mcp__memtrail__search",
                 "memtrail_search",
+                "mcp__memtrail__search",
             ]
         );
     }

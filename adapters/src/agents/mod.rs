@@ -5,6 +5,7 @@ pub mod claude;
 pub mod codex;
 pub mod copilotcli;
 pub mod cursor;
+pub mod droid;
 pub mod gemini;
 pub mod opencode;
 pub mod pi;

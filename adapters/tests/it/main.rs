@@ -13,6 +13,7 @@ mod codex_reader;
 mod copilotcli_conformance;
 mod cursor_conformance;
 mod cursor_reader;
+mod droid_conformance;
 mod gemini_conformance;
 mod gemini_reader;
 mod opencode_conformance;

@@ -8,6 +8,7 @@ mod codex;
 mod concurrency;
 mod copilotcli;
 mod cursor;
+mod droid;
 mod files;
 mod gemini;
 mod malformed;
