@@ -44,6 +44,7 @@ agents! {
         Qwen,
         Pi,
         Droid,
+        Continue,
     }
 }
 

@@ -20,11 +20,10 @@ use crate::common;
 use crate::support::Sandbox;
 
 use common::{
-    SandboxDir, Stub, bin_from_env, is_executable, memtrail_bin, repo_root, resolve_python, run,
-    run_ok, sandbox_cmd, sandbox_env, show, stdout_json, text, tools_or_skip, which,
+    Stub, bin_from_env, is_executable, memtrail_bin, repo_root, resolve_python, run, run_ok,
+    sandbox_cmd, show, stdout_json, text, tools_or_skip, which,
 };
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -175,28 +174,6 @@ fn find_tools() -> Result<Tools, String> {
     Ok(Tools { pi, python })
 }
 
-/// Every file under `dir` with its bytes (the sessions pi writes left out).
-fn files_under(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                if !p.ends_with("sessions") {
-                    stack.push(p);
-                }
-            } else {
-                out.insert(
-                    p.strip_prefix(dir).unwrap().to_path_buf(),
-                    std::fs::read(&p).unwrap(),
-                );
-            }
-        }
-    }
-    out
-}
-
 /// "The user's" own extension, kept through install and uninstall.
 const USER_EXTENSION: &str = "// the user's own extension\nexport default function (pi: any) {\n  pi.on(\"session_start\", async () => {})\n}\n";
 
@@ -205,23 +182,12 @@ fn real_pi_loads_memtrails_extension_and_a_session_is_captured_once() {
     let Some(tools) = tools_or_skip(find_tools) else {
         return;
     };
-    let (_keep, root) = SandboxDir::new("memtrail-e2e-pi-");
-    let (home, state, tmp, proj) = (
-        root.join("home"),
-        root.join("home/.local/state"),
-        root.join("tmp"),
-        root.join("proj"),
-    );
-    for d in [&home, &tmp, &proj] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    std::fs::write(proj.join("hello-from-pi.txt"), "x").unwrap();
-    let base = sandbox_env(
-        std::env::var_os("PATH").unwrap_or_default(),
-        &home,
-        &state,
-        &tmp,
-        Vec::new(),
+    let sb = common::CliSandbox::new("memtrail-e2e-pi-", "hello-from-pi.txt");
+    let (root, home, proj, base) = (
+        sb.root.clone(),
+        sb.home.clone(),
+        sb.proj.clone(),
+        sb.env.clone(),
     );
     let stub = Stub::start(
         sandbox_cmd(&base, &root, &tools.python),
@@ -265,7 +231,7 @@ fn real_pi_loads_memtrails_extension_and_a_session_is_captured_once() {
     };
 
     // Install then uninstall: the agent folder is byte-identical.
-    let before = files_under(&agent);
+    let before = common::files_under(&agent, &["sessions"]);
     run_ok(memtrail(&["install", "--agent", "pi", "--yes"]), "install");
     let ext = agent.join("extensions/memtrail.ts");
     let src = std::fs::read_to_string(&ext).unwrap();
@@ -274,7 +240,11 @@ fn real_pi_loads_memtrails_extension_and_a_session_is_captured_once() {
         memtrail(&["uninstall", "--agent", "pi", "--yes"]),
         "uninstall",
     );
-    assert_eq!(files_under(&agent), before, "uninstall is exact");
+    assert_eq!(
+        common::files_under(&agent, &["sessions"]),
+        before,
+        "uninstall is exact"
+    );
     run_ok(
         memtrail(&["install", "--agent", "pi", "--yes"]),
         "install (2)",

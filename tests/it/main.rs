@@ -15,6 +15,7 @@ mod crash;
 mod e2e_agent_clis;
 mod e2e_claude;
 mod e2e_codex;
+mod e2e_continue;
 mod e2e_copilotcli;
 mod e2e_droid;
 mod e2e_pi;

@@ -3,6 +3,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod continuedev;
 pub mod copilotcli;
 pub mod cursor;
 pub mod droid;

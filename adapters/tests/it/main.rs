@@ -10,6 +10,7 @@ mod codex_conformance;
 mod codex_hooks;
 mod codex_paths;
 mod codex_reader;
+mod continue_conformance;
 mod copilotcli_conformance;
 mod cursor_conformance;
 mod cursor_reader;

@@ -6,6 +6,7 @@ mod common;
 
 mod codex;
 mod concurrency;
+mod continue_cli;
 mod copilotcli;
 mod cursor;
 mod droid;
