@@ -21,7 +21,9 @@ pub mod spec;
 pub mod vocabulary;
 
 /// Each agent's module under its short name (`memtrail_adapters::codex`).
-pub use agents::{claude, codex, copilotcli, cursor, gemini, opencode, qwen, vscode};
+pub use agents::{
+    claude, codex, continuedev, copilotcli, cursor, droid, gemini, opencode, pi, qwen, vscode,
+};
 
 pub use env::Env;
 pub use error::Error;

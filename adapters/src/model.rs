@@ -42,6 +42,9 @@ agents! {
         Opencode,
         Copilotcli,
         Qwen,
+        Pi,
+        Droid,
+        Continue,
     }
 }
 

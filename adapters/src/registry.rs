@@ -113,6 +113,9 @@ pub struct Quirks {
     /// The agent takes context from the PreCompact hook's reply (OpenCode's plugin puts it
     /// into the compaction prompt); others get it at SessionStart after compaction.
     pub replies_at_pre_compact: bool,
+    /// The agent has no hook or plugin memtrail can use: its sessions come in by `memtrail
+    /// import` only, and its registration writes no hook (Continue).
+    pub import_only: bool,
 }
 
 impl Quirks {
@@ -124,6 +127,7 @@ impl Quirks {
         transcript_retention: None,
         chained_command: None,
         replies_at_pre_compact: false,
+        import_only: false,
     };
 }
 
@@ -245,6 +249,9 @@ impl Agent {
             Agent::Opencode => &opencode::adapter::Opencode,
             Agent::Copilotcli => &copilotcli::adapter::Copilotcli,
             Agent::Qwen => &qwen::adapter::Qwen,
+            Agent::Pi => &pi::adapter::Pi,
+            Agent::Droid => &droid::adapter::Droid,
+            Agent::Continue => &continuedev::adapter::Continue,
         }
     }
 }
@@ -268,11 +275,12 @@ mod tests {
     fn every_variant() -> Vec<Agent> {
         use Agent::*;
         let all = vec![
-            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen,
+            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen, Pi, Droid, Continue,
         ];
         for a in &all {
             match a {
-                Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli | Qwen => {}
+                Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli | Qwen | Pi
+                | Droid | Continue => {}
             }
         }
         all
@@ -291,7 +299,7 @@ mod tests {
         assert_eq!(crate::supported_agents(), &Agent::ALL[..]);
         assert_eq!(
             agent_names(", "),
-            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen"
+            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue"
         );
         for a in Agent::ALL {
             assert_eq!(
@@ -384,7 +392,7 @@ mod tests {
     /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
     /// identifies in it, and how many transcripts a hook event naming it ingests (Claude Code's
     /// and Qwen Code's add their sub-agent's).
-    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 8] = [
+    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 11] = [
         (
             Agent::Claude,
             "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
@@ -427,6 +435,24 @@ mod tests {
             "qwen/projects/-home-user-demo/chats/7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b.jsonl",
             "7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b",
             2,
+        ),
+        (
+            Agent::Pi,
+            "pi/sessions/--home-user-demo--/2026-11-30T09-12-03-481Z_019ad0c2-7e41-7a3b-9c5d-2f8e6a1b4c07.jsonl",
+            "019ad0c2-7e41-7a3b-9c5d-2f8e6a1b4c07",
+            1,
+        ),
+        (
+            Agent::Droid,
+            "droid/sessions/-home-user-demo/4d7e2a91-6c3b-4f58-9e1a-b2c4d6e8f013.jsonl",
+            "4d7e2a91-6c3b-4f58-9e1a-b2c4d6e8f013",
+            1,
+        ),
+        (
+            Agent::Continue,
+            "continue/sessions/3c9e1f70-2a4b-4d6e-8f01-a2b3c4d5e6f7.json",
+            "3c9e1f70-2a4b-4d6e-8f01-a2b3c4d5e6f7",
+            1,
         ),
     ];
 
@@ -558,7 +584,11 @@ mod tests {
                     hooks += 1;
                 }
             }
-            assert!(hooks > 0, "{name}: registers no hook");
+            if a.adapter().quirks().import_only {
+                assert_eq!(hooks, 0, "{name}: import only, yet registers a hook");
+            } else {
+                assert!(hooks > 0, "{name}: registers no hook");
+            }
         }
     }
 
@@ -580,6 +610,9 @@ mod tests {
                 "memtrail_search",
                 "memtrail-search",
                 "mcp__memtrail__search",
+                "memtrail_search",
+                "mcp__memtrail__search",
+                "search",
             ]
         );
     }

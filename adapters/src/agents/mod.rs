@@ -3,9 +3,12 @@
 
 pub mod claude;
 pub mod codex;
+pub mod continuedev;
 pub mod copilotcli;
 pub mod cursor;
+pub mod droid;
 pub mod gemini;
 pub mod opencode;
+pub mod pi;
 pub mod qwen;
 pub mod vscode;

@@ -6,13 +6,16 @@ mod common;
 
 mod codex;
 mod concurrency;
+mod continue_cli;
 mod copilotcli;
 mod cursor;
+mod droid;
 mod files;
 mod gemini;
 mod malformed;
 mod memory;
 mod opencode;
+mod pi;
 mod qwen;
 mod roundtrip;
 mod upgrade;

@@ -401,3 +401,56 @@ pub fn text(b: &[u8]) -> String {
 pub fn find(arr: &Value, pred: impl Fn(&Value) -> bool) -> Option<&Value> {
     arr.as_array().and_then(|a| a.iter().find(|v| pred(v)))
 }
+
+/// Every file under `dir` with its bytes, keyed by its path below `dir`; folders named in `skip`
+/// are not entered (an agent's own session folder, say).
+pub fn files_under(dir: &Path, skip: &[&str]) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let name = e.file_name();
+            if p.is_dir() {
+                if !skip.iter().any(|s| name == *s) {
+                    stack.push(p);
+                }
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_path_buf();
+                out.insert(rel, fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// A real agent CLI's sandbox: a [`SandboxDir`] with `home/`, `tmp/` and a project folder
+/// `proj/` holding one file `proj_file` (so a listing shows it), and the [`sandbox_env`] for it
+/// (state in `home/.local/state`, the caller's PATH).
+pub struct CliSandbox {
+    pub keep: SandboxDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub proj: PathBuf,
+    pub env: Vec<(String, OsString)>,
+}
+
+impl CliSandbox {
+    pub fn new(prefix: &str, proj_file: &str) -> CliSandbox {
+        let (keep, root) = SandboxDir::new(prefix);
+        let (home, tmp, proj) = (root.join("home"), root.join("tmp"), root.join("proj"));
+        for d in [&home, &tmp, &proj] {
+            fs::create_dir_all(d).unwrap();
+        }
+        fs::write(proj.join(proj_file), "x").unwrap();
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let env = sandbox_env(path, &home, &home.join(".local/state"), &tmp, Vec::new());
+        CliSandbox {
+            keep,
+            root,
+            home,
+            proj,
+            env,
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! Continue's CLI entry in the registry ([`crate::AgentAdapter`]).
+
+use super::paths::Locations;
+use crate::env::Env;
+use crate::model::Agent;
+use crate::registry::{AgentAdapter, Database, Names, Quirks, module_capabilities, stdin_hook};
+use crate::vocabulary::Vocabulary;
+use crate::{Discovery, Source};
+use std::path::{Path, PathBuf};
+
+/// Continue (its CLI, `cn`).
+pub struct Continue;
+
+/// Its names; the short name is also its hook argument (`memtrail hook continue`).
+pub const NAMES: Names = Names::new("continue", &["continue-cli", "cn"], "Continue");
+
+impl AgentAdapter for Continue {
+    fn names(&self) -> Names {
+        NAMES
+    }
+    fn vocabulary(&self) -> &'static Vocabulary {
+        &VOCABULARY
+    }
+    /// Continue shows an MCP server's tools to the model under their own names (`search`),
+    /// seen with 1.5.47.
+    fn tool_name(&self, tool: &str) -> String {
+        tool.to_string()
+    }
+    fn source_for(&self, path: &Path) -> Option<Source> {
+        super::source_for(path)
+    }
+    fn config_dirs(&self, env: &Env) -> Vec<PathBuf> {
+        vec![Locations::resolve(env).config_dir]
+    }
+    fn synthetic_session_start(&self, session_id: &str, cwd: &Path) -> serde_json::Value {
+        crate::registry::claude_shaped_session_start(session_id, cwd)
+    }
+    stdin_hook!();
+    fn discover(&self) -> std::io::Result<Discovery> {
+        super::discover()
+    }
+    fn quirks(&self) -> Quirks {
+        Quirks {
+            // Each session file is read as a one-session database: rewritten whole, merged,
+            // never pruned by a compaction (see the module docs).
+            database: Some(Database {
+                read: super::read_session,
+                sessions: super::session_ids,
+            }),
+            import_only: true,
+            ..Quirks::NONE
+        }
+    }
+    fn agent(&self) -> Agent {
+        Agent::Continue
+    }
+    module_capabilities!();
+}
+
+/// Continue's rule files for event extraction (see [`crate::vocabulary`]): `AGENTS.md` and
+/// `.continue/rules/`. Its tools (`Read`, `Write`, `Edit`, `MultiEdit`, `Bash`, `List`,
+/// `Search`, `Fetch`) are in the shared table by those names.
+static VOCABULARY: Vocabulary = Vocabulary {
+    rule_files: &["AGENTS.md"],
+    rule_folders: &[".continue/rules/"],
+    ..Vocabulary::NONE
+};

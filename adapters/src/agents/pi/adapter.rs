@@ -1,0 +1,67 @@
+//! pi's entry in the registry ([`crate::AgentAdapter`]).
+
+use super::paths::Locations;
+use crate::env::Env;
+use crate::model::{Agent, LineReader};
+use crate::registry::{AgentAdapter, Names, Quirks, module_capabilities, stdin_hook};
+use crate::vocabulary::Vocabulary;
+use crate::{Discovery, Source};
+use std::path::{Path, PathBuf};
+
+/// pi, the coding agent of `@mariozechner/pi-coding-agent`.
+pub struct Pi;
+
+/// Its names; the short name is also its hook argument (`memtrail hook pi`).
+pub const NAMES: Names = Names::new("pi", &["pi-coding-agent", "pi-agent"], "pi");
+
+impl AgentAdapter for Pi {
+    fn names(&self) -> Names {
+        NAMES
+    }
+    fn vocabulary(&self) -> &'static Vocabulary {
+        &VOCABULARY
+    }
+    /// memtrail's extension registers each MCP tool as the pi tool `memtrail_<tool>`.
+    fn tool_name(&self, tool: &str) -> String {
+        format!("memtrail_{tool}")
+    }
+    fn source_for(&self, path: &Path) -> Option<Source> {
+        super::source_for(path)
+    }
+    fn config_dirs(&self, env: &Env) -> Vec<PathBuf> {
+        vec![Locations::resolve(env).agent_dir]
+    }
+    fn synthetic_session_start(&self, session_id: &str, cwd: &Path) -> serde_json::Value {
+        serde_json::json!({
+            "hook_event_name": "SessionStart", "pi_event": "session_start",
+            "session_id": session_id, "cwd": cwd, "source": "startup",
+        })
+    }
+    stdin_hook!();
+    fn discover(&self) -> std::io::Result<Discovery> {
+        super::discover()
+    }
+    fn quirks(&self) -> Quirks {
+        Quirks {
+            transcript_reader: Some(new_reader),
+            ..Quirks::NONE
+        }
+    }
+    fn agent(&self) -> Agent {
+        Agent::Pi
+    }
+    module_capabilities!();
+}
+
+fn new_reader() -> Box<dyn LineReader> {
+    Box::new(super::PiReader::new())
+}
+
+/// pi's rule files for event extraction (see [`crate::vocabulary`]): it loads `AGENTS.md` (and
+/// `CLAUDE.md`) from the working folder and its parents, and `SYSTEM.md` replaces its system
+/// prompt. Its tools `bash`, `read`, `edit`, `write`, `grep` and `ls` are in the shared table
+/// (`find`, files by glob, keeps its name).
+static VOCABULARY: Vocabulary = Vocabulary {
+    rule_files: &["AGENTS.md", "CLAUDE.md", "SYSTEM.md"],
+    ..Vocabulary::NONE
+};
