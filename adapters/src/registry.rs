@@ -245,6 +245,7 @@ impl Agent {
             Agent::Opencode => &opencode::adapter::Opencode,
             Agent::Copilotcli => &copilotcli::adapter::Copilotcli,
             Agent::Qwen => &qwen::adapter::Qwen,
+            Agent::Goose => &goose::adapter::Goose,
         }
     }
 }
@@ -268,11 +269,12 @@ mod tests {
     fn every_variant() -> Vec<Agent> {
         use Agent::*;
         let all = vec![
-            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen,
+            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen, Goose,
         ];
         for a in &all {
             match a {
-                Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli | Qwen => {}
+                Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli | Qwen
+                | Goose => {}
             }
         }
         all
@@ -291,7 +293,7 @@ mod tests {
         assert_eq!(crate::supported_agents(), &Agent::ALL[..]);
         assert_eq!(
             agent_names(", "),
-            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen"
+            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, goose"
         );
         for a in Agent::ALL {
             assert_eq!(
@@ -384,7 +386,7 @@ mod tests {
     /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
     /// identifies in it, and how many transcripts a hook event naming it ingests (Claude Code's
     /// and Qwen Code's add their sub-agent's).
-    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 8] = [
+    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 9] = [
         (
             Agent::Claude,
             "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
@@ -427,6 +429,12 @@ mod tests {
             "qwen/projects/-home-user-demo/chats/7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b.jsonl",
             "7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b",
             2,
+        ),
+        (
+            Agent::Goose,
+            "goose/legacy/sessions/20250301_101500.jsonl",
+            "20250301_101500",
+            1,
         ),
     ];
 
@@ -580,6 +588,7 @@ mod tests {
                 "memtrail_search",
                 "memtrail-search",
                 "mcp__memtrail__search",
+                "memtrail:memtrail__search",
             ]
         );
     }

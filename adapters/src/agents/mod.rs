@@ -6,6 +6,7 @@ pub mod codex;
 pub mod copilotcli;
 pub mod cursor;
 pub mod gemini;
+pub mod goose;
 pub mod opencode;
 pub mod qwen;
 pub mod vscode;

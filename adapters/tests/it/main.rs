@@ -15,6 +15,7 @@ mod cursor_conformance;
 mod cursor_reader;
 mod gemini_conformance;
 mod gemini_reader;
+mod goose_conformance;
 mod opencode_conformance;
 mod opencode_hooks;
 mod opencode_reader;

@@ -10,6 +10,7 @@ mod copilotcli;
 mod cursor;
 mod files;
 mod gemini;
+mod goose;
 mod malformed;
 mod memory;
 mod opencode;
