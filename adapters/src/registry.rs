@@ -246,6 +246,7 @@ impl Agent {
             Agent::Copilotcli => &copilotcli::adapter::Copilotcli,
             Agent::Qwen => &qwen::adapter::Qwen,
             Agent::Goose => &goose::adapter::Goose,
+            Agent::Crush => &crush::adapter::Crush,
         }
     }
 }
@@ -269,12 +270,12 @@ mod tests {
     fn every_variant() -> Vec<Agent> {
         use Agent::*;
         let all = vec![
-            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen, Goose,
+            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen, Goose, Crush,
         ];
         for a in &all {
             match a {
                 Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli | Qwen
-                | Goose => {}
+                | Goose | Crush => {}
             }
         }
         all
@@ -293,7 +294,7 @@ mod tests {
         assert_eq!(crate::supported_agents(), &Agent::ALL[..]);
         assert_eq!(
             agent_names(", "),
-            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, goose"
+            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, goose, crush"
         );
         for a in Agent::ALL {
             assert_eq!(
@@ -384,9 +385,9 @@ mod tests {
     }
 
     /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
-    /// identifies in it, and how many transcripts a hook event naming it ingests (Claude Code's
-    /// and Qwen Code's add their sub-agent's).
-    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 9] = [
+    /// identifies in it (empty: a database of many sessions), and how many transcripts a hook
+    /// event naming it ingests (Claude Code's and Qwen Code's add their sub-agent's).
+    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 10] = [
         (
             Agent::Claude,
             "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
@@ -436,6 +437,7 @@ mod tests {
             "20250301_101500",
             1,
         ),
+        (Agent::Crush, "crush/project/.crush/crush.db", "", 1),
     ];
 
     /// Every adapter reads its own fixture: it has a reader for it ([`AgentAdapter::source_for`])
@@ -451,14 +453,29 @@ mod tests {
             let ad = a.adapter();
             let path = repo_root().join("fixtures").join(file);
             assert!(ad.source_for(&path).is_some(), "{a}: no reader for {file}");
-            let sref = ad
-                .identify(&path)
-                .unwrap_or_else(|e| panic!("{a}: {file}: {e}"));
-            assert_eq!((sref.agent, sref.external_id.as_str()), (a, id), "{file}");
+            let session = if id.is_empty() {
+                // An agent's database of many sessions (Crush's `crush.db`, which has no
+                // other format; its reader is tested in the crate's integration tests on
+                // databases built from `fixtures/crush/*.sql`): read as a database, never
+                // identified as one session, named by a hook with its session id.
+                assert!(matches!(
+                    ad.source_for(&path),
+                    Some(crate::Source::Database)
+                ));
+                let e = ad.identify(&path).unwrap_err();
+                assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{a}: {e}");
+                "a-session".to_string()
+            } else {
+                let sref = ad
+                    .identify(&path)
+                    .unwrap_or_else(|e| panic!("{a}: {file}: {e}"));
+                assert_eq!((sref.agent, sref.external_id.as_str()), (a, id), "{file}");
+                sref.external_id
+            };
             let ev = HookEvent {
                 agent: a,
                 event: "Stop".into(),
-                session_id: Some(sref.external_id),
+                session_id: Some(session),
                 transcript_path: Some(path.to_string_lossy().into_owned()),
                 cwd: None,
                 source: None,
@@ -537,6 +554,10 @@ mod tests {
         out
     }
 
+    /// The agents memtrail imports only: they run no hook memtrail can use (Crush: only
+    /// `PreToolUse`). Every other agent registers at least one hook.
+    const IMPORT_ONLY: &[Agent] = &[Agent::Crush];
+
     /// Every hook memtrail registers for an agent runs `<binary> hook <name>` with the agent's
     /// short name (the `HOOK_AGENT_ARG` of its registration), and a plugin template (OpenCode's)
     /// spawns the binary with `["hook", "<name>"]`: the hook dispatches on that name.
@@ -566,7 +587,11 @@ mod tests {
                     hooks += 1;
                 }
             }
-            assert!(hooks > 0, "{name}: registers no hook");
+            if IMPORT_ONLY.contains(&a) {
+                assert_eq!(hooks, 0, "{name}: import only, yet registers a hook");
+            } else {
+                assert!(hooks > 0, "{name}: registers no hook");
+            }
         }
     }
 
@@ -589,6 +614,7 @@ mod tests {
                 "memtrail-search",
                 "mcp__memtrail__search",
                 "memtrail:memtrail__search",
+                "mcp_memtrail_search",
             ]
         );
     }

@@ -16,6 +16,7 @@ mod e2e_agent_clis;
 mod e2e_claude;
 mod e2e_codex;
 mod e2e_copilotcli;
+mod e2e_crush;
 mod e2e_goose;
 mod e2e_qwen;
 mod embed_cli;

@@ -4,6 +4,7 @@
 pub mod claude;
 pub mod codex;
 pub mod copilotcli;
+pub mod crush;
 pub mod cursor;
 pub mod gemini;
 pub mod goose;

@@ -11,6 +11,7 @@ mod codex_hooks;
 mod codex_paths;
 mod codex_reader;
 mod copilotcli_conformance;
+mod crush_conformance;
 mod cursor_conformance;
 mod cursor_reader;
 mod gemini_conformance;

@@ -7,6 +7,7 @@ mod common;
 mod codex;
 mod concurrency;
 mod copilotcli;
+mod crush;
 mod cursor;
 mod files;
 mod gemini;

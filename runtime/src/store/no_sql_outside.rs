@@ -2,7 +2,7 @@
 //! (`runtime/src/store/`), so that a second backend implements the store's interface and nothing
 //! else. Scanned: every `.rs` file under `runtime/src`, `src`, `installer/src`, `web/src` and
 //! `adapters/src`, comment lines left out. The exceptions: the adapters that read an agent's own
-//! SQLite database read-only (OpenCode's, Goose's: [`AGENT_DATABASES`]); that is the agent's
+//! SQLite database read-only (OpenCode's, Goose's, Crush's: [`AGENT_DATABASES`]); that is the agent's
 //! transcript format, not memtrail's store.
 
 use std::path::{Path, PathBuf};
@@ -210,8 +210,9 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The adapters that read an agent's own SQLite database read-only (a file or folder of that
-/// name under `adapters/src`): OpenCode's `opencode.db`, Goose's `sessions.db`.
-const AGENT_DATABASES: &[&str] = &["opencode", "opencode.rs", "goose"];
+/// name under `adapters/src`): OpenCode's `opencode.db`, Goose's `sessions.db`, Crush's
+/// `crush.db`.
+const AGENT_DATABASES: &[&str] = &["opencode", "opencode.rs", "goose", "crush"];
 
 /// True for the files allowed to hold SQL: the store's modules, and the adapters of
 /// [`AGENT_DATABASES`].

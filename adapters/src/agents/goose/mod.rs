@@ -16,13 +16,14 @@
 //!   time and content, so that a rewrite's copies merge into the messages already stored.
 //! - The database is another program's: it is opened read-only, never written, never
 //!   checkpointed, and without leaving `-wal`/`-shm` files in Goose's folder
-//!   ([`open_db`]).
+//!   ([`readonly`]).
 //! - **Legacy** `<data>/sessions/<id>.jsonl` (Goose before its database): a metadata line, then
 //!   one message per line, the file rewritten whole; read as a document, and only where no
 //!   database exists (Goose imports these files into a new database itself).
 
 pub mod adapter;
 pub mod paths;
+pub(crate) mod readonly;
 pub mod registration;
 
 use crate::model::{
@@ -30,20 +31,16 @@ use crate::model::{
     SessionRef, ToolCall, normalize_tool_name, one_line, parse_rfc3339_ms,
 };
 use crate::{DbBatch, DbSession, Source};
-use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use readonly::{int_of, text_of, with_db};
+use rusqlite::{Connection, OptionalExtension};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The folder under Goose's data folder holding its sessions.
 pub const SESSIONS_DIR: &str = "sessions";
 /// The sessions database's file name.
 pub const DB_NAME: &str = "sessions.db";
-
-/// How long a read waits for a lock (WAL readers rarely wait).
-const DB_BUSY_TIMEOUT: Duration = Duration::from_millis(1000);
 
 /// Longest title kept (characters).
 const TITLE_CHARS: usize = 200;
@@ -344,118 +341,7 @@ fn content_id(session: &str, role: &str, created: Option<i64>, content: &str) ->
 // ---------------------------------------------------------------------------------------------
 
 fn db_err(db: &Path, e: rusqlite::Error) -> crate::Error {
-    crate::Error::Io(std::io::Error::other(format!(
-        "Goose database {}: {e}",
-        db.display()
-    )))
-}
-
-/// `path` as an SQLite URI (`file:` + the path with `%`, `?` and `#` escaped).
-fn uri_of(path: &Path, params: &str) -> String {
-    let mut s = String::from("file:");
-    for c in path.to_string_lossy().chars() {
-        match c {
-            '%' => s.push_str("%25"),
-            '?' => s.push_str("%3f"),
-            '#' => s.push_str("%23"),
-            c => s.push(c),
-        }
-    }
-    s.push('?');
-    s.push_str(params);
-    s
-}
-
-/// True when the file's header says WAL (bytes 18 and 19, the write and read versions, are 2).
-fn header_says_wal(db: &Path) -> bool {
-    use std::io::Read;
-    let mut h = [0u8; 20];
-    std::fs::File::open(db)
-        .and_then(|mut f| f.read_exact(&mut h))
-        .is_ok_and(|()| h[18] == 2 && h[19] == 2)
-}
-
-fn wal_of(db: &Path) -> PathBuf {
-    let mut p = db.as_os_str().to_os_string();
-    p.push("-wal");
-    PathBuf::from(p)
-}
-
-/// Open Goose's database for a read that writes nothing, not even next to it.
-///
-/// SQLite's read-only connection to a WAL database whose `-wal` file does not exist (Goose
-/// closed: its last connection checkpointed and deleted it) *creates* `-wal` and `-shm` and
-/// leaves them behind (checked with SQLite 3.40 and the bundled 3.5x: `docs/agents/goose.md`).
-/// So: a WAL database without a `-wal` file is opened `immutable=1` (nothing is created, no
-/// lock taken: the main file holds every commit, and a writer that starts now appends to a new
-/// `-wal`, not to the main file); [`Reader::stale`] tells the caller to read again with a
-/// normal read-only connection when a `-wal` appeared meanwhile. Otherwise (`-wal` present, or
-/// a rollback-journal database, whose readers create nothing) `mode=ro`. Checkpoint-on-close is
-/// switched off in both cases.
-fn open_db(db: &Path, force_shared: bool) -> Result<(Connection, bool), crate::Error> {
-    let immutable = !force_shared && header_says_wal(db) && !wal_of(db).exists();
-    let params = if immutable {
-        "mode=ro&immutable=1"
-    } else {
-        "mode=ro"
-    };
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-        | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        | OpenFlags::SQLITE_OPEN_URI;
-    let conn = Connection::open_with_flags(uri_of(db, params), flags).map_err(|e| db_err(db, e))?;
-    let _ = conn.set_db_config(
-        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-        true,
-    );
-    conn.busy_timeout(DB_BUSY_TIMEOUT)
-        .map_err(|e| db_err(db, e))?;
-    Ok((conn, immutable))
-}
-
-/// A read of the database: runs `f` on a connection from [`open_db`], and once more on a
-/// shared read-only connection when the first was immutable and Goose started writing (a
-/// `-wal` file appeared) during it.
-fn with_db<T>(
-    db: &Path,
-    f: impl Fn(&Connection) -> Result<T, crate::Error>,
-) -> Result<T, crate::Error> {
-    let (conn, immutable) = open_db(db, false)?;
-    let out = f(&conn)?;
-    drop(conn);
-    if immutable && wal_of(db).exists() {
-        let (conn, _) = open_db(db, true)?;
-        return f(&conn);
-    }
-    Ok(out)
-}
-
-fn columns(conn: &Connection, db: &Path, table: &str) -> Result<Vec<String>, crate::Error> {
-    let mut stmt = conn
-        .prepare(&format!("PRAGMA table_info(\"{table}\")"))
-        .map_err(|e| db_err(db, e))?;
-    let cols = stmt
-        .query_map([], |r| r.get::<_, String>(1))
-        .map_err(|e| db_err(db, e))?
-        .flatten()
-        .collect();
-    Ok(cols)
-}
-
-fn text_of(v: ValueRef<'_>) -> Option<String> {
-    match v {
-        ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-        ValueRef::Integer(i) => Some(i.to_string()),
-        _ => None,
-    }
-}
-
-fn int_of(v: ValueRef<'_>) -> Option<i64> {
-    match v {
-        ValueRef::Integer(i) => Some(i),
-        ValueRef::Real(f) => Some(f as i64),
-        ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
-        _ => None,
-    }
+    readonly::db_err("Goose", db, e)
 }
 
 /// A `sessions` row: every column this database has among those memtrail reads.
@@ -474,7 +360,7 @@ fn session_info(
         "parent_session_id",
         "session_type",
     ];
-    let have = columns(conn, db, "sessions")?;
+    let have = readonly::columns(conn, "sessions").map_err(|e| db_err(db, e))?;
     let cols: Vec<&str> = WANTED
         .into_iter()
         .filter(|w| have.iter().any(|h| h == w))
@@ -527,7 +413,7 @@ fn session_info(
 
 /// The tables a Goose database must have.
 fn check_tables(conn: &Connection, db: &Path) -> Result<Vec<String>, crate::Error> {
-    let cols = columns(conn, db, "messages")?;
+    let cols = readonly::columns(conn, "messages").map_err(|e| db_err(db, e))?;
     let needed = ["id", "session_id", "role", "content_json"];
     if needed.iter().any(|n| !cols.iter().any(|c| c == n)) {
         return Err(crate::Error::Io(std::io::Error::new(
@@ -555,7 +441,7 @@ fn check_tables(conn: &Connection, db: &Path) -> Result<Vec<String>, crate::Erro
 /// Errors: the file cannot be opened read-only as a SQLite database, has no Goose `messages`
 /// table, or a query fails.
 pub fn read_db(db: &Path, session: Option<&str>, since: i64) -> Result<DbBatch, crate::Error> {
-    with_db(db, |conn| read_db_on(conn, db, session, since))
+    with_db("Goose", db, |conn| read_db_on(conn, db, session, since))
 }
 
 fn read_db_on(
@@ -712,7 +598,7 @@ fn read_db_on(
 ///
 /// Errors: as [`read_db`].
 pub fn db_session_ids(db: &Path) -> Result<Vec<String>, crate::Error> {
-    with_db(db, |conn| {
+    with_db("Goose", db, |conn| {
         check_tables(conn, db)?;
         let mut stmt = conn
             .prepare("SELECT id FROM sessions ORDER BY id")
@@ -959,9 +845,5 @@ mod tests {
         let a = content_id("s", "user", Some(1), "[]");
         assert_eq!(a.len(), "goose-".len() + 16);
         assert_ne!(a, content_id("s", "user", Some(2), "[]"));
-        assert_eq!(
-            uri_of(Path::new("/a b/x?y#z%.db"), "mode=ro"),
-            "file:/a b/x%3fy%23z%25.db?mode=ro"
-        );
     }
 }
