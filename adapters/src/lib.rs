@@ -21,7 +21,9 @@ pub mod spec;
 pub mod vocabulary;
 
 /// Each agent's module under its short name (`memtrail_adapters::codex`).
-pub use agents::{claude, codex, copilotcli, crush, cursor, gemini, goose, opencode, qwen, vscode};
+pub use agents::{
+    aider, claude, codex, copilotcli, crush, cursor, gemini, goose, opencode, qwen, vscode,
+};
 
 pub use env::Env;
 pub use error::Error;

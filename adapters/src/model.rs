@@ -44,6 +44,7 @@ agents! {
         Qwen,
         Goose,
         Crush,
+        Aider,
     }
 }
 

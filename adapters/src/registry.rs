@@ -113,6 +113,10 @@ pub struct Quirks {
     /// The agent takes context from the PreCompact hook's reply (OpenCode's plugin puts it
     /// into the compaction prompt); others get it at SessionStart after compaction.
     pub replies_at_pre_compact: bool,
+    /// The agent keeps its transcripts in the projects themselves (Aider's
+    /// `.aider.chat.history.md`): `memtrail import` also looks in the project folders of the
+    /// sessions it already stores (absolute paths), through this.
+    pub discover_in_projects: Option<fn(&[String]) -> Discovery>,
 }
 
 impl Quirks {
@@ -124,6 +128,7 @@ impl Quirks {
         transcript_retention: None,
         chained_command: None,
         replies_at_pre_compact: false,
+        discover_in_projects: None,
     };
 }
 
@@ -247,6 +252,7 @@ impl Agent {
             Agent::Qwen => &qwen::adapter::Qwen,
             Agent::Goose => &goose::adapter::Goose,
             Agent::Crush => &crush::adapter::Crush,
+            Agent::Aider => &aider::adapter::Aider,
         }
     }
 }
@@ -270,12 +276,12 @@ mod tests {
     fn every_variant() -> Vec<Agent> {
         use Agent::*;
         let all = vec![
-            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen, Goose, Crush,
+            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen, Goose, Crush, Aider,
         ];
         for a in &all {
             match a {
                 Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli | Qwen
-                | Goose | Crush => {}
+                | Goose | Crush | Aider => {}
             }
         }
         all
@@ -294,7 +300,7 @@ mod tests {
         assert_eq!(crate::supported_agents(), &Agent::ALL[..]);
         assert_eq!(
             agent_names(", "),
-            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, goose, crush"
+            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, goose, crush, aider"
         );
         for a in Agent::ALL {
             assert_eq!(
@@ -347,7 +353,11 @@ mod tests {
                 read_jsonc: |_| None,
             };
             let spec = ad.registration(&ctx).expect("registration");
-            assert!(!spec.files.is_empty(), "{name}: registers nothing");
+            // Aider has no hooks, no MCP client and no skills: nothing to register.
+            assert!(
+                !spec.files.is_empty() || a == Agent::Aider,
+                "{name}: registers nothing"
+            );
             assert!(
                 spec.files.iter().all(|f| f.path.starts_with(home)),
                 "{name}: a file outside the home"
@@ -387,7 +397,7 @@ mod tests {
     /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
     /// identifies in it (empty: a database of many sessions), and how many transcripts a hook
     /// event naming it ingests (Claude Code's and Qwen Code's add their sub-agent's).
-    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 10] = [
+    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 11] = [
         (
             Agent::Claude,
             "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
@@ -438,6 +448,12 @@ mod tests {
             1,
         ),
         (Agent::Crush, "crush/project/.crush/crush.db", "", 1),
+        (
+            Agent::Aider,
+            "aider/repo/.aider.chat.history.md",
+            "aider-*",
+            1,
+        ),
     ];
 
     /// Every adapter reads its own fixture: it has a reader for it ([`AgentAdapter::source_for`])
@@ -469,7 +485,16 @@ mod tests {
                 let sref = ad
                     .identify(&path)
                     .unwrap_or_else(|e| panic!("{a}: {file}: {e}"));
-                assert_eq!((sref.agent, sref.external_id.as_str()), (a, id), "{file}");
+                match id.strip_suffix('*') {
+                    // An id made from the file's absolute path (Aider's): its prefix.
+                    Some(prefix) => assert!(
+                        sref.agent == a && sref.external_id.starts_with(prefix),
+                        "{file}: {sref:?}"
+                    ),
+                    None => {
+                        assert_eq!((sref.agent, sref.external_id.as_str()), (a, id), "{file}")
+                    }
+                }
                 sref.external_id
             };
             let ev = HookEvent {
@@ -555,8 +580,8 @@ mod tests {
     }
 
     /// The agents memtrail imports only: they run no hook memtrail can use (Crush: only
-    /// `PreToolUse`). Every other agent registers at least one hook.
-    const IMPORT_ONLY: &[Agent] = &[Agent::Crush];
+    /// `PreToolUse`; Aider: none). Every other agent registers at least one hook.
+    const IMPORT_ONLY: &[Agent] = &[Agent::Crush, Agent::Aider];
 
     /// Every hook memtrail registers for an agent runs `<binary> hook <name>` with the agent's
     /// short name (the `HOOK_AGENT_ARG` of its registration), and a plugin template (OpenCode's)
@@ -615,6 +640,7 @@ mod tests {
                 "mcp__memtrail__search",
                 "memtrail:memtrail__search",
                 "mcp_memtrail_search",
+                "memtrail_search",
             ]
         );
     }

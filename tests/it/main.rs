@@ -13,6 +13,7 @@ mod browse;
 mod cli;
 mod crash;
 mod e2e_agent_clis;
+mod e2e_aider;
 mod e2e_claude;
 mod e2e_codex;
 mod e2e_copilotcli;

@@ -1,6 +1,7 @@
 //! One folder per coding agent: its paths, detection, transcript reader, hook payloads and
 //! reply dialect, and what memtrail registers in its config.
 
+pub mod aider;
 pub mod claude;
 pub mod codex;
 pub mod copilotcli;

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod aider_conformance;
 mod claude_conformance;
 mod claude_reader;
 mod codex_conformance;
