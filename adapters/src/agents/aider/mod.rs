@@ -23,7 +23,6 @@ use crate::model::{
 };
 use crate::{Discovery, Source};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// The chat log's file name, at the root of the repository Aider ran in.
@@ -357,22 +356,8 @@ pub fn discover_in_projects(projects: &[String]) -> Discovery {
 /// Errors: an empty payload, not JSON, not an object.
 pub fn parse_hook_payload(bytes: &[u8], env: &crate::Env) -> Result<HookEvent, crate::Error> {
     let _ = env;
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(crate::Error::EmptyPayload);
-    }
-    let payload = match serde_json::from_slice(bytes) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) => return Err(crate::Error::PayloadNotObject),
-        Err(e) => return Err(crate::Error::PayloadNotJson(e)),
-    };
-    let get = |k: &str| {
-        payload
-            .get(k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
+    let payload = crate::agents::goose::object_payload(bytes)?;
+    let get = |k: &str| crate::agents::goose::field(&payload, k);
     Ok(HookEvent {
         agent: Agent::Aider,
         event: get("event").unwrap_or_default(),

@@ -774,22 +774,8 @@ pub fn discover_in(sessions: &Path) -> std::io::Result<crate::Discovery> {
 /// Errors: an empty payload, not JSON, not an object.
 pub fn parse_hook_payload(bytes: &[u8], env: &crate::Env) -> Result<HookEvent, crate::Error> {
     let _ = env;
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(crate::Error::EmptyPayload);
-    }
-    let payload = match serde_json::from_slice(bytes) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) => return Err(crate::Error::PayloadNotObject),
-        Err(e) => return Err(crate::Error::PayloadNotJson(e)),
-    };
-    let get = |k: &str| {
-        payload
-            .get(k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
+    let payload = object_payload(bytes)?;
+    let get = |k: &str| field(&payload, k);
     Ok(HookEvent {
         agent: Agent::Goose,
         event: get("event")
@@ -802,6 +788,31 @@ pub fn parse_hook_payload(bytes: &[u8], env: &crate::Env) -> Result<HookEvent, c
         agent_transcript_path: None,
         extra: payload,
     })
+}
+
+/// A hook payload that must be one JSON object (after a UTF-8 BOM); shared by the adapters of
+/// Goose, Crush and Aider.
+///
+/// Errors: nothing but whitespace, not JSON, not an object.
+pub(crate) fn object_payload(bytes: &[u8]) -> Result<Value, crate::Error> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(crate::Error::EmptyPayload);
+    }
+    match serde_json::from_slice(bytes) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err(crate::Error::PayloadNotObject),
+        Err(e) => Err(crate::Error::PayloadNotJson(e)),
+    }
+}
+
+/// A payload's string field `k`, when present and not empty.
+pub(crate) fn field(payload: &Value, k: &str) -> Option<String> {
+    payload
+        .get(k)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
 }
 
 /// The database of this process's environment, when the event names a session and the
