@@ -22,7 +22,8 @@ pub mod vocabulary;
 
 /// Each agent's module under its short name (`memtrail_adapters::codex`).
 pub use agents::{
-    claude, codex, continuedev, copilotcli, cursor, droid, gemini, opencode, pi, qwen, vscode,
+    aider, claude, codex, continuedev, copilotcli, crush, cursor, droid, gemini, goose, opencode, pi,
+    qwen, vscode,
 };
 
 pub use env::Env;

@@ -45,6 +45,9 @@ agents! {
         Pi,
         Droid,
         Continue,
+        Goose,
+        Crush,
+        Aider,
     }
 }
 

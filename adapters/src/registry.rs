@@ -114,8 +114,12 @@ pub struct Quirks {
     /// into the compaction prompt); others get it at SessionStart after compaction.
     pub replies_at_pre_compact: bool,
     /// The agent has no hook or plugin memtrail can use: its sessions come in by `memtrail
-    /// import` only, and its registration writes no hook (Continue).
+    /// import` only, and its registration writes no hook (Continue, Crush, Aider).
     pub import_only: bool,
+    /// The agent keeps its transcripts in the projects themselves (Aider's
+    /// `.aider.chat.history.md`): `memtrail import` also looks in the project folders of the
+    /// sessions it already stores (absolute paths), through this.
+    pub discover_in_projects: Option<fn(&[String]) -> Discovery>,
 }
 
 impl Quirks {
@@ -128,6 +132,7 @@ impl Quirks {
         chained_command: None,
         replies_at_pre_compact: false,
         import_only: false,
+        discover_in_projects: None,
     };
 }
 
@@ -252,6 +257,9 @@ impl Agent {
             Agent::Pi => &pi::adapter::Pi,
             Agent::Droid => &droid::adapter::Droid,
             Agent::Continue => &continuedev::adapter::Continue,
+            Agent::Goose => &goose::adapter::Goose,
+            Agent::Crush => &crush::adapter::Crush,
+            Agent::Aider => &aider::adapter::Aider,
         }
     }
 }
@@ -276,11 +284,12 @@ mod tests {
         use Agent::*;
         let all = vec![
             Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen, Pi, Droid, Continue,
+            Goose, Crush, Aider,
         ];
         for a in &all {
             match a {
                 Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli | Qwen | Pi
-                | Droid | Continue => {}
+                | Droid | Continue | Goose | Crush | Aider => {}
             }
         }
         all
@@ -299,7 +308,7 @@ mod tests {
         assert_eq!(crate::supported_agents(), &Agent::ALL[..]);
         assert_eq!(
             agent_names(", "),
-            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue"
+            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush, aider"
         );
         for a in Agent::ALL {
             assert_eq!(
@@ -352,7 +361,11 @@ mod tests {
                 read_jsonc: |_| None,
             };
             let spec = ad.registration(&ctx).expect("registration");
-            assert!(!spec.files.is_empty(), "{name}: registers nothing");
+            // Aider has no hooks, no MCP client and no skills: nothing to register.
+            assert!(
+                !spec.files.is_empty() || a == Agent::Aider,
+                "{name}: registers nothing"
+            );
             assert!(
                 spec.files.iter().all(|f| f.path.starts_with(home)),
                 "{name}: a file outside the home"
@@ -390,9 +403,9 @@ mod tests {
     }
 
     /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
-    /// identifies in it, and how many transcripts a hook event naming it ingests (Claude Code's
-    /// and Qwen Code's add their sub-agent's).
-    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 11] = [
+    /// identifies in it (empty: a database of many sessions), and how many transcripts a hook
+    /// event naming it ingests (Claude Code's and Qwen Code's add their sub-agent's).
+    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 14] = [
         (
             Agent::Claude,
             "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
@@ -454,6 +467,19 @@ mod tests {
             "3c9e1f70-2a4b-4d6e-8f01-a2b3c4d5e6f7",
             1,
         ),
+        (
+            Agent::Goose,
+            "goose/legacy/sessions/20250301_101500.jsonl",
+            "20250301_101500",
+            1,
+        ),
+        (Agent::Crush, "crush/project/.crush/crush.db", "", 1),
+        (
+            Agent::Aider,
+            "aider/repo/.aider.chat.history.md",
+            "aider-*",
+            1,
+        ),
     ];
 
     /// Every adapter reads its own fixture: it has a reader for it ([`AgentAdapter::source_for`])
@@ -469,14 +495,38 @@ mod tests {
             let ad = a.adapter();
             let path = repo_root().join("fixtures").join(file);
             assert!(ad.source_for(&path).is_some(), "{a}: no reader for {file}");
-            let sref = ad
-                .identify(&path)
-                .unwrap_or_else(|e| panic!("{a}: {file}: {e}"));
-            assert_eq!((sref.agent, sref.external_id.as_str()), (a, id), "{file}");
+            let session = if id.is_empty() {
+                // An agent's database of many sessions (Crush's `crush.db`, which has no
+                // other format; its reader is tested in the crate's integration tests on
+                // databases built from `fixtures/crush/*.sql`): read as a database, never
+                // identified as one session, named by a hook with its session id.
+                assert!(matches!(
+                    ad.source_for(&path),
+                    Some(crate::Source::Database)
+                ));
+                let e = ad.identify(&path).unwrap_err();
+                assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{a}: {e}");
+                "a-session".to_string()
+            } else {
+                let sref = ad
+                    .identify(&path)
+                    .unwrap_or_else(|e| panic!("{a}: {file}: {e}"));
+                match id.strip_suffix('*') {
+                    // An id made from the file's absolute path (Aider's): its prefix.
+                    Some(prefix) => assert!(
+                        sref.agent == a && sref.external_id.starts_with(prefix),
+                        "{file}: {sref:?}"
+                    ),
+                    None => {
+                        assert_eq!((sref.agent, sref.external_id.as_str()), (a, id), "{file}")
+                    }
+                }
+                sref.external_id
+            };
             let ev = HookEvent {
                 agent: a,
                 event: "Stop".into(),
-                session_id: Some(sref.external_id),
+                session_id: Some(session),
                 transcript_path: Some(path.to_string_lossy().into_owned()),
                 cwd: None,
                 source: None,
@@ -613,6 +663,9 @@ mod tests {
                 "memtrail_search",
                 "mcp__memtrail__search",
                 "search",
+                "memtrail:memtrail__search",
+                "mcp_memtrail_search",
+                "memtrail_search",
             ]
         );
     }

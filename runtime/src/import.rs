@@ -82,7 +82,21 @@ pub fn import(
             ..Default::default()
         };
         let mut files = Vec::new();
-        match memtrail_adapters::discover(agent) {
+        let mut discovered = memtrail_adapters::discover(agent);
+        // An agent that keeps its transcripts in the projects themselves (Aider) is also looked
+        // for in the folders of the sessions already stored.
+        if let Some(in_projects) = agent.adapter().quirks().discover_in_projects
+            && let Ok(found) = discovered.as_mut()
+        {
+            let more = in_projects(&store.known_projects()?);
+            for p in more.files {
+                if !found.files.contains(&p) {
+                    found.files.push(p);
+                }
+            }
+            found.unreadable.extend(more.unreadable);
+        }
+        match discovered {
             Ok(found) => {
                 for (p, why) in found.unreadable {
                     rep.unreadable.push((p.display().to_string(), why));

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod aider_conformance;
 mod claude_conformance;
 mod claude_reader;
 mod codex_conformance;
@@ -12,11 +13,13 @@ mod codex_paths;
 mod codex_reader;
 mod continue_conformance;
 mod copilotcli_conformance;
+mod crush_conformance;
 mod cursor_conformance;
 mod cursor_reader;
 mod droid_conformance;
 mod gemini_conformance;
 mod gemini_reader;
+mod goose_conformance;
 mod opencode_conformance;
 mod opencode_hooks;
 mod opencode_reader;

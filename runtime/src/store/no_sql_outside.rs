@@ -1,9 +1,9 @@
 //! Enforcement (issue 12): SQL and `rusqlite` appear only in the store's own modules
 //! (`runtime/src/store/`), so that a second backend implements the store's interface and nothing
 //! else. Scanned: every `.rs` file under `runtime/src`, `src`, `installer/src`, `web/src` and
-//! `adapters/src`, comment lines left out. One exception: the OpenCode adapter (a file or
-//! folder named `opencode` under `adapters/src`) reads OpenCode's own SQLite database read-only;
-//! that is the agent's transcript format, not memtrail's store.
+//! `adapters/src`, comment lines left out. The exceptions: the adapters that read an agent's own
+//! SQLite database read-only (OpenCode's, Goose's, Crush's: [`AGENT_DATABASES`]); that is the agent's
+//! transcript format, not memtrail's store.
 
 use std::path::{Path, PathBuf};
 
@@ -209,13 +209,19 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// True for the files allowed to hold SQL: the store's modules, and the OpenCode adapter.
+/// The adapters that read an agent's own SQLite database read-only (a file or folder of that
+/// name under `adapters/src`): OpenCode's `opencode.db`, Goose's `sessions.db`, Crush's
+/// `crush.db`.
+const AGENT_DATABASES: &[&str] = &["opencode", "opencode.rs", "goose", "crush"];
+
+/// True for the files allowed to hold SQL: the store's modules, and the adapters of
+/// [`AGENT_DATABASES`].
 fn allowed(rel: &Path) -> bool {
     rel.starts_with("runtime/src/store")
         || rel.starts_with("adapters/src")
             && rel
                 .components()
-                .any(|c| c.as_os_str() == "opencode" || c.as_os_str() == "opencode.rs")
+                .any(|c| AGENT_DATABASES.iter().any(|a| c.as_os_str() == *a))
 }
 
 #[test]
@@ -252,6 +258,7 @@ fn the_scanner_finds_sql_and_skips_comments() {
     assert!(allowed(Path::new("runtime/src/store/writer.rs")));
     assert!(allowed(Path::new("adapters/src/opencode.rs")));
     assert!(allowed(Path::new("adapters/src/agents/opencode/reader.rs")));
+    assert!(allowed(Path::new("adapters/src/agents/goose/mod.rs")));
     assert!(!allowed(Path::new("adapters/src/codex.rs")));
     assert!(!allowed(Path::new("runtime/src/query.rs")));
     assert!(!allowed(Path::new("src/opencode.rs")));
