@@ -42,6 +42,7 @@ agents! {
         Opencode,
         Copilotcli,
         Qwen,
+        Cline,
     }
 }
 

@@ -231,6 +231,22 @@ pub fn claude_shaped_session_start(session_id: &str, cwd: &Path) -> serde_json::
     })
 }
 
+/// A hook's stdin as a JSON object (a UTF-8 byte-order mark skipped).
+///
+/// Errors: [`crate::Error::EmptyPayload`] (nothing but whitespace),
+/// [`crate::Error::PayloadNotJson`], [`crate::Error::PayloadNotObject`].
+pub fn payload_object(bytes: &[u8]) -> Result<serde_json::Value, crate::Error> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(crate::Error::EmptyPayload);
+    }
+    match serde_json::from_slice(bytes) {
+        Ok(v @ serde_json::Value::Object(_)) => Ok(v),
+        Ok(_) => Err(crate::Error::PayloadNotObject),
+        Err(e) => Err(crate::Error::PayloadNotJson(e)),
+    }
+}
+
 impl Agent {
     /// This agent's adapter. The one exhaustive `match` on agents outside the agents' own
     /// folders: a new [`Agent`] variant does not compile until it has an adapter here.
@@ -245,6 +261,7 @@ impl Agent {
             Agent::Opencode => &opencode::adapter::Opencode,
             Agent::Copilotcli => &copilotcli::adapter::Copilotcli,
             Agent::Qwen => &qwen::adapter::Qwen,
+            Agent::Cline => &cline::adapter::Cline,
         }
     }
 }
@@ -268,11 +285,12 @@ mod tests {
     fn every_variant() -> Vec<Agent> {
         use Agent::*;
         let all = vec![
-            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen,
+            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen, Cline,
         ];
         for a in &all {
             match a {
-                Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli | Qwen => {}
+                Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli | Qwen
+                | Cline => {}
             }
         }
         all
@@ -291,7 +309,7 @@ mod tests {
         assert_eq!(crate::supported_agents(), &Agent::ALL[..]);
         assert_eq!(
             agent_names(", "),
-            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen"
+            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, cline"
         );
         for a in Agent::ALL {
             assert_eq!(
@@ -384,7 +402,7 @@ mod tests {
     /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
     /// identifies in it, and how many transcripts a hook event naming it ingests (Claude Code's
     /// and Qwen Code's add their sub-agent's).
-    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 8] = [
+    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 9] = [
         (
             Agent::Claude,
             "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
@@ -427,6 +445,12 @@ mod tests {
             "qwen/projects/-home-user-demo/chats/7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b.jsonl",
             "7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b",
             2,
+        ),
+        (
+            Agent::Cline,
+            "cline/data/tasks/1764661500123/api_conversation_history.json",
+            "1764661500123",
+            1,
         ),
     ];
 
@@ -580,6 +604,7 @@ mod tests {
                 "memtrail_search",
                 "memtrail-search",
                 "mcp__memtrail__search",
+                "search",
             ]
         );
     }

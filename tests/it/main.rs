@@ -14,6 +14,7 @@ mod cli;
 mod crash;
 mod e2e_agent_clis;
 mod e2e_claude;
+mod e2e_cline;
 mod e2e_codex;
 mod e2e_copilotcli;
 mod e2e_qwen;

@@ -2,6 +2,7 @@
 //! reply dialect, and what memtrail registers in its config.
 
 pub mod claude;
+pub mod cline;
 pub mod codex;
 pub mod copilotcli;
 pub mod cursor;

@@ -6,6 +6,7 @@ mod common;
 
 mod claude_conformance;
 mod claude_reader;
+mod cline_conformance;
 mod codex_conformance;
 mod codex_hooks;
 mod codex_paths;

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod cline;
 mod codex;
 mod concurrency;
 mod copilotcli;
