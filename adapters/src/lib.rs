@@ -21,7 +21,7 @@ pub mod spec;
 pub mod vocabulary;
 
 /// Each agent's module under its short name (`memtrail_adapters::codex`).
-pub use agents::{claude, cline, codex, copilotcli, cursor, gemini, opencode, qwen, vscode};
+pub use agents::{claude, cline, codex, copilotcli, cursor, gemini, opencode, qwen, roo, vscode};
 
 pub use env::Env;
 pub use error::Error;

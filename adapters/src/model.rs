@@ -43,6 +43,7 @@ agents! {
         Copilotcli,
         Qwen,
         Cline,
+        Roo,
     }
 }
 

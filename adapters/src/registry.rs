@@ -262,6 +262,7 @@ impl Agent {
             Agent::Copilotcli => &copilotcli::adapter::Copilotcli,
             Agent::Qwen => &qwen::adapter::Qwen,
             Agent::Cline => &cline::adapter::Cline,
+            Agent::Roo => &roo::adapter::Roo,
         }
     }
 }
@@ -285,12 +286,12 @@ mod tests {
     fn every_variant() -> Vec<Agent> {
         use Agent::*;
         let all = vec![
-            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen, Cline,
+            Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen, Cline, Roo,
         ];
         for a in &all {
             match a {
                 Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli | Qwen
-                | Cline => {}
+                | Cline | Roo => {}
             }
         }
         all
@@ -309,7 +310,7 @@ mod tests {
         assert_eq!(crate::supported_agents(), &Agent::ALL[..]);
         assert_eq!(
             agent_names(", "),
-            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, cline"
+            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, cline, roo"
         );
         for a in Agent::ALL {
             assert_eq!(
@@ -402,7 +403,7 @@ mod tests {
     /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
     /// identifies in it, and how many transcripts a hook event naming it ingests (Claude Code's
     /// and Qwen Code's add their sub-agent's).
-    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 9] = [
+    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 10] = [
         (
             Agent::Claude,
             "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
@@ -450,6 +451,12 @@ mod tests {
             Agent::Cline,
             "cline/data/tasks/1764661500123/api_conversation_history.json",
             "1764661500123",
+            1,
+        ),
+        (
+            Agent::Roo,
+            "roo/vscode/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/0b6f2c1e-4d5a-4e7b-9c8d-1a2b3c4d5e6f/api_conversation_history.json",
+            "0b6f2c1e-4d5a-4e7b-9c8d-1a2b3c4d5e6f",
             1,
         ),
     ];
@@ -553,6 +560,10 @@ mod tests {
         out
     }
 
+    /// The agents memtrail imports only: they run no hooks (Roo Code). Every other agent
+    /// registers at least one hook.
+    const IMPORT_ONLY: &[Agent] = &[Agent::Roo];
+
     /// Every hook memtrail registers for an agent runs `<binary> hook <name>` with the agent's
     /// short name (the `HOOK_AGENT_ARG` of its registration), and a plugin template (OpenCode's)
     /// spawns the binary with `["hook", "<name>"]`: the hook dispatches on that name.
@@ -582,7 +593,11 @@ mod tests {
                     hooks += 1;
                 }
             }
-            assert!(hooks > 0, "{name}: registers no hook");
+            if IMPORT_ONLY.contains(&a) {
+                assert_eq!(hooks, 0, "{name}: import only, yet registers a hook");
+            } else {
+                assert!(hooks > 0, "{name}: registers no hook");
+            }
         }
     }
 
@@ -605,6 +620,7 @@ mod tests {
                 "memtrail-search",
                 "mcp__memtrail__search",
                 "search",
+                "mcp--memtrail--search",
             ]
         );
     }

@@ -18,6 +18,7 @@ mod e2e_cline;
 mod e2e_codex;
 mod e2e_copilotcli;
 mod e2e_qwen;
+mod e2e_roo;
 mod embed_cli;
 mod pg_store;
 mod privacy_cli;

@@ -9,4 +9,5 @@ pub mod cursor;
 pub mod gemini;
 pub mod opencode;
 pub mod qwen;
+pub mod roo;
 pub mod vscode;

@@ -25,7 +25,7 @@ fn read(bytes: &[u8]) -> Batch {
 
 /// Each record as `[id, role, kind, ts, model, [parts]]`, a part as `["text", t]`,
 /// `["thinking", t]` or `["call", id, name, tool, input, output, is_error]`.
-fn shape(b: &Batch) -> Vec<Value> {
+pub(crate) fn shape(b: &Batch) -> Vec<Value> {
     b.records
         .iter()
         .map(|r| {

@@ -20,5 +20,6 @@ mod opencode_conformance;
 mod opencode_hooks;
 mod opencode_reader;
 mod qwen_conformance;
+mod roo_conformance;
 mod vscode_conformance;
 mod vscode_reader;

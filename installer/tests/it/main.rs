@@ -15,6 +15,7 @@ mod malformed;
 mod memory;
 mod opencode;
 mod qwen;
+mod roo;
 mod roundtrip;
 mod upgrade;
 mod vscode;
