@@ -284,6 +284,30 @@ fn identity_discovery_and_hooks() {
             std::slice::from_ref(&native)
         );
     }
+    // The CLI 3.0.65 runs the same scripts with its SDK's event names (seen in its bundle).
+    for (hook, event, source) in [
+        ("agent_start", "SessionStart", Some("startup")),
+        ("agent_resume", "SessionStart", Some("resume")),
+        ("prompt_submit", "UserPromptSubmit", None),
+        ("agent_end", "Stop", None),
+        ("agent_abort", "Stop", None),
+        ("agent_error", "Stop", None),
+        ("session_shutdown", "SessionEnd", None),
+    ] {
+        let payload = json!({"clineVersion": "", "hookName": hook, "timestamp":
+            "2026-12-02T06:00:00.000Z", "taskId": "sess_1", "workspaceRoots": ["/w"],
+            "userId": "u", "agent_id": "a-1"});
+        let ev = cline::parse_hook_payload(payload.to_string().as_bytes(), &env).unwrap();
+        assert_eq!(
+            (
+                ev.event.as_str(),
+                ev.source.as_deref(),
+                ev.session_id.as_deref()
+            ),
+            (event, source, Some("sess_1")),
+            "{hook}"
+        );
+    }
     assert_eq!(
         cline::parse_hook_payload(b"{\"taskId\":\"1\"}", &env)
             .unwrap_err()

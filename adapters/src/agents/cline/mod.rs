@@ -872,12 +872,20 @@ pub fn task_file_in(roots: &[PathBuf], id: &str) -> Option<PathBuf> {
 
 /// The common event name of a Cline hook (`HookInput.hookName`): `TaskStart` and `TaskResume`
 /// are `SessionStart` (sources `startup` and `resume`), `TaskComplete` and `TaskCancel` are
-/// `Stop`, `UserPromptSubmit` and `PreCompact` keep their names; others are returned unchanged.
+/// `Stop`, `UserPromptSubmit` and `PreCompact` keep their names. The CLI 3.x runs the same
+/// script files but names its events after its SDK's (`agent_start`, `agent_resume`,
+/// `agent_end`, `agent_abort`, `agent_error`, `prompt_submit`, `session_shutdown`): mapped
+/// alike, `session_shutdown` to `SessionEnd`. Others are returned unchanged.
 fn common_event(hook: &str) -> (&str, Option<&'static str>) {
     match hook {
-        "TaskStart" => ("SessionStart", Some("startup")),
-        "TaskResume" => ("SessionStart", Some("resume")),
-        "TaskComplete" | "TaskCancel" => ("Stop", None),
+        "TaskStart" | "agent_start" => ("SessionStart", Some("startup")),
+        "TaskResume" | "agent_resume" => ("SessionStart", Some("resume")),
+        "TaskComplete" | "TaskCancel" | "agent_end" | "agent_abort" | "agent_error" => {
+            ("Stop", None)
+        }
+        "prompt_submit" => ("UserPromptSubmit", None),
+        "pre_compact" => ("PreCompact", None),
+        "session_shutdown" => ("SessionEnd", None),
         other => (other, None),
     }
 }
