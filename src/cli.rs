@@ -10,7 +10,7 @@ use std::path::PathBuf;
     name = "memtrail",
     version,
     about = "A memory for AI coding agents: every session of every agent on this machine, in one local searchable store.",
-    long_about = "memtrail captures the sessions of your coding agents (Claude Code, Codex CLI, Gemini CLI, Cursor, VS Code Copilot, OpenCode, GitHub Copilot CLI, Qwen Code, pi, Factory Droid, Continue, Goose, Crush, Aider) into one local SQLite store, \
+    long_about = "memtrail captures the sessions of your coding agents (Claude Code, Codex CLI, Gemini CLI, Cursor, VS Code Copilot, OpenCode, GitHub Copilot CLI, Qwen Code, pi, Factory Droid, Continue, Goose, Crush, Aider, Cline, Roo Code) into one local SQLite store, \
 makes them searchable from the command line and by the agents themselves (an MCP server and a skill), \
 and gives an agent its working state back after compaction (files changed, open tasks, errors, decisions). \
 Secrets are redacted before anything is stored; nothing leaves this machine unless you set up `memtrail sync` \
@@ -49,7 +49,7 @@ pub enum Command {
     },
     /// Called by an agent's hook with its payload on stdin (not meant to be run by hand).
     Hook {
-        /// The agent whose hook this is: claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush, aider.
+        /// The agent whose hook this is: claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush, aider, cline, roo.
         agent: Agent,
         /// A payload passed as arguments (Codex `notify` passes its JSON as the last one).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
@@ -105,7 +105,7 @@ pub enum Command {
     Handoff {
         /// Session id (or a unique prefix).
         session: String,
-        /// The agent that takes over: claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush, aider.
+        /// The agent that takes over: claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush, aider, cline, roo.
         #[arg(long, value_name = "AGENT")]
         to: Agent,
     },
@@ -221,7 +221,7 @@ pub enum Command {
 
 #[derive(Args)]
 pub struct InstallArgs {
-    /// Only this agent (repeatable): claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush, aider [default: every agent found; uninstall: every agent memtrail is registered with].
+    /// Only this agent (repeatable): claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush, aider, cline, roo [default: every agent found; uninstall: every agent memtrail is registered with].
     #[arg(long = "agent", value_name = "AGENT")]
     pub agents: Vec<Agent>,
     /// Do not ask; apply the plan (also the default when stdin is not a terminal).

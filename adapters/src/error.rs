@@ -14,6 +14,9 @@ pub enum Error {
     /// The hook payload is JSON but not an object.
     #[error("hook payload is not a JSON object")]
     PayloadNotObject,
+    /// The hook payload lacks a field the agent always sends (Cline's `hookName`).
+    #[error("hook payload has no `{0}`")]
+    PayloadMissing(&'static str),
     /// Codex's `notify` argument is not JSON.
     #[error("notify payload is not JSON: {0}")]
     NotifyNotJson(serde_json::Error),

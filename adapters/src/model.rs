@@ -48,6 +48,8 @@ agents! {
         Goose,
         Crush,
         Aider,
+        Cline,
+        Roo,
     }
 }
 

@@ -114,7 +114,7 @@ pub struct Quirks {
     /// into the compaction prompt); others get it at SessionStart after compaction.
     pub replies_at_pre_compact: bool,
     /// The agent has no hook or plugin memtrail can use: its sessions come in by `memtrail
-    /// import` only, and its registration writes no hook (Continue, Crush, Aider).
+    /// import` only, and its registration writes no hook (Continue, Crush, Aider, Roo Code).
     pub import_only: bool,
     /// The agent keeps its transcripts in the projects themselves (Aider's
     /// `.aider.chat.history.md`): `memtrail import` also looks in the project folders of the
@@ -240,6 +240,22 @@ pub fn claude_shaped_session_start(session_id: &str, cwd: &Path) -> serde_json::
     })
 }
 
+/// A hook's stdin as a JSON object (a UTF-8 byte-order mark skipped).
+///
+/// Errors: [`crate::Error::EmptyPayload`] (nothing but whitespace),
+/// [`crate::Error::PayloadNotJson`], [`crate::Error::PayloadNotObject`].
+pub fn payload_object(bytes: &[u8]) -> Result<serde_json::Value, crate::Error> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(crate::Error::EmptyPayload);
+    }
+    match serde_json::from_slice(bytes) {
+        Ok(v @ serde_json::Value::Object(_)) => Ok(v),
+        Ok(_) => Err(crate::Error::PayloadNotObject),
+        Err(e) => Err(crate::Error::PayloadNotJson(e)),
+    }
+}
+
 impl Agent {
     /// This agent's adapter. The one exhaustive `match` on agents outside the agents' own
     /// folders: a new [`Agent`] variant does not compile until it has an adapter here.
@@ -260,6 +276,8 @@ impl Agent {
             Agent::Goose => &goose::adapter::Goose,
             Agent::Crush => &crush::adapter::Crush,
             Agent::Aider => &aider::adapter::Aider,
+            Agent::Cline => &cline::adapter::Cline,
+            Agent::Roo => &roo::adapter::Roo,
         }
     }
 }
@@ -284,12 +302,12 @@ mod tests {
         use Agent::*;
         let all = vec![
             Claude, Codex, Gemini, Cursor, Vscode, Opencode, Copilotcli, Qwen, Pi, Droid, Continue,
-            Goose, Crush, Aider,
+            Goose, Crush, Aider, Cline, Roo,
         ];
         for a in &all {
             match a {
                 Claude | Codex | Gemini | Cursor | Vscode | Opencode | Copilotcli | Qwen | Pi
-                | Droid | Continue | Goose | Crush | Aider => {}
+                | Droid | Continue | Goose | Crush | Aider | Cline | Roo => {}
             }
         }
         all
@@ -308,7 +326,7 @@ mod tests {
         assert_eq!(crate::supported_agents(), &Agent::ALL[..]);
         assert_eq!(
             agent_names(", "),
-            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush, aider"
+            "claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush, aider, cline, roo"
         );
         for a in Agent::ALL {
             assert_eq!(
@@ -405,7 +423,7 @@ mod tests {
     /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
     /// identifies in it (empty: a database of many sessions), and how many transcripts a hook
     /// event naming it ingests (Claude Code's and Qwen Code's add their sub-agent's).
-    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 14] = [
+    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 16] = [
         (
             Agent::Claude,
             "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
@@ -478,6 +496,18 @@ mod tests {
             Agent::Aider,
             "aider/repo/.aider.chat.history.md",
             "aider-*",
+            1,
+        ),
+        (
+            Agent::Cline,
+            "cline/data/tasks/1764661500123/api_conversation_history.json",
+            "1764661500123",
+            1,
+        ),
+        (
+            Agent::Roo,
+            "roo/vscode/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/0b6f2c1e-4d5a-4e7b-9c8d-1a2b3c4d5e6f/api_conversation_history.json",
+            "0b6f2c1e-4d5a-4e7b-9c8d-1a2b3c4d5e6f",
             1,
         ),
     ];
@@ -666,6 +696,8 @@ mod tests {
                 "memtrail:memtrail__search",
                 "mcp_memtrail_search",
                 "memtrail_search",
+                "search",
+                "mcp--memtrail--search",
             ]
         );
     }

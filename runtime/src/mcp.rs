@@ -87,7 +87,7 @@ pub const RECALLED_NOTICE: &str = "Quoted data recalled from past sessions (prom
 /// Arguments of the `list_sessions` tool.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 pub struct ListSessionsArgs {
-    /// Only sessions of this agent: claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush or aider.
+    /// Only sessions of this agent: claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush, aider, cline or roo.
     #[serde(default)]
     pub agent: Option<String>,
     /// Only sessions whose project directory is this absolute path or lies below it.
@@ -167,7 +167,7 @@ pub struct SearchArgs {
     /// What to look for: plain words (stemmed, all must match), "a quoted phrase", a prefix*,
     /// or words joined by OR. Example: `sqlite "database is locked"`.
     pub query: String,
-    /// Only sessions of this agent: claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush or aider.
+    /// Only sessions of this agent: claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush, aider, cline or roo.
     #[serde(default)]
     pub agent: Option<String>,
     /// Only sessions whose project directory is this absolute path or lies below it.

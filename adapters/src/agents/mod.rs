@@ -3,6 +3,7 @@
 
 pub mod aider;
 pub mod claude;
+pub mod cline;
 pub mod codex;
 pub mod continuedev;
 pub mod copilotcli;
@@ -14,4 +15,5 @@ pub mod goose;
 pub mod opencode;
 pub mod pi;
 pub mod qwen;
+pub mod roo;
 pub mod vscode;

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod cline;
 mod codex;
 mod concurrency;
 mod continue_cli;
@@ -19,6 +20,7 @@ mod memory;
 mod opencode;
 mod pi;
 mod qwen;
+mod roo;
 mod roundtrip;
 mod upgrade;
 mod vscode;

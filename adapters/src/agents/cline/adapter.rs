@@ -1,0 +1,72 @@
+//! Cline's entry in the registry ([`crate::AgentAdapter`]).
+
+use super::paths::Locations;
+use crate::env::Env;
+use crate::model::Agent;
+use crate::registry::{AgentAdapter, Names, Quirks, module_capabilities, stdin_hook};
+use crate::vocabulary::Vocabulary;
+use crate::{Discovery, Source};
+use std::path::{Path, PathBuf};
+
+/// Cline.
+pub struct Cline;
+
+/// Its names; the short name is also its hook argument (`memtrail hook cline`).
+pub const NAMES: Names = Names::new("cline", &["claude-dev", "cline-cli"], "Cline");
+
+impl AgentAdapter for Cline {
+    fn names(&self) -> Names {
+        NAMES
+    }
+    fn vocabulary(&self) -> &'static Vocabulary {
+        &VOCABULARY
+    }
+    /// Cline has no per-tool names: its model calls `use_mcp_tool` with `server_name`
+    /// `memtrail` and `tool_name` the tool (as Cursor, the bare name under the server).
+    fn tool_name(&self, tool: &str) -> String {
+        tool.to_string()
+    }
+    fn source_for(&self, path: &Path) -> Option<Source> {
+        super::source_for(path)
+    }
+    fn config_dirs(&self, env: &Env) -> Vec<PathBuf> {
+        let loc = Locations::resolve(env);
+        std::iter::once(loc.home_dir)
+            .chain(loc.extension_dirs)
+            .collect()
+    }
+    /// `{"clineVersion", "hookName": "TaskStart", "timestamp", "taskId", "workspaceRoots":
+    /// [cwd], "taskStart": {"taskMetadata": {}}}`.
+    fn synthetic_session_start(&self, session_id: &str, cwd: &Path) -> serde_json::Value {
+        serde_json::json!({
+            "clineVersion": "3.89.2", "hookName": "TaskStart", "timestamp": "0",
+            "taskId": session_id, "workspaceRoots": [cwd],
+            "taskStart": {"taskMetadata": {}},
+        })
+    }
+    stdin_hook!();
+    fn discover(&self) -> std::io::Result<Discovery> {
+        super::discover()
+    }
+    /// Cline appends the PreCompact hook's `contextModification` to the `summarize_task`
+    /// result that replaces the condensed conversation: the snapshot goes there.
+    fn quirks(&self) -> Quirks {
+        Quirks {
+            replies_at_pre_compact: true,
+            ..Quirks::NONE
+        }
+    }
+    fn agent(&self) -> Agent {
+        Agent::Cline
+    }
+    module_capabilities!();
+}
+
+/// Cline's spellings for event extraction (see [`crate::vocabulary`]): its rule files are
+/// `.clinerules` (a file, or a folder of them) and `AGENTS.md`; `ask_followup_question` and
+/// `use_skill` are in the shared table; the reader gives the common tool names itself.
+static VOCABULARY: Vocabulary = Vocabulary {
+    rule_files: &["AGENTS.md"],
+    rule_folders: &[".clinerules/"],
+    ..Vocabulary::NONE
+};
