@@ -58,23 +58,32 @@ impl SyncSettings {
                 )));
             }
         };
-        let bad = |m: String| Error::Invalid(format!("memtrail's config {}: {m}", path.display()));
+        Self::parse(&text)
+            .map_err(|m| Error::Invalid(format!("memtrail's config {}: {m}", path.display())))
+    }
+
+    /// The `[sync]` table of a config file's text (see [`SyncSettings::load`]); all `None`
+    /// when there is none.
+    ///
+    /// Errors: a message (without the file's name): not TOML, `sync` not a table, a
+    /// non-string field, a `machine` that is not 32 lowercase hex digits.
+    pub fn parse(text: &str) -> std::result::Result<SyncSettings, String> {
         let doc: toml_edit::DocumentMut = text
             .parse()
-            .map_err(|e: toml_edit::TomlError| bad(e.to_string().trim_end().replace('\n', " ")))?;
+            .map_err(|e: toml_edit::TomlError| e.to_string().trim_end().replace('\n', " "))?;
         let Some(table) = doc.get("sync") else {
             return Ok(SyncSettings::default());
         };
         let table = table
             .as_table_like()
-            .ok_or_else(|| bad("`sync` must be a table ([sync])".into()))?;
-        let field = |k: &str| -> Result<Option<String>> {
+            .ok_or_else(|| "`sync` must be a table ([sync])".to_string())?;
+        let field = |k: &str| -> std::result::Result<Option<String>, String> {
             match table.get(k) {
                 None => Ok(None),
                 Some(v) => v
                     .as_str()
                     .map(|s| Some(s.to_string()))
-                    .ok_or_else(|| bad(format!("`sync.{k}` must be a string"))),
+                    .ok_or_else(|| format!("`sync.{k}` must be a string")),
             }
         };
         let settings = SyncSettings {
@@ -85,10 +94,10 @@ impl SyncSettings {
         if let Some(m) = &settings.machine
             && !is_machine_id(m)
         {
-            return Err(bad(format!(
+            return Err(format!(
                 "`sync.machine` is {m:?}, not 32 lowercase hex digits (delete it and run \
                  `memtrail sync --init` again to make a new one)"
-            )));
+            ));
         }
         Ok(settings)
     }
