@@ -210,6 +210,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write sessions out of the store, as stored (redacted): Markdown (as `sessions show`),
+    /// JSON (one document per session with its messages, tool calls and events), JSON Lines
+    /// (one message per line) or a self-contained HTML page (no script, no external file).
+    #[command(
+        after_help = "Examples:\n  memtrail export 4c2ddfdc > session.md\n  memtrail export 4c2ddfdc --format html -o session.html\n  memtrail export 4c2ddfdc --format json | jq '.messages | length'\n  memtrail export --all --since 30d --format html -o ~/memtrail-archive\n  memtrail export --all --agent codex --format jsonl | gzip > codex.jsonl.gz"
+    )]
+    Export(ExportArgs),
     /// Show and change memtrail's settings: its config file (`memtrail config path`), the
     /// environment, the defaults (with no subcommand: `show`).
     #[command(
@@ -250,6 +257,48 @@ pub struct UninstallArgs {
     /// and the logs; after a confirmation (`--yes` confirms).
     #[arg(long)]
     pub purge: bool,
+}
+
+/// `memtrail export`.
+#[derive(Args)]
+pub struct ExportArgs {
+    /// The session (id or a unique prefix).
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub session: Option<String>,
+    /// Every session (most recently active first): one file per session in the folder -o
+    /// names (created, mode 0700), or with --format jsonl every message on stdout.
+    #[arg(long)]
+    pub all: bool,
+    /// With --all: only sessions active since DATE (YYYY-MM-DD in UTC, RFC 3339, today,
+    /// yesterday, or an age like 30d).
+    #[arg(long, value_name = "DATE", requires = "all")]
+    pub since: Option<String>,
+    /// With --all: only this agent's sessions.
+    #[arg(long, requires = "all")]
+    pub agent: Option<Agent>,
+    /// With --all: only sessions in this project directory (or below it).
+    #[arg(long, value_name = "DIR", requires = "all")]
+    pub project: Option<PathBuf>,
+    /// md, json, jsonl or html.
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: ExportFormat,
+    /// Write to this file (mode 0600, replaced whole) or, when it is a folder, to
+    /// `<agent>-<session>.<ext>` in it [default: stdout]; with --all, the folder.
+    #[arg(long, short = 'o', value_name = "PATH|DIR")]
+    pub output: Option<PathBuf>,
+}
+
+/// `export --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Markdown, as `sessions show` prints it.
+    Md,
+    /// One JSON document per session: its messages, tool calls and events.
+    Json,
+    /// JSON Lines: one message per line, with its session's id and agent.
+    Jsonl,
+    /// One self-contained HTML page per session (escaped as the web page escapes it).
+    Html,
 }
 
 /// `memtrail config [COMMAND]`.

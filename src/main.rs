@@ -194,6 +194,7 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
         Command::Redact { rescan: _, json } => redact::redact_rescan(&db, json),
         Command::Mcp => mcp::mcp(db),
         Command::Web(a) => web::web(db, a),
+        Command::Export(a) => export::export(&db, a),
         Command::Config(ConfigArgs { default: true, .. })
         | Command::Config(ConfigArgs {
             command: Some(ConfigCommand::Default),

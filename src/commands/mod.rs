@@ -4,6 +4,7 @@
 pub mod browse;
 pub mod config;
 pub mod doctor;
+pub mod export;
 pub mod handoff;
 pub mod hook;
 pub mod import;

@@ -19,6 +19,7 @@ mod e2e_codex;
 mod e2e_copilotcli;
 mod e2e_qwen;
 mod embed_cli;
+mod export_cli;
 mod pg_store;
 mod privacy_cli;
 mod reliability;
