@@ -459,3 +459,59 @@ fn one_session_into_a_file_or_a_folder() {
         MARKDOWN
     );
 }
+
+/// The exported pages of the fixture and of fixtures/web's hostile session, opened from disk in
+/// a real Chromium (tests/browser/export_test.py): nothing runs. Skipped (with the reason)
+/// without Chromium, chromedriver or selenium, unless `MEMTRAIL_REQUIRE_BROWSER=1`.
+#[test]
+fn exported_html_in_a_real_browser() {
+    use crate::common::{self, env_flag};
+    let tools = match crate::web_browser::find_tools() {
+        Ok(t) => t,
+        Err(why) if env_flag("MEMTRAIL_REQUIRE_BROWSER") => {
+            panic!("MEMTRAIL_REQUIRE_BROWSER=1 but the browser test cannot run: {why}")
+        }
+        Err(why) => {
+            eprintln!(
+                "skipped: the browser test of `memtrail export` needs Chromium, chromedriver and selenium: {why}"
+            );
+            return;
+        }
+    };
+    let sb = sandbox(true);
+    let dir = sb.home.join("pages");
+    let r = sb
+        .cmd()
+        .args([
+            "export",
+            "--all",
+            "--format",
+            "html",
+            "-o",
+            &dir.display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(r.status.success());
+    let mut pages: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    pages.sort();
+    assert_eq!(pages.len(), 2);
+    let mut py = std::process::Command::new(&tools.python);
+    py.arg(common::repo_root().join("tests/browser/export_test.py"))
+        .args(&pages)
+        .env("MEMTRAIL_CHROMIUM", &tools.chromium)
+        .env("MEMTRAIL_CHROMEDRIVER", &tools.chromedriver)
+        .env("HOME", &sb.home)
+        // selenium never looks for (or downloads) a driver of its own.
+        .env("SE_OFFLINE", "true")
+        .env("SE_AVOID_STATS", "true");
+    let out = common::run(py, "selenium export_test.py");
+    let said = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{said}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the browser test failed: {said}");
+    // 2 pages × 10 checks (each page has a tool call).
+    assert_eq!(said.lines().last(), Some("20 passed, 0 failed"));
+}
