@@ -102,23 +102,38 @@ fn run(db: &StoreLocation, a: ExportArgs) -> Result<ExitCode> {
     };
     let mut n = 0usize;
     let mut stdout = std::io::stdout().lock();
-    loop {
-        let page = store.list_sessions(&filter)?;
-        for s in &page {
-            match &dir {
-                Some(d) => {
-                    write_file(&d.join(file_name(s, a.format)), |w| {
-                        write_session(store, s, a.format, w)
-                    })?;
+    // Sessions are listed by last activity, a page at a time. One that hooks update meanwhile
+    // moves to the top: the pages after it shift (a session comes twice: written once, by
+    // the `done` set) and it is not met again; so a last pass takes the sessions active since
+    // the export began that were not written yet.
+    let started = memtrail_runtime::now_ms();
+    let mut done: std::collections::HashSet<(String, String)> = Default::default();
+    for last_pass in [false, true] {
+        if last_pass {
+            filter.since = Some(filter.since.unwrap_or(i64::MIN).max(started));
+            filter.offset = 0;
+        }
+        loop {
+            let page = store.list_sessions(&filter)?;
+            for s in &page {
+                if !done.insert((s.agent.clone(), s.session_id.clone())) {
+                    continue;
                 }
-                None => write_session(store, s, a.format, &mut stdout)?,
+                match &dir {
+                    Some(d) => {
+                        write_file(&d.join(file_name(s, a.format)), |w| {
+                            write_session(store, s, a.format, w)
+                        })?;
+                    }
+                    None => write_session(store, s, a.format, &mut stdout)?,
+                }
+                n += 1;
             }
-            n += 1;
+            if page.len() < SESSIONS_PAGE {
+                break;
+            }
+            filter.offset += page.len();
         }
-        if page.len() < SESSIONS_PAGE {
-            break;
-        }
-        filter.offset += page.len();
     }
     stdout.flush()?;
     match &dir {

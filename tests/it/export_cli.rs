@@ -515,3 +515,53 @@ fn exported_html_in_a_real_browser() {
     // 2 pages × 10 checks (each page has a tool call).
     assert_eq!(said.lines().last(), Some("20 passed, 0 failed"));
 }
+
+/// More sessions than one list page (100) and a session longer than one read (200 messages):
+/// every session once, every message once and in order.
+#[test]
+fn pages_of_sessions_and_of_messages() {
+    use crate::support::{claude_line, session_id};
+    let sb = Sandbox::new();
+    let dir = sb.claude_dir().join("projects/-home-user-many");
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in 0..230u32 {
+        let sid = session_id(n);
+        let lines = if n == 0 { 450 } else { 1 };
+        let text: String = (0..lines)
+            .map(|i| claude_line(&sid, "/home/user/many", i) + "\n")
+            .collect();
+        std::fs::write(dir.join(format!("{sid}.jsonl")), text).unwrap();
+    }
+    sb.json(&["import", "--agent", "claude", "--json"]);
+    let text = export(&sb, &["--all", "--format", "jsonl"]);
+    let mut per_session: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    for l in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        per_session
+            .entry(v["session_id"].as_str().unwrap().to_string())
+            .or_default()
+            .push(v["index"].as_i64().unwrap());
+    }
+    assert_eq!(per_session.len(), 230);
+    for (sid, idx) in &per_session {
+        let want = if *sid == session_id(0) { 450 } else { 1 };
+        assert_eq!(*idx, (0..want).collect::<Vec<i64>>(), "{sid}");
+    }
+    // The long session: Markdown as `sessions show`, JSON with every message in order.
+    let sid = session_id(0);
+    let show = sb.cmd().args(["sessions", "show", &sid]).output().unwrap();
+    assert_eq!(
+        export(&sb, &[&sid]),
+        String::from_utf8(show.stdout).unwrap()
+    );
+    let doc: Document = serde_json::from_str(&export(&sb, &[&sid, "--format", "json"])).unwrap();
+    assert_eq!(doc.total, 450);
+    assert_eq!(
+        doc.messages.iter().map(|m| m.index).collect::<Vec<_>>(),
+        (0..450).collect::<Vec<i64>>()
+    );
+    // HTML: 450 articles, one page.
+    let html = export(&sb, &[&sid, "--format", "html"]);
+    assert_eq!(html.matches("<article ").count(), 450);
+    assert_eq!(html.matches("</html>").count(), 1);
+}
