@@ -46,17 +46,8 @@ impl SyncSettings {
     /// `[sync]` holds a non-string `url`/`machine`/`label` or a `machine` that is not 32
     /// lowercase hex digits.
     pub fn load(path: &Path) -> Result<SyncSettings> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(SyncSettings::default());
-            }
-            Err(e) => {
-                return Err(Error::Invalid(format!(
-                    "cannot read memtrail's config {}: {e}",
-                    path.display()
-                )));
-            }
+        let Some(text) = memtrail_runtime::config::read(path).map_err(Error::Invalid)? else {
+            return Ok(SyncSettings::default());
         };
         Self::parse(&text)
             .map_err(|m| Error::Invalid(format!("memtrail's config {}: {m}", path.display())))
