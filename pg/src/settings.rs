@@ -11,7 +11,7 @@
 //! The file may hold a password (in `url`): it is written with mode 0600 (its folder 0700),
 //! and everything else in it (`exclude = […]`, comments, layout) is kept as it was.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
 use crate::{Error, Result};
@@ -140,20 +140,7 @@ impl SyncSettings {
                 }
             }
         }
-        let dir = path.parent().unwrap_or(Path::new("."));
-        if !dir.as_os_str().is_empty() && !dir.exists() {
-            let mut b = std::fs::DirBuilder::new();
-            b.recursive(true);
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-            b.create(dir).map_err(io)?;
-        }
-        // NamedTempFile is created with mode 0600.
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-        tmp.write_all(doc.to_string().as_bytes()).map_err(io)?;
-        tmp.as_file().sync_all().map_err(io)?;
-        tmp.persist(path).map_err(|e| io(e.error))?;
-        Ok(())
+        memtrail_runtime::config::write_atomic(path, &doc.to_string()).map_err(Error::Invalid)
     }
 }
 
