@@ -305,6 +305,34 @@ pub fn validate(text: &str) -> std::result::Result<Config, String> {
     Ok(cfg)
 }
 
+/// The keys of the TOML `text` that are no setting (a typo such as `sync.lable`): memtrail
+/// ignores them. Dotted, in the file's order; empty when `text` is not TOML.
+fn unknown_keys(text: &str) -> Vec<String> {
+    let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else {
+        return Vec::new();
+    };
+    let known = |k: &str| SETTINGS.iter().any(|s| s.key == k && s.kind != Kind::Env);
+    let mut out = Vec::new();
+    for (k, item) in doc.iter() {
+        match item.as_table_like() {
+            Some(t) if !known(k) => {
+                for (sub, _) in t.iter() {
+                    let key = format!("{k}.{sub}");
+                    if !known(&key) {
+                        out.push(key);
+                    }
+                }
+                if t.is_empty() && !SETTINGS.iter().any(|s| s.key.starts_with(&format!("{k}."))) {
+                    out.push(k.to_string());
+                }
+            }
+            _ if !known(k) => out.push(k.to_string()),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The file's text, `None` when it does not exist.
 fn read_file(path: &Path) -> Result<Option<String>> {
     config::read(path).map_err(|e| anyhow!("{e}"))
@@ -315,6 +343,7 @@ pub fn show(db: &StoreLocation, json: bool) -> Result<ExitCode> {
     let path = config_path();
     let text = read_file(&path)?;
     let problem = text.as_deref().and_then(|t| validate(t).err());
+    let unknown = text.as_deref().map(unknown_keys).unwrap_or_default();
     let mut rows = Vec::new();
     for s in SETTINGS {
         let (value, source) = match value_of(s, text.as_deref(), db) {
@@ -347,6 +376,7 @@ pub fn show(db: &StoreLocation, json: bool) -> Result<ExitCode> {
                 "file": path,
                 "exists": text.is_some(),
                 "problem": problem,
+                "unknown": unknown,
                 "settings": settings,
             }))?
         );
@@ -360,6 +390,12 @@ pub fn show(db: &StoreLocation, json: bool) -> Result<ExitCode> {
             out!(
                 "# problem: {}",
                 crate::output::terminal_safe(&memtrail_runtime::redact::redact(p))
+            );
+        }
+        if !unknown.is_empty() {
+            out!(
+                "# not settings, ignored: {}",
+                crate::output::terminal_safe(&unknown.join(", "))
             );
         }
         let kw = rows.iter().map(|(s, ..)| s.key.len()).max().unwrap_or(0);
@@ -708,6 +744,18 @@ mod tests {
         );
         assert!(e("[embed]\nurl = \"https://x/v1\"\n").contains("model is missing"));
         assert!(e("[web]\nport = -1\n").contains("port"));
+    }
+
+    #[test]
+    fn unknown_keys_are_found() {
+        assert_eq!(
+            unknown_keys(
+                "exclude = []\nexclud = 1\n[sync]\nurl = \"u\"\nlable = \"x\"\n[web]\n[webb]\nport = 1\n[other]\n"
+            ),
+            ["exclud", "sync.lable", "webb.port", "other"]
+        );
+        assert!(unknown_keys("sync = { label = \"a\" }\n").is_empty());
+        assert!(unknown_keys("x = [\n").is_empty());
     }
 
     #[test]

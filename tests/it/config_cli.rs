@@ -174,6 +174,19 @@ fn show_says_where_each_value_comes_from() {
     assert_eq!(get("web.token")["value"], "(set)");
     assert_eq!(get("exclude")["value"], serde_json::json!([]));
     assert_eq!(get("store.path")["value"], sb.db().display().to_string());
+    // A typo is named (memtrail ignores it).
+    std::fs::write(
+        &path,
+        "[sync]\nurl = \"postgres://me:hunter2secret@db.example/m\"\nlabel = \"box\"\nlable = \"typo\"\n",
+    )
+    .unwrap();
+    let v = sb.json(&["config", "show", "--json"]);
+    assert_eq!(v["unknown"], serde_json::json!(["sync.lable"]));
+    let (_, text, _) = run(&sb, &["config"]);
+    assert_eq!(
+        text.lines().nth(1),
+        Some("# not settings, ignored: sync.lable")
+    );
     // The text form: one line per setting, `key = value  # source`.
     let (_, text, _) = run(&sb, &["config"]);
     assert_eq!(
