@@ -453,6 +453,12 @@ fn parse_value(s: &Setting, value: &str) -> Result<toml_edit::Value> {
                 ""
             }
         ),
+        Kind::Text if s.key == "sync.label" => {
+            // As `memtrail sync --init --label` checks it.
+            memtrail_runtime::machine::check_label(value)
+                .map_err(|e| anyhow!("{}", e.to_string().replacen("--label", "sync.label", 1)))?;
+            Ok(value.into())
+        }
         Kind::Text => Ok(value.into()),
         Kind::Paths => {
             if value.trim_start().starts_with('[') {
@@ -731,6 +737,10 @@ mod tests {
             "store.path comes from the environment: set MEMTRAIL_STORE or MEMTRAIL_DB (or pass --store)"
         );
         assert!(setting("nope").is_err());
+        assert_eq!(
+            v("sync.label", "a\nb").unwrap_err().to_string(),
+            "sync.label \"a\\nb\" is not a usable machine label: it holds a control character (a newline, a tab, ESC, …); give a short name such as `laptop` (it is shown in `sessions list` and `status`)"
+        );
     }
 
     #[test]
