@@ -220,7 +220,7 @@ pub enum Command {
     /// Show and change memtrail's settings: its config file (`memtrail config path`), the
     /// environment, the defaults (with no subcommand: `show`).
     #[command(
-        after_help = "Examples:\n  memtrail config                         # every setting, its value and where it comes from\n  memtrail config get sync.label\n  memtrail config set exclude '[\"~/client-x\", \"/work/secret\"]'\n  memtrail config set web.port 8080\n  memtrail config unset web.port\n  memtrail config edit                    # in $VISUAL or $EDITOR, checked before it is saved\n  memtrail config --default > ~/.config/memtrail/config.toml\n  memtrail config env                     # every environment variable memtrail reads"
+        after_help = "Examples:\n  memtrail config                         # every setting, its value and where it comes from\n  memtrail config get sync.label\n  memtrail config set exclude '[\"~/client-x\", \"/work/secret\"]'\n  memtrail config set web.port 8080\n  memtrail config unset web.port\n  memtrail config edit                    # in $VISUAL or $EDITOR, checked before it is saved\n  memtrail config --default               # a commented file with every default (edit starts from it)\n  memtrail config env                     # every environment variable memtrail reads"
     )]
     Config(ConfigArgs),
     /// Run each installed hook command the way its agent would (the command from its config, a
