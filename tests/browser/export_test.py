@@ -10,38 +10,15 @@ by its hash) and no Content-Security-Policy violation logged, tool calls open wi
 Prints one line per check and `N passed, 0 failed`; exits 1 at the first failure.
 """
 
-import os
 import pathlib
 import sys
 
-from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-PASSED = 0
-
-
-def check(name, cond, detail=""):
-    global PASSED
-    if not cond:
-        print(f"FAIL {name}: {detail}", flush=True)
-        print(f"{PASSED} passed, 1 failed", flush=True)
-        sys.exit(1)
-    PASSED += 1
-    print(f"ok {name}", flush=True)
-
-
-def driver():
-    opts = Options()
-    opts.binary_location = os.environ.get("MEMTRAIL_CHROMIUM", "/usr/bin/chromium")
-    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              "--window-size=1200,900", "--no-first-run", "--disable-extensions"]:
-        opts.add_argument(a)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(executable_path=os.environ.get("MEMTRAIL_CHROMEDRIVER", "/usr/bin/chromedriver"))
-    return webdriver.Chrome(service=service, options=opts)
+# The web page's browser test's helpers: the same Chromium set-up and check lines.
+import web_test
+from web_test import check, driver
 
 
 def main():
@@ -86,7 +63,7 @@ def main():
                   d.execute_script("return typeof window.__pwned") == "undefined")
     finally:
         d.quit()
-    print(f"{PASSED} passed, 0 failed", flush=True)
+    print(f"{web_test.PASSED} passed, 0 failed", flush=True)
 
 
 main()

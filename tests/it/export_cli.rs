@@ -195,7 +195,7 @@ fn html_is_one_self_contained_page() {
                 r##"<body><main><h1>List the files &amp; tell me &lt;which&gt; is biggest</h1><dl class="summary">"##,
                 r##"<dt>Session</dt><dd><code>5e551011-aaaa-4bbb-8ccc-000000000001</code></dd><dt>Agent</dt><dd><span class="badge agent">claude</span></dd>"##,
                 r##"<dt>Project</dt><dd class="path">/home/user/shop</dd><dt>Machine</dt><dd>testbox</dd><dt>Model</dt><dd>claude-sonnet-4-5</dd><dt>Branch</dt><dd>main</dd>"##,
-                r##"<dt>Time</dt><dd>2026-03-04T09:00:00.000Z → 2026-03-04T09:00:03.000Z</dd><dt>Messages</dt><dd>3</dd><dt>Exported</dt><dd>by memtrail {v} (as stored: redacted)</dd></dl>"##,
+                r##"<dt>Time</dt><dd>2026-03-04 09:00 → 2026-03-04 09:00</dd><dt>Messages</dt><dd>3</dd><dt>Exported</dt><dd>by memtrail {v} (as stored: redacted)</dd></dl>"##,
                 r##"<section class="messages" aria-label="messages">"##,
                 r##"<article class="msg role-user" id="m0" tabindex="-1"><header><span class="badge role-user">user</span> <a class="anchor" href="#m0">#0</a> <time>2026-03-04 09:00</time></header><pre class="text">List the files &amp; tell me &lt;which&gt; is biggest</pre></article>"##,
                 r##"<article class="msg role-assistant" id="m1" tabindex="-1"><header><span class="badge role-assistant">assistant</span> <span class="badge kind">tool_call</span> <a class="anchor" href="#m1">#1</a> <time>2026-03-04 09:00</time> <span class="model">claude-sonnet-4-5</span></header><pre class="text">I will look.</pre>"##,

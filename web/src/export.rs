@@ -35,26 +35,10 @@ pub fn csp() -> String {
 
 /// `sha256-<base64 of the SHA-256 of STYLE>`.
 fn style_hash() -> String {
-    format!("sha256-{}", base64(&sha2::Sha256::digest(STYLE.as_bytes())))
-}
-
-/// Standard base64 (RFC 4648 section 4) with padding.
-fn base64(bytes: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for c in bytes.chunks(3) {
-        let n = (c[0] as u32) << 16
-            | (*c.get(1).unwrap_or(&0) as u32) << 8
-            | *c.get(2).unwrap_or(&0) as u32;
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    format!(
+        "sha256-{}",
+        memtrail_adapters::base64(&sha2::Sha256::digest(STYLE.as_bytes()))
+    )
 }
 
 /// The page around its messages, as (start, end): `<head>` (charset, the CSP, the title, the
@@ -79,18 +63,7 @@ pub fn page(v: &SessionView) -> (String, String) {
                 main {
                 h1 { (title) }
                 dl.summary {
-                    dt { "Session" } dd { code { (s.session_id) } }
-                    dt { "Agent" } dd { span.badge.agent { (s.agent) } }
-                    @if let Some(p) = &s.project { dt { "Project" } dd.path { (p) } }
-                    dt { "Machine" } dd { (s.machine) }
-                    @if let Some(m) = &s.model { dt { "Model" } dd { (m) } }
-                    @if let Some(b) = &s.git_branch { dt { "Branch" } dd { (b) } }
-                    dt { "Time" } dd { (s.started_at.as_deref().unwrap_or("?")) " → " (s.updated_at.as_deref().unwrap_or("?")) }
-                    dt { "Messages" } dd { (v.total) }
-                    @if let Some(pid) = &s.parent_session_id { dt { "Parent" } dd { code { (pid) } } }
-                    @if !v.children.is_empty() {
-                        dt { "Sub-agents" } dd { ul.children { @for c in &v.children { li { code { (c) } } } } }
-                    }
+                    (pages::facts(v, false))
                     dt { "Exported" } dd { "by memtrail " (env!("CARGO_PKG_VERSION")) " (as stored: redacted)" }
                 }
                 section.messages aria-label="messages" { (PreEscaped(MESSAGES_HERE)) }
@@ -113,22 +86,6 @@ pub fn messages(ms: &[MessageView]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_matches_rfc_4648_vectors() {
-        // RFC 4648 section 10.
-        for (i, o) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(base64(i.as_bytes()), o);
-        }
-    }
 
     #[test]
     fn the_csp_allows_only_the_inline_style() {
