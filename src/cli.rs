@@ -210,6 +210,19 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write sessions out of the store, as stored (redacted): Markdown (as `sessions show`),
+    /// JSON (one document per session with its messages, tool calls and events), JSON Lines
+    /// (one message per line) or a self-contained HTML page (no script, no external file).
+    #[command(
+        after_help = "Examples:\n  memtrail export 4c2ddfdc > session.md\n  memtrail export 4c2ddfdc --format html -o session.html\n  memtrail export 4c2ddfdc --format json | jq '.messages | length'\n  memtrail export --all --since 30d --format html -o ~/memtrail-archive\n  memtrail export --all --agent codex --format jsonl | gzip > codex.jsonl.gz"
+    )]
+    Export(ExportArgs),
+    /// Show and change memtrail's settings: its config file (`memtrail config path`), the
+    /// environment, the defaults (with no subcommand: `show`).
+    #[command(
+        after_help = "Examples:\n  memtrail config                         # every setting, its value and where it comes from\n  memtrail config get sync.label\n  memtrail config set exclude '[\"~/client-x\", \"/work/secret\"]'\n  memtrail config set web.port 8080\n  memtrail config unset web.port\n  memtrail config edit                    # in $VISUAL or $EDITOR, checked before it is saved\n  memtrail config --default               # a commented file with every default (edit starts from it)\n  memtrail config env                     # every environment variable memtrail reads"
+    )]
+    Config(ConfigArgs),
     /// Run each installed hook command the way its agent would (the command from its config, a
     /// synthetic payload, a throwaway store) and print one line per problem with the fix.
     Doctor {
@@ -246,6 +259,102 @@ pub struct UninstallArgs {
     pub purge: bool,
 }
 
+/// `memtrail export`.
+#[derive(Args)]
+pub struct ExportArgs {
+    /// The session (id or a unique prefix).
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub session: Option<String>,
+    /// Every session (most recently active first): one file per session in the folder -o
+    /// names (created, mode 0700), or with --format jsonl every message on stdout.
+    #[arg(long)]
+    pub all: bool,
+    /// With --all: only sessions active since DATE (YYYY-MM-DD in UTC, RFC 3339, today,
+    /// yesterday, or an age like 30d).
+    #[arg(long, value_name = "DATE", requires = "all")]
+    pub since: Option<String>,
+    /// With --all: only this agent's sessions.
+    #[arg(long, requires = "all")]
+    pub agent: Option<Agent>,
+    /// With --all: only sessions in this project directory (or below it).
+    #[arg(long, value_name = "DIR", requires = "all")]
+    pub project: Option<PathBuf>,
+    /// md, json, jsonl or html.
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: ExportFormat,
+    /// Write to this file (mode 0600, replaced whole) or, when it is a folder, to
+    /// `<agent>-<session>.<ext>` in it [default: stdout]; with --all, the folder.
+    #[arg(long, short = 'o', value_name = "PATH|DIR")]
+    pub output: Option<PathBuf>,
+}
+
+/// `export --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Markdown, as `sessions show` prints it.
+    Md,
+    /// One JSON document per session: its messages, tool calls and events.
+    Json,
+    /// JSON Lines: one message per line, with its session's id and agent.
+    Jsonl,
+    /// One self-contained HTML page per session (escaped as the web page escapes it).
+    Html,
+}
+
+/// `memtrail config [COMMAND]`.
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ConfigArgs {
+    /// Print a config file holding every setting's default, commented out (as `config default`).
+    #[arg(long)]
+    pub default: bool,
+    #[command(subcommand)]
+    pub command: Option<ConfigCommand>,
+}
+
+/// `memtrail config …`.
+#[derive(Subcommand)]
+pub enum ConfigCommand {
+    /// Every setting with its value and where it comes from: default, file, environment.
+    Show {
+        /// Print JSON: {file, exists, problem, settings: [{key, value, source, variable}]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print one setting's value in force (exit code 1 when it is not set).
+    Get {
+        /// The setting, e.g. sync.label (`memtrail config show` lists them).
+        key: String,
+    },
+    /// Set a setting in the config file, keeping the file's comments and layout. The new file
+    /// is checked as memtrail reads it; when wrong, it is not written.
+    Set {
+        /// The setting, e.g. web.port.
+        key: String,
+        /// Its value: a string as it is, a number, an IP address; for `exclude` one path or a
+        /// TOML array of paths ('["~/a", "/b"]').
+        value: String,
+    },
+    /// Remove a setting from the config file (it goes back to its default).
+    Unset {
+        /// The setting, e.g. web.port.
+        key: String,
+    },
+    /// Print the config file's path.
+    Path,
+    /// Edit the config file in $VISUAL, else $EDITOR, else vi; it is saved only when it is
+    /// right (else the problem is shown and the file stays as it was).
+    Edit,
+    /// Print a config file holding every setting's default, commented out.
+    Default,
+    /// Every environment variable memtrail reads, and what it does.
+    Env {
+        /// As README's Markdown tables.
+        #[arg(long)]
+        markdown: bool,
+    },
+}
+
 /// `memtrail models …`.
 #[derive(Subcommand)]
 pub enum ModelsCommand {
@@ -276,12 +385,14 @@ pub enum SearchMode {
 
 #[derive(Args)]
 pub struct WebArgs {
-    /// The address to listen on. Anything but a loopback address needs an access token.
-    #[arg(long, default_value = "127.0.0.1", value_name = "IP")]
-    pub bind: std::net::IpAddr,
-    /// The port (0: one the system picks; the URL printed says which).
-    #[arg(long, default_value_t = memtrail_web::DEFAULT_PORT)]
-    pub port: u16,
+    /// The address to listen on. Anything but a loopback address needs an access token
+    /// [default: web.bind of memtrail's config, else 127.0.0.1].
+    #[arg(long, value_name = "IP")]
+    pub bind: Option<std::net::IpAddr>,
+    /// The port (0: one the system picks; the URL printed says which) [default: web.port of
+    /// memtrail's config, else 7373].
+    #[arg(long)]
+    pub port: Option<u16>,
     /// The access token (at least 16 characters) every visitor must present: the URL printed
     /// carries it once, then a cookie does. Required with a non-loopback --bind.
     #[arg(
@@ -429,6 +540,17 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The command line's definition with the environment variables (`crate::environment`)
+/// under `--help` (after the examples; `-h` leaves them out).
+pub fn command() -> clap::Command {
+    let c = <Cli as clap::CommandFactory>::command();
+    let examples = c
+        .get_after_help()
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    c.after_long_help(format!("{examples}\n\n{}", crate::environment::help_text()))
 }
 
 /// A number of seconds > 0 (fractions allowed), at most a day.

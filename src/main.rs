@@ -6,18 +6,27 @@ mod output;
 mod cli;
 mod commands;
 mod common;
+mod environment;
 mod prompt;
 
 use anyhow::Result;
-use clap::Parser;
-use cli::{Cli, Command, ModelsCommand, SessionsArgs, SessionsCommand};
+use cli::{Cli, Command, ConfigArgs, ConfigCommand, ModelsCommand, SessionsArgs, SessionsCommand};
 use memtrail_runtime::StoreLocation;
 use output::{error_chain, terminal_safe};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let cli = match Cli::try_parse_from(&raw) {
+    // A hook parses the plain definition: the environment section of `--help` is not built
+    // on the hook's path.
+    let parsed = if is_hook_invocation(&raw) {
+        <Cli as clap::Parser>::try_parse_from(&raw)
+    } else {
+        cli::command()
+            .try_get_matches_from(&raw)
+            .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m))
+    };
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             // A hook never fails its agent: Claude Code treats exit code 2 as "block". A bad
@@ -185,6 +194,25 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
         Command::Redact { rescan: _, json } => redact::redact_rescan(&db, json),
         Command::Mcp => mcp::mcp(db),
         Command::Web(a) => web::web(db, a),
+        Command::Export(a) => export::export(&db, a),
+        Command::Config(ConfigArgs { default: true, .. })
+        | Command::Config(ConfigArgs {
+            command: Some(ConfigCommand::Default),
+            ..
+        }) => config::default(),
+        Command::Config(ConfigArgs { command: None, .. }) => config::show(&db, false),
+        Command::Config(ConfigArgs {
+            command: Some(c), ..
+        }) => match c {
+            ConfigCommand::Show { json } => config::show(&db, json),
+            ConfigCommand::Get { key } => config::get(&db, &key),
+            ConfigCommand::Set { key, value } => config::set(&key, &value),
+            ConfigCommand::Unset { key } => config::unset(&key),
+            ConfigCommand::Path => config::path(),
+            ConfigCommand::Edit => config::edit(),
+            ConfigCommand::Env { markdown } => config::env(markdown),
+            ConfigCommand::Default => config::default(),
+        },
         Command::Models(ModelsCommand::Install { from, json }) => models::install(from, json),
         Command::Embed { max_seconds, json } => models::embed(&db, max_seconds, json),
         Command::Sync {

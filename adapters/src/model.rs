@@ -524,6 +524,26 @@ pub fn normalize_tool_name(name: &str) -> String {
     common.to_string()
 }
 
+/// Standard base64 (RFC 4648 §4, with padding): what OSC 52 carries to the clipboard
+/// (`memtrail browse`) and what a CSP hash-source holds (`memtrail export --format html`).
+pub fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// Collapse whitespace and cut to at most `max_chars` characters (adding `…` when cut).
 /// Used for titles and one-line previews.
 pub fn one_line(text: &str, max_chars: usize) -> String {

@@ -11,7 +11,7 @@
 //! The file may hold a password (in `url`): it is written with mode 0600 (its folder 0700),
 //! and everything else in it (`exclude = […]`, comments, layout) is kept as it was.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
 use crate::{Error, Result};
@@ -46,35 +46,35 @@ impl SyncSettings {
     /// `[sync]` holds a non-string `url`/`machine`/`label` or a `machine` that is not 32
     /// lowercase hex digits.
     pub fn load(path: &Path) -> Result<SyncSettings> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(SyncSettings::default());
-            }
-            Err(e) => {
-                return Err(Error::Invalid(format!(
-                    "cannot read memtrail's config {}: {e}",
-                    path.display()
-                )));
-            }
+        let Some(text) = memtrail_runtime::config::read(path).map_err(Error::Invalid)? else {
+            return Ok(SyncSettings::default());
         };
-        let bad = |m: String| Error::Invalid(format!("memtrail's config {}: {m}", path.display()));
+        Self::parse(&text)
+            .map_err(|m| Error::Invalid(format!("memtrail's config {}: {m}", path.display())))
+    }
+
+    /// The `[sync]` table of a config file's text (see [`SyncSettings::load`]); all `None`
+    /// when there is none.
+    ///
+    /// Errors: a message (without the file's name): not TOML, `sync` not a table, a
+    /// non-string field, a `machine` that is not 32 lowercase hex digits.
+    pub fn parse(text: &str) -> std::result::Result<SyncSettings, String> {
         let doc: toml_edit::DocumentMut = text
             .parse()
-            .map_err(|e: toml_edit::TomlError| bad(e.to_string().trim_end().replace('\n', " ")))?;
+            .map_err(|e: toml_edit::TomlError| e.to_string().trim_end().replace('\n', " "))?;
         let Some(table) = doc.get("sync") else {
             return Ok(SyncSettings::default());
         };
         let table = table
             .as_table_like()
-            .ok_or_else(|| bad("`sync` must be a table ([sync])".into()))?;
-        let field = |k: &str| -> Result<Option<String>> {
+            .ok_or_else(|| "`sync` must be a table ([sync])".to_string())?;
+        let field = |k: &str| -> std::result::Result<Option<String>, String> {
             match table.get(k) {
                 None => Ok(None),
                 Some(v) => v
                     .as_str()
                     .map(|s| Some(s.to_string()))
-                    .ok_or_else(|| bad(format!("`sync.{k}` must be a string"))),
+                    .ok_or_else(|| format!("`sync.{k}` must be a string")),
             }
         };
         let settings = SyncSettings {
@@ -85,10 +85,10 @@ impl SyncSettings {
         if let Some(m) = &settings.machine
             && !is_machine_id(m)
         {
-            return Err(bad(format!(
+            return Err(format!(
                 "`sync.machine` is {m:?}, not 32 lowercase hex digits (delete it and run \
                  `memtrail sync --init` again to make a new one)"
-            )));
+            ));
         }
         Ok(settings)
     }
@@ -140,20 +140,7 @@ impl SyncSettings {
                 }
             }
         }
-        let dir = path.parent().unwrap_or(Path::new("."));
-        if !dir.as_os_str().is_empty() && !dir.exists() {
-            let mut b = std::fs::DirBuilder::new();
-            b.recursive(true);
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-            b.create(dir).map_err(io)?;
-        }
-        // NamedTempFile is created with mode 0600.
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-        tmp.write_all(doc.to_string().as_bytes()).map_err(io)?;
-        tmp.as_file().sync_all().map_err(io)?;
-        tmp.persist(path).map_err(|e| io(e.error))?;
-        Ok(())
+        memtrail_runtime::config::write_atomic(path, &doc.to_string()).map_err(Error::Invalid)
     }
 }
 

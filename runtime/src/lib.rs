@@ -3,6 +3,7 @@
 //! `memtrail-adapters`.
 
 pub mod autosync;
+pub mod config;
 pub mod events;
 pub mod hook;
 pub mod import;

@@ -11,7 +11,9 @@ use std::sync::OnceLock;
 pub fn local_label() -> &'static str {
     static LABEL: OnceLock<String> = OnceLock::new();
     LABEL.get_or_init(|| {
-        let text = std::fs::read_to_string(crate::privacy::config_path()).ok();
+        let text = crate::config::read(&crate::privacy::config_path())
+            .ok()
+            .flatten();
         label_from(text.as_deref(), hostname)
     })
 }

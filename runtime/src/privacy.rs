@@ -77,21 +77,12 @@ impl Privacy {
 
     /// [`Privacy::load`] from an explicit file and home directory.
     pub fn load_from(path: &Path, home: &Path) -> Result<Privacy> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Privacy {
-                    exclude: Vec::new(),
-                    home: home.to_path_buf(),
-                    sync_configured: false,
-                });
-            }
-            Err(e) => {
-                return Err(Error::Invalid(format!(
-                    "cannot read memtrail's config {}: {e}",
-                    path.display()
-                )));
-            }
+        let Some(text) = crate::config::read(path).map_err(Error::Invalid)? else {
+            return Ok(Privacy {
+                exclude: Vec::new(),
+                home: home.to_path_buf(),
+                sync_configured: false,
+            });
         };
         Self::parse(&text, home)
             .map_err(|e| Error::Invalid(format!("memtrail's config {}: {e}", path.display())))

@@ -1,7 +1,7 @@
 //! Reading the store: BM25 search with snippets, session lists, whole sessions.
 
 use memtrail_adapters::ToolCall;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use crate::store::queries::{
     get_session, list_sessions, resolve_session, search, session_summary,
@@ -497,7 +497,7 @@ pub fn with_recency(relevance: f64, ts: Option<i64>, now: i64) -> f64 {
 }
 
 /// One session in a list.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SessionSummary {
     /// The session's id (the agent's own).
     pub session_id: String,
@@ -540,7 +540,7 @@ pub struct ListFilter {
 }
 
 /// One message of a session, as shown by `sessions show` and `get_session`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MessageView {
     /// The message's id.
     pub id: String,
@@ -564,7 +564,7 @@ pub struct MessageView {
 }
 
 /// A session with a page of its messages.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SessionView {
     /// The session.
     pub session: SessionSummary,
@@ -616,7 +616,16 @@ pub fn session_markdown(v: &SessionView) -> String {
     for c in &v.children {
         let _ = writeln!(out, "- sub-agent session: `{c}`");
     }
-    for m in &v.messages {
+    out.push_str(&messages_markdown(&v.messages));
+    out
+}
+
+/// The messages part of [`session_markdown`]: each message with its tool calls, as it renders
+/// them (a page at a time, for a long session's export).
+pub fn messages_markdown(messages: &[MessageView]) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    for m in messages {
         let who = match (m.role.as_str(), m.kind.as_str()) {
             (_, "summary") => "Compaction summary".to_string(),
             ("user", _) => "User".to_string(),

@@ -2,7 +2,9 @@
 //! and prints.
 
 pub mod browse;
+pub mod config;
 pub mod doctor;
+pub mod export;
 pub mod handoff;
 pub mod hook;
 pub mod import;

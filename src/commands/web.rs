@@ -30,9 +30,17 @@ pub fn web(db: StoreLocation, a: WebArgs) -> Result<ExitCode> {
         status: Some(status),
         label: db.to_string(),
     };
+    // The flags, else `[web]` of memtrail's config, else the defaults.
+    let cfg = if a.bind.is_some() && a.port.is_some() {
+        memtrail_runtime::config::WebConfig::default()
+    } else {
+        memtrail_runtime::config::Config::load_from(&memtrail_runtime::privacy::config_path())
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .web
+    };
     let listen = Listen {
-        bind: a.bind,
-        port: a.port,
+        bind: a.bind.or(cfg.bind).unwrap_or([127, 0, 0, 1].into()),
+        port: a.port.or(cfg.port).unwrap_or(memtrail_web::DEFAULT_PORT),
         token: a.token.filter(|t| !t.is_empty()),
         allow_hosts: a.allow_hosts,
     };

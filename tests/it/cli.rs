@@ -3358,6 +3358,10 @@ fn json_outputs_match_docs_json_md() {
             vec!["sessions", "capture", &sid, "--json"],
         ),
         (
+            "memtrail config show --json",
+            vec!["config", "show", "--json"],
+        ),
+        (
             "memtrail uninstall --json",
             vec!["uninstall", "--dry-run", "--json"],
         ),

@@ -19,13 +19,14 @@ const BIG: &str = "5e1d2c3b-big0-4a5b-8c7d-0e1f2a3b4c5d";
 /// Messages of the generated session.
 const BIG_MESSAGES: usize = 250;
 
-struct Tools {
-    python: PathBuf,
-    chromium: PathBuf,
-    chromedriver: PathBuf,
+/// The browser test's tools (also `export_cli`'s).
+pub(crate) struct Tools {
+    pub python: PathBuf,
+    pub chromium: PathBuf,
+    pub chromedriver: PathBuf,
 }
 
-fn find_tools() -> Result<Tools, String> {
+pub(crate) fn find_tools() -> Result<Tools, String> {
     let chromium = std::env::var_os("MEMTRAIL_CHROMIUM")
         .map(PathBuf::from)
         .or_else(|| common::which("chromium"))

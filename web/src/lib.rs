@@ -12,6 +12,7 @@
 //! transcript text escaped (maud escapes by default; transcripts are never rendered as HTML or
 //! Markdown, and no link is ever built from their text).
 
+pub mod export;
 mod pages;
 mod security;
 

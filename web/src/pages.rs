@@ -421,22 +421,7 @@ pub(crate) fn session_page(app: &App, v: &SessionView, at: Option<i64>) -> Marku
         "Sessions",
         html! {
             h1 { (s.title.as_deref().unwrap_or("(untitled)")) }
-            dl.summary {
-                dt { "Session" } dd { code { (s.session_id) } }
-                dt { "Agent" } dd { span.badge.agent { (s.agent) } }
-                @if let Some(p) = &s.project { dt { "Project" } dd.path { (p) } }
-                dt { "Machine" } dd { (s.machine) }
-                @if let Some(m) = &s.model { dt { "Model" } dd { (m) } }
-                @if let Some(b) = &s.git_branch { dt { "Branch" } dd { (b) } }
-                dt { "Time" } dd { (short_time(s.started_at.as_deref())) " → " (short_time(s.updated_at.as_deref())) }
-                dt { "Messages" } dd { (v.total) }
-                @if let Some(pid) = &s.parent_session_id {
-                    dt { "Parent" } dd { a href=(session_href(pid, &s.agent)) { (pid) } }
-                }
-                @if !v.children.is_empty() {
-                    dt { "Sub-agents" } dd { ul.children { @for c in &v.children { li { a href=(session_href(c, &s.agent)) { (c) } } } } }
-                }
-            }
+            dl.summary { (facts(v, true)) }
             div.actions {
                 form action="/session/handoff" method="get" {
                     input type="hidden" name="id" value=(s.session_id);
@@ -468,6 +453,31 @@ pub(crate) fn session_page(app: &App, v: &SessionView, at: Option<i64>) -> Marku
             (pager(&base, v.offset, last, v.total))
         },
     )
+}
+
+/// A session's facts, the `<dt>`/`<dd>` pairs of its summary: the parent and sub-agent
+/// sessions as links to their pages with `links`, else as plain ids (an exported page).
+pub(crate) fn facts(v: &SessionView, links: bool) -> Markup {
+    let s = &v.session;
+    let id = |id: &str| {
+        html! { @if links { a href=(session_href(id, &s.agent)) { (id) } } @else { code { (id) } } }
+    };
+    html! {
+        dt { "Session" } dd { code { (s.session_id) } }
+        dt { "Agent" } dd { span.badge.agent { (s.agent) } }
+        @if let Some(p) = &s.project { dt { "Project" } dd.path { (p) } }
+        dt { "Machine" } dd { (s.machine) }
+        @if let Some(m) = &s.model { dt { "Model" } dd { (m) } }
+        @if let Some(b) = &s.git_branch { dt { "Branch" } dd { (b) } }
+        dt { "Time" } dd { (short_time(s.started_at.as_deref())) " → " (short_time(s.updated_at.as_deref())) }
+        dt { "Messages" } dd { (v.total) }
+        @if let Some(pid) = &s.parent_session_id {
+            dt { "Parent" } dd { (id(pid)) }
+        }
+        @if !v.children.is_empty() {
+            dt { "Sub-agents" } dd { ul.children { @for c in &v.children { li { (id(c)) } } } }
+        }
+    }
 }
 
 /// A `<details>` whose body `href` loads when it is first opened (htmx); without script, a

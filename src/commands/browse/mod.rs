@@ -16,6 +16,7 @@ pub mod worker;
 
 use anyhow::{Context, Result};
 use app::{App, Effect};
+use memtrail_adapters::base64;
 use memtrail_runtime::StoreLocation;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -294,25 +295,6 @@ fn page(text: &str) -> Result<()> {
     enable_raw_mode()?;
     execute!(std::io::stdout(), EnterAlternateScreen, cursor::Hide)?;
     result
-}
-
-/// Standard base64 (RFC 4648 §4, with padding), as OSC 52 carries the clipboard's text.
-pub fn base64(bytes: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for c in bytes.chunks(3) {
-        let n = (c[0] as u32) << 16
-            | (*c.get(1).unwrap_or(&0) as u32) << 8
-            | *c.get(2).unwrap_or(&0) as u32;
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// Now, ms since the Unix epoch.

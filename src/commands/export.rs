@@ -1,0 +1,286 @@
+//! `memtrail export`: sessions as Markdown, JSON, JSON Lines or a self-contained HTML page,
+//! read from the store (whose text is redacted as stored; transcripts are never read here).
+//! A session's messages are read [`PAGE`] at a time and written as they come, and `--all`
+//! lists sessions [`SESSIONS_PAGE`] at a time: the store is never loaded whole.
+//!
+//! The formats (docs/json.md, "memtrail export"):
+//! - `md`: what `sessions show` prints;
+//! - `json`: one document per session, `{"memtrail_export": 1, "session": SessionSummary,
+//!   "total": count, "children": [id], "messages": [MessageView], "events": [StoredEvent]}`,
+//!   one message or event per line;
+//! - `jsonl`: one line per message, `{"session_id", "agent", …MessageView}`;
+//! - `html`: [`memtrail_web::export`].
+
+use crate::cli::{ExportArgs, ExportFormat};
+use crate::common::{absolute, open_reader};
+use anyhow::{Context, Result, anyhow, bail};
+use memtrail_runtime::StoreLocation;
+use memtrail_runtime::query::{self, ListFilter, SessionSummary, SessionView};
+use memtrail_runtime::read::ReadStore;
+use memtrail_runtime::time::{Bound, parse_date};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Messages read at a time.
+const PAGE: i64 = 200;
+/// Sessions listed at a time by `--all`.
+const SESSIONS_PAGE: usize = 100;
+
+impl ExportFormat {
+    /// The file name extension.
+    fn ext(self) -> &'static str {
+        match self {
+            ExportFormat::Md => "md",
+            ExportFormat::Json => "json",
+            ExportFormat::Jsonl => "jsonl",
+            ExportFormat::Html => "html",
+        }
+    }
+}
+
+/// `memtrail export`.
+pub fn export(db: &StoreLocation, a: ExportArgs) -> Result<ExitCode> {
+    match run(db, a) {
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(ExitCode::SUCCESS)
+        }
+        r => r,
+    }
+}
+
+fn run(db: &StoreLocation, a: ExportArgs) -> Result<ExitCode> {
+    let Some(store) = open_reader(db)? else {
+        bail!("nothing to export: the store at {db} is empty (run `memtrail import`)");
+    };
+    let store = store.as_ref();
+    if let Some(id) = &a.session {
+        let rowid = match store.resolve_session(id, None) {
+            Err(memtrail_runtime::Error::NotFound(_)) if store.is_deleted(id)? => bail!(
+                "session `{id}` was deleted; `memtrail sessions capture {id}` brings it back (its transcript is still on disk)"
+            ),
+            r => r?,
+        };
+        let s = store.session_summary(rowid)?;
+        match &a.output {
+            None => write_session(store, &s, a.format, &mut std::io::stdout().lock())?,
+            Some(p) => {
+                let path = if p.is_dir() {
+                    p.join(file_name(&s, a.format))
+                } else {
+                    p.clone()
+                };
+                write_file(&path, |w| write_session(store, &s, a.format, w))?;
+                eprintln!("exported session {} to {}", s.session_id, path.display());
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let dir = match (&a.output, a.format) {
+        (Some(d), _) => {
+            make_dir(d)?;
+            Some(d.clone())
+        }
+        (None, ExportFormat::Jsonl) => None,
+        (None, _) => bail!(
+            "--all writes one file per session: give a folder with -o DIR (or stream every message with --format jsonl)"
+        ),
+    };
+    let mut filter = ListFilter {
+        agent: a.agent.map(|x| x.as_str().to_string()),
+        project: a.project.as_deref().map(absolute),
+        since: a
+            .since
+            .as_deref()
+            .map(|s| parse_date(s, Bound::Start))
+            .transpose()?,
+        limit: SESSIONS_PAGE,
+        ..Default::default()
+    };
+    let mut n = 0usize;
+    let mut stdout = std::io::stdout().lock();
+    // Sessions are listed by last activity, a page at a time. One that hooks update meanwhile
+    // moves to the top: the pages after it shift (a session comes twice: written once, by
+    // the `done` set) and it is not met again; so a last pass takes the sessions active since
+    // the export began that were not written yet.
+    let started = memtrail_runtime::now_ms();
+    let mut done: std::collections::HashSet<(String, String)> = Default::default();
+    for last_pass in [false, true] {
+        if last_pass {
+            filter.since = Some(filter.since.unwrap_or(i64::MIN).max(started));
+            filter.offset = 0;
+        }
+        loop {
+            let page = store.list_sessions(&filter)?;
+            for s in &page {
+                if !done.insert((s.agent.clone(), s.session_id.clone())) {
+                    continue;
+                }
+                match &dir {
+                    Some(d) => {
+                        write_file(&d.join(file_name(s, a.format)), |w| {
+                            write_session(store, s, a.format, w)
+                        })?;
+                    }
+                    None => write_session(store, s, a.format, &mut stdout)?,
+                }
+                n += 1;
+            }
+            if page.len() < SESSIONS_PAGE {
+                break;
+            }
+            filter.offset += page.len();
+        }
+    }
+    stdout.flush()?;
+    match &dir {
+        Some(d) => eprintln!(
+            "exported {} to {}",
+            crate::output::plural(n as u64, "session", "sessions"),
+            d.display()
+        ),
+        None if n == 0 => eprintln!("no sessions match"),
+        None => {}
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `<agent>-<session id>.<ext>`, every character but `A-Z a-z 0-9 . _ -` of the id (a
+/// sub-agent's `<id>/agent-…`) as `_`.
+fn file_name(s: &SessionSummary, f: ExportFormat) -> String {
+    let safe: String = s
+        .session_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{}-{safe}.{}", s.agent, f.ext())
+}
+
+/// The folder `d`, created with mode 0700 when missing.
+fn make_dir(d: &Path) -> Result<()> {
+    if d.is_dir() {
+        return Ok(());
+    }
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(d)
+        .with_context(|| format!("cannot create {}", d.display()))
+}
+
+/// Writes the file at `path` with `fill`: into a temporary file next to it (mode 0600), renamed
+/// over it once whole; nothing is left behind on an error.
+fn write_file(path: &Path, fill: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let tmp = tempfile::NamedTempFile::new_in(&dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    let mut w = std::io::BufWriter::new(tmp);
+    fill(&mut w)?;
+    let tmp = w.into_inner().map_err(|e| anyhow!("{}", e.error()))?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path)
+        .map_err(|e| anyhow!("cannot write {}: {}", path.display(), e.error))?;
+    Ok(())
+}
+
+/// Session `s` in format `f` on `w`, its messages read a page at a time.
+fn write_session(
+    store: &dyn ReadStore,
+    s: &SessionSummary,
+    f: ExportFormat,
+    w: &mut dyn Write,
+) -> Result<()> {
+    let mut offset = 0i64;
+    let first = store.get_session(&s.session_id, Some(&s.agent), 0, PAGE, None)?;
+    let head = SessionView {
+        messages: Vec::new(),
+        ..first.clone()
+    };
+    let mut page = first;
+    let mut html_end = String::new();
+    match f {
+        ExportFormat::Md => {
+            let text = query::session_markdown(&head);
+            w.write_all(crate::output::terminal_safe(&text).as_bytes())?;
+        }
+        ExportFormat::Json => {
+            write!(
+                w,
+                "{{\"memtrail_export\":1,\"session\":{},\"total\":{},\"children\":{},\"messages\":[",
+                serde_json::to_string(&head.session)?,
+                head.total,
+                serde_json::to_string(&head.children)?
+            )?;
+        }
+        ExportFormat::Jsonl => {}
+        ExportFormat::Html => {
+            let (start, end) = memtrail_web::export::page(&head);
+            w.write_all(start.as_bytes())?;
+            html_end = end;
+        }
+    }
+    loop {
+        for (i, m) in page.messages.iter().enumerate() {
+            match f {
+                ExportFormat::Md => {}
+                ExportFormat::Json => {
+                    let sep = if offset == 0 && i == 0 { "\n" } else { ",\n" };
+                    write!(w, "{sep}{}", serde_json::to_string(m)?)?;
+                }
+                ExportFormat::Jsonl => {
+                    let mut line = serde_json::Map::new();
+                    line.insert("session_id".into(), s.session_id.clone().into());
+                    line.insert("agent".into(), s.agent.clone().into());
+                    if let serde_json::Value::Object(fields) = serde_json::to_value(m)? {
+                        line.extend(fields);
+                    }
+                    writeln!(w, "{}", serde_json::Value::Object(line))?;
+                }
+                ExportFormat::Html => {}
+            }
+        }
+        match f {
+            ExportFormat::Md => {
+                let text = query::messages_markdown(&page.messages);
+                w.write_all(crate::output::terminal_safe(&text).as_bytes())?;
+            }
+            ExportFormat::Html => {
+                w.write_all(memtrail_web::export::messages(&page.messages).as_bytes())?;
+            }
+            _ => {}
+        }
+        let got = page.messages.len() as i64;
+        if got < PAGE {
+            break;
+        }
+        offset += got;
+        page = store.get_session(&s.session_id, Some(&s.agent), offset, PAGE, None)?;
+    }
+    match f {
+        ExportFormat::Json => {
+            let rowid = store.resolve_session(&s.session_id, Some(&s.agent))?;
+            w.write_all(b"\n],\"events\":[")?;
+            for (i, e) in store.session_events(rowid)?.iter().enumerate() {
+                let sep = if i == 0 { "\n" } else { ",\n" };
+                write!(w, "{sep}{}", serde_json::to_string(e)?)?;
+            }
+            w.write_all(b"\n]}\n")?;
+        }
+        ExportFormat::Html => w.write_all(html_end.as_bytes())?,
+        _ => {}
+    }
+    Ok(())
+}
