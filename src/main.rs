@@ -53,6 +53,7 @@ fn main() -> ExitCode {
         };
         return commands::hook::hook(agent, &args, &db);
     }
+    output::set_color(cli.color);
     // `memtrail sync` carries the local store to PostgreSQL: like the hook, it keeps to the
     // local store when only `MEMTRAIL_STORE` names a PostgreSQL database. `memtrail status`
     // reports on this machine: it keeps to the local store whichever way PostgreSQL is named.
@@ -167,6 +168,8 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
         } => resume::resume(&db, session, budget as usize, json),
         Command::Handoff { session, to } => handoff::handoff(&db, &session, to),
         Command::Doctor { json } => doctor::doctor(json),
+        Command::Completions { shell } => completions::completions(shell),
+        Command::Man { command } => completions::man(&command),
         Command::Repair { json } => repair::repair(&db, json),
         Command::Sessions(SessionsArgs {
             command: Some(SessionsCommand::Delete { id, yes, json }),

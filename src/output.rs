@@ -1,6 +1,22 @@
 //! Printing on the terminal: transcript text made safe, `out!`, plurals and short times.
 
+use crate::cli::ColorChoice;
 use std::io::Write;
+use std::sync::OnceLock;
+
+/// The global `--color` of this run (set once by `main`, before any command prints).
+static COLOR: OnceLock<ColorChoice> = OnceLock::new();
+
+/// Keeps the global `--color` for [`color`]; a second call is ignored.
+pub fn set_color(choice: ColorChoice) {
+    let _ = COLOR.set(choice);
+}
+
+/// Whether stdout gets colours: the global `--color` (`auto` when unset) resolved by
+/// [`ColorChoice::enabled`] (a terminal, `NO_COLOR` unset or empty, `TERM` not `dumb`).
+pub fn color() -> bool {
+    COLOR.get().copied().unwrap_or(ColorChoice::Auto).enabled()
+}
 
 /// `s` with every control character (C0, DEL, C1: escape sequences, carriage returns,
 /// backspaces) except newline and tab replaced by `�`; borrowed when there is none.

@@ -78,7 +78,7 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
     }
     // Colour: the title bold, the matched words bold red (as grep). Without colour, plain
     // text: no Markdown markers, so that the output greps as the message reads.
-    let color = a.color.enabled();
+    let color = crate::output::color();
     let (bold, hit, reset) = if color {
         ("\x1b[1m", "\x1b[1;31m", "\x1b[0m")
     } else {

@@ -11,6 +11,7 @@ mod support;
 mod autosync;
 mod browse;
 mod cli;
+mod completions;
 mod crash;
 mod e2e_agent_clis;
 mod e2e_claude;
