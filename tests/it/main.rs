@@ -24,4 +24,5 @@ mod privacy_cli;
 mod reliability;
 mod stress;
 mod sync;
+mod terminal;
 mod web_browser;
