@@ -78,13 +78,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// True when the command line's subcommand is `hook` (global `--db PATH` or `--store PATH`
-/// may come first).
+/// True when the command line's subcommand is `hook` (global `--db PATH`, `--store PATH` or
+/// `--color WHEN` may come first).
 fn is_hook_invocation(raw: &[std::ffi::OsString]) -> bool {
     let mut it = raw.iter().skip(1);
     while let Some(a) = it.next() {
         let a = a.to_string_lossy();
-        if a == "--db" || a == "--store" {
+        if a == "--db" || a == "--store" || a == "--color" {
             it.next();
         } else if !a.starts_with('-') {
             return a == "hook";

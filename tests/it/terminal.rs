@@ -186,3 +186,26 @@ fn color_always_colours_exactly_the_titles_and_the_hits() {
     assert_eq!(run(&["search", "--color", "always", "module"]), expected);
     assert_eq!(run(&["--color", "never", "search", "module"]), plain);
 }
+
+/// A bad hook command line after the global `--color` still fails open (exit 0, nothing on
+/// stdout) as a hook must: `--color WHEN` is skipped when looking for the `hook` command.
+#[test]
+fn a_bad_hook_command_line_after_color_fails_open() {
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd()
+        .args(["--color", "always", "hook", "no-such-agent"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    let log = std::fs::read_to_string(sb.hook_log()).unwrap();
+    assert!(log.contains("error: bad hook command line: "), "{log}");
+    // Not a hook: the same mistake elsewhere is clap's usage error.
+    let out = sb
+        .cmd()
+        .args(["--color", "always", "search"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
