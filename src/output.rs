@@ -112,6 +112,22 @@ pub fn short_time(t: &str) -> String {
         .unwrap_or_else(|| t.to_string())
 }
 
+/// A spinner on stderr saying `what` (`{pos}` in it: a count the caller sets) and the time
+/// spent, ticking by itself every 100 ms; hidden when stderr is not a terminal or `json` is set
+/// (nothing is drawn then). `finish_and_clear` it when done.
+pub fn spinner(what: &str, json: bool) -> indicatif::ProgressBar {
+    if json || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(&format!("{{spinner}} {what} ({{elapsed}})"))
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    pb.enable_steady_tick(std::time::Duration::from_millis(100));
+    pb
+}
+
 /// The pager to run (through `sh -c`): `$PAGER` (`pager_env`) unless unset or blank, else
 /// `less -R`.
 pub fn pager_command(pager_env: Option<&str>) -> String {
