@@ -214,8 +214,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Print the shell completion script for bash, zsh, fish, powershell or elvish (see
-    /// README: "Shell completions" for where each shell looks for it).
+    /// Print the shell completion script for bash, zsh, fish, powershell or elvish (README,
+    /// "Shell completions", says where each shell looks for it).
     #[command(
         after_help = "Examples:\n  memtrail completions bash > ~/.local/share/bash-completion/completions/memtrail\n  memtrail completions zsh > ~/.zfunc/_memtrail      # with fpath+=(~/.zfunc) before compinit\n  memtrail completions fish > ~/.config/fish/completions/memtrail.fish\n  memtrail completions powershell >> $PROFILE"
     )]
@@ -409,7 +409,8 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// A whole session in order, with tool calls (Markdown, or JSON with --json).
+    /// A whole session in order, with tool calls (Markdown, or JSON with --json); on a
+    /// terminal through $PAGER (default `less -R`).
     Show {
         /// Session id (or a unique prefix).
         id: String,
