@@ -209,3 +209,28 @@ fn a_bad_hook_command_line_after_color_fails_open() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// On a terminal, a search hit's first line fits the width: the title is cut with `…` and the
+/// agent, project and time stay whole; the other lines are as piped.
+#[test]
+fn a_search_hit_fits_the_terminal_width() {
+    let (sb, _sid) = one_session();
+    let out = sb.cmd().args(["search", "refactor"]).output().unwrap();
+    let piped = String::from_utf8(out.stdout).unwrap();
+    let first = piped.lines().next().unwrap();
+    let at = first.find("  (").unwrap();
+    let (title, about) = (&first["1. ".len()..at], &first[at..]);
+    assert!(first.chars().count() > 100, "{first}");
+    let room = 100 - "1. ".len() - about.chars().count();
+    let expected = format!(
+        "1. {}…{about}",
+        title.chars().take(room - 1).collect::<String>()
+    );
+    let tty = on_a_pty(&sb, 100, &["search", "refactor", "--color", "never"], &[]);
+    let mut lines = tty.lines();
+    assert_eq!(lines.next(), Some(expected.as_str()));
+    assert_eq!(
+        lines.collect::<Vec<_>>(),
+        piped.lines().skip(1).collect::<Vec<_>>()
+    );
+}
