@@ -9,6 +9,7 @@ mod common;
 mod support;
 
 mod autosync;
+mod binstall;
 mod browse;
 mod cli;
 mod completions;
