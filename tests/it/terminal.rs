@@ -27,26 +27,9 @@ fn one_session() -> (Sandbox, String) {
 /// Runs `memtrail ARGS` on a pty of `cols` columns (`stty cols`), with the sandbox's
 /// environment and `extra`; what the terminal showed (`\r\n` made `\n`).
 fn on_a_pty(sb: &Sandbox, cols: u16, args: &[&str], extra: &[(&str, &str)]) -> String {
-    let mut line = format!(
-        "stty cols {cols} rows 40; exec {}",
-        quote(&support::memtrail_bin().display().to_string())
-    );
-    for a in args {
-        line.push(' ');
-        line.push_str(&quote(a));
-    }
-    let base = sb.cmd();
-    let mut c = std::process::Command::new("script");
-    c.env_clear();
-    for (k, v) in base.get_envs() {
-        if let Some(v) = v {
-            c.env(k, v);
-        }
-    }
-    c.env("TERM", "xterm");
-    c.envs(extra.iter().copied());
-    let out = c
-        .args(["-qec", &line, "/dev/null"])
+    let line = sb.shell_line(&format!("stty cols {cols} rows 40; exec "), args);
+    let out = sb
+        .script(&line, extra)
         .stdin(std::process::Stdio::null())
         .output()
         .expect("util-linux `script` runs");
