@@ -5,19 +5,18 @@
 //! manifest override (`--manifest-path`) that the repository is that server; the installed
 //! binary then answers `--version` and `install --dry-run` in a sandboxed HOME.
 //!
-//! Nothing leaves the machine: binstall gets no other strategy (`--strategies crate-meta-data`:
+//! binstall fetches over HTTPS only: the server (Python's http.server) has a certificate for
+//! 127.0.0.1 from a CA made for the test (openssl), which binstall is given with
+//! `--root-certificates`. Nothing leaves the machine: binstall gets no other strategy (`--strategies crate-meta-data`:
 //! no quick-install, no compile), no telemetry, no GitHub token, and a repository on 127.0.0.1.
 //! Without cargo-binstall the test skips itself, saying why; with `MEMTRAIL_REQUIRE_E2E=1`
 //! (scripts/test, CI) that is a failure.
 
 use crate::common::{e2e_tools_dir, tools_or_skip};
 use crate::support::{self, Sandbox};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// The cargo-binstall release that scripts/e2e-deps installs (the newest whose locked
 /// dependencies build with this toolchain, Rust 1.95: docs/install.md).
@@ -49,91 +48,142 @@ fn cargo_binstall() -> Result<PathBuf, String> {
     Ok(bin)
 }
 
-/// An HTTP/1.1 server on 127.0.0.1 serving files of one folder (GET and HEAD, 404 otherwise,
-/// one request per connection); it logs "METHOD PATH STATUS" per request.
+/// An HTTPS server on 127.0.0.1 (Python's http.server, TLS from a test CA: cargo-binstall
+/// fetches over HTTPS only and takes extra roots with `--root-certificates`) serving the files
+/// of one folder (GET and HEAD; 404 otherwise); it logs "METHOD PATH STATUS" per request.
 struct FileServer {
+    child: std::process::Child,
     port: u16,
-    log: Arc<Mutex<Vec<String>>>,
-    stop: Arc<AtomicBool>,
+    log: PathBuf,
+    /// The CA that signed the server's certificate (PEM), for `--root-certificates`.
+    ca: PathBuf,
 }
 
+const SERVER_PY: &str = r#"
+import http.server, ssl, sys
+root, cert, key, log = sys.argv[1:5]
+class H(http.server.SimpleHTTPRequestHandler):
+    def __init__(self, *a, **k):
+        super().__init__(*a, directory=root, **k)
+    def log_request(self, code="-", size="-"):
+        with open(log, "a") as f:
+            f.write("%s %s %s\n" % (self.command, self.path, int(code)))
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
 impl FileServer {
-    fn start(root: PathBuf) -> FileServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (log2, stop2) = (log.clone(), stop.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if stop2.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                let (root, log) = (root.clone(), log2.clone());
-                std::thread::spawn(move || serve(conn, &root, &log));
-            }
-        });
-        FileServer { port, log, stop }
+    fn start(root: &Path, dir: &Path) -> FileServer {
+        std::fs::create_dir_all(dir).unwrap();
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .current_dir(dir)
+                .args(args)
+                .output()
+                .expect("openssl runs");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        // A CA, and a certificate for IP 127.0.0.1 that it signs.
+        openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=memtrail test CA",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+        ]);
+        openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ]);
+        std::fs::write(
+            dir.join("ext.cnf"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+            "-out",
+            "server.pem",
+        ]);
+        let log = dir.join("requests.log");
+        let mut child = Command::new("python3")
+            .args(["-c", SERVER_PY])
+            .arg(root)
+            .arg(dir.join("server.pem"))
+            .arg(dir.join("server.key"))
+            .arg(&log)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("the server says its port");
+        FileServer {
+            child,
+            port,
+            log,
+            ca: dir.join("ca.pem"),
+        }
     }
 
     fn base(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("https://127.0.0.1:{}", self.port)
     }
 
     fn requests(&self) -> Vec<String> {
-        self.log.lock().unwrap().clone()
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 }
 
 impl Drop for FileServer {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
-}
-
-fn serve(conn: TcpStream, root: &Path, log: &Mutex<Vec<String>>) {
-    let mut reader = BufReader::new(conn.try_clone().unwrap());
-    let mut first = String::new();
-    if reader.read_line(&mut first).is_err() {
-        return;
-    }
-    loop {
-        let mut line = String::new();
-        match reader.read_line(&mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) if line == "\r\n" => break,
-            Ok(_) => {}
-        }
-    }
-    let mut parts = first.split_whitespace();
-    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let file = root.join(path.trim_start_matches('/'));
-    let body = if (method == "GET" || method == "HEAD") && !path.contains("..") && file.is_file() {
-        std::fs::read(&file).ok()
-    } else {
-        None
-    };
-    let status = if body.is_some() { 200 } else { 404 };
-    log.lock()
-        .unwrap()
-        .push(format!("{method} {path} {status}"));
-    let body = body.unwrap_or_default();
-    let mut conn = conn;
-    let head = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
-        if status == 200 { "OK" } else { "Not Found" },
-        body.len()
-    );
-    let _ = conn.write_all(head.as_bytes());
-    if method != "HEAD" {
-        let _ = conn.write_all(&body);
-    }
-    let _ = conn.flush();
-    // Read what the client may still send, until it closes.
-    let _ = conn.shutdown(std::net::Shutdown::Write);
-    let _ = reader.read_to_end(&mut Vec::new());
 }
 
 /// The crate's manifest as binstall reads it, with `repository` the loopback server: the
@@ -247,7 +297,7 @@ fn cargo_binstall_installs_the_release_archive_from_a_loopback_server() {
 
     // Served where the metadata says, under the repository /memtrail/memtrail.
     let www = sb.home.join("www");
-    let server = FileServer::start(www.clone());
+    let server = FileServer::start(&www, &sb.home.join("tls"));
     let repository = format!("{}/memtrail/memtrail", server.base());
     let crate_dir = sb.home.join("crate");
     let (version, meta) = manifest_with_repository(&crate_dir, &repository);
@@ -274,6 +324,8 @@ fn cargo_binstall_installs_the_release_archive_from_a_loopback_server() {
             "--no-discover-github-token",
             "--no-confirm",
         ])
+        .arg("--root-certificates")
+        .arg(&server.ca)
         .arg("--root")
         .arg(&install_root)
         .output()
