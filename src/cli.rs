@@ -27,6 +27,10 @@ pub struct Cli {
     /// The store to use: an SQLite file (as --db) or a PostgreSQL database (postgres://USER@HOST/DB, filled by `memtrail sync`), which search, sessions list/show, resume, handoff and mcp read directly [default: as --db].
     #[arg(long, global = true, value_name = "PATH|URL")]
     pub store: Option<String>,
+    /// Colour and terminal styling of the output: auto (on a terminal, unless NO_COLOR is set
+    /// or TERM is dumb), always, never. Without colour the text is printed plain.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    pub color: ColorChoice,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -223,6 +227,22 @@ pub enum Command {
         after_help = "Examples:\n  memtrail config                         # every setting, its value and where it comes from\n  memtrail config get sync.label\n  memtrail config set exclude '[\"~/client-x\", \"/work/secret\"]'\n  memtrail config set web.port 8080\n  memtrail config unset web.port\n  memtrail config edit                    # in $VISUAL or $EDITOR, checked before it is saved\n  memtrail config --default               # a commented file with every default (edit starts from it)\n  memtrail config env                     # every environment variable memtrail reads"
     )]
     Config(ConfigArgs),
+    /// Print the shell completion script for bash, zsh, fish, powershell or elvish (README,
+    /// "Shell completions", says where each shell looks for it).
+    #[command(
+        after_help = "Examples:\n  memtrail completions bash > ~/.local/share/bash-completion/completions/memtrail\n  memtrail completions zsh > ~/.zfunc/_memtrail      # with fpath+=(~/.zfunc) before compinit\n  memtrail completions fish > ~/.config/fish/completions/memtrail.fish\n  memtrail completions powershell >> $PROFILE"
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print memtrail's manual page (roff, section 1) on stdout, or a command's
+    /// (`memtrail man sessions list` is memtrail-sessions-list(1)): `memtrail man | man -l -`.
+    #[command(hide = true)]
+    Man {
+        /// The command whose page to print (its words, as typed) [default: memtrail(1)].
+        command: Vec<String>,
+    },
     /// Run each installed hook command the way its agent would (the command from its config, a
     /// synthetic payload, a throwaway store) and print one line per problem with the fix.
     Doctor {
@@ -440,10 +460,6 @@ pub struct SearchArgs {
     /// Most hits to show (1-500).
     #[arg(long, short = 'n', default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=500))]
     pub limit: u32,
-    /// Highlight the matched words in colour: auto (on a terminal, unless NO_COLOR is set or
-    /// TERM is dumb), always, never. Without colour the text is printed plain.
-    #[arg(long, value_name = "WHEN", default_value = "auto")]
-    pub color: ColorChoice,
     /// Print JSON (hits marked `**word**`).
     #[arg(long)]
     pub json: bool,
@@ -454,7 +470,7 @@ pub struct SearchArgs {
 }
 
 /// `--color`.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ColorChoice {
     Auto,
     Always,
@@ -504,7 +520,8 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// A whole session in order, with tool calls (Markdown, or JSON with --json).
+    /// A whole session in order, with tool calls (Markdown, or JSON with --json); on a
+    /// terminal through $PAGER (default `less -R`).
     Show {
         /// Session id (or a unique prefix).
         id: String,

@@ -62,6 +62,7 @@ fn main() -> ExitCode {
         };
         return commands::hook::hook(agent, &args, &db);
     }
+    output::set_color(cli.color);
     // `memtrail sync` carries the local store to PostgreSQL: like the hook, it keeps to the
     // local store when only `MEMTRAIL_STORE` names a PostgreSQL database. `memtrail status`
     // reports on this machine: it keeps to the local store whichever way PostgreSQL is named.
@@ -86,13 +87,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// True when the command line's subcommand is `hook` (global `--db PATH` or `--store PATH`
-/// may come first).
+/// True when the command line's subcommand is `hook` (global `--db PATH`, `--store PATH` or
+/// `--color WHEN` may come first).
 fn is_hook_invocation(raw: &[std::ffi::OsString]) -> bool {
     let mut it = raw.iter().skip(1);
     while let Some(a) = it.next() {
         let a = a.to_string_lossy();
-        if a == "--db" || a == "--store" {
+        if a == "--db" || a == "--store" || a == "--color" {
             it.next();
         } else if !a.starts_with('-') {
             return a == "hook";
@@ -176,6 +177,8 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
         } => resume::resume(&db, session, budget as usize, json),
         Command::Handoff { session, to } => handoff::handoff(&db, &session, to),
         Command::Doctor { json } => doctor::doctor(json),
+        Command::Completions { shell } => completions::completions(shell),
+        Command::Man { command } => completions::man(&command),
         Command::Repair { json } => repair::repair(&db, json),
         Command::Sessions(SessionsArgs {
             command: Some(SessionsCommand::Delete { id, yes, json }),

@@ -1,6 +1,23 @@
 //! Printing on the terminal: transcript text made safe, `out!`, plurals and short times.
 
-use std::io::Write;
+use crate::cli::ColorChoice;
+use anyhow::Context;
+use std::io::{IsTerminal, Write};
+use std::sync::OnceLock;
+
+/// The global `--color` of this run (set once by `main`, before any command prints).
+static COLOR: OnceLock<ColorChoice> = OnceLock::new();
+
+/// Keeps the global `--color` for [`color`]; a second call is ignored.
+pub fn set_color(choice: ColorChoice) {
+    let _ = COLOR.set(choice);
+}
+
+/// Whether stdout gets colours: the global `--color` (`auto` when unset) resolved by
+/// [`ColorChoice::enabled`] (a terminal, `NO_COLOR` unset or empty, `TERM` not `dumb`).
+pub fn color() -> bool {
+    COLOR.get().copied().unwrap_or(ColorChoice::Auto).enabled()
+}
 
 /// `s` with every control character (C0, DEL, C1: escape sequences, carriage returns,
 /// backspaces) except newline and tab replaced by `�`; borrowed when there is none.
@@ -93,4 +110,134 @@ pub fn short_time(t: &str) -> String {
     t.get(..16)
         .map(|s| s.replace('T', " "))
         .unwrap_or_else(|| t.to_string())
+}
+
+/// A spinner on stderr saying `what` (`{pos}` in it: a count the caller sets) and the time
+/// spent, ticking by itself every 100 ms; hidden when stderr is not a terminal or `json` is set
+/// (nothing is drawn then). `finish_and_clear` it when done.
+pub fn spinner(what: &str, json: bool) -> indicatif::ProgressBar {
+    if json || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(&format!("{{spinner}} {what} ({{elapsed}})"))
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    pb.enable_steady_tick(std::time::Duration::from_millis(100));
+    pb
+}
+
+/// The pager to run (through `sh -c`): `$PAGER` (`pager_env`) unless unset or blank, else
+/// `less -R`.
+pub fn pager_command(pager_env: Option<&str>) -> String {
+    pager_env
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or("less -R")
+        .to_string()
+}
+
+/// Whether `memtrail sessions show` pages: its text (not JSON) to a terminal.
+pub fn pages(json: bool, stdout_is_terminal: bool) -> bool {
+    !json && stdout_is_terminal
+}
+
+/// Runs the pager ([`pager_command`] of `$PAGER`) with `text` on its stdin and waits for it.
+/// With `quit_if_one_screen` and `LESS` unset, `LESS=FRX` is set for it (as git does: less
+/// quits at once when the text fits the screen, keeps it on the screen after, and passes
+/// colours). A pager that quits before reading everything is not an error.
+///
+/// Errors: the pager cannot be started (`sh` missing) or waited for.
+pub fn run_pager(text: &str, quit_if_one_screen: bool) -> anyhow::Result<()> {
+    let pager = pager_command(std::env::var("PAGER").ok().as_deref());
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", &pager]).stdin(std::process::Stdio::piped());
+    if quit_if_one_screen && std::env::var_os("LESS").is_none() {
+        cmd.env("LESS", "FRX");
+    }
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot run the pager `{pager}`"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    child.wait().context("the pager")?;
+    Ok(())
+}
+
+/// Prints `text` (transcript text: made [`terminal_safe`]) on stdout, through the pager
+/// ([`run_pager`]) when stdout is a terminal and `json` is false.
+///
+/// Errors: the pager cannot be started.
+pub fn print_paged(text: &str, json: bool) -> anyhow::Result<()> {
+    if pages(json, std::io::stdout().is_terminal()) {
+        run_pager(&terminal_safe(text), true)
+    } else {
+        emit(format_args!("{text}"), false, false);
+        Ok(())
+    }
+}
+
+/// The columns of the terminal on stdout; `None` when stdout is not a terminal or its size is
+/// unknown (0 columns, as a pty that was never sized says).
+pub fn terminal_columns() -> Option<usize> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    match ratatui::crossterm::terminal::size() {
+        Ok((cols, _)) if cols > 0 => Some(cols as usize),
+        _ => None,
+    }
+}
+
+/// `text` cut to at most `width` terminal columns (display width, wide characters count 2),
+/// its last column an ellipsis `…` when cut; unchanged when it fits.
+pub fn fit(text: &str, width: usize) -> std::borrow::Cow<'_, str> {
+    use unicode_width::UnicodeWidthChar;
+    let w = |c: char| c.width().unwrap_or(0);
+    if text.chars().map(w).sum::<usize>() <= width {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        if used + w(c) + 1 > width {
+            break;
+        }
+        used += w(c);
+        out.push(c);
+    }
+    if width > 0 {
+        out.push('…');
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_cuts_to_display_columns_with_an_ellipsis() {
+        assert_eq!(fit("abcdef", 6), "abcdef");
+        assert_eq!(fit("abcdef", 10), "abcdef");
+        assert_eq!(fit("abcdefg", 6), "abcde…");
+        // Wide characters take two columns: 日本 is 4, and 3 columns hold 日 and the ellipsis.
+        assert_eq!(fit("日本語", 6), "日本語");
+        assert_eq!(fit("日本語", 5), "日本…");
+        assert_eq!(fit("日本語", 4), "日…");
+        assert_eq!(fit("abc", 1), "…");
+        assert_eq!(fit("abc", 0), "");
+    }
+
+    #[test]
+    fn the_pager_is_pager_unless_blank_else_less_r() {
+        assert_eq!(pager_command(None), "less -R");
+        assert_eq!(pager_command(Some("")), "less -R");
+        assert_eq!(pager_command(Some("  ")), "less -R");
+        assert_eq!(pager_command(Some("most -s")), "most -s");
+        assert!(pages(false, true));
+        assert!(!pages(true, true));
+        assert!(!pages(false, false));
+    }
 }

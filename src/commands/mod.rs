@@ -2,6 +2,7 @@
 //! and prints.
 
 pub mod browse;
+pub mod completions;
 pub mod config;
 pub mod doctor;
 pub mod export;

@@ -4,7 +4,6 @@ use crate::common::open_store_read;
 use crate::output::plural;
 use anyhow::{Result, bail};
 use memtrail_runtime::StoreLocation;
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// `memtrail redact --rescan`: progress on stderr on a terminal, the counts on stdout.
@@ -12,15 +11,10 @@ pub fn redact_rescan(db: &StoreLocation, json: bool) -> Result<ExitCode> {
     let Some(mut store) = open_store_read(db)? else {
         bail!("no store at {}: nothing to rescan", db);
     };
-    let tty = std::io::stderr().is_terminal() && !json;
-    let r = memtrail_runtime::maintenance::rescan(&mut store, &mut |n| {
-        if tty {
-            eprint!("\rrescanned {n} messages");
-        }
-    })?;
-    if tty {
-        eprintln!();
-    }
+    let pb = crate::output::spinner("rescanned {pos} messages", json);
+    let r = memtrail_runtime::maintenance::rescan(&mut store, &mut |n| pb.set_position(n));
+    pb.finish_and_clear();
+    let r = r?;
     if json {
         out!("{}", serde_json::to_string_pretty(&r)?);
     } else {

@@ -32,7 +32,12 @@ pub fn repair(db: &StoreLocation, json: bool) -> Result<ExitCode> {
     if !db.exists() {
         bail!("there is no store at {} (nothing to repair)", db);
     }
+    let pb = crate::output::spinner(
+        "repairing: rebuilding the derived data, then the integrity check",
+        json,
+    );
     let first = Store::open(db).and_then(|mut s| s.repair());
+    pb.finish_and_clear();
     let damage = match &first {
         Ok(report) if report.ok() => None,
         Ok(report) => Some(report.integrity.join("; ")),

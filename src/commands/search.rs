@@ -78,21 +78,32 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
     }
     // Colour: the title bold, the matched words bold red (as grep). Without colour, plain
     // text: no Markdown markers, so that the output greps as the message reads.
-    let color = a.color.enabled();
+    let color = crate::output::color();
     let (bold, hit, reset) = if color {
         ("\x1b[1m", "\x1b[1;31m", "\x1b[0m")
     } else {
         ("", "", "")
     };
+    // On a terminal, a hit's first line fits its width: the title is cut (`…`) first.
+    let columns = crate::output::terminal_columns();
     for (i, h) in hits.iter().enumerate() {
-        out_styled!(
-            "{}. {bold}{}{reset}  ({} · {} · {})",
-            i + 1,
-            printable(h.title.as_deref().unwrap_or("(untitled)"), &[]),
+        let title = printable(h.title.as_deref().unwrap_or("(untitled)"), &[]);
+        let about = format!(
+            "  ({} · {} · {})",
             h.agent,
             printable(h.project.as_deref().unwrap_or("?"), &[]),
             h.timestamp.as_deref().map(short_time).unwrap_or("?".into())
         );
+        let number = format!("{}. ", i + 1);
+        let title = match columns {
+            Some(c) => {
+                let used = unicode_width::UnicodeWidthStr::width(number.as_str())
+                    + unicode_width::UnicodeWidthStr::width(about.as_str());
+                crate::output::fit(&title, c.saturating_sub(used).max(8)).into_owned()
+            }
+            None => title,
+        };
+        out_styled!("{number}{bold}{title}{reset}{about}");
         out!(
             "   session {} · message #{} · {}",
             h.session_id,

@@ -82,14 +82,21 @@ pub fn list(
         } else {
             0
         };
+        // On a terminal, each line cut to its width: the title and the project end in `…`
+        // (the session id is never cut; a title with no room left is left out).
+        let columns = crate::output::terminal_columns();
+        let fit = |text: &str, used: usize| match columns {
+            Some(c) => crate::output::fit(text, c.saturating_sub(used)).into_owned(),
+            None => text.to_string(),
+        };
         for s in &list {
             let machine = if several {
                 format!("{:<width$}", label(s), width = width)
             } else {
                 String::new()
             };
-            out!(
-                "{}  {:<7} {machine}{:>5} msgs  {}  {}",
+            let head = format!(
+                "{}  {:<7} {machine}{:>5} msgs  {}  ",
                 s.updated_at
                     .as_deref()
                     .map(short_time)
@@ -97,10 +104,18 @@ pub fn list(
                 s.agent,
                 s.messages,
                 s.session_id,
-                s.title.as_deref().unwrap_or("(untitled)")
             );
+            let used = unicode_width::UnicodeWidthStr::width(head.as_str());
+            if columns.is_some_and(|c| c < used + 2) {
+                out!("{}", head.trim_end());
+            } else {
+                out!(
+                    "{head}{}",
+                    fit(s.title.as_deref().unwrap_or("(untitled)"), used)
+                );
+            }
             if let Some(p) = &s.project {
-                out!("{:>w$}{}", "", p, w = 37 + width);
+                out!("{:>w$}{}", "", fit(p, 37 + width), w = 37 + width);
             }
         }
     }
@@ -138,7 +153,8 @@ pub fn show(
     if json {
         out!("{}", serde_json::to_string_pretty(&view)?);
     } else {
-        outn!("{}", query::session_markdown(&view));
+        // On a terminal through $PAGER (less -R by default), as git does; else printed.
+        crate::output::print_paged(&query::session_markdown(&view), false)?;
     }
     Ok(ExitCode::SUCCESS)
 }

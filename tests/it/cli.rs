@@ -2228,26 +2228,9 @@ fn on_a_terminal(
 ) -> (Option<i32>, String) {
     use std::io::{Read, Write};
     use std::sync::{Arc, Mutex};
-    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
-    let mut line = quote(&support::memtrail_bin().display().to_string());
-    for a in args {
-        line.push(' ');
-        line.push_str(&quote(a));
-    }
-    let base = sb.cmd();
-    let mut c = std::process::Command::new("script");
-    c.env_clear();
-    for (k, v) in base.get_envs() {
-        if let Some(v) = v {
-            c.env(k, v);
-        }
-    }
-    c.env("TERM", "xterm");
-    for (k, v) in extra {
-        c.env(k, v);
-    }
-    let mut child = c
-        .args(["-qec", &line, "/dev/null"])
+    let line = sb.shell_line("", args);
+    let mut child = sb
+        .script(&line, extra)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

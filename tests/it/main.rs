@@ -9,8 +9,10 @@ mod common;
 mod support;
 
 mod autosync;
+mod binstall;
 mod browse;
 mod cli;
+mod completions;
 mod config_cli;
 mod crash;
 mod e2e_agent_clis;
@@ -33,4 +35,5 @@ mod privacy_cli;
 mod reliability;
 mod stress;
 mod sync;
+mod terminal;
 mod web_browser;

@@ -274,24 +274,8 @@ fn install_signals() {
 /// Shows `text` in `$PAGER` (default `less -R`) with the terminal out of raw mode and off
 /// the alternate screen, then takes it back.
 fn page(text: &str) -> Result<()> {
-    let pager = std::env::var("PAGER")
-        .ok()
-        .filter(|p| !p.trim().is_empty())
-        .unwrap_or_else(|| "less -R".into());
     restore();
-    let result = (|| -> Result<()> {
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", &pager])
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .with_context(|| format!("cannot run the pager `{pager}`"))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            // A pager quit before the end closes the pipe: not an error.
-            let _ = stdin.write_all(text.as_bytes());
-        }
-        child.wait().context("the pager")?;
-        Ok(())
-    })();
+    let result = crate::output::run_pager(text, false);
     enable_raw_mode()?;
     execute!(std::io::stdout(), EnterAlternateScreen, cursor::Hide)?;
     result

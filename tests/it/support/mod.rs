@@ -50,6 +50,33 @@ impl Sandbox {
         c
     }
 
+    /// The shell line `memtrail ARGS` (each argument quoted for `sh`), after `prefix`.
+    pub fn shell_line(&self, prefix: &str, args: &[&str]) -> String {
+        let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+        let mut line = format!("{prefix}{}", quote(&memtrail_bin().display().to_string()));
+        for a in args {
+            line.push(' ');
+            line.push_str(&quote(a));
+        }
+        line
+    }
+
+    /// util-linux `script` running the shell line `line` on a pty (`-qec LINE /dev/null`),
+    /// with the sandbox's environment (as [`Sandbox::cmd`]), `TERM=xterm` and `extra`.
+    pub fn script(&self, line: &str, extra: &[(&str, &str)]) -> Command {
+        let mut c = Command::new("script");
+        c.env_clear();
+        for (k, v) in self.cmd().get_envs() {
+            if let Some(v) = v {
+                c.env(k, v);
+            }
+        }
+        c.env("TERM", "xterm");
+        c.envs(extra.iter().copied());
+        c.args(["-qec", line, "/dev/null"]);
+        c
+    }
+
     /// [`Sandbox::cmd`] as an `assert_cmd` command (`assert()`, `write_stdin`).
     pub fn acmd(&self) -> assert_cmd::Command {
         assert_cmd::Command::from_std(self.cmd())
