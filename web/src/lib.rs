@@ -12,6 +12,7 @@
 //! transcript text escaped (maud escapes by default; transcripts are never rendered as HTML or
 //! Markdown, and no link is ever built from their text).
 
+mod analytics;
 mod pages;
 mod security;
 
@@ -186,6 +187,7 @@ pub fn router(backend: Backend, access: Access) -> Router {
         .route("/session/handoff", get(handoff_page))
         .route("/session/live", get(live_messages))
         .route("/session/delete", get(delete_confirm).post(delete_session))
+        .route("/analytics", get(analytics_page))
         .route("/status", get(status_page))
         .route("/assets/{name}", get(asset))
         .fallback(not_found)
@@ -617,6 +619,54 @@ async fn delete_session(State(app): State<Arc<App>>, Form(f): Form<DeleteForm>) 
         "/sessions?deleted={}",
         security::encode(&info.session_id)
     ))
+    .into_response())
+}
+
+/// The analytics page's fields.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct AnalyticsParams {
+    /// Days of the per-day charts (1 to [`analytics::MAX_DAYS`]; default
+    /// [`analytics::DEFAULT_DAYS`]).
+    #[serde(default, deserialize_with = "empty_as_none")]
+    pub days: Option<i64>,
+    /// The last day shown (`YYYY-MM-DD`, or any date `--until` takes); default today (UTC).
+    #[serde(default)]
+    pub until: String,
+}
+
+/// An empty form field as unset; a number otherwise (a 400 when it is not one).
+fn empty_as_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    let s = String::deserialize(d)?;
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(None);
+    }
+    s.parse().map(Some).map_err(serde::de::Error::custom)
+}
+
+async fn analytics_page(State(app): State<Arc<App>>, Query(p): Query<AnalyticsParams>) -> Page {
+    use memtrail_runtime::analytics::DAY_MS;
+    use memtrail_runtime::time::{Bound, parse_date};
+    let last_ms = match opt(&p.until) {
+        Some(u) => parse_date(&u, Bound::Start)
+            .map_err(|e| WebError::new(StatusCode::BAD_REQUEST, e.to_string()))?,
+        None => memtrail_runtime::now_ms(),
+    };
+    let last = last_ms.div_euclid(DAY_MS);
+    let days = p
+        .days
+        .unwrap_or(analytics::DEFAULT_DAYS)
+        .clamp(1, analytics::MAX_DAYS);
+    let range = analytics::store_range(last, days);
+    let a = app
+        .with_store(move |s| Ok(s.analytics(range)?))
+        .await?
+        .unwrap_or_default();
+    Ok(pages::layout(
+        "Analytics",
+        "Analytics",
+        analytics::body(&p, &a, last, days),
+    )
     .into_response())
 }
 

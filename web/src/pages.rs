@@ -21,7 +21,7 @@ const ROLES: [&str; 4] = ["user", "assistant", "tool", "system"];
 
 /// The page around `body`: the header with the navigation, the scripts (files of this server
 /// only), the title `title`; `nav` is the current section.
-fn layout(title: &str, nav: &str, body: Markup) -> Markup {
+pub(crate) fn layout(title: &str, nav: &str, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -40,7 +40,7 @@ fn layout(title: &str, nav: &str, body: Markup) -> Markup {
                 header.top {
                     a.brand href="/" { "memtrail" }
                     nav aria-label="main" {
-                        @for (href, name) in [("/", "Search"), ("/sessions", "Sessions"), ("/status", "Status")] {
+                        @for (href, name) in [("/", "Search"), ("/sessions", "Sessions"), ("/analytics", "Analytics"), ("/status", "Status")] {
                             @if name == nav {
                                 a href=(href) aria-current="page" { (name) }
                             } @else {
