@@ -56,6 +56,7 @@ fn backend(db: &Path) -> Backend {
         })),
         status: None,
         label: db.display().to_string(),
+        meaning: None,
     }
 }
 
@@ -679,4 +680,34 @@ async fn analytics_counts_the_fixtures_and_escapes_their_labels() {
     let many = get(&app, "/analytics?until=2026-03-03&days=100000").await;
     assert_eq!(many.status, StatusCode::OK);
     assert!(many.body.contains("2025-03-03 to 2026-03-03"), "366 days");
+}
+
+/// Without search by meaning, the mode selector is disabled with the reason, and a search by
+/// meaning asked for in the address is a 400 that says why.
+#[tokio::test]
+async fn the_mode_selector_says_why_search_by_meaning_is_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = app(&seeded(dir.path()), None);
+    let p = get(&app, "/search?q=hostilemarker").await;
+    assert_eq!(p.status, StatusCode::OK);
+    assert!(p.body.contains(
+        "<select name=\"mode\" id=\"mode\" disabled aria-describedby=\"mode-why\"><option value=\"keyword\" selected>keyword</option></select>"
+    ), "{}", p.body);
+    assert!(p.body.contains(
+        "<span class=\"hint\" id=\"mode-why\">Search by meaning is not available for this store.</span>"
+    ));
+    assert!(p.body.contains("<p class=\"count\">2 hits</p>"));
+    assert!(!p.body.contains("id=\"ranked\""));
+    for mode in ["semantic", "hybrid"] {
+        let p = get(&app, &format!("/search?q=hostilemarker&mode={mode}")).await;
+        assert_eq!(p.status, StatusCode::BAD_REQUEST, "{mode}");
+        assert!(
+            p.body
+                .contains("Search by meaning is not available for this store.")
+        );
+    }
+    assert_eq!(
+        get(&app, "/search?q=x&mode=fuzzy").await.status,
+        StatusCode::BAD_REQUEST
+    );
 }
