@@ -328,7 +328,7 @@ mod tests {
                 "102ba1d0c4582330",
                 "752f26c6b7ebcced",
                 "0b0095ba9b611ce6",
-                "d5d214aee288158e",
+                "ae269a2a9d9dbc65",
             ]
         );
     }

@@ -7,7 +7,8 @@
 --   activity_slots: messages per 5-minute slot and session (active time: slots with one)
 --   tool_use:       tool calls and failed ones per tool name
 --   file_edits:     file events `edited` or `written` per path (the event's subject)
--- A row whose count falls to 0 is deleted.
+-- A row whose count falls to 0 is deleted. Two indexes keep a page's reads bounded: sessions
+-- by their start (sessions started per day), files by their edits (the most edited first).
     CREATE TABLE IF NOT EXISTS activity_days (
         day INTEGER NOT NULL,
         session_id INTEGER NOT NULL,
@@ -30,6 +31,8 @@
         path TEXT NOT NULL PRIMARY KEY,
         edits INTEGER NOT NULL
     ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS file_edits_by_edits ON file_edits (edits DESC, path);
+    CREATE INDEX IF NOT EXISTS sessions_by_started ON sessions (started_at);
 
     DROP TRIGGER IF EXISTS messages_ai_activity;
     DROP TRIGGER IF EXISTS messages_ad_activity;
