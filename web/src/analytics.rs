@@ -113,7 +113,7 @@ fn stacked(id: &str, label: &str, s: &[Series], first: i64, last: i64, unit: &st
     let top = nice(totals.iter().copied().max().unwrap_or(0).max(1));
     let y = |v: i64| CHART_H * v as f64 / top as f64;
     let h = CHART_H + 24.0;
-    let ticks = [first, first + (n - 1) / 2, last];
+    let mid = first + (n - 1) / 2;
     // Each day's pieces, stacked: (series, day, what is below, value).
     let mut pieces: Vec<(usize, i64, i64, i64)> = Vec::new();
     for d in first..=last {
@@ -139,8 +139,13 @@ fn stacked(id: &str, label: &str, s: &[Series], first: i64, last: i64, unit: &st
                         title { (day_str(*d)) " · " (s[*k].name) ": " (v) " " (unit) }
                     }
                 }
-                @for d in ticks {
-                    text.day x=(fmt(CHART_LEFT + (d - first) as f64 * bw + bw / 2.0)) y=(CHART_H + 16.0) { (day_str(d)) }
+                // The first label starts at its bar, the last ends at its bar (inside the chart).
+                text.day.start x=(fmt(CHART_LEFT)) y=(CHART_H + 16.0) { (day_str(first)) }
+                @if n > 2 {
+                    text.day x=(fmt(CHART_LEFT + (mid - first) as f64 * bw + bw / 2.0)) y=(CHART_H + 16.0) { (day_str(mid)) }
+                }
+                @if n > 1 {
+                    text.day.end x=(fmt(CHART_W)) y=(CHART_H + 16.0) { (day_str(last)) }
                 }
             }
             figcaption {
