@@ -18,7 +18,7 @@ use crate::tsv::{
     snippet, tokens,
 };
 use memtrail_runtime::analytics::{
-    Analytics, DayRange, FileEdits, ModelDay, ProjectTime, SLOT_MS, TOP, ToolUse, merge_agent_days,
+    Analytics, DayRange, FileEdits, ProjectTime, SLOT_MS, TOP, ToolUse,
 };
 use memtrail_runtime::events::{Category, Event, StoredEvent};
 use memtrail_runtime::query::{
@@ -840,18 +840,11 @@ impl ReadStore for PgReader {
              WHERE m.ts >= $1 AND m.ts < $2 GROUP BY 1, 2",
             &[&start, &end],
         )?);
-        let model_days = triples(self.rows(
+        let models = triples(self.rows(
             "SELECT ts / 86400000, coalesce(model, ''), COUNT(*) FROM messages
              WHERE ts >= $1 AND ts < $2 GROUP BY 1, 2 ORDER BY 1, 2",
             &[&start, &end],
-        )?)
-        .into_iter()
-        .map(|(day, model, messages)| ModelDay {
-            day,
-            model,
-            messages,
-        })
-        .collect();
+        )?);
         let top = TOP as i64;
         let projects = self
             .rows(
@@ -894,13 +887,9 @@ impl ReadStore for PgReader {
                 edits: r.get(1),
             })
             .collect();
-        Ok(Analytics {
-            agent_days: merge_agent_days(sessions, messages),
-            model_days,
-            projects,
-            tools,
-            files,
-        })
+        Ok(Analytics::from_rows(
+            sessions, messages, models, projects, tools, files,
+        ))
     }
 }
 

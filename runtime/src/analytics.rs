@@ -96,25 +96,49 @@ pub struct Analytics {
     pub files: Vec<FileEdits>,
 }
 
-/// Sessions and messages counted per (day, agent) merged into one sorted list: `sessions` and
-/// `messages` are `(day, agent, count)` rows in any order.
-pub fn merge_agent_days(
-    sessions: Vec<(i64, String, i64)>,
-    messages: Vec<(i64, String, i64)>,
-) -> Vec<AgentDay> {
-    let mut by: std::collections::BTreeMap<(i64, String), (i64, i64)> = Default::default();
-    for (day, agent, n) in sessions {
-        by.entry((day, agent)).or_default().0 += n;
+/// `(day, name, count)` rows, as both backends' grouped queries give them.
+pub type DayRows = Vec<(i64, String, i64)>;
+
+impl Analytics {
+    /// The figures from a backend's rows: sessions started and messages per (day, agent), in
+    /// any order (merged into [`Analytics::agent_days`]); messages per (day, model), sorted; and
+    /// the ranked lists as they are.
+    pub fn from_rows(
+        sessions: DayRows,
+        messages: DayRows,
+        models: DayRows,
+        projects: Vec<ProjectTime>,
+        tools: Vec<ToolUse>,
+        files: Vec<FileEdits>,
+    ) -> Analytics {
+        let mut by: std::collections::BTreeMap<(i64, String), (i64, i64)> = Default::default();
+        for (day, agent, n) in sessions {
+            by.entry((day, agent)).or_default().0 += n;
+        }
+        for (day, agent, n) in messages {
+            by.entry((day, agent)).or_default().1 += n;
+        }
+        Analytics {
+            agent_days: by
+                .into_iter()
+                .map(|((day, agent), (sessions, messages))| AgentDay {
+                    day,
+                    agent,
+                    sessions,
+                    messages,
+                })
+                .collect(),
+            model_days: models
+                .into_iter()
+                .map(|(day, model, messages)| ModelDay {
+                    day,
+                    model,
+                    messages,
+                })
+                .collect(),
+            projects,
+            tools,
+            files,
+        }
     }
-    for (day, agent, n) in messages {
-        by.entry((day, agent)).or_default().1 += n;
-    }
-    by.into_iter()
-        .map(|((day, agent), (sessions, messages))| AgentDay {
-            day,
-            agent,
-            sessions,
-            messages,
-        })
-        .collect()
 }

@@ -5,9 +5,7 @@
 
 use super::{Db, Store};
 use crate::Result;
-use crate::analytics::{
-    Analytics, DayRange, FileEdits, ModelDay, ProjectTime, SLOT_MS, TOP, ToolUse, merge_agent_days,
-};
+use crate::analytics::{Analytics, DayRange, FileEdits, ProjectTime, SLOT_MS, TOP, ToolUse};
 use rusqlite::params;
 
 /// The figures of [`crate::read::ReadStore::analytics`] for `range`, from the summaries.
@@ -35,19 +33,12 @@ pub fn analytics(store: &Store, range: DayRange) -> Result<Analytics> {
         first,
         last,
     )?;
-    let model_days = triples(
+    let models = triples(
         "SELECT day, model, SUM(messages) FROM activity_days
          WHERE day BETWEEN ?1 AND ?2 GROUP BY 1, 2 ORDER BY 1, 2",
         first,
         last,
-    )?
-    .into_iter()
-    .map(|(day, model, messages)| ModelDay {
-        day,
-        model,
-        messages,
-    })
-    .collect();
+    )?;
     let projects = {
         let mut stmt = c
             .prepare_cached(
@@ -106,13 +97,9 @@ pub fn analytics(store: &Store, range: DayRange) -> Result<Analytics> {
             .db()?;
         rows.collect::<rusqlite::Result<Vec<_>>>().db()?
     };
-    Ok(Analytics {
-        agent_days: merge_agent_days(sessions, messages),
-        model_days,
-        projects,
-        tools,
-        files,
-    })
+    Ok(Analytics::from_rows(
+        sessions, messages, models, projects, tools, files,
+    ))
 }
 
 #[cfg(test)]
