@@ -39,33 +39,7 @@ pub fn analytics(store: &Store, range: DayRange) -> Result<Analytics> {
         first,
         last,
     )?;
-    let projects = {
-        let mut stmt = c
-            .prepare_cached(
-                "SELECT project, COUNT(*) FROM (
-                     SELECT DISTINCT coalesce(s.project_dir, '') AS project, a.slot
-                     FROM activity_slots a JOIN sessions s ON s.id = a.session_id
-                     WHERE a.slot >= ?1 AND a.slot < ?2)
-                 GROUP BY project ORDER BY 2 DESC, 1 LIMIT ?3",
-            )
-            .db()?;
-        let rows = stmt
-            .query_map(
-                params![
-                    range.start_ms() / SLOT_MS,
-                    range.end_ms() / SLOT_MS,
-                    TOP as i64
-                ],
-                |r| {
-                    Ok(ProjectTime {
-                        project: r.get(0)?,
-                        active_ms: r.get::<_, i64>(1)? * SLOT_MS,
-                    })
-                },
-            )
-            .db()?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().db()?
-    };
+    let projects = active_time(store, range)?;
     let tools = {
         let mut stmt = c
             .prepare_cached(
@@ -100,6 +74,75 @@ pub fn analytics(store: &Store, range: DayRange) -> Result<Analytics> {
     Ok(Analytics::from_rows(
         sessions, messages, models, projects, tools, files,
     ))
+}
+
+/// Active time per project in `range`: the slots of the range's `activity_slots` rows (read in
+/// key order, slot by slot) counted once per project of their sessions. Done here rather than
+/// by a `DISTINCT (project, slot)` over the join, which sorted every slot row of the range
+/// through a temporary B-tree (133 ms for the 1 GB store's busiest 79 days).
+fn active_time(store: &Store, range: DayRange) -> Result<Vec<ProjectTime>> {
+    let c = &store.conn;
+    let mut names: Vec<String> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = Default::default();
+    let mut project_of: std::collections::HashMap<i64, usize> = Default::default();
+    {
+        let mut stmt = c
+            .prepare_cached("SELECT id, coalesce(project_dir, '') FROM sessions")
+            .db()?;
+        let mut rows = stmt.query([]).db()?;
+        while let Some(r) = rows.next().db()? {
+            let (id, project): (i64, String) = (r.get(0).db()?, r.get(1).db()?);
+            let next = names.len();
+            let i = *index.entry(project.clone()).or_insert(next);
+            if i == next {
+                names.push(project);
+            }
+            project_of.insert(id, i);
+        }
+    }
+    let mut slots = vec![0i64; names.len()];
+    let mut stmt = c
+        .prepare_cached(
+            "SELECT slot, session_id FROM activity_slots WHERE slot >= ?1 AND slot < ?2
+             ORDER BY slot",
+        )
+        .db()?;
+    let mut rows = stmt
+        .query(params![
+            range.start_ms() / SLOT_MS,
+            range.end_ms() / SLOT_MS
+        ])
+        .db()?;
+    let (mut current, mut here): (Option<i64>, Vec<usize>) = (None, Vec::new());
+    while let Some(r) = rows.next().db()? {
+        let (slot, session): (i64, i64) = (r.get(0).db()?, r.get(1).db()?);
+        if current != Some(slot) {
+            current = Some(slot);
+            here.clear();
+        }
+        if let Some(&p) = project_of.get(&session)
+            && !here.contains(&p)
+        {
+            here.push(p);
+            slots[p] += 1;
+        }
+    }
+    let mut out: Vec<ProjectTime> = names
+        .into_iter()
+        .zip(slots)
+        .filter(|(_, n)| *n > 0)
+        .map(|(project, n)| ProjectTime {
+            project,
+            active_ms: n * SLOT_MS,
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.active_ms
+            .cmp(&a.active_ms)
+            .then_with(|| a.project.cmp(&b.project))
+    });
+    out.truncate(TOP);
+    Ok(out)
 }
 
 #[cfg(test)]
