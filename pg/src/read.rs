@@ -17,6 +17,9 @@ use crate::tsv::{
     INDEXED_CHARS, INDEXED_CJK_CHARS, MAX_LEXEME_BYTES, QueryLexeme, leading_snippet, lexeme,
     snippet, tokens,
 };
+use memtrail_runtime::analytics::{
+    Analytics, DayRange, FileEdits, ProjectTime, SLOT_MS, TOP, ToolUse,
+};
 use memtrail_runtime::events::{Category, Event, StoredEvent};
 use memtrail_runtime::query::{
     CopyKey, HL_END, HL_START, Hit, ListFilter, MessageView, QueryItem, SEARCH_CANDIDATES,
@@ -814,6 +817,79 @@ impl ReadStore for PgReader {
                 &[&rowid],
             )?
             .map(|r| clean(r.get(0))))
+    }
+
+    /// Aggregated from the tables for the range (there are no summary tables here): the
+    /// messages of the range through `messages_by_ts`, tools and files over all rows.
+    fn analytics(&self, range: DayRange) -> Result<Analytics> {
+        let (start, end) = (range.start_ms(), range.end_ms());
+        let triples = |rows: Vec<Row>| -> Vec<(i64, String, i64)> {
+            rows.iter()
+                .map(|r| (r.get(0), clean(r.get::<_, String>(1)), r.get(2)))
+                .collect()
+        };
+        let sessions = triples(self.rows(
+            "SELECT started_at / 86400000, agent, COUNT(*) FROM sessions
+             WHERE started_at >= $1 AND started_at < $2 AND parent_external_id IS NULL
+             GROUP BY 1, 2",
+            &[&start, &end],
+        )?);
+        let messages = triples(self.rows(
+            "SELECT m.ts / 86400000, s.agent, COUNT(*) FROM messages m
+             JOIN sessions s ON s.uid = m.session_uid
+             WHERE m.ts >= $1 AND m.ts < $2 GROUP BY 1, 2",
+            &[&start, &end],
+        )?);
+        let models = triples(self.rows(
+            "SELECT ts / 86400000, coalesce(model, ''), COUNT(*) FROM messages
+             WHERE ts >= $1 AND ts < $2 GROUP BY 1, 2 ORDER BY 1, 2",
+            &[&start, &end],
+        )?);
+        let top = TOP as i64;
+        let projects = self
+            .rows(
+                "SELECT project, COUNT(*) FROM (
+                     SELECT DISTINCT coalesce(s.project_dir, '') AS project, m.ts / $3 AS slot
+                     FROM messages m JOIN sessions s ON s.uid = m.session_uid
+                     WHERE m.ts >= $1 AND m.ts < $2) x
+                 GROUP BY project ORDER BY 2 DESC, 1 LIMIT $4",
+                &[&start, &end, &SLOT_MS, &top],
+            )?
+            .iter()
+            .map(|r| ProjectTime {
+                project: clean(r.get(0)),
+                active_ms: r.get::<_, i64>(1) * SLOT_MS,
+            })
+            .collect();
+        let tools = self
+            .rows(
+                "SELECT name, COUNT(*), COUNT(*) FILTER (WHERE is_error) FROM tool_calls
+                 GROUP BY name ORDER BY 2 DESC, 1 LIMIT $1",
+                &[&top],
+            )?
+            .iter()
+            .map(|r| ToolUse {
+                name: clean(r.get(0)),
+                calls: r.get(1),
+                errors: r.get(2),
+            })
+            .collect();
+        let files = self
+            .rows(
+                "SELECT subject, COUNT(*) FROM events
+                 WHERE category = 'file' AND action IN ('edited', 'written')
+                 GROUP BY subject ORDER BY 2 DESC, 1 LIMIT $1",
+                &[&top],
+            )?
+            .iter()
+            .map(|r| FileEdits {
+                path: clean(r.get(0)),
+                edits: r.get(1),
+            })
+            .collect();
+        Ok(Analytics::from_rows(
+            sessions, messages, models, projects, tools, files,
+        ))
     }
 }
 

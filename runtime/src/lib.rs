@@ -2,6 +2,7 @@
 //! server. It knows nothing of agents' config files; agent formats come from
 //! `memtrail-adapters`.
 
+pub mod analytics;
 pub mod autosync;
 pub mod config;
 pub mod events;

@@ -129,6 +129,10 @@ pub trait ReadStore {
     fn is_deleted(&self, _id: &str) -> Result<bool> {
         Ok(false)
     }
+
+    /// Activity figures for the days of `range` (tools and files: all time), as
+    /// [`crate::analytics`] defines them.
+    fn analytics(&self, range: crate::analytics::DayRange) -> Result<crate::analytics::Analytics>;
 }
 
 impl ReadStore for Store {
@@ -165,6 +169,10 @@ impl ReadStore for Store {
 
     fn unindexed(&self) -> i64 {
         self.pending_index().unwrap_or(0)
+    }
+
+    fn analytics(&self, range: crate::analytics::DayRange) -> Result<crate::analytics::Analytics> {
+        crate::store::analytics::analytics(self, range)
     }
 
     fn session_events(&self, rowid: i64) -> Result<Vec<StoredEvent>> {

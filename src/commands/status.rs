@@ -39,8 +39,22 @@ struct AgentReport<'a> {
     hook_runs: Vec<HookRunReport>,
 }
 
-/// `memtrail status`: exit code 1 when not healthy.
-pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitCode> {
+/// What `status` reads before it prints: the registration per agent, the store, the
+/// transcripts, the hook log, backups and sync.
+struct Gathered {
+    healthy: bool,
+    binary: std::path::PathBuf,
+    agents: Vec<(Agent, AgentStatus)>,
+    store_info: Option<std::result::Result<StoreInfo, String>>,
+    transcripts: Vec<TranscriptsReport>,
+    errors: Vec<String>,
+    retention: Option<AgentRetention>,
+    tails: Vec<PendingTail>,
+    backups: BackupSummary,
+    sync: SyncStatus,
+}
+
+fn gather(db: &StoreLocation, force_check: bool) -> Result<Gathered> {
     let binary = binary_path()?;
     let mut healthy = true;
     let mut agents = Vec::new();
@@ -92,40 +106,85 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
     };
     let backups = memtrail_installer::backups();
     let sync = sync_status(db);
+    Ok(Gathered {
+        healthy,
+        binary,
+        agents,
+        store_info,
+        transcripts,
+        errors,
+        retention,
+        tails,
+        backups,
+        sync,
+    })
+}
+
+/// `status --json`'s report of what [`gather`] read.
+fn report<'a>(g: &'a Gathered, db: &StoreLocation) -> StatusReport<'a> {
+    StatusReport {
+        healthy: g.healthy,
+        binary: &g.binary,
+        agents: g
+            .agents
+            .iter()
+            .zip(&g.transcripts)
+            .enumerate()
+            .map(|(i, ((a, st), t))| AgentReport {
+                agent: *a,
+                registration: st,
+                transcripts: t,
+                hook_runs: match &g.store_info {
+                    Some(Ok(info)) => info.runs[i]
+                        .iter()
+                        .map(|r| HookRunReport::new(r, &info.runs[i]))
+                        .collect(),
+                    _ => Vec::new(),
+                },
+            })
+            .collect(),
+        store: StoreReport::new(db, &g.store_info),
+        recent_hook_errors: &g.errors,
+        notices: g
+            .agents
+            .iter()
+            .flat_map(|(_, st)| TrustNotice::of(st))
+            .collect(),
+        claude_retention: g
+            .retention
+            .as_ref()
+            .map(|r| RetentionReport::new(&r.result)),
+        pending_tails: &g.tails,
+        backups: &g.backups,
+        sync: &g.sync,
+    }
+}
+
+/// What `memtrail status --json` prints, as a JSON value (the web page's Status, in process).
+pub fn status_json(db: &StoreLocation) -> Result<serde_json::Value> {
+    let g = gather(db, false)?;
+    Ok(serde_json::to_value(report(&g, db))?)
+}
+
+/// `memtrail status`: exit code 1 when not healthy.
+pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitCode> {
+    let g = gather(db, force_check)?;
+    let Gathered {
+        healthy,
+        binary,
+        agents,
+        store_info,
+        transcripts,
+        errors,
+        retention,
+        tails,
+        backups,
+        sync,
+    } = &g;
+    let healthy = *healthy;
     let when = |ms: Option<i64>| ms.map(memtrail_adapters::format_rfc3339_ms);
     if json {
-        let report = StatusReport {
-            healthy,
-            binary: &binary,
-            agents: agents
-                .iter()
-                .zip(&transcripts)
-                .enumerate()
-                .map(|(i, ((a, st), t))| AgentReport {
-                    agent: *a,
-                    registration: st,
-                    transcripts: t,
-                    hook_runs: match &store_info {
-                        Some(Ok(info)) => info.runs[i]
-                            .iter()
-                            .map(|r| HookRunReport::new(r, &info.runs[i]))
-                            .collect(),
-                        _ => Vec::new(),
-                    },
-                })
-                .collect(),
-            store: StoreReport::new(db, &store_info),
-            recent_hook_errors: &errors,
-            notices: agents
-                .iter()
-                .flat_map(|(_, st)| TrustNotice::of(st))
-                .collect(),
-            claude_retention: retention.as_ref().map(|r| RetentionReport::new(&r.result)),
-            pending_tails: &tails,
-            backups: &backups,
-            sync: &sync,
-        };
-        out!("{}", serde_json::to_string_pretty(&report)?);
+        out!("{}", serde_json::to_string_pretty(&report(&g, db))?);
     } else {
         out!(
             "memtrail {} at {}",
@@ -220,7 +279,7 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
             Some(Err(e)) => out!("\nstore: {} cannot be read: {e}", db),
             None => out!("\nstore: {} (not created yet)", db),
         }
-        print_retention(&retention);
+        print_retention(retention);
         if let Some(first) = tails.first() {
             out!(
                 "\n{} transcript{} end{} in a line without a newline, not captured yet (e.g. {}, {} bytes): `memtrail import` reads such a line once it is whole JSON",
@@ -248,13 +307,13 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                 "  copies of your agents' configs as they were, API keys and MCP tokens included (owner-only); kept: each file's first copy and the last five runs of under 30 days; `memtrail uninstall --purge` deletes them"
             );
         }
-        print_sync(&sync);
+        print_sync(sync);
         if !errors.is_empty() {
             out!(
                 "\nrecent hook errors ({}):",
                 memtrail_runtime::hook::log_path().display()
             );
-            for e in &errors {
+            for e in errors {
                 out!("  {e}");
             }
         }

@@ -1,12 +1,12 @@
 //! `memtrail web`: the local web page (memtrail-web) over the store this command names.
 
 use crate::cli::WebArgs;
-use crate::common::binary_path;
 use anyhow::{Context, Result};
 use memtrail_runtime::StoreLocation;
-use memtrail_web::{Backend, Listen};
+use memtrail_runtime::query::{Hit, SearchFilter};
+use memtrail_web::{Backend, Listen, Mode};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// `memtrail web`: binds (refusing a non-loopback address without a token), prints the URL,
 /// opens it with `--open`, serves until Ctrl-C.
@@ -23,12 +23,15 @@ pub fn web(db: StoreLocation, a: WebArgs) -> Result<ExitCode> {
         }) as Arc<memtrail_web::DeleteFn>
     });
     let status_db = db.clone();
-    let status: Arc<memtrail_web::StatusFn> = Arc::new(move || status_json(&status_db));
+    // The report `memtrail status --json` prints, made in process (no child process).
+    let status: Arc<memtrail_web::StatusFn> =
+        Arc::new(move || crate::commands::status::status_json(&status_db));
     let backend = Backend {
         open,
         delete,
         status: Some(status),
         label: db.to_string(),
+        meaning: Some(meaning(&db)),
     };
     // The flags, else `[web]` of memtrail's config, else the defaults.
     let cfg = if a.bind.is_some() && a.port.is_some() {
@@ -61,6 +64,74 @@ pub fn web(db: StoreLocation, a: WebArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Search by meaning over `db`: ready when the configured model's vectors are in the store
+/// (what `memtrail search`'s default hybrid mode needs); the model and the store's vectors are
+/// loaded at the first search by meaning and kept while the store's vectors stay the same
+/// (`memtrail embed` adding some loads them again).
+fn meaning(db: &StoreLocation) -> memtrail_web::Meaning {
+    type Loaded = ((String, i64), crate::commands::search::Meaning);
+    let ready_db = db.clone();
+    let ready = move || -> std::result::Result<String, String> {
+        if ready_db.postgres_url().is_some() {
+            return Err("Search by meaning is not available on a PostgreSQL store yet.".into());
+        }
+        let Some(configured) = crate::commands::models::configured_id() else {
+            return Err(format!(
+                "Search by meaning needs a model: `memtrail models install` (or an [embed] endpoint with its dim in {}), then `memtrail embed`.",
+                memtrail_runtime::privacy::config_path().display()
+            ));
+        };
+        let stored = crate::common::open_store_read(&ready_db)
+            .map_err(|e| format!("{e:#}"))?
+            .map(|s| s.embed_model())
+            .transpose()
+            .map_err(|e| e.to_string())?
+            .flatten();
+        match stored {
+            Some(m) if m == configured => Ok(m),
+            _ => Err(format!(
+                "The store holds no vectors of {configured} yet: run `memtrail embed`."
+            )),
+        }
+    };
+    let search_db = db.clone();
+    let loaded: Mutex<Option<Loaded>> = Mutex::new(None);
+    let search = move |q: &str, filter: &SearchFilter, mode: Mode| -> Result<(Vec<Hit>, i64)> {
+        let store = crate::common::open_store_read(&search_db)?.ok_or_else(|| {
+            anyhow::anyhow!("the store does not exist yet: run `memtrail import`")
+        })?;
+        let progress = store.embed_progress()?.ok_or_else(|| {
+            anyhow::anyhow!("the store holds no vectors yet: run `memtrail embed`")
+        })?;
+        let mut cache = loaded
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the model's lock is poisoned"))?;
+        if cache.as_ref().is_none_or(|(p, _)| *p != progress) {
+            let m = crate::commands::search::by_default_meaning(&store)?.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "the store holds no vectors of the configured model: run `memtrail embed`"
+                )
+            })?;
+            m.maintain(&store);
+            *cache = Some((progress, m));
+        }
+        let Some((_, m)) = cache.as_ref() else {
+            unreachable!("loaded above")
+        };
+        let hits = match mode {
+            Mode::Semantic => {
+                memtrail_embed::search::semantic(&store, m.model.as_ref(), &m.index, q, filter)?
+            }
+            _ => memtrail_embed::search::hybrid(&store, m.model.as_ref(), &m.index, q, filter)?,
+        };
+        Ok((hits, memtrail_runtime::read::ReadStore::unindexed(&store)))
+    };
+    memtrail_web::Meaning {
+        ready: Arc::new(ready),
+        search: Arc::new(search),
+    }
+}
+
 /// A reader of `db` that can move between threads.
 fn reopen_send(
     db: &StoreLocation,
@@ -73,22 +144,6 @@ fn reopen_send(
         None => Ok(crate::common::open_store_read(db)?
             .map(|s| Box::new(s) as Box<dyn memtrail_runtime::read::ReadStore + Send>)),
     }
-}
-
-/// What `memtrail status --json` prints for this machine (the same binary, run as a child:
-/// the report is the command's own, not a copy of it).
-fn status_json(db: &StoreLocation) -> Result<serde_json::Value> {
-    let mut cmd = std::process::Command::new(binary_path()?);
-    if let Some(p) = db.sqlite_path() {
-        cmd.arg("--db").arg(p);
-    }
-    let out = cmd
-        .args(["status", "--json"])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .context("cannot run `memtrail status --json`")?;
-    serde_json::from_slice(&out.stdout).context("`memtrail status --json` printed no JSON")
 }
 
 /// Opens `url` in the default browser (`xdg-open`, `open`, `start`); says so when it cannot.

@@ -1,6 +1,9 @@
 """The README's screenshots of `memtrail web` (docs/web-*.png), from a running server.
 
-    python screenshots.py URL OUT_DIR
+    python screenshots.py URL OUT_DIR [NAME...]
+
+With names, only those pictures (analytics: of the 1 GB bench store, 2025-01-01 to 2025-03-20;
+search-meaning: a store with the tiny test model's vectors, `memtrail embed` run).
 
 Chromium headless at 1200 px wide through chromedriver (as web_test.py). The store behind URL
 is the one docs/web.md names: the project's and the shared fixtures' sessions, the hostile one
@@ -44,7 +47,18 @@ def open_first_tool():
     d.find_element(By.CSS_SELECTOR, "#events > summary").click()
 
 
+only = set(sys.argv[3:])
+if only:
+    real_shot = shot
+
+    def shot(name, *a, **k):
+        if name in only:
+            real_shot(name, *a, **k)
+
+
 try:
+    shot("analytics", "/analytics?until=2025-03-20&days=79", 3550)
+    shot("search-meaning", "/search?q=database+server+rejects+clients&mode=semantic", 800)
     shot("search", "/", 800, type_query)
     shot("sessions", "/sessions", 800)
     shot("session", "/session?id=codemie-tmp-private-4c2ddfdc-b619-4525-8d03-1950fb1b0257&agent=claude", 1500, open_first_tool)

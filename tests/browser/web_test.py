@@ -239,7 +239,139 @@ def run(d, base):
     # --- status page
     d.get(base + "/status")
     check("status: renders", d.find_element(By.TAG_NAME, "h1").text == "Status")
+
+    analytics(d, base)
+    modes(d, base)
     check("no CSP violation at the end", csp_violations(d) == [], csp_violations(d))
+
+
+def memtrail(*args):
+    """`memtrail --db DB ARGS` in the test's sandbox (its HOME); its output."""
+    r = subprocess.run([os.environ["MEMTRAIL_WEB_TEST_BIN"], "--db", os.environ["MEMTRAIL_WEB_TEST_DB"], *args],
+                       text=True, capture_output=True, timeout=120)
+    check(f"memtrail {' '.join(args)}", r.returncode == 0, r.stderr)
+    return r.stdout
+
+
+def rows(d, table):
+    return [[c.text for c in r.find_elements(By.TAG_NAME, "td")]
+            for r in d.find_elements(By.CSS_SELECTOR, f"table#{table} tbody tr")]
+
+
+def analytics(d, base):
+    """The analytics page of the store as the checks above left it, plus the session of
+    fixtures/web/hostile-edit.jsonl (imported now), counted by hand: the demo session and its
+    sub-agent on 2026-03-03 (3 + 3 messages, one 5-minute slot of /home/user/demo; a Task and a
+    Grep call), the generated session on 2026-03-04 (250 messages in 10:00–10:04:09 and the two
+    of the live turn at 11:00, two slots of /home/user/big; every odd message and the live
+    answer by claude-opus-4-6: 126), the hostile session deleted, and the new one on 2026-03-05
+    (6 messages in two slots; Edit 2, Write 1, Bash 1 failed; the <script> path edited twice,
+    the <img> path written once)."""
+    edit = "7b3e9f10-edit-4c2d-8e6f-1a2b3c4d5e6f"
+    folder = os.path.join(os.environ["HOME"], ".claude/projects/-hostile-edit")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(os.environ["MEMTRAIL_WEB_TEST_FIXTURES"], "hostile-edit.jsonl")) as f:
+        text = f.read()
+    with open(os.path.join(folder, f"{edit}.jsonl"), "w") as f:
+        f.write(text)
+    said = memtrail("import", "--agent", "claude")
+    check("analytics: the hostile-edit session imported", "1 with new content" in said, said)
+
+    d.get(base + "/analytics?until=2026-03-05&days=7")
+    check("analytics: renders", d.find_element(By.TAG_NAME, "h1").text == "Analytics")
+    check("analytics: the nav marks it",
+          d.find_element(By.CSS_SELECTOR, "nav a[aria-current=page]").text == "Analytics")
+    check("analytics: totals", rows(d, "totals") == [["claude", "3", "264", "3"]], rows(d, "totals"))
+    check("analytics: active time per project", rows(d, "projects") == [
+        ['/home/user/"><svg onload=window.__pwned=11>', "", "10 min"],
+        ["/home/user/big", "", "10 min"],
+        ["/home/user/demo", "", "5 min"]], rows(d, "projects"))
+    check("analytics: top tools and their error rates", rows(d, "tools") == [
+        ["Edit", "", "2", "0", "0.0 %"], ["Bash", "", "1", "1", "100.0 %"], ["Grep", "", "1", "0", "0.0 %"],
+        ["Task", "", "1", "0", "0.0 %"], ["Write", "", "1", "0", "0.0 %"]], rows(d, "tools"))
+    check("analytics: files most edited", rows(d, "files") == [
+        ["/home/user/proj/<script>window.__pwned=12</script>.rs", "", "2"],
+        ['/home/user/proj/"><img src=x onerror=window.__pwned=13>.md', "", "1"]], rows(d, "files"))
+    titles = d.execute_script(
+        "return Array.from(document.querySelectorAll('#messages-per-day rect title')).map(t => t.textContent)")
+    check("analytics: messages per day per agent",
+          titles == ["2026-03-03 · claude: 6 messages", "2026-03-04 · claude: 252 messages",
+                     "2026-03-05 · claude: 6 messages"], titles)
+    titles = d.execute_script(
+        "return Array.from(document.querySelectorAll('#sessions-per-day rect title')).map(t => t.textContent)")
+    check("analytics: sessions per day per agent",
+          titles == ["2026-03-03 · claude: 1 sessions", "2026-03-04 · claude: 1 sessions",
+                     "2026-03-05 · claude: 1 sessions"], titles)
+    models = d.execute_script(
+        "return Array.from(document.querySelectorAll('#models-per-day rect title')).map(t => t.textContent)"
+        ".filter(t => t.startsWith('2026-03-04'))")
+    check("analytics: messages per model on 2026-03-04",
+          sorted(models) == ["2026-03-04 · (no model: user messages, tool results): 126 messages",
+                             "2026-03-04 · claude-opus-4-6: 126 messages"], models)
+    cells = d.execute_script(
+        "return Array.from(document.querySelectorAll('#heatmap rect')).filter(r => r.dataset.n !== '0')"
+        ".map(r => [r.dataset.day, r.dataset.n, r.getAttribute('class')])")
+    check("analytics: the heatmap's busy days and their shades",
+          cells == [["2026-03-03", "6", "h1"], ["2026-03-04", "252", "h4"], ["2026-03-05", "6", "h1"]], cells)
+    n = d.execute_script("return document.querySelectorAll('#heatmap rect').length")
+    # 52 weeks and this week's Sunday to Thursday (2026-03-05).
+    check("analytics: a cell per day of the year", n == 52 * 7 + 5, n)
+    check("analytics: says tokens are not stored",
+          d.find_element(By.ID, "no-tokens").text.startswith("Tokens per model are not shown"))
+    # The hostile labels ran nothing: no dialog, no marker, only the page's own scripts and SVG.
+    check("analytics: window.__pwned is undefined", d.execute_script("return typeof window.__pwned") == "undefined")
+    try:
+        text = d.switch_to.alert.text
+        check("analytics: no dialog", False, f"an alert says {text!r}")
+    except NoAlertPresentException:
+        check("analytics: no dialog", True)
+    srcs = d.execute_script("return Array.from(document.scripts).map(s => s.getAttribute('src'))")
+    check("analytics: only this server's scripts", srcs == ["/assets/htmx.min.js", "/assets/app.js"], srcs)
+    bad = d.execute_script(
+        "return document.querySelectorAll('main svg:not(.chart), main svg svg, main img, main iframe, "
+        "main script, [onload], [onerror]').length")
+    check("analytics: no element from store text", bad == 0, bad)
+    check("analytics: no CSP violation", csp_violations(d) == [], csp_violations(d))
+
+
+def modes(d, base):
+    """The search mode selector: disabled with the reason while no model is set up; with the
+    tiny 4-dimension test model installed and the store embedded, keyword / by meaning /
+    hybrid, and a query that shares no word with the prompt it means finds it by meaning."""
+    d.get(base + "/search?q=database+server+rejects+clients")
+    sel = d.find_element(By.ID, "mode")
+    check("modes: disabled without a model", not sel.is_enabled())
+    why = d.find_element(By.ID, "mode-why").text
+    check("modes: the reason and what to run", why.startswith("Search by meaning needs a model: `memtrail models install`"), why)
+    check("modes: keyword finds nothing", d.find_element(By.CSS_SELECTOR, "#results .empty").text.startswith("No matches"))
+
+    import shutil
+    dest = os.path.join(os.environ["HOME"], ".local/share/memtrail/models/minilm-l6-static")
+    shutil.copytree(os.environ["MEMTRAIL_WEB_TEST_MODEL"], dest)
+    d.get(base + "/search?q=database+server+rejects+clients")
+    why = d.find_element(By.ID, "mode-why").text
+    check("modes: model installed, no vectors yet", why == "The store holds no vectors of minilm-l6-static@1/4 yet: run `memtrail embed`.", why)
+    memtrail("embed")
+
+    d.get(base + "/search?q=database+server+rejects+clients")
+    sel = d.find_element(By.ID, "mode")
+    opts = [o.get_attribute("value") for o in sel.find_elements(By.TAG_NAME, "option")]
+    check("modes: keyword, semantic, hybrid", sel.is_enabled() and opts == ["keyword", "semantic", "hybrid"], opts)
+    check("modes: keyword by default", sel.get_attribute("value") == "keyword")
+    from selenium.webdriver.support.ui import Select
+    Select(sel).select_by_value("semantic")
+    ranked = wait_for(lambda: d.find_element(By.ID, "ranked").text)
+    check("modes: ranked by meaning", ranked == "Ranked by meaning.", ranked)
+    check("modes: the address carries the mode", wait_for(lambda: "mode=semantic" in d.current_url), d.current_url)
+    first = d.find_element(By.CSS_SELECTOR, "#results li.hit .snippet").text
+    check("modes: by meaning, the prompt it means first",
+          first.startswith("Postgres keeps refusing connections"), first)
+    Select(d.find_element(By.ID, "mode")).select_by_value("hybrid")
+    ranked = wait_for(lambda: d.find_element(By.ID, "ranked").text == "Ranked by words and meaning (hybrid)." and "ok")
+    check("modes: hybrid", ranked == "ok", d.find_element(By.ID, "ranked").text)
+    first = d.find_element(By.CSS_SELECTOR, "#results li.hit .snippet").text
+    check("modes: hybrid, the same prompt first", first.startswith("Postgres keeps refusing connections"), first)
+    not_pwned(d, "search by meaning")
 
 
 if __name__ == "__main__":

@@ -137,55 +137,13 @@ fn embed_then_search_by_meaning_and_hybrid() {
     assert_eq!(exact["hits"][0]["message_index"], 1, "{exact}");
 }
 
-/// A tiny static model (4 dimensions, one per topic: databases, money, files, looks) written
-/// where `models install` puts the real one, so that search by meaning is tested without the
-/// 83 MB download: a text's vector is the mean of its tokens' rows, so each message below
-/// points along its topic's axis, exactly, and a query of one topic's words finds it.
+/// The tiny 4-dimension model ([`crate::support::write_tiny_model`]) installed where `models
+/// install` puts the real one.
 fn install_tiny_model(sb: &Sandbox) {
-    let dest = sb
-        .home
-        .join(".local/share/memtrail/models/minilm-l6-static");
-    std::fs::create_dir_all(&dest).unwrap();
-    let topics: [&[&str]; 4] = [
-        &[
-            "postgres",
-            "refusing",
-            "connections",
-            "database",
-            "server",
-            "rejects",
-            "clients",
-        ],
-        &["invoice", "total", "discount", "vat", "billing", "amount"],
-        &["ls", "la", "hidden", "files", "directory", "listing"],
-        &["dark", "theme", "toggle", "colors", "appearance"],
-    ];
-    let mut vocab: Vec<String> = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let mut rows: Vec<f32> = vec![0.0; vocab.len() * 4];
-    for (axis, words) in topics.iter().enumerate() {
-        for w in *words {
-            vocab.push(w.to_string());
-            let mut r = [0f32; 4];
-            r[axis] = 1.0;
-            rows.extend(r);
-        }
-    }
-    let mut bytes = Vec::new();
-    for v in rows {
-        bytes.extend_from_slice(&v.to_le_bytes());
-    }
-    std::fs::write(dest.join("vocab.txt"), vocab.join("\n") + "\n").unwrap();
-    std::fs::write(dest.join("vectors.f32"), bytes).unwrap();
-    std::fs::write(
-        dest.join("model.json"),
-        json!({"name": "minilm-l6-static", "version": 1, "dim": 4, "tokens": vocab.len(),
-            "source_sha256": "test"})
-        .to_string(),
-    )
-    .unwrap();
+    crate::support::write_tiny_model(
+        &sb.home
+            .join(".local/share/memtrail/models/minilm-l6-static"),
+    );
 }
 
 const TOPICS: [&str; 4] = [

@@ -817,3 +817,67 @@ fn export_reads_a_postgresql_store_as_it_reads_sqlite() {
     assert_eq!(local.lines().count(), remote.lines().count());
     assert!(!remote.is_empty());
 }
+
+/// `memtrail [ARGS] web --port 0` in `sb`, and the port it listens on.
+fn web_on(sb: &Sandbox, args: &[&str]) -> (std::process::Child, u16) {
+    use std::io::BufRead;
+    let mut web = sb
+        .cmd()
+        .args(args)
+        .args(["web", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    let mut out = std::io::BufReader::new(web.stdout.take().unwrap());
+    out.read_line(&mut first).unwrap();
+    // Its output read to its end (a closed pipe would end the server at its next line).
+    crate::common::drain(out);
+    let port = first
+        .trim()
+        .strip_prefix("memtrail web: http://127.0.0.1:")
+        .and_then(|r| r.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("{first}"))
+        .parse()
+        .unwrap();
+    (web, port)
+}
+
+/// The analytics page answers the same from PostgreSQL (its tables aggregated for the range)
+/// as from the SQLite store it was synced from (the summary tables): the demo session and its
+/// sub-agent, on 2026-03-03 within 10:00:00–10:00:23 UTC: one main session, 3 + 3 messages
+/// (tool results are folded into their calls), one 5-minute slot of /home/user/demo, a Task
+/// and a Grep call.
+#[test]
+fn the_analytics_page_is_the_same_from_postgresql() {
+    let Some((sb, url)) = pushed("web_analytics") else {
+        return;
+    };
+    let path = "/analytics?until=2026-03-03&days=7";
+    let mut main = Vec::new();
+    for args in [vec![], vec!["--store", url.as_str()]] {
+        let (mut web, port) = web_on(&sb, &args);
+        let (code, page) = web_request(port, path, None);
+        let _ = web.kill();
+        let _ = web.wait();
+        assert_eq!(code, 200, "{args:?}: {page}");
+        let start = page.find("<main").unwrap();
+        let end = page.find("</main>").unwrap();
+        main.push(page[start..end].to_string());
+    }
+    assert_eq!(main[0], main[1]);
+    let pg = &main[1];
+    for shown in [
+        "<tbody><tr><td><span class=\"badge agent\">claude</span></td><td class=\"num\">1</td><td class=\"num\">6</td><td class=\"num\">1</td></tr></tbody>",
+        "<title>2026-03-03 · claude: 6 messages</title>",
+        "<title>2026-03-03 · claude-opus-4-6: 2 messages</title>",
+        "<title>2026-03-03 · claude-haiku-4-5-20251001: 2 messages</title>",
+        "<td class=\"path\">/home/user/demo</td>",
+        "data-ms=\"300000\">5 min</td>",
+        "<code>Grep</code>",
+        "<code>Task</code>",
+        "No file edited.",
+    ] {
+        assert!(pg.contains(shown), "missing {shown}: {pg}");
+    }
+}

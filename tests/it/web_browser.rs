@@ -156,6 +156,8 @@ fn web_pages_in_a_real_browser() {
         .to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
 
+    let model = dir.path().join("tiny-model");
+    crate::support::write_tiny_model(&model);
     let started = Instant::now();
     let mut py = sandbox_cmd(&env, dir.path(), &tools.python);
     py.arg(repo_root().join("tests/browser/web_test.py"))
@@ -171,6 +173,13 @@ fn web_pages_in_a_real_browser() {
             "MEMTRAIL_WEB_TEST_BIG",
             home.join(format!(".claude/projects/-home-user-big/{BIG}.jsonl")),
         )
+        // The analytics check imports fixtures/web/hostile-edit.jsonl; the mode check installs
+        // the tiny test model from here, then runs `memtrail embed`.
+        .env(
+            "MEMTRAIL_WEB_TEST_FIXTURES",
+            repo_root().join("fixtures/web"),
+        )
+        .env("MEMTRAIL_WEB_TEST_MODEL", &model)
         .env("SE_AVOID_STATS", "true");
     let out = common::run(py, "selenium web_test.py");
     common::kill_group(&mut server);

@@ -12,6 +12,7 @@
 //! transcript text escaped (maud escapes by default; transcripts are never rendered as HTML or
 //! Markdown, and no link is ever built from their text).
 
+mod analytics;
 pub mod export;
 mod pages;
 mod security;
@@ -38,6 +39,46 @@ pub type DeleteFn = dyn Fn(&str) -> anyhow::Result<SessionInfo> + Send + Sync;
 /// What `memtrail status --json` prints, as a JSON value.
 pub type StatusFn = dyn Fn() -> anyhow::Result<serde_json::Value> + Send + Sync;
 
+/// How a search ranks: by its words (BM25), by meaning (the configured model's vectors), or
+/// both fused (hybrid), as `memtrail search --mode` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Keyword,
+    Semantic,
+    Hybrid,
+}
+
+impl Mode {
+    /// The form's value: `keyword`, `semantic`, `hybrid`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Keyword => "keyword",
+            Mode::Semantic => "semantic",
+            Mode::Hybrid => "hybrid",
+        }
+    }
+}
+
+/// Searches by meaning (`Mode::Semantic` or `Mode::Hybrid`): the hits and the messages not yet
+/// searchable, as [`ReadStore::search`] answers.
+pub type MeaningFn = dyn Fn(
+        &str,
+        &memtrail_runtime::query::SearchFilter,
+        Mode,
+    ) -> anyhow::Result<(Vec<memtrail_runtime::query::Hit>, i64)>
+    + Send
+    + Sync;
+/// Whether searches by meaning can run now: `Ok(model)` with the model's id, or `Err(why)`,
+/// a sentence the page shows under the disabled mode selector (what to run to enable it).
+pub type MeaningReadyFn = dyn Fn() -> Result<String, String> + Send + Sync;
+
+/// Search by meaning, where the binary offers it.
+#[derive(Clone)]
+pub struct Meaning {
+    pub ready: Arc<MeaningReadyFn>,
+    pub search: Arc<MeaningFn>,
+}
+
 /// What the page serves: the store behind it and what it may do besides reading.
 #[derive(Clone)]
 pub struct Backend {
@@ -50,6 +91,8 @@ pub struct Backend {
     pub status: Option<Arc<StatusFn>>,
     /// The store's name as shown on the page (a path, or a URL with its password masked).
     pub label: String,
+    /// Search by meaning; `None` where there is none (the page's mode selector says so).
+    pub meaning: Option<Meaning>,
 }
 
 /// How the server listens and whom it lets in.
@@ -187,6 +230,7 @@ pub fn router(backend: Backend, access: Access) -> Router {
         .route("/session/handoff", get(handoff_page))
         .route("/session/live", get(live_messages))
         .route("/session/delete", get(delete_confirm).post(delete_session))
+        .route("/analytics", get(analytics_page))
         .route("/status", get(status_page))
         .route("/assets/{name}", get(asset))
         .fallback(not_found)
@@ -280,7 +324,24 @@ pub(crate) struct SearchParams {
     /// `relevance` (default) or `newest`.
     #[serde(default)]
     pub sort: String,
+    /// `keyword` (default), `semantic` or `hybrid`.
+    #[serde(default)]
+    pub mode: String,
 }
+
+/// The search results and what the page says about them.
+pub(crate) struct Found {
+    pub hits: Vec<memtrail_runtime::query::Hit>,
+    pub unindexed: i64,
+    /// The mode the hits were ranked by.
+    pub mode: Mode,
+}
+
+/// The mode selector's state: the model's id when search by meaning can run, else why not.
+pub(crate) type ModeState = Result<String, String>;
+
+/// Said when the binary has no search by meaning for this store.
+const NO_MEANING: &str = "Search by meaning is not available for this store.";
 
 /// Hits per search.
 pub(crate) const SEARCH_LIMIT: usize = 50;
@@ -305,6 +366,26 @@ async fn search_page(
 ) -> Page {
     use memtrail_runtime::time::{Bound, parse_date};
     let fragment = is_htmx(&headers);
+    let modes: ModeState = match app.backend.meaning.clone() {
+        Some(m) => tokio::task::spawn_blocking(move || (m.ready)())
+            .await
+            .map_err(|e| WebError::internal(&e))?,
+        None => Err(NO_MEANING.to_string()),
+    };
+    let mode = match (p.mode.as_str(), &modes) {
+        ("", _) | ("keyword", _) => Mode::Keyword,
+        ("semantic" | "hybrid", Err(why)) => {
+            return Err(WebError::new(StatusCode::BAD_REQUEST, why.clone()));
+        }
+        ("semantic", Ok(_)) => Mode::Semantic,
+        ("hybrid", Ok(_)) => Mode::Hybrid,
+        (other, _) => {
+            return Err(WebError::new(
+                StatusCode::BAD_REQUEST,
+                format!("no search mode {other:?}: keyword, semantic or hybrid"),
+            ));
+        }
+    };
     let results = if p.q.trim().is_empty() {
         None
     } else {
@@ -325,26 +406,43 @@ async fn search_page(
             limit: SEARCH_LIMIT,
         };
         let q = p.q.clone();
-        let found = app
-            .with_store(move |s| {
-                let hits = match s.search(&q, &filter) {
-                    // A query without a searchable word finds nothing; say so, not an error.
-                    Err(memtrail_runtime::Error::Invalid(_)) => Vec::new(),
-                    r => r?,
-                };
-                Ok((hits, s.unindexed()))
-            })
-            .await?;
-        let (mut hits, unindexed) = found.unwrap_or_default();
+        let (mut hits, unindexed) = match (mode, app.backend.meaning.clone()) {
+            (Mode::Semantic | Mode::Hybrid, Some(m)) => {
+                let _permit = app
+                    .busy
+                    .acquire()
+                    .await
+                    .map_err(|e| WebError::internal(&e))?;
+                tokio::task::spawn_blocking(move || (m.search)(&q, &filter, mode))
+                    .await
+                    .map_err(|e| WebError::internal(&e))?
+                    .map_err(WebError::from)?
+            }
+            _ => app
+                .with_store(move |s| {
+                    let hits = match s.search(&q, &filter) {
+                        // A query without a searchable word finds nothing; say so, not an error.
+                        Err(memtrail_runtime::Error::Invalid(_)) => Vec::new(),
+                        r => r?,
+                    };
+                    Ok((hits, s.unindexed()))
+                })
+                .await?
+                .unwrap_or_default(),
+        };
         if p.sort == "newest" {
             hits.sort_by(|a, b| b.timestamp.cmp(&a.timestamp));
         }
-        Some((hits, unindexed))
+        Some(Found {
+            hits,
+            unindexed,
+            mode,
+        })
     };
     let body = if fragment {
         pages::search_results(&p, results.as_ref())
     } else {
-        pages::search_page(&app, &p, results.as_ref())
+        pages::search_page(&app, &p, &modes, results.as_ref())
     };
     Ok(body.into_response())
 }
@@ -618,6 +716,54 @@ async fn delete_session(State(app): State<Arc<App>>, Form(f): Form<DeleteForm>) 
         "/sessions?deleted={}",
         security::encode(&info.session_id)
     ))
+    .into_response())
+}
+
+/// The analytics page's fields.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct AnalyticsParams {
+    /// Days of the per-day charts (1 to [`analytics::MAX_DAYS`]; default
+    /// [`analytics::DEFAULT_DAYS`]).
+    #[serde(default, deserialize_with = "empty_as_none")]
+    pub days: Option<i64>,
+    /// The last day shown (`YYYY-MM-DD`, or any date `--until` takes); default today (UTC).
+    #[serde(default)]
+    pub until: String,
+}
+
+/// An empty form field as unset; a number otherwise (a 400 when it is not one).
+fn empty_as_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    let s = String::deserialize(d)?;
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(None);
+    }
+    s.parse().map(Some).map_err(serde::de::Error::custom)
+}
+
+async fn analytics_page(State(app): State<Arc<App>>, Query(p): Query<AnalyticsParams>) -> Page {
+    use memtrail_runtime::analytics::DAY_MS;
+    use memtrail_runtime::time::{Bound, parse_date};
+    let last_ms = match opt(&p.until) {
+        Some(u) => parse_date(&u, Bound::Start)
+            .map_err(|e| WebError::new(StatusCode::BAD_REQUEST, e.to_string()))?,
+        None => memtrail_runtime::now_ms(),
+    };
+    let last = last_ms.div_euclid(DAY_MS);
+    let days = p
+        .days
+        .unwrap_or(analytics::DEFAULT_DAYS)
+        .clamp(1, analytics::MAX_DAYS);
+    let range = analytics::store_range(last, days);
+    let a = app
+        .with_store(move |s| Ok(s.analytics(range)?))
+        .await?
+        .unwrap_or_default();
+    Ok(pages::layout(
+        "Analytics",
+        "Analytics",
+        analytics::body(&p, &a, last, days),
+    )
     .into_response())
 }
 

@@ -4,11 +4,11 @@
 //! are this server's own paths with percent-encoded query values.
 
 use crate::security::encode;
-use crate::{App, MESSAGES_PER_PAGE, SearchParams, SessionsParams};
+use crate::{App, Found, MESSAGES_PER_PAGE, ModeState, SearchParams, SessionsParams};
 use axum::http::StatusCode;
 use maud::{DOCTYPE, Markup, html};
 use memtrail_adapters::{Agent, ToolCall};
-use memtrail_runtime::query::{HL_END, HL_START, Hit, MessageView, SessionSummary, SessionView};
+use memtrail_runtime::query::{HL_END, HL_START, MessageView, SessionSummary, SessionView};
 use memtrail_runtime::resume::Timeline;
 use memtrail_runtime::snapshot::Snapshot;
 
@@ -21,7 +21,7 @@ const ROLES: [&str; 4] = ["user", "assistant", "tool", "system"];
 
 /// The page around `body`: the header with the navigation, the scripts (files of this server
 /// only), the title `title`; `nav` is the current section.
-fn layout(title: &str, nav: &str, body: Markup) -> Markup {
+pub(crate) fn layout(title: &str, nav: &str, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -40,7 +40,7 @@ fn layout(title: &str, nav: &str, body: Markup) -> Markup {
                 header.top {
                     a.brand href="/" { "memtrail" }
                     nav aria-label="main" {
-                        @for (href, name) in [("/", "Search"), ("/sessions", "Sessions"), ("/status", "Status")] {
+                        @for (href, name) in [("/", "Search"), ("/sessions", "Sessions"), ("/analytics", "Analytics"), ("/status", "Status")] {
                             @if name == nav {
                                 a href=(href) aria-current="page" { (name) }
                             } @else {
@@ -103,7 +103,8 @@ fn agent_names() -> Vec<&'static str> {
 pub(crate) fn search_page(
     _app: &App,
     p: &SearchParams,
-    results: Option<&(Vec<Hit>, i64)>,
+    modes: &ModeState,
+    results: Option<&Found>,
 ) -> Markup {
     let agents = agent_names();
     layout(
@@ -127,6 +128,7 @@ pub(crate) fn search_page(
                     (select("role", "Role", &p.role, &ROLES))
                     label { "Since " input type="text" name="since" value=(p.since) placeholder="7d, 2026-01-31" size="10"; }
                     label { "Until " input type="text" name="until" value=(p.until) size="10"; }
+                    (mode_select(p, modes))
                     label {
                         "Sort "
                         select name="sort" {
@@ -141,19 +143,48 @@ pub(crate) fn search_page(
     )
 }
 
+/// The mode selector: keyword, semantic, hybrid when search by meaning can run (the model
+/// named); else disabled, keyword only, with why and what to run.
+fn mode_select(p: &SearchParams, modes: &ModeState) -> Markup {
+    const MODES: [(&str, &str); 3] = [
+        ("keyword", "keyword"),
+        ("semantic", "by meaning"),
+        ("hybrid", "hybrid (both)"),
+    ];
+    html! {
+        @match modes {
+            Ok(model) => label title=(format!("search by meaning with {model}")) {
+                "Mode "
+                select name="mode" id="mode" {
+                    @for (v, name) in MODES {
+                        option value=(v) selected[p.mode == v || (p.mode.is_empty() && v == "keyword")] { (name) }
+                    }
+                }
+            },
+            Err(why) => span.mode-off {
+                label { "Mode " select name="mode" id="mode" disabled aria-describedby="mode-why" { option value="keyword" selected { "keyword" } } }
+                " " span.hint id="mode-why" { (why) }
+            },
+        }
+    }
+}
+
 /// The results part of the search page (what htmx swaps in).
-pub(crate) fn search_results(p: &SearchParams, results: Option<&(Vec<Hit>, i64)>) -> Markup {
+pub(crate) fn search_results(p: &SearchParams, results: Option<&Found>) -> Markup {
     html! {
         @match results {
             None => p.hint { "Type to search. Every word must match; "
                 code { "\"quoted phrase\"" } ", " code { "prefix*" } ", " code { "-word" } " and " code { "OR" } " work." }
-            Some((hits, unindexed)) => {
+            Some(Found { hits, unindexed, mode }) => {
                 @if *unindexed > 0 {
                     p.note { (unindexed) " new messages are not searched yet (the store is busy); search again in a moment." }
                 }
                 @if hits.is_empty() {
                     p.empty { "No matches for " q { (p.q) } "." }
                 } @else {
+                    @if *mode != crate::Mode::Keyword {
+                        p.ranked id="ranked" { "Ranked " (if *mode == crate::Mode::Semantic { "by meaning" } else { "by words and meaning (hybrid)" }) "." }
+                    }
                     p.count { (hits.len()) @if hits.len() == crate::SEARCH_LIMIT { "+" } @if hits.len() == 1 { " hit" } @else { " hits" } }
                     ol.hits {
                         @for h in hits {

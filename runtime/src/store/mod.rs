@@ -67,6 +67,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub(crate) mod analytics;
 mod cursors;
 mod files;
 mod index_text;

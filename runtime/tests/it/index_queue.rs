@@ -218,7 +218,7 @@ fn a_v3_store_migrates_with_its_index_and_queues_from_then_on() {
         .unwrap();
     }
     let mut store = Store::open(&path).unwrap();
-    assert_eq!(store.stats().unwrap().schema_version, 7);
+    assert_eq!(store.stats().unwrap().schema_version, 8);
     // Schema 5: FTS5 removes deleted terms from the segments at once.
     let secure: i64 = rusqlite::Connection::open(&path)
         .unwrap()

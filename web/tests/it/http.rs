@@ -56,6 +56,7 @@ fn backend(db: &Path) -> Backend {
         })),
         status: None,
         label: db.display().to_string(),
+        meaning: None,
     }
 }
 
@@ -583,4 +584,130 @@ async fn live_streams_are_bounded() {
     held.pop();
     let again = app.clone().oneshot(open()).await.unwrap();
     assert_eq!(again.status(), StatusCode::OK);
+}
+
+/// The text of the `<tbody>` rows of table `id` on `page`: each row's cells, tags removed.
+fn table_rows(page: &str, id: &str) -> Vec<Vec<String>> {
+    let start = page
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no table {id}"));
+    let body = &page[start..];
+    let body = &body[body.find("<tbody>").unwrap()..body.find("</tbody>").unwrap()];
+    body.split("<tr>")
+        .skip(1)
+        .map(|row| {
+            row.split("<td")
+                .skip(1)
+                .map(|cell| {
+                    let cell = &cell[cell.find('>').unwrap() + 1..];
+                    let mut text = String::new();
+                    let mut in_tag = false;
+                    for c in cell.chars() {
+                        match c {
+                            '<' => in_tag = true,
+                            '>' => in_tag = false,
+                            c if !in_tag => text.push(c),
+                            _ => {}
+                        }
+                    }
+                    text.trim().to_string()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The analytics page of the seeded store, its figures counted by hand from the fixtures: on
+/// 2026-03-03 (UTC) the demo session (3 messages: the prompt, a Task call, the answer; the
+/// tool result is folded into its call), its sub-agent (3: prompt, a Grep call, the answer)
+/// and the hostile session (3: prompt, an answer, a Bash call), all within 10:00:00–10:00:23,
+/// one 5-minute slot per project. Main sessions started: 2 (the sub-agent is part of its
+/// parent's).
+#[tokio::test]
+async fn analytics_counts_the_fixtures_and_escapes_their_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = app(&seeded(dir.path()), None);
+    let p = get(&app, "/analytics?until=2026-03-03&days=7").await;
+    assert_eq!(p.status, StatusCode::OK);
+    let b = &p.body;
+    assert_eq!(table_rows(b, "totals"), [["claude", "2", "9", "1"]]);
+    assert_eq!(
+        table_rows(b, "projects"),
+        [
+            // '<' sorts before 'd': on a tie, by name.
+            ["/home/user/&lt;img src=x onerror=alert(1)&gt;", "", "5 min"],
+            ["/home/user/demo", "", "5 min"],
+        ]
+    );
+    assert_eq!(
+        table_rows(b, "tools"),
+        [
+            ["Bash", "", "1", "0", "0.0 %"],
+            ["Grep", "", "1", "0", "0.0 %"],
+            ["Task", "", "1", "0", "0.0 %"],
+        ]
+    );
+    assert!(b.contains("No file edited."));
+    // Per day: one piece per agent and model on 2026-03-03, nothing on the other six days.
+    for t in [
+        "<title>2026-03-03 · claude: 9 messages</title>",
+        "<title>2026-03-03 · claude: 2 sessions</title>",
+        "<title>2026-03-03 · claude-opus-4-6: 4 messages</title>",
+        "<title>2026-03-03 · claude-haiku-4-5-20251001: 2 messages</title>",
+        "<title>2026-03-03 · (no model: user messages, tool results): 3 messages</title>",
+        "<title>2026-03-03: 9 messages</title>",
+        "<title>2026-03-02: 0 messages</title>",
+    ] {
+        assert!(b.contains(t), "missing {t}");
+    }
+    // The heatmap: 52 weeks and this one's Sunday to Tuesday, a cell each; 4 pieces above.
+    assert_eq!(b.matches(" messages</title>").count(), 4 + 52 * 7 + 3);
+    assert!(b.contains("id=\"no-tokens\""));
+    // The page's own charts are its only SVG.
+    assert_eq!(
+        b.matches("<svg").count(),
+        b.matches("<svg class=\"chart").count()
+    );
+    for bad in LIVE.iter().filter(|b| **b != "<svg") {
+        assert!(!b.contains(bad), "holds {bad:?}");
+    }
+    assert_eq!(b.matches("<script").count(), 2);
+    // A date it cannot read is a 400; a number of days is clamped.
+    let bad = get(&app, "/analytics?until=soon").await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    let bad = get(&app, "/analytics?days=many").await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    let many = get(&app, "/analytics?until=2026-03-03&days=100000").await;
+    assert_eq!(many.status, StatusCode::OK);
+    assert!(many.body.contains("2025-03-03 to 2026-03-03"), "366 days");
+}
+
+/// Without search by meaning, the mode selector is disabled with the reason, and a search by
+/// meaning asked for in the address is a 400 that says why.
+#[tokio::test]
+async fn the_mode_selector_says_why_search_by_meaning_is_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = app(&seeded(dir.path()), None);
+    let p = get(&app, "/search?q=hostilemarker").await;
+    assert_eq!(p.status, StatusCode::OK);
+    assert!(p.body.contains(
+        "<select name=\"mode\" id=\"mode\" disabled aria-describedby=\"mode-why\"><option value=\"keyword\" selected>keyword</option></select>"
+    ), "{}", p.body);
+    assert!(p.body.contains(
+        "<span class=\"hint\" id=\"mode-why\">Search by meaning is not available for this store.</span>"
+    ));
+    assert!(p.body.contains("<p class=\"count\">2 hits</p>"));
+    assert!(!p.body.contains("id=\"ranked\""));
+    for mode in ["semantic", "hybrid"] {
+        let p = get(&app, &format!("/search?q=hostilemarker&mode={mode}")).await;
+        assert_eq!(p.status, StatusCode::BAD_REQUEST, "{mode}");
+        assert!(
+            p.body
+                .contains("Search by meaning is not available for this store.")
+        );
+    }
+    assert_eq!(
+        get(&app, "/search?q=x&mode=fuzzy").await.status,
+        StatusCode::BAD_REQUEST
+    );
 }
