@@ -22,8 +22,8 @@ pub mod vocabulary;
 
 /// Each agent's module under its short name (`memtrail_adapters::codex`).
 pub use agents::{
-    aider, claude, cline, codex, continuedev, copilotcli, crush, cursor, droid, gemini, goose, opencode,
-    pi, qwen, roo, vscode,
+    aider, claude, cline, codex, continuedev, copilotcli, crush, cursor, droid, gemini, goose,
+    opencode, pi, qwen, roo, vscode,
 };
 
 pub use env::Env;
