@@ -5,7 +5,7 @@
 //!    stores; `memtrail import --agent aider` finds both without being told where the second is,
 //!    stores each message once, and a run appended later adds only its messages.
 //! 2. The real CLI (`aider-chat` from PyPI: `MEMTRAIL_AIDER_BIN`, else
-//!    `target/aider-venv/v/bin/aider`; skipped without it unless `MEMTRAIL_REQUIRE_E2E=1`): one
+//!    `$MEMTRAIL_E2E_TOOLS/aider/bin/aider` from scripts/e2e-deps; skipped without it unless `MEMTRAIL_REQUIRE_E2E=1`): one
 //!    `aider --message` run in a fresh git repository against the loopback stub
 //!    `stub_chat_completions.py`; the log it writes is imported: the prompt, the answer and
 //!    Aider's report, once.
@@ -135,13 +135,13 @@ fn aider_bin() -> Result<PathBuf, String> {
     if let Some(p) = bin_from_env("MEMTRAIL_AIDER_BIN")? {
         return Ok(p);
     }
-    let p = repo_root().join("target/aider-venv/v/bin/aider");
+    let p = crate::common::e2e_tools_dir().join("aider/bin/aider");
     if p.is_file() {
         Ok(p)
     } else {
         Err(format!(
-            "no Aider: set MEMTRAIL_AIDER_BIN, or `python3 -m venv target/aider-venv/v && \
-             target/aider-venv/v/bin/pip install aider-chat` ({} missing)",
+            "no Aider: set MEMTRAIL_AIDER_BIN, or run scripts/e2e-deps (it installs aider-chat \
+             into {})",
             p.display()
         ))
     }
