@@ -136,7 +136,12 @@ pub const VARIABLES: &[Variable] = &[
     v(
         "PAGER",
         Group::Standard,
-        "The pager `memtrail browse` opens a session in [default: less].",
+        "The pager `sessions show` (on a terminal) and `memtrail browse` open a session in [default: less -R].",
+    ),
+    v(
+        "LESS",
+        Group::Standard,
+        "less's options; unset, memtrail gives the pager FRX (quit when it fits, colours, keep the screen).",
     ),
     v(
         "VISUAL",
@@ -247,6 +252,41 @@ pub const VARIABLES: &[Variable] = &[
         "QWEN_RUNTIME_DIR",
         Group::Agent,
         "Qwen Code's runtime folder [default: QWEN_HOME].",
+    ),
+    v(
+        "CONTINUE_GLOBAL_DIR",
+        Group::Agent,
+        "Continue's folder [default: ~/.continue].",
+    ),
+    v(
+        "GOOSE_PATH_ROOT",
+        Group::Agent,
+        "Goose's root: its config, data and plugin folders below it [default: the XDG folders].",
+    ),
+    v(
+        "CRUSH_GLOBAL_CONFIG",
+        Group::Agent,
+        "Crush's config folder [default: $XDG_CONFIG_HOME/crush].",
+    ),
+    v(
+        "CRUSH_GLOBAL_DATA",
+        Group::Agent,
+        "Crush's data folder (projects.json) [default: $XDG_DATA_HOME/crush].",
+    ),
+    v(
+        "CRUSH_SKILLS_DIR",
+        Group::Agent,
+        "Crush's skills folder [default: $XDG_CONFIG_HOME/crush/skills].",
+    ),
+    v(
+        "CLINE_DIR",
+        Group::Agent,
+        "The Cline CLI's folder [default: ~/.cline].",
+    ),
+    v(
+        "CLINE_DATA_DIR",
+        Group::Agent,
+        "Cline's data folder (tasks, settings) [default: CLINE_DIR/data].",
     ),
     v(
         "VSCODE_PORTABLE",

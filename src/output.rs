@@ -29,6 +29,23 @@ pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// A writer that passes what it is given through [`terminal_safe`]: for output bound for a
+/// terminal that carries transcript text in a format that does not escape every control
+/// character (HTML escapes only `& < > "`; JSON leaves DEL and C1 as they are). Each `write`
+/// must hold whole UTF-8 characters, as `write_all` of a `str` does (a split one becomes `�`).
+pub struct TerminalSafe<W: std::io::Write>(pub W);
+
+impl<W: std::io::Write> std::io::Write for TerminalSafe<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0.write_all(terminal_safe(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// Transcript text made safe to print on a terminal: control characters (escape sequences a
 /// transcript may hold, carriage returns, …) become `�`; `keep` (highlight markers) stays.
 pub fn printable(s: &str, keep: &[char]) -> String {
@@ -216,6 +233,20 @@ pub fn fit(text: &str, width: usize) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What an exported HTML or JSON page would pass on to a terminal: ESC (C0), DEL and CSI
+    /// (C1, U+009B) from a transcript become `�`; newlines and tabs stay.
+    #[test]
+    fn terminal_safe_writer_makes_control_characters_visible() {
+        use std::io::Write;
+        let mut w = TerminalSafe(Vec::new());
+        w.write_all("<p>a\u{1b}[31mred\u{7f}\u{9b}2J</p>\n\tb".as_bytes())
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(w.0).unwrap(),
+            "<p>a\u{fffd}[31mred\u{fffd}\u{fffd}2J</p>\n\tb"
+        );
+    }
 
     #[test]
     fn fit_cuts_to_display_columns_with_an_ellipsis() {

@@ -94,7 +94,7 @@ const SETTINGS: &[Setting] = &[
         "embed.url",
         Kind::Text,
         &[],
-        false,
+        true,
         "An OpenAI-compatible embeddings endpoint instead of the local model (https://, or http:// to this machine only); memtrail POSTs to {url}/embeddings.",
     ),
     s(
@@ -382,7 +382,9 @@ pub fn show(db: &StoreLocation, json: bool) -> Result<ExitCode> {
             serde_json::to_string_pretty(&json!({
                 "file": path,
                 "exists": text.is_some(),
-                "problem": problem,
+                // The parser's message quotes the line it stopped at: a URL with its
+                // password, say.
+                "problem": problem.as_deref().map(memtrail_runtime::redact::redact),
                 "unknown": unknown,
                 "settings": settings,
             }))?
@@ -675,6 +677,13 @@ pub fn edit() -> Result<ExitCode> {
     if text.as_deref() == Some(edited.as_str()) || (text.is_none() && edited == start) {
         eprintln!("no change to {}", path.display());
         return Ok(ExitCode::SUCCESS);
+    }
+    // Owner-only whatever the editor did to the file (one that saves by writing a new file
+    // leaves it with the umask's mode).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o600))?;
     }
     if let Err(e) = validate(&edited) {
         let kept = path.with_extension("toml.rejected");

@@ -66,7 +66,7 @@ fn run(db: &StoreLocation, a: ExportArgs) -> Result<ExitCode> {
         };
         let s = store.session_summary(rowid)?;
         match &a.output {
-            None => write_session(store, &s, a.format, &mut std::io::stdout().lock())?,
+            None => write_session(store, &s, a.format, &mut stdout_writer())?,
             Some(p) => {
                 let path = if p.is_dir() {
                     p.join(file_name(&s, a.format))
@@ -101,7 +101,7 @@ fn run(db: &StoreLocation, a: ExportArgs) -> Result<ExitCode> {
         ..Default::default()
     };
     let mut n = 0usize;
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = stdout_writer();
     // Sessions are listed by last activity, a page at a time. One that hooks update meanwhile
     // moves to the top: the pages after it shift (a session comes twice: written once, by
     // the `done` set) and it is not met again; so a last pass takes the sessions active since
@@ -162,7 +162,25 @@ fn file_name(s: &SessionSummary, f: ExportFormat) -> String {
             }
         })
         .collect();
-    format!("{}-{safe}.{}", s.agent, f.ext())
+    // The agent's name too: a pulled or PostgreSQL store's rows are another machine's word.
+    let agent: String = s
+        .agent
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    format!("{agent}-{safe}.{}", f.ext())
+}
+
+/// Standard output; on a terminal, with every control character of the transcripts' text made
+/// visible ([`crate::output::TerminalSafe`]): HTML and JSON would pass escape sequences on.
+fn stdout_writer() -> Box<dyn Write> {
+    use std::io::IsTerminal;
+    let out = std::io::stdout();
+    if out.is_terminal() {
+        Box::new(crate::output::TerminalSafe(out.lock()))
+    } else {
+        Box::new(out.lock())
+    }
 }
 
 /// The folder `d`, created with mode 0700 when missing.

@@ -90,9 +90,12 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         let title = printable(h.title.as_deref().unwrap_or("(untitled)"), &[]);
         let about = format!(
             "  ({} · {} · {})",
-            h.agent,
+            printable(&h.agent, &[]),
             printable(h.project.as_deref().unwrap_or("?"), &[]),
-            h.timestamp.as_deref().map(short_time).unwrap_or("?".into())
+            printable(
+                &h.timestamp.as_deref().map(short_time).unwrap_or("?".into()),
+                &[]
+            )
         );
         let number = format!("{}. ", i + 1);
         let title = match columns {

@@ -32,6 +32,9 @@ import { spawn } from "node:child_process"
 const MEMTRAIL_BIN = "__MEMTRAIL_BIN__"
 const HOOK_TIMEOUT_MS = 5000
 const MCP_TIMEOUT_MS = 30000
+// The tool list, asked once as pi starts: pi waits for it, so a stuck memtrail costs pi 5 s at
+// most (then pi starts without memtrail's tools).
+const LIST_TIMEOUT_MS = 5000
 const MAX_REPLY_CHARS = 1024 * 1024
 const MAX_CONTEXT_CHARS = 20000
 
@@ -116,7 +119,7 @@ async function hook(hookEvent, piEvent, ctx, source) {
 // --------------------------------------------------------------------------------- MCP tools
 
 /** One MCP exchange with `memtrail mcp`: initialize, then `method` with `params`. */
-async function mcp(method, params, cwd) {
+async function mcp(method, params, cwd, timeoutMs = MCP_TIMEOUT_MS) {
   const lines = [
     { jsonrpc: "2.0", id: 1, method: "initialize", params: {
       protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "memtrail-pi", version: "1" },
@@ -124,7 +127,7 @@ async function mcp(method, params, cwd) {
     { jsonrpc: "2.0", method: "notifications/initialized" },
     { jsonrpc: "2.0", id: 2, method, params },
   ]
-  const out = await run(["mcp"], lines.map((l) => JSON.stringify(l)).join("\n") + "\n", MCP_TIMEOUT_MS, cwd)
+  const out = await run(["mcp"], lines.map((l) => JSON.stringify(l)).join("\n") + "\n", timeoutMs, cwd)
   for (const line of out.split("\n")) {
     try {
       const v = JSON.parse(line)
@@ -194,6 +197,6 @@ export default async function (pi) {
     if (!c || !event || typeof event.systemPrompt !== "string") return
     return { systemPrompt: `${event.systemPrompt}\n\n${c}` }
   })
-  const listed = await mcp("tools/list", {}, process.cwd())
+  const listed = await mcp("tools/list", {}, process.cwd(), LIST_TIMEOUT_MS)
   registerTools(pi, (listed && listed.result && listed.result.tools) || [])
 }

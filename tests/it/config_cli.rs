@@ -118,8 +118,9 @@ fn a_wrong_value_or_a_malformed_file_changes_nothing() {
     // An unknown key and an environment-only one.
     let (ok, _, err) = run(&sb, &["config", "set", "sync.nope", "x"]);
     assert!(
-        !ok && err
-            .starts_with("memtrail: no setting `sync.nope`; the settings are: exclude, sync.url,"),
+        !ok && err.starts_with(
+            "memtrail: no setting `sync.nope`; the settings are: exclude, aider.roots, sync.url,"
+        ),
         "{err}"
     );
     let (ok, _, err) = run(&sb, &["config", "set", "store.path", "/x"]);
