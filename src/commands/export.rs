@@ -102,6 +102,12 @@ fn run(db: &StoreLocation, a: ExportArgs) -> Result<ExitCode> {
     };
     let mut n = 0usize;
     let mut stdout = stdout_writer();
+    // A count on stderr while it runs (not when the sessions stream to the same terminal).
+    let streaming_to_terminal = dir.is_none() && {
+        use std::io::IsTerminal;
+        std::io::stdout().is_terminal()
+    };
+    let pb = crate::output::spinner("exporting: {pos} sessions", streaming_to_terminal);
     // Sessions are listed by last activity, a page at a time. One that hooks update meanwhile
     // moves to the top: the pages after it shift (a session comes twice: written once, by
     // the `done` set) and it is not met again; so a last pass takes the sessions active since
@@ -128,6 +134,7 @@ fn run(db: &StoreLocation, a: ExportArgs) -> Result<ExitCode> {
                     None => write_session(store, s, a.format, &mut stdout)?,
                 }
                 n += 1;
+                pb.set_position(n as u64);
             }
             if page.len() < SESSIONS_PAGE {
                 break;
@@ -135,6 +142,7 @@ fn run(db: &StoreLocation, a: ExportArgs) -> Result<ExitCode> {
             filter.offset += page.len();
         }
     }
+    pb.finish_and_clear();
     stdout.flush()?;
     match &dir {
         Some(d) => eprintln!(
