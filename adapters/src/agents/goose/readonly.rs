@@ -83,7 +83,8 @@ fn open(program: &str, db: &Path, shared: bool) -> Result<(Connection, bool), cr
 
 /// Run the read `f` on a connection to `program`'s database `db` that writes nothing, and
 /// once more on a plain read-only connection when the first was immutable and the program
-/// started writing (a `-wal` file appeared) during it.
+/// started writing (a `-wal` file appeared) during it, whether the first read succeeded or
+/// failed (an immutable read of pages a checkpoint is rewriting can fail as well as mislead).
 ///
 /// Errors: the database cannot be opened, or `f`'s.
 pub(crate) fn with_db<T>(
@@ -92,13 +93,13 @@ pub(crate) fn with_db<T>(
     f: impl Fn(&Connection) -> Result<T, crate::Error>,
 ) -> Result<T, crate::Error> {
     let (conn, immutable) = open(program, db, false)?;
-    let out = f(&conn)?;
+    let out = f(&conn);
     drop(conn);
     if immutable && wal_of(db).exists() {
         let (conn, _) = open(program, db, true)?;
         return f(&conn);
     }
-    Ok(out)
+    out
 }
 
 /// The column names of `table` (none when it does not exist).
