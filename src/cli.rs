@@ -59,6 +59,20 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
     },
+    /// Started detached by a hook at the end of a session whose agent writes the rest of its
+    /// transcript afterwards (GitHub Copilot CLI): waits for the transcript to settle (its
+    /// final record, or 2 s unchanged; at most 30 s), then ingests it (not meant to be run by
+    /// hand).
+    #[command(hide = true)]
+    HookSettle {
+        /// The agent whose transcript this is.
+        agent: Agent,
+        /// The transcript.
+        transcript: std::path::PathBuf,
+        /// The session it belongs to.
+        #[arg(long)]
+        session: Option<String>,
+    },
     /// Import the sessions already on this machine (safe to re-run: only new content is added).
     Import {
         /// Only this agent (repeatable). Default: every supported agent.

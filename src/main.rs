@@ -62,6 +62,19 @@ fn main() -> ExitCode {
         };
         return commands::hook::hook(agent, &args, &db);
     }
+    if let Command::HookSettle {
+        agent,
+        transcript,
+        session,
+    } = &cli.command
+    {
+        // Like the hook it comes from: the local store, never a failure shown to anyone.
+        let db = match db {
+            StoreLocation::Postgres(_) if cli.store.is_none() => StoreLocation::local_from_env(),
+            db => db,
+        };
+        return commands::hook::settle(*agent, transcript, session.as_deref(), &db);
+    }
     output::set_color(cli.color);
     // `memtrail sync` carries the local store to PostgreSQL: like the hook, it keeps to the
     // local store when only `MEMTRAIL_STORE` names a PostgreSQL database. `memtrail status`
@@ -133,7 +146,7 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
             &db,
         ),
         Command::Status { check, json } => status::status(&db, check, json),
-        Command::Hook { .. } => unreachable!("handled in main"),
+        Command::Hook { .. } | Command::HookSettle { .. } => unreachable!("handled in main"),
         Command::Import {
             agents,
             since,

@@ -120,6 +120,13 @@ pub struct Quirks {
     /// `.aider.chat.history.md`): `memtrail import` also looks in the project folders of the
     /// sessions it already stores (absolute paths), through this.
     pub discover_in_projects: Option<fn(&[String]) -> Discovery>,
+    /// The agent finishes writing a session's transcript only after the hooks that end it have
+    /// run (GitHub Copilot CLI writes `events.jsonl` asynchronously, at times whole at
+    /// shutdown, after its `agentStop` and `sessionEnd` hooks). At such a session's end the
+    /// hook leaves a detached `memtrail hook-settle` that waits for the transcript to settle
+    /// and ingests it. The function says, from the transcript's last line (without its `\n`),
+    /// whether the agent has written the session's final record.
+    pub written_after_session_end: Option<fn(&[u8]) -> bool>,
 }
 
 impl Quirks {
@@ -133,6 +140,7 @@ impl Quirks {
         replies_at_pre_compact: false,
         import_only: false,
         discover_in_projects: None,
+        written_after_session_end: None,
     };
 }
 

@@ -110,17 +110,27 @@ fn write_stamp(stamp: &Path, now: SystemTime) -> std::io::Result<()> {
     f.set_modified(now)
 }
 
-/// Start `exe --db DB sync --background` detached: in a session of its own (`setsid`: the
-/// agent ending the hook's process group does not end it), stdin, stdout and stderr on
-/// `/dev/null`, not waited for.
+/// Start `exe --db DB sync --background` detached ([`spawn_detached`]).
 ///
 /// Errors: the process could not be started.
 pub fn spawn(exe: &Path, db: &Path) -> std::io::Result<()> {
+    let args: [&std::ffi::OsStr; 4] = [
+        "--db".as_ref(),
+        db.as_os_str(),
+        "sync".as_ref(),
+        "--background".as_ref(),
+    ];
+    spawn_detached(exe, &args)
+}
+
+/// Start `exe ARGS…` detached: in a session of its own (`setsid`: the agent ending the hook's
+/// process group does not end it), stdin, stdout and stderr on `/dev/null`, not waited for.
+///
+/// Errors: the process could not be started.
+pub fn spawn_detached(exe: &Path, args: &[impl AsRef<std::ffi::OsStr>]) -> std::io::Result<()> {
     use std::process::{Command, Stdio};
     let mut c = Command::new(exe);
-    c.arg("--db")
-        .arg(db)
-        .args(["sync", "--background"])
+    c.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());

@@ -48,6 +48,10 @@ pub struct HookOutcome {
     /// sync is configured and this is a session's end, or a turn's end past the interval
     /// ([`crate::autosync::claim`], which noted the start).
     pub background_sync: bool,
+    /// Transcripts the agent finishes writing after this session-ending hook: the caller starts
+    /// a detached `memtrail hook-settle` for each ([`crate::settle::spawn`]). Each is also left
+    /// in [`crate::pending`], for the next hook should that process not get to it.
+    pub settle: Vec<std::path::PathBuf>,
 }
 
 /// The hook log path: `$XDG_STATE_HOME/memtrail/hook.log`.
@@ -306,9 +310,11 @@ fn run_inner(
             // A transcript that does not exist yet is normal for these events: Claude Code
             // creates it after the first UserPromptSubmit, `claude mcp list` ends a throwaway
             // session, and the compaction agent's SubagentStop names a file never written.
+            // Copilot CLI may not have created its transcript yet at any of its hooks.
             Err(crate::Error::Io(e))
                 if e.kind() == std::io::ErrorKind::NotFound
-                    && transcript_may_be_absent(canonical) => {}
+                    && (transcript_may_be_absent(canonical)
+                        || agent.adapter().quirks().written_after_session_end.is_some()) => {}
             Err(e) => {
                 if matches!(e, crate::Error::Busy { .. }) {
                     leave_pending(agent, &event, db, p, session);
@@ -341,6 +347,15 @@ fn run_inner(
             );
         }
         outcome.ingested.extend(caught.ingested);
+    }
+    // The agent writes the rest of this session after its last hook ran (Copilot CLI): a
+    // detached process waits for the transcript to settle and ingests it. Left pending only now,
+    // after this hook's own catch-up, which would take the entry off at once.
+    if canonical == "SessionEnd" && agent.adapter().quirks().written_after_session_end.is_some() {
+        for p in &paths {
+            leave_pending(agent, &event, db, p, session);
+            outcome.settle.push(p.clone());
+        }
     }
     record_with(&mut store, agent, started, outcome, first_err.as_ref());
     match first_err {

@@ -20,6 +20,7 @@ pub mod records;
 pub mod redact;
 pub mod resume;
 pub mod seams;
+pub mod settle;
 pub mod snapshot;
 pub mod status;
 pub mod store;

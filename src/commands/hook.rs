@@ -50,5 +50,46 @@ pub fn hook(agent: Agent, args: &[String], db: &StoreLocation) -> ExitCode {
             &format!("error: could not start the background sync: {e}"),
         );
     }
+    // The agent writes the rest of the session after this hook (Copilot CLI): a detached
+    // `memtrail hook-settle` ingests it once it has settled.
+    if let Some(path) = db.sqlite_path()
+        && !outcome.settle.is_empty()
+    {
+        let session = outcome.event.as_ref().and_then(|e| e.session_id.as_deref());
+        for t in &outcome.settle {
+            if let Err(e) = std::env::current_exe()
+                .and_then(|exe| memtrail_runtime::settle::spawn(&exe, path, agent, t, session))
+            {
+                memtrail_runtime::hook::log_raw(
+                    agent.as_str(),
+                    outcome.event.as_ref().map(|e| e.event.as_str()),
+                    session,
+                    &format!("error: could not start the wait for the end of the transcript: {e}"),
+                );
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `memtrail hook-settle AGENT TRANSCRIPT [--session S]`: wait for the transcript to settle and
+/// ingest it ([`memtrail_runtime::settle::run`]); always exits 0, errors go to the hook log.
+pub fn settle(
+    agent: Agent,
+    transcript: &std::path::Path,
+    session: Option<&str>,
+    db: &StoreLocation,
+) -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        memtrail_runtime::hook::log_raw("-", None, None, &format!("panic: {info}"));
+    }));
+    if let Err(e) = memtrail_runtime::settle::run(agent, transcript, session, db) {
+        memtrail_runtime::hook::log_raw(
+            agent.as_str(),
+            Some("hook-settle"),
+            session,
+            &format!("error: {}: {e}", transcript.display()),
+        );
+    }
     ExitCode::SUCCESS
 }

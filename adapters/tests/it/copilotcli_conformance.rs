@@ -373,7 +373,15 @@ fn transcripts_identity_and_discovery() {
     );
     ev.session_id = Some("../escape".into());
     assert!(copilotcli::transcripts_for_event_in(&ev, &state).is_empty());
+    // A session not written yet: at its end (this sessionEnd) the hook still names its file,
+    // as Copilot may write it only after the hook ran (the hook leaves a wait for it); any
+    // other event of it has nothing to read.
     ev.session_id = Some("unknown-session".into());
+    assert_eq!(
+        copilotcli::transcripts_for_event_in(&ev, &state),
+        [state.join("unknown-session/events.jsonl")]
+    );
+    ev.event = "agentStop".into();
     assert!(copilotcli::transcripts_for_event_in(&ev, &state).is_empty());
 }
 

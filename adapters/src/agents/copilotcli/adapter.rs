@@ -47,6 +47,7 @@ impl AgentAdapter for Copilotcli {
     fn quirks(&self) -> Quirks {
         Quirks {
             transcript_reader: Some(new_reader),
+            written_after_session_end: Some(is_final_line),
             ..Quirks::NONE
         }
     }
@@ -54,6 +55,18 @@ impl AgentAdapter for Copilotcli {
         Agent::Copilotcli
     }
     module_capabilities!();
+}
+
+/// Whether `line` (one line of `events.jsonl`) is the session's last record: Copilot appends
+/// `{"type":"session.shutdown",…}` when the process ends, after its last hooks ran.
+fn is_final_line(line: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Typed<'a> {
+        #[serde(borrow, rename = "type")]
+        kind: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Typed<'_>>(line)
+        .is_ok_and(|t| t.kind.as_deref() == Some("session.shutdown"))
 }
 
 fn new_reader() -> Box<dyn LineReader> {
@@ -72,3 +85,22 @@ static VOCABULARY: Vocabulary = Vocabulary {
     rule_folders: &[".github/instructions/"],
     ..Vocabulary::NONE
 };
+
+#[cfg(test)]
+mod tests {
+    use super::is_final_line;
+
+    #[test]
+    fn only_the_shutdown_record_is_final() {
+        assert!(is_final_line(
+            br#"{"type":"session.shutdown","data":{"shutdownType":"routine"},"id":"x"}"#
+        ));
+        assert!(!is_final_line(
+            br#"{"type":"hook.end","data":{"hookType":"sessionEnd"}}"#
+        ));
+        assert!(!is_final_line(br#"{"data":{"type":"session.shutdown"}}"#));
+        // A line cut short while Copilot writes it is not the end.
+        assert!(!is_final_line(br#"{"type":"session.shutdown","data":{"#));
+        assert!(!is_final_line(b""));
+    }
+}

@@ -512,7 +512,8 @@ pub fn transcripts_for_event(ev: &HookEvent) -> Vec<PathBuf> {
 /// The files a hook event should ingest:
 ///
 /// 1. the payload's `transcriptPath`, else (sessionStart, sessionEnd and the tool hooks carry
-///    none) `<session_state>/<session id>/events.jsonl` when it is a file;
+///    none) `<session_state>/<session id>/events.jsonl` when it is a file, or at `sessionEnd`
+///    even before Copilot has written it;
 /// 2. at a `sessionStart`, also the most recently written transcript of **another** session
 ///    ([`latest_other`]): Copilot CLI writes a turn's final answer after its `agentStop` and
 ///    `sessionEnd` hooks ran, so the last answer of the session before is only on disk now.
@@ -524,7 +525,9 @@ pub fn transcripts_for_event_in(ev: &HookEvent, session_state: &Path) -> Vec<Pat
         Some(t) => vec![PathBuf::from(t)],
         None => current
             .map(|s| session_state.join(s).join(EVENTS_FILE))
-            .filter(|p| p.is_file())
+            // At the session's end also when it is not written yet: the hook leaves a wait for
+            // it (`Quirks::written_after_session_end`).
+            .filter(|p| p.is_file() || ev.event == "sessionEnd")
             .into_iter()
             .collect(),
     };

@@ -1,0 +1,198 @@
+//! A session's transcript that its agent finishes writing after the hooks that end the session
+//! ([`memtrail_adapters::Quirks::written_after_session_end`]: GitHub Copilot CLI writes
+//! `events.jsonl` asynchronously, at times whole at shutdown, after its `agentStop` and
+//! `sessionEnd` hooks ran). Nothing of that session would call memtrail again, so its end's hook
+//! starts `memtrail hook-settle` detached ([`spawn`]): it waits for the transcript to settle
+//! ([`wait`]), then ingests it at rest and catches up the full-text index ([`run`]).
+//!
+//! Like a hook it never opens a network connection, logs to the hook log, and never creates a
+//! store: when the store is gone (a deleted sandbox) it does nothing. The hook also leaves the
+//! transcript in [`crate::pending`] first, so if this process dies, the next hook of any session
+//! still catches it up.
+
+use crate::ingest::{IngestReport, ingest_at_rest};
+use crate::store::{Store, StoreLocation};
+use crate::{Error, Result};
+use memtrail_adapters::Agent;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+/// The longest [`run`] waits for a transcript to settle before it ingests what is there.
+pub const MAX_WAIT: Duration = Duration::from_secs(30);
+/// How long a transcript without its final record must stay unchanged (size and modification
+/// time) to count as settled.
+pub const QUIET: Duration = Duration::from_secs(2);
+/// How often the transcript is looked at while waiting.
+const POLL: Duration = Duration::from_millis(50);
+/// How much of the transcript's end is read to find its last line (a longer last line is not
+/// seen as final: the wait then ends by [`QUIET`]).
+const TAIL_BYTES: u64 = 64 * 1024;
+/// How long [`run`] waits for the store's write lock.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// How the wait for a transcript ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// Its last line is the agent's final record.
+    Final,
+    /// It exists and was unchanged for the quiet period.
+    Quiet,
+    /// The maximum wait ran out (it may not exist).
+    TimedOut,
+}
+
+/// Wait until `path` ends with a line `is_final` accepts, or exists unchanged for `quiet`, or
+/// `max` has passed, looking every 50 ms.
+pub fn wait(path: &Path, is_final: fn(&[u8]) -> bool, max: Duration, quiet: Duration) -> Settled {
+    let start = Instant::now();
+    let mut last: Option<(u64, Option<SystemTime>)> = None;
+    let mut since = start;
+    loop {
+        if let Ok(md) = std::fs::metadata(path) {
+            let state = (md.len(), md.modified().ok());
+            if last != Some(state) {
+                last = Some(state);
+                since = Instant::now();
+                if last_line(path).is_some_and(|l| is_final(&l)) {
+                    return Settled::Final;
+                }
+            } else if since.elapsed() >= quiet {
+                return Settled::Quiet;
+            }
+        }
+        if start.elapsed() >= max {
+            return Settled::TimedOut;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The last line of the file at `path` (without its `\n`; a final line without `\n` counts),
+/// from its last [`TAIL_BYTES`] bytes; `None` when it cannot be read or is empty.
+fn last_line(path: &Path) -> Option<Vec<u8>> {
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let from = len.saturating_sub(TAIL_BYTES);
+    f.seek(SeekFrom::Start(from)).ok()?;
+    let mut tail = Vec::new();
+    f.take(TAIL_BYTES).read_to_end(&mut tail).ok()?;
+    while tail.last() == Some(&b'\n') || tail.last() == Some(&b'\r') {
+        tail.pop();
+    }
+    let start = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    (start < tail.len()).then(|| tail[start..].to_vec())
+}
+
+/// Wait for `path` (a transcript of `agent`, session `session`) to settle ([`wait`] with
+/// [`MAX_WAIT`] and [`QUIET`]), then ingest it at rest into the store at `db`, catch up the
+/// full-text index and what earlier hooks left pending.
+///
+/// Returns `Ok(None)` when the store does not exist (nothing is created), else the ingest's
+/// report. Errors: the agent has no such quirk, the store's lock stayed taken for 10 s, or the
+/// transcript cannot be read (it never appeared).
+pub fn run(
+    agent: Agent,
+    path: &Path,
+    session: Option<&str>,
+    db: &StoreLocation,
+) -> Result<Option<(Settled, IngestReport)>> {
+    let Some(is_final) = agent.adapter().quirks().written_after_session_end else {
+        return Err(Error::Invalid(format!(
+            "{} writes its transcripts before its hooks end a session; nothing to wait for",
+            agent.display_name()
+        )));
+    };
+    let settled = wait(path, is_final, MAX_WAIT, QUIET);
+    if db.sqlite_path().is_some_and(|p| !p.exists()) {
+        return Ok(None);
+    }
+    let mut store = Store::open_until(db, Instant::now() + LOCK_WAIT)?;
+    let report = ingest_at_rest(&mut store, agent, path, session, None)?;
+    let deadline = Instant::now() + LOCK_WAIT;
+    store.catch_up_index(Some(deadline))?;
+    let _ = crate::pending::catch_up(&mut store, db, deadline);
+    Ok(Some((settled, report)))
+}
+
+/// Start `exe --db DB hook-settle AGENT PATH [--session SESSION]` detached (see
+/// [`crate::autosync::spawn_detached`]).
+///
+/// Errors: the process could not be started.
+pub fn spawn(
+    exe: &Path,
+    db: &Path,
+    agent: Agent,
+    path: &Path,
+    session: Option<&str>,
+) -> std::io::Result<()> {
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "--db".into(),
+        db.into(),
+        "hook-settle".into(),
+        agent.as_str().into(),
+        path.into(),
+    ];
+    if let Some(s) = session {
+        args.push("--session".into());
+        args.push(s.into());
+    }
+    crate::autosync::spawn_detached(exe, &args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ends_with_done(line: &[u8]) -> bool {
+        line == b"done"
+    }
+
+    #[test]
+    fn the_last_line_is_read_without_its_newline() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t");
+        std::fs::write(&p, "a\nb\n\n").unwrap();
+        assert_eq!(last_line(&p).unwrap(), b"b");
+        std::fs::write(&p, "a\nhalf").unwrap();
+        assert_eq!(last_line(&p).unwrap(), b"half");
+        std::fs::write(&p, "").unwrap();
+        assert_eq!(last_line(&p), None);
+        assert_eq!(last_line(&d.path().join("absent")), None);
+        // Only the tail is read: a last line longer than it is cut from the left.
+        let long = format!("x\n{}", "y".repeat(TAIL_BYTES as usize + 10));
+        std::fs::write(&p, long).unwrap();
+        assert_eq!(last_line(&p).unwrap().len(), TAIL_BYTES as usize);
+    }
+
+    #[test]
+    fn the_wait_ends_at_the_final_line_at_quiet_or_at_the_maximum() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t");
+        let long = Duration::from_secs(60);
+        // Written later by another thread, ending with the final record: found before `quiet`.
+        let writer = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                std::fs::write(&p, "a\n").unwrap();
+                std::thread::sleep(Duration::from_millis(200));
+                std::fs::write(&p, "a\ndone\n").unwrap();
+            })
+        };
+        let t = Instant::now();
+        assert_eq!(wait(&p, ends_with_done, long, long), Settled::Final);
+        assert!(t.elapsed() < long);
+        writer.join().unwrap();
+        // No final record: settled once unchanged for `quiet`.
+        std::fs::write(&p, "a\n").unwrap();
+        let quiet = Duration::from_millis(300);
+        let t = Instant::now();
+        assert_eq!(wait(&p, ends_with_done, long, quiet), Settled::Quiet);
+        assert!(t.elapsed() >= quiet);
+        // Never written: the maximum.
+        let absent = d.path().join("absent");
+        let max = Duration::from_millis(200);
+        assert_eq!(wait(&absent, ends_with_done, max, quiet), Settled::TimedOut);
+    }
+}
