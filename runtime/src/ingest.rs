@@ -1053,6 +1053,9 @@ fn fill(file: &mut File, buf: &mut Vec<u8>, want: usize, left: &mut u64) -> std:
     Ok(got < want || *left == 0)
 }
 
+/// How far back [`pending_tails`] looks at every transcript ingested: 24 hours, in ms.
+pub const TAIL_RECENT_MS: i64 = 24 * 3600 * 1000;
+
 /// A transcript whose last line has no `\n` yet, as [`pending_tails`] finds it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PendingTail {
@@ -1071,9 +1074,17 @@ pub struct PendingTail {
 /// import reads them). Looks at most 1 MiB past each cursor; a transcript that cannot be read
 /// is left out.
 ///
+/// Only the files that can have such a line are looked at ([`Store::tail_candidates`]): those
+/// whose last ingest stopped before their end, and those that had been modified in the last
+/// [`TAIL_RECENT_MS`] (24 hours) when last ingested. A file at rest since before that, read
+/// whole, that gained an unfinished line with no ingest after it is not listed (an agent
+/// writing to a session fires its hooks; `memtrail import` reads it): one `stat` per recently
+/// written transcript, not one per transcript ever read (12,105 for the 1 GB bench store), and
+/// none for the years of old transcripts a first import reads.
+///
 /// Errors: a store error reading the cursors.
 pub fn pending_tails(store: &Store) -> Result<Vec<PendingTail>> {
-    let rows = store.unmarked_cursors()?;
+    let rows = store.tail_candidates(now_ms().saturating_sub(TAIL_RECENT_MS))?;
     let mut out = Vec::new();
     for (path, agent, offset) in rows {
         let Ok(a) = agent.parse::<Agent>() else {

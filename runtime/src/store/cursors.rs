@@ -64,18 +64,27 @@ impl Store {
             .optional().db()
     }
 
-    /// The transcripts' cursors without a skip marker, by path: (path, agent, byte offset).
-    pub fn unmarked_cursors(&self) -> Result<Vec<(String, String, i64)>> {
+    /// The transcripts' cursors without a skip marker that may end in an unfinished line, by
+    /// path: (path, agent, byte offset). Those whose last ingest left bytes after the cursor
+    /// (`size > offset`: a last line without its `\n`, or a read stopped by a hook's budget),
+    /// and those whose file was modified at or after `recent_ms` (ms since the Unix epoch) when
+    /// last ingested (or whose time is unknown): a file being written may have grown since. The
+    /// others were read to their end and had been at rest since before `recent_ms`; an agent
+    /// that writes to such a file again fires its hooks, which read it.
+    pub fn tail_candidates(&self, recent_ms: i64) -> Result<Vec<(String, String, i64)>> {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT path, agent, offset FROM sources WHERE NOT (json_valid(reader_state)
-                 AND json_extract(reader_state, '$.memtrail_skip') IS NOT NULL)
-                 OR reader_state IS NULL ORDER BY path",
+                "SELECT path, agent, offset FROM sources
+                 WHERE (size > offset OR mtime_ns IS NULL OR mtime_ns >= ?1 * 1000000)
+                   AND (NOT (json_valid(reader_state)
+                             AND json_extract(reader_state, '$.memtrail_skip') IS NOT NULL)
+                        OR reader_state IS NULL)
+                 ORDER BY path",
             )
             .db()?;
         let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_map([recent_ms], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .db()?
             .collect::<rusqlite::Result<_>>()
             .db()?;
@@ -232,4 +241,87 @@ pub struct CursorStat {
     pub ino: Option<u64>,
     pub mtime_ns: Option<i64>,
     pub marked: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ingest::{TAIL_RECENT_MS, ingest_file, pending_tails};
+    use crate::store::Store;
+    use memtrail_adapters::Agent;
+
+    /// Three copies of a Claude transcript: `old` last modified two days before it was read
+    /// whole, `recent` modified just before it was read whole, `cut` modified two days before it
+    /// was read up to a last line without its `\n`. Only `recent` and `cut`
+    /// are candidates; once `old` and `recent` also end in an unfinished line, `pending_tails`
+    /// lists `recent` and `cut` (the bytes after their cursors), not `old`.
+    #[test]
+    fn tail_candidates_are_the_recent_and_the_unfinished() {
+        let d = tempfile::tempdir().unwrap();
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fixtures/claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl");
+        let text = std::fs::read_to_string(fixture).unwrap();
+        let mut s = Store::open(&d.path().join("a.db")).unwrap();
+        let half = r#"{"type":"user","message":{"#;
+        let path = |n: &str| d.path().join(format!("{n}.jsonl"));
+        // Each copy its own session: the session id is replaced.
+        for (i, name) in ["old", "recent", "cut"].iter().enumerate() {
+            let own = text.replace(
+                "3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83",
+                &format!("{i}f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e8{i}"),
+            );
+            let body = if *name == "cut" {
+                format!("{own}{half}")
+            } else {
+                own
+            };
+            std::fs::write(path(name), body).unwrap();
+            ingest_file(&mut s, Agent::Claude, &path(name), None).unwrap();
+        }
+        let two_days_ago_ns = (crate::now_ms() - 2 * 24 * 3600 * 1000) * 1_000_000;
+        s.conn
+            .execute(
+                "UPDATE sources SET mtime_ns = ?1 WHERE path IN (?2, ?3)",
+                rusqlite::params![
+                    two_days_ago_ns,
+                    path("old").display().to_string(),
+                    path("cut").display().to_string()
+                ],
+            )
+            .unwrap();
+        let recent = crate::now_ms() - TAIL_RECENT_MS;
+        let names = |rows: Vec<(String, String, i64)>| -> Vec<String> {
+            rows.into_iter()
+                .map(|(p, a, _)| {
+                    assert_eq!(a, "claude");
+                    std::path::Path::new(&p)
+                        .file_stem()
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect()
+        };
+        assert_eq!(names(s.tail_candidates(recent).unwrap()), ["cut", "recent"]);
+        for name in ["old", "recent"] {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(path(name))
+                .unwrap();
+            std::io::Write::write_all(&mut f, half.as_bytes()).unwrap();
+        }
+        let tails: Vec<(String, u64)> = pending_tails(&s)
+            .unwrap()
+            .into_iter()
+            .map(|t| {
+                let stem = std::path::Path::new(&t.path)
+                    .file_stem()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                (stem, t.bytes)
+            })
+            .collect();
+        let n = half.len() as u64;
+        assert_eq!(tails, [("cut".to_string(), n), ("recent".to_string(), n)]);
+    }
 }

@@ -7,7 +7,7 @@ use crate::{Error, Result};
 use rusqlite::TransactionBehavior;
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// The migrations, in order: migration `i` (1-based) takes a store from schema version `i - 1` to
 /// `i`. Each is one SQL batch (`migrations/NNNN_*.sql`), run in the same transaction as the
@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0006_sync.sql"),
     include_str!("migrations/0007_vectors.sql"),
     include_str!("migrations/0008_activity.sql"),
+    include_str!("migrations/0009_status_index.sql"),
 ];
 
 /// The schema version whose migration creates the `events` table; a store migrated across it
@@ -241,7 +242,7 @@ mod tests {
             [2, 3, 1, 2, 1, 1]
         );
         let s = Store::open(&path).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 8);
+        assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
         let after: Vec<_> = TABLES.iter().map(|t| rows_of(&s.conn, t)).collect();
         assert_eq!(after, before);
         let origins: Vec<String> = s
@@ -295,7 +296,7 @@ mod tests {
             .unwrap();
         }
         let s = Store::open(&path).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 8);
+        assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
         assert_eq!(broken_references(&s.conn).unwrap(), 1);
         let want: Vec<Vec<rusqlite::types::Value>> = vec![
             vec![1.into(), 1.into(), "kept".to_string().into()],
@@ -329,6 +330,7 @@ mod tests {
                 "752f26c6b7ebcced",
                 "0b0095ba9b611ce6",
                 "ae269a2a9d9dbc65",
+                "b08bafd9f7633341",
             ]
         );
     }

@@ -38,18 +38,16 @@ pub struct HookRun {
     pub error: Option<String>,
 }
 
+/// Sessions and messages per agent, from the index `sessions_by_agent_updated` alone (schema 9).
+const PER_AGENT: &str = "SELECT agent, COUNT(*), COALESCE(SUM(message_count), 0) FROM sessions
+                         GROUP BY agent ORDER BY agent";
+
 impl Store {
     /// Figures for `memtrail status`.
     pub fn stats(&self) -> Result<StoreStats> {
         let size_bytes = self.location.size_bytes();
         let mut per_agent = Vec::new();
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT agent, COUNT(*), COALESCE(SUM(message_count), 0) FROM sessions
-             GROUP BY agent ORDER BY agent",
-            )
-            .db()?;
+        let mut stmt = self.conn.prepare(PER_AGENT).db()?;
         let rows = stmt
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .db()?;
@@ -128,5 +126,44 @@ impl Store {
             ).db()?;
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `status` counts per agent without reading a session row: SQLite plans the query on the
+    /// covering index, and its figures are the sessions' own.
+    #[test]
+    fn per_agent_figures_read_the_covering_index() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("a.db")).unwrap();
+        s.conn
+            .execute_batch(
+                "INSERT INTO sessions (id, agent, external_id, message_count, updated_at)
+                 VALUES (1, 'codex', 'a', 3, 10), (2, 'claude', 'b', 5, 20),
+                        (3, 'claude', 'c', 7, NULL);",
+            )
+            .unwrap();
+        let plan: Vec<String> = s
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {PER_AGENT}"))
+            .unwrap()
+            .query_map([], |r| r.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(
+            plan.iter()
+                .any(|p| p.contains("COVERING INDEX sessions_by_agent_updated")),
+            "{plan:?}"
+        );
+        let stats = s.stats().unwrap();
+        assert_eq!(
+            stats.per_agent,
+            [("claude".to_string(), 2, 12), ("codex".to_string(), 1, 3)]
+        );
+        assert_eq!((stats.sessions, stats.messages), (3, 15));
     }
 }

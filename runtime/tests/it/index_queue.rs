@@ -218,7 +218,10 @@ fn a_v3_store_migrates_with_its_index_and_queues_from_then_on() {
         .unwrap();
     }
     let mut store = Store::open(&path).unwrap();
-    assert_eq!(store.stats().unwrap().schema_version, 8);
+    assert_eq!(
+        store.stats().unwrap().schema_version,
+        memtrail_runtime::store::SCHEMA_VERSION
+    );
     // Schema 5: FTS5 removes deleted terms from the segments at once.
     let secure: i64 = rusqlite::Connection::open(&path)
         .unwrap()
