@@ -45,6 +45,7 @@ use std::path::{Path, PathBuf};
 pub mod adapter;
 pub mod paths;
 pub mod registration;
+pub mod sessions;
 
 /// Where Cline lives in the process environment ([`paths::Locations::resolve`]).
 fn locations() -> paths::Locations {
@@ -116,7 +117,13 @@ fn common_tool(name: &str) -> String {
         "list_files" => "list",
         "use_mcp_tool" | "access_mcp_resource" => "mcp",
         n if n.starts_with("mcp--") => "mcp",
-        "use_subagents" => "subagent",
+        "use_subagents" | "spawn_agent" => "subagent",
+        // The CLI 3.x's tools (SDK names).
+        "run_commands" => "shell",
+        "read_files" => "read",
+        "editor" => "edit",
+        "search_codebase" => "search",
+        "fetch_web_content" => "web_fetch",
         "focus_chain" | "update_todo_list" => "todo",
         other => return normalize_tool_name(other),
     }
@@ -789,8 +796,15 @@ pub fn task_of(path: &Path) -> Option<&str> {
     (dir.parent()?.file_name()? == TASKS_DIR && is_safe_name(id)).then_some(id)
 }
 
-/// [`Source::Doc`] with a Cline [`TaskReader`] for a task's `api_conversation_history.json`.
+/// [`Source::Doc`] with a Cline [`TaskReader`] for a task's `api_conversation_history.json`,
+/// or a [`sessions::SessionReader`] for a CLI session's `<id>.messages.json` (its project from
+/// the manifest `<id>.json` beside it: `cwd`).
 pub fn source_for(path: &Path) -> Option<Source> {
+    if let Some(id) = sessions::session_of(path) {
+        let manifest = path.with_file_name(format!("{id}.json"));
+        let cwd = json_field(&manifest, "cwd");
+        return Some(Source::Doc(Box::new(sessions::SessionReader::new(cwd))));
+    }
     task_of(path).map(|_| Source::Doc(Box::new(TaskReader::new(Flavor::Cline))))
 }
 
@@ -816,10 +830,18 @@ pub fn identify_task(
     })
 }
 
-/// Which task a Cline transcript is: the task folder's name (Cline records no parent task).
+/// Which task a Cline transcript is: the task folder's name (Cline records no parent task), or
+/// the CLI session's id for `<id>/<id>.messages.json`.
 ///
 /// Errors: as [`identify_task`].
 pub fn identify(path: &Path) -> std::io::Result<SessionRef> {
+    if let Some(id) = sessions::session_of(path) {
+        return Ok(SessionRef {
+            agent: Agent::Cline,
+            external_id: id.to_string(),
+            parent_external_id: None,
+        });
+    }
     identify_task(Agent::Cline, path, None)
 }
 
@@ -848,11 +870,38 @@ pub fn discover_in(roots: &[PathBuf]) -> crate::Discovery {
     found
 }
 
-/// Every Cline task on this machine: `~/.cline/data/tasks` and each editor's extension folder.
+/// Every Cline task on this machine: `~/.cline/data/tasks` and each editor's extension folder,
+/// then the CLI's sessions (`~/.cline/data/sessions/<id>/<id>.messages.json`).
 ///
 /// Errors: none (folders that cannot be listed are in `unreadable`).
 pub fn discover() -> std::io::Result<crate::Discovery> {
-    Ok(discover_in(&locations().task_roots()))
+    let loc = locations();
+    let mut found = discover_in(&loc.task_roots());
+    let more = discover_sessions_in(&loc.data_sessions);
+    found.files.extend(more.files);
+    found.unreadable.extend(more.unreadable);
+    Ok(found)
+}
+
+/// Every `<dir>/<id>/<id>.messages.json` that is a file (the CLI's sessions), sorted by path.
+/// A missing `dir` gives nothing; one that cannot be listed is reported in `unreadable`.
+pub fn discover_sessions_in(dir: &Path) -> crate::Discovery {
+    let mut found = crate::Discovery::default();
+    match std::fs::read_dir(dir) {
+        Ok(rd) => {
+            let mut files: Vec<PathBuf> = rd
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .map(|id| sessions::messages_file(dir, &id))
+                .filter(|p| sessions::session_of(p).is_some() && p.is_file())
+                .collect();
+            files.sort();
+            found.files = files;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => found.unreadable.push((dir.to_path_buf(), e.to_string())),
+    }
+    found
 }
 
 /// The transcript of task `id` in the first of `roots` that holds it.
@@ -874,8 +923,10 @@ pub fn task_file_in(roots: &[PathBuf], id: &str) -> Option<PathBuf> {
 /// are `SessionStart` (sources `startup` and `resume`), `TaskComplete` and `TaskCancel` are
 /// `Stop`, `UserPromptSubmit` and `PreCompact` keep their names. The CLI 3.x runs the same
 /// script files but names its events after its SDK's (`agent_start`, `agent_resume`,
-/// `agent_end`, `agent_abort`, `agent_error`, `prompt_submit`, `session_shutdown`): mapped
-/// alike, `session_shutdown` to `SessionEnd`. Others are returned unchanged.
+/// `agent_end`, `agent_abort`, `agent_error`, `prompt_submit`, `session_shutdown`; seen with
+/// 3.0.65: `agent_start` in `TaskStart`, `agent_end` in `TaskComplete`, `tool_call` /
+/// `tool_result` in `PreToolUse` / `PostToolUse`): mapped alike, `session_shutdown` to
+/// `SessionEnd`. Others are returned unchanged.
 fn common_event(hook: &str) -> (&str, Option<&'static str>) {
     match hook {
         "TaskStart" | "agent_start" => ("SessionStart", Some("startup")),
@@ -892,8 +943,10 @@ fn common_event(hook: &str) -> (&str, Option<&'static str>) {
 
 /// Parse a Cline hook payload (`HookInput.toJSON`, camelCase: `{clineVersion, hookName,
 /// timestamp, taskId, workspaceRoots, userId, model, <event data>}`) into a [`HookEvent`]:
-/// event as [`common_event`] names it, session id `taskId`, working folder the first of
-/// `workspaceRoots`, no transcript path (Cline sends none; [`transcripts_for_event`] finds the
+/// event as [`common_event`] names it, session id `taskId` (the CLI 3.x's
+/// `sessionContext.rootSessionId` when present: its `taskId` is a `conv_…` id, its session the
+/// folder `sessions/<rootSessionId>/`), working folder the first of `workspaceRoots`, no
+/// transcript path (Cline sends none; [`transcripts_for_event`] finds the
 /// task's file), source `startup`/`resume` for a task start; `preCompact.compactionStrategy`
 /// as the PreCompact source.
 ///
@@ -924,7 +977,15 @@ pub fn parse_payload(
     Ok(HookEvent {
         agent,
         event: event.to_string(),
-        session_id: str_of("taskId").filter(|s| !s.is_empty()),
+        // The CLI 3.x's `taskId` is its conversation's (`conv_…`); its session (the folder
+        // `sessions/<id>/`) is `sessionContext.rootSessionId`.
+        session_id: payload
+            .get("sessionContext")
+            .and_then(|c| c.get("rootSessionId"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| str_of("taskId"))
+            .filter(|s| !s.is_empty()),
         transcript_path: None,
         cwd: payload
             .pointer("/workspaceRoots/0")
@@ -938,9 +999,22 @@ pub fn parse_payload(
 
 /// The files a hook event should ingest: its `transcript_path` when set, else the task's
 /// `api_conversation_history.json` in the first task folder root that holds it (`~/.cline/data`,
-/// then each editor's extension folder: a few `stat`s).
+/// then each editor's extension folder: a few `stat`s), else the CLI session's
+/// `<data>/sessions/<id>/<id>.messages.json`.
 pub fn transcripts_for_event(ev: &HookEvent) -> Vec<PathBuf> {
-    transcripts_for_event_in(ev, &locations().task_roots())
+    let loc = locations();
+    let found = transcripts_for_event_in(ev, &loc.task_roots());
+    if !found.is_empty() {
+        return found;
+    }
+    // The CLI 3.x: its session's conversation (one more `stat`).
+    ev.session_id
+        .as_deref()
+        .filter(|id| is_safe_name(id))
+        .map(|id| sessions::messages_file(&loc.data_sessions, id))
+        .filter(|p| p.is_file())
+        .into_iter()
+        .collect()
 }
 
 /// [`transcripts_for_event`] with explicit task roots.

@@ -1,0 +1,337 @@
+//! The Cline CLI's sessions (npm `cline` 3.x, SDK-based): `<data>/sessions/<id>/`.
+//!
+//! Sources: `docs/agents/cline.md#cli-sessions`, checked against the real `cline` 3.0.65 run in
+//! a sandboxed HOME against the loopback Anthropic stub (`tests/it/e2e_cline.rs`).
+//!
+//! # The files
+//!
+//! A session folder `<data>/sessions/<id>/` (id like `1796199946535_njsum`: ms since the epoch,
+//! `_`, five characters) holds the manifest `<id>.json` (`{version: 1, session_id, source: "cli",
+//! pid, started_at, ended_at, exit_code, status, provider, model, cwd, workspace_root, prompt,
+//! metadata: {title, usage, …}, messages_path}`) and the conversation `<id>.messages.json`,
+//! read here: one pretty-printed JSON object, **rewritten whole** at every change,
+//! `{version: 1, updated_at, agent: "lead", sessionId, origin: {source, mode, sessionId,
+//! version}, messages: [message…], system_prompt}`.
+//!
+//! A message is `{id, role: "user"|"assistant", content: [block…], ts (ms since the epoch),
+//! modelInfo?: {id, provider, family}, metrics?, metadata?: {displayOnly, displayRole}}` and its
+//! blocks are Anthropic's (`text`, `thinking`, `tool_use {id, name, input}`, `tool_result
+//! {tool_use_id, name, content, is_error?}`, `image`). The traps:
+//!
+//! - a prompt is wrapped: `<user_input mode="act">…</user_input>` (the mode is `act`, `plan` or
+//!   `yolo`);
+//! - a tool result's `content` is a list of `{query, result, error?, success}` (one per command
+//!   or file the call asked for), not text; a failed command has `success: false` and `error:
+//!   "Command exited with code <n>"`;
+//! - an error the CLI shows (no model reached, say) is stored as an assistant message with
+//!   `metadata: {displayOnly: true, displayRole: "error"}` and an id `error_<uuid>`: never sent
+//!   to the model.
+
+use super::{Build, CallAt, blocks, call_part, message, note_time};
+use crate::model::{Batch, DocReader, Kind, Message, Part, Record, Role};
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// The folder holding session folders, in the data folder.
+pub const SESSIONS_DIR: &str = "sessions";
+
+/// The conversation's file name suffix: `<id>.messages.json`.
+pub const MESSAGES_SUFFIX: &str = ".messages.json";
+
+/// The session id of `…/<id>/<id>.messages.json` (the sessions folder may be elsewhere:
+/// `$CLINE_SESSION_DATA_DIR`).
+pub fn session_of(path: &Path) -> Option<&str> {
+    let name = path.file_name()?.to_str()?;
+    let id = name.strip_suffix(MESSAGES_SUFFIX)?;
+    (path.parent()?.file_name()?.to_str()? == id && super::is_safe_name(id)).then_some(id)
+}
+
+/// The conversation file of session `id` in the sessions folder `dir`.
+pub fn messages_file(dir: &Path, id: &str) -> std::path::PathBuf {
+    dir.join(id).join(format!("{id}{MESSAGES_SUFFIX}"))
+}
+
+/// Reader for one CLI session's `<id>.messages.json`; implements [`DocReader`].
+///
+/// Message `m` of `messages` becomes, by its own `id` (stable across rewrites):
+///
+/// - **user**: its text blocks without the `<user_input mode="…">` wrapper, one message, role
+///   `User`; its `tool_result` blocks set the output of the call they answer (the `result`s of
+///   its entries joined by newlines; an error when `is_error` or any entry has `success:
+///   false`; a shell call's `exit_code` from `Command exited with code <n>`).
+/// - **assistant**: one message with its text, `thinking` and `tool_use` parts (tool names
+///   mapped: `run_commands` shell, `read_files` read, `editor` edit, `search_codebase` search,
+///   `fetch_web_content` web_fetch, `spawn_agent` subagent); model `modelInfo.id`. One with
+///   `metadata.displayOnly` (an error the CLI showed) is a `System` text message.
+///
+/// Counting: `stats.lines` is the number of messages; a non-object one is `malformed`, one
+/// without a known role `skipped_unknown`, one with nothing to store `skipped_known`. A document
+/// that is not an object with a `messages` array counts one malformed line and yields nothing
+/// (a file caught mid-write; the runtime keeps what it stored). [`Batch::meta`]: the project
+/// given to [`SessionReader::new`] (the manifest's `cwd`), title the first prompt, model the
+/// last `modelInfo.id`, start and end from `ts`.
+#[derive(Debug)]
+pub struct SessionReader {
+    project_dir: Option<String>,
+}
+
+impl SessionReader {
+    /// A reader reporting `project_dir` (the manifest's `cwd`) as the session's project.
+    pub fn new(project_dir: Option<String>) -> Self {
+        SessionReader { project_dir }
+    }
+}
+
+/// The prompt inside `<user_input mode="…">…</user_input>`, else the text as it is (trimmed).
+fn unwrap_input(text: &str) -> &str {
+    let t = text.trim();
+    t.strip_prefix("<user_input")
+        .and_then(|rest| rest.split_once('>'))
+        .and_then(|(_, inner)| inner.strip_suffix("</user_input>"))
+        .map_or(t, str::trim)
+}
+
+/// A tool result's output and error flag: the entries' `result`s (or a plain text content).
+fn result_of(block: &Map<String, Value>) -> (String, bool) {
+    let mut failed = block.get("is_error").and_then(Value::as_bool) == Some(true);
+    let text = match block.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(entries)) => entries
+            .iter()
+            .filter_map(|e| {
+                failed |= e.get("success").and_then(Value::as_bool) == Some(false);
+                match e.get("result").or_else(|| e.get("text")) {
+                    Some(Value::String(s)) => Some(s.trim_end().to_string()),
+                    Some(other) if !other.is_null() => Some(other.to_string()),
+                    _ => e.get("error").and_then(Value::as_str).map(str::to_string),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    (text, failed)
+}
+
+/// `<n>` of `Command exited with code <n>` in a shell result.
+fn exit_code(output: &str) -> Option<i64> {
+    let rest = &output[output.find("Command exited with code ")? + 25..];
+    let digits: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    digits.parse().ok()
+}
+
+impl DocReader for SessionReader {
+    fn read(&mut self, bytes: &[u8], out: &mut Batch) {
+        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+        let doc: Option<Value> = serde_json::from_slice(bytes).ok();
+        let Some(Value::Array(items)) =
+            doc.and_then(|mut d| d.get_mut("messages").map(Value::take))
+        else {
+            out.stats.lines += 1;
+            out.stats.malformed += 1;
+            return;
+        };
+        if out.meta.project_dir.is_none() {
+            out.meta.project_dir.clone_from(&self.project_dir);
+        }
+        let mut b = Build::default();
+        for (i, item) in items.into_iter().enumerate() {
+            out.stats.lines += 1;
+            let Value::Object(m) = item else {
+                out.stats.malformed += 1;
+                continue;
+            };
+            let ts = m.get("ts").and_then(Value::as_i64);
+            note_time(out, ts);
+            let id = m
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map_or_else(|| i.to_string(), str::to_string);
+            let content = m.get("content").cloned().unwrap_or(Value::Null);
+            let display_only = m
+                .get("metadata")
+                .and_then(|d| d.get("displayOnly"))
+                .and_then(Value::as_bool)
+                == Some(true);
+            match m.get("role").and_then(Value::as_str) {
+                Some("user") => user(&mut b, id, content, ts, out),
+                Some("assistant") if display_only => {
+                    let text = super::blocks_text(&content);
+                    if text.is_empty() {
+                        out.stats.skipped_known += 1;
+                        continue;
+                    }
+                    b.msgs.push(message(
+                        id,
+                        Role::System,
+                        Kind::Text,
+                        vec![Part::Text { text }],
+                        ts,
+                        None,
+                    ));
+                }
+                Some("assistant") => assistant(&mut b, id, &m, content, ts, out),
+                _ => out.stats.skipped_unknown += 1,
+            }
+        }
+        for msg in b.msgs {
+            out.records.push(Record::Message(msg));
+        }
+    }
+}
+
+fn user(b: &mut Build, id: String, content: Value, ts: Option<i64>, out: &mut Batch) {
+    let mut texts = Vec::new();
+    for block in blocks(content) {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let t = unwrap_input(block.get("text").and_then(Value::as_str).unwrap_or(""));
+                if !t.is_empty() {
+                    texts.push(t.to_string());
+                }
+            }
+            Some("tool_result") => {
+                let Some(call) = block.get("tool_use_id").and_then(Value::as_str) else {
+                    continue;
+                };
+                let (output, failed) = result_of(&block);
+                if let Some(c) = b.call_mut(call) {
+                    if c.tool == "shell" {
+                        c.exit_code = exit_code(&output);
+                    }
+                    c.is_error = failed || c.exit_code.is_some_and(|e| e != 0);
+                    c.output = Some(output);
+                }
+            }
+            Some("image") => texts.push("[image]".to_string()),
+            _ => {}
+        }
+    }
+    if texts.is_empty() {
+        out.stats.skipped_known += 1;
+        return;
+    }
+    let text = texts.join("\n\n");
+    if out.meta.title.is_none() {
+        out.meta.title = Some(crate::model::one_line(&text, 80));
+    }
+    b.msgs.push(message(
+        id,
+        Role::User,
+        Kind::Text,
+        vec![Part::Text { text }],
+        ts,
+        None,
+    ));
+}
+
+fn assistant(
+    b: &mut Build,
+    id: String,
+    m: &Map<String, Value>,
+    content: Value,
+    ts: Option<i64>,
+    out: &mut Batch,
+) {
+    let model = m
+        .get("modelInfo")
+        .and_then(|mi| mi.get("id"))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    if model.is_some() {
+        out.meta.model.clone_from(&model);
+    }
+    let mut parts = Vec::new();
+    for block in blocks(content) {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let t = block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .trim();
+                if !t.is_empty() {
+                    parts.push(Part::Text {
+                        text: t.to_string(),
+                    });
+                }
+            }
+            Some("thinking") => {
+                let t = block
+                    .get("thinking")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .trim();
+                if !t.is_empty() {
+                    parts.push(Part::Thinking {
+                        text: t.to_string(),
+                    });
+                }
+            }
+            Some("tool_use") => {
+                let call = block.get("id").and_then(Value::as_str).unwrap_or_default();
+                let name = block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if call.is_empty() || name.is_empty() {
+                    continue;
+                }
+                let input = block.get("input").cloned().unwrap_or(Value::Null);
+                b.calls.push((
+                    call.to_string(),
+                    CallAt {
+                        msg: b.msgs.len(),
+                        part: parts.len(),
+                        name: name.to_string(),
+                    },
+                ));
+                parts.push(call_part(call.to_string(), name.to_string(), input));
+            }
+            _ => {}
+        }
+    }
+    if parts.is_empty() {
+        out.stats.skipped_known += 1;
+        return;
+    }
+    let kind = Message::infer_kind(&parts);
+    b.msgs
+        .push(message(id, Role::Assistant, kind, parts, ts, model));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_prompts_and_exit_codes() {
+        let p = Path::new("/d/sessions/1796199946535_njsum/1796199946535_njsum.messages.json");
+        assert_eq!(session_of(p), Some("1796199946535_njsum"));
+        assert_eq!(
+            session_of(Path::new("/d/sessions/a/b.messages.json")),
+            None,
+            "folder and file disagree"
+        );
+        assert_eq!(
+            session_of(Path::new("/d/sessions/a/a.json")),
+            None,
+            "the manifest"
+        );
+        assert_eq!(
+            unwrap_input("<user_input mode=\"act\">run ls</user_input>"),
+            "run ls"
+        );
+        assert_eq!(unwrap_input("  plain  "), "plain");
+        assert_eq!(
+            exit_code("[Command exited with code 1]\n\n[stderr]\ncat: x"),
+            Some(1)
+        );
+        assert_eq!(exit_code("f.txt\n"), None);
+    }
+}
