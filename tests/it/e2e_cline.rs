@@ -8,12 +8,15 @@
 //! `target/e2e-tools` `node_modules/.bin/cline`, else PATH; skipped without it unless
 //! `MEMTRAIL_REQUIRE_E2E=1`; verified with 3.0.65): "the user's" `cline_mcp_settings.json`,
 //! `memtrail install --agent cline`, `cline config mcp --json` lists memtrail's server from that
-//! file, `uninstall` gives the file back byte for byte and removes every hook script.
+//! file, `uninstall` gives the file back byte for byte and removes every hook script; and a real
+//! `cline "<prompt>"` session against the loopback Anthropic stub (its provider `anthropic` with
+//! a `baseUrl` in `providers.json`) is stored by memtrail's hooks (`agent_start`, `agent_end` in
+//! the `TaskStart` / `TaskComplete` scripts), exactly once: `memtrail import` adds nothing.
 #![cfg(unix)]
 
 use crate::common::{
-    self, SandboxDir, bin_from_env, is_executable, memtrail_bin, repo_root, run_ok, sandbox_cmd,
-    sandbox_env, tools_or_skip, which,
+    self, SandboxDir, Stub, bin_from_env, is_executable, memtrail_bin, repo_root, resolve_python,
+    run, run_ok, sandbox_cmd, sandbox_env, show, stdout_json, text, tools_or_skip, which,
 };
 use crate::support::Sandbox;
 
@@ -88,6 +91,71 @@ fn hook_path_stores_a_rewritten_task_once() {
     assert!(
         hits["hits"].as_array().is_some_and(|h| h.len() == 1),
         "{hits}"
+    );
+}
+
+/// The CLI 3.x's hook path (no Cline needed): `memtrail hook cline` fed the CLI's payloads of
+/// `fixtures/cline/hooks-cli/` (`taskId` a `conv_` id, the session `sessionContext.rootSessionId`)
+/// while the fixture session is rewritten whole in `~/.cline/data/sessions/<id>/`; each message
+/// is stored once and `memtrail import` afterwards adds nothing.
+#[test]
+fn cli_hook_path_stores_a_rewritten_session_once() {
+    const SID: &str = "1764666300000_k3v9q";
+    let sb = Sandbox::new();
+    let dir = sb.home.join(".cline/data/sessions").join(SID);
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = fixture(&format!("data/sessions/{SID}"));
+    std::fs::copy(
+        src.join(format!("{SID}.json")),
+        dir.join(format!("{SID}.json")),
+    )
+    .unwrap();
+    let t = dir.join(format!("{SID}.messages.json"));
+    let cli =
+        |name: &str| std::fs::read_to_string(fixture(&format!("hooks-cli/{name}.json"))).unwrap();
+
+    // agent_start before the first write: nothing stored, nothing printed.
+    assert_eq!(sb.hook("cline", cli("TaskStart")), "");
+    assert_eq!(sb.sessions(), 0);
+
+    // Rewritten whole twice; agent_end stores what is there; twice is once.
+    std::fs::copy(fixture("grow-cli/turn1.messages.json"), &t).unwrap();
+    sb.hook("cline", cli("TaskComplete"));
+    assert_eq!(
+        sb.message_ids(SID),
+        ["0f6e2a52-3c1d-4b8e-9a57-2d4c8e1f7a90", "msg_Qp4uN1xa"]
+    );
+    std::fs::copy(src.join(format!("{SID}.messages.json")), &t).unwrap();
+    sb.hook("cline", cli("TaskComplete"));
+    sb.hook("cline", cli("TaskComplete"));
+    assert_eq!(
+        sb.message_ids(SID),
+        [
+            "0f6e2a52-3c1d-4b8e-9a57-2d4c8e1f7a90",
+            "msg_Qp4uN1xa",
+            "msg_Zc3kW7yd",
+            "msg_Ye1sJ5uf",
+            "5b1d9c3e-8f2a-4e6b-a1c7-0e9d4f3b2a18",
+            "error_7c2e4f18-9b3d-4a5e-8f61-3d2c1b0a9e87",
+        ]
+    );
+    let shown = sb.json(&["sessions", "show", SID, "--json"]);
+    assert_eq!(
+        shown["session"]["project"], "/home/user/cli-demo",
+        "{shown}"
+    );
+    let call = &shown["messages"][1]["tool_calls"][0];
+    assert_eq!(
+        (&call["tool"], &call["is_error"], &call["exit_code"]),
+        (&json!("shell"), &json!(true), &json!(101)),
+        "{call}"
+    );
+
+    let imp = sb.json(&["import", "--agent", "cline", "--json"]);
+    assert_eq!(
+        (&imp["agents"][0]["files"], &imp["agents"][0]["messages"]),
+        (&json!(1), &json!(0)),
+        "{imp}"
     );
 }
 
@@ -173,4 +241,134 @@ fn real_cline_lists_memtrails_mcp_server() {
     run_ok(uninstall, "memtrail uninstall --agent cline");
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), USER_MCP);
     assert!(!hooks.join("TaskComplete").exists());
+}
+
+/// The Cline CLI's hub daemon (`cline --cline-hub-daemon`, which runs the sessions and outlives
+/// the command), stopped when dropped: its pid is in `<data>/locks/hub/production.json`.
+struct Hub(PathBuf);
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        let pid = std::fs::read(&self.0)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| v["pid"].as_u64());
+        if let Some(pid) = pid {
+            let _ = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+        }
+    }
+}
+
+#[test]
+fn real_cline_session_is_stored_by_the_hooks_once() {
+    let Some(cline) = tools_or_skip(find_cline) else {
+        return;
+    };
+    let Some(python) = tools_or_skip(|| {
+        resolve_python("import sys; print(sys.executable)", "cannot run the stub")
+    }) else {
+        return;
+    };
+    let sb = common::CliSandbox::new("memtrail-e2e-cline-run-", "hello-from-cline.txt");
+    // Its own hub on a free port: never a hub another HOME started (it probes a fixed port).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap();
+    let mut base = sb.env.clone();
+    base.push(("CLINE_HUB_PORT".into(), port.to_string().into()));
+    base.push(("CLINE_NO_AUTO_UPDATE".into(), "1".into()));
+    let data = sb.home.join(".cline/data");
+    let _hub = Hub(data.join("locks/hub/production.json"));
+    let stub = Stub::start(
+        sandbox_cmd(&base, &sb.root, &python),
+        &sb.root,
+        "stub_anthropic.py",
+        &json!({"rules": [{"match": "run ls",
+            "reply": [{"type": "tool_use", "name": "run_commands",
+                "input": {"commands": ["ls"]}}],
+            "after_tool": "Listed the files."}],
+            "fallback": "ok"}),
+    );
+    std::fs::create_dir_all(data.join("settings")).unwrap();
+    std::fs::write(
+        data.join("settings/providers.json"),
+        json!({"version": 1, "lastUsedProvider": "anthropic", "modes": {},
+            "providers": {"anthropic": {"settings": {"provider": "anthropic",
+                "model": "claude-sonnet-4-5", "apiKey": "stub",
+                "baseUrl": format!("http://127.0.0.1:{}/v1", stub.port)},
+                "updatedAt": "2026-12-02T08:00:00.000Z", "tokenSource": "manual"}}})
+        .to_string(),
+    )
+    .unwrap();
+    let memtrail = |args: &[&str]| {
+        let mut c = sandbox_cmd(&base, &sb.root, memtrail_bin());
+        c.args(args);
+        c
+    };
+    run_ok(
+        memtrail(&["install", "--agent", "cline", "--yes"]),
+        "install",
+    );
+
+    let mut c = sandbox_cmd(&base, &sb.proj, &cline);
+    c.arg("please run ls");
+    let out = run(c, "cline");
+    assert!(out.status.success(), "cline failed\n{}", show(&out));
+    assert!(
+        text(&out.stdout).contains("Listed the files."),
+        "{}",
+        show(&out)
+    );
+
+    // Stored by the hooks (no import yet): the session folder's id, the run's three messages.
+    let v = stdout_json(
+        &run_ok(
+            memtrail(&["sessions", "list", "--agent", "cline", "--json"]),
+            "sessions list",
+        ),
+        "sessions list",
+    );
+    let sessions = v["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{v}");
+    let sid = sessions[0]["session_id"].as_str().unwrap().to_string();
+    assert!(
+        data.join("sessions")
+            .join(&sid)
+            .join(format!("{sid}.messages.json"))
+            .is_file(),
+        "{sid}"
+    );
+    assert_eq!(sessions[0]["project"], json!(sb.proj), "{v}");
+    let shown = stdout_json(
+        &run_ok(memtrail(&["sessions", "show", &sid, "--json"]), "show"),
+        "show",
+    );
+    let msgs = shown["messages"].as_array().unwrap();
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "assistant"], "{shown}");
+    assert_eq!(msgs[0]["text"], "please run ls");
+    let call = &msgs[1]["tool_calls"][0];
+    assert_eq!(
+        (&call["name"], &call["tool"], &call["is_error"]),
+        (&json!("run_commands"), &json!("shell"), &json!(false))
+    );
+    assert_eq!(call["output"], "hello-from-cline.txt");
+    assert_eq!(msgs[2]["text"], "Listed the files.");
+
+    // Captured once: an import afterwards adds nothing.
+    let imp = stdout_json(
+        &run_ok(
+            memtrail(&["import", "--agent", "cline", "--json"]),
+            "import",
+        ),
+        "import",
+    );
+    assert_eq!(
+        (&imp["agents"][0]["files"], &imp["agents"][0]["messages"]),
+        (&json!(1), &json!(0)),
+        "{imp}"
+    );
 }
