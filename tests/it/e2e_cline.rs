@@ -96,8 +96,9 @@ fn hook_path_stores_a_rewritten_task_once() {
 
 /// The CLI 3.x's hook path (no Cline needed): `memtrail hook cline` fed the CLI's payloads of
 /// `fixtures/cline/hooks-cli/` (`taskId` a `conv_` id, the session `sessionContext.rootSessionId`)
-/// while the fixture session is rewritten whole in `~/.cline/data/sessions/<id>/`; each message
-/// is stored once and `memtrail import` afterwards adds nothing.
+/// while the fixture session is rewritten whole in `~/.cline/data/sessions/<id>/`, its sub-agent's
+/// file appearing beside it; each message is stored once, the sub-agent as a child session, and
+/// `memtrail import` afterwards adds nothing.
 #[test]
 fn cli_hook_path_stores_a_rewritten_session_once() {
     const SID: &str = "1764666300000_k3v9q";
@@ -111,6 +112,7 @@ fn cli_hook_path_stores_a_rewritten_session_once() {
     )
     .unwrap();
     let t = dir.join(format!("{SID}.messages.json"));
+    const SUB: &str = "agent_1764666306600_r4t2w1.messages.json";
     let cli =
         |name: &str| std::fs::read_to_string(fixture(&format!("hooks-cli/{name}.json"))).unwrap();
 
@@ -126,6 +128,7 @@ fn cli_hook_path_stores_a_rewritten_session_once() {
         ["0f6e2a52-3c1d-4b8e-9a57-2d4c8e1f7a90", "msg_Qp4uN1xa"]
     );
     std::fs::copy(src.join(format!("{SID}.messages.json")), &t).unwrap();
+    std::fs::copy(src.join(SUB), dir.join(SUB)).unwrap();
     sb.hook("cline", cli("TaskComplete"));
     sb.hook("cline", cli("TaskComplete"));
     assert_eq!(
@@ -135,6 +138,7 @@ fn cli_hook_path_stores_a_rewritten_session_once() {
             "msg_Qp4uN1xa",
             "msg_Zc3kW7yd",
             "msg_Ye1sJ5uf",
+            "msg_Sa9gT4hk",
             "5b1d9c3e-8f2a-4e6b-a1c7-0e9d4f3b2a18",
             "error_7c2e4f18-9b3d-4a5e-8f61-3d2c1b0a9e87",
         ]
@@ -151,10 +155,26 @@ fn cli_hook_path_stores_a_rewritten_session_once() {
         "{call}"
     );
 
+    // The sub-agent's file beside it, stored by the same hook as a child session.
+    let child = format!("{SID}__agent_1764666306600_r4t2w1");
+    assert_eq!(
+        sb.message_ids(&child),
+        ["9a7c5e31-2b4d-4f6a-8c1e-3d5b7f9a1c2e", "msg_Tn3wV6pz"]
+    );
+    let list = sb.json(&["sessions", "list", "--agent", "cline", "--json"]);
+    let sub = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == child.as_str())
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(sub["parent_session_id"], SID, "{list}");
+    assert_eq!(sb.sessions(), 2);
+
     let imp = sb.json(&["import", "--agent", "cline", "--json"]);
     assert_eq!(
         (&imp["agents"][0]["files"], &imp["agents"][0]["messages"]),
-        (&json!(1), &json!(0)),
+        (&json!(2), &json!(0)),
         "{imp}"
     );
 }
@@ -243,20 +263,31 @@ fn real_cline_lists_memtrails_mcp_server() {
     assert!(!hooks.join("TaskComplete").exists());
 }
 
-/// The Cline CLI's hub daemon (`cline --cline-hub-daemon`, which runs the sessions and outlives
-/// the command), stopped when dropped: its pid is in `<data>/locks/hub/production.json`.
-struct Hub(PathBuf);
+/// The Cline CLI's hub daemons this test started (`cline --cline-hub-daemon --cwd <the
+/// sandbox's project> …`, which run the sessions and outlive the command), stopped when dropped:
+/// each process whose command line names the hub flag and this sandbox's unique folder.
+struct Hubs(PathBuf);
 
-impl Drop for Hub {
+impl Drop for Hubs {
     fn drop(&mut self) {
-        let pid = std::fs::read(&self.0)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .and_then(|v| v["pid"].as_u64());
-        if let Some(pid) = pid {
-            let _ = std::process::Command::new("kill")
-                .arg(pid.to_string())
-                .status();
+        let ours = self.0.to_string_lossy().into_owned();
+        let Ok(rd) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        for e in rd.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let args: Vec<String> = cmdline
+                .split(|b| *b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            if args.iter().any(|a| a == "--cline-hub-daemon") && args.contains(&ours) {
+                let _ = std::process::Command::new("kill")
+                    .arg(pid.to_string())
+                    .status();
+            }
         }
     }
 }
@@ -281,7 +312,7 @@ fn real_cline_session_is_stored_by_the_hooks_once() {
     base.push(("CLINE_HUB_PORT".into(), port.to_string().into()));
     base.push(("CLINE_NO_AUTO_UPDATE".into(), "1".into()));
     let data = sb.home.join(".cline/data");
-    let _hub = Hub(data.join("locks/hub/production.json"));
+    let _hubs = Hubs(sb.proj.clone());
     let stub = Stub::start(
         sandbox_cmd(&base, &sb.root, &python),
         &sb.root,
@@ -289,8 +320,12 @@ fn real_cline_session_is_stored_by_the_hooks_once() {
         &json!({"rules": [{"match": "run ls",
             "reply": [{"type": "tool_use", "name": "run_commands",
                 "input": {"commands": ["ls"]}}],
-            "after_tool": "Listed the files."}],
-            "fallback": "ok"}),
+            "after_tool": "Listed the files."},
+            {"match": "delegate",
+            "reply": [{"type": "tool_use", "name": "spawn_agent",
+                "input": {"systemPrompt": "You review.", "task": "review the folder"}}],
+            "after_tool": "Delegated."}],
+            "fallback": "sub-agent ok"}),
     );
     std::fs::create_dir_all(data.join("settings")).unwrap();
     std::fs::write(
@@ -358,6 +393,43 @@ fn real_cline_session_is_stored_by_the_hooks_once() {
     assert_eq!(call["output"], "hello-from-cline.txt");
     assert_eq!(msgs[2]["text"], "Listed the files.");
 
+    // A sub-agent (`spawn_agent`): its conversation beside the session's, stored by the hooks
+    // as a child session.
+    let mut c = sandbox_cmd(&base, &sb.proj, &cline);
+    c.arg("please delegate");
+    let out = run(c, "cline (delegate)");
+    assert!(out.status.success(), "cline failed\n{}", show(&out));
+    let v = stdout_json(
+        &run_ok(
+            memtrail(&["sessions", "list", "--agent", "cline", "--json"]),
+            "sessions list",
+        ),
+        "sessions list",
+    );
+    let sessions = v["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 3, "{v}");
+    let child = sessions
+        .iter()
+        .find(|s| s["parent_session_id"].is_string())
+        .unwrap_or_else(|| panic!("no sub-agent session: {v}"));
+    let parent = child["parent_session_id"].as_str().unwrap();
+    let child_id = child["session_id"].as_str().unwrap();
+    assert!(
+        child_id.starts_with(&format!("{parent}__agent_")),
+        "{child_id}"
+    );
+    let shown = stdout_json(
+        &run_ok(memtrail(&["sessions", "show", child_id, "--json"]), "show"),
+        "show",
+    );
+    let texts: Vec<&str> = shown["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(texts, ["review the folder", "sub-agent ok"], "{shown}");
+
     // Captured once: an import afterwards adds nothing.
     let imp = stdout_json(
         &run_ok(
@@ -368,7 +440,7 @@ fn real_cline_session_is_stored_by_the_hooks_once() {
     );
     assert_eq!(
         (&imp["agents"][0]["files"], &imp["agents"][0]["messages"]),
-        (&json!(1), &json!(0)),
+        (&json!(3), &json!(0)),
         "{imp}"
     );
 }

@@ -370,6 +370,11 @@ fn cli_session_prompts_calls_results_and_a_shown_error() {
                 "claude-sonnet-4-5",
                 [["text", "`v` は drop の後に使われています。修正しました。"]]
             ]),
+            json!(["msg_Sa9gT4hk", "assistant", "tool_call", T0 + 6500, "claude-sonnet-4-5", [
+                ["call", "toolu_01C", "spawn_agent", "subagent",
+                    {"systemPrompt": "You review Rust code.", "task": "Relis src/lib.rs"},
+                    "{\"text\":\"Rien à signaler.\",\"iterations\":1,\"finishReason\":\"completed\",\"usage\":{\"inputTokens\":2313,\"outputTokens\":11}}",
+                    false]]]),
             json!([
                 "5b1d9c3e-8f2a-4e6b-a1c7-0e9d4f3b2a18",
                 "user",
@@ -401,8 +406,8 @@ fn cli_session_prompts_calls_results_and_a_shown_error() {
     assert_eq!(
         b.stats,
         ParseStats {
-            lines: 8,
-            skipped_known: 2,
+            lines: 10,
+            skipped_known: 3,
             ..ParseStats::default()
         }
     );
@@ -466,10 +471,47 @@ fn cli_sessions_are_found_identified_and_their_hooks_parsed() {
     let mut b = Batch::default();
     reader.read(&std::fs::read(&file).unwrap(), &mut b);
     assert_eq!(b.meta.project_dir.as_deref(), Some("/home/user/cli-demo"));
-    assert_eq!(b.records.len(), 6);
+    assert_eq!(b.records.len(), 7);
+
+    // The sub-agent `spawn_agent` started: its own file beside the session's, a child session.
+    let sub = fixture(&format!(
+        "data/sessions/{SID}/agent_1764666306600_r4t2w1.messages.json"
+    ));
+    let id = cline::identify(&sub).unwrap();
+    assert_eq!(
+        (id.external_id.as_str(), id.parent_external_id.as_deref()),
+        ("1764666300000_k3v9q__agent_1764666306600_r4t2w1", Some(SID))
+    );
+    let Some(memtrail_adapters::Source::Doc(mut reader)) = cline::source_for(&sub) else {
+        panic!("not a document source")
+    };
+    let mut b = Batch::default();
+    reader.read(&std::fs::read(&sub).unwrap(), &mut b);
+    assert_eq!(
+        shape(&b),
+        [
+            json!([
+                "9a7c5e31-2b4d-4f6a-8c1e-3d5b7f9a1c2e",
+                "user",
+                "text",
+                T0 + 6700,
+                null,
+                [["text", "Relis src/lib.rs"]]
+            ]),
+            json!([
+                "msg_Tn3wV6pz",
+                "assistant",
+                "text",
+                T0 + 8800,
+                "claude-sonnet-4-5",
+                [["text", "Rien à signaler."]]
+            ]),
+        ]
+    );
+    assert_eq!(b.meta.project_dir.as_deref(), Some("/home/user/cli-demo"));
 
     let found = cline::discover_sessions_in(&fixture("data/sessions"));
-    assert_eq!(found.files, std::slice::from_ref(&file));
+    assert_eq!(found.files, [file.clone(), sub]);
     assert!(found.unreadable.is_empty());
     assert!(
         cline::discover_sessions_in(&fixture("nowhere/sessions"))

@@ -800,9 +800,9 @@ pub fn task_of(path: &Path) -> Option<&str> {
 /// or a [`sessions::SessionReader`] for a CLI session's `<id>.messages.json` (its project from
 /// the manifest `<id>.json` beside it: `cwd`).
 pub fn source_for(path: &Path) -> Option<Source> {
-    if let Some(id) = sessions::session_of(path) {
-        let manifest = path.with_file_name(format!("{id}.json"));
-        let cwd = json_field(&manifest, "cwd");
+    if let Some((_, parent)) = sessions::conversation_of(path) {
+        let root = parent.or_else(|| sessions::session_of(path).map(str::to_string))?;
+        let cwd = json_field(&path.with_file_name(format!("{root}.json")), "cwd");
         return Some(Source::Doc(Box::new(sessions::SessionReader::new(cwd))));
     }
     task_of(path).map(|_| Source::Doc(Box::new(TaskReader::new(Flavor::Cline))))
@@ -835,11 +835,11 @@ pub fn identify_task(
 ///
 /// Errors: as [`identify_task`].
 pub fn identify(path: &Path) -> std::io::Result<SessionRef> {
-    if let Some(id) = sessions::session_of(path) {
+    if let Some((id, parent)) = sessions::conversation_of(path) {
         return Ok(SessionRef {
             agent: Agent::Cline,
-            external_id: id.to_string(),
-            parent_external_id: None,
+            external_id: id,
+            parent_external_id: parent,
         });
     }
     identify_task(Agent::Cline, path, None)
@@ -883,7 +883,8 @@ pub fn discover() -> std::io::Result<crate::Discovery> {
     Ok(found)
 }
 
-/// Every `<dir>/<id>/<id>.messages.json` that is a file (the CLI's sessions), sorted by path.
+/// Every `<dir>/<id>/<id>.messages.json` that is a file (the CLI's sessions), sorted by path,
+/// each followed by its sub-agents' `<dir>/<id>/agent_<n>.messages.json`.
 /// A missing `dir` gives nothing; one that cannot be listed is reported in `unreadable`.
 pub fn discover_sessions_in(dir: &Path) -> crate::Discovery {
     let mut found = crate::Discovery::default();
@@ -896,7 +897,11 @@ pub fn discover_sessions_in(dir: &Path) -> crate::Discovery {
                 .filter(|p| sessions::session_of(p).is_some() && p.is_file())
                 .collect();
             files.sort();
-            found.files = files;
+            for f in files {
+                let subs = f.parent().map(sessions::subagent_files).unwrap_or_default();
+                found.files.push(f);
+                found.files.extend(subs);
+            }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => found.unreadable.push((dir.to_path_buf(), e.to_string())),
@@ -1000,21 +1005,29 @@ pub fn parse_payload(
 /// The files a hook event should ingest: its `transcript_path` when set, else the task's
 /// `api_conversation_history.json` in the first task folder root that holds it (`~/.cline/data`,
 /// then each editor's extension folder: a few `stat`s), else the CLI session's
-/// `<data>/sessions/<id>/<id>.messages.json`.
+/// `<data>/sessions/<id>/<id>.messages.json` and its sub-agents' `agent_<n>.messages.json`.
 pub fn transcripts_for_event(ev: &HookEvent) -> Vec<PathBuf> {
     let loc = locations();
     let found = transcripts_for_event_in(ev, &loc.task_roots());
     if !found.is_empty() {
         return found;
     }
-    // The CLI 3.x: its session's conversation (one more `stat`).
-    ev.session_id
+    // The CLI 3.x: its session's conversation (one more `stat`), and its sub-agents' beside it
+    // (one `readdir` of that folder).
+    let Some(file) = ev
+        .session_id
         .as_deref()
         .filter(|id| is_safe_name(id))
         .map(|id| sessions::messages_file(&loc.data_sessions, id))
         .filter(|p| p.is_file())
-        .into_iter()
-        .collect()
+    else {
+        return Vec::new();
+    };
+    let subs = file
+        .parent()
+        .map(sessions::subagent_files)
+        .unwrap_or_default();
+    std::iter::once(file).chain(subs).collect()
 }
 
 /// [`transcripts_for_event`] with explicit task roots.

@@ -23,6 +23,11 @@
 //! - a tool result's `content` is a list of `{query, result, error?, success}` (one per command
 //!   or file the call asked for), not text; a failed command has `success: false` and `error:
 //!   "Command exited with code <n>"`;
+//! - a sub-agent (`spawn_agent`) writes its own conversation beside the session's, in the same
+//!   folder: `agent_<n>.messages.json` (`agent: "subagent"`, `sessionId: "<id>__agent_<n>"`,
+//!   `origin.parentThreadId: "<id>"`, no manifest); its first prompt is not wrapped; the
+//!   parent's `spawn_agent` result is a JSON text `{"text", "iterations", "finishReason",
+//!   "usage"}`;
 //! - an error the CLI shows (no model reached, say) is stored as an assistant message with
 //!   `metadata: {displayOnly: true, displayRole: "error"}` and an id `error_<uuid>`: never sent
 //!   to the model.
@@ -44,6 +49,44 @@ pub fn session_of(path: &Path) -> Option<&str> {
     let name = path.file_name()?.to_str()?;
     let id = name.strip_suffix(MESSAGES_SUFFIX)?;
     (path.parent()?.file_name()?.to_str()? == id && super::is_safe_name(id)).then_some(id)
+}
+
+/// The session a conversation file is, and its parent: `<id>/<id>.messages.json` is session
+/// `<id>`; a sub-agent's `<id>/agent_<n>.messages.json` (written by `spawn_agent`) is
+/// `<id>__agent_<n>` (the `sessionId` the CLI writes in it), its parent `<id>`.
+pub fn conversation_of(path: &Path) -> Option<(String, Option<String>)> {
+    if let Some(id) = session_of(path) {
+        return Some((id.to_string(), None));
+    }
+    let name = path.file_name()?.to_str()?;
+    let agent = name.strip_suffix(MESSAGES_SUFFIX)?;
+    let root = path.parent()?.file_name()?.to_str()?;
+    (agent.starts_with(SUBAGENT_PREFIX) && super::is_safe_name(agent) && super::is_safe_name(root))
+        .then(|| (format!("{root}__{agent}"), Some(root.to_string())))
+}
+
+/// The name prefix of a sub-agent's conversation file in its session's folder.
+pub const SUBAGENT_PREFIX: &str = "agent_";
+
+/// The sub-agents' conversation files in the session folder `dir`
+/// (`agent_<n>.messages.json`), sorted; none when it cannot be listed.
+pub fn subagent_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<std::path::PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(SUBAGENT_PREFIX))
+                && conversation_of(p).is_some_and(|(_, parent)| parent.is_some())
+                && p.is_file()
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 /// The conversation file of session `id` in the sessions folder `dir`.
