@@ -173,10 +173,22 @@ fn cli_hook_path_stores_a_rewritten_session_once() {
 
     let imp = sb.json(&["import", "--agent", "cline", "--json"]);
     assert_eq!(
-        (&imp["agents"][0]["files"], &imp["agents"][0]["messages"]),
-        (&json!(2), &json!(0)),
+        (
+            &imp["agents"][0]["files"],
+            &imp["agents"][0]["messages"],
+            &imp["agents"][0]["updated"]
+        ),
+        (&json!(2), &json!(0), &json!(0)),
         "{imp}"
     );
+
+    // Rewritten shorter (what a compaction or a restored checkpoint would leave): nothing
+    // stored is lost, nothing is added twice.
+    let before = sb.message_ids(SID);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::copy(fixture("grow-cli/turn1.messages.json"), &t).unwrap();
+    sb.hook("cline", cli("TaskComplete"));
+    assert_eq!(sb.message_ids(SID), before);
 }
 
 fn find_cline() -> Result<PathBuf, String> {
@@ -269,11 +281,14 @@ fn real_cline_lists_memtrails_mcp_server() {
 struct Hubs(PathBuf);
 
 impl Drop for Hubs {
+    /// Stops them and waits (up to 10 s) until they are gone: a hub still shutting down would
+    /// write its lock files into the sandbox while it is being removed.
     fn drop(&mut self) {
         let ours = self.0.to_string_lossy().into_owned();
         let Ok(rd) = std::fs::read_dir("/proc") else {
             return;
         };
+        let mut pids = Vec::new();
         for e in rd.flatten() {
             let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
                 continue;
@@ -287,7 +302,17 @@ impl Drop for Hubs {
                 let _ = std::process::Command::new("kill")
                     .arg(pid.to_string())
                     .status();
+                pids.push(pid);
             }
+        }
+        for _ in 0..200 {
+            if pids
+                .iter()
+                .all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+            {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
         }
     }
 }

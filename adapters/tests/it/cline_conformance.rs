@@ -331,6 +331,32 @@ fn session_file() -> PathBuf {
     fixture(&format!("data/sessions/{SID}/{SID}.messages.json"))
 }
 
+/// `read_db` of one file: its session, its records (each a replace, shown as messages), the
+/// watermark.
+fn read_db(
+    path: &Path,
+    session: Option<&str>,
+    since: i64,
+) -> (memtrail_adapters::SessionRef, Batch, i64) {
+    let db = cline::sessions::read_db(path, session, since).unwrap();
+    assert_eq!(db.sessions.len(), 1);
+    let s = db.sessions.into_iter().next().unwrap();
+    let records = s
+        .records
+        .into_iter()
+        .map(|r| match r {
+            Record::Replace(m) => Record::Message(m),
+            other => panic!("not a replace: {other:?}"),
+        })
+        .collect();
+    let b = Batch {
+        meta: s.meta,
+        records,
+        stats: s.stats,
+    };
+    (s.session, b, db.watermark)
+}
+
 fn read_session(bytes: &[u8]) -> Batch {
     let mut b = Batch::default();
     cline::sessions::SessionReader::new(Some("/home/user/cli-demo".into())).read(bytes, &mut b);
@@ -464,14 +490,33 @@ fn cli_sessions_are_found_identified_and_their_hooks_parsed() {
         (Agent::Cline, SID, None)
     );
     assert!(cline::identify(&fixture(&format!("data/sessions/{SID}/{SID}.json"))).is_err());
-    // The project comes from the manifest beside the conversation.
-    let Some(memtrail_adapters::Source::Doc(mut reader)) = cline::source_for(&file) else {
-        panic!("not a document source")
-    };
-    let mut b = Batch::default();
-    reader.read(&std::fs::read(&file).unwrap(), &mut b);
+    // Read as a one-session database: every message a replace-or-insert, the project from the
+    // manifest beside the conversation.
+    assert!(matches!(
+        cline::source_for(&file),
+        Some(memtrail_adapters::Source::Database)
+    ));
+    let (sref, b, mark) = read_db(&file, None, 0);
+    assert_eq!(
+        (sref.external_id.as_str(), sref.parent_external_id),
+        (SID, None)
+    );
     assert_eq!(b.meta.project_dir.as_deref(), Some("/home/user/cli-demo"));
-    assert_eq!(b.records.len(), 7);
+    assert_eq!(
+        shape(&b),
+        shape(&read_session(&std::fs::read(&file).unwrap()))
+    );
+    // Unchanged since the watermark, or another session's key: nothing.
+    let again = cline::sessions::read_db(&file, Some(SID), mark).unwrap();
+    assert!(again.sessions.is_empty());
+    assert_eq!(again.watermark, mark);
+    assert!(
+        cline::sessions::read_db(&file, Some("other"), 0)
+            .unwrap()
+            .sessions
+            .is_empty()
+    );
+    assert_eq!(cline::sessions::session_ids(&file).unwrap(), [SID]);
 
     // The sub-agent `spawn_agent` started: its own file beside the session's, a child session.
     let sub = fixture(&format!(
@@ -482,11 +527,11 @@ fn cli_sessions_are_found_identified_and_their_hooks_parsed() {
         (id.external_id.as_str(), id.parent_external_id.as_deref()),
         ("1764666300000_k3v9q__agent_1764666306600_r4t2w1", Some(SID))
     );
-    let Some(memtrail_adapters::Source::Doc(mut reader)) = cline::source_for(&sub) else {
-        panic!("not a document source")
-    };
-    let mut b = Batch::default();
-    reader.read(&std::fs::read(&sub).unwrap(), &mut b);
+    // Read under the session's key (the one its hooks name), as its own child session.
+    assert_eq!(cline::sessions::session_ids(&sub).unwrap(), [SID]);
+    let (sref, b, _) = read_db(&sub, Some(SID), 0);
+    assert_eq!(sref.external_id, id.external_id);
+    assert_eq!(sref.parent_external_id.as_deref(), Some(SID));
     assert_eq!(
         shape(&b),
         [

@@ -796,14 +796,12 @@ pub fn task_of(path: &Path) -> Option<&str> {
     (dir.parent()?.file_name()? == TASKS_DIR && is_safe_name(id)).then_some(id)
 }
 
-/// [`Source::Doc`] with a Cline [`TaskReader`] for a task's `api_conversation_history.json`,
-/// or a [`sessions::SessionReader`] for a CLI session's `<id>.messages.json` (its project from
-/// the manifest `<id>.json` beside it: `cwd`).
+/// [`Source::Doc`] with a Cline [`TaskReader`] for a task's `api_conversation_history.json`;
+/// [`Source::Database`] for a CLI conversation file (`<id>.messages.json`, a sub-agent's
+/// `agent_<n>.messages.json`), read by [`sessions::read_db`].
 pub fn source_for(path: &Path) -> Option<Source> {
-    if let Some((_, parent)) = sessions::conversation_of(path) {
-        let root = parent.or_else(|| sessions::session_of(path).map(str::to_string))?;
-        let cwd = json_field(&path.with_file_name(format!("{root}.json")), "cwd");
-        return Some(Source::Doc(Box::new(sessions::SessionReader::new(cwd))));
+    if sessions::conversation_of(path).is_some() {
+        return Some(Source::Database);
     }
     task_of(path).map(|_| Source::Doc(Box::new(TaskReader::new(Flavor::Cline))))
 }

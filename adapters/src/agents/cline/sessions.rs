@@ -13,6 +13,10 @@
 //! `{version: 1, updated_at, agent: "lead", sessionId, origin: {source, mode, sessionId,
 //! version}, messages: [message…], system_prompt}`.
 //!
+//! Each conversation file is read as a one-session database ([`read_db`]): re-read whole when
+//! its modification time moved, every message stored or replaced by its own `id`, nothing
+//! deleted.
+//!
 //! A message is `{id, role: "user"|"assistant", content: [block…], ts (ms since the epoch),
 //! modelInfo?: {id, provider, family}, metrics?, metadata?: {displayOnly, displayRole}}` and its
 //! blocks are Anthropic's (`text`, `thinking`, `tool_use {id, name, input}`, `tool_result
@@ -33,7 +37,8 @@
 //!   to the model.
 
 use super::{Build, CallAt, blocks, call_part, message, note_time};
-use crate::model::{Batch, DocReader, Kind, Message, Part, Record, Role};
+use crate::model::{Agent, Batch, DocReader, Kind, Message, Part, Record, Role, SessionRef};
+use crate::{DbBatch, DbSession};
 use serde_json::{Map, Value};
 use std::path::Path;
 
@@ -63,6 +68,94 @@ pub fn conversation_of(path: &Path) -> Option<(String, Option<String>)> {
     let root = path.parent()?.file_name()?.to_str()?;
     (agent.starts_with(SUBAGENT_PREFIX) && super::is_safe_name(agent) && super::is_safe_name(root))
         .then(|| (format!("{root}__{agent}"), Some(root.to_string())))
+}
+
+/// The largest conversation file read.
+pub const MAX_SESSION_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A conversation file that cannot be read: [`crate::Error::Io`] (`InvalidData`) naming it.
+fn bad(path: &Path, why: &str) -> crate::Error {
+    crate::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("{}: {why}", path.display()),
+    ))
+}
+
+/// Read a conversation file (`<id>.messages.json`, or a sub-agent's `agent_<n>.messages.json`)
+/// as a one-session database ([`crate::registry::Database`]) when its modification time (ns
+/// since the epoch) is after `since`: one [`DbSession`] (the session or sub-agent of
+/// [`conversation_of`], project the manifest's `cwd`) whose messages are all
+/// [`Record::Replace`]: stored, or replaced by id, and **never deleted**, so what a later
+/// rewrite drops (a compaction, a restored checkpoint) stays stored. The watermark is the
+/// file's modification time, or `since` when nothing changed. `session`, when given, must be
+/// the key [`session_ids`] gives (the session's id, also for its sub-agents: the hook's).
+///
+/// Errors: not a conversation file name, cannot be read, larger than [`MAX_SESSION_BYTES`], or
+/// not a JSON object with a `messages` array (caught mid-write: the next read takes it again).
+pub fn read_db(path: &Path, session: Option<&str>, since: i64) -> Result<DbBatch, crate::Error> {
+    let (id, parent) =
+        conversation_of(path).ok_or_else(|| bad(path, "not a Cline CLI conversation file"))?;
+    let root = parent.clone().unwrap_or_else(|| id.clone());
+    let unchanged = DbBatch {
+        sessions: Vec::new(),
+        watermark: since,
+    };
+    if session.is_some_and(|s| s != root) {
+        return Ok(unchanged);
+    }
+    let md = std::fs::metadata(path).map_err(|e| bad(path, &e.to_string()))?;
+    let modified = md
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    if modified <= since {
+        return Ok(unchanged);
+    }
+    if md.len() > MAX_SESSION_BYTES {
+        return Err(bad(path, "larger than 256 MiB; not read"));
+    }
+    let bytes = std::fs::read(path).map_err(|e| bad(path, &e.to_string()))?;
+    let cwd = super::json_field(&path.with_file_name(format!("{root}.json")), "cwd");
+    let mut batch = Batch::default();
+    SessionReader::new(cwd).read(&bytes, &mut batch);
+    if batch.records.is_empty() && batch.stats.malformed > 0 {
+        return Err(bad(
+            path,
+            "not a JSON object with a messages array (being written?)",
+        ));
+    }
+    let records = batch
+        .records
+        .into_iter()
+        .map(|r| match r {
+            Record::Message(m) => Record::Replace(m),
+            other => other,
+        })
+        .collect();
+    Ok(DbBatch {
+        sessions: vec![DbSession {
+            session: SessionRef {
+                agent: Agent::Cline,
+                external_id: id,
+                parent_external_id: parent,
+            },
+            meta: batch.meta,
+            records,
+            stats: batch.stats,
+        }],
+        watermark: modified,
+    })
+}
+
+/// The key a conversation file is read under ([`read_db`]): its session's id, for a sub-agent's
+/// file too (the id the session's hooks name, so a hook and an import share one cursor).
+///
+/// Errors: not a conversation file name.
+pub fn session_ids(path: &Path) -> Result<Vec<String>, crate::Error> {
+    let (id, parent) =
+        conversation_of(path).ok_or_else(|| bad(path, "not a Cline CLI conversation file"))?;
+    Ok(vec![parent.unwrap_or(id)])
 }
 
 /// The name prefix of a sub-agent's conversation file in its session's folder.
