@@ -373,6 +373,15 @@ fn real_cline_session_is_stored_by_the_hooks_once() {
         "install",
     );
 
+    let listed = || {
+        stdout_json(
+            &run_ok(
+                memtrail(&["sessions", "list", "--agent", "cline", "--json"]),
+                "sessions list",
+            ),
+            "sessions list",
+        )
+    };
     let mut c = sandbox_cmd(&base, &sb.proj, &cline);
     c.arg("please run ls");
     let out = run(c, "cline");
@@ -384,13 +393,7 @@ fn real_cline_session_is_stored_by_the_hooks_once() {
     );
 
     // Stored by the hooks (no import yet): the session folder's id, the run's three messages.
-    let v = stdout_json(
-        &run_ok(
-            memtrail(&["sessions", "list", "--agent", "cline", "--json"]),
-            "sessions list",
-        ),
-        "sessions list",
-    );
+    let v = listed();
     let sessions = v["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 1, "{v}");
     let sid = sessions[0]["session_id"].as_str().unwrap().to_string();
@@ -424,13 +427,7 @@ fn real_cline_session_is_stored_by_the_hooks_once() {
     c.arg("please delegate");
     let out = run(c, "cline (delegate)");
     assert!(out.status.success(), "cline failed\n{}", show(&out));
-    let v = stdout_json(
-        &run_ok(
-            memtrail(&["sessions", "list", "--agent", "cline", "--json"]),
-            "sessions list",
-        ),
-        "sessions list",
-    );
+    let v = listed();
     let sessions = v["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 3, "{v}");
     let child = sessions

@@ -270,18 +270,10 @@ impl DocReader for TaskReader {
         if out.meta.project_dir.is_none() {
             out.meta.project_dir.clone_from(&self.project_dir);
         }
-        let mut b = Build::default();
-        for (i, item) in items.into_iter().enumerate() {
-            out.stats.lines += 1;
-            let Value::Object(m) = item else {
-                out.stats.malformed += 1;
-                continue;
-            };
-            let ts = m.get("ts").and_then(Value::as_i64);
-            note_time(out, ts);
+        read_messages(items, out, |i, m, ts, b, out| {
             if m.get("type").and_then(Value::as_str) == Some("reasoning") {
                 out.stats.skipped_known += 1;
-                continue;
+                return;
             }
             let role = m.get("role").and_then(Value::as_str);
             let content = m.get("content").cloned().unwrap_or(Value::Null);
@@ -289,7 +281,7 @@ impl DocReader for TaskReader {
                 let text = self.strip_env(&blocks_text(&content), out);
                 if text.is_empty() {
                     out.stats.skipped_known += 1;
-                    continue;
+                    return;
                 }
                 b.msgs.push(message(
                     i.to_string(),
@@ -299,17 +291,38 @@ impl DocReader for TaskReader {
                     ts,
                     None,
                 ));
-                continue;
+                return;
             }
             match role {
-                Some("assistant") => assistant(&mut b, i, &m, content, ts, out),
-                Some("user") => self.user(&mut b, i, content, ts, out),
+                Some("assistant") => assistant(b, i, &m, content, ts, out),
+                Some("user") => self.user(b, i, content, ts, out),
                 _ => out.stats.skipped_unknown += 1,
             }
-        }
-        for msg in b.msgs {
-            out.records.push(Record::Message(msg));
-        }
+        });
+    }
+}
+
+/// The loop both Cline readers share over a document's messages: each element counts as a
+/// line; a non-object is malformed; the others have their `ts` noted and go to `each` (index,
+/// object, time, the messages built so far, the batch); then every built message is a record.
+fn read_messages(
+    items: Vec<Value>,
+    out: &mut Batch,
+    mut each: impl FnMut(usize, Map<String, Value>, Option<i64>, &mut Build, &mut Batch),
+) {
+    let mut b = Build::default();
+    for (i, item) in items.into_iter().enumerate() {
+        out.stats.lines += 1;
+        let Value::Object(m) = item else {
+            out.stats.malformed += 1;
+            continue;
+        };
+        let ts = m.get("ts").and_then(Value::as_i64);
+        note_time(out, ts);
+        each(i, m, ts, &mut b, out);
+    }
+    for msg in b.msgs {
+        out.records.push(Record::Message(msg));
     }
 }
 
@@ -367,6 +380,21 @@ fn blocks_text(content: &Value) -> String {
     parts.join("\n\n").trim().to_string()
 }
 
+/// The model of an assistant message (`modelInfo.<key>`), also the session's (the last one
+/// wins).
+fn note_model(m: &Map<String, Value>, key: &str, out: &mut Batch) -> Option<String> {
+    let model = m
+        .get("modelInfo")
+        .and_then(|mi| mi.get(key))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    if model.is_some() {
+        out.meta.model.clone_from(&model);
+    }
+    model
+}
+
 fn assistant(
     b: &mut Build,
     i: usize,
@@ -375,15 +403,7 @@ fn assistant(
     ts: Option<i64>,
     out: &mut Batch,
 ) {
-    let model = m
-        .get("modelInfo")
-        .and_then(|mi| mi.get("modelId"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string);
-    if let Some(model) = &model {
-        out.meta.model = Some(model.clone());
-    }
+    let model = note_model(m, "modelId", out);
     let msg_index = b.msgs.len();
     let mut parts = Vec::new();
     let mut summaries = Vec::new();
@@ -414,18 +434,7 @@ fn assistant(
                     });
                 }
             }
-            Some("tool_use") => {
-                let id = block.get("id").and_then(Value::as_str).unwrap_or_default();
-                let name = block
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if id.is_empty() || name.is_empty() {
-                    continue;
-                }
-                let input = block.get("input").cloned().unwrap_or(Value::Null);
-                parts.push(call_part(id.to_string(), name.to_string(), input));
-            }
+            Some("tool_use") => parts.extend(native_call(&block)),
             _ => {}
         }
     }
@@ -470,6 +479,20 @@ fn assistant(
             None,
         ));
     }
+}
+
+/// A native `tool_use` block `{id, name, input}` as a call part; `None` without an id or a name.
+fn native_call(block: &Map<String, Value>) -> Option<Part> {
+    let id = block
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())?;
+    let name = block
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())?;
+    let input = block.get("input").cloned().unwrap_or(Value::Null);
+    Some(call_part(id.to_string(), name.to_string(), input))
 }
 
 fn call_part(id: String, name: String, input: Value) -> Part {

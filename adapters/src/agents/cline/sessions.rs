@@ -36,7 +36,7 @@
 //!   `metadata: {displayOnly: true, displayRole: "error"}` and an id `error_<uuid>`: never sent
 //!   to the model.
 
-use super::{Build, CallAt, blocks, call_part, message, note_time};
+use super::{Build, CallAt, blocks, message, read_messages};
 use crate::model::{Agent, Batch, DocReader, Kind, Message, Part, Record, Role, SessionRef};
 use crate::{DbBatch, DbSession};
 use serde_json::{Map, Value};
@@ -273,15 +273,7 @@ impl DocReader for SessionReader {
         if out.meta.project_dir.is_none() {
             out.meta.project_dir.clone_from(&self.project_dir);
         }
-        let mut b = Build::default();
-        for (i, item) in items.into_iter().enumerate() {
-            out.stats.lines += 1;
-            let Value::Object(m) = item else {
-                out.stats.malformed += 1;
-                continue;
-            };
-            let ts = m.get("ts").and_then(Value::as_i64);
-            note_time(out, ts);
+        read_messages(items, out, |i, m, ts, b, out| {
             let id = m
                 .get("id")
                 .and_then(Value::as_str)
@@ -294,12 +286,12 @@ impl DocReader for SessionReader {
                 .and_then(Value::as_bool)
                 == Some(true);
             match m.get("role").and_then(Value::as_str) {
-                Some("user") => user(&mut b, id, content, ts, out),
+                Some("user") => user(b, id, content, ts, out),
                 Some("assistant") if display_only => {
                     let text = super::blocks_text(&content);
                     if text.is_empty() {
                         out.stats.skipped_known += 1;
-                        continue;
+                        return;
                     }
                     b.msgs.push(message(
                         id,
@@ -310,14 +302,17 @@ impl DocReader for SessionReader {
                         None,
                     ));
                 }
-                Some("assistant") => assistant(&mut b, id, &m, content, ts, out),
+                Some("assistant") => assistant(b, id, &m, content, ts, out),
                 _ => out.stats.skipped_unknown += 1,
             }
-        }
-        for msg in b.msgs {
-            out.records.push(Record::Message(msg));
-        }
+        });
     }
+}
+
+/// The trimmed string at `key` of a block, when not empty.
+fn trimmed(block: &Map<String, Value>, key: &str) -> Option<String> {
+    let t = block.get(key).and_then(Value::as_str)?.trim();
+    (!t.is_empty()).then(|| t.to_string())
 }
 
 fn user(b: &mut Build, id: String, content: Value, ts: Option<i64>, out: &mut Batch) {
@@ -373,61 +368,27 @@ fn assistant(
     ts: Option<i64>,
     out: &mut Batch,
 ) {
-    let model = m
-        .get("modelInfo")
-        .and_then(|mi| mi.get("id"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string);
-    if model.is_some() {
-        out.meta.model.clone_from(&model);
-    }
+    let model = super::note_model(m, "id", out);
     let mut parts = Vec::new();
     for block in blocks(content) {
         match block.get("type").and_then(Value::as_str) {
-            Some("text") => {
-                let t = block
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .trim();
-                if !t.is_empty() {
-                    parts.push(Part::Text {
-                        text: t.to_string(),
-                    });
-                }
-            }
+            Some("text") => parts.extend(trimmed(&block, "text").map(|text| Part::Text { text })),
             Some("thinking") => {
-                let t = block
-                    .get("thinking")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .trim();
-                if !t.is_empty() {
-                    parts.push(Part::Thinking {
-                        text: t.to_string(),
-                    });
-                }
+                parts.extend(trimmed(&block, "thinking").map(|text| Part::Thinking { text }))
             }
             Some("tool_use") => {
-                let call = block.get("id").and_then(Value::as_str).unwrap_or_default();
-                let name = block
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if call.is_empty() || name.is_empty() {
+                let Some(Part::ToolCall(c)) = super::native_call(&block) else {
                     continue;
-                }
-                let input = block.get("input").cloned().unwrap_or(Value::Null);
+                };
                 b.calls.push((
-                    call.to_string(),
+                    c.id.clone(),
                     CallAt {
                         msg: b.msgs.len(),
                         part: parts.len(),
-                        name: name.to_string(),
+                        name: c.name.clone(),
                     },
                 ));
-                parts.push(call_part(call.to_string(), name.to_string(), input));
+                parts.push(Part::ToolCall(c));
             }
             _ => {}
         }
