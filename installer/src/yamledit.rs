@@ -280,6 +280,20 @@ fn after_line(text: &str, end: usize) -> usize {
     text[end..].find('\n').map_or(text.len(), |i| end + i + 1)
 }
 
+/// `end` (a line start) moved back over whole blank lines, not before `start`: a block scalar's
+/// span (`|`) takes the blank lines after it, which belong to no item.
+fn before_blank_lines(text: &str, start: usize, end: usize) -> usize {
+    let mut end = end;
+    while end > start {
+        let line_start = text[..end - 1].rfind('\n').map_or(0, |i| i + 1).max(start);
+        if !text[line_start..end].trim().is_empty() {
+            break;
+        }
+        end = line_start;
+    }
+    end
+}
+
 /// The start of the line of an item's `- ` (the item's node may start after it, on the same or
 /// a later line).
 fn dash_line(text: &str, item_start: usize) -> Option<usize> {
@@ -334,7 +348,7 @@ fn find<'a>(
             let start = dash_line(text, n.start)
                 .ok_or_else(|| conflict(path, &at, "a block list (`- ` items)"))?;
             ours.push(Ours {
-                range: start..after_line(text, n.end),
+                range: start..before_blank_lines(text, start, after_line(text, n.end)),
                 node: n,
             });
         }
@@ -449,7 +463,8 @@ pub(crate) fn compute(
                         let indent =
                             text[first..].len() - text[first..].trim_start_matches(' ').len();
                         let last = seq.last().map_or(l.end, |n| n.end);
-                        (after_line(&text, last), item_text(item, indent, nl))
+                        let at = before_blank_lines(&text, first, after_line(&text, last));
+                        (at, item_text(item, indent, nl))
                     }
                     // `<list_key>:` with nothing: under its line, two spaces in.
                     Some((k, _)) => {

@@ -106,6 +106,27 @@ fn the_mcp_entry_goes_into_config_yaml_and_comes_out_byte_for_byte() {
             Box::new(|b| format!("models: []\nmcpServers:\n{}rules: []\n", item(b, 2, "\n"))),
         ),
         (
+            "a list last, without a final newline, under a document start",
+            "---\n# servers\nmcpServers:\n  # the file system\n  - name: fs\n    command: mcp-fs"
+                .to_string(),
+            Box::new(|b| {
+                format!(
+                    "---\n# servers\nmcpServers:\n  # the file system\n  - name: fs\n    command: mcp-fs\n{}",
+                    item(b, 2, "\n")
+                )
+            }),
+        ),
+        (
+            "a block scalar in the last item",
+            "mcpServers:\n  - name: script\n    command: sh\n    args:\n      - -c\n      - |\n        echo hi\n        echo there\n\nrules: []\n".to_string(),
+            Box::new(|b| {
+                format!(
+                    "mcpServers:\n  - name: script\n    command: sh\n    args:\n      - -c\n      - |\n        echo hi\n        echo there\n{}\nrules: []\n",
+                    item(b, 2, "\n")
+                )
+            }),
+        ),
+        (
             "CRLF, no final newline",
             no_nl.to_string(),
             Box::new(move |b| format!("{no_nl}\r\nmcpServers:\r\n{}", item(b, 2, "\r\n"))),
