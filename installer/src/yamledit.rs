@@ -513,7 +513,9 @@ pub(crate) fn compute(
                     continue;
                 }
                 let mut range = o.range.clone();
-                // The list key too, when install created it and memtrail's item was its only one.
+                // The list key too, when install created it and memtrail's item was its only one
+                // (also without the install state: an empty `mcpServers:` is null, which
+                // Continue refuses, "Expected array, received null").
                 if let Some((
                     k,
                     Node {
@@ -522,7 +524,8 @@ pub(crate) fn compute(
                     },
                 )) = list
                     && seq.len() == 1
-                    && history.created(std::slice::from_ref(&item.list_key))
+                    && (history.state.is_none()
+                        || history.created(std::slice::from_ref(&item.list_key)))
                 {
                     let ks = line_start(&text, k.start);
                     if after_line(&text, k.end) == range.start {

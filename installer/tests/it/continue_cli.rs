@@ -269,3 +269,15 @@ fn a_config_yaml_it_cannot_edit_is_left_untouched_with_a_clear_error() {
         );
     }
 }
+
+#[test]
+fn without_the_install_state_uninstall_leaves_no_empty_list() {
+    // `mcpServers:` left empty is null, which `cn` refuses ("Expected array, received null").
+    let b = AgentBox::new(Agent::Continue);
+    let path = b.home.join(".continue/config.yaml");
+    b.put(&path, Some(USER_CONFIG));
+    b.install();
+    std::fs::remove_file(b.state_dir().join("install-state.json")).unwrap();
+    b.uninstall();
+    assert_eq!(b.read(&path), USER_CONFIG);
+}
