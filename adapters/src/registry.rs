@@ -638,6 +638,16 @@ mod tests {
                         }
                     }
                 }
+                Body::Yaml(items) => {
+                    for item in items {
+                        for (_, v) in &item.keys {
+                            match v {
+                                TomlValue::Str(s) => out.push(s.clone()),
+                                TomlValue::Strings(argv) => out.push(argv.join(" ")),
+                            }
+                        }
+                    }
+                }
             }
         }
         out

@@ -52,6 +52,27 @@ pub enum Body {
     /// A TOML document holding the entries (Codex's `config.toml`; created empty when
     /// missing). Edited by the installer's TOML editor.
     Toml(Vec<TomlItem>),
+    /// A YAML document holding one named item in a top-level list (Continue's `config.yaml`
+    /// `mcpServers`). Never created: a missing file is left missing. Edited by the installer's
+    /// YAML editor (text spliced by line, the rest of the file byte-identical).
+    Yaml(Vec<YamlItem>),
+}
+
+/// memtrail's item in a top-level block list of a YAML file: `<list_key>:` holding
+/// `- <name_key>: <name>` followed by `keys` (e.g. `mcpServers:` / `- name: memtrail`,
+/// `command: <binary>`, `args: [mcp]`, written in block style).
+#[derive(Debug, Clone)]
+pub struct YamlItem {
+    /// What people see: `MCP server memtrail`.
+    pub label: String,
+    /// The top-level key of the list (`mcpServers`).
+    pub list_key: String,
+    /// The key naming an item (`name`).
+    pub name_key: String,
+    /// memtrail's item's name (`memtrail`).
+    pub name: String,
+    /// The item's other keys, in order: a string or a list of strings each.
+    pub keys: Vec<(String, TomlValue)>,
 }
 
 /// memtrail's entries in a TOML file.
@@ -89,7 +110,7 @@ impl TomlItem {
     }
 }
 
-/// A TOML value memtrail writes.
+/// A TOML (or YAML) value memtrail writes: a string or a list of strings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TomlValue {
     Str(String),

@@ -1,4 +1,4 @@
-//! What the engine's backends (JSON in the `engine` module, TOML in `tomledit`) share: a file's
+//! What the engine's backends (JSON in the `engine` module, TOML in `tomledit`, YAML in `yamledit`) share: a file's
 //! past ([`History`]: the install state's record, else the oldest backup), the result of
 //! computing its change ([`Computed`]), an item's state for `status` ([`Found`]), decoding.
 
@@ -49,7 +49,7 @@ impl<'a> History<'a> {
             path: &spec.path,
             scope: match &spec.body {
                 Body::Json(items) => json_scope(items),
-                Body::Whole(_) | Body::Toml(_) => Vec::new(),
+                Body::Whole(_) | Body::Toml(_) | Body::Yaml(_) => Vec::new(),
             },
             target,
             state,

@@ -133,6 +133,7 @@ pub(crate) fn compute(
         }
         Body::Whole(w) => compute_whole(&spec.path, w, action, current, history),
         Body::Toml(items) => crate::tomledit::compute(&spec.path, items, action, current, history),
+        Body::Yaml(items) => crate::yamledit::compute(&spec.path, items, action, current, history),
     }
 }
 

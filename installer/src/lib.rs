@@ -75,6 +75,7 @@ mod spec;
 mod state;
 mod status;
 mod tomledit;
+mod yamledit;
 
 pub use action::Action;
 pub use apply::{Applied, AppliedFile, MAX_BACKOFF, Outcome, RETRY_BUDGET};

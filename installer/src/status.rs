@@ -266,6 +266,25 @@ pub(crate) fn status_in(
                     });
                 }
             }
+            Body::Yaml(yaml_items) => {
+                let doc = bytes.and_then(|b| crate::yamledit::parse(&f.path, b.as_deref()));
+                for it in yaml_items {
+                    let (state, bin) = match &doc {
+                        Err(e) => (ItemState::unreadable(e), None),
+                        Ok(p) => match crate::yamledit::inspect(p, &f.path, it) {
+                            Err(e) => (ItemState::unreadable(&e), None),
+                            Ok(found) => found_state(found),
+                        },
+                    };
+                    items.push(ItemStatus {
+                        item: it.label.clone(),
+                        file: f.path.clone(),
+                        state,
+                        binary: bin,
+                        command: None,
+                    });
+                }
+            }
             Body::Json(json_items) => {
                 let scope = json_scope(json_items);
                 let doc = bytes.and_then(|b| match b {

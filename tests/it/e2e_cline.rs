@@ -8,12 +8,15 @@
 //! `target/e2e-tools` `node_modules/.bin/cline`, else PATH; skipped without it unless
 //! `MEMTRAIL_REQUIRE_E2E=1`; verified with 3.0.65): "the user's" `cline_mcp_settings.json`,
 //! `memtrail install --agent cline`, `cline config mcp --json` lists memtrail's server from that
-//! file, `uninstall` gives the file back byte for byte and removes every hook script.
+//! file, `uninstall` gives the file back byte for byte and removes every hook script; and a real
+//! `cline "<prompt>"` session against the loopback Anthropic stub (its provider `anthropic` with
+//! a `baseUrl` in `providers.json`) is stored by memtrail's hooks (`agent_start`, `agent_end` in
+//! the `TaskStart` / `TaskComplete` scripts), exactly once: `memtrail import` adds nothing.
 #![cfg(unix)]
 
 use crate::common::{
-    self, SandboxDir, bin_from_env, is_executable, memtrail_bin, repo_root, run_ok, sandbox_cmd,
-    sandbox_env, tools_or_skip, which,
+    self, SandboxDir, Stub, bin_from_env, is_executable, memtrail_bin, repo_root, resolve_python,
+    run, run_ok, sandbox_cmd, sandbox_env, show, stdout_json, text, tools_or_skip, which,
 };
 use crate::support::Sandbox;
 
@@ -89,6 +92,103 @@ fn hook_path_stores_a_rewritten_task_once() {
         hits["hits"].as_array().is_some_and(|h| h.len() == 1),
         "{hits}"
     );
+}
+
+/// The CLI 3.x's hook path (no Cline needed): `memtrail hook cline` fed the CLI's payloads of
+/// `fixtures/cline/hooks-cli/` (`taskId` a `conv_` id, the session `sessionContext.rootSessionId`)
+/// while the fixture session is rewritten whole in `~/.cline/data/sessions/<id>/`, its sub-agent's
+/// file appearing beside it; each message is stored once, the sub-agent as a child session, and
+/// `memtrail import` afterwards adds nothing.
+#[test]
+fn cli_hook_path_stores_a_rewritten_session_once() {
+    const SID: &str = "1764666300000_k3v9q";
+    let sb = Sandbox::new();
+    let dir = sb.home.join(".cline/data/sessions").join(SID);
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = fixture(&format!("data/sessions/{SID}"));
+    std::fs::copy(
+        src.join(format!("{SID}.json")),
+        dir.join(format!("{SID}.json")),
+    )
+    .unwrap();
+    let t = dir.join(format!("{SID}.messages.json"));
+    const SUB: &str = "agent_1764666306600_r4t2w1.messages.json";
+    let cli =
+        |name: &str| std::fs::read_to_string(fixture(&format!("hooks-cli/{name}.json"))).unwrap();
+
+    // agent_start before the first write: nothing stored, nothing printed.
+    assert_eq!(sb.hook("cline", cli("TaskStart")), "");
+    assert_eq!(sb.sessions(), 0);
+
+    // Rewritten whole twice; agent_end stores what is there; twice is once.
+    std::fs::copy(fixture("grow-cli/turn1.messages.json"), &t).unwrap();
+    sb.hook("cline", cli("TaskComplete"));
+    assert_eq!(
+        sb.message_ids(SID),
+        ["0f6e2a52-3c1d-4b8e-9a57-2d4c8e1f7a90", "msg_Qp4uN1xa"]
+    );
+    std::fs::copy(src.join(format!("{SID}.messages.json")), &t).unwrap();
+    std::fs::copy(src.join(SUB), dir.join(SUB)).unwrap();
+    sb.hook("cline", cli("TaskComplete"));
+    sb.hook("cline", cli("TaskComplete"));
+    assert_eq!(
+        sb.message_ids(SID),
+        [
+            "0f6e2a52-3c1d-4b8e-9a57-2d4c8e1f7a90",
+            "msg_Qp4uN1xa",
+            "msg_Zc3kW7yd",
+            "msg_Ye1sJ5uf",
+            "msg_Sa9gT4hk",
+            "5b1d9c3e-8f2a-4e6b-a1c7-0e9d4f3b2a18",
+            "error_7c2e4f18-9b3d-4a5e-8f61-3d2c1b0a9e87",
+        ]
+    );
+    let shown = sb.json(&["sessions", "show", SID, "--json"]);
+    assert_eq!(
+        shown["session"]["project"], "/home/user/cli-demo",
+        "{shown}"
+    );
+    let call = &shown["messages"][1]["tool_calls"][0];
+    assert_eq!(
+        (&call["tool"], &call["is_error"], &call["exit_code"]),
+        (&json!("shell"), &json!(true), &json!(101)),
+        "{call}"
+    );
+
+    // The sub-agent's file beside it, stored by the same hook as a child session.
+    let child = format!("{SID}__agent_1764666306600_r4t2w1");
+    assert_eq!(
+        sb.message_ids(&child),
+        ["9a7c5e31-2b4d-4f6a-8c1e-3d5b7f9a1c2e", "msg_Tn3wV6pz"]
+    );
+    let list = sb.json(&["sessions", "list", "--agent", "cline", "--json"]);
+    let sub = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == child.as_str())
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(sub["parent_session_id"], SID, "{list}");
+    assert_eq!(sb.sessions(), 2);
+
+    let imp = sb.json(&["import", "--agent", "cline", "--json"]);
+    assert_eq!(
+        (
+            &imp["agents"][0]["files"],
+            &imp["agents"][0]["messages"],
+            &imp["agents"][0]["updated"]
+        ),
+        (&json!(2), &json!(0), &json!(0)),
+        "{imp}"
+    );
+
+    // Rewritten shorter (what a compaction or a restored checkpoint would leave): nothing
+    // stored is lost, nothing is added twice.
+    let before = sb.message_ids(SID);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::copy(fixture("grow-cli/turn1.messages.json"), &t).unwrap();
+    sb.hook("cline", cli("TaskComplete"));
+    assert_eq!(sb.message_ids(SID), before);
 }
 
 fn find_cline() -> Result<PathBuf, String> {
@@ -173,4 +273,196 @@ fn real_cline_lists_memtrails_mcp_server() {
     run_ok(uninstall, "memtrail uninstall --agent cline");
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), USER_MCP);
     assert!(!hooks.join("TaskComplete").exists());
+}
+
+/// The Cline CLI's hub daemons this test started (`cline --cline-hub-daemon --cwd <the
+/// sandbox's project> …`, which run the sessions and outlive the command), stopped when dropped:
+/// each process whose command line names the hub flag and this sandbox's unique folder.
+struct Hubs(PathBuf);
+
+impl Drop for Hubs {
+    /// Stops them and waits (up to 10 s) until they are gone: a hub still shutting down would
+    /// write its lock files into the sandbox while it is being removed.
+    fn drop(&mut self) {
+        let ours = self.0.to_string_lossy().into_owned();
+        let Ok(rd) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        let mut pids = Vec::new();
+        for e in rd.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let args: Vec<String> = cmdline
+                .split(|b| *b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            if args.iter().any(|a| a == "--cline-hub-daemon") && args.contains(&ours) {
+                let _ = std::process::Command::new("kill")
+                    .arg(pid.to_string())
+                    .status();
+                pids.push(pid);
+            }
+        }
+        for _ in 0..200 {
+            if pids
+                .iter()
+                .all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+            {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn real_cline_session_is_stored_by_the_hooks_once() {
+    let Some(cline) = tools_or_skip(find_cline) else {
+        return;
+    };
+    let Some(python) = tools_or_skip(|| {
+        resolve_python("import sys; print(sys.executable)", "cannot run the stub")
+    }) else {
+        return;
+    };
+    let sb = common::CliSandbox::new("memtrail-e2e-cline-run-", "hello-from-cline.txt");
+    // Its own hub on a free port: never a hub another HOME started (it probes a fixed port).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap();
+    let mut base = sb.env.clone();
+    base.push(("CLINE_HUB_PORT".into(), port.to_string().into()));
+    base.push(("CLINE_NO_AUTO_UPDATE".into(), "1".into()));
+    let data = sb.home.join(".cline/data");
+    let _hubs = Hubs(sb.proj.clone());
+    let stub = Stub::start(
+        sandbox_cmd(&base, &sb.root, &python),
+        &sb.root,
+        "stub_anthropic.py",
+        &json!({"rules": [{"match": "run ls",
+            "reply": [{"type": "tool_use", "name": "run_commands",
+                "input": {"commands": ["ls"]}}],
+            "after_tool": "Listed the files."},
+            {"match": "delegate",
+            "reply": [{"type": "tool_use", "name": "spawn_agent",
+                "input": {"systemPrompt": "You review.", "task": "review the folder"}}],
+            "after_tool": "Delegated."}],
+            "fallback": "sub-agent ok"}),
+    );
+    std::fs::create_dir_all(data.join("settings")).unwrap();
+    std::fs::write(
+        data.join("settings/providers.json"),
+        json!({"version": 1, "lastUsedProvider": "anthropic", "modes": {},
+            "providers": {"anthropic": {"settings": {"provider": "anthropic",
+                "model": "claude-sonnet-4-5", "apiKey": "stub",
+                "baseUrl": format!("http://127.0.0.1:{}/v1", stub.port)},
+                "updatedAt": "2026-12-02T08:00:00.000Z", "tokenSource": "manual"}}})
+        .to_string(),
+    )
+    .unwrap();
+    let memtrail = |args: &[&str]| {
+        let mut c = sandbox_cmd(&base, &sb.root, memtrail_bin());
+        c.args(args);
+        c
+    };
+    run_ok(
+        memtrail(&["install", "--agent", "cline", "--yes"]),
+        "install",
+    );
+
+    let listed = || {
+        stdout_json(
+            &run_ok(
+                memtrail(&["sessions", "list", "--agent", "cline", "--json"]),
+                "sessions list",
+            ),
+            "sessions list",
+        )
+    };
+    let mut c = sandbox_cmd(&base, &sb.proj, &cline);
+    c.arg("please run ls");
+    let out = run(c, "cline");
+    assert!(out.status.success(), "cline failed\n{}", show(&out));
+    assert!(
+        text(&out.stdout).contains("Listed the files."),
+        "{}",
+        show(&out)
+    );
+
+    // Stored by the hooks (no import yet): the session folder's id, the run's three messages.
+    let v = listed();
+    let sessions = v["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{v}");
+    let sid = sessions[0]["session_id"].as_str().unwrap().to_string();
+    assert!(
+        data.join("sessions")
+            .join(&sid)
+            .join(format!("{sid}.messages.json"))
+            .is_file(),
+        "{sid}"
+    );
+    assert_eq!(sessions[0]["project"], json!(sb.proj), "{v}");
+    let shown = stdout_json(
+        &run_ok(memtrail(&["sessions", "show", &sid, "--json"]), "show"),
+        "show",
+    );
+    let msgs = shown["messages"].as_array().unwrap();
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "assistant"], "{shown}");
+    assert_eq!(msgs[0]["text"], "please run ls");
+    let call = &msgs[1]["tool_calls"][0];
+    assert_eq!(
+        (&call["name"], &call["tool"], &call["is_error"]),
+        (&json!("run_commands"), &json!("shell"), &json!(false))
+    );
+    assert_eq!(call["output"], "hello-from-cline.txt");
+    assert_eq!(msgs[2]["text"], "Listed the files.");
+
+    // A sub-agent (`spawn_agent`): its conversation beside the session's, stored by the hooks
+    // as a child session.
+    let mut c = sandbox_cmd(&base, &sb.proj, &cline);
+    c.arg("please delegate");
+    let out = run(c, "cline (delegate)");
+    assert!(out.status.success(), "cline failed\n{}", show(&out));
+    let v = listed();
+    let sessions = v["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 3, "{v}");
+    let child = sessions
+        .iter()
+        .find(|s| s["parent_session_id"].is_string())
+        .unwrap_or_else(|| panic!("no sub-agent session: {v}"));
+    let parent = child["parent_session_id"].as_str().unwrap();
+    let child_id = child["session_id"].as_str().unwrap();
+    assert!(
+        child_id.starts_with(&format!("{parent}__agent_")),
+        "{child_id}"
+    );
+    let shown = stdout_json(
+        &run_ok(memtrail(&["sessions", "show", child_id, "--json"]), "show"),
+        "show",
+    );
+    let texts: Vec<&str> = shown["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(texts, ["review the folder", "sub-agent ok"], "{shown}");
+
+    // Captured once: an import afterwards adds nothing.
+    let imp = stdout_json(
+        &run_ok(
+            memtrail(&["import", "--agent", "cline", "--json"]),
+            "import",
+        ),
+        "import",
+    );
+    assert_eq!(
+        (&imp["agents"][0]["files"], &imp["agents"][0]["messages"]),
+        (&json!(3), &json!(0)),
+        "{imp}"
+    );
 }

@@ -5,11 +5,11 @@
 //! `MEMTRAIL_REQUIRE_E2E=1`) in a sandboxed HOME, its model the loopback Anthropic stub in "the
 //! user's" `~/.continue/config.yaml`:
 //!
-//! - `memtrail install --agent continue` writes the skill and `uninstall` gives `~/.continue`
-//!   back byte for byte;
-//! - the MCP entry of `docs/agents/continue.md#mcp`, appended to `config.yaml`, parses with a real
-//!   YAML parser (PyYAML) as one more `mcpServers` item, and `cn` loads it: the model is offered
-//!   memtrail's tools (`search`, …) and the skill;
+//! - `memtrail install --agent continue` writes the skill and the MCP entry into the user's
+//!   `config.yaml`, and `uninstall` gives `~/.continue` back byte for byte;
+//! - the entry parses with a real YAML parser (PyYAML) as one `mcpServers` item beside the
+//!   user's model, and `cn` loads it: the model is offered memtrail's tools (`search`, …) and
+//!   the skill, and a `search` call the stub model makes through `cn` returns memtrail's hit;
 //! - a `cn -p` session that runs a shell command is imported once (a second import adds
 //!   nothing); `cn --resume` rewrites the file whole and the next import adds only the new turn.
 #![cfg(unix)]
@@ -65,7 +65,10 @@ fn real_cn_loads_the_documented_entry_and_a_session_is_imported_once() {
         "stub_anthropic.py",
         &json!({"rules": [{"match": "run ls",
             "reply": [{"type": "tool_use", "name": "Bash", "input": {"command": "ls"}}],
-            "after_tool": "Listed the files."}],
+            "after_tool": "Listed the files."},
+            {"match": "what did we list",
+            "reply": [{"type": "tool_use", "name": "search", "input": {"query": "run ls"}}],
+            "after_tool": "Memory says: {tool_result}"}],
             "fallback": "ok"}),
     );
     // "The user's" config: one model (the stub) and a rule.
@@ -111,12 +114,18 @@ fn real_cn_loads_the_documented_entry_and_a_session_is_imported_once() {
         "install (2)",
     );
 
-    // The documented MCP entry, appended by hand, read back with a real YAML parser.
-    let entry = format!(
-        "mcpServers:\n  - name: memtrail\n    command: {}\n    args:\n      - mcp\n",
-        memtrail_bin().display()
+    // memtrail's MCP entry, written into "the user's" config.yaml by install, read back with a
+    // real YAML parser: one `mcpServers` item, the user's keys intact and first, byte for byte.
+    let written = std::fs::read_to_string(&config).unwrap();
+    let added = written
+        .strip_prefix(&users)
+        .unwrap_or_else(|| panic!("the user's text is not kept first:\n{written}"));
+    assert!(
+        added.starts_with("mcpServers:\n  - name: memtrail\n    command: ")
+            && added.ends_with("\n    args:\n      - mcp\n")
+            && added.lines().count() == 5,
+        "{added}"
     );
-    std::fs::write(&config, format!("{users}{entry}")).unwrap();
     let parsed = run_ok(
         {
             let mut c = sandbox_cmd(&base, &root, &tools.python);
@@ -230,4 +239,20 @@ fn real_cn_loads_the_documented_entry_and_a_session_is_imported_once() {
     assert_eq!(shown["messages"][3]["text"], "hello again");
     assert_eq!(shown["messages"][4]["text"], "ok");
     assert_eq!(import()["agents"][0]["messages"], 0, "captured once");
+
+    // `cn` calls memtrail's MCP server: its `search` finds the session imported above.
+    let out = run(cn(&["-p", "what did we list?", "--auto"]), "cn (search)");
+    assert!(out.status.success(), "cn failed\n{}", show(&out));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("Memory says:") && said.contains(&sid) && said.contains("run ls"),
+        "cn's call of memtrail's search did not return the session: {said:?}"
+    );
+
+    // Uninstall takes the entry out of the config `cn` used: the user's bytes again.
+    run_ok(
+        memtrail(&["uninstall", "--agent", "continue", "--yes"]),
+        "uninstall (2)",
+    );
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), users);
 }

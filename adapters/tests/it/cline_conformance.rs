@@ -320,3 +320,267 @@ fn identity_discovery_and_hooks() {
         r#"{"cancel":false,"contextModification":"ctx <x>"}"#
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The CLI 3.x's sessions (`fixtures/cline/gen_sessions.py`, in the shapes `cline` 3.0.65 wrote)
+// ---------------------------------------------------------------------------------------------
+
+const SID: &str = "1764666300000_k3v9q";
+
+fn session_file() -> PathBuf {
+    fixture(&format!("data/sessions/{SID}/{SID}.messages.json"))
+}
+
+/// `read_db` of one file: its session, its records (each a replace, shown as messages), the
+/// watermark.
+fn read_db(
+    path: &Path,
+    session: Option<&str>,
+    since: i64,
+) -> (memtrail_adapters::SessionRef, Batch, i64) {
+    let db = cline::sessions::read_db(path, session, since).unwrap();
+    assert_eq!(db.sessions.len(), 1);
+    let s = db.sessions.into_iter().next().unwrap();
+    let records = s
+        .records
+        .into_iter()
+        .map(|r| match r {
+            Record::Replace(m) => Record::Message(m),
+            other => panic!("not a replace: {other:?}"),
+        })
+        .collect();
+    let b = Batch {
+        meta: s.meta,
+        records,
+        stats: s.stats,
+    };
+    (s.session, b, db.watermark)
+}
+
+fn read_session(bytes: &[u8]) -> Batch {
+    let mut b = Batch::default();
+    cline::sessions::SessionReader::new(Some("/home/user/cli-demo".into())).read(bytes, &mut b);
+    b
+}
+
+#[test]
+fn cli_session_prompts_calls_results_and_a_shown_error() {
+    let b = read_session(&std::fs::read(session_file()).unwrap());
+    let fail =
+        "[Command exited with code 101]\n\n[stderr]\nerror[E0382]: borrow of moved value: `v`";
+    assert_eq!(
+        shape(&b),
+        [
+            json!([
+                "0f6e2a52-3c1d-4b8e-9a57-2d4c8e1f7a90",
+                "user",
+                "text",
+                T0 + 100,
+                null,
+                [["text", "Lance les tests et corrige l'échec"]]
+            ]),
+            json!(["msg_Qp4uN1xa", "assistant", "tool_call", T0 + 1200, "claude-sonnet-4-5", [
+                ["thinking", "Run the suite first."],
+                ["text", "Je lance les tests."],
+                ["call", "toolu_01A", "run_commands", "shell", {"commands": ["cargo test"]},
+                    fail, true]]]),
+            json!(["msg_Zc3kW7yd", "assistant", "tool_call", T0 + 5200, "claude-sonnet-4-5", [
+                ["call", "toolu_01B", "read_files", "read",
+                    {"files": [{"path": "src/lib.rs"}, {"path": "Cargo.toml"}]},
+                    "1 | let v = vec![1];\n2 | drop(v);\n1 | [package]", false]]]),
+            json!([
+                "msg_Ye1sJ5uf",
+                "assistant",
+                "text",
+                T0 + 6100,
+                "claude-sonnet-4-5",
+                [["text", "`v` は drop の後に使われています。修正しました。"]]
+            ]),
+            json!(["msg_Sa9gT4hk", "assistant", "tool_call", T0 + 6500, "claude-sonnet-4-5", [
+                ["call", "toolu_01C", "spawn_agent", "subagent",
+                    {"systemPrompt": "You review Rust code.", "task": "Relis src/lib.rs"},
+                    "{\"text\":\"Rien à signaler.\",\"iterations\":1,\"finishReason\":\"completed\",\"usage\":{\"inputTokens\":2313,\"outputTokens\":11}}",
+                    false]]]),
+            json!([
+                "5b1d9c3e-8f2a-4e6b-a1c7-0e9d4f3b2a18",
+                "user",
+                "text",
+                T0 + 60000,
+                null,
+                [["text", "et maintenant ?"]]
+            ]),
+            json!([
+                "error_7c2e4f18-9b3d-4a5e-8f61-3d2c1b0a9e87",
+                "system",
+                "text",
+                T0 + 61000,
+                null,
+                [[
+                    "text",
+                    "Cannot connect to API: Was there a typo in the url or port? (FailedToOpenSocket)"
+                ]]
+            ]),
+        ]
+    );
+    let Record::Message(m) = &b.records[1] else {
+        panic!()
+    };
+    let Part::ToolCall(c) = &m.parts[2] else {
+        panic!()
+    };
+    assert_eq!(c.exit_code, Some(101));
+    assert_eq!(
+        b.stats,
+        ParseStats {
+            lines: 10,
+            skipped_known: 3,
+            ..ParseStats::default()
+        }
+    );
+    assert_eq!(b.meta.project_dir.as_deref(), Some("/home/user/cli-demo"));
+    assert_eq!(
+        b.meta.title.as_deref(),
+        Some("Lance les tests et corrige l'échec")
+    );
+    assert_eq!(b.meta.model.as_deref(), Some("claude-sonnet-4-5"));
+    assert_eq!(
+        (b.meta.started_at, b.meta.updated_at),
+        (Some(T0 + 100), Some(T0 + 61000))
+    );
+}
+
+#[test]
+fn a_cli_session_rewritten_whole_keeps_its_ids() {
+    let one = read_session(&std::fs::read(fixture("grow-cli/turn1.messages.json")).unwrap());
+    let two = read_session(&std::fs::read(fixture("grow-cli/turn2.messages.json")).unwrap());
+    let full = read_session(&std::fs::read(session_file()).unwrap());
+    let ids = |b: &Batch| -> Vec<String> {
+        shape(b)
+            .iter()
+            .map(|m| m[0].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        ids(&one),
+        ["0f6e2a52-3c1d-4b8e-9a57-2d4c8e1f7a90", "msg_Qp4uN1xa"]
+    );
+    assert_eq!(ids(&two), ids(&full)[..4]);
+    // The first read already had the failed command's output: a later read changes nothing of it.
+    assert_eq!(shape(&one)[1], shape(&full)[1]);
+    // Caught mid-write: nothing, one malformed line.
+    let cut = std::fs::read(session_file()).unwrap();
+    let b = read_session(&cut[..cut.len() / 2]);
+    assert!(b.records.is_empty());
+    assert_eq!(
+        b.stats,
+        ParseStats {
+            lines: 1,
+            malformed: 1,
+            ..ParseStats::default()
+        }
+    );
+}
+
+#[test]
+fn cli_sessions_are_found_identified_and_their_hooks_parsed() {
+    let file = session_file();
+    let id = cline::identify(&file).unwrap();
+    assert_eq!(
+        (id.agent, id.external_id.as_str(), id.parent_external_id),
+        (Agent::Cline, SID, None)
+    );
+    assert!(cline::identify(&fixture(&format!("data/sessions/{SID}/{SID}.json"))).is_err());
+    // Read as a one-session database: every message a replace-or-insert, the project from the
+    // manifest beside the conversation.
+    assert!(matches!(
+        cline::source_for(&file),
+        Some(memtrail_adapters::Source::Database)
+    ));
+    let (sref, b, mark) = read_db(&file, None, 0);
+    assert_eq!(
+        (sref.external_id.as_str(), sref.parent_external_id),
+        (SID, None)
+    );
+    assert_eq!(b.meta.project_dir.as_deref(), Some("/home/user/cli-demo"));
+    assert_eq!(
+        shape(&b),
+        shape(&read_session(&std::fs::read(&file).unwrap()))
+    );
+    // Unchanged since the watermark, or another session's key: nothing.
+    let again = cline::sessions::read_db(&file, Some(SID), mark).unwrap();
+    assert!(again.sessions.is_empty());
+    assert_eq!(again.watermark, mark);
+    assert!(
+        cline::sessions::read_db(&file, Some("other"), 0)
+            .unwrap()
+            .sessions
+            .is_empty()
+    );
+    assert_eq!(cline::sessions::session_ids(&file).unwrap(), [SID]);
+
+    // The sub-agent `spawn_agent` started: its own file beside the session's, a child session.
+    let sub = fixture(&format!(
+        "data/sessions/{SID}/agent_1764666306600_r4t2w1.messages.json"
+    ));
+    let id = cline::identify(&sub).unwrap();
+    assert_eq!(
+        (id.external_id.as_str(), id.parent_external_id.as_deref()),
+        ("1764666300000_k3v9q__agent_1764666306600_r4t2w1", Some(SID))
+    );
+    // Read under the session's key (the one its hooks name), as its own child session.
+    assert_eq!(cline::sessions::session_ids(&sub).unwrap(), [SID]);
+    let (sref, b, _) = read_db(&sub, Some(SID), 0);
+    assert_eq!(sref.external_id, id.external_id);
+    assert_eq!(sref.parent_external_id.as_deref(), Some(SID));
+    assert_eq!(
+        shape(&b),
+        [
+            json!([
+                "9a7c5e31-2b4d-4f6a-8c1e-3d5b7f9a1c2e",
+                "user",
+                "text",
+                T0 + 6700,
+                null,
+                [["text", "Relis src/lib.rs"]]
+            ]),
+            json!([
+                "msg_Tn3wV6pz",
+                "assistant",
+                "text",
+                T0 + 8800,
+                "claude-sonnet-4-5",
+                [["text", "Rien à signaler."]]
+            ]),
+        ]
+    );
+    assert_eq!(b.meta.project_dir.as_deref(), Some("/home/user/cli-demo"));
+
+    let found = cline::discover_sessions_in(&fixture("data/sessions"));
+    assert_eq!(found.files, [file.clone(), sub]);
+    assert!(found.unreadable.is_empty());
+    assert!(
+        cline::discover_sessions_in(&fixture("nowhere/sessions"))
+            .files
+            .is_empty()
+    );
+
+    // The CLI's hooks: `taskId` is a `conv_` id; the session is `sessionContext.rootSessionId`.
+    let env = Env::sandbox(Path::new("/h"));
+    for (name, event, source) in [
+        ("TaskStart", "SessionStart", Some("startup")),
+        ("TaskComplete", "Stop", None),
+    ] {
+        let bytes = std::fs::read(fixture(&format!("hooks-cli/{name}.json"))).unwrap();
+        let ev = cline::parse_hook_payload(&bytes, &env).unwrap();
+        assert_eq!(
+            (
+                ev.event.as_str(),
+                ev.source.as_deref(),
+                ev.session_id.as_deref(),
+                ev.cwd.as_deref()
+            ),
+            (event, source, Some(SID), Some("/home/user/cli-demo")),
+            "{name}"
+        );
+    }
+}

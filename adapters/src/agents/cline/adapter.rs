@@ -3,7 +3,7 @@
 use super::paths::Locations;
 use crate::env::Env;
 use crate::model::Agent;
-use crate::registry::{AgentAdapter, Names, Quirks, module_capabilities, stdin_hook};
+use crate::registry::{AgentAdapter, Database, Names, Quirks, module_capabilities, stdin_hook};
 use crate::vocabulary::Vocabulary;
 use crate::{Discovery, Source};
 use std::path::{Path, PathBuf};
@@ -50,9 +50,16 @@ impl AgentAdapter for Cline {
     }
     /// Cline appends the PreCompact hook's `contextModification` to the `summarize_task`
     /// result that replaces the condensed conversation: the snapshot goes there.
+    ///
+    /// The CLI 3.x's conversation files are each read as a one-session database (merged by
+    /// message id, never pruned: see `sessions::read_db`).
     fn quirks(&self) -> Quirks {
         Quirks {
             replies_at_pre_compact: true,
+            database: Some(Database {
+                read: super::sessions::read_db,
+                sessions: super::sessions::session_ids,
+            }),
             ..Quirks::NONE
         }
     }

@@ -45,6 +45,7 @@ use std::path::{Path, PathBuf};
 pub mod adapter;
 pub mod paths;
 pub mod registration;
+pub mod sessions;
 
 /// Where Cline lives in the process environment ([`paths::Locations::resolve`]).
 fn locations() -> paths::Locations {
@@ -116,7 +117,13 @@ fn common_tool(name: &str) -> String {
         "list_files" => "list",
         "use_mcp_tool" | "access_mcp_resource" => "mcp",
         n if n.starts_with("mcp--") => "mcp",
-        "use_subagents" => "subagent",
+        "use_subagents" | "spawn_agent" => "subagent",
+        // The CLI 3.x's tools (SDK names).
+        "run_commands" => "shell",
+        "read_files" => "read",
+        "editor" => "edit",
+        "search_codebase" => "search",
+        "fetch_web_content" => "web_fetch",
         "focus_chain" | "update_todo_list" => "todo",
         other => return normalize_tool_name(other),
     }
@@ -263,18 +270,10 @@ impl DocReader for TaskReader {
         if out.meta.project_dir.is_none() {
             out.meta.project_dir.clone_from(&self.project_dir);
         }
-        let mut b = Build::default();
-        for (i, item) in items.into_iter().enumerate() {
-            out.stats.lines += 1;
-            let Value::Object(m) = item else {
-                out.stats.malformed += 1;
-                continue;
-            };
-            let ts = m.get("ts").and_then(Value::as_i64);
-            note_time(out, ts);
+        read_messages(items, out, |i, m, ts, b, out| {
             if m.get("type").and_then(Value::as_str) == Some("reasoning") {
                 out.stats.skipped_known += 1;
-                continue;
+                return;
             }
             let role = m.get("role").and_then(Value::as_str);
             let content = m.get("content").cloned().unwrap_or(Value::Null);
@@ -282,7 +281,7 @@ impl DocReader for TaskReader {
                 let text = self.strip_env(&blocks_text(&content), out);
                 if text.is_empty() {
                     out.stats.skipped_known += 1;
-                    continue;
+                    return;
                 }
                 b.msgs.push(message(
                     i.to_string(),
@@ -292,17 +291,38 @@ impl DocReader for TaskReader {
                     ts,
                     None,
                 ));
-                continue;
+                return;
             }
             match role {
-                Some("assistant") => assistant(&mut b, i, &m, content, ts, out),
-                Some("user") => self.user(&mut b, i, content, ts, out),
+                Some("assistant") => assistant(b, i, &m, content, ts, out),
+                Some("user") => self.user(b, i, content, ts, out),
                 _ => out.stats.skipped_unknown += 1,
             }
-        }
-        for msg in b.msgs {
-            out.records.push(Record::Message(msg));
-        }
+        });
+    }
+}
+
+/// The loop both Cline readers share over a document's messages: each element counts as a
+/// line; a non-object is malformed; the others have their `ts` noted and go to `each` (index,
+/// object, time, the messages built so far, the batch); then every built message is a record.
+fn read_messages(
+    items: Vec<Value>,
+    out: &mut Batch,
+    mut each: impl FnMut(usize, Map<String, Value>, Option<i64>, &mut Build, &mut Batch),
+) {
+    let mut b = Build::default();
+    for (i, item) in items.into_iter().enumerate() {
+        out.stats.lines += 1;
+        let Value::Object(m) = item else {
+            out.stats.malformed += 1;
+            continue;
+        };
+        let ts = m.get("ts").and_then(Value::as_i64);
+        note_time(out, ts);
+        each(i, m, ts, &mut b, out);
+    }
+    for msg in b.msgs {
+        out.records.push(Record::Message(msg));
     }
 }
 
@@ -360,6 +380,21 @@ fn blocks_text(content: &Value) -> String {
     parts.join("\n\n").trim().to_string()
 }
 
+/// The model of an assistant message (`modelInfo.<key>`), also the session's (the last one
+/// wins).
+fn note_model(m: &Map<String, Value>, key: &str, out: &mut Batch) -> Option<String> {
+    let model = m
+        .get("modelInfo")
+        .and_then(|mi| mi.get(key))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    if model.is_some() {
+        out.meta.model.clone_from(&model);
+    }
+    model
+}
+
 fn assistant(
     b: &mut Build,
     i: usize,
@@ -368,15 +403,7 @@ fn assistant(
     ts: Option<i64>,
     out: &mut Batch,
 ) {
-    let model = m
-        .get("modelInfo")
-        .and_then(|mi| mi.get("modelId"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string);
-    if let Some(model) = &model {
-        out.meta.model = Some(model.clone());
-    }
+    let model = note_model(m, "modelId", out);
     let msg_index = b.msgs.len();
     let mut parts = Vec::new();
     let mut summaries = Vec::new();
@@ -407,18 +434,7 @@ fn assistant(
                     });
                 }
             }
-            Some("tool_use") => {
-                let id = block.get("id").and_then(Value::as_str).unwrap_or_default();
-                let name = block
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if id.is_empty() || name.is_empty() {
-                    continue;
-                }
-                let input = block.get("input").cloned().unwrap_or(Value::Null);
-                parts.push(call_part(id.to_string(), name.to_string(), input));
-            }
+            Some("tool_use") => parts.extend(native_call(&block)),
             _ => {}
         }
     }
@@ -463,6 +479,20 @@ fn assistant(
             None,
         ));
     }
+}
+
+/// A native `tool_use` block `{id, name, input}` as a call part; `None` without an id or a name.
+fn native_call(block: &Map<String, Value>) -> Option<Part> {
+    let id = block
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())?;
+    let name = block
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())?;
+    let input = block.get("input").cloned().unwrap_or(Value::Null);
+    Some(call_part(id.to_string(), name.to_string(), input))
 }
 
 fn call_part(id: String, name: String, input: Value) -> Part {
@@ -789,8 +819,13 @@ pub fn task_of(path: &Path) -> Option<&str> {
     (dir.parent()?.file_name()? == TASKS_DIR && is_safe_name(id)).then_some(id)
 }
 
-/// [`Source::Doc`] with a Cline [`TaskReader`] for a task's `api_conversation_history.json`.
+/// [`Source::Doc`] with a Cline [`TaskReader`] for a task's `api_conversation_history.json`;
+/// [`Source::Database`] for a CLI conversation file (`<id>.messages.json`, a sub-agent's
+/// `agent_<n>.messages.json`), read by [`sessions::read_db`].
 pub fn source_for(path: &Path) -> Option<Source> {
+    if sessions::conversation_of(path).is_some() {
+        return Some(Source::Database);
+    }
     task_of(path).map(|_| Source::Doc(Box::new(TaskReader::new(Flavor::Cline))))
 }
 
@@ -816,10 +851,18 @@ pub fn identify_task(
     })
 }
 
-/// Which task a Cline transcript is: the task folder's name (Cline records no parent task).
+/// Which task a Cline transcript is: the task folder's name (Cline records no parent task), or
+/// the CLI session's id for `<id>/<id>.messages.json`.
 ///
 /// Errors: as [`identify_task`].
 pub fn identify(path: &Path) -> std::io::Result<SessionRef> {
+    if let Some((id, parent)) = sessions::conversation_of(path) {
+        return Ok(SessionRef {
+            agent: Agent::Cline,
+            external_id: id,
+            parent_external_id: parent,
+        });
+    }
     identify_task(Agent::Cline, path, None)
 }
 
@@ -848,11 +891,43 @@ pub fn discover_in(roots: &[PathBuf]) -> crate::Discovery {
     found
 }
 
-/// Every Cline task on this machine: `~/.cline/data/tasks` and each editor's extension folder.
+/// Every Cline task on this machine: `~/.cline/data/tasks` and each editor's extension folder,
+/// then the CLI's sessions (`~/.cline/data/sessions/<id>/<id>.messages.json`).
 ///
 /// Errors: none (folders that cannot be listed are in `unreadable`).
 pub fn discover() -> std::io::Result<crate::Discovery> {
-    Ok(discover_in(&locations().task_roots()))
+    let loc = locations();
+    let mut found = discover_in(&loc.task_roots());
+    let more = discover_sessions_in(&loc.data_sessions);
+    found.files.extend(more.files);
+    found.unreadable.extend(more.unreadable);
+    Ok(found)
+}
+
+/// Every `<dir>/<id>/<id>.messages.json` that is a file (the CLI's sessions), sorted by path,
+/// each followed by its sub-agents' `<dir>/<id>/agent_<n>.messages.json`.
+/// A missing `dir` gives nothing; one that cannot be listed is reported in `unreadable`.
+pub fn discover_sessions_in(dir: &Path) -> crate::Discovery {
+    let mut found = crate::Discovery::default();
+    match std::fs::read_dir(dir) {
+        Ok(rd) => {
+            let mut files: Vec<PathBuf> = rd
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .map(|id| sessions::messages_file(dir, &id))
+                .filter(|p| sessions::session_of(p).is_some() && p.is_file())
+                .collect();
+            files.sort();
+            for f in files {
+                let subs = f.parent().map(sessions::subagent_files).unwrap_or_default();
+                found.files.push(f);
+                found.files.extend(subs);
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => found.unreadable.push((dir.to_path_buf(), e.to_string())),
+    }
+    found
 }
 
 /// The transcript of task `id` in the first of `roots` that holds it.
@@ -874,8 +949,10 @@ pub fn task_file_in(roots: &[PathBuf], id: &str) -> Option<PathBuf> {
 /// are `SessionStart` (sources `startup` and `resume`), `TaskComplete` and `TaskCancel` are
 /// `Stop`, `UserPromptSubmit` and `PreCompact` keep their names. The CLI 3.x runs the same
 /// script files but names its events after its SDK's (`agent_start`, `agent_resume`,
-/// `agent_end`, `agent_abort`, `agent_error`, `prompt_submit`, `session_shutdown`): mapped
-/// alike, `session_shutdown` to `SessionEnd`. Others are returned unchanged.
+/// `agent_end`, `agent_abort`, `agent_error`, `prompt_submit`, `session_shutdown`; seen with
+/// 3.0.65: `agent_start` in `TaskStart`, `agent_end` in `TaskComplete`, `tool_call` /
+/// `tool_result` in `PreToolUse` / `PostToolUse`): mapped alike, `session_shutdown` to
+/// `SessionEnd`. Others are returned unchanged.
 fn common_event(hook: &str) -> (&str, Option<&'static str>) {
     match hook {
         "TaskStart" | "agent_start" => ("SessionStart", Some("startup")),
@@ -892,8 +969,10 @@ fn common_event(hook: &str) -> (&str, Option<&'static str>) {
 
 /// Parse a Cline hook payload (`HookInput.toJSON`, camelCase: `{clineVersion, hookName,
 /// timestamp, taskId, workspaceRoots, userId, model, <event data>}`) into a [`HookEvent`]:
-/// event as [`common_event`] names it, session id `taskId`, working folder the first of
-/// `workspaceRoots`, no transcript path (Cline sends none; [`transcripts_for_event`] finds the
+/// event as [`common_event`] names it, session id `taskId` (the CLI 3.x's
+/// `sessionContext.rootSessionId` when present: its `taskId` is a `conv_…` id, its session the
+/// folder `sessions/<rootSessionId>/`), working folder the first of `workspaceRoots`, no
+/// transcript path (Cline sends none; [`transcripts_for_event`] finds the
 /// task's file), source `startup`/`resume` for a task start; `preCompact.compactionStrategy`
 /// as the PreCompact source.
 ///
@@ -924,7 +1003,15 @@ pub fn parse_payload(
     Ok(HookEvent {
         agent,
         event: event.to_string(),
-        session_id: str_of("taskId").filter(|s| !s.is_empty()),
+        // The CLI 3.x's `taskId` is its conversation's (`conv_…`); its session (the folder
+        // `sessions/<id>/`) is `sessionContext.rootSessionId`.
+        session_id: payload
+            .get("sessionContext")
+            .and_then(|c| c.get("rootSessionId"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| str_of("taskId"))
+            .filter(|s| !s.is_empty()),
         transcript_path: None,
         cwd: payload
             .pointer("/workspaceRoots/0")
@@ -938,9 +1025,30 @@ pub fn parse_payload(
 
 /// The files a hook event should ingest: its `transcript_path` when set, else the task's
 /// `api_conversation_history.json` in the first task folder root that holds it (`~/.cline/data`,
-/// then each editor's extension folder: a few `stat`s).
+/// then each editor's extension folder: a few `stat`s), else the CLI session's
+/// `<data>/sessions/<id>/<id>.messages.json` and its sub-agents' `agent_<n>.messages.json`.
 pub fn transcripts_for_event(ev: &HookEvent) -> Vec<PathBuf> {
-    transcripts_for_event_in(ev, &locations().task_roots())
+    let loc = locations();
+    let found = transcripts_for_event_in(ev, &loc.task_roots());
+    if !found.is_empty() {
+        return found;
+    }
+    // The CLI 3.x: its session's conversation (one more `stat`), and its sub-agents' beside it
+    // (one `readdir` of that folder).
+    let Some(file) = ev
+        .session_id
+        .as_deref()
+        .filter(|id| is_safe_name(id))
+        .map(|id| sessions::messages_file(&loc.data_sessions, id))
+        .filter(|p| p.is_file())
+    else {
+        return Vec::new();
+    };
+    let subs = file
+        .parent()
+        .map(sessions::subagent_files)
+        .unwrap_or_default();
+    std::iter::once(file).chain(subs).collect()
 }
 
 /// [`transcripts_for_event`] with explicit task roots.

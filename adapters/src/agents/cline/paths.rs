@@ -43,11 +43,13 @@ pub struct Locations {
     /// Its data folder: `$CLINE_DATA_DIR`, else `$CLINE_DIR/data`, else `~/.cline/data`
     /// (`resolveDataDirFromEnv`). The 4.x extension keeps its tasks in `<data>/tasks/<id>/`;
     /// the extension and the CLI keep their MCP servers in
-    /// `<data>/settings/cline_mcp_settings.json` (the CLI's own sessions, `<data>/sessions/`,
-    /// are not read).
+    /// `<data>/settings/cline_mcp_settings.json`; the CLI 3.x its sessions in `<data>/sessions/`.
     pub data_dir: PathBuf,
     /// `<data>/tasks`.
     pub data_tasks: PathBuf,
+    /// The CLI 3.x's sessions: `$CLINE_SESSION_DATA_DIR` when set and absolute, else
+    /// `<data>/sessions` (`<id>/<id>.messages.json`, see `cline::sessions`).
+    pub data_sessions: PathBuf,
     /// `<data>/settings/cline_mcp_settings.json`.
     pub data_mcp: PathBuf,
     /// The editors' extension folders (`…/globalStorage/saoudrizwan.claude-dev`, see
@@ -77,6 +79,9 @@ impl Locations {
             .unwrap_or_else(|| home.join(".cline").join("data"));
         Locations {
             data_tasks: data_dir.join("tasks"),
+            data_sessions: env
+                .abs_var("CLINE_SESSION_DATA_DIR")
+                .unwrap_or_else(|| data_dir.join(super::sessions::SESSIONS_DIR)),
             data_mcp: data_dir.join("settings").join(MCP_SETTINGS_FILE),
             extension_dirs: extension_dirs(env, EXTENSION_ID),
             hooks_dir: home.join("Documents").join("Cline").join("Hooks"),

@@ -192,6 +192,7 @@ mod tests {
             Path::new("/h/.cline/data/settings/cline_mcp_settings.json")
         );
         assert_eq!(l.skill, Path::new("/h/.cline/skills/memtrail/SKILL.md"));
+        assert_eq!(l.data_sessions, Path::new("/h/.cline/data/sessions"));
         let env = Env::sandbox(Path::new("/h"))
             .with_var("CLINE_DIR", "/c")
             .with_var("XDG_CONFIG_HOME", "/x");
@@ -212,6 +213,12 @@ mod tests {
         );
         let env = Env::sandbox(Path::new("/h")).with_var("CLINE_DATA_DIR", "/d");
         assert_eq!(Locations::resolve(&env).data_tasks, Path::new("/d/tasks"));
+        assert_eq!(
+            Locations::resolve(&env).data_sessions,
+            Path::new("/d/sessions")
+        );
+        let env = env.with_var("CLINE_SESSION_DATA_DIR", "/s");
+        assert_eq!(Locations::resolve(&env).data_sessions, Path::new("/s"));
         assert!(crate::registration::is_memtrail_skill(SKILL_MD));
     }
 }
