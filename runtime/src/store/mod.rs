@@ -124,6 +124,10 @@ pub struct Store {
     rank_ready: std::cell::Cell<bool>,
     /// The identity of the file opened (see [`Store::is_current`]).
     file_id: Option<(u64, u64)>,
+    /// The last session filter's scope of a search, kept while the store is unchanged (a
+    /// long-lived reader — the web page, the MCP server, `browse` — searches with the same
+    /// filter at every keystroke): see `queries::session_scope`.
+    scope_cache: std::cell::RefCell<Option<queries::ScopeCache>>,
 }
 
 /// How many more times a write retries `BEGIN IMMEDIATE` after the busy timeout ran out.
@@ -313,6 +317,7 @@ impl Store {
             deadline: None,
             rank_ready: std::cell::Cell::new(false),
             file_id,
+            scope_cache: std::cell::RefCell::new(None),
         };
         if deadline.is_some() {
             store.set_deadline(deadline)?;

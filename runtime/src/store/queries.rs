@@ -333,6 +333,7 @@ fn message_clause(f: &SearchFilter, sql: &mut String, args: &mut Vec<Sql>) {
 }
 
 /// How a filtered search keeps to the sessions its filter admits.
+#[derive(Clone)]
 enum ScopePlan {
     /// No session passes the filter: there is nothing to rank.
     Empty,
@@ -345,6 +346,7 @@ enum ScopePlan {
 
 /// The rowids of the messages of the admitted sessions, as a bitmap over their span: bit `i`
 /// (bit `i % 8` of byte `i / 8`) is message `lo + i`; see [`super::rank::SCOPE_FUNCTION`].
+#[derive(Clone)]
 struct Scope {
     lo: i64,
     hi: i64,
@@ -364,6 +366,52 @@ fn session_scope(store: &Store, f: &SearchFilter) -> Result<ScopePlan> {
     if f.agent.is_none() && f.project.is_none() && f.machine.is_none() && f.session.is_none() {
         return Ok(ScopePlan::Join);
     }
+    // Kept from the last search while nothing was written: `data_version` moves when another
+    // connection commits, `total_changes` when this one writes.
+    let filter = (
+        f.agent.clone(),
+        f.project.clone(),
+        f.machine.clone(),
+        f.session.clone(),
+    );
+    let version = (
+        store
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
+            .db()?,
+        store.conn.total_changes(),
+    );
+    if let Some(c) = store.scope_cache.borrow().as_ref()
+        && c.filter == filter
+        && c.version == version
+    {
+        return Ok(c.plan.clone());
+    }
+    let plan = build_session_scope(store, f)?;
+    *store.scope_cache.borrow_mut() = Some(ScopeCache {
+        filter,
+        version,
+        plan: plan.clone(),
+    });
+    Ok(plan)
+}
+
+/// The scope of the last filtered search of a [`Store`], with what it was made for.
+pub(super) struct ScopeCache {
+    /// The filter's agent, project, machine and session.
+    filter: (
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    ),
+    /// `PRAGMA data_version` and the connection's `total_changes()` then.
+    version: (i64, u64),
+    plan: ScopePlan,
+}
+
+/// [`session_scope`] made afresh.
+fn build_session_scope(store: &Store, f: &SearchFilter) -> Result<ScopePlan> {
     let mut cond = String::new();
     let mut args: Vec<Sql> = Vec::new();
     session_clause(

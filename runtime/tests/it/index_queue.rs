@@ -446,6 +446,56 @@ fn a_session_filter_finds_exactly_the_admitted_sessions_matches() {
     assert!(bigs.iter().all(|id| id.starts_with("big")));
 }
 
+/// A reader keeps its last filtered search's scope while the store is unchanged, and makes it
+/// again after a write by another connection (a hook) or by itself: the new message of an
+/// admitted session is found, the filter's other sessions still are not.
+#[test]
+fn a_kept_session_scope_follows_every_write() {
+    let (_d, mut writer) = open();
+    let big = session_in(&mut writer, "big", "/w/other");
+    let a = session_in(&mut writer, "a", "/w/small");
+    let filler: Vec<Record> = (0..20)
+        .map(|j| text(&format!("big-{j}"), "koala filler"))
+        .collect();
+    writer.write(|w| w.apply(big, filler)).unwrap();
+    writer
+        .write(|w| w.apply(a, vec![text("a0", "koala note")]))
+        .unwrap();
+    let mut reader = Store::open(writer.path()).unwrap();
+    let found = |store: &Store, project: &str| -> Vec<String> {
+        let f = SearchFilter {
+            project: Some(project.into()),
+            limit: 100,
+            ..SearchFilter::default()
+        };
+        let mut ids: Vec<String> = query::search(store, "koala", &f)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.message_id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(found(&reader, "/w/small"), ["a0"]);
+    assert_eq!(found(&reader, "/w/small"), ["a0"], "kept, same answer");
+    // Another connection writes to the admitted session, and to the other one.
+    writer
+        .write(|w| w.apply(a, vec![text("a1", "koala again")]))
+        .unwrap();
+    writer
+        .write(|w| w.apply(big, vec![text("big-x", "koala late")]))
+        .unwrap();
+    assert_eq!(found(&reader, "/w/small"), ["a0", "a1"]);
+    // The reader itself writes.
+    reader
+        .write(|w| w.apply(a, vec![text("a2", "koala third")]))
+        .unwrap();
+    assert_eq!(found(&reader, "/w/small"), ["a0", "a1", "a2"]);
+    // Another filter is its own scope.
+    assert_eq!(found(&reader, "/w/nowhere"), Vec::<String>::new());
+    assert_eq!(found(&reader, "/w/small"), ["a0", "a1", "a2"]);
+}
+
 /// `optimize_index` (run at the end of a large import) leaves one FTS5 segment and the same
 /// results.
 #[test]
