@@ -411,14 +411,13 @@ impl App {
             Modal::PickAgent => {
                 self.modal = Modal::None;
                 if let KeyCode::Char(c) = k.code
-                    && let Some(i) = c.to_digit(10)
-                    && (1..=Agent::ALL.len() as u32).contains(&i)
+                    && let Some(agent) = picked_agent(c)
                     && let Some(row) = self.current_key()
                 {
                     self.outbox.push(Request::Text {
                         id: row.0,
                         agent: row.1,
-                        kind: TextKind::Handoff(Agent::ALL[i as usize - 1]),
+                        kind: TextKind::Handoff(agent),
                     });
                     self.status = "writing the handoff…".into();
                 }
@@ -1033,4 +1032,18 @@ pub fn wrap(lines: &[DocLine], width: usize) -> Vec<DocLine> {
         });
     }
     out
+}
+
+/// The key that picks the `i`-th agent of [`Agent::ALL`] (0-based) in the handoff picker: `1`
+/// to `9`, then `a` to `z` (35 agents; there are 16).
+pub fn pick_key(i: usize) -> Option<char> {
+    const KEYS: &[u8] = b"123456789abcdefghijklmnopqrstuvwxyz";
+    KEYS.get(i).map(|&b| b as char)
+}
+
+/// The agent the key `c` picks in the handoff picker (see [`pick_key`]).
+fn picked_agent(c: char) -> Option<Agent> {
+    (0..Agent::ALL.len())
+        .find(|&i| pick_key(i) == Some(c))
+        .map(|i| Agent::ALL[i])
 }

@@ -417,6 +417,21 @@ fn actions_ask_the_worker_and_copy_gives_the_id() {
             },
         ]
     );
+    // Past the ninth agent the picker goes on with letters: `a` is the tenth.
+    app.key(key('h'));
+    app.key(key('a'));
+    assert_eq!(
+        app.outbox.drain(..).collect::<Vec<_>>(),
+        vec![Request::Text {
+            id: "aaaa1111/agent-1".into(),
+            agent: "claude".into(),
+            kind: TextKind::Handoff(memtrail_adapters::Agent::ALL[9])
+        }]
+    );
+    // A key past the last agent picks nothing.
+    app.key(key('h'));
+    app.key(key('z'));
+    assert!(app.outbox.is_empty());
     // P on a sub-agent opens its parent.
     app.key(key('P'));
     assert_eq!(

@@ -224,7 +224,9 @@ pub fn draw(f: &mut Frame, app: &App) {
         Modal::PickAgent => {
             let mut text = String::from("Write a handoff for:\n\n");
             for (i, a) in Agent::ALL.iter().enumerate() {
-                text.push_str(&format!("{}  {}\n", i + 1, a.as_str()));
+                if let Some(k) = super::app::pick_key(i) {
+                    text.push_str(&format!("{k}  {}\n", a.as_str()));
+                }
             }
             popup(f, " Handoff --to ", &text, 34, Agent::ALL.len() as u16 + 5);
         }
