@@ -37,8 +37,28 @@ pub fn open_remote_reader(
 }
 
 /// The store at `db`, created if missing; the error names its location.
+///
+/// An older store is upgraded on opening: a spinner on stderr (hidden off a terminal, see
+/// [`crate::output::spinner`]) says which migration runs meanwhile.
 pub fn open_store(db: &StoreLocation) -> Result<Store> {
-    Store::open(db).with_context(|| format!("cannot open the store at {db}"))
+    let mut pb: Option<indicatif::ProgressBar> = None;
+    let r = Store::open_with_progress(db, &mut |m| {
+        if m.from == 0 {
+            // A new store: its migrations take milliseconds.
+            return;
+        }
+        let pb = pb.get_or_insert_with(|| {
+            crate::output::spinner(
+                &format!("upgrading the store to schema {}: {{msg}}", m.last),
+                false,
+            )
+        });
+        pb.set_message(format!("migration {} of {} ({})", m.to, m.last, m.name));
+    });
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    r.with_context(|| format!("cannot open the store at {db}"))
 }
 
 /// `p` made absolute against the current folder (symlinks kept), as a string.
