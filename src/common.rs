@@ -15,24 +15,30 @@ pub fn open_store_read(db: &StoreLocation) -> Result<Option<Store>> {
 
 /// The store for a read command (`search`, `sessions list/show`, `resume`, `handoff`): the
 /// local SQLite store (`None` when it does not exist yet: reading never creates it) or a
-/// PostgreSQL store (connected now); the error names its location, password masked.
+/// PostgreSQL store (connected now); the error names its location, password masked. What a
+/// PostgreSQL store returns is redacted again with this machine's rules, the user's
+/// (`[privacy] redact`) included: a config that cannot be read or a rule that does not compile
+/// is an error before anything is read.
 pub fn open_reader(db: &StoreLocation) -> Result<Option<Box<dyn ReadStore>>> {
     match db.postgres_url() {
-        Some(url) => Ok(Some(Box::new(
+        Some(url) => Ok(Some(Box::new({
+            memtrail_runtime::privacy::Privacy::load()?;
             memtrail_pg::PgReader::connect(url)
-                .with_context(|| format!("cannot read the store at {db}"))?,
-        ))),
+                .with_context(|| format!("cannot read the store at {db}"))?
+        }))),
         None => Ok(open_store_read(db)?.map(|s| Box::new(s) as Box<dyn ReadStore>)),
     }
 }
 
-/// What the MCP server opens a PostgreSQL store with ([`memtrail_runtime::mcp::OpenReader`]).
+/// What the MCP server opens a PostgreSQL store with ([`memtrail_runtime::mcp::OpenReader`]);
+/// the user's redaction rules are read first, as [`open_reader`] reads them.
 pub fn open_remote_reader(
     db: &StoreLocation,
 ) -> memtrail_runtime::Result<Box<dyn ReadStore + Send>> {
     let url = db.postgres_url().ok_or_else(|| {
         memtrail_runtime::Error::Invalid(format!("{db} is not a PostgreSQL store"))
     })?;
+    memtrail_runtime::privacy::Privacy::load()?;
     Ok(Box::new(memtrail_pg::PgReader::connect(url)?))
 }
 

@@ -302,3 +302,60 @@ fn config_set_refuses_a_bad_rule_and_show_lists_the_rules() {
         "{text}"
     );
 }
+
+/// Against a real PostgreSQL (`MEMTRAIL_TEST_PG_URL`, skipped without it): a session pushed
+/// before the rule existed is shown redacted by `--store URL` once the rule is in the config,
+/// and another machine with the rule pulls it redacted (its own index never holds the match).
+#[test]
+fn postgresql_reads_and_pulls_apply_the_rules() {
+    let Some(url) = memtrail_testkit::pg::test_database("redact_rules") else {
+        return;
+    };
+    let set_rule = |sb: &Sandbox| {
+        let out = sb
+            .cmd()
+            .args([
+                "config",
+                "set",
+                "privacy.redact",
+                "[{ name = \"acme-ticket\", pattern = \"ACME-[0-9]{6}\" }]",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", crate::common::show(&out));
+    };
+    let init = |sb: &Sandbox, label: &str| {
+        let out = sb
+            .cmd()
+            .args(["sync", "--init", &url, "--label", label])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", crate::common::show(&out));
+    };
+    let a = Sandbox::new();
+    let t = transcript(&a, SID);
+    hook(&a, &t, SID);
+    init(&a, "a");
+    assert_eq!(
+        stored(&a, SID).0,
+        [
+            "please close ACME-123456 today",
+            "Closed ticket ACME-123456."
+        ]
+    );
+    set_rule(&a);
+    let remote = a.json(&["--store", &url, "sessions", "show", SID, "--json"]);
+    let texts: Vec<&str> = remote["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, redacted().0);
+    assert_eq!(remote["session"]["title"], json!(redacted().1));
+    let b = Sandbox::new();
+    set_rule(&b);
+    init(&b, "b");
+    assert_eq!(stored(&b, SID), redacted());
+    assert_eq!(hits(&b, "123456"), 0);
+}
