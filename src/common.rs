@@ -15,30 +15,56 @@ pub fn open_store_read(db: &StoreLocation) -> Result<Option<Store>> {
 
 /// The store for a read command (`search`, `sessions list/show`, `resume`, `handoff`): the
 /// local SQLite store (`None` when it does not exist yet: reading never creates it) or a
-/// PostgreSQL store (connected now); the error names its location, password masked.
+/// PostgreSQL store (connected now); the error names its location, password masked. What a
+/// PostgreSQL store returns is redacted again with this machine's rules, the user's
+/// (`[privacy] redact`) included: a config that cannot be read or a rule that does not compile
+/// is an error before anything is read.
 pub fn open_reader(db: &StoreLocation) -> Result<Option<Box<dyn ReadStore>>> {
     match db.postgres_url() {
-        Some(url) => Ok(Some(Box::new(
+        Some(url) => Ok(Some(Box::new({
+            memtrail_runtime::privacy::Privacy::load()?;
             memtrail_pg::PgReader::connect(url)
-                .with_context(|| format!("cannot read the store at {db}"))?,
-        ))),
+                .with_context(|| format!("cannot read the store at {db}"))?
+        }))),
         None => Ok(open_store_read(db)?.map(|s| Box::new(s) as Box<dyn ReadStore>)),
     }
 }
 
-/// What the MCP server opens a PostgreSQL store with ([`memtrail_runtime::mcp::OpenReader`]).
+/// What the MCP server opens a PostgreSQL store with ([`memtrail_runtime::mcp::OpenReader`]);
+/// the user's redaction rules are read first, as [`open_reader`] reads them.
 pub fn open_remote_reader(
     db: &StoreLocation,
 ) -> memtrail_runtime::Result<Box<dyn ReadStore + Send>> {
     let url = db.postgres_url().ok_or_else(|| {
         memtrail_runtime::Error::Invalid(format!("{db} is not a PostgreSQL store"))
     })?;
+    memtrail_runtime::privacy::Privacy::load()?;
     Ok(Box::new(memtrail_pg::PgReader::connect(url)?))
 }
 
 /// The store at `db`, created if missing; the error names its location.
+///
+/// An older store is upgraded on opening: a spinner on stderr (hidden off a terminal, see
+/// [`crate::output::spinner`]) says which migration runs meanwhile.
 pub fn open_store(db: &StoreLocation) -> Result<Store> {
-    Store::open(db).with_context(|| format!("cannot open the store at {db}"))
+    let mut pb: Option<indicatif::ProgressBar> = None;
+    let r = Store::open_with_progress(db, &mut |m| {
+        if m.from == 0 {
+            // A new store: its migrations take milliseconds.
+            return;
+        }
+        let pb = pb.get_or_insert_with(|| {
+            crate::output::spinner(
+                &format!("upgrading the store to schema {}: {{msg}}", m.last),
+                false,
+            )
+        });
+        pb.set_message(format!("migration {} of {} ({})", m.to, m.last, m.name));
+    });
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    r.with_context(|| format!("cannot open the store at {db}"))
 }
 
 /// `p` made absolute against the current folder (symlinks kept), as a string.

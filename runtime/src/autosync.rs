@@ -157,6 +157,7 @@ mod tests {
             exclude: Vec::new(),
             home: "/nonexistent".into(),
             sync_configured: sync,
+            redact: Default::default(),
         }
     }
 

@@ -5,6 +5,9 @@
 //! ```toml
 //! exclude = ["~/secret-project"]     # privacy: projects never captured (crate::privacy)
 //!
+//! [privacy]                          # the user's redaction rules (crate::redact::user)
+//! redact = [{ name = "acme-ticket", pattern = "ACME-[0-9]{6}" }]
+//!
 //! [aider]                            # where `memtrail import` finds Aider's chat logs
 //! roots = ["~/src"]
 //!
@@ -25,7 +28,8 @@
 //! ```
 //!
 //! [`Config::parse`] checks the types only; each table's own rules (an absolute `exclude`
-//! path, a 32-hex-digit machine id, an `https://` endpoint) are its reader's
+//! path, a redaction rule that compiles, a 32-hex-digit machine id, an `https://` endpoint)
+//! are its reader's
 //! ([`crate::privacy::Privacy::parse`], `memtrail_pg::settings`, `memtrail_embed::remote`).
 //! [`set`] and [`unset`] edit the file's text in place with `toml_edit`: comments, key order
 //! and layout stay; [`write_atomic`] replaces the file (mode 0600, folder 0700).
@@ -39,6 +43,8 @@ use std::path::Path;
 pub struct Config {
     /// Project folders never captured: absolute paths or `~/…` (see [`crate::privacy`]).
     pub exclude: Vec<String>,
+    /// `[privacy]`: the user's redaction rules.
+    pub privacy: PrivacyConfig,
     /// `[aider]`: where `memtrail import` looks for Aider's chat logs.
     pub aider: AiderConfig,
     /// `[sync]`: the PostgreSQL database `memtrail sync` pushes to and pulls from.
@@ -47,6 +53,25 @@ pub struct Config {
     pub embed: EmbedConfig,
     /// `[web]`: `memtrail web`'s defaults.
     pub web: WebConfig,
+}
+
+/// `[privacy]` (the excluded projects stay the top-level `exclude`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PrivacyConfig {
+    /// Redaction rules applied after the built-in ones (see [`crate::redact::user`]).
+    pub redact: Vec<RedactRule>,
+}
+
+/// One rule of `[privacy] redact`: every match of `pattern` (the `regex` crate's syntax) is
+/// stored as `[redacted:<name>]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedactRule {
+    /// The marker's name: lowercase letters, digits, `-`, `_`.
+    pub name: String,
+    /// The regular expression.
+    pub pattern: String,
 }
 
 /// `[aider]`.
@@ -222,8 +247,17 @@ pub fn raw(text: &str, key: &str) -> Result<Option<String>, String> {
             .and_then(|i| i.as_table_like())
             .and_then(|t| t.get(name)),
     };
-    Ok(item.and_then(|i| i.as_value()).map(|v| {
-        let mut v = v.clone();
+    // `[[t.k]]` tables are shown as the array of inline tables they mean.
+    let value = item.and_then(|i| {
+        i.as_value().cloned().or_else(|| {
+            i.as_array_of_tables().map(|a| {
+                let mut arr = a.clone().into_array();
+                arr.fmt();
+                toml_edit::Value::Array(arr)
+            })
+        })
+    });
+    Ok(value.map(|mut v| {
         v.decor_mut().clear();
         v.to_string()
     }))
@@ -279,6 +313,20 @@ mod tests {
         assert_eq!(c.web.bind, Some("::1".parse().unwrap()));
         assert_eq!(c.web.port, Some(8080));
         assert_eq!(Config::parse("").unwrap(), Config::default());
+        let rule = RedactRule {
+            name: "acme-ticket".into(),
+            pattern: "ACME-[0-9]{6}".into(),
+        };
+        let c = Config::parse(
+            "[privacy]\nredact = [{ name = \"acme-ticket\", pattern = \"ACME-[0-9]{6}\" }]\n",
+        )
+        .unwrap();
+        assert_eq!(c.privacy.redact, vec![rule.clone()]);
+        let c = Config::parse(
+            "[[privacy.redact]]\nname = \"acme-ticket\"\npattern = \"ACME-[0-9]{6}\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.privacy.redact, vec![rule]);
     }
 
     #[test]
@@ -314,6 +362,15 @@ mod tests {
         assert_eq!(raw(&out, "web.port").unwrap().as_deref(), Some("8080"));
         assert_eq!(raw(text, "exclude").unwrap().as_deref(), Some("[\"/a\"]"));
         assert_eq!(raw(text, "embed.url").unwrap(), None);
+        assert_eq!(
+            raw(
+                "[[privacy.redact]]\nname = \"a\"\npattern = \"x\"\n",
+                "privacy.redact"
+            )
+            .unwrap()
+            .as_deref(),
+            Some("[{ name = \"a\", pattern = \"x\" }]")
+        );
         assert!(set("x = [\n", "x", toml_edit::Value::from(1i64)).is_err());
         assert!(set("sync = 1\n", "sync.url", toml_edit::Value::from("u")).is_err());
         assert!(set("", "a.b.c", toml_edit::Value::from("u")).is_err());

@@ -347,6 +347,10 @@ fn ingest_with(
     deadline: Option<Instant>,
     at_rest: bool,
 ) -> Result<IngestReport> {
+    // Read before anything is read or written: the exclusions and the redaction rules
+    // (installed for every redaction below); a config that cannot be read, or a rule that
+    // does not compile, stores nothing and leaves the cursor where it was.
+    Privacy::load()?;
     match memtrail_adapters::source_for(agent, path) {
         Some(Source::Lines(reader)) => ingest_lines(store, agent, path, reader, deadline, at_rest),
         Some(Source::Doc(reader)) => ingest_doc(store, agent, path, reader),

@@ -19,8 +19,13 @@ pub use crate::store::maintenance::{
 
 /// Apply memtrail's current redaction rules ([`crate::records::Standard`]) to everything stored:
 /// see [`crate::store::maintenance::rescan`] (what is rewritten, batches of [`RESCAN_BATCH`]
-/// messages, `progress` after each batch with the messages read so far; idempotent).
+/// messages, `progress` after each batch with the messages read so far; idempotent). The
+/// rules include the user's (`[privacy] redact` in memtrail's config, read first).
+///
+/// Errors: the config cannot be read or a rule of it does not compile
+/// ([`crate::privacy::Privacy::load`]; nothing is rewritten), or the store fails.
 pub fn rescan(store: &mut Store, progress: &mut dyn FnMut(u64)) -> Result<Rescanned> {
+    crate::privacy::Privacy::load()?;
     crate::store::maintenance::rescan(store, progress, &crate::records::Standard)
 }
 

@@ -651,6 +651,9 @@ impl MemtrailMcp {
                 ))));
             }
             let now = crate::now_ms();
+            // The user's redaction rules as the config says now (a rule that does not
+            // compile: the note is not kept).
+            crate::privacy::Privacy::load()?;
             let (message_id, index) =
                 s.write(|w| w.add_note(rowid, text, now, &crate::records::Standard))?;
             Ok(serde_json::json!({

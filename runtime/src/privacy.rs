@@ -23,11 +23,21 @@
 //! its start. What was stored before a project was excluded stays until it is deleted
 //! (`memtrail sessions delete ID`).
 //!
-//! A config file that cannot be read or parsed is an error: the ingest stores nothing and
-//! leaves its cursor where it was (nothing is lost; it catches up once the file is fixed).
+//! The same file holds the user's own redaction rules, applied after the built-in ones
+//! everywhere text is redacted (see [`crate::redact::user`]):
+//! ```toml
+//! [privacy]
+//! redact = [{ name = "acme-ticket", pattern = "ACME-[0-9]{6}" }]
+//! ```
+//!
+//! A config file that cannot be read or parsed, or a redaction rule that does not compile, is
+//! an error: the ingest stores nothing and leaves its cursor where it was (nothing is lost; it
+//! catches up once the file is fixed).
 
+use crate::redact::user::{RuleText, UserRules};
 use crate::{Error, Result};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 /// The name of the per-project exclusion file.
 pub const IGNORE_FILE: &str = ".memtrailignore";
@@ -50,6 +60,9 @@ pub struct Privacy {
     /// (the URL itself is not kept here; `memtrail sync` reads it). Hooks then start a
     /// background sync at a session's end (see [`crate::autosync`]).
     pub sync_configured: bool,
+    /// The user's redaction rules (`[privacy] redact`), compiled; [`Privacy::load`] installs
+    /// them for [`crate::redact::redact`] ([`crate::redact::user`]).
+    pub redact: Arc<UserRules>,
 }
 
 impl Privacy {
@@ -57,7 +70,12 @@ impl Privacy {
     /// the process's home directory.
     ///
     /// Errors: [`Error::Invalid`] naming the file, for a file that cannot be read, is not TOML,
-    /// or whose `exclude` is not an array of strings holding absolute or `~/` paths.
+    /// whose `exclude` is not an array of strings holding absolute or `~/` paths, or whose
+    /// `[privacy] redact` rules are not well formed or do not compile
+    /// ([`UserRules::compile`]). A caller that writes text then stores nothing (fail closed).
+    ///
+    /// Installs the file's redaction rules as the process's ([`crate::redact::user::install`]):
+    /// whatever is redacted after this call applies them.
     ///
     /// Inside [`with_config_read_once`] (a hook run) the file is read at most once: later
     /// calls on the same thread return the settings read first.
@@ -67,6 +85,7 @@ impl Privacy {
             return Ok(p);
         }
         let p = Self::load_from(&config_path(), &memtrail_adapters::paths::home_dir())?;
+        crate::redact::user::install(p.redact.clone());
         READ_ONCE.with(|c| {
             if let Some(slot) = c.borrow_mut().as_mut() {
                 *slot = Some(p.clone());
@@ -79,9 +98,8 @@ impl Privacy {
     pub fn load_from(path: &Path, home: &Path) -> Result<Privacy> {
         let Some(text) = crate::config::read(path).map_err(Error::Invalid)? else {
             return Ok(Privacy {
-                exclude: Vec::new(),
                 home: home.to_path_buf(),
-                sync_configured: false,
+                ..Privacy::default()
             });
         };
         Self::parse(&text, home)
@@ -117,10 +135,12 @@ impl Privacy {
             .and_then(|t| t.get("url"))
             .and_then(|u| u.as_str())
             .is_some_and(|u| !u.trim().is_empty());
+        let redact = UserRules::compile_cached(&redact_rules(&doc)?)?;
         Ok(Privacy {
             exclude,
             home: home.to_path_buf(),
             sync_configured,
+            redact,
         })
     }
 
@@ -261,6 +281,57 @@ impl SkipReason {
             _ => None,
         }
     }
+}
+
+/// The rules of `[privacy] redact` as written: an array of inline tables
+/// (`redact = [{ name = "…", pattern = "…" }]`) or of tables (`[[privacy.redact]]`), each with
+/// exactly the strings `name` and `pattern`. Empty when absent.
+///
+/// Errors: one line naming what is wrong.
+pub fn redact_rules(doc: &toml_edit::DocumentMut) -> std::result::Result<Vec<RuleText>, String> {
+    let Some(privacy) = doc.get("privacy") else {
+        return Ok(Vec::new());
+    };
+    let privacy = privacy
+        .as_table_like()
+        .ok_or("`privacy` must be a table: [privacy]")?;
+    let Some(item) = privacy.get("redact") else {
+        return Ok(Vec::new());
+    };
+    const SHAPE: &str = "`privacy.redact` must be an array of rules, e.g. redact = [{ name = \"acme-ticket\", pattern = \"ACME-[0-9]{6}\" }]";
+    let tables: Vec<&dyn toml_edit::TableLike> = if let Some(a) = item.as_array() {
+        a.iter()
+            .map(|v| {
+                v.as_inline_table()
+                    .map(|t| t as &dyn toml_edit::TableLike)
+                    .ok_or(SHAPE)
+            })
+            .collect::<std::result::Result<_, _>>()?
+    } else if let Some(a) = item.as_array_of_tables() {
+        a.iter().map(|t| t as &dyn toml_edit::TableLike).collect()
+    } else {
+        return Err(SHAPE.into());
+    };
+    let mut out = Vec::with_capacity(tables.len());
+    for (i, t) in tables.into_iter().enumerate() {
+        let field = |k: &str| -> std::result::Result<String, String> {
+            t.get(k)
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+                .ok_or_else(|| format!("`privacy.redact` rule {} has no `{k}` string", i + 1))
+        };
+        if let Some((k, _)) = t.iter().find(|(k, _)| *k != "name" && *k != "pattern") {
+            return Err(format!(
+                "`privacy.redact` rule {} has a key `{k}`: a rule has only `name` and `pattern`",
+                i + 1
+            ));
+        }
+        out.push(RuleText {
+            name: field("name")?,
+            pattern: field("pattern")?,
+        });
+    }
+    Ok(out)
 }
 
 /// `~/x` → `<home>/x`; an absolute path as it is; anything else `None`. `.` and `..` are resolved
@@ -430,6 +501,59 @@ mod tests {
                 Some(format!("excluded by {}", f.display()))
             );
         }
+    }
+
+    #[test]
+    fn redaction_rules_are_read_and_compiled() {
+        let home = Path::new("/h");
+        let names = |t: &str| -> Vec<(String, String)> {
+            Privacy::parse(t, home)
+                .unwrap()
+                .redact
+                .texts()
+                .map(|r| (r.name.clone(), r.pattern.clone()))
+                .collect()
+        };
+        let acme = vec![("acme-ticket".to_string(), "ACME-[0-9]{6}".to_string())];
+        assert_eq!(
+            names(
+                "[privacy]\nredact = [{ name = \"acme-ticket\", pattern = \"ACME-[0-9]{6}\" }]\n"
+            ),
+            acme
+        );
+        assert_eq!(
+            names("[[privacy.redact]]\nname = \"acme-ticket\"\npattern = \"ACME-[0-9]{6}\"\n"),
+            acme
+        );
+        assert_eq!(names(""), Vec::new());
+        assert_eq!(names("[privacy]\n"), Vec::new());
+        let p = Privacy::parse(
+            "[privacy]\nredact = [{ name = \"acme-ticket\", pattern = \"ACME-[0-9]{6}\" }]\n",
+            home,
+        )
+        .unwrap();
+        assert_eq!(
+            p.redact.apply("fix ACME-123456 now"),
+            "fix [redacted:acme-ticket] now"
+        );
+        let err = |t: &str| Privacy::parse(t, home).unwrap_err();
+        assert_eq!(
+            err("[privacy]\nredact = [{ name = \"acme\", pattern = \"ACME-[0-9\" }]\n"),
+            "`privacy.redact` rule 1 (\"acme\"): the pattern does not compile: regex parse error: ACME-[0-9 ^ error: unclosed character class"
+        );
+        assert_eq!(
+            err("[privacy]\nredact = \"ACME\"\n"),
+            "`privacy.redact` must be an array of rules, e.g. redact = [{ name = \"acme-ticket\", pattern = \"ACME-[0-9]{6}\" }]"
+        );
+        assert_eq!(
+            err("[privacy]\nredact = [{ name = \"a\" }]\n"),
+            "`privacy.redact` rule 1 has no `pattern` string"
+        );
+        assert_eq!(
+            err("[privacy]\nredact = [{ name = \"a\", pattern = \"x\", flags = \"i\" }]\n"),
+            "`privacy.redact` rule 1 has a key `flags`: a rule has only `name` and `pattern`"
+        );
+        assert_eq!(err("privacy = 1\n"), "`privacy` must be a table: [privacy]");
     }
 
     #[test]

@@ -16,6 +16,8 @@
 //! (followed, for `token`-like and `://` needles, by the shape of an assignment or of a URL
 //! password) are compiled and run.
 
+pub mod user;
+
 use memtrail_adapters::{Message, Part, Record};
 use regex::Regex;
 use serde_json::Value;
@@ -1032,13 +1034,21 @@ pub fn strip_private(text: &str) -> Cow<'_, str> {
     })
 }
 
-/// `text` with every `<private>…</private>` span replaced by `[private]` (see [`strip_private`])
-/// and every recognised secret replaced by `[redacted:<kind>]`. Borrowed (no allocation) when
-/// nothing was replaced.
+/// `text` with every `<private>…</private>` span replaced by `[private]` (see [`strip_private`]),
+/// every recognised secret replaced by `[redacted:<kind>]`, then every match of the user's
+/// rules in force ([`user::installed`], `[privacy] redact` in the config) by
+/// `[redacted:<name>]`. Borrowed (no allocation) when nothing was replaced.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    match strip_private(text) {
+    let out = match strip_private(text) {
         Cow::Borrowed(t) => redact_secrets(t),
         Cow::Owned(t) => Cow::Owned(redact_secrets(&t).into_owned()),
+    };
+    let Some(rules) = user::installed() else {
+        return out;
+    };
+    match out {
+        Cow::Borrowed(t) => rules.apply(t),
+        Cow::Owned(t) => Cow::Owned(rules.apply(&t).into_owned()),
     }
 }
 

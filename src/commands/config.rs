@@ -22,6 +22,8 @@ enum Kind {
     Ip,
     /// Comes from the environment only (`config set` names the variable).
     Env,
+    /// Redaction rules: `[{ name = "…", pattern = "…" }, …]`, or one `{ … }`.
+    Rules,
 }
 
 /// One setting.
@@ -89,6 +91,13 @@ const SETTINGS: &[Setting] = &[
         &[],
         false,
         "This machine's name as the other machines show it [default: the hostname].",
+    ),
+    s(
+        "privacy.redact",
+        Kind::Rules,
+        &[],
+        false,
+        "Your own redaction rules, applied after the built-in ones wherever text is stored (hooks, import, MCP notes, sync, `memtrail redact --rescan` for what is stored): every match of a pattern (Rust regex syntax; only the group named s when there is one) is stored as [redacted:NAME]. A rule that does not compile stops capture until it is fixed: nothing is stored unredacted.",
     ),
     s(
         "embed.url",
@@ -188,7 +197,7 @@ fn setting(key: &str) -> Result<&'static Setting> {
 fn default_of(key: &str, db: &StoreLocation) -> Option<String> {
     let q = |s: &str| Some(toml_edit::Value::from(s).to_string());
     match key {
-        "exclude" | "aider.roots" => Some("[]".into()),
+        "exclude" | "aider.roots" | "privacy.redact" => Some("[]".into()),
         "sync.label" => q(&memtrail_runtime::machine::hostname()),
         "web.bind" => q("127.0.0.1"),
         "web.port" => Some(memtrail_web::DEFAULT_PORT.to_string()),
@@ -291,6 +300,9 @@ fn toml_to_json(t: &str) -> Value {
             toml_edit::Value::Float(f) => json!(f.value()),
             toml_edit::Value::Boolean(b) => json!(b.value()),
             toml_edit::Value::Array(a) => Value::Array(a.iter().map(conv).collect()),
+            toml_edit::Value::InlineTable(t) => {
+                Value::Object(t.iter().map(|(k, v)| (k.to_string(), conv(v))).collect())
+            }
             other => json!(other.to_string().trim()),
         }
     }
@@ -487,6 +499,37 @@ fn parse_value(s: &Setting, value: &str) -> Result<toml_edit::Value> {
                 Ok(a.into())
             }
         }
+        Kind::Rules => {
+            const EXAMPLE: &str = "[{ name = \"acme-ticket\", pattern = \"ACME-[0-9]{6}\" }]";
+            let v: toml_edit::Value = value.trim().parse().map_err(|e: toml_edit::TomlError| {
+                anyhow!(
+                    "{} must be an array of rules like {EXAMPLE}: {}",
+                    s.key,
+                    e.to_string()
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )
+            })?;
+            let v = match v {
+                toml_edit::Value::InlineTable(t) => {
+                    let mut a = toml_edit::Array::new();
+                    a.push(t);
+                    toml_edit::Value::Array(a)
+                }
+                v @ toml_edit::Value::Array(_) => v,
+                _ => bail!("{} must be an array of rules like {EXAMPLE}", s.key),
+            };
+            // The rules as the readers check them (names, patterns that compile).
+            let doc: toml_edit::DocumentMut = format!("[privacy]\nredact = {v}\n")
+                .parse()
+                .map_err(|e| anyhow!("{e}"))?;
+            let rules =
+                memtrail_runtime::privacy::redact_rules(&doc).map_err(|e| anyhow!("{e}"))?;
+            memtrail_runtime::redact::user::UserRules::compile(&rules)
+                .map_err(|e| anyhow!("{e}"))?;
+            Ok(v)
+        }
         Kind::Number(min, max) => match value.trim().parse::<i64>() {
             Ok(n) if (min..=max).contains(&n) => Ok(n.into()),
             _ => bail!("{} must be a whole number from {min} to {max}", s.key),
@@ -598,6 +641,9 @@ pub fn default_file() -> String {
             "embed.model" => Some("\"nomic-embed-text\"".into()),
             "embed.api_key_env" => Some("\"OPENAI_API_KEY\"".into()),
             "embed.dim" => Some("768".into()),
+            "privacy.redact" => {
+                Some("[{ name = \"acme-ticket\", pattern = \"ACME-[0-9]{6}\" }]".into())
+            }
             k => default_of(k, &db),
         };
         out.push_str(&format!(

@@ -32,6 +32,7 @@ mod embed_cli;
 mod export_cli;
 mod pg_store;
 mod privacy_cli;
+mod redact_rules;
 mod reliability;
 mod stress;
 mod sync;

@@ -24,6 +24,35 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0009_status_index.sql"),
 ];
 
+/// The name of each migration (its file's name without the number), in the order of
+/// [`MIGRATIONS`], as [`Migrating::name`] gives it.
+const MIGRATION_NAMES: [&str; MIGRATIONS.len()] = [
+    "initial",
+    "reader_state",
+    "events_snapshots",
+    "fts_queue",
+    "fts_secure_delete",
+    "sync",
+    "vectors",
+    "activity",
+];
+
+/// A migration about to run, as [`Store::open_with_progress`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migrating {
+    /// The store's schema version before the upgrade (0: a new store).
+    pub from: i64,
+    /// The version this migration takes the store to (its number, `migrations/NNNN_*.sql`).
+    pub to: i64,
+    /// The version the upgrade ends at ([`SCHEMA_VERSION`]).
+    pub last: i64,
+    /// The migration's name (`activity` for `0008_activity.sql`).
+    pub name: &'static str,
+}
+
+/// What [`Store::migrate`] tells before each migration it runs.
+pub(super) type MigrationProgress<'a> = Option<&'a mut dyn FnMut(Migrating)>;
+
 /// The schema version whose migration creates the `events` table; a store migrated across it
 /// gets the events of its stored messages extracted in the same transaction.
 const EVENTS_SCHEMA: i64 = 3;
@@ -35,7 +64,7 @@ impl Store {
             .db()
     }
 
-    pub(super) fn migrate(&self) -> Result<()> {
+    pub(super) fn migrate(&self, progress: MigrationProgress<'_>) -> Result<()> {
         let v = self.schema_version()?;
         if v == SCHEMA_VERSION {
             return Ok(());
@@ -52,7 +81,7 @@ impl Store {
         // CASCADE`. `PRAGMA foreign_keys` is a no-op inside a transaction, so it is turned off
         // around it (and the keys are checked before the commit).
         self.conn.execute_batch("PRAGMA foreign_keys = OFF").db()?;
-        let r = self.migrate_from();
+        let r = self.migrate_from(progress);
         self.conn.execute_batch("PRAGMA foreign_keys = ON").db()?;
         r
     }
@@ -60,8 +89,9 @@ impl Store {
     /// The migrations of [`Store::migrate`] from the stored version on (read again under the
     /// write lock), in one transaction, with foreign keys off (the caller's doing); rolled back
     /// when they leave more rows with a broken foreign key than there were before
-    /// ([`Error::Invalid`]).
-    fn migrate_from(&self) -> Result<()> {
+    /// ([`Error::Invalid`]). `progress` is told of each migration before it runs (the ones run
+    /// again after a rollback to count broken rows are not told twice).
+    fn migrate_from(&self, mut progress: MigrationProgress<'_>) -> Result<()> {
         let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
             .db()?;
         // Re-check under the write lock: another process may have migrated meanwhile.
@@ -76,8 +106,16 @@ impl Store {
         if v == SCHEMA_VERSION {
             return Ok(());
         }
-        let run = || -> Result<()> {
+        let run = |progress: &mut MigrationProgress<'_>| -> Result<()> {
             for (i, sql) in MIGRATIONS.iter().enumerate().skip(v as usize) {
+                if let Some(p) = progress.as_deref_mut() {
+                    p(Migrating {
+                        from: v,
+                        to: (i + 1) as i64,
+                        last: SCHEMA_VERSION,
+                        name: MIGRATION_NAMES[i],
+                    });
+                }
                 tx.execute_batch(sql).db()?;
                 if (i + 1) as i64 == EVENTS_SCHEMA && v > 0 {
                     Writer::new(&tx).backfill_events(&crate::records::Standard)?;
@@ -92,7 +130,7 @@ impl Store {
         // upgrade, rows they break do: only when some are broken is the store counted before
         // the migrations too (rolled back to the savepoint, counted, migrated again).
         tx.execute_batch("SAVEPOINT migrations").db()?;
-        run()?;
+        run(&mut progress)?;
         let broken_after = broken_references(&tx)?;
         if broken_after > 0 {
             tx.execute_batch("ROLLBACK TO migrations").db()?;
@@ -104,7 +142,7 @@ impl Store {
                     broken_after - broken_before
                 )));
             }
-            run()?;
+            run(&mut None)?;
         }
         tx.execute_batch("RELEASE migrations").db()?;
         tx.commit().db()?;
@@ -170,6 +208,41 @@ mod tests {
                 .unwrap();
             assert_eq!(secure, 1, "from {v}");
         }
+    }
+
+    /// Opening a version 6 store tells of migrations 7 and 8, in order, before each runs; a
+    /// store at the current version tells nothing.
+    #[test]
+    fn an_upgrade_tells_each_migration_it_runs() {
+        assert_eq!(
+            MIGRATIONS.len(),
+            std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/store/migrations"))
+                .unwrap()
+                .count()
+        );
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("v6.db");
+        {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..6] {
+                c.execute_batch(sql).unwrap();
+            }
+            c.pragma_update(None, "user_version", 6).unwrap();
+        }
+        let mut told = Vec::new();
+        let s = Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
+        assert_eq!(s.schema_version().unwrap(), 8);
+        let m = |to, name| Migrating {
+            from: 6,
+            to,
+            last: 8,
+            name,
+        };
+        assert_eq!(told, [m(7, "vectors"), m(8, "activity")]);
+        drop(s);
+        told.clear();
+        Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
+        assert_eq!(told, []);
     }
 
     /// Every row of table `t` (all columns, as SQLite values), by rowid or primary key.

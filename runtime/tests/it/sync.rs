@@ -31,6 +31,7 @@ fn no_privacy() -> Privacy {
         exclude: Vec::new(),
         home: "/nonexistent-home".into(),
         sync_configured: false,
+        redact: Default::default(),
     }
 }
 
@@ -380,6 +381,7 @@ fn an_excluded_project_is_never_in_a_batch() {
         exclude: vec!["/w/secret".into()],
         home: "/nonexistent-home".into(),
         sync_configured: false,
+        redact: Default::default(),
     };
     let b = s.push_batch(A, &privacy, 1000, 1 << 20).unwrap();
     assert_eq!(b.sessions.len(), 1);
