@@ -35,6 +35,7 @@ const MIGRATION_NAMES: [&str; MIGRATIONS.len()] = [
     "sync",
     "vectors",
     "activity",
+    "status_index",
 ];
 
 /// A migration about to run, as [`Store::open_with_progress`] reports it.
@@ -231,14 +232,17 @@ mod tests {
         }
         let mut told = Vec::new();
         let s = Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 8);
+        assert_eq!(s.schema_version().unwrap(), 9);
         let m = |to, name| Migrating {
             from: 6,
             to,
-            last: 8,
+            last: 9,
             name,
         };
-        assert_eq!(told, [m(7, "vectors"), m(8, "activity")]);
+        assert_eq!(
+            told,
+            [m(7, "vectors"), m(8, "activity"), m(9, "status_index")]
+        );
         drop(s);
         told.clear();
         Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
