@@ -414,3 +414,62 @@ fn browse_searches_hybrid_once_the_store_has_vectors() {
     assert!(s.contains("Hits ("), "{s}");
     assert!(s.contains("Postgres keeps refusing connections"), "{s}");
 }
+
+/// Once the store holds vectors, browse searches by meaning as `memtrail search` does (hybrid
+/// by default): with the tiny 4-dimension model installed and the session embedded at import,
+/// "directory listing", which shares no word with "I ran ls -la in the project root and saw
+/// the hidden files", finds that message first.
+#[test]
+fn browse_searches_by_meaning_once_the_store_holds_vectors() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    support::write_tiny_model(
+        &sb.home
+            .join(".local/share/memtrail/models/minilm-l6-static"),
+    );
+    let sid = "meaning-1";
+    let texts = [
+        "Postgres keeps refusing connections after the container restarts.",
+        "The invoice total is wrong when a discount and VAT both apply.",
+        "I ran ls -la in the project root and saw the hidden files.",
+        "Add a dark theme toggle to the settings page.",
+    ];
+    let mut out = String::new();
+    for (i, t) in texts.iter().enumerate() {
+        out.push_str(
+            &json!({"type": "user", "sessionId": sid, "uuid": format!("{sid}-{i}"),
+                "parentUuid": null, "cwd": "/home/user/app",
+                "timestamp": format!("2026-01-01T00:00:0{i}.000Z"),
+                "message": {"role": "user", "content": t}})
+            .to_string(),
+        );
+        out.push('\n');
+    }
+    std::fs::write(sb.transcript("app", sid), out).unwrap();
+    let imp = sb.json(&["import", "--json"]);
+    assert_eq!(imp["embedded"]["messages"], 4, "{imp}");
+    // The CLI's answer, which browse must show first.
+    let cli = sb.json(&["search", "directory listing", "--json"]);
+    assert_eq!(cli["hits"][0]["message_index"], 2, "{cli}");
+    let lexical = sb.json(&["search", "--mode", "lexical", "directory listing", "--json"]);
+    assert_eq!(lexical["hits"].as_array().unwrap().len(), 0, "{lexical}");
+
+    let tmux = launch(&sb);
+    tmux.wait_for("Sessions (1)");
+    tmux.type_text("directory listing");
+    // Waits for the answer to the whole query (the keystrokes before it may show others).
+    let s = tmux.wait_for("ls -la");
+    // The results pane: the first hit's title line, then its snippet.
+    let first_snippet = s
+        .lines()
+        .skip_while(|l| !l.contains("┌ Hits ("))
+        .nth(2)
+        .unwrap_or("");
+    assert!(first_snippet.contains("ls -la"), "{s}");
+    tmux.key("Enter");
+    tmux.key("Enter");
+    let s = tmux.wait_for("── User #3");
+    assert!(s.contains("I ran ls -la in the project root"), "{s}");
+}
