@@ -6,8 +6,10 @@
 //! memtrail registers in its config, the names its model sees memtrail's MCP tools under, and
 //! its quirks (transcript retention, a reply at PreCompact). Install, import, status, doctor,
 //! the hook and the MCP server read from here; nothing outside this crate branches on an agent.
-//! The agent lists in help texts, MCP tool arguments, the README and the skill are typed by
-//! hand and checked against the registry by a test (`hand_typed_agent_lists_name_every_agent`). `docs/adding-an-agent.md` is the checklist for a new one.
+//! The agent lists in help texts and MCP tool arguments are built from [`Agent::ALL`]
+//! ([`agent_names`]); those in the README, `docs/json.md` and the skill are typed by hand and
+//! checked against the registry by a test (`hand_typed_agent_lists_name_every_agent`).
+//! `docs/adding-an-agent.md` is the checklist for a new one.
 //!
 //! Why a trait (and not a struct of function pointers): every method is required (no default
 //! bodies), so an agent that lacks a capability does not compile, and each method carries its
@@ -720,10 +722,12 @@ mod tests {
         );
     }
 
-    /// The agent lists typed by hand in help texts (`src/cli.rs`), MCP tool arguments
-    /// (`runtime/src/mcp.rs`) and the README name every agent of the registry, in its order;
-    /// the shared skill names every agent's MCP tool name. A new agent fails here until each
-    /// text names it.
+    /// The agent lists typed by hand in the docs (the README's four, `docs/json.md`'s) name
+    /// every agent of the registry, in its order; the shared skill names every agent's MCP tool
+    /// name. A new agent fails here until each text names it (the file and line are in the
+    /// message). The help texts (`src/cli.rs`) and the MCP tools' `agent` argument
+    /// (`runtime/src/mcp.rs`) build their lists from [`Agent::ALL`]; they are scanned too, so
+    /// that a list typed there again must be whole.
     #[test]
     fn hand_typed_agent_lists_name_every_agent() {
         let names: Vec<&str> = Agent::ALL.iter().map(|a| a.as_str()).collect();
@@ -732,7 +736,14 @@ mod tests {
         let or = format!("{} or {last}", rest.join(", "));
         let bar = names.join("|");
         let mut lists = 0;
-        for file in ["src/cli.rs", "runtime/src/mcp.rs", "README.md"] {
+        let ticks: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        let ticks = ticks.join(", ");
+        for file in [
+            "src/cli.rs",
+            "runtime/src/mcp.rs",
+            "README.md",
+            "docs/json.md",
+        ] {
             let text = std::fs::read_to_string(repo_root().join(file)).unwrap();
             for (n, line) in text.lines().enumerate() {
                 let at = format!("{file}:{}", n + 1);
@@ -751,8 +762,19 @@ mod tests {
                     lists += 1;
                 }
             }
+            // Lists of `name`s in backticks, wrapped over lines (docs/json.md's "Agents are").
+            let words: Vec<&str> = text.split_whitespace().collect();
+            let words = words.join(" ");
+            for (at, _) in words.match_indices("`claude`, `codex`") {
+                assert!(
+                    words[at..].starts_with(&ticks),
+                    "{file}: {}",
+                    words[at..].chars().take(ticks.len()).collect::<String>()
+                );
+                lists += 1;
+            }
         }
-        assert_eq!(lists, 10, "hand-typed agent lists found");
+        assert_eq!(lists, 5, "hand-typed agent lists found");
         let skill =
             std::fs::read_to_string(repo_root().join("skills/agents/memtrail/SKILL.md")).unwrap();
         for a in Agent::ALL {
