@@ -129,6 +129,13 @@ pub struct Quirks {
     /// and ingests it. The function says, from the transcript's last line (without its `\n`),
     /// whether the agent has written the session's final record.
     pub written_after_session_end: Option<fn(&[u8]) -> bool>,
+    /// The environment variables the adapter reads, as `(name, what it does)`: one sentence,
+    /// the default in brackets (`("CODEX_HOME", "Codex CLI's folder [default: ~/.codex].")`).
+    /// `memtrail --help`'s "Environment" section, `memtrail config env` and README list them
+    /// under "Agents' folders", in [`Agent::ALL`]'s order (`src/environment.rs`, whose test
+    /// fails on a variable read by name and listed nowhere). Variables several agents read
+    /// (`VSCODE_PORTABLE`, `APPDATA`, `PWD`) are listed there instead.
+    pub environment: &'static [(&'static str, &'static str)],
 }
 
 impl Quirks {
@@ -143,6 +150,7 @@ impl Quirks {
         import_only: false,
         discover_in_projects: None,
         written_after_session_end: None,
+        environment: &[],
     };
 }
 

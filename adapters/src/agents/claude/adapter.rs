@@ -16,6 +16,12 @@ pub struct Claude;
 /// Its names; the short name is also its hook argument (`memtrail hook claude`).
 pub const NAMES: Names = Names::new("claude", &["claude-code", "claudecode"], "Claude Code");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[(
+    "CLAUDE_CONFIG_DIR",
+    "Claude Code's folder [default: ~/.claude].",
+)];
+
 impl AgentAdapter for Claude {
     fn names(&self) -> Names {
         NAMES
@@ -27,6 +33,7 @@ impl AgentAdapter for Claude {
         Quirks {
             transcript_reader: Some(|| Box::new(super::ClaudeReader::new())),
             transcript_retention: Some(|| super::transcript_retention(&super::settings_path())),
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }

@@ -14,6 +14,19 @@ pub struct Cline;
 /// Its names; the short name is also its hook argument (`memtrail hook cline`).
 pub const NAMES: Names = Names::new("cline", &["claude-dev", "cline-cli"], "Cline");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[
+    ("CLINE_DIR", "The Cline CLI's folder [default: ~/.cline]."),
+    (
+        "CLINE_DATA_DIR",
+        "Cline's data folder (tasks, settings) [default: CLINE_DIR/data].",
+    ),
+    (
+        "CLINE_SESSION_DATA_DIR",
+        "The Cline CLI 3.x's sessions folder [default: CLINE_DATA_DIR/sessions].",
+    ),
+];
+
 impl AgentAdapter for Cline {
     fn names(&self) -> Names {
         NAMES
@@ -60,6 +73,7 @@ impl AgentAdapter for Cline {
                 read: super::sessions::read_db,
                 sessions: super::sessions::session_ids,
             }),
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }

@@ -16,6 +16,9 @@ pub struct Codex;
 /// Its names; the short name is also its hook argument (`memtrail hook codex`).
 pub const NAMES: Names = Names::new("codex", &[], "Codex CLI");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[("CODEX_HOME", "Codex CLI's folder [default: ~/.codex].")];
+
 impl AgentAdapter for Codex {
     fn names(&self) -> Names {
         NAMES
@@ -27,6 +30,7 @@ impl AgentAdapter for Codex {
         Quirks {
             transcript_reader: Some(super::transcript_reader),
             chained_command: Some(|args| super::split_notify_args(args).0),
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }

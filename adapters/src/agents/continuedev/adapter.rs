@@ -14,6 +14,12 @@ pub struct Continue;
 /// Its names; the short name is also its hook argument (`memtrail hook continue`).
 pub const NAMES: Names = Names::new("continue", &["continue-cli", "cn"], "Continue");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[(
+    "CONTINUE_GLOBAL_DIR",
+    "Continue's folder [default: ~/.continue].",
+)];
+
 impl AgentAdapter for Continue {
     fn names(&self) -> Names {
         NAMES
@@ -48,6 +54,7 @@ impl AgentAdapter for Continue {
                 sessions: super::session_ids,
             }),
             import_only: true,
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }

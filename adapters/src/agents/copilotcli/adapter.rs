@@ -19,6 +19,12 @@ pub const NAMES: Names = Names::new(
     "GitHub Copilot CLI",
 );
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[(
+    "COPILOT_HOME",
+    "GitHub Copilot CLI's folder [default: ~/.copilot].",
+)];
+
 impl AgentAdapter for Copilotcli {
     fn names(&self) -> Names {
         NAMES
@@ -48,6 +54,7 @@ impl AgentAdapter for Copilotcli {
         Quirks {
             transcript_reader: Some(new_reader),
             written_after_session_end: Some(is_final_line),
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }

@@ -14,6 +14,22 @@ pub struct Crush;
 /// Its names; the short name is also its hook argument (`memtrail hook crush`).
 pub const NAMES: Names = Names::new("crush", &["charm-crush"], "Crush");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "CRUSH_GLOBAL_CONFIG",
+        "Crush's config folder [default: $XDG_CONFIG_HOME/crush].",
+    ),
+    (
+        "CRUSH_GLOBAL_DATA",
+        "Crush's data folder (projects.json) [default: $XDG_DATA_HOME/crush].",
+    ),
+    (
+        "CRUSH_SKILLS_DIR",
+        "Crush's skills folder [default: $XDG_CONFIG_HOME/crush/skills].",
+    ),
+];
+
 impl AgentAdapter for Crush {
     fn names(&self) -> Names {
         NAMES
@@ -32,6 +48,7 @@ impl AgentAdapter for Crush {
                 sessions: super::db_session_ids,
             }),
             import_only: true,
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }

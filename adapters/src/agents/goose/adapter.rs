@@ -14,6 +14,12 @@ pub struct Goose;
 /// Its names; the short name is also its hook argument (`memtrail hook goose`).
 pub const NAMES: Names = Names::new("goose", &["goose-cli", "block-goose"], "Goose");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[(
+    "GOOSE_PATH_ROOT",
+    "Goose's root: its config, data and plugin folders below it [default: the XDG folders].",
+)];
+
 impl AgentAdapter for Goose {
     fn names(&self) -> Names {
         NAMES
@@ -31,6 +37,7 @@ impl AgentAdapter for Goose {
                 read: super::read_db,
                 sessions: super::db_session_ids,
             }),
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }
