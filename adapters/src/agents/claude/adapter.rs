@@ -58,6 +58,15 @@ impl AgentAdapter for Claude {
         Agent::Claude
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
+            session_id: "3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83",
+            transcripts_per_event: 2,
+            search_tool: "mcp__memtrail__search",
+        }
+    }
 }
 
 /// Claude Code's spellings for event extraction (see [`crate::vocabulary`]).

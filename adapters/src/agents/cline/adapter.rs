@@ -81,6 +81,15 @@ impl AgentAdapter for Cline {
         Agent::Cline
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "cline/data/tasks/1764661500123/api_conversation_history.json",
+            session_id: "1764661500123",
+            transcripts_per_event: 1,
+            search_tool: "search",
+        }
+    }
 }
 
 /// Cline's spellings for event extraction (see [`crate::vocabulary`]): its rule files are

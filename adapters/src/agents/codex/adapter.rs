@@ -60,6 +60,15 @@ impl AgentAdapter for Codex {
         Agent::Codex
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "codex/paginated-turn1.jsonl",
+            session_id: "01a0c4b4-ef41-7b8e-a2a5-c37d19f04e6a",
+            transcripts_per_event: 1,
+            search_tool: "mcp__memtrail__search",
+        }
+    }
 }
 
 /// Codex's spellings for event extraction (see [`crate::vocabulary`]).

@@ -62,6 +62,15 @@ impl AgentAdapter for Continue {
         Agent::Continue
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "continue/sessions/3c9e1f70-2a4b-4d6e-8f01-a2b3c4d5e6f7.json",
+            session_id: "3c9e1f70-2a4b-4d6e-8f01-a2b3c4d5e6f7",
+            transcripts_per_event: 1,
+            search_tool: "search",
+        }
+    }
 }
 
 /// Continue's rule files for event extraction (see [`crate::vocabulary`]): `AGENTS.md` and

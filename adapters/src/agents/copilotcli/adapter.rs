@@ -62,6 +62,15 @@ impl AgentAdapter for Copilotcli {
         Agent::Copilotcli
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "copilotcli/session-state/5b0c3e7a-91d4-4f2e-b8a6-2c7d9e1f4a30/events.jsonl",
+            session_id: "5b0c3e7a-91d4-4f2e-b8a6-2c7d9e1f4a30",
+            transcripts_per_event: 1,
+            search_tool: "memtrail-search",
+        }
+    }
 }
 
 /// Whether `line` (one line of `events.jsonl`) is the session's last record: Copilot appends

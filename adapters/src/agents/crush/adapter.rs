@@ -70,6 +70,15 @@ impl AgentAdapter for Crush {
         Agent::Crush
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "crush/project/.crush/crush.db",
+            session_id: "",
+            transcripts_per_event: 1,
+            search_tool: "mcp_memtrail_search",
+        }
+    }
 }
 
 /// Crush's spellings for event extraction (see [`crate::vocabulary`]): its reader gives each

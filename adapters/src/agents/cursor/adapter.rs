@@ -68,6 +68,15 @@ impl AgentAdapter for Cursor {
         Agent::Cursor
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "cursor/grow-turn1.jsonl",
+            session_id: "grow-turn1",
+            transcripts_per_event: 1,
+            search_tool: "search",
+        }
+    }
 }
 
 /// Cursor's spellings for event extraction (see [`crate::vocabulary`]).

@@ -70,6 +70,15 @@ impl AgentAdapter for Gemini {
         Agent::Gemini
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "gemini/home/.gemini/tmp/project/chats/session-2026-03-15T11-02-7e6d5c4b.jsonl",
+            session_id: "7e6d5c4b-3a29-4817-8f6e-5d4c3b2a1908",
+            transcripts_per_event: 1,
+            search_tool: "mcp_memtrail_search",
+        }
+    }
 }
 
 /// Gemini CLI's spellings for event extraction (see [`crate::vocabulary`]).

@@ -62,6 +62,15 @@ impl AgentAdapter for Goose {
         Agent::Goose
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "goose/legacy/sessions/20250301_101500.jsonl",
+            session_id: "20250301_101500",
+            transcripts_per_event: 1,
+            search_tool: "memtrail:memtrail__search",
+        }
+    }
 }
 
 /// Goose's spellings for event extraction (see [`crate::vocabulary`]): its reader gives each

@@ -60,6 +60,15 @@ impl AgentAdapter for Qwen {
         Agent::Qwen
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "qwen/projects/-home-user-demo/chats/7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b.jsonl",
+            session_id: "7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b",
+            transcripts_per_event: 2,
+            search_tool: "mcp__memtrail__search",
+        }
+    }
 }
 
 fn new_reader() -> Box<dyn LineReader> {
