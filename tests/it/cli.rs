@@ -3108,21 +3108,23 @@ fn install_dry_run_names_each_agent_it_would_leave_out() {
     assert_eq!(std::fs::read(&settings).unwrap(), b"{}\n");
 }
 
+/// `memtrail <args> --help` as one line of words (clap wraps it to the terminal's width).
+fn help_words(sb: &Sandbox, args: &[&str]) -> String {
+    let out = sb.acmd().args(args).arg("--help").output().unwrap();
+    assert!(out.status.success(), "{args:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The help texts say what README says: `purge --older-than` lists the forms `parse_date`
 /// accepts, `redact --rescan` names everything it rewrites, and each README Usage line of a
 /// command whose `--help` has `--json` shows `[--json]`.
 #[test]
 fn help_texts_agree_with_readme() {
     let sb = Sandbox::new();
-    // The help as one line of words: clap wraps it to the terminal's width.
-    let help = |args: &[&str]| -> String {
-        let out = sb.acmd().args(args).arg("--help").output().unwrap();
-        assert!(out.status.success(), "{args:?}");
-        String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    let help = |args: &[&str]| help_words(&sb, args);
     assert!(
         help(&["purge"]).contains(
             "--older-than <AGE> The age or date (messages before it go): an age like 90d, 12h, 30m, 2w; today, yesterday; YYYY-MM-DD (in UTC) or RFC 3339 --"
@@ -3176,14 +3178,7 @@ fn help_texts_agree_with_readme() {
 fn help_texts_list_every_agent_of_the_registry() {
     use memtrail_adapters::Agent;
     let sb = Sandbox::new();
-    let help = |args: &[&str]| -> String {
-        let out = sb.acmd().args(args).arg("--help").output().unwrap();
-        assert!(out.status.success(), "{args:?}");
-        String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    let help = |args: &[&str]| help_words(&sb, args);
     let short: Vec<&str> = Agent::ALL.iter().map(|a| a.as_str()).collect();
     let short = short.join(", ");
     let products: Vec<&str> = Agent::ALL.iter().map(|a| a.display_name()).collect();
