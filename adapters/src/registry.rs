@@ -32,6 +32,12 @@ pub struct Database {
     pub read: fn(&Path, Option<&str>, i64) -> Result<DbBatch, crate::Error>,
     /// The ids of every session in the database.
     pub sessions: fn(&Path) -> Result<Vec<String>, crate::Error>,
+    /// The database is an SQLite file of the agent's own (OpenCode's `opencode.db`, Goose's
+    /// `sessions.db`, Crush's `crush.db`), opened read-only: the one place outside memtrail's
+    /// store modules where SQL is allowed, in the adapter's folder `adapters/src/agents/<name>/`
+    /// (runtime's `no_sql_outside` test). `false`: a folder of JSON files read as one
+    /// (Cline's, Continue's).
+    pub sqlite: bool,
 }
 
 /// How long an agent keeps its transcripts before deleting them itself (Claude Code's

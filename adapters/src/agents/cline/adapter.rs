@@ -72,6 +72,7 @@ impl AgentAdapter for Cline {
             database: Some(Database {
                 read: super::sessions::read_db,
                 sessions: super::sessions::session_ids,
+                sqlite: false,
             }),
             environment: ENVIRONMENT,
             ..Quirks::NONE

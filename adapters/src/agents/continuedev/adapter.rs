@@ -52,6 +52,7 @@ impl AgentAdapter for Continue {
             database: Some(Database {
                 read: super::read_session,
                 sessions: super::session_ids,
+                sqlite: false,
             }),
             import_only: true,
             environment: ENVIRONMENT,

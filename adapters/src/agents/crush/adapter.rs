@@ -46,6 +46,7 @@ impl AgentAdapter for Crush {
             database: Some(Database {
                 read: super::read_db,
                 sessions: super::db_session_ids,
+                sqlite: true,
             }),
             import_only: true,
             environment: ENVIRONMENT,

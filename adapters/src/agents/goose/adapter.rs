@@ -36,6 +36,7 @@ impl AgentAdapter for Goose {
             database: Some(Database {
                 read: super::read_db,
                 sessions: super::db_session_ids,
+                sqlite: true,
             }),
             environment: ENVIRONMENT,
             ..Quirks::NONE

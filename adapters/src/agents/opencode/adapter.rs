@@ -36,6 +36,7 @@ impl AgentAdapter for Opencode {
                     None => super::read_db(path, since),
                 },
                 sessions: super::db_session_ids,
+                sqlite: true,
             }),
             replies_at_pre_compact: true,
             ..Quirks::NONE
