@@ -5,6 +5,7 @@ use memtrail_adapters::Agent;
 use memtrail_adapters::registry::agent_names;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `memtrail --help`'s description after the agents' product names (from the registry).
 const LONG_ABOUT_REST: &str = "into one local SQLite store, \
@@ -15,9 +16,22 @@ Secrets are redacted before anything is stored; nothing leaves this machine unle
 Start with `memtrail install` (wires the hooks, MCP server and skill into each agent found), then \
 `memtrail import` (brings in the sessions you already have). From then on every session is captured as it happens.";
 
+/// Whether the help texts name the agents ([`long_about`], [`agents_help`]); off on a hook's
+/// path (`main`), which never shows them, so that a hook does no work for them.
+static AGENT_LISTS: AtomicBool = AtomicBool::new(true);
+
+/// Build the command line's definition without the agent lists in its help texts (a hook's
+/// parse; `on` true puts them back, for `memtrail hook --help`).
+pub fn agent_lists_in_help(on: bool) {
+    AGENT_LISTS.store(on, Ordering::Relaxed);
+}
+
 /// `memtrail --help`'s long description: the agents' product names in the registry's order
 /// (`Agent::ALL`, so a new agent needs no edit here), then [`LONG_ABOUT_REST`].
 fn long_about() -> String {
+    if !AGENT_LISTS.load(Ordering::Relaxed) {
+        return String::new();
+    }
     let names: Vec<&str> = Agent::ALL.iter().map(|a| a.display_name()).collect();
     format!(
         "memtrail captures the sessions of your coding agents ({}) {LONG_ABOUT_REST}",
@@ -28,6 +42,9 @@ fn long_about() -> String {
 /// A help text naming every agent: `<lead>: claude, codex, …<tail>`, the short names in the
 /// registry's order (`Agent::ALL`, so a new agent needs no edit here).
 fn agents_help(lead: &str, tail: &str) -> String {
+    if !AGENT_LISTS.load(Ordering::Relaxed) {
+        return String::new();
+    }
     format!("{lead}: {}{tail}", agent_names(", "))
 }
 
