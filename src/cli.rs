@@ -2,21 +2,58 @@
 
 use clap::{Args, Parser, Subcommand};
 use memtrail_adapters::Agent;
+use memtrail_adapters::registry::agent_names;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `memtrail --help`'s description after the agents' product names (from the registry).
+const LONG_ABOUT_REST: &str = "into one local SQLite store, \
+makes them searchable from the command line and by the agents themselves (an MCP server and a skill), \
+and gives an agent its working state back after compaction (files changed, open tasks, errors, decisions). \
+Secrets are redacted before anything is stored; nothing leaves this machine unless you set up `memtrail sync` \
+(which sends the stored, redacted sessions to the PostgreSQL database you give it).\n\n\
+Start with `memtrail install` (wires the hooks, MCP server and skill into each agent found), then \
+`memtrail import` (brings in the sessions you already have). From then on every session is captured as it happens.";
+
+/// Whether the help texts name the agents ([`long_about`], [`agents_help`]); off on a hook's
+/// path (`main`), which never shows them, so that a hook does no work for them.
+static AGENT_LISTS: AtomicBool = AtomicBool::new(true);
+
+/// Build the command line's definition without the agent lists in its help texts (a hook's
+/// parse; `on` true puts them back, for `memtrail hook --help`).
+pub fn agent_lists_in_help(on: bool) {
+    AGENT_LISTS.store(on, Ordering::Relaxed);
+}
+
+/// `memtrail --help`'s long description: the agents' product names in the registry's order
+/// (`Agent::ALL`, so a new agent needs no edit here), then [`LONG_ABOUT_REST`].
+fn long_about() -> String {
+    if !AGENT_LISTS.load(Ordering::Relaxed) {
+        return String::new();
+    }
+    let names: Vec<&str> = Agent::ALL.iter().map(|a| a.display_name()).collect();
+    format!(
+        "memtrail captures the sessions of your coding agents ({}) {LONG_ABOUT_REST}",
+        names.join(", ")
+    )
+}
+
+/// A help text naming every agent: `<lead>: claude, codex, …<tail>`, the short names in the
+/// registry's order (`Agent::ALL`, so a new agent needs no edit here).
+fn agents_help(lead: &str, tail: &str) -> String {
+    if !AGENT_LISTS.load(Ordering::Relaxed) {
+        return String::new();
+    }
+    format!("{lead}: {}{tail}", agent_names(", "))
+}
 
 #[derive(Parser)]
 #[command(
     name = "memtrail",
     version,
     about = "A memory for AI coding agents: every session of every agent on this machine, in one local searchable store.",
-    long_about = "memtrail captures the sessions of your coding agents (Claude Code, Codex CLI, Gemini CLI, Cursor, VS Code Copilot, OpenCode, GitHub Copilot CLI, Qwen Code, pi, Factory Droid, Continue, Goose, Crush, Aider, Cline, Roo Code) into one local SQLite store, \
-makes them searchable from the command line and by the agents themselves (an MCP server and a skill), \
-and gives an agent its working state back after compaction (files changed, open tasks, errors, decisions). \
-Secrets are redacted before anything is stored; nothing leaves this machine unless you set up `memtrail sync` \
-(which sends the stored, redacted sessions to the PostgreSQL database you give it).\n\n\
-Start with `memtrail install` (wires the hooks, MCP server and skill into each agent found), then \
-`memtrail import` (brings in the sessions you already have). From then on every session is captured as it happens.",
+    long_about = long_about(),
     after_help = "Examples:\n  memtrail install --agent claude --yes\n  memtrail import\n  memtrail search \"database is locked\" --since 7d\n  memtrail sessions list --limit 5\n  memtrail sessions show 4c2ddfdc\n  memtrail resume                  # the working state of this folder's latest session"
 )]
 /// The command line: the global `--store` or `--db` and one command.
@@ -53,7 +90,7 @@ pub enum Command {
     },
     /// Called by an agent's hook with its payload on stdin (not meant to be run by hand).
     Hook {
-        /// The agent whose hook this is: claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush, aider, cline, roo.
+        #[arg(help = agents_help("The agent whose hook this is", ""))]
         agent: Agent,
         /// A payload passed as arguments (Codex `notify` passes its JSON as the last one).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
@@ -123,8 +160,7 @@ pub enum Command {
     Handoff {
         /// Session id (or a unique prefix).
         session: String,
-        /// The agent that takes over: claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush, aider, cline, roo.
-        #[arg(long, value_name = "AGENT")]
+        #[arg(long, value_name = "AGENT", help = agents_help("The agent that takes over", ""))]
         to: Agent,
     },
     /// Rebuild the full-text index and the other derived data from the stored messages, then
@@ -268,8 +304,14 @@ pub enum Command {
 
 #[derive(Args)]
 pub struct InstallArgs {
-    /// Only this agent (repeatable): claude, codex, gemini, cursor, vscode, opencode, copilotcli, qwen, pi, droid, continue, goose, crush, aider, cline, roo [default: every agent found; uninstall: every agent memtrail is registered with].
-    #[arg(long = "agent", value_name = "AGENT")]
+    #[arg(
+        long = "agent",
+        value_name = "AGENT",
+        help = agents_help(
+            "Only this agent (repeatable)",
+            " [default: every agent found; uninstall: every agent memtrail is registered with]",
+        )
+    )]
     pub agents: Vec<Agent>,
     /// Do not ask; apply the plan (also the default when stdin is not a terminal).
     #[arg(long, short = 'y')]

@@ -1,6 +1,8 @@
-//! Every environment variable memtrail reads, in one table: `memtrail --help` (its
-//! "Environment" section), `memtrail config env` and README's "Environment variables" section
-//! are made from it, and the tests below fail when a variable the code reads is missing.
+//! Every environment variable memtrail reads, in one table ([`variables`]): `memtrail --help`
+//! (its "Environment" section), `memtrail config env` and README's "Environment variables"
+//! section are made from it, and the tests below fail when a variable the code reads is
+//! missing. The variables one agent's adapter reads are its own (`Quirks::environment`, in
+//! `adapters/src/agents/<agent>/adapter.rs`), so a new agent adds no line here.
 //!
 //! Rule for tests-only knobs: variables named `MEMTRAIL_TEST_*` or `MEMTRAIL_E2E_*`, and those
 //! read only by test code (`tests/`, `testkit/`, `#[cfg(test)]` modules), are not listed; a
@@ -32,6 +34,7 @@ impl Group {
 }
 
 /// One environment variable.
+#[derive(Clone, Copy)]
 pub struct Variable {
     /// Its name.
     pub name: &'static str,
@@ -45,8 +48,9 @@ const fn v(name: &'static str, group: Group, what: &'static str) -> Variable {
     Variable { name, group, what }
 }
 
-/// Every variable memtrail reads, by group.
-pub const VARIABLES: &[Variable] = &[
+/// Every variable memtrail reads, by group, except those one agent's adapter reads (its
+/// [`Quirks::environment`](memtrail_adapters::Quirks::environment)): see [`variables`].
+const VARIABLES: &[Variable] = &[
     v(
         "MEMTRAIL_STORE",
         Group::Memtrail,
@@ -189,106 +193,6 @@ pub const VARIABLES: &[Variable] = &[
         "PostgreSQL: the password file [default: ~/.pgpass].",
     ),
     v(
-        "CLAUDE_CONFIG_DIR",
-        Group::Agent,
-        "Claude Code's folder [default: ~/.claude].",
-    ),
-    v(
-        "CODEX_HOME",
-        Group::Agent,
-        "Codex CLI's folder [default: ~/.codex].",
-    ),
-    v(
-        "GEMINI_CLI_HOME",
-        Group::Agent,
-        "Gemini CLI's home, holding .gemini [default: ~].",
-    ),
-    v(
-        "GEMINI_SESSION_ID",
-        Group::Agent,
-        "Gemini CLI's session, when its hook payload lacks it.",
-    ),
-    v(
-        "GEMINI_CWD",
-        Group::Agent,
-        "Gemini CLI's working folder, when its hook payload lacks it.",
-    ),
-    v(
-        "GEMINI_PROJECT_DIR",
-        Group::Agent,
-        "Gemini CLI's project folder, when its hook payload lacks it.",
-    ),
-    v(
-        "CURSOR_CONFIG_DIR",
-        Group::Agent,
-        "Cursor's folder [default: ~/.cursor].",
-    ),
-    v(
-        "CURSOR_VERSION",
-        Group::Agent,
-        "Set in Cursor's hooks: tells a Cursor hook from Claude Code's.",
-    ),
-    v(
-        "CURSOR_PROJECT_DIR",
-        Group::Agent,
-        "Cursor's project folder, when its hook payload lacks it.",
-    ),
-    v(
-        "CURSOR_TRANSCRIPT_PATH",
-        Group::Agent,
-        "Cursor's transcript, when its hook payload lacks it.",
-    ),
-    v(
-        "COPILOT_HOME",
-        Group::Agent,
-        "GitHub Copilot CLI's folder [default: ~/.copilot].",
-    ),
-    v(
-        "QWEN_HOME",
-        Group::Agent,
-        "Qwen Code's folder [default: ~/.qwen].",
-    ),
-    v(
-        "QWEN_RUNTIME_DIR",
-        Group::Agent,
-        "Qwen Code's runtime folder [default: QWEN_HOME].",
-    ),
-    v(
-        "CONTINUE_GLOBAL_DIR",
-        Group::Agent,
-        "Continue's folder [default: ~/.continue].",
-    ),
-    v(
-        "GOOSE_PATH_ROOT",
-        Group::Agent,
-        "Goose's root: its config, data and plugin folders below it [default: the XDG folders].",
-    ),
-    v(
-        "CRUSH_GLOBAL_CONFIG",
-        Group::Agent,
-        "Crush's config folder [default: $XDG_CONFIG_HOME/crush].",
-    ),
-    v(
-        "CRUSH_GLOBAL_DATA",
-        Group::Agent,
-        "Crush's data folder (projects.json) [default: $XDG_DATA_HOME/crush].",
-    ),
-    v(
-        "CRUSH_SKILLS_DIR",
-        Group::Agent,
-        "Crush's skills folder [default: $XDG_CONFIG_HOME/crush/skills].",
-    ),
-    v(
-        "CLINE_DIR",
-        Group::Agent,
-        "The Cline CLI's folder [default: ~/.cline].",
-    ),
-    v(
-        "CLINE_DATA_DIR",
-        Group::Agent,
-        "Cline's data folder (tasks, settings) [default: CLINE_DIR/data].",
-    ),
-    v(
         "VSCODE_PORTABLE",
         Group::Agent,
         "A portable VS Code's data folder.",
@@ -324,14 +228,33 @@ const GROUPS: [Group; 4] = [
     Group::Testing,
 ];
 
+/// Every variable memtrail reads, in the order shown: group by group ([`GROUPS`]); in
+/// [`Group::Agent`], first each agent's own ([`Quirks::environment`](memtrail_adapters::Quirks::environment),
+/// in [`Agent::ALL`](memtrail_adapters::Agent::ALL)'s order), then those several agents read.
+pub fn variables() -> Vec<Variable> {
+    let mut out = Vec::new();
+    for g in GROUPS {
+        if g == Group::Agent {
+            for a in memtrail_adapters::Agent::ALL {
+                for &(name, what) in a.adapter().quirks().environment {
+                    out.push(v(name, g, what));
+                }
+            }
+        }
+        out.extend(VARIABLES.iter().filter(|v| v.group == g).copied());
+    }
+    out
+}
+
 /// The table as plain text for `--help` and `memtrail config env`: a heading per group, then
 /// `  NAME  what` lines, the names padded to one width.
 pub fn help_text() -> String {
-    let width = VARIABLES.iter().map(|v| v.name.len()).max().unwrap_or(0);
+    let variables = variables();
+    let width = variables.iter().map(|v| v.name.len()).max().unwrap_or(0);
     let mut out = String::from("Environment variables:");
     for g in GROUPS {
         out.push_str(&format!("\n\n {}:", g.title()));
-        for v in VARIABLES.iter().filter(|v| v.group == g) {
+        for v in variables.iter().filter(|v| v.group == g) {
             out.push_str(&format!("\n  {:<width$}  {}", v.name, v.what));
         }
     }
@@ -340,13 +263,14 @@ pub fn help_text() -> String {
 
 /// The table as Markdown (README's "Environment variables" section, between its markers).
 pub fn markdown() -> String {
+    let variables = variables();
     let mut out = String::new();
     for g in GROUPS {
         out.push_str(&format!(
             "\n**{}**\n\n| Variable | What it does |\n|---|---|\n",
             g.title()
         ));
-        for v in VARIABLES.iter().filter(|v| v.group == g) {
+        for v in variables.iter().filter(|v| v.group == g) {
             out.push_str(&format!(
                 "| `{}` | {} |\n",
                 v.name,
@@ -454,7 +378,7 @@ mod tests {
 
     #[test]
     fn every_memtrail_variable_read_is_listed() {
-        let listed: BTreeSet<&str> = VARIABLES.iter().map(|v| v.name).collect();
+        let listed: BTreeSet<&str> = variables().iter().map(|v| v.name).collect();
         let mut missing = BTreeSet::new();
         for (path, code) in sources() {
             for n in memtrail_names(&code) {
@@ -474,7 +398,7 @@ mod tests {
 
     #[test]
     fn every_variable_read_by_name_is_listed() {
-        let listed: BTreeSet<&str> = VARIABLES.iter().map(|v| v.name).collect();
+        let listed: BTreeSet<&str> = variables().iter().map(|v| v.name).collect();
         let mut missing = BTreeSet::new();
         for (path, code) in sources() {
             for n in read_names(&code) {
@@ -501,7 +425,7 @@ mod tests {
     #[test]
     fn each_name_is_listed_once() {
         let mut seen = BTreeSet::new();
-        for v in VARIABLES {
+        for v in variables() {
             assert!(seen.insert(v.name), "{} twice", v.name);
         }
     }

@@ -17,10 +17,18 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    // A hook parses the plain definition: the environment section of `--help` is not built
-    // on the hook's path.
+    // A hook parses the plain definition: neither the environment section of `--help` nor the
+    // agent lists of the help texts (`cli::agent_lists_in_help`) are built on the hook's path.
     let parsed = if is_hook_invocation(&raw) {
-        <Cli as clap::Parser>::try_parse_from(&raw)
+        cli::agent_lists_in_help(false);
+        <Cli as clap::Parser>::try_parse_from(&raw).or_else(|e| {
+            if e.kind() != clap::error::ErrorKind::DisplayHelp {
+                return Err(e);
+            }
+            // `memtrail hook --help` (never an agent's call): the help with its agent list.
+            cli::agent_lists_in_help(true);
+            <Cli as clap::Parser>::try_parse_from(&raw)
+        })
     } else {
         cli::command()
             .try_get_matches_from(&raw)

@@ -20,11 +20,9 @@ pub mod shell;
 pub mod spec;
 pub mod vocabulary;
 
-/// Each agent's module under its short name (`memtrail_adapters::codex`).
-pub use agents::{
-    aider, claude, cline, codex, continuedev, copilotcli, crush, cursor, droid, gemini, goose,
-    opencode, pi, qwen, roo, vscode,
-};
+/// Each agent's module under its folder's name (`memtrail_adapters::codex`): every module of
+/// [`agents`], so a new agent's folder needs no line here.
+pub use agents::*;
 
 pub use env::Env;
 pub use error::Error;

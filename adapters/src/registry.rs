@@ -6,8 +6,10 @@
 //! memtrail registers in its config, the names its model sees memtrail's MCP tools under, and
 //! its quirks (transcript retention, a reply at PreCompact). Install, import, status, doctor,
 //! the hook and the MCP server read from here; nothing outside this crate branches on an agent.
-//! The agent lists in help texts, MCP tool arguments, the README and the skill are typed by
-//! hand and checked against the registry by a test (`hand_typed_agent_lists_name_every_agent`). `docs/adding-an-agent.md` is the checklist for a new one.
+//! The agent lists in help texts and MCP tool arguments are built from [`Agent::ALL`]
+//! ([`agent_names`]); those in the README, `docs/json.md` and the skill are typed by hand and
+//! checked against the registry by a test (`hand_typed_agent_lists_name_every_agent`).
+//! `docs/adding-an-agent.md` is the checklist for a new one.
 //!
 //! Why a trait (and not a struct of function pointers): every method is required (no default
 //! bodies), so an agent that lacks a capability does not compile, and each method carries its
@@ -30,6 +32,12 @@ pub struct Database {
     pub read: fn(&Path, Option<&str>, i64) -> Result<DbBatch, crate::Error>,
     /// The ids of every session in the database.
     pub sessions: fn(&Path) -> Result<Vec<String>, crate::Error>,
+    /// The database is an SQLite file of the agent's own (OpenCode's `opencode.db`, Goose's
+    /// `sessions.db`, Crush's `crush.db`), opened read-only: the one place outside memtrail's
+    /// store modules where SQL is allowed, in the adapter's folder `adapters/src/agents/<name>/`
+    /// (runtime's `no_sql_outside` test). `false`: a folder of JSON files read as one
+    /// (Cline's, Continue's).
+    pub sqlite: bool,
 }
 
 /// How long an agent keeps its transcripts before deleting them itself (Claude Code's
@@ -127,6 +135,13 @@ pub struct Quirks {
     /// and ingests it. The function says, from the transcript's last line (without its `\n`),
     /// whether the agent has written the session's final record.
     pub written_after_session_end: Option<fn(&[u8]) -> bool>,
+    /// The environment variables the adapter reads, as `(name, what it does)`: one sentence,
+    /// the default in brackets (`("CODEX_HOME", "Codex CLI's folder [default: ~/.codex].")`).
+    /// `memtrail --help`'s "Environment" section, `memtrail config env` and README list them
+    /// under "Agents' folders", in [`Agent::ALL`]'s order (`src/environment.rs`, whose test
+    /// fails on a variable read by name and listed nowhere). Variables several agents read
+    /// (`VSCODE_PORTABLE`, `APPDATA`, `PWD`) are listed there instead.
+    pub environment: &'static [(&'static str, &'static str)],
 }
 
 impl Quirks {
@@ -141,6 +156,7 @@ impl Quirks {
         import_only: false,
         discover_in_projects: None,
         written_after_session_end: None,
+        environment: &[],
     };
 }
 
@@ -198,6 +214,29 @@ pub trait AgentAdapter: Sync {
     /// The agent's tool names, ask-user tools and rule files, for event extraction
     /// ([`crate::vocabulary`]).
     fn vocabulary(&self) -> &'static crate::vocabulary::Vocabulary;
+
+    /// What the registry's tests expect of this adapter on its fixtures (test builds only):
+    /// stated in the agent's folder, so that a new agent adds no row to a shared table.
+    #[cfg(test)]
+    fn expected(&self) -> Expected;
+}
+
+/// What the registry's tests expect of one adapter ([`AgentAdapter::expected`]), typed by hand
+/// in its `adapter.rs`.
+#[cfg(test)]
+pub struct Expected {
+    /// One of its fixture transcripts, relative to `fixtures/`.
+    pub fixture: &'static str,
+    /// The session id [`AgentAdapter::identify`] finds in it; empty: a database of many
+    /// sessions (never identified as one); ending in `*`: the prefix of an id made from the
+    /// file's absolute path (Aider's).
+    pub session_id: &'static str,
+    /// How many transcripts a hook event naming the fixture ingests (Claude Code's and Qwen
+    /// Code's add their sub-agent's).
+    pub transcripts_per_event: usize,
+    /// The name under which the agent shows memtrail's MCP tool `search` to its model
+    /// ([`AgentAdapter::tool_name`]).
+    pub search_tool: &'static str,
 }
 
 /// The [`AgentAdapter`] methods that every agent's module spells alike: `identify`,
@@ -428,109 +467,22 @@ mod tests {
         }
     }
 
-    /// One fixture transcript of each agent (under `fixtures/`), the session id its adapter
-    /// identifies in it (empty: a database of many sessions), and how many transcripts a hook
-    /// event naming it ingests (Claude Code's and Qwen Code's add their sub-agent's).
-    const FIXTURE_TRANSCRIPTS: [(Agent, &str, &str, usize); 16] = [
-        (
-            Agent::Claude,
-            "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
-            "3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83",
-            2,
-        ),
-        (
-            Agent::Codex,
-            "codex/paginated-turn1.jsonl",
-            "01a0c4b4-ef41-7b8e-a2a5-c37d19f04e6a",
-            1,
-        ),
-        (
-            Agent::Gemini,
-            "gemini/home/.gemini/tmp/project/chats/session-2026-03-15T11-02-7e6d5c4b.jsonl",
-            "7e6d5c4b-3a29-4817-8f6e-5d4c3b2a1908",
-            1,
-        ),
-        (Agent::Cursor, "cursor/grow-turn1.jsonl", "grow-turn1", 1),
-        (
-            Agent::Vscode,
-            "vscode/chat-session-journal.jsonl",
-            "chat-session-journal",
-            1,
-        ),
-        (
-            Agent::Opencode,
-            "opencode/storage/session/9d8c7b6a5f4e3d2c1b0a99887766554433221100/ses_2f1e0c9a3ffeKq7Lm2Np4Rs6Tu.json",
-            "ses_2f1e0c9a3ffeKq7Lm2Np4Rs6Tu",
-            1,
-        ),
-        (
-            Agent::Copilotcli,
-            "copilotcli/session-state/5b0c3e7a-91d4-4f2e-b8a6-2c7d9e1f4a30/events.jsonl",
-            "5b0c3e7a-91d4-4f2e-b8a6-2c7d9e1f4a30",
-            1,
-        ),
-        (
-            Agent::Qwen,
-            "qwen/projects/-home-user-demo/chats/7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b.jsonl",
-            "7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b",
-            2,
-        ),
-        (
-            Agent::Pi,
-            "pi/sessions/--home-user-demo--/2026-11-30T09-12-03-481Z_019ad0c2-7e41-7a3b-9c5d-2f8e6a1b4c07.jsonl",
-            "019ad0c2-7e41-7a3b-9c5d-2f8e6a1b4c07",
-            1,
-        ),
-        (
-            Agent::Droid,
-            "droid/sessions/-home-user-demo/4d7e2a91-6c3b-4f58-9e1a-b2c4d6e8f013.jsonl",
-            "4d7e2a91-6c3b-4f58-9e1a-b2c4d6e8f013",
-            1,
-        ),
-        (
-            Agent::Continue,
-            "continue/sessions/3c9e1f70-2a4b-4d6e-8f01-a2b3c4d5e6f7.json",
-            "3c9e1f70-2a4b-4d6e-8f01-a2b3c4d5e6f7",
-            1,
-        ),
-        (
-            Agent::Goose,
-            "goose/legacy/sessions/20250301_101500.jsonl",
-            "20250301_101500",
-            1,
-        ),
-        (Agent::Crush, "crush/project/.crush/crush.db", "", 1),
-        (
-            Agent::Aider,
-            "aider/repo/.aider.chat.history.md",
-            "aider-*",
-            1,
-        ),
-        (
-            Agent::Cline,
-            "cline/data/tasks/1764661500123/api_conversation_history.json",
-            "1764661500123",
-            1,
-        ),
-        (
-            Agent::Roo,
-            "roo/vscode/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/0b6f2c1e-4d5a-4e7b-9c8d-1a2b3c4d5e6f/api_conversation_history.json",
-            "0b6f2c1e-4d5a-4e7b-9c8d-1a2b3c4d5e6f",
-            1,
-        ),
-    ];
-
-    /// Every adapter reads its own fixture: it has a reader for it ([`AgentAdapter::source_for`])
-    /// and finds its session id ([`AgentAdapter::identify`]); a hook event naming the fixture as
-    /// its transcript ingests it first ([`AgentAdapter::transcripts_for_event`]).
+    /// Every adapter reads its own fixture ([`AgentAdapter::expected`]): it has a reader for it
+    /// ([`AgentAdapter::source_for`]) and finds its session id ([`AgentAdapter::identify`]); a
+    /// hook event naming the fixture as its transcript ingests it first
+    /// ([`AgentAdapter::transcripts_for_event`]).
     /// ([`AgentAdapter::discover`] reads the process's home, which a unit test cannot move; each
     /// module's discovery is tested on explicit folders in the crate's integration tests.)
     #[test]
     fn every_adapter_reads_its_fixture() {
-        let listed: Vec<Agent> = FIXTURE_TRANSCRIPTS.iter().map(|f| f.0).collect();
-        assert_eq!(listed, Agent::ALL, "one fixture transcript per agent");
-        for (a, file, id, count) in FIXTURE_TRANSCRIPTS {
+        for a in Agent::ALL {
             let ad = a.adapter();
+            let Expected {
+                fixture: file,
+                session_id: id,
+                transcripts_per_event: count,
+                ..
+            } = ad.expected();
             let path = repo_root().join("fixtures").join(file);
             assert!(ad.source_for(&path).is_some(), "{a}: no reader for {file}");
             let session = if id.is_empty() {
@@ -690,40 +642,26 @@ mod tests {
         }
     }
 
-    /// The MCP tool names each agent shows its model (its MCP tool prefix).
+    /// The MCP tool name each agent shows its model (its MCP tool prefix), as its adapter's
+    /// [`AgentAdapter::expected`] states it.
     #[test]
     fn tool_names() {
-        let names: Vec<String> = Agent::ALL
-            .iter()
-            .map(|a| a.adapter().tool_name("search"))
-            .collect();
+        for a in Agent::ALL {
+            let ad = a.adapter();
+            assert_eq!(ad.tool_name("search"), ad.expected().search_tool, "{a}");
+        }
         assert_eq!(
-            names,
-            [
-                "mcp__memtrail__search",
-                "mcp__memtrail__search",
-                "mcp_memtrail_search",
-                "search",
-                "mcp_memtrail_search",
-                "memtrail_search",
-                "memtrail-search",
-                "mcp__memtrail__search",
-                "memtrail_search",
-                "mcp__memtrail__search",
-                "search",
-                "memtrail:memtrail__search",
-                "mcp_memtrail_search",
-                "memtrail_search",
-                "search",
-                "mcp--memtrail--search",
-            ]
+            Agent::Claude.adapter().tool_name("search"),
+            "mcp__memtrail__search"
         );
     }
 
-    /// The agent lists typed by hand in help texts (`src/cli.rs`), MCP tool arguments
-    /// (`runtime/src/mcp.rs`) and the README name every agent of the registry, in its order;
-    /// the shared skill names every agent's MCP tool name. A new agent fails here until each
-    /// text names it.
+    /// The agent lists typed by hand in the docs (the README's four, `docs/json.md`'s) name
+    /// every agent of the registry, in its order; the shared skill names every agent's MCP tool
+    /// name. A new agent fails here until each text names it (the file and line are in the
+    /// message). The help texts (`src/cli.rs`) and the MCP tools' `agent` argument
+    /// (`runtime/src/mcp.rs`) build their lists from [`Agent::ALL`]; they are scanned too, so
+    /// that a list typed there again must be whole.
     #[test]
     fn hand_typed_agent_lists_name_every_agent() {
         let names: Vec<&str> = Agent::ALL.iter().map(|a| a.as_str()).collect();
@@ -732,7 +670,14 @@ mod tests {
         let or = format!("{} or {last}", rest.join(", "));
         let bar = names.join("|");
         let mut lists = 0;
-        for file in ["src/cli.rs", "runtime/src/mcp.rs", "README.md"] {
+        let ticks: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        let ticks = ticks.join(", ");
+        for file in [
+            "src/cli.rs",
+            "runtime/src/mcp.rs",
+            "README.md",
+            "docs/json.md",
+        ] {
             let text = std::fs::read_to_string(repo_root().join(file)).unwrap();
             for (n, line) in text.lines().enumerate() {
                 let at = format!("{file}:{}", n + 1);
@@ -751,8 +696,19 @@ mod tests {
                     lists += 1;
                 }
             }
+            // Lists of `name`s in backticks, wrapped over lines (docs/json.md's "Agents are").
+            let words: Vec<&str> = text.split_whitespace().collect();
+            let words = words.join(" ");
+            for (at, _) in words.match_indices("`claude`, `codex`") {
+                assert!(
+                    words[at..].starts_with(&ticks),
+                    "{file}: {}",
+                    words[at..].chars().take(ticks.len()).collect::<String>()
+                );
+                lists += 1;
+            }
         }
-        assert_eq!(lists, 10, "hand-typed agent lists found");
+        assert_eq!(lists, 5, "hand-typed agent lists found");
         let skill =
             std::fs::read_to_string(repo_root().join("skills/agents/memtrail/SKILL.md")).unwrap();
         for a in Agent::ALL {

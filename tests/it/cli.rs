@@ -3108,21 +3108,23 @@ fn install_dry_run_names_each_agent_it_would_leave_out() {
     assert_eq!(std::fs::read(&settings).unwrap(), b"{}\n");
 }
 
+/// `memtrail <args> --help` as one line of words (clap wraps it to the terminal's width).
+fn help_words(sb: &Sandbox, args: &[&str]) -> String {
+    let out = sb.acmd().args(args).arg("--help").output().unwrap();
+    assert!(out.status.success(), "{args:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The help texts say what README says: `purge --older-than` lists the forms `parse_date`
 /// accepts, `redact --rescan` names everything it rewrites, and each README Usage line of a
 /// command whose `--help` has `--json` shows `[--json]`.
 #[test]
 fn help_texts_agree_with_readme() {
     let sb = Sandbox::new();
-    // The help as one line of words: clap wraps it to the terminal's width.
-    let help = |args: &[&str]| -> String {
-        let out = sb.acmd().args(args).arg("--help").output().unwrap();
-        assert!(out.status.success(), "{args:?}");
-        String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    let help = |args: &[&str]| help_words(&sb, args);
     assert!(
         help(&["purge"]).contains(
             "--older-than <AGE> The age or date (messages before it go): an age like 90d, 12h, 30m, 2w; today, yesterday; YYYY-MM-DD (in UTC) or RFC 3339 --"
@@ -3166,6 +3168,78 @@ fn help_texts_agree_with_readme() {
         assert!(line.contains("[--json]"), "README: {line}");
     }
     assert!(readme.contains(r#"(`memtrail search "ls -1"`)"#));
+}
+
+/// The help texts that name the agents name every agent of the registry, in its order
+/// (`Agent::ALL`): the short names where an argument takes one (`hook`, `handoff --to`,
+/// `install`/`uninstall --agent`), the product names in `memtrail --help`; and every short
+/// name listed is accepted by the argument it documents.
+#[test]
+fn help_texts_list_every_agent_of_the_registry() {
+    use memtrail_adapters::Agent;
+    let sb = Sandbox::new();
+    let help = |args: &[&str]| help_words(&sb, args);
+    let short: Vec<&str> = Agent::ALL.iter().map(|a| a.as_str()).collect();
+    let short = short.join(", ");
+    let products: Vec<&str> = Agent::ALL.iter().map(|a| a.display_name()).collect();
+    let products = products.join(", ");
+    assert!(
+        short.starts_with("claude, codex, gemini, ")
+            && products.starts_with("Claude Code, Codex CLI, "),
+        "{short} / {products}"
+    );
+    for (args, text) in [
+        (
+            &["hook"][..],
+            format!("<AGENT> The agent whose hook this is: {short} Options:"),
+        ),
+        (
+            &["handoff"][..],
+            format!("--to <AGENT> The agent that takes over: {short} --"),
+        ),
+        (
+            &["install"][..],
+            format!(
+                "--agent <AGENT> Only this agent (repeatable): {short} [default: every agent found; uninstall: every agent memtrail is registered with] -"
+            ),
+        ),
+        (
+            &["uninstall"][..],
+            format!(
+                "--agent <AGENT> Only this agent (repeatable): {short} [default: every agent found; uninstall: every agent memtrail is registered with] -"
+            ),
+        ),
+        (
+            &[][..],
+            format!(
+                "memtrail captures the sessions of your coding agents ({products}) into one local SQLite store, makes them searchable"
+            ),
+        ),
+    ] {
+        let h = help(args);
+        assert!(h.contains(&text), "{args:?}: {h}");
+    }
+    // `memtrail install --agent NAME --dry-run` accepts every name the help lists (and refuses
+    // one it does not).
+    let out = sb
+        .acmd()
+        .args(["install", "--agent", "nosuchagent", "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unknown agent `nosuchagent`"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for name in short.split(", ") {
+        let out = sb
+            .acmd()
+            .args(["install", "--agent", name, "--dry-run"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("unknown agent"), "{name}: {err}");
+    }
 }
 
 /// A Cursor `hooks.json` that does not parse (an object left open at line 1, column 25).

@@ -1025,6 +1025,24 @@ fn claude_code_end_to_end() {
             "{name}: no {prop} in its input schema: {sch:#}"
         );
     }
+    // The `agent` argument's description names every agent of the registry, in its order.
+    let agents: Vec<&str> = memtrail_adapters::Agent::ALL
+        .iter()
+        .map(|a| a.as_str())
+        .collect();
+    let (last, rest) = agents.split_last().unwrap();
+    let described = format!(
+        "Only sessions of this agent: {} or {last}.",
+        rest.join(", ")
+    );
+    assert!(described.starts_with("Only sessions of this agent: claude, codex, gemini, "));
+    for name in ["search", "list_sessions"] {
+        assert_eq!(
+            m["schemas"][name]["input_schema"]["properties"]["agent"]["description"],
+            described.as_str(),
+            "{name}"
+        );
+    }
     for (name, required) in [
         ("search", "query"),
         ("get_session", "session_id"),

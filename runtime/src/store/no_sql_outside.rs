@@ -2,7 +2,7 @@
 //! (`runtime/src/store/`), so that a second backend implements the store's interface and nothing
 //! else. Scanned: every `.rs` file under `runtime/src`, `src`, `installer/src`, `web/src` and
 //! `adapters/src`, comment lines left out. The exceptions: the adapters that read an agent's own
-//! SQLite database read-only (OpenCode's, Goose's, Crush's: [`AGENT_DATABASES`]); that is the agent's
+//! SQLite database read-only (OpenCode's, Goose's, Crush's: [`agent_databases`]); that is the agent's
 //! transcript format, not memtrail's store.
 
 use std::path::{Path, PathBuf};
@@ -209,19 +209,27 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The adapters that read an agent's own SQLite database read-only (a file or folder of that
-/// name under `adapters/src`): OpenCode's `opencode.db`, Goose's `sessions.db`, Crush's
-/// `crush.db`.
-const AGENT_DATABASES: &[&str] = &["opencode", "opencode.rs", "goose", "crush"];
+/// The adapters that read an agent's own SQLite database read-only: the short names of the
+/// agents whose adapter says so (`Database::sqlite`: OpenCode's `opencode.db`, Goose's
+/// `sessions.db`, Crush's `crush.db`), each allowed as a folder `<name>` or a file `<name>.rs`
+/// under `adapters/src`.
+fn agent_databases() -> Vec<String> {
+    memtrail_adapters::Agent::ALL
+        .into_iter()
+        .filter(|a| a.adapter().quirks().database.is_some_and(|d| d.sqlite))
+        .flat_map(|a| [a.as_str().to_string(), format!("{}.rs", a.as_str())])
+        .collect()
+}
 
 /// True for the files allowed to hold SQL: the store's modules, and the adapters of
-/// [`AGENT_DATABASES`].
+/// [`agent_databases`].
 fn allowed(rel: &Path) -> bool {
+    let databases = agent_databases();
     rel.starts_with("runtime/src/store")
         || rel.starts_with("adapters/src")
             && rel
                 .components()
-                .any(|c| AGENT_DATABASES.iter().any(|a| c.as_os_str() == *a))
+                .any(|c| databases.iter().any(|a| c.as_os_str() == a.as_str()))
 }
 
 #[test]
@@ -259,6 +267,13 @@ fn the_scanner_finds_sql_and_skips_comments() {
     assert!(allowed(Path::new("adapters/src/opencode.rs")));
     assert!(allowed(Path::new("adapters/src/agents/opencode/reader.rs")));
     assert!(allowed(Path::new("adapters/src/agents/goose/mod.rs")));
+    assert!(allowed(Path::new("adapters/src/agents/crush/mod.rs")));
+    // Derived from the registry (a new SQLite agent adds nothing here): the three of today.
+    let databases = agent_databases();
+    for name in ["opencode", "opencode.rs", "goose", "crush"] {
+        assert!(databases.iter().any(|d| d == name), "{name}: {databases:?}");
+    }
+    assert!(!allowed(Path::new("adapters/src/agents/cline/sessions.rs")));
     assert!(!allowed(Path::new("adapters/src/codex.rs")));
     assert!(!allowed(Path::new("runtime/src/query.rs")));
     assert!(!allowed(Path::new("src/opencode.rs")));

@@ -49,6 +49,15 @@ impl AgentAdapter for Aider {
         Agent::Aider
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "aider/repo/.aider.chat.history.md",
+            session_id: "aider-*",
+            transcripts_per_event: 1,
+            search_tool: "memtrail_search",
+        }
+    }
 }
 
 /// Aider's rule files (`CONVENTIONS.md`, read with `--read`); it calls no tools.

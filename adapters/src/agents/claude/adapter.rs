@@ -16,6 +16,12 @@ pub struct Claude;
 /// Its names; the short name is also its hook argument (`memtrail hook claude`).
 pub const NAMES: Names = Names::new("claude", &["claude-code", "claudecode"], "Claude Code");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[(
+    "CLAUDE_CONFIG_DIR",
+    "Claude Code's folder [default: ~/.claude].",
+)];
+
 impl AgentAdapter for Claude {
     fn names(&self) -> Names {
         NAMES
@@ -27,6 +33,7 @@ impl AgentAdapter for Claude {
         Quirks {
             transcript_reader: Some(|| Box::new(super::ClaudeReader::new())),
             transcript_retention: Some(|| super::transcript_retention(&super::settings_path())),
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }
@@ -51,6 +58,15 @@ impl AgentAdapter for Claude {
         Agent::Claude
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "claude/projects/-home-user-demo/3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83.jsonl",
+            session_id: "3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83",
+            transcripts_per_event: 2,
+            search_tool: "mcp__memtrail__search",
+        }
+    }
 }
 
 /// Claude Code's spellings for event extraction (see [`crate::vocabulary`]).

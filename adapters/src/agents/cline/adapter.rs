@@ -14,6 +14,19 @@ pub struct Cline;
 /// Its names; the short name is also its hook argument (`memtrail hook cline`).
 pub const NAMES: Names = Names::new("cline", &["claude-dev", "cline-cli"], "Cline");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[
+    ("CLINE_DIR", "The Cline CLI's folder [default: ~/.cline]."),
+    (
+        "CLINE_DATA_DIR",
+        "Cline's data folder (tasks, settings) [default: CLINE_DIR/data].",
+    ),
+    (
+        "CLINE_SESSION_DATA_DIR",
+        "The Cline CLI 3.x's sessions folder [default: CLINE_DATA_DIR/sessions].",
+    ),
+];
+
 impl AgentAdapter for Cline {
     fn names(&self) -> Names {
         NAMES
@@ -59,7 +72,9 @@ impl AgentAdapter for Cline {
             database: Some(Database {
                 read: super::sessions::read_db,
                 sessions: super::sessions::session_ids,
+                sqlite: false,
             }),
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }
@@ -67,6 +82,15 @@ impl AgentAdapter for Cline {
         Agent::Cline
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "cline/data/tasks/1764661500123/api_conversation_history.json",
+            session_id: "1764661500123",
+            transcripts_per_event: 1,
+            search_tool: "search",
+        }
+    }
 }
 
 /// Cline's spellings for event extraction (see [`crate::vocabulary`]): its rule files are

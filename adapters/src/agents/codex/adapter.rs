@@ -16,6 +16,9 @@ pub struct Codex;
 /// Its names; the short name is also its hook argument (`memtrail hook codex`).
 pub const NAMES: Names = Names::new("codex", &[], "Codex CLI");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[("CODEX_HOME", "Codex CLI's folder [default: ~/.codex].")];
+
 impl AgentAdapter for Codex {
     fn names(&self) -> Names {
         NAMES
@@ -27,6 +30,7 @@ impl AgentAdapter for Codex {
         Quirks {
             transcript_reader: Some(super::transcript_reader),
             chained_command: Some(|args| super::split_notify_args(args).0),
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }
@@ -56,6 +60,15 @@ impl AgentAdapter for Codex {
         Agent::Codex
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "codex/paginated-turn1.jsonl",
+            session_id: "01a0c4b4-ef41-7b8e-a2a5-c37d19f04e6a",
+            transcripts_per_event: 1,
+            search_tool: "mcp__memtrail__search",
+        }
+    }
 }
 
 /// Codex's spellings for event extraction (see [`crate::vocabulary`]).

@@ -14,6 +14,12 @@ pub struct Continue;
 /// Its names; the short name is also its hook argument (`memtrail hook continue`).
 pub const NAMES: Names = Names::new("continue", &["continue-cli", "cn"], "Continue");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[(
+    "CONTINUE_GLOBAL_DIR",
+    "Continue's folder [default: ~/.continue].",
+)];
+
 impl AgentAdapter for Continue {
     fn names(&self) -> Names {
         NAMES
@@ -46,8 +52,10 @@ impl AgentAdapter for Continue {
             database: Some(Database {
                 read: super::read_session,
                 sessions: super::session_ids,
+                sqlite: false,
             }),
             import_only: true,
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }
@@ -55,6 +63,15 @@ impl AgentAdapter for Continue {
         Agent::Continue
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "continue/sessions/3c9e1f70-2a4b-4d6e-8f01-a2b3c4d5e6f7.json",
+            session_id: "3c9e1f70-2a4b-4d6e-8f01-a2b3c4d5e6f7",
+            transcripts_per_event: 1,
+            search_tool: "search",
+        }
+    }
 }
 
 /// Continue's rule files for event extraction (see [`crate::vocabulary`]): `AGENTS.md` and

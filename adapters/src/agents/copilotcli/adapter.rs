@@ -19,6 +19,12 @@ pub const NAMES: Names = Names::new(
     "GitHub Copilot CLI",
 );
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[(
+    "COPILOT_HOME",
+    "GitHub Copilot CLI's folder [default: ~/.copilot].",
+)];
+
 impl AgentAdapter for Copilotcli {
     fn names(&self) -> Names {
         NAMES
@@ -48,6 +54,7 @@ impl AgentAdapter for Copilotcli {
         Quirks {
             transcript_reader: Some(new_reader),
             written_after_session_end: Some(is_final_line),
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }
@@ -55,6 +62,15 @@ impl AgentAdapter for Copilotcli {
         Agent::Copilotcli
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "copilotcli/session-state/5b0c3e7a-91d4-4f2e-b8a6-2c7d9e1f4a30/events.jsonl",
+            session_id: "5b0c3e7a-91d4-4f2e-b8a6-2c7d9e1f4a30",
+            transcripts_per_event: 1,
+            search_tool: "memtrail-search",
+        }
+    }
 }
 
 /// Whether `line` (one line of `events.jsonl`) is the session's last record: Copilot appends

@@ -14,6 +14,22 @@ pub struct Crush;
 /// Its names; the short name is also its hook argument (`memtrail hook crush`).
 pub const NAMES: Names = Names::new("crush", &["charm-crush"], "Crush");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "CRUSH_GLOBAL_CONFIG",
+        "Crush's config folder [default: $XDG_CONFIG_HOME/crush].",
+    ),
+    (
+        "CRUSH_GLOBAL_DATA",
+        "Crush's data folder (projects.json) [default: $XDG_DATA_HOME/crush].",
+    ),
+    (
+        "CRUSH_SKILLS_DIR",
+        "Crush's skills folder [default: $XDG_CONFIG_HOME/crush/skills].",
+    ),
+];
+
 impl AgentAdapter for Crush {
     fn names(&self) -> Names {
         NAMES
@@ -30,8 +46,10 @@ impl AgentAdapter for Crush {
             database: Some(Database {
                 read: super::read_db,
                 sessions: super::db_session_ids,
+                sqlite: true,
             }),
             import_only: true,
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }
@@ -53,6 +71,15 @@ impl AgentAdapter for Crush {
         Agent::Crush
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "crush/project/.crush/crush.db",
+            session_id: "",
+            transcripts_per_event: 1,
+            search_tool: "mcp_memtrail_search",
+        }
+    }
 }
 
 /// Crush's spellings for event extraction (see [`crate::vocabulary`]): its reader gives each

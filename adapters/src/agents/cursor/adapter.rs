@@ -13,6 +13,23 @@ pub struct Cursor;
 /// Its names; the short name is also its hook argument (`memtrail hook cursor`).
 pub const NAMES: Names = Names::new("cursor", &[], "Cursor");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[
+    ("CURSOR_CONFIG_DIR", "Cursor's folder [default: ~/.cursor]."),
+    (
+        "CURSOR_VERSION",
+        "Set in Cursor's hooks: tells a Cursor hook from Claude Code's.",
+    ),
+    (
+        "CURSOR_PROJECT_DIR",
+        "Cursor's project folder, when its hook payload lacks it.",
+    ),
+    (
+        "CURSOR_TRANSCRIPT_PATH",
+        "Cursor's transcript, when its hook payload lacks it.",
+    ),
+];
+
 impl AgentAdapter for Cursor {
     fn names(&self) -> Names {
         NAMES
@@ -43,6 +60,7 @@ impl AgentAdapter for Cursor {
     fn quirks(&self) -> Quirks {
         Quirks {
             project_among: Some(super::project_among),
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }
@@ -50,6 +68,15 @@ impl AgentAdapter for Cursor {
         Agent::Cursor
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "cursor/grow-turn1.jsonl",
+            session_id: "grow-turn1",
+            transcripts_per_event: 1,
+            search_tool: "search",
+        }
+    }
 }
 
 /// Cursor's spellings for event extraction (see [`crate::vocabulary`]).

@@ -49,6 +49,15 @@ impl AgentAdapter for Droid {
         Agent::Droid
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "droid/sessions/-home-user-demo/4d7e2a91-6c3b-4f58-9e1a-b2c4d6e8f013.jsonl",
+            session_id: "4d7e2a91-6c3b-4f58-9e1a-b2c4d6e8f013",
+            transcripts_per_event: 1,
+            search_tool: "mcp__memtrail__search",
+        }
+    }
 }
 
 fn new_reader() -> Box<dyn LineReader> {

@@ -16,6 +16,26 @@ pub struct Gemini;
 /// Its names; the short name is also its hook argument (`memtrail hook gemini`).
 pub const NAMES: Names = Names::new("gemini", &["gemini-cli"], "Gemini CLI");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "GEMINI_CLI_HOME",
+        "Gemini CLI's home, holding .gemini [default: ~].",
+    ),
+    (
+        "GEMINI_SESSION_ID",
+        "Gemini CLI's session, when its hook payload lacks it.",
+    ),
+    (
+        "GEMINI_CWD",
+        "Gemini CLI's working folder, when its hook payload lacks it.",
+    ),
+    (
+        "GEMINI_PROJECT_DIR",
+        "Gemini CLI's project folder, when its hook payload lacks it.",
+    ),
+];
+
 impl AgentAdapter for Gemini {
     fn names(&self) -> Names {
         NAMES
@@ -35,6 +55,7 @@ impl AgentAdapter for Gemini {
     fn quirks(&self) -> Quirks {
         Quirks {
             project_among: Some(super::project_among),
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }
@@ -49,6 +70,15 @@ impl AgentAdapter for Gemini {
         Agent::Gemini
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "gemini/home/.gemini/tmp/project/chats/session-2026-03-15T11-02-7e6d5c4b.jsonl",
+            session_id: "7e6d5c4b-3a29-4817-8f6e-5d4c3b2a1908",
+            transcripts_per_event: 1,
+            search_tool: "mcp_memtrail_search",
+        }
+    }
 }
 
 /// Gemini CLI's spellings for event extraction (see [`crate::vocabulary`]).

@@ -14,6 +14,12 @@ pub struct Goose;
 /// Its names; the short name is also its hook argument (`memtrail hook goose`).
 pub const NAMES: Names = Names::new("goose", &["goose-cli", "block-goose"], "Goose");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[(
+    "GOOSE_PATH_ROOT",
+    "Goose's root: its config, data and plugin folders below it [default: the XDG folders].",
+)];
+
 impl AgentAdapter for Goose {
     fn names(&self) -> Names {
         NAMES
@@ -30,7 +36,9 @@ impl AgentAdapter for Goose {
             database: Some(Database {
                 read: super::read_db,
                 sessions: super::db_session_ids,
+                sqlite: true,
             }),
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }
@@ -55,6 +63,15 @@ impl AgentAdapter for Goose {
         Agent::Goose
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "goose/legacy/sessions/20250301_101500.jsonl",
+            session_id: "20250301_101500",
+            transcripts_per_event: 1,
+            search_tool: "memtrail:memtrail__search",
+        }
+    }
 }
 
 /// Goose's spellings for event extraction (see [`crate::vocabulary`]): its reader gives each

@@ -36,6 +36,7 @@ impl AgentAdapter for Opencode {
                     None => super::read_db(path, since),
                 },
                 sessions: super::db_session_ids,
+                sqlite: true,
             }),
             replies_at_pre_compact: true,
             ..Quirks::NONE
@@ -60,6 +61,15 @@ impl AgentAdapter for Opencode {
         Agent::Opencode
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "opencode/storage/session/9d8c7b6a5f4e3d2c1b0a99887766554433221100/ses_2f1e0c9a3ffeKq7Lm2Np4Rs6Tu.json",
+            session_id: "ses_2f1e0c9a3ffeKq7Lm2Np4Rs6Tu",
+            transcripts_per_event: 1,
+            search_tool: "memtrail_search",
+        }
+    }
 }
 
 /// OpenCode's spellings for event extraction (see [`crate::vocabulary`]).

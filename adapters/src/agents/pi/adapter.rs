@@ -51,6 +51,15 @@ impl AgentAdapter for Pi {
         Agent::Pi
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "pi/sessions/--home-user-demo--/2026-11-30T09-12-03-481Z_019ad0c2-7e41-7a3b-9c5d-2f8e6a1b4c07.jsonl",
+            session_id: "019ad0c2-7e41-7a3b-9c5d-2f8e6a1b4c07",
+            transcripts_per_event: 1,
+            search_tool: "memtrail_search",
+        }
+    }
 }
 
 fn new_reader() -> Box<dyn LineReader> {

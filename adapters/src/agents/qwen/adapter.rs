@@ -14,6 +14,15 @@ pub struct Qwen;
 /// Its names; the short name is also its hook argument (`memtrail hook qwen`).
 pub const NAMES: Names = Names::new("qwen", &["qwen-code", "qwencode"], "Qwen Code");
 
+/// The environment variables this adapter reads ([`Quirks::environment`]).
+const ENVIRONMENT: &[(&str, &str)] = &[
+    ("QWEN_HOME", "Qwen Code's folder [default: ~/.qwen]."),
+    (
+        "QWEN_RUNTIME_DIR",
+        "Qwen Code's runtime folder [default: QWEN_HOME].",
+    ),
+];
+
 impl AgentAdapter for Qwen {
     fn names(&self) -> Names {
         NAMES
@@ -43,6 +52,7 @@ impl AgentAdapter for Qwen {
     fn quirks(&self) -> Quirks {
         Quirks {
             transcript_reader: Some(new_reader),
+            environment: ENVIRONMENT,
             ..Quirks::NONE
         }
     }
@@ -50,6 +60,15 @@ impl AgentAdapter for Qwen {
         Agent::Qwen
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "qwen/projects/-home-user-demo/chats/7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b.jsonl",
+            session_id: "7c1e4b2a-5d3f-4e8a-9b6c-0a1d2e3f4a5b",
+            transcripts_per_event: 2,
+            search_tool: "mcp__memtrail__search",
+        }
+    }
 }
 
 fn new_reader() -> Box<dyn LineReader> {

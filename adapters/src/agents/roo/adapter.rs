@@ -55,6 +55,15 @@ impl AgentAdapter for Roo {
         Agent::Roo
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "roo/vscode/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/0b6f2c1e-4d5a-4e7b-9c8d-1a2b3c4d5e6f/api_conversation_history.json",
+            session_id: "0b6f2c1e-4d5a-4e7b-9c8d-1a2b3c4d5e6f",
+            transcripts_per_event: 1,
+            search_tool: "mcp--memtrail--search",
+        }
+    }
 }
 
 /// Roo Code's spellings for event extraction (see [`crate::vocabulary`]): its rule files are

@@ -47,6 +47,15 @@ impl AgentAdapter for Vscode {
         Agent::Vscode
     }
     module_capabilities!();
+    #[cfg(test)]
+    fn expected(&self) -> crate::registry::Expected {
+        crate::registry::Expected {
+            fixture: "vscode/chat-session-journal.jsonl",
+            session_id: "chat-session-journal",
+            transcripts_per_event: 1,
+            search_tool: "mcp_memtrail_search",
+        }
+    }
 }
 
 /// VS Code's spellings for event extraction (see [`crate::vocabulary`]).
