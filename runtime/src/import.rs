@@ -235,7 +235,7 @@ pub fn import_with(
                     fault_injection(&path);
                     if let (Some(o), Some(rx)) = (&opened, &ahead) {
                         let mut next = || match rx.recv() {
-                            Ok(Ahead::Step(step)) => step.map(Some),
+                            Ok(Ahead::Step(step)) => (*step).map(Some),
                             Ok(_) => {
                                 steps_left = false;
                                 Ok(None)
@@ -342,7 +342,7 @@ pub const IMPORT_INDEX_EVERY: u64 = 8000;
 /// `Open(None)` (the writer ingests the file itself), or `Open(Some(..))`, its steps, `End`.
 enum Ahead {
     Open(Option<Opened>),
-    Step(Result<Step>),
+    Step(Box<Result<Step>>),
     End,
 }
 
@@ -371,9 +371,9 @@ fn read_ahead(jobs: Vec<(Agent, PathBuf, bool)>, tx: std::sync::mpsc::SyncSender
             let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| steps.next_step()))
                 .unwrap_or_else(|p| Err(crate::Error::Panicked(panic_text(p.as_ref()))));
             let (msg, last) = match step {
-                Ok(Some(s)) => (Some(Ahead::Step(Ok(s))), false),
+                Ok(Some(s)) => (Some(Ahead::Step(Box::new(Ok(s)))), false),
                 Ok(None) => (None, true),
-                Err(e) => (Some(Ahead::Step(Err(e))), true),
+                Err(e) => (Some(Ahead::Step(Box::new(Err(e)))), true),
             };
             if let Some(m) = msg
                 && tx.send(m).is_err()

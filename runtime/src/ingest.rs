@@ -871,6 +871,9 @@ pub(crate) struct LineSteps {
     left: u64,
     size: u64,
     done: bool,
+    /// The agent, when each step also computes its new messages' rows ([`Prepared::with_fresh`]:
+    /// `memtrail import`'s reading thread); `None` on the hooks' path.
+    fresh_for: Option<Agent>,
 }
 
 impl LineSteps {
@@ -901,6 +904,7 @@ impl LineSteps {
             left: st.size,
             size: st.size,
             done: false,
+            fresh_for: None,
         }
     }
 
@@ -1060,7 +1064,10 @@ impl LineSteps {
                 tail,
                 stats: batch.stats,
                 meta: batch.meta,
-                prepared: Prepared::new(batch.records),
+                prepared: match self.fresh_for {
+                    Some(agent) => Prepared::with_fresh(batch.records, Standard, agent)?,
+                    None => Prepared::new(batch.records),
+                },
                 reader_state: self.reader.save_state(),
             });
         }
@@ -1229,7 +1236,8 @@ pub(crate) fn open_new_lines(agent: Agent, path: &Path) -> Option<(Opened, LineS
     let st = file_state(&file).ok()?;
     let sref = memtrail_adapters::identify(agent, path).ok()?;
     let privacy = Privacy::load().ok()?;
-    let steps = LineSteps::new(file, reader, &st, false, true, None, privacy.clone());
+    let mut steps = LineSteps::new(file, reader, &st, false, true, None, privacy.clone());
+    steps.fresh_for = Some(agent);
     let key = path.to_string_lossy().to_string();
     Some((
         Opened {
