@@ -1,7 +1,7 @@
 //! `memtrail import`: ingest every transcript an agent left on this machine, through the same
 //! code path as the hooks (so a re-run, or a hook after an import, adds nothing twice).
 
-use crate::ingest::{Opened, Step, ingest_at_rest, ingest_new_lines, open_new_lines};
+use crate::ingest::{NoDeleted, Opened, Step, ingest_at_rest, ingest_new_lines, open_new_lines};
 use crate::store::Store;
 use crate::{Result, now_ms};
 use memtrail_adapters::Agent;
@@ -201,6 +201,7 @@ pub fn import_with(
                 Some(rx)
             }
         };
+        let mut no_deleted = NoDeleted::default();
         for (agent, files, mut rep) in plan {
             let mut sessions = std::collections::HashSet::new();
             for (path, md) in files {
@@ -247,7 +248,9 @@ pub fn import_with(
                                 ))
                             }
                         };
-                        if let Some(r) = ingest_new_lines(store, agent, &path, o, &mut next)? {
+                        if let Some(r) =
+                            ingest_new_lines(store, agent, &path, o, &mut no_deleted, &mut next)?
+                        {
                             return Ok(r);
                         }
                     }

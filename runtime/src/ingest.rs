@@ -1250,6 +1250,13 @@ pub(crate) fn open_new_lines(agent: Agent, path: &Path) -> Option<(Opened, LineS
     ))
 }
 
+/// What [`ingest_new_lines`] knows of delete markers across the files of one import: the
+/// store's `data_version` when no cursor held one ([`Store::no_deleted_markers`]). The import
+/// itself writes a delete marker only for a session whose parent already has one, so the
+/// knowledge holds until another connection commits.
+#[derive(Debug, Default)]
+pub(crate) struct NoDeleted(Option<i64>);
+
 /// Ingest a line transcript opened by [`open_new_lines`] whose steps `next` hands out, as
 /// [`ingest_at_rest`] would: `None` (nothing written) when the store has a cursor for it by
 /// now (a hook came first, or the path was listed twice), so that the caller ingests it the
@@ -1261,6 +1268,7 @@ pub(crate) fn ingest_new_lines(
     agent: Agent,
     path: &Path,
     file: &Opened,
+    no_deleted: &mut NoDeleted,
     next: &mut dyn FnMut() -> Result<Option<Step>>,
 ) -> Result<Option<IngestReport>> {
     if store.cursor(&file.key)?.is_some() {
@@ -1270,7 +1278,17 @@ pub(crate) fn ingest_new_lines(
         session: Some(file.sref.external_id.clone()),
         ..Default::default()
     };
-    if let Some(reason) = deleted_parent(store, &file.sref)? {
+    let none_deleted = match no_deleted.0 {
+        Some(v) if store.unchanged_since_version(v)? => true,
+        _ => {
+            no_deleted.0 = store.no_deleted_markers()?;
+            no_deleted.0.is_some()
+        }
+    };
+    if none_deleted {
+        // No session was deleted: nothing to look up for this one (one scan of the cursors
+        // per file made a first import quadratic in its files).
+    } else if let Some(reason) = deleted_parent(store, &file.sref)? {
         skip_to_end(
             store,
             agent,

@@ -278,6 +278,39 @@ fn read_ahead_import_stores_exactly_what_the_serial_one_stores() {
         "the legacy Codex fixture is in the excluded project"
     );
 
+    // A session with sub-agents is deleted from both stores, and its transcripts appear again
+    // under a renamed project folder: new files (no cursor) of a deleted session.
+    let deleted: String = {
+        let c = rusqlite::Connection::open(&serial).unwrap();
+        c.query_row(
+            "SELECT external_id FROM sessions s WHERE agent = 'claude'
+               AND EXISTS (SELECT 1 FROM sessions c WHERE c.parent_external_id = s.external_id)
+             ORDER BY external_id LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    for db in [&serial, &ahead] {
+        let mut store = Store::open(db).unwrap();
+        memtrail_runtime::maintenance::delete_session(&mut store, &deleted).unwrap();
+    }
+    let main_file = {
+        let c = rusqlite::Connection::open(&serial).unwrap();
+        let path: String = c
+            .query_row(
+                "SELECT path FROM sources WHERE path LIKE ?1",
+                [format!("%/{deleted}.jsonl")],
+                |r| r.get(0),
+            )
+            .unwrap();
+        PathBuf::from(path)
+    };
+    let moved = home.join(".claude/projects/-home-dev-src-renamed");
+    std::fs::create_dir_all(&moved).unwrap();
+    std::fs::copy(&main_file, moved.join(format!("{deleted}.jsonl"))).unwrap();
+    copy_tree(&main_file.with_extension(""), &moved.join(&deleted));
+
     // The growing fixtures reach their third turn; more transcripts appear.
     place_growing(&home, 3);
     place_more(&home);
@@ -287,6 +320,25 @@ fn read_ahead_import_stores_exactly_what_the_serial_one_stores() {
     let second = dump(&serial);
     assert_same(&dump(&ahead), &second);
     assert_ne!(second, first, "the second import added messages");
+    // The deleted session and its sub-agents did not come back from the copies.
+    assert_eq!(
+        count(
+            &serial,
+            &format!(
+                "SELECT COUNT(*) FROM sessions WHERE external_id LIKE '{deleted}%'
+                 OR parent_external_id = '{deleted}'"
+            )
+        ),
+        0
+    );
+    assert!(
+        count(
+            &serial,
+            "SELECT COUNT(*) FROM sources WHERE path LIKE '%-home-dev-src-renamed%'
+               AND reader_state LIKE '%deleted%'"
+        ) >= 2,
+        "the copies' cursors are marked deleted"
+    );
     // The last line without its '\n' is stored, the malformed one counted, the secret redacted.
     let tail = count(
         &serial,
