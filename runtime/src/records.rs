@@ -104,8 +104,8 @@ pub struct Fresh {
     pub(crate) cjk: Option<String>,
     /// `parts` as stored (JSON).
     pub(crate) parts_json: String,
-    /// The session's agent the events were extracted for.
-    pub(crate) agent: Agent,
+    /// The session's agent the events were extracted for (`None`: not extracted).
+    pub(crate) agent: Option<Agent>,
     /// The message's events ([`crate::store::message_events`]), not yet redacted.
     pub(crate) events: Vec<Event>,
 }
@@ -158,7 +158,7 @@ impl<E: Enrich> Prepared<E> {
                 tools,
                 cjk,
                 parts_json,
-                agent,
+                agent: Some(agent),
                 events,
             }));
         }

@@ -350,65 +350,37 @@ impl Writer<'_> {
                 Ok(false)
             }
             None => {
-                if let Some(f) = fresh {
-                    return self.insert_fresh(session_id, f, e);
-                }
-                e.redact_merged(&mut m);
-                let seq: i64 = self
-                    .tx
-                    // After the last stored message: `message_count` is a count, which a purge
-                    // of old messages makes smaller than the next position.
-                    .prepare_cached(
-                        "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1",
-                    )
-                    .db()?
-                    .query_row([session_id], |r| r.get(0))
-                    .db()?;
-                let (body, tools) = render_index_text(&m);
-                let cjk = cjk_index_text(&body, &tools);
-                self.tx
-                    .prepare_cached(
-                        "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body, tools, parts, cjk)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                    ).db()?
-                    .execute(params![
-                        session_id,
-                        m.id,
-                        seq,
-                        m.role.as_str(),
-                        m.kind.as_str(),
-                        m.timestamp,
-                        m.model,
-                        body,
-                        tools,
-                        serde_json::to_string(&m.parts)?,
-                        cjk,
-                    ]).db()?;
-                let rowid = self.tx.last_insert_rowid();
-                self.tx
-                    .prepare_cached(
-                        "UPDATE sessions SET message_count = message_count + 1 WHERE id = ?1",
-                    )
-                    .db()?
-                    .execute([session_id])
-                    .db()?;
-                self.index_calls(session_id, rowid, &m)?;
-                // A new row has no events yet, and its seq and time are known.
-                if let Some(agent) = self.session_agent(session_id)? {
-                    let events = events_of(agent, &m, e);
-                    self.insert_events(session_id, rowid, seq, m.timestamp, &events, e)?;
-                }
-                Ok(true)
+                let f = match fresh {
+                    Some(f) => f,
+                    None => {
+                        e.redact_merged(&mut m);
+                        let (body, tools) = render_index_text(&m);
+                        let cjk = cjk_index_text(&body, &tools);
+                        let parts_json = serde_json::to_string(&m.parts)?;
+                        Fresh {
+                            message: m,
+                            body,
+                            tools,
+                            cjk,
+                            parts_json,
+                            agent: None,
+                            events: Vec::new(),
+                        }
+                    }
+                };
+                self.insert_fresh(session_id, f, e)
             }
         }
     }
 
-    /// Insert a message new to the store from its row computed ahead ([`Fresh`]): the same
-    /// statements as the insert in [`Writer::upsert_message_with`]. True (a row was inserted).
+    /// Insert a message new to the store from its row ([`Fresh`]; its events are used when they
+    /// were extracted for the session's agent, else extracted here). True (a row was inserted).
     fn insert_fresh<E: Enrich>(&self, session_id: i64, f: Fresh, e: &E) -> Result<bool> {
         let m = &f.message;
         let seq: i64 = self
             .tx
+            // After the last stored message: `message_count` is a count, which a purge of old
+            // messages makes smaller than the next position.
             .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1")
             .db()?
             .query_row([session_id], |r| r.get(0))
@@ -438,8 +410,9 @@ impl Writer<'_> {
             .execute([session_id])
             .db()?;
         self.index_calls(session_id, rowid, m)?;
+        // A new row has no events yet, and its seq and time are known.
         if let Some(agent) = self.session_agent(session_id)? {
-            if agent == f.agent {
+            if f.agent == Some(agent) {
                 self.insert_events(session_id, rowid, seq, m.timestamp, &f.events, e)?;
             } else {
                 let events = events_of(agent, m, e);
