@@ -15,6 +15,7 @@ use memtrail_adapters::Agent;
 use memtrail_bench::{Options, generate};
 use memtrail_runtime::import::{Pipeline, import_with};
 use memtrail_runtime::store::Store;
+use memtrail_testkit::copy_tree;
 use std::path::{Path, PathBuf};
 
 const AGENTS: [Agent; 4] = [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Cursor];
@@ -23,19 +24,6 @@ fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../fixtures")
         .join(rel)
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
 }
 
 fn put(path: &Path, bytes: &[u8]) {
@@ -102,24 +90,7 @@ fn place_more(home: &Path) {
 fn dump(db: &Path) -> Vec<String> {
     let c = rusqlite::Connection::open(db).unwrap();
     let mut out = Vec::new();
-    let mut q = |sql: &str| {
-        let mut st = c.prepare(sql).unwrap();
-        let n = st.column_count();
-        let rows = st
-            .query_map([], |r| {
-                let mut cols = Vec::with_capacity(n);
-                for i in 0..n {
-                    let v: rusqlite::types::Value = r.get(i)?;
-                    cols.push(format!("{v:?}"));
-                }
-                Ok(cols.join(" | "))
-            })
-            .unwrap();
-        out.push(format!("## {sql}"));
-        for r in rows {
-            out.push(r.unwrap());
-        }
-    };
+    let mut q = |sql: &str| out.extend(memtrail_testkit::rows_as_text(&c, sql));
     q(
         "SELECT agent, external_id, parent_external_id, project_dir, title, model, git_branch,
               agent_version, started_at, updated_at, message_count
