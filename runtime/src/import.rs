@@ -1,7 +1,7 @@
 //! `memtrail import`: ingest every transcript an agent left on this machine, through the same
 //! code path as the hooks (so a re-run, or a hook after an import, adds nothing twice).
 
-use crate::ingest::ingest_at_rest;
+use crate::ingest::{NoDeleted, Opened, Step, ingest_at_rest, ingest_new_lines, open_new_lines};
 use crate::store::Store;
 use crate::{Result, now_ms};
 use memtrail_adapters::Agent;
@@ -69,6 +69,45 @@ pub fn import(
     store: &mut Store,
     agents: &[Agent],
     since: Option<i64>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<ImportSummary> {
+    import_with(store, agents, since, Pipeline::for_this_machine(), progress)
+}
+
+/// How [`import_with`] shares the work between threads. Both store exactly the same thing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pipeline {
+    /// One thread reads, parses, redacts and writes each file in turn (what hooks do).
+    Serial,
+    /// A second thread reads, parses, folds and redacts the line transcripts that have no
+    /// cursor yet, one step ([`crate::ingest::STEP_LINES`] lines) at a time, and hands the steps
+    /// to this thread through a queue of at most [`READ_AHEAD_STEPS`]; this thread writes them
+    /// (each step one transaction, as in `Serial`) and ingests every other file itself.
+    ReadAhead,
+}
+
+impl Pipeline {
+    /// `ReadAhead` when the machine has two cores or more, else `Serial`.
+    pub fn for_this_machine() -> Pipeline {
+        match std::thread::available_parallelism() {
+            Ok(n) if n.get() >= 2 => Pipeline::ReadAhead,
+            _ => Pipeline::Serial,
+        }
+    }
+}
+
+/// Most steps the reading thread of [`Pipeline::ReadAhead`] holds ready ahead of the writer
+/// (each at most [`crate::ingest::CHUNK_BYTES`] of transcript plus its records).
+pub const READ_AHEAD_STEPS: usize = 4;
+
+/// [`import`] with the threads `pipeline` says.
+///
+/// Errors: as [`import`].
+pub fn import_with(
+    store: &mut Store,
+    agents: &[Agent],
+    since: Option<i64>,
+    pipeline: Pipeline,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<ImportSummary> {
     let t0 = Instant::now();
@@ -143,79 +182,139 @@ pub fn import(
     store.tune_for_bulk_writes()?;
     // Files exactly as their cursors left them are passed over without being opened.
     let cursors = store.cursor_stats()?;
-    for (agent, files, mut rep) in plan {
-        let mut sessions = std::collections::HashSet::new();
-        for (path, md) in files {
-            let len = md.len();
-            if cursors
-                .get(path.to_string_lossy().as_ref())
-                .is_some_and(|c| crate::ingest::unchanged_since(&md, c))
-            {
-                progress(Progress::File {
-                    agent,
-                    path: &path,
-                    bytes: len,
-                    new_messages: 0,
-                });
-                continue;
+    // The files the reading thread reads ahead: those with no cursor (all of a first import).
+    let jobs: Vec<(Agent, PathBuf, bool)> = plan
+        .iter()
+        .flat_map(|(agent, files, _)| {
+            files.iter().map(|(p, _)| {
+                let fresh = !cursors.contains_key(p.to_string_lossy().as_ref());
+                (*agent, p.clone(), fresh)
+            })
+        })
+        .collect();
+    std::thread::scope(|scope| -> Result<()> {
+        let ahead = match pipeline {
+            Pipeline::Serial => None,
+            Pipeline::ReadAhead => {
+                let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD_STEPS);
+                scope.spawn(move || read_ahead(jobs, tx));
+                Some(rx)
             }
-            // A panic in one file's reader is caught and counted; the transaction it was in
-            // is rolled back as it unwinds, and the import goes on with the next file.
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                fault_injection(&path);
-                ingest_at_rest(store, agent, &path, None, None)
-            }))
-            .unwrap_or_else(|p| Err(crate::Error::Panicked(panic_text(p.as_ref()))));
-            match result {
-                Ok(r) => {
-                    if !r.unchanged && r.bytes > 0 {
-                        rep.changed_files += 1;
+        };
+        let mut no_deleted = NoDeleted::default();
+        for (agent, files, mut rep) in plan {
+            let mut sessions = std::collections::HashSet::new();
+            for (path, md) in files {
+                let len = md.len();
+                // What the reading thread made of this file (it goes through them in order).
+                let opened = match &ahead {
+                    Some(rx) => match rx.recv() {
+                        Ok(Ahead::Open(o)) => o,
+                        _ => None,
+                    },
+                    None => None,
+                };
+                let mut steps_left = opened.is_some();
+                if cursors
+                    .get(path.to_string_lossy().as_ref())
+                    .is_some_and(|c| crate::ingest::unchanged_since(&md, c))
+                {
+                    if let (true, Some(rx)) = (steps_left, &ahead) {
+                        drain(rx);
                     }
-                    if r.inserted > 0
-                        && let Some(s) = &r.session
-                    {
-                        sessions.insert(s.clone());
-                    }
-                    rep.messages += r.inserted;
-                    rep.updated += r.updated;
-                    unindexed += r.inserted + r.updated;
-                    if unindexed >= IMPORT_INDEX_EVERY {
-                        store.catch_up_index_by(None, IMPORT_INDEX_EVERY as usize)?;
-                        unindexed = 0;
-                    }
-                    rep.skipped_lines += r.stats.skipped();
-                    rep.unknown_lines += r.stats.skipped_unknown;
-                    rep.malformed_lines += r.stats.malformed;
-                    rep.bytes += r.bytes;
-                    progress(Progress::File {
-                        agent,
-                        path: &path,
-                        bytes: len,
-                        new_messages: r.inserted,
-                    });
-                }
-                Err(
-                    e
-                    @ (crate::Error::Io(_) | crate::Error::Panicked(_) | crate::Error::Invalid(_)),
-                ) => {
-                    if matches!(e, crate::Error::Panicked(_)) {
-                        rep.panicked += 1;
-                    }
-                    rep.unreadable
-                        .push((path.display().to_string(), e.to_string()));
                     progress(Progress::File {
                         agent,
                         path: &path,
                         bytes: len,
                         new_messages: 0,
                     });
+                    continue;
                 }
-                Err(e) => return Err(e),
+                // A panic in one file's reader is caught and counted; the transaction it was in
+                // is rolled back as it unwinds, and the import goes on with the next file.
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    fault_injection(&path);
+                    if let (Some(o), Some(rx)) = (&opened, &ahead) {
+                        let mut next = || match rx.recv() {
+                            Ok(Ahead::Step(step)) => (*step).map(Some),
+                            Ok(_) => {
+                                steps_left = false;
+                                Ok(None)
+                            }
+                            Err(_) => {
+                                steps_left = false;
+                                Err(crate::Error::Panicked(
+                                    "the import's reading thread stopped".into(),
+                                ))
+                            }
+                        };
+                        if let Some(r) =
+                            ingest_new_lines(store, agent, &path, o, &mut no_deleted, &mut next)?
+                        {
+                            return Ok(r);
+                        }
+                    }
+                    ingest_at_rest(store, agent, &path, None, None)
+                }))
+                .unwrap_or_else(|p| Err(crate::Error::Panicked(panic_text(p.as_ref()))));
+                if let (true, Some(rx)) = (steps_left, &ahead) {
+                    drain(rx);
+                }
+                match result {
+                    Ok(r) => {
+                        if !r.unchanged && r.bytes > 0 {
+                            rep.changed_files += 1;
+                        }
+                        if r.inserted > 0
+                            && let Some(s) = &r.session
+                        {
+                            sessions.insert(s.clone());
+                        }
+                        rep.messages += r.inserted;
+                        rep.updated += r.updated;
+                        unindexed += r.inserted + r.updated;
+                        if unindexed >= IMPORT_INDEX_EVERY {
+                            store.catch_up_index_by(None, IMPORT_INDEX_EVERY as usize)?;
+                            unindexed = 0;
+                        }
+                        rep.skipped_lines += r.stats.skipped();
+                        rep.unknown_lines += r.stats.skipped_unknown;
+                        rep.malformed_lines += r.stats.malformed;
+                        rep.bytes += r.bytes;
+                        progress(Progress::File {
+                            agent,
+                            path: &path,
+                            bytes: len,
+                            new_messages: r.inserted,
+                        });
+                    }
+                    Err(
+                        e @ (crate::Error::Io(_)
+                        | crate::Error::Panicked(_)
+                        | crate::Error::Invalid(_)),
+                    ) => {
+                        if matches!(e, crate::Error::Panicked(_)) {
+                            rep.panicked += 1;
+                        }
+                        rep.unreadable
+                            .push((path.display().to_string(), e.to_string()));
+                        progress(Progress::File {
+                            agent,
+                            path: &path,
+                            bytes: len,
+                            new_messages: 0,
+                        });
+                    }
+                    Err(e) => return Err(e),
+                }
             }
+            rep.sessions = sessions.len() as u64;
+            summary.agents.push(rep);
         }
-        rep.sessions = sessions.len() as u64;
-        summary.agents.push(rep);
-    }
+        // Dropping the receiver here (also on an early return) stops the reading thread at
+        // its next step.
+        Ok(())
+    })?;
     // Index what is still queued (a busy store leaves it to the next search).
     match store.catch_up_index_by(None, IMPORT_INDEX_EVERY as usize) {
         Ok(_) | Err(crate::Error::Busy { .. }) => {}
@@ -241,6 +340,67 @@ pub const IMPORT_OPTIMIZE_AFTER: u64 = 20_000;
 
 /// How many messages an import writes before it brings the full-text index up to date.
 pub const IMPORT_INDEX_EVERY: u64 = 8000;
+
+/// What the reading thread of [`Pipeline::ReadAhead`] sends, per file in the import's order:
+/// `Open(None)` (the writer ingests the file itself), or `Open(Some(..))`, its steps, `End`.
+enum Ahead {
+    Open(Option<Opened>),
+    Step(Box<Result<Step>>),
+    End,
+}
+
+/// The reading thread: for each file of `jobs` (agent, path, true when it has no cursor) in
+/// order, the file opened and its steps read, parsed and prepared (a panic in the agent's reader
+/// is caught and sent as the step's error). Stops when the writer hangs up.
+fn read_ahead(jobs: Vec<(Agent, PathBuf, bool)>, tx: std::sync::mpsc::SyncSender<Ahead>) {
+    for (agent, path, fresh) in jobs {
+        let opened = if fresh {
+            std::panic::catch_unwind(|| open_new_lines(agent, &path))
+                .ok()
+                .flatten()
+        } else {
+            None
+        };
+        let Some((o, mut steps)) = opened else {
+            if tx.send(Ahead::Open(None)).is_err() {
+                return;
+            }
+            continue;
+        };
+        if tx.send(Ahead::Open(Some(o))).is_err() {
+            return;
+        }
+        loop {
+            let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| steps.next_step()))
+                .unwrap_or_else(|p| Err(crate::Error::Panicked(panic_text(p.as_ref()))));
+            let (msg, last) = match step {
+                Ok(Some(s)) => (Some(Ahead::Step(Box::new(Ok(s)))), false),
+                Ok(None) => (None, true),
+                Err(e) => (Some(Ahead::Step(Box::new(Err(e)))), true),
+            };
+            if let Some(m) = msg
+                && tx.send(m).is_err()
+            {
+                return;
+            }
+            if last {
+                break;
+            }
+        }
+        if tx.send(Ahead::End).is_err() {
+            return;
+        }
+    }
+}
+
+/// Receive and drop what the reading thread sends up to the end of the current file.
+fn drain(rx: &std::sync::mpsc::Receiver<Ahead>) {
+    while let Ok(m) = rx.recv() {
+        if matches!(m, Ahead::End) {
+            break;
+        }
+    }
+}
 
 /// The text of a caught panic's payload.
 pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {

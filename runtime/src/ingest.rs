@@ -188,6 +188,7 @@ fn skip_to_end(
     Ok(())
 }
 
+#[derive(Clone, Copy)]
 struct FileState {
     size: u64,
     dev: Option<u64>,
@@ -678,7 +679,7 @@ fn ingest_lines(
     store: &mut Store,
     agent: Agent,
     path: &Path,
-    mut reader: Box<dyn memtrail_adapters::LineReader>,
+    reader: Box<dyn memtrail_adapters::LineReader>,
     deadline: Option<Instant>,
     at_rest: bool,
 ) -> Result<IngestReport> {
@@ -689,7 +690,7 @@ fn ingest_lines(
     // The cursor as this ingest found it; each step commits only if it is still there, so two
     // processes reading the same file at once never apply the same lines twice, and a step
     // that waited for the write lock while `sessions delete` marked the cursor stands down.
-    let mut mark = stored.as_ref().map(Cursor::mark);
+    let mark = stored.as_ref().map(Cursor::mark);
     let mut report = IngestReport::default();
 
     let mut reread = false;
@@ -750,17 +751,21 @@ fn ingest_lines(
     }
     // Read before anything is written: a config that does not parse stores nothing.
     let privacy = Privacy::load()?;
-    // The last project seen and found not excluded; the first excluded one, once seen.
-    let mut checked_project: Option<String> = None;
-    let mut excluded_at: Option<String> = None;
-    let mut session_row = stored.as_ref().and_then(|c| c.session_id);
-
+    let mut steps = LineSteps::new(
+        file,
+        reader,
+        &st,
+        reread,
+        at_rest,
+        deadline,
+        privacy.clone(),
+    );
     if start > 0 {
         match stored.as_ref().and_then(|c| c.reader_state.as_ref()) {
-            Some(state) => reader.restore_state(state),
+            Some(state) => steps.reader.restore_state(state),
             // A stateful reader (ids that depend on the position, e.g. Cursor's line numbers)
             // cannot start mid-file without its state: read the file again from the start.
-            None if reader.save_state().is_some() => {
+            None if steps.reader.save_state().is_some() => {
                 start = 0;
                 reread = true;
                 report.reread = true;
@@ -768,68 +773,220 @@ fn ingest_lines(
             None => {}
         }
     }
-    file.seek(SeekFrom::Start(start))?;
-    // `offset` is the file position of `buf[0]`, always a line start (the cursor never points
-    // into a line). While an over-long line is skipped, `buf` is empty and `skip` counts the
-    // bytes of it dropped so far: memory stays below MAX_LINE_BYTES + CHUNK_BYTES.
-    let mut offset = start;
-    let mut first_step = true;
-    let mut buf: Vec<u8> = Vec::new();
-    // Bytes at the start of `buf` known to hold no '\n'.
-    let mut scanned = 0usize;
-    let mut skip: Option<u64> = None;
-    // True when the last step stopped at STEP_LINES with complete lines still in `buf`.
-    let mut pending = false;
-    // True once a '\n' was added after the file's last, whole, value (`at_rest`).
-    let mut tail_nl = false;
-    let mut eof = false;
-    // Bytes still to read: up to the size the file had when this ingest began.
-    let mut left = st.size.saturating_sub(start);
-    loop {
-        if !pending {
-            eof = fill(&mut file, &mut buf, CHUNK_BYTES, &mut left)?;
+    steps.start_at(start, reread)?;
+    let file = Opened {
+        key,
+        st,
+        sref,
+        privacy,
+    };
+    let session_row = stored.as_ref().and_then(|c| c.session_id);
+    let mut next = || steps.next_step();
+    apply_steps(
+        store,
+        agent,
+        path,
+        &file,
+        Resume {
+            mark,
+            session_row,
+            start,
+            reread,
+        },
+        deadline,
+        &mut report,
+        &mut next,
+    )?;
+    Ok(report)
+}
+
+/// A line transcript opened and identified without the store: what [`ingest_new_lines`] needs
+/// besides its steps. Made by [`open_new_lines`] on `memtrail import`'s reading thread.
+pub(crate) struct Opened {
+    /// The cursor key (the path as text).
+    key: String,
+    st: FileState,
+    sref: memtrail_adapters::SessionRef,
+    privacy: Privacy,
+}
+
+/// Where [`apply_steps`] begins: the cursor as found, and the file offset of the first step.
+struct Resume {
+    mark: Option<CursorMark>,
+    session_row: Option<i64>,
+    start: u64,
+    reread: bool,
+}
+
+/// One step of a line transcript, read and prepared without the store ([`LineSteps`]): at most
+/// [`STEP_LINES`] lines, applied in one write transaction.
+pub(crate) struct Step {
+    /// The file offset after the step (a line start, or the end of a whole last value).
+    new_offset: u64,
+    /// What the step writes, when it advanced the cursor (or is the first of a re-read).
+    write: Option<StepWrite>,
+    /// The project of the line that ended the step because it is excluded.
+    excluded_at: Option<String>,
+    /// The deadline passed inside the step.
+    timed_out: bool,
+}
+
+/// The records and the cursor fields of one [`Step`].
+struct StepWrite {
+    head_len: u64,
+    head: Option<String>,
+    tail_len: u64,
+    tail: Option<String>,
+    stats: ParseStats,
+    meta: SessionMeta,
+    /// Folded and redacted (see `crate::records`).
+    prepared: Prepared,
+    /// The reader's state after the step ([`memtrail_adapters::LineReader::save_state`]).
+    reader_state: Option<serde_json::Value>,
+}
+
+/// Reads a line transcript step by step: complete lines from the cursor on, parsed by the
+/// agent's reader, exclusion decided per line, records folded and redacted. Touches no store,
+/// so `memtrail import` runs it on a thread of its own while the store is written.
+pub(crate) struct LineSteps {
+    file: File,
+    reader: Box<dyn memtrail_adapters::LineReader>,
+    at_rest: bool,
+    deadline: Option<Instant>,
+    privacy: Privacy,
+    /// The last project seen and found not excluded.
+    checked_project: Option<String>,
+    /// True while no step has been handed out yet on a re-read (its first step always writes).
+    reset_pending: bool,
+    /// The file position of `buf[0]`, always a line start (the cursor never points into a line).
+    offset: u64,
+    buf: Vec<u8>,
+    /// Bytes at the start of `buf` known to hold no '\n'.
+    scanned: usize,
+    /// While an over-long line is skipped, `buf` is empty and this counts the bytes of it
+    /// dropped so far: memory stays below MAX_LINE_BYTES + CHUNK_BYTES.
+    skip: Option<u64>,
+    /// True when the last step stopped at STEP_LINES with complete lines still in `buf`.
+    pending: bool,
+    /// True once a '\n' was added after the file's last, whole, value (`at_rest`).
+    tail_nl: bool,
+    eof: bool,
+    /// Bytes still to read: up to the size the file had when this ingest began.
+    left: u64,
+    size: u64,
+    done: bool,
+    /// The agent, when each step also computes its new messages' rows ([`Prepared::with_fresh`]:
+    /// `memtrail import`'s reading thread); `None` on the hooks' path.
+    fresh_for: Option<Agent>,
+}
+
+impl LineSteps {
+    fn new(
+        file: File,
+        reader: Box<dyn memtrail_adapters::LineReader>,
+        st: &FileState,
+        reread: bool,
+        at_rest: bool,
+        deadline: Option<Instant>,
+        privacy: Privacy,
+    ) -> LineSteps {
+        LineSteps {
+            file,
+            reader,
+            at_rest,
+            deadline,
+            privacy,
+            checked_project: None,
+            reset_pending: reread,
+            offset: 0,
+            buf: Vec::new(),
+            scanned: 0,
+            skip: None,
+            pending: false,
+            tail_nl: false,
+            eof: false,
+            left: st.size,
+            size: st.size,
+            done: false,
+            fresh_for: None,
+        }
+    }
+
+    /// Read from `start` on (a line start); `reread` when the file is read again from its start.
+    fn start_at(&mut self, start: u64, reread: bool) -> std::io::Result<()> {
+        self.file.seek(SeekFrom::Start(start))?;
+        self.offset = start;
+        self.left = self.size.saturating_sub(start);
+        self.reset_pending = reread;
+        Ok(())
+    }
+
+    /// The next step, or `None` at the end of what the file held when the ingest began (or
+    /// of its last complete line). Errors: the file cannot be read.
+    pub(crate) fn next_step(&mut self) -> Result<Option<Step>> {
+        loop {
+            if self.done {
+                return Ok(None);
+            }
+            if let Some(step) = self.step()? {
+                return Ok(Some(step));
+            }
+        }
+    }
+
+    /// One pass: `None` when it only moved through an over-long line (nothing to hand out).
+    fn step(&mut self) -> Result<Option<Step>> {
+        if !self.pending {
+            self.eof = fill(&mut self.file, &mut self.buf, CHUNK_BYTES, &mut self.left)?;
         }
         let mut batch = Batch::default();
         // Bytes of an over-long line that ended in this step (they precede `buf`).
         let mut skipped_line = 0u64;
-        if let Some(dropped) = skip {
-            match memchr(b'\n', &buf) {
+        if let Some(dropped) = self.skip {
+            match memchr(b'\n', &self.buf) {
                 Some(i) => {
-                    buf.drain(..=i);
+                    self.buf.drain(..=i);
                     skipped_line = dropped + i as u64 + 1;
-                    skip = None;
-                    scanned = 0;
+                    self.skip = None;
+                    self.scanned = 0;
                     batch.stats.lines += 1;
                     batch.stats.malformed += 1;
                 }
                 None => {
                     // Still inside the line: drop what was read, keep nothing.
-                    skip = Some(dropped + buf.len() as u64);
-                    buf.clear();
-                    if eof {
+                    self.skip = Some(dropped + self.buf.len() as u64);
+                    self.buf.clear();
+                    if self.eof {
                         // The line is not finished yet: the cursor stays at its start.
-                        break;
+                        self.done = true;
                     }
-                    continue;
+                    return Ok(None);
                 }
             }
         }
+        let buf = &mut self.buf;
+        let reader = &mut self.reader;
         // Only complete lines; everything after the last '\n' waits.
-        let mut complete = match memchr_last(b'\n', &buf[scanned.min(buf.len())..]) {
-            Some(i) => scanned + i + 1,
+        let mut complete = match memchr_last(b'\n', &buf[self.scanned.min(buf.len())..]) {
+            Some(i) => self.scanned + i + 1,
             None => 0,
         };
-        if at_rest && eof && !tail_nl && skip.is_none() && is_whole_json(&buf[complete..]) {
+        if self.at_rest
+            && self.eof
+            && !self.tail_nl
+            && self.skip.is_none()
+            && is_whole_json(&buf[complete..])
+        {
             // The file at rest ends with a whole value without its '\n': read it as a line
             // (the '\n' added here is not in the file, and not counted in the cursor).
             buf.push(b'\n');
-            tail_nl = true;
+            self.tail_nl = true;
             complete = buf.len();
         }
-        let mut consumed = 0usize;
         let mut timed_out;
         let mut pos;
         let mut count;
+        let mut excluded_at: Option<String> = None;
         // Exclusion is decided per message: the line whose project (`cwd`) is first seen
         // excluded ends the step, and the step is parsed again up to it (the reader may have
         // merged that line into a record of an earlier one), then the cursor skips the rest.
@@ -849,13 +1006,13 @@ fn ingest_lines(
                     reader.line(line, &mut batch);
                     if excluded_at.is_none()
                         && let Some(p) = batch.meta.project_dir.as_deref()
-                        && checked_project.as_deref() != Some(p)
+                        && self.checked_project.as_deref() != Some(p)
                     {
-                        if privacy.excluded(p).is_some() {
+                        if self.privacy.excluded(p).is_some() {
                             cut = Some((pos, p.to_string()));
                             break;
                         }
-                        checked_project = Some(p.to_string());
+                        self.checked_project = Some(p.to_string());
                     }
                 }
                 pos = end + 1;
@@ -864,7 +1021,7 @@ fn ingest_lines(
                     // The rest of the chunk goes in the next transaction.
                     break;
                 }
-                if count.is_multiple_of(256) && deadline.is_some_and(|d| Instant::now() >= d) {
+                if count.is_multiple_of(256) && self.deadline.is_some_and(|d| Instant::now() >= d) {
                     timed_out = true;
                     break;
                 }
@@ -881,36 +1038,114 @@ fn ingest_lines(
                 reader.restore_state(state);
             }
         }
-        consumed += pos;
+        let consumed = pos;
         reader.finish(&mut batch);
 
         // The '\n' added after a whole last value is not in the file.
-        let added = u64::from(tail_nl && consumed == buf.len());
-        let new_offset = offset + skipped_line + consumed as u64 - added;
-        if new_offset > offset || reread && first_step {
+        let added = u64::from(self.tail_nl && consumed == buf.len());
+        let new_offset = self.offset + skipped_line + consumed as u64 - added;
+        let mut write = None;
+        if new_offset > self.offset || self.reset_pending {
             let head_len = new_offset.min(HEAD_BYTES);
             let tail_len = new_offset.min(HEAD_BYTES);
-            let pos = file.stream_position()?;
+            let at = self.file.stream_position()?;
             let head = if head_len > 0 {
-                Some(head_hash(&mut file, head_len)?)
+                Some(head_hash(&mut self.file, head_len)?)
             } else {
                 None
             };
             let tail = if tail_len > 0 {
-                Some(hash_range(&mut file, new_offset - tail_len, tail_len)?)
+                Some(hash_range(&mut self.file, new_offset - tail_len, tail_len)?)
             } else {
                 None
             };
-            file.seek(SeekFrom::Start(pos))?;
-            let stats = batch.stats;
-            let mut meta: SessionMeta = batch.meta;
-            let records = batch.records;
-            if excluded_at.is_none() {
+            self.file.seek(SeekFrom::Start(at))?;
+            self.reset_pending = false;
+            write = Some(StepWrite {
+                head_len,
+                head,
+                tail_len,
+                tail,
+                stats: batch.stats,
+                meta: batch.meta,
+                prepared: match self.fresh_for {
+                    Some(agent) => Prepared::with_fresh(batch.records, Standard, agent)?,
+                    None => Prepared::new(batch.records),
+                },
+                reader_state: self.reader.save_state(),
+            });
+        }
+        let step = Step {
+            new_offset,
+            write,
+            timed_out,
+            excluded_at,
+        };
+        if step.excluded_at.is_some() {
+            // The rest of the file is skipped.
+            self.done = true;
+            return Ok(Some(step));
+        }
+        self.offset = new_offset;
+        self.buf.drain(..consumed);
+        // Lines left in the buffer (a step cut short) are scanned again.
+        self.scanned = if pos < complete { 0 } else { self.buf.len() };
+        self.pending = pos < complete;
+        if !self.pending {
+            if self.skip.is_none() && self.buf.len() > MAX_LINE_BYTES {
+                // An unfinished line already over the limit: stop holding it (and its memory).
+                self.skip = Some(self.buf.len() as u64);
+                self.buf = Vec::new();
+                self.scanned = 0;
+            } else if self.eof {
+                self.done = true;
+            }
+        }
+        Ok(Some(step))
+    }
+}
+
+/// Apply the steps `next` hands out to the store, in order, each in one write transaction with
+/// the advanced cursor; stop at an excluded project (the cursor then skips to the end), when
+/// another process moved the cursor meanwhile, or once `deadline` has passed.
+#[allow(clippy::too_many_arguments)]
+fn apply_steps(
+    store: &mut Store,
+    agent: Agent,
+    path: &Path,
+    file: &Opened,
+    resume: Resume,
+    deadline: Option<Instant>,
+    report: &mut IngestReport,
+    next: &mut dyn FnMut() -> Result<Option<Step>>,
+) -> Result<()> {
+    let Opened {
+        key,
+        st,
+        sref,
+        privacy,
+    } = file;
+    let Resume {
+        mut mark,
+        mut session_row,
+        start,
+        reread,
+    } = resume;
+    let st = *st;
+    let mut first_step = true;
+    // The last project found not excluded.
+    let mut checked_project: Option<String> = None;
+    let mut offset = start;
+    while let Some(step) = next()? {
+        let new_offset = step.new_offset;
+        if let Some(w) = step.write {
+            let mut meta = w.meta;
+            if step.excluded_at.is_none() {
                 // The project a reader sets only at `finish` (from the transcript's path), or
                 // the one stored for the session.
                 let project = match meta.project_dir.clone() {
                     Some(p) => Some(p),
-                    None => match stored_project(store, &sref)? {
+                    None => match stored_project(store, sref)? {
                         Some(p) => Some(p),
                         None => {
                             meta.project_dir = known_project(store, agent, path)?;
@@ -925,26 +1160,25 @@ fn ingest_lines(
                     if privacy.excluded(&project).is_some() {
                         let reason = SkipReason::Excluded { project };
                         let sid = session_row;
-                        skip_to_end(store, agent, &key, &st, sid, &reason, &mark, &mut report)?;
-                        return Ok(report);
+                        skip_to_end(store, agent, key, &st, sid, &reason, &mark, report)?;
+                        return Ok(());
                     }
                 }
             }
             let do_reset = reread && first_step;
-            let new_mark = (new_offset, head.clone(), false);
-            // Folded and redacted before the write lock is taken (see `crate::records`).
-            let prepared = Prepared::new(records);
-            let applied = store.write(|w| {
-                w.expect_cursor(&key, &mark)?;
-                let sid = w.upsert_session(&sref, &meta, &Standard)?;
+            let new_mark = (new_offset, w.head.clone(), false);
+            let stats = w.stats;
+            let applied = store.write(|wr| {
+                wr.expect_cursor(key, &mark)?;
+                let sid = wr.upsert_session(sref, &meta, &Standard)?;
                 if do_reset {
                     // Read again from the start (the file shrank, was replaced or rewritten,
                     // or its project is no longer excluded). What is stored stays: messages
                     // the file still holds merge into their stored copies by id, and only a
                     // rewind the transcript records (Gemini `$rewindTo`) deletes any.
-                    w.reset_source_counters(&key)?;
+                    wr.reset_source_counters(key)?;
                 }
-                let applied = w.apply_prepared(sid, prepared)?;
+                let applied = wr.apply_prepared(sid, w.prepared)?;
                 let cursor = Cursor {
                     session_id: Some(sid),
                     offset: new_offset,
@@ -952,13 +1186,13 @@ fn ingest_lines(
                     dev: st.dev,
                     ino: st.ino,
                     mtime_ns: st.mtime_ns,
-                    head_len,
-                    head_hash: head,
-                    reader_state: reader.save_state(),
-                    tail_len,
-                    tail_hash: tail,
+                    head_len: w.head_len,
+                    head_hash: w.head,
+                    reader_state: w.reader_state,
+                    tail_len: w.tail_len,
+                    tail_hash: w.tail,
                 };
-                w.save_cursor(&key, agent, &cursor, &stats, now_ms(), &Standard)?;
+                wr.save_cursor(key, agent, &cursor, &stats, now_ms(), &Standard)?;
                 Ok((applied, sid))
             });
             let applied = match applied {
@@ -980,45 +1214,105 @@ fn ingest_lines(
             report.stats.add(stats);
             report.bytes += new_offset - offset;
         }
-        if let Some(project) = excluded_at {
+        if let Some(project) = step.excluded_at {
             let reason = SkipReason::Excluded { project };
-            skip_to_end(
-                store,
-                agent,
-                &key,
-                &st,
-                session_row,
-                &reason,
-                &mark,
-                &mut report,
-            )?;
-            return Ok(report);
+            skip_to_end(store, agent, key, &st, session_row, &reason, &mark, report)?;
+            return Ok(());
         }
         offset = new_offset;
-        buf.drain(..consumed);
-        // Lines left in the buffer (a step cut short) are scanned again.
-        scanned = if pos < complete { 0 } else { buf.len() };
-        if timed_out || deadline.is_some_and(|d| Instant::now() >= d) {
+        if step.timed_out || deadline.is_some_and(|d| Instant::now() >= d) {
             report.incomplete = offset < st.size;
             break;
         }
-        pending = pos < complete;
-        if pending {
-            // A step ended at STEP_LINES: the buffer still holds complete lines.
-            continue;
-        }
-        if skip.is_none() && buf.len() > MAX_LINE_BYTES {
-            // An unfinished line already over the limit: stop holding it (and its memory).
-            skip = Some(buf.len() as u64);
-            buf = Vec::new();
-            scanned = 0;
-            continue;
-        }
-        if eof {
-            break;
-        }
     }
-    Ok(report)
+    Ok(())
+}
+
+/// For `memtrail import`'s reading thread: open the line transcript at `path` of `agent`,
+/// identify its session and load the privacy settings, all without the store. `None` when
+/// the file is not a line transcript or any of this fails: the import then ingests it the
+/// ordinary way ([`ingest_at_rest`]), which reports the failure as it always does.
+pub(crate) fn open_new_lines(agent: Agent, path: &Path) -> Option<(Opened, LineSteps)> {
+    let Some(Source::Lines(reader)) = memtrail_adapters::source_for(agent, path) else {
+        return None;
+    };
+    let file = open_regular(path).ok()?;
+    let st = file_state(&file).ok()?;
+    let sref = memtrail_adapters::identify(agent, path).ok()?;
+    let privacy = Privacy::load().ok()?;
+    let mut steps = LineSteps::new(file, reader, &st, false, true, None, privacy.clone());
+    steps.fresh_for = Some(agent);
+    let key = path.to_string_lossy().to_string();
+    Some((
+        Opened {
+            key,
+            st,
+            sref,
+            privacy,
+        },
+        steps,
+    ))
+}
+
+/// What [`ingest_new_lines`] knows of delete markers across the files of one import: the
+/// store's `data_version` when no cursor held one ([`Store::no_deleted_markers`]). The import
+/// itself writes a delete marker only for a session whose parent already has one, so the
+/// knowledge holds until another connection commits.
+#[derive(Debug, Default)]
+pub(crate) struct NoDeleted(Option<i64>);
+
+/// Ingest a line transcript opened by [`open_new_lines`] whose steps `next` hands out, as
+/// [`ingest_at_rest`] would: `None` (nothing written) when the store has a cursor for it by
+/// now (a hook came first, or the path was listed twice), so that the caller ingests it the
+/// ordinary way.
+///
+/// Errors: as [`ingest_file`].
+pub(crate) fn ingest_new_lines(
+    store: &mut Store,
+    agent: Agent,
+    path: &Path,
+    file: &Opened,
+    no_deleted: &mut NoDeleted,
+    next: &mut dyn FnMut() -> Result<Option<Step>>,
+) -> Result<Option<IngestReport>> {
+    if store.cursor(&file.key)?.is_some() {
+        return Ok(None);
+    }
+    let mut report = IngestReport {
+        session: Some(file.sref.external_id.clone()),
+        ..Default::default()
+    };
+    let none_deleted = match no_deleted.0 {
+        Some(v) if store.unchanged_since_version(v)? => true,
+        _ => {
+            no_deleted.0 = store.no_deleted_markers()?;
+            no_deleted.0.is_some()
+        }
+    };
+    if none_deleted {
+        // No session was deleted: nothing to look up for this one (one scan of the cursors
+        // per file made a first import quadratic in its files).
+    } else if let Some(reason) = deleted_parent(store, &file.sref)? {
+        skip_to_end(
+            store,
+            agent,
+            &file.key,
+            &file.st,
+            None,
+            &reason,
+            &None,
+            &mut report,
+        )?;
+        return Ok(Some(report));
+    }
+    let resume = Resume {
+        mark: None,
+        session_row: None,
+        start: 0,
+        reread: false,
+    };
+    apply_steps(store, agent, path, file, resume, None, &mut report, next)?;
+    Ok(Some(report))
 }
 
 /// Append up to `want` bytes of `file` to `buf`, but no more than `left` (the bytes the file

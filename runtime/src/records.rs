@@ -86,6 +86,28 @@ pub struct Prepared<E: Enrich = Standard> {
     /// Tool results folded into their calls.
     folded: u64,
     enrich: E,
+    /// Empty, or one entry per record: for a `Record::Message`, what it writes if no message
+    /// of its id is stored yet ([`Prepared::with_fresh`]).
+    fresh: Vec<Option<Fresh>>,
+}
+
+/// The row of a message that is new to the store, computed before the write lock is taken
+/// (on `memtrail import`'s reading thread, [`Prepared::with_fresh`]): exactly what the store's
+/// writer would derive from the message when it finds no stored copy to merge with.
+#[derive(Debug)]
+pub struct Fresh {
+    /// The message redacted across its parts ([`Enrich::redact_merged`]).
+    pub(crate) message: Message,
+    /// The search columns ([`crate::store::render_index_text`], [`crate::store::cjk_index_text`]).
+    pub(crate) body: String,
+    pub(crate) tools: String,
+    pub(crate) cjk: Option<String>,
+    /// `parts` as stored (JSON).
+    pub(crate) parts_json: String,
+    /// The session's agent the events were extracted for (`None`: not extracted).
+    pub(crate) agent: Option<Agent>,
+    /// The message's events ([`crate::store::message_events`]), not yet redacted.
+    pub(crate) events: Vec<Event>,
 }
 
 impl Prepared {
@@ -107,12 +129,47 @@ impl<E: Enrich> Prepared<E> {
             records,
             folded,
             enrich,
+            fresh: Vec::new(),
         }
     }
 
-    /// The records, how many tool results were folded into their calls, and the enricher.
-    pub(crate) fn into_parts(self) -> (Vec<Record>, u64, E) {
-        (self.records, self.folded, self.enrich)
+    /// [`Prepared::with`], and for each message the row it writes if it is new to the store
+    /// ([`Fresh`]), for a session of `agent`: work the writer then skips. For a thread that
+    /// prepares while another writes (`memtrail import`); a hook does not pay for it.
+    ///
+    /// Errors: a message's parts do not serialize to JSON.
+    pub fn with_fresh(records: Vec<Record>, enrich: E, agent: Agent) -> Result<Prepared<E>> {
+        let mut p = Prepared::with(records, enrich);
+        let mut fresh = Vec::with_capacity(p.records.len());
+        for rec in &p.records {
+            let Record::Message(m) = rec else {
+                fresh.push(None);
+                continue;
+            };
+            let mut message = m.clone();
+            p.enrich.redact_merged(&mut message);
+            let (body, tools) = crate::store::render_index_text(&message);
+            let cjk = crate::store::cjk_index_text(&body, &tools);
+            let parts_json = serde_json::to_string(&message.parts)?;
+            let events = crate::store::message_events(agent, &message, &p.enrich);
+            fresh.push(Some(Fresh {
+                message,
+                body,
+                tools,
+                cjk,
+                parts_json,
+                agent: Some(agent),
+                events,
+            }));
+        }
+        p.fresh = fresh;
+        Ok(p)
+    }
+
+    /// The records, how many tool results were folded into their calls, the enricher, and
+    /// the precomputed rows (empty, or one per record).
+    pub(crate) fn into_parts(self) -> (Vec<Record>, u64, E, Vec<Option<Fresh>>) {
+        (self.records, self.folded, self.enrich, self.fresh)
     }
 }
 
@@ -226,7 +283,7 @@ mod tests {
                 timestamp: Some(2),
             },
         ];
-        let (records, folded, _) = Prepared::new(records).into_parts();
+        let (records, folded, _, _) = Prepared::new(records).into_parts();
         assert_eq!(folded, 1);
         assert_eq!(records.len(), 1);
         let Record::Message(m) = &records[0] else {

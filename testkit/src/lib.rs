@@ -138,6 +138,27 @@ pub fn copy_tree(src: &Path, dst: &Path) {
     }
 }
 
+/// The rows of `sql` on `conn`, each as its columns' values (`{:?}` of
+/// [`rusqlite::types::Value`]) joined by ` | `, after a `## <sql>` header line: a text form of
+/// a store's content that two stores can be compared by. Panics on an SQL error.
+pub fn rows_as_text(conn: &rusqlite::Connection, sql: &str) -> Vec<String> {
+    let mut st = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let n = st.column_count();
+    let rows = st
+        .query_map([], |r| {
+            let mut cols = Vec::with_capacity(n);
+            for i in 0..n {
+                let v: rusqlite::types::Value = r.get(i)?;
+                cols.push(format!("{v:?}"));
+            }
+            Ok(cols.join(" | "))
+        })
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let mut out = vec![format!("## {sql}")];
+    out.extend(rows.map(|r| r.unwrap_or_else(|e| panic!("{sql}: {e}"))));
+    out
+}
+
 /// Appends `bytes` to the file at `path` (created when missing), as an agent writes its transcript.
 pub fn append(path: &Path, bytes: &[u8]) {
     let mut f = std::fs::OpenOptions::new()

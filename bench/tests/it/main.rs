@@ -2,3 +2,4 @@
 //! `cargo test -p memtrail-bench --test it corpus::`).
 
 mod corpus;
+mod import_pipeline;

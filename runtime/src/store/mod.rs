@@ -102,7 +102,7 @@ pub use snapshots::{PRECOMPACT_TAKEN_EARLY, StoredSnapshot};
 pub use stats::{HookRun, StoreStats};
 pub use sync::{Exclusions, PULLED_FIELD_CAP, PULLED_MESSAGE_CAP, PULLED_TITLE_CHARS};
 pub use vectors::{EMBED_BODY_CHARS, EMBED_TOOLS_CHARS, VectorSet, embed_text, quantize};
-pub use writer::{Applied, Writer};
+pub use writer::{Applied, Writer, message_events};
 
 /// Longest wait for the write lock before a search indexes the queue
 /// ([`Store::catch_up_for_search`]).

@@ -62,6 +62,37 @@ impl Store {
             .db()
     }
 
+    /// When no transcript cursor holds a delete marker ([`crate::privacy::SkipReason::Deleted`]),
+    /// the store's `PRAGMA data_version` read just before that was checked, else `None`. While
+    /// `data_version` stays the same no other connection has committed, so there is still no
+    /// marker unless this connection wrote one ([`Store::unchanged_since_version`] tells).
+    /// One scan of `sources`, as [`Store::deleted_marker`] makes for one session.
+    pub fn no_deleted_markers(&self) -> Result<Option<i64>> {
+        let version = self.data_version()?;
+        let any: bool = self
+            .conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sources WHERE json_valid(reader_state)
+                 AND json_extract(reader_state, '$.memtrail_skip') = 'deleted')",
+                [],
+                |r| r.get(0),
+            )
+            .db()?;
+        Ok((!any).then_some(version))
+    }
+
+    /// True when no other connection has committed to the store since `version` (a
+    /// `PRAGMA data_version` this connection read).
+    pub fn unchanged_since_version(&self, version: i64) -> Result<bool> {
+        Ok(self.data_version()? == version)
+    }
+
+    fn data_version(&self) -> Result<i64> {
+        self.conn
+            .pragma_query_value(None, "data_version", |r| r.get(0))
+            .db()
+    }
+
     /// Whether session `external_id` of `agent` has a message at position `seq` (0-based) or
     /// later. The session is the one [`crate::query::resolve_session`] picks (this machine's
     /// before a pulled one with the same ids): the MCP server pages through pulled sessions too.

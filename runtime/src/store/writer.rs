@@ -5,7 +5,7 @@ use super::cap;
 use super::index_text::{cjk_index_text, kind_from_str, render_index_text};
 use crate::Result;
 use crate::events::{Category, Event};
-use crate::records::{Enrich, Prepared};
+use crate::records::{Enrich, Fresh, Prepared};
 use memtrail_adapters::{Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef};
 use rusqlite::{OptionalExtension, params};
 
@@ -131,14 +131,16 @@ impl Writer<'_> {
         session_id: i64,
         prepared: Prepared<E>,
     ) -> Result<Applied> {
-        let (records, folded, enrich) = prepared.into_parts();
+        let (records, folded, enrich, fresh) = prepared.into_parts();
         let e = &enrich;
         let mut applied = Applied::default();
         applied.results += folded;
+        let mut fresh = fresh.into_iter();
         for rec in records {
+            let ahead = fresh.next().flatten();
             match rec {
                 Record::Message(m) => {
-                    if self.upsert_message(session_id, m, e)? {
+                    if self.upsert_message_with(session_id, m, e, ahead)? {
                         applied.inserted += 1;
                     } else {
                         applied.merged += 1;
@@ -302,7 +304,19 @@ impl Writer<'_> {
     }
 
     /// Insert a message or merge it into the stored one with the same id. True when inserted.
-    fn upsert_message<E: Enrich>(&self, session_id: i64, mut m: Message, e: &E) -> Result<bool> {
+    fn upsert_message<E: Enrich>(&self, session_id: i64, m: Message, e: &E) -> Result<bool> {
+        self.upsert_message_with(session_id, m, e, None)
+    }
+
+    /// [`Writer::upsert_message`], with the row `fresh` computed ahead for `m` (used when no
+    /// message of its id is stored).
+    fn upsert_message_with<E: Enrich>(
+        &self,
+        session_id: i64,
+        mut m: Message,
+        e: &E,
+        fresh: Option<Fresh>,
+    ) -> Result<bool> {
         let existing: Option<(i64, String, String)> = self
             .tx
             .prepare_cached(
@@ -336,54 +350,76 @@ impl Writer<'_> {
                 Ok(false)
             }
             None => {
-                e.redact_merged(&mut m);
-                let seq: i64 = self
-                    .tx
-                    // After the last stored message: `message_count` is a count, which a purge
-                    // of old messages makes smaller than the next position.
-                    .prepare_cached(
-                        "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1",
-                    )
-                    .db()?
-                    .query_row([session_id], |r| r.get(0))
-                    .db()?;
-                let (body, tools) = render_index_text(&m);
-                let cjk = cjk_index_text(&body, &tools);
-                self.tx
-                    .prepare_cached(
-                        "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body, tools, parts, cjk)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                    ).db()?
-                    .execute(params![
-                        session_id,
-                        m.id,
-                        seq,
-                        m.role.as_str(),
-                        m.kind.as_str(),
-                        m.timestamp,
-                        m.model,
-                        body,
-                        tools,
-                        serde_json::to_string(&m.parts)?,
-                        cjk,
-                    ]).db()?;
-                let rowid = self.tx.last_insert_rowid();
-                self.tx
-                    .prepare_cached(
-                        "UPDATE sessions SET message_count = message_count + 1 WHERE id = ?1",
-                    )
-                    .db()?
-                    .execute([session_id])
-                    .db()?;
-                self.index_calls(session_id, rowid, &m)?;
-                // A new row has no events yet, and its seq and time are known.
-                if let Some(agent) = self.session_agent(session_id)? {
-                    let events = events_of(agent, &m, e);
-                    self.insert_events(session_id, rowid, seq, m.timestamp, &events, e)?;
-                }
-                Ok(true)
+                let f = match fresh {
+                    Some(f) => f,
+                    None => {
+                        e.redact_merged(&mut m);
+                        let (body, tools) = render_index_text(&m);
+                        let cjk = cjk_index_text(&body, &tools);
+                        let parts_json = serde_json::to_string(&m.parts)?;
+                        Fresh {
+                            message: m,
+                            body,
+                            tools,
+                            cjk,
+                            parts_json,
+                            agent: None,
+                            events: Vec::new(),
+                        }
+                    }
+                };
+                self.insert_fresh(session_id, f, e)
             }
         }
+    }
+
+    /// Insert a message new to the store from its row ([`Fresh`]; its events are used when they
+    /// were extracted for the session's agent, else extracted here). True (a row was inserted).
+    fn insert_fresh<E: Enrich>(&self, session_id: i64, f: Fresh, e: &E) -> Result<bool> {
+        let m = &f.message;
+        let seq: i64 = self
+            .tx
+            // After the last stored message: `message_count` is a count, which a purge of old
+            // messages makes smaller than the next position.
+            .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1")
+            .db()?
+            .query_row([session_id], |r| r.get(0))
+            .db()?;
+        self.tx
+            .prepare_cached(
+                "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body, tools, parts, cjk)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            ).db()?
+            .execute(params![
+                session_id,
+                m.id,
+                seq,
+                m.role.as_str(),
+                m.kind.as_str(),
+                m.timestamp,
+                m.model,
+                f.body,
+                f.tools,
+                f.parts_json,
+                f.cjk,
+            ]).db()?;
+        let rowid = self.tx.last_insert_rowid();
+        self.tx
+            .prepare_cached("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?1")
+            .db()?
+            .execute([session_id])
+            .db()?;
+        self.index_calls(session_id, rowid, m)?;
+        // A new row has no events yet, and its seq and time are known.
+        if let Some(agent) = self.session_agent(session_id)? {
+            if f.agent == Some(agent) {
+                self.insert_events(session_id, rowid, seq, m.timestamp, &f.events, e)?;
+            } else {
+                let events = events_of(agent, m, e);
+                self.insert_events(session_id, rowid, seq, m.timestamp, &events, e)?;
+            }
+        }
+        Ok(true)
     }
 
     fn update_message_row<E: Enrich>(
@@ -646,6 +682,12 @@ impl Writer<'_> {
 }
 
 /// The events of message `m` of an `agent` session, as `e` extracts them.
+/// The events of message `m` of an `agent` session as the store writes them (before their
+/// texts are redacted): what `e` extracts, and a note's own event.
+pub fn message_events<E: Enrich>(agent: Agent, m: &Message, e: &E) -> Vec<Event> {
+    events_of(agent, m, e)
+}
+
 fn events_of<E: Enrich>(agent: Agent, m: &Message, e: &E) -> Vec<Event> {
     let mut events = e.events(agent, m);
     if m.kind == Kind::Note && !events.iter().any(|e| e.category == Category::Note) {

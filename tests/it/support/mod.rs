@@ -368,24 +368,7 @@ impl Drop for Mcp {
 pub fn dump(db: &Path) -> Vec<String> {
     let c = rusqlite::Connection::open(db).unwrap();
     let mut out = Vec::new();
-    let mut q = |sql: &str| {
-        let mut st = c.prepare(sql).unwrap();
-        let n = st.column_count();
-        let rows = st
-            .query_map([], |r| {
-                let mut cols = Vec::with_capacity(n);
-                for i in 0..n {
-                    let v: rusqlite::types::Value = r.get(i)?;
-                    cols.push(format!("{v:?}"));
-                }
-                Ok(cols.join(" | "))
-            })
-            .unwrap();
-        out.push(format!("## {sql}"));
-        for r in rows {
-            out.push(r.unwrap());
-        }
-    };
+    let mut q = |sql: &str| out.extend(memtrail_testkit::rows_as_text(&c, sql));
     q(
         "SELECT agent, external_id, parent_external_id, project_dir, title, model, git_branch,
               agent_version, started_at, updated_at, message_count
