@@ -97,8 +97,8 @@ pub enum Command {
         args: Vec<String>,
     },
     /// Started detached by a hook at the end of a session whose agent writes the rest of its
-    /// transcript afterwards (GitHub Copilot CLI): waits for the transcript to settle (its
-    /// final record, or 2 s unchanged; at most 30 s), then ingests it (not meant to be run by
+    /// transcript afterwards (GitHub Copilot CLI): waits at most 30 s for the transcript to
+    /// settle (a new final record, or 2 s unchanged), then ingests it (not meant to be run by
     /// hand).
     #[command(hide = true)]
     HookSettle {

@@ -108,8 +108,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// True when the command line's subcommand is `hook` (global `--db PATH`, `--store PATH` or
-/// `--color WHEN` may come first).
+/// True when the command line's subcommand is `hook` or `hook-settle` (global `--db PATH`,
+/// `--store PATH` or `--color WHEN` may come first).
 fn is_hook_invocation(raw: &[std::ffi::OsString]) -> bool {
     let mut it = raw.iter().skip(1);
     while let Some(a) = it.next() {
@@ -117,7 +117,7 @@ fn is_hook_invocation(raw: &[std::ffi::OsString]) -> bool {
         if a == "--db" || a == "--store" || a == "--color" {
             it.next();
         } else if !a.starts_with('-') {
-            return a == "hook";
+            return a == "hook" || a == "hook-settle";
         }
     }
     false

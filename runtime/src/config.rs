@@ -57,7 +57,7 @@ pub struct Config {
 
 /// `[privacy]` (the excluded projects stay the top-level `exclude`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct PrivacyConfig {
     /// Redaction rules applied after the built-in ones (see [`crate::redact::user`]).
     pub redact: Vec<RedactRule>,

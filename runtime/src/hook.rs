@@ -352,7 +352,12 @@ fn run_inner(
     // detached process waits for the transcript to settle and ingests it. Left pending only now,
     // after this hook's own catch-up, which would take the entry off at once.
     if canonical == "SessionEnd" && agent.adapter().quirks().written_after_session_end.is_some() {
-        for p in &paths {
+        // Only a path that is not there yet or is a regular file: anything else (a FIFO, a
+        // folder) was refused by the ingest above and would only keep a process waiting.
+        for p in paths
+            .iter()
+            .filter(|p| std::fs::symlink_metadata(p).map_or(true, |m| m.is_file()))
+        {
             leave_pending(agent, &event, db, p, session);
             outcome.settle.push(p.clone());
         }

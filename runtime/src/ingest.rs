@@ -274,7 +274,7 @@ fn hash_range(f: &mut File, start: u64, len: u64) -> std::io::Result<String> {
 
 /// Open a source for reading after checking that it is a regular file (following symlinks):
 /// opening a FIFO would block, and a directory or device is never a transcript.
-fn open_regular(path: &Path) -> std::io::Result<File> {
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<File> {
     let md = std::fs::metadata(path)?;
     if !md.is_file() {
         return Err(std::io::Error::new(

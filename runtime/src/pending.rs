@@ -138,10 +138,16 @@ pub struct CatchUp {
     pub dropped: Vec<(String, String)>,
 }
 
+/// How long an entry whose transcript does not exist yet is kept: a session-ending hook of an
+/// agent that writes its transcript after its hooks leaves one before the file exists
+/// ([`crate::settle`]); an older entry for a missing file is dropped.
+pub const NOT_WRITTEN_YET_GRACE: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Ingest the transcripts waiting for the store `store` (at `db`), oldest first, until
 /// `deadline`. An entry whose transcript is read to its end is removed (unless it was written
 /// again meanwhile); a busy store or the deadline stops the catch-up and keeps the rest; an
-/// entry whose transcript cannot be read (gone, not a transcript) is dropped.
+/// entry whose transcript cannot be read (gone, not a transcript) is dropped, except a missing
+/// one younger than [`NOT_WRITTEN_YET_GRACE`].
 pub fn catch_up(store: &mut Store, db: &StoreLocation, deadline: Instant) -> CatchUp {
     let mut out = CatchUp::default();
     let entries = list(db);
@@ -175,6 +181,13 @@ pub fn catch_up(store: &mut Store, db: &StoreLocation, deadline: Instant) -> Cat
                 out.left = total - i;
                 break;
             }
+            // A transcript its agent has not written yet (Copilot CLI writes it after its
+            // last hook, `crate::settle`): kept while the entry is young.
+            Err(Error::Io(io))
+                if io.kind() == std::io::ErrorKind::NotFound
+                    && written
+                        .elapsed()
+                        .is_ok_and(|age| age < NOT_WRITTEN_YET_GRACE) => {}
             Err(err) => {
                 out.dropped.push((e.path.clone(), err.to_string()));
                 let _ = std::fs::remove_file(&file);

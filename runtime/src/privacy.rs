@@ -295,6 +295,17 @@ pub fn redact_rules(doc: &toml_edit::DocumentMut) -> std::result::Result<Vec<Rul
     let privacy = privacy
         .as_table_like()
         .ok_or("`privacy` must be a table: [privacy]")?;
+    // A misspelt key would silently mean no protection (`exclude` stays top-level).
+    if let Some((k, _)) = privacy.iter().find(|(k, _)| *k != "redact") {
+        return Err(format!(
+            "[privacy] has a key `{k}`: it holds only `redact`{}",
+            if k == "exclude" {
+                " (`exclude` is a top-level key, above [privacy])"
+            } else {
+                ""
+            }
+        ));
+    }
     let Some(item) = privacy.get("redact") else {
         return Ok(Vec::new());
     };
@@ -578,5 +589,16 @@ mod tests {
         );
         let missing = Privacy::load_from(Path::new("/nonexistent/memtrail/config.toml"), home);
         assert_eq!(missing.unwrap().exclude, Vec::<PathBuf>::new());
+        // A misspelt key under [privacy] is an error, not silently no rules.
+        let doc = |t: &str| t.parse::<toml_edit::DocumentMut>().unwrap();
+        assert_eq!(
+            redact_rules(&doc("[privacy]\nredcat = []\n")).unwrap_err(),
+            "[privacy] has a key `redcat`: it holds only `redact`"
+        );
+        assert_eq!(
+            redact_rules(&doc("[privacy]\nexclude = [\"~/x\"]\n")).unwrap_err(),
+            "[privacy] has a key `exclude`: it holds only `redact` (`exclude` is a top-level key, above [privacy])"
+        );
+        assert_eq!(redact_rules(&doc("[privacy]\n")).unwrap(), []);
     }
 }

@@ -16,7 +16,7 @@ use crate::{Error, Result};
 use memtrail_adapters::Agent;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// The longest [`run`] waits for a transcript to settle before it ingests what is there.
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
@@ -28,7 +28,8 @@ const POLL: Duration = Duration::from_millis(50);
 /// How much of the transcript's end is read to find its last line (a longer last line is not
 /// seen as final: the wait then ends by [`QUIET`]).
 const TAIL_BYTES: u64 = 64 * 1024;
-/// How long [`run`] waits for the store's write lock.
+/// How long [`run`] waits for the store's write lock (then the ingest itself takes the time the
+/// transcript needs).
 const LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// How the wait for a transcript ended.
@@ -43,18 +44,24 @@ pub enum Settled {
 }
 
 /// Wait until `path` ends with a line `is_final` accepts, or exists unchanged for `quiet`, or
-/// `max` has passed, looking every 50 ms.
+/// `max` has passed, looking every 50 ms. A final line that was already there when the wait
+/// began does not count (a resumed session goes on in the file that ends with its previous
+/// run's final record): the file must have changed since. Anything but a regular file counts as
+/// absent (a FIFO is never opened).
 pub fn wait(path: &Path, is_final: fn(&[u8]) -> bool, max: Duration, quiet: Duration) -> Settled {
     let start = Instant::now();
-    let mut last: Option<(u64, Option<SystemTime>)> = None;
+    let state_of = |md: &std::fs::Metadata| (md.len(), md.modified().ok());
+    let regular = || std::fs::metadata(path).ok().filter(|m| m.is_file());
+    let initial = regular().map(|md| state_of(&md));
+    let mut last = initial;
     let mut since = start;
     loop {
-        if let Ok(md) = std::fs::metadata(path) {
-            let state = (md.len(), md.modified().ok());
+        if let Some(md) = regular() {
+            let state = state_of(&md);
             if last != Some(state) {
                 last = Some(state);
                 since = Instant::now();
-                if last_line(path).is_some_and(|l| is_final(&l)) {
+                if Some(state) != initial && last_line(path).is_some_and(|l| is_final(&l)) {
                     return Settled::Final;
                 }
             } else if since.elapsed() >= quiet {
@@ -71,7 +78,7 @@ pub fn wait(path: &Path, is_final: fn(&[u8]) -> bool, max: Duration, quiet: Dura
 /// The last line of the file at `path` (without its `\n`; a final line without `\n` counts),
 /// from its last [`TAIL_BYTES`] bytes; `None` when it cannot be read or is empty.
 fn last_line(path: &Path) -> Option<Vec<u8>> {
-    let mut f = std::fs::File::open(path).ok()?;
+    let mut f = crate::ingest::open_regular(path).ok()?;
     let len = f.metadata().ok()?.len();
     let from = len.saturating_sub(TAIL_BYTES);
     f.seek(SeekFrom::Start(from)).ok()?;
@@ -115,7 +122,7 @@ pub fn run(
     Ok(Some((settled, report)))
 }
 
-/// Start `exe --db DB hook-settle AGENT PATH [--session SESSION]` detached (see
+/// Start `exe --db DB hook-settle [--session=SESSION] -- AGENT PATH` detached (see
 /// [`crate::autosync::spawn_detached`]).
 ///
 /// Errors: the process could not be started.
@@ -126,17 +133,15 @@ pub fn spawn(
     path: &Path,
     session: Option<&str>,
 ) -> std::io::Result<()> {
-    let mut args: Vec<std::ffi::OsString> = vec![
-        "--db".into(),
-        db.into(),
-        "hook-settle".into(),
-        agent.as_str().into(),
-        path.into(),
-    ];
+    // `--session=…` and `--` before the positionals: a path or id from a payload that starts
+    // with `-` stays a value.
+    let mut args: Vec<std::ffi::OsString> = vec!["--db".into(), db.into(), "hook-settle".into()];
     if let Some(s) = session {
-        args.push("--session".into());
-        args.push(s.into());
+        let mut flag = std::ffi::OsString::from("--session=");
+        flag.push(s);
+        args.push(flag);
     }
+    args.extend(["--".into(), agent.as_str().into(), path.into()]);
     crate::autosync::spawn_detached(exe, &args)
 }
 
@@ -194,5 +199,27 @@ mod tests {
         let absent = d.path().join("absent");
         let max = Duration::from_millis(200);
         assert_eq!(wait(&absent, ends_with_done, max, quiet), Settled::TimedOut);
+        // Already ending with the final record when the wait begins (a resumed session's file):
+        // not final until it changes; unchanged, it settles by `quiet`.
+        std::fs::write(&p, "a\ndone\n").unwrap();
+        let t = Instant::now();
+        assert_eq!(wait(&p, ends_with_done, long, quiet), Settled::Quiet);
+        assert!(t.elapsed() >= quiet);
+        let writer = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                std::fs::write(&p, "a\ndone\nb\ndone\n").unwrap();
+            })
+        };
+        assert_eq!(wait(&p, ends_with_done, long, long), Settled::Final);
+        writer.join().unwrap();
+        // A FIFO is never opened (the open would block): it counts as absent.
+        let fifo = d.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(wait(&fifo, ends_with_done, max, quiet), Settled::TimedOut);
+        assert_eq!(last_line(&fifo), None);
     }
 }

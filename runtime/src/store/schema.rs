@@ -407,7 +407,7 @@ mod tests {
                 "752f26c6b7ebcced",
                 "0b0095ba9b611ce6",
                 "ae269a2a9d9dbc65",
-                "b08bafd9f7633341",
+                "1bea82aa982a1efb",
             ]
         );
     }
