@@ -429,25 +429,16 @@ fn browse_searches_by_meaning_once_the_store_holds_vectors() {
         &sb.home
             .join(".local/share/memtrail/models/minilm-l6-static"),
     );
-    let sid = "meaning-1";
-    let texts = [
-        "Postgres keeps refusing connections after the container restarts.",
-        "The invoice total is wrong when a discount and VAT both apply.",
-        "I ran ls -la in the project root and saw the hidden files.",
-        "Add a dark theme toggle to the settings page.",
-    ];
-    let mut out = String::new();
-    for (i, t) in texts.iter().enumerate() {
-        out.push_str(
-            &json!({"type": "user", "sessionId": sid, "uuid": format!("{sid}-{i}"),
-                "parentUuid": null, "cwd": "/home/user/app",
-                "timestamp": format!("2026-01-01T00:00:0{i}.000Z"),
-                "message": {"role": "user", "content": t}})
-            .to_string(),
-        );
-        out.push('\n');
-    }
-    std::fs::write(sb.transcript("app", sid), out).unwrap();
+    support::write_session(
+        &sb,
+        "meaning-1",
+        &[
+            "Postgres keeps refusing connections after the container restarts.",
+            "The invoice total is wrong when a discount and VAT both apply.",
+            "I ran ls -la in the project root and saw the hidden files.",
+            "Add a dark theme toggle to the settings page.",
+        ],
+    );
     let imp = sb.json(&["import", "--json"]);
     assert_eq!(imp["embedded"]["messages"], 4, "{imp}");
     // The CLI's answer, which browse must show first.

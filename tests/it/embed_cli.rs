@@ -22,22 +22,7 @@ fn test_model() -> Option<PathBuf> {
     }
 }
 
-/// A Claude Code session of user prompts `texts`, one a line.
-fn write_session(sb: &Sandbox, sid: &str, texts: &[&str]) {
-    let p = sb.transcript("app", sid);
-    let mut out = String::new();
-    for (i, t) in texts.iter().enumerate() {
-        out.push_str(
-            &json!({"type": "user", "sessionId": sid, "uuid": format!("{sid}-{i}"),
-                "parentUuid": null, "cwd": "/home/user/app",
-                "timestamp": format!("2026-01-01T00:00:0{i}.000Z"),
-                "message": {"role": "user", "content": t}})
-            .to_string(),
-        );
-        out.push('\n');
-    }
-    std::fs::write(p, out).unwrap();
-}
+use crate::support::write_session;
 
 #[test]
 fn install_from_a_folder_without_the_model_is_a_clear_error() {

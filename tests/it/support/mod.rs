@@ -453,3 +453,21 @@ pub fn write_tiny_model(dest: &Path) {
     )
     .unwrap();
 }
+
+/// A Claude Code session `sid` of user prompts `texts`, one a line, in project `/home/user/app`
+/// (`sb.transcript("app", sid)`), timed a second apart from 2026-01-01T00:00:00Z.
+pub fn write_session(sb: &Sandbox, sid: &str, texts: &[&str]) {
+    let p = sb.transcript("app", sid);
+    let mut out = String::new();
+    for (i, t) in texts.iter().enumerate() {
+        out.push_str(
+            &json!({"type": "user", "sessionId": sid, "uuid": format!("{sid}-{i}"),
+                "parentUuid": null, "cwd": "/home/user/app",
+                "timestamp": format!("2026-01-01T00:00:0{i}.000Z"),
+                "message": {"role": "user", "content": t}})
+            .to_string(),
+        );
+        out.push('\n');
+    }
+    std::fs::write(p, out).unwrap();
+}
