@@ -224,6 +224,9 @@ fn run_inner(
     }
 
     let canonical = memtrail_adapters::canonical_event(&event.event);
+    // The agent finishes its transcript after its hooks (Copilot CLI): a missing file is
+    // expected, and the session's end leaves a wait for it (`crate::settle`).
+    let written_later = agent.adapter().quirks().written_after_session_end.is_some();
     let budget = if canonical == "SessionEnd" {
         budget_ms().min(SESSION_END_BUDGET_MS)
     } else {
@@ -310,11 +313,10 @@ fn run_inner(
             // A transcript that does not exist yet is normal for these events: Claude Code
             // creates it after the first UserPromptSubmit, `claude mcp list` ends a throwaway
             // session, and the compaction agent's SubagentStop names a file never written.
-            // Copilot CLI may not have created its transcript yet at any of its hooks.
+            // An agent that writes after its hooks (Copilot CLI) may not have created it yet.
             Err(crate::Error::Io(e))
                 if e.kind() == std::io::ErrorKind::NotFound
-                    && (transcript_may_be_absent(canonical)
-                        || agent.adapter().quirks().written_after_session_end.is_some()) => {}
+                    && (transcript_may_be_absent(canonical) || written_later) => {}
             Err(e) => {
                 if matches!(e, crate::Error::Busy { .. }) {
                     leave_pending(agent, &event, db, p, session);
@@ -351,7 +353,7 @@ fn run_inner(
     // The agent writes the rest of this session after its last hook ran (Copilot CLI): a
     // detached process waits for the transcript to settle and ingests it. Left pending only now,
     // after this hook's own catch-up, which would take the entry off at once.
-    if canonical == "SessionEnd" && agent.adapter().quirks().written_after_session_end.is_some() {
+    if canonical == "SessionEnd" && written_later {
         // Only a path that is not there yet or is a regular file: anything else (a FIFO, a
         // folder) was refused by the ingest above and would only keep a process waiting.
         for p in paths
