@@ -10,6 +10,7 @@ for line in open(sys.argv[1], encoding="utf-8"):
     k, _, v = line.rstrip("\n").partition("\t")
     res[k] = v
 size = sys.argv[2]
+profile = sys.argv[3] if len(sys.argv) > 3 else "release"
 
 
 def hf(key):
@@ -144,7 +145,8 @@ elif "sync_first_time" in res:
         f"starting a background sync at every run: median {hsp[0]:.2f} ms",
         a <= b + max(0.5, 0.1 * b))
 
-print(f"\nmemtrail benchmark, corpus {size} ({raw:,} bytes)\n")
+built = "" if profile == "release" else f", {profile} build: not comparable with the release figures"
+print(f"\nmemtrail benchmark, corpus {size} ({raw:,} bytes){built}\n")
 print("| what | target | measured | met |")
 print("|---|---|---|---|")
 for r in rows:
