@@ -538,8 +538,15 @@ impl Jsonl {
         self.lines += 1;
         Ok(())
     }
-    fn finish(mut self, w: &mut Written) -> std::io::Result<()> {
-        self.out.flush()?;
+    /// Flush, and date the file at `last_ms` (ms since the epoch: the time of its last
+    /// record, not after now) as the agent's own writes would have: tools that look at
+    /// modification times (`status`'s unfinished-line check, `import`'s unchanged files) see
+    /// a corpus spread over months, not one written a minute ago.
+    fn finish(self, w: &mut Written, last_ms: i64) -> std::io::Result<()> {
+        let file = self.out.into_inner().map_err(|e| e.into_error())?;
+        let now = std::time::SystemTime::now();
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(last_ms.max(0) as u64);
+        file.set_modified(at.min(now))?;
         w.files += 1;
         w.bytes += self.bytes;
         w.lines += self.lines;
@@ -856,7 +863,7 @@ impl<'r> SessionGen<'r> {
         while f.bytes < target {
             self.claude_turn(&mut f, &mut c, Some((&dir, &mut w)))?;
         }
-        f.finish(&mut w)?;
+        f.finish(&mut w, self.now)?;
         Ok(w)
     }
 
@@ -912,7 +919,7 @@ impl<'r> SessionGen<'r> {
                 while sf.bytes < sub_target {
                     self.claude_turn(&mut sf, &mut sc, None)?;
                 }
-                sf.finish(w)?;
+                sf.finish(w, self.now)?;
                 let report = Text(self.rng).answer();
                 let ts = self.tick();
                 c.user(self, f, json!([{"tool_use_id": call_id, "type": "tool_result", "content": [
@@ -1025,7 +1032,7 @@ impl<'r> SessionGen<'r> {
             f.line(&json!({"timestamp": ts, "type": "event_msg", "payload": {"type": "task_complete", "turn_id": turn, "last_agent_message": a}}))?;
         }
         let mut w = Written::default();
-        f.finish(&mut w)?;
+        f.finish(&mut w, self.now)?;
         Ok(w)
     }
 
@@ -1070,7 +1077,7 @@ impl<'r> SessionGen<'r> {
             }
         }
         let mut w = Written::default();
-        f.finish(&mut w)?;
+        f.finish(&mut w, self.now)?;
         Ok(w)
     }
 
@@ -1125,7 +1132,7 @@ impl<'r> SessionGen<'r> {
             f.line(&json!({"type": "turn_ended", "status": "success"}))?;
         }
         let mut w = Written::default();
-        f.finish(&mut w)?;
+        f.finish(&mut w, self.now)?;
         Ok(w)
     }
 }

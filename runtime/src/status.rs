@@ -226,9 +226,17 @@ pub struct UnreadableTranscript {
 }
 
 impl TranscriptsReport {
-    /// Which transcripts `agent` has, and which cannot be read (opened once each, not read).
-    pub fn of(agent: Agent) -> TranscriptsReport {
-        match memtrail_adapters::discover(agent) {
+    /// Which transcripts `agent` has, and which cannot be read: the report of a discovery (`found`: [`memtrail_adapters::discover`]'s
+    /// result for `agent`). Each file is opened to prove it can be read, except those `read`
+    /// says an ingest has read already (a cursor in the store: `status` passes
+    /// [`crate::store::Store::source_paths`]), so a status over 12,000 transcripts opens only
+    /// the new ones.
+    pub fn from_discovery(
+        agent: Agent,
+        found: std::io::Result<memtrail_adapters::Discovery>,
+        read: &dyn Fn(&std::path::Path) -> bool,
+    ) -> TranscriptsReport {
+        match found {
             Ok(found) => {
                 let mut bad: Vec<UnreadableTranscript> = found
                     .unreadable
@@ -238,8 +246,10 @@ impl TranscriptsReport {
                         error: e.clone(),
                     })
                     .collect();
-                for f in &found.files {
-                    if let Err(e) = std::fs::File::open(f) {
+                for f in found.files.iter().filter(|f| !read(f)) {
+                    // Non-blocking and regular files only: a FIFO named like a transcript
+                    // must not hang `status`.
+                    if let Err(e) = crate::ingest::open_regular(f) {
                         bad.push(UnreadableTranscript {
                             path: f.display().to_string(),
                             error: e.to_string(),

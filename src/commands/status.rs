@@ -56,67 +56,84 @@ struct Gathered {
 
 fn gather(db: &StoreLocation, force_check: bool) -> Result<Gathered> {
     let binary = binary_path()?;
-    let mut healthy = true;
-    let mut agents = Vec::new();
-    for &agent in memtrail_adapters::supported_agents() {
-        let st = memtrail_installer::status(agent, &binary)?;
-        healthy &= st.healthy();
-        agents.push((agent, st));
-    }
-    // The store: figures, a quick integrity check, and the last run of each hook. A store that
-    // cannot be read is reported, not fatal: the registration is still shown.
-    let store_info: Option<std::result::Result<StoreInfo, String>> = if db.exists() {
-        Some(
-            (|| -> Result<StoreInfo> {
-                let store = open_store(db)?;
-                let listed: Vec<Agent> = agents.iter().map(|(a, _)| *a).collect();
-                let mut info = StoreInfo::read(&store, &listed, force_check)?;
-                // With the model installed, the backlog is its own: every message the store
-                // holds no vector of it for (all of them before the first `memtrail embed`).
-                if let Some(model) = crate::commands::models::configured_id()
-                    && info.stats.embed_model.as_deref() != Some(model.as_str())
-                {
-                    info.stats.unembedded = store.embed_backlog(&model)?;
-                    info.stats.embed_model = Some(model);
-                }
-                Ok(info)
-            })()
-            .map_err(|e| error_chain(&e)),
-        )
-    } else {
-        None
-    };
-    match &store_info {
-        Some(Ok(info)) => healthy &= info.healthy(),
-        Some(Err(_)) => healthy = false,
-        None => {}
-    }
-    // Which transcripts each agent has, and which cannot be read (never "no sessions" when the
-    // truth is "could not read").
-    let transcripts: Vec<TranscriptsReport> = agents
-        .iter()
-        .map(|(a, _)| TranscriptsReport::of(*a))
-        .collect();
-    let errors = memtrail_runtime::hook::last_log_errors(3);
-    let retention = agent_retention(db);
-    // Transcripts whose last line has no '\n' yet (read by `import` once whole).
-    let tails = match open_store_read(db) {
-        Ok(Some(s)) => memtrail_runtime::ingest::pending_tails(&s).unwrap_or_default(),
-        _ => Vec::new(),
-    };
-    let backups = memtrail_installer::backups();
-    let sync = sync_status(db);
-    Ok(Gathered {
-        healthy,
-        binary,
-        agents,
-        store_info,
-        transcripts,
-        errors,
-        retention,
-        tails,
-        backups,
-        sync,
+    // Listing the agents' transcripts (thousands of files) and the unfinished-line check
+    // (a `stat` per recently written transcript) run on a second thread beside the rest.
+    std::thread::scope(|scope| {
+        let listing = scope.spawn(|| {
+            memtrail_adapters::supported_agents()
+                .iter()
+                .map(|&a| memtrail_adapters::discover(a))
+                .collect::<Vec<_>>()
+        });
+        let mut healthy = true;
+        let mut agents = Vec::new();
+        for &agent in memtrail_adapters::supported_agents() {
+            let st = memtrail_installer::status(agent, &binary)?;
+            healthy &= st.healthy();
+            agents.push((agent, st));
+        }
+        // The store: figures, a quick integrity check, and the last run of each hook. A store
+        // that cannot be read is reported, not fatal: the registration is still shown.
+        let mut read_paths = std::collections::HashSet::new();
+        let store_info: Option<std::result::Result<StoreInfo, String>> = if db.exists() {
+            Some(
+                (|| -> Result<StoreInfo> {
+                    let store = open_store(db)?;
+                    let listed: Vec<Agent> = agents.iter().map(|(a, _)| *a).collect();
+                    let mut info = StoreInfo::read(&store, &listed, force_check)?;
+                    // With the model installed, the backlog is its own: every message the
+                    // store holds no vector of it for (all of them before the first
+                    // `memtrail embed`).
+                    if let Some(model) = crate::commands::models::configured_id()
+                        && info.stats.embed_model.as_deref() != Some(model.as_str())
+                    {
+                        info.stats.unembedded = store.embed_backlog(&model)?;
+                        info.stats.embed_model = Some(model);
+                    }
+                    read_paths = store.source_paths()?;
+                    Ok(info)
+                })()
+                .map_err(|e| error_chain(&e)),
+            )
+        } else {
+            None
+        };
+        match &store_info {
+            Some(Ok(info)) => healthy &= info.healthy(),
+            Some(Err(_)) => healthy = false,
+            None => {}
+        }
+        // Transcripts whose last line has no '\n' yet (read by `import` once whole); the
+        // store is at its schema now (opened above), so this second connection only reads.
+        let tails = scope.spawn(|| match open_store_read(db) {
+            Ok(Some(s)) => memtrail_runtime::ingest::pending_tails(&s).unwrap_or_default(),
+            _ => Vec::new(),
+        });
+        let errors = memtrail_runtime::hook::last_log_errors(3);
+        let retention = agent_retention(db);
+        let backups = memtrail_installer::backups();
+        let sync = sync_status(db);
+        // Which transcripts each agent has, and which cannot be read (never "no sessions"
+        // when the truth is "could not read"): those an ingest has read are not opened again.
+        let read = |p: &Path| read_paths.contains(p.to_string_lossy().as_ref());
+        let transcripts: Vec<TranscriptsReport> = agents
+            .iter()
+            .zip(listing.join().expect("the transcript listing panicked"))
+            .map(|((a, _), found)| TranscriptsReport::from_discovery(*a, found, &read))
+            .collect();
+        let tails = tails.join().expect("the unfinished-line check panicked");
+        Ok(Gathered {
+            healthy,
+            binary,
+            agents,
+            store_info,
+            transcripts,
+            errors,
+            retention,
+            tails,
+            backups,
+            sync,
+        })
     })
 }
 

@@ -294,6 +294,55 @@ fn a_last_line_without_a_newline_is_reported_then_imported() {
     assert_eq!(sb.json(&["import", "--json"])["agents"][0]["messages"], 0);
 }
 
+/// `status` counts every transcript but opens only those the store has not read; a FIFO named
+/// like a transcript is reported as unreadable, never waited on.
+#[test]
+fn status_reports_a_fifo_transcript_without_waiting_on_it() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    let files = sb.json(&["import", "--json"])["agents"][0]["files"]
+        .as_u64()
+        .unwrap();
+    let fifo = sb.transcript("pipe", &support::session_id(9));
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut child = sb
+        .cmd()
+        .args(["status", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("status is stuck on the FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let claude = &v["agents"][0];
+    assert_eq!(claude["agent"], "claude");
+    assert_eq!(claude["transcripts"]["found"], files + 1, "{claude}");
+    let bad = claude["transcripts"]["unreadable"].as_array().unwrap();
+    assert_eq!(bad.len(), 1, "{claude}");
+    assert_eq!(bad[0]["path"], fifo.to_str().unwrap());
+    assert!(
+        bad[0]["error"]
+            .as_str()
+            .unwrap()
+            .ends_with("is not a regular file"),
+        "{claude}"
+    );
+}
+
 #[test]
 fn import_finds_every_transcript_and_is_a_noop_the_second_time() {
     let sb = Sandbox::new();

@@ -132,3 +132,33 @@ fn an_appended_turn_is_new_messages_each_time() {
     assert_eq!(b.bytes, n2);
     assert!(a.inserted >= 3 && b.inserted == a.inserted, "{a:?} {b:?}");
 }
+
+/// Each transcript is dated like the agent's own last write: its modification time is the time
+/// of its last record (up to the generator's next tick, never in the future), not the time the
+/// corpus was generated.
+#[test]
+fn transcripts_are_dated_at_their_last_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    generate(&home, &small()).unwrap();
+    let claude = memtrail_adapters::claude::discover(&home.join(".claude/projects")).unwrap();
+    assert!(claude.len() > 5, "{}", claude.len());
+    let now = std::time::SystemTime::now();
+    for p in &claude {
+        let text = std::fs::read_to_string(p).unwrap();
+        let last: serde_json::Value =
+            serde_json::from_str(text.lines().next_back().unwrap()).unwrap();
+        let ts = memtrail_adapters::parse_rfc3339_ms(last["timestamp"].as_str().unwrap()).unwrap();
+        let modified = std::fs::metadata(p).unwrap().modified().unwrap();
+        assert!(modified <= now, "{}", p.display());
+        let ms = modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        assert!(
+            (ts..ts + 3_600_000).contains(&ms),
+            "{}: modified {ms}, last record {ts}",
+            p.display()
+        );
+    }
+}

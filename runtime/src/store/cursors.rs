@@ -91,6 +91,19 @@ impl Store {
         Ok(rows)
     }
 
+    /// The path of every transcript with a cursor (every file an ingest has read), as stored
+    /// (`Path::to_string_lossy`). One read of the `sources` path index: `status` opens only the
+    /// transcripts not in it to prove they can be read.
+    pub fn source_paths(&self) -> Result<std::collections::HashSet<String>> {
+        let mut stmt = self.conn.prepare("SELECT path FROM sources").db()?;
+        let rows = stmt
+            .query_map([], |r| r.get(0))
+            .db()?
+            .collect::<rusqlite::Result<_>>()
+            .db()?;
+        Ok(rows)
+    }
+
     /// Every transcript cursor's position and file identity, by path (one query; an import
     /// compares them with the files' metadata to pass over unchanged files without opening
     /// them: see [`crate::ingest::unchanged_since`]).

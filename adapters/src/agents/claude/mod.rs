@@ -810,10 +810,10 @@ pub fn discover_with_errors(
     let mut mains = Vec::new();
     let mut subs = Vec::new();
     for project in projects.flatten() {
-        let project = project.path();
-        if !project.is_dir() {
+        if !crate::paths::entry_is_dir(&project) {
             continue;
         }
+        let project = project.path();
         let entries = match std::fs::read_dir(&project) {
             Ok(e) => e,
             Err(e) => {
@@ -823,7 +823,7 @@ pub fn discover_with_errors(
         };
         for entry in entries.flatten() {
             let path = entry.path();
-            if path.is_dir() {
+            if crate::paths::entry_is_dir(&entry) {
                 if path.file_name().is_some_and(|n| n == "tool-results") {
                     continue;
                 }
@@ -839,8 +839,8 @@ pub fn discover_with_errors(
                 subs.extend(
                     agents
                         .flatten()
-                        .map(|e| e.path())
-                        .filter(|p| is_jsonl(p) && p.is_file()),
+                        .filter(|e| is_jsonl(&e.path()) && crate::paths::entry_is_file(e))
+                        .map(|e| e.path()),
                 );
             } else if is_jsonl(&path) {
                 let is_agent = path

@@ -746,7 +746,7 @@ pub fn discover_in_with_errors(
             Err(e) => return Err(e),
         };
         for project in projects.flatten() {
-            if !project.path().is_dir() {
+            if !crate::paths::entry_is_dir(&project) {
                 continue;
             }
             let Some(entries) = list(&project.path().join("agent-transcripts")) else {
@@ -754,7 +754,7 @@ pub fn discover_in_with_errors(
             };
             for entry in entries.flatten() {
                 let path = entry.path();
-                if path.is_dir() {
+                if crate::paths::entry_is_dir(&entry) {
                     let name = entry.file_name();
                     let nested = path.join(format!("{}.jsonl", name.to_string_lossy()));
                     if nested.is_file() {
@@ -763,8 +763,8 @@ pub fn discover_in_with_errors(
                     if let Some(rd) = list(&path.join("subagents")) {
                         subs.extend(
                             rd.flatten()
-                                .map(|e| e.path())
-                                .filter(|p| is_jsonl(p) && p.is_file()),
+                                .filter(|e| is_jsonl(&e.path()) && crate::paths::entry_is_file(e))
+                                .map(|e| e.path()),
                         );
                     }
                 } else if is_jsonl(&path) {

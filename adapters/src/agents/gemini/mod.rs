@@ -1148,17 +1148,22 @@ pub fn discover_in(tmp: &Path) -> std::io::Result<Vec<PathBuf>> {
         };
         for entry in entries.flatten() {
             let path = entry.path();
-            if path.is_dir() {
+            let Some(kind) = crate::paths::entry_type(&entry) else {
+                continue;
+            };
+            if kind.is_dir() {
                 let Ok(agents) = std::fs::read_dir(&path) else {
                     continue;
                 };
                 subs.extend(
                     agents
                         .flatten()
-                        .map(|e| e.path())
-                        .filter(|p| has_suffix(p, ".jsonl") && p.is_file()),
+                        .filter(|e| {
+                            has_suffix(&e.path(), ".jsonl") && crate::paths::entry_is_file(e)
+                        })
+                        .map(|e| e.path()),
                 );
-            } else if is_main_recording(&path) {
+            } else if kind.is_file() && is_main_recording(&path) {
                 mains.push(path);
             }
         }
@@ -1169,12 +1174,13 @@ pub fn discover_in(tmp: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(mains)
 }
 
-/// `session-*.jsonl`, or a `session-*.json` that is not a sidecar and was not migrated.
+/// A regular file's name: `session-*.jsonl`, or a `session-*.json` that is not a sidecar and
+/// was not migrated.
 fn is_main_recording(path: &Path) -> bool {
     let Some(name) = path.file_name().map(|n| n.to_string_lossy()) else {
         return false;
     };
-    if !name.starts_with("session-") || !path.is_file() {
+    if !name.starts_with("session-") {
         return false;
     }
     if name.ends_with(".jsonl") {
