@@ -63,46 +63,109 @@ pub struct AtRisk {
 /// Days before Claude Code's deletion from which a transcript counts as at risk.
 pub const RETENTION_WARNING_DAYS: u64 = 7;
 
+/// A transcript old enough to be near its agent's deletion ([`old_transcripts`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OldTranscript {
+    /// The transcript.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its modification time (ms since the Unix epoch).
+    pub mtime_ms: i64,
+}
+
+/// The retention horizon: files modified before it (ms since the Unix epoch) are deleted by
+/// the agent within [`RETENTION_WARNING_DAYS`] days (`cleanupPeriodDays` − that, before
+/// `now_ms`).
+pub fn retention_horizon_ms(policy: &memtrail_adapters::TranscriptRetention, now_ms: i64) -> i64 {
+    now_ms - (policy.days.saturating_sub(RETENTION_WARNING_DAYS) as i64) * 86_400_000
+}
+
+/// Whether a transcript that an ingest read as `read` may be at risk: always, unless that
+/// ingest read it to its end while its modification time was at or after `horizon_ms`
+/// ([`retention_horizon_ms`]). A file changed since has a later modification time, so such a
+/// file is either unchanged and captured or too recent to be deleted: no `stat` needed. (A
+/// tool that writes a file and then sets its time back, `touch -d`, defeats this.)
+pub fn may_be_at_risk(read: Option<&crate::store::ReadFile>, horizon_ms: i64) -> bool {
+    match read {
+        None => true,
+        Some(r) => r.offset < r.size || r.mtime_ns.is_none_or(|ns| ns / 1_000_000 < horizon_ms),
+    }
+}
+
+/// The transcripts among `transcripts` modified before `policy`'s horizon
+/// ([`retention_horizon_ms`]): one `stat` each, no store. Those that cannot be statted are
+/// left out. The first half of [`transcript_retention`].
+pub fn old_transcripts<'a>(
+    policy: &memtrail_adapters::TranscriptRetention,
+    transcripts: impl IntoIterator<Item = &'a PathBuf>,
+    now_ms: i64,
+) -> Vec<OldTranscript> {
+    let horizon = retention_horizon_ms(policy, now_ms);
+    transcripts
+        .into_iter()
+        .filter_map(|p| {
+            let md = std::fs::metadata(p).ok()?;
+            let mtime_ms = md
+                .modified()
+                .ok()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?
+                .as_millis() as i64;
+            (mtime_ms < horizon).then(|| OldTranscript {
+                path: p.clone(),
+                size: md.len(),
+                mtime_ms,
+            })
+        })
+        .collect()
+}
+
 /// The retention check over `transcripts` (an agent's, from `discover`) under `policy` (the
-/// agent's [`memtrail_adapters::Quirks::transcript_retention`]), at time `now_ms`.
+/// agent's [`memtrail_adapters::Quirks::transcript_retention`]), at time `now_ms`: the old
+/// ones ([`old_transcripts`]) whose cursor in `store` is behind their size.
 pub fn transcript_retention(
     store: Option<&Store>,
     policy: &memtrail_adapters::TranscriptRetention,
     transcripts: &[PathBuf],
     now_ms: i64,
 ) -> Result<Retention> {
+    retention_of(
+        policy,
+        old_transcripts(policy, transcripts, now_ms),
+        &mut |path| {
+            Ok(match store {
+                Some(s) => s.cursor(path)?.map_or(0, |c| c.offset),
+                None => 0,
+            })
+        },
+    )
+}
+
+/// The second half of [`transcript_retention`]: which of the `old` transcripts are not fully
+/// captured, `captured(path)` giving the bytes memtrail has read of each (its cursor's
+/// offset, 0 without one).
+///
+/// Errors: those of `captured`.
+pub fn retention_of(
+    policy: &memtrail_adapters::TranscriptRetention,
+    old: Vec<OldTranscript>,
+    captured: &mut dyn FnMut(&str) -> Result<u64>,
+) -> Result<Retention> {
     let (settings, days, from_settings) = (&policy.settings, policy.days, policy.from_settings);
     let day_ms: i64 = 86_400_000;
-    let horizon = now_ms - (days.saturating_sub(RETENTION_WARNING_DAYS) as i64) * day_ms;
     let mut at_risk = Vec::new();
-    for p in transcripts {
-        let Ok(md) = std::fs::metadata(p) else {
-            continue;
-        };
-        let Some(mtime) = md
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_millis() as i64)
-        else {
-            continue;
-        };
-        if mtime >= horizon {
-            continue;
-        }
-        let key = p.to_string_lossy();
-        let captured = match store {
-            Some(s) => s.cursor(&key)?.map_or(0, |c| c.offset),
-            None => 0,
-        };
-        if captured >= md.len() {
+    for t in old {
+        let key = t.path.to_string_lossy();
+        let captured = captured(&key)?;
+        if captured >= t.size {
             continue;
         }
         at_risk.push(AtRisk {
             path: key.into_owned(),
-            size: md.len(),
+            size: t.size,
             captured,
-            deletes_at_ms: mtime + days as i64 * day_ms,
+            deletes_at_ms: t.mtime_ms + days as i64 * day_ms,
         });
     }
     at_risk.sort_by_key(|a| a.deletes_at_ms);
@@ -113,4 +176,40 @@ pub fn transcript_retention(
         first_deletion_ms: at_risk.first().map(|a| a.deletes_at_ms),
         at_risk,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_be_at_risk;
+    use crate::store::ReadFile;
+
+    /// Only a file read to its end while it was at or after the horizon is cleared without a
+    /// `stat`; every other case is checked.
+    #[test]
+    fn a_cursor_clears_only_a_file_read_whole_after_the_horizon() {
+        let horizon = 1_000_000;
+        let read = |offset, size, mtime_ms: Option<i64>| ReadFile {
+            offset,
+            size,
+            mtime_ns: mtime_ms.map(|ms| ms * 1_000_000),
+        };
+        assert!(may_be_at_risk(None, horizon), "never read");
+        assert!(
+            may_be_at_risk(Some(&read(10, 20, Some(horizon))), horizon),
+            "read in part"
+        );
+        assert!(
+            may_be_at_risk(Some(&read(20, 20, None)), horizon),
+            "time unknown"
+        );
+        assert!(
+            may_be_at_risk(Some(&read(20, 20, Some(horizon - 1))), horizon),
+            "read when old"
+        );
+        assert!(!may_be_at_risk(Some(&read(20, 20, Some(horizon))), horizon));
+        assert!(!may_be_at_risk(
+            Some(&read(20, 20, Some(horizon + 5))),
+            horizon
+        ));
+    }
 }

@@ -60,10 +60,12 @@ fn gather(db: &StoreLocation, force_check: bool) -> Result<Gathered> {
     // (a `stat` per recently written transcript) run on a second thread beside the rest.
     std::thread::scope(|scope| {
         let listing = scope.spawn(|| {
-            memtrail_adapters::supported_agents()
+            let found: Vec<_> = memtrail_adapters::supported_agents()
                 .iter()
                 .map(|&a| memtrail_adapters::discover(a))
-                .collect::<Vec<_>>()
+                .collect();
+            // With the agent that deletes old transcripts (Claude Code) and its policy.
+            (found, retention_policy())
         });
         let mut healthy = true;
         let mut agents = Vec::new();
@@ -74,7 +76,7 @@ fn gather(db: &StoreLocation, force_check: bool) -> Result<Gathered> {
         }
         // The store: figures, a quick integrity check, and the last run of each hook. A store
         // that cannot be read is reported, not fatal: the registration is still shown.
-        let mut read_paths = std::collections::HashSet::new();
+        let mut read_files = std::collections::HashMap::new();
         let store_info: Option<std::result::Result<StoreInfo, String>> = if db.exists() {
             Some(
                 (|| -> Result<StoreInfo> {
@@ -90,7 +92,7 @@ fn gather(db: &StoreLocation, force_check: bool) -> Result<Gathered> {
                         info.stats.unembedded = store.embed_backlog(&model)?;
                         info.stats.embed_model = Some(model);
                     }
-                    read_paths = store.source_paths()?;
+                    read_files = store.read_files()?;
                     Ok(info)
                 })()
                 .map_err(|e| error_chain(&e)),
@@ -110,15 +112,45 @@ fn gather(db: &StoreLocation, force_check: bool) -> Result<Gathered> {
             _ => Vec::new(),
         });
         let errors = memtrail_runtime::hook::last_log_errors(3);
-        let retention = agent_retention(db);
         let backups = memtrail_installer::backups();
         let sync = sync_status(db);
+        let (found, retention) = listing.join().expect("the transcript listing panicked");
+        // The retention check: the agent's old transcripts against the store's cursors. Only
+        // those the cursors cannot clear are statted (a few, where a full check would stat
+        // every transcript).
+        let retention = retention.and_then(|(i, agent, policy)| {
+            use memtrail_runtime::maintenance::{
+                may_be_at_risk, old_transcripts, retention_horizon_ms, retention_of,
+            };
+            let files = &found[i].as_ref().ok()?.files;
+            if files.is_empty() && !policy.settings.exists() {
+                return None;
+            }
+            let now = memtrail_runtime::now_ms();
+            let horizon = retention_horizon_ms(&policy, now);
+            let unsure = files
+                .iter()
+                .filter(|f| may_be_at_risk(read_files.get(f.to_string_lossy().as_ref()), horizon));
+            let old = old_transcripts(&policy, unsure, now);
+            let result = match &store_info {
+                Some(Err(e)) => Err(e.clone()),
+                _ => retention_of(&policy, old, &mut |p| {
+                    Ok(read_files.get(p).map_or(0, |r| r.offset))
+                })
+                .map_err(|e| e.to_string()),
+            };
+            Some(AgentRetention {
+                agent,
+                setting: policy.setting,
+                result,
+            })
+        });
         // Which transcripts each agent has, and which cannot be read (never "no sessions"
         // when the truth is "could not read"): those an ingest has read are not opened again.
-        let read = |p: &Path| read_paths.contains(p.to_string_lossy().as_ref());
+        let read = |p: &Path| read_files.contains_key(p.to_string_lossy().as_ref());
         let transcripts: Vec<TranscriptsReport> = agents
             .iter()
-            .zip(listing.join().expect("the transcript listing panicked"))
+            .zip(found)
             .map(|((a, _), found)| TranscriptsReport::from_discovery(*a, found, &read))
             .collect();
         let tails = tails.join().expect("the unfinished-line check panicked");
@@ -383,31 +415,14 @@ pub struct AgentRetention {
     pub result: std::result::Result<memtrail_runtime::maintenance::Retention, String>,
 }
 
-/// [`AgentRetention`], or `None` when the agent keeps no transcripts here. Errors are reported
-/// as text.
-pub fn agent_retention(db: &StoreLocation) -> Option<AgentRetention> {
-    let (agent, policy) = memtrail_adapters::supported_agents()
+/// The agent whose transcripts are deleted after a period (Claude Code's `cleanupPeriodDays`):
+/// its index in [`memtrail_adapters::supported_agents`], itself, and its policy; `None` when
+/// no agent declares one.
+fn retention_policy() -> Option<(usize, Agent, memtrail_adapters::TranscriptRetention)> {
+    memtrail_adapters::supported_agents()
         .iter()
-        .find_map(|&a| Some((a, a.adapter().quirks().transcript_retention?())))?;
-    let files = memtrail_adapters::discover(agent).ok()?.files;
-    if files.is_empty() && !policy.settings.exists() {
-        return None;
-    }
-    let result = match open_store_read(db) {
-        Ok(store) => memtrail_runtime::maintenance::transcript_retention(
-            store.as_ref(),
-            &policy,
-            &files,
-            memtrail_runtime::now_ms(),
-        )
-        .map_err(|e| e.to_string()),
-        Err(e) => Err(error_chain(&e)),
-    };
-    Some(AgentRetention {
-        agent,
-        setting: policy.setting,
-        result,
-    })
+        .enumerate()
+        .find_map(|(i, &a)| Some((i, a, a.adapter().quirks().transcript_retention?())))
 }
 
 /// The retention paragraph of `status`.

@@ -91,13 +91,26 @@ impl Store {
         Ok(rows)
     }
 
-    /// The path of every transcript with a cursor (every file an ingest has read), as stored
-    /// (`Path::to_string_lossy`). One read of the `sources` path index: `status` opens only the
-    /// transcripts not in it to prove they can be read.
-    pub fn source_paths(&self) -> Result<std::collections::HashSet<String>> {
-        let mut stmt = self.conn.prepare("SELECT path FROM sources").db()?;
+    /// Every transcript with a cursor (every file an ingest has read), by its path as stored
+    /// (`Path::to_string_lossy`): what the last ingest read of it ([`ReadFile`]). One read of
+    /// `sources`: `status` opens only the transcripts not in it to prove they can be read, and
+    /// its retention check stats only those this cannot clear.
+    pub fn read_files(&self) -> Result<std::collections::HashMap<String, ReadFile>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT path, offset, size, mtime_ns FROM sources")
+            .db()?;
         let rows = stmt
-            .query_map([], |r| r.get(0))
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    ReadFile {
+                        offset: r.get::<_, i64>(1)?.max(0) as u64,
+                        size: r.get::<_, i64>(2)?.max(0) as u64,
+                        mtime_ns: r.get(3)?,
+                    },
+                ))
+            })
             .db()?
             .collect::<rusqlite::Result<_>>()
             .db()?;
@@ -254,6 +267,17 @@ pub struct CursorStat {
     pub ino: Option<u64>,
     pub mtime_ns: Option<i64>,
     pub marked: bool,
+}
+
+/// What the last ingest read of a transcript ([`Store::read_files`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadFile {
+    /// Bytes read (the cursor's offset).
+    pub offset: u64,
+    /// The file's size then.
+    pub size: u64,
+    /// Its modification time then (ns since the Unix epoch; `None` when unknown).
+    pub mtime_ns: Option<i64>,
 }
 
 #[cfg(test)]

@@ -90,7 +90,7 @@ mod sync;
 mod vectors;
 mod writer;
 
-pub use cursors::{Cursor, CursorMark, CursorStat};
+pub use cursors::{Cursor, CursorMark, CursorStat, ReadFile};
 use files::{create_private_dir, create_private_file, file_id, make_owner_only, resolve_links};
 pub use index_text::{INDEXED_OUTPUT_CAP, cjk_index_text, is_cjk, render_index_text};
 pub(crate) use index_text::{cap, kind_from_str};
