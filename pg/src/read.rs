@@ -71,6 +71,14 @@ const SNIPPET_FIRST_CHARS: usize = 8192;
 /// texts reads at most this, not 500 × 100,000 characters.
 const SNIPPET_READ_BUDGET: usize = 4 << 20;
 
+/// The reading session's `work_mem`. A search sorts the matches it found through the full-text
+/// index by `id` to keep the newest [`SEARCH_CANDIDATES`], with their vectors (kept in the row
+/// since migration 5, compressed, ~1–3 KB for a message that matches two words): PostgreSQL's
+/// default 4 MB did not hold the 2 × 1,024 rows of its top-N sort and it sorted the whole set
+/// on disk (`overflow invoice` on the 1 GB bench store: 12.6 MB written). 16 MB holds them
+/// whatever the number of matches.
+const SEARCH_WORK_MEM: &str = "16MB";
+
 /// A PostgreSQL store, read only. Blocking: each call runs its queries to the end on the
 /// connection's own single-threaded runtime ([`Pg`]; do not call it from inside another Tokio
 /// runtime: the MCP server runs its calls on a thread of their own).
@@ -96,10 +104,14 @@ impl PgReader {
     pub fn connect(url: &str) -> Result<PgReader> {
         let pg = Pg::connect_url(url).map_err(remote)?;
         let r = PgReader { pg };
+        // With the check, this session's `work_mem` (SEARCH_WORK_MEM).
         let rows = r.rows_typed(
-            "SELECT to_regclass('memtrail_meta') IS NOT NULL, to_regclass('messages') IS NOT NULL,
+            &format!(
+                "SELECT to_regclass('memtrail_meta') IS NOT NULL, to_regclass('messages') IS NOT NULL,
                     EXISTS (SELECT 1 FROM pg_attribute
-                            WHERE attrelid = to_regclass('messages') AND attname = 'tsv')",
+                            WHERE attrelid = to_regclass('messages') AND attname = 'tsv'),
+                    set_config('work_mem', '{SEARCH_WORK_MEM}', false)"
+            ),
             &[],
         )?;
         let t = rows
