@@ -207,6 +207,7 @@ fn push(
         // One batch waits while one is written: memory stays at about two batches.
         let (to_pg, batches) = mpsc::sync_channel::<(PushBatch, Vec<Vec<TsVector>>)>(1);
         let (done_tx, done) = mpsc::channel::<Done>();
+        let cleaner = cleaner.as_ref();
         scope.spawn(move || {
             for (batch, lexemes) in batches {
                 let r = if batch.deletions.is_empty() && batch.sessions.is_empty() {
@@ -216,6 +217,15 @@ fn push(
                         .push_with_lexemes(&me.machine, &me.label, &batch, &lexemes)
                         .map(Some)
                 };
+                if let (Some(c), Ok(Some(_))) = (cleaner, &r) {
+                    c.written(
+                        lexemes
+                            .iter()
+                            .flatten()
+                            .map(|v| v.encoded_len() as u64)
+                            .sum(),
+                    );
+                }
                 let failed = r.is_err();
                 if done_tx.send(r.map(|p| (batch, p))).is_err() || failed {
                     break;
@@ -279,56 +289,104 @@ fn push(
 /// The messages queued from which a push counts as a bulk push ([`GinCleaner`]).
 const BULK_PUSH_MESSAGES: u64 = 5_000;
 
-/// A second connection that empties the pending list of the full-text index
-/// (`gin_clean_pending_list('messages_tsv')`) over and over while a bulk push writes: GIN's
-/// fast update appends each inserted row's lexemes to that list, and whichever backend finds it
-/// over `gin_pending_list_limit` merges it into the index, which was most of a first push's
-/// time in PostgreSQL. Here the merging runs on another backend (another core) and the pushing
-/// connection's limit is raised so it leaves the merging to it. Best effort: a role that does
-/// not own the index (PostgreSQL allows only the owner) or any error just stops the cleaner,
-/// and the pushes merge as before.
+/// The full-text vectors (bytes of their binary form) a bulk push writes between two merges of
+/// the index's pending list ([`GinCleaner`]). GIN merges a list key by key: each key found in
+/// the list is looked up in the index and its posting list decoded, merged and encoded again,
+/// once per merge, so a frequent word costs per merge, not per row. Merging after every batch
+/// (~1.4 MB of vectors) did that work ~700 times in a first sync of the 1 GB bench store;
+/// every 32 MiB, ~30 times (docs/benchmarks.md, issue 13 round three).
+const GIN_MERGE_BYTES: u64 = 32 << 20;
+
+/// The pushing connection's `gin_pending_list_limit` during a bulk push: above what
+/// accumulates between two merges ([`GIN_MERGE_BYTES`] and what is written while one runs),
+/// so that the inserts leave the merging to the [`GinCleaner`].
+const BULK_PENDING_LIST_LIMIT: &str = "256MB";
+
+/// The merging connection's `maintenance_work_mem` (what `gin_clean_pending_list` collects the
+/// list's keys in): room for one merge's worth of keys, so that a merge writes each key once.
+const GIN_MERGE_MEMORY: &str = "256MB";
+
+/// A second connection that merges the pending list of the full-text index
+/// (`gin_clean_pending_list('messages_tsv')`) while a bulk push writes: GIN's fast update
+/// appends each inserted row's lexemes to that list, and whichever backend finds it over
+/// `gin_pending_list_limit` merges it into the index, which was most of a first push's time in
+/// PostgreSQL. Here the merging runs on another backend (another core), once
+/// [`GIN_MERGE_BYTES`] of vectors were written since the last merge (the writer reports them:
+/// [`GinCleaner::written`]), and the pushing connection's limit is raised so it leaves the
+/// merging to it. Best effort: a role that does not own the index (PostgreSQL allows only the
+/// owner) or any error just stops the cleaner, and the pushes merge as before.
 struct GinCleaner {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    shared: std::sync::Arc<CleanerState>,
     thread: std::thread::JoinHandle<()>,
+}
+
+/// What the push and the cleaner share: the vector bytes written since the last merge, and
+/// whether the push is over.
+#[derive(Default)]
+struct CleanerState {
+    state: std::sync::Mutex<(u64, bool)>,
+    wake: std::sync::Condvar,
 }
 
 impl GinCleaner {
     fn start(pg: &mut Pg) -> Option<GinCleaner> {
         let other = pg.connect_again().ok()?;
         other
-            .batch_execute("SET maintenance_work_mem = '128MB'; SET work_mem = '64MB'")
+            .batch_execute(&format!(
+                "SET maintenance_work_mem = '{GIN_MERGE_MEMORY}'; SET work_mem = '64MB'"
+            ))
             .ok()?;
         // One try first: no privilege, no cleaner.
         other
             .batch_execute("SELECT gin_clean_pending_list('messages_tsv'::regclass)")
             .ok()?;
-        pg.batch_execute("SET gin_pending_list_limit = '64MB'")
-            .ok()?;
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stop.clone();
+        pg.batch_execute(&format!(
+            "SET gin_pending_list_limit = '{BULK_PENDING_LIST_LIMIT}'"
+        ))
+        .ok()?;
+        let shared = std::sync::Arc::new(CleanerState::default());
+        let state = shared.clone();
         let thread = std::thread::spawn(move || {
-            use std::sync::atomic::Ordering;
-            while !flag.load(Ordering::Relaxed) {
-                let t = Instant::now();
+            loop {
+                let done = {
+                    let mut s = state.state.lock().unwrap_or_else(|e| e.into_inner());
+                    while s.0 < GIN_MERGE_BYTES && !s.1 {
+                        s = state.wake.wait(s).unwrap_or_else(|e| e.into_inner());
+                    }
+                    s.0 = 0;
+                    s.1
+                };
+                // The last merge runs after the push, so that searches do not read a long
+                // pending list afterwards.
                 if other
                     .batch_execute("SELECT gin_clean_pending_list('messages_tsv'::regclass)")
                     .is_err()
+                    || done
                 {
                     return;
                 }
-                // Idle a little when there was little to merge.
-                if t.elapsed() < std::time::Duration::from_millis(100) {
-                    std::thread::sleep(std::time::Duration::from_millis(100));
-                }
             }
         });
-        Some(GinCleaner { stop, thread })
+        Some(GinCleaner { shared, thread })
     }
 
-    /// Stops after the merge in progress (the list left is merged by later writers or
-    /// autovacuum; searches read it meanwhile).
+    /// The writer committed vectors of `bytes` bytes (their binary form).
+    fn written(&self, bytes: u64) {
+        let mut s = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.0 += bytes;
+        if s.0 >= GIN_MERGE_BYTES {
+            self.shared.wake.notify_one();
+        }
+    }
+
+    /// Merges what is left of the list once more, then stops.
     fn stop(self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1 = true;
+        self.shared.wake.notify_one();
         let _ = self.thread.join();
     }
 }

@@ -42,6 +42,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "lean writes",
         sql: include_str!("migrations/0004_lean_writes.sql"),
     },
+    Migration {
+        version: 5,
+        name: "inline vectors",
+        sql: include_str!("migrations/0005_inline_vectors.sql"),
+    },
 ];
 
 /// The advisory lock key the migrations run under (`pg_advisory_xact_lock`): "memtrail" in

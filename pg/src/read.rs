@@ -31,10 +31,22 @@ use memtrail_runtime::redact::{redact, redact_json, redact_string, redact_title}
 use memtrail_runtime::resume::dir_within;
 use memtrail_runtime::{Error, Result, now_ms};
 use tokio_postgres::Row;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 
-/// A query parameter.
-type Param = Box<dyn ToSql + Sync + Send>;
+/// A query parameter with its PostgreSQL type: statements with parameters are sent with their
+/// types (`Client::query_typed`: parse, bind and execute in one round trip, where `query`
+/// first prepares the statement and waits for its description).
+struct Param(Box<dyn ToSql + Sync + Send>, Type);
+
+/// A `text` parameter.
+fn text(s: impl Into<String>) -> Param {
+    Param(Box::new(s.into()), Type::TEXT)
+}
+
+/// A `bigint` parameter.
+fn int8(i: i64) -> Param {
+    Param(Box::new(i), Type::INT8)
+}
 
 /// Weights of `ts_rank` for the `tsv` weights {D, C, B, A}: no D; CJK characters 0.8, tool
 /// calls 0.4, prose 1.0 (the SQLite store's column weights).
@@ -58,6 +70,14 @@ const SNIPPET_FIRST_CHARS: usize = 8192;
 /// it shows the start of its text): a search of 500 hits whose matches all lie deep in long
 /// texts reads at most this, not 500 × 100,000 characters.
 const SNIPPET_READ_BUDGET: usize = 4 << 20;
+
+/// The reading session's `work_mem`. A search sorts the matches it found through the full-text
+/// index by `id` to keep the newest [`SEARCH_CANDIDATES`], with their vectors (kept in the row
+/// since migration 5, compressed, ~1–3 KB for a message that matches two words): PostgreSQL's
+/// default 4 MB did not hold the 2 × 1,024 rows of its top-N sort and it sorted the whole set
+/// on disk (`overflow invoice` on the 1 GB bench store: 12.6 MB written). 16 MB holds them
+/// whatever the number of matches.
+const SEARCH_WORK_MEM: &str = "16MB";
 
 /// A PostgreSQL store, read only. Blocking: each call runs its queries to the end on the
 /// connection's own single-threaded runtime ([`Pg`]; do not call it from inside another Tokio
@@ -84,12 +104,19 @@ impl PgReader {
     pub fn connect(url: &str) -> Result<PgReader> {
         let pg = Pg::connect_url(url).map_err(remote)?;
         let r = PgReader { pg };
-        let t = r.one(
-            "SELECT to_regclass('memtrail_meta') IS NOT NULL, to_regclass('messages') IS NOT NULL,
+        // With the check, this session's `work_mem` (SEARCH_WORK_MEM).
+        let rows = r.rows_typed(
+            &format!(
+                "SELECT to_regclass('memtrail_meta') IS NOT NULL, to_regclass('messages') IS NOT NULL,
                     EXISTS (SELECT 1 FROM pg_attribute
-                            WHERE attrelid = to_regclass('messages') AND attname = 'tsv')",
+                            WHERE attrelid = to_regclass('messages') AND attname = 'tsv'),
+                    set_config('work_mem', '{SEARCH_WORK_MEM}', false)"
+            ),
             &[],
         )?;
+        let t = rows
+            .first()
+            .ok_or_else(|| Error::Remote("the schema check returned no row".into()))?;
         let (meta, messages, tsv): (bool, bool, bool) = (t.get(0), t.get(1), t.get(2));
         if !meta && !messages {
             return Err(Error::Remote(
@@ -98,10 +125,12 @@ impl PgReader {
             ));
         }
         if meta
-            && let Some(v) = r.opt(
-                "SELECT value FROM memtrail_meta WHERE key = 'schema_version'",
-                &[],
-            )?
+            && let Some(v) = r
+                .rows_typed(
+                    "SELECT value FROM memtrail_meta WHERE key = 'schema_version'",
+                    &[],
+                )?
+                .first()
         {
             let found: i64 = v.get::<_, String>(0).parse().map_err(|_| {
                 Error::Remote("memtrail_meta.schema_version is not a number".into())
@@ -138,11 +167,18 @@ impl PgReader {
     }
 
     fn rows_boxed(&self, sql: &str, params: &[Param]) -> Result<Vec<Row>> {
-        let refs: Vec<&(dyn ToSql + Sync)> = params
+        let typed: Vec<(&(dyn ToSql + Sync), Type)> = params
             .iter()
-            .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+            .map(|p| (p.0.as_ref() as &(dyn ToSql + Sync), p.1.clone()))
             .collect();
-        self.rows(sql, &refs)
+        self.rows_typed(sql, &typed)
+    }
+
+    /// The rows of `sql` with parameters of the given types, in one round trip.
+    fn rows_typed(&self, sql: &str, params: &[(&(dyn ToSql + Sync), Type)]) -> Result<Vec<Row>> {
+        self.pg
+            .block_on(self.pg.client().query_typed(sql, params))
+            .map_err(remote)
     }
 }
 
@@ -170,7 +206,7 @@ impl PgReader {
 
 /// ` AND` the session `s` is of machine `name` (its label or its id), its parameter appended.
 fn machine_clause(name: &str, args: &mut Vec<Param>) -> String {
-    args.push(Box::new(name.to_string()));
+    args.push(text(name));
     let n = args.len();
     format!(" AND s.machine_id IN (SELECT id FROM machines WHERE label = ${n} OR id = ${n})")
 }
@@ -206,8 +242,8 @@ fn session_row(r: &Row) -> SessionSummary {
 fn project_clause(p: &str, args: &mut Vec<Param>) -> String {
     let p = normalize_dir(p);
     let n = args.len();
-    args.push(Box::new(p.clone()));
-    args.push(Box::new(format!("{}/%", like_escape(&p))));
+    args.push(text(p.clone()));
+    args.push(text(format!("{}/%", like_escape(&p))));
     format!(
         " AND (s.project_dir = ${} OR s.project_dir LIKE ${} ESCAPE '\\')",
         n + 1,
@@ -366,7 +402,7 @@ impl ReadStore for PgReader {
         let mut sql = format!("SELECT {SESSION_COLS} FROM sessions s WHERE true");
         let mut args: Vec<Param> = Vec::new();
         if let Some(a) = &f.agent {
-            args.push(Box::new(a.clone()));
+            args.push(text(a.clone()));
             sql.push_str(&format!(" AND s.agent = ${}", args.len()));
         }
         if let Some(p) = &f.project {
@@ -377,15 +413,15 @@ impl ReadStore for PgReader {
             sql.push_str(&machine_clause(m, &mut args));
         }
         if let Some(t) = f.since {
-            args.push(Box::new(t));
+            args.push(int8(t));
             sql.push_str(&format!(" AND s.updated_at >= ${}", args.len()));
         }
         if let Some(t) = f.until {
-            args.push(Box::new(t));
+            args.push(int8(t));
             sql.push_str(&format!(" AND s.updated_at <= ${}", args.len()));
         }
-        args.push(Box::new(f.limit.clamp(1, 100_000) as i64));
-        args.push(Box::new(f.offset.min(i64::MAX as usize) as i64));
+        args.push(int8(f.limit.clamp(1, 100_000) as i64));
+        args.push(int8(f.offset.min(i64::MAX as usize) as i64));
         sql.push_str(&format!(
             " ORDER BY s.updated_at DESC NULLS LAST, s.id DESC LIMIT ${} OFFSET ${}",
             args.len() - 1,
@@ -474,10 +510,10 @@ impl ReadStore for PgReader {
         // ranked, read newest first by the `id` index and stopping there, so that a frequent
         // term costs no more than a rare one; an `OR` query ranks every match (GIN).
         let bounded = !items.as_deref().is_some_and(has_or);
-        let mut args: Vec<Param> = vec![Box::new(q)];
+        let mut args: Vec<Param> = vec![text(q.clone())];
         let mut filters = String::new();
         if let Some(a) = &f.agent {
-            args.push(Box::new(a.clone()));
+            args.push(text(a.clone()));
             filters.push_str(&format!(" AND s.agent = ${}", args.len()));
         }
         if let Some(p) = &f.project {
@@ -489,15 +525,15 @@ impl ReadStore for PgReader {
         }
         if let Some(sid) = &f.session {
             let id = self.resolve_session(sid, f.agent.as_deref())?;
-            args.push(Box::new(id));
+            args.push(int8(id));
             filters.push_str(&format!(" AND s.id = ${}", args.len()));
         }
         if let Some(t) = f.since {
-            args.push(Box::new(t));
+            args.push(int8(t));
             filters.push_str(&format!(" AND m.ts >= ${}", args.len()));
         }
         if let Some(t) = f.until {
-            args.push(Box::new(t));
+            args.push(int8(t));
             filters.push_str(&format!(" AND m.ts <= ${}", args.len()));
         }
         if let Some(r) = &f.role {
@@ -507,7 +543,7 @@ impl ReadStore for PgReader {
                 filters
                     .push_str(" AND (m.role = 'tool' OR m.kind IN ('tool_call', 'tool_result'))");
             } else {
-                args.push(Box::new(r.clone()));
+                args.push(text(r.clone()));
                 filters.push_str(&format!(" AND m.role = ${}", args.len()));
             }
         }
@@ -533,7 +569,7 @@ impl ReadStore for PgReader {
         };
         // Rank a few more than asked, then apply the recency prior; equal scores go to the
         // newest message.
-        args.push(Box::new((limit * 3).min(1500) as i64));
+        args.push(int8((limit * 3).min(1500) as i64));
         sql.push_str(&format!(
             " ORDER BY score DESC, {} DESC LIMIT ${}",
             if bounded { "c.id" } else { "m.id" },
@@ -563,7 +599,7 @@ impl ReadStore for PgReader {
         // CJK characters), else of the prose: made here from the column's text (redacted), its
         // first SNIPPET_FIRST_CHARS characters, or up to the indexed INDEXED_CHARS for the few
         // hits whose match lies further in.
-        let rows = self.rows(
+        let rows = self.rows_typed(
             &format!(
                 "SELECT m.id, s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq,
                     m.role, m.kind, m.ts,
@@ -578,9 +614,9 @@ impl ReadStore for PgReader {
              WHERE m.id = ANY($2)"
             ),
             &[
-                args[0].as_ref() as &(dyn ToSql + Sync),
-                &ids as &(dyn ToSql + Sync),
-                &(SNIPPET_FIRST_CHARS as i32),
+                (&q, Type::TEXT),
+                (&ids, Type::INT8_ARRAY),
+                (&(SNIPPET_FIRST_CHARS as i32), Type::INT4),
             ],
         )?;
         let terms = query_lexemes(items.as_deref().unwrap_or_default());
@@ -610,16 +646,16 @@ impl ReadStore for PgReader {
             }
         }
         if !further.is_empty() {
-            for r in self.rows(
+            for r in self.rows_typed(
                 &format!("SELECT m.id, CASE w.k WHEN 2 THEN left(m.tools, $3) WHEN 3 THEN left(m.cjk, $4)
                                        ELSE left(m.body, $3) END
                  FROM messages m, (SELECT $1::text::tsquery) AS qv(q), {MATCHED_COLUMN}
                  WHERE m.id = ANY($2)"),
                 &[
-                    args[0].as_ref() as &(dyn ToSql + Sync),
-                    &further as &(dyn ToSql + Sync),
-                    &(INDEXED_CHARS as i32),
-                    &(INDEXED_CJK_CHARS as i32),
+                    (&q, Type::TEXT),
+                    (&further, Type::INT8_ARRAY),
+                    (&(INDEXED_CHARS as i32), Type::INT4),
+                    (&(INDEXED_CJK_CHARS as i32), Type::INT4),
                 ],
             )? {
                 let red = redact(r.get::<_, Option<&str>>(1).unwrap_or_default()).into_owned();

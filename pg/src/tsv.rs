@@ -153,6 +153,9 @@ struct Lexicon {
     by_token: HashMap<Box<str>, u32, Fast>,
     by_lexeme: HashMap<Box<str>, u32, Fast>,
     lexemes: Vec<Box<str>>,
+    /// Per lexeme number: its group in the vector being built (from 1; 0 when none), reset to
+    /// 0 after each vector.
+    slot: Vec<u32>,
     /// Bytes of the tokens and lexemes held (bounded by [`LEXICON_BYTES`]).
     bytes: usize,
 }
@@ -173,6 +176,7 @@ impl Lexicon {
             None => {
                 let id = self.lexemes.len() as u32;
                 self.lexemes.push(lex.clone());
+                self.slot.push(0);
                 self.by_lexeme.insert(lex, id);
                 id
             }
@@ -220,30 +224,49 @@ impl TsVector {
                     last,
                 );
             }
-            // Group by lexeme (a stable sort keeps each one's positions in order), then order
-            // the groups by the lexemes' bytes.
-            pairs.sort_by_key(|p| p.0);
-            let mut groups: Vec<(u32, usize, usize)> = Vec::new();
-            let mut i = 0;
-            while i < pairs.len() {
-                let id = pairs[i].0;
-                let start = i;
-                while i < pairs.len() && pairs[i].0 == id {
-                    i += 1;
+            // Group by lexeme in one pass (each one's positions stay in token order): `slot`
+            // numbers the groups of this message from 1, by lexeme number; then order the
+            // groups by the lexemes' bytes.
+            let Lexicon { lexemes, slot, .. } = &mut *lexicon;
+            let mut group_of: Vec<u32> = Vec::with_capacity(pairs.len());
+            let mut groups: Vec<(u32, usize)> = Vec::new();
+            for &(id, _) in &pairs {
+                let g = &mut slot[id as usize];
+                if *g == 0 {
+                    groups.push((id, 0));
+                    *g = groups.len() as u32;
                 }
-                groups.push((id, start, i));
+                let g = *g as usize - 1;
+                groups[g].1 += 1;
+                group_of.push(g as u32);
             }
-            let lexemes = &lexicon.lexemes;
-            groups.sort_unstable_by(|a, b| {
-                lexemes[a.0 as usize]
+            // Each group's positions, in token order, at `start[g]..start[g + 1]`.
+            let mut start: Vec<usize> = Vec::with_capacity(groups.len() + 1);
+            let mut at = 0;
+            for &(id, n) in &groups {
+                slot[id as usize] = 0;
+                start.push(at);
+                at += n;
+            }
+            start.push(at);
+            let mut fill = start.clone();
+            let mut positions: Vec<u16> = vec![0; pairs.len()];
+            for (&(_, wp), &g) in pairs.iter().zip(&group_of) {
+                positions[fill[g as usize]] = wp;
+                fill[g as usize] += 1;
+            }
+            let mut order: Vec<u32> = (0..groups.len() as u32).collect();
+            order.sort_unstable_by(|&a, &b| {
+                lexemes[groups[a as usize].0 as usize]
                     .as_bytes()
-                    .cmp(lexemes[b.0 as usize].as_bytes())
+                    .cmp(lexemes[groups[b as usize].0 as usize].as_bytes())
             });
             let mut encoded = Vec::with_capacity(pairs.len() * 2 + groups.len() * 12);
             let mut ps: Vec<u16> = Vec::new();
-            for &(id, start, end) in &groups {
+            for &g in &order {
                 ps.clear();
-                for &(_, wp) in &pairs[start..end] {
+                let g = g as usize;
+                for &wp in &positions[start[g]..start[g + 1]] {
                     // A position already taken (at the cap) is not repeated.
                     if ps.len() < MAX_POSITIONS
                         && ps.last().is_none_or(|p| p & 0x3fff != wp & 0x3fff)
@@ -251,7 +274,7 @@ impl TsVector {
                         ps.push(wp);
                     }
                 }
-                encoded.extend_from_slice(lexemes[id as usize].as_bytes());
+                encoded.extend_from_slice(lexemes[groups[g].0 as usize].as_bytes());
                 encoded.push(0);
                 encoded.extend_from_slice(&(ps.len() as u16).to_be_bytes());
                 for p in &ps {
@@ -284,6 +307,12 @@ impl TsVector {
     /// The number of lexemes.
     pub fn len(&self) -> usize {
         self.lexemes
+    }
+
+    /// The size of the binary form in bytes (what is sent to PostgreSQL, about what the
+    /// vector adds to the full-text index's pending list).
+    pub fn encoded_len(&self) -> usize {
+        4 + self.encoded.len()
     }
 
     /// Whether the vector has no lexeme.
