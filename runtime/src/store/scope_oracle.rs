@@ -71,28 +71,14 @@ fn generated() -> (tempfile::TempDir, Store) {
                     let text = words.join(" ");
                     let id = format!("r{round}-s{k}-{j}");
                     let ts = Some(T0 + n * 1000);
-                    let message = match rng.below(3) {
-                        0 => Message {
-                            id,
-                            role: Role::User,
-                            kind: Kind::Text,
-                            parts: vec![Part::Text { text }],
-                            timestamp: ts,
-                            model: None,
-                        },
-                        1 => Message {
-                            id,
-                            role: Role::Assistant,
-                            kind: Kind::Text,
-                            parts: vec![Part::Text { text }],
-                            timestamp: ts,
-                            model: None,
-                        },
-                        _ => Message {
-                            id: id.clone(),
-                            role: Role::Assistant,
-                            kind: Kind::ToolCall,
-                            parts: vec![Part::ToolCall(ToolCall {
+                    let (role, kind, parts) = match rng.below(3) {
+                        0 => (Role::User, Kind::Text, vec![Part::Text { text }]),
+                        1 => (Role::Assistant, Kind::Text, vec![Part::Text { text }]),
+                        // A shell call whose command and output hold the words.
+                        _ => (
+                            Role::Assistant,
+                            Kind::ToolCall,
+                            vec![Part::ToolCall(ToolCall {
                                 id: format!("call-{id}"),
                                 name: "Bash".into(),
                                 tool: "shell".into(),
@@ -101,9 +87,15 @@ fn generated() -> (tempfile::TempDir, Store) {
                                 is_error: false,
                                 exit_code: Some(0),
                             })],
-                            timestamp: ts,
-                            model: None,
-                        },
+                        ),
+                    };
+                    let message = Message {
+                        id,
+                        role,
+                        kind,
+                        parts,
+                        timestamp: ts,
+                        model: None,
                     };
                     Record::Message(message)
                 })
