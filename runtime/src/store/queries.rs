@@ -920,6 +920,11 @@ pub fn hits_for_messages(
     Ok(hits)
 }
 
+/// Whether `store` keeps a listed scope (of its last filtered search): for tests of the plans.
 #[cfg(test)]
-#[path = "scope_oracle.rs"]
-mod scope_oracle;
+pub(crate) fn scope_is_listed(store: &Store) -> bool {
+    matches!(
+        store.scope_cache.borrow().as_ref().map(|c| &c.plan),
+        Some(ScopePlan::Scope(_))
+    )
+}

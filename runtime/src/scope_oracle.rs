@@ -4,10 +4,10 @@
 //! every query shape and filter, over a generated store whose filters admit more matches than
 //! are ranked ([`SEARCH_CANDIDATES`]), so that which matches each plan walks matters.
 
-use super::{FORCED_PLAN, ForcedPlan};
 use crate::query::{self, Hit, SEARCH_CANDIDATES, SearchFilter};
 use crate::records::Standard;
 use crate::store::Store;
+use crate::store::queries::{FORCED_PLAN, ForcedPlan, scope_is_listed};
 use crate::test_rng::Xorshift;
 use memtrail_adapters::{
     Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
@@ -18,7 +18,8 @@ const T0: i64 = 1_760_000_000_000;
 /// A store of 48 sessions (half of them Claude Code's, in four projects, one nested in another)
 /// written in interleaved rounds, 9,600 messages in all: words drawn so that `alpha` is in
 /// about 60% of the messages, `beta` 30%, `gamma` 5%, `delta` 1%, `zeta` 0.2%.
-fn generated() -> (tempfile::TempDir, Store) {
+/// Also returns how many messages of Claude Code's sessions hold `alpha`.
+fn generated() -> (tempfile::TempDir, Store, usize) {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("m.db")).unwrap();
     let mut rng = Xorshift(0x5c0e_0dd1);
@@ -46,6 +47,7 @@ fn generated() -> (tempfile::TempDir, Store) {
         })
         .collect();
     let mut n = 0i64;
+    let mut claude_alpha = 0;
     for round in 0..20 {
         for (k, &sid) in sessions.iter().enumerate() {
             // Sessions grow at different rates: some write nothing in a round.
@@ -66,6 +68,9 @@ fn generated() -> (tempfile::TempDir, Store) {
                         if rng.below(1000) < per_mille {
                             words.push(w);
                         }
+                    }
+                    if k % 2 == 0 && words.contains(&"alpha") {
+                        claude_alpha += 1;
                     }
                     words.push(["filler", "words", "here"][rng.below(3)]);
                     let text = words.join(" ");
@@ -103,7 +108,7 @@ fn generated() -> (tempfile::TempDir, Store) {
             store.write(|w| w.apply(sid, records)).unwrap();
         }
     }
-    (dir, store)
+    (dir, store, claude_alpha)
 }
 
 /// The hits of `q` under `f` with the scope plan `plan` (`None`: the one the search picks).
@@ -135,7 +140,7 @@ fn assert_same(a: &[Hit], b: &[Hit], what: &str) {
 
 #[test]
 fn every_plan_of_a_filtered_search_gives_the_same_hits() {
-    let (_dir, store) = generated();
+    let (_dir, store, claude_alpha) = generated();
     let mid = T0 + 4_000 * 1000;
     let base = SearchFilter {
         limit: 20,
@@ -233,18 +238,9 @@ fn every_plan_of_a_filtered_search_gives_the_same_hits() {
     // word's matches in one agent exceed what is ranked.
     assert!(nonempty >= 100, "{nonempty}");
     assert!(over_bound >= 10, "{over_bound}");
-    let claude_alpha: i64 = store
-        .conn
-        .query_row(
-            "SELECT count(*) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-             JOIN sessions s ON s.id = m.session_id
-             WHERE messages_fts MATCH 'alpha' AND s.agent = 'claude'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+
     assert!(
-        claude_alpha > SEARCH_CANDIDATES as i64,
+        claude_alpha > SEARCH_CANDIDATES,
         "{claude_alpha} matches in one agent"
     );
 }
@@ -254,17 +250,11 @@ fn every_plan_of_a_filtered_search_gives_the_same_hits() {
 /// walked starts anew with each run).
 #[test]
 fn a_walk_over_budget_lists_the_scope_instead() {
-    let (_dir, store) = generated();
+    let (_dir, store, _) = generated();
     let f = SearchFilter {
         agent: Some("claude".into()),
         limit: 20,
         ..SearchFilter::default()
-    };
-    let listed = |store: &Store| {
-        matches!(
-            store.scope_cache.borrow().as_ref().map(|c| &c.plan),
-            Some(super::ScopePlan::Scope(_))
-        )
     };
     let join = with_plan(&store, Some(ForcedPlan::Join), "alpha", &f);
     // Half the sessions are Claude Code's: the 1,024 newest of its `alpha` matches lie among
@@ -272,12 +262,15 @@ fn a_walk_over_budget_lists_the_scope_instead() {
     for _ in 0..3 {
         let hits = with_plan(&store, Some(ForcedPlan::SessionsWithin(3000)), "alpha", &f);
         assert_same(&hits, &join, "within 3000");
-        assert!(!listed(&store), "the walk within budget did not give up");
+        assert!(
+            !scope_is_listed(&store),
+            "the walk within budget did not give up"
+        );
     }
     let hits = with_plan(&store, Some(ForcedPlan::SessionsWithin(1000)), "alpha", &f);
     assert_same(&hits, &join, "within 1000");
     assert!(
-        listed(&store),
+        scope_is_listed(&store),
         "the walk over budget gave up and listed the scope"
     );
 }
