@@ -6,6 +6,7 @@
 //! memtrail-corpus turn --transcript FILE --session ID [--bytes 20K] [--seed 1]
 //! memtrail-corpus pick --out DIR      # prints the largest main Claude transcript and its session id
 //! memtrail-corpus search --db DB --query "two words" [--runs 50]   # in-process search, ms
+//!     [--agent A] [--project DIR] [--role R] [--since-ms T] [--until-ms T]  # its filters
 //! memtrail-corpus needles --out HOME [--eval bench/eval/needles.jsonl]  # the eval's sessions
 //! memtrail-corpus eval --db DB --model DIR [--eval FILE] [--encoder static|transformer] [--embed 1]
 //!     # recall@10 lexical/semantic/hybrid (--embed: embed the backlog with the encoder first)
@@ -306,8 +307,15 @@ fn main() -> Result<()> {
             let q = get("query").context("--query is required")?;
             let runs = get("runs").map(|s| s.parse()).transpose()?.unwrap_or(50);
             let store = memtrail_runtime::Store::open(&db)?;
+            // Optional filters, as `memtrail search` takes them (dates in ms since the epoch).
+            let ms = |k: &str| get(k).map(|s| s.parse::<i64>()).transpose();
             let f = memtrail_runtime::query::SearchFilter {
                 limit: 20,
+                agent: get("agent"),
+                project: get("project"),
+                role: get("role"),
+                since: ms("since-ms")?,
+                until: ms("until-ms")?,
                 ..Default::default()
             };
             let hits = memtrail_runtime::query::search(&store, &q, &f)?.len();

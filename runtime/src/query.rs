@@ -767,3 +767,7 @@ mod tests {
         assert_eq!(fence_for("has ```` four"), "`````");
     }
 }
+
+#[cfg(test)]
+#[path = "scope_oracle.rs"]
+mod scope_oracle;

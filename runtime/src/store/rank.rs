@@ -101,12 +101,49 @@ pub fn register(conn: &Connection) -> Result<()> {
 /// messages of the sessions a filter admits without looking each match up in `messages`.
 pub const SCOPE_FUNCTION: &str = "memtrail_in_scope";
 
-/// Register [`SCOPE_FUNCTION`] on `conn`. Call once per connection.
+/// `memtrail_in_sessions(bits, lo, session_id, budget)`: [`SCOPE_FUNCTION`]'s bit test on a
+/// match's session id, which fails with [`WALK_BUDGET_SPENT`] on its call number `budget + 1`
+/// within one run of a statement (a filtered search that has walked `budget` matches without
+/// finding enough in its scope stops, and lists the scope's messages instead).
+pub const SESSIONS_FUNCTION: &str = "memtrail_in_sessions";
+
+/// The error message of [`SESSIONS_FUNCTION`] when its budget is spent.
+pub const WALK_BUDGET_SPENT: &str = "memtrail: the walk's budget of matches is spent";
+
+/// Bit `i - lo` of `bits` (bit `i % 8` of byte `i / 8`); false outside the blob.
+fn bit_at(bits: &[u8], lo: i64, i: i64) -> bool {
+    i.checked_sub(lo)
+        .and_then(|i| usize::try_from(i).ok())
+        .and_then(|i| bits.get(i / 8).map(|b| b & (1 << (i % 8)) != 0))
+        .unwrap_or(false)
+}
+
+/// Register [`SCOPE_FUNCTION`] and [`SESSIONS_FUNCTION`] on `conn`. Call once per connection.
 ///
 /// Errors: SQLite's, when the registration fails.
 pub fn register_scope(conn: &Connection) -> Result<()> {
     use rusqlite::functions::FunctionFlags;
     use rusqlite::types::ValueRef;
+    use std::sync::atomic::{AtomicI64, Ordering};
+    conn.create_scalar_function(SESSIONS_FUNCTION, 4, FunctionFlags::SQLITE_UTF8, |ctx| {
+        let (ValueRef::Blob(bits), ValueRef::Integer(lo), ValueRef::Integer(id)) =
+            (ctx.get_raw(0), ctx.get_raw(1), ctx.get_raw(2))
+        else {
+            return Ok(false);
+        };
+        let budget = ctx.get::<i64>(3)?;
+        // The calls so far, kept with the (constant) bitmap argument for the statement's
+        // run; SQLite may drop it, which only lets the walk go on.
+        let calls = match ctx.get_aux::<AtomicI64>(0)? {
+            Some(c) => c,
+            None => ctx.set_aux(0, AtomicI64::new(0))?,
+        };
+        if calls.fetch_add(1, Ordering::Relaxed) >= budget {
+            return Err(rusqlite::Error::UserFunctionError(WALK_BUDGET_SPENT.into()));
+        }
+        Ok(bit_at(bits, lo, id))
+    })
+    .map_err(db_err)?;
     conn.create_scalar_function(
         SCOPE_FUNCTION,
         3,
@@ -117,11 +154,7 @@ pub fn register_scope(conn: &Connection) -> Result<()> {
             else {
                 return Ok(false);
             };
-            Ok(rowid
-                .checked_sub(lo)
-                .and_then(|i| usize::try_from(i).ok())
-                .and_then(|i| bits.get(i / 8).map(|b| b & (1 << (i % 8)) != 0))
-                .unwrap_or(false))
+            Ok(bit_at(bits, lo, rowid))
         },
     )
     .map_err(db_err)

@@ -1,0 +1,276 @@
+//! The oracle for the plans of a filtered search (see `session_scope`): joining each match to
+//! its message and session, listing the admitted sessions' messages, and checking each match's
+//! session must give the same hits (same messages, scores and snippets, in the same order) for
+//! every query shape and filter, over a generated store whose filters admit more matches than
+//! are ranked ([`SEARCH_CANDIDATES`]), so that which matches each plan walks matters.
+
+use crate::query::{self, Hit, SEARCH_CANDIDATES, SearchFilter};
+use crate::records::Standard;
+use crate::store::Store;
+use crate::store::queries::{FORCED_PLAN, ForcedPlan, scope_is_listed};
+use crate::test_rng::Xorshift;
+use memtrail_adapters::{
+    Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
+};
+
+const T0: i64 = 1_760_000_000_000;
+
+/// A store of 48 sessions (half of them Claude Code's, in four projects, one nested in another)
+/// written in interleaved rounds, 9,600 messages in all: words drawn so that `alpha` is in
+/// about 60% of the messages, `beta` 30%, `gamma` 5%, `delta` 1%, `zeta` 0.2%.
+/// Also returns how many messages of Claude Code's sessions hold `alpha`.
+fn generated() -> (tempfile::TempDir, Store, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+    let mut rng = Xorshift(0x5c0e_0dd1);
+    let agents = [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Cursor];
+    let projects = [Some("/w/app"), Some("/w/app/sub"), Some("/w/other"), None];
+    let sessions: Vec<i64> = (0..48)
+        .map(|i| {
+            let agent = if i % 2 == 0 { agents[0] } else { agents[i % 4] };
+            store
+                .write(|w| {
+                    w.upsert_session(
+                        &SessionRef {
+                            agent,
+                            external_id: format!("sess-{i:02}"),
+                            parent_external_id: None,
+                        },
+                        &SessionMeta {
+                            project_dir: projects[(i / 3) % 4].map(str::to_string),
+                            ..SessionMeta::default()
+                        },
+                        &Standard,
+                    )
+                })
+                .unwrap()
+        })
+        .collect();
+    let mut n = 0i64;
+    let mut claude_alpha = 0;
+    for round in 0..20 {
+        for (k, &sid) in sessions.iter().enumerate() {
+            // Sessions grow at different rates: some write nothing in a round.
+            if (k + round) % 5 == 4 {
+                continue;
+            }
+            let records: Vec<Record> = (0..12)
+                .map(|j| {
+                    n += 1;
+                    let mut words: Vec<&str> = Vec::new();
+                    for (w, per_mille) in [
+                        ("alpha", 600),
+                        ("beta", 300),
+                        ("gamma", 50),
+                        ("delta", 10),
+                        ("zeta", 2),
+                    ] {
+                        if rng.below(1000) < per_mille {
+                            words.push(w);
+                        }
+                    }
+                    if k % 2 == 0 && words.contains(&"alpha") {
+                        claude_alpha += 1;
+                    }
+                    words.push(["filler", "words", "here"][rng.below(3)]);
+                    let text = words.join(" ");
+                    let id = format!("r{round}-s{k}-{j}");
+                    let ts = Some(T0 + n * 1000);
+                    let (role, kind, parts) = match rng.below(3) {
+                        0 => (Role::User, Kind::Text, vec![Part::Text { text }]),
+                        1 => (Role::Assistant, Kind::Text, vec![Part::Text { text }]),
+                        // A shell call whose command and output hold the words.
+                        _ => (
+                            Role::Assistant,
+                            Kind::ToolCall,
+                            vec![Part::ToolCall(ToolCall {
+                                id: format!("call-{id}"),
+                                name: "Bash".into(),
+                                tool: "shell".into(),
+                                input: serde_json::json!({ "command": format!("echo {text}") }),
+                                output: Some(text),
+                                is_error: false,
+                                exit_code: Some(0),
+                            })],
+                        ),
+                    };
+                    let message = Message {
+                        id,
+                        role,
+                        kind,
+                        parts,
+                        timestamp: ts,
+                        model: None,
+                    };
+                    Record::Message(message)
+                })
+                .collect();
+            store.write(|w| w.apply(sid, records)).unwrap();
+        }
+    }
+    (dir, store, claude_alpha)
+}
+
+/// The hits of `q` under `f` with the scope plan `plan` (`None`: the one the search picks).
+fn with_plan(store: &Store, plan: Option<ForcedPlan>, q: &str, f: &SearchFilter) -> Vec<Hit> {
+    FORCED_PLAN.set(plan);
+    let hits = query::search(store, q, f);
+    FORCED_PLAN.set(None);
+    hits.unwrap_or_else(|e| panic!("{q} {f:?}: {e}"))
+}
+
+/// `a` and `b` are the same hits in the same order, their scores equal within 1e-9 of them: a
+/// score's recency prior moves with the clock, by about 1e-14 of it between two searches here.
+fn assert_same(a: &[Hit], b: &[Hit], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: number of hits");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!(
+            (x.score - y.score).abs() <= 1e-9 * y.score.abs(),
+            "{what}: hit {i}: score {} against {}",
+            x.score,
+            y.score
+        );
+        let y = Hit {
+            score: x.score,
+            ..y.clone()
+        };
+        assert_eq!(x, &y, "{what}: hit {i}");
+    }
+}
+
+#[test]
+fn every_plan_of_a_filtered_search_gives_the_same_hits() {
+    let (_dir, store, claude_alpha) = generated();
+    let mid = T0 + 4_000 * 1000;
+    let base = SearchFilter {
+        limit: 20,
+        ..SearchFilter::default()
+    };
+    let agent = |a: &str| SearchFilter {
+        agent: Some(a.into()),
+        ..base.clone()
+    };
+    let project = |p: &str| SearchFilter {
+        project: Some(p.into()),
+        ..base.clone()
+    };
+    let filters: Vec<SearchFilter> = vec![
+        agent("claude"),
+        agent("codex"),
+        agent("gemini"),
+        agent("aider"),
+        project("/w/app"),
+        project("/w/app/sub"),
+        project("/w/other"),
+        SearchFilter {
+            session: Some("sess-07".into()),
+            ..base.clone()
+        },
+        SearchFilter {
+            role: Some("user".into()),
+            ..agent("claude")
+        },
+        SearchFilter {
+            role: Some("tool".into()),
+            ..project("/w/app")
+        },
+        SearchFilter {
+            since: Some(mid),
+            ..agent("claude")
+        },
+        SearchFilter {
+            until: Some(mid),
+            ..agent("claude")
+        },
+        SearchFilter {
+            since: Some(mid),
+            until: Some(mid + 2_000_000),
+            role: Some("assistant".into()),
+            ..project("/w/app")
+        },
+        SearchFilter {
+            limit: 200,
+            ..agent("claude")
+        },
+        SearchFilter {
+            agent: Some("codex".into()),
+            ..project("/w/app")
+        },
+    ];
+    let queries = [
+        "alpha",
+        "alpha beta",
+        "gamma",
+        "delta",
+        "zeta",
+        "\"alpha beta\"",
+        "alp*",
+        "alpha -beta",
+        "alpha OR zeta",
+        "absent",
+    ];
+    let (mut compared, mut nonempty, mut over_bound) = (0, 0, 0);
+    for f in &filters {
+        for q in queries {
+            let join = with_plan(&store, Some(ForcedPlan::Join), q, f);
+            let list = with_plan(&store, Some(ForcedPlan::List), q, f);
+            let sessions = with_plan(&store, Some(ForcedPlan::Sessions), q, f);
+            // A walk that gives up (at once, or part way for frequent words) and lists.
+            let gave_up = with_plan(&store, Some(ForcedPlan::SessionsWithin(1)), q, f);
+            let part_way = with_plan(&store, Some(ForcedPlan::SessionsWithin(700)), q, f);
+            let default = with_plan(&store, None, q, f);
+            let what = |plan: &str| format!("{plan} vs join: {q} {f:?}");
+            assert_same(&list, &join, &what("list"));
+            assert_same(&sessions, &join, &what("sessions"));
+            assert_same(&gave_up, &join, &what("sessions within 1"));
+            assert_same(&part_way, &join, &what("sessions within 700"));
+            assert_same(&default, &join, &what("default"));
+            compared += 1;
+            nonempty += usize::from(!join.is_empty());
+            // Hits with all the filter's matches would rank more than the bound.
+            if q == "alpha" && join.len() == f.limit {
+                over_bound += 1;
+            }
+        }
+    }
+    assert_eq!(compared, filters.len() * queries.len());
+    // Most combinations find something (not a comparison of empty lists), and the frequent
+    // word's matches in one agent exceed what is ranked.
+    assert!(nonempty >= 100, "{nonempty}");
+    assert!(over_bound >= 10, "{over_bound}");
+
+    assert!(
+        claude_alpha > SEARCH_CANDIDATES,
+        "{claude_alpha} matches in one agent"
+    );
+}
+
+/// A walk over budget gives up and the search lists the scope (kept as the filter's scope); a
+/// walk within budget does not, also when the same statement runs again (the count of matches
+/// walked starts anew with each run).
+#[test]
+fn a_walk_over_budget_lists_the_scope_instead() {
+    let (_dir, store, _) = generated();
+    let f = SearchFilter {
+        agent: Some("claude".into()),
+        limit: 20,
+        ..SearchFilter::default()
+    };
+    let join = with_plan(&store, Some(ForcedPlan::Join), "alpha", &f);
+    // Half the sessions are Claude Code's: the 1,024 newest of its `alpha` matches lie among
+    // the newest ~2,000 matches, so a budget of 3,000 suffices every time.
+    for _ in 0..3 {
+        let hits = with_plan(&store, Some(ForcedPlan::SessionsWithin(3000)), "alpha", &f);
+        assert_same(&hits, &join, "within 3000");
+        assert!(
+            !scope_is_listed(&store),
+            "the walk within budget did not give up"
+        );
+    }
+    let hits = with_plan(&store, Some(ForcedPlan::SessionsWithin(1000)), "alpha", &f);
+    assert_same(&hits, &join, "within 1000");
+    assert!(
+        scope_is_listed(&store),
+        "the walk over budget gave up and listed the scope"
+    );
+}
