@@ -126,7 +126,7 @@ pub fn identify(agent: Agent, path: &Path) -> std::io::Result<SessionRef> {
 }
 
 /// What discovery found for one agent.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Discovery {
     /// Every transcript file, parents before sub-agents.
     pub files: Vec<PathBuf>,

@@ -23,9 +23,13 @@ pub fn web(db: StoreLocation, a: WebArgs) -> Result<ExitCode> {
         }) as Arc<memtrail_web::DeleteFn>
     });
     let status_db = db.clone();
-    // The report `memtrail status --json` prints, made in process (no child process).
+    // The report `memtrail status --json` prints, made in process (no child process), with the
+    // agents' transcripts listed in the background (listing them all takes longer than the
+    // rest of the page; made first now, then again when 10 s old).
+    let listing = Arc::new(crate::commands::status::ListingCache::default());
+    listing.refresh_in_background();
     let status: Arc<memtrail_web::StatusFn> =
-        Arc::new(move || crate::commands::status::status_json(&status_db));
+        Arc::new(move || crate::commands::status::status_json(&status_db, Some(&listing)));
     let backend = Backend {
         open,
         delete,
