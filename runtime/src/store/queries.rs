@@ -415,13 +415,25 @@ fn session_scope(store: &Store, f: &SearchFilter) -> Result<ScopePlan> {
         return forced_plan(store, f, forced);
     }
     let (filter, version) = scope_key(store, f)?;
+    let mut again = false;
     if let Some(c) = store.scope_cache.borrow().as_ref()
         && c.filter == filter
         && c.version == version
     {
-        return Ok(c.plan.clone());
+        if !matches!(c.plan, ScopePlan::Sessions(..)) {
+            return Ok(c.plan.clone());
+        }
+        again = true;
     }
-    let plan = build_session_scope(store, f)?;
+    // The same large scope searched again with nothing written between (a reader that stays
+    // open: the web page, the MCP server, `browse`, search as you type): its messages are
+    // listed now and kept, which the next searches use (16 ms against 25 ms a walk, on the
+    // 1 GB store's largest agent). A one-shot search walks.
+    let plan = if again {
+        build_session_scope_with(store, f, i64::MAX, usize::MAX)?
+    } else {
+        build_session_scope(store, f)?
+    };
     keep_scope(store, f, &plan)?;
     Ok(plan)
 }
