@@ -98,10 +98,22 @@ pub fn describe(e: &tokio_postgres::Error) -> String {
 /// `Result` with [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
 
+impl Drop for Pg {
+    /// Stops the connection's runtime without waiting for its tasks: a `Pg` may be dropped
+    /// inside another runtime's task (the last reader of `memtrail web --store postgres://…`
+    /// when the server stops), where dropping a runtime would panic.
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
 /// One connection to PostgreSQL, used synchronously: every call blocks on the connection's own
 /// current-thread runtime.
 pub struct Pg {
-    rt: tokio::runtime::Runtime,
+    /// Always `Some` until [`Drop`] takes it.
+    rt: Option<tokio::runtime::Runtime>,
     client: tokio_postgres::Client,
     target: String,
     warnings: Vec<String>,
@@ -209,7 +221,7 @@ impl Pg {
             }
         })?;
         Ok(Pg {
-            rt,
+            rt: Some(rt),
             client,
             target,
             warnings,
@@ -234,9 +246,14 @@ impl Pg {
         &self.warnings
     }
 
+    /// The connection's runtime (there until the drop).
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.rt.as_ref().expect("the runtime lives until the drop")
+    }
+
     /// Runs `f` to completion on the connection's runtime.
     pub fn block_on<F: Future>(&self, f: F) -> F::Output {
-        self.rt.block_on(f)
+        self.runtime().block_on(f)
     }
 
     /// The client, for [`Pg::block_on`]: `pg.block_on(pg.client().query(…))`.
@@ -247,11 +264,12 @@ impl Pg {
     /// The runtime and the client (mutable: transactions need it), for
     /// `let (rt, c) = pg.parts_mut(); rt.block_on(async { let tx = c.transaction().await?; … })`.
     pub fn parts_mut(&mut self) -> (&tokio::runtime::Runtime, &mut tokio_postgres::Client) {
-        (&self.rt, &mut self.client)
+        let rt = self.rt.as_ref().expect("the runtime lives until the drop");
+        (rt, &mut self.client)
     }
 
     /// Runs `sql` (one or more statements, no parameters, no rows back).
     pub fn batch_execute(&self, sql: &str) -> Result<()> {
-        Ok(self.rt.block_on(self.client.batch_execute(sql))?)
+        Ok(self.runtime().block_on(self.client.batch_execute(sql))?)
     }
 }

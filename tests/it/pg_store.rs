@@ -728,6 +728,7 @@ fn the_web_page_reads_a_postgresql_store_and_deletes_nothing_there() {
         .cmd()
         .args(["--store", &url, "web", "--port", "0"])
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut out = std::io::BufReader::new(web.stdout.take().unwrap());
@@ -747,8 +748,19 @@ fn the_web_page_reads_a_postgresql_store_and_deletes_nothing_there() {
     let (pcode, page) = web_request(port, &format!("/session?id={sid}"), None);
     let (dcode, confirm) = web_request(port, &format!("/session/delete?id={sid}"), None);
     let (xcode, _) = web_request(port, "/session/delete", Some(&format!("id={sid}&csrf=x")));
-    let _ = web.kill();
-    let _ = web.wait();
+    // SIGTERM stops it cleanly: its PostgreSQL readers (each with its own runtime) are dropped
+    // inside the server's runtime, which panicked before.
+    assert!(
+        std::process::Command::new("kill")
+            .arg(web.id().to_string())
+            .status()
+            .unwrap()
+            .success()
+    );
+    let stopped = web.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&stopped.stderr);
+    assert!(stopped.status.success(), "{:?}: {said}", stopped.status);
+    assert!(!said.contains("panicked"), "{said}");
     assert_eq!(code, 200);
     assert_eq!(list["sessions"].as_array().unwrap().len(), 2);
     assert_eq!(sessions.matches("<tr").count(), 1 + 2, "{sessions}");
