@@ -226,14 +226,14 @@ pub struct UnreadableTranscript {
 }
 
 impl TranscriptsReport {
-    /// Which transcripts `agent` has, and which cannot be read: the report of a discovery (`found`: [`memtrail_adapters::discover`]'s
-    /// result for `agent`). Each file is opened to prove it can be read, except those `read`
-    /// says an ingest has read already (a cursor in the store: `status` passes
-    /// [`crate::store::Store::read_files`]), so a status over 12,000 transcripts opens only
-    /// the new ones.
+    /// Which transcripts `agent` has, and which cannot be read: the report of a discovery
+    /// (`found`: [`memtrail_adapters::discover`]'s result for `agent`, or why it failed).
+    /// Each file is opened to prove it can be read, except those `read` says an ingest has
+    /// read already (a cursor in the store: `status` passes [`crate::store::Store::read_files`]),
+    /// so a status over 12,000 transcripts opens only the new ones.
     pub fn from_discovery(
         agent: Agent,
-        found: std::io::Result<memtrail_adapters::Discovery>,
+        found: Result<&memtrail_adapters::Discovery, &str>,
         read: &dyn Fn(&std::path::Path) -> bool,
     ) -> TranscriptsReport {
         match found {

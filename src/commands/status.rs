@@ -229,8 +229,7 @@ fn gather(
             .iter()
             .zip(found)
             .map(|((a, _), found)| {
-                let found = found.clone().map_err(std::io::Error::other);
-                TranscriptsReport::from_discovery(*a, found, &read)
+                TranscriptsReport::from_discovery(*a, found.as_ref().map_err(|e| e.as_str()), &read)
             })
             .collect();
         let tails = tails.join().expect("the unfinished-line check panicked");
