@@ -4,6 +4,7 @@
 
 pub mod analytics;
 pub mod autosync;
+pub mod background;
 pub mod config;
 pub mod events;
 pub mod hook;

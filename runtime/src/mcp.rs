@@ -39,7 +39,6 @@ use rmcp::{
     schemars, tool, tool_handler, tool_router,
 };
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 pub mod transport;
 
@@ -291,7 +290,7 @@ pub struct MemtrailMcp {
     open_other: Option<Arc<OpenReader>>,
     meaning: Option<Arc<dyn MeaningSearch>>,
     /// When the last tool call came (ms since the Unix epoch): the indexer embeds only while
-    /// no call came for [`IDLE_BEFORE_EMBEDDING`].
+    /// no call came for [`crate::background::IDLE_BEFORE_EMBEDDING`].
     last_call: Arc<std::sync::atomic::AtomicI64>,
     store: Arc<Mutex<Option<Backend>>>,
     tool_router: ToolRouter<Self>,
@@ -1047,9 +1046,9 @@ pub fn serve_stdio_full(
         server = server.with_meaning(m);
     }
     if db.sqlite_path().is_some() {
-        spawn_indexer(db.clone());
+        crate::background::spawn_indexer(db.clone());
         if let Some(m) = server.meaning.clone() {
-            spawn_embedder(db, m, server.last_call.clone());
+            crate::background::spawn_embedder(db, m, server.last_call.clone());
         }
     }
     rt.block_on(async move {
@@ -1066,88 +1065,6 @@ pub fn serve_stdio_full(
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         Ok(())
     })
-}
-
-/// How often the MCP server's indexer looks for queued messages.
-pub const INDEX_INTERVAL: Duration = Duration::from_secs(2);
-
-/// The indexer embeds waiting messages only when no tool call came for this long.
-pub const IDLE_BEFORE_EMBEDDING: Duration = Duration::from_secs(2);
-
-/// At most this long of embedding per [`INDEX_INTERVAL`] (half of one core at most), in
-/// small write transactions.
-pub const EMBED_SLICE: Duration = Duration::from_millis(1000);
-
-/// While the server runs (an agent session), a thread of its own, on a connection of its own,
-/// brings the full-text index up to date every [`INDEX_INTERVAL`] (hooks queue what they write:
-/// see [`crate::store::Store::catch_up_index`]), 250 messages per transaction, waiting at most
-/// 100 ms for the write lock, so that searches find the queue indexed and hooks never wait
-/// long. It ends with the process; an unfinished transaction is rolled back.
-fn spawn_indexer(db: StoreLocation) {
-    let _ = std::thread::Builder::new()
-        .name("memtrail-indexer".into())
-        .spawn(move || {
-            let mut store: Option<Store> = None;
-            loop {
-                std::thread::sleep(INDEX_INTERVAL);
-                if store.as_ref().is_some_and(|s| !s.is_current()) {
-                    store = None;
-                }
-                if store.is_none() && db.exists() {
-                    store = Store::open_with_timeout(&db, Duration::from_millis(100)).ok();
-                }
-                if let Some(s) = &store
-                    && s.pending_index().unwrap_or(0) > 0
-                {
-                    let _ = s.catch_up_index(Some(std::time::Instant::now() + INDEX_INTERVAL));
-                }
-            }
-        });
-}
-
-/// With search by meaning, a second thread on a connection of its own embeds waiting messages
-/// every [`INDEX_INTERVAL`] once no tool call came for [`IDLE_BEFORE_EMBEDDING`], at most
-/// [`EMBED_SLICE`] a round, at a lower CPU priority (a thread apart from the indexer's, so that
-/// the full-text catch-up, which holds the write lock longer, keeps its priority).
-fn spawn_embedder(
-    db: StoreLocation,
-    meaning: Arc<dyn MeaningSearch>,
-    last_call: Arc<std::sync::atomic::AtomicI64>,
-) {
-    let _ = std::thread::Builder::new()
-        .name("memtrail-embedder".into())
-        .spawn(move || {
-            lower_thread_priority();
-            let mut store: Option<Store> = None;
-            loop {
-                std::thread::sleep(INDEX_INTERVAL);
-                let idle = crate::now_ms() - last_call.load(std::sync::atomic::Ordering::Relaxed)
-                    >= IDLE_BEFORE_EMBEDDING.as_millis() as i64;
-                if !idle {
-                    continue;
-                }
-                if store.as_ref().is_some_and(|s| !s.is_current()) {
-                    store = None;
-                }
-                if store.is_none() && db.exists() {
-                    store = Store::open_with_timeout(&db, Duration::from_millis(100)).ok();
-                }
-                if let Some(s) = &store {
-                    meaning.embed_some(s, std::time::Instant::now() + EMBED_SLICE);
-                }
-            }
-        });
-}
-
-/// Lowers the calling thread's CPU priority (nice 10, Linux: a thread has its own), so that
-/// background embedding yields to the agent, its hooks and the user's builds.
-fn lower_thread_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: gettid has no precondition; setpriority on our own thread id only lowers it.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
-    }
 }
 
 /// A minimal boxed error type for [`serve_stdio`] (the runtime does not depend on anyhow).

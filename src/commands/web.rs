@@ -2,11 +2,13 @@
 
 use crate::cli::WebArgs;
 use anyhow::{Context, Result};
+use memtrail_embed::service::Meaning as MeaningService;
 use memtrail_runtime::StoreLocation;
-use memtrail_runtime::query::{Hit, SearchFilter};
+use memtrail_runtime::mcp::MeaningSearch;
+use memtrail_runtime::query::{Hit, SearchFilter, SearchMode};
 use memtrail_web::{Backend, Listen, Mode};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// `memtrail web`: binds (refusing a non-loopback address without a token), prints the URL,
 /// opens it with `--open`, serves until Ctrl-C.
@@ -22,6 +24,10 @@ pub fn web(db: StoreLocation, a: WebArgs) -> Result<ExitCode> {
             )?)
         }) as Arc<memtrail_web::DeleteFn>
     });
+    let service = Arc::new(MeaningService::new(Box::new(|| {
+        crate::commands::models::encoder().map_err(|e| format!("{e:#}"))
+    })));
+    let last_request = Arc::new(std::sync::atomic::AtomicI64::new(0));
     let status_db = db.clone();
     // The report `memtrail status --json` prints, made in process (no child process), with the
     // agents' transcripts listed in the background (listing them all takes longer than the
@@ -35,8 +41,16 @@ pub fn web(db: StoreLocation, a: WebArgs) -> Result<ExitCode> {
         delete,
         status: Some(status),
         label: db.to_string(),
-        meaning: Some(meaning(&db)),
+        meaning: Some(meaning(&db, Arc::clone(&service))),
+        last_request: Some(Arc::clone(&last_request)),
     };
+    // On an SQLite store, the full-text queue (what hooks wrote) is indexed while the page
+    // runs, and the backlog of search by meaning embedded while no request came for 2 s, as
+    // the MCP server does.
+    if db.sqlite_path().is_some() {
+        memtrail_runtime::background::spawn_indexer(db.clone());
+        memtrail_runtime::background::spawn_embedder(db.clone(), service, last_request);
+    }
     // The flags, else `[web]` of memtrail's config, else the defaults.
     let cfg = if a.bind.is_some() && a.port.is_some() {
         memtrail_runtime::config::WebConfig::default()
@@ -69,11 +83,10 @@ pub fn web(db: StoreLocation, a: WebArgs) -> Result<ExitCode> {
 }
 
 /// Search by meaning over `db`: ready when the configured model's vectors are in the store
-/// (what `memtrail search`'s default hybrid mode needs); the model and the store's vectors are
-/// loaded at the first search by meaning and kept while the store's vectors stay the same
-/// (`memtrail embed` adding some loads them again).
-fn meaning(db: &StoreLocation) -> memtrail_web::Meaning {
-    type Loaded = ((String, i64), crate::commands::search::Meaning);
+/// (what `memtrail search`'s default hybrid mode needs); `service` loads the model and the
+/// store's vectors at the first search by meaning and keeps them, adding the vectors embedded
+/// since (by the background embedder, `memtrail embed` or `import`) at the next search.
+fn meaning(db: &StoreLocation, service: Arc<MeaningService>) -> memtrail_web::Meaning {
     let ready_db = db.clone();
     let ready = move || -> std::result::Result<String, String> {
         if ready_db.postgres_url().is_some() {
@@ -99,35 +112,17 @@ fn meaning(db: &StoreLocation) -> memtrail_web::Meaning {
         }
     };
     let search_db = db.clone();
-    let loaded: Mutex<Option<Loaded>> = Mutex::new(None);
     let search = move |q: &str, filter: &SearchFilter, mode: Mode| -> Result<(Vec<Hit>, i64)> {
         let store = crate::common::open_store_read(&search_db)?.ok_or_else(|| {
             anyhow::anyhow!("the store does not exist yet: run `memtrail import`")
         })?;
-        let progress = store.embed_progress()?.ok_or_else(|| {
-            anyhow::anyhow!("the store holds no vectors yet: run `memtrail embed`")
-        })?;
-        let mut cache = loaded
-            .lock()
-            .map_err(|_| anyhow::anyhow!("the model's lock is poisoned"))?;
-        if cache.as_ref().is_none_or(|(p, _)| *p != progress) {
-            let m = crate::commands::search::by_default_meaning(&store)?.ok_or_else(|| {
-                anyhow::anyhow!(
-                    "the store holds no vectors of the configured model: run `memtrail embed`"
-                )
-            })?;
-            m.maintain(&store);
-            *cache = Some((progress, m));
-        }
-        let Some((_, m)) = cache.as_ref() else {
-            unreachable!("loaded above")
+        let mode = match mode {
+            Mode::Semantic => SearchMode::Semantic,
+            _ => SearchMode::Hybrid,
         };
-        let hits = match mode {
-            Mode::Semantic => {
-                memtrail_embed::search::semantic(&store, m.model.as_ref(), &m.index, q, filter)?
-            }
-            _ => memtrail_embed::search::hybrid(&store, m.model.as_ref(), &m.index, q, filter)?,
-        };
+        let hits = service
+            .search(&store, q, filter, mode)
+            .map_err(|e| anyhow::anyhow!(e))?;
         Ok((hits, memtrail_runtime::read::ReadStore::unindexed(&store)))
     };
     memtrail_web::Meaning {

@@ -519,3 +519,67 @@ fn the_vectors_side_file_is_written_mapped_and_replaced_when_damaged() {
     assert_eq!(money, [("s1".to_string(), 1), ("s2".to_string(), 0)]);
     assert_eq!(find("dark theme colors").len(), 2);
 }
+
+/// `memtrail web` on an SQLite store does the MCP server's background work: the messages a hook
+/// queued for the full-text index are indexed while the page runs, and the backlog of search by
+/// meaning is embedded once no request came for 2 s; the page's semantic search then finds a
+/// paraphrase. Before, the page only reported both queues.
+#[test]
+fn the_web_page_indexes_the_queue_and_embeds_while_idle() {
+    let sb = Sandbox::new();
+    install_tiny_model(&sb);
+    write_session(&sb, "s1", &TOPICS);
+    sb.json(&["import", "--no-embed", "--json"]);
+    // A second session captured by the Stop hook: its messages wait in the full-text queue.
+    write_session(&sb, "s2", &["Rename the billing module to payments."]);
+    let payload = crate::support::stop_payload(&sb.transcript("app", "s2"), "s2", "/home/user/app");
+    let out = sb
+        .acmd()
+        .args(["hook", "claude"])
+        .write_stdin(payload)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let st = sb.json(&["status", "--json"]);
+    assert_eq!(st["store"]["unindexed_messages"], 1, "{st}");
+    assert_eq!(st["store"]["unembedded_messages"], 5, "{st}");
+
+    let (mut web, port) = crate::support::web_on(&sb, &[]);
+    // Both queues drain with no request made (the indexer every 2 s, the embedder after 2 s
+    // idle); a loaded machine may take a few rounds.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let st = loop {
+        let st = sb.json(&["status", "--json"]);
+        if st["store"]["unindexed_messages"] == 0 && st["store"]["unembedded_messages"] == 0
+            || std::time::Instant::now() > deadline
+        {
+            break st;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert_eq!(st["store"]["unindexed_messages"], 0, "{st}");
+    assert_eq!(st["store"]["unembedded_messages"], 0, "{st}");
+    assert_eq!(
+        st["store"]["embedding_model"], "minilm-l6-static@1/4",
+        "{st}"
+    );
+    // The hook's message is found by a word of it (it is indexed now) ...
+    let (code, page) = crate::support::web_request(port, "/search?q=payments", None);
+    assert_eq!(code, 200);
+    assert!(page.contains("Rename the billing module to"), "{page}");
+    // ... and "directory listing", no word of which is in `ls -la … hidden files`, by meaning.
+    let (code, page) =
+        crate::support::web_request(port, "/search?q=directory+listing&mode=semantic", None);
+    assert_eq!(code, 200);
+    assert!(page.contains("Ranked by meaning."), "{page}");
+    let first = page
+        .split("<p class=\"snippet\">")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no hit: {page}"));
+    assert!(
+        first.starts_with("I ran ls -la in the project root and saw the hidden files."),
+        "{page}"
+    );
+    let _ = web.kill();
+    let _ = web.wait();
+}

@@ -687,32 +687,6 @@ fn a_postgresql_store_without_memtrail_tables_or_with_a_newer_schema_is_refused(
     assert!(err.contains(&newer), "{err}");
 }
 
-/// A GET (or a POST of `form`) to `memtrail web` on 127.0.0.1:`port` over a plain socket: the
-/// status code and the body.
-fn web_request(port: u16, path: &str, form: Option<&str>) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let req = match form {
-        None => {
-            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n")
-        }
-        Some(f) => format!(
-            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{f}",
-            f.len()
-        ),
-    };
-    s.write_all(req.as_bytes()).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let status = out[9..12].parse().unwrap();
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|x| x.1)
-        .unwrap_or("")
-        .to_string();
-    (status, body)
-}
-
 #[test]
 fn the_web_page_reads_a_postgresql_store_and_deletes_nothing_there() {
     use std::io::BufRead;
@@ -736,18 +710,14 @@ fn the_web_page_reads_a_postgresql_store_and_deletes_nothing_there() {
     out.read_line(&mut first).unwrap();
     let mut second = String::new();
     out.read_line(&mut second).unwrap();
-    let port: u16 = first
-        .trim()
-        .strip_prefix("memtrail web: http://127.0.0.1:")
-        .and_then(|r| r.strip_suffix('/'))
-        .unwrap_or_else(|| panic!("{first}"))
-        .parse()
-        .unwrap();
-    let (code, sessions) = web_request(port, "/sessions", None);
-    let (scode, search) = web_request(port, "/search?q=comments", None);
-    let (pcode, page) = web_request(port, &format!("/session?id={sid}"), None);
-    let (dcode, confirm) = web_request(port, &format!("/session/delete?id={sid}"), None);
-    let (xcode, _) = web_request(port, "/session/delete", Some(&format!("id={sid}&csrf=x")));
+    let port = crate::support::web_port(&first);
+    let (code, sessions) = crate::support::web_request(port, "/sessions", None);
+    let (scode, search) = crate::support::web_request(port, "/search?q=comments", None);
+    let (pcode, page) = crate::support::web_request(port, &format!("/session?id={sid}"), None);
+    let (dcode, confirm) =
+        crate::support::web_request(port, &format!("/session/delete?id={sid}"), None);
+    let (xcode, _) =
+        crate::support::web_request(port, "/session/delete", Some(&format!("id={sid}&csrf=x")));
     // SIGTERM stops it cleanly: its PostgreSQL readers (each with its own runtime) are dropped
     // inside the server's runtime, which panicked before.
     assert!(
@@ -830,31 +800,6 @@ fn export_reads_a_postgresql_store_as_it_reads_sqlite() {
     assert!(!remote.is_empty());
 }
 
-/// `memtrail [ARGS] web --port 0` in `sb`, and the port it listens on.
-fn web_on(sb: &Sandbox, args: &[&str]) -> (std::process::Child, u16) {
-    use std::io::BufRead;
-    let mut web = sb
-        .cmd()
-        .args(args)
-        .args(["web", "--port", "0"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    let mut out = std::io::BufReader::new(web.stdout.take().unwrap());
-    out.read_line(&mut first).unwrap();
-    // Its output read to its end (a closed pipe would end the server at its next line).
-    crate::common::drain(out);
-    let port = first
-        .trim()
-        .strip_prefix("memtrail web: http://127.0.0.1:")
-        .and_then(|r| r.strip_suffix('/'))
-        .unwrap_or_else(|| panic!("{first}"))
-        .parse()
-        .unwrap();
-    (web, port)
-}
-
 /// The analytics page answers the same from PostgreSQL (its tables aggregated for the range)
 /// as from the SQLite store it was synced from (the summary tables): the demo session and its
 /// sub-agent, on 2026-03-03 within 10:00:00–10:00:23 UTC: one main session, 3 + 3 messages
@@ -868,8 +813,8 @@ fn the_analytics_page_is_the_same_from_postgresql() {
     let path = "/analytics?until=2026-03-03&days=7";
     let mut main = Vec::new();
     for args in [vec![], vec!["--store", url.as_str()]] {
-        let (mut web, port) = web_on(&sb, &args);
-        let (code, page) = web_request(port, path, None);
+        let (mut web, port) = crate::support::web_on(&sb, &args);
+        let (code, page) = crate::support::web_request(port, path, None);
         let _ = web.kill();
         let _ = web.wait();
         assert_eq!(code, 200, "{args:?}: {page}");

@@ -93,6 +93,10 @@ pub struct Backend {
     pub label: String,
     /// Search by meaning; `None` where there is none (the page's mode selector says so).
     pub meaning: Option<Meaning>,
+    /// Set to the time (ms since the Unix epoch) each request starts and ends, for background
+    /// work that waits until no request came for a while (`memtrail web` embeds the backlog
+    /// then: [`memtrail_runtime::background::spawn_embedder`]); `None` when nothing waits.
+    pub last_request: Option<Arc<std::sync::atomic::AtomicI64>>,
 }
 
 /// How the server listens and whom it lets in.
@@ -132,6 +136,16 @@ pub(crate) struct App {
 }
 
 impl App {
+    /// Records that a request is being served now ([`Backend::last_request`]).
+    pub(crate) fn mark_activity(&self) {
+        if let Some(at) = &self.backend.last_request {
+            at.store(
+                memtrail_runtime::now_ms(),
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
+    }
+
     /// Runs `f` on a reader of the store, on a blocking thread, at most [`MAX_READERS`] at a
     /// time; `Ok(None)` when the store does not exist yet.
     async fn with_store<T, F>(self: &Arc<Self>, f: F) -> Result<Option<T>, WebError>

@@ -167,6 +167,7 @@ fn refuse(status: StatusCode, why: &str) -> Response {
 /// The security layer around every route (see the module's documentation).
 pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     let started = Instant::now();
+    app.mark_activity();
     let access = &app.access;
     let mut resp = if !access.host_ok(req.headers()) {
         refuse(
@@ -227,6 +228,7 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
     )) {
         h.insert("server-timing", v);
     }
+    app.mark_activity();
     resp
 }
 

@@ -471,3 +471,60 @@ pub fn write_session(sb: &Sandbox, sid: &str, texts: &[&str]) {
     }
     std::fs::write(p, out).unwrap();
 }
+
+/// A GET (or a POST of `form`) to `memtrail web` on 127.0.0.1:`port` over a plain socket: the
+/// status code and the body.
+pub fn web_request(port: u16, path: &str, form: Option<&str>) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let req = match form {
+        None => {
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n")
+        }
+        Some(f) => format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{f}",
+            f.len()
+        ),
+    };
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|x| x.1)
+        .unwrap_or("")
+        .to_string();
+    (status, body)
+}
+
+/// `memtrail [ARGS] web --port 0` in `sb`, and the port it listens on; its stderr is piped
+/// (read it with `wait_with_output`; the server writes little there).
+pub fn web_on(sb: &Sandbox, args: &[&str]) -> (std::process::Child, u16) {
+    use std::io::BufRead;
+    let mut web = sb
+        .cmd()
+        .args(args)
+        .args(["web", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    let mut out = std::io::BufReader::new(web.stdout.take().unwrap());
+    out.read_line(&mut first).unwrap();
+    // Its output read to its end (a closed pipe would end the server at its next line).
+    crate::common::drain(out);
+    (web, web_port(&first))
+}
+
+/// The port in `memtrail web`'s first line (`memtrail web: http://127.0.0.1:PORT/`).
+pub fn web_port(first: &str) -> u16 {
+    first
+        .trim()
+        .strip_prefix("memtrail web: http://127.0.0.1:")
+        .and_then(|r| r.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("{first}"))
+        .parse()
+        .unwrap()
+}

@@ -57,6 +57,7 @@ fn backend(db: &Path) -> Backend {
         status: None,
         label: db.display().to_string(),
         meaning: None,
+        last_request: None,
     }
 }
 
