@@ -544,7 +544,8 @@ fn the_web_page_indexes_the_queue_and_embeds_while_idle() {
     assert_eq!(st["store"]["unindexed_messages"], 1, "{st}");
     assert_eq!(st["store"]["unembedded_messages"], 5, "{st}");
 
-    let (mut web, port) = crate::support::web_on(&sb, &[]);
+    let (web, port) = crate::support::web_on(&sb, &[]);
+    let _web = crate::support::KillOnDrop(web);
     // Both queues drain with no request made (the indexer every 2 s, the embedder after 2 s
     // idle); a loaded machine may take a few rounds.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -580,6 +581,4 @@ fn the_web_page_indexes_the_queue_and_embeds_while_idle() {
         first.starts_with("I ran ls -la in the project root and saw the hidden files."),
         "{page}"
     );
-    let _ = web.kill();
-    let _ = web.wait();
 }

@@ -528,3 +528,14 @@ pub fn web_port(first: &str) -> u16 {
         .parse()
         .unwrap()
 }
+
+/// A child process killed (and reaped) when dropped, so that a failing test leaves no server
+/// running.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
