@@ -123,7 +123,8 @@ impl StoreLocation {
     }
 
     /// Delete the store (`memtrail uninstall --purge`): the SQLite file, its `-wal` and `-shm`
-    /// files and the vectors' side file `-vectors` (search by meaning), those missing skipped; then memtrail's own data folder
+    /// files, the vectors' side file `-vectors` (search by meaning) and the write gate `-gate`
+    /// (an empty lock file), those missing skipped; then memtrail's own data folder
     /// (`$XDG_DATA_HOME/memtrail`) when the file was in it and it is now empty (a folder of the
     /// user's, given with `--db` or `MEMTRAIL_DB`, stays). Nothing else is touched.
     ///
@@ -137,7 +138,7 @@ impl StoreLocation {
                 format!("{self} is a PostgreSQL database: memtrail does not delete it"),
             ));
         };
-        for suffix in ["", "-wal", "-shm", "-vectors"] {
+        for suffix in ["", "-wal", "-shm", "-vectors", "-gate"] {
             let mut p = db.as_os_str().to_owned();
             p.push(suffix);
             match std::fs::remove_file(&p) {
@@ -351,6 +352,7 @@ mod tests {
             "m.db-wal",
             "m.db-shm",
             "m.db-vectors",
+            "m.db-gate",
             "m.db-journal",
             "m.db.damaged-1",
             "other",

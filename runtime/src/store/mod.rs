@@ -70,6 +70,7 @@ use std::time::{Duration, Instant};
 pub(crate) mod analytics;
 mod cursors;
 mod files;
+mod gate;
 mod index_text;
 mod location;
 pub(crate) mod maintenance;
@@ -108,6 +109,9 @@ pub use writer::{Applied, Writer, message_events};
 /// ([`Store::catch_up_for_search`]).
 pub const SEARCH_INDEX_WAIT: Duration = Duration::from_secs(1);
 
+/// Pages of the full-text index one step of [`Store::optimize_index`] writes (4 KiB each).
+pub const MERGE_STEP_PAGES: i64 = 1000;
+
 /// How many queued messages one transaction of [`Store::catch_up_index`] indexes.
 pub const INDEX_CHUNK: usize = 2000;
 /// An open store.
@@ -128,6 +132,8 @@ pub struct Store {
     /// long-lived reader — the web page, the MCP server, `browse` — searches with the same
     /// filter at every keystroke): see `queries::session_scope`.
     scope_cache: std::cell::RefCell<Option<queries::ScopeCache>>,
+    /// The write gate (`<store>-gate`), opened at the first write: see [`gate`].
+    gate: std::cell::OnceCell<Option<std::fs::File>>,
 }
 
 /// How many more times a write retries `BEGIN IMMEDIATE` after the busy timeout ran out.
@@ -144,11 +150,13 @@ pub const WAL_SIZE_LIMIT_BYTES: i64 = 32 * 1024 * 1024;
 /// The process's deadline for lock waits (see [`Store::set_deadline`]).
 static DEADLINE: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
 
-/// SQLite busy handler for a store with a deadline: `true` (try again) after a pause of 1 to
-/// 100 ms growing with the number of tries `n`, capped by the time left; `false` (give up with
-/// `SQLITE_BUSY`) once the deadline has passed.
+/// SQLite busy handler for a store with a deadline (a hook): `true` (try again) after a pause
+/// of 1 to 10 ms growing with the number of tries `n`, capped by the time left; `false` (give
+/// up with `SQLITE_BUSY`) once the deadline has passed. Short pauses: a hook holds the write
+/// gate ([`gate`]), so the writer it waits for begins no new transaction, and the lock is the
+/// hook's as soon as that one ends.
 fn deadline_busy_handler(n: i32) -> bool {
-    const DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+    const DELAYS_MS: [u64; 7] = [1, 1, 2, 2, 5, 5, 10];
     let Some(d) = *DEADLINE.lock().unwrap_or_else(|e| e.into_inner()) else {
         return false;
     };
@@ -336,6 +344,7 @@ impl Store {
             rank_ready: std::cell::Cell::new(false),
             file_id,
             scope_cache: std::cell::RefCell::new(None),
+            gate: std::cell::OnceCell::new(),
         };
         if deadline.is_some() {
             store.set_deadline(deadline)?;
@@ -399,19 +408,26 @@ impl Store {
         self.catch_up_index_by(deadline, chunk)
     }
 
-    /// Merge the full-text index into one segment (FTS5 `'optimize'`), in one write
-    /// transaction. Every catch-up adds a segment, and a query positions its iterators in each:
-    /// on the 1 GB bench store, 15 segments made 20 snippet lookups cost 3.6 ms, one segment
-    /// 0.5 ms. It rewrites the whole index (5 s at 1 GB), so only a large import runs it.
+    /// Merge the full-text index into one segment, as FTS5's `'optimize'` does, but in steps of
+    /// [`MERGE_STEP_PAGES`] pages, each its own write transaction (FTS5's incremental `'merge'`:
+    /// a negative page count starts merging every segment into one, positive counts go on
+    /// until a step changes nothing). Every catch-up adds a segment, and a query positions its
+    /// iterators in each: on the 1 GB bench store, 15 segments made 20 snippet lookups cost
+    /// 3.6 ms, one segment 0.5 ms. The whole index is rewritten (5 s at 1 GB), so only a large
+    /// import runs it; in steps, a hook waits for one step at most, not for the whole merge.
     pub fn optimize_index(&mut self) -> Result<()> {
-        self.write(|w| {
-            w.tx.execute(
-                "INSERT INTO messages_fts (messages_fts) VALUES ('optimize')",
-                [],
-            )
-            .db()?;
-            Ok(())
-        })
+        const MERGE: &str = "INSERT INTO messages_fts (messages_fts, rank) VALUES ('merge', ?1)";
+        let mut pages = -MERGE_STEP_PAGES;
+        // A step that merges nothing changes at most one row (the structure record).
+        while self.write(|w| {
+            let before = w.tx.total_changes();
+            w.tx.execute(MERGE, [pages]).db()?;
+            Ok(w.tx.total_changes() - before)
+        })? >= 2
+        {
+            pages = MERGE_STEP_PAGES;
+        }
+        Ok(())
     }
 
     /// [`Store::catch_up_index`] for a search: the write lock is waited for at most
@@ -444,6 +460,7 @@ impl Store {
             if !queued || deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(done);
             }
+            let _gate = self.pass_gate();
             let tx =
                 rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
                     .map_err(|e| classify(db_err(e)))?;
@@ -453,6 +470,19 @@ impl Store {
             if n == 0 {
                 return Ok(done);
             }
+        }
+    }
+
+    /// Before a write transaction ([`gate`]): a hook (a store with a deadline) holds the gate
+    /// shared until the returned guard drops (after its commit or rollback); any other writer
+    /// waits, at most [`gate::YIELD_MAX`], until no hook holds it.
+    fn pass_gate(&self) -> Option<gate::Held<'_>> {
+        let g = self.gate.get_or_init(|| gate::open(&self.path)).as_ref()?;
+        if self.deadline.is_some() {
+            gate::hold(g)
+        } else {
+            gate::yield_to_hooks(g);
+            None
         }
     }
 
@@ -548,6 +578,7 @@ impl Store {
     /// limit (`SQLITE_FULL`) is [`Error::Full`]; the transaction is rolled back.
     pub fn write<T>(&mut self, f: impl FnOnce(&Writer<'_>) -> Result<T>) -> Result<T> {
         let started = Instant::now();
+        let _gate = self.pass_gate();
         let mut attempt = 0u32;
         let tx = loop {
             // With a deadline, the busy handler (see `set_deadline`) does the waiting.

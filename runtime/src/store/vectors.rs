@@ -286,6 +286,7 @@ impl Store {
                 v.len()
             )));
         }
+        let _gate = self.pass_gate();
         let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
             .map_err(|e| classify(db_err(e)))?;
         let state: Option<(String, i64)> = tx
