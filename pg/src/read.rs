@@ -84,7 +84,7 @@ const SEARCH_WORK_MEM: &str = "16MB";
 /// runtime: the MCP server runs its calls on a thread of their own).
 pub struct PgReader {
     pg: Pg,
-    /// Whether the database has migration 6's activity summaries (`activity_days`, …): found
+    /// Whether the database has migration 6's activity summaries (`project_days`, …): found
     /// once, looked for again at each analytics call until then (a sync with a newer memtrail
     /// may migrate the database while this reader is open).
     summaries: std::cell::Cell<bool>,
@@ -863,14 +863,14 @@ impl ReadStore for PgReader {
     }
 
     /// From the activity summaries the push keeps (migration 6, `pg/src/migrations/
-    /// 0006_activity.sql`: the SQLite store's schema 8 keyed by session uid), added up here per
-    /// agent, model and project; six statements pipelined on the connection (one round trip's
-    /// wait). A database not yet migrated to 6 (no sync with this memtrail yet) is aggregated
+    /// 0006_activity.sql`): messages per (day, agent, model), active slots per (project, day),
+    /// tools, files, and the sessions started in the range; five statements pipelined on the
+    /// connection (one round trip's wait). A database not yet migrated to 6 (no sync with this memtrail yet) is aggregated
     /// from its messages ([`PgReader::analytics_by_messages`]), as before.
     fn analytics(&self, range: DayRange) -> Result<Analytics> {
         if !self.summaries.get() {
             let found: bool = self
-                .rows_typed("SELECT to_regclass('activity_days') IS NOT NULL", &[])?
+                .rows_typed("SELECT to_regclass('project_days') IS NOT NULL", &[])?
                 .first()
                 .is_some_and(|r| r.get(0));
             if !found {
@@ -880,19 +880,18 @@ impl ReadStore for PgReader {
         }
         let (start, end) = (range.start_ms(), range.end_ms());
         let (first, last) = (range.first_day, range.last_day);
-        let (first_slot, end_slot) = (start / SLOT_MS, end / SLOT_MS);
         let top = TOP as i64;
         let c = self.pg.client();
         let i8 = Type::INT8;
         let times: [(&(dyn ToSql + Sync), Type); 2] = [(&start, i8.clone()), (&end, i8.clone())];
         let days: [(&(dyn ToSql + Sync), Type); 2] = [(&first, i8.clone()), (&last, i8.clone())];
         let slots: [(&(dyn ToSql + Sync), Type); 3] = [
-            (&first_slot, i8.clone()),
-            (&end_slot, i8.clone()),
+            (&first, i8.clone()),
+            (&last, i8.clone()),
             (&top, i8.clone()),
         ];
         let limit: [(&(dyn ToSql + Sync), Type); 1] = [(&top, i8)];
-        let (sessions, messages, models, projects, tools, files) = self
+        let (sessions, agents, projects, tools, files) = self
             .pg
             .block_on(async {
                 tokio::try_join!(
@@ -904,21 +903,13 @@ impl ReadStore for PgReader {
                         &times,
                     ),
                     c.query_typed(
-                        "SELECT a.day, s.agent, sum(a.messages)::int8 FROM activity_days a
-                         JOIN sessions s ON s.uid = a.session_uid
-                         WHERE a.day BETWEEN $1 AND $2 GROUP BY 1, 2",
+                        "SELECT day, agent, model, messages FROM activity_agents
+                         WHERE day BETWEEN $1 AND $2",
                         &days,
                     ),
                     c.query_typed(
-                        "SELECT day, model, sum(messages)::int8 FROM activity_days
-                         WHERE day BETWEEN $1 AND $2 GROUP BY 1, 2",
-                        &days,
-                    ),
-                    c.query_typed(
-                        "SELECT project, count(*) FROM (
-                             SELECT DISTINCT coalesce(s.project_dir, '') AS project, a.slot
-                             FROM activity_slots a JOIN sessions s ON s.uid = a.session_uid
-                             WHERE a.slot >= $1 AND a.slot < $2) x
+                        "SELECT project, sum(slots)::int8 FROM project_days
+                         WHERE day BETWEEN $1 AND $2
                          GROUP BY 1 ORDER BY 2 DESC, project COLLATE \"C\" LIMIT $3",
                         &slots,
                     ),
@@ -940,8 +931,21 @@ impl ReadStore for PgReader {
                 .map(|r| (r.get(0), clean(r.get::<_, String>(1)), r.get(2)))
                 .collect()
         };
-        let mut models = triples(models);
-        models.sort();
+        // Messages per (day, agent) and per (day, model), from the (day, agent, model) rows.
+        let mut messages: std::collections::BTreeMap<(i64, String), i64> = Default::default();
+        let mut models: std::collections::BTreeMap<(i64, String), i64> = Default::default();
+        for r in &agents {
+            let (day, n): (i64, i64) = (r.get(0), r.get(3));
+            *messages
+                .entry((day, clean(r.get::<_, String>(1))))
+                .or_default() += n;
+            *models
+                .entry((day, clean(r.get::<_, String>(2))))
+                .or_default() += n;
+        }
+        let flat = |m: std::collections::BTreeMap<(i64, String), i64>| -> Vec<(i64, String, i64)> {
+            m.into_iter().map(|((d, s), n)| (d, s, n)).collect()
+        };
         let projects = projects
             .iter()
             .map(|r| ProjectTime {
@@ -966,8 +970,8 @@ impl ReadStore for PgReader {
             .collect();
         Ok(Analytics::from_rows(
             triples(sessions),
-            triples(messages),
-            models,
+            flat(messages),
+            flat(models),
             projects,
             tools,
             files,

@@ -279,11 +279,12 @@ fn assert_same(store: &Store, reader: &PgReader, when: &str) -> Analytics {
 
 /// The summaries as their definition gives them, recomputed from the stored rows: (what the
 /// triggers kept, the recount).
-const RECOUNT: [(&str, &str); 4] = [
+const RECOUNT: [(&str, &str); 6] = [
     (
-        "SELECT day, session_uid, model, messages FROM activity_days ORDER BY 1, 2, 3",
-        "SELECT ts / 86400000, session_uid, coalesce(model, ''), count(*) FROM messages
-         WHERE ts IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+        "SELECT day, agent, model, messages FROM activity_agents ORDER BY 1, 2, 3",
+        "SELECT m.ts / 86400000, s.agent, coalesce(m.model, ''), count(*) FROM messages m
+         JOIN sessions s ON s.uid = m.session_uid
+         WHERE m.ts IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
     ),
     (
         "SELECT slot, session_uid, '', messages FROM activity_slots ORDER BY 1, 2",
@@ -299,6 +300,18 @@ const RECOUNT: [(&str, &str); 4] = [
         "SELECT 0::int8, path, '', edits FROM file_edits ORDER BY 2",
         "SELECT 0::int8, subject, '', count(*) FROM events
          WHERE category = 'file' AND action IN ('edited', 'written') GROUP BY 2 ORDER BY 2",
+    ),
+    (
+        "SELECT slot, project, '', messages FROM project_slots ORDER BY 1, 2",
+        "SELECT m.ts / 300000, coalesce(s.project_dir, ''), '', count(*) FROM messages m
+         JOIN sessions s ON s.uid = m.session_uid
+         WHERE m.ts IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2",
+    ),
+    (
+        "SELECT day, project, '', slots FROM project_days ORDER BY 1, 2",
+        "SELECT m.ts / 86400000, coalesce(s.project_dir, ''), '', count(DISTINCT m.ts / 300000)
+         FROM messages m JOIN sessions s ON s.uid = m.session_uid
+         WHERE m.ts IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2",
     ),
 ];
 
@@ -458,8 +471,8 @@ fn analytics_equal_the_sqlite_store_after_push_rewrite_redaction_and_delete() {
     assert_recounted(&pg, "after a delete");
     let left: i64 = pg
         .block_on(pg.client().query_one(
-            "SELECT count(*) FROM activity_days a JOIN sessions s ON s.uid = a.session_uid
-             WHERE s.agent = 'codex'",
+            "SELECT (SELECT count(*) FROM activity_agents WHERE agent = 'codex')
+                  + (SELECT count(*) FROM project_days WHERE project = '/p/beta')",
             &[],
         ))
         .unwrap()
@@ -655,13 +668,30 @@ fn summaries_follow_every_write() {
         ]
     );
 
+    // s1 moves to another folder (its session row pushed again): its slots move with it.
+    let mut moved = sync_session(HERE, "s1", vec![]);
+    moved.session.project_dir = Some("/q".into());
+    pg.push(HERE, "laptop", &batch(vec![moved], vec![]))
+        .unwrap();
+    assert_recounted(&pg, "a folder changed");
+    assert_eq!(
+        summary_rows(
+            &pg,
+            "SELECT 0::int8, project, '', sum(slots)::int8 FROM project_days GROUP BY 2 ORDER BY 2"
+        ),
+        [
+            (0, "/p".to_string(), String::new(), 1),
+            (0, "/q".to_string(), String::new(), 2)
+        ]
+    );
+
     // The message set of s1 keeps m1 only.
     let mut set = sync_session(HERE, "s1", vec![]);
     set.message_set = Some(vec!["m1".into()]);
     pg.push(HERE, "laptop", &batch(vec![set], vec![])).unwrap();
     assert_recounted(&pg, "a message set");
-    let days = summary_rows(&pg, RECOUNT[0].0);
-    assert_eq!(days.len(), 2, "{days:?}");
+    let slots = summary_rows(&pg, RECOUNT[1].0);
+    assert_eq!(slots.len(), 2, "{slots:?}");
 
     // Written by hand: times, models, names, outcomes and actions changed.
     pg.batch_execute(
@@ -669,7 +699,8 @@ fn summaries_follow_every_write() {
          UPDATE tool_calls SET is_error = NOT is_error;
          UPDATE tool_calls SET name = 'Renamed' WHERE name = 'Bash';
          UPDATE events SET action = 'read' WHERE subject = '/c';
-         UPDATE events SET subject = '/d';",
+         UPDATE events SET subject = '/d';
+         UPDATE sessions SET project_dir = NULL WHERE external_id = 's2';",
     )
     .unwrap();
     assert_recounted(&pg, "updates by hand");
@@ -685,7 +716,7 @@ fn summaries_follow_every_write() {
     assert_recounted(&pg, "a deletion");
     assert_eq!(summary_rows(&pg, RECOUNT[2].0).len(), 1);
     assert!(
-        summary_rows(&pg, RECOUNT[0].0)
+        summary_rows(&pg, RECOUNT[1].0)
             .iter()
             .all(|r| r.1 == memtrail_pg::session_uid(HERE, "claude", "s1"))
     );
