@@ -88,6 +88,10 @@ BEGIN
     INSERT INTO project_days AS d (project, day, slots)
         SELECT project, slot / 288, count(*) FROM up WHERE fresh GROUP BY 1, 2 ORDER BY 2, 1
         ON CONFLICT (day, project) DO UPDATE SET slots = d.slots + excluded.slots;
+    -- Only a decrement can leave a row at 0 (a push of new messages plans none of this).
+    IF 0 < ALL(n) THEN
+        RETURN;
+    END IF;
     WITH gone AS (DELETE FROM project_slots WHERE messages <= 0 RETURNING project, slot)
     INSERT INTO project_days AS d (project, day, slots)
         SELECT project, slot / 288, -count(*) FROM gone GROUP BY 1, 2 ORDER BY 2, 1
@@ -105,19 +109,25 @@ DECLARE
     p text[];
     sl bigint[];
     k bigint[];
+    -- Whether a count goes down (only then can a row fall to 0 and be deleted).
+    shrinks boolean := NOT (0 < ALL(n));
 BEGIN
     PERFORM pg_advisory_xact_lock(7887055795616833906);
     INSERT INTO activity_slots AS a (slot, session_uid, messages)
         SELECT x.t / 300000, x.u, sum(x.n) FROM unnest(u, t, n) AS x(u, t, n)
         GROUP BY 1, 2 HAVING sum(x.n) <> 0 ORDER BY 1, 2
         ON CONFLICT (slot, session_uid) DO UPDATE SET messages = a.messages + excluded.messages;
-    DELETE FROM activity_slots WHERE messages <= 0;
+    IF shrinks THEN
+        DELETE FROM activity_slots WHERE messages <= 0;
+    END IF;
     INSERT INTO activity_agents AS a (day, agent, model, messages)
         SELECT x.t / 86400000, s.agent, coalesce(x.m, ''), sum(x.n)
         FROM unnest(u, t, m, n) AS x(u, t, m, n) JOIN sessions s ON s.uid = x.u
         GROUP BY 1, 2, 3 HAVING sum(x.n) <> 0 ORDER BY 1, 2, 3
         ON CONFLICT (day, agent, model) DO UPDATE SET messages = a.messages + excluded.messages;
-    DELETE FROM activity_agents WHERE messages <= 0;
+    IF shrinks THEN
+        DELETE FROM activity_agents WHERE messages <= 0;
+    END IF;
     SELECT array_agg(y.p), array_agg(y.sl), array_agg(y.k) INTO p, sl, k FROM (
         SELECT coalesce(s.project_dir, '') AS p, x.t / 300000 AS sl, sum(x.n) AS k
         FROM unnest(u, t, n) AS x(u, t, n) JOIN sessions s ON s.uid = x.u
@@ -149,11 +159,14 @@ BEGIN
         IF NOT EXISTS (SELECT 1 FROM old_rows) THEN
             RETURN NULL;
         END IF;
-        SELECT array_agg(x.session_uid), array_agg(x.ts), array_agg(x.model), array_agg(x.n)
+        SELECT array_agg(y.session_uid), array_agg(y.ts), array_agg(y.model), array_agg(y.n)
             INTO u, t, m, n FROM (
-                SELECT session_uid, ts, model, 1::bigint AS n FROM new_rows
-                UNION ALL SELECT session_uid, ts, model, -1 FROM old_rows) x
-            WHERE x.ts IS NOT NULL;
+                SELECT x.session_uid, x.ts, x.model, (sign(sum(x.n)))::bigint AS n,
+                       abs(sum(x.n)) AS times
+                FROM (SELECT session_uid, ts, model, 1::bigint AS n FROM new_rows
+                      UNION ALL SELECT session_uid, ts, model, -1 FROM old_rows) x
+                WHERE x.ts IS NOT NULL GROUP BY 1, 2, 3 HAVING sum(x.n) <> 0) y,
+                generate_series(1, y.times);
     END IF;
     IF u IS NOT NULL THEN
         PERFORM memtrail_add_messages(u, t, m, n);
