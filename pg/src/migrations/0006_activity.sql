@@ -204,7 +204,7 @@ BEGIN
 END
 $$;
 
--- The advisory lock of the shared summaries: "mtsummar" in ASCII, as a big-endian integer.
+-- Tools and files (every machine's), under the same lock.
 CREATE FUNCTION memtrail_tool_use() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
@@ -295,7 +295,7 @@ BEGIN
 END
 $$;
 
--- Transition tables allow one event per trigger: three triggers per table.
+-- Transition tables allow one event per trigger: three triggers per table (sessions: updates).
 CREATE TRIGGER messages_ai_activity AFTER INSERT ON messages
     REFERENCING NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION memtrail_messages_activity();
