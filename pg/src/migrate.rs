@@ -47,6 +47,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "inline vectors",
         sql: include_str!("migrations/0005_inline_vectors.sql"),
     },
+    Migration {
+        version: 6,
+        name: "activity summaries",
+        sql: include_str!("migrations/0006_activity.sql"),
+    },
 ];
 
 /// The advisory lock key the migrations run under (`pg_advisory_xact_lock`): "memtrail" in

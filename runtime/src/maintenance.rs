@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 pub use crate::store::maintenance::{
     Purged, RESCAN_BATCH, Recaptured, Rescanned, SessionInfo, capture_again, delete_rows,
-    delete_session, is_deleted, purge, session_info, session_row,
+    delete_session, is_deleted, purge, rescan as rescan_with, session_info, session_row,
 };
 
 /// Apply memtrail's current redaction rules ([`crate::records::Standard`]) to everything stored:

@@ -838,3 +838,117 @@ fn the_analytics_page_is_the_same_from_postgresql() {
         assert!(pg.contains(shown), "missing {shown}: {pg}");
     }
 }
+
+/// The `<main>` of the analytics page at `path` from the local SQLite store and from the
+/// PostgreSQL store at `url`, each served by its own `memtrail web`; they must be equal.
+fn analytics_both(sb: &Sandbox, url: &str, path: &str) -> String {
+    let mut main = Vec::new();
+    for args in [vec![], vec!["--store", url]] {
+        let (mut web, port) = web_on(sb, &args);
+        let (code, page) = web_request(port, path, None);
+        let _ = web.kill();
+        let _ = web.wait();
+        assert_eq!(code, 200, "{args:?}: {page}");
+        let start = page.find("<main").unwrap();
+        let end = page.find("</main>").unwrap();
+        main.push(page[start..end].to_string());
+    }
+    assert_eq!(main[0], main[1], "{path}");
+    main.pop().unwrap()
+}
+
+/// The analytics page from PostgreSQL (its summaries kept by the pushes) stays the same as from
+/// the SQLite store it was synced from, through a redaction and a delete: the fixture projects
+/// and a session that edits `src/ACME-123456.rs` (the `grow` fixture, 2026-03-02) are pushed;
+/// then a `[privacy] redact` rule for `ACME-[0-9]{6}`, `redact --rescan` and a sync rewrite the
+/// edited path in PostgreSQL's summaries too; then `sessions delete` of that session and a
+/// sync take its figures out of both.
+#[test]
+fn the_analytics_page_stays_the_same_from_postgresql_through_a_redaction_and_a_delete() {
+    let Some(url) = memtrail_testkit::pg::test_database("web_analytics_steps") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let projects = sb.install_fixture_projects();
+    let grow = std::fs::read_to_string(repo_root().join("fixtures/claude/grow-turn3.jsonl"))
+        .unwrap()
+        .replace(
+            "/home/user/demo/src/lib.rs",
+            "/home/user/demo/src/ACME-123456.rs",
+        );
+    std::fs::write(
+        projects.join("-home-user-demo/7b1f0c2e-5d4a-4e8b-9c3f-2a6d8e1b4f70.jsonl"),
+        grow,
+    )
+    .unwrap();
+    sb.json(&["import", "--json"]);
+    let out = sb
+        .cmd()
+        .args(["sync", "--init", &url, "--label", "laptop"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = "/analytics?until=2026-03-31&days=60";
+    let page = analytics_both(&sb, &url, path);
+    for shown in [
+        "<td class=\"path\">/home/user/demo/src/ACME-123456.rs</td>",
+        "<td class=\"path\">/home/user/demo/README.ar.md</td>",
+        "<title>2026-03-02 · claude",
+        "<title>2026-03-03 · claude: 6 messages</title>",
+    ] {
+        assert!(page.contains(shown), "missing {shown}: {page}");
+    }
+    let pg = memtrail_pg::Pg::connect_url(&url).unwrap();
+    let count = |sql: &str| -> i64 { pg.block_on(pg.client().query_one(sql, &[])).unwrap().get(0) };
+    let acme = "SELECT count(*) FROM file_edits WHERE path LIKE '%ACME-123456%'";
+    assert_eq!(count(acme), 1);
+
+    let out = sb
+        .cmd()
+        .args([
+            "config",
+            "set",
+            "privacy.redact",
+            r#"[{ name = "acme-ticket", pattern = "ACME-[0-9]{6}" }]"#,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rescan = sb.json(&["redact", "--rescan", "--json"]);
+    assert!(
+        rescan["messages_changed"].as_u64().unwrap() >= 1,
+        "{rescan}"
+    );
+    sb.json(&["sync", "--json"]);
+    let page = analytics_both(&sb, &url, path);
+    assert!(!page.contains("ACME-123456"), "{page}");
+    assert!(
+        page.contains("<td class=\"path\">/home/user/demo/src/[redacted:acme-ticket].rs</td>"),
+        "{page}"
+    );
+    assert_eq!(
+        count(acme),
+        0,
+        "the redaction reached PostgreSQL's summaries"
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM file_edits WHERE path LIKE '%[redacted:acme-ticket]%'"),
+        1
+    );
+
+    sb.json(&["sessions", "delete", "7b1f0c2e", "--yes", "--json"]);
+    sb.json(&["sync", "--json"]);
+    let page = analytics_both(&sb, &url, path);
+    assert!(!page.contains("2026-03-02 · "), "{page}");
+    assert!(page.contains("No file edited."), "{page}");
+    assert!(page.contains("<title>2026-03-03 · claude: 6 messages</title>"));
+    assert_eq!(count("SELECT count(*) FROM file_edits"), 0);
+}

@@ -2,6 +2,7 @@
 //! `scripts/pg-test-server`; each test makes its own database). Without the variable they skip
 //! themselves, unless `MEMTRAIL_REQUIRE_PG=1`.
 
+mod activity;
 mod bulk;
 mod connect;
 mod corpus;
