@@ -22,6 +22,7 @@
 //! sessions). The same `seed` and `bytes` give the same bytes on every machine.
 
 pub mod eval;
+pub mod variant;
 
 use memtrail_runtime::records::Standard;
 use serde_json::{Value, json};

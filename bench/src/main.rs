@@ -8,7 +8,8 @@
 //! memtrail-corpus search --db DB --query "two words" [--runs 50]   # in-process search, ms
 //!     [--agent A] [--project DIR] [--role R] [--since-ms T] [--until-ms T]  # its filters
 //! memtrail-corpus needles --out HOME [--eval bench/eval/needles.jsonl]  # the eval's sessions
-//! memtrail-corpus eval --db DB --model DIR [--eval FILE] [--encoder static|transformer] [--embed 1]
+//! memtrail-corpus eval --db DB --model DIR [--eval FILE] [--encoder static|transformer|variant] [--embed 1]
+//!     [--from WHEELDIR --raw RAW.f32 --weight W --pcr N --query-mix X --query-weight W --sample store|DIR]
 //!     # recall@10 lexical/semantic/hybrid (--embed: embed the backlog with the encoder first)
 //! memtrail-corpus distill --from WHEELDIR --out DIR [--dim 256] [--zipf 1|0] [--raw CACHE]
 //! memtrail-corpus mcp --bin MEMTRAIL --db DB --query Q [--runs 50] # MCP search round trip, ms
@@ -80,10 +81,22 @@ fn eval_cmd(
     let mut times: [Vec<f64>; 3] = Default::default();
     for (i, n) in needles.iter().enumerate() {
         let sid = needle_session(i);
+        // The first paraphrase of each needle is the dev half (parameters are chosen on it),
+        // the second the test half.
         let queries = n
             .paraphrase
             .iter()
-            .map(|q| ("paraphrase", q))
+            .enumerate()
+            .map(|(k, q)| {
+                (
+                    if k == 0 {
+                        "paraphrase-dev"
+                    } else {
+                        "paraphrase-test"
+                    },
+                    q,
+                )
+            })
             .chain(std::iter::once(("exact", &n.exact)));
         for (kind, q) in queries {
             let mut found = [0usize; 3];
@@ -105,10 +118,15 @@ fn eval_cmd(
                     .any(|h| h.session_id == sid && h.role == n.role)
                     as usize;
             }
-            for key in [
+            let mut keys = vec![
                 (kind.to_string(), "all".to_string()),
                 (kind.to_string(), n.lang.clone()),
-            ] {
+            ];
+            if kind.starts_with("paraphrase") {
+                keys.push(("paraphrase".to_string(), "all".to_string()));
+                keys.push(("paraphrase".to_string(), n.lang.clone()));
+            }
+            for key in keys {
                 let e = tally.entry(key).or_default();
                 for (sum, x) in e.0.iter_mut().zip(found) {
                     *sum += x;
@@ -139,6 +157,87 @@ fn eval_cmd(
         );
     }
     Ok(())
+}
+
+/// `eval --encoder variant`: a static-model variant built in memory (see
+/// `memtrail_bench::variant`) from `--raw CACHE` (the raw per-token matrix `distill --raw`
+/// writes) and `--from WHEELDIR`; `--weight zipf|none|rank:K|sif:A|zipfsif:A`, `--pcr N`,
+/// `--query-mix X` (1: static query), `--sample store|DIR` (the texts SIF counts and the
+/// common components come from: the store's own, or the JSON files under DIR).
+fn variant_encoder(
+    get: &dyn Fn(&str) -> Option<String>,
+    db: &std::path::Path,
+) -> Result<memtrail_bench::variant::Variant> {
+    use memtrail_bench::variant::{Collector, Options, Sample, build, texts_from_json_dir};
+    let m = anyhow::Error::msg;
+    let from = PathBuf::from(get("from").context("--from WHEELDIR is required")?);
+    let raw_path = PathBuf::from(get("raw").context("--raw CACHE is required")?);
+    let src = memtrail_embed::install::sources_from_dir(&from).map_err(m)?;
+    let vocab = memtrail_embed::tokenizer::WordPiece::from_vocab_txt(&src.vocab_txt).map_err(m)?;
+    let raw: Vec<f32> = std::fs::read(&raw_path)?
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let opt = Options {
+        dim: get("dim").map(|s| s.parse()).transpose()?.unwrap_or(256),
+        weight: get("weight").unwrap_or_else(|| "zipf".into()),
+        pcr: get("pcr").map(|s| s.parse()).transpose()?.unwrap_or(0),
+        query_mix: get("query-mix")
+            .map(|s| s.parse())
+            .transpose()?
+            .unwrap_or(1.0),
+        query_weight: get("query-weight"),
+    };
+    let t = std::time::Instant::now();
+    let sample = match get("sample").as_deref().unwrap_or("store") {
+        "store" => {
+            let store = memtrail_runtime::Store::open(db)?;
+            let c = Collector {
+                vocab: &vocab,
+                sample: Default::default(),
+                keep_every: get("keep-every")
+                    .map(|s| s.parse())
+                    .transpose()?
+                    .unwrap_or(1),
+                max_texts: 20_000,
+            };
+            memtrail_embed::search::embed_backlog(&store, &c, 256, None, &mut |_| {})?;
+            c.sample.into_inner().unwrap()
+        }
+        dir => {
+            let mut s = Sample::default();
+            let texts = texts_from_json_dir(std::path::Path::new(dir));
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            s.add(&vocab, &refs, 1, usize::MAX);
+            s
+        }
+    };
+    println!(
+        "sample: {} texts, {} tokens counted, {} kept, {:.1} s",
+        sample.seen,
+        sample.total,
+        sample.texts.len(),
+        t.elapsed().as_secs_f64()
+    );
+    let bert = if opt.query_mix < 1.0 {
+        Some(
+            memtrail_embed::bert::Bert::from_tensors(
+                memtrail_embed::bert::read_safetensors(&src.safetensors).map_err(m)?,
+                Default::default(),
+            )
+            .map_err(m)?,
+        )
+    } else {
+        None
+    };
+    let t = std::time::Instant::now();
+    let v = build(&raw, vocab, &opt, &sample, bert).map_err(m)?;
+    println!(
+        "variant {} built in {:.1} s",
+        v.id,
+        t.elapsed().as_secs_f64()
+    );
+    Ok(v)
 }
 
 fn main() -> Result<()> {
@@ -239,14 +338,16 @@ fn main() -> Result<()> {
                             .map_err(anyhow::Error::msg)?,
                     })
                 }
-                other => bail!("--encoder static|transformer, not {other}"),
+                "variant" => Box::new(variant_encoder(&get, &db)?),
+                other => bail!("--encoder static|transformer|variant, not {other}"),
             };
             println!(
                 "encoder {} loaded in {:.0} ms",
                 enc.id(),
                 t.elapsed().as_secs_f64() * 1e3
             );
-            eval_cmd(&db, &file, enc.as_ref(), get("embed").is_some())?;
+            let embed = get("embed").is_some() || get("encoder").as_deref() == Some("variant");
+            eval_cmd(&db, &file, enc.as_ref(), embed)?;
         }
         "distill" => {
             // memtrail-corpus distill --from WHEELDIR --out DIR [--dim 256] [--zipf 1|0]

@@ -142,6 +142,11 @@ impl StaticModel {
         Ok(())
     }
 
+    /// All rows (`tokens × dim`, row-major).
+    pub fn rows(&self) -> &[f32] {
+        &self.rows
+    }
+
     /// The vector of one token id.
     pub fn row(&self, id: u32) -> &[f32] {
         &self.rows[id as usize * self.dim..][..self.dim]
@@ -317,58 +322,115 @@ pub fn postprocess(raw: &[f32], h: usize, dim: usize) -> Vec<f32> {
 /// (the centred rows as they are): the variants `docs/embeddings.md` compares.
 pub fn postprocess_with(raw: &[f32], h: usize, dim: usize, zipf: bool) -> Vec<f32> {
     let n = raw.len() / h;
-    let live: Vec<usize> = (0..n)
-        .filter(|&i| raw[i * h..][..h].iter().any(|&x| x != 0.0))
+    let weights: Vec<f32> = (0..n)
+        .map(|i| {
+            if zipf {
+                (1.0 + i as f64).ln() as f32
+            } else {
+                1.0
+            }
+        })
         .collect();
-    let mut mean = vec![0f64; h];
-    for &i in &live {
-        for (m, &x) in mean.iter_mut().zip(&raw[i * h..][..h]) {
-            *m += x as f64;
-        }
-    }
-    mean.iter_mut().for_each(|m| *m /= live.len().max(1) as f64);
-    let mut cov = vec![0f64; h * h];
-    let mut c = vec![0f64; h];
-    for &i in &live {
-        for (j, cj) in c.iter_mut().enumerate() {
-            *cj = raw[i * h + j] as f64 - mean[j];
-        }
-        for a in 0..h {
-            let ca = c[a];
-            let row = &mut cov[a * h..][..h];
-            for b in a..h {
-                row[b] += ca * c[b];
+    Pca::fit(raw, h, dim).rows(raw, &weights)
+}
+
+/// The centring and principal axes of the raw distilled rows (`tokens × h`, zero rows left
+/// out): what maps a raw `h`-dimensional vector (a token's, or a whole text's from the
+/// transformer) into the static model's space.
+#[derive(Debug, Clone)]
+pub struct Pca {
+    pub h: usize,
+    pub dim: usize,
+    /// Mean of the non-zero rows (`h` values).
+    pub mean: Vec<f64>,
+    /// The first `dim` principal axes, largest variance first: `dim × h`, row-major (the
+    /// identity's first `dim` rows when `dim ≥ h`: no reduction).
+    pub axes: Vec<f64>,
+}
+
+impl Pca {
+    /// Fits the mean and, unless `dim ≥ h`, the `dim` principal axes of `raw`'s non-zero rows.
+    pub fn fit(raw: &[f32], h: usize, dim: usize) -> Pca {
+        let n = raw.len() / h;
+        let live: Vec<usize> = (0..n)
+            .filter(|&i| raw[i * h..][..h].iter().any(|&x| x != 0.0))
+            .collect();
+        let mut mean = vec![0f64; h];
+        for &i in &live {
+            for (m, &x) in mean.iter_mut().zip(&raw[i * h..][..h]) {
+                *m += x as f64;
             }
         }
-    }
-    for a in 0..h {
-        for b in 0..a {
-            cov[a * h + b] = cov[b * h + a];
+        mean.iter_mut().for_each(|m| *m /= live.len().max(1) as f64);
+        let dim = dim.min(h);
+        if dim == h {
+            let mut axes = vec![0f64; h * h];
+            (0..h).for_each(|i| axes[i * h + i] = 1.0);
+            return Pca { h, dim, mean, axes };
         }
-    }
-    let (vals, vecs) = if dim >= h {
-        // No reduction: the identity basis, in the original order.
-        let mut id = vec![0f64; h * h];
-        (0..h).for_each(|i| id[i * h + i] = 1.0);
-        ((0..h).map(|i| (h - i) as f64).collect(), id)
-    } else {
-        jacobi_eigen(cov, h)
-    };
-    let mut order: Vec<usize> = (0..h).collect();
-    order.sort_by(|&a, &b| vals[b].total_cmp(&vals[a]));
-    let dim = dim.min(h);
-    let mut out = vec![0f32; n * dim];
-    for &i in &live {
-        let w = if zipf { (1.0 + i as f64).ln() } else { 1.0 };
-        for (j, cj) in c.iter_mut().enumerate() {
-            *cj = raw[i * h + j] as f64 - mean[j];
+        let mut cov = vec![0f64; h * h];
+        let mut c = vec![0f64; h];
+        for &i in &live {
+            for (j, cj) in c.iter_mut().enumerate() {
+                *cj = raw[i * h + j] as f64 - mean[j];
+            }
+            for a in 0..h {
+                let ca = c[a];
+                let row = &mut cov[a * h..][..h];
+                for b in a..h {
+                    row[b] += ca * c[b];
+                }
+            }
         }
+        for a in 0..h {
+            for b in 0..a {
+                cov[a * h + b] = cov[b * h + a];
+            }
+        }
+        let (vals, vecs) = jacobi_eigen(cov, h);
+        let mut order: Vec<usize> = (0..h).collect();
+        order.sort_by(|&a, &b| vals[b].total_cmp(&vals[a]));
+        let mut axes = vec![0f64; dim * h];
         for (d, &k) in order.iter().take(dim).enumerate() {
-            let p: f64 = (0..h).map(|j| c[j] * vecs[j * h + k]).sum();
-            out[i * dim + d] = (p * w) as f32;
+            for j in 0..h {
+                axes[d * h + j] = vecs[j * h + k];
+            }
         }
+        Pca { h, dim, mean, axes }
     }
-    out
+
+    /// `(v − mean)` on the axes: `dim` values.
+    pub fn project(&self, v: &[f32]) -> Vec<f32> {
+        let c: Vec<f64> = v
+            .iter()
+            .zip(&self.mean)
+            .map(|(&x, m)| x as f64 - m)
+            .collect();
+        (0..self.dim)
+            .map(|d| {
+                let a = &self.axes[d * self.h..][..self.h];
+                a.iter().zip(&c).map(|(x, y)| x * y).sum::<f64>() as f32
+            })
+            .collect()
+    }
+
+    /// Every non-zero raw row projected and multiplied by its weight (`weights[i]` for row
+    /// `i`); zero rows stay zero. `tokens × dim` values.
+    pub fn rows(&self, raw: &[f32], weights: &[f32]) -> Vec<f32> {
+        let n = raw.len() / self.h;
+        let mut out = vec![0f32; n * self.dim];
+        for i in 0..n {
+            let r = &raw[i * self.h..][..self.h];
+            if r.iter().all(|&x| x == 0.0) {
+                continue;
+            }
+            let p = self.project(r);
+            for (o, x) in out[i * self.dim..][..self.dim].iter_mut().zip(p) {
+                *o = x * weights[i];
+            }
+        }
+        out
+    }
 }
 
 /// Eigenvalues and eigenvectors (columns of the returned `n × n` matrix) of a symmetric matrix,
