@@ -73,12 +73,12 @@ pub fn web(db: StoreLocation, a: WebArgs) -> Result<ExitCode> {
 /// loaded at the first search by meaning and kept while the store's vectors stay the same
 /// (`memtrail embed` adding some loads them again).
 fn meaning(db: &StoreLocation) -> memtrail_web::Meaning {
+    if db.postgres_url().is_some() {
+        return meaning_in(db);
+    }
     type Loaded = ((String, i64), crate::commands::search::Meaning);
     let ready_db = db.clone();
     let ready = move || -> std::result::Result<String, String> {
-        if ready_db.postgres_url().is_some() {
-            return Err("Search by meaning is not available on a PostgreSQL store yet.".into());
-        }
         let Some(configured) = crate::commands::models::configured_id() else {
             return Err(format!(
                 "Search by meaning needs a model: `memtrail models install` (or an [embed] endpoint with its dim in {}), then `memtrail embed`.",
@@ -129,6 +129,87 @@ fn meaning(db: &StoreLocation) -> memtrail_web::Meaning {
             _ => memtrail_embed::search::hybrid(&store, m.model.as_ref(), &m.index, q, filter)?,
         };
         Ok((hits, memtrail_runtime::read::ReadStore::unindexed(&store)))
+    };
+    memtrail_web::Meaning {
+        ready: Arc::new(ready),
+        search: Arc::new(search),
+    }
+}
+
+/// [`meaning`] on a PostgreSQL store: the database ranks its vectors (pgvector), the query is
+/// encoded here by the configured model (loaded at the first search, then kept); ready when
+/// the database holds vectors of that model. One connection is kept for it.
+fn meaning_in(db: &StoreLocation) -> memtrail_web::Meaning {
+    type Reader = Box<dyn memtrail_runtime::read::ReadStore + Send>;
+    let reader: Arc<Mutex<Option<Reader>>> = Arc::new(Mutex::new(None));
+    let model: Arc<Mutex<Option<memtrail_embed::service::SharedEncoder>>> =
+        Arc::new(Mutex::new(None));
+    // `f` over the kept connection (opened, or opened again after an error).
+    let with_reader = {
+        let (db, reader) = (db.clone(), reader.clone());
+        move |f: &mut dyn FnMut(&dyn memtrail_runtime::read::ReadStore) -> Result<()>| -> Result<()> {
+            let mut guard = reader
+                .lock()
+                .map_err(|_| anyhow::anyhow!("the connection's lock is poisoned"))?;
+            if guard.is_none() {
+                *guard = reopen_send(&db)?;
+            }
+            let Some(r) = guard.as_ref() else {
+                anyhow::bail!("the store does not exist");
+            };
+            let out = f(r.as_ref());
+            if out.is_err() {
+                *guard = None;
+            }
+            out
+        }
+    };
+    let with_reader = Arc::new(with_reader);
+    let ready_reader = with_reader.clone();
+    let ready = move || -> std::result::Result<String, String> {
+        let Some(configured) = crate::commands::models::configured_id() else {
+            return Err(format!(
+                "Search by meaning needs a model: `memtrail models install` (or an [embed] endpoint with its dim in {}).",
+                memtrail_runtime::privacy::config_path().display()
+            ));
+        };
+        let mut has = Ok(false);
+        ready_reader(&mut |r| {
+            has = r.has_vectors_of(&configured);
+            Ok(())
+        })
+        .map_err(|e| format!("{e:#}"))?;
+        match has {
+            Ok(true) => Ok(configured),
+            Ok(false) => Err(format!(
+                "The database holds no vectors of {configured} yet: the machines that push to it run `memtrail embed`, then `memtrail sync`."
+            )),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    let search = move |q: &str, filter: &SearchFilter, mode: Mode| -> Result<(Vec<Hit>, i64)> {
+        let encoder = {
+            let mut m = model
+                .lock()
+                .map_err(|_| anyhow::anyhow!("the model's lock is poisoned"))?;
+            if m.is_none() {
+                *m = crate::commands::models::encoder()?;
+            }
+            m.clone().ok_or_else(|| {
+                anyhow::anyhow!("search by meaning needs a model: `memtrail models install`")
+            })?
+        };
+        let mut hits = Vec::new();
+        with_reader(&mut |r| {
+            hits = match mode {
+                Mode::Semantic => {
+                    memtrail_embed::search::semantic_in(r, encoder.as_ref(), q, filter)?
+                }
+                _ => memtrail_embed::search::hybrid_in(r, encoder.as_ref(), q, filter)?,
+            };
+            Ok(())
+        })?;
+        Ok((hits, 0))
     };
     memtrail_web::Meaning {
         ready: Arc::new(ready),

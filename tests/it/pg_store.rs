@@ -689,7 +689,7 @@ fn a_postgresql_store_without_memtrail_tables_or_with_a_newer_schema_is_refused(
 
 /// A GET (or a POST of `form`) to `memtrail web` on 127.0.0.1:`port` over a plain socket: the
 /// status code and the body.
-fn web_request(port: u16, path: &str, form: Option<&str>) -> (u16, String) {
+pub(crate) fn web_request(port: u16, path: &str, form: Option<&str>) -> (u16, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     let req = match form {
@@ -831,7 +831,7 @@ fn export_reads_a_postgresql_store_as_it_reads_sqlite() {
 }
 
 /// `memtrail [ARGS] web --port 0` in `sb`, and the port it listens on.
-fn web_on(sb: &Sandbox, args: &[&str]) -> (std::process::Child, u16) {
+pub(crate) fn web_on(sb: &Sandbox, args: &[&str]) -> (std::process::Child, u16) {
     use std::io::BufRead;
     let mut web = sb
         .cmd()
