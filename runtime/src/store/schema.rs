@@ -234,16 +234,21 @@ mod tests {
         }
         let mut told = Vec::new();
         let s = Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 9);
+        assert_eq!(s.schema_version().unwrap(), 10);
         let m = |to, name| Migrating {
             from: 6,
             to,
-            last: 9,
+            last: 10,
             name,
         };
         assert_eq!(
             told,
-            [m(7, "vectors"), m(8, "activity"), m(9, "status_index")]
+            [
+                m(7, "vectors"),
+                m(8, "activity"),
+                m(9, "status_index"),
+                m(10, "sync_vectors")
+            ]
         );
         drop(s);
         told.clear();
@@ -410,6 +415,7 @@ mod tests {
                 "0b0095ba9b611ce6",
                 "ae269a2a9d9dbc65",
                 "1bea82aa982a1efb",
+                "656e598e36e79c71",
             ]
         );
     }
