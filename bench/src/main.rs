@@ -11,6 +11,8 @@
 //! memtrail-corpus eval --db DB --model DIR [--eval FILE] [--encoder static|transformer|variant] [--embed 1]
 //!     [--from WHEELDIR --raw RAW.f32 --weight W --pcr N --query-mix X --query-weight W --sample store|DIR]
 //!     # recall@10 lexical/semantic/hybrid (--embed: embed the backlog with the encoder first)
+//! memtrail-corpus eval --store postgres://… --model DIR [--eval FILE]
+//!     # the same against a PostgreSQL store the eval's store was synced to (pgvector)
 //! memtrail-corpus distill --from WHEELDIR --out DIR [--dim 256] [--zipf 1|0] [--raw CACHE]
 //! memtrail-corpus mcp --bin MEMTRAIL --db DB --query Q [--runs 50] # MCP search round trip, ms
 //! memtrail-corpus mcp-flood --bin MEMTRAIL --db DB --session ID [--requests 2000]
@@ -41,16 +43,50 @@ fn parse_size(s: &str) -> Result<u64> {
 
 /// `eval`: recall@10 of lexical, semantic and hybrid search over the needles (see
 /// `memtrail_bench::eval`), by query kind and language, and the query times.
+///
+/// With `pg` (a `postgres://` URL), the same queries run against that PostgreSQL store (what
+/// `memtrail sync` pushed from the eval's SQLite store): full text in PostgreSQL, the vectors
+/// ranked by pgvector (`memtrail_embed::search::semantic_in` / `hybrid_in`), as
+/// `memtrail --store URL search` does.
 fn eval_cmd(
     db: &std::path::Path,
+    pg: Option<&str>,
     file: &str,
     model: &dyn memtrail_embed::Encoder,
     embed: bool,
 ) -> Result<()> {
-    use memtrail_bench::eval::{needle_session, read_needles};
-    use memtrail_embed::search::{VectorIndex, hybrid, semantic};
+    use memtrail_bench::eval::read_needles;
     use memtrail_runtime::read::ReadStore;
     let needles = read_needles(&std::fs::read_to_string(file)?)?;
+    if let Some(url) = pg {
+        let reader = memtrail_pg::PgReader::connect(url)?;
+        println!(
+            "PostgreSQL store {}: vectors of {} {}",
+            memtrail_pg::mask_url(url),
+            model.id(),
+            if reader.has_vectors_of(model.id())? {
+                "present"
+            } else {
+                "absent"
+            }
+        );
+        let f = memtrail_runtime::query::SearchFilter {
+            limit: 10,
+            ..Default::default()
+        };
+        return eval_queries(&needles, &mut |m, q| {
+            Ok(match m {
+                0 => match reader.search(q, &f) {
+                    Ok(h) => h,
+                    Err(memtrail_runtime::Error::Invalid(_)) => Vec::new(),
+                    Err(e) => return Err(e.into()),
+                },
+                1 => memtrail_embed::search::semantic_in(&reader, model, q, &f)?,
+                _ => memtrail_embed::search::hybrid_in(&reader, model, q, &f)?,
+            })
+        });
+    }
+    use memtrail_embed::search::{VectorIndex, hybrid, semantic};
     let store = memtrail_runtime::Store::open(db)?;
     if embed {
         let t = std::time::Instant::now();
@@ -75,6 +111,26 @@ fn eval_cmd(
         limit: 10,
         ..Default::default()
     };
+    eval_queries(&needles, &mut |m, q| {
+        Ok(match m {
+            0 => match store.search(q, &f) {
+                Ok(h) => h,
+                Err(memtrail_runtime::Error::Invalid(_)) => Vec::new(),
+                Err(e) => return Err(e.into()),
+            },
+            1 => semantic(&store, model, &index, q, &f)?,
+            _ => hybrid(&store, model, &index, q, &f)?,
+        })
+    })
+}
+
+/// Runs every needle's queries by each mode (`search(mode, query)`: 0 lexical, 1 semantic, 2
+/// hybrid; 10 hits) and prints recall@10 by query kind and language, then the query times.
+fn eval_queries(
+    needles: &[memtrail_bench::eval::Needle],
+    search: &mut dyn FnMut(usize, &str) -> Result<Vec<memtrail_runtime::query::Hit>>,
+) -> Result<()> {
+    use memtrail_bench::eval::needle_session;
     // (kind, lang) -> [found by lexical, semantic, hybrid], queries
     let mut tally: std::collections::BTreeMap<(String, String), ([usize; 3], usize)> =
         Default::default();
@@ -102,15 +158,7 @@ fn eval_cmd(
             let mut found = [0usize; 3];
             for (m, slot) in found.iter_mut().enumerate() {
                 let t = std::time::Instant::now();
-                let hits = match m {
-                    0 => match store.search(q, &f) {
-                        Ok(h) => h,
-                        Err(memtrail_runtime::Error::Invalid(_)) => Vec::new(),
-                        Err(e) => return Err(e.into()),
-                    },
-                    1 => semantic(&store, model, &index, q, &f)?,
-                    _ => hybrid(&store, model, &index, q, &f)?,
-                };
+                let hits = search(m, q)?;
                 times[m].push(t.elapsed().as_secs_f64() * 1e3);
                 *slot = hits
                     .iter()
@@ -313,7 +361,11 @@ fn main() -> Result<()> {
             println!("{} needle sessions written", needles.len());
         }
         "eval" => {
-            let db = PathBuf::from(get("db").context("--db DB is required")?);
+            let db = PathBuf::from(
+                get("db")
+                    .or(get("store").map(|_| String::new()))
+                    .context("--db DB (or --store URL) is required")?,
+            );
             let file = get("eval").unwrap_or_else(|| "bench/eval/needles.jsonl".into());
             let models = PathBuf::from(get("model").context("--model DIR is required")?);
             let t = std::time::Instant::now();
@@ -347,7 +399,7 @@ fn main() -> Result<()> {
                 t.elapsed().as_secs_f64() * 1e3
             );
             let embed = get("embed").is_some() || get("encoder").as_deref() == Some("variant");
-            eval_cmd(&db, &file, enc.as_ref(), embed)?;
+            eval_cmd(&db, get("store").as_deref(), &file, enc.as_ref(), embed)?;
         }
         "distill" => {
             // memtrail-corpus distill --from WHEELDIR --out DIR [--dim 256] [--zipf 1|0]

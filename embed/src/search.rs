@@ -383,6 +383,48 @@ pub fn hybrid(
     Ok(fuse(&[lexical, sem], f.limit))
 }
 
+/// Search by meaning on a store that ranks its vectors itself (a PostgreSQL store with
+/// pgvector, [`ReadStore::nearest`]): the query encoded by `model`, the store's vectors of
+/// `model` (its id, `name@version/dim`) ranked by inner product, filtered by `f`.
+///
+/// Errors: the model's; the store's ([`memtrail_runtime::Error::Invalid`] when it holds no
+/// vectors table).
+pub fn semantic_in(
+    store: &dyn ReadStore,
+    model: &dyn Encoder,
+    query: &str,
+    f: &SearchFilter,
+) -> memtrail_runtime::Result<Vec<Hit>> {
+    let q = model
+        .encode_query(query)
+        .map_err(memtrail_runtime::Error::Invalid)?;
+    store.nearest(model.id(), &q, f)
+}
+
+/// [`hybrid`] on a store that ranks its vectors itself: its full-text search and
+/// [`semantic_in`], each [`FUSION_CANDIDATES`] deep, fused by [`fuse`] (the same rule as the
+/// SQLite store's hybrid search).
+///
+/// Errors: as [`semantic_in`] and the full-text search.
+pub fn hybrid_in(
+    store: &dyn ReadStore,
+    model: &dyn Encoder,
+    query: &str,
+    f: &SearchFilter,
+) -> memtrail_runtime::Result<Vec<Hit>> {
+    let deep = SearchFilter {
+        limit: FUSION_CANDIDATES.max(f.limit),
+        ..f.clone()
+    };
+    let lexical = match store.search(query, &deep) {
+        Ok(h) => h,
+        Err(memtrail_runtime::Error::Invalid(_)) => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    let sem = semantic_in(store, model, query, &deep)?;
+    Ok(fuse(&[lexical, sem], f.limit))
+}
+
 /// Embeds the store's backlog with `model`, `batch` messages at a time (read without a lock,
 /// encoded, then written in one short write transaction: see [`Store::embed_take`]), until
 /// none waits or `deadline` passes; `progress(done)` after each batch. Returns how many

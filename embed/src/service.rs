@@ -157,6 +157,37 @@ impl memtrail_runtime::mcp::MeaningSearch for Meaning {
         hits.map_err(|e| e.to_string())
     }
 
+    fn search_in(
+        &self,
+        store: &dyn memtrail_runtime::read::ReadStore,
+        query: &str,
+        f: &SearchFilter,
+        mode: Option<SearchMode>,
+    ) -> Result<Option<(Vec<Hit>, SearchMode)>, String> {
+        let model = match (self.model(), mode) {
+            (Ok(m), _) => m,
+            (Err(_), None) => return Ok(None),
+            (Err(e), Some(_)) => return Err(e),
+        };
+        match (store.has_vectors_of(model.id()), mode) {
+            (Ok(true), _) => {}
+            (Ok(false) | Err(memtrail_runtime::Error::Invalid(_)), None) => return Ok(None),
+            (Ok(false), Some(_)) => {
+                return Err(format!(
+                    "the database holds no vectors of {}: the machines that push to it embed with that model (`memtrail embed`, then `memtrail sync`); use mode lexical meanwhile",
+                    model.id()
+                ));
+            }
+            (Err(e), _) => return Err(e.to_string()),
+        }
+        let mode = mode.unwrap_or(SearchMode::Hybrid);
+        let hits = match mode {
+            SearchMode::Semantic => crate::search::semantic_in(store, model.as_ref(), query, f),
+            _ => crate::search::hybrid_in(store, model.as_ref(), query, f),
+        };
+        hits.map(|h| Some((h, mode))).map_err(|e| e.to_string())
+    }
+
     fn embed_some(&self, store: &Store, deadline: Instant) -> usize {
         let Ok(model) = self.model() else {
             return 0;

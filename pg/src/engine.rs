@@ -97,6 +97,11 @@ pub struct Pushed {
     /// them (a deletion is for good: the next pull deletes them here too), counted once per
     /// batch they are in.
     pub deleted_elsewhere: u64,
+    /// Message vectors (chunks) written for search by meaning.
+    pub vectors: u64,
+    /// Message vectors not written because the database has no pgvector (lexical search only
+    /// there).
+    pub vectors_skipped: u64,
 }
 
 /// What a pull brought, summed over its batches and machines.
@@ -164,8 +169,14 @@ pub fn sync(
         pulled: Pulled::default(),
         elapsed_ms: 0,
     };
-    if let Some(sessions) = store.sync_database(&pg.database_id()?)? {
+    let database = pg.database_id()?;
+    if let Some(sessions) = store.sync_database(&database)? {
         progress(Progress::NewDatabase { sessions });
+    }
+    // Vectors made before this database had their table (pgvector created since, or a
+    // build that did not push them) are queued once.
+    if pg.has_vector_table()? {
+        store.sync_queue_vectors(&database)?;
     }
     push(
         store,
@@ -241,6 +252,8 @@ fn push(
                 totals.deletions += p.deletions;
                 totals.bytes += p.bytes;
                 totals.deleted_elsewhere += p.deleted_elsewhere;
+                totals.vectors += p.vectors;
+                totals.vectors_skipped += p.vectors_skipped;
             }
             store.ack_push(&batch)?;
             progress(Progress::Push {

@@ -52,7 +52,16 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "activity summaries",
         sql: include_str!("migrations/0006_activity.sql"),
     },
+    Migration {
+        version: 7,
+        name: "vectors",
+        sql: VECTORS_SQL,
+    },
 ];
+
+/// Migration 7: the table of message vectors, created when pgvector is (idempotent: run again
+/// by [`migrate`] once the extension exists).
+const VECTORS_SQL: &str = include_str!("migrations/0007_vectors.sql");
 
 /// The advisory lock key the migrations run under (`pg_advisory_xact_lock`): "memtrail" in
 /// ASCII, read as a big-endian integer.
@@ -202,6 +211,14 @@ pub fn migrate(pg: &mut Pg, migrations: &[Migration]) -> Result<SchemaReport> {
             .await?;
         }
         let vector = create_vector(&tx).await?;
+        // pgvector created now (a new database, or by an administrator since): the vectors'
+        // table of migration 7, when this schema has it.
+        if matches!(vector, Vector::Installed(_))
+            && supported.max(from_version) >= 7
+            && migrations.len() >= 7
+        {
+            tx.batch_execute(VECTORS_SQL).await?;
+        }
         tx.commit().await?;
         Ok(SchemaReport {
             from_version,
@@ -230,7 +247,8 @@ fn current(pg: &mut Pg, supported: i64) -> Result<Option<SchemaReport>> {
             .query_one(
                 "SELECT (SELECT value FROM memtrail_meta WHERE key = 'schema_version'), \
                    (SELECT value FROM memtrail_meta WHERE key = 'database_id') IS NOT NULL, \
-                   (SELECT extversion FROM pg_extension WHERE extname = 'vector')",
+                   (SELECT extversion FROM pg_extension WHERE extname = 'vector'), \
+                   to_regclass('message_vectors') IS NOT NULL",
                 &[],
             )
             .await
@@ -245,13 +263,19 @@ fn current(pg: &mut Pg, supported: i64) -> Result<Option<SchemaReport>> {
         let version: Option<String> = row.get(0);
         let has_id: bool = row.get(1);
         let vector: Option<String> = row.get(2);
+        // From migration 7 on, pgvector's presence means the vectors' table's too.
+        let has_table: bool = row.get(3);
         Ok(match (version, has_id, vector) {
-            (Some(v), true, Some(vector)) if v == supported.to_string() => Some(SchemaReport {
-                from_version: supported,
-                version: supported,
-                applied: Vec::new(),
-                vector: Vector::Installed(vector),
-            }),
+            (Some(v), true, Some(vector))
+                if v == supported.to_string() && (has_table || supported < 7) =>
+            {
+                Some(SchemaReport {
+                    from_version: supported,
+                    version: supported,
+                    applied: Vec::new(),
+                    vector: Vector::Installed(vector),
+                })
+            }
             _ => None,
         })
     })

@@ -23,8 +23,9 @@ use memtrail_runtime::analytics::{
 use memtrail_runtime::events::{Category, Event, StoredEvent};
 use memtrail_runtime::query::{
     CopyKey, HL_END, HL_START, Hit, ListFilter, MessageView, QueryItem, SEARCH_CANDIDATES,
-    SearchFilter, SessionSummary, SessionView, best_distinct, cjk_runs, compact_cjk, has_or,
-    like_escape, normalize_dir, parse_query, pick_prefix_match, view_parts, with_recency,
+    SEMANTIC_SNIPPET_CHARS, SearchFilter, SessionSummary, SessionView, best_distinct, cjk_runs,
+    compact_cjk, has_or, like_escape, normalize_dir, parse_query, pick_prefix_match, view_parts,
+    with_recency,
 };
 use memtrail_runtime::read::{CandidateMessage, ReadStore};
 use memtrail_runtime::redact::{redact, redact_json, redact_string, redact_title};
@@ -58,6 +59,14 @@ const MATCHED_COLUMN: &str = "LATERAL (SELECT CASE WHEN ts_filter(m.tsv, '{a}') 
     WHEN ts_filter(m.tsv, '{b}') @@ q THEN 2 WHEN ts_filter(m.tsv, '{c}') @@ q THEN 3
     ELSE 1 END AS k) w";
 
+/// Nearest chunks read per hit asked by [`ReadStore::nearest`] (a message has at most 4).
+const NEAREST_CHUNKS_PER_HIT: usize = 4;
+
+/// Why a PostgreSQL store cannot search by meaning: no vectors' table (no pgvector).
+pub const NO_PGVECTOR: &str = "this PostgreSQL database has no pgvector, so it holds no \
+    vectors: search by meaning is not available there (use mode lexical); an administrator \
+    runs CREATE EXTENSION vector, then `memtrail sync` pushes the vectors";
+
 /// The tokens of a snippet (the SQLite store's `snippet()` takes 16).
 const SNIPPET_TOKENS: usize = 16;
 
@@ -88,6 +97,8 @@ pub struct PgReader {
     /// once, looked for again at each analytics call until then (a sync with a newer memtrail
     /// may migrate the database while this reader is open).
     summaries: std::cell::Cell<bool>,
+    /// The database has the vectors' table (migration 7 with pgvector).
+    vectors: bool,
 }
 
 /// A PostgreSQL error as memtrail's ([`Error::Remote`]): its message (never a password).
@@ -107,9 +118,10 @@ impl PgReader {
     /// [`crate::Error::NewerSchema`], as `memtrail sync` gives it) or has no full-text search.
     pub fn connect(url: &str) -> Result<PgReader> {
         let pg = Pg::connect_url(url).map_err(remote)?;
-        let r = PgReader {
+        let mut r = PgReader {
             pg,
             summaries: std::cell::Cell::new(false),
+            vectors: false,
         };
         // With the check, this session's `work_mem` (SEARCH_WORK_MEM).
         let rows = r.rows_typed(
@@ -117,7 +129,8 @@ impl PgReader {
                 "SELECT to_regclass('memtrail_meta') IS NOT NULL, to_regclass('messages') IS NOT NULL,
                     EXISTS (SELECT 1 FROM pg_attribute
                             WHERE attrelid = to_regclass('messages') AND attname = 'tsv'),
-                    set_config('work_mem', '{SEARCH_WORK_MEM}', false)"
+                    set_config('work_mem', '{SEARCH_WORK_MEM}', false),
+                    to_regclass('message_vectors') IS NOT NULL"
             ),
             &[],
         )?;
@@ -125,6 +138,7 @@ impl PgReader {
             .first()
             .ok_or_else(|| Error::Remote("the schema check returned no row".into()))?;
         let (meta, messages, tsv): (bool, bool, bool) = (t.get(0), t.get(1), t.get(2));
+        r.vectors = t.get(4);
         if !meta && !messages {
             return Err(Error::Remote(
                 "no memtrail tables in DB: run `memtrail sync --init URL` on a machine first"
@@ -371,6 +385,52 @@ fn query_lexemes(items: &[QueryItem]) -> Vec<QueryLexeme> {
     out
 }
 
+impl PgReader {
+    /// The SQL (` AND …` on messages `m` and sessions `s`) of `f`'s filters (agent, project,
+    /// machine, session, dates, role), their parameters appended to `args`.
+    ///
+    /// Errors: an unknown machine or session.
+    fn filter_clause(&self, f: &SearchFilter, args: &mut Vec<Param>) -> Result<String> {
+        let mut filters = String::new();
+        if let Some(a) = &f.agent {
+            args.push(text(a.clone()));
+            filters.push_str(&format!(" AND s.agent = ${}", args.len()));
+        }
+        if let Some(p) = &f.project {
+            filters.push_str(&project_clause(p, args));
+        }
+        if let Some(m) = &f.machine {
+            self.known_machine(m)?;
+            filters.push_str(&machine_clause(m, args));
+        }
+        if let Some(sid) = &f.session {
+            let id = self.resolve_session(sid, f.agent.as_deref())?;
+            args.push(int8(id));
+            filters.push_str(&format!(" AND s.id = ${}", args.len()));
+        }
+        if let Some(t) = f.since {
+            args.push(int8(t));
+            filters.push_str(&format!(" AND m.ts >= ${}", args.len()));
+        }
+        if let Some(t) = f.until {
+            args.push(int8(t));
+            filters.push_str(&format!(" AND m.ts <= ${}", args.len()));
+        }
+        if let Some(r) = &f.role {
+            // Tool calls live on assistant messages: `tool` means messages with tool calls or
+            // results, whoever wrote them.
+            if r == "tool" {
+                filters
+                    .push_str(" AND (m.role = 'tool' OR m.kind IN ('tool_call', 'tool_result'))");
+            } else {
+                args.push(text(r.clone()));
+                filters.push_str(&format!(" AND m.role = ${}", args.len()));
+            }
+        }
+        Ok(filters)
+    }
+}
+
 impl ReadStore for PgReader {
     fn resolve_session(&self, id: &str, agent: Option<&str>) -> Result<i64> {
         if let Some(r) = self.opt(
@@ -518,42 +578,7 @@ impl ReadStore for PgReader {
         // term costs no more than a rare one; an `OR` query ranks every match (GIN).
         let bounded = !items.as_deref().is_some_and(has_or);
         let mut args: Vec<Param> = vec![text(q.clone())];
-        let mut filters = String::new();
-        if let Some(a) = &f.agent {
-            args.push(text(a.clone()));
-            filters.push_str(&format!(" AND s.agent = ${}", args.len()));
-        }
-        if let Some(p) = &f.project {
-            filters.push_str(&project_clause(p, &mut args));
-        }
-        if let Some(m) = &f.machine {
-            self.known_machine(m)?;
-            filters.push_str(&machine_clause(m, &mut args));
-        }
-        if let Some(sid) = &f.session {
-            let id = self.resolve_session(sid, f.agent.as_deref())?;
-            args.push(int8(id));
-            filters.push_str(&format!(" AND s.id = ${}", args.len()));
-        }
-        if let Some(t) = f.since {
-            args.push(int8(t));
-            filters.push_str(&format!(" AND m.ts >= ${}", args.len()));
-        }
-        if let Some(t) = f.until {
-            args.push(int8(t));
-            filters.push_str(&format!(" AND m.ts <= ${}", args.len()));
-        }
-        if let Some(r) = &f.role {
-            // Tool calls live on assistant messages: `tool` means messages with tool calls or
-            // results, whoever wrote them.
-            if r == "tool" {
-                filters
-                    .push_str(" AND (m.role = 'tool' OR m.kind IN ('tool_call', 'tool_result'))");
-            } else {
-                args.push(text(r.clone()));
-                filters.push_str(&format!(" AND m.role = ${}", args.len()));
-            }
-        }
+        let filters = self.filter_clause(f, &mut args)?;
         // Sessions are joined only when a filter reads them.
         let join = if filters.contains("s.") {
             " JOIN sessions s ON s.uid = m.session_uid"
@@ -693,6 +718,116 @@ impl ReadStore for PgReader {
                     .get::<_, Option<i64>>(9)
                     .map(memtrail_adapters::format_rfc3339_ms),
                 snippet: compact_cjk(&snippet),
+                score,
+            });
+        }
+        Ok(clean(hits))
+    }
+
+    fn has_vectors_of(&self, model: &str) -> Result<bool> {
+        if !self.vectors {
+            return Err(Error::Invalid(NO_PGVECTOR.into()));
+        }
+        Ok(self
+            .one(
+                "SELECT EXISTS (SELECT 1 FROM message_vectors WHERE model = $1)",
+                &[&model],
+            )?
+            .get(0))
+    }
+
+    fn nearest(&self, model: &str, query: &[f32], f: &SearchFilter) -> Result<Vec<Hit>> {
+        if !self.vectors {
+            return Err(Error::Invalid(NO_PGVECTOR.into()));
+        }
+        let limit = f.limit.clamp(1, 500);
+        let literal = format!(
+            "[{}]",
+            query
+                .iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let mut args: Vec<Param> = vec![
+            text(literal),
+            text(model),
+            Param(Box::new(query.len() as i32), Type::INT4),
+        ];
+        let filters = self.filter_clause(f, &mut args)?;
+        // A message has up to 4 chunks: read enough of the nearest chunks for `limit`
+        // messages, best chunk first (the first row of a message is its best).
+        args.push(int8((limit * NEAREST_CHUNKS_PER_HIT) as i64));
+        let depth = args.len();
+        // Brute force over the model's vectors (no ANN index: docs/postgres.md). The filters
+        // apply before the limit: a filtered search still finds its nearest matches.
+        let join = if filters.is_empty() {
+            String::new()
+        } else if filters.contains("s.") {
+            " JOIN messages m ON m.session_uid = v.session_uid AND m.ext_id = v.ext_id \
+              JOIN sessions s ON s.uid = m.session_uid"
+                .to_string()
+        } else {
+            " JOIN messages m ON m.session_uid = v.session_uid AND m.ext_id = v.ext_id".to_string()
+        };
+        let sql = format!(
+            "SELECT m.id, r.score FROM (
+                 SELECT v.session_uid, v.ext_id, (-(v.embedding <#> q.v))::float8 AS score
+                 FROM (SELECT $1::text::halfvec AS v) q, message_vectors v{join}
+                 WHERE v.model = $2 AND vector_dims(v.embedding) = $3{filters}
+                 ORDER BY v.embedding <#> q.v LIMIT ${depth}) r
+             JOIN messages m ON m.session_uid = r.session_uid AND m.ext_id = r.ext_id
+             ORDER BY r.score DESC, m.id DESC"
+        );
+        let mut seen = std::collections::HashSet::new();
+        let ranked: Vec<(i64, f64)> = self
+            .rows_boxed(&sql, &args)?
+            .iter()
+            .map(|r| (r.get::<_, i64>(0), r.get::<_, f64>(1)))
+            .filter(|(id, _)| seen.insert(*id))
+            .take(limit)
+            .collect();
+        let ids: Vec<i64> = ranked.iter().map(|r| r.0).collect();
+        // The snippet: the message's first SEMANTIC_SNIPPET_CHARS characters (its tool text
+        // when it has no prose), as the SQLite store shows a hit by meaning; redacted before it
+        // is cut, so a secret is never shown in part.
+        let rows = self.rows_typed(
+            "SELECT m.id, s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq,
+                    m.role, m.kind, m.ts,
+                    coalesce((SELECT label FROM machines WHERE id = s.machine_id), s.machine_id),
+                    CASE WHEN length(m.body) > 0 THEN left(m.body, $2) ELSE left(m.tools, $2) END
+             FROM messages m JOIN sessions s ON s.uid = m.session_uid WHERE m.id = ANY($1)",
+            &[
+                (&ids, Type::INT8_ARRAY),
+                (
+                    &((SEMANTIC_SNIPPET_CHARS + SNIPPET_FIRST_CHARS) as i32),
+                    Type::INT4,
+                ),
+            ],
+        )?;
+        let mut by_id: std::collections::HashMap<i64, Row> =
+            rows.into_iter().map(|r| (r.get(0), r)).collect();
+        let mut hits = Vec::with_capacity(ranked.len());
+        for (rowid, score) in ranked {
+            let Some(r) = by_id.remove(&rowid) else {
+                continue;
+            };
+            let whole = redact(r.get::<_, Option<&str>>(11).unwrap_or_default()).into_owned();
+            let flat = whole.split_whitespace().collect::<Vec<_>>().join(" ");
+            hits.push(Hit {
+                session_id: r.get(1),
+                agent: r.get(2),
+                machine: shown_label(r.get(10)),
+                title: r.get(3),
+                project: r.get(4),
+                message_id: r.get(5),
+                message_index: r.get(6),
+                role: r.get(7),
+                kind: r.get(8),
+                timestamp: r
+                    .get::<_, Option<i64>>(9)
+                    .map(memtrail_adapters::format_rfc3339_ms),
+                snippet: flat.chars().take(SEMANTIC_SNIPPET_CHARS).collect(),
                 score,
             });
         }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use memtrail_runtime::sync::{
     Deletion, PullBatch, PushBatch, SessionChanges, SyncEvent, SyncMessage, SyncSession,
-    SyncSnapshot, SyncToolCall,
+    SyncSnapshot, SyncToolCall, SyncVectors,
 };
 use tokio_postgres::IsolationLevel;
 use tokio_postgres::Transaction;
@@ -54,6 +54,91 @@ pub struct Pushed {
     /// Sessions of the batch not written because another machine deleted them (a delete is
     /// for good; this machine deletes them when it pulls the deletion).
     pub deleted_elsewhere: u64,
+    /// Vectors (chunks) written to `message_vectors`.
+    pub vectors: u64,
+    /// Vectors (chunks) of the batch not written because the database has no pgvector (no
+    /// `message_vectors` table, migration 7).
+    pub vectors_skipped: u64,
+}
+
+/// Whether the database has the vectors' table (migration 7 with pgvector).
+async fn has_vector_table(tx: &Transaction<'_>) -> Result<bool> {
+    Ok(tx
+        .query_one("SELECT to_regclass('message_vectors') IS NOT NULL", &[])
+        .await?
+        .get(0))
+}
+
+/// A vector as pgvector's text form, `[x,y,…]`: each component `scale × byte` (f32, shortest
+/// representation).
+pub fn vector_literal(scale: f32, v: &[i8]) -> String {
+    let mut s = String::with_capacity(v.len() * 8 + 2);
+    s.push('[');
+    for (i, &b) in v.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&(scale * b as f32).to_string());
+    }
+    s.push(']');
+    s
+}
+
+/// The vectors of the sessions pushed: every message named in a session's `vectors` has its
+/// stored vectors replaced by the ones sent (none: removed).
+async fn replace_vectors(
+    tx: &Transaction<'_>,
+    uids: &[String],
+    sessions: &[&SessionChanges],
+) -> Result<u64> {
+    let (mut keys_s, mut keys_e) = (Vec::<&str>::new(), Vec::<&str>::new());
+    let (mut s_, mut e_, mut c_, mut m_, mut v_) = (
+        Vec::<&str>::new(),
+        Vec::<&str>::new(),
+        Vec::<i32>::new(),
+        Vec::<&str>::new(),
+        Vec::<String>::new(),
+    );
+    for (uid, s) in uids.iter().zip(sessions) {
+        for SyncVectors {
+            ext_id,
+            model,
+            chunks,
+        } in &s.vectors
+        {
+            keys_s.push(uid);
+            keys_e.push(ext_id);
+            for (i, (scale, v)) in chunks.iter().enumerate() {
+                s_.push(uid);
+                e_.push(ext_id);
+                c_.push(i as i32);
+                m_.push(model);
+                v_.push(vector_literal(*scale, v));
+            }
+        }
+    }
+    if keys_s.is_empty() {
+        return Ok(0);
+    }
+    tx.execute(
+        "DELETE FROM message_vectors v USING unnest($1::text[], $2::text[]) AS k(s, e) \
+         WHERE v.session_uid = k.s AND v.ext_id = k.e",
+        &[&keys_s, &keys_e],
+    )
+    .await?;
+    if s_.is_empty() {
+        return Ok(0);
+    }
+    Ok(tx
+        .execute(
+            "INSERT INTO message_vectors (session_uid, ext_id, chunk, model, embedding) \
+             SELECT s, e, c, m, v::halfvec \
+             FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[], $5::text[]) AS k(s, e, c, m, v) \
+             ON CONFLICT (session_uid, ext_id, chunk) DO UPDATE \
+             SET model = EXCLUDED.model, embedding = EXCLUDED.embedding",
+            &[&s_, &e_, &c_, &m_, &v_],
+        )
+        .await?)
 }
 
 /// The full-text vector of each message of `batch` ([`TsVector::message`] of its body, tool
@@ -94,6 +179,19 @@ impl Pg {
                 "the database has no memtrail id yet (memtrail_meta.database_id): run `memtrail sync` with this build so it migrates the schema".into(),
             )
         })
+    }
+
+    /// Whether the database holds the vectors' table (migration 7, created with pgvector):
+    /// pushes then send the vectors, and `--store` searches by meaning.
+    ///
+    /// Errors: [`Error::Db`].
+    pub fn has_vector_table(&self) -> Result<bool> {
+        Ok(self
+            .block_on(
+                self.client()
+                    .query_one("SELECT to_regclass('message_vectors') IS NOT NULL", &[]),
+            )?
+            .get(0))
     }
 
     /// The machines that pushed to this database, by id.
@@ -255,8 +353,19 @@ async fn push_tx(
         &[&machine, &label, &now],
     )
     .await?;
+    let vectors_sent: u64 = batch
+        .sessions
+        .iter()
+        .flat_map(|s| &s.vectors)
+        .map(|v| v.chunks.len() as u64)
+        .sum();
+    let vector_table = if batch.deletions.is_empty() && batch.sessions.is_empty() {
+        false
+    } else {
+        has_vector_table(tx).await?
+    };
     for d in &batch.deletions {
-        push_deletion(tx, machine, d).await?;
+        push_deletion(tx, machine, d, vector_table).await?;
         pushed.deletions += 1;
     }
     if batch.sessions.is_empty() {
@@ -306,10 +415,29 @@ async fn push_tx(
     pushed.messages = messages;
     pushed.bytes = bytes;
     replace_snapshots(tx, &uids, &sessions).await?;
+    if vector_table {
+        pushed.vectors = replace_vectors(tx, &uids, &sessions).await?;
+    } else {
+        pushed.vectors_skipped = vectors_sent;
+    }
     for (uid, s) in uids.iter().zip(sessions) {
         if let Some(set) = &s.message_set {
-            // No foreign keys (migration 4): the removed messages' tool calls and events go
-            // first, by the same rule.
+            // No foreign keys (migration 4): the removed messages' tool calls, events and
+            // vectors go first, by the same rule.
+            let vectors: &[&str] = if vector_table {
+                &["message_vectors"]
+            } else {
+                &[]
+            };
+            for table in vectors {
+                tx.execute(
+                    &format!(
+                        "DELETE FROM {table} WHERE session_uid = $1 AND ext_id <> ALL($2::text[])"
+                    ),
+                    &[uid, set],
+                )
+                .await?;
+            }
             for table in ["tool_calls", "events"] {
                 tx.execute(
                     &format!(
@@ -338,10 +466,19 @@ async fn push_tx(
 
 /// One deletion: the session's rows removed (its tool calls, events, snapshots and messages, then itself), the `deletions` row recorded unless
 /// the same deletion was recorded by an earlier push of this batch.
-async fn push_deletion(tx: &Transaction<'_>, machine: &str, d: &Deletion) -> Result<()> {
+async fn push_deletion(
+    tx: &Transaction<'_>,
+    machine: &str,
+    d: &Deletion,
+    vector_table: bool,
+) -> Result<()> {
     let uid = session_uid(&d.machine, &d.agent, &d.external_id);
     // Everything under the session, then the session (no foreign keys: migration 4).
-    for table in ["tool_calls", "events", "snapshots", "messages"] {
+    let vectors = vector_table.then_some("message_vectors");
+    for table in vectors
+        .into_iter()
+        .chain(["tool_calls", "events", "snapshots", "messages"])
+    {
         tx.execute(
             &format!("DELETE FROM {table} WHERE session_uid = $1"),
             &[&uid],
@@ -824,6 +961,7 @@ async fn pull_tx(
             messages: by_session.remove(&uid).unwrap_or_default(),
             snapshots: snapshots.remove(&uid),
             message_set: sets.remove(&uid),
+            vectors: Vec::new(),
         });
     }
     batch.deletions = tx

@@ -232,6 +232,20 @@ pub trait MeaningSearch: Send + Sync {
         f: &SearchFilter,
         mode: query::SearchMode,
     ) -> Result<Vec<query::Hit>, String>;
+    /// [`MeaningSearch::search`] on a store that ranks its vectors itself (a PostgreSQL store
+    /// with pgvector, [`ReadStore::nearest`]): `mode` `None` is the default, hybrid when the
+    /// store holds vectors of the installed model, else `Ok(None)` (the caller searches the
+    /// full text). Returns the hits and the mode that ranked them.
+    ///
+    /// Errors: a message for the agent (no model installed, no pgvector or no vectors of the
+    /// model in the database, a database error) when a mode was asked for.
+    fn search_in(
+        &self,
+        store: &dyn ReadStore,
+        query: &str,
+        f: &SearchFilter,
+        mode: Option<query::SearchMode>,
+    ) -> Result<Option<(Vec<query::Hit>, query::SearchMode)>, String>;
     /// Embeds waiting messages on `store` (the indexer's own connection) until `deadline` or
     /// until none waits; returns how many were embedded. Errors are swallowed (tried again
     /// later): the server keeps serving.
@@ -734,11 +748,15 @@ impl MemtrailMcp {
                         let hits = m.search(s, &a.query, &filter, mode)?;
                         (hits, s.unindexed(), mode)
                     }
-                    (Some(Backend::Other(_)), _) if asked.is_some() => {
-                        return Err(format!(
-                            "search by meaning is not available on the PostgreSQL store {} yet; use mode lexical",
-                            self.db
-                        ));
+                    (Some(Backend::Other(_)), Some(m)) => {
+                        drop(guard);
+                        let m = m.clone();
+                        let (q, f) = (&a.query, &filter);
+                        match self.with_store(move |s| Ok(m.search_in(s, q, f, asked)))? {
+                            Ok(Some((hits, mode))) => (hits, 0, mode),
+                            Ok(None) => self.search_lexical(&a.query, &filter)?,
+                            Err(e) => return Err(e),
+                        }
                     }
                     (_, None) if asked.is_some() => {
                         return Err(

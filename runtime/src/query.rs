@@ -4,7 +4,7 @@ use memtrail_adapters::ToolCall;
 use serde::{Deserialize, Serialize};
 
 pub use crate::store::queries::{
-    get_session, list_sessions, resolve_session, search, session_summary,
+    SEMANTIC_SNIPPET_CHARS, get_session, list_sessions, resolve_session, search, session_summary,
 };
 
 /// Snippet highlight delimiters as returned by [`search`]: the matched terms are wrapped in

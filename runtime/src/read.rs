@@ -67,6 +67,30 @@ pub trait ReadStore {
     /// [`crate::query::search`] describes.
     fn search(&self, query: &str, f: &SearchFilter) -> Result<Vec<Hit>>;
 
+    /// Whether the store ranks vectors itself and holds some made by `model`
+    /// (`name@version/dim`): a PostgreSQL store with pgvector ([`ReadStore::nearest`]). The
+    /// SQLite store answers `false`: its vectors are scanned in memory by the embedding crate.
+    ///
+    /// Errors: [`crate::Error::Invalid`] (saying why and what to do) when the store cannot hold
+    /// vectors: a PostgreSQL database without pgvector.
+    fn has_vectors_of(&self, _model: &str) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Search by meaning in the store itself: the messages whose vectors made by `model` are
+    /// nearest `query` (the query's vector, `model`'s dimension, unit length), by inner
+    /// product (best chunk per message), that pass `f`'s filters; at most `f.limit` hits
+    /// (1 to 500), best first, `score` the inner product, snippets the message's first
+    /// characters without highlights.
+    ///
+    /// Errors: [`crate::Error::Invalid`] where the store does not rank vectors (the SQLite store) or
+    /// has none (a PostgreSQL server without pgvector); as [`ReadStore::search`].
+    fn nearest(&self, _model: &str, _query: &[f32], _f: &SearchFilter) -> Result<Vec<Hit>> {
+        Err(crate::Error::Invalid(
+            "this store does not search by meaning itself".into(),
+        ))
+    }
+
     /// Messages stored but not yet searchable (the SQLite store's index queue, when another
     /// process held the write lock during the search); 0 where everything stored is searchable.
     fn unindexed(&self) -> i64 {

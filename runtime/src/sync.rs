@@ -93,8 +93,23 @@ pub struct SyncSnapshot {
     pub consumed_by: Option<String>,
 }
 
+/// The vectors of one message for search by meaning (the local `message_vectors` rows, see
+/// [`crate::store::VectorSet`]): one int8 vector per chunk of its text, `value ≈ scale ×
+/// byte`, made by `model` (`name@version/dim`). They replace whatever PostgreSQL holds for the
+/// message: an empty `chunks` removes its vectors (the message was rewritten and waits to be
+/// embedded again).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SyncVectors {
+    /// The message's `ext_id` in its session.
+    pub ext_id: String,
+    /// The model that made them (`name@version/dim`); empty when `chunks` is empty.
+    pub model: String,
+    /// (scale, int8 components) per chunk, in chunk order.
+    pub chunks: Vec<(f32, Vec<i8>)>,
+}
+
 /// What changed in one session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionChanges {
     /// The machine whose session it is (its origin).
     pub machine: MachineId,
@@ -107,6 +122,9 @@ pub struct SessionChanges {
     /// `Some`: the `ext_id` of every message the session holds now; stored messages not in
     /// it are deleted (after a rewind, a re-read transcript, `purge`).
     pub message_set: Option<Vec<String>>,
+    /// The vectors of the messages pushed (each message's, even none) and of messages
+    /// embedded since they were pushed (outbox items below -1).
+    pub vectors: Vec<SyncVectors>,
 }
 
 /// A deleted session (`sessions delete`, `purge`, or a deletion pulled from another machine).
@@ -123,7 +141,7 @@ pub struct Deletion {
 /// What one push sends: deletions first, then changed sessions. `outbox` and `tombstones`
 /// are the local queue entries it covers, acknowledged (removed) only after PostgreSQL
 /// committed the batch; an entry changed again meanwhile has a new sequence number and stays.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PushBatch {
     pub deletions: Vec<Deletion>,
     pub sessions: Vec<SessionChanges>,
@@ -170,7 +188,7 @@ pub struct PushCursor {
 /// What one pull step brings from one other machine: its changes with a PostgreSQL revision in
 /// `(from_rev, to_rev]`. The local store applies it and sets that machine's pull position to
 /// `to_rev` in the same transaction.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PullBatch {
     /// The machine whose pushes these are.
     pub machine: MachineId,

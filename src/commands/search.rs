@@ -187,12 +187,7 @@ fn by_meaning(
     }
     let asked = mode.is_some();
     if db.postgres_url().is_some() {
-        if asked {
-            anyhow::bail!(
-                "search by meaning is not available on a PostgreSQL store yet; use --mode lexical"
-            );
-        }
-        return Ok(None);
+        return by_meaning_in(db, q, filter, mode);
     }
     let Some(store) = open_store_read(db)? else {
         return Ok(None);
@@ -235,4 +230,51 @@ fn by_meaning(
     meaning.maintain(&store);
     let unindexed = memtrail_runtime::read::ReadStore::unindexed(&store);
     Ok(Some((hits, unindexed)))
+}
+
+/// [`by_meaning`] on a PostgreSQL store: the database ranks the vectors (pgvector), the query
+/// is encoded here by the configured model; the default is hybrid when the database holds
+/// vectors of that model, else lexical (without loading the model when none is set up).
+///
+/// Errors: semantic or hybrid asked for without a model, on a database without pgvector, or
+/// without vectors of the configured model; the database's errors.
+fn by_meaning_in(
+    db: &StoreLocation,
+    q: &str,
+    filter: &SearchFilter,
+    mode: Option<SearchMode>,
+) -> Result<Option<(Vec<Hit>, i64)>> {
+    let asked = mode.is_some();
+    let configured = crate::commands::models::configured_id();
+    if !asked && configured.is_none() {
+        return Ok(None);
+    }
+    let Some(store) = open_reader(db)? else {
+        return Ok(None);
+    };
+    let model = match crate::commands::models::encoder()? {
+        Some(m) => m,
+        None if asked => anyhow::bail!(
+            "search by meaning needs a model: install the local one with `memtrail models install` (or configure an endpoint in [embed] of {})",
+            memtrail_runtime::privacy::config_path().display()
+        ),
+        None => return Ok(None),
+    };
+    match store.has_vectors_of(model.id()) {
+        Ok(true) => {}
+        Ok(false) | Err(memtrail_runtime::Error::Invalid(_)) if !asked => return Ok(None),
+        Ok(false) => anyhow::bail!(
+            "{db} holds no vectors of {}: the machines that push to it embed with that model \
+             (`memtrail embed`, then `memtrail sync`); use --mode lexical meanwhile",
+            model.id()
+        ),
+        Err(e) => return Err(e.into()),
+    }
+    let hits = match mode.unwrap_or(SearchMode::Hybrid) {
+        SearchMode::Semantic => {
+            memtrail_embed::search::semantic_in(store.as_ref(), model.as_ref(), q, filter)?
+        }
+        _ => memtrail_embed::search::hybrid_in(store.as_ref(), model.as_ref(), q, filter)?,
+    };
+    Ok(Some((hits, 0)))
 }

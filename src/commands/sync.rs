@@ -207,6 +207,18 @@ pub fn sync(
         "last_sync_at",
         Some(&memtrail_runtime::now_ms().to_string()),
     )?;
+    if report.pushed.vectors_skipped > 0 {
+        eprintln!(
+            "note: {} not pushed: the database has no pgvector, so search by meaning on it is \
+             not available (lexical search works); `memtrail sync --init URL` says what an \
+             administrator runs",
+            plural(
+                report.pushed.vectors_skipped,
+                "message vector",
+                "message vectors"
+            )
+        );
+    }
     if json {
         let output = SyncOutput {
             init: init_report,

@@ -126,6 +126,8 @@ pub fn add_reports(a: Option<SyncReport>, mut b: SyncReport) -> SyncReport {
     p.deletions += a.pushed.deletions;
     p.bytes += a.pushed.bytes;
     p.deleted_elsewhere += a.pushed.deleted_elsewhere;
+    p.vectors += a.pushed.vectors;
+    p.vectors_skipped += a.pushed.vectors_skipped;
     q.batches += a.pulled.batches;
     q.machines = q.machines.max(a.pulled.machines);
     q.sessions += a.pulled.sessions;

@@ -8,7 +8,7 @@ use memtrail_runtime::mcp::MeaningSearch;
 use memtrail_runtime::query::{Hit, SearchFilter, SearchMode};
 use memtrail_web::{Backend, Listen, Mode};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// `memtrail web`: binds (refusing a non-loopback address without a token), prints the URL,
 /// opens it with `--open`, serves until Ctrl-C.
@@ -85,13 +85,14 @@ pub fn web(db: StoreLocation, a: WebArgs) -> Result<ExitCode> {
 /// Search by meaning over `db`: ready when the configured model's vectors are in the store
 /// (what `memtrail search`'s default hybrid mode needs); `service` loads the model and the
 /// store's vectors at the first search by meaning and keeps them, adding the vectors embedded
-/// since (by the background embedder, `memtrail embed` or `import`) at the next search.
+/// since (by the background embedder, `memtrail embed` or `import`) at the next search. On a
+/// PostgreSQL store, [`meaning_in`].
 fn meaning(db: &StoreLocation, service: Arc<MeaningService>) -> memtrail_web::Meaning {
+    if db.postgres_url().is_some() {
+        return meaning_in(db);
+    }
     let ready_db = db.clone();
     let ready = move || -> std::result::Result<String, String> {
-        if ready_db.postgres_url().is_some() {
-            return Err("Search by meaning is not available on a PostgreSQL store yet.".into());
-        }
         let Some(configured) = crate::commands::models::configured_id() else {
             return Err(format!(
                 "Search by meaning needs a model: `memtrail models install` (or an [embed] endpoint with its dim in {}), then `memtrail embed`.",
@@ -124,6 +125,87 @@ fn meaning(db: &StoreLocation, service: Arc<MeaningService>) -> memtrail_web::Me
             .search(&store, q, filter, mode)
             .map_err(|e| anyhow::anyhow!(e))?;
         Ok((hits, memtrail_runtime::read::ReadStore::unindexed(&store)))
+    };
+    memtrail_web::Meaning {
+        ready: Arc::new(ready),
+        search: Arc::new(search),
+    }
+}
+
+/// [`meaning`] on a PostgreSQL store: the database ranks its vectors (pgvector), the query is
+/// encoded here by the configured model (loaded at the first search, then kept); ready when
+/// the database holds vectors of that model. One connection is kept for it.
+fn meaning_in(db: &StoreLocation) -> memtrail_web::Meaning {
+    type Reader = Box<dyn memtrail_runtime::read::ReadStore + Send>;
+    let reader: Arc<Mutex<Option<Reader>>> = Arc::new(Mutex::new(None));
+    let model: Arc<Mutex<Option<memtrail_embed::service::SharedEncoder>>> =
+        Arc::new(Mutex::new(None));
+    // `f` over the kept connection (opened, or opened again after an error).
+    let with_reader = {
+        let (db, reader) = (db.clone(), reader.clone());
+        move |f: &mut dyn FnMut(&dyn memtrail_runtime::read::ReadStore) -> Result<()>| -> Result<()> {
+            let mut guard = reader
+                .lock()
+                .map_err(|_| anyhow::anyhow!("the connection's lock is poisoned"))?;
+            if guard.is_none() {
+                *guard = reopen_send(&db)?;
+            }
+            let Some(r) = guard.as_ref() else {
+                anyhow::bail!("the store does not exist");
+            };
+            let out = f(r.as_ref());
+            if out.is_err() {
+                *guard = None;
+            }
+            out
+        }
+    };
+    let with_reader = Arc::new(with_reader);
+    let ready_reader = with_reader.clone();
+    let ready = move || -> std::result::Result<String, String> {
+        let Some(configured) = crate::commands::models::configured_id() else {
+            return Err(format!(
+                "Search by meaning needs a model: `memtrail models install` (or an [embed] endpoint with its dim in {}).",
+                memtrail_runtime::privacy::config_path().display()
+            ));
+        };
+        let mut has = Ok(false);
+        ready_reader(&mut |r| {
+            has = r.has_vectors_of(&configured);
+            Ok(())
+        })
+        .map_err(|e| format!("{e:#}"))?;
+        match has {
+            Ok(true) => Ok(configured),
+            Ok(false) => Err(format!(
+                "The database holds no vectors of {configured} yet: the machines that push to it run `memtrail embed`, then `memtrail sync`."
+            )),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    let search = move |q: &str, filter: &SearchFilter, mode: Mode| -> Result<(Vec<Hit>, i64)> {
+        let encoder = {
+            let mut m = model
+                .lock()
+                .map_err(|_| anyhow::anyhow!("the model's lock is poisoned"))?;
+            if m.is_none() {
+                *m = crate::commands::models::encoder()?;
+            }
+            m.clone().ok_or_else(|| {
+                anyhow::anyhow!("search by meaning needs a model: `memtrail models install`")
+            })?
+        };
+        let mut hits = Vec::new();
+        with_reader(&mut |r| {
+            hits = match mode {
+                Mode::Semantic => {
+                    memtrail_embed::search::semantic_in(r, encoder.as_ref(), q, filter)?
+                }
+                _ => memtrail_embed::search::hybrid_in(r, encoder.as_ref(), q, filter)?,
+            };
+            Ok(())
+        })?;
+        Ok((hits, 0))
     };
     memtrail_web::Meaning {
         ready: Arc::new(ready),

@@ -31,6 +31,7 @@ mod e2e_roo;
 mod embed_cli;
 mod export_cli;
 mod pg_store;
+mod pg_vectors;
 mod privacy_cli;
 mod redact_rules;
 mod reliability;

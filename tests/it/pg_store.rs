@@ -5,7 +5,7 @@
 //! commands that write refuse a PostgreSQL store and never show its password.
 
 use crate::common::{repo_root, resolve_python};
-use crate::support::{Sandbox, claude_line, session_id, stop_payload};
+use crate::support::{Sandbox, claude_line, session_id, stop_payload, web_on, web_request};
 use serde_json::Value;
 
 /// A sandbox whose store holds the fixture projects (imported) and was synced, as machine

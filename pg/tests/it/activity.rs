@@ -573,6 +573,7 @@ fn sync_session(machine: &str, ext: &str, messages: Vec<SyncMessage>) -> Session
         messages,
         snapshots: None,
         message_set: None,
+        vectors: Vec::new(),
     }
 }
 

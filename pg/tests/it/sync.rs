@@ -5,7 +5,7 @@ use memtrail_pg::migrate::{MIGRATIONS, migrate};
 use memtrail_pg::{Pg, session_uid};
 use memtrail_runtime::sync::{
     Deletion, PullBatch, PushBatch, SessionChanges, SyncEvent, SyncMessage, SyncSession,
-    SyncSnapshot, SyncToolCall,
+    SyncSnapshot, SyncToolCall, SyncVectors,
 };
 
 const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -93,6 +93,7 @@ fn changes(machine: &str, ext: &str, messages: Vec<SyncMessage>) -> SessionChang
         messages,
         snapshots: None,
         message_set: None,
+        vectors: Vec::new(),
     }
 }
 
@@ -564,4 +565,87 @@ fn a_session_another_machine_deleted_is_not_pushed_again() {
     };
     assert_eq!(pg.push(A, "laptop", &again).unwrap().deleted_elsewhere, 0);
     assert_eq!(count(&pg, "SELECT count(*) FROM messages"), 1);
+}
+
+/// The vectors of `ext`: (chunk, model, embedding as text), in chunk order.
+fn vectors(pg: &Pg, ext: &str) -> Vec<(i32, String, String)> {
+    pg.block_on(pg.client().query(
+        "SELECT chunk, model, embedding::text FROM message_vectors WHERE ext_id = $1 \
+         ORDER BY chunk",
+        &[&ext],
+    ))
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1), r.get(2)))
+    .collect()
+}
+
+#[test]
+fn vectors_are_replaced_per_message_and_go_with_their_messages() {
+    if !std::env::var("MEMTRAIL_TEST_PG_VECTOR").is_ok_and(|v| v == "1") {
+        return;
+    }
+    let Some(mut pg) = db("push_vectors") else {
+        return;
+    };
+    let v = |ext: &str, chunks: Vec<(f32, Vec<i8>)>| SyncVectors {
+        ext_id: ext.into(),
+        model: if chunks.is_empty() { "" } else { "m@1/3" }.into(),
+        chunks,
+    };
+    let mut batch = two_sessions();
+    // m1: two chunks; 0.5 × (2, -1, 0) and 0.25 × (127, 0, -127) are exact in half precision.
+    batch.sessions[0].vectors = vec![
+        v(
+            "m1",
+            vec![(0.5, vec![2, -1, 0]), (0.25, vec![127, 0, -127])],
+        ),
+        v("m2", vec![(1.0 / 127.0, vec![127, 0, 0])]),
+    ];
+    let p = pg.push(A, "laptop", &batch).unwrap();
+    assert_eq!(p.vectors, 3);
+    assert_eq!(
+        vectors(&pg, "m1"),
+        vec![
+            (0, "m@1/3".to_string(), "[1,-0.5,0]".to_string()),
+            (1, "m@1/3".to_string(), "[31.75,0,-31.75]".to_string()),
+        ]
+    );
+    assert_eq!(
+        vectors(&pg, "m2"),
+        vec![(0, "m@1/3".into(), "[1,0,0]".into())]
+    );
+    // Pushed again with one chunk: the second one goes; with none (rewritten, waiting to be
+    // embedded again): all go.
+    let mut again = two_sessions();
+    again.sessions[0].vectors = vec![v("m1", vec![(1.0, vec![0, 1, 0])]), v("m2", vec![])];
+    pg.push(A, "laptop", &again).unwrap();
+    assert_eq!(
+        vectors(&pg, "m1"),
+        vec![(0, "m@1/3".into(), "[0,1,0]".into())]
+    );
+    assert_eq!(vectors(&pg, "m2"), vec![]);
+    // A message set without m1 removes its vectors with it.
+    let mut set = PushBatch::default();
+    let mut s1 = changes(A, "s1", vec![]);
+    s1.message_set = Some(vec!["m2".into()]);
+    set.sessions.push(s1);
+    pg.push(A, "laptop", &set).unwrap();
+    assert_eq!(vectors(&pg, "m1"), vec![]);
+    // A deleted session's vectors go with it.
+    let mut more = two_sessions();
+    more.sessions[0].vectors = vec![v("m2", vec![(1.0, vec![1, 1, 1])])];
+    pg.push(A, "laptop", &more).unwrap();
+    assert_eq!(count(&pg, "SELECT count(*) FROM message_vectors"), 1);
+    let gone = PushBatch {
+        deletions: vec![Deletion {
+            machine: A.into(),
+            agent: "claude".into(),
+            external_id: "s1".into(),
+            deleted_at: 1_700_000_100_000,
+        }],
+        ..PushBatch::default()
+    };
+    pg.push(A, "laptop", &gone).unwrap();
+    assert_eq!(count(&pg, "SELECT count(*) FROM message_vectors"), 0);
 }

@@ -7,7 +7,7 @@ use crate::{Error, Result};
 use rusqlite::TransactionBehavior;
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// The migrations, in order: migration `i` (1-based) takes a store from schema version `i - 1` to
 /// `i`. Each is one SQL batch (`migrations/NNNN_*.sql`), run in the same transaction as the
@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0007_vectors.sql"),
     include_str!("migrations/0008_activity.sql"),
     include_str!("migrations/0009_status_index.sql"),
+    include_str!("migrations/0010_sync_vectors.sql"),
 ];
 
 /// The name of each migration (its file's name without the number), in the order of
@@ -36,6 +37,7 @@ const MIGRATION_NAMES: [&str; MIGRATIONS.len()] = [
     "vectors",
     "activity",
     "status_index",
+    "sync_vectors",
 ];
 
 /// A migration about to run, as [`Store::open_with_progress`] reports it.
@@ -232,16 +234,21 @@ mod tests {
         }
         let mut told = Vec::new();
         let s = Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 9);
+        assert_eq!(s.schema_version().unwrap(), 10);
         let m = |to, name| Migrating {
             from: 6,
             to,
-            last: 9,
+            last: 10,
             name,
         };
         assert_eq!(
             told,
-            [m(7, "vectors"), m(8, "activity"), m(9, "status_index")]
+            [
+                m(7, "vectors"),
+                m(8, "activity"),
+                m(9, "status_index"),
+                m(10, "sync_vectors")
+            ]
         );
         drop(s);
         told.clear();
@@ -408,6 +415,7 @@ mod tests {
                 "0b0095ba9b611ce6",
                 "ae269a2a9d9dbc65",
                 "1bea82aa982a1efb",
+                "656e598e36e79c71",
             ]
         );
     }

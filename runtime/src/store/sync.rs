@@ -15,7 +15,7 @@ use crate::privacy::Privacy;
 use crate::records::Enrich;
 use crate::sync::{
     Deletion, PullApplied, PullBatch, PushBatch, PushCursor, SessionChanges, SyncEvent,
-    SyncMessage, SyncPending, SyncSession, SyncSnapshot, SyncToolCall,
+    SyncMessage, SyncPending, SyncSession, SyncSnapshot, SyncToolCall, SyncVectors,
 };
 use memtrail_adapters::{Message, Part, Role, one_line};
 use rusqlite::{OptionalExtension, params};
@@ -339,6 +339,13 @@ impl Store {
         // Per message row id taken: (its session's index, its index there), for its tool calls
         // and events, read for the whole batch at the end.
         let mut at_message: HashMap<i64, (usize, usize)> = HashMap::new();
+        // The model of the store's vectors (`embed_state`), sent with them.
+        let model: Option<String> = tx
+            .query_row("SELECT model FROM embed_state WHERE id = 1", [], |r| {
+                r.get(0)
+            })
+            .optional()
+            .db()?;
         let mut stmt = tx
             .prepare("SELECT seq, session_id, item FROM sync_outbox WHERE seq > ?1 ORDER BY seq")
             .db()?;
@@ -363,6 +370,7 @@ impl Store {
                                 messages: Vec::new(),
                                 snapshots: None,
                                 message_set: None,
+                                vectors: Vec::new(),
                             });
                             Some(batch.sessions.len() - 1)
                         }
@@ -386,10 +394,23 @@ impl Store {
                     count += 1;
                     changes.message_set = Some(ext_ids_of(&tx, sid)?);
                 }
+                id if id <= VECTORS_ITEM => {
+                    // The vectors of a message embedded after it was queued or pushed.
+                    if let Some(v) = vectors_of(&tx, sid, VECTORS_ITEM - id, model.as_deref())? {
+                        bytes += v.chunks.iter().map(|c| c.1.len()).sum::<usize>();
+                        count += 1;
+                        changes.vectors.push(v);
+                    }
+                }
                 id => {
                     if let Some(m) = message_of(&tx, sid, id)? {
                         bytes += m.body.len() + m.parts.len();
                         count += 1;
+                        // With its vectors (none when it waits to be embedded: that removes
+                        // any PostgreSQL holds for an earlier text of it).
+                        if let Some(v) = vectors_of(&tx, sid, id, model.as_deref())? {
+                            changes.vectors.push(v);
+                        }
                         changes.messages.push(m);
                         at_message.insert(id, (i, changes.messages.len() - 1));
                     }
@@ -400,6 +421,40 @@ impl Store {
         drop(stmt);
         calls_and_events_of(&tx, &mut batch, &at_message)?;
         Ok(batch)
+    }
+
+    /// Queue the vectors of every embedded message of this machine that is not queued itself
+    /// (outbox items [`VECTORS_ITEM`] − id), once per database: when the store's
+    /// `sync_state` `vectors_database` is not `database` (the database's id). For a database
+    /// whose vectors' table appeared after the messages were pushed (pgvector created later,
+    /// or pushed by a build without vectors). Returns how many messages were queued.
+    ///
+    /// Errors: a store error.
+    pub fn sync_queue_vectors(&mut self, database: &str) -> Result<u64> {
+        if self.sync_state("vectors_database")?.as_deref() == Some(database) {
+            return Ok(0);
+        }
+        self.write(|w| {
+            let n =
+                w.tx.execute(
+                    "INSERT OR IGNORE INTO sync_outbox (session_id, item)
+                     SELECT m.session_id, ?1 - m.id FROM messages m
+                     JOIN sessions s ON s.id = m.session_id AND s.origin = ''
+                     WHERE m.id IN (SELECT DISTINCT message_id FROM message_vectors)
+                       AND NOT EXISTS (SELECT 1 FROM sync_outbox o
+                                       WHERE o.session_id = m.session_id AND o.item = m.id)
+                     ORDER BY m.id",
+                    [VECTORS_ITEM],
+                )
+                .db()?;
+            w.tx.execute(
+                "INSERT INTO sync_state (key, value) VALUES ('vectors_database', ?1)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [database],
+            )
+            .db()?;
+            Ok(n as u64)
+        })
     }
 
     /// Acknowledge a pushed batch, once PostgreSQL committed it: exactly the outbox and
@@ -973,6 +1028,52 @@ fn ext_ids_of(tx: &rusqlite::Connection, sid: i64) -> Result<Vec<String>> {
         .collect::<rusqlite::Result<_>>()
         .db()?;
     Ok(rows)
+}
+
+/// Outbox items at or below this one are the vectors of message row `VECTORS_ITEM - item`
+/// (written by the trigger of migration 10 when a message of this machine is embedded):
+/// -2 is message 0, -3 message 1, …
+pub const VECTORS_ITEM: i64 = -2;
+
+/// The vectors of message row `id` of session `sid`, made by `model` (the store's), in chunk
+/// order; `None` when the message is gone (its deletion reaches PostgreSQL by the session's
+/// message set). No vectors (`chunks` empty) when it has none (yet).
+fn vectors_of(
+    tx: &rusqlite::Connection,
+    sid: i64,
+    id: i64,
+    model: Option<&str>,
+) -> Result<Option<SyncVectors>> {
+    let ext: Option<String> = tx
+        .prepare_cached("SELECT ext_id FROM messages WHERE id = ?1 AND session_id = ?2")
+        .db()?
+        .query_row(params![id, sid], |r| r.get(0))
+        .optional()
+        .db()?;
+    let Some(ext_id) = ext else { return Ok(None) };
+    let mut chunks = Vec::new();
+    if model.is_some() {
+        let mut stmt = tx
+            .prepare_cached(
+                "SELECT scale, vec FROM message_vectors WHERE message_id = ?1 ORDER BY chunk",
+            )
+            .db()?;
+        let mut rows = stmt.query([id]).db()?;
+        while let Some(r) = rows.next().db()? {
+            let scale: f64 = r.get(0).db()?;
+            let bytes: Vec<u8> = r.get(1).db()?;
+            chunks.push((scale as f32, bytes.into_iter().map(|b| b as i8).collect()));
+        }
+    }
+    Ok(Some(SyncVectors {
+        ext_id,
+        model: if chunks.is_empty() {
+            String::new()
+        } else {
+            model.unwrap_or_default().to_string()
+        },
+        chunks,
+    }))
 }
 
 /// Message row `id` of session `sid` with its tool calls (by `call_id`) and events (by `seq`,
