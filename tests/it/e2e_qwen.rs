@@ -387,12 +387,6 @@ fn real_qwen_accepts_memtrails_config_and_a_session_is_captured_once() {
     assert_eq!(call["name"], "run_shell_command");
     assert_eq!(call["tool"], "shell");
     assert_eq!(call["exit_code"], 0);
-    assert!(
-        call["output"]
-            .as_str()
-            .is_some_and(|o| o.contains("hello-from-qwen.txt")),
-        "{call}"
-    );
     let transcript = cfg
         .join("projects")
         .join(memtrail_adapters::qwen::paths::project_folder(
@@ -401,6 +395,26 @@ fn real_qwen_accepts_memtrails_config_and_a_session_is_captured_once() {
         .join("chats")
         .join(format!("{sid}.jsonl"));
     assert!(transcript.is_file(), "{}", transcript.display());
+    // The stored output is what Qwen recorded for the call, to the byte. Qwen's own capture of
+    // the command's output comes back empty now and then on a loaded machine ("Output:
+    // (empty)", no process group: seen once in 4 runs); when it has it, it lists the file.
+    let recorded: String = std::fs::read_to_string(&transcript)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| {
+            v["message"]["parts"].as_array()?.iter().find_map(|p| {
+                let r = &p["functionResponse"];
+                (r["id"] == call["id"])
+                    .then(|| r["response"]["output"].as_str().map(String::from))?
+            })
+        })
+        .unwrap_or_else(|| panic!("no response to {call} in {}", transcript.display()));
+    assert_eq!(call["output"].as_str(), Some(recorded.as_str()), "{call}");
+    assert!(
+        recorded.contains("hello-from-qwen.txt") || recorded.contains("Output: (empty)"),
+        "{recorded}"
+    );
 
     // A second session: its SessionStart stores the first session's answer.
     let out = run(session("hello again"), "qwen (2)");
