@@ -63,12 +63,20 @@ impl Meaning {
     ///
     /// Errors: the model is not installed or cannot be read (the message says how to install).
     fn model(&self) -> Result<SharedEncoder, String> {
+        self.model_within(RECHECK_MISSING)
+    }
+
+    /// [`Meaning::model`], a missing model looked for again once `recheck` has passed since
+    /// the last try: a search (asked by someone) looks at once, so that a model installed
+    /// while the server runs is used by the next search; the background embedder, which asks
+    /// every 2 s, after [`RECHECK_MISSING`].
+    fn model_within(&self, recheck: Duration) -> Result<SharedEncoder, String> {
         let mut st = self
             .state
             .lock()
             .map_err(|_| "internal error: lock poisoned")?;
         if let Some(Err((_, when))) = &st.model
-            && when.elapsed() >= RECHECK_MISSING
+            && when.elapsed() >= recheck
         {
             st.model = None;
         }
@@ -139,7 +147,7 @@ impl memtrail_runtime::mcp::MeaningSearch for Meaning {
         f: &SearchFilter,
         mode: SearchMode,
     ) -> Result<Vec<Hit>, String> {
-        let model = self.model()?;
+        let model = self.model_within(Duration::ZERO)?;
         if store.embed_model().map_err(|e| e.to_string())?.as_deref() != Some(model.id()) {
             let waiting = store.embed_backlog(model.id()).unwrap_or(0);
             return Err(format!(

@@ -16,16 +16,7 @@ fn pushed(name: &str) -> Option<(Sandbox, String)> {
     let sb = Sandbox::new();
     sb.install_fixture_projects();
     sb.json(&["import", "--json"]);
-    let out = sb
-        .cmd()
-        .args(["sync", "--init", &url, "--label", "laptop"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::sync_init(&sb, &url);
     Some((sb, url))
 }
 
@@ -463,16 +454,7 @@ fn a_postgresql_store_never_shows_a_secret_written_into_it_directly() {
         return;
     };
     let sb = Sandbox::new();
-    let out = sb
-        .cmd()
-        .args(["sync", "--init", &url, "--label", "laptop"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::sync_init(&sb, &url);
     write_secret_rows(&url);
     let store = |args: &[&str]| sb.json(&[&["--store", url.as_str()][..], args].concat());
 
@@ -654,16 +636,7 @@ fn a_postgresql_store_without_memtrail_tables_or_with_a_newer_schema_is_refused(
             "{err}"
         );
     }
-    let out = sb
-        .cmd()
-        .args(["sync", "--init", &url, "--label", "laptop"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::sync_init(&sb, &url);
     let supported = memtrail_pg::migrate::MIGRATIONS.len();
     memtrail_pg::Pg::connect_url(&url)
         .unwrap()
@@ -882,16 +855,7 @@ fn the_analytics_page_stays_the_same_from_postgresql_through_a_redaction_and_a_d
     )
     .unwrap();
     sb.json(&["import", "--json"]);
-    let out = sb
-        .cmd()
-        .args(["sync", "--init", &url, "--label", "laptop"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::sync_init(&sb, &url);
     let path = "/analytics?until=2026-03-31&days=60";
     let page = analytics_both(&sb, &url, path);
     for shown in [

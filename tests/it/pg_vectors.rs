@@ -320,16 +320,7 @@ fn without_pgvector_sync_skips_the_vectors_and_sends_them_once_it_is_created() {
 
     let sb = sandbox();
     sb.json(&["import", "--json"]);
-    let out = sb
-        .cmd()
-        .args(["sync", "--init", &user_url, "--label", "laptop"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = crate::support::sync_init(&sb, &user_url);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         err.matches("4 message vectors not pushed: the database has no pgvector")

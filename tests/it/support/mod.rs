@@ -539,3 +539,18 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// `memtrail sync --init URL --label laptop` in `sb`, which must succeed; its output.
+pub fn sync_init(sb: &Sandbox, url: &str) -> std::process::Output {
+    let out = sb
+        .cmd()
+        .args(["sync", "--init", url, "--label", "laptop"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
