@@ -386,7 +386,9 @@ fn real_qwen_accepts_memtrails_config_and_a_session_is_captured_once() {
     let call = &shown["messages"][1]["tool_calls"][0];
     assert_eq!(call["name"], "run_shell_command");
     assert_eq!(call["tool"], "shell");
-    assert_eq!(call["exit_code"], 0);
+    // Qwen may write the call's result after its Stop hook, as it does the final answer (seen
+    // under load): the output is then stored by the next hook, checked below.
+    assert!(call["output"].is_null() || call["exit_code"] == 0, "{call}");
     let transcript = cfg
         .join("projects")
         .join(memtrail_adapters::qwen::paths::project_folder(
@@ -395,6 +397,15 @@ fn real_qwen_accepts_memtrails_config_and_a_session_is_captured_once() {
         .join("chats")
         .join(format!("{sid}.jsonl"));
     assert!(transcript.is_file(), "{}", transcript.display());
+
+    // A second session: its SessionStart stores the first session's answer.
+    let out = run(session("hello again"), "qwen (2)");
+    assert!(out.status.success(), "qwen (2) failed\n{}", show(&out));
+    let shown = show_session(&sid);
+    assert_eq!(roles(&shown), ["user", "assistant", "assistant"], "{shown}");
+    assert_eq!(shown["messages"][2]["text"], "Listed the files.");
+    let call = &shown["messages"][1]["tool_calls"][0];
+    assert_eq!(call["exit_code"], 0, "{call}");
     // The stored output is what Qwen recorded for the call, to the byte. Qwen's own capture of
     // the command's output comes back empty now and then on a loaded machine ("Output:
     // (empty)", no process group: seen once in 4 runs); when it has it, it lists the file.
@@ -416,12 +427,6 @@ fn real_qwen_accepts_memtrails_config_and_a_session_is_captured_once() {
         "{recorded}"
     );
 
-    // A second session: its SessionStart stores the first session's answer.
-    let out = run(session("hello again"), "qwen (2)");
-    assert!(out.status.success(), "qwen (2) failed\n{}", show(&out));
-    let shown = show_session(&sid);
-    assert_eq!(roles(&shown), ["user", "assistant", "assistant"], "{shown}");
-    assert_eq!(shown["messages"][2]["text"], "Listed the files.");
     let ids = sessions();
     assert_eq!(ids.len(), 2, "{ids:?}");
     let second = ids.iter().find(|s| **s != sid).unwrap().clone();
