@@ -370,16 +370,32 @@ pub fn hybrid(
     query: &str,
     f: &SearchFilter,
 ) -> memtrail_runtime::Result<Vec<Hit>> {
+    fused(
+        f,
+        |deep| store.search(query, deep),
+        |deep| semantic(store, model, index, query, deep),
+    )
+}
+
+/// The hybrid rule both stores share: `lexical` and `semantic` each asked for
+/// [`FUSION_CANDIDATES`] hits (or `f.limit`, if more) under `f`, fused by [`fuse`] to
+/// `f.limit`; a query with no searchable word for the full-text search (its
+/// [`memtrail_runtime::Error::Invalid`]) is ranked by meaning alone.
+fn fused(
+    f: &SearchFilter,
+    lexical: impl FnOnce(&SearchFilter) -> memtrail_runtime::Result<Vec<Hit>>,
+    semantic: impl FnOnce(&SearchFilter) -> memtrail_runtime::Result<Vec<Hit>>,
+) -> memtrail_runtime::Result<Vec<Hit>> {
     let deep = SearchFilter {
         limit: FUSION_CANDIDATES.max(f.limit),
         ..f.clone()
     };
-    let lexical = match store.search(query, &deep) {
+    let lexical = match lexical(&deep) {
         Ok(h) => h,
         Err(memtrail_runtime::Error::Invalid(_)) => Vec::new(),
         Err(e) => return Err(e),
     };
-    let sem = semantic(store, model, index, query, &deep)?;
+    let sem = semantic(&deep)?;
     Ok(fuse(&[lexical, sem], f.limit))
 }
 
@@ -412,17 +428,11 @@ pub fn hybrid_in(
     query: &str,
     f: &SearchFilter,
 ) -> memtrail_runtime::Result<Vec<Hit>> {
-    let deep = SearchFilter {
-        limit: FUSION_CANDIDATES.max(f.limit),
-        ..f.clone()
-    };
-    let lexical = match store.search(query, &deep) {
-        Ok(h) => h,
-        Err(memtrail_runtime::Error::Invalid(_)) => Vec::new(),
-        Err(e) => return Err(e),
-    };
-    let sem = semantic_in(store, model, query, &deep)?;
-    Ok(fuse(&[lexical, sem], f.limit))
+    fused(
+        f,
+        |deep| store.search(query, deep),
+        |deep| semantic_in(store, model, query, deep),
+    )
 }
 
 /// Embeds the store's backlog with `model`, `batch` messages at a time (read without a lock,

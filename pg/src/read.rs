@@ -101,6 +101,28 @@ pub struct PgReader {
     vectors: bool,
 }
 
+/// A hit from a row of the search queries' shared columns (the message's id, then the
+/// session's external id, agent, title and folder, the message's ext id, seq, role, kind, ts
+/// (ms) and the machine's label, columns 0–10), with its (already redacted) `snippet`.
+fn hit_of(r: &Row, snippet: String, score: f64) -> Hit {
+    Hit {
+        session_id: r.get(1),
+        agent: r.get(2),
+        machine: shown_label(r.get(10)),
+        title: r.get(3),
+        project: r.get(4),
+        message_id: r.get(5),
+        message_index: r.get(6),
+        role: r.get(7),
+        kind: r.get(8),
+        timestamp: r
+            .get::<_, Option<i64>>(9)
+            .map(memtrail_adapters::format_rfc3339_ms),
+        snippet,
+        score,
+    }
+}
+
 /// A PostgreSQL error as memtrail's ([`Error::Remote`]): its message (never a password).
 fn remote(e: impl Into<crate::Error>) -> Error {
     Error::Remote(e.into().to_string())
@@ -704,22 +726,7 @@ impl ReadStore for PgReader {
             };
             let snippet = snippets.remove(&rowid).unwrap_or_default();
             debug_assert!(!snippet.contains([HL_START, HL_END]) || snippet.contains(HL_START));
-            hits.push(Hit {
-                session_id: r.get(1),
-                agent: r.get(2),
-                machine: shown_label(r.get(10)),
-                title: r.get(3),
-                project: r.get(4),
-                message_id: r.get(5),
-                message_index: r.get(6),
-                role: r.get(7),
-                kind: r.get(8),
-                timestamp: r
-                    .get::<_, Option<i64>>(9)
-                    .map(memtrail_adapters::format_rfc3339_ms),
-                snippet: compact_cjk(&snippet),
-                score,
-            });
+            hits.push(hit_of(&r, compact_cjk(&snippet), score));
         }
         Ok(clean(hits))
     }
@@ -814,22 +821,11 @@ impl ReadStore for PgReader {
             };
             let whole = redact(r.get::<_, Option<&str>>(11).unwrap_or_default()).into_owned();
             let flat = whole.split_whitespace().collect::<Vec<_>>().join(" ");
-            hits.push(Hit {
-                session_id: r.get(1),
-                agent: r.get(2),
-                machine: shown_label(r.get(10)),
-                title: r.get(3),
-                project: r.get(4),
-                message_id: r.get(5),
-                message_index: r.get(6),
-                role: r.get(7),
-                kind: r.get(8),
-                timestamp: r
-                    .get::<_, Option<i64>>(9)
-                    .map(memtrail_adapters::format_rfc3339_ms),
-                snippet: flat.chars().take(SEMANTIC_SNIPPET_CHARS).collect(),
+            hits.push(hit_of(
+                &r,
+                flat.chars().take(SEMANTIC_SNIPPET_CHARS).collect(),
                 score,
-            });
+            ));
         }
         Ok(clean(hits))
     }
