@@ -134,6 +134,8 @@ pub struct Store {
     scope_cache: std::cell::RefCell<Option<queries::ScopeCache>>,
     /// The write gate (`<store>-gate`), opened at the first write: see [`gate`].
     gate: std::cell::OnceCell<Option<std::fs::File>>,
+    /// When [`Store::bound_wal`]'s last checkpoint could not restart the WAL.
+    wal_bound_failed: Option<Instant>,
 }
 
 /// How many more times a write retries `BEGIN IMMEDIATE` after the busy timeout ran out.
@@ -146,6 +148,16 @@ pub const WAL_AUTOCHECKPOINT_PAGES: i64 = 256;
 pub const CHECKPOINT_WAIT: Duration = Duration::from_millis(250);
 /// `PRAGMA journal_size_limit`: after a checkpoint the WAL file is truncated to this many bytes.
 pub const WAL_SIZE_LIMIT_BYTES: i64 = 32 * 1024 * 1024;
+
+/// A WAL file larger than this after a background writer's commit is checkpointed by it
+/// ([`Store::checkpoint`]): 48 MiB, above an import's own automatic checkpoints (every 8192
+/// pages: 33.8 MB with frame headers, [`Store::tune_for_bulk_writes`]), so only a WAL that
+/// readers kept from restarting reaches it.
+pub const WAL_BOUND_BYTES: u64 = 48 * 1024 * 1024;
+/// Least time between two such checkpoints of one store when the first could not restart the
+/// WAL (each waits up to [`CHECKPOINT_WAIT`]), so that a reader that never lets go slows a
+/// writer by a fraction at most.
+const WAL_BOUND_RETRY: Duration = Duration::from_secs(2);
 
 /// The process's deadline for lock waits (see [`Store::set_deadline`]).
 static DEADLINE: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
@@ -166,6 +178,28 @@ fn deadline_busy_handler(n: i32) -> bool {
     }
     let step = DELAYS_MS[(n.max(0) as usize).min(DELAYS_MS.len() - 1)];
     std::thread::sleep(Duration::from_millis(step).min(d - now));
+    true
+}
+
+thread_local! {
+    /// Until when [`checkpoint_busy_handler`] keeps trying (set by [`Store::checkpoint`]).
+    static CHECKPOINT_UNTIL: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// SQLite busy handler of a background checkpoint: `true` (try again) after 1 ms until the
+/// thread's [`CHECKPOINT_UNTIL`]. As short a pause as a hook's first ones
+/// ([`deadline_busy_handler`]): with SQLite's own busy timeout (pauses growing to 100 ms), a
+/// checkpoint asking for the write lock among hooks that commit back to back never got it, and
+/// under steady searching the WAL grew past 90 MB in the stress test.
+fn checkpoint_busy_handler(_n: i32) -> bool {
+    let Some(until) = CHECKPOINT_UNTIL.with(|u| u.get()) else {
+        return false;
+    };
+    let now = Instant::now();
+    if now >= until {
+        return false;
+    }
+    std::thread::sleep(Duration::from_millis(1).min(until - now));
     true
 }
 
@@ -345,6 +379,7 @@ impl Store {
             file_id,
             scope_cache: std::cell::RefCell::new(None),
             gate: std::cell::OnceCell::new(),
+            wal_bound_failed: None,
         };
         if deadline.is_some() {
             store.set_deadline(deadline)?;
@@ -578,7 +613,7 @@ impl Store {
     /// limit (`SQLITE_FULL`) is [`Error::Full`]; the transaction is rolled back.
     pub fn write<T>(&mut self, f: impl FnOnce(&Writer<'_>) -> Result<T>) -> Result<T> {
         let started = Instant::now();
-        let _gate = self.pass_gate();
+        let gate = self.pass_gate();
         let mut attempt = 0u32;
         let tx = loop {
             // With a deadline, the busy handler (see `set_deadline`) does the waiting.
@@ -600,6 +635,8 @@ impl Store {
         };
         let out = f(&Writer::new(&tx)).map_err(classify)?;
         tx.commit().map_err(|e| classify(db_err(e)))?;
+        drop(gate);
+        self.bound_wal();
         Ok(out)
     }
 
@@ -611,19 +648,46 @@ impl Store {
     /// checkpointed). Called after an import and a repair: the automatic checkpoint (every
     /// [`WAL_AUTOCHECKPOINT_PAGES`] pages) never restarts a WAL that readers keep using, so
     /// under steady searching the WAL would otherwise only grow.
+    ///
+    /// A background writer (no deadline) first yields to hooks ([`gate`]) and then asks for the
+    /// locks every millisecond, as often as a waiting hook does.
     pub fn checkpoint(&mut self) -> Result<(bool, i64, i64)> {
-        if self.deadline.is_none() {
-            self.conn.busy_timeout(CHECKPOINT_WAIT).db()?;
+        let background = self.deadline.is_none();
+        if background {
+            let _ = self.pass_gate();
+            CHECKPOINT_UNTIL.with(|u| u.set(Some(Instant::now() + CHECKPOINT_WAIT)));
+            self.conn.busy_handler(Some(checkpoint_busy_handler)).db()?;
         }
         let r = self
             .conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
                 Ok((r.get::<_, i64>(0)? != 0, r.get(1)?, r.get(2)?))
             });
-        if self.deadline.is_none() {
+        if background {
+            CHECKPOINT_UNTIL.with(|u| u.set(None));
             self.conn.busy_timeout(self.busy).db()?;
         }
         r.db()
+    }
+
+    /// After a background writer's commit: when the WAL file has grown past
+    /// [`WAL_BOUND_BYTES`] (readers that never all let go kept the automatic checkpoints
+    /// from restarting it), [`Store::checkpoint`]. One `stat` of the `-wal` file otherwise. When the
+    /// checkpoint cannot restart the WAL in time, the next try is [`WAL_BOUND_RETRY`] later.
+    fn bound_wal(&mut self) {
+        if self.deadline.is_some()
+            || self
+                .wal_bound_failed
+                .is_some_and(|t| t.elapsed() < WAL_BOUND_RETRY)
+        {
+            return;
+        }
+        let mut wal = self.path.as_os_str().to_owned();
+        wal.push("-wal");
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_BOUND_BYTES) {
+            let restarted = matches!(self.checkpoint(), Ok((false, _, _)));
+            self.wal_bound_failed = (!restarted).then(Instant::now);
+        }
     }
 
     /// Settings for a long run of writes (an import): a 64 MiB page cache (SQLite's default
