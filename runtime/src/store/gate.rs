@@ -100,6 +100,29 @@ pub(super) fn yield_to_hooks(gate: &File) {
     let _ = (gate, Instant::now());
 }
 
+/// True when a hook holds `gate` (it waits for the write lock a background writer holds, or
+/// is about to ask for it): the background writer should commit what it has and let it in.
+/// One non-blocking `flock` (and its release); false without a gate or on another platform.
+pub(super) fn hooks_waiting(gate: &File) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let fd = gate.as_raw_fd();
+        // SAFETY: flock on a descriptor this process owns.
+        if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            // SAFETY: as above.
+            unsafe { libc::flock(fd, libc::LOCK_UN) };
+            return false;
+        }
+        std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = gate;
+        false
+    }
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use crate::store::Store;

@@ -112,6 +112,14 @@ pub const SEARCH_INDEX_WAIT: Duration = Duration::from_secs(1);
 /// Pages of the full-text index one step of [`Store::optimize_index`] writes (4 KiB each).
 pub const MERGE_STEP_PAGES: i64 = 1000;
 
+/// Pages of one slice of a [`Store::optimize_index`] step: between slices the step ends early
+/// when a hook waits for the write lock.
+pub const MERGE_SLICE_PAGES: i64 = 100;
+
+/// Messages one slice of a full-text catch-up indexes ([`Store::catch_up_index_by`]): between
+/// slices, a transaction ends early when a hook waits for the write lock.
+pub const INDEX_SLICE: usize = 200;
+
 /// How many queued messages one transaction of [`Store::catch_up_index`] indexes.
 pub const INDEX_CHUNK: usize = 2000;
 /// An open store.
@@ -450,19 +458,57 @@ impl Store {
     /// iterators in each: on the 1 GB bench store, 15 segments made 20 snippet lookups cost
     /// 3.6 ms, one segment 0.5 ms. The whole index is rewritten (5 s at 1 GB), so only a large
     /// import runs it; in steps, a hook waits for one step at most, not for the whole merge.
+    ///
+    /// A step is done in slices of [`MERGE_SLICE_PAGES`]; when a hook comes to wait for the
+    /// write lock ([`gate`]), the step ends after the slice at hand.
     pub fn optimize_index(&mut self) -> Result<()> {
         const MERGE: &str = "INSERT INTO messages_fts (messages_fts, rank) VALUES ('merge', ?1)";
-        let mut pages = -MERGE_STEP_PAGES;
-        // A step that merges nothing changes at most one row (the structure record).
-        while self.write(|w| {
-            let before = w.tx.total_changes();
-            w.tx.execute(MERGE, [pages]).db()?;
-            Ok(w.tx.total_changes() - before)
-        })? >= 2
-        {
-            pages = MERGE_STEP_PAGES;
+        let mut started = false;
+        loop {
+            // The gate's descriptor, duplicated: `write` holds the store mutably.
+            // (A hook's store never asks: its own shared hold would be converted.)
+            let gate = self
+                .deadline
+                .is_none()
+                .then(|| self.gate_file().and_then(|g| g.try_clone().ok()))
+                .flatten();
+            let hooks = gate.as_ref();
+            // A slice that merges nothing changes at most one row (the structure record).
+            let done = self.write(|w| {
+                let mut merged = 0;
+                loop {
+                    let pages = if started {
+                        MERGE_SLICE_PAGES
+                    } else {
+                        -MERGE_SLICE_PAGES
+                    };
+                    started = true;
+                    let before = w.tx.total_changes();
+                    w.tx.execute(MERGE, [pages]).db()?;
+                    if w.tx.total_changes() - before < 2 {
+                        return Ok(true);
+                    }
+                    merged += MERGE_SLICE_PAGES;
+                    if merged >= MERGE_STEP_PAGES || hooks.is_some_and(gate::hooks_waiting) {
+                        return Ok(false);
+                    }
+                }
+            })?;
+            if done {
+                return Ok(());
+            }
         }
-        Ok(())
+    }
+
+    /// True when a hook waits for the write lock this background writer holds (see
+    /// [`gate::hooks_waiting`]); false for a hook's own store and without a gate.
+    fn hooks_waiting(&self) -> bool {
+        self.deadline.is_none() && self.gate_file().is_some_and(gate::hooks_waiting)
+    }
+
+    /// The write gate's file, opened (and created) at the first call; `None` without a gate.
+    fn gate_file(&self) -> Option<&std::fs::File> {
+        self.gate.get_or_init(|| gate::open(&self.path)).as_ref()
     }
 
     /// [`Store::catch_up_index`] for a search: the write lock is waited for at most
@@ -499,7 +545,17 @@ impl Store {
             let tx =
                 rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
                     .map_err(|e| classify(db_err(e)))?;
-            let n = Writer::new(&tx).index_pending(chunk).map_err(classify)?;
+            // In slices, so that a hook that comes to wait for the lock waits for one slice.
+            let w = Writer::new(&tx);
+            let mut n = 0u64;
+            while (n as usize) < chunk {
+                let slice = INDEX_SLICE.min(chunk - n as usize);
+                let k = w.index_pending(slice).map_err(classify)?;
+                n += k;
+                if (k as usize) < slice || self.hooks_waiting() {
+                    break;
+                }
+            }
             tx.commit().map_err(|e| classify(db_err(e)))?;
             done += n;
             if n == 0 {
@@ -512,7 +568,7 @@ impl Store {
     /// shared until the returned guard drops (after its commit or rollback); any other writer
     /// waits, at most [`gate::YIELD_MAX`], until no hook holds it.
     fn pass_gate(&self) -> Option<gate::Held<'_>> {
-        let g = self.gate.get_or_init(|| gate::open(&self.path)).as_ref()?;
+        let g = self.gate_file()?;
         if self.deadline.is_some() {
             gate::hold(g)
         } else {
