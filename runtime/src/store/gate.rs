@@ -165,4 +165,74 @@ mod tests {
         let b = other.pass_gate().expect("second hook");
         drop((a, b));
     }
+
+    /// `hooks_waiting` is true exactly while a hook holds the gate.
+    #[test]
+    fn hooks_waiting_sees_a_hook_holding_the_gate() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("m.db");
+        let background = Store::open(db.as_path()).unwrap();
+        assert!(!background.hooks_waiting());
+        let hook =
+            Store::open_until(db.as_path(), Instant::now() + Duration::from_secs(30)).unwrap();
+        let held = hook.pass_gate().expect("a hook holds the gate");
+        assert!(background.hooks_waiting());
+        // A hook's own store never asks (its shared hold would be converted).
+        assert!(!hook.hooks_waiting());
+        drop(held);
+        assert!(!background.hooks_waiting());
+    }
+
+    /// Size of the database file (the WAL's frames reach it only by a checkpoint).
+    fn db_len(db: &std::path::Path) -> u64 {
+        std::fs::metadata(db).unwrap().len()
+    }
+
+    fn write_blob(s: &mut Store, bytes: usize) {
+        s.write(|w| {
+            w.tx.execute_batch("CREATE TABLE IF NOT EXISTS t_blob (b BLOB)")
+                .unwrap();
+            w.tx.execute("INSERT INTO t_blob VALUES (zeroblob(?1))", [bytes as i64])
+                .unwrap();
+            Ok(())
+        })
+        .unwrap();
+    }
+
+    /// A hook's commit does not checkpoint a background writer's large WAL (its frames stay
+    /// out of the database file), while a hook alone still checkpoints a WAL past 256 pages.
+    #[test]
+    fn a_hook_leaves_a_bulk_writers_wal_to_it_and_checkpoints_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("m.db");
+        let mut bulk = Store::open(db.as_path()).unwrap();
+        bulk.tune_for_bulk_writes().unwrap();
+        // ~1,500 pages: more than a hook checkpoints, fewer than the bulk writer's 8,192.
+        write_blob(&mut bulk, 6_000_000);
+        let before = db_len(&db);
+        let mut hook =
+            Store::open_until(db.as_path(), Instant::now() + Duration::from_secs(30)).unwrap();
+        write_blob(&mut hook, 100);
+        assert_eq!(
+            db_len(&db),
+            before,
+            "the hook checkpointed the bulk writer's WAL"
+        );
+        // A background store's commit (SQLite's automatic checkpoint) does copy them.
+        let mut other = Store::open(db.as_path()).unwrap();
+        write_blob(&mut other, 100);
+        assert!(db_len(&db) > before + 5_000_000);
+        drop((bulk, hook, other));
+
+        let db2 = dir.path().join("h.db");
+        let mut hook =
+            Store::open_until(db2.as_path(), Instant::now() + Duration::from_secs(30)).unwrap();
+        let before = db_len(&db2);
+        // ~300 pages in one commit: past 256, within the hook's share.
+        write_blob(&mut hook, 1_200_000);
+        assert!(
+            db_len(&db2) > before + 1_000_000,
+            "the hook did not checkpoint"
+        );
+    }
 }

@@ -167,6 +167,35 @@ pub const WAL_BOUND_BYTES: u64 = 48 * 1024 * 1024;
 /// writer by a fraction at most.
 const WAL_BOUND_RETRY: Duration = Duration::from_secs(2);
 
+/// A hook's commit leaves a WAL of more than this many frames (4 KiB pages) to the background
+/// writer that wrote it: SQLite's automatic checkpoint would copy all of them into the
+/// database in the hook's time (measured beside an import of the 1 GB corpus: ~5,000 page
+/// reads and writes and two fsyncs per hook, most of its p99 of 786 ms). Hooks alone never
+/// reach it: they checkpoint at [`WAL_AUTOCHECKPOINT_PAGES`], and one hook's turn adds tens
+/// of pages.
+pub const HOOK_CHECKPOINT_MAX_PAGES: i32 = 4 * WAL_AUTOCHECKPOINT_PAGES as i32;
+/// ... unless it holds more than this many (64 MiB: above [`WAL_BOUND_BYTES`], which
+/// background writers keep it under): no background writer checkpoints it then (one ended
+/// without), so the hook does, once.
+pub const HOOK_CHECKPOINT_ANYWAY_PAGES: i32 = 16_384;
+
+/// The WAL callback of a hook's store (it replaces `wal_autocheckpoint`): after a commit that
+/// left `pages` frames in the WAL, a passive checkpoint (which waits for no lock) when
+/// `pages` is at least [`WAL_AUTOCHECKPOINT_PAGES`] and at most
+/// [`HOOK_CHECKPOINT_MAX_PAGES`], or above [`HOOK_CHECKPOINT_ANYWAY_PAGES`].
+fn hook_wal_callback(
+    wal: &mut rusqlite::hooks::Wal,
+    pages: std::ffi::c_int,
+) -> rusqlite::Result<()> {
+    let ours = (WAL_AUTOCHECKPOINT_PAGES as i32..=HOOK_CHECKPOINT_MAX_PAGES).contains(&pages);
+    if ours || pages > HOOK_CHECKPOINT_ANYWAY_PAGES {
+        // A checkpoint that cannot finish (readers, another checkpointer) is not an error
+        // of the commit, which has already happened.
+        let _ = wal.checkpoint();
+    }
+    Ok(())
+}
+
 /// The process's deadline for lock waits (see [`Store::set_deadline`]).
 static DEADLINE: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
 
@@ -527,11 +556,32 @@ impl Store {
         r
     }
 
+    /// One transaction of [`Store::catch_up_index`]: at most `max` queued messages indexed
+    /// (the oldest), unless `deadline` has passed. Returns how many were indexed; errors as
+    /// [`Store::catch_up_index`].
+    pub fn catch_up_index_at_most(&self, deadline: Instant, max: usize) -> Result<u64> {
+        self.catch_up_index_within(Some(deadline), max, Some(max as u64))
+    }
+
     /// [`Store::catch_up_index`] with `chunk` messages per transaction (an import indexes
     /// [`crate::import::IMPORT_INDEX_EVERY`] at a time: fewer, larger FTS5 segments).
     pub fn catch_up_index_by(&self, deadline: Option<Instant>, chunk: usize) -> Result<u64> {
+        self.catch_up_index_within(deadline, chunk, None)
+    }
+
+    /// [`Store::catch_up_index_by`], stopping once `most` messages are indexed (`None`: the
+    /// whole queue).
+    fn catch_up_index_within(
+        &self,
+        deadline: Option<Instant>,
+        chunk: usize,
+        most: Option<u64>,
+    ) -> Result<u64> {
         let mut done = 0u64;
         loop {
+            if most.is_some_and(|m| done >= m) {
+                return Ok(done);
+            }
             let queued: bool = self
                 .conn
                 .prepare_cached("SELECT EXISTS (SELECT 1 FROM fts_pending)")
@@ -624,9 +674,13 @@ impl Store {
              PRAGMA secure_delete = ON;",
             )
             .db()?;
-        self.conn
-            .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
-            .db()?;
+        // A hook's store has its own WAL callback instead (set by `set_deadline`, which
+        // this pragma would replace): `hook_wal_callback`.
+        if self.deadline.is_none() {
+            self.conn
+                .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
+                .db()?;
+        }
         self.conn
             .pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT_BYTES)
             .db()?;
@@ -646,8 +700,15 @@ impl Store {
             Some(d) => {
                 *DEADLINE.lock().unwrap_or_else(|e| e.into_inner()) = Some(d);
                 self.conn.busy_handler(Some(deadline_busy_handler)).db()?;
+                self.conn.wal_hook(Some(hook_wal_callback)).db()?;
             }
-            None => self.conn.busy_timeout(self.busy).db()?,
+            None => {
+                self.conn.busy_timeout(self.busy).db()?;
+                // Replaces the hook's WAL callback with SQLite's automatic checkpoint.
+                self.conn
+                    .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
+                    .db()?;
+            }
         }
         Ok(())
     }

@@ -181,6 +181,29 @@ fn catch_up_works_in_chunks_and_stops_at_its_deadline() {
     fts_ok(&store);
 }
 
+/// A hook's share of the chore: one transaction of at most `max` messages, the oldest
+/// queued first, none once the deadline has passed.
+#[test]
+fn catch_up_at_most_indexes_the_oldest_share_of_the_queue() {
+    let (_d, mut store) = open();
+    let s = session(&mut store, "s1");
+    let recs: Vec<Record> = (0..600)
+        .map(|i| text(&format!("u{i}"), &format!("narwhal number{i}")))
+        .collect();
+    store.write(|w| w.apply(s, recs)).unwrap();
+    let soon = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let past = std::time::Instant::now();
+    assert_eq!(store.catch_up_index_at_most(past, 250).unwrap(), 0);
+    assert_eq!(store.catch_up_index_at_most(soon, 250).unwrap(), 250);
+    assert_eq!(store.pending_index().unwrap(), 350);
+    assert_eq!(indexed(&store, "narwhal"), 250);
+    assert_eq!(indexed(&store, "number249"), 1);
+    assert_eq!(indexed(&store, "number250"), 0);
+    assert_eq!(store.catch_up_index_at_most(soon, 1000).unwrap(), 350);
+    assert_eq!(store.pending_index().unwrap(), 0);
+    fts_ok(&store);
+}
+
 #[test]
 fn a_v3_store_migrates_with_its_index_and_queues_from_then_on() {
     let dir = tempfile::tempdir().unwrap();
