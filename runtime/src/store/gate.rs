@@ -123,6 +123,55 @@ pub(super) fn hooks_waiting(gate: &File) -> bool {
     }
 }
 
+/// Mark this process as a bulk writer of the store (an import) for as long as `gate` stays
+/// open: a read lock on the gate file's first byte, an open-file-description lock (`fcntl`
+/// `F_OFD_SETLK`, Linux; independent of the `flock` above, released by the kernel with the
+/// descriptor, however the process ends). Hooks ask [`bulk_writer_active`] before they
+/// checkpoint. False when it could not be taken (another platform: hooks then go by the
+/// WAL's size alone).
+pub(super) fn mark_bulk_writer(gate: &File) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        ofd_lock(gate, libc::F_OFD_SETLK, libc::F_RDLCK as libc::c_short).is_some()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = gate;
+        false
+    }
+}
+
+/// True while a bulk writer ([`mark_bulk_writer`]) has the store open; false when none has
+/// or when it cannot be told (another platform, an error). One `fcntl`.
+pub(super) fn bulk_writer_active(gate: &File) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        ofd_lock(gate, libc::F_OFD_GETLK, libc::F_WRLCK as libc::c_short)
+            .is_some_and(|l| l.l_type != libc::F_UNLCK as libc::c_short)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = gate;
+        false
+    }
+}
+
+/// `fcntl(cmd)` with a lock of type `kind` on byte 0 of `gate`; the lock description as the
+/// kernel left it, `None` on an error.
+#[cfg(target_os = "linux")]
+fn ofd_lock(gate: &File, cmd: libc::c_int, kind: libc::c_short) -> Option<libc::flock> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a zeroed `flock` is a valid value of the plain C struct.
+    let mut l: libc::flock = unsafe { std::mem::zeroed() };
+    l.l_type = kind;
+    l.l_whence = libc::SEEK_SET as libc::c_short;
+    l.l_start = 0;
+    l.l_len = 1;
+    // SAFETY: fcntl on a descriptor this process owns, with a pointer to a live `flock`.
+    let r = unsafe { libc::fcntl(gate.as_raw_fd(), cmd, &mut l) };
+    (r == 0).then_some(l)
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use crate::store::Store;
@@ -199,15 +248,16 @@ mod tests {
         .unwrap();
     }
 
-    /// A hook's commit does not checkpoint a background writer's large WAL (its frames stay
-    /// out of the database file), while a hook alone still checkpoints a WAL past 256 pages.
+    /// A hook's commit does not checkpoint a bulk writer's WAL (its frames stay out of the
+    /// database file) while that writer has the store open, and does once it is gone; a hook
+    /// alone still checkpoints a WAL past 256 pages.
     #[test]
     fn a_hook_leaves_a_bulk_writers_wal_to_it_and_checkpoints_its_own() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("m.db");
         let mut bulk = Store::open(db.as_path()).unwrap();
         bulk.tune_for_bulk_writes().unwrap();
-        // ~1,500 pages: more than a hook checkpoints, fewer than the bulk writer's 8,192.
+        // ~1,500 pages: fewer than the bulk writer's own 8,192.
         write_blob(&mut bulk, 6_000_000);
         let before = db_len(&db);
         let mut hook =
@@ -218,21 +268,47 @@ mod tests {
             before,
             "the hook checkpointed the bulk writer's WAL"
         );
-        // A background store's commit (SQLite's automatic checkpoint) does copy them.
-        let mut other = Store::open(db.as_path()).unwrap();
-        write_blob(&mut other, 100);
-        assert!(db_len(&db) > before + 5_000_000);
-        drop((bulk, hook, other));
+        #[cfg(target_os = "linux")]
+        {
+            let gate = std::fs::File::open(dir.path().join("m.db-gate")).unwrap();
+            assert!(super::bulk_writer_active(&gate));
+            // The bulk writer gone (its lock went with its descriptor), the next hook's
+            // commit checkpoints what it left.
+            drop(bulk);
+            assert!(!super::bulk_writer_active(&gate));
+            write_blob(&mut hook, 100);
+            assert!(db_len(&db) > before + 5_000_000, "the hook left the WAL");
+        }
+        drop(hook);
 
         let db2 = dir.path().join("h.db");
         let mut hook =
             Store::open_until(db2.as_path(), Instant::now() + Duration::from_secs(30)).unwrap();
         let before = db_len(&db2);
-        // ~300 pages in one commit: past 256, within the hook's share.
+        // ~300 pages in one commit: past 256.
         write_blob(&mut hook, 1_200_000);
         assert!(
             db_len(&db2) > before + 1_000_000,
             "the hook did not checkpoint"
         );
+    }
+
+    #[test]
+    fn when_a_hook_checkpoints() {
+        use crate::store::hook_checkpoints;
+        assert!(!hook_checkpoints(255, || false));
+        assert!(hook_checkpoints(256, || false));
+        assert!(hook_checkpoints(16_385, || true));
+        #[cfg(target_os = "linux")]
+        {
+            assert!(hook_checkpoints(5_000, || false));
+            assert!(!hook_checkpoints(256, || true));
+            assert!(!hook_checkpoints(16_384, || true));
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            assert!(hook_checkpoints(1_024, || true));
+            assert!(!hook_checkpoints(1_025, || false));
+        }
     }
 }

@@ -118,7 +118,7 @@ pub const MERGE_SLICE_PAGES: i64 = 100;
 
 /// Messages one slice of a full-text catch-up indexes ([`Store::catch_up_index_by`]): between
 /// slices, a transaction ends early when a hook waits for the write lock.
-pub const INDEX_SLICE: usize = 200;
+pub const INDEX_SLICE: usize = 50;
 
 /// How many queued messages one transaction of [`Store::catch_up_index`] indexes.
 pub const INDEX_CHUNK: usize = 2000;
@@ -167,33 +167,37 @@ pub const WAL_BOUND_BYTES: u64 = 48 * 1024 * 1024;
 /// writer by a fraction at most.
 const WAL_BOUND_RETRY: Duration = Duration::from_secs(2);
 
-/// A hook's commit leaves a WAL of more than this many frames (4 KiB pages) to the background
-/// writer that wrote it: SQLite's automatic checkpoint would copy all of them into the
-/// database in the hook's time (measured beside an import of the 1 GB corpus: ~5,000 page
-/// reads and writes and two fsyncs per hook, most of its p99 of 786 ms). Hooks alone never
-/// reach it: they checkpoint at [`WAL_AUTOCHECKPOINT_PAGES`], and one hook's turn adds tens
-/// of pages.
+/// Without a sign of a bulk writer ([`gate::bulk_writer_active`]: another platform), a
+/// hook's commit leaves a WAL of more than this many frames (4 KiB pages) to the writer that
+/// wrote it. Hooks alone rarely reach it: they checkpoint from [`WAL_AUTOCHECKPOINT_PAGES`],
+/// and one hook's turn adds tens of pages.
 pub const HOOK_CHECKPOINT_MAX_PAGES: i32 = 4 * WAL_AUTOCHECKPOINT_PAGES as i32;
-/// ... unless it holds more than this many (64 MiB: above [`WAL_BOUND_BYTES`], which
-/// background writers keep it under): no background writer checkpoints it then (one ended
-/// without), so the hook does, once.
+/// A hook checkpoints a WAL of more than this many frames (64 MiB: above [`WAL_BOUND_BYTES`],
+/// under which background writers keep it) in any case: no bulk writer is keeping it small.
 pub const HOOK_CHECKPOINT_ANYWAY_PAGES: i32 = 16_384;
 
-/// The WAL callback of a hook's store (it replaces `wal_autocheckpoint`): after a commit that
-/// left `pages` frames in the WAL, a passive checkpoint (which waits for no lock) when
-/// `pages` is at least [`WAL_AUTOCHECKPOINT_PAGES`] and at most
-/// [`HOOK_CHECKPOINT_MAX_PAGES`], or above [`HOOK_CHECKPOINT_ANYWAY_PAGES`].
-fn hook_wal_callback(
-    wal: &mut rusqlite::hooks::Wal,
-    pages: std::ffi::c_int,
-) -> rusqlite::Result<()> {
-    let ours = (WAL_AUTOCHECKPOINT_PAGES as i32..=HOOK_CHECKPOINT_MAX_PAGES).contains(&pages);
-    if ours || pages > HOOK_CHECKPOINT_ANYWAY_PAGES {
-        // A checkpoint that cannot finish (readers, another checkpointer) is not an error
-        // of the commit, which has already happened.
-        let _ = wal.checkpoint();
+/// Should a hook's commit that left `pages` frames in the WAL checkpoint it? SQLite's
+/// automatic checkpoint (from [`WAL_AUTOCHECKPOINT_PAGES`]) would copy a bulk writer's frames
+/// into the database in the hook's time: beside an import of the 1 GB corpus, ~5,000 page
+/// reads and writes and two fsyncs per hook, most of its p99 of 786 ms. So while a bulk writer
+/// (an import, which checkpoints every 8,192 pages itself) has the store open, a hook leaves
+/// the WAL to it, unless past [`HOOK_CHECKPOINT_ANYWAY_PAGES`].
+fn hook_checkpoints(pages: i32, bulk_writer: impl FnOnce() -> bool) -> bool {
+    if pages < WAL_AUTOCHECKPOINT_PAGES as i32 {
+        return false;
     }
-    Ok(())
+    if pages > HOOK_CHECKPOINT_ANYWAY_PAGES {
+        return true;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        !bulk_writer()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = bulk_writer;
+        pages <= HOOK_CHECKPOINT_MAX_PAGES
+    }
 }
 
 /// The process's deadline for lock waits (see [`Store::set_deadline`]).
@@ -700,7 +704,21 @@ impl Store {
             Some(d) => {
                 *DEADLINE.lock().unwrap_or_else(|e| e.into_inner()) = Some(d);
                 self.conn.busy_handler(Some(deadline_busy_handler)).db()?;
-                self.conn.wal_hook(Some(hook_wal_callback)).db()?;
+                // The WAL callback (it replaces `wal_autocheckpoint`): a passive checkpoint
+                // (it waits for no lock) when `hook_checkpoints` says so. A checkpoint that
+                // cannot finish is no error of the commit, which has happened.
+                let gate = self.gate_file().and_then(|g| g.try_clone().ok());
+                self.conn
+                    .wal_hook(Some(
+                        move |wal: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
+                            let bulk = || gate.as_ref().is_some_and(gate::bulk_writer_active);
+                            if hook_checkpoints(pages, bulk) {
+                                let _ = wal.checkpoint();
+                            }
+                            Ok(())
+                        },
+                    ))
+                    .db()?;
             }
             None => {
                 self.conn.busy_timeout(self.busy).db()?;
@@ -813,6 +831,10 @@ impl Store {
     /// so that pages changed by many small transactions are copied into the database file
     /// less often. For this connection only; the import checkpoints when it ends.
     pub fn tune_for_bulk_writes(&self) -> Result<()> {
+        // Hooks leave the WAL to this connection while it is open (`hook_checkpoints`).
+        if let Some(g) = self.gate_file() {
+            gate::mark_bulk_writer(g);
+        }
         self.conn.pragma_update(None, "cache_size", -65536).db()?;
         self.conn
             .pragma_update(None, "wal_autocheckpoint", 8192)
