@@ -179,9 +179,23 @@ pub fn import_with(
     // indexing them in batches of this many makes fewer, larger FTS5 segments than one per
     // ingest transaction.
     let mut unindexed = 0u64;
-    store.tune_for_bulk_writes()?;
     // Files exactly as their cursors left them are passed over without being opened.
     let cursors = store.cursor_stats()?;
+    // A large import is a bulk writer (larger cache and checkpoints, hooks leave its WAL to
+    // it); a small one (a re-import of a few changed files) writes as a hook does.
+    let to_read: u64 = plan
+        .iter()
+        .flat_map(|(_, files, _)| files)
+        .filter(|(p, md)| {
+            !cursors
+                .get(p.to_string_lossy().as_ref())
+                .is_some_and(|c| crate::ingest::unchanged_since(md, c))
+        })
+        .map(|(_, md)| md.len())
+        .sum();
+    if to_read >= BULK_IMPORT_BYTES {
+        store.tune_for_bulk_writes()?;
+    }
     // The files the reading thread reads ahead: those with no cursor (all of a first import).
     let jobs: Vec<(Agent, PathBuf, bool)> = plan
         .iter()
@@ -340,6 +354,10 @@ pub const IMPORT_OPTIMIZE_AFTER: u64 = 20_000;
 
 /// How many messages an import writes before it brings the full-text index up to date.
 pub const IMPORT_INDEX_EVERY: u64 = 8000;
+
+/// Bytes of transcripts to read (new or changed files, whole) from which an import writes as a
+/// bulk writer ([`crate::store::Store::tune_for_bulk_writes`]).
+pub const BULK_IMPORT_BYTES: u64 = 32 * 1024 * 1024;
 
 /// What the reading thread of [`Pipeline::ReadAhead`] sends, per file in the import's order:
 /// `Open(None)` (the writer ingests the file itself), or `Open(Some(..))`, its steps, `End`.

@@ -298,12 +298,12 @@ mod tests {
         use crate::store::hook_checkpoints;
         assert!(!hook_checkpoints(255, || false));
         assert!(hook_checkpoints(256, || false));
-        assert!(hook_checkpoints(16_385, || true));
+        assert!(hook_checkpoints(12_289, || true));
         #[cfg(target_os = "linux")]
         {
             assert!(hook_checkpoints(5_000, || false));
             assert!(!hook_checkpoints(256, || true));
-            assert!(!hook_checkpoints(16_384, || true));
+            assert!(!hook_checkpoints(12_288, || true));
         }
         #[cfg(not(target_os = "linux"))]
         {

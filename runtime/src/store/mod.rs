@@ -172,9 +172,11 @@ const WAL_BOUND_RETRY: Duration = Duration::from_secs(2);
 /// wrote it. Hooks alone rarely reach it: they checkpoint from [`WAL_AUTOCHECKPOINT_PAGES`],
 /// and one hook's turn adds tens of pages.
 pub const HOOK_CHECKPOINT_MAX_PAGES: i32 = 4 * WAL_AUTOCHECKPOINT_PAGES as i32;
-/// A hook checkpoints a WAL of more than this many frames (64 MiB: above [`WAL_BOUND_BYTES`],
-/// under which background writers keep it) in any case: no bulk writer is keeping it small.
-pub const HOOK_CHECKPOINT_ANYWAY_PAGES: i32 = 16_384;
+/// A hook checkpoints a WAL of more than this many frames (48 MiB of pages, ~50 MB with the
+/// frame headers: at [`WAL_BOUND_BYTES`], under which background writers keep it) in any
+/// case: the bulk writer is not keeping it small (readers kept its checkpoints from
+/// restarting the WAL).
+pub const HOOK_CHECKPOINT_ANYWAY_PAGES: i32 = 12_288;
 
 /// Should a hook's commit that left `pages` frames in the WAL checkpoint it? SQLite's
 /// automatic checkpoint (from [`WAL_AUTOCHECKPOINT_PAGES`]) would copy a bulk writer's frames
