@@ -274,3 +274,85 @@ fn a_walk_over_budget_lists_the_scope_instead() {
         "the walk over budget gave up and listed the scope"
     );
 }
+
+/// `n` text messages holding `word`, ids `{prefix}-{i}`, one a second from `t0` (ms).
+fn texts(prefix: &str, word: &str, n: usize, t0: i64) -> Vec<Record> {
+    (0..n)
+        .map(|i| {
+            Record::Message(Message {
+                id: format!("{prefix}-{i}"),
+                role: Role::User,
+                kind: Kind::Text,
+                parts: vec![Part::Text {
+                    text: format!("{word} number{i}"),
+                }],
+                timestamp: Some(t0 + i as i64 * 1000),
+                model: None,
+            })
+        })
+        .collect()
+}
+
+/// A scope among the oldest messages: the walk starts at its sessions' largest message id
+/// (`sessions.last_message_id`), not at the store's newest match, so it stays within a budget
+/// that every newer match would spend; the hits stay the join's when the bound is stale (the
+/// session's last message deleted) and when it moves (a message appended later).
+#[test]
+fn a_walk_starts_at_the_scopes_newest_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+    let mut session = |agent, id: &str| {
+        store
+            .write(|w| {
+                w.upsert_session(
+                    &SessionRef {
+                        agent,
+                        external_id: id.into(),
+                        parent_external_id: None,
+                    },
+                    &SessionMeta::default(),
+                    &Standard,
+                )
+            })
+            .unwrap()
+    };
+    let old = session(Agent::Gemini, "old");
+    let new = session(Agent::Claude, "new");
+    store
+        .write(|w| w.apply(old, texts("o", "alpha", 300, T0)))
+        .unwrap();
+    store
+        .write(|w| w.apply(new, texts("n", "alpha", 3000, T0 + 300_000)))
+        .unwrap();
+    let f = SearchFilter {
+        agent: Some("gemini".into()),
+        limit: 20,
+        ..SearchFilter::default()
+    };
+    // The hits of the walk are the join's; `within`: the walk did not give up (list).
+    let check = |store: &Store, what: &str, within: bool| {
+        let join = with_plan(store, Some(ForcedPlan::Join), "alpha", &f);
+        let walked = with_plan(store, Some(ForcedPlan::SessionsWithin(500)), "alpha", &f);
+        assert_same(&walked, &join, what);
+        assert_eq!(
+            !scope_is_listed(store),
+            within,
+            "{what}: walked within budget"
+        );
+        join
+    };
+    let hits = check(&store, "oldest scope", true);
+    assert_eq!(hits.len(), 20);
+    assert!(hits.iter().all(|h| h.message_id.starts_with("o-")));
+    // The old session's newest message deleted: its bound is stale, the hits the same.
+    crate::store::queries::delete_newest_message(&store, old);
+    check(&store, "after a delete", true);
+    // A message appended to the old session after all the others: the bound moves with it.
+    store
+        .write(|w| w.apply(old, texts("late", "alpha", 1, T0 + 4_000_000)))
+        .unwrap();
+    // (The scope's newest message is now the store's: the walk crosses the newer session's
+    // 3,000 matches, gives up and lists.)
+    let hits = check(&store, "after an append", false);
+    assert!(hits.iter().any(|h| h.message_id == "late-0"), "{hits:?}");
+}

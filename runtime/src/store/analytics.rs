@@ -637,7 +637,9 @@ mod tests {
                  DROP TRIGGER tool_calls_ad_use; DROP TRIGGER tool_calls_au_use;
                  DROP TRIGGER events_ai_files; DROP TRIGGER events_ad_files;
                  DROP TABLE activity_days; DROP TABLE activity_slots; DROP TABLE tool_use;
-                 DROP TABLE file_edits; PRAGMA user_version = 7;",
+                 DROP TABLE file_edits; DROP TRIGGER messages_session_last_ai;
+                 DROP TRIGGER messages_session_last_au;
+                 ALTER TABLE sessions DROP COLUMN last_message_id; PRAGMA user_version = 7;",
             )
             .unwrap();
         drop(s);

@@ -3,7 +3,8 @@
 //! Layout (schema version [`SCHEMA_VERSION`], kept in `PRAGMA user_version`):
 //! - `sessions`: one row per agent session (`agent`, `external_id` unique together), with its
 //!   parent for sub-agents, project directory, title, model, branch, start/update times (ms since
-//!   the Unix epoch) and a message count.
+//!   the Unix epoch), a message count, and (schema 11) `last_message_id`: no message of the
+//!   session has a larger id (kept by triggers; it never goes down; NULL: no message).
 //! - `messages`: one row per message, `(session_id, ext_id)` unique, `seq` the order within the
 //!   session (0-based, assigned at first insert, never changed by a merge). `body` is the prose,
 //!   `tools` the tool calls flattened for search, `parts` the full ordered parts as JSON.

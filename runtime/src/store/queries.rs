@@ -135,9 +135,11 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             if by_session {
                 // Each match's session (one lookup in `messages`) against the admitted sessions.
                 inner.push_str(
-                    " WHERE messages_fts MATCH ? AND memtrail_in_sessions(?, ?, m.session_id, ?)",
+                    " WHERE messages_fts MATCH ? AND messages_fts.rowid <= ?
+                   AND memtrail_in_sessions(?, ?, m.session_id, ?)",
                 );
                 args.extend([
+                    Sql::Integer(scope.newest),
                     Sql::Blob(scope.bits.clone()),
                     Sql::Integer(scope.lo),
                     Sql::Integer(budget.unwrap_or(i64::MAX)),
@@ -386,6 +388,9 @@ struct Scope {
     lo: i64,
     hi: i64,
     bits: Vec<u8>,
+    /// No admitted message has a larger id (for [`ScopePlan::Sessions`]: the admitted
+    /// sessions' largest `last_message_id`, migration 11), so a walk starts there.
+    newest: i64,
 }
 
 /// Above this share of the store's messages, a session filter is checked on each match's
@@ -566,14 +571,15 @@ fn build_session_scope_with(
     }
     // Session ids and their message counts (an estimate of the scope's size: a count kept by
     // the writer, never relied on for which messages pass).
-    let admitted: Vec<(i64, i64)> = store
+    // Their largest message ids (an upper bound each; NULL: no message).
+    let admitted: Vec<(i64, i64, Option<i64>)> = store
         .conn
         .prepare_cached(&format!(
-            "SELECT s.id, s.message_count FROM sessions s WHERE 1 = 1{cond}"
+            "SELECT s.id, s.message_count, s.last_message_id FROM sessions s WHERE 1 = 1{cond}"
         ))
         .db()?
         .query_map(params_from_iter(args.iter()), |r| {
-            Ok((r.get(0)?, r.get(1)?))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })
         .db()?
         .collect::<rusqlite::Result<_>>()
@@ -589,6 +595,7 @@ fn build_session_scope_with(
             lo,
             hi,
             bits: bitmap(lo, hi, admitted.iter().map(|a| a.0)),
+            newest: admitted.iter().filter_map(|a| a.2).max().unwrap_or(0),
         };
         ScopePlan::Sessions(scope, walk_budget(estimate, list_max))
     };
@@ -617,7 +624,7 @@ fn build_session_scope_with(
         .prepare_cached("SELECT id FROM messages WHERE session_id = ?1")
         .db()?;
     let mut ids: Vec<i64> = Vec::new();
-    for &(session, _) in &admitted {
+    for &(session, _, _) in &admitted {
         for id in stmt.query_map([session], |r| r.get(0)).db()? {
             ids.push(id.db()?);
         }
@@ -630,7 +637,12 @@ fn build_session_scope_with(
         return Ok(ScopePlan::Empty);
     };
     let bits = bitmap(lo, hi, ids.into_iter());
-    Ok(ScopePlan::Scope(Scope { lo, hi, bits }))
+    Ok(ScopePlan::Scope(Scope {
+        lo,
+        hi,
+        bits,
+        newest: hi,
+    }))
 }
 
 /// How many matches a [`ScopePlan::Sessions`] walk may check before it gives up and the scope
@@ -939,4 +951,17 @@ pub(crate) fn scope_is_listed(store: &Store) -> bool {
         store.scope_cache.borrow().as_ref().map(|c| &c.plan),
         Some(ScopePlan::Scope(_))
     )
+}
+
+/// Test support: delete session `session`'s message of the largest id (as a rewind or a
+/// redaction would), leaving the session's `last_message_id` as it was.
+#[cfg(test)]
+pub(crate) fn delete_newest_message(store: &Store, session: i64) {
+    store
+        .conn
+        .execute(
+            "DELETE FROM messages WHERE id = (SELECT max(id) FROM messages WHERE session_id = ?1)",
+            [session],
+        )
+        .unwrap();
 }

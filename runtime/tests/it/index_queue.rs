@@ -220,7 +220,9 @@ fn a_v3_store_migrates_with_its_index_and_queues_from_then_on() {
     {
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(
-            "DROP TABLE fts_pending;
+            "DROP TRIGGER messages_session_last_ai; DROP TRIGGER messages_session_last_au;
+             ALTER TABLE sessions DROP COLUMN last_message_id;
+             DROP TABLE fts_pending;
              DROP TRIGGER messages_ai; DROP TRIGGER messages_ad; DROP TRIGGER messages_au;
              CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
                  INSERT INTO messages_fts (rowid, body, tools, cjk)

@@ -203,8 +203,12 @@ fn a_v2_store_gets_its_events_backfilled_at_migration() {
     // Make it a v2 store: no events, no snapshots, user_version 2.
     {
         let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute_batch("DROP TABLE events; DROP TABLE snapshots; PRAGMA user_version = 2;")
-            .unwrap();
+        c.execute_batch(
+            "DROP TABLE events; DROP TABLE snapshots; DROP TRIGGER messages_session_last_ai;
+             DROP TRIGGER messages_session_last_au;
+             ALTER TABLE sessions DROP COLUMN last_message_id; PRAGMA user_version = 2;",
+        )
+        .unwrap();
     }
     let store = Store::open(&path).unwrap();
     assert_eq!(
