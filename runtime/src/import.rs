@@ -110,6 +110,20 @@ pub fn import_with(
     pipeline: Pipeline,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<ImportSummary> {
+    let r = import_inner(store, agents, since, pipeline, progress);
+    // The store may stay open for more (embedding the new messages): as a bulk writer, hooks
+    // would leave its WAL to it all that time.
+    store.end_bulk_writes();
+    r
+}
+
+fn import_inner(
+    store: &mut Store,
+    agents: &[Agent],
+    since: Option<i64>,
+    pipeline: Pipeline,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<ImportSummary> {
     let t0 = Instant::now();
     crate::privacy::Privacy::load()?;
     type Found = (Agent, Vec<(PathBuf, std::fs::Metadata)>, AgentImport);

@@ -168,11 +168,6 @@ pub const WAL_BOUND_BYTES: u64 = 48 * 1024 * 1024;
 /// writer by a fraction at most.
 const WAL_BOUND_RETRY: Duration = Duration::from_secs(2);
 
-/// Without a sign of a bulk writer ([`gate::bulk_writer_active`]: another platform), a
-/// hook's commit leaves a WAL of more than this many frames (4 KiB pages) to the writer that
-/// wrote it. Hooks alone rarely reach it: they checkpoint from [`WAL_AUTOCHECKPOINT_PAGES`],
-/// and one hook's turn adds tens of pages.
-pub const HOOK_CHECKPOINT_MAX_PAGES: i32 = 4 * WAL_AUTOCHECKPOINT_PAGES as i32;
 /// A hook checkpoints a WAL of more than this many frames (48 MiB of pages, ~50 MB with the
 /// frame headers: at [`WAL_BOUND_BYTES`], under which background writers keep it) in any
 /// case: the bulk writer is not keeping it small (readers kept its checkpoints from
@@ -198,8 +193,9 @@ fn hook_checkpoints(pages: i32, bulk_writer: impl FnOnce() -> bool) -> bool {
     }
     #[cfg(not(target_os = "linux"))]
     {
+        // No mark to tell a bulk writer by: as SQLite's automatic checkpoint.
         let _ = bulk_writer;
-        pages <= HOOK_CHECKPOINT_MAX_PAGES
+        true
     }
 }
 
@@ -682,7 +678,7 @@ impl Store {
             )
             .db()?;
         // A hook's store has its own WAL callback instead (set by `set_deadline`, which
-        // this pragma would replace): `hook_wal_callback`.
+        // this pragma would replace): see `hook_checkpoints`.
         if self.deadline.is_none() {
             self.conn
                 .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
@@ -820,7 +816,12 @@ impl Store {
         {
             return;
         }
-        let mut wal = self.path.as_os_str().to_owned();
+        // The WAL beside the file SQLite opened (a store reached through a symlink has it
+        // beside the link's target).
+        let mut wal = match self.conn.path() {
+            Some(p) if !p.is_empty() => std::ffi::OsString::from(p),
+            _ => self.path.as_os_str().to_owned(),
+        };
         wal.push("-wal");
         if std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_BOUND_BYTES) {
             let restarted = matches!(self.checkpoint(), Ok((false, _, _)));
@@ -828,11 +829,28 @@ impl Store {
         }
     }
 
+    /// Undo [`Store::tune_for_bulk_writes`]: the bulk writer's mark released, SQLite's
+    /// default page cache and [`WAL_AUTOCHECKPOINT_PAGES`] again. Best effort (a store that
+    /// was not tuned is left as it is).
+    pub fn end_bulk_writes(&self) {
+        if let Some(g) = self.gate_file() {
+            gate::unmark_bulk_writer(g);
+        }
+        let _ = self.conn.pragma_update(None, "cache_size", -2000);
+        if self.deadline.is_none() {
+            let _ = self
+                .conn
+                .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES);
+        }
+    }
+
     /// Settings for a long run of writes (an import): a 64 MiB page cache (SQLite's default
     /// is 2 MiB, so B-tree pages of a large store are read again and again) and a WAL
     /// checkpointed every 8192 pages (32 MiB) instead of every [`WAL_AUTOCHECKPOINT_PAGES`],
     /// so that pages changed by many small transactions are copied into the database file
-    /// less often. For this connection only; the import checkpoints when it ends.
+    /// less often. For this connection only; the import checkpoints when it ends. While the
+    /// connection is open (or until [`Store::end_bulk_writes`]) it is marked a bulk writer:
+    /// hooks leave its WAL to it (`hook_checkpoints`).
     pub fn tune_for_bulk_writes(&self) -> Result<()> {
         // Hooks leave the WAL to this connection while it is open (`hook_checkpoints`).
         if let Some(g) = self.gate_file() {
