@@ -113,10 +113,15 @@ pub fn entry_is_file(entry: &std::fs::DirEntry) -> bool {
 /// `memtrail status`'s CPU time).
 pub fn sort_paths(paths: &mut [PathBuf]) {
     use std::os::unix::ffi::OsStrExt;
-    let key = |b: u8| if b == b'/' { 0 } else { b as u16 + 1 };
-    paths.sort_unstable_by(|a, b| {
-        let (a, b) = (a.as_os_str().as_bytes(), b.as_os_str().as_bytes());
-        a.iter().map(|&x| key(x)).cmp(b.iter().map(|&x| key(x)))
+    // `/` becomes NUL, which no file name holds: the keys compare as plain bytes (memcmp).
+    paths.sort_by_cached_key(|p| {
+        let mut k = p.as_os_str().as_bytes().to_vec();
+        for b in &mut k {
+            if *b == b'/' {
+                *b = 0;
+            }
+        }
+        k
     });
 }
 
@@ -529,8 +534,11 @@ impl DirCache {
         if !self.changed || !file.parent().is_some_and(|p| p.is_dir()) {
             return Ok(());
         }
+        // Unique to this process and call: two savers never share a temporary file.
+        static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut tmp = file.as_os_str().to_os_string();
-        tmp.push(format!(".{}.tmp", std::process::id()));
+        tmp.push(format!(".{}.{n}.tmp", std::process::id()));
         let tmp = PathBuf::from(tmp);
         let _ = std::fs::remove_file(&tmp);
         let written = std::fs::OpenOptions::new()
