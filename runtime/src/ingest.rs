@@ -1382,7 +1382,20 @@ pub struct PendingTail {
 ///
 /// Errors: a store error reading the cursors.
 pub fn pending_tails(store: &Store) -> Result<Vec<PendingTail>> {
-    let rows = store.tail_candidates(now_ms().saturating_sub(TAIL_RECENT_MS))?;
+    Ok(pending_tails_of(
+        store.tail_candidates(tail_recent_since(now_ms()))?,
+    ))
+}
+
+/// The cutoff [`pending_tails`] passes to [`Store::tail_candidates`] (or
+/// [`Store::read_files_and_tail_candidates`]) at `now_ms`.
+pub fn tail_recent_since(now_ms: i64) -> i64 {
+    now_ms.saturating_sub(TAIL_RECENT_MS)
+}
+
+/// The second half of [`pending_tails`]: which of the candidates (path, agent, offset, from
+/// [`Store::tail_candidates`]) end in an unfinished line.
+pub fn pending_tails_of(rows: Vec<(String, String, i64)>) -> Vec<PendingTail> {
     let mut out = Vec::new();
     for (path, agent, offset) in rows {
         let Ok(a) = agent.parse::<Agent>() else {
@@ -1412,7 +1425,7 @@ pub fn pending_tails(store: &Store) -> Result<Vec<PendingTail>> {
             });
         }
     }
-    Ok(out)
+    out
 }
 
 /// True for a line (without its `\n`) that is exactly one JSON object or array, spaces

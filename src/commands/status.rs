@@ -56,8 +56,9 @@ struct Gathered {
 
 /// Every supported agent's transcripts on disk ([`memtrail_adapters::discover`], in the order
 /// of [`memtrail_adapters::supported_agents`]), with when they were listed. Listing walks
-/// every folder of every agent: ~90 ms of CPU for the 1 GB bench corpus's 12,104 files in
-/// 6,200 folders (`find` alone takes as long), so `memtrail web` keeps one ([`ListingCache`]).
+/// every folder of every agent (the 1 GB bench corpus: 12,104 files in 6,200 folders; `find`
+/// alone takes ~90 ms): the folders' listings are kept between runs and only the changed
+/// folders read ([`Listing::now`]), and `memtrail web` keeps one ([`ListingCache`]).
 #[derive(Clone)]
 pub struct Listing {
     /// Per agent: what was found, or why the agent's transcripts could not be listed.
@@ -67,16 +68,43 @@ pub struct Listing {
 }
 
 impl Listing {
-    /// List every agent's transcripts now.
+    /// List every agent's transcripts now. The folders' listings kept by the last run
+    /// ([`listing_cache_path`], a [`memtrail_adapters::paths::DirCache`]) answer for the
+    /// folders that have not changed since: each folder is `stat`ed, only the changed ones are
+    /// read. A cache that cannot be read is ignored (everything is listed), one that cannot be
+    /// written is not kept.
     pub fn now() -> Listing {
+        let file = listing_cache_path();
+        let mut cache = memtrail_adapters::paths::DirCache::load(&file);
+        // Each agent's discovery is a job, on two threads.
+        let jobs = memtrail_adapters::supported_agents()
+            .iter()
+            .map(|&a| {
+                Box::new(move || memtrail_adapters::discover(a).map_err(|e| e.to_string()))
+                    as Box<dyn FnOnce() -> _ + Send>
+            })
+            .collect();
+        let found = cache.run_each(jobs, 2);
+        if let Some(dir) = file.parent() {
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir);
+        }
+        let _ = cache.save(&file);
         Listing {
-            found: memtrail_adapters::supported_agents()
-                .iter()
-                .map(|&a| memtrail_adapters::discover(a).map_err(|e| e.to_string()))
-                .collect(),
+            found,
             at: std::time::Instant::now(),
         }
     }
+}
+
+/// Where `status` keeps the agents' folder listings between runs: `listing-cache` in
+/// memtrail's state folder (owner-only, like the folder; `uninstall --purge` deletes it with
+/// the folder). It names the transcripts' folders and files, nothing of their content.
+pub fn listing_cache_path() -> std::path::PathBuf {
+    memtrail_runtime::state_dir().join("listing-cache")
 }
 
 /// A [`Listing`] kept by a long-running process (`memtrail web`'s status page): served while it
@@ -151,6 +179,7 @@ fn gather(
         // The store: figures, a quick integrity check, and the last run of each hook. A store
         // that cannot be read is reported, not fatal: the registration is still shown.
         let mut read_files = std::collections::HashMap::new();
+        let mut tail_candidates = Vec::new();
         let store_info: Option<std::result::Result<StoreInfo, String>> = if db.exists() {
             Some(
                 (|| -> Result<StoreInfo> {
@@ -166,7 +195,11 @@ fn gather(
                         info.stats.unembedded = store.embed_backlog(&model)?;
                         info.stats.embed_model = Some(model);
                     }
-                    read_files = store.read_files()?;
+                    // One read of the cursors for both the transcripts' and the unfinished
+                    // lines' checks.
+                    let since =
+                        memtrail_runtime::ingest::tail_recent_since(memtrail_runtime::now_ms());
+                    (read_files, tail_candidates) = store.read_files_and_tail_candidates(since)?;
                     Ok(info)
                 })()
                 .map_err(|e| error_chain(&e)),
@@ -179,12 +212,9 @@ fn gather(
             Some(Err(_)) => healthy = false,
             None => {}
         }
-        // Transcripts whose last line has no '\n' yet (read by `import` once whole); the
-        // store is at its schema now (opened above), so this second connection only reads.
-        let tails = scope.spawn(|| match open_store_read(db) {
-            Ok(Some(s)) => memtrail_runtime::ingest::pending_tails(&s).unwrap_or_default(),
-            _ => Vec::new(),
-        });
+        // Transcripts whose last line has no '\n' yet (read by `import` once whole): a `stat`
+        // (and a read past the cursor) per candidate, beside the rest.
+        let tails = scope.spawn(|| memtrail_runtime::ingest::pending_tails_of(tail_candidates));
         let errors = memtrail_runtime::hook::last_log_errors(3);
         let backups = memtrail_installer::backups();
         let sync = sync_status(db);

@@ -343,6 +343,89 @@ fn status_reports_a_fifo_transcript_without_waiting_on_it() {
     );
 }
 
+/// `status` keeps the agents' folder listings between runs (`listing-cache` in the state
+/// folder, owner-only) and reads again only the folders that changed: a transcript added to or
+/// removed from a folder it kept is counted, one that grows is still seen growing, and a
+/// damaged cache is ignored (everything listed again) and replaced.
+#[test]
+fn status_keeps_folder_listings_and_sees_every_change_in_them() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    let files = sb.json(&["import", "--json"])["agents"][0]["files"]
+        .as_u64()
+        .unwrap();
+    let status = || {
+        let v = sb.json(&["status", "--json"]);
+        let claude = v["agents"][0].clone();
+        assert_eq!(claude["agent"], "claude");
+        (claude["transcripts"]["found"].as_u64().unwrap(), v)
+    };
+    // A folder changed within the last 2 s is listed every time, not kept: let the fixture's
+    // folders settle so that the next runs answer from the cache.
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    assert_eq!(status().0, files);
+    let cache = sb.home.join(".local/state/memtrail/listing-cache");
+    let md = std::fs::metadata(&cache).unwrap();
+    assert_eq!(md.permissions().mode() & 0o777, 0o600);
+    assert!(md.len() > 0);
+    assert_eq!(status().0, files, "from the cache");
+    // Added to a kept folder: counted, and opened to prove it readable.
+    let added = sb.transcript("demo", &support::session_id(7));
+    std::fs::write(
+        &added,
+        support::claude_line(&support::session_id(7), "/home/user/demo", 0) + "\n",
+    )
+    .unwrap();
+    let fifo = sb.transcript("demo", &support::session_id(8));
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let (found, v) = status();
+    assert_eq!(found, files + 2, "{v}");
+    let bad = v["agents"][0]["transcripts"]["unreadable"]
+        .as_array()
+        .unwrap();
+    assert_eq!(bad.len(), 1, "{v}");
+    assert_eq!(bad[0]["path"], fifo.to_str().unwrap());
+    // A captured transcript grows by a line without its newline: listed as before, and the
+    // unfinished line is reported.
+    let grown = sb.transcript("demo", "3f2a9c4e-8b1d-4c6a-a7e5-0d9b2f6c1e83");
+    assert!(grown.is_file());
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&grown)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"{\"type\":\"user\",\"partial").unwrap();
+    drop(f);
+    let (found, v) = status();
+    assert_eq!(found, files + 2, "{v}");
+    let tails = v["pending_tails"].as_array().unwrap();
+    assert!(
+        tails.iter().any(|t| t["path"] == grown.to_str().unwrap()),
+        "{v}"
+    );
+    // Removed: no longer counted.
+    std::fs::remove_file(&added).unwrap();
+    std::fs::remove_file(&fifo).unwrap();
+    let (found, v) = status();
+    assert_eq!(found, files, "{v}");
+    assert_eq!(v["agents"][0]["transcripts"]["unreadable"], json!([]));
+    // A damaged cache is ignored and written again.
+    std::fs::write(&cache, b"not a listing cache").unwrap();
+    assert_eq!(status().0, files);
+    assert_ne!(std::fs::read(&cache).unwrap(), b"not a listing cache");
+    assert_eq!(
+        std::fs::metadata(&cache).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(status().0, files);
+}
+
 #[test]
 fn import_finds_every_transcript_and_is_a_noop_the_second_time() {
     let sb = Sandbox::new();

@@ -98,7 +98,7 @@ impl Store {
     pub fn read_files(&self) -> Result<std::collections::HashMap<String, ReadFile>> {
         let mut stmt = self
             .conn
-            .prepare("SELECT path, offset, size, mtime_ns FROM sources")
+            .prepare("SELECT path, offset, size, mtime_ns, ingested_at FROM sources")
             .db()?;
         let rows = stmt
             .query_map([], |r| {
@@ -108,6 +108,7 @@ impl Store {
                         offset: r.get::<_, i64>(1)?.max(0) as u64,
                         size: r.get::<_, i64>(2)?.max(0) as u64,
                         mtime_ns: r.get(3)?,
+                        read_at_ms: r.get(4)?,
                     },
                 ))
             })
@@ -115,6 +116,53 @@ impl Store {
             .collect::<rusqlite::Result<_>>()
             .db()?;
         Ok(rows)
+    }
+
+    /// [`Store::read_files`] and [`Store::tail_candidates`]`(recent_ms)` from one read of
+    /// `sources` (`status`: the table holds each cursor's reader state, ~7 MB for the 1 GB
+    /// bench store, and was read twice per status).
+    #[allow(clippy::type_complexity)]
+    pub fn read_files_and_tail_candidates(
+        &self,
+        recent_ms: i64,
+    ) -> Result<(
+        std::collections::HashMap<String, ReadFile>,
+        Vec<(String, String, i64)>,
+    )> {
+        // The agent only for the tail candidates (the same condition as `tail_candidates`).
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT path, offset, size, mtime_ns, ingested_at,
+                        CASE WHEN (size > offset OR mtime_ns IS NULL OR mtime_ns >= ?1 * 1000000)
+                              AND (NOT (json_valid(reader_state)
+                                        AND json_extract(reader_state, '$.memtrail_skip') IS NOT NULL)
+                                   OR reader_state IS NULL)
+                             THEN agent END
+                 FROM sources",
+            )
+            .db()?;
+        let mut files = std::collections::HashMap::new();
+        let mut tails = Vec::new();
+        let mut rows = stmt.query([recent_ms]).db()?;
+        while let Some(r) = rows.next().db()? {
+            let path: String = r.get(0).db()?;
+            let offset: i64 = r.get(1).db()?;
+            if let Some(agent) = r.get::<_, Option<String>>(5).db()? {
+                tails.push((path.clone(), agent, offset));
+            }
+            files.insert(
+                path,
+                ReadFile {
+                    offset: offset.max(0) as u64,
+                    size: r.get::<_, i64>(2).db()?.max(0) as u64,
+                    mtime_ns: r.get(3).db()?,
+                    read_at_ms: r.get(4).db()?,
+                },
+            );
+        }
+        tails.sort();
+        Ok((files, tails))
     }
 
     /// Every transcript cursor's position and file identity, by path (one query; an import
@@ -278,6 +326,9 @@ pub struct ReadFile {
     pub size: u64,
     /// Its modification time then (ns since the Unix epoch; `None` when unknown).
     pub mtime_ns: Option<i64>,
+    /// When that ingest stored the cursor (ms since the Unix epoch; `ingested_at`), shortly
+    /// after it read the file.
+    pub read_at_ms: Option<i64>,
 }
 
 #[cfg(test)]
@@ -339,6 +390,12 @@ mod tests {
                 .collect()
         };
         assert_eq!(names(s.tail_candidates(recent).unwrap()), ["cut", "recent"]);
+        // `status`'s one read of the cursors gives both answers.
+        let (files, tails) = s.read_files_and_tail_candidates(recent).unwrap();
+        assert_eq!(files, s.read_files().unwrap());
+        assert_eq!(files.len(), 3);
+        assert!(files.values().all(|f| f.read_at_ms.is_some()));
+        assert_eq!(tails, s.tail_candidates(recent).unwrap());
         for name in ["old", "recent"] {
             let mut f = std::fs::OpenOptions::new()
                 .append(true)

@@ -802,33 +802,34 @@ pub fn discover_with_errors(
     projects_dir: &Path,
 ) -> std::io::Result<(Vec<PathBuf>, Vec<(PathBuf, String)>)> {
     let mut unreadable = Vec::new();
-    let projects = match std::fs::read_dir(projects_dir) {
+    // Folders are listed through `paths::list_dir`: `memtrail status` keeps their listings.
+    let projects = match crate::paths::list_dir(projects_dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), unreadable)),
         Err(e) => return Err(e),
     };
     let mut mains = Vec::new();
     let mut subs = Vec::new();
-    for project in projects.flatten() {
-        if !crate::paths::entry_is_dir(&project) {
+    for project in projects {
+        if !project.is_dir() {
             continue;
         }
         let project = project.path();
-        let entries = match std::fs::read_dir(&project) {
+        let entries = match crate::paths::list_dir(project) {
             Ok(e) => e,
             Err(e) => {
-                unreadable.push((project, e.to_string()));
+                unreadable.push((project.to_path_buf(), e.to_string()));
                 continue;
             }
         };
-        for entry in entries.flatten() {
+        for entry in entries {
             let path = entry.path();
-            if crate::paths::entry_is_dir(&entry) {
+            if entry.is_dir() {
                 if path.file_name().is_some_and(|n| n == "tool-results") {
                     continue;
                 }
                 // A session folder: `<session>/subagents/*.jsonl` (2.1.x).
-                let agents = match std::fs::read_dir(path.join("subagents")) {
+                let agents = match crate::paths::list_dir(&path.join("subagents")) {
                     Ok(a) => a,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                     Err(e) => {
@@ -838,24 +839,24 @@ pub fn discover_with_errors(
                 };
                 subs.extend(
                     agents
-                        .flatten()
-                        .filter(|e| is_jsonl(&e.path()) && crate::paths::entry_is_file(e))
-                        .map(|e| e.path()),
+                        .into_iter()
+                        .filter(|e| is_jsonl(e.path()) && e.is_file())
+                        .map(|e| e.path().to_path_buf()),
                 );
-            } else if is_jsonl(&path) {
+            } else if is_jsonl(path) {
                 let is_agent = path
                     .file_name()
                     .is_some_and(|n| n.to_string_lossy().starts_with("agent-"));
                 if is_agent {
-                    subs.push(path);
+                    subs.push(path.to_path_buf());
                 } else {
-                    mains.push(path);
+                    mains.push(path.to_path_buf());
                 }
             }
         }
     }
-    mains.sort();
-    subs.sort();
+    crate::paths::sort_paths(&mut mains);
+    crate::paths::sort_paths(&mut subs);
     mains.extend(subs);
     Ok((mains, unreadable))
 }

@@ -112,30 +112,34 @@ pub fn discover_in(home: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for root in [home.join("sessions"), home.join("archived_sessions")] {
         let mut found = Vec::new();
-        match std::fs::read_dir(&root) {
-            Ok(_) => walk_rollouts(&root, 0, &mut found),
+        match crate::paths::list_dir(&root) {
+            Ok(entries) => walk_entries(entries, 0, &mut found),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
-        found.sort();
+        crate::paths::sort_paths(&mut found);
         out.extend(found);
     }
     Ok(out)
 }
 
+/// Folders are listed through `paths::list_dir`: `memtrail status` keeps their listings.
 fn walk_rollouts(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = crate::paths::list_dir(dir) else {
         return;
     };
-    for entry in entries.flatten() {
+    walk_entries(entries, depth, out);
+}
+
+fn walk_entries(entries: Vec<crate::paths::Listed>, depth: usize, out: &mut Vec<PathBuf>) {
+    for entry in entries {
         let path = entry.path();
-        let Ok(ft) = entry.file_type() else { continue };
-        if ft.is_dir() {
+        if entry.is_dir_entry() {
             if depth < DISCOVER_MAX_DEPTH {
-                walk_rollouts(&path, depth + 1, out);
+                walk_rollouts(path, depth + 1, out);
             }
-        } else if is_rollout_name(&path) {
-            out.push(path);
+        } else if is_rollout_name(path) {
+            out.push(path.to_path_buf());
         }
     }
 }

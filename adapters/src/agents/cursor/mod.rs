@@ -728,8 +728,9 @@ pub fn discover_in_with_errors(
     let mut subs = Vec::new();
     let mut unreadable = Vec::new();
     // A folder that is missing is normal; one that exists but cannot be listed is reported.
-    let mut list = |dir: &Path| -> Option<std::fs::ReadDir> {
-        match std::fs::read_dir(dir) {
+    // Folders are listed through `paths::list_dir`: `memtrail status` keeps their listings.
+    let mut list = |dir: &Path| -> Option<Vec<crate::paths::Listed>> {
+        match crate::paths::list_dir(dir) {
             Ok(rd) => Some(rd),
             Err(e) => {
                 if e.kind() != std::io::ErrorKind::NotFound && dir.exists() {
@@ -740,21 +741,21 @@ pub fn discover_in_with_errors(
         }
     };
     for dir in projects_dirs {
-        let projects = match std::fs::read_dir(dir) {
+        let projects = match crate::paths::list_dir(dir) {
             Ok(rd) => rd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         };
-        for project in projects.flatten() {
-            if !crate::paths::entry_is_dir(&project) {
+        for project in projects {
+            if !project.is_dir() {
                 continue;
             }
             let Some(entries) = list(&project.path().join("agent-transcripts")) else {
                 continue;
             };
-            for entry in entries.flatten() {
+            for entry in entries {
                 let path = entry.path();
-                if crate::paths::entry_is_dir(&entry) {
+                if entry.is_dir() {
                     let name = entry.file_name();
                     let nested = path.join(format!("{}.jsonl", name.to_string_lossy()));
                     if nested.is_file() {
@@ -762,20 +763,20 @@ pub fn discover_in_with_errors(
                     }
                     if let Some(rd) = list(&path.join("subagents")) {
                         subs.extend(
-                            rd.flatten()
-                                .filter(|e| is_jsonl(&e.path()) && crate::paths::entry_is_file(e))
-                                .map(|e| e.path()),
+                            rd.into_iter()
+                                .filter(|e| is_jsonl(e.path()) && e.is_file())
+                                .map(|e| e.path().to_path_buf()),
                         );
                     }
-                } else if is_jsonl(&path) {
-                    mains.push(path);
+                } else if is_jsonl(path) {
+                    mains.push(path.to_path_buf());
                 }
             }
         }
     }
-    mains.sort();
+    crate::paths::sort_paths(&mut mains);
     mains.dedup();
-    subs.sort();
+    crate::paths::sort_paths(&mut subs);
     subs.dedup();
     mains.extend(subs);
     unreadable.sort();

@@ -1135,41 +1135,37 @@ pub fn discover() -> std::io::Result<Vec<PathBuf>> {
 ///
 /// Errors: `tmp` exists but cannot be listed. Unreadable folders below it are skipped.
 pub fn discover_in(tmp: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let projects = match std::fs::read_dir(tmp) {
+    // Folders are listed through `paths::list_dir`: `memtrail status` keeps their listings.
+    let projects = match crate::paths::list_dir(tmp) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
     let mut mains = Vec::new();
     let mut subs = Vec::new();
-    for project in projects.flatten() {
-        let Ok(entries) = std::fs::read_dir(project.path().join("chats")) else {
+    for project in projects {
+        let Ok(entries) = crate::paths::list_dir(&project.path().join("chats")) else {
             continue;
         };
-        for entry in entries.flatten() {
+        for entry in entries {
             let path = entry.path();
-            let Some(kind) = crate::paths::entry_type(&entry) else {
-                continue;
-            };
-            if kind.is_dir() {
-                let Ok(agents) = std::fs::read_dir(&path) else {
+            if entry.is_dir() {
+                let Ok(agents) = crate::paths::list_dir(path) else {
                     continue;
                 };
                 subs.extend(
                     agents
-                        .flatten()
-                        .filter(|e| {
-                            has_suffix(&e.path(), ".jsonl") && crate::paths::entry_is_file(e)
-                        })
-                        .map(|e| e.path()),
+                        .into_iter()
+                        .filter(|e| has_suffix(e.path(), ".jsonl") && e.is_file())
+                        .map(|e| e.path().to_path_buf()),
                 );
-            } else if kind.is_file() && is_main_recording(&path) {
-                mains.push(path);
+            } else if entry.is_file() && is_main_recording(path) {
+                mains.push(path.to_path_buf());
             }
         }
     }
-    mains.sort();
-    subs.sort();
+    crate::paths::sort_paths(&mut mains);
+    crate::paths::sort_paths(&mut subs);
     mains.extend(subs);
     Ok(mains)
 }
