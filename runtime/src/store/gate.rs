@@ -54,19 +54,31 @@ impl Drop for Held<'_> {
     }
 }
 
-/// Hold `gate` shared (a hook about to write). Blocks only while a background writer holds it
-/// exclusive, which it does for an instant; `None` when the lock cannot be taken (no gate).
-pub(super) fn hold(gate: &File) -> Option<Held<'_>> {
+/// Hold `gate` shared (a hook about to write). A background writer holds it exclusive for an
+/// instant only, so the first try nearly always takes it; otherwise it is tried again every
+/// millisecond until `deadline` (a writer stopped in that instant must not hang a hook).
+/// `None` when it cannot be had by then, or at all (no gate): the hook goes on without it.
+pub(super) fn hold(gate: &File, deadline: Instant) -> Option<Held<'_>> {
     #[cfg(unix)]
     {
         use std::os::fd::AsRawFd;
-        // SAFETY: flock on a descriptor this process owns.
-        let r = unsafe { libc::flock(gate.as_raw_fd(), libc::LOCK_SH) };
-        (r == 0).then_some(Held(gate))
+        loop {
+            // SAFETY: flock on a descriptor this process owns.
+            if unsafe { libc::flock(gate.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0 {
+                return Some(Held(gate));
+            }
+            let err = std::io::Error::last_os_error().raw_os_error();
+            if (err != Some(libc::EWOULDBLOCK) && err != Some(libc::EINTR))
+                || Instant::now() >= deadline
+            {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
     #[cfg(not(unix))]
     {
-        let _ = gate;
+        let _ = (gate, deadline);
         None
     }
 }
@@ -317,5 +329,24 @@ mod tests {
         }
         #[cfg(not(target_os = "linux"))]
         assert!(hook_checkpoints(5_000, || true));
+    }
+
+    /// A hook waits for the gate only until its deadline: a background writer stopped while
+    /// holding it exclusive does not hang it.
+    #[test]
+    fn a_hook_waits_for_the_gate_only_until_its_deadline() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("m.db");
+        let writer = super::open(&db).unwrap();
+        // SAFETY: flock on a descriptor this test owns.
+        assert_eq!(unsafe { libc::flock(writer.as_raw_fd(), libc::LOCK_EX) }, 0);
+        let gate = super::open(&db).unwrap();
+        let t = Instant::now();
+        assert!(super::hold(&gate, t + Duration::from_millis(50)).is_none());
+        assert!(t.elapsed() >= Duration::from_millis(50));
+        // SAFETY: as above.
+        unsafe { libc::flock(writer.as_raw_fd(), libc::LOCK_UN) };
+        assert!(super::hold(&gate, Instant::now()).is_some());
     }
 }

@@ -622,8 +622,8 @@ impl Store {
     /// waits, at most [`gate::YIELD_MAX`], until no hook holds it.
     fn pass_gate(&self) -> Option<gate::Held<'_>> {
         let g = self.gate_file()?;
-        if self.deadline.is_some() {
-            gate::hold(g)
+        if let Some(deadline) = self.deadline {
+            gate::hold(g, deadline)
         } else {
             gate::yield_to_hooks(g);
             None
