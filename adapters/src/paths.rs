@@ -823,7 +823,8 @@ mod dir_cache_tests {
         let root = d.path();
         let plain = walk(root);
         let mut c = eager();
-        let jobs = || -> Vec<Box<dyn FnOnce() -> Vec<Vec<(String, bool)>> + Send + '_>> {
+        type Job<'a> = Box<dyn FnOnce() -> Vec<Vec<(String, bool)>> + Send + 'a>;
+        let jobs = || -> Vec<Job<'_>> {
             (0..3)
                 .map(|_| Box::new(move || walk(root)) as Box<dyn FnOnce() -> _ + Send>)
                 .collect()
@@ -834,7 +835,7 @@ mod dir_cache_tests {
         assert_eq!(c.run_each(jobs(), 2), vec![plain; 3]);
         assert_eq!(c.reads(), 0);
         // A job that panics: the panic reaches the caller, the cache is still usable.
-        let bad: Vec<Box<dyn FnOnce() -> () + Send>> = vec![Box::new(|| panic!("job"))];
+        let bad: Vec<Box<dyn FnOnce() + Send>> = vec![Box::new(|| panic!("job"))];
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.run_each(bad, 2)));
         assert!(r.is_err());
         assert!(DIR_CACHE.with(|t| t.borrow().is_none()));
