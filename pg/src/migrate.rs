@@ -57,6 +57,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "vectors",
         sql: VECTORS_SQL,
     },
+    Migration {
+        version: 8,
+        name: "scope bound",
+        sql: include_str!("migrations/0008_scope_bound.sql"),
+    },
 ];
 
 /// Migration 7: the table of message vectors, created when pgvector is (idempotent: run again

@@ -413,6 +413,15 @@ impl PgReader {
     ///
     /// Errors: an unknown machine or session.
     fn filter_clause(&self, f: &SearchFilter, args: &mut Vec<Param>) -> Result<String> {
+        let sessions = self.session_filter_clause(f, args)?;
+        Ok(sessions + &message_filter_clause(f, args))
+    }
+
+    /// The part of [`Self::filter_clause`] on sessions `s` only (agent, project, machine,
+    /// session), its parameters appended to `args`.
+    ///
+    /// Errors: an unknown machine or session.
+    fn session_filter_clause(&self, f: &SearchFilter, args: &mut Vec<Param>) -> Result<String> {
         let mut filters = String::new();
         if let Some(a) = &f.agent {
             args.push(text(a.clone()));
@@ -430,27 +439,33 @@ impl PgReader {
             args.push(int8(id));
             filters.push_str(&format!(" AND s.id = ${}", args.len()));
         }
-        if let Some(t) = f.since {
-            args.push(int8(t));
-            filters.push_str(&format!(" AND m.ts >= ${}", args.len()));
-        }
-        if let Some(t) = f.until {
-            args.push(int8(t));
-            filters.push_str(&format!(" AND m.ts <= ${}", args.len()));
-        }
-        if let Some(r) = &f.role {
-            // Tool calls live on assistant messages: `tool` means messages with tool calls or
-            // results, whoever wrote them.
-            if r == "tool" {
-                filters
-                    .push_str(" AND (m.role = 'tool' OR m.kind IN ('tool_call', 'tool_result'))");
-            } else {
-                args.push(text(r.clone()));
-                filters.push_str(&format!(" AND m.role = ${}", args.len()));
-            }
-        }
         Ok(filters)
     }
+}
+
+/// The part of `PgReader::filter_clause` on messages `m` only (dates, role), its parameters
+/// appended to `args`.
+fn message_filter_clause(f: &SearchFilter, args: &mut Vec<Param>) -> String {
+    let mut filters = String::new();
+    if let Some(t) = f.since {
+        args.push(int8(t));
+        filters.push_str(&format!(" AND m.ts >= ${}", args.len()));
+    }
+    if let Some(t) = f.until {
+        args.push(int8(t));
+        filters.push_str(&format!(" AND m.ts <= ${}", args.len()));
+    }
+    if let Some(r) = &f.role {
+        // Tool calls live on assistant messages: `tool` means messages with tool calls or
+        // results, whoever wrote them.
+        if r == "tool" {
+            filters.push_str(" AND (m.role = 'tool' OR m.kind IN ('tool_call', 'tool_result'))");
+        } else {
+            args.push(text(r.clone()));
+            filters.push_str(&format!(" AND m.role = ${}", args.len()));
+        }
+    }
+    filters
 }
 
 impl ReadStore for PgReader {
@@ -598,9 +613,27 @@ impl ReadStore for PgReader {
         // `OR`, only the newest SEARCH_CANDIDATES matches (that pass the filter, if any) are
         // ranked, read newest first by the `id` index and stopping there, so that a frequent
         // term costs no more than a rare one; an `OR` query ranks every match (GIN).
+        //
+        // The newest candidates are chosen by id and row address only, and their `tsv` read
+        // again by address (a TID scan) for `ts_rank`: when PostgreSQL finds the matches
+        // through the GIN index it sorts them all by id, and a sort that carried each match's
+        // `tsv` (4.7 KB on average for `overflow invoice`'s 5,401 matches) spilled to disk
+        // (12 MB): 39 ms against 19 ms (docs/benchmarks.md, "PostgreSQL search: the sort
+        // without the vectors"). The row's address is stable within the statement's snapshot.
         let bounded = !items.as_deref().is_some_and(has_or);
         let mut args: Vec<Param> = vec![text(q.clone())];
-        let filters = self.filter_clause(f, &mut args)?;
+        let on_sessions = self.session_filter_clause(f, &mut args)?;
+        let mut filters = on_sessions.clone() + &message_filter_clause(f, &mut args);
+        // A filter on sessions bounds the walk by the largest message id of the sessions it
+        // admits (`sessions.last_message_id`, migration 8): the newest matches of a scope
+        // whose messages are all old are found without walking every newer match first. The
+        // subquery's `s` is its own; its parameters are the filter's, already bound.
+        if !on_sessions.is_empty() {
+            filters.push_str(&format!(
+                " AND m.id <= (SELECT coalesce(max(s.last_message_id), 0) FROM sessions s \
+                 WHERE true{on_sessions})"
+            ));
+        }
         // Sessions are joined only when a filter reads them.
         let join = if filters.contains("s.") {
             " JOIN sessions s ON s.uid = m.session_uid"
@@ -609,10 +642,11 @@ impl ReadStore for PgReader {
         };
         let mut sql = if bounded {
             format!(
-                "SELECT c.id, ts_rank({RANK_WEIGHTS}, c.tsv, $1::text::tsquery, 1)::float8 AS score
-                 FROM (SELECT m.id, m.tsv FROM messages m{join}
+                "SELECT c.id, ts_rank({RANK_WEIGHTS}, v.tsv, $1::text::tsquery, 1)::float8 AS score
+                 FROM (SELECT m.id, m.ctid AS t FROM messages m{join}
                        WHERE m.tsv @@ $1::text::tsquery{filters}
-                       ORDER BY m.id DESC LIMIT {SEARCH_CANDIDATES}) c WHERE true"
+                       ORDER BY m.id DESC LIMIT {SEARCH_CANDIDATES}) c
+                 JOIN messages v ON v.ctid = c.t WHERE true"
             )
         } else {
             format!(

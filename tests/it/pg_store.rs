@@ -916,3 +916,94 @@ fn the_analytics_page_stays_the_same_from_postgresql_through_a_redaction_and_a_d
     assert!(page.contains("<title>2026-03-03 · claude: 6 messages</title>"));
     assert_eq!(count("SELECT count(*) FROM file_edits"), 0);
 }
+
+/// A search filtered by sessions walks the matches from the scope's newest message
+/// (`sessions.last_message_id`, PostgreSQL migration 8): the bound must rise with every push of
+/// a session's new messages, else they would fall outside their own scope. Here a session's
+/// new turn is pushed after every other session's messages: filtered by its agent and by the
+/// session, the search finds it, as the SQLite store does; and every session's bound is at
+/// least its largest message id.
+#[test]
+fn a_filtered_search_finds_a_sessions_messages_pushed_after_the_others() {
+    let Some((sb, url)) = pushed("scope_bound") else {
+        return;
+    };
+    let sid = session_id(9);
+    let cwd = "/home/user/bounded";
+    let t = sb.transcript("bounded", &sid);
+    let line = |i: u64| {
+        let l = claude_line(&sid, cwd, i);
+        if i >= 2 {
+            l.replace("the module", "the zebraquartz module")
+                .replace("it now", "zebraquartz now")
+        } else {
+            l
+        }
+    };
+    let hook = |upto: u64| {
+        let lines: String = (0..upto).map(|i| line(i) + "\n").collect();
+        std::fs::write(&t, lines).unwrap();
+        let out = sb
+            .acmd()
+            .args(["hook", "claude"])
+            .write_stdin(stop_payload(&t, &sid, cwd))
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let out = sb.cmd().args(["sync"]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    hook(2);
+    // Another session's messages after the first push of this one.
+    let other = session_id(10);
+    let t2 = sb.transcript("other", &other);
+    std::fs::write(
+        &t2,
+        (0..6)
+            .map(|i| claude_line(&other, "/home/user/other", i) + "\n")
+            .collect::<String>(),
+    )
+    .unwrap();
+    let out = sb
+        .acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&t2, &other, "/home/user/other"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    hook(4);
+    let db = sb.db();
+    let db = db.to_str().unwrap();
+    for args in [
+        vec!["search", "zebraquartz", "--json", "--agent", "claude"],
+        vec!["search", "zebraquartz", "--json", "--session", &sid],
+        vec!["search", "zebraquartz", "--json", "--project", cwd],
+    ] {
+        let local = without_scores(sb.json(&[&["--db", db][..], &args].concat()));
+        assert_eq!(
+            local["hits"].as_array().unwrap().len(),
+            2,
+            "{args:?}: {local}"
+        );
+        let remote = without_scores(sb.json(&[&["--store", url.as_str()][..], &args].concat()));
+        assert_eq!(remote, local, "{args:?}");
+    }
+    let pg = memtrail_pg::Pg::connect_url(&url).unwrap();
+    let below: i64 = pg
+        .block_on(pg.client().query_one(
+            "SELECT count(*) FROM sessions s WHERE EXISTS (SELECT 1 FROM messages m
+               WHERE m.session_uid = s.uid
+                 AND (s.last_message_id IS NULL OR m.id > s.last_message_id))",
+            &[],
+        ))
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        below, 0,
+        "a session whose bound is below one of its messages"
+    );
+}
