@@ -204,6 +204,58 @@ fn catch_up_at_most_indexes_the_oldest_share_of_the_queue() {
     fts_ok(&store);
 }
 
+/// A background catch-up (an import's, a server's) commits after the slice at hand when a hook
+/// comes to wait for the write lock (it holds the store's gate shared), so the hook waits for
+/// one slice, not a whole chunk (here the chunk is the whole queue: without the early commit
+/// the first transaction would index all of it).
+#[cfg(unix)]
+#[test]
+fn a_background_catch_up_commits_after_one_slice_when_a_hook_waits() {
+    use memtrail_runtime::store::INDEX_SLICE;
+    use std::os::fd::AsRawFd;
+    let (dir, mut store) = open();
+    let s = session(&mut store, "s1");
+    let recs: Vec<Record> = (0..200)
+        .map(|i| text(&format!("u{i}"), &format!("walrus number{i}")))
+        .collect();
+    store.write(|w| w.apply(s, recs)).unwrap();
+    let db = dir.path().join("m.db");
+    // A hook's hold on the gate, as `Store::pass_gate` takes it with a deadline.
+    let gate = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.path().join("m.db-gate"))
+        .unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(unsafe { libc::flock(gate.as_raw_fd(), libc::LOCK_SH) }, 0);
+    let path = db.clone();
+    let background = std::thread::spawn(move || {
+        let s = Store::open(&path).unwrap();
+        s.catch_up_index_by(None, 200).unwrap()
+    });
+    // The first transaction (after the writer's wait for the gate, at most gate::YIELD_MAX)
+    // ends after one slice; then the hook is done.
+    let reader = Store::open(&db).unwrap();
+    let t = std::time::Instant::now();
+    while reader.pending_index().unwrap() > 200 - INDEX_SLICE as i64
+        && t.elapsed() < std::time::Duration::from_secs(30)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert_eq!(
+        reader.pending_index().unwrap(),
+        200 - INDEX_SLICE as i64,
+        "the first transaction indexed one slice"
+    );
+    // SAFETY: as above.
+    unsafe { libc::flock(gate.as_raw_fd(), libc::LOCK_UN) };
+    assert_eq!(background.join().unwrap(), 200);
+    assert_eq!(indexed(&store, "walrus"), 200);
+    fts_ok(&store);
+}
+
 #[test]
 fn a_v3_store_migrates_with_its_index_and_queues_from_then_on() {
     let dir = tempfile::tempdir().unwrap();
