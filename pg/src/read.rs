@@ -682,6 +682,11 @@ impl ReadStore for PgReader {
             })
             .collect();
         let ranked = best_distinct(keyed, limit);
+        if ranked.is_empty() {
+            // No hit: no rows to read (a statement planned for nothing cost a new connection
+            // ~3 ms).
+            return Ok(Vec::new());
+        }
         let ids: Vec<i64> = ranked.iter().map(|r| r.0).collect();
         // The snippet of the first column that matches the whole query (prose, tool calls,
         // CJK characters), else of the prose: made here from the column's text (redacted), its
