@@ -167,6 +167,14 @@ pub const WAL_BOUND_BYTES: u64 = 48 * 1024 * 1024;
 /// WAL (each waits up to [`CHECKPOINT_WAIT`]), so that a reader that never lets go slows a
 /// writer by a fraction at most.
 const WAL_BOUND_RETRY: Duration = Duration::from_secs(2);
+/// Past this WAL size the pause after a failed try is [`WAL_BOUND_URGENT_RETRY`] instead of
+/// [`WAL_BOUND_RETRY`]. An import writes ~10–30 MB of WAL a second, so in a 2 s pause a WAL
+/// that readers kept from restarting grew from [`WAL_BOUND_BYTES`] to 75 MB under load in the
+/// stress test.
+const WAL_BOUND_URGENT_BYTES: u64 = 56 * 1024 * 1024;
+/// The pause past [`WAL_BOUND_URGENT_BYTES`]: as long as a try may wait
+/// ([`CHECKPOINT_WAIT`]), so that a reader that never lets go at most halves a writer's pace.
+const WAL_BOUND_URGENT_RETRY: Duration = CHECKPOINT_WAIT;
 
 /// A hook checkpoints a WAL of more than this many frames (48 MiB of pages, ~50 MB with the
 /// frame headers: at [`WAL_BOUND_BYTES`], under which background writers keep it) in any
@@ -807,13 +815,10 @@ impl Store {
     /// After a background writer's commit: when the WAL file has grown past
     /// [`WAL_BOUND_BYTES`] (readers that never all let go kept the automatic checkpoints
     /// from restarting it), [`Store::checkpoint`]. One `stat` of the `-wal` file otherwise. When the
-    /// checkpoint cannot restart the WAL in time, the next try is [`WAL_BOUND_RETRY`] later.
+    /// checkpoint cannot restart the WAL in time, the next try is [`WAL_BOUND_RETRY`] later
+    /// ([`WAL_BOUND_URGENT_RETRY`] once the WAL is past [`WAL_BOUND_URGENT_BYTES`]).
     fn bound_wal(&mut self) {
-        if self.deadline.is_some()
-            || self
-                .wal_bound_failed
-                .is_some_and(|t| t.elapsed() < WAL_BOUND_RETRY)
-        {
+        if self.deadline.is_some() {
             return;
         }
         // The WAL beside the file SQLite opened (a store reached through a symlink has it
@@ -823,7 +828,13 @@ impl Store {
             _ => self.path.as_os_str().to_owned(),
         };
         wal.push("-wal");
-        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_BOUND_BYTES) {
+        let len = std::fs::metadata(&wal).map_or(0, |m| m.len());
+        let pause = if len > WAL_BOUND_URGENT_BYTES {
+            WAL_BOUND_URGENT_RETRY
+        } else {
+            WAL_BOUND_RETRY
+        };
+        if len > WAL_BOUND_BYTES && self.wal_bound_failed.is_none_or(|t| t.elapsed() >= pause) {
             let restarted = matches!(self.checkpoint(), Ok((false, _, _)));
             self.wal_bound_failed = (!restarted).then(Instant::now);
         }
