@@ -227,39 +227,13 @@ impl Writer<'_> {
             .optional()
             .db()?;
         let last = last.unwrap_or(i64::MAX);
-        // One single-row INSERT per message, not one INSERT … SELECT: a statement that may
-        // write several rows of a virtual table opens a statement savepoint inside the
-        // transaction, and FTS5 writes what it holds in memory to a new segment at every
-        // savepoint (`fts5SavepointMethod`). With the catch-up in slices (a hook waiting for
-        // the lock waits for one slice), that was a segment per 50 messages, which FTS5's
-        // automerge then merged again and again: ~30% of an import's CPU (perf, 200 MB
-        // corpus; docs/benchmarks.md, "Index catch-up without a segment per slice").
-        let mut rows = self
-            .tx
+        self.tx
             .prepare_cached(
-                "SELECT m.id, m.body, m.tools, m.cjk FROM fts_pending p JOIN messages m ON m.id = p.id
+                "INSERT INTO messages_fts (rowid, body, tools, cjk)
+                 SELECT m.id, m.body, m.tools, m.cjk FROM fts_pending p JOIN messages m ON m.id = p.id
                  WHERE p.id <= ?1 ORDER BY p.id",
-            )
-            .db()?;
-        let mut insert = self
-            .tx
-            .prepare_cached(
-                "INSERT INTO messages_fts (rowid, body, tools, cjk) VALUES (?1, ?2, ?3, ?4)",
-            )
-            .db()?;
-        let mut q = rows.query([last]).db()?;
-        while let Some(r) = q.next().db()? {
-            use rusqlite::types::ToSqlOutput::Borrowed;
-            insert
-                .execute(params![
-                    Borrowed(r.get_ref(0).db()?),
-                    Borrowed(r.get_ref(1).db()?),
-                    Borrowed(r.get_ref(2).db()?),
-                    Borrowed(r.get_ref(3).db()?)
-                ])
-                .db()?;
-        }
-        drop(q);
+            ).db()?
+            .execute([last]).db()?;
         Ok(self
             .tx
             .prepare_cached("DELETE FROM fts_pending WHERE id <= ?1")
