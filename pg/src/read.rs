@@ -99,6 +99,10 @@ pub struct PgReader {
     summaries: std::cell::Cell<bool>,
     /// The database has the vectors' table (migration 7 with pgvector).
     vectors: bool,
+    /// The database has the sessions' message-id bounds (`session_bounds`, migration 8) that
+    /// a search filtered by sessions starts its walk from; an older one is walked from its
+    /// newest match.
+    bounds: bool,
 }
 
 /// A hit from a row of the search queries' shared columns (the message's id, then the
@@ -144,6 +148,7 @@ impl PgReader {
             pg,
             summaries: std::cell::Cell::new(false),
             vectors: false,
+            bounds: false,
         };
         // With the check, this session's `work_mem` (SEARCH_WORK_MEM).
         let rows = r.rows_typed(
@@ -152,7 +157,8 @@ impl PgReader {
                     EXISTS (SELECT 1 FROM pg_attribute
                             WHERE attrelid = to_regclass('messages') AND attname = 'tsv'),
                     set_config('work_mem', '{SEARCH_WORK_MEM}', false),
-                    to_regclass('message_vectors') IS NOT NULL"
+                    to_regclass('message_vectors') IS NOT NULL,
+                    to_regclass('session_bounds') IS NOT NULL"
             ),
             &[],
         )?;
@@ -161,6 +167,7 @@ impl PgReader {
             .ok_or_else(|| Error::Remote("the schema check returned no row".into()))?;
         let (meta, messages, tsv): (bool, bool, bool) = (t.get(0), t.get(1), t.get(2));
         r.vectors = t.get(4);
+        r.bounds = t.get(5);
         if !meta && !messages {
             return Err(Error::Remote(
                 "no memtrail tables in DB: run `memtrail sync --init URL` on a machine first"
@@ -614,24 +621,26 @@ impl ReadStore for PgReader {
         // ranked, read newest first by the `id` index and stopping there, so that a frequent
         // term costs no more than a rare one; an `OR` query ranks every match (GIN).
         //
-        // The newest candidates are chosen by id and row address only, and their `tsv` read
-        // again by address (a TID scan) for `ts_rank`: when PostgreSQL finds the matches
-        // through the GIN index it sorts them all by id, and a sort that carried each match's
-        // `tsv` (4.7 KB on average for `overflow invoice`'s 5,401 matches) spilled to disk
-        // (12 MB): 39 ms against 19 ms (docs/benchmarks.md, "PostgreSQL search: the sort
-        // without the vectors"). The row's address is stable within the statement's snapshot.
+        // The newest candidates are chosen by id and row address only, and each one's `tsv` read
+        // again by its address (a TID scan in a subquery per row, whatever the table's size)
+        // for `ts_rank`: when PostgreSQL finds the matches through the GIN index it sorts them
+        // all by id, and a sort that carried each match's `tsv` (4.7 KB on average for
+        // `overflow invoice`'s 5,401 matches) spilled to disk (12 MB): 24–30 ms against 17–20
+        // ms (docs/benchmarks.md, "PostgreSQL search: candidates without their vectors,
+        // filtered walks bounded"). A row's address is stable within the statement's snapshot.
         let bounded = !items.as_deref().is_some_and(has_or);
         let mut args: Vec<Param> = vec![text(q.clone())];
         let on_sessions = self.session_filter_clause(f, &mut args)?;
         let mut filters = on_sessions.clone() + &message_filter_clause(f, &mut args);
         // A filter on sessions bounds the walk by the largest message id of the sessions it
-        // admits (`sessions.last_message_id`, migration 8): the newest matches of a scope
-        // whose messages are all old are found without walking every newer match first. The
-        // subquery's `s` is its own; its parameters are the filter's, already bound.
-        if !on_sessions.is_empty() {
+        // admits (`session_bounds`, migration 8): the newest matches of a scope whose messages
+        // are all old are found without walking every newer match first. The subquery's `s`
+        // is its own; its parameters are the filter's, already bound. A database of an older
+        // schema is searched without the bound (the same hits, found later).
+        if self.bounds && !on_sessions.is_empty() {
             filters.push_str(&format!(
-                " AND m.id <= (SELECT coalesce(max(s.last_message_id), 0) FROM sessions s \
-                 WHERE true{on_sessions})"
+                " AND m.id <= (SELECT coalesce(max(b.last_message_id), 0) FROM sessions s \
+                 JOIN session_bounds b ON b.session_uid = s.uid WHERE true{on_sessions})"
             ));
         }
         // Sessions are joined only when a filter reads them.
@@ -642,11 +651,12 @@ impl ReadStore for PgReader {
         };
         let mut sql = if bounded {
             format!(
-                "SELECT c.id, ts_rank({RANK_WEIGHTS}, v.tsv, $1::text::tsquery, 1)::float8 AS score
+                "SELECT c.id, ts_rank({RANK_WEIGHTS},
+                    (SELECT v.tsv FROM messages v WHERE v.ctid = c.t),
+                    $1::text::tsquery, 1)::float8 AS score
                  FROM (SELECT m.id, m.ctid AS t FROM messages m{join}
                        WHERE m.tsv @@ $1::text::tsquery{filters}
-                       ORDER BY m.id DESC LIMIT {SEARCH_CANDIDATES}) c
-                 JOIN messages v ON v.ctid = c.t WHERE true"
+                       ORDER BY m.id DESC LIMIT {SEARCH_CANDIDATES}) c"
             )
         } else {
             format!(

@@ -918,7 +918,7 @@ fn the_analytics_page_stays_the_same_from_postgresql_through_a_redaction_and_a_d
 }
 
 /// A search filtered by sessions walks the matches from the scope's newest message
-/// (`sessions.last_message_id`, PostgreSQL migration 8): the bound must rise with every push of
+/// (`session_bounds`, PostgreSQL migration 8): the bound must rise with every push of
 /// a session's new messages, else they would fall outside their own scope. Here a session's
 /// new turn is pushed after every other session's messages: filtered by its agent and by the
 /// session, the search finds it, as the SQLite store does; and every session's bound is at
@@ -995,9 +995,10 @@ fn a_filtered_search_finds_a_sessions_messages_pushed_after_the_others() {
     let pg = memtrail_pg::Pg::connect_url(&url).unwrap();
     let below: i64 = pg
         .block_on(pg.client().query_one(
-            "SELECT count(*) FROM sessions s WHERE EXISTS (SELECT 1 FROM messages m
+            "SELECT count(*) FROM sessions s LEFT JOIN session_bounds b ON b.session_uid = s.uid
+             WHERE EXISTS (SELECT 1 FROM messages m
                WHERE m.session_uid = s.uid
-                 AND (s.last_message_id IS NULL OR m.id > s.last_message_id))",
+                 AND (b.last_message_id IS NULL OR m.id > b.last_message_id))",
             &[],
         ))
         .unwrap()

@@ -262,6 +262,110 @@ fn the_same_queries_find_the_same_messages_in_sqlite_and_postgresql() {
     }
 }
 
+/// The filtered searches of a database of schema 7 (no `session_bounds`): a reader walks it
+/// from its newest match and finds what the SQLite store finds. Migration 8 then gives every
+/// session with messages its bound, their largest id exactly; the triggers raise it on an
+/// insert and on an update that renumbers a message; the same searches find the same hits.
+#[test]
+fn filtered_searches_agree_before_and_after_the_sessions_bounds() {
+    use memtrail_pg::migrate::{MIGRATIONS, migrate};
+    let Some(url) = memtrail_testkit::pg::test_database("scope_bounds") else {
+        return;
+    };
+    let mut pg = memtrail_pg::Pg::connect_url(&url).unwrap();
+    migrate(&mut pg, &MIGRATIONS[..7]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    write_both(&db, &url, HERE, "desk", &corpus());
+    let sqlite = Store::open(StoreLocation::from(&db)).unwrap();
+    let filtered =
+        |agent: Option<&str>, session: Option<&str>, project: Option<&str>| SearchFilter {
+            agent: agent.map(str::to_string),
+            session: session.map(str::to_string),
+            project: project.map(str::to_string),
+            limit: 500,
+            ..SearchFilter::default()
+        };
+    let cases = [
+        (
+            "config",
+            filtered(Some("claude"), None, None),
+            vec!["a0", "a1"],
+        ),
+        (
+            "database",
+            filtered(None, Some("bbbb"), None),
+            vec!["b0", "b1"],
+        ),
+        (
+            "config",
+            filtered(None, None, Some("/p/alpha")),
+            vec!["a0", "a1", "c1"],
+        ),
+        (
+            "database",
+            filtered(Some("codex"), None, None),
+            vec!["b0", "b1"],
+        ),
+        (
+            "weather",
+            filtered(Some("codex"), Some("bbbb"), None),
+            vec![],
+        ),
+        ("weather", filtered(Some("gemini"), None, None), vec![]),
+    ];
+    let check = |reader: &PgReader, when: &str| {
+        for (q, f, want) in &cases {
+            assert_eq!(sorted(ids(&sqlite, q, f)), *want, "SQLite: {q} {f:?}");
+            assert_eq!(sorted(ids(reader, q, f)), *want, "{when}: {q} {f:?}");
+        }
+    };
+    let old = PgReader::connect(&url).unwrap();
+    check(&old, "schema 7");
+    let report = migrate(&mut pg, MIGRATIONS).unwrap();
+    assert_eq!(
+        report.applied,
+        (8..=MIGRATIONS.len() as i64).collect::<Vec<_>>()
+    );
+    let q = |sql: &str| -> i64 { pg.block_on(pg.client().query_one(sql, &[])).unwrap().get(0) };
+    let off = "SELECT count(*) FROM (SELECT session_uid, max(id) AS mx FROM messages GROUP BY 1) x
+               FULL JOIN session_bounds b USING (session_uid)
+               WHERE b.last_message_id IS DISTINCT FROM x.mx";
+    assert_eq!(
+        q(off),
+        0,
+        "a bound that is not its session's largest message id"
+    );
+    assert_eq!(q("SELECT count(*) FROM session_bounds"), 23);
+    check(&PgReader::connect(&url).unwrap(), "schema 8");
+    check(&old, "schema 8, a reader opened at 7");
+    // A message renumbered past every other keeps its session's bound above it.
+    q(
+        "WITH x AS (UPDATE messages SET id = id + 1000000 WHERE ext_id = 'b0' RETURNING 1)
+       SELECT count(*) FROM x",
+    );
+    assert_eq!(q(off), 0, "after an update");
+    check(&PgReader::connect(&url).unwrap(), "after an update");
+    // A session's bound goes with it; a message written without its session (never by the
+    // push) is stored, without a bound.
+    q(
+        "WITH x AS (DELETE FROM sessions WHERE external_id = 'cccc-3333' RETURNING 1)
+       SELECT count(*) FROM x",
+    );
+    q(
+        "WITH x AS (INSERT INTO messages (session_uid, machine_id, ext_id, seq, role, kind, ts,
+         model, body, tools, cjk, parts, tsv, rev)
+       SELECT 'stray', machine_id, ext_id, seq, role, kind, ts, model, body, tools, cjk, parts,
+         tsv, rev FROM messages WHERE ext_id = 'a0' RETURNING 1) SELECT count(*) FROM x",
+    );
+    assert_eq!(q("SELECT count(*) FROM session_bounds"), 22);
+    assert_eq!(
+        q("SELECT count(*) FROM session_bounds b WHERE NOT EXISTS
+             (SELECT 1 FROM sessions s WHERE s.uid = b.session_uid)"),
+        0
+    );
+}
+
 #[test]
 fn the_top_hits_and_their_order_agree() {
     let Some((_dir, sqlite, pg)) = both("top_hits") else {
