@@ -18,7 +18,7 @@
 //! memtrail-corpus mcp-flood --bin MEMTRAIL --db DB --session ID [--requests 2000]
 //!     # N get_session requests written at once: first reply, all replies, server peak RSS
 //! memtrail-corpus snapshot [--events 10000] [--runs 50]            # snapshot::build, ms
-//! memtrail-corpus snapshot-store --db DB [--events 10000] [--runs 50] # the same, loaded from a store
+//! memtrail-corpus snapshot-store --db DB [--events 10000] [--runs 50] [--tail K] [--full 1] # the same, loaded from a store
 //! ```
 //!
 //! The timing commands print one line: `<name> median_ms=<m> p99_ms=<p> runs=<n>`.
@@ -523,18 +523,30 @@ fn main() -> Result<()> {
                 .transpose()?
                 .unwrap_or(10_000);
             let runs = get("runs").map(|s| s.parse()).transpose()?.unwrap_or(50);
+            // `--tail K`: the session's running state saved (as a hook at compaction saves it)
+            // when it had `n - K` events, then K more appended (0: saved with all `n`).
+            // `--full 1`: without the running state (`resume::build_snapshot_full`).
+            let tail: usize = get("tail").map(|s| s.parse()).transpose()?.unwrap_or(0);
+            let full = get("full").is_some();
+            let budget = memtrail_runtime::snapshot::DEFAULT_BUDGET;
             let mut store = memtrail_runtime::Store::open(&db)?;
+            let rowid = memtrail_bench::store_snapshot_session(&mut store, n - tail.min(n))?;
+            store.write(|w| w.snapshot(rowid, budget))?;
             let rowid = memtrail_bench::store_snapshot_session(&mut store, n)?;
             let events = memtrail_runtime::resume::session_events(&store, rowid)?.len();
             let times = timed(runs, || {
-                memtrail_runtime::resume::build_snapshot(
-                    &store,
-                    rowid,
-                    memtrail_runtime::snapshot::DEFAULT_BUDGET,
-                )
+                if full {
+                    memtrail_runtime::resume::build_snapshot_full(&store, rowid, budget)
+                } else {
+                    memtrail_runtime::resume::build_snapshot(&store, rowid, budget)
+                }
                 .map(|s| s.text.len())
             })?;
-            report(&format!("snapshot_store[{events} events]"), &times);
+            let what = if full { ", full" } else { "" };
+            report(
+                &format!("snapshot_store[{events} events, tail {tail}{what}]"),
+                &times,
+            );
         }
         other => bail!("unknown command {other:?}"),
     }

@@ -158,6 +158,10 @@ pub struct StoredEvent {
 }
 
 mod correlate;
+/// What the running state of a snapshot ([`crate::snapshot`]) shares with [`correlate`].
+pub(crate) mod correlate_keys {
+    pub(crate) use super::correlate::{OwnedErrKey, err_key, event_keys, resolves, retry_key};
+}
 mod extract;
 
 /// Largest `subject`, in bytes.

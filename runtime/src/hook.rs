@@ -451,11 +451,18 @@ pub fn respond(
             let Some(rowid) = session else {
                 return Ok(None);
             };
-            let snap = resume::build_snapshot(store, rowid, snapshot::DEFAULT_BUDGET)?;
+            // Built in the write that saves it, which also saves the session's running state
+            // for the next snapshot (`Writer::snapshot`).
+            let snap = store.write(|w| {
+                let snap = w.snapshot(rowid, snapshot::DEFAULT_BUDGET)?;
+                if !snap.text.trim().is_empty() {
+                    w.save_snapshot(&Standard, rowid, "precompact", &snap, now, None)?;
+                }
+                Ok(snap)
+            })?;
             if snap.text.trim().is_empty() {
                 return Ok(None);
             }
-            store.write(|w| w.save_snapshot(&Standard, rowid, "precompact", &snap, now, None))?;
             if agent.adapter().quirks().replies_at_pre_compact {
                 let s = query::session_summary(store, rowid)?;
                 let text = resume::injection_text(&s, "before this compaction", &snap.text);
@@ -502,13 +509,16 @@ pub fn respond(
                 if store.write(|w| w.close_early_compaction(rowid))? {
                     return Ok(None);
                 }
-                let snap = resume::build_snapshot(store, rowid, snapshot::DEFAULT_BUDGET)?;
+                let snap = store.write(|w| {
+                    let snap = w.snapshot(rowid, snapshot::DEFAULT_BUDGET)?;
+                    if !snap.text.trim().is_empty() {
+                        w.save_snapshot(&Standard, rowid, "compact", &snap, now, Some(&consumer))?;
+                    }
+                    Ok(snap)
+                })?;
                 if snap.text.trim().is_empty() {
                     return Ok(None);
                 }
-                store.write(|w| {
-                    w.save_snapshot(&Standard, rowid, "compact", &snap, now, Some(&consumer))
-                })?;
                 let text = resume::injection_text(&s, "before its compaction", &snap.text);
                 return Ok(memtrail_adapters::session_start_reply(agent, &text));
             }

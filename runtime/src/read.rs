@@ -106,6 +106,16 @@ pub trait ReadStore {
         self.session_events(rowid)
     }
 
+    /// The snapshot of session `rowid` within `budget` bytes: [`crate::snapshot::build`] over
+    /// [`crate::resume::snapshot_input`]. A local store reads it from the session's running
+    /// state when it has a valid one ([`Store::snapshot`]): the same text.
+    fn build_snapshot(&self, rowid: i64, budget: usize) -> Result<crate::snapshot::Snapshot> {
+        Ok(crate::snapshot::build(
+            &crate::resume::snapshot_input(self, rowid)?,
+            budget,
+        ))
+    }
+
     /// The latest main session whose project is `dir` or contains it, of `agent` when given,
     /// not `exclude`; `None` when there is none. A local store considers only this machine's
     /// own sessions (not pulled ones): the hook injects what this returns.
@@ -205,6 +215,10 @@ impl ReadStore for Store {
 
     fn snapshot_events(&self, rowid: i64) -> Result<Vec<StoredEvent>> {
         crate::store::recall::snapshot_events(self, rowid)
+    }
+
+    fn build_snapshot(&self, rowid: i64, budget: usize) -> Result<crate::snapshot::Snapshot> {
+        Store::snapshot(self, rowid, budget)
     }
 
     fn latest_session_for_dir(

@@ -105,8 +105,19 @@ pub fn snapshot_input<S: ReadStore + ?Sized>(store: &S, rowid: i64) -> Result<Sn
     })
 }
 
-/// The snapshot of session `rowid` within `budget` bytes, built now from the store.
+/// The snapshot of session `rowid` within `budget` bytes, built now from the store
+/// ([`ReadStore::build_snapshot`]: from the session's running state where the store keeps one).
 pub fn build_snapshot<S: ReadStore + ?Sized>(
+    store: &S,
+    rowid: i64,
+    budget: usize,
+) -> Result<Snapshot> {
+    store.build_snapshot(rowid, budget)
+}
+
+/// [`build_snapshot`] without the running state: [`snapshot::build`] over all the session's
+/// events (the oracle of the running state, and what a store without one does).
+pub fn build_snapshot_full<S: ReadStore + ?Sized>(
     store: &S,
     rowid: i64,
     budget: usize,

@@ -41,6 +41,9 @@ use std::collections::{HashMap, HashSet};
 
 #[cfg(test)]
 mod reference;
+pub(crate) mod state;
+#[cfg(test)]
+mod store_oracle;
 
 /// Default byte budget of a snapshot.
 pub const DEFAULT_BUDGET: usize = 2048;
@@ -718,16 +721,16 @@ mod tests {
     use crate::events::Event;
 
     /// A small deterministic generator (LCG, Knuth's MMIX constants).
-    struct Lcg(u64);
+    pub(super) struct Lcg(pub(super) u64);
     impl Lcg {
-        fn below(&mut self, n: usize) -> usize {
+        pub(super) fn below(&mut self, n: usize) -> usize {
             self.0 = self
                 .0
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             (self.0 >> 33) as usize % n.max(1)
         }
-        fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
+        pub(super) fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
             v[self.below(v.len())]
         }
     }
@@ -772,7 +775,7 @@ mod tests {
         "failed", "commit", "approved", "launched", "finished", "url",
     ];
 
-    fn random_input(g: &mut Lcg) -> SnapshotInput {
+    pub(super) fn random_input(g: &mut Lcg) -> SnapshotInput {
         let n = match g.below(4) {
             0 => g.below(8),
             1 => g.below(60),

@@ -24,7 +24,7 @@ pub(crate) fn same_path(a: &str, b: &str) -> bool {
 }
 
 /// Does `e` (an event of a call without error) show that `err`'s call now succeeds?
-fn resolves(err: &Event, target: &str, e: &Event) -> bool {
+pub(crate) fn resolves(err: &Event, target: &str, e: &Event) -> bool {
     let err_tool = err.tool.as_deref().unwrap_or("");
     match err_tool {
         "shell" => e.category == Category::Command && e.action == "ok" && e.subject == target,
@@ -38,7 +38,7 @@ fn resolves(err: &Event, target: &str, e: &Event) -> bool {
 
 /// The retry key of a call's event: shell commands by their command line, reads by their path,
 /// failed calls by tool and target. Other calls (edits, whose inputs differ) have none.
-fn retry_key(e: &Event) -> Option<(&str, &str)> {
+pub(crate) fn retry_key(e: &Event) -> Option<(&str, &str)> {
     match e.category {
         Category::Command => Some(("shell", &e.subject)),
         Category::File | Category::Rule if e.action == "read" => Some(("read", &e.subject)),
@@ -54,17 +54,35 @@ fn retry_key(e: &Event) -> Option<(&str, &str)> {
 /// component: [`same_path`] only matches paths that end alike), any other tool's error by tool
 /// and target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum ErrKey<'a> {
+pub(crate) enum ErrKey<'a> {
     Shell(&'a str),
     Path(&'a str),
     Tool(&'a str, &'a str),
+}
+
+/// [`ErrKey`] owning its strings (the running state of a snapshot keeps its pending errors).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum OwnedErrKey {
+    Shell(String),
+    Path(String),
+    Tool(String, String),
+}
+
+impl ErrKey<'_> {
+    pub(crate) fn owned(&self) -> OwnedErrKey {
+        match *self {
+            ErrKey::Shell(a) => OwnedErrKey::Shell(a.to_string()),
+            ErrKey::Path(a) => OwnedErrKey::Path(a.to_string()),
+            ErrKey::Tool(a, b) => OwnedErrKey::Tool(a.to_string(), b.to_string()),
+        }
+    }
 }
 
 fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-fn err_key(err: &Event) -> ErrKey<'_> {
+pub(crate) fn err_key(err: &Event) -> ErrKey<'_> {
     let target = error_target(err);
     match err.tool.as_deref().unwrap_or("") {
         "shell" => ErrKey::Shell(target),
@@ -74,7 +92,7 @@ fn err_key(err: &Event) -> ErrKey<'_> {
 }
 
 /// The keys of the errors `e` may resolve.
-fn event_keys(e: &Event) -> [Option<ErrKey<'_>>; 3] {
+pub(crate) fn event_keys(e: &Event) -> [Option<ErrKey<'_>>; 3] {
     [
         (e.category == Category::Command && e.action == "ok").then_some(ErrKey::Shell(&e.subject)),
         (e.category == Category::File).then(|| ErrKey::Path(file_name(&e.subject))),

@@ -639,6 +639,8 @@ mod tests {
                  DROP TABLE activity_days; DROP TABLE activity_slots; DROP TABLE tool_use;
                  DROP TABLE file_edits; DROP TRIGGER messages_session_last_ai;
                  DROP TRIGGER messages_session_last_au;
+                 DROP TRIGGER events_snapshot_state_ad; DROP TRIGGER events_snapshot_state_au;
+                 DROP TABLE snapshot_states;
                  ALTER TABLE sessions DROP COLUMN last_message_id; PRAGMA user_version = 7;",
             )
             .unwrap();

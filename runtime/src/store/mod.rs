@@ -86,6 +86,7 @@ mod repair;
 pub mod salvage;
 mod schema;
 mod sessions;
+mod snapshot_state;
 mod snapshots;
 mod stats;
 mod sync;

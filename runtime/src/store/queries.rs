@@ -778,16 +778,22 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
 ///
 /// Errors: [`Error::NotFound`] when there is none.
 pub fn session_summary(store: &Store, rowid: i64) -> Result<SessionSummary> {
-    store
-        .conn
-        .query_row(
-            &format!("SELECT {SESSION_COLS} FROM sessions s WHERE s.id = ?1"),
-            [rowid],
-            session_row,
-        )
-        .optional()
-        .db()?
-        .ok_or_else(|| Error::NotFound(format!("no session with row id {rowid}")))
+    session_summary_on(&store.conn, rowid)
+}
+
+/// [`session_summary`] on a connection (or a transaction).
+pub(crate) fn session_summary_on(
+    conn: &rusqlite::Connection,
+    rowid: i64,
+) -> Result<SessionSummary> {
+    conn.query_row(
+        &format!("SELECT {SESSION_COLS} FROM sessions s WHERE s.id = ?1"),
+        [rowid],
+        session_row,
+    )
+    .optional()
+    .db()?
+    .ok_or_else(|| Error::NotFound(format!("no session with row id {rowid}")))
 }
 
 /// Sessions, most recently updated first (served by the `updated_at` indexes).

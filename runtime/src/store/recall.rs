@@ -39,10 +39,23 @@ pub(crate) fn snapshot_events(store: &Store, rowid: i64) -> Result<Vec<StoredEve
 /// The events `sql` selects for session `?1`: columns id, seq, message ext id (NULL: empty),
 /// category, action, priority, subject, detail, call id, tool, ts.
 fn load_events(store: &Store, rowid: i64, sql: &str) -> Result<Vec<StoredEvent>> {
-    let mut stmt = store.conn.prepare_cached(sql).db()?;
-    let mut rows = stmt.query([rowid]).db()?;
+    read_events(&store.conn, sql, [rowid], |_, _| {})
+}
+
+/// The events `sql` selects with `args` (columns as [`load_events`] reads them); `row` is told
+/// the seq and id of every row read, of a category this binary knows or not.
+pub(super) fn read_events(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    args: impl rusqlite::Params,
+    mut row: impl FnMut(i64, i64),
+) -> Result<Vec<StoredEvent>> {
+    let mut stmt = conn.prepare_cached(sql).db()?;
+    let mut rows = stmt.query(args).db()?;
     let mut out = Vec::new();
     while let Some(r) = rows.next().db()? {
+        let (id, seq) = (r.get(0).db()?, r.get(1).db()?);
+        row(seq, id);
         // A category this binary does not know (written by a newer one) is skipped.
         let category = match r.get_ref(3).db()?.as_str() {
             Ok(name) => Category::parse(name),
@@ -53,8 +66,8 @@ fn load_events(store: &Store, rowid: i64, sql: &str) -> Result<Vec<StoredEvent>>
             continue;
         };
         out.push(StoredEvent {
-            id: r.get(0).db()?,
-            seq: r.get(1).db()?,
+            id,
+            seq,
             message_id: r.get::<_, Option<String>>(2).db()?.unwrap_or_default(),
             event: events::Event {
                 category,

@@ -7,7 +7,7 @@ use crate::{Error, Result};
 use rusqlite::TransactionBehavior;
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// The migrations, in order: migration `i` (1-based) takes a store from schema version `i - 1` to
 /// `i`. Each is one SQL batch (`migrations/NNNN_*.sql`), run in the same transaction as the
@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0009_status_index.sql"),
     include_str!("migrations/0010_sync_vectors.sql"),
     include_str!("migrations/0011_session_last_message.sql"),
+    include_str!("migrations/0012_snapshot_states.sql"),
 ];
 
 /// The name of each migration (its file's name without the number), in the order of
@@ -40,6 +41,7 @@ const MIGRATION_NAMES: [&str; MIGRATIONS.len()] = [
     "status_index",
     "sync_vectors",
     "session_last_message",
+    "snapshot_states",
 ];
 
 /// A migration about to run, as [`Store::open_with_progress`] reports it.
@@ -236,11 +238,11 @@ mod tests {
         }
         let mut told = Vec::new();
         let s = Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 11);
+        assert_eq!(s.schema_version().unwrap(), 12);
         let m = |to, name| Migrating {
             from: 6,
             to,
-            last: 11,
+            last: 12,
             name,
         };
         assert_eq!(
@@ -250,7 +252,8 @@ mod tests {
                 m(8, "activity"),
                 m(9, "status_index"),
                 m(10, "sync_vectors"),
-                m(11, "session_last_message")
+                m(11, "session_last_message"),
+                m(12, "snapshot_states")
             ]
         );
         drop(s);
@@ -420,6 +423,7 @@ mod tests {
                 "1bea82aa982a1efb",
                 "656e598e36e79c71",
                 "1af9feda95c0eeb7",
+                "68d594c4269a2bc7",
             ]
         );
     }

@@ -204,7 +204,8 @@ fn a_v2_store_gets_its_events_backfilled_at_migration() {
     {
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(
-            "DROP TABLE events; DROP TABLE snapshots; DROP TRIGGER messages_session_last_ai;
+            "DROP TABLE events; DROP TABLE snapshots; DROP TABLE snapshot_states;
+             DROP TRIGGER messages_session_last_ai;
              DROP TRIGGER messages_session_last_au;
              ALTER TABLE sessions DROP COLUMN last_message_id; PRAGMA user_version = 2;",
         )
