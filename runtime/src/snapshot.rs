@@ -521,22 +521,12 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent], room: Room) -> Vec<Se
             if files_room.full() {
                 return None;
             }
-            // "edited" goes without saying in "Files changed".
-            let verb = if f.last == "edited" { "" } else { f.last };
-            let mut facts: Vec<String> = match (verb, f.n) {
-                ("", 1) => vec![],
-                ("", n) => vec![format!("×{n}")],
-                (v, 1) => vec![v.to_string()],
-                (v, n) => vec![format!("{v} ×{n}")],
-            };
-            if f.counted && f.last != "deleted" {
-                facts.push(format!("+{} -{}", f.plus, f.minus));
-            }
-            let item = if facts.is_empty() {
-                f.path.to_string()
-            } else {
-                format!("{} ({})", f.path, facts.join(", "))
-            };
+            let item = file_item(
+                f.path,
+                f.last,
+                f.n as u64,
+                f.counted.then_some((f.plus as u64, f.minus as u64)),
+            );
             files_room.take(&item);
             Some(item)
         })
@@ -698,6 +688,27 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent], room: Room) -> Vec<Se
         sec("Recent git", "git", 4, 160, git),
         sec("Also", "timeline", 2, 200, also),
     ]
+}
+
+/// One item of "Files changed": `path (verb ×n, +plus -minus)`, where `last` is the file's last
+/// action ("edited" goes without saying), `n` how many actions it had, and `counts` the lines
+/// added and removed when every action's diff was counted (not shown for a deleted file).
+pub(crate) fn file_item(path: &str, last: &str, n: u64, counts: Option<(u64, u64)>) -> String {
+    let verb = if last == "edited" { "" } else { last };
+    let mut facts: Vec<String> = match (verb, n) {
+        ("", 1) => vec![],
+        ("", n) => vec![format!("×{n}")],
+        (v, 1) => vec![v.to_string()],
+        (v, n) => vec![format!("{v} ×{n}")],
+    };
+    if let Some((plus, minus)) = counts.filter(|_| last != "deleted") {
+        facts.push(format!("+{plus} -{minus}"));
+    }
+    if facts.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path} ({})", facts.join(", "))
+    }
 }
 
 /// The last component of a path (after `./` prefixes): what two paths that name the same file

@@ -304,21 +304,12 @@ impl State {
                 if files_room.full() {
                     return None;
                 }
-                let verb = if f.last == "edited" { "" } else { &f.last };
-                let mut facts: Vec<String> = match (verb, f.n) {
-                    ("", 1) => vec![],
-                    ("", n) => vec![format!("×{n}")],
-                    (v, 1) => vec![v.to_string()],
-                    (v, n) => vec![format!("{v} ×{n}")],
-                };
-                if f.counted && f.last != "deleted" {
-                    facts.push(format!("+{} -{}", f.plus, f.minus));
-                }
-                let item = if facts.is_empty() {
-                    f.path.to_string()
-                } else {
-                    format!("{} ({})", f.path, facts.join(", "))
-                };
+                let item = super::file_item(
+                    &f.path,
+                    &f.last,
+                    f.n,
+                    f.counted.then_some((f.plus, f.minus)),
+                );
                 files_room.take(&item);
                 Some(item)
             })
