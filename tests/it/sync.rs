@@ -544,16 +544,33 @@ fn syncs_killed_at_random_points_lose_and_double_nothing() {
     let pg = Pg::connect_url(&url).unwrap();
     let machines = two_machines(&url, ["ka", "kb"], 0xa000, 40);
     // Each run: a new turn on both machines, then both sync at once in batches of 2 messages,
-    // and SIGKILL hits one of them, or both, after 0-300 ms.
-    let mut rng = Lcg(13);
-    let (mut killed, mut lines) = (0, 40);
-    for run in 0..20 {
+    // and SIGKILL hits one of them, or both, at a random point of the time such a sync takes
+    // here, measured first by one run left alone (a fixed range let the syncs of a quiet, fast
+    // machine end before most kills).
+    let grow = |lines: u64| {
         for (k, m) in machines.iter().enumerate() {
             grow_session(m, 0xa000 + k as u32, lines, 6);
         }
+    };
+    grow(40);
+    let started = std::time::Instant::now();
+    let children: Vec<Child> = machines.iter().map(|m| m.spawn_sync(2)).collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let span = (started.elapsed().as_millis() as u64).max(10);
+    let mut rng = Lcg(13);
+    let (mut killed, mut lines) = (0, 46);
+    for run in 0..20 {
+        grow(lines);
         lines += 6;
         let mut children: Vec<Child> = machines.iter().map(|m| m.spawn_sync(2)).collect();
-        std::thread::sleep(Duration::from_millis(rng.below(300)));
+        std::thread::sleep(Duration::from_millis(rng.below(span)));
         let which = run % 3;
         for (i, c) in children.iter_mut().enumerate() {
             if which == 2 || which == i {
@@ -577,7 +594,7 @@ fn syncs_killed_at_random_points_lose_and_double_nothing() {
     }
     assert!(
         killed >= 10,
-        "only {killed} syncs were still running when killed"
+        "only {killed} syncs were still running when killed (a sync took {span} ms)"
     );
     // The next syncs resume and converge: nothing lost, nothing doubled.
     sync_all(&machines, 2);
