@@ -209,9 +209,13 @@ fn push(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
     let queued = store.sync_pending()?.messages;
-    let cleaner = (queued >= BULK_PUSH_MESSAGES)
-        .then(|| GinCleaner::start(pg))
-        .flatten();
+    let bulk = queued >= BULK_PUSH_MESSAGES;
+    // Best effort: without it the push works as before, only slower.
+    let raised_work_mem = bulk
+        && pg
+            .batch_execute(&format!("SET work_mem = '{BULK_WORK_MEM}'"))
+            .is_ok();
+    let cleaner = bulk.then(|| GinCleaner::start(pg)).flatten();
     type Done = Result<(PushBatch, Option<crate::sync::Pushed>)>;
     let writer: &mut Pg = &mut *pg;
     let result = std::thread::scope(|scope| {
@@ -292,15 +296,26 @@ fn push(
         Ok(())
     });
     if let Some(c) = cleaner {
-        c.stop();
+        c.stop(pg);
         // Later pushes on this connection (`sync --watch`) merge as usual again.
         let _ = pg.batch_execute("RESET gin_pending_list_limit");
+    }
+    if raised_work_mem {
+        let _ = pg.batch_execute("RESET work_mem");
     }
     result
 }
 
 /// The messages queued from which a push counts as a bulk push ([`GinCleaner`]).
 const BULK_PUSH_MESSAGES: u64 = 5_000;
+
+/// The pushing connection's `work_mem` during a bulk push. Each batch's upsert sorts its rows
+/// into the batch's order (bodies, tool text, parts and vectors: a few MB per 1,000 messages),
+/// and the summaries' statement triggers keep them in a transition table; at PostgreSQL's
+/// default 4 MB the sort spilled to temporary files: 229 files, 800 MB written and read back in
+/// a first sync of the 1 GB bench store, with or without the triggers (docs/benchmarks.md,
+/// "First sync, round four").
+const BULK_WORK_MEM: &str = "64MB";
 
 /// The full-text vectors (bytes of their binary form) a bulk push writes between two merges of
 /// the index's pending list ([`GinCleaner`]). GIN merges a list key by key: each key found in
@@ -378,12 +393,6 @@ impl GinCleaner {
                     return;
                 }
                 if done {
-                    // Then the planner's statistics of what the bulk push wrote (best effort:
-                    // autovacuum gets to it later, and until then a search filtered by agent
-                    // was planned as if `messages` were empty: a bitmap scan of every match,
-                    // 2.7 s for `error test` on the 1 GB bench store, against 20 ms once
-                    // analyzed). ~2 s for that store.
-                    let _ = other.batch_execute("ANALYZE messages, sessions");
                     return;
                 }
             }
@@ -400,14 +409,20 @@ impl GinCleaner {
         }
     }
 
-    /// Merges what is left of the list once more, then stops.
-    fn stop(self) {
+    /// Merges what is left of the list once more, then stops. Meanwhile the pushing
+    /// connection `pg` updates the planner's statistics of what the bulk push wrote, on the
+    /// other core (best effort: autovacuum gets to it later, and until then a search filtered
+    /// by agent was planned as if `messages` were empty: a bitmap scan of every match, 2.7 s
+    /// for `error test` on the 1 GB bench store, against 20 ms once analyzed). Each takes ~2 s
+    /// on that store; one after the other they were the last 4 s of a first sync.
+    fn stop(self, pg: &mut Pg) {
         self.shared
             .state
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .1 = true;
         self.shared.wake.notify_one();
+        let _ = pg.batch_execute("ANALYZE messages, sessions");
         let _ = self.thread.join();
     }
 }
