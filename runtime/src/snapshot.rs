@@ -89,6 +89,57 @@ pub fn estimate_tokens(text: &str) -> usize {
     ascii.div_ceil(4) + other
 }
 
+/// The items of each section, newest or most important first, as a build (the full one over
+/// the stored events, or the running state's) found them; [`SectionItems::into_sections`] lays
+/// them out in the snapshot's order with each section's share of the budget.
+pub(crate) struct SectionItems {
+    pub(crate) last_request: Vec<String>,
+    pub(crate) tasks: Vec<String>,
+    pub(crate) files: Vec<String>,
+    pub(crate) errors: Vec<String>,
+    pub(crate) decisions: Vec<String>,
+    pub(crate) goal: Vec<String>,
+    pub(crate) earlier: Vec<String>,
+    pub(crate) notes: Vec<String>,
+    pub(crate) git: Vec<String>,
+    pub(crate) also: Vec<String>,
+}
+
+impl SectionItems {
+    /// The ten sections: (title, `timeline` category, share of the budget in percent, largest
+    /// item in bytes, items).
+    fn into_sections(self) -> Vec<Section> {
+        let sec = |title, category, quota, item_cap, items: Vec<String>| Section {
+            title,
+            category,
+            quota,
+            item_cap,
+            items,
+            chosen: Vec::new(),
+            used: 0,
+        };
+        vec![
+            sec("Last request", "prompt", 18, 600, self.last_request),
+            sec("Open tasks", "task", 18, 200, self.tasks),
+            sec("Files changed", "file", 18, 200, self.files),
+            sec("Unresolved errors", "error", 14, 260, self.errors),
+            sec("Decisions", "decision", 12, 260, self.decisions),
+            sec("Goal", "prompt", 8, 300, self.goal),
+            sec("Earlier requests", "prompt", 3, 300, self.earlier),
+            sec("Notes", "note", 6, 260, self.notes),
+            sec("Recent git", "git", 4, 160, self.git),
+            sec("Also", "timeline", 2, 200, self.also),
+        ]
+    }
+}
+
+/// The categories whose subjects "Also" joins on one line each, with the line's label.
+pub(crate) const ALSO_JOINED: [(Category, &str); 3] = [
+    (Category::Rule, "rules read"),
+    (Category::Skill, "skills used"),
+    (Category::Mcp, "MCP tools used"),
+];
+
 /// One section of the snapshot.
 struct Section {
     title: &'static str,
@@ -363,15 +414,6 @@ impl Room {
 /// shown.
 fn sections(input: &SnapshotInput, events: &[StoredEvent], room: Room) -> Vec<Section> {
     let project = input.project_dir.as_deref();
-    let sec = |title, category, quota, item_cap, items: Vec<String>| Section {
-        title,
-        category,
-        quota,
-        item_cap,
-        items,
-        chosen: Vec::new(),
-        used: 0,
-    };
     // The events of each category, in session order (one pass).
     let mut by: Vec<Vec<&StoredEvent>> = vec![Vec::new(); ALL_CATEGORIES.len()];
     // The errors by index; for each (tool, subject) of an `error_resolved`, its last index.
@@ -657,11 +699,7 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent], room: Room) -> Vec<Se
         let v = newest(c, None, &|e| rel(&e.event.subject, project).to_string());
         (!v.is_empty()).then(|| format!("{label}: {}", v.join(", ")))
     };
-    for (c, label) in [
-        (Category::Rule, "rules read"),
-        (Category::Skill, "skills used"),
-        (Category::Mcp, "MCP tools used"),
-    ] {
+    for (c, label) in ALSO_JOINED {
         if also_room.full() {
             break;
         }
@@ -676,18 +714,19 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent], room: Room) -> Vec<Se
         }));
     }
 
-    vec![
-        sec("Last request", "prompt", 18, 600, last_request),
-        sec("Open tasks", "task", 18, 200, tasks),
-        sec("Files changed", "file", 18, 200, files),
-        sec("Unresolved errors", "error", 14, 260, errors),
-        sec("Decisions", "decision", 12, 260, decisions),
-        sec("Goal", "prompt", 8, 300, goal),
-        sec("Earlier requests", "prompt", 3, 300, earlier),
-        sec("Notes", "note", 6, 260, notes),
-        sec("Recent git", "git", 4, 160, git),
-        sec("Also", "timeline", 2, 200, also),
-    ]
+    SectionItems {
+        last_request,
+        tasks,
+        files,
+        errors,
+        decisions,
+        goal,
+        earlier,
+        notes,
+        git,
+        also,
+    }
+    .into_sections()
 }
 
 /// One item of "Files changed": `path (verb ×n, +plus -minus)`, where `last` is the file's last

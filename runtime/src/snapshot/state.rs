@@ -13,7 +13,10 @@
 //!
 //! The state holds only fields of stored events (redacted as stored) and counters.
 
-use super::{Room, Section, file_name, fill, one_line, parse_counts, rel, top_line};
+use super::{
+    ALSO_JOINED, Room, Section, SectionItems, file_name, fill, one_line, parse_counts, rel,
+    top_line,
+};
 use crate::events::{
     Category, Event, StoredEvent, correlate_keys::*, error_line, error_target, extract_exit_code,
 };
@@ -231,15 +234,6 @@ impl State {
 
     fn sections(&self, meta: &SnapshotInput, room: Room) -> Vec<Section> {
         let project = meta.project_dir.as_deref();
-        let sec = |title, category, quota, item_cap, items: Vec<String>| Section {
-            title,
-            category,
-            quota,
-            item_cap,
-            items,
-            chosen: Vec::new(),
-            used: 0,
-        };
         // Prompts.
         let last_request: Vec<String> = self
             .last_prompts
@@ -431,11 +425,7 @@ impl State {
             let v = newest(c, None, &|e| rel(&e.subject, project).to_string());
             (!v.is_empty()).then(|| format!("{label}: {}", v.join(", ")))
         };
-        for (c, label) in [
-            (Category::Rule, "rules read"),
-            (Category::Skill, "skills used"),
-            (Category::Mcp, "MCP tools used"),
-        ] {
+        for (c, label) in ALSO_JOINED {
             if also_room.full() {
                 break;
             }
@@ -450,18 +440,19 @@ impl State {
             }));
         }
 
-        vec![
-            sec("Last request", "prompt", 18, 600, last_request),
-            sec("Open tasks", "task", 18, 200, tasks),
-            sec("Files changed", "file", 18, 200, files),
-            sec("Unresolved errors", "error", 14, 260, errors),
-            sec("Decisions", "decision", 12, 260, decisions),
-            sec("Goal", "prompt", 8, 300, goal),
-            sec("Earlier requests", "prompt", 3, 300, earlier),
-            sec("Notes", "note", 6, 260, notes),
-            sec("Recent git", "git", 4, 160, git),
-            sec("Also", "timeline", 2, 200, also),
-        ]
+        SectionItems {
+            last_request,
+            tasks,
+            files,
+            errors,
+            decisions,
+            goal,
+            earlier,
+            notes,
+            git,
+            also,
+        }
+        .into_sections()
     }
 }
 
