@@ -539,7 +539,9 @@ impl MemtrailMcp {
         if guard.is_none() {
             *guard = Some(match (&self.db, &self.open_other) {
                 (StoreLocation::Sqlite(_), _) | (_, None) => {
-                    Backend::Local(Box::new(Store::open(&self.db).map_err(|e| e.to_string())?))
+                    let store = Store::open(&self.db).map_err(|e| e.to_string())?;
+                    store.tune_for_serving();
+                    Backend::Local(Box::new(store))
                 }
                 // Connected (and later dropped) off the server's runtime, like its calls.
                 (_, Some(open)) => {

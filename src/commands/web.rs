@@ -222,8 +222,11 @@ fn reopen_send(
             crate::common::open_remote_reader(db)
                 .with_context(|| format!("cannot read the store at {db}"))?,
         )),
-        None => Ok(crate::common::open_store_read(db)?
-            .map(|s| Box::new(s) as Box<dyn memtrail_runtime::read::ReadStore + Send>)),
+        None => Ok(crate::common::open_store_read(db)?.map(|s| {
+            // Each reader of the pool answers many requests.
+            s.tune_for_serving();
+            Box::new(s) as Box<dyn memtrail_runtime::read::ReadStore + Send>
+        })),
     }
 }
 
