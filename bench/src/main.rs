@@ -460,6 +460,9 @@ fn main() -> Result<()> {
             let q = get("query").context("--query is required")?;
             let runs = get("runs").map(|s| s.parse()).transpose()?.unwrap_or(50);
             let store = memtrail_runtime::Store::open(&db)?;
+            // Searched as the processes that search many times (the MCP server, the web page)
+            // keep their stores.
+            store.tune_for_serving();
             // Optional filters, as `memtrail search` takes them (dates in ms since the epoch).
             let ms = |k: &str| get(k).map(|s| s.parse::<i64>()).transpose();
             let f = memtrail_runtime::query::SearchFilter {
