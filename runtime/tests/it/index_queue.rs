@@ -616,7 +616,8 @@ fn optimize_merges_the_segments_and_keeps_the_results() {
 #[test]
 fn snippets_are_fts5_snippets_whether_the_hits_are_close_together_or_spread() {
     // 1,200 messages holding `alpha beta` (the newest 20 are the hits: close together, read in
-    // one pass), and `gamma` in every 100th (spread over the store: looked up one by one).
+    // one pass), and `gamma` in every 100th (spread over the store: looked up one by one; as a
+    // prefix, `gamm*`, read in one pass however spread).
     let (_d, mut store) = open();
     let sid = session(&mut store, "s");
     let recs: Vec<Record> = (0..1200)
@@ -629,7 +630,12 @@ fn snippets_are_fts5_snippets_whether_the_hits_are_close_together_or_spread() {
         })
         .collect();
     store.write(|w| w.apply(sid, recs)).unwrap();
-    for (q, n) in [("alpha beta", 20), ("gamma", 12)] {
+    for (q, n) in [
+        ("alpha beta", 20),
+        ("gamma", 12),
+        ("gamm*", 12),
+        ("alph* gamma", 12),
+    ] {
         let found = query::search(
             &store,
             q,
