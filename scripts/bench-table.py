@@ -88,7 +88,7 @@ row(f"`memtrail search` 2 frequent words, limit 20, {msgs:,} msgs", "median <= 1
     + (f", rare word: {s3[0]:.1f} ms" if s3 else "") + f"){cpu('cpu_search_cli')}", s[0] <= 10)
 i = line("search_inproc")
 i2 = line("search_inproc_rare")
-row("search in-process (same queries)", "<= 2 ms",
+row("search in-process (the first two queries; a serving process's 16 MiB page cache)", "<= 2 ms",
     f"median {i[0]:.2f} ms (mid-frequency pair: {i2[0]:.2f} ms)", i[0] <= 2)
 se = hf("sessions")
 row(f"`memtrail sessions list --limit 20`, {int(res['sessions_count']):,} sessions", "<= 10 ms",
@@ -128,10 +128,16 @@ elif "sync_first_time" in res:
     if sp and sp2 and sp3:
         # The mid-frequency pair is held to the frequent words' bound: it is neither.
         row(f"`memtrail --store postgres://… search`, limit 20, {msgs:,} msgs",
-            "frequent <= 50 ms, rare <= 20 ms (~1M msgs)",
+            "frequent <= 50 ms, rare word <= 20 ms, mid-frequency pair <= 50 ms (~1M msgs)",
             f"frequent median {sp[0]:.1f} ms, rare word {sp3[0]:.1f} ms "
             f"(mid-frequency pair {sp2[0]:.1f} ms)",
             sp[0] <= 50 and sp3[0] <= 20 and sp2[0] <= 50)
+    elif sp and sp2:
+        # A results file from before the rare word was measured (2026-12-04).
+        row(f"`memtrail --store postgres://… search`, limit 20, {msgs:,} msgs",
+            "frequent <= 50 ms, rare <= 20 ms (~1M msgs)",
+            f"frequent median {sp[0]:.1f} ms, mid-frequency pair {sp2[0]:.1f} ms "
+            "(no rare word in this run)", None)
     else:
         row("`memtrail --store postgres://… search`", "frequent <= 50 ms, rare <= 20 ms",
             "not run (this memtrail has no --store)", None)

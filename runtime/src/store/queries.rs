@@ -678,7 +678,7 @@ fn bitmap(lo: i64, hi: i64, ids: impl Iterator<Item = i64>) -> Vec<u8> {
 /// matches of frequent terms do), one pass over the matches from the newest hit down to the
 /// oldest replaces the 20 lookups (`+rowid IN …` filters the rows without being a constraint
 /// FTS5 seeks by). Hits spread over the store are looked up one by one: the pass would read
-/// every match in between. A query with a prefix term (`overfl*`) always takes the pass: FTS5
+/// every match in between. A query with a prefix term (`overfl*`) and no `OR` takes the pass: FTS5
 /// merges the doclists of every term with that prefix for each query that names it, so each of
 /// 20 lookups paid that merge again (`overfl*` on the 1 GB bench store: 55 ms for 20 hits, 132
 /// ms for the web page's 50), while the pass pays it once and walks the merged list in memory.
@@ -699,7 +699,9 @@ fn snippets(store: &Store, q: &str, ranked: &[(i64, f64)]) -> Result<HashMap<i64
         .db()?
         .query_row([], |r| r.get(0))
         .db()?;
-    if (hi - lo) <= span / 16 || has_prefix_term(q) {
+    // An `OR` query ranks all its matches, and its hits may lie anywhere: the pass would walk
+    // every match of its other terms in between, so it keeps the lookups.
+    if (hi - lo) <= span / 16 || (has_prefix_term(q) && !has_top_level_or(q)) {
         let ids = format!(
             "[{}]",
             ranked
