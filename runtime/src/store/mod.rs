@@ -846,7 +846,7 @@ impl Store {
     }
 
     /// Settings for a connection that answers many searches (the MCP server, the web page's
-    /// readers): a 16 MiB page cache instead of SQLite's 2 MiB. A search of two frequent words
+    /// readers, `memtrail browse`): a 16 MiB page cache instead of SQLite's 2 MiB. A search of two frequent words
     /// reads ~2,000 pages of the full-text index (8 MB), so at 2 MiB each search read them from
     /// the file again: on the 1 GB bench store, in-process `error test` 4.2 ms median with 2
     /// MiB, 2.4–2.5 ms with 16 MiB, 2.5 ms with 64 MiB (docs/benchmarks.md, "Searches of a

@@ -171,6 +171,8 @@ pub fn run(
     };
     if let Some(s) = &local {
         *cancel.handle.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.interrupt_handle());
+        // It searches at every keystroke, like the web page's readers.
+        s.tune_for_serving();
     }
     // The vectors for hybrid search, loaded on a thread of their own (searches are lexical
     // until they are there); none on a store without them.
