@@ -133,6 +133,27 @@ impl SectionItems {
     }
 }
 
+/// The distinct strings of `items` (newest first), while `room` lasts when one is given: each
+/// one kept is charged to it. `room` is checked before each item is made, so an item past a
+/// full room is never computed.
+fn distinct_within(
+    mut items: impl Iterator<Item = String>,
+    mut room: Option<&mut Room>,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut seen = HashSet::new();
+    while !room.as_ref().is_some_and(|r| r.full()) {
+        let Some(s) = items.next() else { break };
+        if seen.insert(s.clone()) {
+            if let Some(r) = room.as_mut() {
+                r.take(&s);
+            }
+            out.push(s);
+        }
+    }
+    out
+}
+
 /// The categories whose subjects "Also" joins on one line each, with the line's label.
 pub(crate) const ALSO_JOINED: [(Category, &str); 3] = [
     (Category::Rule, "rules read"),
@@ -617,36 +638,20 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent], room: Room) -> Vec<Se
 
     // The distinct items of the events of category `c`, newest first, while `room` lasts (when
     // given). Two events alike in action, subject, detail and tool give the same item.
-    let newest = |c: Category,
-                  mut room: Option<&mut Room>,
-                  f: &dyn Fn(&StoredEvent) -> String|
-     -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        let mut raw = HashSet::new();
-        let mut seen = HashSet::new();
-        for e in of(c).iter().rev() {
-            if room.as_ref().is_some_and(|r| r.full()) {
-                break;
-            }
-            let ev = &e.event;
-            if !raw.insert((
-                ev.action.as_str(),
-                ev.subject.as_str(),
-                ev.detail.as_deref(),
-                ev.tool.as_deref(),
-            )) {
-                continue;
-            }
-            let s = f(e);
-            if seen.insert(s.clone()) {
-                if let Some(r) = room.as_mut() {
-                    r.take(&s);
-                }
-                out.push(s);
-            }
-        }
-        out
-    };
+    let newest =
+        |c: Category, room: Option<&mut Room>, f: &dyn Fn(&StoredEvent) -> String| -> Vec<String> {
+            let mut raw = HashSet::new();
+            let events = of(c).iter().rev().filter(|e| {
+                let ev = &e.event;
+                raw.insert((
+                    ev.action.as_str(),
+                    ev.subject.as_str(),
+                    ev.detail.as_deref(),
+                    ev.tool.as_deref(),
+                ))
+            });
+            distinct_within(events.map(|e| f(e)), room)
+        };
     let decisions = newest(Category::Decision, Some(&mut room.clone()), &|e| {
         one_line(&e.event.subject)
     });

@@ -14,8 +14,8 @@
 //! The state holds only fields of stored events (redacted as stored) and counters.
 
 use super::{
-    ALSO_JOINED, Room, Section, SectionItems, file_name, fill, one_line, parse_counts, rel,
-    top_line,
+    ALSO_JOINED, Room, Section, SectionItems, distinct_within, file_name, fill, one_line,
+    parse_counts, rel, top_line,
 };
 use crate::events::{
     Category, Event, StoredEvent, correlate_keys::*, error_line, error_target, extract_exit_code,
@@ -357,22 +357,8 @@ impl State {
             l.sort_by_key(|(o, _)| std::cmp::Reverse(*o));
         }
         let of = |c: Category| -> &[(u64, Raw)] { &lists[listed(c).unwrap()] };
-        let newest = |c: Category, mut room: Option<&mut Room>, f: &dyn Fn(&Raw) -> String| {
-            let mut out: Vec<String> = Vec::new();
-            let mut seen = HashSet::new();
-            for (_, raw) in of(c) {
-                if room.as_ref().is_some_and(|r| r.full()) {
-                    break;
-                }
-                let s = f(raw);
-                if seen.insert(s.clone()) {
-                    if let Some(r) = room.as_mut() {
-                        r.take(&s);
-                    }
-                    out.push(s);
-                }
-            }
-            out
+        let newest = |c: Category, room: Option<&mut Room>, f: &dyn Fn(&Raw) -> String| {
+            distinct_within(of(c).iter().map(|(_, raw)| f(raw)), room)
         };
         let decisions = newest(Category::Decision, Some(&mut room.clone()), &|e| {
             one_line(&e.subject)
