@@ -151,6 +151,9 @@ pub struct Store {
 /// The page cache of a serving connection ([`Store::tune_for_serving`]), in `cache_size`'s
 /// units: negative, KiB (16 MiB).
 const SERVING_CACHE_KIB: i64 = -16384;
+/// The memory map asked for by [`Store::map_for_reads`]: 4 GiB (SQLite caps it at its own
+/// limit).
+pub const READ_MAP_BYTES: i64 = 4 << 30;
 
 /// How many more times a write retries `BEGIN IMMEDIATE` after the busy timeout ran out.
 pub const WRITE_RETRIES: u32 = 3;
@@ -858,6 +861,19 @@ impl Store {
             .pragma_update(None, "cache_size", SERVING_CACHE_KIB);
     }
 
+    /// Settings for a one-shot process that reads many pages once (the CLI's `search`): SQLite
+    /// reads the store through a memory map of the file (`PRAGMA mmap_size`, up to
+    /// [`READ_MAP_BYTES`]; SQLite caps it at its compile-time limit, 2 GiB, and reads pages past
+    /// the map as before) instead of one `pread` per page. A search of two frequent words walks
+    /// their whole doclists newest first, ~4,200 page reads on the 1 GB bench store
+    /// (docs/benchmarks.md, "The CLI search: one open, pages mapped"). Writes still go through
+    /// the WAL as before. Not for long-lived readers (every page they ever touched would stay
+    /// in their resident size; their page cache serves them, [`Store::tune_for_serving`]) nor
+    /// for hooks. Best effort.
+    pub fn map_for_reads(&self) {
+        let _ = self.conn.pragma_update(None, "mmap_size", READ_MAP_BYTES);
+    }
+
     /// Undo [`Store::tune_for_bulk_writes`]: the bulk writer's mark released, SQLite's
     /// default page cache and [`WAL_AUTOCHECKPOINT_PAGES`] again. Best effort (a store that
     /// was not tuned is left as it is).
@@ -911,5 +927,36 @@ impl Store {
             })
             .db()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod reader_settings {
+    use super::*;
+
+    fn pragma(s: &Store, name: &str) -> i64 {
+        s.conn
+            .query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// A store opened for a one-shot search reads through a memory map (SQLite caps the size
+    /// asked for at its own limit, at least 1 GiB in every build we ship); one opened for
+    /// serving keeps a 16 MiB page cache; a store opened plainly does neither.
+    #[test]
+    fn reads_are_mapped_and_servers_cache_only_where_asked() {
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("a.db");
+        let plain = Store::open(db.as_path()).unwrap();
+        assert_eq!(pragma(&plain, "mmap_size"), 0);
+        assert_eq!(pragma(&plain, "cache_size"), -2000);
+        let mapped = Store::open(db.as_path()).unwrap();
+        mapped.map_for_reads();
+        let size = pragma(&mapped, "mmap_size");
+        assert!((1 << 30..=READ_MAP_BYTES).contains(&size), "mmap_size {size}");
+        let serving = Store::open(db.as_path()).unwrap();
+        serving.tune_for_serving();
+        assert_eq!(pragma(&serving, "cache_size"), SERVING_CACHE_KIB);
+        assert_eq!(pragma(&serving, "mmap_size"), 0);
     }
 }
