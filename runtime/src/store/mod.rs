@@ -953,7 +953,10 @@ mod reader_settings {
         let mapped = Store::open(db.as_path()).unwrap();
         mapped.map_for_reads();
         let size = pragma(&mapped, "mmap_size");
-        assert!((1 << 30..=READ_MAP_BYTES).contains(&size), "mmap_size {size}");
+        assert!(
+            (1 << 30..=READ_MAP_BYTES).contains(&size),
+            "mmap_size {size}"
+        );
         let serving = Store::open(db.as_path()).unwrap();
         serving.tune_for_serving();
         assert_eq!(pragma(&serving, "cache_size"), SERVING_CACHE_KIB);
