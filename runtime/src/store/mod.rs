@@ -853,8 +853,10 @@ impl Store {
     /// reads ~2,000 pages of the full-text index (8 MB), so at 2 MiB each search read them from
     /// the file again: on the 1 GB bench store, in-process `error test` 4.2 ms median with 2
     /// MiB, 2.4–2.5 ms with 16 MiB, 2.5 ms with 64 MiB (docs/benchmarks.md, "Searches of a
-    /// long-lived reader"). A one-shot CLI search gains nothing (its pages are read once), and a
-    /// hook keeps the default: its memory is part of its targets. Best effort.
+    /// long-lived reader"). A one-shot CLI search gains nothing from a larger cache (it costs
+    /// more to fill than it saves in one search): it reads through a memory map instead
+    /// ([`Store::map_for_reads`]). A hook keeps the default: its memory is part of its targets.
+    /// Best effort.
     pub fn tune_for_serving(&self) {
         let _ = self
             .conn
