@@ -249,10 +249,8 @@ fn import_inner(
                     _ => None,
                 };
                 let mut steps_left = opened.is_some();
+                // A file with a cursor was not read ahead: nothing to drain.
                 if cursor.is_some_and(|c| crate::ingest::unchanged_since(&md, c)) {
-                    if let (true, Some(rx)) = (steps_left, &ahead) {
-                        drain(rx);
-                    }
                     progress(Progress::File {
                         agent,
                         path: &path,

@@ -219,7 +219,6 @@ fn by_meaning(
     let Some(store) = open_store_read(db)? else {
         return Ok(Searched::Lexical(None));
     };
-    store.map_for_reads();
     let meaning = if asked {
         let model = crate::commands::models::encoder_for(store.embed_model()?.as_deref())?
             .ok_or_else(|| {
@@ -245,7 +244,12 @@ fn by_meaning(
     } else {
         match by_default_meaning(&store)? {
             Some(m) => m,
-            None => return Ok(Searched::Lexical(Some(Box::new(store)))),
+            None => {
+                // Mapped for the full-text search only: a search by meaning may read every
+                // vector, which the map would keep resident.
+                store.map_for_reads();
+                return Ok(Searched::Lexical(Some(Box::new(store))));
+            }
         }
     };
     let (model, index) = (&meaning.model, &meaning.index);

@@ -870,8 +870,12 @@ impl Store {
     /// their whole doclists newest first, ~4,200 page reads on the 1 GB bench store
     /// (docs/benchmarks.md, "The CLI search: one open, pages mapped"). Writes still go through
     /// the WAL as before. Not for long-lived readers (every page they ever touched would stay
-    /// in their resident size; their page cache serves them, [`Store::tune_for_serving`]) nor
-    /// for hooks. Best effort.
+    /// in their resident size; their page cache serves them, [`Store::tune_for_serving`]), nor
+    /// for hooks, nor before reading every stored vector (they would stay resident too). The
+    /// cost of a map: a read error of the disk under a mapped page ends the process (`SIGBUS`)
+    /// where `pread` would have returned SQLite's "disk I/O error"; for a one-shot search, which
+    /// writes nothing but the index queue's catch-up in its own transaction, the outcome for
+    /// the store is the same. Best effort.
     pub fn map_for_reads(&self) {
         let _ = self.conn.pragma_update(None, "mmap_size", READ_MAP_BYTES);
     }
