@@ -181,10 +181,14 @@ fn open_for_search(
     if db.postgres_url().is_some() {
         return open_reader(db);
     }
-    Ok(open_store_read(db)?.map(|s| {
-        s.map_for_reads();
-        Box::new(s) as Box<dyn memtrail_runtime::read::ReadStore>
-    }))
+    Ok(open_store_read(db)?.map(mapped))
+}
+
+/// `store` set up for a full-text search ([`memtrail_runtime::Store::map_for_reads`]), boxed.
+/// Not for a search by meaning: it may read every vector, which the map would keep resident.
+fn mapped(store: memtrail_runtime::Store) -> Box<dyn memtrail_runtime::read::ReadStore> {
+    store.map_for_reads();
+    Box::new(store)
 }
 
 /// What [`by_meaning`] did: searched by meaning (the hits and the count of unindexed
@@ -244,12 +248,7 @@ fn by_meaning(
     } else {
         match by_default_meaning(&store)? {
             Some(m) => m,
-            None => {
-                // Mapped for the full-text search only: a search by meaning may read every
-                // vector, which the map would keep resident.
-                store.map_for_reads();
-                return Ok(Searched::Lexical(Some(Box::new(store))));
-            }
+            None => return Ok(Searched::Lexical(Some(mapped(store)))),
         }
     };
     let (model, index) = (&meaning.model, &meaning.index);

@@ -675,8 +675,8 @@ fn bitmap(lo: i64, hi: i64, ids: impl Iterator<Item = i64>) -> Vec<u8> {
 /// start, so a query positioned on one row (`rowid = ?`) costs in proportion to the term's
 /// whole doclist: for a frequent term, thousands of pages per hit, more than the rest of the
 /// search. When the hits sit close together (within 1/16 of the store's rowids, as the newest
-/// matches of frequent terms do), one pass over the matches from the newest hit down to the
-/// oldest replaces the 20 lookups (`+rowid IN …` filters the rows without being a constraint
+/// matches of frequent terms do), one pass over the matches between the oldest and the newest
+/// hit replaces the 20 lookups (`+rowid IN …` filters the rows without being a constraint
 /// FTS5 seeks by). Hits spread over the store are looked up one by one: the pass would read
 /// every match in between. A query with a prefix term (`overfl*`) and no `OR` takes the pass: FTS5
 /// merges the doclists of every term with that prefix for each query that names it, so each of
