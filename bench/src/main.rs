@@ -369,30 +369,17 @@ fn main() -> Result<()> {
             let file = get("eval").unwrap_or_else(|| "bench/eval/needles.jsonl".into());
             let models = PathBuf::from(get("model").context("--model DIR is required")?);
             let t = std::time::Instant::now();
-            let enc: Box<dyn memtrail_embed::Encoder> = match get("encoder")
-                .as_deref()
-                .unwrap_or("static")
-            {
-                "static" => Box::new(
-                    memtrail_embed::StaticModel::load(&models).map_err(anyhow::Error::msg)?,
-                ),
-                "transformer" => {
-                    let src = memtrail_embed::install::sources_from_dir(&models)
-                        .map_err(anyhow::Error::msg)?;
-                    Box::new(memtrail_embed::Transformer {
-                        bert: memtrail_embed::bert::Bert::from_tensors(
-                            memtrail_embed::bert::read_safetensors(&src.safetensors)
-                                .map_err(anyhow::Error::msg)?,
-                            Default::default(),
-                        )
-                        .map_err(anyhow::Error::msg)?,
-                        vocab: memtrail_embed::tokenizer::WordPiece::from_vocab_txt(&src.vocab_txt)
-                            .map_err(anyhow::Error::msg)?,
-                    })
-                }
-                "variant" => Box::new(variant_encoder(&get, &db)?),
-                other => bail!("--encoder static|transformer|variant, not {other}"),
-            };
+            let enc: Box<dyn memtrail_embed::Encoder> =
+                match get("encoder").as_deref().unwrap_or("static") {
+                    "static" => Box::new(
+                        memtrail_embed::StaticModel::load(&models).map_err(anyhow::Error::msg)?,
+                    ),
+                    "transformer" => Box::new(
+                        memtrail_embed::Transformer::load(&models).map_err(anyhow::Error::msg)?,
+                    ),
+                    "variant" => Box::new(variant_encoder(&get, &db)?),
+                    other => bail!("--encoder static|transformer|variant, not {other}"),
+                };
             println!(
                 "encoder {} loaded in {:.0} ms",
                 enc.id(),
