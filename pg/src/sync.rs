@@ -141,6 +141,57 @@ async fn replace_vectors(
         .await?)
 }
 
+/// Vectors a model must have in the database before [`Pg::ensure_vector_index`] builds its
+/// index: below it scoring every vector is fast enough (docs/postgres.md).
+pub const VECTOR_INDEX_MIN_VECTORS: i64 = 20_000;
+
+/// `maintenance_work_mem` while a vector index is built (pgvector's k-means sample and the
+/// lists' assignment run in it).
+pub const VECTOR_INDEX_BUILD_MEMORY: &str = "1GB";
+
+/// The index is built again once the vectors' table holds this many times the vectors it was
+/// built for (`lists²`): its lists' centres were learnt from the vectors of that time, and a
+/// list read per probe grows with the table.
+pub const VECTOR_INDEX_REBUILD_GROWTH: f64 = 4.0;
+
+/// The lists (k-means clusters) of an IVFFlat index of `n` vectors: `√n`, at least 100
+/// (pgvector's advice is `n / 1000` up to 1M rows and `√n` above; `√n` measured better on the
+/// 1 GB eval, docs/postgres.md).
+pub fn vector_index_lists(n: i64) -> i64 {
+    ((n.max(0) as f64).sqrt().round() as i64).max(100)
+}
+
+/// pgvector's largest `halfvec` an IVFFlat index takes.
+const HALFVEC_MAX_DIM: usize = 4000;
+
+/// `s` as an SQL string literal, whatever `standard_conforming_strings` is: an escape string
+/// (`E'…'`), each backslash and each quote doubled.
+pub fn sql_literal(s: &str) -> String {
+    format!("E'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// The dimension at the end of a model id (`name@version/DIM`), when pgvector's IVFFlat index
+/// takes it (1–4,000).
+fn model_dim(model: &str) -> Option<usize> {
+    model
+        .rsplit('/')
+        .next()
+        .and_then(|d| d.parse::<usize>().ok())
+        .filter(|d| (1..=HALFVEC_MAX_DIM).contains(d))
+}
+
+/// The name of the vector index of `model`'s vectors: `message_vectors_ivf_` and 16 hex digits
+/// of the model id's 64-bit FNV-1a hash (a model id may hold any character; index names are
+/// at most 63 bytes).
+pub fn vector_index_name(model: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in model.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("message_vectors_ivf_{h:016x}")
+}
+
 /// The full-text vector of each message of `batch` ([`TsVector::message`] of its body, tool
 /// calls and CJK characters): one list per session of `batch.sessions`, one vector per message,
 /// for [`Pg::push_with_lexemes`].
@@ -192,6 +243,98 @@ impl Pg {
                     .query_one("SELECT to_regclass('message_vectors') IS NOT NULL", &[]),
             )?
             .get(0))
+    }
+
+    /// Whether `model`'s vectors have a current index ([`Pg::ensure_vector_index`]), or need
+    /// none: `true` too for a model id without a usable dimension, or when the database holds
+    /// fewer than [`VECTOR_INDEX_MIN_VECTORS`] of its vectors (counted through the index on
+    /// `model`, at most that many rows read). `false` when there is no index, or when the
+    /// vectors' table has grown [`VECTOR_INDEX_REBUILD_GROWTH`] times past what the index was
+    /// built for (PostgreSQL's row estimate against `lists²`). A sync calls it after pushing
+    /// vectors: one short statement.
+    ///
+    /// Errors: [`Error::Db`].
+    pub fn has_vector_index(&self, model: &str) -> Result<bool> {
+        if model_dim(model).is_none() {
+            return Ok(true);
+        }
+        let row = self.block_on(self.client().query_one(
+            "SELECT CASE WHEN to_regclass($1) IS NULL
+                THEN (SELECT count(*) FROM
+                      (SELECT 1 FROM message_vectors WHERE model = $2 LIMIT $3) x) < $3
+                ELSE (SELECT c.reltuples FROM pg_class c WHERE c.oid = 'message_vectors'::regclass)
+                     <= $4 * power(coalesce((SELECT substring(array_to_string(i.reloptions, ',')
+                                                        FROM 'lists=([0-9]+)')::float8
+                                             FROM pg_class i WHERE i.oid = to_regclass($1)), 0), 2)
+                END",
+            &[
+                &vector_index_name(model),
+                &model,
+                &VECTOR_INDEX_MIN_VECTORS,
+                &VECTOR_INDEX_REBUILD_GROWTH,
+            ],
+        ))?;
+        Ok(row.get(0))
+    }
+
+    /// Builds (or builds again) the IVFFlat index of `model`'s vectors (`name@version/DIM`)
+    /// when [`Pg::has_vector_index`] says it is missing or outgrown: a partial expression
+    /// index, `USING ivfflat ((embedding::halfvec(DIM)) halfvec_ip_ops) WITH (lists = L)
+    /// WHERE model = '…' AND vector_dims(embedding) = DIM` ([`vector_index_lists`] of the
+    /// model's vectors), named [`vector_index_name`], which the searches by meaning of
+    /// [`crate::PgReader`] match. `Ok(None)` when nothing was built; `Ok(Some(vectors))`, the
+    /// vectors indexed, when built.
+    ///
+    /// Why IVFFlat and not HNSW: on the 1 GB eval, pgvector's HNSW index (m 16,
+    /// ef_construction 64) found far fewer of the nearest vectors than a scan (semantic
+    /// exact-word recall 0.22–0.46 against 0.98, ef_search 100–1,000), IVFFlat with √n lists
+    /// and `lists / 20` probes 0.60 and 0.224 of the paraphrases against 0.241, built in 25 s
+    /// instead of minutes (docs/postgres.md).
+    ///
+    /// The build is one transaction (all or nothing: a sync killed meanwhile leaves the old
+    /// index or none), with `maintenance_work_mem` raised to [`VECTOR_INDEX_BUILD_MEMORY`];
+    /// other machines' pushes of vectors wait for it (a `SHARE` lock on the table). Vectors
+    /// pushed later go into the list of their nearest centre.
+    ///
+    /// Errors: [`Error::Db`] (an index built at the same moment by another machine is not an
+    /// error).
+    pub fn ensure_vector_index(&self, model: &str) -> Result<Option<u64>> {
+        let Some(dim) = model_dim(model) else {
+            return Ok(None);
+        };
+        if self.has_vector_index(model)? {
+            return Ok(None);
+        }
+        let count: i64 = self
+            .block_on(self.client().query_one(
+                &format!(
+                    "SELECT count(*) FROM message_vectors WHERE model = $1 \
+                     AND vector_dims(embedding) = {dim}"
+                ),
+                &[&model],
+            ))?
+            .get(0);
+        let name = vector_index_name(model);
+        let lit = sql_literal(model);
+        let lists = vector_index_lists(count);
+        let built = self.batch_execute(&format!(
+            "BEGIN;
+             SET LOCAL maintenance_work_mem = '{VECTOR_INDEX_BUILD_MEMORY}';
+             DROP INDEX IF EXISTS {name};
+             CREATE INDEX {name} ON message_vectors
+                 USING ivfflat ((embedding::halfvec({dim})) halfvec_ip_ops) WITH (lists = {lists})
+                 WHERE model = {lit} AND vector_dims(embedding) = {dim};
+             COMMIT;"
+        ));
+        if let Err(e) = built {
+            let _ = self.batch_execute("ROLLBACK");
+            // Another machine built it at the same moment: not an error.
+            if self.has_vector_index(model)? {
+                return Ok(None);
+            }
+            return Err(e);
+        }
+        Ok(Some(count as u64))
     }
 
     /// The machines that pushed to this database, by id.

@@ -180,6 +180,9 @@ pub fn sync(
                 Progress::NewDatabase { sessions } => bar.suspend(|| {
                     eprintln!("{}", sync_auto::new_database_note(sessions));
                 }),
+                Progress::VectorIndex { model } => {
+                    bar.set_message(format!("building the search index of {model}'s vectors"));
+                }
             },
         );
         match pass {
@@ -217,6 +220,13 @@ pub fn sync(
                 "message vector",
                 "message vectors"
             )
+        );
+    }
+    if let Some(n) = report.vector_index {
+        eprintln!(
+            "note: built the search index (IVFFlat) of {} in the database: searches by \
+             meaning there read the nearest lists instead of scoring every vector",
+            plural(n, "vector", "vectors")
         );
     }
     if json {

@@ -134,6 +134,7 @@ pub fn add_reports(a: Option<SyncReport>, mut b: SyncReport) -> SyncReport {
     q.messages += a.pulled.messages;
     q.deleted_sessions += a.pulled.deleted_sessions;
     q.deleted_messages += a.pulled.deleted_messages;
+    b.vector_index = b.vector_index.or(a.vector_index);
     b.elapsed_ms += a.elapsed_ms;
     b
 }
@@ -442,6 +443,7 @@ mod watch_line_tests {
             url: "postgres://h/db".into(),
             pushed: Default::default(),
             pulled: Default::default(),
+            vector_index: None,
             elapsed_ms: 41,
         };
         r.pushed.messages = 1;

@@ -649,3 +649,170 @@ fn vectors_are_replaced_per_message_and_go_with_their_messages() {
     pg.push(A, "laptop", &gone).unwrap();
     assert_eq!(count(&pg, "SELECT count(*) FROM message_vectors"), 0);
 }
+
+#[test]
+fn a_models_vector_index_is_built_once_it_has_enough_vectors_and_searches_read_it() {
+    if !std::env::var("MEMTRAIL_TEST_PG_VECTOR").is_ok_and(|v| v == "1") {
+        return;
+    }
+    let Some((url, mut pg)) = crate::fresh("vector_index") else {
+        return;
+    };
+    migrate(&mut pg, MIGRATIONS).unwrap();
+    let model = "m@1/3";
+    // Two vectors: too few for an index; none is built.
+    let mut few = two_sessions();
+    few.sessions[0].vectors = vec![SyncVectors {
+        ext_id: "m3".into(),
+        model: model.into(),
+        chunks: vec![
+            (1.0 / 127.0, vec![0, 0, 127]),
+            (1.0 / 127.0, vec![0, 0, -127]),
+        ],
+    }];
+    assert_eq!(pg.push(A, "laptop", &few).unwrap().vectors, 2);
+    assert!(pg.has_vector_index(model).unwrap());
+    assert_eq!(pg.ensure_vector_index(model).unwrap(), None);
+    let name = memtrail_pg::sync::vector_index_name(model);
+    let exists = |pg: &Pg| {
+        count(
+            pg,
+            &format!("SELECT count(*) FROM pg_indexes WHERE indexname = '{name}'"),
+        )
+    };
+    assert_eq!(exists(&pg), 0);
+    // About 20,000 more (of messages that do not exist: a search joins them away), spread
+    // evenly over the sphere (a Fibonacci lattice) but none within 5.7° of the x or y axis, so
+    // m1 and m2 stay the nearest to their axes; and 10 of another dimension under the same
+    // model id, which the index skips.
+    pg.batch_execute(
+        "INSERT INTO message_vectors (session_uid, ext_id, chunk, model, embedding)
+         SELECT 'synthetic', 'e' || g, 0, 'm@1/3', ARRAY[x, y, z]::real[]::halfvec
+         FROM (SELECT g, sqrt(1 - z * z) * cos(g * 2.399963) AS x,
+                      sqrt(1 - z * z) * sin(g * 2.399963) AS y, z
+               FROM (SELECT g, 1 - 2 * (g + 0.5) / 25600 AS z
+                     FROM generate_series(0, 25599) g) a) b
+         WHERE abs(x) < 0.995 AND abs(y) < 0.995;
+         INSERT INTO message_vectors (session_uid, ext_id, chunk, model, embedding)
+         SELECT 'synthetic', 'f' || g, 0, 'm@1/3', ARRAY[1, 0, 0, 0]::real[]::halfvec
+         FROM generate_series(1, 10) g;",
+    )
+    .unwrap();
+    let synthetic = count(
+        &pg,
+        "SELECT count(*) FROM message_vectors WHERE session_uid = 'synthetic' AND ext_id LIKE 'e%'",
+    );
+    assert!(synthetic >= 20_000, "{synthetic}");
+    assert!(!pg.has_vector_index(model).unwrap());
+    assert_eq!(
+        pg.ensure_vector_index(model).unwrap(),
+        Some(synthetic as u64 + 2)
+    );
+    assert_eq!(exists(&pg), 1);
+    assert!(pg.has_vector_index(model).unwrap());
+    // Not again while the table has not outgrown it.
+    assert_eq!(pg.ensure_vector_index(model).unwrap(), None);
+    // Vectors pushed after the build go into the index: m1 along x, m2 along y.
+    let mut batch = two_sessions();
+    batch.sessions[0].vectors = vec![
+        SyncVectors {
+            ext_id: "m1".into(),
+            model: model.into(),
+            chunks: vec![(1.0 / 127.0, vec![127, 0, 0])],
+        },
+        SyncVectors {
+            ext_id: "m2".into(),
+            model: model.into(),
+            chunks: vec![(1.0 / 127.0, vec![0, 127, 0])],
+        },
+    ];
+    assert_eq!(pg.push(A, "laptop", &batch).unwrap().vectors, 2);
+    // A search by meaning reads it (the plan of the reader's statement shape names it) and
+    // finds the nearest message first (the synthetic vectors are joined away; the other
+    // message is farther than the 8 nearest chunks read for 2 hits).
+    let plan: Vec<String> = pg
+        .block_on(pg.client().query(
+            "EXPLAIN SELECT ext_id FROM message_vectors v
+             WHERE v.model = E'm@1/3' AND vector_dims(v.embedding) = 3
+             ORDER BY v.embedding::halfvec(3) <#> '[1,0,0]'::halfvec(3) LIMIT 40",
+            &[],
+        ))
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(plan.iter().any(|l| l.contains(&name)), "{plan:#?}");
+    let reader = memtrail_pg::PgReader::connect(&format!("{url}?sslmode=disable")).unwrap();
+    let f = memtrail_runtime::query::SearchFilter {
+        limit: 2,
+        ..Default::default()
+    };
+    let near = |q: [f32; 3]| -> Vec<String> {
+        memtrail_runtime::read::ReadStore::nearest(&reader, model, &q, &f)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.message_id)
+            .collect()
+    };
+    assert_eq!(near([1.0, 0.0, 0.0]), ["m1"]);
+    assert_eq!(near([0.0, 1.0, 0.0]), ["m2"]);
+    let lists = |pg: &Pg| -> String {
+        pg.block_on(pg.client().query_one(
+            "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = to_regclass($1)",
+            &[&name],
+        ))
+        .unwrap()
+        .get(0)
+    };
+    assert_eq!(
+        lists(&pg),
+        format!(
+            "lists={}",
+            memtrail_pg::sync::vector_index_lists(synthetic + 2)
+        )
+    );
+    // Grown more than fourfold past what it was built for (lists², PostgreSQL's row estimate
+    // after ANALYZE): built again, with more lists, and still found.
+    pg.batch_execute(
+        "INSERT INTO message_vectors (session_uid, ext_id, chunk, model, embedding)
+         SELECT 'synthetic', 'g' || g, 0, 'm@1/3',
+                ARRAY[0.1 * sin(g), 0.1 * cos(g), -1]::real[]::halfvec
+         FROM generate_series(1, 90000) g;
+         ANALYZE message_vectors;",
+    )
+    .unwrap();
+    assert!(!pg.has_vector_index(model).unwrap());
+    let all = pg.ensure_vector_index(model).unwrap().unwrap();
+    assert_eq!(all, synthetic as u64 + 4 + 90_000);
+    assert_eq!(
+        lists(&pg),
+        format!(
+            "lists={}",
+            memtrail_pg::sync::vector_index_lists(all as i64)
+        )
+    );
+    assert!(pg.has_vector_index(model).unwrap());
+    assert_eq!(near([1.0, 0.0, 0.0]), ["m1"]);
+    assert_eq!(
+        near([0.6, 0.8, 0.0]),
+        ["m2", "m1"][..near([0.6, 0.8, 0.0]).len()]
+    );
+}
+
+#[test]
+fn model_ids_are_quoted_and_named_safely() {
+    use memtrail_pg::sync::{sql_literal, vector_index_name};
+    assert_eq!(sql_literal("m@1/3"), "E'm@1/3'");
+    assert_eq!(sql_literal(r"it's\a"), r"E'it''s\\a'");
+    let n = vector_index_name("it's@1/3");
+    assert!(
+        n.len() <= 63 && n.starts_with("message_vectors_ivf_"),
+        "{n}"
+    );
+    assert!(
+        n["message_vectors_ivf_".len()..]
+            .chars()
+            .all(|c| c.is_ascii_hexdigit())
+    );
+    assert_ne!(vector_index_name("a@1/3"), vector_index_name("b@1/3"));
+}
