@@ -27,7 +27,7 @@ fn main() {
     let t = Instant::now();
     let groups: Vec<&[Vec<u32>]> = seqs.chunks(batch).collect();
     std::thread::scope(|s| {
-        for part in groups.chunks(groups.len().div_ceil(threads)) {
+        for part in groups.chunks(groups.len().div_ceil(threads).max(1)) {
             let bert = &bert;
             s.spawn(move || {
                 for g in part {

@@ -276,6 +276,8 @@ impl Bert {
         let heads = self.cfg.heads;
         let hd = h / heads;
         let rows = lens.len() * len;
+        // The bounds the products below rely on.
+        assert!(lens.iter().all(|&n| n <= len) && x.len() == rows * h && h.is_multiple_of(heads));
         let q = linear(&l.q, x, rows);
         let k = linear(&l.k, x, rows);
         let v = linear(&l.v, x, rows);
@@ -287,9 +289,10 @@ impl Bert {
             for hh in 0..heads {
                 let off = base + hh * hd;
                 // scores = scale · Q_h K_hᵀ over the sequence's real tokens (n × n).
-                // SAFETY: every index the products read or write lies inside q, k, v, ctx
-                // (rows b·len … b·len + n − 1, columns hh·hd … hh·hd + hd − 1, row stride h)
-                // and scores (n × n, row stride len).
+                // SAFETY: q, k, v and ctx hold rows × h values (linear's output, asserted x
+                // size) and n ≤ len (asserted above), so every index the products read or write
+                // lies inside them (rows b·len … b·len + n − 1, columns hh·hd … hh·hd + hd − 1,
+                // row stride h) and inside scores (n × n, row stride len, len × len long).
                 unsafe {
                     matrixmultiply::sgemm(
                         n,
@@ -366,12 +369,16 @@ impl Bert {
 
 /// `x · wᵀ + b` for `rows` rows of `x` (`rows × inp`), `w` being `[out, inp]` row-major.
 fn linear(l: &Linear, x: &[f32], rows: usize) -> Vec<f32> {
+    // The bounds the GEMM below relies on (`from_tensors` checked the shapes).
     assert!(x.len() >= rows * l.inp);
+    assert_eq!(l.b.len(), l.out);
+    assert_eq!(l.w.len(), l.out * l.inp);
     let mut out = Vec::with_capacity(rows * l.out);
     for _ in 0..rows {
         out.extend_from_slice(&l.b);
     }
-    // SAFETY: x holds rows × inp values, w out × inp, out rows × out; the strides below read
+    // SAFETY: x holds at least rows × inp values, w out × inp, out rows × out (asserted
+    // above); the strides below read
     // x row-major, w transposed (element (k, j) of wᵀ is w[j·inp + k]) and write out row-major.
     unsafe {
         matrixmultiply::sgemm(

@@ -298,8 +298,10 @@ impl Encoder for Transformer {
                     })
                 })
                 .collect();
-            for w in workers {
-                done.extend(w.join().map_err(|_| "the encoder's thread panicked")?);
+            // Every thread joined before any error is returned.
+            let joined: Vec<_> = workers.into_iter().map(|w| w.join()).collect();
+            for j in joined {
+                done.extend(j.map_err(|_| "the encoder's thread panicked")?);
             }
             Ok(())
         })?;

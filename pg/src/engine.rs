@@ -80,7 +80,7 @@ pub enum Progress<'a> {
     NewDatabase { sessions: u64 },
     /// Building the IVFFlat index of this machine's model's vectors (when the database first
     /// holds enough of them, and again each time they have grown fourfold:
-    /// [`Pg::ensure_vector_index`]); about 25 s at 700,000 vectors.
+    /// [`Pg::ensure_vector_index`]); under a minute at 700,000 vectors.
     VectorIndex { model: &'a str },
 }
 
@@ -139,6 +139,9 @@ pub struct SyncReport {
     /// The vectors of the index this sync built, when it built one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vector_index: Option<u64>,
+    /// Why building that index failed (the sync went on without it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector_index_error: Option<String>,
     /// Wall time, milliseconds.
     pub elapsed_ms: u64,
 }
@@ -175,6 +178,7 @@ pub fn sync(
         pushed: Pushed::default(),
         pulled: Pulled::default(),
         vector_index: None,
+        vector_index_error: None,
         elapsed_ms: 0,
     };
     let database = pg.database_id()?;
@@ -199,10 +203,14 @@ pub fn sync(
     if vectors
         && report.pushed.vectors > 0
         && let Some(model) = store.embed_model()?
-        && !pg.has_vector_index(&model)?
+        && !matches!(pg.has_vector_index(&model), Ok(true))
     {
         progress(Progress::VectorIndex { model: &model });
-        report.vector_index = pg.ensure_vector_index(&model)?;
+        // Best effort: without the index a search by meaning scores every vector.
+        match pg.ensure_vector_index(&model) {
+            Ok(n) => report.vector_index = n,
+            Err(e) => report.vector_index_error = Some(e.to_string()),
+        }
     }
     pull(store, pg, me, options, &mut report.pulled, progress)?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;

@@ -60,9 +60,17 @@ const MATCHED_COLUMN: &str = "LATERAL (SELECT CASE WHEN ts_filter(m.tsv, '{a}') 
     ELSE 1 END AS k) w";
 
 /// A search by meaning reads one list in this many of the model's IVFFlat index
-/// (`ivfflat.probes`, at least 10): 43 of 850 on the 1 GB eval, 0.224 of the paraphrases found
-/// against 0.241 by a scan of every vector, in 8.7 ms instead of ~1 s (docs/postgres.md).
+/// (`ivfflat.probes`, at least 10): 43 of 850 on the 1 GB eval, 0.195–0.224 of the paraphrases
+/// found (two builds) against 0.241 by a scan of every vector, in 8.7–11 ms instead of
+/// 160–180 ms (docs/postgres.md).
 const PROBE_ONE_LIST_IN: i64 = 20;
+
+/// Whether pgvector `version` (`extversion`, e.g. `0.8.6`) has iterative index scans (0.8.0).
+fn pgvector_has_iterative_scan(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (0, 8)
+}
 
 /// Nearest chunks read per hit asked by [`ReadStore::nearest`] (a message has at most 4).
 const NEAREST_CHUNKS_PER_HIT: usize = 4;
@@ -104,6 +112,9 @@ pub struct PgReader {
     summaries: std::cell::Cell<bool>,
     /// The database has the vectors' table (migration 7 with pgvector).
     vectors: bool,
+    /// Its pgvector has iterative index scans (0.8 and later): a filtered search by meaning
+    /// may read the model's index.
+    iterative: bool,
     /// The database has the sessions' message-id bounds (`session_bounds`, migration 8) that
     /// a search filtered by sessions starts its walk from; an older one is walked from its
     /// newest match.
@@ -153,6 +164,7 @@ impl PgReader {
             pg,
             summaries: std::cell::Cell::new(false),
             vectors: false,
+            iterative: false,
             bounds: false,
         };
         // With the check, this session's `work_mem` (SEARCH_WORK_MEM).
@@ -176,10 +188,19 @@ impl PgReader {
         if r.vectors {
             // For a model's IVFFlat index (built by `sync` once the model has enough vectors):
             // read more lists until the statement has its rows, however many a filter drops.
-            // Best effort: a pgvector older than 0.8 has no iterative scan, and a filtered
-            // search then finds what the probed lists hold.
+            // Best effort: a pgvector older than 0.8 has no iterative scan (it warns when it
+            // loads and drops the setting), and its filtered searches then score every vector
+            // (see `nearest`).
             let _ =
                 r.pg.batch_execute("SET ivfflat.iterative_scan = relaxed_order");
+            r.iterative = r
+                .rows_typed(
+                    "SELECT extversion FROM pg_extension WHERE extname = 'vector'",
+                    &[],
+                )?
+                .first()
+                .map(|row| pgvector_has_iterative_scan(row.get(0)))
+                .unwrap_or(false);
         }
         if !meta && !messages {
             return Err(Error::Remote(
@@ -843,7 +864,14 @@ impl ReadStore for PgReader {
         // the probed lists only (one in PROBE_ONE_LIST_IN, set here from the index's `lists`)
         // instead of every vector. The filters apply before the limit either way: a filtered
         // search still finds its nearest matching messages (the iterative scan, set at
-        // connect, reads more lists until it has `depth` rows).
+        // connect, reads more lists until it has `depth` rows). A pgvector without iterative
+        // scans would return only what the probed lists hold of a filtered search: there the
+        // distance is written so that no index matches it (`+ 0`), and every vector is scored.
+        let order = if filters.is_empty() || self.iterative {
+            format!("v.embedding::halfvec({dim}) <#> q.v")
+        } else {
+            format!("(v.embedding::halfvec({dim}) <#> q.v) + 0")
+        };
         self.one(
             &format!(
                 "SELECT set_config('ivfflat.probes', greatest(10, (substring(
@@ -859,7 +887,7 @@ impl ReadStore for PgReader {
                  SELECT v.session_uid, v.ext_id, (-(v.embedding::halfvec({dim}) <#> q.v))::float8 AS score
                  FROM (SELECT $1::text::halfvec({dim}) AS v) q, message_vectors v{join}
                  WHERE v.model = {model} AND vector_dims(v.embedding) = {dim}{filters}
-                 ORDER BY v.embedding::halfvec({dim}) <#> q.v LIMIT ${depth}) r
+                 ORDER BY {order} LIMIT ${depth}) r
              JOIN messages m ON m.session_uid = r.session_uid AND m.ext_id = r.ext_id
              ORDER BY r.score DESC, m.id DESC",
             model = crate::sync::sql_literal(model),
@@ -1425,6 +1453,15 @@ mod tests {
 
     // The lexemes are PostgreSQL's own for these words: ts_lexize('memtrail_stem', w) gives
     // parse → pars, rs → r, database → databas, is → i, locked → lock, pars → par, ls → l.
+    #[test]
+    fn iterative_scans_came_with_pgvector_0_8() {
+        assert!(pgvector_has_iterative_scan("0.8.0"));
+        assert!(pgvector_has_iterative_scan("0.8.6"));
+        assert!(pgvector_has_iterative_scan("1.0"));
+        assert!(!pgvector_has_iterative_scan("0.7.4"));
+        assert!(!pgvector_has_iterative_scan("garbage"));
+    }
+
     #[test]
     fn identifiers_become_phrases_of_their_parts() {
         assert_eq!(tsq("parse_config").unwrap(), "('pars' <-> 'config')");

@@ -149,9 +149,9 @@ pub const VECTOR_INDEX_MIN_VECTORS: i64 = 20_000;
 /// lists' assignment run in it).
 pub const VECTOR_INDEX_BUILD_MEMORY: &str = "1GB";
 
-/// The index is built again once the vectors' table holds this many times the vectors it was
-/// built for (`lists²`): its lists' centres were learnt from the vectors of that time, and a
-/// list read per probe grows with the table.
+/// The index is built again once the model's vectors are this many times those it was built
+/// for (`lists²`): its lists' centres were learnt from the vectors of that time, and a list
+/// read per probe grows with them.
 pub const VECTOR_INDEX_REBUILD_GROWTH: f64 = 4.0;
 
 /// The lists (k-means clusters) of an IVFFlat index of `n` vectors: `√n`, at least 100
@@ -246,12 +246,13 @@ impl Pg {
     }
 
     /// Whether `model`'s vectors have a current index ([`Pg::ensure_vector_index`]), or need
-    /// none: `true` too for a model id without a usable dimension, or when the database holds
-    /// fewer than [`VECTOR_INDEX_MIN_VECTORS`] of its vectors (counted through the index on
-    /// `model`, at most that many rows read). `false` when there is no index, or when the
-    /// vectors' table has grown [`VECTOR_INDEX_REBUILD_GROWTH`] times past what the index was
-    /// built for (PostgreSQL's row estimate against `lists²`). A sync calls it after pushing
-    /// vectors: one short statement.
+    /// or can have none: `true` too for a model id without a usable dimension, when this role
+    /// does not own `message_vectors` (only its owner may index it), or when the database holds
+    /// fewer than [`VECTOR_INDEX_MIN_VECTORS`] of the model's vectors (counted through the
+    /// index on `model`, at most that many rows read). `false` when there is no index, or when
+    /// the model's vectors have grown [`VECTOR_INDEX_REBUILD_GROWTH`] times past what the index
+    /// was built for (the index's own row estimate, kept by VACUUM and ANALYZE, against
+    /// `lists²`). A sync calls it after pushing vectors: one short statement.
     ///
     /// Errors: [`Error::Db`].
     pub fn has_vector_index(&self, model: &str) -> Result<bool> {
@@ -259,13 +260,17 @@ impl Pg {
             return Ok(true);
         }
         let row = self.block_on(self.client().query_one(
-            "SELECT CASE WHEN to_regclass($1) IS NULL
+            "SELECT CASE
+                WHEN NOT pg_has_role((SELECT relowner FROM pg_class
+                                      WHERE oid = 'message_vectors'::regclass), 'USAGE')
+                THEN true
+                WHEN to_regclass($1) IS NULL
                 THEN (SELECT count(*) FROM
                       (SELECT 1 FROM message_vectors WHERE model = $2 LIMIT $3) x) < $3
-                ELSE (SELECT c.reltuples FROM pg_class c WHERE c.oid = 'message_vectors'::regclass)
-                     <= $4 * power(coalesce((SELECT substring(array_to_string(i.reloptions, ',')
-                                                        FROM 'lists=([0-9]+)')::float8
-                                             FROM pg_class i WHERE i.oid = to_regclass($1)), 0), 2)
+                ELSE (SELECT i.reltuples::float8 <= $4 * power(coalesce(substring(
+                          array_to_string(i.reloptions, ',') FROM 'lists=([0-9]+)')::float8,
+                          0), 2)
+                      FROM pg_class i WHERE i.oid = to_regclass($1))
                 END",
             &[
                 &vector_index_name(model),
@@ -286,18 +291,18 @@ impl Pg {
     /// vectors indexed, when built.
     ///
     /// Why IVFFlat and not HNSW: on the 1 GB eval, pgvector's HNSW index (m 16,
-    /// ef_construction 64) found far fewer of the nearest vectors than a scan (semantic
-    /// exact-word recall 0.22–0.46 against 0.98, ef_search 100–1,000), IVFFlat with √n lists
-    /// and `lists / 20` probes 0.60 and 0.224 of the paraphrases against 0.241, built in 25 s
-    /// instead of minutes (docs/postgres.md).
+    /// ef_construction 64) found far fewer of the nearest vectors than a scan (0.086–0.121 of
+    /// the paraphrases against 0.241, ef_search 100–1,000); IVFFlat with √n lists and one list
+    /// in 20 probed found 0.195–0.224, built in 25–27 s (docs/postgres.md).
     ///
-    /// The build is one transaction (all or nothing: a sync killed meanwhile leaves the old
-    /// index or none), with `maintenance_work_mem` raised to [`VECTOR_INDEX_BUILD_MEMORY`];
-    /// other machines' pushes of vectors wait for it (a `SHARE` lock on the table). Vectors
-    /// pushed later go into the list of their nearest centre.
+    /// Built with `CREATE INDEX CONCURRENTLY` under a second name (`…_new`; neither searches
+    /// nor pushes wait for it), with `maintenance_work_mem` raised to
+    /// [`VECTOR_INDEX_BUILD_MEMORY`], then put in place of the old index in one short
+    /// transaction. A build that fails leaves an invalid `…_new` index, dropped by the next
+    /// attempt. Vectors pushed later go into the list of their nearest centre.
     ///
-    /// Errors: [`Error::Db`] (an index built at the same moment by another machine is not an
-    /// error).
+    /// Errors: [`Error::Db`] (an index another machine built at the same moment is not an
+    /// error). A sync reports the error and goes on: the index is an optimisation.
     pub fn ensure_vector_index(&self, model: &str) -> Result<Option<u64>> {
         let Some(dim) = model_dim(model) else {
             return Ok(None);
@@ -315,21 +320,30 @@ impl Pg {
             ))?
             .get(0);
         let name = vector_index_name(model);
+        let new = format!("{name}_new");
         let lit = sql_literal(model);
         let lists = vector_index_lists(count);
-        let built = self.batch_execute(&format!(
-            "BEGIN;
-             SET LOCAL maintenance_work_mem = '{VECTOR_INDEX_BUILD_MEMORY}';
-             DROP INDEX IF EXISTS {name};
-             CREATE INDEX {name} ON message_vectors
-                 USING ivfflat ((embedding::halfvec({dim})) halfvec_ip_ops) WITH (lists = {lists})
-                 WHERE model = {lit} AND vector_dims(embedding) = {dim};
-             COMMIT;"
-        ));
+        // Each statement on its own: CREATE INDEX CONCURRENTLY may not run in a transaction.
+        let built = (|| -> Result<()> {
+            self.batch_execute(&format!(
+                "SET maintenance_work_mem = '{VECTOR_INDEX_BUILD_MEMORY}'"
+            ))?;
+            self.batch_execute(&format!("DROP INDEX CONCURRENTLY IF EXISTS {new}"))?;
+            self.batch_execute(&format!(
+                "CREATE INDEX CONCURRENTLY {new} ON message_vectors
+                     USING ivfflat ((embedding::halfvec({dim})) halfvec_ip_ops)
+                     WITH (lists = {lists})
+                     WHERE model = {lit} AND vector_dims(embedding) = {dim}"
+            ))?;
+            self.batch_execute(&format!(
+                "BEGIN; DROP INDEX IF EXISTS {name}; ALTER INDEX {new} RENAME TO {name}; COMMIT;"
+            ))
+        })();
+        let _ = self.batch_execute("RESET maintenance_work_mem");
         if let Err(e) = built {
             let _ = self.batch_execute("ROLLBACK");
             // Another machine built it at the same moment: not an error.
-            if self.has_vector_index(model)? {
+            if matches!(self.has_vector_index(model), Ok(true)) {
                 return Ok(None);
             }
             return Err(e);

@@ -222,6 +222,13 @@ pub fn sync(
             )
         );
     }
+    if let Some(e) = &report.vector_index_error {
+        eprintln!(
+            "memtrail: warning: could not build the search index of the vectors in the \
+             database (searches by meaning there score every vector): {}",
+            crate::output::terminal_safe(e)
+        );
+    }
     if let Some(n) = report.vector_index {
         eprintln!(
             "note: built the search index (IVFFlat) of {} in the database: searches by \

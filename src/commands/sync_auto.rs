@@ -135,6 +135,7 @@ pub fn add_reports(a: Option<SyncReport>, mut b: SyncReport) -> SyncReport {
     q.deleted_sessions += a.pulled.deleted_sessions;
     q.deleted_messages += a.pulled.deleted_messages;
     b.vector_index = b.vector_index.or(a.vector_index);
+    b.vector_index_error = b.vector_index_error.or(a.vector_index_error);
     b.elapsed_ms += a.elapsed_ms;
     b
 }
@@ -444,6 +445,7 @@ mod watch_line_tests {
             pushed: Default::default(),
             pulled: Default::default(),
             vector_index: None,
+            vector_index_error: None,
             elapsed_ms: 41,
         };
         r.pushed.messages = 1;

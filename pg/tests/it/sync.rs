@@ -710,7 +710,17 @@ fn a_models_vector_index_is_built_once_it_has_enough_vectors_and_searches_read_i
     );
     assert_eq!(exists(&pg), 1);
     assert!(pg.has_vector_index(model).unwrap());
-    // Not again while the table has not outgrown it.
+    // Not again while the model's vectors have not outgrown it, however many vectors other
+    // models have (the index's own row estimate is what counts).
+    assert_eq!(pg.ensure_vector_index(model).unwrap(), None);
+    pg.batch_execute(
+        "INSERT INTO message_vectors (session_uid, ext_id, chunk, model, embedding)
+         SELECT 'synthetic', 'o' || g, 0, 'other@1/3', ARRAY[1, 0, 0]::real[]::halfvec
+         FROM generate_series(1, 110000) g;
+         ANALYZE message_vectors;",
+    )
+    .unwrap();
+    assert!(pg.has_vector_index(model).unwrap());
     assert_eq!(pg.ensure_vector_index(model).unwrap(), None);
     // Vectors pushed after the build go into the index: m1 along x, m2 along y.
     let mut batch = two_sessions();

