@@ -1451,8 +1451,6 @@ mod tests {
         parse_query(s).as_deref().and_then(tsquery)
     }
 
-    // The lexemes are PostgreSQL's own for these words: ts_lexize('memtrail_stem', w) gives
-    // parse → pars, rs → r, database → databas, is → i, locked → lock, pars → par, ls → l.
     #[test]
     fn iterative_scans_came_with_pgvector_0_8() {
         assert!(pgvector_has_iterative_scan("0.8.0"));
@@ -1462,6 +1460,8 @@ mod tests {
         assert!(!pgvector_has_iterative_scan("garbage"));
     }
 
+    // The lexemes are PostgreSQL's own for these words: ts_lexize('memtrail_stem', w) gives
+    // parse → pars, rs → r, database → databas, is → i, locked → lock, pars → par, ls → l.
     #[test]
     fn identifiers_become_phrases_of_their_parts() {
         assert_eq!(tsq("parse_config").unwrap(), "('pars' <-> 'config')");
