@@ -342,8 +342,11 @@ impl Pg {
         let _ = self.batch_execute("RESET maintenance_work_mem");
         if let Err(e) = built {
             let _ = self.batch_execute("ROLLBACK");
-            // Another machine built it at the same moment: not an error.
-            if matches!(self.has_vector_index(model), Ok(true)) {
+            // Another machine built it at the same moment, or is building it (`…_new` exists
+            // already: SQLSTATE 42P07): not an error.
+            if matches!(self.has_vector_index(model), Ok(true))
+                || e.to_string().contains("SQLSTATE 42P07")
+            {
                 return Ok(None);
             }
             return Err(e);
