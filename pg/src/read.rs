@@ -203,10 +203,11 @@ impl PgReader {
                 .unwrap_or(false);
         }
         if !meta && !messages {
-            return Err(Error::Remote(
-                "no memtrail tables in DB: run `memtrail sync --init URL` on a machine first"
-                    .into(),
-            ));
+            return Err(Error::Remote(format!(
+                "no memtrail tables in {}: run `memtrail sync --init` with this URL on a \
+                 machine first",
+                r.pg.target()
+            )));
         }
         if meta
             && let Some(v) = r

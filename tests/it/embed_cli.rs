@@ -157,6 +157,21 @@ fn import_embeds_the_new_messages_when_the_model_is_installed() {
     ]);
     assert_eq!(sem["hits"][0]["session_id"], "s1", "{sem}");
     assert_eq!(sem["hits"][0]["message_index"], 2, "{sem}");
+    // A query with no word is refused in every mode, as the full-text search refuses it
+    // (by meaning, every message would be "nearest" to it).
+    for mode in ["semantic", "hybrid", "lexical"] {
+        let out = sb
+            .cmd()
+            .args(["search", "--mode", mode, "???"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{mode}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("the query `???` holds no searchable word"),
+            "{mode}: {err}"
+        );
+    }
 }
 
 #[test]
