@@ -220,17 +220,30 @@ fn by_meaning(
     if db.postgres_url().is_some() {
         return by_meaning_in(db, q, filter, mode);
     }
+    let needs_model = || {
+        anyhow::anyhow!(
+            "search by meaning needs a model: install the local one with `memtrail models install` (or configure an endpoint in [embed] of {})",
+            memtrail_runtime::privacy::config_path().display()
+        )
+    };
     let Some(store) = open_store_read(db)? else {
+        // No store yet: nothing to find, but a search by meaning without a model says so
+        // first, as it does once there is a store.
+        let set_up = crate::commands::models::model_dir()
+            .join("model.json")
+            .is_file()
+            || matches!(
+                memtrail_embed::service::endpoint_config(&memtrail_runtime::privacy::config_path()),
+                Ok(Some(_))
+            );
+        if asked && !set_up {
+            return Err(needs_model());
+        }
         return Ok(Searched::Lexical(None));
     };
     let meaning = if asked {
         let model = crate::commands::models::encoder_for(store.embed_model()?.as_deref())?
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "search by meaning needs a model: install the local one with `memtrail models install` (or configure an endpoint in [embed] of {})",
-                    memtrail_runtime::privacy::config_path().display()
-                )
-            })?;
+            .ok_or_else(needs_model)?;
         if store.embed_model()?.as_deref() != Some(model.id()) {
             anyhow::bail!(
                 "the store holds no vectors of {}: run `memtrail embed` first",

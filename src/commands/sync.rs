@@ -246,12 +246,17 @@ pub fn sync(
     }
     let (p, q) = (&report.pushed, &report.pulled);
     out!(
-        "synced with {}: pushed {} in {}{}, {}; pulled {} in {} from {}{}; {:.2} s{}",
+        "synced with {}: pushed {} in {}{}{}, {}; pulled {} in {} from {}{}; {:.2} s{}",
         report.url,
         plural(p.messages, "message", "messages"),
         plural(p.sessions, "session", "sessions"),
         if p.bytes > 0 {
             format!(" ({})", human_bytes(p.bytes))
+        } else {
+            String::new()
+        },
+        if p.vectors > 0 {
+            format!(" with {}", plural(p.vectors, "vector", "vectors"))
         } else {
             String::new()
         },

@@ -44,6 +44,17 @@ fn install_from_a_folder_without_the_model_is_a_clear_error() {
 #[test]
 fn semantic_search_without_the_model_says_how_to_install_it() {
     let sb = Sandbox::new();
+    // Before any store exists too.
+    for mode in ["semantic", "hybrid"] {
+        let out = sb
+            .cmd()
+            .args(["search", "--mode", mode, "login problem"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{mode}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("search by meaning needs a model"), "{err}");
+    }
     write_session(&sb, "s1", &["fix the flaky test"]);
     sb.json(&["import", "--json"]);
     let out = sb
