@@ -636,10 +636,16 @@ fn print_sync(s: &SyncStatus) {
             .as_deref()
             .unwrap_or("no machine id: run `memtrail sync --init` again")
     );
+    // `last_pull_at` is when another machine's changes were last applied: a sync that found
+    // none leaves it unset, which "never" would misreport.
+    let pulled = match (&s.last_pull_at, &s.last_sync_at) {
+        (None, Some(_)) => "nothing from other machines yet".to_string(),
+        (p, _) => when(p),
+    };
     out!(
         "  last push: {}; last pull: {}; last sync: {}",
         when(&s.last_push_at),
-        when(&s.last_pull_at),
+        pulled,
         when(&s.last_sync_at)
     );
     if let Some(p) = &s.pending {
