@@ -5,7 +5,7 @@
 //! memtrail-corpus generate --out DIR [--bytes 100M] [--seed 1] [--session-bytes 96K]
 //! memtrail-corpus turn --transcript FILE --session ID [--bytes 20K] [--seed 1]
 //! memtrail-corpus pick --out DIR      # prints the largest main Claude transcript and its session id
-//! memtrail-corpus search --db DB --query "two words" [--runs 50]   # in-process search, ms
+//! memtrail-corpus search --db DB --query "two words" [--runs 50] [--limit 20]   # in-process search, ms
 //!     [--agent A] [--project DIR] [--role R] [--since-ms T] [--until-ms T]  # its filters
 //! memtrail-corpus needles --out HOME [--eval bench/eval/needles.jsonl]  # the eval's sessions
 //! memtrail-corpus eval --db DB --model DIR [--eval FILE] [--encoder static|transformer|variant] [--embed 1]
@@ -453,7 +453,7 @@ fn main() -> Result<()> {
             // Optional filters, as `memtrail search` takes them (dates in ms since the epoch).
             let ms = |k: &str| get(k).map(|s| s.parse::<i64>()).transpose();
             let f = memtrail_runtime::query::SearchFilter {
-                limit: 20,
+                limit: get("limit").map(|s| s.parse()).transpose()?.unwrap_or(20),
                 agent: get("agent"),
                 project: get("project"),
                 role: get("role"),
