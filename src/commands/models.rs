@@ -44,6 +44,16 @@ pub fn encoder_for(stored: Option<&str>) -> Result<Option<memtrail_embed::servic
     .map_err(|e| anyhow!(e))
 }
 
+/// Whether a model is set up (installed, or an `[embed]` endpoint configured), known without
+/// loading it or asking the endpoint.
+pub fn set_up() -> bool {
+    model_dir().join("model.json").is_file()
+        || matches!(
+            memtrail_embed::service::endpoint_config(&memtrail_runtime::privacy::config_path()),
+            Ok(Some(_))
+        )
+}
+
 /// The id of [`encoder`]'s vectors, known without loading it (`None` when not set up, or for
 /// an endpoint without `dim`).
 pub fn configured_id() -> Option<String> {

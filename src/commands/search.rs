@@ -191,6 +191,14 @@ fn mapped(store: memtrail_runtime::Store) -> Box<dyn memtrail_runtime::read::Rea
     Box::new(store)
 }
 
+/// Why a search by meaning cannot run: no model is set up, and how to set one up.
+fn needs_model() -> anyhow::Error {
+    anyhow::anyhow!(
+        "search by meaning needs a model: install the local one with `memtrail models install` (or configure an endpoint in [embed] of {})",
+        memtrail_runtime::privacy::config_path().display()
+    )
+}
+
 /// What [`by_meaning`] did: searched by meaning (the hits and the count of unindexed
 /// messages), or left a lexical search to the caller, with the store it opened to decide
 /// (`None`: none opened), so that the search does not open it a second time (~0.7 ms of a
@@ -220,23 +228,10 @@ fn by_meaning(
     if db.postgres_url().is_some() {
         return by_meaning_in(db, q, filter, mode);
     }
-    let needs_model = || {
-        anyhow::anyhow!(
-            "search by meaning needs a model: install the local one with `memtrail models install` (or configure an endpoint in [embed] of {})",
-            memtrail_runtime::privacy::config_path().display()
-        )
-    };
     let Some(store) = open_store_read(db)? else {
         // No store yet: nothing to find, but a search by meaning without a model says so
         // first, as it does once there is a store.
-        let set_up = crate::commands::models::model_dir()
-            .join("model.json")
-            .is_file()
-            || matches!(
-                memtrail_embed::service::endpoint_config(&memtrail_runtime::privacy::config_path()),
-                Ok(Some(_))
-            );
-        if asked && !set_up {
+        if asked && !crate::commands::models::set_up() {
             return Err(needs_model());
         }
         return Ok(Searched::Lexical(None));
@@ -298,10 +293,7 @@ fn by_meaning_in(
     };
     let model = match crate::commands::models::encoder()? {
         Some(m) => m,
-        None if asked => anyhow::bail!(
-            "search by meaning needs a model: install the local one with `memtrail models install` (or configure an endpoint in [embed] of {})",
-            memtrail_runtime::privacy::config_path().display()
-        ),
+        None if asked => return Err(needs_model()),
         None => return Ok(Searched::Lexical(Some(store))),
     };
     match store.has_vectors_of(model.id()) {

@@ -247,16 +247,7 @@ fn hooks_import_and_mcp_servers_share_one_store_under_load() {
         if attempt > 0 {
             std::thread::sleep(Duration::from_millis(500));
         }
-        let out = sb
-            .cmd()
-            .args(["import", "--agent", "claude", "--json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        sb.json(&["import", "--agent", "claude", "--json"]);
         // The file must be there (a WAL deleted by the last connection to close would say
         // nothing about the servers; memtrail's connections never delete it).
         wal_after = std::fs::metadata(&wal_path).map_or(u64::MAX, |m| m.len());
