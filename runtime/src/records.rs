@@ -98,12 +98,12 @@ pub struct Prepared<E: Enrich = Standard> {
 pub struct Fresh {
     /// The message redacted across its parts ([`Enrich::redact_merged`]).
     pub(crate) message: Message,
-    /// The search columns ([`crate::store::render_index_text`], [`crate::store::cjk_index_text`]).
+    /// The prose search column and the CJK one ([`crate::store::render_index_text`],
+    /// [`crate::store::cjk_index_text`]); the tool calls' column is rendered from `parts` when read.
     pub(crate) body: String,
-    pub(crate) tools: String,
     pub(crate) cjk: Option<String>,
-    /// `parts` as stored (JSON).
-    pub(crate) parts_json: String,
+    /// `parts` as stored: the JSON, compressed when that is smaller (`store::packed`).
+    pub(crate) parts: crate::store::StoredParts,
     /// The session's agent the events were extracted for (`None`: not extracted).
     pub(crate) agent: Option<Agent>,
     /// The message's events ([`crate::store::message_events`]), not yet redacted.
@@ -150,14 +150,13 @@ impl<E: Enrich> Prepared<E> {
             p.enrich.redact_merged(&mut message);
             let (body, tools) = crate::store::render_index_text(&message);
             let cjk = crate::store::cjk_index_text(&body, &tools);
-            let parts_json = serde_json::to_string(&message.parts)?;
+            let parts = crate::store::pack_parts(serde_json::to_string(&message.parts)?)?;
             let events = crate::store::message_events(agent, &message, &p.enrich);
             fresh.push(Some(Fresh {
                 message,
                 body,
-                tools,
                 cjk,
-                parts_json,
+                parts,
                 agent: Some(agent),
                 events,
             }));

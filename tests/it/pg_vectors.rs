@@ -269,6 +269,7 @@ fn vectors_travel_with_sync_and_postgresql_searches_by_meaning() {
     // A rewritten message (a late tool result, a redaction) loses its vectors here and waits
     // to be embedded again: its old vector is removed from PostgreSQL with the new text.
     let c = rusqlite::Connection::open(sb.db()).unwrap();
+    memtrail_runtime::store::register_sql_functions(&c).unwrap();
     let changed = c
         .execute(
             "UPDATE messages SET body = 'Pick the colors of the appearance toggle.' \

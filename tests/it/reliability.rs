@@ -420,6 +420,7 @@ fn repair_fixes_corrupt_full_text_index_data() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["hits"].as_array().unwrap().len(), 6, "{v}");
     let c = rusqlite::Connection::open(sb.db()).unwrap();
+    memtrail_runtime::store::register_sql_functions(&c).unwrap();
     let check: String = c
         .query_row(
             "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1) RETURNING 'ok'",

@@ -152,6 +152,7 @@ fn import_fixtures(m: &Machine, k: usize, of: usize) -> usize {
 /// PostgreSQL's tables are (see [`pg_rows`]).
 fn store_rows(db: &Path, own: &str, pulled: bool) -> Vec<String> {
     let c = rusqlite::Connection::open(db).unwrap();
+    memtrail_runtime::store::register_sql_functions(&c).unwrap();
     let filter = if pulled {
         "s.origin <> ''"
     } else {
@@ -174,7 +175,8 @@ fn store_rows(db: &Path, own: &str, pulled: bool) -> Vec<String> {
             format!(
                 "SELECT json_object({session_cols}, 'ext_id', m.ext_id, 'seq', m.seq,
                    'role', m.role, 'kind', m.kind, 'ts', m.ts, 'model', m.model, 'body', m.body,
-                   'tools', m.tools, 'cjk', m.cjk, 'parts', m.parts)
+                   'tools', memtrail_tools(m.tools, m.parts), 'cjk', m.cjk,
+                   'parts', memtrail_parts(m.parts))
                  FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {filter}"
             ),
         ),
@@ -727,6 +729,7 @@ fn deletions_and_redactions_propagate_to_postgres_and_the_other_machines() {
     // current rules redact it at `redact --rescan`, and the change propagates.
     let key = "AKIAQYLPMN5HHHFPZAM2";
     let c = rusqlite::Connection::open(a.sb.db()).unwrap();
+    memtrail_runtime::store::register_sql_functions(&c).unwrap();
     let changed = c
         .execute(
             &format!(
@@ -750,9 +753,11 @@ fn deletions_and_redactions_propagate_to_postgres_and_the_other_machines() {
     // B redacts what it pulls with its own rules: the secret never reached B's store.
     let b_has_key = |b: &Machine| {
         let c = rusqlite::Connection::open(b.sb.db()).unwrap();
+        memtrail_runtime::store::register_sql_functions(&c).unwrap();
         c.query_row(
             &format!(
-                "SELECT count(*) FROM messages WHERE body LIKE '%{key}%' OR parts LIKE '%{key}%'"
+                "SELECT count(*) FROM messages
+                 WHERE body LIKE '%{key}%' OR memtrail_parts(parts) LIKE '%{key}%'"
             ),
             [],
             |r| r.get::<_, i64>(0),

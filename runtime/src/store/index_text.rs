@@ -21,9 +21,15 @@ pub(crate) fn kind_from_str(s: &str) -> Kind {
 /// The two indexed columns of a message: its prose, and its tool calls flattened to
 /// `name input-values output` lines (outputs capped at [`INDEXED_OUTPUT_CAP`] bytes).
 pub fn render_index_text(m: &Message) -> (String, String) {
-    let body = m.text();
+    (m.text(), render_tools(&m.parts))
+}
+
+/// The `tools` index text of a message's parts: each tool call as `name input-values` then its
+/// output, and each unattached tool result's output, one per line (outputs capped at
+/// [`INDEXED_OUTPUT_CAP`] bytes).
+pub fn render_tools(parts: &[Part]) -> String {
     let mut tools = String::new();
-    for p in &m.parts {
+    for p in parts {
         match p {
             Part::ToolCall(c) => {
                 push_call(&mut tools, c);
@@ -35,7 +41,7 @@ pub fn render_index_text(m: &Message) -> (String, String) {
             _ => {}
         }
     }
-    (body, tools)
+    tools
 }
 
 /// True for Han ideographs, Hiragana, Katakana and Hangul: scripts written without spaces,

@@ -2,6 +2,7 @@
 //! messages, re-apply the current redaction rules to what was stored earlier.
 
 use super::Db;
+use super::packed;
 use crate::Result;
 use crate::privacy::SkipReason;
 use crate::records::Enrich;
@@ -496,8 +497,9 @@ pub fn rescan<E: Enrich>(
         );
         let rows: Vec<Row> = {
             let mut stmt = store.conn.prepare(
-                "SELECT id, ext_id, kind, body, tools, parts, session_id, role, ts FROM messages
-                 WHERE id > ?1 ORDER BY id LIMIT ?2",
+                "SELECT id, ext_id, kind, body, memtrail_tools(tools, parts), memtrail_parts(parts),
+                        session_id, role, ts
+                 FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2",
             ).db()?;
             stmt.query_map(params![last_id, RESCAN_BATCH as i64], |r| {
                 Ok((
@@ -540,9 +542,12 @@ pub fn rescan<E: Enrich>(
                 let (new_parts, new_body, new_tools, redacted) =
                     (r.parts, r.body, r.tools, r.message);
                 let cjk = cjk_index_text(&new_body, &new_tools);
+                // `tools` is rendered from the parts when read (`packed`), unless they do not
+                // parse.
+                let new_tools = redacted.is_none().then_some(new_tools);
                 w.tx.execute(
                     "UPDATE messages SET parts = ?2, body = ?3, tools = ?4, cjk = ?5 WHERE id = ?1",
-                    params![id, new_parts, new_body, new_tools, cjk],
+                    params![id, packed::pack(new_parts)?, new_body, new_tools, cjk],
                 )
                 .db()?;
                 // The message's events quote it (paths, prompts, errors): extracted again from

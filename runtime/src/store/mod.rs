@@ -7,9 +7,13 @@
 //!   session has a larger id (kept by triggers; it never goes down; NULL: no message).
 //! - `messages`: one row per message, `(session_id, ext_id)` unique, `seq` the order within the
 //!   session (0-based, assigned at first insert, never changed by a merge). `body` is the prose,
-//!   `tools` the tool calls flattened for search, `parts` the full ordered parts as JSON.
+//!   `parts` the full ordered parts as JSON (schema 13: compressed with zstd when that makes it
+//!   smaller), `tools` the tool calls flattened for search (schema 13: NULL, rendered from
+//!   `parts` when read; rows written before keep their text). Read them with the SQL functions
+//!   `memtrail_parts(parts)` and `memtrail_tools(tools, parts)` (`packed`).
 //! - `tool_calls`: `(session_id, call_id)` → message, so a late tool result finds its call.
-//! - `messages_fts`: FTS5, external content on `messages(body, tools, cjk)`, `porter unicode61`,
+//! - `messages_fts`: FTS5, external content on the view `messages_text(body, tools, cjk)`
+//!   (schema 13; `messages` itself before), `porter unicode61`,
 //!   kept in sync by triggers through a queue (schema 4): a written or changed message is queued
 //!   in `fts_pending` and indexed later by [`Store::catch_up_index`] (every search first, imports,
 //!   the MCP server in the background, and a hook when the queue is long), so that a hook does
@@ -79,6 +83,7 @@ pub(crate) mod maintenance;
 mod no_enrich_inside;
 #[cfg(test)]
 mod no_sql_outside;
+mod packed;
 pub(crate) mod queries;
 pub(crate) mod rank;
 pub(crate) mod recall;
@@ -95,9 +100,11 @@ mod writer;
 
 pub use cursors::{Cursor, CursorMark, CursorStat, ReadFile};
 use files::{create_private_dir, create_private_file, file_id, make_owner_only, resolve_links};
-pub use index_text::{INDEXED_OUTPUT_CAP, cjk_index_text, is_cjk, render_index_text};
+pub use index_text::{INDEXED_OUTPUT_CAP, cjk_index_text, is_cjk, render_index_text, render_tools};
 pub(crate) use index_text::{cap, kind_from_str};
 pub use location::{STORE_ENV, StoreLocation, masked_url};
+pub(crate) use packed::pack as pack_parts;
+pub use packed::{StoredParts, register as register_sql_functions};
 pub use queries::{SEMANTIC_SNIPPET_CHARS, hits_for_messages};
 pub use repair::{REPAIR_STEPS, RepairReport, RepairStep, RepairStepReport, is_corrupt};
 pub use schema::{Migrating, SCHEMA_VERSION};
@@ -657,6 +664,9 @@ impl Store {
     }
 
     fn configure(&self) -> Result<()> {
+        // `parts` compressed and `tools` rendered from it (schema 13): the triggers and the
+        // full-text index's content view call these.
+        packed::register(&self.conn)?;
         let mode: String = self
             .conn
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))

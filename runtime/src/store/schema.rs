@@ -7,7 +7,7 @@ use crate::{Error, Result};
 use rusqlite::TransactionBehavior;
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 /// The migrations, in order: migration `i` (1-based) takes a store from schema version `i - 1` to
 /// `i`. Each is one SQL batch (`migrations/NNNN_*.sql`), run in the same transaction as the
@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0010_sync_vectors.sql"),
     include_str!("migrations/0011_session_last_message.sql"),
     include_str!("migrations/0012_snapshot_states.sql"),
+    include_str!("migrations/0013_packed_parts.sql"),
 ];
 
 /// The name of each migration (its file's name without the number), in the order of
@@ -42,6 +43,7 @@ const MIGRATION_NAMES: [&str; MIGRATIONS.len()] = [
     "sync_vectors",
     "session_last_message",
     "snapshot_states",
+    "packed_parts",
 ];
 
 /// A migration about to run, as [`Store::open_with_progress`] reports it.
@@ -63,6 +65,10 @@ pub(super) type MigrationProgress<'a> = Option<&'a mut dyn FnMut(Migrating)>;
 /// The schema version whose migration creates the `events` table; a store migrated across it
 /// gets the events of its stored messages extracted in the same transaction.
 const EVENTS_SCHEMA: i64 = 3;
+
+/// The schema version whose migration (`0013_packed_parts.sql`) is followed by
+/// [`rewrite_declarations`].
+const PACKED_SCHEMA: i64 = 13;
 
 impl Store {
     pub(super) fn schema_version(&self) -> Result<i64> {
@@ -127,6 +133,9 @@ impl Store {
                 if (i + 1) as i64 == EVENTS_SCHEMA && v > 0 {
                     Writer::new(&tx).backfill_events(&crate::records::Standard)?;
                 }
+                if (i + 1) as i64 == PACKED_SCHEMA {
+                    rewrite_declarations(&tx)?;
+                }
                 tx.pragma_update(None, "user_version", (i + 1) as i64)
                     .db()?;
             }
@@ -155,6 +164,69 @@ impl Store {
         tx.commit().db()?;
         Ok(())
     }
+}
+
+/// Schema 13's two changes of a declaration, which SQLite's `ALTER TABLE` cannot make: the
+/// `NOT NULL` of `messages.tools` dropped, and `messages_fts`'s content moved from the table
+/// `messages` to the view `messages_text`. Neither changes what is on disk (a constraint, and an
+/// argument FTS5 reads when it connects), so the stored SQL is edited in place, in the
+/// migrations' transaction, as SQLite documents for such changes
+/// (<https://sqlite.org/lang_altertable.html#otheralter>): `writable_schema` on, the two rows of
+/// `sqlite_schema` updated, `schema_version` incremented so that every connection reads the
+/// schema again, `writable_schema` off.
+///
+/// Errors: [`Error::Invalid`] when either declaration is not the one migrations 1 to 12 wrote
+/// (the store was changed by hand): nothing is changed then.
+fn rewrite_declarations(tx: &rusqlite::Connection) -> Result<()> {
+    const EDITS: [(&str, &str, &str); 2] = [
+        ("messages", "tools TEXT NOT NULL,", "tools TEXT,"),
+        (
+            "messages_fts",
+            "content = 'messages',",
+            "content = 'messages_text',",
+        ),
+    ];
+    let mut todo = Vec::new();
+    for (table, from, to) in EDITS {
+        let sql: String = tx
+            .query_row(
+                "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+                [table],
+                |r| r.get(0),
+            )
+            .db()?;
+        match (sql.matches(from).count(), sql.matches(to).count()) {
+            (1, 0) => todo.push((table, from, to)),
+            // Already edited (a store whose version was set back by hand, as tests do).
+            (0, 1) => {}
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "the store's table `{table}` is not declared as memtrail declares it \
+                     (no `{from}`); it was not upgraded to schema {PACKED_SCHEMA}"
+                )));
+            }
+        }
+    }
+    if todo.is_empty() {
+        return Ok(());
+    }
+    let version: i64 = tx
+        .query_row("PRAGMA schema_version", [], |r| r.get(0))
+        .db()?;
+    tx.execute_batch("PRAGMA writable_schema = ON").db()?;
+    let edited = (|| -> Result<()> {
+        for (table, from, to) in todo {
+            tx.execute(
+                "UPDATE sqlite_schema SET sql = replace(sql, ?2, ?3)
+                 WHERE type = 'table' AND name = ?1",
+                [table, from, to],
+            )
+            .db()?;
+        }
+        tx.pragma_update(None, "schema_version", version + 1).db()
+    })();
+    tx.execute_batch("PRAGMA writable_schema = OFF").db()?;
+    edited
 }
 
 /// How many rows `PRAGMA foreign_key_check` reports: rows whose foreign key names a row that
@@ -238,11 +310,11 @@ mod tests {
         }
         let mut told = Vec::new();
         let s = Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 12);
+        assert_eq!(s.schema_version().unwrap(), 13);
         let m = |to, name| Migrating {
             from: 6,
             to,
-            last: 12,
+            last: 13,
             name,
         };
         assert_eq!(
@@ -253,7 +325,8 @@ mod tests {
                 m(9, "status_index"),
                 m(10, "sync_vectors"),
                 m(11, "session_last_message"),
-                m(12, "snapshot_states")
+                m(12, "snapshot_states"),
+                m(13, "packed_parts")
             ]
         );
         drop(s);
@@ -401,6 +474,104 @@ mod tests {
         );
     }
 
+    /// Migration 13 on a store with indexed rows: their `tools` and `parts` stay as they were
+    /// (the index holds that text), the declarations change (`tools` nullable, the index's
+    /// content the view), and the index stays consistent when an old row is deleted and a new
+    /// one (compressed, `tools` NULL) is written, indexed and searched.
+    #[test]
+    fn a_version_12_store_keeps_its_index_through_migration_13() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("v12.db");
+        let old_parts = r#"[{"type":"tool_call","id":"c1","name":"Bash","tool":"shell","input":{"command":"cargo build"},"output":"error: linker failed","is_error":true}]"#;
+        {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..12] {
+                c.execute_batch(sql).unwrap();
+            }
+            c.pragma_update(None, "user_version", 12).unwrap();
+            c.execute_batch(&format!(
+                "INSERT INTO sessions (id, agent, external_id, started_at, updated_at)
+                 VALUES (1, 'claude', 's1', 1000, 2000);
+                 INSERT INTO messages (id, session_id, ext_id, seq, role, kind, body, tools, parts)
+                 VALUES (1, 1, 'a1', 0, 'assistant', 'tool_call', '',
+                         'Bash cargo build \nerror: linker failed\n', '{old_parts}'),
+                        (2, 1, 'a2', 1, 'assistant', 'text', 'the linker is mold', '', '[]');
+                 INSERT INTO messages_fts (rowid, body, tools, cjk)
+                     SELECT id, body, tools, cjk FROM messages;
+                 DELETE FROM fts_pending;"
+            ))
+            .unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        let c = &s.conn;
+        let check = || {
+            c.execute(
+                "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
+                [],
+            )
+            .expect("the index agrees with its content")
+        };
+        check();
+        let (tools, parts): (String, String) = c
+            .query_row(
+                "SELECT typeof(tools), parts FROM messages WHERE id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((tools.as_str(), parts.as_str()), ("text", old_parts));
+        let notnull: i64 = c
+            .query_row(
+                "SELECT \"notnull\" FROM pragma_table_info('messages') WHERE name = 'tools'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(notnull, 0);
+        let hits = |q: &str| -> Vec<(i64, String)> {
+            c.prepare(
+                "SELECT rowid, snippet(messages_fts, -1, '[', ']', '…', 8) FROM messages_fts
+                 WHERE messages_fts MATCH ?1 ORDER BY rowid",
+            )
+            .unwrap()
+            .query_map([q], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect()
+        };
+        assert_eq!(
+            hits("linker"),
+            [
+                (1, "Bash cargo build \nerror: [linker] failed\n".to_string()),
+                (2, "the [linker] is mold".to_string())
+            ]
+        );
+        // A new row as the writer writes it: `parts` compressed, `tools` NULL.
+        let new_parts = format!(
+            r#"[{{"type":"tool_call","id":"c2","name":"Bash","tool":"shell","input":{{"command":"ls"}},"output":"{}","is_error":false}}]"#,
+            "target linker.toml ".repeat(20)
+        );
+        let packed = super::super::packed::pack(new_parts).unwrap();
+        assert!(matches!(packed, super::super::StoredParts::Packed(_)));
+        c.execute(
+            "INSERT INTO messages (id, session_id, ext_id, seq, role, kind, body, parts)
+             VALUES (3, 1, 'a3', 2, 'assistant', 'tool_call', '', ?1)",
+            [&packed],
+        )
+        .unwrap();
+        c.execute("DELETE FROM messages WHERE id = 1", []).unwrap();
+        s.catch_up_index(None).unwrap();
+        check();
+        let got = hits("linker");
+        assert_eq!(got.iter().map(|h| h.0).collect::<Vec<_>>(), [2, 3]);
+        assert!(
+            got[1].1.starts_with("Bash ls \ntarget [linker]"),
+            "{:?}",
+            got[1]
+        );
+        assert!(hits("failed").is_empty());
+    }
+
     /// A released migration never changes (a store that ran it would not run it again): the
     /// BLAKE3 hash of each `migrations/NNNN_*.sql`, as released. A new schema adds a file.
     #[test]
@@ -424,6 +595,7 @@ mod tests {
                 "656e598e36e79c71",
                 "1af9feda95c0eeb7",
                 "68d594c4269a2bc7",
+                "7aec25e25e17fc3d",
             ]
         );
     }

@@ -8,7 +8,7 @@
 
 use super::index_text::{cap, kind_from_str};
 use super::maintenance::{StoredText, delete_rows, redact_stored};
-use super::{Db, Store, Writer, cjk_index_text, render_index_text};
+use super::{Db, Store, Writer, cjk_index_text, packed, render_index_text};
 use crate::Result;
 use crate::events::{MAX_DETAIL, MAX_SUBJECT};
 use crate::privacy::Privacy;
@@ -779,6 +779,9 @@ fn apply_message<E: Enrich>(
         ),
     };
     let cjk = cjk_index_text(&body, &tools);
+    // `tools` is rendered from the parts when read (`packed`), unless the parts did not parse.
+    let tools = message.is_none().then_some(tools);
+    let parts = packed::pack(parts)?;
     let model = m.model.as_deref().map(|t| pulled_field(enrich, t));
     // Not an upsert: an `ON CONFLICT … DO UPDATE` would impose its conflict handling on the
     // triggers' `INSERT OR IGNORE INTO fts_pending` (SQLite's rule for statements in triggers).
@@ -1081,8 +1084,9 @@ fn vectors_of(
 fn message_of(tx: &rusqlite::Connection, sid: i64, id: i64) -> Result<Option<SyncMessage>> {
     let m = tx
         .prepare_cached(
-            "SELECT ext_id, seq, role, kind, ts, model, body, tools, cjk, parts FROM messages
-             WHERE id = ?1 AND session_id = ?2",
+            "SELECT ext_id, seq, role, kind, ts, model, body, memtrail_tools(tools, parts), cjk,
+                    memtrail_parts(parts)
+             FROM messages WHERE id = ?1 AND session_id = ?2",
         )
         .db()?
         .query_row(params![id, sid], |r| {

@@ -3,6 +3,7 @@
 use super::Db;
 use super::cap;
 use super::index_text::{cjk_index_text, kind_from_str, render_index_text};
+use super::packed;
 use crate::Result;
 use crate::events::{Category, Event};
 use crate::records::{Enrich, Fresh, Prepared};
@@ -230,10 +231,13 @@ impl Writer<'_> {
         self.tx
             .prepare_cached(
                 "INSERT INTO messages_fts (rowid, body, tools, cjk)
-                 SELECT m.id, m.body, m.tools, m.cjk FROM fts_pending p JOIN messages m ON m.id = p.id
+                 SELECT m.id, m.body, memtrail_tools(m.tools, m.parts), m.cjk
+                 FROM fts_pending p JOIN messages m ON m.id = p.id
                  WHERE p.id <= ?1 ORDER BY p.id",
-            ).db()?
-            .execute([last]).db()?;
+            )
+            .db()?
+            .execute([last])
+            .db()?;
         Ok(self
             .tx
             .prepare_cached("DELETE FROM fts_pending WHERE id <= ?1")
@@ -320,7 +324,7 @@ impl Writer<'_> {
         let existing: Option<(i64, String, String)> = self
             .tx
             .prepare_cached(
-                "SELECT id, parts, kind FROM messages WHERE session_id = ?1 AND ext_id = ?2",
+                "SELECT id, memtrail_parts(parts), kind FROM messages WHERE session_id = ?1 AND ext_id = ?2",
             )
             .db()?
             .query_row(params![session_id, m.id], |r| {
@@ -356,13 +360,12 @@ impl Writer<'_> {
                         e.redact_merged(&mut m);
                         let (body, tools) = render_index_text(&m);
                         let cjk = cjk_index_text(&body, &tools);
-                        let parts_json = serde_json::to_string(&m.parts)?;
+                        let parts = packed::pack(serde_json::to_string(&m.parts)?)?;
                         Fresh {
                             message: m,
                             body,
-                            tools,
                             cjk,
-                            parts_json,
+                            parts,
                             agent: None,
                             events: Vec::new(),
                         }
@@ -387,8 +390,8 @@ impl Writer<'_> {
             .db()?;
         self.tx
             .prepare_cached(
-                "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body, tools, parts, cjk)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body, parts, cjk)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             ).db()?
             .execute(params![
                 session_id,
@@ -399,8 +402,7 @@ impl Writer<'_> {
                 m.timestamp,
                 m.model,
                 f.body,
-                f.tools,
-                f.parts_json,
+                f.parts,
                 f.cjk,
             ]).db()?;
         let rowid = self.tx.last_insert_rowid();
@@ -433,16 +435,15 @@ impl Writer<'_> {
         let cjk = cjk_index_text(&body, &tools);
         self.tx
             .prepare_cached(
-                "UPDATE messages SET kind = ?2, body = ?3, tools = ?4, parts = ?5,
-                    ts = COALESCE(ts, ?6), model = COALESCE(model, ?7), cjk = ?8 WHERE id = ?1",
+                "UPDATE messages SET kind = ?2, body = ?3, tools = NULL, parts = ?4,
+                    ts = COALESCE(ts, ?5), model = COALESCE(model, ?6), cjk = ?7 WHERE id = ?1",
             )
             .db()?
             .execute(params![
                 rowid,
                 m.kind.as_str(),
                 body,
-                tools,
-                serde_json::to_string(&m.parts)?,
+                packed::pack(serde_json::to_string(&m.parts)?)?,
                 m.timestamp,
                 m.model,
                 cjk,
@@ -524,7 +525,7 @@ impl Writer<'_> {
         let mut stmt = self
             .tx
             .prepare(
-                "SELECT m.id, m.session_id, m.ext_id, m.role, m.kind, m.ts, m.parts FROM messages m
+                "SELECT m.id, m.session_id, m.ext_id, m.role, m.kind, m.ts, memtrail_parts(m.parts) FROM messages m
              ORDER BY m.session_id, m.seq",
             )
             .db()?;
@@ -640,7 +641,7 @@ impl Writer<'_> {
         let row: Option<(i64, String, String, String)> = self
             .tx
             .prepare_cached(
-                "SELECT m.id, m.ext_id, m.parts, m.kind FROM tool_calls c JOIN messages m ON m.id = c.message_id
+                "SELECT m.id, m.ext_id, memtrail_parts(m.parts), m.kind FROM tool_calls c JOIN messages m ON m.id = c.message_id
                  WHERE c.session_id = ?1 AND c.call_id = ?2",
             ).db()?
             .query_row(params![session_id, call_id], |r| {

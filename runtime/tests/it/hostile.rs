@@ -59,7 +59,7 @@ impl Env {
 
     /// (seq, ext_id, body) of every stored message, in order.
     fn messages(&self) -> Vec<(i64, String, String)> {
-        let c = rusqlite::Connection::open(&self.db).unwrap();
+        let c = crate::support::open_raw(&self.db).unwrap();
         let mut st = c
             .prepare("SELECT seq, ext_id, body FROM messages ORDER BY session_id, seq")
             .unwrap();
@@ -71,7 +71,7 @@ impl Env {
 
     /// (offset, lines, malformed) of the transcript's cursor.
     fn cursor(&self, p: &Path) -> Option<(i64, i64, i64)> {
-        let c = rusqlite::Connection::open(&self.db).unwrap();
+        let c = crate::support::open_raw(&self.db).unwrap();
         c.query_row(
             "SELECT offset, lines, malformed FROM sources WHERE path = ?1",
             [p.to_string_lossy()],
@@ -294,7 +294,7 @@ fn a_writer_that_cannot_get_the_lock_by_its_deadline_fails_with_busy() {
     let mut e = env();
     let p = e.transcript();
     append(&p, &many_lines(0, 5, 10));
-    let other = rusqlite::Connection::open(&e.db).unwrap();
+    let other = crate::support::open_raw(&e.db).unwrap();
     other.execute_batch("BEGIN IMMEDIATE").unwrap();
     let t = Instant::now();
     e.store
@@ -323,11 +323,11 @@ fn repair_rebuilds_a_broken_index_and_recounts() {
     // Indexed (as any search, import or MCP server leaves the store), then damaged.
     assert_eq!(e.store.catch_up_index(None).unwrap(), 20);
     {
-        let c = rusqlite::Connection::open(e.store.path()).unwrap();
+        let c = crate::support::open_raw(e.store.path()).unwrap();
         // Damage the derived data: drop index entries of 3 messages, a wrong count.
         c.execute_batch(
             "INSERT INTO messages_fts (messages_fts, rowid, body, tools, cjk)
-                 SELECT 'delete', id, body, tools, cjk FROM messages WHERE seq < 3;
+                 SELECT 'delete', id, body, memtrail_tools(tools, parts), cjk FROM messages WHERE seq < 3;
              UPDATE sessions SET message_count = 99;
              INSERT INTO events (session_id, message_id, seq, category, action, priority, subject)
                  SELECT session_id, id, seq, 'file', 'edited', 2, 'not/in/any/message.rs'
@@ -359,7 +359,7 @@ fn repair_rebuilds_a_broken_index_and_recounts() {
         ]
     );
     assert!(report.ok(), "{:?}", report.integrity);
-    let c = rusqlite::Connection::open(e.store.path()).unwrap();
+    let c = crate::support::open_raw(e.store.path()).unwrap();
     let hits: i64 = c
         .query_row(
             "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'line'",

@@ -52,7 +52,7 @@ fn hits(store: &Store, q: &str) -> Vec<String> {
 }
 
 fn fts_ok(store: &Store) {
-    rusqlite::Connection::open(store.path())
+    crate::support::open_raw(store.path())
         .unwrap()
         .execute(
             "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
@@ -63,7 +63,7 @@ fn fts_ok(store: &Store) {
 
 fn indexed(store: &Store, term: &str) -> i64 {
     // The index alone (no catch-up): how many rows hold `term`.
-    rusqlite::Connection::open(store.path())
+    crate::support::open_raw(store.path())
         .unwrap()
         .query_row(
             "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?1",
@@ -270,7 +270,7 @@ fn a_v3_store_migrates_with_its_index_and_queues_from_then_on() {
     }
     // Make it a v3 store: the schema 3 triggers (index inside the write), no queue.
     {
-        let c = rusqlite::Connection::open(&path).unwrap();
+        let c = crate::support::open_raw(&path).unwrap();
         c.execute_batch(
             "DROP TRIGGER messages_session_last_ai; DROP TRIGGER messages_session_last_au;
              ALTER TABLE sessions DROP COLUMN last_message_id;
@@ -302,7 +302,7 @@ fn a_v3_store_migrates_with_its_index_and_queues_from_then_on() {
         memtrail_runtime::store::SCHEMA_VERSION
     );
     // Schema 5: FTS5 removes deleted terms from the segments at once.
-    let secure: i64 = rusqlite::Connection::open(&path)
+    let secure: i64 = crate::support::open_raw(&path)
         .unwrap()
         .query_row(
             "SELECT v FROM messages_fts_config WHERE k = 'secure-delete'",
@@ -594,7 +594,7 @@ fn optimize_merges_the_segments_and_keeps_the_results() {
         store.catch_up_index(None).unwrap();
     }
     let segments = |store: &Store| -> i64 {
-        rusqlite::Connection::open(store.path())
+        crate::support::open_raw(store.path())
             .unwrap()
             .query_row(
                 "SELECT COUNT(DISTINCT segid) FROM messages_fts_idx",
@@ -648,7 +648,7 @@ fn snippets_are_fts5_snippets_whether_the_hits_are_close_together_or_spread() {
         assert_eq!(found.len(), n, "{q}");
         let fts_q = query::fts_query(q).unwrap();
         for h in &found {
-            let want: String = rusqlite::Connection::open(store.path())
+            let want: String = crate::support::open_raw(store.path())
                 .unwrap()
                 .query_row(
                     "SELECT snippet(messages_fts, -1, char(1), char(2), '…', 16) FROM messages_fts

@@ -758,7 +758,7 @@ fn newer_store_is_refused_with_a_clear_message() {
 }
 
 fn rusqlite_conn(p: &Path) -> rusqlite::Connection {
-    rusqlite::Connection::open(p).unwrap()
+    crate::support::open_raw(p).unwrap()
 }
 
 #[cfg(unix)]
@@ -1150,10 +1150,10 @@ fn a_result_in_the_same_batch_as_its_call_gives_the_same_store() {
         parent_external_id: None,
     };
     let dump = |store: &Store| -> Vec<(String, i64, String, String)> {
-        let db = rusqlite::Connection::open(store.path()).unwrap();
+        let db = crate::support::open_raw(store.path()).unwrap();
         let mut st = db
             .prepare(
-                "SELECT m.ext_id, m.seq, m.parts, m.tools || '|' || c.has_output || c.is_error
+                "SELECT m.ext_id, m.seq, memtrail_parts(m.parts), memtrail_tools(m.tools, m.parts) || '|' || c.has_output || c.is_error
                  FROM messages m JOIN tool_calls c ON c.message_id = m.id ORDER BY m.seq",
             )
             .unwrap();
@@ -1309,7 +1309,7 @@ fn cursor_and_legacy_gemini_sessions_take_a_known_project_their_path_names() {
     .unwrap();
     ingest_file(&mut e.store, Agent::Gemini, &gemini, None).unwrap();
 
-    let c = rusqlite::Connection::open(e.store.path()).unwrap();
+    let c = crate::support::open_raw(e.store.path()).unwrap();
     let project = |agent: &str| -> Option<String> {
         c.query_row(
             "SELECT project_dir FROM sessions WHERE agent = ?1",

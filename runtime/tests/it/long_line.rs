@@ -54,7 +54,7 @@ impl Env {
     }
 
     fn messages(&self) -> Vec<(i64, String, String)> {
-        let c = rusqlite::Connection::open(&self.db).unwrap();
+        let c = crate::support::open_raw(&self.db).unwrap();
         let mut st = c
             .prepare("SELECT seq, ext_id, body FROM messages ORDER BY seq")
             .unwrap();
@@ -65,7 +65,7 @@ impl Env {
     }
 
     fn cursor(&self, p: &Path) -> Option<(i64, i64, i64)> {
-        let c = rusqlite::Connection::open(&self.db).unwrap();
+        let c = crate::support::open_raw(&self.db).unwrap();
         c.query_row(
             "SELECT offset, lines, malformed FROM sources WHERE path = ?1",
             [p.to_string_lossy()],

@@ -46,12 +46,32 @@ fn write_lines(path: &Path, lines: &[String], append: bool) {
 }
 
 fn count(store_path: &Path, sql: &str) -> i64 {
-    let c = rusqlite::Connection::open(store_path).unwrap();
+    let c = crate::support::open_raw(store_path).unwrap();
     c.query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
 fn contains(hay: &[u8], needle: &str) -> bool {
     hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// How many of `needles` are in the database file or its WAL.
+fn frames_in_files(db: &Path, needles: &[Vec<u8>]) -> usize {
+    let files: Vec<Vec<u8>> = ["", "-wal"]
+        .iter()
+        .filter_map(|s| {
+            let mut p = db.to_path_buf().into_os_string();
+            p.push(s);
+            std::fs::read(p).ok()
+        })
+        .collect();
+    needles
+        .iter()
+        .filter(|n| {
+            files
+                .iter()
+                .any(|b| b.windows(n.len()).any(|w| w == &n[..]))
+        })
+        .count()
 }
 
 /// True when `needle` is in the database file or its WAL.
@@ -131,7 +151,7 @@ fn private_spans_never_reach_the_store() {
     );
     let mut store = Store::open(&db).unwrap();
     ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
-    let body: String = rusqlite::Connection::open(&db)
+    let body: String = crate::support::open_raw(&db)
         .unwrap()
         .query_row("SELECT title FROM sessions", [], |r| r.get(0))
         .unwrap();
@@ -139,7 +159,7 @@ fn private_spans_never_reach_the_store() {
     assert_eq!(search(&store, "private"), 2);
     assert_eq!(search(&store, "hunter2quokka"), 0);
     drop(store);
-    let c = rusqlite::Connection::open(&db).unwrap();
+    let c = crate::support::open_raw(&db).unwrap();
     c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .unwrap();
     assert!(!in_files(&db, "hunter2quokka"));
@@ -282,7 +302,7 @@ fn exclusion_is_by_message_when_a_session_moves_between_folders() {
         Some(format!("project {secret} is excluded").as_str())
     );
     let bodies: Vec<String> = {
-        let c = rusqlite::Connection::open(&db).unwrap();
+        let c = crate::support::open_raw(&db).unwrap();
         let mut st = c.prepare("SELECT body FROM messages ORDER BY seq").unwrap();
         st.query_map([], |r| r.get(0))
             .unwrap()
@@ -291,7 +311,7 @@ fn exclusion_is_by_message_when_a_session_moves_between_folders() {
     };
     assert_eq!(bodies, ["yakmosaic first", "yakmosaic fine"]);
     // The session's project is the folder of what was stored.
-    let c = rusqlite::Connection::open(&db).unwrap();
+    let c = crate::support::open_raw(&db).unwrap();
     let project: String = c
         .query_row("SELECT project_dir FROM sessions", [], |r| r.get(0))
         .unwrap();
@@ -438,7 +458,7 @@ fn purge_older_than() {
     ingest_file(&mut store, Agent::Claude, &b, None).unwrap();
     // A session with no time known at all is never purged.
     {
-        let c = rusqlite::Connection::open(&db).unwrap();
+        let c = crate::support::open_raw(&db).unwrap();
         c.execute_batch(
             "INSERT INTO sessions (id, agent, external_id, message_count) VALUES (99, 'vscode', 'undated', 1);
              INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools, parts)
@@ -450,7 +470,7 @@ fn purge_older_than() {
     let cutoff = 1_767_225_600_000;
     {
         // Snapshots of session B: one built before the cutoff (it quotes what is purged), one after.
-        let c = rusqlite::Connection::open(&db).unwrap();
+        let c = crate::support::open_raw(&db).unwrap();
         c.execute_batch(&format!(
             "INSERT INTO snapshots (session_id, built_at, trigger, budget, events, text)
                  SELECT id, {}, 'precompact', 2048, 1, '- oldlemur three' FROM sessions
@@ -516,7 +536,7 @@ fn rescan_redacts_what_was_stored_before() {
     // Rows written by an older memtrail without redaction, straight through SQL.
     let stripe = "sk_live_51HqW8eK2vL9nT4yB7mX3cR6p";
     {
-        let c = rusqlite::Connection::open(&db).unwrap();
+        let c = crate::support::open_raw(&db).unwrap();
         c.execute(
             "INSERT INTO sessions (id, agent, external_id, title, message_count)
              VALUES (1, 'claude', 's1', ?1, 3)",
@@ -554,7 +574,7 @@ fn rescan_redacts_what_was_stored_before() {
     }
     {
         // Derived rows an older memtrail kept: an event quoting the command, a saved snapshot.
-        let c = rusqlite::Connection::open(&db).unwrap();
+        let c = crate::support::open_raw(&db).unwrap();
         c.execute(
             "INSERT INTO events (session_id, message_id, seq, category, action, priority, subject)
              SELECT 1, id, seq, 'command', 'ran', 3, ?1 FROM messages WHERE ext_id = 'm1'",
@@ -590,7 +610,7 @@ fn rescan_redacts_what_was_stored_before() {
         (3, 2, 1, 1, 1)
     );
     assert_eq!(seen, vec![3]);
-    let c = rusqlite::Connection::open(&db).unwrap();
+    let c = crate::support::open_raw(&db).unwrap();
     let (title,): (String,) = c
         .query_row("SELECT title FROM sessions", [], |r| Ok((r.get(0)?,)))
         .unwrap();
@@ -602,9 +622,11 @@ fn rescan_redacts_what_was_stored_before() {
         .unwrap();
     assert_eq!(body, "token [redacted:github_token] and [private]");
     let tools: String = c
-        .query_row("SELECT tools FROM messages WHERE ext_id = 'm1'", [], |r| {
-            r.get(0)
-        })
+        .query_row(
+            "SELECT memtrail_tools(tools, parts) FROM messages WHERE ext_id = 'm1'",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(
         tools,
@@ -801,6 +823,21 @@ fn deleted_session_leaves_no_old_versions_in_the_files() {
         false,
     );
     ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    // Each version of a compressed `parts` (whose words are not in the file as such): 32 bytes
+    // from the middle of each stored frame, looked for after the delete.
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    let keep_frames = |frames: &mut Vec<Vec<u8>>| {
+        let c = crate::support::open_raw(&db).unwrap();
+        let mut stmt = c
+            .prepare("SELECT parts FROM messages WHERE typeof(parts) = 'blob'")
+            .unwrap();
+        let blobs = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0)).unwrap();
+        for b in blobs.map(|b| b.unwrap()).filter(|b| b.len() >= 64) {
+            let mid = b.len() / 2;
+            frames.push(b[mid - 16..mid + 16].to_vec());
+        }
+    };
+    keep_frames(&mut frames);
     write_lines(
         &t,
         &[line(
@@ -814,6 +851,7 @@ fn deleted_session_leaves_no_old_versions_in_the_files() {
         true,
     );
     ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    keep_frames(&mut frames);
     write_lines(
         &t,
         &[line(
@@ -827,10 +865,15 @@ fn deleted_session_leaves_no_old_versions_in_the_files() {
         true,
     );
     ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
-    let c = rusqlite::Connection::open(&db).unwrap();
+    keep_frames(&mut frames);
+    // The first version of the assistant message, the second (its tool call added: 1,000
+    // bytes of lorem ipsum, compressed), the third (the output added).
+    frames.dedup();
+    assert!(frames.len() >= 3, "{}", frames.len());
+    let c = crate::support::open_raw(&db).unwrap();
     let parts: String = c
         .query_row(
-            "SELECT parts FROM messages WHERE ext_id = 'msg_a1'",
+            "SELECT memtrail_parts(parts) FROM messages WHERE ext_id = 'msg_a1'",
             [],
             |r| r.get(0),
         )
@@ -844,6 +887,7 @@ fn deleted_session_leaves_no_old_versions_in_the_files() {
         1
     );
     drop(c);
+    assert!(frames_in_files(&db, &frames) > 0);
     maintenance::delete_session(&mut store, SID).unwrap();
     drop(store);
     const MARKERS: [&str; 6] = [
@@ -856,6 +900,11 @@ fn deleted_session_leaves_no_old_versions_in_the_files() {
     ];
     let left: Vec<&str> = MARKERS.into_iter().filter(|m| in_files(&db, m)).collect();
     assert_eq!(left, Vec::<&str>::new(), "left in the store files");
+    assert_eq!(
+        frames_in_files(&db, &frames),
+        0,
+        "compressed parts left in the store files"
+    );
 }
 
 /// The secret set of [`nothing_unredacted_reaches_any_column`]: `(as written, the part that must
@@ -942,11 +991,12 @@ fn secret_corpus() -> Vec<CorpusSecret> {
     corpus
 }
 
-/// Every value of every column of every table of the store at `db`, as bytes: the tables are
-/// listed from `sqlite_master` (FTS5's shadow tables, `sources.reader_state` and any column a
-/// later schema adds included), each column read with `PRAGMA table_info`.
+/// Every value of every column of every table of the store at `db`, as bytes (a compressed
+/// value decompressed): the tables are listed from `sqlite_master` (FTS5's shadow tables,
+/// `sources.reader_state` and any column a later schema adds included), each column read with
+/// `PRAGMA table_info`.
 fn every_stored_value(db: &Path) -> Vec<(String, String, Vec<u8>)> {
-    let c = rusqlite::Connection::open(db).unwrap();
+    let c = crate::support::open_raw(db).unwrap();
     let tables: Vec<String> = c
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
         .unwrap()
@@ -975,6 +1025,11 @@ fn every_stored_value(db: &Path) -> Vec<(String, String, Vec<u8>)> {
             while let Some(r) = rows.next().unwrap() {
                 use rusqlite::types::ValueRef;
                 let bytes = match r.get_ref(0).unwrap() {
+                    // A compressed value (`messages.parts`: one zstd frame, RFC 8878) is
+                    // searched as what it holds.
+                    ValueRef::Blob(b) if b.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]) => {
+                        zstd::decode_all(b).unwrap()
+                    }
                     ValueRef::Text(b) | ValueRef::Blob(b) => b.to_vec(),
                     ValueRef::Integer(i) => i.to_string().into_bytes(),
                     ValueRef::Real(f) => f.to_string().into_bytes(),
@@ -1133,7 +1188,7 @@ fn nothing_unredacted_reaches_any_column() {
     }
     write_lines(&v, &vl, false);
     ingest_file(&mut store, Agent::Vscode, &v, None).unwrap();
-    let state: String = rusqlite::Connection::open(&db)
+    let state: String = crate::support::open_raw(&db)
         .unwrap()
         .query_row(
             "SELECT reader_state FROM sources WHERE path LIKE '%vscode-session.jsonl'",
@@ -1153,7 +1208,7 @@ fn nothing_unredacted_reaches_any_column() {
     );
 
     // A note kept with `remember`, and a snapshot as PreCompact saves it.
-    let sid: i64 = rusqlite::Connection::open(&db)
+    let sid: i64 = crate::support::open_raw(&db)
         .unwrap()
         .query_row(
             "SELECT id FROM sessions WHERE external_id = ?1",
@@ -1219,10 +1274,10 @@ fn nothing_unredacted_reaches_any_column() {
 
 /// The body of the stored message `ext_id` and the outputs of its tool calls.
 fn stored(db: &Path, ext_id: &str) -> (String, Vec<String>) {
-    let c = rusqlite::Connection::open(db).unwrap();
+    let c = crate::support::open_raw(db).unwrap();
     let (body, parts): (String, String) = c
         .query_row(
-            "SELECT body, parts FROM messages WHERE ext_id = ?1",
+            "SELECT body, memtrail_parts(parts) FROM messages WHERE ext_id = ?1",
             [ext_id],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
@@ -1439,7 +1494,7 @@ fn an_opencode_child_session_of_a_deleted_session_is_not_stored() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("m.db");
     let oc = dir.path().join("opencode.db");
-    let conn = rusqlite::Connection::open(&oc).unwrap();
+    let conn = crate::support::open_raw(&oc).unwrap();
     conn.execute_batch(include_str!("../../../fixtures/opencode/schema-v1.sql"))
         .unwrap();
     let cwd = dir.path().display().to_string();
@@ -1620,7 +1675,7 @@ fn deleted_text_leaves_the_search_index() {
     assert_eq!(search(&store, "r7mq2xk9vl4nb8w"), 0);
     assert_eq!(search(&store, "narwhalqix"), 1);
     let checkpoint = || {
-        let c = rusqlite::Connection::open(&db).unwrap();
+        let c = crate::support::open_raw(&db).unwrap();
         c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
             .unwrap();
     };

@@ -407,7 +407,7 @@ fn end_to_end_nothing_secret_reaches_the_store() {
     };
     check_files("before checkpoint");
     {
-        let c = rusqlite::Connection::open(&db).unwrap();
+        let c = crate::support::open_raw(&db).unwrap();
         c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
             .unwrap();
     }

@@ -202,7 +202,7 @@ fn a_v2_store_gets_its_events_backfilled_at_migration() {
     }
     // Make it a v2 store: no events, no snapshots, user_version 2.
     {
-        let c = rusqlite::Connection::open(&path).unwrap();
+        let c = crate::support::open_raw(&path).unwrap();
         c.execute_batch(
             "DROP TABLE events; DROP TABLE snapshots; DROP TABLE snapshot_states;
              DROP TRIGGER messages_session_last_ai;
@@ -368,7 +368,7 @@ fn codex_resume_between_precompact_and_compact_start_injects_the_snapshot_once()
 }
 
 fn count(store: &Store, sql: &str) -> i64 {
-    let c = rusqlite::Connection::open(store.path()).unwrap();
+    let c = crate::support::open_raw(store.path()).unwrap();
     c.query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
@@ -783,7 +783,7 @@ fn handoff_names_a_git_branch_but_not_head() {
     let (_d, mut store) = open();
     let rowid = work_session(&mut store, "s1", "/w/app", T0 + 10);
     let set_branch = |store: &mut Store, b: &str| {
-        rusqlite::Connection::open(store.path())
+        crate::support::open_raw(store.path())
             .unwrap()
             .execute(
                 "UPDATE sessions SET git_branch = ?1 WHERE id = ?2",

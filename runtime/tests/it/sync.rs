@@ -77,7 +77,7 @@ fn apply(store: &mut Store, sid: i64, records: Vec<Record>) {
 
 /// The outbox as (session row id, item), in `seq` order.
 fn outbox(store: &Store) -> Vec<(i64, i64)> {
-    let c = rusqlite::Connection::open(store.path()).unwrap();
+    let c = crate::support::open_raw(store.path()).unwrap();
     let mut stmt = c
         .prepare("SELECT session_id, item FROM sync_outbox ORDER BY seq")
         .unwrap();
@@ -88,7 +88,7 @@ fn outbox(store: &Store) -> Vec<(i64, i64)> {
 }
 
 fn message_row(store: &Store, sid: i64, ext_id: &str) -> i64 {
-    rusqlite::Connection::open(store.path())
+    crate::support::open_raw(store.path())
         .unwrap()
         .query_row(
             "SELECT id FROM messages WHERE session_id = ?1 AND ext_id = ?2",
@@ -99,7 +99,7 @@ fn message_row(store: &Store, sid: i64, ext_id: &str) -> i64 {
 }
 
 fn rows(store: &Store, sql: &str) -> Vec<Vec<Value>> {
-    let c = rusqlite::Connection::open(store.path()).unwrap();
+    let c = crate::support::open_raw(store.path()).unwrap();
     let mut stmt = c.prepare(sql).unwrap();
     let n = stmt.column_count();
     stmt.query_map([], |r| (0..n).map(|i| r.get(i)).collect())
@@ -421,7 +421,7 @@ const SESSION_COLS: &str = "SELECT agent, external_id, parent_external_id, proje
     model, git_branch, agent_version, started_at, updated_at, message_count FROM sessions
     ORDER BY agent, external_id";
 const MESSAGE_COLS: &str = "SELECT s.external_id, m.ext_id, m.seq, m.role, m.kind, m.ts, m.model,
-    m.body, m.tools, m.cjk, m.parts FROM messages m JOIN sessions s ON s.id = m.session_id
+    m.body, memtrail_tools(m.tools, m.parts), m.cjk, memtrail_parts(m.parts) FROM messages m JOIN sessions s ON s.id = m.session_id
     ORDER BY s.external_id, m.seq";
 const CALL_COLS: &str = "SELECT s.external_id, m.ext_id, c.call_id, c.name, c.tool, c.is_error,
     c.has_output FROM tool_calls c JOIN messages m ON m.id = c.message_id
@@ -588,7 +588,7 @@ fn a_pulled_deletion_deletes_the_local_session_and_marks_its_cursor() {
     let mut b = enabled(&d, "b.db", B);
     let s1 = session(&mut b, "s1");
     apply(&mut b, s1, vec![text("u1", "local words")]);
-    rusqlite::Connection::open(b.path())
+    crate::support::open_raw(b.path())
         .unwrap()
         .execute(
             "INSERT INTO sources (path, agent, session_id, offset, size)
@@ -967,7 +967,10 @@ fn every_pulled_text_field_is_redacted() {
         ]]
     );
     assert_eq!(
-        rows(&b, "SELECT model, parts, body, tools FROM messages"),
+        rows(
+            &b,
+            "SELECT model, memtrail_parts(parts), body, memtrail_tools(tools, parts) FROM messages"
+        ),
         [vec![
             t(red("m ")),
             t(red("not json ")),
@@ -1025,7 +1028,7 @@ fn pulled_messages_titles_and_labels_are_capped() {
     b.apply_pull(&pull, &Standard).unwrap();
     let kept = "x".repeat(cap);
     assert_eq!(
-        rows(&b, "SELECT parts, body FROM messages"),
+        rows(&b, "SELECT memtrail_parts(parts), body FROM messages"),
         [vec![
             Value::Text(
                 serde_json::to_string(&vec![

@@ -367,6 +367,7 @@ impl Drop for Mcp {
 /// `PRAGMA integrity_check`. Two stores holding the same data dump the same.
 pub fn dump(db: &Path) -> Vec<String> {
     let c = rusqlite::Connection::open(db).unwrap();
+    memtrail_runtime::store::register_sql_functions(&c).unwrap();
     let mut out = Vec::new();
     let mut q = |sql: &str| out.extend(memtrail_testkit::rows_as_text(&c, sql));
     q(
@@ -375,8 +376,8 @@ pub fn dump(db: &Path) -> Vec<String> {
        FROM sessions ORDER BY agent, external_id",
     );
     q(
-        "SELECT s.external_id, m.seq, m.ext_id, m.role, m.kind, m.ts, m.model, m.body, m.tools,
-              m.cjk, m.parts
+        "SELECT s.external_id, m.seq, m.ext_id, m.role, m.kind, m.ts, m.model, m.body,
+              memtrail_tools(m.tools, m.parts), m.cjk, memtrail_parts(m.parts)
        FROM messages m JOIN sessions s ON s.id = m.session_id ORDER BY s.external_id, m.seq",
     );
     q("SELECT s.external_id, c.call_id, m.ext_id, c.name, c.tool, c.is_error, c.has_output

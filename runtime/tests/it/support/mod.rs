@@ -106,3 +106,12 @@ pub fn bash(id: &str, call_id: &str, command: &str) -> Record {
         model: None,
     })
 }
+
+/// A `rusqlite` connection to the store at `path` with memtrail's SQL functions registered
+/// (`memtrail_parts`, `memtrail_tools`: the triggers and the index's content view call them).
+pub fn open_raw(path: impl AsRef<Path>) -> rusqlite::Result<rusqlite::Connection> {
+    let c = rusqlite::Connection::open(path)?;
+    memtrail_runtime::store::register_sql_functions(&c)
+        .map_err(|e| rusqlite::Error::UserFunctionError(e.into()))?;
+    Ok(c)
+}
