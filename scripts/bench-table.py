@@ -97,8 +97,9 @@ m = line("mcp_search")
 row("MCP `search` round trip, warm server", "<= 5 ms", f"median {m[0]:.2f} ms, p99 {m[1]:.2f} ms",
     m[0] <= 5)
 st = int(res["store_bytes"])
-row("store size / raw transcript bytes", "<= 25%",
-    f"{st / 1e6:,.0f} MB / {raw / 1e6:,.0f} MB = {100 * st / raw:.0f}%", st / raw <= 0.25)
+# Issue 18's target (the first round's was 25%).
+row("store size / raw transcript bytes", "<= 50%",
+    f"{st / 1e6:,.0f} MB / {raw / 1e6:,.0f} MB = {100 * st / raw:.0f}%", st / raw <= 0.50)
 sn = line("snapshot")
 ss = line("snapshot_store")
 if ss:

@@ -164,7 +164,9 @@ pub enum Command {
         to: Agent,
     },
     /// Rebuild the full-text index and the other derived data from the stored messages, then
-    /// run SQLite's full integrity check (safe while agents and hooks are running).
+    /// run SQLite's full integrity check (safe while agents and hooks are running). Messages an
+    /// older memtrail stored uncompressed are compressed first (the space they free is reused
+    /// by later writes).
     Repair {
         /// Print JSON.
         #[arg(long)]

@@ -137,10 +137,12 @@ pub fn print_repair(report: &memtrail_runtime::store::RepairReport, json: bool) 
             "{}: {}; {} ({} ms)",
             s.name,
             s.what,
-            if s.fixed == 0 {
-                "nothing was wrong".to_string()
-            } else {
-                format!("{} wrong, fixed", s.fixed)
+            match (s.name.as_str(), s.fixed) {
+                ("stored text", 0) => "nothing to compress".to_string(),
+                ("stored text", n) => format!("{n} compressed"),
+                ("file size", n) => format!("{n} pages given back"),
+                (_, 0) => "nothing was wrong".to_string(),
+                (_, n) => format!("{n} wrong, fixed"),
             },
             s.millis
         );

@@ -175,7 +175,7 @@ fn store_rows(db: &Path, own: &str, pulled: bool) -> Vec<String> {
             format!(
                 "SELECT json_object({session_cols}, 'ext_id', m.ext_id, 'seq', m.seq,
                    'role', m.role, 'kind', m.kind, 'ts', m.ts, 'model', m.model, 'body', m.body,
-                   'tools', memtrail_tools(m.tools, m.parts), 'cjk', m.cjk,
+                   'tools', memtrail_tools(m.tools_text, m.parts), 'cjk', m.cjk,
                    'parts', memtrail_parts(m.parts))
                  FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {filter}"
             ),

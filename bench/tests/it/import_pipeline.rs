@@ -99,7 +99,7 @@ fn dump(db: &Path) -> Vec<String> {
     );
     q(
         "SELECT s.agent, s.external_id, m.seq, m.ext_id, m.role, m.kind, m.ts, m.model, m.body,
-              m.tools, m.cjk, m.parts
+              m.tools_text, m.cjk, m.parts
        FROM messages m JOIN sessions s ON s.id = m.session_id
        ORDER BY s.agent, s.external_id, m.seq",
     );

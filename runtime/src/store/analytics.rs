@@ -310,7 +310,7 @@ mod tests {
                  VALUES (1, 'claude', 's1', NULL, '/w/a', {B} + 3600000),
                         (2, 'codex', 's2', NULL, '/w/b', {C}),
                         (3, 'claude', 's1/agent-1', 's1', '/w/a', {B});
-                 INSERT INTO messages (id, session_id, ext_id, seq, role, kind, ts, model, body, tools, parts)
+                 INSERT INTO messages (id, session_id, ext_id, seq, role, kind, ts, model, body, tools_text, parts)
                  VALUES (1, 1, 'u1', 0, 'user', 'text', {B}, NULL, '', '', '[]'),
                         (2, 1, 'a1', 1, 'assistant', 'tool_call', {B} + 60000, 'opus', '', '', '[]'),
                         (3, 1, 'a2', 2, 'assistant', 'text', {B} + 400000, 'opus', '', '', '[]'),
@@ -469,7 +469,7 @@ mod tests {
                         "'haiku'"
                     };
                     sql += &format!(
-                        "INSERT INTO messages (id, session_id, ext_id, seq, role, kind, ts, model, body, tools, parts)
+                        "INSERT INTO messages (id, session_id, ext_id, seq, role, kind, ts, model, body, tools_text, parts)
                          VALUES ({msg}, {}, 'm{msg}', {msg}, 'user', 'text', {}, {model}, '', '', '[]');",
                         i + 1,
                         start + k * DAY_MS + j * 7 * SLOT_MS

@@ -27,6 +27,11 @@ pub fn render_index_text(m: &Message) -> (String, String) {
 /// The `tools` index text of a message's parts: each tool call as `name input-values` then its
 /// output, and each unattached tool result's output, one per line (outputs capped at
 /// [`INDEXED_OUTPUT_CAP`] bytes).
+///
+/// Since schema 13 the full-text index holds this text of every new message and takes a message
+/// out with what this function gives of it then (`memtrail_tools`, `store::packed`): a change to
+/// its output (or to [`INDEXED_OUTPUT_CAP`]) needs a migration that rebuilds the index (FTS5
+/// `'rebuild'`). A test pins it (`render_tools_is_pinned`).
 pub fn render_tools(parts: &[Part]) -> String {
     let mut tools = String::new();
     for p in parts {
@@ -125,4 +130,40 @@ pub(crate) fn cap(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The output the full-text index depends on (see [`render_tools`]); changing it needs a
+    /// migration that rebuilds the index.
+    #[test]
+    fn render_tools_is_pinned() {
+        let parts: Vec<Part> = serde_json::from_value(json!([
+            {"type": "text", "text": "not here"},
+            {"type": "thinking", "text": "nor here"},
+            {"type": "tool_call", "id": "c1", "name": "Edit", "tool": "edit",
+             "input": {"file_path": "src/a.rs", "old_string": "x", "replace_all": false,
+                       "edits": [{"line": 3}, null, 2.5]},
+             "output": "ok", "is_error": false},
+            {"type": "tool_call", "id": "c2", "name": "Bash", "tool": "shell",
+             "input": {"command": "ls"}, "is_error": false},
+            {"type": "tool_result", "call_id": "c9", "output": "orphan", "is_error": true}
+        ]))
+        .unwrap();
+        assert_eq!(
+            render_tools(&parts),
+            "Edit src/a.rs x false 3 2.5 \nok\nBash ls \norphan\n"
+        );
+        let long = "é".repeat(INDEXED_OUTPUT_CAP);
+        let capped = render_tools(&[Part::ToolResult {
+            call_id: "c".into(),
+            output: long.clone(),
+            is_error: false,
+        }]);
+        assert_eq!(INDEXED_OUTPUT_CAP, 32 * 1024);
+        assert_eq!(capped, format!("{}\n", &long[..INDEXED_OUTPUT_CAP]));
+    }
 }

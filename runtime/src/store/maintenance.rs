@@ -442,7 +442,7 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
     out.other_machines = other_machines;
     checkpoint(store)?;
     if vacuum {
-        store.conn.execute_batch("VACUUM").db()?;
+        vacuum_file(&store.conn)?;
         store
             .conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
@@ -497,7 +497,7 @@ pub fn rescan<E: Enrich>(
         );
         let rows: Vec<Row> = {
             let mut stmt = store.conn.prepare(
-                "SELECT id, ext_id, kind, body, memtrail_tools(tools, parts), memtrail_parts(parts),
+                "SELECT id, ext_id, kind, body, memtrail_tools(tools_text, parts), memtrail_parts(parts),
                         session_id, role, ts
                  FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2",
             ).db()?;
@@ -546,7 +546,7 @@ pub fn rescan<E: Enrich>(
                 // parse.
                 let new_tools = redacted.is_none().then_some(new_tools);
                 w.tx.execute(
-                    "UPDATE messages SET parts = ?2, body = ?3, tools = ?4, cjk = ?5 WHERE id = ?1",
+                    "UPDATE messages SET parts = ?2, body = ?3, tools_text = ?4, cjk = ?5 WHERE id = ?1",
                     params![id, packed::pack(new_parts)?, new_body, new_tools, cjk],
                 )
                 .db()?;
@@ -728,6 +728,18 @@ pub(crate) fn redact_stored<E: Enrich>(e: &E, t: StoredText<'_>) -> Result<Optio
         return Ok(None);
     }
     Ok(Some(out))
+}
+
+/// `VACUUM`, with its copy of the store in a temporary file instead of memory (the connection's
+/// `temp_store` is MEMORY for sorts and small temporary tables; a vacuum of a 1 GB store held
+/// 1.1 GB in memory): SQLite removes the file's name as soon as it opens it, and the file when
+/// the vacuum ends. It needs as much free space in the temporary folder (`SQLITE_TMPDIR`,
+/// `TMPDIR`, else `/var/tmp`, `/tmp`) as the store's size.
+pub(super) fn vacuum_file(conn: &rusqlite::Connection) -> Result<()> {
+    conn.execute_batch("PRAGMA temp_store = FILE").db()?;
+    let r = conn.execute_batch("VACUUM").db();
+    conn.execute_batch("PRAGMA temp_store = MEMORY").db()?;
+    r
 }
 
 /// Overwrite deleted content with zeros from now on, on this connection.

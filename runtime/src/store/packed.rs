@@ -1,21 +1,24 @@
 //! How a message's parts are kept (schema 13): `messages.parts` is the parts' JSON, compressed
-//! with zstd when that makes it smaller, and `messages.tools` (the tool calls flattened for the
-//! full-text index) is not stored but rendered from the parts when it is read.
+//! with zstd when that makes it smaller, and the tool calls flattened for the full-text index
+//! are not stored but rendered from the parts when they are read.
 //!
-//! - `parts`: a BLOB holding one zstd frame (RFC 8878) of the JSON, or the JSON as TEXT when
-//!   compressing saves nothing (short messages) and in rows written before schema 13. Read it
-//!   with [`unpack`] in Rust or `memtrail_parts(parts)` in SQL: both give the JSON whatever the
-//!   row's form.
-//! - `tools`: NULL for a row whose index text is [`render_tools`] of its stored parts (every row
-//!   written since schema 13 but some pulled by sync, whose index text is capped apart); TEXT
-//!   otherwise (rows written before). `memtrail_tools(tools, parts)` gives the text either way;
-//!   the full-text index reads it through the view `messages_text` (its external content), and
-//!   the triggers that take a message out of the index pass it too, so that a message leaves the
-//!   index with exactly the text it was indexed with.
+//! - `parts`: a BLOB holding one zstd frame (RFC 8878, with its content checksum) of the JSON,
+//!   or the JSON as TEXT when compressing saves less than an eighth (short messages) and in rows
+//!   written before schema 13. `memtrail_parts(parts)` gives the JSON whatever the row's form
+//!   (`[]` for a damaged frame, as JSON that does not parse always read).
+//! - `tools_text` (`tools` before schema 13): NULL for a row whose index text is
+//!   [`render_tools`] of its stored parts (every row written since schema 13, but a pulled or
+//!   rescanned one whose parts do not parse, or whose text was capped apart by sync); TEXT
+//!   otherwise (rows written before, until `memtrail repair` compresses them).
+//!   `memtrail_tools(tools_text, parts)` gives the text either way; the full-text index reads it
+//!   through the view `messages_text` (its external content, column `tools`), and the triggers
+//!   that take a message out of the index pass it too, so that a message leaves the index with
+//!   exactly the text it was indexed with. That holds as long as [`render_tools`] does not
+//!   change (a test pins it).
 //!
-//! Both functions are registered on every connection of [`super::Store`] ([`register`]); a
-//! connection without them (the `sqlite3` shell) can read every column but `messages_fts`'s
-//! snippets, and cannot delete or change a message.
+//! Both functions are registered on every connection of [`super::Store`] ([`register`]). A
+//! connection without them (the `sqlite3` shell) reads every column, but not `messages_fts`'s
+//! snippets, and fails to delete a message or change its text (the triggers call them).
 
 use super::index_text::render_tools;
 use crate::{Error, Result};
@@ -29,7 +32,7 @@ use std::cell::RefCell;
 /// The SQL function that gives a row's parts as JSON text: `memtrail_parts(parts)`.
 pub const PARTS_FUNCTION: &str = "memtrail_parts";
 /// The SQL function that gives a row's index text of tool calls:
-/// `memtrail_tools(tools, parts)`.
+/// `memtrail_tools(tools_text, parts)`.
 pub const TOOLS_FUNCTION: &str = "memtrail_tools";
 
 /// zstd's level for `parts`. Levels 1 to 19 differ by under 4% on transcript JSON compressed
@@ -81,7 +84,11 @@ pub(crate) fn pack(json: String) -> Result<StoredParts> {
     let packed = COMPRESSOR.with(|c| -> std::io::Result<Vec<u8>> {
         let mut c = c.borrow_mut();
         if c.is_none() {
-            *c = Some(zstd::bulk::Compressor::new(LEVEL)?);
+            let mut new = zstd::bulk::Compressor::new(LEVEL)?;
+            // A 4-byte checksum of the content in each frame: a damaged row is found when it
+            // is read instead of read as other text.
+            new.set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(true))?;
+            *c = Some(new);
         }
         c.as_mut().expect("set above").compress(json.as_bytes())
     });
@@ -173,15 +180,96 @@ pub fn register(conn: &Connection) -> Result<()> {
     let flags = FunctionFlags::SQLITE_UTF8
         | FunctionFlags::SQLITE_DETERMINISTIC
         | FunctionFlags::SQLITE_INNOCUOUS;
-    let user = |e: Error| rusqlite::Error::UserFunctionError(Box::new(e));
     conn.create_scalar_function(PARTS_FUNCTION, 1, flags, move |ctx| {
-        unpack(ctx.get_raw(0)).map_err(user)
+        // A damaged row reads as a message without parts (as JSON that did not parse always
+        // did), so that one row does not stop every read and write of its session.
+        Ok(unpack(ctx.get_raw(0)).unwrap_or_else(|_| "[]".to_string()))
     })
     .map_err(super::db_err)?;
     conn.create_scalar_function(TOOLS_FUNCTION, 2, flags, move |ctx| {
         Ok(tools_of(ctx.get_raw(0), ctx.get_raw(1)))
     })
     .map_err(super::db_err)
+}
+
+/// `memtrail repair`'s step for rows written before schema 13: `parts` compressed ([`pack`])
+/// and `tools` set to NULL where [`render_tools`] of the parts gives exactly the stored text (a
+/// row pulled by sync whose text was capped apart keeps it). What the row holds does not change
+/// (`memtrail_parts` and `memtrail_tools` give the same text before and after), so the triggers
+/// on `messages` (full-text queue, embedding queue, sync outbox, activity) are dropped for the
+/// rewrite and created again from their own SQL, in the same transaction: nothing is indexed,
+/// embedded or pushed again. Returns how many rows were rewritten. The space they free is
+/// reused by later writes (`purge --older-than … --vacuum` gives it back to the disk).
+///
+/// Errors: SQLite's.
+pub(super) fn pack_old_rows(w: &super::Writer<'_>) -> Result<u64> {
+    use super::Db;
+    const BATCH: i64 = 1_000;
+    let triggers: Vec<(String, String)> =
+        w.tx.prepare(
+            "SELECT name, sql FROM sqlite_schema
+             WHERE type = 'trigger' AND tbl_name = 'messages' ORDER BY name",
+        )
+        .db()?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    for (name, _) in &triggers {
+        w.tx.execute_batch(&format!("DROP TRIGGER \"{name}\""))
+            .db()?;
+    }
+    let mut rewritten = 0;
+    let mut last = 0i64;
+    loop {
+        let rows: Vec<(i64, Option<String>, rusqlite::types::Value)> =
+            w.tx.prepare_cached(
+                "SELECT id, tools_text, parts FROM messages
+                 WHERE id > ?1 AND (typeof(tools_text) = 'text' OR typeof(parts) = 'text')
+                 ORDER BY id LIMIT ?2",
+            )
+            .db()?
+            .query_map([last, BATCH], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .db()?
+            .collect::<rusqlite::Result<_>>()
+            .db()?;
+        let Some(&(end, _, _)) = rows.last() else {
+            break;
+        };
+        last = end;
+        for (id, tools, parts) in rows {
+            use rusqlite::types::Value;
+            let json = match &parts {
+                Value::Text(t) => t.clone(),
+                Value::Blob(b) => unpack(ValueRef::Blob(b))?,
+                _ => continue,
+            };
+            let had_tools = tools.is_some();
+            let was_text = matches!(parts, Value::Text(_));
+            let new_tools = tools.filter(|t| {
+                serde_json::from_str::<Vec<Part>>(&json).map_or(true, |p| render_tools(&p) != *t)
+            });
+            let new_parts = match parts {
+                Value::Text(_) => pack(json)?,
+                Value::Blob(b) => StoredParts::Packed(b),
+                _ => unreachable!("skipped above"),
+            };
+            let packed_now = was_text && matches!(new_parts, StoredParts::Packed(_));
+            let tools_dropped = had_tools && new_tools.is_none();
+            if !packed_now && !tools_dropped {
+                continue;
+            }
+            w.tx.prepare_cached("UPDATE messages SET parts = ?2, tools_text = ?3 WHERE id = ?1")
+                .db()?
+                .execute(rusqlite::params![id, new_parts, new_tools])
+                .db()?;
+            rewritten += 1;
+        }
+    }
+    for (_, sql) in &triggers {
+        w.tx.execute_batch(sql).db()?;
+    }
+    Ok(rewritten)
 }
 
 #[cfg(test)]
@@ -224,6 +312,16 @@ mod tests {
             .to_string();
         assert!(e.contains("not a zstd frame"), "{e}");
         assert!(unpack(ValueRef::Integer(3)).is_err());
+        // One byte changed inside a frame: its content checksum no longer matches.
+        let text: String = (0..400)
+            .map(|i| format!("line {i} of the build log\n"))
+            .collect();
+        let StoredParts::Packed(mut b) = pack(format!("\"{text}\"")).unwrap() else {
+            panic!()
+        };
+        let mid = b.len() / 2;
+        b[mid] ^= 0x20;
+        assert!(unpack(ValueRef::Blob(&b)).is_err());
     }
 
     #[test]
@@ -257,12 +355,9 @@ mod tests {
             })
             .unwrap();
         assert_eq!(damaged, "");
-        let e = c
-            .query_row("SELECT memtrail_parts(x'28b52ffd00')", [], |r| {
-                r.get::<_, String>(0)
-            })
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("damaged"), "{e}");
+        let damaged: String = c
+            .query_row("SELECT memtrail_parts(x'28b52ffd00')", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(damaged, "[]");
     }
 }

@@ -942,7 +942,7 @@ pub fn hits_for_messages(
     let mut sql = String::from(
         "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts,
                 s.origin, (SELECT label FROM machines WHERE id = s.origin),
-                CASE WHEN length(m.body) > 0 THEN substr(m.body, 1, ?2) ELSE substr(memtrail_tools(m.tools, m.parts), 1, ?2) END
+                CASE WHEN length(m.body) > 0 THEN substr(m.body, 1, ?2) ELSE substr(memtrail_tools(m.tools_text, m.parts), 1, ?2) END
          FROM messages m JOIN sessions s ON s.id = m.session_id
          WHERE m.id = ?1",
     );

@@ -21,6 +21,11 @@ pub struct RepairStep {
 /// (e.g. events) adds its step here.
 pub const REPAIR_STEPS: &[RepairStep] = &[
     RepairStep {
+        name: "stored text",
+        what: "messages written before schema 13 compressed, their tool text no longer stored twice",
+        run: super::packed::pack_old_rows,
+    },
+    RepairStep {
         name: "full-text index",
         what: "rebuilt from the stored messages (body, tools, CJK)",
         run: repair_fts,
@@ -141,7 +146,8 @@ pub struct RepairStepReport {
     pub name: String,
     /// What it did, one sentence.
     pub what: String,
-    /// Rows or index entries found wrong and fixed (0: it was right).
+    /// Rows or index entries found wrong and fixed (0: it was right); for `file size`, the
+    /// pages given back to the disk.
     pub fixed: u64,
     /// How long it took: wall-clock milliseconds.
     pub millis: u64,
@@ -180,6 +186,31 @@ impl Store {
                 name: step.name.into(),
                 what: step.what.into(),
                 fixed,
+                millis: t.elapsed().as_millis() as u64,
+            });
+        }
+        // The first repair after the upgrade to schema 13 compressed the older rows: the space
+        // they held goes back to the disk (once; later repairs find nothing to compress).
+        if steps
+            .first()
+            .is_some_and(|s| s.name == "stored text" && s.fixed > 0)
+        {
+            let t = Instant::now();
+            let pages = |c: &rusqlite::Connection| -> Result<u64> {
+                c.query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0))
+                    .db()
+                    .map(|n| n as u64)
+            };
+            let _ = self.checkpoint();
+            let before = pages(&self.conn)?;
+            super::maintenance::vacuum_file(&self.conn)?;
+            let _ = self.checkpoint();
+            steps.push(RepairStepReport {
+                name: "file size".into(),
+                what: "the space the compressed messages freed given back to the disk (VACUUM; \
+                       pages)"
+                    .into(),
+                fixed: before.saturating_sub(pages(&self.conn)?),
                 millis: t.elapsed().as_millis() as u64,
             });
         }

@@ -66,7 +66,8 @@ pub(super) type MigrationProgress<'a> = Option<&'a mut dyn FnMut(Migrating)>;
 /// gets the events of its stored messages extracted in the same transaction.
 const EVENTS_SCHEMA: i64 = 3;
 
-/// The schema version whose migration (`0013_packed_parts.sql`) is followed by
+/// The schema version whose migration (`0013_packed_parts.sql`) is preceded by
+/// [`rename_tools_column`] and followed by
 /// [`rewrite_declarations`].
 const PACKED_SCHEMA: i64 = 13;
 
@@ -129,6 +130,9 @@ impl Store {
                         name: MIGRATION_NAMES[i],
                     });
                 }
+                if (i + 1) as i64 == PACKED_SCHEMA {
+                    rename_tools_column(&tx)?;
+                }
                 tx.execute_batch(sql).db()?;
                 if (i + 1) as i64 == EVENTS_SCHEMA && v > 0 {
                     Writer::new(&tx).backfill_events(&crate::records::Standard)?;
@@ -166,8 +170,27 @@ impl Store {
     }
 }
 
+/// Schema 13's first step: `messages.tools` renamed `tools_text` (SQLite rewrites the triggers
+/// that name it), unless it already was (a store whose version was set back by hand, as tests
+/// do). A memtrail from before schema 13 that still runs (an MCP server started before the
+/// upgrade) then fails on the column instead of indexing a new row without its tool text.
+fn rename_tools_column(tx: &rusqlite::Connection) -> Result<()> {
+    let has_old: bool = tx
+        .query_row(
+            "SELECT count(*) > 0 FROM pragma_table_info('messages') WHERE name = 'tools'",
+            [],
+            |r| r.get(0),
+        )
+        .db()?;
+    if has_old {
+        tx.execute_batch("ALTER TABLE messages RENAME COLUMN tools TO tools_text")
+            .db()?;
+    }
+    Ok(())
+}
+
 /// Schema 13's two changes of a declaration, which SQLite's `ALTER TABLE` cannot make: the
-/// `NOT NULL` of `messages.tools` dropped, and `messages_fts`'s content moved from the table
+/// `NOT NULL` of `messages.tools_text` dropped, and `messages_fts`'s content moved from the table
 /// `messages` to the view `messages_text`. Neither changes what is on disk (a constraint, and an
 /// argument FTS5 reads when it connects), so the stored SQL is edited in place, in the
 /// migrations' transaction, as SQLite documents for such changes
@@ -175,11 +198,12 @@ impl Store {
 /// `sqlite_schema` updated, `schema_version` incremented so that every connection reads the
 /// schema again, `writable_schema` off.
 ///
-/// Errors: [`Error::Invalid`] when either declaration is not the one migrations 1 to 12 wrote
-/// (the store was changed by hand): nothing is changed then.
+/// Errors: [`Error::Invalid`] when a declaration holds neither the text migrations 1 to 12 wrote
+/// (renamed) nor its edit, or holds it more than once (the store was changed by hand): nothing
+/// is changed then.
 fn rewrite_declarations(tx: &rusqlite::Connection) -> Result<()> {
     const EDITS: [(&str, &str, &str); 2] = [
-        ("messages", "tools TEXT NOT NULL,", "tools TEXT,"),
+        ("messages", "tools_text TEXT NOT NULL,", "tools_text TEXT,"),
         (
             "messages_fts",
             "content = 'messages',",
@@ -202,7 +226,7 @@ fn rewrite_declarations(tx: &rusqlite::Connection) -> Result<()> {
             _ => {
                 return Err(Error::Invalid(format!(
                     "the store's table `{table}` is not declared as memtrail declares it \
-                     (no `{from}`); it was not upgraded to schema {PACKED_SCHEMA}"
+                     (not one `{from}`); it was not upgraded to schema {PACKED_SCHEMA}"
                 )));
             }
         }
@@ -474,9 +498,9 @@ mod tests {
         );
     }
 
-    /// Migration 13 on a store with indexed rows: their `tools` and `parts` stay as they were
-    /// (the index holds that text), the declarations change (`tools` nullable, the index's
-    /// content the view), and the index stays consistent when an old row is deleted and a new
+    /// Migration 13 on a store with indexed rows: their `tools` (now `tools_text`) and `parts`
+    /// stay as they were (the index holds that text), the declarations change (`tools_text`
+    /// nullable, the index's content the view), an older memtrail's catch-up fails, and the index stays consistent when an old row is deleted and a new
     /// one (compressed, `tools` NULL) is written, indexed and searched.
     #[test]
     fn a_version_12_store_keeps_its_index_through_migration_13() {
@@ -514,7 +538,7 @@ mod tests {
         check();
         let (tools, parts): (String, String) = c
             .query_row(
-                "SELECT typeof(tools), parts FROM messages WHERE id = 1",
+                "SELECT typeof(tools_text), parts FROM messages WHERE id = 1",
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
@@ -522,12 +546,24 @@ mod tests {
         assert_eq!((tools.as_str(), parts.as_str()), ("text", old_parts));
         let notnull: i64 = c
             .query_row(
-                "SELECT \"notnull\" FROM pragma_table_info('messages') WHERE name = 'tools'",
+                "SELECT \"notnull\" FROM pragma_table_info('messages') WHERE name = 'tools_text'",
                 [],
                 |r| r.get(0),
             )
             .unwrap();
         assert_eq!(notnull, 0);
+        // The index catch-up of a memtrail from before (an MCP server still running) fails
+        // instead of indexing a new row without its tool text.
+        let old = c
+            .prepare(
+                "INSERT INTO messages_fts (rowid, body, tools, cjk)
+                 SELECT m.id, m.body, m.tools, m.cjk FROM fts_pending p JOIN messages m ON m.id = p.id
+                 WHERE p.id <= ?1 ORDER BY p.id",
+            )
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(old.contains("no such column: m.tools"), "{old}");
         let hits = |q: &str| -> Vec<(i64, String)> {
             c.prepare(
                 "SELECT rowid, snippet(messages_fts, -1, '[', ']', '…', 8) FROM messages_fts
@@ -572,6 +608,163 @@ mod tests {
         assert!(hits("failed").is_empty());
     }
 
+    /// `memtrail repair` on a store upgraded from schema 12: its rows are compressed and lose
+    /// their stored tool text where the parts render it exactly (not the row whose text was
+    /// capped apart), without queueing anything (index, embedding, sync) and with the same
+    /// triggers after; the index still agrees with its content and finds the same rows.
+    #[test]
+    fn repair_packs_the_rows_of_a_version_12_store() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("v12.db");
+        let call = r#"[{"type":"tool_call","id":"c1","name":"Bash","tool":"shell","input":{"command":"cargo build"},"output":"error: linker failed","is_error":true}]"#;
+        let prose = format!(
+            r#"[{{"type":"text","text":"{}"}}]"#,
+            "the linker is mold, not lld ".repeat(8)
+        );
+        {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..12] {
+                c.execute_batch(sql).unwrap();
+            }
+            c.pragma_update(None, "user_version", 12).unwrap();
+            c.execute_batch(&format!(
+                "INSERT INTO sessions (id, agent, external_id, started_at, updated_at)
+                 VALUES (1, 'claude', 's1', 1000, 2000);
+                 INSERT INTO messages (id, session_id, ext_id, seq, role, kind, body, tools, parts)
+                 VALUES (1, 1, 'a1', 0, 'assistant', 'tool_call', '',
+                         'Bash cargo build \nerror: linker failed\n', '{call}'),
+                        (2, 1, 'a2', 1, 'assistant', 'text',
+                         'the linker is mold', '', '{prose}'),
+                        (3, 1, 'a3', 2, 'assistant', 'tool_call', '',
+                         'Bash cargo build \nerror: link', '{call}');
+                 INSERT INTO messages_fts (rowid, body, tools, cjk)
+                     SELECT id, body, tools, cjk FROM messages;
+                 DELETE FROM fts_pending;"
+            ))
+            .unwrap();
+            // A copy with 300 more rows of 4 KB, for `memtrail repair` itself below.
+            c.execute_batch(&format!(
+                "VACUUM INTO '{}'",
+                d.path().join("v12-big.db").display()
+            ))
+            .unwrap();
+            let big = rusqlite::Connection::open(d.path().join("v12-big.db")).unwrap();
+            let long = format!(
+                r#"[{{"type":"text","text":"{}"}}]"#,
+                "cargo build failed: linker `cc` not found. ".repeat(100)
+            );
+            for i in 0..300 {
+                big.execute(
+                    "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools, parts)
+                     VALUES (1, ?1, ?2, 'assistant', 'text', 'x', '', ?3)",
+                    rusqlite::params![format!("b{i}"), 10 + i, long],
+                )
+                .unwrap();
+            }
+            big.execute_batch(
+                "INSERT INTO messages_fts (rowid, body, tools, cjk)
+                     SELECT id, body, tools, cjk FROM messages WHERE id > 3;
+                 DELETE FROM fts_pending;",
+            )
+            .unwrap();
+        }
+        {
+            let mut big = Store::open(&d.path().join("v12-big.db")).unwrap();
+            let bytes = |s: &Store| s.location().size_bytes();
+            let before = bytes(&big);
+            let report = big.repair().unwrap();
+            let steps: Vec<(&str, bool)> = report
+                .steps
+                .iter()
+                .map(|s| (s.name.as_str(), s.fixed > 0))
+                .collect();
+            assert_eq!(
+                steps,
+                [
+                    ("stored text", true),
+                    ("full-text index", false),
+                    ("tool calls", false),
+                    ("events", true),
+                    ("message counts", true),
+                    ("file size", true)
+                ],
+                "{report:?}"
+            );
+            assert_eq!(report.steps[0].fixed, 303);
+            assert_eq!(report.integrity, ["ok"]);
+            let after = bytes(&big);
+            assert!(after < before / 2, "{before} -> {after}");
+        }
+        let mut s = Store::open(&path).unwrap();
+        s.conn
+            .execute_batch("INSERT INTO sync_state (key, value) VALUES ('enabled', '1')")
+            .unwrap();
+        let schema_before = schema_of(&s.conn);
+        let hits = |s: &Store, q: &str| -> Vec<i64> {
+            s.conn
+                .prepare(
+                    "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid",
+                )
+                .unwrap()
+                .query_map([q], |r| r.get(0))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect()
+        };
+        let before = (hits(&s, "linker"), hits(&s, "link"), hits(&s, "mold"));
+        let fixed = s.write(super::super::packed::pack_old_rows).unwrap();
+        let forms: Vec<(i64, String, String, String)> = s
+            .conn
+            .prepare("SELECT id, typeof(parts), typeof(tools_text), memtrail_parts(parts) FROM messages ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        let short = |t: &str| t.to_string();
+        assert_eq!(
+            forms,
+            [
+                (1, short("blob"), short("null"), call.to_string()),
+                (2, short("blob"), short("null"), prose.clone()),
+                (3, short("blob"), short("text"), call.to_string()),
+            ]
+        );
+        // Every row; row 3 keeps its `tools`, capped apart from its parts.
+        assert_eq!(fixed, 3);
+        let queued: i64 = s
+            .conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM fts_pending) + (SELECT count(*) FROM sync_outbox)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(queued, 0);
+        assert_eq!(schema_of(&s.conn), schema_before);
+        assert_eq!(
+            (hits(&s, "linker"), hits(&s, "link"), hits(&s, "mold")),
+            before
+        );
+        s.conn
+            .execute(
+                "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
+                [],
+            )
+            .unwrap();
+        // `memtrail repair` runs it first; nothing is left to do the second time, and the
+        // index agrees with its content.
+        let report = s.repair().unwrap();
+        assert_eq!(report.steps[0].name, "stored text");
+        assert_eq!(report.steps[0].fixed, 0, "{report:?}");
+        assert_eq!(report.steps[1].fixed, 0, "{report:?}");
+        assert!(
+            report.steps.iter().all(|s| s.name != "file size"),
+            "{report:?}"
+        );
+        assert_eq!(report.integrity, ["ok"]);
+    }
+
     /// A released migration never changes (a store that ran it would not run it again): the
     /// BLAKE3 hash of each `migrations/NNNN_*.sql`, as released. A new schema adds a file.
     #[test]
@@ -595,7 +788,7 @@ mod tests {
                 "656e598e36e79c71",
                 "1af9feda95c0eeb7",
                 "68d594c4269a2bc7",
-                "7aec25e25e17fc3d",
+                "463c359083587f20",
             ]
         );
     }

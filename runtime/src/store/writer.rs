@@ -231,7 +231,7 @@ impl Writer<'_> {
         self.tx
             .prepare_cached(
                 "INSERT INTO messages_fts (rowid, body, tools, cjk)
-                 SELECT m.id, m.body, memtrail_tools(m.tools, m.parts), m.cjk
+                 SELECT m.id, m.body, memtrail_tools(m.tools_text, m.parts), m.cjk
                  FROM fts_pending p JOIN messages m ON m.id = p.id
                  WHERE p.id <= ?1 ORDER BY p.id",
             )
@@ -435,7 +435,7 @@ impl Writer<'_> {
         let cjk = cjk_index_text(&body, &tools);
         self.tx
             .prepare_cached(
-                "UPDATE messages SET kind = ?2, body = ?3, tools = NULL, parts = ?4,
+                "UPDATE messages SET kind = ?2, body = ?3, tools_text = NULL, parts = ?4,
                     ts = COALESCE(ts, ?5), model = COALESCE(model, ?6), cjk = ?7 WHERE id = ?1",
             )
             .db()?

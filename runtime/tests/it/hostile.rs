@@ -327,7 +327,7 @@ fn repair_rebuilds_a_broken_index_and_recounts() {
         // Damage the derived data: drop index entries of 3 messages, a wrong count.
         c.execute_batch(
             "INSERT INTO messages_fts (messages_fts, rowid, body, tools, cjk)
-                 SELECT 'delete', id, body, memtrail_tools(tools, parts), cjk FROM messages WHERE seq < 3;
+                 SELECT 'delete', id, body, memtrail_tools(tools_text, parts), cjk FROM messages WHERE seq < 3;
              UPDATE sessions SET message_count = 99;
              INSERT INTO events (session_id, message_id, seq, category, action, priority, subject)
                  SELECT session_id, id, seq, 'file', 'edited', 2, 'not/in/any/message.rs'
@@ -352,6 +352,7 @@ fn repair_rebuilds_a_broken_index_and_recounts() {
     assert_eq!(
         fixed,
         vec![
+            ("stored text", 0),
             ("full-text index", 1),
             ("tool calls", 0),
             ("events", 1),

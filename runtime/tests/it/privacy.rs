@@ -54,6 +54,48 @@ fn contains(hay: &[u8], needle: &str) -> bool {
     hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
+/// The scan of the store's files that the tests above rely on sees inside compressed rows: a
+/// string that is only in a tool output (compressed in `parts`; the index holds its words
+/// lowercased and apart) is found in the files, and not in their raw bytes.
+#[test]
+fn the_file_scan_sees_inside_compressed_rows() {
+    let (_dir, db, t, cwd, mut store) = session_dir();
+    write_lines(
+        &t,
+        &[
+            line(
+                "assistant",
+                "a1",
+                &cwd,
+                "2026-11-20T10:00:01.000Z",
+                json!([{"type": "tool_use", "id": "toolu_01scan", "name": "Bash",
+                        "input": {"command": "cat notes.txt"}}]),
+            ),
+            line(
+                "user",
+                "r1",
+                &cwd,
+                "2026-11-20T10:00:02.000Z",
+                json!([{"type": "tool_result", "tool_use_id": "toolu_01scan",
+                        "content": format!("{} Zebra-Finch_Marker {}", "note ".repeat(40), "end ".repeat(40))}]),
+            ),
+        ],
+        false,
+    );
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    drop(store);
+    let raw: Vec<Vec<u8>> = ["", "-wal"]
+        .iter()
+        .filter_map(|s| {
+            let mut p = db.to_path_buf().into_os_string();
+            p.push(s);
+            std::fs::read(p).ok()
+        })
+        .collect();
+    assert!(!raw.iter().any(|b| contains(b, "Zebra-Finch_Marker")));
+    assert!(in_files(&db, "Zebra-Finch_Marker"));
+}
+
 /// How many of `needles` are in the database file or its WAL.
 fn frames_in_files(db: &Path, needles: &[Vec<u8>]) -> usize {
     let files: Vec<Vec<u8>> = ["", "-wal"]
@@ -74,13 +116,12 @@ fn frames_in_files(db: &Path, needles: &[Vec<u8>]) -> usize {
         .count()
 }
 
-/// True when `needle` is in the database file or its WAL.
+/// True when `needle` is in the database file or its WAL, compressed rows decoded
+/// ([`crate::support::store_file_bytes`]).
 fn in_files(db: &Path, needle: &str) -> bool {
-    ["", "-wal"].iter().any(|s| {
-        let mut p = db.to_path_buf().into_os_string();
-        p.push(s);
-        std::fs::read(p).is_ok_and(|b| contains(&b, needle))
-    })
+    crate::support::store_file_bytes(db)
+        .iter()
+        .any(|b| contains(b, needle))
 }
 
 fn search(store: &Store, q: &str) -> usize {
@@ -461,7 +502,7 @@ fn purge_older_than() {
         let c = crate::support::open_raw(&db).unwrap();
         c.execute_batch(
             "INSERT INTO sessions (id, agent, external_id, message_count) VALUES (99, 'vscode', 'undated', 1);
-             INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools, parts)
+             INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts)
              VALUES (99, 'u', 0, 'user', 'text', 'undated', '', '[]');",
         )
         .unwrap();
@@ -565,7 +606,7 @@ fn rescan_redacts_what_was_stored_before() {
         .enumerate()
         {
             c.execute(
-                "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools, parts)
+                "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts)
                  VALUES (1, ?1, ?2, 'user', 'text', ?3, ?4, ?5)",
                 rusqlite::params![format!("m{i}"), i as i64, body, tools, p.to_string()],
             )
@@ -623,7 +664,7 @@ fn rescan_redacts_what_was_stored_before() {
     assert_eq!(body, "token [redacted:github_token] and [private]");
     let tools: String = c
         .query_row(
-            "SELECT memtrail_tools(tools, parts) FROM messages WHERE ext_id = 'm1'",
+            "SELECT memtrail_tools(tools_text, parts) FROM messages WHERE ext_id = 'm1'",
             [],
             |r| r.get(0),
         )
@@ -1602,13 +1643,12 @@ fn a_deleted_session_moved_elsewhere_can_be_captured_again() {
     assert_eq!(count(&db, "SELECT COUNT(*) FROM sources"), 1);
 }
 
-/// True when `needle` (lowercase ASCII) is in the database file or its WAL, in any case.
+/// True when `needle` (lowercase ASCII) is in the database file or its WAL, in any case,
+/// compressed rows decoded ([`crate::support::store_file_bytes`]).
 fn in_files_any_case(db: &Path, needle: &str) -> bool {
-    ["", "-wal"].iter().any(|s| {
-        let mut p = db.to_path_buf().into_os_string();
-        p.push(s);
-        std::fs::read(p).is_ok_and(|b| contains(&b.to_ascii_lowercase(), needle))
-    })
+    crate::support::store_file_bytes(db)
+        .iter()
+        .any(|b| contains(&b.to_ascii_lowercase(), needle))
 }
 
 /// Issue 11 item 5, the full-text index: text that leaves a message (half of a token indexed

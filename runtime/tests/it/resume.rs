@@ -204,7 +204,8 @@ fn a_v2_store_gets_its_events_backfilled_at_migration() {
     {
         let c = crate::support::open_raw(&path).unwrap();
         c.execute_batch(
-            "DROP TABLE events; DROP TABLE snapshots; DROP TABLE snapshot_states;
+            "ALTER TABLE messages RENAME COLUMN tools_text TO tools;
+             DROP TABLE events; DROP TABLE snapshots; DROP TABLE snapshot_states;
              DROP TRIGGER messages_session_last_ai;
              DROP TRIGGER messages_session_last_au;
              ALTER TABLE sessions DROP COLUMN last_message_id; PRAGMA user_version = 2;",
