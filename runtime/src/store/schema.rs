@@ -498,6 +498,26 @@ mod tests {
         );
     }
 
+    /// A store at schema 12 (migrations 1 to 12 run by hand) at `path`, with `rows` (SQL) added
+    /// and indexed as schema 12 indexed them.
+    fn v12_store(path: &std::path::Path, rows: &str) -> rusqlite::Connection {
+        let c = rusqlite::Connection::open(path).unwrap();
+        for sql in &MIGRATIONS[..12] {
+            c.execute_batch(sql).unwrap();
+        }
+        c.pragma_update(None, "user_version", 12).unwrap();
+        c.execute_batch(&format!(
+            "INSERT INTO sessions (id, agent, external_id, started_at, updated_at)
+             VALUES (1, 'claude', 's1', 1000, 2000);
+             {rows}
+             INSERT INTO messages_fts (rowid, body, tools, cjk)
+                 SELECT id, body, tools, cjk FROM messages;
+             DELETE FROM fts_pending;"
+        ))
+        .unwrap();
+        c
+    }
+
     /// Migration 13 on a store with indexed rows: their `tools` (now `tools_text`) and `parts`
     /// stay as they were (the index holds that text), the declarations change (`tools_text`
     /// nullable, the index's content the view), an older memtrail's catch-up fails, and the index stays consistent when an old row is deleted and a new
@@ -507,25 +527,15 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("v12.db");
         let old_parts = r#"[{"type":"tool_call","id":"c1","name":"Bash","tool":"shell","input":{"command":"cargo build"},"output":"error: linker failed","is_error":true}]"#;
-        {
-            let c = rusqlite::Connection::open(&path).unwrap();
-            for sql in &MIGRATIONS[..12] {
-                c.execute_batch(sql).unwrap();
-            }
-            c.pragma_update(None, "user_version", 12).unwrap();
-            c.execute_batch(&format!(
-                "INSERT INTO sessions (id, agent, external_id, started_at, updated_at)
-                 VALUES (1, 'claude', 's1', 1000, 2000);
-                 INSERT INTO messages (id, session_id, ext_id, seq, role, kind, body, tools, parts)
+        v12_store(
+            &path,
+            &format!(
+                "INSERT INTO messages (id, session_id, ext_id, seq, role, kind, body, tools, parts)
                  VALUES (1, 1, 'a1', 0, 'assistant', 'tool_call', '',
                          'Bash cargo build \nerror: linker failed\n', '{old_parts}'),
-                        (2, 1, 'a2', 1, 'assistant', 'text', 'the linker is mold', '', '[]');
-                 INSERT INTO messages_fts (rowid, body, tools, cjk)
-                     SELECT id, body, tools, cjk FROM messages;
-                 DELETE FROM fts_pending;"
-            ))
-            .unwrap();
-        }
+                        (2, 1, 'a2', 1, 'assistant', 'text', 'the linker is mold', '', '[]');"
+            ),
+        );
         let s = Store::open(&path).unwrap();
         let c = &s.conn;
         let check = || {
@@ -622,26 +632,18 @@ mod tests {
             "the linker is mold, not lld ".repeat(8)
         );
         {
-            let c = rusqlite::Connection::open(&path).unwrap();
-            for sql in &MIGRATIONS[..12] {
-                c.execute_batch(sql).unwrap();
-            }
-            c.pragma_update(None, "user_version", 12).unwrap();
-            c.execute_batch(&format!(
-                "INSERT INTO sessions (id, agent, external_id, started_at, updated_at)
-                 VALUES (1, 'claude', 's1', 1000, 2000);
-                 INSERT INTO messages (id, session_id, ext_id, seq, role, kind, body, tools, parts)
-                 VALUES (1, 1, 'a1', 0, 'assistant', 'tool_call', '',
-                         'Bash cargo build \nerror: linker failed\n', '{call}'),
-                        (2, 1, 'a2', 1, 'assistant', 'text',
-                         'the linker is mold', '', '{prose}'),
-                        (3, 1, 'a3', 2, 'assistant', 'tool_call', '',
-                         'Bash cargo build \nerror: link', '{call}');
-                 INSERT INTO messages_fts (rowid, body, tools, cjk)
-                     SELECT id, body, tools, cjk FROM messages;
-                 DELETE FROM fts_pending;"
-            ))
-            .unwrap();
+            let c = v12_store(
+                &path,
+                &format!(
+                    "INSERT INTO messages (id, session_id, ext_id, seq, role, kind, body, tools, parts)
+                     VALUES (1, 1, 'a1', 0, 'assistant', 'tool_call', '',
+                             'Bash cargo build \nerror: linker failed\n', '{call}'),
+                            (2, 1, 'a2', 1, 'assistant', 'text',
+                             'the linker is mold', '', '{prose}'),
+                            (3, 1, 'a3', 2, 'assistant', 'tool_call', '',
+                             'Bash cargo build \nerror: link', '{call}');"
+                ),
+            );
             // A copy with 300 more rows of 4 KB, for `memtrail repair` itself below.
             c.execute_batch(&format!(
                 "VACUUM INTO '{}'",

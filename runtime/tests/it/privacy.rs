@@ -84,28 +84,29 @@ fn the_file_scan_sees_inside_compressed_rows() {
     );
     ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
     drop(store);
-    let raw: Vec<Vec<u8>> = ["", "-wal"]
+    assert!(
+        !raw_files(&db)
+            .iter()
+            .any(|b| contains(b, "Zebra-Finch_Marker"))
+    );
+    assert!(in_files(&db, "Zebra-Finch_Marker"));
+}
+
+/// The bytes of the database file and its WAL (those that exist), as they are on disk.
+fn raw_files(db: &Path) -> Vec<Vec<u8>> {
+    ["", "-wal"]
         .iter()
         .filter_map(|s| {
             let mut p = db.to_path_buf().into_os_string();
             p.push(s);
             std::fs::read(p).ok()
         })
-        .collect();
-    assert!(!raw.iter().any(|b| contains(b, "Zebra-Finch_Marker")));
-    assert!(in_files(&db, "Zebra-Finch_Marker"));
+        .collect()
 }
 
 /// How many of `needles` are in the database file or its WAL.
 fn frames_in_files(db: &Path, needles: &[Vec<u8>]) -> usize {
-    let files: Vec<Vec<u8>> = ["", "-wal"]
-        .iter()
-        .filter_map(|s| {
-            let mut p = db.to_path_buf().into_os_string();
-            p.push(s);
-            std::fs::read(p).ok()
-        })
-        .collect();
+    let files = raw_files(db);
     needles
         .iter()
         .filter(|n| {
