@@ -165,8 +165,9 @@ pub enum Command {
     },
     /// Rebuild the full-text index and the other derived data from the stored messages, then
     /// run SQLite's full integrity check (safe while agents and hooks are running). Messages an
-    /// older memtrail stored uncompressed are compressed first (the space they free is reused
-    /// by later writes).
+    /// older memtrail stored uncompressed are compressed first, and the file is vacuumed then, or when a
+    /// tenth or more of it is free (that needs free space as large as the store, in its
+    /// folder).
     Repair {
         /// Print JSON.
         #[arg(long)]

@@ -442,7 +442,7 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
     out.other_machines = other_machines;
     checkpoint(store)?;
     if vacuum {
-        vacuum_file(&store.conn)?;
+        vacuum_file(store)?;
         store
             .conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
@@ -732,13 +732,29 @@ pub(crate) fn redact_stored<E: Enrich>(e: &E, t: StoredText<'_>) -> Result<Optio
 
 /// `VACUUM`, with its copy of the store in a temporary file instead of memory (the connection's
 /// `temp_store` is MEMORY for sorts and small temporary tables; a vacuum of a 1 GB store held
-/// 1.1 GB in memory): SQLite removes the file's name as soon as it opens it, and the file when
-/// the vacuum ends. It needs as much free space in the temporary folder (`SQLITE_TMPDIR`,
-/// `TMPDIR`, else `/var/tmp`, `/tmp`) as the store's size.
-pub(super) fn vacuum_file(conn: &rusqlite::Connection) -> Result<()> {
+/// 1.1 GB in memory), in the store's own folder (the store's filesystem, not a shared `/tmp`):
+/// SQLite removes the file's name as soon as it opens it, and the file when the vacuum ends.
+/// It needs free space there as large as the store, and the WAL grows as large again until the
+/// checkpoint that follows. The temporary folder is a setting of the whole process (SQLite's
+/// `temp_store_directory`), set back after.
+pub(super) fn vacuum_file(store: &Store) -> Result<()> {
+    let conn = &store.conn;
+    let dir = store
+        .path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.to_string_lossy().replace('\'', "''"));
+    if let Some(d) = &dir {
+        conn.execute_batch(&format!("PRAGMA temp_store_directory = '{d}'"))
+            .db()?;
+    }
     conn.execute_batch("PRAGMA temp_store = FILE").db()?;
     let r = conn.execute_batch("VACUUM").db();
     conn.execute_batch("PRAGMA temp_store = MEMORY").db()?;
+    if dir.is_some() {
+        conn.execute_batch("PRAGMA temp_store_directory = ''")
+            .db()?;
+    }
     r
 }
 

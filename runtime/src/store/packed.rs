@@ -192,23 +192,60 @@ pub fn register(conn: &Connection) -> Result<()> {
     .map_err(super::db_err)
 }
 
-/// `memtrail repair`'s step for rows written before schema 13: `parts` compressed ([`pack`])
-/// and `tools` set to NULL where [`render_tools`] of the parts gives exactly the stored text (a
-/// row pulled by sync whose text was capped apart keeps it). What the row holds does not change
-/// (`memtrail_parts` and `memtrail_tools` give the same text before and after), so the triggers
-/// on `messages` (full-text queue, embedding queue, sync outbox, activity) are dropped for the
-/// rewrite and created again from their own SQL, in the same transaction: nothing is indexed,
-/// embedded or pushed again. Returns how many rows were rewritten. The space they free is
-/// reused by later writes (`purge --older-than … --vacuum` gives it back to the disk).
+/// `memtrail repair`'s step for rows written before schema 13, one slice of at most 2,000 rows
+/// after row `after`: `parts` compressed ([`pack`]) and `tools_text` set to NULL where
+/// [`render_tools`] of the parts gives exactly the stored text (a row pulled by sync whose text
+/// was capped apart keeps it). What the row holds does not change (`memtrail_parts` and
+/// `memtrail_tools` give the same text before and after), so the triggers on `messages`
+/// (full-text queue, embedding queue, sync outbox, activity) are dropped for the rewrite and
+/// created again from their own SQL, in their order, in the same transaction: nothing is
+/// indexed, embedded or pushed again. A row that cannot be read as UTF-8 text is left as it is.
+/// Returns how many rows were rewritten and the last row id looked at (`None`: no rows left).
 ///
 /// Errors: SQLite's.
-pub(super) fn pack_old_rows(w: &super::Writer<'_>) -> Result<u64> {
+pub(super) fn pack_old_rows(w: &super::Writer<'_>, after: i64) -> Result<(u64, Option<i64>)> {
     use super::Db;
-    const BATCH: i64 = 1_000;
+    use rusqlite::types::Value;
+    const SLICE: i64 = 2_000;
+    // Rows an older memtrail wrote: their parts are text (every row since keeps the text only
+    // when it does not compress; those are looked at again, and left).
+    let rows: Vec<(i64, Value, Value)> =
+        w.tx.prepare_cached(
+            "SELECT id, tools_text, parts FROM messages
+             WHERE id > ?1 AND typeof(parts) = 'text' ORDER BY id LIMIT ?2",
+        )
+        .db()?
+        .query_map([after, SLICE], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    let Some(&(last, _, _)) = rows.last() else {
+        return Ok((0, None));
+    };
+    let mut todo = Vec::new();
+    for (id, tools, parts) in rows {
+        let Value::Text(json) = parts else { continue };
+        let tools = match tools {
+            Value::Text(t) => Some(t),
+            Value::Null => None,
+            _ => continue,
+        };
+        let had_tools = tools.is_some();
+        let tools = tools.filter(|t| {
+            serde_json::from_str::<Vec<Part>>(&json).map_or(true, |p| render_tools(&p) != *t)
+        });
+        let parts = pack(json)?;
+        if matches!(parts, StoredParts::Packed(_)) || had_tools && tools.is_none() {
+            todo.push((id, parts, tools));
+        }
+    }
+    if todo.is_empty() {
+        return Ok((0, Some(last)));
+    }
     let triggers: Vec<(String, String)> =
         w.tx.prepare(
             "SELECT name, sql FROM sqlite_schema
-             WHERE type = 'trigger' AND tbl_name = 'messages' ORDER BY name",
+             WHERE type = 'trigger' AND tbl_name = 'messages' ORDER BY rowid",
         )
         .db()?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -219,57 +256,16 @@ pub(super) fn pack_old_rows(w: &super::Writer<'_>) -> Result<u64> {
         w.tx.execute_batch(&format!("DROP TRIGGER \"{name}\""))
             .db()?;
     }
-    let mut rewritten = 0;
-    let mut last = 0i64;
-    loop {
-        let rows: Vec<(i64, Option<String>, rusqlite::types::Value)> =
-            w.tx.prepare_cached(
-                "SELECT id, tools_text, parts FROM messages
-                 WHERE id > ?1 AND (typeof(tools_text) = 'text' OR typeof(parts) = 'text')
-                 ORDER BY id LIMIT ?2",
-            )
+    for (id, parts, tools) in &todo {
+        w.tx.prepare_cached("UPDATE messages SET parts = ?2, tools_text = ?3 WHERE id = ?1")
             .db()?
-            .query_map([last, BATCH], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .db()?
-            .collect::<rusqlite::Result<_>>()
+            .execute(rusqlite::params![id, parts, tools])
             .db()?;
-        let Some(&(end, _, _)) = rows.last() else {
-            break;
-        };
-        last = end;
-        for (id, tools, parts) in rows {
-            use rusqlite::types::Value;
-            let json = match &parts {
-                Value::Text(t) => t.clone(),
-                Value::Blob(b) => unpack(ValueRef::Blob(b))?,
-                _ => continue,
-            };
-            let had_tools = tools.is_some();
-            let was_text = matches!(parts, Value::Text(_));
-            let new_tools = tools.filter(|t| {
-                serde_json::from_str::<Vec<Part>>(&json).map_or(true, |p| render_tools(&p) != *t)
-            });
-            let new_parts = match parts {
-                Value::Text(_) => pack(json)?,
-                Value::Blob(b) => StoredParts::Packed(b),
-                _ => unreachable!("skipped above"),
-            };
-            let packed_now = was_text && matches!(new_parts, StoredParts::Packed(_));
-            let tools_dropped = had_tools && new_tools.is_none();
-            if !packed_now && !tools_dropped {
-                continue;
-            }
-            w.tx.prepare_cached("UPDATE messages SET parts = ?2, tools_text = ?3 WHERE id = ?1")
-                .db()?
-                .execute(rusqlite::params![id, new_parts, new_tools])
-                .db()?;
-            rewritten += 1;
-        }
     }
     for (_, sql) in &triggers {
         w.tx.execute_batch(sql).db()?;
     }
-    Ok(rewritten)
+    Ok((todo.len() as u64, Some(last)))
 }
 
 #[cfg(test)]

@@ -6,16 +6,30 @@ use crate::{Error, Result};
 use std::time::Instant;
 
 /// One step of [`Store::repair`]: rebuilds or re-derives one kind of derived data from the
-/// stored messages, inside its own short write transaction. `run` returns how many rows (or
-/// index entries) it found wrong and fixed; 0 means it was already right.
+/// stored messages (or, `stored text`, rewrites the rows an older memtrail stored in the
+/// current form). `run` returns how many rows (or index entries) it found wrong and fixed; 0
+/// means it was already right.
 pub struct RepairStep {
     /// Short name, shown by `memtrail repair` (e.g. `full-text index`).
     pub name: &'static str,
     /// What the step does, a clause after its name (`tool calls: checked for …`), for the
     /// report.
     pub what: &'static str,
-    pub run: fn(&Writer<'_>) -> Result<u64>,
+    pub run: StepRun,
 }
+
+/// How a [`RepairStep`] runs.
+pub enum StepRun {
+    /// In one write transaction.
+    Once(fn(&Writer<'_>) -> Result<u64>),
+    /// In a write transaction per slice, so that the WAL stays small and a hook waits for one
+    /// slice at most: called with the last row id done (0 first), it returns how many rows it
+    /// fixed and the id to go on after (`None`: done).
+    Sliced(SliceFn),
+}
+
+/// A [`StepRun::Sliced`] step's function.
+pub type SliceFn = fn(&Writer<'_>, i64) -> Result<(u64, Option<i64>)>;
 
 /// The derived data `memtrail repair` rebuilds, in order. A table derived from `messages`
 /// (e.g. events) adds its step here.
@@ -23,27 +37,27 @@ pub const REPAIR_STEPS: &[RepairStep] = &[
     RepairStep {
         name: "stored text",
         what: "messages written before schema 13 compressed, their tool text no longer stored twice",
-        run: super::packed::pack_old_rows,
+        run: StepRun::Sliced(super::packed::pack_old_rows),
     },
     RepairStep {
         name: "full-text index",
         what: "rebuilt from the stored messages (body, tools, CJK)",
-        run: repair_fts,
+        run: StepRun::Once(repair_fts),
     },
     RepairStep {
         name: "tool calls",
         what: "checked for tool calls whose message is gone (deleted when found)",
-        run: repair_tool_calls,
+        run: StepRun::Once(repair_tool_calls),
     },
     RepairStep {
         name: "events",
         what: "extracted again from the stored messages",
-        run: repair_events,
+        run: StepRun::Once(repair_events),
     },
     RepairStep {
         name: "message counts",
         what: "each session's recounted from the stored messages",
-        run: repair_message_counts,
+        run: StepRun::Once(repair_message_counts),
     },
 ];
 
@@ -171,9 +185,12 @@ impl RepairReport {
 
 impl Store {
     /// Rebuild every derived structure ([`REPAIR_STEPS`]) from the stored messages, each step
-    /// in its own `BEGIN IMMEDIATE` transaction (so hooks running meanwhile wait at most one
-    /// step, or fail open and catch up), then run `PRAGMA integrity_check`. Messages, sessions
-    /// and cursors are never changed, only what is derived from them.
+    /// in its own `BEGIN IMMEDIATE` transaction (a transaction per slice for `stored text`), so
+    /// hooks running meanwhile wait at most one step, or fail open and catch up; then, when
+    /// `stored text` compressed rows of an older memtrail or a tenth or more of the file is free
+    /// pages, `VACUUM` it (step `file size`); then run `PRAGMA integrity_check`. What
+    /// the messages hold is never changed (`stored text` changes only how they are kept), nor
+    /// sessions or cursors.
     ///
     /// Errors: the store is busy past its timeout ([`Error::Busy`]), the disk is full
     /// ([`Error::Full`]), or an SQLite error (a step that fails is rolled back).
@@ -181,7 +198,18 @@ impl Store {
         let mut steps = Vec::new();
         for step in REPAIR_STEPS {
             let t = Instant::now();
-            let fixed = self.write(|w| (step.run)(w))?;
+            let fixed = match step.run {
+                StepRun::Once(run) => self.write(run)?,
+                StepRun::Sliced(run) => {
+                    let (mut fixed, mut after) = (0, Some(0));
+                    while let Some(last) = after {
+                        let (n, next) = self.write(|w| run(w, last))?;
+                        fixed += n;
+                        after = next;
+                    }
+                    fixed
+                }
+            };
             steps.push(RepairStepReport {
                 name: step.name.into(),
                 what: step.what.into(),
@@ -190,27 +218,27 @@ impl Store {
             });
         }
         // The first repair after the upgrade to schema 13 compressed the older rows: the space
-        // they held goes back to the disk (once; later repairs find nothing to compress).
-        if steps
+        // they held goes back to the disk. Also whenever a tenth or more of the file is free
+        // pages, so that a repair that failed here (a full disk) does it the next time (the
+        // compression of a 1 GB store left 19% of its pages free, and most of the rest of what
+        // it freed in part-filled pages).
+        let pages = |c: &rusqlite::Connection, what: &str| -> Result<u64> {
+            c.query_row(&format!("PRAGMA {what}"), [], |r| r.get::<_, i64>(0))
+                .db()
+                .map(|n| n as u64)
+        };
+        let _ = self.checkpoint();
+        let before = pages(&self.conn, "page_count")?;
+        let packed = steps
             .first()
-            .is_some_and(|s| s.name == "stored text" && s.fixed > 0)
-        {
+            .is_some_and(|s| s.name == "stored text" && s.fixed > 0);
+        if packed || pages(&self.conn, "freelist_count")? * 10 >= before && before > 0 {
             let t = Instant::now();
-            let pages = |c: &rusqlite::Connection| -> Result<u64> {
-                c.query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0))
-                    .db()
-                    .map(|n| n as u64)
-            };
-            let _ = self.checkpoint();
-            let before = pages(&self.conn)?;
-            super::maintenance::vacuum_file(&self.conn)?;
-            let _ = self.checkpoint();
+            super::maintenance::vacuum_file(self)?;
             steps.push(RepairStepReport {
                 name: "file size".into(),
-                what: "the space the compressed messages freed given back to the disk (VACUUM; \
-                       pages)"
-                    .into(),
-                fixed: before.saturating_sub(pages(&self.conn)?),
+                what: "the file's free space given back to the disk (VACUUM; pages)".into(),
+                fixed: before.saturating_sub(pages(&self.conn, "page_count")?),
                 millis: t.elapsed().as_millis() as u64,
             });
         }

@@ -698,9 +698,30 @@ mod tests {
             assert!(after < before / 2, "{before} -> {after}");
         }
         let mut s = Store::open(&path).unwrap();
+        // Sync on, and message 1 embedded (its vector would be dropped and the message queued
+        // again by a trigger that fired).
         s.conn
-            .execute_batch("INSERT INTO sync_state (key, value) VALUES ('enabled', '1')")
+            .execute_batch(
+                "INSERT INTO sync_state (key, value) VALUES ('enabled', '1');
+                 INSERT INTO embed_state (id, model, done_through) VALUES (1, 'm@1/4', 3);
+                 INSERT INTO message_vectors (message_id, chunk, scale, vec)
+                     VALUES (1, 0, 1.0, x'01020304');",
+            )
             .unwrap();
+        // What waits to be indexed, pushed or embedded, and the vectors kept.
+        let queued = |s: &Store| -> Vec<Vec<rusqlite::types::Value>> {
+            rows_of(
+                &s.conn,
+                "SELECT (SELECT count(*) FROM fts_pending), (SELECT count(*) FROM sync_outbox),
+                        (SELECT count(*) FROM embed_pending), (SELECT count(*) FROM message_vectors)",
+            )
+        };
+        let queued_before = queued(&s);
+        assert_eq!(
+            queued_before,
+            [[0.into(), 1.into(), 0.into(), 1.into()]],
+            "the vector is in the outbox"
+        );
         let schema_before = schema_of(&s.conn);
         let hits = |s: &Store, q: &str| -> Vec<i64> {
             s.conn
@@ -714,7 +735,14 @@ mod tests {
                 .collect()
         };
         let before = (hits(&s, "linker"), hits(&s, "link"), hits(&s, "mold"));
-        let fixed = s.write(super::super::packed::pack_old_rows).unwrap();
+        let fixed = s
+            .write(|w| super::super::packed::pack_old_rows(w, 0))
+            .unwrap();
+        assert_eq!(
+            s.write(|w| super::super::packed::pack_old_rows(w, 3))
+                .unwrap(),
+            (0, None)
+        );
         let forms: Vec<(i64, String, String, String)> = s
             .conn
             .prepare("SELECT id, typeof(parts), typeof(tools_text), memtrail_parts(parts) FROM messages ORDER BY id")
@@ -733,16 +761,8 @@ mod tests {
             ]
         );
         // Every row; row 3 keeps its `tools`, capped apart from its parts.
-        assert_eq!(fixed, 3);
-        let queued: i64 = s
-            .conn
-            .query_row(
-                "SELECT (SELECT count(*) FROM fts_pending) + (SELECT count(*) FROM sync_outbox)",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(queued, 0);
+        assert_eq!(fixed, (3, Some(3)));
+        assert_eq!(queued(&s), queued_before);
         assert_eq!(schema_of(&s.conn), schema_before);
         assert_eq!(
             (hits(&s, "linker"), hits(&s, "link"), hits(&s, "mold")),

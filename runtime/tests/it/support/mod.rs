@@ -119,8 +119,10 @@ pub fn open_raw(path: impl AsRef<Path>) -> rusqlite::Result<rusqlite::Connection
 /// The bytes of the store's file and its WAL (those that exist), each followed by what every
 /// zstd frame found in it decodes to (`messages.parts` is compressed): a search of these bytes
 /// for a secret or a deleted word also sees inside the compressed rows, live or in freed space.
-/// A frame split across pages (a row that overflows its page) decodes up to the split, so a
-/// long row is seen in part.
+/// A frame split across pages (a row longer than a page, whose rest is on overflow pages) is
+/// not decoded: zstd gives nothing of a block it has not read whole. The tests that rely on
+/// this scan write rows shorter than a page; the deletion test also looks for fragments of the
+/// frames themselves.
 pub fn store_file_bytes(db: &Path) -> Vec<Vec<u8>> {
     use std::io::Read;
     const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
