@@ -127,6 +127,9 @@ pub enum StoreReport {
         embedding_model: Option<String>,
         /// Messages waiting for `memtrail embed` (0 without vectors).
         unembedded_messages: i64,
+        /// The store holds messages of a memtrail from before schema 13, uncompressed until
+        /// `memtrail repair` compresses them.
+        uncompressed_messages: bool,
         /// `ok`, the quick check's findings, or `not checked`.
         integrity: String,
         /// `quick_check` or `skipped`.
@@ -184,6 +187,7 @@ impl StoreReport {
                 unindexed_messages: s.unindexed,
                 embedding_model: s.embed_model.clone(),
                 unembedded_messages: s.unembedded,
+                uncompressed_messages: s.uncompressed,
                 integrity: match c {
                     Some(Ok(())) => "ok".to_string(),
                     Some(Err(e)) => e.clone(),

@@ -438,6 +438,11 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                         if s.unindexed == 1 { "" } else { "s" }
                     );
                 }
+                if s.uncompressed {
+                    out!(
+                        "  messages stored by a memtrail from before schema 13 are not compressed: `memtrail repair` compresses them and gives the space back (needs free disk as large as the store)"
+                    );
+                }
                 if let Some(m) = &s.embed_model {
                     out!(
                         "  vectors for search by meaning: {m}, {} waiting for `memtrail embed`",

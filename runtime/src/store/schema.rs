@@ -735,6 +735,10 @@ mod tests {
                 .collect()
         };
         let before = (hits(&s, "linker"), hits(&s, "link"), hits(&s, "mold"));
+        assert!(
+            s.stats().unwrap().uncompressed,
+            "status tells of the rows to compress"
+        );
         let fixed = s
             .write(|w| super::super::packed::pack_old_rows(w, 0))
             .unwrap();
@@ -762,6 +766,7 @@ mod tests {
         );
         // Every row; row 3 keeps its `tools`, capped apart from its parts.
         assert_eq!(fixed, (3, Some(3)));
+        assert!(!s.stats().unwrap().uncompressed);
         assert_eq!(queued(&s), queued_before);
         assert_eq!(schema_of(&s.conn), schema_before);
         assert_eq!(

@@ -23,6 +23,11 @@ pub struct StoreStats {
     pub embed_model: Option<String>,
     /// Messages waiting to be embedded by that model ([`Store::embed_backlog`]); 0 without one.
     pub unembedded: i64,
+    /// The store holds messages of a memtrail from before schema 13, kept uncompressed until
+    /// `memtrail repair` compresses them: more than half its 100 oldest messages store their
+    /// tool text (a row written since stores it only when sync capped it apart or its parts do
+    /// not parse).
+    pub uncompressed: bool,
 }
 
 /// The last run of a hook, for status.
@@ -57,7 +62,17 @@ impl Store {
         let sessions = per_agent.iter().map(|(_, s, _)| s).sum();
         let messages = per_agent.iter().map(|(_, _, m)| m).sum();
         let embed_model = self.embed_model()?;
+        let (kept, oldest): (i64, i64) = self
+            .conn
+            .query_row(
+                "SELECT count(tools_text), count(*)
+                 FROM (SELECT tools_text FROM messages ORDER BY id LIMIT 100)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .db()?;
         Ok(StoreStats {
+            uncompressed: kept * 2 > oldest,
             path: self.location.to_string(),
             size_bytes,
             schema_version: self.schema_version()?,
