@@ -104,7 +104,7 @@ use files::{create_private_dir, create_private_file, file_id, make_owner_only, r
 pub use index_text::{INDEXED_OUTPUT_CAP, cjk_index_text, is_cjk, render_index_text, render_tools};
 pub(crate) use index_text::{cap, kind_from_str};
 pub use location::{STORE_ENV, StoreLocation, masked_url};
-pub(crate) use packed::pack as pack_parts;
+pub(crate) use packed::pack_parts;
 pub use packed::{StoredParts, register as register_sql_functions};
 pub use queries::{SEMANTIC_SNIPPET_CHARS, hits_for_messages};
 pub use repair::{REPAIR_STEPS, RepairReport, RepairStep, RepairStepReport, is_corrupt};

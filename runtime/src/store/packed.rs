@@ -101,6 +101,13 @@ pub(crate) fn pack(json: String) -> Result<StoredParts> {
     }
 }
 
+/// A message's parts as stored: their JSON ([`Part`]'s serde form) through [`pack`].
+///
+/// Errors: a part does not serialize (JSON), and [`pack`]'s.
+pub(crate) fn pack_parts(parts: &[Part]) -> Result<StoredParts> {
+    pack(serde_json::to_string(parts)?)
+}
+
 /// The JSON of a stored `parts` value ([`pack`]'s output, or TEXT from an older row).
 ///
 /// Errors: [`Error::Invalid`] for a BLOB that is not one whole zstd frame of UTF-8 text (a

@@ -360,7 +360,7 @@ impl Writer<'_> {
                         e.redact_merged(&mut m);
                         let (body, tools) = render_index_text(&m);
                         let cjk = cjk_index_text(&body, &tools);
-                        let parts = packed::pack(serde_json::to_string(&m.parts)?)?;
+                        let parts = packed::pack_parts(&m.parts)?;
                         Fresh {
                             message: m,
                             body,
@@ -443,7 +443,7 @@ impl Writer<'_> {
                 rowid,
                 m.kind.as_str(),
                 body,
-                packed::pack(serde_json::to_string(&m.parts)?)?,
+                packed::pack_parts(&m.parts)?,
                 m.timestamp,
                 m.model,
                 cjk,
