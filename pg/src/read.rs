@@ -24,7 +24,7 @@ use memtrail_runtime::events::{Category, Event, StoredEvent};
 use memtrail_runtime::query::{
     CopyKey, HL_END, HL_START, Hit, ListFilter, MessageView, QueryItem, SEARCH_CANDIDATES,
     SEMANTIC_SNIPPET_CHARS, SearchFilter, SessionSummary, SessionView, best_distinct, cjk_runs,
-    compact_cjk, has_or, like_escape, normalize_dir, parse_query, pick_prefix_match, view_parts,
+    compact_cjk, like_escape, normalize_dir, parse_query, pick_prefix_match, view_parts,
     with_recency,
 };
 use memtrail_runtime::read::{CandidateMessage, ReadStore};
@@ -654,7 +654,7 @@ impl ReadStore for PgReader {
         // The SQLite store's bounded rule (see `memtrail_runtime::query::search`): without
         // `OR`, only the newest SEARCH_CANDIDATES matches (that pass the filter, if any) are
         // ranked, read newest first by the `id` index and stopping there, so that a frequent
-        // term costs no more than a rare one; an `OR` query ranks every match (GIN).
+        // term costs no more than a rare one.
         //
         // The newest candidates are chosen by id and row address only, and each one's `tsv` read
         // again by its address (a TID scan in a subquery per row, whatever the table's size)
@@ -663,7 +663,16 @@ impl ReadStore for PgReader {
         // `overflow invoice`'s 5,401 matches) spilled to disk (12 MB): 24–30 ms against 17–20
         // ms (docs/benchmarks.md, "PostgreSQL search: candidates without their vectors,
         // filtered walks bounded"). A row's address is stable within the statement's snapshot.
-        let bounded = !items.as_deref().is_some_and(has_or);
+        //
+        // An `OR` query takes the newest SEARCH_CANDIDATES matches of each of its alternatives
+        // (the SQLite store's rule: `rare OR common` still ranks the rare term's matches), each
+        // candidate ranked by `ts_rank` for the whole query.
+        let alternatives: Vec<String> = items
+            .as_deref()
+            .unwrap_or_default()
+            .split(|i| *i == QueryItem::Or)
+            .filter_map(tsquery)
+            .collect();
         let mut args: Vec<Param> = vec![text(q.clone())];
         let on_sessions = self.session_filter_clause(f, &mut args)?;
         let mut filters = on_sessions.clone() + &message_filter_clause(f, &mut args);
@@ -684,28 +693,34 @@ impl ReadStore for PgReader {
         } else {
             ""
         };
-        let mut sql = if bounded {
+        let newest = |param: usize| {
             format!(
-                "SELECT c.id, ts_rank({RANK_WEIGHTS},
-                    (SELECT v.tsv FROM messages v WHERE v.ctid = c.t),
-                    $1::text::tsquery, 1)::float8 AS score
-                 FROM (SELECT m.id, m.ctid AS t FROM messages m{join}
-                       WHERE m.tsv @@ $1::text::tsquery{filters}
-                       ORDER BY m.id DESC LIMIT {SEARCH_CANDIDATES}) c"
-            )
-        } else {
-            format!(
-                "SELECT m.id, ts_rank({RANK_WEIGHTS}, m.tsv, $1::text::tsquery, 1)::float8 AS score
-                 FROM messages m{join}
-                 WHERE m.tsv @@ $1::text::tsquery{filters}"
+                "(SELECT m.id, m.ctid AS t FROM messages m{join}
+                  WHERE m.tsv @@ ${param}::text::tsquery{filters}
+                  ORDER BY m.id DESC LIMIT {SEARCH_CANDIDATES})"
             )
         };
+        let candidates = if alternatives.len() > 1 {
+            let mut parts = Vec::with_capacity(alternatives.len());
+            for alternative in &alternatives {
+                args.push(text(alternative.clone()));
+                parts.push(newest(args.len()));
+            }
+            parts.join(" UNION ")
+        } else {
+            newest(1)
+        };
+        let mut sql = format!(
+            "SELECT c.id, ts_rank({RANK_WEIGHTS},
+                (SELECT v.tsv FROM messages v WHERE v.ctid = c.t),
+                $1::text::tsquery, 1)::float8 AS score
+             FROM ({candidates}) c"
+        );
         // Rank a few more than asked, then apply the recency prior; equal scores go to the
         // newest message.
         args.push(int8((limit * 3).min(1500) as i64));
         sql.push_str(&format!(
-            " ORDER BY score DESC, {} DESC LIMIT ${}",
-            if bounded { "c.id" } else { "m.id" },
+            " ORDER BY score DESC, c.id DESC LIMIT ${}",
             args.len()
         ));
         // With each ranked row, what tells a copy of a message (best_distinct).

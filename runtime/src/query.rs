@@ -223,11 +223,6 @@ pub fn parse_query(input: &str) -> Option<Vec<QueryItem>> {
     (positives > 0).then_some(items)
 }
 
-/// True when `items` ([`parse_query`]) join two terms with `OR`.
-pub fn has_or(items: &[QueryItem]) -> bool {
-    items.contains(&QueryItem::Or)
-}
-
 /// Turn any user text into a safe FTS5 query ([`parse_query`]): terms become quoted strings
 /// (implicitly ANDed), a phrase stays a phrase, a prefix gets `*`, `OR` is kept, an excluded
 /// term gets `NOT`, every other FTS5 operator character is neutralised by quoting. A term with
@@ -439,8 +434,18 @@ pub fn like_escape(s: &str) -> String {
 /// True when the FTS5 query `q` (from [`fts_query`]) has an `OR` outside quotes and
 /// parentheses (a user's `OR`, not the one that joins a CJK term's two forms).
 pub(crate) fn has_top_level_or(q: &str) -> bool {
+    top_level_alternatives(q).len() > 1
+}
+
+/// The alternatives of the FTS5 query `q` (from [`fts_query`]): its parts between the `OR`s
+/// outside quotes and parentheses, each a query of its own, in order; `[q]` when it has none.
+/// FTS5 binds an implicit `AND` and a `NOT` tighter than `OR` (`a b OR c NOT d` is `(a b) OR
+/// (c NOT d)`), so `q` matches a message exactly when one of them does.
+pub(crate) fn top_level_alternatives(q: &str) -> Vec<&str> {
     let (mut depth, mut quoted) = (0i32, false);
     let b = q.as_bytes();
+    let mut parts = Vec::new();
+    let mut start = 0;
     for (i, &c) in b.iter().enumerate() {
         match c {
             b'"' => quoted = !quoted,
@@ -451,12 +456,18 @@ pub(crate) fn has_top_level_or(q: &str) -> bool {
                 && b[i..].starts_with(b"OR ")
                 && (i == 0 || b[i - 1] == b' ') =>
             {
-                return true;
+                parts.push(q[start..i].trim());
+                start = i + 3;
             }
             _ => {}
         }
     }
-    false
+    parts.push(q[start..].trim());
+    parts.retain(|p| !p.is_empty());
+    if parts.is_empty() {
+        parts.push(q);
+    }
+    parts
 }
 
 /// How many of the newest matches an unfiltered search ranks by BM25 (see [`search`]).
@@ -748,6 +759,23 @@ mod tests {
         assert!(!or("\"this OR that\""), "inside a phrase");
         assert!(!or("fix 日本"), "a CJK term's two forms");
         assert!(or("日本 OR fix"));
+    }
+
+    #[test]
+    fn alternatives_are_the_parts_between_top_level_ors() {
+        let alts = |q: &str| -> Vec<String> {
+            top_level_alternatives(&fts_query(q).unwrap())
+                .into_iter()
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(alts("a b OR c -d"), ["\"a\" \"b\"", "\"c\" NOT \"d\""]);
+        assert_eq!(alts("a OR b OR c*"), ["\"a\"", "\"b\"", "\"c\"*"]);
+        assert_eq!(alts("\"this OR that\""), ["\"this OR that\""]);
+        assert_eq!(alts("x"), ["\"x\""]);
+        // A CJK term's two forms stay one alternative.
+        assert_eq!(alts("日本 OR fix").len(), 2);
+        assert_eq!(alts("fix 日本").len(), 1);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use crate::query::{self, Hit, SEARCH_CANDIDATES, SearchFilter};
 use crate::records::Standard;
 use crate::store::Store;
-use crate::store::queries::{FORCED_PLAN, ForcedPlan, scope_is_listed};
+use crate::store::queries::{FORCED_PLAN, ForcedPlan, every_match_scored, scope_is_listed};
 use crate::test_rng::Xorshift;
 use memtrail_adapters::{
     Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
@@ -355,4 +355,98 @@ fn a_walk_starts_at_the_scopes_newest_message() {
     // 3,000 matches, gives up and lists.)
     let hits = check(&store, "after an append", false);
     assert!(hits.iter().any(|h| h.message_id == "late-0"), "{hits:?}");
+}
+
+/// An `OR` query ranks the newest [`SEARCH_CANDIDATES`] matches of each alternative, a message
+/// scored by the sum of its BM25 for the alternatives among whose candidates it is (see
+/// `search`). The oracle computes that from every match of each alternative and of the whole
+/// query, scored by plain SQL: when no alternative has more matches than are ranked, the hits
+/// are those of ranking every match of the whole query (same messages, order and scores);
+/// when one has (`alpha`, in 60% of the messages), the rule above, and a message found by a
+/// rare alternative scores for the frequent one only within its candidates.
+#[test]
+fn or_queries_rank_each_alternatives_newest_matches() {
+    let (_dir, store, _) = generated();
+    let now = crate::now_ms();
+    let limit = 40;
+    let ranked = |scored: Vec<(i64, String, f64)>,
+                  ts: &std::collections::HashMap<i64, Option<i64>>| {
+        let mut v: Vec<(i64, String, f64)> = scored
+            .into_iter()
+            .map(|(id, ext, bm25)| (id, ext, query::with_recency(-bm25, ts[&id], now)))
+            .collect();
+        v.sort_by(|a, b| b.2.total_cmp(&a.2).then(b.0.cmp(&a.0)));
+        v.truncate(limit);
+        v
+    };
+    let check = |q: &str, alternatives: &[&str], exact: bool| {
+        let whole = every_match_scored(&store, q).unwrap();
+        let ts: std::collections::HashMap<i64, Option<i64>> =
+            whole.iter().map(|m| (m.0, m.3)).collect();
+        let mut summed: std::collections::HashMap<i64, (String, f64)> = Default::default();
+        let mut over_bound = false;
+        for alt in alternatives {
+            let matches = every_match_scored(&store, alt).unwrap();
+            over_bound |= matches.len() > SEARCH_CANDIDATES;
+            // Newest first: the first SEARCH_CANDIDATES are the candidates.
+            for (id, ext, bm25, _) in matches.into_iter().take(SEARCH_CANDIDATES) {
+                summed.entry(id).or_insert((ext, 0.0)).1 += bm25;
+            }
+        }
+        assert_eq!(over_bound, !exact, "{q}: an alternative over the bound");
+        let expected = ranked(
+            summed
+                .into_iter()
+                .map(|(id, (ext, s))| (id, ext, s))
+                .collect(),
+            &ts,
+        );
+        if exact {
+            let full = ranked(whole.iter().map(|m| (m.0, m.1.clone(), m.2)).collect(), &ts);
+            assert_eq!(expected.len(), full.len(), "{q}");
+            for (e, f) in expected.iter().zip(&full) {
+                assert_eq!(
+                    e.1, f.1,
+                    "{q}: the sum of the alternatives ranks as the whole"
+                );
+                assert!(
+                    (e.2 - f.2).abs() <= 1e-9 * f.2.abs(),
+                    "{q}: {} vs {}",
+                    e.2,
+                    f.2
+                );
+            }
+        }
+        let hits = with_plan(
+            &store,
+            None,
+            q,
+            &SearchFilter {
+                limit,
+                ..SearchFilter::default()
+            },
+        );
+        assert_eq!(hits.len(), expected.len(), "{q}: number of hits");
+        for (i, (h, e)) in hits.iter().zip(&expected).enumerate() {
+            assert_eq!(h.message_id, e.1, "{q}: hit {i}");
+            assert!(
+                (h.score - e.2).abs() <= 1e-9 * e.2.abs(),
+                "{q}: hit {i}: {} vs {}",
+                h.score,
+                e.2
+            );
+        }
+    };
+    check("delta OR zeta", &["delta", "zeta"], true);
+    check("gamma OR delta OR zeta", &["gamma", "delta", "zeta"], true);
+    // An alternative of two words, a phrase, an exclusion, a prefix.
+    check("gamma delta OR zeta", &["gamma delta", "zeta"], true);
+    check(
+        "\"delta filler\" OR zeta -beta",
+        &["\"delta filler\"", "zeta -beta"],
+        true,
+    );
+    check("gam* OR zeta", &["gam*", "zeta"], true);
+    check("alpha OR zeta", &["alpha", "zeta"], false);
+    check("zeta OR alpha beta", &["zeta", "alpha beta"], false);
 }

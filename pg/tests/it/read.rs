@@ -141,6 +141,11 @@ const DESK: &str = "0123456789abcdef0123456789abcdef";
 
 /// An SQLite store and a PostgreSQL reader holding [`corpus`]; `None` without a test cluster.
 fn both(name: &str) -> Option<(tempfile::TempDir, Store, PgReader)> {
+    both_holding(name, &corpus())
+}
+
+/// An SQLite store and a PostgreSQL reader holding `sessions`; `None` without a test cluster.
+fn both_holding(name: &str, sessions: &[Session]) -> Option<(tempfile::TempDir, Store, PgReader)> {
     let pg = fresh_database(name)?;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("m.db");
@@ -150,7 +155,7 @@ fn both(name: &str) -> Option<(tempfile::TempDir, Store, PgReader)> {
         &pg,
         HERE,
         memtrail_runtime::machine::local_label(),
-        &corpus(),
+        sessions,
     );
     let store = Store::open(StoreLocation::from(&db)).unwrap();
     let reader = PgReader::connect(&pg).unwrap();
@@ -688,5 +693,62 @@ fn machines_are_labelled_and_filtered_alike() {
                 .machine,
             "desk"
         );
+    }
+}
+
+/// An `OR` query ranks the newest `SEARCH_CANDIDATES` matches of each of its alternatives, on
+/// both stores: the one old message holding a rare word is found below more than that many
+/// newer messages holding a common one (`rare OR common`), and an alternative of two words
+/// and an exclusion is one alternative (`AND` and `NOT` bind tighter than `OR`). An old
+/// message that is among the newest matches of neither alternative is not ranked (the rule
+/// that bounds the work), until a filter brings it in.
+#[test]
+fn or_queries_rank_the_newest_matches_of_each_alternative_on_both_stores() {
+    let n = memtrail_runtime::query::SEARCH_CANDIDATES + 300;
+    let messages: Vec<Message> = (0..n)
+        .map(|i| {
+            let body = match i {
+                3 => "refactor refactor refactor step",
+                5 => "refactor step quokka",
+                7 => "refactor step wombat numbat",
+                9 => "refactor step wombat numbat echidna",
+                _ => "refactor step",
+            };
+            text(&format!("u{i}"), Role::User, T0 + i as i64 * MIN, body)
+        })
+        .collect();
+    let sessions = [session(Agent::Claude, "orororor", "/p/or", "or", messages)];
+    let Some((_dir, sqlite, reader)) = both_holding("or_alternatives", &sessions) else {
+        return;
+    };
+    let first = |store: &dyn ReadStore, q: &str, limit: usize| -> Vec<String> {
+        let f = SearchFilter {
+            limit,
+            ..SearchFilter::default()
+        };
+        ids(store, q, &f)
+    };
+    for (name, store) in [
+        ("SQLite", &sqlite as &dyn ReadStore),
+        ("PostgreSQL", &reader),
+    ] {
+        assert_eq!(first(store, "quokka OR refactor", 1), ["u5"], "{name}");
+        assert_eq!(first(store, "refactor OR quokka", 1), ["u5"], "{name}");
+        // `wombat numbat -echidna` is one alternative: u7 only.
+        assert_eq!(
+            sorted(first(store, "quokka OR wombat numbat -echidna", 10)),
+            ["u5", "u7"],
+            "{name}"
+        );
+        // u3 (the highest BM25 of all) is older than both alternatives' newest matches.
+        let all = first(store, "refactor OR step", 500);
+        assert_eq!(all.len(), 500, "{name}");
+        assert!(!all.contains(&"u3".to_string()), "{name}");
+        let early = SearchFilter {
+            until: Some(T0 + 20 * MIN),
+            limit: 500,
+            ..SearchFilter::default()
+        };
+        assert_eq!(ids(store, "refactor OR step", &early).len(), 21, "{name}");
     }
 }

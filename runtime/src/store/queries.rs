@@ -4,7 +4,8 @@
 use super::Db;
 use crate::query::{
     Hit, ListFilter, MessageView, SEARCH_CANDIDATES, SearchFilter, SessionSummary, SessionView,
-    compact_cjk, fts_query, has_top_level_or, like_escape, normalize_dir, view_parts, with_recency,
+    compact_cjk, fts_query, has_top_level_or, like_escape, normalize_dir, top_level_alternatives,
+    view_parts, with_recency,
 };
 use crate::store::Store;
 use crate::{Error, Result, now_ms};
@@ -79,9 +80,18 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     // the matches that pass it: FTS5 still walks the matches newest first, the filter is
     // checked on each, and the walk stops at the SEARCH_CANDIDATES-th that passes (ranking
     // every match of a frequent term in one project took 1.5 s on the 1 GB store).
-    // An `OR` query is ranked over all its matches: the newest matches of `rare OR common`
-    // would all be `common` ones, and the rare term's hits would never be ranked.
-    let bounded = !has_top_level_or(&q);
+    // An `OR` query ranks the newest SEARCH_CANDIDATES matches of each of its alternatives
+    // ([`top_level_alternatives`]; the newest matches of the whole of `rare OR common` would
+    // all be `common` ones, and the rare term's hits would never be ranked). A message's score
+    // is the sum of its scores for the alternatives among whose candidates it is: BM25 is a sum
+    // over the query's phrases, and FTS5 counts no occurrence of a phrase in an alternative
+    // that does not match, so a message that is a candidate of every alternative it matches
+    // scores what it would for the whole query (always so when no alternative has more than
+    // SEARCH_CANDIDATES matches). One that is not (an old message holding a frequent
+    // alternative's words) is scored without that alternative, as an old message is not ranked
+    // at all for a frequent word alone. Ranking every match instead took 0.7 s for
+    // `error OR test` on the 1 GB bench store (docs/benchmarks.md, "`OR` queries bounded").
+    let alternatives = top_level_alternatives(&q);
     let filtered = f.agent.is_some()
         || f.project.is_some()
         || f.session.is_some()
@@ -96,7 +106,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     // thousands of other matches (0.3–0.9 s on the 1 GB store). A scope too large to list
     // (one agent: 199 k messages) is checked by each match's session instead: one lookup in
     // `messages` per match walked, and a bit test.
-    let plan = if bounded && filtered {
+    let mut plan = if filtered {
         session_scope(store, f)?
     } else {
         ScopePlan::Join
@@ -107,9 +117,10 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
 
     // The newest candidates in scope, ranked (see above). A plan that checks each match's
     // session gives up when its walk is over budget; the scope's messages are listed then.
-    let rank = |plan: &ScopePlan| -> Result<Vec<(i64, f64)>> {
-        let mut args: Vec<Sql> = vec![Sql::Text(q.clone())];
-        let mut sql = if bounded && !filtered {
+    // `fetch`: how many of the best to return.
+    let rank = |plan: &ScopePlan, q: &str, fetch: usize| -> Result<Vec<(i64, f64)>> {
+        let mut args: Vec<Sql> = vec![Sql::Text(q.to_string())];
+        let mut sql = if !filtered {
             format!(
                 "SELECT c.id, c.score FROM (
                     SELECT rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8) AS score FROM messages_fts
@@ -161,7 +172,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                 " ORDER BY messages_fts.rowid DESC LIMIT {SEARCH_CANDIDATES}) c WHERE 1 = 1"
             ));
             inner
-        } else if bounded {
+        } else {
             let mut inner = String::from(
                 "SELECT c.id, c.score FROM (
                     SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8) AS score
@@ -174,24 +185,8 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                 " ORDER BY messages_fts.rowid DESC LIMIT {SEARCH_CANDIDATES}) c WHERE 1 = 1"
             ));
             inner
-        } else {
-            let mut all = String::from(
-                "SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8) AS score
-                 FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-                 JOIN sessions s ON s.id = m.session_id
-                 WHERE messages_fts MATCH ?",
-            );
-            filter_clause(store, f, &mut all, &mut args)?;
-            all
         };
-        // Rank a few more than asked by BM25, then apply the recency prior; equal scores go to
-        // the newest message.
-        let fetch = (limit * 3).min(1500);
-        sql.push_str(if bounded {
-            " ORDER BY c.score, c.id DESC LIMIT ?"
-        } else {
-            " ORDER BY score, messages_fts.rowid DESC LIMIT ?"
-        });
+        sql.push_str(" ORDER BY c.score, c.id DESC LIMIT ?");
         args.push(Sql::Integer(fetch as i64));
 
         let mut stmt = store.conn.prepare_cached(&sql).db()?;
@@ -200,14 +195,39 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             .collect::<rusqlite::Result<Vec<(i64, f64)>>>()
             .db()
     };
-    let best = match rank(&plan) {
-        Err(e) if e.to_string().contains(super::rank::WALK_BUDGET_SPENT) => {
-            let listed = build_session_scope_with(store, f, i64::MAX, usize::MAX)?;
-            keep_scope(store, f, &listed)?;
-            rank(&listed)?
+    // Rank a few more than asked by BM25, then apply the recency prior; equal scores go to the
+    // newest message.
+    let fetch = (limit * 3).min(1500);
+    let mut best: Vec<(i64, f64)> = Vec::new();
+    let mut summed: HashMap<i64, f64> = HashMap::new();
+    for alternative in &alternatives {
+        // One alternative: its best `fetch`; several: every candidate of each, summed below.
+        let n = if alternatives.len() == 1 {
+            fetch
+        } else {
+            SEARCH_CANDIDATES
+        };
+        let ranked = match rank(&plan, alternative, n) {
+            Err(e) if e.to_string().contains(super::rank::WALK_BUDGET_SPENT) => {
+                plan = build_session_scope_with(store, f, i64::MAX, usize::MAX)?;
+                keep_scope(store, f, &plan)?;
+                rank(&plan, alternative, n)?
+            }
+            r => r?,
+        };
+        if alternatives.len() == 1 {
+            best = ranked;
+        } else {
+            for (id, score) in ranked {
+                *summed.entry(id).or_insert(0.0) += score;
+            }
         }
-        r => r?,
-    };
+    }
+    if alternatives.len() > 1 {
+        best = summed.into_iter().collect();
+        best.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+        best.truncate(fetch);
+    }
     let now = now_ms();
     // The text's length and first 256 characters tell a copy from a different message that
     // happens to share its id and time (ids given by position, transcripts written by a script)
@@ -519,6 +539,32 @@ thread_local! {
         const { std::cell::Cell::new(None) };
 }
 
+/// A message's row id, message id, `memtrail_bm25` and time (ms).
+#[cfg(test)]
+pub(crate) type ScoredMatch = (i64, String, f64, Option<i64>);
+
+/// Every message matching the user query `query` (no filter, nothing bounded): its message
+/// id, its `memtrail_bm25` for the whole query (lower is better) and its time, newest first.
+/// The oracle of bounded `OR` queries ranks these.
+#[cfg(test)]
+pub(crate) fn every_match_scored(store: &Store, query: &str) -> Result<Vec<ScoredMatch>> {
+    let q = fts_query(query).expect("a searchable query");
+    let _ = store.catch_up_for_search();
+    store.ensure_rank_function()?;
+    let mut stmt = store
+        .conn
+        .prepare(
+            "SELECT m.id, m.ext_id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8), m.ts
+             FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+             WHERE messages_fts MATCH ? ORDER BY messages_fts.rowid DESC",
+        )
+        .db()?;
+    stmt.query_map([q], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()
+}
+
 /// [`session_scope`] as `forced` says, the cache left aside.
 #[cfg(test)]
 fn forced_plan(store: &Store, f: &SearchFilter, forced: ForcedPlan) -> Result<ScopePlan> {
@@ -699,8 +745,9 @@ fn snippets(store: &Store, q: &str, ranked: &[(i64, f64)]) -> Result<HashMap<i64
         .db()?
         .query_row([], |r| r.get(0))
         .db()?;
-    // An `OR` query ranks all its matches, and its hits may lie anywhere: the pass would walk
-    // every match of its other terms in between, so it keeps the lookups.
+    // An `OR` query's hits may lie far apart (a rare alternative's old matches beside a
+    // frequent one's newest): the pass would walk every match of its other terms in between,
+    // so it keeps the lookups.
     if (hi - lo) <= span / 16 || (has_prefix_term(q) && !has_top_level_or(q)) {
         let ids = format!(
             "[{}]",

@@ -341,11 +341,12 @@ fn is_current_is_false_once_the_store_file_is_deleted_or_replaced() {
     assert!(!old.is_current(), "replaced by another file");
 }
 
-/// An `OR` query is ranked over all its matches: `rare OR common` finds the one old message
-/// holding the rare word even when more than `SEARCH_CANDIDATES` newer messages hold the common
-/// one; and among equal scores the newest message comes first, with or without a filter.
+/// An `OR` query ranks the newest matches of each of its alternatives: `rare OR common` finds the
+/// one old message holding the rare word even when more than `SEARCH_CANDIDATES` newer messages
+/// hold the common one; and among equal scores the newest message comes first, with or without
+/// a filter.
 #[test]
-fn or_queries_rank_every_match_and_ties_go_to_the_newest() {
+fn or_queries_rank_each_alternatives_matches_and_ties_go_to_the_newest() {
     let (_d, mut store) = open();
     let s = session(&mut store, "s1");
     let n = memtrail_runtime::query::SEARCH_CANDIDATES + 500;
