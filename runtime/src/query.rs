@@ -114,18 +114,21 @@ pub enum QueryItem {
 /// a trailing `*` makes a prefix, a bare `OR` (or `||`) between terms is kept, a bare `AND`
 /// (`&&`) is dropped (it is implicit), `NOT word` and `-word` exclude a word (after at least
 /// one positive term; `-1` stays a number), terms without a letter or digit are dropped and
-/// repeated terms count once, at most [`MAX_QUERY_TERMS`] distinct terms. `None` when the text
+/// a term repeated within one alternative (the terms between two `OR`s) counts once, at most
+/// [`MAX_QUERY_TERMS`] terms in all. `None` when the text
 /// holds no positive term. What [`fts_query`] (SQLite) and the PostgreSQL store's query both
 /// render.
 pub fn parse_query(input: &str) -> Option<Vec<QueryItem>> {
     let mut items: Vec<QueryItem> = Vec::new();
+    // The terms of the alternative being read, and of all of them.
     let mut seen: Vec<String> = Vec::new();
+    let mut terms = 0usize;
     let mut chars = input.chars().peekable();
     let mut pending_or = false;
     let mut pending_not = false;
     let mut positives = 0usize;
     while let Some(&c) = chars.peek() {
-        if seen.len() >= MAX_QUERY_TERMS {
+        if terms >= MAX_QUERY_TERMS {
             break;
         }
         if c.is_whitespace() {
@@ -188,12 +191,18 @@ pub fn parse_query(input: &str) -> Option<Vec<QueryItem>> {
             text,
             if prefix { "*" } else { "" }
         );
+        // A positive term after `OR` begins the next alternative: `a b OR a c` keeps its
+        // second `a` (it is `(a b) OR (a c)`, not `(a b) OR c`).
+        if pending_or && !pending_not && positives > 0 {
+            seen.clear();
+        }
         if seen.contains(&key) {
             pending_or = false;
             pending_not = false;
             continue;
         }
         seen.push(key);
+        terms += 1;
         let negated = pending_not;
         pending_not = false;
         if negated {
@@ -712,6 +721,9 @@ mod tests {
         assert_eq!(fts_query("\"exact phrase\"").unwrap(), r#""exact phrase""#);
         assert_eq!(fts_query("pars*").unwrap(), r#""pars"*"#);
         assert_eq!(fts_query("a OR b").unwrap(), r#""a" OR "b""#);
+        // A term repeated in another alternative is kept; within one, it counts once.
+        assert_eq!(fts_query("a b OR a c").unwrap(), r#""a" "b" OR "a" "c""#);
+        assert_eq!(fts_query("a b a OR c c").unwrap(), r#""a" "b" OR "c""#);
         assert_eq!(fts_query("a AND b").unwrap(), r#""a" "b""#);
         assert_eq!(fts_query("foo-bar (baz").unwrap(), r#""foo-bar" "(baz""#);
         assert_eq!(

@@ -441,6 +441,8 @@ fn or_queries_rank_each_alternatives_newest_matches() {
     check("gamma OR delta OR zeta", &["gamma", "delta", "zeta"], true);
     // An alternative of two words, a phrase, an exclusion, a prefix.
     check("gamma delta OR zeta", &["gamma delta", "zeta"], true);
+    // A word in two alternatives: each counts it (as the whole query does).
+    check("gamma delta OR gamma zeta", &["gamma delta", "gamma zeta"], true);
     check(
         "\"delta filler\" OR zeta -beta",
         &["\"delta filler\"", "zeta -beta"],
