@@ -365,6 +365,23 @@ fn phrase(text: &str, prefix: bool) -> Option<String> {
 /// word with CJK characters also matches its CJK runs as phrases of single characters of
 /// weight C (the `cjk` column), as the SQLite store's query does. `None` when no term is left.
 pub fn tsquery(items: &[QueryItem]) -> Option<String> {
+    let alternatives = tsquery_alternatives(items);
+    (!alternatives.is_empty()).then(|| alternatives.join(" | "))
+}
+
+/// The `tsquery` literal of each alternative of a parsed query (its terms between two `OR`s),
+/// in order, those with no lexeme left out: [`tsquery`] joins them with `|` (`&` binds
+/// tighter).
+pub fn tsquery_alternatives(items: &[QueryItem]) -> Vec<String> {
+    items
+        .split(|i| *i == QueryItem::Or)
+        .filter_map(conjunction)
+        .collect()
+}
+
+/// The `tsquery` literal of terms joined by `&` (no `OR` among them); `None` when no positive
+/// term has a lexeme.
+fn conjunction(items: &[QueryItem]) -> Option<String> {
     let mut out = String::new();
     let mut after_term = false;
     let mut positives = 0;
@@ -376,10 +393,6 @@ pub fn tsquery(items: &[QueryItem]) -> Option<String> {
             negated,
         } = item
         else {
-            if after_term {
-                out.push_str(" | ");
-                after_term = false;
-            }
             continue;
         };
         let Some(mut t) = phrase(text, *prefix) else {
@@ -667,12 +680,7 @@ impl ReadStore for PgReader {
         // An `OR` query takes the newest SEARCH_CANDIDATES matches of each of its alternatives
         // (the SQLite store's rule: `rare OR common` still ranks the rare term's matches), each
         // candidate ranked by `ts_rank` for the whole query.
-        let alternatives: Vec<String> = items
-            .as_deref()
-            .unwrap_or_default()
-            .split(|i| *i == QueryItem::Or)
-            .filter_map(tsquery)
-            .collect();
+        let alternatives = tsquery_alternatives(items.as_deref().unwrap_or_default());
         let mut args: Vec<Param> = vec![text(q.clone())];
         let on_sessions = self.session_filter_clause(f, &mut args)?;
         let mut filters = on_sessions.clone() + &message_filter_clause(f, &mut args);
@@ -1495,6 +1503,11 @@ mod tests {
     fn operators_follow_the_sqlite_grammar() {
         assert_eq!(tsq("a b").unwrap(), "('a') & ('b')");
         assert_eq!(tsq("a OR b c").unwrap(), "('a') | ('b') & ('c')");
+        // An alternative with no lexeme is left out, with its `OR`.
+        assert_eq!(tsq(&format!("a OR {}", "b".repeat(3000))).unwrap(), "('a')");
+        // An exclusion after `OR` belongs to the next alternative.
+        assert_eq!(tsq("a OR -b c").unwrap(), "('a') | ('c') & !('b')");
+        assert_eq!(tsq("a -b c").unwrap(), "('a') & !('b') & ('c')");
         assert_eq!(tsq("a -b").unwrap(), "('a') & !('b')");
         assert_eq!(tsq("a NOT it's").unwrap(), "('a') & !('it' <-> 's')");
         assert_eq!(tsq("pars*").unwrap(), "('par':*)");

@@ -123,6 +123,11 @@ pub fn parse_query(input: &str) -> Option<Vec<QueryItem>> {
     // The terms of the alternative being read, and of all of them.
     let mut seen: Vec<String> = Vec::new();
     let mut terms = 0usize;
+    // Set by an `OR` until the next positive term, which begins the next alternative; the
+    // exclusions read meanwhile go after that term; the last alternative's terms.
+    let mut next_alternative = false;
+    let mut deferred: Vec<QueryItem> = Vec::new();
+    let mut seen_before_or: Vec<String> = Vec::new();
     let mut chars = input.chars().peekable();
     let mut pending_or = false;
     let mut pending_not = false;
@@ -181,7 +186,7 @@ pub fn parse_query(input: &str) -> Option<Vec<QueryItem>> {
             (word.trim_end_matches('*').to_string(), prefix, false)
         };
         if !text.chars().any(char::is_alphanumeric) {
-            pending_or = false;
+            // Dropped; an `OR` before it still joins the next term.
             pending_not = false;
             continue;
         }
@@ -191,43 +196,52 @@ pub fn parse_query(input: &str) -> Option<Vec<QueryItem>> {
             text,
             if prefix { "*" } else { "" }
         );
-        // A positive term after `OR` begins the next alternative: `a b OR a c` keeps its
-        // second `a` (it is `(a b) OR (a c)`, not `(a b) OR c`).
-        if pending_or && !pending_not && positives > 0 {
-            seen.clear();
+        let negated = pending_not;
+        pending_not = false;
+        // After `OR`, the terms up to the next positive one belong to the next alternative:
+        // `a b OR a c` keeps its second `a` (it is `(a b) OR (a c)`), and `a OR -b c` is
+        // `a OR (c NOT b)`.
+        if pending_or && positives > 0 && !next_alternative {
+            next_alternative = true;
+            seen_before_or = std::mem::take(&mut seen);
         }
         if seen.contains(&key) {
-            pending_or = false;
-            pending_not = false;
             continue;
         }
         seen.push(key);
         terms += 1;
-        let negated = pending_not;
-        pending_not = false;
-        if negated {
-            pending_or = false;
-            if positives > 0 {
-                items.push(QueryItem::Term {
-                    text,
-                    phrase,
-                    prefix,
-                    negated,
-                });
-            }
-            continue;
-        }
-        if pending_or && positives > 0 {
-            items.push(QueryItem::Or);
-        }
-        pending_or = false;
-        positives += 1;
-        items.push(QueryItem::Term {
+        let term = QueryItem::Term {
             text,
             phrase,
             prefix,
             negated,
-        });
+        };
+        if negated {
+            if next_alternative {
+                deferred.push(term);
+            } else if positives > 0 {
+                items.push(term);
+            }
+            continue;
+        }
+        if next_alternative {
+            items.push(QueryItem::Or);
+        }
+        positives += 1;
+        items.push(term);
+        items.append(&mut deferred);
+        pending_or = false;
+        next_alternative = false;
+    }
+    // An `OR` with no positive term after it: its exclusions apply to the last alternative.
+    for term in deferred {
+        let QueryItem::Term { text, prefix, .. } = &term else {
+            continue;
+        };
+        let key = format!("-{text}{}", if *prefix { "*" } else { "" });
+        if !seen_before_or.contains(&key) {
+            items.push(term);
+        }
     }
     (positives > 0).then_some(items)
 }
@@ -275,10 +289,13 @@ pub fn fts_query(input: &str) -> Option<String> {
         if i > 0 {
             let prev = &items[i - 1];
             let grouped = |t: &str| t.starts_with('(') || t.starts_with("NOT (");
+            // A positive term after an exclusion gets an explicit AND too: FTS5 binds an
+            // implicit AND tighter than NOT (`"a" NOT "b" "c"` is `a NOT (b c)`), and `a -b c`
+            // means `(a NOT b) AND c`.
             if prev != "OR"
                 && item != "OR"
                 && !item.starts_with("NOT ")
-                && (grouped(prev) || grouped(item))
+                && (grouped(prev) || grouped(item) || prev.starts_with("NOT "))
             {
                 out.push_str(" AND ");
             } else {
@@ -724,6 +741,25 @@ mod tests {
         // A term repeated in another alternative is kept; within one, it counts once.
         assert_eq!(fts_query("a b OR a c").unwrap(), r#""a" "b" OR "a" "c""#);
         assert_eq!(fts_query("a b a OR c c").unwrap(), r#""a" "b" OR "c""#);
+        assert_eq!(
+            fts_query("gamma delta OR delta zeta").unwrap(),
+            r#""gamma" "delta" OR "delta" "zeta""#
+        );
+        // A dropped term or an exclusion between `OR` and the next word keeps the `OR`; the
+        // exclusion belongs to the next alternative.
+        assert_eq!(fts_query("a OR - b").unwrap(), r#""a" OR "b""#);
+        assert_eq!(fts_query("a OR ... b").unwrap(), r#""a" OR "b""#);
+        assert_eq!(fts_query("a OR -b c").unwrap(), r#""a" OR "c" NOT "b""#);
+        assert_eq!(fts_query("a OR NOT b c").unwrap(), r#""a" OR "c" NOT "b""#);
+        // An `OR` with no word after it: its exclusions go to the last alternative.
+        assert_eq!(fts_query("a OR -b").unwrap(), r#""a" NOT "b""#);
+        // A word after an exclusion is ANDed explicitly: FTS5 reads `"a" NOT "b" "c"` as
+        // `a NOT (b c)`.
+        assert_eq!(fts_query("a -b c").unwrap(), r#""a" NOT "b" AND "c""#);
+        assert_eq!(
+            fts_query("a -b c OR d").unwrap(),
+            r#""a" NOT "b" AND "c" OR "d""#
+        );
         assert_eq!(fts_query("a AND b").unwrap(), r#""a" "b""#);
         assert_eq!(fts_query("foo-bar (baz").unwrap(), r#""foo-bar" "(baz""#);
         assert_eq!(

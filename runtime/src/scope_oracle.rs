@@ -442,7 +442,11 @@ fn or_queries_rank_each_alternatives_newest_matches() {
     // An alternative of two words, a phrase, an exclusion, a prefix.
     check("gamma delta OR zeta", &["gamma delta", "zeta"], true);
     // A word in two alternatives: each counts it (as the whole query does).
-    check("gamma delta OR gamma zeta", &["gamma delta", "gamma zeta"], true);
+    check(
+        "gamma delta OR gamma zeta",
+        &["gamma delta", "gamma zeta"],
+        true,
+    );
     check(
         "\"delta filler\" OR zeta -beta",
         &["\"delta filler\"", "zeta -beta"],

@@ -740,6 +740,14 @@ fn or_queries_rank_the_newest_matches_of_each_alternative_on_both_stores() {
             ["u5", "u7"],
             "{name}"
         );
+        // A word after an exclusion is ANDed (FTS5 alone would read `wombat NOT (echidna
+        // refactor)`), and an exclusion after `OR` belongs to the next alternative.
+        assert_eq!(first(store, "wombat -echidna refactor", 10), ["u7"], "{name}");
+        assert_eq!(
+            sorted(first(store, "quokka OR -echidna numbat", 10)),
+            ["u5", "u7"],
+            "{name}"
+        );
         // u3 (the highest BM25 of all) is older than both alternatives' newest matches.
         let all = first(store, "refactor OR step", 500);
         assert_eq!(all.len(), 500, "{name}");
