@@ -457,12 +457,6 @@ pub fn like_escape(s: &str) -> String {
         .replace('_', "\\_")
 }
 
-/// True when the FTS5 query `q` (from [`fts_query`]) has an `OR` outside quotes and
-/// parentheses (a user's `OR`, not the one that joins a CJK term's two forms).
-pub(crate) fn has_top_level_or(q: &str) -> bool {
-    top_level_alternatives(q).len() > 1
-}
-
 /// The alternatives of the FTS5 query `q` (from [`fts_query`]): its parts between the `OR`s
 /// outside quotes and parentheses, each a query of its own, in order; `[q]` when it has none.
 /// FTS5 binds an implicit `AND` and a `NOT` tighter than `OR` (`a b OR c NOT d` is `(a b) OR
@@ -800,7 +794,7 @@ mod tests {
 
     #[test]
     fn only_a_users_or_is_a_top_level_or() {
-        let or = |q: &str| has_top_level_or(&fts_query(q).unwrap());
+        let or = |q: &str| top_level_alternatives(&fts_query(q).unwrap()).len() > 1;
         assert!(or("word5 OR refactor"));
         assert!(or("a b OR c"));
         assert!(!or("a b c"));

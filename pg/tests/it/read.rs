@@ -742,7 +742,11 @@ fn or_queries_rank_the_newest_matches_of_each_alternative_on_both_stores() {
         );
         // A word after an exclusion is ANDed (FTS5 alone would read `wombat NOT (echidna
         // refactor)`), and an exclusion after `OR` belongs to the next alternative.
-        assert_eq!(first(store, "wombat -echidna refactor", 10), ["u7"], "{name}");
+        assert_eq!(
+            first(store, "wombat -echidna refactor", 10),
+            ["u7"],
+            "{name}"
+        );
         assert_eq!(
             sorted(first(store, "quokka OR -echidna numbat", 10)),
             ["u5", "u7"],

@@ -4,8 +4,8 @@
 use super::Db;
 use crate::query::{
     Hit, ListFilter, MessageView, SEARCH_CANDIDATES, SearchFilter, SessionSummary, SessionView,
-    compact_cjk, fts_query, has_top_level_or, like_escape, normalize_dir, top_level_alternatives,
-    view_parts, with_recency,
+    compact_cjk, fts_query, like_escape, normalize_dir, top_level_alternatives, view_parts,
+    with_recency,
 };
 use crate::store::Store;
 use crate::{Error, Result, now_ms};
@@ -724,10 +724,11 @@ fn bitmap(lo: i64, hi: i64, ids: impl Iterator<Item = i64>) -> Vec<u8> {
 /// matches of frequent terms do), one pass over the matches between the oldest and the newest
 /// hit replaces the 20 lookups (`+rowid IN …` filters the rows without being a constraint
 /// FTS5 seeks by). Hits spread over the store are looked up one by one: the pass would read
-/// every match in between. A query with a prefix term (`overfl*`) and no `OR` takes the pass: FTS5
-/// merges the doclists of every term with that prefix for each query that names it, so each of
-/// 20 lookups paid that merge again (`overfl*` on the 1 GB bench store: 55 ms for 20 hits, 132
-/// ms for the web page's 50), while the pass pays it once and walks the merged list in memory.
+/// every match in between. A query with a prefix term (`overfl*`) takes the pass, with or
+/// without `OR`: FTS5 merges the doclists of every term with that prefix for each query that
+/// names it, so each of 20 lookups paid that merge again (`overfl*` on the 1 GB bench store: 55
+/// ms for 20 hits, 132 ms for the web page's 50; `err* OR webhook`, whose merge is ~0.2 s, 4.2
+/// s), while the pass pays it once and walks the merged list in memory.
 fn snippets(store: &Store, q: &str, ranked: &[(i64, f64)]) -> Result<HashMap<i64, String>> {
     const SNIPPET: &str = "snippet(messages_fts, -1, char(1), char(2), '…', 16)";
     let (Some(lo), Some(hi)) = (
@@ -746,9 +747,9 @@ fn snippets(store: &Store, q: &str, ranked: &[(i64, f64)]) -> Result<HashMap<i64
         .query_row([], |r| r.get(0))
         .db()?;
     // An `OR` query's hits may lie far apart (a rare alternative's old matches beside a
-    // frequent one's newest): the pass would walk every match of its other terms in between,
-    // so it keeps the lookups.
-    if (hi - lo) <= span / 16 || (has_prefix_term(q) && !has_top_level_or(q)) {
+    // frequent one's newest): without a prefix term, the lookups cost less than the pass's walk
+    // of every match of its other terms in between.
+    if (hi - lo) <= span / 16 || has_prefix_term(q) {
         let ids = format!(
             "[{}]",
             ranked

@@ -619,7 +619,7 @@ fn optimize_merges_the_segments_and_keeps_the_results() {
 fn snippets_are_fts5_snippets_whether_the_hits_are_close_together_or_spread() {
     // 1,200 messages holding `alpha beta` (the newest 20 are the hits: close together, read in
     // one pass), and `gamma` in every 100th (spread over the store: looked up one by one; as a
-    // prefix, `gamm*`, read in one pass however spread).
+    // prefix, `gamm*`, read in one pass however spread, also beside `OR`).
     let (_d, mut store) = open();
     let sid = session(&mut store, "s");
     let recs: Vec<Record> = (0..1200)
@@ -637,6 +637,9 @@ fn snippets_are_fts5_snippets_whether_the_hits_are_close_together_or_spread() {
         ("gamma", 12),
         ("gamm*", 12),
         ("alph* gamma", 12),
+        // `OR` with a prefix term: one pass too (each lookup would merge the prefix again).
+        ("gamm* OR absentword", 12),
+        ("gamma OR alph*", 20),
     ] {
         let found = query::search(
             &store,
