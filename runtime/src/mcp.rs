@@ -178,7 +178,8 @@ pub struct RememberArgs {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 pub struct SearchArgs {
     /// What to look for: plain words (stemmed, all must match), "a quoted phrase", a prefix*,
-    /// or words joined by OR. Example: `sqlite "database is locked"`.
+    /// -word to leave out, or alternatives joined by OR (`a b OR c` is `(a b) OR c`). Example:
+    /// `sqlite "database is locked"`.
     pub query: String,
     /// Only sessions of this agent (its short name: the schema's description lists them,
     /// from [`agent_description`]).
