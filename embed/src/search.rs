@@ -138,7 +138,8 @@ impl VectorIndex {
     }
 
     /// The `k` messages most similar to the unit vector `q` (cosine; a message's score is its
-    /// best chunk's), best first: (message row id, similarity in [-1, 1]). The query is
+    /// best chunk's), best first, equal scores newest (largest row id) first: (message row id,
+    /// similarity in [-1, 1]). The query is
     /// quantized to int8 like the stored vectors and the dot products summed in integers; a
     /// set of [`EXACT_BELOW`] vectors or more is pre-filtered by Hamming distance of the sign
     /// bits first (see the type's doc).
@@ -184,8 +185,15 @@ impl VectorIndex {
             }
             unreachable!("a candidate past the vectors")
         };
+        let ids: Vec<i64> = candidates.iter().map(|&c| id_of(c)).collect();
         let mut order: Vec<u32> = (0..candidates.len() as u32).collect();
-        let by_score = |a: &u32, b: &u32| scores[*b as usize].total_cmp(&scores[*a as usize]);
+        // Equal scores (a forked session's copies of a message have the same vector) go to the
+        // newest message, as in the full-text ranking, so that both lists of a hybrid search
+        // keep the same copy.
+        let by_score = |a: &u32, b: &u32| {
+            let (a, b) = (*a as usize, *b as usize);
+            scores[b].total_cmp(&scores[a]).then(ids[b].cmp(&ids[a]))
+        };
         if m < order.len() {
             order.select_nth_unstable_by(m, by_score);
             order.truncate(m);
@@ -193,7 +201,7 @@ impl VectorIndex {
         order.sort_by(by_score);
         let mut out: Vec<(i64, f64)> = Vec::with_capacity(k);
         for o in order {
-            let id = id_of(candidates[o as usize]);
+            let id = ids[o as usize];
             if out.iter().any(|(x, _)| *x == id) {
                 continue;
             }

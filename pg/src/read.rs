@@ -906,24 +906,36 @@ impl ReadStore for PgReader {
             ),
             &[&crate::sync::vector_index_name(model)],
         )?;
+        // With each row, what tells a copy of a message (a forked session's: the same vector),
+        // so that each is shown once, the newest copy, as the full-text search shows it
+        // (`best_distinct`).
         let sql = format!(
-            "SELECT m.id, r.score FROM (
+            "SELECT m.id, r.score, m.ts, m.ext_id, s.agent, length(m.body)::int8, left(m.body, 256)
+             FROM (
                  SELECT v.session_uid, v.ext_id, (-(v.embedding::halfvec({dim}) <#> q.v))::float8 AS score
                  FROM (SELECT $1::text::halfvec({dim}) AS v) q, message_vectors v{join}
                  WHERE v.model = {model} AND vector_dims(v.embedding) = {dim}{filters}
                  ORDER BY {order} LIMIT ${depth}) r
              JOIN messages m ON m.session_uid = r.session_uid AND m.ext_id = r.ext_id
+             JOIN sessions s ON s.uid = m.session_uid
              ORDER BY r.score DESC, m.id DESC",
             model = crate::sync::sql_literal(model),
         );
         let mut seen = std::collections::HashSet::new();
-        let ranked: Vec<(i64, f64)> = self
+        let keyed: Vec<(i64, f64, Option<CopyKey>)> = self
             .rows_boxed(&sql, &args)?
             .iter()
-            .map(|r| (r.get::<_, i64>(0), r.get::<_, f64>(1)))
-            .filter(|(id, _)| seen.insert(*id))
-            .take(limit)
+            .filter(|r| seen.insert(r.get::<_, i64>(0)))
+            .map(|r| {
+                let ts: Option<i64> = r.get(2);
+                (
+                    r.get(0),
+                    r.get(1),
+                    ts.map(|t| (r.get(4), r.get(3), t, r.get(5), r.get(6))),
+                )
+            })
             .collect();
+        let ranked = best_distinct(keyed, limit);
         let ids: Vec<i64> = ranked.iter().map(|r| r.0).collect();
         // The snippet: the message's first SEMANTIC_SNIPPET_CHARS characters (its tool text
         // when it has no prose), as the SQLite store shows a hit by meaning; redacted before it

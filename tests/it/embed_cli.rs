@@ -596,3 +596,62 @@ fn the_web_page_indexes_the_queue_and_embeds_while_idle() {
         "{page}"
     );
 }
+
+/// A session forked or resumed into a new transcript (`claude --resume ID --fork-session`)
+/// copies each earlier line with its `uuid` and `timestamp`: the copies have the same vector,
+/// and a search by meaning or a hybrid one shows each copied message once, as the full-text
+/// search does (`best_distinct`). A message of the same text with its own id is no copy.
+#[test]
+fn a_forked_session_shows_each_copied_message_once_by_meaning_too() {
+    let sb = Sandbox::new();
+    install_tiny_model(&sb);
+    write_session(&sb, "s1", &TOPICS);
+    let original = std::fs::read_to_string(sb.transcript("app", "s1")).unwrap();
+    std::fs::write(
+        sb.transcript("app", "s1-fork"),
+        original.replace("\"sessionId\":\"s1\"", "\"sessionId\":\"s1-fork\""),
+    )
+    .unwrap();
+    // The same text as the `ls -la` prompt, but a message of its own (another uuid and time).
+    write_session(&sb, "s2", &[TOPICS[2]]);
+    let imp = sb.json(&["import", "--json"]);
+    assert_eq!(imp["embedded"]["messages"], 9, "{imp}");
+    let shown = |v: &serde_json::Value| -> Vec<(String, i64)> {
+        v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["session_id"].as_str().unwrap().to_string(),
+                    h["message_index"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    for mode in ["semantic", "hybrid"] {
+        // "directory listing" shares no word with the prompt; "hidden files listing" does.
+        for q in ["directory listing", "hidden files listing"] {
+            let v = sb.json(&["search", "--mode", mode, q, "--limit", "10", "--json"]);
+            let hits = shown(&v);
+            let ls: Vec<&(String, i64)> =
+                hits.iter().filter(|(s, i)| s == "s2" || *i == 2).collect();
+            // One copy of s1's prompt (either session), and s2's own message.
+            assert_eq!(ls.len(), 2, "{mode} {q}: {hits:?}");
+            assert!(ls.iter().any(|(s, _)| s == "s2"), "{mode} {q}: {hits:?}");
+            // Every other topic's message once too: 4 distinct messages in s1, 1 in s2.
+            assert_eq!(hits.len(), 5, "{mode} {q}: {hits:?}");
+        }
+    }
+    // Within one session, its own copy is found.
+    let v = sb.json(&[
+        "search",
+        "--mode",
+        "hybrid",
+        "directory listing",
+        "--session",
+        "s1-fork",
+        "--json",
+    ]);
+    assert_eq!(shown(&v)[0], ("s1-fork".to_string(), 2), "{v}");
+}

@@ -371,3 +371,43 @@ fn without_pgvector_sync_skips_the_vectors_and_sends_them_once_it_is_created() {
     );
     assert_eq!(hits(&sem)[0], ("s1".to_string(), 1), "{sem}");
 }
+
+/// A forked session's copies of a message (same `uuid`, time and text in another transcript)
+/// have the same vector: PostgreSQL shows each once by meaning and hybrid, the same copy as
+/// the SQLite store (the newest), and a message of the same text with an id of its own stays.
+#[test]
+fn a_forked_sessions_copies_are_shown_once_by_meaning_on_both_stores() {
+    let Some(url) = memtrail_testkit::pg::test_database("pg_vectors_fork") else {
+        return;
+    };
+    if !pgvector() {
+        return;
+    }
+    let sb = sandbox();
+    let original = std::fs::read_to_string(sb.transcript("app", "s1")).unwrap();
+    std::fs::write(
+        sb.transcript("app", "s1-fork"),
+        original.replace("\"sessionId\":\"s1\"", "\"sessionId\":\"s1-fork\""),
+    )
+    .unwrap();
+    write_session(&sb, "s2", &[TOPICS[2]]);
+    assert_eq!(sb.json(&["import", "--json"])["embedded"]["messages"], 9);
+    let init = sb.json(&["sync", "--init", &url, "--label", "laptop", "--json"]);
+    assert_eq!(init["sync"]["pushed"]["vectors"], 9, "{init}");
+    for mode in ["semantic", "hybrid"] {
+        for q in ["directory listing", "hidden files listing"] {
+            let args = ["search", "--mode", mode, q, "--limit", "10", "--json"];
+            let local = hits(&sb.json(&args));
+            let pg = hits(&sb.json(&[&["--store", url.as_str()][..], &args[..]].concat()));
+            // Four distinct messages of s1 (one copy each) and s2's own.
+            assert_eq!(pg.len(), 5, "{mode} {q}: {pg:?}");
+            let ls: Vec<&(String, i64)> = pg.iter().filter(|(s, i)| s == "s2" || *i == 2).collect();
+            assert_eq!(ls.len(), 2, "{mode} {q}: {pg:?}");
+            // The same hits on both stores (the order of equal scores aside).
+            let (mut a, mut b) = (local.clone(), pg.clone());
+            a.sort();
+            b.sort();
+            assert_eq!(a, b, "{mode} {q}: SQLite {local:?}, PostgreSQL {pg:?}");
+        }
+    }
+}

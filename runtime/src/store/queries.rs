@@ -3,9 +3,9 @@
 
 use super::Db;
 use crate::query::{
-    Hit, ListFilter, MessageView, SEARCH_CANDIDATES, SearchFilter, SessionSummary, SessionView,
-    compact_cjk, fts_query, like_escape, normalize_dir, top_level_alternatives, view_parts,
-    with_recency,
+    CopyKey, Hit, ListFilter, MessageView, SEARCH_CANDIDATES, SearchFilter, SessionSummary,
+    SessionView, compact_cjk, fts_query, like_escape, normalize_dir, top_level_alternatives,
+    view_parts, with_recency,
 };
 use crate::store::Store;
 use crate::{Error, Result, now_ms};
@@ -977,8 +977,10 @@ pub fn get_session(
 pub const SEMANTIC_SNIPPET_CHARS: usize = 160;
 
 /// The hits of messages ranked elsewhere (by vector similarity): `ranked` is (message row id,
-/// score), best first; rows that `f` filters out or that no longer exist are left out, and at
-/// most `f.limit` hits are returned. The snippet is the start of the message's prose (of its
+/// score), best first; rows that `f` filters out or that no longer exist are left out, a copy
+/// of a message already given (a forked session's: same agent, id, time and text, as
+/// [`crate::query::best_distinct`] tells them) is left out, and at most `f.limit` hits are
+/// returned. The snippet is the start of the message's prose (of its
 /// tool text when it has none), [`SEMANTIC_SNIPPET_CHARS`] characters, without highlights.
 ///
 /// Errors: an unknown session or machine in `f`; store errors.
@@ -990,7 +992,8 @@ pub fn hits_for_messages(
     let mut sql = String::from(
         "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts,
                 s.origin, (SELECT label FROM machines WHERE id = s.origin),
-                CASE WHEN length(m.body) > 0 THEN substr(m.body, 1, ?2) ELSE substr(memtrail_tools(m.tools_text, m.parts), 1, ?2) END
+                CASE WHEN length(m.body) > 0 THEN substr(m.body, 1, ?2) ELSE substr(memtrail_tools(m.tools_text, m.parts), 1, ?2) END,
+                length(m.body), substr(m.body, 1, 256)
          FROM messages m JOIN sessions s ON s.id = m.session_id
          WHERE m.id = ?1",
     );
@@ -999,6 +1002,9 @@ pub fn hits_for_messages(
     // The filter's arguments are numbered after the two fixed ones.
     let mut stmt = store.conn.prepare_cached(&sql).db()?;
     let mut hits = Vec::new();
+    // Copies of a message (a forked or resumed session's transcript) have the same vector:
+    // the first given is shown, as the full-text search keeps one copy (`best_distinct`).
+    let mut seen: std::collections::HashSet<CopyKey> = std::collections::HashSet::new();
     for &(rowid, score) in ranked {
         if hits.len() >= f.limit.max(1) {
             break;
@@ -1011,15 +1017,27 @@ pub fn hits_for_messages(
         let hit = stmt
             .query_row(params_from_iter(all), |r| {
                 let text: String = r.get(11)?;
-                hit_row(
+                let ts: Option<i64> = r.get(8)?;
+                let copy: Option<CopyKey> = match ts {
+                    Some(t) => Some((r.get(1)?, r.get(4)?, t, r.get(12)?, r.get(13)?)),
+                    None => None,
+                };
+                let hit = hit_row(
                     r,
                     text.split_whitespace().collect::<Vec<_>>().join(" "),
                     score,
-                )
+                )?;
+                Ok((hit, copy))
             })
             .optional()
             .db()?;
-        hits.extend(hit);
+        if let Some((hit, copy)) = hit {
+            // Without a time (Cursor), ids such as `line-3` are not unique across sessions.
+            if copy.is_some_and(|k| !seen.insert(k)) {
+                continue;
+            }
+            hits.push(hit);
+        }
     }
     Ok(hits)
 }
