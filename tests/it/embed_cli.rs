@@ -493,18 +493,9 @@ fn the_vectors_side_file_is_written_mapped_and_replaced_when_damaged() {
         assert_eq!(mode, 0o600);
     }
     let find = |q: &str| -> Vec<(String, i64)> {
-        let v = sb.json(&["search", "--mode", "semantic", q, "--limit", "2", "--json"]);
-        v["hits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| {
-                (
-                    h["session_id"].as_str().unwrap().to_string(),
-                    h["message_index"].as_i64().unwrap(),
-                )
-            })
-            .collect()
+        crate::support::hit_positions(
+            &sb.json(&["search", "--mode", "semantic", q, "--limit", "2", "--json"]),
+        )
     };
     assert_eq!(find("directory listing")[0], ("s1".into(), 2));
     // The search reads the file: swap the components of vectors 0 and 2 in it (offset 336,
@@ -606,29 +597,12 @@ fn a_forked_session_shows_each_copied_message_once_by_meaning_too() {
     let sb = Sandbox::new();
     install_tiny_model(&sb);
     write_session(&sb, "s1", &TOPICS);
-    let original = std::fs::read_to_string(sb.transcript("app", "s1")).unwrap();
-    std::fs::write(
-        sb.transcript("app", "s1-fork"),
-        original.replace("\"sessionId\":\"s1\"", "\"sessionId\":\"s1-fork\""),
-    )
-    .unwrap();
+    crate::support::fork_session(&sb, "s1", "s1-fork");
     // The same text as the `ls -la` prompt, but a message of its own (another uuid and time).
     write_session(&sb, "s2", &[TOPICS[2]]);
     let imp = sb.json(&["import", "--json"]);
     assert_eq!(imp["embedded"]["messages"], 9, "{imp}");
-    let shown = |v: &serde_json::Value| -> Vec<(String, i64)> {
-        v["hits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| {
-                (
-                    h["session_id"].as_str().unwrap().to_string(),
-                    h["message_index"].as_i64().unwrap(),
-                )
-            })
-            .collect()
-    };
+    let shown = crate::support::hit_positions;
     for mode in ["semantic", "hybrid"] {
         // "directory listing" shares no word with the prompt; "hidden files listing" does.
         for q in ["directory listing", "hidden files listing"] {

@@ -9,7 +9,9 @@
 //! words points along one of four axes (databases, billing, directory listings, themes), so
 //! every vector below is known exactly.
 
-use crate::support::{Sandbox, write_session, write_tiny_model};
+use crate::support::{
+    Sandbox, fork_session, hit_positions as hits, write_session, write_tiny_model,
+};
 use memtrail_pg::Pg;
 use serde_json::{Value, json};
 
@@ -55,21 +57,6 @@ fn vector_of(pg: &Pg, ext: &str) -> Option<String> {
     ))
     .unwrap()
     .map(|r| r.get(0))
-}
-
-/// (session, message index) of each hit.
-fn hits(v: &Value) -> Vec<(String, i64)> {
-    v["hits"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no hits in {v}"))
-        .iter()
-        .map(|h| {
-            (
-                h["session_id"].as_str().unwrap().to_string(),
-                h["message_index"].as_i64().unwrap(),
-            )
-        })
-        .collect()
 }
 
 #[test]
@@ -384,12 +371,7 @@ fn a_forked_sessions_copies_are_shown_once_by_meaning_on_both_stores() {
         return;
     }
     let sb = sandbox();
-    let original = std::fs::read_to_string(sb.transcript("app", "s1")).unwrap();
-    std::fs::write(
-        sb.transcript("app", "s1-fork"),
-        original.replace("\"sessionId\":\"s1\"", "\"sessionId\":\"s1-fork\""),
-    )
-    .unwrap();
+    fork_session(&sb, "s1", "s1-fork");
     write_session(&sb, "s2", &[TOPICS[2]]);
     assert_eq!(sb.json(&["import", "--json"])["embedded"]["messages"], 9);
     let init = sb.json(&["sync", "--init", &url, "--label", "laptop", "--json"]);

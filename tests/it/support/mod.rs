@@ -527,6 +527,36 @@ pub fn write_session(sb: &Sandbox, sid: &str, texts: &[&str]) {
     std::fs::write(p, out).unwrap();
 }
 
+/// Writes `fork`, a copy of session `sid`'s transcript (project `app`) as `claude --resume
+/// ID --fork-session` writes one: every line with its `uuid` and `timestamp`, only
+/// `sessionId` changed.
+pub fn fork_session(sb: &Sandbox, sid: &str, fork: &str) {
+    let original = std::fs::read_to_string(sb.transcript("app", sid)).unwrap();
+    std::fs::write(
+        sb.transcript("app", fork),
+        original.replace(
+            &format!("\"sessionId\":\"{sid}\""),
+            &format!("\"sessionId\":\"{fork}\""),
+        ),
+    )
+    .unwrap();
+}
+
+/// (session, message index) of each hit of a `search --json` answer, in order.
+pub fn hit_positions(v: &serde_json::Value) -> Vec<(String, i64)> {
+    v["hits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no hits in {v}"))
+        .iter()
+        .map(|h| {
+            (
+                h["session_id"].as_str().unwrap().to_string(),
+                h["message_index"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// A GET (or a POST of `form`) to `memtrail web` on 127.0.0.1:`port` over a plain socket: the
 /// status code and the body.
 pub fn web_request(port: u16, path: &str, form: Option<&str>) -> (u16, String) {
