@@ -29,9 +29,44 @@ pub struct StaticModel {
     pub vocab: WordPiece,
     pub dim: usize,
     /// `vocab.len() × dim`, row-major.
-    rows: Vec<f32>,
+    rows: Rows,
     /// `name@version/dim`, as recorded in the store.
     pub id: String,
+}
+
+/// A model's rows: in memory, or `vectors.f32` mapped read-only (a process that encodes one
+/// query reads a few rows of its 31 MB instead of copying them all: most of a CLI search by
+/// meaning's time was those pages, docs/embeddings.md "Loading").
+enum Rows {
+    Owned(Vec<f32>),
+    Mapped(memmap2::Mmap),
+}
+
+impl Rows {
+    fn as_slice(&self) -> &[f32] {
+        match self {
+            Rows::Owned(v) => v,
+            Rows::Mapped(m) => {
+                // SAFETY: `map_rows` checked that the mapping is 4-byte aligned and a whole
+                // number of f32, and that this is a little-endian machine (the file's order);
+                // f32 accepts any bit pattern. The file is replaced only by renaming its folder
+                // (`models install`): a mapping keeps the old inode.
+                unsafe { std::slice::from_raw_parts(m.as_ptr().cast::<f32>(), m.len() / 4) }
+            }
+        }
+    }
+}
+
+/// `file` mapped as f32 rows, when this machine reads the file's little-endian f32 as they
+/// are and the mapping is aligned for them; `None` otherwise (the caller reads and converts).
+fn map_rows(file: &std::fs::File) -> Option<memmap2::Mmap> {
+    if cfg!(target_endian = "big") {
+        return None;
+    }
+    // SAFETY: see `Rows::as_slice`.
+    let m = unsafe { memmap2::Mmap::map(file) }.ok()?;
+    (m.len().is_multiple_of(4) && (m.as_ptr() as usize).is_multiple_of(std::mem::align_of::<f32>()))
+        .then_some(m)
 }
 
 impl StaticModel {
@@ -45,7 +80,7 @@ impl StaticModel {
         StaticModel {
             vocab,
             dim,
-            rows,
+            rows: Rows::Owned(rows),
             id: format!("{MODEL_NAME}@{MODEL_VERSION}/{dim}"),
         }
     }
@@ -64,20 +99,40 @@ impl StaticModel {
         let vocab_txt = String::from_utf8(read("vocab.txt")?)
             .map_err(|_| format!("{}: not UTF-8", dir.join("vocab.txt").display()))?;
         let vocab = WordPiece::from_vocab_txt(&vocab_txt)?;
-        let raw = read("vectors.f32")?;
-        if dim == 0 || raw.len() != vocab.len() * dim * 4 {
+        let path = dir.join("vectors.f32");
+        let file = std::fs::File::open(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let len = file
+            .metadata()
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+            .len();
+        if dim == 0 || len != (vocab.len() * dim * 4) as u64 {
             return Err(format!(
-                "{}: {} bytes, expected {} tokens × {dim} dims × 4",
-                dir.join("vectors.f32").display(),
-                raw.len(),
+                "{}: {len} bytes, expected {} tokens × {dim} dims × 4",
+                path.display(),
                 vocab.len()
             ));
         }
-        let rows = raw
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-            .collect();
-        let mut m = StaticModel::new(vocab, dim, rows);
+        let rows = match map_rows(&file) {
+            Some(m) if m.len() as u64 == len => Rows::Mapped(m),
+            _ => {
+                let raw = read("vectors.f32")?;
+                if raw.len() as u64 != len {
+                    return Err(format!("{}: changed while read", path.display()));
+                }
+                Rows::Owned(
+                    raw.chunks_exact(4)
+                        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                        .collect(),
+                )
+            }
+        };
+        let mut m = StaticModel {
+            vocab,
+            dim,
+            rows,
+            id: String::new(),
+        };
         if meta["name"].as_str() != Some(MODEL_NAME)
             || meta["version"].as_u64() != Some(MODEL_VERSION as u64)
         {
@@ -121,8 +176,8 @@ impl StaticModel {
     pub fn save(&self, dir: &Path, source_sha256: &str) -> Result<(), String> {
         let mut vocab = self.vocab.tokens().join("\n");
         vocab.push('\n');
-        let mut bytes = Vec::with_capacity(self.rows.len() * 4);
-        for v in &self.rows {
+        let mut bytes = Vec::with_capacity(self.rows().len() * 4);
+        for v in self.rows() {
             bytes.extend_from_slice(&v.to_le_bytes());
         }
         let mut meta = serde_json::json!({
@@ -144,12 +199,12 @@ impl StaticModel {
 
     /// All rows (`tokens × dim`, row-major).
     pub fn rows(&self) -> &[f32] {
-        &self.rows
+        self.rows.as_slice()
     }
 
     /// The vector of one token id.
     pub fn row(&self, id: u32) -> &[f32] {
-        &self.rows[id as usize * self.dim..][..self.dim]
+        &self.rows.as_slice()[id as usize * self.dim..][..self.dim]
     }
 
     /// The unit vector of the mean of `ids`' rows; all zeros when `ids` is empty.
