@@ -625,6 +625,10 @@ mod tests {
         let back = StaticModel::load(d.path()).unwrap();
         assert_eq!(back.id, "minilm-l6-static@1/2+nozipf");
         assert_eq!(back.row(3), &[0.5, -1.25]);
+        // Read through the mapping, not a copy (on the machines that can map it).
+        #[cfg(target_endian = "little")]
+        assert!(matches!(back.rows, Rows::Mapped(_)));
+        drop(back);
         #[cfg(unix)]
         for f in ["vocab.txt", "vectors.f32", "model.json"] {
             use std::os::unix::fs::PermissionsExt;

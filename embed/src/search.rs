@@ -138,8 +138,7 @@ impl VectorIndex {
     }
 
     /// The `k` messages most similar to the unit vector `q` (cosine; a message's score is its
-    /// best chunk's), best first, equal scores newest (largest row id) first: (message row id,
-    /// similarity in [-1, 1]). The query is
+    /// best chunk's), best first: (message row id, similarity in [-1, 1]). The query is
     /// quantized to int8 like the stored vectors and the dot products summed in integers; a
     /// set of [`EXACT_BELOW`] vectors or more is pre-filtered by Hamming distance of the sign
     /// bits first (see the type's doc).
@@ -185,15 +184,8 @@ impl VectorIndex {
             }
             unreachable!("a candidate past the vectors")
         };
-        let ids: Vec<i64> = candidates.iter().map(|&c| id_of(c)).collect();
         let mut order: Vec<u32> = (0..candidates.len() as u32).collect();
-        // Equal scores (a forked session's copies of a message have the same vector) go to the
-        // newest message, as in the full-text ranking, so that both lists of a hybrid search
-        // keep the same copy.
-        let by_score = |a: &u32, b: &u32| {
-            let (a, b) = (*a as usize, *b as usize);
-            scores[b].total_cmp(&scores[a]).then(ids[b].cmp(&ids[a]))
-        };
+        let by_score = |a: &u32, b: &u32| scores[*b as usize].total_cmp(&scores[*a as usize]);
         if m < order.len() {
             order.select_nth_unstable_by(m, by_score);
             order.truncate(m);
@@ -201,7 +193,7 @@ impl VectorIndex {
         order.sort_by(by_score);
         let mut out: Vec<(i64, f64)> = Vec::with_capacity(k);
         for o in order {
-            let id = ids[o as usize];
+            let id = id_of(candidates[o as usize]);
             if out.iter().any(|(x, _)| *x == id) {
                 continue;
             }
@@ -348,16 +340,27 @@ pub fn semantic(
     memtrail_runtime::store::hits_for_messages(store, &ranked, f)
 }
 
-/// A hit's identity across the two lists (agent, session, position).
-fn key(h: &Hit) -> (String, String, i64) {
-    (h.agent.clone(), h.session_id.clone(), h.message_index)
+/// A hit's identity across the two lists: the message it is a copy of ([`Hit::copy`]: the
+/// copies of a forked or resumed session are one message, whichever copy each list kept),
+/// else its session and position.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Copy(u64),
+    At(String, String, i64),
+}
+
+fn key(h: &Hit) -> Key {
+    match h.copy {
+        Some(c) => Key::Copy(c),
+        None => Key::At(h.agent.clone(), h.session_id.clone(), h.message_index),
+    }
 }
 
 /// Reciprocal rank fusion of ranked lists: each hit scores the sum over the lists of
 /// `1 / (RRF_K + rank)` (1-based); ties keep the order of first appearance. The hit kept is the
 /// first list's copy (its snippet has the matched words marked). At most `limit` hits.
 pub fn fuse(lists: &[Vec<Hit>], limit: usize) -> Vec<Hit> {
-    let mut score: HashMap<(String, String, i64), f64> = HashMap::new();
+    let mut score: HashMap<Key, f64> = HashMap::new();
     let mut order: Vec<Hit> = Vec::new();
     for list in lists {
         for (r, h) in list.iter().enumerate() {
@@ -514,7 +517,28 @@ mod tests {
             timestamp: None,
             snippet: String::new(),
             score: 0.0,
+            copy: None,
         }
+    }
+
+    /// Two lists that kept different copies of one message (a forked session's): one hit,
+    /// scored by both lists; a hit without a copy identity stays apart.
+    #[test]
+    fn copies_kept_by_different_lists_fuse_as_one_message() {
+        let copy = |session: &str, i: i64, c: u64| Hit {
+            copy: Some(c),
+            ..hit(session, i)
+        };
+        let lexical = vec![copy("fork", 2, 7), hit("s3", 0)];
+        let semantic = vec![copy("orig", 2, 7), copy("orig", 0, 8)];
+        let fused = fuse(&[lexical, semantic], 10);
+        let got: Vec<(&str, i64)> = fused
+            .iter()
+            .map(|h| (h.session_id.as_str(), h.message_index))
+            .collect();
+        // The first list's copy is the one shown.
+        assert_eq!(got, [("fork", 2), ("s3", 0), ("orig", 0)]);
+        assert!((fused[0].score - 2.0 / 61.0).abs() < 1e-12);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use memtrail_runtime::events::{Category, Event, StoredEvent};
 use memtrail_runtime::query::{
     CopyKey, HL_END, HL_START, Hit, ListFilter, MessageView, QueryItem, SEARCH_CANDIDATES,
     SEMANTIC_SNIPPET_CHARS, SearchFilter, SessionSummary, SessionView, best_distinct, cjk_runs,
-    compact_cjk, like_escape, normalize_dir, parse_query, pick_prefix_match, view_parts,
+    compact_cjk, copy_id, like_escape, normalize_dir, parse_query, pick_prefix_match, view_parts,
     with_recency,
 };
 use memtrail_runtime::read::{CandidateMessage, ReadStore};
@@ -140,6 +140,7 @@ fn hit_of(r: &Row, snippet: String, score: f64) -> Hit {
             .map(memtrail_adapters::format_rfc3339_ms),
         snippet,
         score,
+        copy: None,
     }
 }
 
@@ -734,7 +735,8 @@ impl ReadStore for PgReader {
         // With each ranked row, what tells a copy of a message (best_distinct).
         let sql = format!(
             "SELECT r.id, r.score, m.ts, m.ext_id, s.agent, length(m.body)::int8, left(m.body, 256)
-             FROM ({sql}) r JOIN messages m ON m.id = r.id JOIN sessions s ON s.uid = m.session_uid"
+             FROM ({sql}) r JOIN messages m ON m.id = r.id JOIN sessions s ON s.uid = m.session_uid
+             ORDER BY r.score DESC, r.id DESC"
         );
         let now = now_ms();
         let keyed: Vec<(i64, f64, Option<CopyKey>)> = self
@@ -748,6 +750,10 @@ impl ReadStore for PgReader {
                     ts.map(|t| (r.get(4), r.get(3), t, r.get(5), r.get(6))),
                 )
             })
+            .collect();
+        let copies: std::collections::HashMap<i64, u64> = keyed
+            .iter()
+            .filter_map(|(id, _, k)| Some((*id, copy_id(k.as_ref()?))))
             .collect();
         let ranked = best_distinct(keyed, limit);
         if ranked.is_empty() {
@@ -833,7 +839,10 @@ impl ReadStore for PgReader {
             };
             let snippet = snippets.remove(&rowid).unwrap_or_default();
             debug_assert!(!snippet.contains([HL_START, HL_END]) || snippet.contains(HL_START));
-            hits.push(hit_of(&r, compact_cjk(&snippet), score));
+            hits.push(Hit {
+                copy: copies.get(&rowid).copied(),
+                ..hit_of(&r, compact_cjk(&snippet), score)
+            });
         }
         Ok(clean(hits))
     }
@@ -935,6 +944,10 @@ impl ReadStore for PgReader {
                 )
             })
             .collect();
+        let copies: std::collections::HashMap<i64, u64> = keyed
+            .iter()
+            .filter_map(|(id, _, k)| Some((*id, copy_id(k.as_ref()?))))
+            .collect();
         let ranked = best_distinct(keyed, limit);
         let ids: Vec<i64> = ranked.iter().map(|r| r.0).collect();
         // The snippet: the message's first SEMANTIC_SNIPPET_CHARS characters (its tool text
@@ -963,11 +976,14 @@ impl ReadStore for PgReader {
             };
             let whole = redact(r.get::<_, Option<&str>>(11).unwrap_or_default()).into_owned();
             let flat = whole.split_whitespace().collect::<Vec<_>>().join(" ");
-            hits.push(hit_of(
-                &r,
-                flat.chars().take(SEMANTIC_SNIPPET_CHARS).collect(),
-                score,
-            ));
+            hits.push(Hit {
+                copy: copies.get(&rowid).copied(),
+                ..hit_of(
+                    &r,
+                    flat.chars().take(SEMANTIC_SNIPPET_CHARS).collect(),
+                    score,
+                )
+            });
         }
         Ok(clean(hits))
     }

@@ -89,6 +89,12 @@ pub struct Hit {
     pub snippet: String,
     /// Relevance (higher is better): BM25 with a small recency prior.
     pub score: f64,
+    /// The message this hit is a copy of, whichever session holds it: [`copy_id`] of its
+    /// [`CopyKey`] (`None` for a message without a time). A forked or resumed session's
+    /// copies share it, so a fusion of two lists (the hybrid search) counts
+    /// them as one message even when each list kept another copy. Not shown.
+    #[serde(skip)]
+    pub copy: Option<u64>,
 }
 
 /// Most distinct terms a query may hold; the rest are ignored (a 10 000-word query would
@@ -350,6 +356,14 @@ pub fn pick_prefix_match(id: &str, mut rows: Vec<(i64, String)>) -> crate::Resul
 /// What tells a copy of a message from another message ([`best_distinct`]): its session's
 /// agent, its id, its time (ms), the length of its text and the text's first 256 characters.
 pub type CopyKey = (String, String, i64, Option<i64>, Option<String>);
+
+/// A [`CopyKey`]'s identity within this process (a 64-bit hash): what [`Hit::copy`] holds.
+pub fn copy_id(k: &CopyKey) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    k.hash(&mut h);
+    h.finish()
+}
 
 /// The best `limit` of `keyed` (row id, score: higher is better, and the copy key of a message
 /// with a time), each copied message once. A session forked or resumed into a new transcript

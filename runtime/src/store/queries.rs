@@ -263,6 +263,10 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             ts.map(|t| (agent, ext, t, len, head)),
         ));
     }
+    let copies: HashMap<i64, u64> = keyed
+        .iter()
+        .filter_map(|(id, _, k)| Some((*id, crate::query::copy_id(k.as_ref()?))))
+        .collect();
     let ranked = crate::query::best_distinct(keyed, limit);
     let mut snippets = snippets(store, &q, &ranked)?;
     let mut row = store.conn.prepare_cached(
@@ -281,7 +285,10 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             .query_row(params![rowid], |r| hit_row(r, compact_cjk(&snippet), score))
             .optional()
             .db()?;
-        hits.extend(hit);
+        hits.extend(hit.map(|h| Hit {
+            copy: copies.get(&rowid).copied(),
+            ..h
+        }));
     }
     Ok(hits)
 }
@@ -303,6 +310,7 @@ fn hit_row(r: &rusqlite::Row<'_>, snippet: String, score: f64) -> rusqlite::Resu
         timestamp: ts.map(format_rfc3339_ms),
         snippet,
         score,
+        copy: None,
     })
 }
 
@@ -1033,10 +1041,13 @@ pub fn hits_for_messages(
             .db()?;
         if let Some((hit, copy)) = hit {
             // Without a time (Cursor), ids such as `line-3` are not unique across sessions.
-            if copy.is_some_and(|k| !seen.insert(k)) {
+            if copy.as_ref().is_some_and(|k| !seen.insert(k.clone())) {
                 continue;
             }
-            hits.push(hit);
+            hits.push(Hit {
+                copy: copy.as_ref().map(crate::query::copy_id),
+                ..hit
+            });
         }
     }
     Ok(hits)
