@@ -930,25 +930,38 @@ impl ReadStore for PgReader {
              ORDER BY r.score DESC, m.id DESC",
             model = crate::sync::sql_literal(model),
         );
-        let mut seen = std::collections::HashSet::new();
-        let keyed: Vec<(i64, f64, Option<CopyKey>)> = self
-            .rows_boxed(&sql, &args)?
-            .iter()
-            .filter(|r| seen.insert(r.get::<_, i64>(0)))
-            .map(|r| {
-                let ts: Option<i64> = r.get(2);
-                (
-                    r.get(0),
-                    r.get(1),
-                    ts.map(|t| (r.get(4), r.get(3), t, r.get(5), r.get(6))),
-                )
-            })
-            .collect();
-        let copies: std::collections::HashMap<i64, u64> = keyed
-            .iter()
-            .filter_map(|(id, _, k)| Some((*id, copy_id(k.as_ref()?))))
-            .collect();
-        let ranked = best_distinct(keyed, limit);
+        // A forked session's copies of a message take rows of the depth too: when they leave
+        // fewer than `limit` messages and every row asked for came, read deeper (up to 8×).
+        let mut rows_asked = limit * NEAREST_CHUNKS_PER_HIT;
+        let (copies, ranked) = loop {
+            args[depth - 1] = int8(rows_asked as i64);
+            let rows = self.rows_boxed(&sql, &args)?;
+            let mut seen = std::collections::HashSet::new();
+            let keyed: Vec<(i64, f64, Option<CopyKey>)> = rows
+                .iter()
+                .filter(|r| seen.insert(r.get::<_, i64>(0)))
+                .map(|r| {
+                    let ts: Option<i64> = r.get(2);
+                    (
+                        r.get(0),
+                        r.get(1),
+                        ts.map(|t| (r.get(4), r.get(3), t, r.get(5), r.get(6))),
+                    )
+                })
+                .collect();
+            let copies: std::collections::HashMap<i64, u64> = keyed
+                .iter()
+                .filter_map(|(id, _, k)| Some((*id, copy_id(k.as_ref()?))))
+                .collect();
+            let ranked = best_distinct(keyed, limit);
+            if ranked.len() >= limit
+                || rows.len() < rows_asked
+                || rows_asked >= limit * NEAREST_CHUNKS_PER_HIT * 8
+            {
+                break (copies, ranked);
+            }
+            rows_asked *= 2;
+        };
         let ids: Vec<i64> = ranked.iter().map(|r| r.0).collect();
         // The snippet: the message's first SEMANTIC_SNIPPET_CHARS characters (its tool text
         // when it has no prose), as the SQLite store shows a hit by meaning; redacted before it

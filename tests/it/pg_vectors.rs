@@ -400,4 +400,58 @@ fn a_forked_sessions_copies_are_shown_once_by_meaning_on_both_stores() {
             assert_eq!(a, b, "{mode} {q}: SQLite {local:?}, PostgreSQL {pg:?}");
         }
     }
+
+    // Copies take rows of the depth PostgreSQL reads (4 chunks a hit): nine copies of the
+    // invoice prompt, the nearest to "billing amount" (every other message is orthogonal to
+    // it), still leave room for a second hit of `--limit 2`.
+    for n in 2..=8 {
+        fork_session(&sb, "s1", &format!("s1-fork{n}"));
+    }
+    sb.json(&["import", "--json"]);
+    let r = sb.json(&["sync", "--json"]);
+    assert_eq!(r["sync"]["pushed"]["vectors"], 28, "{r}");
+    let two = hits(&sb.json(&[
+        "--store",
+        &url,
+        "search",
+        "--mode",
+        "semantic",
+        "billing amount",
+        "--limit",
+        "2",
+        "--json",
+    ]));
+    assert_eq!(two.len(), 2, "{two:?}");
+    assert_eq!(two[0].1, 1, "{two:?}");
+    assert_ne!(two[1].1, 1, "{two:?}");
+}
+
+/// A message captured after sync was set up and embedded before the next push has two outbox
+/// entries, its own and its vectors': the push sends its vectors once. (Sent twice, PostgreSQL
+/// refused the whole push, "ON CONFLICT DO UPDATE command cannot affect row a second time",
+/// and every later push with it, until this was fixed.)
+#[test]
+fn a_message_embedded_before_its_first_push_sends_its_vectors_once() {
+    let Some(url) = memtrail_testkit::pg::test_database("pg_vectors_once") else {
+        return;
+    };
+    if !pgvector() {
+        return;
+    }
+    let sb = sandbox();
+    sb.json(&["import", "--json"]);
+    sb.json(&["sync", "--init", &url, "--label", "laptop", "--json"]);
+    // Captured and embedded (`import` embeds what it brought in), not pushed yet.
+    write_session(&sb, "s3", &TOPICS[..2]);
+    let imp = sb.json(&["import", "--json"]);
+    assert_eq!(imp["embedded"]["messages"], 2, "{imp}");
+    let r = sb.json(&["sync", "--json"]);
+    assert_eq!(r["sync"]["pushed"]["messages"], 2, "{r}");
+    assert_eq!(r["sync"]["pushed"]["vectors"], 2, "{r}");
+    let pg = Pg::connect_url(&url).unwrap();
+    assert_eq!(count(&pg, "SELECT count(*) FROM message_vectors"), 6);
+    // Nothing is left to send.
+    let again = sb.json(&["sync", "--json"]);
+    assert_eq!(again["sync"]["pushed"]["vectors"], 0, "{again}");
+    assert_eq!(again["sync"]["pushed"]["messages"], 0, "{again}");
 }

@@ -339,6 +339,10 @@ impl Store {
         // Per message row id taken: (its session's index, its index there), for its tool calls
         // and events, read for the whole batch at the end.
         let mut at_message: HashMap<i64, (usize, usize)> = HashMap::new();
+        // Message row ids whose vectors this batch already carries: a message queued, then
+        // embedded before the push, has both entries (its own and its vectors'), and its
+        // vectors must be sent once (PostgreSQL refuses one statement that writes a row twice).
+        let mut with_vectors: std::collections::HashSet<i64> = std::collections::HashSet::new();
         // The model of the store's vectors (`embed_state`), sent with them.
         let model: Option<String> = tx
             .query_row("SELECT model FROM embed_state WHERE id = 1", [], |r| {
@@ -396,10 +400,15 @@ impl Store {
                 }
                 id if id <= VECTORS_ITEM => {
                     // The vectors of a message embedded after it was queued or pushed.
-                    if let Some(v) = vectors_of(&tx, sid, VECTORS_ITEM - id, model.as_deref())? {
+                    let message = VECTORS_ITEM - id;
+                    if with_vectors.contains(&message) {
+                        continue;
+                    }
+                    if let Some(v) = vectors_of(&tx, sid, message, model.as_deref())? {
                         bytes += v.chunks.iter().map(|c| c.1.len()).sum::<usize>();
                         count += 1;
                         changes.vectors.push(v);
+                        with_vectors.insert(message);
                     }
                 }
                 id => {
@@ -408,8 +417,11 @@ impl Store {
                         count += 1;
                         // With its vectors (none when it waits to be embedded: that removes
                         // any PostgreSQL holds for an earlier text of it).
-                        if let Some(v) = vectors_of(&tx, sid, id, model.as_deref())? {
+                        if !with_vectors.contains(&id)
+                            && let Some(v) = vectors_of(&tx, sid, id, model.as_deref())?
+                        {
                             changes.vectors.push(v);
+                            with_vectors.insert(id);
                         }
                         changes.messages.push(m);
                         at_message.insert(id, (i, changes.messages.len() - 1));
