@@ -24,7 +24,7 @@ use memtrail_runtime::events::{Category, Event, StoredEvent};
 use memtrail_runtime::query::{
     CopyKey, HL_END, HL_START, Hit, ListFilter, MessageView, QueryItem, SEARCH_CANDIDATES,
     SEMANTIC_SNIPPET_CHARS, SearchFilter, SessionSummary, SessionView, best_distinct, cjk_runs,
-    compact_cjk, copy_id, like_escape, normalize_dir, parse_query, pick_prefix_match, view_parts,
+    compact_cjk, copy_ids, like_escape, normalize_dir, parse_query, pick_prefix_match, view_parts,
     with_recency,
 };
 use memtrail_runtime::read::{CandidateMessage, ReadStore};
@@ -119,6 +119,13 @@ pub struct PgReader {
     /// a search filtered by sessions starts its walk from; an older one is walked from its
     /// newest match.
     bounds: bool,
+}
+
+/// What tells a copy of a message ([`best_distinct`]) from columns 2–6 of a ranked row: `m.ts`,
+/// `m.ext_id`, `s.agent`, `length(m.body)::int8`, `left(m.body, 256)`; `None` without a time.
+fn copy_key_of(r: &Row) -> Option<CopyKey> {
+    let ts: Option<i64> = r.get(2);
+    ts.map(|t| (r.get(4), r.get(3), t, r.get(5), r.get(6)))
 }
 
 /// A hit from a row of the search queries' shared columns (the message's id, then the
@@ -743,18 +750,14 @@ impl ReadStore for PgReader {
             .rows_boxed(&sql, &args)?
             .iter()
             .map(|r| {
-                let ts: Option<i64> = r.get(2);
                 (
                     r.get(0),
-                    with_recency(r.get(1), ts, now),
-                    ts.map(|t| (r.get(4), r.get(3), t, r.get(5), r.get(6))),
+                    with_recency(r.get(1), r.get(2), now),
+                    copy_key_of(r),
                 )
             })
             .collect();
-        let copies: std::collections::HashMap<i64, u64> = keyed
-            .iter()
-            .filter_map(|(id, _, k)| Some((*id, copy_id(k.as_ref()?))))
-            .collect();
+        let copies = copy_ids(&keyed);
         let ranked = best_distinct(keyed, limit);
         if ranked.is_empty() {
             // No hit: no rows to read (a statement planned for nothing cost a new connection
@@ -940,19 +943,9 @@ impl ReadStore for PgReader {
             let keyed: Vec<(i64, f64, Option<CopyKey>)> = rows
                 .iter()
                 .filter(|r| seen.insert(r.get::<_, i64>(0)))
-                .map(|r| {
-                    let ts: Option<i64> = r.get(2);
-                    (
-                        r.get(0),
-                        r.get(1),
-                        ts.map(|t| (r.get(4), r.get(3), t, r.get(5), r.get(6))),
-                    )
-                })
+                .map(|r| (r.get(0), r.get(1), copy_key_of(r)))
                 .collect();
-            let copies: std::collections::HashMap<i64, u64> = keyed
-                .iter()
-                .filter_map(|(id, _, k)| Some((*id, copy_id(k.as_ref()?))))
-                .collect();
+            let copies = copy_ids(&keyed);
             let ranked = best_distinct(keyed, limit);
             if ranked.len() >= limit
                 || rows.len() < rows_asked

@@ -365,6 +365,14 @@ pub fn copy_id(k: &CopyKey) -> u64 {
     h.finish()
 }
 
+/// The [`copy_id`] of each row of `keyed` (as given to [`best_distinct`]) that has a copy key.
+pub fn copy_ids(keyed: &[(i64, f64, Option<CopyKey>)]) -> std::collections::HashMap<i64, u64> {
+    keyed
+        .iter()
+        .filter_map(|(id, _, k)| Some((*id, copy_id(k.as_ref()?))))
+        .collect()
+}
+
 /// The best `limit` of `keyed` (row id, score: higher is better, and the copy key of a message
 /// with a time), each copied message once. A session forked or resumed into a new transcript
 /// (`claude --fork-session`) holds copies of the earlier messages: same agent, message id,

@@ -263,10 +263,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             ts.map(|t| (agent, ext, t, len, head)),
         ));
     }
-    let copies: HashMap<i64, u64> = keyed
-        .iter()
-        .filter_map(|(id, _, k)| Some((*id, crate::query::copy_id(k.as_ref()?))))
-        .collect();
+    let copies = crate::query::copy_ids(&keyed);
     let ranked = crate::query::best_distinct(keyed, limit);
     let mut snippets = snippets(store, &q, &ranked)?;
     let mut row = store.conn.prepare_cached(
