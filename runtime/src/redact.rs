@@ -520,6 +520,16 @@ const RULES: &[RuleDef] = &[
         &["mysql", "mariadb", "sshpass"],
         Shape::Any,
     ),
+    // A password given to a client on its command line: `curl -u user:SECRET` (`--user`),
+    // `docker login -p SECRET`, `redis-cli -a SECRET`, `ldapsearch -w SECRET` (and the other
+    // OpenLDAP tools), `smbclient -U user%SECRET`. Only the password is replaced.
+    def(
+        "cli_secret",
+        r#"(?-u:\b)(?:curl(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))["']?[^\s:"'|;&]*:|docker[ \t]+login(?:[ \t]+[^\s|;&]+)*?[ \t]+-p[ \t]*|redis-cli(?:[ \t]+[^\s|;&]+)*?[ \t]+-a[ \t]*|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)(?:[ \t]+[^\s|;&]+)*?[ \t]+-w[ \t]*|smbclient(?:[ \t]+[^\s|;&]+)*?[ \t]+-U[ \t]*[^\s%|;&]+%)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&]+)"#,
+        Check::Placeholder,
+        &["curl", "docker", "redis-cli", "ldap", "smbclient"],
+        Shape::Any,
+    ),
     def(
         "netrc_password",
         r"machine[ \t]+\S+(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+(?P<s>\S+)",
@@ -1883,6 +1893,12 @@ mod tests {
             "Basic ",
             "mysql -p",
             "sshpass -p",
+            "curl -u ",
+            "curl --user ",
+            "docker login -p ",
+            "redis-cli -a ",
+            "ldapsearch -w ",
+            "smbclient -U me%",
             " -b ",
             "machine",
             "\"auth\"",

@@ -240,7 +240,7 @@ fn json_values_and_titles() {
     assert_eq!(
         v,
         json!({
-            "command": "curl -u admin:x https://api.example.com -H 'X: [redacted:github_token]'",
+            "command": "curl -u admin:[redacted:cli_secret] https://api.example.com -H 'X: [redacted:github_token]'",
             "env": {"GITHUB_TOKEN": "[redacted:secret_assignment]", "MAX_TOKENS": 4096, "token_kind": "bearer_only"},
             "list": ["[redacted:openai_key]", "fine", {"nested": "key [redacted:aws_access_key]"}]
         })
@@ -875,6 +875,23 @@ fn context_rules_exact() {
         (
             "mysql -h db-prod -u root -pS3cret app && sshpass -p letmein ssh h",
             "mysql -h db-prod -u root -p[redacted:cli_secret] app && sshpass -p [redacted:cli_secret] ssh h",
+        ),
+        (
+            "curl -s -u admin:Zq9PwX1c https://h/api && curl --user 'ci:t0k3n!' -X POST u && curl -uadmin:pw2 u",
+            "curl -s -u admin:[redacted:cli_secret] https://h/api && curl --user 'ci:[redacted:cli_secret]' -X POST u && curl -uadmin:[redacted:cli_secret] u",
+        ),
+        (
+            "docker login -u me -p Hx7pass registry.io; redis-cli -h r -a s3cretpw ping",
+            "docker login -u me -p [redacted:cli_secret] registry.io; redis-cli -h r -a [redacted:cli_secret] ping",
+        ),
+        (
+            "ldapsearch -x -D cn=admin -w LdapPw9; smbclient //h/s -U bob%SmbPw1",
+            "ldapsearch -x -D cn=admin -w [redacted:cli_secret]; smbclient //h/s -U bob%[redacted:cli_secret]",
+        ),
+        (
+            // No password, or a variable: nothing to redact.
+            "curl -u admin https://h && curl -u \"$USER:$TOKEN\" u && curl --user-agent 'a:b' u && docker login --password-stdin",
+            "curl -u admin https://h && curl -u \"$USER:$TOKEN\" u && curl --user-agent 'a:b' u && docker login --password-stdin",
         ),
         (
             "machine api.example.com login me password s3cr3t\n",
