@@ -106,7 +106,9 @@ impl StaticModel {
             .metadata()
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?
             .len();
-        if dim == 0 || len != (vocab.len() * dim * 4) as u64 {
+        // Checked: a `dim` written to overflow the product would pass a wrapped comparison.
+        let expected = vocab.len().checked_mul(dim).and_then(|n| n.checked_mul(4));
+        if dim == 0 || expected.map(|n| n as u64) != Some(len) {
             return Err(format!(
                 "{}: {len} bytes, expected {} tokens × {dim} dims × 4",
                 path.display(),
@@ -645,6 +647,15 @@ mod tests {
             e.ends_with("12 bytes, expected 4 tokens × 2 dims × 4"),
             "{e}"
         );
+        // A `dim` whose product with the vocabulary wraps to the file's size (4 × (2⁶² + 4)
+        // × 4 = 64 modulo 2⁶⁴) is refused too, not allocated.
+        std::fs::write(d.path().join("vectors.f32"), [0u8; 64]).unwrap();
+        let json = std::fs::read_to_string(d.path().join("model.json")).unwrap();
+        let mut meta: serde_json::Value = serde_json::from_str(&json).unwrap();
+        meta["dim"] = serde_json::json!(4_611_686_018_427_387_908u64);
+        std::fs::write(d.path().join("model.json"), meta.to_string()).unwrap();
+        let e = StaticModel::load(d.path()).err().unwrap();
+        assert!(e.contains("64 bytes, expected 4 tokens"), "{e}");
     }
 
     #[test]

@@ -134,6 +134,12 @@ pub fn parse_query(input: &str) -> Option<Vec<QueryItem>> {
     let mut next_alternative = false;
     let mut deferred: Vec<QueryItem> = Vec::new();
     let mut seen_before_or: Vec<String> = Vec::new();
+    // A control character (a NUL, which would end FTS5's query text, an escape) separates
+    // words as a space does.
+    let input: String = input
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     let mut chars = input.chars().peekable();
     let mut pending_or = false;
     let mut pending_not = false;
@@ -750,6 +756,9 @@ mod tests {
 
     #[test]
     fn fts_query_neutralises_syntax() {
+        // A NUL (which ends FTS5's query text) or another control character separates words.
+        assert_eq!(fts_query("keep\u{0}word").unwrap(), r#""keep" "word""#);
+        assert_eq!(fts_query("a\u{1b}[31mb").unwrap(), r#""a" "[31mb""#);
         assert_eq!(fts_query("hello world").unwrap(), r#""hello" "world""#);
         assert_eq!(fts_query("\"exact phrase\"").unwrap(), r#""exact phrase""#);
         assert_eq!(fts_query("pars*").unwrap(), r#""pars"*"#);
