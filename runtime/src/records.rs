@@ -150,7 +150,7 @@ impl<E: Enrich> Prepared<E> {
             p.enrich.redact_merged(&mut message);
             let (body, tools) = crate::store::render_index_text(&message);
             let cjk = crate::store::cjk_index_text(&body, &tools);
-            let parts = crate::store::pack_parts(&message.parts)?;
+            let parts = crate::store::pack_parts(&message.parts, &body)?;
             let events = crate::store::message_events(agent, &message, &p.enrich);
             fresh.push(Some(Fresh {
                 message,

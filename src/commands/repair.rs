@@ -138,8 +138,9 @@ pub fn print_repair(report: &memtrail_runtime::store::RepairReport, json: bool) 
             s.name,
             s.what,
             match (s.name.as_str(), s.fixed) {
-                ("stored text", 0) => "nothing to compress".to_string(),
-                ("stored text", n) => format!("{n} compressed"),
+                ("stored text", 0) => "nothing to rewrite".to_string(),
+                ("stored text", n) => format!("{n} rewritten"),
+                ("damaged parts", n) => format!("{n} taken out"),
                 ("file size", n) => format!("{n} pages given back"),
                 (_, 0) => "nothing was wrong".to_string(),
                 (_, n) => format!("{n} wrong, fixed"),

@@ -215,6 +215,7 @@ fn repair_rebuilds_the_index_and_status_runs_a_quick_check() {
         fixed,
         vec![
             ("stored text".into(), 0),
+            ("damaged parts".into(), 0),
             ("full-text index".into(), 1),
             ("tool calls".into(), 0),
             ("events".into(), 0),
@@ -229,7 +230,8 @@ fn repair_rebuilds_the_index_and_status_runs_a_quick_check() {
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
     for (i, want) in [
-        "stored text: messages written before schema 13 compressed, their tool text no longer stored twice; nothing to compress (",
+        "stored text: messages written before schema 13 compressed, their tool text no longer stored twice, and the prose of messages written before schema 14 stored once; nothing to rewrite (",
+        "damaged parts: the compressed parts that can no longer be read taken out (their messages keep their text); 0 taken out (",
         "full-text index: rebuilt from the stored messages (body, tools, CJK); nothing was wrong (",
         "tool calls: checked for tool calls whose message is gone (deleted when found); nothing was wrong (",
         "events: extracted again from the stored messages; nothing was wrong (",
@@ -411,8 +413,8 @@ fn repair_fixes_corrupt_full_text_index_data() {
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["integrity"], json!(["ok"]), "{v}");
-    assert_eq!(v["steps"][1]["name"], "full-text index");
-    assert_eq!(v["steps"][1]["fixed"], 1, "{v}");
+    assert_eq!(v["steps"][2]["name"], "full-text index");
+    assert_eq!(v["steps"][2]["fixed"], 1, "{v}");
     // Even prompts (i = 0, 2, .., 10) say "the module": 6 hits.
     let out = sb
         .cmd()

@@ -175,8 +175,8 @@ fn store_rows(db: &Path, own: &str, pulled: bool) -> Vec<String> {
             format!(
                 "SELECT json_object({session_cols}, 'ext_id', m.ext_id, 'seq', m.seq,
                    'role', m.role, 'kind', m.kind, 'ts', m.ts, 'model', m.model, 'body', m.body,
-                   'tools', memtrail_tools(m.tools_text, m.parts), 'cjk', m.cjk,
-                   'parts', memtrail_parts(m.parts))
+                   'tools', memtrail_tools(m.tools_text, m.parts_packed), 'cjk', m.cjk,
+                   'parts', memtrail_parts(m.parts_packed, m.body))
                  FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {filter}"
             ),
         ),
@@ -757,7 +757,7 @@ fn deletions_and_redactions_propagate_to_postgres_and_the_other_machines() {
         c.query_row(
             &format!(
                 "SELECT count(*) FROM messages
-                 WHERE body LIKE '%{key}%' OR memtrail_parts(parts) LIKE '%{key}%'"
+                 WHERE body LIKE '%{key}%' OR memtrail_parts(parts_packed, body) LIKE '%{key}%'"
             ),
             [],
             |r| r.get::<_, i64>(0),

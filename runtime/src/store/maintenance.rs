@@ -497,7 +497,7 @@ pub fn rescan<E: Enrich>(
         );
         let rows: Vec<Row> = {
             let mut stmt = store.conn.prepare(
-                "SELECT id, ext_id, kind, body, memtrail_tools(tools_text, parts), memtrail_parts(parts),
+                "SELECT id, ext_id, kind, body, memtrail_tools(tools_text, parts_packed), memtrail_parts(parts_packed, body),
                         session_id, role, ts
                  FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2",
             ).db()?;
@@ -546,8 +546,8 @@ pub fn rescan<E: Enrich>(
                 // parse.
                 let new_tools = redacted.is_none().then_some(new_tools);
                 w.tx.execute(
-                    "UPDATE messages SET parts = ?2, body = ?3, tools_text = ?4, cjk = ?5 WHERE id = ?1",
-                    params![id, packed::pack(new_parts)?, new_body, new_tools, cjk],
+                    "UPDATE messages SET parts_packed = ?2, body = ?3, tools_text = ?4, cjk = ?5 WHERE id = ?1",
+                    params![id, packed::pack(new_parts, &new_body)?, new_body, new_tools, cjk],
                 )
                 .db()?;
                 // The message's events quote it (paths, prompts, errors): extracted again from

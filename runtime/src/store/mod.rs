@@ -7,11 +7,13 @@
 //!   session has a larger id (kept by triggers; it never goes down; NULL: no message).
 //! - `messages`: one row per message, `(session_id, ext_id)` unique, `seq` the order within the
 //!   session (0-based, assigned at first insert, never changed by a merge). `body` is the prose,
-//!   `parts` the full ordered parts as JSON (schema 13: compressed with zstd when that makes it
-//!   smaller), `tools_text` (`tools` before schema 13) the tool calls flattened for search
-//!   (schema 13: NULL, rendered from `parts` when read; rows written before keep their text).
-//!   Read them with the SQL functions `memtrail_parts(parts)` and
-//!   `memtrail_tools(tools_text, parts)` (`packed`).
+//!   `parts_packed` (`parts` before schema 14) the full ordered parts as JSON (schema 13:
+//!   compressed with zstd when that makes it smaller; schema 14: an empty BLOB when they are the
+//!   body as one text part), `tools_text` (`tools` before schema 13) the tool calls flattened
+//!   for search (schema 13: NULL, rendered from the parts when read; rows written before keep
+//!   their text).
+//!   Read them with the SQL functions `memtrail_parts(parts_packed, body)` and
+//!   `memtrail_tools(tools_text, parts_packed)` (`packed`).
 //! - `tool_calls`: `(session_id, call_id)` → message, so a late tool result finds its call.
 //! - `messages_fts`: FTS5, external content on the view `messages_text(body, tools, cjk)`
 //!   (schema 13; `messages` itself before), `porter unicode61`,

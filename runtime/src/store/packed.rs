@@ -1,24 +1,36 @@
-//! How a message's parts are kept (schema 13): `messages.parts` is the parts' JSON, compressed
-//! with zstd when that makes it smaller, and the tool calls flattened for the full-text index
-//! are not stored but rendered from the parts when they are read.
+//! How a message's parts are kept (schema 13, 14): `messages.parts_packed` is the parts' JSON,
+//! compressed with zstd when that makes it smaller, or nothing at all when the parts are the
+//! message's body as one text part; the tool calls flattened for the full-text index are not
+//! stored but rendered from the parts when they are read.
 //!
-//! - `parts`: a BLOB holding one zstd frame (RFC 8878, with its content checksum) of the JSON,
-//!   or the JSON as TEXT when compressing saves less than an eighth (short messages) and in rows
-//!   written before schema 13. `memtrail_parts(parts)` gives the JSON whatever the row's form
-//!   (`[]` for a damaged frame, as JSON that does not parse always read).
+//! - `parts_packed` (`parts` before schema 14) holds one of:
+//!   - an empty BLOB: the parts are exactly one text part whose text is the row's `body`
+//!     (`[{"type":"text","text":<body>}]`), so the text is stored once (schema 14; 93% of the
+//!     prose messages of the bench corpus);
+//!   - a BLOB holding one zstd frame (RFC 8878, with its content checksum) of the JSON, when
+//!     that saves an eighth or more;
+//!   - the JSON as TEXT otherwise (short messages), and in rows written before schema 13.
+//!
+//!   `memtrail_parts(parts_packed, body)` gives the JSON whatever the row's form, byte for byte
+//!   what was packed (`[]` for a damaged frame, as JSON that does not parse always read).
 //! - `tools_text` (`tools` before schema 13): NULL for a row whose index text is
 //!   [`render_tools`] of its stored parts (every row written since schema 13, but a pulled or
 //!   rescanned one whose parts do not parse, or whose text was capped apart by sync); TEXT
 //!   otherwise (rows written before, until `memtrail repair` compresses them).
-//!   `memtrail_tools(tools_text, parts)` gives the text either way; the full-text index reads it
-//!   through the view `messages_text` (its external content, column `tools`), and the triggers
-//!   that take a message out of the index pass it too, so that a message leaves the index with
-//!   exactly the text it was indexed with. That holds as long as [`render_tools`] does not
-//!   change (a test pins it).
+//!   `memtrail_tools(tools_text, parts_packed)` gives the text either way (nothing for a body
+//!   alone: a text part has no tool text); the full-text index reads it through the view
+//!   `messages_text` (its external content, column `tools`), and the triggers that take a
+//!   message out of the index pass it too, so that a message leaves the index with exactly the
+//!   text it was indexed with. That holds as long as [`render_tools`] does not change (a test
+//!   pins it).
 //!
 //! Both functions are registered on every connection of [`super::Store`] ([`register`]). A
 //! connection without them (the `sqlite3` shell) reads every column, but not `messages_fts`'s
 //! snippets, and fails to delete a message or change its text (the triggers call them).
+//!
+//! The column was renamed at schema 14 so that a memtrail from before, still running (an
+//! `import` started before the upgrade), fails on it instead of reading an empty BLOB as a
+//! message without parts and writing that back when it merges a later line into the message.
 
 use super::index_text::render_tools;
 use crate::{Error, Result};
@@ -29,11 +41,17 @@ use rusqlite::functions::FunctionFlags;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use std::cell::RefCell;
 
-/// The SQL function that gives a row's parts as JSON text: `memtrail_parts(parts)`.
+/// The SQL function that gives a row's parts as JSON text: `memtrail_parts(parts_packed, body)`.
 pub const PARTS_FUNCTION: &str = "memtrail_parts";
 /// The SQL function that gives a row's index text of tool calls:
-/// `memtrail_tools(tools_text, parts)`.
+/// `memtrail_tools(tools_text, parts_packed)`.
 pub const TOOLS_FUNCTION: &str = "memtrail_tools";
+
+/// The SQL function the triggers that take a message out of the full-text index call:
+/// `memtrail_tools_strict(tools_text, parts_packed, id)`, [`TOOLS_FUNCTION`]'s text, or an
+/// error when the parts are damaged (their text cannot be given back: the index would keep
+/// the row's words, pointing at nothing, and every search that meets them would fail).
+pub const TOOLS_STRICT_FUNCTION: &str = "memtrail_tools_strict";
 
 /// zstd's level for `parts`. Levels 1 to 19 differ by under 4% on transcript JSON compressed
 /// one message at a time (docs/benchmarks.md, "Parts compressed"); 3 is zstd's default and
@@ -54,13 +72,15 @@ thread_local! {
     static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
 }
 
-/// A message's `parts` as the store keeps them ([`pack`]).
+/// A message's `parts_packed` as the store keeps them ([`pack`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoredParts {
     /// The JSON itself (SQLite TEXT).
     Text(String),
     /// One zstd frame of the JSON (SQLite BLOB).
     Packed(Vec<u8>),
+    /// Nothing (an empty SQLite BLOB): the parts are one text part holding the row's `body`.
+    Body,
 }
 
 impl ToSql for StoredParts {
@@ -68,16 +88,33 @@ impl ToSql for StoredParts {
         Ok(match self {
             StoredParts::Text(t) => ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes())),
             StoredParts::Packed(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
+            StoredParts::Body => ToSqlOutput::Borrowed(ValueRef::Blob(&[])),
         })
     }
 }
 
-/// `parts` as stored: the JSON compressed when that makes it smaller by at least an eighth,
-/// else the JSON itself.
+/// The JSON of parts that are one text part holding `body`: what [`pack_parts`] serializes for
+/// such a message, and what [`unpack`] gives back for [`StoredParts::Body`].
+fn body_json(body: &str) -> Result<String> {
+    Ok(serde_json::to_string(&[Part::Text {
+        text: body.to_owned(),
+    }])?)
+}
+
+/// `parts_packed` as stored for a row whose `body` is `body`: nothing when the JSON is exactly
+/// one text part holding `body`, else the JSON compressed when that makes it smaller by at
+/// least an eighth, else the JSON itself.
 ///
-/// Errors: none in practice (zstd's compression of a buffer in memory fails only when it
-/// cannot allocate); [`Error::Invalid`] if it does.
-pub(crate) fn pack(json: String) -> Result<StoredParts> {
+/// Errors: the body does not serialize (never: a string always does); zstd's compression of
+/// a buffer in memory fails only when it cannot allocate ([`Error::Invalid`]).
+pub(crate) fn pack(json: String, body: &str) -> Result<StoredParts> {
+    // The one JSON that is the body alone starts so and is longer than the body.
+    if json.starts_with(r#"[{"type":"text","text":""#)
+        && json.len() > body.len()
+        && json == body_json(body)?
+    {
+        return Ok(StoredParts::Body);
+    }
     if json.len() < MIN_PACKED {
         return Ok(StoredParts::Text(json));
     }
@@ -101,19 +138,22 @@ pub(crate) fn pack(json: String) -> Result<StoredParts> {
     }
 }
 
-/// A message's parts as stored: their JSON ([`Part`]'s serde form) through [`pack`].
+/// A message's parts as stored in a row whose `body` is `body`: their JSON ([`Part`]'s serde
+/// form) through [`pack`].
 ///
 /// Errors: a part does not serialize (JSON), and [`pack`]'s.
-pub(crate) fn pack_parts(parts: &[Part]) -> Result<StoredParts> {
-    pack(serde_json::to_string(parts)?)
+pub(crate) fn pack_parts(parts: &[Part], body: &str) -> Result<StoredParts> {
+    pack(serde_json::to_string(parts)?, body)
 }
 
-/// The JSON of a stored `parts` value ([`pack`]'s output, or TEXT from an older row).
+/// The JSON of a stored `parts_packed` value ([`pack`]'s output, or TEXT from an older row) of
+/// a row whose `body` is `body`.
 ///
-/// Errors: [`Error::Invalid`] for a BLOB that is not one whole zstd frame of UTF-8 text (a
-/// damaged row), or for a value of another type.
-pub(crate) fn unpack(v: ValueRef<'_>) -> Result<String> {
+/// Errors: [`Error::Invalid`] for a BLOB that is not empty or one whole zstd frame of UTF-8
+/// text (a damaged row), or for a value of another type.
+pub(crate) fn unpack(v: ValueRef<'_>, body: &str) -> Result<String> {
     match v {
+        ValueRef::Blob([]) => body_json(body),
         ValueRef::Text(t) => String::from_utf8(t.to_vec())
             .map_err(|_| Error::Invalid("a stored message's parts are not UTF-8".into())),
         ValueRef::Blob(b) => {
@@ -155,11 +195,12 @@ fn unpack_bytes(b: &[u8]) -> std::result::Result<Vec<u8>, String> {
     })
 }
 
-/// The parts of a stored row (`parts` as [`unpack`] reads it, then parsed).
+/// The parts of a stored row whose `body` is `body` (`parts_packed` as [`unpack`] reads it,
+/// then parsed).
 ///
 /// Errors: [`unpack`]'s, and [`Error::Invalid`] when the JSON is not a list of parts.
-pub(crate) fn stored_parts(v: ValueRef<'_>) -> Result<Vec<Part>> {
-    let json = unpack(v)?;
+pub(crate) fn stored_parts(v: ValueRef<'_>, body: &str) -> Result<Vec<Part>> {
+    let json = unpack(v, body)?;
     serde_json::from_str(&json)
         .map_err(|e| Error::Invalid(format!("a stored message's parts are not parts: {e}")))
 }
@@ -169,11 +210,26 @@ pub(crate) fn stored_parts(v: ValueRef<'_>) -> Result<Vec<Part>> {
 /// still indexed, and since the result depends only on the row, the row leaves the index with
 /// the text it was indexed with).
 fn tools_of(tools: ValueRef<'_>, parts: ValueRef<'_>) -> String {
-    match tools {
-        ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
-        _ => stored_parts(parts)
+    strict_tools_of(tools, parts).unwrap_or_default()
+}
+
+/// [`tools_of`], or [`unpack`]'s error for damaged parts.
+fn strict_tools_of(tools: ValueRef<'_>, parts: ValueRef<'_>) -> Result<String> {
+    match (tools, parts) {
+        (ValueRef::Text(t), _) => Ok(String::from_utf8_lossy(t).into_owned()),
+        // The body as one text part: no tool text.
+        (_, ValueRef::Blob([])) => Ok(String::new()),
+        // JSON that is not parts has no tool text (as always read).
+        (_, ValueRef::Text(_)) => Ok(stored_parts(parts, "")
             .map(|p| render_tools(&p))
-            .unwrap_or_default(),
+            .unwrap_or_default()),
+        // Neither text nor a BLOB (a hand-made row): read as no parts, as always.
+        (_, ValueRef::Null | ValueRef::Integer(_) | ValueRef::Real(_)) => Ok(String::new()),
+        (_, ValueRef::Blob(_)) => unpack(parts, "").map(|json| {
+            serde_json::from_str::<Vec<Part>>(&json)
+                .map(|p| render_tools(&p))
+                .unwrap_or_default()
+        }),
     }
 }
 
@@ -187,51 +243,104 @@ pub fn register(conn: &Connection) -> Result<()> {
     let flags = FunctionFlags::SQLITE_UTF8
         | FunctionFlags::SQLITE_DETERMINISTIC
         | FunctionFlags::SQLITE_INNOCUOUS;
-    conn.create_scalar_function(PARTS_FUNCTION, 1, flags, move |ctx| {
+    conn.create_scalar_function(PARTS_FUNCTION, 2, flags, move |ctx| {
         // A damaged row reads as a message without parts (as JSON that did not parse always
         // did), so that one row does not stop every read and write of its session.
-        Ok(unpack(ctx.get_raw(0)).unwrap_or_else(|_| "[]".to_string()))
+        let body = match ctx.get_raw(1) {
+            ValueRef::Text(t) => String::from_utf8_lossy(t),
+            _ => "".into(),
+        };
+        Ok(unpack(ctx.get_raw(0), &body).unwrap_or_else(|_| "[]".to_string()))
     })
     .map_err(super::db_err)?;
     conn.create_scalar_function(TOOLS_FUNCTION, 2, flags, move |ctx| {
         Ok(tools_of(ctx.get_raw(0), ctx.get_raw(1)))
     })
+    .map_err(super::db_err)?;
+    conn.create_scalar_function(TOOLS_STRICT_FUNCTION, 3, flags, move |ctx| {
+        strict_tools_of(ctx.get_raw(0), ctx.get_raw(1)).map_err(|e| {
+            let id = ctx.get::<i64>(2).unwrap_or_default();
+            rusqlite::Error::UserFunctionError(
+                format!(
+                    "message {id}: {e}; `memtrail repair` takes its unreadable parts out of \
+                     the store and rebuilds the full-text index, then it can be changed"
+                )
+                .into(),
+            )
+        })
+    })
     .map_err(super::db_err)
 }
 
-/// `memtrail repair`'s step for rows written before schema 13, one slice of at most 2,000 rows
-/// after row `after`: `parts` compressed ([`pack`]) and `tools_text` set to NULL where
-/// [`render_tools`] of the parts gives exactly the stored text (a row pulled by sync whose text
-/// was capped apart keeps it). What the row holds does not change (`memtrail_parts` and
-/// `memtrail_tools` give the same text before and after), so the triggers on `messages`
-/// (full-text queue, embedding queue, sync outbox, activity) are dropped for the rewrite and
-/// created again from their own SQL, in their order, in the same transaction: nothing is
-/// indexed, embedded or pushed again. A row that cannot be read as UTF-8 text is left as it is.
-/// Returns how many rows were rewritten and the last row id looked at (`None`: no rows left).
+/// `memtrail repair`'s step for rows written in an older form, one slice of at most 2,000 rows
+/// after row `after`: rows written before schema 13 get their parts packed ([`pack`]) and
+/// `tools_text` set to NULL where [`render_tools`] of the parts gives exactly the stored text (a
+/// row pulled by sync whose text was capped apart keeps it); prose rows written before schema
+/// 14 whose parts are their body as one text part keep nothing ([`StoredParts::Body`]). What
+/// the row holds does not change (`memtrail_parts` and `memtrail_tools` give the same text
+/// before and after), so the triggers on `messages` (full-text queue, embedding queue, sync
+/// outbox, activity) are dropped for the rewrite and created again from their own SQL, in
+/// their order, in the same transaction: nothing is indexed, embedded or pushed again. A row
+/// that cannot be read (not UTF-8, a damaged frame) is left as it is. Returns how many rows
+/// were rewritten and the last row id looked at (`None`: no rows left).
 ///
 /// Errors: SQLite's.
+/// A column's value, owned; text that is not UTF-8 (a damaged row) as a BLOB of its bytes,
+/// which the caller leaves alone, instead of an error that would stop the whole slice.
+fn owned(v: ValueRef<'_>) -> rusqlite::types::Value {
+    use rusqlite::types::Value;
+    match v {
+        ValueRef::Text(t) => match std::str::from_utf8(t) {
+            Ok(t) => Value::Text(t.to_owned()),
+            Err(_) => Value::Blob(t.to_vec()),
+        },
+        ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+        ValueRef::Integer(i) => Value::Integer(i),
+        ValueRef::Real(f) => Value::Real(f),
+        ValueRef::Null => Value::Null,
+    }
+}
+
 pub(super) fn pack_old_rows(w: &super::Writer<'_>, after: i64) -> Result<(u64, Option<i64>)> {
     use super::Db;
     use rusqlite::types::Value;
     const SLICE: i64 = 2_000;
     // Rows an older memtrail wrote: their parts are text (every row since keeps the text only
-    // when it does not compress; those are looked at again, and left).
-    let rows: Vec<(i64, Value, Value)> =
+    // when it does not compress; those are looked at again, and left), or a frame of a prose
+    // message (schema 13; since, only a prose message with more than its body is one).
+    let rows: Vec<(i64, Value, Value, Value)> =
         w.tx.prepare_cached(
-            "SELECT id, tools_text, parts FROM messages
-             WHERE id > ?1 AND typeof(parts) = 'text' ORDER BY id LIMIT ?2",
+            "SELECT id, tools_text, parts_packed, body FROM messages
+             WHERE id > ?1 AND (typeof(parts_packed) = 'text'
+                                OR kind = 'text' AND length(parts_packed) > 0)
+             ORDER BY id LIMIT ?2",
         )
         .db()?
-        .query_map([after, SLICE], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_map([after, SLICE], |r| {
+            Ok((
+                r.get(0)?,
+                owned(r.get_ref(1)?),
+                owned(r.get_ref(2)?),
+                owned(r.get_ref(3)?),
+            ))
+        })
         .db()?
         .collect::<rusqlite::Result<_>>()
         .db()?;
-    let Some(&(last, _, _)) = rows.last() else {
+    let Some(&(last, ..)) = rows.last() else {
         return Ok((0, None));
     };
     let mut todo = Vec::new();
-    for (id, tools, parts) in rows {
-        let Value::Text(json) = parts else { continue };
+    for (id, tools, parts, body) in rows {
+        let Value::Text(body) = body else { continue };
+        let (json, was_text) = match parts {
+            Value::Text(json) => (json, true),
+            Value::Blob(b) => match unpack(ValueRef::Blob(&b), &body) {
+                Ok(json) => (json, false),
+                Err(_) => continue,
+            },
+            _ => continue,
+        };
         let tools = match tools {
             Value::Text(t) => Some(t),
             Value::Null => None,
@@ -241,14 +350,28 @@ pub(super) fn pack_old_rows(w: &super::Writer<'_>, after: i64) -> Result<(u64, O
         let tools = tools.filter(|t| {
             serde_json::from_str::<Vec<Part>>(&json).map_or(true, |p| render_tools(&p) != *t)
         });
-        let parts = pack(json)?;
-        if matches!(parts, StoredParts::Packed(_)) || had_tools && tools.is_none() {
+        let parts = pack(json, &body)?;
+        let smaller = match parts {
+            StoredParts::Body => true,
+            StoredParts::Packed(_) => was_text,
+            StoredParts::Text(_) => false,
+        };
+        if smaller || had_tools && tools.is_none() {
             todo.push((id, parts, tools));
         }
     }
     if todo.is_empty() {
         return Ok((0, Some(last)));
     }
+    rewrite_rows(w, &todo)?;
+    Ok((todo.len() as u64, Some(last)))
+}
+
+/// Rows' `parts_packed` and `tools_text` set to the given values with the triggers on
+/// `messages` dropped for the rewrite and created again from their own SQL, in their order, in
+/// the same transaction: nothing is indexed, embedded or pushed again.
+fn rewrite_rows(w: &super::Writer<'_>, rows: &[(i64, StoredParts, Option<String>)]) -> Result<()> {
+    use super::Db;
     let triggers: Vec<(String, String)> =
         w.tx.prepare(
             "SELECT name, sql FROM sqlite_schema
@@ -263,8 +386,8 @@ pub(super) fn pack_old_rows(w: &super::Writer<'_>, after: i64) -> Result<(u64, O
         w.tx.execute_batch(&format!("DROP TRIGGER \"{name}\""))
             .db()?;
     }
-    for (id, parts, tools) in &todo {
-        w.tx.prepare_cached("UPDATE messages SET parts = ?2, tools_text = ?3 WHERE id = ?1")
+    for (id, parts, tools) in rows {
+        w.tx.prepare_cached("UPDATE messages SET parts_packed = ?2, tools_text = ?3 WHERE id = ?1")
             .db()?
             .execute(rusqlite::params![id, parts, tools])
             .db()?;
@@ -272,7 +395,51 @@ pub(super) fn pack_old_rows(w: &super::Writer<'_>, after: i64) -> Result<(u64, O
     for (_, sql) in &triggers {
         w.tx.execute_batch(sql).db()?;
     }
-    Ok((todo.len() as u64, Some(last)))
+    Ok(())
+}
+
+/// `memtrail repair`'s first step, one slice of at most 2,000 rows after row `after`: the
+/// parts of a row that cannot be read (a zstd frame damaged on disk: its checksum, its size or
+/// its header wrong) are taken out, the row keeping its body, so that the message can be
+/// deleted or changed again (the triggers cannot give the full-text index its old text: see
+/// [`TOOLS_STRICT_FUNCTION`]) and reads as it did (a message without parts). The triggers are
+/// set aside for the rewrite, as [`pack_old_rows`] does; the full-text index, which still holds
+/// the row's old words, is rebuilt by the next step. Returns how many rows were rewritten and
+/// the last row id looked at (`None`: no rows left).
+///
+/// Errors: SQLite's.
+pub(super) fn clear_damaged_rows(w: &super::Writer<'_>, after: i64) -> Result<(u64, Option<i64>)> {
+    use super::Db;
+    const SLICE: i64 = 2_000;
+    let rows: Vec<(i64, bool)> =
+        w.tx.prepare_cached(
+            "SELECT id, typeof(parts_packed) = 'blob' AND length(parts_packed) > 0
+             FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2",
+        )
+        .db()?
+        .query_map([after, SLICE], |r| Ok((r.get(0)?, r.get(1)?)))
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    let Some(&(last, _)) = rows.last() else {
+        return Ok((0, None));
+    };
+    let mut damaged = Vec::new();
+    for (id, framed) in rows {
+        if !framed {
+            continue;
+        }
+        let ok =
+            w.tx.prepare_cached("SELECT parts_packed FROM messages WHERE id = ?1")
+                .db()?
+                .query_row([id], |r| Ok(unpack(r.get_ref(0)?, "").is_ok()))
+                .db()?;
+        if !ok {
+            damaged.push((id, StoredParts::Text("[]".into()), None));
+        }
+    }
+    rewrite_rows(w, &damaged)?;
+    Ok((damaged.len() as u64, Some(last)))
 }
 
 #[cfg(test)]
@@ -283,48 +450,48 @@ mod tests {
     fn packed_parts_come_back_byte_for_byte_and_short_ones_stay_text() {
         let short = r#"[{"type":"text","text":"hi"}]"#.to_string();
         assert_eq!(
-            pack(short.clone()).unwrap(),
+            pack(short.clone(), "").unwrap(),
             StoredParts::Text(short.clone())
         );
         let long = format!(
             r#"[{{"type":"text","text":"{}"}}]"#,
             "the auth middleware returned 401 ".repeat(40)
         );
-        let StoredParts::Packed(b) = pack(long.clone()).unwrap() else {
+        let StoredParts::Packed(b) = pack(long.clone(), "").unwrap() else {
             panic!("a repetitive text is compressed")
         };
         assert!(b.len() < long.len() / 4, "{} of {}", b.len(), long.len());
         // A zstd frame: magic number 0xFD2FB528, little-endian (RFC 8878, 3.1.1).
         assert_eq!(&b[..4], &[0x28, 0xB5, 0x2F, 0xFD]);
-        assert_eq!(unpack(ValueRef::Blob(&b)).unwrap(), long);
-        assert_eq!(unpack(ValueRef::Text(short.as_bytes())).unwrap(), short);
+        assert_eq!(unpack(ValueRef::Blob(&b), "").unwrap(), long);
+        assert_eq!(unpack(ValueRef::Text(short.as_bytes()), "").unwrap(), short);
     }
 
     #[test]
     fn a_damaged_blob_is_an_error_not_a_guess() {
         let long = "x".repeat(500);
-        let StoredParts::Packed(mut b) = pack(format!("\"{long}\"")).unwrap() else {
+        let StoredParts::Packed(mut b) = pack(format!("\"{long}\""), "").unwrap() else {
             panic!()
         };
         let n = b.len();
         b.truncate(n - 3);
-        let e = unpack(ValueRef::Blob(&b)).unwrap_err().to_string();
+        let e = unpack(ValueRef::Blob(&b), "").unwrap_err().to_string();
         assert!(e.contains("damaged"), "{e}");
-        let e = unpack(ValueRef::Blob(b"not zstd at all"))
+        let e = unpack(ValueRef::Blob(b"not zstd at all"), "")
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a zstd frame"), "{e}");
-        assert!(unpack(ValueRef::Integer(3)).is_err());
+        assert!(unpack(ValueRef::Integer(3), "").is_err());
         // One byte changed inside a frame: its content checksum no longer matches.
         let text: String = (0..400)
             .map(|i| format!("line {i} of the build log\n"))
             .collect();
-        let StoredParts::Packed(mut b) = pack(format!("\"{text}\"")).unwrap() else {
+        let StoredParts::Packed(mut b) = pack(format!("\"{text}\""), "").unwrap() else {
             panic!()
         };
         let mid = b.len() / 2;
         b[mid] ^= 0x20;
-        assert!(unpack(ValueRef::Blob(&b)).is_err());
+        assert!(unpack(ValueRef::Blob(&b), "").is_err());
     }
 
     #[test]
@@ -335,11 +502,11 @@ mod tests {
             r#"[{{"type":"text","text":"{}"}},{{"type":"tool_call","id":"c1","name":"Bash","tool":"shell","input":{{"command":"ls -la"}},"output":"total 0","is_error":false}}]"#,
             "prose ".repeat(30)
         );
-        let packed = pack(parts.clone()).unwrap();
+        let packed = pack(parts.clone(), "").unwrap();
         assert!(matches!(packed, StoredParts::Packed(_)));
         let (json, tools): (String, String) = c
             .query_row(
-                "SELECT memtrail_parts(?1), memtrail_tools(NULL, ?1)",
+                "SELECT memtrail_parts(?1, ''), memtrail_tools(NULL, ?1)",
                 [&packed],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
@@ -359,8 +526,69 @@ mod tests {
             .unwrap();
         assert_eq!(damaged, "");
         let damaged: String = c
-            .query_row("SELECT memtrail_parts(x'28b52ffd00')", [], |r| r.get(0))
+            .query_row("SELECT memtrail_parts(x'28b52ffd00', '')", [], |r| r.get(0))
             .unwrap();
         assert_eq!(damaged, "[]");
+    }
+
+    #[test]
+    fn a_body_alone_is_stored_as_nothing_and_read_back_byte_for_byte() {
+        // The prose of a prompt: quotes, a backslash, a newline, non-Latin text and an emoji,
+        // all escaped by serde_json as the parts' JSON has them.
+        let body = "why did \"login\" break?\\ see\n日本語 🙂".to_string();
+        let parts = vec![Part::Text { text: body.clone() }];
+        let json = serde_json::to_string(&parts).unwrap();
+        assert_eq!(pack_parts(&parts, &body).unwrap(), StoredParts::Body);
+        assert_eq!(pack(json.clone(), &body).unwrap(), StoredParts::Body);
+        assert_eq!(unpack(ValueRef::Blob(&[]), &body).unwrap(), json);
+        assert_eq!(stored_parts(ValueRef::Blob(&[]), &body).unwrap(), parts);
+        // An empty body is a body too.
+        assert_eq!(
+            pack_parts(
+                &[Part::Text {
+                    text: String::new()
+                }],
+                ""
+            )
+            .unwrap(),
+            StoredParts::Body
+        );
+        // Anything else keeps its JSON: a text that is not the body, a second part, thinking.
+        let other = vec![Part::Text {
+            text: format!("{body}."),
+        }];
+        assert!(matches!(
+            pack_parts(&other, &body).unwrap(),
+            StoredParts::Text(_)
+        ));
+        let two = vec![
+            Part::Thinking {
+                text: "first".into(),
+            },
+            Part::Text { text: body.clone() },
+        ];
+        let StoredParts::Text(kept) = pack_parts(&two, &body).unwrap() else {
+            panic!("short JSON stays text")
+        };
+        assert_eq!(kept, serde_json::to_string(&two).unwrap());
+        assert!(matches!(
+            pack_parts(&[Part::Thinking { text: body.clone() }], &body).unwrap(),
+            StoredParts::Text(_)
+        ));
+        // Through SQL: the empty BLOB gives the JSON from the body, no tool text, and an empty
+        // BLOB is what the value binds as.
+        let c = Connection::open_in_memory().unwrap();
+        register(&c).unwrap();
+        let (back, tools, kind, len): (String, String, String, i64) = c
+            .query_row(
+                "SELECT memtrail_parts(?1, ?2), memtrail_tools(NULL, ?1), typeof(?1), length(?1)",
+                rusqlite::params![StoredParts::Body, body],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .unwrap();
+        assert_eq!(
+            (back.as_str(), tools.as_str(), kind.as_str(), len),
+            (json.as_str(), "", "blob", 0)
+        );
     }
 }

@@ -930,7 +930,7 @@ pub fn get_session(
         .db()?;
     let mut stmt = conn
         .prepare(
-            "SELECT ext_id, seq, role, kind, ts, model, NULL, memtrail_parts(parts) FROM messages
+            "SELECT ext_id, seq, role, kind, ts, model, NULL, memtrail_parts(parts_packed, body) FROM messages
          WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3",
         )
         .db()?;
@@ -997,7 +997,7 @@ pub fn hits_for_messages(
     let mut sql = String::from(
         "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts,
                 s.origin, (SELECT label FROM machines WHERE id = s.origin),
-                CASE WHEN length(m.body) > 0 THEN substr(m.body, 1, ?2) ELSE substr(memtrail_tools(m.tools_text, m.parts), 1, ?2) END,
+                CASE WHEN length(m.body) > 0 THEN substr(m.body, 1, ?2) ELSE substr(memtrail_tools(m.tools_text, m.parts_packed), 1, ?2) END,
                 length(m.body), substr(m.body, 1, 256)
          FROM messages m JOIN sessions s ON s.id = m.session_id
          WHERE m.id = ?1",

@@ -36,8 +36,13 @@ pub type SliceFn = fn(&Writer<'_>, i64) -> Result<(u64, Option<i64>)>;
 pub const REPAIR_STEPS: &[RepairStep] = &[
     RepairStep {
         name: "stored text",
-        what: "messages written before schema 13 compressed, their tool text no longer stored twice",
+        what: "messages written before schema 13 compressed, their tool text no longer stored twice, and the prose of messages written before schema 14 stored once",
         run: StepRun::Sliced(super::packed::pack_old_rows),
+    },
+    RepairStep {
+        name: "damaged parts",
+        what: "the compressed parts that can no longer be read taken out (their messages keep their text)",
+        run: StepRun::Sliced(super::packed::clear_damaged_rows),
     },
     RepairStep {
         name: "full-text index",

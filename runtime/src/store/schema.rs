@@ -7,7 +7,7 @@ use crate::{Error, Result};
 use rusqlite::TransactionBehavior;
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 13;
+pub const SCHEMA_VERSION: i64 = 14;
 
 /// The migrations, in order: migration `i` (1-based) takes a store from schema version `i - 1` to
 /// `i`. Each is one SQL batch (`migrations/NNNN_*.sql`), run in the same transaction as the
@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0011_session_last_message.sql"),
     include_str!("migrations/0012_snapshot_states.sql"),
     include_str!("migrations/0013_packed_parts.sql"),
+    include_str!("migrations/0014_body_once.sql"),
 ];
 
 /// The name of each migration (its file's name without the number), in the order of
@@ -44,6 +45,7 @@ const MIGRATION_NAMES: [&str; MIGRATIONS.len()] = [
     "session_last_message",
     "snapshot_states",
     "packed_parts",
+    "body_once",
 ];
 
 /// A migration about to run, as [`Store::open_with_progress`] reports it.
@@ -67,9 +69,13 @@ pub(super) type MigrationProgress<'a> = Option<&'a mut dyn FnMut(Migrating)>;
 const EVENTS_SCHEMA: i64 = 3;
 
 /// The schema version whose migration (`0013_packed_parts.sql`) is preceded by
-/// [`rename_tools_column`] and followed by
+/// [`rename_column`] (`tools` to `tools_text`) and followed by
 /// [`rewrite_declarations`].
 const PACKED_SCHEMA: i64 = 13;
+
+/// The schema version whose migration (`0014_body_once.sql`) is preceded by `messages.parts`
+/// renamed `parts_packed` ([`rename_column`]).
+const BODY_ONCE_SCHEMA: i64 = 14;
 
 impl Store {
     pub(super) fn schema_version(&self) -> Result<i64> {
@@ -130,15 +136,9 @@ impl Store {
                         name: MIGRATION_NAMES[i],
                     });
                 }
-                if (i + 1) as i64 == PACKED_SCHEMA {
-                    rename_tools_column(&tx)?;
-                }
-                tx.execute_batch(sql).db()?;
+                run_migration(&tx, (i + 1) as i64, sql)?;
                 if (i + 1) as i64 == EVENTS_SCHEMA && v > 0 {
                     Writer::new(&tx).backfill_events(&crate::records::Standard)?;
-                }
-                if (i + 1) as i64 == PACKED_SCHEMA {
-                    rewrite_declarations(&tx)?;
                 }
                 tx.pragma_update(None, "user_version", (i + 1) as i64)
                     .db()?;
@@ -170,21 +170,42 @@ impl Store {
     }
 }
 
-/// Schema 13's first step: `messages.tools` renamed `tools_text` (SQLite rewrites the triggers
-/// that name it), unless it already was (a store whose version was set back by hand, as tests
-/// do). A memtrail from before schema 13 that still runs (an MCP server started before the
-/// upgrade) then fails on the column instead of indexing a new row without its tool text.
-fn rename_tools_column(tx: &rusqlite::Connection) -> Result<()> {
+/// Migration `to` (its SQL, `sql`) with the steps SQLite's SQL cannot take before or after it
+/// ([`rename_column`], [`rewrite_declarations`]); the events' backfill of migration 3 is the
+/// caller's.
+fn run_migration(tx: &rusqlite::Connection, to: i64, sql: &str) -> Result<()> {
+    if to == PACKED_SCHEMA {
+        rename_column(tx, "tools", "tools_text")?;
+    }
+    if to == BODY_ONCE_SCHEMA {
+        rename_column(tx, "parts", "parts_packed")?;
+    }
+    tx.execute_batch(sql).db()?;
+    if to == PACKED_SCHEMA {
+        rewrite_declarations(tx)?;
+    }
+    Ok(())
+}
+
+/// A column of `messages` renamed (SQLite rewrites the view and triggers that name it), unless
+/// it already was (a store whose version was set back by hand, as tests do): `tools` to
+/// `tools_text` before schema 13, `parts` to `parts_packed` before schema 14. A memtrail from
+/// before that still runs (an MCP server or an `import` started before the upgrade) then fails
+/// on the column instead of reading or writing a row in a form it does not know.
+fn rename_column(tx: &rusqlite::Connection, from: &str, to: &str) -> Result<()> {
     let has_old: bool = tx
         .query_row(
-            "SELECT count(*) > 0 FROM pragma_table_info('messages') WHERE name = 'tools'",
-            [],
+            "SELECT count(*) > 0 FROM pragma_table_info('messages') WHERE name = ?1",
+            [from],
             |r| r.get(0),
         )
         .db()?;
     if has_old {
-        tx.execute_batch("ALTER TABLE messages RENAME COLUMN tools TO tools_text")
-            .db()?;
+        // Unquoted: SQLite writes the new name into the table's SQL as it is given here.
+        tx.execute_batch(&format!(
+            "ALTER TABLE messages RENAME COLUMN {from} TO {to}"
+        ))
+        .db()?;
     }
     Ok(())
 }
@@ -293,8 +314,9 @@ mod tests {
             let path = d.path().join(format!("v{v}.db"));
             {
                 let c = rusqlite::Connection::open(&path).unwrap();
-                for sql in &MIGRATIONS[..v as usize] {
-                    c.execute_batch(sql).unwrap();
+                // As the migrations left it, the steps around their SQL included.
+                for (i, sql) in MIGRATIONS[..v as usize].iter().enumerate() {
+                    run_migration(&c, i as i64 + 1, sql).unwrap();
                 }
                 c.pragma_update(None, "user_version", v).unwrap();
             }
@@ -334,11 +356,11 @@ mod tests {
         }
         let mut told = Vec::new();
         let s = Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 13);
+        assert_eq!(s.schema_version().unwrap(), 14);
         let m = |to, name| Migrating {
             from: 6,
             to,
-            last: 13,
+            last: 14,
             name,
         };
         assert_eq!(
@@ -350,7 +372,8 @@ mod tests {
                 m(10, "sync_vectors"),
                 m(11, "session_last_message"),
                 m(12, "snapshot_states"),
-                m(13, "packed_parts")
+                m(13, "packed_parts"),
+                m(14, "body_once")
             ]
         );
         drop(s);
@@ -548,7 +571,7 @@ mod tests {
         check();
         let (tools, parts): (String, String) = c
             .query_row(
-                "SELECT typeof(tools_text), parts FROM messages WHERE id = 1",
+                "SELECT typeof(tools_text), parts_packed FROM messages WHERE id = 1",
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
@@ -574,6 +597,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(old.contains("no such column: m.tools"), "{old}");
+        // So does the merge of a memtrail from before schema 14 (an `import` still running),
+        // instead of reading a prose row stored as its body alone as a row without parts.
+        let old = c
+            .prepare("SELECT id, memtrail_parts(parts), kind FROM messages WHERE ext_id = 'a2'")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(old.contains("no such column: parts"), "{old}");
         let hits = |q: &str| -> Vec<(i64, String)> {
             c.prepare(
                 "SELECT rowid, snippet(messages_fts, -1, '[', ']', '…', 8) FROM messages_fts
@@ -597,10 +628,10 @@ mod tests {
             r#"[{{"type":"tool_call","id":"c2","name":"Bash","tool":"shell","input":{{"command":"ls"}},"output":"{}","is_error":false}}]"#,
             "target linker.toml ".repeat(20)
         );
-        let packed = super::super::packed::pack(new_parts).unwrap();
+        let packed = super::super::packed::pack(new_parts, "").unwrap();
         assert!(matches!(packed, super::super::StoredParts::Packed(_)));
         c.execute(
-            "INSERT INTO messages (id, session_id, ext_id, seq, role, kind, body, parts)
+            "INSERT INTO messages (id, session_id, ext_id, seq, role, kind, body, parts_packed)
              VALUES (3, 1, 'a3', 2, 'assistant', 'tool_call', '', ?1)",
             [&packed],
         )
@@ -616,6 +647,101 @@ mod tests {
             got[1]
         );
         assert!(hits("failed").is_empty());
+    }
+
+    /// `memtrail repair` on prose rows written by schema 13 (a frame, or short JSON as text, of
+    /// the body as one text part): they keep nothing, read back as the same JSON, and nothing
+    /// is queued (index, embedding, sync); a prose row with more than its body keeps its frame.
+    #[test]
+    fn repair_stores_the_prose_of_version_13_rows_once() {
+        use super::super::packed::{StoredParts, pack};
+        let d = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&d.path().join("v13.db")).unwrap();
+        let long = "the linker is mold, not lld. ".repeat(20);
+        let body_json = |t: &str| format!(r#"[{{"type":"text","text":"{t}"}}]"#);
+        let more =
+            format!(r#"[{{"type":"thinking","text":"why"}},{{"type":"text","text":"{long}"}}]"#);
+        // As schema 13 wrote them: `pack` without a body to compare with.
+        let framed = pack(body_json(&long), "").unwrap();
+        assert!(matches!(framed, StoredParts::Packed(_)));
+        let framed_more = pack(more.clone(), "").unwrap();
+        s.conn
+            .execute_batch(
+                "INSERT INTO sessions (id, agent, external_id, started_at, updated_at)
+                 VALUES (1, 'claude', 's1', 1000, 2000);",
+            )
+            .unwrap();
+        let rows: [(&str, &str, &dyn rusqlite::ToSql); 3] = [
+            ("a1", long.as_str(), &framed),
+            ("a2", "short", &body_json("short")),
+            ("a3", long.as_str(), &framed_more),
+        ];
+        for (i, (id, body, parts)) in rows.into_iter().enumerate() {
+            s.conn
+                .execute(
+                    "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, parts_packed)
+                     VALUES (1, ?1, ?2, 'assistant', 'text', ?3, ?4)",
+                    rusqlite::params![id, i as i64, body, parts],
+                )
+                .unwrap();
+        }
+        s.catch_up_index(None).unwrap();
+        s.conn
+            .execute_batch("INSERT INTO sync_state (key, value) VALUES ('enabled', '1');")
+            .unwrap();
+        let read = |s: &Store| -> Vec<(String, i64, String)> {
+            s.conn
+                .prepare(
+                    "SELECT ext_id, length(parts_packed), memtrail_parts(parts_packed, body)
+                     FROM messages ORDER BY id",
+                )
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect()
+        };
+        let queued = |s: &Store| -> i64 {
+            s.conn
+                .query_row(
+                    "SELECT (SELECT count(*) FROM fts_pending) + (SELECT count(*) FROM sync_outbox)
+                          + (SELECT count(*) FROM embed_pending)",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap()
+        };
+        let before = read(&s);
+        let fixed = s
+            .write(|w| super::super::packed::pack_old_rows(w, 0))
+            .unwrap();
+        assert_eq!(fixed, (2, Some(3)));
+        let after = read(&s);
+        let json: Vec<&String> = after.iter().map(|r| &r.2).collect();
+        assert_eq!(json, before.iter().map(|r| &r.2).collect::<Vec<_>>());
+        assert_eq!(*json[2], more);
+        let lengths: Vec<i64> = after.iter().map(|r| r.1).collect();
+        assert_eq!(lengths[..2], [0, 0]);
+        assert_eq!(
+            lengths[2], before[2].1,
+            "more than the body: kept as it was"
+        );
+        assert_eq!(queued(&s), 0);
+        s.conn
+            .execute(
+                "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
+                [],
+            )
+            .unwrap();
+        // Nothing is left to do, and `memtrail repair` agrees.
+        assert_eq!(
+            s.write(|w| super::super::packed::pack_old_rows(w, 0))
+                .unwrap(),
+            (0, Some(3))
+        );
+        let report = s.repair().unwrap();
+        assert_eq!(report.steps[0].fixed, 0, "{report:?}");
+        assert_eq!(report.steps[2].fixed, 0, "{report:?}");
     }
 
     /// `memtrail repair` on a store upgraded from schema 12: its rows are compressed and lose
@@ -684,6 +810,7 @@ mod tests {
                 steps,
                 [
                     ("stored text", true),
+                    ("damaged parts", false),
                     ("full-text index", false),
                     ("tool calls", false),
                     ("events", true),
@@ -749,7 +876,7 @@ mod tests {
         );
         let forms: Vec<(i64, String, String, String)> = s
             .conn
-            .prepare("SELECT id, typeof(parts), typeof(tools_text), memtrail_parts(parts) FROM messages ORDER BY id")
+            .prepare("SELECT id, typeof(parts_packed), typeof(tools_text), memtrail_parts(parts_packed, body) FROM messages ORDER BY id")
             .unwrap()
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
             .unwrap()
@@ -784,7 +911,7 @@ mod tests {
         let report = s.repair().unwrap();
         assert_eq!(report.steps[0].name, "stored text");
         assert_eq!(report.steps[0].fixed, 0, "{report:?}");
-        assert_eq!(report.steps[1].fixed, 0, "{report:?}");
+        assert_eq!(report.steps[2].fixed, 0, "{report:?}");
         assert!(
             report.steps.iter().all(|s| s.name != "file size"),
             "{report:?}"
@@ -816,6 +943,7 @@ mod tests {
                 "1af9feda95c0eeb7",
                 "68d594c4269a2bc7",
                 "463c359083587f20",
+                "dd0f348edb3bad7a",
             ]
         );
     }

@@ -793,7 +793,7 @@ fn apply_message<E: Enrich>(
     let cjk = cjk_index_text(&body, &tools);
     // `tools` is rendered from the parts when read (`packed`), unless the parts did not parse.
     let tools = message.is_none().then_some(tools);
-    let parts = packed::pack(parts)?;
+    let parts = packed::pack(parts, &body)?;
     let model = m.model.as_deref().map(|t| pulled_field(enrich, t));
     // Not an upsert: an `ON CONFLICT … DO UPDATE` would impose its conflict handling on the
     // triggers' `INSERT OR IGNORE INTO fts_pending` (SQLite's rule for statements in triggers).
@@ -807,7 +807,7 @@ fn apply_message<E: Enrich>(
         Some(id) => {
             w.tx.prepare_cached(
                 "UPDATE messages SET seq = ?2, role = ?3, kind = ?4, ts = ?5, model = ?6,
-                    body = ?7, tools_text = ?8, cjk = ?9, parts = ?10 WHERE id = ?1",
+                    body = ?7, tools_text = ?8, cjk = ?9, parts_packed = ?10 WHERE id = ?1",
             )
             .db()?
             .execute(params![
@@ -819,7 +819,7 @@ fn apply_message<E: Enrich>(
         None => {
             w.tx.prepare_cached(
                 "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body,
-                                       tools_text, cjk, parts)
+                                       tools_text, cjk, parts_packed)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             )
             .db()?
@@ -1096,8 +1096,8 @@ fn vectors_of(
 fn message_of(tx: &rusqlite::Connection, sid: i64, id: i64) -> Result<Option<SyncMessage>> {
     let m = tx
         .prepare_cached(
-            "SELECT ext_id, seq, role, kind, ts, model, body, memtrail_tools(tools_text, parts), cjk,
-                    memtrail_parts(parts)
+            "SELECT ext_id, seq, role, kind, ts, model, body, memtrail_tools(tools_text, parts_packed), cjk,
+                    memtrail_parts(parts_packed, body)
              FROM messages WHERE id = ?1 AND session_id = ?2",
         )
         .db()?

@@ -231,7 +231,7 @@ impl Writer<'_> {
         self.tx
             .prepare_cached(
                 "INSERT INTO messages_fts (rowid, body, tools, cjk)
-                 SELECT m.id, m.body, memtrail_tools(m.tools_text, m.parts), m.cjk
+                 SELECT m.id, m.body, memtrail_tools(m.tools_text, m.parts_packed), m.cjk
                  FROM fts_pending p JOIN messages m ON m.id = p.id
                  WHERE p.id <= ?1 ORDER BY p.id",
             )
@@ -324,7 +324,7 @@ impl Writer<'_> {
         let existing: Option<(i64, String, String)> = self
             .tx
             .prepare_cached(
-                "SELECT id, memtrail_parts(parts), kind FROM messages WHERE session_id = ?1 AND ext_id = ?2",
+                "SELECT id, memtrail_parts(parts_packed, body), kind FROM messages WHERE session_id = ?1 AND ext_id = ?2",
             )
             .db()?
             .query_row(params![session_id, m.id], |r| {
@@ -360,7 +360,7 @@ impl Writer<'_> {
                         e.redact_merged(&mut m);
                         let (body, tools) = render_index_text(&m);
                         let cjk = cjk_index_text(&body, &tools);
-                        let parts = packed::pack_parts(&m.parts)?;
+                        let parts = packed::pack_parts(&m.parts, &body)?;
                         Fresh {
                             message: m,
                             body,
@@ -390,7 +390,7 @@ impl Writer<'_> {
             .db()?;
         self.tx
             .prepare_cached(
-                "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body, parts, cjk)
+                "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body, parts_packed, cjk)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             ).db()?
             .execute(params![
@@ -435,7 +435,7 @@ impl Writer<'_> {
         let cjk = cjk_index_text(&body, &tools);
         self.tx
             .prepare_cached(
-                "UPDATE messages SET kind = ?2, body = ?3, tools_text = NULL, parts = ?4,
+                "UPDATE messages SET kind = ?2, body = ?3, tools_text = NULL, parts_packed = ?4,
                     ts = COALESCE(ts, ?5), model = COALESCE(model, ?6), cjk = ?7 WHERE id = ?1",
             )
             .db()?
@@ -443,7 +443,7 @@ impl Writer<'_> {
                 rowid,
                 m.kind.as_str(),
                 body,
-                packed::pack_parts(&m.parts)?,
+                packed::pack_parts(&m.parts, &body)?,
                 m.timestamp,
                 m.model,
                 cjk,
@@ -522,12 +522,23 @@ impl Writer<'_> {
     /// to rebuild them). Returns how many messages were read.
     pub fn backfill_events<E: Enrich>(&self, e: &E) -> Result<u64> {
         self.tx.execute("DELETE FROM events", []).db()?;
+        // The migration to schema 3 runs this on a store whose column has its old name.
+        let renamed: bool = self
+            .tx
+            .query_row(
+                "SELECT count(*) > 0 FROM pragma_table_info('messages') WHERE name = 'parts_packed'",
+                [],
+                |r| r.get(0),
+            )
+            .db()?;
+        let column = if renamed { "parts_packed" } else { "parts" };
         let mut stmt = self
             .tx
-            .prepare(
-                "SELECT m.id, m.session_id, m.ext_id, m.role, m.kind, m.ts, memtrail_parts(m.parts) FROM messages m
-             ORDER BY m.session_id, m.seq",
-            )
+            .prepare(&format!(
+                "SELECT m.id, m.session_id, m.ext_id, m.role, m.kind, m.ts,
+                        memtrail_parts(m.{column}, m.body) FROM messages m
+                 ORDER BY m.session_id, m.seq"
+            ))
             .db()?;
         let rows = stmt
             .query_map([], |r| {
@@ -641,7 +652,7 @@ impl Writer<'_> {
         let row: Option<(i64, String, String, String)> = self
             .tx
             .prepare_cached(
-                "SELECT m.id, m.ext_id, memtrail_parts(m.parts), m.kind FROM tool_calls c JOIN messages m ON m.id = c.message_id
+                "SELECT m.id, m.ext_id, memtrail_parts(m.parts_packed, m.body), m.kind FROM tool_calls c JOIN messages m ON m.id = c.message_id
                  WHERE c.session_id = ?1 AND c.call_id = ?2",
             ).db()?
             .query_row(params![session_id, call_id], |r| {

@@ -327,7 +327,7 @@ fn repair_rebuilds_a_broken_index_and_recounts() {
         // Damage the derived data: drop index entries of 3 messages, a wrong count.
         c.execute_batch(
             "INSERT INTO messages_fts (messages_fts, rowid, body, tools, cjk)
-                 SELECT 'delete', id, body, memtrail_tools(tools_text, parts), cjk FROM messages WHERE seq < 3;
+                 SELECT 'delete', id, body, memtrail_tools(tools_text, parts_packed), cjk FROM messages WHERE seq < 3;
              UPDATE sessions SET message_count = 99;
              INSERT INTO events (session_id, message_id, seq, category, action, priority, subject)
                  SELECT session_id, id, seq, 'file', 'edited', 2, 'not/in/any/message.rs'
@@ -353,6 +353,7 @@ fn repair_rebuilds_a_broken_index_and_recounts() {
         fixed,
         vec![
             ("stored text", 0),
+            ("damaged parts", 0),
             ("full-text index", 1),
             ("tool calls", 0),
             ("events", 1),
@@ -400,4 +401,120 @@ fn a_line_nested_100k_deep_is_one_malformed_line() {
             (1, "u2".into(), "after".into())
         ]
     );
+}
+
+/// A compressed row damaged on disk (one byte of its zstd frame changed) cannot give the
+/// full-text index its old text back: deleting or rewriting its message is refused with an error
+/// that names `memtrail repair`, instead of leaving the message's words in the index pointing at
+/// nothing (which made every search meeting them fail, for every session). Repair takes the
+/// unreadable parts out and rebuilds the index; the delete then goes through.
+#[test]
+fn a_damaged_frame_stops_its_delete_until_repair_and_never_breaks_search() {
+    use memtrail_runtime::maintenance;
+    use memtrail_runtime::query::{self, SearchFilter};
+    let mut e = env();
+    let a = e.transcript();
+    let b = a.with_file_name("0b0c0d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e.jsonl");
+    let cwd = "/home/user/demo";
+    let assistant = json!({
+        "type": "assistant", "uuid": "a1", "parentUuid": null, "sessionId": SID, "cwd": cwd,
+        "timestamp": "2026-11-20T10:00:01.000Z",
+        "message": {"model": "claude-sonnet-4-5", "id": "msg_a1", "type": "message",
+                    "role": "assistant", "stop_reason": null, "content": [
+            {"type": "text", "text": "running the build"},
+            {"type": "tool_use", "id": "toolu_01mongoose", "name": "Bash",
+             "input": {"command": "cargo build"}}]}
+    });
+    let output: String = (0..300)
+        .map(|i| format!("line {i}: mongooseoutput compiled\n"))
+        .collect();
+    let result = json!({
+        "type": "user", "uuid": "r1", "parentUuid": "a1", "sessionId": SID, "cwd": cwd,
+        "timestamp": "2026-11-20T10:00:02.000Z",
+        "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_01mongoose", "content": output}]}
+    });
+    append(&a, &line(&assistant.to_string()));
+    append(&a, &line(&result.to_string()));
+    append(
+        &b,
+        &line(
+            &user("b1", "the healthy wombatword prompt")
+                .replace(SID, "0b0c0d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e"),
+        ),
+    );
+    ingest_file(&mut e.store, Agent::Claude, &a, None).unwrap();
+    ingest_file(&mut e.store, Agent::Claude, &b, None).unwrap();
+    e.store.catch_up_index(None).unwrap();
+    let search = |s: &Store, q: &str| -> Result<usize, String> {
+        query::search(s, q, &SearchFilter::default())
+            .map(|h| h.len())
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(search(&e.store, "mongooseoutput"), Ok(1));
+    // One byte in the middle of the frame changed, as on a damaged disk (no trigger fires).
+    {
+        let c = crate::support::open_raw(&e.db).unwrap();
+        let triggers: Vec<(String, String)> = c
+            .prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'messages'")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let (id, mut frame): (i64, Vec<u8>) = c
+            .query_row(
+                "SELECT id, parts_packed FROM messages WHERE ext_id = 'msg_a1'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(&frame[..4], &[0x28, 0xB5, 0x2F, 0xFD], "a zstd frame");
+        let mid = frame.len() / 2;
+        frame[mid] ^= 0x20;
+        for (name, _) in &triggers {
+            c.execute_batch(&format!("DROP TRIGGER \"{name}\""))
+                .unwrap();
+        }
+        c.execute(
+            "UPDATE messages SET parts_packed = ?2 WHERE id = ?1",
+            rusqlite::params![id, frame],
+        )
+        .unwrap();
+        for (_, sql) in &triggers {
+            c.execute_batch(sql).unwrap();
+        }
+    }
+    let refused = maintenance::delete_session(&mut e.store, SID)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("damaged") && refused.contains("memtrail repair"),
+        "{refused}"
+    );
+    // Nothing was deleted, and search works for both sessions.
+    assert_eq!(e.messages().len(), 2);
+    assert_eq!(search(&e.store, "wombatword"), Ok(1));
+    assert_eq!(search(&e.store, "mongooseoutput"), Ok(1));
+    let report = e.store.repair().unwrap();
+    let step = |name: &str| report.steps.iter().find(|s| s.name == name).unwrap().fixed;
+    assert_eq!(
+        (step("damaged parts"), step("full-text index")),
+        (1, 1),
+        "{report:?}"
+    );
+    assert!(report.ok(), "{:?}", report.integrity);
+    // The message keeps its prose; its output could not be read, so it is not found any more.
+    assert_eq!(search(&e.store, "mongooseoutput"), Ok(0));
+    assert_eq!(search(&e.store, "running build"), Ok(1));
+    maintenance::delete_session(&mut e.store, SID).unwrap();
+    assert_eq!(search(&e.store, "running build"), Ok(0));
+    assert_eq!(search(&e.store, "wombatword"), Ok(1));
+    let c = crate::support::open_raw(&e.db).unwrap();
+    c.execute(
+        "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
+        [],
+    )
+    .expect("the index agrees with its content");
+    assert_intact(&e.store);
 }

@@ -503,7 +503,7 @@ fn purge_older_than() {
         let c = crate::support::open_raw(&db).unwrap();
         c.execute_batch(
             "INSERT INTO sessions (id, agent, external_id, message_count) VALUES (99, 'vscode', 'undated', 1);
-             INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts)
+             INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts_packed)
              VALUES (99, 'u', 0, 'user', 'text', 'undated', '', '[]');",
         )
         .unwrap();
@@ -607,7 +607,7 @@ fn rescan_redacts_what_was_stored_before() {
         .enumerate()
         {
             c.execute(
-                "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts)
+                "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts_packed)
                  VALUES (1, ?1, ?2, 'user', 'text', ?3, ?4, ?5)",
                 rusqlite::params![format!("m{i}"), i as i64, body, tools, p.to_string()],
             )
@@ -665,7 +665,7 @@ fn rescan_redacts_what_was_stored_before() {
     assert_eq!(body, "token [redacted:github_token] and [private]");
     let tools: String = c
         .query_row(
-            "SELECT memtrail_tools(tools_text, parts) FROM messages WHERE ext_id = 'm1'",
+            "SELECT memtrail_tools(tools_text, parts_packed) FROM messages WHERE ext_id = 'm1'",
             [],
             |r| r.get(0),
         )
@@ -820,6 +820,23 @@ fn retention_warns_about_transcripts_claude_code_will_delete() {
 
 /// A temporary folder with a store `m.db` and the path of a Claude transcript `<SID>.jsonl`
 /// (the folder is the session's working directory `cwd`).
+/// Appends the second line of assistant message `msg_a1`: a `Read` of `path` (Claude Code
+/// writes an answer's text and each tool call as lines of their own, with the same message id).
+fn append_read_call(t: &Path, cwd: &str, call_id: &str, path: &str) {
+    write_lines(
+        t,
+        &[line(
+            "assistant",
+            "a1",
+            cwd,
+            "2026-11-20T10:00:02.000Z",
+            json!([{"type": "tool_use", "id": call_id, "name": "Read",
+                    "input": {"file_path": path}}]),
+        )],
+        true,
+    );
+}
+
 fn session_dir() -> (
     tempfile::TempDir,
     std::path::PathBuf,
@@ -859,7 +876,9 @@ fn deleted_session_leaves_no_old_versions_in_the_files() {
                 "a1",
                 &cwd,
                 "2026-11-20T10:00:01.000Z",
-                json!([{"type": "text", "text": format!("Looking at wapitifirstblock now.\n{}", "lorem ipsum ".repeat(800))}]),
+                // Thinking beside the text: the parts are more than the body, so a frame.
+                json!([{"type": "thinking", "thinking": "the settings first", "signature": "c2ln"},
+                       {"type": "text", "text": format!("Looking at wapitifirstblock now.\n{}", "lorem ipsum ".repeat(800))}]),
             ),
         ],
         false,
@@ -871,7 +890,7 @@ fn deleted_session_leaves_no_old_versions_in_the_files() {
     let keep_frames = |frames: &mut Vec<Vec<u8>>| {
         let c = crate::support::open_raw(&db).unwrap();
         let mut stmt = c
-            .prepare("SELECT parts FROM messages WHERE typeof(parts) = 'blob'")
+            .prepare("SELECT parts_packed FROM messages WHERE typeof(parts_packed) = 'blob'")
             .unwrap();
         let blobs = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0)).unwrap();
         for b in blobs.map(|b| b.unwrap()).filter(|b| b.len() >= 64) {
@@ -880,18 +899,7 @@ fn deleted_session_leaves_no_old_versions_in_the_files() {
         }
     };
     keep_frames(&mut frames);
-    write_lines(
-        &t,
-        &[line(
-            "assistant",
-            "a1",
-            &cwd,
-            "2026-11-20T10:00:02.000Z",
-            json!([{"type": "tool_use", "id": "toolu_01ibexcallid", "name": "Read",
-                    "input": {"file_path": "/srv/gnusubjectpath.env"}}]),
-        )],
-        true,
-    );
+    append_read_call(&t, &cwd, "toolu_01ibexcallid", "/srv/gnusubjectpath.env");
     ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
     keep_frames(&mut frames);
     write_lines(
@@ -915,7 +923,7 @@ fn deleted_session_leaves_no_old_versions_in_the_files() {
     let c = crate::support::open_raw(&db).unwrap();
     let parts: String = c
         .query_row(
-            "SELECT memtrail_parts(parts) FROM messages WHERE ext_id = 'msg_a1'",
+            "SELECT memtrail_parts(parts_packed, body) FROM messages WHERE ext_id = 'msg_a1'",
             [],
             |r| r.get(0),
         )
@@ -947,6 +955,84 @@ fn deleted_session_leaves_no_old_versions_in_the_files() {
         0,
         "compressed parts left in the store files"
     );
+}
+
+/// Schema 14: a message whose parts are its body as one text part (a prompt, an answer) keeps
+/// nothing beside the body, reads back as the same JSON, and a later line of the same message
+/// (Claude Code writes an answer's text and its tool call as two lines) merges into it.
+#[test]
+fn a_prose_message_keeps_its_text_once_and_a_later_line_merges_into_it() {
+    let (_dir, db, t, cwd, mut store) = session_dir();
+    let answer = format!(
+        "Looking at quaggaanswer now.\n{}",
+        ["lorem ipsum"; 200].join(" ")
+    );
+    write_lines(
+        &t,
+        &[
+            line(
+                "user",
+                "u1",
+                &cwd,
+                "2026-11-20T10:00:00.000Z",
+                json!("read the \"zorillaprompt\" settings"),
+            ),
+            line(
+                "assistant",
+                "a1",
+                &cwd,
+                "2026-11-20T10:00:01.000Z",
+                json!([{"type": "text", "text": answer}]),
+            ),
+        ],
+        false,
+    );
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    let rows = |db: &Path| -> Vec<(String, String, i64, String, String)> {
+        let c = crate::support::open_raw(db).unwrap();
+        let mut st = c
+            .prepare(
+                "SELECT ext_id, typeof(parts_packed), length(parts_packed), body,
+                        memtrail_parts(parts_packed, body)
+                 FROM messages ORDER BY seq",
+            )
+            .unwrap();
+        st.query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+    };
+    let text_part = |t: &str| json!([{"type": "text", "text": t}]).to_string();
+    let got = rows(&db);
+    assert_eq!(got.len(), 2);
+    assert_eq!(
+        (got[0].1.as_str(), got[0].2, got[0].3.as_str()),
+        ("blob", 0, "read the \"zorillaprompt\" settings")
+    );
+    assert_eq!(got[0].4, text_part(&got[0].3));
+    assert_eq!((got[1].1.as_str(), got[1].2), ("blob", 0));
+    assert_eq!(
+        (got[1].3.as_str(), got[1].4.clone()),
+        (answer.as_str(), text_part(&answer))
+    );
+    // The answer's tool call, a line of its own with the same message id.
+    append_read_call(&t, &cwd, "toolu_01quagga", "/srv/quaggapath.env");
+    ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    let got = rows(&db);
+    let parts: serde_json::Value = serde_json::from_str(&got[1].4).unwrap();
+    assert_eq!(parts[0], json!({"type": "text", "text": answer}), "{parts}");
+    assert_eq!(parts[1]["type"], "tool_call", "{parts}");
+    assert_eq!(parts.as_array().unwrap().len(), 2, "{parts}");
+    assert_eq!(
+        (got[1].1.as_str(), got[1].2 > 0, got[1].3.as_str()),
+        ("blob", true, answer.as_str()),
+        "more than the body: a frame"
+    );
+    assert_eq!(search(&store, "quaggaanswer"), 1);
+    assert_eq!(search(&store, "quaggapath"), 1);
+    assert_eq!(search(&store, "zorillaprompt"), 1);
 }
 
 /// The secret set of [`nothing_unredacted_reaches_any_column`]: `(as written, the part that must
@@ -1319,7 +1405,7 @@ fn stored(db: &Path, ext_id: &str) -> (String, Vec<String>) {
     let c = crate::support::open_raw(db).unwrap();
     let (body, parts): (String, String) = c
         .query_row(
-            "SELECT body, memtrail_parts(parts) FROM messages WHERE ext_id = ?1",
+            "SELECT body, memtrail_parts(parts_packed, body) FROM messages WHERE ext_id = ?1",
             [ext_id],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )

@@ -421,7 +421,7 @@ const SESSION_COLS: &str = "SELECT agent, external_id, parent_external_id, proje
     model, git_branch, agent_version, started_at, updated_at, message_count FROM sessions
     ORDER BY agent, external_id";
 const MESSAGE_COLS: &str = "SELECT s.external_id, m.ext_id, m.seq, m.role, m.kind, m.ts, m.model,
-    m.body, memtrail_tools(m.tools_text, m.parts), m.cjk, memtrail_parts(m.parts) FROM messages m JOIN sessions s ON s.id = m.session_id
+    m.body, memtrail_tools(m.tools_text, m.parts_packed), m.cjk, memtrail_parts(m.parts_packed, m.body) FROM messages m JOIN sessions s ON s.id = m.session_id
     ORDER BY s.external_id, m.seq";
 const CALL_COLS: &str = "SELECT s.external_id, m.ext_id, c.call_id, c.name, c.tool, c.is_error,
     c.has_output FROM tool_calls c JOIN messages m ON m.id = c.message_id
@@ -969,7 +969,7 @@ fn every_pulled_text_field_is_redacted() {
     assert_eq!(
         rows(
             &b,
-            "SELECT model, memtrail_parts(parts), body, memtrail_tools(tools_text, parts) FROM messages"
+            "SELECT model, memtrail_parts(parts_packed, body), body, memtrail_tools(tools_text, parts_packed) FROM messages"
         ),
         [vec![
             t(red("m ")),
@@ -1028,7 +1028,10 @@ fn pulled_messages_titles_and_labels_are_capped() {
     b.apply_pull(&pull, &Standard).unwrap();
     let kept = "x".repeat(cap);
     assert_eq!(
-        rows(&b, "SELECT memtrail_parts(parts), body FROM messages"),
+        rows(
+            &b,
+            "SELECT memtrail_parts(parts_packed, body), body FROM messages"
+        ),
         [vec![
             Value::Text(
                 serde_json::to_string(&vec![
