@@ -168,7 +168,9 @@ pub enum Command {
     ///
     /// Messages an older memtrail stored in an older form are rewritten first (compressed; a
     /// prompt's or an answer's text kept once), and the file is vacuumed then, or when a tenth
-    /// or more of it is free (that needs free space as large as the store, in its folder).
+    /// or more of it is free (that needs free space as large as the store, in its folder). A
+    /// message whose compressed parts can no longer be read (a damaged disk) loses them, keeping
+    /// its text: until then it cannot be deleted or changed.
     Repair {
         /// Print JSON.
         #[arg(long)]

@@ -522,10 +522,12 @@ const RULES: &[RuleDef] = &[
     ),
     // A password given to a client on its command line: `curl -u user:SECRET` (`--user`),
     // `docker login -p SECRET`, `redis-cli -a SECRET`, `ldapsearch -w SECRET` (and the other
-    // OpenLDAP tools), `smbclient -U user%SECRET`. Only the password is replaced.
+    // OpenLDAP tools), `smbclient -U user%SECRET`. Only the password is replaced. Between the
+    // command and its password flag, `docker login`, `redis-cli` and the LDAP tools skip only
+    // flags and their values (not prose: "redis-cli is installed, and ls -a shows").
     def(
         "cli_secret",
-        r#"(?-u:\b)(?:curl(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))["']?[^\s:"'|;&]*:|docker[ \t]+login(?:[ \t]+[^\s|;&]+)*?[ \t]+-p[ \t]*|redis-cli(?:[ \t]+[^\s|;&]+)*?[ \t]+-a[ \t]*|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)(?:[ \t]+[^\s|;&]+)*?[ \t]+-w[ \t]*|smbclient(?:[ \t]+[^\s|;&]+)*?[ \t]+-U[ \t]*[^\s%|;&]+%)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&]+)"#,
+        r#"(?-u:\b)(?:curl(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))["']?[^\s:"'|;&]*:|docker[ \t]+login(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-p[ \t]*|redis-cli(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-a[ \t]*|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-w[ \t]*|smbclient(?:[ \t]+[^\s|;&]+)*?[ \t]+-U[ \t]*[^\s%|;&]+%)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&]+)"#,
         Check::Placeholder,
         &["curl", "docker", "redis-cli", "ldap", "smbclient"],
         Shape::Any,

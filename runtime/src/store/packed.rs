@@ -272,19 +272,6 @@ pub fn register(conn: &Connection) -> Result<()> {
     .map_err(super::db_err)
 }
 
-/// `memtrail repair`'s step for rows written in an older form, one slice of at most 2,000 rows
-/// after row `after`: rows written before schema 13 get their parts packed ([`pack`]) and
-/// `tools_text` set to NULL where [`render_tools`] of the parts gives exactly the stored text (a
-/// row pulled by sync whose text was capped apart keeps it); prose rows written before schema
-/// 14 whose parts are their body as one text part keep nothing ([`StoredParts::Body`]). What
-/// the row holds does not change (`memtrail_parts` and `memtrail_tools` give the same text
-/// before and after), so the triggers on `messages` (full-text queue, embedding queue, sync
-/// outbox, activity) are dropped for the rewrite and created again from their own SQL, in
-/// their order, in the same transaction: nothing is indexed, embedded or pushed again. A row
-/// that cannot be read (not UTF-8, a damaged frame) is left as it is. Returns how many rows
-/// were rewritten and the last row id looked at (`None`: no rows left).
-///
-/// Errors: SQLite's.
 /// A column's value, owned; text that is not UTF-8 (a damaged row) as a BLOB of its bytes,
 /// which the caller leaves alone, instead of an error that would stop the whole slice.
 fn owned(v: ValueRef<'_>) -> rusqlite::types::Value {
@@ -301,18 +288,32 @@ fn owned(v: ValueRef<'_>) -> rusqlite::types::Value {
     }
 }
 
+/// `memtrail repair`'s step for rows written in an older form, one slice of at most 2,000 rows
+/// after row `after`: rows written before schema 13 get their parts packed ([`pack`]) and
+/// `tools_text` set to NULL where [`render_tools`] of the parts gives exactly the stored text (a
+/// row pulled by sync whose text was capped apart keeps it); prose rows written before schema
+/// 14 whose parts are their body as one text part keep nothing ([`StoredParts::Body`]). What
+/// the row holds does not change (`memtrail_parts` and `memtrail_tools` give the same text
+/// before and after), so the triggers on `messages` (full-text queue, embedding queue, sync
+/// outbox, activity) are dropped for the rewrite and created again from their own SQL, in
+/// their order, in the same transaction: nothing is indexed, embedded or pushed again. A row
+/// that cannot be read (not UTF-8, a damaged frame) is left as it is. Returns how many rows
+/// were rewritten and the last row id looked at (`None`: no rows left).
+///
+/// Errors: SQLite's.
 pub(super) fn pack_old_rows(w: &super::Writer<'_>, after: i64) -> Result<(u64, Option<i64>)> {
     use super::Db;
     use rusqlite::types::Value;
     const SLICE: i64 = 2_000;
     // Rows an older memtrail wrote: their parts are text (every row since keeps the text only
     // when it does not compress; those are looked at again, and left), or a frame of a prose
-    // message (schema 13; since, only a prose message with more than its body is one).
+    // message, summary or note (schema 13; since, only one with more than its body is one).
     let rows: Vec<(i64, Value, Value, Value)> =
         w.tx.prepare_cached(
             "SELECT id, tools_text, parts_packed, body FROM messages
              WHERE id > ?1 AND (typeof(parts_packed) = 'text'
-                                OR kind = 'text' AND length(parts_packed) > 0)
+                                OR kind IN ('text', 'summary', 'note')
+                                   AND length(parts_packed) > 0)
              ORDER BY id LIMIT ?2",
         )
         .db()?
@@ -398,19 +399,29 @@ fn rewrite_rows(w: &super::Writer<'_>, rows: &[(i64, StoredParts, Option<String>
     Ok(())
 }
 
-/// `memtrail repair`'s first step, one slice of at most 2,000 rows after row `after`: the
-/// parts of a row that cannot be read (a zstd frame damaged on disk: its checksum, its size or
-/// its header wrong) are taken out, the row keeping its body, so that the message can be
-/// deleted or changed again (the triggers cannot give the full-text index its old text: see
-/// [`TOOLS_STRICT_FUNCTION`]) and reads as it did (a message without parts). The triggers are
-/// set aside for the rewrite, as [`pack_old_rows`] does; the full-text index, which still holds
-/// the row's old words, is rebuilt by the next step. Returns how many rows were rewritten and
-/// the last row id looked at (`None`: no rows left).
+/// `memtrail repair`'s second step, one slice of at most 2,000 rows after row `after`: the
+/// rows whose parts cannot be read (a zstd frame damaged on disk: its checksum, its size or
+/// its header wrong) are noted in the connection's temporary table `damaged_parts`; after the
+/// last slice, in one transaction, their parts are taken out (`[]`: the row keeps its body
+/// and any stored `tools_text`, and reads as it did, a message without parts) and the
+/// full-text index is rebuilt, so that the messages can be deleted or changed again (the
+/// triggers cannot give the index the old text of a damaged row: see
+/// [`TOOLS_STRICT_FUNCTION`]) and no delete can come between the two. The triggers are set
+/// aside for the rewrite, as [`pack_old_rows`] does. The slices write nothing; a repair cut
+/// short leaves the store as it was. Returns how many rows were rewritten (by the last call)
+/// and the last row id looked at (`None`: done).
 ///
 /// Errors: SQLite's.
 pub(super) fn clear_damaged_rows(w: &super::Writer<'_>, after: i64) -> Result<(u64, Option<i64>)> {
     use super::Db;
     const SLICE: i64 = 2_000;
+    if after == 0 {
+        w.tx.execute_batch(
+            "DROP TABLE IF EXISTS temp.damaged_parts;
+             CREATE TEMP TABLE damaged_parts (id INTEGER PRIMARY KEY);",
+        )
+        .db()?;
+    }
     let rows: Vec<(i64, bool)> =
         w.tx.prepare_cached(
             "SELECT id, typeof(parts_packed) = 'blob' AND length(parts_packed) > 0
@@ -421,25 +432,47 @@ pub(super) fn clear_damaged_rows(w: &super::Writer<'_>, after: i64) -> Result<(u
         .db()?
         .collect::<rusqlite::Result<_>>()
         .db()?;
-    let Some(&(last, _)) = rows.last() else {
-        return Ok((0, None));
-    };
-    let mut damaged = Vec::new();
-    for (id, framed) in rows {
-        if !framed {
-            continue;
+    if let Some(&(last, _)) = rows.last() {
+        for (id, framed) in rows {
+            if !framed {
+                continue;
+            }
+            let ok =
+                w.tx.prepare_cached("SELECT parts_packed FROM messages WHERE id = ?1")
+                    .db()?
+                    .query_row([id], |r| Ok(unpack(r.get_ref(0)?, "").is_ok()))
+                    .db()?;
+            if !ok {
+                w.tx.prepare_cached("INSERT INTO temp.damaged_parts (id) VALUES (?1)")
+                    .db()?
+                    .execute([id])
+                    .db()?;
+            }
         }
-        let ok =
-            w.tx.prepare_cached("SELECT parts_packed FROM messages WHERE id = ?1")
-                .db()?
-                .query_row([id], |r| Ok(unpack(r.get_ref(0)?, "").is_ok()))
-                .db()?;
-        if !ok {
-            damaged.push((id, StoredParts::Text("[]".into()), None));
-        }
+        return Ok((0, Some(last)));
     }
-    rewrite_rows(w, &damaged)?;
-    Ok((damaged.len() as u64, Some(last)))
+    let damaged: Vec<(i64, StoredParts, Option<String>)> =
+        w.tx.prepare(
+            "SELECT m.id, m.tools_text FROM temp.damaged_parts d JOIN messages m ON m.id = d.id
+             ORDER BY m.id",
+        )
+        .db()?
+        .query_map([], |r| {
+            let tools = match r.get_ref(1)? {
+                ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                _ => None,
+            };
+            Ok((r.get(0)?, StoredParts::Text("[]".into()), tools))
+        })
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    w.tx.execute_batch("DROP TABLE temp.damaged_parts").db()?;
+    if !damaged.is_empty() {
+        rewrite_rows(w, &damaged)?;
+        super::repair::rebuild_index(w)?;
+    }
+    Ok((damaged.len() as u64, None))
 }
 
 #[cfg(test)]

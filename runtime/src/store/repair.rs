@@ -70,6 +70,12 @@ pub const REPAIR_STEPS: &[RepairStep] = &[
 /// <https://sqlite.org/fts5.html#the_integrity_check_command>) and rebuilt either way. Returns
 /// 1 when the check had failed, else 0.
 fn repair_fts(w: &Writer<'_>) -> Result<u64> {
+    rebuild_index(w)
+}
+
+/// [`repair_fts`]'s work, also run by the step that takes damaged parts out (in its own
+/// transaction, right after it rewrote them).
+pub(super) fn rebuild_index(w: &Writer<'_>) -> Result<u64> {
     // Queued messages are not in the index yet: index them first, or the check would count
     // them as missing. An index whose data is corrupt cannot take them: it is broken.
     let queued_in = loop {
@@ -190,12 +196,13 @@ impl RepairReport {
 
 impl Store {
     /// Rebuild every derived structure ([`REPAIR_STEPS`]) from the stored messages, each step
-    /// in its own `BEGIN IMMEDIATE` transaction (a transaction per slice for `stored text`), so
-    /// hooks running meanwhile wait at most one step, or fail open and catch up; then, when
-    /// `stored text` compressed rows of an older memtrail or a tenth or more of the file is free
-    /// pages, `VACUUM` it (step `file size`); then run `PRAGMA integrity_check`. What
-    /// the messages hold is never changed (`stored text` changes only how they are kept), nor
-    /// sessions or cursors.
+    /// in its own `BEGIN IMMEDIATE` transaction (a transaction per slice for `stored text` and
+    /// `damaged parts`), so hooks running meanwhile wait at most one step, or fail open and
+    /// catch up; then, when `stored text` rewrote rows of an older memtrail or a tenth or more
+    /// of the file is free pages, `VACUUM` it (step `file size`); then run `PRAGMA
+    /// integrity_check`. What the messages hold is never changed (`stored text` changes only
+    /// how they are kept), but for parts that can no longer be read, which `damaged parts`
+    /// takes out (the message keeps its text); nor sessions or cursors.
     ///
     /// Errors: the store is busy past its timeout ([`Error::Busy`]), the disk is full
     /// ([`Error::Full`]), or an SQLite error (a step that fails is rolled back).

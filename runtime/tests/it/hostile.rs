@@ -498,9 +498,11 @@ fn a_damaged_frame_stops_its_delete_until_repair_and_never_breaks_search() {
     assert_eq!(search(&e.store, "mongooseoutput"), Ok(1));
     let report = e.store.repair().unwrap();
     let step = |name: &str| report.steps.iter().find(|s| s.name == name).unwrap().fixed;
+    // The step that takes the parts out rebuilds the index in the same transaction: the next
+    // step finds nothing wrong.
     assert_eq!(
         (step("damaged parts"), step("full-text index")),
-        (1, 1),
+        (1, 0),
         "{report:?}"
     );
     assert!(report.ok(), "{:?}", report.integrity);

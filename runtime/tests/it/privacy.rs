@@ -818,8 +818,6 @@ fn retention_warns_about_transcripts_claude_code_will_delete() {
     assert_eq!(r.at_risk.len(), 4);
 }
 
-/// A temporary folder with a store `m.db` and the path of a Claude transcript `<SID>.jsonl`
-/// (the folder is the session's working directory `cwd`).
 /// Appends the second line of assistant message `msg_a1`: a `Read` of `path` (Claude Code
 /// writes an answer's text and each tool call as lines of their own, with the same message id).
 fn append_read_call(t: &Path, cwd: &str, call_id: &str, path: &str) {
@@ -837,6 +835,8 @@ fn append_read_call(t: &Path, cwd: &str, call_id: &str, path: &str) {
     );
 }
 
+/// A temporary folder with a store `m.db` and the path of a Claude transcript `<SID>.jsonl`
+/// (the folder is the session's working directory `cwd`).
 fn session_dir() -> (
     tempfile::TempDir,
     std::path::PathBuf,

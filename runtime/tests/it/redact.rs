@@ -894,6 +894,10 @@ fn context_rules_exact() {
             "curl -u admin https://h && curl -u \"$USER:$TOKEN\" u && curl --user-agent 'a:b' u && docker login --password-stdin",
         ),
         (
+            "redis-cli is installed, and ls -a shows it; docker login then docker run -p 8080:80 app",
+            "redis-cli is installed, and ls -a shows it; docker login then docker run -p 8080:80 app",
+        ),
+        (
             "machine api.example.com login me password s3cr3t\n",
             "machine api.example.com login me password [redacted:netrc_password]\n",
         ),
