@@ -497,7 +497,8 @@ pub struct WebArgs {
 #[derive(Args)]
 pub struct SearchArgs {
     /// Words to find (stemmed; all must match), "a phrase", prefix*, -word to leave out, or
-    /// alternatives joined by OR (words bind tighter: `a b OR c` is `(a b) OR c`).
+    /// alternatives joined by OR (words bind tighter: `a b OR c` is `(a b) OR c`); at most 32
+    /// words.
     #[arg(required = true, num_args = 1..)]
     pub query: Vec<String>,
     /// Only this agent.

@@ -665,6 +665,7 @@ impl ReadStore for PgReader {
     }
 
     fn search(&self, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> {
+        memtrail_runtime::query::refuse_over_term_cap(query)?;
         let items = parse_query(query);
         let Some(q) = items.as_deref().and_then(tsquery) else {
             return Err(Error::Invalid(format!(

@@ -97,9 +97,25 @@ pub struct Hit {
     pub copy: Option<u64>,
 }
 
-/// Most distinct terms a query may hold; the rest are ignored (a 10 000-word query would
-/// otherwise take seconds).
+/// Most distinct terms a query may hold (a 10 000-word query would otherwise take seconds):
+/// [`parse_query`] reads no further, and the stores' searches refuse a longer query
+/// ([`refuse_over_term_cap`]) rather than search a part of it.
 pub const MAX_QUERY_TERMS: usize = 32;
+
+/// The error of a search whose query holds a word past the first [`MAX_QUERY_TERMS`] terms
+/// [`parse_query`] reads: searching without it would drop a word or an exclusion (`-word`)
+/// silently, and give matches the query excludes. `Ok` for any other query.
+///
+/// Errors: [`crate::Error::Invalid`], naming the cap.
+pub fn refuse_over_term_cap(input: &str) -> crate::Result<()> {
+    if parse(input).1 {
+        return Err(crate::Error::Invalid(format!(
+            "the query holds more than {MAX_QUERY_TERMS} words: memtrail searches at most \
+             {MAX_QUERY_TERMS}; shorten it"
+        )));
+    }
+    Ok(())
+}
 
 /// One item of a search query as memtrail reads it ([`parse_query`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +141,13 @@ pub enum QueryItem {
 /// holds no positive term. What [`fts_query`] (SQLite) and the PostgreSQL store's query both
 /// render.
 pub fn parse_query(input: &str) -> Option<Vec<QueryItem>> {
+    parse(input).0
+}
+
+/// [`parse_query`], and whether the text holds a letter or digit past the last term it read
+/// (the cap was reached with words left).
+fn parse(input: &str) -> (Option<Vec<QueryItem>>, bool) {
+    let mut truncated = false;
     let mut items: Vec<QueryItem> = Vec::new();
     // The terms of the alternative being read, and of all of them.
     let mut seen: Vec<String> = Vec::new();
@@ -146,6 +169,7 @@ pub fn parse_query(input: &str) -> Option<Vec<QueryItem>> {
     let mut positives = 0usize;
     while let Some(&c) = chars.peek() {
         if terms >= MAX_QUERY_TERMS {
+            truncated = chars.any(char::is_alphanumeric);
             break;
         }
         if c.is_whitespace() {
@@ -255,7 +279,7 @@ pub fn parse_query(input: &str) -> Option<Vec<QueryItem>> {
             items.push(term);
         }
     }
-    (positives > 0).then_some(items)
+    ((positives > 0).then_some(items), truncated)
 }
 
 /// Turn any user text into a safe FTS5 query ([`parse_query`]): terms become quoted strings
@@ -753,6 +777,25 @@ fn fence_for(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_past_the_term_cap_is_refused_not_cut() {
+        let words = |n: usize| {
+            (0..n)
+                .map(|i| format!("w{i}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert!(refuse_over_term_cap(&words(MAX_QUERY_TERMS)).is_ok());
+        // Punctuation or a repeated `AND` after the last term is no word.
+        assert!(refuse_over_term_cap(&format!("{} ?! --", words(MAX_QUERY_TERMS))).is_ok());
+        let e = refuse_over_term_cap(&words(MAX_QUERY_TERMS + 1)).unwrap_err();
+        assert!(e.to_string().contains("more than 32 words"), "{e}");
+        // An exclusion past the cap would be dropped, and its matches come back: refused.
+        let e = refuse_over_term_cap(&format!("{} -beta", words(MAX_QUERY_TERMS)));
+        assert!(e.is_err());
+        assert_eq!(parse_query(&words(40)).unwrap().len(), MAX_QUERY_TERMS);
+    }
 
     #[test]
     fn fts_query_neutralises_syntax() {

@@ -53,8 +53,10 @@ pub fn resolve_session(store: &Store, id: &str, agent: Option<&str>) -> Result<i
 
 /// Full-text search, ranked by BM25 (prose weighted above tool text) with a mild recency prior.
 ///
-/// Errors: [`Error::Invalid`] when the query holds no searchable word; store errors.
+/// Errors: [`Error::Invalid`] when the query holds no searchable word or more than
+/// [`crate::query::MAX_QUERY_TERMS`] terms; store errors.
 pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> {
+    crate::query::refuse_over_term_cap(query)?;
     let Some(q) = fts_query(query) else {
         return Err(Error::Invalid(format!(
             "the query `{query}` holds no searchable word"
