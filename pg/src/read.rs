@@ -24,8 +24,8 @@ use memtrail_runtime::events::{Category, Event, StoredEvent};
 use memtrail_runtime::query::{
     CopyKey, HL_END, HL_START, Hit, ListFilter, MessageView, QueryItem, SEARCH_CANDIDATES,
     SEMANTIC_SNIPPET_CHARS, SearchFilter, SessionSummary, SessionView, best_distinct, cjk_runs,
-    compact_cjk, copy_ids, like_escape, normalize_dir, parse_query, pick_prefix_match, view_parts,
-    with_recency,
+    compact_cjk, copy_ids, like_escape, normalize_dir, parse_query, pick_prefix_match, unmarked,
+    view_parts, with_recency,
 };
 use memtrail_runtime::read::{CandidateMessage, ReadStore};
 use memtrail_runtime::redact::{redact, redact_json, redact_string, redact_title};
@@ -801,7 +801,8 @@ impl ReadStore for PgReader {
             let Some(r) = by_id.get(id) else { continue };
             let text: Option<String> = r.get(11);
             let whole = r.get::<_, Option<i32>>(13).unwrap_or(0) as usize;
-            let red = redact(text.as_deref().unwrap_or_default()).into_owned();
+            // The text's own U+0001/U+0002 would pass for the snippet's marks.
+            let red = unmarked(&redact(text.as_deref().unwrap_or_default()));
             let more = whole.min(INDEXED_CHARS);
             match snippet(&red, &terms, SNIPPET_TOKENS, HL_START, HL_END) {
                 Some(s) => {
@@ -829,7 +830,7 @@ impl ReadStore for PgReader {
                     (&(INDEXED_CJK_CHARS as i32), Type::INT4),
                 ],
             )? {
-                let red = redact(r.get::<_, Option<&str>>(1).unwrap_or_default()).into_owned();
+                let red = unmarked(&redact(r.get::<_, Option<&str>>(1).unwrap_or_default()));
                 let s = snippet(&red, &terms, SNIPPET_TOKENS, HL_START, HL_END)
                     .unwrap_or_else(|| leading_snippet(&red, SNIPPET_TOKENS));
                 snippets.insert(r.get(0), s);
@@ -981,7 +982,7 @@ impl ReadStore for PgReader {
             let Some(r) = by_id.remove(&rowid) else {
                 continue;
             };
-            let whole = redact(r.get::<_, Option<&str>>(11).unwrap_or_default()).into_owned();
+            let whole = unmarked(&redact(r.get::<_, Option<&str>>(11).unwrap_or_default()));
             let flat = whole.split_whitespace().collect::<Vec<_>>().join(" ");
             hits.push(Hit {
                 copy: copies.get(&rowid).copied(),

@@ -12,6 +12,13 @@ pub use crate::store::queries::{
 pub const HL_START: char = '\u{1}';
 pub const HL_END: char = '\u{2}';
 
+/// `text` with its own [`HL_START`] and [`HL_END`] shown as U+FFFD: text of a transcript made
+/// into a snippet, so that it cannot pass for the search's marks (a faked highlight, or on a
+/// terminal a colour left on).
+pub fn unmarked(text: &str) -> String {
+    text.replace([HL_START, HL_END], "\u{FFFD}")
+}
+
 /// How a search ranks: by the full text (BM25), by meaning (an embedding model's vectors), or
 /// both fused by reciprocal rank (the default where the store holds vectors).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1031,7 +1031,7 @@ pub fn hits_for_messages(
                 };
                 let hit = hit_row(
                     r,
-                    text.split_whitespace().collect::<Vec<_>>().join(" "),
+                    crate::query::unmarked(&text.split_whitespace().collect::<Vec<_>>().join(" ")),
                     score,
                 )?;
                 Ok((hit, copy))

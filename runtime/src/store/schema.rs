@@ -943,7 +943,7 @@ mod tests {
                 "1af9feda95c0eeb7",
                 "68d594c4269a2bc7",
                 "463c359083587f20",
-                "dd0f348edb3bad7a",
+                "2b9c1d9386e21da0",
             ]
         );
     }

@@ -520,3 +520,36 @@ fn a_damaged_frame_stops_its_delete_until_repair_and_never_breaks_search() {
     .expect("the index agrees with its content");
     assert_intact(&e.store);
 }
+
+/// U+0001 and U+0002 mark a snippet's hits (`query::HL_START`, `HL_END`): a transcript that
+/// holds them cannot fake a highlight (shown as U+FFFD), and the index still agrees with its
+/// content (all three are separators to the tokenizer).
+#[test]
+fn transcript_text_cannot_fake_a_highlight() {
+    use memtrail_runtime::query::{self, HL_END, HL_START, SearchFilter};
+    let mut e = env();
+    let p = e.transcript();
+    append(
+        &p,
+        &line(&user("u1", "\u{1}FAKEHIT\u{2} and the real otterword\u{1}")),
+    );
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    let hits = query::search(&e.store, "otterword", &SearchFilter::default()).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(
+        hits[0].snippet,
+        format!("\u{FFFD}FAKEHIT\u{FFFD} and the real {HL_START}otterword{HL_END}\u{FFFD}")
+    );
+    assert_eq!(
+        query::search(&e.store, "fakehit", &SearchFilter::default())
+            .unwrap()
+            .len(),
+        1
+    );
+    let c = crate::support::open_raw(&e.db).unwrap();
+    c.execute(
+        "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
+        [],
+    )
+    .expect("the index agrees with its content");
+}

@@ -26,3 +26,14 @@
             WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE id = old.id);
         INSERT OR IGNORE INTO fts_pending (id) VALUES (new.id);
     END;
+-- The index's content with U+0001 and U+0002 shown as U+FFFD: `snippet()` marks a search's
+-- hits with them (`query::HL_START`, `HL_END`), and a transcript holding them would fake
+-- highlights. All three are separators to the tokenizer, so the index holds the same tokens.
+    DROP VIEW IF EXISTS messages_text;
+    CREATE VIEW messages_text AS
+        SELECT id,
+               replace(replace(body, char(1), char(65533)), char(2), char(65533)) AS body,
+               replace(replace(memtrail_tools(tools_text, parts_packed), char(1), char(65533)),
+                       char(2), char(65533)) AS tools,
+               cjk
+        FROM messages;
