@@ -143,6 +143,12 @@ pub(crate) fn pack(json: String, body: &str) -> Result<StoredParts> {
 ///
 /// Errors: a part does not serialize (JSON), and [`pack`]'s.
 pub(crate) fn pack_parts(parts: &[Part], body: &str) -> Result<StoredParts> {
+    // The body alone, known without serializing it twice (the hook's common case).
+    if let [Part::Text { text }] = parts
+        && text == body
+    {
+        return Ok(StoredParts::Body);
+    }
     pack(serde_json::to_string(parts)?, body)
 }
 
@@ -217,19 +223,17 @@ fn tools_of(tools: ValueRef<'_>, parts: ValueRef<'_>) -> String {
 fn strict_tools_of(tools: ValueRef<'_>, parts: ValueRef<'_>) -> Result<String> {
     match (tools, parts) {
         (ValueRef::Text(t), _) => Ok(String::from_utf8_lossy(t).into_owned()),
-        // The body as one text part: no tool text.
-        (_, ValueRef::Blob([])) => Ok(String::new()),
-        // JSON that is not parts has no tool text (as always read).
-        (_, ValueRef::Text(_)) => Ok(stored_parts(parts, "")
-            .map(|p| render_tools(&p))
-            .unwrap_or_default()),
-        // Neither text nor a BLOB (a hand-made row): read as no parts, as always.
-        (_, ValueRef::Null | ValueRef::Integer(_) | ValueRef::Real(_)) => Ok(String::new()),
-        (_, ValueRef::Blob(_)) => unpack(parts, "").map(|json| {
+        // A frame that no longer decompresses: its text cannot be given back.
+        (_, ValueRef::Blob(b)) if !b.is_empty() => unpack(parts, "").map(|json| {
             serde_json::from_str::<Vec<Part>>(&json)
                 .map(|p| render_tools(&p))
                 .unwrap_or_default()
         }),
+        // The body alone (a text part: no tool text), JSON text, or a hand-made value: what
+        // its parts render, and nothing when they do not parse (as always read).
+        _ => Ok(stored_parts(parts, "")
+            .map(|p| render_tools(&p))
+            .unwrap_or_default()),
     }
 }
 
@@ -422,32 +426,26 @@ pub(super) fn clear_damaged_rows(w: &super::Writer<'_>, after: i64) -> Result<(u
         )
         .db()?;
     }
-    let rows: Vec<(i64, bool)> =
-        w.tx.prepare_cached(
-            "SELECT id, typeof(parts_packed) = 'blob' AND length(parts_packed) > 0
-             FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2",
-        )
+    // (id, whether its parts are a frame that no longer decompresses), read in one pass.
+    let rows: Vec<(i64, bool)> = w
+        .tx
+        .prepare_cached("SELECT id, parts_packed FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2")
         .db()?
-        .query_map([after, SLICE], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_map([after, SLICE], |r| {
+            let parts = r.get_ref(1)?;
+            let damaged =
+                matches!(parts, ValueRef::Blob(b) if !b.is_empty()) && unpack(parts, "").is_err();
+            Ok((r.get(0)?, damaged))
+        })
         .db()?
         .collect::<rusqlite::Result<_>>()
         .db()?;
     if let Some(&(last, _)) = rows.last() {
-        for (id, framed) in rows {
-            if !framed {
-                continue;
-            }
-            let ok =
-                w.tx.prepare_cached("SELECT parts_packed FROM messages WHERE id = ?1")
-                    .db()?
-                    .query_row([id], |r| Ok(unpack(r.get_ref(0)?, "").is_ok()))
-                    .db()?;
-            if !ok {
-                w.tx.prepare_cached("INSERT INTO temp.damaged_parts (id) VALUES (?1)")
-                    .db()?
-                    .execute([id])
-                    .db()?;
-            }
+        for (id, _) in rows.iter().filter(|(_, damaged)| *damaged) {
+            w.tx.prepare_cached("INSERT INTO temp.damaged_parts (id) VALUES (?1)")
+                .db()?
+                .execute([id])
+                .db()?;
         }
         return Ok((0, Some(last)));
     }

@@ -170,6 +170,19 @@ impl Store {
     }
 }
 
+/// Whether `messages` has a column named `name` (a store's columns change name across
+/// migrations: `tools`, `parts`).
+///
+/// Errors: SQLite's.
+pub(super) fn has_message_column(c: &rusqlite::Connection, name: &str) -> Result<bool> {
+    c.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('messages') WHERE name = ?1",
+        [name],
+        |r| r.get(0),
+    )
+    .db()
+}
+
 /// Migration `to` (its SQL, `sql`) with the steps SQLite's SQL cannot take before or after it
 /// ([`rename_column`], [`rewrite_declarations`]); the events' backfill of migration 3 is the
 /// caller's.
@@ -193,14 +206,7 @@ fn run_migration(tx: &rusqlite::Connection, to: i64, sql: &str) -> Result<()> {
 /// before that still runs (an MCP server or an `import` started before the upgrade) then fails
 /// on the column instead of reading or writing a row in a form it does not know.
 fn rename_column(tx: &rusqlite::Connection, from: &str, to: &str) -> Result<()> {
-    let has_old: bool = tx
-        .query_row(
-            "SELECT count(*) > 0 FROM pragma_table_info('messages') WHERE name = ?1",
-            [from],
-            |r| r.get(0),
-        )
-        .db()?;
-    if has_old {
+    if has_message_column(tx, from)? {
         // Unquoted: SQLite writes the new name into the table's SQL as it is given here.
         tx.execute_batch(&format!(
             "ALTER TABLE messages RENAME COLUMN {from} TO {to}"

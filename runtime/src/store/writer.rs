@@ -523,15 +523,11 @@ impl Writer<'_> {
     pub fn backfill_events<E: Enrich>(&self, e: &E) -> Result<u64> {
         self.tx.execute("DELETE FROM events", []).db()?;
         // The migration to schema 3 runs this on a store whose column has its old name.
-        let renamed: bool = self
-            .tx
-            .query_row(
-                "SELECT count(*) > 0 FROM pragma_table_info('messages') WHERE name = 'parts_packed'",
-                [],
-                |r| r.get(0),
-            )
-            .db()?;
-        let column = if renamed { "parts_packed" } else { "parts" };
+        let column = if super::schema::has_message_column(self.tx, "parts_packed")? {
+            "parts_packed"
+        } else {
+            "parts"
+        };
         let mut stmt = self
             .tx
             .prepare(&format!(

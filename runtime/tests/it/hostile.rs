@@ -553,3 +553,28 @@ fn transcript_text_cannot_fake_a_highlight() {
     )
     .expect("the index agrees with its content");
 }
+
+/// A query past the term cap is refused by the store's search, not searched without its tail
+/// (an exclusion there would be dropped and its matches come back).
+#[test]
+fn a_query_past_the_term_cap_is_refused_by_the_search() {
+    use memtrail_runtime::query::{self, MAX_QUERY_TERMS, SearchFilter};
+    let mut e = env();
+    let p = e.transcript();
+    append(&p, &line(&user("u1", "the keepword and the beta word")));
+    ingest_file(&mut e.store, Agent::Claude, &p, None).unwrap();
+    let fillers: String = (0..MAX_QUERY_TERMS - 1)
+        .map(|i| format!(" -zz{i}"))
+        .collect();
+    let f = SearchFilter::default();
+    assert_eq!(
+        query::search(&e.store, &format!("keepword{fillers}"), &f)
+            .unwrap()
+            .len(),
+        1
+    );
+    match query::search(&e.store, &format!("keepword{fillers} -beta"), &f) {
+        Err(Error::Invalid(m)) => assert!(m.contains("more than 32 words"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
