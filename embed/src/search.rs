@@ -3,7 +3,7 @@
 
 use crate::model::Encoder;
 use crate::sidefile::Cols;
-use memtrail_runtime::query::{Hit, SearchFilter};
+use memtrail_runtime::query::{Hit, QueryItem, SearchFilter};
 use memtrail_runtime::read::ReadStore;
 use memtrail_runtime::store::{Store, VectorSet};
 use std::collections::HashMap;
@@ -309,24 +309,36 @@ fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
         .sum()
 }
 
-/// The query's vector, or [`memtrail_runtime::Error::Invalid`] when it holds no letter or
-/// digit (`???`: every message would be "nearest", as the full-text search refuses it too).
-fn query_vector(model: &dyn Encoder, query: &str) -> memtrail_runtime::Result<Vec<f32>> {
-    if !query.chars().any(char::is_alphanumeric) {
+/// The query's vector and the terms whose matches are left out
+/// ([`memtrail_runtime::query::meaning_query`]).
+///
+/// Errors: [`memtrail_runtime::Error::Invalid`] when the query holds no positive term with a
+/// letter or digit (`???`, `-draft`: every message would be "nearest", as the full-text
+/// search refuses it too), or more words than the full-text search reads
+/// ([`memtrail_runtime::query::refuse_over_term_cap`]: an exclusion past the cap would be
+/// dropped); the model's.
+fn query_vector(
+    model: &dyn Encoder,
+    query: &str,
+) -> memtrail_runtime::Result<(Vec<f32>, Vec<QueryItem>)> {
+    memtrail_runtime::query::refuse_over_term_cap(query)?;
+    let (text, excluded) = memtrail_runtime::query::meaning_query(query);
+    if !text.chars().any(char::is_alphanumeric) {
         return Err(memtrail_runtime::Error::Invalid(format!(
             "the query `{query}` holds no searchable word"
         )));
     }
-    model
-        .encode_query(query)
-        .map_err(memtrail_runtime::Error::Invalid)
+    let v = model
+        .encode_query(&text)
+        .map_err(memtrail_runtime::Error::Invalid)?;
+    Ok((v, excluded))
 }
 
 /// Search by meaning: the messages whose vectors are nearest the query's, filtered by `f`
-/// (candidates are taken 20 × `f.limit` deep before filtering, at least 200), best first.
+/// and without those matching a word the query excludes (`-word`, `NOT word`), best first
+/// (candidates are taken 20 × `f.limit` deep before filtering, at least 200).
 ///
-/// Errors: [`memtrail_runtime::Error::Invalid`] for a query with no letter or digit; an
-/// unknown session or machine in `f`; store errors.
+/// Errors: as [`query_vector`]; an unknown session or machine in `f`; store errors.
 pub fn semantic(
     store: &Store,
     model: &dyn Encoder,
@@ -334,10 +346,10 @@ pub fn semantic(
     query: &str,
     f: &SearchFilter,
 ) -> memtrail_runtime::Result<Vec<Hit>> {
-    let q = query_vector(model, query)?;
+    let (q, excluded) = query_vector(model, query)?;
     let depth = (f.limit.max(1) * 20).max(200);
     let ranked = index.nearest(&q, depth);
-    memtrail_runtime::store::hits_for_messages(store, &ranked, f)
+    memtrail_runtime::store::hits_for_messages(store, &ranked, &excluded, f)
 }
 
 /// A hit's identity across the two lists: the message it is a copy of ([`Hit::copy`]: the
@@ -424,18 +436,19 @@ fn fused(
 
 /// Search by meaning on a store that ranks its vectors itself (a PostgreSQL store with
 /// pgvector, [`ReadStore::nearest`]): the query encoded by `model`, the store's vectors of
-/// `model` (its id, `name@version/dim`) ranked by inner product, filtered by `f`.
+/// `model` (its id, `name@version/dim`) ranked by inner product, filtered by `f`, without
+/// the messages matching a word the query excludes.
 ///
-/// Errors: the model's; [`memtrail_runtime::Error::Invalid`] for a query with no letter or
-/// digit, or when the store holds no vectors table; the store's.
+/// Errors: as [`query_vector`]; [`memtrail_runtime::Error::Invalid`] when the store holds no
+/// vectors table; the store's.
 pub fn semantic_in(
     store: &dyn ReadStore,
     model: &dyn Encoder,
     query: &str,
     f: &SearchFilter,
 ) -> memtrail_runtime::Result<Vec<Hit>> {
-    let q = query_vector(model, query)?;
-    store.nearest(model.id(), &q, f)
+    let (q, excluded) = query_vector(model, query)?;
+    store.nearest(model.id(), &q, &excluded, f)
 }
 
 /// [`hybrid`] on a store that ranks its vectors itself: its full-text search and

@@ -864,7 +864,13 @@ impl ReadStore for PgReader {
             .get(0))
     }
 
-    fn nearest(&self, model: &str, query: &[f32], f: &SearchFilter) -> Result<Vec<Hit>> {
+    fn nearest(
+        &self,
+        model: &str,
+        query: &[f32],
+        excluded: &[QueryItem],
+        f: &SearchFilter,
+    ) -> Result<Vec<Hit>> {
         if !self.vectors {
             return Err(Error::Invalid(NO_PGVECTOR.into()));
         }
@@ -882,7 +888,16 @@ impl ReadStore for PgReader {
             return Ok(Vec::new());
         }
         let mut args: Vec<Param> = vec![text(literal)];
-        let filters = self.filter_clause(f, &mut args)?;
+        let mut filters = self.filter_clause(f, &mut args)?;
+        // An excluded word: the messages the full-text search would match with it are left
+        // out (the same tsquery, on the same column).
+        if let Some(q) = tsquery(excluded) {
+            args.push(text(q));
+            filters.push_str(&format!(
+                " AND NOT (m.tsv @@ ${}::text::tsquery)",
+                args.len()
+            ));
+        }
         // A message has up to 4 chunks: read enough of the nearest chunks for `limit`
         // messages, best chunk first (the first row of a message is its best).
         args.push(int8((limit * NEAREST_CHUNKS_PER_HIT) as i64));

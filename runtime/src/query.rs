@@ -295,7 +295,12 @@ fn parse(input: &str) -> (Option<Vec<QueryItem>>, bool) {
 /// CJK characters also matches as a substring, through the `cjk` column (one token per
 /// character). Returns `None` when the text holds no searchable word.
 pub fn fts_query(input: &str) -> Option<String> {
-    let parsed = parse_query(input)?;
+    Some(fts_render(parse_query(input)?))
+}
+
+/// The FTS5 query text of items as [`parse_query`] gives them ([`fts_query`]); an empty
+/// string for no item.
+pub fn fts_render(parsed: Vec<QueryItem>) -> String {
     let mut items: Vec<String> = Vec::with_capacity(parsed.len());
     for item in parsed {
         let QueryItem::Term {
@@ -347,7 +352,49 @@ pub fn fts_query(input: &str) -> Option<String> {
         }
         out.push_str(item);
     }
-    Some(out)
+    out
+}
+
+/// A query as a search by meaning reads it: the text to encode, and the terms whose matches
+/// are left out (each query's `-word` or `NOT word`, wherever it stands: a search by meaning
+/// has no alternatives), as items of [`parse_query`]'s shape: the terms positive, joined by
+/// [`QueryItem::Or`], empty when the query excludes nothing.
+///
+/// The text is `input` itself when it excludes nothing (the model reads the words as typed);
+/// else its positive terms in order, separated by spaces (the excluded words would pull the
+/// query's vector towards them). A query with no positive term gives an empty text.
+pub fn meaning_query(input: &str) -> (String, Vec<QueryItem>) {
+    let items = parse_query(input).unwrap_or_default();
+    let mut positive: Vec<&str> = Vec::new();
+    let mut excluded: Vec<QueryItem> = Vec::new();
+    for item in &items {
+        let QueryItem::Term {
+            text,
+            phrase,
+            prefix,
+            negated,
+        } = item
+        else {
+            continue;
+        };
+        if !*negated {
+            positive.push(text);
+            continue;
+        }
+        if !excluded.is_empty() {
+            excluded.push(QueryItem::Or);
+        }
+        excluded.push(QueryItem::Term {
+            text: text.clone(),
+            phrase: *phrase,
+            prefix: *prefix,
+            negated: false,
+        });
+    }
+    if excluded.is_empty() && !positive.is_empty() {
+        return (input.to_string(), excluded);
+    }
+    (positive.join(" "), excluded)
 }
 
 /// The runs of CJK characters ([`crate::store::is_cjk`]) in `text`, in order.
@@ -862,6 +909,30 @@ mod tests {
         assert_eq!(fts_query("hello NOT py").unwrap(), r#""hello" NOT "py""#);
         assert_eq!(fts_query("hello -py").unwrap(), r#""hello" NOT "py""#);
         assert_eq!(fts_query("-py"), None, "only a negative term");
+        // By meaning: the exclusions wherever they stand, as alternatives, and the positive
+        // words alone encoded; a query excluding nothing is encoded as typed.
+        let t = |text: &str, prefix: bool| QueryItem::Term {
+            text: text.into(),
+            phrase: false,
+            prefix,
+            negated: false,
+        };
+        assert_eq!(
+            meaning_query("login break? OR auth -draft NOT old*"),
+            (
+                "login break? auth".to_string(),
+                vec![t("draft", false), QueryItem::Or, t("old", true)]
+            )
+        );
+        assert_eq!(
+            meaning_query("why did  the login break?"),
+            ("why did  the login break?".to_string(), vec![])
+        );
+        assert_eq!(meaning_query("-draft"), (String::new(), vec![]));
+        assert_eq!(
+            fts_render(vec![t("draft", false), QueryItem::Or, t("old", true)]),
+            r#""draft" OR "old"*"#
+        );
         assert_eq!(fts_query("NOT hello world").unwrap(), r#""world""#);
         // A dash before a number is part of it (`ls -1`), not an exclusion.
         assert_eq!(fts_query("ls -1").unwrap(), r#""ls" "-1""#);

@@ -79,13 +79,21 @@ pub trait ReadStore {
 
     /// Search by meaning in the store itself: the messages whose vectors made by `model` are
     /// nearest `query` (the query's vector, `model`'s dimension, unit length), by inner
-    /// product (best chunk per message), that pass `f`'s filters; at most `f.limit` hits
+    /// product (best chunk per message), that pass `f`'s filters and do not match `excluded`
+    /// (items of [`crate::query::parse_query`]'s shape, matched as the full-text search
+    /// matches them; an empty list excludes nothing); at most `f.limit` hits
     /// (1 to 500), best first, `score` the inner product, snippets the message's first
     /// characters without highlights.
     ///
     /// Errors: [`crate::Error::Invalid`] where the store does not rank vectors (the SQLite store) or
     /// has none (a PostgreSQL server without pgvector); as [`ReadStore::search`].
-    fn nearest(&self, _model: &str, _query: &[f32], _f: &SearchFilter) -> Result<Vec<Hit>> {
+    fn nearest(
+        &self,
+        _model: &str,
+        _query: &[f32],
+        _excluded: &[crate::query::QueryItem],
+        _f: &SearchFilter,
+    ) -> Result<Vec<Hit>> {
         Err(crate::Error::Invalid(
             "this store does not search by meaning itself".into(),
         ))

@@ -168,6 +168,36 @@ fn import_embeds_the_new_messages_when_the_model_is_installed() {
     ]);
     assert_eq!(sem["hits"][0]["session_id"], "s1", "{sem}");
     assert_eq!(sem["hits"][0]["message_index"], 2, "{sem}");
+    // A word the query excludes leaves its messages out, by meaning and in hybrid: s1's
+    // message 2 holds "hidden", and the other three are what is left (s2's two messages are
+    // copies of s1's first two, shown once).
+    for mode in ["semantic", "hybrid"] {
+        let v = sb.json(&[
+            "search",
+            "--mode",
+            mode,
+            "directory listing -hidden",
+            "--json",
+        ]);
+        let mut got: Vec<i64> = crate::support::hit_positions(&v)
+            .into_iter()
+            .map(|(_, i)| i)
+            .collect();
+        got.sort();
+        assert_eq!(got, [0, 1, 3], "{mode}: {v}");
+    }
+    // A query whose only word is excluded is refused by meaning as the full-text search
+    // refuses it.
+    for mode in ["semantic", "hybrid", "lexical"] {
+        let out = sb
+            .cmd()
+            .args(["search", "--mode", mode, "--", "-hidden"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{mode}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("holds no searchable word"), "{mode}: {err}");
+    }
     // A query with no word is refused in every mode, as the full-text search refuses it
     // (by meaning, every message would be "nearest" to it).
     for mode in ["semantic", "hybrid", "lexical"] {

@@ -183,6 +183,22 @@ fn vectors_travel_with_sync_and_postgresql_searches_by_meaning() {
             assert_eq!(hits(&v)[0], ("s1".to_string(), 1), "{filter:?}: {v}");
         }
     }
+    // An excluded word leaves its messages out of a search by meaning (and of hybrid) on
+    // PostgreSQL as on SQLite: message 1 holds "VAT", message 0 "Postgres".
+    for (mode, q, gone) in [
+        ("semantic", "billing amount -vat", vec![1]),
+        ("hybrid", "billing amount NOT vat -postgres", vec![0, 1]),
+    ] {
+        let remote = on_pg(&["search", "--mode", mode, q]);
+        let local = sb.json(&["search", "--mode", mode, q, "--json"]);
+        let left: Vec<i64> = (0..4).filter(|i| !gone.contains(i)).collect();
+        // The messages left all score 0 by meaning (another axis): their order is a tie.
+        for v in [&remote, &local] {
+            let mut got: Vec<i64> = hits(v).into_iter().map(|h| h.1).collect();
+            got.sort();
+            assert_eq!(got, left, "{mode} {q}: {v}");
+        }
+    }
 
     // The MCP server on the PostgreSQL store, from the Python `mcp` client: mode hybrid and
     // semantic, and the default (hybrid: the database holds the installed model's vectors).

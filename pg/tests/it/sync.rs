@@ -758,7 +758,7 @@ fn a_models_vector_index_is_built_once_it_has_enough_vectors_and_searches_read_i
         ..Default::default()
     };
     let near = |q: [f32; 3]| -> Vec<String> {
-        memtrail_runtime::read::ReadStore::nearest(&reader, model, &q, &f)
+        memtrail_runtime::read::ReadStore::nearest(&reader, model, &q, &[], &f)
             .unwrap()
             .into_iter()
             .map(|h| h.message_id)

@@ -984,8 +984,9 @@ pub fn get_session(
 pub const SEMANTIC_SNIPPET_CHARS: usize = 160;
 
 /// The hits of messages ranked elsewhere (by vector similarity): `ranked` is (message row id,
-/// score), best first; rows that `f` filters out or that no longer exist are left out, a copy
-/// of a message already given (a forked session's: same agent, id, time and text, as
+/// score), best first; rows that `f` filters out, that match `excluded` (items of
+/// [`crate::query::parse_query`]'s shape, the full-text search's match: an empty list excludes
+/// nothing) or that no longer exist are left out, a copy of a message already given (a forked session's: same agent, id, time and text, as
 /// [`crate::query::best_distinct`] tells them) is left out, and at most `f.limit` hits are
 /// returned. The snippet is the start of the message's prose (of its
 /// tool text when it has none), [`SEMANTIC_SNIPPET_CHARS`] characters, without highlights.
@@ -994,6 +995,7 @@ pub const SEMANTIC_SNIPPET_CHARS: usize = 160;
 pub fn hits_for_messages(
     store: &Store,
     ranked: &[(i64, f64)],
+    excluded: &[crate::query::QueryItem],
     f: &SearchFilter,
 ) -> Result<Vec<Hit>> {
     let mut sql = String::from(
@@ -1006,6 +1008,13 @@ pub fn hits_for_messages(
     );
     let mut args: Vec<Sql> = Vec::new();
     filter_clause(store, f, &mut sql, &mut args)?;
+    if !excluded.is_empty() {
+        args.push(Sql::Text(crate::query::fts_render(excluded.to_vec())));
+        sql.push_str(
+            " AND NOT EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? \
+               AND messages_fts.rowid = m.id)",
+        );
+    }
     // The filter's arguments are numbered after the two fixed ones.
     let mut stmt = store.conn.prepare_cached(&sql).db()?;
     let mut hits = Vec::new();
