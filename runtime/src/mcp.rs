@@ -741,15 +741,25 @@ impl MemtrailMcp {
             .as_deref()
             .map(query::SearchMode::parse)
             .transpose()?;
-        let (mut hits, unindexed, mode) = match (asked, &self.meaning) {
+        // The default mode (hybrid where vectors exist) does not fail for its model: a model
+        // that cannot be read or an endpoint that does not answer leaves the search to BM25,
+        // and the result says so.
+        let mut meaning_failed: Option<String> = None;
+        let (mut hits, mut unindexed, mode) = match (asked, &self.meaning) {
             (Some(query::SearchMode::Lexical), _) => self.search_lexical(&a.query, &filter)?,
             (asked, meaning) => {
                 let mut guard = self.lock_opened()?;
                 match (guard.as_mut(), meaning) {
                     (Some(Backend::Local(s)), Some(m)) if asked.is_some() || m.ready(s) => {
                         let mode = asked.unwrap_or(query::SearchMode::Hybrid);
-                        let hits = m.search(s, &a.query, &filter, mode)?;
-                        (hits, s.unindexed(), mode)
+                        match m.search(s, &a.query, &filter, mode) {
+                            Ok(hits) => (hits, s.unindexed(), mode),
+                            Err(e) if asked.is_none() => {
+                                meaning_failed = Some(e);
+                                (Vec::new(), 0, query::SearchMode::Lexical)
+                            }
+                            Err(e) => return Err(e),
+                        }
                     }
                     (Some(Backend::Other(_)), Some(m)) => {
                         drop(guard);
@@ -758,6 +768,10 @@ impl MemtrailMcp {
                         match self.with_store(move |s| Ok(m.search_in(s, q, f, asked)))? {
                             Ok(Some((hits, mode))) => (hits, 0, mode),
                             Ok(None) => self.search_lexical(&a.query, &filter)?,
+                            Err(e) if asked.is_none() => {
+                                meaning_failed = Some(e);
+                                (Vec::new(), 0, query::SearchMode::Lexical)
+                            }
                             Err(e) => return Err(e),
                         }
                     }
@@ -774,11 +788,21 @@ impl MemtrailMcp {
                 }
             }
         };
+        if meaning_failed.is_some() {
+            (hits, unindexed, _) = self.search_lexical(&a.query, &filter)?;
+        }
         for h in &mut hits {
             h.snippet = highlight_markdown(&h.snippet);
         }
         let mut out =
             recalled(serde_json::json!({ "query": a.query, "mode": mode.as_str(), "hits": hits }));
+        if let Some(e) = meaning_failed {
+            out["meaning_note"] = format!(
+                "searched by keyword only: the search by meaning failed: {}",
+                crate::redact::redact(&e)
+            )
+            .into();
+        }
         if unindexed > 0 {
             out["unindexed_messages"] = unindexed.into();
             out["note"] = format!(

@@ -41,7 +41,19 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         role: a.role.map(|r| r.as_str().to_string()),
         limit: a.limit as usize,
     };
-    let (mut hits, unindexed) = match by_meaning(db, &q, &filter, a.mode)? {
+    // The default mode (hybrid where the store holds vectors) does not fail for its model: a
+    // model that cannot be read, or an endpoint that does not answer, leaves the search to
+    // BM25, with a note once it has succeeded (when it fails too, its error is the one told).
+    let mut meaning_failed = None;
+    let searched = match by_meaning(db, &q, &filter, a.mode) {
+        Ok(s) => s,
+        Err(e) if a.mode.is_none() => {
+            meaning_failed = Some(e);
+            Searched::Lexical(None)
+        }
+        Err(e) => return Err(e),
+    };
+    let (mut hits, unindexed) = match searched {
         Searched::Found(hits, unindexed) => (hits, unindexed),
         Searched::Lexical(opened) => {
             match opened.map_or_else(|| open_for_search(db), |s| Ok(Some(s)))? {
@@ -55,6 +67,15 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
             }
         }
     };
+    if let Some(e) = meaning_failed {
+        // As `main` shows an error: redacted, control characters as `�`.
+        eprintln!(
+            "note: searched by keyword only: the search by meaning failed: {}",
+            crate::output::terminal_safe(&memtrail_runtime::redact::redact(
+                &crate::output::error_chain(&e)
+            ))
+        );
+    }
     if unindexed > 0 {
         eprintln!(
             "note: {unindexed} new message{} not searched: not yet in the search index (the store is busy); search again in a moment",

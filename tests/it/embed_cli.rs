@@ -216,6 +216,58 @@ fn import_embeds_the_new_messages_when_the_model_is_installed() {
 }
 
 #[test]
+fn a_broken_model_leaves_the_default_search_to_keywords_and_fails_an_asked_mode() {
+    let sb = Sandbox::new();
+    install_tiny_model(&sb);
+    write_session(&sb, "s1", &TOPICS);
+    sb.json(&["import", "--json"]);
+    // The model's vectors file cut short after the store was embedded with it.
+    let dir = sb
+        .home
+        .join(".local/share/memtrail/models/minilm-l6-static");
+    std::fs::write(dir.join("vectors.f32"), [0u8; 7]).unwrap();
+    // The default (hybrid: the store holds the model's vectors) finds by keyword, and says
+    // why on stderr.
+    let out = sb
+        .cmd()
+        .args(["search", "invoice", "--json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        crate::support::hit_positions(&v),
+        [("s1".to_string(), 1)],
+        "{v}"
+    );
+    assert!(
+        err.starts_with("note: searched by keyword only: the search by meaning failed: ")
+            && err.contains("vectors.f32"),
+        "{err}"
+    );
+    // Asked for, a search by meaning fails with the model's error.
+    for mode in ["semantic", "hybrid"] {
+        let out = sb
+            .cmd()
+            .args(["search", "--mode", mode, "invoice"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{mode}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("vectors.f32"), "{mode}: {e}");
+    }
+    // A query the keyword search refuses too gives its error alone, not the note.
+    let out = sb.cmd().args(["search", "???"]).output().unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("holds no searchable word") && !e.contains("note:"),
+        "{e}"
+    );
+}
+
+#[test]
 fn the_mcp_server_searches_by_meaning_and_embeds_while_idle() {
     let Some(python) = crate::common::mcp_python_or_skip() else {
         return;
@@ -461,6 +513,64 @@ fn an_openai_compatible_endpoint_embeds_and_searches() {
         "{err}"
     );
     assert!(!err.contains(key), "{err}");
+    // The default mode (hybrid: the store holds the endpoint's vectors) is not failed by the
+    // endpoint: it searches by keyword and says why, on stderr and in the MCP result.
+    let (ok, out, err) = run(&["search", "invoice OR explode", "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        crate::support::hit_positions(&v),
+        [("s1".to_string(), 1)],
+        "{v}"
+    );
+    assert!(
+        err.starts_with("note: searched by keyword only: the search by meaning failed: ")
+            && err.contains("HTTP 500: model not loaded")
+            && !err.contains(key),
+        "{err}"
+    );
+    if let Some(python) = crate::common::mcp_python_or_skip() {
+        let calls = json!([
+            ["search", {"query": "invoice OR explode"}],
+            ["search", {"query": "invoice OR explode", "mode": "hybrid"}],
+            ["search", {"query": "billing amount"}],
+        ])
+        .to_string();
+        let base = sb.cmd();
+        let out = std::process::Command::new(&python)
+            .env_clear()
+            .envs(base.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+            .env("FAKE_EMBED_KEY", key)
+            .arg(crate::common::repo_root().join("tests/e2e/mcp_client.py"))
+            .arg(crate::common::memtrail_bin())
+            .args(["--calls", &calls])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let c = v["calls"].as_array().unwrap();
+        let fell = &c[0]["result"];
+        assert_eq!(fell["mode"], "lexical", "{v:#}");
+        assert_eq!(fell["hits"][0]["message_index"], 1, "{v:#}");
+        assert!(
+            fell["meaning_note"]
+                .as_str()
+                .unwrap()
+                .contains("the search by meaning failed: ")
+                && !v.to_string().contains(key),
+            "{v:#}"
+        );
+        // Asked for, hybrid fails with the endpoint's error; a query the endpoint answers is
+        // ranked by meaning as before, with no note.
+        assert_eq!(c[1]["is_error"], true, "{v:#}");
+        assert!(
+            c[1]["text"].as_str().unwrap().contains("model not loaded"),
+            "{v:#}"
+        );
+        assert_eq!(c[2]["result"]["mode"], "hybrid", "{v:#}");
+        assert_eq!(c[2]["result"]["hits"][0]["message_index"], 1, "{v:#}");
+        assert!(c[2]["result"].get("meaning_note").is_none(), "{v:#}");
+    }
     // A missing key variable is named.
     let out = sb
         .cmd()
