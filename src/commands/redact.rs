@@ -19,12 +19,13 @@ pub fn redact_rescan(db: &StoreLocation, json: bool) -> Result<ExitCode> {
         out!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         out!(
-            "rescanned {}: {} changed, {} session titles changed, {} snapshots changed, {} reader states changed",
+            "rescanned {}: {} changed, {} session titles changed, {} snapshots changed, {} reader states changed, {} hook errors changed",
             plural(r.messages, "message", "messages"),
             r.messages_changed,
             r.titles_changed,
             r.snapshots_changed,
-            r.reader_states_changed
+            r.reader_states_changed,
+            r.hook_errors_changed
         );
     }
     Ok(ExitCode::SUCCESS)

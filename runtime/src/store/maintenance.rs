@@ -467,12 +467,14 @@ pub struct Rescanned {
     /// Transcript cursors whose reader state (content a reader holds between ingests, e.g. a
     /// VS Code tool result that came before its request) changed.
     pub reader_states_changed: u64,
+    /// Errors of the last hook runs (`status` shows them) that changed.
+    pub hook_errors_changed: u64,
 }
 
 /// Apply the redaction rules of `e` (secrets and `<private>` spans, [`Enrich`]) to everything
 /// stored: every message's parts (text, thinking, tool inputs and outputs), its search columns
 /// (rebuilt by the `UPDATE` trigger), its events (extracted again by `e`), every session title,
-/// saved snapshot and transcript cursor's reader state. Runs in transactions of
+/// saved snapshot, transcript cursor's reader state and hook run's error. Runs in transactions of
 /// [`RESCAN_BATCH`] messages; idempotent (a second run changes nothing). `progress` is called
 /// after each batch with the messages read so far.
 pub fn rescan<E: Enrich>(
@@ -648,7 +650,35 @@ pub fn rescan<E: Enrich>(
         }
         Ok(n)
     })?;
-    if out.messages_changed + out.titles_changed + out.snapshots_changed + out.reader_states_changed
+    out.hook_errors_changed = store.write(|w| {
+        let errors: Vec<(String, String, String)> = {
+            let mut stmt =
+                w.tx.prepare("SELECT agent, event, error FROM hook_runs WHERE error IS NOT NULL")
+                    .db()?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .db()?
+                .collect::<rusqlite::Result<_>>()
+                .db()?
+        };
+        let mut n = 0u64;
+        for (agent, event, error) in errors {
+            let new = e.redact(&error);
+            if new != error.as_str() {
+                w.tx.execute(
+                    "UPDATE hook_runs SET error = ?3 WHERE agent = ?1 AND event = ?2",
+                    params![agent, event, new.as_ref()],
+                )
+                .db()?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    })?;
+    if out.messages_changed
+        + out.titles_changed
+        + out.snapshots_changed
+        + out.reader_states_changed
+        + out.hook_errors_changed
         > 0
     {
         scrub(store)?;

@@ -638,6 +638,15 @@ fn rescan_redacts_what_was_stored_before() {
         )
         .unwrap();
     }
+    {
+        // A hook error stored raw by an older memtrail (it quoted the line it failed on).
+        let c = crate::support::open_raw(&db).unwrap();
+        c.execute(
+            "INSERT INTO hook_runs (agent, event, at, duration_us, error) VALUES ('claude', 'Stop', 1, 5, ?1)",
+            [format!("bad line: {{\"k\": \"{stripe}\"")],
+        )
+        .unwrap();
+    }
     assert_eq!(search(&store, "okapimoon"), 1);
     let mut seen = Vec::new();
     let r = maintenance::rescan(&mut store, &mut |n| seen.push(n)).unwrap();
@@ -647,9 +656,10 @@ fn rescan_redacts_what_was_stored_before() {
             r.messages_changed,
             r.titles_changed,
             r.snapshots_changed,
-            r.reader_states_changed
+            r.reader_states_changed,
+            r.hook_errors_changed
         ),
-        (3, 2, 1, 1, 1)
+        (3, 2, 1, 1, 1, 1)
     );
     assert_eq!(seen, vec![3]);
     let c = crate::support::open_raw(&db).unwrap();
@@ -657,6 +667,10 @@ fn rescan_redacts_what_was_stored_before() {
         .query_row("SELECT title FROM sessions", [], |r| Ok((r.get(0)?,)))
         .unwrap();
     assert_eq!(title, "use [redacted:github_token] now");
+    let error: String = c
+        .query_row("SELECT error FROM hook_runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(error, "bad line: {\"k\": \"[redacted:stripe_key]\"");
     let body: String = c
         .query_row("SELECT body FROM messages WHERE ext_id = 'm0'", [], |r| {
             r.get(0)
@@ -721,9 +735,10 @@ fn rescan_redacts_what_was_stored_before() {
             again.messages_changed,
             again.titles_changed,
             again.snapshots_changed,
-            again.reader_states_changed
+            again.reader_states_changed,
+            again.hook_errors_changed
         ),
-        (3, 0, 0, 0, 0)
+        (3, 0, 0, 0, 0, 0)
     );
 }
 
