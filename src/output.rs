@@ -19,10 +19,28 @@ pub fn color() -> bool {
     COLOR.get().copied().unwrap_or(ColorChoice::Auto).enabled()
 }
 
-/// `s` with every control character (C0, DEL, C1: escape sequences, carriage returns,
-/// backspaces) except newline and tab replaced by `�`; borrowed when there is none.
+/// Whether `c` may not reach a terminal as it is: a control character (C0, DEL, C1: escape
+/// sequences, carriage returns, backspaces), or one that reorders text ([`is_bidi_control`]).
+pub fn unsafe_on_terminal(c: char) -> bool {
+    c.is_control() || is_bidi_control(c)
+}
+
+/// True for the Unicode characters that reorder text on screen (bidirectional embeddings,
+/// overrides and isolates, and the implicit marks): text could otherwise be shown in an order
+/// other than the one it is stored in, a command reading as another ("Trojan Source").
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
+/// `s` with every character [`unsafe_on_terminal`] except newline and tab replaced by `�`;
+/// borrowed when there is none.
 pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+    if s.chars()
+        .any(|c| unsafe_on_terminal(c) && c != '\n' && c != '\t')
+    {
         std::borrow::Cow::Owned(printable(s, &['\n', '\t']))
     } else {
         std::borrow::Cow::Borrowed(s)
@@ -46,12 +64,13 @@ impl<W: std::io::Write> std::io::Write for TerminalSafe<W> {
     }
 }
 
-/// Transcript text made safe to print on a terminal: control characters (escape sequences a
-/// transcript may hold, carriage returns, …) become `�`; `keep` (highlight markers) stays.
+/// Transcript text made safe to print on a terminal: the characters [`unsafe_on_terminal`]
+/// (escape sequences a transcript may hold, carriage returns, bidirectional overrides, …)
+/// become `�`; `keep` (highlight markers) stays.
 pub fn printable(s: &str, keep: &[char]) -> String {
     s.chars()
         .map(|c| {
-            if c.is_control() && !keep.contains(&c) {
+            if unsafe_on_terminal(c) && !keep.contains(&c) {
                 '\u{fffd}'
             } else {
                 c
@@ -235,17 +254,19 @@ mod tests {
     use super::*;
 
     /// What an exported HTML or JSON page would pass on to a terminal: ESC (C0), DEL and CSI
-    /// (C1, U+009B) from a transcript become `�`; newlines and tabs stay.
+    /// (C1, U+009B) from a transcript become `�`, and so do a right-to-left override (U+202E)
+    /// and its isolate's end (U+2069); newlines and tabs stay.
     #[test]
     fn terminal_safe_writer_makes_control_characters_visible() {
         use std::io::Write;
         let mut w = TerminalSafe(Vec::new());
-        w.write_all("<p>a\u{1b}[31mred\u{7f}\u{9b}2J</p>\n\tb".as_bytes())
+        w.write_all("<p>a\u{1b}[31mred\u{7f}\u{9b}2J \u{202e}mr -rf\u{2069}</p>\n\tb".as_bytes())
             .unwrap();
         assert_eq!(
             String::from_utf8(w.0).unwrap(),
-            "<p>a\u{fffd}[31mred\u{fffd}\u{fffd}2J</p>\n\tb"
+            "<p>a\u{fffd}[31mred\u{fffd}\u{fffd}2J \u{fffd}mr -rf\u{fffd}</p>\n\tb"
         );
+        assert_eq!(printable("a\u{200f}b\u{1}", &['\u{1}']), "a\u{fffd}b\u{1}");
     }
 
     #[test]

@@ -11,15 +11,7 @@ const MAX_SEQUENCE: usize = 512;
 /// Spaces a tab becomes.
 const TAB: &str = "    ";
 
-/// True for the Unicode characters that reorder text on screen (bidirectional embeddings,
-/// overrides and isolates, and the implicit marks): text could otherwise be shown in an order
-/// other than the one it is stored in ("Trojan Source").
-pub fn is_bidi_control(c: char) -> bool {
-    matches!(
-        c,
-        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-    )
-}
+pub use crate::output::is_bidi_control;
 
 /// `s` safe to draw, newlines kept: each escape sequence (ESC or C1 CSI/OSC/DCS/APC/PM/SOS
 /// with its parameters, up to its final byte or terminator) becomes one `�`, every other
