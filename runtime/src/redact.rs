@@ -532,6 +532,25 @@ const RULES: &[RuleDef] = &[
         &["curl", "docker", "redis-cli", "ldap", "smbclient"],
         Shape::Any,
     ),
+    // An API token given to curl as the user, with an empty password (`curl -u TOKEN:`, as
+    // Stripe's, Mailchimp's and other APIs document): 16 characters or more, so that a user
+    // name that prompts for its password (`curl -u admin:`) stays.
+    def(
+        "cli_secret",
+        r#"(?-u:\b)curl(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))["']?(?P<s>[A-Za-z0-9_.+/=-]{16,}):(?:["'\s]|$)"#,
+        Check::Placeholder,
+        &["curl"],
+        Shape::Any,
+    ),
+    // `htpasswd -b [-c] FILE USER PASSWORD` and `htpasswd -nb USER PASSWORD` (the password
+    // on the command line, `-b`): the command's last word.
+    def(
+        "cli_secret",
+        r#"(?m-u:\b)htpasswd(?:[ \t]+-[A-Za-z0-9]+(?:[ \t]+[0-9]+)?)*?[ \t]+-[A-Za-z0-9]*b[A-Za-z0-9]*(?:[ \t]+-[A-Za-z0-9]+(?:[ \t]+[0-9]+)?)*(?:[ \t]+[^-\s|;&][^\s|;&]*){1,2}[ \t]+(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&]+)[ \t]*(?:[|;&\r\n]|$)"#,
+        Check::Placeholder,
+        &["htpasswd"],
+        Shape::Any,
+    ),
     def(
         "netrc_password",
         r"machine[ \t]+\S+(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+(?P<s>\S+)",
@@ -1901,6 +1920,8 @@ mod tests {
             "redis-cli -a ",
             "ldapsearch -w ",
             "smbclient -U me%",
+            "htpasswd -nb ",
+            "a1b2c3d4e5f6a7b8c9d0:",
             " -b ",
             "machine",
             "\"auth\"",

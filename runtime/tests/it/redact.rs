@@ -889,6 +889,20 @@ fn context_rules_exact() {
             "ldapsearch -x -D cn=admin -w [redacted:cli_secret]; smbclient //h/s -U bob%[redacted:cli_secret]",
         ),
         (
+            // A token as curl's user, with no password; a user name that prompts for one stays.
+            "curl -u sk_test_4eC39HqLyjWDarjtT1zdp7dc: https://api.stripe.com/v1/charges && curl --user 'a1b2c3d4e5f6a7b8c9d0:' u && curl -u admin: u",
+            "curl -u [redacted:cli_secret]: https://api.stripe.com/v1/charges && curl --user '[redacted:cli_secret]:' u && curl -u admin: u",
+        ),
+        (
+            "htpasswd -cb /etc/nginx/.htpasswd alice Wonder1and && htpasswd -nbB bob 'Pa ss2'\nhtpasswd -B -C 12 -b f carol Carol3pw",
+            "htpasswd -cb /etc/nginx/.htpasswd alice [redacted:cli_secret] && htpasswd -nbB bob [redacted:cli_secret]\nhtpasswd -B -C 12 -b f carol [redacted:cli_secret]",
+        ),
+        (
+            // Without -b, htpasswd prompts: nothing on the line is a password.
+            "htpasswd -c /etc/nginx/.htpasswd alice && htpasswd is installed, run it -b later",
+            "htpasswd -c /etc/nginx/.htpasswd alice && htpasswd is installed, run it -b later",
+        ),
+        (
             // No password, or a variable: nothing to redact.
             "curl -u admin https://h && curl -u \"$USER:$TOKEN\" u && curl --user-agent 'a:b' u && docker login --password-stdin",
             "curl -u admin https://h && curl -u \"$USER:$TOKEN\" u && curl --user-agent 'a:b' u && docker login --password-stdin",
