@@ -160,7 +160,9 @@ pub struct StoredEvent {
 mod correlate;
 /// What the running state of a snapshot ([`crate::snapshot`]) shares with [`correlate`].
 pub(crate) mod correlate_keys {
-    pub(crate) use super::correlate::{OwnedErrKey, err_key, event_keys, resolves, retry_key};
+    pub(crate) use super::correlate::{
+        ErrKey, err_key, err_key_of, event_keys, resolves, retry_key,
+    };
 }
 mod extract;
 
@@ -216,13 +218,17 @@ pub fn same_path(a: &str, b: &str) -> bool {
 
 /// The target of an `error` event: its subject without the leading `<tool>: `.
 pub fn error_target(e: &Event) -> &str {
-    match &e.tool {
-        Some(t) => e
-            .subject
-            .strip_prefix(t.as_str())
+    target_of(e.tool.as_deref(), &e.subject)
+}
+
+/// [`error_target`] of an error of tool `tool` with subject `subject`.
+pub fn target_of<'a>(tool: Option<&str>, subject: &'a str) -> &'a str {
+    match tool {
+        Some(t) => subject
+            .strip_prefix(t)
             .and_then(|r| r.strip_prefix(": "))
-            .unwrap_or(&e.subject),
-        None => &e.subject,
+            .unwrap_or(subject),
+        None => subject,
     }
 }
 

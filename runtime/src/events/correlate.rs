@@ -23,9 +23,10 @@ pub(crate) fn same_path(a: &str, b: &str) -> bool {
     !short.is_empty() && long.ends_with(short) && long[..long.len() - short.len()].ends_with('/')
 }
 
-/// Does `e` (an event of a call without error) show that `err`'s call now succeeds?
-pub(crate) fn resolves(err: &Event, target: &str, e: &Event) -> bool {
-    let err_tool = err.tool.as_deref().unwrap_or("");
+/// Does `e` (an event of a call without error) show that the call of an error of tool
+/// `err_tool`, on `target` ([`error_target`]), now succeeds?
+pub(crate) fn resolves(err_tool: Option<&str>, target: &str, e: &Event) -> bool {
+    let err_tool = err_tool.unwrap_or("");
     match err_tool {
         "shell" => e.category == Category::Command && e.action == "ok" && e.subject == target,
         "read" => e.category == Category::File && same_path(&e.subject, target),
@@ -60,31 +61,18 @@ pub(crate) enum ErrKey<'a> {
     Tool(&'a str, &'a str),
 }
 
-/// [`ErrKey`] owning its strings (the running state of a snapshot keeps its pending errors).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum OwnedErrKey {
-    Shell(String),
-    Path(String),
-    Tool(String, String),
-}
-
-impl ErrKey<'_> {
-    pub(crate) fn owned(&self) -> OwnedErrKey {
-        match *self {
-            ErrKey::Shell(a) => OwnedErrKey::Shell(a.to_string()),
-            ErrKey::Path(a) => OwnedErrKey::Path(a.to_string()),
-            ErrKey::Tool(a, b) => OwnedErrKey::Tool(a.to_string(), b.to_string()),
-        }
-    }
-}
-
 fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
 pub(crate) fn err_key(err: &Event) -> ErrKey<'_> {
-    let target = error_target(err);
-    match err.tool.as_deref().unwrap_or("") {
+    err_key_of(err.tool.as_deref(), &err.subject)
+}
+
+/// [`err_key`] of an error of tool `tool` with subject `subject`.
+pub(crate) fn err_key_of<'a>(tool: Option<&'a str>, subject: &'a str) -> ErrKey<'a> {
+    let target = crate::events::target_of(tool, subject);
+    match tool.unwrap_or("") {
         "shell" => ErrKey::Shell(target),
         "read" | "edit" | "write" => ErrKey::Path(file_name(target)),
         tool => ErrKey::Tool(tool, target),
@@ -162,7 +150,7 @@ pub(super) fn correlate(events: &[StoredEvent]) -> Vec<StoredEvent> {
                         bucket.retain(|&i| alive[i]);
                         matched.extend(bucket.iter().copied().filter(|&i| {
                             let err = &pending[i].event;
-                            resolves(err, error_target(err), e)
+                            resolves(err.tool.as_deref(), error_target(err), e)
                         }));
                     }
                 }
@@ -272,7 +260,7 @@ mod tests {
                     }
                     let mut seen: HashSet<&str> = HashSet::new();
                     pending.retain(|err| {
-                        if !resolves(&err.event, error_target(&err.event), e) {
+                        if !resolves(err.event.tool.as_deref(), error_target(&err.event), e) {
                             return true;
                         }
                         if seen.insert(err.event.subject.as_str()) {
