@@ -546,6 +546,25 @@ fn transcript_text_cannot_fake_a_highlight() {
             .len(),
         1
     );
+    // The snippet of a hit ranked by meaning (the message's first characters) too; and an
+    // excluded word leaves the message out there.
+    let rowid: i64 = crate::support::open_raw(&e.db)
+        .unwrap()
+        .query_row("SELECT id FROM messages", [], |r| r.get(0))
+        .unwrap();
+    let f = SearchFilter::default();
+    let by_meaning =
+        memtrail_runtime::store::hits_for_messages(&e.store, &[(rowid, 0.9)], &[], &f).unwrap();
+    assert_eq!(
+        by_meaning[0].snippet,
+        "\u{FFFD}FAKEHIT\u{FFFD} and the real otterword\u{FFFD}"
+    );
+    let excluded = query::meaning_query("river -otterword").1;
+    assert_eq!(
+        memtrail_runtime::store::hits_for_messages(&e.store, &[(rowid, 0.9)], &excluded, &f)
+            .unwrap(),
+        []
+    );
     let c = crate::support::open_raw(&e.db).unwrap();
     c.execute(
         "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
