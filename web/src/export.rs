@@ -75,12 +75,16 @@ pub fn page(v: &SessionView) -> (String, String) {
     let (start, end) = page
         .split_once(MESSAGES_HERE)
         .expect("the page holds its marker");
-    (start.to_string(), format!("{end}\n"))
+    (
+        crate::security::bidi_visible(start).into_owned(),
+        format!("{end}\n"),
+    )
 }
 
-/// A page of messages as the web page's session page shows them.
+/// A page of messages as the web page's session page shows them (bidirectional overrides as
+/// U+FFFD, as the server shows them: [`crate::security::bidi_visible`]).
 pub fn messages(ms: &[MessageView]) -> String {
-    pages::messages(ms, None).into_string()
+    crate::security::bidi_visible(&pages::messages(ms, None).into_string()).into_owned()
 }
 
 #[cfg(test)]

@@ -615,9 +615,9 @@ async fn live_messages(
                 };
                 let next = last.index + 1;
                 // A CR would end an event line: as a character reference it stays in the text.
-                let html = pages::messages(&v.messages, None)
-                    .into_string()
-                    .replace('\r', "&#13;");
+                let html =
+                    security::bidi_visible(&pages::messages(&v.messages, None).into_string())
+                        .replace('\r', "&#13;");
                 let ev = Event::default()
                     .event("messages")
                     .id(next.to_string())

@@ -193,7 +193,7 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
     } else if req.method() == Method::POST {
         check_post(access, req, next).await
     } else if req.method() == Method::GET || req.method() == Method::HEAD {
-        next.run(req).await
+        bidi_shown(next.run(req).await).await
     } else {
         refuse(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
     };
@@ -230,6 +230,52 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
     }
     app.mark_activity();
     resp
+}
+
+/// Whether `c` is a bidirectional embedding, override or isolate (U+202A–U+202E,
+/// U+2066–U+2069): a browser obeys them, so that transcript text holding one is shown in
+/// another order than it is (a command reading as another: "Trojan Source").
+pub fn is_bidi_override(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `html` with every [`is_bidi_override`] character shown as U+FFFD (memtrail's own templates
+/// hold none: each one comes from transcript text); borrowed when there is none. Each is 3
+/// bytes in UTF-8, as U+FFFD is: the length does not change.
+pub fn bidi_visible(html: &str) -> std::borrow::Cow<'_, str> {
+    if html.chars().any(is_bidi_override) {
+        html.chars()
+            .map(|c| if is_bidi_override(c) { '\u{fffd}' } else { c })
+            .collect::<String>()
+            .into()
+    } else {
+        html.into()
+    }
+}
+
+/// An HTML page ([`header::CONTENT_TYPE`] `text/html`) through [`bidi_visible`]; any other
+/// answer (assets, the live stream, which does it itself) as it is.
+async fn bidi_shown(resp: Response) -> Response {
+    let html = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/html"));
+    if !html {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the page could not be read",
+        );
+    };
+    let body = match std::str::from_utf8(&bytes).map(bidi_visible) {
+        Ok(std::borrow::Cow::Owned(s)) => Body::from(s),
+        _ => Body::from(bytes),
+    };
+    Response::from_parts(parts, body)
 }
 
 /// A POST: same origin, then the form's `csrf` field checked before the handler reads it.

@@ -438,6 +438,47 @@ async fn hostile_transcript_text_is_shown_as_text() {
     }
 }
 
+/// A bidirectional override in transcript text (U+202E: what follows is shown right to left,
+/// so `exe.txt` reads `txt.exe`) is shown as U+FFFD on every page, the search's hits and the
+/// session's messages alike; the stored text keeps it.
+#[tokio::test]
+async fn a_bidirectional_override_is_shown_not_obeyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = seeded(dir.path());
+    let sid = "5b1e2c3d-bidi-4e5f-8a9b-0c1d2e3f4a5b";
+    let t = dir.path().join(format!("{sid}.jsonl"));
+    let line = serde_json::json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external",
+        "cwd": "/home/user/app", "sessionId": sid, "version": "2.1.49", "type": "user",
+        "message": {"role": "user", "content": "run bidiword attach\u{202e}exe.txt\u{2066}x\u{2069} now"},
+        "uuid": "21111111-0000-4000-8000-000000000001", "timestamp": "2026-03-04T10:00:00.000Z"
+    });
+    std::fs::write(&t, format!("{line}\n")).unwrap();
+    let mut store = Store::open(StoreLocation::Sqlite(db.clone())).unwrap();
+    memtrail_runtime::ingest::ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    let (app, _) = app(&db, None);
+    for path in [
+        "/search?q=bidiword".to_string(),
+        format!("/session?id={sid}&agent=claude"),
+        "/sessions".to_string(),
+    ] {
+        let p = get(&app, &path).await;
+        assert_eq!(p.status, StatusCode::OK, "{path}");
+        assert!(
+            !p.body.contains(['\u{202e}', '\u{2066}', '\u{2069}']),
+            "{path} holds an override"
+        );
+        if !path.starts_with("/sessions") {
+            assert!(
+                p.body
+                    .contains("attach\u{fffd}exe.txt\u{fffd}x\u{fffd} now"),
+                "{path}: {}",
+                p.body
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_hit_links_to_its_message_on_its_page() {
     let dir = tempfile::tempdir().unwrap();
