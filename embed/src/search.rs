@@ -312,17 +312,15 @@ fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
 /// The query's vector and the terms whose matches are left out
 /// ([`memtrail_runtime::query::meaning_query`]).
 ///
-/// Errors: [`memtrail_runtime::Error::Invalid`] when the query holds no positive term with a
-/// letter or digit (`???`, `-draft`: every message would be "nearest", as the full-text
-/// search refuses it too), or more words than the full-text search reads
-/// ([`memtrail_runtime::query::refuse_over_term_cap`]: an exclusion past the cap would be
-/// dropped); the model's.
+/// Errors: [`memtrail_runtime::Error::Invalid`] when the query holds no word with a letter or
+/// digit but its exclusions (`???`, `-draft`: every message would be "nearest", as the
+/// full-text search refuses it too), or too many exclusions
+/// ([`memtrail_runtime::query::meaning_query`]); the model's.
 fn query_vector(
     model: &dyn Encoder,
     query: &str,
 ) -> memtrail_runtime::Result<(Vec<f32>, Vec<QueryItem>)> {
-    memtrail_runtime::query::refuse_over_term_cap(query)?;
-    let (text, excluded) = memtrail_runtime::query::meaning_query(query);
+    let (text, excluded) = memtrail_runtime::query::meaning_query(query)?;
     if !text.chars().any(char::is_alphanumeric) {
         return Err(memtrail_runtime::Error::Invalid(format!(
             "the query `{query}` holds no searchable word"
@@ -347,6 +345,12 @@ pub fn semantic(
     f: &SearchFilter,
 ) -> memtrail_runtime::Result<Vec<Hit>> {
     let (q, excluded) = query_vector(model, query)?;
+    if !excluded.is_empty() {
+        // The exclusions are checked in the full-text index: the messages the hooks queued
+        // go in first (as the full-text search does; a queued one left by a busy store is
+        // left out of the hits, hits_for_messages).
+        let _ = store.catch_up_for_search();
+    }
     let depth = (f.limit.max(1) * 20).max(200);
     let ranked = index.nearest(&q, depth);
     memtrail_runtime::store::hits_for_messages(store, &ranked, &excluded, f)

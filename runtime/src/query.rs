@@ -356,45 +356,103 @@ pub fn fts_render(parsed: Vec<QueryItem>) -> String {
 }
 
 /// A query as a search by meaning reads it: the text to encode, and the terms whose matches
-/// are left out (each query's `-word` or `NOT word`, wherever it stands: a search by meaning
-/// has no alternatives), as items of [`parse_query`]'s shape: the terms positive, joined by
-/// [`QueryItem::Or`], empty when the query excludes nothing.
+/// are left out, as items of [`parse_query`]'s shape (the terms positive, joined by
+/// [`QueryItem::Or`]; empty when the query excludes nothing).
 ///
-/// The text is `input` itself when it excludes nothing (the model reads the words as typed);
-/// else its positive terms in order, separated by spaces (the excluded words would pull the
-/// query's vector towards them). A query with no positive term gives an empty text.
-pub fn meaning_query(input: &str) -> (String, Vec<QueryItem>) {
-    let items = parse_query(input).unwrap_or_default();
-    let mut positive: Vec<&str> = Vec::new();
+/// An exclusion is `-word`, `-"a phrase"`, `NOT word` or `NOT "a phrase"` (a trailing `*`
+/// makes a prefix), wherever it stands: a search by meaning has no alternatives, and reads no
+/// word cap (a long question is encoded whole; `-1` stays a number). The text is `input`
+/// itself when it excludes nothing; else `input` without its exclusions (they would pull the
+/// query's vector towards what it excludes). A repeated exclusion counts once.
+///
+/// Errors: [`crate::Error::Invalid`] for more than [`MAX_QUERY_TERMS`] distinct exclusions
+/// (each is checked against every hit).
+pub fn meaning_query(input: &str) -> crate::Result<(String, Vec<QueryItem>)> {
+    let clean: String = input
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut kept: Vec<&str> = Vec::new();
     let mut excluded: Vec<QueryItem> = Vec::new();
-    for item in &items {
-        let QueryItem::Term {
-            text,
-            phrase,
-            prefix,
-            negated,
-        } = item
-        else {
-            continue;
+    let mut seen: Vec<(String, bool, bool)> = Vec::new();
+    let mut not = false;
+    let mut rest = clean.as_str();
+    loop {
+        rest = rest.trim_start();
+        if rest.is_empty() {
+            break;
+        }
+        // One token: a `"quoted phrase"` (to its closing quote, or the end) with a `-` before
+        // it or not, or a run of other characters up to a space or a quote.
+        let dash = rest.starts_with("-\"");
+        let body = if dash { &rest[1..] } else { rest };
+        let (token, phrase, len) = if let Some(q) = body.strip_prefix('"') {
+            let end = q.find('"').unwrap_or(q.len());
+            let mut n = 1 + end + usize::from(end < q.len());
+            if body[n..].starts_with('*') {
+                n += 1;
+            }
+            (&body[..n], true, n + usize::from(dash))
+        } else {
+            let end = rest
+                .find(|c: char| c.is_whitespace() || c == '"')
+                .unwrap_or(rest.len());
+            (&rest[..end], false, end)
         };
-        if !*negated {
-            positive.push(text);
+        let whole = &rest[..len];
+        rest = &rest[len..];
+        if !phrase && token == "NOT" {
+            not = true;
             continue;
         }
+        let negated = not
+            || dash
+            || (!phrase
+                && token
+                    .strip_prefix('-')
+                    .and_then(|r| r.chars().next())
+                    .is_some_and(char::is_alphabetic));
+        not = false;
+        if !negated {
+            kept.push(whole);
+            continue;
+        }
+        let t = token.strip_prefix('-').unwrap_or(token);
+        let prefix = t.ends_with('*');
+        let t = t.trim_end_matches('*');
+        let text = if phrase {
+            t.strip_prefix('"').unwrap_or(t).trim_end_matches('"')
+        } else {
+            t
+        };
+        if !text.chars().any(char::is_alphanumeric) {
+            continue;
+        }
+        let key = (text.to_string(), phrase, prefix);
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
         if !excluded.is_empty() {
             excluded.push(QueryItem::Or);
         }
         excluded.push(QueryItem::Term {
-            text: text.clone(),
-            phrase: *phrase,
-            prefix: *prefix,
+            text: text.to_string(),
+            phrase,
+            prefix,
             negated: false,
         });
     }
-    if excluded.is_empty() && !positive.is_empty() {
-        return (input.to_string(), excluded);
+    if seen.len() > MAX_QUERY_TERMS {
+        return Err(crate::Error::Invalid(format!(
+            "the query excludes more than {MAX_QUERY_TERMS} words: memtrail checks at most \
+             {MAX_QUERY_TERMS}; shorten it"
+        )));
     }
-    (positive.join(" "), excluded)
+    if excluded.is_empty() {
+        return Ok((input.to_string(), excluded));
+    }
+    Ok((kept.join(" "), excluded))
 }
 
 /// The runs of CJK characters ([`crate::store::is_cjk`]) in `text`, in order.
@@ -918,17 +976,39 @@ mod tests {
             negated: false,
         };
         assert_eq!(
-            meaning_query("login break? OR auth -draft NOT old*"),
+            meaning_query("login break? OR auth -draft NOT old*").unwrap(),
             (
-                "login break? auth".to_string(),
+                "login break? OR auth".to_string(),
                 vec![t("draft", false), QueryItem::Or, t("old", true)]
             )
         );
         assert_eq!(
-            meaning_query("why did  the login break?"),
+            meaning_query("why did  the login break?").unwrap(),
             ("why did  the login break?".to_string(), vec![])
         );
-        assert_eq!(meaning_query("-draft"), (String::new(), vec![]));
+        // Wherever an exclusion stands, a phrase too; `-1` stays a number; repeats count once.
+        let phrase = QueryItem::Term {
+            text: "old plan".into(),
+            phrase: true,
+            prefix: false,
+            negated: false,
+        };
+        assert_eq!(
+            meaning_query("-draft login -\"old plan\" ls -1 NOT draft").unwrap(),
+            (
+                "login ls -1".to_string(),
+                vec![t("draft", false), QueryItem::Or, phrase]
+            )
+        );
+        assert_eq!(
+            meaning_query("-draft").unwrap(),
+            (String::new(), vec![t("draft", false)])
+        );
+        // No word cap on what is encoded; a cap on exclusions.
+        let long: String = (0..40).map(|i| format!("w{i} ")).collect();
+        assert_eq!(meaning_query(&long).unwrap().0, long);
+        let many: String = (0..33).map(|i| format!("-x{i} ")).collect();
+        assert!(meaning_query(&format!("a {many}")).is_err());
         assert_eq!(
             fts_render(vec![t("draft", false), QueryItem::Or, t("old", true)]),
             r#""draft" OR "old"*"#

@@ -986,7 +986,8 @@ pub const SEMANTIC_SNIPPET_CHARS: usize = 160;
 /// The hits of messages ranked elsewhere (by vector similarity): `ranked` is (message row id,
 /// score), best first; rows that `f` filters out, that match `excluded` (items of
 /// [`crate::query::parse_query`]'s shape, the full-text search's match: an empty list excludes
-/// nothing) or that no longer exist are left out, a copy of a message already given (a forked session's: same agent, id, time and text, as
+/// nothing; with exclusions, a message still queued for the index is left out too, as it
+/// cannot be checked) or that no longer exist are left out, a copy of a message already given (a forked session's: same agent, id, time and text, as
 /// [`crate::query::best_distinct`] tells them) is left out, and at most `f.limit` hits are
 /// returned. The snippet is the start of the message's prose (of its
 /// tool text when it has none), [`SEMANTIC_SNIPPET_CHARS`] characters, without highlights.
@@ -1010,9 +1011,11 @@ pub fn hits_for_messages(
     filter_clause(store, f, &mut sql, &mut args)?;
     if !excluded.is_empty() {
         args.push(Sql::Text(crate::query::fts_render(excluded.to_vec())));
+        // A message still queued for the index cannot be checked: it is left out too.
         sql.push_str(
             " AND NOT EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? \
-               AND messages_fts.rowid = m.id)",
+               AND messages_fts.rowid = m.id) \
+             AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE fts_pending.id = m.id)",
         );
     }
     // The filter's arguments are numbered after the two fixed ones.
