@@ -527,7 +527,7 @@ const RULES: &[RuleDef] = &[
     // flags and their values (not prose: "redis-cli is installed, and ls -a shows").
     def(
         "cli_secret",
-        r#"(?-u:\b)(?:curl(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))["']?[^\s:"'|;&]*:|docker[ \t]+login(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-p[ \t]*|redis-cli(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-a[ \t]*|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-w[ \t]*|smbclient(?:[ \t]+[^\s|;&]+)*?[ \t]+-U[ \t]*[^\s%|;&]+%)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&]+)"#,
+        r#"(?-u:\b)(?:curl(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))["']?[^\s:"'|;&\[]*:|docker[ \t]+login(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-p[ \t]*|redis-cli(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-a[ \t]*|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-w[ \t]*|smbclient(?:[ \t]+[^\s|;&]+)*?[ \t]+-U[ \t]*[^\s%|;&]+%)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&]+)"#,
         Check::Placeholder,
         &["curl", "docker", "redis-cli", "ldap", "smbclient"],
         Shape::Any,
@@ -543,10 +543,11 @@ const RULES: &[RuleDef] = &[
         Shape::Any,
     ),
     // `htpasswd -b [-c] FILE USER PASSWORD` and `htpasswd -nb USER PASSWORD` (the password
-    // on the command line, `-b`): the command's last word.
+    // on the command line, `-b`): the command's last word, before a redirection or the end
+    // of the command (`htpasswd -nb u PASS > .htpasswd`).
     def(
         "cli_secret",
-        r#"(?m-u:\b)htpasswd(?:[ \t]+-[A-Za-z0-9]+(?:[ \t]+[0-9]+)?)*?[ \t]+-[A-Za-z0-9]*b[A-Za-z0-9]*(?:[ \t]+-[A-Za-z0-9]+(?:[ \t]+[0-9]+)?)*(?:[ \t]+[^-\s|;&][^\s|;&]*){1,2}[ \t]+(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&]+)[ \t]*(?:[|;&\r\n]|$)"#,
+        r#"(?m-u:\b)htpasswd(?:[ \t]+-[A-Za-z0-9]+(?:[ \t]+[0-9]+)?)*?[ \t]+-[A-Za-z0-9]*b[A-Za-z0-9]*(?:[ \t]+-[A-Za-z0-9]+(?:[ \t]+[0-9]+)?)*(?:[ \t]+[^-\s|;&][^\s|;&]*){1,2}[ \t]+(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&<>]+)[ \t]*(?:[0-9]*>|<|[|;&\r\n]|$)"#,
         Check::Placeholder,
         &["htpasswd"],
         Shape::Any,

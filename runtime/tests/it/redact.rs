@@ -898,6 +898,15 @@ fn context_rules_exact() {
             "htpasswd -cb /etc/nginx/.htpasswd alice [redacted:cli_secret] && htpasswd -nbB bob [redacted:cli_secret]\nhtpasswd -B -C 12 -b f carol [redacted:cli_secret]",
         ),
         (
+            "htpasswd -nb alice S3cretPw > /etc/nginx/.htpasswd; htpasswd -nbB al S3cret2>>f; htpasswd -b -c f al S3cret3 2>&1",
+            "htpasswd -nb alice [redacted:cli_secret] > /etc/nginx/.htpasswd; htpasswd -nbB al [redacted:cli_secret]>>f; htpasswd -b -c f al [redacted:cli_secret] 2>&1",
+        ),
+        (
+            // A key another rule redacted, as curl's user: redacted once, not again inside.
+            "curl -u sk_live_4eC39HqLyjWDarjtT1zdp7dc: https://api.stripe.com/v1/charges",
+            "curl -u [redacted:stripe_key]: https://api.stripe.com/v1/charges",
+        ),
+        (
             // Without -b, htpasswd prompts: nothing on the line is a password.
             "htpasswd -c /etc/nginx/.htpasswd alice && htpasswd is installed, run it -b later",
             "htpasswd -c /etc/nginx/.htpasswd alice && htpasswd is installed, run it -b later",
