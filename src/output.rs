@@ -35,6 +35,40 @@ pub fn is_bidi_control(c: char) -> bool {
     )
 }
 
+/// `v` as pretty-printed JSON whose strings hold no character [`unsafe_on_terminal`] as it is:
+/// each is written as a `\uXXXX` escape (serde_json escapes C0 itself, not DEL, C1 or the
+/// bidirectional ones), so the same values reach a program and nothing reaches a terminal.
+///
+/// Errors: serde_json's.
+pub fn json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Result<String> {
+    Ok(escape_json(serde_json::to_string_pretty(v)?))
+}
+
+/// [`json`] on one line (a JSON Lines record).
+///
+/// Errors: serde_json's.
+pub fn json_line<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Result<String> {
+    Ok(escape_json(serde_json::to_string(v)?))
+}
+
+/// JSON text with each [`unsafe_on_terminal`] character but its own newlines (between values:
+/// serde_json writes a string's as `\n`) as `\uXXXX`; such a character can only be inside a
+/// string, where the escape means the same.
+fn escape_json(text: String) -> String {
+    if !text.chars().any(|c| unsafe_on_terminal(c) && c != '\n') {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_on_terminal(c) && c != '\n' {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `s` with every character [`unsafe_on_terminal`] except newline and tab replaced by `�`;
 /// borrowed when there is none.
 pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
@@ -113,9 +147,9 @@ macro_rules! outn {
 }
 
 /// Write `args` on stdout. Transcript text is hostile: unless `styled` (the caller escaped it
-/// and adds its own colours), every control character but newline and tab becomes `�`, so no
+/// and adds its own colours), every character [`unsafe_on_terminal`] but newline and tab becomes `�`, so no
 /// output of memtrail (a title, a message, a snapshot, a handoff) can drive the terminal.
-/// JSON output is unchanged by this (JSON escapes control characters).
+/// JSON output is unchanged by this: [`json`] escapes every such character.
 pub fn emit(args: std::fmt::Arguments<'_>, newline: bool, styled: bool) {
     let text = args.to_string();
     let text = if styled {
@@ -267,6 +301,24 @@ mod tests {
             "<p>a\u{fffd}[31mred\u{fffd}\u{fffd}2J \u{fffd}mr -rf\u{fffd}</p>\n\tb"
         );
         assert_eq!(printable("a\u{200f}b\u{1}", &['\u{1}']), "a\u{fffd}b\u{1}");
+    }
+
+    /// JSON keeps every value: DEL, C1 and the bidirectional characters escaped, the same
+    /// string once parsed; nothing of them left raw for `emit` to replace.
+    #[test]
+    fn json_escapes_what_a_terminal_would_obey() {
+        let v = serde_json::json!({"t": "a\u{7f}\u{9b}b \u{202e}x\u{200f} \u{1b} é\nz"});
+        let s = json(&v).unwrap();
+        assert!(
+            !s.chars().any(|c| unsafe_on_terminal(c) && c != '\n'),
+            "{s}"
+        );
+        assert!(
+            s.contains("a\\u007f\\u009bb \\u202ex\\u200f \\u001b é\\nz"),
+            "{s}"
+        );
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&s).unwrap(), v);
+        assert_eq!(json_line(&v).unwrap().lines().count(), 1);
     }
 
     #[test]

@@ -391,7 +391,7 @@ pub fn show(db: &StoreLocation, json: bool) -> Result<ExitCode> {
             .collect();
         out!(
             "{}",
-            serde_json::to_string_pretty(&json!({
+            crate::output::json(&json!({
                 "file": path,
                 "exists": text.is_some(),
                 // The parser's message quotes the line it stopped at: a URL with its

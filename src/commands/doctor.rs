@@ -31,7 +31,7 @@ pub fn doctor(json: bool) -> Result<ExitCode> {
     });
     drop(scratch_dir);
     if json {
-        out!("{}", serde_json::to_string_pretty(&report)?);
+        out!("{}", crate::output::json(&report)?);
     } else {
         for n in &report.notices {
             out!("{}: notice (not a failure): {}", n.agent, n.notice);

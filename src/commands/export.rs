@@ -246,9 +246,9 @@ fn write_session(
             write!(
                 w,
                 "{{\"memtrail_export\":1,\"session\":{},\"total\":{},\"children\":{},\"messages\":[",
-                serde_json::to_string(&head.session)?,
+                crate::output::json_line(&head.session)?,
                 head.total,
-                serde_json::to_string(&head.children)?
+                crate::output::json_line(&head.children)?
             )?;
         }
         ExportFormat::Jsonl => {}
@@ -264,7 +264,7 @@ fn write_session(
                 ExportFormat::Md => {}
                 ExportFormat::Json => {
                     let sep = if offset == 0 && i == 0 { "\n" } else { ",\n" };
-                    write!(w, "{sep}{}", serde_json::to_string(m)?)?;
+                    write!(w, "{sep}{}", crate::output::json_line(m)?)?;
                 }
                 ExportFormat::Jsonl => {
                     let mut line = serde_json::Map::new();
@@ -301,7 +301,7 @@ fn write_session(
             w.write_all(b"\n],\"events\":[")?;
             for (i, e) in store.session_events(rowid)?.iter().enumerate() {
                 let sep = if i == 0 { "\n" } else { ",\n" };
-                write!(w, "{sep}{}", serde_json::to_string(e)?)?;
+                write!(w, "{sep}{}", crate::output::json_line(e)?)?;
             }
             w.write_all(b"\n]}\n")?;
         }

@@ -82,7 +82,7 @@ pub fn import(
             v["embedded"] = serde_json::json!({"model": e.model, "messages": e.done,
                 "left": e.left, "seconds": (e.seconds * 10.0).round() / 10.0});
         }
-        out!("{}", serde_json::to_string_pretty(&v)?);
+        out!("{}", crate::output::json(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
     for a in &summary.agents {

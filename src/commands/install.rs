@@ -166,7 +166,7 @@ pub fn install(
                 changes: p.describe(),
                 diff: Some(p.diff()),
             }));
-            out!("{}", serde_json::to_string_pretty(&v)?);
+            out!("{}", crate::output::json(&v)?);
         } else {
             for (ag, p) in &plans {
                 if p.is_empty() {
@@ -249,7 +249,7 @@ pub fn install(
         });
     }
     if a.json {
-        out!("{}", serde_json::to_string_pretty(&results)?);
+        out!("{}", crate::output::json(&results)?);
     } else if matches!(action, memtrail_installer::Action::Install)
         && plans.iter().any(|(_, p)| !p.is_empty())
     {

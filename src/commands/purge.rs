@@ -35,7 +35,7 @@ pub fn purge_older(
         if json {
             out!(
                 "{}",
-                serde_json::to_string_pretty(&memtrail_runtime::maintenance::Purged {
+                crate::output::json(&memtrail_runtime::maintenance::Purged {
                     dry_run,
                     ..Default::default()
                 })?
@@ -65,7 +65,7 @@ pub fn purge_older(
         memtrail_runtime::maintenance::purge(&mut store, cutoff, vacuum, false)?
     };
     if json {
-        out!("{}", serde_json::to_string_pretty(&r)?);
+        out!("{}", crate::output::json(&r)?);
     } else if r.dry_run {
         out!(
             "would delete {} from before {} and {} left empty{} (nothing deleted: dry run)",

@@ -16,7 +16,7 @@ pub fn redact_rescan(db: &StoreLocation, json: bool) -> Result<ExitCode> {
     pb.finish_and_clear();
     let r = r?;
     if json {
-        out!("{}", serde_json::to_string_pretty(&r)?);
+        out!("{}", crate::output::json(&r)?);
     } else {
         out!(
             "rescanned {}: {} changed, {} session titles changed, {} snapshots changed, {} reader states changed, {} hook errors changed",

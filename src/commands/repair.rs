@@ -107,7 +107,7 @@ pub fn repair(db: &StoreLocation, json: bool) -> Result<ExitCode> {
     if json {
         out!(
             "{}",
-            serde_json::to_string_pretty(&SalvagedRepair {
+            crate::output::json(&SalvagedRepair {
                 damage: &damage,
                 salvaged: &salvaged,
                 reimported_messages: added,
@@ -129,7 +129,7 @@ pub fn repair(db: &StoreLocation, json: bool) -> Result<ExitCode> {
 /// A repair's report: one line per step and the integrity check, or its JSON.
 pub fn print_repair(report: &memtrail_runtime::store::RepairReport, json: bool) -> Result<()> {
     if json {
-        out!("{}", serde_json::to_string_pretty(report)?);
+        out!("{}", crate::output::json(report)?);
         return Ok(());
     }
     for s in &report.steps {

@@ -37,7 +37,7 @@ pub fn resume(
     if json {
         out!(
             "{}",
-            serde_json::to_string_pretty(&Resumed {
+            crate::output::json(&Resumed {
                 session: &summary,
                 snapshot: &snap
             })?

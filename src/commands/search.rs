@@ -88,7 +88,7 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         }
         out!(
             "{}",
-            serde_json::to_string_pretty(&Found {
+            crate::output::json(&Found {
                 query: &q,
                 hits: &hits
             })?

@@ -56,10 +56,7 @@ pub fn list(
         None => Vec::new(),
     };
     if json {
-        out!(
-            "{}",
-            serde_json::to_string_pretty(&SessionList { sessions: &list })?
-        );
+        out!("{}", crate::output::json(&SessionList { sessions: &list })?);
     } else if list.is_empty() && filtered {
         out!("No sessions match these filters.");
     } else if list.is_empty() && matches!(db, StoreLocation::Postgres(_)) {
@@ -151,7 +148,7 @@ pub fn show(
         r => r?,
     };
     if json {
-        out!("{}", serde_json::to_string_pretty(&view)?);
+        out!("{}", crate::output::json(&view)?);
     } else {
         // On a terminal through $PAGER (less -R by default), as git does; else printed.
         crate::output::print_paged(&query::session_markdown(&view), false)?;
@@ -199,10 +196,7 @@ pub fn delete_session(db: &StoreLocation, id: &str, yes: bool, json: bool) -> Re
     }
     let info = memtrail_runtime::maintenance::delete_session(&mut store, &info.session_id)?;
     if json {
-        out!(
-            "{}",
-            serde_json::to_string_pretty(&Deleted { deleted: &info })?
-        );
+        out!("{}", crate::output::json(&Deleted { deleted: &info })?);
     } else {
         out!("deleted {what}");
         if let Some(label) = &info.machine {
@@ -224,10 +218,7 @@ pub fn capture(db: &StoreLocation, id: &str, json: bool) -> Result<ExitCode> {
     let mut store = open_store(db)?;
     let r = memtrail_runtime::maintenance::capture_again(&mut store, id)?;
     if json {
-        out!(
-            "{}",
-            serde_json::to_string_pretty(&Captured { captured: &r })?
-        );
+        out!("{}", crate::output::json(&Captured { captured: &r })?);
     } else {
         out!(
             "captured {} session {} again: {} from {}",

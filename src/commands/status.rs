@@ -353,7 +353,7 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
     let healthy = *healthy;
     let when = |ms: Option<i64>| ms.map(memtrail_adapters::format_rfc3339_ms);
     if json {
-        out!("{}", serde_json::to_string_pretty(&report(&g, db))?);
+        out!("{}", crate::output::json(&report(&g, db))?);
     } else {
         out!(
             "memtrail {} at {}",

@@ -241,7 +241,7 @@ pub fn sync(
             init: init_report,
             sync: report,
         };
-        out!("{}", serde_json::to_string_pretty(&output)?);
+        out!("{}", crate::output::json(&output)?);
         return Ok(ExitCode::SUCCESS);
     }
     let (p, q) = (&report.pushed, &report.pulled);
