@@ -238,6 +238,54 @@ mod random {
         // Most comparisons read a saved state (the test is not vacuous).
         assert!(from_state * 2 > compared, "{from_state} of {compared}");
     }
+
+    /// An event inserted into a message the saved state covers, with no delete (a raw insert,
+    /// as another writer could make one), drops the state (migration 0015's trigger): the
+    /// snapshot is the full build's, with the new event.
+    #[test]
+    fn an_event_inserted_before_the_end_drops_the_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        let sid = store
+            .write(|w| {
+                w.upsert_session(
+                    &SessionRef {
+                        agent: Agent::Claude,
+                        external_id: "late".into(),
+                        parent_external_id: None,
+                    },
+                    &SessionMeta {
+                        project_dir: Some("/w/app".into()),
+                        ..SessionMeta::default()
+                    },
+                    &Standard,
+                )
+            })
+            .unwrap();
+        let mut g = Xorshift(0x1a7e);
+        let (mut calls, mut pending) = (0usize, Vec::new());
+        let records: Vec<Record> = (1..=30)
+            .map(|i| Record::Message(message(&mut g, i, &mut calls, &mut pending)))
+            .collect();
+        store.write(|w| w.apply(sid, records).map(|_| ())).unwrap();
+        let budget = crate::snapshot::DEFAULT_BUDGET;
+        store.write(|w| w.snapshot(sid, budget)).unwrap();
+        assert!(store.has_snapshot_state(sid));
+        // An edit event in the session's third message.
+        store.execute_raw(
+            "INSERT INTO events (session_id, message_id, seq, category, action, priority,
+                 subject, detail)
+             SELECT ?1, id, seq, 'file', 'edit', 2, '/w/app/src/zzz_late.rs', '+1 -0'
+             FROM messages WHERE session_id = ?1 ORDER BY seq LIMIT 1 OFFSET 2",
+            sid,
+        );
+        assert!(!store.has_snapshot_state(sid));
+        let full = build_snapshot_full(&store, sid, budget).unwrap();
+        assert!(full.text.contains("zzz_late.rs"), "{}", full.text);
+        assert_eq!(store.snapshot(sid, budget).unwrap(), full);
+        assert_eq!(store.write(|w| w.snapshot(sid, budget)).unwrap(), full);
+        assert!(store.has_snapshot_state(sid));
+    }
 }
 
 mod fixtures {

@@ -640,6 +640,7 @@ mod tests {
                  DROP TABLE file_edits; DROP TRIGGER messages_session_last_ai;
                  DROP TRIGGER messages_session_last_au;
                  DROP TRIGGER events_snapshot_state_ad; DROP TRIGGER events_snapshot_state_au;
+                 DROP TRIGGER events_snapshot_state_ai;
                  DROP TABLE snapshot_states; DROP VIEW messages_text;
                  ALTER TABLE messages RENAME COLUMN parts_packed TO parts;
                  ALTER TABLE sessions DROP COLUMN last_message_id; PRAGMA user_version = 7;",

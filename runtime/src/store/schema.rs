@@ -7,7 +7,7 @@ use crate::{Error, Result};
 use rusqlite::TransactionBehavior;
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 15;
 
 /// The migrations, in order: migration `i` (1-based) takes a store from schema version `i - 1` to
 /// `i`. Each is one SQL batch (`migrations/NNNN_*.sql`), run in the same transaction as the
@@ -27,6 +27,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0012_snapshot_states.sql"),
     include_str!("migrations/0013_packed_parts.sql"),
     include_str!("migrations/0014_body_once.sql"),
+    include_str!("migrations/0015_snapshot_state_inserts.sql"),
 ];
 
 /// The name of each migration (its file's name without the number), in the order of
@@ -46,6 +47,7 @@ const MIGRATION_NAMES: [&str; MIGRATIONS.len()] = [
     "snapshot_states",
     "packed_parts",
     "body_once",
+    "snapshot_state_inserts",
 ];
 
 /// A migration about to run, as [`Store::open_with_progress`] reports it.
@@ -362,11 +364,11 @@ mod tests {
         }
         let mut told = Vec::new();
         let s = Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 14);
+        assert_eq!(s.schema_version().unwrap(), 15);
         let m = |to, name| Migrating {
             from: 6,
             to,
-            last: 14,
+            last: 15,
             name,
         };
         assert_eq!(
@@ -379,7 +381,8 @@ mod tests {
                 m(11, "session_last_message"),
                 m(12, "snapshot_states"),
                 m(13, "packed_parts"),
-                m(14, "body_once")
+                m(14, "body_once"),
+                m(15, "snapshot_state_inserts")
             ]
         );
         drop(s);
@@ -950,6 +953,7 @@ mod tests {
                 "68d594c4269a2bc7",
                 "463c359083587f20",
                 "2b9c1d9386e21da0",
+                "0bc4efd0ce644b6e",
             ]
         );
     }

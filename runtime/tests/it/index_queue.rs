@@ -277,6 +277,7 @@ fn a_v3_store_migrates_with_its_index_and_queues_from_then_on() {
              DROP TRIGGER messages_session_last_ai; DROP TRIGGER messages_session_last_au;
              ALTER TABLE sessions DROP COLUMN last_message_id;
              DROP TRIGGER events_snapshot_state_ad; DROP TRIGGER events_snapshot_state_au;
+                 DROP TRIGGER events_snapshot_state_ai;
              DROP TABLE snapshot_states;
              DROP TABLE fts_pending;
              DROP TRIGGER messages_ai; DROP TRIGGER messages_ad; DROP TRIGGER messages_au;
