@@ -272,13 +272,7 @@ mod random {
         store.write(|w| w.snapshot(sid, budget)).unwrap();
         assert!(store.has_snapshot_state(sid));
         // An edit event in the session's third message.
-        store.execute_raw(
-            "INSERT INTO events (session_id, message_id, seq, category, action, priority,
-                 subject, detail)
-             SELECT ?1, id, seq, 'file', 'edit', 2, '/w/app/src/zzz_late.rs', '+1 -0'
-             FROM messages WHERE session_id = ?1 ORDER BY seq LIMIT 1 OFFSET 2",
-            sid,
-        );
+        store.insert_edit_event(sid, 2, "/w/app/src/zzz_late.rs");
         assert!(!store.has_snapshot_state(sid));
         let full = build_snapshot_full(&store, sid, budget).unwrap();
         assert!(full.text.contains("zzz_late.rs"), "{}", full.text);

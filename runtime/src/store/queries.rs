@@ -987,9 +987,9 @@ pub const SEMANTIC_SNIPPET_CHARS: usize = 160;
 /// score), best first; rows that `f` filters out, that match `excluded` (items of
 /// [`crate::query::parse_query`]'s shape, the full-text search's match: an empty list excludes
 /// nothing; with exclusions, a message still queued for the index is left out too, as it
-/// cannot be checked) or that no longer exist are left out, a copy of a message already given (a forked session's: same agent, id, time and text, as
-/// [`crate::query::best_distinct`] tells them) is left out, and at most `f.limit` hits are
-/// returned. The snippet is the start of the message's prose (of its
+/// cannot be checked) or that no longer exist are left out, a copy of a message already given
+/// (a forked session's: same agent, id, time and text, as [`crate::query::best_distinct`]
+/// tells them) is left out, and at most `f.limit` hits are returned. The snippet is the start of the message's prose (of its
 /// tool text when it has none), [`SEMANTIC_SNIPPET_CHARS`] characters, without highlights.
 ///
 /// Errors: an unknown session or machine in `f`; store errors.

@@ -191,9 +191,18 @@ impl Store {
             > 0
     }
 
-    /// Run `sql` with `?1` bound to `sid` (tests).
-    pub(crate) fn execute_raw(&self, sql: &str, sid: i64) {
-        self.conn.execute(sql, [sid]).unwrap();
+    /// Insert an edit event of `path` into message `k` (0-based, in session order) of session
+    /// `sid`, alone: no event is deleted (tests).
+    pub(crate) fn insert_edit_event(&self, sid: i64, k: i64, path: &str) {
+        self.conn
+            .execute(
+                "INSERT INTO events (session_id, message_id, seq, category, action, priority,
+                     subject, detail)
+                 SELECT ?1, id, seq, 'file', 'edit', 2, ?3, '+1 -0'
+                 FROM messages WHERE session_id = ?1 ORDER BY seq LIMIT 1 OFFSET ?2",
+                params![sid, k, path],
+            )
+            .unwrap();
     }
 
     /// The row ids of every session (tests).
