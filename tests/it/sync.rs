@@ -616,8 +616,8 @@ fn a_database_that_goes_away_mid_sync_loses_and_doubles_nothing() {
     let machines = two_machines(&url, ["ga", "gb"], 0xc000, 30);
     let mut rng = Lcg(7);
     let mut cut = 0;
-    // The delay before the cut: shortened after a run whose syncs had all ended by then (a
-    // machine faster or slower than the one it was tuned on), so that at least three are cut
+    // The delay before the database goes away: shortened after a run whose syncs had all ended
+    // by then (a machine faster than the one it was tuned on), so that at least three are cut
     // in six to sixteen runs.
     let mut span = 120;
     for run in 0..16u64 {
@@ -627,16 +627,24 @@ fn a_database_that_goes_away_mid_sync_loses_and_doubles_nothing() {
         for (k, m) in machines.iter().enumerate() {
             grow_session(m, 0xc000 + k as u32, 30 + run * 8, 8);
         }
-        let children: Vec<Child> = machines.iter().map(|m| m.spawn_sync(1)).collect();
+        let mut children: Vec<Child> = machines.iter().map(|m| m.spawn_sync(1)).collect();
         std::thread::sleep(Duration::from_millis(5 + rng.below(span)));
         let cut_before = cut;
-        // Every connection to the database but ours is terminated.
-        pg.block_on(pg.client().execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-             WHERE datname = $1 AND pid <> pg_backend_pid()",
-            &[&db],
-        ))
-        .unwrap();
+        // Every connection to the database but ours is terminated, and again every 2 ms until
+        // both syncs have ended: a sync still running is cut wherever it is (on a loaded
+        // machine one may not have connected yet when the first goes).
+        let until = std::time::Instant::now() + Duration::from_secs(30);
+        while children.iter_mut().any(|c| c.try_wait().unwrap().is_none())
+            && std::time::Instant::now() < until
+        {
+            pg.block_on(pg.client().execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = $1 AND pid <> pg_backend_pid()",
+                &[&db],
+            ))
+            .unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
         for c in children {
             let out = c.wait_with_output().unwrap();
             if !out.status.success() {
