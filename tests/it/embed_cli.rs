@@ -46,24 +46,12 @@ fn semantic_search_without_the_model_says_how_to_install_it() {
     let sb = Sandbox::new();
     // Before any store exists too.
     for mode in ["semantic", "hybrid"] {
-        let out = sb
-            .cmd()
-            .args(["search", "--mode", mode, "login problem"])
-            .output()
-            .unwrap();
-        assert!(!out.status.success(), "{mode}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = failed_stderr(&sb, &["search", "--mode", mode, "login problem"]);
         assert!(err.contains("search by meaning needs a model"), "{err}");
     }
     write_session(&sb, "s1", &["fix the flaky test"]);
     sb.json(&["import", "--json"]);
-    let out = sb
-        .cmd()
-        .args(["search", "--mode", "semantic", "broken", "check"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = failed_stderr(&sb, &["search", "--mode", "semantic", "broken", "check"]);
     assert!(
         err.contains("install the local one with `memtrail models install`"),
         "{err}"
@@ -130,6 +118,13 @@ fn install_tiny_model(sb: &Sandbox) {
     );
 }
 
+/// Run memtrail with `args` in `sb`, which must fail: its stderr.
+fn failed_stderr(sb: &Sandbox, args: &[&str]) -> String {
+    let out = sb.cmd().args(args).output().unwrap();
+    assert!(!out.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 const TOPICS: [&str; 4] = [
     "Postgres keeps refusing connections after the container restarts.",
     "The invoice total is wrong when a discount and VAT both apply.",
@@ -189,25 +184,13 @@ fn import_embeds_the_new_messages_when_the_model_is_installed() {
     // A query whose only word is excluded is refused by meaning as the full-text search
     // refuses it.
     for mode in ["semantic", "hybrid", "lexical"] {
-        let out = sb
-            .cmd()
-            .args(["search", "--mode", mode, "--", "-hidden"])
-            .output()
-            .unwrap();
-        assert!(!out.status.success(), "{mode}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = failed_stderr(&sb, &["search", "--mode", mode, "--", "-hidden"]);
         assert!(err.contains("holds no searchable word"), "{mode}: {err}");
     }
     // A query with no word is refused in every mode, as the full-text search refuses it
     // (by meaning, every message would be "nearest" to it).
     for mode in ["semantic", "hybrid", "lexical"] {
-        let out = sb
-            .cmd()
-            .args(["search", "--mode", mode, "???"])
-            .output()
-            .unwrap();
-        assert!(!out.status.success(), "{mode}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = failed_stderr(&sb, &["search", "--mode", mode, "???"]);
         assert!(
             err.contains("the query `???` holds no searchable word"),
             "{mode}: {err}"
@@ -248,19 +231,11 @@ fn a_broken_model_leaves_the_default_search_to_keywords_and_fails_an_asked_mode(
     );
     // Asked for, a search by meaning fails with the model's error.
     for mode in ["semantic", "hybrid"] {
-        let out = sb
-            .cmd()
-            .args(["search", "--mode", mode, "invoice"])
-            .output()
-            .unwrap();
-        assert!(!out.status.success(), "{mode}");
-        let e = String::from_utf8_lossy(&out.stderr);
+        let e = failed_stderr(&sb, &["search", "--mode", mode, "invoice"]);
         assert!(e.contains("vectors.f32"), "{mode}: {e}");
     }
     // A query the keyword search refuses too gives its error alone, not the note.
-    let out = sb.cmd().args(["search", "???"]).output().unwrap();
-    assert!(!out.status.success());
-    let e = String::from_utf8_lossy(&out.stderr);
+    let e = failed_stderr(&sb, &["search", "???"]);
     assert!(
         e.contains("holds no searchable word") && !e.contains("note:"),
         "{e}"
@@ -572,17 +547,10 @@ fn an_openai_compatible_endpoint_embeds_and_searches() {
         assert!(c[2]["result"].get("meaning_note").is_none(), "{v:#}");
     }
     // A missing key variable is named.
-    let out = sb
-        .cmd()
-        .args(["search", "--mode", "semantic", "x"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
+    let err = failed_stderr(&sb, &["search", "--mode", "semantic", "x"]);
     assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("[embed] api_key_env names FAKE_EMBED_KEY, which is not set"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        err.contains("[embed] api_key_env names FAKE_EMBED_KEY, which is not set"),
+        "{err}"
     );
     // Plain http to another machine is refused before anything is sent.
     std::fs::write(
