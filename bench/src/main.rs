@@ -18,7 +18,7 @@
 //! memtrail-corpus mcp-flood --bin MEMTRAIL --db DB --session ID [--requests 2000]
 //!     # N get_session requests written at once: first reply, all replies, server peak RSS
 //! memtrail-corpus snapshot [--events 10000] [--runs 50]            # snapshot::build, ms
-//! memtrail-corpus snapshot-store --db DB [--events 10000] [--runs 50] [--tail K] [--full 1] # the same, loaded from a store
+//! memtrail-corpus snapshot-store --db DB [--events 10000] [--runs 50] [--tail K] [--full 1] [--advance 1] # the same, loaded from a store
 //! ```
 //!
 //! The timing commands print one line: `<name> median_ms=<m> p99_ms=<p> runs=<n>`.
@@ -518,12 +518,37 @@ fn main() -> Result<()> {
             // `--full 1`: without the running state (`resume::build_snapshot_full`).
             let tail: usize = get("tail").map(|s| s.parse()).transpose()?.unwrap_or(0);
             let full = get("full").is_some();
+            // `--advance 1`: time instead a hook's update of the state over those K events
+            // (`Writer::advance_snapshot_state`), in a write rolled back after each run.
+            let advance = get("advance").is_some();
             let budget = memtrail_runtime::snapshot::DEFAULT_BUDGET;
             let mut store = memtrail_runtime::Store::open(&db)?;
             let rowid = memtrail_bench::store_snapshot_session(&mut store, n - tail.min(n))?;
             store.write(|w| w.snapshot(rowid, budget))?;
             let rowid = memtrail_bench::store_snapshot_session(&mut store, n)?;
             let events = memtrail_runtime::resume::session_events(&store, rowid)?.len();
+            if advance {
+                let mut times = Vec::with_capacity(runs);
+                for _ in 0..runs.max(1) {
+                    let mut took = None;
+                    let r = store.write(|w| {
+                        let t = std::time::Instant::now();
+                        let saved = w.advance_snapshot_state(rowid, 1)?;
+                        took = Some((t.elapsed().as_secs_f64() * 1e3, saved));
+                        Err::<(), _>(memtrail_runtime::Error::Invalid("rolled back".into()))
+                    });
+                    anyhow::ensure!(r.is_err(), "the write was not rolled back");
+                    let (ms, saved) = took.context("the advance did not run")?;
+                    anyhow::ensure!(saved || tail < 2, "nothing was saved");
+                    times.push(ms);
+                }
+                times.sort_by(|a, b| a.total_cmp(b));
+                report(
+                    &format!("advance_state[{events} events, tail {tail}]"),
+                    &times,
+                );
+                return Ok(());
+            }
             let times = timed(runs, || {
                 if full {
                     memtrail_runtime::resume::build_snapshot_full(&store, rowid, budget)

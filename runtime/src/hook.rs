@@ -35,6 +35,12 @@ pub const HOOK_INDEX_BACKLOG: i64 = 2 * crate::import::IMPORT_INDEX_EVERY as i64
 /// [`HOOK_INDEX_BACKLOG`]), in one transaction: a share of the chore, never the whole of it.
 /// Every search indexes the rest before it reads (`Store::catch_up_for_search`).
 pub const HOOK_INDEX_MESSAGES: usize = 250;
+/// Events of a session's earlier turns not yet in its running snapshot state past which a hook
+/// brings the state up to date ([`crate::store::Writer::advance_snapshot_state`]): a
+/// compaction's snapshot then applies fewer than this many plus its last turns' (100 new
+/// events on a 10k-event state: 1.7 ms, docs/benchmarks.md), and a hook that advances the
+/// state pays about that once every few turns.
+pub const SNAPSHOT_STATE_EVERY: usize = 100;
 /// Budget for Claude Code's SessionEnd, whose hooks share a 1.5 s allowance.
 pub const SESSION_END_BUDGET_MS: u64 = 1000;
 /// The hook log is rotated (to `hook.log.1`) past this size.
@@ -342,6 +348,18 @@ fn run_inner(
     if canonical == "SessionEnd" || store.pending_index().unwrap_or(0) >= HOOK_INDEX_BACKLOG {
         let _ = store.catch_up_index_at_most(deadline, HOOK_INDEX_MESSAGES);
     }
+    // The session's running snapshot state follows its turns; a compaction or a start builds
+    // and saves it itself in its reply step.
+    if !matches!(canonical, "PreCompact" | "SessionStart" | "PostCompact")
+        && Instant::now() < deadline
+        && let Err(e) = advance_snapshot_state(&mut store, agent, &event)
+    {
+        log_line(
+            agent,
+            Some(&event),
+            &format!("could not update the session's snapshot state: {e}"),
+        );
+    }
     // Whatever could be ingested is in the store: snapshot or inject from it.
     reply_step(&mut store, agent, &event, canonical, outcome);
     // Then what earlier hooks (of any session) could not finish, in the time left.
@@ -375,6 +393,24 @@ fn run_inner(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Bring the running snapshot state of the event's session up to date when it is
+/// [`SNAPSHOT_STATE_EVERY`] events behind; checked without the write lock.
+fn advance_snapshot_state(store: &mut Store, agent: Agent, event: &HookEvent) -> Result<()> {
+    let Some(rowid) = resume::session_of_event(
+        store,
+        agent,
+        event.session_id.as_deref(),
+        event.transcript_path.as_deref(),
+    )?
+    else {
+        return Ok(());
+    };
+    if store.snapshot_state_behind(rowid, SNAPSHOT_STATE_EVERY)? {
+        store.write(|w| w.advance_snapshot_state(rowid, SNAPSHOT_STATE_EVERY))?;
+    }
+    Ok(())
 }
 
 /// Record `path` for the next hook ([`crate::pending::add`]); a failure is logged.

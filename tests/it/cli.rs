@@ -3688,3 +3688,119 @@ fn web_refuses_a_public_address_without_a_token() {
         "memtrail: the access token must be at least 16 characters long\n"
     );
 }
+
+/// The Claude Code lines of turn `k` of a session (`docs/agents/claude.md`): a prompt, a Bash
+/// call, its result (every fifth one an error), and the answer.
+fn tool_turn(sid: &str, cwd: &str, k: u64) -> String {
+    let base = |uuid: String, secs: u64| {
+        json!({"parentUuid": null, "isSidechain": false, "userType": "external", "cwd": cwd,
+               "sessionId": sid, "version": "2.1.49", "gitBranch": "main", "uuid": uuid,
+               "timestamp": format!("2026-11-20T{:02}:{:02}:{:02}.000Z", 10 + secs / 3600, (secs / 60) % 60, secs % 60)})
+    };
+    let mut prompt = base(format!("p{k}"), k * 8);
+    prompt["type"] = json!("user");
+    prompt["message"] = json!({"role": "user", "content": format!("run the tests of module m{k}")});
+    let mut call = base(format!("c{k}"), k * 8 + 1);
+    call["type"] = json!("assistant");
+    call["message"] = json!({"model": "claude-sonnet-4-5", "id": format!("msg_call_{k}"),
+        "type": "message", "role": "assistant",
+        "content": [{"type": "tool_use", "id": format!("toolu_{k}"), "name": "Bash",
+                     "input": {"command": format!("cargo test -p m{k}")}}],
+        "stop_reason": null, "usage": {"input_tokens": 3, "output_tokens": 5}});
+    let failed = k.is_multiple_of(5);
+    let mut result = base(format!("r{k}"), k * 8 + 2);
+    result["type"] = json!("user");
+    result["message"] = json!({"role": "user", "content": [{"tool_use_id": format!("toolu_{k}"),
+        "type": "tool_result", "is_error": failed,
+        "content": if failed { format!("error[E0425]: cannot find value `x{k}`") } else { "test result: ok".to_string() }}]});
+    let mut answer = base(format!("a{k}"), k * 8 + 3);
+    answer["type"] = json!("assistant");
+    answer["message"] = json!({"model": "claude-sonnet-4-5", "id": format!("msg_answer_{k}"),
+        "type": "message", "role": "assistant",
+        "content": [{"type": "text", "text": format!("module m{k} is done")}],
+        "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 5}});
+    [prompt, call, result, answer]
+        .iter()
+        .map(|v| format!("{v}\n"))
+        .collect()
+}
+
+/// The Stop hooks of a growing session keep its running snapshot state at most
+/// `SNAPSHOT_STATE_EVERY` (100) events behind the message before its last, and never cover the
+/// last message (a later line of it would drop the state); the compaction's snapshot built
+/// from that state is the one built from every event.
+#[test]
+fn stop_hooks_keep_the_snapshot_state_near_the_session_and_compaction_matches_the_full_build() {
+    use std::io::Write as _;
+    let sb = Sandbox::new();
+    let sid = support::session_id(41);
+    let cwd = "/home/user/grow";
+    let t = sb.transcript("grow", &sid);
+    let mut file = std::fs::File::create(&t).unwrap();
+    let db = sb.db();
+    let state = || {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let last_message: i64 = conn
+            .query_row("SELECT max(seq) FROM messages", [], |r| r.get(0))
+            .unwrap();
+        let covered: Option<i64> = conn
+            .query_row("SELECT last_seq FROM snapshot_states", [], |r| r.get(0))
+            .ok();
+        // Events of the messages before the last one that the state does not hold.
+        let behind: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM events WHERE seq > ?1 AND seq < ?2",
+                [covered.unwrap_or(i64::MIN), last_message],
+                |r| r.get(0),
+            )
+            .unwrap();
+        (covered, last_message, behind)
+    };
+    let (mut first_state, mut advances, mut last_covered) = (None, 0, None);
+    for k in 1..=120u64 {
+        file.write_all(tool_turn(&sid, cwd, k).as_bytes()).unwrap();
+        file.flush().unwrap();
+        let out = sb
+            .acmd()
+            .args(["hook", "claude"])
+            .write_stdin(support::stop_payload(&t, &sid, cwd))
+            .output()
+            .unwrap();
+        assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+        let (covered, last_message, behind) = state();
+        assert!(behind < 100, "turn {k}: {behind} events behind");
+        if let Some(c) = covered {
+            assert!(c < last_message, "turn {k}: the last message is covered");
+            first_state.get_or_insert(k);
+            advances += (Some(c) != last_covered) as usize;
+        }
+        last_covered = covered;
+    }
+    // A prompt and a command a turn, and an error every fifth turn (the answers have none):
+    // 120 + 120 + 24 events. The first state after ~100 of them, then again every ~100.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let events: i64 = conn
+        .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(events, 264);
+    let first = first_state.expect("a state was saved");
+    assert!((20..=60).contains(&first), "first state at turn {first}");
+    assert!(advances >= 2, "{advances} advances");
+    assert!(
+        !sb.hook_log().exists()
+            || !std::fs::read_to_string(sb.hook_log())
+                .unwrap()
+                .contains("error"),
+        "{}",
+        std::fs::read_to_string(sb.hook_log()).unwrap_or_default()
+    );
+    // The snapshot from the state, then from every event (the state removed): the same.
+    let from_state = sb.json(&["resume", &sid, "--json"])["snapshot"].clone();
+    conn.execute("DELETE FROM snapshot_states", []).unwrap();
+    let full = sb.json(&["resume", &sid, "--json"])["snapshot"].clone();
+    assert_eq!(from_state, full);
+    assert!(
+        full["text"].as_str().unwrap().contains("cargo test -p m"),
+        "{full}"
+    );
+}

@@ -131,12 +131,13 @@ mod random {
     /// The snapshot from the running state (read, and built in a write that saves the state)
     /// equals the one built from all the session's events, for random budgets, after every
     /// step of random sessions: appends, late tool results (their message's events extracted
-    /// again), rewinds, replaced messages, deleted messages, `redact --rescan`, re-imports.
+    /// again), rewinds, replaced messages, deleted messages, `redact --rescan`, re-imports, and
+    /// the hooks' advance of the state (`Writer::advance_snapshot_state`).
     #[test]
     fn snapshots_from_the_running_state_equal_the_full_build() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-        let (mut from_state, mut compared) = (0, 0);
+        let (mut from_state, mut compared, mut advanced) = (0, 0, 0);
         for round in 0..24u64 {
             let mut g = Xorshift(0x5eed_0000 + round * 7919);
             let sid = store
@@ -215,6 +216,13 @@ mod random {
                     }
                     _ => {}
                 }
+                // A hook bringing the state up to the message before the last.
+                if g.below(3) == 0 {
+                    let min_new = 1 + g.below(8);
+                    advanced += store
+                        .write(|w| w.advance_snapshot_state(sid, min_new))
+                        .unwrap() as usize;
+                }
                 for _ in 0..3 {
                     let budget = match g.below(4) {
                         0 => g.below(80),
@@ -237,6 +245,91 @@ mod random {
         }
         // Most comparisons read a saved state (the test is not vacuous).
         assert!(from_state * 2 > compared, "{from_state} of {compared}");
+        assert!(advanced > 50, "{advanced}");
+    }
+
+    /// The hooks' advance leaves the session's last message out of the state, so a late tool
+    /// result for it (its events extracted again) keeps the state; and it saves nothing while
+    /// fewer than `min_new` events are new.
+    #[test]
+    fn the_advance_leaves_the_last_message_out_and_a_late_result_for_it_keeps_the_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        let sid = store
+            .write(|w| {
+                w.upsert_session(
+                    &SessionRef {
+                        agent: Agent::Claude,
+                        external_id: "adv".into(),
+                        parent_external_id: None,
+                    },
+                    &SessionMeta {
+                        project_dir: Some("/w/app".into()),
+                        ..SessionMeta::default()
+                    },
+                    &Standard,
+                )
+            })
+            .unwrap();
+        let call = |i: usize, command: &str, output: Option<&str>| Message {
+            id: format!("m{i}"),
+            role: Role::Assistant,
+            kind: Kind::ToolCall,
+            parts: vec![Part::ToolCall(ToolCall {
+                id: format!("c{i}"),
+                name: "Bash".into(),
+                tool: normalize_tool_name("Bash"),
+                input: json!({"command": command}),
+                output: output.map(str::to_string),
+                is_error: false,
+                exit_code: None,
+            })],
+            timestamp: Some(1_760_000_000_000 + i as i64),
+            model: None,
+        };
+        let records: Vec<Record> = (1..=3)
+            .map(|i| Record::Message(call(i, &format!("make step{i}"), Some("ok"))))
+            .collect();
+        store.write(|w| w.apply(sid, records).map(|_| ())).unwrap();
+        // Two events before the last message: fewer than three, then enough for two.
+        assert!(!store.write(|w| w.advance_snapshot_state(sid, 3)).unwrap());
+        assert!(!store.has_snapshot_state(sid));
+        assert!(store.write(|w| w.advance_snapshot_state(sid, 2)).unwrap());
+        assert!(store.has_snapshot_state(sid));
+        // Nothing new before the last message: nothing saved.
+        assert!(!store.write(|w| w.advance_snapshot_state(sid, 1)).unwrap());
+        // A fourth message whose result comes later; the state moves up to the third.
+        store
+            .write(|w| {
+                w.apply(sid, vec![Record::Message(call(4, "cargo test", None))])
+                    .map(|_| ())
+            })
+            .unwrap();
+        assert!(store.write(|w| w.advance_snapshot_state(sid, 1)).unwrap());
+        store
+            .write(|w| {
+                w.apply(
+                    sid,
+                    vec![Record::ToolResult {
+                        call_id: "c4".into(),
+                        output: "Exit code 101\nerror[E0425]: cannot find value `x`".into(),
+                        is_error: true,
+                        exit_code: None,
+                        timestamp: None,
+                    }],
+                )
+                .map(|_| ())
+            })
+            .unwrap();
+        assert!(
+            store.has_snapshot_state(sid),
+            "the late result dropped the state"
+        );
+        let budget = crate::snapshot::DEFAULT_BUDGET;
+        let full = build_snapshot_full(&store, sid, budget).unwrap();
+        assert!(full.text.contains("cargo test"), "{}", full.text);
+        assert!(full.text.contains("E0425"), "{}", full.text);
+        assert_eq!(store.snapshot(sid, budget).unwrap(), full);
     }
 
     /// An event inserted into a message the saved state covers, with no delete (a raw insert,
@@ -338,6 +431,15 @@ mod fixtures {
                         break;
                     }
                     for sid in store.session_rowids() {
+                        // As a hook does, now and then (the snapshots below save the state).
+                        if at % 2 == 0 {
+                            store
+                                .write(|w| w.advance_snapshot_state(sid, 1 + at % 5))
+                                .unwrap();
+                            let full = build_snapshot_full(&store, sid, 2048).unwrap();
+                            let read = store.snapshot(sid, 2048).unwrap();
+                            assert_eq!(read, full, "{}, line {at}, advanced", f.display());
+                        }
                         for budget in [0, 40, 300, 2048, 16 * 1024] {
                             let full = build_snapshot_full(&store, sid, budget).unwrap();
                             let read = store.snapshot(sid, budget).unwrap();

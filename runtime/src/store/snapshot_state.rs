@@ -22,6 +22,20 @@ struct Fresh {
     state: State,
 }
 
+/// The running state of a session over its events before some message, read in a transaction.
+enum Covered {
+    /// The state, covering the session's first `rows` events (the last at `last`); `moved`
+    /// when it is not the saved one (built again, or events applied to it).
+    State {
+        state: Box<State>,
+        rows: i64,
+        last: (i64, i64),
+        moved: bool,
+    },
+    /// A session the state cannot follow: its events, for [`snapshot::build`].
+    Unfollowable(Vec<StoredEvent>),
+}
+
 /// The snapshot of session `rowid` within `budget` bytes, read in the transaction `conn` is in:
 /// from its saved state and the events after it when the state is valid, else from all its
 /// events (as [`crate::resume::snapshot_input`] and [`snapshot::build`] make it). With it, the
@@ -36,42 +50,73 @@ fn snapshot_on(conn: &Connection, rowid: i64, budget: usize) -> Result<(Snapshot
         git_branch: s.git_branch,
         events: Vec::new(),
     };
-    if let Some(r) = from_saved(conn, rowid, &meta, budget)? {
-        return Ok(r);
+    match covered_on(conn, rowid, meta.project_dir.as_deref(), i64::MAX)? {
+        Covered::State {
+            state,
+            rows,
+            last,
+            moved,
+        } => {
+            let snap = state.render(&meta, budget);
+            Ok((
+                snap,
+                moved.then_some(Fresh {
+                    rows,
+                    last,
+                    state: *state,
+                }),
+            ))
+        }
+        Covered::Unfollowable(events) => Ok((
+            snapshot::build(&with_correlations(events, meta), budget),
+            None,
+        )),
     }
-    // All the session's events.
+}
+
+/// The running state of session `rowid` (of project `project`) over its events of the messages
+/// before `before_seq` (`i64::MAX`: all): the saved state and the events after it when it is
+/// valid, else built from all of them.
+fn covered_on(
+    conn: &Connection,
+    rowid: i64,
+    project: Option<&str>,
+    before_seq: i64,
+) -> Result<Covered> {
+    if let Some(c) = from_saved(conn, rowid, project, before_seq)? {
+        return Ok(c);
+    }
     let mut rows = 0i64;
     let mut last = (i64::MIN, i64::MIN);
     let events = read_events(
         conn,
-        &format!("SELECT {COLS} FROM events WHERE session_id = ?1 ORDER BY seq, id"),
-        [rowid],
+        &format!("SELECT {COLS} FROM events WHERE session_id = ?1 AND seq < ?2 ORDER BY seq, id"),
+        params![rowid, before_seq],
         |seq, id| {
             rows += 1;
             last = last.max((seq, id));
         },
     )?;
-    let mut state = State::new(meta.project_dir.as_deref());
+    let mut state = State::new(project);
     if state.apply(&events) {
-        let snap = state.render(&meta, budget);
-        let fresh = (rows > 0).then_some(Fresh { rows, last, state });
-        return Ok((snap, fresh));
+        return Ok(Covered::State {
+            state: Box::new(state),
+            rows,
+            last,
+            moved: rows > 0,
+        });
     }
-    // A session the state cannot follow: the snapshot as built without one.
-    Ok((
-        snapshot::build(&with_correlations(events, meta), budget),
-        None,
-    ))
+    Ok(Covered::Unfollowable(events))
 }
 
-/// The snapshot from the saved state of session `rowid` and the events after it; `None` when
-/// there is none or it is not valid (see the migration `0012_snapshot_states.sql`).
+/// The saved state of session `rowid` with the events after it (before `before_seq`) applied;
+/// `None` when there is none or it is not valid (see the migration `0012_snapshot_states.sql`).
 fn from_saved(
     conn: &Connection,
     rowid: i64,
-    meta: &SnapshotInput,
-    budget: usize,
-) -> Result<Option<(Snapshot, Option<Fresh>)>> {
+    project: Option<&str>,
+    before_seq: i64,
+) -> Result<Option<Covered>> {
     let saved = conn
         .query_row(
             "SELECT rows, last_seq, last_id, state FROM snapshot_states WHERE session_id = ?1",
@@ -94,7 +139,7 @@ fn from_saved(
     let Some((rows, last_seq, last_id, Some(mut state))) = saved else {
         return Ok(None);
     };
-    if state.project != meta.project_dir {
+    if state.project.as_deref() != project || last_seq >= before_seq {
         return Ok(None);
     }
     // The events from the last one covered on: those of its message covered, the others new.
@@ -103,8 +148,11 @@ fn from_saved(
     let mut last = (last_seq, last_id);
     let tail = read_events(
         conn,
-        &format!("SELECT {COLS} FROM events WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq, id"),
-        params![rowid, last_seq],
+        &format!(
+            "SELECT {COLS} FROM events WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3
+             ORDER BY seq, id"
+        ),
+        params![rowid, last_seq, before_seq],
         |seq, id| {
             if seq == last_seq && id <= last_id {
                 return;
@@ -125,13 +173,12 @@ fn from_saved(
     if !state.apply(&tail) {
         return Ok(None);
     }
-    let snap = state.render(meta, budget);
-    let fresh = (new_rows > 0).then_some(Fresh {
+    Ok(Some(Covered::State {
+        state: Box::new(state),
         rows: rows + new_rows,
         last,
-        state,
-    });
-    Ok(Some((snap, fresh)))
+        moved: new_rows > 0,
+    }))
 }
 
 /// `stored` (in session order) merged with their correlations, in `meta`: what
@@ -147,6 +194,36 @@ fn with_correlations(stored: Vec<StoredEvent>, meta: SnapshotInput) -> SnapshotI
     SnapshotInput { events, ..meta }
 }
 
+/// The seq of session `rowid`'s last message when at least `min_new` (≥ 1) events of the
+/// messages before it are not in its saved running state, else `None`: three index lookups.
+fn behind_on(conn: &Connection, rowid: i64, min_new: usize) -> Result<Option<i64>> {
+    let Some(last_message) = conn
+        .prepare_cached("SELECT max(seq) FROM messages WHERE session_id = ?1")
+        .db()?
+        .query_row([rowid], |r| r.get::<_, Option<i64>>(0))
+        .db()?
+    else {
+        return Ok(None);
+    };
+    let covered: i64 = conn
+        .prepare_cached("SELECT last_seq FROM snapshot_states WHERE session_id = ?1")
+        .db()?
+        .query_row([rowid], |r| r.get(0))
+        .optional()
+        .db()?
+        .unwrap_or(i64::MIN);
+    let min_new = min_new.max(1) as i64;
+    let new: i64 = conn
+        .prepare_cached(
+            "SELECT count(*) FROM (SELECT 1 FROM events
+             WHERE session_id = ?1 AND seq > ?2 AND seq < ?3 LIMIT ?4)",
+        )
+        .db()?
+        .query_row(params![rowid, covered, last_message, min_new], |r| r.get(0))
+        .db()?;
+    Ok((new >= min_new).then_some(last_message))
+}
+
 impl Store {
     /// The snapshot of session `rowid` within `budget` bytes: from the session's saved running
     /// state and the events appended since when it is valid, else from all its events; the same
@@ -157,6 +234,13 @@ impl Store {
         drop(tx);
         Ok(snap)
     }
+
+    /// Whether session `rowid`'s running state is at least `min_new` events behind the
+    /// message before its last ([`Writer::advance_snapshot_state`] would save one), read
+    /// without taking the write lock.
+    pub fn snapshot_state_behind(&self, rowid: i64, min_new: usize) -> Result<bool> {
+        Ok(behind_on(&self.conn, rowid, min_new)?.is_some())
+    }
 }
 
 impl Writer<'_> {
@@ -165,15 +249,61 @@ impl Writer<'_> {
     pub fn snapshot(&self, rowid: i64, budget: usize) -> Result<Snapshot> {
         let (snap, fresh) = snapshot_on(self.tx, rowid, budget)?;
         if let Some(f) = fresh {
-            self.tx
-                .execute(
-                    "INSERT OR REPLACE INTO snapshot_states (session_id, rows, last_seq, last_id, state)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![rowid, f.rows, f.last.0, f.last.1, f.state.encode()],
-                )
-                .db()?;
+            self.save_state(rowid, &f)?;
         }
         Ok(snap)
+    }
+
+    /// Bring session `rowid`'s saved running state up to the message before its last, when at
+    /// least `min_new` events of those messages are not in it yet (a session without a state:
+    /// when it has that many). The hooks call it after their ingest, so that a compaction's
+    /// snapshot applies only the events of the last few turns ([`Writer::snapshot`]). The last
+    /// message is left out: a later line of it (a streamed answer, a late tool result) would
+    /// rewrite its events and drop the state. Returns whether a state was saved.
+    ///
+    /// Cost: three index lookups when there is too little to apply; else the state's decode,
+    /// the new events' apply and the encode (a first state: every event of the session).
+    pub fn advance_snapshot_state(&self, rowid: i64, min_new: usize) -> Result<bool> {
+        let Some(last_message) = behind_on(self.tx, rowid, min_new)? else {
+            return Ok(false);
+        };
+        let project: Option<String> = self
+            .tx
+            .prepare_cached("SELECT project_dir FROM sessions WHERE id = ?1")
+            .db()?
+            .query_row([rowid], |r| r.get(0))
+            .db()?;
+        match covered_on(self.tx, rowid, project.as_deref(), last_message)? {
+            Covered::State {
+                state,
+                rows,
+                last,
+                moved: true,
+            } => {
+                self.save_state(
+                    rowid,
+                    &Fresh {
+                        rows,
+                        last,
+                        state: *state,
+                    },
+                )?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn save_state(&self, rowid: i64, f: &Fresh) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "INSERT OR REPLACE INTO snapshot_states (session_id, rows, last_seq, last_id, state)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .db()?
+            .execute(params![rowid, f.rows, f.last.0, f.last.1, f.state.encode()])
+            .db()?;
+        Ok(())
     }
 }
 
