@@ -19,21 +19,7 @@ pub fn color() -> bool {
     COLOR.get().copied().unwrap_or(ColorChoice::Auto).enabled()
 }
 
-/// Whether `c` may not reach a terminal as it is: a control character (C0, DEL, C1: escape
-/// sequences, carriage returns, backspaces), or one that reorders text ([`is_bidi_control`]).
-pub fn unsafe_on_terminal(c: char) -> bool {
-    c.is_control() || is_bidi_control(c)
-}
-
-/// True for the Unicode characters that reorder text on screen (bidirectional embeddings,
-/// overrides and isolates, and the implicit marks): text could otherwise be shown in an order
-/// other than the one it is stored in, a command reading as another ("Trojan Source").
-pub fn is_bidi_control(c: char) -> bool {
-    matches!(
-        c,
-        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-    )
-}
+pub use memtrail_runtime::safe_text::{is_bidi_control, unsafe_on_terminal};
 
 /// `v` as pretty-printed JSON whose strings hold no character [`unsafe_on_terminal`] as it is:
 /// each is written as a `\uXXXX` escape (serde_json escapes C0 itself, not DEL, C1 or the

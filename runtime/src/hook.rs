@@ -641,16 +641,19 @@ fn record_with(
     let Some(ev) = &outcome.event else { return };
     let run = HookRun {
         agent: agent.as_str().to_string(),
-        event: ev.event.clone(),
+        // Redacted and on one line as the hook log is: the payload's own field.
+        event: crate::safe_text::one_line_field(&crate::redact::redact(&ev.event)).into_owned(),
         at: now_ms(),
         duration_us: started.elapsed().as_micros() as i64,
         // Redacted as the hook log is: shown by `memtrail status`.
         session: ev
             .session_id
             .as_deref()
-            .map(|s| crate::redact::redact(s).into_owned()),
+            .map(|s| crate::safe_text::one_line_field(&crate::redact::redact(s)).into_owned()),
         messages: outcome.ingested.iter().map(|r| r.inserted as i64).sum(),
-        error: err.map(|e| crate::redact::redact(&e.to_string()).into_owned()),
+        error: err.map(|e| {
+            crate::safe_text::one_line_field(&crate::redact::redact(&e.to_string())).into_owned()
+        }),
     };
     if let Err(e) = store.record_hook_run(&Standard, &run) {
         log_line(
@@ -675,8 +678,12 @@ pub fn log_line(agent: Agent, event: Option<&HookEvent>, msg: &str) {
 /// The session id and the message are redacted ([`crate::redact::redact`]) first: an error may
 /// quote what the hook was given (a transcript path, a payload's value, a command line).
 pub fn log_raw(agent: &str, event: Option<&str>, session: Option<&str>, msg: &str) {
-    let session = session.map(crate::redact::redact);
-    let msg = crate::redact::redact(msg);
+    // Every field redacted and kept on its line: the event and the session come from the
+    // payload, the message may quote a transcript.
+    let field = |s: &str| crate::safe_text::one_line_field(&crate::redact::redact(s)).into_owned();
+    let event = event.map(field);
+    let session = session.map(field);
+    let msg = field(msg);
     let path = log_path();
     let _ = (|| -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
@@ -692,9 +699,9 @@ pub fn log_raw(agent: &str, event: Option<&str>, session: Option<&str>, msg: &st
             "{} {} {} session={} {}\n",
             format_rfc3339_ms(now_ms()),
             agent,
-            event.unwrap_or("-"),
+            event.as_deref().unwrap_or("-"),
             session.as_deref().unwrap_or("-"),
-            msg.replace('\n', " ")
+            msg
         );
         f.write_all(line.as_bytes())
     })();

@@ -20,6 +20,7 @@ pub mod read;
 pub mod records;
 pub mod redact;
 pub mod resume;
+pub mod safe_text;
 pub mod seams;
 pub mod settle;
 pub mod snapshot;

@@ -552,6 +552,53 @@ const RULES: &[RuleDef] = &[
         &["htpasswd"],
         Shape::Any,
     ),
+    // Passwords of other command lines: Java's `keytool`/`jarsigner` (`-storepass X`,
+    // `-keypass X`, their `src`/`dest`/`new` forms), OpenSSL's `-pass pass:X` (`-passin`,
+    // `-passout`) and `openssl enc -k X`, `zip -P X` (and `unzip`), 7-Zip's `-pX`, SQL
+    // Server's `sqlcmd -P X` and `bcp -P X`, Windows' `net use … /user:NAME X`, and
+    // `aws configure set aws_secret_access_key X` (or `aws_session_token`).
+    def(
+        "cli_secret",
+        r#"(?:[ \t]-(?:src|dest|new)?(?:store|key)pass[ \t]+|[ \t]-pass(?:in|out)?[ \t]+pass:|(?-u:\b)openssl[ \t]+enc(?:[ \t]+[^\s|;&]+)*?[ \t]+-k[ \t]+|(?-u:\b)(?:un)?zip(?:[ \t]+[^\s|;&]+)*?[ \t]+-P[ \t]+|(?-u:\b)7z[az]?(?:[ \t]+[^\s|;&]+)*?[ \t]+-p|(?-u:\b)(?:sqlcmd|bcp)(?:[ \t]+[^\s|;&]+)*?[ \t]+-P[ \t]*|(?-u:\b)net[ \t]+use(?:[ \t]+[^\s|;&]+)*?[ \t]+/user:[^\s|;&]+[ \t]+|(?-u:\b)configure[ \t]+set[ \t]+(?:[A-Za-z0-9_-]+\.)?aws_(?:secret_access_key|session_token)[ \t]+)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&*/-][^\s"'|;&]*)"#,
+        Check::Placeholder,
+        &[
+            "storepass",
+            "keypass",
+            "pass:",
+            "openssl",
+            "zip",
+            "7z",
+            "sqlcmd",
+            "bcp",
+            "/user:",
+            "aws_s",
+        ],
+        Shape::Any,
+    ),
+    // A password or token in an XML element (`<password>X</password>`, Maven's settings,
+    // `<db:apiKey>X</db:apiKey>`) or a .NET `<add key="…Secret…" value="X"/>`.
+    def(
+        "secret_assignment",
+        r#"<(?:[A-Za-z0-9_.-]+:)?[A-Za-z0-9_.-]*(?i-u:passw(?:or)?d|secret|token|api_?key)[A-Za-z0-9_.-]*>[ \t]*(?P<s>[^<\s][^<\r\n]*?)[ \t]*</"#,
+        Check::Placeholder,
+        &["passw", "secret", "token", "apikey", "api_key"],
+        Shape::Tag,
+    ),
+    def(
+        "secret_assignment",
+        r#"<(?i-u:add)[ \t]+(?i-u:key)[ \t]*=[ \t]*["'][^"'\r\n]*(?i-u:passw(?:or)?d|secret|token|api_?key)[^"'\r\n]*["'][ \t]+(?i-u:value)[ \t]*=[ \t]*["'](?P<s>[^"'\r\n]+)["']"#,
+        Check::Placeholder,
+        &["<add"],
+        Shape::Any,
+    ),
+    // Google OAuth refresh tokens: `1//0` or `1//` and a base64url body.
+    def(
+        "google_refresh_token",
+        r"(?-u:\b)1//0[0-9A-Za-z_-]{30,}",
+        Check::None,
+        &["1//0"],
+        Shape::Any,
+    ),
     def(
         "netrc_password",
         r"machine[ \t]+\S+(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+(?P<s>\S+)",
@@ -630,6 +677,16 @@ const RULES: &[RuleDef] = &[
         Check::Named,
         KEY_WORDS,
         Shape::Keyed,
+    ),
+    // An ODBC or ADO.NET connection string's password: `…;PWD=X;` (`Pwd`, `Password`) after a
+    // `;`, or before one (`PWD=X;UID=sa`); a value in braces is the part inside them. A shell's
+    // `PWD=/home/…` has neither. After the assignments, which take `; password=X` first.
+    def(
+        "connection_string_password",
+        r#"(?:;[ \t]*(?i-u:pwd|password)[ \t]*=[ \t]*(?:\{(?P<s>[^}\r\n]+)\}|(?P<s2>[^;"'\r\n{][^;"'\r\n]*))|(?-u:\b)(?i-u:pwd)[ \t]*=[ \t]*(?P<s3>[^;"'\s/~{][^;"'\s]*)[ \t]*;)"#,
+        Check::Placeholder,
+        &["pwd", "password"],
+        Shape::Equals,
     ),
 ];
 
@@ -809,6 +866,10 @@ enum Shape {
     Header,
     /// A key name: `[A-Za-z0-9_.-]*`, an optional quote, `[ \t]*`, then `=`, or `:` and a space or tab.
     Keyed,
+    /// An XML element's name: `[A-Za-z0-9_.-]*`, then `>`.
+    Tag,
+    /// `[ \t]*` then `=` (a connection string's `PWD=`).
+    Equals,
 }
 
 /// `[A-Za-z0-9_-]`: the body of most token formats.
@@ -932,6 +993,16 @@ impl Shape {
             Shape::Header => {
                 let j = name_then(end, &|c| c.is_ascii_alphanumeric() || *c == b'-');
                 b.get(j) == Some(&b':')
+            }
+            Shape::Tag => {
+                let j = run(end, &|c| {
+                    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')
+                });
+                b.get(j) == Some(&b'>')
+            }
+            Shape::Equals => {
+                let j = run(end, &|c| matches!(c, b' ' | b'\t'));
+                b.get(j) == Some(&b'=')
             }
             Shape::Keyed => {
                 let name = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-');
@@ -1138,9 +1209,9 @@ pub fn redact_string(s: &mut String) {
     }
 }
 
-/// Redact every string inside a JSON value, recursively. A string value under an object key that
-/// names a secret (`"password": "…"`, `"DB_PASS": "…"`, see [`secret_name`]) is redacted whole
-/// when it looks like one: after a password name any value but a placeholder, a path, a URL or
+/// Redact every string inside a JSON value, recursively, object keys included. A string value
+/// under an object key that names a secret (`"password": "…"`, `"DB_PASS": "…"`, see
+/// [`secret_name`]) is redacted whole when it looks like one: after a password name any value but a placeholder, a path, a URL or
 /// code; after other secret names a value of 8 characters or more without whitespace that is
 /// not a lowercase word.
 pub fn redact_json(v: &mut Value) {
@@ -1184,6 +1255,22 @@ pub fn redact_json(v: &mut Value) {
                     }
                 } else {
                     redact_string(s);
+                }
+            }
+            // A key can be a secret too (a token as a header name, a map keyed by tokens).
+            // Rebuilt only when one is: two keys redacted alike keep both values, the second
+            // as `"[redacted:…] (2)"`.
+            if o.keys().any(|k| matches!(redact(k), Cow::Owned(_))) {
+                for (k, v) in std::mem::take(o) {
+                    let mut key = redact(&k).into_owned();
+                    if o.contains_key(&key) {
+                        let mut n = 2;
+                        while o.contains_key(&format!("{key} ({n})")) {
+                            n += 1;
+                        }
+                        key = format!("{key} ({n})");
+                    }
+                    o.insert(key, v);
                 }
             }
         }
@@ -1685,10 +1772,36 @@ fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
     }
     let mut out: Option<String> = None;
     let mut last = 0;
-    for caps in rule.re.captures_iter(text) {
+    let mut at = 0;
+    // A match turned down for its value is searched again from its value's start: the value
+    // may hold a secret of its own (`token: https://x/?token=…`, a URL turned down as a
+    // name's value). At most this many times a text, so that a long run of such names stays
+    // linear.
+    let mut retries = 32u32;
+    while at <= text.len() {
+        let Some(caps) = rule.re.captures_at(text, at) else {
+            break;
+        };
         let whole = caps.get(0).expect("group 0");
-        let span = caps.name("s").unwrap_or(whole);
+        // The secret: group `s`, else `s2` or `s3` (a rule with several shapes).
+        let span = caps
+            .name("s")
+            .or_else(|| caps.name("s2"))
+            .or_else(|| caps.name("s3"))
+            .unwrap_or(whole);
         if !keep_match(rule.check, &caps, span.as_str(), text, span.start()) {
+            at = if span.start() > whole.start() && retries > 0 {
+                retries -= 1;
+                span.start()
+            } else if whole.end() > whole.start() {
+                whole.end()
+            } else {
+                // An empty match: the next character.
+                match text[whole.end()..].chars().next() {
+                    Some(c) => whole.end() + c.len_utf8(),
+                    None => break,
+                }
+            };
             continue;
         }
         let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
@@ -1697,6 +1810,14 @@ fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
         o.push_str(rule.kind);
         o.push(']');
         last = span.end();
+        at = if whole.end() > whole.start() {
+            whole.end()
+        } else {
+            match text[whole.end()..].chars().next() {
+                Some(c) => whole.end() + c.len_utf8(),
+                None => break,
+            }
+        };
     }
     let mut o = out?;
     o.push_str(&text[last..]);

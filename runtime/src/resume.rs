@@ -175,18 +175,38 @@ pub const QUOTE_FRAME_BYTES: usize = 36 + 37 + 2;
 /// session and saying that what follows is recalled data, then the snapshot framed by
 /// [`quote`].
 pub fn injection_text(session: &SessionSummary, why: &str, snapshot_text: &str) -> String {
-    let (tag, framed) = quote(snapshot_text);
-    format!(
-        "memtrail: the working state of this session ({} session {}{}) {why}, rebuilt from its transcript. It records what happened; check the current files before relying on it. {}\n\n{framed}",
+    // Nothing of the transcript's outside the frame: the project folder (a name anyone can
+    // give a folder) opens the quoted data; the session id is named before it only when plain.
+    let quoted = match session.project.as_deref() {
+        Some(p) if !p.is_empty() => std::borrow::Cow::Owned(format!(
+            "Project: {}\n{snapshot_text}",
+            p.replace(['\n', '\r'], " ")
+        )),
+        _ => std::borrow::Cow::Borrowed(snapshot_text),
+    };
+    let (tag, framed) = quote(&quoted);
+    // Controls and reordering characters of the transcript's text shown, not passed on: some
+    // agents print the injected context to their terminal.
+    let text = format!(
+        "memtrail: the working state of this session ({} session{}) {why}, rebuilt from its transcript. It records what happened; check the current files before relying on it. {}\n\n{framed}",
         session.agent,
-        session.session_id,
-        session
-            .project
-            .as_deref()
-            .map(|p| format!(", project {}", p.replace(['\n', '\r'], " ")))
+        plain_id(&session.session_id)
+            .map(|id| format!(" {id}"))
             .unwrap_or_default(),
         quote_notice(&tag),
-    )
+    );
+    crate::safe_text::shown_keeping_lines(&text).into_owned()
+}
+
+/// `id` when it is plain enough to stand outside the recalled-data frame: 1 to 128 ASCII
+/// letters, digits and `.`, `_`, `-`, `:` (the agents' ids: UUIDs, `ses_…`, rollout ids).
+fn plain_id(id: &str) -> Option<&str> {
+    (!id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b':')))
+    .then_some(id)
 }
 
 /// The one line added at a plain startup when the store has earlier sessions of the project:
@@ -585,25 +605,26 @@ pub fn handoff<S: ReadStore + ?Sized>(store: &S, rowid: i64, to: Agent) -> Resul
 
     let (tag, framed) = quote(&d);
     let mut d = format!("{title}\n{}\n\n{framed}\n", quote_notice(&tag));
+    // Outside the frame: the session id only when plain.
+    let id = plain_id(&s.session_id).unwrap_or("<the session id above>");
     let _ = writeln!(d, "\n## Finding more\n");
     let _ = writeln!(
         d,
         "- Search this and other past sessions: `{}` with {{\"query\": \"…\", \"session_id\": \"{}\"}}.",
         tool_name(to, "search"),
-        s.session_id
+        id
     );
     let _ = writeln!(
         d,
         "- Read the conversation: `{}` {{\"session_id\": \"{}\"}}; its events: `{}`; state plus relevant messages within a token budget: `{}`.",
         tool_name(to, "get_session"),
-        s.session_id,
+        id,
         tool_name(to, "timeline"),
         tool_name(to, "resume_context"),
     );
     let _ = writeln!(
         d,
-        "- Without MCP: `memtrail search --json \"…\"`, `memtrail sessions show {}`, `memtrail resume {}`.",
-        s.session_id, s.session_id
+        "- Without MCP: `memtrail search --json \"…\"`, `memtrail sessions show {id}`, `memtrail resume {id}`."
     );
     Ok(d)
 }

@@ -35,6 +35,17 @@ pub fn install(
         );
     }
     let binary = binary_path()?;
+    // The entries written are found again (by `uninstall`, `status`, a second `install`) by
+    // their program's file name: one of another name could never be taken out.
+    if matches!(action, memtrail_installer::Action::Install)
+        && !memtrail_adapters::shell::is_memtrail_program(&binary.to_string_lossy())
+    {
+        bail!(
+            "install needs the binary to be named `{}` (this one is {}): the hooks and MCP entries it writes are recognised by that name, so uninstall and status could not find them. Copy or link it as `memtrail` and run that (nothing was changed)",
+            memtrail_adapters::shell::PROGRAM_NAME,
+            binary.display()
+        );
+    }
     let mut agents: Vec<Agent> = Vec::new();
     for ag in &a.agents {
         if !agents.contains(ag) {

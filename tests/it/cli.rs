@@ -1467,10 +1467,15 @@ fn compaction_snapshot_resume_and_handoff() {
         .as_str()
         .unwrap();
     let header = format!(
-        "memtrail: the working state of this session (claude session {sid}, project {}) before its compaction",
-        project.display()
+        "memtrail: the working state of this session (claude session {sid}) before its compaction"
     );
     assert!(ctx.starts_with(&header), "{ctx}");
+    // The project is named inside the recalled-data frame, not before it.
+    let frame = ctx.find("\n<memtrail-recalled-").unwrap();
+    assert!(
+        ctx[frame..].contains(&format!("\nProject: {}\n", project.display())),
+        "{ctx}"
+    );
     for needle in [
         "## Last request [prompt]\n- No, don't delete anything. Just summarise the diff. 🙂\n",
         "## Files changed [file]\n- README.ar.md (written, +3 -0)\n- src/lib.rs (",
@@ -1609,8 +1614,7 @@ fn codex_precompact_then_session_start_compact_injects_the_snapshot() {
         .unwrap();
     assert!(
         ctx.starts_with(&format!(
-            "memtrail: the working state of this session (codex session {sid}, project {}) before its compaction",
-            project.display()
+            "memtrail: the working state of this session (codex session {sid}) before its compaction"
         )),
         "{ctx}"
     );
@@ -3803,4 +3807,74 @@ fn stop_hooks_keep_the_snapshot_state_near_the_session_and_compaction_matches_th
         full["text"].as_str().unwrap().contains("cargo test -p m"),
         "{full}"
     );
+}
+
+/// The hook log and `status` hold the payload's own fields (the event's name, the session id)
+/// redacted and on one line: a newline cannot forge a log line, an escape sequence cannot
+/// drive the terminal of whoever reads the log, a token in the event's name is not kept.
+#[test]
+fn payload_fields_reach_the_hook_log_and_status_redacted_on_one_line() {
+    let sb = Sandbox::new();
+    let token = "ghp_E1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8";
+    for payload in [
+        json!({"hook_event_name": "Stop", "session_id": "abc\n2026-12-04T22:06:21.417Z claude Stop session=FORGED error: fake entry", "transcript_path": "/nonexistent/a.jsonl", "cwd": "/"}),
+        json!({"hook_event_name": format!("Stop {token}"), "session_id": "abc", "transcript_path": "/nonexistent/a.jsonl", "cwd": "/"}),
+        json!({"hook_event_name": "Stop", "session_id": "s\u{1b}]52;c;aGk=\u{7}\u{1b}[2J\u{0}", "transcript_path": "/nonexistent/\u{1b}[31ma.jsonl", "cwd": "/"}),
+    ] {
+        let out = sb
+            .acmd()
+            .args(["hook", "claude"])
+            .write_stdin(payload.to_string())
+            .output()
+            .unwrap();
+        assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+    }
+    let log = std::fs::read_to_string(sb.hook_log()).unwrap();
+    assert_eq!(log.lines().count(), 3, "{log}");
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("session=FORGED") && !l.contains("session=abc ")),
+        "{log}"
+    );
+    assert!(!log.contains(token), "{log}");
+    assert!(log.contains("[redacted:github_token]"), "{log}");
+    assert!(!log.chars().any(|c| c.is_control() && c != '\n'), "{log:?}");
+    // Hook errors make `status` exit 1; its JSON is on stdout all the same.
+    let out = sb.acmd().args(["status", "--json"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("\"hook_runs\""), "{text}");
+    assert!(!text.contains(token), "{text}");
+    assert!(!text.contains("\\u001b"), "{text}");
+}
+
+/// `install` from a binary of another name (a copy, a link) is refused before anything
+/// changes: the entries it would write are recognised by the name `memtrail`, so `uninstall`
+/// and `status` could never find them again.
+#[test]
+fn install_from_a_binary_of_another_name_is_refused() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    std::fs::write(sb.claude_dir().join("settings.json"), "{}\n").unwrap();
+    let before = snapshot(&sb.home);
+    let bin = tempfile::tempdir().unwrap();
+    let link = bin.path().join("mt-copy");
+    std::os::unix::fs::symlink(support::memtrail_bin(), &link).unwrap();
+    let out = std::process::Command::new(&link)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(
+            sb.cmd()
+                .get_envs()
+                .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))),
+        )
+        .args(["install", "--agent", "claude", "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("install needs the binary to be named `memtrail`") && err.contains("mt-copy"),
+        "{err}"
+    );
+    assert!(before == snapshot(&sb.home), "install changed files");
 }

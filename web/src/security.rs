@@ -232,12 +232,7 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
     resp
 }
 
-/// Whether `c` is a bidirectional embedding, override or isolate (U+202A–U+202E,
-/// U+2066–U+2069): a browser obeys them, so that transcript text holding one is shown in
-/// another order than it is (a command reading as another: "Trojan Source").
-pub fn is_bidi_override(c: char) -> bool {
-    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
+pub use memtrail_runtime::safe_text::is_bidi_override;
 
 /// `html` with every [`is_bidi_override`] character shown as U+FFFD (memtrail's own templates
 /// hold none: each one comes from transcript text); borrowed when there is none. Each is 3

@@ -1017,3 +1017,100 @@ fn redact_speed() {
         );
     }
 }
+
+/// Found by a review: a secret inside a value a rule turned down (a URL after a secret's
+/// name), a token as a JSON key, and passwords of common command lines, connection strings,
+/// XML configuration and Google refresh tokens.
+#[test]
+fn secrets_inside_turned_down_values_keys_and_more_command_lines() {
+    let cases = [
+        (
+            "Here is the token: https://app.example.com/invite?token=Zq8Wm3Lp0Xr7Ty2Vb5Nf",
+            "Here is the token: https://app.example.com/invite?token=[redacted:secret_assignment]",
+        ),
+        (
+            "  webhook_secret_url: https://hooks.example.com/in?secret=Zq8Wm3Lp0Xr7Ty2Vb5Nd",
+            "  webhook_secret_url: https://hooks.example.com/in?secret=[redacted:secret_assignment]",
+        ),
+        (
+            "Driver={ODBC Driver 18};Server=db;UID=sa;PWD=Kx7#mQ2vLp9w;Encrypt=yes",
+            "Driver={ODBC Driver 18};Server=db;UID=sa;PWD=[redacted:connection_string_password];Encrypt=yes",
+        ),
+        (
+            "Server=db;Database=app;User Id=sa;Password={Kx7;mQ2}",
+            "Server=db;Database=app;User Id=sa;Password={[redacted:connection_string_password]}",
+        ),
+        (
+            "PWD=Kx7mQ2vLp9w;UID=sa",
+            "PWD=[redacted:connection_string_password];UID=sa",
+        ),
+        (
+            "aws configure set aws_secret_access_key Kq8Wm3Lp0Xr7Ty2Vb5NfQ1",
+            "aws configure set aws_secret_access_key [redacted:cli_secret]",
+        ),
+        (
+            "<server><id>repo</id><password>Jk9lZx2cVb5</password></server>",
+            "<server><id>repo</id><password>[redacted:secret_assignment]</password></server>",
+        ),
+        (
+            r#"<add key="ApiSecret" value="Kl0zXc3vBn6Mq"/>"#,
+            r#"<add key="ApiSecret" value="[redacted:secret_assignment]"/>"#,
+        ),
+        (
+            "openssl pkcs12 -export -in c.pem -passout pass:Hx8mQ2vL -out c.p12",
+            "openssl pkcs12 -export -in c.pem -passout pass:[redacted:cli_secret] -out c.p12",
+        ),
+        (
+            "openssl enc -aes-256-cbc -k Hx8mQ2vL -in a -out b",
+            "openssl enc -aes-256-cbc -k [redacted:cli_secret] -in a -out b",
+        ),
+        (
+            "zip -r -P Hx8mQ2vL out.zip dir && 7z a -pQw3rTy9 out.7z dir",
+            "zip -r -P [redacted:cli_secret] out.zip dir && 7z a -p[redacted:cli_secret] out.7z dir",
+        ),
+        (
+            "keytool -genkey -keystore k.jks -storepass Hx8mQ2vL -keypass Qw3rTy9",
+            "keytool -genkey -keystore k.jks -storepass [redacted:cli_secret] -keypass [redacted:cli_secret]",
+        ),
+        (
+            "sqlcmd -S db -U sa -P Hx8mQ2vL -Q 'select 1'",
+            "sqlcmd -S db -U sa -P [redacted:cli_secret] -Q 'select 1'",
+        ),
+        (
+            r"net use \\srv\share /user:admin Hx8mQ2vL",
+            r"net use \\srv\share /user:admin [redacted:cli_secret]",
+        ),
+        (
+            "refresh_token is 1//0gLq8Wm3Lp0Xr7Ty2Vb5NfQ1Zq8Wm3Lp0Xr7Ty2Vb5Nf",
+            "refresh_token is [redacted:google_refresh_token]",
+        ),
+    ];
+    for (input, want) in cases {
+        assert_eq!(r(input), want, "{input}");
+    }
+    for kept in [
+        "PWD=/home/user/app",
+        "echo $PWD; cd ~",
+        "net use \\\\srv\\share /user:admin *",
+        "keytool -list -storepass:env STOREPASS",
+        "mysql -P 3306 -h db",
+        "unzip -l archive.zip",
+        "<password>${env.DB_PASSWORD}</password>",
+        "see https://example.com/docs?page=2 for the token: format",
+    ] {
+        assert_kept(kept);
+    }
+    // Tokens as JSON keys; two keys redacted alike keep both values.
+    let mut v = json!({"headers": {GITHUB: "v"}, "ghp_ZZb2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7rZ": true, "plain": 1});
+    redact_json(&mut v);
+    assert_eq!(
+        v,
+        json!({"headers": {"[redacted:github_token]": "v"}, "[redacted:github_token]": true, "plain": 1})
+    );
+    let mut v = json!({GITHUB: 1, "ghp_ZZb2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7rZ": 2});
+    redact_json(&mut v);
+    assert_eq!(
+        v,
+        json!({"[redacted:github_token]": 1, "[redacted:github_token] (2)": 2})
+    );
+}
