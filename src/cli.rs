@@ -466,6 +466,17 @@ pub enum SearchMode {
     Hybrid,
 }
 
+impl SearchMode {
+    /// The mode's name, as `--mode` and `search --json` write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Lexical => "lexical",
+            SearchMode::Semantic => "semantic",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
+}
+
 #[derive(Args)]
 pub struct WebArgs {
     /// The address to listen on. Anything but a loopback address needs an access token
@@ -529,7 +540,8 @@ pub struct SearchArgs {
     #[arg(long)]
     pub json: bool,
     /// lexical (BM25), semantic (vectors) or hybrid (both, fused) [default: hybrid when the
-    /// store holds vectors and the model is installed, else lexical].
+    /// store holds vectors and the model is installed, else lexical; lexical for a query with
+    /// a "phrase", -word, NOT or prefix*]. A hybrid hit found by meaning alone says so.
     #[arg(long, value_enum)]
     pub mode: Option<SearchMode>,
 }

@@ -3,7 +3,7 @@
 
 use crate::model::Encoder;
 use crate::sidefile::Cols;
-use memtrail_runtime::query::{Hit, QueryItem, SearchFilter};
+use memtrail_runtime::query::{Hit, Matched, QueryItem, SearchFilter};
 use memtrail_runtime::read::ReadStore;
 use memtrail_runtime::store::{Store, VectorSet};
 use std::collections::HashMap;
@@ -353,7 +353,15 @@ pub fn semantic(
     }
     let depth = (f.limit.max(1) * 20).max(200);
     let ranked = index.nearest(&q, depth);
-    memtrail_runtime::store::hits_for_messages(store, &ranked, &excluded, f)
+    memtrail_runtime::store::hits_for_messages(store, &ranked, &excluded, f).map(by_meaning)
+}
+
+/// `hits` marked as found by meaning ([`Matched::Meaning`]).
+fn by_meaning(mut hits: Vec<Hit>) -> Vec<Hit> {
+    for h in &mut hits {
+        h.matched = Some(Matched::Meaning);
+    }
+    hits
 }
 
 /// A hit's identity across the two lists: the message it is a copy of ([`Hit::copy`]: the
@@ -372,24 +380,33 @@ fn key(h: &Hit) -> Key {
     }
 }
 
-/// Reciprocal rank fusion of ranked lists: each hit scores the sum over the lists of
-/// `1 / (RRF_K + rank)` (1-based); ties keep the order of first appearance. The hit kept is the
-/// first list's copy (its snippet has the matched words marked). At most `limit` hits.
-pub fn fuse(lists: &[Vec<Hit>], limit: usize) -> Vec<Hit> {
-    let mut score: HashMap<Key, f64> = HashMap::new();
+/// Reciprocal rank fusion of the full-text ranking (`lexical`) and the ranking by meaning
+/// (`semantic`): each hit scores the sum over the lists of `1 / (RRF_K + rank)` (1-based); ties
+/// keep the order of first appearance. The hit kept is the full-text list's copy (its snippet
+/// has the matched words marked), with [`Hit::matched`] telling which lists held it. At most
+/// `limit` hits.
+pub fn fuse(lexical: &[Hit], semantic: &[Hit], limit: usize) -> Vec<Hit> {
+    let mut score: HashMap<Key, (f64, u8)> = HashMap::new();
     let mut order: Vec<Hit> = Vec::new();
-    for list in lists {
+    for (list, bit) in [(lexical, 1u8), (semantic, 2u8)] {
         for (r, h) in list.iter().enumerate() {
             let k = key(h);
             let e = score.entry(k).or_insert_with(|| {
                 order.push(h.clone());
-                0.0
+                (0.0, 0)
             });
-            *e += 1.0 / (RRF_K + (r + 1) as f64);
+            e.0 += 1.0 / (RRF_K + (r + 1) as f64);
+            e.1 |= bit;
         }
     }
     for h in &mut order {
-        h.score = score[&key(h)];
+        let (s, lists) = score[&key(h)];
+        h.score = s;
+        h.matched = Some(match lists {
+            1 => Matched::Words,
+            2 => Matched::Meaning,
+            _ => Matched::Both,
+        });
     }
     // A stable sort keeps first appearance among equal scores.
     order.sort_by(|a, b| b.score.total_cmp(&a.score));
@@ -435,7 +452,7 @@ fn fused(
         Err(e) => return Err(e),
     };
     let sem = semantic(&deep)?;
-    Ok(fuse(&[lexical, sem], f.limit))
+    Ok(fuse(&lexical, &sem, f.limit))
 }
 
 /// Search by meaning on a store that ranks its vectors itself (a PostgreSQL store with
@@ -452,7 +469,7 @@ pub fn semantic_in(
     f: &SearchFilter,
 ) -> memtrail_runtime::Result<Vec<Hit>> {
     let (q, excluded) = query_vector(model, query)?;
-    store.nearest(model.id(), &q, &excluded, f)
+    store.nearest(model.id(), &q, &excluded, f).map(by_meaning)
 }
 
 /// [`hybrid`] on a store that ranks its vectors itself: its full-text search and
@@ -534,6 +551,7 @@ mod tests {
             timestamp: None,
             snippet: String::new(),
             score: 0.0,
+            matched: None,
             copy: None,
         }
     }
@@ -543,12 +561,13 @@ mod tests {
     #[test]
     fn copies_kept_by_different_lists_fuse_as_one_message() {
         let copy = |session: &str, i: i64, c: u64| Hit {
+            matched: None,
             copy: Some(c),
             ..hit(session, i)
         };
         let lexical = vec![copy("fork", 2, 7), hit("s3", 0)];
         let semantic = vec![copy("orig", 2, 7), copy("orig", 0, 8)];
-        let fused = fuse(&[lexical, semantic], 10);
+        let fused = fuse(&lexical, &semantic, 10);
         let got: Vec<(&str, i64)> = fused
             .iter()
             .map(|h| (h.session_id.as_str(), h.message_index))
@@ -556,19 +575,22 @@ mod tests {
         // The first list's copy is the one shown.
         assert_eq!(got, [("fork", 2), ("s3", 0), ("orig", 0)]);
         assert!((fused[0].score - 2.0 / 61.0).abs() < 1e-12);
+        let how: Vec<_> = fused.iter().map(|h| h.matched).collect();
+        assert_eq!(
+            how,
+            [
+                Some(Matched::Both),
+                Some(Matched::Words),
+                Some(Matched::Meaning)
+            ]
+        );
     }
 
     #[test]
     fn rrf_sums_reciprocal_ranks() {
         // a: rank 1 in list 1 → 1/61; b: rank 2 in list 1 and rank 1 in list 2 → 1/62 + 1/61;
         // c: rank 2 in list 2 → 1/62.
-        let fused = fuse(
-            &[
-                vec![hit("a", 0), hit("b", 0)],
-                vec![hit("b", 0), hit("c", 0)],
-            ],
-            10,
-        );
+        let fused = fuse(&[hit("a", 0), hit("b", 0)], &[hit("b", 0), hit("c", 0)], 10);
         let got: Vec<(&str, f64)> = fused
             .iter()
             .map(|h| (h.session_id.as_str(), h.score))
@@ -581,7 +603,7 @@ mod tests {
                 ("c", 1.0 / 62.0)
             ]
         );
-        assert_eq!(fuse(&[vec![hit("a", 0), hit("a", 1)]], 1).len(), 1);
+        assert_eq!(fuse(&[hit("a", 0), hit("a", 1)], &[], 1).len(), 1);
     }
 
     #[test]

@@ -147,6 +147,7 @@ fn hit_of(r: &Row, snippet: String, score: f64) -> Hit {
             .map(memtrail_adapters::format_rfc3339_ms),
         snippet,
         score,
+        matched: None,
         copy: None,
     }
 }

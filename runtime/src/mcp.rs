@@ -740,7 +740,10 @@ impl MemtrailMcp {
             .mode
             .as_deref()
             .map(query::SearchMode::parse)
-            .transpose()?;
+            .transpose()?
+            // A query written with the search syntax asks for exact words: by default it is
+            // ranked by them alone.
+            .or_else(|| query::has_operators(&a.query).then_some(query::SearchMode::Lexical));
         // The default mode (hybrid where vectors exist) does not fail for its model: a model
         // that cannot be read or an endpoint that does not answer leaves the search to BM25,
         // and the result says so.
@@ -837,7 +840,7 @@ impl MemtrailMcp {
     }
 
     #[tool(
-        description = "Search the user's past coding-agent sessions (Claude Code and other agents on this machine) by full text (BM25) and, where the local model's vectors exist, by meaning (mode hybrid, the default then; semantic finds paraphrases with no word in common). Use it when the user refers to earlier work (\"like we did last week\", \"that bug we fixed\"), before re-deriving a decision, command, fix or error that may already be in history, or to find how something was done in this project before. Returns hits with session_id, message_index, role, time and a snippet (matched words in **bold**); fetch the surrounding conversation with get_session."
+        description = "Search the user's past coding-agent sessions (Claude Code and other agents on this machine) by full text (BM25) and, where the local model's vectors exist, by meaning (mode hybrid, the default then; semantic finds paraphrases with no word in common). Use it when the user refers to earlier work (\"like we did last week\", \"that bug we fixed\"), before re-deriving a decision, command, fix or error that may already be in history, or to find how something was done in this project before. Returns hits with session_id, message_index, role, time and a snippet (matched words in **bold**); in hybrid or semantic mode each hit's `matched` is `words`, `both` or `meaning` (found by meaning alone: it holds none of the query's words and may be unrelated). A query with a \"phrase\", -word or prefix* is searched by its words unless mode says otherwise. Fetch the surrounding conversation with get_session."
     )]
     fn search(&self, Parameters(a): Parameters<SearchArgs>) -> CallToolResult {
         answer(self.run_search(a))

@@ -69,6 +69,28 @@ pub struct SearchFilter {
     pub limit: usize,
 }
 
+/// How a hit of a search by meaning or a hybrid search was found ([`Hit::matched`]).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Matched {
+    /// In the full-text (BM25) ranking: the query's words match.
+    Words,
+    /// By meaning alone.
+    Meaning,
+    /// Both.
+    Both,
+}
+
+/// Whether `query` asks for exact words with the search syntax (a `"phrase"`, `-word` or
+/// `NOT word`, `prefix*`): the default search then ranks it by its words alone (`--mode`
+/// hybrid or semantic still may). `OR` only widens a query: it stays hybrid.
+pub fn has_operators(query: &str) -> bool {
+    query.contains('"')
+        || query.split_whitespace().any(|w| {
+            (w.len() > 1 && w.starts_with('-')) || w == "NOT" || (w.len() > 1 && w.ends_with('*'))
+        })
+}
+
 /// One search hit.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Hit {
@@ -96,6 +118,11 @@ pub struct Hit {
     pub snippet: String,
     /// Relevance (higher is better): BM25 with a small recency prior.
     pub score: f64,
+    /// In a search by meaning or a hybrid search, how the hit was found: `words` (the
+    /// full-text ranking holds it: its words match the query's), `meaning` (by meaning alone:
+    /// it need hold none of the words), `both`. `None`, not written, in a keyword search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matched: Option<Matched>,
     /// The message this hit is a copy of, whichever session holds it: [`copy_id`] of its
     /// [`CopyKey`] (`None` for a message without a time). A forked or resumed session's
     /// copies share it, so a fusion of two lists (the hybrid search) counts
@@ -888,6 +915,17 @@ fn fence_for(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_query_with_the_search_syntax_asks_for_exact_words() {
+        for q in ["\"hidden files\"", "db -mysql", "db NOT mysql", "datab*", "a -\"b c\""] {
+            assert!(super::has_operators(q), "{q}");
+        }
+        // `OR` widens; a lone dash, a dash inside a word, `*` alone and `not` in prose do not.
+        for q in ["a OR b", "ls - la", "x-ray vision", "*", "do not panic", "ls -"] {
+            assert!(!super::has_operators(q), "{q}");
+        }
+    }
+
     use super::*;
 
     #[test]

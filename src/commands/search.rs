@@ -5,8 +5,7 @@ use crate::common::{absolute, open_reader, open_store_read};
 use crate::output::{printable, short_time};
 use anyhow::Result;
 use memtrail_runtime::StoreLocation;
-use memtrail_runtime::query::Hit;
-use memtrail_runtime::query::{HL_END, HL_START, SearchFilter};
+use memtrail_runtime::query::{HL_END, HL_START, Hit, Matched, SearchFilter};
 use memtrail_runtime::time::{Bound, parse_date};
 use serde::Serialize;
 use std::process::ExitCode;
@@ -16,6 +15,8 @@ use std::process::ExitCode;
 #[derive(Serialize)]
 struct Found<'a> {
     query: &'a str,
+    /// How the hits were ranked: `lexical`, `semantic` or `hybrid`.
+    mode: &'a str,
     hits: &'a [Hit],
 }
 
@@ -44,17 +45,26 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
     // The default mode (hybrid where the store holds vectors) does not fail for its model: a
     // model that cannot be read, or an endpoint that does not answer, leaves the search to
     // BM25, with a note once it has succeeded (when it fails too, its error is the one told).
+    // A query written with the search syntax asks for exact words: by default it is ranked
+    // by them alone.
+    let mode = a
+        .mode
+        .or_else(|| memtrail_runtime::query::has_operators(&q).then_some(SearchMode::Lexical));
     let mut meaning_failed = None;
-    let searched = match by_meaning(db, &q, &filter, a.mode) {
+    let mut used = SearchMode::Lexical;
+    let searched = match by_meaning(db, &q, &filter, mode) {
         Ok(s) => s,
-        Err(e) if a.mode.is_none() => {
+        Err(e) if mode.is_none() => {
             meaning_failed = Some(e);
             Searched::Lexical(None)
         }
         Err(e) => return Err(e),
     };
     let (mut hits, unindexed) = match searched {
-        Searched::Found(hits, unindexed) => (hits, unindexed),
+        Searched::Found(hits, unindexed) => {
+            used = mode.unwrap_or(SearchMode::Hybrid);
+            (hits, unindexed)
+        }
         Searched::Lexical(opened) => {
             match opened.map_or_else(|| open_for_search(db), |s| Ok(Some(s)))? {
                 Some(store) => {
@@ -90,6 +100,7 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
             "{}",
             crate::output::json(&Found {
                 query: &q,
+                mode: used.as_str(),
                 hits: &hits
             })?
         );
@@ -98,6 +109,13 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
     if hits.is_empty() {
         out!("No matches for {:?}.", memtrail_adapters::one_line(&q, 80));
         return Ok(ExitCode::SUCCESS);
+    }
+    // A hybrid search always finds neighbours by meaning: say when none holds the words.
+    if used == SearchMode::Hybrid && hits.iter().all(|h| h.matched == Some(Matched::Meaning)) {
+        out!(
+            "No message holds the words of {:?}; the closest by meaning:\n",
+            memtrail_adapters::one_line(&q, 80)
+        );
     }
     // Colour: the title bold, the matched words bold red (as grep). Without colour, plain
     // text: no Markdown markers, so that the output greps as the message reads.
@@ -131,10 +149,14 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         };
         out_styled!("{number}{bold}{title}{reset}{about}");
         out!(
-            "   session {} · message #{} · {}",
+            "   session {} · message #{} · {}{}",
             h.session_id,
             h.message_index,
-            h.role
+            h.role,
+            match (used, h.matched) {
+                (SearchMode::Hybrid, Some(Matched::Meaning)) => " · by meaning",
+                _ => "",
+            }
         );
         let snip = printable(&h.snippet.replace('\n', " "), &[HL_START, HL_END])
             .replace(HL_START, hit)

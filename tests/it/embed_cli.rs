@@ -104,9 +104,56 @@ fn embed_then_search_by_meaning_and_hybrid() {
     assert_eq!(lex["hits"].as_array().unwrap().len(), 0);
     // Hybrid (the default once vectors exist) finds it too, and an exact word still ranks first.
     let hy = sb.json(&["search", q, "--json"]);
+    assert_eq!(hy["mode"], "hybrid", "{hy}");
     assert_eq!(hy["hits"][0]["message_index"], 0, "{hy}");
+    // Each hybrid hit says how it was found: none of these holds a word of the query.
+    assert!(
+        hy["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["matched"] == "meaning"),
+        "{hy}"
+    );
+    assert_eq!(sem["mode"], "semantic");
+    assert_eq!(sem["hits"][0]["matched"], "meaning", "{sem}");
+    assert_eq!(lex["mode"], "lexical");
     let exact = sb.json(&["search", "invoice", "--json"]);
     assert_eq!(exact["hits"][0]["message_index"], 1, "{exact}");
+    assert_eq!(exact["hits"][0]["matched"], "both", "{exact}");
+    // The text output says when no hit holds the words, and marks each such hit.
+    let out = sb.cmd().args(["search", q]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "No message holds the words of {q:?}; the closest by meaning:\n"
+        )),
+        "{text}"
+    );
+    assert!(text.contains(" · user · by meaning\n"), "{text}");
+    // A query with the search syntax asks for exact words: ranked by them alone by default,
+    // fused when asked. (`OR` only widens a query: it stays hybrid, as below.)
+    for (query, want) in [
+        ("\"database server\"", 0),
+        ("database -invoice", 0),
+        ("datab*", 0),
+        ("invoice -theme", 1),
+    ] {
+        let v = sb.json(&["search", query, "--json"]);
+        assert_eq!(v["mode"], "lexical", "{query}: {v}");
+        assert_eq!(v["hits"].as_array().unwrap().len(), want, "{query}: {v}");
+        assert!(
+            v["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|h| h.get("matched").is_none()),
+            "{v}"
+        );
+    }
+    let v = sb.json(&["search", "--mode", "hybrid", "datab*", "--json"]);
+    assert_eq!(v["mode"], "hybrid");
+    assert!(!v["hits"].as_array().unwrap().is_empty(), "{v}");
 }
 
 /// The tiny 4-dimension model ([`crate::support::write_tiny_model`]) installed where `models
@@ -263,6 +310,7 @@ fn the_mcp_server_searches_by_meaning_and_embeds_while_idle() {
         ["search", {"query": "directory listing"}],
         ["search", {"query": "billing amount", "mode": "semantic", "limit": 1}],
         ["search", {"query": "invoice", "mode": "hybrid", "limit": 2}],
+        ["search", {"query": "\"hidden files\""}],
     ])
     .to_string();
     let base = sb.cmd();
@@ -307,6 +355,18 @@ fn the_mcp_server_searches_by_meaning_and_embeds_while_idle() {
     // Hybrid keeps the exact word's hit (BM25 and meaning agree on message 1) and marks it.
     let ex = &calls[4]["result"];
     assert_eq!(ex["hits"][0]["message_index"], 1, "{v:#}");
+    // Each hit says how it was found: the exact word's by both lists, the other by meaning.
+    assert_eq!(ex["hits"][0]["matched"], "both", "{v:#}");
+    assert_eq!(ex["hits"][1]["matched"], "meaning", "{v:#}");
+    assert_eq!(hy["hits"][0]["matched"], "meaning", "{v:#}");
+    // A phrase asks for exact words: the default ranks it by them alone.
+    let phrase = &calls[5]["result"];
+    assert_eq!(phrase["mode"], "lexical", "{v:#}");
+    assert_eq!(
+        crate::support::hit_positions(phrase),
+        [("s1".to_string(), 2)],
+        "{v:#}"
+    );
     assert!(
         ex["hits"][0]["snippet"]
             .as_str()
@@ -694,6 +754,18 @@ fn the_web_page_indexes_the_queue_and_embeds_while_idle() {
         first.starts_with("I ran ls -la in the project root and saw the hidden files."),
         "{page}"
     );
+    // Hybrid: a hit found by meaning alone wears a badge that says so; one of the words not.
+    let (code, page) = crate::support::web_request(port, "/search?q=invoice&mode=hybrid", None);
+    assert_eq!(code, 200);
+    let badge = "<span class=\"badge by-meaning\" title=\"Found by meaning alone: it holds none of the words\">by meaning</span>";
+    let hits: Vec<&str> = page.split("<li class=\"hit\">").skip(1).collect();
+    assert!(hits.len() >= 2, "{page}");
+    for h in &hits {
+        let by_words = h.contains("<mark>");
+        assert_eq!(h.contains(badge), !by_words, "{h}");
+    }
+    assert!(hits.iter().any(|h| h.contains(badge)), "{page}");
+    assert!(hits.iter().any(|h| !h.contains(badge)), "{page}");
 }
 
 /// A session forked or resumed into a new transcript (`claude --resume ID --fork-session`)

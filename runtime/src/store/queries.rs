@@ -309,6 +309,7 @@ fn hit_row(r: &rusqlite::Row<'_>, snippet: String, score: f64) -> rusqlite::Resu
         timestamp: ts.map(format_rfc3339_ms),
         snippet,
         score,
+        matched: None,
         copy: None,
     })
 }

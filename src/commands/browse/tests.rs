@@ -147,6 +147,7 @@ fn typing_searches_and_an_older_answer_is_dropped() {
         timestamp: Some("2026-11-28T09:05:00.000Z".into()),
         snippet: snippet.into(),
         score: 1.0,
+        matched: None,
         copy: None,
     };
     // The answer to "logi" comes after the newer query was sent: dropped.
@@ -561,6 +562,7 @@ fn hits_come_a_page_at_a_time() {
                 timestamp: None,
                 snippet: "x".into(),
                 score: 1.0,
+                matched: None,
                 copy: None,
             })
             .collect::<Vec<_>>()

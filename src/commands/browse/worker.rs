@@ -311,6 +311,9 @@ fn answer(
                     limit: (offset + HITS_PAGE).min(MOST_HITS),
                     ..Default::default()
                 };
+                // A query written with the search syntax asks for exact words.
+                let hybrid =
+                    hybrid.filter(|_| !memtrail_runtime::query::has_operators(&query.text));
                 let (hits, unindexed) = match (hybrid, store) {
                     (Some((s, m)), _) => (
                         done(memtrail_embed::search::hybrid(
