@@ -335,8 +335,9 @@ pub struct UninstallArgs {
     #[command(flatten)]
     pub common: InstallArgs,
     /// Also delete the store and everything memtrail captured, and memtrail's state: the config
-    /// backups (they hold copies of the agents' configs, API keys included), the install state
-    /// and the logs; after a confirmation (`--yes` confirms).
+    /// backups (they hold copies of the agents' configs, API keys included), the install state,
+    /// the logs and the installed models (not a MEMTRAIL_MODELS_DIR); after a confirmation
+    /// (`--yes` confirms).
     #[arg(long)]
     pub purge: bool,
 }

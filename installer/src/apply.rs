@@ -248,6 +248,17 @@ fn apply_files(
             } else {
                 None
             };
+            let k = fsutil::path_key(&fc.path);
+            // Uninstall gives back the group's and others' bits install took, when the file
+            // still has the mode install left.
+            let mode_back = match plan.action {
+                Action::Uninstall => st
+                    .files
+                    .get(&k)
+                    .and_then(|r| r.mode_before)
+                    .filter(|&m| mode == Some(fsutil::owner_only_mode(Some(m), None))),
+                Action::Install => None,
+            };
             let mut new_dirs = Vec::new();
             let existed = current.is_some();
             let outcome = match edit.after {
@@ -258,7 +269,10 @@ fn apply_files(
                         new_dirs = fsutil::missing_dirs(dir);
                         fsutil::create_dirs_like_parent(dir)?;
                     }
-                    let tmp = TempFile::write(&target, bytes, mode, fc.spec.new_file_mode)?;
+                    let tmp = match mode_back {
+                        Some(m) => TempFile::write_with_mode(&target, bytes, m)?,
+                        None => TempFile::write(&target, bytes, mode, fc.spec.new_file_mode)?,
+                    };
                     // Last look before the rename, and the rename itself only if the file is
                     // still the version edited: if another program wrote meanwhile, redo the
                     // edit on its bytes rather than overwrite them.
@@ -305,11 +319,17 @@ fn apply_files(
                     Outcome::Deleted
                 }
             };
-            let k = fsutil::path_key(&fc.path);
             match plan.action {
                 Action::Install => {
                     if let Some(rec) = edit.record.clone() {
-                        st.files.entry(k).or_default().merge(rec);
+                        let file = st.files.entry(k).or_default();
+                        file.merge(rec);
+                        // The bits this write took away, the first time.
+                        if let Some(m) = mode.filter(|m| m & 0o077 != 0)
+                            && file.mode_before.is_none()
+                        {
+                            file.mode_before = Some(m);
+                        }
                     }
                 }
                 Action::Uninstall => {

@@ -28,6 +28,8 @@
 //! - `created_file` / `created_dirs`: the file, and the directories above it, that install
 //!   created; uninstall deletes them again when nothing else is in them.
 //! - `final_newline_added` (TOML): the file lacked a final newline that install added.
+//! - `mode_before`: the file's permission bits before install made it owner-only (`0o644`),
+//!   given back by uninstall when the file still has the mode install left.
 //! - `entries`: per memtrail entry install wrote (keyed by the handler array's path, or the
 //!   property's), the exact text install left (`installed`) and, when install updated an entry
 //!   that was there before memtrail's first install (an older install at another path, say),
@@ -79,6 +81,11 @@ pub(crate) struct FileState {
     /// TOML: the file had no final newline and install had to add one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub final_newline_added: bool,
+    /// The file's permission bits before install took its group's and others' away (a 0644
+    /// `settings.json` made 0600): uninstall gives them back when the file still has the mode
+    /// install left. `None` when install changed no bit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode_before: Option<u32>,
 }
 
 impl FileState {
@@ -133,6 +140,9 @@ impl FileState {
         }
         if self.blank_text.is_none() {
             self.blank_text = later.blank_text;
+        }
+        if self.mode_before.is_none() {
+            self.mode_before = later.mode_before;
         }
         for e in later.entries {
             self.set_entry(e);

@@ -917,11 +917,24 @@ fn fence_for(s: &str) -> String {
 mod tests {
     #[test]
     fn a_query_with_the_search_syntax_asks_for_exact_words() {
-        for q in ["\"hidden files\"", "db -mysql", "db NOT mysql", "datab*", "a -\"b c\""] {
+        for q in [
+            "\"hidden files\"",
+            "db -mysql",
+            "db NOT mysql",
+            "datab*",
+            "a -\"b c\"",
+        ] {
             assert!(super::has_operators(q), "{q}");
         }
         // `OR` widens; a lone dash, a dash inside a word, `*` alone and `not` in prose do not.
-        for q in ["a OR b", "ls - la", "x-ray vision", "*", "do not panic", "ls -"] {
+        for q in [
+            "a OR b",
+            "ls - la",
+            "x-ray vision",
+            "*",
+            "do not panic",
+            "ls -",
+        ] {
             assert!(!super::has_operators(q), "{q}");
         }
     }

@@ -30,7 +30,7 @@ pub fn install(
         && !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal())
     {
         bail!(
-            "--purge deletes the store {} and memtrail's state (config backups, install state, logs) too; add --yes to confirm (nothing was changed)",
+            "--purge deletes the store {} and memtrail's state (config backups, install state, logs) and installed models too; add --yes to confirm (nothing was changed)",
             db
         );
     }
@@ -321,12 +321,29 @@ pub fn purge(db: &StoreLocation, yes: bool, json: bool) -> Result<ExitCode> {
         state.display(),
         plural(backups.folders as u64, "config backup", "config backups")
     );
+    // The installed models (`memtrail models install`) in memtrail's own data folder: its
+    // data too (a folder named by MEMTRAIL_MODELS_DIR is the user's, left alone).
+    let models = crate::commands::models::models_root();
+    let models_what = std::env::var_os("MEMTRAIL_MODELS_DIR")
+        .is_none_or(|v| v.is_empty())
+        .then_some(())
+        .filter(|()| std::fs::symlink_metadata(&models).is_ok_and(|m| m.is_dir()))
+        .map(|()| {
+            format!(
+                "the models {} ({:.1} MB)",
+                models.display(),
+                dir_bytes(&models) as f64 / 1e6
+            )
+        });
     let mut parts = Vec::new();
     if let Some(w) = &store_what {
         parts.push(format!("the store {} ({w})", db));
     }
     if purge_state {
         parts.push(state_what.clone());
+    }
+    if let Some(m) = &models_what {
+        parts.push(m.clone());
     }
     if !parts.is_empty() {
         let what = parts.join(" and ");
@@ -355,6 +372,11 @@ pub fn purge(db: &StoreLocation, yes: bool, json: bool) -> Result<ExitCode> {
         }
         None => say(format!("no store at {}: nothing to delete there", db)),
     }
+    if let Some(m) = &models_what {
+        std::fs::remove_dir_all(&models)
+            .with_context(|| format!("cannot delete {}", models.display()))?;
+        say(format!("deleted {m}"));
+    }
     if purge_state {
         memtrail_installer::purge_state_in(&env)?;
         say(format!("deleted {state_what}"));
@@ -371,4 +393,18 @@ pub fn purge(db: &StoreLocation, yes: bool, json: bool) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bytes of the files under `dir` (symlinks not followed; what cannot be read counts 0).
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) if m.is_file() => m.len(),
+            _ => 0,
+        })
+        .sum()
 }

@@ -158,9 +158,13 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
                 _ => "",
             }
         );
-        let snip = printable(&h.snippet.replace('\n', " "), &[HL_START, HL_END])
-            .replace(HL_START, hit)
-            .replace(HL_END, reset);
+        // On one line: line breaks and tabs (Go's test output) as spaces, not as `�`.
+        let snip = printable(
+            &h.snippet.replace(['\n', '\r', '\t'], " "),
+            &[HL_START, HL_END],
+        )
+        .replace(HL_START, hit)
+        .replace(HL_END, reset);
         out_styled!("   {}\n", snip.trim());
     }
     Ok(ExitCode::SUCCESS)

@@ -102,11 +102,18 @@ fn have_tmux() -> bool {
 
 /// `memtrail browse` in a 120×40 tmux window, with only the sandbox's environment and a
 /// pager that never waits, started by a script once the tmux options are set; the script
-/// says `browse exited N` after it.
+/// says `browse exited N` after it. The script outlives a Ctrl-C (SIGINT to the pane's
+/// foreground group, the script included), as an interactive shell does; browse gets it.
 fn launch(sb: &Sandbox) -> Tmux {
+    launch_with(sb, "cat")
+}
+
+/// [`launch`] with `pager` as `$PAGER`.
+fn launch_with(sb: &Sandbox, pager: &str) -> Tmux {
     let mut env = format!(
-        "PATH={} TERM=xterm-256color PAGER=cat",
-        shell_quote(Path::new(&std::env::var("PATH").unwrap()))
+        "PATH={} TERM=xterm-256color PAGER={}",
+        shell_quote(Path::new(&std::env::var("PATH").unwrap())),
+        shell_quote(Path::new(pager))
     );
     for (k, v) in home_vars(&sb.home, &sb.home.join(".local/state"))
         .into_iter()
@@ -124,7 +131,7 @@ fn launch(sb: &Sandbox) -> Tmux {
     std::fs::write(
         &script,
         format!(
-            "while [ ! -e {go} ]; do sleep 0.05; done\n{run}",
+            "trap : INT\nwhile [ ! -e {go} ]; do sleep 0.05; done\n{run}",
             go = shell_quote(&go),
         ),
     )
@@ -234,6 +241,43 @@ fn a_closed_terminal_ends_browse() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Ctrl-C in the pager is the pager's (as with git's): it is SIGINT to the whole foreground
+/// group, browse included, and browse goes on after the pager; `q` then ends it with 0.
+#[test]
+fn ctrl_c_in_the_pager_is_the_pagers_and_browse_goes_on() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.acmd()
+        .args(["import", "--agent", "claude"])
+        .assert()
+        .success();
+    // A pager that waits for its Ctrl-C, as less does.
+    let pager = sb.home.join("pager.sh");
+    std::fs::write(
+        &pager,
+        "cat >/dev/null\ntrap 'exit 0' INT\necho pager-open\nwhile :; do sleep 0.05; done\n",
+    )
+    .unwrap();
+    let tmux = launch_with(&sb, &format!("sh {}", pager.display()));
+    tmux.wait_for("Sessions (2)");
+    tmux.type_text("overflow");
+    tmux.wait_for("Hits (");
+    tmux.key("Enter");
+    tmux.key("Enter");
+    tmux.wait_for("── Assistant");
+    tmux.type_text("o");
+    tmux.wait_for("pager-open");
+    tmux.key("C-c");
+    // Back in browse, which still answers keys.
+    tmux.wait_for("closed");
+    tmux.type_text("q");
+    let s = tmux.wait_for("browse exited");
+    assert!(s.contains("browse exited 0"), "{s}");
 }
 
 #[test]

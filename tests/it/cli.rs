@@ -1840,14 +1840,32 @@ fn uninstall_purge_deletes_the_store_when_nothing_is_registered() {
     sb.json(&["import", "--json"]);
     let db = sb.db();
     assert!(db.exists());
+    // An installed model (`memtrail models install` puts it there) is memtrail's data too.
+    let models = sb.home.join(".local/share/memtrail/models");
+    std::fs::create_dir_all(models.join("minilm-l6-static")).unwrap();
+    std::fs::write(
+        models.join("minilm-l6-static/vectors.f32"),
+        vec![0u8; 2_500_000],
+    )
+    .unwrap();
     let out = sb.acmd().args(["uninstall", "--purge"]).output().unwrap();
     assert!(!out.status.success(), "refused without --yes");
-    assert!(db.exists());
-    sb.acmd()
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("and installed models too; add --yes"), "{err}");
+    assert!(db.exists() && models.exists());
+    let out = sb
+        .acmd()
         .args(["uninstall", "--purge", "--yes"])
-        .assert()
-        .success();
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
     assert!(!db.exists());
+    assert!(!models.exists());
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains(&format!("deleted the models {} (2.5 MB)", models.display())),
+        "{out:?}"
+    );
 }
 
 /// `uninstall --purge --json --yes` prints exactly one JSON value on stdout (the uninstall's

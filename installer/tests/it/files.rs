@@ -49,8 +49,8 @@ fn symlinked_config_is_edited_at_its_target() {
 }
 
 /// What memtrail writes is owner-only: an edited file keeps its owner's bits and loses the
-/// others' (0640 → 0600, 0755 → 0700), a created one is 0600 in 0700 folders, and a skill folder
-/// of memtrail's that an older version left open is tightened.
+/// others' (0640 → 0600, 0755 → 0700), given back by uninstall; a created one is 0600 in 0700
+/// folders, and a skill folder of memtrail's that an older version left open is tightened.
 #[test]
 fn edited_files_become_owner_only_and_new_files_are_0600() {
     let sb = Sandbox::new();
@@ -67,6 +67,17 @@ fn edited_files_become_owner_only_and_new_files_are_0600() {
     assert_eq!(mode(&sb.skill), 0o600);
     assert_eq!(mode(skill_dir), 0o700);
     sb.uninstall();
+    // Uninstall gives the edited files their bits back (install took them, nobody changed
+    // the mode since).
+    assert_eq!(mode(&sb.global), 0o640);
+    assert_eq!(mode(&sb.settings), 0o755);
+    // A mode the user changed since install is not replaced by the old one (the write makes
+    // it owner-only, as every write of memtrail's).
+    sb.install();
+    std::fs::set_permissions(&sb.global, std::fs::Permissions::from_mode(0o620)).unwrap();
+    sb.uninstall();
+    assert_eq!(mode(&sb.global), 0o600);
+    assert_eq!(mode(&sb.settings), 0o755);
     sb.put(&sb.settings, None);
     std::fs::remove_dir_all(&sb.config).unwrap();
     sb.install();

@@ -276,6 +276,10 @@ fn install_signals() {
 fn page(text: &str) -> Result<()> {
     restore();
     let result = crate::output::run_pager(text, false);
+    // Ctrl-C in the pager (out of raw mode, it is SIGINT to the whole foreground group) was
+    // for the pager, as with git's: browse goes on. SIGTERM and SIGHUP still end it.
+    #[cfg(unix)]
+    let _ = SIGNALLED.compare_exchange(libc::SIGINT, 0, Ordering::Relaxed, Ordering::Relaxed);
     enable_raw_mode()?;
     execute!(std::io::stdout(), EnterAlternateScreen, cursor::Hide)?;
     result
