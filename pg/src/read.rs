@@ -837,6 +837,36 @@ impl ReadStore for PgReader {
                 snippets.insert(r.get(0), s);
             }
         }
+        // A hit in the `cjk` column: its snippet has only the CJK characters; made again from
+        // the message's text (its prose, else its tool text), as the SQLite store does.
+        let cjk_only: Vec<i64> = snippets
+            .iter()
+            .filter(|(_, s)| memtrail_runtime::query::is_cjk_column_snippet(s))
+            .map(|(id, _)| *id)
+            .collect();
+        if !cjk_only.is_empty() {
+            for r in self.rows_typed(
+                "SELECT id, left(body, $2), left(tools, $2) FROM messages WHERE id = ANY($1)",
+                &[
+                    (&cjk_only, Type::INT8_ARRAY),
+                    (&(INDEXED_CHARS as i32), Type::INT4),
+                ],
+            )? {
+                let id: i64 = r.get(0);
+                let Some(marked) = snippets.get(&id) else {
+                    continue;
+                };
+                let again = [r.get::<_, Option<&str>>(1), r.get::<_, Option<&str>>(2)]
+                    .into_iter()
+                    .flatten()
+                    .find_map(|t| {
+                        memtrail_runtime::query::cjk_snippet_in(&unmarked(&redact(t)), marked)
+                    });
+                if let Some(s) = again {
+                    snippets.insert(id, s);
+                }
+            }
+        }
         let mut hits = Vec::with_capacity(ranked.len());
         for (rowid, score) in ranked {
             // A row deleted since the rank step is simply left out.

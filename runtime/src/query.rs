@@ -705,6 +705,74 @@ pub fn compact_cjk(snippet: &str) -> String {
     out
 }
 
+/// Whether `snippet` (FTS5's, hits between [`HL_START`] and [`HL_END`]) came from the index's
+/// `cjk` column: it holds a hit and nothing but CJK characters, spaces, line breaks and `…`.
+/// Such a snippet has lost the message's other words (`src/parse.rs の parse_temp に…`
+/// shown as `の\nに負の値…`): [`cjk_snippet_in`] makes it again from the message's text.
+pub fn is_cjk_column_snippet(snippet: &str) -> bool {
+    snippet.contains(HL_START)
+        && snippet
+            .chars()
+            .all(|c| crate::store::is_cjk(c) || matches!(c, ' ' | '\n' | '…' | HL_START | HL_END))
+}
+
+/// A snippet of `text` around the first place it holds the CJK words marked in `marked` (a
+/// snippet of the `cjk` column, [`is_cjk_column_snippet`]): 96 characters from 32 before it,
+/// every marked word's occurrences in it between [`HL_START`] and [`HL_END`], `…` where it is
+/// cut, line breaks as spaces. `None` when `text` holds none of them.
+pub fn cjk_snippet_in(text: &str, marked: &str) -> Option<String> {
+    const BEFORE: usize = 32;
+    const SNIPPET_CHARS: usize = 96;
+    // The marked words, their characters joined again (the column spaces them out).
+    let mut words: Vec<String> = Vec::new();
+    let mut rest = marked;
+    while let Some(a) = rest.find(HL_START) {
+        let after = &rest[a + HL_START.len_utf8()..];
+        let Some(b) = after.find(HL_END) else { break };
+        let w: String = after[..b].chars().filter(|c| !c.is_whitespace()).collect();
+        if !w.is_empty() && !words.contains(&w) {
+            words.push(w);
+        }
+        rest = &after[b + HL_END.len_utf8()..];
+    }
+    // Longest first, so that a word inside another is marked as part of it.
+    words.sort_by_key(|w| std::cmp::Reverse(w.len()));
+    let first = words.iter().filter_map(|w| text.find(w.as_str())).min()?;
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let at = chars.iter().position(|&(i, _)| i == first)?;
+    let start = at.saturating_sub(BEFORE);
+    let end = (start + SNIPPET_CHARS).min(chars.len());
+    let byte = |k: usize| chars.get(k).map_or(text.len(), |&(i, _)| i);
+    let window = &text[byte(start)..byte(end)];
+    let mut out = String::with_capacity(window.len() + 16);
+    if start > 0 {
+        out.push('…');
+    }
+    let mut i = 0;
+    'scan: while i < window.len() {
+        for w in &words {
+            if window[i..].starts_with(w.as_str()) {
+                out.push(HL_START);
+                out.push_str(w);
+                out.push(HL_END);
+                i += w.len();
+                continue 'scan;
+            }
+        }
+        let c = window[i..].chars().next().expect("a char");
+        out.push(if c == '\n' || c == '\r' || c == '\t' {
+            ' '
+        } else {
+            c
+        });
+        i += c.len_utf8();
+    }
+    if end < chars.len() {
+        out.push('…');
+    }
+    Some(out)
+}
+
 /// BM25 relevance (positive, higher is better) lifted by up to 25% for recent messages, halving
 /// every 30 days.
 pub fn with_recency(relevance: f64, ts: Option<i64>, now: i64) -> f64 {
@@ -915,6 +983,35 @@ fn fence_for(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_cjk_column_snippet_is_made_again_from_the_message() {
+        use super::{HL_END as E, HL_START as S};
+        let marked = format!("の\nに {S}負 の 値{E} の テ ス ト を 追 加 し て");
+        assert!(super::is_cjk_column_snippet(&marked));
+        assert!(!super::is_cjk_column_snippet(&format!(
+            "src/parse.rs の {S}負の値{E}"
+        )));
+        assert!(!super::is_cjk_column_snippet("の に"));
+        let body = "src/parse.rs の parse_temp に負の値のテストを追加して 🌡️";
+        assert_eq!(
+            super::cjk_snippet_in(body, &marked).unwrap(),
+            format!("src/parse.rs の parse_temp に{S}負の値{E}のテストを追加して 🌡️")
+        );
+        // Cut around the first hit, every occurrence marked, line breaks as spaces.
+        let long = format!("{}\n負の値と負の値\tend{}", "x".repeat(40), "y".repeat(100));
+        let got = super::cjk_snippet_in(&long, &marked).unwrap();
+        assert_eq!(
+            got,
+            // 40 x and a line break before the hit: 31 x, a space, then 7 + 4 characters.
+            format!(
+                "…{} {S}負の値{E}と{S}負の値{E} end{}…",
+                "x".repeat(31),
+                "y".repeat(96 - 32 - 7 - 4)
+            )
+        );
+        assert_eq!(super::cjk_snippet_in("nothing here", &marked), None);
+    }
+
     #[test]
     fn a_query_with_the_search_syntax_asks_for_exact_words() {
         for q in [

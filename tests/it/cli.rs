@@ -3896,3 +3896,31 @@ fn install_from_a_binary_of_another_name_is_refused() {
     );
     assert!(before == snapshot(&sb.home), "install changed files");
 }
+
+/// A word found in the index's CJK column gets its snippet from the message's own text, with
+/// the words around it (before, only the CJK characters were shown: `src/parse.rs の
+/// parse_temp に負の値…` as `の\nに**負の値**…`).
+#[test]
+fn a_cjk_hit_is_shown_with_the_words_around_it() {
+    let sb = Sandbox::new();
+    let t = grow_transcript(&sb, 3);
+    let out = sb
+        .acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&t, &session_id_of(&t)))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v = sb.json(&["search", "テスト", "--json"]);
+    let snippets: Vec<&str> = v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["snippet"].as_str().unwrap())
+        .collect();
+    assert!(
+        snippets.contains(&"すべての**テスト**が通りました ✅ (3 passed)"),
+        "{snippets:?}"
+    );
+    assert!(snippets.iter().all(|s| !s.contains('\n')), "{snippets:?}");
+}

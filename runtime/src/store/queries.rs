@@ -277,9 +277,16 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     let mut hits = Vec::with_capacity(ranked.len());
     for (rowid, score) in ranked {
         // A row deleted since the rank step is simply left out.
-        let Some(snippet) = snippets.remove(&rowid) else {
+        let Some(mut snippet) = snippets.remove(&rowid) else {
             continue;
         };
+        // A hit in the `cjk` column: its snippet has only the CJK characters; made again from
+        // the message's text (its prose, else its tool text), with the other words around.
+        if crate::query::is_cjk_column_snippet(&snippet)
+            && let Some(s) = cjk_snippet_of(store, rowid, &snippet)?
+        {
+            snippet = s;
+        }
         let hit = row
             .query_row(params![rowid], |r| hit_row(r, compact_cjk(&snippet), score))
             .optional()
@@ -290,6 +297,31 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         }));
     }
     Ok(hits)
+}
+
+/// [`crate::query::cjk_snippet_in`] over message `rowid`'s prose, else its tool text.
+fn cjk_snippet_of(store: &Store, rowid: i64, marked: &str) -> Result<Option<String>> {
+    let texts = store
+        .conn
+        .prepare_cached(
+            "SELECT body, memtrail_tools(tools_text, parts_packed) FROM messages WHERE id = ?1",
+        )
+        .db()?
+        .query_row([rowid], |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?,
+                r.get::<_, Option<String>>(1)?,
+            ))
+        })
+        .optional()
+        .db()?;
+    let Some((body, tools)) = texts else {
+        return Ok(None);
+    };
+    Ok([body, tools]
+        .into_iter()
+        .flatten()
+        .find_map(|t| crate::query::cjk_snippet_in(&t, marked)))
 }
 
 /// A hit from a row whose first 11 columns are `s.external_id, s.agent, s.title,
