@@ -19,7 +19,7 @@ pub fn redact_rescan(db: &StoreLocation, json: bool) -> Result<ExitCode> {
         out!("{}", crate::output::json(&r)?);
     } else {
         out!(
-            "rescanned {}: {} changed, {} session titles changed, {} snapshots changed, {} reader states changed, {} hook errors changed",
+            "rescanned {}: {} changed, {} session titles or branches changed, {} snapshots changed, {} reader states changed, {} hook errors changed",
             plural(r.messages, "message", "messages"),
             r.messages_changed,
             r.titles_changed,

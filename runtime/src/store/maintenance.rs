@@ -460,7 +460,7 @@ pub struct Rescanned {
     pub messages: u64,
     /// Messages whose text, tool inputs or outputs changed (their search entries rebuilt).
     pub messages_changed: u64,
-    /// Session titles that changed.
+    /// Sessions whose title or git branch changed.
     pub titles_changed: u64,
     /// Saved snapshots (see [`crate::snapshot`]) whose text changed.
     pub snapshots_changed: u64,
@@ -569,22 +569,29 @@ pub fn rescan<E: Enrich>(
         progress(out.messages);
     }
     out.titles_changed = store.write(|w| {
-        let titles: Vec<(i64, String)> = {
+        type Row = (i64, Option<String>, Option<String>);
+        let sessions: Vec<Row> = {
             let mut stmt =
-                w.tx.prepare("SELECT id, title FROM sessions WHERE title IS NOT NULL")
-                    .db()?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                w.tx.prepare(
+                    "SELECT id, title, git_branch FROM sessions
+                     WHERE title IS NOT NULL OR git_branch IS NOT NULL",
+                )
+                .db()?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .db()?
                 .collect::<rusqlite::Result<_>>()
                 .db()?
         };
         let mut n = 0u64;
-        for (id, title) in titles {
-            let new = e.redact_title(&title);
-            if new != title.as_str() {
+        for (id, title, branch) in sessions {
+            let new_title = title.as_deref().map(|t| e.redact_title(t));
+            let new_branch = branch.as_deref().map(|b| e.redact(b));
+            if new_title.as_deref() != title.as_deref()
+                || new_branch.as_deref() != branch.as_deref()
+            {
                 w.tx.execute(
-                    "UPDATE sessions SET title = ?2 WHERE id = ?1",
-                    params![id, new.as_ref()],
+                    "UPDATE sessions SET title = ?2, git_branch = ?3 WHERE id = ?1",
+                    params![id, new_title.as_deref(), new_branch.as_deref()],
                 )
                 .db()?;
                 n += 1;

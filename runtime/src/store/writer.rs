@@ -33,8 +33,8 @@ pub struct Applied {
 }
 
 impl Writer<'_> {
-    /// Insert the session if new, and fold `meta` into it; its title is redacted by `enrich`
-    /// ([`Enrich::redact_title`]). The session is this machine's (`origin` `''`; a pulled
+    /// Insert the session if new, and fold `meta` into it; its title and git branch are
+    /// redacted by `enrich` ([`Enrich::redact_title`], [`Enrich::redact`]). The session is this machine's (`origin` `''`; a pulled
     /// session with the same ids is another row). Returns the session's row id.
     pub fn upsert_session<E: Enrich>(
         &self,
@@ -49,6 +49,8 @@ impl Writer<'_> {
             .as_deref()
             .filter(|t| !t.is_empty())
             .map(|t| enrich.redact_title(t));
+        // The branch is the user's name too (`fix/token-ghp_…` has been seen): redacted.
+        let branch = meta.git_branch.as_deref().map(|b| enrich.redact(b));
         tx.prepare_cached(
             "INSERT INTO sessions (agent, external_id, parent_external_id) VALUES (?1, ?2, ?3)
              ON CONFLICT (agent, external_id, origin) DO NOTHING",
@@ -85,7 +87,7 @@ impl Writer<'_> {
                 meta.project_dir,
                 title.as_deref(),
                 meta.model,
-                meta.git_branch,
+                branch.as_deref(),
                 meta.agent_version,
                 meta.started_at,
                 meta.updated_at,

@@ -292,7 +292,8 @@ fn envelope(uuid: &str, ts: &str) -> serde_json::Value {
     json!({
         "parentUuid": null, "isSidechain": false, "userType": "external",
         "cwd": "/home/user/demo", "sessionId": SID, "version": "2.1.49",
-        "gitBranch": "main", "uuid": uuid, "timestamp": ts
+        // A branch named after a token: the branch is redacted too.
+        "gitBranch": format!("deploy/{GITHUB}"), "uuid": uuid, "timestamp": ts
     })
 }
 
