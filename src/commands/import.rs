@@ -85,7 +85,18 @@ pub fn import(
         out!("{}", crate::output::json(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
-    for a in &summary.agents {
+    // The agents with nothing on this machine on one line, not one line each.
+    let none: Vec<&str> = summary
+        .agents
+        .iter()
+        .filter(|a| a.files == 0 && a.unreadable.is_empty())
+        .map(|a| a.agent.as_str())
+        .collect();
+    for a in summary
+        .agents
+        .iter()
+        .filter(|a| a.files > 0 || !a.unreadable.is_empty())
+    {
         out!(
             "{}: {} ({} with new content), {}, {}, {} updated, {} skipped ({} unknown, {} malformed)",
             a.agent,
@@ -101,6 +112,9 @@ pub fn import(
         for (p, why) in &a.unreadable {
             out!("  could not read {p}: {why}");
         }
+    }
+    if !none.is_empty() {
+        out!("no transcripts of {}", none.join(", "));
     }
     out!("done in {:.2} s", summary.seconds);
     if let Some(e) = embedded {

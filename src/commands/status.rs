@@ -360,12 +360,27 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
             env!("CARGO_PKG_VERSION"),
             binary.display()
         );
+        // The agents not on this machine, with nothing of theirs anywhere: one line at the end.
+        let mut absent: Vec<&str> = Vec::new();
         for (i, (a, st)) in agents.iter().enumerate() {
-            out!("\n{}:", a.display_name());
             let nothing = st
                 .items
                 .iter()
                 .all(|it| matches!(it.state, memtrail_installer::ItemState::Missing));
+            let no_runs = match &store_info {
+                Some(Ok(StoreInfo { runs, .. })) => runs[i].is_empty(),
+                _ => true,
+            };
+            if !st.detected
+                && nothing
+                && no_runs
+                && transcripts[i].found == 0
+                && transcripts[i].unreadable.is_empty()
+            {
+                absent.push(a.display_name());
+                continue;
+            }
+            out!("\n{}:", a.display_name());
             if !st.detected && nothing {
                 out!("  not found on this machine; nothing registered");
             } else {
@@ -403,6 +418,12 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                     );
                 }
             }
+        }
+        if !absent.is_empty() {
+            out!(
+                "\nNot on this machine (nothing registered, no transcripts): {}",
+                absent.join(", ")
+            );
         }
         match &store_info {
             Some(Ok(StoreInfo {
