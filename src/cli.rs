@@ -158,8 +158,9 @@ pub enum Command {
     /// that agent's own tool names. No model is involved.
     #[command(after_help = "Example:\n  memtrail handoff 4c2ddfdc --to codex > HANDOFF.md")]
     Handoff {
-        /// Session id (or a unique prefix).
-        session: String,
+        /// Session id (or a unique prefix) [default: the latest session of the project at or
+        /// above the current folder].
+        session: Option<String>,
         #[arg(long, value_name = "AGENT", help = agents_help("The agent that takes over", ""))]
         to: Agent,
     },

@@ -206,7 +206,7 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
             budget,
             json,
         } => resume::resume(&db, session, budget as usize, json),
-        Command::Handoff { session, to } => handoff::handoff(&db, &session, to),
+        Command::Handoff { session, to } => handoff::handoff(&db, session.as_deref(), to),
         Command::Doctor { json } => doctor::doctor(json),
         Command::Completions { shell } => completions::completions(shell),
         Command::Man { command } => completions::man(&command),

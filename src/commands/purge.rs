@@ -74,6 +74,11 @@ pub fn purge_older(
             plural(r.sessions, "session", "sessions"),
             others(r.other_machines)
         );
+        if !force && memtrail_runtime::now_ms() - cutoff < MIN_PURGE_AGE_MS {
+            eprintln!(
+                "note: without --dry-run this needs --force: --older-than {older_than:?} is less than one hour ago"
+            );
+        }
     } else {
         out!(
             "deleted {} from before {} and {} left empty{}; store {:.1} MB -> {:.1} MB{}",

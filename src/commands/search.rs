@@ -167,6 +167,12 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         .replace(HL_END, reset);
         out_styled!("   {}\n", snip.trim());
     }
+    if hits.len() == filter.limit {
+        eprintln!(
+            "note: the best {} hits shown; `-n N` shows more",
+            filter.limit
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

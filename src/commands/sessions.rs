@@ -115,6 +115,10 @@ pub fn list(
                 out!("{:>w$}{}", "", fit(p, 37 + width), w = 37 + width);
             }
         }
+        // The list may be cut: say so, and how to see more (on stderr, as the other notes).
+        if list.len() == limit as usize {
+            eprintln!("note: the {limit} most recently active shown; `-n N` shows more");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1543,6 +1543,15 @@ fn compaction_snapshot_resume_and_handoff() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let doc = String::from_utf8(out.stdout).unwrap();
+    // Without an id, from the project's folder: its latest session, as `resume` takes it.
+    let here = sb
+        .acmd()
+        .args(["handoff", "--to", "codex"])
+        .current_dir(project.join("src"))
+        .output()
+        .unwrap();
+    assert!(here.status.success(), "{here:?}");
+    assert_eq!(String::from_utf8(here.stdout).unwrap(), doc);
     for needle in [
         "# Handoff: continuing a Claude Code session in Codex CLI\n",
         "- First request: このリポジトリのテストを実行してください 🧪\n",

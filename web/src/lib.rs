@@ -277,7 +277,14 @@ pub async fn bind(
     }
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(listen.bind, listen.port))
         .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {}:{}: {e}", listen.bind, listen.port))?;
+        .map_err(|e| {
+            let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
+                " (another program, or another `memtrail web`, has it: choose another with --port, or --port 0 for any free one)"
+            } else {
+                ""
+            };
+            anyhow::anyhow!("cannot listen on {}:{}: {e}{hint}", listen.bind, listen.port)
+        })?;
     let port = listener.local_addr()?.port();
     let access = Access::new(listen, port)?;
     let host = match listen.bind {

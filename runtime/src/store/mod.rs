@@ -294,6 +294,11 @@ impl StoreError {
         })
     }
 
+    /// `SQLITE_NOMEM`.
+    pub fn is_nomem(&self) -> bool {
+        self.code() == Some(rusqlite::ErrorCode::OutOfMemory)
+    }
+
     fn code(&self) -> Option<rusqlite::ErrorCode> {
         match &self.0 {
             rusqlite::Error::SqliteFailure(f, _) => Some(f.code),
