@@ -41,18 +41,7 @@ pub fn json_line<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Result<Stri
 /// serde_json writes a string's as `\n`) as `\uXXXX`; such a character can only be inside a
 /// string, where the escape means the same.
 fn escape_json(text: String) -> String {
-    if !text.chars().any(|c| unsafe_on_terminal(c) && c != '\n') {
-        return text;
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if unsafe_on_terminal(c) && c != '\n' {
-            out.push_str(&format!("\\u{:04x}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    memtrail_runtime::safe_text::json_escaped(text)
 }
 
 /// `s` with every character [`unsafe_on_terminal`] except newline and tab replaced by `�`;

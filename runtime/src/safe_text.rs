@@ -57,6 +57,27 @@ pub fn one_line_field(s: &str) -> Cow<'_, str> {
     )
 }
 
+/// Serialized JSON `text` with every character [`unsafe_on_terminal`] but a newline written as
+/// a `\uXXXX` escape: the same values for a program that parses it, nothing raw for a
+/// terminal or a log that shows it (serde_json escapes C0 itself, not DEL, C1 or the
+/// bidirectional ones; such characters stand only inside strings, where the escape is valid).
+/// Returned as it is when it holds none.
+pub fn json_escaped(text: String) -> String {
+    if !text.chars().any(|c| unsafe_on_terminal(c) && c != '\n') {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_on_terminal(c) && c != '\n' {
+            use std::fmt::Write as _;
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,5 +98,9 @@ mod tests {
         );
         assert!(is_bidi_control('\u{200e}') && !is_bidi_override('\u{200e}'));
         assert!(is_bidi_override('\u{2066}') && is_bidi_control('\u{2066}'));
+        let v = serde_json::json!({"t": "a\u{7f}b\u{9b}c\u{202e}d\ne"});
+        let text = json_escaped(serde_json::to_string(&v).unwrap());
+        assert_eq!(text, r#"{"t":"a\u007fb\u009bc\u202ed\ne"}"#);
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), v);
     }
 }

@@ -3933,3 +3933,45 @@ fn a_cjk_hit_is_shown_with_the_words_around_it() {
     );
     assert!(snippets.iter().all(|s| !s.contains('\n')), "{snippets:?}");
 }
+
+/// The MCP server's replies carry transcript text with DEL, C1 and the reordering characters
+/// as `\u` escapes (an agent may print a tool result to its terminal): no raw byte of them on
+/// the wire, the same text for the client once parsed.
+#[test]
+fn mcp_replies_escape_what_would_act_on_a_terminal() {
+    let sb = Sandbox::new();
+    let sid = support::session_id(77);
+    let t = sb.transcript("evil", &sid);
+    let text = "zebrafish del\u{7f} csi\u{9b}31m \u{202e}gnirts";
+    let line = json!({"parentUuid": null, "isSidechain": false, "userType": "external",
+        "cwd": "/home/user/evil", "sessionId": sid, "version": "2.1.49", "uuid": "u1",
+        "timestamp": "2026-11-20T10:00:00.000Z", "type": "user",
+        "message": {"role": "user", "content": text}});
+    std::fs::write(&t, format!("{line}\n")).unwrap();
+    sb.json(&["import", "--json"]);
+    let mut m = support::Mcp::start(&sb);
+    m.send(&json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+                   "params": {"name": "get_session", "arguments": {"session_id": sid}}}));
+    let raw = loop {
+        let l = m.next_line();
+        if serde_json::from_slice::<Value>(&l).is_ok_and(|v| v["id"] == 900) {
+            break l;
+        }
+    };
+    for bad in ["\u{7f}", "\u{9b}", "\u{202e}"] {
+        assert!(
+            !raw.windows(bad.len()).any(|w| w == bad.as_bytes()),
+            "{bad:?} raw in {}",
+            String::from_utf8_lossy(&raw)
+        );
+    }
+    let v: Value = serde_json::from_slice(&raw).unwrap();
+    assert!(v.to_string().contains("zebrafish"), "{v}");
+    // Parsed, the client has the message's text as stored.
+    assert!(
+        v["result"]["structuredContent"]
+            .to_string()
+            .contains("csi\u{9b}31m \u{202e}gnirts"),
+        "{v}"
+    );
+}

@@ -332,6 +332,12 @@ impl<R: AsyncRead + Unpin + Send + 'static> rmcp::transport::Transport<RoleServe
                 ))
                 .map_err(std::io::Error::other)?;
             }
+            // Transcript text in the reply reaches the agent's screen too: DEL, C1 and the
+            // reordering characters as `\u` escapes, the same values for the client.
+            let mut line = crate::safe_text::json_escaped(
+                String::from_utf8(line).map_err(std::io::Error::other)?,
+            )
+            .into_bytes();
             line.push(b'\n');
             let result = {
                 let mut w = write.lock().await;
