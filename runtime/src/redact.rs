@@ -647,7 +647,7 @@ const RULES: &[RuleDef] = &[
     ),
     def(
         "secret_assignment",
-        r#"(?i-u:secret|token|passw(?:or)?d|passphrase|api_?key|private_key)[A-Za-z0-9_.-]*\\?["']?[ \t]*(?::=|=|:)[ \t]*\\?["']?(?P<s>[^\s"'\\,;)}\]&][^\s"'\\,;)}\]]*)"#,
+        r#"(?i-u:secret|token|passw(?:or)?d|passphrase|api_?key|private_key)[A-Za-z0-9_.-]*\\?["']?[ \t]*(?::=|=|:|：)[ \t]*\\?["']?(?P<s>[^\s"'\\,;)}\]&][^\s"'\\,;)}\]]*)"#,
         Check::Assignment,
         &[
             "secret",
@@ -855,7 +855,7 @@ enum Shape {
     Run(fn(&u8) -> bool, usize),
     /// `secret_assignment`: the needle (`token`, `secret`, `passw`, `api_key`, …) starts the
     /// rule's keyword, then `[A-Za-z0-9_.-]*`, an optional `\`, an optional quote, `[ \t]*`,
-    /// `:=`, `=` or `:` (not `::`, a path), `[ \t]*`, an optional `\` and quote, and a value
+    /// `:=`, `=`, `:` (not `::`, a path) or `：`, `[ \t]*`, an optional `\` and quote, and a value
     /// of at least 8 bytes (the rule keeps values of 8 characters or more, see [`keep_match`]),
     /// or 1 after `passw…` and `passphrase`.
     Assignment,
@@ -972,6 +972,8 @@ impl Shape {
                     (Some(b':'), Some(b'=')) => j += 2,
                     (Some(b':'), Some(b':')) => return false,
                     (Some(b':' | b'='), _) => j += 1,
+                    // A full-width colon (U+FF1A, `password：…` in CJK text).
+                    (Some(0xEF), Some(0xBC)) if b.get(j + 2) == Some(&0x9A) => j += 3,
                     _ => return false,
                 }
                 j = run(j, &|c| matches!(c, b' ' | b'\t'));

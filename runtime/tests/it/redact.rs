@@ -1085,6 +1085,10 @@ fn secrets_inside_turned_down_values_keys_and_more_command_lines() {
             "refresh_token is 1//0gLq8Wm3Lp0Xr7Ty2Vb5NfQ1Zq8Wm3Lp0Xr7Ty2Vb5Nf",
             "refresh_token is [redacted:google_refresh_token]",
         ),
+        (
+            "数据库的 password：Kx7mQ2vLp9 です",
+            "数据库的 password：[redacted:secret_assignment] です",
+        ),
     ];
     for (input, want) in cases {
         assert_eq!(r(input), want, "{input}");
