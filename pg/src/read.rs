@@ -844,6 +844,7 @@ impl ReadStore for PgReader {
             .filter(|(_, s)| memtrail_runtime::query::is_cjk_column_snippet(s))
             .map(|(id, _)| *id)
             .collect();
+        let mut rebuilt = std::collections::HashSet::new();
         if !cjk_only.is_empty() {
             for r in self.rows_typed(
                 "SELECT id, left(body, $2), left(tools, $2) FROM messages WHERE id = ANY($1)",
@@ -864,6 +865,7 @@ impl ReadStore for PgReader {
                     });
                 if let Some(s) = again {
                     snippets.insert(id, s);
+                    rebuilt.insert(id);
                 }
             }
         }
@@ -875,9 +877,18 @@ impl ReadStore for PgReader {
             };
             let snippet = snippets.remove(&rowid).unwrap_or_default();
             debug_assert!(!snippet.contains([HL_START, HL_END]) || snippet.contains(HL_START));
+            // A snippet of the `cjk` column not made again: its characters, their spacing
+            // taken out; any other keeps the text's own (Korean words, spaced Japanese).
+            let snippet = if !rebuilt.contains(&rowid)
+                && memtrail_runtime::query::is_cjk_column_snippet(&snippet)
+            {
+                compact_cjk(&snippet)
+            } else {
+                snippet
+            };
             hits.push(Hit {
                 copy: copies.get(&rowid).copied(),
-                ..hit_of(&r, compact_cjk(&snippet), score)
+                ..hit_of(&r, snippet, score)
             });
         }
         Ok(clean(hits))

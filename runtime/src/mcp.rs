@@ -320,14 +320,28 @@ fn tool_error(msg: impl Into<String>) -> CallToolResult {
 /// A tool's answer: its structured result, or its error as a result with `isError`.
 fn answer(r: Result<serde_json::Value, String>) -> CallToolResult {
     match r {
-        Ok(v) => CallToolResult::structured(v),
+        Ok(v) => structured(v),
         Err(e) => tool_error(e),
     }
 }
 
+/// `CallToolResult::structured(v)`, its text copy (what an agent shows of the result) with the
+/// DEL, C1 and reordering characters of transcript text written as `\u` escapes
+/// ([`crate::safe_text::json_escaped`]): the same JSON for a client that parses it.
+fn structured(v: serde_json::Value) -> CallToolResult {
+    let mut r = CallToolResult::structured(serde_json::Value::Null);
+    r.content = vec![ContentBlock::text(crate::safe_text::json_escaped(
+        v.to_string(),
+    ))];
+    r.structured_content = Some(v);
+    r
+}
+
 /// Bytes of `v` as a tool result on the wire (see [`MAX_RESULT_BYTES`]).
 pub fn result_bytes(v: &serde_json::Value) -> usize {
-    serde_json::to_vec(&CallToolResult::structured(v.clone())).map_or(usize::MAX, |b| b.len())
+    serde_json::to_vec(&structured(v.clone()))
+        .map(|b| crate::safe_text::json_escaped(String::from_utf8(b).unwrap_or_default()).len())
+        .unwrap_or(usize::MAX)
 }
 
 /// `v` (an object) with [`RECALLED_NOTICE`] as its first member, `recalled`.

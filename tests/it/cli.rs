@@ -3932,6 +3932,21 @@ fn a_cjk_hit_is_shown_with_the_words_around_it() {
         "{snippets:?}"
     );
     assert!(snippets.iter().all(|s| !s.contains('\n')), "{snippets:?}");
+    // Korean keeps its spaces; the text's own U+0001/U+0002 (a shell prompt's markers) are not
+    // taken for highlight marks.
+    let sid = support::session_id(78);
+    let t2 = sb.transcript("ko", &sid);
+    let line = json!({"parentUuid": null, "isSidechain": false, "userType": "external",
+        "cwd": "/home/user/ko", "sessionId": sid, "version": "2.1.49", "uuid": "k1",
+        "timestamp": "2026-11-20T10:00:00.000Z", "type": "user",
+        "message": {"role": "user", "content": "음수 값을 테스트해 주세요 \u{1}ps1\u{2} ok"}});
+    std::fs::write(&t2, format!("{line}\n")).unwrap();
+    sb.json(&["import", "--json"]);
+    let v = sb.json(&["search", "음수", "--json"]);
+    assert_eq!(
+        v["hits"][0]["snippet"], "**음수** 값을 테스트해 주세요 \u{fffd}ps1\u{fffd} ok",
+        "{v}"
+    );
 }
 
 /// The MCP server's replies carry transcript text with DEL, C1 and the reordering characters
@@ -3967,6 +3982,13 @@ fn mcp_replies_escape_what_would_act_on_a_terminal() {
     }
     let v: Value = serde_json::from_slice(&raw).unwrap();
     assert!(v.to_string().contains("zebrafish"), "{v}");
+    // The result's text copy, what an agent shows, holds them as escapes even once parsed.
+    let shown = v["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        shown.contains("csi\\u009b31m \\u202egnirts")
+            && !shown.contains(['\u{7f}', '\u{9b}', '\u{202e}']),
+        "{shown}"
+    );
     // Parsed, the client has the message's text as stored.
     assert!(
         v["result"]["structuredContent"]

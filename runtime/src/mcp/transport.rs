@@ -316,7 +316,14 @@ impl<R: AsyncRead + Unpin + Send + 'static> rmcp::transport::Transport<RoleServe
         let in_flight = self.in_flight.clone();
         async move {
             let id = reply_id(&item);
-            let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            // Transcript text in the reply reaches the agent's screen too: DEL, C1 and the
+            // reordering characters as `\u` escapes, the same values for the client (the
+            // size checked below is the escaped one).
+            let mut line = crate::safe_text::json_escaped(
+                String::from_utf8(serde_json::to_vec(&item).map_err(std::io::Error::other)?)
+                    .map_err(std::io::Error::other)?,
+            )
+            .into_bytes();
             drop(item);
             if line.len() > MAX_REPLY_BYTES
                 && let Some(id) = &id
@@ -332,12 +339,6 @@ impl<R: AsyncRead + Unpin + Send + 'static> rmcp::transport::Transport<RoleServe
                 ))
                 .map_err(std::io::Error::other)?;
             }
-            // Transcript text in the reply reaches the agent's screen too: DEL, C1 and the
-            // reordering characters as `\u` escapes, the same values for the client.
-            let mut line = crate::safe_text::json_escaped(
-                String::from_utf8(line).map_err(std::io::Error::other)?,
-            )
-            .into_bytes();
             line.push(b'\n');
             let result = {
                 let mut w = write.lock().await;

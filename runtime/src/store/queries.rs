@@ -281,14 +281,17 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             continue;
         };
         // A hit in the `cjk` column: its snippet has only the CJK characters; made again from
-        // the message's text (its prose, else its tool text), with the other words around.
-        if crate::query::is_cjk_column_snippet(&snippet)
-            && let Some(s) = cjk_snippet_of(store, rowid, &snippet)?
-        {
-            snippet = s;
+        // the message's text (its prose, else its tool text), with the other words around and
+        // the text's own spacing (not compacted).
+        if crate::query::is_cjk_column_snippet(&snippet) {
+            snippet = match cjk_snippet_of(store, rowid, &snippet)? {
+                Some(s) => s,
+                // The column's characters, their spacing taken out.
+                None => compact_cjk(&snippet),
+            };
         }
         let hit = row
-            .query_row(params![rowid], |r| hit_row(r, compact_cjk(&snippet), score))
+            .query_row(params![rowid], |r| hit_row(r, snippet, score))
             .optional()
             .db()?;
         hits.extend(hit.map(|h| Hit {
@@ -299,12 +302,16 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     Ok(hits)
 }
 
-/// [`crate::query::cjk_snippet_in`] over message `rowid`'s prose, else its tool text.
+/// [`crate::query::cjk_snippet_in`] over message `rowid`'s prose, else its tool text: the first
+/// 100,000 characters of each (the index holds the first 32 KiB of a tool output), the text's
+/// own U+0001/U+0002 shown as U+FFFD ([`crate::query::unmarked`]: they would pass for marks).
 fn cjk_snippet_of(store: &Store, rowid: i64, marked: &str) -> Result<Option<String>> {
     let texts = store
         .conn
         .prepare_cached(
-            "SELECT body, memtrail_tools(tools_text, parts_packed) FROM messages WHERE id = ?1",
+            "SELECT substr(body, 1, 100000),
+                    substr(memtrail_tools(tools_text, parts_packed), 1, 100000)
+             FROM messages WHERE id = ?1",
         )
         .db()?
         .query_row([rowid], |r| {
@@ -321,7 +328,7 @@ fn cjk_snippet_of(store: &Store, rowid: i64, marked: &str) -> Result<Option<Stri
     Ok([body, tools]
         .into_iter()
         .flatten()
-        .find_map(|t| crate::query::cjk_snippet_in(&t, marked)))
+        .find_map(|t| crate::query::cjk_snippet_in(&crate::query::unmarked(&t), marked)))
 }
 
 /// A hit from a row whose first 11 columns are `s.external_id, s.agent, s.title,
