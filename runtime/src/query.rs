@@ -120,7 +120,7 @@ pub struct Hit {
     pub score: f64,
     /// In a search by meaning or a hybrid search, how the hit was found: `words` (the
     /// full-text ranking holds it: its words match the query's), `meaning` (by meaning alone:
-    /// it need hold none of the words), `both`. `None`, not written, in a keyword search.
+    /// not among the best full-text matches; it may hold none of the words), `both`. `None`, not written, in a keyword search.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matched: Option<Matched>,
     /// The message this hit is a copy of, whichever session holds it: [`copy_id`] of its

@@ -46,6 +46,10 @@ enum Check {
     /// configuration line: skip placeholders, paths, URLs, code and type words (see
     /// [`config_value_is_secret`]).
     Named,
+    /// A password's value where the name is known to be one (a connection string's `PWD=`,
+    /// which a shell's `PWD` keeps out of [`secret_name`]): as [`Check::Named`] after
+    /// `password`.
+    PasswordValue,
     /// A header or scheme value: skip placeholders and code (`X-API-Key: apiKey`). Without a
     /// scheme (group `sch`), an `Authorization` value needs 16 characters.
     Header,
@@ -556,10 +560,12 @@ const RULES: &[RuleDef] = &[
     // `-keypass X`, their `src`/`dest`/`new` forms), OpenSSL's `-pass pass:X` (`-passin`,
     // `-passout`) and `openssl enc -k X`, `zip -P X` (and `unzip`), 7-Zip's `-pX`, SQL
     // Server's `sqlcmd -P X` and `bcp -P X`, Windows' `net use … /user:NAME X`, and
-    // `aws configure set aws_secret_access_key X` (or `aws_session_token`).
+    // `aws configure set aws_secret_access_key X` (or `aws_session_token`). A command's name
+    // starts the text or follows a blank, `;`, `&`, `|` or `(`: not a file's extension
+    // (`wget a.zip -P downloads`).
     def(
         "cli_secret",
-        r#"(?:[ \t]-(?:src|dest|new)?(?:store|key)pass[ \t]+|[ \t]-pass(?:in|out)?[ \t]+pass:|(?-u:\b)openssl[ \t]+enc(?:[ \t]+[^\s|;&]+)*?[ \t]+-k[ \t]+|(?-u:\b)(?:un)?zip(?:[ \t]+[^\s|;&]+)*?[ \t]+-P[ \t]+|(?-u:\b)7z[az]?(?:[ \t]+[^\s|;&]+)*?[ \t]+-p|(?-u:\b)(?:sqlcmd|bcp)(?:[ \t]+[^\s|;&]+)*?[ \t]+-P[ \t]*|(?-u:\b)net[ \t]+use(?:[ \t]+[^\s|;&]+)*?[ \t]+/user:[^\s|;&]+[ \t]+|(?-u:\b)configure[ \t]+set[ \t]+(?:[A-Za-z0-9_-]+\.)?aws_(?:secret_access_key|session_token)[ \t]+)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&*/-][^\s"'|;&]*)"#,
+        r#"(?:[ \t]-(?:src|dest|new)?(?:store|key)pass[ \t]+|[ \t]-pass(?:in|out)?[ \t]+pass:|(?:^|[\s;&|(])(?:openssl[ \t]+enc(?:[ \t]+[^\s|;&]+)*?[ \t]+-k[ \t]+|(?:un)?zip(?:[ \t]+[^\s|;&]+)*?[ \t]+-P[ \t]+|7z[arz]?(?:[ \t]+[^\s|;&]+)*?[ \t]+-p|(?:sqlcmd|bcp)(?:[ \t]+[^\s|;&]+)*?[ \t]+-P[ \t]*|net[ \t]+use(?:[ \t]+[^\s|;&]+)*?[ \t]+/user:[^\s|;&]+[ \t]+)|(?-u:\b)configure[ \t]+set[ \t]+(?:[A-Za-z0-9_-]+\.)?aws_(?:secret_access_key|session_token)[ \t]+)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&*/-][^\s"'|;&]*)"#,
         Check::Placeholder,
         &[
             "storepass",
@@ -575,23 +581,35 @@ const RULES: &[RuleDef] = &[
         ],
         Shape::Any,
     ),
-    // A password or token in an XML element (`<password>X</password>`, Maven's settings,
-    // `<db:apiKey>X</db:apiKey>`) or a .NET `<add key="…Secret…" value="X"/>`.
+    // A password or token in an XML element (`<password>X</password>`, Maven's settings and
+    // its `<passphrase>`, `<db:apiKey>X</db:apiKey>`, a CDATA value), or a `value` under a
+    // `key` or `name` (.NET's `<add key="ApiSecret" value="X"/>`, Spring's `<property
+    // name="password" value="X"/>`). The element's or key's name must name a secret and the
+    // value look like one, as on a configuration line (`<maxTokens>4096</maxTokens>`,
+    // `<UserSecretsId>…</UserSecretsId>` and `<add key="PasswordMinLength" value="8"/>`
+    // stay).
     def(
         "secret_assignment",
-        r#"<(?:[A-Za-z0-9_.-]+:)?[A-Za-z0-9_.-]*(?i-u:passw(?:or)?d|secret|token|api_?key)[A-Za-z0-9_.-]*>[ \t]*(?P<s>[^<\s][^<\r\n]*?)[ \t]*</"#,
-        Check::Placeholder,
-        &["passw", "secret", "token", "apikey", "api_key"],
+        r#"<(?:[A-Za-z0-9_.-]+:)?(?P<n>[A-Za-z0-9_.-]*(?i-u:passw(?:or)?d|passphrase|secret|token|api_?key)[A-Za-z0-9_.-]*)>[ \t]*(?:<!\[CDATA\[(?P<s2>[^\]\r\n]+)\]\]>|(?P<s>[^<\s][^<\r\n]*?))[ \t]*</"#,
+        Check::Named,
+        &[
+            "passw",
+            "passphrase",
+            "secret",
+            "token",
+            "apikey",
+            "api_key",
+        ],
         Shape::Tag,
     ),
     def(
         "secret_assignment",
-        r#"<(?i-u:add)[ \t]+(?i-u:key)[ \t]*=[ \t]*["'][^"'\r\n]*(?i-u:passw(?:or)?d|secret|token|api_?key)[^"'\r\n]*["'][ \t]+(?i-u:value)[ \t]*=[ \t]*["'](?P<s>[^"'\r\n]+)["']"#,
-        Check::Placeholder,
-        &["<add"],
+        r#"<(?i-u:add|property|entry|setting)[ \t]+(?i-u:key|name)[ \t]*=[ \t]*["'](?P<n>[^"'\r\n]*(?i-u:passw(?:or)?d|passphrase|secret|token|api_?key)[^"'\r\n]*)["'][ \t]+(?i-u:value)[ \t]*=[ \t]*["'](?P<s>[^"'\r\n]+)["']"#,
+        Check::Named,
+        &["<add", "<property", "<entry", "<setting"],
         Shape::Any,
     ),
-    // Google OAuth refresh tokens: `1//0` or `1//` and a base64url body.
+    // Google OAuth refresh tokens: `1//0` and a base64url body.
     def(
         "google_refresh_token",
         r"(?-u:\b)1//0[0-9A-Za-z_-]{30,}",
@@ -647,7 +665,7 @@ const RULES: &[RuleDef] = &[
     ),
     def(
         "secret_assignment",
-        r#"(?i-u:secret|token|passw(?:or)?d|passphrase|api_?key|private_key)[A-Za-z0-9_.-]*\\?["']?[ \t]*(?::=|=|:|：)[ \t]*\\?["']?(?P<s>[^\s"'\\,;)}\]&][^\s"'\\,;)}\]]*)"#,
+        r#"(?i-u:secret|token|passw(?:or)?d|passphrase|api_?key|private_key)[A-Za-z0-9_.-]*\\?["']?[ \t]*(?::=|=|:|：)[ \t]*\\?["']?(?P<s>[^\s"'\\,;)}\]&\x{3000}-\x{30FF}\x{4E00}-\x{9FFF}\x{AC00}-\x{D7AF}\x{FF00}-\x{FFEF}][^\s"'\\,;)}\]\x{3000}-\x{30FF}\x{4E00}-\x{9FFF}\x{AC00}-\x{D7AF}\x{FF00}-\x{FFEF}]*)"#,
         Check::Assignment,
         &[
             "secret",
@@ -679,13 +697,22 @@ const RULES: &[RuleDef] = &[
         Shape::Keyed,
     ),
     // An ODBC or ADO.NET connection string's password: `…;PWD=X;` (`Pwd`, `Password`) after a
-    // `;`, or before one (`PWD=X;UID=sa`); a value in braces is the part inside them. A shell's
-    // `PWD=/home/…` has neither. After the assignments, which take `; password=X` first.
+    // `;`, its value in braces the part inside them; or `PWD=X;` before one (`PWD=X;UID=sa`).
+    // The value must look like one, as on a configuration line (`; password =
+    // getpass.getpass()` stays); a shell's `PWD=/home/…` has neither shape. After the
+    // assignments, which take `; password=X` first.
     def(
         "connection_string_password",
-        r#"(?:;[ \t]*(?i-u:pwd|password)[ \t]*=[ \t]*(?:\{(?P<s>[^}\r\n]+)\}|(?P<s2>[^;"'\r\n{][^;"'\r\n]*))|(?-u:\b)(?i-u:pwd)[ \t]*=[ \t]*(?P<s3>[^;"'\s/~{][^;"'\s]*)[ \t]*;)"#,
-        Check::Placeholder,
+        r#";[ \t]*(?i-u:pwd|password)[ \t]*=[ \t]*(?:\{(?P<s2>[^}\r\n]+)\}|(?P<s>[^;"'\r\n{][^;"'\r\n]*))"#,
+        Check::PasswordValue,
         &["pwd", "password"],
+        Shape::Equals,
+    ),
+    def(
+        "connection_string_password",
+        r#"(?-u:\b)(?:PWD|Pwd)=(?P<s>[^;"'\s/~{][^;"'\s]*);"#,
+        Check::PasswordValue,
+        &["pwd"],
         Shape::Equals,
     ),
 ];
@@ -1775,11 +1802,12 @@ fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
     let mut out: Option<String> = None;
     let mut last = 0;
     let mut at = 0;
-    // A match turned down for its value is searched again from its value's start: the value
-    // may hold a secret of its own (`token: https://x/?token=…`, a URL turned down as a
-    // name's value). At most this many times a text, so that a long run of such names stays
-    // linear.
-    let mut retries = 32u32;
+    // A match turned down for its value is searched again inside the value, from its first
+    // `?`, `&` or `=`: the value may hold an assignment of its own (`token:
+    // https://x/?token=…`, a URL turned down as a name's value). Code turned down
+    // (`api_key = os.environ[…]`) holds none and costs nothing; at most this many times a
+    // text, so that a long run of nested assignments stays linear.
+    let mut retries = 256u32;
     while at <= text.len() {
         let Some(caps) = rule.re.captures_at(text, at) else {
             break;
@@ -1792,9 +1820,10 @@ fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
             .or_else(|| caps.name("s3"))
             .unwrap_or(whole);
         if !keep_match(rule.check, &caps, span.as_str(), text, span.start()) {
-            at = if span.start() > whole.start() && retries > 0 {
+            let nested = span.as_str().get(1..).and_then(|v| v.find(['?', '&', '=']));
+            at = if let (Some(i), true) = (nested, retries > 0) {
                 retries -= 1;
-                span.start()
+                span.start() + 1 + i
             } else if whole.end() > whole.start() {
                 whole.end()
             } else {
@@ -1877,6 +1906,7 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
             };
             config_value_is_secret(name, sep, value, quoted)
         }
+        Check::PasswordValue => config_value_is_secret("password", "=", secret, false),
         Check::Header => {
             if placeholder(secret) {
                 return false;

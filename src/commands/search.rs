@@ -169,7 +169,7 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
     }
     if hits.len() == filter.limit {
         eprintln!(
-            "note: the best {} hits shown; `-n N` shows more",
+            "note: the list stops at -n {}; a larger -n shows any more",
             filter.limit
         );
     }

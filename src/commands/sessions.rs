@@ -117,7 +117,7 @@ pub fn list(
         }
         // The list may be cut: say so, and how to see more (on stderr, as the other notes).
         if list.len() == limit as usize {
-            eprintln!("note: the {limit} most recently active shown; `-n N` shows more");
+            eprintln!("note: the list stops at -n {limit}; a larger -n shows any more");
         }
     }
     Ok(ExitCode::SUCCESS)

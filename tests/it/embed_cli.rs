@@ -757,7 +757,7 @@ fn the_web_page_indexes_the_queue_and_embeds_while_idle() {
     // Hybrid: a hit found by meaning alone wears a badge that says so; one of the words not.
     let (code, page) = crate::support::web_request(port, "/search?q=invoice&mode=hybrid", None);
     assert_eq!(code, 200);
-    let badge = "<span class=\"badge by-meaning\" title=\"Found by meaning alone: it holds none of the words\">by meaning</span>";
+    let badge = "<span class=\"badge by-meaning\" title=\"Found by meaning alone: not among the best keyword matches\">by meaning</span>";
     let hits: Vec<&str> = page.split("<li class=\"hit\">").skip(1).collect();
     assert!(hits.len() >= 2, "{page}");
     for h in &hits {

@@ -196,7 +196,7 @@ pub(crate) fn search_results(p: &SearchParams, results: Option<&Found>) -> Marku
                                     span.badge.agent { (h.agent) } " "
                                     span class=(format!("badge role-{}", css_word(&h.role))) { (h.role) } " "
                                     @if *mode == crate::Mode::Hybrid && h.matched == Some(memtrail_runtime::query::Matched::Meaning) {
-                                        span.badge.by-meaning title="Found by meaning alone: it holds none of the words" { "by meaning" } " "
+                                        span.badge.by-meaning title="Found by meaning alone: not among the best keyword matches" { "by meaning" } " "
                                     }
                                     span { (h.project.as_deref().unwrap_or("?")) } " · "
                                     span { (h.machine) } " · "

@@ -82,6 +82,9 @@ pub(super) fn rebuild_index(w: &Writer<'_>) -> Result<u64> {
         match w.index_pending(INDEX_CHUNK) {
             Ok(0) => break true,
             Ok(_) => {}
+            // SQLite may roll a transaction back on SQLITE_NOMEM: then stop, with the error,
+            // rather than go on outside it.
+            Err(e) if is_nomem(&e) && w.tx.is_autocommit() => return Err(e),
             Err(e) if is_corrupt(&e) || is_nomem(&e) => break false,
             Err(e) => return Err(e),
         }

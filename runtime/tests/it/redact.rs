@@ -1089,6 +1089,22 @@ fn secrets_inside_turned_down_values_keys_and_more_command_lines() {
             "数据库的 password：Kx7mQ2vLp9 です",
             "数据库的 password：[redacted:secret_assignment] です",
         ),
+        (
+            "token：Kx7mQ2vLp9Zr，每个请求都要带上。",
+            "token：[redacted:secret_assignment]，每个请求都要带上。",
+        ),
+        (
+            "<server><passphrase>Jk9lZx2cVb5</passphrase><password><![CDATA[Hx8mQ2vLw]]></password></server>",
+            "<server><passphrase>[redacted:secret_assignment]</passphrase><password><![CDATA[[redacted:secret_assignment]]]></password></server>",
+        ),
+        (
+            r#"<property name="password" value="Kl0zXc3vBn6Mq"/>"#,
+            r#"<property name="password" value="[redacted:secret_assignment]"/>"#,
+        ),
+        (
+            "7zr a -pQw3rTy9 out.7z dir",
+            "7zr a -p[redacted:cli_secret] out.7z dir",
+        ),
     ];
     for (input, want) in cases {
         assert_eq!(r(input), want, "{input}");
@@ -1102,9 +1118,26 @@ fn secrets_inside_turned_down_values_keys_and_more_command_lines() {
         "unzip -l archive.zip",
         "<password>${env.DB_PASSWORD}</password>",
         "see https://example.com/docs?page=2 for the token: format",
+        // Found by the review: configuration and code that only names a secret.
+        "<UserSecretsId>79a3edd0-2092-40a2-a04d-dcb46d5ca9ed</UserSecretsId>",
+        "<maxTokens>4096</maxTokens><tokenizer>bert</tokenizer>",
+        r#"<add key="PasswordMinLength" value="8"/><add key="TokenExpiryMinutes" value="60"/>"#,
+        "python -c 'import getpass; password = getpass.getpass()'",
+        "wget https://x.example/a.zip -P downloads",
+        "scp backup.zip -P 2222 host:",
+        "find . -name *.7z -print",
     ] {
         assert_kept(kept);
     }
+    // Code that a rule turns down spends nothing of the search inside turned-down values: a
+    // URL's secret after 40 such lines is still found.
+    let code = "api_key = os.environ[\"API_KEY\"]\n".repeat(40);
+    let text = format!("{code}token: https://x.example/cb?token=Zq8Wm3Lp0Xr7Ty2Vb5Nf");
+    assert!(
+        r(&text).ends_with("?token=[redacted:secret_assignment]"),
+        "{}",
+        r(&text)
+    );
     // Tokens as JSON keys; two keys redacted alike keep both values.
     let mut v = json!({"headers": {GITHUB: "v"}, "ghp_ZZb2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7rZ": true, "plain": 1});
     redact_json(&mut v);

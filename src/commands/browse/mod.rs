@@ -259,7 +259,13 @@ fn install_signals() {
     #[cfg(unix)]
     {
         extern "C" fn on_signal(sig: libc::c_int) {
-            SIGNALLED.store(sig, Ordering::Relaxed);
+            // SIGINT never hides a SIGTERM or SIGHUP before it (a Ctrl-C in the pager is
+            // cleared afterwards, see `page`).
+            if sig == libc::SIGINT {
+                let _ = SIGNALLED.compare_exchange(0, sig, Ordering::Relaxed, Ordering::Relaxed);
+            } else {
+                SIGNALLED.store(sig, Ordering::Relaxed);
+            }
         }
         let handler: extern "C" fn(libc::c_int) = on_signal;
         for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
