@@ -1802,11 +1802,11 @@ fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
     let mut out: Option<String> = None;
     let mut last = 0;
     let mut at = 0;
-    // A match turned down for its value is searched again inside the value, from its first
-    // `?`, `&` or `=`: the value may hold an assignment of its own (`token:
-    // https://x/?token=…`, a URL turned down as a name's value). Code turned down
-    // (`api_key = os.environ[…]`) holds none and costs nothing; at most this many times a
-    // text, so that a long run of nested assignments stays linear.
+    // An assignment turned down because its value is a URL (`token: https://x/?token=…`) is
+    // searched again from the URL's query (`?`): it may hold a secret of its own. Other
+    // matches turned down are passed over whole, as before (a search inside them found
+    // spans in code: `AUTHORITY: ::windows_sys::core::HRESULT`). At most this many times a
+    // text, so that a long run of such URLs stays linear.
     let mut retries = 256u32;
     while at <= text.len() {
         let Some(caps) = rule.re.captures_at(text, at) else {
@@ -1820,10 +1820,13 @@ fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
             .or_else(|| caps.name("s3"))
             .unwrap_or(whole);
         if !keep_match(rule.check, &caps, span.as_str(), text, span.start()) {
-            let nested = span.as_str().get(1..).and_then(|v| v.find(['?', '&', '=']));
-            at = if let (Some(i), true) = (nested, retries > 0) {
+            let query = match rule.check {
+                Check::Assignment if span.as_str().contains("://") => span.as_str().find('?'),
+                _ => None,
+            };
+            at = if let (Some(i), true) = (query, retries > 0) {
                 retries -= 1;
-                span.start() + 1 + i
+                span.start() + i
             } else if whole.end() > whole.start() {
                 whole.end()
             } else {
