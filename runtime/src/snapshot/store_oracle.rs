@@ -38,6 +38,27 @@ mod random {
         "run the tests again",
     ];
 
+    /// A Claude Code session `ext` of project `project` (titled `title`) in `store`: its row id.
+    fn session(store: &mut Store, ext: &str, project: &str, title: Option<&str>) -> i64 {
+        store
+            .write(|w| {
+                w.upsert_session(
+                    &SessionRef {
+                        agent: Agent::Claude,
+                        external_id: ext.into(),
+                        parent_external_id: None,
+                    },
+                    &SessionMeta {
+                        project_dir: Some(project.into()),
+                        title: title.map(str::to_string),
+                        ..SessionMeta::default()
+                    },
+                    &Standard,
+                )
+            })
+            .unwrap()
+    }
+
     /// A random message `i` of the session: a prompt, or an assistant message with one or two
     /// tool calls. A call's result is left out (to come later as a `ToolResult`) when `late`
     /// says so; the call ids of those are pushed on `pending`.
@@ -140,23 +161,8 @@ mod random {
         let (mut from_state, mut compared, mut advanced) = (0, 0, 0);
         for round in 0..24u64 {
             let mut g = Xorshift(0x5eed_0000 + round * 7919);
-            let sid = store
-                .write(|w| {
-                    w.upsert_session(
-                        &SessionRef {
-                            agent: Agent::Claude,
-                            external_id: format!("s{round}"),
-                            parent_external_id: None,
-                        },
-                        &SessionMeta {
-                            project_dir: ["/w/app", "/w/app/", ""][g.below(3)].to_string().into(),
-                            title: Some("a title".into()),
-                            ..SessionMeta::default()
-                        },
-                        &Standard,
-                    )
-                })
-                .unwrap();
+            let project = ["/w/app", "/w/app/", ""][g.below(3)];
+            let sid = session(&mut store, &format!("s{round}"), project, Some("a title"));
             // What the transcript holds (for a re-import), and results not delivered yet.
             let mut transcript: Vec<Record> = Vec::new();
             let mut pending: Vec<(String, String, bool)> = Vec::new();
@@ -255,22 +261,7 @@ mod random {
     fn the_advance_leaves_the_last_message_out_and_a_late_result_for_it_keeps_the_state() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-        let sid = store
-            .write(|w| {
-                w.upsert_session(
-                    &SessionRef {
-                        agent: Agent::Claude,
-                        external_id: "adv".into(),
-                        parent_external_id: None,
-                    },
-                    &SessionMeta {
-                        project_dir: Some("/w/app".into()),
-                        ..SessionMeta::default()
-                    },
-                    &Standard,
-                )
-            })
-            .unwrap();
+        let sid = session(&mut store, "adv", "/w/app", None);
         let call = |i: usize, command: &str, output: Option<&str>| Message {
             id: format!("m{i}"),
             role: Role::Assistant,
@@ -339,22 +330,7 @@ mod random {
     fn an_event_inserted_before_the_end_drops_the_state() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-        let sid = store
-            .write(|w| {
-                w.upsert_session(
-                    &SessionRef {
-                        agent: Agent::Claude,
-                        external_id: "late".into(),
-                        parent_external_id: None,
-                    },
-                    &SessionMeta {
-                        project_dir: Some("/w/app".into()),
-                        ..SessionMeta::default()
-                    },
-                    &Standard,
-                )
-            })
-            .unwrap();
+        let sid = session(&mut store, "late", "/w/app", None);
         let mut g = Xorshift(0x1a7e);
         let (mut calls, mut pending) = (0usize, Vec::new());
         let records: Vec<Record> = (1..=30)
