@@ -30,6 +30,8 @@ pub struct AgentImport {
     pub unknown_lines: u64,
     /// Of `skipped_lines`, lines that are not valid JSON (count).
     pub malformed_lines: u64,
+    /// The files that held them, with how many each (the first [`MALFORMED_FILES_LISTED`]).
+    pub malformed_files: Vec<(String, u64)>,
     /// Bytes of transcript read.
     pub bytes: u64,
     /// Files whose reader panicked (caught; each is also in `unreadable`).
@@ -37,6 +39,9 @@ pub struct AgentImport {
     /// Files that could not be read, with the reason.
     pub unreadable: Vec<(String, String)>,
 }
+
+/// How many files with malformed lines an [`AgentImport`] names.
+pub const MALFORMED_FILES_LISTED: usize = 20;
 
 /// The result of an import.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -309,6 +314,12 @@ fn import_inner(
                         rep.skipped_lines += r.stats.skipped();
                         rep.unknown_lines += r.stats.skipped_unknown;
                         rep.malformed_lines += r.stats.malformed;
+                        if r.stats.malformed > 0
+                            && rep.malformed_files.len() < MALFORMED_FILES_LISTED
+                        {
+                            rep.malformed_files
+                                .push((path.display().to_string(), r.stats.malformed));
+                        }
                         rep.bytes += r.bytes;
                         progress(Progress::File {
                             agent,

@@ -112,6 +112,12 @@ pub fn import(
         for (p, why) in &a.unreadable {
             out!("  could not read {p}: {why}");
         }
+        for (p, n) in &a.malformed_files {
+            out!(
+                "  {} skipped in {p}",
+                plural(*n, "malformed line", "malformed lines")
+            );
+        }
     }
     if !none.is_empty() {
         out!("no transcripts of {}", none.join(", "));

@@ -3994,3 +3994,39 @@ fn mcp_replies_escape_what_would_act_on_a_terminal() {
         "{v}"
     );
 }
+
+/// `import` names the files whose malformed lines it skipped, with how many each (text and
+/// JSON), so that a broken transcript can be found.
+#[test]
+fn import_names_the_files_with_malformed_lines() {
+    let sb = Sandbox::new();
+    let sid = support::session_id(79);
+    let t = sb.transcript("broken", &sid);
+    let good = support::claude_line(&sid, "/home/user/broken", 0);
+    std::fs::write(
+        &t,
+        format!("{good}\n{{\"type\": \"user\", \"message\": \n{good}\n"),
+    )
+    .unwrap();
+    let out = sb.acmd().args(["import"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!("  1 malformed line skipped in {}\n", t.display())),
+        "{text}"
+    );
+    // Read again from the start (a fresh store): the same file, in the JSON.
+    std::fs::remove_dir_all(sb.home.join(".local/share/memtrail")).unwrap();
+    let v = sb.json(&["import", "--json"]);
+    let claude = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "claude")
+        .unwrap();
+    assert_eq!(
+        claude["malformed_files"],
+        json!([[t.display().to_string(), 1]]),
+        "{v}"
+    );
+}
