@@ -19,6 +19,7 @@ pub fn color() -> bool {
     COLOR.get().copied().unwrap_or(ColorChoice::Auto).enabled()
 }
 
+use memtrail_runtime::safe_text::json_escaped;
 pub use memtrail_runtime::safe_text::{is_bidi_control, unsafe_on_terminal};
 
 /// `v` as pretty-printed JSON whose strings hold no character [`unsafe_on_terminal`] as it is:
@@ -27,33 +28,20 @@ pub use memtrail_runtime::safe_text::{is_bidi_control, unsafe_on_terminal};
 ///
 /// Errors: serde_json's.
 pub fn json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Result<String> {
-    Ok(escape_json(serde_json::to_string_pretty(v)?))
+    Ok(json_escaped(serde_json::to_string_pretty(v)?))
 }
 
 /// [`json`] on one line (a JSON Lines record).
 ///
 /// Errors: serde_json's.
 pub fn json_line<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Result<String> {
-    Ok(escape_json(serde_json::to_string(v)?))
-}
-
-/// JSON text with each [`unsafe_on_terminal`] character but its own newlines (between values:
-/// serde_json writes a string's as `\n`) as `\uXXXX`; such a character can only be inside a
-/// string, where the escape means the same.
-fn escape_json(text: String) -> String {
-    memtrail_runtime::safe_text::json_escaped(text)
+    Ok(json_escaped(serde_json::to_string(v)?))
 }
 
 /// `s` with every character [`unsafe_on_terminal`] except newline and tab replaced by `�`;
 /// borrowed when there is none.
 pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.chars()
-        .any(|c| unsafe_on_terminal(c) && c != '\n' && c != '\t')
-    {
-        std::borrow::Cow::Owned(printable(s, &['\n', '\t']))
-    } else {
-        std::borrow::Cow::Borrowed(s)
-    }
+    memtrail_runtime::safe_text::shown_keeping_lines(s)
 }
 
 /// A writer that passes what it is given through [`terminal_safe`]: for output bound for a

@@ -642,18 +642,13 @@ fn record_with(
     let run = HookRun {
         agent: agent.as_str().to_string(),
         // Redacted and on one line as the hook log is: the payload's own field.
-        event: crate::safe_text::one_line_field(&crate::redact::redact(&ev.event)).into_owned(),
+        event: log_field(&ev.event),
         at: now_ms(),
         duration_us: started.elapsed().as_micros() as i64,
         // Redacted as the hook log is: shown by `memtrail status`.
-        session: ev
-            .session_id
-            .as_deref()
-            .map(|s| crate::safe_text::one_line_field(&crate::redact::redact(s)).into_owned()),
+        session: ev.session_id.as_deref().map(log_field),
         messages: outcome.ingested.iter().map(|r| r.inserted as i64).sum(),
-        error: err.map(|e| {
-            crate::safe_text::one_line_field(&crate::redact::redact(&e.to_string())).into_owned()
-        }),
+        error: err.map(|e| log_field(&e.to_string())),
     };
     if let Err(e) = store.record_hook_run(&Standard, &run) {
         log_line(
@@ -680,10 +675,9 @@ pub fn log_line(agent: Agent, event: Option<&HookEvent>, msg: &str) {
 pub fn log_raw(agent: &str, event: Option<&str>, session: Option<&str>, msg: &str) {
     // Every field redacted and kept on its line: the event and the session come from the
     // payload, the message may quote a transcript.
-    let field = |s: &str| crate::safe_text::one_line_field(&crate::redact::redact(s)).into_owned();
-    let event = event.map(field);
-    let session = session.map(field);
-    let msg = field(msg);
+    let event = event.map(log_field);
+    let session = session.map(log_field);
+    let msg = log_field(msg);
     let path = log_path();
     let _ = (|| -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
@@ -705,6 +699,12 @@ pub fn log_raw(agent: &str, event: Option<&str>, session: Option<&str>, msg: &st
         );
         f.write_all(line.as_bytes())
     })();
+}
+
+/// `s` as a field of the hook log or of a recorded hook run: redacted
+/// ([`crate::redact::redact`]) and on one line ([`crate::safe_text::one_line_field`]).
+fn log_field(s: &str) -> String {
+    crate::safe_text::one_line_field(&crate::redact::redact(s)).into_owned()
 }
 
 /// Open a log file of memtrail's (the hook log, `MEMTRAIL_HOOK_TIMING`) for appending, creating

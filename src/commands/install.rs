@@ -324,17 +324,16 @@ pub fn purge(db: &StoreLocation, yes: bool, json: bool) -> Result<ExitCode> {
     // The installed models (`memtrail models install`) in memtrail's own data folder: its
     // data too (a folder named by MEMTRAIL_MODELS_DIR is the user's, left alone).
     let models = crate::commands::models::models_root();
-    let models_what = std::env::var_os("MEMTRAIL_MODELS_DIR")
-        .is_none_or(|v| v.is_empty())
-        .then_some(())
-        .filter(|()| std::fs::symlink_metadata(&models).is_ok_and(|m| m.is_dir()))
-        .map(|()| {
-            format!(
-                "the models {} ({:.1} MB)",
-                models.display(),
-                dir_bytes(&models) as f64 / 1e6
-            )
-        });
+    let users_folder = std::env::var_os("MEMTRAIL_MODELS_DIR").is_some_and(|v| !v.is_empty());
+    let models_what = (!users_folder
+        && std::fs::symlink_metadata(&models).is_ok_and(|m| m.is_dir()))
+    .then(|| {
+        format!(
+            "the models {} ({:.1} MB)",
+            models.display(),
+            dir_bytes(&models) as f64 / 1e6
+        )
+    });
     let mut parts = Vec::new();
     if let Some(w) = &store_what {
         parts.push(format!("the store {} ({w})", db));

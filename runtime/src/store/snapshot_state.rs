@@ -14,7 +14,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 const COLS: &str =
     "id, seq, NULL, category, action, priority, subject, detail, call_id, tool, NULL";
 
-/// A state to save: it covers the session's first `rows` events, the last at
+/// A running state: it covers the session's first `rows` events, the last at
 /// (`last_seq`, `last_id`).
 struct Fresh {
     rows: i64,
@@ -24,14 +24,9 @@ struct Fresh {
 
 /// The running state of a session over its events before some message, read in a transaction.
 enum Covered {
-    /// The state, covering the session's first `rows` events (the last at `last`); `moved`
-    /// when it is not the saved one (built again, or events applied to it).
-    State {
-        state: Box<State>,
-        rows: i64,
-        last: (i64, i64),
-        moved: bool,
-    },
+    /// The state; `moved` when it is not the saved one (built again, or events applied to
+    /// it), so that it is to be saved.
+    State { fresh: Box<Fresh>, moved: bool },
     /// A session the state cannot follow: its events, for [`snapshot::build`].
     Unfollowable(Vec<StoredEvent>),
 }
@@ -51,21 +46,9 @@ fn snapshot_on(conn: &Connection, rowid: i64, budget: usize) -> Result<(Snapshot
         events: Vec::new(),
     };
     match covered_on(conn, rowid, meta.project_dir.as_deref(), i64::MAX)? {
-        Covered::State {
-            state,
-            rows,
-            last,
-            moved,
-        } => {
-            let snap = state.render(&meta, budget);
-            Ok((
-                snap,
-                moved.then_some(Fresh {
-                    rows,
-                    last,
-                    state: *state,
-                }),
-            ))
+        Covered::State { fresh, moved } => {
+            let snap = fresh.state.render(&meta, budget);
+            Ok((snap, moved.then_some(*fresh)))
         }
         Covered::Unfollowable(events) => Ok((
             snapshot::build(&with_correlations(events, meta), budget),
@@ -100,9 +83,7 @@ fn covered_on(
     let mut state = State::new(project);
     if state.apply(&events) {
         return Ok(Covered::State {
-            state: Box::new(state),
-            rows,
-            last,
+            fresh: Box::new(Fresh { rows, last, state }),
             moved: rows > 0,
         });
     }
@@ -174,9 +155,11 @@ fn from_saved(
         return Ok(None);
     }
     Ok(Some(Covered::State {
-        state: Box::new(state),
-        rows: rows + new_rows,
-        last,
+        fresh: Box::new(Fresh {
+            rows: rows + new_rows,
+            last,
+            state,
+        }),
         moved: new_rows > 0,
     }))
 }
@@ -274,20 +257,8 @@ impl Writer<'_> {
             .query_row([rowid], |r| r.get(0))
             .db()?;
         match covered_on(self.tx, rowid, project.as_deref(), last_message)? {
-            Covered::State {
-                state,
-                rows,
-                last,
-                moved: true,
-            } => {
-                self.save_state(
-                    rowid,
-                    &Fresh {
-                        rows,
-                        last,
-                        state: *state,
-                    },
-                )?;
+            Covered::State { fresh, moved: true } => {
+                self.save_state(rowid, &fresh)?;
                 Ok(true)
             }
             _ => Ok(false),
