@@ -3933,10 +3933,12 @@ fn a_cjk_hit_is_shown_with_the_words_around_it() {
     // taken for highlight marks.
     let sid = support::session_id(78);
     let t2 = sb.transcript("ko", &sid);
-    let line = json!({"parentUuid": null, "isSidechain": false, "userType": "external",
-        "cwd": "/home/user/ko", "sessionId": sid, "version": "2.1.49", "uuid": "k1",
-        "timestamp": "2026-11-20T10:00:00.000Z", "type": "user",
-        "message": {"role": "user", "content": "음수 값을 테스트해 주세요 \u{1}ps1\u{2} ok"}});
+    let line = support::claude_prompt(
+        &sid,
+        "/home/user/ko",
+        "k1",
+        "음수 값을 테스트해 주세요 \u{1}ps1\u{2} ok",
+    );
     std::fs::write(&t2, format!("{line}\n")).unwrap();
     sb.json(&["import", "--json"]);
     let v = sb.json(&["search", "음수", "--json"]);
@@ -3955,10 +3957,7 @@ fn mcp_replies_escape_what_would_act_on_a_terminal() {
     let sid = support::session_id(77);
     let t = sb.transcript("evil", &sid);
     let text = "zebrafish del\u{7f} csi\u{9b}31m \u{202e}gnirts";
-    let line = json!({"parentUuid": null, "isSidechain": false, "userType": "external",
-        "cwd": "/home/user/evil", "sessionId": sid, "version": "2.1.49", "uuid": "u1",
-        "timestamp": "2026-11-20T10:00:00.000Z", "type": "user",
-        "message": {"role": "user", "content": text}});
+    let line = support::claude_prompt(&sid, "/home/user/evil", "u1", text);
     std::fs::write(&t, format!("{line}\n")).unwrap();
     sb.json(&["import", "--json"]);
     let mut m = support::Mcp::start(&sb);

@@ -185,6 +185,16 @@ pub fn claude_line(sid: &str, cwd: &str, i: u64) -> String {
     v.to_string()
 }
 
+/// One Claude Code 2.x user prompt line (`docs/agents/claude.md#transcript-format`) of session
+/// `sid` in `cwd`, with uuid `uuid` and the text `text` as it is.
+pub fn claude_prompt(sid: &str, cwd: &str, uuid: &str, text: &str) -> String {
+    json!({"parentUuid": null, "isSidechain": false, "userType": "external", "cwd": cwd,
+        "sessionId": sid, "version": "2.1.49", "uuid": uuid,
+        "timestamp": "2026-11-20T10:00:00.000Z", "type": "user",
+        "message": {"role": "user", "content": text}})
+    .to_string()
+}
+
 pub const WORDS: &[&str] = &[
     "refactor",
     "rename",
