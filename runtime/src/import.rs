@@ -304,6 +304,9 @@ fn import_inner(
                         {
                             sessions.insert(s.clone());
                         }
+                        if r.inserted + r.updated > 0 {
+                            keep_snapshot_state(store, agent, r.session.as_deref(), &path)?;
+                        }
                         rep.messages += r.inserted;
                         rep.updated += r.updated;
                         unindexed += r.inserted + r.updated;
@@ -372,6 +375,32 @@ fn import_inner(
     let _ = store.checkpoint();
     summary.seconds = t0.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// Bring the running snapshot state of the session a file holds up to its message before the
+/// last, as the hooks do ([`crate::hook::SNAPSHOT_STATE_EVERY`]), so that the first compaction
+/// of an imported session starts from a state instead of every event. Done per file, while its
+/// events are still in the page cache; a busy store leaves it to the session's next hook.
+fn keep_snapshot_state(
+    store: &mut Store,
+    agent: Agent,
+    session: Option<&str>,
+    path: &std::path::Path,
+) -> Result<()> {
+    let path = path.to_string_lossy();
+    let Some(rowid) = crate::resume::session_of_event(store, agent, session, Some(&path))? else {
+        return Ok(());
+    };
+    let every = crate::hook::SNAPSHOT_STATE_EVERY;
+    let advanced = if store.snapshot_state_behind(rowid, every)? {
+        store.write(|w| w.advance_snapshot_state(rowid, every))
+    } else {
+        Ok(false)
+    };
+    match advanced {
+        Ok(_) | Err(crate::Error::Busy { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// How many messages an import must have written for it to merge the full-text index into one

@@ -83,6 +83,27 @@ fn place_more(home: &Path) {
         &home.join(format!(".claude/projects/-home-user-tail/{sid}.jsonl")),
         text.as_bytes(),
     );
+    // A long session: 150 commands and their results, more events than a hook lets its
+    // running snapshot state fall behind (`hook::SNAPSHOT_STATE_EVERY`).
+    let sid = "9d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6";
+    let mut text = String::new();
+    for i in 0..150 {
+        let at = format!("2026-03-03T10:{:02}:{:02}.000Z", i / 60, i % 60);
+        let call = serde_json::json!({"type": "assistant", "uuid": format!("a{i}"),
+            "sessionId": sid, "cwd": "/home/user/long", "timestamp": at,
+            "message": {"role": "assistant", "content": [{"type": "tool_use",
+                "id": format!("toolu_{i}"), "name": "Bash",
+                "input": {"command": format!("cargo test step_{i}")}}]}});
+        let result = serde_json::json!({"type": "user", "uuid": format!("r{i}"),
+            "sessionId": sid, "cwd": "/home/user/long", "timestamp": at,
+            "message": {"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": format!("toolu_{i}"), "content": format!("test step_{i} ... ok")}]}});
+        text.push_str(&format!("{call}\n{result}\n"));
+    }
+    put(
+        &home.join(format!(".claude/projects/-home-user-long/{sid}.jsonl")),
+        text.as_bytes(),
+    );
 }
 
 /// Every row that an import decides, in a fixed order (`rowid`s left out where they are
@@ -136,6 +157,10 @@ fn dump(db: &Path) -> Vec<String> {
              WHERE messages_fts MATCH '\"{word}\"' ORDER BY s.agent, s.external_id, m.seq"
         ));
     }
+    // The running snapshot states the import saved (`hook::SNAPSHOT_STATE_EVERY`).
+    q("SELECT s.agent, s.external_id, t.rows, t.last_seq, t.state
+       FROM snapshot_states t JOIN sessions s ON s.id = t.session_id
+       ORDER BY s.agent, s.external_id");
     q("SELECT COUNT(*) FROM fts_pending");
     q("PRAGMA integrity_check");
     out
@@ -334,10 +359,72 @@ fn read_ahead_import_stores_exactly_what_the_serial_one_stores() {
         1
     );
 
+    snapshot_states_kept(&serial);
+
     // A third run finds nothing new, either way.
     let s3 = run(&serial, Pipeline::Serial);
     let a3 = run(&ahead, Pipeline::ReadAhead);
     assert_eq!(totals(&a3), totals(&s3));
     assert!(s3.agents.iter().all(|a| a.messages == 0 && a.updated == 0));
     assert_same(&dump(&ahead), &second);
+}
+
+/// The import keeps each session's running snapshot state as the hooks do: a session whose
+/// messages before its last hold `SNAPSHOT_STATE_EVERY` events or more has a state, fewer than
+/// that many of those events after its end; a session with no state has fewer than that many
+/// in all. The snapshot read from a state equals the one built from every event.
+fn snapshot_states_kept(db: &Path) {
+    let every = memtrail_runtime::hook::SNAPSHOT_STATE_EVERY as i64;
+    let c = rusqlite::Connection::open(db).unwrap();
+    // Per session: its events before its last message, and those after the state's end.
+    let rows: Vec<(i64, i64, Option<i64>)> = {
+        let mut st = c
+            .prepare(
+                "SELECT s.id,
+                    (SELECT COUNT(*) FROM events e WHERE e.session_id = s.id
+                       AND e.seq < (SELECT MAX(seq) FROM messages m WHERE m.session_id = s.id)),
+                    (SELECT COUNT(*) FROM events e WHERE e.session_id = s.id
+                       AND e.seq > t.last_seq
+                       AND e.seq < (SELECT MAX(seq) FROM messages m WHERE m.session_id = s.id))
+                 FROM sessions s LEFT JOIN snapshot_states t ON t.session_id = s.id",
+            )
+            .unwrap();
+        st.query_map([], |r| {
+            let behind: Option<i64> = r.get(2)?;
+            Ok((r.get(0)?, r.get(1)?, behind))
+        })
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+    };
+    let store = Store::open(db).unwrap();
+    let mut kept = 0;
+    for (sid, before_last, behind) in rows {
+        let has_state = c
+            .query_row(
+                "SELECT COUNT(*) FROM snapshot_states WHERE session_id = ?1",
+                [sid],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+            > 0;
+        if has_state {
+            assert!(before_last >= every, "session {sid}: {before_last} events");
+            let behind = behind.unwrap_or(0);
+            assert!(
+                behind < every,
+                "session {sid}: the state is {behind} events behind"
+            );
+            let budget = memtrail_runtime::snapshot::DEFAULT_BUDGET;
+            let full = memtrail_runtime::resume::build_snapshot_full(&store, sid, budget).unwrap();
+            assert_eq!(store.snapshot(sid, budget).unwrap(), full, "session {sid}");
+            kept += 1;
+        } else {
+            assert!(
+                before_last < every,
+                "session {sid}: {before_last} events, no state"
+            );
+        }
+    }
+    assert!(kept >= 1, "sessions with a state: {kept}");
 }
