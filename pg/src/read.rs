@@ -1216,6 +1216,27 @@ impl ReadStore for PgReader {
             .map(|r| clean(r.get(0))))
     }
 
+    /// One statement: an index lookup per agent name.
+    fn agents_with_sessions(&self) -> Result<Vec<memtrail_adapters::Agent>> {
+        let names: Vec<&str> = memtrail_adapters::Agent::ALL
+            .iter()
+            .map(|a| a.as_str())
+            .collect();
+        let found: Vec<String> = self
+            .rows(
+                "SELECT a FROM unnest($1::text[]) AS a
+                 WHERE EXISTS (SELECT 1 FROM sessions WHERE agent = a)",
+                &[&names],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        Ok(memtrail_adapters::Agent::ALL
+            .into_iter()
+            .filter(|a| found.iter().any(|f| f == a.as_str()))
+            .collect())
+    }
+
     /// From the activity summaries the push keeps (migration 6, `pg/src/migrations/
     /// 0006_activity.sql`): messages per (day, agent, model), active slots per (project, day),
     /// tools, files, and the sessions started in the range; five statements pipelined on the

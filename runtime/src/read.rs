@@ -175,6 +175,10 @@ pub trait ReadStore {
     /// Activity figures for the days of `range` (tools and files: all time), as
     /// [`crate::analytics`] defines them.
     fn analytics(&self, range: crate::analytics::DayRange) -> Result<crate::analytics::Analytics>;
+
+    /// The agents of [`memtrail_adapters::Agent::ALL`] with at least one stored session (pulled
+    /// ones included), in that order: what an agent filter offers. One index lookup per agent.
+    fn agents_with_sessions(&self) -> Result<Vec<memtrail_adapters::Agent>>;
 }
 
 impl ReadStore for Store {
@@ -215,6 +219,10 @@ impl ReadStore for Store {
 
     fn analytics(&self, range: crate::analytics::DayRange) -> Result<crate::analytics::Analytics> {
         crate::store::analytics::analytics(self, range)
+    }
+
+    fn agents_with_sessions(&self) -> Result<Vec<memtrail_adapters::Agent>> {
+        crate::store::queries::agents_with_sessions(self)
     }
 
     fn session_events(&self, rowid: i64) -> Result<Vec<StoredEvent>> {

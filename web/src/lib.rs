@@ -463,7 +463,12 @@ async fn search_page(
     let body = if fragment {
         pages::search_results(&p, results.as_ref())
     } else {
-        pages::search_page(&app, &p, &modes, results.as_ref())
+        let with_sessions = app
+            .with_store(|s| Ok(s.agents_with_sessions()?))
+            .await?
+            .unwrap_or_default();
+        let agents = pages::agent_choices(&with_sessions, &p.agent);
+        pages::search_page(&app, &p, &modes, results.as_ref(), &agents)
     };
     Ok(body.into_response())
 }
@@ -501,13 +506,14 @@ async fn sessions_page(State(app): State<Arc<App>>, Query(p): Query<SessionsPara
         limit: SESSIONS_PER_PAGE + 1,
         ..Default::default()
     };
-    let list = app
-        .with_store(move |s| Ok(s.list_sessions(&filter)?))
+    let (list, with_sessions) = app
+        .with_store(move |s| Ok((s.list_sessions(&filter)?, s.agents_with_sessions()?)))
         .await?
         .unwrap_or_default();
     let more = list.len() > SESSIONS_PER_PAGE;
     let rows: Vec<_> = list.into_iter().take(SESSIONS_PER_PAGE).collect();
-    Ok(pages::sessions_page(&app, &p, page, &rows, more).into_response())
+    let agents = pages::agent_choices(&with_sessions, &p.agent);
+    Ok(pages::sessions_page(&app, &p, page, &rows, more, &agents).into_response())
 }
 
 /// Which session, and where in it.

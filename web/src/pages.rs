@@ -98,6 +98,20 @@ fn agent_names() -> Vec<&'static str> {
     Agent::ALL.iter().map(|a| a.as_str()).collect()
 }
 
+/// The agent filter's choices: the agents with stored sessions (`with_sessions`, in the
+/// registry's order) and the one filtered on now; every agent when the store has no session
+/// (or none could be read).
+pub(crate) fn agent_choices(with_sessions: &[Agent], current: &str) -> Vec<&'static str> {
+    if with_sessions.is_empty() {
+        return agent_names();
+    }
+    Agent::ALL
+        .iter()
+        .filter(|a| with_sessions.contains(a) || a.as_str() == current)
+        .map(|a| a.as_str())
+        .collect()
+}
+
 /// The search page: the form (search as you type through htmx; a plain GET form without
 /// script) and the results.
 pub(crate) fn search_page(
@@ -105,8 +119,8 @@ pub(crate) fn search_page(
     p: &SearchParams,
     modes: &ModeState,
     results: Option<&Found>,
+    agents: &[&str],
 ) -> Markup {
-    let agents = agent_names();
     layout(
         if p.q.is_empty() { "Search" } else { &p.q },
         "Search",
@@ -122,7 +136,7 @@ pub(crate) fn search_page(
                     button type="submit" { "Search" }
                 }
                 div.filters {
-                    (select("agent", "Agent", &p.agent, &agents))
+                    (select("agent", "Agent", &p.agent, agents))
                     label { "Project " input type="text" name="project" value=(p.project) placeholder="/path/to/project"; }
                     label { "Machine " input type="text" name="machine" value=(p.machine) size="10"; }
                     (select("role", "Role", &p.role, &ROLES))
@@ -251,8 +265,8 @@ pub(crate) fn sessions_page(
     page: usize,
     rows: &[SessionSummary],
     more: bool,
+    agents: &[&str],
 ) -> Markup {
-    let agents = agent_names();
     let is_child_here = |s: &SessionSummary| {
         s.parent_session_id.as_ref().is_some_and(|pid| {
             rows.iter()
@@ -276,7 +290,7 @@ pub(crate) fn sessions_page(
                 p.note role="status" { "Deleted session " code { (p.deleted) } "." }
             }
             form.filters action="/sessions" method="get" {
-                (select("agent", "Agent", &p.agent, &agents))
+                (select("agent", "Agent", &p.agent, agents))
                 label { "Project " input type="text" name="project" value=(p.project); }
                 label { "Machine " input type="text" name="machine" value=(p.machine) size="10"; }
                 button type="submit" { "Filter" }

@@ -429,6 +429,13 @@ fn sessions_snapshots_and_handoffs_read_the_same_from_both() {
     let Some((_dir, sqlite, pg)) = both("sessions") else {
         return;
     };
+    // The agents an agent filter offers: those with sessions, in the registry's order.
+    for s in [&sqlite as &dyn ReadStore, &pg] {
+        assert_eq!(
+            s.agents_with_sessions().unwrap(),
+            [Agent::Claude, Agent::Codex, Agent::Gemini]
+        );
+    }
     let list = |s: &dyn ReadStore, f: &ListFilter| s.list_sessions(f).unwrap();
     for f in [
         ListFilter {

@@ -895,6 +895,25 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
     })
 }
 
+/// The agents with at least one stored session, in [`memtrail_adapters::Agent::ALL`]'s order
+/// (one lookup in `sessions_by_agent_updated` per agent).
+pub fn agents_with_sessions(store: &Store) -> Result<Vec<memtrail_adapters::Agent>> {
+    let mut st = store
+        .conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE agent = ?1)")
+        .db()?;
+    let mut found = Vec::new();
+    for agent in memtrail_adapters::Agent::ALL {
+        if st
+            .query_row([agent.as_str()], |r| r.get::<_, bool>(0))
+            .db()?
+        {
+            found.push(agent);
+        }
+    }
+    Ok(found)
+}
+
 /// The session with row id `rowid`.
 ///
 /// Errors: [`Error::NotFound`] when there is none.

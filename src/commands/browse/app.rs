@@ -123,7 +123,10 @@ pub struct App {
     pub focus: Focus,
     pub modal: Modal,
     pub query: Query,
-    /// The agent filter's position in [`Agent::ALL`] plus one (0: all agents).
+    /// The agents the `a` key cycles through: those with stored sessions once the worker has
+    /// said which ([`Response::Agents`]), every agent until then.
+    pub agents: Vec<Agent>,
+    /// The agent filter's position in `agents` plus one (0: all agents).
     pub agent_choice: usize,
     /// The date filter's position in [`DATES`].
     pub date_choice: usize,
@@ -167,6 +170,7 @@ impl App {
             focus: Focus::Search,
             modal: Modal::None,
             query: Query::default(),
+            agents: Agent::ALL.to_vec(),
             agent_choice: 0,
             date_choice: 0,
             rows: Vec::new(),
@@ -332,6 +336,22 @@ impl App {
                     }
                 }
             }
+            Response::Agents(agents) => {
+                // The filter keeps its agent, at its place in the new list (or the list
+                // gains it: it may have sessions the list was made before).
+                self.agents = agents;
+                if let Some(a) = self
+                    .query
+                    .agent
+                    .as_deref()
+                    .and_then(|a| a.parse::<Agent>().ok())
+                {
+                    if !self.agents.contains(&a) {
+                        self.agents.push(a);
+                    }
+                    self.agent_choice = 1 + self.agents.iter().position(|x| *x == a).unwrap_or(0);
+                }
+            }
             Response::HybridReady => {
                 // The search shown was lexical: run it again, hybrid.
                 if !self.query.text.trim().is_empty() {
@@ -449,11 +469,11 @@ impl App {
             KeyCode::Char('?') => self.modal = Modal::Help,
             KeyCode::Char('s') => self.focus = Focus::Search,
             KeyCode::Char('a') => {
-                self.agent_choice = (self.agent_choice + 1) % (Agent::ALL.len() + 1);
+                self.agent_choice = (self.agent_choice + 1) % (self.agents.len() + 1);
                 self.query.agent = self
                     .agent_choice
                     .checked_sub(1)
-                    .map(|i| Agent::ALL[i].as_str().to_string());
+                    .map(|i| self.agents[i].as_str().to_string());
                 self.refresh();
             }
             KeyCode::Char('d') => {

@@ -489,6 +489,46 @@ fn filters_narrow_the_query() {
     );
 }
 
+/// Once the worker has said which agents have sessions, `a` cycles through those only (then
+/// back to all); the agent filtered on stays chosen when the list arrives after it.
+#[test]
+fn the_agent_filter_cycles_through_the_agents_with_sessions() {
+    use memtrail_adapters::Agent;
+    let mut app = listed();
+    app.key(code(KeyCode::Enter));
+    app.apply(Response::Agents(vec![Agent::Codex, Agent::Gemini]));
+    let mut chosen = Vec::new();
+    for _ in 0..3 {
+        app.key(key('a'));
+        chosen.push(app.query.agent.clone());
+    }
+    assert_eq!(
+        chosen,
+        [Some("codex".to_string()), Some("gemini".to_string()), None]
+    );
+    let s = screen(&mut app, 80, 12);
+    assert!(s[3].starts_with(" a agent: all "), "{}", s[3]);
+    // A filter chosen before the list came keeps its place in it.
+    let mut app = listed();
+    app.key(code(KeyCode::Enter));
+    app.key(key('a'));
+    app.key(key('a'));
+    assert_eq!(app.query.agent.as_deref(), Some("codex"));
+    app.apply(Response::Agents(vec![Agent::Claude, Agent::Codex]));
+    app.key(key('a'));
+    assert_eq!(app.query.agent, None);
+    // An agent filtered on that the list lacks is added to it.
+    app.key(key('a'));
+    app.key(key('a'));
+    app.apply(Response::Agents(vec![Agent::Gemini]));
+    assert_eq!(app.query.agent.as_deref(), Some("codex"));
+    assert_eq!(app.agents, [Agent::Gemini, Agent::Codex]);
+    app.key(key('a'));
+    assert_eq!(app.query.agent, None);
+    app.key(key('a'));
+    assert_eq!(app.query.agent.as_deref(), Some("gemini"));
+}
+
 #[test]
 fn without_colour_nothing_is_coloured() {
     let mut app = hostile_detail();

@@ -134,11 +134,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     );
     f.render_widget(search, a.search);
     // Filters.
-    let agent = app
-        .agent_choice
-        .checked_sub(1)
-        .map(|i| Agent::ALL[i].as_str())
-        .unwrap_or("all");
+    let agent = app.query.agent.as_deref().unwrap_or("all");
     let filters = Line::from(vec![
         Span::styled(" a", st.key()),
         Span::raw(format!(" agent: {agent}  ")),

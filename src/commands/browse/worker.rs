@@ -115,6 +115,8 @@ pub enum Response {
     },
     /// The store's vectors are loaded: searches are hybrid from now on.
     HybridReady,
+    /// The agents with stored sessions (sent once, after the store is open).
+    Agents(Vec<memtrail_adapters::Agent>),
 }
 
 /// What the UI and the worker share to stop a search that a newer keystroke made stale.
@@ -200,6 +202,12 @@ pub fn run(
         (None, Some(r)) => Some(r.as_ref()),
         _ => None,
     };
+    if let Some(Ok(agents)) = store.map(|s| s.agents_with_sessions())
+        && !agents.is_empty()
+        && answers.send(Response::Agents(agents)).is_err()
+    {
+        return;
+    }
     let mut queue: VecDeque<Request> = VecDeque::new();
     loop {
         // While the vectors load, look for them every 50 ms; once there, say so (the UI

@@ -753,3 +753,38 @@ async fn the_mode_selector_says_why_search_by_meaning_is_off() {
         StatusCode::BAD_REQUEST
     );
 }
+
+/// The option values of the `<select name="agent">` of `page`.
+fn agent_options(page: &str) -> Vec<String> {
+    let start = page
+        .find("<select name=\"agent\">")
+        .expect("an agent filter");
+    let end = start + page[start..].find("</select>").unwrap();
+    page[start..end]
+        .split("<option value=\"")
+        .skip(1)
+        .map(|o| o[..o.find('"').unwrap()].to_string())
+        .collect()
+}
+
+/// The agent filters of the search and sessions pages offer the agents with sessions (the
+/// store holds Claude Code's only), and the agent filtered on even when it has none.
+#[tokio::test]
+async fn the_agent_filters_offer_the_agents_with_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = app(&seeded(dir.path()), None);
+    for path in ["/", "/search?q=cargo", "/sessions"] {
+        let p = get(&app, path).await;
+        assert_eq!(p.status, StatusCode::OK, "{path}");
+        assert_eq!(agent_options(&p.body), ["", "claude"], "{path}");
+    }
+    for path in ["/search?q=cargo&agent=codex", "/sessions?agent=codex"] {
+        let p = get(&app, path).await;
+        assert_eq!(agent_options(&p.body), ["", "claude", "codex"], "{path}");
+        assert!(
+            p.body
+                .contains("<option value=\"codex\" selected>codex</option>"),
+            "{path}"
+        );
+    }
+}
