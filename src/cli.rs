@@ -455,6 +455,25 @@ pub enum ModelsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Show the installed models (id, size, folder), the `[embed]` endpoint if one is
+    /// configured, which of them embeds, and the store's vectors (their model, the backlog).
+    List {
+        /// Print the list as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete the installed models (`memtrail models install` makes them again). The store's
+    /// vectors stay, for the same model installed again, unless --vectors is given; searches
+    /// are by keywords until a model is set up again.
+    Remove {
+        /// Also delete the local store's vectors (the next `memtrail embed` embeds every
+        /// message again).
+        #[arg(long)]
+        vectors: bool,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `search --mode`.

@@ -248,6 +248,10 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
             ConfigCommand::Default => config::default(),
         },
         Command::Models(ModelsCommand::Install { from, json }) => models::install(from, json),
+        Command::Models(ModelsCommand::List { json }) => models::list(&db, json),
+        Command::Models(ModelsCommand::Remove { vectors, json }) => {
+            models::remove(&db, vectors, json)
+        }
         Command::Embed { max_seconds, json } => models::embed(&db, max_seconds, json),
         Command::Sync {
             background: true, ..

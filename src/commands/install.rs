@@ -395,7 +395,7 @@ pub fn purge(db: &StoreLocation, yes: bool, json: bool) -> Result<ExitCode> {
 }
 
 /// The bytes of the files under `dir` (symlinks not followed; what cannot be read counts 0).
-fn dir_bytes(dir: &std::path::Path) -> u64 {
+pub(crate) fn dir_bytes(dir: &std::path::Path) -> u64 {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return 0;
     };

@@ -1,5 +1,5 @@
-//! `memtrail models install` and `memtrail embed`: the local embedding model and the backlog of
-//! messages to embed.
+//! `memtrail models install|list|remove` and `memtrail embed`: the local embedding model and
+//! the backlog of messages to embed.
 
 use anyhow::{Result, anyhow};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -207,6 +207,213 @@ pub fn embed(db: &StoreLocation, max_seconds: Option<f64>, json: bool) -> Result
             if done == 1 { "" } else { "s" },
             model.id()
         );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A model folder found under [`models_root`]: one holding a `model.json`.
+struct Found {
+    dir: PathBuf,
+    /// Its id when it is this build's model ([`memtrail_embed::model::StaticModel::installed_id`]).
+    id: Option<String>,
+    bytes: u64,
+}
+
+/// The model folders under [`models_root`], by name. Only folders with a `model.json` naming
+/// memtrail's model count: a `$MEMTRAIL_MODELS_DIR` may hold other things.
+fn installed() -> Vec<Found> {
+    let Ok(rd) = std::fs::read_dir(models_root()) else {
+        return Vec::new();
+    };
+    let mut found: Vec<Found> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|dir| {
+            std::fs::read(dir.join("model.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .is_some_and(|m| m["name"].as_str() == Some(memtrail_embed::model::MODEL_NAME))
+        })
+        .map(|dir| Found {
+            id: memtrail_embed::model::StaticModel::installed_id(&dir),
+            bytes: crate::commands::install::dir_bytes(&dir),
+            dir,
+        })
+        .collect();
+    found.sort_by(|a, b| a.dir.cmp(&b.dir));
+    found
+}
+
+/// `memtrail models list [--json]`.
+pub fn list(db: &StoreLocation, json: bool) -> Result<ExitCode> {
+    let models = installed();
+    let config = memtrail_runtime::privacy::config_path();
+    let endpoint = memtrail_embed::service::endpoint_config(&config).map_err(|e| anyhow!(e))?;
+    let in_use = configured_id();
+    // The local store's vectors: their model and, for the model set up, the backlog.
+    let store = match db.postgres_url() {
+        Some(_) => None,
+        None => crate::common::open_store_read(db)?,
+    };
+    let (vectors, backlog) = match &store {
+        Some(s) => (
+            s.embed_model()?,
+            match &in_use {
+                Some(m) => Some(s.embed_backlog(m)?),
+                None => None,
+            },
+        ),
+        None => (None, None),
+    };
+    if json {
+        out!(
+            "{}",
+            serde_json::json!({
+                "models_dir": models_root(),
+                "installed": models.iter().map(|m| serde_json::json!({
+                    "id": m.id, "path": m.dir, "bytes": m.bytes,
+                })).collect::<Vec<_>>(),
+                "endpoint": endpoint.as_ref().map(|e| serde_json::json!({
+                    "url": e.url, "model": e.model, "dim": e.dim,
+                })),
+                "in_use": in_use,
+                "store_vectors": vectors,
+                "backlog": backlog,
+            })
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let root = models_root();
+    if models.is_empty() {
+        out!(
+            "No model installed in {} (`memtrail models install` builds one, about 15 s).",
+            root.display()
+        );
+    } else {
+        out!("Installed in {}:", root.display());
+        for m in &models {
+            let name = m.dir.file_name().unwrap_or_default().to_string_lossy();
+            out!(
+                "  {}  {:.1} MB  {}",
+                name,
+                m.bytes as f64 / 1e6,
+                match &m.id {
+                    Some(id) if in_use.as_ref() == Some(id) => format!("{id}, in use"),
+                    Some(id) => id.clone(),
+                    None => "another version, not used by this memtrail".to_string(),
+                }
+            );
+        }
+    }
+    if let Some(e) = &endpoint {
+        out!(
+            "Endpoint ([embed] in {}): {} model {}{}, in use",
+            config.display(),
+            e.url,
+            e.model,
+            e.dim
+                .map(|d| format!(", {d} dimensions"))
+                .unwrap_or_default()
+        );
+    }
+    match (&store, &vectors) {
+        (None, _) if db.postgres_url().is_some() => {
+            out!("Vectors: `memtrail models list` reads the local store only.")
+        }
+        (None, _) => out!("Vectors: no store yet."),
+        (Some(_), None) => out!("Vectors: none in the store yet."),
+        (Some(_), Some(v)) => {
+            let same = in_use.as_deref() == Some(v.as_str());
+            out!(
+                "Vectors in the store: {}{}",
+                v,
+                match (same, backlog, &in_use) {
+                    (true, Some(b), _) => format!(
+                        ", {} waiting for `memtrail embed`",
+                        crate::output::plural(b.max(0) as u64, "message", "messages")
+                    ),
+                    (false, _, Some(_)) => {
+                        " (another model's: `memtrail embed` makes them again with the model in use)"
+                            .to_string()
+                    }
+                    _ => " (no model set up to search them: `memtrail models install`)".to_string(),
+                }
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `memtrail models remove [--vectors] [--json]`.
+pub fn remove(db: &StoreLocation, vectors: bool, json: bool) -> Result<ExitCode> {
+    if vectors && db.postgres_url().is_some() {
+        anyhow::bail!(
+            "--vectors deletes the local store's vectors; a PostgreSQL store's are deleted there"
+        );
+    }
+    let models = installed();
+    let mut removed = Vec::new();
+    for m in &models {
+        std::fs::remove_dir_all(&m.dir)
+            .map_err(|e| anyhow!("cannot delete {}: {e}", m.dir.display()))?;
+        removed.push(m);
+    }
+    // memtrail's own models folder goes too once empty (not a $MEMTRAIL_MODELS_DIR).
+    if std::env::var_os("MEMTRAIL_MODELS_DIR").is_none_or(|v| v.is_empty()) {
+        let _ = std::fs::remove_dir(models_root());
+    }
+    let mut vectors_of = None;
+    if vectors && let Some(mut store) = crate::common::open_store_read(db)? {
+        let n = store.write(|w| w.drop_vectors())?;
+        if let Some(p) = db.sqlite_path() {
+            match std::fs::remove_file(memtrail_embed::sidefile::path_of(p)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(anyhow!("cannot delete the vectors' side file: {e}"));
+                }
+                _ => {}
+            }
+        }
+        vectors_of = Some(n);
+    }
+    let bytes: u64 = removed.iter().map(|m| m.bytes).sum();
+    if json {
+        out!(
+            "{}",
+            serde_json::json!({
+                "removed": removed.iter().map(|m| &m.dir).collect::<Vec<_>>(),
+                "bytes": bytes,
+                "vectors_deleted_of_messages": vectors_of,
+            })
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if removed.is_empty() {
+        out!("No model was installed in {}.", models_root().display());
+    } else {
+        for m in &removed {
+            out!(
+                "Deleted {} ({:.1} MB).",
+                m.dir.display(),
+                m.bytes as f64 / 1e6
+            );
+        }
+    }
+    match vectors_of {
+        Some(n) => out!(
+            "Deleted the store's vectors ({}).",
+            crate::output::plural(n.max(0) as u64, "message", "messages")
+        ),
+        None if !vectors => out!(
+            "The store keeps its vectors (the same model installed again uses them; --vectors deletes them)."
+        ),
+        None => out!("No store: no vectors to delete."),
+    }
+    if memtrail_embed::service::endpoint_config(&memtrail_runtime::privacy::config_path())
+        .is_ok_and(|e| e.is_some())
+    {
+        out!("The [embed] endpoint of the config is still set up: searches use it.");
+    } else {
+        out!("Searches are by keywords until a model is set up again (`memtrail models install`).");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -828,3 +828,93 @@ fn a_forked_session_shows_each_copied_message_once_by_meaning_too() {
     ]);
     assert_eq!(shown(&v)[0], ("s1-fork".to_string(), 2), "{v}");
 }
+
+/// `models list` names the installed model, which one embeds and the store's vectors with
+/// their backlog; `models remove` deletes the model and keeps the vectors, `--vectors` deletes
+/// those too (and their side file), after which searches are by keywords again.
+#[test]
+fn models_list_and_remove() {
+    let sb = Sandbox::new();
+    let root = sb.home.join(".local/share/memtrail/models");
+    let none = sb.json(&["models", "list", "--json"]);
+    assert_eq!(none["installed"], json!([]), "{none}");
+    assert_eq!(none["in_use"], serde_json::Value::Null);
+    assert_eq!(none["store_vectors"], serde_json::Value::Null);
+    let text = sb.ok(&["models", "list"]);
+    assert!(text.contains("No model installed in"), "{text}");
+    assert!(text.contains("Vectors: no store yet."), "{text}");
+
+    install_tiny_model(&sb);
+    write_session(&sb, "s1", &TOPICS);
+    sb.json(&["import", "--json"]);
+    write_session(&sb, "s2", &TOPICS[..1]);
+    sb.json(&["import", "--no-embed", "--json"]);
+    let dir = root.join("minilm-l6-static");
+    let bytes: u64 = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    let v = sb.json(&["models", "list", "--json"]);
+    assert_eq!(
+        v["installed"],
+        json!([{"id": "minilm-l6-static@1/4", "path": dir, "bytes": bytes}]),
+        "{v}"
+    );
+    assert_eq!(v["in_use"], "minilm-l6-static@1/4");
+    assert_eq!(v["store_vectors"], "minilm-l6-static@1/4");
+    assert_eq!(v["backlog"], 1);
+    assert_eq!(v["endpoint"], serde_json::Value::Null);
+    let text = sb.ok(&["models", "list"]);
+    assert!(text.contains("minilm-l6-static@1/4, in use"), "{text}");
+    assert!(
+        text.contains(
+            "Vectors in the store: minilm-l6-static@1/4, 1 message waiting for `memtrail embed`"
+        ),
+        "{text}"
+    );
+
+    // Removed: the folder goes, the vectors stay; searching by meaning needs a model again.
+    let r = sb.json(&["models", "remove", "--json"]);
+    assert_eq!(r["removed"], json!([dir]), "{r}");
+    assert_eq!(r["bytes"], bytes);
+    assert_eq!(r["vectors_deleted_of_messages"], serde_json::Value::Null);
+    assert!(
+        !root.exists(),
+        "memtrail's own models folder, empty, goes too"
+    );
+    let v = sb.json(&["models", "list", "--json"]);
+    assert_eq!(v["installed"], json!([]));
+    assert_eq!(v["store_vectors"], "minilm-l6-static@1/4");
+    let text = sb.ok(&["models", "list"]);
+    assert!(
+        text.contains("(no model set up to search them: `memtrail models install`)"),
+        "{text}"
+    );
+    let hits = sb.json(&["search", "invoice", "--json"]);
+    assert_eq!(hits["mode"], "lexical", "{hits}");
+    let err = failed_stderr(&sb, &["search", "--mode", "semantic", "directory listing"]);
+    assert!(err.contains("memtrail models install"), "{err}");
+
+    // Installed again, the kept vectors serve at once; then removed with them.
+    install_tiny_model(&sb);
+    let sem = sb.json(&[
+        "search",
+        "--mode",
+        "semantic",
+        "directory listing",
+        "--json",
+    ]);
+    assert_eq!(sem["hits"][0]["message_index"], 2, "{sem}");
+    let db = sb.home.join(".local/share/memtrail/memtrail.db");
+    let side = std::path::PathBuf::from(format!("{}-vectors", db.display()));
+    sb.json(&["embed", "--json"]);
+    assert!(side.exists(), "embed writes the side file");
+    let r = sb.json(&["models", "remove", "--vectors", "--json"]);
+    assert_eq!(r["vectors_deleted_of_messages"], 5, "{r}");
+    assert!(!side.exists());
+    let v = sb.json(&["models", "list", "--json"]);
+    assert_eq!(v["store_vectors"], serde_json::Value::Null, "{v}");
+    // Nothing left to remove: said so.
+    let text = sb.ok(&["models", "remove"]);
+    assert!(text.contains("No model was installed in"), "{text}");
+}

@@ -432,6 +432,30 @@ impl Store {
     }
 }
 
+impl super::Writer<'_> {
+    /// Delete every vector of the store and its embedding state (`memtrail models remove
+    /// --vectors`): the next `memtrail embed` starts the backlog from the first message.
+    /// Returns how many messages had vectors.
+    ///
+    /// Errors: store errors (nothing is deleted then).
+    pub fn drop_vectors(&self) -> Result<i64> {
+        let messages: i64 = self
+            .tx
+            .query_row(
+                "SELECT count(*) FROM (SELECT DISTINCT message_id FROM message_vectors)",
+                [],
+                |r| r.get(0),
+            )
+            .db()?;
+        self.tx
+            .execute_batch(
+                "DELETE FROM message_vectors; DELETE FROM embed_pending; DELETE FROM embed_state;",
+            )
+            .db()?;
+        Ok(messages)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -111,18 +111,20 @@ impl Sandbox {
 
     /// Run `memtrail ARGS`, which must succeed, and parse what it printed as JSON.
     pub fn json(&self, args: &[&str]) -> Value {
+        let out = self.ok(args);
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("memtrail {args:?} printed no JSON ({e}): {out}"))
+    }
+
+    /// Run `memtrail ARGS`, which must succeed: what it printed.
+    pub fn ok(&self, args: &[&str]) -> String {
         let out = self.cmd().args(args).output().unwrap();
         assert!(
             out.status.success(),
             "memtrail {args:?} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "memtrail {args:?} printed no JSON ({e}): {}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-        })
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// Copy the project's fixture tree `fixtures/claude/projects` (one session in
