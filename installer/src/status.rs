@@ -162,7 +162,9 @@ impl AgentStatus {
 }
 
 impl fmt::Display for AgentStatus {
-    /// One line per item, indented by two spaces: `  hook Stop: present (~/.claude/settings.json)`.
+    /// One line per item, indented by two spaces: `  hook Stop: present (~/.claude/settings.json)`;
+    /// items the agent will not run until trusted say what is the matter on their line and
+    /// what to do once after them (`  what to do: open /hooks in Codex …`).
     /// A file that cannot be used gets one line saying why (`  /h/.claude/settings.json:
     /// unreadable: line 3, column 5: Expected comma`), before its items, which say `unreadable`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -184,6 +186,9 @@ impl fmt::Display for AgentStatus {
             )?;
         }
         let mut reported: Vec<&Path> = Vec::new();
+        // What to do about untrusted items, said once after them (their line keeps what is
+        // the matter): `not trusted yet; open /hooks in Codex …` splits at its first `; `.
+        let mut to_do: Vec<&str> = Vec::new();
         for i in &self.items {
             if let ItemState::Unreadable { error, .. } = &i.state
                 && !reported.contains(&i.file.as_path())
@@ -196,11 +201,22 @@ impl fmt::Display for AgentStatus {
                 ItemState::Stale { points_at: Some(p) } => format!("stale (points at {p})"),
                 ItemState::Stale { points_at: None } => "stale (differs from this version)".into(),
                 ItemState::Duplicate { count } => format!("registered {count} times"),
-                ItemState::Untrusted { reason } => format!("untrusted: {reason}"),
+                ItemState::Untrusted { reason } => match reason.split_once("; ") {
+                    Some((what, todo)) => {
+                        if !to_do.contains(&todo) {
+                            to_do.push(todo);
+                        }
+                        what.to_string()
+                    }
+                    None => format!("untrusted: {reason}"),
+                },
                 ItemState::Missing => "missing".into(),
                 ItemState::Unreadable { .. } => "unreadable".into(),
             };
             writeln!(f, "  {}: {state} ({})", i.item, i.file.display())?;
+        }
+        for todo in to_do {
+            writeln!(f, "  what to do: {todo}")?;
         }
         Ok(())
     }

@@ -285,9 +285,18 @@ fn status_reports_hook_trust() {
     // A notice, not a failure: Codex captures through `notify` until the user trusts them.
     assert!(st.healthy());
     assert_eq!(st.notices().count(), codex::HOOKS.len());
+    // Each hook's line says what is the matter; what to do is said once, after them.
+    let text = st.to_string();
+    for e in codex::HOOKS {
+        assert!(
+            text.contains(&format!("  hook {}: not trusted yet (", e.event)),
+            "{text}"
+        );
+    }
+    assert_eq!(text.matches("open /hooks in Codex").count(), 1, "{text}");
     assert!(
-        st.to_string().contains("untrusted: not trusted yet"),
-        "{st}"
+        text.contains(&format!("\n  what to do: {}\n", codex::HOW_TO_TRUST)),
+        "{text}"
     );
     // The user trusts them in /hooks: Codex writes one record per handler.
     let cmd = format!("'{}' hook codex", b.bin.display());
