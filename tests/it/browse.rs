@@ -449,7 +449,7 @@ fn browse_searches_hybrid_once_the_store_has_vectors() {
     let tmux = launch(&sb);
     tmux.wait_for("Sessions (1)");
     tmux.type_text("database server rejects clients");
-    let s = tmux.wait_for("Search (hybrid)");
+    let s = tmux.wait_for("Search (hybrid: ≈ found by meaning alone)");
     assert!(s.contains("Hits ("), "{s}");
     assert!(s.contains("Postgres keeps refusing connections"), "{s}");
 }

@@ -4,7 +4,7 @@
 use super::app::{App, Effect, Focus, Modal};
 use super::worker::{Query, Request, Response, TextKind};
 use memtrail_adapters::ToolCall;
-use memtrail_runtime::query::{Hit, MessageView, SessionSummary, SessionView};
+use memtrail_runtime::query::{Hit, Matched, MessageView, SessionSummary, SessionView};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -175,7 +175,7 @@ fn typing_searches_and_an_older_answer_is_dropped() {
             "└──────────────────────────────────────────────────────────────────────────────┘",
             " a agent: all  p project: all  m machine: all  d date: any time                 ",
             "┌ Hits (1) ────────────────────┐┌ Session ─────────────────────────────────────┐",
-            "│Fix the flaky login test  #4 c││Enter on a session or a hit opens it here.    │",
+            "│11-28 09:05 claude #4 Fix the ││Enter on a session or a hit opens it here.    │",
             "│  the login test fails �      ││                                              │",
             "│                              ││                                              │",
             "│                              ││                                              │",
@@ -676,10 +676,49 @@ fn hybrid_ready_searches_again_and_the_title_says_hybrid() {
     let s = screen(&mut app, 80, 12);
     assert_eq!(
         s[0],
-        "┌ Search (hybrid) ─────────────────────────────────────────────────────────────┐"
+        "┌ Search (hybrid: ≈ found by meaning alone) ───────────────────────────────────┐"
     );
     assert_eq!(
         &s[5],
         "│No matches.                   ││Enter on a session or a hit opens it here.    │"
+    );
+    // A hit found by meaning alone is marked ≈; one with the query's words is not. A hit of
+    // another year shows its date.
+    let hit = |i: i64, matched, ts: &str| Hit {
+        session_id: format!("s{i}"),
+        agent: "codex".into(),
+        machine: "laptop".into(),
+        title: Some("Title".into()),
+        project: None,
+        message_id: format!("m{i}"),
+        message_index: i,
+        role: "user".into(),
+        kind: "text".into(),
+        timestamp: Some(ts.into()),
+        snippet: "text".into(),
+        score: 1.0,
+        matched: Some(matched),
+        copy: None,
+    };
+    app.key(key('x'));
+    app.apply(Response::Hits {
+        generation: 4,
+        offset: 0,
+        hits: Ok(vec![
+            hit(3, Matched::Words, "2026-11-30T23:59:00Z"),
+            hit(12, Matched::Meaning, "2025-02-01T08:00:00Z"),
+        ]),
+        unindexed: 0,
+        hybrid: true,
+    });
+    let s = screen(&mut app, 80, 12);
+    assert_eq!(
+        s[5..9],
+        [
+            "│11-30 23:59 codex #3 Title    ││Enter on a session or a hit opens it here.    │",
+            "│  text                        ││                                              │",
+            "│2025-02-01 codex #12 ≈ Title  ││                                              │",
+            "│  text                        ││                                              │",
+        ]
     );
 }

@@ -112,7 +112,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     // Search line.
     let title = match (app.loading, app.searching && app.hybrid) {
         (true, _) => " Search (searching…) ",
-        (false, true) => " Search (hybrid) ",
+        (false, true) => " Search (hybrid: ≈ found by meaning alone) ",
         (false, false) => " Search ",
     };
     let search = Paragraph::new(Line::from(vec![
@@ -230,6 +230,16 @@ pub fn draw(f: &mut Frame, app: &App) {
     }
 }
 
+/// An RFC 3339 time as a hit shows it: `MM-DD HH:MM` in `this_year` (`YYYY`), else
+/// `YYYY-MM-DD`; `t` itself when it is not that shape.
+fn compact_time(t: &str, this_year: &str) -> String {
+    match (t.get(..4), t.get(5..16), t.get(..10)) {
+        (Some(y), Some(md_hm), _) if y == this_year => md_hm.replace('T', " "),
+        (_, _, Some(day)) => day.to_string(),
+        _ => t.to_string(),
+    }
+}
+
 fn draw_results(f: &mut Frame, app: &App, st: &Styles, area: Rect) {
     let title = if app.searching {
         format!(" Hits ({}) ", app.rows.len())
@@ -256,6 +266,10 @@ fn draw_results(f: &mut Frame, app: &App, st: &Styles, area: Rect) {
         return;
     }
     let width = area.width.saturating_sub(2) as usize;
+    let this_year = memtrail_adapters::format_rfc3339_ms(app.now_ms)
+        .get(..4)
+        .unwrap_or_default()
+        .to_string();
     let items: Vec<ListItem> = app
         .rows
         .iter()
@@ -298,21 +312,28 @@ fn draw_results(f: &mut Frame, app: &App, st: &Styles, area: Rect) {
                         Span::raw(text)
                     });
                 }
+                // What tells hits apart first (a narrow pane cuts the title, not these): when,
+                // which agent, which message, and a hit found by meaning alone.
                 ListItem::new(vec![
                     Line::from(vec![
-                        Span::raw(clean_line(h.title.as_deref().unwrap_or("(untitled)"))),
                         Span::styled(
                             format!(
-                                "  #{} {} {}",
-                                h.message_index,
-                                clean_line(&h.agent),
+                                "{} {} #{}{} ",
                                 h.timestamp
                                     .as_deref()
-                                    .map(crate::output::short_time)
-                                    .unwrap_or("?".into())
+                                    .map(|t| compact_time(t, &this_year))
+                                    .unwrap_or("?".into()),
+                                clean_line(&h.agent),
+                                h.message_index,
+                                if h.matched == Some(memtrail_runtime::query::Matched::Meaning) {
+                                    " ≈"
+                                } else {
+                                    ""
+                                }
                             ),
                             st.dim(),
                         ),
+                        Span::raw(clean_line(h.title.as_deref().unwrap_or("(untitled)"))),
                     ]),
                     Line::from(snippet),
                 ])
