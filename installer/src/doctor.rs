@@ -41,6 +41,10 @@ pub struct DoctorNotice {
     pub agent: Agent,
     /// `<item> will not run: <reason>`.
     pub notice: String,
+    /// The item (`hook Stop`).
+    pub item: String,
+    /// What is the matter, and what to do (`not trusted yet; open /hooks in Codex …`).
+    pub reason: String,
 }
 
 /// Run doctor's checks in `env` against the memtrail binary at `binary`, in `scratch` (a private
@@ -118,6 +122,8 @@ pub fn doctor_in(
                 S::Untrusted { reason } => notices.push(DoctorNotice {
                     agent,
                     notice: format!("{} will not run: {reason}", item.item),
+                    item: item.item.clone(),
+                    reason: reason.clone(),
                 }),
                 // Valid JSONC that the agent ignores whole (Claude Code's settings.json).
                 S::Unreadable {

@@ -33,8 +33,26 @@ pub fn doctor(json: bool) -> Result<ExitCode> {
     if json {
         out!("{}", crate::output::json(&report)?);
     } else {
+        // Items of one agent with the same reason on one line (Codex's three hooks before
+        // they are trusted), the reason said once.
+        let mut grouped: Vec<(&memtrail_installer::Agent, &str, Vec<&str>)> = Vec::new();
         for n in &report.notices {
-            out!("{}: notice (not a failure): {}", n.agent, n.notice);
+            match grouped
+                .iter_mut()
+                .find(|(a, r, _)| **a == n.agent && *r == n.reason)
+            {
+                Some((_, _, items)) => items.push(&n.item),
+                None => grouped.push((&n.agent, &n.reason, vec![&n.item])),
+            }
+        }
+        for (agent, reason, items) in grouped {
+            let (last, rest) = items.split_last().unwrap_or((&"", &[]));
+            let items = if rest.is_empty() {
+                last.to_string()
+            } else {
+                format!("{} and {last}", rest.join(", "))
+            };
+            out!("{agent}: notice (not a failure): {items} will not run: {reason}");
         }
         if report.problems.is_empty() {
             out!(

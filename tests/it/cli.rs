@@ -1214,11 +1214,10 @@ fn doctor_reports_untrusted_codex_hooks() {
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     let reason = "not trusted yet; open /hooks in Codex and trust memtrail's hooks (until then memtrail captures through `notify` only)";
-    let expected: String = ["SessionStart", "PreCompact", "Stop"]
-        .iter()
-        .map(|e| format!("codex: notice (not a failure): hook {e} will not run: {reason}\n"))
-        .chain(["no problems found (1 hook program(s) run)\n".to_string()])
-        .collect();
+    let expected = format!(
+        "codex: notice (not a failure): hook SessionStart, hook PreCompact and hook Stop will not run: {reason}\n\
+         no problems found (1 hook program(s) run)\n"
+    );
     assert_eq!(text, expected);
     let j = sb.json(&["doctor", "--json"]);
     assert_eq!(j["problems"], serde_json::json!([]));
