@@ -3591,6 +3591,27 @@ fn json_outputs_match_docs_json_md() {
     ] {
         outputs.push((doc, run(&args)));
     }
+    // The models: none, then the tiny test model installed (the store has no vectors).
+    outputs.push((
+        "memtrail models list --json",
+        run(&["models", "list", "--json"]),
+    ));
+    crate::support::write_tiny_model(
+        &sb.home
+            .join(".local/share/memtrail/models/minilm-l6-static"),
+    );
+    outputs.push((
+        "memtrail models list --json",
+        run(&["models", "list", "--json"]),
+    ));
+    outputs.push((
+        "memtrail models remove --json",
+        run(&["models", "remove", "--vectors", "--json"]),
+    ));
+    outputs.push((
+        "memtrail models remove --json",
+        run(&["models", "remove", "--json"]),
+    ));
     let unreadable = sb.home.join("unreadable.db");
     std::fs::write(
         &unreadable,
