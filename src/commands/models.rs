@@ -363,6 +363,14 @@ pub fn remove(db: &StoreLocation, vectors: bool, json: bool) -> Result<ExitCode>
         let _ = std::fs::remove_dir(models_root());
     }
     let mut vectors_of = None;
+    // Without --vectors: whether the local store holds vectors that stay.
+    let mut kept = None;
+    if !vectors && db.postgres_url().is_none() {
+        kept = match crate::common::open_store_read(db)? {
+            Some(store) => store.embed_model()?,
+            None => None,
+        };
+    }
     if vectors && let Some(mut store) = crate::common::open_store_read(db)? {
         let n = store.write(|w| w.drop_vectors())?;
         if let Some(p) = db.sqlite_path() {
@@ -403,10 +411,14 @@ pub fn remove(db: &StoreLocation, vectors: bool, json: bool) -> Result<ExitCode>
             "Deleted the store's vectors ({}).",
             crate::output::plural(n.max(0) as u64, "message", "messages")
         ),
-        None if !vectors => out!(
-            "The store keeps its vectors (the same model installed again uses them; --vectors deletes them)."
-        ),
-        None => out!("No store: no vectors to delete."),
+        None if vectors => out!("No store: no vectors to delete."),
+        None => {
+            if let Some(m) = kept {
+                out!(
+                    "The store keeps its vectors of {m} (the same model installed again uses them; --vectors deletes them)."
+                );
+            }
+        }
     }
     if memtrail_embed::service::endpoint_config(&memtrail_runtime::privacy::config_path())
         .is_ok_and(|e| e.is_some())

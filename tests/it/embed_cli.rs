@@ -874,6 +874,8 @@ fn models_list_and_remove() {
     );
 
     // Removed: the folder goes, the vectors stay; searching by meaning needs a model again.
+    let text = sb.ok(&["models", "list"]);
+    assert!(text.contains("minilm-l6-static"), "{text}");
     let r = sb.json(&["models", "remove", "--json"]);
     assert_eq!(r["removed"], json!([dir]), "{r}");
     assert_eq!(r["bytes"], bytes);
@@ -914,7 +916,8 @@ fn models_list_and_remove() {
     assert!(!side.exists());
     let v = sb.json(&["models", "list", "--json"]);
     assert_eq!(v["store_vectors"], serde_json::Value::Null, "{v}");
-    // Nothing left to remove: said so.
+    // Nothing left to remove: said so, and no word of vectors the store does not hold.
     let text = sb.ok(&["models", "remove"]);
     assert!(text.contains("No model was installed in"), "{text}");
+    assert!(!text.contains("keeps its vectors"), "{text}");
 }
