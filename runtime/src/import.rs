@@ -304,8 +304,11 @@ fn import_inner(
                         {
                             sessions.insert(s.clone());
                         }
+                        // Only a speed-up for later snapshots: a failure is not the import's.
                         if r.inserted + r.updated > 0 {
-                            keep_snapshot_state(store, agent, r.session.as_deref(), &path)?;
+                            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                keep_snapshot_state(store, agent, r.session.as_deref(), &path)
+                            }));
                         }
                         rep.messages += r.inserted;
                         rep.updated += r.updated;

@@ -351,17 +351,6 @@ pub fn remove(db: &StoreLocation, vectors: bool, json: bool) -> Result<ExitCode>
             "--vectors deletes the local store's vectors; a PostgreSQL store's are deleted there"
         );
     }
-    let models = installed();
-    let mut removed = Vec::new();
-    for m in &models {
-        std::fs::remove_dir_all(&m.dir)
-            .map_err(|e| anyhow!("cannot delete {}: {e}", m.dir.display()))?;
-        removed.push(m);
-    }
-    // memtrail's own models folder goes too once empty (not a $MEMTRAIL_MODELS_DIR).
-    if std::env::var_os("MEMTRAIL_MODELS_DIR").is_none_or(|v| v.is_empty()) {
-        let _ = std::fs::remove_dir(models_root());
-    }
     let mut vectors_of = None;
     // Without --vectors: whether the local store holds vectors that stay.
     let mut kept = None;
@@ -382,6 +371,17 @@ pub fn remove(db: &StoreLocation, vectors: bool, json: bool) -> Result<ExitCode>
             }
         }
         vectors_of = Some(n);
+    }
+    let models = installed();
+    let mut removed = Vec::new();
+    for m in &models {
+        std::fs::remove_dir_all(&m.dir)
+            .map_err(|e| anyhow!("cannot delete {}: {e}", m.dir.display()))?;
+        removed.push(m);
+    }
+    // memtrail's own models folder goes too once empty (not a $MEMTRAIL_MODELS_DIR).
+    if std::env::var_os("MEMTRAIL_MODELS_DIR").is_none_or(|v| v.is_empty()) {
+        let _ = std::fs::remove_dir(models_root());
     }
     let bytes: u64 = removed.iter().map(|m| m.bytes).sum();
     if json {

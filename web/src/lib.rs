@@ -463,9 +463,12 @@ async fn search_page(
     let body = if fragment {
         pages::search_results(&p, results.as_ref())
     } else {
+        // Best effort: a store that cannot be read leaves every agent offered.
         let with_sessions = app
             .with_store(|s| Ok(s.agents_with_sessions()?))
-            .await?
+            .await
+            .ok()
+            .flatten()
             .unwrap_or_default();
         let agents = pages::agent_choices(&with_sessions, &p.agent);
         pages::search_page(&app, &p, &modes, results.as_ref(), &agents)
@@ -507,7 +510,11 @@ async fn sessions_page(State(app): State<Arc<App>>, Query(p): Query<SessionsPara
         ..Default::default()
     };
     let (list, with_sessions) = app
-        .with_store(move |s| Ok((s.list_sessions(&filter)?, s.agents_with_sessions()?)))
+        .with_store(move |s| {
+            let list = s.list_sessions(&filter)?;
+            // Best effort: every agent is offered when this cannot be read.
+            Ok((list, s.agents_with_sessions().unwrap_or_default()))
+        })
         .await?
         .unwrap_or_default();
     let more = list.len() > SESSIONS_PER_PAGE;
