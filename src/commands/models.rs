@@ -60,6 +60,25 @@ pub fn configured_id() -> Option<String> {
     memtrail_embed::service::configured_id(&model_dir(), &memtrail_runtime::privacy::config_path())
 }
 
+/// The id of the vectors the model set up makes, told the id of the store's (`stored`):
+/// [`configured_id`], or for an `[embed]` endpoint without `dim` the stored id when that
+/// endpoint's model made it (`{model}@endpoint/{dim}`). `None` when no model is set up.
+pub fn in_use_id(stored: Option<&str>) -> Option<String> {
+    if let Some(id) = configured_id() {
+        return Some(id);
+    }
+    let cfg = memtrail_embed::service::endpoint_config(&memtrail_runtime::privacy::config_path())
+        .ok()
+        .flatten()?;
+    let prefix = format!("{}@endpoint/", cfg.model);
+    stored
+        .filter(|s| {
+            s.strip_prefix(&prefix)
+                .is_some_and(|d| d.parse::<u32>().is_ok())
+        })
+        .map(str::to_string)
+}
+
 fn bar(len: u64, what: &str) -> ProgressBar {
     let pb = ProgressBar::new(len);
     pb.set_style(
@@ -95,13 +114,13 @@ pub fn install(from: Option<PathBuf>, json: bool) -> Result<ExitCode> {
     if json {
         out!(
             "{}",
-            serde_json::json!({
+            crate::output::json(&serde_json::json!({
                 "model": memtrail_embed::model::MODEL_NAME,
                 "version": memtrail_embed::model::MODEL_VERSION,
                 "dim": memtrail_embed::model::DEFAULT_DIM,
                 "path": dir,
                 "seconds": (secs * 10.0).round() / 10.0,
-            })
+            }))?
         );
     } else {
         out!(
@@ -198,8 +217,10 @@ pub fn embed(db: &StoreLocation, max_seconds: Option<f64>, json: bool) -> Result
     if json {
         out!(
             "{}",
-            serde_json::json!({"model": model.id(), "embedded": done, "left": left,
+            crate::output::json(
+                &serde_json::json!({"model": model.id(), "embedded": done, "left": left,
                 "seconds": (secs * 10.0).round() / 10.0})
+            )?
         );
     } else {
         out!(
@@ -211,37 +232,95 @@ pub fn embed(db: &StoreLocation, max_seconds: Option<f64>, json: bool) -> Result
     Ok(ExitCode::SUCCESS)
 }
 
+/// The files a model folder holds ([`memtrail_embed::model::StaticModel::save`]): the only
+/// ones `models remove` deletes.
+const MODEL_FILES: [&str; 3] = ["model.json", "vocab.txt", "vectors.f32"];
+
 /// A model folder found under [`models_root`]: one holding a `model.json`.
 struct Found {
     dir: PathBuf,
     /// Its id when it is this build's model ([`memtrail_embed::model::StaticModel::installed_id`]).
     id: Option<String>,
+    /// The size of its model files ([`MODEL_FILES`]), in bytes.
     bytes: u64,
+    /// A folder an install left behind (`.install-PID`, `.old-PID` of a process that is gone).
+    leftover: bool,
 }
 
-/// The model folders under [`models_root`], by name. Only folders with a `model.json` naming
-/// memtrail's model count: a `$MEMTRAIL_MODELS_DIR` may hold other things.
+/// Whether `name` is a folder `models install` works in (`.install-PID`, `.old-PID`) of a
+/// process that is no longer running: an install stopped half-way left it.
+fn install_leftover(name: &str) -> bool {
+    let pid = name
+        .strip_prefix(".install-")
+        .or_else(|| name.strip_prefix(".old-"));
+    pid.and_then(|p| p.parse::<u32>().ok()).is_some_and(|p| {
+        p != std::process::id() && !std::path::Path::new(&format!("/proc/{p}")).exists()
+    })
+}
+
+/// The model folders under [`models_root`], by name: real folders (not symbolic links) whose
+/// `model.json` names memtrail's model (a `$MEMTRAIL_MODELS_DIR` may hold other things), and
+/// the folders a stopped install left.
 fn installed() -> Vec<Found> {
     let Ok(rd) = std::fs::read_dir(models_root()) else {
         return Vec::new();
     };
     let mut found: Vec<Found> = rd
         .flatten()
-        .map(|e| e.path())
-        .filter(|dir| {
-            std::fs::read(dir.join("model.json"))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| {
+            let dir = e.path();
+            let leftover = install_leftover(&e.file_name().to_string_lossy());
+            let ours = std::fs::read(dir.join("model.json"))
                 .ok()
                 .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                .is_some_and(|m| m["name"].as_str() == Some(memtrail_embed::model::MODEL_NAME))
-        })
-        .map(|dir| Found {
-            id: memtrail_embed::model::StaticModel::installed_id(&dir),
-            bytes: crate::commands::install::dir_bytes(&dir),
-            dir,
+                .is_some_and(|m| m["name"].as_str() == Some(memtrail_embed::model::MODEL_NAME));
+            if !ours && !leftover {
+                return None;
+            }
+            let bytes = if leftover {
+                crate::commands::install::dir_bytes(&dir)
+            } else {
+                MODEL_FILES
+                    .iter()
+                    .filter_map(|f| std::fs::symlink_metadata(dir.join(f)).ok())
+                    .filter(|m| m.is_file())
+                    .map(|m| m.len())
+                    .sum()
+            };
+            Some(Found {
+                id: memtrail_embed::model::StaticModel::installed_id(&dir),
+                bytes,
+                leftover,
+                dir,
+            })
         })
         .collect();
     found.sort_by(|a, b| a.dir.cmp(&b.dir));
     found
+}
+
+/// Deletes one found folder: a leftover whole (memtrail made all of it), a model folder's
+/// [`MODEL_FILES`] and then the folder when nothing else is in it. Returns whether the folder
+/// is gone.
+///
+/// Errors: a file or folder that cannot be deleted, with its path.
+fn delete(found: &Found) -> Result<bool> {
+    let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    if found.leftover {
+        return match std::fs::remove_dir_all(&found.dir) {
+            Err(e) if !gone(&e) => Err(anyhow!("cannot delete {}: {e}", found.dir.display())),
+            _ => Ok(true),
+        };
+    }
+    for f in MODEL_FILES {
+        let path = found.dir.join(f);
+        match std::fs::remove_file(&path) {
+            Err(e) if !gone(&e) => return Err(anyhow!("cannot delete {}: {e}", path.display())),
+            _ => {}
+        }
+    }
+    Ok(std::fs::remove_dir(&found.dir).is_ok())
 }
 
 /// `memtrail models list [--json]`.
@@ -249,29 +328,32 @@ pub fn list(db: &StoreLocation, json: bool) -> Result<ExitCode> {
     let models = installed();
     let config = memtrail_runtime::privacy::config_path();
     let endpoint = memtrail_embed::service::endpoint_config(&config).map_err(|e| anyhow!(e))?;
-    let in_use = configured_id();
     // The local store's vectors: their model and, for the model set up, the backlog.
     let store = match db.postgres_url() {
         Some(_) => None,
         None => crate::common::open_store_read(db)?,
     };
-    let (vectors, backlog) = match &store {
-        Some(s) => (
-            s.embed_model()?,
-            match &in_use {
-                Some(m) => Some(s.embed_backlog(m)?),
-                None => None,
-            },
-        ),
-        None => (None, None),
+    let vectors = match &store {
+        Some(s) => s.embed_model()?,
+        None => None,
     };
+    let in_use = in_use_id(vectors.as_deref());
+    let backlog = match (&store, &in_use) {
+        (Some(s), Some(m)) => Some(s.embed_backlog(m)?),
+        _ => None,
+    };
+    // The installed folder that embeds: the static model's own, unless an endpoint does.
+    let embeds = |m: &Found| endpoint.is_none() && m.dir == model_dir() && m.id.is_some();
     if json {
         out!(
             "{}",
-            serde_json::json!({
+            crate::output::json(&serde_json::json!({
                 "models_dir": models_root(),
-                "installed": models.iter().map(|m| serde_json::json!({
-                    "id": m.id, "path": m.dir, "bytes": m.bytes,
+                "installed": models.iter().filter(|m| !m.leftover).map(|m| serde_json::json!({
+                    "id": m.id, "path": m.dir, "bytes": m.bytes, "in_use": embeds(m),
+                })).collect::<Vec<_>>(),
+                "leftovers": models.iter().filter(|m| m.leftover).map(|m| serde_json::json!({
+                    "path": m.dir, "bytes": m.bytes,
                 })).collect::<Vec<_>>(),
                 "endpoint": endpoint.as_ref().map(|e| serde_json::json!({
                     "url": e.url, "model": e.model, "dim": e.dim,
@@ -279,31 +361,39 @@ pub fn list(db: &StoreLocation, json: bool) -> Result<ExitCode> {
                 "in_use": in_use,
                 "store_vectors": vectors,
                 "backlog": backlog,
-            })
+            }))?
         );
         return Ok(ExitCode::SUCCESS);
     }
     let root = models_root();
-    if models.is_empty() {
+    if models.iter().all(|m| m.leftover) {
         out!(
             "No model installed in {} (`memtrail models install` builds one, about 15 s).",
             root.display()
         );
     } else {
         out!("Installed in {}:", root.display());
-        for m in &models {
-            let name = m.dir.file_name().unwrap_or_default().to_string_lossy();
-            out!(
-                "  {}  {:.1} MB  {}",
-                name,
-                m.bytes as f64 / 1e6,
-                match &m.id {
-                    Some(id) if in_use.as_ref() == Some(id) => format!("{id}, in use"),
-                    Some(id) => id.clone(),
-                    None => "another version, not used by this memtrail".to_string(),
+    }
+    for m in &models {
+        let name = m.dir.file_name().unwrap_or_default().to_string_lossy();
+        out!(
+            "  {}  {:.1} MB  {}",
+            name,
+            m.bytes as f64 / 1e6,
+            match &m.id {
+                _ if m.leftover => {
+                    "left by an install that stopped (`memtrail models remove` deletes it)"
+                        .to_string()
                 }
-            );
-        }
+                Some(id) if embeds(m) => format!("{id}, in use"),
+                Some(id) if endpoint.is_some() => format!("{id}, not used: the endpoint embeds"),
+                Some(id) if m.dir != model_dir() => {
+                    format!("{id}, not used: memtrail reads {}", model_dir().display())
+                }
+                Some(id) => id.clone(),
+                None => "another version, not used by this memtrail".to_string(),
+            }
+        );
     }
     if let Some(e) = &endpoint {
         out!(
@@ -374,9 +464,12 @@ pub fn remove(db: &StoreLocation, vectors: bool, json: bool) -> Result<ExitCode>
     }
     let models = installed();
     let mut removed = Vec::new();
+    // Folders whose model files went but which hold other files too (kept, with them).
+    let mut kept_dirs = Vec::new();
     for m in &models {
-        std::fs::remove_dir_all(&m.dir)
-            .map_err(|e| anyhow!("cannot delete {}: {e}", m.dir.display()))?;
+        if !delete(m)? {
+            kept_dirs.push(&m.dir);
+        }
         removed.push(m);
     }
     // memtrail's own models folder goes too once empty (not a $MEMTRAIL_MODELS_DIR).
@@ -387,11 +480,12 @@ pub fn remove(db: &StoreLocation, vectors: bool, json: bool) -> Result<ExitCode>
     if json {
         out!(
             "{}",
-            serde_json::json!({
+            crate::output::json(&serde_json::json!({
                 "removed": removed.iter().map(|m| &m.dir).collect::<Vec<_>>(),
+                "kept_folders": kept_dirs,
                 "bytes": bytes,
                 "vectors_deleted_of_messages": vectors_of,
-            })
+            }))?
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -399,31 +493,44 @@ pub fn remove(db: &StoreLocation, vectors: bool, json: bool) -> Result<ExitCode>
         out!("No model was installed in {}.", models_root().display());
     } else {
         for m in &removed {
-            out!(
-                "Deleted {} ({:.1} MB).",
-                m.dir.display(),
-                m.bytes as f64 / 1e6
-            );
+            if kept_dirs.contains(&&m.dir) {
+                out!(
+                    "Deleted the model files of {} ({:.1} MB); the folder stays: it holds other files.",
+                    m.dir.display(),
+                    m.bytes as f64 / 1e6
+                );
+            } else {
+                out!(
+                    "Deleted {} ({:.1} MB).",
+                    m.dir.display(),
+                    m.bytes as f64 / 1e6
+                );
+            }
         }
     }
+    let endpoint =
+        memtrail_embed::service::endpoint_config(&memtrail_runtime::privacy::config_path())
+            .is_ok_and(|e| e.is_some());
     match vectors_of {
+        Some(0) => out!("The store held no vectors."),
         Some(n) => out!(
             "Deleted the store's vectors ({}).",
             crate::output::plural(n.max(0) as u64, "message", "messages")
         ),
         None if vectors => out!("No store: no vectors to delete."),
         None => {
-            if let Some(m) = kept {
+            // An endpoint's vectors stay in use: only an installed model's are left waiting.
+            if let Some(m) = kept.filter(|m| !m.contains("@endpoint/")) {
                 out!(
                     "The store keeps its vectors of {m} (the same model installed again uses them; --vectors deletes them)."
                 );
             }
         }
     }
-    if memtrail_embed::service::endpoint_config(&memtrail_runtime::privacy::config_path())
-        .is_ok_and(|e| e.is_some())
-    {
+    if endpoint {
         out!("The [embed] endpoint of the config is still set up: searches use it.");
+    } else if removed.is_empty() {
+        out!("Searches are by keywords (`memtrail models install` sets up the local model).");
     } else {
         out!("Searches are by keywords until a model is set up again (`memtrail models install`).");
     }

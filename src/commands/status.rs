@@ -189,11 +189,14 @@ fn gather(
                     // With the model installed, the backlog is its own: every message the
                     // store holds no vector of it for (all of them before the first
                     // `memtrail embed`).
-                    if let Some(model) = crate::commands::models::configured_id()
-                        && info.stats.embed_model.as_deref() != Some(model.as_str())
-                    {
-                        info.stats.unembedded = store.embed_backlog(&model)?;
-                        info.stats.embed_model = Some(model);
+                    // Without a model, nothing waits: `memtrail embed` would have none to use.
+                    match crate::commands::models::in_use_id(info.stats.embed_model.as_deref()) {
+                        Some(model) if info.stats.embed_model.as_deref() != Some(&model) => {
+                            info.stats.unembedded = store.embed_backlog(&model)?;
+                            info.stats.embed_model = Some(model);
+                        }
+                        Some(_) => {}
+                        None => info.stats.unembedded = 0,
                     }
                     // One read of the cursors for both the transcripts' and the unfinished
                     // lines' checks.
@@ -465,10 +468,16 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                     );
                 }
                 if let Some(m) = &s.embed_model {
-                    out!(
-                        "  vectors for search by meaning: {m}, {} waiting for `memtrail embed`",
-                        plural(s.unembedded as u64, "message", "messages")
-                    );
+                    if crate::commands::models::in_use_id(Some(m)).as_deref() == Some(m) {
+                        out!(
+                            "  vectors for search by meaning: {m}, {} waiting for `memtrail embed`",
+                            plural(s.unembedded as u64, "message", "messages")
+                        );
+                    } else {
+                        out!(
+                            "  vectors for search by meaning: {m}, no model set up to search them (`memtrail models install`)"
+                        );
+                    }
                 }
             }
             Some(Err(e)) => out!("\nstore: {} cannot be read: {e}", db),

@@ -239,6 +239,11 @@ def run(d, base):
     # --- status page
     d.get(base + "/status")
     check("status: renders", d.find_element(By.TAG_NAME, "h1").text == "Status")
+    # Booleans read as words, not JSON: the sandbox syncs nowhere.
+    terms = {dt.text: dd.text for dl in d.find_elements(By.CSS_SELECTOR, "dl.summary")
+             for dt, dd in zip(dl.find_elements(By.TAG_NAME, "dt"), dl.find_elements(By.TAG_NAME, "dd"))}
+    check("status: sync not configured, in words", terms.get("Configured") == "no", terms)
+    check("status: healthy in words", d.find_element(By.CSS_SELECTOR, "main p strong").text in ("yes", "no"))
 
     analytics(d, base)
     modes(d, base)

@@ -511,6 +511,35 @@ fn an_openai_compatible_endpoint_embeds_and_searches() {
     // The dimension was learned from one request; the 4 prompts went in one batch.
     assert_eq!(imp["embedded"]["model"], "fake-embed@endpoint/4", "{imp}");
     assert_eq!(imp["embedded"]["messages"], 4);
+    // The config gives no `dim`: the store's vectors of that endpoint's model are the ones in
+    // use; an installed model beside it does not embed.
+    crate::support::write_tiny_model(
+        &sb.home
+            .join(".local/share/memtrail/models/minilm-l6-static"),
+    );
+    let (ok, out, err) = run(&["models", "list", "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["in_use"], "fake-embed@endpoint/4", "{v}");
+    assert_eq!(v["backlog"], 0, "{v}");
+    assert_eq!(v["installed"][0]["in_use"], false, "{v}");
+    let (ok, out, err) = run(&["models", "list"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("minilm-l6-static@1/4, not used: the endpoint embeds"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Vectors in the store: fake-embed@endpoint/4, 0 messages waiting"),
+        "{out}"
+    );
+    let (ok, out, err) = run(&["models", "remove"]);
+    assert!(ok, "{err}");
+    assert!(!out.contains("keeps its vectors"), "{out}");
+    assert!(
+        out.contains("The [embed] endpoint of the config is still set up"),
+        "{out}"
+    );
     let (ok, out, err) = run(&[
         "search",
         "--mode",
@@ -766,6 +795,21 @@ fn the_web_page_indexes_the_queue_and_embeds_while_idle() {
     }
     assert!(hits.iter().any(|h| h.contains(badge)), "{page}");
     assert!(hits.iter().any(|h| !h.contains(badge)), "{page}");
+    // `lexical`, the CLI's word, is the keyword mode: no hit by meaning, the selector on it.
+    let (code, page) = crate::support::web_request(port, "/search?q=invoice&mode=lexical", None);
+    assert_eq!(code, 200);
+    assert!(!page.contains(badge), "{page}");
+    assert!(page.contains("<mark>"), "{page}");
+    assert!(
+        page.contains("<option value=\"keyword\" selected>"),
+        "{page}"
+    );
+    let (code, page) = crate::support::web_request(port, "/search?q=invoice&mode=fuzzy", None);
+    assert_eq!(code, 400);
+    assert!(
+        page.contains("keyword (or lexical), semantic or hybrid"),
+        "{page}"
+    );
 }
 
 /// A session forked or resumed into a new transcript (`claude --resume ID --fork-session`)
@@ -857,7 +901,7 @@ fn models_list_and_remove() {
     let v = sb.json(&["models", "list", "--json"]);
     assert_eq!(
         v["installed"],
-        json!([{"id": "minilm-l6-static@1/4", "path": dir, "bytes": bytes}]),
+        json!([{"id": "minilm-l6-static@1/4", "path": dir, "bytes": bytes, "in_use": true}]),
         "{v}"
     );
     assert_eq!(v["in_use"], "minilm-l6-static@1/4");
@@ -878,6 +922,7 @@ fn models_list_and_remove() {
     assert!(text.contains("minilm-l6-static"), "{text}");
     let r = sb.json(&["models", "remove", "--json"]);
     assert_eq!(r["removed"], json!([dir]), "{r}");
+    assert_eq!(r["kept_folders"], json!([]), "{r}");
     assert_eq!(r["bytes"], bytes);
     assert_eq!(r["vectors_deleted_of_messages"], serde_json::Value::Null);
     assert!(
@@ -892,6 +937,15 @@ fn models_list_and_remove() {
         text.contains("(no model set up to search them: `memtrail models install`)"),
         "{text}"
     );
+    // status does not send the user to `memtrail embed`, which has no model to use.
+    let text = sb.ok(&["status"]);
+    assert!(
+        text.contains("vectors for search by meaning: minilm-l6-static@1/4, no model set up to search them (`memtrail models install`)"),
+        "{text}"
+    );
+    assert!(!text.contains("waiting for `memtrail embed`"), "{text}");
+    let st = sb.json(&["status", "--json"]);
+    assert_eq!(st["store"]["unembedded_messages"], 0, "{st}");
     let hits = sb.json(&["search", "invoice", "--json"]);
     assert_eq!(hits["mode"], "lexical", "{hits}");
     let err = failed_stderr(&sb, &["search", "--mode", "semantic", "directory listing"]);
@@ -920,4 +974,86 @@ fn models_list_and_remove() {
     let text = sb.ok(&["models", "remove"]);
     assert!(text.contains("No model was installed in"), "{text}");
     assert!(!text.contains("keeps its vectors"), "{text}");
+    assert!(!text.contains("set up again"), "{text}");
+    let text = sb.ok(&["models", "remove", "--vectors"]);
+    assert!(text.contains("The store held no vectors."), "{text}");
+}
+
+/// `models remove` deletes memtrail's files only: a folder holding the user's files too keeps
+/// them (and stays), a symbolic link is not followed, a stopped install's leftover goes, a
+/// running one's stays; `models list` says which folder embeds.
+#[test]
+fn models_remove_deletes_only_memtrails_files() {
+    let sb = Sandbox::new();
+    let root = sb.home.join(".local/share/memtrail/models");
+    install_tiny_model(&sb);
+    let dir = root.join("minilm-l6-static");
+    let model_bytes: u64 = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    // A copy under another name: listed, not used.
+    let copy = root.join("backup");
+    crate::support::write_tiny_model(&copy);
+    // A symbolic link to a model folder elsewhere: neither listed nor deleted.
+    let elsewhere = sb.home.join("elsewhere/model");
+    crate::support::write_tiny_model(&elsewhere);
+    std::os::unix::fs::symlink(&elsewhere, root.join("linked")).unwrap();
+    // A stopped install's leftover (no process has PID 999999999) and a running one's (PID 1).
+    let stopped = root.join(".install-999999999");
+    std::fs::create_dir_all(stopped.join("model")).unwrap();
+    std::fs::write(stopped.join("model/vocab.txt"), "abc\n").unwrap();
+    let running = root.join(".old-1");
+    std::fs::create_dir_all(&running).unwrap();
+    std::fs::write(running.join("x"), "y").unwrap();
+
+    let v = sb.json(&["models", "list", "--json"]);
+    assert_eq!(
+        v["installed"],
+        json!([
+            {"id": "minilm-l6-static@1/4", "path": copy, "bytes": model_bytes, "in_use": false},
+            {"id": "minilm-l6-static@1/4", "path": dir, "bytes": model_bytes, "in_use": true},
+        ]),
+        "{v}"
+    );
+    assert_eq!(
+        v["leftovers"],
+        json!([{"path": stopped, "bytes": 4}]),
+        "{v}"
+    );
+    let text = sb.ok(&["models", "list"]);
+    assert!(
+        text.contains(&format!(
+            "backup  0.0 MB  minilm-l6-static@1/4, not used: memtrail reads {}",
+            dir.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("left by an install that stopped"), "{text}");
+    assert!(!text.contains("linked"), "{text}");
+
+    let r = sb.json(&["models", "remove", "--json"]);
+    assert_eq!(r["removed"], json!([stopped, copy, dir]), "{r}");
+    assert_eq!(r["kept_folders"], json!([dir]), "{r}");
+    assert_eq!(r["bytes"], 2 * model_bytes + 4);
+    assert!(!stopped.exists() && !copy.exists());
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["notes.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "mine"
+    );
+    assert!(
+        elsewhere.join("vectors.f32").is_file(),
+        "the link is not followed"
+    );
+    assert!(root.join("linked").exists());
+    assert!(
+        running.join("x").is_file(),
+        "a running install's folder stays"
+    );
 }

@@ -345,7 +345,7 @@ pub(crate) struct SearchParams {
     /// `relevance` (default) or `newest`.
     #[serde(default)]
     pub sort: String,
-    /// `keyword` (default), `semantic` or `hybrid`.
+    /// `keyword` (default; `lexical`, the CLI's word, is the same), `semantic` or `hybrid`.
     #[serde(default)]
     pub mode: String,
 }
@@ -394,7 +394,8 @@ async fn search_page(
         None => Err(NO_MEANING.to_string()),
     };
     let mode = match (p.mode.as_str(), &modes) {
-        ("", _) | ("keyword", _) => Mode::Keyword,
+        // `lexical` is the CLI's and the MCP tool's name for it.
+        ("", _) | ("keyword" | "lexical", _) => Mode::Keyword,
         ("semantic" | "hybrid", Err(why)) => {
             return Err(WebError::new(StatusCode::BAD_REQUEST, why.clone()));
         }
@@ -403,7 +404,7 @@ async fn search_page(
         (other, _) => {
             return Err(WebError::new(
                 StatusCode::BAD_REQUEST,
-                format!("no search mode {other:?}: keyword, semantic or hybrid"),
+                format!("no search mode {other:?}: keyword (or lexical), semantic or hybrid"),
             ));
         }
     };

@@ -171,7 +171,7 @@ fn mode_select(p: &SearchParams, modes: &ModeState) -> Markup {
                 "Mode "
                 select name="mode" id="mode" {
                     @for (v, name) in MODES {
-                        option value=(v) selected[p.mode == v || (p.mode.is_empty() && v == "keyword")] { (name) }
+                        option value=(v) selected[p.mode == v || ((p.mode.is_empty() || p.mode == "lexical") && v == "keyword")] { (name) }
                     }
                 }
             },
@@ -647,10 +647,12 @@ fn json_value(v: &serde_json::Value) -> Markup {
     }
 }
 
-/// A JSON value as short text: a string as it is, `null` as `—`, others as JSON.
+/// A JSON value as short text: a string as it is, `null` as `—`, a boolean as `yes` / `no`,
+/// others as JSON.
 fn short(v: Option<&serde_json::Value>) -> String {
     match v {
         Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Bool(b)) => if *b { "yes" } else { "no" }.into(),
         None | Some(serde_json::Value::Null) => "—".into(),
         Some(x) => x.to_string(),
     }
