@@ -338,7 +338,7 @@ pub struct UninstallArgs {
     /// Also delete the store and everything memtrail captured, and memtrail's state: the config
     /// backups (they hold copies of the agents' configs, API keys included), the install state,
     /// the logs and the installed models (not a MEMTRAIL_MODELS_DIR); after a confirmation
-    /// (`--yes` confirms).
+    /// (`--yes` confirms). With `--dry-run`: says what it would delete, deletes nothing.
     #[arg(long)]
     pub purge: bool,
 }

@@ -105,8 +105,8 @@ pub fn install(
                 out!("{note}");
             }
             // --purge still deletes the store (hooks removed earlier, the store left behind).
-            if purge_too && !a.dry_run {
-                return purge(db, a.yes, a.json);
+            if purge_too {
+                return purge(db, a.yes, a.json, a.dry_run);
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -187,6 +187,9 @@ pub fn install(
                 }
             }
         }
+        if matches!(action, memtrail_installer::Action::Uninstall) && purge_too {
+            purge(db, a.yes, a.json, true)?;
+        }
         return Ok(if left_out.is_empty() {
             ExitCode::SUCCESS
         } else {
@@ -266,8 +269,8 @@ pub fn install(
     {
         out!("\nNext: `memtrail import` brings in the sessions you already have.");
     }
-    if matches!(action, memtrail_installer::Action::Uninstall) && purge_too && !a.dry_run {
-        return purge(db, a.yes, a.json);
+    if matches!(action, memtrail_installer::Action::Uninstall) && purge_too {
+        return purge(db, a.yes, a.json, a.dry_run);
     }
     if !left_out.is_empty() {
         return Ok(ExitCode::FAILURE);
@@ -291,8 +294,9 @@ fn left_out_result(agent: Agent, error: String) -> AgentResult {
 /// after one confirmation. The state goes only once memtrail is registered with no agent: one
 /// left out (its config did not parse, say) still needs its backups and install state to be
 /// uninstalled; the exit code is then 1. With `json` (after `uninstall --json` printed its
-/// array) what was deleted goes to stderr, so stdout stays one JSON value.
-pub fn purge(db: &StoreLocation, yes: bool, json: bool) -> Result<ExitCode> {
+/// array) what was deleted goes to stderr, so stdout stays one JSON value. With `dry_run` it
+/// says what it would delete (the state as if the uninstall had succeeded) and deletes nothing.
+pub fn purge(db: &StoreLocation, yes: bool, json: bool, dry_run: bool) -> Result<ExitCode> {
     let say = |line: String| {
         if json {
             eprintln!("{line}");
@@ -304,7 +308,8 @@ pub fn purge(db: &StoreLocation, yes: bool, json: bool) -> Result<ExitCode> {
     let state = memtrail_installer::state_dir_in(&env);
     let binary = binary_path()?;
     let still: Vec<Agent> = memtrail_installer::registered_agents(&binary);
-    let purge_state = still.is_empty() && std::fs::symlink_metadata(&state).is_ok();
+    // A dry run changed no config: the state goes if the uninstall it shows succeeds.
+    let purge_state = (still.is_empty() || dry_run) && std::fs::symlink_metadata(&state).is_ok();
     let backups = memtrail_installer::backups_in(&env);
     let store_what = db
         .exists()
@@ -344,6 +349,14 @@ pub fn purge(db: &StoreLocation, yes: bool, json: bool) -> Result<ExitCode> {
     if let Some(m) = &models_what {
         parts.push(m.clone());
     }
+    if dry_run {
+        say(if parts.is_empty() {
+            "--purge would delete nothing more: no store, state or models".to_string()
+        } else {
+            format!("--purge would delete {}", parts.join(" and "))
+        });
+        return Ok(ExitCode::SUCCESS);
+    }
     if !parts.is_empty() {
         let what = parts.join(" and ");
         if !yes {
@@ -374,6 +387,10 @@ pub fn purge(db: &StoreLocation, yes: bool, json: bool) -> Result<ExitCode> {
     if let Some(m) = &models_what {
         std::fs::remove_dir_all(&models)
             .with_context(|| format!("cannot delete {}", models.display()))?;
+        // memtrail's data folder goes too once empty (the store may have been elsewhere).
+        if let Some(parent) = models.parent() {
+            let _ = std::fs::remove_dir(parent);
+        }
         say(format!("deleted {m}"));
     }
     if purge_state {

@@ -169,8 +169,8 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
     }
     if hits.len() == filter.limit {
         eprintln!(
-            "note: the list stops at -n {}; a larger -n shows any more",
-            filter.limit
+            "note: the list stops at {}; a larger -n (--limit) shows any more",
+            crate::output::plural(filter.limit as u64, "hit", "hits")
         );
     }
     Ok(ExitCode::SUCCESS)

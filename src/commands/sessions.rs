@@ -117,7 +117,10 @@ pub fn list(
         }
         // The list may be cut: say so, and how to see more (on stderr, as the other notes).
         if list.len() == limit as usize {
-            eprintln!("note: the list stops at -n {limit}; a larger -n shows any more");
+            eprintln!(
+                "note: the list stops at {}; a larger -n (--limit) shows any more",
+                crate::output::plural(limit as u64, "session", "sessions")
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

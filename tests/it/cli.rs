@@ -509,6 +509,28 @@ fn search_cli_finds_filters_and_never_shows_sqlite_errors() {
     );
     let none = sb.json(&["search", word, "--agent", "codex", "--json"]);
     assert_eq!(none["hits"].as_array().unwrap().len(), 0);
+    // A list cut at the limit says so on stderr, with the option that shows more.
+    assert!(hits.len() > 1, "{res}");
+    let out = sb
+        .acmd()
+        .args(["search", word, "-n", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "note: the list stops at 1 hit; a larger -n (--limit) shows any more\n"
+    );
+    let out = sb
+        .acmd()
+        .args(["sessions", "list", "--limit", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "note: the list stops at 1 session; a larger -n (--limit) shows any more\n"
+    );
 
     for q in [
         "\"unbalanced",
@@ -1163,6 +1185,42 @@ fn uninstall_purge_needs_a_confirmation() {
     let settings = sb.claude_dir().join("settings.json");
     let installed = std::fs::read(&settings).unwrap();
     let db = sb.home.join(".local/share/memtrail/memtrail.db");
+    // A dry run shows the uninstall's diff and what --purge would delete, and changes nothing.
+    crate::support::write_tiny_model(
+        &sb.home
+            .join(".local/share/memtrail/models/minilm-l6-static"),
+    );
+    let out = sb
+        .acmd()
+        .args(["uninstall", "--agent", "claude", "--purge", "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let state = sb.home.join(".local/state/memtrail");
+    let models = sb.home.join(".local/share/memtrail/models");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("--purge would delete "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains(&format!("the store {} (", db.display())),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("memtrail's state {} (", state.display())),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("the models {} (", models.display())),
+        "{line}"
+    );
+    assert!(db.exists() && state.exists() && models.exists());
+    assert_eq!(std::fs::read(&settings).unwrap(), installed);
     let out = sb
         .acmd()
         .args(["uninstall", "--agent", "claude", "--purge"])
@@ -1196,7 +1254,11 @@ fn uninstall_purge_needs_a_confirmation() {
         .args(["uninstall", "--agent", "claude", "--purge", "--yes"])
         .assert()
         .success();
-    assert!(!db.exists());
+    assert!(!db.exists() && !state.exists());
+    assert!(
+        !sb.home.join(".local/share/memtrail").exists(),
+        "the models and the data folder go too"
+    );
 }
 
 /// `doctor` reports a Codex hook that Codex does not trust yet (it skips untrusted hooks), with
