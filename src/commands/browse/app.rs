@@ -312,11 +312,16 @@ impl App {
                 d.positioned = true;
                 d.lines.clear();
                 self.layout(width, self.detail_height);
+                let height = self.detail_height as usize;
                 if first_load && let Some(d) = self.detail.as_mut() {
+                    // The hit at the top of the pane, unless the lines after it do not fill
+                    // the pane: then the pane ends with the last line (a short session shows
+                    // whole, from its header).
                     d.scroll = d
                         .target
                         .and_then(|t| d.lines.iter().position(|l| l.message == Some(t)))
-                        .unwrap_or(0);
+                        .unwrap_or(0)
+                        .min(d.lines.len().saturating_sub(height));
                 }
             }
             Response::Text { title, text } => match text {
@@ -818,7 +823,10 @@ const CONTEXT: usize = 2;
 /// The confirmation question for deleting `i` (as `memtrail sessions delete` asks it).
 fn delete_question(i: &memtrail_runtime::maintenance::SessionInfo) -> String {
     let subs = if i.subagents > 0 {
-        format!(" and {} sub-agent sessions", i.subagents)
+        format!(
+            " and {}",
+            crate::output::plural(i.subagents, "sub-agent session", "sub-agent sessions")
+        )
     } else {
         String::new()
     };
@@ -954,7 +962,14 @@ pub fn document(d: &Detail) -> Vec<DocLine> {
     if !v.children.is_empty() {
         push(
             LineKind::Meta,
-            format!("{} sub-agent sessions (S)", v.children.len()),
+            format!(
+                "{} (S)",
+                crate::output::plural(
+                    v.children.len() as u64,
+                    "sub-agent session",
+                    "sub-agent sessions"
+                )
+            ),
             None,
         );
     }
@@ -1024,32 +1039,47 @@ pub fn document(d: &Detail) -> Vec<DocLine> {
     out
 }
 
-/// `lines` wrapped at `width` columns (display width; a character wider than the rest of a
-/// line goes to the next).
+/// `lines` wrapped at `width` columns (display width): a line breaks after its last space, so
+/// a word moves to the next line whole; a word longer than the line (a path, a hash) breaks
+/// where the line ends, and a character wider than the rest of a line goes to the next. The
+/// space a line breaks at is dropped.
 pub fn wrap(lines: &[DocLine], width: usize) -> Vec<DocLine> {
-    use unicode_width::UnicodeWidthChar;
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
     let mut out = Vec::with_capacity(lines.len());
     for l in lines {
+        let line = |text: String| DocLine {
+            kind: l.kind,
+            text,
+            message: l.message,
+        };
         let mut cur = String::new();
         let mut w = 0;
         for c in l.text.chars() {
             let cw = c.width().unwrap_or(0);
             if w + cw > width && !cur.is_empty() {
-                out.push(DocLine {
-                    kind: l.kind,
-                    text: std::mem::take(&mut cur),
-                    message: l.message,
-                });
-                w = 0;
+                if c == ' ' {
+                    // The break falls on a space: it ends this line.
+                    out.push(line(std::mem::take(&mut cur)));
+                    w = 0;
+                    continue;
+                }
+                match cur.rfind(' ').filter(|&i| i > 0) {
+                    Some(sp) => {
+                        let rest = cur.split_off(sp + 1);
+                        cur.pop();
+                        out.push(line(std::mem::replace(&mut cur, rest)));
+                        w = cur.width();
+                    }
+                    None => {
+                        out.push(line(std::mem::take(&mut cur)));
+                        w = 0;
+                    }
+                }
             }
             cur.push(c);
             w += cw;
         }
-        out.push(DocLine {
-            kind: l.kind,
-            text: cur,
-            message: l.message,
-        });
+        out.push(line(cur));
     }
     out
 }

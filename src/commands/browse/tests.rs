@@ -257,9 +257,9 @@ fn the_detail_screen_shows_hostile_text_defused() {
             "│Fix the flaky login test      ││Fix the flaky login test                      │",
             "│  2026-11-28 09:30 claude 12 m││aaaa1111 · claude · laptop                    │",
             "│Look for login tests          ││project /home/u/app                           │",
-            "│  2026-11-28 09:30 claude 3 ms││2026-11-28 09:00 → 2026-11-28 09:30 · 3 messag│",
-            "│                              ││es                                            │",
-            "│                              ││1 sub-agent sessions (S)                      │",
+            "│  2026-11-28 09:30 claude 3 ms││2026-11-28 09:00 → 2026-11-28 09:30 · 3       │",
+            "│                              ││messages                                      │",
+            "│                              ││1 sub-agent session (S)                       │",
             "│                              ││── User #0 · 2026-11-28 09:00                 │",
             "│                              ││copy �this� now                               │",
             "│                              ││�txet desrever                                │",
@@ -316,7 +316,7 @@ fn find_in_session_moves_between_matches() {
             "│Fix the flaky login test      ││── Assistant #1 · 2026-11-28 09:01            │",
             "│  2026-11-28 09:30 claude 12 m││Checking the tests.                           │",
             "│Look for login tests          ││▸ Bash {\"command\":\"cargo test login\"} [3 lines│",
-            "│  2026-11-28 09:30 claude 3 ms││ of output]                                   │",
+            "│  2026-11-28 09:30 claude 3 ms││of output]                                    │",
             "│                              ││── Assistant #2 · 2026-11-28 09:02            │",
             "│                              ││The login test waits on a timer: fixed.       │",
         ]
@@ -362,7 +362,7 @@ fn delete_asks_with_what_it_deletes_and_sends_only_on_y() {
         [
             " a agent┌ Delete ──────────────────────────────────────────────────────┐        ",
             "┌ Sessio│Delete claude session aaaa1111 (Fix the flaky login test; 15  │───────┐",
-            "│Fix the│messages and 1 sub-agent sessions)? `memtrail sessions capture│re.    │",
+            "│Fix the│messages and 1 sub-agent session)? `memtrail sessions capture │re.    │",
             "│  2026-│aaaa1111` brings it back while its transcript is still on     │       │",
             "│Look fo│disk.                                                         │       │",
             "│  2026-│                                                              │       │",
@@ -721,4 +721,80 @@ fn hybrid_ready_searches_again_and_the_title_says_hybrid() {
             "│  text                        ││                                              │",
         ]
     );
+}
+
+/// The detail pane wraps between words; a word longer than the line breaks where it ends, and
+/// a double-width character never straddles the edge.
+#[test]
+fn wrap_breaks_between_words() {
+    use super::app::{DocLine, LineKind, wrap};
+    let wrapped = |text: &str, width: usize| -> Vec<String> {
+        let l = DocLine {
+            kind: LineKind::Meta,
+            text: text.to_string(),
+            message: Some(3),
+        };
+        let out = wrap(&[l], width);
+        assert!(out.iter().all(|d| d.message == Some(3)));
+        out.into_iter().map(|d| d.text).collect()
+    };
+    assert_eq!(
+        wrapped("the quick brown fox", 10),
+        ["the quick", "brown fox"]
+    );
+    assert_eq!(
+        wrapped("the quick brown fox", 9),
+        ["the quick", "brown fox"]
+    );
+    assert_eq!(
+        wrapped("ab /very/long/path/x", 8),
+        ["ab", "/very/lo", "ng/path/", "x"]
+    );
+    assert_eq!(wrapped("abcdefghijk", 5), ["abcde", "fghij", "k"]);
+    assert_eq!(wrapped("a 漢字漢字", 5), ["a", "漢字", "漢字"]);
+    assert_eq!(wrapped("", 5), [""]);
+    assert_eq!(wrapped("  indented code", 12), ["  indented", "code"]);
+}
+
+/// Opening a hit puts its message at the top of the pane, except where the lines after it do
+/// not fill the pane: a short session then shows whole, from its header.
+#[test]
+fn an_opened_hit_scrolls_only_as_far_as_the_session_goes() {
+    let view = |n: i64| SessionView {
+        session: summary("aaaa1111", "Fix the flaky login test", n, None),
+        children: Vec::new(),
+        offset: 0,
+        total: n,
+        messages: (0..n)
+            .map(|i| message(i, "user", &format!("message number {i}")))
+            .collect(),
+    };
+    let opened = |n: i64, target: i64| {
+        let mut app = listed();
+        app.open("aaaa1111".into(), "claude".into(), Some(target));
+        screen(&mut app, 80, 24);
+        app.outbox.clear();
+        app.apply(Response::Session {
+            generation: app.detail_generation,
+            offset: 0,
+            view: Ok(view(n)),
+        });
+        let height = app.detail_height as usize;
+        let d = app.detail.clone().unwrap();
+        (d.scroll, d.lines, height)
+    };
+    // 3 messages fit the pane: it starts at the header.
+    let (scroll, lines, height) = opened(3, 2);
+    assert!(lines.len() <= height, "{lines:?}");
+    assert_eq!(scroll, 0);
+    // Hit #30 of 40: its heading is the pane's first line.
+    let (scroll, lines, _) = opened(40, 30);
+    assert_eq!(lines[scroll].message, Some(30));
+    assert_eq!(lines[scroll - 1].message, Some(29));
+    // Hit #39 of 40 (the last): the pane ends with the session's last line, the hit in view.
+    let (scroll, lines, height) = opened(40, 39);
+    // At 80×24 the pane has 16 rows: the last 8 messages (2 lines each), #32 to #39.
+    assert_eq!(height, 16);
+    assert_eq!(scroll + height, lines.len());
+    assert_eq!(lines[scroll].message, Some(32), "{:?}", &lines[scroll..]);
 }
