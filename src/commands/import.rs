@@ -98,7 +98,7 @@ pub fn import(
         .filter(|a| a.files > 0 || !a.unreadable.is_empty())
     {
         out!(
-            "{}: {} ({} with new content), {}, {}, {} updated, {} skipped ({} unknown, {} malformed)",
+            "{}: {} ({} with new content), {}, {}, {} updated, {} skipped ({} without a message, {} of an unknown type, {} malformed)",
             a.agent,
             plural(a.files, "file", "files"),
             a.changed_files,
@@ -106,6 +106,9 @@ pub fn import(
             plural(a.messages, "new message", "new messages"),
             a.updated,
             plural(a.skipped_lines, "line", "lines"),
+            a.skipped_lines
+                .saturating_sub(a.unknown_lines)
+                .saturating_sub(a.malformed_lines),
             a.unknown_lines,
             a.malformed_lines
         );

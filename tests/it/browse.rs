@@ -307,6 +307,15 @@ fn browse_searches_opens_finds_copies_deletes_and_restores_the_terminal() {
         "no clipboard write got through"
     );
 
+    // `a` cycles through the agents the store holds (the worker says which): only Claude
+    // Code's here, so the second press is back to all (not on to Codex, the next agent).
+    tmux.key("Down");
+    tmux.type_text("a");
+    tmux.wait_for("a agent: claude  p project");
+    tmux.type_text("a");
+    tmux.wait_for("a agent: all  p project");
+    tmux.type_text("s");
+
     // Search as you type, then open the first hit.
     tmux.type_text("overflow");
     // Two answers and two tool outputs name it; the main session's answer first.

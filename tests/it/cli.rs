@@ -4084,14 +4084,22 @@ fn import_names_the_files_with_malformed_lines() {
     let sid = support::session_id(79);
     let t = sb.transcript("broken", &sid);
     let good = support::claude_line(&sid, "/home/user/broken", 0);
+    // A malformed line, a line of a known type that holds no message, one of a type the
+    // reader does not know.
     std::fs::write(
         &t,
-        format!("{good}\n{{\"type\": \"user\", \"message\": \n{good}\n"),
+        format!(
+            "{good}\n{{\"type\": \"user\", \"message\": \n{{\"type\":\"file-history-snapshot\"}}\n{{\"type\":\"hologram\"}}\n{good}\n"
+        ),
     )
     .unwrap();
     let out = sb.acmd().args(["import"]).output().unwrap();
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("3 lines skipped (1 without a message, 1 of an unknown type, 1 malformed)"),
+        "{text}"
+    );
     assert!(
         text.contains(&format!("  1 malformed line skipped in {}\n", t.display())),
         "{text}"
