@@ -185,9 +185,8 @@ pub enum Command {
         after_help = "Examples:\n  memtrail web --open\n  memtrail web --port 8080\n  memtrail web --store postgres://me@db.internal/memtrail\n  MEMTRAIL_WEB_TOKEN=$(openssl rand -hex 16) memtrail web --bind 0.0.0.0 --allow-host box.lan"
     )]
     Web(WebArgs),
-    /// The local embedding model for semantic and hybrid search.
-    #[command(subcommand)]
-    Models(ModelsCommand),
+    /// The local embedding model for semantic and hybrid search (no subcommand: `models list`).
+    Models(ModelsArgs),
     /// Embed the messages not embedded yet (the backlog), for `search --mode semantic|hybrid`.
     Embed {
         /// Stop after this many seconds (the rest stays queued for the next run).
@@ -439,6 +438,13 @@ pub enum ConfigCommand {
     },
 }
 
+/// `memtrail models [install|list|remove]`.
+#[derive(Args)]
+pub struct ModelsArgs {
+    #[command(subcommand)]
+    pub command: Option<ModelsCommand>,
+}
+
 /// `memtrail models …`.
 #[derive(Subcommand)]
 pub enum ModelsCommand {
@@ -479,7 +485,8 @@ pub enum ModelsCommand {
 /// `search --mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum SearchMode {
-    /// Full-text (BM25) only.
+    /// Full-text (BM25) only: the keywords (`keyword`, the web page's word, is the same).
+    #[value(alias = "keyword")]
     Lexical,
     /// By meaning only (the embedding model's vectors).
     Semantic,

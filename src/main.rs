@@ -10,7 +10,10 @@ mod environment;
 mod prompt;
 
 use anyhow::Result;
-use cli::{Cli, Command, ConfigArgs, ConfigCommand, ModelsCommand, SessionsArgs, SessionsCommand};
+use cli::{
+    Cli, Command, ConfigArgs, ConfigCommand, ModelsArgs, ModelsCommand, SessionsArgs,
+    SessionsCommand,
+};
 use memtrail_runtime::StoreLocation;
 use output::{error_chain, terminal_safe};
 use std::process::ExitCode;
@@ -247,11 +250,12 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
             ConfigCommand::Env { markdown } => config::env(markdown),
             ConfigCommand::Default => config::default(),
         },
-        Command::Models(ModelsCommand::Install { from, json }) => models::install(from, json),
-        Command::Models(ModelsCommand::List { json }) => models::list(&db, json),
-        Command::Models(ModelsCommand::Remove { vectors, json }) => {
-            models::remove(&db, vectors, json)
-        }
+        Command::Models(ModelsArgs { command }) => match command {
+            Some(ModelsCommand::Install { from, json }) => models::install(from, json),
+            Some(ModelsCommand::List { json }) => models::list(&db, json),
+            None => models::list(&db, false),
+            Some(ModelsCommand::Remove { vectors, json }) => models::remove(&db, vectors, json),
+        },
         Command::Embed { max_seconds, json } => models::embed(&db, max_seconds, json),
         Command::Sync {
             background: true, ..

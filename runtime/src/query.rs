@@ -29,12 +29,12 @@ pub enum SearchMode {
 }
 
 impl SearchMode {
-    /// `lexical`, `semantic` or `hybrid` (any case).
+    /// `lexical` (or `keyword`, the web page's word), `semantic` or `hybrid` (any case).
     ///
     /// Errors: a message naming the three.
     pub fn parse(s: &str) -> Result<SearchMode, String> {
         match s.to_ascii_lowercase().as_str() {
-            "lexical" => Ok(SearchMode::Lexical),
+            "lexical" | "keyword" => Ok(SearchMode::Lexical),
             "semantic" => Ok(SearchMode::Semantic),
             "hybrid" => Ok(SearchMode::Hybrid),
             _ => Err(format!(
@@ -168,8 +168,8 @@ pub enum QueryItem {
 
 /// Read any user text as a search query: words are terms (all must match), `"…"` is a phrase,
 /// a trailing `*` makes a prefix, a bare `OR` (or `||`) between terms is kept, a bare `AND`
-/// (`&&`) is dropped (it is implicit), `NOT word` and `-word` exclude a word (after at least
-/// one positive term; `-1` stays a number), terms without a letter or digit are dropped and
+/// (`&&`) is dropped (it is implicit), `NOT word` and `-word` exclude a word wherever they
+/// stand (`-1` stays a number), terms without a letter or digit are dropped and
 /// a term repeated within one alternative (the terms between two `OR`s) counts once, at most
 /// [`MAX_QUERY_TERMS`] terms in all. `None` when the text
 /// holds no positive term. What [`fts_query`] (SQLite) and the PostgreSQL store's query both
@@ -287,9 +287,11 @@ fn parse(input: &str) -> (Option<Vec<QueryItem>>, bool) {
             negated,
         };
         if negated {
-            if next_alternative {
+            // Before the first positive term (`-draft notes`), or after an `OR`: it goes
+            // after the next positive term (FTS5 takes no query that begins with `NOT`).
+            if next_alternative || positives == 0 {
                 deferred.push(term);
-            } else if positives > 0 {
+            } else {
                 items.push(term);
             }
             continue;
@@ -1161,7 +1163,21 @@ mod tests {
             fts_render(vec![t("draft", false), QueryItem::Or, t("old", true)]),
             r#""draft" OR "old"*"#
         );
-        assert_eq!(fts_query("NOT hello world").unwrap(), r#""world""#);
+        // An exclusion before the first positive term applies (after it: FTS5 takes no query
+        // that begins with NOT).
+        assert_eq!(
+            fts_query("NOT hello world").unwrap(),
+            r#""world" NOT "hello""#
+        );
+        assert_eq!(
+            fts_query("-cargo -draft test notes").unwrap(),
+            r#""test" NOT "cargo" NOT "draft" AND "notes""#
+        );
+        assert_eq!(
+            fts_query("-cargo test OR build").unwrap(),
+            r#""test" NOT "cargo" OR "build""#
+        );
+        assert_eq!(fts_query("-cargo -test"), None);
         // A dash before a number is part of it (`ls -1`), not an exclusion.
         assert_eq!(fts_query("ls -1").unwrap(), r#""ls" "-1""#);
         // At most MAX_QUERY_TERMS distinct terms.

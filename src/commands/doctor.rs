@@ -56,8 +56,12 @@ pub fn doctor(json: bool) -> Result<ExitCode> {
         }
         if report.problems.is_empty() {
             out!(
-                "no problems found ({} hook program(s) run)",
-                report.hook_programs_checked
+                "no problems found ({} run)",
+                crate::output::plural(
+                    report.hook_programs_checked as u64,
+                    "hook program",
+                    "hook programs"
+                )
             );
         }
         for p in &report.problems {

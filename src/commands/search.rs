@@ -40,8 +40,23 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
             .map(|s| parse_date(s, Bound::End))
             .transpose()?,
         role: a.role.map(|r| r.as_str().to_string()),
-        limit: a.limit as usize,
+        // One more than shown: whether the list is cut is then known, not guessed.
+        limit: a.limit as usize + 1,
     };
+    let shown = a.limit as usize;
+    let filtered = [
+        ("--agent", filter.agent.is_some()),
+        ("--project", filter.project.is_some()),
+        ("--session", filter.session.is_some()),
+        ("--machine", filter.machine.is_some()),
+        ("--since", filter.since.is_some()),
+        ("--until", filter.until.is_some()),
+        ("--role", filter.role.is_some()),
+    ]
+    .iter()
+    .filter(|f| f.1)
+    .map(|f| f.0)
+    .collect::<Vec<_>>();
     // The default mode (hybrid where the store holds vectors) does not fail for its model: a
     // model that cannot be read, or an endpoint that does not answer, leaves the search to
     // BM25, with a note once it has succeeded (when it fails too, its error is the one told).
@@ -60,6 +75,7 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(e),
     };
+    let mut empty_store = false;
     let (mut hits, unindexed) = match searched {
         Searched::Found(hits, unindexed) => {
             used = mode.unwrap_or(SearchMode::Hybrid);
@@ -73,10 +89,16 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
                     // the write lock), the newest messages are not searched: say so.
                     (hits, store.unindexed())
                 }
-                None => (Vec::new(), 0),
+                None => {
+                    empty_store = true;
+                    (Vec::new(), 0)
+                }
             }
         }
     };
+    // The search may hold 500 at most: a list of 500 may be cut, one of fewer is whole.
+    let cut = hits.len() > shown || (shown == 500 && hits.len() == shown);
+    hits.truncate(shown);
     if let Some(e) = meaning_failed {
         // As `main` shows an error: redacted, control characters as `�`.
         eprintln!(
@@ -107,7 +129,19 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if hits.is_empty() {
-        out!("No matches for {:?}.", memtrail_adapters::one_line(&q, 80));
+        let q = memtrail_adapters::one_line(&q, 80);
+        if empty_store {
+            out!(
+                "No matches for {q:?}: there is no store yet (`memtrail import` reads your agents' transcripts into it)."
+            );
+        } else if !filtered.is_empty() {
+            out!(
+                "No matches for {q:?} with {} (without them there may be some).",
+                filtered.join(", ")
+            );
+        } else {
+            out!("No matches for {q:?}.");
+        }
         return Ok(ExitCode::SUCCESS);
     }
     // A hybrid search always finds neighbours by meaning: say when none holds the words.
@@ -148,8 +182,8 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
             None => title,
         };
         out_styled!("{number}{bold}{title}{reset}{about}");
-        out!(
-            "   session {} · message #{} · {}{}",
+        let where_ = format!(
+            "session {} · message #{} · {}{}",
             h.session_id,
             h.message_index,
             h.role,
@@ -158,6 +192,14 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
                 _ => "",
             }
         );
+        match columns {
+            Some(c) if c > 20 => {
+                for line in wrap_marked(&where_, c - 3, &["", ""]) {
+                    out!("   {line}");
+                }
+            }
+            _ => out!("   {where_}"),
+        }
         // On one line: line breaks and tabs (Go's test output) as spaces, not as `�`.
         let snip = printable(
             &h.snippet.replace(['\n', '\r', '\t'], " "),
@@ -165,12 +207,21 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         )
         .replace(HL_START, hit)
         .replace(HL_END, reset);
-        out_styled!("   {}\n", snip.trim());
+        // On a terminal the snippet wraps at its width, each line indented as the first.
+        match columns {
+            Some(c) if c > 20 => {
+                for line in wrap_marked(snip.trim(), c - 3, &[hit, reset]) {
+                    out_styled!("   {line}");
+                }
+                out!("");
+            }
+            _ => out_styled!("   {}\n", snip.trim()),
+        }
     }
-    if hits.len() == filter.limit {
+    if cut {
         eprintln!(
-            "note: the list stops at {}; a larger -n (--limit) shows any more",
-            crate::output::plural(filter.limit as u64, "hit", "hits")
+            "note: the list stops at {}; a larger -n (--limit) shows more",
+            crate::output::plural(shown as u64, "hit", "hits")
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -368,4 +419,80 @@ fn by_meaning_in(
         _ => memtrail_embed::search::hybrid_in(store.as_ref(), model.as_ref(), q, filter)?,
     };
     Ok(Searched::Found(hits, 0))
+}
+
+/// `text` broken between words into lines of at most `width` columns (a word longer than that
+/// on a line of its own), the strings of `codes` (terminal escapes: `[start, reset]`) taking no
+/// column. A highlight open at a break is closed at the line's end and opened again on the
+/// next, so that no indentation is coloured.
+fn wrap_marked(text: &str, width: usize, codes: &[&str; 2]) -> Vec<String> {
+    let [start, reset] = *codes;
+    let visible = |w: &str| {
+        let mut plain = w.to_string();
+        for code in codes.iter().filter(|c| !c.is_empty()) {
+            plain = plain.replace(code, "");
+        }
+        unicode_width::UnicodeWidthStr::width(plain.as_str())
+    };
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    let mut used = 0;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let w = visible(word);
+        if used > 0 && used + 1 + w > width {
+            lines.push(std::mem::take(&mut line));
+            used = 0;
+        }
+        if used > 0 {
+            line.push(' ');
+            used += 1;
+        }
+        line.push_str(word);
+        used += w;
+    }
+    lines.push(line);
+    if !start.is_empty() {
+        let mut open = false;
+        for l in &mut lines {
+            if open {
+                l.insert_str(0, start);
+            }
+            let (s, r) = (l.rfind(start), l.rfind(reset));
+            open = match (s, r) {
+                (Some(s), Some(r)) => s > r,
+                (Some(_), None) => true,
+                (None, _) => open && r.is_none(),
+            };
+            if open {
+                l.push_str(reset);
+            }
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap_marked;
+
+    #[test]
+    fn snippets_wrap_between_words_and_highlights_never_colour_the_indent() {
+        assert_eq!(
+            wrap_marked("the quick brown fox jumps", 10, &["", ""]),
+            ["the quick", "brown fox", "jumps"]
+        );
+        assert_eq!(
+            wrap_marked("abcdefghijkl x", 5, &["", ""]),
+            ["abcdefghijkl", "x"]
+        );
+        // `<` starts a highlight, `>` ends it; neither takes a column.
+        assert_eq!(
+            wrap_marked("a <bb cc> dd", 5, &["<", ">"]),
+            ["a <bb>", "<cc> dd"]
+        );
+        assert_eq!(
+            wrap_marked("<aaaa> bbbb", 4, &["<", ">"]),
+            ["<aaaa>", "bbbb"]
+        );
+    }
 }

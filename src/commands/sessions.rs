@@ -45,16 +45,19 @@ pub fn list(
     json: bool,
 ) -> Result<ExitCode> {
     let filtered = agent.is_some() || project.is_some() || machine.is_some();
-    let list = match open_reader(db)? {
+    // One more than shown: whether the list is cut is then known.
+    let mut list = match open_reader(db)? {
         Some(store) => store.list_sessions(&ListFilter {
             agent: agent.map(|a| a.as_str().to_string()),
             project: project.map(|p| absolute(&p)),
             machine,
-            limit: limit as usize,
+            limit: limit as usize + 1,
             ..Default::default()
         })?,
         None => Vec::new(),
     };
+    let cut = list.len() > limit as usize;
+    list.truncate(limit as usize);
     if json {
         out!("{}", crate::output::json(&SessionList { sessions: &list })?);
     } else if list.is_empty() && filtered {
@@ -80,7 +83,7 @@ pub fn list(
             0
         };
         // On a terminal, each line cut to its width: the title and the project end in `…`
-        // (the session id is never cut; a title with no room left is left out).
+        // (the session id is never cut; a title with too little room after it goes below).
         let columns = crate::output::terminal_columns();
         let fit = |text: &str, used: usize| match columns {
             Some(c) => crate::output::fit(text, c.saturating_sub(used)).into_owned(),
@@ -103,8 +106,16 @@ pub fn list(
                 s.session_id,
             );
             let used = unicode_width::UnicodeWidthStr::width(head.as_str());
-            if columns.is_some_and(|c| c < used + 2) {
+            if columns.is_some_and(|c| c < used + 24) {
+                // Too little room after the id (a narrow terminal, a sub-agent's long id):
+                // the title gets a line of its own, above the project.
                 out!("{}", head.trim_end());
+                out!(
+                    "{:>w$}{}",
+                    "",
+                    fit(s.title.as_deref().unwrap_or("(untitled)"), 37 + width),
+                    w = 37 + width
+                );
             } else {
                 out!(
                     "{head}{}",
@@ -116,9 +127,9 @@ pub fn list(
             }
         }
         // The list may be cut: say so, and how to see more (on stderr, as the other notes).
-        if list.len() == limit as usize {
+        if cut {
             eprintln!(
-                "note: the list stops at {}; a larger -n (--limit) shows any more",
+                "note: the list stops at {}; a larger -n (--limit) shows more",
                 crate::output::plural(limit as u64, "session", "sessions")
             );
         }

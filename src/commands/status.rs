@@ -85,7 +85,13 @@ impl Listing {
             })
             .collect();
         let found = cache.run_each(jobs, 2);
-        if let Some(dir) = file.parent() {
+        // The state folder is made for the cache only where memtrail keeps data (its data
+        // folder exists): a `status` after `uninstall --purge` leaves nothing behind.
+        if let Some(dir) = file.parent().filter(|_| {
+            memtrail_adapters::paths::xdg_data_home()
+                .join("memtrail")
+                .is_dir()
+        }) {
             use std::os::unix::fs::DirBuilderExt;
             let _ = std::fs::DirBuilder::new()
                 .recursive(true)
@@ -408,7 +414,12 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                 for r in &runs[i] {
                     out!(
                         "  last {} hook: {} ({:.1} ms, +{}){}",
-                        r.event,
+                        // A payload that named no event (a hand-made one, say).
+                        if r.event.is_empty() {
+                            "(unnamed)"
+                        } else {
+                            r.event.as_str()
+                        },
                         short_time(&memtrail_adapters::format_rfc3339_ms(r.at)),
                         r.duration_us as f64 / 1000.0,
                         plural(r.messages as u64, "message", "messages"),

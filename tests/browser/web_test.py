@@ -179,12 +179,12 @@ def run(d, base):
     d.find_element(By.CSS_SELECTOR, "a.hit-link").click()
     wait_for(lambda: "at=217" in d.current_url)
     pager = d.find_element(By.CSS_SELECTOR, "nav.pager span").text
-    check("paging: the hit's page holds messages 201–250", pager == "messages 201–250 of 250", pager)
+    check("paging: the hit's page holds messages #200–#249", pager == "messages #200–#249 of 250", pager)
     check("paging: message 217 shown",
           "pagemarker217" in d.find_element(By.ID, "m217").text)
     d.find_element(By.CSS_SELECTOR, "nav.pager a[rel=prev]").click()
     pager = wait_for(lambda: d.find_element(By.CSS_SELECTOR, "nav.pager span").text)
-    check("paging: Earlier gives messages 101–200", pager == "messages 101–200 of 250", pager)
+    check("paging: Earlier gives messages #100–#199", pager == "messages #100–#199 of 250", pager)
     check("paging: 100 messages on the page", len(d.find_elements(By.CSS_SELECTOR, "article.msg")) == 100)
 
     # --- live: the session's last page shows a turn the Stop hook ingests meanwhile
@@ -244,6 +244,13 @@ def run(d, base):
              for dt, dd in zip(dl.find_elements(By.TAG_NAME, "dt"), dl.find_elements(By.TAG_NAME, "dd"))}
     check("status: sync not configured, in words", terms.get("Configured") == "no", terms)
     check("status: healthy in words", d.find_element(By.CSS_SELECTOR, "main p strong").text in ("yes", "no"))
+    # Agents not on this machine are named once, not given rows of "missing".
+    agent_rows = [r[0] for r in [[c.text for c in tr.find_elements(By.TAG_NAME, "td")]
+                                 for tr in d.find_elements(By.CSS_SELECTOR, "table.sessions tbody tr")] if r]
+    elsewhere = d.find_element(By.ID, "elsewhere").text
+    absent = elsewhere.removeprefix("Not on this machine: ").rstrip(".").split(", ")
+    check("status: absent agents in one line", elsewhere.startswith("Not on this machine: ") and "goose" in absent, elsewhere)
+    check("status: no row for an absent agent", not set(absent) & set(agent_rows) and "claude" in agent_rows, agent_rows)
 
     analytics(d, base)
     modes(d, base)
@@ -305,8 +312,8 @@ def analytics(d, base):
     titles = d.execute_script(
         "return Array.from(document.querySelectorAll('#sessions-per-day rect title')).map(t => t.textContent)")
     check("analytics: sessions per day per agent",
-          titles == ["2026-03-03 · claude: 1 sessions", "2026-03-04 · claude: 1 sessions",
-                     "2026-03-05 · claude: 1 sessions"], titles)
+          titles == ["2026-03-03 · claude: 1 session", "2026-03-04 · claude: 1 session",
+                     "2026-03-05 · claude: 1 session"], titles)
     models = d.execute_script(
         "return Array.from(document.querySelectorAll('#models-per-day rect title')).map(t => t.textContent)"
         ".filter(t => t.startsWith('2026-03-04'))")
@@ -347,7 +354,9 @@ def modes(d, base):
     sel = d.find_element(By.ID, "mode")
     check("modes: disabled without a model", not sel.is_enabled())
     why = d.find_element(By.ID, "mode-why").text
-    check("modes: the reason and what to run", why.startswith("Search by meaning needs a model: `memtrail models install`"), why)
+    check("modes: the reason and what to run", why.startswith("Search by meaning needs a model: memtrail models install"), why)
+    code = [c.text for c in d.find_elements(By.CSS_SELECTOR, "#mode-why code")]
+    check("modes: the command as code, no backquotes shown", code[:1] == ["memtrail models install"] and "`" not in why, code)
     check("modes: keyword finds nothing", d.find_element(By.CSS_SELECTOR, "#results .empty").text.startswith("No matches"))
 
     import shutil
@@ -355,7 +364,7 @@ def modes(d, base):
     shutil.copytree(os.environ["MEMTRAIL_WEB_TEST_MODEL"], dest)
     d.get(base + "/search?q=database+server+rejects+clients")
     why = d.find_element(By.ID, "mode-why").text
-    check("modes: model installed, no vectors yet", why == "The store holds no vectors of minilm-l6-static@1/4 yet: run `memtrail embed`.", why)
+    check("modes: model installed, no vectors yet", why == "The store holds no vectors of minilm-l6-static@1/4 yet: run memtrail embed.", why)
     memtrail("embed")
 
     d.get(base + "/search?q=database+server+rejects+clients")

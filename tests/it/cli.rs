@@ -509,6 +509,48 @@ fn search_cli_finds_filters_and_never_shows_sqlite_errors() {
     );
     let none = sb.json(&["search", word, "--agent", "codex", "--json"]);
     assert_eq!(none["hits"].as_array().unwrap().len(), 0);
+    // An exclusion applies wherever it stands: `-overflow todo` is `todo -overflow` (2 of
+    // the fixture's 6 `todo` messages), not `todo`.
+    let ids = |args: &[&str]| -> Vec<String> {
+        sb.json(args)["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["message_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let after = ids(&["search", "--json", "--", "todo -overflow"]);
+    assert_eq!(
+        (after.len(), ids(&["search", "--json", "todo"]).len()),
+        (2, 6)
+    );
+    assert_eq!(ids(&["search", "--json", "--", "-overflow todo"]), after);
+    assert_eq!(ids(&["search", "--json", "NOT overflow todo"]), after);
+    // Exactly as many hits as the limit: nothing more to show, no note.
+    let out = sb
+        .acmd()
+        .args(["search", "todo", "-n", "6"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    // No match because of a filter: said so.
+    let out = sb
+        .acmd()
+        .args([
+            "search",
+            "todo",
+            "--agent",
+            "codex",
+            "--since",
+            "2020-01-01",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "No matches for \"todo\" with --agent, --since (without them there may be some).\n"
+    );
     // A list cut at the limit says so on stderr, with the option that shows more.
     assert!(hits.len() > 1, "{res}");
     let out = sb
@@ -519,7 +561,7 @@ fn search_cli_finds_filters_and_never_shows_sqlite_errors() {
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "note: the list stops at 1 hit; a larger -n (--limit) shows any more\n"
+        "note: the list stops at 1 hit; a larger -n (--limit) shows more\n"
     );
     let out = sb
         .acmd()
@@ -529,7 +571,7 @@ fn search_cli_finds_filters_and_never_shows_sqlite_errors() {
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "note: the list stops at 1 session; a larger -n (--limit) shows any more\n"
+        "note: the list stops at 1 session; a larger -n (--limit) shows more\n"
     );
 
     for q in [
@@ -1259,6 +1301,9 @@ fn uninstall_purge_needs_a_confirmation() {
         !sb.home.join(".local/share/memtrail").exists(),
         "the models and the data folder go too"
     );
+    // A `status` to check writes nothing back.
+    sb.acmd().args(["status"]).output().unwrap();
+    assert!(!state.exists() && !sb.home.join(".local/share/memtrail").exists());
 }
 
 /// `doctor` reports a Codex hook that Codex does not trust yet (it skips untrusted hooks), with
@@ -1278,7 +1323,7 @@ fn doctor_reports_untrusted_codex_hooks() {
     let reason = "not trusted yet; open /hooks in Codex and trust memtrail's hooks (until then memtrail captures through `notify` only)";
     let expected = format!(
         "codex: notice (not a failure): hook SessionStart, hook PreCompact and hook Stop will not run: {reason}\n\
-         no problems found (1 hook program(s) run)\n"
+         no problems found (1 hook program run)\n"
     );
     assert_eq!(text, expected);
     let j = sb.json(&["doctor", "--json"]);

@@ -136,7 +136,7 @@ fn stacked(id: &str, label: &str, s: &[Series], first: i64, last: i64, unit: &st
                     @let x = CHART_LEFT + (d - first) as f64 * bw;
                     rect class=(format!("s{k}")) x=(fmt(x + 0.5)) y=(fmt(CHART_H - y(base + v)))
                         width=(fmt((bw - 1.0).max(0.6))) height=(fmt(y(*v))) {
-                        title { (day_str(*d)) " · " (s[*k].name) ": " (v) " " (unit) }
+                        title { (day_str(*d)) " · " (s[*k].name) ": " (count(*v, unit)) }
                     }
                 }
                 // The first label starts at its bar, the last ends at its bar (inside the chart).
@@ -157,6 +157,31 @@ fn stacked(id: &str, label: &str, s: &[Series], first: i64, last: i64, unit: &st
             }
         }
     }
+}
+
+/// `n` and what it counts (`unit`, plural: `messages`), singular for one (`1 message`).
+fn count(n: i64, unit: &str) -> String {
+    match n {
+        1 => format!("1 {}", unit.strip_suffix('s').unwrap_or(unit)),
+        _ => format!("{n} {unit}"),
+    }
+}
+
+/// The heatmap's month labels, `(week, name)`: at the first week whose last day is in a new
+/// month. The first week's month is named only when the next label is 3 weeks or more away (a
+/// label is about two weeks wide: closer, the two would print over each other).
+fn month_labels(first: i64) -> Vec<(i64, &'static str)> {
+    let month = |wk: i64| month_name(&day_str(first + wk * 7 + 6));
+    let mut labels: Vec<(i64, &'static str)> = vec![(0, month(0))];
+    for wk in 1..HEATMAP_WEEKS {
+        if month(wk) != month(wk - 1) {
+            labels.push((wk, month(wk)));
+        }
+    }
+    if labels.get(1).is_some_and(|(wk, _)| *wk < 3) {
+        labels.remove(0);
+    }
+    labels
 }
 
 /// A number as SVG writes it: at most two decimals.
@@ -190,11 +215,11 @@ fn heatmap(per_day: &BTreeMap<i64, i64>, last: i64) -> Markup {
                 @for (r, name) in [(1, "Mon"), (3, "Wed"), (5, "Fri")] {
                     text.scale x=(left - 4.0) y=(fmt(topm + r as f64 * (cell + gap) + cell - 2.0)) { (name) }
                 }
+                @for (wk, name) in month_labels(first) {
+                    text.month x=(fmt(left + wk as f64 * (cell + gap))) y="11" { (name) }
+                }
                 @for wk in 0..HEATMAP_WEEKS {
                     @let d0 = first + wk * 7;
-                    @if wk == 0 || day_str(d0)[5..7] != day_str(d0 - 7)[5..7] {
-                        text.month x=(fmt(left + wk as f64 * (cell + gap))) y="11" { (month_name(&day_str(d0 + 6))) }
-                    }
                     @for r in 0..7 {
                         @let d = d0 + r;
                         @if d <= last {
@@ -202,13 +227,13 @@ fn heatmap(per_day: &BTreeMap<i64, i64>, last: i64) -> Markup {
                             rect class=(format!("h{}", level(v))) data-day=(day_str(d)) data-n=(v)
                                 x=(fmt(left + wk as f64 * (cell + gap))) y=(fmt(topm + r as f64 * (cell + gap)))
                                 width=(cell) height=(cell) rx="2" {
-                                title { (day_str(d)) ": " (v) " messages" }
+                                title { (day_str(d)) ": " (count(v, "messages")) }
                             }
                         }
                     }
                 }
             }
-            figcaption.scale-note { "Less " @for l in 0..5 { span class=(format!("sw h{l}")) {} } " more · busiest day " (max) " messages" }
+            figcaption.scale-note { "Less " @for l in 0..5 { span class=(format!("sw h{l}")) {} } " more · busiest day " (count(max, "messages")) }
         }
     }
 }
@@ -398,5 +423,32 @@ mod tests {
         assert_eq!(duration(3 * 300_000), "15 min");
         assert_eq!(duration(37 * 300_000), "3 h 05 min");
         assert_eq!(month_name("2026-03-01"), "Mar");
+        assert_eq!(
+            (count(1, "sessions"), count(2, "sessions")),
+            ("1 session".to_string(), "2 sessions".to_string())
+        );
+    }
+
+    /// A month is named at the first week whose last day is in it, and the first week's month
+    /// only when the next label is far enough not to print over it.
+    #[test]
+    fn month_labels_never_overlap() {
+        // Up to Saturday 2026-12-05: the first week is 2025-11-30 to 12-06 ("Dec"), January
+        // starts in the week of 2025-12-28 (its last day 2026-01-03), week 4; the last week
+        // (2026-11-29 to 12-05) is December again.
+        let first = heatmap_first(20792);
+        assert_eq!(day_str(first), "2025-11-30");
+        let labels = month_labels(first);
+        assert_eq!(labels[..3], [(0, "Dec"), (4, "Jan"), (9, "Feb")]);
+        assert_eq!(labels.len(), 13);
+        assert_eq!(labels[12], (52, "Dec"));
+        // Up to 2026-01-24: the first week (2025-01-19 to 01-25) is January, February starts
+        // a week later: only February is named there.
+        let first = heatmap_first(20477);
+        assert_eq!(day_str(first), "2025-01-19");
+        assert_eq!(month_labels(first)[0], (1, "Feb"));
+        for l in [month_labels(heatmap_first(20792)), month_labels(first)] {
+            assert!(l.windows(2).all(|w| w[1].0 - w[0].0 >= 3), "{l:?}");
+        }
     }
 }

@@ -177,7 +177,7 @@ fn mode_select(p: &SearchParams, modes: &ModeState) -> Markup {
             },
             Err(why) => span.mode-off {
                 label { "Mode " select name="mode" id="mode" disabled aria-describedby="mode-why" { option value="keyword" selected { "keyword" } } }
-                " " span.hint id="mode-why" { (why) }
+                " " span.hint id="mode-why" { (with_code(why)) }
             },
         }
     }
@@ -546,7 +546,11 @@ fn pager(base: &str, offset: i64, last: i64, total: i64) -> Markup {
                 a href=(format!("{base}&offset=0")) { "⇤ First" }
                 a rel="prev" href=(format!("{base}&offset={}", (offset - MESSAGES_PER_PAGE).max(0))) { "← Earlier" }
             }
-            span { "messages " (if total == 0 { 0 } else { offset + 1 }) "–" (last) " of " (total) }
+            // Numbered as the messages are (`#0` is the first).
+            span {
+                @if total == 0 || last <= offset { "no messages here" }
+                @else { "messages #" (offset) "–#" (last - 1) " of " (total) }
+            }
             @if last < total {
                 a rel="next" href=(format!("{base}&offset={last}")) { "Later →" }
                 a href=(format!("{base}&offset={}", (total - 1).max(0) / MESSAGES_PER_PAGE * MESSAGES_PER_PAGE)) { "Last ⇥" }
@@ -647,6 +651,16 @@ fn json_value(v: &serde_json::Value) -> Markup {
     }
 }
 
+/// `text` with its `` `backquoted` `` parts (commands, in memtrail's messages) as `<code>`,
+/// the rest as text; every part escaped.
+fn with_code(text: &str) -> Markup {
+    html! {
+        @for (i, part) in text.split('`').enumerate() {
+            @if i % 2 == 1 { code { (part) } } @else { (part) }
+        }
+    }
+}
+
 /// A JSON value as short text: a string as it is, `null` as `—`, a boolean as `yes` / `no`,
 /// others as JSON.
 fn short(v: Option<&serde_json::Value>) -> String {
@@ -680,13 +694,29 @@ fn status_summary(v: &serde_json::Value) -> Markup {
     };
     let store = &v["store"];
     let sync = &v["sync"];
+    // An agent not found, with nothing of memtrail's wired and no transcript, is named once
+    // below the table (as `memtrail status` does), not given a row of "missing".
+    let here = |a: &&serde_json::Value| {
+        a["registration"]["detected"].as_bool() == Some(true)
+            || a["transcripts"]["found"].as_u64().is_some_and(|n| n > 0)
+            || a["registration"]["items"]
+                .as_array()
+                .unwrap_or(&empty)
+                .iter()
+                .any(|it| it["state"].as_str() != Some("missing"))
+    };
+    let elsewhere: Vec<String> = agents
+        .iter()
+        .filter(|a| !here(a))
+        .map(|a| short(a.get("agent")))
+        .collect();
     html! {
         p { "Healthy: " strong { (short(v.get("healthy"))) } }
         h2 { "Agents" }
         table.sessions {
             thead { tr { th { "Agent" } th { "Detected" } th { "Wired (hooks, MCP, skill)" } th.num { "Transcripts" } th { "Last hook run" } } }
             tbody {
-                @for a in agents {
+                @for a in agents.iter().filter(here) {
                     tr {
                         td { span.badge.agent { (short(a.get("agent"))) } }
                         td { (short(a["registration"].get("detected"))) }
@@ -709,6 +739,9 @@ fn status_summary(v: &serde_json::Value) -> Markup {
                     }
                 }
             }
+        }
+        @if !elsewhere.is_empty() {
+            p.note #elsewhere { "Not on this machine: " (elsewhere.join(", ")) "." }
         }
         h2 { "Store" }
         dl.summary {
@@ -747,7 +780,7 @@ pub(crate) fn status_page(app: &App, status: Option<&serde_json::Value>, unindex
             h1 { "Status" }
             dl.summary {
                 dt { "Store" } dd.path { (app.backend.label) }
-                dt { "Not yet searchable" } dd { (unindexed) " messages" }
+                dt { "Not yet searchable" } dd { (unindexed) @if unindexed == 1 { " message" } @else { " messages" } }
                 dt { "Deletes" } dd { @if app.backend.delete.is_some() { "allowed (POST with CSRF token)" } @else { "read-only store" } }
             }
             @match status {

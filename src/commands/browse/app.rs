@@ -588,9 +588,11 @@ impl App {
             }
             KeyCode::End | KeyCode::Char('G') => d.scroll = max,
             KeyCode::Char('t') => {
-                // Rewrapped at the next layout.
+                // Rewrapped at the next layout (the find's matches are counted again there:
+                // the pane's title shows them).
                 d.unfolded = !d.unfolded;
                 d.lines.clear();
+                self.status.clear();
             }
             KeyCode::Char('/') => {
                 self.find.clear();
@@ -599,7 +601,9 @@ impl App {
             KeyCode::Char('n') => self.jump_match(true, false),
             KeyCode::Char('N') => self.jump_match(false, false),
             KeyCode::Esc | KeyCode::Left | KeyCode::Tab | KeyCode::Char('b') => {
-                self.focus = Focus::Results
+                // What was said of the session (a match, a sub-agent) is not of the results.
+                self.focus = Focus::Results;
+                self.status.clear();
             }
             _ => {}
         }
@@ -623,6 +627,8 @@ impl App {
     /// Opens session `id` of `agent` in the detail pane, at message `target`.
     pub fn open(&mut self, id: String, agent: String, target: Option<i64>) {
         self.detail_generation += 1;
+        // What was said of the session open before is not of this one.
+        self.status.clear();
         let offset = target.map(|t| (t - 20).max(0)).unwrap_or(0);
         self.outbox.push(Request::Session {
             generation: self.detail_generation,
@@ -1010,9 +1016,10 @@ pub fn document(d: &Detail) -> Vec<DocLine> {
             push(
                 LineKind::Tool,
                 format!(
-                    "▸ {} {} [{out_lines} lines of output]",
+                    "▸ {} {} [{} of output]",
                     clean_line(&c.name),
-                    memtrail_adapters::one_line(&input, 80)
+                    memtrail_adapters::one_line(&input, 80),
+                    crate::output::plural(out_lines as u64, "line", "lines")
                 ),
                 Some(m.index),
             );

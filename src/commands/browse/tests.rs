@@ -307,6 +307,7 @@ fn find_in_session_moves_between_matches() {
     );
     app.key(key('n'));
     assert_eq!(app.current_match, Some(1));
+    assert_eq!(app.status, "match 2 of 3");
     // Two lines of context above the match.
     assert_eq!(app.detail.as_ref().unwrap().scroll, 9);
     let s = screen(&mut app, 80, 20);
@@ -797,4 +798,30 @@ fn an_opened_hit_scrolls_only_as_far_as_the_session_goes() {
     assert_eq!(height, 16);
     assert_eq!(scroll + height, lines.len());
     assert_eq!(lines[scroll].message, Some(32), "{:?}", &lines[scroll..]);
+}
+
+/// The status line speaks of the last action: unfolding the tool calls (which moves the
+/// matches) or leaving the session clears a "match i of n"; opening another session clears
+/// what was said of the one before.
+#[test]
+fn the_status_line_does_not_outlive_what_it_speaks_of() {
+    let mut app = hostile_detail();
+    screen(&mut app, 80, 20);
+    app.key(key('/'));
+    for c in "login".chars() {
+        app.key(key(c));
+    }
+    app.key(code(KeyCode::Enter));
+    app.key(key('n'));
+    assert_eq!(app.status, "match 2 of 3");
+    app.key(key('t'));
+    assert_eq!(app.status, "");
+    app.key(key('n'));
+    assert!(app.status.starts_with("match "), "{}", app.status);
+    app.key(code(KeyCode::Esc));
+    assert_eq!(app.focus, Focus::Results);
+    assert_eq!(app.status, "");
+    app.status = "sub-agent session 1 of 1 (P: back to the parent)".into();
+    app.open("aaaa1111".into(), "claude".into(), None);
+    assert_eq!(app.status, "");
 }
