@@ -1661,16 +1661,18 @@ fn compaction_snapshot_resume_and_handoff() {
     for needle in [
         "# Handoff: continuing a Claude Code session in Codex CLI\n",
         "- First request: このリポジトリのテストを実行してください 🧪\n",
-        "## Decisions\n\n- No, don't delete anything.\n",
+        // The `rm -rf target` the user declined at the permission prompt is a decision, not
+        // an open problem.
+        "## Decisions\n\n- declined Bash: rm -rf target\n- No, don't delete anything.\n",
         "## Current state\n\n- Last request: No, don't delete anything. Just summarise the diff. 🙂\n- Before that: Покажи git diff, пожалуйста 🙏\n",
         "- Last answer: 差分: src/lib.rs の1行だけ変更 (x → n)、README.ar.md は新規です 👍\n",
-        "## Open problems\n\n- Error in shell: rm -rf target: The user doesn't want to proceed",
         "## Files changed\n\n- src/lib.rs (edited)\n- README.ar.md (written)\n",
         "`mcp__memtrail__search`",
         &format!("`memtrail resume {sid}`"),
     ] {
         assert!(doc.contains(needle), "{needle:?} not in:\n{doc}");
     }
+    assert!(!doc.contains("## Open problems"), "{doc}");
     // --help documents both commands.
     let out = sb.acmd().args(["resume", "--help"]).output().unwrap();
     let help = String::from_utf8(out.stdout).unwrap();

@@ -427,7 +427,40 @@ fn effective_tool(call: &ToolCall) -> Option<&'static str> {
     vocabulary::effective_tool(&call.name)
 }
 
+/// The starts of the results Claude Code writes for a tool call the user declined at its
+/// permission prompt (its `tool_result`, `is_error: true`): the tool did not run.
+const DECLINED: [&str; 2] = [
+    "The user doesn't want to proceed with this tool use.",
+    "The user doesn't want to take this action right now.",
+];
+
+/// Whether the user declined `call` (it never ran): not an error of the tool, a decision.
+fn declined(call: &ToolCall) -> bool {
+    call.is_error
+        && call
+            .output
+            .as_deref()
+            .is_some_and(|o| DECLINED.iter().any(|d| o.trim_start().starts_with(d)))
+}
+
 fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
+    if declined(call) {
+        // What was asked for: the command, the file, else the tool's name.
+        let target = s(&call.input, &["command", "cmd"])
+            .map(first_line)
+            .or_else(|| path_of(&call.input))
+            .unwrap_or_else(|| call.name.clone());
+        out.push(ev(
+            Category::Decision,
+            "declined",
+            1,
+            &format!("declined {}: {}", call.name, collapse(&target)),
+            None,
+            Some(call),
+            ts,
+        ));
+        return;
+    }
     if let Some(tool) = effective_tool(call) {
         if tool == "delete" {
             if call.is_error {
@@ -1337,6 +1370,74 @@ fn answer_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A call the user declined at Claude Code's permission prompt is a decision, not an error,
+    /// and a declined edit edited nothing.
+    #[test]
+    fn a_declined_call_is_a_decision_not_an_error() {
+        let call = |name: &str, tool: &str, input: Value, output: &str| ToolCall {
+            id: "toolu_1".into(),
+            name: name.into(),
+            tool: tool.into(),
+            input,
+            output: Some(output.into()),
+            is_error: true,
+            exit_code: None,
+        };
+        let mut out = Vec::new();
+        tool_events(
+            &call(
+                "Bash",
+                "shell",
+                serde_json::json!({"command": "rm -rf target\necho done"}),
+                "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.",
+            ),
+            Some(7),
+            &mut out,
+        );
+        tool_events(
+            &call(
+                "Edit",
+                "edit",
+                serde_json::json!({"file_path": "/w/src/lib.rs", "old_string": "a", "new_string": "b"}),
+                "The user doesn't want to take this action right now. STOP what you are doing and wait for the user to tell you how to proceed.",
+            ),
+            Some(8),
+            &mut out,
+        );
+        let got: Vec<(Category, &str, &str)> = out
+            .iter()
+            .map(|e| (e.category, e.action.as_str(), e.subject.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    Category::Decision,
+                    "declined",
+                    "declined Bash: rm -rf target"
+                ),
+                (
+                    Category::Decision,
+                    "declined",
+                    "declined Edit: /w/src/lib.rs"
+                ),
+            ]
+        );
+        // Any other error stays one.
+        let mut out = Vec::new();
+        tool_events(
+            &call(
+                "Bash",
+                "shell",
+                serde_json::json!({"command": "false"}),
+                "Exit code 1",
+            ),
+            None,
+            &mut out,
+        );
+        assert!(out.iter().any(|e| e.category == Category::Error), "{out:?}");
+    }
 
     /// The two regexes [`is_decision`] replaced: the oracle it is compared against.
     fn oracle(lower: &str) -> bool {

@@ -1134,7 +1134,7 @@ fn files_removed_by_the_shell() {
             r("file", "deleted", "old.rs", None, Some("shell")),
         ]
     );
-    // Rejected by the user: nothing was removed.
+    // Declined by the user: nothing was removed, nothing failed; the user decided.
     assert_eq!(
         one(
             "Bash",
@@ -1142,16 +1142,13 @@ fn files_removed_by_the_shell() {
             Some("The user doesn't want to proceed with this tool use."),
             true
         ),
-        vec![
-            r("command", "failed", "rm -rf target", None, Some("shell")),
-            r(
-                "error",
-                "tool",
-                "shell: rm -rf target",
-                Some("The user doesn't want to proceed with this tool use."),
-                Some("shell")
-            ),
-        ]
+        vec![r(
+            "decision",
+            "declined",
+            "declined Bash: rm -rf target",
+            None,
+            Some("shell")
+        )]
     );
 }
 
