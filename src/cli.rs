@@ -116,7 +116,7 @@ pub enum Command {
         #[arg(long = "agent", value_name = "AGENT")]
         agents: Vec<Agent>,
         /// Only transcripts modified since DATE (YYYY-MM-DD in UTC, RFC 3339, today, yesterday, or an age like 30d).
-        #[arg(long, value_name = "DATE")]
+        #[arg(long, value_name = "DATE", value_parser = date)]
         since: Option<String>,
         /// Print the summary as JSON.
         #[arg(long)]
@@ -147,7 +147,7 @@ pub enum Command {
         session: Option<String>,
         /// Most bytes of snapshot text (256-65536).
         #[arg(long, value_name = "BYTES", default_value_t = memtrail_runtime::snapshot::DEFAULT_BUDGET as u32,
-              value_parser = clap::value_parser!(u32).range(256..=65_536))]
+              value_parser = between::<256, 65_536>)]
         budget: u32,
         /// Print JSON: {session, snapshot: {text, budget, events}}.
         #[arg(long)]
@@ -354,7 +354,7 @@ pub struct ExportArgs {
     pub all: bool,
     /// With --all: only sessions active since DATE (YYYY-MM-DD in UTC, RFC 3339, today,
     /// yesterday, or an age like 30d).
-    #[arg(long, value_name = "DATE", requires = "all")]
+    #[arg(long, value_name = "DATE", value_parser = date, requires = "all")]
     pub since: Option<String>,
     /// With --all: only this agent's sessions.
     #[arg(long, requires = "all")]
@@ -553,16 +553,16 @@ pub struct SearchArgs {
     #[arg(long, value_name = "NAME")]
     pub machine: Option<String>,
     /// Only messages since DATE (YYYY-MM-DD in UTC, RFC 3339, today, yesterday, or an age like 7d).
-    #[arg(long, value_name = "DATE")]
+    #[arg(long, value_name = "DATE", value_parser = date)]
     pub since: Option<String>,
     /// Only messages until DATE (same forms as --since).
-    #[arg(long, value_name = "DATE")]
+    #[arg(long, value_name = "DATE", value_parser = date)]
     pub until: Option<String>,
     /// Only messages of this role: user, assistant, tool, system.
     #[arg(long)]
     pub role: Option<memtrail_adapters::Role>,
     /// Most hits to show (1-500).
-    #[arg(long, short = 'n', default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=500))]
+    #[arg(long, short = 'n', default_value_t = 20, value_parser = between::<1, 500>)]
     pub limit: u32,
     /// Print JSON (hits marked `**word**`).
     #[arg(long)]
@@ -619,7 +619,7 @@ pub enum SessionsCommand {
         #[arg(long, value_name = "NAME")]
         machine: Option<String>,
         /// Most sessions to show (1-100000).
-        #[arg(long, short = 'n', default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        #[arg(long, short = 'n', default_value_t = 20, value_parser = between::<1, 100_000>)]
         limit: u32,
         /// Print JSON.
         #[arg(long)]
@@ -683,4 +683,21 @@ fn positive_seconds(s: &str) -> Result<f64, String> {
             "{s:?} is not a number of seconds greater than 0 and at most 86400 (a day)"
         )),
     }
+}
+
+/// A whole number from `LO` to `HI`, for an option's value; the error says so in words (clap's
+/// own says `not in 1..=500`).
+fn between<const LO: u32, const HI: u32>(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (LO..=HI).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}` is not a whole number from {LO} to {HI}")),
+    }
+}
+
+/// A date option's value, checked as it is read (a usage error, exit code 2, as for any bad
+/// option) and kept as typed: `memtrail_runtime::time::parse_date` reads it again for its bound.
+fn date(s: &str) -> Result<String, String> {
+    memtrail_runtime::time::parse_date(s, memtrail_runtime::time::Bound::Start)
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
 }

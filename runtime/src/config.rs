@@ -227,6 +227,26 @@ pub fn unset(text: &str, key: &str) -> Result<String, String> {
     match slot {
         Some(s) if s.contains_key(name) => {
             s.remove(name);
+            // A `[table]` left with nothing in it, and no comment of the user's, goes too.
+            if let Some(t) = table
+                && doc.get(t).and_then(|i| i.as_table()).is_some_and(|tb| {
+                    tb.is_empty()
+                        && !tb
+                            .decor()
+                            .prefix()
+                            .and_then(|p| p.as_str())
+                            .unwrap_or("")
+                            .contains('#')
+                        && !tb
+                            .decor()
+                            .suffix()
+                            .and_then(|p| p.as_str())
+                            .unwrap_or("")
+                            .contains('#')
+                })
+            {
+                doc.remove(t);
+            }
             Ok(doc.to_string())
         }
         _ => Ok(text.to_string()),
@@ -360,6 +380,11 @@ mod tests {
         );
         assert_eq!(unset(&out, "embed.url").unwrap(), out);
         assert_eq!(raw(&out, "web.port").unwrap().as_deref(), Some("8080"));
+        // `[web]` left empty goes; `[sync]`, empty but commented, stays.
+        assert_eq!(
+            unset(&out, "web.port").unwrap(),
+            "# mine\nexclude = [\"/a\"]   # keep me\n\n[sync]  # sync here\n"
+        );
         assert_eq!(raw(text, "exclude").unwrap().as_deref(), Some("[\"/a\"]"));
         assert_eq!(raw(text, "embed.url").unwrap(), None);
         assert_eq!(

@@ -182,15 +182,40 @@ const SETTINGS: &[Setting] = &[
 
 fn setting(key: &str) -> Result<&'static Setting> {
     SETTINGS.iter().find(|s| s.key == key).ok_or_else(|| {
-        anyhow!(
-            "no setting `{key}`; the settings are: {}",
-            SETTINGS
-                .iter()
-                .map(|s| s.key)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+        // A typo (`web.prot`) is answered with the setting it meant.
+        let near = SETTINGS
+            .iter()
+            .map(|s| (edit_distance(key, s.key), s.key))
+            .min()
+            .filter(|(d, _)| *d <= 2);
+        match near {
+            Some((_, k)) => anyhow!("no setting `{key}`: did you mean `{k}`?"),
+            None => anyhow!(
+                "no setting `{key}`; the settings are: {}",
+                SETTINGS
+                    .iter()
+                    .map(|s| s.key)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
     })
+}
+
+/// Levenshtein distance between `a` and `b`, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// A setting's default, as TOML (`None`: not set by default).

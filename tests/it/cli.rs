@@ -526,6 +526,17 @@ fn search_cli_finds_filters_and_never_shows_sqlite_errors() {
     );
     assert_eq!(ids(&["search", "--json", "--", "-overflow todo"]), after);
     assert_eq!(ids(&["search", "--json", "NOT overflow todo"]), after);
+    // A limit out of range is a usage error, said in words.
+    let out = sb
+        .acmd()
+        .args(["search", "todo", "-n", "1000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("`1000` is not a whole number from 1 to 500"),
+        "{out:?}"
+    );
     // Exactly as many hits as the limit: nothing more to show, no note.
     let out = sb
         .acmd()
@@ -598,7 +609,8 @@ fn search_cli_finds_filters_and_never_shows_sqlite_errors() {
         .args(["search", "x", "--since", "last tuesday"])
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    // A usage error, as a bad --agent or --role is.
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("YYYY-MM-DD"));
 }
 
