@@ -77,6 +77,10 @@ pub enum Command {
     /// Register memtrail's hooks, MCP server and skill with your agents.
     Install(InstallArgs),
     /// Remove exactly what `install` added.
+    #[command(mut_arg("agents", |a| a.help(agents_help(
+        "Only this agent (repeatable)",
+        " [default: every agent memtrail is registered with]",
+    ))))]
     Uninstall(UninstallArgs),
     /// Show what is wired, where it points, when each hook last ran, and the store's figures.
     Status {
@@ -315,7 +319,7 @@ pub struct InstallArgs {
         value_name = "AGENT",
         help = agents_help(
             "Only this agent (repeatable)",
-            " [default: every agent found; uninstall: every agent memtrail is registered with]",
+            " [default: every agent found]",
         )
     )]
     pub agents: Vec<Agent>,

@@ -179,13 +179,24 @@ pub fn install(
             }));
             out!("{}", crate::output::json(&v)?);
         } else {
-            for (ag, p) in &plans {
-                if p.is_empty() {
-                    out!("{}: nothing to {verb}", ag.display_name());
-                } else {
+            for (_, p) in &plans {
+                if !p.is_empty() {
                     outn!("{}", p.diff());
                 }
             }
+            // After the diffs, what they add up to, per agent.
+            for (ag, p) in &plans {
+                if p.is_empty() {
+                    out!("{}: already {verb}ed, nothing to do", ag.display_name());
+                } else {
+                    out!(
+                        "{}: would {verb} ({})",
+                        ag.display_name(),
+                        plural(p.describe().len() as u64, "change", "changes")
+                    );
+                }
+            }
+            out!("Nothing was changed (a dry run).");
         }
         if matches!(action, memtrail_installer::Action::Uninstall) && purge_too {
             purge(db, a.yes, a.json, true)?;
@@ -250,7 +261,11 @@ pub fn install(
                 p.describe().len()
             );
         } else if !a.json {
-            out!("{}:", ag.display_name());
+            out!(
+                "{}: {verb}ed ({}):",
+                ag.display_name(),
+                plural(p.describe().len() as u64, "change", "changes")
+            );
             for line in p.describe() {
                 out!("  {line}");
             }

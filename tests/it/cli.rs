@@ -1257,6 +1257,12 @@ fn uninstall_purge_needs_a_confirmation() {
     let text = String::from_utf8_lossy(&out.stdout);
     let state = sb.home.join(".local/state/memtrail");
     let models = sb.home.join(".local/share/memtrail/models");
+    // The diffs, then what they add up to.
+    assert!(
+        text.contains("Claude Code: would uninstall (")
+            && text.contains("Nothing was changed (a dry run).\n"),
+        "{text}"
+    );
     let line = text
         .lines()
         .find(|l| l.starts_with("--purge would delete "))
