@@ -3489,13 +3489,13 @@ fn help_texts_list_every_agent_of_the_registry() {
         (
             &["install"][..],
             format!(
-                "--agent <AGENT> Only this agent (repeatable): {short} [default: every agent found; uninstall: every agent memtrail is registered with] -"
+                "--agent <AGENT> Only this agent (repeatable): {short} [default: every agent found] -"
             ),
         ),
         (
             &["uninstall"][..],
             format!(
-                "--agent <AGENT> Only this agent (repeatable): {short} [default: every agent found; uninstall: every agent memtrail is registered with] -"
+                "--agent <AGENT> Only this agent (repeatable): {short} [default: every agent memtrail is registered with] -"
             ),
         ),
         (
