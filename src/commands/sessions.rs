@@ -170,6 +170,32 @@ pub fn show(
     } else {
         // On a terminal through $PAGER (less -R by default), as git does; else printed.
         crate::output::print_paged(&query::session_markdown(&view), false)?;
+        // A part of the session: which, and how to see the rest (on stderr, as the other notes).
+        let shown = view.messages.len() as i64;
+        let end = view.offset + shown;
+        if view.total > 0 && shown == 0 && view.offset >= view.total {
+            eprintln!(
+                "note: --offset {} is past the session's end: it has {} (#0–#{})",
+                view.offset,
+                plural(view.total as u64, "message", "messages"),
+                view.total - 1
+            );
+        } else if shown > 0 && (view.offset > 0 || end < view.total) {
+            eprintln!(
+                "note: {} of {} shown{}",
+                if shown == 1 {
+                    format!("message #{}", view.offset)
+                } else {
+                    format!("messages #{}–#{}", view.offset, end - 1)
+                },
+                view.total,
+                if end < view.total {
+                    format!("; --offset {end} shows the next")
+                } else {
+                    String::new()
+                }
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

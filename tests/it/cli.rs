@@ -643,6 +643,32 @@ fn sessions_show_prints_markdown_with_tool_calls() {
         md.contains("**Error:**") || md.contains("**Output:**"),
         "{md}"
     );
+    // The whole session: no note. A part: which, and the next offset; past the end: said.
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let total = sb.json(&["sessions", "show", &sid[..8], "--json"])["total"]
+        .as_i64()
+        .unwrap();
+    assert!(total >= 4, "{total}");
+    let note = |args: &[&str]| {
+        let mut all = vec!["sessions", "show", &sid[..8]];
+        all.extend_from_slice(args);
+        String::from_utf8(sb.acmd().args(&all).output().unwrap().stderr).unwrap()
+    };
+    assert_eq!(
+        note(&["--offset", "1", "--limit", "2"]),
+        format!("note: messages #1–#2 of {total} shown; --offset 3 shows the next\n")
+    );
+    assert_eq!(
+        note(&["--offset", "1", "--limit", "1"]),
+        format!("note: message #1 of {total} shown; --offset 2 shows the next\n")
+    );
+    assert_eq!(
+        note(&["--offset", "999"]),
+        format!(
+            "note: --offset 999 is past the session's end: it has {total} messages (#0–#{})\n",
+            total - 1
+        )
+    );
     let out = sb
         .acmd()
         .args(["sessions", "show", "no-such-session"])
