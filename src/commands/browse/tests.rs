@@ -825,3 +825,13 @@ fn the_status_line_does_not_outlive_what_it_speaks_of() {
     app.open("aaaa1111".into(), "claude".into(), None);
     assert_eq!(app.status, "");
 }
+
+/// A project folder too long for the results pane keeps its end, which tells projects apart.
+#[test]
+fn a_long_project_keeps_its_end() {
+    use super::ui::keep_end;
+    assert_eq!(keep_end("/home/user/service-a", 20), "/home/user/service-a");
+    assert_eq!(keep_end("/home/user/service-a", 11), "…/service-a");
+    assert_eq!(keep_end("/home/漢字", 4), "…字");
+    assert_eq!(keep_end("/x", 0), "");
+}

@@ -274,22 +274,25 @@ fn draw_results(f: &mut Frame, app: &App, st: &Styles, area: Rect) {
         .rows
         .iter()
         .map(|r| match r {
-            Row::Session(s) => ListItem::new(vec![
-                Line::raw(clean_line(s.title.as_deref().unwrap_or("(untitled)"))),
-                Line::styled(
-                    format!(
-                        "  {} {} {} msgs  {}",
-                        s.updated_at
-                            .as_deref()
-                            .map(crate::output::short_time)
-                            .unwrap_or("?".into()),
-                        clean_line(&s.agent),
-                        s.messages,
-                        clean_line(s.project.as_deref().unwrap_or(&s.session_id))
-                    ),
-                    st.dim(),
-                ),
-            ]),
+            Row::Session(s) => {
+                let head = format!(
+                    "  {} {} {} msgs  ",
+                    s.updated_at
+                        .as_deref()
+                        .map(crate::output::short_time)
+                        .unwrap_or("?".into()),
+                    clean_line(&s.agent),
+                    s.messages,
+                );
+                // A project folder cut keeps its end (`…/service-a`): what tells projects apart.
+                let room =
+                    width.saturating_sub(unicode_width::UnicodeWidthStr::width(head.as_str()));
+                let place = clean_line(s.project.as_deref().unwrap_or(&s.session_id));
+                ListItem::new(vec![
+                    Line::raw(clean_line(s.title.as_deref().unwrap_or("(untitled)"))),
+                    Line::styled(format!("{head}{}", keep_end(&place, room)), st.dim()),
+                ])
+            }
             Row::Hit(h) => {
                 let mut snippet = vec![Span::raw("  ")];
                 let mut used = 2;
@@ -472,4 +475,27 @@ fn popup(f: &mut Frame, title: &str, text: &str, w: u16, h: u16) {
             .block(Block::new().borders(Borders::ALL).title(title.to_string())),
         r,
     );
+}
+
+/// `text` cut to at most `width` columns from its start, its end kept (`…/service-a`); unchanged
+/// when it fits.
+pub fn keep_end(text: &str, width: usize) -> String {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    if text.width() <= width {
+        return text.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut kept: Vec<char> = Vec::new();
+    let mut used = 1; // the `…`
+    for c in text.chars().rev() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width {
+            break;
+        }
+        used += w;
+        kept.push(c);
+    }
+    std::iter::once('…').chain(kept.into_iter().rev()).collect()
 }
