@@ -122,12 +122,15 @@ fn sessions_list_fits_the_terminal_width() {
     };
     let expected: String = lines.iter().map(|l| cut(l) + "\n").collect();
     assert_eq!(tty, expected);
-    // 70 columns: no room for the title; the session id stays whole.
+    // 70 columns: too little room after the id; the session id stays whole, the title goes
+    // on a line of its own (cut to the width), above the project.
     let tty = on_a_pty(&sb, 70, &["sessions", "list"], &[]);
     assert_eq!(
         tty,
         format!(
-            "2026-11-20 10:00  claude      2 msgs  {sid}\n{}\n",
+            "2026-11-20 10:00  claude      2 msgs  {sid}\n{:37}{}…\n{}\n",
+            "",
+            &format!("prompt 0 of session {sid}")[..32],
             lines[1]
         )
     );
