@@ -434,13 +434,16 @@ const DECLINED: [&str; 2] = [
     "The user doesn't want to take this action right now.",
 ];
 
+/// The whole result Codex CLI gives the model for a command or patch the user declined at its
+/// approval prompt (it normalizes every human denial to one of these).
+const DECLINED_CODEX: [&str; 2] = ["exec command rejected by user", "patch rejected by user"];
+
 /// Whether the user declined `call` (it never ran): not an error of the tool, a decision.
 fn declined(call: &ToolCall) -> bool {
-    call.is_error
-        && call
-            .output
-            .as_deref()
-            .is_some_and(|o| DECLINED.iter().any(|d| o.trim_start().starts_with(d)))
+    let Some(o) = call.output.as_deref().map(str::trim) else {
+        return false;
+    };
+    DECLINED_CODEX.contains(&o) || (call.is_error && DECLINED.iter().any(|d| o.starts_with(d)))
 }
 
 fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {
@@ -1423,6 +1426,27 @@ mod tests {
                     "declined Edit: /w/src/lib.rs"
                 ),
             ]
+        );
+        // Codex CLI's denial, whatever its error flag.
+        let mut out = Vec::new();
+        let mut c = call(
+            "exec_command",
+            "shell",
+            serde_json::json!({"cmd": "git push --force"}),
+            "exec command rejected by user",
+        );
+        c.is_error = false;
+        tool_events(&c, None, &mut out);
+        let got: Vec<(Category, &str)> = out
+            .iter()
+            .map(|e| (e.category, e.subject.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [(
+                Category::Decision,
+                "declined exec_command: git push --force"
+            )]
         );
         // Any other error stays one.
         let mut out = Vec::new();
