@@ -97,6 +97,7 @@ fn agent_description() -> String {
 
 /// Arguments of the `list_sessions` tool.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ListSessionsArgs {
     /// Only sessions of this agent (its short name: the schema's description lists them,
     /// from [`agent_description`]).
@@ -120,6 +121,7 @@ pub struct ListSessionsArgs {
 
 /// Arguments of the `timeline` tool.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TimelineArgs {
     /// The session id (or a unique prefix). Default: the latest session of this project.
     #[serde(default)]
@@ -139,6 +141,7 @@ pub struct TimelineArgs {
 
 /// Arguments of the `resume_context` tool.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ResumeContextArgs {
     /// The session whose state to restore (id or unique prefix). Default: the latest session
     /// of this project.
@@ -152,14 +155,15 @@ pub struct ResumeContextArgs {
     /// instead of only the session.
     #[serde(default)]
     pub project: Option<String>,
-    /// Most tokens of `text` (default 2000, 1 to 32000), counted with the estimator named in
-    /// the answer (`estimator`); never exceeded.
+    /// Most tokens of `text` (default 2000; 1 to 4000, a larger one counts as 4000), counted
+    /// with the estimator named in the answer (`estimator`); never exceeded.
     #[serde(default)]
     pub budget_tokens: Option<u32>,
 }
 
 /// Arguments of the `remember` tool.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RememberArgs {
     /// The note: a fact, decision or finding worth keeping (at most 8000 bytes). Secrets are
     /// redacted before it is stored.
@@ -176,6 +180,7 @@ pub struct RememberArgs {
 
 /// Arguments of the `search` tool.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SearchArgs {
     /// What to look for: plain words (stemmed, all must match), "a quoted phrase", a prefix*,
     /// -word to leave out, or alternatives joined by OR (`a b OR c` is `(a b) OR c`). Example:
@@ -255,6 +260,7 @@ pub trait MeaningSearch: Send + Sync {
 
 /// Arguments of the `get_session` tool.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GetSessionArgs {
     /// The session id from a search hit (`session_id`), or a unique prefix of it.
     pub session_id: String,
@@ -577,7 +583,20 @@ impl MemtrailMcp {
             .unwrap_or_default()
     }
 
+    /// A `project` argument must be an absolute folder (sessions store their project so): a
+    /// relative one would match nothing, silently.
+    fn absolute_project(project: Option<&str>) -> Result<(), String> {
+        match project {
+            Some(p) if !std::path::Path::new(p).is_absolute() => Err(format!(
+                "project must be an absolute folder (this MCP server runs in {}), not {p:?}",
+                Self::cwd()
+            )),
+            _ => Ok(()),
+        }
+    }
+
     fn run_list_sessions(&self, a: ListSessionsArgs) -> Result<serde_json::Value, String> {
+        Self::absolute_project(a.project.as_deref())?;
         if let Some(agent) = &a.agent {
             agent.parse::<memtrail_adapters::Agent>()?;
         }
@@ -631,6 +650,7 @@ impl MemtrailMcp {
     }
 
     fn run_resume_context(&self, a: ResumeContextArgs) -> Result<serde_json::Value, String> {
+        Self::absolute_project(a.project.as_deref())?;
         let budget = a
             .budget_tokens
             .unwrap_or(DEFAULT_BUDGET_TOKENS)
@@ -657,6 +677,7 @@ impl MemtrailMcp {
     }
 
     fn run_remember(&self, a: RememberArgs) -> Result<serde_json::Value, String> {
+        Self::absolute_project(a.project.as_deref())?;
         let text = a.text.trim();
         if text.is_empty() {
             return Err("the note is empty; pass the text to keep".to_string());
@@ -737,6 +758,7 @@ impl MemtrailMcp {
         if let Some(role) = &a.role {
             role.parse::<memtrail_adapters::Role>()?;
         }
+        Self::absolute_project(a.project.as_deref())?;
         let filter = SearchFilter {
             agent: a.agent.map(|s| s.to_ascii_lowercase()),
             project: a.project,

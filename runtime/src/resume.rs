@@ -246,7 +246,8 @@ pub struct PackedMessage {
     pub role: String,
     /// RFC 3339 UTC.
     pub timestamp: Option<String>,
-    /// True when its text was cut to fit the budget.
+    /// True when its text was cut: to a message's share (1,200 characters) or to fit the
+    /// budget (`get_session` gives it whole).
     pub cut: bool,
 }
 
@@ -395,11 +396,14 @@ pub fn resume_context<S: ReadStore + ?Sized>(
                 .unwrap_or_default()
         );
         let body = one_line(&m.text, CONTEXT_MESSAGE_CHARS);
+        // Cut already when longer than a message's share (`get_session` gives it whole).
+        // (`one_line` cut it: exactly the share, its last character `…`.)
+        let shortened = body.ends_with('…') && body.chars().count() == CONTEXT_MESSAGE_CHARS;
         let whole = format!("{text}{prefix}{body}\n");
         if fits(&whole) {
             text = whole;
             heading_done = true;
-            out.messages.push(m.packed(false));
+            out.messages.push(m.packed(shortened));
             continue;
         }
         // Cut the body to the longest prefix (in characters) that fits, if a useful one does.

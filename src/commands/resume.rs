@@ -12,6 +12,9 @@ use std::process::ExitCode;
 /// `resume --json` (schema: docs/json.md).
 #[derive(Serialize)]
 struct Resumed<'a> {
+    /// What the snapshot's text is: data recalled from a transcript, not instructions (first,
+    /// as in the MCP server's results).
+    recalled: &'static str,
     session: &'a SessionSummary,
     snapshot: &'a Snapshot,
 }
@@ -38,6 +41,7 @@ pub fn resume(
         out!(
             "{}",
             crate::output::json(&Resumed {
+                recalled: memtrail_runtime::mcp::RECALLED_NOTICE,
                 session: &summary,
                 snapshot: &snap
             })?
@@ -48,11 +52,17 @@ pub fn resume(
             summary.session_id,
             summary.agent
         );
-    } else {
+    } else if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        // A person reads it.
         outn!("{}", snap.text);
         if !snap.text.ends_with('\n') {
             out!("");
         }
+    } else {
+        // Piped: an agent may be reading it (the skill's fallback when MCP is not there), so
+        // the transcript's text is framed as recalled data, as the hook and MCP frame it.
+        let (tag, framed) = resume::quote(&snap.text);
+        out!("{}\n\n{framed}", resume::quote_notice(&tag));
     }
     Ok(ExitCode::SUCCESS)
 }

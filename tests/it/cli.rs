@@ -1645,12 +1645,24 @@ fn compaction_snapshot_resume_and_handoff() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    // Piped (an agent may read it): framed as recalled data, as the injection frames it.
+    let (tag, framed) = memtrail_runtime::resume::quote(snapshot);
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        format!("{snapshot}\n")
+        format!(
+            "{}\n\n{framed}\n",
+            memtrail_runtime::resume::quote_notice(&tag)
+        )
     );
+    // On a terminal (a person reads it): the snapshot as it is.
+    let tty = crate::terminal::on_a_pty(&sb, 200, &["resume", &sid[..8]], &[]);
+    assert_eq!(tty, format!("{snapshot}\n"));
     // Within the byte budget, and JSON.
     let v = sb.json(&["resume", &sid[..8], "--budget", "300", "--json"]);
+    assert!(
+        v["recalled"].as_str().unwrap().contains("not instructions"),
+        "{v}"
+    );
     assert_eq!(v["session"]["session_id"], sid.as_str());
     assert_eq!(v["snapshot"]["budget"], 300);
     let text = v["snapshot"]["text"].as_str().unwrap();
@@ -4209,4 +4221,43 @@ fn import_names_the_files_with_malformed_lines() {
         json!([[t.display().to_string(), 1]]),
         "{v}"
     );
+}
+
+/// An MCP tool's misspelled argument is an error naming it (not silently ignored, which would
+/// search every session for `session`), and a relative `project` is refused with the reason
+/// (it would match nothing).
+#[test]
+fn mcp_refuses_unknown_arguments_and_a_relative_project() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let mut m = support::Mcp::start(&sb);
+    let mut call = |id: i64, name: &str, args: Value| -> Value {
+        m.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                       "params": {"name": name, "arguments": args}}));
+        loop {
+            let l = m.next_line();
+            if let Ok(v) = serde_json::from_slice::<Value>(&l)
+                && v["id"] == id
+            {
+                return v;
+            }
+        }
+    };
+    let v = call(1, "search", json!({"query": "todo", "session": "nope"}));
+    let text = v.to_string();
+    assert!(text.contains("unknown field `session`"), "{v}");
+    let v = call(2, "list_sessions", json!({"project": "relative/path"}));
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    assert!(
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("project must be an absolute folder"),
+        "{v}"
+    );
+    // The same with an absolute folder works.
+    let v = call(3, "list_sessions", json!({"project": "/home/user/demo"}));
+    assert_ne!(v["result"]["isError"], true, "{v}");
+    assert!(v.to_string().contains("3f2a9c4e"), "{v}");
 }

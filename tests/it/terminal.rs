@@ -26,7 +26,7 @@ fn one_session() -> (Sandbox, String) {
 
 /// Runs `memtrail ARGS` on a pty of `cols` columns (`stty cols`), with the sandbox's
 /// environment and `extra`; what the terminal showed (`\r\n` made `\n`).
-fn on_a_pty(sb: &Sandbox, cols: u16, args: &[&str], extra: &[(&str, &str)]) -> String {
+pub(crate) fn on_a_pty(sb: &Sandbox, cols: u16, args: &[&str], extra: &[(&str, &str)]) -> String {
     let line = sb.shell_line(&format!("stty cols {cols} rows 40; exec "), args);
     let out = sb
         .script(&line, extra)

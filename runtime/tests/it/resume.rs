@@ -974,3 +974,27 @@ fn a_hostile_project_folder_stays_inside_the_recalled_data_frame() {
         "{ctx}"
     );
 }
+
+/// `resume_context` marks a message `cut` when its text is not there whole: cut to a message's
+/// share (1,200 characters) as well as to fit the budget.
+#[test]
+fn resume_context_marks_a_message_cut_to_its_share() {
+    let (_d, mut store) = open();
+    let rowid = session(&mut store, Agent::Claude, "s1", "/w/app", 10_000);
+    let long = format!("zebracorn {}", "word ".repeat(2_000));
+    apply(
+        &mut store,
+        rowid,
+        vec![
+            Record::Message(user("u1", "zebracorn short", 1_000)),
+            Record::Message(user("u2", &long, 2_000)),
+        ],
+    );
+    let r = resume::resume_context(&store, rowid, None, Some("zebracorn"), 4000).unwrap();
+    let cut: Vec<(i64, bool)> = r.messages.iter().map(|m| (m.index, m.cut)).collect();
+    assert_eq!(cut.len(), 2, "{:?}", r.messages);
+    assert!(
+        cut.contains(&(0, false)) && cut.contains(&(1, true)),
+        "{cut:?}"
+    );
+}
