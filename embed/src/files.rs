@@ -35,3 +35,24 @@ pub fn write_private(path: &Path, data: &[u8]) -> Result<(), String> {
     f.write_all(data).map_err(err)?;
     f.sync_all().map_err(err)
 }
+
+/// The bytes of the regular file at `path` (a symbolic link to one is followed), of at most
+/// `max` bytes: a FIFO, a device (`/dev/zero`) or a folder in its place is refused before it is
+/// opened (reading one would block or never end).
+///
+/// Errors: a message naming the path: not a regular file, larger than `max`, or the I/O error.
+pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{}: not a regular file", path.display()));
+    }
+    if meta.len() > max {
+        return Err(format!(
+            "{}: {} bytes, more than the {max} expected",
+            path.display(),
+            meta.len()
+        ));
+    }
+    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}

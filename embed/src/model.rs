@@ -89,10 +89,9 @@ impl StaticModel {
     ///
     /// Errors: a message naming the file that is missing, unreadable or of the wrong size.
     pub fn load(dir: &Path) -> Result<StaticModel, String> {
-        let read = |f: &str| {
-            std::fs::read(dir.join(f))
-                .map_err(|e| format!("cannot read {}: {e}", dir.join(f).display()))
-        };
+        // Regular files only (a FIFO would block a search for good), of a sane size: a model's
+        // vectors are 31 MB, its vocabulary 0.2 MB.
+        let read = |f: &str| crate::files::read_regular(&dir.join(f), 1 << 30);
         let meta: serde_json::Value = serde_json::from_slice(&read("model.json")?)
             .map_err(|e| format!("{}: {e}", dir.join("model.json").display()))?;
         let dim = meta["dim"].as_u64().unwrap_or(0) as usize;
@@ -100,6 +99,9 @@ impl StaticModel {
             .map_err(|_| format!("{}: not UTF-8", dir.join("vocab.txt").display()))?;
         let vocab = WordPiece::from_vocab_txt(&vocab_txt)?;
         let path = dir.join("vectors.f32");
+        if !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+            return Err(format!("{}: not a regular file", path.display()));
+        }
         let file = std::fs::File::open(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let len = file
@@ -158,8 +160,10 @@ impl StaticModel {
     /// `model.json` alone (the vectors are not read); `None` when there is none or it is not
     /// this build's model.
     pub fn installed_id(dir: &Path) -> Option<String> {
-        let meta: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(dir.join("model.json")).ok()?).ok()?;
+        let meta: serde_json::Value = serde_json::from_slice(
+            &crate::files::read_regular(&dir.join("model.json"), 1 << 16).ok()?,
+        )
+        .ok()?;
         let dim = meta["dim"].as_u64().filter(|d| *d > 0)?;
         if meta["name"].as_str() != Some(MODEL_NAME)
             || meta["version"].as_u64() != Some(MODEL_VERSION as u64)

@@ -8,7 +8,6 @@ use crate::prompt::ask;
 use anyhow::{Context, Result, bail};
 use memtrail_adapters::Agent;
 use memtrail_installer::AgentResult;
-use memtrail_runtime::Store;
 use memtrail_runtime::StoreLocation;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -326,16 +325,23 @@ pub fn purge(db: &StoreLocation, yes: bool, json: bool, dry_run: bool) -> Result
     // A dry run changed no config: the state goes if the uninstall it shows succeeds.
     let purge_state = (still.is_empty() || dry_run) && std::fs::symlink_metadata(&state).is_ok();
     let backups = memtrail_installer::backups_in(&env);
-    let store_what = db
-        .exists()
-        .then(|| match Store::open(db).and_then(|s| s.stats()) {
-            Ok(st) => format!(
+    // Read without changing it (a dry run changes nothing; a store is not migrated to be
+    // deleted); a file that is not a memtrail store (MEMTRAIL_DB naming another file) is
+    // refused, not deleted.
+    let store_what = match db.sqlite_path().filter(|_| db.exists()) {
+        Some(path) => match memtrail_runtime::store::peek_counts(path) {
+            Ok(Some(Some((sessions, messages)))) => Some(format!(
                 "{}, {}",
-                plural(st.sessions as u64, "session", "sessions"),
-                plural(st.messages as u64, "message", "messages")
+                plural(sessions as u64, "session", "sessions"),
+                plural(messages as u64, "message", "messages")
+            )),
+            Ok(Some(None)) => Some("its content: it cannot be read".to_string()),
+            _ => bail!(
+                "{db} is not a memtrail store: --purge does not delete it (nothing was deleted)"
             ),
-            Err(_) => "its content".to_string(),
-        });
+        },
+        None => None,
+    };
     let state_what = format!(
         "memtrail's state {} ({}, the install state, the logs)",
         state.display(),

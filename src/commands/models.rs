@@ -118,7 +118,7 @@ pub fn install(from: Option<PathBuf>, json: bool) -> Result<ExitCode> {
                 "model": memtrail_embed::model::MODEL_NAME,
                 "version": memtrail_embed::model::MODEL_VERSION,
                 "dim": memtrail_embed::model::DEFAULT_DIM,
-                "path": dir,
+                "path": dir.to_string_lossy(),
                 "seconds": (secs * 10.0).round() / 10.0,
             }))?
         );
@@ -247,14 +247,52 @@ struct Found {
     leftover: bool,
 }
 
-/// Whether `name` is a folder `models install` works in (`.install-PID`, `.old-PID`) of a
-/// process that is no longer running: an install stopped half-way left it.
-fn install_leftover(name: &str) -> bool {
-    let pid = name
+/// Whether `dir` (named `name`) is a folder `models install` worked in and left, stopped
+/// half-way: named `.install-PID` or `.old-PID` with PID a process id (digits, no leading zero,
+/// at most the kernel's `pid_max`) of a process no longer running, and holding nothing but what
+/// an install writes there (the wheel; `model/` or the folder itself with the model's files).
+/// Any other file in it, a symbolic link or a special file, and it is not memtrail's to delete.
+fn install_leftover(dir: &std::path::Path, name: &str) -> bool {
+    let Some(pid) = name
         .strip_prefix(".install-")
-        .or_else(|| name.strip_prefix(".old-"));
-    pid.and_then(|p| p.parse::<u32>().ok()).is_some_and(|p| {
-        p != std::process::id() && !std::path::Path::new(&format!("/proc/{p}")).exists()
+        .or_else(|| name.strip_prefix(".old-"))
+    else {
+        return false;
+    };
+    let pid_max: u64 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(4_194_304);
+    let is_pid = !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && !pid.starts_with('0')
+        && pid.parse::<u64>().is_ok_and(|p| p <= pid_max);
+    if !is_pid
+        || pid == std::process::id().to_string()
+        || std::path::Path::new(&format!("/proc/{pid}")).exists()
+    {
+        return false;
+    }
+    only_install_files(dir, true)
+}
+
+/// Whether `dir` holds only regular files named as a model's ([`MODEL_FILES`]) or the wheel,
+/// and (with `nested`) a `model` folder of the same.
+fn only_install_files(dir: &std::path::Path, nested: bool) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    rd.into_iter().all(|e| {
+        let Ok(e) = e else { return false };
+        let Ok(t) = e.file_type() else { return false };
+        let name = e.file_name();
+        let name = name.to_str().unwrap_or("");
+        if t.is_dir() {
+            nested && name == "model" && only_install_files(&e.path(), false)
+        } else {
+            t.is_file()
+                && (MODEL_FILES.contains(&name) || name == memtrail_embed::install::WHEEL_FILE)
+        }
     })
 }
 
@@ -270,8 +308,9 @@ fn installed() -> Vec<Found> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .filter_map(|e| {
             let dir = e.path();
-            let leftover = install_leftover(&e.file_name().to_string_lossy());
-            let ours = std::fs::read(dir.join("model.json"))
+            let leftover = install_leftover(&dir, &e.file_name().to_string_lossy());
+            // A regular file of a sane size only: a FIFO would block, `/dev/zero` never end.
+            let ours = memtrail_embed::files::read_regular(&dir.join("model.json"), 1 << 16)
                 .ok()
                 .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
                 .is_some_and(|m| m["name"].as_str() == Some(memtrail_embed::model::MODEL_NAME));
@@ -348,12 +387,12 @@ pub fn list(db: &StoreLocation, json: bool) -> Result<ExitCode> {
         out!(
             "{}",
             crate::output::json(&serde_json::json!({
-                "models_dir": models_root(),
+                "models_dir": models_root().to_string_lossy(),
                 "installed": models.iter().filter(|m| !m.leftover).map(|m| serde_json::json!({
-                    "id": m.id, "path": m.dir, "bytes": m.bytes, "in_use": embeds(m),
+                    "id": m.id, "path": m.dir.to_string_lossy(), "bytes": m.bytes, "in_use": embeds(m),
                 })).collect::<Vec<_>>(),
                 "leftovers": models.iter().filter(|m| m.leftover).map(|m| serde_json::json!({
-                    "path": m.dir, "bytes": m.bytes,
+                    "path": m.dir.to_string_lossy(), "bytes": m.bytes,
                 })).collect::<Vec<_>>(),
                 "endpoint": endpoint.as_ref().map(|e| serde_json::json!({
                     "url": e.url, "model": e.model, "dim": e.dim,
@@ -481,8 +520,8 @@ pub fn remove(db: &StoreLocation, vectors: bool, json: bool) -> Result<ExitCode>
         out!(
             "{}",
             crate::output::json(&serde_json::json!({
-                "removed": removed.iter().map(|m| &m.dir).collect::<Vec<_>>(),
-                "kept_folders": kept_dirs,
+                "removed": removed.iter().map(|m| m.dir.to_string_lossy()).collect::<Vec<_>>(),
+                "kept_folders": kept_dirs.iter().map(|d| d.to_string_lossy()).collect::<Vec<_>>(),
                 "bytes": bytes,
                 "vectors_deleted_of_messages": vectors_of,
             }))?

@@ -4261,3 +4261,50 @@ fn mcp_refuses_unknown_arguments_and_a_relative_project() {
     assert_ne!(v["result"]["isError"], true, "{v}");
     assert!(v.to_string().contains("3f2a9c4e"), "{v}");
 }
+
+/// `uninstall --purge` never changes a file it is pointed at to count it (a dry run changes
+/// nothing), and refuses to delete one that is not a memtrail store (`MEMTRAIL_DB` naming
+/// another file).
+#[test]
+fn purge_reads_without_changing_and_refuses_a_foreign_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let notes = sb.home.join("notes.txt");
+    std::fs::write(&notes, "my notes\n").unwrap();
+    std::fs::set_permissions(&notes, std::fs::Permissions::from_mode(0o664)).unwrap();
+    let run = |args: &[&str]| {
+        sb.acmd()
+            .env("MEMTRAIL_DB", &notes)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let dry = run(&["uninstall", "--purge", "--dry-run"]);
+    let yes = run(&["uninstall", "--purge", "--yes"]);
+    for out in [&dry, &yes] {
+        assert!(!out.status.success(), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("is not a memtrail store"),
+            "{out:?}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "my notes\n");
+    let mode = std::fs::metadata(&notes).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o664, "the file's mode is untouched");
+    // A real store: counted, and the dry run leaves its bytes as they were.
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let db = sb.home.join(".local/share/memtrail/memtrail.db");
+    let before = std::fs::read(&db).unwrap();
+    let out = sb
+        .acmd()
+        .args(["uninstall", "--purge", "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("(2 sessions, 6 messages)"),
+        "{out:?}"
+    );
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+}

@@ -1000,13 +1000,33 @@ fn models_remove_deletes_only_memtrails_files() {
     let elsewhere = sb.home.join("elsewhere/model");
     crate::support::write_tiny_model(&elsewhere);
     std::os::unix::fs::symlink(&elsewhere, root.join("linked")).unwrap();
-    // A stopped install's leftover (no process has PID 999999999) and a running one's (PID 1).
-    let stopped = root.join(".install-999999999");
+    // A stopped install's leftover (no process has the PID pid_max: PIDs stay below it) and a
+    // running one's (PID 1).
+    let pid_max = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap();
+    let stopped = root.join(format!(".install-{}", pid_max.trim()));
     std::fs::create_dir_all(stopped.join("model")).unwrap();
     std::fs::write(stopped.join("model/vocab.txt"), "abc\n").unwrap();
     let running = root.join(".old-1");
     std::fs::create_dir_all(&running).unwrap();
-    std::fs::write(running.join("x"), "y").unwrap();
+    std::fs::write(running.join("vocab.txt"), "y").unwrap();
+    // Named like leftovers, not memtrail's: a user file inside, a PID out of range, a sign.
+    let photos = root.join(".old-2023");
+    std::fs::create_dir_all(photos.join("photos")).unwrap();
+    std::fs::write(photos.join("photos/img.txt"), "irreplaceable").unwrap();
+    for name in [".install-0", ".old-+4000", ".install-99999999999"] {
+        std::fs::create_dir_all(root.join(name)).unwrap();
+        std::fs::write(root.join(name).join("vocab.txt"), "x").unwrap();
+    }
+    // A FIFO named model.json is not read (it would block).
+    let fifo_dir = root.join("fifo");
+    std::fs::create_dir_all(&fifo_dir).unwrap();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(fifo_dir.join("model.json"))
+            .status()
+            .unwrap()
+            .success()
+    );
 
     let v = sb.json(&["models", "list", "--json"]);
     assert_eq!(
@@ -1053,7 +1073,11 @@ fn models_remove_deletes_only_memtrails_files() {
     );
     assert!(root.join("linked").exists());
     assert!(
-        running.join("x").is_file(),
+        running.join("vocab.txt").is_file(),
         "a running install's folder stays"
     );
+    assert!(photos.join("photos/img.txt").is_file());
+    for name in [".install-0", ".old-+4000", ".install-99999999999"] {
+        assert!(root.join(name).join("vocab.txt").is_file(), "{name}");
+    }
 }

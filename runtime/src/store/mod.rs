@@ -112,7 +112,7 @@ pub use queries::{SEMANTIC_SNIPPET_CHARS, hits_for_messages};
 pub use repair::{REPAIR_STEPS, RepairReport, RepairStep, RepairStepReport, is_corrupt};
 pub use schema::{Migrating, SCHEMA_VERSION};
 pub use snapshots::{PRECOMPACT_TAKEN_EARLY, StoredSnapshot};
-pub use stats::{HookRun, StoreStats};
+pub use stats::{HookRun, StoreStats, peek_counts};
 pub use sync::{Exclusions, PULLED_FIELD_CAP, PULLED_MESSAGE_CAP, PULLED_TITLE_CHARS};
 pub use vectors::{EMBED_BODY_CHARS, EMBED_TOOLS_CHARS, VectorSet, embed_text, quantize};
 pub use writer::{Applied, Writer, message_events};
