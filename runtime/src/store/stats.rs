@@ -144,6 +144,35 @@ impl Store {
     }
 }
 
+/// The sessions and messages of the SQLite store at `path`, read without changing it (opened
+/// read-only: no migration, no journal mode, no permission change): for `uninstall --purge`,
+/// which says what it deletes before it deletes it. `Ok(None)` when the file is not a memtrail
+/// store (not SQLite, or without memtrail's schema); `Ok(Some(None))` for a memtrail store
+/// whose counts cannot be read (damaged).
+///
+/// Errors: none beyond those folded into the answer (kept a `Result` for the caller's `?`).
+pub fn peek_counts(path: &std::path::Path) -> Result<Option<Option<(i64, i64)>>> {
+    use rusqlite::OpenFlags;
+    let Ok(conn) = rusqlite::Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) else {
+        return Ok(None);
+    };
+    let version: rusqlite::Result<i64> = conn.query_row("PRAGMA user_version", [], |r| r.get(0));
+    if !version.is_ok_and(|v| v > 0) {
+        return Ok(None);
+    }
+    Ok(Some(
+        conn.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(message_count), 0) FROM sessions",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .ok(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,33 +210,4 @@ mod tests {
         );
         assert_eq!((stats.sessions, stats.messages), (3, 15));
     }
-}
-
-/// The sessions and messages of the SQLite store at `path`, read without changing it (opened
-/// read-only: no migration, no journal mode, no permission change): for `uninstall --purge`,
-/// which says what it deletes before it deletes it. `Ok(None)` when the file is not a memtrail
-/// store (not SQLite, or without memtrail's schema); `Ok(Some(None))` for a memtrail store
-/// whose counts cannot be read (damaged).
-///
-/// Errors: none beyond those folded into the answer (kept a `Result` for the caller's `?`).
-pub fn peek_counts(path: &std::path::Path) -> Result<Option<Option<(i64, i64)>>> {
-    use rusqlite::OpenFlags;
-    let Ok(conn) = rusqlite::Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    ) else {
-        return Ok(None);
-    };
-    let version: rusqlite::Result<i64> = conn.query_row("PRAGMA user_version", [], |r| r.get(0));
-    if !version.is_ok_and(|v| v > 0) {
-        return Ok(None);
-    }
-    Ok(Some(
-        conn.query_row(
-            "SELECT COUNT(*), COALESCE(SUM(message_count), 0) FROM sessions",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .ok(),
-    ))
 }
