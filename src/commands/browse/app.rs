@@ -1049,9 +1049,10 @@ pub fn document(d: &Detail) -> Vec<DocLine> {
 /// `lines` wrapped at `width` columns (display width): a line breaks after its last space, so
 /// a word moves to the next line whole; a word longer than the line (a path, a hash) breaks
 /// where the line ends, and a character wider than the rest of a line goes to the next. The
-/// space a line breaks at is dropped.
+/// space a line breaks at is dropped. Grapheme clusters are never split.
 pub fn wrap(lines: &[DocLine], width: usize) -> Vec<DocLine> {
-    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    use unicode_segmentation::UnicodeSegmentation;
+    use unicode_width::UnicodeWidthStr;
     let mut out = Vec::with_capacity(lines.len());
     for l in lines {
         let line = |text: String| DocLine {
@@ -1061,10 +1062,12 @@ pub fn wrap(lines: &[DocLine], width: usize) -> Vec<DocLine> {
         };
         let mut cur = String::new();
         let mut w = 0;
-        for c in l.text.chars() {
-            let cw = c.width().unwrap_or(0);
-            if w + cw > width && !cur.is_empty() {
-                if c == ' ' {
+        // A grapheme cluster at a time (an emoji ZWJ sequence, a letter and its accents stay
+        // together: split, the terminal would draw the parts apart and leave stale cells).
+        for g in l.text.graphemes(true) {
+            let gw = g.width();
+            if w + gw > width && !cur.is_empty() {
+                if g == " " {
                     // The break falls on a space: it ends this line.
                     out.push(line(std::mem::take(&mut cur)));
                     w = 0;
@@ -1083,8 +1086,8 @@ pub fn wrap(lines: &[DocLine], width: usize) -> Vec<DocLine> {
                     }
                 }
             }
-            cur.push(c);
-            w += cw;
+            cur.push_str(g);
+            w += gw;
         }
         out.push(line(cur));
     }

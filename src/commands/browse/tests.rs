@@ -755,6 +755,12 @@ fn wrap_breaks_between_words() {
     assert_eq!(wrapped("a 漢字漢字", 5), ["a", "漢字", "漢字"]);
     assert_eq!(wrapped("", 5), [""]);
     assert_eq!(wrapped("  indented code", 12), ["  indented", "code"]);
+    // A family emoji (a ZWJ sequence, 2 columns) is one cluster: never split, no line starts
+    // with a bare joiner.
+    let family = "👨\u{200d}👩\u{200d}👧\u{200d}👦";
+    let lines = wrapped(&family.repeat(5), 5);
+    assert_eq!(lines, [family.repeat(2), family.repeat(2), family.to_string()]);
+    assert!(lines.iter().all(|l| !l.starts_with('\u{200d}')));
 }
 
 /// Opening a hit puts its message at the top of the pane, except where the lines after it do
