@@ -4308,3 +4308,40 @@ fn purge_reads_without_changing_and_refuses_a_foreign_file() {
     );
     assert_eq!(std::fs::read(&db).unwrap(), before);
 }
+
+/// `memtrail web` without a token is its user's: another local account connecting to the
+/// loopback port is refused (403), the user's own connection answered. Needs root (to run the
+/// client as `nobody` with `su`); elsewhere the test says so and checks the user's side only.
+#[test]
+fn the_web_page_refuses_another_local_account() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let (web, port) = support::web_on(&sb, &[]);
+    let _web = support::KillOnDrop(web);
+    let (code, page) = support::web_request(port, "/sessions", None);
+    assert_eq!(code, 200, "{page}");
+    let root = std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false);
+    let su = Path::new("/bin/su").exists() || Path::new("/usr/bin/su").exists();
+    if !root || !su {
+        eprintln!("not root (or no su): another account's request is not tried");
+        return;
+    }
+    let script = format!(
+        "import urllib.request, urllib.error\ntry:\n    urllib.request.urlopen('http://127.0.0.1:{port}/sessions')\n    print(200)\nexcept urllib.error.HTTPError as e:\n    print(e.code, e.read().decode())\n"
+    );
+    let out = std::process::Command::new("su")
+        .args(["-s", "/bin/sh", "nobody", "-c"])
+        .arg(format!("python3 -c \"{}\"", script.replace('"', "\\\"")))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.starts_with("403 "), "{out:?}");
+    assert!(
+        said.contains("another account on this machine is not let in"),
+        "{said}"
+    );
+    assert!(!said.contains("3f2a9c4e"), "no session is shown: {said}");
+}

@@ -301,25 +301,29 @@ pub async fn bind(
 
 /// Serves until Ctrl-C (or SIGTERM), finishing the requests under way.
 pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> anyhow::Result<()> {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let ctrl_c = tokio::signal::ctrl_c();
-            #[cfg(unix)]
-            {
-                let mut term =
-                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                        .expect("SIGTERM handler");
-                tokio::select! {
-                    _ = ctrl_c => {}
-                    _ = term.recv() => {}
-                }
+    // With each connection's peer address: the guard tells another local account's from ours.
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("SIGTERM handler");
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
             }
-            #[cfg(not(unix))]
-            {
-                let _ = ctrl_c.await;
-            }
-        })
-        .await?;
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = ctrl_c.await;
+        }
+    })
+    .await?;
     Ok(())
 }
 

@@ -759,7 +759,10 @@ fn wrap_breaks_between_words() {
     // with a bare joiner.
     let family = "👨\u{200d}👩\u{200d}👧\u{200d}👦";
     let lines = wrapped(&family.repeat(5), 5);
-    assert_eq!(lines, [family.repeat(2), family.repeat(2), family.to_string()]);
+    assert_eq!(
+        lines,
+        [family.repeat(2), family.repeat(2), family.to_string()]
+    );
     assert!(lines.iter().all(|l| !l.starts_with('\u{200d}')));
 }
 
