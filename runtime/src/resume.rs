@@ -612,23 +612,32 @@ pub fn handoff<S: ReadStore + ?Sized>(store: &S, rowid: i64, to: Agent) -> Resul
     // Outside the frame: the session id only when plain.
     let id = plain_id(&s.session_id).unwrap_or("<the session id above>");
     let _ = writeln!(d, "\n## Finding more\n");
+    // Aider has no MCP client: its way in is the shell.
+    let mcp = to != Agent::Aider;
+    if mcp {
+        let _ = writeln!(
+            d,
+            "- Search this and other past sessions: `{}` with {{\"query\": \"…\", \"session_id\": \"{}\"}}.",
+            tool_name(to, "search"),
+            id
+        );
+        let _ = writeln!(
+            d,
+            "- Read the conversation: `{}` {{\"session_id\": \"{}\"}}; its events: `{}`; state plus relevant messages within a token budget: `{}`.",
+            tool_name(to, "get_session"),
+            id,
+            tool_name(to, "timeline"),
+            tool_name(to, "resume_context"),
+        );
+    }
     let _ = writeln!(
         d,
-        "- Search this and other past sessions: `{}` with {{\"query\": \"…\", \"session_id\": \"{}\"}}.",
-        tool_name(to, "search"),
-        id
-    );
-    let _ = writeln!(
-        d,
-        "- Read the conversation: `{}` {{\"session_id\": \"{}\"}}; its events: `{}`; state plus relevant messages within a token budget: `{}`.",
-        tool_name(to, "get_session"),
-        id,
-        tool_name(to, "timeline"),
-        tool_name(to, "resume_context"),
-    );
-    let _ = writeln!(
-        d,
-        "- Without MCP: `memtrail search --json \"…\"`, `memtrail sessions show {id}`, `memtrail resume {id}`."
+        "- {}: `memtrail search --json \"…\"`, `memtrail sessions show {id} --limit 20`, `memtrail resume {id}`.",
+        if mcp {
+            "Without MCP"
+        } else {
+            "From the shell (`/run`)"
+        }
     );
     Ok(d)
 }

@@ -778,6 +778,16 @@ fn handoff_names_the_target_agents_tools_and_the_work() {
     );
     assert!(doc.contains("`mcp_memtrail_search`"), "{doc}");
     assert!(!doc.contains("mcp__memtrail__"), "{doc}");
+    // Aider has no MCP client: no tool is named, the shell is its way in.
+    let doc = resume::handoff(&store, rowid, Agent::Aider).unwrap();
+    assert!(
+        !doc.contains("memtrail_search") && !doc.contains("resume_context"),
+        "{doc}"
+    );
+    assert!(
+        doc.contains("- From the shell (`/run`): `memtrail search --json \"…\"`"),
+        "{doc}"
+    );
 }
 
 /// Claude Code records `gitBranch: "HEAD"` outside a git repository (and on a detached head):
