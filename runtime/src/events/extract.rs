@@ -180,6 +180,7 @@ const DECISION_ANYWHERE: &[&str] = &[
     "i dont want",
     "we don't want",
     "we dont want",
+    "decided to",
 ];
 
 /// A word byte as ASCII `\b` sees it: `[0-9A-Za-z_]` (any other byte, UTF-8 included, is not).
@@ -1475,7 +1476,7 @@ mod tests {
         });
         let any = ANY.get_or_init(|| {
             Regex::new(
-                r"(?-u:\b)(?:instead of|rather than|from now on|let'?s go with|must not|mustn'?t|should not|shouldn'?t|we(?:'ll| will) use|i don'?t want|we don'?t want)(?-u:\b)",
+                r"(?-u:\b)(?:instead of|rather than|from now on|let'?s go with|must not|mustn'?t|should not|shouldn'?t|we(?:'ll| will) use|i don'?t want|we don'?t want|decided to)(?-u:\b)",
             )
             .unwrap()
         });
@@ -1563,6 +1564,9 @@ mod tests {
             "!",
             "?",
             "'",
+            "decided to",
+            "decided",
+            "undecided to",
         ];
         const GLUE: &[&str] = &[
             " ", " ", " ", "", "", ",", "!", ", ", "! ", "\t", "  ", "-", ".", "é",

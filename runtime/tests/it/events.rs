@@ -1107,6 +1107,10 @@ fn what_is_and_is_not_a_decision() {
         stated("We should go with SQLite rather than Postgres for now."),
         vec!["We should go with SQLite rather than Postgres for now."]
     );
+    assert_eq!(
+        stated("We decided to use exponential backoff with jitter, max 5 attempts."),
+        vec!["We decided to use exponential backoff with jitter, max 5 attempts."]
+    );
     // Not decisions: a task, a statement of fact, a question.
     assert!(stated("Use pattern src/**/*.ts to list the files").is_empty());
     assert!(stated("The test always fails on CI and I don't know why.").is_empty());
