@@ -876,42 +876,53 @@ impl MemtrailMcp {
     }
 
     #[tool(
-        description = "Search the user's past coding-agent sessions (Claude Code and other agents on this machine) by full text (BM25) and, where the local model's vectors exist, by meaning (mode hybrid, the default then; semantic finds paraphrases with no word in common). Use it when the user refers to earlier work (\"like we did last week\", \"that bug we fixed\"), before re-deriving a decision, command, fix or error that may already be in history, or to find how something was done in this project before. Returns hits with session_id, message_index, role, time and a snippet (matched words in **bold**); in hybrid or semantic mode each hit's `matched` is `words`, `both` or `meaning` (found by meaning alone, not among the best keyword matches: it may hold none of the query's words and may be unrelated). A query with a \"phrase\", -word, NOT or prefix* is searched by its words unless mode says otherwise. Fetch the surrounding conversation with get_session."
+        description = "Search the user's past coding-agent sessions (Claude Code and other agents on this machine) by full text (BM25) and, where the local model's vectors exist, by meaning (mode hybrid, the default then; semantic finds paraphrases with no word in common). Use it when the user refers to earlier work (\"like we did last week\", \"that bug we fixed\"), before re-deriving a decision, command, fix or error that may already be in history, or to find how something was done in this project before. Returns hits with session_id, message_index, role, time and a snippet (matched words in **bold**); in hybrid or semantic mode each hit's `matched` is `words`, `both` or `meaning` (found by meaning alone, not among the best keyword matches: it may hold none of the query's words and may be unrelated). A query with a \"phrase\", -word, NOT or prefix* is searched by its words unless mode says otherwise. Fetch the surrounding conversation with get_session.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     fn search(&self, Parameters(a): Parameters<SearchArgs>) -> CallToolResult {
         answer(self.run_search(a))
     }
 
     #[tool(
-        description = "List past sessions, most recently active first: id, agent, title, project, branch, times and message count. Use it to find a session to read or resume when you know roughly when or where it happened but not what words to search for (e.g. \"what was I doing yesterday in this repo\"). Filter by agent or project; page with offset and limit."
+        description = "List past sessions, most recently active first: id, agent, title, project, branch, times and message count. Use it to find a session to read or resume when you know roughly when or where it happened but not what words to search for (e.g. \"what was I doing yesterday in this repo\"). Filter by agent or project; page with offset and limit.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     fn list_sessions(&self, Parameters(a): Parameters<ListSessionsArgs>) -> CallToolResult {
         answer(self.run_list_sessions(a))
     }
 
     #[tool(
-        description = "A session's events in order: files read and changed, tasks, plans, user prompts, decisions, git actions, errors (and which were resolved later), retry loops, rules read, sub-agents, notes. Use it to see what happened in a session without reading every message, e.g. which files were edited or which errors are still open; filter by category. Default session: the latest of this project. Page with offset and limit; `total` counts the filtered events."
+        description = "A session's events in order: files read and changed, tasks, plans, user prompts, decisions, git actions, errors (and which were resolved later), retry loops, rules read, sub-agents, notes. Use it to see what happened in a session without reading every message, e.g. which files were edited or which errors are still open; filter by category. Default session: the latest of this project. Page with offset and limit; `total` counts the filtered events.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     fn timeline(&self, Parameters(a): Parameters<TimelineArgs>) -> CallToolResult {
         answer(self.run_timeline(a))
     }
 
     #[tool(
-        description = "Restore working state: a session's snapshot (goal, last request, open tasks, files touched, unresolved errors, decisions) plus the messages most relevant to `query`, packed into `text` within `budget_tokens` (never exceeded; `used_tokens` tells the cost). Use it after a compaction or restart when you need to know where the work stood, or before continuing work begun in an earlier session. Default session: the latest of this project."
+        description = "Restore working state: a session's snapshot (goal, last request, open tasks, files touched, unresolved errors, decisions) plus the messages most relevant to `query`, packed into `text` within `budget_tokens` (never exceeded; `used_tokens` tells the cost). Use it after a compaction or restart when you need to know where the work stood, or before continuing work begun in an earlier session. Default session: the latest of this project.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     fn resume_context(&self, Parameters(a): Parameters<ResumeContextArgs>) -> CallToolResult {
         answer(self.run_resume_context(a))
     }
 
     #[tool(
-        description = "Keep a note in memtrail: a decision, a finding, a command that worked, a constraint the user stated. Use it for what a later session (yours or another agent's) should know and would not easily find in the conversation. The note is stored in a session of this project (default: the latest) as a message of kind `note`, found by `search` and listed by `timeline` (category note); sessions of other projects are refused."
+        description = "Keep a note in memtrail: a decision, a finding, a command that worked, a constraint the user stated. Use it for what a later session (yours or another agent's) should know and would not easily find in the conversation. The note is stored in a session of this project (default: the latest) as a message of kind `note`, found by `search` and listed by `timeline` (category note); sessions of other projects are refused.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
     )]
     fn remember(&self, Parameters(a): Parameters<RememberArgs>) -> CallToolResult {
         answer(self.run_remember(a))
     }
 
     #[tool(
-        description = "Read one past session in order: its title, project, times and a page of messages (user prompts, assistant answers, tool calls with input and output; long outputs are cut). Use it after search to see the context around a hit (pass the hit's session_id, and offset = message_index minus a few), or to review what was done in a session. Page with offset and limit; `total` tells how many messages the session has. A result holds at most 40,000 bytes: a long message is cut, with `text_range` and `text_bytes`; pass `next` (offset and text_offset) to read on."
+        description = "Read one past session in order: its title, project, times and a page of messages (user prompts, assistant answers, tool calls with input and output; long outputs are cut). Use it after search to see the context around a hit (pass the hit's session_id, and offset = message_index minus a few), or to review what was done in a session. Page with offset and limit; `total` tells how many messages the session has. A result holds at most 40,000 bytes: a long message is cut, with `text_range` and `text_bytes`; pass `next` (offset and text_offset) to read on.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     fn get_session(&self, Parameters(a): Parameters<GetSessionArgs>) -> CallToolResult {
         answer(self.run_get_session(a))

@@ -4260,6 +4260,28 @@ fn mcp_refuses_unknown_arguments_and_a_relative_project() {
     let v = call(3, "list_sessions", json!({"project": "/home/user/demo"}));
     assert_ne!(v["result"]["isError"], true, "{v}");
     assert!(v.to_string().contains("3f2a9c4e"), "{v}");
+    // The tools say what they do to the user's machine: five only read, `remember` adds a note;
+    // none reaches outside it (a client may let the read-only ones run without asking).
+    m.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}));
+    let list = loop {
+        let l = m.next_line();
+        if let Ok(v) = serde_json::from_slice::<Value>(&l)
+            && v["id"] == 4
+        {
+            break v;
+        }
+    };
+    let tools = list["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 6, "{list}");
+    for t in tools {
+        let a = &t["annotations"];
+        let writes = t["name"] == "remember";
+        assert_eq!(a["readOnlyHint"], !writes, "{t}");
+        assert_eq!(a["openWorldHint"], false, "{t}");
+        if writes {
+            assert_eq!(a["destructiveHint"], false, "{t}");
+        }
+    }
 }
 
 /// `uninstall --purge` never changes a file it is pointed at to count it (a dry run changes
