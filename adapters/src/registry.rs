@@ -142,6 +142,9 @@ pub struct Quirks {
     /// fails on a variable read by name and listed nowhere). Variables several agents read
     /// (`VSCODE_PORTABLE`, `APPDATA`, `PWD`) are listed there instead.
     pub environment: &'static [(&'static str, &'static str)],
+    /// The agent has no MCP client (Aider): memtrail's tools never reach its model, so a
+    /// handoff to it names the shell commands only.
+    pub no_mcp_client: bool,
 }
 
 impl Quirks {
@@ -157,6 +160,7 @@ impl Quirks {
         discover_in_projects: None,
         written_after_session_end: None,
         environment: &[],
+        no_mcp_client: false,
     };
 }
 

@@ -59,6 +59,9 @@ pub struct Vocabulary {
     /// Input fields of a web fetch whose text holds the URLs in prose (Gemini CLI's `prompt`),
     /// looked at when the input has no `url` / `urls`.
     pub url_prompt_fields: &'static [&'static str],
+    /// How a tool result the agent writes for a call the user declined at its permission
+    /// prompt begins (the tool never ran): Claude Code's "The user doesn't want to proceed…".
+    pub declined_results: &'static [&'static str],
 }
 
 impl Vocabulary {
@@ -71,6 +74,7 @@ impl Vocabulary {
         rule_folders: &[],
         rule_suffixes: &[],
         url_prompt_fields: &[],
+        declined_results: &[],
     };
 }
 
@@ -109,6 +113,13 @@ pub fn vocabularies() -> impl Iterator<Item = &'static Vocabulary> {
         .into_iter()
         .map(|a| a.adapter().vocabulary())
         .chain(std::iter::once(&SHARED))
+}
+
+/// Whether a tool's result `output` says the user declined the call (any agent's
+/// [`Vocabulary::declined_results`]): a decision, not an error of the tool.
+pub fn is_declined(output: &str) -> bool {
+    let o = output.trim_start();
+    vocabularies().any(|v| v.declined_results.iter().any(|d| o.starts_with(d)))
 }
 
 /// The common tool name of a tool that an agent's reader left as the agent spelled it

@@ -612,8 +612,8 @@ pub fn handoff<S: ReadStore + ?Sized>(store: &S, rowid: i64, to: Agent) -> Resul
     // Outside the frame: the session id only when plain.
     let id = plain_id(&s.session_id).unwrap_or("<the session id above>");
     let _ = writeln!(d, "\n## Finding more\n");
-    // Aider has no MCP client: its way in is the shell.
-    let mcp = to != Agent::Aider;
+    // An agent without an MCP client (Aider): its way in is the shell.
+    let mcp = !to.adapter().quirks().no_mcp_client;
     if mcp {
         let _ = writeln!(
             d,

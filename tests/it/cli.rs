@@ -526,62 +526,50 @@ fn search_cli_finds_filters_and_never_shows_sqlite_errors() {
     );
     assert_eq!(ids(&["search", "--json", "--", "-overflow todo"]), after);
     assert_eq!(ids(&["search", "--json", "NOT overflow todo"]), after);
+    // Exit code, stdout and stderr of a run.
+    let run = |args: &[&str]| {
+        let out = sb.acmd().args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
     // A limit out of range is a usage error, said in words.
-    let out = sb
-        .acmd()
-        .args(["search", "todo", "-n", "1000"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let (code, _, err) = run(&["search", "todo", "-n", "1000"]);
+    assert_eq!(code, Some(2));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("`1000` is not a whole number from 1 to 500"),
-        "{out:?}"
+        err.contains("`1000` is not a whole number from 1 to 500"),
+        "{err}"
     );
     // Exactly as many hits as the limit: nothing more to show, no note.
-    let out = sb
-        .acmd()
-        .args(["search", "todo", "-n", "6"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let (code, _, err) = run(&["search", "todo", "-n", "6"]);
+    assert_eq!((code, err.as_str()), (Some(0), ""));
     // No match because of a filter: said so.
-    let out = sb
-        .acmd()
-        .args([
-            "search",
-            "todo",
-            "--agent",
-            "codex",
-            "--since",
-            "2020-01-01",
-        ])
-        .output()
-        .unwrap();
+    let (_, said, _) = run(&[
+        "search",
+        "todo",
+        "--agent",
+        "codex",
+        "--since",
+        "2020-01-01",
+    ]);
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+        said,
         "No matches for \"todo\" with --agent, --since (without them there may be some).\n"
     );
     // A list cut at the limit says so on stderr, with the option that shows more.
     assert!(hits.len() > 1, "{res}");
-    let out = sb
-        .acmd()
-        .args(["search", word, "-n", "1"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let (code, _, err) = run(&["search", word, "-n", "1"]);
+    assert_eq!(code, Some(0));
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
+        err,
         "note: the list stops at 1 hit; a larger -n (--limit) shows more\n"
     );
-    let out = sb
-        .acmd()
-        .args(["sessions", "list", "--limit", "1"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let (code, _, err) = run(&["sessions", "list", "--limit", "1"]);
+    assert_eq!(code, Some(0));
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
+        err,
         "note: the list stops at 1 session; a larger -n (--limit) shows more\n"
     );
 

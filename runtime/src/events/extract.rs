@@ -428,23 +428,10 @@ fn effective_tool(call: &ToolCall) -> Option<&'static str> {
     vocabulary::effective_tool(&call.name)
 }
 
-/// The starts of the results Claude Code writes for a tool call the user declined at its
-/// permission prompt (its `tool_result`, `is_error: true`): the tool did not run.
-const DECLINED: [&str; 2] = [
-    "The user doesn't want to proceed with this tool use.",
-    "The user doesn't want to take this action right now.",
-];
-
-/// The whole result Codex CLI gives the model for a command or patch the user declined at its
-/// approval prompt (it normalizes every human denial to one of these).
-const DECLINED_CODEX: [&str; 2] = ["exec command rejected by user", "patch rejected by user"];
-
-/// Whether the user declined `call` (it never ran): not an error of the tool, a decision.
+/// Whether the user declined `call` at the agent's permission prompt (it never ran): not an
+/// error of the tool, a decision ([`vocabulary::is_declined`]).
 fn declined(call: &ToolCall) -> bool {
-    let Some(o) = call.output.as_deref().map(str::trim) else {
-        return false;
-    };
-    DECLINED_CODEX.contains(&o) || (call.is_error && DECLINED.iter().any(|d| o.starts_with(d)))
+    call.output.as_deref().is_some_and(vocabulary::is_declined)
 }
 
 fn tool_events(call: &ToolCall, ts: Option<i64>, out: &mut Vec<Event>) {

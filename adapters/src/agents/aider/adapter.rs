@@ -28,6 +28,7 @@ impl AgentAdapter for Aider {
         Quirks {
             discover_in_projects: Some(super::discover_in_projects),
             import_only: true,
+            no_mcp_client: true,
             ..Quirks::NONE
         }
     }

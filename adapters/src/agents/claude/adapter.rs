@@ -80,5 +80,10 @@ static VOCABULARY: Vocabulary = Vocabulary {
         ("taskcreate", ToolAction::CreateTask),
     ],
     rule_files: &["CLAUDE.md", "CLAUDE.local.md"],
+    // The results of a call declined at the permission prompt (`is_error: true`).
+    declined_results: &[
+        "The user doesn't want to proceed with this tool use.",
+        "The user doesn't want to take this action right now.",
+    ],
     ..Vocabulary::NONE
 };

@@ -76,5 +76,7 @@ static VOCABULARY: Vocabulary = Vocabulary {
     tools: &[("applypatch", "edit")],
     actions: &[("request_user_input", ToolAction::AskUser)],
     rule_files: &["AGENTS.md", "AGENTS.override.md"],
+    // Codex normalizes every human denial at its approval prompt to one of these, whole.
+    declined_results: &["exec command rejected by user", "patch rejected by user"],
     ..Vocabulary::NONE
 };
