@@ -15,6 +15,7 @@
 mod analytics;
 pub mod export;
 mod pages;
+mod peer;
 mod security;
 
 use axum::Router;
@@ -301,10 +302,11 @@ pub async fn bind(
 
 /// Serves until Ctrl-C (or SIGTERM), finishing the requests under way.
 pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> anyhow::Result<()> {
-    // With each connection's peer address: the guard tells another local account's from ours.
+    // With each connection's peer and the owner of its socket, told once when it is accepted:
+    // the guard tells another local account's from ours.
     axum::serve(
         listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
+        app.into_make_service_with_connect_info::<peer::Peer>(),
     )
     .with_graceful_shutdown(async {
         let ctrl_c = tokio::signal::ctrl_c();

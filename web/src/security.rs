@@ -160,40 +160,6 @@ pub(crate) fn encode(s: &str) -> String {
     utf8_percent_encode(s, QUERY).to_string()
 }
 
-/// The uid of the account whose socket is `peer`, when it is a loopback connection of another
-/// account than this process's: found in `/proc/net/tcp` (or `tcp6`) as the socket whose local
-/// address is `peer`. `None` when the peer is this account, is not on loopback, or cannot be
-/// told (not Linux, the table unreadable).
-pub(crate) fn foreign_peer(peer: std::net::SocketAddr) -> Option<u32> {
-    use std::os::unix::fs::MetadataExt;
-    if !peer.ip().is_loopback() && !peer.ip().to_canonical().is_loopback() {
-        return None;
-    }
-    let me = std::fs::metadata("/proc/self").ok()?.uid();
-    let (table, addr) = match peer.ip() {
-        IpAddr::V4(ip) => (
-            "/proc/net/tcp",
-            format!("{:08X}", u32::from_ne_bytes(ip.octets())),
-        ),
-        IpAddr::V6(ip) => (
-            "/proc/net/tcp6",
-            ip.octets()
-                .chunks_exact(4)
-                .map(|c| format!("{:08X}", u32::from_ne_bytes([c[0], c[1], c[2], c[3]])))
-                .collect(),
-        ),
-    };
-    let local = format!("{addr}:{:04X}", peer.port());
-    let text = std::fs::read_to_string(table).ok()?;
-    let uid = text.lines().skip(1).find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.get(1) == Some(&local.as_str()))
-            .then(|| f.get(7)?.parse::<u32>().ok())
-            .flatten()
-    })?;
-    (uid != me).then_some(uid)
-}
-
 fn refuse(status: StatusCode, why: &str) -> Response {
     (status, crate::pages::error_page(status, why)).into_response()
 }
@@ -204,14 +170,14 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
     app.mark_activity();
     let access = &app.access;
     // Without a token, a loopback page is its user's: another local account connecting to the
-    // port (any user can reach 127.0.0.1) is refused. The peer's uid is the owner of its socket
-    // (Linux: /proc/net/tcp); where it cannot be known, the connection is let through.
+    // port (any user can reach 127.0.0.1) is refused. The peer's uid is the owner of its socket,
+    // told once when the connection was accepted (crate::peer); where it cannot be known, the
+    // connection is let through.
     let foreign = access.token.is_none()
         && req
             .extensions()
-            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-            .and_then(|c| foreign_peer(c.0))
-            .is_some();
+            .get::<axum::extract::ConnectInfo<crate::peer::Peer>>()
+            .is_some_and(|c| c.0.foreign.is_some());
     let mut resp = if foreign {
         refuse(
             StatusCode::FORBIDDEN,
