@@ -50,15 +50,66 @@ pub fn entry_command(entry: &Value) -> Option<String> {
     entry.get("command")?.as_str().map(str::to_string)
 }
 
-/// True when `text` is memtrail's skill (any version): its front matter names it `memtrail`.
+/// How the `description:` of every skill memtrail has shipped begins (skills/*/SKILL.md, each
+/// version in the repository's history).
+const SKILL_DESCRIPTIONS: [&str; 2] = [
+    "description: Search and restore the user's past coding-agent sessions",
+    "description: Search the user's past coding-agent sessions",
+];
+
+/// True when `text` is memtrail's skill (any version): its front matter (the lines between the
+/// first two `---`) names it `memtrail` and has the description memtrail writes. A skill of
+/// the user's own that is also named `memtrail` is not memtrail's: install refuses to replace
+/// it and uninstall leaves it.
 pub fn is_memtrail_skill(text: &str) -> bool {
-    text.starts_with("---") && text.lines().take(10).any(|l| l.trim() == "name: memtrail")
+    let mut lines = text.lines();
+    if lines.next().map(str::trim_end) != Some("---") {
+        return false;
+    }
+    let front: Vec<&str> = lines
+        .take(10)
+        .take_while(|l| l.trim_end() != "---")
+        .collect();
+    front.iter().any(|l| l.trim() == "name: memtrail")
+        && front
+            .iter()
+            .any(|l| SKILL_DESCRIPTIONS.iter().any(|d| l.starts_with(d)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Every skill memtrail ships is recognised; a user's own skill named `memtrail` is not.
+    #[test]
+    fn memtrail_skills_and_a_users_own_of_the_same_name() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills");
+        let mut shipped = 0;
+        for dir in ["memtrail", "agents/memtrail", "gemini/memtrail"] {
+            let path = root.join(dir).join("SKILL.md");
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            assert!(is_memtrail_skill(&text), "{}", path.display());
+            shipped += 1;
+        }
+        assert!(shipped >= 1);
+        // The first version's description.
+        assert!(is_memtrail_skill(
+            "---\nname: memtrail\ndescription: Search the user's past coding-agent sessions (this agent and others)\n---\nbody\n"
+        ));
+        // The user's own skill of the same name, and look-alikes.
+        for theirs in [
+            "---\nname: memtrail\ndescription: my own skill\n---\nmine\n",
+            "---\nname: memtrail\n---\ndescription: Search and restore the user's past coding-agent sessions\n",
+            "name: memtrail\ndescription: Search and restore the user's past coding-agent sessions\n",
+            "---\nname: other\ndescription: Search and restore the user's past coding-agent sessions\n---\n",
+            "",
+        ] {
+            assert!(!is_memtrail_skill(theirs), "{theirs:?}");
+        }
+    }
 
     /// A hook the user wrapped gives memtrail's program and arguments, and compares equal to
     /// the plain one.

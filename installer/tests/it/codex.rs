@@ -226,6 +226,13 @@ fn the_skill_is_in_codex_home_and_a_former_one_in_agents_skills_goes() {
     assert_eq!(b.read(&former), theirs);
     b.uninstall();
     assert_eq!(b.read(&former), theirs);
+    // Nor is a skill of the user's own that is also named `memtrail` (another description).
+    let theirs = "---\nname: memtrail\ndescription: my own skill\n---\nmine\n";
+    b.put(&former, Some(theirs));
+    b.install();
+    assert_eq!(b.read(&former), theirs);
+    b.uninstall();
+    assert_eq!(b.read(&former), theirs);
 }
 
 #[test]

@@ -246,9 +246,19 @@ fn read_only_settings_are_refused() {
 
 #[test]
 fn a_foreign_skill_is_never_overwritten() {
+    for theirs in [
+        "---\nname: other\n---\nmine\n",
+        // The user's own skill that is also named `memtrail`.
+        "---\nname: memtrail\ndescription: my own skill\n---\nmine\n",
+    ] {
+        a_foreign_skill_stays(theirs);
+    }
+}
+
+fn a_foreign_skill_stays(theirs: &str) {
     let b = AgentBox::new(Agent::Gemini);
     let skill = b.home.join(".gemini/skills/memtrail/SKILL.md");
-    b.put(&skill, Some("---\nname: other\n---\nmine\n"));
+    b.put(&skill, Some(theirs));
     let before = b.snapshot();
     assert!(matches!(
         plan_in(&b.env, Agent::Gemini, Action::Install, &b.bin),
