@@ -159,7 +159,12 @@ pub fn doctor_in(
             .filter_map(|i| {
                 i.command
                     .clone()
-                    .or_else(|| i.binary.as_ref().map(|b| format!("{b} hook {agent}")))
+                    .or_else(|| {
+                        // The program as a shell word: a path with a space or a quote in it.
+                        i.binary.as_ref().map(|b| {
+                            format!("{} hook {agent}", memtrail_adapters::shell::shell_quote(b))
+                        })
+                    })
                     .map(|c| (c, i.binary.clone()))
             })
             .collect();

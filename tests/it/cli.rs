@@ -1246,6 +1246,37 @@ fn doctor_runs_installed_hooks_and_catches_a_missing_binary() {
     assert_eq!(ok["problems"].as_array().unwrap().len(), 0, "{ok}");
 }
 
+/// A hook program whose path has a space and a quote in it is run by `doctor` as the agent
+/// runs it: Copilot CLI's hooks name the program alone, and doctor made the command line from
+/// it unquoted (exit 127).
+#[test]
+fn doctor_runs_a_hook_program_whose_path_has_a_space_and_a_quote() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.home.join(".copilot")).unwrap();
+    let copy = sb.home.join("my bin's/memtrail");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_memtrail"), &copy).unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(&copy)
+            .env_clear()
+            .env("HOME", &sb.home)
+            .env("XDG_STATE_HOME", sb.home.join(".local/state"))
+            .env("XDG_DATA_HOME", sb.home.join(".local/share"))
+            .env("XDG_CONFIG_HOME", sb.home.join(".config"))
+            .env("CLAUDE_CONFIG_DIR", sb.claude_dir())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["install", "--agent", "copilotcli", "--yes"]);
+    assert!(out.status.success(), "{out:?}");
+    let out = run(&["doctor", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert!(doc["hook_programs_checked"].as_u64().unwrap() >= 1, "{doc}");
+    assert_eq!(doc["problems"].as_array().unwrap().len(), 0, "{doc}");
+}
+
 #[test]
 fn uninstall_purge_needs_a_confirmation() {
     let sb = Sandbox::new();
