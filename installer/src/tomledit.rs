@@ -556,6 +556,21 @@ fn uninstall_table(
         lines.push(format!("restore {label}"));
         return;
     }
+    // Keys memtrail did not write: a user's option for the server, or a line appended to the
+    // file after install (TOML puts it in the last table, which install made memtrail's). The
+    // table stays as it is, with a line saying why: removing it would delete them.
+    let theirs: Vec<String> = t
+        .iter()
+        .map(|(k, _)| k.to_string())
+        .filter(|k| !keys.iter().any(|(ours, _)| ours == k))
+        .collect();
+    if !theirs.is_empty() {
+        lines.push(format!(
+            "keep {label}: it holds keys memtrail did not write ({}); remove it by hand",
+            theirs.join(", ")
+        ));
+        return;
+    }
     let parent: &mut dyn TableLike = if table_path.is_empty() {
         doc.as_table_mut()
     } else {

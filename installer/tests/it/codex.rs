@@ -505,3 +505,43 @@ fn read_only_config_is_refused() {
     assert!(matches!(apply(&plan), Err(InstallError::ReadOnly { .. })));
     assert_eq!(b.snapshot(), before);
 }
+
+/// A line appended to config.toml after install lands in `[mcp_servers.memtrail]` (install
+/// put that table last; TOML puts a key in the table above it). Uninstall keeps the table with
+/// it, and says so, instead of deleting the user's line; the rest of memtrail goes. The same
+/// for a created config.toml: it is not deleted.
+#[test]
+fn uninstall_keeps_memtrails_table_when_it_holds_a_users_keys() {
+    for before in [Some("approval_policy = \"never\"\n"), None] {
+        let b = AgentBox::new(Agent::Codex);
+        let p = paths(&b, &b.home.join(".codex"));
+        std::fs::create_dir_all(b.home.join(".codex")).unwrap();
+        b.put(&p.config, before);
+        b.install();
+        let installed = b.read(&p.config);
+        assert!(installed.trim_end().ends_with("\"mcp\"]"), "{installed}");
+        let appended = format!("{installed}model_reasoning_effort = \"high\"\n");
+        std::fs::write(&p.config, &appended).unwrap();
+        let plan = b.plan(Action::Uninstall);
+        let said: Vec<String> = plan.files().iter().flat_map(|f| f.lines.clone()).collect();
+        assert!(
+            said.iter().any(|l| l.starts_with("keep MCP server memtrail: it holds keys memtrail did not write (model_reasoning_effort)")),
+            "{said:?}"
+        );
+        apply(&plan).expect("uninstall");
+        let after = b.read(&p.config);
+        let doc = toml(&b, &p.config);
+        assert_eq!(
+            doc["mcp_servers"]["memtrail"]["model_reasoning_effort"].as_str(),
+            Some("high"),
+            "{after}"
+        );
+        assert!(
+            doc.get("notify").is_none(),
+            "memtrail's notify goes: {after}"
+        );
+        if let Some(before) = before {
+            assert!(after.starts_with(before), "{after}");
+        }
+    }
+}
