@@ -252,6 +252,42 @@ pub struct AgentSpec {
     /// Something to tell the user after an install that changes `file` (e.g. that Codex runs
     /// new hooks only once they are trusted).
     pub advice: Vec<(PathBuf, String)>,
+    /// The agent's own settings that turn memtrail's entries off while leaving them in place
+    /// (Claude Code's `disableAllHooks`): `status` shows the entries they cover as not run.
+    pub off_switches: Vec<OffSwitch>,
+}
+
+/// One setting of an agent's that stops it running memtrail's entries without removing them.
+#[derive(Debug, Clone)]
+pub struct OffSwitch {
+    /// The settings file (JSON or JSONC; TOML when its name ends in `.toml`).
+    pub file: PathBuf,
+    /// The setting's key path from the top level (`["hooksConfig", "disabled"]`).
+    pub path: Vec<String>,
+    /// What turns memtrail off there.
+    pub when: OffWhen,
+    /// Which of memtrail's entries it stops.
+    pub covers: OffCovers,
+    /// What `status` says (the setting, and how to turn memtrail back on).
+    pub reason: String,
+}
+
+/// The value of an [`OffSwitch`]'s setting that turns memtrail off.
+#[derive(Debug, Clone)]
+pub enum OffWhen {
+    /// The setting equals this boolean.
+    Is(bool),
+    /// The setting is an array holding this string.
+    Lists(String),
+}
+
+/// The entries an [`OffSwitch`] stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffCovers {
+    /// Hook handlers (items labelled `hook …`).
+    Hooks,
+    /// The MCP server entry (items labelled `MCP server …`).
+    Mcp,
 }
 
 /// How to tell whether an agent trusts memtrail's hooks, for agents that run a hook only once the

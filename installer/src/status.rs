@@ -6,7 +6,7 @@ use crate::engine::{handler_positions, inspect, parse_doc, whole_is_ours};
 use crate::error::InstallError;
 use crate::fsutil;
 use crate::jsonedit::JsonDoc;
-use crate::spec::{Body, JsonItem, TrustSpec, json_scope};
+use crate::spec::{Body, JsonItem, OffCovers, OffSwitch, OffWhen, TrustSpec, json_scope};
 use memtrail_adapters::Agent;
 use memtrail_adapters::Env;
 use serde::Serialize;
@@ -349,6 +349,23 @@ pub(crate) fn status_in(
             }
         }
     }
+    // The agent's own switches: an entry in place that the agent will not run says so.
+    for switch in &spec.off_switches {
+        if !switched_off(switch) {
+            continue;
+        }
+        for item in items.iter_mut().filter(|i| i.state == ItemState::Present) {
+            let covered = match switch.covers {
+                OffCovers::Hooks => item.item.starts_with("hook"),
+                OffCovers::Mcp => item.item.starts_with("MCP server"),
+            };
+            if covered {
+                item.state = ItemState::Untrusted {
+                    reason: switch.reason.clone(),
+                };
+            }
+        }
+    }
     Ok(AgentStatus {
         agent,
         detected,
@@ -356,6 +373,44 @@ pub(crate) fn status_in(
         version: spec.version.clone(),
         items,
     })
+}
+
+/// Whether `switch`'s setting is at its "off" value now (a file that cannot be read or parsed
+/// is not: its own item says so).
+fn switched_off(switch: &OffSwitch) -> bool {
+    let Ok(Some(bytes)) = fsutil::read_opt(&switch.file) else {
+        return false;
+    };
+    let is_toml = switch.file.extension().is_some_and(|e| e == "toml");
+    if is_toml {
+        let Ok(parsed) = crate::tomledit::parse(&switch.file, Some(&bytes)) else {
+            return false;
+        };
+        let Some(v) = crate::tomledit::lookup(parsed.doc.as_table(), &switch.path)
+            .and_then(toml_edit::Item::as_value)
+        else {
+            return false;
+        };
+        return match &switch.when {
+            OffWhen::Is(b) => v.as_bool() == Some(*b),
+            OffWhen::Lists(name) => v
+                .as_array()
+                .is_some_and(|a| a.iter().any(|x| x.as_str() == Some(name))),
+        };
+    }
+    let scope: Vec<String> = switch.path.iter().take(1).cloned().collect();
+    let Ok(doc) = parse_doc(&switch.file, Some(&bytes), &scope) else {
+        return false;
+    };
+    let Some(v) = doc.get(&crate::jsonedit::keys(&switch.path)) else {
+        return false;
+    };
+    match &switch.when {
+        OffWhen::Is(b) => v.as_bool() == Some(*b),
+        OffWhen::Lists(name) => v
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x.as_str() == Some(name))),
+    }
 }
 
 fn found_state(found: Found) -> (ItemState, Option<String>) {

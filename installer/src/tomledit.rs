@@ -112,7 +112,7 @@ fn strings_raw(xs: &[String]) -> String {
 }
 
 /// The item at `path` (keys from the top level), through tables and inline tables.
-fn lookup<'a>(root: &'a Table, path: &[String]) -> Option<&'a Item> {
+pub(crate) fn lookup<'a>(root: &'a Table, path: &[String]) -> Option<&'a Item> {
     let (last, parents) = path.split_last()?;
     let mut cur: &dyn TableLike = root;
     for k in parents {

@@ -1257,16 +1257,26 @@ fn doctor_runs_a_hook_program_whose_path_has_a_space_and_a_quote() {
     std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
     std::fs::copy(env!("CARGO_BIN_EXE_memtrail"), &copy).unwrap();
     let run = |args: &[&str]| {
-        std::process::Command::new(&copy)
-            .env_clear()
-            .env("HOME", &sb.home)
-            .env("XDG_STATE_HOME", sb.home.join(".local/state"))
-            .env("XDG_DATA_HOME", sb.home.join(".local/share"))
-            .env("XDG_CONFIG_HOME", sb.home.join(".config"))
-            .env("CLAUDE_CONFIG_DIR", sb.claude_dir())
-            .args(args)
-            .output()
-            .unwrap()
+        // A copy just written may be "text file busy" for a moment: another test's child
+        // forked while the copy's descriptor was open holds it until it execs.
+        for _ in 0..100 {
+            match std::process::Command::new(&copy)
+                .env_clear()
+                .env("HOME", &sb.home)
+                .env("XDG_STATE_HOME", sb.home.join(".local/state"))
+                .env("XDG_DATA_HOME", sb.home.join(".local/share"))
+                .env("XDG_CONFIG_HOME", sb.home.join(".config"))
+                .env("CLAUDE_CONFIG_DIR", sb.claude_dir())
+                .args(args)
+                .output()
+            {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                r => return r.unwrap(),
+            }
+        }
+        panic!("{} stays busy", copy.display())
     };
     let out = run(&["install", "--agent", "copilotcli", "--yes"]);
     assert!(out.status.success(), "{out:?}");

@@ -58,7 +58,7 @@ fn edited_files_become_owner_only_and_new_files_are_0600() {
     std::fs::set_permissions(&sb.global, std::fs::Permissions::from_mode(0o640)).unwrap();
     sb.put(&sb.settings, Some("{}\n"));
     std::fs::set_permissions(&sb.settings, std::fs::Permissions::from_mode(0o755)).unwrap();
-    sb.put(&sb.skill, Some("---\nname: memtrail\nold\n"));
+    sb.put(&sb.skill, Some("---\nname: memtrail\ndescription: Search the user's past coding-agent sessions (an old version)\n---\nold\n"));
     let skill_dir = sb.skill.parent().unwrap();
     std::fs::set_permissions(skill_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     sb.install();

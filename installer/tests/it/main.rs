@@ -22,5 +22,6 @@ mod pi;
 mod qwen;
 mod roo;
 mod roundtrip;
+mod switches;
 mod upgrade;
 mod vscode;

@@ -207,7 +207,7 @@ fn duplicates_are_reported_and_collapsed() {
 #[test]
 fn stale_skill_is_reported_and_rewritten() {
     let sb = Sandbox::new();
-    sb.put(&sb.skill, Some("---\nname: memtrail\n---\nold text\n"));
+    sb.put(&sb.skill, Some("---\nname: memtrail\ndescription: Search the user's past coding-agent sessions (an old version)\n---\nold text\n"));
     let st = status_in(&sb.env, Agent::Claude, &sb.bin).unwrap();
     let skill = st
         .items
@@ -225,7 +225,7 @@ fn stale_skill_is_reported_and_rewritten() {
     let f = applied.files.iter().find(|f| f.path == sb.skill).unwrap();
     assert_eq!(
         std::fs::read(f.backup.as_ref().unwrap()).unwrap(),
-        b"---\nname: memtrail\n---\nold text\n"
+        b"---\nname: memtrail\ndescription: Search the user's past coding-agent sessions (an old version)\n---\nold text\n"
     );
     assert_eq!(
         std::fs::read_to_string(&sb.skill).unwrap(),

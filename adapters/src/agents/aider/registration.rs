@@ -11,6 +11,7 @@ pub const EXECUTABLE: &str = "aider";
 pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
     let loc = Locations::resolve(ctx.env);
     Ok(AgentSpec {
+        off_switches: Vec::new(),
         files: Vec::new(),
         config_dirs: vec![loc.aider_dir],
         executables: vec![EXECUTABLE.to_string()],

@@ -256,6 +256,14 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
     });
     let skill_dir = loc.skill.parent().map(Path::to_path_buf);
     Ok(AgentSpec {
+        // `"disableAllHooks": true` in settings.json: Claude Code runs no hook at all.
+        off_switches: vec![OffSwitch {
+            file: loc.settings.clone(),
+            path: strings(&["disableAllHooks"]),
+            when: OffWhen::Is(true),
+            covers: OffCovers::Hooks,
+            reason: "switched off: settings.json has \"disableAllHooks\": true (Claude Code runs no hook; remove it to capture again)".to_string(),
+        }],
         files: vec![
             FileSpec {
                 path: loc.settings.clone(),
@@ -276,7 +284,8 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
                     label: "skill memtrail".to_string(),
                     content: SKILL_MD.to_string(),
                     owned_dirs: skill_dir.into_iter().collect(),
-                    is_ours: None,
+                    // A skill of the user's own named `memtrail` is theirs: never replaced.
+                    is_ours: Some(crate::registration::is_memtrail_skill),
                     points_at: None,
                     retired: false,
                 }),

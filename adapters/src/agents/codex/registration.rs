@@ -269,6 +269,15 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
         }
     }
     Ok(AgentSpec {
+        // `enabled = false` in `[mcp_servers.memtrail]`: Codex does not start the server.
+        off_switches: vec![OffSwitch {
+            file: loc.config_toml.clone(),
+            path: strings(&["mcp_servers", "memtrail", "enabled"]),
+            when: OffWhen::Is(false),
+            covers: OffCovers::Mcp,
+            reason: "switched off: config.toml has enabled = false in [mcp_servers.memtrail]"
+                .to_string(),
+        }],
         files: vec![
             FileSpec {
                 path: loc.config_toml.clone(),

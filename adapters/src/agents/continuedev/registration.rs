@@ -72,6 +72,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
         crate::registration::is_memtrail_skill,
     ));
     Ok(AgentSpec {
+        off_switches: Vec::new(),
         files,
         config_dirs: vec![loc.config_dir],
         executables: vec![EXECUTABLE.to_string()],

@@ -41,6 +41,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
         crate::registration::entry_command,
     );
     Ok(AgentSpec {
+        off_switches: Vec::new(),
         files: vec![
             json_file(&loc.config_file, vec![mcp]),
             skill_file(&loc.skill, SKILL_MD, crate::registration::is_memtrail_skill),

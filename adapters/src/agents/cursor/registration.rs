@@ -171,6 +171,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
         mcp_server_program,
     );
     Ok(AgentSpec {
+        off_switches: Vec::new(),
         files: vec![
             json_file(&loc.hooks, hooks),
             json_file(&loc.mcp, vec![mcp]),

@@ -100,6 +100,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
         crate::registration::entry_command,
     );
     Ok(AgentSpec {
+        off_switches: Vec::new(),
         files: vec![
             json_file(&loc.settings, hooks),
             json_file(&loc.mcp, vec![mcp]),

@@ -174,7 +174,36 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
         &[],
         mcp_server_program,
     ));
+    // Gemini CLI's own switches in settings.json (its settings schema: `hooksConfig.enabled`,
+    // default true; `hooksConfig.disabled`, hook names; `mcp.excluded`, server names).
+    let off = |path: &[&str], when: OffWhen, covers: OffCovers, reason: &str| OffSwitch {
+        file: loc.settings.clone(),
+        path: strings(path),
+        when,
+        covers,
+        reason: reason.to_string(),
+    };
     Ok(AgentSpec {
+        off_switches: vec![
+            off(
+                &["hooksConfig", "enabled"],
+                OffWhen::Is(false),
+                OffCovers::Hooks,
+                "switched off: settings.json has \"hooksConfig\": {\"enabled\": false} (Gemini CLI runs no hook)",
+            ),
+            off(
+                &["hooksConfig", "disabled"],
+                OffWhen::Lists(HOOK_NAME.to_string()),
+                OffCovers::Hooks,
+                "switched off: settings.json lists \"memtrail\" in \"hooksConfig.disabled\" (/hooks in Gemini CLI turns it back on)",
+            ),
+            off(
+                &["mcp", "excluded"],
+                OffWhen::Lists(MCP_SERVER_NAME.to_string()),
+                OffCovers::Mcp,
+                "switched off: settings.json lists \"memtrail\" in \"mcp.excluded\"",
+            ),
+        ],
         files: vec![
             json_file(&loc.settings, items),
             skill_file(&loc.skill, SKILL_MD, is_memtrail_skill),

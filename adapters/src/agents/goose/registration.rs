@@ -133,6 +133,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
         crate::registration::entry_command,
     );
     Ok(AgentSpec {
+        off_switches: Vec::new(),
         files: vec![
             json_file(&loc.hooks_json, items),
             json_file(&loc.mcp_json, vec![mcp]),

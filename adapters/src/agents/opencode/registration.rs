@@ -132,6 +132,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
         strict_json: None,
     };
     Ok(AgentSpec {
+        off_switches: Vec::new(),
         files: vec![
             plugin,
             json_file(&loc.config_file, vec![mcp]),

@@ -42,6 +42,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
         strict_json: None,
     };
     Ok(AgentSpec {
+        off_switches: Vec::new(),
         files: vec![extension],
         config_dirs: vec![loc.agent_dir],
         executables: vec![EXECUTABLE.to_string()],

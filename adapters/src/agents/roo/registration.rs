@@ -47,6 +47,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
     let mut config_dirs = vec![loc.global_dir];
     config_dirs.extend(loc.extension_dirs);
     Ok(AgentSpec {
+        off_switches: Vec::new(),
         files,
         config_dirs,
         executables: vec![EXECUTABLE.to_string()],

@@ -179,6 +179,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
         ));
     }
     Ok(AgentSpec {
+        off_switches: Vec::new(),
         files,
         config_dirs: loc.detect_dirs,
         executables: strings(&EXECUTABLES),
