@@ -154,7 +154,9 @@ impl Backup {
     pub fn create(env: &Env, action: &str) -> Result<Backup, InstallError> {
         let root = env.backups_dir();
         refuse_links(env)?;
-        fsutil::create_private_dir_all(&root)?;
+        // Created with the owner of the folder above: `sudo -E memtrail install` (HOME still the
+        // user's) must not leave root's folders in the user's home.
+        fsutil::create_dirs_like_parent(&root)?;
         // memtrail's own directory: owner only, even if an older version or a umask left it
         // open.
         set_mode(&root, 0o700)?;
@@ -182,6 +184,7 @@ impl Backup {
                 Ok(()) => {
                     // The umask may have taken bits away (even the owner's).
                     set_mode(&dir, 0o700)?;
+                    fsutil::match_owner(&dir, &root);
                     return Ok(Backup {
                         dir,
                         index: BackupIndex {
@@ -228,6 +231,7 @@ impl Backup {
                 };
                 let path = self.dir.join(&name);
                 fsutil::write_atomic(&path, bytes, Some(0o600), Some(0o600))?;
+                fsutil::match_owner(&path, &self.dir);
                 self.index.files.insert(name, orig);
                 Some(path)
             }
@@ -241,7 +245,10 @@ fn write_index(dir: &Path, index: &BackupIndex) -> Result<(), InstallError> {
     let mut idx = serde_json::to_vec_pretty(index)
         .map_err(|e| InstallError::io(dir, std::io::Error::other(e)))?;
     idx.push(b'\n');
-    fsutil::write_atomic(&dir.join("index.json"), &idx, Some(0o600), Some(0o600))
+    let path = dir.join("index.json");
+    fsutil::write_atomic(&path, &idx, Some(0o600), Some(0o600))?;
+    fsutil::match_owner(&path, dir);
+    Ok(())
 }
 
 /// An error naming memtrail's state folder or its `backups` folder when either is a symlink

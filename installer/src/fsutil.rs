@@ -227,18 +227,6 @@ pub(crate) fn missing_dirs(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// `create_dir_all` with mode 0700 for the directories it creates.
-pub(crate) fn create_private_dir_all(dir: &Path) -> Result<(), InstallError> {
-    let mut b = fs::DirBuilder::new();
-    b.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        b.mode(0o700);
-    }
-    b.create(dir).map_err(|e| InstallError::io(dir, e))
-}
-
 /// Remove `dirs` (deepest first) when they are empty; anything else is left alone.
 pub(crate) fn remove_empty_dirs(dirs: &[PathBuf]) {
     let mut dirs: Vec<&PathBuf> = dirs.iter().collect();

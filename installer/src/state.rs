@@ -192,10 +192,13 @@ impl InstallState {
             };
         }
         let dir = env.state_dir();
-        crate::fsutil::create_private_dir_all(&dir)?;
+        // With the owner of the folder above (see `Backup::create`).
+        crate::fsutil::create_dirs_like_parent(&dir)?;
         let mut bytes = serde_json::to_vec_pretty(self)
             .map_err(|e| InstallError::io(&path, std::io::Error::other(e)))?;
         bytes.push(b'\n');
-        crate::fsutil::write_atomic(&path, &bytes, None, Some(0o600))
+        crate::fsutil::write_atomic(&path, &bytes, None, Some(0o600))?;
+        crate::fsutil::match_owner(&path, &dir);
+        Ok(())
     }
 }

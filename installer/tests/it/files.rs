@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::Sandbox;
-use memtrail_installer::{Action, Outcome};
+use memtrail_installer::{Action, Agent, Outcome};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -582,4 +582,43 @@ fn uninstall_writes_only_the_files_it_edited_whatever_a_backup_index_names() {
         std::fs::read_to_string(&sb.settings).unwrap(),
         "{\"model\": \"opus\"}\n"
     );
+}
+
+/// Run as root with another account's HOME (`sudo -E memtrail install`, or macOS `sudo`): the
+/// folders and files memtrail creates for its state and backups belong to the home's owner, as
+/// the edited configs do, so that the user's own later installs can write there.
+#[cfg(target_os = "linux")]
+#[test]
+fn root_installing_into_another_accounts_home_leaves_nothing_of_roots() {
+    use std::os::unix::fs::MetadataExt;
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: skipped");
+        return;
+    }
+    let b = common::AgentBox::new(Agent::Claude);
+    let state = b.home.join(".local/state");
+    let b = b.with_var("XDG_STATE_HOME", &state);
+    std::fs::create_dir_all(b.home.join(".claude")).unwrap();
+    let (uid, gid) = (65534, 65534);
+    for d in [&b.home, &b.home.join(".claude")] {
+        std::os::unix::fs::chown(d, Some(uid), Some(gid)).unwrap();
+    }
+    b.install();
+    b.uninstall();
+    b.install();
+    let mut seen = 0;
+    let mut stack = vec![b.home.join(".local")];
+    while let Some(p) = stack.pop() {
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        assert_eq!((m.uid(), m.gid()), (uid, gid), "{}", p.display());
+        seen += 1;
+        if m.is_dir() {
+            stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    assert!(
+        seen >= 5,
+        "the state folder, its backups and their files: {seen}"
+    );
+    assert!(state.join("memtrail/install-state.json").exists());
 }
