@@ -219,20 +219,18 @@ fn the_skill_is_in_codex_home_and_a_former_one_in_agents_skills_goes() {
     b.uninstall();
     assert!(!p.skill.exists());
     assert!(!b.home.join(".codex/skills").exists(), "install made it");
-    // A file there that is not memtrail's skill (another name) is the user's.
-    let theirs = "---\nname: my-notes\ndescription: my own notes\n---\nmine\n";
-    b.put(&former, Some(theirs));
-    b.install();
-    assert_eq!(b.read(&former), theirs);
-    b.uninstall();
-    assert_eq!(b.read(&former), theirs);
-    // Nor is a skill of the user's own that is also named `memtrail` (another description).
-    let theirs = "---\nname: memtrail\ndescription: my own skill\n---\nmine\n";
-    b.put(&former, Some(theirs));
-    b.install();
-    assert_eq!(b.read(&former), theirs);
-    b.uninstall();
-    assert_eq!(b.read(&former), theirs);
+    // A file there that is not memtrail's skill is the user's: another name, or a skill of
+    // their own also named `memtrail` (another description).
+    for theirs in [
+        "---\nname: my-notes\ndescription: my own notes\n---\nmine\n",
+        "---\nname: memtrail\ndescription: my own skill\n---\nmine\n",
+    ] {
+        b.put(&former, Some(theirs));
+        b.install();
+        assert_eq!(b.read(&former), theirs);
+        b.uninstall();
+        assert_eq!(b.read(&former), theirs);
+    }
 }
 
 #[test]
