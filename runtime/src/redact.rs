@@ -141,7 +141,7 @@ const RULES: &[RuleDef] = &[
     ),
     token(
         "aws_access_key",
-        r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?-u:\b)",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?-u:\b))",
         &["AKIA", "ASIA", "ABIA", "ACCA"],
         alnum,
         16,
@@ -155,28 +155,28 @@ const RULES: &[RuleDef] = &[
     ),
     token(
         "anthropic_key",
-        r"(?-u:\b)sk-ant-[A-Za-z0-9_-]{20,}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>sk-ant-[A-Za-z0-9_-]{20,})",
         &["sk-ant-"],
         token_byte,
         20,
     ),
     token(
         "openrouter_key",
-        r"(?-u:\b)sk-or-v1-[0-9a-f]{64}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>sk-or-v1-[0-9a-f]{64})",
         &["sk-or-v1-"],
         hex,
         64,
     ),
     token(
         "openai_key",
-        r"(?-u:\b)sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,})",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,}))",
         &["sk-"],
         token_byte,
         20,
     ),
     token(
         "github_token",
-        r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}))",
         &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
         token_byte,
         22,
@@ -185,7 +185,7 @@ const RULES: &[RuleDef] = &[
     // OAuth, service account tokens, and runner registration tokens.
     token(
         "gitlab_token",
-        r"(?-u:\b)(?:gl(?:pat|ptt|rt|dt|ft|cbt|imt|agent|oas|soat|ffct)-|GR1348941)[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>(?:gl(?:pat|ptt|rt|dt|ft|cbt|imt|agent|oas|soat|ffct)-|GR1348941)[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*)",
         &[
             "glpat-",
             "glptt-",
@@ -205,7 +205,7 @@ const RULES: &[RuleDef] = &[
     ),
     token(
         "slack_token",
-        r"(?-u:\b)(?:xox[abeoprs]-[0-9]+-[A-Za-z0-9-]{8,}|xoxe\.xox[bp]-[0-9]-[A-Za-z0-9]{20,}|xapp-[0-9]-[A-Za-z0-9-]{20,})",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>(?:xox[abeoprs]-[0-9]+-[A-Za-z0-9-]{8,}|xoxe\.xox[bp]-[0-9]-[A-Za-z0-9]{20,}|xapp-[0-9]-[A-Za-z0-9-]{20,}))",
         &[
             "xoxa-", "xoxb-", "xoxe-", "xoxo-", "xoxp-", "xoxr-", "xoxs-", "xoxe.", "xapp-",
         ],
@@ -221,35 +221,35 @@ const RULES: &[RuleDef] = &[
     ),
     token(
         "stripe_key",
-        r"(?-u:\b)(?:[sr]k_live_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{32,})",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>(?:[sr]k_live_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{32,}))",
         &["sk_live_", "rk_live_", "whsec_"],
         alnum,
         16,
     ),
     token(
         "npm_token",
-        r"(?-u:\b)npm_[A-Za-z0-9]{36,}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>npm_[A-Za-z0-9]{36,})",
         &["npm_"],
         alnum,
         36,
     ),
     token(
         "pypi_token",
-        r"(?-u:\b)pypi-[A-Za-z0-9_-]{50,}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>pypi-[A-Za-z0-9_-]{50,})",
         &["pypi-"],
         token_byte,
         50,
     ),
     token(
         "google_api_key",
-        r"(?-u:\b)AIza[0-9A-Za-z_-]{35}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>AIza[0-9A-Za-z_-]{35})",
         &["AIza"],
         token_byte,
         35,
     ),
     token(
         "google_oauth",
-        r"(?-u:\b)(?:ya29\.[0-9A-Za-z_-]{20,}|GOCSPX-[0-9A-Za-z_-]{28})",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>(?:ya29\.[0-9A-Za-z_-]{20,}|GOCSPX-[0-9A-Za-z_-]{28}))",
         &["ya29.", "GOCSPX-"],
         token_byte,
         20,
@@ -270,63 +270,63 @@ const RULES: &[RuleDef] = &[
     ),
     token(
         "azure_client_secret",
-        r"(?-u:\b)[A-Za-z0-9_~.-]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>[A-Za-z0-9_~.-]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34})",
         &["Q~"],
         azure_byte,
         31,
     ),
     token(
         "groq_key",
-        r"(?-u:\b)gsk_[A-Za-z0-9]{52}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>gsk_[A-Za-z0-9]{52})",
         &["gsk_"],
         alnum,
         52,
     ),
     token(
         "huggingface_token",
-        r"(?-u:\b)(?:hf_|api_org_)[A-Za-z]{34}(?-u:\b)",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>(?:hf_|api_org_)[A-Za-z]{34}(?-u:\b))",
         &["hf_", "api_org_"],
         u8::is_ascii_alphabetic,
         34,
     ),
     token(
         "xai_key",
-        r"(?-u:\b)xai-[A-Za-z0-9]{80}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>xai-[A-Za-z0-9]{80})",
         &["xai-"],
         alnum,
         80,
     ),
     token(
         "sendgrid_key",
-        r"(?-u:\b)SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})",
         &["SG."],
         token_byte,
         22,
     ),
     token(
         "twilio_key",
-        r"(?-u:\b)SK[0-9a-fA-F]{32}(?-u:\b)",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>SK[0-9a-fA-F]{32}(?-u:\b))",
         &["SK"],
         hex,
         32,
     ),
     token(
         "digitalocean_token",
-        r"(?-u:\b)do[opr]_v1_[a-f0-9]{64}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>do[opr]_v1_[a-f0-9]{64})",
         &["dop_v1_", "doo_v1_", "dor_v1_"],
         hex,
         64,
     ),
     token(
         "shopify_token",
-        r"(?-u:\b)shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32})",
         &["shpat_", "shpca_", "shppa_", "shpss_"],
         hex,
         32,
     ),
     token(
         "vault_token",
-        r"(?-u:\b)hv[sbr]\.[A-Za-z0-9_-]{24,}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>hv[sbr]\.[A-Za-z0-9_-]{24,})",
         &["hvs.", "hvb.", "hvr."],
         token_byte,
         24,
@@ -343,56 +343,56 @@ const RULES: &[RuleDef] = &[
     // says `discord` (as gitleaks does).
     def(
         "discord_token",
-        r"(?-u:\b)[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})",
         Check::Keyword("discord"),
         &["discord"],
         Shape::Any,
     ),
     token(
         "databricks_token",
-        r"(?-u:\b)dapi[a-f0-9]{32}(?:-[0-9]+)?",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>dapi[a-f0-9]{32}(?:-[0-9]+)?)",
         &["dapi"],
         hex,
         32,
     ),
     token(
         "grafana_token",
-        r"(?-u:\b)(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2}|eyJrIjoi[A-Za-z0-9+/]{32,}={0,2})",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2}|eyJrIjoi[A-Za-z0-9+/]{32,}={0,2}))",
         &["glsa_", "glc_", "eyJrIjoi"],
         b64_byte,
         32,
     ),
     token(
         "linear_key",
-        r"(?-u:\b)lin_(?:api|oauth)_[A-Za-z0-9]{40}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>lin_(?:api|oauth)_[A-Za-z0-9]{40})",
         &["lin_api_", "lin_oauth_"],
         alnum,
         40,
     ),
     token(
         "atlassian_token",
-        r"(?-u:\b)AT[AC]TT3[A-Za-z0-9_=-]{50,}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>AT[AC]TT3[A-Za-z0-9_=-]{50,})",
         &["ATATT3", "ATCTT3"],
         token_byte,
         50,
     ),
     token(
         "notion_token",
-        r"(?-u:\b)(?:secret_[A-Za-z0-9]{43}|ntn_[0-9]{11}[A-Za-z0-9]{35})(?-u:\b)",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>(?:secret_[A-Za-z0-9]{43}|ntn_[0-9]{11}[A-Za-z0-9]{35})(?-u:\b))",
         &["secret_", "ntn_"],
         alnum,
         43,
     ),
     token(
         "docker_token",
-        r"(?-u:\b)dckr_(?:pat|oat)_[A-Za-z0-9_-]{27,}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>dckr_(?:pat|oat)_[A-Za-z0-9_-]{27,})",
         &["dckr_pat_", "dckr_oat_"],
         token_byte,
         27,
     ),
     token(
         "sentry_token",
-        r"(?-u:\b)sntry[su]_[A-Za-z0-9+/=_-]{40,}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>sntry[su]_[A-Za-z0-9+/=_-]{40,})",
         &["sntrys_", "sntryu_"],
         b64url_byte,
         40,
@@ -404,7 +404,7 @@ const RULES: &[RuleDef] = &[
     token(
         "api_token",
         concat!(
-            r"(?-u:\b)(?:HRKU-[A-Za-z0-9_-]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|pul-[a-f0-9]{40}",
+            r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>(?:HRKU-[A-Za-z0-9_-]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|pul-[a-f0-9]{40})",
             r"|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}|dp\.(?:pt|st|sa|ct)\.[A-Za-z0-9]{40,}",
             r"|NRAK-[A-Z0-9]{27}|sbp_[a-f0-9]{40}|r8_[A-Za-z0-9]{37}|pplx-[A-Za-z0-9]{48}",
             r"|ops_eyJ[A-Za-z0-9+/=]{100,}|tskey-[a-z]+-[A-Za-z0-9]+-[A-Za-z0-9]{16,}",
@@ -449,7 +449,7 @@ const RULES: &[RuleDef] = &[
     ),
     token(
         "jwt",
-        r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
         &["eyJ"],
         token_byte,
         8,
@@ -612,7 +612,7 @@ const RULES: &[RuleDef] = &[
     // Google OAuth refresh tokens: `1//0` and a base64url body.
     def(
         "google_refresh_token",
-        r"(?-u:\b)1//0[0-9A-Za-z_-]{30,}",
+        r"(?:^|[^A-Za-z0-9_]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<s>1//0[0-9A-Za-z_-]{30,})",
         Check::None,
         &["1//0"],
         Shape::Any,
@@ -1978,6 +1978,36 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A token right after a `\n`, `\t` or `\r` escape written out in the text (a shell
+    /// command, JSON text inside a tool output) or after a percent-encoded byte is redacted;
+    /// one inside a word is not (`task-…` is not an OpenAI key).
+    #[test]
+    fn tokens_after_an_escape_or_a_percent_encoded_byte() {
+        let ghp = format!("ghp_{}", "a1B2".repeat(9));
+        let sk = format!("sk-proj-{}", "Xy9_".repeat(6));
+        let aws = "AKIAABCDEFGHIJKLMNOP";
+        for (text, secret) in [
+            (format!("printf 'first\\n{ghp}'"), ghp.as_str()),
+            (format!(r#"{{"log":"boot\n{sk}"}}"#), sk.as_str()),
+            (format!("a\\t{aws}"), aws),
+            (format!("https://x/?token%3D{ghp}%26"), ghp.as_str()),
+            (format!("Bearer%20{sk}"), sk.as_str()),
+            (format!("{ghp} then {ghp}"), ghp.as_str()),
+        ] {
+            let out = redact(&text);
+            assert!(!out.contains(secret), "{text} -> {out}");
+            assert!(out.contains("[redacted:"), "{out}");
+        }
+        // Inside a word: not a token.
+        let word = format!("task-{}", "a".repeat(40));
+        assert_eq!(redact(&word), word.as_str());
+        // What comes before the token stays.
+        assert_eq!(
+            redact(&format!("x\\n{ghp} y")),
+            "x\\n[redacted:github_token] y"
+        );
+    }
 
     /// Every rule in order on the text, with no needle scan and no shape check: the oracle
     /// the gated [`redact_secrets`] must equal.
