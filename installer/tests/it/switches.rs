@@ -7,8 +7,8 @@
 use crate::common::AgentBox;
 use memtrail_installer::{Agent, ItemState};
 
-/// The reasons shown for the items whose label starts with `prefix`, and whether every other
-/// item is present.
+/// The reasons shown for the items whose label starts with `prefix` (empty unless every one
+/// of them is shown as not run); panics when any other item is not present.
 fn off_items(b: &AgentBox, prefix: &str) -> Vec<String> {
     let st = b.status();
     let mut out = Vec::new();
