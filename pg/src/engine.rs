@@ -78,6 +78,18 @@ pub enum Progress<'a> {
     /// created again): all `sessions` of this machine are queued again and every machine's
     /// pushes are pulled from the start ([`Store::sync_database`]).
     NewDatabase { sessions: u64 },
+    /// The database went back in time since this store last synced with it (restored from a
+    /// backup): it shows an older push of this machine than the last one it committed
+    /// (`database_push_at` before `pushed_at`, Unix milliseconds, `None`: none), or has not
+    /// given out the revisions this store pulled (`revision` below `pulled_to`). The sync gives
+    /// the database a new identity ([`Pg::renew_database_id`]), so that every machine sends
+    /// its sessions again and pulls from the start; [`Progress::NewDatabase`] follows.
+    RestoredDatabase {
+        pushed_at: Option<i64>,
+        database_push_at: Option<i64>,
+        pulled_to: i64,
+        revision: i64,
+    },
     /// Building the IVFFlat index of this machine's model's vectors (when the database first
     /// holds enough of them, and again each time they have grown fourfold:
     /// [`Pg::ensure_vector_index`]); under a minute at 700,000 vectors.
@@ -181,7 +193,26 @@ pub fn sync(
         vector_index_error: None,
         elapsed_ms: 0,
     };
-    let database = pg.database_id()?;
+    let mut database = pg.database_id()?;
+    if store.synced_database()?.as_deref() == Some(database.as_str()) {
+        let marks = pg.marks(&me.machine)?;
+        let pushed_at = store.database_push_at()?;
+        let pulled_to = store.max_pull_position()?;
+        // Restored from a backup taken before this store's last push, or before revisions it
+        // pulled: what was pushed since is lost there, and revisions will be given out again
+        // (a pull from the current position would skip them).
+        if pushed_at.is_some_and(|t| marks.last_push_at.is_none_or(|p| p < t))
+            || pulled_to > marks.revision
+        {
+            progress(Progress::RestoredDatabase {
+                pushed_at,
+                database_push_at: marks.last_push_at,
+                pulled_to,
+                revision: marks.revision,
+            });
+            database = pg.renew_database_id(&database)?;
+        }
+    }
     if let Some(sessions) = store.sync_database(&database)? {
         progress(Progress::NewDatabase { sessions });
     }
@@ -274,7 +305,7 @@ fn push(
         });
         let mut acknowledge = |store: &mut Store, d: Done| -> Result<()> {
             let (batch, p) = d?;
-            if let Some(p) = p {
+            if let Some(p) = &p {
                 totals.batches += 1;
                 totals.sessions += p.sessions;
                 totals.messages += p.messages;
@@ -284,7 +315,7 @@ fn push(
                 totals.vectors += p.vectors;
                 totals.vectors_skipped += p.vectors_skipped;
             }
-            store.ack_push(&batch)?;
+            store.ack_push(&batch, p.map(|p| p.at))?;
             progress(Progress::Push {
                 messages: totals.messages,
                 queued,

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 pub use config::{EnvDefaults, Host, PasswordSources, PgConfig, SslMode, mask_url};
 pub use read::PgReader;
-pub use sync::{MachineInfo, Pushed, session_uid};
+pub use sync::{DatabaseMarks, MachineInfo, Pushed, session_uid};
 pub use tokio_postgres;
 
 /// What can go wrong talking to PostgreSQL. No variant's text holds a password.

@@ -59,6 +59,20 @@ pub struct Pushed {
     /// Vectors (chunks) of the batch not written because the database has no pgvector (no
     /// `message_vectors` table, migration 7).
     pub vectors_skipped: u64,
+    /// The `last_push_at` this push recorded in the machine's `machines` row (Unix
+    /// milliseconds, the pushing machine's clock): a store keeps the last one, and a database
+    /// that shows an older one was restored from a backup ([`Pg::marks`]).
+    pub at: i64,
+}
+
+/// What a database shows of its past, for telling that it went back in time (restored from
+/// a backup taken before some of the pushes a store saw commit): [`Pg::marks`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DatabaseMarks {
+    /// The machine's `machines.last_push_at` (Unix milliseconds), `None` when it never pushed.
+    pub last_push_at: Option<i64>,
+    /// The highest revision ever given out (`memtrail_rev`'s last value), 0 when none was.
+    pub revision: i64,
 }
 
 /// Whether the database has the vectors' table (migration 7 with pgvector).
@@ -230,6 +244,41 @@ impl Pg {
                 "the database has no memtrail id yet (memtrail_meta.database_id): run `memtrail sync` with this build so it migrates the schema".into(),
             )
         })
+    }
+
+    /// [`DatabaseMarks`] for machine `machine`. `pg_sequence_last_value` needs only `USAGE` on
+    /// the sequence, which every role that pushes has.
+    ///
+    /// Errors: [`Error::Db`].
+    pub fn marks(&self, machine: &str) -> Result<DatabaseMarks> {
+        let row = self.block_on(self.client().query_one(
+            "SELECT (SELECT last_push_at FROM machines WHERE id = $1), \
+               coalesce(pg_sequence_last_value('memtrail_rev'::regclass), 0)",
+            &[&machine],
+        ))?;
+        Ok(DatabaseMarks {
+            last_push_at: row.get(0),
+            revision: row.get(1),
+        })
+    }
+
+    /// Give the database a new identity (`memtrail_meta.database_id`) in place of `old`, so
+    /// that every store takes it for a database it has not synced with: each sends all its
+    /// sessions again and pulls every machine's from the start. What a store does on finding
+    /// the database restored from a backup ([`DatabaseMarks`]): the pushes made since the
+    /// backup are lost there, and the revisions given out since will be given out again. When
+    /// another store renewed it first (the identity is no longer `old`), that one is kept.
+    /// Returns the identity now.
+    ///
+    /// Errors: [`Error::Db`] (a role without `UPDATE` on `memtrail_meta`: the database's owner
+    /// runs `memtrail sync` once).
+    pub fn renew_database_id(&mut self, old: &str) -> Result<String> {
+        self.block_on(self.client().execute(
+            "UPDATE memtrail_meta SET value = gen_random_uuid()::text \
+             WHERE key = 'database_id' AND value = $1",
+            &[&old],
+        ))?;
+        self.database_id()
     }
 
     /// Whether the database holds the vectors' table (migration 7, created with pgvector):
@@ -497,6 +546,11 @@ impl Pg {
     }
 }
 
+/// The transaction-level advisory lock every writing push holds to its commit: the one the
+/// activity summaries' triggers take (migration 6, "mtsummar" in ASCII as a big-endian
+/// integer).
+pub const PUSH_LOCK: i64 = 7887055795616833906;
+
 async fn push_tx(
     tx: &Transaction<'_>,
     machine: &str,
@@ -505,7 +559,20 @@ async fn push_tx(
     batch: &PushBatch,
     lexemes: &[Vec<TsVector>],
 ) -> Result<Pushed> {
-    let mut pushed = Pushed::default();
+    let mut pushed = Pushed {
+        at: now,
+        ..Pushed::default()
+    };
+    if !batch.deletions.is_empty() || !batch.sessions.is_empty() {
+        // Pushes that write take turns from here to their commit. Their triggers take this lock
+        // anyway at their first message (migration 6), but the check for sessions another
+        // machine deleted below must come after it too: otherwise a deletion committing while
+        // this push runs is not seen, and its upsert, having waited on the deleted row, inserts
+        // the session again (or the deletion's statements, begun before this push committed,
+        // miss the messages it inserted).
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PUSH_LOCK])
+            .await?;
+    }
     tx.execute(
         "INSERT INTO machines (id, label, first_push_at, last_push_at) VALUES ($1, $2, $3, $3) \
          ON CONFLICT (id) DO UPDATE SET label = EXCLUDED.label, \

@@ -180,6 +180,22 @@ pub fn sync(
                 Progress::NewDatabase { sessions } => bar.suspend(|| {
                     eprintln!("{}", sync_auto::new_database_note(sessions));
                 }),
+                Progress::RestoredDatabase {
+                    pushed_at,
+                    database_push_at,
+                    pulled_to,
+                    revision,
+                } => bar.suspend(|| {
+                    eprintln!(
+                        "{}",
+                        sync_auto::restored_database_note(
+                            pushed_at,
+                            database_push_at,
+                            pulled_to,
+                            revision
+                        )
+                    );
+                }),
                 Progress::VectorIndex { model } => {
                     bar.set_message(format!("building the search index of {model}'s vectors"));
                 }

@@ -151,8 +151,20 @@ fn sync_once(
     options: &SyncOptions,
 ) -> Result<SyncReport> {
     let result = engine::sync(store, pg, me, privacy, options, &mut |p| {
-        if let engine::Progress::NewDatabase { sessions } = p {
-            note(&new_database_note(sessions));
+        match p {
+            engine::Progress::NewDatabase { sessions } => note(&new_database_note(sessions)),
+            engine::Progress::RestoredDatabase {
+                pushed_at,
+                database_push_at,
+                pulled_to,
+                revision,
+            } => note(&restored_database_note(
+                pushed_at,
+                database_push_at,
+                pulled_to,
+                revision,
+            )),
+            _ => {}
         }
         if stop_requested() {
             note("stopped (between batches)");
@@ -287,6 +299,32 @@ pub fn new_database_note(sessions: u64) -> String {
     format!(
         "this database is new to this machine: sending all {}",
         crate::output::plural(sessions, "session", "sessions")
+    )
+}
+
+/// What `memtrail sync` says when the database went back in time
+/// ([`engine::Progress::RestoredDatabase`]; times in Unix milliseconds).
+pub fn restored_database_note(
+    pushed_at: Option<i64>,
+    database_push_at: Option<i64>,
+    pulled_to: i64,
+    revision: i64,
+) -> String {
+    let time = |t: Option<i64>| t.map_or("none".to_string(), memtrail_adapters::format_rfc3339_ms);
+    let why = if pushed_at.is_some_and(|t| database_push_at.is_none_or(|p| p < t)) {
+        format!(
+            "its last push from this machine is {}, but this machine's last push committed at {}",
+            time(database_push_at),
+            time(pushed_at)
+        )
+    } else {
+        format!(
+            "it has given out revisions up to {revision}, but this machine pulled up to {pulled_to}"
+        )
+    };
+    format!(
+        "the database went back in time (restored from a backup?): {why}; giving it a new \
+         identity, so that every machine sends its sessions again and pulls from the start"
     )
 }
 

@@ -62,6 +62,24 @@ impl Machine {
         doc["sync"]["machine"].as_str().unwrap().to_string()
     }
 
+    /// `memtrail sync --init URL --label LABEL`, which must succeed.
+    fn init(&self, url: &str) {
+        let out = self.run(&["sync", "--init", url, "--label", &self.label]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Marks a background sync as started just now, so that the hook's turn ends start none
+    /// for autosync's interval (the test's own syncs are then the only ones).
+    fn no_autosync(&self) {
+        let stamp = self.sb.home.join(".local/state/memtrail/sync-started");
+        std::fs::create_dir_all(stamp.parent().unwrap()).unwrap();
+        std::fs::write(&stamp, b"0").unwrap();
+    }
+
     /// Points the config's URL somewhere nothing listens (as if the database were gone).
     fn point_nowhere(&self) {
         let text = std::fs::read_to_string(self.config()).unwrap();
@@ -697,14 +715,8 @@ fn deletions_and_redactions_propagate_to_postgres_and_the_other_machines() {
     let doomed = hook_session(&a, 0xd000, 8);
     let kept = hook_session(&a, 0xd001, 8);
     hook_session(&b, 0xd002, 4);
-    for m in [&a, &b] {
-        let out = m.run(&["sync", "--init", &url, "--label", &m.label]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    a.init(&url);
+    b.init(&url);
     let machines = [a, b];
     sync_all(&machines, 1);
     let [a, b] = &machines;
@@ -933,9 +945,7 @@ fn a_sync_by_hand_that_fails_is_recorded_and_status_says_sync_is_failing() {
     assert_eq!(status(&m)["failing"], false);
     // A new session waits; the database is out of reach. A background sync started just now
     // (the stamp): the hook's turn end starts none that would push it first.
-    let stamp = m.sb.home.join(".local/state/memtrail/sync-started");
-    std::fs::create_dir_all(stamp.parent().unwrap()).unwrap();
-    std::fs::write(&stamp, b"0").unwrap();
+    m.no_autosync();
     hook_session(&m, 0xe201, 3);
     m.point_nowhere();
     let out = m.run(&["sync"]);
@@ -1145,22 +1155,10 @@ fn changes_to_a_session_deleted_on_another_machine_are_reported_not_pushed() {
     };
     let url = format!("{url}?sslmode=disable");
     let (a, b) = (Machine::new("ea"), Machine::new("eb"));
-    // A background sync started just now: the turns below start none (autosync's interval).
-    let no_autosync = || {
-        let stamp = a.sb.home.join(".local/state/memtrail/sync-started");
-        std::fs::create_dir_all(stamp.parent().unwrap()).unwrap();
-        std::fs::write(&stamp, b"0").unwrap();
-    };
     let first = hook_session(&a, 0xe000, 4);
     let second = hook_session(&a, 0xe001, 4);
-    for m in [&a, &b] {
-        let out = m.run(&["sync", "--init", &url, "--label", &m.label]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    a.init(&url);
+    b.init(&url);
     // B pulled both (its `sync --init` synced), deletes the first and pushes the deletion; A
     // then adds to it and syncs: the change is not pushed (the deletion stands), and A pulls
     // the deletion.
@@ -1170,7 +1168,7 @@ fn changes_to_a_session_deleted_on_another_machine_are_reported_not_pushed() {
         .success();
     let r = b.json(&["sync", "--json"]);
     assert_eq!(r["sync"]["pushed"]["deletions"], 1, "{r}");
-    no_autosync();
+    a.no_autosync();
     grow_session(&a, 0xe000, 4, 2);
     let r = a.json(&["sync", "--json"]);
     assert_eq!(r["sync"]["pushed"]["deleted_elsewhere"], 1, "{r}");
@@ -1182,7 +1180,7 @@ fn changes_to_a_session_deleted_on_another_machine_are_reported_not_pushed() {
         .assert()
         .success();
     b.json(&["sync", "--json"]);
-    no_autosync();
+    a.no_autosync();
     grow_session(&a, 0xe001, 4, 2);
     let out = a.run(&["sync"]);
     let line = String::from_utf8_lossy(&out.stdout);
@@ -1191,4 +1189,87 @@ fn changes_to_a_session_deleted_on_another_machine_are_reported_not_pushed() {
             .ends_with(" s; 1 session was deleted on another machine and is not pushed"),
         "{line}"
     );
+}
+
+/// Runs `sql` in the test cluster's maintenance database (`CREATE DATABASE … TEMPLATE`, which
+/// fails while a backend of a just-finished sync is still on the source: retried).
+fn cluster_sql(sql: &str) {
+    let admin = std::env::var(memtrail_testkit::pg::URL_VAR).unwrap();
+    let pg = Pg::connect_url(&format!("{admin}?sslmode=disable")).unwrap();
+    let mut tries = 0;
+    while let Err(e) = pg.block_on(pg.client().batch_execute(sql)) {
+        tries += 1;
+        assert!(tries < 100, "{sql}: {}", memtrail_pg::describe(&e));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The database restored from a backup taken between two syncs: the sessions pushed since are
+/// gone from it and its revisions start again below what the machines pulled. The first
+/// machine to sync notices (by its own last push when it pushed since the backup, else by the
+/// revisions it pulled), says so, and gives the database a new identity; every machine then
+/// sends its sessions again and pulls from the start, and both end up with all of them.
+#[test]
+fn a_database_restored_from_a_backup_is_noticed_and_filled_again() {
+    for pusher_first in [true, false] {
+        let Some(url) = memtrail_testkit::pg::test_database("restored") else {
+            return;
+        };
+        let name = url.rsplit('/').next().unwrap().to_string();
+        let backup = format!("{name}_backup");
+        let url = format!("{url}?sslmode=disable");
+        let (a, b) = (Machine::new("ra"), Machine::new("rb"));
+        let s1 = hook_session(&a, 0xd000, 4);
+        a.init(&url);
+        b.init(&url);
+        // No background sync started by the turns below: the syncs are the test's.
+        a.no_autosync();
+        b.no_autosync();
+        cluster_sql(&format!("CREATE DATABASE {backup} TEMPLATE {name}"));
+        // After the backup: A pushes a second session, B pulls it.
+        let s2 = hook_session(&a, 0xd001, 6);
+        a.json(&["sync", "--json"]);
+        let r = b.json(&["sync", "--json"]);
+        assert_eq!(r["sync"]["pulled"]["sessions"], 1, "{r}");
+        cluster_sql(&format!("DROP DATABASE {name} WITH (FORCE)"));
+        cluster_sql(&format!("CREATE DATABASE {name} TEMPLATE {backup}"));
+        let s3 = hook_session(&b, 0xd002, 2);
+        let (first, second) = if pusher_first { (&a, &b) } else { (&b, &a) };
+        let out = first.run(&["sync"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let why = if pusher_first {
+            "its last push from this machine is "
+        } else {
+            "it has given out revisions up to "
+        };
+        assert!(
+            err.contains("the database went back in time (restored from a backup?): ")
+                && err.contains(why)
+                && err.contains("this database is new to this machine: sending all "),
+            "{err}"
+        );
+        let out = second.run(&["sync"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && err.contains("this database is new to this machine"),
+            "{err}"
+        );
+        assert!(!err.contains("went back in time"), "{err}");
+        assert!(first.run(&["sync"]).status.success());
+        let ids =
+            |m: &Machine| -> Vec<String> { listed(m).into_iter().map(|(id, _)| id).collect() };
+        let mut all = vec![s1.clone(), s2.clone(), s3.clone()];
+        all.sort();
+        assert_eq!(ids(&a), all, "pusher first: {pusher_first}");
+        assert_eq!(ids(&b), all, "pusher first: {pusher_first}");
+        let pg = Pg::connect_url(&url).unwrap();
+        let n: i64 = pg
+            .block_on(pg.client().query_one("SELECT count(*) FROM sessions", &[]))
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 3, "pusher first: {pusher_first}");
+        drop(pg);
+        cluster_sql(&format!("DROP DATABASE {backup} WITH (FORCE)"));
+    }
 }

@@ -99,6 +99,6 @@ pub fn push_all(store: &mut Store, pg: &str, machine: &str, label: &str) {
             break;
         }
         pg.push(machine, label, &batch).unwrap();
-        store.ack_push(&batch).unwrap();
+        store.ack_push(&batch, None).unwrap();
     }
 }

@@ -826,3 +826,117 @@ fn model_ids_are_quoted_and_named_safely() {
     );
     assert_ne!(vector_index_name("a@1/3"), vector_index_name("b@1/3"));
 }
+
+/// Waits until `n` sessions wait for an advisory lock (the pushes queued behind the holder).
+fn wait_for_lock_waiters(pg: &Pg, n: i64) {
+    let t = std::time::Instant::now();
+    while count(
+        pg,
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+    ) < n
+    {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(30),
+            "{n} pushes never waited"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Machine B deletes A's session s1 while A pushes new messages of it, in both orders of the
+/// two transactions: the session stays deleted, with nothing of it left in PostgreSQL. (Before
+/// pushes took their lock first, A's check for deletions ran before B's deletion committed and
+/// its upsert then inserted s1 again: 1 message, a `deletions` row, s1 shown everywhere.)
+#[test]
+fn a_deletion_overlapping_the_owners_push_keeps_the_session_deleted() {
+    for deletion_first in [true, false] {
+        let name = format!("sync_delete_race_{deletion_first}");
+        let Some((url, mut pg)) = crate::fresh(&name) else {
+            return;
+        };
+        migrate(&mut pg, MIGRATIONS).unwrap();
+        pg.push(A, "laptop", &two_sessions()).unwrap();
+        let connect = || Pg::connect_url(&format!("{url}?sslmode=disable")).unwrap();
+        // A third connection holds the push lock, so that both pushes queue behind it in a
+        // known order and run the moment it is released.
+        let holder = connect();
+        holder
+            .block_on(holder.client().batch_execute(&format!(
+                "BEGIN; SELECT pg_advisory_xact_lock({})",
+                memtrail_pg::sync::PUSH_LOCK
+            )))
+            .unwrap();
+        let delete = move || {
+            let mut b = connect();
+            std::thread::spawn(move || {
+                let batch = PushBatch {
+                    deletions: vec![Deletion {
+                        machine: A.into(),
+                        agent: "claude".into(),
+                        external_id: "s1".into(),
+                        deleted_at: 1_700_000_200_000,
+                    }],
+                    ..PushBatch::default()
+                };
+                b.push(B, "desktop", &batch).unwrap()
+            })
+        };
+        let connect = || Pg::connect_url(&format!("{url}?sslmode=disable")).unwrap();
+        let update = move || {
+            let mut a = connect();
+            std::thread::spawn(move || {
+                let batch = PushBatch {
+                    sessions: vec![changes(A, "s1", vec![message("m9", 9, 1, 1)])],
+                    ..PushBatch::default()
+                };
+                a.push(A, "laptop", &batch).unwrap()
+            })
+        };
+        let (first, second) = if deletion_first {
+            let d = delete();
+            wait_for_lock_waiters(&pg, 1);
+            (d, update())
+        } else {
+            let u = update();
+            wait_for_lock_waiters(&pg, 1);
+            (u, delete())
+        };
+        wait_for_lock_waiters(&pg, 2);
+        holder
+            .block_on(holder.client().batch_execute("COMMIT"))
+            .unwrap();
+        let (first, second) = (first.join().unwrap(), second.join().unwrap());
+        let (deleted, updated) = if deletion_first {
+            (first, second)
+        } else {
+            (second, first)
+        };
+        assert_eq!(deleted.deletions, 1, "deletion first: {deletion_first}");
+        // Pushed after the deletion, A's change is dropped; pushed before, it is written and
+        // then deleted with the rest of s1.
+        assert_eq!(
+            (updated.sessions, updated.deleted_elsewhere),
+            if deletion_first { (0, 1) } else { (1, 0) },
+            "deletion first: {deletion_first}"
+        );
+        let s1 = session_uid(A, "claude", "s1");
+        for table in ["sessions", "messages", "tool_calls", "events", "snapshots"] {
+            let column = if table == "sessions" {
+                "uid"
+            } else {
+                "session_uid"
+            };
+            assert_eq!(
+                count(
+                    &pg,
+                    &format!("SELECT count(*) FROM {table} WHERE {column} = '{s1}'")
+                ),
+                0,
+                "{table} of s1, deletion first: {deletion_first}"
+            );
+        }
+        // s2 is untouched: its one message.
+        assert_eq!(count(&pg, "SELECT count(*) FROM messages"), 1);
+        assert_eq!(count(&pg, "SELECT count(*) FROM deletions"), 1);
+    }
+}

@@ -31,6 +31,10 @@ const MACHINE: &str = "machine";
 /// [`Store::sync_database`]).
 const DATABASE: &str = "database_id";
 
+/// `sync_state` key holding the `last_push_at` the last push PostgreSQL committed recorded in
+/// this machine's `machines` row (Unix milliseconds; see [`Store::ack_push`]).
+const DATABASE_PUSH_AT: &str = "database_push_at";
+
 /// Queue every session of this machine (its row and snapshots: outbox item 0) and every
 /// message of them, in session order; entries already queued stay. Returns how many it added.
 fn queue_all(w: &Writer<'_>) -> Result<u64> {
@@ -126,8 +130,11 @@ impl Store {
         }
         self.write(|w| {
             queue_all(w)?;
-            w.tx.execute("DELETE FROM sync_state WHERE key LIKE 'pull:%'", [])
-                .db()?;
+            w.tx.execute(
+                "DELETE FROM sync_state WHERE key LIKE 'pull:%' OR key = ?1",
+                [DATABASE_PUSH_AT],
+            )
+            .db()?;
             w.tx.execute(
                 "INSERT INTO sync_state (key, value) VALUES (?1, ?2)
                  ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -141,6 +148,35 @@ impl Store {
                 .db()?;
             Ok(Some(n as u64))
         })
+    }
+
+    /// The id of the PostgreSQL database this store last synced with ([`Store::sync_database`]),
+    /// `None` before its first sync.
+    pub fn synced_database(&self) -> Result<Option<String>> {
+        self.sync_state(DATABASE)
+    }
+
+    /// The `last_push_at` (Unix milliseconds) of the last push to that database PostgreSQL
+    /// committed ([`Store::ack_push`]), `None` when none was since the store began syncing
+    /// with it. A database showing an older one went back in time.
+    pub fn database_push_at(&self) -> Result<Option<i64>> {
+        Ok(self
+            .sync_state(DATABASE_PUSH_AT)?
+            .and_then(|v| v.parse().ok()))
+    }
+
+    /// The highest PostgreSQL revision this store has pulled any machine's pushes up to (the
+    /// greatest `pull:<machine>`); 0 when it never pulled. A database whose revisions have not
+    /// reached it went back in time.
+    pub fn max_pull_position(&self) -> Result<i64> {
+        self.conn
+            .query_row(
+                "SELECT coalesce(max(CAST(value AS INTEGER)), 0) FROM sync_state \
+                 WHERE key LIKE 'pull:%'",
+                [],
+                |r| r.get(0),
+            )
+            .db()
     }
 
     /// Whether sync is enabled ([`Store::sync_enable`] ran on this store).
@@ -472,11 +508,13 @@ impl Store {
     /// Acknowledge a pushed batch, once PostgreSQL committed it: exactly the outbox and
     /// tombstone entries it covers (`batch.outbox`, `batch.tombstones`) are removed, in one
     /// transaction. An entry changed during the push was queued again with a new `seq`, so it
-    /// stays for the next push. Also records `last_push_at` (Unix milliseconds).
+    /// stays for the next push. Also records `last_push_at` (Unix milliseconds, now) and, when
+    /// the batch was written, `database_at`: the `last_push_at` PostgreSQL recorded for this
+    /// machine ([`Store::database_push_at`]).
     ///
     /// Errors: a store error (nothing is removed then; the next push sends the batch again,
     /// which PostgreSQL applies idempotently).
-    pub fn ack_push(&mut self, batch: &PushBatch) -> Result<()> {
+    pub fn ack_push(&mut self, batch: &PushBatch, database_at: Option<i64>) -> Result<()> {
         let now = crate::now_ms().to_string();
         self.write(|w| {
             let mut outbox =
@@ -497,6 +535,14 @@ impl Store {
                 [&now],
             )
             .db()?;
+            if let Some(at) = database_at {
+                w.tx.execute(
+                    "INSERT INTO sync_state (key, value) VALUES (?1, ?2)
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    params![DATABASE_PUSH_AT, at.to_string()],
+                )
+                .db()?;
+            }
             Ok(())
         })
     }

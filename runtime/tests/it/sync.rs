@@ -256,7 +256,7 @@ fn a_change_during_a_push_stays_queued_after_the_ack() {
     assert_eq!(b.message_count(), 2);
     // Meanwhile a hook attaches a tool result to a1.
     apply(&mut s, s1, vec![result("c1", "no such file")]);
-    s.ack_push(&b).unwrap();
+    s.ack_push(&b, None).unwrap();
     let a1 = message_row(&s, s1, "a1");
     assert_eq!(outbox(&s), [(s1, a1)]);
     assert_eq!(s.sync_pending().unwrap(), pending(1, 1, 0));
@@ -265,9 +265,53 @@ fn a_change_during_a_push_stays_queued_after_the_ack() {
     assert_eq!(next.sessions.len(), 1);
     assert_eq!(next.sessions[0].messages.len(), 1);
     assert!(next.sessions[0].messages[0].parts.contains("no such file"));
-    s.ack_push(&next).unwrap();
+    s.ack_push(&next, None).unwrap();
     assert_eq!(outbox(&s), []);
     assert!(push(&s).is_empty());
+}
+
+/// What a sync compares with the database to tell it was restored from a backup: the last
+/// committed push's `last_push_at` and the highest pull position, both forgotten with the
+/// database when the store meets another.
+#[test]
+fn the_marks_of_the_database_last_synced_with() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = enabled(&d, "a.db", A);
+    assert_eq!(s.synced_database().unwrap(), None);
+    assert_eq!(s.sync_database("db-1").unwrap(), Some(0));
+    assert_eq!(s.synced_database().unwrap().as_deref(), Some("db-1"));
+    assert_eq!(
+        (
+            s.database_push_at().unwrap(),
+            s.max_pull_position().unwrap()
+        ),
+        (None, 0)
+    );
+    let s1 = session(&mut s, "s1");
+    apply(&mut s, s1, vec![text("u1", "one")]);
+    s.ack_push(&push(&s), Some(1_700_000_000_123)).unwrap();
+    // A batch PostgreSQL was not sent (nothing in it) keeps the mark.
+    s.ack_push(&push(&s), None).unwrap();
+    s.set_sync_state(&format!("pull:{B}"), Some("90")).unwrap();
+    s.set_sync_state("pull:cccccccccccccccccccccccccccccccc", Some("1000"))
+        .unwrap();
+    assert_eq!(
+        (
+            s.database_push_at().unwrap(),
+            s.max_pull_position().unwrap()
+        ),
+        (Some(1_700_000_000_123), 1000)
+    );
+    assert_eq!(s.sync_database("db-1").unwrap(), None);
+    assert_eq!(s.max_pull_position().unwrap(), 1000);
+    assert_eq!(s.sync_database("db-2").unwrap(), Some(1));
+    assert_eq!(
+        (
+            s.database_push_at().unwrap(),
+            s.max_pull_position().unwrap()
+        ),
+        (None, 0)
+    );
 }
 
 #[test]
@@ -280,7 +324,7 @@ fn a_rewind_and_a_cleared_session_queue_the_message_set() {
         s1,
         vec![text("u1", "one"), text("u2", "two"), text("u3", "three")],
     );
-    s.ack_push(&push(&s)).unwrap();
+    s.ack_push(&push(&s), None).unwrap();
     apply(
         &mut s,
         s1,
@@ -293,7 +337,7 @@ fn a_rewind_and_a_cleared_session_queue_the_message_set() {
     assert_eq!(b.sessions[0].message_set, Some(vec!["u1".to_string()]));
     assert_eq!(b.sessions[0].messages, vec![]);
     assert_eq!(b.sessions[0].session.message_count, 1);
-    s.ack_push(&b).unwrap();
+    s.ack_push(&b, None).unwrap();
     s.write(|w| w.clear_session(s1)).unwrap();
     assert_eq!(outbox(&s), [(s1, -1), (s1, 0)]);
     assert_eq!(push(&s).sessions[0].message_set, Some(vec![]));
@@ -337,7 +381,7 @@ fn a_deleted_session_is_a_tombstone_pushed_first() {
     // Bounded to one entry: the tombstone alone.
     let one = s.push_batch(A, &no_privacy(), 1, 1 << 20).unwrap();
     assert_eq!((one.deletions.len(), one.sessions.len()), (1, 0));
-    s.ack_push(&b).unwrap();
+    s.ack_push(&b, None).unwrap();
     assert_eq!(s.sync_pending().unwrap(), pending(0, 0, 0));
 }
 
@@ -365,7 +409,7 @@ fn batches_are_bounded_by_messages_and_bytes_but_never_empty() {
     let b = s.push_batch(A, &no_privacy(), 100, 1).unwrap();
     assert_eq!(b.message_count(), 1);
     assert_eq!(b.outbox.len(), 1);
-    s.ack_push(&b).unwrap();
+    s.ack_push(&b, None).unwrap();
     assert_eq!(s.sync_pending().unwrap(), pending(1, 2, 0));
 }
 
@@ -389,7 +433,7 @@ fn an_excluded_project_is_never_in_a_batch() {
     assert!(!format!("{b:?}").contains("do not send"));
     // Its entries are covered, so the ack drops them.
     assert_eq!(b.outbox.len(), 4);
-    s.ack_push(&b).unwrap();
+    s.ack_push(&b, None).unwrap();
     assert_eq!(s.sync_pending().unwrap(), pending(0, 0, 0));
 }
 
@@ -545,7 +589,7 @@ fn a_pulled_message_set_deletes_the_messages_no_longer_held() {
     let mut b = enabled(&d, "b.db", B);
     let first = push(&a);
     b.apply_pull(&as_pull(&first, A, 1), &Standard).unwrap();
-    a.ack_push(&first).unwrap();
+    a.ack_push(&first, None).unwrap();
     apply(
         &mut a,
         s1,
@@ -596,7 +640,7 @@ fn a_pulled_deletion_deletes_the_local_session_and_marks_its_cursor() {
             [s1],
         )
         .unwrap();
-    b.ack_push(&push(&b)).unwrap();
+    b.ack_push(&push(&b), None).unwrap();
     // Machine A deleted B's session s1 (after a pull of it).
     let applied = b.apply_pull(&deletion_of(B, "s1", 9), &Standard).unwrap();
     assert_eq!(applied.deleted_sessions, 1);
@@ -643,7 +687,7 @@ fn a_session_row_folded_again_unchanged_is_not_queued() {
     let d = tempfile::tempdir().unwrap();
     let mut s = enabled(&d, "a.db", A);
     let s1 = session(&mut s, "s1");
-    s.ack_push(&push(&s)).unwrap();
+    s.ack_push(&push(&s), None).unwrap();
     // The next hook folds the same metadata in: nothing changes, nothing is queued.
     assert_eq!(session(&mut s, "s1"), s1);
     assert_eq!(outbox(&s), []);
@@ -726,11 +770,14 @@ fn deleting_a_pulled_session_here_pushes_its_deletion_under_its_machine() {
 fn purging_a_pulled_session_drops_it_here_only_until_its_machine_adds_to_it() {
     let d = tempfile::tempdir().unwrap();
     let (mut a, mut b) = pulled_pair(&d);
-    a.ack_push(&push(&a)).unwrap();
+    a.ack_push(&push(&a), None).unwrap();
     let s2 = session(&mut b, "s2");
     apply(&mut b, s2, vec![text("u1", "from b")]);
-    b.ack_push(&b.push_batch(B, &no_privacy(), 1000, 1 << 20).unwrap())
-        .unwrap();
+    b.ack_push(
+        &b.push_batch(B, &no_privacy(), 1000, 1 << 20).unwrap(),
+        None,
+    )
+    .unwrap();
     // Both sessions (A's s1 pulled, B's own s2) are older than the cutoff.
     let cutoff = 1_790_000_000_000;
     let dry = maintenance::purge(&mut b, cutoff, false, true).unwrap();
@@ -755,7 +802,7 @@ fn purging_a_pulled_session_drops_it_here_only_until_its_machine_adds_to_it() {
             .collect::<Vec<_>>(),
         [(B, "s2")]
     );
-    b.ack_push(&batch).unwrap();
+    b.ack_push(&batch, None).unwrap();
     // Machine A adds a message to s1: the next pull brings s1 back with only that message.
     let s1 = maintenance::session_row(&a, "claude", "s1")
         .unwrap()
