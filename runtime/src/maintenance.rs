@@ -13,7 +13,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 pub use crate::store::maintenance::{
-    Purged, RESCAN_BATCH, Recaptured, Rescanned, SessionInfo, capture_again, delete_rows,
+    Purged, RESCAN_BATCH, Recaptured, Rescanned, SameId, SessionInfo, capture_again, delete_rows,
     delete_session, is_deleted, purge, rescan as rescan_with, session_info, session_row,
 };
 

@@ -234,6 +234,10 @@ pub fn delete_session(db: &StoreLocation, id: &str, yes: bool, json: bool) -> Re
             info.session_id
         ),
     };
+    let prompt = match same_id_note(&info) {
+        Some(note) => format!("{prompt}. {note}"),
+        None => prompt,
+    };
     if !confirm_destructive(&prompt, yes)? {
         eprintln!("nothing deleted");
         return Ok(ExitCode::FAILURE);
@@ -253,8 +257,39 @@ pub fn delete_session(db: &StoreLocation, id: &str, yes: bool, json: bool) -> Re
                 info.session_id
             );
         }
+        if let Some(note) = same_id_note(&info) {
+            out!("{note}");
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `sessions delete` says of the other sessions with the deleted one's id (which stay):
+/// `None` when there is none.
+fn same_id_note(info: &memtrail_runtime::maintenance::SessionInfo) -> Option<String> {
+    let first = info.same_id.first()?;
+    let name = |o: &memtrail_runtime::maintenance::SameId| match &o.machine {
+        Some(label) => format!("the {} session pulled from machine {label}", o.agent),
+        None => format!("this machine's own {} session", o.agent),
+    };
+    let others = if info.same_id.len() == 1 {
+        format!("another session with this id stays: {}", name(first))
+    } else {
+        format!(
+            "{} other sessions with this id stay: {}",
+            info.same_id.len(),
+            info.same_id.iter().map(name).collect::<Vec<_>>().join(", ")
+        )
+    };
+    Some(format!(
+        "{others} (`memtrail sessions delete {}` again deletes {})",
+        info.session_id,
+        if info.same_id.len() == 1 {
+            "it"
+        } else {
+            "the first"
+        }
+    ))
 }
 
 /// `memtrail sessions capture ID`: reads a deleted session's transcripts again.

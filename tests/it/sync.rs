@@ -1273,3 +1273,40 @@ fn a_database_restored_from_a_backup_is_noticed_and_filled_again() {
         cluster_sql(&format!("DROP DATABASE {backup} WITH (FORCE)"));
     }
 }
+
+/// A transcript copied between machines: A holds its own session and B's copy of the same id.
+/// `sessions delete ID` deletes A's own (the id means it), says that B's copy stays and how
+/// to delete it; the same command again deletes B's copy, saying it is B's (`--json`: no other
+/// copy left).
+#[test]
+fn deleting_an_id_two_machines_hold_says_which_one_and_that_the_other_stays() {
+    let Some(url) = memtrail_testkit::pg::test_database("same_id") else {
+        return;
+    };
+    let url = format!("{url}?sslmode=disable");
+    let (a, b) = (Machine::new("sa"), Machine::new("sb"));
+    let id = hook_session(&a, 0xc000, 4);
+    assert_eq!(hook_session(&b, 0xc000, 2), id);
+    b.init(&url);
+    a.init(&url);
+    assert_eq!(listed(&a), vec![(id.clone(), 2), (id.clone(), 4)]);
+    let out = a.run(&["sessions", "delete", &id, "--yes"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("deleted claude session {id} (")) && text.contains("4 messages"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "\nanother session with this id stays: the claude session pulled from machine sb \
+             (`memtrail sessions delete {id}` again deletes it)\n"
+        )),
+        "{text}"
+    );
+    let v = a.json(&["sessions", "delete", &id, "--yes", "--json"]);
+    assert_eq!(v["deleted"]["messages"], 2, "{v}");
+    assert_eq!(v["deleted"]["machine"], "sb", "{v}");
+    assert!(v["deleted"].get("same_id").is_none(), "{v}");
+    assert_eq!(listed(&a), vec![]);
+}

@@ -35,6 +35,22 @@ pub struct SessionInfo {
     /// machine's own session (absent from the JSON then).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
+    /// The other stored sessions with the same id, which stay (a transcript copied between
+    /// machines: this machine's own and ones pulled from others; the id names this machine's
+    /// first, then the latest updated). Empty when there is none (absent from the JSON then).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub same_id: Vec<SameId>,
+}
+
+/// Another stored session with the id of the one [`SessionInfo`] describes.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SameId {
+    /// Its agent.
+    pub agent: String,
+    /// The label of the machine it was pulled from; `None` for this machine's own (absent
+    /// from the JSON then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 fn session_and_children(store: &Store, row_id: i64) -> Result<(SessionInfo, Vec<i64>)> {
@@ -77,6 +93,26 @@ fn session_and_children(store: &Store, row_id: i64) -> Result<(SessionInfo, Vec<
             )
             .db()? as u64;
     }
+    let mut same_id = Vec::new();
+    let mut stmt = store
+        .conn
+        .prepare(
+            "SELECT agent, origin FROM sessions WHERE external_id = ?1 AND id <> ?2
+             ORDER BY origin != '', updated_at DESC",
+        )
+        .db()?;
+    let rows = stmt
+        .query_map(params![ext, row_id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })
+        .db()?;
+    for r in rows {
+        let (agent, origin) = r.db()?;
+        same_id.push(SameId {
+            agent,
+            machine: origin_label(store, &origin)?,
+        });
+    }
     Ok((
         SessionInfo {
             agent,
@@ -86,6 +122,7 @@ fn session_and_children(store: &Store, row_id: i64) -> Result<(SessionInfo, Vec<
             messages,
             subagents: ids.len() as u64 - 1,
             machine: origin_label(store, &origin)?,
+            same_id,
         },
         ids,
     ))

@@ -355,6 +355,7 @@ fn delete_asks_with_what_it_deletes_and_sends_only_on_y() {
             messages: 15,
             subagents: 1,
             machine: None,
+            same_id: Vec::new(),
         }),
     });
     let s = screen(&mut app, 80, 16);
