@@ -78,6 +78,18 @@ pub enum Progress<'a> {
     /// created again): all `sessions` of this machine are queued again and every machine's
     /// pushes are pulled from the start ([`Store::sync_database`]).
     NewDatabase { sessions: u64 },
+    /// The database shows a push as this machine after the last one this store committed
+    /// (`database_push_at` after `pushed_at`, Unix milliseconds): another store pushes with
+    /// the same machine id, most likely on a machine whose memtrail config was copied from
+    /// this one. Neither pulls the other's sessions (a machine never pulls its own id), and
+    /// the other machines see the two as one; the sync goes on.
+    SharedMachineId {
+        pushed_at: i64,
+        database_push_at: i64,
+    },
+    /// Another machine (id `machine`) pushes under this machine's label: the two are told
+    /// apart only by id where sessions show their machine.
+    SharedLabel { machine: &'a str },
     /// The database went back in time since this store last synced with it (restored from a
     /// backup): it shows an older push of this machine than the last one it committed
     /// (`database_push_at` before `pushed_at`, Unix milliseconds, `None`: none), or has not
@@ -211,7 +223,23 @@ pub fn sync(
                 revision: marks.revision,
             });
             database = pg.renew_database_id(&database)?;
+        } else if let (Some(t), Some(p)) = (pushed_at, marks.last_push_at)
+            && p > t
+        {
+            // A push as this machine that this store did not make: another store syncs with
+            // the same machine id (a config copied between machines).
+            progress(Progress::SharedMachineId {
+                pushed_at: t,
+                database_push_at: p,
+            });
         }
+    }
+    if let Some(other) = pg
+        .machines()?
+        .into_iter()
+        .find(|m| m.id != me.machine && m.label == me.label)
+    {
+        progress(Progress::SharedLabel { machine: &other.id });
     }
     if let Some(sessions) = store.sync_database(&database)? {
         progress(Progress::NewDatabase { sessions });

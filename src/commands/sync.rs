@@ -177,25 +177,14 @@ pub fn sync(
                 Progress::Pull { label, messages } => {
                     bar.set_message(pull_message(label, messages));
                 }
-                Progress::NewDatabase { sessions } => bar.suspend(|| {
-                    eprintln!("{}", sync_auto::new_database_note(sessions));
-                }),
-                Progress::RestoredDatabase {
-                    pushed_at,
-                    database_push_at,
-                    pulled_to,
-                    revision,
-                } => bar.suspend(|| {
-                    eprintln!(
-                        "{}",
-                        sync_auto::restored_database_note(
-                            pushed_at,
-                            database_push_at,
-                            pulled_to,
-                            revision
-                        )
-                    );
-                }),
+                Progress::NewDatabase { .. }
+                | Progress::RestoredDatabase { .. }
+                | Progress::SharedMachineId { .. }
+                | Progress::SharedLabel { .. } => {
+                    if let Some(n) = sync_auto::progress_note(&p) {
+                        bar.suspend(|| eprintln!("{}", crate::output::terminal_safe(&n)));
+                    }
+                }
                 Progress::VectorIndex { model } => {
                     bar.set_message(format!("building the search index of {model}'s vectors"));
                 }

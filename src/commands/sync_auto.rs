@@ -151,20 +151,8 @@ fn sync_once(
     options: &SyncOptions,
 ) -> Result<SyncReport> {
     let result = engine::sync(store, pg, me, privacy, options, &mut |p| {
-        match p {
-            engine::Progress::NewDatabase { sessions } => note(&new_database_note(sessions)),
-            engine::Progress::RestoredDatabase {
-                pushed_at,
-                database_push_at,
-                pulled_to,
-                revision,
-            } => note(&restored_database_note(
-                pushed_at,
-                database_push_at,
-                pulled_to,
-                revision,
-            )),
-            _ => {}
+        if let Some(n) = progress_note(&p) {
+            note(&n);
         }
         if stop_requested() {
             note("stopped (between batches)");
@@ -293,39 +281,60 @@ fn catch_signals() {
 }
 
 /// A line on stderr: `<time> memtrail sync: <msg>` (redacted).
-/// What `memtrail sync` says when the database is new to this store
-/// ([`engine::Progress::NewDatabase`]).
-pub fn new_database_note(sessions: u64) -> String {
-    format!(
-        "this database is new to this machine: sending all {}",
-        crate::output::plural(sessions, "session", "sessions")
-    )
-}
-
-/// What `memtrail sync` says when the database went back in time
-/// ([`engine::Progress::RestoredDatabase`]; times in Unix milliseconds).
-pub fn restored_database_note(
-    pushed_at: Option<i64>,
-    database_push_at: Option<i64>,
-    pulled_to: i64,
-    revision: i64,
-) -> String {
-    let time = |t: Option<i64>| t.map_or("none".to_string(), memtrail_adapters::format_rfc3339_ms);
-    let why = if pushed_at.is_some_and(|t| database_push_at.is_none_or(|p| p < t)) {
-        format!(
-            "its last push from this machine is {}, but this machine's last push committed at {}",
+/// What `memtrail sync` says on stderr of a step of its progress that the user should know
+/// about (a database new to this store or gone back in time, a machine id or label shared with
+/// another machine); `None` for the others (a progress bar shows them).
+pub fn progress_note(p: &engine::Progress<'_>) -> Option<String> {
+    let time = memtrail_adapters::format_rfc3339_ms;
+    Some(match *p {
+        engine::Progress::NewDatabase { sessions } => format!(
+            "this database is new to this machine: sending all {}",
+            crate::output::plural(sessions, "session", "sessions")
+        ),
+        engine::Progress::RestoredDatabase {
+            pushed_at,
+            database_push_at,
+            pulled_to,
+            revision,
+        } => {
+            let why = match pushed_at {
+                Some(t) if database_push_at.is_none_or(|p| p < t) => format!(
+                    "its last push from this machine is {}, but this machine's last push \
+                     committed at {}",
+                    database_push_at.map_or("none".to_string(), time),
+                    time(t)
+                ),
+                _ => format!(
+                    "it has given out revisions up to {revision}, but this machine pulled up to \
+                     {pulled_to}"
+                ),
+            };
+            format!(
+                "the database went back in time (restored from a backup?): {why}; giving it a \
+                 new identity, so that every machine sends its sessions again and pulls from the \
+                 start"
+            )
+        }
+        engine::Progress::SharedMachineId {
+            pushed_at,
+            database_push_at,
+        } => format!(
+            "warning: another store pushes as this machine: the database shows a push from \
+             this machine's id at {}, after this store's last at {}. Was memtrail's config \
+             copied from this machine to another? The two do not see each other's sessions; \
+             docs/sync.md (\"Machines\") says how to give one its own id",
             time(database_push_at),
             time(pushed_at)
-        )
-    } else {
-        format!(
-            "it has given out revisions up to {revision}, but this machine pulled up to {pulled_to}"
-        )
-    };
-    format!(
-        "the database went back in time (restored from a backup?): {why}; giving it a new \
-         identity, so that every machine sends its sessions again and pulls from the start"
-    )
+        ),
+        engine::Progress::SharedLabel { machine } => format!(
+            "warning: machine {machine} also pushes under this machine's label: sessions of \
+             the two show the same machine name; give this one its own with `memtrail sync \
+             --init URL --label NAME`"
+        ),
+        engine::Progress::Push { .. }
+        | engine::Progress::Pull { .. }
+        | engine::Progress::VectorIndex { .. } => return None,
+    })
 }
 
 fn note(msg: &str) {

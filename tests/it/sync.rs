@@ -1310,3 +1310,51 @@ fn deleting_an_id_two_machines_hold_says_which_one_and_that_the_other_stays() {
     assert!(v["deleted"].get("same_id").is_none(), "{v}");
     assert_eq!(listed(&a), vec![]);
 }
+
+/// A config copied to another machine (the same machine id, another store) and a second machine
+/// given the same label: syncs say so, and go on.
+#[test]
+fn a_shared_machine_id_or_label_is_reported() {
+    let Some(url) = memtrail_testkit::pg::test_database("shared_id") else {
+        return;
+    };
+    let url = format!("{url}?sslmode=disable");
+    let (a, copy) = (Machine::new("ma"), Machine::new("ma"));
+    hook_session(&a, 0xb000, 2);
+    a.init(&url);
+    std::fs::create_dir_all(copy.config().parent().unwrap()).unwrap();
+    std::fs::copy(a.config(), copy.config()).unwrap();
+    hook_session(&copy, 0xb001, 2);
+    let out = copy.run(&["sync"]);
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+    a.no_autosync();
+    let out = a.run(&["sync"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning: another store pushes as this machine: the database shows a push from this machine's id at ")
+            && err.contains("Was memtrail's config copied from this machine to another?"),
+        "{err}"
+    );
+    // Until this store pushes again, each sync says so; after its push, the next is quiet.
+    hook_session(&a, 0xb002, 2);
+    let out = a.run(&["sync"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("another store pushes as this machine"), "{err}");
+    let out = a.run(&["sync"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("warning"), "{err}");
+    // Another machine labelled as A.
+    let b = Machine::new("ma");
+    let out = b.run(&["sync", "--init", &url, "--label", "ma"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "warning: machine {} also pushes under this machine's label",
+            a.id()
+        )),
+        "{err}"
+    );
+}
