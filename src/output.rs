@@ -38,6 +38,17 @@ pub fn json_line<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Result<Stri
     Ok(json_escaped(serde_json::to_string(v)?))
 }
 
+/// The warning of a purge, rescan or delete whose write-ahead log a reader kept from being
+/// folded back (`wal_kept`): the old text (`what`: "deleted", "replaced") is still in the
+/// store's files; `again` is the command to run once the readers are idle.
+pub fn wal_kept_warning(what: &str, again: &str) -> String {
+    format!(
+        "warning: a reader of the store (memtrail web, an MCP server, a search) kept an older \
+         snapshot open, so the {what} text is still in the store's files (its write-ahead log \
+         and old pages) until a later checkpoint: run `memtrail {again}` again once they are idle"
+    )
+}
+
 /// `s` with every character [`unsafe_on_terminal`] except newline and tab replaced by `�`;
 /// borrowed when there is none.
 pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {

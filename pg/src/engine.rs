@@ -548,6 +548,13 @@ fn pull(
             });
         }
     }
+    if totals.batches > 0 {
+        // A pull rewrites rows (a machine's `redact --rescan`, a deletion): until a checkpoint
+        // copies the new pages into the database file, it still holds the old text, which
+        // the automatic checkpoints (every 1,000 pages) may not reach for long after a small
+        // pull. Best effort, as after an import: a reader that holds on leaves it to the next.
+        store.checkpoint()?;
+    }
     Ok(())
 }
 

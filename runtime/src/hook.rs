@@ -701,6 +701,64 @@ pub fn log_raw(agent: &str, event: Option<&str>, session: Option<&str>, msg: &st
     })();
 }
 
+/// Apply `e`'s redaction rules (the built-in ones and the user's) to the hook log and its
+/// rotated copy (`hook.log`, `hook.log.1`, [`log_path`]) for `redact --rescan`: a line written
+/// before a rule existed loses what the rule matches now. A file is replaced whole (a new one
+/// beside it, mode 0600, renamed over it) only when one of its lines changed; a line a hook
+/// appends between the read and the rename is lost (it is a log). Returns the lines changed.
+///
+/// Errors: a log that cannot be read (not a regular file of this user's: refused) or replaced.
+pub fn rescan_log(e: &impl crate::records::Enrich) -> std::io::Result<u64> {
+    let log = log_path();
+    let mut changed = 0u64;
+    for path in [log.clone(), log.with_extension("log.1")] {
+        let Ok(m) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            if !m.is_file() || m.uid() != unsafe { libc::geteuid() } {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!(
+                        "{}: not a regular file of this user's; not rescanned",
+                        path.display()
+                    ),
+                ));
+            }
+        }
+        let text = String::from_utf8_lossy(&std::fs::read(&path)?).into_owned();
+        let mut out = String::with_capacity(text.len());
+        let mut n = 0u64;
+        for line in text.split_inclusive('\n') {
+            let (body, end) = match line.strip_suffix('\n') {
+                Some(b) => (b, "\n"),
+                None => (line, ""),
+            };
+            let new = e.redact(body);
+            if new != body {
+                n += 1;
+            }
+            out.push_str(&new);
+            out.push_str(end);
+        }
+        if n == 0 {
+            continue;
+        }
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".hook.log.")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .tempfile_in(dir)?;
+        tmp.write_all(out.as_bytes())?;
+        tmp.persist(&path).map_err(|e| e.error)?;
+        changed += n;
+    }
+    Ok(changed)
+}
+
 /// `s` as a field of the hook log or of a recorded hook run: redacted
 /// ([`crate::redact::redact`]) and on one line ([`crate::safe_text::one_line_field`]).
 fn log_field(s: &str) -> String {

@@ -82,12 +82,16 @@ pub fn check_label(label: &str) -> crate::Result<()> {
 }
 
 /// A label pulled from PostgreSQL (another machine's, written there by any client) made safe
-/// to store and show: control characters replaced by `\u{FFFD}`, cut to [`MAX_LABEL_CHARS`]
-/// characters; `None` when nothing but spaces is left.
+/// to store and show: control characters replaced by `\u{FFFD}`, secrets redacted (the
+/// built-in rules, [`crate::redact::redact`]; a label is text like any other), cut to
+/// [`MAX_LABEL_CHARS`] characters; `None` when nothing but spaces is left.
 pub fn sanitize_label(label: &str) -> Option<String> {
     let s: String = label
         .chars()
         .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+        .collect();
+    let s: String = crate::redact::redact(&s)
+        .chars()
         .take(MAX_LABEL_CHARS)
         .collect();
     Some(s).filter(|s| !s.trim().is_empty())
@@ -131,6 +135,12 @@ mod tests {
         assert_eq!(sanitize_label(&"y".repeat(100)), Some("y".repeat(64)));
         assert_eq!(sanitize_label("   "), None);
         assert_eq!(sanitize_label(" \t").as_deref(), Some(" \u{FFFD}"));
+        // Redacted before the cut (a token cut short would no longer be recognised).
+        let token = "ghp_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u";
+        assert_eq!(
+            sanitize_label(&format!("{}{token}", "x ".repeat(20))).as_deref(),
+            Some(format!("{}[redacted:github_token]", "x ".repeat(20)).as_str())
+        );
     }
 
     #[test]

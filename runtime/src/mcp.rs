@@ -317,8 +317,12 @@ pub struct MemtrailMcp {
     tool_router: ToolRouter<Self>,
 }
 
+/// A tool's error as a result with `isError`: redacted (an error may quote the call's
+/// arguments, a query or a note holding a secret, and the agent's transcript keeps it) and cut
+/// to [`MAX_ERROR_BYTES`].
 fn tool_error(msg: impl Into<String>) -> CallToolResult {
-    let mut msg = msg.into();
+    let msg = msg.into();
+    let mut msg = crate::redact::redact(&msg).into_owned();
     query::truncate_note(&mut msg, MAX_ERROR_BYTES);
     CallToolResult::error(vec![ContentBlock::text(msg)])
 }
@@ -1170,6 +1174,19 @@ pub mod anyhow_like {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error quoting a call's argument (here a session id that is a token) is redacted.
+    #[test]
+    fn tool_errors_are_redacted() {
+        let token = "ghp_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u";
+        let r = tool_error(format!("no session `{token}`"));
+        assert_eq!(r.is_error, Some(true));
+        let text = serde_json::to_value(&r.content).unwrap();
+        assert_eq!(
+            text[0]["text"], "no session `[redacted:github_token]`",
+            "{text}"
+        );
+    }
 
     /// The `agent` argument of `search` and `list_sessions` names every agent of the registry
     /// in its JSON schema, in the registry's order, as `a, b, … or z.`.

@@ -62,7 +62,9 @@ pub fn purge_older(
     let r = if dry_run || preview.messages + preview.sessions == 0 && !vacuum {
         preview
     } else {
-        memtrail_runtime::maintenance::purge(&mut store, cutoff, vacuum, false)?
+        let r = memtrail_runtime::maintenance::purge(&mut store, cutoff, vacuum, false)?;
+        crate::commands::sync_auto::mark_running_sync(db);
+        r
     };
     if json {
         out!("{}", crate::output::json(&r)?);
@@ -89,6 +91,12 @@ pub fn purge_older(
             r.bytes_before as f64 / 1e6,
             r.bytes_after as f64 / 1e6,
             if r.vacuumed { " (vacuumed)" } else { "" }
+        );
+    }
+    if r.wal_kept {
+        eprintln!(
+            "{}",
+            crate::output::wal_kept_warning("deleted", "redact --rescan")
         );
     }
     Ok(ExitCode::SUCCESS)

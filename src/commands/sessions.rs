@@ -243,6 +243,7 @@ pub fn delete_session(db: &StoreLocation, id: &str, yes: bool, json: bool) -> Re
         return Ok(ExitCode::FAILURE);
     }
     let info = memtrail_runtime::maintenance::delete_session(&mut store, &info.session_id)?;
+    crate::commands::sync_auto::mark_running_sync(db);
     if json {
         out!("{}", crate::output::json(&Deleted { deleted: &info })?);
     } else {

@@ -42,6 +42,23 @@ fn leave_mark(mark: &Path) -> std::io::Result<()> {
     o.open(mark).map(drop)
 }
 
+/// After a local change that sync carries (a session deleted, a purge, a rescan): when a sync
+/// of the store `db` is running, leave its rerun mark, so that it goes once more and carries
+/// the change now rather than at the next sync (it may have read what to push before the
+/// change). Nothing when no sync ever ran on this store (no lock file) or none runs now. Best
+/// effort: a mark left just as the sync ended makes the next one go once more, no harm.
+pub fn mark_running_sync(db: &StoreLocation) {
+    let Some(path) = db.sqlite_path() else {
+        return;
+    };
+    if !SyncLock::path_for(path).exists() {
+        return;
+    }
+    if let Ok(None) = SyncLock::try_acquire(path) {
+        let _ = leave_mark(&rerun_path(path));
+    }
+}
+
 /// Remove the rerun mark; whether there was one.
 pub fn take_mark(mark: &Path) -> bool {
     std::fs::remove_file(mark).is_ok()

@@ -19,9 +19,9 @@ pub fn web(db: StoreLocation, a: WebArgs) -> Result<ExitCode> {
         let db = db.clone();
         Arc::new(move |id: &str| {
             let mut store = crate::common::open_store(&db)?;
-            Ok(memtrail_runtime::maintenance::delete_session(
-                &mut store, id,
-            )?)
+            let info = memtrail_runtime::maintenance::delete_session(&mut store, id)?;
+            crate::commands::sync_auto::mark_running_sync(&db);
+            Ok(info)
         }) as Arc<memtrail_web::DeleteFn>
     });
     let service = Arc::new(MeaningService::new(Box::new(|| {

@@ -186,6 +186,43 @@ pub fn shared_fixtures(dir: &str, what: &str) -> Option<PathBuf> {
     None
 }
 
+/// The bytes of the store's file and its WAL (those that exist), each followed by what every
+/// zstd frame found in it decodes to (`messages.parts` is compressed): a search of these bytes
+/// for a secret or a deleted word also sees inside the compressed rows, live or in freed space.
+/// A frame split across pages (a row longer than a page, whose rest is on overflow pages) is
+/// not decoded: zstd gives nothing of a block it has not read whole. The tests that rely on
+/// this scan write rows shorter than a page; the deletion test also looks for fragments of the
+/// frames themselves.
+pub fn store_file_bytes(db: &std::path::Path) -> Vec<Vec<u8>> {
+    use std::io::Read;
+    const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+    let mut out = Vec::new();
+    for suffix in ["", "-wal"] {
+        let mut p = db.to_path_buf().into_os_string();
+        p.push(suffix);
+        let Ok(bytes) = std::fs::read(p) else {
+            continue;
+        };
+        let mut all = bytes.clone();
+        for (pos, _) in bytes.windows(4).enumerate().filter(|(_, w)| *w == MAGIC) {
+            let Ok(d) = zstd::stream::read::Decoder::with_buffer(&bytes[pos..]) else {
+                continue;
+            };
+            let mut d = d.single_frame();
+            let mut buf = [0u8; 4096];
+            all.push(0);
+            while let Ok(n) = d.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                all.extend_from_slice(&buf[..n]);
+            }
+        }
+        out.push(all);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     /// In the child, the body runs with the marker variable naming this very test; the parent

@@ -185,6 +185,50 @@ fn rescan_applies_a_new_rule_to_what_is_stored() {
     assert_eq!(r["messages_changed"], 0, "{r}");
 }
 
+/// The hook log (and its rotated copy) written before a rule existed is rescanned with the
+/// rest: only the lines that change, the file staying the user's alone.
+#[test]
+fn rescan_applies_a_new_rule_to_the_hook_log() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let t = transcript(&sb, SID);
+    hook(&sb, &t, SID);
+    let log = sb.hook_log();
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    let line = |s: &str| format!("2026-11-20T10:00:00.000Z claude Stop session=s1 {s}\n");
+    std::fs::write(
+        &log,
+        format!("{}{}", line("error: bad line ACME-123456"), line("ok")),
+    )
+    .unwrap();
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let rotated = log.with_extension("log.1");
+    std::fs::write(&rotated, line("error: ACME-654321 and ACME-111111")).unwrap();
+    std::fs::write(config(&sb), RULE).unwrap();
+    let r = sb.json(&["redact", "--rescan", "--json"]);
+    assert_eq!(r["log_lines_changed"], 2, "{r}");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        format!(
+            "{}{}",
+            line("error: bad line [redacted:acme-ticket]"),
+            line("ok")
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(&rotated).unwrap(),
+        line("error: [redacted:acme-ticket] and [redacted:acme-ticket]")
+    );
+    for f in [&log, &rotated] {
+        assert_eq!(
+            std::fs::metadata(f).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    let r = sb.json(&["redact", "--rescan", "--json"]);
+    assert_eq!(r["log_lines_changed"], 0, "{r}");
+}
+
 #[test]
 fn an_mcp_note_is_redacted_by_the_rules() {
     let sb = Sandbox::new();

@@ -1341,7 +1341,10 @@ fn a_shared_machine_id_or_label_is_reported() {
     hook_session(&a, 0xb002, 2);
     let out = a.run(&["sync"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("another store pushes as this machine"), "{err}");
+    assert!(
+        err.contains("another store pushes as this machine"),
+        "{err}"
+    );
     let out = a.run(&["sync"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && !err.contains("warning"), "{err}");
@@ -1357,4 +1360,150 @@ fn a_shared_machine_id_or_label_is_reported() {
         )),
         "{err}"
     );
+}
+
+/// A machine's `redact --rescan` with a rule of its own rewrites a session another machine
+/// pulled: the puller's rows are rewritten at its next sync, and its store files (database and
+/// write-ahead log) no longer hold the old text, which a pull used to leave there until some
+/// later checkpoint.
+#[test]
+fn a_pulled_rewrite_leaves_no_old_text_in_the_pullers_files() {
+    let Some(url) = memtrail_testkit::pg::test_database("pulled_rewrite") else {
+        return;
+    };
+    let url = format!("{url}?sslmode=disable");
+    let (a, b) = (Machine::new("wa"), Machine::new("wb"));
+    let sid = hook_session(&a, 0xa000, 4);
+    a.init(&url);
+    b.init(&url);
+    a.no_autosync();
+    b.no_autosync();
+    let needle = format!("of session {sid}");
+    let holds = |m: &Machine| {
+        memtrail_testkit::store_file_bytes(&m.sb.db())
+            .iter()
+            .any(|f| f.windows(needle.len()).any(|w| w == needle.as_bytes()))
+    };
+    assert!(holds(&b), "B pulled the prompts as they are");
+    let mut config = std::fs::read_to_string(a.config()).unwrap();
+    config.push_str(
+        "\n[privacy]\nredact = [{ name = \"session-ref\", pattern = \"of session [0-9a-f-]{36}\" }]\n",
+    );
+    std::fs::write(a.config(), config).unwrap();
+    let r = a.json(&["redact", "--rescan", "--json"]);
+    assert_eq!(r["messages_changed"], 2, "{r}");
+    assert!(!holds(&a));
+    a.json(&["sync", "--json"]);
+    let r = b.json(&["sync", "--json"]);
+    assert_eq!(r["sync"]["pulled"]["messages"], 2, "{r}");
+    assert!(
+        !holds(&b),
+        "B's files still hold the text A's rescan replaced"
+    );
+}
+
+/// The rights docs/postgres.md ("A team: one role per person") gives a member, run as written
+/// (the role's name and the database's put in): a member's machine syncs, pulls the owner's
+/// sessions, pushes its own and deletes one of the owner's.
+#[test]
+fn a_team_member_with_the_documented_rights_syncs() {
+    let Some(url) = memtrail_testkit::pg::test_database("team_role") else {
+        return;
+    };
+    let database = url.rsplit('/').next().unwrap().to_string();
+    let role = format!("member_{database}");
+    let (owner, member) = (Machine::new("owner"), Machine::new("member"));
+    let theirs = hook_session(&owner, 0x9000, 4);
+    owner.init(&format!("{url}?sslmode=disable"));
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/postgres.md"))
+            .unwrap();
+    let section = doc.split("## A team: one role per person").nth(1).unwrap();
+    let sql = section
+        .split("```sql\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap()
+        .replace("alice", &role)
+        .replace("DATABASE memtrail", &format!("DATABASE {database}"));
+    let owner_pg = Pg::connect_url(&format!("{url}?sslmode=disable")).unwrap();
+    owner_pg
+        .block_on(owner_pg.client().batch_execute(&sql))
+        .unwrap_or_else(|e| panic!("{sql}: {}", memtrail_pg::describe(&e)));
+    let member_url = memtrail_testkit::pg::with_database(
+        &url.replacen("postgres://postgres@", &format!("postgres://{role}@"), 1),
+        &database,
+    );
+    let mine = hook_session(&member, 0x9001, 2);
+    let out = member.run(&[
+        "sync",
+        "--init",
+        &format!("{member_url}?sslmode=disable"),
+        "--label",
+        "member",
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let ids = |m: &Machine| -> Vec<String> { listed(m).into_iter().map(|(id, _)| id).collect() };
+    let mut both = vec![theirs.clone(), mine.clone()];
+    both.sort();
+    assert_eq!(ids(&member), both);
+    member
+        .sb
+        .acmd()
+        .args(["sessions", "delete", &theirs, "--yes"])
+        .assert()
+        .success();
+    let r = member.json(&["sync", "--json"]);
+    assert_eq!(r["sync"]["pushed"]["deletions"], 1, "{r}");
+    let r = owner.json(&["sync", "--json"]);
+    assert_eq!(r["sync"]["pulled"]["deleted_sessions"], 1, "{r}");
+    assert_eq!(ids(&owner), vec![mine]);
+    // The role stays in the test cluster with the test's database (its name is as unique).
+}
+
+/// A session deleted while a sync of the store runs (here: its lock held) leaves the sync's
+/// rerun mark, so that the running sync goes once more and pushes the deletion now, not at
+/// the next sync; with no sync running, it leaves none.
+#[test]
+fn a_delete_during_a_running_sync_has_it_go_once_more() {
+    let Some(url) = memtrail_testkit::pg::test_database("delete_mark") else {
+        return;
+    };
+    let m = Machine::new("dm");
+    let first = hook_session(&m, 0x8000, 2);
+    let second = hook_session(&m, 0x8001, 2);
+    m.init(&format!("{url}?sslmode=disable"));
+    let db = m.sb.db();
+    let suffixed = |s: &str| {
+        let mut p = db.clone().into_os_string();
+        p.push(s);
+        PathBuf::from(p)
+    };
+    let (lock, mark) = (suffixed(".sync.lock"), suffixed(".sync.rerun"));
+    assert!(lock.exists() && !mark.exists());
+    let running = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(&lock)
+        .unwrap();
+    running.lock().unwrap();
+    m.sb.acmd()
+        .args(["sessions", "delete", &first, "--yes"])
+        .assert()
+        .success();
+    assert!(
+        mark.exists(),
+        "the running sync was not asked to go once more"
+    );
+    drop(running);
+    std::fs::remove_file(&mark).unwrap();
+    m.sb.acmd()
+        .args(["sessions", "delete", &second, "--yes"])
+        .assert()
+        .success();
+    assert!(!mark.exists());
 }

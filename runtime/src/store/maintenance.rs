@@ -371,6 +371,11 @@ pub struct Purged {
     pub dry_run: bool,
     /// True when the file was `VACUUM`ed afterwards (its free pages given back).
     pub vacuumed: bool,
+    /// True when a reader (a `memtrail web` or `mcp` request, a search) held on to an older
+    /// snapshot of the store for the whole wait, so the write-ahead log could not be folded
+    /// back: the database file still holds the deleted text until a later checkpoint (the next
+    /// purge, rescan, delete or import).
+    pub wal_kept: bool,
 }
 
 /// Delete every message older than `cutoff_ms` (ms since the Unix epoch; a message without a
@@ -477,7 +482,7 @@ pub fn purge(store: &mut Store, cutoff_ms: i64, vacuum: bool, dry_run: bool) -> 
     out.messages = messages;
     out.sessions = sessions;
     out.other_machines = other_machines;
-    checkpoint(store)?;
+    out.wal_kept = !checkpoint(store)?;
     if vacuum {
         vacuum_file(store)?;
         store
@@ -504,14 +509,26 @@ pub struct Rescanned {
     /// Transcript cursors whose reader state (content a reader holds between ingests, e.g. a
     /// VS Code tool result that came before its request) changed.
     pub reader_states_changed: u64,
-    /// Errors of the last hook runs (`status` shows them) that changed.
+    /// Errors and session ids of the last hook runs (`status` shows them) that changed (each
+    /// one counted).
     pub hook_errors_changed: u64,
+    /// Labels of machines pulled from (`sync`) that changed.
+    pub labels_changed: u64,
+    /// Lines of the hook log (`hook.log` and `hook.log.1`) that changed (`memtrail redact
+    /// --rescan` rescans the log; the store's rescan alone leaves it: 0).
+    pub log_lines_changed: u64,
+    /// True when a reader (a `memtrail web` or `mcp` request, a search) held on to an older
+    /// snapshot of the store for the whole wait, so the write-ahead log could not be folded
+    /// back: the database file still holds the old text until a later checkpoint (`redact
+    /// --rescan` again, a purge, a delete or an import).
+    pub wal_kept: bool,
 }
 
 /// Apply the redaction rules of `e` (secrets and `<private>` spans, [`Enrich`]) to everything
 /// stored: every message's parts (text, thinking, tool inputs and outputs), its search columns
 /// (rebuilt by the `UPDATE` trigger), its events (extracted again by `e`), every session title,
-/// saved snapshot, transcript cursor's reader state and hook run's error. Runs in transactions of
+/// saved snapshot, transcript cursor's reader state, hook run's error and session id, and
+/// pulled machine's label. Runs in transactions of
 /// [`RESCAN_BATCH`] messages; idempotent (a second run changes nothing). `progress` is called
 /// after each batch with the messages read so far.
 pub fn rescan<E: Enrich>(
@@ -636,28 +653,7 @@ pub fn rescan<E: Enrich>(
         }
         Ok(n)
     })?;
-    out.snapshots_changed = store.write(|w| {
-        let texts: Vec<(i64, String)> = {
-            let mut stmt = w.tx.prepare("SELECT id, text FROM snapshots").db()?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .db()?
-                .collect::<rusqlite::Result<_>>()
-                .db()?
-        };
-        let mut n = 0u64;
-        for (id, text) in texts {
-            let new = e.redact(&text);
-            if new != text.as_str() {
-                w.tx.execute(
-                    "UPDATE snapshots SET text = ?2 WHERE id = ?1",
-                    params![id, new.as_ref()],
-                )
-                .db()?;
-                n += 1;
-            }
-        }
-        Ok(n)
-    })?;
+    out.snapshots_changed = store.write(|w| redact_column(w, "snapshots", &["id"], "text", e))?;
     out.reader_states_changed = store.write(|w| {
         let states: Vec<(String, String)> = {
             let mut stmt = w
@@ -695,39 +691,77 @@ pub fn rescan<E: Enrich>(
         Ok(n)
     })?;
     out.hook_errors_changed = store.write(|w| {
-        let errors: Vec<(String, String, String)> = {
-            let mut stmt =
-                w.tx.prepare("SELECT agent, event, error FROM hook_runs WHERE error IS NOT NULL")
-                    .db()?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .db()?
-                .collect::<rusqlite::Result<_>>()
-                .db()?
-        };
-        let mut n = 0u64;
-        for (agent, event, error) in errors {
-            let new = e.redact(&error);
-            if new != error.as_str() {
-                w.tx.execute(
-                    "UPDATE hook_runs SET error = ?3 WHERE agent = ?1 AND event = ?2",
-                    params![agent, event, new.as_ref()],
-                )
-                .db()?;
-                n += 1;
-            }
-        }
-        Ok(n)
+        let keys = ["agent", "event"];
+        Ok(redact_column(w, "hook_runs", &keys, "error", e)?
+            + redact_column(w, "hook_runs", &keys, "session", e)?)
     })?;
+    out.labels_changed = store.write(|w| redact_column(w, "machines", &["id"], "label", e))?;
     if out.messages_changed
         + out.titles_changed
         + out.snapshots_changed
         + out.reader_states_changed
         + out.hook_errors_changed
+        + out.labels_changed
         > 0
     {
         scrub(store)?;
     }
+    // Always: a rescan that finds nothing to change still folds back the WAL an earlier one,
+    // or a delete, had to leave.
+    out.wal_kept = !checkpoint(store)?;
     Ok(out)
+}
+
+/// Redact column `column` of every row of `table` (its key columns `keys`) with `e`, inside
+/// the caller's transaction; returns how many rows changed. Names come from this module only.
+///
+/// Errors: a store error (the caller's transaction is then rolled back).
+fn redact_column<E: Enrich>(
+    w: &crate::store::Writer<'_>,
+    table: &str,
+    keys: &[&str],
+    column: &str,
+    e: &E,
+) -> Result<u64> {
+    use rusqlite::types::Value;
+    let rows: Vec<(Vec<Value>, String)> = {
+        let mut stmt =
+            w.tx.prepare(&format!(
+                "SELECT {}, {column} FROM {table} WHERE {column} IS NOT NULL",
+                keys.join(", ")
+            ))
+            .db()?;
+        stmt.query_map([], |r| {
+            let key = (0..keys.len())
+                .map(|i| r.get(i))
+                .collect::<rusqlite::Result<Vec<Value>>>()?;
+            Ok((key, r.get(keys.len())?))
+        })
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?
+    };
+    let update = format!(
+        "UPDATE {table} SET {column} = ?{} WHERE {}",
+        keys.len() + 1,
+        keys.iter()
+            .enumerate()
+            .map(|(i, k)| format!("{k} = ?{}", i + 1))
+            .collect::<Vec<_>>()
+            .join(" AND ")
+    );
+    let mut n = 0u64;
+    for (key, text) in rows {
+        let new = e.redact(&text);
+        if new != text.as_str() {
+            let mut args = key;
+            args.push(Value::Text(new.into_owned()));
+            w.tx.execute(&update, rusqlite::params_from_iter(args))
+                .db()?;
+            n += 1;
+        }
+    }
+    Ok(n)
 }
 
 /// A stored message's text, as read from its row (see [`redact_stored`]).
@@ -838,9 +872,8 @@ fn secure(store: &Store) -> Result<()> {
     Ok(())
 }
 
-/// Drop deleted entries' tokens from the full-text index and truncate the WAL (which may hold
-/// older copies of the pages). A checkpoint that another connection blocks is not an error:
-/// the WAL is truncated by a later one.
+/// Drop deleted entries' tokens from the full-text index (the caller then truncates the WAL,
+/// which may hold older copies of the pages: [`checkpoint`]).
 fn scrub(store: &mut Store) -> Result<()> {
     store.write(|w| {
         w.tx.execute(
@@ -849,17 +882,35 @@ fn scrub(store: &mut Store) -> Result<()> {
         )
         .db()?;
         Ok(())
-    })?;
-    checkpoint(store)
+    })
 }
 
-/// Truncate the WAL (see [`scrub`]).
-fn checkpoint(store: &mut Store) -> Result<()> {
-    store
-        .conn
-        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .db()?;
-    Ok(())
+/// How long [`checkpoint`] keeps trying while readers hold snapshots older than the last
+/// write (a `memtrail web` or `mcp` request, a search): each of them ends in milliseconds.
+const SCRUB_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Truncate the WAL (see [`scrub`]): copy every page written into the database file and start
+/// the WAL over, retried for up to [`SCRUB_WAIT`] while a reader of an older snapshot keeps
+/// it. Until that happens, the database file still holds the old versions of the pages
+/// rewritten (redacted, deleted), and the WAL the new ones beside older frames. Returns whether
+/// it happened (`false`: a reader held on past the wait; a later checkpoint finishes it).
+fn checkpoint(store: &mut Store) -> Result<bool> {
+    let until = std::time::Instant::now() + SCRUB_WAIT;
+    loop {
+        let busy: bool = store
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                Ok(r.get::<_, i64>(0)? != 0)
+            })
+            .db()?;
+        if !busy {
+            return Ok(true);
+        }
+        if std::time::Instant::now() >= until {
+            return Ok(false);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// Run `deletes` (many messages at once) with FTS5's `secure-delete` off, merge the index

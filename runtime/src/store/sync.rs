@@ -639,7 +639,7 @@ impl Store {
                  ON CONFLICT (id) DO UPDATE SET label = excluded.label",
                 params![
                     batch.machine,
-                    crate::machine::sanitize_label(&batch.label)
+                    crate::machine::sanitize_label(&enrich.redact(&batch.label))
                         .unwrap_or_else(|| batch.machine.clone())
                 ],
             )

@@ -118,9 +118,9 @@ fn frames_in_files(db: &Path, needles: &[Vec<u8>]) -> usize {
 }
 
 /// True when `needle` is in the database file or its WAL, compressed rows decoded
-/// ([`crate::support::store_file_bytes`]).
+/// ([`memtrail_testkit::store_file_bytes`]).
 fn in_files(db: &Path, needle: &str) -> bool {
-    crate::support::store_file_bytes(db)
+    memtrail_testkit::store_file_bytes(db)
         .iter()
         .any(|b| contains(b, needle))
 }
@@ -642,8 +642,18 @@ fn rescan_redacts_what_was_stored_before() {
         // A hook error stored raw by an older memtrail (it quoted the line it failed on).
         let c = crate::support::open_raw(&db).unwrap();
         c.execute(
-            "INSERT INTO hook_runs (agent, event, at, duration_us, error) VALUES ('claude', 'Stop', 1, 5, ?1)",
-            [format!("bad line: {{\"k\": \"{stripe}\"")],
+            "INSERT INTO hook_runs (agent, event, at, duration_us, error, session)
+             VALUES ('claude', 'Stop', 1, 5, ?1, ?2)",
+            [
+                format!("bad line: {{\"k\": \"{stripe}\""),
+                format!("s-{TOKEN}"),
+            ],
+        )
+        .unwrap();
+        // A machine label pulled by an older memtrail, which did not redact labels.
+        c.execute(
+            "INSERT INTO machines (id, label) VALUES ('cccccccccccccccccccccccccccccccc', ?1)",
+            [format!("box {TOKEN}")],
         )
         .unwrap();
     }
@@ -657,9 +667,10 @@ fn rescan_redacts_what_was_stored_before() {
             r.titles_changed,
             r.snapshots_changed,
             r.reader_states_changed,
-            r.hook_errors_changed
+            r.hook_errors_changed,
+            r.labels_changed
         ),
-        (3, 2, 1, 1, 1, 1)
+        (3, 2, 1, 1, 1, 2, 1)
     );
     assert_eq!(seen, vec![3]);
     let c = crate::support::open_raw(&db).unwrap();
@@ -671,6 +682,14 @@ fn rescan_redacts_what_was_stored_before() {
         .query_row("SELECT error FROM hook_runs", [], |r| r.get(0))
         .unwrap();
     assert_eq!(error, "bad line: {\"k\": \"[redacted:stripe_key]\"");
+    let session: String = c
+        .query_row("SELECT session FROM hook_runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(session, "s-[redacted:github_token]");
+    let label: String = c
+        .query_row("SELECT label FROM machines", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(label, "box [redacted:github_token]");
     let body: String = c
         .query_row("SELECT body FROM messages WHERE ext_id = 'm0'", [], |r| {
             r.get(0)
@@ -1746,9 +1765,9 @@ fn a_deleted_session_moved_elsewhere_can_be_captured_again() {
 }
 
 /// True when `needle` (lowercase ASCII) is in the database file or its WAL, in any case,
-/// compressed rows decoded ([`crate::support::store_file_bytes`]).
+/// compressed rows decoded ([`memtrail_testkit::store_file_bytes`]).
 fn in_files_any_case(db: &Path, needle: &str) -> bool {
-    crate::support::store_file_bytes(db)
+    memtrail_testkit::store_file_bytes(db)
         .iter()
         .any(|b| contains(&b.to_ascii_lowercase(), needle))
 }
@@ -1844,4 +1863,68 @@ fn deleted_text_leaves_the_search_index() {
         "left in the store files"
     );
     assert!(in_files_any_case(&db, "kept session about rust"));
+}
+
+/// A message stored raw (by an older memtrail, without redaction), its secret `secret`.
+fn store_raw_message(db: &Path, ext: &str, secret: &str) {
+    let c = crate::support::open_raw(db).unwrap();
+    c.execute(
+        "INSERT OR IGNORE INTO sessions (id, agent, external_id, message_count)
+         VALUES (1, 'claude', 's1', 0)",
+        [],
+    )
+    .unwrap();
+    let text = format!("the token is {secret}");
+    let parts = json!([{"type": "text", "text": text}]);
+    c.execute(
+        "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts_packed)
+         VALUES (1, ?1, (SELECT count(*) FROM messages), 'user', 'text', ?2, '', ?3)",
+        rusqlite::params![ext, text, parts.to_string()],
+    )
+    .unwrap();
+}
+
+/// `redact --rescan` while another connection reads the store: it waits for the reader (up to
+/// 5 s) to fold the write-ahead log back, so that the old text leaves the files; a reader that
+/// holds on longer is reported (`wal_kept`) and a rescan after it is gone finishes the job,
+/// though it has nothing left to change.
+#[test]
+fn rescan_waits_for_readers_and_says_when_one_held_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let mut store = Store::open(&db).unwrap();
+    store_raw_message(&db, "m0", TOKEN);
+    let read_open = || {
+        let reader = crate::support::open_raw(&db).unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        let n: i64 = reader
+            .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+            .unwrap();
+        assert!(n >= 1);
+        reader
+    };
+    // A reader that lets go after half a second.
+    let reader = read_open();
+    let letting_go = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        reader.execute_batch("COMMIT").unwrap();
+    });
+    let r = maintenance::rescan(&mut store, &mut |_| {}).unwrap();
+    letting_go.join().unwrap();
+    assert_eq!((r.messages_changed, r.wal_kept), (1, false));
+    assert!(!in_files(&db, TOKEN));
+    // A reader that holds on.
+    let second = "ghp_Z1xW2vU3tS4rQ5pO6nM7lK8jI9hG0fE1dC2b";
+    store_raw_message(&db, "m1", second);
+    let reader = read_open();
+    let r = maintenance::rescan(&mut store, &mut |_| {}).unwrap();
+    assert_eq!((r.messages_changed, r.wal_kept), (1, true));
+    assert!(
+        in_files(&db, second),
+        "the old page is still in the database file"
+    );
+    drop(reader);
+    let r = maintenance::rescan(&mut store, &mut |_| {}).unwrap();
+    assert_eq!((r.messages_changed, r.wal_kept), (0, false));
+    assert!(!in_files(&db, second));
 }

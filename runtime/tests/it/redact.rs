@@ -396,7 +396,7 @@ fn end_to_end_nothing_secret_reaches_the_store() {
         for (name, bytes) in
             ["memtrail.db", "memtrail.db-wal"]
                 .iter()
-                .zip(crate::support::store_file_bytes(
+                .zip(memtrail_testkit::store_file_bytes(
                     &dir.path().join("memtrail.db"),
                 ))
         {

@@ -383,7 +383,10 @@ fn answer(
         },
         Request::Delete { id } => Response::Deleted {
             result: local(db).and_then(|mut s| {
-                memtrail_runtime::maintenance::delete_session(&mut s, &id).map_err(err)
+                let info =
+                    memtrail_runtime::maintenance::delete_session(&mut s, &id).map_err(err)?;
+                crate::commands::sync_auto::mark_running_sync(db);
+                Ok(info)
             }),
             id,
         },
