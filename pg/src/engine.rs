@@ -367,6 +367,8 @@ fn push(
                 break;
             }
             cursor = batch.cursor_after(cursor);
+            let mut batch = batch;
+            batch.clamp_future(memtrail_runtime::now_ms());
             let lexemes = batch_lexemes(&batch);
             if to_pg.send((batch, lexemes)).is_err() {
                 // The writer stopped at a failed batch: its error is in `done`.

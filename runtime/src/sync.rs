@@ -151,7 +151,49 @@ pub struct PushBatch {
     pub tombstones: Vec<i64>,
 }
 
+/// How far in the future (ms) a synced time may be before it is taken as now: a day, for
+/// clocks that drift.
+pub const FUTURE_SLACK_MS: i64 = 86_400_000;
+
+/// A synced time (ms since the Unix epoch) as pushed or applied: `now` when it is more than
+/// [`FUTURE_SLACK_MS`] after `now` (a row dated in the future, by a hostile transcript or a
+/// clock set wrong, would stay "the latest" forever).
+pub fn not_future(t: i64, now: i64) -> i64 {
+    if t > now.saturating_add(FUTURE_SLACK_MS) {
+        now
+    } else {
+        t
+    }
+}
+
 impl PushBatch {
+    /// Every time of the batch more than [`FUTURE_SLACK_MS`] after `now` (Unix milliseconds)
+    /// made `now` ([`not_future`]): sessions' start and update, messages', events', snapshots'
+    /// builds and uses (a deletion's time is this machine's clock, and it identifies the
+    /// deletion: kept). What a pull does to what it applies, done before PostgreSQL
+    /// too, where `--store` readers sort by these times.
+    pub fn clamp_future(&mut self, now: i64) {
+        let at = |t: &mut Option<i64>| {
+            if let Some(v) = t {
+                *v = not_future(*v, now);
+            }
+        };
+        for s in &mut self.sessions {
+            at(&mut s.session.started_at);
+            at(&mut s.session.updated_at);
+            for m in &mut s.messages {
+                at(&mut m.ts);
+                for e in &mut m.events {
+                    at(&mut e.ts);
+                }
+            }
+            for snap in s.snapshots.iter_mut().flatten() {
+                snap.built_at = not_future(snap.built_at, now);
+                at(&mut snap.consumed_at);
+            }
+        }
+    }
+
     /// Whether there is nothing to send nor to acknowledge.
     pub fn is_empty(&self) -> bool {
         self.deletions.is_empty()

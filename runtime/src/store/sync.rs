@@ -670,7 +670,7 @@ fn apply_session<E: Enrich>(
     now: i64,
 ) -> Result<(i64, u64)> {
     let s = &changes.session;
-    let at = |t: Option<i64>| t.map(|t| not_future(t, now));
+    let at = |t: Option<i64>| t.map(|t| crate::sync::not_future(t, now));
     let title = s.title.as_deref().map(|t| {
         let t = no_controls(&enrich.redact_title(cap(t, PULLED_FIELD_CAP)));
         if t.chars().count() > PULLED_TITLE_CHARS {
@@ -729,12 +729,12 @@ fn apply_session<E: Enrich>(
         for snap in snaps {
             stmt.execute(params![
                 sid,
-                not_future(snap.built_at, now),
+                crate::sync::not_future(snap.built_at, now),
                 pulled_field(enrich, &snap.trigger),
                 snap.budget,
                 snap.events,
                 redact_capped(enrich, &snap.text, PULLED_MESSAGE_CAP),
-                snap.consumed_at.map(|t| not_future(t, now)),
+                snap.consumed_at.map(|t| crate::sync::not_future(t, now)),
                 snap.consumed_by.as_deref().map(|t| pulled_field(enrich, t)),
             ])
             .db()?;
@@ -779,7 +779,7 @@ fn apply_message<E: Enrich>(
     enrich: &E,
     now: i64,
 ) -> Result<()> {
-    let ts = m.ts.map(|t| not_future(t, now));
+    let ts = m.ts.map(|t| crate::sync::not_future(t, now));
     // Cut before redaction (its cost grows with the text) with room to spare, and again at
     // the cap after it: a secret the first cut splits is past the second.
     let before = PULLED_MESSAGE_CAP + CAP_SLACK;
@@ -933,7 +933,7 @@ fn apply_message<E: Enrich>(
                     .map(|d| redact_capped(enrich, d, MAX_DETAIL)),
                 e.call_id.as_deref().map(|t| pulled_field(enrich, t)),
                 e.tool.as_deref().map(|t| pulled_field(enrich, t)),
-                e.ts.map(|t| not_future(t, now)),
+                e.ts.map(|t| crate::sync::not_future(t, now)),
             ])
             .db()?;
     }
@@ -1005,20 +1005,6 @@ fn no_controls(text: &str) -> String {
     text.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
-}
-
-/// How far in the future (ms) a pulled time may be before it is taken as now: a day, for
-/// clocks that drift.
-const FUTURE_SLACK_MS: i64 = 86_400_000;
-
-/// A pulled time (ms since the Unix epoch) as applied: `now` when it is more than
-/// [`FUTURE_SLACK_MS`] after `now` (a row dated in the future would stay "the latest" forever).
-fn not_future(t: i64, now: i64) -> i64 {
-    if t > now.saturating_add(FUTURE_SLACK_MS) {
-        now
-    } else {
-        t
-    }
 }
 
 /// The session row `sid` as pushed, with its origin and project; `None` when it is gone.

@@ -1131,3 +1131,31 @@ fn a_pulled_label_is_stored_without_control_characters_and_cut_to_64() {
         [(A.to_string(), A.to_string())]
     );
 }
+
+/// Times more than a day after the push's "now" go out as "now"; others as they are.
+#[test]
+fn a_push_sends_no_time_more_than_a_day_ahead() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = enabled(&d, "a.db", A);
+    let s1 = session(&mut s, "s1");
+    apply(&mut s, s1, vec![text("u1", "one")]);
+    let b = push(&s);
+    let times = |b: &PushBatch| {
+        let x = &b.sessions[0].session;
+        (x.started_at, x.updated_at)
+    };
+    assert_eq!(
+        times(&b),
+        (Some(1_780_000_000_000), Some(1_780_000_000_500))
+    );
+    let mut within = b.clone();
+    // The latest time exactly a day ahead: nothing changes.
+    within.clamp_future(1_780_000_000_500 - 86_400_000);
+    assert_eq!(within, b);
+    let mut ahead = b.clone();
+    let now = 1_780_000_000_000 - 86_400_000 - 1;
+    ahead.clamp_future(now);
+    assert_eq!(times(&ahead), (Some(now), Some(now)));
+    let m = &ahead.sessions[0].messages[0];
+    assert_eq!((m.ts, m.events[0].ts), (Some(now), Some(now)));
+}
