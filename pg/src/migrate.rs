@@ -62,6 +62,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "scope bound",
         sql: include_str!("migrations/0008_scope_bound.sql"),
     },
+    Migration {
+        version: 9,
+        name: "scope bound index",
+        sql: include_str!("migrations/0009_scope_bound_index.sql"),
+    },
 ];
 
 /// Migration 7: the table of message vectors, created when pgvector is (idempotent: run again
