@@ -544,6 +544,30 @@ pub fn base64(bytes: &[u8]) -> String {
     out
 }
 
+/// A session title from `text` (a first prompt, or an agent's own title): each line's
+/// whitespace collapsed to single spaces, blank lines dropped, the lines kept apart by `\n`, cut
+/// to `max_chars` characters (the `\n`s counted) ending with `…` when cut. The lines stay apart
+/// so that the store's redaction, which runs after the adapter, still finds a secret that
+/// starts a line of the prompt (`password: …`, `DB_PASS=…` on a line of their own); the store
+/// joins them into one line after redacting (`memtrail_runtime::redact::redact_title`).
+pub fn title_text(text: &str, max_chars: usize) -> String {
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let joined = lines.join("\n");
+    if joined.chars().count() <= max_chars {
+        return joined;
+    }
+    let mut out: String = joined.chars().take(max_chars.saturating_sub(1)).collect();
+    if out.ends_with('\n') {
+        out.pop();
+    }
+    out.push('…');
+    out
+}
+
 /// Collapse whitespace and cut to at most `max_chars` characters (adding `…` when cut).
 /// Used for titles and one-line previews.
 pub fn one_line(text: &str, max_chars: usize) -> String {

@@ -1204,11 +1204,19 @@ fn redact_secrets(text: &str) -> Cow<'_, str> {
     out
 }
 
-/// [`redact`] for a session title. Adapters cut titles to a length (ending them with `…`), which
-/// may cut a secret so that no rule matches it any more: a cut last word that still holds a
-/// trigger substring, or is long and mixes letters and digits, is redacted as `truncated`.
+/// [`redact`] for a session title, then its lines joined into one by spaces: adapters keep a
+/// prompt's lines apart in the title (`memtrail_adapters::title_text`) so that the rules for a
+/// line of its own (`password: …`) still apply, as they do to the message. Adapters also cut
+/// titles to a length (ending them with `…`), which may cut a secret so that no rule matches it
+/// any more: a cut last word that still holds a trigger substring, or is long and mixes letters
+/// and digits, is redacted as `truncated`.
 pub fn redact_title(title: &str) -> Cow<'_, str> {
     let out = redact(title);
+    let out = if out.contains('\n') {
+        Cow::Owned(out.replace('\n', " "))
+    } else {
+        out
+    };
     let Some(body) = out.strip_suffix('…') else {
         return out;
     };
@@ -1725,6 +1733,14 @@ fn looks_like_code(v: &str, quoted: bool) -> bool {
     }
     let bare = v.trim_start_matches(['&', '*', '!', '(', '[']);
     let bare = bare.strip_prefix("::").unwrap_or(bare);
+    // A `!` is a macro call only before its arguments (`format!(…)`, `vec![…]`): a word that
+    // ends in `!` (`Summer2024!`) or goes on after it is a password.
+    if let Some(i) = bare.find(['(', '[', '<', '!', '?', '{', '|', ')'])
+        && bare[i..].starts_with('!')
+        && !bare[i + 1..].starts_with(['(', '[', '{'])
+    {
+        return false;
+    }
     let head = bare
         .split(['(', '[', '<', '!', '?', '{', '|', ')'])
         .next()
@@ -1979,9 +1995,44 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
 mod tests {
     use super::*;
 
+    /// A title keeps the prompt's lines apart until it is redacted: a secret on a line of its
+    /// own is redacted there as in the message, and the title comes out as one line.
+    #[test]
+    fn a_title_is_redacted_line_by_line_then_joined() {
+        let prompt = "deploy it\n  pass: hunter2xyz\n\nthanks";
+        let title = memtrail_adapters::title_text(prompt, 80);
+        assert_eq!(title, "deploy it\npass: hunter2xyz\nthanks");
+        let shown = redact_title(&title);
+        assert_eq!(shown, "deploy it pass: [redacted:secret_assignment] thanks");
+        // Squashed before it was redacted, the line's rule found nothing.
+        let squashed = memtrail_adapters::one_line(prompt, 80);
+        assert_eq!(redact_title(&squashed), "deploy it pass: hunter2xyz thanks");
+    }
+
     /// A token right after a `\n`, `\t` or `\r` escape written out in the text (a shell
     /// command, JSON text inside a tool output) or after a percent-encoded byte is redacted;
     /// one inside a word is not (`task-…` is not an OpenAI key).
+    /// A value ending in `!` is a password, not a macro call; a macro call (`format!(…)`,
+    /// `vec![…]`, `env!{…}`) after a secret's name stays code.
+    #[test]
+    fn a_word_ending_in_a_bang_is_not_a_macro_call() {
+        assert_eq!(
+            redact("Password: Summer2024!"),
+            "Password: [redacted:secret_assignment]"
+        );
+        assert_eq!(
+            redact("db_password = Winter!2025x"),
+            "db_password = [redacted:secret_assignment]"
+        );
+        for code in [
+            "password: format!(\"{}\", p)",
+            "let password = env!(\"PASS\");",
+            "password: vec![0u8; 32],",
+        ] {
+            assert_eq!(redact(code), code);
+        }
+    }
+
     #[test]
     fn tokens_after_an_escape_or_a_percent_encoded_byte() {
         let ghp = format!("ghp_{}", "a1B2".repeat(9));

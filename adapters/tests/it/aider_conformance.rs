@@ -98,9 +98,11 @@ fn two_runs_in_one_log() {
     );
     assert!(s.messages[..6].iter().all(|m| m.timestamp == Some(RUN1)));
     assert!(s.messages[6..].iter().all(|m| m.timestamp == Some(RUN2)));
+    // The prompt's lines stay apart in the adapter's title (the store joins them after
+    // redacting: memtrail_adapters::title_text).
     assert_eq!(
         s.meta.title.as_deref(),
-        Some("Ajoute un test pour parse_date. Le test doit couvrir le 29 février — 閏年.")
+        Some("Ajoute un test pour parse_date.\nLe test doit couvrir le 29 février — 閏年.")
     );
     assert_eq!(s.meta.model.as_deref(), Some("openai/gpt-4o"));
     assert_eq!(s.meta.agent_version.as_deref(), Some("0.86.2"));

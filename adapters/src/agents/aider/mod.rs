@@ -19,7 +19,7 @@ pub mod registration;
 
 use crate::model::{
     Agent, Batch, DocReader, HookEvent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef,
-    one_line,
+    title_text,
 };
 use crate::{Discovery, Source};
 use serde::{Deserialize, Serialize};
@@ -115,7 +115,7 @@ impl AiderReader {
         };
         if let Some(m) = self.message(&cur) {
             if m.role == Role::User && out.meta.title.is_none() {
-                out.meta.title = Some(one_line(&m.text(), TITLE_CHARS));
+                out.meta.title = Some(title_text(&m.text(), TITLE_CHARS));
             }
             out.records.push(Record::Message(m));
             self.st.n += 1;

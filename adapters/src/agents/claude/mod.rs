@@ -18,7 +18,7 @@
 
 use crate::model::{
     Agent, Batch, HookEvent, Kind, LineReader, Message, Part, Record, Role, SessionRef,
-    normalize_tool_name, one_line, parse_rfc3339_ms,
+    normalize_tool_name, parse_rfc3339_ms, title_text,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -418,7 +418,7 @@ impl ClaudeReader {
             model: None,
         };
         if out.meta.title.is_none() {
-            let title = one_line(&msg.text(), 80);
+            let title = title_text(&msg.text(), 80);
             if !title.is_empty() {
                 out.meta.title = Some(title);
             }

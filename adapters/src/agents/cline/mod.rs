@@ -36,7 +36,7 @@
 use crate::Source;
 use crate::model::{
     Agent, Batch, DocReader, HookEvent, Kind, Message, Part, Record, Role, SessionRef, ToolCall,
-    normalize_tool_name, one_line,
+    normalize_tool_name, title_text,
 };
 use serde_json::{Map, Value};
 use std::io::Read;
@@ -594,7 +594,7 @@ impl TaskReader {
             return;
         }
         if out.meta.title.is_none() {
-            out.meta.title = Some(one_line(&text, 120));
+            out.meta.title = Some(title_text(&text, 120));
         }
         b.msgs.push(message(
             i.to_string(),

@@ -348,7 +348,7 @@ fn user(b: &mut Build, id: String, content: Value, ts: Option<i64>, out: &mut Ba
     }
     let text = texts.join("\n\n");
     if out.meta.title.is_none() {
-        out.meta.title = Some(crate::model::one_line(&text, 80));
+        out.meta.title = Some(crate::model::title_text(&text, 80));
     }
     b.msgs.push(message(
         id,

@@ -36,7 +36,7 @@
 
 use crate::model::{
     Agent, Batch, HookEvent, Kind, LineReader, Message, Part, Record, Role, SessionRef, ToolCall,
-    civil_from_days, normalize_tool_name, one_line, parse_rfc3339_ms,
+    civil_from_days, normalize_tool_name, parse_rfc3339_ms, title_text,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -742,7 +742,7 @@ impl CodexReader {
         cap_front(&mut self.st.heads);
         note_time(out, ts);
         if out.meta.title.is_none() {
-            out.meta.title = Some(one_line(&text, 80));
+            out.meta.title = Some(title_text(&text, 80));
         }
         self.push_message(
             Message {

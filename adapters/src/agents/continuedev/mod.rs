@@ -24,7 +24,7 @@
 use crate::Source;
 use crate::model::{
     Agent, HookEvent, Kind, Message, ParseStats, Part, Record, Role, SessionMeta, SessionRef,
-    ToolCall, normalize_tool_name, one_line,
+    ToolCall, normalize_tool_name, title_text,
 };
 use crate::{DbBatch, DbSession};
 use serde_json::Value;
@@ -123,7 +123,7 @@ pub fn read_session(
             project_dir: str_at(&doc, "workspaceDirectory").map(str::to_string),
             title: str_at(&doc, "title")
                 .filter(|t| *t != DEFAULT_TITLE)
-                .map(|t| one_line(t, 80)),
+                .map(|t| title_text(t, 80)),
             updated_at: Some(modified / 1_000_000),
             ..SessionMeta::default()
         },
@@ -206,7 +206,7 @@ fn item_records(item: &Value, prev: &str, s: &mut DbSession) -> Option<String> {
     let (role, kind, parts) = match role {
         "user" => {
             if s.meta.title.is_none() && !text.is_empty() {
-                s.meta.title = Some(one_line(&text, 80));
+                s.meta.title = Some(title_text(&text, 80));
             }
             (Role::User, Kind::Text, text_part(text))
         }

@@ -18,7 +18,7 @@ pub mod registration;
 use crate::agents::goose::readonly::{self, int_of, text_of, with_db};
 use crate::model::{
     Agent, HookEvent, Kind, Message, ParseStats, Part, Record, Role, SessionMeta, SessionRef,
-    ToolCall, normalize_tool_name, one_line,
+    ToolCall, normalize_tool_name, title_text,
 };
 use crate::{DbBatch, DbSession, Source};
 use rusqlite::{Connection, OptionalExtension};
@@ -185,7 +185,7 @@ fn convert(
                     continue;
                 };
                 if m.role == Role::User && m.kind == Kind::Text && meta.title.is_none() {
-                    meta.title = Some(one_line(&m.text(), TITLE_CHARS));
+                    meta.title = Some(title_text(&m.text(), TITLE_CHARS));
                 }
                 if m.model.is_some() {
                     meta.model = m.model.clone();
@@ -271,7 +271,7 @@ fn session_info(
         project_dir: project_of(db),
         title: title
             .filter(|t| !t.trim().is_empty())
-            .map(|t| one_line(&t, TITLE_CHARS)),
+            .map(|t| title_text(&t, TITLE_CHARS)),
         started_at: created.map(to_ms),
         updated_at: updated.map(to_ms),
         ..SessionMeta::default()

@@ -40,7 +40,7 @@
 
 use crate::model::{
     Agent, Batch, HookEvent, LineReader, Message, Part, Record, Role, SessionRef, ToolCall,
-    days_from_civil, normalize_tool_name, one_line, parse_rfc3339_ms,
+    days_from_civil, normalize_tool_name, parse_rfc3339_ms, title_text,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -319,7 +319,7 @@ impl CursorReader {
             model: None,
         };
         if out.meta.title.is_none() {
-            let title = one_line(&msg.text(), 80);
+            let title = title_text(&msg.text(), 80);
             if !title.is_empty() {
                 out.meta.title = Some(title);
             }

@@ -35,7 +35,7 @@
 use crate::Source;
 use crate::model::{
     Agent, Batch, DocReader, HookEvent, Kind, LineReader, Message, Part, Record, Role, SessionRef,
-    ToolCall, normalize_tool_name, one_line, parse_rfc3339_ms,
+    ToolCall, normalize_tool_name, parse_rfc3339_ms, title_text,
 };
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -322,7 +322,7 @@ fn user_message(rec: &Map<String, Value>, id: String, ts: Option<i64>) -> Result
         });
     }
     // Gemini CLI's own session list does not take `/…` or `?…` as the first prompt.
-    let title = (!text.starts_with('/') && !text.starts_with('?')).then(|| one_line(&text, 80));
+    let title = (!text.starts_with('/') && !text.starts_with('?')).then(|| title_text(&text, 80));
     Ok(Converted {
         msg: Message {
             id,

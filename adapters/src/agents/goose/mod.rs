@@ -28,7 +28,7 @@ pub mod registration;
 
 use crate::model::{
     Agent, Batch, DocReader, HookEvent, Kind, Message, ParseStats, Part, Record, Role, SessionMeta,
-    SessionRef, ToolCall, normalize_tool_name, one_line, parse_rfc3339_ms,
+    SessionRef, ToolCall, normalize_tool_name, parse_rfc3339_ms, title_text,
 };
 use crate::{DbBatch, DbSession, Source};
 use readonly::{int_of, text_of, with_db};
@@ -275,7 +275,7 @@ impl Converter {
                 model: None,
             }
             .text();
-            self.meta.title = Some(one_line(&text, TITLE_CHARS));
+            self.meta.title = Some(title_text(&text, TITLE_CHARS));
         }
         self.meta.absorb(SessionMeta {
             started_at: ts,
@@ -401,7 +401,7 @@ fn session_info(
     meta.project_dir = get("working_dir");
     meta.title = get("name")
         .or_else(|| get("description"))
-        .map(|t| one_line(&t, TITLE_CHARS));
+        .map(|t| title_text(&t, TITLE_CHARS));
     meta.started_at = get("created_at").and_then(|t| parse_rfc3339_ms(&t));
     meta.updated_at = get("updated_at").and_then(|t| parse_rfc3339_ms(&t));
     meta.model = get("model_config_json")
@@ -648,7 +648,7 @@ impl DocReader for LegacyReader {
                         .get("description")
                         .and_then(Value::as_str)
                         .filter(|d| !d.trim().is_empty())
-                        .map(|d| one_line(d, TITLE_CHARS));
+                        .map(|d| title_text(d, TITLE_CHARS));
                 } else {
                     conv.stats.skipped_unknown += 1;
                 }

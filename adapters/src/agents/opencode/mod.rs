@@ -43,7 +43,7 @@
 use crate::Source;
 use crate::model::{
     Agent, Batch, DocReader, HookEvent, Kind, Message, ParseStats, Part, Record, Role, SessionMeta,
-    SessionRef, ToolCall, normalize_tool_name, one_line,
+    SessionRef, ToolCall, normalize_tool_name, title_text,
 };
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
@@ -379,7 +379,7 @@ impl SessionInfo {
             title: self
                 .title
                 .as_deref()
-                .map(|t| one_line(t, 80))
+                .map(|t| title_text(t, 80))
                 .filter(|t| !t.is_empty() && !is_default_title(t)),
             agent_version: self.version.clone().filter(|v| !v.is_empty()),
             started_at: self.time_created,
@@ -497,7 +497,7 @@ fn convert_message(
 fn prompt_title(parts: &[Part]) -> Option<String> {
     parts.iter().find_map(|p| match p {
         Part::Text { text } if !text.starts_with("[file: ") => {
-            Some(one_line(text, 80)).filter(|t| !t.is_empty())
+            Some(title_text(text, 80)).filter(|t| !t.is_empty())
         }
         _ => None,
     })

@@ -23,7 +23,7 @@
 use crate::Source;
 use crate::model::{
     Agent, Batch, HookEvent, Kind, LineReader, Message, Part, Record, Role, SessionRef, ToolCall,
-    normalize_tool_name, one_line, parse_rfc3339_ms,
+    normalize_tool_name, parse_rfc3339_ms, title_text,
 };
 use serde_json::{Map, Value};
 use std::io::BufRead;
@@ -249,7 +249,7 @@ impl PiReader {
             "user" => {
                 let text = content_text(msg.get("content"));
                 if out.meta.title.is_none() && !text.is_empty() {
-                    out.meta.title = Some(one_line(&text, 80));
+                    out.meta.title = Some(title_text(&text, 80));
                 }
                 (!text.is_empty()).then(|| text_message(Role::User, text))
             }

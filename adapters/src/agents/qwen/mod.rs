@@ -29,7 +29,7 @@
 use crate::Source;
 use crate::model::{
     Agent, Batch, HookEvent, Kind, LineReader, Message, Part, Record, Role, SessionRef, ToolCall,
-    normalize_tool_name, one_line, parse_rfc3339_ms,
+    normalize_tool_name, parse_rfc3339_ms, title_text,
 };
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -240,7 +240,7 @@ impl LineReader for QwenReader {
                 };
                 let texts = user_texts(parts);
                 if role == Role::User && out.meta.title.is_none() {
-                    out.meta.title = texts.first().map(|t| one_line(t, 80));
+                    out.meta.title = texts.first().map(|t| title_text(t, 80));
                 }
                 tool_results(&rec, parts, ts, out);
                 (!texts.is_empty()).then(|| Message {

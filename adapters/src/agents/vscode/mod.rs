@@ -32,7 +32,7 @@
 
 use crate::model::{
     Agent, Batch, DocReader, HookEvent, LineReader, Message, Part, Record, Role, SessionRef,
-    ToolCall, normalize_tool_name, one_line, parse_rfc3339_ms,
+    ToolCall, normalize_tool_name, parse_rfc3339_ms, title_text,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -409,7 +409,7 @@ impl VscodeReader {
         }
         note_time(out, ts);
         if out.meta.title.is_none() {
-            out.meta.title = Some(one_line(&text, 80));
+            out.meta.title = Some(title_text(&text, 80));
         }
         self.push_message(
             Message {
@@ -1182,7 +1182,7 @@ fn convert_session(mut doc: Map<String, Value>, out: &mut Batch) {
         .or_else(|| doc.get("computedTitle"))
         .and_then(Value::as_str)
     {
-        let t = one_line(t, 80);
+        let t = title_text(t, 80);
         if !t.is_empty() {
             out.meta.title = Some(t);
         }
@@ -1244,7 +1244,7 @@ fn convert_request(i: usize, req: Map<String, Value>, out: &mut Batch) -> usize 
     let mut produced = 0;
     if !text.is_empty() {
         if out.meta.title.is_none() {
-            out.meta.title = Some(one_line(&text, 80));
+            out.meta.title = Some(title_text(&text, 80));
         }
         note_time(out, req_ts);
         out.records.push(Record::Message(Message {
