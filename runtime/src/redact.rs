@@ -1184,9 +1184,117 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// [`redact`] without the `<private>` spans: only the secret rules.
+/// [`redact`] without the `<private>` spans: only the secret rules, on the text, then, with the
+/// rules anchored at a line's start or end ([`LINE_RULES`]), on the pieces of it between two
+/// written-out line breaks that may hold such a line (`\n`, `\r\n`, `\r` as two characters: a shell script inside JSON
+/// text in a tool output, `printf 'ok\nDB_PASS=x'`), so that those lines are lines too. A piece
+/// is redacted as a text of its own; what the whole text's pass redacted (a private key across
+/// such lines) stays redacted.
 fn redact_secrets(text: &str) -> Cow<'_, str> {
-    let mut hit: u128 = rules_plausible(text);
+    if !text.contains("\\n") && !text.contains("\\r") {
+        return redact_text(text, u128::MAX);
+    }
+    // One scan of the needles for both passes when the first changes nothing (most texts).
+    let mut hit = 0u128;
+    let mut needles: Vec<(usize, usize, usize)> = Vec::new();
+    let b = text.as_bytes();
+    for_each_needle(b, |rule, start, end| {
+        if *LINE_RULES & (1 << rule) != 0 {
+            needles.push((rule, start, end));
+        }
+        if hit & (1 << rule) == 0 && RULES[rule].shape.follows(b, start, end) {
+            hit |= 1 << rule;
+        }
+    });
+    let out = redact_plausible(text, u128::MAX, hit);
+    if needles.is_empty() {
+        return out;
+    }
+    if let Cow::Owned(o) = &out {
+        needles.clear();
+        for_each_needle(o.as_bytes(), |rule, start, end| {
+            if *LINE_RULES & (1 << rule) != 0 {
+                needles.push((rule, start, end));
+            }
+        });
+    }
+    let b = out.as_bytes();
+    // Where the written-out breaks are (each two bytes).
+    let mut breaks: Vec<usize> = Vec::new();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'\\' {
+            if matches!(b[i + 1], b'n' | b'r') {
+                breaks.push(i);
+            }
+            // `\\` is an escaped backslash: the byte after it starts nothing.
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    // The pieces that hold a needle of a line rule that may match in the piece (read as a text
+    // of its own), each once, in order: most texts with written-out breaks (code, JSON) have
+    // none, and the others few.
+    let mut pieces: Vec<(usize, usize)> = Vec::new();
+    for (rule, start, end) in needles {
+        if pieces.last().is_some_and(|&(_, e)| start < e) {
+            continue;
+        }
+        let k = breaks.partition_point(|&i| i + 2 <= start);
+        let from = if k == 0 { 0 } else { breaks[k - 1] + 2 };
+        let to = breaks[breaks.partition_point(|&i| i < end)..]
+            .first()
+            .copied()
+            .unwrap_or(b.len());
+        // Whether the rule may match in the piece as a text of its own.
+        if RULES[rule]
+            .shape
+            .follows(&b[from..to], start - from, end - from)
+        {
+            pieces.push((from, to));
+        }
+    }
+    let mut rebuilt: Option<String> = None;
+    let mut copied = 0;
+    for (from, to) in pieces {
+        if let Cow::Owned(r) = redact_text(&out[from..to], *LINE_RULES) {
+            let into = rebuilt.get_or_insert_with(String::new);
+            into.push_str(&out[copied..from]);
+            into.push_str(&r);
+            copied = to;
+        }
+    }
+    match rebuilt {
+        Some(mut into) => {
+            into.push_str(&out[copied..]);
+            Cow::Owned(into)
+        }
+        None => out,
+    }
+}
+
+/// The rules that read a line's start or end (`(?m)`: configuration lines, `.pgpass`,
+/// `.npmrc`), and the `.env` assignment, whose name must start a word: the ones a written-out
+/// line break hides a line from ([`redact_secrets`]). A bit per rule, as [`rules_plausible`].
+static LINE_RULES: LazyLock<u128> = LazyLock::new(|| {
+    RULES
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            r.pattern.contains("(?m)") || r.pattern.starts_with(r"(?-u:\b)(?P<n>[A-Z]")
+        })
+        .fold(0, |set, (i, _)| set | 1 << i)
+});
+
+/// The secret rules of `rules` (a bit per rule, as [`rules_plausible`]) on `text` as one text
+/// ([`redact_secrets`]).
+fn redact_text(text: &str, rules: u128) -> Cow<'_, str> {
+    redact_plausible(text, rules, rules_plausible(text) & rules)
+}
+
+/// [`redact_text`] with the rules found plausible in `text` already (`hit`).
+fn redact_plausible(text: &str, rules: u128, mut hit: u128) -> Cow<'_, str> {
     if hit == 0 {
         return Cow::Borrowed(text);
     }
@@ -1198,7 +1306,7 @@ fn redact_secrets(text: &str) -> Cow<'_, str> {
         if let Some(new) = apply_rule(&rule(i), &out) {
             out = Cow::Owned(new);
             // The later rules run on the new text (a rule cannot match without its needles).
-            hit = rules_plausible(&out);
+            hit = rules_plausible(&out) & rules;
         }
     }
     out
@@ -2030,6 +2138,24 @@ mod tests {
             "password: vec![0u8; 32],",
         ] {
             assert_eq!(redact(code), code);
+        }
+    }
+
+    /// A line written out as an escape (`\n` as two characters: JSON text in a tool output, a
+    /// `printf` argument) is a line for the rules anchored at a line's start or end.
+    #[test]
+    fn lines_after_a_written_out_line_break() {
+        assert_eq!(
+            redact(r"printf 'ok\nDB_PASS=hunter2xyz\n'"),
+            r"printf 'ok\nDB_PASS=[redacted:secret_assignment]\n'"
+        );
+        assert_eq!(
+            redact(r#"{"output":"deploy\r\n  pass: Summer2024xyz\r\ndone"}"#),
+            r#"{"output":"deploy\r\n  pass: [redacted:secret_assignment]\r\ndone"}"#
+        );
+        // Nothing secret: the text comes back as it was (borrowed).
+        for text in [r"usage:\n  name: value\n", r"C:\\new\tdir", r"a\nb"] {
+            assert!(matches!(redact(text), Cow::Borrowed(_)), "{text}");
         }
     }
 
