@@ -1175,6 +1175,10 @@ pub fn redact(text: &str) -> Cow<'_, str> {
         Cow::Borrowed(t) => redact_secrets(t),
         Cow::Owned(t) => Cow::Owned(redact_secrets(&t).into_owned()),
     };
+    let out = match out {
+        Cow::Borrowed(t) => redact_structured(t),
+        Cow::Owned(t) => Cow::Owned(redact_structured(&t).into_owned()),
+    };
     let Some(rules) = user::installed() else {
         return out;
     };
@@ -1272,6 +1276,175 @@ fn redact_secrets(text: &str) -> Cow<'_, str> {
         }
         None => out,
     }
+}
+
+/// Secrets whose name and value the line rules see apart ([`redact`]'s last pass), each value
+/// kept or redacted by the test of a configuration line's ([`config_value_is_secret`]):
+///
+/// - a YAML block scalar under a secret's name (`password: |`, `key: >-`): its indented lines;
+/// - a name and its value given as two fields (Kubernetes' `- name: DB_PASSWORD` then `value:
+///   …`, in YAML or JSON; `aws ssm get-parameter`'s `"Name": "/prod/db/password", …, "Value":
+///   …`, the name's last `/` part read);
+/// - JSON values under a secret's name that are not a string: a number (`"password":
+///   12345678`), the strings of an array (`"api_key": ["…"]`) or of an object one level deep
+///   (`"secret": {"value": "…"}`).
+fn redact_structured(text: &str) -> Cow<'_, str> {
+    let blocks = text.contains(": |") || text.contains(": >");
+    let named = |a: &str, b: &str| text.contains(a) || text.contains(b);
+    let yaml_pairs =
+        named("value:", "Value:") && (named("name:", "Name:") || named("key:", "Key:"));
+    let json_pairs = named("\"value\"", "\"Value\"")
+        && (named("\"name\"", "\"Name\"") || named("\"key\"", "\"Key\""));
+    let json_keys = text.contains("\":");
+    if !blocks && !yaml_pairs && !json_pairs && !json_keys {
+        return Cow::Borrowed(text);
+    }
+    static BLOCK: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"(?m)^(?P<ind>[ \t]*)(?:- )?["']?(?P<n>[A-Za-z_][A-Za-z0-9_.-]*)["']?:[ \t]*[|>][-+0-9]*[ \t]*\r?$"#)
+            .expect("a valid regex")
+    });
+    static PAIR_YAML: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"(?m)^[ \t]*(?:- )?["']?(?:name|Name|key|Key)["']?:[ \t]*["']?(?P<n>[^"'\s]+)["']?[ \t]*\r?\n[ \t]*["']?(?:value|Value)["']?:[ \t]*(?P<s>"[^"\r\n]*"|'[^'\r\n]*'|[^\s"'#][^\r\n]*?)[ \t]*\r?$"#)
+            .expect("a valid regex")
+    });
+    static PAIR_JSON: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#""(?:name|Name|key|Key)"[ \t]*:[ \t]*"(?P<n>[^"\\]*)"[ \t]*,[ \t\r\n]*(?:"[A-Za-z]+"[ \t]*:[ \t]*(?:"[^"\\]*"|[0-9]+|true|false|null)[ \t]*,[ \t\r\n]*){0,3}"(?:value|Value)"[ \t]*:[ \t]*"(?P<s>[^"\\]*)""#)
+            .expect("a valid regex")
+    });
+    static JSON_STRING: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r#""(?P<s>[^"\\]*)""#).expect("a valid regex"));
+    let marker = format!("{MARKER_PREFIX}secret_assignment]");
+    // Byte ranges to replace by the marker, found on `text` as it is.
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for c in BLOCK.captures_iter(if blocks { text } else { "" }) {
+        if secret_name(&c["n"]).is_none() {
+            continue;
+        }
+        let indent = c["ind"].len();
+        let mut at = c.get(0).map_or(0, |m| m.end());
+        // The lines after it indented deeper than its own (blank ones go on the block).
+        while at < text.len() {
+            let line_start = at + usize::from(text.as_bytes()[at] == b'\n');
+            let line_end = text[line_start..]
+                .find('\n')
+                .map_or(text.len(), |i| line_start + i);
+            let line = &text[line_start..line_end];
+            let body = line.trim_start_matches([' ', '\t']);
+            if !body.trim_end().is_empty() {
+                if line.len() - body.len() <= indent {
+                    break;
+                }
+                let end = line_start + (line.len() - body.len()) + body.trim_end().len();
+                spans.push((line_start + (line.len() - body.len()), end));
+            }
+            at = line_end;
+        }
+    }
+    let keyed = |name: &str, value: &str, quoted: bool| {
+        let last = name.rsplit('/').find(|p| !p.is_empty()).unwrap_or(name);
+        !value.contains(MARKER_PREFIX) && config_value_is_secret(last, "=", value, quoted)
+    };
+    for c in PAIR_YAML.captures_iter(if yaml_pairs { text } else { "" }) {
+        let v = c.name("s").expect("the rule's value");
+        let raw = v.as_str();
+        let quoted = raw.len() >= 2 && raw.starts_with(['"', '\'']) && raw.ends_with(&raw[..1]);
+        let inner = if quoted { &raw[1..raw.len() - 1] } else { raw };
+        if keyed(&c["n"], inner, quoted) {
+            spans.push((v.start(), v.end()));
+        }
+    }
+    for c in PAIR_JSON.captures_iter(if json_pairs { text } else { "" }) {
+        let v = c.name("s").expect("the rule's value");
+        if keyed(&c["n"], v.as_str(), true) {
+            spans.push((v.start(), v.end()));
+        }
+    }
+    // A JSON key (`"name":`) whose value is a number, an array or an object: read by hand, the
+    // key's name tested only when the value is one of those (most keys hold a string).
+    let b = text.as_bytes();
+    for (colon, _) in text.match_indices("\":").filter(|_| json_keys) {
+        let mut v = colon + 2;
+        while v < b.len() && matches!(b[v], b' ' | b'\t') {
+            v += 1;
+        }
+        let Some(&first) = b.get(v) else {
+            continue;
+        };
+        if !(first.is_ascii_digit() || matches!(first, b'-' | b'[' | b'{')) {
+            continue;
+        }
+        // A number: at least 4 digits (`"password": 1234`), else no secret to find.
+        let sign = usize::from(first == b'-');
+        let number_end = v
+            + sign
+            + b[v + sign..]
+                .iter()
+                .take_while(|c| c.is_ascii_digit() || **c == b'.')
+                .count();
+        let digits = b[v + sign..number_end]
+            .iter()
+            .filter(|c| c.is_ascii_digit())
+            .count();
+        if first != b'[' && first != b'{' && digits < 4 {
+            continue;
+        }
+        let Some(open) = text[..colon].rfind('"') else {
+            continue;
+        };
+        let name = &text[open + 1..colon];
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+        {
+            continue;
+        }
+        let Some(kind) = secret_name(name) else {
+            continue;
+        };
+        if first == b'[' || first == b'{' {
+            // One level: up to the first bracket, which must close it.
+            let close = if first == b'[' { b']' } else { b'}' };
+            let Some(end) = b[v + 1..]
+                .iter()
+                .position(|c| matches!(c, b'[' | b']' | b'{' | b'}'))
+                .map(|i| v + 1 + i)
+                .filter(|&e| b[e] == close)
+            else {
+                continue;
+            };
+            let inner = &text[v + 1..end];
+            for st in JSON_STRING.captures_iter(inner) {
+                let m = st.name("s").expect("the string");
+                // An object's keys are not values: a string followed by `:`.
+                let after = inner[st.get(0).map_or(0, |g| g.end())..].trim_start();
+                if after.starts_with(':') {
+                    continue;
+                }
+                if keyed(name, m.as_str(), true) {
+                    spans.push((v + 1 + m.start(), v + 1 + m.end()));
+                }
+            }
+        } else if kind == Name::Password || digits >= 16 {
+            spans.push((v, number_end));
+        }
+    }
+    if spans.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    spans.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (start, end) in spans {
+        if start < copied || start == end {
+            continue;
+        }
+        out.push_str(&text[copied..start]);
+        out.push_str(&marker);
+        copied = end;
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
 }
 
 /// The rules that read a line's start or end (`(?m)`: configuration lines, `.pgpass`,
@@ -2156,6 +2329,61 @@ mod tests {
         // Nothing secret: the text comes back as it was (borrowed).
         for text in [r"usage:\n  name: value\n", r"C:\\new\tdir", r"a\nb"] {
             assert!(matches!(redact(text), Cow::Borrowed(_)), "{text}");
+        }
+    }
+
+    /// A secret's name and its value apart: a YAML block scalar, a name and value given as two
+    /// fields (Kubernetes, `aws ssm`), JSON values that are not a string.
+    #[test]
+    fn names_and_values_given_apart() {
+        let m = "[redacted:secret_assignment]";
+        for (text, want) in [
+            (
+                "db:\n  password: |\n    Summer2024xyzq\n    second line\n\n  user: app\n",
+                format!("db:\n  password: |\n    {m}\n    {m}\n\n  user: app\n"),
+            ),
+            (
+                "env:\n  - name: DB_PASSWORD\n    value: s3cr3tvalue99\n  - name: LOG_LEVEL\n    value: debug\n",
+                format!(
+                    "env:\n  - name: DB_PASSWORD\n    value: {m}\n  - name: LOG_LEVEL\n    value: debug\n"
+                ),
+            ),
+            (
+                r#"[{"name":"DB_PASSWORD","value":"s3cr3tvalue99"},{"name":"PORT","value":"8080"}]"#,
+                format!(
+                    r#"[{{"name":"DB_PASSWORD","value":"{m}"}},{{"name":"PORT","value":"8080"}}]"#
+                ),
+            ),
+            (
+                r#"{"Parameter": {"Name": "/prod/db/password", "Type": "SecureString", "Value": "xyzSecret123"}}"#,
+                format!(
+                    r#"{{"Parameter": {{"Name": "/prod/db/password", "Type": "SecureString", "Value": "{m}"}}}}"#
+                ),
+            ),
+            (
+                r#"{"password": 12345678}"#,
+                format!(r#"{{"password": {m}}}"#),
+            ),
+            (
+                r#"{"api_key": ["abc123def456ghi"]}"#,
+                format!(r#"{{"api_key": ["{m}"]}}"#),
+            ),
+            (
+                r#"{"secret": {"value": "abc123def456ghi"}}"#,
+                format!(r#"{{"secret": {{"value": "{m}"}}}}"#),
+            ),
+        ] {
+            assert_eq!(redact(text), want, "{text}");
+        }
+        // Settings named like secrets, values that are not secrets.
+        for text in [
+            r#"{"password_min_length": 8, "max_tokens": 4096, "token_count": 12345}"#,
+            "description: |\n  The password is required.\n",
+            "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef: {name: db}\n",
+            r#"{"name": "api_key", "value": "${API_KEY}"}"#,
+            r#"{"secrets": ["db", "cache"]}"#,
+        ] {
+            assert_eq!(redact(text), text);
         }
     }
 
