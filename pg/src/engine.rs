@@ -78,30 +78,21 @@ pub enum Progress<'a> {
     /// created again): all `sessions` of this machine are queued again and every machine's
     /// pushes are pulled from the start ([`Store::sync_database`]).
     NewDatabase { sessions: u64 },
-    /// The database shows a push as this machine after the last one this store committed
-    /// (`database_push_at` after `pushed_at`, Unix milliseconds): another store pushes with
-    /// the same machine id, most likely on a machine whose memtrail config was copied from
-    /// this one. Neither pulls the other's sessions (a machine never pulls its own id), and
-    /// the other machines see the two as one; the sync goes on.
-    SharedMachineId {
-        pushed_at: i64,
-        database_push_at: i64,
-    },
+    /// The database shows a push as this machine (at `database_push_at`, Unix milliseconds)
+    /// that this store did not make: another store pushes with the same machine id, most
+    /// likely on a machine whose memtrail config was copied from this one. Neither pulls the
+    /// other's sessions (a machine never pulls its own id), and the other machines see the two
+    /// as one; the sync goes on.
+    SharedMachineId { database_push_at: i64 },
     /// Another machine (id `machine`) pushes under this machine's label: the two are told
     /// apart only by id where sessions show their machine.
     SharedLabel { machine: &'a str },
     /// The database went back in time since this store last synced with it (restored from a
-    /// backup): it shows an older push of this machine than the last one it committed
-    /// (`database_push_at` before `pushed_at`, Unix milliseconds, `None`: none), or has not
-    /// given out the revisions this store pulled (`revision` below `pulled_to`). The sync gives
-    /// the database a new identity ([`Pg::renew_database_id`]), so that every machine sends
-    /// its sessions again and pulls from the start; [`Progress::NewDatabase`] follows.
-    RestoredDatabase {
-        pushed_at: Option<i64>,
-        database_push_at: Option<i64>,
-        pulled_to: i64,
-        revision: i64,
-    },
+    /// backup): its sequence (`revision`) has not reached the revisions this store saw given
+    /// out (`reached`: the highest its pushes reached or its pulls read). The sync gives the
+    /// database a new identity ([`Pg::renew_database_id`]), so that every machine sends its
+    /// sessions again and pulls from the start; [`Progress::NewDatabase`] follows.
+    RestoredDatabase { reached: i64, revision: i64 },
     /// Building the IVFFlat index of this machine's model's vectors (when the database first
     /// holds enough of them, and again each time they have grown fourfold:
     /// [`Pg::ensure_vector_index`]); under a minute at 700,000 vectors.
@@ -208,28 +199,27 @@ pub fn sync(
     let mut database = pg.database_id()?;
     if store.synced_database()?.as_deref() == Some(database.as_str()) {
         let marks = pg.marks(&me.machine)?;
-        let pushed_at = store.database_push_at()?;
-        let pulled_to = store.max_pull_position()?;
-        // Restored from a backup taken before this store's last push, or before revisions it
-        // pulled: what was pushed since is lost there, and revisions will be given out again
-        // (a pull from the current position would skip them).
-        if pushed_at.is_some_and(|t| marks.last_push_at.is_none_or(|p| p < t))
-            || pulled_to > marks.revision
-        {
+        let (pushed_at, tried_at, pushed_rev) = store.database_push_marks()?;
+        let reached = store.max_pull_position()?.max(pushed_rev.unwrap_or(0));
+        // Restored from a backup taken before revisions this store saw given out (by its
+        // pushes or in its pulls): what was pushed since is lost there, and those revisions
+        // will be given out again (a pull from the current position would skip them). The
+        // sequence never goes back otherwise, whatever any clock says.
+        if reached > marks.revision {
             progress(Progress::RestoredDatabase {
-                pushed_at,
-                database_push_at: marks.last_push_at,
-                pulled_to,
+                reached,
                 revision: marks.revision,
             });
             database = pg.renew_database_id(&database)?;
-        } else if let (Some(t), Some(p)) = (pushed_at, marks.last_push_at)
-            && p > t
+        } else if let Some(p) = marks.last_push_at
+            && (pushed_at.is_some() || tried_at.is_some())
+            && Some(p) != pushed_at
+            && Some(p) != tried_at
         {
-            // A push as this machine that this store did not make: another store syncs with
-            // the same machine id (a config copied between machines).
+            // A push as this machine that this store did not make (its own leave the value it
+            // tried or the one it committed): another store syncs with the same machine id (a
+            // config copied between machines).
             progress(Progress::SharedMachineId {
-                pushed_at: t,
                 database_push_at: p,
             });
         }
@@ -293,6 +283,10 @@ fn push(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
     let queued = store.sync_pending()?.messages;
+    // One `last_push_at` for every batch of this push, recorded as tried before the first is
+    // sent ([`Store::database_push_marks`]).
+    let at = memtrail_runtime::now_ms();
+    let mut tried = false;
     let bulk = queued >= BULK_PUSH_MESSAGES;
     // Best effort: without it the push works as before, only slower.
     let raised_work_mem = bulk
@@ -313,7 +307,7 @@ fn push(
                     Ok(None)
                 } else {
                     writer
-                        .push_with_lexemes(&me.machine, &me.label, &batch, &lexemes)
+                        .push_with_lexemes(&me.machine, &me.label, &batch, &lexemes, at)
                         .map(Some)
                 };
                 if let (Some(c), Ok(Some(_))) = (cleaner, &r) {
@@ -343,7 +337,7 @@ fn push(
                 totals.vectors += p.vectors;
                 totals.vectors_skipped += p.vectors_skipped;
             }
-            store.ack_push(&batch, p.map(|p| p.at))?;
+            store.ack_push(&batch, p.map(|p| (p.at, p.rev)))?;
             progress(Progress::Push {
                 messages: totals.messages,
                 queued,
@@ -365,6 +359,10 @@ fn push(
             )?;
             if batch.is_empty() {
                 break;
+            }
+            if !tried && (!batch.deletions.is_empty() || !batch.sessions.is_empty()) {
+                store.push_tried(at)?;
+                tried = true;
             }
             cursor = batch.cursor_after(cursor);
             let mut batch = batch;

@@ -60,9 +60,12 @@ pub struct Pushed {
     /// `message_vectors` table, migration 7).
     pub vectors_skipped: u64,
     /// The `last_push_at` this push recorded in the machine's `machines` row (Unix
-    /// milliseconds, the pushing machine's clock): a store keeps the last one, and a database
-    /// that shows an older one was restored from a backup ([`Pg::marks`]).
+    /// milliseconds, the `at` it was given): a store keeps it, and a database that shows
+    /// another one had a push from another store under the same machine id ([`Pg::marks`]).
     pub at: i64,
+    /// The sequence's last value once the push's rows were written: at least every revision
+    /// it gave out. A database whose sequence has not reached it went back in time.
+    pub rev: i64,
 }
 
 /// What a database shows of its past, for telling that it went back in time (restored from
@@ -435,12 +438,14 @@ impl Pg {
     /// breaks (nothing of the batch is committed).
     pub fn push(&mut self, machine: &str, label: &str, batch: &PushBatch) -> Result<Pushed> {
         let lexemes = batch_lexemes(batch);
-        self.push_with_lexemes(machine, label, batch, &lexemes)
+        self.push_with_lexemes(machine, label, batch, &lexemes, memtrail_runtime::now_ms())
     }
 
     /// [`Pg::push`] with the full-text vectors of the batch's messages already computed
     /// ([`batch_lexemes`]: one list per session of `batch.sessions`, one vector per message),
-    /// so that a caller can compute the next batch's while this one is written.
+    /// so that a caller can compute the next batch's while this one is written, and with the
+    /// `last_push_at` to record (`at`, Unix milliseconds: one value for every batch of a
+    /// sync, so that a store can tell its own pushes from another's: [`DatabaseMarks`]).
     ///
     /// Errors: as [`Pg::push`]; [`Error::Invalid`] when `lexemes` does not match the batch's
     /// sessions and messages.
@@ -450,6 +455,7 @@ impl Pg {
         label: &str,
         batch: &PushBatch,
         lexemes: &[Vec<TsVector>],
+        at: i64,
     ) -> Result<Pushed> {
         if lexemes.len() != batch.sessions.len()
             || lexemes
@@ -468,11 +474,10 @@ impl Pg {
                 s.machine, s.session.agent, s.session.external_id
             )));
         }
-        let now = memtrail_runtime::now_ms();
         let (rt, client) = self.parts_mut();
         rt.block_on(async {
             let tx = client.transaction().await?;
-            let pushed = push_tx(&tx, machine, label, now, batch, lexemes).await?;
+            let pushed = push_tx(&tx, machine, label, at, batch, lexemes).await?;
             tx.commit().await?;
             Ok(pushed)
         })
@@ -596,6 +601,7 @@ async fn push_tx(
         pushed.deletions += 1;
     }
     if batch.sessions.is_empty() {
+        pushed.rev = sequence_value(tx).await?;
         return Ok(pushed);
     }
     // A session another machine deleted stays deleted: this machine's changes to it (made
@@ -688,7 +694,20 @@ async fn push_tx(
             .await?;
         }
     }
+    pushed.rev = sequence_value(tx).await?;
     Ok(pushed)
+}
+
+/// `memtrail_rev`'s last value (0 when it never gave one out): `pg_sequence_last_value`, which
+/// needs only `USAGE` on the sequence.
+async fn sequence_value(tx: &Transaction<'_>) -> Result<i64> {
+    Ok(tx
+        .query_one(
+            "SELECT coalesce(pg_sequence_last_value('memtrail_rev'::regclass), 0)",
+            &[],
+        )
+        .await?
+        .get(0))
 }
 
 /// One deletion: the session's rows removed (its tool calls, events, snapshots and messages, then itself), the `deletions` row recorded unless

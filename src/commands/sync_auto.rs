@@ -308,40 +308,18 @@ pub fn progress_note(p: &engine::Progress<'_>) -> Option<String> {
             "this database is new to this machine: sending all {}",
             crate::output::plural(sessions, "session", "sessions")
         ),
-        engine::Progress::RestoredDatabase {
-            pushed_at,
-            database_push_at,
-            pulled_to,
-            revision,
-        } => {
-            let why = match pushed_at {
-                Some(t) if database_push_at.is_none_or(|p| p < t) => format!(
-                    "its last push from this machine is {}, but this machine's last push \
-                     committed at {}",
-                    database_push_at.map_or("none".to_string(), time),
-                    time(t)
-                ),
-                _ => format!(
-                    "it has given out revisions up to {revision}, but this machine pulled up to \
-                     {pulled_to}"
-                ),
-            };
-            format!(
-                "the database went back in time (restored from a backup?): {why}; giving it a \
-                 new identity, so that every machine sends its sessions again and pulls from the \
-                 start"
-            )
-        }
-        engine::Progress::SharedMachineId {
-            pushed_at,
-            database_push_at,
-        } => format!(
+        engine::Progress::RestoredDatabase { reached, revision } => format!(
+            "the database went back in time (restored from a backup?): it has given out \
+             revisions up to {revision}, but this machine saw them reach {reached}; giving it a \
+             new identity, so that every machine sends its sessions again and pulls from the \
+             start"
+        ),
+        engine::Progress::SharedMachineId { database_push_at } => format!(
             "warning: another store pushes as this machine: the database shows a push from \
-             this machine's id at {}, after this store's last at {}. Was memtrail's config \
+             this machine's id at {} that this store did not make. Was memtrail's config \
              copied from this machine to another? The two do not see each other's sessions; \
              docs/sync.md (\"Machines\") says how to give one its own id",
-            time(database_push_at),
-            time(pushed_at)
+            time(database_push_at)
         ),
         engine::Progress::SharedLabel { machine } => format!(
             "warning: machine {machine} also pushes under this machine's label: sessions of \

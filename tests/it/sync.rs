@@ -1238,14 +1238,11 @@ fn a_database_restored_from_a_backup_is_noticed_and_filled_again() {
         let out = first.run(&["sync"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{err}");
-        let why = if pusher_first {
-            "its last push from this machine is "
-        } else {
-            "it has given out revisions up to "
-        };
         assert!(
-            err.contains("the database went back in time (restored from a backup?): ")
-                && err.contains(why)
+            err.contains(
+                "the database went back in time (restored from a backup?): it has given out \
+                 revisions up to "
+            ) && err.contains(", but this machine saw them reach ")
                 && err.contains("this database is new to this machine: sending all "),
             "{err}"
         );
@@ -1348,6 +1345,33 @@ fn a_shared_machine_id_or_label_is_reported() {
     let out = a.run(&["sync"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && !err.contains("warning"), "{err}");
+    let pg = Pg::connect_url(&url).unwrap();
+    let set_pushed_at = |sql: &str| {
+        pg.block_on(pg.client().execute(sql, &[&a.id()])).unwrap();
+    };
+    let store_state = |key: &str, value: &str| {
+        let c = rusqlite::Connection::open(a.sb.db()).unwrap();
+        c.execute(
+            "UPDATE sync_state SET value = ?2 WHERE key = ?1",
+            [key, value],
+        )
+        .unwrap();
+    };
+    // A push of this store killed after its commit, before the store recorded it: the
+    // database shows the push it tried, which is not another store's.
+    store_state("database_push_at", "1");
+    let out = a.run(&["sync"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("warning"), "{err}");
+    // The copy pushing with a clock an hour behind: still another store's push, and no sign
+    // of a database gone back in time (its revisions went on).
+    set_pushed_at("UPDATE machines SET last_push_at = last_push_at - 3600000 WHERE id = $1");
+    let out = a.run(&["sync"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("another store pushes as this machine") && !err.contains("back in time"),
+        "{err}"
+    );
     // Another machine labelled as A.
     let b = Machine::new("ma");
     let out = b.run(&["sync", "--init", &url, "--label", "ma"]);

@@ -35,6 +35,14 @@ const DATABASE: &str = "database_id";
 /// this machine's `machines` row (Unix milliseconds; see [`Store::ack_push`]).
 const DATABASE_PUSH_AT: &str = "database_push_at";
 
+/// `sync_state` key holding the `last_push_at` of the push under way or last tried (recorded
+/// before its first batch is sent; see [`Store::database_push_marks`]).
+const DATABASE_PUSH_TRIED: &str = "database_push_tried";
+
+/// `sync_state` key holding the revision the last push PostgreSQL committed reached (the
+/// sequence's last value then; see [`Store::ack_push`]).
+const DATABASE_PUSH_REV: &str = "database_push_rev";
+
 /// Queue every session of this machine (its row and snapshots: outbox item 0) and every
 /// message of them, in session order; entries already queued stay. Returns how many it added.
 fn queue_all(w: &Writer<'_>) -> Result<u64> {
@@ -131,8 +139,8 @@ impl Store {
         self.write(|w| {
             queue_all(w)?;
             w.tx.execute(
-                "DELETE FROM sync_state WHERE key LIKE 'pull:%' OR key = ?1",
-                [DATABASE_PUSH_AT],
+                "DELETE FROM sync_state WHERE key LIKE 'pull:%' OR key IN (?1, ?2, ?3)",
+                [DATABASE_PUSH_AT, DATABASE_PUSH_TRIED, DATABASE_PUSH_REV],
             )
             .db()?;
             w.tx.execute(
@@ -156,13 +164,27 @@ impl Store {
         self.sync_state(DATABASE)
     }
 
-    /// The `last_push_at` (Unix milliseconds) of the last push to that database PostgreSQL
-    /// committed ([`Store::ack_push`]), `None` when none was since the store began syncing
-    /// with it. A database showing an older one went back in time.
-    pub fn database_push_at(&self) -> Result<Option<i64>> {
-        Ok(self
-            .sync_state(DATABASE_PUSH_AT)?
-            .and_then(|v| v.parse().ok()))
+    /// What this store last pushed to that database, for telling another store's pushes
+    /// under the same machine id, and a database gone back in time: (the `last_push_at` of the
+    /// last push PostgreSQL committed, that of the push tried last, the revision the last
+    /// committed push reached), each `None` when there was none since the store began syncing
+    /// with it. A push killed after its commit leaves the tried one in PostgreSQL; one killed
+    /// before, the committed one.
+    pub fn database_push_marks(&self) -> Result<(Option<i64>, Option<i64>, Option<i64>)> {
+        let get = |k: &str| -> Result<Option<i64>> {
+            Ok(self.sync_state(k)?.and_then(|v| v.parse().ok()))
+        };
+        Ok((
+            get(DATABASE_PUSH_AT)?,
+            get(DATABASE_PUSH_TRIED)?,
+            get(DATABASE_PUSH_REV)?,
+        ))
+    }
+
+    /// Record that a push whose `last_push_at` is `at` (Unix milliseconds) is about to be sent
+    /// ([`Store::database_push_marks`]).
+    pub fn push_tried(&mut self, at: i64) -> Result<()> {
+        self.set_sync_state(DATABASE_PUSH_TRIED, Some(&at.to_string()))
     }
 
     /// The highest PostgreSQL revision this store has pulled any machine's pushes up to (the
@@ -510,11 +532,11 @@ impl Store {
     /// transaction. An entry changed during the push was queued again with a new `seq`, so it
     /// stays for the next push. Also records `last_push_at` (Unix milliseconds, now) and, when
     /// the batch was written, `database_at`: the `last_push_at` PostgreSQL recorded for this
-    /// machine ([`Store::database_push_at`]).
+    /// machine and the revision the push reached ([`Store::database_push_marks`]).
     ///
     /// Errors: a store error (nothing is removed then; the next push sends the batch again,
     /// which PostgreSQL applies idempotently).
-    pub fn ack_push(&mut self, batch: &PushBatch, database_at: Option<i64>) -> Result<()> {
+    pub fn ack_push(&mut self, batch: &PushBatch, database_at: Option<(i64, i64)>) -> Result<()> {
         let now = crate::now_ms().to_string();
         self.write(|w| {
             let mut outbox =
@@ -535,13 +557,15 @@ impl Store {
                 [&now],
             )
             .db()?;
-            if let Some(at) = database_at {
-                w.tx.execute(
-                    "INSERT INTO sync_state (key, value) VALUES (?1, ?2)
-                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    params![DATABASE_PUSH_AT, at.to_string()],
-                )
-                .db()?;
+            if let Some((at, rev)) = database_at {
+                for (k, v) in [(DATABASE_PUSH_AT, at), (DATABASE_PUSH_REV, rev)] {
+                    w.tx.execute(
+                        "INSERT INTO sync_state (key, value) VALUES (?1, ?2)
+                         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        params![k, v.to_string()],
+                    )
+                    .db()?;
+                }
             }
             Ok(())
         })

@@ -270,9 +270,10 @@ fn a_change_during_a_push_stays_queued_after_the_ack() {
     assert!(push(&s).is_empty());
 }
 
-/// What a sync compares with the database to tell it was restored from a backup: the last
-/// committed push's `last_push_at` and the highest pull position, both forgotten with the
-/// database when the store meets another.
+/// What a sync compares with the database to tell it went back in time, or that another
+/// store pushes under this machine's id: the last committed push's `last_push_at` and revision,
+/// the push tried last, the highest pull position; all forgotten with the database when the
+/// store meets another.
 #[test]
 fn the_marks_of_the_database_last_synced_with() {
     let d = tempfile::tempdir().unwrap();
@@ -282,35 +283,41 @@ fn the_marks_of_the_database_last_synced_with() {
     assert_eq!(s.synced_database().unwrap().as_deref(), Some("db-1"));
     assert_eq!(
         (
-            s.database_push_at().unwrap(),
+            s.database_push_marks().unwrap(),
             s.max_pull_position().unwrap()
         ),
-        (None, 0)
+        ((None, None, None), 0)
     );
     let s1 = session(&mut s, "s1");
     apply(&mut s, s1, vec![text("u1", "one")]);
-    s.ack_push(&push(&s), Some(1_700_000_000_123)).unwrap();
-    // A batch PostgreSQL was not sent (nothing in it) keeps the mark.
+    s.push_tried(1_700_000_000_123).unwrap();
+    s.ack_push(&push(&s), Some((1_700_000_000_123, 41)))
+        .unwrap();
+    // A batch PostgreSQL was not sent (nothing in it) keeps the marks.
     s.ack_push(&push(&s), None).unwrap();
+    s.push_tried(1_700_000_000_456).unwrap();
     s.set_sync_state(&format!("pull:{B}"), Some("90")).unwrap();
     s.set_sync_state("pull:cccccccccccccccccccccccccccccccc", Some("1000"))
         .unwrap();
     assert_eq!(
         (
-            s.database_push_at().unwrap(),
+            s.database_push_marks().unwrap(),
             s.max_pull_position().unwrap()
         ),
-        (Some(1_700_000_000_123), 1000)
+        (
+            (Some(1_700_000_000_123), Some(1_700_000_000_456), Some(41)),
+            1000
+        )
     );
     assert_eq!(s.sync_database("db-1").unwrap(), None);
     assert_eq!(s.max_pull_position().unwrap(), 1000);
     assert_eq!(s.sync_database("db-2").unwrap(), Some(1));
     assert_eq!(
         (
-            s.database_push_at().unwrap(),
+            s.database_push_marks().unwrap(),
             s.max_pull_position().unwrap()
         ),
-        (None, 0)
+        ((None, None, None), 0)
     );
 }
 
