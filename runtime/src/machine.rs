@@ -59,7 +59,8 @@ pub const MAX_LABEL_CHARS: usize = 64;
 
 /// Checks a machine label given by the user (`memtrail sync --init --label NAME`): not empty
 /// (nor only spaces), no control character (newline, ESC, …: it is printed in `sessions list`
-/// and `status`), at most [`MAX_LABEL_CHARS`] characters.
+/// and `status`), at most [`MAX_LABEL_CHARS`] characters, nothing the redaction rules would
+/// replace (a token pasted as a label is pushed to every machine).
 ///
 /// Errors: [`crate::Error::Invalid`] saying which rule the label breaks.
 pub fn check_label(label: &str) -> crate::Result<()> {
@@ -72,6 +73,14 @@ pub fn check_label(label: &str) -> crate::Result<()> {
             "it is {} characters long, more than {MAX_LABEL_CHARS}",
             label.chars().count()
         )
+    } else if crate::redact::redact(label) != label {
+        // Not echoed: the label is what would leak.
+        return Err(crate::Error::Invalid(
+            "--label is not a usable machine label: it holds what looks like a secret (a \
+             token, a password); give a short name such as `laptop` (every machine syncing \
+             with the database shows it)"
+                .into(),
+        ));
     } else {
         return Ok(());
     };
@@ -134,6 +143,14 @@ mod tests {
         );
         assert_eq!(sanitize_label(&"y".repeat(100)), Some("y".repeat(64)));
         assert_eq!(sanitize_label("   "), None);
+        let err = check_label("ghp_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("looks like a secret") && !err.contains("ghp_"),
+            "{err}"
+        );
+        assert!(check_label("laptop-2").is_ok());
         assert_eq!(sanitize_label(" \t").as_deref(), Some(" \u{FFFD}"));
         // Redacted before the cut (a token cut short would no longer be recognised).
         let token = "ghp_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u";

@@ -1224,17 +1224,21 @@ fn redact_secrets(text: &str) -> Cow<'_, str> {
     }
     let b = out.as_bytes();
     // Where the written-out breaks are (each two bytes).
-    let mut breaks: Vec<usize> = Vec::new();
+    let mut breaks: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
     while i + 1 < b.len() {
-        if b[i] == b'\\' {
-            if matches!(b[i + 1], b'n' | b'r') {
-                breaks.push(i);
-            }
-            // `\\` is an escaped backslash: the byte after it starts nothing.
-            i += 2;
-        } else {
+        if b[i] != b'\\' {
             i += 1;
+        } else if matches!(b[i + 1], b'n' | b'r') {
+            breaks.push((i, i + 2));
+            i += 2;
+        } else if b[i + 1] == b'\\' && matches!(b.get(i + 2), Some(b'n' | b'r')) {
+            // Written out twice (JSON text inside a JSON string): `\\n`.
+            breaks.push((i, i + 3));
+            i += 3;
+        } else {
+            // An escaped character (`\\`, `\"`): the byte after it starts nothing.
+            i += 2;
         }
     }
     // The pieces that hold a needle of a line rule that may match in the piece (read as a text
@@ -1245,12 +1249,11 @@ fn redact_secrets(text: &str) -> Cow<'_, str> {
         if pieces.last().is_some_and(|&(_, e)| start < e) {
             continue;
         }
-        let k = breaks.partition_point(|&i| i + 2 <= start);
-        let from = if k == 0 { 0 } else { breaks[k - 1] + 2 };
-        let to = breaks[breaks.partition_point(|&i| i < end)..]
+        let k = breaks.partition_point(|&(_, e)| e <= start);
+        let from = if k == 0 { 0 } else { breaks[k - 1].1 };
+        let to = breaks[breaks.partition_point(|&(s, _)| s < end)..]
             .first()
-            .copied()
-            .unwrap_or(b.len());
+            .map_or(b.len(), |&(s, _)| s);
         // Whether the rule may match in the piece as a text of its own.
         if RULES[rule]
             .shape
@@ -2321,6 +2324,11 @@ mod tests {
         assert_eq!(
             redact(r"printf 'ok\nDB_PASS=hunter2xyz\n'"),
             r"printf 'ok\nDB_PASS=[redacted:secret_assignment]\n'"
+        );
+        // Written out twice (JSON text in a JSON string).
+        assert_eq!(
+            redact(r#"echo "{\"a\":\"x\\nDB_PASS=Yq9secretval88\\n\"}""#),
+            r#"echo "{\"a\":\"x\\nDB_PASS=[redacted:secret_assignment]\\n\"}""#
         );
         assert_eq!(
             redact(r#"{"output":"deploy\r\n  pass: Summer2024xyz\r\ndone"}"#),
