@@ -224,9 +224,11 @@ pub fn sync(
             });
         }
     }
-    if let Some(other) = pg
-        .machines()?
-        .into_iter()
+    // Read once for the label's check and the pull (a machine whose first push lands during
+    // this sync is pulled at the next).
+    let machines = pg.machines()?;
+    if let Some(other) = machines
+        .iter()
         .find(|m| m.id != me.machine && m.label == me.label)
     {
         progress(Progress::SharedLabel { machine: &other.id });
@@ -261,7 +263,15 @@ pub fn sync(
             Err(e) => report.vector_index_error = Some(e.to_string()),
         }
     }
-    pull(store, pg, me, options, &mut report.pulled, progress)?;
+    pull(
+        store,
+        pg,
+        me,
+        &machines,
+        options,
+        &mut report.pulled,
+        progress,
+    )?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }
@@ -515,11 +525,12 @@ fn pull(
     store: &mut Store,
     pg: &mut Pg,
     me: &Identity,
+    machines: &[crate::MachineInfo],
     options: &SyncOptions,
     totals: &mut Pulled,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
-    for m in pg.machines()? {
+    for m in machines {
         if m.id == me.machine {
             continue;
         }

@@ -860,9 +860,16 @@ fn rules_hit(text: &str) -> u128 {
 /// followed by what the rule needs after it (see [`Shape`]). A rule outside the set cannot
 /// match, so it is neither compiled nor run.
 fn rules_plausible(text: &str) -> u128 {
+    rules_plausible_seeing(text, |_, _, _| {})
+}
+
+/// [`rules_plausible`], each needle found also given to `seen` (rule, start, end), so that a
+/// caller needing the needles too scans the text once ([`redact_secrets`]).
+fn rules_plausible_seeing(text: &str, mut seen: impl FnMut(usize, usize, usize)) -> u128 {
     let b = text.as_bytes();
     let mut set = 0u128;
     for_each_needle(b, |rule, start, end| {
+        seen(rule, start, end);
         if set & (1 << rule) == 0 && RULES[rule].shape.follows(b, start, end) {
             set |= 1 << rule;
         }
@@ -1199,15 +1206,10 @@ fn redact_secrets(text: &str) -> Cow<'_, str> {
         return redact_text(text, u128::MAX);
     }
     // One scan of the needles for both passes when the first changes nothing (most texts).
-    let mut hit = 0u128;
     let mut needles: Vec<(usize, usize, usize)> = Vec::new();
-    let b = text.as_bytes();
-    for_each_needle(b, |rule, start, end| {
+    let hit = rules_plausible_seeing(text, |rule, start, end| {
         if *LINE_RULES & (1 << rule) != 0 {
             needles.push((rule, start, end));
-        }
-        if hit & (1 << rule) == 0 && RULES[rule].shape.follows(b, start, end) {
-            hit |= 1 << rule;
         }
     });
     let out = redact_plausible(text, u128::MAX, hit);

@@ -90,6 +90,12 @@ impl Machine {
     }
 }
 
+/// A fresh database of the test cluster for test `name` (`memtrail_testkit::pg::test_database`),
+/// its URL with `sslmode=disable`; `None` when the tests run without PostgreSQL.
+fn database(name: &str) -> Option<String> {
+    memtrail_testkit::pg::test_database(name).map(|u| format!("{u}?sslmode=disable"))
+}
+
 /// A Claude Code session of `lines` lines brought in through the real Stop hook; returns its id.
 fn hook_session(m: &Machine, n: u32, lines: u64) -> String {
     let sid = session_id(n);
@@ -618,10 +624,9 @@ fn syncs_killed_at_random_points_lose_and_double_nothing() {
 
 #[test]
 fn a_database_that_goes_away_mid_sync_loses_and_doubles_nothing() {
-    let Some(url) = memtrail_testkit::pg::test_database("goes_away") else {
+    let Some(url) = database("goes_away") else {
         return;
     };
-    let url = format!("{url}?sslmode=disable");
     let db = url
         .rsplit('/')
         .next()
@@ -706,10 +711,9 @@ fn a_database_that_goes_away_mid_sync_loses_and_doubles_nothing() {
 
 #[test]
 fn deletions_and_redactions_propagate_to_postgres_and_the_other_machines() {
-    let Some(url) = memtrail_testkit::pg::test_database("propagate") else {
+    let Some(url) = database("propagate") else {
         return;
     };
-    let url = format!("{url}?sslmode=disable");
     let pg = Pg::connect_url(&url).unwrap();
     let (a, b) = (Machine::new("pa"), Machine::new("pb"));
     let doomed = hook_session(&a, 0xd000, 8);
@@ -816,10 +820,9 @@ fn deletions_and_redactions_propagate_to_postgres_and_the_other_machines() {
 /// come back as the other machine's); `--init` on a config without an id adopts the store's.
 #[test]
 fn a_store_keeps_the_machine_id_it_was_set_up_with() {
-    let Some(url) = memtrail_testkit::pg::test_database("machine_id") else {
+    let Some(url) = database("machine_id") else {
         return;
     };
-    let url = format!("{url}?sslmode=disable");
     let m = Machine::new("mid");
     hook_session(&m, 0xe000, 4);
     let first = m.json(&["sync", "--init", &url, "--json"]);
@@ -934,10 +937,9 @@ fn switching_between_two_databases_sends_everything_to_each_and_misses_nothing()
 
 #[test]
 fn a_sync_by_hand_that_fails_is_recorded_and_status_says_sync_is_failing() {
-    let Some(url) = memtrail_testkit::pg::test_database("by_hand_fail") else {
+    let Some(url) = database("by_hand_fail") else {
         return;
     };
-    let url = format!("{url}?sslmode=disable");
     let m = Machine::new("hf");
     hook_session(&m, 0xe200, 2);
     assert!(m.run(&["sync", "--init", &url]).status.success());
@@ -1107,10 +1109,9 @@ fn sync_init_warns_when_the_url_on_the_command_line_holds_a_password() {
 
 #[test]
 fn purge_and_delete_of_another_machines_session_say_what_happens_where() {
-    let Some(url) = memtrail_testkit::pg::test_database("purge_pulled") else {
+    let Some(url) = database("purge_pulled") else {
         return;
     };
-    let url = format!("{url}?sslmode=disable");
     let (a, b) = (Machine::new("pa"), Machine::new("pb"));
     let theirs = hook_session(&a, 0xe300, 3);
     let other = hook_session(&a, 0xe301, 2);
@@ -1150,10 +1151,9 @@ fn purge_and_delete_of_another_machines_session_say_what_happens_where() {
 
 #[test]
 fn changes_to_a_session_deleted_on_another_machine_are_reported_not_pushed() {
-    let Some(url) = memtrail_testkit::pg::test_database("deleted_elsewhere") else {
+    let Some(url) = database("deleted_elsewhere") else {
         return;
     };
-    let url = format!("{url}?sslmode=disable");
     let (a, b) = (Machine::new("ea"), Machine::new("eb"));
     let first = hook_session(&a, 0xe000, 4);
     let second = hook_session(&a, 0xe001, 4);
@@ -1277,10 +1277,9 @@ fn a_database_restored_from_a_backup_is_noticed_and_filled_again() {
 /// copy left).
 #[test]
 fn deleting_an_id_two_machines_hold_says_which_one_and_that_the_other_stays() {
-    let Some(url) = memtrail_testkit::pg::test_database("same_id") else {
+    let Some(url) = database("same_id") else {
         return;
     };
-    let url = format!("{url}?sslmode=disable");
     let (a, b) = (Machine::new("sa"), Machine::new("sb"));
     let id = hook_session(&a, 0xc000, 4);
     assert_eq!(hook_session(&b, 0xc000, 2), id);
@@ -1312,10 +1311,9 @@ fn deleting_an_id_two_machines_hold_says_which_one_and_that_the_other_stays() {
 /// given the same label: syncs say so, and go on.
 #[test]
 fn a_shared_machine_id_or_label_is_reported() {
-    let Some(url) = memtrail_testkit::pg::test_database("shared_id") else {
+    let Some(url) = database("shared_id") else {
         return;
     };
-    let url = format!("{url}?sslmode=disable");
     let (a, copy) = (Machine::new("ma"), Machine::new("ma"));
     hook_session(&a, 0xb000, 2);
     a.init(&url);
@@ -1392,10 +1390,9 @@ fn a_shared_machine_id_or_label_is_reported() {
 /// later checkpoint.
 #[test]
 fn a_pulled_rewrite_leaves_no_old_text_in_the_pullers_files() {
-    let Some(url) = memtrail_testkit::pg::test_database("pulled_rewrite") else {
+    let Some(url) = database("pulled_rewrite") else {
         return;
     };
-    let url = format!("{url}?sslmode=disable");
     let (a, b) = (Machine::new("wa"), Machine::new("wb"));
     let sid = hook_session(&a, 0xa000, 4);
     a.init(&url);
