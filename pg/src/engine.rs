@@ -75,9 +75,10 @@ pub enum Progress<'a> {
     /// Pulling machine `label`'s pushes: `messages` received so far from all machines.
     Pull { label: &'a str, messages: u64 },
     /// The database is not the one this store last synced with (another URL, or a database
-    /// created again): all `sessions` of this machine are queued again and every machine's
-    /// pushes are pulled from the start ([`Store::sync_database`]).
-    NewDatabase { sessions: u64 },
+    /// created again): all `sessions` of this machine are queued again, and the `deletions`
+    /// the store knows of (its own and those it pulled), and every machine's pushes are pulled
+    /// from the start ([`Store::sync_database`]).
+    NewDatabase { sessions: u64, deletions: u64 },
     /// The database shows a push as this machine (at `database_push_at`, Unix milliseconds)
     /// that this store did not make: another store pushes with the same machine id, most
     /// likely on a machine whose memtrail config was copied from this one. Neither pulls the
@@ -233,8 +234,11 @@ pub fn sync(
     {
         progress(Progress::SharedLabel { machine: &other.id });
     }
-    if let Some(sessions) = store.sync_database(&database)? {
-        progress(Progress::NewDatabase { sessions });
+    if let Some(queued) = store.sync_database(&database)? {
+        progress(Progress::NewDatabase {
+            sessions: queued.sessions,
+            deletions: queued.deletions,
+        });
     }
     // Vectors made before this database had their table (pgvector created since, or a
     // build that did not push them) are queued once.

@@ -304,9 +304,20 @@ fn catch_signals() {
 pub fn progress_note(p: &engine::Progress<'_>) -> Option<String> {
     let time = memtrail_adapters::format_rfc3339_ms;
     Some(match *p {
-        engine::Progress::NewDatabase { sessions } => format!(
-            "this database is new to this machine: sending all {}",
-            crate::output::plural(sessions, "session", "sessions")
+        engine::Progress::NewDatabase {
+            sessions,
+            deletions,
+        } => format!(
+            "this database is new to this machine: sending all {}{}",
+            crate::output::plural(sessions, "session", "sessions"),
+            if deletions > 0 {
+                format!(
+                    " and the {} it knows of",
+                    crate::output::plural(deletions, "deletion", "deletions")
+                )
+            } else {
+                String::new()
+            }
         ),
         engine::Progress::RestoredDatabase { reached, revision } => format!(
             "the database went back in time (restored from a backup?): it has given out \

@@ -1208,7 +1208,9 @@ fn cluster_sql(sql: &str) {
 /// gone from it and its revisions start again below what the machines pulled. The first
 /// machine to sync notices (by its own last push when it pushed since the backup, else by the
 /// revisions it pulled), says so, and gives the database a new identity; every machine then
-/// sends its sessions again and pulls from the start, and both end up with all of them.
+/// sends its sessions again, and every deletion it knows of, and pulls from the start: both end
+/// up with all the sessions, and the two deleted since the backup (one by its own machine, one
+/// by the other) stay deleted.
 #[test]
 fn a_database_restored_from_a_backup_is_noticed_and_filled_again() {
     for pusher_first in [true, false] {
@@ -1220,17 +1222,33 @@ fn a_database_restored_from_a_backup_is_noticed_and_filled_again() {
         let url = format!("{url}?sslmode=disable");
         let (a, b) = (Machine::new("ra"), Machine::new("rb"));
         let s1 = hook_session(&a, 0xd000, 4);
+        // Two more of A's sessions: after the backup, A deletes one and B the other.
+        let by_a = hook_session(&a, 0xd010, 2);
+        let by_b = hook_session(&a, 0xd011, 2);
         a.init(&url);
         b.init(&url);
         // No background sync started by the turns below: the syncs are the test's.
         a.no_autosync();
         b.no_autosync();
         cluster_sql(&format!("CREATE DATABASE {backup} TEMPLATE {name}"));
-        // After the backup: A pushes a second session, B pulls it.
+        // After the backup: A pushes a second session, B pulls it; the deletions go everywhere.
         let s2 = hook_session(&a, 0xd001, 6);
+        assert!(
+            a.run(&["sessions", "delete", &by_a, "--yes"])
+                .status
+                .success()
+        );
+        assert!(
+            b.run(&["sessions", "delete", &by_b, "--yes"])
+                .status
+                .success()
+        );
         a.json(&["sync", "--json"]);
         let r = b.json(&["sync", "--json"]);
         assert_eq!(r["sync"]["pulled"]["sessions"], 1, "{r}");
+        assert_eq!(r["sync"]["pulled"]["deleted_sessions"], 1, "{r}");
+        let r = a.json(&["sync", "--json"]);
+        assert_eq!(r["sync"]["pulled"]["deleted_sessions"], 1, "{r}");
         cluster_sql(&format!("DROP DATABASE {name} WITH (FORCE)"));
         cluster_sql(&format!("CREATE DATABASE {name} TEMPLATE {backup}"));
         let s3 = hook_session(&b, 0xd002, 2);
@@ -1243,7 +1261,15 @@ fn a_database_restored_from_a_backup_is_noticed_and_filled_again() {
                 "the database went back in time (restored from a backup?): it has given out \
                  revisions up to "
             ) && err.contains(", but this machine saw them reach ")
-                && err.contains("this database is new to this machine: sending all "),
+                && err.contains(&format!(
+                    "this database is new to this machine: sending all {} and the 2 deletions \
+                     it knows of",
+                    if pusher_first {
+                        "2 sessions"
+                    } else {
+                        "1 session"
+                    }
+                )),
             "{err}"
         );
         let out = second.run(&["sync"]);

@@ -38,7 +38,9 @@
 //!   the id of the machine a pulled session comes from; sessions are unique on (`agent`,
 //!   `external_id`, `origin`)), `sync_outbox` and `sync_tombstones` (what waits to be pushed,
 //!   filled by triggers once sync is enabled, for this machine's sessions only), `sync_state`
-//!   (enabled, this machine's id, pull positions, last push and pull) and `machines` (labels).
+//!   (enabled, this machine's id, pull positions, last push and pull) and `machines` (labels);
+//!   `sync_deleted` (schema 17): the deletions pushed or pulled, sent again to a database new
+//!   to this store.
 //!
 //! The database runs in WAL mode with a busy timeout, and closing it does not checkpoint (commits
 //! that grow the WAL past 256 pages do); every write is a `BEGIN IMMEDIATE`
@@ -113,7 +115,7 @@ pub use repair::{REPAIR_STEPS, RepairReport, RepairStep, RepairStepReport, is_co
 pub use schema::{Migrating, SCHEMA_VERSION};
 pub use snapshots::{PRECOMPACT_TAKEN_EARLY, StoredSnapshot};
 pub use stats::{HookRun, StoreStats, peek_counts};
-pub use sync::{Exclusions, PULLED_FIELD_CAP, PULLED_MESSAGE_CAP, PULLED_TITLE_CHARS};
+pub use sync::{Exclusions, PULLED_FIELD_CAP, PULLED_MESSAGE_CAP, PULLED_TITLE_CHARS, Requeued};
 pub use vectors::{EMBED_BODY_CHARS, EMBED_TOOLS_CHARS, VectorSet, embed_text, quantize};
 pub use writer::{Applied, Writer, message_events};
 

@@ -7,7 +7,7 @@ use crate::{Error, Result};
 use rusqlite::TransactionBehavior;
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 16;
+pub const SCHEMA_VERSION: i64 = 17;
 
 /// The migrations, in order: migration `i` (1-based) takes a store from schema version `i - 1` to
 /// `i`. Each is one SQL batch (`migrations/NNNN_*.sql`), run in the same transaction as the
@@ -29,6 +29,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0014_body_once.sql"),
     include_str!("migrations/0015_snapshot_state_inserts.sql"),
     include_str!("migrations/0016_snapshot_state_after_end.sql"),
+    include_str!("migrations/0017_sync_deleted.sql"),
 ];
 
 /// The name of each migration (its file's name without the number), in the order of
@@ -50,6 +51,7 @@ const MIGRATION_NAMES: [&str; MIGRATIONS.len()] = [
     "body_once",
     "snapshot_state_inserts",
     "snapshot_state_after_end",
+    "sync_deleted",
 ];
 
 /// A migration about to run, as [`Store::open_with_progress`] reports it.
@@ -366,11 +368,11 @@ mod tests {
         }
         let mut told = Vec::new();
         let s = Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 16);
+        assert_eq!(s.schema_version().unwrap(), 17);
         let m = |to, name| Migrating {
             from: 6,
             to,
-            last: 16,
+            last: 17,
             name,
         };
         assert_eq!(
@@ -385,7 +387,8 @@ mod tests {
                 m(13, "packed_parts"),
                 m(14, "body_once"),
                 m(15, "snapshot_state_inserts"),
-                m(16, "snapshot_state_after_end")
+                m(16, "snapshot_state_after_end"),
+                m(17, "sync_deleted")
             ]
         );
         drop(s);
@@ -958,6 +961,7 @@ mod tests {
                 "2b9c1d9386e21da0",
                 "0bc4efd0ce644b6e",
                 "6fb5fdf60ed28e53",
+                "ca7ec24134efbafb",
             ]
         );
     }

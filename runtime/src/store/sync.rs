@@ -43,6 +43,22 @@ const DATABASE_PUSH_TRIED: &str = "database_push_tried";
 /// sequence's last value then; see [`Store::ack_push`]).
 const DATABASE_PUSH_REV: &str = "database_push_rev";
 
+/// What [`Store::sync_database`] queued for a database new to the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Requeued {
+    /// This machine's sessions, queued whole.
+    pub sessions: u64,
+    /// The deletions the store knows of (`sync_deleted`), queued as tombstones.
+    pub deletions: u64,
+}
+
+/// Keep the tombstone `?1` (a `sync_tombstones.seq`) among the deletions the store knows of
+/// (`sync_deleted`, migration 17), the later one when the session was deleted twice.
+const KEEP_TOMBSTONE: &str = "INSERT INTO sync_deleted (origin, agent, external_id, deleted_at)
+     SELECT origin, agent, external_id, deleted_at FROM sync_tombstones WHERE seq = ?1
+     ON CONFLICT (origin, agent, external_id)
+     DO UPDATE SET deleted_at = max(deleted_at, excluded.deleted_at)";
+
 /// Queue every session of this machine (its row and snapshots: outbox item 0) and every
 /// message of them, in session order; entries already queued stay. Returns how many it added.
 fn queue_all(w: &Writer<'_>) -> Result<u64> {
@@ -127,17 +143,29 @@ impl Store {
     /// `Pg::database_id`): when it is not the database the store last synced with
     /// (`sync_state` `database_id`; none yet counts as another), queue every session of this
     /// machine again (as [`Store::sync_enable`] does), forget every pull position (so every
-    /// machine's pushes are pulled again from the start), and record `database_id`, in one
-    /// transaction. Returns `Some(sessions of this machine)` when it did, `None` when the
-    /// database is the same.
+    /// machine's pushes are pulled again from the start), queue again every deletion the store
+    /// knows of (`sync_deleted`: its own acknowledged ones and those it pulled, so that a
+    /// database restored from a backup loses none), and record `database_id`, in one
+    /// transaction. Returns what it queued when it did, `None` when the database is the same.
     ///
     /// Errors: a store error (nothing changed).
-    pub fn sync_database(&mut self, database_id: &str) -> Result<Option<u64>> {
+    pub fn sync_database(&mut self, database_id: &str) -> Result<Option<Requeued>> {
         if self.sync_state(DATABASE)?.as_deref() == Some(database_id) {
             return Ok(None);
         }
         self.write(|w| {
             queue_all(w)?;
+            // Deletions first, oldest first, as they were made: the database may hold the
+            // sessions again (restored from a backup taken before), or another machine may
+            // send it one of them (pushed before that machine pulled the deletion).
+            let deletions =
+                w.tx.execute(
+                    "INSERT INTO sync_tombstones (origin, agent, external_id, deleted_at)
+                     SELECT origin, agent, external_id, deleted_at FROM sync_deleted
+                     ORDER BY deleted_at, origin, agent, external_id",
+                    [],
+                )
+                .db()? as u64;
             w.tx.execute(
                 "DELETE FROM sync_state WHERE key LIKE 'pull:%' OR key IN (?1, ?2, ?3)",
                 [DATABASE_PUSH_AT, DATABASE_PUSH_TRIED, DATABASE_PUSH_REV],
@@ -154,7 +182,10 @@ impl Store {
                     r.get(0)
                 })
                 .db()?;
-            Ok(Some(n as u64))
+            Ok(Some(Requeued {
+                sessions: n as u64,
+                deletions,
+            }))
         })
     }
 
@@ -545,10 +576,12 @@ impl Store {
             for seq in &batch.outbox {
                 outbox.execute([seq]).db()?;
             }
+            let mut keep = w.tx.prepare_cached(KEEP_TOMBSTONE).db()?;
             let mut tombstones =
                 w.tx.prepare_cached("DELETE FROM sync_tombstones WHERE seq = ?1")
                     .db()?;
             for seq in &batch.tombstones {
+                keep.execute([seq]).db()?;
                 tombstones.execute([seq]).db()?;
             }
             w.tx.execute(
@@ -636,6 +669,20 @@ impl Store {
                 };
                 delete_rows(w, &ids)?;
                 out.deleted_sessions += ids.len() as u64;
+                w.tx.prepare_cached(
+                    "INSERT INTO sync_deleted (origin, agent, external_id, deleted_at)
+                     VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (origin, agent, external_id)
+                     DO UPDATE SET deleted_at = max(deleted_at, excluded.deleted_at)",
+                )
+                .db()?
+                .execute(params![
+                    if mine { "" } else { d.machine.as_str() },
+                    d.agent,
+                    d.external_id,
+                    d.deleted_at
+                ])
+                .db()?;
             }
             w.tx.execute(
                 "DELETE FROM sync_tombstones WHERE seq > ?1",

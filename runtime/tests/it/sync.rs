@@ -279,7 +279,12 @@ fn the_marks_of_the_database_last_synced_with() {
     let d = tempfile::tempdir().unwrap();
     let mut s = enabled(&d, "a.db", A);
     assert_eq!(s.synced_database().unwrap(), None);
-    assert_eq!(s.sync_database("db-1").unwrap(), Some(0));
+    assert_eq!(
+        s.sync_database("db-1")
+            .unwrap()
+            .map(|r| (r.sessions, r.deletions)),
+        Some((0, 0))
+    );
     assert_eq!(s.synced_database().unwrap().as_deref(), Some("db-1"));
     assert_eq!(
         (
@@ -311,7 +316,12 @@ fn the_marks_of_the_database_last_synced_with() {
     );
     assert_eq!(s.sync_database("db-1").unwrap(), None);
     assert_eq!(s.max_pull_position().unwrap(), 1000);
-    assert_eq!(s.sync_database("db-2").unwrap(), Some(1));
+    assert_eq!(
+        s.sync_database("db-2")
+            .unwrap()
+            .map(|r| (r.sessions, r.deletions)),
+        Some((1, 0))
+    );
     assert_eq!(
         (
             s.database_push_marks().unwrap(),
@@ -390,6 +400,110 @@ fn a_deleted_session_is_a_tombstone_pushed_first() {
     assert_eq!((one.deletions.len(), one.sessions.len()), (1, 0));
     s.ack_push(&b, None).unwrap();
     assert_eq!(s.sync_pending().unwrap(), pending(0, 0, 0));
+}
+
+/// Every deletion the store knows of (its own once acknowledged, and those pulled) is kept and
+/// queued again, oldest first, for a database new to the store (one restored from a backup
+/// holds the deleted sessions again); a session stored again under the same key drops its
+/// entry.
+#[test]
+fn known_deletions_are_sent_again_to_a_new_database() {
+    const C: &str = "cccccccccccccccccccccccccccccccc";
+    let d = tempfile::tempdir().unwrap();
+    let mut s = enabled(&d, "a.db", A);
+    assert_eq!(
+        s.sync_database("db-1")
+            .unwrap()
+            .map(|r| (r.sessions, r.deletions)),
+        Some((0, 0))
+    );
+    for id in ["s1", "s2", "s3"] {
+        let sid = session(&mut s, id);
+        apply(&mut s, sid, vec![text("u1", id)]);
+    }
+    s.ack_push(&push(&s), None).unwrap();
+    maintenance::delete_session(&mut s, "s1").unwrap();
+    let known = |s: &Store| {
+        rows(
+            s,
+            "SELECT origin, agent, external_id FROM sync_deleted ORDER BY origin, external_id",
+        )
+    };
+    let row = |origin: &str, ext: &str| {
+        vec![
+            Value::Text(origin.into()),
+            Value::Text("claude".into()),
+            Value::Text(ext.into()),
+        ]
+    };
+    // Queued, not yet acknowledged: not known yet (a push that fails sends the tombstone).
+    assert_eq!(known(&s), Vec::<Vec<Value>>::new());
+    let b = push(&s);
+    let s1_at = b.deletions[0].deleted_at;
+    s.ack_push(&b, None).unwrap();
+    assert_eq!(known(&s), [row("", "s1")]);
+    // Pulled from machine C: its deletion of this machine's s2, and of its own session x9
+    // (never pulled here).
+    let by_c = |machine: &str, ext: &str, rev: i64| PullBatch {
+        machine: C.to_string(),
+        label: "desk".to_string(),
+        from_rev: rev - 1,
+        to_rev: rev,
+        deletions: vec![Deletion {
+            machine: machine.to_string(),
+            agent: "claude".to_string(),
+            external_id: ext.to_string(),
+            deleted_at: 1_780_000_001_000,
+        }],
+        sessions: Vec::new(),
+    };
+    assert_eq!(
+        s.apply_pull(&by_c(A, "s2", 7), &Standard)
+            .unwrap()
+            .deleted_sessions,
+        1
+    );
+    s.apply_pull(&by_c(C, "x9", 8), &Standard).unwrap();
+    assert_eq!(known(&s), [row("", "s1"), row("", "s2"), row(C, "x9")]);
+    assert_eq!(s.sync_pending().unwrap(), pending(0, 0, 0));
+    // The same database: nothing queued.
+    assert_eq!(s.sync_database("db-1").unwrap(), None);
+    assert_eq!(s.sync_pending().unwrap(), pending(0, 0, 0));
+    // Another: s3 whole and the three deletions, oldest first, machines named.
+    let r = s.sync_database("db-2").unwrap().unwrap();
+    assert_eq!((r.sessions, r.deletions), (1, 3));
+    let b = push(&s);
+    let del = |machine: &str, ext: &str, at: i64| Deletion {
+        machine: machine.to_string(),
+        agent: "claude".to_string(),
+        external_id: ext.to_string(),
+        deleted_at: at,
+    };
+    assert_eq!(
+        b.deletions,
+        [
+            del(A, "s2", 1_780_000_001_000),
+            del(C, "x9", 1_780_000_001_000),
+            del(A, "s1", s1_at)
+        ]
+    );
+    assert_eq!(b.sessions.len(), 1);
+    assert_eq!(b.sessions[0].session.external_id, "s3");
+    // Acknowledged again: still each once.
+    s.ack_push(&b, None).unwrap();
+    assert_eq!(known(&s), [row("", "s1"), row("", "s2"), row(C, "x9")]);
+    // s1 captured again here, x9 pulled again from C: they exist again, so their deletions
+    // are not sent any more.
+    session(&mut s, "s1");
+    let mut again = by_c(C, "x9", 9);
+    again.deletions.clear();
+    let mut x9 = push(&s);
+    assert_eq!(x9.sessions.len(), 1);
+    x9.sessions[0].session.external_id = "x9".to_string();
+    x9.sessions[0].machine = C.to_string();
+    again.sessions = x9.sessions;
+    s.apply_pull(&again, &Standard).unwrap();
+    assert_eq!(known(&s), [row("", "s2")]);
 }
 
 #[test]
