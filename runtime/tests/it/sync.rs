@@ -747,6 +747,28 @@ fn pulled_text_is_redacted_again_with_this_machines_rules() {
     assert!(dump.contains("token "), "{dump}");
 }
 
+/// A token in a project folder's name stays in the local row (the store finds the project's
+/// `.memtrailignore` files and snapshots by it) but is not pushed.
+#[test]
+fn a_secret_in_a_project_folder_is_not_pushed() {
+    let secret = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let d = tempfile::tempdir().unwrap();
+    let mut a = enabled(&d, "a.db", A);
+    let project = format!("/home/u/{secret}/app");
+    let s1 = session_in(&mut a, "s1", &project);
+    apply(&mut a, s1, vec![text("u1", "plain words")]);
+    assert_eq!(
+        rows(&a, "SELECT project_dir FROM sessions"),
+        [vec![Value::Text(project)]]
+    );
+    let b = push(&a);
+    assert_eq!(
+        b.sessions[0].session.project_dir.as_deref(),
+        Some("/home/u/[redacted:github_token]/app")
+    );
+    assert!(!format!("{b:?}").contains(secret));
+}
+
 #[test]
 fn a_pulled_deletion_deletes_the_local_session_and_marks_its_cursor() {
     let d = tempfile::tempdir().unwrap();
