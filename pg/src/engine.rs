@@ -381,6 +381,7 @@ fn push(
             cursor = batch.cursor_after(cursor);
             let mut batch = batch;
             batch.clamp_future(memtrail_runtime::now_ms());
+            batch.redact_session_fields(&Standard);
             let lexemes = batch_lexemes(&batch);
             if to_pg.send((batch, lexemes)).is_err() {
                 // The writer stopped at a failed batch: its error is in `done`.

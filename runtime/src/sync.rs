@@ -194,6 +194,26 @@ impl PushBatch {
         }
     }
 
+    /// The session fields the store keeps as the agent wrote them, redacted by `enrich`
+    /// before they leave the machine: the project folder (the store matches `.memtrailignore`
+    /// files and a project's snapshots by it, so a token in a folder's name stays there), the
+    /// model and the agent's version. The title and the branch were redacted when written, as
+    /// was every message's text.
+    pub fn redact_session_fields(&mut self, enrich: &impl crate::records::Enrich) {
+        let redact = |t: &mut Option<String>| {
+            if let Some(v) = t
+                && let std::borrow::Cow::Owned(r) = enrich.redact(v)
+            {
+                *v = r;
+            }
+        };
+        for s in &mut self.sessions {
+            redact(&mut s.session.project_dir);
+            redact(&mut s.session.model);
+            redact(&mut s.session.agent_version);
+        }
+    }
+
     /// Whether there is nothing to send nor to acknowledge.
     pub fn is_empty(&self) -> bool {
         self.deletions.is_empty()

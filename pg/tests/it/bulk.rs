@@ -1,13 +1,15 @@
 //! A bulk push through the whole engine (`memtrail_pg::engine::sync`): 6,000 messages, more
 //! than the bulk threshold, so the pipelined push runs beside the connection that merges the
 //! full-text index's pending list. Everything arrives once, and the index (merged part and
-//! pending list alike) finds every message.
+//! pending list alike) finds every message; a token in a project folder's name is not sent.
 
 use memtrail_adapters::{Agent, Role};
 use memtrail_pg::engine::{Identity, SyncOptions, sync};
 use memtrail_runtime::privacy::Privacy;
 
 use crate::corpus::{session, text};
+
+const TOKEN: &str = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
 
 #[test]
 fn a_bulk_push_writes_everything_once_and_the_index_finds_it() {
@@ -33,7 +35,13 @@ fn a_bulk_push_writes_everything_once_and_the_index_finds_it() {
                     )
                 })
                 .collect();
-            session(Agent::Claude, &format!("s{s}"), "/p", "bulk", messages)
+            // The last session's folder holds a token: it is pushed redacted.
+            let project = if s == 5 {
+                format!("/p/{TOKEN}")
+            } else {
+                "/p".into()
+            };
+            session(Agent::Claude, &format!("s{s}"), &project, "bulk", messages)
         })
         .collect();
     let mut store = crate::corpus::write_store(&db, &corpus);
@@ -77,6 +85,16 @@ fn a_bulk_push_writes_everything_once_and_the_index_finds_it() {
         count("SELECT count(DISTINCT ext_id) FROM messages WHERE tsv @@ 'bulkword'::tsquery"),
         6000
     );
+    let folders: Vec<String> = pg
+        .block_on(
+            pg.client()
+                .query("SELECT DISTINCT project_dir FROM sessions ORDER BY 1", &[]),
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(folders, ["/p", "/p/[redacted:github_token]"]);
     // One message by its own word, and a phrase of an identifier's parts.
     assert_eq!(
         count("SELECT count(*) FROM messages WHERE tsv @@ 'marker4321'::tsquery"),

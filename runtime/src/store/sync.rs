@@ -1079,14 +1079,9 @@ fn no_controls(text: &str) -> String {
 }
 
 /// The session row `sid` as pushed, with its origin and project; `None` when it is gone.
-///
-/// The fields read from the agent's own words and kept as they are here, because the store
-/// matches on them (the project's folder: its `.memtrailignore` files, the snapshots of a
-/// project) or shows them as the agent wrote them (model, agent version), leave the machine
-/// redacted ([`crate::redact::redact`]: a token in a folder's name is not sent). The title and
-/// the branch were redacted when written.
+/// The project folder, model and agent version as stored: the push redacts them
+/// ([`PushBatch::redact_session_fields`]).
 fn session_row(tx: &rusqlite::Connection, sid: i64) -> Result<Option<SessionRow>> {
-    let redacted = |t: Option<String>| t.map(|t| crate::redact::redact(&t).into_owned());
     tx.prepare_cached(
         "SELECT origin, project_dir, agent, external_id, parent_external_id, title, model,
                 git_branch, agent_version, started_at, updated_at, message_count
@@ -1101,11 +1096,11 @@ fn session_row(tx: &rusqlite::Connection, sid: i64) -> Result<Option<SessionRow>
                 agent: r.get(2)?,
                 external_id: r.get(3)?,
                 parent_external_id: r.get(4)?,
-                project_dir: redacted(r.get(1)?),
+                project_dir: r.get(1)?,
                 title: r.get(5)?,
-                model: redacted(r.get(6)?),
+                model: r.get(6)?,
                 git_branch: r.get(7)?,
-                agent_version: redacted(r.get(8)?),
+                agent_version: r.get(8)?,
                 started_at: r.get(9)?,
                 updated_at: r.get(10)?,
                 message_count: r.get(11)?,

@@ -748,7 +748,8 @@ fn pulled_text_is_redacted_again_with_this_machines_rules() {
 }
 
 /// A token in a project folder's name stays in the local row (the store finds the project's
-/// `.memtrailignore` files and snapshots by it) but is not pushed.
+/// `.memtrailignore` files and snapshots by it) but is not pushed (the sync engine redacts the
+/// batch's session fields: `memtrail_pg::engine`).
 #[test]
 fn a_secret_in_a_project_folder_is_not_pushed() {
     let secret = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
@@ -759,9 +760,14 @@ fn a_secret_in_a_project_folder_is_not_pushed() {
     apply(&mut a, s1, vec![text("u1", "plain words")]);
     assert_eq!(
         rows(&a, "SELECT project_dir FROM sessions"),
-        [vec![Value::Text(project)]]
+        [vec![Value::Text(project.clone())]]
     );
-    let b = push(&a);
+    let mut b = push(&a);
+    assert_eq!(
+        b.sessions[0].session.project_dir.as_deref(),
+        Some(&*project)
+    );
+    b.redact_session_fields(&Standard);
     assert_eq!(
         b.sessions[0].session.project_dir.as_deref(),
         Some("/home/u/[redacted:github_token]/app")
