@@ -18,7 +18,8 @@
 //!
 //! Modules, each depending only on those listed before it (test: `module_graph`): `env`,
 //! `error`, `action`, `spec`, `jsonedit` (the JSON and JSONC editor, standalone); `fsutil`;
-//! `state` (the install state) and `backup` (the backups); `origin` (what the oldest backup
+//! `state` (the install state) and `backup` (the backups); `lock` (one install or uninstall at a
+//! time); `origin` (what the oldest backup
 //! says a file was); `edit` (what the JSON and TOML backends share: a file's history, a
 //! computed change); `tomledit` (the TOML backend) and `engine` (the JSON backend, and the
 //! dispatch to the other two); `agents`, `plan`, `apply`, `status`, `doctor`, `report`.
@@ -68,6 +69,7 @@ mod engine;
 mod error;
 mod fsutil;
 pub mod jsonedit;
+mod lock;
 mod origin;
 mod plan;
 mod report;
@@ -82,6 +84,7 @@ pub use apply::{Applied, AppliedFile, MAX_BACKOFF, Outcome, RETRY_BUDGET};
 pub use backup::BackupSummary;
 pub use doctor::{DoctorNotice, DoctorProblem, DoctorReport, doctor_in};
 pub use error::InstallError;
+pub use lock::{InstallLock, LOCK_NOTICE_AFTER, LOCK_TIMEOUT, lock_in, lock_path};
 pub use memtrail_adapters::Agent;
 pub use memtrail_adapters::Env;
 pub use plan::{FileChange, Plan};
@@ -130,7 +133,9 @@ pub fn plan_in(
 /// Errors: as [`plan`] (a file that changed into something unparsable is left untouched), plus
 /// [`InstallError::ReadOnly`] when a file to change is read-only (checked for every file before
 /// anything is written, and again just before each write) and [`InstallError::Contended`] when
-/// a file kept changing. All or nothing: after an error, the files already changed are put
+/// a file kept changing, [`InstallError::Locked`] when another install or uninstall held the
+/// install lock ([`lock_in`], taken here unless this thread holds it already) for
+/// [`LOCK_TIMEOUT`]. All or nothing: after an error, the files already changed are put
 /// back to their exact bytes and mode and the install state as it was (a file another program
 /// rewrote meanwhile stays, and the error is [`InstallError::Incomplete`]).
 pub fn apply(plan: &Plan) -> Result<Applied, InstallError> {

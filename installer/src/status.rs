@@ -86,6 +86,7 @@ impl ItemState {
             | InstallError::ReadOnly { .. }
             | InstallError::Contended { .. }
             | InstallError::Incomplete { .. }
+            | InstallError::Locked { .. }
             | InstallError::Internal { .. } => UnreadableKind::Other,
         };
         ItemState::Unreadable {

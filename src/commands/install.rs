@@ -45,6 +45,9 @@ pub fn install(
             binary.display()
         );
     }
+    // One install or uninstall at a time, from the first read of a config to the last write
+    // (a dry run writes nothing, not even the lock file).
+    let _lock = if a.dry_run { None } else { Some(take_lock()?) };
     let mut agents: Vec<Agent> = Vec::new();
     for ag in &a.agents {
         if !agents.contains(ag) {
@@ -290,6 +293,24 @@ pub fn install(
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The install lock ([`memtrail_installer::lock_in`]): when another install or uninstall holds
+/// it, a line on stderr after a moment, then a wait of up to [`memtrail_installer::LOCK_TIMEOUT`].
+fn take_lock() -> Result<memtrail_installer::InstallLock> {
+    let env = memtrail_installer::Env::from_process();
+    Ok(memtrail_installer::lock_in(
+        &env,
+        memtrail_installer::LOCK_NOTICE_AFTER,
+        memtrail_installer::LOCK_TIMEOUT,
+        &mut |pid| {
+            eprintln!(
+                "memtrail: another memtrail install or uninstall{} is running; waiting for it to finish (up to {} s)",
+                pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
+                memtrail_installer::LOCK_TIMEOUT.as_secs()
+            )
+        },
+    )?)
 }
 
 /// `install --json`'s entry for an agent left out: why, and no change.
