@@ -325,6 +325,11 @@ pub struct TrustSpec {
     pub disabled: String,
     /// … when its record's hash is not the handler's current one.
     pub outdated: String,
+    /// What captures meanwhile, if anything: the label of another item of the agent's (Codex:
+    /// `notify`) and the words `status` adds to each of the reasons above while that item is
+    /// present (` (until then memtrail captures through `notify` only)`); without it, they
+    /// would promise a capture that does not happen.
+    pub meanwhile: Option<(String, String)>,
 }
 
 // Builders the agents' registrations share.

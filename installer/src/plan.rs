@@ -61,6 +61,8 @@ pub struct Plan {
     pub(crate) binary: PathBuf,
     pub(crate) env: Env,
     pub(crate) files: Vec<FileChange>,
+    /// memtrail registers nothing in this agent (an import-only one, like Aider).
+    pub(crate) registers_nothing: bool,
 }
 
 impl Plan {
@@ -87,6 +89,13 @@ impl Plan {
     /// True when nothing would change (e.g. a second install).
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
+    }
+
+    /// True when memtrail registers nothing in this agent at all (Aider: no hooks, no MCP
+    /// client, no skills; `memtrail import` reads its sessions), so the plan is always empty:
+    /// "already installed" would not be true of it.
+    pub fn registers_nothing(&self) -> bool {
+        self.registers_nothing
     }
 
     /// A unified diff (`---`/`+++` headers, 3 lines of context) per changed file. The headers
@@ -197,6 +206,7 @@ pub(crate) fn plan_in(
 ) -> Result<Plan, InstallError> {
     let spec = agents::spec(agent, env, binary)?;
     let advice = spec.advice.clone();
+    let registers_nothing = spec.files.is_empty();
     let state = InstallState::load(env);
     let mut files = Vec::new();
     for f in spec.files {
@@ -238,5 +248,6 @@ pub(crate) fn plan_in(
         binary: binary.to_path_buf(),
         env: env.clone(),
         files,
+        registers_nothing,
     })
 }

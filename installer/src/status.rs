@@ -350,6 +350,19 @@ pub(crate) fn status_in(
             }
         }
     }
+    // What captures until the user trusts the hooks (Codex: `notify`) is promised only while
+    // it is in place.
+    if let Some((label, note)) = spec.trust.as_ref().and_then(|t| t.meanwhile.as_ref())
+        && items
+            .iter()
+            .any(|i| &i.item == label && i.state == ItemState::Present)
+    {
+        for item in &mut items {
+            if let ItemState::Untrusted { reason } = &mut item.state {
+                reason.push_str(note);
+            }
+        }
+    }
     // The agent's own switches: an entry in place that the agent will not run says so.
     for switch in &spec.off_switches {
         if !switched_off(switch) {

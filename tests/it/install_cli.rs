@@ -172,3 +172,91 @@ fn an_install_waits_for_the_one_holding_the_lock_and_says_so() {
     .unwrap();
     assert!(v["hooks"]["Stop"].is_array(), "{v}");
 }
+
+/// Aider gets nothing from memtrail (no hooks, MCP server or skill): `install --agent aider`
+/// says so, not "already installed", and says the agent is not on this machine when `status`
+/// says it is not; `uninstall` the same.
+#[test]
+fn install_of_an_agent_memtrail_registers_nothing_in_says_so() {
+    let sb = Sandbox::new();
+    let run = |args: &[&str]| {
+        // PATH without an `aider` on it: detection by `~/.aider` alone.
+        let out = sb
+            .cmd()
+            .args(args)
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let note = "Aider: nothing to install: memtrail registers nothing in Aider (no hooks, MCP server or skill; `memtrail import` reads its sessions)";
+    assert_eq!(
+        run(&["install", "--agent", "aider", "--yes"]),
+        format!("{note}; Aider is not on this machine\n")
+    );
+    let status = run(&["status"]);
+    let absent = status
+        .lines()
+        .find(|l| l.starts_with("Not on this machine (nothing registered, no transcripts): "))
+        .unwrap_or_else(|| panic!("{status}"));
+    assert!(absent.contains("Aider"), "{absent}");
+    assert_eq!(
+        run(&["install", "--agent", "aider", "--dry-run"]),
+        format!("{note}; Aider is not on this machine\nNothing was changed (a dry run).\n")
+    );
+    std::fs::create_dir_all(sb.home.join(".aider")).unwrap();
+    assert_eq!(
+        run(&["install", "--agent", "aider", "--yes"]),
+        format!("{note}\n")
+    );
+    assert_eq!(
+        run(&["uninstall", "--agent", "aider", "--yes"]),
+        "Aider: nothing to uninstall: memtrail registers nothing in Aider (no hooks, MCP server or skill; `memtrail import` reads its sessions)\n"
+    );
+    // An agent with something to register still says "already installed" when it is.
+    std::fs::create_dir_all(sb.home.join(".cursor")).unwrap();
+    run(&["install", "--agent", "cursor", "--yes"]);
+    assert_eq!(
+        run(&["install", "--agent", "cursor", "--yes"]),
+        "Cursor: already installed, nothing to do\n"
+    );
+}
+
+/// A named agent whose install fails while it is applied (its install state cannot be written)
+/// prints its error, and "the other agents go ahead" only when there are others.
+#[test]
+fn a_failing_single_agent_does_not_mention_other_agents() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    std::fs::create_dir_all(sb.home.join(".cursor")).unwrap();
+    let state = sb.home.join(".local/state/memtrail/install-state.json");
+    std::fs::create_dir_all(&state).unwrap();
+    let run = |args: &[&str]| sb.cmd().args(args).output().unwrap();
+    let out = run(&["install", "--agent", "claude", "--yes"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err,
+        format!(
+            "memtrail: Claude Code: {}: Is a directory (os error 21)\n",
+            state.display()
+        )
+    );
+    assert!(!sb.claude_dir().join("settings.json").exists(), "undone");
+    let out = run(&["install", "--agent", "claude", "--agent", "cursor", "--yes"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err,
+        format!(
+            "memtrail: Claude Code: {}: Is a directory (os error 21); the other agents go ahead\nmemtrail: Cursor: {}: Is a directory (os error 21)\n",
+            state.display(),
+            state.display()
+        )
+    );
+}
