@@ -30,7 +30,12 @@
 //! reversible (install then uninstall gives back the original bytes). What an install created or
 //! replaced (an older memtrail entry it updated, say) is remembered in
 //! `$XDG_STATE_HOME/memtrail/install-state.json`; without it, uninstall removes memtrail's
-//! entries plus the containers that became empty and are absent from the oldest backup. A file
+//! entries plus the containers that became empty and are absent from the oldest backup. With
+//! neither (the user deleted memtrail's state folder), it removes memtrail's entries (told by
+//! memtrail's command) and the containers that held nothing else: the ones this uninstall
+//! emptied (an event array, the `hooks` object, a file, the `skills/` folder above memtrail's
+//! skill), never one that was empty already; a container of the user's that was empty before
+//! install and then held only memtrail's entry cannot be told apart and goes too. A file
 //! that does not parse is never touched: the error gives its path, line and column. Neither is a
 //! file where an object memtrail reads (the top level, and everything under the keys memtrail
 //! edits) holds a key twice: JSON.parse keeps the last one, so an edit of the first would go

@@ -467,6 +467,30 @@ fn uninstall_without_install_state_unchains_notify() {
     assert!(b.read(&p.config).contains("# desktop ping"));
 }
 
+/// memtrail created `hooks.json`, `config.toml` and the skill in an empty `~/.codex`, then the
+/// user deleted memtrail's state folder: uninstall leaves no skeleton of them behind.
+#[test]
+fn uninstall_without_state_leaves_no_skeletons() {
+    let b = AgentBox::new(Agent::Codex);
+    let codex = b.home.join(".codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    b.install();
+    let p = paths(&b, &codex);
+    assert!(p.hooks.exists() && p.config.exists() && p.skill.exists());
+    std::fs::remove_dir_all(b.state_dir()).unwrap();
+    b.uninstall();
+    let left: Vec<String> = std::fs::read_dir(&codex)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let texts: Vec<String> = left
+        .iter()
+        .filter(|n| codex.join(n).is_file())
+        .map(|n| format!("{n}: {:?}", b.read(&codex.join(n))))
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "{texts:?}");
+}
+
 #[test]
 fn an_existing_memtrail_server_table_gets_its_values_back() {
     let b = AgentBox::new(Agent::Codex);
