@@ -234,6 +234,22 @@ pub struct PropertyItem {
     /// missing, any value already there is kept, and uninstall removes it only when install
     /// created it and nothing but it is left in its object.
     pub shared: bool,
+    /// The file this entry makes the agent load (VS Code: the entry of
+    /// `chat.hookFilesLocations` naming memtrail's hook file): uninstall keeps the entry while
+    /// that file holds something memtrail did not write, so that it keeps loading.
+    pub loads: Option<LoadedFile>,
+}
+
+/// A file an entry makes the agent load ([`PropertyItem::loads`]).
+#[derive(Debug, Clone)]
+pub struct LoadedFile {
+    /// The file (the installer reads its target when it is a symlink).
+    pub path: PathBuf,
+    /// What, in the file's value, memtrail did not write (the events holding a hook of the
+    /// user's, a key of theirs): named in uninstall's line; empty when there is nothing.
+    pub foreign: fn(&Value) -> Vec<String>,
+    /// What they are, in that line (`hooks`).
+    pub what: &'static str,
 }
 
 /// Everything an agent registers.
@@ -391,6 +407,7 @@ pub(crate) fn mcp_item(
         },
         points_at,
         shared: false,
+        loads: None,
     })
 }
 

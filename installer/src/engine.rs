@@ -746,6 +746,11 @@ fn uninstall_property(
     if doc.kind(&keys(&item.object_path)) != Some(Kind::Object) || doc.get(&full).is_none() {
         return Ok(());
     }
+    // The entry makes the agent load a file that holds someone else's things too: it stays.
+    if let Some(why) = item.loads.as_ref().and_then(still_loaded) {
+        lines.push(format!("keep {}: {} {why}", item.label, item.key));
+        return Ok(());
+    }
     let mut path = item.object_path.clone();
     path.push(item.key.clone());
     if let Some((original, installed)) = replaced(history, &path)
@@ -763,6 +768,31 @@ fn uninstall_property(
     doc.remove(&full, history.inner_for(&item.object_path))?;
     lines.push(format!("remove {}", item.label));
     cleanup(doc, &item.object_path, history, held)
+}
+
+/// Why the agent must keep loading `loaded` (what in it memtrail did not write), or `None`
+/// when nothing but memtrail's is there (or the file is gone).
+fn still_loaded(loaded: &crate::spec::LoadedFile) -> Option<String> {
+    let bytes = crate::fsutil::resolve_target(&loaded.path)
+        .and_then(|t| crate::fsutil::read_opt(&t))
+        .ok()??;
+    let doc = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|t| JsonDoc::parse(t).ok());
+    let Some(doc) = doc else {
+        return Some(
+            "does not parse, and may hold hooks of someone else's; fix or remove it by hand"
+                .to_string(),
+        );
+    };
+    let theirs = (loaded.foreign)(&doc.value()?);
+    (!theirs.is_empty()).then(|| {
+        format!(
+            "holds {} memtrail did not write ({}), which this keeps loading",
+            loaded.what,
+            theirs.join(", ")
+        )
+    })
 }
 
 fn uninstall_shared(

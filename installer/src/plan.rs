@@ -217,7 +217,8 @@ pub(crate) fn plan_in(
             let h = History::new(env, &f, &target, history.as_ref());
             compute(&f, action, before.as_deref(), &h)?
         };
-        if computed.after == before {
+        // Unchanged, and nothing to say (an uninstall may keep an entry, and say why).
+        if computed.after == before && computed.lines.is_empty() {
             continue;
         }
         // Shown, but refused by apply: a dry run still tells what would change.
