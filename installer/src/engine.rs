@@ -567,7 +567,15 @@ fn update_entry(
         match cur_obj.get(k) {
             Some(_) if policy.soft.contains(k) => {}
             Some(c) if c == v => {}
-            Some(_) => doc.replace(&p, v)?,
+            // A command the user wrapped around memtrail's hook (`nice -n 5 /old/memtrail hook
+            // claude`): only memtrail's program changes, their words around it stay.
+            Some(c) => match c.as_str().zip(v.as_str()) {
+                Some((c, want)) => match memtrail_adapters::shell::rewrap_command(c, want) {
+                    Some(w) => doc.replace(&p, &Value::String(w))?,
+                    None => doc.replace(&p, v)?,
+                },
+                None => doc.replace(&p, v)?,
+            },
             None => {
                 doc.append(path, Some(k), v)?;
             }
