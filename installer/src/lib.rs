@@ -9,7 +9,9 @@
 //!   the `backup` module), then replaced atomically (temp file in the same folder, fsync, rename), owner-only
 //!   whatever the umask: a file memtrail creates is 0600 (its new folders 0700), a file it edits
 //!   keeps its owner's bits and loses its group and other bits (what memtrail writes holds hooks,
-//!   MCP servers, skills or keys); a symlinked config is edited at its target. If the file changed since the plan
+//!   MCP servers, skills or keys); a symlinked config is edited at its target, and a config with
+//!   more than one hard link is rewritten in place (truncate, write, fsync, after its backup and
+//!   with the same check that nobody wrote it meanwhile) so that its links stay one file. If the file changed since the plan
 //!   (Claude Code rewrites `~/.claude.json` often), the edit is recomputed on the new bytes.
 //! - [`status`] tells, per registration item, whether it is present, stale, duplicated, missing
 //!   or in a file that cannot be used.
