@@ -179,21 +179,8 @@ fn an_install_waits_for_the_one_holding_the_lock_and_says_so() {
 #[test]
 fn install_of_an_agent_memtrail_registers_nothing_in_says_so() {
     let sb = Sandbox::new();
-    let run = |args: &[&str]| {
-        // PATH without an `aider` on it: detection by `~/.aider` alone.
-        let out = sb
-            .cmd()
-            .args(args)
-            .env("PATH", "/usr/bin:/bin")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    // PATH without an `aider` on it: detection by `~/.aider` alone.
+    let run = |args: &[&str]| sb.ok_with(args, &[("PATH", "/usr/bin:/bin")]);
     let note = "Aider: nothing to install: memtrail registers nothing in Aider (no hooks, MCP server or skill; `memtrail import` reads its sessions)";
     assert_eq!(
         run(&["install", "--agent", "aider", "--yes"]),
@@ -236,27 +223,22 @@ fn a_failing_single_agent_does_not_mention_other_agents() {
     std::fs::create_dir_all(sb.home.join(".cursor")).unwrap();
     let state = sb.home.join(".local/state/memtrail/install-state.json");
     std::fs::create_dir_all(&state).unwrap();
-    let run = |args: &[&str]| sb.cmd().args(args).output().unwrap();
-    let out = run(&["install", "--agent", "claude", "--yes"]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    // Exit code 1, and what it said on stderr.
+    let failed = |args: &[&str]| {
+        let out = sb.cmd().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let why = format!("{}: Is a directory (os error 21)", state.display());
     assert_eq!(
-        err,
-        format!(
-            "memtrail: Claude Code: {}: Is a directory (os error 21)\n",
-            state.display()
-        )
+        failed(&["install", "--agent", "claude", "--yes"]),
+        format!("memtrail: Claude Code: {why}\n")
     );
     assert!(!sb.claude_dir().join("settings.json").exists(), "undone");
-    let out = run(&["install", "--agent", "claude", "--agent", "cursor", "--yes"]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
-        err,
+        failed(&["install", "--agent", "claude", "--agent", "cursor", "--yes"]),
         format!(
-            "memtrail: Claude Code: {}: Is a directory (os error 21); the other agents go ahead\nmemtrail: Cursor: {}: Is a directory (os error 21)\n",
-            state.display(),
-            state.display()
+            "memtrail: Claude Code: {why}; the other agents go ahead\nmemtrail: Cursor: {why}\n"
         )
     );
 }
