@@ -219,6 +219,20 @@ pub fn state_dir_in(env: &Env) -> std::path::PathBuf {
     env.state_dir()
 }
 
+/// Whether memtrail's state folder ([`state_dir_in`]) holds anything but the install lock
+/// (which a running install or uninstall holds, and deletes when done): what
+/// [`purge_state_in`] would delete. Anything other than a folder there counts.
+pub fn has_state_in(env: &Env) -> bool {
+    let dir = env.state_dir();
+    match std::fs::symlink_metadata(&dir) {
+        Err(_) => false,
+        Ok(m) if !m.is_dir() => true,
+        Ok(_) => std::fs::read_dir(&dir).is_ok_and(|mut rd| {
+            rd.any(|e| e.is_ok_and(|e| Some(e.path()) != Some(lock::lock_path(env))))
+        }),
+    }
+}
+
 /// Delete memtrail's state folder ([`state_dir_in`]) and everything in it: the config backups
 /// (copies of the agents' configs, API keys and MCP tokens included), the install state and the
 /// logs. For `memtrail uninstall --purge`, after the uninstall put the original bytes back:

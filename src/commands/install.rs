@@ -386,7 +386,8 @@ pub fn purge(db: &StoreLocation, yes: bool, json: bool, dry_run: bool) -> Result
     let binary = binary_path()?;
     let still: Vec<Agent> = memtrail_installer::registered_agents(&binary);
     // A dry run changed no config: the state goes if the uninstall it shows succeeds.
-    let purge_state = (still.is_empty() || dry_run) && std::fs::symlink_metadata(&state).is_ok();
+    // The lock file this uninstall holds is not state of its own.
+    let purge_state = (still.is_empty() || dry_run) && memtrail_installer::has_state_in(&env);
     let backups = memtrail_installer::backups_in(&env);
     // Read without changing it (a dry run changes nothing; a store is not migrated to be
     // deleted); a file that is not a memtrail store (MEMTRAIL_DB naming another file) is

@@ -242,3 +242,19 @@ fn a_failing_single_agent_does_not_mention_other_agents() {
         )
     );
 }
+
+/// The install lock is no state of memtrail's: `uninstall --purge` in a home where memtrail
+/// never ran says it deleted nothing but what it did (it said it deleted "memtrail's state"
+/// that the lock had just made), and leaves no folder behind.
+#[test]
+fn purge_where_memtrail_never_ran_deletes_no_state() {
+    let sb = Sandbox::new();
+    assert_eq!(
+        sb.ok(&["uninstall", "--purge", "--yes"]),
+        format!(
+            "memtrail is not registered with any agent: nothing to uninstall\nno store at {}: nothing to delete there\n",
+            sb.db().display()
+        )
+    );
+    assert!(!sb.home.join(".local").exists());
+}
