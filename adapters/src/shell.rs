@@ -88,62 +88,82 @@ pub fn shell_quote(s: &str) -> String {
 /// operators are not interpreted (`a; b` gives the words `a;` and `b`), which is what memtrail's
 /// marker check needs: a command with anything more than `memtrail hook claude` is not memtrail's.
 pub fn shell_split(s: &str) -> Option<Vec<String>> {
+    Some(shell_words(s)?.into_iter().map(|(w, _)| w).collect())
+}
+
+/// [`shell_split`], with each word's byte range in `s` (its quotes included).
+pub fn shell_words(s: &str) -> Option<Vec<(String, std::ops::Range<usize>)>> {
     let mut words = Vec::new();
     let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
+    let mut start: Option<usize> = None;
+    let mut chars = s.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if !matches!(c, ' ' | '\t' | '\n' | '\r') && start.is_none() {
+            start = Some(at);
+        }
         match c {
             ' ' | '\t' | '\n' | '\r' => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
+                if let Some(from) = start.take() {
+                    words.push((std::mem::take(&mut cur), from..at));
                 }
             }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '\'' => break,
-                        ch => cur.push(ch),
-                    }
+            '\'' => loop {
+                match chars.next()?.1 {
+                    '\'' => break,
+                    ch => cur.push(ch),
                 }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '"' => break,
-                        '\\' => match chars.next()? {
-                            e @ ('"' | '\\' | '$' | '`') => cur.push(e),
-                            '\n' => {}
-                            e => {
-                                cur.push('\\');
-                                cur.push(e);
-                            }
-                        },
-                        ch => cur.push(ch),
-                    }
+            },
+            '"' => loop {
+                match chars.next()?.1 {
+                    '"' => break,
+                    '\\' => match chars.next()?.1 {
+                        e @ ('"' | '\\' | '$' | '`') => cur.push(e),
+                        '\n' => {}
+                        e => {
+                            cur.push('\\');
+                            cur.push(e);
+                        }
+                    },
+                    ch => cur.push(ch),
                 }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some('\n') => {}
-                    Some(e) => cur.push(e),
-                    None => cur.push('\\'),
-                }
-            }
-            ch => {
-                in_word = true;
-                cur.push(ch);
-            }
+            },
+            '\\' => match chars.next() {
+                Some((_, '\n')) => {}
+                Some((_, e)) => cur.push(e),
+                None => cur.push('\\'),
+            },
+            ch => cur.push(ch),
         }
     }
-    if in_word {
-        words.push(cur);
+    if let Some(from) = start {
+        words.push((cur, from..s.len()));
     }
     Some(words)
+}
+
+/// `current`, a command the user wrapped around memtrail's hook (`env FOO=1 nice -n 5
+/// /old/memtrail hook claude`, see [`unwrap_command`]), with memtrail's program replaced by
+/// the one of `wanted` (memtrail's plain command, `'/new dir/memtrail' hook claude`, as it is
+/// written there) and every other byte kept. `None` when `current` is not wrapped, or runs
+/// other arguments than `wanted`.
+pub fn rewrap_command(current: &str, wanted: &str) -> Option<String> {
+    let cur = shell_words(current)?;
+    let want = shell_words(wanted)?;
+    let words: Vec<String> = cur.iter().map(|(w, _)| w.clone()).collect();
+    let inner = unwrap_command(words.clone());
+    let k = words.len() - inner.len();
+    let (program, args) = want.split_first()?;
+    let same_args = inner[1..].iter().eq(args.iter().map(|(w, _)| w));
+    if k == 0 || !same_args {
+        return None;
+    }
+    let span = &cur[k].1;
+    Some(format!(
+        "{}{}{}",
+        &current[..span.start],
+        &wanted[program.1.clone()],
+        &current[span.end..]
+    ))
 }
 
 #[cfg(test)]
@@ -168,5 +188,44 @@ mod tests {
         }
         assert_eq!(shell_quote("/usr/bin/memtrail"), "/usr/bin/memtrail");
         assert_eq!(shell_split("'unterminated"), None);
+        assert_eq!(
+            shell_split("  a\\ b  \"c d\"e 'f'\\\n"),
+            Some(vec!["a b".to_string(), "c de".into(), "f".into()])
+        );
+    }
+
+    /// The word spans cover each word's quotes; a wrapper around memtrail's hook keeps every
+    /// byte but memtrail's program when the program changes.
+    #[test]
+    fn words_have_spans_and_a_wrapper_is_kept() {
+        let cmd = "env FOO=1  nice -n 5 '/old dir/memtrail' hook claude";
+        let words = shell_words(cmd).unwrap();
+        assert_eq!(&cmd[words[5].1.clone()], "'/old dir/memtrail'");
+        assert_eq!(words[5].0, "/old dir/memtrail");
+        assert_eq!(
+            rewrap_command(cmd, "/new/memtrail hook claude").as_deref(),
+            Some("env FOO=1  nice -n 5 /new/memtrail hook claude")
+        );
+        assert_eq!(
+            rewrap_command(
+                "nice -n 5 /old/memtrail hook claude",
+                "'/a b/memtrail' hook claude"
+            )
+            .as_deref(),
+            Some("nice -n 5 '/a b/memtrail' hook claude")
+        );
+        // Not wrapped, other arguments, or not memtrail's: nothing to keep.
+        assert_eq!(
+            rewrap_command("/old/memtrail hook claude", "/n/memtrail hook claude"),
+            None
+        );
+        assert_eq!(
+            rewrap_command("nice /old/memtrail hook codex", "/n/memtrail hook claude"),
+            None
+        );
+        assert_eq!(
+            rewrap_command("nice /old/other hook claude", "/n/memtrail hook claude"),
+            None
+        );
     }
 }

@@ -234,6 +234,22 @@ pub struct PropertyItem {
     /// missing, any value already there is kept, and uninstall removes it only when install
     /// created it and nothing but it is left in its object.
     pub shared: bool,
+    /// The file this entry makes the agent load (VS Code: the entry of
+    /// `chat.hookFilesLocations` naming memtrail's hook file): uninstall keeps the entry while
+    /// that file holds something memtrail did not write, so that it keeps loading.
+    pub loads: Option<LoadedFile>,
+}
+
+/// A file an entry makes the agent load ([`PropertyItem::loads`]).
+#[derive(Debug, Clone)]
+pub struct LoadedFile {
+    /// The file (the installer reads its target when it is a symlink).
+    pub path: PathBuf,
+    /// What, in the file's value, memtrail did not write (the events holding a hook of the
+    /// user's, a key of theirs): named in uninstall's line; empty when there is nothing.
+    pub foreign: fn(&Value) -> Vec<String>,
+    /// What they are, in that line (`hooks`).
+    pub what: &'static str,
 }
 
 /// Everything an agent registers.
@@ -325,6 +341,11 @@ pub struct TrustSpec {
     pub disabled: String,
     /// … when its record's hash is not the handler's current one.
     pub outdated: String,
+    /// What captures meanwhile, if anything: the label of another item of the agent's (Codex:
+    /// `notify`) and the words `status` adds to each of the reasons above while that item is
+    /// present (` (until then memtrail captures through `notify` only)`); without it, they
+    /// would promise a capture that does not happen.
+    pub meanwhile: Option<(String, String)>,
 }
 
 // Builders the agents' registrations share.
@@ -386,6 +407,7 @@ pub(crate) fn mcp_item(
         },
         points_at,
         shared: false,
+        loads: None,
     })
 }
 

@@ -100,6 +100,13 @@ struct Done {
 }
 
 pub(crate) fn apply(plan: &Plan) -> Result<Applied, InstallError> {
+    // One install or uninstall at a time (the CLI holds it already, around its plans too).
+    let _lock = crate::lock::lock_in(
+        &plan.env,
+        crate::lock::LOCK_NOTICE_AFTER,
+        crate::lock::LOCK_TIMEOUT,
+        &mut |_| {},
+    )?;
     // A read-only file is refused before anything is written.
     for fc in &plan.files {
         if fc.before.is_some() && fsutil::is_read_only(&fsutil::resolve_target(&fc.path)?) {

@@ -70,6 +70,20 @@ impl<'a> History<'a> {
         }
     }
 
+    /// Nothing tells this file's past: no install state records it and no backup holds it (the
+    /// user deleted memtrail's state folder). Uninstall then judges by what it removes.
+    pub(crate) fn unknown(&self) -> bool {
+        self.state.is_none() && *self.origin() == Origin::Unknown
+    }
+
+    /// May uninstall remove the container at `path`, now empty? When install created it, or,
+    /// with nothing to tell ([`History::unknown`]), when it held something before this uninstall
+    /// (`held`): it held memtrail's entries and nothing else, since those are all uninstall
+    /// takes out. A container of the user's that was empty already stays.
+    pub(crate) fn emptied(&self, path: &[String], held: bool) -> bool {
+        self.created(path) || (held && self.unknown())
+    }
+
     pub(crate) fn inner_for(&self, path: &[String]) -> Option<&str> {
         self.state.and_then(|s| s.inner_for(path))
     }

@@ -190,6 +190,16 @@ fn compute_whole(
                 out.remove_dirs = w.owned_dirs.clone();
                 if let Some(st) = history.state {
                     out.remove_dirs.extend(st.created_dirs.iter().cloned());
+                } else if history.unknown() {
+                    // With nothing to tell, the folder holding memtrail's own (`skills/` above
+                    // `skills/memtrail/`) goes too when that was all it held (removed only if
+                    // empty).
+                    out.remove_dirs.extend(
+                        w.owned_dirs
+                            .iter()
+                            .filter_map(|d| d.parent())
+                            .map(Path::to_path_buf),
+                    );
                 }
             }
         }
@@ -290,28 +300,36 @@ fn compute_json(
                     remove_dirs: Vec::new(),
                 });
             }
+            let held = &held_containers(&doc, items);
             let is_shared = |it: &JsonItem| matches!(it, JsonItem::Property(p) if p.shared);
             for item in items.iter().filter(|it| !is_shared(it)) {
                 match item {
-                    JsonItem::Handler(h) => uninstall_handler(&mut doc, h, history, &mut lines),
-                    JsonItem::Property(p) => uninstall_property(&mut doc, p, history, &mut lines),
+                    JsonItem::Handler(h) => {
+                        uninstall_handler(&mut doc, h, history, held, &mut lines)
+                    }
+                    JsonItem::Property(p) => {
+                        uninstall_property(&mut doc, p, history, held, &mut lines)
+                    }
                 }
                 .map_err(e)?;
             }
-            // A shared key goes last, and only when install created it and it is all that is
-            // left in its object.
+            // A shared key goes last, and only when install created it (or, with nothing to
+            // tell, when memtrail's entries went and it is memtrail's value) and it is all that
+            // is left in its object.
+            let removed_any = !lines.is_empty();
             for item in items {
                 if let JsonItem::Property(p) = item
                     && p.shared
                 {
-                    uninstall_shared(&mut doc, p, history).map_err(e)?;
+                    uninstall_shared(&mut doc, p, history, held, removed_any).map_err(e)?;
                 }
             }
             let mut after = Some(doc.text().into_bytes());
             let mut remove_dirs = Vec::new();
             let root_empty = doc.len(&[]) == Some(0) && doc.is_bare_empty(&[]);
+            // Emptied by this uninstall: it held memtrail's entries and nothing else.
             if root_empty && after.as_deref() != Some(cur) {
-                if history.created_file() {
+                if history.created_file() || history.unknown() {
                     after = None;
                     if let Some(st) = history.state {
                         remove_dirs = st.created_dirs.clone();
@@ -549,7 +567,15 @@ fn update_entry(
         match cur_obj.get(k) {
             Some(_) if policy.soft.contains(k) => {}
             Some(c) if c == v => {}
-            Some(_) => doc.replace(&p, v)?,
+            // A command the user wrapped around memtrail's hook (`nice -n 5 /old/memtrail hook
+            // claude`): only memtrail's program changes, their words around it stay.
+            Some(c) => match c.as_str().zip(v.as_str()) {
+                Some((c, want)) => match memtrail_adapters::shell::rewrap_command(c, want) {
+                    Some(w) => doc.replace(&p, &Value::String(w))?,
+                    None => doc.replace(&p, v)?,
+                },
+                None => doc.replace(&p, v)?,
+            },
             None => {
                 doc.append(path, Some(k), v)?;
             }
@@ -618,13 +644,41 @@ fn install_property(
     }
 }
 
+/// The containers on the paths of `items` (a handler's array, a property's object, and those
+/// above them) that hold something: taken before uninstall, see [`History::emptied`].
+fn held_containers(doc: &JsonDoc, items: &[JsonItem]) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for item in items {
+        let path = match item {
+            JsonItem::Handler(h) => &h.array_path,
+            JsonItem::Property(p) => &p.object_path,
+        };
+        for depth in 1..=path.len() {
+            let p = path[..depth].to_vec();
+            if doc.len(&keys(&p)).is_some_and(|n| n > 0) && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
 /// After memtrail's entries are gone, remove the containers on `path` (deepest first) that are
-/// empty and that install created.
-fn cleanup(doc: &mut JsonDoc, path: &[String], history: &History<'_>) -> Result<(), EditError> {
+/// empty and that install created (or that held only memtrail's entries: `held`, see
+/// [`History::emptied`]).
+fn cleanup(
+    doc: &mut JsonDoc,
+    path: &[String],
+    history: &History<'_>,
+    held: &[Vec<String>],
+) -> Result<(), EditError> {
     for depth in (1..=path.len()).rev() {
         let p = &path[..depth];
         let sp = keys(p);
-        if doc.len(&sp) != Some(0) || !doc.is_bare_empty(&sp) || !history.created(p) {
+        if doc.len(&sp) != Some(0)
+            || !doc.is_bare_empty(&sp)
+            || !history.emptied(p, held.iter().any(|h| h == p))
+        {
             break;
         }
         doc.remove(&sp, history.inner_for(&path[..depth - 1]))?;
@@ -651,6 +705,7 @@ fn uninstall_handler(
     doc: &mut JsonDoc,
     item: &HandlerItem,
     history: &History<'_>,
+    held: &[Vec<String>],
     lines: &mut Vec<String>,
 ) -> Result<(), EditError> {
     // The entry install replaced, if it is still as install left it, gets its old text back;
@@ -673,7 +728,7 @@ fn uninstall_handler(
     };
     if removed > 0 {
         lines.push(format!("remove {}", item.label));
-        cleanup(doc, &item.array_path, history)?;
+        cleanup(doc, &item.array_path, history, held)?;
     }
     if let (Some(path), Some((original, installed))) = (kept, put_back) {
         doc.replace_raw(&path, original)?;
@@ -691,11 +746,17 @@ fn uninstall_property(
     doc: &mut JsonDoc,
     item: &PropertyItem,
     history: &History<'_>,
+    held: &[Vec<String>],
     lines: &mut Vec<String>,
 ) -> Result<(), EditError> {
     let mut full = keys(&item.object_path);
     full.push(Seg::Key(item.key.clone()));
     if doc.kind(&keys(&item.object_path)) != Some(Kind::Object) || doc.get(&full).is_none() {
+        return Ok(());
+    }
+    // The entry makes the agent load a file that holds someone else's things too: it stays.
+    if let Some(why) = item.loads.as_ref().and_then(still_loaded) {
+        lines.push(format!("keep {}: {} {why}", item.label, item.key));
         return Ok(());
     }
     let mut path = item.object_path.clone();
@@ -714,24 +775,54 @@ fn uninstall_property(
     }
     doc.remove(&full, history.inner_for(&item.object_path))?;
     lines.push(format!("remove {}", item.label));
-    cleanup(doc, &item.object_path, history)
+    cleanup(doc, &item.object_path, history, held)
+}
+
+/// Why the agent must keep loading `loaded` (what in it memtrail did not write), or `None`
+/// when nothing but memtrail's is there (or the file is gone).
+fn still_loaded(loaded: &crate::spec::LoadedFile) -> Option<String> {
+    let bytes = crate::fsutil::resolve_target(&loaded.path)
+        .and_then(|t| crate::fsutil::read_opt(&t))
+        .ok()??;
+    let doc = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|t| JsonDoc::parse(t).ok());
+    let Some(doc) = doc else {
+        return Some(
+            "does not parse, and may hold hooks of someone else's; fix or remove it by hand"
+                .to_string(),
+        );
+    };
+    let theirs = (loaded.foreign)(&doc.value()?);
+    (!theirs.is_empty()).then(|| {
+        format!(
+            "holds {} memtrail did not write ({}), which this keeps loading",
+            loaded.what,
+            theirs.join(", ")
+        )
+    })
 }
 
 fn uninstall_shared(
     doc: &mut JsonDoc,
     item: &PropertyItem,
     history: &History<'_>,
+    held: &[Vec<String>],
+    removed_any: bool,
 ) -> Result<(), EditError> {
     let obj = keys(&item.object_path);
     let mut path = item.object_path.clone();
     path.push(item.key.clone());
+    let value = doc.get(&keys(&path));
+    // With nothing to tell: memtrail's value, left alone by memtrail's entries' removal.
+    let emptied = removed_any && history.unknown() && value.as_ref() == Some(&item.value);
     if doc.kind(&obj) == Some(Kind::Object)
         && doc.len(&obj) == Some(1)
-        && doc.get(&keys(&path)).is_some()
-        && history.created(&path)
+        && value.is_some()
+        && (history.created(&path) || emptied)
     {
         doc.remove(&keys(&path), history.inner_for(&item.object_path))?;
-        cleanup(doc, &item.object_path, history)?;
+        cleanup(doc, &item.object_path, history, held)?;
     }
     Ok(())
 }

@@ -93,6 +93,16 @@ pub enum InstallError {
         /// The files that stay changed.
         changed: Vec<PathBuf>,
     },
+    /// Another memtrail install or uninstall held the install lock for the whole wait.
+    #[error("another memtrail install or uninstall{} still holds {} after {waited_secs} s; try again once it is done (nothing was changed)", .pid.map(|p| format!(" (pid {p})")).unwrap_or_default(), .path.display())]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+        /// The holder's pid, when the lock file names one.
+        pid: Option<u32>,
+        /// How long it waited.
+        waited_secs: u64,
+    },
     /// A bug: an edit produced text that does not parse. Nothing was written.
     #[error("internal error while editing {}: {msg} (nothing was written)", .path.display())]
     Internal {

@@ -198,6 +198,20 @@ pub(crate) fn still(path: &Path, id: Option<FileId>) -> Result<bool, InstallErro
     }
 }
 
+/// True when the file at `path` has more than one hard link.
+pub(crate) fn hard_linked(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(path).is_ok_and(|m| m.nlink() > 1)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
+}
+
 /// True when the file exists and has no write permission bit at all.
 pub(crate) fn is_read_only(path: &Path) -> bool {
     match fs::metadata(path) {
@@ -317,7 +331,14 @@ impl TempFile {
     /// the other program's write is never lost. A missing target is created with
     /// `RENAME_NOREPLACE`. Elsewhere, or on a filesystem without these flags, a stat just before
     /// the rename (a window of microseconds).
+    ///
+    /// A target with more than one hard link (a dotfiles folder linking its copy into place) is
+    /// written in place instead ([`TempFile::write_into`]): a rename would split the links,
+    /// leaving the other name with the old bytes.
     pub fn persist_if_still(self, target: &Path, id: Option<FileId>) -> Result<bool, InstallError> {
+        if hard_linked(target) {
+            return self.write_into(target, id);
+        }
         #[cfg(target_os = "linux")]
         {
             match linux::swap_in(&self.path, target, id) {
@@ -343,6 +364,26 @@ impl TempFile {
             return Ok(false);
         }
         self.persist(target)?;
+        Ok(true)
+    }
+
+    /// Copy the temp file's bytes and mode into the file at `target` itself (truncate, write,
+    /// fsync: the inode, so every hard link of it, gets them), if it is still the version `id`;
+    /// `Ok(false)` otherwise. Not atomic: the caller backed the file up before (apply does), and
+    /// the bytes are complete and flushed in the temp file before the target is truncated.
+    fn write_into(self, target: &Path, id: Option<FileId>) -> Result<bool, InstallError> {
+        use std::io::Write;
+        let io = |e| InstallError::io(target, e);
+        let bytes = fs::read(&self.path).map_err(io)?;
+        let perms = fs::metadata(&self.path).map_err(io)?.permissions();
+        if !still(target, id)? {
+            return Ok(false);
+        }
+        let mut f = OpenOptions::new().write(true).open(target).map_err(io)?;
+        f.set_len(0).map_err(io)?;
+        f.write_all(&bytes).map_err(io)?;
+        f.set_permissions(perms).map_err(io)?;
+        f.sync_all().map_err(io)?;
         Ok(true)
     }
 

@@ -9,7 +9,9 @@
 //!   the `backup` module), then replaced atomically (temp file in the same folder, fsync, rename), owner-only
 //!   whatever the umask: a file memtrail creates is 0600 (its new folders 0700), a file it edits
 //!   keeps its owner's bits and loses its group and other bits (what memtrail writes holds hooks,
-//!   MCP servers, skills or keys); a symlinked config is edited at its target. If the file changed since the plan
+//!   MCP servers, skills or keys); a symlinked config is edited at its target, and a config with
+//!   more than one hard link is rewritten in place (truncate, write, fsync, after its backup and
+//!   with the same check that nobody wrote it meanwhile) so that its links stay one file. If the file changed since the plan
 //!   (Claude Code rewrites `~/.claude.json` often), the edit is recomputed on the new bytes.
 //! - [`status`] tells, per registration item, whether it is present, stale, duplicated, missing
 //!   or in a file that cannot be used.
@@ -18,7 +20,8 @@
 //!
 //! Modules, each depending only on those listed before it (test: `module_graph`): `env`,
 //! `error`, `action`, `spec`, `jsonedit` (the JSON and JSONC editor, standalone); `fsutil`;
-//! `state` (the install state) and `backup` (the backups); `origin` (what the oldest backup
+//! `state` (the install state) and `backup` (the backups); `lock` (one install or uninstall at a
+//! time); `origin` (what the oldest backup
 //! says a file was); `edit` (what the JSON and TOML backends share: a file's history, a
 //! computed change); `tomledit` (the TOML backend) and `engine` (the JSON backend, and the
 //! dispatch to the other two); `agents`, `plan`, `apply`, `status`, `doctor`, `report`.
@@ -29,7 +32,12 @@
 //! reversible (install then uninstall gives back the original bytes). What an install created or
 //! replaced (an older memtrail entry it updated, say) is remembered in
 //! `$XDG_STATE_HOME/memtrail/install-state.json`; without it, uninstall removes memtrail's
-//! entries plus the containers that became empty and are absent from the oldest backup. A file
+//! entries plus the containers that became empty and are absent from the oldest backup. With
+//! neither (the user deleted memtrail's state folder), it removes memtrail's entries (told by
+//! memtrail's command) and the containers that held nothing else: the ones this uninstall
+//! emptied (an event array, the `hooks` object, a file, the `skills/` folder above memtrail's
+//! skill), never one that was empty already; a container of the user's that was empty before
+//! install and then held only memtrail's entry cannot be told apart and goes too. A file
 //! that does not parse is never touched: the error gives its path, line and column. Neither is a
 //! file where an object memtrail reads (the top level, and everything under the keys memtrail
 //! edits) holds a key twice: JSON.parse keeps the last one, so an edit of the first would go
@@ -68,6 +76,7 @@ mod engine;
 mod error;
 mod fsutil;
 pub mod jsonedit;
+mod lock;
 mod origin;
 mod plan;
 mod report;
@@ -82,6 +91,7 @@ pub use apply::{Applied, AppliedFile, MAX_BACKOFF, Outcome, RETRY_BUDGET};
 pub use backup::BackupSummary;
 pub use doctor::{DoctorNotice, DoctorProblem, DoctorReport, doctor_in};
 pub use error::InstallError;
+pub use lock::{InstallLock, LOCK_NOTICE_AFTER, LOCK_TIMEOUT, lock_in, lock_path};
 pub use memtrail_adapters::Agent;
 pub use memtrail_adapters::Env;
 pub use plan::{FileChange, Plan};
@@ -130,7 +140,9 @@ pub fn plan_in(
 /// Errors: as [`plan`] (a file that changed into something unparsable is left untouched), plus
 /// [`InstallError::ReadOnly`] when a file to change is read-only (checked for every file before
 /// anything is written, and again just before each write) and [`InstallError::Contended`] when
-/// a file kept changing. All or nothing: after an error, the files already changed are put
+/// a file kept changing, [`InstallError::Locked`] when another install or uninstall held the
+/// install lock ([`lock_in`], taken here unless this thread holds it already) for
+/// [`LOCK_TIMEOUT`]. All or nothing: after an error, the files already changed are put
 /// back to their exact bytes and mode and the install state as it was (a file another program
 /// rewrote meanwhile stays, and the error is [`InstallError::Incomplete`]).
 pub fn apply(plan: &Plan) -> Result<Applied, InstallError> {
@@ -205,6 +217,20 @@ pub fn doctor(
 /// config backups, the install state, the hook log.
 pub fn state_dir_in(env: &Env) -> std::path::PathBuf {
     env.state_dir()
+}
+
+/// Whether memtrail's state folder ([`state_dir_in`]) holds anything but the install lock
+/// (which a running install or uninstall holds, and deletes when done): what
+/// [`purge_state_in`] would delete. Anything other than a folder there counts.
+pub fn has_state_in(env: &Env) -> bool {
+    let dir = env.state_dir();
+    match std::fs::symlink_metadata(&dir) {
+        Err(_) => false,
+        Ok(m) if !m.is_dir() => true,
+        Ok(_) => std::fs::read_dir(&dir).is_ok_and(|mut rd| {
+            rd.any(|e| e.is_ok_and(|e| Some(e.path()) != Some(lock::lock_path(env))))
+        }),
+    }
 }
 
 /// Delete memtrail's state folder ([`state_dir_in`]) and everything in it: the config backups

@@ -61,6 +61,8 @@ pub struct Plan {
     pub(crate) binary: PathBuf,
     pub(crate) env: Env,
     pub(crate) files: Vec<FileChange>,
+    /// memtrail registers nothing in this agent (an import-only one, like Aider).
+    pub(crate) registers_nothing: bool,
 }
 
 impl Plan {
@@ -87,6 +89,13 @@ impl Plan {
     /// True when nothing would change (e.g. a second install).
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
+    }
+
+    /// True when memtrail registers nothing in this agent at all (Aider: no hooks, no MCP
+    /// client, no skills; `memtrail import` reads its sessions), so the plan is always empty:
+    /// "already installed" would not be true of it.
+    pub fn registers_nothing(&self) -> bool {
+        self.registers_nothing
     }
 
     /// A unified diff (`---`/`+++` headers, 3 lines of context) per changed file. The headers
@@ -197,6 +206,7 @@ pub(crate) fn plan_in(
 ) -> Result<Plan, InstallError> {
     let spec = agents::spec(agent, env, binary)?;
     let advice = spec.advice.clone();
+    let registers_nothing = spec.files.is_empty();
     let state = InstallState::load(env);
     let mut files = Vec::new();
     for f in spec.files {
@@ -207,7 +217,8 @@ pub(crate) fn plan_in(
             let h = History::new(env, &f, &target, history.as_ref());
             compute(&f, action, before.as_deref(), &h)?
         };
-        if computed.after == before {
+        // Unchanged, and nothing to say (an uninstall may keep an entry, and say why).
+        if computed.after == before && computed.lines.is_empty() {
             continue;
         }
         // Shown, but refused by apply: a dry run still tells what would change.
@@ -238,5 +249,6 @@ pub(crate) fn plan_in(
         binary: binary.to_path_buf(),
         env: env.clone(),
         files,
+        registers_nothing,
     })
 }

@@ -86,6 +86,7 @@ impl ItemState {
             | InstallError::ReadOnly { .. }
             | InstallError::Contended { .. }
             | InstallError::Incomplete { .. }
+            | InstallError::Locked { .. }
             | InstallError::Internal { .. } => UnreadableKind::Other,
         };
         ItemState::Unreadable {
@@ -346,6 +347,19 @@ pub(crate) fn status_in(
                         command,
                     });
                 }
+            }
+        }
+    }
+    // What captures until the user trusts the hooks (Codex: `notify`) is promised only while
+    // it is in place.
+    if let Some((label, note)) = spec.trust.as_ref().and_then(|t| t.meanwhile.as_ref())
+        && items
+            .iter()
+            .any(|i| &i.item == label && i.state == ItemState::Present)
+    {
+        for item in &mut items {
+            if let ItemState::Untrusted { reason } = &mut item.state {
+                reason.push_str(note);
             }
         }
     }

@@ -380,7 +380,11 @@ pub(crate) fn compute(
                 }
             }
             let mut remove_dirs = Vec::new();
-            if after.trim().is_empty() && !text.trim().is_empty() && history.created_file() {
+            // Emptied by this uninstall: it held memtrail's entries and nothing else.
+            if after.trim().is_empty()
+                && !text.trim().is_empty()
+                && (history.created_file() || history.unknown())
+            {
                 if let Some(st) = history.state {
                     remove_dirs = st.created_dirs.clone();
                 }

@@ -45,6 +45,9 @@ pub fn install(
             binary.display()
         );
     }
+    // One install or uninstall at a time, from the first read of a config to the last write
+    // (a dry run writes nothing, not even the lock file).
+    let _lock = if a.dry_run { None } else { Some(take_lock()?) };
     let mut agents: Vec<Agent> = Vec::new();
     for ag in &a.agents {
         if !agents.contains(ag) {
@@ -140,8 +143,9 @@ pub fn install(
                     bail!("{}: {why} (nothing was changed)", agent.display_name());
                 }
                 eprintln!(
-                    "memtrail: {}: {why}; this agent was left out, the others go ahead (run `memtrail {verb}` again once it is fixed)",
-                    agent.display_name()
+                    "memtrail: {}: {why}; {} (run `memtrail {verb}` again once it is fixed)",
+                    agent.display_name(),
+                    left_out_words(agents.len())
                 );
                 left_out.push((*agent, why));
             }
@@ -153,8 +157,9 @@ pub fn install(
             Ok(p) => plans.push((*agent, p)),
             Err(e) if auto => {
                 eprintln!(
-                    "memtrail: {}: {e}; this agent was left out, the others go ahead (run `memtrail {verb}` again once it is fixed)",
-                    agent.display_name()
+                    "memtrail: {}: {e}; {} (run `memtrail {verb}` again once it is fixed)",
+                    agent.display_name(),
+                    left_out_words(agents.len())
                 );
                 left_out.push((*agent, e.to_string()));
             }
@@ -186,7 +191,7 @@ pub fn install(
             // After the diffs, what they add up to, per agent.
             for (ag, p) in &plans {
                 if p.is_empty() {
-                    out!("{}: already {verb}ed, nothing to do", ag.display_name());
+                    out!("{}", nothing_to_do(*ag, p, verb, &binary));
                 } else {
                     out!(
                         "{}: would {verb} ({})",
@@ -229,10 +234,10 @@ pub fn install(
         .iter()
         .map(|(ag, e)| left_out_result(*ag, e.clone()))
         .collect();
-    for (ag, p) in &plans {
+    for (i, (ag, p)) in plans.iter().enumerate() {
         if p.is_empty() {
             if !a.json {
-                out!("{}: already {}ed, nothing to do", ag.display_name(), verb);
+                out!("{}", nothing_to_do(*ag, p, verb, &binary));
             }
             results.push(AgentResult {
                 agent: *ag,
@@ -244,10 +249,16 @@ pub fn install(
         }
         // Each agent all or nothing (the installer undoes a failed apply); the others go ahead.
         if let Err(e) = memtrail_installer::apply(p) {
-            eprintln!(
-                "memtrail: {}: {e}; the other agents go ahead",
-                ag.display_name()
-            );
+            // Said only when other agents come after it (one agent named: its error is all
+            // there is).
+            if i + 1 < plans.len() {
+                eprintln!(
+                    "memtrail: {}: {e}; the other agents go ahead",
+                    ag.display_name()
+                );
+            } else {
+                eprintln!("memtrail: {}: {e}", ag.display_name());
+            }
             left_out.push((*ag, e.to_string()));
             results.push(left_out_result(*ag, e.to_string()));
             continue;
@@ -292,6 +303,58 @@ pub fn install(
     Ok(ExitCode::SUCCESS)
 }
 
+/// What follows an agent's error when it is left out: the others go ahead only when there are
+/// others (`agents`: how many were to be installed or uninstalled).
+fn left_out_words(agents: usize) -> &'static str {
+    if agents > 1 {
+        "this agent was left out, the others go ahead"
+    } else {
+        "this agent was left out"
+    }
+}
+
+/// The line for an agent whose plan is empty: already installed (uninstalled), or, for an
+/// agent memtrail registers nothing in (Aider), that there is nothing to do there at all, and
+/// whether the agent is on this machine (as `status` says).
+fn nothing_to_do(
+    agent: Agent,
+    plan: &memtrail_installer::Plan,
+    verb: &str,
+    binary: &std::path::Path,
+) -> String {
+    let name = agent.display_name();
+    if !plan.registers_nothing() {
+        return format!("{name}: already {verb}ed, nothing to do");
+    }
+    let found = memtrail_installer::status(agent, binary).is_ok_and(|s| s.detected);
+    format!(
+        "{name}: nothing to {verb}: memtrail registers nothing in {name} (no hooks, MCP server or skill; `memtrail import` reads its sessions){}",
+        if found {
+            String::new()
+        } else {
+            format!("; {name} is not on this machine")
+        }
+    )
+}
+
+/// The install lock ([`memtrail_installer::lock_in`]): when another install or uninstall holds
+/// it, a line on stderr after a moment, then a wait of up to [`memtrail_installer::LOCK_TIMEOUT`].
+fn take_lock() -> Result<memtrail_installer::InstallLock> {
+    let env = memtrail_installer::Env::from_process();
+    Ok(memtrail_installer::lock_in(
+        &env,
+        memtrail_installer::LOCK_NOTICE_AFTER,
+        memtrail_installer::LOCK_TIMEOUT,
+        &mut |pid| {
+            eprintln!(
+                "memtrail: another memtrail install or uninstall{} is running; waiting for it to finish (up to {} s)",
+                pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
+                memtrail_installer::LOCK_TIMEOUT.as_secs()
+            )
+        },
+    )?)
+}
+
 /// `install --json`'s entry for an agent left out: why, and no change.
 fn left_out_result(agent: Agent, error: String) -> AgentResult {
     AgentResult {
@@ -323,7 +386,8 @@ pub fn purge(db: &StoreLocation, yes: bool, json: bool, dry_run: bool) -> Result
     let binary = binary_path()?;
     let still: Vec<Agent> = memtrail_installer::registered_agents(&binary);
     // A dry run changed no config: the state goes if the uninstall it shows succeeds.
-    let purge_state = (still.is_empty() || dry_run) && std::fs::symlink_metadata(&state).is_ok();
+    // The lock file this uninstall holds is not state of its own.
+    let purge_state = (still.is_empty() || dry_run) && memtrail_installer::has_state_in(&env);
     let backups = memtrail_installer::backups_in(&env);
     // Read without changing it (a dry run changes nothing; a store is not migrated to be
     // deleted); a file that is not a memtrail store (MEMTRAIL_DB naming another file) is

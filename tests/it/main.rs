@@ -30,6 +30,7 @@ mod e2e_qwen;
 mod e2e_roo;
 mod embed_cli;
 mod export_cli;
+mod install_cli;
 mod pg_store;
 mod pg_vectors;
 mod privacy_cli;

@@ -300,7 +300,11 @@ fn status_reports_hook_trust() {
     }
     assert_eq!(text.matches("open /hooks in Codex").count(), 1, "{text}");
     assert!(
-        text.contains(&format!("\n  what to do: {}\n", codex::HOW_TO_TRUST)),
+        text.contains(&format!(
+            "\n  what to do: {}{}\n",
+            codex::HOW_TO_TRUST,
+            codex::MEANWHILE
+        )),
         "{text}"
     );
     // The user trusts them in /hooks: Codex writes one record per handler.
@@ -348,6 +352,62 @@ fn status_reports_hook_trust() {
         matches!(&stop.state, ItemState::Untrusted { reason } if reason.contains("disabled")),
         "{st}"
     );
+}
+
+/// The trust advice says memtrail captures through `notify` meanwhile only while memtrail's
+/// `notify` is in `config.toml`: once the user took it out, it says what to do and no more.
+#[test]
+fn trust_advice_promises_notify_only_while_it_is_there() {
+    let b = AgentBox::new(Agent::Codex);
+    let p = paths(&b, &b.home.join(".codex"));
+    b.put(&p.config, Some("model = \"o3\"\n"));
+    b.install();
+    let reasons = |b: &AgentBox| -> Vec<(String, String)> {
+        b.status()
+            .items
+            .into_iter()
+            .filter_map(|i| match i.state {
+                ItemState::Untrusted { reason } => Some((i.item, reason)),
+                _ => None,
+            })
+            .collect()
+    };
+    let want = |how: &str| -> Vec<(String, String)> {
+        codex::HOOKS
+            .iter()
+            .map(|e| {
+                (
+                    format!("hook {}", e.event),
+                    format!("not trusted yet; {how}"),
+                )
+            })
+            .collect()
+    };
+    let with_notify = "open /hooks in Codex and trust memtrail's hooks (until then memtrail captures through `notify` only)";
+    assert_eq!(reasons(&b), want(with_notify));
+    // The user deletes memtrail's notify line by hand.
+    let text = b.read(&p.config);
+    let without: String = text
+        .lines()
+        .filter(|l| !l.starts_with("notify"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(without, text);
+    std::fs::write(&p.config, &without).unwrap();
+    let st = b.status();
+    let notify = st.items.iter().find(|i| i.item == "notify").unwrap();
+    assert_eq!(notify.state, ItemState::Missing);
+    assert_eq!(
+        reasons(&b),
+        want("open /hooks in Codex and trust memtrail's hooks")
+    );
+    let text = st.to_string();
+    assert!(
+        text.contains("\n  what to do: open /hooks in Codex and trust memtrail's hooks\n"),
+        "{text}"
+    );
+    assert!(!text.contains("through `notify`"), "{text}");
+    assert!(!st.healthy(), "notify missing: {st}");
 }
 
 #[test]
@@ -405,6 +465,30 @@ fn uninstall_without_install_state_unchains_notify() {
             .is_none_or(|m| m.get("memtrail").is_none())
     );
     assert!(b.read(&p.config).contains("# desktop ping"));
+}
+
+/// memtrail created `hooks.json`, `config.toml` and the skill in an empty `~/.codex`, then the
+/// user deleted memtrail's state folder: uninstall leaves no skeleton of them behind.
+#[test]
+fn uninstall_without_state_leaves_no_skeletons() {
+    let b = AgentBox::new(Agent::Codex);
+    let codex = b.home.join(".codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    b.install();
+    let p = paths(&b, &codex);
+    assert!(p.hooks.exists() && p.config.exists() && p.skill.exists());
+    std::fs::remove_dir_all(b.state_dir()).unwrap();
+    b.uninstall();
+    let left: Vec<String> = std::fs::read_dir(&codex)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let texts: Vec<String> = left
+        .iter()
+        .filter(|n| codex.join(n).is_file())
+        .map(|n| format!("{n}: {:?}", b.read(&codex.join(n))))
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "{texts:?}");
 }
 
 #[test]

@@ -1,12 +1,12 @@
 //! Claude Code rewrites `~/.claude.json` often. An apply that finds the file changed since its
 //! plan (or while it edits) recomputes its edit on the new bytes, so neither side's change is
-//! lost.
+//! lost. Two memtrail installs or uninstalls at once take turns (the install lock).
 #![cfg(unix)]
 
 use crate::common;
 
-use common::{Sandbox, big_claude_json};
-use memtrail_installer::{Action, apply};
+use common::{AgentBox, Sandbox, big_claude_json};
+use memtrail_installer::{Action, Agent, LOCK_NOTICE_AFTER, LOCK_TIMEOUT, apply, lock_in, plan_in};
 use serde_json::Value;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -118,4 +118,103 @@ fn writer_in_a_loop_while_apply_runs() {
     }
     let f = applied.files.iter().find(|f| f.path == sb.global).unwrap();
     eprintln!("apply took {} attempt(s) on .claude.json", f.attempts);
+}
+
+/// Every file and folder under the box (the state folder left out), keyed by its path below the
+/// box, with its mode and its bytes (the box's own path written `<BOX>`): two boxes that went
+/// through the same steps compare equal.
+fn tree(b: &AgentBox) -> std::collections::BTreeMap<String, (u32, Option<String>)> {
+    use std::os::unix::fs::PermissionsExt;
+    let root = b.dir.path().to_string_lossy().into_owned();
+    b.snapshot()
+        .into_iter()
+        .map(|(p, bytes)| {
+            let mode = std::fs::symlink_metadata(&p).unwrap().permissions().mode() & 0o7777;
+            let rel = p.strip_prefix(b.dir.path()).unwrap().display().to_string();
+            let text = bytes.map(|b| String::from_utf8_lossy(&b).replace(&root, "<BOX>"));
+            (rel, (mode, text))
+        })
+        .collect()
+}
+
+/// A home with Claude Code's and Codex's configs, 0644 as an editor leaves them.
+fn two_agents() -> AgentBox {
+    use std::os::unix::fs::PermissionsExt;
+    let b = AgentBox::new(Agent::Claude);
+    let files = [
+        (
+            b.home.join(".claude/settings.json"),
+            "{\n  \"model\": \"opus\"\n}\n",
+        ),
+        (b.home.join(".claude.json"), "{\n  \"numStartups\": 3\n}\n"),
+        (b.home.join(".codex/config.toml"), "model = \"o3\"\n"),
+    ];
+    for (p, text) in files {
+        b.put(&p, Some(text));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    b
+}
+
+/// What `memtrail install|uninstall --agent claude --agent codex` does: the install lock
+/// across the plans and the applies.
+fn run(b: &AgentBox, action: Action) {
+    let _lock = lock_in(&b.env, LOCK_NOTICE_AFTER, LOCK_TIMEOUT, &mut |_| {}).unwrap();
+    for agent in [Agent::Claude, Agent::Codex] {
+        let plan = plan_in(&b.env, agent, action, &b.bin).unwrap();
+        apply(&plan).unwrap();
+    }
+}
+
+/// `actions` at once, one thread each, started together.
+fn at_once(b: &AgentBox, actions: &[Action]) {
+    let go = std::sync::Barrier::new(actions.len());
+    std::thread::scope(|s| {
+        for &action in actions {
+            let go = &go;
+            s.spawn(move || {
+                go.wait();
+                run(b, action);
+            });
+        }
+    });
+}
+
+/// Eight installs at once leave every file, folder and mode exactly as one install does, and
+/// an uninstall after them gives back the original bytes and modes (0644: the install state
+/// kept the mode the first install took away). Then installs racing uninstalls: whichever ran
+/// last decides, and the tree is exactly one of the two. Repeated, as a race needs.
+#[test]
+fn concurrent_installs_and_uninstalls_leave_what_one_does() {
+    let reference = two_agents();
+    let original = tree(&reference);
+    run(&reference, Action::Install);
+    let installed = tree(&reference);
+    assert_ne!(original, installed);
+    for round in 0..10 {
+        let b = two_agents();
+        at_once(&b, &[Action::Install; 8]);
+        assert_eq!(tree(&b), installed, "round {round}: 8 installs at once");
+        run(&b, Action::Uninstall);
+        assert_eq!(tree(&b), original, "round {round}: uninstall after them");
+
+        let b = two_agents();
+        run(&b, Action::Install);
+        let mut mixed = [Action::Install; 8];
+        mixed[1] = Action::Uninstall;
+        mixed[4] = Action::Uninstall;
+        mixed[6] = Action::Uninstall;
+        at_once(&b, &mixed);
+        let got = tree(&b);
+        assert!(
+            got == installed || got == original,
+            "round {round}: installs racing uninstalls left {got:#?}"
+        );
+        run(&b, Action::Uninstall);
+        assert_eq!(
+            tree(&b),
+            original,
+            "round {round}: uninstall after the race"
+        );
+    }
 }

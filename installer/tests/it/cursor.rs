@@ -213,3 +213,29 @@ fn moved_binary_is_updated_in_place() {
     apply(&b.plan_with(Action::Uninstall, &new_bin)).unwrap();
     common::assert_same("upgrade", &original, &b.snapshot());
 }
+
+/// memtrail created `~/.cursor/hooks.json`, then the user deleted memtrail's state folder:
+/// uninstall deletes the file again (it held memtrail's entries and the `version` it wrote, and
+/// nothing else), instead of leaving a skeleton `{"version": 1, "hooks": {}}`. A hooks.json
+/// with a hook of the user's keeps it, and its `version`.
+#[test]
+fn uninstall_without_state_leaves_no_skeleton_hooks_json() {
+    let b = AgentBox::new(Agent::Cursor);
+    let hp = b.home.join(".cursor/hooks.json");
+    std::fs::create_dir_all(b.home.join(".cursor")).unwrap();
+    b.install();
+    assert!(hp.exists());
+    std::fs::remove_dir_all(b.state_dir()).unwrap();
+    b.uninstall();
+    assert!(!hp.exists(), "{}", b.read(&hp));
+    assert!(b.home.join(".cursor").is_dir(), "Cursor's own folder stays");
+
+    let b = AgentBox::new(Agent::Cursor);
+    let hp = b.home.join(".cursor/hooks.json");
+    let theirs = "{\n  \"version\": 1,\n  \"hooks\": {\n    \"stop\": [\n      {\n        \"command\": \"./mine.sh\"\n      }\n    ]\n  }\n}\n";
+    b.put(&hp, Some(theirs));
+    b.install();
+    std::fs::remove_dir_all(b.state_dir()).unwrap();
+    b.uninstall();
+    assert_eq!(b.read(&hp), theirs);
+}

@@ -622,3 +622,41 @@ fn root_installing_into_another_accounts_home_leaves_nothing_of_roots() {
     );
     assert!(state.join("memtrail/install-state.json").exists());
 }
+
+/// A config with another hard link (a dotfiles folder linking its copy into place) is written
+/// in place: both names see the install and the uninstall, stay one file (same inode, two
+/// links), and get back their exact bytes and mode. Before, the rename split them: the
+/// dotfiles copy kept the old bytes and the agent's name became a separate file.
+#[cfg(unix)]
+#[test]
+fn a_hard_linked_config_is_written_in_place() {
+    use std::os::unix::fs::MetadataExt;
+    let sb = Sandbox::new();
+    let text = "{\n  \"model\": \"opus\"\n}\n";
+    let dotfiles = sb.dir.path().join("dotfiles/claude-settings.json");
+    std::fs::create_dir_all(dotfiles.parent().unwrap()).unwrap();
+    std::fs::write(&dotfiles, text).unwrap();
+    std::fs::set_permissions(&dotfiles, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::create_dir_all(&sb.config).unwrap();
+    std::fs::hard_link(&dotfiles, &sb.settings).unwrap();
+    let ino = std::fs::metadata(&dotfiles).unwrap().ino();
+    let linked = |what: &str| {
+        let (a, b) = (
+            std::fs::metadata(&dotfiles).unwrap(),
+            std::fs::metadata(&sb.settings).unwrap(),
+        );
+        assert_eq!((a.ino(), b.ino(), a.nlink()), (ino, ino, 2), "{what}");
+        std::fs::read_to_string(&dotfiles).unwrap()
+    };
+    sb.install();
+    let installed = linked("after install");
+    assert!(
+        !common::memtrail_handlers(&sb.json(&sb.settings), "Stop").is_empty(),
+        "{installed}"
+    );
+    assert_eq!(mode(&dotfiles), 0o600);
+    assert!(sb.plan(Action::Install).is_empty());
+    sb.uninstall();
+    assert_eq!(linked("after uninstall"), text);
+    assert_eq!(mode(&dotfiles), 0o644);
+}

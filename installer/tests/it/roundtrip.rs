@@ -354,20 +354,52 @@ fn uninstall_without_install_state_uses_the_oldest_backup() {
     }
 }
 
+/// The user deleted memtrail's whole state folder (install state and backups): uninstall still
+/// removes exactly memtrail's entries (told by memtrail's command), and the containers that
+/// held nothing else (the `hooks` object and its event arrays, a `settings.json` that held only
+/// them), never a container of the user's that was empty already (`Notification: []`, and the
+/// `hooks` object that keeps it). Before, every event array stayed behind, empty.
 #[test]
-fn uninstall_without_state_or_backup_removes_only_entries() {
-    let sb = Sandbox::new();
-    sb.put(&sb.settings, Some("{\n  \"model\": \"opus\"\n}\n"));
-    sb.install();
-    std::fs::remove_dir_all(sb.state_dir()).unwrap();
-    sb.uninstall();
-    let v = sb.json(&sb.settings);
-    // The `hooks` object and its event arrays stay (nothing says memtrail created them), empty.
-    assert_eq!(v["model"], "opus");
-    for e in EVENTS {
-        assert_eq!(v["hooks"][e], json!([]), "{e}");
+fn uninstall_without_state_or_backup_removes_what_held_only_memtrails_entries() {
+    for (name, before, after) in [
+        (
+            "a setting of the user's",
+            Some("{\n  \"model\": \"opus\"\n}\n"),
+            Some("{\n  \"model\": \"opus\"\n}\n"),
+        ),
+        (
+            "an empty array of the user's",
+            Some("{\n  \"hooks\": {\n    \"Notification\": []\n  },\n  \"model\": \"opus\"\n}\n"),
+            Some("{\n  \"hooks\": {\n    \"Notification\": []\n  },\n  \"model\": \"opus\"\n}\n"),
+        ),
+        ("no settings.json", None, None),
+    ] {
+        let sb = Sandbox::new();
+        sb.put(&sb.settings, before);
+        sb.install();
+        assert!(!memtrail_handlers(&sb.json(&sb.settings), "Stop").is_empty());
+        std::fs::remove_dir_all(sb.state_dir()).unwrap();
+        sb.uninstall();
+        assert_eq!(
+            std::fs::read_to_string(&sb.settings).ok().as_deref(),
+            after,
+            "{name}"
+        );
     }
-    assert!(memtrail_handlers(&v, "Stop").is_empty());
+}
+
+/// Without the install state (deleted by hand) but with the backups, the oldest backup says
+/// what was there: a user's `Stop: []`, empty before install, stays empty after uninstall,
+/// while the event arrays install created go.
+#[test]
+fn uninstall_without_install_state_keeps_a_users_empty_array() {
+    let sb = Sandbox::new();
+    let text = "{\n  \"hooks\": {\n    \"Stop\": []\n  }\n}\n";
+    sb.put(&sb.settings, Some(text));
+    sb.install();
+    std::fs::remove_file(sb.state_dir().join("install-state.json")).unwrap();
+    sb.uninstall();
+    assert_eq!(sb.read(&sb.settings), text);
 }
 
 #[test]

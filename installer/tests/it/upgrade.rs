@@ -407,3 +407,58 @@ fn hooks_the_user_wrapped_are_found_kept_and_uninstalled() {
     assert!(!after.contains("memtrail"), "{after}");
     assert_eq!(sb.snapshot(), original, "given back byte for byte");
 }
+
+/// A hook the user wrapped keeps its wrapper when memtrail's binary moves: a reinstall from the
+/// new path replaces only memtrail's path in the command (`env FOO=1 nice -n 5 /old/memtrail
+/// hook claude` → `env FOO=1 nice -n 5 '/new dir/memtrail' hook claude`); before, it wrote the
+/// plain command. A wrapped entry that was there before memtrail's first install (an older
+/// memtrail's) gets its exact text back at uninstall; one that install added goes.
+#[test]
+fn a_wrapped_hook_keeps_its_wrapper_when_the_binary_moves() {
+    let old = "/old/path/memtrail";
+    let wrapped = |bin: &str| format!("env FOO=1 nice -n 5 {bin} hook claude");
+    let new_bin = std::path::PathBuf::from("/new dir/bin/memtrail");
+    let new_wrapped = wrapped("'/new dir/bin/memtrail'");
+    let command_of = |sb: &Sandbox, event: &str| {
+        memtrail_handlers(&sb.json(&sb.settings), event)
+            .first()
+            .map(|(_, h)| h["command"].as_str().unwrap().to_string())
+    };
+    // Wrapped by the user after memtrail's install.
+    let sb = Sandbox::new();
+    sb.put(&sb.settings, Some("{\n  \"model\": \"opus\"\n}\n"));
+    let original = sb.snapshot();
+    apply(&sb.plan_with(Action::Install, std::path::Path::new(old))).unwrap();
+    let text = std::fs::read_to_string(&sb.settings).unwrap();
+    let plain = format!("\"command\": \"{old} hook claude\"");
+    assert_eq!(text.matches(&plain).count(), 6, "{text}");
+    let text = text.replacen(&plain, &format!("\"command\": \"{}\"", wrapped(old)), 1);
+    std::fs::write(&sb.settings, &text).unwrap();
+    let plan = sb.plan_with(Action::Install, &new_bin);
+    apply(&plan).unwrap();
+    assert_eq!(command_of(&sb, "SessionStart"), Some(new_wrapped.clone()));
+    for e in &EVENTS[1..] {
+        assert_eq!(
+            command_of(&sb, e),
+            Some(format!("'{}' hook claude", new_bin.display())),
+            "{e}"
+        );
+    }
+    let st = status_in(&sb.env, Agent::Claude, &new_bin).unwrap();
+    assert!(st.healthy(), "{st}");
+    assert!(sb.plan_with(Action::Install, &new_bin).is_empty());
+    apply(&sb.plan_with(Action::Uninstall, &new_bin)).unwrap();
+    assert_eq!(sb.snapshot(), original, "given back byte for byte");
+
+    // Wrapped before memtrail's first install (an older memtrail): uninstall restores it.
+    let sb = Sandbox::new();
+    let before = format!(
+        "{{\n  \"hooks\": {{\n    \"Stop\": [\n      {{\n        \"hooks\": [\n          {{\n            \"type\": \"command\",\n            \"command\": \"{}\"\n          }}\n        ]\n      }}\n    ]\n  }}\n}}\n",
+        wrapped(old)
+    );
+    sb.put(&sb.settings, Some(&before));
+    apply(&sb.plan_with(Action::Install, &new_bin)).unwrap();
+    assert_eq!(command_of(&sb, "Stop"), Some(new_wrapped));
+    apply(&sb.plan_with(Action::Uninstall, &new_bin)).unwrap();
+    assert_eq!(std::fs::read_to_string(&sb.settings).unwrap(), before);
+}

@@ -208,3 +208,44 @@ fn moved_binary_and_a_disabled_entry() {
     b.uninstall();
     assert_eq!(b.read(&dir.join("settings.json")), off);
 }
+
+/// The user added a hook of their own to memtrail's hook file: uninstall takes memtrail's
+/// hooks out of it but keeps the file and its entry in `chat.hookFilesLocations` (without it,
+/// VS Code would stop loading the user's hook), and says so. Once the file holds nothing of
+/// theirs, a later uninstall takes the entry out.
+#[test]
+fn uninstall_keeps_the_hook_file_entry_while_it_holds_a_users_hook() {
+    let b = AgentBox::new(Agent::Vscode);
+    let dir = user(&b, false);
+    b.put(&dir.join("settings.json"), Some(WITH_LOCATIONS));
+    b.install();
+    let hf = hook_file(&b);
+    let mut v = b.json(&hf);
+    v["hooks"]["Stop"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "command", "command": "./my-stop.sh"}));
+    std::fs::write(&hf, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let settings_installed = b.read(&dir.join("settings.json"));
+
+    let plan = b.plan(Action::Uninstall);
+    let said = plan.describe();
+    let keep = "~/.config/Code/User/settings.json: keep hook file in chat.hookFilesLocations: ~/.config/memtrail/vscode-hooks.json holds hooks memtrail did not write (Stop), which this keeps loading";
+    assert!(said.iter().any(|l| l == keep), "{said:#?}");
+    apply(&plan).expect("uninstall");
+    assert_eq!(b.read(&dir.join("settings.json")), settings_installed);
+    assert_eq!(
+        b.json(&hf),
+        json!({"hooks": {"Stop": [{"type": "command", "command": "./my-stop.sh"}]}})
+    );
+    assert!(!dir.join("mcp.json").exists(), "memtrail's mcp.json goes");
+    // Said again by the next uninstall, which changes nothing.
+    let again = b.plan(Action::Uninstall);
+    assert_eq!(again.describe(), vec![keep.to_string()]);
+
+    // The user moves their hook elsewhere: the entry goes, the file (theirs now) stays.
+    std::fs::write(&hf, "{\"hooks\": {\"Stop\": []}}\n").unwrap();
+    b.uninstall();
+    assert_eq!(b.read(&dir.join("settings.json")), WITH_LOCATIONS);
+    assert_eq!(b.read(&hf), "{\"hooks\": {\"Stop\": []}}\n");
+}

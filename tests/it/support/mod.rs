@@ -118,7 +118,17 @@ impl Sandbox {
 
     /// Run `memtrail ARGS`, which must succeed: what it printed.
     pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.cmd().args(args).output().unwrap();
+        self.ok_with(args, &[])
+    }
+
+    /// [`Sandbox::ok`] with more environment variables (`env`).
+    pub fn ok_with(&self, args: &[&str], env: &[(&str, &str)]) -> String {
+        let out = self
+            .cmd()
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "memtrail {args:?} failed: {}",

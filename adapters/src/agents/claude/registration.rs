@@ -253,6 +253,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
         },
         points_at: mcp_server_program,
         shared: false,
+        loads: None,
     });
     let skill_dir = loc.skill.parent().map(Path::to_path_buf);
     Ok(AgentSpec {

@@ -85,8 +85,11 @@ pub const HOOKS_KEY: &str = "hooks";
 pub const HANDLER_SOFT_KEYS: [&str; 1] = ["timeout"];
 
 /// What to tell the user about hook trust.
-pub const HOW_TO_TRUST: &str = "open /hooks in Codex and trust memtrail's hooks (until then \
-                                memtrail captures through `notify` only)";
+pub const HOW_TO_TRUST: &str = "open /hooks in Codex and trust memtrail's hooks";
+
+/// Added to [`HOW_TO_TRUST`] while memtrail's `notify` is in place (and only then: it is what
+/// captures until the hooks are trusted).
+pub const MEANWHILE: &str = " (until then memtrail captures through `notify` only)";
 
 /// The skill (from `skills/agents/memtrail/SKILL.md`).
 pub const SKILL_MD: &str = include_str!("../../../../skills/agents/memtrail/SKILL.md");
@@ -306,6 +309,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
                 "Codex has a trust record for an earlier version of this hook (it changed since \
                  it was trusted); {HOW_TO_TRUST}"
             ),
+            meanwhile: Some(("notify".to_string(), MEANWHILE.to_string())),
         }),
         advice: vec![(
             loc.hooks_json.clone(),
@@ -403,8 +407,7 @@ mod tests {
             (t.enabled_key.as_str(), t.hash_key.as_str()),
             ("enabled", "trusted_hash")
         );
-        let how = "open /hooks in Codex and trust memtrail's hooks (until then memtrail captures \
-                   through `notify` only)";
+        let how = "open /hooks in Codex and trust memtrail's hooks";
         assert_eq!(t.not_trusted, format!("not trusted yet; {how}"));
         assert_eq!(t.disabled, format!("disabled in Codex; {how}"));
         assert_eq!(

@@ -174,6 +174,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
         policy: Policy::default(),
         points_at: |_| None,
         shared: true,
+        loads: None,
     })];
     for h in HOOKS {
         let handler = hook_handler(binary, h.timeout_secs).ok_or_else(bad)?;

@@ -110,6 +110,35 @@ pub fn is_memtrail_hook_handler(handler: &Value) -> bool {
         .is_some_and(|(p, a)| is_memtrail_program(&p) && a == ["hook", HOOK_AGENT_ARG])
 }
 
+/// What memtrail's hook file holds that memtrail did not write: the events with a hook of
+/// someone else's (in the file's order), and any other top-level key.
+pub fn foreign_hooks(file: &Value) -> Vec<String> {
+    let Some(top) = file.as_object() else {
+        return vec!["its content".to_string()];
+    };
+    let mut out = Vec::new();
+    for (k, v) in top {
+        if k != HOOKS_KEY {
+            out.push(k.clone());
+            continue;
+        }
+        let Some(events) = v.as_object() else {
+            out.push(k.clone());
+            continue;
+        };
+        for (event, hs) in events {
+            let theirs = match hs.as_array() {
+                Some(hs) => hs.iter().any(|h| !is_memtrail_hook_handler(h)),
+                None => true,
+            };
+            if theirs {
+                out.push(event.clone());
+            }
+        }
+    }
+    out
+}
+
 /// The binary a hook entry runs.
 pub fn hook_handler_program(handler: &Value) -> Option<String> {
     program_and_args(handler).map(|(p, _)| p)
@@ -165,6 +194,11 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
             policy: Policy::default(),
             points_at: |_| None,
             shared: false,
+            loads: Some(LoadedFile {
+                path: loc.hook_file.clone(),
+                foreign: foreign_hooks,
+                what: "hooks",
+            }),
         });
         files.push(json_file(&u.settings, vec![location]));
         files.push(json_file(
