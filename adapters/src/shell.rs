@@ -153,8 +153,7 @@ pub fn rewrap_command(current: &str, wanted: &str) -> Option<String> {
     let inner = unwrap_command(words.clone());
     let k = words.len() - inner.len();
     let (program, args) = want.split_first()?;
-    let same_args = inner[1..].iter().eq(args.iter().map(|(w, _)| w));
-    if k == 0 || !same_args {
+    if k == 0 || !inner.iter().skip(1).eq(args.iter().map(|(w, _)| w)) {
         return None;
     }
     let span = &cur[k].1;
@@ -227,5 +226,7 @@ mod tests {
             rewrap_command("nice /old/other hook claude", "/n/memtrail hook claude"),
             None
         );
+        assert_eq!(rewrap_command("", "/n/memtrail hook claude"), None);
+        assert_eq!(rewrap_command("/old/memtrail hook claude", ""), None);
     }
 }
