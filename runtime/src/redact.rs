@@ -508,6 +508,15 @@ const RULES: &[RuleDef] = &[
         &["://"],
         Shape::UrlPassword,
     ),
+    // A Go MySQL driver DSN's password (`user:password@tcp(host:3306)/db`, the format of
+    // github.com/go-sql-driver/mysql): no `://`, so not a URL to the rule above.
+    def(
+        "url_password",
+        r#"(?:^|[^A-Za-z0-9_.:/@-])[A-Za-z0-9_.-]+:(?P<s>[^\s:@/"'`]+)@(?:tcp|unix|udp)\("#,
+        Check::Placeholder,
+        &["@tcp(", "@unix(", "@udp("],
+        Shape::Any,
+    ),
     // A Sentry DSN's key (and an old DSN's secret) as the URL's user.
     def(
         "sentry_dsn",
@@ -678,11 +687,40 @@ const RULES: &[RuleDef] = &[
         ],
         Shape::Assignment,
     ),
-    // `.env`, shell and compose: `DB_PASS=…`, `export APP_KEY=…`, `-e ADMIN_PW=…` (an upper-case
-    // name, `=` with no space around it).
+    // A password named for whom or what it is (`Password for bob: X`, `the password for the
+    // admin user = X`): up to four words between `for` and the separator.
     def(
         "secret_assignment",
-        r#"(?-u:\b)(?P<n>[A-Z][A-Z0-9_]*)=(?P<s>"[^"\r\n]*"|'[^'\r\n]*'|[^\s"'`;&|)]+)"#,
+        r#"(?i-u)(?:passw(?:or)?d|passphrase)[ \t]+for(?:[ \t]+[A-Za-z0-9_.@'-]+){1,4}[ \t]*[:=][ \t]*\\?["']?(?P<s>(?u:[^\s"'\\,;)}\]&]+))"#,
+        Check::Assignment,
+        &["password for", "passwd for", "passphrase for"],
+        Shape::Any,
+    ),
+    // A password alone on the line after its name (`Password:` then `  X`): the value is the
+    // next line's only word.
+    def(
+        "secret_assignment",
+        r#"(?im-u)(?:passw(?:or)?d|passphrase)[A-Za-z0-9_.-]*[ \t]*:[ \t]*\r?\n[ \t]*(?P<s>(?u:[^\s"'`]+))[ \t]*\r?$"#,
+        Check::Assignment,
+        &["passw", "passphrase"],
+        Shape::NextLine,
+    ),
+    // A short password word with its value right after the separator (`pass:X`, `pw=X`, as on
+    // a command line or in a chat message: `user:bob pass:hunter2`); with a blank after the
+    // `:` it is a test runner's line (`PASS: t/basic.sh`).
+    def(
+        "secret_assignment",
+        r#"(?:^|[^A-Za-z0-9_.-])(?P<n>(?i-u:pass|pw))[:=](?P<s>[^\s"'\\,;)}\]&]+)"#,
+        Check::Named,
+        &["pass:", "pass=", "pw:", "pw="],
+        Shape::Any,
+    ),
+    // `.env`, shell and compose: `DB_PASS=…`, `export APP_KEY=…`, `-e ADMIN_PW=…` (an upper-case
+    // name, `=` with no space around it). The value may be quoted with escaped quotes (JSON
+    // text: `DB_PASS=\"x\"`).
+    def(
+        "secret_assignment",
+        r#"(?-u:\b)(?P<n>[A-Z][A-Z0-9_]*)=(?P<s>"[^"\r\n]*"|'[^'\r\n]*'|\\"[^"\\\r\n]*\\"|\\'[^'\\\r\n]*\\'|[^\s"'`;&|)]+)"#,
         Check::Named,
         KEY_WORDS,
         Shape::Keyed,
@@ -718,7 +756,9 @@ const RULES: &[RuleDef] = &[
 ];
 
 /// What a name holds, one of which every secret name of [`secret_name`] contains.
-const KEY_WORDS: &[&str] = &["pass", "pw", "key", "secret", "token", "cred", "auth"];
+const KEY_WORDS: &[&str] = &[
+    "pass", "pw", "key", "secret", "token", "cred", "auth", "salt", "dsn",
+];
 
 const _: () = assert!(RULES.len() <= 128);
 // Needle tables index rules and needles with a byte, and needles are at most 255 bytes long.
@@ -904,6 +944,9 @@ enum Shape {
     Tag,
     /// `[ \t]*` then `=` (a connection string's `PWD=`).
     Equals,
+    /// A name ending its line with `:`: `[A-Za-z0-9_.-]*`, `[ \t]*`, `:`, blanks, then the
+    /// line break (`Password:` with its value on the next line).
+    NextLine,
 }
 
 /// `[A-Za-z0-9_-]`: the body of most token formats.
@@ -1039,6 +1082,17 @@ impl Shape {
             Shape::Equals => {
                 let j = run(end, &|c| matches!(c, b' ' | b'\t'));
                 b.get(j) == Some(&b'=')
+            }
+            Shape::NextLine => {
+                let j = run(end, &|c| {
+                    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')
+                });
+                let j = run(j, &|c| matches!(c, b' ' | b'\t'));
+                if b.get(j) != Some(&b':') {
+                    return false;
+                }
+                let j = run(j + 1, &|c| matches!(c, b' ' | b'\t' | b'\r'));
+                b.get(j) == Some(&b'\n')
             }
             Shape::Keyed => {
                 let name = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-');
@@ -1197,12 +1251,13 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 
 /// [`redact`] without the `<private>` spans: only the secret rules, on the text, then, with the
 /// rules anchored at a line's start or end ([`LINE_RULES`]), on the pieces of it between two
-/// written-out line breaks that may hold such a line (`\n`, `\r\n`, `\r` as two characters: a shell script inside JSON
-/// text in a tool output, `printf 'ok\nDB_PASS=x'`), so that those lines are lines too. A piece
+/// written-out line breaks or tabs that may hold such a line (`\n`, `\r\n`, `\r`, `\t` as two
+/// characters: a shell script inside JSON text in a tool output, `printf 'ok\nDB_PASS=x'`, a
+/// line indented by a tab `\n\tpass: x`), so that those lines are lines too. A piece
 /// is redacted as a text of its own; what the whole text's pass redacted (a private key across
 /// such lines) stays redacted.
 fn redact_secrets(text: &str) -> Cow<'_, str> {
-    if !text.contains("\\n") && !text.contains("\\r") {
+    if !text.contains("\\n") && !text.contains("\\r") && !text.contains("\\t") {
         return redact_text(text, u128::MAX);
     }
     // One scan of the needles for both passes when the first changes nothing (most texts).
@@ -1225,16 +1280,16 @@ fn redact_secrets(text: &str) -> Cow<'_, str> {
         });
     }
     let b = out.as_bytes();
-    // Where the written-out breaks are (each two bytes).
+    // Where the written-out breaks and tabs are (each two bytes).
     let mut breaks: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
     while i + 1 < b.len() {
         if b[i] != b'\\' {
             i += 1;
-        } else if matches!(b[i + 1], b'n' | b'r') {
+        } else if matches!(b[i + 1], b'n' | b'r' | b't') {
             breaks.push((i, i + 2));
             i += 2;
-        } else if b[i + 1] == b'\\' && matches!(b.get(i + 2), Some(b'n' | b'r')) {
+        } else if b[i + 1] == b'\\' && matches!(b.get(i + 2), Some(b'n' | b'r' | b't')) {
             // Written out twice (JSON text inside a JSON string): `\\n`.
             breaks.push((i, i + 3));
             i += 3;
@@ -1351,9 +1406,7 @@ fn redact_structured(text: &str) -> Cow<'_, str> {
     };
     for c in PAIR_YAML.captures_iter(if yaml_pairs { text } else { "" }) {
         let v = c.name("s").expect("the rule's value");
-        let raw = v.as_str();
-        let quoted = raw.len() >= 2 && raw.starts_with(['"', '\'']) && raw.ends_with(&raw[..1]);
-        let inner = if quoted { &raw[1..raw.len() - 1] } else { raw };
+        let (inner, quoted) = unquote(v.as_str());
         if keyed(&c["n"], inner, quoted) {
             spans.push((v.start(), v.end()));
         }
@@ -2160,6 +2213,17 @@ fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
     Some(o)
 }
 
+/// A value as written, without its quotes: `"x"`, `'x'`, or with the quotes escaped (`\"x\"`,
+/// `\'x\'`: JSON text); `true` with it when it was quoted.
+fn unquote(raw: &str) -> (&str, bool) {
+    for q in ["\"", "'", "\\\"", "\\'"] {
+        if raw.len() >= 2 * q.len() && raw.starts_with(q) && raw.ends_with(q) {
+            return (&raw[q.len()..raw.len() - q.len()], true);
+        }
+    }
+    (raw, false)
+}
+
 /// Whether a placeholder stands where the secret would (`$TOKEN`, `<password>`, `{key}`).
 fn placeholder(v: &str) -> bool {
     v.trim_start_matches(['"', '\''])
@@ -2201,14 +2265,7 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
         Check::Named => {
             let name = caps.name("n").map_or("", |n| n.as_str());
             let sep = caps.name("sep").map_or("=", |s| s.as_str());
-            let quoted = secret.len() >= 2
-                && secret.starts_with(['"', '\''])
-                && secret.ends_with(&secret[..1]);
-            let value = if quoted {
-                &secret[1..secret.len() - 1]
-            } else {
-                secret
-            };
+            let (value, quoted) = unquote(secret);
             config_value_is_secret(name, sep, value, quoted)
         }
         Check::PasswordValue => config_value_is_secret("password", "=", secret, false),
@@ -2424,6 +2481,118 @@ mod tests {
         );
     }
 
+    /// Ways of writing a password that the assignment rules did not read: named for someone
+    /// (`Password for bob: X`), alone on the next line, right after a short password word
+    /// (`pass:X`); with the phrasings they already read, and what must stay (prose, code,
+    /// placeholders, a test runner's `PASS:` line).
+    #[test]
+    fn password_phrasings() {
+        let m = "[redacted:secret_assignment]";
+        for (text, want) in [
+            ("my password: Xq7hunter", format!("my password: {m}")),
+            ("the db password: hunter2", format!("the db password: {m}")),
+            (
+                "password: hunter2 and more words after",
+                format!("password: {m} and more words after"),
+            ),
+            ("Password:\n  hunter2", format!("Password:\n  {m}")),
+            (
+                "DB_PASSWORD:\r\n    Xq7hunterzz\r\nnext",
+                format!("DB_PASSWORD:\r\n    {m}\r\nnext"),
+            ),
+            ("pass:hunter2", format!("pass:{m}")),
+            (
+                "login with user:bob pass:Xq7hunter",
+                format!("login with user:bob pass:{m}"),
+            ),
+            ("ssh in, pw=hunter2 then", format!("ssh in, pw={m} then")),
+            (
+                "Password for bob: hunter2",
+                format!("Password for bob: {m}"),
+            ),
+            (
+                "the password for the admin user = Xq7hunter!",
+                format!("the password for the admin user = {m}"),
+            ),
+        ] {
+            assert_eq!(redact(text), want, "{text:?}");
+        }
+        for text in [
+            "the password field must be at least 8 characters",
+            "password: (see vault)",
+            "Password: ********",
+            "password: ${DB_PASSWORD}",
+            "password = os.environ[\"X\"]",
+            "let password: String = read()",
+            "Password:\n  ********",
+            "Password:\n  ${DB_PASSWORD}",
+            "Password:\nThe one you chose at signup.",
+            "password_hint:\n  blue2",
+            "if ok: pass",
+            "login(user=user, pw=pw)",
+            "pass:true and pass:$PASS",
+            "bypass:hunter2",
+            "Password for bob: see the wiki",
+            "the password for this account must be 8 characters",
+        ] {
+            assert_eq!(redact(text), text, "{text:?}");
+        }
+    }
+
+    /// Quotes written out as escapes (`DB_PASS=\"x\"`: JSON text), a written-out tab before a
+    /// line or a name (`\n\tpass: x`, `a\tDB_PASS=x`), and `salt` and `dsn` names on `.env`
+    /// and configuration lines (they name secrets, see [`secret_name`]).
+    #[test]
+    fn escaped_quotes_tabs_salts_and_dsns() {
+        let m = "[redacted:secret_assignment]";
+        for (text, want) in [
+            (
+                r#"echo "DB_PASS=\"hunter2xyz\"""#.to_string(),
+                format!(r#"echo "DB_PASS={m}""#),
+            ),
+            (
+                r#"{"out":"DB_PASS=\"hunter2xyz\""}"#.to_string(),
+                format!(r#"{{"out":"DB_PASS={m}"}}"#),
+            ),
+            (
+                r"printf 'a\tDB_PASS=hunter2xyz'".to_string(),
+                format!(r"printf 'a\tDB_PASS={m}'"),
+            ),
+            (
+                r#"{"out":"[db]\n\tpass: hunter2\n"}"#.to_string(),
+                format!(r#"{{"out":"[db]\n\tpass: {m}\n"}}"#),
+            ),
+            ("APP_SALT=Zx9abcdefgh".to_string(), format!("APP_SALT={m}")),
+            (
+                "app_salt: Zx9abcdefgh".to_string(),
+                format!("app_salt: {m}"),
+            ),
+            (
+                "DATABASE_DSN=app:hunter2@tcp(db:3306)/app".to_string(),
+                "DATABASE_DSN=app:[redacted:url_password]@tcp(db:3306)/app".to_string(),
+            ),
+            // A URL's password is the URL rule's: the user and host stay.
+            (
+                "DATABASE_DSN=postgres://u:hunter2@h/db".to_string(),
+                "DATABASE_DSN=postgres://u:[redacted:url_password]@h/db".to_string(),
+            ),
+        ] {
+            assert_eq!(redact(&text), want, "{text:?}");
+        }
+        for text in [
+            r#"{"out":"DB_PASS=\"${DB_PASS}\""}"#,
+            r#"DB_PASS=\"\""#,
+            r#"{"code":"func f() {\n\tpassword := os.Getenv(\"DB_PASSWORD\")\n}"}"#,
+            r"a\tb\tkey: value",
+            "SALT_ROUNDS=10",
+            "salt_length: 16",
+            "DSN=MyDataSource",
+            "SENTRY_DSN=https://abc@o1.ingest.sentry.io/1",
+        ] {
+            assert_eq!(redact(text), text, "{text:?}");
+        }
+    }
+
     /// Every rule in order on the text, with no needle scan and no shape check: the oracle
     /// the gated [`redact_secrets`] must equal.
     fn every_rule(text: &str) -> String {
@@ -2535,6 +2704,13 @@ mod tests {
             "MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs",
             ":AAxD6zRvpksfZ3zWLOTmxvwfqmufUUzLlt",
             "0123456789abcdef0123456789abcdef",
+            "pass:",
+            "pw=",
+            "password for bob",
+            "Password:\n",
+            "\\\"",
+            "APP_SALT",
+            "DSN",
         ];
         let mut rng = crate::test_rng::Xorshift(0xD1B5_4A32_D192_ED03);
         let mut next = |n: usize| rng.below(n);
