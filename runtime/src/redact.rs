@@ -1457,9 +1457,9 @@ fn redact_structured(text: &str) -> Cow<'_, str> {
         {
             continue;
         }
-        let Some(kind) = secret_name(name) else {
+        if secret_name(name).is_none() {
             continue;
-        };
+        }
         if first == b'[' || first == b'{' {
             // One level: up to the first bracket, which must close it.
             let close = if first == b'[' { b']' } else { b'}' };
@@ -1472,18 +1472,29 @@ fn redact_structured(text: &str) -> Cow<'_, str> {
                 continue;
             };
             let inner = &text[v + 1..end];
+            // An object's values are judged under their key joined to the name.
+            let mut key = None;
             for st in JSON_STRING.captures_iter(inner) {
                 let m = st.name("s").expect("the string");
-                // An object's keys are not values: a string followed by `:`.
+                // An object's key: a string followed by `:`.
                 let after = inner[st.get(0).map_or(0, |g| g.end())..].trim_start();
                 if after.starts_with(':') {
+                    key = Some(inner_name(name, m.as_str()));
                     continue;
                 }
-                if keyed(name, m.as_str(), true) {
+                let under = if first == b'{' {
+                    match key.take() {
+                        Some(k) => k,
+                        None => continue,
+                    }
+                } else {
+                    name.to_string()
+                };
+                if keyed(&under, m.as_str(), true) {
                     spans.push((v + 1 + m.start(), v + 1 + m.end()));
                 }
             }
-        } else if kind == Name::Password || digits >= 16 {
+        } else if number_is_secret(name, &text[v..number_end]) {
             spans.push((v, number_end));
         }
     }
@@ -1585,39 +1596,100 @@ pub fn redact_string(s: &mut String) {
     }
 }
 
-/// Redact every string inside a JSON value, recursively, object keys included. A string value
-/// under an object key that names a secret (`"password": "…"`, `"DB_PASS": "…"`, see
-/// [`secret_name`]) is redacted whole when it looks like one: after a password name any value but a placeholder, a path, a URL or
-/// code; after other secret names a value of 8 characters or more without whitespace that is
-/// not a lowercase word.
+/// The marker of a value under a secret's name.
+const NAMED_SECRET: &str = "[redacted:secret_assignment]";
+
+/// Whether the string `s`, a JSON value under the object key `k` (or a name and value pair's
+/// name), is a secret: after a password name any value but a placeholder, a path, a URL or
+/// code; after other secret names (see [`secret_name`]) a value of 8 characters or more
+/// without whitespace that is not a lowercase word (an upper-case environment name: as on a
+/// configuration line, [`config_value_is_secret`]).
+fn json_value_is_secret(k: &str, s: &str) -> bool {
+    if s.starts_with(MARKER_PREFIX) {
+        return false;
+    }
+    let env_name =
+        k.bytes().any(|b| b.is_ascii_uppercase()) && !k.bytes().any(|b| b.is_ascii_lowercase());
+    match secret_name(k) {
+        Some(Name::Password) => config_value_is_secret(k, "=", s, true),
+        Some(Name::Other) if env_name => config_value_is_secret(k, "=", s, true),
+        Some(Name::Other) => {
+            s.len() >= 8
+                && !s.chars().any(char::is_whitespace)
+                && !looks_like_code(s, true)
+                && !s.contains("://")
+        }
+        None => false,
+    }
+}
+
+/// Whether a number (`12345678`, `-1.5`) under the key `name` is a secret: at least 4 digits
+/// under a password's name (`"password": 1234`), 16 under another secret's name.
+fn number_is_secret(name: &str, number: &str) -> bool {
+    let digits = number.bytes().filter(u8::is_ascii_digit).count();
+    match secret_name(name) {
+        Some(Name::Password) => digits >= 4,
+        Some(Name::Other) => digits >= 16,
+        None => false,
+    }
+}
+
+/// The name an object's key `inner` is judged by under a secret's name `parent`: the two joined
+/// by `_` (`"secret": {"value": …}` is `secret_value`, a secret's; `"credentials": {"username":
+/// …}` is `credentials_username`, not one).
+fn inner_name(parent: &str, inner: &str) -> String {
+    format!("{parent}_{inner}")
+}
+
+/// Redact every string inside a JSON value, recursively, object keys included. A string under
+/// an object key that names a secret (`"password": "…"`, `"DB_PASS": "…"`, see
+/// [`secret_name`]) is replaced whole when it looks like one ([`json_value_is_secret`]); so is
+/// a number ([`number_is_secret`]), and each string and number of an array under such a key
+/// (`"api_key": ["…"]`). An object's keys under such a key are judged joined to it
+/// ([`inner_name`]). The `value` of a name and value pair (`{"name": "DB_PASSWORD", "value":
+/// "…"}`: Kubernetes' `env`; `aws ssm get-parameter`'s `{"Name": "/prod/db/password", "Value":
+/// "…"}`) is judged under the pair's name.
 pub fn redact_json(v: &mut Value) {
+    redact_json_under(None, v);
+}
+
+/// [`redact_json`] of `v`, the value of a key named `name` (`None`: no key, or one that names
+/// no secret).
+fn redact_json_under(name: Option<&str>, v: &mut Value) {
     match v {
-        Value::String(s) => redact_string(s),
-        Value::Array(a) => a.iter_mut().for_each(redact_json),
+        Value::String(s) => match name {
+            Some(n) if json_value_is_secret(n, s) => *s = NAMED_SECRET.to_string(),
+            _ => redact_string(s),
+        },
+        Value::Number(n) if name.is_some_and(|k| number_is_secret(k, &n.to_string())) => {
+            *v = Value::String(NAMED_SECRET.to_string());
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| redact_json_under(name, x)),
         Value::Object(o) => {
+            // A name and value pair: the value is judged under the name.
+            let pair = ["name", "Name", "key", "Key"]
+                .iter()
+                .find_map(|n| match o.get(*n) {
+                    Some(Value::String(n)) if secret_name(n).is_some() => Some(n.clone()),
+                    _ => None,
+                });
             for (k, v) in o.iter_mut() {
-                let Value::String(s) = v else {
-                    redact_json(v);
-                    continue;
-                };
-                if s.starts_with(MARKER_PREFIX) {
-                    continue;
-                }
-                let env_name = k.bytes().any(|b| b.is_ascii_uppercase())
-                    && !k.bytes().any(|b| b.is_ascii_lowercase());
-                let secret = match secret_name(k) {
-                    Some(Name::Password) => config_value_is_secret(k, "=", s, true),
-                    Some(Name::Other) if env_name => config_value_is_secret(k, "=", s, true),
-                    Some(Name::Other) => {
-                        s.len() >= 8
-                            && !s.chars().any(char::is_whitespace)
-                            && !looks_like_code(s, true)
-                            && !s.contains("://")
+                let joined;
+                let key = match (&pair, k.as_str(), name) {
+                    (Some(p), "value" | "Value", _) => p.as_str(),
+                    (_, _, Some(parent)) => {
+                        joined = inner_name(parent, k);
+                        joined.as_str()
                     }
-                    None => false,
+                    _ => k.as_str(),
                 };
-                if secret {
-                    *s = "[redacted:secret_assignment]".to_string();
+                let key = secret_name(key).map(|_| key);
+                let Value::String(s) = v else {
+                    redact_json_under(key, v);
+                    continue;
+                };
+                if key.is_some_and(|n| json_value_is_secret(n, s)) {
+                    *s = NAMED_SECRET.to_string();
                 } else if rules_hit(k) != 0 && !k.contains(['\n', ':']) {
                     // A header map (`"Authorization": "Basic …"`, `"X-API-Key": "…"`): the
                     // key and value as a header line.
@@ -2590,6 +2662,56 @@ mod tests {
             "SENTRY_DSN=https://abc@o1.ingest.sentry.io/1",
         ] {
             assert_eq!(redact(text), text, "{text:?}");
+        }
+    }
+
+    /// A JSON value (a tool's input) under a secret's name that is not a string, a name and
+    /// value pair, and an object's keys under a secret's name, judged joined to it.
+    #[test]
+    fn json_values_under_a_secrets_name() {
+        let m = "[redacted:secret_assignment]";
+        let mut v = serde_json::json!({
+            "password": 12345678,
+            "pin_password": 12,
+            "api_key": ["abc123def456", "x"],
+            "secret": {"value": "Zx9abcdefgh", "name": "db"},
+            "credentials": {"username": "alice.smith", "password": "hunter2"},
+            "token": {"access": "Zx9abcdefgh12", "type": "bearer"},
+            "password_min_length": 8,
+            "MAX_TOKENS": 4096,
+            "env": [{"name": "DB_PASSWORD", "value": "s3cr3t"}, {"name": "PORT", "value": 8080}],
+            "Parameter": {"Name": "/prod/db/password", "Type": "SecureString", "Value": "xyz12"},
+            "setting": {"name": "api_key", "value": "required"}
+        });
+        redact_json(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "password": m,
+                "pin_password": 12,
+                "api_key": [m, "x"],
+                "secret": {"value": m, "name": "db"},
+                "credentials": {"username": "alice.smith", "password": m},
+                "token": {"access": m, "type": "bearer"},
+                "password_min_length": 8,
+                "MAX_TOKENS": 4096,
+                "env": [{"name": "DB_PASSWORD", "value": m}, {"name": "PORT", "value": 8080}],
+                "Parameter": {"Name": "/prod/db/password", "Type": "SecureString", "Value": m},
+                "setting": {"name": "api_key", "value": "required"}
+            })
+        );
+        // The same in JSON text: an object's keys joined to the secret's name.
+        for (text, want) in [
+            (
+                r#"{"credentials": {"username": "alice.smith", "password": "hunter2xyz"}}"#,
+                format!(r#"{{"credentials": {{"username": "alice.smith", "password": "{m}"}}}}"#),
+            ),
+            (
+                r#"{"token": {"access": "Zx9abcdefgh12", "type": "Bearer"}}"#,
+                format!(r#"{{"token": {{"access": "{m}", "type": "Bearer"}}}}"#),
+            ),
+        ] {
+            assert_eq!(redact(text), want, "{text}");
         }
     }
 
