@@ -1585,6 +1585,99 @@ pub fn redact_title(title: &str) -> Cow<'_, str> {
     Cow::Owned(format!("{}{MARKER_PREFIX}truncated]…", &body[..start]))
 }
 
+/// A session title an older memtrail cut from a user prompt, redacted as the prompt now is.
+/// Older adapters squashed the first prompt's whitespace before the title was redacted
+/// (`memtrail_adapters::one_line`: one line, cut to a length, ending in `…`), so the rules
+/// for a line of its own (`pass: hunter2` on its own line, YAML and `.env` lines) found no
+/// line there and the title kept what the prompt's redaction replaced. `redact --rescan`
+/// repairs such titles with this.
+///
+/// `prompt` is the prompt as stored (redacted, its lines kept). Each marker in it
+/// (`[redacted:<kind>]`, `[private]`, `[private…]`) stands for any text: when `title` (its
+/// whitespace squashed) is the squashed `prompt` with some text in place of each marker (a
+/// title ending in `…`: a start of it), returns the title with the prompt's markers in place
+/// of that text (cut inside a marker: the marker, then `…`). `None` when the title is not the
+/// prompt's (an agent's own title), when no marker of the prompt covers title text, or when
+/// no character of the prompt's own text is in the title.
+pub fn title_from_prompt(title: &str, prompt: &str) -> Option<String> {
+    if !prompt.contains(MARKER_PREFIX) && !prompt.contains("[private") {
+        return None;
+    }
+    let squash = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let title = squash(title);
+    let (title, cut) = match title.strip_suffix('…') {
+        Some(b) => (b.trim_end(), true),
+        None => (title.as_str(), false),
+    };
+    // The prompt as literal pieces and the markers between them.
+    let prompt = squash(prompt);
+    let mut pieces: Vec<&str> = Vec::new();
+    let mut markers: Vec<&str> = Vec::new();
+    let mut rest = prompt.as_str();
+    loop {
+        let next = [MARKER_PREFIX, PRIVATE_OPEN_MARKER, PRIVATE_MARKER]
+            .iter()
+            .filter_map(|m| rest.find(m).map(|i| (i, *m)))
+            .min_by_key(|&(i, _)| i);
+        let Some((i, m)) = next else {
+            pieces.push(rest);
+            break;
+        };
+        let len = if m == MARKER_PREFIX {
+            match rest[i..].find(']') {
+                Some(e) => e + 1,
+                None => {
+                    pieces.push(rest);
+                    break;
+                }
+            }
+        } else {
+            m.len()
+        };
+        pieces.push(&rest[..i]);
+        markers.push(&rest[i..i + len]);
+        rest = &rest[i + len..];
+    }
+    // A glob match, each marker a `*`: the first piece starts the title, the last ends it (a
+    // cut title: a `*` after the last piece found), the others at the earliest place they fit.
+    let last = pieces.len() - 1;
+    let mut out = String::with_capacity(title.len());
+    let mut at = 0;
+    for (k, piece) in pieces.iter().enumerate() {
+        let rest = &title[at..];
+        let found = match k {
+            0 => rest.starts_with(piece).then_some(0),
+            _ if k == last && !cut => rest.ends_with(piece).then(|| rest.len() - piece.len()),
+            _ => rest.find(piece),
+        };
+        match found {
+            Some(i) => {
+                if k > 0 {
+                    out.push_str(markers[k - 1]);
+                }
+                out.push_str(piece);
+                at += i + piece.len();
+            }
+            // Cut inside the marker before this piece (or inside the piece: the marker
+            // covers what the title shows of it).
+            None if cut && k > 0 => {
+                out.push_str(markers[k - 1]);
+                at = title.len();
+                break;
+            }
+            None => return None,
+        }
+    }
+    let shown = pieces.iter().map(|p| p.len()).sum::<usize>();
+    if at < title.len() || shown == 0 || out == title {
+        return None;
+    }
+    if cut {
+        out.push('…');
+    }
+    Some(out)
+}
+
 /// [`redact`] in place: `s` is only rewritten when something was redacted.
 pub fn redact_string(s: &mut String) {
     let new = match redact(s) {
@@ -2550,6 +2643,58 @@ mod tests {
         assert_eq!(
             redact(&format!("x\\n{ghp} y")),
             "x\\n[redacted:github_token] y"
+        );
+    }
+
+    /// A title an older memtrail squashed from a prompt before redacting it keeps what only the
+    /// prompt's lines showed as secrets (`pass: …` on a line of its own): repaired against the
+    /// prompt as stored, whose markers stand for the title's text.
+    #[test]
+    fn titles_are_redacted_as_their_prompt() {
+        let one_line = memtrail_adapters::one_line;
+        let m = "[redacted:secret_assignment]";
+        for (prompt, title) in [
+            (
+                "deploy it\npass: hunter2xyz\nthanks",
+                format!("deploy it pass: {m} thanks"),
+            ),
+            (
+                "Use these:\n  db_pass: letmein\n  host: db\n",
+                format!("Use these: db_pass: {m} host: db"),
+            ),
+            (
+                "see <private>a b c</private> here\npass: zz",
+                format!("see [private] here pass: {m}"),
+            ),
+        ] {
+            let stored = redact(prompt);
+            let squashed = one_line(prompt, 80);
+            let got = title_from_prompt(&squashed, &stored);
+            assert_eq!(got.as_deref(), Some(title.as_str()), "{prompt:?}");
+            // Repaired, it stays.
+            assert_eq!(title_from_prompt(&title, &stored), None);
+        }
+        // Cut inside the secret, or inside the text after it: the marker, then the cut.
+        let prompt = "deploy it\npass: hunter2xyzhunter2xyz\nthanks";
+        let stored = redact(prompt);
+        for len in [22, 40] {
+            let cut = one_line(prompt, len);
+            assert_eq!(
+                title_from_prompt(&cut, &stored),
+                Some(format!("deploy it pass: {m}…")),
+                "{cut}"
+            );
+        }
+        // Cut before it: nothing to replace.
+        assert_eq!(title_from_prompt(&one_line(prompt, 10), &stored), None);
+        // A title that is not the prompt's (an agent's own), or a prompt without a marker.
+        assert_eq!(title_from_prompt("Deploy the app", &stored), None);
+        assert_eq!(title_from_prompt("deploy it pass:", &stored), None);
+        assert_eq!(title_from_prompt("deploy it", "deploy it"), None);
+        // A prompt that is all private: no text of its own to tell it is the title's.
+        assert_eq!(
+            title_from_prompt("Fix the login bug", &redact("<private>fix it</private>")),
+            None
         );
     }
 
