@@ -2646,6 +2646,17 @@ mod tests {
         );
     }
 
+    /// Each of `cases` redacted to what it pairs with, and each of `kept` left as it is.
+    fn assert_redaction<T: AsRef<str>, U: AsRef<str>>(cases: &[(T, U)], kept: &[&str]) {
+        for (text, want) in cases {
+            let text = text.as_ref();
+            assert_eq!(redact(text), want.as_ref(), "{text:?}");
+        }
+        for text in kept {
+            assert_eq!(redact(text), *text, "{text:?}");
+        }
+    }
+
     /// A title an older memtrail squashed from a prompt before redacting it keeps what only the
     /// prompt's lines showed as secrets (`pass: …` on a line of its own): repaired against the
     /// prompt as stored, whose markers stand for the title's text.
@@ -2701,59 +2712,57 @@ mod tests {
     /// Ways of writing a password that the assignment rules did not read: named for someone
     /// (`Password for bob: X`), alone on the next line, right after a short password word
     /// (`pass:X`); with the phrasings they already read, and what must stay (prose, code,
-    /// placeholders, a test runner's `PASS:` line).
+    /// placeholders).
     #[test]
     fn password_phrasings() {
         let m = "[redacted:secret_assignment]";
-        for (text, want) in [
-            ("my password: Xq7hunter", format!("my password: {m}")),
-            ("the db password: hunter2", format!("the db password: {m}")),
-            (
-                "password: hunter2 and more words after",
-                format!("password: {m} and more words after"),
-            ),
-            ("Password:\n  hunter2", format!("Password:\n  {m}")),
-            (
-                "DB_PASSWORD:\r\n    Xq7hunterzz\r\nnext",
-                format!("DB_PASSWORD:\r\n    {m}\r\nnext"),
-            ),
-            ("pass:hunter2", format!("pass:{m}")),
-            (
-                "login with user:bob pass:Xq7hunter",
-                format!("login with user:bob pass:{m}"),
-            ),
-            ("ssh in, pw=hunter2 then", format!("ssh in, pw={m} then")),
-            (
-                "Password for bob: hunter2",
-                format!("Password for bob: {m}"),
-            ),
-            (
-                "the password for the admin user = Xq7hunter!",
-                format!("the password for the admin user = {m}"),
-            ),
-        ] {
-            assert_eq!(redact(text), want, "{text:?}");
-        }
-        for text in [
-            "the password field must be at least 8 characters",
-            "password: (see vault)",
-            "Password: ********",
-            "password: ${DB_PASSWORD}",
-            "password = os.environ[\"X\"]",
-            "let password: String = read()",
-            "Password:\n  ********",
-            "Password:\n  ${DB_PASSWORD}",
-            "Password:\nThe one you chose at signup.",
-            "password_hint:\n  blue2",
-            "if ok: pass",
-            "login(user=user, pw=pw)",
-            "pass:true and pass:$PASS",
-            "bypass:hunter2",
-            "Password for bob: see the wiki",
-            "the password for this account must be 8 characters",
-        ] {
-            assert_eq!(redact(text), text, "{text:?}");
-        }
+        assert_redaction(
+            &[
+                ("my password: Xq7hunter", format!("my password: {m}")),
+                ("the db password: hunter2", format!("the db password: {m}")),
+                (
+                    "password: hunter2 and more words after",
+                    format!("password: {m} and more words after"),
+                ),
+                ("Password:\n  hunter2", format!("Password:\n  {m}")),
+                (
+                    "DB_PASSWORD:\r\n    Xq7hunterzz\r\nnext",
+                    format!("DB_PASSWORD:\r\n    {m}\r\nnext"),
+                ),
+                ("pass:hunter2", format!("pass:{m}")),
+                (
+                    "login with user:bob pass:Xq7hunter",
+                    format!("login with user:bob pass:{m}"),
+                ),
+                ("ssh in, pw=hunter2 then", format!("ssh in, pw={m} then")),
+                (
+                    "Password for bob: hunter2",
+                    format!("Password for bob: {m}"),
+                ),
+                (
+                    "the password for the admin user = Xq7hunter!",
+                    format!("the password for the admin user = {m}"),
+                ),
+            ],
+            &[
+                "the password field must be at least 8 characters",
+                "password: (see vault)",
+                "Password: ********",
+                "password: ${DB_PASSWORD}",
+                "password = os.environ[\"X\"]",
+                "let password: String = read()",
+                "Password:\n  ********",
+                "Password:\n  ${DB_PASSWORD}",
+                "Password:\nThe one you chose at signup.",
+                "password_hint:\n  blue2",
+                "if ok: pass",
+                "login(user=user, pw=pw)",
+                "pass:true and pass:$PASS",
+                "bypass:hunter2",
+                "Password for bob: see the wiki",
+                "the password for this account must be 8 characters",
+            ],
+        );
     }
 
     /// Quotes written out as escapes (`DB_PASS=\"x\"`: JSON text), a written-out tab before a
@@ -2762,52 +2771,50 @@ mod tests {
     #[test]
     fn escaped_quotes_tabs_salts_and_dsns() {
         let m = "[redacted:secret_assignment]";
-        for (text, want) in [
-            (
-                r#"echo "DB_PASS=\"hunter2xyz\"""#.to_string(),
-                format!(r#"echo "DB_PASS={m}""#),
-            ),
-            (
-                r#"{"out":"DB_PASS=\"hunter2xyz\""}"#.to_string(),
-                format!(r#"{{"out":"DB_PASS={m}"}}"#),
-            ),
-            (
-                r"printf 'a\tDB_PASS=hunter2xyz'".to_string(),
-                format!(r"printf 'a\tDB_PASS={m}'"),
-            ),
-            (
-                r#"{"out":"[db]\n\tpass: hunter2\n"}"#.to_string(),
-                format!(r#"{{"out":"[db]\n\tpass: {m}\n"}}"#),
-            ),
-            ("APP_SALT=Zx9abcdefgh".to_string(), format!("APP_SALT={m}")),
-            (
-                "app_salt: Zx9abcdefgh".to_string(),
-                format!("app_salt: {m}"),
-            ),
-            (
-                "DATABASE_DSN=app:hunter2@tcp(db:3306)/app".to_string(),
-                "DATABASE_DSN=app:[redacted:url_password]@tcp(db:3306)/app".to_string(),
-            ),
-            // A URL's password is the URL rule's: the user and host stay.
-            (
-                "DATABASE_DSN=postgres://u:hunter2@h/db".to_string(),
-                "DATABASE_DSN=postgres://u:[redacted:url_password]@h/db".to_string(),
-            ),
-        ] {
-            assert_eq!(redact(&text), want, "{text:?}");
-        }
-        for text in [
-            r#"{"out":"DB_PASS=\"${DB_PASS}\""}"#,
-            r#"DB_PASS=\"\""#,
-            r#"{"code":"func f() {\n\tpassword := os.Getenv(\"DB_PASSWORD\")\n}"}"#,
-            r"a\tb\tkey: value",
-            "SALT_ROUNDS=10",
-            "salt_length: 16",
-            "DSN=MyDataSource",
-            "SENTRY_DSN=https://abc@o1.ingest.sentry.io/1",
-        ] {
-            assert_eq!(redact(text), text, "{text:?}");
-        }
+        assert_redaction(
+            &[
+                (
+                    r#"echo "DB_PASS=\"hunter2xyz\"""#.to_string(),
+                    format!(r#"echo "DB_PASS={m}""#),
+                ),
+                (
+                    r#"{"out":"DB_PASS=\"hunter2xyz\""}"#.to_string(),
+                    format!(r#"{{"out":"DB_PASS={m}"}}"#),
+                ),
+                (
+                    r"printf 'a\tDB_PASS=hunter2xyz'".to_string(),
+                    format!(r"printf 'a\tDB_PASS={m}'"),
+                ),
+                (
+                    r#"{"out":"[db]\n\tpass: hunter2\n"}"#.to_string(),
+                    format!(r#"{{"out":"[db]\n\tpass: {m}\n"}}"#),
+                ),
+                ("APP_SALT=Zx9abcdefgh".to_string(), format!("APP_SALT={m}")),
+                (
+                    "app_salt: Zx9abcdefgh".to_string(),
+                    format!("app_salt: {m}"),
+                ),
+                (
+                    "DATABASE_DSN=app:hunter2@tcp(db:3306)/app".to_string(),
+                    "DATABASE_DSN=app:[redacted:url_password]@tcp(db:3306)/app".to_string(),
+                ),
+                // A URL's password is the URL rule's: the user and host stay.
+                (
+                    "DATABASE_DSN=postgres://u:hunter2@h/db".to_string(),
+                    "DATABASE_DSN=postgres://u:[redacted:url_password]@h/db".to_string(),
+                ),
+            ],
+            &[
+                r#"{"out":"DB_PASS=\"${DB_PASS}\""}"#,
+                r#"DB_PASS=\"\""#,
+                r#"{"code":"func f() {\n\tpassword := os.Getenv(\"DB_PASSWORD\")\n}"}"#,
+                r"a\tb\tkey: value",
+                "SALT_ROUNDS=10",
+                "salt_length: 16",
+                "DSN=MyDataSource",
+                "SENTRY_DSN=https://abc@o1.ingest.sentry.io/1",
+            ],
+        );
     }
 
     /// A JSON value (a tool's input) under a secret's name that is not a string, a name and
@@ -2846,18 +2853,21 @@ mod tests {
             })
         );
         // The same in JSON text: an object's keys joined to the secret's name.
-        for (text, want) in [
-            (
-                r#"{"credentials": {"username": "alice.smith", "password": "hunter2xyz"}}"#,
-                format!(r#"{{"credentials": {{"username": "alice.smith", "password": "{m}"}}}}"#),
-            ),
-            (
-                r#"{"token": {"access": "Zx9abcdefgh12", "type": "Bearer"}}"#,
-                format!(r#"{{"token": {{"access": "{m}", "type": "Bearer"}}}}"#),
-            ),
-        ] {
-            assert_eq!(redact(text), want, "{text}");
-        }
+        assert_redaction(
+            &[
+                (
+                    r#"{"credentials": {"username": "alice.smith", "password": "hunter2xyz"}}"#,
+                    format!(
+                        r#"{{"credentials": {{"username": "alice.smith", "password": "{m}"}}}}"#
+                    ),
+                ),
+                (
+                    r#"{"token": {"access": "Zx9abcdefgh12", "type": "Bearer"}}"#,
+                    format!(r#"{{"token": {{"access": "{m}", "type": "Bearer"}}}}"#),
+                ),
+            ],
+            &[],
+        );
     }
 
     /// Every rule in order on the text, with no needle scan and no shape check: the oracle
