@@ -713,7 +713,7 @@ const RULES: &[RuleDef] = &[
         r#"(?:^|[^A-Za-z0-9_.-])(?P<n>(?i-u:pass|pw))[:=](?P<s>[^\s"'\\,;)}\]&]+)"#,
         Check::Named,
         &["pass:", "pass=", "pw:", "pw="],
-        Shape::Any,
+        Shape::Run(not_space, 1),
     ),
     // `.env`, shell and compose: `DB_PASS=…`, `export APP_KEY=…`, `-e ADMIN_PW=…` (an upper-case
     // name, `=` with no space around it). The value may be quoted with escaped quotes (JSON
