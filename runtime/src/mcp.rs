@@ -1188,6 +1188,80 @@ mod tests {
         );
     }
 
+    /// Errors the protocol layer raises before a tool runs (rmcp's parameter errors: a value
+    /// of the wrong type, an unknown field; an unknown tool or method; a request the transport
+    /// turns down) are redacted as a tool's own: they quote what the client sent. Through the
+    /// server and its transport, as a client sees them.
+    #[test]
+    fn protocol_errors_are_redacted() {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let token = "ghp_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u";
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("m.db");
+        let calls = [
+            serde_json::json!({"name": "search", "arguments": {"query": "x", "limit": token}}),
+            serde_json::json!({"name": "search", "arguments": {"query": "x", token: 1}}),
+            serde_json::json!({"name": "timeline", "arguments": {"category": token}}),
+            serde_json::json!({"name": token, "arguments": {}}),
+        ];
+        let mut lines = vec![
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"}}}),
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ];
+        for (i, c) in calls.iter().enumerate() {
+            lines.push(serde_json::json!({"jsonrpc": "2.0", "id": i + 1,
+                "method": "tools/call", "params": c}));
+        }
+        lines.push(serde_json::json!({"jsonrpc": "2.0", "id": 5, "method": token}));
+        // Turned down by the transport itself (not a request rmcp reads).
+        lines.push(
+            serde_json::json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+            "params": token}),
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let replies = rt.block_on(async {
+            let (mut client, io) = tokio::io::duplex(1 << 16);
+            let (read, write) = tokio::io::split(io);
+            let server = MemtrailMcp::new(&db);
+            tokio::spawn(async move {
+                if let Ok(s) = server
+                    .serve(transport::BoundedLines::new(read, write))
+                    .await
+                {
+                    let _ = s.waiting().await;
+                }
+            });
+            for l in &lines {
+                client.write_all(format!("{l}\n").as_bytes()).await.unwrap();
+            }
+            let mut reader = tokio::io::BufReader::new(client);
+            let mut replies = std::collections::BTreeMap::new();
+            while replies.len() < 7 {
+                let mut line = String::new();
+                reader.read_line(&mut line).await.unwrap();
+                let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+                replies.insert(v["id"].as_i64().unwrap(), line);
+            }
+            replies
+        });
+        for (id, reply) in &replies {
+            assert!(!reply.contains(token), "reply {id}: {reply}");
+        }
+        // Each of these quoted the value given.
+        for id in [1, 2, 3] {
+            assert!(
+                replies[&id].contains("[redacted:github_token]"),
+                "reply {id}: {}",
+                replies[&id]
+            );
+        }
+    }
+
     /// The `agent` argument of `search` and `list_sessions` names every agent of the registry
     /// in its JSON schema, in the registry's order, as `a, b, … or z.`.
     #[test]

@@ -40,6 +40,14 @@ pub trait Enrich {
     fn redact_merged(&self, m: &mut Message);
     /// The events of message `m` of an `agent` session ([`crate::events::extract`]).
     fn events(&self, agent: Agent, m: &Message) -> Vec<Event>;
+    /// A session title an older memtrail cut from the user prompt `prompt` (as stored:
+    /// redacted, its lines kept), redacted as the prompt is
+    /// ([`crate::redact::title_from_prompt`]); `None` when the title is not the prompt's or
+    /// would not change. By default `None`: the title is then only redacted as a title
+    /// ([`Enrich::redact_title`]).
+    fn redact_title_as_prompt(&self, _title: &str, _prompt: &str) -> Option<String> {
+        None
+    }
 }
 
 /// memtrail's redaction rules ([`crate::redact`], [`crate::seams`]) and event extraction
@@ -75,6 +83,10 @@ impl Enrich for Standard {
     #[inline]
     fn events(&self, agent: Agent, m: &Message) -> Vec<Event> {
         crate::events::extract(agent, m)
+    }
+    #[inline]
+    fn redact_title_as_prompt(&self, title: &str, prompt: &str) -> Option<String> {
+        crate::redact::title_from_prompt(title, prompt)
     }
 }
 

@@ -508,6 +508,15 @@ const RULES: &[RuleDef] = &[
         &["://"],
         Shape::UrlPassword,
     ),
+    // A Go MySQL driver DSN's password (`user:password@tcp(host:3306)/db`, the format of
+    // github.com/go-sql-driver/mysql): no `://`, so not a URL to the rule above.
+    def(
+        "url_password",
+        r#"(?:^|[^A-Za-z0-9_.:/@-])[A-Za-z0-9_.-]+:(?P<s>[^\s:@/"'`]+)@(?:tcp|unix|udp)\("#,
+        Check::Placeholder,
+        &["@tcp(", "@unix(", "@udp("],
+        Shape::Any,
+    ),
     // A Sentry DSN's key (and an old DSN's secret) as the URL's user.
     def(
         "sentry_dsn",
@@ -678,11 +687,40 @@ const RULES: &[RuleDef] = &[
         ],
         Shape::Assignment,
     ),
-    // `.env`, shell and compose: `DB_PASS=…`, `export APP_KEY=…`, `-e ADMIN_PW=…` (an upper-case
-    // name, `=` with no space around it).
+    // A password named for whom or what it is (`Password for bob: X`, `the password for the
+    // admin user = X`): up to four words between `for` and the separator.
     def(
         "secret_assignment",
-        r#"(?-u:\b)(?P<n>[A-Z][A-Z0-9_]*)=(?P<s>"[^"\r\n]*"|'[^'\r\n]*'|[^\s"'`;&|)]+)"#,
+        r#"(?i-u)(?:passw(?:or)?d|passphrase)[ \t]+for(?:[ \t]+[A-Za-z0-9_.@'-]+){1,4}[ \t]*[:=][ \t]*\\?["']?(?P<s>(?u:[^\s"'\\,;)}\]&]+))"#,
+        Check::Assignment,
+        &["password for", "passwd for", "passphrase for"],
+        Shape::Any,
+    ),
+    // A password alone on the line after its name (`Password:` then `  X`): the value is the
+    // next line's only word.
+    def(
+        "secret_assignment",
+        r#"(?im-u)(?:passw(?:or)?d|passphrase)[A-Za-z0-9_.-]*[ \t]*:[ \t]*\r?\n[ \t]*(?P<s>(?u:[^\s"'`]+))[ \t]*\r?$"#,
+        Check::Assignment,
+        &["passw", "passphrase"],
+        Shape::NextLine,
+    ),
+    // A short password word with its value right after the separator (`pass:X`, `pw=X`, as on
+    // a command line or in a chat message: `user:bob pass:hunter2`); with a blank after the
+    // `:` it is a test runner's line (`PASS: t/basic.sh`).
+    def(
+        "secret_assignment",
+        r#"(?:^|[^A-Za-z0-9_.-])(?P<n>(?i-u:pass|pw))[:=](?P<s>[^\s"'\\,;)}\]&]+)"#,
+        Check::Named,
+        &["pass:", "pass=", "pw:", "pw="],
+        Shape::Run(not_space, 1),
+    ),
+    // `.env`, shell and compose: `DB_PASS=…`, `export APP_KEY=…`, `-e ADMIN_PW=…` (an upper-case
+    // name, `=` with no space around it). The value may be quoted with escaped quotes (JSON
+    // text: `DB_PASS=\"x\"`).
+    def(
+        "secret_assignment",
+        r#"(?-u:\b)(?P<n>[A-Z][A-Z0-9_]*)=(?P<s>"[^"\r\n]*"|'[^'\r\n]*'|\\"[^"\\\r\n]*\\"|\\'[^'\\\r\n]*\\'|[^\s"'`;&|)]+)"#,
         Check::Named,
         KEY_WORDS,
         Shape::Keyed,
@@ -718,7 +756,9 @@ const RULES: &[RuleDef] = &[
 ];
 
 /// What a name holds, one of which every secret name of [`secret_name`] contains.
-const KEY_WORDS: &[&str] = &["pass", "pw", "key", "secret", "token", "cred", "auth"];
+const KEY_WORDS: &[&str] = &[
+    "pass", "pw", "key", "secret", "token", "cred", "auth", "salt", "dsn",
+];
 
 const _: () = assert!(RULES.len() <= 128);
 // Needle tables index rules and needles with a byte, and needles are at most 255 bytes long.
@@ -904,6 +944,9 @@ enum Shape {
     Tag,
     /// `[ \t]*` then `=` (a connection string's `PWD=`).
     Equals,
+    /// A name ending its line with `:`: `[A-Za-z0-9_.-]*`, `[ \t]*`, `:`, blanks, then the
+    /// line break (`Password:` with its value on the next line).
+    NextLine,
 }
 
 /// `[A-Za-z0-9_-]`: the body of most token formats.
@@ -1039,6 +1082,17 @@ impl Shape {
             Shape::Equals => {
                 let j = run(end, &|c| matches!(c, b' ' | b'\t'));
                 b.get(j) == Some(&b'=')
+            }
+            Shape::NextLine => {
+                let j = run(end, &|c| {
+                    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')
+                });
+                let j = run(j, &|c| matches!(c, b' ' | b'\t'));
+                if b.get(j) != Some(&b':') {
+                    return false;
+                }
+                let j = run(j + 1, &|c| matches!(c, b' ' | b'\t' | b'\r'));
+                b.get(j) == Some(&b'\n')
             }
             Shape::Keyed => {
                 let name = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-');
@@ -1197,12 +1251,13 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 
 /// [`redact`] without the `<private>` spans: only the secret rules, on the text, then, with the
 /// rules anchored at a line's start or end ([`LINE_RULES`]), on the pieces of it between two
-/// written-out line breaks that may hold such a line (`\n`, `\r\n`, `\r` as two characters: a shell script inside JSON
-/// text in a tool output, `printf 'ok\nDB_PASS=x'`), so that those lines are lines too. A piece
+/// written-out line breaks or tabs that may hold such a line (`\n`, `\r\n`, `\r`, `\t` as two
+/// characters: a shell script inside JSON text in a tool output, `printf 'ok\nDB_PASS=x'`, a
+/// line indented by a tab `\n\tpass: x`), so that those lines are lines too. A piece
 /// is redacted as a text of its own; what the whole text's pass redacted (a private key across
 /// such lines) stays redacted.
 fn redact_secrets(text: &str) -> Cow<'_, str> {
-    if !text.contains("\\n") && !text.contains("\\r") {
+    if !text.contains("\\n") && !text.contains("\\r") && !text.contains("\\t") {
         return redact_text(text, u128::MAX);
     }
     // One scan of the needles for both passes when the first changes nothing (most texts).
@@ -1225,16 +1280,16 @@ fn redact_secrets(text: &str) -> Cow<'_, str> {
         });
     }
     let b = out.as_bytes();
-    // Where the written-out breaks are (each two bytes).
+    // Where the written-out breaks and tabs are (each two bytes).
     let mut breaks: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
     while i + 1 < b.len() {
         if b[i] != b'\\' {
             i += 1;
-        } else if matches!(b[i + 1], b'n' | b'r') {
+        } else if matches!(b[i + 1], b'n' | b'r' | b't') {
             breaks.push((i, i + 2));
             i += 2;
-        } else if b[i + 1] == b'\\' && matches!(b.get(i + 2), Some(b'n' | b'r')) {
+        } else if b[i + 1] == b'\\' && matches!(b.get(i + 2), Some(b'n' | b'r' | b't')) {
             // Written out twice (JSON text inside a JSON string): `\\n`.
             breaks.push((i, i + 3));
             i += 3;
@@ -1351,9 +1406,7 @@ fn redact_structured(text: &str) -> Cow<'_, str> {
     };
     for c in PAIR_YAML.captures_iter(if yaml_pairs { text } else { "" }) {
         let v = c.name("s").expect("the rule's value");
-        let raw = v.as_str();
-        let quoted = raw.len() >= 2 && raw.starts_with(['"', '\'']) && raw.ends_with(&raw[..1]);
-        let inner = if quoted { &raw[1..raw.len() - 1] } else { raw };
+        let (inner, quoted) = unquote(v.as_str());
         if keyed(&c["n"], inner, quoted) {
             spans.push((v.start(), v.end()));
         }
@@ -1404,9 +1457,9 @@ fn redact_structured(text: &str) -> Cow<'_, str> {
         {
             continue;
         }
-        let Some(kind) = secret_name(name) else {
+        if secret_name(name).is_none() {
             continue;
-        };
+        }
         if first == b'[' || first == b'{' {
             // One level: up to the first bracket, which must close it.
             let close = if first == b'[' { b']' } else { b'}' };
@@ -1419,18 +1472,29 @@ fn redact_structured(text: &str) -> Cow<'_, str> {
                 continue;
             };
             let inner = &text[v + 1..end];
+            // An object's values are judged under their key joined to the name.
+            let mut key = None;
             for st in JSON_STRING.captures_iter(inner) {
                 let m = st.name("s").expect("the string");
-                // An object's keys are not values: a string followed by `:`.
+                // An object's key: a string followed by `:`.
                 let after = inner[st.get(0).map_or(0, |g| g.end())..].trim_start();
                 if after.starts_with(':') {
+                    key = Some(inner_name(name, m.as_str()));
                     continue;
                 }
-                if keyed(name, m.as_str(), true) {
+                let under = if first == b'{' {
+                    match key.take() {
+                        Some(k) => k,
+                        None => continue,
+                    }
+                } else {
+                    name.to_string()
+                };
+                if keyed(&under, m.as_str(), true) {
                     spans.push((v + 1 + m.start(), v + 1 + m.end()));
                 }
             }
-        } else if kind == Name::Password || digits >= 16 {
+        } else if number_is_secret(name, &text[v..number_end]) {
             spans.push((v, number_end));
         }
     }
@@ -1521,6 +1585,99 @@ pub fn redact_title(title: &str) -> Cow<'_, str> {
     Cow::Owned(format!("{}{MARKER_PREFIX}truncated]…", &body[..start]))
 }
 
+/// A session title an older memtrail cut from a user prompt, redacted as the prompt now is.
+/// Older adapters squashed the first prompt's whitespace before the title was redacted
+/// (`memtrail_adapters::one_line`: one line, cut to a length, ending in `…`), so the rules
+/// for a line of its own (`pass: hunter2` on its own line, YAML and `.env` lines) found no
+/// line there and the title kept what the prompt's redaction replaced. `redact --rescan`
+/// repairs such titles with this.
+///
+/// `prompt` is the prompt as stored (redacted, its lines kept). Each marker in it
+/// (`[redacted:<kind>]`, `[private]`, `[private…]`) stands for any text: when `title` (its
+/// whitespace squashed) is the squashed `prompt` with some text in place of each marker (a
+/// title ending in `…`: a start of it), returns the title with the prompt's markers in place
+/// of that text (cut inside a marker: the marker, then `…`). `None` when the title is not the
+/// prompt's (an agent's own title), when no marker of the prompt covers title text, or when
+/// no character of the prompt's own text is in the title.
+pub fn title_from_prompt(title: &str, prompt: &str) -> Option<String> {
+    if !prompt.contains(MARKER_PREFIX) && !prompt.contains("[private") {
+        return None;
+    }
+    let squash = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let title = squash(title);
+    let (title, cut) = match title.strip_suffix('…') {
+        Some(b) => (b.trim_end(), true),
+        None => (title.as_str(), false),
+    };
+    // The prompt as literal pieces and the markers between them.
+    let prompt = squash(prompt);
+    let mut pieces: Vec<&str> = Vec::new();
+    let mut markers: Vec<&str> = Vec::new();
+    let mut rest = prompt.as_str();
+    loop {
+        let next = [MARKER_PREFIX, PRIVATE_OPEN_MARKER, PRIVATE_MARKER]
+            .iter()
+            .filter_map(|m| rest.find(m).map(|i| (i, *m)))
+            .min_by_key(|&(i, _)| i);
+        let Some((i, m)) = next else {
+            pieces.push(rest);
+            break;
+        };
+        let len = if m == MARKER_PREFIX {
+            match rest[i..].find(']') {
+                Some(e) => e + 1,
+                None => {
+                    pieces.push(rest);
+                    break;
+                }
+            }
+        } else {
+            m.len()
+        };
+        pieces.push(&rest[..i]);
+        markers.push(&rest[i..i + len]);
+        rest = &rest[i + len..];
+    }
+    // A glob match, each marker a `*`: the first piece starts the title, the last ends it (a
+    // cut title: a `*` after the last piece found), the others at the earliest place they fit.
+    let last = pieces.len() - 1;
+    let mut out = String::with_capacity(title.len());
+    let mut at = 0;
+    for (k, piece) in pieces.iter().enumerate() {
+        let rest = &title[at..];
+        let found = match k {
+            0 => rest.starts_with(piece).then_some(0),
+            _ if k == last && !cut => rest.ends_with(piece).then(|| rest.len() - piece.len()),
+            _ => rest.find(piece),
+        };
+        match found {
+            Some(i) => {
+                if k > 0 {
+                    out.push_str(markers[k - 1]);
+                }
+                out.push_str(piece);
+                at += i + piece.len();
+            }
+            // Cut inside the marker before this piece (or inside the piece: the marker
+            // covers what the title shows of it).
+            None if cut && k > 0 => {
+                out.push_str(markers[k - 1]);
+                at = title.len();
+                break;
+            }
+            None => return None,
+        }
+    }
+    let shown = pieces.iter().map(|p| p.len()).sum::<usize>();
+    if at < title.len() || shown == 0 || out == title {
+        return None;
+    }
+    if cut {
+        out.push('…');
+    }
+    Some(out)
+}
+
 /// [`redact`] in place: `s` is only rewritten when something was redacted.
 pub fn redact_string(s: &mut String) {
     let new = match redact(s) {
@@ -1532,39 +1689,100 @@ pub fn redact_string(s: &mut String) {
     }
 }
 
-/// Redact every string inside a JSON value, recursively, object keys included. A string value
-/// under an object key that names a secret (`"password": "…"`, `"DB_PASS": "…"`, see
-/// [`secret_name`]) is redacted whole when it looks like one: after a password name any value but a placeholder, a path, a URL or
-/// code; after other secret names a value of 8 characters or more without whitespace that is
-/// not a lowercase word.
+/// The marker of a value under a secret's name.
+const NAMED_SECRET: &str = "[redacted:secret_assignment]";
+
+/// Whether the string `s`, a JSON value under the object key `k` (or a name and value pair's
+/// name), is a secret: after a password name any value but a placeholder, a path, a URL or
+/// code; after other secret names (see [`secret_name`]) a value of 8 characters or more
+/// without whitespace that is not a lowercase word (an upper-case environment name: as on a
+/// configuration line, [`config_value_is_secret`]).
+fn json_value_is_secret(k: &str, s: &str) -> bool {
+    if s.starts_with(MARKER_PREFIX) {
+        return false;
+    }
+    let env_name =
+        k.bytes().any(|b| b.is_ascii_uppercase()) && !k.bytes().any(|b| b.is_ascii_lowercase());
+    match secret_name(k) {
+        Some(Name::Password) => config_value_is_secret(k, "=", s, true),
+        Some(Name::Other) if env_name => config_value_is_secret(k, "=", s, true),
+        Some(Name::Other) => {
+            s.len() >= 8
+                && !s.chars().any(char::is_whitespace)
+                && !looks_like_code(s, true)
+                && !s.contains("://")
+        }
+        None => false,
+    }
+}
+
+/// Whether a number (`12345678`, `-1.5`) under the key `name` is a secret: at least 4 digits
+/// under a password's name (`"password": 1234`), 16 under another secret's name.
+fn number_is_secret(name: &str, number: &str) -> bool {
+    let digits = number.bytes().filter(u8::is_ascii_digit).count();
+    match secret_name(name) {
+        Some(Name::Password) => digits >= 4,
+        Some(Name::Other) => digits >= 16,
+        None => false,
+    }
+}
+
+/// The name an object's key `inner` is judged by under a secret's name `parent`: the two joined
+/// by `_` (`"secret": {"value": …}` is `secret_value`, a secret's; `"credentials": {"username":
+/// …}` is `credentials_username`, not one).
+fn inner_name(parent: &str, inner: &str) -> String {
+    format!("{parent}_{inner}")
+}
+
+/// Redact every string inside a JSON value, recursively, object keys included. A string under
+/// an object key that names a secret (`"password": "…"`, `"DB_PASS": "…"`, see
+/// [`secret_name`]) is replaced whole when it looks like one ([`json_value_is_secret`]); so is
+/// a number ([`number_is_secret`]), and each string and number of an array under such a key
+/// (`"api_key": ["…"]`). An object's keys under such a key are judged joined to it
+/// ([`inner_name`]). The `value` of a name and value pair (`{"name": "DB_PASSWORD", "value":
+/// "…"}`: Kubernetes' `env`; `aws ssm get-parameter`'s `{"Name": "/prod/db/password", "Value":
+/// "…"}`) is judged under the pair's name.
 pub fn redact_json(v: &mut Value) {
+    redact_json_under(None, v);
+}
+
+/// [`redact_json`] of `v`, the value of a key named `name` (`None`: no key, or one that names
+/// no secret).
+fn redact_json_under(name: Option<&str>, v: &mut Value) {
     match v {
-        Value::String(s) => redact_string(s),
-        Value::Array(a) => a.iter_mut().for_each(redact_json),
+        Value::String(s) => match name {
+            Some(n) if json_value_is_secret(n, s) => *s = NAMED_SECRET.to_string(),
+            _ => redact_string(s),
+        },
+        Value::Number(n) if name.is_some_and(|k| number_is_secret(k, &n.to_string())) => {
+            *v = Value::String(NAMED_SECRET.to_string());
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| redact_json_under(name, x)),
         Value::Object(o) => {
+            // A name and value pair: the value is judged under the name.
+            let pair = ["name", "Name", "key", "Key"]
+                .iter()
+                .find_map(|n| match o.get(*n) {
+                    Some(Value::String(n)) if secret_name(n).is_some() => Some(n.clone()),
+                    _ => None,
+                });
             for (k, v) in o.iter_mut() {
-                let Value::String(s) = v else {
-                    redact_json(v);
-                    continue;
-                };
-                if s.starts_with(MARKER_PREFIX) {
-                    continue;
-                }
-                let env_name = k.bytes().any(|b| b.is_ascii_uppercase())
-                    && !k.bytes().any(|b| b.is_ascii_lowercase());
-                let secret = match secret_name(k) {
-                    Some(Name::Password) => config_value_is_secret(k, "=", s, true),
-                    Some(Name::Other) if env_name => config_value_is_secret(k, "=", s, true),
-                    Some(Name::Other) => {
-                        s.len() >= 8
-                            && !s.chars().any(char::is_whitespace)
-                            && !looks_like_code(s, true)
-                            && !s.contains("://")
+                let joined;
+                let key = match (&pair, k.as_str(), name) {
+                    (Some(p), "value" | "Value", _) => p.as_str(),
+                    (_, _, Some(parent)) => {
+                        joined = inner_name(parent, k);
+                        joined.as_str()
                     }
-                    None => false,
+                    _ => k.as_str(),
                 };
-                if secret {
-                    *s = "[redacted:secret_assignment]".to_string();
+                let key = secret_name(key).map(|_| key);
+                let Value::String(s) = v else {
+                    redact_json_under(key, v);
+                    continue;
+                };
+                if key.is_some_and(|n| json_value_is_secret(n, s)) {
+                    *s = NAMED_SECRET.to_string();
                 } else if rules_hit(k) != 0 && !k.contains(['\n', ':']) {
                     // A header map (`"Authorization": "Basic …"`, `"X-API-Key": "…"`): the
                     // key and value as a header line.
@@ -2160,6 +2378,17 @@ fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
     Some(o)
 }
 
+/// A value as written, without its quotes: `"x"`, `'x'`, or with the quotes escaped (`\"x\"`,
+/// `\'x\'`: JSON text); `true` with it when it was quoted.
+fn unquote(raw: &str) -> (&str, bool) {
+    for q in ["\"", "'", "\\\"", "\\'"] {
+        if raw.len() >= 2 * q.len() && raw.starts_with(q) && raw.ends_with(q) {
+            return (&raw[q.len()..raw.len() - q.len()], true);
+        }
+    }
+    (raw, false)
+}
+
 /// Whether a placeholder stands where the secret would (`$TOKEN`, `<password>`, `{key}`).
 fn placeholder(v: &str) -> bool {
     v.trim_start_matches(['"', '\''])
@@ -2201,14 +2430,7 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
         Check::Named => {
             let name = caps.name("n").map_or("", |n| n.as_str());
             let sep = caps.name("sep").map_or("=", |s| s.as_str());
-            let quoted = secret.len() >= 2
-                && secret.starts_with(['"', '\''])
-                && secret.ends_with(&secret[..1]);
-            let value = if quoted {
-                &secret[1..secret.len() - 1]
-            } else {
-                secret
-            };
+            let (value, quoted) = unquote(secret);
             config_value_is_secret(name, sep, value, quoted)
         }
         Check::PasswordValue => config_value_is_secret("password", "=", secret, false),
@@ -2424,6 +2646,230 @@ mod tests {
         );
     }
 
+    /// Each of `cases` redacted to what it pairs with, and each of `kept` left as it is.
+    fn assert_redaction<T: AsRef<str>, U: AsRef<str>>(cases: &[(T, U)], kept: &[&str]) {
+        for (text, want) in cases {
+            let text = text.as_ref();
+            assert_eq!(redact(text), want.as_ref(), "{text:?}");
+        }
+        for text in kept {
+            assert_eq!(redact(text), *text, "{text:?}");
+        }
+    }
+
+    /// A title an older memtrail squashed from a prompt before redacting it keeps what only the
+    /// prompt's lines showed as secrets (`pass: …` on a line of its own): repaired against the
+    /// prompt as stored, whose markers stand for the title's text.
+    #[test]
+    fn titles_are_redacted_as_their_prompt() {
+        let one_line = memtrail_adapters::one_line;
+        let m = "[redacted:secret_assignment]";
+        for (prompt, title) in [
+            (
+                "deploy it\npass: hunter2xyz\nthanks",
+                format!("deploy it pass: {m} thanks"),
+            ),
+            (
+                "Use these:\n  db_pass: letmein\n  host: db\n",
+                format!("Use these: db_pass: {m} host: db"),
+            ),
+            (
+                "see <private>a b c</private> here\npass: zz",
+                format!("see [private] here pass: {m}"),
+            ),
+        ] {
+            let stored = redact(prompt);
+            let squashed = one_line(prompt, 80);
+            let got = title_from_prompt(&squashed, &stored);
+            assert_eq!(got.as_deref(), Some(title.as_str()), "{prompt:?}");
+            // Repaired, it stays.
+            assert_eq!(title_from_prompt(&title, &stored), None);
+        }
+        // Cut inside the secret, or inside the text after it: the marker, then the cut.
+        let prompt = "deploy it\npass: hunter2xyzhunter2xyz\nthanks";
+        let stored = redact(prompt);
+        for len in [22, 40] {
+            let cut = one_line(prompt, len);
+            assert_eq!(
+                title_from_prompt(&cut, &stored),
+                Some(format!("deploy it pass: {m}…")),
+                "{cut}"
+            );
+        }
+        // Cut before it: nothing to replace.
+        assert_eq!(title_from_prompt(&one_line(prompt, 10), &stored), None);
+        // A title that is not the prompt's (an agent's own), or a prompt without a marker.
+        assert_eq!(title_from_prompt("Deploy the app", &stored), None);
+        assert_eq!(title_from_prompt("deploy it pass:", &stored), None);
+        assert_eq!(title_from_prompt("deploy it", "deploy it"), None);
+        // A prompt that is all private: no text of its own to tell it is the title's.
+        assert_eq!(
+            title_from_prompt("Fix the login bug", &redact("<private>fix it</private>")),
+            None
+        );
+    }
+
+    /// Ways of writing a password that the assignment rules did not read: named for someone
+    /// (`Password for bob: X`), alone on the next line, right after a short password word
+    /// (`pass:X`); with the phrasings they already read, and what must stay (prose, code,
+    /// placeholders).
+    #[test]
+    fn password_phrasings() {
+        let m = "[redacted:secret_assignment]";
+        assert_redaction(
+            &[
+                ("my password: Xq7hunter", format!("my password: {m}")),
+                ("the db password: hunter2", format!("the db password: {m}")),
+                (
+                    "password: hunter2 and more words after",
+                    format!("password: {m} and more words after"),
+                ),
+                ("Password:\n  hunter2", format!("Password:\n  {m}")),
+                (
+                    "DB_PASSWORD:\r\n    Xq7hunterzz\r\nnext",
+                    format!("DB_PASSWORD:\r\n    {m}\r\nnext"),
+                ),
+                ("pass:hunter2", format!("pass:{m}")),
+                (
+                    "login with user:bob pass:Xq7hunter",
+                    format!("login with user:bob pass:{m}"),
+                ),
+                ("ssh in, pw=hunter2 then", format!("ssh in, pw={m} then")),
+                (
+                    "Password for bob: hunter2",
+                    format!("Password for bob: {m}"),
+                ),
+                (
+                    "the password for the admin user = Xq7hunter!",
+                    format!("the password for the admin user = {m}"),
+                ),
+            ],
+            &[
+                "the password field must be at least 8 characters",
+                "password: (see vault)",
+                "Password: ********",
+                "password: ${DB_PASSWORD}",
+                "password = os.environ[\"X\"]",
+                "let password: String = read()",
+                "Password:\n  ********",
+                "Password:\n  ${DB_PASSWORD}",
+                "Password:\nThe one you chose at signup.",
+                "password_hint:\n  blue2",
+                "if ok: pass",
+                "login(user=user, pw=pw)",
+                "pass:true and pass:$PASS",
+                "bypass:hunter2",
+                "Password for bob: see the wiki",
+                "the password for this account must be 8 characters",
+            ],
+        );
+    }
+
+    /// Quotes written out as escapes (`DB_PASS=\"x\"`: JSON text), a written-out tab before a
+    /// line or a name (`\n\tpass: x`, `a\tDB_PASS=x`), and `salt` and `dsn` names on `.env`
+    /// and configuration lines (they name secrets, see [`secret_name`]).
+    #[test]
+    fn escaped_quotes_tabs_salts_and_dsns() {
+        let m = "[redacted:secret_assignment]";
+        assert_redaction(
+            &[
+                (
+                    r#"echo "DB_PASS=\"hunter2xyz\"""#.to_string(),
+                    format!(r#"echo "DB_PASS={m}""#),
+                ),
+                (
+                    r#"{"out":"DB_PASS=\"hunter2xyz\""}"#.to_string(),
+                    format!(r#"{{"out":"DB_PASS={m}"}}"#),
+                ),
+                (
+                    r"printf 'a\tDB_PASS=hunter2xyz'".to_string(),
+                    format!(r"printf 'a\tDB_PASS={m}'"),
+                ),
+                (
+                    r#"{"out":"[db]\n\tpass: hunter2\n"}"#.to_string(),
+                    format!(r#"{{"out":"[db]\n\tpass: {m}\n"}}"#),
+                ),
+                ("APP_SALT=Zx9abcdefgh".to_string(), format!("APP_SALT={m}")),
+                (
+                    "app_salt: Zx9abcdefgh".to_string(),
+                    format!("app_salt: {m}"),
+                ),
+                (
+                    "DATABASE_DSN=app:hunter2@tcp(db:3306)/app".to_string(),
+                    "DATABASE_DSN=app:[redacted:url_password]@tcp(db:3306)/app".to_string(),
+                ),
+                // A URL's password is the URL rule's: the user and host stay.
+                (
+                    "DATABASE_DSN=postgres://u:hunter2@h/db".to_string(),
+                    "DATABASE_DSN=postgres://u:[redacted:url_password]@h/db".to_string(),
+                ),
+            ],
+            &[
+                r#"{"out":"DB_PASS=\"${DB_PASS}\""}"#,
+                r#"DB_PASS=\"\""#,
+                r#"{"code":"func f() {\n\tpassword := os.Getenv(\"DB_PASSWORD\")\n}"}"#,
+                r"a\tb\tkey: value",
+                "SALT_ROUNDS=10",
+                "salt_length: 16",
+                "DSN=MyDataSource",
+                "SENTRY_DSN=https://abc@o1.ingest.sentry.io/1",
+            ],
+        );
+    }
+
+    /// A JSON value (a tool's input) under a secret's name that is not a string, a name and
+    /// value pair, and an object's keys under a secret's name, judged joined to it.
+    #[test]
+    fn json_values_under_a_secrets_name() {
+        let m = "[redacted:secret_assignment]";
+        let mut v = serde_json::json!({
+            "password": 12345678,
+            "pin_password": 12,
+            "api_key": ["abc123def456", "x"],
+            "secret": {"value": "Zx9abcdefgh", "name": "db"},
+            "credentials": {"username": "alice.smith", "password": "hunter2"},
+            "token": {"access": "Zx9abcdefgh12", "type": "bearer"},
+            "password_min_length": 8,
+            "MAX_TOKENS": 4096,
+            "env": [{"name": "DB_PASSWORD", "value": "s3cr3t"}, {"name": "PORT", "value": 8080}],
+            "Parameter": {"Name": "/prod/db/password", "Type": "SecureString", "Value": "xyz12"},
+            "setting": {"name": "api_key", "value": "required"}
+        });
+        redact_json(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "password": m,
+                "pin_password": 12,
+                "api_key": [m, "x"],
+                "secret": {"value": m, "name": "db"},
+                "credentials": {"username": "alice.smith", "password": m},
+                "token": {"access": m, "type": "bearer"},
+                "password_min_length": 8,
+                "MAX_TOKENS": 4096,
+                "env": [{"name": "DB_PASSWORD", "value": m}, {"name": "PORT", "value": 8080}],
+                "Parameter": {"Name": "/prod/db/password", "Type": "SecureString", "Value": m},
+                "setting": {"name": "api_key", "value": "required"}
+            })
+        );
+        // The same in JSON text: an object's keys joined to the secret's name.
+        assert_redaction(
+            &[
+                (
+                    r#"{"credentials": {"username": "alice.smith", "password": "hunter2xyz"}}"#,
+                    format!(
+                        r#"{{"credentials": {{"username": "alice.smith", "password": "{m}"}}}}"#
+                    ),
+                ),
+                (
+                    r#"{"token": {"access": "Zx9abcdefgh12", "type": "Bearer"}}"#,
+                    format!(r#"{{"token": {{"access": "{m}", "type": "Bearer"}}}}"#),
+                ),
+            ],
+            &[],
+        );
+    }
+
     /// Every rule in order on the text, with no needle scan and no shape check: the oracle
     /// the gated [`redact_secrets`] must equal.
     fn every_rule(text: &str) -> String {
@@ -2535,6 +2981,13 @@ mod tests {
             "MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs",
             ":AAxD6zRvpksfZ3zWLOTmxvwfqmufUUzLlt",
             "0123456789abcdef0123456789abcdef",
+            "pass:",
+            "pw=",
+            "password for bob",
+            "Password:\n",
+            "\\\"",
+            "APP_SALT",
+            "DSN",
         ];
         let mut rng = crate::test_rng::Xorshift(0xD1B5_4A32_D192_ED03);
         let mut next = |n: usize| rng.below(n);

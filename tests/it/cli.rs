@@ -4313,6 +4313,67 @@ fn mcp_refuses_unknown_arguments_and_a_relative_project() {
     }
 }
 
+/// Errors raised before a tool runs (a value of the wrong type, an unknown field, an unknown
+/// tool) quote what the client sent: a secret there comes back redacted, as in a tool's own
+/// errors (an unknown `category`). Over raw JSON-RPC and, when Python's `mcp` is installed,
+/// through the real MCP client (`tests/e2e/mcp_client.py`).
+#[test]
+fn mcp_errors_never_echo_a_secret_argument() {
+    let token = "ghp_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u";
+    let marker = "[redacted:github_token]";
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let bad = [
+        ("search", json!({"query": "todo", "limit": token})),
+        ("search", json!({"query": "todo", token: 1})),
+        ("timeline", json!({"category": token})),
+    ];
+    let mut m = support::Mcp::start(&sb);
+    for (tool, args) in &bad {
+        let v = m.call(tool, args.clone());
+        assert_eq!(v["result"]["isError"], true, "{v}");
+        let text = v.to_string();
+        assert!(!text.contains(token) && text.contains(marker), "{v}");
+    }
+    let v = m.call(token, json!({}));
+    assert!(
+        v["error"].is_object() && !v.to_string().contains(token),
+        "{v}"
+    );
+    let Some(python) = crate::common::mcp_python_or_skip() else {
+        return;
+    };
+    let calls = Value::from(bad.iter().map(|(t, a)| json!([t, a])).collect::<Vec<_>>()).to_string();
+    let base = sb.cmd();
+    let client = |args: &[&str]| {
+        std::process::Command::new(&python)
+            .env_clear()
+            .envs(base.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+            .arg(crate::common::repo_root().join("tests/e2e/mcp_client.py"))
+            .arg(crate::common::memtrail_bin())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = client(&["--calls", &calls]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && !stdout.contains(token), "{out:?}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    for c in v["calls"].as_array().unwrap() {
+        assert_eq!(c["is_error"], true, "{v:#}");
+        assert!(c["text"].as_str().unwrap().contains(marker), "{v:#}");
+    }
+    // An unknown tool: the call fails with the server's error, which does not quote it.
+    let out = client(&[token, "{}"]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success() && !said.contains(token), "{said}");
+}
+
 /// `uninstall --purge` never changes a file it is pointed at to count it (a dry run changes
 /// nothing), and refuses to delete one that is not a memtrail store (`MEMTRAIL_DB` naming
 /// another file).

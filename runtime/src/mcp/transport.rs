@@ -23,7 +23,7 @@
 //!   that arrives after its cancellation. A request's slot is freed by its answer alone.
 
 use rmcp::RoleServer;
-use rmcp::model::{JsonRpcMessage, RequestId};
+use rmcp::model::{ContentBlock, ErrorData, JsonRpcMessage, RequestId, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -110,9 +110,44 @@ impl<R: AsyncRead + Unpin + Send> BoundedLines<R> {
     }
 }
 
-/// A JSON-RPC error reply.
+/// A JSON-RPC error reply, its message redacted (as [`redact_errors`]).
 pub fn error_reply(id: Value, code: i64, message: &str) -> Value {
+    let message = crate::redact::redact(message);
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// Every error text of a message the server sends redacted ([`crate::redact`]): a JSON-RPC
+/// error's message and data (an unknown tool or method), and the text of a tool result with
+/// `isError` (rmcp answers a call whose arguments do not parse, a value of the wrong type or an
+/// unknown field, with such a result). These quote what the client sent, and the agent's
+/// transcript keeps them. The tools' own errors are redacted already (`tool_error`): a second
+/// pass changes nothing.
+fn redact_errors(item: &mut TxJsonRpcMessage<RoleServer>) {
+    match item {
+        JsonRpcMessage::Error(e) => redact_error(&mut e.error),
+        JsonRpcMessage::Response(r) => {
+            if let ServerResult::CallToolResult(c) = &mut r.result
+                && c.is_error == Some(true)
+            {
+                for block in &mut c.content {
+                    if let ContentBlock::Text(t) = block {
+                        crate::redact::redact_string(&mut t.text);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A JSON-RPC error's message and data redacted ([`redact_errors`]).
+fn redact_error(error: &mut ErrorData) {
+    if let std::borrow::Cow::Owned(m) = crate::redact::redact(&error.message) {
+        error.message = m.into();
+    }
+    if let Some(data) = error.data.as_mut() {
+        crate::redact::redact_json(data);
+    }
 }
 
 /// What one line asks for.
@@ -314,6 +349,8 @@ impl<R: AsyncRead + Unpin + Send + 'static> rmcp::transport::Transport<RoleServe
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let write = self.write.clone();
         let in_flight = self.in_flight.clone();
+        let mut item = item;
+        redact_errors(&mut item);
         async move {
             let id = reply_id(&item);
             // Transcript text in the reply reaches the agent's screen too: DEL, C1 and the

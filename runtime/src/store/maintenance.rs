@@ -524,10 +524,16 @@ pub struct Rescanned {
     pub wal_kept: bool,
 }
 
+/// How many of a session's first user prompts [`rescan`] looks for its title in: adapters cut
+/// it from the first prompt they keep (a command or a file note may come before it).
+const TITLE_PROMPTS: i64 = 4;
+
 /// Apply the redaction rules of `e` (secrets and `<private>` spans, [`Enrich`]) to everything
 /// stored: every message's parts (text, thinking, tool inputs and outputs), its search columns
-/// (rebuilt by the `UPDATE` trigger), its events (extracted again by `e`), every session title,
-/// saved snapshot, transcript cursor's reader state, hook run's error and session id, and
+/// (rebuilt by the `UPDATE` trigger), its events (extracted again by `e`), every session title
+/// (one an older memtrail cut from a prompt redacted as that prompt now is,
+/// [`Enrich::redact_title_as_prompt`]), saved snapshot, transcript cursor's reader state, hook
+/// run's error and session id, and
 /// pulled machine's label. Runs in transactions of
 /// [`RESCAN_BATCH`] messages; idempotent (a second run changes nothing). `progress` is called
 /// after each batch with the messages read so far.
@@ -637,8 +643,30 @@ pub fn rescan<E: Enrich>(
                 .db()?
         };
         let mut n = 0u64;
+        let mut prompts =
+            w.tx.prepare(
+                "SELECT body FROM messages WHERE session_id = ?1 AND role = 'user'
+                 AND kind = 'text' AND body != '' ORDER BY seq LIMIT ?2",
+            )
+            .db()?;
         for (id, title, branch) in sessions {
-            let new_title = title.as_deref().map(|t| e.redact_title(t));
+            // A title an older memtrail cut from one of the first prompts, squashed before it
+            // was redacted: redacted as that prompt now is (its lines, redacted above).
+            let from_prompt = match title.as_deref() {
+                Some(t) => {
+                    let bodies: Vec<String> = prompts
+                        .query_map(params![id, TITLE_PROMPTS], |r| r.get(0))
+                        .db()?
+                        .collect::<rusqlite::Result<_>>()
+                        .db()?;
+                    bodies.iter().find_map(|b| e.redact_title_as_prompt(t, b))
+                }
+                None => None,
+            };
+            let new_title = from_prompt
+                .as_deref()
+                .or(title.as_deref())
+                .map(|t| e.redact_title(t).into_owned());
             let new_branch = branch.as_deref().map(|b| e.redact(b));
             if new_title.as_deref() != title.as_deref()
                 || new_branch.as_deref() != branch.as_deref()

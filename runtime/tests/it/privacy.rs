@@ -761,6 +761,66 @@ fn rescan_redacts_what_was_stored_before() {
     );
 }
 
+/// A title cut from a first prompt whose secret only its lines show (`pass: …` on a line of
+/// its own): redacted as the prompt at ingest (the adapters keep the title's lines until it is
+/// redacted), and repaired by `redact --rescan` in a store where an older memtrail kept it
+/// squashed with the secret (ported from the redact-fixes branch).
+#[test]
+fn a_title_is_redacted_as_its_prompt_at_ingest_and_rescan() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let transcript = dir.path().join(format!("{SID}.jsonl"));
+    let prompt = "deploy it\npass: hunter2xyz\nDB_PASSWORD=Summer2024xyz\nthanks";
+    write_lines(
+        &transcript,
+        &[line(
+            "user",
+            "u1",
+            "/p",
+            "2026-11-20T10:00:00.000Z",
+            json!(prompt),
+        )],
+        false,
+    );
+    let mut store = Store::open(&db).unwrap();
+    ingest_file(&mut store, Agent::Claude, &transcript, None).unwrap();
+    let title = |db: &Path| -> String {
+        crate::support::open_raw(db)
+            .unwrap()
+            .query_row("SELECT title FROM sessions", [], |r| r.get(0))
+            .unwrap()
+    };
+    let want = "deploy it pass: [redacted:secret_assignment] \
+                DB_PASSWORD=[redacted:secret_assignment] thanks";
+    assert_eq!(title(&db), want);
+
+    // What an older memtrail stored: the squashed prompt as the title, the prompt redacted.
+    let db2 = dir.path().join("old.db");
+    let mut old = Store::open(&db2).unwrap();
+    {
+        let c = crate::support::open_raw(&db2).unwrap();
+        c.execute(
+            "INSERT INTO sessions (id, agent, external_id, title, message_count)
+             VALUES (1, 'claude', 's1', ?1, 1)",
+            ["deploy it pass: hunter2xyz DB_PASSWORD=[redacted:secret_assignment] thanks"],
+        )
+        .unwrap();
+        let body = "deploy it\npass: hunter2xyz\nDB_PASSWORD=[redacted:secret_assignment]\nthanks";
+        c.execute(
+            "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts_packed)
+             VALUES (1, 'm0', 0, 'user', 'text', ?1, '', ?2)",
+            rusqlite::params![body, json!([{"type": "text", "text": body}]).to_string()],
+        )
+        .unwrap();
+    }
+    let r = maintenance::rescan(&mut old, &mut |_| {}).unwrap();
+    assert_eq!((r.messages_changed, r.titles_changed), (1, 1));
+    assert_eq!(title(&db2), want);
+    let again = maintenance::rescan(&mut old, &mut |_| {}).unwrap();
+    assert_eq!((again.messages_changed, again.titles_changed), (0, 0));
+    assert!(!in_files(&db2, "hunter2xyz"));
+}
+
 /// Claude Code's retention policy from its `settings.json` (its adapter reads
 /// `cleanupPeriodDays`).
 fn claude_policy(settings: &Path) -> memtrail_adapters::TranscriptRetention {
