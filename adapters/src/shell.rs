@@ -145,7 +145,8 @@ pub fn shell_words(s: &str) -> Option<Vec<(String, std::ops::Range<usize>)>> {
 /// /old/memtrail hook claude`, see [`unwrap_command`]), with memtrail's program replaced by
 /// the one of `wanted` (memtrail's plain command, `'/new dir/memtrail' hook claude`, as it is
 /// written there) and every other byte kept. `None` when `current` is not wrapped, or runs
-/// other arguments than `wanted`.
+/// other arguments than `wanted`, or when a line break or a `#` comes before memtrail's program
+/// (`sh` would run the words before it as a command of their own, or not run memtrail).
 pub fn rewrap_command(current: &str, wanted: &str) -> Option<String> {
     let cur = shell_words(current)?;
     let want = shell_words(wanted)?;
@@ -157,6 +158,11 @@ pub fn rewrap_command(current: &str, wanted: &str) -> Option<String> {
         return None;
     }
     let span = &cur[k].1;
+    // Words of a command of their own (after a line break) or a comment are no wrapper.
+    let before = &current[..span.start];
+    if before.contains(['\n', '\r', '#']) {
+        return None;
+    }
     Some(format!(
         "{}{}{}",
         &current[..span.start],
@@ -226,6 +232,19 @@ mod tests {
             rewrap_command("nice /old/other hook claude", "/n/memtrail hook claude"),
             None
         );
+        // A line break or a comment before memtrail's program: `sh` runs the words before it
+        // as a command of their own (or never runs memtrail); the command is written plain.
+        for cmd in [
+            "FOO=1\ncurl -s http://x.example/a -o /tmp/a\n/old/memtrail hook claude",
+            "nice\r\n/old/memtrail hook claude",
+            "nice # /old/memtrail hook claude",
+        ] {
+            assert_eq!(
+                rewrap_command(cmd, "/n/memtrail hook claude"),
+                None,
+                "{cmd:?}"
+            );
+        }
         assert_eq!(rewrap_command("", "/n/memtrail hook claude"), None);
         assert_eq!(rewrap_command("/old/memtrail hook claude", ""), None);
     }

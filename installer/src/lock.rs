@@ -149,7 +149,7 @@ pub fn lock_in(
     }
 }
 
-/// Open the lock file, creating it owner-only.
+/// Open the lock file, creating it owner-only; a symlink or a hard link there is refused.
 fn open(path: &Path) -> Result<File, InstallError> {
     let mut o = std::fs::OpenOptions::new();
     o.read(true).write(true).create(true).truncate(false);
@@ -165,7 +165,20 @@ fn open(path: &Path) -> Result<File, InstallError> {
             std::io::Error::other("not a regular file; move it away"),
         ));
     }
-    o.open(path).map_err(|e| InstallError::io(path, e))
+    let file = o.open(path).map_err(|e| InstallError::io(path, e))?;
+    // Nor a hard link to another file (the pid written into it would replace its bytes).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = file.metadata().map_err(|e| InstallError::io(path, e))?;
+        if meta.nlink() > 1 {
+            return Err(InstallError::io(
+                path,
+                std::io::Error::other("the file has other names (hard links); move it away"),
+            ));
+        }
+    }
+    Ok(file)
 }
 
 /// Whether the open `file` is the one at `path` now.
@@ -260,6 +273,22 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(!lock_path(&env).exists());
+    }
+
+    /// A hard link planted at the lock's path (to `~/.bashrc`, say) is refused before a byte
+    /// of the file it names is written: the lock writes its pid into the file it opens.
+    #[cfg(unix)]
+    #[test]
+    fn a_hard_linked_lock_file_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let env = env(tmp.path());
+        let other = tmp.path().join("bashrc");
+        std::fs::write(&other, "export KEEP=1\n").unwrap();
+        crate::fsutil::create_dirs_like_parent(&env.state_dir()).unwrap();
+        std::fs::hard_link(&other, lock_path(&env)).unwrap();
+        let err = lock_in(&env, Duration::ZERO, Duration::ZERO, &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("other names"), "{err}");
+        assert_eq!(std::fs::read_to_string(&other).unwrap(), "export KEEP=1\n");
     }
 
     /// `uninstall --purge` deletes the state folder while it holds the lock: a waiter that

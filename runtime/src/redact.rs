@@ -2474,6 +2474,8 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
             let min = if short { 1 } else { 8 };
             if secret.chars().nth(min - 1).is_none()
                 || (secret.starts_with(':') && text[..at].ends_with(':'))
+                // The scheme's `:` of a URL (git's `Password for 'https://bob@host':`).
+                || (secret.starts_with("//") && text[..at].ends_with(':'))
                 || secret.contains("://")
                 || !secret.chars().any(char::is_alphanumeric)
             {
@@ -2760,6 +2762,9 @@ mod tests {
                 "pass:true and pass:$PASS",
                 "bypass:hunter2",
                 "Password for bob: see the wiki",
+                // git's prompt, quoted in its errors: the `:` of the URL's scheme.
+                "fatal: could not read Password for 'https://bob@github.com': terminal prompts disabled",
+                "Password for 'https://alice@dev.azure.com':",
                 "the password for this account must be 8 characters",
             ],
         );

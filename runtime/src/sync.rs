@@ -197,8 +197,8 @@ impl PushBatch {
     /// The session fields the store keeps as the agent wrote them, redacted by `enrich`
     /// before they leave the machine: the project folder (the store matches `.memtrailignore`
     /// files and a project's snapshots by it, so a token in a folder's name stays there), the
-    /// model and the agent's version. The title and the branch were redacted when written, as
-    /// was every message's text.
+    /// model (the session's and each message's) and the agent's version. The title and the
+    /// branch were redacted when written, as was every message's text.
     pub fn redact_session_fields(&mut self, enrich: &impl crate::records::Enrich) {
         let redact = |t: &mut Option<String>| {
             if let Some(v) = t
@@ -211,6 +211,10 @@ impl PushBatch {
             redact(&mut s.session.project_dir);
             redact(&mut s.session.model);
             redact(&mut s.session.agent_version);
+            // Each message's model, kept as written like the session's (a pull redacts it).
+            for m in &mut s.messages {
+                redact(&mut m.model);
+            }
         }
     }
 

@@ -775,6 +775,28 @@ fn a_secret_in_a_project_folder_is_not_pushed() {
     assert!(!format!("{b:?}").contains(secret));
 }
 
+/// A message's model, kept as the agent wrote it like the session's, is redacted as it is
+/// pushed too (a pull redacts it: `apply_message`).
+#[test]
+fn a_secret_in_a_messages_model_is_not_pushed() {
+    let secret = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let d = tempfile::tempdir().unwrap();
+    let mut a = enabled(&d, "a.db", A);
+    let s1 = session(&mut a, "s1");
+    let mut m = text("u1", "plain words");
+    if let Record::Message(m) = &mut m {
+        m.model = Some(format!("proxy/{secret}/gpt"));
+    }
+    apply(&mut a, s1, vec![m]);
+    let mut b = push(&a);
+    b.redact_session_fields(&Standard);
+    assert_eq!(
+        b.sessions[0].messages[0].model.as_deref(),
+        Some("proxy/[redacted:github_token]/gpt")
+    );
+    assert!(!format!("{b:?}").contains(secret));
+}
+
 #[test]
 fn a_pulled_deletion_deletes_the_local_session_and_marks_its_cursor() {
     let d = tempfile::tempdir().unwrap();
