@@ -76,8 +76,8 @@ pub enum Progress<'a> {
     Pull { label: &'a str, messages: u64 },
     /// The database is not the one this store last synced with (another URL, or a database
     /// created again): all `sessions` of this machine are queued again, and the `deletions`
-    /// the store knows of (its own and those it pulled), and every machine's pushes are pulled
-    /// from the start ([`Store::sync_database`]).
+    /// made on it, and every machine's pushes are pulled from the start
+    /// ([`Store::sync_database`]).
     NewDatabase { sessions: u64, deletions: u64 },
     /// The database shows a push as this machine (at `database_push_at`, Unix milliseconds)
     /// that this store did not make: another store pushes with the same machine id, most

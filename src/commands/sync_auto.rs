@@ -312,7 +312,7 @@ pub fn progress_note(p: &engine::Progress<'_>) -> Option<String> {
             crate::output::plural(sessions, "session", "sessions"),
             if deletions > 0 {
                 format!(
-                    " and the {} it knows of",
+                    " and the {} made here",
                     crate::output::plural(deletions, "deletion", "deletions")
                 )
             } else {

@@ -1208,7 +1208,7 @@ fn cluster_sql(sql: &str) {
 /// gone from it and its revisions start again below what the machines pulled. The first
 /// machine to sync notices (by its own last push when it pushed since the backup, else by the
 /// revisions it pulled), says so, and gives the database a new identity; every machine then
-/// sends its sessions again, and every deletion it knows of, and pulls from the start: both end
+/// sends its sessions again, and every deletion made on it, and pulls from the start: both end
 /// up with all the sessions, and the two deleted since the backup (one by its own machine, one
 /// by the other) stay deleted.
 #[test]
@@ -1262,8 +1262,8 @@ fn a_database_restored_from_a_backup_is_noticed_and_filled_again() {
                  revisions up to "
             ) && err.contains(", but this machine saw them reach ")
                 && err.contains(&format!(
-                    "this database is new to this machine: sending all {} and the 2 deletions \
-                     it knows of",
+                    "this database is new to this machine: sending all {} and the 1 deletion \
+                     made here",
                     if pusher_first {
                         "2 sessions"
                     } else {
@@ -1555,14 +1555,12 @@ fn a_delete_during_a_running_sync_has_it_go_once_more() {
     assert!(!mark.exists());
 }
 
-/// Review: a deletion B pulled (A deleted its own session) and then A captured the session
-/// again. B, offline meanwhile, meets a database new to it (restored, or another URL) and
-/// sends the deletions it knows of: A's session captured again must survive, on A and in
-/// PostgreSQL.
+/// A deleted its own session, B pulled the deletion, then A captured the session again. B,
+/// offline meanwhile, meets a database new to it (restored, or another URL) and sends the
+/// deletions made on it, not the one it pulled: A's session captured again survives, on A and
+/// on B (found by the attack review: B sent A's deletion as its own).
 #[test]
-#[ignore = "fails on main: B sends A's own deletion again as its own (deleted_by = B), so \
-            A's session captured again is deleted in PostgreSQL and then on A (review-44)"]
-fn review_a_resent_deletion_spares_a_session_captured_again() {
+fn a_resent_deletion_spares_a_session_captured_again() {
     let (Some(url1), Some(url2)) = (database("resend_1"), database("resend_2")) else {
         return;
     };

@@ -961,7 +961,7 @@ mod tests {
                 "2b9c1d9386e21da0",
                 "0bc4efd0ce644b6e",
                 "6fb5fdf60ed28e53",
-                "ca7ec24134efbafb",
+                "55b30741e76196b5",
             ]
         );
     }

@@ -48,7 +48,7 @@ const DATABASE_PUSH_REV: &str = "database_push_rev";
 pub struct Requeued {
     /// This machine's sessions, queued whole.
     pub sessions: u64,
-    /// The deletions the store knows of (`sync_deleted`), queued as tombstones.
+    /// The deletions made here (`sync_deleted`), queued as tombstones.
     pub deletions: u64,
 }
 
@@ -143,10 +143,11 @@ impl Store {
     /// `Pg::database_id`): when it is not the database the store last synced with
     /// (`sync_state` `database_id`; none yet counts as another), queue every session of this
     /// machine again (as [`Store::sync_enable`] does), forget every pull position (so every
-    /// machine's pushes are pulled again from the start), queue again every deletion the store
-    /// knows of (`sync_deleted`: its own acknowledged ones and those it pulled, so that a
-    /// database restored from a backup loses none), and record `database_id`, in one
-    /// transaction. Returns what it queued when it did, `None` when the database is the same.
+    /// machine's pushes are pulled again from the start), queue again every deletion made here
+    /// (`sync_deleted`: the tombstones PostgreSQL acknowledged, so that a database restored
+    /// from a backup loses none; each machine sends its own, so each is recorded as its
+    /// deleter's), and record `database_id`, in one transaction. Returns what it queued when it
+    /// did, `None` when the database is the same.
     ///
     /// Errors: a store error (nothing changed).
     pub fn sync_database(&mut self, database_id: &str) -> Result<Option<Requeued>> {
@@ -157,7 +158,10 @@ impl Store {
             queue_all(w)?;
             // Deletions first, oldest first, as they were made: the database may hold the
             // sessions again (restored from a backup taken before), or another machine may
-            // send it one of them (pushed before that machine pulled the deletion).
+            // send it one of them (pushed before that machine pulled the deletion). Only the
+            // ones made here: PostgreSQL records a deletion as its pusher's, and one machine's
+            // deletion sent by another would count as "deleted elsewhere" against the session's
+            // own machine (which may have captured it again since).
             let deletions =
                 w.tx.execute(
                     "INSERT INTO sync_tombstones (origin, agent, external_id, deleted_at)
@@ -669,20 +673,6 @@ impl Store {
                 };
                 delete_rows(w, &ids)?;
                 out.deleted_sessions += ids.len() as u64;
-                w.tx.prepare_cached(
-                    "INSERT INTO sync_deleted (origin, agent, external_id, deleted_at)
-                     VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT (origin, agent, external_id)
-                     DO UPDATE SET deleted_at = max(deleted_at, excluded.deleted_at)",
-                )
-                .db()?
-                .execute(params![
-                    if mine { "" } else { d.machine.as_str() },
-                    d.agent,
-                    d.external_id,
-                    d.deleted_at
-                ])
-                .db()?;
             }
             w.tx.execute(
                 "DELETE FROM sync_tombstones WHERE seq > ?1",

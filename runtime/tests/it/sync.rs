@@ -402,12 +402,12 @@ fn a_deleted_session_is_a_tombstone_pushed_first() {
     assert_eq!(s.sync_pending().unwrap(), pending(0, 0, 0));
 }
 
-/// Every deletion the store knows of (its own once acknowledged, and those pulled) is kept and
-/// queued again, oldest first, for a database new to the store (one restored from a backup
-/// holds the deleted sessions again); a session stored again under the same key drops its
-/// entry.
+/// Every deletion made here is kept once acknowledged and queued again, oldest first, for a
+/// database new to the store (one restored from a backup holds the deleted sessions again);
+/// deletions pulled are not (their machines send them again, as their own); a session stored
+/// again under the same key drops its entry.
 #[test]
-fn known_deletions_are_sent_again_to_a_new_database() {
+fn deletions_made_here_are_sent_again_to_a_new_database() {
     const C: &str = "cccccccccccccccccccccccccccccccc";
     let d = tempfile::tempdir().unwrap();
     let mut s = enabled(&d, "a.db", A);
@@ -421,8 +421,13 @@ fn known_deletions_are_sent_again_to_a_new_database() {
         let sid = session(&mut s, id);
         apply(&mut s, sid, vec![text("u1", id)]);
     }
+    // Pulled from machine C, and applied here: C's session x9 (deleted here below).
+    let mut x9 = as_pull(&push(&s), C, 5);
+    x9.sessions.truncate(1);
+    x9.sessions[0].session.external_id = "x9".to_string();
+    x9.sessions[0].machine = C.to_string();
     s.ack_push(&push(&s), None).unwrap();
-    maintenance::delete_session(&mut s, "s1").unwrap();
+    s.apply_pull(&x9, &Standard).unwrap();
     let known = |s: &Store| {
         rows(
             s,
@@ -436,42 +441,40 @@ fn known_deletions_are_sent_again_to_a_new_database() {
             Value::Text(ext.into()),
         ]
     };
-    // Queued, not yet acknowledged: not known yet (a push that fails sends the tombstone).
+    maintenance::delete_session(&mut s, "s1").unwrap();
+    maintenance::delete_session(&mut s, "x9").unwrap();
+    // Queued, not yet acknowledged: not kept yet (a push that fails sends the tombstone).
     assert_eq!(known(&s), Vec::<Vec<Value>>::new());
     let b = push(&s);
-    let s1_at = b.deletions[0].deleted_at;
+    let (s1_at, x9_at) = (b.deletions[0].deleted_at, b.deletions[1].deleted_at);
     s.ack_push(&b, None).unwrap();
-    assert_eq!(known(&s), [row("", "s1")]);
-    // Pulled from machine C: its deletion of this machine's s2, and of its own session x9
-    // (never pulled here).
-    let by_c = |machine: &str, ext: &str, rev: i64| PullBatch {
+    assert_eq!(known(&s), [row("", "s1"), row(C, "x9")]);
+    // Pulled from machine C: its deletion of this machine's s2. Applied, not kept.
+    let pulled = PullBatch {
         machine: C.to_string(),
         label: "desk".to_string(),
-        from_rev: rev - 1,
-        to_rev: rev,
+        from_rev: 5,
+        to_rev: 7,
         deletions: vec![Deletion {
-            machine: machine.to_string(),
+            machine: A.to_string(),
             agent: "claude".to_string(),
-            external_id: ext.to_string(),
+            external_id: "s2".to_string(),
             deleted_at: 1_780_000_001_000,
         }],
         sessions: Vec::new(),
     };
     assert_eq!(
-        s.apply_pull(&by_c(A, "s2", 7), &Standard)
-            .unwrap()
-            .deleted_sessions,
+        s.apply_pull(&pulled, &Standard).unwrap().deleted_sessions,
         1
     );
-    s.apply_pull(&by_c(C, "x9", 8), &Standard).unwrap();
-    assert_eq!(known(&s), [row("", "s1"), row("", "s2"), row(C, "x9")]);
+    assert_eq!(known(&s), [row("", "s1"), row(C, "x9")]);
     assert_eq!(s.sync_pending().unwrap(), pending(0, 0, 0));
     // The same database: nothing queued.
     assert_eq!(s.sync_database("db-1").unwrap(), None);
     assert_eq!(s.sync_pending().unwrap(), pending(0, 0, 0));
-    // Another: s3 whole and the three deletions, oldest first, machines named.
+    // Another: s3 whole and the two deletions made here, oldest first, machines named.
     let r = s.sync_database("db-2").unwrap().unwrap();
-    assert_eq!((r.sessions, r.deletions), (1, 3));
+    assert_eq!((r.sessions, r.deletions), (1, 2));
     let b = push(&s);
     let del = |machine: &str, ext: &str, at: i64| Deletion {
         machine: machine.to_string(),
@@ -479,31 +482,19 @@ fn known_deletions_are_sent_again_to_a_new_database() {
         external_id: ext.to_string(),
         deleted_at: at,
     };
-    assert_eq!(
-        b.deletions,
-        [
-            del(A, "s2", 1_780_000_001_000),
-            del(C, "x9", 1_780_000_001_000),
-            del(A, "s1", s1_at)
-        ]
-    );
+    assert_eq!(b.deletions, [del(A, "s1", s1_at), del(C, "x9", x9_at)]);
     assert_eq!(b.sessions.len(), 1);
     assert_eq!(b.sessions[0].session.external_id, "s3");
     // Acknowledged again: still each once.
     s.ack_push(&b, None).unwrap();
-    assert_eq!(known(&s), [row("", "s1"), row("", "s2"), row(C, "x9")]);
+    assert_eq!(known(&s), [row("", "s1"), row(C, "x9")]);
     // s1 captured again here, x9 pulled again from C: they exist again, so their deletions
     // are not sent any more.
     session(&mut s, "s1");
-    let mut again = by_c(C, "x9", 9);
-    again.deletions.clear();
-    let mut x9 = push(&s);
-    assert_eq!(x9.sessions.len(), 1);
-    x9.sessions[0].session.external_id = "x9".to_string();
-    x9.sessions[0].machine = C.to_string();
-    again.sessions = x9.sessions;
-    s.apply_pull(&again, &Standard).unwrap();
-    assert_eq!(known(&s), [row("", "s2")]);
+    x9.from_rev = 8;
+    x9.to_rev = 9;
+    s.apply_pull(&x9, &Standard).unwrap();
+    assert_eq!(known(&s), Vec::<Vec<Value>>::new());
 }
 
 #[test]

@@ -1,10 +1,11 @@
--- 17: the deletions this store knows of, kept to be sent again to a database that is new to it
+-- 17: the deletions made on this machine, kept to be sent again to a database that is new to it
 -- (`Store::sync_database`): a database restored from a backup taken before a deletion holds
 -- the deleted session again, and the machines would pull it back. An entry is one of this
--- machine's tombstones once PostgreSQL acknowledged it (`Store::ack_push`) or a deletion
--- pulled (`Store::apply_pull`); `origin` as in `sync_tombstones` ('' for this machine's own
--- sessions). A session stored again under the same key (a later push of its machine brought it
--- back, or it was captured again here) drops its entry: it exists again.
+-- machine's tombstones once PostgreSQL acknowledged it (`Store::ack_push`); `origin` as in
+-- `sync_tombstones` ('' for this machine's own sessions). Deletions pulled are not kept: each
+-- machine sends its own again, so PostgreSQL records each as its deleter's. A session stored
+-- again under the same key (captured again here, or pulled again) drops its entry: it exists
+-- again.
     CREATE TABLE IF NOT EXISTS sync_deleted (
         origin TEXT NOT NULL,
         agent TEXT NOT NULL,
