@@ -370,7 +370,10 @@ impl TempFile {
     /// Copy the temp file's bytes and mode into the file at `target` itself (truncate, write,
     /// fsync: the inode, so every hard link of it, gets them), if it is still the version `id`;
     /// `Ok(false)` otherwise. Not atomic: the caller backed the file up before (apply does), and
-    /// the bytes are complete and flushed in the temp file before the target is truncated.
+    /// the bytes are complete and flushed in the temp file before the target is truncated. The
+    /// mode is set first (a file of another owner refuses it before anything changed); a write
+    /// that fails after the truncation (a full disk) puts the bytes read just before back, and
+    /// the error is returned.
     fn write_into(self, target: &Path, id: Option<FileId>) -> Result<bool, InstallError> {
         use std::io::Write;
         let io = |e| InstallError::io(target, e);
@@ -379,11 +382,27 @@ impl TempFile {
         if !still(target, id)? {
             return Ok(false);
         }
-        let mut f = OpenOptions::new().write(true).open(target).map_err(io)?;
-        f.set_len(0).map_err(io)?;
-        f.write_all(&bytes).map_err(io)?;
+        let mut f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(target)
+            .map_err(io)?;
+        let mut old = Vec::new();
+        std::io::Read::read_to_end(&mut f, &mut old).map_err(io)?;
+        let old_perms = f.metadata().map_err(io)?.permissions();
         f.set_permissions(perms).map_err(io)?;
-        f.sync_all().map_err(io)?;
+        let write = |f: &mut File, b: &[u8]| -> std::io::Result<()> {
+            f.set_len(0)?;
+            std::io::Seek::rewind(f)?;
+            f.write_all(b)?;
+            f.sync_all()
+        };
+        if let Err(e) = write(&mut f, &bytes) {
+            // Best effort: the file as it was (the backup holds it too).
+            let _ = write(&mut f, &old);
+            let _ = f.set_permissions(old_perms);
+            return Err(io(e));
+        }
         Ok(true)
     }
 
