@@ -46,6 +46,10 @@ enum Check {
     /// configuration line: skip placeholders, paths, URLs, code and type words (see
     /// [`config_value_is_secret`]).
     Named,
+    /// A short password word's value right after its separator (`pass:X`, `pw=X`): as
+    /// [`Check::Named`], but a test runner's count (`pass:41/41`, `{pass:12,fail:0}`, digits
+    /// with `/`, `.` or `%`) and Go's `:=` (`pw:=getpw()`) are not values.
+    ShortPassWord,
     /// A password's value where the name is known to be one (a connection string's `PWD=`,
     /// which a shell's `PWD` keeps out of [`secret_name`]): as [`Check::Named`] after
     /// `password`.
@@ -711,7 +715,7 @@ const RULES: &[RuleDef] = &[
     def(
         "secret_assignment",
         r#"(?:^|[^A-Za-z0-9_.-])(?P<n>(?i-u:pass|pw))[:=](?P<s>[^\s"'\\,;)}\]&]+)"#,
-        Check::Named,
+        Check::ShortPassWord,
         &["pass:", "pass=", "pw:", "pw="],
         Shape::Run(not_space, 1),
     ),
@@ -1585,6 +1589,21 @@ pub fn redact_title(title: &str) -> Cow<'_, str> {
     Cow::Owned(format!("{}{MARKER_PREFIX}truncated]…", &body[..start]))
 }
 
+/// The first marker in `text` (`[redacted:<kind>]`, `[private]`, `[private…]`): its byte
+/// offset and length. `None` when there is none (or a `[redacted:` without its `]`).
+fn next_marker(text: &str) -> Option<(usize, usize)> {
+    let (i, m) = [MARKER_PREFIX, PRIVATE_OPEN_MARKER, PRIVATE_MARKER]
+        .iter()
+        .filter_map(|m| text.find(m).map(|i| (i, *m)))
+        .min_by_key(|&(i, _)| i)?;
+    let len = if m == MARKER_PREFIX {
+        text[i..].find(']')? + 1
+    } else {
+        m.len()
+    };
+    Some((i, len))
+}
+
 /// A session title an older memtrail cut from a user prompt, redacted as the prompt now is.
 /// Older adapters squashed the first prompt's whitespace before the title was redacted
 /// (`memtrail_adapters::one_line`: one line, cut to a length, ending in `…`), so the rules
@@ -1604,6 +1623,7 @@ pub fn title_from_prompt(title: &str, prompt: &str) -> Option<String> {
         return None;
     }
     let squash = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let stored = prompt;
     let title = squash(title);
     let (title, cut) = match title.strip_suffix('…') {
         Some(b) => (b.trim_end(), true),
@@ -1614,33 +1634,17 @@ pub fn title_from_prompt(title: &str, prompt: &str) -> Option<String> {
     let mut pieces: Vec<&str> = Vec::new();
     let mut markers: Vec<&str> = Vec::new();
     let mut rest = prompt.as_str();
-    loop {
-        let next = [MARKER_PREFIX, PRIVATE_OPEN_MARKER, PRIVATE_MARKER]
-            .iter()
-            .filter_map(|m| rest.find(m).map(|i| (i, *m)))
-            .min_by_key(|&(i, _)| i);
-        let Some((i, m)) = next else {
-            pieces.push(rest);
-            break;
-        };
-        let len = if m == MARKER_PREFIX {
-            match rest[i..].find(']') {
-                Some(e) => e + 1,
-                None => {
-                    pieces.push(rest);
-                    break;
-                }
-            }
-        } else {
-            m.len()
-        };
+    while let Some((i, len)) = next_marker(rest) {
         pieces.push(&rest[..i]);
         markers.push(&rest[i..i + len]);
         rest = &rest[i + len..];
     }
+    pieces.push(rest);
     // A glob match, each marker a `*`: the first piece starts the title, the last ends it (a
     // cut title: a `*` after the last piece found), the others at the earliest place they fit.
     let last = pieces.len() - 1;
+    // The title's text each marker stands for, in order (not the one a cut title ends in).
+    let mut covered: Vec<&str> = Vec::new();
     let mut out = String::with_capacity(title.len());
     let mut at = 0;
     for (k, piece) in pieces.iter().enumerate() {
@@ -1653,6 +1657,7 @@ pub fn title_from_prompt(title: &str, prompt: &str) -> Option<String> {
         match found {
             Some(i) => {
                 if k > 0 {
+                    covered.push(&rest[..i]);
                     out.push_str(markers[k - 1]);
                 }
                 out.push_str(piece);
@@ -1670,6 +1675,27 @@ pub fn title_from_prompt(title: &str, prompt: &str) -> Option<String> {
     }
     let shown = pieces.iter().map(|p| p.len()).sum::<usize>();
     if at < title.len() || shown == 0 || out == title {
+        return None;
+    }
+    // Each `[redacted:…]` covers what the prompt's redaction replaced only if the prompt, that
+    // text in place of its markers (its lines as stored), is redacted back to the stored prompt: an
+    // agent's or a user's title that merely ends like the prompt (`Deploy and fix the build`
+    // against `[redacted:…] fix the build`) keeps its words (found by the attack review).
+    let mut candidate = String::with_capacity(stored.len());
+    let mut rest = stored;
+    for text in &covered {
+        let (i, len) = next_marker(rest)?;
+        candidate.push_str(&rest[..i]);
+        // A `<private>` span stands for any text (the title shows it with its tags or
+        // without): not checked.
+        match &rest[i..i + len] {
+            m @ (PRIVATE_MARKER | PRIVATE_OPEN_MARKER) => candidate.push_str(m),
+            _ => candidate.push_str(text.trim()),
+        }
+        rest = &rest[i + len..];
+    }
+    candidate.push_str(rest);
+    if redact(&candidate) != stored {
         return None;
     }
     if cut {
@@ -2433,6 +2459,13 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
             let (value, quoted) = unquote(secret);
             config_value_is_secret(name, sep, value, quoted)
         }
+        Check::ShortPassWord => {
+            let name = caps.name("n").map_or("", |n| n.as_str());
+            let count = secret
+                .bytes()
+                .all(|b| b.is_ascii_digit() || matches!(b, b'/' | b'.' | b'%'));
+            !count && !secret.starts_with('=') && config_value_is_secret(name, "=", secret, false)
+        }
         Check::PasswordValue => config_value_is_secret("password", "=", secret, false),
         Check::Header => {
             if placeholder(secret) {
@@ -2702,6 +2735,18 @@ mod tests {
         assert_eq!(title_from_prompt(&one_line(prompt, 10), &stored), None);
         // A title that is not the prompt's (an agent's own), or a prompt without a marker.
         assert_eq!(title_from_prompt("Deploy the app", &stored), None);
+        // One that only ends like it: the words the marker would stand for are no secret
+        // there (found by the attack review).
+        let token = redact("ghp_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u fix the build");
+        assert!(token.starts_with("[redacted:github_token]"), "{token}");
+        assert_eq!(title_from_prompt("Deploy and fix the build", &token), None);
+        assert_eq!(
+            title_from_prompt(
+                "ghp_R7mQ2xK9vL4nB8wT3yH6jD1fG5sA0cZ2pE9u fix the build",
+                &token
+            ),
+            Some(token.clone().into_owned())
+        );
         assert_eq!(title_from_prompt("deploy it pass:", &stored), None);
         assert_eq!(title_from_prompt("deploy it", "deploy it"), None);
         // A prompt that is all private: no text of its own to tell it is the title's.
@@ -2766,6 +2811,12 @@ mod tests {
                 "fatal: could not read Password for 'https://bob@github.com': terminal prompts disabled",
                 "Password for 'https://alice@dev.azure.com':",
                 "the password for this account must be 8 characters",
+                // Test runners' counts, and Go's `:=` (found by the attack review).
+                "summary pass:120 fail:3",
+                "Test results -> pass:41/41",
+                "const r={pass:12,fail:0};",
+                "status=pass:3/3 coverage pass:87.5%",
+                "pw:=getpw()",
             ],
         );
     }
