@@ -165,7 +165,18 @@ fn open(path: &Path) -> Result<File, InstallError> {
             std::io::Error::other("not a regular file; move it away"),
         ));
     }
-    let file = o.open(path).map_err(|e| InstallError::io(path, e))?;
+    let file = o.open(path).map_err(|e| {
+        let e = if e.kind() == std::io::ErrorKind::PermissionDenied {
+            // A lock file left by `sudo memtrail install` with HOME kept.
+            std::io::Error::new(
+                e.kind(),
+                format!("{e}; another user owns it (root, after a sudo install?): remove it"),
+            )
+        } else {
+            e
+        };
+        InstallError::io(path, e)
+    })?;
     // Nor a hard link to another file (the pid written into it would replace its bytes).
     #[cfg(unix)]
     {
