@@ -724,7 +724,7 @@ const RULES: &[RuleDef] = &[
     // text: `DB_PASS=\"x\"`).
     def(
         "secret_assignment",
-        r#"(?-u:\b)(?P<n>[A-Z][A-Z0-9_]*)=(?P<s>"[^"\r\n]*"|'[^'\r\n]*'|\\"[^"\\\r\n]*\\"|\\'[^'\\\r\n]*\\'|[^\s"'`;&|)]+)"#,
+        r#"(?-u:\b)(?P<n>[A-Z][A-Z0-9_]*)=(?P<s>"(?:[^"\\\r\n]|\\[^\r\n])*"|'[^'\r\n]*'|\\"[^"\\\r\n]*\\"|\\'[^'\\\r\n]*\\'|[^\s"'`;&|)]+)"#,
         Check::Named,
         KEY_WORDS,
         Shape::Keyed,
@@ -733,7 +733,7 @@ const RULES: &[RuleDef] = &[
     // ends the line, whatever the value's length (`password: hunter2`, `db_pass: letmein`).
     def(
         "secret_assignment",
-        r#"(?m)^[ \t]*(?:- )?(?:export[ \t]+)?["']?(?P<n>[A-Za-z_][A-Za-z0-9_.-]*)["']?(?P<sep>[ \t]*=[ \t]*|:[ \t]+)(?P<s>"[^"\r\n]*"|'[^'\r\n]*'|[^\s"'#;,=|](?:[^\r\n;]*[^\s,;:{}(\[\\)])?)[ \t]*\r?$"#,
+        r#"(?m)^[ \t]*(?:- )?(?:export[ \t]+)?["']?(?P<n>[A-Za-z_][A-Za-z0-9_.-]*)["']?(?P<sep>[ \t]*=[ \t]*|:[ \t]+)(?P<s>"(?:[^"\\\r\n]|\\[^\r\n])*"|'[^'\r\n]*'|[^\s"'#;,=|](?:[^\r\n;]*[^\s,;:{}(\[\\)])?)[ \t]*\r?$"#,
         Check::Named,
         KEY_WORDS,
         Shape::Keyed,
@@ -2844,6 +2844,11 @@ mod tests {
                 (
                     r#"{"out":"[db]\n\tpass: hunter2\n"}"#.to_string(),
                     format!(r#"{{"out":"[db]\n\tpass: {m}\n"}}"#),
+                ),
+                // A quote escaped inside the value (found by the attack review: `cd"` was left).
+                (
+                    r#"DB_PASSWORD="ab\"cd9x""#.to_string(),
+                    format!("DB_PASSWORD={m}"),
                 ),
                 ("APP_SALT=Zx9abcdefgh".to_string(), format!("APP_SALT={m}")),
                 (
