@@ -2173,6 +2173,15 @@ fn config_value_is_secret(name: &str, sep: &str, value: &str, quoted: bool) -> b
     if v.bytes().all(|b| b.is_ascii_digit()) {
         return kind == Name::Password || v.len() >= 16;
     }
+    // A data source name is a secret only with credentials in it (`user:pw@host`, `PWD=…`):
+    // an ODBC name (`DSN=mydsn`) is not (found by the attack review).
+    let lower = name.to_ascii_lowercase();
+    if lower.contains("dsn") && secret_name(&lower.replace("dsn", "")).is_none() {
+        let lv = v.to_ascii_lowercase();
+        if !(v.contains('@') || lv.contains("pwd=") || lv.contains("password=")) {
+            return false;
+        }
+    }
     // Numbers joined by dots (an OID, a version, an address), or a quoted word under a name
     // that is not a password's (`'include'`).
     if v.bytes().all(|b| b.is_ascii_digit() || b == b'.')
@@ -2850,6 +2859,11 @@ mod tests {
                     r#"DB_PASSWORD="ab\"cd9x""#.to_string(),
                     format!("DB_PASSWORD={m}"),
                 ),
+                (
+                    "SENTRY_DSN_X=Server=db;Uid=sa;Pwd=Hunter2xyz;".to_string(),
+                    "SENTRY_DSN_X=Server=db;Uid=sa;Pwd=[redacted:connection_string_password];"
+                        .to_string(),
+                ),
                 ("APP_SALT=Zx9abcdefgh".to_string(), format!("APP_SALT={m}")),
                 (
                     "app_salt: Zx9abcdefgh".to_string(),
@@ -2873,6 +2887,8 @@ mod tests {
                 "SALT_ROUNDS=10",
                 "salt_length: 16",
                 "DSN=MyDataSource",
+                "DSN=mydsn",
+                "odbc_dsn: warehouse_prod",
                 "SENTRY_DSN=https://abc@o1.ingest.sentry.io/1",
             ],
         );
