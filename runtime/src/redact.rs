@@ -1911,6 +1911,16 @@ fn secret_name(name: &str) -> Option<Name> {
         "size",
         "count",
         "ttl",
+        "age",
+        "days",
+        "hours",
+        "minutes",
+        "seconds",
+        "interval",
+        "duration",
+        "attempts",
+        "retries",
+        "rounds",
         "expiry",
         "expires",
         "expiration",
@@ -2943,7 +2953,12 @@ mod tests {
                     format!(r#"{{"token": {{"access": "{m}", "type": "Bearer"}}}}"#),
                 ),
             ],
-            &[],
+            // A password policy's settings (found by the attack review).
+            &[
+                r#"{"password":{"maxAgeDays":9000}}"#,
+                "PASSWORD_EXPIRY_DAYS=9000",
+                "password_max_attempts: 12345",
+            ],
         );
     }
 
