@@ -50,6 +50,11 @@ enum Check {
     /// [`Check::Named`], but a test runner's count (`pass:41/41`, `{pass:12,fail:0}`, digits
     /// with `/`, `.` or `%`) and Go's `:=` (`pw:=getpw()`) are not values.
     ShortPassWord,
+    /// A password in a sentence (`the password is X`): at least 4 characters; digits alone
+    /// at least 6 (`is 2048` is a size); otherwise a letter with a digit or a symbol other
+    /// than `.`, `-`, `_`, `/` and `'` (a word, `well-known`, `e.g` are prose), and not code
+    /// nor a placeholder, path or URL (as [`Check::PasswordValue`]).
+    Prose,
     /// A password's value where the name is known to be one (a connection string's `PWD=`,
     /// which a shell's `PWD` keeps out of [`secret_name`]): as [`Check::Named`] after
     /// `password`.
@@ -538,15 +543,24 @@ const RULES: &[RuleDef] = &[
         Shape::Any,
     ),
     // A password given to a client on its command line: `curl -u user:SECRET` (`--user`),
-    // `docker login -p SECRET`, `redis-cli -a SECRET`, `ldapsearch -w SECRET` (and the other
-    // OpenLDAP tools), `smbclient -U user%SECRET`. Only the password is replaced. Between the
-    // command and its password flag, `docker login`, `redis-cli` and the LDAP tools skip only
+    // `docker login -p SECRET` (Podman's, Azure CLI's `az login -u APP -p SECRET`),
+    // `redis-cli -a SECRET`, `ldapsearch -w SECRET` (and the other OpenLDAP tools), `smbclient
+    // -U user%SECRET`. Only the password is replaced. Between the command and its password
+    // flag, `docker login`, `redis-cli` and the LDAP tools skip only
     // flags and their values (not prose: "redis-cli is installed, and ls -a shows").
     def(
         "cli_secret",
-        r#"(?-u:\b)(?:curl(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))["']?[^\s:"'|;&\[]*:|docker[ \t]+login(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-p[ \t]*|redis-cli(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-a[ \t]*|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-w[ \t]*|smbclient(?:[ \t]+[^\s|;&]+)*?[ \t]+-U[ \t]*[^\s%|;&]+%)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&]+)"#,
+        r#"(?-u:\b)(?:curl(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))["']?[^\s:"'|;&\[]*:|(?:docker|podman|az)[ \t]+login(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-p[ \t]*|redis-cli(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-a[ \t]*|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-w[ \t]*|smbclient(?:[ \t]+[^\s|;&]+)*?[ \t]+-U[ \t]*[^\s%|;&]+%)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&]+)"#,
         Check::Placeholder,
-        &["curl", "docker", "redis-cli", "ldap", "smbclient"],
+        &[
+            "curl",
+            "docker",
+            "podman",
+            "az login",
+            "redis-cli",
+            "ldap",
+            "smbclient",
+        ],
         Shape::Any,
     ),
     // An API token given to curl as the user, with an empty password (`curl -u TOKEN:`, as
@@ -557,6 +571,25 @@ const RULES: &[RuleDef] = &[
         r#"(?-u:\b)curl(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))["']?(?P<s>[A-Za-z0-9_.+/=-]{16,}):(?:["'\s]|$)"#,
         Check::Placeholder,
         &["curl"],
+        Shape::Any,
+    ),
+    // PowerShell's `ConvertTo-SecureString "X" -AsPlainText` (`-String 'X'`): the quoted
+    // string given to it (a variable, `$pw`, is a placeholder).
+    def(
+        "cli_secret",
+        r#"(?i-u:ConvertTo-SecureString(?:[ \t]+-String)?)[ \t]+(?P<s>"[^"\r\n]+"|'[^'\r\n]+')"#,
+        Check::Placeholder,
+        &["ConvertTo-SecureString"],
+        Shape::Any,
+    ),
+    // A password piped into a client's standard input: `echo "X" | docker login
+    // --password-stdin` (`printf '%s' X | … --password-stdin`, `helm registry login`,
+    // `oras login` and others of that flag).
+    def(
+        "cli_secret",
+        r#"(?-u:\b)(?:echo(?:[ \t]+-[neE]+)?|printf[ \t]+(?:'%s'|"%s"|%s))[ \t]+(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&<>]+)[ \t]*\|[^\r\n|;&]*--password-stdin"#,
+        Check::Placeholder,
+        &["--password-stdin"],
         Shape::Any,
     ),
     // `htpasswd -b [-c] FILE USER PASSWORD` and `htpasswd -nb USER PASSWORD` (the password
@@ -676,6 +709,17 @@ const RULES: &[RuleDef] = &[
         &["--pass", "--token", "--secret", "--api-key"],
         Shape::Any,
     ),
+    // A double-quoted value holding an escaped quote (`"password": "pa\"ss123"`, `password:
+    // "p@ss\"word"`), read to its closing quote; the rule below stops at the backslash. Only
+    // where the value's opening quote is bare: in JSON text inside JSON (`\"password\":
+    // \"x\"`) the same `\"` closes the value.
+    def(
+        "secret_assignment",
+        r#"(?i-u:secret|token|passw(?:or)?d|passphrase|api_?key|private_key)[A-Za-z0-9_.-]*"?[ \t]*(?::=|=|:)[ \t]*"(?P<s>(?:[^"\\\r\n]|\\[^\r\n])*\\"(?:[^"\\\r\n]|\\[^\r\n])*)""#,
+        Check::Assignment,
+        &["\\\""],
+        Shape::Any,
+    ),
     def(
         "secret_assignment",
         r#"(?i-u:secret|token|passw(?:or)?d|passphrase|api_?key|private_key)[A-Za-z0-9_.-]*\\?["']?[ \t]*(?::=|=|:|：)[ \t]*\\?["']?(?P<s>[^\s"'\\,;)}\]&\x{3000}-\x{30FF}\x{4E00}-\x{9FFF}\x{AC00}-\x{D7AF}\x{FF00}-\x{FFEF}][^\s"'\\,;)}\]\x{3000}-\x{30FF}\x{4E00}-\x{9FFF}\x{AC00}-\x{D7AF}\x{FF00}-\x{FFEF}]*)"#,
@@ -692,12 +736,30 @@ const RULES: &[RuleDef] = &[
         Shape::Assignment,
     ),
     // A password named for whom or what it is (`Password for bob: X`, `the password for the
-    // admin user = X`): up to four words between `for` and the separator.
+    // admin user = X`): up to four words between `for` and the separator, a host's word with
+    // its port (`Password for postgres on localhost:5432: X`).
     def(
         "secret_assignment",
-        r#"(?i-u)(?:passw(?:or)?d|passphrase)[ \t]+for(?:[ \t]+[A-Za-z0-9_.@'-]+){1,4}[ \t]*[:=][ \t]*\\?["']?(?P<s>(?u:[^\s"'\\,;)}\]&]+))"#,
+        r#"(?i-u)(?:passw(?:or)?d|passphrase)[ \t]+for(?:[ \t]+[A-Za-z0-9_.@'-]+(?::[0-9]{1,5})?){1,4}[ \t]*[:=][ \t]*\\?["']?(?P<s>(?u:[^\s"'\\,;)}\]&]+))"#,
         Check::Assignment,
         &["password for", "passwd for", "passphrase for"],
+        Shape::Any,
+    ),
+    // A password said in a sentence (`the password is hunter2x`, `My password was: Tr0ub4dor&3`):
+    // the word after `is` or `was`, when it looks like a password rather than prose
+    // (see [`Check::Prose`]: `the password is required`, `is 8 characters` stay).
+    def(
+        "secret_assignment",
+        r#"(?i-u)(?:passw(?:or)?d|passphrase)[ \t]+(?:is|was)(?:[ \t]+(?:now|still))?[ \t]*:?[ \t]+[`"']?(?P<s>(?u:[^\s"'`\\,;)}\]]*[^\s"'`\\,;)}\].?:]))"#,
+        Check::Prose,
+        &[
+            "password is",
+            "password was",
+            "passwd is",
+            "passwd was",
+            "passphrase is",
+            "passphrase was",
+        ],
         Shape::Any,
     ),
     // A password alone on the line after its name (`Password:` then `  X`): the value is the
@@ -2475,6 +2537,20 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
         Check::Named => {
             let name = caps.name("n").map_or("", |n| n.as_str());
             let sep = caps.name("sep").map_or("=", |s| s.as_str());
+            // A test harness's result line (Automake's `PASS: t/basic.sh`, `PASS: run.test 3 -
+            // parses`): a path, a script's name or words after it. `PASS: hunter2` stays a
+            // password.
+            if name == "PASS" && sep.starts_with(':') {
+                let v = secret.trim();
+                let script = v.rsplit_once('.').is_some_and(|(stem, ext)| {
+                    !stem.is_empty()
+                        && (1..=4).contains(&ext.len())
+                        && ext.bytes().all(|b| b.is_ascii_lowercase())
+                });
+                if v.contains(['/', ' ', '\t']) || script {
+                    return false;
+                }
+            }
             let (value, quoted) = unquote(secret);
             config_value_is_secret(name, sep, value, quoted)
         }
@@ -2484,6 +2560,19 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
                 .bytes()
                 .all(|b| b.is_ascii_digit() || matches!(b, b'/' | b'.' | b'%'));
             !count && !secret.starts_with('=') && config_value_is_secret(name, "=", secret, false)
+        }
+        Check::Prose => {
+            let n = secret.chars().count();
+            let digits = secret.bytes().all(|b| b.is_ascii_digit());
+            let letter = secret.chars().any(char::is_alphabetic);
+            let mark = secret.chars().any(|c| {
+                c.is_ascii_digit()
+                    || !(c.is_alphanumeric() || matches!(c, '.' | '-' | '_' | '/' | '\''))
+            });
+            n >= 4
+                && (if digits { n >= 6 } else { letter && mark })
+                && !(letter && looks_like_code(secret, false))
+                && config_value_is_secret("password", "=", secret, false)
         }
         Check::PasswordValue => config_value_is_secret("password", "=", secret, false),
         Check::Header => {
@@ -2864,10 +2953,11 @@ mod tests {
                     r#"{"out":"[db]\n\tpass: hunter2\n"}"#.to_string(),
                     format!(r#"{{"out":"[db]\n\tpass: {m}\n"}}"#),
                 ),
-                // A quote escaped inside the value (found by the attack review: `cd"` was left).
+                // A quote escaped inside the value (found by the attack review: `cd"` was left;
+                // the value read to its closing quote, which stays).
                 (
                     r#"DB_PASSWORD="ab\"cd9x""#.to_string(),
-                    format!("DB_PASSWORD={m}"),
+                    format!(r#"DB_PASSWORD="{m}""#),
                 ),
                 (
                     "SENTRY_DSN_X=Server=db;Uid=sa;Pwd=Hunter2xyz;".to_string(),
