@@ -745,12 +745,13 @@ const RULES: &[RuleDef] = &[
         &["password for", "passwd for", "passphrase for"],
         Shape::Any,
     ),
-    // A password said in a sentence (`the password is hunter2x`, `My password was: Tr0ub4dor&3`):
-    // the word after `is` or `was`, when it looks like a password rather than prose
+    // A password said in a sentence (`the password is hunter2x`, `My password was: Tr0ub4dor&3`,
+    // `the password for the staging db is X`): the word after `is` or `was`, when it looks like
+    // a password rather than prose
     // (see [`Check::Prose`]: `the password is required`, `is 8 characters` stay).
     def(
         "secret_assignment",
-        r#"(?i-u)(?:passw(?:or)?d|passphrase)[ \t]+(?:is|was)(?:[ \t]+(?:now|still))?[ \t]*:?[ \t]+[`"']?(?P<s>(?u:[^\s"'`\\,;)}\]]*[^\s"'`\\,;)}\].?:]))"#,
+        r#"(?i-u)(?:passw(?:or)?d|passphrase)(?:[ \t]+for(?:[ \t]+[A-Za-z0-9_.@'-]+){1,4})?[ \t]+(?:is|was)(?:[ \t]+(?:now|still))?[ \t]*:?[ \t]+[`"']?(?P<s>(?u:[^\s"'`\\,;)}\]]*[^\s"'`\\,;)}\].?:]))"#,
         Check::Prose,
         &[
             "password is",
@@ -759,6 +760,9 @@ const RULES: &[RuleDef] = &[
             "passwd was",
             "passphrase is",
             "passphrase was",
+            "password for",
+            "passwd for",
+            "passphrase for",
         ],
         Shape::Any,
     ),

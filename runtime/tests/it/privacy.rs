@@ -1331,7 +1331,7 @@ fn nothing_unredacted_reaches_any_column() {
             ));
         }
     }
-    // The redaction corpus (`tests/data/secrets.json`, 165 secrets of 48 classes), each in the
+    // The redaction corpus (`tests/data/secrets.json`, 172 secrets of 50 classes), each in the
     // place it was written for: a prompt, a tool output, a Bash, Write or MCP tool input.
     let corpus = secret_corpus();
     for (k, e) in corpus.iter().enumerate() {

@@ -1178,6 +1178,10 @@ fn passwords_in_sentences_prompts_escaped_quotes_and_piped_logins() {
             "The password is `[redacted:secret_assignment]` for now.",
         ),
         (
+            "the password for the staging db is Xk9#mQ2vLp, thanks",
+            "the password for the staging db is [redacted:secret_assignment], thanks",
+        ),
+        (
             "the passphrase was now 123456.",
             "the passphrase was now [redacted:secret_assignment].",
         ),
@@ -1220,6 +1224,7 @@ fn passwords_in_sentences_prompts_escaped_quotes_and_piped_logins() {
     }
     for kept in [
         "the password is required",
+        "the password for the admin account is required",
         "Your password is incorrect.",
         "the password is 8 characters long",
         "the password is 10-20 characters",
