@@ -162,6 +162,17 @@ impl Plan {
             .collect()
     }
 
+    /// How many of [`Plan::describe`]'s lines change something: not its notes, nor the lines
+    /// that say what stays (`keep …`: an entry that loads a file holding the user's hooks too,
+    /// a table holding the user's keys).
+    pub fn change_count(&self) -> usize {
+        self.files
+            .iter()
+            .flat_map(|f| &f.lines)
+            .filter(|l| !l.starts_with("keep "))
+            .count()
+    }
+
     /// What stands in the way of applying the plan, one line per file (`~/.claude/settings.json
     /// is read-only: …`); empty when nothing does.
     pub fn notes(&self) -> Vec<String> {

@@ -193,11 +193,7 @@ pub fn install(
                 if p.is_empty() {
                     out!("{}", nothing_to_do(*ag, p, verb, &binary));
                 } else {
-                    out!(
-                        "{}: would {verb} ({})",
-                        ag.display_name(),
-                        plural(p.describe().len() as u64, "change", "changes")
-                    );
+                    out!("{}: would {verb} ({})", ag.display_name(), count_changes(p));
                 }
             }
             out!("Nothing was changed (a dry run).");
@@ -265,17 +261,9 @@ pub fn install(
         }
         if !a.json && interactive {
             // The changes were listed before the confirmation.
-            out!(
-                "{}: done ({} changes)",
-                ag.display_name(),
-                p.describe().len()
-            );
+            out!("{}: done ({})", ag.display_name(), count_changes(p));
         } else if !a.json {
-            out!(
-                "{}: {verb}ed ({}):",
-                ag.display_name(),
-                plural(p.describe().len() as u64, "change", "changes")
-            );
+            out!("{}: {verb}ed ({}):", ag.display_name(), count_changes(p));
             for line in p.describe() {
                 out!("  {line}");
             }
@@ -384,7 +372,16 @@ pub fn purge(db: &StoreLocation, yes: bool, json: bool, dry_run: bool) -> Result
     let env = memtrail_installer::Env::from_process();
     let state = memtrail_installer::state_dir_in(&env);
     let binary = binary_path()?;
-    let still: Vec<Agent> = memtrail_installer::registered_agents(&binary);
+    // An agent where the uninstall left only what holds the user's own hooks or keys (VS
+    // Code's hook file entry while the file holds a hook of theirs: `keep …`) has nothing of
+    // memtrail's left to uninstall: its state is not needed there (the purge exited 1).
+    let still: Vec<Agent> = memtrail_installer::registered_agents(&binary)
+        .into_iter()
+        .filter(|ag| {
+            memtrail_installer::plan(*ag, memtrail_installer::Action::Uninstall, &binary)
+                .map_or(true, |p| p.change_count() > 0)
+        })
+        .collect();
     // A dry run changed no config: the state goes if the uninstall it shows succeeds.
     // The lock file this uninstall holds is not state of its own.
     let purge_state = (still.is_empty() || dry_run) && memtrail_installer::has_state_in(&env);
@@ -508,4 +505,13 @@ pub(crate) fn dir_bytes(dir: &std::path::Path) -> u64 {
             _ => 0,
         })
         .sum()
+}
+
+/// `3 changes`, `1 change`, or `no change` for a plan whose lines only say what stays
+/// (`keep …`) or note something.
+fn count_changes(p: &memtrail_installer::Plan) -> String {
+    match p.change_count() {
+        0 => "no change".to_string(),
+        n => plural(n as u64, "change", "changes"),
+    }
 }

@@ -258,3 +258,49 @@ fn purge_where_memtrail_never_ran_deletes_no_state() {
     );
     assert!(!sb.home.join(".local").exists());
 }
+
+/// A user added a hook of their own to memtrail's VS Code hook file: uninstall keeps the file
+/// and its `chat.hookFilesLocations` entry for them, and says so without counting it as a
+/// change; `--purge` then deletes memtrail's state (nothing of memtrail's is left to
+/// uninstall) and exits 0. It kept the state and exited 1, saying memtrail was still
+/// registered with VS Code.
+#[test]
+fn purge_goes_ahead_when_only_the_users_vscode_hooks_are_kept() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.home.join(".config/Code/User")).unwrap();
+    sb.ok(&["install", "--agent", "vscode", "--yes"]);
+    let hooks = sb.home.join(".config/memtrail/vscode-hooks.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&hooks).unwrap()).unwrap();
+    v["hooks"]["Stop"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"type": "command", "command": "./my-stop.sh"}));
+    std::fs::write(&hooks, v.to_string()).unwrap();
+    let state = sb.home.join(".local/state/memtrail");
+    assert!(state.is_dir());
+
+    let keep = "  ~/.config/Code/User/settings.json: keep hook file in chat.hookFilesLocations: ~/.config/memtrail/vscode-hooks.json holds hooks memtrail did not write (Stop), which this keeps loading\n";
+    let out = sb.ok(&["uninstall", "--purge", "--yes"]);
+    assert!(
+        out.starts_with("VS Code Copilot: uninstalled (5 changes):\n"),
+        "{out}"
+    );
+    assert!(out.contains(keep), "{out}");
+    assert!(out.ends_with(&format!(
+        "no store at {}: nothing to delete there\ndeleted memtrail's state {} (2 config backups, the install state, the logs)\n",
+        sb.db().display(),
+        state.display()
+    )), "{out}");
+    assert!(!state.exists());
+    // The user's hook stays where VS Code loads it.
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&hooks).unwrap()).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"hooks": {"Stop": [{"type": "command", "command": "./my-stop.sh"}]}})
+    );
+    // Nothing more to do, and it says so as no change.
+    assert_eq!(
+        sb.ok(&["uninstall", "--agent", "vscode", "--yes"]),
+        format!("VS Code Copilot: uninstalled (no change):\n{keep}")
+    );
+}

@@ -242,6 +242,9 @@ fn uninstall_keeps_the_hook_file_entry_while_it_holds_a_users_hook() {
     // Said again by the next uninstall, which changes nothing.
     let again = b.plan(Action::Uninstall);
     assert_eq!(again.describe(), vec![keep.to_string()]);
+    // What stays is said, and counted as no change (it was "1 change").
+    assert_eq!(plan.change_count(), plan.describe().len() - 1);
+    assert_eq!(again.change_count(), 0);
 
     // The user moves their hook elsewhere: the entry goes, the file (theirs now) stays.
     std::fs::write(&hf, "{\"hooks\": {\"Stop\": []}}\n").unwrap();
