@@ -35,7 +35,8 @@ pub const WRAPPERS: &[&str] = &[
 /// The words of a command from memtrail's program on, when the user wrapped memtrail's hook
 /// in a program that runs it: the command starts with one of [`WRAPPERS`] (by file name, in any
 /// folder) or a shell assignment `NAME=value`, and no word before memtrail's holds a shell
-/// operator character (`;&|<>()$` or a backquote). `nice -n 5 /a/memtrail hook claude` gives
+/// operator character (`;&|<>()$`, a backquote, or the line break [`shell_split`] gives as a
+/// word). `nice -n 5 /a/memtrail hook claude` gives
 /// `["/a/memtrail", "hook", "claude"]`. Any other command (`echo memtrail hook claude`) is
 /// returned as it is.
 pub fn unwrap_command(words: Vec<String>) -> Vec<String> {
@@ -51,7 +52,7 @@ pub fn unwrap_command(words: Vec<String>) -> Vec<String> {
     });
     let plain = words[..k]
         .iter()
-        .all(|w| !w.chars().any(|c| ";&|<>()$`".contains(c)));
+        .all(|w| !w.chars().any(|c| ";&|<>()$`\n".contains(c)));
     if (WRAPPERS.contains(&name) || assignment) && plain {
         words[k..].to_vec()
     } else {
@@ -87,8 +88,21 @@ pub fn shell_quote(s: &str) -> String {
 /// backslash outside quotes escapes the next character. `None` for an unterminated quote. Shell
 /// operators are not interpreted (`a; b` gives the words `a;` and `b`), which is what memtrail's
 /// marker check needs: a command with anything more than `memtrail hook claude` is not memtrail's.
+/// A line break outside quotes between two words ends a command as `;` does: it is given as a
+/// word of its own, `"\n"` (`nice curl x` then `memtrail hook claude` on the next line is two
+/// commands, not memtrail's wrapped, see [`unwrap_command`]).
 pub fn shell_split(s: &str) -> Option<Vec<String>> {
-    Some(shell_words(s)?.into_iter().map(|(w, _)| w).collect())
+    let words = shell_words(s)?;
+    let mut out = Vec::with_capacity(words.len());
+    let mut end = None;
+    for (w, span) in words {
+        if end.is_some_and(|e| s[e..span.start].contains('\n')) {
+            out.push("\n".to_string());
+        }
+        end = Some(span.end);
+        out.push(w);
+    }
+    Some(out)
 }
 
 /// [`shell_split`], with each word's byte range in `s` (its quotes included).
@@ -201,6 +215,37 @@ mod tests {
 
     /// The word spans cover each word's quotes; a wrapper around memtrail's hook keeps every
     /// byte but memtrail's program when the program changes.
+    #[test]
+    fn a_line_break_ends_a_command() {
+        let split = |s: &str| shell_split(s).unwrap();
+        assert_eq!(
+            split("nice -n 5 curl x\n/a/memtrail hook claude"),
+            [
+                "nice",
+                "-n",
+                "5",
+                "curl",
+                "x",
+                "\n",
+                "/a/memtrail",
+                "hook",
+                "claude"
+            ]
+        );
+        // Not memtrail's wrapped: `sh` runs `nice -n 5 curl x` as a command of its own (status
+        // and uninstall took the whole command for memtrail's).
+        let words = split("nice -n 5 curl x\n/a/memtrail hook claude");
+        assert_eq!(unwrap_command(words.clone()), words);
+        let words = split("FOO=1 curl x\n  /a/memtrail hook claude");
+        assert_eq!(unwrap_command(words.clone()), words);
+        // A line continuation, a break inside quotes, and one at the end are no command's end.
+        assert_eq!(
+            unwrap_command(split("nice -n 5 \\\n/a/memtrail hook claude\n")),
+            ["/a/memtrail", "hook", "claude"]
+        );
+        assert_eq!(split("echo 'a\nb' c"), ["echo", "a\nb", "c"]);
+    }
+
     #[test]
     fn words_have_spans_and_a_wrapper_is_kept() {
         let cmd = "env FOO=1  nice -n 5 '/old dir/memtrail' hook claude";

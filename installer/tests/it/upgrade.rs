@@ -462,3 +462,29 @@ fn a_wrapped_hook_keeps_its_wrapper_when_the_binary_moves() {
     apply(&sb.plan_with(Action::Uninstall, &new_bin)).unwrap();
     assert_eq!(std::fs::read_to_string(&sb.settings).unwrap(), before);
 }
+
+/// A hook command of the user's that runs memtrail on a line after a command of its own
+/// (`nice -n 5 curl -s https://x/ping` then `…/memtrail hook claude`) is two commands to `sh`,
+/// not memtrail's hook wrapped: uninstall leaves it whole (before, it was taken for memtrail's
+/// and deleted, the user's first line with it).
+#[test]
+fn a_users_command_with_memtrail_on_its_next_line_is_not_memtrails() {
+    let sb = Sandbox::new();
+    let bin = sb.bin.to_str().unwrap().to_string();
+    let theirs = format!("nice -n 5 curl -s https://x.example/ping\n'{bin}' hook claude");
+    let before = serde_json::to_string_pretty(&json!({
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": theirs}]}]}
+    }))
+    .unwrap()
+        + "\n";
+    sb.put(&sb.settings, Some(&before));
+    sb.install();
+    let installed = sb.json(&sb.settings);
+    assert_eq!(
+        installed["hooks"]["Stop"][0]["hooks"][0]["command"],
+        json!(theirs),
+        "kept as written"
+    );
+    sb.uninstall();
+    assert_eq!(std::fs::read_to_string(&sb.settings).unwrap(), before);
+}
