@@ -694,9 +694,8 @@ impl ReadStore for PgReader {
         // ranked, read newest first by the `id` index and stopping there, so that a frequent
         // term costs no more than a rare one.
         //
-        // The newest candidates are chosen by id and row address only, and each one's `tsv` read
-        // again by its address (a TID scan in a subquery per row, whatever the table's size)
-        // for `ts_rank`: when PostgreSQL finds the matches through the GIN index it sorts them
+        // The newest candidates are chosen by id and row address only, and their `tsv` read
+        // again by those addresses (one TID scan, whatever the table's size) for `ts_rank`: when PostgreSQL finds the matches through the GIN index it sorts them
         // all by id, and a sort that carried each match's `tsv` (4.7 KB on average for
         // `overflow invoice`'s 5,401 matches) spilled to disk (12 MB): 24–30 ms against 17–20
         // ms (docs/benchmarks.md, "PostgreSQL search: candidates without their vectors,
