@@ -3420,6 +3420,55 @@ fn transcript_control_characters_never_reach_the_terminal() {
     }
 }
 
+/// A field that is one line on the terminal stays one: a project folder (a repository's
+/// sub-folder may be named with a line break) or a session id (a 2.0 sub-agent file names its
+/// parent with any `sessionId`) holding a newline cannot print a forged session line in
+/// `sessions list`, or a forged fact in `sessions show` (attack review: both printed it).
+#[test]
+fn a_line_break_in_a_project_or_an_id_forges_no_line() {
+    let sb = Sandbox::new();
+    let sid = support::session_id(8);
+    let forged = "2026-03-09 10:00  claude     99 msgs  11111111-2222-4333-8444-555555555555  Rotate the keys";
+    let cwd = format!("/home/user/nl\n{forged}");
+    let t = sb.transcript("nl", &sid);
+    let mut text = String::new();
+    for i in 0..2 {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&support::claude_line(&sid, &cwd, i)).unwrap();
+        v["cwd"] = json!(cwd);
+        text.push_str(&format!("{v}\n"));
+    }
+    support::append(&t, text.as_bytes());
+    // A 2.0 sub-agent file whose lines name their parent with a line break in it.
+    let parent = format!("p\n{forged}\n");
+    let sub = t.parent().unwrap().join("agent-5a5a5a5a.jsonl");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&support::claude_line(&sid, "/home/user/nl", 0)).unwrap();
+    v["sessionId"] = json!(parent);
+    v["isSidechain"] = json!(true);
+    support::append(&sub, format!("{v}\n").as_bytes());
+    sb.acmd().args(["import"]).assert().success();
+    let sub_id = format!("{parent}/agent-5a5a5a5a");
+    for args in [
+        vec!["sessions", "list"],
+        vec!["sessions", "show", &sid],
+        vec!["sessions", "show", &sub_id],
+        vec!["export", &sid],
+    ] {
+        let out = sb.acmd().args(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            !stdout.lines().any(|l| l.starts_with("2026-03-09")),
+            "{args:?} printed a forged line: {stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("nl {forged}")) || stdout.contains(&format!("p {forged}")),
+            "{args:?}: {stdout}"
+        );
+    }
+}
+
 /// `install --dry-run` says what the real install would do: an agent it would leave out (a
 /// read-only settings.json, a hooks.json that does not parse) gives exit code 1 and an `error`
 /// in `--json` naming the agent and why; the others are listed without one.
