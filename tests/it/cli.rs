@@ -4470,6 +4470,46 @@ fn purge_reads_without_changing_and_refuses_a_foreign_file() {
     assert_eq!(std::fs::read(&db).unwrap(), before);
 }
 
+/// An access token lets in whoever presents it, another local account too (the check of the
+/// connection's account is for a page without one): given with `--token`, it is in the process
+/// list for every local user while the page runs, and `web` says so on stderr, as `sync
+/// --init` does for a password; from MEMTRAIL_WEB_TOKEN it says nothing (attack review).
+#[test]
+fn a_token_on_the_command_line_is_warned_about() {
+    use std::io::BufRead;
+    let sb = Sandbox::new();
+    let token = "0123456789abcdef0123";
+    for (args, env, warned) in [
+        (vec!["--token", token], None, true),
+        (vec![], Some(token), false),
+    ] {
+        let mut cmd = sb.cmd();
+        cmd.args(["web", "--port", "0"]).args(&args);
+        if let Some(t) = env {
+            cmd.env("MEMTRAIL_WEB_TOKEN", t);
+        }
+        let mut web = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        std::io::BufReader::new(web.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(first.starts_with("memtrail web: http://"), "{first}");
+        web.kill().unwrap();
+        let out = web.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.contains("visible to other local users in the process list"),
+            warned,
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains(token), "{err}");
+    }
+}
+
 /// `memtrail web` without a token is its user's: another local account connecting to the
 /// loopback port is refused (403), the user's own connection answered. Needs root (to run the
 /// client as `nobody` with `su`); elsewhere the test says so and checks the user's side only.
