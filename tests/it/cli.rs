@@ -2033,6 +2033,49 @@ fn hooks_never_delete_files_through_a_symlinked_pending_folder() {
     assert_eq!(n, 2);
 }
 
+/// Files in the pending folder that are not entries memtrail wrote: a FIFO and a symlink to
+/// /dev/zero named like entries (planted by a prompt-injected agent, say). A hook reads
+/// neither: before, it read each one before checking what it was, so the FIFO hung every hook
+/// and the link grew it past 12 GB of memory (attack review).
+#[cfg(unix)]
+#[test]
+fn hooks_read_no_fifo_or_device_in_the_pending_folder() {
+    let sb = Sandbox::new();
+    let a = support::session_id(1);
+    let ta = sb.transcript("alpha", &a);
+    support::append(
+        &ta,
+        format!("{}\n", support::claude_line(&a, "/home/user/alpha", 0)).as_bytes(),
+    );
+    sb.json(&["import", "--json"]);
+    let pending = sb.home.join(".local/state/memtrail/pending");
+    std::fs::create_dir_all(&pending).unwrap();
+    let fifo = pending.join("0123456789abcdef0123456789abcdef");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    std::os::unix::fs::symlink(
+        "/dev/zero",
+        pending.join("fedcba9876543210fedcba9876543210"),
+    )
+    .unwrap();
+    support::append(
+        &ta,
+        format!("{}\n", support::claude_line(&a, "/home/user/alpha", 1)).as_bytes(),
+    );
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&ta, &a))
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .success();
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 2);
+}
+
 /// `uninstall --purge` after the registrations are already gone (a plain `uninstall` first)
 /// still deletes the store; before, it printed "nothing to uninstall" and kept every session.
 #[test]
