@@ -34,6 +34,45 @@ pub fn xdg_config_home() -> PathBuf {
     env_abs("XDG_CONFIG_HOME").unwrap_or_else(|| home_dir().join(".config"))
 }
 
+/// The bytes of a small file an agent keeps beside its transcripts (a project registry, a
+/// `.project_root` marker, a settings file), read by hooks: opened without blocking (a FIFO
+/// returns at once) and read only when it is a regular file of at most `max` bytes, so that a
+/// FIFO or a link to `/dev/zero` in its place can neither hang a hook nor fill its memory.
+///
+/// Errors: the file cannot be opened or read (`NotFound` when missing); `InvalidInput` when it
+/// is not a regular file; `InvalidData` when it is larger than `max`.
+pub fn read_small(path: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} is larger than {max} bytes", path.display()),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// [`read_small`] as UTF-8 text.
+///
+/// Errors: [`read_small`]'s; `InvalidData` when the bytes are not UTF-8.
+pub fn read_small_text(path: &std::path::Path, max: u64) -> std::io::Result<String> {
+    String::from_utf8(read_small(path, max)?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 /// Decode `%XX` escapes of a `file://` URI path (as VS Code and Cursor write workspace folders);
 /// invalid escapes are kept as they are, invalid UTF-8 becomes U+FFFD.
 pub fn percent_decode(s: &str) -> String {
