@@ -2076,6 +2076,30 @@ fn hooks_read_no_fifo_or_device_in_the_pending_folder() {
     assert_eq!(n, 2);
 }
 
+/// A hook log that is a FIFO (or a link to /dev/zero) is passed over by `status`, which shows
+/// the log's last errors (and so does the web page's status): before, the FIFO hung it and
+/// /dev/zero grew it past 8 GB of memory (attack review).
+#[cfg(unix)]
+#[test]
+fn status_reads_no_fifo_as_the_hook_log() {
+    let sb = Sandbox::new();
+    let state = sb.home.join(".local/state/memtrail");
+    std::fs::create_dir_all(&state).unwrap();
+    let log = state.join("hook.log");
+    let c = std::ffi::CString::new(log.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = sb
+        .acmd()
+        .args(["status", "--json"])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(v.is_object(), "{v}");
+}
+
 /// `uninstall --purge` after the registrations are already gone (a plain `uninstall` first)
 /// still deletes the store; before, it printed "nothing to uninstall" and kept every session.
 #[test]
