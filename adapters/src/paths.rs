@@ -696,6 +696,41 @@ fn fnv1a(b: &[u8]) -> u64 {
 #[cfg(test)]
 mod dir_cache_tests {
     use super::*;
+
+    /// An agent's small file is read only as a regular file within its size: a FIFO returns at
+    /// once (it would block an open), a device or an over-long file is refused.
+    #[cfg(unix)]
+    #[test]
+    fn read_small_refuses_fifos_devices_and_large_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.json");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(read_small(&fifo, 10).map_err(|e| e.kind()));
+        });
+        let r = rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap();
+        assert_eq!(r, Err(std::io::ErrorKind::InvalidInput));
+        let zero = dir.path().join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert_eq!(
+            read_small(&zero, 10).map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::InvalidInput)
+        );
+        let f = dir.path().join("f.json");
+        std::fs::write(&f, "0123456789").unwrap();
+        assert_eq!(read_small(&f, 10).unwrap(), b"0123456789");
+        assert_eq!(
+            read_small(&f, 9).map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::InvalidData)
+        );
+        assert_eq!(
+            read_small(&dir.path().join("none"), 9).map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::NotFound)
+        );
+    }
     use std::path::Path;
 
     /// The names `list_dir` gives for `dir`, sorted, with whether each is a file.
