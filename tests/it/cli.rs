@@ -2100,6 +2100,40 @@ fn status_reads_no_fifo_as_the_hook_log() {
     assert!(v.is_object(), "{v}");
 }
 
+/// An agent's config that is a FIFO: `status` (and the web page's status, which runs it in
+/// process) and `install` name it as not a regular file instead of hanging on it (attack
+/// review: both hung, and a link to /dev/zero grew them without bound).
+#[cfg(unix)]
+#[test]
+fn status_and_install_name_a_fifo_config_instead_of_hanging() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    let settings = sb.claude_dir().join("settings.json");
+    let c = std::ffi::CString::new(settings.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let status = sb
+        .acmd()
+        .args(["status"])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("settings.json is not a regular file"),
+        "{status:?}"
+    );
+    let install = sb
+        .acmd()
+        .args(["install", "--dry-run", "--agent", "claude"])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(install.status.code(), Some(1), "{install:?}");
+    let err = String::from_utf8_lossy(&install.stderr);
+    assert!(err.contains("settings.json is not a regular file"), "{err}");
+}
+
 /// `uninstall --purge` after the registrations are already gone (a plain `uninstall` first)
 /// still deletes the store; before, it printed "nothing to uninstall" and kept every session.
 #[test]
