@@ -34,6 +34,45 @@ pub fn xdg_config_home() -> PathBuf {
     env_abs("XDG_CONFIG_HOME").unwrap_or_else(|| home_dir().join(".config"))
 }
 
+/// The bytes of a small file an agent keeps beside its transcripts (a project registry, a
+/// `.project_root` marker, a settings file), read by hooks: opened without blocking (a FIFO
+/// returns at once) and read only when it is a regular file of at most `max` bytes, so that a
+/// FIFO or a link to `/dev/zero` in its place can neither hang a hook nor fill its memory.
+///
+/// Errors: the file cannot be opened or read (`NotFound` when missing); `InvalidInput` when it
+/// is not a regular file; `InvalidData` when it is larger than `max`.
+pub fn read_small(path: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} is larger than {max} bytes", path.display()),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// [`read_small`] as UTF-8 text.
+///
+/// Errors: [`read_small`]'s; `InvalidData` when the bytes are not UTF-8.
+pub fn read_small_text(path: &std::path::Path, max: u64) -> std::io::Result<String> {
+    String::from_utf8(read_small(path, max)?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 /// Decode `%XX` escapes of a `file://` URI path (as VS Code and Cursor write workspace folders);
 /// invalid escapes are kept as they are, invalid UTF-8 becomes U+FFFD.
 pub fn percent_decode(s: &str) -> String {
@@ -657,6 +696,41 @@ fn fnv1a(b: &[u8]) -> u64 {
 #[cfg(test)]
 mod dir_cache_tests {
     use super::*;
+
+    /// An agent's small file is read only as a regular file within its size: a FIFO returns at
+    /// once (it would block an open), a device or an over-long file is refused.
+    #[cfg(unix)]
+    #[test]
+    fn read_small_refuses_fifos_devices_and_large_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.json");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(read_small(&fifo, 10).map_err(|e| e.kind()));
+        });
+        let r = rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap();
+        assert_eq!(r, Err(std::io::ErrorKind::InvalidInput));
+        let zero = dir.path().join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert_eq!(
+            read_small(&zero, 10).map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::InvalidInput)
+        );
+        let f = dir.path().join("f.json");
+        std::fs::write(&f, "0123456789").unwrap();
+        assert_eq!(read_small(&f, 10).unwrap(), b"0123456789");
+        assert_eq!(
+            read_small(&f, 9).map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::InvalidData)
+        );
+        assert_eq!(
+            read_small(&dir.path().join("none"), 9).map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::NotFound)
+        );
+    }
     use std::path::Path;
 
     /// The names `list_dir` gives for `dir`, sorted, with whether each is a file.

@@ -30,7 +30,7 @@ pub(crate) fn spec(agent: Agent, env: &Env, binary: &Path) -> Result<AgentSpec, 
 /// A JSON-with-comments file's value, through the format-preserving parser; `None` when missing,
 /// not UTF-8 or not parseable.
 fn read_jsonc(path: &Path) -> Option<Value> {
-    std::fs::read(path)
+    memtrail_adapters::paths::read_small(path, crate::fsutil::MAX_CONFIG_BYTES)
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
         .and_then(|t| crate::jsonedit::JsonDoc::parse(&t).ok())

@@ -37,9 +37,16 @@ pub(crate) fn resolve_target(path: &Path) -> Result<PathBuf, InstallError> {
     ))
 }
 
-/// The file's bytes, or `None` when it does not exist.
+/// Largest agent config read (bytes): Claude Code's `~/.claude.json` grows with its history,
+/// to a few MB.
+pub(crate) const MAX_CONFIG_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The file's bytes, or `None` when it does not exist. Only a regular file of at most
+/// [`MAX_CONFIG_BYTES`] is read, opened without blocking: a FIFO or a link to a device where an
+/// agent's config should be is an error naming it, not a hang of `status`, `install` or the
+/// web page's status (nor a read of `/dev/zero` that fills the memory).
 pub(crate) fn read_opt(path: &Path) -> Result<Option<Vec<u8>>, InstallError> {
-    match fs::read(path) {
+    match memtrail_adapters::paths::read_small(path, MAX_CONFIG_BYTES) {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(InstallError::io(path, e)),

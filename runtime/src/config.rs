@@ -142,18 +142,49 @@ impl Config {
     }
 }
 
-/// The text of the file at `path`, `None` when it does not exist.
+/// Largest config file read (bytes): far more than any list of settings and rules needs.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// The text of the file at `path`, `None` when it does not exist. Only a regular file of at
+/// most [`MAX_CONFIG_BYTES`] is read: every hook reads this file, and one that is a FIFO (an
+/// open that never returns) or a link to `/dev/zero` (a read that never ends) must fail it at
+/// once, not hang it or fill the memory.
 ///
-/// Errors: it cannot be read (a message naming the file).
+/// Errors: it cannot be read, is not a regular file or is too large (a message naming the file).
 pub fn read(path: &Path) -> Result<Option<String>, String> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!(
-            "cannot read memtrail's config {}: {e}",
-            path.display()
-        )),
+    use std::io::Read;
+    let fail = |e: std::io::Error| format!("cannot read memtrail's config {}: {e}", path.display());
+    let refuse = |why: &str| format!("memtrail's config {} {why}; not read", path.display());
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // Non-blocking: opening a FIFO for reading returns at once (and is refused below).
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = match options.open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(fail(e)),
+    };
+    let md = file.metadata().map_err(fail)?;
+    if !md.is_file() {
+        return Err(refuse("is not a regular file"));
     }
+    if md.len() > MAX_CONFIG_BYTES {
+        return Err(refuse(&format!("is larger than {MAX_CONFIG_BYTES} bytes")));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(fail)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(refuse(&format!("is larger than {MAX_CONFIG_BYTES} bytes")));
+    }
+    String::from_utf8(bytes).map(Some).map_err(|_| {
+        fail(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ))
+    })
 }
 
 /// A TOML error message on one line.
@@ -399,6 +430,41 @@ mod tests {
         assert!(set("x = [\n", "x", toml_edit::Value::from(1i64)).is_err());
         assert!(set("sync = 1\n", "sync.url", toml_edit::Value::from("u")).is_err());
         assert!(set("", "a.b.c", toml_edit::Value::from("u")).is_err());
+    }
+
+    /// Every hook reads the config: a FIFO, a link to /dev/zero or a huge file where it
+    /// should be fails the read at once (attack review: the FIFO hung every hook until its
+    /// agent killed it, /dev/zero grew a hook past 12 GB of memory).
+    #[cfg(unix)]
+    #[test]
+    fn only_a_regular_file_of_bounded_size_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let within = |path: std::path::PathBuf| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(read(&path));
+            });
+            rx.recv_timeout(std::time::Duration::from_secs(5))
+                .expect("the read must return at once")
+        };
+        let fifo = dir.path().join("fifo.toml");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = within(fifo).unwrap_err();
+        assert!(e.contains("is not a regular file"), "{e}");
+        let zero = dir.path().join("zero.toml");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let e = within(zero).unwrap_err();
+        assert!(e.contains("is not a regular file"), "{e}");
+        let big = dir.path().join("big.toml");
+        std::fs::write(&big, "# x\n".repeat(300_000)).unwrap();
+        let e = within(big).unwrap_err();
+        assert!(e.contains("is larger than 1048576 bytes"), "{e}");
+        assert_eq!(within(dir.path().join("none.toml")), Ok(None));
+        let ok = dir.path().join("ok.toml");
+        std::fs::write(&ok, "exclude = []\n").unwrap();
+        assert_eq!(within(ok), Ok(Some("exclude = []\n".to_string())));
     }
 
     #[test]

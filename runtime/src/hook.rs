@@ -831,9 +831,12 @@ fn create_private_dir_all(dir: &Path) -> std::io::Result<()> {
 
 /// The last error lines of the hook log (at most `n`), for status.
 pub fn last_log_errors(n: usize) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(log_path()) else {
+    // A regular file of bounded size only (it rotates at 1 MiB): a FIFO or a link to a device
+    // in its place must not hang `status` or the web page's status.
+    let Ok(bytes) = memtrail_adapters::paths::read_small(&log_path(), 16 * LOG_ROTATE_BYTES) else {
         return Vec::new();
     };
+    let text = String::from_utf8_lossy(&bytes);
     let mut lines: Vec<String> = text
         .lines()
         .filter(|l| l.contains(" error: "))

@@ -959,6 +959,16 @@ impl LineSteps {
                     if self.eof {
                         // The line is not finished yet: the cursor stays at its start.
                         self.done = true;
+                    } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                        // A line of gigabytes is not read to its end past a hook's deadline:
+                        // the cursor stays at its start, and an import (no deadline) skips it.
+                        self.done = true;
+                        return Ok(Some(Step {
+                            new_offset: self.offset,
+                            write: None,
+                            timed_out: true,
+                            excluded_at: None,
+                        }));
                     }
                     return Ok(None);
                 }

@@ -108,9 +108,11 @@ pub fn list(db: &StoreLocation) -> Vec<(PathBuf, std::time::SystemTime, Entry)> 
         let Ok(md) = std::fs::symlink_metadata(&file) else {
             continue;
         };
-        let entry = std::fs::read(&file)
-            .ok()
-            .filter(|_| md.is_file() && md.len() <= 64 * 1024)
+        // Only a small regular file is read (checked before, and again on what is opened):
+        // a FIFO or a link to a device named like an entry must not hang or fill a hook.
+        let entry = (md.is_file() && md.len() <= MAX_ENTRY_BYTES)
+            .then(|| read_entry(&file))
+            .flatten()
             .and_then(|b| serde_json::from_slice::<Entry>(&b).ok());
         match entry {
             Some(e) if e.db == db => {
@@ -209,6 +211,31 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
+}
+
+/// Largest entry read (bytes); [`add`] writes a few hundred.
+const MAX_ENTRY_BYTES: u64 = 64 * 1024;
+
+/// The bytes of the entry file `path`: `None` unless it opens, without following a symlink and
+/// without blocking, as a regular file of at most [`MAX_ENTRY_BYTES`].
+fn read_entry(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    );
+    let file = options.open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_ENTRY_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= MAX_ENTRY_BYTES).then_some(bytes)
 }
 
 #[cfg(unix)]

@@ -881,8 +881,10 @@ pub(crate) fn truncate_note(s: &mut String, max: usize) {
 }
 
 /// Render a session as Markdown: a title, a line of facts, then each message with its tool calls
-/// (input as JSON, output in a fence).
+/// (input as JSON, output in a fence). The facts are one line each: a line break in a project
+/// folder or a session id is shown as a blank, so that it cannot forge a fact.
 pub fn session_markdown(v: &SessionView) -> String {
+    use crate::safe_text::one_line_field;
     use std::fmt::Write;
     let s = &v.session;
     let mut out = String::new();
@@ -894,19 +896,19 @@ pub fn session_markdown(v: &SessionView) -> String {
     let _ = writeln!(
         out,
         "- session: `{}` ({})\n- project: {}\n- time: {} → {}\n- messages: {}{}",
-        s.session_id,
+        one_line_field(&s.session_id),
         s.agent,
-        s.project.as_deref().unwrap_or("?"),
+        one_line_field(s.project.as_deref().unwrap_or("?")),
         s.started_at.as_deref().unwrap_or("?"),
         s.updated_at.as_deref().unwrap_or("?"),
         s.messages,
         s.parent_session_id
             .as_deref()
-            .map(|p| format!("\n- parent session: `{p}`"))
+            .map(|p| format!("\n- parent session: `{}`", one_line_field(p)))
             .unwrap_or_default()
     );
     for c in &v.children {
-        let _ = writeln!(out, "- sub-agent session: `{c}`");
+        let _ = writeln!(out, "- sub-agent session: `{}`", one_line_field(c));
     }
     out.push_str(&messages_markdown(&v.messages));
     out

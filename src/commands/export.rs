@@ -273,7 +273,11 @@ fn write_session(
                     if let serde_json::Value::Object(fields) = serde_json::to_value(m)? {
                         line.extend(fields);
                     }
-                    writeln!(w, "{}", serde_json::Value::Object(line))?;
+                    writeln!(
+                        w,
+                        "{}",
+                        crate::output::json_line(&serde_json::Value::Object(line))?
+                    )?;
                 }
                 ExportFormat::Html => {}
             }

@@ -9,6 +9,7 @@ use memtrail_runtime::StoreLocation;
 use memtrail_runtime::maintenance::{Recaptured, SessionInfo};
 use memtrail_runtime::query::SessionSummary;
 use memtrail_runtime::query::{self, ListFilter};
+use memtrail_runtime::safe_text::one_line_field;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -103,7 +104,7 @@ pub fn list(
                     .unwrap_or("?".into()),
                 s.agent,
                 s.messages,
-                s.session_id,
+                one_line_field(&s.session_id),
             );
             let used = unicode_width::UnicodeWidthStr::width(head.as_str());
             if columns.is_some_and(|c| c < used + 24) {
@@ -113,17 +114,29 @@ pub fn list(
                 out!(
                     "{:>w$}{}",
                     "",
-                    fit(s.title.as_deref().unwrap_or("(untitled)"), 37 + width),
+                    fit(
+                        &one_line_field(s.title.as_deref().unwrap_or("(untitled)")),
+                        37 + width
+                    ),
                     w = 37 + width
                 );
             } else {
                 out!(
                     "{head}{}",
-                    fit(s.title.as_deref().unwrap_or("(untitled)"), used)
+                    fit(
+                        &one_line_field(s.title.as_deref().unwrap_or("(untitled)")),
+                        used
+                    )
                 );
             }
             if let Some(p) = &s.project {
-                out!("{:>w$}{}", "", fit(p, 37 + width), w = 37 + width);
+                // A folder's name may hold a line break: one line, so that it forges no session.
+                out!(
+                    "{:>w$}{}",
+                    "",
+                    fit(&one_line_field(p), 37 + width),
+                    w = 37 + width
+                );
             }
         }
         // The list may be cut: say so, and how to see more (on stderr, as the other notes).
@@ -209,8 +222,8 @@ pub fn delete_session(db: &StoreLocation, id: &str, yes: bool, json: bool) -> Re
     let what = format!(
         "{} session {} ({}; {}{}{})",
         info.agent,
-        info.session_id,
-        info.title.as_deref().unwrap_or("untitled"),
+        one_line_field(&info.session_id),
+        one_line_field(info.title.as_deref().unwrap_or("untitled")),
         plural(info.messages, "message", "messages"),
         if info.subagents > 0 {
             format!(
@@ -222,7 +235,7 @@ pub fn delete_session(db: &StoreLocation, id: &str, yes: bool, json: bool) -> Re
         },
         info.project
             .as_deref()
-            .map(|p| format!(", in {p}"))
+            .map(|p| format!(", in {}", one_line_field(p)))
             .unwrap_or_default()
     );
     let prompt = match &info.machine {

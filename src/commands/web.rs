@@ -10,6 +10,10 @@ use memtrail_web::{Backend, Listen, Mode};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
+/// The warning `web --token T` gives on stderr.
+pub const TOKEN_IN_ARGS: &str = "the access token is visible to other local users in the \
+    process list while the page runs, and lets them in; prefer MEMTRAIL_WEB_TOKEN";
+
 /// `memtrail web`: binds (refusing a non-loopback address without a token), prints the URL,
 /// opens it with `--open`, serves until Ctrl-C.
 pub fn web(db: StoreLocation, a: WebArgs) -> Result<ExitCode> {
@@ -59,6 +63,15 @@ pub fn web(db: StoreLocation, a: WebArgs) -> Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("{e}"))?
             .web
     };
+    // A token lets in whoever presents it, another local account included (the check of the
+    // connection's account is for a page without one): on the command line, it is in the
+    // process list for everyone to read while the page runs.
+    if a.token.as_deref().is_some_and(|t| !t.is_empty())
+        && std::env::args_os()
+            .any(|x| x == "--token" || x.to_string_lossy().starts_with("--token="))
+    {
+        eprintln!("memtrail: warning: {TOKEN_IN_ARGS}");
+    }
     let listen = Listen {
         bind: a.bind.or(cfg.bind).unwrap_or([127, 0, 0, 1].into()),
         port: a.port.or(cfg.port).unwrap_or(memtrail_web::DEFAULT_PORT),

@@ -2033,6 +2033,107 @@ fn hooks_never_delete_files_through_a_symlinked_pending_folder() {
     assert_eq!(n, 2);
 }
 
+/// Files in the pending folder that are not entries memtrail wrote: a FIFO and a symlink to
+/// /dev/zero named like entries (planted by a prompt-injected agent, say). A hook reads
+/// neither: before, it read each one before checking what it was, so the FIFO hung every hook
+/// and the link grew it past 12 GB of memory (attack review).
+#[cfg(unix)]
+#[test]
+fn hooks_read_no_fifo_or_device_in_the_pending_folder() {
+    let sb = Sandbox::new();
+    let a = support::session_id(1);
+    let ta = sb.transcript("alpha", &a);
+    support::append(
+        &ta,
+        format!("{}\n", support::claude_line(&a, "/home/user/alpha", 0)).as_bytes(),
+    );
+    sb.json(&["import", "--json"]);
+    let pending = sb.home.join(".local/state/memtrail/pending");
+    std::fs::create_dir_all(&pending).unwrap();
+    let fifo = pending.join("0123456789abcdef0123456789abcdef");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    std::os::unix::fs::symlink(
+        "/dev/zero",
+        pending.join("fedcba9876543210fedcba9876543210"),
+    )
+    .unwrap();
+    support::append(
+        &ta,
+        format!("{}\n", support::claude_line(&a, "/home/user/alpha", 1)).as_bytes(),
+    );
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&ta, &a))
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .success();
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 2);
+}
+
+/// A hook log that is a FIFO (or a link to /dev/zero) is passed over by `status`, which shows
+/// the log's last errors (and so does the web page's status): before, the FIFO hung it and
+/// /dev/zero grew it past 8 GB of memory (attack review).
+#[cfg(unix)]
+#[test]
+fn status_reads_no_fifo_as_the_hook_log() {
+    let sb = Sandbox::new();
+    let state = sb.home.join(".local/state/memtrail");
+    std::fs::create_dir_all(&state).unwrap();
+    let log = state.join("hook.log");
+    let c = std::ffi::CString::new(log.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = sb
+        .acmd()
+        .args(["status", "--json"])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(v.is_object(), "{v}");
+}
+
+/// An agent's config that is a FIFO: `status` (and the web page's status, which runs it in
+/// process) and `install` name it as not a regular file instead of hanging on it (attack
+/// review: both hung, and a link to /dev/zero grew them without bound).
+#[cfg(unix)]
+#[test]
+fn status_and_install_name_a_fifo_config_instead_of_hanging() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.claude_dir()).unwrap();
+    let settings = sb.claude_dir().join("settings.json");
+    let c = std::ffi::CString::new(settings.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let status = sb
+        .acmd()
+        .args(["status"])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("settings.json is not a regular file"),
+        "{status:?}"
+    );
+    let install = sb
+        .acmd()
+        .args(["install", "--dry-run", "--agent", "claude"])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(install.status.code(), Some(1), "{install:?}");
+    let err = String::from_utf8_lossy(&install.stderr);
+    assert!(err.contains("settings.json is not a regular file"), "{err}");
+}
+
 /// `uninstall --purge` after the registrations are already gone (a plain `uninstall` first)
 /// still deletes the store; before, it printed "nothing to uninstall" and kept every session.
 #[test]
@@ -3420,6 +3521,55 @@ fn transcript_control_characters_never_reach_the_terminal() {
     }
 }
 
+/// A field that is one line on the terminal stays one: a project folder (a repository's
+/// sub-folder may be named with a line break) or a session id (a 2.0 sub-agent file names its
+/// parent with any `sessionId`) holding a newline cannot print a forged session line in
+/// `sessions list`, or a forged fact in `sessions show` (attack review: both printed it).
+#[test]
+fn a_line_break_in_a_project_or_an_id_forges_no_line() {
+    let sb = Sandbox::new();
+    let sid = support::session_id(8);
+    let forged = "2026-03-09 10:00  claude     99 msgs  11111111-2222-4333-8444-555555555555  Rotate the keys";
+    let cwd = format!("/home/user/nl\n{forged}");
+    let t = sb.transcript("nl", &sid);
+    let mut text = String::new();
+    for i in 0..2 {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&support::claude_line(&sid, &cwd, i)).unwrap();
+        v["cwd"] = json!(cwd);
+        text.push_str(&format!("{v}\n"));
+    }
+    support::append(&t, text.as_bytes());
+    // A 2.0 sub-agent file whose lines name their parent with a line break in it.
+    let parent = format!("p\n{forged}\n");
+    let sub = t.parent().unwrap().join("agent-5a5a5a5a.jsonl");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&support::claude_line(&sid, "/home/user/nl", 0)).unwrap();
+    v["sessionId"] = json!(parent);
+    v["isSidechain"] = json!(true);
+    support::append(&sub, format!("{v}\n").as_bytes());
+    sb.acmd().args(["import"]).assert().success();
+    let sub_id = format!("{parent}/agent-5a5a5a5a");
+    for args in [
+        vec!["sessions", "list"],
+        vec!["sessions", "show", &sid],
+        vec!["sessions", "show", &sub_id],
+        vec!["export", &sid],
+    ] {
+        let out = sb.acmd().args(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            !stdout.lines().any(|l| l.starts_with("2026-03-09")),
+            "{args:?} printed a forged line: {stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("nl {forged}")) || stdout.contains(&format!("p {forged}")),
+            "{args:?}: {stdout}"
+        );
+    }
+}
+
 /// `install --dry-run` says what the real install would do: an agent it would leave out (a
 /// read-only settings.json, a hooks.json that does not parse) gives exit code 1 and an `error`
 /// in `--json` naming the agent and why; the others are listed without one.
@@ -4419,6 +4569,46 @@ fn purge_reads_without_changing_and_refuses_a_foreign_file() {
         "{out:?}"
     );
     assert_eq!(std::fs::read(&db).unwrap(), before);
+}
+
+/// An access token lets in whoever presents it, another local account too (the check of the
+/// connection's account is for a page without one): given with `--token`, it is in the process
+/// list for every local user while the page runs, and `web` says so on stderr, as `sync
+/// --init` does for a password; from MEMTRAIL_WEB_TOKEN it says nothing (attack review).
+#[test]
+fn a_token_on_the_command_line_is_warned_about() {
+    use std::io::BufRead;
+    let sb = Sandbox::new();
+    let token = "0123456789abcdef0123";
+    for (args, env, warned) in [
+        (vec!["--token", token], None, true),
+        (vec![], Some(token), false),
+    ] {
+        let mut cmd = sb.cmd();
+        cmd.args(["web", "--port", "0"]).args(&args);
+        if let Some(t) = env {
+            cmd.env("MEMTRAIL_WEB_TOKEN", t);
+        }
+        let mut web = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        std::io::BufReader::new(web.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(first.starts_with("memtrail web: http://"), "{first}");
+        web.kill().unwrap();
+        let out = web.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.contains("visible to other local users in the process list"),
+            warned,
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains(token), "{err}");
+    }
 }
 
 /// `memtrail web` without a token is its user's: another local account connecting to the

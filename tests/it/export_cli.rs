@@ -111,6 +111,35 @@ fn jsonl_is_one_message_per_line() {
     );
 }
 
+/// JSON Lines escape what a terminal would obey (DEL, C1, the reordering characters) as
+/// `\u` escapes, as `json` and every `--json` do: `export --format jsonl | head` must not
+/// let a transcript's U+009B (CSI) or U+009D (OSC) drive the terminal, and the values read
+/// back are the stored ones (attack review: jsonl wrote them raw).
+#[test]
+fn jsonl_escapes_what_a_terminal_would_obey() {
+    let sb = Sandbox::new();
+    let sid = "c1c1c1c1-0000-4000-8000-000000000001";
+    let text = "csi \u{9b}2J osc \u{9d}0;title\u{9c} del \u{7f} rlo \u{202e}dcba esc \u{1b}[31m";
+    let line = serde_json::json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external",
+        "cwd": "/home/user/c1", "sessionId": sid, "version": "2.1.49", "type": "user",
+        "message": {"role": "user", "content": text},
+        "uuid": "c1000000-0000-4000-8000-000000000001", "timestamp": "2026-03-05T10:00:00.000Z"
+    });
+    let dir = sb.claude_dir().join("projects/-home-user-c1");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{sid}.jsonl")), format!("{line}\n")).unwrap();
+    sb.json(&["import", "--agent", "claude", "--json"]);
+    let out = export(&sb, &[sid, "--format", "jsonl"]);
+    let raw: Vec<char> = out
+        .chars()
+        .filter(|&c| c != '\n' && memtrail_runtime::safe_text::unsafe_on_terminal(c))
+        .collect();
+    assert!(raw.is_empty(), "raw {raw:?} in {out}");
+    let v: serde_json::Value = serde_json::from_str(out.trim_end()).unwrap();
+    assert_eq!(v["text"], text, "{v}");
+}
+
 #[test]
 fn json_is_one_document_with_messages_and_events() {
     let sb = sandbox(false);

@@ -954,6 +954,50 @@ fn project_dir_comes_from_the_marker_or_the_registry() {
     assert_eq!(project_dir_for(Path::new("/nowhere/file.jsonl")), None);
 }
 
+/// A hook resolves the project from Gemini CLI's small files: a `.project_root`,
+/// `projects.json` or `trustedFolders.json` that is a FIFO or a link to /dev/zero (planted by a
+/// prompt-injected agent, say) is passed over at once, as an unreadable one is; before, the
+/// FIFO hung every Gemini hook and /dev/zero grew it past 12 GB of memory (attack review).
+#[cfg(unix)]
+#[test]
+fn project_dir_passes_over_a_fifo_or_a_device() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_tree(&home_gemini(), dir.path());
+    let marker = dir.path().join("tmp/project/.project_root");
+    std::fs::remove_file(&marker).expect("rm marker");
+    std::os::unix::fs::symlink("/dev/zero", &marker).expect("link");
+    let other = dir.path().join("tmp/weather-app/.project_root");
+    std::fs::remove_file(&other).expect("rm marker");
+    let c = std::ffi::CString::new(other.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for name in ["projects.json", "trustedFolders.json"] {
+        let _ = std::fs::remove_file(dir.path().join(name));
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join(name)).expect("link");
+    }
+    let within = |path: std::path::PathBuf| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(project_dir_for(&path));
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the project must be resolved at once")
+    };
+    let root = dir.path();
+    assert_eq!(
+        within(root.join("tmp/project/chats/session-2026-03-15T11-02-7e6d5c4b.jsonl")),
+        None
+    );
+    assert_eq!(
+        within(root.join("tmp/weather-app/chats/session-2026-03-10T16-05-9a8b7c6d.jsonl")),
+        None
+    );
+    assert_eq!(
+        within(root.join("tmp/1d2153cbefce8414b5fa5cf06404ef93d4ac38b250e8f635c166db23587628dd/chats/session-2025-11-02T08-15-1d2e3f4a.json")),
+        None
+    );
+}
+
 /// Issue 11 item 16: a legacy folder is named by the SHA-256 of the project path
 /// (`sha256("/home/user/old-project")` = `1d2153cb…28dd`); it is matched against the folders Gemini
 /// CLI knows: `trustedFolders.json`, `projects.json`, and the `.project_root` of other project

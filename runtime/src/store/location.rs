@@ -219,7 +219,7 @@ pub fn masked_url(url: &str) -> String {
             let params: Vec<String> = query
                 .split('&')
                 .map(|kv| match kv.split_once('=') {
-                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=****"),
+                    Some((k, _)) if names_a_password(k) => format!("{k}=****"),
                     _ => kv.to_string(),
                 })
                 .collect();
@@ -228,6 +228,34 @@ pub fn masked_url(url: &str) -> String {
         None => tail.to_string(),
     };
     format!("{scheme}{auth}{tail}")
+}
+
+/// Whether the query parameter named `key` (as written: percent-encoded or not, any case)
+/// holds a password: libpq's `password`, or its `sslpassword` (not one memtrail reads, but
+/// a URL that holds it is shown in the error that says so).
+fn names_a_password(key: &str) -> bool {
+    let mut name = Vec::with_capacity(key.len());
+    let b = key.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                name.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                name.push(c);
+                i += 1;
+            }
+        }
+    }
+    let name = String::from_utf8_lossy(&name).to_ascii_lowercase();
+    name == "password" || name == "sslpassword"
 }
 
 /// The SQLite file of [`StoreLocation::from_env`], from the value of `MEMTRAIL_DB` and the data
@@ -324,6 +352,12 @@ mod tests {
             "postgresql://h/db?user=me&password=****&sslmode=verify-full"
         );
         assert_eq!(masked_url("postgres://me:@h"), "postgres://me:****@h");
+        // The name as PostgreSQL reads it: percent-encoded, in any case (attack review: a
+        // `pass%77ord=` value was shown by `web --store` and in every connection error).
+        assert_eq!(
+            masked_url("postgres://h/db?pass%77ord=pw&PASSWORD=pw2&sslpassword=pw3&passfile=/p"),
+            "postgres://h/db?pass%77ord=****&PASSWORD=****&sslpassword=****&passfile=/p"
+        );
     }
 
     #[test]

@@ -135,3 +135,35 @@ fn a_200_mb_line_is_skipped_with_bounded_memory_and_counted() {
         "peak RSS {peak} bytes (before: {before})"
     );
 }
+
+/// A hook's deadline holds while an over-long line is skipped: a transcript whose last line
+/// is gigabytes long (a sparse file here: 4 GiB of NULs after one message, no '\n') is not
+/// read to its end once the deadline has passed; the ingest stops, says it is incomplete, and
+/// keeps its cursor at that line's start (an import, without a deadline, gets past it). The
+/// deadline comes after the first 64 MiB are read, so that the line is being skipped (the
+/// attack review found release-build hooks reading 4-8 GiB past a 300 ms budget).
+#[test]
+fn skipping_an_over_long_line_stops_at_the_deadline() {
+    let mut e = env();
+    let p = e.transcript();
+    let first = line(&user("u1", "first"));
+    append(&p, &first);
+    let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    f.set_len(first.len() as u64 + 4 * 1024 * 1024 * 1024)
+        .unwrap();
+    drop(f);
+    let started = std::time::Instant::now();
+    let deadline = started + std::time::Duration::from_millis(1500);
+    let r = ingest_file(&mut e.store, Agent::Claude, &p, Some(deadline)).unwrap();
+    let took = started.elapsed();
+    assert_eq!(r.inserted, 1);
+    assert!(r.incomplete, "the ingest must say it stopped early");
+    assert_eq!(e.cursor(&p), Some((first.len() as i64, 1, 0)));
+    // Reading the 4 GiB takes seconds (2 s in a release build, half a minute in a debug one); the deadline,
+    // one chunk and scheduling slack far less.
+    assert!(
+        took < std::time::Duration::from_millis(5000),
+        "took {took:?} past a 1.5 s deadline"
+    );
+    assert_intact(&e.store);
+}

@@ -45,7 +45,8 @@ impl Locations {
 /// could not be used (the file unreadable or not TOML, a root that is not a path string).
 /// A missing file or table gives no roots.
 pub fn config_roots(config: &Path, home: &Path) -> (Vec<PathBuf>, Vec<(PathBuf, String)>) {
-    let text = match std::fs::read_to_string(config) {
+    // memtrail's config: a regular file of at most 1 MiB, as the runtime reads it.
+    let text = match crate::paths::read_small_text(config, 1024 * 1024) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), Vec::new()),
         Err(e) => return (Vec::new(), vec![(config.to_path_buf(), e.to_string())]),

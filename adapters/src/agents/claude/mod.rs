@@ -1041,7 +1041,7 @@ pub fn transcripts_for_event(ev: &HookEvent) -> Vec<PathBuf> {
 /// not a non-negative integer give Claude Code's default, 30 days, with `from_settings = false`.
 pub fn transcript_retention(settings: &Path) -> crate::registry::TranscriptRetention {
     const SETTING: &str = "cleanupPeriodDays";
-    let v = std::fs::read(settings)
+    let v = crate::paths::read_small(settings, 8 * 1024 * 1024)
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         .and_then(|v| v.get(SETTING).and_then(|d| d.as_u64()));

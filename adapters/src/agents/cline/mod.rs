@@ -39,7 +39,6 @@ use crate::model::{
     normalize_tool_name, title_text,
 };
 use serde_json::{Map, Value};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub mod adapter;
@@ -1072,12 +1071,8 @@ pub fn session_start_reply(context: &str) -> Option<String> {
 /// The first `"key": "<value>"` string of a small JSON file (`history_item.json`), read whole
 /// up to 1 MiB; `None` when missing, unreadable, not an object or without the key.
 pub fn json_field(path: &Path, key: &str) -> Option<String> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(1 << 20)
-        .read_to_end(&mut bytes)
-        .ok()?;
+    // Without blocking on a FIFO in its place (`paths::read_small`).
+    let bytes = crate::paths::read_small(path, 1 << 20).ok()?;
     let v: Value = serde_json::from_slice(&bytes).ok()?;
     v.get(key)
         .and_then(Value::as_str)

@@ -301,7 +301,7 @@ pub fn project_of(db: &Path) -> Option<String> {
 
 /// `projects.json`'s `(path, data_dir)` pairs (empty when the file is missing or unreadable).
 pub fn projects(file: &Path) -> Vec<(PathBuf, PathBuf)> {
-    let Ok(text) = std::fs::read(file) else {
+    let Ok(text) = crate::paths::read_small(file, 8 * 1024 * 1024) else {
         return Vec::new();
     };
     let Ok(v) = serde_json::from_slice::<Value>(&text) else {

@@ -103,6 +103,11 @@ pub fn source_for(path: &Path) -> Option<Source> {
     }
 }
 
+/// Largest `.project_root` read (bytes): one folder path.
+const SMALL_FILE_BYTES: u64 = 64 * 1024;
+/// Largest `projects.json` or `trustedFolders.json` read (bytes).
+const REGISTRY_BYTES: u64 = 8 * 1024 * 1024;
+
 /// The project directory of a chat recording, from its location
 /// `<config>/tmp/<project id>/chats/[<parent>/]<file>`:
 ///
@@ -123,7 +128,9 @@ pub fn project_dir_for(path: &Path) -> Option<String> {
         .take(2)
         .find(|d| d.file_name().is_some_and(|n| n == "chats"))?;
     let project_tmp = chats.parent()?;
-    if let Ok(root) = std::fs::read_to_string(project_tmp.join(".project_root")) {
+    if let Ok(root) =
+        crate::paths::read_small_text(&project_tmp.join(".project_root"), SMALL_FILE_BYTES)
+    {
         let root = root.trim();
         if !root.is_empty() {
             return Some(root.to_string());
@@ -188,14 +195,16 @@ pub fn project_for_hash(config: &Path, hash: &str) -> Option<String> {
         .into_iter()
         .map(|(dir, _)| dir)
         .collect();
-    if let Ok(bytes) = std::fs::read(config.join("trustedFolders.json"))
+    if let Ok(bytes) = crate::paths::read_small(&config.join("trustedFolders.json"), REGISTRY_BYTES)
         && let Ok(Value::Object(trusted)) = serde_json::from_slice::<Value>(&bytes)
     {
         candidates.extend(trusted.keys().cloned());
     }
     if let Ok(entries) = std::fs::read_dir(config.join("tmp")) {
         for e in entries.flatten().take(4096) {
-            if let Ok(root) = std::fs::read_to_string(e.path().join(".project_root")) {
+            if let Ok(root) =
+                crate::paths::read_small_text(&e.path().join(".project_root"), SMALL_FILE_BYTES)
+            {
                 candidates.push(root.trim().to_string());
             }
         }
@@ -205,7 +214,7 @@ pub fn project_for_hash(config: &Path, hash: &str) -> Option<String> {
 
 /// The `projects` map of a `projects.json`, in file order; `None` when unreadable or not JSON.
 fn read_registry(path: &Path) -> Option<Vec<(String, String)>> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = crate::paths::read_small(path, REGISTRY_BYTES).ok()?;
     let Value::Object(mut doc) = serde_json::from_slice(&bytes).ok()? else {
         return None;
     };

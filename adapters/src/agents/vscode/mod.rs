@@ -37,7 +37,6 @@ use crate::model::{
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 // ---------------------------------------------------------------------------------------------
@@ -123,12 +122,8 @@ pub fn detect() -> bool {
 /// holding the `.code-workspace` file. `None` when the file is missing, unreadable, over 64 KiB or
 /// has neither key.
 pub fn workspace_folder(storage_dir: &Path) -> Option<String> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(storage_dir.join("workspace.json"))
-        .ok()?
-        .take(64 * 1024)
-        .read_to_end(&mut bytes)
-        .ok()?;
+    // Without blocking on a FIFO in its place (`paths::read_small`).
+    let bytes = crate::paths::read_small(&storage_dir.join("workspace.json"), 64 * 1024).ok()?;
     let v: Value = serde_json::from_slice(&bytes).ok()?;
     if let Some(folder) = v.get("folder").and_then(Value::as_str) {
         return uri_to_path(folder);
