@@ -40,7 +40,7 @@ pub fn xdg_config_home() -> PathBuf {
 /// FIFO or a link to `/dev/zero` in its place can neither hang a hook nor fill its memory.
 ///
 /// Errors: the file cannot be opened or read (`NotFound` when missing); `InvalidInput` when it
-/// is not a regular file; `InvalidData` when it is larger than `max`.
+/// is not a regular file; `FileTooLarge` when it is larger than `max`.
 pub fn read_small(path: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut options = std::fs::OpenOptions::new();
@@ -58,7 +58,7 @@ pub fn read_small(path: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> 
     file.take(max + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
         return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
+            std::io::ErrorKind::FileTooLarge,
             format!("{} is larger than {max} bytes", path.display()),
         ));
     }
@@ -724,7 +724,7 @@ mod dir_cache_tests {
         assert_eq!(read_small(&f, 10).unwrap(), b"0123456789");
         assert_eq!(
             read_small(&f, 9).map_err(|e| e.kind()),
-            Err(std::io::ErrorKind::InvalidData)
+            Err(std::io::ErrorKind::FileTooLarge)
         );
         assert_eq!(
             read_small(&dir.path().join("none"), 9).map_err(|e| e.kind()),

@@ -152,39 +152,21 @@ pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 ///
 /// Errors: it cannot be read, is not a regular file or is too large (a message naming the file).
 pub fn read(path: &Path) -> Result<Option<String>, String> {
-    use std::io::Read;
-    let fail = |e: std::io::Error| format!("cannot read memtrail's config {}: {e}", path.display());
-    let refuse = |why: &str| format!("memtrail's config {} {why}; not read", path.display());
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    // Non-blocking: opening a FIFO for reading returns at once (and is refused below).
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-    let file = match options.open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(fail(e)),
-    };
-    let md = file.metadata().map_err(fail)?;
-    if !md.is_file() {
-        return Err(refuse("is not a regular file"));
+    use std::io::ErrorKind;
+    let shown = path.display();
+    match memtrail_adapters::paths::read_small_text(path, MAX_CONFIG_BYTES) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) => match e.kind() {
+            ErrorKind::NotFound => Ok(None),
+            ErrorKind::InvalidInput => Err(format!(
+                "memtrail's config {shown} is not a regular file; not read"
+            )),
+            ErrorKind::FileTooLarge => Err(format!(
+                "memtrail's config {shown} is larger than {MAX_CONFIG_BYTES} bytes; not read"
+            )),
+            _ => Err(format!("cannot read memtrail's config {shown}: {e}")),
+        },
     }
-    if md.len() > MAX_CONFIG_BYTES {
-        return Err(refuse(&format!("is larger than {MAX_CONFIG_BYTES} bytes")));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(fail)?;
-    if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(refuse(&format!("is larger than {MAX_CONFIG_BYTES} bytes")));
-    }
-    String::from_utf8(bytes).map(Some).map_err(|_| {
-        fail(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "stream did not contain valid UTF-8",
-        ))
-    })
 }
 
 /// A TOML error message on one line.
