@@ -1973,6 +1973,73 @@ fn a_session_whose_hook_gave_up_on_a_locked_store_is_caught_up_by_the_next_hook(
     assert_eq!(std::fs::read_dir(&pending).unwrap().count(), 0);
 }
 
+/// A session that ran and ended while memtrail's config did not parse: its hooks stored
+/// nothing (the config decides what is excluded and redacted), and once the file is fixed the
+/// next hook, of another session, catches it up. Before, it stayed out of the store until a
+/// `memtrail import`, while `status` (whose record keeps the last run of each hook event, by
+/// then the other session's successful one) said healthy.
+#[test]
+fn a_session_whose_hooks_met_a_broken_config_is_caught_up_by_the_next_hook_once_fixed() {
+    let sb = Sandbox::new();
+    let (a, b) = (support::session_id(1), support::session_id(2));
+    let (ta, tb) = (sb.transcript("alpha", &a), sb.transcript("beta", &b));
+    let lines = |sid: &str, cwd: &str, n: u64| -> String {
+        (0..n)
+            .map(|i| support::claude_line(sid, cwd, i) + "\n")
+            .collect()
+    };
+    std::fs::write(&tb, lines(&b, "/home/user/beta", 2)).unwrap();
+    sb.json(&["import", "--json"]);
+    let cfg = sb.home.join(".config/memtrail/config.toml");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    std::fs::write(&cfg, "exclude = [\n").unwrap();
+    // Session alpha's whole life while the config is broken: its hook fails open.
+    std::fs::write(&ta, lines(&a, "/home/user/alpha", 3)).unwrap();
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&ta, &a))
+        .assert()
+        .success()
+        .stdout("");
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let count = |sid: &str| -> i64 {
+        conn.query_row(
+            "SELECT COALESCE((SELECT message_count FROM sessions WHERE external_id = ?1), 0)",
+            [sid],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(count(&a), 0, "nothing stored while the config is broken");
+    // Another session's hook while the config is still broken: alpha stays waiting.
+    support::append(
+        &tb,
+        format!("{}\n", support::claude_line(&b, "/home/user/beta", 2)).as_bytes(),
+    );
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&tb, &b))
+        .assert()
+        .success();
+    assert_eq!((count(&a), count(&b)), (0, 2));
+    // The config fixed; alpha's session is over, the next hook is one of session beta.
+    std::fs::write(&cfg, "exclude = []\n").unwrap();
+    support::append(
+        &tb,
+        format!("{}\n", support::claude_line(&b, "/home/user/beta", 3)).as_bytes(),
+    );
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&tb, &b))
+        .assert()
+        .success()
+        .stdout("");
+    assert_eq!(count(&b), 4);
+    assert_eq!(count(&a), 3, "alpha was not caught up by the next hook");
+    let pending = sb.home.join(".local/state/memtrail/pending");
+    assert_eq!(std::fs::read_dir(&pending).unwrap().count(), 0);
+}
+
 /// A pending folder that is a symlink to another folder (planted by a prompt-injected agent,
 /// say): hooks neither read nor delete the files there (before, every hook deleted each file of
 /// that folder as a torn entry), and a hook that gives up writes no entry through it.
