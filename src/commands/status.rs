@@ -612,14 +612,17 @@ pub fn print_retention(r: &Option<AgentRetention>) {
         ),
         Ok(r) => {
             out!(
-                "\nWARNING: {name} deletes transcripts after {} days ({setting}{} in {}).",
+                "\nWARNING: {name} deletes transcripts after {} days ({}).",
                 r.cleanup_period_days,
-                if r.from_settings { "" } else { ", default" },
-                r.settings
+                if r.from_settings {
+                    format!("{setting} in {}", r.settings)
+                } else {
+                    format!("the default: {setting} is not set in {}", r.settings)
+                }
             );
             out!(
-                "  {} transcripts not fully captured by memtrail will be deleted, the first on {}: run `memtrail import --agent {agent}` now.",
-                r.at_risk.len(),
+                "  {} not fully captured by memtrail will be deleted, the first on {}: run `memtrail import --agent {agent}` now.",
+                plural(r.at_risk.len() as u64, "transcript", "transcripts"),
                 r.first_deletion_ms
                     .map(|t| short_time(&memtrail_adapters::format_rfc3339_ms(t)))
                     .unwrap_or_default()
