@@ -547,9 +547,9 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
             out!("\nnotices (not failures):");
             for (a, n, reason) in &notices {
                 out!(
-                    "  {}: {} the agent's trust: {reason}",
+                    "  {}: {} not run by the agent: {reason}",
                     a.display_name(),
-                    plural(*n as u64, "item awaits", "items await")
+                    plural(*n as u64, "item", "items")
                 );
             }
         }

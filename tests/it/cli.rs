@@ -2889,7 +2889,7 @@ fn status_after_a_fresh_install_is_healthy_with_a_trust_notice_and_runs_no_agent
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("\nnotices (not failures):\n  Codex CLI: 3 items await the agent's trust: not trusted yet; "),
+        text.contains("\nnotices (not failures):\n  Codex CLI: 3 items not run by the agent: not trusted yet; "),
         "{text}"
     );
     assert!(
