@@ -26,8 +26,18 @@ struct StatusReport<'a> {
     notices: Vec<TrustNotice>,
     claude_retention: Option<RetentionReport>,
     pending_tails: &'a [PendingTail],
+    waiting_for_next_hook: &'a [Waiting],
     backups: &'a BackupSummary,
     sync: &'a SyncStatus,
+}
+
+/// A transcript a hook could not finish, left for the next hook (`status --json`:
+/// `waiting_for_next_hook[]`).
+#[derive(Serialize)]
+struct Waiting {
+    agent: String,
+    path: String,
+    session: Option<String>,
 }
 
 /// One agent in `status --json`.
@@ -50,6 +60,8 @@ struct Gathered {
     errors: Vec<String>,
     retention: Option<AgentRetention>,
     tails: Vec<PendingTail>,
+    /// Transcripts a hook could not finish, left for the next hook (`pending/`).
+    waiting: Vec<Waiting>,
     backups: BackupSummary,
     sync: SyncStatus,
 }
@@ -225,6 +237,14 @@ fn gather(
         // (and a read past the cursor) per candidate, beside the rest.
         let tails = scope.spawn(|| memtrail_runtime::ingest::pending_tails_of(tail_candidates));
         let errors = memtrail_runtime::hook::last_log_errors(3);
+        let waiting: Vec<Waiting> = memtrail_runtime::pending::list(db)
+            .into_iter()
+            .map(|(_, _, e)| Waiting {
+                agent: e.agent,
+                path: e.path,
+                session: e.session,
+            })
+            .collect();
         let backups = memtrail_installer::backups();
         let sync = sync_status(db);
         let listing = listing.join().expect("the transcript listing panicked");
@@ -287,6 +307,7 @@ fn gather(
             errors,
             retention,
             tails,
+            waiting,
             backups,
             sync,
         })
@@ -328,6 +349,7 @@ fn report<'a>(g: &'a Gathered, db: &StoreLocation) -> StatusReport<'a> {
             .as_ref()
             .map(|r| RetentionReport::new(&r.result)),
         pending_tails: &g.tails,
+        waiting_for_next_hook: &g.waiting,
         backups: &g.backups,
         sync: &g.sync,
     }
@@ -356,6 +378,7 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
         errors,
         retention,
         tails,
+        waiting,
         backups,
         sync,
     } = &g;
@@ -503,6 +526,17 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                 if tails.len() == 1 { "s" } else { "" },
                 first.path,
                 first.bytes
+            );
+        }
+        if let Some(first) = waiting.first() {
+            let one = waiting.len() == 1;
+            out!(
+                "\n{} for the next hook that succeeds (a hook could not finish {}: the store was busy, its time budget ran out, or memtrail's config could not be read), e.g. {} ({}); `memtrail import` reads {} now",
+                plural(waiting.len() as u64, "transcript waits", "transcripts wait"),
+                if one { "it" } else { "them" },
+                first.path,
+                first.agent,
+                if one { "it" } else { "them" }
             );
         }
         if backups.folders == 0 {

@@ -2022,6 +2022,16 @@ fn a_session_whose_hooks_met_a_broken_config_is_caught_up_by_the_next_hook_once_
         .assert()
         .success();
     assert_eq!((count(&a), count(&b)), (0, 2));
+    // `status` names what waits for the next hook (beta's new line too, oldest first).
+    let waiting = |sb: &Sandbox| {
+        let out = sb.acmd().args(["status", "--json"]).output().unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["waiting_for_next_hook"].clone()
+    };
+    assert_eq!(
+        waiting(&sb),
+        json!([{"agent": "claude", "path": ta.display().to_string(), "session": a},
+               {"agent": "claude", "path": tb.display().to_string(), "session": b}])
+    );
     // The config fixed; alpha's session is over, the next hook is one of session beta.
     std::fs::write(&cfg, "exclude = []\n").unwrap();
     support::append(
@@ -2038,6 +2048,7 @@ fn a_session_whose_hooks_met_a_broken_config_is_caught_up_by_the_next_hook_once_
     assert_eq!(count(&a), 3, "alpha was not caught up by the next hook");
     let pending = sb.home.join(".local/state/memtrail/pending");
     assert_eq!(std::fs::read_dir(&pending).unwrap().count(), 0);
+    assert_eq!(waiting(&sb), json!([]));
 }
 
 /// A pending folder that is a symlink to another folder (planted by a prompt-injected agent,
