@@ -468,6 +468,43 @@ fn import_finds_every_transcript_and_is_a_noop_the_second_time() {
     assert_eq!(none["agents"][0]["files"], 0);
 }
 
+/// `--since` after `--until`: said, not answered "No matches … (without them there may be
+/// some)", which sent the user to drop the filters rather than swap them.
+#[test]
+fn search_with_a_range_that_ends_before_it_starts_says_so() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let out = sb
+        .acmd()
+        .args([
+            "search",
+            "TODO",
+            "--since",
+            "2026-03-04",
+            "--until",
+            "2026-03-02",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "memtrail: --since 2026-03-04 is after --until 2026-03-02: no message can be in that range (swap them?)\n"
+    );
+    // One day as both ends is that day.
+    let res = sb.json(&[
+        "search",
+        "TODO",
+        "--json",
+        "--since",
+        "2026-03-03",
+        "--until",
+        "2026-03-03",
+    ]);
+    assert!(!res["hits"].as_array().unwrap().is_empty(), "{res}");
+}
+
 #[test]
 fn search_cli_finds_filters_and_never_shows_sqlite_errors() {
     let sb = Sandbox::new();
