@@ -4370,6 +4370,26 @@ fn import_names_the_files_with_malformed_lines() {
 /// An MCP tool's misspelled argument is an error naming it (not silently ignored, which would
 /// search every session for `session`), and a relative `project` is refused with the reason
 /// (it would match nothing).
+/// The server's instructions, which every agent's model reads (Codex, Gemini CLI, … as well as
+/// Claude Code), say whose sessions it holds without telling a Codex model that they are
+/// "every past session of Claude Code (and other agents)".
+#[test]
+fn mcp_instructions_speak_to_every_agent() {
+    let sb = Sandbox::new();
+    let mut m = support::Mcp::spawn(&sb, None, &[]);
+    let init = m.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "codex-mcp-client", "version": "0"}}),
+    );
+    let text = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("every past session of every coding agent on this machine")
+            && !text.contains("of Claude Code (and other agents)"),
+        "{init}"
+    );
+}
+
 #[test]
 fn mcp_refuses_unknown_arguments_and_a_relative_project() {
     let sb = Sandbox::new();
