@@ -545,9 +545,9 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
             let day = |ms: Option<i64>| when(ms).map(|t| short_time(&t)).unwrap_or_default();
             out!(
                 "\nconfig backups: {} in {} ({}, {:.1} MB; oldest {}, newest {})",
-                backups.folders,
+                plural(backups.folders as u64, "folder", "folders"),
                 backups.dir.display(),
-                plural(backups.copies as u64, "copy", "copies"),
+                plural(backups.copies as u64, "file copy", "file copies"),
                 backups.bytes as f64 / 1e6,
                 day(backups.oldest_ms),
                 day(backups.newest_ms)

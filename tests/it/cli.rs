@@ -3094,7 +3094,7 @@ fn uninstall_purge_restores_the_originals_then_deletes_backups_state_and_logs() 
     let text = String::from_utf8(sb.cmd().arg("status").output().unwrap().stdout).unwrap();
     assert!(
         text.contains(&format!(
-            "\nconfig backups: 2 in {} (3 copies, 0.0 MB; oldest ",
+            "\nconfig backups: 2 folders in {} (3 file copies, 0.0 MB; oldest ",
             state.join("backups").display()
         )),
         "{text}"
