@@ -209,7 +209,8 @@ impl fmt::Display for AgentStatus {
                         }
                         what.to_string()
                     }
-                    None => format!("untrusted: {reason}"),
+                    // The reason says what is the matter (`switched off: …`).
+                    None => reason.clone(),
                 },
                 ItemState::Missing => "missing".into(),
                 ItemState::Unreadable { .. } => "unreadable".into(),

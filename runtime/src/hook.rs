@@ -331,7 +331,13 @@ fn run_inner(
                 if e.kind() == std::io::ErrorKind::NotFound
                     && (transcript_may_be_absent(canonical) || written_later) => {}
             Err(e) => {
-                if matches!(e, crate::Error::Busy { .. }) {
+                // Busy, or stopped by memtrail's own config (a file that does not parse, a
+                // redaction rule that does not compile), or a full disk: nothing of the
+                // transcript is wrong, so the next hook that succeeds (of any session: this one
+                // may have ended) catches it up once the cause is gone, not only an `import`.
+                if matches!(e, crate::Error::Busy { .. } | crate::Error::Full)
+                    || crate::privacy::Privacy::load().is_err()
+                {
                     leave_pending(agent, &event, db, p, session);
                 }
                 if first_err.is_none() {

@@ -1104,8 +1104,9 @@ impl ServerHandler for MemtrailMcp {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("memtrail", env!("CARGO_PKG_VERSION")))
             .with_instructions(
-                "memtrail is the memory of the user's coding agents: every past session of Claude Code \
-                 (and other agents) on this machine, searchable. Use `search` to find earlier work, \
+                "memtrail is the memory of the user's coding agents: every past session of every \
+                 coding agent on this machine (Claude Code, Codex CLI, Gemini CLI, Cursor, …; yours \
+                 included), searchable. Use `search` to find earlier work, \
                  decisions, commands and errors; `get_session` to read a session around a hit; \
                  `list_sessions` to browse; `timeline` for a session's events; `resume_context` to \
                  restore where work stood (after compaction); `remember` to keep a note for later.",

@@ -1,5 +1,7 @@
 //! Transcripts a hook could not finish: the store's write lock stayed taken past its time
-//! budget ([`crate::Error::Busy`]), or the budget ran out before the end of the file. Such a
+//! budget ([`crate::Error::Busy`]), the budget ran out before the end of the file, or the
+//! ingest stopped for a cause outside the transcript (memtrail's config does not parse or holds
+//! a redaction rule that does not compile, the disk is full). Such a
 //! hook records the transcript here, and the next hook of any session catches it up after its
 //! own work, within its own budget ([`catch_up`]), so a session whose last hook gave up is not
 //! left behind until someone runs `memtrail import`.
@@ -179,7 +181,9 @@ pub fn catch_up(store: &mut Store, db: &StoreLocation, deadline: Instant) -> Cat
                     let _ = std::fs::remove_file(&file);
                 }
             }
-            Err(Error::Busy { .. }) => {
+            // Busy, or a full disk: nothing is wrong with the transcripts; they wait for a
+            // later hook.
+            Err(Error::Busy { .. } | Error::Full) => {
                 out.left = total - i;
                 break;
             }

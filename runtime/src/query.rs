@@ -925,6 +925,9 @@ pub fn messages_markdown(messages: &[MessageView]) -> String {
             ("user", _) => "User".to_string(),
             ("assistant", _) => "Assistant".to_string(),
             ("tool", _) => "Tool result".to_string(),
+            // A message the agent wrote itself (a Claude Code task notification, a Codex
+            // sub-agent's message), named as `memtrail browse` names it.
+            ("system", _) => "System".to_string(),
             (r, _) => r.to_string(),
         };
         let _ = writeln!(
@@ -987,6 +990,40 @@ fn fence_for(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Headings of `sessions show` / `export`: a system message was headed `## system`
+    /// among `## User` and `## Assistant` (`memtrail browse` already said `System`).
+    #[test]
+    fn message_headings_are_capitalized_for_every_role() {
+        let m = |role: &str, kind: &str| super::MessageView {
+            id: "m".into(),
+            index: 3,
+            role: role.into(),
+            kind: kind.into(),
+            text: "x".into(),
+            thinking: None,
+            timestamp: None,
+            model: None,
+            tool_calls: Vec::new(),
+        };
+        let heads: Vec<String> = super::messages_markdown(&[
+            m("user", "text"),
+            m("system", "text"),
+            m("system", "summary"),
+        ])
+        .lines()
+        .filter(|l| l.starts_with("## "))
+        .map(str::to_string)
+        .collect();
+        assert_eq!(
+            heads,
+            [
+                "## User · #3",
+                "## System · #3",
+                "## Compaction summary · #3"
+            ]
+        );
+    }
+
     #[test]
     fn a_cjk_column_snippet_is_made_again_from_the_message() {
         use super::{HL_END as E, HL_START as S};

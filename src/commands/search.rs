@@ -43,6 +43,16 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         // One more than shown: whether the list is cut is then known, not guessed.
         limit: a.limit as usize + 1,
     };
+    // A range that ends before it starts holds nothing: say so rather than "no matches".
+    if let (Some(since), Some(until)) = (filter.since, filter.until)
+        && since > until
+    {
+        anyhow::bail!(
+            "--since {} is after --until {}: no message can be in that range (swap them?)",
+            a.since.as_deref().unwrap_or_default(),
+            a.until.as_deref().unwrap_or_default()
+        );
+    }
     let shown = a.limit as usize;
     let filtered = [
         ("--agent", filter.agent.is_some()),

@@ -26,8 +26,18 @@ struct StatusReport<'a> {
     notices: Vec<TrustNotice>,
     claude_retention: Option<RetentionReport>,
     pending_tails: &'a [PendingTail],
+    waiting_for_next_hook: &'a [Waiting],
     backups: &'a BackupSummary,
     sync: &'a SyncStatus,
+}
+
+/// A transcript a hook could not finish, left for the next hook (`status --json`:
+/// `waiting_for_next_hook[]`).
+#[derive(Serialize)]
+struct Waiting {
+    agent: String,
+    path: String,
+    session: Option<String>,
 }
 
 /// One agent in `status --json`.
@@ -50,6 +60,8 @@ struct Gathered {
     errors: Vec<String>,
     retention: Option<AgentRetention>,
     tails: Vec<PendingTail>,
+    /// Transcripts a hook could not finish, left for the next hook (`pending/`).
+    waiting: Vec<Waiting>,
     backups: BackupSummary,
     sync: SyncStatus,
 }
@@ -225,6 +237,14 @@ fn gather(
         // (and a read past the cursor) per candidate, beside the rest.
         let tails = scope.spawn(|| memtrail_runtime::ingest::pending_tails_of(tail_candidates));
         let errors = memtrail_runtime::hook::last_log_errors(3);
+        let waiting: Vec<Waiting> = memtrail_runtime::pending::list(db)
+            .into_iter()
+            .map(|(_, _, e)| Waiting {
+                agent: e.agent,
+                path: e.path,
+                session: e.session,
+            })
+            .collect();
         let backups = memtrail_installer::backups();
         let sync = sync_status(db);
         let listing = listing.join().expect("the transcript listing panicked");
@@ -287,6 +307,7 @@ fn gather(
             errors,
             retention,
             tails,
+            waiting,
             backups,
             sync,
         })
@@ -328,6 +349,7 @@ fn report<'a>(g: &'a Gathered, db: &StoreLocation) -> StatusReport<'a> {
             .as_ref()
             .map(|r| RetentionReport::new(&r.result)),
         pending_tails: &g.tails,
+        waiting_for_next_hook: &g.waiting,
         backups: &g.backups,
         sync: &g.sync,
     }
@@ -356,6 +378,7 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
         errors,
         retention,
         tails,
+        waiting,
         backups,
         sync,
     } = &g;
@@ -505,15 +528,26 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                 first.bytes
             );
         }
+        if let Some(first) = waiting.first() {
+            let one = waiting.len() == 1;
+            out!(
+                "\n{} for the next hook that succeeds (a hook could not finish {}: the store was busy, its time budget ran out, or memtrail's config could not be read), e.g. {} ({}); `memtrail import` reads {} now",
+                plural(waiting.len() as u64, "transcript waits", "transcripts wait"),
+                if one { "it" } else { "them" },
+                first.path,
+                first.agent,
+                if one { "it" } else { "them" }
+            );
+        }
         if backups.folders == 0 {
             out!("\nconfig backups: none");
         } else {
             let day = |ms: Option<i64>| when(ms).map(|t| short_time(&t)).unwrap_or_default();
             out!(
                 "\nconfig backups: {} in {} ({}, {:.1} MB; oldest {}, newest {})",
-                backups.folders,
+                plural(backups.folders as u64, "folder", "folders"),
                 backups.dir.display(),
-                plural(backups.copies as u64, "copy", "copies"),
+                plural(backups.copies as u64, "file copy", "file copies"),
                 backups.bytes as f64 / 1e6,
                 day(backups.oldest_ms),
                 day(backups.newest_ms)
@@ -547,9 +581,9 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
             out!("\nnotices (not failures):");
             for (a, n, reason) in &notices {
                 out!(
-                    "  {}: {} the agent's trust: {reason}",
+                    "  {}: {} not run by the agent: {reason}",
                     a.display_name(),
-                    plural(*n as u64, "item awaits", "items await")
+                    plural(*n as u64, "item", "items")
                 );
             }
         }
@@ -612,14 +646,17 @@ pub fn print_retention(r: &Option<AgentRetention>) {
         ),
         Ok(r) => {
             out!(
-                "\nWARNING: {name} deletes transcripts after {} days ({setting}{} in {}).",
+                "\nWARNING: {name} deletes transcripts after {} days ({}).",
                 r.cleanup_period_days,
-                if r.from_settings { "" } else { ", default" },
-                r.settings
+                if r.from_settings {
+                    format!("{setting} in {}", r.settings)
+                } else {
+                    format!("the default: {setting} is not set in {}", r.settings)
+                }
             );
             out!(
-                "  {} transcripts not fully captured by memtrail will be deleted, the first on {}: run `memtrail import --agent {agent}` now.",
-                r.at_risk.len(),
+                "  {} not fully captured by memtrail will be deleted, the first on {}: run `memtrail import --agent {agent}` now.",
+                plural(r.at_risk.len() as u64, "transcript", "transcripts"),
                 r.first_deletion_ms
                     .map(|t| short_time(&memtrail_adapters::format_rfc3339_ms(t)))
                     .unwrap_or_default()

@@ -468,6 +468,43 @@ fn import_finds_every_transcript_and_is_a_noop_the_second_time() {
     assert_eq!(none["agents"][0]["files"], 0);
 }
 
+/// `--since` after `--until`: said, not answered "No matches … (without them there may be
+/// some)", which sent the user to drop the filters rather than swap them.
+#[test]
+fn search_with_a_range_that_ends_before_it_starts_says_so() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let out = sb
+        .acmd()
+        .args([
+            "search",
+            "TODO",
+            "--since",
+            "2026-03-04",
+            "--until",
+            "2026-03-02",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "memtrail: --since 2026-03-04 is after --until 2026-03-02: no message can be in that range (swap them?)\n"
+    );
+    // One day as both ends is that day.
+    let res = sb.json(&[
+        "search",
+        "TODO",
+        "--json",
+        "--since",
+        "2026-03-03",
+        "--until",
+        "2026-03-03",
+    ]);
+    assert!(!res["hits"].as_array().unwrap().is_empty(), "{res}");
+}
+
 #[test]
 fn search_cli_finds_filters_and_never_shows_sqlite_errors() {
     let sb = Sandbox::new();
@@ -1973,6 +2010,84 @@ fn a_session_whose_hook_gave_up_on_a_locked_store_is_caught_up_by_the_next_hook(
     assert_eq!(std::fs::read_dir(&pending).unwrap().count(), 0);
 }
 
+/// A session that ran and ended while memtrail's config did not parse: its hooks stored
+/// nothing (the config decides what is excluded and redacted), and once the file is fixed the
+/// next hook, of another session, catches it up. Before, it stayed out of the store until a
+/// `memtrail import`, while `status` (whose record keeps the last run of each hook event, by
+/// then the other session's successful one) said healthy.
+#[test]
+fn a_session_whose_hooks_met_a_broken_config_is_caught_up_by_the_next_hook_once_fixed() {
+    let sb = Sandbox::new();
+    let (a, b) = (support::session_id(1), support::session_id(2));
+    let (ta, tb) = (sb.transcript("alpha", &a), sb.transcript("beta", &b));
+    let lines = |sid: &str, cwd: &str, n: u64| -> String {
+        (0..n)
+            .map(|i| support::claude_line(sid, cwd, i) + "\n")
+            .collect()
+    };
+    std::fs::write(&tb, lines(&b, "/home/user/beta", 2)).unwrap();
+    sb.json(&["import", "--json"]);
+    let cfg = sb.home.join(".config/memtrail/config.toml");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    std::fs::write(&cfg, "exclude = [\n").unwrap();
+    // Session alpha's whole life while the config is broken: its hook fails open.
+    std::fs::write(&ta, lines(&a, "/home/user/alpha", 3)).unwrap();
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&ta, &a))
+        .assert()
+        .success()
+        .stdout("");
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let count = |sid: &str| -> i64 {
+        conn.query_row(
+            "SELECT COALESCE((SELECT message_count FROM sessions WHERE external_id = ?1), 0)",
+            [sid],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(count(&a), 0, "nothing stored while the config is broken");
+    // Another session's hook while the config is still broken: alpha stays waiting.
+    support::append(
+        &tb,
+        format!("{}\n", support::claude_line(&b, "/home/user/beta", 2)).as_bytes(),
+    );
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&tb, &b))
+        .assert()
+        .success();
+    assert_eq!((count(&a), count(&b)), (0, 2));
+    // `status` names what waits for the next hook (beta's new line too, oldest first).
+    let waiting = |sb: &Sandbox| {
+        let out = sb.acmd().args(["status", "--json"]).output().unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["waiting_for_next_hook"].clone()
+    };
+    assert_eq!(
+        waiting(&sb),
+        json!([{"agent": "claude", "path": ta.display().to_string(), "session": a},
+               {"agent": "claude", "path": tb.display().to_string(), "session": b}])
+    );
+    // The config fixed; alpha's session is over, the next hook is one of session beta.
+    std::fs::write(&cfg, "exclude = []\n").unwrap();
+    support::append(
+        &tb,
+        format!("{}\n", support::claude_line(&b, "/home/user/beta", 3)).as_bytes(),
+    );
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&tb, &b))
+        .assert()
+        .success()
+        .stdout("");
+    assert_eq!(count(&b), 4);
+    assert_eq!(count(&a), 3, "alpha was not caught up by the next hook");
+    let pending = sb.home.join(".local/state/memtrail/pending");
+    assert_eq!(std::fs::read_dir(&pending).unwrap().count(), 0);
+    assert_eq!(waiting(&sb), json!([]));
+}
+
 /// A pending folder that is a symlink to another folder (planted by a prompt-injected agent,
 /// say): hooks neither read nor delete the files there (before, every hook deleted each file of
 /// that folder as a torn entry), and a hook that gives up writes no entry through it.
@@ -2923,7 +3038,7 @@ fn status_after_a_fresh_install_is_healthy_with_a_trust_notice_and_runs_no_agent
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("\nnotices (not failures):\n  Codex CLI: 3 items await the agent's trust: not trusted yet; "),
+        text.contains("\nnotices (not failures):\n  Codex CLI: 3 items not run by the agent: not trusted yet; "),
         "{text}"
     );
     assert!(
@@ -3080,7 +3195,7 @@ fn uninstall_purge_restores_the_originals_then_deletes_backups_state_and_logs() 
     let text = String::from_utf8(sb.cmd().arg("status").output().unwrap().stdout).unwrap();
     assert!(
         text.contains(&format!(
-            "\nconfig backups: 2 in {} (3 copies, 0.0 MB; oldest ",
+            "\nconfig backups: 2 folders in {} (3 file copies, 0.0 MB; oldest ",
             state.join("backups").display()
         )),
         "{text}"
@@ -4405,6 +4520,26 @@ fn import_names_the_files_with_malformed_lines() {
 /// An MCP tool's misspelled argument is an error naming it (not silently ignored, which would
 /// search every session for `session`), and a relative `project` is refused with the reason
 /// (it would match nothing).
+/// The server's instructions, which every agent's model reads (Codex, Gemini CLI, … as well as
+/// Claude Code), say whose sessions it holds without telling a Codex model that they are
+/// "every past session of Claude Code (and other agents)".
+#[test]
+fn mcp_instructions_speak_to_every_agent() {
+    let sb = Sandbox::new();
+    let mut m = support::Mcp::spawn(&sb, None, &[]);
+    let init = m.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "codex-mcp-client", "version": "0"}}),
+    );
+    let text = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("every past session of every coding agent on this machine")
+            && !text.contains("of Claude Code (and other agents)"),
+        "{init}"
+    );
+}
+
 #[test]
 fn mcp_refuses_unknown_arguments_and_a_relative_project() {
     let sb = Sandbox::new();

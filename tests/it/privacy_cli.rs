@@ -321,7 +321,8 @@ fn status_warns_before_claude_code_deletes_uncaptured_transcripts() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
         text.contains("WARNING: Claude Code deletes transcripts after 20 days")
-            && text.contains("1 transcripts not fully captured"),
+            && text.contains("(cleanupPeriodDays in ")
+            && text.contains("  1 transcript not fully captured by memtrail will be deleted"),
         "{text}"
     );
     // Once imported, nothing is at risk.

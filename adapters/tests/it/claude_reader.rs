@@ -620,6 +620,47 @@ fn user_text_cleanup() {
     );
 }
 
+/// Claude Code 2.1.332 writes a background agent's completion notice as a `user` line of its
+/// own (`promptSource: "system"`, `origin.kind: "task-notification"`; the envelope of a real
+/// `claude -p` transcript). It was stored as the user's prompt: the snapshot's "Last request"
+/// and "Goal", and the session's title, became `<task-notification> <task-id>…`. It is a
+/// system message now; the user's own prompt (`promptSource: "sdk"`) stays a prompt.
+#[test]
+fn a_task_notification_is_not_a_prompt() {
+    let notice = "<task-notification>\n<task-id>a3b805c3f19a80ce5</task-id>\n<status>completed</status>\n<summary>Agent \"walrus task\" finished</summary>\n</task-notification>";
+    let line = |uuid: &str, extra: Value, text: &str| {
+        let mut v = json!({"type": "user", "uuid": uuid, "timestamp": "2026-12-05T21:16:52.343Z",
+            "sessionId": SESSION, "cwd": "/tmp/p", "message": {"role": "user", "content": text}});
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v.to_string()
+    };
+    let real = line(
+        "n1",
+        json!({"promptSource": "system", "turnOrigin": "task_notification",
+               "origin": {"kind": "task-notification", "producer": "session-task"}}),
+        notice,
+    );
+    let bare = line("n2", json!({}), notice);
+    let prompt = line("p1", json!({"promptSource": "sdk"}), "delegate this please");
+    let b = read(&[real.as_bytes(), bare.as_bytes(), prompt.as_bytes()]);
+    let roles: Vec<(&str, Role)> = messages(&b)
+        .iter()
+        .map(|m| (m.id.as_str(), m.role))
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("n1", Role::System),
+            ("n2", Role::System),
+            ("p1", Role::User)
+        ]
+    );
+    assert!(messages(&b)[0].text().contains("walrus task"));
+    assert_eq!(b.meta.title.as_deref(), Some("delegate this please"));
+}
+
 #[test]
 fn crlf_and_bom_lines_read_like_plain_ones() {
     let bytes = grow(1);

@@ -965,6 +965,40 @@ fn tool_output_shapes_and_error_detection() {
     );
 }
 
+/// Codex 0.171 offers each MCP server's tools as a namespace and writes the call as
+/// `{"name": "search", "namespace": "mcp__memtrail"}` (a real rollout of `codex exec` calling
+/// memtrail's MCP `search`). It is an MCP call named as before (`mcp__memtrail__search`), not
+/// a built-in tool of the bare name; another namespace keeps the bare name.
+#[test]
+fn a_namespaced_mcp_call_keeps_its_server() {
+    let start = ev(json!({"type": "task_started", "turn_id": "t"}));
+    let b = read_str(&join(&[
+        start,
+        ri(
+            json!({"type": "function_call", "status": "completed", "id": "fc_1", "name": "search",
+                   "namespace": "mcp__memtrail", "arguments": "{\"query\": \"notes\"}", "call_id": "c1"}),
+        ),
+        ri(
+            json!({"type": "function_call", "name": "read_file", "namespace": "mcp__filesystem",
+                   "arguments": "{\"path\": \"/etc/hosts\"}", "call_id": "c2"}),
+        ),
+        ri(
+            json!({"type": "function_call", "name": "spawn_agent", "namespace": "multi_agent_v1",
+                   "arguments": "{}", "call_id": "c3"}),
+        ),
+        ri(
+            json!({"type": "function_call", "name": "mcp__gh__issue", "namespace": "mcp__gh",
+                   "arguments": "{}", "call_id": "c4"}),
+        ),
+    ]));
+    let m = messages(&b)[0];
+    let named = |i: usize| (call(m, i).name.as_str(), call(m, i).tool.as_str());
+    assert_eq!(named(0), ("mcp__memtrail__search", "mcp"));
+    assert_eq!(named(1), ("mcp__filesystem__read_file", "mcp"));
+    assert_eq!(named(2), ("spawn_agent", "spawn_agent"));
+    assert_eq!(named(3), ("mcp__gh__issue", "mcp"));
+}
+
 #[test]
 fn failures_reported_before_the_output_mark_the_call() {
     let start = ev(json!({"type": "task_started", "turn_id": "t"}));

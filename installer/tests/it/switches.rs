@@ -54,6 +54,17 @@ fn claude_code_disable_all_hooks() {
     assert!(hooks >= 4);
     assert_eq!(off.len(), hooks, "every hook: {off:?}");
     assert!(off[0].contains("disableAllHooks"), "{off:?}");
+    // `status` shows what is the matter on each line and what to do once after them (the
+    // reason was split inside its parentheses: `… (Claude Code runs no hook (…/settings.json)`
+    // then `what to do: remove it to capture again)`).
+    let shown = b.status().to_string();
+    assert!(
+        shown.contains(&format!(
+            "  hook Stop: switched off: settings.json has \"disableAllHooks\": true, so Claude Code runs no hook ({})\n",
+            settings.display()
+        )) && shown.contains("\n  what to do: remove it to capture again\n"),
+        "{shown}"
+    );
     // The MCP server is not covered; `false` is not off.
     edit_json(&settings, |v| v["disableAllHooks"] = false.into());
     assert!(off_items(&b, "hook").is_empty());
@@ -71,6 +82,12 @@ fn gemini_cli_hooks_config_and_excluded_servers() {
     });
     let off = off_items(&b, "hook");
     assert!(!off.is_empty() && off[0].contains("hooksConfig"), "{off:?}");
+    // Switched off, not "untrusted".
+    let shown = b.status().to_string();
+    assert!(
+        shown.contains(": switched off: settings.json has") && !shown.contains("untrusted"),
+        "{shown}"
+    );
     edit_json(
         &settings,
         |v| {

@@ -126,7 +126,9 @@ impl StoreLocation {
     /// files, the vectors' side file `-vectors` (search by meaning) and the write gate `-gate`
     /// (an empty lock file), those missing skipped; then memtrail's own data folder
     /// (`$XDG_DATA_HOME/memtrail`) when the file was in it and it is now empty (a folder of the
-    /// user's, given with `--db` or `MEMTRAIL_DB`, stays). Nothing else is touched.
+    /// user's, given with `--db` or `MEMTRAIL_DB`, stays). A path that is a symlink: the file
+    /// it leads to (and its `-wal`, `-shm`, …) is deleted as well as the link. Nothing else is
+    /// touched.
     ///
     /// Errors: the first file that exists but cannot be deleted (the files before it are gone);
     /// [`std::io::ErrorKind::Unsupported`] for a PostgreSQL store (memtrail deletes no
@@ -138,13 +140,20 @@ impl StoreLocation {
                 format!("{self} is a PostgreSQL database: memtrail does not delete it"),
             ));
         };
-        for suffix in ["", "-wal", "-shm", "-vectors", "-gate"] {
-            let mut p = db.as_os_str().to_owned();
-            p.push(suffix);
-            match std::fs::remove_file(&p) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
+        // A store path that is a symlink (the store on another disk): the file it leads to
+        // and SQLite's `-wal`/`-shm` beside it (named after the file really opened) go first,
+        // then the link and what memtrail keeps beside the path it was given.
+        let real = super::files::resolve_links(db);
+        let paths: &[&Path] = if real != *db { &[&real, db] } else { &[db] };
+        for base in paths {
+            for suffix in ["", "-wal", "-shm", "-vectors", "-gate"] {
+                let mut p = base.as_os_str().to_owned();
+                p.push(suffix);
+                match std::fs::remove_file(&p) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         // remove_dir fails on a non-empty folder: what else is there stays.
@@ -406,5 +415,34 @@ mod tests {
         // Nothing there: nothing to do, no error; a folder not memtrail's own stays.
         l.remove_files().unwrap();
         assert!(dir.path().is_dir());
+    }
+
+    /// A store path that is a symlink to a file on another disk (README: "the store may live
+    /// on another disk"): `uninstall --purge` said "deleted the store" and removed only the
+    /// link, leaving every captured message in the file it led to.
+    #[cfg(unix)]
+    #[test]
+    fn remove_files_deletes_the_file_a_symlinked_store_leads_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let (share, disk) = (dir.path().join("share"), dir.path().join("disk"));
+        std::fs::create_dir_all(&share).unwrap();
+        std::fs::create_dir_all(&disk).unwrap();
+        for name in ["real.db", "real.db-wal", "real.db-shm", "other"] {
+            std::fs::write(disk.join(name), b"x").unwrap();
+        }
+        let db = share.join("memtrail.db");
+        std::os::unix::fs::symlink("../disk/real.db", &db).unwrap();
+        std::fs::write(share.join("memtrail.db-gate"), b"").unwrap();
+        StoreLocation::from(&db).remove_files().unwrap();
+        let names = |d: &Path| {
+            let mut v: Vec<String> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names(&disk), ["other"]);
+        assert!(names(&share).is_empty(), "{:?}", names(&share));
     }
 }

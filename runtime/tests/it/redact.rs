@@ -521,6 +521,20 @@ fn end_to_end_nothing_secret_reaches_the_store() {
     check_files("after the snapshot was saved");
 }
 
+/// A URL whose password is already masked with asterisks (memtrail's own `postgres://me:****@…`,
+/// in `sync --init`'s and `status`'s errors and in output an agent read back) is left as it is:
+/// there is nothing left to hide, and README promises the `****` form. Before, the mask was
+/// taken for the password (`postgres://me:[redacted:url_password]@…`).
+#[test]
+fn a_url_password_masked_with_asterisks_is_kept() {
+    assert_kept("memtrail: cannot connect to postgres://me:****@127.0.0.1:1/memtrail: refused");
+    assert_kept("https://user:********@example.com/x");
+    assert_eq!(
+        r("postgres://me:**pw**@db.local/x"),
+        "postgres://me:[redacted:url_password]@db.local/x"
+    );
+}
+
 /// The length bounds that the patterns no longer spell as counted repetitions (`{1,100}`,
 /// `{1,200}`, `{8,}`): checked after the match, with the same outcome.
 #[test]

@@ -125,6 +125,13 @@ struct Envelope {
     is_compact_summary: Value,
     #[serde(rename = "isApiErrorMessage")]
     is_api_error_message: Value,
+    /// Who wrote a `user` line: `"system"` for one Claude Code wrote itself (2.1.332: a
+    /// background agent's `<task-notification>`), `"sdk"`, … for the user's prompt.
+    #[serde(rename = "promptSource")]
+    prompt_source: Value,
+    /// What started a `user` line's turn: `{"kind": "task-notification", …}` for a background
+    /// agent's completion notice.
+    origin: Value,
     /// The tool's structured result next to a `tool_result` (Bash: `{stdout, stderr,
     /// interrupted, …}`).
     #[serde(rename = "toolUseResult")]
@@ -155,6 +162,9 @@ struct Envelope {
 ///   Skipped (counted as known) when nothing remains, when the text is only a command echo
 ///   (`<command-name>`, `<local-command-stdout>`, `<local-command-caveat>`, `<bash-input>`, …),
 ///   and for `isMeta` lines.
+/// - `user` text Claude Code wrote itself (`promptSource: "system"`, `origin.kind:
+///   "task-notification"`, or a text that starts with `<task-notification>`: a background
+///   agent's completion notice): a message with role `System`, not a prompt (no title).
 /// - `user` with `isCompactSummary: true`: a message with role `System`, kind
 ///   [`Kind::Summary`], the summary as one text part.
 /// - `isApiErrorMessage` lines and the types in `docs/agents/claude.md#transcript-format` that
@@ -409,14 +419,24 @@ impl ClaudeReader {
             return;
         };
         note_time(out, ts);
+        // A turn Claude Code starts itself (a background agent's `<task-notification>`) is
+        // not the user's request: a system message, kept and searchable, but never the
+        // session's last request, goal or title.
+        let by_claude = env.prompt_source.as_str() == Some("system")
+            || env.origin.get("kind").and_then(Value::as_str) == Some("task-notification")
+            || matches!(parts.first(), Some(Part::Text { text }) if text.starts_with("<task-notification>"));
         let msg = Message {
             id,
-            role: Role::User,
+            role: if by_claude { Role::System } else { Role::User },
             kind: Message::infer_kind(&parts),
             parts,
             timestamp: ts,
             model: None,
         };
+        if by_claude {
+            self.push_message(msg, out);
+            return;
+        }
         if out.meta.title.is_none() {
             let title = title_text(&msg.text(), 80);
             if !title.is_empty() {

@@ -263,7 +263,7 @@ pub(crate) fn spec(ctx: &SpecContext<'_>) -> Result<AgentSpec, SpecError> {
             path: strings(&["disableAllHooks"]),
             when: OffWhen::Is(true),
             covers: OffCovers::Hooks,
-            reason: "switched off: settings.json has \"disableAllHooks\": true (Claude Code runs no hook; remove it to capture again)".to_string(),
+            reason: "switched off: settings.json has \"disableAllHooks\": true, so Claude Code runs no hook; remove it to capture again".to_string(),
         }],
         files: vec![
             FileSpec {

@@ -559,7 +559,8 @@ struct ReaderState {
 /// emitted and the others are skipped (counted in `skipped_known`). Texts are not compared.
 ///
 /// - **Tool calls** come only from `response_item`s: `function_call` (`arguments` parsed as JSON,
-///   kept as a string when not JSON), `custom_tool_call` (`apply_patch`; `input`, the raw patch,
+///   kept as a string when not JSON; an MCP `namespace` joined to the name, [`function_name`]),
+///   `custom_tool_call` (`apply_patch`; `input`, the raw patch,
 ///   as a JSON string), `local_shell_call` (`action`), `tool_search_call`, `web_search_call` (id
 ///   = its `id`, else `<turn>:web_search:<n>`; input = `action`; no output),
 ///   `image_generation_call` (input `{revised_prompt}`, output `[image]`, never the image).
@@ -972,7 +973,7 @@ impl CodexReader {
                 let Some(id) = str_field(p, "call_id").or_else(|| str_field(p, "id")) else {
                     return Seen::Malformed;
                 };
-                let name = str_field(p, "name").unwrap_or("").to_string();
+                let name = function_name(p);
                 let input = match p.get("arguments") {
                     Some(Value::String(s)) => {
                         serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
@@ -1390,6 +1391,22 @@ fn codex_tool(name: &str) -> String {
         "shell_command" | "container.exec" | "unified_exec" => "shell".into(),
         "grep_files" => "search".into(),
         _ => normalize_tool_name(name),
+    }
+}
+
+/// The name of a `function_call`: its `name`, joined to its `namespace` when that is an MCP
+/// server's (`mcp__<server>`). Codex 0.171 offers each MCP server's tools as a namespace and
+/// writes a call as `{"name": "search", "namespace": "mcp__memtrail"}`, where earlier versions
+/// wrote `{"name": "mcp__memtrail__search"}`: both give `mcp__memtrail__search`, so that an MCP
+/// call is not taken for a built-in tool of the same name (`search`, `read_file`, …). Other
+/// namespaces (`multi_agent_v1`) keep the bare name.
+fn function_name(p: &Map<String, Value>) -> String {
+    let name = str_field(p, "name").unwrap_or("");
+    match str_field(p, "namespace") {
+        Some(ns) if ns.starts_with("mcp__") && !name.starts_with("mcp__") => {
+            format!("{ns}__{name}")
+        }
+        _ => name.to_string(),
     }
 }
 
