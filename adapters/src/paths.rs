@@ -704,9 +704,7 @@ mod dir_cache_tests {
     fn read_small_refuses_fifos_devices_and_large_files() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo.json");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        memtrail_testkit::mkfifo(&fifo);
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let _ = tx.send(read_small(&fifo, 10).map_err(|e| e.kind()));

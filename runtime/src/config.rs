@@ -430,9 +430,7 @@ mod tests {
                 .expect("the read must return at once")
         };
         let fifo = dir.path().join("fifo.toml");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        memtrail_testkit::mkfifo(&fifo);
         let e = within(fifo).unwrap_err();
         assert!(e.contains("is not a regular file"), "{e}");
         let zero = dir.path().join("zero.toml");

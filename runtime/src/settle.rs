@@ -216,9 +216,7 @@ mod tests {
         writer.join().unwrap();
         // A FIFO is never opened (the open would block): it counts as absent.
         let fifo = d.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        memtrail_testkit::mkfifo(&fifo);
         assert_eq!(wait(&fifo, ends_with_done, max, quiet), Settled::TimedOut);
         assert_eq!(last_line(&fifo), None);
     }

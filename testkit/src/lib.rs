@@ -223,6 +223,18 @@ pub fn store_file_bytes(db: &std::path::Path) -> Vec<Vec<u8>> {
     out
 }
 
+/// Make a FIFO (named pipe, mode 0600) at `path` with the system's `mkfifo`: a file that blocks
+/// whoever opens it for reading until a writer comes, for the tests of readers that must not
+/// hang on one. Panics when it cannot be made.
+pub fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .args(["-m", "600"])
+        .arg(path)
+        .status()
+        .expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
 #[cfg(test)]
 mod tests {
     /// In the child, the body runs with the marker variable naming this very test; the parent

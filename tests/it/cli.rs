@@ -2166,9 +2166,7 @@ fn hooks_read_no_fifo_or_device_in_the_pending_folder() {
     let pending = sb.home.join(".local/state/memtrail/pending");
     std::fs::create_dir_all(&pending).unwrap();
     let fifo = pending.join("0123456789abcdef0123456789abcdef");
-    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    memtrail_testkit::mkfifo(&fifo);
     std::os::unix::fs::symlink(
         "/dev/zero",
         pending.join("fedcba9876543210fedcba9876543210"),
@@ -2201,9 +2199,7 @@ fn status_reads_no_fifo_as_the_hook_log() {
     let state = sb.home.join(".local/state/memtrail");
     std::fs::create_dir_all(&state).unwrap();
     let log = state.join("hook.log");
-    let c = std::ffi::CString::new(log.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    memtrail_testkit::mkfifo(&log);
     let out = sb
         .acmd()
         .args(["status", "--json"])
@@ -2224,9 +2220,7 @@ fn status_and_install_name_a_fifo_config_instead_of_hanging() {
     let sb = Sandbox::new();
     std::fs::create_dir_all(sb.claude_dir()).unwrap();
     let settings = sb.claude_dir().join("settings.json");
-    let c = std::ffi::CString::new(settings.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    memtrail_testkit::mkfifo(&settings);
     let status = sb
         .acmd()
         .args(["status"])

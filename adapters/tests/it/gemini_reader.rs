@@ -968,9 +968,7 @@ fn project_dir_passes_over_a_fifo_or_a_device() {
     std::os::unix::fs::symlink("/dev/zero", &marker).expect("link");
     let other = dir.path().join("tmp/weather-app/.project_root");
     std::fs::remove_file(&other).expect("rm marker");
-    let c = std::ffi::CString::new(other.as_os_str().as_encoded_bytes()).expect("path");
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    memtrail_testkit::mkfifo(&other);
     for name in ["projects.json", "trustedFolders.json"] {
         let _ = std::fs::remove_file(dir.path().join(name));
         std::os::unix::fs::symlink("/dev/zero", dir.path().join(name)).expect("link");

@@ -189,8 +189,7 @@ fn a_folder_at_the_transcript_path_is_a_clear_error() {
 fn a_fifo_at_the_transcript_path_never_blocks() {
     let e = env();
     let p = e.transcript();
-    let c = std::ffi::CString::new(p.to_string_lossy().as_bytes()).unwrap();
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    memtrail_testkit::mkfifo(&p);
     let (tx, rx) = std::sync::mpsc::channel();
     let path = p.clone();
     let mut store = e.store;
