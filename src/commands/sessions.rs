@@ -70,11 +70,13 @@ pub fn list(
     } else if list.is_empty() {
         out!("No sessions yet. Run `memtrail import` to bring in existing ones.");
     } else {
-        // The machine column, when the sessions listed come from more than one machine: the
-        // label, cut to MACHINE_WIDTH characters, padded to the longest shown.
+        // The machine column, when a session listed comes from another machine than this one
+        // (every one from the laptop, seen on a new machine after `sync --init`, showed none):
+        // the label, cut to MACHINE_WIDTH characters, padded to the longest shown.
         let label = |s: &SessionSummary| s.machine.chars().take(MACHINE_WIDTH).collect::<String>();
-        let several = list.iter().any(|s| s.machine != list[0].machine);
-        let width = if several {
+        let here = memtrail_runtime::machine::local_label();
+        let other_machines = list.iter().any(|s| s.machine != here);
+        let width = if other_machines {
             list.iter()
                 .map(|s| label(s).chars().count())
                 .max()
@@ -91,7 +93,7 @@ pub fn list(
             None => text.to_string(),
         };
         for s in &list {
-            let machine = if several {
+            let machine = if other_machines {
                 format!("{:<width$}", label(s), width = width)
             } else {
                 String::new()

@@ -1601,3 +1601,31 @@ fn a_resent_deletion_spares_a_session_captured_again() {
     );
     assert_eq!(listed(&b), vec![(s1.clone(), 4)]);
 }
+
+/// On a machine whose sessions all come from another one (a new machine after `sync --init`),
+/// `sessions list` shows the MACHINE column: `--machine`'s help points at it, and it showed
+/// none while every session listed came from the same machine. A machine's own sessions alone
+/// show none.
+#[test]
+fn sessions_list_shows_the_machine_of_sessions_from_another_machine() {
+    let Some(url) = database("machine_column") else {
+        return;
+    };
+    let (a, b) = (Machine::new("laptop-a"), Machine::new("desk-b"));
+    let id = hook_session(&a, 0xc010, 3);
+    a.init(&url);
+    b.init(&url);
+    a.json(&["sync", "--json"]);
+    b.json(&["sync", "--json"]);
+    let text = |m: &Machine| {
+        let out = m.run(&["sessions", "list"]);
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let on_b = text(&b);
+    let line = on_b.lines().find(|l| l.contains(&id)).expect(&on_b);
+    assert!(line.contains(" claude  laptop-a "), "{on_b}");
+    let on_a = text(&a);
+    let line = on_a.lines().find(|l| l.contains(&id)).expect(&on_a);
+    assert!(!line.contains("laptop-a"), "{on_a}");
+}
