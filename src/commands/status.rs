@@ -7,6 +7,7 @@ use memtrail_adapters::Agent;
 use memtrail_installer::{AgentStatus, BackupSummary, TrustNotice};
 use memtrail_runtime::StoreLocation;
 use memtrail_runtime::ingest::PendingTail;
+use memtrail_runtime::safe_text::one_line_field;
 use memtrail_runtime::status::{
     HookRunReport, RetentionReport, StoreInfo, StoreReport, SyncStatus, TranscriptsReport,
     hook_failed,
@@ -524,7 +525,8 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                 tails.len(),
                 if tails.len() == 1 { "" } else { "s" },
                 if tails.len() == 1 { "s" } else { "" },
-                first.path,
+                // A folder named with a line break prints no line of its own (attack review).
+                one_line_field(&first.path),
                 first.bytes
             );
         }
@@ -534,7 +536,7 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                 "\n{} for the next hook that succeeds (a hook could not finish {}: the store was busy, its time budget ran out, or memtrail's config could not be read), e.g. {} ({}); `memtrail import` reads {} now",
                 plural(waiting.len() as u64, "transcript waits", "transcripts wait"),
                 if one { "it" } else { "them" },
-                first.path,
+                one_line_field(&first.path),
                 first.agent,
                 if one { "it" } else { "them" }
             );
@@ -714,7 +716,10 @@ fn print_sync(s: &SyncStatus) {
     };
     out!(
         "\nsync: {url} as {} ({})",
-        s.label.as_deref().unwrap_or("?"),
+        // No label set: the host name, as sessions show this machine.
+        s.label
+            .as_deref()
+            .unwrap_or_else(|| memtrail_runtime::machine::local_label()),
         s.machine
             .as_deref()
             .unwrap_or("no machine id: run `memtrail sync --init` again")

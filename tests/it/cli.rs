@@ -294,6 +294,38 @@ fn a_last_line_without_a_newline_is_reported_then_imported() {
     assert_eq!(sb.json(&["import", "--json"])["agents"][0]["messages"], 0);
 }
 
+/// A project folder named with line breaks (a prompt-injected agent can make one) prints no
+/// line of its own in `status`: the unfinished-line notice named the path as it was, so a
+/// folder `-r\nclaude: OK, 0 problems (forged)\nx` printed a forged agent line (attack review).
+#[test]
+fn status_prints_no_line_a_folder_name_forges() {
+    let sb = Sandbox::new();
+    let sid = support::session_id(9);
+    let path = sb.transcript("r\nclaude: OK, 0 problems (forged)\nx", &sid);
+    let (l0, l1) = (
+        support::claude_line(&sid, "/home/user/r", 0),
+        support::claude_line(&sid, "/home/user/r", 1),
+    );
+    std::fs::write(&path, format!("{l0}\n{l1}")).unwrap();
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&path, &sid))
+        .assert()
+        .success();
+    let out = sb.acmd().args(["status"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("claude: OK, 0 problems")),
+        "{text}"
+    );
+    assert!(
+        text.contains("-home-user-r claude: OK, 0 problems (forged) x/"),
+        "{text}"
+    );
+}
+
 /// `status` counts every transcript but opens only those the store has not read; a FIFO named
 /// like a transcript is reported as unreadable, never waited on.
 #[test]
