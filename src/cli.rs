@@ -153,7 +153,8 @@ pub enum Command {
         #[arg(long, value_name = "BYTES", default_value_t = memtrail_runtime::snapshot::DEFAULT_BUDGET as u32,
               value_parser = between::<256, 65_536>)]
         budget: u32,
-        /// Print JSON: {session, snapshot: {text, budget, events}}.
+        /// Print JSON: {recalled, session, snapshot: {text, budget, events}} (`recalled`: the
+        /// notice that the snapshot is data recalled from a transcript, not instructions).
         #[arg(long)]
         json: bool,
     },
@@ -348,6 +349,9 @@ pub struct UninstallArgs {
 
 /// `memtrail export`.
 #[derive(Args)]
+#[command(
+    override_usage = "memtrail export [OPTIONS] <SESSION>\n       memtrail export --all [OPTIONS]"
+)]
 pub struct ExportArgs {
     /// The session (id or a unique prefix).
     #[arg(required_unless_present = "all", conflicts_with = "all")]
