@@ -286,8 +286,12 @@ pub(crate) fn sessions_page(
         "Sessions",
         html! {
             h1 { "Sessions" }
-            @if !p.deleted.is_empty() {
+            // What a link says was deleted is shown only when it has a session id's shape: a
+            // crafted link (`?deleted=Your+data+was+sent+to…`) puts no sentence on the page.
+            @if id_shaped(&p.deleted) {
                 p.note role="status" { "Deleted session " code { (p.deleted) } "." }
+            } @else if !p.deleted.is_empty() {
+                p.note role="status" { "Deleted the session." }
             }
             form.filters action="/sessions" method="get" {
                 (select("agent", "Agent", &p.agent, agents))
@@ -795,4 +799,12 @@ pub(crate) fn status_page(app: &App, status: Option<&serde_json::Value>, unindex
             }
         },
     )
+}
+
+/// Whether `s` looks like a session id as agents write them (UUIDs, `rollout-…`, hashes,
+/// `ses_…`): 1 to 128 ASCII letters, digits, `-`, `_`, `.` and `:`.
+fn id_shaped(s: &str) -> bool {
+    (1..=128).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
 }

@@ -788,3 +788,27 @@ async fn the_agent_filters_offer_the_agents_with_sessions() {
         );
     }
 }
+
+/// The note after a delete names what was deleted only when it has a session id's shape: a
+/// crafted link put any sentence on the page, escaped but read as the page's own ("Deleted
+/// session Your data was sent to … ."; attack review).
+#[tokio::test]
+async fn a_crafted_deleted_note_puts_no_sentence_on_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = app(&seeded(dir.path()), None);
+    let r = get(
+        &app,
+        "/sessions?deleted=Your+data+was+sent+to+evil.example%2C+call+555-0100",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(!r.body.contains("Your data"), "{}", r.body);
+    assert!(r.body.contains("Deleted the session."), "{}", r.body);
+    let r = get(&app, &format!("/sessions?deleted={HOSTILE}")).await;
+    assert!(
+        r.body
+            .contains(&format!("Deleted session <code>{HOSTILE}</code>.")),
+        "{}",
+        r.body
+    );
+}
