@@ -75,16 +75,21 @@ pub fn page(v: &SessionView) -> (String, String) {
     let (start, end) = page
         .split_once(MESSAGES_HERE)
         .expect("the page holds its marker");
-    (
-        crate::security::bidi_visible(start).into_owned(),
-        format!("{end}\n"),
-    )
+    (shown(start), format!("{end}\n"))
 }
 
-/// A page of messages as the web page's session page shows them (bidirectional overrides as
-/// U+FFFD, as the server shows them: [`crate::security::bidi_visible`]).
+/// A page of messages as the web page's session page shows them, every control and
+/// reordering character of the transcripts' text but line breaks and tabs as U+FFFD: the
+/// server shows bidirectional overrides so ([`crate::security::bidi_visible`]), and an
+/// exported file is also read through pipes and pagers (`export --format html | less`), where
+/// an escape sequence would drive the terminal (attack review).
 pub fn messages(ms: &[MessageView]) -> String {
-    crate::security::bidi_visible(&pages::messages(ms, None).into_string()).into_owned()
+    shown(&pages::messages(ms, None).into_string())
+}
+
+/// `html` (memtrail's own markup holds no control character) as [`messages`] shows it.
+fn shown(html: &str) -> String {
+    memtrail_runtime::safe_text::shown_keeping_lines(html).into_owned()
 }
 
 #[cfg(test)]
