@@ -546,8 +546,8 @@ const RULES: &[RuleDef] = &[
     // `docker login -p SECRET` (Podman's, Azure CLI's `az login -u APP -p SECRET`),
     // `redis-cli -a SECRET`, `ldapsearch -w SECRET` (and the other OpenLDAP tools), `smbclient
     // -U user%SECRET`. Only the password is replaced. Between the command and its password
-    // flag, `docker login`, `redis-cli` and the LDAP tools skip only
-    // flags and their values (not prose: "redis-cli is installed, and ls -a shows").
+    // flag, `docker login`, `redis-cli` and the LDAP tools skip only flags and their values
+    // (not prose: "redis-cli is installed, and ls -a shows").
     def(
         "cli_secret",
         r#"(?-u:\b)(?:curl(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))["']?[^\s:"'|;&\[]*:|(?:docker|podman|az)[ \t]+login(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-p[ \t]*|redis-cli(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-a[ \t]*|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)(?:[ \t]+-[^\s|;&]+(?:[ \t]+[^-\s|;&][^\s|;&]*)?)*?[ \t]+-w[ \t]*|smbclient(?:[ \t]+[^\s|;&]+)*?[ \t]+-U[ \t]*[^\s%|;&]+%)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&]+)"#,
@@ -747,8 +747,8 @@ const RULES: &[RuleDef] = &[
     ),
     // A password said in a sentence (`the password is hunter2x`, `My password was: Tr0ub4dor&3`,
     // `the password for the staging db is X`): the word after `is` or `was`, when it looks like
-    // a password rather than prose
-    // (see [`Check::Prose`]: `the password is required`, `is 8 characters` stay).
+    // a password rather than prose (see [`Check::Prose`]: `the password is required`, `is 8
+    // characters` stay).
     def(
         "secret_assignment",
         r#"(?i-u)(?:passw(?:or)?d|passphrase)(?:[ \t]+for(?:[ \t]+[A-Za-z0-9_.@'-]+){1,4})?[ \t]+(?:is|was)(?:[ \t]+(?:now|still))?[ \t]*:?[ \t]+[`"']?(?P<s>(?u:[^\s"'`\\,;)}\]]*[^\s"'`\\,;)}\].?:]))"#,
