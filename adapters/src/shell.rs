@@ -36,9 +36,8 @@ pub const WRAPPERS: &[&str] = &[
 /// in a program that runs it: the command starts with one of [`WRAPPERS`] (by file name, in any
 /// folder) or a shell assignment `NAME=value`, and no word before memtrail's holds a shell
 /// operator character (`;&|<>()$`, a backquote, or the line break [`shell_split`] gives as a
-/// word). `nice -n 5 /a/memtrail hook claude` gives
-/// `["/a/memtrail", "hook", "claude"]`. Any other command (`echo memtrail hook claude`) is
-/// returned as it is.
+/// word). `nice -n 5 /a/memtrail hook claude` gives `["/a/memtrail", "hook", "claude"]`. Any
+/// other command (`echo memtrail hook claude`) is returned as it is.
 pub fn unwrap_command(words: Vec<String>) -> Vec<String> {
     let Some(k) = words.iter().position(|w| is_memtrail_program(w)) else {
         return words;
@@ -213,8 +212,7 @@ mod tests {
         );
     }
 
-    /// The word spans cover each word's quotes; a wrapper around memtrail's hook keeps every
-    /// byte but memtrail's program when the program changes.
+    /// An unquoted line break between two words ends a command, as `sh` reads it.
     #[test]
     fn a_line_break_ends_a_command() {
         let split = |s: &str| shell_split(s).unwrap();
@@ -246,6 +244,8 @@ mod tests {
         assert_eq!(split("echo 'a\nb' c"), ["echo", "a\nb", "c"]);
     }
 
+    /// The word spans cover each word's quotes; a wrapper around memtrail's hook keeps every
+    /// byte but memtrail's program when the program changes.
     #[test]
     fn words_have_spans_and_a_wrapper_is_kept() {
         let cmd = "env FOO=1  nice -n 5 '/old dir/memtrail' hook claude";
