@@ -1105,8 +1105,8 @@ impl ServerHandler for MemtrailMcp {
             .with_server_info(Implementation::new("memtrail", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "memtrail is the memory of the user's coding agents: every past session of every \
-                 coding agent on this machine (Claude Code, Codex CLI, Gemini CLI, Cursor, …; yours \
-                 included), searchable. Use `search` to find earlier work, \
+                 coding agent on this machine (yours included: Claude Code, Codex, Gemini CLI, \
+                 Cursor and the others memtrail captures), searchable. Use `search` to find earlier work, \
                  decisions, commands and errors; `get_session` to read a session around a hit; \
                  `list_sessions` to browse; `timeline` for a session's events; `resume_context` to \
                  restore where work stood (after compaction); `remember` to keep a note for later.",
