@@ -249,16 +249,21 @@ fn a_tiny_time_budget_defers_the_rest_to_the_next_hook() {
     assert!(log.contains("time budget spent"), "{log}");
 }
 
-/// Issue 11 item 15: a copied transcript whose last line has no '\n' is reported by `status`,
-/// left alone by a hook mid-session, and read by `import` (once) when it is whole JSON.
-#[test]
-fn a_last_line_without_a_newline_is_reported_then_imported() {
-    let sb = Sandbox::new();
-    let sid = support::session_id(7);
-    let path = sb.transcript("copied", &sid);
+/// Claude Code session `n` in project folder `folder` (cwd `/home/user/<cwd>`): two lines, the
+/// second without its '\n', read by a Stop hook (which stores the first); its path and the
+/// unfinished line.
+fn unfinished_after_a_hook(
+    sb: &Sandbox,
+    n: u32,
+    folder: &str,
+    cwd: &str,
+) -> (std::path::PathBuf, String) {
+    let sid = support::session_id(n);
+    let path = sb.transcript(folder, &sid);
+    let cwd = format!("/home/user/{cwd}");
     let (l0, l1) = (
-        support::claude_line(&sid, "/home/user/copied", 0),
-        support::claude_line(&sid, "/home/user/copied", 1),
+        support::claude_line(&sid, &cwd, 0),
+        support::claude_line(&sid, &cwd, 1),
     );
     std::fs::write(&path, format!("{l0}\n{l1}")).unwrap();
     sb.acmd()
@@ -266,6 +271,15 @@ fn a_last_line_without_a_newline_is_reported_then_imported() {
         .write_stdin(stop_payload(&path, &sid))
         .assert()
         .success();
+    (path, l1)
+}
+
+/// Issue 11 item 15: a copied transcript whose last line has no '\n' is reported by `status`,
+/// left alone by a hook mid-session, and read by `import` (once) when it is whole JSON.
+#[test]
+fn a_last_line_without_a_newline_is_reported_then_imported() {
+    let sb = Sandbox::new();
+    let (path, l1) = unfinished_after_a_hook(&sb, 7, "copied", "copied");
     let messages =
         |sb: &Sandbox| sb.json(&["sessions", "list", "--json"])["sessions"][0]["messages"].as_u64();
     assert_eq!(messages(&sb), Some(1));
@@ -300,18 +314,7 @@ fn a_last_line_without_a_newline_is_reported_then_imported() {
 #[test]
 fn status_prints_no_line_a_folder_name_forges() {
     let sb = Sandbox::new();
-    let sid = support::session_id(9);
-    let path = sb.transcript("r\nclaude: OK, 0 problems (forged)\nx", &sid);
-    let (l0, l1) = (
-        support::claude_line(&sid, "/home/user/r", 0),
-        support::claude_line(&sid, "/home/user/r", 1),
-    );
-    std::fs::write(&path, format!("{l0}\n{l1}")).unwrap();
-    sb.acmd()
-        .args(["hook", "claude"])
-        .write_stdin(stop_payload(&path, &sid))
-        .assert()
-        .success();
+    unfinished_after_a_hook(&sb, 9, "r\nclaude: OK, 0 problems (forged)\nx", "r");
     let out = sb.acmd().args(["status"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(

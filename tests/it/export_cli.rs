@@ -130,22 +130,20 @@ fn jsonl_escapes_what_a_terminal_would_obey() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join(format!("{sid}.jsonl")), format!("{line}\n")).unwrap();
     sb.json(&["import", "--agent", "claude", "--json"]);
+    // What a terminal would obey, besides line breaks.
+    let raw = |out: &str| -> Vec<char> {
+        out.chars()
+            .filter(|&c| c != '\n' && memtrail_runtime::safe_text::unsafe_on_terminal(c))
+            .collect()
+    };
     let out = export(&sb, &[sid, "--format", "jsonl"]);
-    let raw: Vec<char> = out
-        .chars()
-        .filter(|&c| c != '\n' && memtrail_runtime::safe_text::unsafe_on_terminal(c))
-        .collect();
-    assert!(raw.is_empty(), "raw {raw:?} in {out}");
+    assert_eq!(raw(&out), [], "{out}");
     let v: serde_json::Value = serde_json::from_str(out.trim_end()).unwrap();
     assert_eq!(v["text"], text, "{v}");
     // The HTML page through a pipe (`export --format html | less`): each one shown as U+FFFD
     // (they went out raw).
     let html = export(&sb, &[sid, "--format", "html"]);
-    let raw: Vec<char> = html
-        .chars()
-        .filter(|&c| c != '\n' && memtrail_runtime::safe_text::unsafe_on_terminal(c))
-        .collect();
-    assert!(raw.is_empty(), "raw {raw:?} in the HTML page");
+    assert_eq!(raw(&html), [], "the HTML page");
     assert!(
         html.contains("csi \u{fffd}2J osc \u{fffd}0;title\u{fffd} del \u{fffd} rlo \u{fffd}dcba esc \u{fffd}[31m"),
         "{html}"
