@@ -1276,3 +1276,7 @@ mod tests {
 #[cfg(test)]
 #[path = "scope_oracle.rs"]
 mod scope_oracle;
+
+#[cfg(test)]
+#[path = "prefix_oracle.rs"]
+mod prefix_oracle;

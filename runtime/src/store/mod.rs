@@ -89,6 +89,7 @@ mod no_enrich_inside;
 #[cfg(test)]
 mod no_sql_outside;
 mod packed;
+pub(crate) mod prefix;
 pub(crate) mod queries;
 pub(crate) mod rank;
 pub(crate) mod recall;

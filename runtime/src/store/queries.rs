@@ -93,7 +93,15 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     // alternative's words) is scored without that alternative, as an old message is not ranked
     // at all for a frequent word alone. Ranking every match instead took 0.7 s for
     // `error OR test` on the 1 GB bench store (docs/benchmarks.md, "`OR` queries bounded").
-    let alternatives = top_level_alternatives(&q);
+    //
+    // A prefix term whose terms span many index pages (`err*`) is searched as the `OR` of its
+    // terms, ranked as the one phrase it stands for ([`super::prefix`]): FTS5 merges every
+    // such term's doclist before the first row, ~150 ms for `err*` on the 1 GB bench store,
+    // and a search paid it three times.
+    let alternatives: Vec<super::prefix::Expanded> = top_level_alternatives(&q)
+        .into_iter()
+        .map(|a| super::prefix::expand(&store.conn, a))
+        .collect::<Result<_>>()?;
     let filtered = f.agent.is_some()
         || f.project.is_some()
         || f.session.is_some()
@@ -120,12 +128,15 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     // The newest candidates in scope, ranked (see above). A plan that checks each match's
     // session gives up when its walk is over budget; the scope's messages are listed then.
     // `fetch`: how many of the best to return.
-    let rank = |plan: &ScopePlan, q: &str, fetch: usize| -> Result<Vec<(i64, f64)>> {
-        let mut args: Vec<Sql> = vec![Sql::Text(q.to_string())];
+    let rank = |plan: &ScopePlan,
+                q: &super::prefix::Expanded,
+                fetch: usize|
+     -> Result<Vec<(i64, f64)>> {
+        let mut args: Vec<Sql> = vec![Sql::Text(q.groups.clone()), Sql::Text(q.query.clone())];
         let mut sql = if !filtered {
             format!(
                 "SELECT c.id, c.score FROM (
-                    SELECT rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8) AS score FROM messages_fts
+                    SELECT rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?) AS score FROM messages_fts
                     WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT {SEARCH_CANDIDATES}
                  ) c WHERE 1 = 1"
             )
@@ -139,7 +150,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                 by_session || f.since.is_some() || f.until.is_some() || f.role.is_some();
             let mut inner = String::from(
                 "SELECT c.id, c.score FROM (
-                    SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8) AS score
+                    SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?) AS score
                     FROM messages_fts",
             );
             if messages_level {
@@ -177,7 +188,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         } else {
             let mut inner = String::from(
                 "SELECT c.id, c.score FROM (
-                    SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8) AS score
+                    SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?) AS score
                     FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
                     JOIN sessions s ON s.id = m.session_id
                     WHERE messages_fts MATCH ?",
@@ -267,7 +278,14 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     }
     let copies = crate::query::copy_ids(&keyed);
     let ranked = crate::query::best_distinct(keyed, limit);
-    let mut snippets = snippets(store, &q, &ranked)?;
+    // The snippets of the query as searched: an expanded prefix's merge is not paid again.
+    let searched = alternatives
+        .iter()
+        .map(|a| a.query.as_str())
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    let expanded = alternatives.iter().any(|a| !a.groups.is_empty());
+    let mut snippets = snippets(store, &searched, expanded, &ranked)?;
     let mut row = store.conn.prepare_cached(
         "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts,
                 s.origin, (SELECT label FROM machines WHERE id = s.origin)
@@ -776,7 +794,15 @@ fn bitmap(lo: i64, hi: i64, ids: impl Iterator<Item = i64>) -> Vec<u8> {
 /// names it, so each of 20 lookups paid that merge again (`overfl*` on the 1 GB bench store: 55
 /// ms for 20 hits, 132 ms for the web page's 50; `err* OR webhook`, whose merge is ~0.2 s, 4.2
 /// s), while the pass pays it once and walks the merged list in memory.
-fn snippets(store: &Store, q: &str, ranked: &[(i64, f64)]) -> Result<HashMap<i64, String>> {
+///
+/// `expanded`: `q` holds a prefix term written as its terms ([`super::prefix`]), which the
+/// pass serves too: looked up one by one, each hit would seek every one of its terms' doclists.
+fn snippets(
+    store: &Store,
+    q: &str,
+    expanded: bool,
+    ranked: &[(i64, f64)],
+) -> Result<HashMap<i64, String>> {
     const SNIPPET: &str = "snippet(messages_fts, -1, char(1), char(2), '…', 16)";
     let (Some(lo), Some(hi)) = (
         ranked.iter().map(|r| r.0).min(),
@@ -796,7 +822,7 @@ fn snippets(store: &Store, q: &str, ranked: &[(i64, f64)]) -> Result<HashMap<i64
     // An `OR` query's hits may lie far apart (a rare alternative's old matches beside a
     // frequent one's newest): without a prefix term, the lookups cost less than the pass's walk
     // of every match of its other terms in between.
-    if (hi - lo) <= span / 16 || has_prefix_term(q) {
+    if (hi - lo) <= span / 16 || has_prefix_term(q) || expanded {
         let ids = format!(
             "[{}]",
             ranked

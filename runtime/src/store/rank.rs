@@ -44,11 +44,38 @@ const B: f64 = 0.75;
 ///
 /// Errors: SQLite's, when FTS5 is missing or the registration fails.
 pub fn register(conn: &Connection) -> Result<()> {
+    let api = fts5_api(conn)?;
+    // SAFETY: `api` is the connection's live `fts5_api` ([`fts5_api`]). The function pointer
+    // registered is a `extern "C"` fn with FTS5's signature, and no user data or destructor.
+    unsafe {
+        let Some(create) = (*api).xCreateFunction else {
+            return Err(sqlite_error(
+                ffi::SQLITE_ERROR,
+                "fts5_api has no xCreateFunction",
+            ));
+        };
+        let rc = create(
+            api,
+            c"memtrail_bm25".as_ptr(),
+            ptr::null_mut(),
+            Some(memtrail_bm25),
+            None,
+        );
+        if rc != ffi::SQLITE_OK {
+            return Err(sqlite_error(rc, "register memtrail_bm25"));
+        }
+    }
+    Ok(())
+}
+
+/// The connection's `fts5_api`: valid while `conn` is open.
+///
+/// Errors: SQLite's, when FTS5 is missing.
+pub(crate) fn fts5_api(conn: &Connection) -> Result<*mut ffi::fts5_api> {
     // SAFETY: `conn.handle()` is a live connection for the duration of this call. The
     // `fts5(?1)` statement writes the `fts5_api` pointer into `api` (SQLite's documented way to
     // obtain it, with the pointer type "fts5_api_ptr"); the statement is finalized before
-    // `api` is used. The function pointer registered is a `extern "C"` fn with FTS5's
-    // signature, and no user data or destructor.
+    // `api` is returned.
     unsafe {
         let db = conn.handle();
         let mut stmt: *mut ffi::sqlite3_stmt = ptr::null_mut();
@@ -75,24 +102,8 @@ pub fn register(conn: &Connection) -> Result<()> {
         if rc != ffi::SQLITE_ROW || api.is_null() {
             return Err(sqlite_error(rc, "FTS5 is not available"));
         }
-        let Some(create) = (*api).xCreateFunction else {
-            return Err(sqlite_error(
-                ffi::SQLITE_ERROR,
-                "fts5_api has no xCreateFunction",
-            ));
-        };
-        let rc = create(
-            api,
-            c"memtrail_bm25".as_ptr(),
-            ptr::null_mut(),
-            Some(memtrail_bm25),
-            None,
-        );
-        if rc != ffi::SQLITE_OK {
-            return Err(sqlite_error(rc, "register memtrail_bm25"));
-        }
+        Ok(api)
     }
-    Ok(())
 }
 
 /// The name of the scalar function `memtrail_in_scope(bits BLOB, lo INTEGER, rowid INTEGER)`:
@@ -169,15 +180,17 @@ fn sqlite_error(rc: c_int, what: &str) -> crate::Error {
 
 /// What is computed once per query (kept with `xSetAuxdata`).
 struct QueryData {
-    /// IDF per phrase.
+    /// The unit each phrase counts in: its own, or its group's (see [`parse_groups`]).
+    unit: Vec<usize>,
+    /// IDF per unit.
     idf: Vec<f64>,
     /// Mean tokens per row, all columns.
     avgdl: f64,
-    /// Scratch: weighted frequency per phrase of the current row.
+    /// Scratch: weighted frequency per unit of the current row.
     freq: Vec<f64>,
-    /// The column weights (the function's arguments), read on the first row: the same for
-    /// every row of a statement.
-    weights: Option<Vec<f64>>,
+    /// The column weights (the function's numeric arguments), read on the first row: the same
+    /// for every row of a statement.
+    weights: Vec<f64>,
 }
 
 unsafe extern "C" fn free_query_data(p: *mut c_void) {
@@ -187,11 +200,11 @@ unsafe extern "C" fn free_query_data(p: *mut c_void) {
     }
 }
 
-/// The sample of one phrase's rows, filled by [`count_cb`].
+/// The sample of the rows holding any phrase of a unit (one phrase, or a group's): the
+/// smallest [`DF_SAMPLE`] distinct rowids seen, filled by [`count_cb`] phrase after phrase.
+#[derive(Default)]
 struct Sample {
-    count: i64,
-    first: i64,
-    last: i64,
+    rows: std::collections::BTreeSet<i64>,
 }
 
 unsafe extern "C" fn count_cb(
@@ -207,16 +220,17 @@ unsafe extern "C" fn count_cb(
             Some(f) => f(fts),
             None => 0,
         };
-        if s.count == 0 {
-            s.first = rowid;
+        // The phrase's rows come in ascending order: past the sample's largest, once full,
+        // none of its rows can enter it.
+        let full = s.rows.len() as i64 >= DF_SAMPLE;
+        if full && s.rows.last().is_some_and(|&l| rowid > l) {
+            return ffi::SQLITE_DONE;
         }
-        s.last = rowid;
-        s.count += 1;
-        if s.count >= DF_SAMPLE {
-            ffi::SQLITE_DONE
-        } else {
-            ffi::SQLITE_OK
+        s.rows.insert(rowid);
+        if s.rows.len() as i64 > DF_SAMPLE {
+            s.rows.pop_last();
         }
+        ffi::SQLITE_OK
     }
 }
 
@@ -238,12 +252,55 @@ pub fn estimate_df(rows: i64, count: i64, first: i64, last: i64) -> i64 {
     est.clamp(count, rows.max(count))
 }
 
+/// The unit of each of `n_phrase` phrases given a group list `spec`: `first:len` pairs
+/// separated by `,` (phrases `first .. first + len` are one group, counted as one phrase:
+/// the expansion of a prefix term into the terms it matches, see
+/// [`super::prefix`]). Phrases outside every group are units of their own, in order.
+/// A malformed or out-of-range pair is an error (the caller writes the list).
+fn parse_groups(spec: &str, n_phrase: usize) -> std::result::Result<Vec<usize>, c_int> {
+    let mut group_of: Vec<Option<usize>> = vec![None; n_phrase];
+    for (g, pair) in spec.split(',').filter(|p| !p.is_empty()).enumerate() {
+        let (first, len) = pair.split_once(':').ok_or(ffi::SQLITE_ERROR)?;
+        let first: usize = first.parse().map_err(|_| ffi::SQLITE_ERROR)?;
+        let len: usize = len.parse().map_err(|_| ffi::SQLITE_ERROR)?;
+        let end = first.checked_add(len).ok_or(ffi::SQLITE_ERROR)?;
+        if len == 0 || end > n_phrase || group_of[first..end].iter().any(Option::is_some) {
+            return Err(ffi::SQLITE_ERROR);
+        }
+        group_of[first..end].fill(Some(g));
+    }
+    // Units numbered in phrase order: a group takes the number of its first phrase's turn.
+    let mut unit = Vec::with_capacity(n_phrase);
+    let mut numbered: Vec<(usize, usize)> = Vec::new();
+    let mut next = 0;
+    for g in group_of {
+        match g {
+            None => {
+                unit.push(next);
+                next += 1;
+            }
+            Some(g) => match numbered.iter().find(|(k, _)| *k == g) {
+                Some(&(_, u)) => unit.push(u),
+                None => {
+                    numbered.push((g, next));
+                    unit.push(next);
+                    next += 1;
+                }
+            },
+        }
+    }
+    Ok(unit)
+}
+
 /// Compute (or fetch) the per-query data. Returns an SQLite error code on failure.
 unsafe fn query_data(
     api: &ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
+    n_val: c_int,
+    ap_val: *mut *mut ffi::sqlite3_value,
 ) -> std::result::Result<*mut QueryData, c_int> {
-    // SAFETY: FTS5's API on its own context; the aux data pointer, when set, is ours.
+    // SAFETY: FTS5's API on its own context; the aux data pointer, when set, is ours;
+    // `ap_val` holds `n_val` values.
     unsafe {
         let get = api.xGetAuxdata.ok_or(ffi::SQLITE_ERROR)?;
         let existing = get(fts, 0).cast::<QueryData>();
@@ -256,7 +313,25 @@ unsafe fn query_data(
         let query_phrase = api.xQueryPhrase.ok_or(ffi::SQLITE_ERROR)?;
         let set = api.xSetAuxdata.ok_or(ffi::SQLITE_ERROR)?;
 
+        // The arguments: the column weights, then optionally the groups (text).
+        let mut weights = Vec::new();
+        let mut spec = String::new();
+        for i in 0..n_val.max(0) as usize {
+            let v = *ap_val.add(i);
+            if ffi::sqlite3_value_type(v) == ffi::SQLITE_TEXT {
+                let p = ffi::sqlite3_value_text(v);
+                if !p.is_null() {
+                    spec = std::ffi::CStr::from_ptr(p.cast())
+                        .to_string_lossy()
+                        .into_owned();
+                }
+            } else {
+                weights.push(ffi::sqlite3_value_double(v));
+            }
+        }
         let n_phrase = phrase_count(fts).max(0) as usize;
+        let unit = parse_groups(&spec, n_phrase)?;
+        let n_unit = unit.iter().max().map_or(0, |u| u + 1);
         let mut rows: i64 = 0;
         let rc = row_count(fts, &mut rows);
         if rc != ffi::SQLITE_OK {
@@ -272,29 +347,36 @@ unsafe fn query_data(
         } else {
             1.0
         };
-        let mut idfs = Vec::with_capacity(n_phrase);
-        for i in 0..n_phrase {
-            let mut s = Sample {
-                count: 0,
-                first: 0,
-                last: 0,
-            };
+        // Each unit's sample: a group's is the smallest DF_SAMPLE rows holding any of its
+        // phrases, what FTS5 counts for the prefix term the group stands for.
+        let mut samples: Vec<Sample> = (0..n_unit).map(|_| Sample::default()).collect();
+        for (i, &u) in unit.iter().enumerate() {
             let rc = query_phrase(
                 fts,
                 i as c_int,
-                (&mut s as *mut Sample).cast::<c_void>(),
+                (&mut samples[u] as *mut Sample).cast::<c_void>(),
                 Some(count_cb),
             );
             if rc != ffi::SQLITE_OK {
                 return Err(rc);
             }
-            idfs.push(idf(rows, estimate_df(rows, s.count, s.first, s.last)));
         }
+        let idfs = samples
+            .iter()
+            .map(|s| {
+                let (first, last) = (
+                    s.rows.first().copied().unwrap_or(0),
+                    s.rows.last().copied().unwrap_or(0),
+                );
+                idf(rows, estimate_df(rows, s.rows.len() as i64, first, last))
+            })
+            .collect();
         let data = Box::into_raw(Box::new(QueryData {
+            unit,
             idf: idfs,
             avgdl: if avgdl > 0.0 { avgdl } else { 1.0 },
-            freq: vec![0.0; n_phrase],
-            weights: None,
+            freq: vec![0.0; n_unit],
+            weights,
         }));
         let rc = set(fts, data.cast::<c_void>(), Some(free_query_data));
         if rc != ffi::SQLITE_OK {
@@ -331,20 +413,16 @@ unsafe fn score(
 ) -> std::result::Result<f64, c_int> {
     // SAFETY: as for `memtrail_bm25`; `ap_val` holds `n_val` values.
     unsafe {
-        let data = &mut *query_data(api, fts)?;
+        let data = &mut *query_data(api, fts, n_val, ap_val)?;
         let phrase_first = api.xPhraseFirst.ok_or(ffi::SQLITE_ERROR)?;
         let phrase_next = api.xPhraseNext.ok_or(ffi::SQLITE_ERROR)?;
         let column_size = api.xColumnSize.ok_or(ffi::SQLITE_ERROR)?;
-        let weights = data.weights.get_or_insert_with(|| {
-            (0..n_val.max(0) as usize)
-                .map(|i| ffi::sqlite3_value_double(*ap_val.add(i)))
-                .collect()
-        });
+        data.freq.fill(0.0);
         // Each phrase's positions in this row, read from its position list. (`xInst` gives
         // the same instances, but first merges every phrase's list into one array sorted by
-        // position: a third of a frequent-term search's instructions.)
-        for (p, f) in data.freq.iter_mut().enumerate() {
-            *f = 0.0;
+        // position: a third of a frequent-term search's instructions.) A group's phrases are
+        // distinct terms, so no position counts twice in its unit.
+        for (p, &u) in data.unit.iter().enumerate() {
             let mut it = ffi::Fts5PhraseIter {
                 a: std::ptr::null(),
                 b: std::ptr::null(),
@@ -355,7 +433,7 @@ unsafe fn score(
                 return Err(rc);
             }
             while ic >= 0 {
-                *f += weights.get(ic as usize).copied().unwrap_or(1.0);
+                data.freq[u] += data.weights.get(ic as usize).copied().unwrap_or(1.0);
                 phrase_next(fts, &mut it, &mut ic, &mut io);
             }
         }

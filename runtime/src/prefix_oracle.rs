@@ -1,0 +1,226 @@
+//! The oracle for prefix terms searched as the terms they stand for ([`crate::store::prefix`]):
+//! the index terms read from FTS5's pages must be FTS5's own (its `fts5vocab` table), and a
+//! search with every prefix expanded must give the hits of FTS5's own prefix query (same
+//! messages, scores and snippets, in the same order), over a store of many index segments,
+//! with deletions, whose prefixes hold frequent terms (doclists over many pages), rare ones,
+//! and stems the Porter stemmer does not give back (`errorcase` → `errorcas` → `errorca`).
+
+use crate::query::{self, Hit, SearchFilter};
+use crate::records::Standard;
+use crate::store::Store;
+use crate::store::prefix::{
+    FORCED_MIN_PAGES, expand_in, merge_some, segments, set_automerge, terms_in, vocabulary,
+};
+use crate::test_rng::Xorshift;
+use memtrail_adapters::{Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef};
+
+const T0: i64 = 1_760_000_000_000;
+
+/// Words and how many messages in a thousand hold each.
+const WORDS: &[(&str, u64)] = &[
+    ("error", 300),
+    ("errors", 80),
+    ("errno", 40),
+    ("err", 20),
+    ("errorcase", 15),
+    ("errorgeneral", 10),
+    ("erroneous", 8),
+    ("erratic", 5),
+    ("test", 400),
+    ("testing", 60),
+    ("tested", 30),
+    ("testcase", 10),
+    ("webhook", 50),
+    ("alpha", 500),
+];
+
+/// A store of 24 sessions written in many small transactions with FTS5's automatic merges
+/// off (so the index has many segments, and an unfinished merge), two sessions deleted after
+/// the 12th of 30 rounds, 6,480 messages left: the words of [`WORDS`] at their
+/// rates, and in one message in 10 one of 300 rare words `errq0` … `errq299`.
+fn generated() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+    let mut rng = Xorshift(0x0e44_0a5e);
+    let agents = [Agent::Claude, Agent::Codex];
+    let sessions: Vec<i64> = (0..24)
+        .map(|i| {
+            store
+                .write(|w| {
+                    w.upsert_session(
+                        &SessionRef {
+                            agent: agents[i % 2],
+                            external_id: format!("sess-{i:02}"),
+                            parent_external_id: None,
+                        },
+                        &SessionMeta {
+                            project_dir: Some(format!("/w/p{}", i % 3)),
+                            ..SessionMeta::default()
+                        },
+                        &Standard,
+                    )
+                })
+                .unwrap()
+        })
+        .collect();
+    // Each write's flush a segment of its own, until FTS5's crisis merge (16 on a level).
+    set_automerge(&store, 0);
+    let mut n = 0i64;
+    for round in 0..30 {
+        if round == 12 {
+            // Deleting runs FTS5's `optimize` (one segment, deleted entries dropped): the
+            // segments of the rounds after stay apart.
+            for external in ["sess-03", "sess-10"] {
+                crate::store::maintenance::delete_session(&mut store, external).unwrap();
+            }
+            set_automerge(&store, 0);
+        }
+        for (k, &sid) in sessions.iter().enumerate() {
+            if round >= 12 && (k == 3 || k == 10) {
+                continue;
+            }
+            let records: Vec<Record> = (0..10)
+                .map(|j| {
+                    n += 1;
+                    let mut words: Vec<String> = Vec::new();
+                    for &(w, per_mille) in WORDS {
+                        if rng.below(1000) < per_mille as usize {
+                            words.push(w.to_string());
+                        }
+                    }
+                    if rng.below(10) == 0 {
+                        words.push(format!("errq{}", rng.below(300)));
+                    }
+                    words.push(["filler", "words", "here"][rng.below(3)].to_string());
+                    // Words repeated in some messages: frequencies differ within a group.
+                    if rng.below(4) == 0 {
+                        let again = words[0].clone();
+                        words.push(again);
+                    }
+                    let text = words.join(" ");
+                    Record::Message(Message {
+                        id: format!("r{round}-s{sid}-{j}"),
+                        role: if j % 2 == 0 {
+                            Role::User
+                        } else {
+                            Role::Assistant
+                        },
+                        kind: Kind::Text,
+                        parts: vec![Part::Text { text }],
+                        timestamp: Some(T0 + n * 1000),
+                        model: None,
+                    })
+                })
+                .collect();
+            store.write(|w| w.apply(sid, records)).unwrap();
+            let _ = store.catch_up_index(None);
+        }
+    }
+    // An incremental merge left unfinished: its input segments' first pages are gone.
+    merge_some(&store, 4);
+    (dir, store)
+}
+
+fn search(store: &Store, min_pages: i64, q: &str, f: &SearchFilter) -> Vec<Hit> {
+    FORCED_MIN_PAGES.set(Some(min_pages));
+    let hits = query::search(store, q, f);
+    FORCED_MIN_PAGES.set(None);
+    hits.unwrap_or_else(|e| panic!("{q} {f:?}: {e}"))
+}
+
+#[test]
+fn the_terms_read_from_the_index_pages_are_fts5s_own() {
+    let (_dir, store) = generated();
+    let segments = segments(&store);
+    assert!(segments >= 6, "the index has {segments} segments");
+    for prefix in ["err", "error", "errq", "errq1", "tes", "e", "w", "zz", ""] {
+        let want = vocabulary(&store, prefix);
+        let Some(got) = terms_in(&store, prefix) else {
+            // Over the cap of terms: only the whole vocabulary is.
+            assert_eq!(prefix, "", "{prefix}: not read");
+            continue;
+        };
+        assert_eq!(got, want, "{prefix}");
+    }
+    // `err` holds the 300 rare words and the stems of the eight words beginning with it.
+    let err = terms_in(&store, "err").unwrap();
+    assert!(err.len() > 200, "{}", err.len());
+    assert!(err.iter().any(|t| t == "errorcas"));
+}
+
+#[test]
+fn a_prefix_is_written_as_its_terms_each_a_word_stemmed_to_it() {
+    let (_dir, store) = generated();
+    let e = expand_in(&store, r#""errorc"* "alpha""#, 0);
+    // `errorcas` (the stem of `errorcase`) is stemmed again to `errorca`: written `errorcase`.
+    assert_eq!(e.query, r#"("errorcase") AND "alpha""#);
+    assert_eq!(e.groups, "0:1");
+    let e = expand_in(&store, r#""alpha" NOT "errorg"* AND "test""#, 0);
+    // `errorgener` (of `errorgeneral`) is stemmed again to `errorgen`.
+    assert_eq!(e.query, r#""alpha" NOT ("errorgenere") AND "test""#);
+    assert_eq!(e.groups, "1:1");
+    // Under the threshold of pages, and for a phrase of two words: as it was.
+    let q = r#""err"* "test""#;
+    assert_eq!(expand_in(&store, q, i64::MAX).query, q);
+    let q = r#""error code"*"#;
+    assert_eq!(expand_in(&store, q, 0).query, q);
+    let e = expand_in(&store, r#""err"* "tes"*"#, 0);
+    let (first, second) = e.groups.split_once(',').unwrap();
+    let (_, len) = first.split_once(':').unwrap();
+    assert_eq!(second.split_once(':').unwrap().0, len, "{}", e.groups);
+}
+
+#[test]
+fn an_expanded_prefix_gives_fts5s_own_hits() {
+    let (_dir, store) = generated();
+    let all = SearchFilter {
+        limit: 50,
+        ..SearchFilter::default()
+    };
+    let codex = SearchFilter {
+        agent: Some("codex".into()),
+        ..all.clone()
+    };
+    let project = SearchFilter {
+        project: Some("/w/p1".into()),
+        until: Some(T0 + 5_000 * 1000),
+        ..all.clone()
+    };
+    let mut checked = 0;
+    for q in [
+        "err*",
+        "errors*",
+        "error*",
+        "errq*",
+        "err* webhook",
+        "webhook err*",
+        "webhook -err*",
+        "alpha -\"errorc\"*",
+        "err* OR tes*",
+        "errq* OR webhook",
+        "tes* err* alpha",
+        "e*",
+    ] {
+        for f in [&all, &codex, &project] {
+            let native = search(&store, i64::MAX, q, f);
+            let expanded = search(&store, 0, q, f);
+            assert!(!native.is_empty(), "{q} {f:?}: no hit");
+            assert_eq!(native.len(), expanded.len(), "{q} {f:?}: number of hits");
+            for (i, (x, y)) in expanded.iter().zip(&native).enumerate() {
+                assert!(
+                    (x.score - y.score).abs() <= 1e-9 * y.score.abs(),
+                    "{q} {f:?}: hit {i}: score {} against {}",
+                    x.score,
+                    y.score
+                );
+                assert_eq!(
+                    (&x.message_id, &x.snippet),
+                    (&y.message_id, &y.snippet),
+                    "{q} {f:?}: hit {i}"
+                );
+            }
+            checked += native.len();
+        }
+    }
+    assert!(checked > 1000, "{checked}");
+}

@@ -1,0 +1,614 @@
+//! Prefix terms (`err*`) searched as the terms they stand for, when FTS5's own way costs too
+//! much.
+//!
+//! FTS5 answers a prefix term by merging, before the first row, the doclists of every term of
+//! the index that begins with it, positions included (`fts5SetupPrefixIter` in SQLite's
+//! `fts5_index.c`): for `err*` on the 1 GB bench store (271 terms, "error" among them) that
+//! merge is ~150 ms, and a search pays it three times (the walk, the document frequency, the
+//! snippets): 509 ms. Searched as `("error" OR "errno" OR …)`, FTS5 walks each term's doclist
+//! newest first and stops at the candidates' bound, as for any word.
+//!
+//! [`expand`] rewrites the prefix terms of an FTS5 query ([`crate::query::fts_query`]'s form)
+//! that span many index pages into an `OR` of the index terms that begin with them, and names
+//! each group to `memtrail_bm25` ([`super::rank`]), which counts a group as the one phrase it
+//! replaces: its frequency in a row is the sum of its terms', its document frequency the rows
+//! holding any of them. The scores, and so the hits, are those of the prefix term (checked by
+//! the tests against FTS5's own prefix query).
+//!
+//! The terms are read from FTS5's index itself, whose format is documented in
+//! `fts5_index.c` ("Segment leaves", "PAGE FORMAT"): each segment's leaf pages are rows of
+//! `messages_fts_data` (id `segid << 37 | pgno`), and `messages_fts_idx` holds, per segment,
+//! a key at most the first term of each leaf page that holds a term (its `pgno` column is the
+//! page number shifted left by one, the low bit a flag: `fts5WriteFlushBtree`). A leaf page begins with
+//! two big-endian 16-bit fields (the first rowid's offset, the footer's offset); the footer is
+//! a varint per term on the page, its offset (delta-encoded); the first term of a page is
+//! `varint size, bytes`, each next one `varint shared, varint new, bytes` (shared with the term
+//! before). Terms of the main index begin with the byte `0`. Anything that does not read as
+//! that format (a page missing, an offset out of bounds) leaves the query as it was: FTS5's
+//! own prefix query is always right, only slower.
+//!
+//! FTS5 tokenizes a query's words (the store's tokenizer is `porter unicode61`), and the
+//! Porter stemmer does not give back every stem it makes (`errorcas`, the stem of
+//! `errorcase`, is stemmed again to `errorca`): each term is written as a word that the
+//! tokenizer turns into exactly that term: the term itself, or the term with one of a few
+//! suffixes the stemmer strips (`errorcas` + `e`). A term without one leaves the query as it was.
+
+use super::rank::fts5_api;
+use crate::Result;
+use crate::store::Db;
+use rusqlite::{Connection, OptionalExtension, ffi, params};
+use std::collections::BTreeSet;
+use std::ffi::{c_char, c_int, c_void};
+
+/// A prefix term is expanded when its terms' leaf pages, over all segments, are at least
+/// this many (FTS5's merge costs ~0.1–0.17 ms a page on the 1 GB bench store; below this a
+/// prefix is cheap enough as it is: `overfl*`, 195 pages, 4 ms).
+pub const EXPAND_MIN_PAGES: i64 = 400;
+
+/// The most terms one prefix is expanded into: past that, the `OR` costs as much as the merge
+/// (each term is a doclist FTS5 seeks in every segment, for every row walked).
+pub const EXPAND_MAX_TERMS: usize = 2048;
+
+/// Suffixes tried, in order, to make a word that the tokenizer stems to a given term.
+const SUFFIXES: &[&str] = &[
+    "", "e", "s", "ed", "es", "ing", "al", "er", "ate", "ness", "ation", "ity", "ive", "ize",
+    "ence", "ance", "ment", "ful", "ous", "li", "y",
+];
+
+/// An FTS5 query with its expanded prefix terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expanded {
+    /// The query text for `MATCH`.
+    pub query: String,
+    /// The groups for `memtrail_bm25`: `first:len` per group, `,`-separated (empty for none).
+    pub groups: String,
+}
+
+/// `q` (an FTS5 query in [`crate::query::fts_query`]'s form: terms in double quotes, `""` for
+/// a quote inside, a prefix term's closing quote followed by `*`) with each prefix term that
+/// spans at least [`EXPAND_MIN_PAGES`] leaf pages and at most [`EXPAND_MAX_TERMS`] terms
+/// written as the `OR` of its terms, and the groups that say so to `memtrail_bm25`. `q` as it
+/// is, and no group, when nothing is expanded.
+///
+/// Errors: SQLite's, reading the index.
+pub fn expand(conn: &Connection, q: &str) -> Result<Expanded> {
+    #[cfg(test)]
+    if let Some(min_pages) = FORCED_MIN_PAGES.get() {
+        return expand_with(conn, q, min_pages);
+    }
+    expand_with(conn, q, EXPAND_MIN_PAGES)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The threshold of pages every search on this thread takes (`0`: every prefix term is
+    /// expanded; `i64::MAX`: none is), to compare their answers.
+    pub(crate) static FORCED_MIN_PAGES: std::cell::Cell<Option<i64>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// [`expand`] with the threshold of pages given (a test expands every prefix with `0`).
+pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<Expanded> {
+    let unchanged = || Expanded {
+        query: q.to_string(),
+        groups: String::new(),
+    };
+    let pieces = scan(q);
+    if !pieces
+        .iter()
+        .any(|p| matches!(p, Piece::Phrase { prefix: true, .. }))
+    {
+        return Ok(unchanged());
+    }
+    let Some(stemmer) = Stemmer::new(conn)? else {
+        return Ok(unchanged());
+    };
+    let mut out = String::with_capacity(q.len());
+    let mut groups: Vec<String> = Vec::new();
+    let mut phrase = 0usize;
+    for (i, piece) in pieces.iter().enumerate() {
+        match piece {
+            Piece::Other(text) => out.push_str(text),
+            Piece::Phrase {
+                raw, prefix: false, ..
+            } => {
+                out.push_str(raw);
+                phrase += 1;
+            }
+            Piece::Phrase { raw, text, .. } => {
+                let words = match stemmer.tokens(text).as_slice() {
+                    // One token and no CJK column around it: a term of the index's own.
+                    [stem] if !in_column_filter(&pieces, i) => {
+                        expansion(conn, &stemmer, stem, min_pages)?
+                    }
+                    _ => None,
+                };
+                let Some(words) = words else {
+                    out.push_str(raw);
+                    out.push('*');
+                    phrase += 1;
+                    continue;
+                };
+                groups.push(format!("{phrase}:{}", words.len()));
+                phrase += words.len();
+                let quoted: Vec<String> = words
+                    .iter()
+                    .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+                    .collect();
+                // A group next to a phrase or another group needs an explicit `AND`: FTS5
+                // takes an implicit one only between phrases. Explicit `AND` binds looser
+                // than `NOT`, which the rendered queries never let matter (an exclusion is
+                // followed by an explicit `AND` already).
+                let before = out.trim_end();
+                if ends_operand(before) {
+                    out.truncate(before.len());
+                    out.push_str(" AND ");
+                }
+                out.push('(');
+                out.push_str(&quoted.join(" OR "));
+                out.push(')');
+                if starts_operand(&pieces[i + 1..]) {
+                    out.push_str(" AND");
+                }
+            }
+        }
+    }
+    if groups.is_empty() {
+        return Ok(unchanged());
+    }
+    Ok(Expanded {
+        query: out,
+        groups: groups.join(","),
+    })
+}
+
+/// A piece of an FTS5 query: a double-quoted phrase (its raw text with quotes, its text, and
+/// whether a `*` follows: the `*` is not in `raw`, and is consumed), or anything else.
+#[derive(Debug)]
+enum Piece<'a> {
+    Phrase {
+        raw: &'a str,
+        text: String,
+        prefix: bool,
+    },
+    Other(&'a str),
+}
+
+fn scan(q: &str) -> Vec<Piece<'_>> {
+    let b = q.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut other = 0;
+    while i < b.len() {
+        if b[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        if other < i {
+            out.push(Piece::Other(&q[other..i]));
+        }
+        let start = i;
+        let mut text = String::new();
+        i += 1;
+        let mut seg = i;
+        loop {
+            if i >= b.len() {
+                break;
+            }
+            if b[i] == b'"' {
+                if b.get(i + 1) == Some(&b'"') {
+                    text.push_str(&q[seg..=i]);
+                    i += 2;
+                    seg = i;
+                    continue;
+                }
+                break;
+            }
+            i += 1;
+        }
+        text.push_str(&q[seg..i.min(b.len())]);
+        i = (i + 1).min(b.len());
+        let raw = &q[start..i];
+        let prefix = b.get(i) == Some(&b'*');
+        if prefix {
+            i += 1;
+        }
+        out.push(Piece::Phrase { raw, text, prefix });
+        other = i;
+    }
+    if other < b.len() {
+        out.push(Piece::Other(&q[other..]));
+    }
+    out
+}
+
+/// Whether the phrase at `i` is under a column filter (`cjk : "…"`): the text before it, back
+/// to the previous phrase, ends with `:`.
+fn in_column_filter(pieces: &[Piece<'_>], i: usize) -> bool {
+    i > 0 && matches!(&pieces[i - 1], Piece::Other(t) if t.trim_end().ends_with(':'))
+}
+
+/// Whether query text ends with an operand (a phrase, a prefix's `*`, a group's `)`).
+fn ends_operand(text: &str) -> bool {
+    text.ends_with('"') || text.ends_with('*') || text.ends_with(')')
+}
+
+/// Whether the pieces after a group begin with an operand (a phrase or a `(`), with nothing
+/// but spaces between.
+fn starts_operand(rest: &[Piece<'_>]) -> bool {
+    match rest.first() {
+        Some(Piece::Phrase { .. }) => true,
+        Some(Piece::Other(t)) => {
+            let t = t.trim_start();
+            t.starts_with('(') || (t.is_empty() && rest.len() > 1)
+        }
+        None => false,
+    }
+}
+
+/// The words to search for the prefix `stem` (a token of the index's tokenizer): one per
+/// index term that begins with it, each a word the tokenizer turns into exactly that term.
+/// `None` when the prefix is cheap as it is (fewer than `min_pages` leaf pages), has more than
+/// [`EXPAND_MAX_TERMS`] terms or none, or a term has no such word, or the index does not read
+/// as expected.
+fn expansion(
+    conn: &Connection,
+    stemmer: &Stemmer,
+    stem: &str,
+    min_pages: i64,
+) -> Result<Option<Vec<String>>> {
+    let Some(terms) = index_terms(conn, stem.as_bytes(), min_pages)? else {
+        return Ok(None);
+    };
+    let mut words = Vec::with_capacity(terms.len());
+    for term in &terms {
+        let Ok(term) = std::str::from_utf8(term) else {
+            return Ok(None);
+        };
+        let found = SUFFIXES.iter().find_map(|s| {
+            let w = format!("{term}{s}");
+            (stemmer.tokens(&w).as_slice() == [term]).then_some(w)
+        });
+        match found {
+            Some(w) => words.push(w),
+            None => return Ok(None),
+        }
+    }
+    Ok((!words.is_empty()).then_some(words))
+}
+
+/// FTS5's key of a term of its main index: the byte `0`, then the term.
+fn key(term: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(term.len() + 1);
+    k.push(b'0');
+    k.extend_from_slice(term);
+    k
+}
+
+/// The smallest key after every key that begins with `k` (`None`: no such key).
+fn successor(k: &[u8]) -> Option<Vec<u8>> {
+    let mut s = k.to_vec();
+    while let Some(last) = s.pop() {
+        if last < 0xff {
+            s.push(last + 1);
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// The index terms (without the key's `0`) that begin with `prefix`, from every segment's leaf
+/// pages; `None` when they span fewer than `min_pages` pages, are more than
+/// [`EXPAND_MAX_TERMS`], or a page does not read as FTS5's format.
+pub(crate) fn index_terms(
+    conn: &Connection,
+    prefix: &[u8],
+    min_pages: i64,
+) -> Result<Option<BTreeSet<Vec<u8>>>> {
+    let lo = key(prefix);
+    let hi = successor(&lo);
+    let segments: Vec<i64> = conn
+        .prepare_cached("SELECT DISTINCT segid FROM messages_fts_idx")
+        .db()?
+        .query_map([], |r| r.get(0))
+        .db()?
+        .collect::<rusqlite::Result<_>>()
+        .db()?;
+    // Per segment: the page that may hold the first term (the last key at or before `lo`),
+    // then every page whose key lies in the range; the first page past it bounds the span.
+    let mut reads: Vec<(i64, Vec<i64>)> = Vec::new();
+    let mut pages_spanned = 0i64;
+    for &seg in &segments {
+        let first: Option<i64> = conn
+            .prepare_cached(
+                "SELECT pgno >> 1 FROM messages_fts_idx WHERE segid = ?1 AND term <= ?2
+                 ORDER BY term DESC LIMIT 1",
+            )
+            .db()?
+            .query_row(params![seg, lo], |r| r.get(0))
+            .optional()
+            .db()?;
+        let mut pages: Vec<i64> = first.into_iter().collect();
+        let mut inside = conn
+            .prepare_cached(
+                "SELECT pgno >> 1 FROM messages_fts_idx WHERE segid = ?1 AND term > ?2
+                   AND (?3 IS NULL OR term < ?3) ORDER BY term",
+            )
+            .db()?;
+        for p in inside
+            .query_map(params![seg, lo, hi], |r| r.get::<_, i64>(0))
+            .db()?
+        {
+            pages.push(p.db()?);
+        }
+        let end: Option<i64> = match &hi {
+            Some(hi) => conn
+                .prepare_cached(
+                    "SELECT pgno >> 1 FROM messages_fts_idx WHERE segid = ?1 AND term >= ?2
+                     ORDER BY term LIMIT 1",
+                )
+                .db()?
+                .query_row(params![seg, hi], |r| r.get(0))
+                .optional()
+                .db()?,
+            None => None,
+        };
+        if let (Some(&a), Some(&b)) = (pages.first(), pages.last()) {
+            pages_spanned += end.unwrap_or(b + 1) - a;
+        }
+        reads.push((seg, pages));
+    }
+    if pages_spanned < min_pages {
+        return Ok(None);
+    }
+    let mut terms = BTreeSet::new();
+    let mut block = conn
+        .prepare_cached("SELECT block FROM messages_fts_data WHERE id = ?1")
+        .db()?;
+    for (seg, pages) in reads {
+        for pgno in pages {
+            let id = (seg << 37) + pgno;
+            let Some(page): Option<Vec<u8>> =
+                block.query_row([id], |r| r.get(0)).optional().db()?
+            else {
+                // A page an incremental merge trimmed away: its terms live on elsewhere.
+                continue;
+            };
+            let Some(on_page) = page_terms(&page) else {
+                return Ok(None);
+            };
+            for t in on_page {
+                if t.starts_with(&lo) {
+                    terms.insert(t[1..].to_vec());
+                    if terms.len() > EXPAND_MAX_TERMS {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+    Ok(Some(terms))
+}
+
+/// SQLite's varint (1–9 bytes, big-endian 7-bit groups, the ninth byte whole) at `b[i..]`:
+/// the value and the bytes read.
+fn varint(b: &[u8], i: usize) -> Option<(u64, usize)> {
+    let mut v: u64 = 0;
+    for n in 0..9 {
+        let c = *b.get(i + n)?;
+        if n == 8 {
+            return Some(((v << 8) | c as u64, 9));
+        }
+        v = (v << 7) | (c & 0x7f) as u64;
+        if c & 0x80 == 0 {
+            return Some((v, n + 1));
+        }
+    }
+    None
+}
+
+/// Every term key on one leaf page (see the module documentation); `None` when the page does
+/// not read as a leaf.
+fn page_terms(page: &[u8]) -> Option<Vec<Vec<u8>>> {
+    if page.len() < 4 {
+        return None;
+    }
+    let footer = u16::from_be_bytes([page[2], page[3]]) as usize;
+    if footer > page.len() || footer < 4 {
+        return None;
+    }
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    let mut i = footer;
+    let mut off = 0usize;
+    while i < page.len() {
+        let (delta, n) = varint(page, i)?;
+        i += n;
+        off = off.checked_add(usize::try_from(delta).ok()?)?;
+        if off < 4 || off >= footer {
+            return None;
+        }
+        let term = match out.last() {
+            None => {
+                let (len, n) = varint(page, off)?;
+                let start = off + n;
+                page.get(start..start.checked_add(len as usize)?)?.to_vec()
+            }
+            Some(prev) => {
+                let (shared, n1) = varint(page, off)?;
+                let (len, n2) = varint(page, off + n1)?;
+                let start = off + n1 + n2;
+                let mut t = prev.get(..shared as usize)?.to_vec();
+                t.extend_from_slice(page.get(start..start.checked_add(len as usize)?)?);
+                t
+            }
+        };
+        out.push(term);
+    }
+    Some(out)
+}
+
+/// The store's tokenizer (`porter unicode61`), obtained from FTS5 to see what a query word
+/// becomes.
+struct Stemmer {
+    api: ffi::fts5_tokenizer,
+    tok: *mut ffi::Fts5Tokenizer,
+}
+
+impl Stemmer {
+    /// `None` when FTS5 has no `porter` tokenizer (then nothing is expanded).
+    fn new(conn: &Connection) -> Result<Option<Stemmer>> {
+        let api = fts5_api(conn)?;
+        // SAFETY: `api` is the connection's live `fts5_api`; `xFindTokenizer` fills `user` and
+        // `t` for a tokenizer FTS5 keeps while the connection is open; `xCreate` gets one
+        // argument (the parent tokenizer's name, as the table's `tokenize` option gives it),
+        // and the instance it makes is deleted in `drop`.
+        unsafe {
+            let Some(find) = (*api).xFindTokenizer else {
+                return Ok(None);
+            };
+            let mut user: *mut c_void = std::ptr::null_mut();
+            let mut t: ffi::fts5_tokenizer = std::mem::zeroed();
+            if find(api, c"porter".as_ptr(), &mut user, &mut t) != ffi::SQLITE_OK {
+                return Ok(None);
+            }
+            let Some(create) = t.xCreate else {
+                return Ok(None);
+            };
+            let mut args: [*const c_char; 1] = [c"unicode61".as_ptr()];
+            let mut tok: *mut ffi::Fts5Tokenizer = std::ptr::null_mut();
+            if create(user, args.as_mut_ptr(), 1, &mut tok) != ffi::SQLITE_OK || tok.is_null() {
+                return Ok(None);
+            }
+            Ok(Some(Stemmer { api: t, tok }))
+        }
+    }
+
+    /// The tokens of `text` as FTS5 makes them of a query's words.
+    fn tokens(&self, text: &str) -> Vec<String> {
+        unsafe extern "C" fn push(
+            ctx: *mut c_void,
+            flags: c_int,
+            token: *const c_char,
+            n: c_int,
+            _start: c_int,
+            _end: c_int,
+        ) -> c_int {
+            // SAFETY: `ctx` is the `Vec` passed by `tokens`, alive for the call; `token` holds
+            // `n` bytes.
+            unsafe {
+                if flags & ffi::FTS5_TOKEN_COLOCATED == 0 && n >= 0 {
+                    let bytes = std::slice::from_raw_parts(token.cast::<u8>(), n as usize);
+                    (*ctx.cast::<Vec<String>>()).push(String::from_utf8_lossy(bytes).into_owned());
+                }
+            }
+            ffi::SQLITE_OK
+        }
+        let mut out: Vec<String> = Vec::new();
+        let Ok(len) = c_int::try_from(text.len()) else {
+            return out;
+        };
+        // SAFETY: `self.tok` is live until `drop`; `text` holds `len` bytes; the callback gets
+        // `out` as its context.
+        unsafe {
+            if let Some(tokenize) = self.api.xTokenize {
+                tokenize(
+                    self.tok,
+                    (&mut out as *mut Vec<String>).cast::<c_void>(),
+                    ffi::FTS5_TOKENIZE_QUERY,
+                    text.as_ptr().cast::<c_char>(),
+                    len,
+                    Some(push),
+                );
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Stemmer {
+    fn drop(&mut self) {
+        // SAFETY: `tok` was made by this tokenizer's `xCreate` and is deleted once.
+        unsafe {
+            if let Some(delete) = self.api.xDelete {
+                delete(self.tok);
+            }
+        }
+    }
+}
+
+/// [`expand_with`] on a store's connection.
+#[cfg(test)]
+pub(crate) fn expand_in(store: &super::Store, q: &str, min_pages: i64) -> Expanded {
+    expand_with(&store.conn, q, min_pages).unwrap()
+}
+
+/// [`index_terms`] on a store's connection, as text.
+#[cfg(test)]
+pub(crate) fn terms_in(store: &super::Store, prefix: &str) -> Option<Vec<String>> {
+    index_terms(&store.conn, prefix.as_bytes(), 0)
+        .unwrap()
+        .map(|t| {
+            t.into_iter()
+                .map(|t| String::from_utf8(t).unwrap())
+                .collect()
+        })
+}
+
+/// The index terms beginning with `prefix` as FTS5's `fts5vocab` table lists them, in order.
+#[cfg(test)]
+pub(crate) fn vocabulary(store: &super::Store, prefix: &str) -> Vec<String> {
+    store
+        .conn
+        .execute_batch(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab
+             USING fts5vocab(main, messages_fts, 'row')",
+        )
+        .unwrap();
+    let hi = format!("{prefix}\u{10ffff}");
+    store
+        .conn
+        .prepare("SELECT term FROM temp.vocab WHERE term >= ?1 AND term < ?2 ORDER BY term")
+        .unwrap()
+        .query_map([prefix, hi.as_str()], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+/// How many segments the full-text index has.
+#[cfg(test)]
+pub(crate) fn segments(store: &super::Store) -> i64 {
+    store
+        .conn
+        .query_row(
+            "SELECT count(DISTINCT segid) FROM messages_fts_idx",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+/// FTS5's `automerge` setting (`0`: every flush of the index stays a segment of its own).
+#[cfg(test)]
+pub(crate) fn set_automerge(store: &super::Store, n: i64) {
+    store
+        .conn
+        .execute(
+            "INSERT INTO messages_fts(messages_fts, rank) VALUES ('automerge', ?1)",
+            [n],
+        )
+        .unwrap();
+}
+
+/// Some of FTS5's incremental merge work (`pages` leaves' worth): an unfinished merge leaves
+/// its input segments trimmed.
+#[cfg(test)]
+pub(crate) fn merge_some(store: &super::Store, pages: i64) {
+    store
+        .conn
+        .execute(
+            "INSERT INTO messages_fts(messages_fts, rank) VALUES ('merge', ?1)",
+            [pages],
+        )
+        .unwrap();
+}
