@@ -102,8 +102,9 @@ pub enum Command {
     },
     /// Started detached by a hook at the end of a session whose agent writes the rest of its
     /// transcript afterwards (GitHub Copilot CLI): waits at most 30 s for the transcript to
-    /// settle (a new final record, or 2 s unchanged), then ingests it (not meant to be run by
-    /// hand).
+    /// settle (a new final record, or 2 s unchanged), then ingests it; or by a hook that left a
+    /// whole-file source too large for its time budget: waits for it to be 2 s unchanged, then
+    /// reads it without a deadline (not meant to be run by hand).
     #[command(hide = true)]
     HookSettle {
         /// The agent whose transcript this is.

@@ -65,6 +65,12 @@ pub struct HookOutcome {
     /// a detached `memtrail hook-settle` for each ([`crate::settle::spawn`]). Each is also left
     /// in [`crate::pending`], for the next hook should that process not get to it.
     pub settle: Vec<std::path::PathBuf>,
+    /// Whole-file sources (agent, file, session) this hook did not parse because they would
+    /// not fit in its time left ([`crate::ingest::IngestReport::deferred`]), its own or left by
+    /// earlier hooks: the caller starts a detached `memtrail hook-settle` for each
+    /// ([`crate::settle::spawn`]), which reads it without a deadline. Each is also left in
+    /// [`crate::pending`] (with its size), for the next hook should that process not get to it.
+    pub background: Vec<(Agent, std::path::PathBuf, Option<String>)>,
 }
 
 /// The hook log path: `$XDG_STATE_HOME/memtrail/hook.log`.
@@ -309,6 +315,30 @@ fn run_inner(
             event.session_id.as_deref(),
             Some(deadline),
         ) {
+            Ok(r) if r.deferred => {
+                let bytes = std::fs::metadata(p).map_or(0, |m| m.len());
+                log_line(
+                    agent,
+                    Some(&event),
+                    &format!(
+                        "{} ({:.1} MB, read whole) would take longer than this hook's time left; \
+                         it is stored in the background",
+                        p.display(),
+                        bytes as f64 / 1e6
+                    ),
+                );
+                if let Err(e) = crate::pending::add_whole_file(db, agent, p, session, bytes) {
+                    log_line(
+                        agent,
+                        Some(&event),
+                        &format!("could not note {} for the next hook: {e}", p.display()),
+                    );
+                }
+                outcome
+                    .background
+                    .push((agent, p.clone(), session.map(str::to_string)));
+                outcome.ingested.push(r);
+            }
             Ok(r) => {
                 if r.incomplete {
                     log_line(
@@ -379,6 +409,11 @@ fn run_inner(
             );
         }
         outcome.ingested.extend(caught.ingested);
+        for d in caught.deferred {
+            if !outcome.background.contains(&d) {
+                outcome.background.push(d);
+            }
+        }
     }
     // The agent writes the rest of this session after its last hook ran (Copilot CLI): a
     // detached process waits for the transcript to settle and ingests it. Left pending only now,

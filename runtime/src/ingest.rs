@@ -53,6 +53,12 @@ pub struct IngestReport {
     pub reread: bool,
     /// True when the time budget ran out before the end of the file.
     pub incomplete: bool,
+    /// True when the file is a whole-file source that changed but was not read: parsing it
+    /// ([`doc_parse_estimate`] of its size) would not end before the deadline. Nothing was
+    /// stored; [`IngestReport::incomplete`] is also set. Left for a read without a deadline
+    /// (`memtrail hook-settle`, `memtrail import`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deferred: bool,
     /// True when the file had nothing new.
     pub unchanged: bool,
     /// Why the file's content was not stored (an excluded project, a deleted session), if so.
@@ -354,7 +360,7 @@ fn ingest_with(
     Privacy::load()?;
     match memtrail_adapters::source_for(agent, path) {
         Some(Source::Lines(reader)) => ingest_lines(store, agent, path, reader, deadline, at_rest),
-        Some(Source::Doc(reader)) => ingest_doc(store, agent, path, reader),
+        Some(Source::Doc(reader)) => ingest_doc(store, agent, path, reader, deadline),
         Some(Source::Database) => ingest_db(store, agent, path, session, deadline),
         None => Err(Error::Unsupported(format!(
             "memtrail cannot read {} files like {}",
@@ -511,13 +517,31 @@ fn ingest_db(
 /// Largest whole-file (document) source read; larger ones are refused with an error.
 pub const MAX_DOC_BYTES: u64 = 256 * 1024 * 1024;
 
+/// The rate (bytes per second) at which a whole-file source is assumed to be read, parsed,
+/// redacted and stored when an ingest with a deadline decides whether it can take it: below
+/// every rate measured, so that the estimate errs towards leaving a file to the background.
+/// Measured (docs/benchmarks.md, "Hooks on large whole-file sources"): 27-38 MB/s on a quiet
+/// machine (VS Code chat sessions and Gemini legacy JSON of 26 and 255 MB), about 10 MB/s on
+/// a loaded one.
+pub const DOC_BYTES_PER_SEC: u64 = 8 * 1024 * 1024;
+
+/// The time an ingest is assumed to need for a whole-file source of `bytes` bytes, at
+/// [`DOC_BYTES_PER_SEC`] (3 MB: 0.36 s; 26 MB: 3.1 s).
+pub fn doc_parse_estimate(bytes: u64) -> std::time::Duration {
+    std::time::Duration::from_secs_f64(bytes as f64 / DOC_BYTES_PER_SEC as f64)
+}
+
 /// Ingest a whole-file source: when its content changed since the last ingest, parse it whole
-/// and replace the session's messages with what it holds now, in one transaction.
+/// and replace the session's messages with what it holds now, in one transaction. With a
+/// `deadline` that the parse would pass ([`doc_parse_estimate`] of the file's size against
+/// the time left), the file is not read: the report says `deferred` (a hook then leaves it to
+/// a process without a deadline).
 fn ingest_doc(
     store: &mut Store,
     agent: Agent,
     path: &Path,
     mut reader: Box<dyn memtrail_adapters::DocReader>,
+    deadline: Option<Instant>,
 ) -> Result<IngestReport> {
     let key = path.to_string_lossy().to_string();
     let mut file = open_regular(path)?;
@@ -560,6 +584,17 @@ fn ingest_doc(
             "{} is larger than {MAX_DOC_BYTES} bytes; not read",
             path.display()
         )));
+    }
+    // Checked before anything is read: reading and hashing a large file is itself a cost.
+    if let Some(d) = deadline
+        && Instant::now() + doc_parse_estimate(st.size) > d
+    {
+        report.session = memtrail_adapters::identify(agent, path)
+            .ok()
+            .map(|r| r.external_id);
+        report.incomplete = true;
+        report.deferred = true;
+        return Ok(report);
     }
     let mut bytes = Vec::with_capacity(st.size as usize);
     file.read_to_end(&mut bytes)?;

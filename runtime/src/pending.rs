@@ -11,6 +11,12 @@
 //! named by a hash of the store, agent, transcript and session, holding them as one JSON
 //! object. Writing one again only refreshes it. An entry is removed once an ingest that started
 //! after it was last written has reached the end of its transcript.
+//!
+//! A whole-file source (Gemini legacy JSON, VS Code chat sessions, Cline task files) that a
+//! hook could not parse in the time it had left ([`crate::ingest::doc_parse_estimate`]) is
+//! noted with its size ([`add_whole_file`]) and read by a detached `memtrail hook-settle`
+//! ([`crate::settle::run`]), which has no deadline; at most one such process reads a file at a
+//! time, and one more waits behind it ([`claim_worker`]).
 
 use crate::ingest::{IngestReport, ingest_path};
 use crate::store::{Store, StoreLocation};
@@ -35,6 +41,10 @@ pub struct Entry {
     pub path: String,
     /// The hook's session id (a database source reads only this session).
     pub session: Option<String>,
+    /// For a whole-file source too large for the time a hook had left: its size in bytes when
+    /// it was noted (it is read by a detached `memtrail hook-settle`). `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_file_bytes: Option<u64>,
 }
 
 impl Entry {
@@ -48,6 +58,17 @@ impl Entry {
         );
         blake3::hash(key.as_bytes()).to_hex()[..32].to_string()
     }
+
+    /// The name of the worker locks of this entry's transcript (see [`claim_worker`]): one per
+    /// store and file, whatever the agent and session.
+    fn worker_name(&self) -> String {
+        worker_name(&self.db, &self.path)
+    }
+}
+
+fn worker_name(db: &str, path: &str) -> String {
+    let key = format!("{db}\0{path}");
+    blake3::hash(key.as_bytes()).to_hex()[..32].to_string()
 }
 
 /// Record that `path` (of `agent`, session `session`) still has to be ingested into the store
@@ -59,11 +80,36 @@ pub fn add(
     path: &Path,
     session: Option<&str>,
 ) -> std::io::Result<()> {
+    write_entry(db, agent, path, session, None)
+}
+
+/// [`add`] for a whole-file source of `bytes` bytes that a hook left to a detached
+/// `memtrail hook-settle` (too large for the time it had left); `status` shows it so.
+///
+/// Errors: as [`add`].
+pub fn add_whole_file(
+    db: &StoreLocation,
+    agent: Agent,
+    path: &Path,
+    session: Option<&str>,
+    bytes: u64,
+) -> std::io::Result<()> {
+    write_entry(db, agent, path, session, Some(bytes))
+}
+
+fn write_entry(
+    db: &StoreLocation,
+    agent: Agent,
+    path: &Path,
+    session: Option<&str>,
+    whole_file_bytes: Option<u64>,
+) -> std::io::Result<()> {
     let entry = Entry {
         db: db.to_string(),
         agent: agent.as_str().to_string(),
         path: path.display().to_string(),
         session: session.map(str::to_string),
+        whole_file_bytes,
     };
     create_private_dir(&dir())?;
     let dir = own_dir().ok_or_else(|| {
@@ -136,10 +182,15 @@ pub fn list(db: &StoreLocation) -> Vec<(PathBuf, std::time::SystemTime, Entry)> 
 pub struct CatchUp {
     /// One report per transcript ingested.
     pub ingested: Vec<IngestReport>,
-    /// Entries still waiting (the deadline came, or the store was busy).
+    /// Entries still waiting (the deadline came, the store was busy, or a whole-file source is
+    /// [`CatchUp::deferred`]).
     pub left: usize,
     /// Entries dropped because their transcript could not be read, with the reason.
     pub dropped: Vec<(String, String)>,
+    /// Whole-file sources skipped because they could not be parsed before the deadline
+    /// ([`crate::ingest::IngestReport::deferred`]): agent, file, session, for the caller to hand
+    /// to a process without a deadline (`memtrail hook-settle`). They stay listed.
+    pub deferred: Vec<(Agent, PathBuf, Option<String>)>,
 }
 
 /// How long an entry whose transcript does not exist yet is kept: a session-ending hook of an
@@ -149,16 +200,18 @@ pub const NOT_WRITTEN_YET_GRACE: std::time::Duration = std::time::Duration::from
 
 /// Ingest the transcripts waiting for the store `store` (at `db`), oldest first, until
 /// `deadline`. An entry whose transcript is read to its end is removed (unless it was written
-/// again meanwhile); a busy store or the deadline stops the catch-up and keeps the rest; an
-/// entry whose transcript cannot be read (gone, not a transcript) is dropped, except a missing
-/// one younger than [`NOT_WRITTEN_YET_GRACE`].
+/// again meanwhile); a busy store or the deadline stops the catch-up and keeps the rest; a
+/// whole-file source that cannot be parsed before the deadline is kept, noted with its size
+/// ([`add_whole_file`]), returned in [`CatchUp::deferred`], and the catch-up goes on with the
+/// next entry; an entry whose transcript cannot be read (gone, not a transcript) is dropped,
+/// except a missing one younger than [`NOT_WRITTEN_YET_GRACE`].
 pub fn catch_up(store: &mut Store, db: &StoreLocation, deadline: Instant) -> CatchUp {
     let mut out = CatchUp::default();
     let entries = list(db);
     let total = entries.len();
     for (i, (file, written, e)) in entries.into_iter().enumerate() {
         if Instant::now() >= deadline {
-            out.left = total - i;
+            out.left = total - i + out.deferred.len();
             break;
         }
         let Ok(agent) = e.agent.parse::<Agent>() else {
@@ -167,9 +220,18 @@ pub fn catch_up(store: &mut Store, db: &StoreLocation, deadline: Instant) -> Cat
         };
         let path = PathBuf::from(&e.path);
         match ingest_path(store, agent, &path, e.session.as_deref(), Some(deadline)) {
+            Ok(r) if r.deferred => {
+                if let Ok(md) = std::fs::metadata(&path)
+                    && e.whole_file_bytes != Some(md.len())
+                {
+                    let _ = add_whole_file(db, agent, &path, e.session.as_deref(), md.len());
+                }
+                out.deferred.push((agent, path, e.session.clone()));
+                out.ingested.push(r);
+            }
             Ok(r) if r.incomplete => {
                 out.ingested.push(r);
-                out.left = total - i;
+                out.left = total - i + out.deferred.len();
                 break;
             }
             Ok(r) => {
@@ -184,7 +246,7 @@ pub fn catch_up(store: &mut Store, db: &StoreLocation, deadline: Instant) -> Cat
             // Busy, or a full disk: nothing is wrong with the transcripts; they wait for a
             // later hook.
             Err(Error::Busy { .. } | Error::Full) => {
-                out.left = total - i;
+                out.left = total - i + out.deferred.len();
                 break;
             }
             // A transcript its agent has not written yet (Copilot CLI writes it after its
@@ -200,7 +262,134 @@ pub fn catch_up(store: &mut Store, db: &StoreLocation, deadline: Instant) -> Cat
             }
         }
     }
+    if out.left == 0 {
+        out.left = out.deferred.len();
+    }
     out
+}
+
+/// The right of one background process to read one transcript ([`claim_worker`]), held until
+/// it is dropped.
+#[derive(Debug)]
+pub struct WorkerClaim {
+    _run: std::fs::File,
+}
+
+/// `$XDG_STATE_HOME/memtrail/pending/workers`: the lock files of [`claim_worker`] (two per
+/// file ever read in the background, of a few bytes' worth of inode each; never removed, as
+/// removing a lock file others may hold open would let two processes lock two files).
+fn workers_dir() -> PathBuf {
+    dir().join("workers")
+}
+
+/// Claim the reading of `path` for the store at `db` by this (background) process: at most one
+/// process reads a file at a time, and one more waits behind it. Blocks while another process
+/// reads it and none waits (the waiting one reads after it, so it sees every change made to
+/// the file until then); returns `Ok(None)` at once when one reads and one already waits.
+///
+/// Errors: the lock files cannot be created or locked (a `pending/workers` that is not a
+/// folder of memtrail's own is refused).
+pub fn claim_worker(db: &StoreLocation, path: &Path) -> std::io::Result<Option<WorkerClaim>> {
+    let name = worker_name(&db.to_string(), &path.display().to_string());
+    let dir = workers_dir();
+    create_private_dir(&dir)?;
+    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+        return Err(std::io::Error::other(format!(
+            "{} is not a folder of its own",
+            dir.display()
+        )));
+    }
+    let run = open_lock(&dir.join(format!("{name}.run")))?;
+    if try_lock(&run)? {
+        return Ok(Some(WorkerClaim { _run: run }));
+    }
+    let next = open_lock(&dir.join(format!("{name}.next")))?;
+    if !try_lock(&next)? {
+        return Ok(None);
+    }
+    lock(&run)?;
+    drop(next);
+    Ok(Some(WorkerClaim { _run: run }))
+}
+
+/// Whether a background process reads the transcript of `entry` now (holds its
+/// [`claim_worker`] lock). Creates nothing.
+pub fn worker_running(entry: &Entry) -> bool {
+    let file = workers_dir().join(format!("{}.run", entry.worker_name()));
+    open_own_regular(&file).is_some_and(|f| matches!(try_lock(&f), Ok(false)))
+}
+
+#[cfg(unix)]
+fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    Ok(f)
+}
+
+#[cfg(not(unix))]
+fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
+/// Take `f`'s exclusive lock without waiting: `Ok(false)` when another holder has it.
+#[cfg(unix)]
+fn try_lock(f: &std::fs::File) -> std::io::Result<bool> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: flock on a descriptor this function borrows; no memory is passed.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.kind() == std::io::ErrorKind::WouldBlock {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
+/// Take `f`'s exclusive lock, waiting for it.
+#[cfg(unix)]
+fn lock(f: &std::fs::File) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    loop {
+        // SAFETY: as in `try_lock`.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Elsewhere than Unix there is no lock: every claim is granted.
+#[cfg(not(unix))]
+fn try_lock(_: &std::fs::File) -> std::io::Result<bool> {
+    Ok(true)
+}
+
+#[cfg(not(unix))]
+fn lock(_: &std::fs::File) -> std::io::Result<()> {
+    Ok(())
 }
 
 #[cfg(unix)]
@@ -224,6 +413,17 @@ const MAX_ENTRY_BYTES: u64 = 64 * 1024;
 /// without blocking, as a regular file of at most [`MAX_ENTRY_BYTES`].
 fn read_entry(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
+    let file = open_own_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_ENTRY_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= MAX_ENTRY_BYTES).then_some(bytes)
+}
+
+/// `path` opened for reading without following a symlink and without blocking, when what is
+/// opened is a regular file; else `None`.
+fn open_own_regular(path: &Path) -> Option<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -232,14 +432,7 @@ fn read_entry(path: &Path) -> Option<Vec<u8>> {
         libc::O_NOFOLLOW | libc::O_NONBLOCK,
     );
     let file = options.open(path).ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_ENTRY_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    (bytes.len() as u64 <= MAX_ENTRY_BYTES).then_some(bytes)
+    file.metadata().ok()?.is_file().then_some(file)
 }
 
 #[cfg(unix)]

@@ -5,10 +5,17 @@
 //! starts `memtrail hook-settle` detached ([`spawn`]): it waits for the transcript to settle
 //! ([`wait`]), then ingests it at rest and catches up the full-text index ([`run`]).
 //!
+//! The same process reads a whole-file source (Gemini legacy JSON, VS Code chat sessions, Cline
+//! task files) that a hook left because parsing it would not fit in the hook's time left
+//! ([`crate::ingest::IngestReport::deferred`]): it waits for the file to be unchanged for
+//! [`QUIET`], then reads it without a deadline, again while the agent rewrote it meanwhile
+//! ([`run`]), at a lower CPU priority; one such process reads a file at a time, one more waits
+//! behind it ([`crate::pending::claim_worker`]).
+//!
 //! Like a hook it never opens a network connection, logs to the hook log, and never creates a
 //! store: when the store is gone (a deleted sandbox) it does nothing. The hook also leaves the
 //! transcript in [`crate::pending`] first, so if this process dies, the next hook of any session
-//! still catches it up.
+//! still catches it up (or, for a whole-file source too large for it, starts this again).
 
 use crate::ingest::{IngestReport, ingest_at_rest};
 use crate::store::{Store, StoreLocation};
@@ -91,19 +98,35 @@ fn last_line(path: &Path) -> Option<Vec<u8>> {
     (start < tail.len()).then(|| tail[start..].to_vec())
 }
 
+/// Most reads of a whole-file source by one [`run`]: it reads the file again while the agent
+/// rewrote it during the previous read; past this many, the next hook starts another run.
+pub const MAX_WHOLE_FILE_ROUNDS: usize = 5;
+
 /// Wait for `path` (a transcript of `agent`, session `session`) to settle ([`wait`] with
 /// [`MAX_WAIT`] and [`QUIET`]), then ingest it at rest into the store at `db`, catch up the
 /// full-text index and what earlier hooks left pending.
 ///
-/// Returns `Ok(None)` when the store does not exist (nothing is created), else the ingest's
-/// report. Errors: the agent has no such quirk, the store's lock stayed taken for 10 s, or the
-/// transcript cannot be read (it never appeared).
+/// A whole-file source (of any agent) is read without a deadline, after its
+/// [`crate::pending::claim_worker`] claim, at a lower CPU priority, and read again (after
+/// another quiet wait) while it changed during the read, at most [`MAX_WHOLE_FILE_ROUNDS`]
+/// times; the report is that of the last read that stored something.
+///
+/// Returns `Ok(None)` when the store does not exist (nothing is created), or for a whole-file
+/// source when another process reads it and one more waits to; else the ingest's report.
+/// Errors: the agent has no such quirk and the file is not a whole-file source, the store's
+/// lock stayed taken for 10 s, or the transcript cannot be read (it never appeared).
 pub fn run(
     agent: Agent,
     path: &Path,
     session: Option<&str>,
     db: &StoreLocation,
 ) -> Result<Option<(Settled, IngestReport)>> {
+    if matches!(
+        memtrail_adapters::source_for(agent, path),
+        Some(memtrail_adapters::Source::Doc(_))
+    ) {
+        return run_whole_file(agent, path, session, db);
+    }
     let Some(is_final) = agent.adapter().quirks().written_after_session_end else {
         return Err(Error::Invalid(format!(
             "{} writes its transcripts before its hooks end a session; nothing to wait for",
@@ -120,6 +143,61 @@ pub fn run(
     store.catch_up_index(Some(deadline))?;
     let _ = crate::pending::catch_up(&mut store, db, deadline);
     Ok(Some((settled, report)))
+}
+
+/// A whole-file source has no final record: it settles by [`QUIET`].
+fn never_final(_: &[u8]) -> bool {
+    false
+}
+
+/// [`run`] for a whole-file source.
+fn run_whole_file(
+    agent: Agent,
+    path: &Path,
+    session: Option<&str>,
+    db: &StoreLocation,
+) -> Result<Option<(Settled, IngestReport)>> {
+    if db.sqlite_path().is_some_and(|p| !p.exists()) {
+        return Ok(None);
+    }
+    let Some(_claim) = crate::pending::claim_worker(db, path)? else {
+        return Ok(None);
+    };
+    lower_priority();
+    let mut settled = wait(path, never_final, MAX_WAIT, QUIET);
+    if db.sqlite_path().is_some_and(|p| !p.exists()) {
+        return Ok(None);
+    }
+    let mut store = Store::open_until(db, Instant::now() + LOCK_WAIT)?;
+    let mut last: Option<(Settled, IngestReport)> = None;
+    for round in 0..MAX_WHOLE_FILE_ROUNDS {
+        if round > 0 {
+            // Changed while it was read, or just after: read it again once it is quiet.
+            settled = wait(path, never_final, MAX_WAIT, QUIET);
+        }
+        let report = ingest_at_rest(&mut store, agent, path, session, None)?;
+        let unchanged = report.unchanged;
+        if !unchanged || last.is_none() {
+            last = Some((settled, report));
+        }
+        if unchanged {
+            break;
+        }
+    }
+    let deadline = Instant::now() + LOCK_WAIT;
+    store.catch_up_index(Some(deadline))?;
+    let _ = crate::pending::catch_up(&mut store, db, deadline);
+    Ok(last)
+}
+
+/// Lower this process's CPU priority (nice 10; on Linux, of the calling thread): a background
+/// read of a large file yields to the agent, its hooks and the user's builds.
+fn lower_priority() {
+    #[cfg(unix)]
+    // SAFETY: setpriority on the calling process/thread (who = 0) only lowers its priority.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    }
 }
 
 /// Start `exe --db DB hook-settle [--session=SESSION] -- AGENT PATH` detached (see

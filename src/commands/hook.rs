@@ -69,6 +69,26 @@ pub fn hook(agent: Agent, args: &[String], db: &StoreLocation) -> ExitCode {
             }
         }
     }
+    // Whole-file sources too large for this hook's time left: a detached `memtrail hook-settle`
+    // reads each without a deadline (one at a time per file: a second one waits, a third
+    // exits at once).
+    if let Some(path) = db.sqlite_path() {
+        for (a, t, session) in &outcome.background {
+            if let Err(e) = std::env::current_exe().and_then(|exe| {
+                memtrail_runtime::settle::spawn(&exe, path, *a, t, session.as_deref())
+            }) {
+                memtrail_runtime::hook::log_raw(
+                    agent.as_str(),
+                    outcome.event.as_ref().map(|e| e.event.as_str()),
+                    session.as_deref(),
+                    &format!(
+                        "error: could not start the background read of {}: {e}",
+                        t.display()
+                    ),
+                );
+            }
+        }
+    }
     ExitCode::SUCCESS
 }
 

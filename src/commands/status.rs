@@ -39,6 +39,10 @@ struct Waiting {
     agent: String,
     path: String,
     session: Option<String>,
+    /// A whole-file source too large for a hook's time left: its size (bytes) when noted.
+    whole_file_bytes: Option<u64>,
+    /// A background `memtrail hook-settle` reads it now.
+    reading_now: bool,
 }
 
 /// One agent in `status --json`.
@@ -241,9 +245,12 @@ fn gather(
         let waiting: Vec<Waiting> = memtrail_runtime::pending::list(db)
             .into_iter()
             .map(|(_, _, e)| Waiting {
+                reading_now: e.whole_file_bytes.is_some()
+                    && memtrail_runtime::pending::worker_running(&e),
                 agent: e.agent,
                 path: e.path,
                 session: e.session,
+                whole_file_bytes: e.whole_file_bytes,
             })
             .collect();
         let backups = memtrail_installer::backups();
@@ -528,6 +535,35 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                 // A folder named with a line break prints no line of its own (attack review).
                 one_line_field(&first.path),
                 first.bytes
+            );
+        }
+        // Whole-file sources too large for a hook: read in the background, not by the next
+        // hook (which starts that read again if it is not running).
+        let (large, waiting): (Vec<&Waiting>, Vec<&Waiting>) =
+            waiting.iter().partition(|w| w.whole_file_bytes.is_some());
+        if let Some(first) = large.first() {
+            let one = large.len() == 1;
+            let now = large.iter().filter(|w| w.reading_now).count();
+            out!(
+                "\n{} for a background read (too large for a hook's time budget: read whole at each change), e.g. {} ({}, {:.1} MB): {}; `memtrail import` reads {} now",
+                plural(
+                    large.len() as u64,
+                    "whole-file session waits",
+                    "whole-file sessions wait"
+                ),
+                one_line_field(&first.path),
+                first.agent,
+                first.whole_file_bytes.unwrap_or(0) as f64 / 1e6,
+                if now == large.len() {
+                    "being stored now".to_string()
+                } else if now > 0 {
+                    format!("{now} being stored now, the rest once the next hook starts their read")
+                } else if one {
+                    "the next hook starts its read".to_string()
+                } else {
+                    "the next hook starts their reads".to_string()
+                },
+                if one { "it" } else { "them" }
             );
         }
         if let Some(first) = waiting.first() {

@@ -2101,8 +2101,10 @@ fn a_session_whose_hooks_met_a_broken_config_is_caught_up_by_the_next_hook_once_
     };
     assert_eq!(
         waiting(&sb),
-        json!([{"agent": "claude", "path": ta.display().to_string(), "session": a},
-               {"agent": "claude", "path": tb.display().to_string(), "session": b}])
+        json!([{"agent": "claude", "path": ta.display().to_string(), "session": a,
+                "whole_file_bytes": null, "reading_now": false},
+               {"agent": "claude", "path": tb.display().to_string(), "session": b,
+                "whole_file_bytes": null, "reading_now": false}])
     );
     // The config fixed; alpha's session is over, the next hook is one of session beta.
     std::fs::write(&cfg, "exclude = []\n").unwrap();

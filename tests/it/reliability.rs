@@ -683,3 +683,134 @@ fn status_checks_integrity_of_a_large_store_only_when_asked() {
         "{v}"
     );
 }
+
+/// A VS Code chat session (`chatSessions/<id>.json`) in `ws`, made of the fixture's first three
+/// requests repeated `copies` times (ids made unique): 6 messages per copy.
+fn chat_session(ws: &std::path::Path, sid: &str, copies: usize) -> std::path::PathBuf {
+    let fx = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vscode");
+    let mut doc: Value =
+        serde_json::from_slice(&std::fs::read(fx.join("chat-session.json")).unwrap()).unwrap();
+    let requests: Vec<Value> = doc["requests"].as_array().unwrap()[..3].to_vec();
+    let mut all = Vec::new();
+    for c in 0..copies {
+        for r in &requests {
+            let mut r = r.clone();
+            for k in ["requestId", "responseId"] {
+                r[k] = json!(format!("{}-{c}", r[k].as_str().unwrap()));
+            }
+            all.push(r);
+        }
+    }
+    doc["requests"] = Value::Array(all);
+    doc["sessionId"] = json!(sid);
+    std::fs::create_dir_all(ws.join("chatSessions")).unwrap();
+    std::fs::copy(fx.join("workspace.json"), ws.join("workspace.json")).unwrap();
+    let p = ws.join("chatSessions").join(format!("{sid}.json"));
+    std::fs::write(&p, serde_json::to_vec(&doc).unwrap()).unwrap();
+    p
+}
+
+fn vscode_stop(sb: &Sandbox, path: &std::path::Path, sid: &str, budget_ms: u64) -> Output {
+    let payload = json!({"hookEventName": "Stop", "sessionId": sid,
+        "transcript_path": path, "cwd": "/home/user/my demo"});
+    sb.cmd()
+        .args(["hook", "vscode"])
+        .env("MEMTRAIL_HOOK_BUDGET_MS", budget_ms.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(payload.to_string().as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap()
+}
+
+/// A whole-file session too large for the time a hook has is not parsed by the hook: it is
+/// noted as waiting (with its size: `status` says so, and that a background read has it), and
+/// a detached `memtrail hook-settle` stores it once the file is quiet; a small one is still
+/// stored by the hook itself.
+#[test]
+fn a_whole_file_session_too_large_for_a_hook_is_stored_in_the_background() {
+    let sb = Sandbox::new();
+    let ws = sb.home.join(".config/Code/User/workspaceStorage/0a1b2c");
+    // Small (17 KB): stored by the hook at once, even with a 100 ms budget.
+    let small_sid = "9d8e7f6a-0000-4000-8000-000000000001";
+    let small = chat_session(&ws, small_sid, 2);
+    let out = vscode_stop(&sb, &small, small_sid, 3000);
+    assert_silent_success(&out, "small, first hook");
+    assert_eq!(message_count(&sb.db()), 12);
+
+    // Large (2.4 MB: 0.3 s at the assumed rate, past a 100 ms budget's 90 ms).
+    let sid = "9d8e7f6a-0000-4000-8000-000000000002";
+    let big = chat_session(&ws, sid, 300);
+    let size = std::fs::metadata(&big).unwrap().len();
+    assert!(size > 2_000_000, "{size}");
+    // The agent keeps rewriting it (same content) for now: the background read waits for it
+    // to be quiet.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let toucher = {
+        let (stop, big) = (stop.clone(), big.clone());
+        let bytes = std::fs::read(&big).unwrap();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(250));
+                std::fs::write(&big, &bytes).unwrap();
+            }
+        })
+    };
+    let out = vscode_stop(&sb, &big, sid, 100);
+    assert_silent_success(&out, "large");
+    let log = std::fs::read_to_string(sb.hook_log()).unwrap_or_default();
+    assert!(log.contains("it is stored in the background"), "{log}");
+    assert_eq!(message_count(&sb.db()), 12);
+
+    // `status` tells: waiting, its size, a background read has it.
+    let start = Instant::now();
+    let waiting = loop {
+        let v = sb.json(&["status", "--json"]);
+        let w = v["waiting_for_next_hook"].clone();
+        if w[0]["reading_now"] == true {
+            break w;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{v}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(waiting.as_array().unwrap().len(), 1, "{waiting}");
+    assert_eq!(waiting[0]["agent"], "vscode");
+    assert_eq!(waiting[0]["session"], sid);
+    assert_eq!(waiting[0]["whole_file_bytes"], size);
+    let text = sb.ok(&["status"]);
+    assert!(
+        text.contains("1 whole-file session waits for a background read")
+            && text.contains("MB): being stored now; `memtrail import` reads it now"),
+        "{text}"
+    );
+    assert_eq!(message_count(&sb.db()), 12);
+
+    // Quiet: stored, 6 messages per copy, and no longer waiting.
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    toucher.join().unwrap();
+    let start = Instant::now();
+    while message_count(&sb.db()) < 12 + 1800
+        || !sb.json(&["status", "--json"])["waiting_for_next_hook"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "not stored; hook log: {}",
+            std::fs::read_to_string(sb.hook_log()).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(message_count(&sb.db()), 12 + 1800);
+    assert_eq!(sb.message_ids(sid).len(), 1800);
+    let log = std::fs::read_to_string(sb.hook_log()).unwrap_or_default();
+    assert!(!log.contains("error"), "{log}");
+}

@@ -18,3 +18,4 @@ mod resume;
 mod skills;
 mod sync;
 mod vectors;
+mod whole_file;

@@ -1,0 +1,189 @@
+//! Whole-file sources under a deadline: a VS Code chat session (`fixtures/vscode/chat-session.json`)
+//! that an ingest with a deadline cannot parse in the time left is left untouched and reported
+//! `deferred`; the pending catch-up keeps it (noted with its size) and goes on with the next
+//! entry; one background reader per file, one more waiting ([`pending::claim_worker`]).
+
+use crate::support::fixtures;
+use memtrail_adapters::Agent;
+use memtrail_runtime::ingest::{DOC_BYTES_PER_SEC, doc_parse_estimate, ingest_path};
+use memtrail_runtime::store::StoreLocation;
+use memtrail_runtime::{Store, pending};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The fixture's session id (its file stem in `chatSessions/`).
+const SID: &str = "2d4f6a8c-0e1b-4d3f-a5c7-e9b1d3f5a7c9";
+
+/// `<root>/workspaceStorage/0a1b/chatSessions/<SID>.json` holding the fixture, then `pad`
+/// spaces (JSON allows them after the value: the session is the same, the file larger).
+fn chat_session(root: &Path, pad: usize) -> PathBuf {
+    let dir = root.join("workspaceStorage/0a1b/chatSessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("{SID}.json"));
+    let mut bytes = std::fs::read(fixtures().join("vscode/chat-session.json")).unwrap();
+    bytes.resize(bytes.len() + pad, b' ');
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn the_estimate_keeps_small_files_in_the_hook_and_large_ones_out() {
+    // The default hook works for 2.7 s (3 s budget, 90%): a 3 MB session fits, the 26 MB one
+    // that cost 2.7 s per turn does not.
+    assert_eq!(DOC_BYTES_PER_SEC, 8 * 1024 * 1024);
+    assert!(doc_parse_estimate(3_000_000) < Duration::from_millis(400));
+    assert!(doc_parse_estimate(26_000_000) > Duration::from_millis(2700));
+    assert_eq!(doc_parse_estimate(0), Duration::ZERO);
+}
+
+#[test]
+fn a_whole_file_source_past_the_deadline_is_deferred_untouched_then_read_without_one() {
+    let d = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&d.path().join("m.db")).unwrap();
+    let p = chat_session(d.path(), 0);
+    let key = p.to_string_lossy().to_string();
+
+    // A deadline already passed: nothing is read, nothing stored, no cursor.
+    let r = ingest_path(&mut store, Agent::Vscode, &p, None, Some(Instant::now())).unwrap();
+    assert!(r.deferred && r.incomplete, "{r:?}");
+    assert_eq!((r.inserted, r.updated, r.bytes), (0, 0, 0));
+    assert_eq!(r.session.as_deref(), Some(SID));
+    assert!(store.cursor(&key).unwrap().is_none());
+
+    // Without a deadline (import, the background read): the whole session, 6 messages.
+    let r = ingest_path(&mut store, Agent::Vscode, &p, None, None).unwrap();
+    assert!(!r.deferred && !r.incomplete, "{r:?}");
+    assert_eq!(r.inserted, 6);
+
+    // Unchanged since: the cheap check comes first, whatever the deadline.
+    let r = ingest_path(&mut store, Agent::Vscode, &p, None, Some(Instant::now())).unwrap();
+    assert!(r.unchanged && !r.deferred, "{r:?}");
+
+    // Rewritten (as VS Code does at each change), with time enough for its 8 KB: read by the
+    // ingest with a deadline, as before.
+    std::thread::sleep(Duration::from_millis(20));
+    chat_session(d.path(), 1);
+    let r = ingest_path(
+        &mut store,
+        Agent::Vscode,
+        &p,
+        None,
+        Some(Instant::now() + Duration::from_secs(60)),
+    )
+    .unwrap();
+    assert!(!r.deferred && r.reread, "{r:?}");
+    assert_eq!((r.inserted, r.updated), (0, 6));
+}
+
+/// A Claude Code transcript of one prompt, for a line entry beside the whole-file one.
+fn claude_transcript(root: &Path) -> PathBuf {
+    let dir = root.join(".claude/projects/-home-user-demo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("5f0c7a52-3c1e-4d7e-9a51-0a1b2c3d4e5f.jsonl");
+    let line = serde_json::json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external",
+        "cwd": "/home/user/demo", "sessionId": "5f0c7a52-3c1e-4d7e-9a51-0a1b2c3d4e5f",
+        "version": "2.1.49", "uuid": "u1", "timestamp": "2026-03-01T10:00:00.000Z",
+        "type": "user", "message": {"role": "user", "content": "hello"}
+    });
+    std::fs::write(&p, format!("{line}\n")).unwrap();
+    p
+}
+
+#[test]
+fn the_catch_up_keeps_a_deferred_whole_file_source_and_goes_on_with_the_next() {
+    memtrail_testkit::alone!(
+        the_catch_up_keeps_a_deferred_whole_file_source_and_goes_on_with_the_next
+    );
+    let home = memtrail_testkit::TempHome::new();
+    let state = home.dir.path().join("state");
+    for (k, v) in memtrail_testkit::home_vars(&home.home, &state) {
+        // SAFETY: the only test thread of this process (`alone!`).
+        unsafe { std::env::set_var(k, v) };
+    }
+    let db = StoreLocation::Sqlite(home.dir.path().join("m.db"));
+    let mut store = Store::open(&home.dir.path().join("m.db")).unwrap();
+    // 40 MB of session (the fixture padded): 5 s at the assumed rate, past a 2 s deadline.
+    let doc = chat_session(&home.home, 40_000_000);
+    let size = std::fs::metadata(&doc).unwrap().len();
+    let lines = claude_transcript(&home.home);
+    pending::add(&db, Agent::Vscode, &doc, Some(SID)).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    pending::add(&db, Agent::Claude, &lines, None).unwrap();
+
+    let caught = pending::catch_up(&mut store, &db, Instant::now() + Duration::from_secs(2));
+    assert_eq!(
+        caught.deferred,
+        vec![(Agent::Vscode, doc.clone(), Some(SID.to_string()))]
+    );
+    // The line transcript after it was read, and its entry removed.
+    assert_eq!(caught.ingested.iter().map(|r| r.inserted).sum::<u64>(), 1);
+    assert_eq!(caught.left, 1);
+    let left: Vec<_> = pending::list(&db).into_iter().map(|(_, _, e)| e).collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].path, doc.display().to_string());
+    assert_eq!(left[0].whole_file_bytes, Some(size));
+    assert!(!pending::worker_running(&left[0]));
+
+    // Read without a deadline, then the next catch-up finds it unchanged and drops the entry.
+    let r = ingest_path(&mut store, Agent::Vscode, &doc, Some(SID), None).unwrap();
+    assert_eq!(r.inserted, 6);
+    let caught = pending::catch_up(&mut store, &db, Instant::now() + Duration::from_secs(2));
+    assert!(caught.deferred.is_empty(), "{caught:?}");
+    assert!(pending::list(&db).is_empty());
+}
+
+#[test]
+fn one_background_reader_per_file_and_one_waiting_behind_it() {
+    memtrail_testkit::alone!(one_background_reader_per_file_and_one_waiting_behind_it);
+    let home = memtrail_testkit::TempHome::new();
+    let state = home.dir.path().join("state");
+    for (k, v) in memtrail_testkit::home_vars(&home.home, &state) {
+        // SAFETY: the only test thread of this process (`alone!`).
+        unsafe { std::env::set_var(k, v) };
+    }
+    let db = StoreLocation::Sqlite(home.dir.path().join("m.db"));
+    let doc = chat_session(&home.home, 0);
+    let entry = pending::Entry {
+        db: db.to_string(),
+        agent: "vscode".into(),
+        path: doc.display().to_string(),
+        session: None,
+        whole_file_bytes: Some(1),
+    };
+    assert!(!pending::worker_running(&entry));
+    let first = pending::claim_worker(&db, &doc)
+        .unwrap()
+        .expect("the first claim");
+    assert!(pending::worker_running(&entry));
+    // A second claim waits for the first (on a thread: the lock is per open file).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let second = {
+        let (db, doc) = (db.clone(), doc.clone());
+        std::thread::spawn(move || {
+            let claim = pending::claim_worker(&db, &doc).unwrap();
+            tx.send(claim.is_some()).unwrap();
+            // Held until the main thread has checked the third claim and this one's.
+            std::thread::sleep(Duration::from_millis(300));
+            drop(claim);
+        })
+    };
+    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+    // A third, while one reads and one waits: refused at once.
+    let started = Instant::now();
+    let s = db.clone();
+    let third = std::thread::spawn(move || pending::claim_worker(&s, &doc).unwrap().is_some())
+        .join()
+        .unwrap();
+    assert!(!third);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // Another file has its own claim.
+    let other = home.home.join("other.json");
+    std::fs::write(&other, "{}").unwrap();
+    assert!(pending::claim_worker(&db, &other).unwrap().is_some());
+    drop(first);
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(true));
+    assert!(pending::worker_running(&entry));
+    second.join().unwrap();
+    assert!(!pending::worker_running(&entry));
+}
