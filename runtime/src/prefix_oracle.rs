@@ -9,8 +9,10 @@ use crate::query::{self, Hit, SearchFilter};
 use crate::records::Standard;
 use crate::store::Store;
 use crate::store::prefix::{
-    FORCED_MIN_PAGES, expand_in, merge_some, segments, set_automerge, terms_in, vocabulary,
+    FORCED_MIN_PAGES, PRUNED, expand_in, merge_some, segments, set_automerge, term_rows_in,
+    terms_in, vocabulary, vocabulary_rows,
 };
+use crate::store::queries::LAST_RANKED;
 use crate::test_rng::Xorshift;
 use memtrail_adapters::{Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef};
 
@@ -121,11 +123,13 @@ fn generated() -> (tempfile::TempDir, Store) {
     (dir, store)
 }
 
-fn search(store: &Store, min_pages: i64, q: &str, f: &SearchFilter) -> Vec<Hit> {
+/// The hits of `q` under `f`, and every candidate ranked (row id, BM25), best first.
+fn search(store: &Store, min_pages: i64, q: &str, f: &SearchFilter) -> (Vec<Hit>, Vec<(i64, f64)>) {
     FORCED_MIN_PAGES.set(Some(min_pages));
     let hits = query::search(store, q, f);
     FORCED_MIN_PAGES.set(None);
-    hits.unwrap_or_else(|e| panic!("{q} {f:?}: {e}"))
+    let ranked = LAST_RANKED.take();
+    (hits.unwrap_or_else(|e| panic!("{q} {f:?}: {e}")), ranked)
 }
 
 #[test]
@@ -142,6 +146,17 @@ fn the_terms_read_from_the_index_pages_are_fts5s_own() {
         };
         assert_eq!(got, want, "{prefix}");
     }
+    // The rows read from the pages: every row of the term, as FTS5 lists them; the frequent
+    // terms' doclists go on over several pages, the rare ones' lie within one.
+    let rows = term_rows_in(&store, "e");
+    let read = rows.iter().filter(|(_, r)| r.is_some()).count();
+    assert!(read > 100 && read < rows.len(), "{read} of {}", rows.len());
+    for (term, got) in &rows {
+        if let Some(got) = got {
+            assert_eq!(got, &vocabulary_rows(&store, term), "{term}");
+        }
+    }
+    assert!(rows.iter().any(|(t, r)| t == "error" && r.is_none()));
     // `err` holds the 300 rare words and the stems of the eight words beginning with it.
     let err = terms_in(&store, "err").unwrap();
     assert!(err.len() > 200, "{}", err.len());
@@ -154,27 +169,43 @@ fn a_prefix_is_written_as_its_terms_each_a_word_stemmed_to_it() {
     let e = expand_in(&store, r#""errorc"* "alpha""#, 0);
     // `errorcas` (the stem of `errorcase`) is stemmed again to `errorca`: written `errorcase`.
     assert_eq!(e.query, r#"("errorcase") AND "alpha""#);
-    assert_eq!(e.groups, "0:1");
+    assert!(e.groups.starts_with("0:1:"), "{}", e.groups);
     let e = expand_in(&store, r#""alpha" NOT "errorg"* AND "test""#, 0);
     // `errorgener` (of `errorgeneral`) is stemmed again to `errorgen`.
     assert_eq!(e.query, r#""alpha" NOT ("errorgenere") AND "test""#);
-    assert_eq!(e.groups, "1:1");
+    assert!(e.groups.starts_with("1:1:"), "{}", e.groups);
     // Under the threshold of pages, and for a phrase of two words: as it was.
     let q = r#""err"* "test""#;
     assert_eq!(expand_in(&store, q, i64::MAX).query, q);
     let q = r#""error code"*"#;
     assert_eq!(expand_in(&store, q, 0).query, q);
     let e = expand_in(&store, r#""err"* "tes"*"#, 0);
-    let (first, second) = e.groups.split_once(',').unwrap();
-    let (_, len) = first.split_once(':').unwrap();
-    assert_eq!(second.split_once(':').unwrap().0, len, "{}", e.groups);
+    // Two groups, the second's phrases after the first's; `error`, `test` and others are
+    // frequent (counted by FTS5), the rare words' rows sampled from the pages.
+    let groups: Vec<Vec<usize>> = e
+        .groups
+        .split(',')
+        .map(|g| g.split(':').map(|n| n.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(groups.len(), 2, "{}", e.groups);
+    assert_eq!(
+        (groups[0][0], groups[1][0]),
+        (0, groups[0][1]),
+        "{}",
+        e.groups
+    );
+    assert!(
+        groups.iter().all(|g| g[2] > 0 && g[2] < g[1]),
+        "{}",
+        e.groups
+    );
 }
 
 #[test]
 fn an_expanded_prefix_gives_fts5s_own_hits() {
     let (_dir, store) = generated();
     let all = SearchFilter {
-        limit: 50,
+        limit: 500,
         ..SearchFilter::default()
     };
     let codex = SearchFilter {
@@ -187,6 +218,7 @@ fn an_expanded_prefix_gives_fts5s_own_hits() {
         ..all.clone()
     };
     let mut checked = 0;
+    PRUNED.set(0);
     for q in [
         "err*",
         "errors*",
@@ -202,8 +234,20 @@ fn an_expanded_prefix_gives_fts5s_own_hits() {
         "e*",
     ] {
         for f in [&all, &codex, &project] {
-            let native = search(&store, i64::MAX, q, f);
-            let expanded = search(&store, 0, q, f);
+            let (native, native_ranked) = search(&store, i64::MAX, q, f);
+            let (expanded, expanded_ranked) = search(&store, 0, q, f);
+            // Every candidate, with its score: the same rows walked and ranked.
+            assert_eq!(
+                native_ranked.len(),
+                expanded_ranked.len(),
+                "{q} {f:?}: candidates"
+            );
+            for (x, y) in expanded_ranked.iter().zip(&native_ranked) {
+                assert!(
+                    x.0 == y.0 && (x.1 - y.1).abs() <= 1e-12 * y.1.abs().max(1e-12),
+                    "{q} {f:?}: candidate {x:?} against {y:?}"
+                );
+            }
             assert!(!native.is_empty(), "{q} {f:?}: no hit");
             assert_eq!(native.len(), expanded.len(), "{q} {f:?}: number of hits");
             for (i, (x, y)) in expanded.iter().zip(&native).enumerate() {
@@ -223,4 +267,6 @@ fn an_expanded_prefix_gives_fts5s_own_hits() {
         }
     }
     assert!(checked > 1000, "{checked}");
+    // Walks that left the rare terms out, the frequent ones having enough matches alone.
+    assert!(PRUNED.get() >= 6, "{}", PRUNED.get());
 }

@@ -33,11 +33,12 @@
 //! tokenizer turns into exactly that term: the term itself, or the term with one of a few
 //! suffixes the stemmer strips (`errorcas` + `e`). A term without one leaves the query as it was.
 
+use super::rank::DF_SAMPLE;
 use super::rank::fts5_api;
 use crate::Result;
 use crate::store::Db;
 use rusqlite::{Connection, OptionalExtension, ffi, params};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_char, c_int, c_void};
 
 /// A prefix term is expanded when its terms' leaf pages, over all segments, are at least
@@ -55,23 +56,141 @@ const SUFFIXES: &[&str] = &[
     "ence", "ance", "ment", "ful", "ous", "li", "y",
 ];
 
-/// An FTS5 query with its expanded prefix terms.
+/// An FTS5 query with its expanded prefix terms, as one search statement takes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expanded {
     /// The query text for `MATCH`.
     pub query: String,
-    /// The groups for `memtrail_bm25`: `first:len` per group, `,`-separated (empty for none).
+    /// The groups for `memtrail_bm25`: `first:len:counted` per group, `,`-separated (empty for
+    /// none): phrases `first .. first + len` are one group, whose first `counted` phrases'
+    /// rows FTS5 counts; the others' are in [`Expanded::samples`].
     pub groups: String,
+    /// Per group, in order: the number of rows (`u32`, little-endian), then the rows (`i64`
+    /// each, little-endian, ascending): the smallest [`super::rank::DF_SAMPLE`] rows holding
+    /// a term of the group whose rows were all read from the index pages (a term whose
+    /// doclist lies within one page), every such term of the group, searched or not.
+    pub samples: Vec<u8>,
+}
+
+/// One index term of an expanded prefix.
+#[derive(Debug, Clone)]
+struct Term {
+    /// A word the tokenizer stems to exactly the term.
+    word: String,
+    /// The term's newest row, when every row of it was read from the index pages; `None` for a
+    /// term with a doclist over several pages (or a deletion mark in it).
+    newest: Option<i64>,
+}
+
+/// The terms of one expanded prefix.
+#[derive(Debug, Clone)]
+struct Group {
+    terms: Vec<Term>,
+    /// The smallest [`super::rank::DF_SAMPLE`] rows of the terms whose rows were read, ascending.
+    sample: Vec<i64>,
+}
+
+#[derive(Debug, Clone)]
+enum Seg {
+    /// Query text and how many phrases it holds.
+    Text(String, usize),
+    Group(Group),
+}
+
+/// Which terms of each group a rendering searches ([`Prefixed::render`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Every term.
+    All,
+    /// Only the terms whose rows were not all read (the frequent ones).
+    Frequent,
+    /// The frequent terms and every term with a row at or after this one.
+    Since(i64),
+}
+
+/// An FTS5 query whose prefix terms may be expanded ([`expand`]): rendered as a whole
+/// ([`Keep::All`]), or without the terms that cannot be among a walk's candidates.
+#[derive(Debug, Clone)]
+pub struct Prefixed {
+    segs: Vec<Seg>,
+}
+
+impl Prefixed {
+    /// Whether a prefix term was expanded.
+    pub fn is_expanded(&self) -> bool {
+        self.segs.iter().any(|s| matches!(s, Seg::Group(_)))
+    }
+
+    /// Whether [`Keep::Frequent`] and [`Keep::Since`] apply: every group has a frequent term
+    /// (to walk with alone) and a term whose rows were read (to leave out).
+    pub fn can_prune(&self) -> bool {
+        let groups: Vec<&Group> = self
+            .segs
+            .iter()
+            .filter_map(|s| match s {
+                Seg::Group(g) => Some(g),
+                Seg::Text(..) => None,
+            })
+            .collect();
+        !groups.is_empty()
+            && groups.iter().all(|g| {
+                g.terms.iter().any(|t| t.newest.is_none())
+                    && g.terms.iter().any(|t| t.newest.is_some())
+            })
+    }
+
+    /// The query with its groups' terms as `keep` says (frequent terms first in each group).
+    pub fn render(&self, keep: Keep) -> Expanded {
+        let mut query = String::new();
+        let mut groups: Vec<String> = Vec::new();
+        let mut samples: Vec<u8> = Vec::new();
+        let mut phrase = 0usize;
+        for seg in &self.segs {
+            match seg {
+                Seg::Text(text, n) => {
+                    query.push_str(text);
+                    phrase += n;
+                }
+                Seg::Group(g) => {
+                    let frequent = g.terms.iter().filter(|t| t.newest.is_none());
+                    let read = g.terms.iter().filter(|t| match (keep, t.newest) {
+                        (_, None) | (Keep::Frequent, _) => false,
+                        (Keep::All, Some(_)) => true,
+                        (Keep::Since(r), Some(n)) => n >= r,
+                    });
+                    let words: Vec<String> = frequent
+                        .clone()
+                        .chain(read)
+                        .map(|t| format!("\"{}\"", t.word.replace('"', "\"\"")))
+                        .collect();
+                    groups.push(format!("{phrase}:{}:{}", words.len(), frequent.count()));
+                    phrase += words.len();
+                    query.push('(');
+                    query.push_str(&words.join(" OR "));
+                    query.push(')');
+                    samples.extend_from_slice(&(g.sample.len() as u32).to_le_bytes());
+                    for r in &g.sample {
+                        samples.extend_from_slice(&r.to_le_bytes());
+                    }
+                }
+            }
+        }
+        Expanded {
+            query,
+            groups: groups.join(","),
+            samples,
+        }
+    }
 }
 
 /// `q` (an FTS5 query in [`crate::query::fts_query`]'s form: terms in double quotes, `""` for
 /// a quote inside, a prefix term's closing quote followed by `*`) with each prefix term that
-/// spans at least [`EXPAND_MIN_PAGES`] leaf pages and at most [`EXPAND_MAX_TERMS`] terms
-/// written as the `OR` of its terms, and the groups that say so to `memtrail_bm25`. `q` as it
-/// is, and no group, when nothing is expanded.
+/// spans at least [`EXPAND_MIN_PAGES`] leaf pages and has at most [`EXPAND_MAX_TERMS`] terms
+/// expanded into its terms ([`Prefixed::render`] writes them as an `OR`, and the groups that
+/// say so to `memtrail_bm25`). Nothing expanded when no prefix term qualifies.
 ///
 /// Errors: SQLite's, reading the index.
-pub fn expand(conn: &Connection, q: &str) -> Result<Expanded> {
+pub fn expand(conn: &Connection, q: &str) -> Result<Prefixed> {
     #[cfg(test)]
     if let Some(min_pages) = FORCED_MIN_PAGES.get() {
         return expand_with(conn, q, min_pages);
@@ -85,13 +204,14 @@ thread_local! {
     /// expanded; `i64::MAX`: none is), to compare their answers.
     pub(crate) static FORCED_MIN_PAGES: std::cell::Cell<Option<i64>> =
         const { std::cell::Cell::new(None) };
+    /// How many walks on this thread left rare terms out ([`Keep::Since`]).
+    pub(crate) static PRUNED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// [`expand`] with the threshold of pages given (a test expands every prefix with `0`).
-pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<Expanded> {
-    let unchanged = || Expanded {
-        query: q.to_string(),
-        groups: String::new(),
+pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<Prefixed> {
+    let unchanged = || Prefixed {
+        segs: vec![Seg::Text(q.to_string(), 0)],
     };
     let pieces = scan(q);
     if !pieces
@@ -103,9 +223,9 @@ pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<
     let Some(stemmer) = Stemmer::new(conn)? else {
         return Ok(unchanged());
     };
+    let mut segs: Vec<Seg> = Vec::new();
     let mut out = String::with_capacity(q.len());
-    let mut groups: Vec<String> = Vec::new();
-    let mut phrase = 0usize;
+    let mut phrases = 0usize;
     for (i, piece) in pieces.iter().enumerate() {
         match piece {
             Piece::Other(text) => out.push_str(text),
@@ -113,28 +233,22 @@ pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<
                 raw, prefix: false, ..
             } => {
                 out.push_str(raw);
-                phrase += 1;
+                phrases += 1;
             }
             Piece::Phrase { raw, text, .. } => {
-                let words = match stemmer.tokens(text).as_slice() {
+                let group = match stemmer.tokens(text).as_slice() {
                     // One token and no CJK column around it: a term of the index's own.
                     [stem] if !in_column_filter(&pieces, i) => {
                         expansion(conn, &stemmer, stem, min_pages)?
                     }
                     _ => None,
                 };
-                let Some(words) = words else {
+                let Some(group) = group else {
                     out.push_str(raw);
                     out.push('*');
-                    phrase += 1;
+                    phrases += 1;
                     continue;
                 };
-                groups.push(format!("{phrase}:{}", words.len()));
-                phrase += words.len();
-                let quoted: Vec<String> = words
-                    .iter()
-                    .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
-                    .collect();
                 // A group next to a phrase or another group needs an explicit `AND`: FTS5
                 // takes an implicit one only between phrases. Explicit `AND` binds looser
                 // than `NOT`, which the rendered queries never let matter (an exclusion is
@@ -144,22 +258,20 @@ pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<
                     out.truncate(before.len());
                     out.push_str(" AND ");
                 }
-                out.push('(');
-                out.push_str(&quoted.join(" OR "));
-                out.push(')');
+                segs.push(Seg::Text(std::mem::take(&mut out), phrases));
+                phrases = 0;
+                segs.push(Seg::Group(group));
                 if starts_operand(&pieces[i + 1..]) {
                     out.push_str(" AND");
                 }
             }
         }
     }
-    if groups.is_empty() {
+    segs.push(Seg::Text(out, phrases));
+    if !segs.iter().any(|s| matches!(s, Seg::Group(_))) {
         return Ok(unchanged());
     }
-    Ok(Expanded {
-        query: out,
-        groups: groups.join(","),
-    })
+    Ok(Prefixed { segs })
 }
 
 /// A piece of an FTS5 query: a double-quoted phrase (its raw text with quotes, its text, and
@@ -246,9 +358,9 @@ fn starts_operand(rest: &[Piece<'_>]) -> bool {
     }
 }
 
-/// The words to search for the prefix `stem` (a token of the index's tokenizer): one per
-/// index term that begins with it, each a word the tokenizer turns into exactly that term.
-/// `None` when the prefix is cheap as it is (fewer than `min_pages` leaf pages), has more than
+/// The terms of the prefix `stem` (a token of the index's tokenizer): one per index term that
+/// begins with it, each as a word the tokenizer turns into exactly that term. `None` when the
+/// prefix is cheap as it is (fewer than `min_pages` leaf pages), has more than
 /// [`EXPAND_MAX_TERMS`] terms or none, or a term has no such word, or the index does not read
 /// as expected.
 fn expansion(
@@ -256,12 +368,16 @@ fn expansion(
     stemmer: &Stemmer,
     stem: &str,
     min_pages: i64,
-) -> Result<Option<Vec<String>>> {
+) -> Result<Option<Group>> {
     let Some(terms) = index_terms(conn, stem.as_bytes(), min_pages)? else {
         return Ok(None);
     };
-    let mut words = Vec::with_capacity(terms.len());
-    for term in &terms {
+    let mut group = Group {
+        terms: Vec::with_capacity(terms.len()),
+        sample: Vec::new(),
+    };
+    let mut sample: BTreeSet<i64> = BTreeSet::new();
+    for (term, rows) in &terms {
         let Ok(term) = std::str::from_utf8(term) else {
             return Ok(None);
         };
@@ -269,12 +385,25 @@ fn expansion(
             let w = format!("{term}{s}");
             (stemmer.tokens(&w).as_slice() == [term]).then_some(w)
         });
-        match found {
-            Some(w) => words.push(w),
-            None => return Ok(None),
+        let Some(word) = found else {
+            return Ok(None);
+        };
+        let newest = rows.as_ref().and_then(|r| r.last().copied());
+        if let Some(rows) = rows {
+            for &r in rows {
+                // The smallest DF_SAMPLE rows (of every read term) are the sample.
+                if sample.len() < DF_SAMPLE as usize || sample.last().is_some_and(|&l| r < l) {
+                    sample.insert(r);
+                    if sample.len() > DF_SAMPLE as usize {
+                        sample.pop_last();
+                    }
+                }
+            }
         }
+        group.terms.push(Term { word, newest });
     }
-    Ok((!words.is_empty()).then_some(words))
+    group.sample = sample.into_iter().collect();
+    Ok((!group.terms.is_empty()).then_some(group))
 }
 
 /// FTS5's key of a term of its main index: the byte `0`, then the term.
@@ -297,14 +426,19 @@ fn successor(k: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// The rows of an index term read from its leaf pages: ascending, or `None` when some are
+/// not (a doclist that goes on to the next page, a deletion mark).
+type Rows = Option<Vec<i64>>;
+
 /// The index terms (without the key's `0`) that begin with `prefix`, from every segment's leaf
-/// pages; `None` when they span fewer than `min_pages` pages, are more than
-/// [`EXPAND_MAX_TERMS`], or a page does not read as FTS5's format.
+/// pages, each with its rows when they lie within the pages read ([`Rows`]); `None` when they
+/// span fewer than `min_pages` pages, are more than [`EXPAND_MAX_TERMS`], or a page does not
+/// read as FTS5's format.
 pub(crate) fn index_terms(
     conn: &Connection,
     prefix: &[u8],
     min_pages: i64,
-) -> Result<Option<BTreeSet<Vec<u8>>>> {
+) -> Result<Option<BTreeMap<Vec<u8>, Rows>>> {
     let lo = key(prefix);
     let hi = successor(&lo);
     let segments: Vec<i64> = conn
@@ -361,33 +495,105 @@ pub(crate) fn index_terms(
     if pages_spanned < min_pages {
         return Ok(None);
     }
-    let mut terms = BTreeSet::new();
+    let mut terms: BTreeMap<Vec<u8>, Rows> = BTreeMap::new();
     let mut block = conn
         .prepare_cached("SELECT block FROM messages_fts_data WHERE id = ?1")
         .db()?;
+    let mut read = |seg: i64, pgno: i64| -> Result<Option<Vec<u8>>> {
+        block
+            .query_row([(seg << 37) + pgno], |r| r.get(0))
+            .optional()
+            .db()
+    };
     for (seg, pages) in reads {
         for pgno in pages {
-            let id = (seg << 37) + pgno;
-            let Some(page): Option<Vec<u8>> =
-                block.query_row([id], |r| r.get(0)).optional().db()?
-            else {
+            let Some(page) = read(seg, pgno)? else {
                 // A page an incremental merge trimmed away: its terms live on elsewhere.
                 continue;
             };
             let Some(on_page) = page_terms(&page) else {
                 return Ok(None);
             };
-            for t in on_page {
-                if t.starts_with(&lo) {
-                    terms.insert(t[1..].to_vec());
-                    if terms.len() > EXPAND_MAX_TERMS {
-                        return Ok(None);
+            let last = on_page.len().saturating_sub(1);
+            for (i, (t, doclist)) in on_page.into_iter().enumerate() {
+                if !t.starts_with(&lo) {
+                    continue;
+                }
+                // The page's last doclist may go on to the next page: it does unless the next
+                // page begins with a term of its own (or there is none).
+                let mut rows = doclist_rows(&page[doclist.clone()]);
+                if i == last && rows.is_some() {
+                    let next = read(seg, pgno + 1)?;
+                    if next.as_deref().is_some_and(|n| !begins_with_term(n)) {
+                        rows = None;
+                    }
+                }
+                match terms.entry(t[1..].to_vec()) {
+                    std::collections::btree_map::Entry::Vacant(v) => {
+                        v.insert(rows);
+                        if terms.len() > EXPAND_MAX_TERMS {
+                            return Ok(None);
+                        }
+                    }
+                    std::collections::btree_map::Entry::Occupied(mut o) => {
+                        // In several segments: the rows of each, merged.
+                        let merged = match (o.get_mut().take(), rows) {
+                            (Some(mut a), Some(b)) => {
+                                a.extend(b);
+                                a.sort_unstable();
+                                a.dedup();
+                                Some(a)
+                            }
+                            _ => None,
+                        };
+                        *o.get_mut() = merged;
                     }
                 }
             }
         }
     }
     Ok(Some(terms))
+}
+
+/// Whether a leaf page begins with a term (not with the rest of the previous page's doclist):
+/// no rowid before its first term, and its first term at offset 4.
+fn begins_with_term(page: &[u8]) -> bool {
+    if page.len() < 4 || page[0] != 0 || page[1] != 0 {
+        return false;
+    }
+    let footer = u16::from_be_bytes([page[2], page[3]]) as usize;
+    footer < page.len() && varint(page, footer).is_some_and(|(off, _)| off == 4)
+}
+
+/// The rows of a doclist held whole in `d` (`varint rowid, poslist`, then `varint delta,
+/// poslist`…; a poslist's header is `varint size × 2 + deleted`): `None` when it does not
+/// end exactly at `d`'s end or holds a deletion mark.
+fn doclist_rows(d: &[u8]) -> Rows {
+    let mut rows = Vec::new();
+    let (mut rowid, n) = varint(d, 0)?;
+    let mut i = n;
+    loop {
+        rows.push(i64::try_from(rowid).ok()?);
+        let (header, n) = varint(d, i)?;
+        if header & 1 == 1 {
+            return None;
+        }
+        i = i
+            .checked_add(n)?
+            .checked_add(usize::try_from(header >> 1).ok()?)?;
+        if i == d.len() {
+            return Some(rows);
+        }
+        if i > d.len() {
+            return None;
+        }
+        let (delta, n) = varint(d, i)?;
+        if delta == 0 {
+            return None;
+        }
+        rowid = rowid.checked_add(delta)?;
+        i += n;
+    }
 }
 
 /// SQLite's varint (1–9 bytes, big-endian 7-bit groups, the ninth byte whole) at `b[i..]`:
@@ -407,9 +613,10 @@ fn varint(b: &[u8], i: usize) -> Option<(u64, usize)> {
     None
 }
 
-/// Every term key on one leaf page (see the module documentation); `None` when the page does
-/// not read as a leaf.
-fn page_terms(page: &[u8]) -> Option<Vec<Vec<u8>>> {
+/// Every term key on one leaf page with the byte range of its doclist on the page (see the
+/// module documentation); `None` when the page does not read as a leaf.
+#[allow(clippy::type_complexity)]
+fn page_terms(page: &[u8]) -> Option<Vec<(Vec<u8>, std::ops::Range<usize>)>> {
     if page.len() < 4 {
         return None;
     }
@@ -417,7 +624,7 @@ fn page_terms(page: &[u8]) -> Option<Vec<Vec<u8>>> {
     if footer > page.len() || footer < 4 {
         return None;
     }
-    let mut out: Vec<Vec<u8>> = Vec::new();
+    let mut out: Vec<(Vec<u8>, std::ops::Range<usize>)> = Vec::new();
     let mut i = footer;
     let mut off = 0usize;
     while i < page.len() {
@@ -427,22 +634,31 @@ fn page_terms(page: &[u8]) -> Option<Vec<Vec<u8>>> {
         if off < 4 || off >= footer {
             return None;
         }
-        let term = match out.last() {
+        let (term, end) = match out.last() {
             None => {
                 let (len, n) = varint(page, off)?;
                 let start = off + n;
-                page.get(start..start.checked_add(len as usize)?)?.to_vec()
+                let end = start.checked_add(len as usize)?;
+                (page.get(start..end)?.to_vec(), end)
             }
-            Some(prev) => {
+            Some((prev, _)) => {
                 let (shared, n1) = varint(page, off)?;
                 let (len, n2) = varint(page, off + n1)?;
                 let start = off + n1 + n2;
+                let end = start.checked_add(len as usize)?;
                 let mut t = prev.get(..shared as usize)?.to_vec();
-                t.extend_from_slice(page.get(start..start.checked_add(len as usize)?)?);
-                t
+                t.extend_from_slice(page.get(start..end)?);
+                (t, end)
             }
         };
-        out.push(term);
+        // The previous term's doclist ends where this term begins.
+        if let Some((_, range)) = out.last_mut() {
+            if off < range.start {
+                return None;
+            }
+            range.end = off;
+        }
+        out.push((term, end..footer));
     }
     Some(out)
 }
@@ -539,7 +755,41 @@ impl Drop for Stemmer {
 /// [`expand_with`] on a store's connection.
 #[cfg(test)]
 pub(crate) fn expand_in(store: &super::Store, q: &str, min_pages: i64) -> Expanded {
-    expand_with(&store.conn, q, min_pages).unwrap()
+    expand_with(&store.conn, q, min_pages)
+        .unwrap()
+        .render(Keep::All)
+}
+
+/// [`index_terms`] on a store's connection: each term (as text) with its rows when they were
+/// read from the pages.
+#[cfg(test)]
+pub(crate) fn term_rows_in(store: &super::Store, prefix: &str) -> Vec<(String, Option<Vec<i64>>)> {
+    index_terms(&store.conn, prefix.as_bytes(), 0)
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .map(|(t, r)| (String::from_utf8(t).unwrap(), r))
+        .collect()
+}
+
+/// The rows holding `term` (an index term), from FTS5's `fts5vocab` instance table.
+#[cfg(test)]
+pub(crate) fn vocabulary_rows(store: &super::Store, term: &str) -> Vec<i64> {
+    store
+        .conn
+        .execute_batch(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.instances
+             USING fts5vocab(main, messages_fts, 'instance')",
+        )
+        .unwrap();
+    store
+        .conn
+        .prepare("SELECT DISTINCT doc FROM temp.instances WHERE term = ?1 ORDER BY doc")
+        .unwrap()
+        .query_map([term], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
 }
 
 /// [`index_terms`] on a store's connection, as text.
@@ -548,7 +798,7 @@ pub(crate) fn terms_in(store: &super::Store, prefix: &str) -> Option<Vec<String>
     index_terms(&store.conn, prefix.as_bytes(), 0)
         .unwrap()
         .map(|t| {
-            t.into_iter()
+            t.into_keys()
                 .map(|t| String::from_utf8(t).unwrap())
                 .collect()
         })

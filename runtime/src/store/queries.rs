@@ -98,7 +98,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     // terms, ranked as the one phrase it stands for ([`super::prefix`]): FTS5 merges every
     // such term's doclist before the first row, ~150 ms for `err*` on the 1 GB bench store,
     // and a search paid it three times.
-    let alternatives: Vec<super::prefix::Expanded> = top_level_alternatives(&q)
+    let alternatives: Vec<super::prefix::Prefixed> = top_level_alternatives(&q)
         .into_iter()
         .map(|a| super::prefix::expand(&store.conn, a))
         .collect::<Result<_>>()?;
@@ -128,15 +128,26 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     // The newest candidates in scope, ranked (see above). A plan that checks each match's
     // session gives up when its walk is over budget; the scope's messages are listed then.
     // `fetch`: how many of the best to return.
+    // `bound`: not the best but the walk's bound, as one row (the oldest candidate's id, the
+    // number of candidates), its matches not scored.
     let rank = |plan: &ScopePlan,
                 q: &super::prefix::Expanded,
-                fetch: usize|
+                fetch: usize,
+                bound: bool|
      -> Result<Vec<(i64, f64)>> {
-        let mut args: Vec<Sql> = vec![Sql::Text(q.groups.clone()), Sql::Text(q.query.clone())];
+        let mut args: Vec<Sql> = if bound {
+            vec![Sql::Text(q.query.clone())]
+        } else {
+            vec![
+                Sql::Text(q.groups.clone()),
+                Sql::Blob(q.samples.clone()),
+                Sql::Text(q.query.clone()),
+            ]
+        };
         let mut sql = if !filtered {
             format!(
                 "SELECT c.id, c.score FROM (
-                    SELECT rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?) AS score FROM messages_fts
+                    SELECT rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?) AS score FROM messages_fts
                     WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT {SEARCH_CANDIDATES}
                  ) c WHERE 1 = 1"
             )
@@ -150,7 +161,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                 by_session || f.since.is_some() || f.until.is_some() || f.role.is_some();
             let mut inner = String::from(
                 "SELECT c.id, c.score FROM (
-                    SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?) AS score
+                    SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?) AS score
                     FROM messages_fts",
             );
             if messages_level {
@@ -188,7 +199,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         } else {
             let mut inner = String::from(
                 "SELECT c.id, c.score FROM (
-                    SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?) AS score
+                    SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?) AS score
                     FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
                     JOIN sessions s ON s.id = m.session_id
                     WHERE messages_fts MATCH ?",
@@ -199,8 +210,18 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             ));
             inner
         };
-        sql.push_str(" ORDER BY c.score, c.id DESC LIMIT ?");
-        args.push(Sql::Integer(fetch as i64));
+        if bound {
+            sql = sql
+                .replacen(
+                    "SELECT c.id, c.score FROM (",
+                    "SELECT coalesce(min(c.id), 0), count(*) FROM (",
+                    1,
+                )
+                .replacen("memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?)", "0", 1);
+        } else {
+            sql.push_str(" ORDER BY c.score, c.id DESC LIMIT ?");
+            args.push(Sql::Integer(fetch as i64));
+        }
 
         let mut stmt = store.conn.prepare_cached(&sql).db()?;
         stmt.query_map(params_from_iter(args), |r| Ok((r.get(0)?, r.get(1)?)))
@@ -213,6 +234,9 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     let fetch = (limit * 3).min(1500);
     let mut best: Vec<(i64, f64)> = Vec::new();
     let mut summed: HashMap<i64, f64> = HashMap::new();
+    // Each alternative as searched, and the oldest row its terms were kept for (an expanded
+    // prefix without its terms that have no row that new: see below).
+    let mut searched: Vec<(super::prefix::Expanded, Option<i64>)> = Vec::new();
     for alternative in &alternatives {
         // One alternative: its best `fetch`; several: every candidate of each, summed below.
         let n = if alternatives.len() == 1 {
@@ -220,14 +244,37 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         } else {
             SEARCH_CANDIDATES
         };
-        let ranked = match rank(&plan, alternative, n) {
-            Err(e) if e.to_string().contains(super::rank::WALK_BUDGET_SPENT) => {
-                plan = build_session_scope_with(store, f, i64::MAX, usize::MAX)?;
-                keep_scope(store, f, &plan)?;
-                rank(&plan, alternative, n)?
+        let mut attempt =
+            |q: &super::prefix::Expanded, n: usize, bound: bool| match rank(&plan, q, n, bound) {
+                Err(e) if e.to_string().contains(super::rank::WALK_BUDGET_SPENT) => {
+                    plan = build_session_scope_with(store, f, i64::MAX, usize::MAX)?;
+                    keep_scope(store, f, &plan)?;
+                    rank(&plan, q, n, bound)
+                }
+                r => r,
+            };
+        // An expanded prefix's rare terms (those whose every row the index pages gave) are
+        // left out of the walk when they cannot be among its candidates: the walk with the
+        // frequent terms alone finds SEARCH_CANDIDATES matches at or after some row, so the
+        // whole query's newest SEARCH_CANDIDATES are there too, and a term with no row that
+        // new holds none of them. Their rows still count in the group's document frequency
+        // (the sample). Each term is a doclist FTS5 seeks in every segment: `err*` has 271
+        // terms, of which a handful are frequent.
+        let mut q = alternative.render(super::prefix::Keep::All);
+        let mut since = None;
+        if alternative.can_prune() {
+            let frequent = alternative.render(super::prefix::Keep::Frequent);
+            if let Some(&(oldest, count)) = attempt(&frequent, 1, true)?.first()
+                && count as usize >= SEARCH_CANDIDATES
+            {
+                q = alternative.render(super::prefix::Keep::Since(oldest));
+                since = Some(oldest);
+                #[cfg(test)]
+                super::prefix::PRUNED.set(super::prefix::PRUNED.get() + 1);
             }
-            r => r?,
-        };
+        }
+        let ranked = attempt(&q, n, false)?;
+        searched.push((q, since));
         if alternatives.len() == 1 {
             best = ranked;
         } else {
@@ -241,6 +288,8 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         best.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
         best.truncate(fetch);
     }
+    #[cfg(test)]
+    LAST_RANKED.set(best.clone());
     let now = now_ms();
     // The text's length and first 256 characters tell a copy from a different message that
     // happens to share its id and time (ids given by position, transcripts written by a script)
@@ -279,13 +328,20 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     let copies = crate::query::copy_ids(&keyed);
     let ranked = crate::query::best_distinct(keyed, limit);
     // The snippets of the query as searched: an expanded prefix's merge is not paid again.
-    let searched = alternatives
+    // An alternative searched without its rare terms is written whole when a hit is older
+    // than the row they were left out for (another alternative's hit may hold them).
+    let oldest_hit = ranked.iter().map(|r| r.0).min().unwrap_or(0);
+    let snippet_query = searched
         .iter()
-        .map(|a| a.query.as_str())
+        .zip(&alternatives)
+        .map(|((q, since), alternative)| match since {
+            Some(r) if oldest_hit < *r => alternative.render(super::prefix::Keep::All).query,
+            _ => q.query.clone(),
+        })
         .collect::<Vec<_>>()
         .join(" OR ");
-    let expanded = alternatives.iter().any(|a| !a.groups.is_empty());
-    let mut snippets = snippets(store, &searched, expanded, &ranked)?;
+    let expanded = alternatives.iter().any(|a| a.is_expanded());
+    let mut snippets = snippets(store, &snippet_query, expanded, &ranked)?;
     let mut row = store.conn.prepare_cached(
         "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts,
                 s.origin, (SELECT label FROM machines WHERE id = s.origin)
@@ -602,6 +658,10 @@ pub(crate) enum ForcedPlan {
 thread_local! {
     pub(crate) static FORCED_PLAN: std::cell::Cell<Option<ForcedPlan>> =
         const { std::cell::Cell::new(None) };
+    /// The last search's ranked candidates on this thread (row id, `memtrail_bm25`, before
+    /// the recency prior and the limit), best first.
+    pub(crate) static LAST_RANKED: std::cell::RefCell<Vec<(i64, f64)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A message's row id, message id, `memtrail_bm25` and time (ms).

@@ -252,26 +252,48 @@ pub fn estimate_df(rows: i64, count: i64, first: i64, last: i64) -> i64 {
     est.clamp(count, rows.max(count))
 }
 
-/// The unit of each of `n_phrase` phrases given a group list `spec`: `first:len` pairs
-/// separated by `,` (phrases `first .. first + len` are one group, counted as one phrase:
-/// the expansion of a prefix term into the terms it matches, see
-/// [`super::prefix`]). Phrases outside every group are units of their own, in order.
-/// A malformed or out-of-range pair is an error (the caller writes the list).
-fn parse_groups(spec: &str, n_phrase: usize) -> std::result::Result<Vec<usize>, c_int> {
+/// How the phrases of a query count ([`parse_groups`]).
+struct Units {
+    /// The unit of each phrase: its own, or its group's.
+    unit: Vec<usize>,
+    /// Whether FTS5 counts the phrase's rows (else its group's sample holds them).
+    counted: Vec<bool>,
+    /// The unit of each group, in the order of the groups' samples.
+    group_units: Vec<usize>,
+}
+
+/// The units of `n_phrase` phrases given a group list `spec`: `first:len:counted` triples
+/// separated by `,` (phrases `first .. first + len` are one group, counted as one phrase: the
+/// expansion of a prefix term into the terms it matches, see [`super::prefix`]; the rows of
+/// its first `counted` phrases are counted by FTS5, the others' are in the group's sample).
+/// Phrases outside every group are units of their own, in order. A malformed or out-of-range
+/// triple is an error (the caller writes the list).
+fn parse_groups(spec: &str, n_phrase: usize) -> std::result::Result<Units, c_int> {
     let mut group_of: Vec<Option<usize>> = vec![None; n_phrase];
-    for (g, pair) in spec.split(',').filter(|p| !p.is_empty()).enumerate() {
-        let (first, len) = pair.split_once(':').ok_or(ffi::SQLITE_ERROR)?;
-        let first: usize = first.parse().map_err(|_| ffi::SQLITE_ERROR)?;
-        let len: usize = len.parse().map_err(|_| ffi::SQLITE_ERROR)?;
+    let mut counted = vec![true; n_phrase];
+    let mut n_groups = 0;
+    for (g, triple) in spec.split(',').filter(|p| !p.is_empty()).enumerate() {
+        let mut it = triple.split(':').map(str::parse::<usize>);
+        let (Some(Ok(first)), Some(Ok(len)), Some(Ok(n_counted)), None) =
+            (it.next(), it.next(), it.next(), it.next())
+        else {
+            return Err(ffi::SQLITE_ERROR);
+        };
         let end = first.checked_add(len).ok_or(ffi::SQLITE_ERROR)?;
-        if len == 0 || end > n_phrase || group_of[first..end].iter().any(Option::is_some) {
+        if len == 0
+            || n_counted > len
+            || end > n_phrase
+            || group_of[first..end].iter().any(Option::is_some)
+        {
             return Err(ffi::SQLITE_ERROR);
         }
         group_of[first..end].fill(Some(g));
+        counted[first + n_counted..end].fill(false);
+        n_groups = g + 1;
     }
     // Units numbered in phrase order: a group takes the number of its first phrase's turn.
     let mut unit = Vec::with_capacity(n_phrase);
-    let mut numbered: Vec<(usize, usize)> = Vec::new();
+    let mut group_units: Vec<Option<usize>> = vec![None; n_groups];
     let mut next = 0;
     for g in group_of {
         match g {
@@ -279,17 +301,41 @@ fn parse_groups(spec: &str, n_phrase: usize) -> std::result::Result<Vec<usize>, 
                 unit.push(next);
                 next += 1;
             }
-            Some(g) => match numbered.iter().find(|(k, _)| *k == g) {
-                Some(&(_, u)) => unit.push(u),
+            Some(g) => match group_units[g] {
+                Some(u) => unit.push(u),
                 None => {
-                    numbered.push((g, next));
+                    group_units[g] = Some(next);
                     unit.push(next);
                     next += 1;
                 }
             },
         }
     }
-    Ok(unit)
+    Ok(Units {
+        unit,
+        counted,
+        group_units: group_units.into_iter().map(|u| u.unwrap_or(0)).collect(),
+    })
+}
+
+/// The groups' samples as [`super::prefix::Expanded::samples`] holds them: per group a `u32`
+/// count, then that many `i64` rows (little-endian). `None` when malformed.
+fn parse_samples(blob: &[u8]) -> Option<Vec<Vec<i64>>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < blob.len() {
+        let n = u32::from_le_bytes(blob.get(i..i + 4)?.try_into().ok()?) as usize;
+        i += 4;
+        let rows = (0..n)
+            .map(|k| {
+                let at = i + 8 * k;
+                Some(i64::from_le_bytes(blob.get(at..at + 8)?.try_into().ok()?))
+            })
+            .collect::<Option<Vec<i64>>>()?;
+        i += 8 * n;
+        out.push(rows);
+    }
+    Some(out)
 }
 
 /// Compute (or fetch) the per-query data. Returns an SQLite error code on failure.
@@ -313,24 +359,39 @@ unsafe fn query_data(
         let query_phrase = api.xQueryPhrase.ok_or(ffi::SQLITE_ERROR)?;
         let set = api.xSetAuxdata.ok_or(ffi::SQLITE_ERROR)?;
 
-        // The arguments: the column weights, then optionally the groups (text).
+        // The arguments: the column weights, then optionally the groups (text) and their
+        // samples (a blob).
         let mut weights = Vec::new();
         let mut spec = String::new();
+        let mut group_samples: Vec<Vec<i64>> = Vec::new();
         for i in 0..n_val.max(0) as usize {
             let v = *ap_val.add(i);
-            if ffi::sqlite3_value_type(v) == ffi::SQLITE_TEXT {
-                let p = ffi::sqlite3_value_text(v);
-                if !p.is_null() {
-                    spec = std::ffi::CStr::from_ptr(p.cast())
-                        .to_string_lossy()
-                        .into_owned();
+            match ffi::sqlite3_value_type(v) {
+                ffi::SQLITE_TEXT => {
+                    let p = ffi::sqlite3_value_text(v);
+                    if !p.is_null() {
+                        spec = std::ffi::CStr::from_ptr(p.cast())
+                            .to_string_lossy()
+                            .into_owned();
+                    }
                 }
-            } else {
-                weights.push(ffi::sqlite3_value_double(v));
+                ffi::SQLITE_BLOB => {
+                    let n = ffi::sqlite3_value_bytes(v).max(0) as usize;
+                    let p = ffi::sqlite3_value_blob(v).cast::<u8>();
+                    if !p.is_null() && n > 0 {
+                        group_samples = parse_samples(std::slice::from_raw_parts(p, n))
+                            .ok_or(ffi::SQLITE_ERROR)?;
+                    }
+                }
+                _ => weights.push(ffi::sqlite3_value_double(v)),
             }
         }
         let n_phrase = phrase_count(fts).max(0) as usize;
-        let unit = parse_groups(&spec, n_phrase)?;
+        let Units {
+            unit,
+            counted,
+            group_units,
+        } = parse_groups(&spec, n_phrase)?;
         let n_unit = unit.iter().max().map_or(0, |u| u + 1);
         let mut rows: i64 = 0;
         let rc = row_count(fts, &mut rows);
@@ -350,7 +411,17 @@ unsafe fn query_data(
         // Each unit's sample: a group's is the smallest DF_SAMPLE rows holding any of its
         // phrases, what FTS5 counts for the prefix term the group stands for.
         let mut samples: Vec<Sample> = (0..n_unit).map(|_| Sample::default()).collect();
+        for (g, rows) in group_samples.into_iter().enumerate() {
+            let u = *group_units.get(g).ok_or(ffi::SQLITE_ERROR)?;
+            samples[u].rows.extend(rows);
+            while samples[u].rows.len() as i64 > DF_SAMPLE {
+                samples[u].rows.pop_last();
+            }
+        }
         for (i, &u) in unit.iter().enumerate() {
+            if !counted[i] {
+                continue;
+            }
             let rc = query_phrase(
                 fts,
                 i as c_int,
