@@ -775,18 +775,35 @@ pub(crate) fn term_rows_in(store: &super::Store, prefix: &str) -> Vec<(String, O
 /// The rows holding `term` (an index term), from FTS5's `fts5vocab` instance table.
 #[cfg(test)]
 pub(crate) fn vocabulary_rows(store: &super::Store, term: &str) -> Vec<i64> {
+    from_vocabulary(
+        store,
+        "instance",
+        "SELECT DISTINCT doc FROM temp.vocab_instance WHERE term = ?1 AND ?2 ORDER BY doc",
+        [term, "1"],
+    )
+}
+
+/// The rows of `sql` (two parameters) over FTS5's `fts5vocab` table of type `kind`, made
+/// first as `temp.vocab_<kind>`.
+#[cfg(test)]
+fn from_vocabulary<T: rusqlite::types::FromSql>(
+    store: &super::Store,
+    kind: &str,
+    sql: &str,
+    args: [&str; 2],
+) -> Vec<T> {
     store
         .conn
-        .execute_batch(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.instances
-             USING fts5vocab(main, messages_fts, 'instance')",
-        )
+        .execute_batch(&format!(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab_{kind}
+             USING fts5vocab(main, messages_fts, '{kind}')"
+        ))
         .unwrap();
     store
         .conn
-        .prepare("SELECT DISTINCT doc FROM temp.instances WHERE term = ?1 ORDER BY doc")
+        .prepare(sql)
         .unwrap()
-        .query_map([term], |r| r.get(0))
+        .query_map(args, |r| r.get(0))
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap()
@@ -807,22 +824,13 @@ pub(crate) fn terms_in(store: &super::Store, prefix: &str) -> Option<Vec<String>
 /// The index terms beginning with `prefix` as FTS5's `fts5vocab` table lists them, in order.
 #[cfg(test)]
 pub(crate) fn vocabulary(store: &super::Store, prefix: &str) -> Vec<String> {
-    store
-        .conn
-        .execute_batch(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab
-             USING fts5vocab(main, messages_fts, 'row')",
-        )
-        .unwrap();
     let hi = format!("{prefix}\u{10ffff}");
-    store
-        .conn
-        .prepare("SELECT term FROM temp.vocab WHERE term >= ?1 AND term < ?2 ORDER BY term")
-        .unwrap()
-        .query_map([prefix, hi.as_str()], |r| r.get(0))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap()
+    from_vocabulary(
+        store,
+        "row",
+        "SELECT term FROM temp.vocab_row WHERE term >= ?1 AND term < ?2 ORDER BY term",
+        [prefix, hi.as_str()],
+    )
 }
 
 /// How many segments the full-text index has.
