@@ -103,6 +103,17 @@ pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<
     let Some(stemmer) = Stemmer::new(conn)? else {
         return Ok(unchanged());
     };
+    // A phrase the tokenizer finds no token in (`"ि"`: a letter to Rust's `is_alphanumeric`,
+    // which the query's parser keeps, but not to `unicode61`) is dropped by FTS5 beside an
+    // implicit `AND` and matches nothing beside an explicit one: the explicit `AND`s an
+    // expansion writes would change the rows matched, and FTS5's numbering of the phrases
+    // (then `memtrail_bm25`'s groups would not fit: an error).
+    if pieces
+        .iter()
+        .any(|p| matches!(p, Piece::Phrase { text, .. } if stemmer.tokens(text).is_empty()))
+    {
+        return Ok(unchanged());
+    }
     let mut out = String::with_capacity(q.len());
     let mut groups: Vec<String> = Vec::new();
     let mut phrase = 0usize;
