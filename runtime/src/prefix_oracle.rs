@@ -322,3 +322,169 @@ fn odd_queries_give_fts5s_own_hits() {
     let bad = differences(&store, &queries, &[&all, &session, &role]);
     assert!(bad.is_empty(), "{bad:#?}");
 }
+
+/// Words beyond ASCII: accents `unicode61` removes, cases it folds, scripts the Porter stemmer
+/// leaves as they are, CJK (its own column too), a ligature, full-width letters.
+const WIDE_WORDS: &[&str] = &[
+    "été",
+    "étoile",
+    "étude",
+    "etude",
+    "über",
+    "übel",
+    "ubel",
+    "ошибка",
+    "ошибки",
+    "ошибок",
+    "λάθος",
+    "λαθών",
+    "straße",
+    "strasse",
+    "ǅemal",
+    "ıstanbul",
+    "İstanbul",
+    "naïve",
+    "naive",
+    "ﬁle",
+    "file",
+    "ｆｕｌｌ",
+    "full",
+    "x²",
+    "中文字",
+    "中国",
+    "日本語",
+    "한국어",
+    "café",
+    "cafés",
+    "caffè",
+    "𝔘𝔫𝔦",
+    "errata",
+    "erreur",
+    "érreur",
+    "ÉRREUR",
+    "e\u{301}t\u{301}e",
+];
+
+/// A store of 4 sessions, each write a segment of its own, one session deleted halfway (with
+/// FTS5's `secure-delete`) and a merge left unfinished: messages of 2 to 6 [`WIDE_WORDS`].
+fn wide() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+    let mut rng = Xorshift(0x5eed_1234);
+    let sessions: Vec<i64> = (0..4)
+        .map(|i| {
+            store
+                .write(|w| {
+                    w.upsert_session(
+                        &SessionRef {
+                            agent: Agent::Claude,
+                            external_id: format!("wide-{i}"),
+                            parent_external_id: None,
+                        },
+                        &SessionMeta::default(),
+                        &Standard,
+                    )
+                })
+                .unwrap()
+        })
+        .collect();
+    set_automerge(&store, 0);
+    let mut n = 0i64;
+    for round in 0..16 {
+        if round == 8 {
+            crate::store::maintenance::delete_session(&mut store, "wide-2").unwrap();
+            set_automerge(&store, 0);
+        }
+        for (k, &sid) in sessions.iter().enumerate() {
+            if round >= 8 && k == 2 {
+                continue;
+            }
+            let records: Vec<Record> = (0..10)
+                .map(|j| {
+                    n += 1;
+                    let words: Vec<&str> = (0..2 + rng.below(5))
+                        .map(|_| WIDE_WORDS[rng.below(WIDE_WORDS.len())])
+                        .collect();
+                    Record::Message(Message {
+                        id: format!("w{round}-{sid}-{j}"),
+                        role: Role::User,
+                        kind: Kind::Text,
+                        parts: vec![Part::Text {
+                            text: words.join(" "),
+                        }],
+                        timestamp: Some(T0 + n * 1000),
+                        model: None,
+                    })
+                })
+                .collect();
+            store.write(|w| w.apply(sid, records)).unwrap();
+            let _ = store.catch_up_index(None);
+        }
+    }
+    merge_some(&store, 2);
+    (dir, store)
+}
+
+#[test]
+fn prefixes_of_words_beyond_ascii_give_fts5s_own_terms_and_hits() {
+    let (_dir, store) = wide();
+    for prefix in [
+        "e", "et", "u", "ub", "ош", "λα", "stra", "ı", "i", "na", "fi", "ｆ", "f",
+    ] {
+        assert_eq!(
+            terms_in(&store, prefix),
+            Some(vocabulary(&store, prefix)),
+            "{prefix}"
+        );
+    }
+    let all = SearchFilter {
+        limit: 50,
+        ..SearchFilter::default()
+    };
+    let queries = [
+        "é*",
+        "ét*",
+        "e*",
+        "É*",
+        "üb*",
+        "ub*",
+        "оши*",
+        "ОШ*",
+        "λά*",
+        "λα*",
+        "stra*",
+        "straß*",
+        "ǅ*",
+        "ı*",
+        "i*",
+        "İ*",
+        "na*",
+        "naï*",
+        "ﬁ*",
+        "fi*",
+        "ｆ*",
+        "f*",
+        "中*",
+        "中文*",
+        "日*",
+        "한*",
+        "caf*",
+        "𝔘*",
+        "x*",
+        "err*",
+        "érr*",
+        "e\u{301}*",
+        "étude* -ubel",
+        "e* OR f*",
+    ];
+    // Expanded indeed: each a group.
+    for q in [r#""ош"*"#, r#""e"*"#, r#""中"*"#, r#""ｆ"*"#] {
+        assert_eq!(
+            expand_in(&store, q, 0).groups.matches(':').count(),
+            1,
+            "{q}"
+        );
+    }
+    let bad = differences(&store, &queries, &[&all]);
+    assert!(bad.is_empty(), "{bad:#?}");
+}
