@@ -16,7 +16,8 @@
 //! hook could not parse in the time it had left ([`crate::ingest::doc_parse_estimate`]) is
 //! noted with its size ([`add_whole_file`]) and read by a detached `memtrail hook-settle`
 //! ([`crate::settle::run`]), which has no deadline; at most one such process reads a file at a
-//! time, and one more waits behind it ([`claim_worker`]).
+//! time, and one more waits behind it ([`claim_worker`]); at most [`MAX_BACKGROUND_READS`]
+//! read at once, whatever the file ([`read_slot`]).
 
 use crate::ingest::{IngestReport, ingest_path};
 use crate::store::{Store, StoreLocation};
@@ -291,14 +292,7 @@ fn workers_dir() -> PathBuf {
 /// folder of memtrail's own is refused).
 pub fn claim_worker(db: &StoreLocation, path: &Path) -> std::io::Result<Option<WorkerClaim>> {
     let name = worker_name(&db.to_string(), &path.display().to_string());
-    let dir = workers_dir();
-    create_private_dir(&dir)?;
-    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
-        return Err(std::io::Error::other(format!(
-            "{} is not a folder of its own",
-            dir.display()
-        )));
-    }
+    let dir = own_workers_dir()?;
     let run = open_lock(&dir.join(format!("{name}.run")))?;
     if try_lock(&run)? {
         return Ok(Some(WorkerClaim { _run: run }));
@@ -310,6 +304,64 @@ pub fn claim_worker(db: &StoreLocation, path: &Path) -> std::io::Result<Option<W
     lock(&run)?;
     drop(next);
     Ok(Some(WorkerClaim { _run: run }))
+}
+
+/// `pending/workers`, created (0700) if missing. Errors: it cannot be created, or it is not a
+/// folder of its own (a symlink).
+fn own_workers_dir() -> std::io::Result<PathBuf> {
+    let dir = workers_dir();
+    create_private_dir(&dir)?;
+    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+        return Err(std::io::Error::other(format!(
+            "{} is not a folder of its own",
+            dir.display()
+        )));
+    }
+    Ok(dir)
+}
+
+/// Most whole-file sources read in the background at once by this user's processes, all
+/// stores and files together: a read holds the file and what is parsed of it in memory, about
+/// ten times its size (a 23 MB VS Code chat session: 250 MB; one at
+/// [`crate::ingest::MAX_DOC_BYTES`], some 2.5 GB), and [`claim_worker`] bounds the readers of
+/// one file only.
+pub const MAX_BACKGROUND_READS: usize = 2;
+
+/// How often [`read_slot`] looks for a free slot.
+const READ_SLOT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// One of the [`MAX_BACKGROUND_READS`] rights to read a whole-file source in the background
+/// ([`read_slot`]), held until it is dropped.
+#[derive(Debug)]
+pub struct ReadSlot {
+    _slot: std::fs::File,
+}
+
+/// A free read slot (a lock file `pending/workers/read-N.slot`, N below
+/// [`MAX_BACKGROUND_READS`]), without waiting; `Ok(None)` when every slot is held.
+///
+/// Errors: as [`claim_worker`].
+pub fn try_read_slot() -> std::io::Result<Option<ReadSlot>> {
+    let dir = own_workers_dir()?;
+    for i in 0..MAX_BACKGROUND_READS {
+        let slot = open_lock(&dir.join(format!("read-{i}.slot")))?;
+        if try_lock(&slot)? {
+            return Ok(Some(ReadSlot { _slot: slot }));
+        }
+    }
+    Ok(None)
+}
+
+/// A read slot ([`try_read_slot`]), waiting (looking every 250 ms) while every one is held.
+///
+/// Errors: as [`claim_worker`].
+pub fn read_slot() -> std::io::Result<ReadSlot> {
+    loop {
+        if let Some(slot) = try_read_slot()? {
+            return Ok(slot);
+        }
+        std::thread::sleep(READ_SLOT_POLL);
+    }
 }
 
 /// Whether a background process reads the transcript of `entry` now (holds its

@@ -10,7 +10,9 @@
 //! ([`crate::ingest::IngestReport::deferred`]): it waits for the file to be unchanged for
 //! [`QUIET`], then reads it without a deadline, again while the agent rewrote it meanwhile
 //! ([`run`]), at a lower CPU priority; one such process reads a file at a time, one more waits
-//! behind it ([`crate::pending::claim_worker`]).
+//! behind it ([`crate::pending::claim_worker`]), and at most
+//! [`crate::pending::MAX_BACKGROUND_READS`] read at once, whatever the file
+//! ([`crate::pending::read_slot`]).
 //!
 //! Like a hook it never opens a network connection, logs to the hook log, and never creates a
 //! store: when the store is gone (a deleted sandbox) it does nothing. The hook also leaves the
@@ -107,7 +109,9 @@ pub const MAX_WHOLE_FILE_ROUNDS: usize = 5;
 /// full-text index and what earlier hooks left pending.
 ///
 /// A whole-file source (of any agent) is read without a deadline, after its
-/// [`crate::pending::claim_worker`] claim, at a lower CPU priority, and read again (after
+/// [`crate::pending::claim_worker`] claim and a [`crate::pending::read_slot`] (waited for), at
+/// a lower CPU priority, into a store opened without a deadline (each write waits up to 10 s
+/// for the lock from when it asks), and read again (after
 /// another quiet wait) while it changed during the read, at most [`MAX_WHOLE_FILE_ROUNDS`]
 /// times; the report is that of the last read that stored something.
 ///
@@ -164,11 +168,13 @@ fn run_whole_file(
         return Ok(None);
     };
     lower_priority();
+    // Each read holds the file and its parse in memory: a few at once, all files together.
+    let _slot = crate::pending::read_slot()?;
     let mut settled = wait(path, never_final, MAX_WAIT, QUIET);
     if db.sqlite_path().is_some_and(|p| !p.exists()) {
         return Ok(None);
     }
-    let mut store = Store::open_until(db, Instant::now() + LOCK_WAIT)?;
+    let mut store = open_background(db, LOCK_WAIT)?;
     let mut last: Option<(Settled, IngestReport)> = None;
     for round in 0..MAX_WHOLE_FILE_ROUNDS {
         if round > 0 {
@@ -188,6 +194,18 @@ fn run_whole_file(
     store.catch_up_index(Some(deadline))?;
     let _ = crate::pending::catch_up(&mut store, db, deadline);
     Ok(last)
+}
+
+/// The store as a background read opens it: without a deadline, so that each write waits for
+/// the lock up to `lock_wait` from when it asks for it (and first yields to hooks, as any
+/// background writer does: [`Store::write`]). A deadline set at the open
+/// ([`Store::open_until`]) would be spent by the parse of a large file, or by the wait for a
+/// rewritten file to be quiet again: past it, a write fails at once with [`Error::Busy`]
+/// whenever another process holds the lock, and the whole parse is lost.
+///
+/// Errors: as [`Store::open_with_timeout`].
+fn open_background(db: &StoreLocation, lock_wait: Duration) -> Result<Store> {
+    Store::open_with_timeout(db, lock_wait)
 }
 
 /// Lower this process's CPU priority (nice 10; on Linux, of the calling thread): a background
@@ -229,6 +247,34 @@ mod tests {
 
     fn ends_with_done(line: &[u8]) -> bool {
         line == b"done"
+    }
+
+    #[test]
+    fn a_background_write_waits_for_the_lock_from_when_it_asks() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("m.db");
+        let db = StoreLocation::Sqlite(path.clone());
+        drop(Store::open(&db).unwrap());
+        let lock_wait = Duration::from_secs(1);
+        let mut store = open_background(&db, lock_wait).unwrap();
+        // The parse of a large file, longer than the lock wait.
+        std::thread::sleep(lock_wait + Duration::from_millis(200));
+        // Then a hook holds the write lock for a moment.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let mut other = Store::open(&path).unwrap();
+            other
+                .write(|_| {
+                    tx.send(()).unwrap();
+                    std::thread::sleep(Duration::from_millis(200));
+                    Ok(())
+                })
+                .unwrap();
+        });
+        rx.recv().unwrap();
+        let written = store.write(|_| Ok(()));
+        holder.join().unwrap();
+        assert!(written.is_ok(), "{written:?}");
     }
 
     #[test]

@@ -187,3 +187,50 @@ fn one_background_reader_per_file_and_one_waiting_behind_it() {
     second.join().unwrap();
     assert!(!pending::worker_running(&entry));
 }
+
+/// At most `MAX_BACKGROUND_READS` whole-file reads at once, whatever the file: a background
+/// read waits for a slot before it reads (each holds about ten times its file in memory).
+#[test]
+fn at_most_two_background_reads_at_once_of_all_files() {
+    memtrail_testkit::alone!(at_most_two_background_reads_at_once_of_all_files);
+    let home = memtrail_testkit::TempHome::new();
+    let state = home.dir.path().join("state");
+    for (k, v) in memtrail_testkit::home_vars(&home.home, &state) {
+        // SAFETY: the only test thread of this process (`alone!`).
+        unsafe { std::env::set_var(k, v) };
+    }
+    assert_eq!(pending::MAX_BACKGROUND_READS, 2);
+    let a = pending::try_read_slot().unwrap().expect("a first slot");
+    let b = pending::try_read_slot().unwrap().expect("a second slot");
+    assert!(pending::try_read_slot().unwrap().is_none());
+    drop(a);
+    let c = pending::try_read_slot().unwrap().expect("the slot let go");
+    assert!(pending::try_read_slot().unwrap().is_none());
+
+    // A background read of a file no other process reads waits for a slot.
+    let path = home.dir.path().join("m.db");
+    let db = StoreLocation::Sqlite(path.clone());
+    drop(Store::open(&path).unwrap());
+    let doc = chat_session(&home.home, 0);
+    let reader = {
+        let (db, doc) = (db.clone(), doc.clone());
+        std::thread::spawn(move || {
+            memtrail_runtime::settle::run(Agent::Vscode, &doc, Some(SID), &db)
+                .unwrap()
+                .map(|(_, r)| r.inserted)
+        })
+    };
+    // Past the 2 s of quiet it waits for and the read of the 8 KB fixture: nothing stored.
+    std::thread::sleep(Duration::from_secs(4));
+    let count = |p: &Path| -> i64 {
+        rusqlite::Connection::open(p)
+            .unwrap()
+            .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(count(&path), 0);
+    assert!(!reader.is_finished());
+    drop((b, c));
+    assert_eq!(reader.join().unwrap(), Some(6));
+    assert_eq!(count(&path), 6);
+}
