@@ -5,7 +5,7 @@
 
 use crate::support::fixtures;
 use memtrail_adapters::Agent;
-use memtrail_runtime::ingest::{DOC_BYTES_PER_SEC, doc_parse_estimate, ingest_path};
+use memtrail_runtime::ingest::{DOC_BYTES_PER_SEC, doc_parse_estimate, ingest_path, read_capped};
 use memtrail_runtime::store::StoreLocation;
 use memtrail_runtime::{Store, pending};
 use std::path::{Path, PathBuf};
@@ -233,4 +233,43 @@ fn at_most_two_background_reads_at_once_of_all_files() {
     drop((b, c));
     assert_eq!(reader.join().unwrap(), Some(6));
     assert_eq!(count(&path), 6);
+}
+
+/// A whole-file source is read to at most its cap, whatever its size said: a session file that
+/// is a link to `/proc/self/pagemap` (size 0; 256 GB to a reader) was read by the hook itself
+/// (its size fit any time budget) until memory ran out.
+#[test]
+fn a_reader_longer_than_the_cap_is_read_to_the_cap_at_most() {
+    // Endless: refused.
+    assert_eq!(read_capped(std::io::repeat(b'x'), 0, 1000).unwrap(), None);
+    // Longer than it said, and than the cap: refused; at the cap, or shorter: whole.
+    let bytes = vec![b'y'; 1001];
+    assert_eq!(read_capped(&bytes[..], 10, 1000).unwrap(), None);
+    assert_eq!(
+        read_capped(&bytes[..1000], 10, 1000).unwrap(),
+        Some(bytes[..1000].to_vec())
+    );
+    assert_eq!(
+        read_capped(&bytes[..3], 1000, 1000).unwrap(),
+        Some(b"yyy".to_vec())
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+#[ignore = "reads 256 MiB of /proc/self/pagemap"]
+fn a_whole_file_source_linked_to_proc_pagemap_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&d.path().join("m.db")).unwrap();
+    let dir = d.path().join("workspaceStorage/0a1b/chatSessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("{SID}.json"));
+    std::os::unix::fs::symlink("/proc/self/pagemap", &p).unwrap();
+    assert_eq!(std::fs::metadata(&p).unwrap().len(), 0);
+    let e = ingest_path(&mut store, Agent::Vscode, &p, None, None).unwrap_err();
+    assert!(
+        e.to_string().contains("is larger than 268435456 bytes"),
+        "{e}"
+    );
+    assert!(store.cursor(&p.to_string_lossy()).unwrap().is_none());
 }
