@@ -306,18 +306,41 @@ pub fn claim_worker(db: &StoreLocation, path: &Path) -> std::io::Result<Option<W
     Ok(Some(WorkerClaim { _run: run }))
 }
 
-/// `pending/workers`, created (0700) if missing. Errors: it cannot be created, or it is not a
-/// folder of its own (a symlink).
+/// `pending/workers`, created (0700) if missing; one of this user's that others could write
+/// to is tightened to 0700 (a lock file another user made there is refused by [`open_lock`]).
+/// Errors: it cannot be created, it is not a folder of its own (a symlink), or it belongs to
+/// another user (`PermissionDenied`: its locks are not used).
 fn own_workers_dir() -> std::io::Result<PathBuf> {
     let dir = workers_dir();
     create_private_dir(&dir)?;
-    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+    let m = std::fs::symlink_metadata(&dir)?;
+    if !m.is_dir() {
         return Err(std::io::Error::other(format!(
             "{} is not a folder of its own",
             dir.display()
         )));
     }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        if m.uid() != euid() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!("{} belongs to another user; not used", dir.display()),
+            ));
+        }
+        if m.mode() & 0o077 != 0 {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+    }
     Ok(dir)
+}
+
+/// This process's effective user id.
+#[cfg(unix)]
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// Most whole-file sources read in the background at once by this user's processes, all
@@ -382,11 +405,19 @@ fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)?;
-    if !f.metadata()?.is_file() {
+    let m = f.metadata()?;
+    if !m.is_file() {
         return Err(std::io::Error::other(format!(
             "{} is not a regular file",
             path.display()
         )));
+    }
+    // A lock file another user made (and may hold) would stop this user's reads.
+    if std::os::unix::fs::MetadataExt::uid(&m) != euid() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("{} belongs to another user; not used", path.display()),
+        ));
     }
     Ok(f)
 }

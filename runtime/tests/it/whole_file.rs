@@ -26,6 +26,18 @@ fn chat_session(root: &Path, pad: usize) -> PathBuf {
     p
 }
 
+/// A temporary home, and this process's environment pointed into it (the caller runs
+/// `alone!` first: the only test thread of its process).
+fn home_in_env() -> memtrail_testkit::TempHome {
+    let home = memtrail_testkit::TempHome::new();
+    let state = home.dir.path().join("state");
+    for (k, v) in memtrail_testkit::home_vars(&home.home, &state) {
+        // SAFETY: the only test thread of this process (`alone!`, by the caller).
+        unsafe { std::env::set_var(k, v) };
+    }
+    home
+}
+
 #[test]
 fn the_estimate_keeps_small_files_in_the_hook_and_large_ones_out() {
     // The default hook works for 2.7 s (3 s budget, 90%): a 3 MB session fits, the 26 MB one
@@ -95,12 +107,7 @@ fn the_catch_up_keeps_a_deferred_whole_file_source_and_goes_on_with_the_next() {
     memtrail_testkit::alone!(
         the_catch_up_keeps_a_deferred_whole_file_source_and_goes_on_with_the_next
     );
-    let home = memtrail_testkit::TempHome::new();
-    let state = home.dir.path().join("state");
-    for (k, v) in memtrail_testkit::home_vars(&home.home, &state) {
-        // SAFETY: the only test thread of this process (`alone!`).
-        unsafe { std::env::set_var(k, v) };
-    }
+    let home = home_in_env();
     let db = StoreLocation::Sqlite(home.dir.path().join("m.db"));
     let mut store = Store::open(&home.dir.path().join("m.db")).unwrap();
     // 40 MB of session (the fixture padded): 5 s at the assumed rate, past a 2 s deadline.
@@ -136,12 +143,7 @@ fn the_catch_up_keeps_a_deferred_whole_file_source_and_goes_on_with_the_next() {
 #[test]
 fn one_background_reader_per_file_and_one_waiting_behind_it() {
     memtrail_testkit::alone!(one_background_reader_per_file_and_one_waiting_behind_it);
-    let home = memtrail_testkit::TempHome::new();
-    let state = home.dir.path().join("state");
-    for (k, v) in memtrail_testkit::home_vars(&home.home, &state) {
-        // SAFETY: the only test thread of this process (`alone!`).
-        unsafe { std::env::set_var(k, v) };
-    }
+    let home = home_in_env();
     let db = StoreLocation::Sqlite(home.dir.path().join("m.db"));
     let doc = chat_session(&home.home, 0);
     let entry = pending::Entry {
@@ -193,12 +195,7 @@ fn one_background_reader_per_file_and_one_waiting_behind_it() {
 #[test]
 fn at_most_two_background_reads_at_once_of_all_files() {
     memtrail_testkit::alone!(at_most_two_background_reads_at_once_of_all_files);
-    let home = memtrail_testkit::TempHome::new();
-    let state = home.dir.path().join("state");
-    for (k, v) in memtrail_testkit::home_vars(&home.home, &state) {
-        // SAFETY: the only test thread of this process (`alone!`).
-        unsafe { std::env::set_var(k, v) };
-    }
+    let home = home_in_env();
     assert_eq!(pending::MAX_BACKGROUND_READS, 2);
     let a = pending::try_read_slot().unwrap().expect("a first slot");
     let b = pending::try_read_slot().unwrap().expect("a second slot");
@@ -272,4 +269,33 @@ fn a_whole_file_source_linked_to_proc_pagemap_is_refused() {
         "{e}"
     );
     assert!(store.cursor(&p.to_string_lossy()).unwrap().is_none());
+}
+
+/// The lock folder is this user's alone: one that others could write to is tightened to 0700
+/// before its locks are used; a lock file of another user's is refused.
+#[cfg(unix)]
+#[test]
+fn the_lock_folder_is_tightened_and_a_lock_file_of_another_user_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    memtrail_testkit::alone!(the_lock_folder_is_tightened_and_a_lock_file_of_another_user_refused);
+    let home = home_in_env();
+    let workers = pending::dir().join("workers");
+    std::fs::create_dir_all(&workers).unwrap();
+    std::fs::set_permissions(&workers, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let db = StoreLocation::Sqlite(home.dir.path().join("m.db"));
+    let doc = chat_session(&home.home, 0);
+    let claim = pending::claim_worker(&db, &doc).unwrap();
+    assert!(claim.is_some());
+    let mode = std::fs::metadata(&workers).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    drop(claim);
+    // Another user's lock file (only root can make one here).
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let slot = workers.join("read-0.slot");
+        std::fs::write(&slot, b"").unwrap();
+        std::os::unix::fs::chown(&slot, Some(65534), Some(65534)).unwrap();
+        let e = pending::try_read_slot().unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
+    }
 }
