@@ -493,3 +493,81 @@ fn prefixes_of_words_beyond_ascii_give_fts5s_own_terms_and_hits() {
     let bad = differences(&store, &queries, &[&all]);
     assert!(bad.is_empty(), "{bad:#?}");
 }
+
+/// Messages rewritten in place (as a hook does when an agent rewrites a message): FTS5's
+/// `secure-delete` takes the old terms off the segments' pages at once, with no merge; the
+/// terms left on the pages, and the hits, are still FTS5's own.
+#[test]
+fn terms_taken_off_pages_by_secure_delete_give_fts5s_own_terms_and_hits() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+    let sid = store
+        .write(|w| {
+            w.upsert_session(
+                &SessionRef {
+                    agent: Agent::Claude,
+                    external_id: "rewritten".into(),
+                    parent_external_id: None,
+                },
+                &SessionMeta::default(),
+                &Standard,
+            )
+        })
+        .unwrap();
+    set_automerge(&store, 0);
+    let message = |id: usize, text: String| Message {
+        id: format!("m{id}"),
+        role: Role::User,
+        kind: Kind::Text,
+        parts: vec![Part::Text { text }],
+        timestamp: Some(T0 + id as i64 * 1000),
+        model: None,
+    };
+    // 12 writes of 50 messages, each its own segment: `errqN` words, and frequent ones.
+    for round in 0..12 {
+        let records = (0..50)
+            .map(|j| {
+                let id = round * 50 + j;
+                Record::Message(message(id, format!("errq{id} error filler errx{}", id % 7)))
+            })
+            .collect();
+        store.write(|w| w.apply(sid, records)).unwrap();
+        let _ = store.catch_up_index(None);
+    }
+    // Every other message rewritten without its `errq` word: half the rare terms leave the
+    // index, the first term of many pages among them.
+    for round in 0..12 {
+        let records = (0..50)
+            .filter(|j| j % 2 == 0)
+            .map(|j| {
+                let id = round * 50 + j;
+                Record::Replace(message(id, format!("error filler errx{}", id % 7)))
+            })
+            .collect();
+        store.write(|w| w.apply(sid, records)).unwrap();
+        let _ = store.catch_up_index(None);
+    }
+    assert_eq!(vocabulary(&store, "errq").len(), 300);
+    assert!(segments(&store) >= 6, "{}", segments(&store));
+    for prefix in ["errq", "errq1", "err", "e"] {
+        assert_eq!(
+            terms_in(&store, prefix),
+            Some(vocabulary(&store, prefix)),
+            "{prefix}"
+        );
+    }
+    let all = SearchFilter {
+        limit: 50,
+        ..SearchFilter::default()
+    };
+    let queries = [
+        "errq*",
+        "errq1*",
+        "err*",
+        "errq* -errx3",
+        "errx* errq*",
+        "e*",
+    ];
+    let bad = differences(&store, &queries, &[&all]);
+    assert!(bad.is_empty(), "{bad:#?}");
+}
