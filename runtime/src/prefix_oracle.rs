@@ -121,6 +121,41 @@ fn generated() -> (tempfile::TempDir, Store) {
     (dir, store)
 }
 
+/// The filters the searches are compared under: none, an agent, a project with an end
+/// date, a session, a role with a start date (each for the best 50 hits).
+fn filters() -> Vec<SearchFilter> {
+    let all = fifty();
+    vec![
+        all.clone(),
+        SearchFilter {
+            agent: Some("codex".into()),
+            ..all.clone()
+        },
+        SearchFilter {
+            project: Some("/w/p1".into()),
+            until: Some(T0 + 5_000 * 1000),
+            ..all.clone()
+        },
+        SearchFilter {
+            session: Some("sess-05".into()),
+            ..all.clone()
+        },
+        SearchFilter {
+            role: Some("user".into()),
+            since: Some(T0 + 1_000 * 1000),
+            ..all
+        },
+    ]
+}
+
+/// A search for the best 50 hits, with no filter.
+fn fifty() -> SearchFilter {
+    SearchFilter {
+        limit: 50,
+        ..SearchFilter::default()
+    }
+}
+
 fn search(store: &Store, min_pages: i64, q: &str, f: &SearchFilter) -> Vec<Hit> {
     search_result(store, min_pages, q, f).unwrap_or_else(|e| panic!("{q} {f:?}: {e}"))
 }
@@ -203,19 +238,7 @@ fn a_prefix_is_written_as_its_terms_each_a_word_stemmed_to_it() {
 #[test]
 fn an_expanded_prefix_gives_fts5s_own_hits() {
     let (_dir, store) = generated();
-    let all = SearchFilter {
-        limit: 50,
-        ..SearchFilter::default()
-    };
-    let codex = SearchFilter {
-        agent: Some("codex".into()),
-        ..all.clone()
-    };
-    let project = SearchFilter {
-        project: Some("/w/p1".into()),
-        until: Some(T0 + 5_000 * 1000),
-        ..all.clone()
-    };
+    let filters = filters();
     let mut checked = 0;
     for q in [
         "err*",
@@ -231,7 +254,7 @@ fn an_expanded_prefix_gives_fts5s_own_hits() {
         "tes* err* alpha",
         "e*",
     ] {
-        for f in [&all, &codex, &project] {
+        for f in &filters[..3] {
             let native = search(&store, i64::MAX, q, f);
             let expanded = search(&store, 0, q, f);
             assert!(!native.is_empty(), "{q} {f:?}: no hit");
@@ -272,19 +295,7 @@ fn differences(store: &Store, queries: &[&str], filters: &[&SearchFilter]) -> Ve
 #[test]
 fn odd_queries_give_fts5s_own_hits() {
     let (_dir, store) = generated();
-    let all = SearchFilter {
-        limit: 50,
-        ..SearchFilter::default()
-    };
-    let session = SearchFilter {
-        session: Some("sess-05".into()),
-        ..all.clone()
-    };
-    let role = SearchFilter {
-        role: Some("user".into()),
-        since: Some(T0 + 1_000 * 1000),
-        ..all.clone()
-    };
+    let filters = filters();
     // `ि` (a Devanagari vowel sign) is a letter to Rust, so the query keeps it, and no token
     // to `unicode61`: an empty phrase, which FTS5 drops beside an implicit AND.
     let queries = [
@@ -324,8 +335,51 @@ fn odd_queries_give_fts5s_own_hits() {
         "err* -err*",
         "x OR err*",
     ];
-    let bad = differences(&store, &queries, &[&all, &session, &role]);
+    let bad = differences(&store, &queries, &filters.iter().collect::<Vec<_>>());
     assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// The index terms read for each of `prefixes` are `fts5vocab`'s, and each of `queries` gives
+/// the same hits expanded as natively ([`differences`], no filter).
+fn terms_and_hits_are_fts5s_own(store: &Store, prefixes: &[&str], queries: &[&str]) {
+    for &prefix in prefixes {
+        assert_eq!(
+            terms_in(store, prefix),
+            Some(vocabulary(store, prefix)),
+            "{prefix}"
+        );
+    }
+    let bad = differences(store, queries, &[&fifty()]);
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// A new Claude Code session `external` of no project: its id.
+fn claude_session(store: &mut Store, external: &str) -> i64 {
+    store
+        .write(|w| {
+            w.upsert_session(
+                &SessionRef {
+                    agent: Agent::Claude,
+                    external_id: external.to_string(),
+                    parent_external_id: None,
+                },
+                &SessionMeta::default(),
+                &Standard,
+            )
+        })
+        .unwrap()
+}
+
+/// A user's message of `text`, id `id`, at `ts` (ms).
+fn text_message(id: String, text: String, ts: i64) -> Message {
+    Message {
+        id,
+        role: Role::User,
+        kind: Kind::Text,
+        parts: vec![Part::Text { text }],
+        timestamp: Some(ts),
+        model: None,
+    }
 }
 
 /// Words beyond ASCII: accents `unicode61` removes, cases it folds, scripts the Porter stemmer
@@ -377,21 +431,7 @@ fn wide() -> (tempfile::TempDir, Store) {
     let mut store = Store::open(&dir.path().join("m.db")).unwrap();
     let mut rng = Xorshift(0x5eed_1234);
     let sessions: Vec<i64> = (0..4)
-        .map(|i| {
-            store
-                .write(|w| {
-                    w.upsert_session(
-                        &SessionRef {
-                            agent: Agent::Claude,
-                            external_id: format!("wide-{i}"),
-                            parent_external_id: None,
-                        },
-                        &SessionMeta::default(),
-                        &Standard,
-                    )
-                })
-                .unwrap()
-        })
+        .map(|i| claude_session(&mut store, &format!("wide-{i}")))
         .collect();
     set_automerge(&store, 0);
     let mut n = 0i64;
@@ -410,16 +450,11 @@ fn wide() -> (tempfile::TempDir, Store) {
                     let words: Vec<&str> = (0..2 + rng.below(5))
                         .map(|_| WIDE_WORDS[rng.below(WIDE_WORDS.len())])
                         .collect();
-                    Record::Message(Message {
-                        id: format!("w{round}-{sid}-{j}"),
-                        role: Role::User,
-                        kind: Kind::Text,
-                        parts: vec![Part::Text {
-                            text: words.join(" "),
-                        }],
-                        timestamp: Some(T0 + n * 1000),
-                        model: None,
-                    })
+                    Record::Message(text_message(
+                        format!("w{round}-{sid}-{j}"),
+                        words.join(" "),
+                        T0 + n * 1000,
+                    ))
                 })
                 .collect();
             store.write(|w| w.apply(sid, records)).unwrap();
@@ -433,19 +468,9 @@ fn wide() -> (tempfile::TempDir, Store) {
 #[test]
 fn prefixes_of_words_beyond_ascii_give_fts5s_own_terms_and_hits() {
     let (_dir, store) = wide();
-    for prefix in [
+    let prefixes = [
         "e", "et", "u", "ub", "ош", "λα", "stra", "ı", "i", "na", "fi", "ｆ", "f",
-    ] {
-        assert_eq!(
-            terms_in(&store, prefix),
-            Some(vocabulary(&store, prefix)),
-            "{prefix}"
-        );
-    }
-    let all = SearchFilter {
-        limit: 50,
-        ..SearchFilter::default()
-    };
+    ];
     let queries = [
         "é*",
         "ét*",
@@ -490,8 +515,7 @@ fn prefixes_of_words_beyond_ascii_give_fts5s_own_terms_and_hits() {
             "{q}"
         );
     }
-    let bad = differences(&store, &queries, &[&all]);
-    assert!(bad.is_empty(), "{bad:#?}");
+    terms_and_hits_are_fts5s_own(&store, &prefixes, &queries);
 }
 
 /// Messages rewritten in place (as a hook does when an agent rewrites a message): FTS5's
@@ -501,28 +525,10 @@ fn prefixes_of_words_beyond_ascii_give_fts5s_own_terms_and_hits() {
 fn terms_taken_off_pages_by_secure_delete_give_fts5s_own_terms_and_hits() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("m.db")).unwrap();
-    let sid = store
-        .write(|w| {
-            w.upsert_session(
-                &SessionRef {
-                    agent: Agent::Claude,
-                    external_id: "rewritten".into(),
-                    parent_external_id: None,
-                },
-                &SessionMeta::default(),
-                &Standard,
-            )
-        })
-        .unwrap();
+    let sid = claude_session(&mut store, "rewritten");
     set_automerge(&store, 0);
-    let message = |id: usize, text: String| Message {
-        id: format!("m{id}"),
-        role: Role::User,
-        kind: Kind::Text,
-        parts: vec![Part::Text { text }],
-        timestamp: Some(T0 + id as i64 * 1000),
-        model: None,
-    };
+    let message =
+        |id: usize, text: String| text_message(format!("m{id}"), text, T0 + id as i64 * 1000);
     // 12 writes of 50 messages, each its own segment: `errqN` words, and frequent ones.
     for round in 0..12 {
         let records = (0..50)
@@ -549,17 +555,7 @@ fn terms_taken_off_pages_by_secure_delete_give_fts5s_own_terms_and_hits() {
     }
     assert_eq!(vocabulary(&store, "errq").len(), 300);
     assert!(segments(&store) >= 6, "{}", segments(&store));
-    for prefix in ["errq", "errq1", "err", "e"] {
-        assert_eq!(
-            terms_in(&store, prefix),
-            Some(vocabulary(&store, prefix)),
-            "{prefix}"
-        );
-    }
-    let all = SearchFilter {
-        limit: 50,
-        ..SearchFilter::default()
-    };
+    let prefixes = ["errq", "errq1", "err", "e"];
     let queries = [
         "errq*",
         "errq1*",
@@ -568,6 +564,5 @@ fn terms_taken_off_pages_by_secure_delete_give_fts5s_own_terms_and_hits() {
         "errx* errq*",
         "e*",
     ];
-    let bad = differences(&store, &queries, &[&all]);
-    assert!(bad.is_empty(), "{bad:#?}");
+    terms_and_hits_are_fts5s_own(&store, &prefixes, &queries);
 }
