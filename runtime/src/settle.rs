@@ -141,7 +141,7 @@ pub fn run(
     if db.sqlite_path().is_some_and(|p| !p.exists()) {
         return Ok(None);
     }
-    let mut store = Store::open_until(db, Instant::now() + LOCK_WAIT)?;
+    let mut store = open_background(db, LOCK_WAIT)?;
     let report = ingest_at_rest(&mut store, agent, path, session, None)?;
     let deadline = Instant::now() + LOCK_WAIT;
     store.catch_up_index(Some(deadline))?;
@@ -196,7 +196,8 @@ fn run_whole_file(
     Ok(last)
 }
 
-/// The store as a background read opens it: without a deadline, so that each write waits for
+/// The store as this process opens it (for a Copilot CLI transcript too, whose ingest of a
+/// long `events.jsonl` writes batch after batch): without a deadline, so that each write waits for
 /// the lock up to `lock_wait` from when it asks for it (and first yields to hooks, as any
 /// background writer does: [`Store::write`]). A deadline set at the open
 /// ([`Store::open_until`]) would be spent by the parse of a large file, or by the wait for a
