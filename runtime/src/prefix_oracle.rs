@@ -9,7 +9,8 @@ use crate::query::{self, Hit, SearchFilter};
 use crate::records::Standard;
 use crate::store::Store;
 use crate::store::prefix::{
-    FORCED_MIN_PAGES, expand_in, merge_some, segments, set_automerge, terms_in, vocabulary,
+    FORCED_MIN_PAGES, expand_in, merge_before_page_reads, merge_some, segments, set_automerge,
+    terms_in, vocabulary,
 };
 use crate::test_rng::Xorshift;
 use memtrail_adapters::{Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef};
@@ -565,4 +566,40 @@ fn terms_taken_off_pages_by_secure_delete_give_fts5s_own_terms_and_hits() {
         "e*",
     ];
     terms_and_hits_are_fts5s_own(&store, &prefixes, &queries);
+}
+
+/// A merge that another process commits between the statements that list the index's
+/// segments and pages and those that read the pages (a hook's automatic merge while an MCP
+/// server searches): the terms read are still all of the prefix's.
+#[test]
+fn a_merge_between_the_reads_of_the_index_loses_no_term() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+    set_automerge(&store, 0);
+    // Nine writes, each with words of its own: the first merged into a segment of a level of
+    // its own, then eight segments.
+    let sid = claude_session(&mut store, "late");
+    for round in 0..9 {
+        let records = (0..20)
+            .map(|j| {
+                let id = round * 20 + j;
+                Record::Message(text_message(
+                    format!("late-{id}"),
+                    format!("errz{id} alpha"),
+                    T0 + 10_000_000 + id * 1000,
+                ))
+            })
+            .collect();
+        store.write(|w| w.apply(sid, records)).unwrap();
+        let _ = store.catch_up_index(None);
+        if round == 0 {
+            merge_some(&store, 1000);
+        }
+    }
+    let want = vocabulary(&store, "errz");
+    assert_eq!(want.len(), 180);
+    merge_before_page_reads(&mut store, 1);
+    let got = terms_in(&store, "errz");
+    assert_eq!(vocabulary(&store, "errz"), want);
+    assert_eq!(got, Some(want));
 }

@@ -316,6 +316,12 @@ pub(crate) fn index_terms(
     prefix: &[u8],
     min_pages: i64,
 ) -> Result<Option<BTreeSet<Vec<u8>>>> {
+    // One read transaction for every statement below: without it each sees the index as
+    // last committed, and a merge committed by another process (a hook's automatic merge)
+    // between the listing of the segments and the reading of their pages moves terms into a
+    // segment not listed, from pages then gone.
+    conn.execute_batch("SAVEPOINT memtrail_prefix_terms").db()?;
+    let _release = Release(conn);
     let lo = key(prefix);
     let hi = successor(&lo);
     let segments: Vec<i64> = conn
@@ -399,6 +405,16 @@ pub(crate) fn index_terms(
         }
     }
     Ok(Some(terms))
+}
+
+/// Ends [`index_terms`]'s read transaction when dropped.
+struct Release<'c>(&'c Connection);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        // A read-only savepoint: its release cannot lose anything.
+        let _ = self.0.execute_batch("RELEASE memtrail_prefix_terms");
+    }
 }
 
 /// SQLite's varint (1–9 bytes, big-endian 7-bit groups, the ninth byte whole) at `b[i..]`:
@@ -621,5 +637,41 @@ pub(crate) fn merge_some(store: &super::Store, pages: i64) {
             "INSERT INTO messages_fts(messages_fts, rank) VALUES ('merge', ?1)",
             [pages],
         )
+        .unwrap();
+}
+
+/// Arm `store` so that, the first time one of its statements that reads `messages_fts_data`
+/// is prepared (the page reads of [`index_terms`], after it listed the segments and their
+/// pages), another connection first runs FTS5's incremental `merge` of `pages` pages, as a
+/// hook's automatic merge may between two statements of a search.
+#[cfg(test)]
+pub(crate) fn merge_before_page_reads(store: &mut super::Store, pages: i64) {
+    use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+    let path = store.path().to_path_buf();
+    store.conn.flush_prepared_statement_cache();
+    let mut armed = true;
+    store
+        .conn
+        .authorizer(Some(move |ctx: AuthContext<'_>| {
+            if armed
+                && matches!(
+                    ctx.action,
+                    AuthAction::Read {
+                        table_name: "messages_fts_data",
+                        ..
+                    }
+                )
+            {
+                armed = false;
+                let other = Connection::open(&path).unwrap();
+                other
+                    .execute(
+                        "INSERT INTO messages_fts(messages_fts, rank) VALUES ('merge', ?1)",
+                        [pages],
+                    )
+                    .unwrap();
+            }
+            Authorization::Allow
+        }))
         .unwrap();
 }
