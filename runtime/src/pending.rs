@@ -17,7 +17,8 @@
 //! noted with its size ([`add_whole_file`]) and read by a detached `memtrail hook-settle`
 //! ([`crate::settle::run`]), which has no deadline; at most one such process reads a file at a
 //! time, and one more waits behind it ([`claim_worker`]); at most [`MAX_BACKGROUND_READS`]
-//! read at once, whatever the file ([`read_slot`]).
+//! read at once, whatever the file, and [`MAX_BACKGROUND_WAITERS`] more wait for their turn
+//! ([`read_slot`]).
 
 use crate::ingest::{IngestReport, ingest_path};
 use crate::store::{Store, StoreLocation};
@@ -365,9 +366,26 @@ pub struct ReadSlot {
 ///
 /// Errors: as [`claim_worker`].
 pub fn try_read_slot() -> std::io::Result<Option<ReadSlot>> {
+    try_slot("read", MAX_BACKGROUND_READS)
+}
+
+/// Most background reads waiting for a [`read_slot`] at once, all files together: past them,
+/// a read is not queued (the next hook starts it again), so that a flood of hooks naming many
+/// large files leaves a bounded number of processes behind.
+pub const MAX_BACKGROUND_WAITERS: usize = 4;
+
+/// A free place in the queue for a read slot (a lock file `pending/workers/wait-N.slot`, N
+/// below [`MAX_BACKGROUND_WAITERS`]), without waiting; `Ok(None)` when every place is held.
+///
+/// Errors: as [`claim_worker`].
+pub fn try_queue_place() -> std::io::Result<Option<ReadSlot>> {
+    try_slot("wait", MAX_BACKGROUND_WAITERS)
+}
+
+fn try_slot(kind: &str, n: usize) -> std::io::Result<Option<ReadSlot>> {
     let dir = own_workers_dir()?;
-    for i in 0..MAX_BACKGROUND_READS {
-        let slot = open_lock(&dir.join(format!("read-{i}.slot")))?;
+    for i in 0..n {
+        let slot = open_lock(&dir.join(format!("{kind}-{i}.slot")))?;
         if try_lock(&slot)? {
             return Ok(Some(ReadSlot { _slot: slot }));
         }
@@ -375,15 +393,23 @@ pub fn try_read_slot() -> std::io::Result<Option<ReadSlot>> {
     Ok(None)
 }
 
-/// A read slot ([`try_read_slot`]), waiting (looking every 250 ms) while every one is held.
+/// A read slot ([`try_read_slot`]): at once when one is free; else, holding a place in the
+/// queue ([`try_queue_place`]), waiting (looking every 250 ms) until one is; `Ok(None)` at
+/// once when the queue is full too.
 ///
 /// Errors: as [`claim_worker`].
-pub fn read_slot() -> std::io::Result<ReadSlot> {
+pub fn read_slot() -> std::io::Result<Option<ReadSlot>> {
+    if let Some(slot) = try_read_slot()? {
+        return Ok(Some(slot));
+    }
+    let Some(_place) = try_queue_place()? else {
+        return Ok(None);
+    };
     loop {
-        if let Some(slot) = try_read_slot()? {
-            return Ok(slot);
-        }
         std::thread::sleep(READ_SLOT_POLL);
+        if let Some(slot) = try_read_slot()? {
+            return Ok(Some(slot));
+        }
     }
 }
 

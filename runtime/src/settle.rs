@@ -116,7 +116,9 @@ pub const MAX_WHOLE_FILE_ROUNDS: usize = 5;
 /// times; the report is that of the last read that stored something.
 ///
 /// Returns `Ok(None)` when the store does not exist (nothing is created), or for a whole-file
-/// source when another process reads it and one more waits to; else the ingest's report.
+/// source when another process reads it and one more waits to, or when every read slot and
+/// every place in their queue are held ([`crate::pending::read_slot`]); else the ingest's
+/// report.
 /// Errors: the agent has no such quirk and the file is not a whole-file source, the store's
 /// lock stayed taken for 10 s, or the transcript cannot be read (it never appeared).
 pub fn run(
@@ -169,7 +171,10 @@ fn run_whole_file(
     };
     lower_priority();
     // Each read holds the file and its parse in memory: a few at once, all files together.
-    let _slot = crate::pending::read_slot()?;
+    // A bounded queue: past it, the next hook starts this read again.
+    let Some(_slot) = crate::pending::read_slot()? else {
+        return Ok(None);
+    };
     let mut settled = wait(path, never_final, MAX_WAIT, QUIET);
     if db.sqlite_path().is_some_and(|p| !p.exists()) {
         return Ok(None);

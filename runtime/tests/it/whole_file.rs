@@ -203,6 +203,15 @@ fn at_most_two_background_reads_at_once_of_all_files() {
     drop(a);
     let c = pending::try_read_slot().unwrap().expect("the slot let go");
     assert!(pending::try_read_slot().unwrap().is_none());
+    // With the queue full too, a read is not queued: it returns at once.
+    assert_eq!(pending::MAX_BACKGROUND_WAITERS, 4);
+    let places: Vec<_> = (0..4)
+        .map(|_| pending::try_queue_place().unwrap().expect("a place"))
+        .collect();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(pending::read_slot().unwrap().is_none()).unwrap());
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(true));
+    drop(places);
 
     // A background read of a file no other process reads waits for a slot.
     let path = home.dir.path().join("m.db");
