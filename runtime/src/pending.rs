@@ -50,6 +50,22 @@ pub struct Entry {
 }
 
 impl Entry {
+    fn new(
+        db: &StoreLocation,
+        agent: Agent,
+        path: &Path,
+        session: Option<&str>,
+        whole_file_bytes: Option<u64>,
+    ) -> Entry {
+        Entry {
+            db: db.to_string(),
+            agent: agent.as_str().to_string(),
+            path: path.display().to_string(),
+            session: session.map(str::to_string),
+            whole_file_bytes,
+        }
+    }
+
     fn file_name(&self) -> String {
         let key = format!(
             "{}\0{}\0{}\0{}",
@@ -106,13 +122,7 @@ fn write_entry(
     session: Option<&str>,
     whole_file_bytes: Option<u64>,
 ) -> std::io::Result<()> {
-    let entry = Entry {
-        db: db.to_string(),
-        agent: agent.as_str().to_string(),
-        path: path.display().to_string(),
-        session: session.map(str::to_string),
-        whole_file_bytes,
-    };
+    let entry = Entry::new(db, agent, path, session, whole_file_bytes);
     create_private_dir(&dir())?;
     let dir = own_dir().ok_or_else(|| {
         std::io::Error::other(format!("{} is not a folder of its own", dir().display()))
@@ -124,6 +134,27 @@ fn write_entry(
     std::fs::rename(&tmp, dir.join(name)).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
+}
+
+/// Remove the entry [`add`] (or [`add_whole_file`]) wrote for `path` (of `agent`, session
+/// `session`) and the store at `db`, if there is one (in a pending folder that is not a
+/// symlink).
+///
+/// Errors: the file is there and cannot be removed.
+pub fn remove(
+    db: &StoreLocation,
+    agent: Agent,
+    path: &Path,
+    session: Option<&str>,
+) -> std::io::Result<()> {
+    let entry = Entry::new(db, agent, path, session, None);
+    let Some(dir) = own_dir() else {
+        return Ok(());
+    };
+    match std::fs::remove_file(dir.join(entry.file_name())) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// Whether `name` is the name [`add`] gives an entry: 32 lowercase hex digits.

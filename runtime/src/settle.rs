@@ -186,7 +186,24 @@ fn run_whole_file(
             // Changed while it was read, or just after: read it again once it is quiet.
             settled = wait(path, never_final, MAX_WAIT, QUIET);
         }
-        let report = ingest_at_rest(&mut store, agent, path, session, None)?;
+        let stamp = |m: std::fs::Metadata| (m.len(), m.modified().ok());
+        let before = std::fs::metadata(path).ok().map(stamp);
+        let report = match ingest_at_rest(&mut store, agent, path, session, None) {
+            Ok(r) => r,
+            Err(e) => {
+                // The file itself cannot be stored (it does not parse, it is over the cap):
+                // its entry goes, as the catch-up drops such an entry, unless the file changed
+                // since (its hook noted it again). Kept, every later hook would start this
+                // read again, of a file unchanged. Busy, a full disk, a config that does not
+                // load: nothing is wrong with the file; it waits.
+                let of_the_file = !matches!(e, Error::Busy { .. } | Error::Full)
+                    && crate::privacy::Privacy::load().is_ok();
+                if of_the_file && std::fs::metadata(path).ok().map(stamp) == before {
+                    let _ = crate::pending::remove(db, agent, path, session);
+                }
+                return Err(e);
+            }
+        };
         let unchanged = report.unchanged;
         if !unchanged || last.is_none() {
             last = Some((settled, report));

@@ -308,3 +308,23 @@ fn the_lock_folder_is_tightened_and_a_lock_file_of_another_user_refused() {
         assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
     }
 }
+
+/// A whole-file source left to the background that cannot be stored (it does not parse) loses
+/// its entry once read, as the catch-up drops such an entry: kept, every later hook (of any
+/// session) started another background read of the same unchanged file.
+#[test]
+fn a_background_read_of_a_file_that_does_not_parse_drops_its_entry() {
+    memtrail_testkit::alone!(a_background_read_of_a_file_that_does_not_parse_drops_its_entry);
+    let home = home_in_env();
+    let path = home.dir.path().join("m.db");
+    let db = StoreLocation::Sqlite(path.clone());
+    drop(Store::open(&path).unwrap());
+    let doc = chat_session(&home.home, 0);
+    std::fs::write(&doc, b"{\"requests\": [{\"requestId\": ").unwrap();
+    let size = std::fs::metadata(&doc).unwrap().len();
+    pending::add_whole_file(&db, Agent::Vscode, &doc, Some(SID), size).unwrap();
+    assert_eq!(pending::list(&db).len(), 1);
+    let e = memtrail_runtime::settle::run(Agent::Vscode, &doc, Some(SID), &db).unwrap_err();
+    assert!(e.to_string().contains("does not parse"), "{e}");
+    assert!(pending::list(&db).is_empty());
+}
