@@ -531,6 +531,17 @@ pub fn doc_parse_estimate(bytes: u64) -> std::time::Duration {
     std::time::Duration::from_secs_f64(bytes as f64 / DOC_BYTES_PER_SEC as f64)
 }
 
+/// All of `r` (`size`: the bytes expected, for the first allocation) when it holds at most
+/// `cap` bytes; `None` when it holds more (then at most `cap` + 64 KiB are read, in reads of
+/// whole multiples of 8 bytes, as `/proc/self/pagemap` wants).
+///
+/// Errors: the reader's.
+pub fn read_capped(r: impl Read, size: u64, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::with_capacity(size.min(cap) as usize);
+    r.take(cap + 64 * 1024).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= cap).then_some(bytes))
+}
+
 /// Ingest a whole-file source: when its content changed since the last ingest, parse it whole
 /// and replace the session's messages with what it holds now, in one transaction. With a
 /// `deadline` that the parse would pass ([`doc_parse_estimate`] of the file's size against
@@ -596,8 +607,15 @@ fn ingest_doc(
         report.deferred = true;
         return Ok(report);
     }
-    let mut bytes = Vec::with_capacity(st.size as usize);
-    file.read_to_end(&mut bytes)?;
+    // The size checked above is the file's when opened: it may grow while it is read, or say
+    // less than it holds (a link to a `/proc` file: `pagemap` gives 256 GB to a reader, its
+    // size 0).
+    let Some(bytes) = read_capped(&mut file, st.size, MAX_DOC_BYTES)? else {
+        return Err(Error::Invalid(format!(
+            "{} is larger than {MAX_DOC_BYTES} bytes; not read",
+            path.display()
+        )));
+    };
     let hash = blake3::hash(&bytes).to_hex().to_string();
     let sref = memtrail_adapters::identify(agent, path)?;
     report.session = Some(sref.external_id.clone());

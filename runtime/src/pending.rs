@@ -16,7 +16,9 @@
 //! hook could not parse in the time it had left ([`crate::ingest::doc_parse_estimate`]) is
 //! noted with its size ([`add_whole_file`]) and read by a detached `memtrail hook-settle`
 //! ([`crate::settle::run`]), which has no deadline; at most one such process reads a file at a
-//! time, and one more waits behind it ([`claim_worker`]).
+//! time, and one more waits behind it ([`claim_worker`]); at most [`MAX_BACKGROUND_READS`]
+//! read at once, whatever the file, and [`MAX_BACKGROUND_WAITERS`] more wait for their turn
+//! ([`read_slot`]).
 
 use crate::ingest::{IngestReport, ingest_path};
 use crate::store::{Store, StoreLocation};
@@ -48,6 +50,22 @@ pub struct Entry {
 }
 
 impl Entry {
+    fn new(
+        db: &StoreLocation,
+        agent: Agent,
+        path: &Path,
+        session: Option<&str>,
+        whole_file_bytes: Option<u64>,
+    ) -> Entry {
+        Entry {
+            db: db.to_string(),
+            agent: agent.as_str().to_string(),
+            path: path.display().to_string(),
+            session: session.map(str::to_string),
+            whole_file_bytes,
+        }
+    }
+
     fn file_name(&self) -> String {
         let key = format!(
             "{}\0{}\0{}\0{}",
@@ -104,13 +122,7 @@ fn write_entry(
     session: Option<&str>,
     whole_file_bytes: Option<u64>,
 ) -> std::io::Result<()> {
-    let entry = Entry {
-        db: db.to_string(),
-        agent: agent.as_str().to_string(),
-        path: path.display().to_string(),
-        session: session.map(str::to_string),
-        whole_file_bytes,
-    };
+    let entry = Entry::new(db, agent, path, session, whole_file_bytes);
     create_private_dir(&dir())?;
     let dir = own_dir().ok_or_else(|| {
         std::io::Error::other(format!("{} is not a folder of its own", dir().display()))
@@ -122,6 +134,27 @@ fn write_entry(
     std::fs::rename(&tmp, dir.join(name)).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
+}
+
+/// Remove the entry [`add`] (or [`add_whole_file`]) wrote for `path` (of `agent`, session
+/// `session`) and the store at `db`, if there is one (in a pending folder that is not a
+/// symlink).
+///
+/// Errors: the file is there and cannot be removed.
+pub fn remove(
+    db: &StoreLocation,
+    agent: Agent,
+    path: &Path,
+    session: Option<&str>,
+) -> std::io::Result<()> {
+    let entry = Entry::new(db, agent, path, session, None);
+    let Some(dir) = own_dir() else {
+        return Ok(());
+    };
+    match std::fs::remove_file(dir.join(entry.file_name())) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// Whether `name` is the name [`add`] gives an entry: 32 lowercase hex digits.
@@ -291,14 +324,7 @@ fn workers_dir() -> PathBuf {
 /// folder of memtrail's own is refused).
 pub fn claim_worker(db: &StoreLocation, path: &Path) -> std::io::Result<Option<WorkerClaim>> {
     let name = worker_name(&db.to_string(), &path.display().to_string());
-    let dir = workers_dir();
-    create_private_dir(&dir)?;
-    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
-        return Err(std::io::Error::other(format!(
-            "{} is not a folder of its own",
-            dir.display()
-        )));
-    }
+    let dir = own_workers_dir()?;
     let run = open_lock(&dir.join(format!("{name}.run")))?;
     if try_lock(&run)? {
         return Ok(Some(WorkerClaim { _run: run }));
@@ -310,6 +336,112 @@ pub fn claim_worker(db: &StoreLocation, path: &Path) -> std::io::Result<Option<W
     lock(&run)?;
     drop(next);
     Ok(Some(WorkerClaim { _run: run }))
+}
+
+/// `pending/workers`, created (0700) if missing; one of this user's that others could write
+/// to is tightened to 0700 (a lock file another user made there is refused by [`open_lock`]).
+/// Errors: it cannot be created, it is not a folder of its own (a symlink), or it belongs to
+/// another user (`PermissionDenied`: its locks are not used).
+fn own_workers_dir() -> std::io::Result<PathBuf> {
+    let dir = workers_dir();
+    create_private_dir(&dir)?;
+    let m = std::fs::symlink_metadata(&dir)?;
+    if !m.is_dir() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a folder of its own",
+            dir.display()
+        )));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        if m.uid() != euid() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!("{} belongs to another user; not used", dir.display()),
+            ));
+        }
+        if m.mode() & 0o077 != 0 {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+    }
+    Ok(dir)
+}
+
+/// This process's effective user id.
+#[cfg(unix)]
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Most whole-file sources read in the background at once by this user's processes, all
+/// stores and files together: a read holds the file and what is parsed of it in memory, about
+/// ten times its size (a 23 MB VS Code chat session: 250 MB; one at
+/// [`crate::ingest::MAX_DOC_BYTES`], some 2.5 GB), and [`claim_worker`] bounds the readers of
+/// one file only.
+pub const MAX_BACKGROUND_READS: usize = 2;
+
+/// How often [`read_slot`] looks for a free slot.
+const READ_SLOT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// One of the [`MAX_BACKGROUND_READS`] rights to read a whole-file source in the background
+/// ([`read_slot`]), held until it is dropped.
+#[derive(Debug)]
+pub struct ReadSlot {
+    _slot: std::fs::File,
+}
+
+/// A free read slot (a lock file `pending/workers/read-N.slot`, N below
+/// [`MAX_BACKGROUND_READS`]), without waiting; `Ok(None)` when every slot is held.
+///
+/// Errors: as [`claim_worker`].
+pub fn try_read_slot() -> std::io::Result<Option<ReadSlot>> {
+    try_slot("read", MAX_BACKGROUND_READS)
+}
+
+/// Most background reads waiting for a [`read_slot`] at once, all files together: past them,
+/// a read is not queued (the next hook starts it again), so that a flood of hooks naming many
+/// large files leaves a bounded number of processes behind.
+pub const MAX_BACKGROUND_WAITERS: usize = 4;
+
+/// A free place in the queue for a read slot (a lock file `pending/workers/wait-N.slot`, N
+/// below [`MAX_BACKGROUND_WAITERS`]), without waiting; `Ok(None)` when every place is held.
+///
+/// Errors: as [`claim_worker`].
+pub fn try_queue_place() -> std::io::Result<Option<ReadSlot>> {
+    try_slot("wait", MAX_BACKGROUND_WAITERS)
+}
+
+fn try_slot(kind: &str, n: usize) -> std::io::Result<Option<ReadSlot>> {
+    let dir = own_workers_dir()?;
+    for i in 0..n {
+        let slot = open_lock(&dir.join(format!("{kind}-{i}.slot")))?;
+        if try_lock(&slot)? {
+            return Ok(Some(ReadSlot { _slot: slot }));
+        }
+    }
+    Ok(None)
+}
+
+/// A read slot ([`try_read_slot`]): at once when one is free; else, holding a place in the
+/// queue ([`try_queue_place`]), waiting (looking every 250 ms) until one is; `Ok(None)` at
+/// once when the queue is full too.
+///
+/// Errors: as [`claim_worker`].
+pub fn read_slot() -> std::io::Result<Option<ReadSlot>> {
+    if let Some(slot) = try_read_slot()? {
+        return Ok(Some(slot));
+    }
+    let Some(_place) = try_queue_place()? else {
+        return Ok(None);
+    };
+    loop {
+        std::thread::sleep(READ_SLOT_POLL);
+        if let Some(slot) = try_read_slot()? {
+            return Ok(Some(slot));
+        }
+    }
 }
 
 /// Whether a background process reads the transcript of `entry` now (holds its
@@ -330,11 +462,19 @@ fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)?;
-    if !f.metadata()?.is_file() {
+    let m = f.metadata()?;
+    if !m.is_file() {
         return Err(std::io::Error::other(format!(
             "{} is not a regular file",
             path.display()
         )));
+    }
+    // A lock file another user made (and may hold) would stop this user's reads.
+    if std::os::unix::fs::MetadataExt::uid(&m) != euid() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("{} belongs to another user; not used", path.display()),
+        ));
     }
     Ok(f)
 }

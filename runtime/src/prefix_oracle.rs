@@ -9,8 +9,8 @@ use crate::query::{self, Hit, SearchFilter};
 use crate::records::Standard;
 use crate::store::Store;
 use crate::store::prefix::{
-    FORCED_MIN_PAGES, PRUNED, expand_in, merge_some, segments, set_automerge, term_rows_in,
-    terms_in, vocabulary, vocabulary_rows,
+    FORCED_MIN_PAGES, PRUNED, expand_in, merge_before_page_reads, merge_some, segments,
+    set_automerge, term_rows_in, terms_in, vocabulary, vocabulary_rows,
 };
 use crate::store::queries::LAST_RANKED;
 use crate::test_rng::Xorshift;
@@ -123,13 +123,87 @@ fn generated() -> (tempfile::TempDir, Store) {
     (dir, store)
 }
 
+/// The filters the searches are compared under: none, an agent, a project with an end
+/// date, a session, a role with a start date (each for the best 50 hits).
+fn filters() -> Vec<SearchFilter> {
+    let all = fifty();
+    vec![
+        all.clone(),
+        SearchFilter {
+            agent: Some("codex".into()),
+            ..all.clone()
+        },
+        SearchFilter {
+            project: Some("/w/p1".into()),
+            until: Some(T0 + 5_000 * 1000),
+            ..all.clone()
+        },
+        SearchFilter {
+            session: Some("sess-05".into()),
+            ..all.clone()
+        },
+        SearchFilter {
+            role: Some("user".into()),
+            since: Some(T0 + 1_000 * 1000),
+            ..all
+        },
+    ]
+}
+
+/// A search for the best 50 hits, with no filter.
+fn fifty() -> SearchFilter {
+    SearchFilter {
+        limit: 50,
+        ..SearchFilter::default()
+    }
+}
+
 /// The hits of `q` under `f`, and every candidate ranked (row id, BM25), best first.
-fn search(store: &Store, min_pages: i64, q: &str, f: &SearchFilter) -> (Vec<Hit>, Vec<(i64, f64)>) {
+fn search_ranked(
+    store: &Store,
+    min_pages: i64,
+    q: &str,
+    f: &SearchFilter,
+) -> (Vec<Hit>, Vec<(i64, f64)>) {
+    let hits = search(store, min_pages, q, f);
+    (hits, LAST_RANKED.take())
+}
+
+fn search(store: &Store, min_pages: i64, q: &str, f: &SearchFilter) -> Vec<Hit> {
+    search_result(store, min_pages, q, f).unwrap_or_else(|e| panic!("{q} {f:?}: {e}"))
+}
+
+fn search_result(
+    store: &Store,
+    min_pages: i64,
+    q: &str,
+    f: &SearchFilter,
+) -> crate::Result<Vec<Hit>> {
     FORCED_MIN_PAGES.set(Some(min_pages));
     let hits = query::search(store, q, f);
     FORCED_MIN_PAGES.set(None);
-    let ranked = LAST_RANKED.take();
-    (hits.unwrap_or_else(|e| panic!("{q} {f:?}: {e}")), ranked)
+    hits
+}
+
+/// How the `expanded` hits first differ from the `native` ones (number, then each hit's
+/// score, id and snippet, in order); `None` when they do not.
+fn first_difference(expanded: &[Hit], native: &[Hit]) -> Option<String> {
+    if expanded.len() != native.len() {
+        return Some(format!(
+            "{} hits, natively {}",
+            expanded.len(),
+            native.len()
+        ));
+    }
+    expanded
+        .iter()
+        .zip(native)
+        .enumerate()
+        .find_map(|(i, (x, y))| {
+            ((x.score - y.score).abs() > 1e-9 * y.score.abs()
+                || (&x.message_id, &x.snippet) != (&y.message_id, &y.snippet))
+                .then(|| format!("hit {i}: {x:?} against {y:?}"))
+        })
 }
 
 #[test]
@@ -204,19 +278,12 @@ fn a_prefix_is_written_as_its_terms_each_a_word_stemmed_to_it() {
 #[test]
 fn an_expanded_prefix_gives_fts5s_own_hits() {
     let (_dir, store) = generated();
-    let all = SearchFilter {
-        limit: 500,
-        ..SearchFilter::default()
-    };
-    let codex = SearchFilter {
-        agent: Some("codex".into()),
-        ..all.clone()
-    };
-    let project = SearchFilter {
-        project: Some("/w/p1".into()),
-        until: Some(T0 + 5_000 * 1000),
-        ..all.clone()
-    };
+    // The first three filters, each for the best 500 hits.
+    let filters: Vec<SearchFilter> = filters()
+        .into_iter()
+        .take(3)
+        .map(|f| SearchFilter { limit: 500, ..f })
+        .collect();
     let mut checked = 0;
     PRUNED.set(0);
     for q in [
@@ -233,9 +300,9 @@ fn an_expanded_prefix_gives_fts5s_own_hits() {
         "tes* err* alpha",
         "e*",
     ] {
-        for f in [&all, &codex, &project] {
-            let (native, native_ranked) = search(&store, i64::MAX, q, f);
-            let (expanded, expanded_ranked) = search(&store, 0, q, f);
+        for f in &filters {
+            let (native, native_ranked) = search_ranked(&store, i64::MAX, q, f);
+            let (expanded, expanded_ranked) = search_ranked(&store, 0, q, f);
             // Every candidate, with its score: the same rows walked and ranked.
             assert_eq!(
                 native_ranked.len(),
@@ -249,19 +316,8 @@ fn an_expanded_prefix_gives_fts5s_own_hits() {
                 );
             }
             assert!(!native.is_empty(), "{q} {f:?}: no hit");
-            assert_eq!(native.len(), expanded.len(), "{q} {f:?}: number of hits");
-            for (i, (x, y)) in expanded.iter().zip(&native).enumerate() {
-                assert!(
-                    (x.score - y.score).abs() <= 1e-9 * y.score.abs(),
-                    "{q} {f:?}: hit {i}: score {} against {}",
-                    x.score,
-                    y.score
-                );
-                assert_eq!(
-                    (&x.message_id, &x.snippet),
-                    (&y.message_id, &y.snippet),
-                    "{q} {f:?}: hit {i}"
-                );
+            if let Some(d) = first_difference(&expanded, &native) {
+                panic!("{q} {f:?}: {d}");
             }
             checked += native.len();
         }
@@ -269,4 +325,338 @@ fn an_expanded_prefix_gives_fts5s_own_hits() {
     assert!(checked > 1000, "{checked}");
     // Walks that left the rare terms out, the frequent ones having enough matches alone.
     assert!(PRUNED.get() >= 6, "{}", PRUNED.get());
+}
+
+/// Native (`i64::MAX`) against every prefix expanded (`0`): the same hits (ids, scores,
+/// snippets, in order) or both an error. The differences, described.
+fn differences(store: &Store, queries: &[&str], filters: &[&SearchFilter]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for &q in queries {
+        for &f in filters {
+            let native = search_result(store, i64::MAX, q, f);
+            let expanded = search_result(store, 0, q, f);
+            let d = match (&native, &expanded) {
+                (Ok(n), Ok(e)) => first_difference(e, n),
+                (Err(_), Err(_)) => None,
+                _ => Some(format!(
+                    "{:?}, natively {:?}",
+                    expanded.map(|h| h.len()),
+                    native.map(|h| h.len())
+                )),
+            };
+            if let Some(d) = d {
+                bad.push(format!("{q:?} {f:?}: {d}"));
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn odd_queries_give_fts5s_own_hits() {
+    let (_dir, store) = generated();
+    let filters = filters();
+    // `ि` (a Devanagari vowel sign) is a letter to Rust, so the query keeps it, and no token
+    // to `unicode61`: an empty phrase, which FTS5 drops beside an implicit AND.
+    let queries = [
+        "ि err*",
+        "err* ि",
+        "ि alpha err*",
+        "alpha ि err*",
+        "err* ि alpha",
+        "ि* err*",
+        "\"ि ि\" err*",
+        "err* OR ि",
+        "-ि err*",
+        "err* alpha -ि",
+        "errq1ि*",
+        "-alpha err*",
+        "err* -alpha",
+        "alpha NOT err* test",
+        "\"err*\"",
+        "err**",
+        "*err",
+        "er*r",
+        "err* OR OR tes*",
+        "\"alpha err\"*",
+        "cjk: err*",
+        "cjk:err*",
+        "中* err*",
+        "alpha 中 err*",
+        "err* -中",
+        "é*",
+        "E*",
+        "err-*",
+        "err.*",
+        "err's*",
+        "NEAR(err* alpha)",
+        "err* && tes*",
+        "e* t* a* w* f* h*",
+        "err* -err*",
+        "x OR err*",
+    ];
+    let bad = differences(&store, &queries, &filters.iter().collect::<Vec<_>>());
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// The index terms read for each of `prefixes` are `fts5vocab`'s, and each of `queries` gives
+/// the same hits expanded as natively ([`differences`], no filter).
+fn terms_and_hits_are_fts5s_own(store: &Store, prefixes: &[&str], queries: &[&str]) {
+    for &prefix in prefixes {
+        assert_eq!(
+            terms_in(store, prefix),
+            Some(vocabulary(store, prefix)),
+            "{prefix}"
+        );
+    }
+    let bad = differences(store, queries, &[&fifty()]);
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// A new Claude Code session `external` of no project: its id.
+fn claude_session(store: &mut Store, external: &str) -> i64 {
+    store
+        .write(|w| {
+            w.upsert_session(
+                &SessionRef {
+                    agent: Agent::Claude,
+                    external_id: external.to_string(),
+                    parent_external_id: None,
+                },
+                &SessionMeta::default(),
+                &Standard,
+            )
+        })
+        .unwrap()
+}
+
+/// A user's message of `text`, id `id`, at `ts` (ms).
+fn text_message(id: String, text: String, ts: i64) -> Message {
+    Message {
+        id,
+        role: Role::User,
+        kind: Kind::Text,
+        parts: vec![Part::Text { text }],
+        timestamp: Some(ts),
+        model: None,
+    }
+}
+
+/// Words beyond ASCII: accents `unicode61` removes, cases it folds, scripts the Porter stemmer
+/// leaves as they are, CJK (its own column too), a ligature, full-width letters.
+const WIDE_WORDS: &[&str] = &[
+    "été",
+    "étoile",
+    "étude",
+    "etude",
+    "über",
+    "übel",
+    "ubel",
+    "ошибка",
+    "ошибки",
+    "ошибок",
+    "λάθος",
+    "λαθών",
+    "straße",
+    "strasse",
+    "ǅemal",
+    "ıstanbul",
+    "İstanbul",
+    "naïve",
+    "naive",
+    "ﬁle",
+    "file",
+    "ｆｕｌｌ",
+    "full",
+    "x²",
+    "中文字",
+    "中国",
+    "日本語",
+    "한국어",
+    "café",
+    "cafés",
+    "caffè",
+    "𝔘𝔫𝔦",
+    "errata",
+    "erreur",
+    "érreur",
+    "ÉRREUR",
+    "e\u{301}t\u{301}e",
+];
+
+/// A store of 4 sessions, each write a segment of its own, one session deleted halfway (with
+/// FTS5's `secure-delete`) and a merge left unfinished: messages of 2 to 6 [`WIDE_WORDS`].
+fn wide() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+    let mut rng = Xorshift(0x5eed_1234);
+    let sessions: Vec<i64> = (0..4)
+        .map(|i| claude_session(&mut store, &format!("wide-{i}")))
+        .collect();
+    set_automerge(&store, 0);
+    let mut n = 0i64;
+    for round in 0..16 {
+        if round == 8 {
+            crate::store::maintenance::delete_session(&mut store, "wide-2").unwrap();
+            set_automerge(&store, 0);
+        }
+        for (k, &sid) in sessions.iter().enumerate() {
+            if round >= 8 && k == 2 {
+                continue;
+            }
+            let records: Vec<Record> = (0..10)
+                .map(|j| {
+                    n += 1;
+                    let words: Vec<&str> = (0..2 + rng.below(5))
+                        .map(|_| WIDE_WORDS[rng.below(WIDE_WORDS.len())])
+                        .collect();
+                    Record::Message(text_message(
+                        format!("w{round}-{sid}-{j}"),
+                        words.join(" "),
+                        T0 + n * 1000,
+                    ))
+                })
+                .collect();
+            store.write(|w| w.apply(sid, records)).unwrap();
+            let _ = store.catch_up_index(None);
+        }
+    }
+    merge_some(&store, 2);
+    (dir, store)
+}
+
+#[test]
+fn prefixes_of_words_beyond_ascii_give_fts5s_own_terms_and_hits() {
+    let (_dir, store) = wide();
+    let prefixes = [
+        "e", "et", "u", "ub", "ош", "λα", "stra", "ı", "i", "na", "fi", "ｆ", "f",
+    ];
+    let queries = [
+        "é*",
+        "ét*",
+        "e*",
+        "É*",
+        "üb*",
+        "ub*",
+        "оши*",
+        "ОШ*",
+        "λά*",
+        "λα*",
+        "stra*",
+        "straß*",
+        "ǅ*",
+        "ı*",
+        "i*",
+        "İ*",
+        "na*",
+        "naï*",
+        "ﬁ*",
+        "fi*",
+        "ｆ*",
+        "f*",
+        "中*",
+        "中文*",
+        "日*",
+        "한*",
+        "caf*",
+        "𝔘*",
+        "x*",
+        "err*",
+        "érr*",
+        "e\u{301}*",
+        "étude* -ubel",
+        "e* OR f*",
+    ];
+    // Expanded indeed: each a group.
+    for q in [r#""ош"*"#, r#""e"*"#, r#""中"*"#, r#""ｆ"*"#] {
+        let groups = expand_in(&store, q, 0).groups;
+        assert_eq!(groups.split(',').count(), 1, "{q}: {groups}");
+        assert_eq!(groups.matches(':').count(), 2, "{q}: {groups}");
+    }
+    terms_and_hits_are_fts5s_own(&store, &prefixes, &queries);
+}
+
+/// Messages rewritten in place (as a hook does when an agent rewrites a message): FTS5's
+/// `secure-delete` takes the old terms off the segments' pages at once, with no merge; the
+/// terms left on the pages, and the hits, are still FTS5's own.
+#[test]
+fn terms_taken_off_pages_by_secure_delete_give_fts5s_own_terms_and_hits() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+    let sid = claude_session(&mut store, "rewritten");
+    set_automerge(&store, 0);
+    let message =
+        |id: usize, text: String| text_message(format!("m{id}"), text, T0 + id as i64 * 1000);
+    // 12 writes of 50 messages, each its own segment: `errqN` words, and frequent ones.
+    for round in 0..12 {
+        let records = (0..50)
+            .map(|j| {
+                let id = round * 50 + j;
+                Record::Message(message(id, format!("errq{id} error filler errx{}", id % 7)))
+            })
+            .collect();
+        store.write(|w| w.apply(sid, records)).unwrap();
+        let _ = store.catch_up_index(None);
+    }
+    // Every other message rewritten without its `errq` word: half the rare terms leave the
+    // index, the first term of many pages among them.
+    for round in 0..12 {
+        let records = (0..50)
+            .filter(|j| j % 2 == 0)
+            .map(|j| {
+                let id = round * 50 + j;
+                Record::Replace(message(id, format!("error filler errx{}", id % 7)))
+            })
+            .collect();
+        store.write(|w| w.apply(sid, records)).unwrap();
+        let _ = store.catch_up_index(None);
+    }
+    assert_eq!(vocabulary(&store, "errq").len(), 300);
+    assert!(segments(&store) >= 6, "{}", segments(&store));
+    let prefixes = ["errq", "errq1", "err", "e"];
+    let queries = [
+        "errq*",
+        "errq1*",
+        "err*",
+        "errq* -errx3",
+        "errx* errq*",
+        "e*",
+    ];
+    terms_and_hits_are_fts5s_own(&store, &prefixes, &queries);
+}
+
+/// A merge that another process commits between the statements that list the index's
+/// segments and pages and those that read the pages (a hook's automatic merge while an MCP
+/// server searches): the terms read are still all of the prefix's.
+#[test]
+fn a_merge_between_the_reads_of_the_index_loses_no_term() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+    set_automerge(&store, 0);
+    // Nine writes, each with words of its own: the first merged into a segment of a level of
+    // its own, then eight segments.
+    let sid = claude_session(&mut store, "late");
+    for round in 0..9 {
+        let records = (0..20)
+            .map(|j| {
+                let id = round * 20 + j;
+                Record::Message(text_message(
+                    format!("late-{id}"),
+                    format!("errz{id} alpha"),
+                    T0 + 10_000_000 + id * 1000,
+                ))
+            })
+            .collect();
+        store.write(|w| w.apply(sid, records)).unwrap();
+        let _ = store.catch_up_index(None);
+        if round == 0 {
+            merge_some(&store, 1000);
+        }
+    }
+    let want = vocabulary(&store, "errz");
+    assert_eq!(want.len(), 180);
+    merge_before_page_reads(&mut store, 1);
+    let got = terms_in(&store, "errz");
+    assert_eq!(vocabulary(&store, "errz"), want);
+    assert_eq!(got, Some(want));
 }

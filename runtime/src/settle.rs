@@ -10,7 +10,9 @@
 //! ([`crate::ingest::IngestReport::deferred`]): it waits for the file to be unchanged for
 //! [`QUIET`], then reads it without a deadline, again while the agent rewrote it meanwhile
 //! ([`run`]), at a lower CPU priority; one such process reads a file at a time, one more waits
-//! behind it ([`crate::pending::claim_worker`]).
+//! behind it ([`crate::pending::claim_worker`]), and at most
+//! [`crate::pending::MAX_BACKGROUND_READS`] read at once, whatever the file
+//! ([`crate::pending::read_slot`]).
 //!
 //! Like a hook it never opens a network connection, logs to the hook log, and never creates a
 //! store: when the store is gone (a deleted sandbox) it does nothing. The hook also leaves the
@@ -107,12 +109,16 @@ pub const MAX_WHOLE_FILE_ROUNDS: usize = 5;
 /// full-text index and what earlier hooks left pending.
 ///
 /// A whole-file source (of any agent) is read without a deadline, after its
-/// [`crate::pending::claim_worker`] claim, at a lower CPU priority, and read again (after
+/// [`crate::pending::claim_worker`] claim and a [`crate::pending::read_slot`] (waited for), at
+/// a lower CPU priority, into a store opened without a deadline (each write waits up to 10 s
+/// for the lock from when it asks), and read again (after
 /// another quiet wait) while it changed during the read, at most [`MAX_WHOLE_FILE_ROUNDS`]
 /// times; the report is that of the last read that stored something.
 ///
 /// Returns `Ok(None)` when the store does not exist (nothing is created), or for a whole-file
-/// source when another process reads it and one more waits to; else the ingest's report.
+/// source when another process reads it and one more waits to, or when every read slot and
+/// every place in their queue are held ([`crate::pending::read_slot`]); else the ingest's
+/// report.
 /// Errors: the agent has no such quirk and the file is not a whole-file source, the store's
 /// lock stayed taken for 10 s, or the transcript cannot be read (it never appeared).
 pub fn run(
@@ -137,7 +143,7 @@ pub fn run(
     if db.sqlite_path().is_some_and(|p| !p.exists()) {
         return Ok(None);
     }
-    let mut store = Store::open_until(db, Instant::now() + LOCK_WAIT)?;
+    let mut store = open_background(db, LOCK_WAIT)?;
     let report = ingest_at_rest(&mut store, agent, path, session, None)?;
     let deadline = Instant::now() + LOCK_WAIT;
     store.catch_up_index(Some(deadline))?;
@@ -164,18 +170,40 @@ fn run_whole_file(
         return Ok(None);
     };
     lower_priority();
+    // Each read holds the file and its parse in memory: a few at once, all files together.
+    // A bounded queue: past it, the next hook starts this read again.
+    let Some(_slot) = crate::pending::read_slot()? else {
+        return Ok(None);
+    };
     let mut settled = wait(path, never_final, MAX_WAIT, QUIET);
     if db.sqlite_path().is_some_and(|p| !p.exists()) {
         return Ok(None);
     }
-    let mut store = Store::open_until(db, Instant::now() + LOCK_WAIT)?;
+    let mut store = open_background(db, LOCK_WAIT)?;
     let mut last: Option<(Settled, IngestReport)> = None;
     for round in 0..MAX_WHOLE_FILE_ROUNDS {
         if round > 0 {
             // Changed while it was read, or just after: read it again once it is quiet.
             settled = wait(path, never_final, MAX_WAIT, QUIET);
         }
-        let report = ingest_at_rest(&mut store, agent, path, session, None)?;
+        let stamp = |m: std::fs::Metadata| (m.len(), m.modified().ok());
+        let before = std::fs::metadata(path).ok().map(stamp);
+        let report = match ingest_at_rest(&mut store, agent, path, session, None) {
+            Ok(r) => r,
+            Err(e) => {
+                // The file itself cannot be stored (it does not parse, it is over the cap):
+                // its entry goes, as the catch-up drops such an entry, unless the file changed
+                // since (its hook noted it again). Kept, every later hook would start this
+                // read again, of a file unchanged. Busy, a full disk, a config that does not
+                // load: nothing is wrong with the file; it waits.
+                let of_the_file = !matches!(e, Error::Busy { .. } | Error::Full)
+                    && crate::privacy::Privacy::load().is_ok();
+                if of_the_file && std::fs::metadata(path).ok().map(stamp) == before {
+                    let _ = crate::pending::remove(db, agent, path, session);
+                }
+                return Err(e);
+            }
+        };
         let unchanged = report.unchanged;
         if !unchanged || last.is_none() {
             last = Some((settled, report));
@@ -188,6 +216,19 @@ fn run_whole_file(
     store.catch_up_index(Some(deadline))?;
     let _ = crate::pending::catch_up(&mut store, db, deadline);
     Ok(last)
+}
+
+/// The store as this process opens it (for a Copilot CLI transcript too, whose ingest of a
+/// long `events.jsonl` writes batch after batch): without a deadline, so that each write waits for
+/// the lock up to `lock_wait` from when it asks for it (and first yields to hooks, as any
+/// background writer does: [`Store::write`]). A deadline set at the open
+/// ([`Store::open_until`]) would be spent by the parse of a large file, or by the wait for a
+/// rewritten file to be quiet again: past it, a write fails at once with [`Error::Busy`]
+/// whenever another process holds the lock, and the whole parse is lost.
+///
+/// Errors: as [`Store::open_with_timeout`].
+fn open_background(db: &StoreLocation, lock_wait: Duration) -> Result<Store> {
+    Store::open_with_timeout(db, lock_wait)
 }
 
 /// Lower this process's CPU priority (nice 10; on Linux, of the calling thread): a background
@@ -229,6 +270,34 @@ mod tests {
 
     fn ends_with_done(line: &[u8]) -> bool {
         line == b"done"
+    }
+
+    #[test]
+    fn a_background_write_waits_for_the_lock_from_when_it_asks() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("m.db");
+        let db = StoreLocation::Sqlite(path.clone());
+        drop(Store::open(&db).unwrap());
+        let lock_wait = Duration::from_secs(1);
+        let mut store = open_background(&db, lock_wait).unwrap();
+        // The parse of a large file, longer than the lock wait.
+        std::thread::sleep(lock_wait + Duration::from_millis(200));
+        // Then a hook holds the write lock for a moment.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let mut other = Store::open(&path).unwrap();
+            other
+                .write(|_| {
+                    tx.send(()).unwrap();
+                    std::thread::sleep(Duration::from_millis(200));
+                    Ok(())
+                })
+                .unwrap();
+        });
+        rx.recv().unwrap();
+        let written = store.write(|_| Ok(()));
+        holder.join().unwrap();
+        assert!(written.is_ok(), "{written:?}");
     }
 
     #[test]

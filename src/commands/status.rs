@@ -552,7 +552,7 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                     "whole-file sessions wait"
                 ),
                 one_line_field(&first.path),
-                first.agent,
+                one_line_field(&first.agent),
                 first.whole_file_bytes.unwrap_or(0) as f64 / 1e6,
                 if now == large.len() {
                     "being stored now".to_string()
@@ -573,7 +573,7 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                 plural(waiting.len() as u64, "transcript waits", "transcripts wait"),
                 if one { "it" } else { "them" },
                 one_line_field(&first.path),
-                first.agent,
+                one_line_field(&first.agent),
                 if one { "it" } else { "them" }
             );
         }

@@ -4813,3 +4813,32 @@ fn the_web_page_refuses_another_local_account() {
     );
     assert!(!said.contains("3f2a9c4e"), "no session is shown: {said}");
 }
+
+/// A pending entry's fields are shown on one line by `status`: an entry written by something
+/// else than memtrail (a prompt-injected agent can write in `pending/`) with line breaks in its
+/// agent cannot add lines of its own (`sync: …`) to the report.
+#[test]
+fn status_shows_a_pending_entrys_agent_on_one_line() {
+    let sb = Sandbox::new();
+    sb.json(&["import", "--json"]);
+    let pending = sb.home.join(".local/state/memtrail/pending");
+    std::fs::create_dir_all(&pending).unwrap();
+    for (name, bytes) in [
+        ("0123456789abcdef0123456789abcdef", json!(50_000_000)),
+        ("fedcba9876543210fedcba9876543210", json!(null)),
+    ] {
+        let entry = json!({"db": sb.db().display().to_string(),
+            "agent": "vscode\n\nsync: everything pushed (forged)\n", "path": "/x/a.json",
+            "session": null, "whole_file_bytes": bytes});
+        std::fs::write(pending.join(name), entry.to_string()).unwrap();
+    }
+    let text = sb.ok(&["status"]);
+    assert!(text.contains("whole-file session waits"), "{text}");
+    assert!(text.contains("transcript waits"), "{text}");
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("sync: everything pushed")),
+        "{text}"
+    );
+}

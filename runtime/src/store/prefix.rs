@@ -223,6 +223,17 @@ pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<
     let Some(stemmer) = Stemmer::new(conn)? else {
         return Ok(unchanged());
     };
+    // A phrase the tokenizer finds no token in (`"ि"`: a letter to Rust's `is_alphanumeric`,
+    // which the query's parser keeps, but not to `unicode61`) is dropped by FTS5 beside an
+    // implicit `AND` and matches nothing beside an explicit one: the explicit `AND`s an
+    // expansion writes would change the rows matched, and FTS5's numbering of the phrases
+    // (then `memtrail_bm25`'s groups would not fit: an error).
+    if pieces
+        .iter()
+        .any(|p| matches!(p, Piece::Phrase { text, .. } if stemmer.tokens(text).is_empty()))
+    {
+        return Ok(unchanged());
+    }
     let mut segs: Vec<Seg> = Vec::new();
     let mut out = String::with_capacity(q.len());
     let mut phrases = 0usize;
@@ -439,6 +450,12 @@ pub(crate) fn index_terms(
     prefix: &[u8],
     min_pages: i64,
 ) -> Result<Option<BTreeMap<Vec<u8>, Rows>>> {
+    // One read transaction for every statement below: without it each sees the index as
+    // last committed, and a merge committed by another process (a hook's automatic merge)
+    // between the listing of the segments and the reading of their pages moves terms into a
+    // segment not listed, from pages then gone.
+    conn.execute_batch("SAVEPOINT memtrail_prefix_terms").db()?;
+    let _release = Release(conn);
     let lo = key(prefix);
     let hi = successor(&lo);
     let segments: Vec<i64> = conn
@@ -593,6 +610,16 @@ fn doclist_rows(d: &[u8]) -> Rows {
         }
         rowid = rowid.checked_add(delta)?;
         i += n;
+    }
+}
+
+/// Ends [`index_terms`]'s read transaction when dropped.
+struct Release<'c>(&'c Connection);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        // A read-only savepoint: its release cannot lose anything.
+        let _ = self.0.execute_batch("RELEASE memtrail_prefix_terms");
     }
 }
 
@@ -868,5 +895,41 @@ pub(crate) fn merge_some(store: &super::Store, pages: i64) {
             "INSERT INTO messages_fts(messages_fts, rank) VALUES ('merge', ?1)",
             [pages],
         )
+        .unwrap();
+}
+
+/// Arm `store` so that, the first time one of its statements that reads `messages_fts_data`
+/// is prepared (the page reads of [`index_terms`], after it listed the segments and their
+/// pages), another connection first runs FTS5's incremental `merge` of `pages` pages, as a
+/// hook's automatic merge may between two statements of a search.
+#[cfg(test)]
+pub(crate) fn merge_before_page_reads(store: &mut super::Store, pages: i64) {
+    use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+    let path = store.path().to_path_buf();
+    store.conn.flush_prepared_statement_cache();
+    let mut armed = true;
+    store
+        .conn
+        .authorizer(Some(move |ctx: AuthContext<'_>| {
+            if armed
+                && matches!(
+                    ctx.action,
+                    AuthAction::Read {
+                        table_name: "messages_fts_data",
+                        ..
+                    }
+                )
+            {
+                armed = false;
+                let other = Connection::open(&path).unwrap();
+                other
+                    .execute(
+                        "INSERT INTO messages_fts(messages_fts, rank) VALUES ('merge', ?1)",
+                        [pages],
+                    )
+                    .unwrap();
+            }
+            Authorization::Allow
+        }))
         .unwrap();
 }
