@@ -24,8 +24,10 @@
 //! a varint per term on the page, its offset (delta-encoded); the first term of a page is
 //! `varint size, bytes`, each next one `varint shared, varint new, bytes` (shared with the term
 //! before). Terms of the main index begin with the byte `0`. Anything that does not read as
-//! that format (a page missing, an offset out of bounds) leaves the query as it was: FTS5's
-//! own prefix query is always right, only slower.
+//! that format (an offset out of bounds, a page that does not parse) leaves the query as it
+//! was: FTS5's own prefix query is always right, only slower. A page the index names but the
+//! data table lacks is skipped: an incremental merge trims the pages it has taken from its
+//! input segments, whose terms then live on in its output.
 //!
 //! FTS5 tokenizes a query's words (the store's tokenizer is `porter unicode61`), and the
 //! Porter stemmer does not give back every stem it makes (`errorcas`, the stem of
@@ -523,8 +525,15 @@ pub(crate) fn index_terms(
             .db()
     };
     for (seg, pages) in reads {
+        // The page after the last one read, when it was read to see whether a doclist goes on:
+        // the next to read, most often.
+        let mut ahead: Option<(i64, Option<Vec<u8>>)> = None;
         for pgno in pages {
-            let Some(page) = read(seg, pgno)? else {
+            let page = match ahead.take() {
+                Some((p, page)) if p == pgno => page,
+                _ => read(seg, pgno)?,
+            };
+            let Some(page) = page else {
                 // A page an incremental merge trimmed away: its terms live on elsewhere.
                 continue;
             };
@@ -544,6 +553,7 @@ pub(crate) fn index_terms(
                     if next.as_deref().is_some_and(|n| !begins_with_term(n)) {
                         rows = None;
                     }
+                    ahead = Some((pgno + 1, next));
                 }
                 match terms.entry(t[1..].to_vec()) {
                     std::collections::btree_map::Entry::Vacant(v) => {

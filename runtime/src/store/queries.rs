@@ -260,19 +260,21 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         // new holds none of them. Their rows still count in the group's document frequency
         // (the sample). Each term is a doclist FTS5 seeks in every segment: `err*` has 271
         // terms, of which a handful are frequent.
-        let mut q = alternative.render(super::prefix::Keep::All);
         let mut since = None;
         if alternative.can_prune() {
             let frequent = alternative.render(super::prefix::Keep::Frequent);
             if let Some(&(oldest, count)) = attempt(&frequent, 1, true)?.first()
                 && count as usize >= SEARCH_CANDIDATES
             {
-                q = alternative.render(super::prefix::Keep::Since(oldest));
                 since = Some(oldest);
                 #[cfg(test)]
                 super::prefix::PRUNED.set(super::prefix::PRUNED.get() + 1);
             }
         }
+        let q = alternative.render(match since {
+            Some(oldest) => super::prefix::Keep::Since(oldest),
+            None => super::prefix::Keep::All,
+        });
         let ranked = attempt(&q, n, false)?;
         searched.push((q, since));
         if alternatives.len() == 1 {
