@@ -9,8 +9,9 @@ use crate::query::{self, Hit, SearchFilter};
 use crate::records::Standard;
 use crate::store::Store;
 use crate::store::prefix::{
-    FORCED_MIN_PAGES, PRUNED, expand_in, merge_before_page_reads, merge_some, segments,
-    set_automerge, term_rows_in, terms_in, vocabulary, vocabulary_rows,
+    EXPAND_MAX_READ_TERMS, FORCED_MAX_TERMS, FORCED_MIN_PAGES, PRUNED, WIDE_SEARCHED, expand_in,
+    merge_before_page_reads, merge_some, segments, set_automerge, term_rows_in, terms_in,
+    vocabulary, vocabulary_rows,
 };
 use crate::store::queries::LAST_RANKED;
 use crate::test_rng::Xorshift;
@@ -278,6 +279,57 @@ fn a_prefix_is_written_as_its_terms_each_a_word_stemmed_to_it() {
 #[test]
 fn an_expanded_prefix_gives_fts5s_own_hits() {
     let (_dir, store) = generated();
+    WIDE_SEARCHED.set(0);
+    expanded_prefixes_give_fts5s_own_hits(&store);
+    assert_eq!(WIDE_SEARCHED.get(), 0);
+}
+
+/// Prefixes with more terms than a walk searches (`err*`: ~280 terms, 8 of them frequent) are
+/// searched as their terms only when the walk leaves the rare ones out and few enough are
+/// left; else as FTS5's own prefix. The hits are FTS5's either way.
+#[test]
+fn a_wide_prefix_gives_fts5s_own_hits() {
+    let (_dir, store) = generated();
+    let twenty = SearchFilter {
+        limit: 20,
+        ..SearchFilter::default()
+    };
+    let (native, _) = search_ranked(&store, i64::MAX, "err*", &twenty);
+    let terms = terms_in(&store, "err").unwrap().len();
+    // (most terms searched, most read, whether `err*` is searched as its terms)
+    for (max, max_read, searched) in [
+        (terms - 1, EXPAND_MAX_READ_TERMS, true),
+        (12, EXPAND_MAX_READ_TERMS, false),
+        (12, 100, false),
+    ] {
+        FORCED_MAX_TERMS.set(Some((max, max_read)));
+        // Not expanded as a whole: FTS5's own prefix, no group.
+        assert_eq!(expand_in(&store, r#""err"*"#, 0).query, r#""err"*"#);
+        WIDE_SEARCHED.set(0);
+        PRUNED.set(0);
+        let (expanded, _) = search_ranked(&store, 0, "err*", &twenty);
+        assert_eq!(WIDE_SEARCHED.get() > 0, searched, "{max} {max_read}");
+        // The walk with the frequent terms alone, unless past the cap of terms read.
+        assert_eq!(
+            PRUNED.get(),
+            usize::from(max_read > 100),
+            "{max} {max_read}"
+        );
+        assert_eq!(
+            first_difference(&expanded, &native),
+            None,
+            "{max} {max_read}"
+        );
+        WIDE_SEARCHED.set(0);
+        expanded_prefixes_give_fts5s_own_hits(&store);
+        assert_eq!(WIDE_SEARCHED.get() > 0, searched, "{max} {max_read}");
+    }
+    FORCED_MAX_TERMS.set(None);
+}
+
+/// The oracle's queries under three filters (500 hits each): the same candidates, scores,
+/// hits and snippets with every prefix expanded as with none.
+fn expanded_prefixes_give_fts5s_own_hits(store: &Store) {
     // The first three filters, each for the best 500 hits.
     let filters: Vec<SearchFilter> = filters()
         .into_iter()
@@ -301,8 +353,8 @@ fn an_expanded_prefix_gives_fts5s_own_hits() {
         "e*",
     ] {
         for f in &filters {
-            let (native, native_ranked) = search_ranked(&store, i64::MAX, q, f);
-            let (expanded, expanded_ranked) = search_ranked(&store, 0, q, f);
+            let (native, native_ranked) = search_ranked(store, i64::MAX, q, f);
+            let (expanded, expanded_ranked) = search_ranked(store, 0, q, f);
             // Every candidate, with its score: the same rows walked and ranked.
             assert_eq!(
                 native_ranked.len(),

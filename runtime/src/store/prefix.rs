@@ -34,6 +34,14 @@
 //! `errorcase`, is stemmed again to `errorca`): each term is written as a word that the
 //! tokenizer turns into exactly that term: the term itself, or the term with one of a few
 //! suffixes the stemmer strips (`errorcas` + `e`). A term without one leaves the query as it was.
+//!
+//! A walk searches at most [`EXPAND_MAX_TERMS`] terms of a prefix, or as many as the leaf pages
+//! it spans when more (FTS5's merge costs ~0.1–0.17 ms a page, a term searched ~0.08 ms). A
+//! prefix of one letter has tens of thousands of terms (`e*`: 40,639), nearly all rare (hex
+//! digits, identifiers): such a wide group is searched as its frequent terms and the rare ones
+//! with a row at or after the bound the frequent ones give, when those are few enough (`e*`:
+//! 1,214), and as FTS5's own prefix otherwise. The snippets are asked for with the terms that
+//! can be in the hits only: the frequent ones and the rare ones with a row among them.
 
 use super::rank::DF_SAMPLE;
 use super::rank::fts5_api;
@@ -48,9 +56,16 @@ use std::ffi::{c_char, c_int, c_void};
 /// prefix is cheap enough as it is: `overfl*`, 195 pages, 4 ms).
 pub const EXPAND_MIN_PAGES: i64 = 400;
 
-/// The most terms one prefix is expanded into: past that, the `OR` costs as much as the merge
+/// The most terms of one prefix a walk searches: past that, the `OR` costs as much as the merge
 /// (each term is a doclist FTS5 seeks in every segment, for every row walked).
 pub const EXPAND_MAX_TERMS: usize = 2048;
+
+/// The most terms of one prefix read from the index pages. A prefix with more terms than a
+/// walk searches ([`EXPAND_MAX_TERMS`], or the pages it spans when more: `e*` on the 1 GB bench
+/// store has 40,639 terms, 257 of them frequent) is a wide group: searched as its terms only
+/// when the walk leaves its rare terms out ([`Keep::Since`]) and few enough are left; else as
+/// FTS5's own prefix.
+pub const EXPAND_MAX_READ_TERMS: usize = 131_072;
 
 /// Suffixes tried, in order, to make a word that the tokenizer stems to a given term.
 const SUFFIXES: &[&str] = &[
@@ -77,16 +92,30 @@ pub struct Expanded {
 /// One index term of an expanded prefix.
 #[derive(Debug, Clone)]
 struct Term {
-    /// A word the tokenizer stems to exactly the term.
-    word: String,
+    /// The index term.
+    term: String,
+    /// A word the tokenizer stems to exactly the term; `None` until looked for (a rare term of
+    /// a wide group: [`Prefixed::find_words`]), or when there is none.
+    word: Option<String>,
     /// The term's newest row, when every row of it was read from the index pages; `None` for a
     /// term with a doclist over several pages (or a deletion mark in it).
     newest: Option<i64>,
+    /// Every row of the term, ascending, when they were read from the index pages (else empty).
+    rows: Vec<i64>,
 }
 
 /// The terms of one expanded prefix.
 #[derive(Debug, Clone)]
 struct Group {
+    /// The prefix term as the query wrote it (`"err"*`), searched so when the group is wide
+    /// and its rare terms are not left out.
+    raw: String,
+    /// More terms than `limit`: searched as its terms only by a walk that leaves the rare ones
+    /// out ([`Keep::Since`]), and only when at most `limit` are left, each with its word.
+    wide: bool,
+    /// The most terms searched: [`EXPAND_MAX_TERMS`], or the leaf pages the prefix spans when
+    /// more (FTS5's merge costs ~0.1–0.17 ms a page; each term searched, ~0.08 ms).
+    limit: usize,
     terms: Vec<Term>,
     /// The smallest [`super::rank::DF_SAMPLE`] rows of the terms whose rows were read, ascending.
     sample: Vec<i64>,
@@ -101,13 +130,16 @@ enum Seg {
 
 /// Which terms of each group a rendering searches ([`Prefixed::render`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Keep {
+pub enum Keep<'a> {
     /// Every term.
     All,
     /// Only the terms whose rows were not all read (the frequent ones).
     Frequent,
     /// The frequent terms and every term with a row at or after this one.
     Since(i64),
+    /// The frequent terms and every term in one of these rows (ascending): the terms that can
+    /// be in these rows, for their snippets.
+    Holding(&'a [i64]),
 }
 
 /// An FTS5 query whose prefix terms may be expanded ([`expand`]): rendered as a whole
@@ -141,8 +173,36 @@ impl Prefixed {
             })
     }
 
-    /// The query with its groups' terms as `keep` says (frequent terms first in each group).
-    pub fn render(&self, keep: Keep) -> Expanded {
+    /// Look for the words of the terms of wide groups that [`Keep::Since`] `since` keeps
+    /// (a wide group's rare terms have none until then: tens of thousands of tokenizer calls
+    /// for terms a walk mostly leaves out).
+    ///
+    /// Errors: SQLite's, obtaining the tokenizer.
+    pub fn find_words(&mut self, conn: &Connection, since: i64) -> Result<()> {
+        let mut stemmer = None;
+        for seg in &mut self.segs {
+            let Seg::Group(g) = seg else { continue };
+            if !g.wide || kept(g, Keep::Since(since)).count() > g.limit {
+                continue;
+            }
+            for t in &mut g.terms {
+                if t.word.is_none() && t.newest.is_some_and(|n| n >= since) {
+                    if stemmer.is_none() {
+                        stemmer = Stemmer::new(conn)?;
+                    }
+                    let Some(st) = &stemmer else { return Ok(()) };
+                    t.word = word_for(st, &t.term);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The query with its groups' terms as `keep` says (frequent terms first in each group). A
+    /// wide group is written as the prefix term it stands for unless `keep` is not
+    /// [`Keep::All`] and leaves at most its limit of terms, each with its word
+    /// ([`Prefixed::find_words`]).
+    pub fn render(&self, keep: Keep<'_>) -> Expanded {
         let mut query = String::new();
         let mut groups: Vec<String> = Vec::new();
         let mut samples: Vec<u8> = Vec::new();
@@ -154,18 +214,29 @@ impl Prefixed {
                     phrase += n;
                 }
                 Seg::Group(g) => {
-                    let frequent = g.terms.iter().filter(|t| t.newest.is_none());
-                    let read = g.terms.iter().filter(|t| match (keep, t.newest) {
-                        (_, None) | (Keep::Frequent, _) => false,
-                        (Keep::All, Some(_)) => true,
-                        (Keep::Since(r), Some(n)) => n >= r,
-                    });
-                    let words: Vec<String> = frequent
-                        .clone()
-                        .chain(read)
-                        .map(|t| format!("\"{}\"", t.word.replace('"', "\"\"")))
-                        .collect();
-                    groups.push(format!("{phrase}:{}:{}", words.len(), frequent.count()));
+                    let words: Option<Vec<String>> = (!g.wide
+                        || (keep != Keep::All && kept(g, keep).count() <= g.limit))
+                        .then(|| {
+                            kept(g, keep)
+                                .map(|t| {
+                                    let w = t.word.as_deref()?;
+                                    Some(format!("\"{}\"", w.replace('"', "\"\"")))
+                                })
+                                .collect()
+                        })
+                        .flatten();
+                    let Some(words) = words else {
+                        // FTS5's own prefix, one phrase.
+                        query.push_str(&g.raw);
+                        phrase += 1;
+                        continue;
+                    };
+                    #[cfg(test)]
+                    if g.wide && matches!(keep, Keep::Since(_)) {
+                        WIDE_SEARCHED.set(WIDE_SEARCHED.get() + 1);
+                    }
+                    let frequent = g.terms.iter().filter(|t| t.newest.is_none()).count();
+                    groups.push(format!("{phrase}:{}:{frequent}", words.len()));
                     phrase += words.len();
                     query.push('(');
                     query.push_str(&words.join(" OR "));
@@ -185,10 +256,44 @@ impl Prefixed {
     }
 }
 
+/// The terms of `g` that `keep` keeps: the frequent ones first, then the read ones kept.
+fn kept<'g>(g: &'g Group, keep: Keep<'g>) -> impl Iterator<Item = &'g Term> + Clone {
+    let frequent = g.terms.iter().filter(|t| t.newest.is_none());
+    let read = g.terms.iter().filter(move |t| match (keep, t.newest) {
+        (_, None) | (Keep::Frequent, _) => false,
+        (Keep::All, Some(_)) => true,
+        (Keep::Since(r), Some(n)) => n >= r,
+        (Keep::Holding(rows), Some(_)) => shares_a_row(&t.rows, rows),
+    });
+    frequent.chain(read)
+}
+
+/// Whether two ascending lists of rows have one in common.
+fn shares_a_row(a: &[i64], b: &[i64]) -> bool {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => return true,
+        }
+    }
+    false
+}
+
+/// A word the tokenizer turns into exactly `term`: the term itself or the term and one of
+/// [`SUFFIXES`]; `None` when none does.
+fn word_for(stemmer: &Stemmer, term: &str) -> Option<String> {
+    SUFFIXES.iter().find_map(|s| {
+        let w = format!("{term}{s}");
+        (stemmer.tokens(&w).as_slice() == [term]).then_some(w)
+    })
+}
+
 /// `q` (an FTS5 query in [`crate::query::fts_query`]'s form: terms in double quotes, `""` for
 /// a quote inside, a prefix term's closing quote followed by `*`) with each prefix term that
-/// spans at least [`EXPAND_MIN_PAGES`] leaf pages and has at most [`EXPAND_MAX_TERMS`] terms
-/// expanded into its terms ([`Prefixed::render`] writes them as an `OR`, and the groups that
+/// spans at least [`EXPAND_MIN_PAGES`] leaf pages and has at most [`EXPAND_MAX_READ_TERMS`]
+/// terms expanded into its terms ([`Prefixed::render`] writes them as an `OR`, and the groups that
 /// say so to `memtrail_bm25`). Nothing expanded when no prefix term qualifies.
 ///
 /// Errors: SQLite's, reading the index.
@@ -208,6 +313,32 @@ thread_local! {
         const { std::cell::Cell::new(None) };
     /// How many walks on this thread left rare terms out ([`Keep::Since`]).
     pub(crate) static PRUNED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// How many walks on this thread searched a wide group as its terms, its rare ones left
+    /// out ([`Keep::Since`]).
+    pub(crate) static WIDE_SEARCHED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The most terms a walk searches (whatever the pages) and [`EXPAND_MAX_READ_TERMS`] for
+    /// every search on this thread (to make wide groups of a small store's prefixes).
+    pub(crate) static FORCED_MAX_TERMS: std::cell::Cell<Option<(usize, usize)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// The most terms of a prefix spanning `pages` leaf pages searched in one walk:
+/// [`EXPAND_MAX_TERMS`] or `pages`, the larger (or what a test set).
+fn max_terms(pages: i64) -> usize {
+    #[cfg(test)]
+    if let Some((m, _)) = FORCED_MAX_TERMS.get() {
+        return m;
+    }
+    EXPAND_MAX_TERMS.max(usize::try_from(pages).unwrap_or(0))
+}
+
+/// [`EXPAND_MAX_READ_TERMS`] (or what a test set).
+fn max_read_terms() -> usize {
+    #[cfg(test)]
+    if let Some((_, m)) = FORCED_MAX_TERMS.get() {
+        return m;
+    }
+    EXPAND_MAX_READ_TERMS
 }
 
 /// [`expand`] with the threshold of pages given (a test expands every prefix with `0`).
@@ -252,7 +383,10 @@ pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<
                 let group = match stemmer.tokens(text).as_slice() {
                     // One token and no CJK column around it: a term of the index's own.
                     [stem] if !in_column_filter(&pieces, i) => {
-                        expansion(conn, &stemmer, stem, min_pages)?
+                        expansion(conn, &stemmer, stem, min_pages)?.map(|mut g| {
+                            g.raw = format!("{raw}*");
+                            g
+                        })
                     }
                     _ => None,
                 };
@@ -372,37 +506,48 @@ fn starts_operand(rest: &[Piece<'_>]) -> bool {
 }
 
 /// The terms of the prefix `stem` (a token of the index's tokenizer): one per index term that
-/// begins with it, each as a word the tokenizer turns into exactly that term. `None` when the
-/// prefix is cheap as it is (fewer than `min_pages` leaf pages), has more than
-/// [`EXPAND_MAX_TERMS`] terms or none, or a term has no such word, or the index does not read
-/// as expected.
+/// begins with it, each as a word the tokenizer turns into exactly that term (for a wide group,
+/// only the frequent terms' words are looked for here: [`Prefixed::find_words`]). `None` when
+/// the prefix is cheap as it is (fewer than `min_pages` leaf pages), has more than
+/// [`EXPAND_MAX_READ_TERMS`] terms or none, or more frequent ones than a walk searches, or
+/// a term looked for has no such word, or the index does not read as expected. The group's
+/// `raw` is left empty for the caller.
 fn expansion(
     conn: &Connection,
     stemmer: &Stemmer,
     stem: &str,
     min_pages: i64,
 ) -> Result<Option<Group>> {
-    let Some(terms) = index_terms(conn, stem.as_bytes(), min_pages)? else {
+    let Some((pages, terms)) = index_terms(conn, stem.as_bytes(), min_pages)? else {
         return Ok(None);
     };
+    let limit = max_terms(pages);
+    let wide = terms.len() > limit;
+    if wide && terms.values().filter(|r| r.is_none()).count() > limit {
+        return Ok(None);
+    }
     let mut group = Group {
+        raw: String::new(),
+        wide,
+        limit,
         terms: Vec::with_capacity(terms.len()),
         sample: Vec::new(),
     };
     let mut sample: BTreeSet<i64> = BTreeSet::new();
-    for (term, rows) in &terms {
-        let Ok(term) = std::str::from_utf8(term) else {
+    for (term, rows) in terms {
+        let Ok(term) = std::str::from_utf8(&term) else {
             return Ok(None);
         };
-        let found = SUFFIXES.iter().find_map(|s| {
-            let w = format!("{term}{s}");
-            (stemmer.tokens(&w).as_slice() == [term]).then_some(w)
-        });
-        let Some(word) = found else {
-            return Ok(None);
+        let word = if wide && rows.is_some() {
+            None
+        } else {
+            let Some(word) = word_for(stemmer, term) else {
+                return Ok(None);
+            };
+            Some(word)
         };
         let newest = rows.as_ref().and_then(|r| r.last().copied());
-        if let Some(rows) = rows {
+        if let Some(rows) = &rows {
             for &r in rows {
                 // The smallest DF_SAMPLE rows (of every read term) are the sample.
                 if sample.len() < DF_SAMPLE as usize || sample.last().is_some_and(|&l| r < l) {
@@ -413,7 +558,12 @@ fn expansion(
                 }
             }
         }
-        group.terms.push(Term { word, newest });
+        group.terms.push(Term {
+            term: term.to_string(),
+            word,
+            newest,
+            rows: rows.unwrap_or_default(),
+        });
     }
     group.sample = sample.into_iter().collect();
     Ok((!group.terms.is_empty()).then_some(group))
@@ -443,15 +593,18 @@ fn successor(k: &[u8]) -> Option<Vec<u8>> {
 /// not (a doclist that goes on to the next page, a deletion mark).
 type Rows = Option<Vec<i64>>;
 
-/// The index terms (without the key's `0`) that begin with `prefix`, from every segment's leaf
-/// pages, each with its rows when they lie within the pages read ([`Rows`]); `None` when they
-/// span fewer than `min_pages` pages, are more than [`EXPAND_MAX_TERMS`], or a page does not
-/// read as FTS5's format.
+/// Index terms (without the key's `0`) and their [`Rows`].
+type IndexTerms = BTreeMap<Vec<u8>, Rows>;
+
+/// The leaf pages spanned and the index terms (without the key's `0`) that begin with
+/// `prefix`, from every segment's leaf pages, each with its rows when they lie within the pages read ([`Rows`]); `None` when they
+/// span fewer than `min_pages` pages, are more than [`EXPAND_MAX_READ_TERMS`], or a page does
+/// not read as FTS5's format.
 pub(crate) fn index_terms(
     conn: &Connection,
     prefix: &[u8],
     min_pages: i64,
-) -> Result<Option<BTreeMap<Vec<u8>, Rows>>> {
+) -> Result<Option<(i64, IndexTerms)>> {
     // One read transaction for every statement below: without it each sees the index as
     // last committed, and a merge committed by another process (a hook's automatic merge)
     // between the listing of the segments and the reading of their pages moves terms into a
@@ -558,7 +711,7 @@ pub(crate) fn index_terms(
                 match terms.entry(t[1..].to_vec()) {
                     std::collections::btree_map::Entry::Vacant(v) => {
                         v.insert(rows);
-                        if terms.len() > EXPAND_MAX_TERMS {
+                        if terms.len() > max_read_terms() {
                             return Ok(None);
                         }
                     }
@@ -579,7 +732,7 @@ pub(crate) fn index_terms(
             }
         }
     }
-    Ok(Some(terms))
+    Ok(Some((pages_spanned, terms)))
 }
 
 /// Whether a leaf page begins with a term (not with the rest of the previous page's doclist):
@@ -804,6 +957,7 @@ pub(crate) fn term_rows_in(store: &super::Store, prefix: &str) -> Vec<(String, O
     index_terms(&store.conn, prefix.as_bytes(), 0)
         .unwrap()
         .unwrap()
+        .1
         .into_iter()
         .map(|(t, r)| (String::from_utf8(t).unwrap(), r))
         .collect()
@@ -851,7 +1005,7 @@ fn from_vocabulary<T: rusqlite::types::FromSql>(
 pub(crate) fn terms_in(store: &super::Store, prefix: &str) -> Option<Vec<String>> {
     index_terms(&store.conn, prefix.as_bytes(), 0)
         .unwrap()
-        .map(|t| {
+        .map(|(_, t)| {
             t.into_keys()
                 .map(|t| String::from_utf8(t).unwrap())
                 .collect()
