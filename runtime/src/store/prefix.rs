@@ -129,14 +129,18 @@ enum Seg {
 }
 
 /// Which terms of each group a rendering searches ([`Prefixed::render`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub enum Keep<'a> {
     /// Every term.
     All,
     /// Only the terms whose rows were not all read (the frequent ones).
     Frequent,
-    /// The frequent terms and every term with a row at or after this one.
-    Since(i64),
+    /// The frequent terms and every term with a row at or after `from` that `admits` (when
+    /// given) lets through: a row the search's filter admits (its candidates are such rows).
+    Since {
+        from: i64,
+        admits: Option<&'a dyn Fn(i64) -> bool>,
+    },
     /// The frequent terms and every term in one of these rows (ascending): the terms that can
     /// be in these rows, for their snippets.
     Holding(&'a [i64]),
@@ -173,26 +177,32 @@ impl Prefixed {
             })
     }
 
-    /// Look for the words of the terms of wide groups that [`Keep::Since`] `since` keeps
-    /// (a wide group's rare terms have none until then: tens of thousands of tokenizer calls
-    /// for terms a walk mostly leaves out).
+    /// Look for the words of the terms of wide groups that `keep` keeps (a wide group's rare
+    /// terms have none until then: tens of thousands of tokenizer calls for terms a walk
+    /// mostly leaves out), when they are at most the group's limit.
     ///
     /// Errors: SQLite's, obtaining the tokenizer.
-    pub fn find_words(&mut self, conn: &Connection, since: i64) -> Result<()> {
+    pub fn find_words(&mut self, conn: &Connection, keep: Keep<'_>) -> Result<()> {
         let mut stemmer = None;
         for seg in &mut self.segs {
             let Seg::Group(g) = seg else { continue };
-            if !g.wide || kept(g, Keep::Since(since)).count() > g.limit {
+            if !g.wide || kept(g, keep).count() > g.limit {
                 continue;
             }
-            for t in &mut g.terms {
-                if t.word.is_none() && t.newest.is_some_and(|n| n >= since) {
-                    if stemmer.is_none() {
-                        stemmer = Stemmer::new(conn)?;
-                    }
-                    let Some(st) = &stemmer else { return Ok(()) };
-                    t.word = word_for(st, &t.term);
+            let wanted: Vec<usize> = g
+                .terms
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.word.is_none() && t.newest.is_some() && keeps(keep, t))
+                .map(|(i, _)| i)
+                .collect();
+            for i in wanted {
+                if stemmer.is_none() {
+                    stemmer = Stemmer::new(conn)?;
                 }
+                let Some(st) = &stemmer else { return Ok(()) };
+                let t = &mut g.terms[i];
+                t.word = word_for(st, &t.term);
             }
         }
         Ok(())
@@ -215,7 +225,7 @@ impl Prefixed {
                 }
                 Seg::Group(g) => {
                     let words: Option<Vec<String>> = (!g.wide
-                        || (keep != Keep::All && kept(g, keep).count() <= g.limit))
+                        || (!matches!(keep, Keep::All) && kept(g, keep).count() <= g.limit))
                         .then(|| {
                             kept(g, keep)
                                 .map(|t| {
@@ -232,7 +242,7 @@ impl Prefixed {
                         continue;
                     };
                     #[cfg(test)]
-                    if g.wide && matches!(keep, Keep::Since(_)) {
+                    if g.wide && matches!(keep, Keep::Since { .. }) {
                         WIDE_SEARCHED.set(WIDE_SEARCHED.get() + 1);
                     }
                     let frequent = g.terms.iter().filter(|t| t.newest.is_none()).count();
@@ -259,13 +269,27 @@ impl Prefixed {
 /// The terms of `g` that `keep` keeps: the frequent ones first, then the read ones kept.
 fn kept<'g>(g: &'g Group, keep: Keep<'g>) -> impl Iterator<Item = &'g Term> + Clone {
     let frequent = g.terms.iter().filter(|t| t.newest.is_none());
-    let read = g.terms.iter().filter(move |t| match (keep, t.newest) {
-        (_, None) | (Keep::Frequent, _) => false,
-        (Keep::All, Some(_)) => true,
-        (Keep::Since(r), Some(n)) => n >= r,
-        (Keep::Holding(rows), Some(_)) => shares_a_row(&t.rows, rows),
-    });
+    let read = g
+        .terms
+        .iter()
+        .filter(move |t| t.newest.is_some() && keeps(keep, t));
     frequent.chain(read)
+}
+
+/// Whether `keep` keeps `t`, a term whose rows were read.
+fn keeps(keep: Keep<'_>, t: &Term) -> bool {
+    match keep {
+        Keep::Frequent => false,
+        Keep::All => true,
+        Keep::Since { from, admits } => {
+            let newer = t.rows.iter().rev().take_while(|&&r| r >= from);
+            match admits {
+                None => t.newest.is_some_and(|n| n >= from),
+                Some(admits) => newer.copied().any(admits),
+            }
+        }
+        Keep::Holding(rows) => shares_a_row(&t.rows, rows),
+    }
 }
 
 /// Whether two ascending lists of rows have one in common.

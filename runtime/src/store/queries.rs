@@ -238,6 +238,12 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     for alternative in &mut alternatives {
         // One alternative: its best `fetch`; several: every candidate of each, summed below.
         let n = if single { fetch } else { SEARCH_CANDIDATES };
+        // The filter's messages, as listed for this walk (a walk that lists them anew after
+        // all lists the same messages).
+        let scope = match &plan {
+            ScopePlan::Scope(s) => Some(s.clone()),
+            _ => None,
+        };
         let mut attempt =
             |q: &super::prefix::Expanded, n: usize, bound: bool| match rank(&plan, q, n, bound) {
                 Err(e) if e.to_string().contains(super::rank::WALK_BUDGET_SPENT) => {
@@ -254,22 +260,27 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         // new holds none of them. Their rows still count in the group's document frequency
         // (the sample). Each term is a doclist FTS5 seeks in every segment: `err*` has 271
         // terms, of which a handful are frequent.
-        let mut since = None;
+        // Under a filter listed as its messages, a term whose rows at or after the bound are
+        // all outside it holds no candidate either (`e*` for one agent, whose messages lie
+        // far back: most rare terms newer than its bound are in other agents' messages).
+        let admits = |row: i64| scope.as_ref().is_none_or(|s| s.admits(row));
+        let admits: &dyn Fn(i64) -> bool = &admits;
+        let mut keep = super::prefix::Keep::All;
         if alternative.can_prune() {
             let frequent = alternative.render(super::prefix::Keep::Frequent);
             if let Some(&(oldest, count)) = attempt(&frequent, 1, true)?.first()
                 && count as usize >= SEARCH_CANDIDATES
             {
-                alternative.find_words(&store.conn, oldest)?;
-                since = Some(oldest);
+                keep = super::prefix::Keep::Since {
+                    from: oldest,
+                    admits: scope.is_some().then_some(admits),
+                };
+                alternative.find_words(&store.conn, keep)?;
                 #[cfg(test)]
                 super::prefix::PRUNED.set(super::prefix::PRUNED.get() + 1);
             }
         }
-        let q = alternative.render(match since {
-            Some(oldest) => super::prefix::Keep::Since(oldest),
-            None => super::prefix::Keep::All,
-        });
+        let q = alternative.render(keep);
         let ranked = attempt(&q, n, false)?;
         if single {
             best = ranked;
@@ -526,6 +537,17 @@ struct Scope {
     /// No admitted message has a larger id (for [`ScopePlan::Sessions`]: the admitted
     /// sessions' largest `last_message_id`, migration 11), so a walk starts there.
     newest: i64,
+}
+
+impl Scope {
+    /// Whether message `row` is one of the admitted sessions'.
+    fn admits(&self, row: i64) -> bool {
+        if row < self.lo || row > self.hi {
+            return false;
+        }
+        let i = (row - self.lo) as usize;
+        self.bits.get(i / 8).is_some_and(|b| b >> (i % 8) & 1 == 1)
+    }
 }
 
 /// Above this share of the store's messages, a session filter is checked on each match's
