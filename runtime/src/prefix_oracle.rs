@@ -712,3 +712,22 @@ fn a_merge_between_the_reads_of_the_index_loses_no_term() {
     assert_eq!(vocabulary(&store, "errz"), want);
     assert_eq!(got, Some(want));
 }
+
+/// A group none of whose terms is in the hits (all its terms rare, excluded or in another
+/// alternative than the hits'): the snippets' query still holds it (`()` is no FTS5 syntax).
+#[test]
+fn a_group_with_no_term_in_the_hits_gives_fts5s_own_hits() {
+    let (_dir, store) = generated();
+    let mut filters = filters();
+    filters.push(SearchFilter {
+        limit: 5,
+        ..fifty()
+    });
+    let queries = ["alpha -errq*", "webhook -errorc*", "alpha NOT errq*"];
+    for wide in [None, Some((12, EXPAND_MAX_READ_TERMS))] {
+        FORCED_MAX_TERMS.set(wide);
+        let bad = differences(&store, &queries, &filters.iter().collect::<Vec<_>>());
+        FORCED_MAX_TERMS.set(None);
+        assert!(bad.is_empty(), "{wide:?}: {bad:#?}");
+    }
+}

@@ -235,6 +235,17 @@ impl Prefixed {
                                 .collect()
                         })
                         .flatten();
+                    // No term kept ([`Keep::Holding`]: none of the group's terms is in the
+                    // hits, as in an exclusion): one term with no instance in them stands for
+                    // the group (`()` is no FTS5 syntax), else FTS5's own prefix.
+                    let words = match words {
+                        Some(w) if w.is_empty() => g
+                            .terms
+                            .iter()
+                            .find_map(|t| t.word.as_deref())
+                            .map(|w| vec![format!("\"{}\"", w.replace('"', "\"\""))]),
+                        w => w,
+                    };
                     let Some(words) = words else {
                         // FTS5's own prefix, one phrase.
                         query.push_str(&g.raw);
