@@ -731,3 +731,33 @@ fn a_group_with_no_term_in_the_hits_gives_fts5s_own_hits() {
         assert!(bad.is_empty(), "{wide:?}: {bad:#?}");
     }
 }
+
+/// An excluded group is not walked without its rare terms: leaving out an excluded term lets
+/// its rows in, and the walk with the frequent terms alone bounds nothing (`alpha -err*`: the
+/// walk went on past that bound, to messages holding a rare `errq…` left out).
+#[test]
+fn an_excluded_prefix_gives_fts5s_own_candidates() {
+    let (_dir, store) = generated();
+    let filters: Vec<SearchFilter> = filters()
+        .into_iter()
+        .take(2)
+        .map(|f| SearchFilter { limit: 500, ..f })
+        .collect();
+    for wide in [None, Some((12, EXPAND_MAX_READ_TERMS))] {
+        for q in ["alpha -err*", "filler -e*", "alpha NOT err*", "err* -errq*"] {
+            for f in &filters {
+                FORCED_MAX_TERMS.set(wide);
+                let (native, native_ranked) = search_ranked(&store, i64::MAX, q, f);
+                let (expanded, expanded_ranked) = search_ranked(&store, 0, q, f);
+                FORCED_MAX_TERMS.set(None);
+                let ids = |r: &[(i64, f64)]| r.iter().map(|r| r.0).collect::<Vec<_>>();
+                assert_eq!(
+                    ids(&expanded_ranked),
+                    ids(&native_ranked),
+                    "{wide:?} {q} {f:?}: candidates"
+                );
+                assert_eq!(first_difference(&expanded, &native), None, "{q} {f:?}");
+            }
+        }
+    }
+}
