@@ -761,3 +761,36 @@ fn an_excluded_prefix_gives_fts5s_own_candidates() {
         }
     }
 }
+
+/// A message longer than a snippet's 16 tokens: FTS5's snippet picks the window with the most
+/// distinct phrases, and a prefix is one phrase where its expansion is one per term (a window
+/// of `error … errno` beats one of `error … error … error` only when expanded). Not fixed:
+/// the snippets would need FTS5's own prefix (its merge paid again) or a snippet function that
+/// counts a group as one phrase.
+#[test]
+#[ignore = "known difference: an expanded prefix's snippet window in a long message"]
+fn a_long_message_gives_fts5s_own_snippet() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+    let sid = claude_session(&mut store, "long");
+    let fill = |n: usize| {
+        (0..n)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let text = format!(
+        "{} error one error two error three {} error four errno five {}",
+        fill(5),
+        fill(30),
+        fill(30)
+    );
+    let records = vec![
+        Record::Message(text_message("m0".into(), text, T0)),
+        Record::Message(text_message("m1".into(), "errata here".into(), T0 + 1000)),
+    ];
+    store.write(|w| w.apply(sid, records)).unwrap();
+    let _ = store.catch_up_index(None);
+    let bad = differences(&store, &["err*", "err* OR w3"], &[&fifty()]);
+    assert!(bad.is_empty(), "{bad:#?}");
+}
