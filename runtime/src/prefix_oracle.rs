@@ -712,3 +712,85 @@ fn a_merge_between_the_reads_of_the_index_loses_no_term() {
     assert_eq!(vocabulary(&store, "errz"), want);
     assert_eq!(got, Some(want));
 }
+
+/// A group none of whose terms is in the hits (all its terms rare, excluded or in another
+/// alternative than the hits'): the snippets' query still holds it (`()` is no FTS5 syntax).
+#[test]
+fn a_group_with_no_term_in_the_hits_gives_fts5s_own_hits() {
+    let (_dir, store) = generated();
+    let mut filters = filters();
+    filters.push(SearchFilter {
+        limit: 5,
+        ..fifty()
+    });
+    let queries = ["alpha -errq*", "webhook -errorc*", "alpha NOT errq*"];
+    for wide in [None, Some((12, EXPAND_MAX_READ_TERMS))] {
+        FORCED_MAX_TERMS.set(wide);
+        let bad = differences(&store, &queries, &filters.iter().collect::<Vec<_>>());
+        FORCED_MAX_TERMS.set(None);
+        assert!(bad.is_empty(), "{wide:?}: {bad:#?}");
+    }
+}
+
+/// An excluded group is not walked without its rare terms: leaving out an excluded term lets
+/// its rows in, and the walk with the frequent terms alone bounds nothing (`alpha -err*`: the
+/// walk went on past that bound, to messages holding a rare `errq…` left out).
+#[test]
+fn an_excluded_prefix_gives_fts5s_own_candidates() {
+    let (_dir, store) = generated();
+    let filters: Vec<SearchFilter> = filters()
+        .into_iter()
+        .take(2)
+        .map(|f| SearchFilter { limit: 500, ..f })
+        .collect();
+    for wide in [None, Some((12, EXPAND_MAX_READ_TERMS))] {
+        for q in ["alpha -err*", "filler -e*", "alpha NOT err*", "err* -errq*"] {
+            for f in &filters {
+                FORCED_MAX_TERMS.set(wide);
+                let (native, native_ranked) = search_ranked(&store, i64::MAX, q, f);
+                let (expanded, expanded_ranked) = search_ranked(&store, 0, q, f);
+                FORCED_MAX_TERMS.set(None);
+                let ids = |r: &[(i64, f64)]| r.iter().map(|r| r.0).collect::<Vec<_>>();
+                assert_eq!(
+                    ids(&expanded_ranked),
+                    ids(&native_ranked),
+                    "{wide:?} {q} {f:?}: candidates"
+                );
+                assert_eq!(first_difference(&expanded, &native), None, "{q} {f:?}");
+            }
+        }
+    }
+}
+
+/// A message longer than a snippet's 16 tokens: FTS5's snippet picks the window with the most
+/// distinct phrases, and a prefix is one phrase where its expansion is one per term (a window
+/// of `error … errno` beats one of `error … error … error` only when expanded). Not fixed:
+/// the snippets would need FTS5's own prefix (its merge paid again) or a snippet function that
+/// counts a group as one phrase.
+#[test]
+#[ignore = "known difference: an expanded prefix's snippet window in a long message"]
+fn a_long_message_gives_fts5s_own_snippet() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+    let sid = claude_session(&mut store, "long");
+    let fill = |n: usize| {
+        (0..n)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let text = format!(
+        "{} error one error two error three {} error four errno five {}",
+        fill(5),
+        fill(30),
+        fill(30)
+    );
+    let records = vec![
+        Record::Message(text_message("m0".into(), text, T0)),
+        Record::Message(text_message("m1".into(), "errata here".into(), T0 + 1000)),
+    ];
+    store.write(|w| w.apply(sid, records)).unwrap();
+    let _ = store.catch_up_index(None);
+    let bad = differences(&store, &["err*", "err* OR w3"], &[&fifty()]);
+    assert!(bad.is_empty(), "{bad:#?}");
+}

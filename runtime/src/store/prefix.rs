@@ -113,6 +113,9 @@ struct Group {
     /// More terms than `limit`: searched as its terms only by a walk that leaves the rare ones
     /// out ([`Keep::Since`]), and only when at most `limit` are left, each with its word.
     wide: bool,
+    /// After a `NOT`: a walk without some of its terms matches more rows, not fewer, so its
+    /// rare terms are never left out ([`Prefixed::can_prune`]).
+    excluded: bool,
     /// The most terms searched: [`EXPAND_MAX_TERMS`], or the leaf pages the prefix spans when
     /// more (FTS5's merge costs ~0.1–0.17 ms a page; each term searched, ~0.08 ms).
     limit: usize,
@@ -160,7 +163,9 @@ impl Prefixed {
     }
 
     /// Whether [`Keep::Frequent`] and [`Keep::Since`] apply: every group has a frequent term
-    /// (to walk with alone) and a term whose rows were read (to leave out).
+    /// (to walk with alone) and a term whose rows were read (to leave out), and none is
+    /// excluded (the walk with an excluded group's frequent terms alone matches more rows than
+    /// the query: its bound is no bound).
     pub fn can_prune(&self) -> bool {
         let groups: Vec<&Group> = self
             .segs
@@ -172,7 +177,8 @@ impl Prefixed {
             .collect();
         !groups.is_empty()
             && groups.iter().all(|g| {
-                g.terms.iter().any(|t| t.newest.is_none())
+                !g.excluded
+                    && g.terms.iter().any(|t| t.newest.is_none())
                     && g.terms.iter().any(|t| t.newest.is_some())
             })
     }
@@ -235,6 +241,17 @@ impl Prefixed {
                                 .collect()
                         })
                         .flatten();
+                    // No term kept ([`Keep::Holding`]: none of the group's terms is in the
+                    // hits, as in an exclusion): one term with no instance in them stands for
+                    // the group (`()` is no FTS5 syntax), else FTS5's own prefix.
+                    let words = match words {
+                        Some(w) if w.is_empty() => g
+                            .terms
+                            .iter()
+                            .find_map(|t| t.word.as_deref())
+                            .map(|w| vec![format!("\"{}\"", w.replace('"', "\"\""))]),
+                        w => w,
+                    };
                     let Some(words) = words else {
                         // FTS5's own prefix, one phrase.
                         query.push_str(&g.raw);
@@ -414,7 +431,7 @@ pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<
                     }
                     _ => None,
                 };
-                let Some(group) = group else {
+                let Some(mut group) = group else {
                     out.push_str(raw);
                     out.push('*');
                     phrases += 1;
@@ -425,6 +442,7 @@ pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<
                 // than `NOT`, which the rendered queries never let matter (an exclusion is
                 // followed by an explicit `AND` already).
                 let before = out.trim_end();
+                group.excluded = excludes(before);
                 if ends_operand(before) {
                     out.truncate(before.len());
                     out.push_str(" AND ");
@@ -511,6 +529,14 @@ fn in_column_filter(pieces: &[Piece<'_>], i: usize) -> bool {
     i > 0 && matches!(&pieces[i - 1], Piece::Other(t) if t.trim_end().ends_with(':'))
 }
 
+/// Whether query text ends with `NOT` (then a `(` or not): the phrase or group after it is
+/// excluded (the queries' `NOT` takes one term: [`crate::query::fts_render`]).
+fn excludes(text: &str) -> bool {
+    let t = text.trim_end_matches(|c: char| c.is_whitespace() || c == '(');
+    t.strip_suffix("NOT")
+        .is_some_and(|r| r.is_empty() || r.ends_with(char::is_whitespace))
+}
+
 /// Whether query text ends with an operand (a phrase, a prefix's `*`, a group's `)`).
 fn ends_operand(text: &str) -> bool {
     text.ends_with('"') || text.ends_with('*') || text.ends_with(')')
@@ -553,6 +579,7 @@ fn expansion(
     let mut group = Group {
         raw: String::new(),
         wide,
+        excluded: false,
         limit,
         terms: Vec::with_capacity(terms.len()),
         sample: Vec::new(),
