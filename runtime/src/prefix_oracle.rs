@@ -9,9 +9,9 @@ use crate::query::{self, Hit, SearchFilter};
 use crate::records::Standard;
 use crate::store::Store;
 use crate::store::prefix::{
-    EXPAND_MAX_READ_TERMS, FORCED_MAX_TERMS, FORCED_MIN_PAGES, PRUNED, WIDE_SEARCHED, expand_in,
-    merge_before_page_reads, merge_some, segments, set_automerge, term_rows_in, terms_in,
-    vocabulary, vocabulary_rows,
+    EXPAND_MAX_READ_TERMS, FORCED_MAX_TERMS, FORCED_MIN_PAGES, PRUNED, WIDE_SEARCHED, disarm,
+    expand_in, merge_before_page_reads, merge_some, segments, set_automerge, term_rows_in,
+    terms_in, vocabulary, vocabulary_rows, write_before_walk,
 };
 use crate::store::queries::LAST_RANKED;
 use crate::test_rng::Xorshift;
@@ -43,7 +43,13 @@ const WORDS: &[(&str, u64)] = &[
 /// rates, and in one message in 10 one of 300 rare words `errq0` … `errq299`.
 fn generated() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+    let store = generated_at(&dir.path().join("m.db"));
+    (dir, store)
+}
+
+/// [`generated`]'s store, at `path`.
+fn generated_at(path: &std::path::Path) -> Store {
+    let mut store = Store::open(path).unwrap();
     let mut rng = Xorshift(0x0e44_0a5e);
     let agents = [Agent::Claude, Agent::Codex];
     let sessions: Vec<i64> = (0..24)
@@ -121,7 +127,7 @@ fn generated() -> (tempfile::TempDir, Store) {
     }
     // An incremental merge left unfinished: its input segments' first pages are gone.
     merge_some(&store, 4);
-    (dir, store)
+    store
 }
 
 /// The filters the searches are compared under: none, an agent, a project with an end
@@ -711,6 +717,31 @@ fn a_merge_between_the_reads_of_the_index_loses_no_term() {
     let got = terms_in(&store, "errz");
     assert_eq!(vocabulary(&store, "errz"), want);
     assert_eq!(got, Some(want));
+}
+
+/// A message stored and indexed by another process in the middle of a search (between the
+/// reading of a prefix's terms and the walk): the search sees the store as it was when it
+/// began, as FTS5's own prefix query, one statement, would have. The message holds a frequent
+/// term of `err*` and a rare one no page read held: seen half, it would be a candidate.
+#[test]
+fn a_message_written_during_a_search_is_not_half_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    drop(generated_at(&path));
+    let mut store = Store::open(&path).unwrap();
+    let sid = claude_session(&mut store, "sess-00");
+    let f = fifty();
+    let (before, _) = search_ranked(&store, i64::MAX, "err*", &f);
+    write_before_walk(&mut store, sid, "error errzzznew");
+    let (during, _) = search_ranked(&store, 0, "err*", &f);
+    disarm(&mut store);
+    assert_eq!(first_difference(&during, &before), None);
+    // Written indeed: the next search has it first (the newest, by far).
+    let (after, _) = search_ranked(&store, 0, "err*", &f);
+    assert!(
+        after.iter().any(|h| h.message_id == "written-mid-search"),
+        "{after:?}"
+    );
 }
 
 /// A group none of whose terms is in the hits (all its terms rare, excluded or in another

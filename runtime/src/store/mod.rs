@@ -339,6 +339,31 @@ fn db_err(e: rusqlite::Error) -> Error {
 }
 
 /// `.db()?` inside the store: a `rusqlite` result as the store's [`Result`] (see [`db_err`]).
+/// A read transaction (an SQLite savepoint named `name`, nested in any open one) held until
+/// dropped: every statement run meanwhile on the connection sees the store as of its first
+/// read (in WAL mode, writers go on; a checkpoint does not pass it).
+pub(crate) struct ReadSnapshot<'c> {
+    conn: &'c rusqlite::Connection,
+    name: &'static str,
+}
+
+impl<'c> ReadSnapshot<'c> {
+    /// Open it. `name` is an SQL identifier.
+    ///
+    /// Errors: SQLite's.
+    pub(crate) fn begin(conn: &'c rusqlite::Connection, name: &'static str) -> Result<Self> {
+        conn.execute_batch(&format!("SAVEPOINT {name}")).db()?;
+        Ok(ReadSnapshot { conn, name })
+    }
+}
+
+impl Drop for ReadSnapshot<'_> {
+    fn drop(&mut self) {
+        // Only reads ran inside: releasing it cannot lose anything.
+        let _ = self.conn.execute_batch(&format!("RELEASE {}", self.name));
+    }
+}
+
 trait Db<T> {
     /// The result, its error converted by [`db_err`].
     fn db(self) -> Result<T>;

@@ -660,8 +660,7 @@ pub(crate) fn index_terms(
     // last committed, and a merge committed by another process (a hook's automatic merge)
     // between the listing of the segments and the reading of their pages moves terms into a
     // segment not listed, from pages then gone.
-    conn.execute_batch("SAVEPOINT memtrail_prefix_terms").db()?;
-    let _release = Release(conn);
+    let _snapshot = super::ReadSnapshot::begin(conn, "memtrail_prefix_terms")?;
     let lo = key(prefix);
     let hi = successor(&lo);
     let segments: Vec<i64> = conn
@@ -824,16 +823,6 @@ fn doclist_rows(d: &[u8]) -> Rows {
         }
         rowid = rowid.checked_add(delta)?;
         i += n;
-    }
-}
-
-/// Ends [`index_terms`]'s read transaction when dropped.
-struct Release<'c>(&'c Connection);
-
-impl Drop for Release<'_> {
-    fn drop(&mut self) {
-        // A read-only savepoint: its release cannot lose anything.
-        let _ = self.0.execute_batch("RELEASE memtrail_prefix_terms");
     }
 }
 
@@ -1119,6 +1108,49 @@ pub(crate) fn merge_some(store: &super::Store, pages: i64) {
 /// hook's automatic merge may between two statements of a search.
 #[cfg(test)]
 pub(crate) fn merge_before_page_reads(store: &mut super::Store, pages: i64) {
+    before_first_read(store, "messages_fts_data", move |path| {
+        let other = Connection::open(path).unwrap();
+        other
+            .execute(
+                "INSERT INTO messages_fts(messages_fts, rank) VALUES ('merge', ?1)",
+                [pages],
+            )
+            .unwrap();
+    });
+}
+
+/// Arm `store` so that, the first time a statement reading the `messages_fts` table is
+/// prepared (a search's first walk, after its prefixes were expanded), another connection
+/// first stores `text` as a new message of session `session` (a row id) and indexes it, as a
+/// hook may in the middle of a search.
+#[cfg(test)]
+pub(crate) fn write_before_walk(store: &mut super::Store, session: i64, text: &str) {
+    let text = text.to_string();
+    before_first_read(store, "messages_fts", move |path| {
+        let mut other = super::Store::open(path).unwrap();
+        let message = memtrail_adapters::Message {
+            id: "written-mid-search".into(),
+            role: memtrail_adapters::Role::User,
+            kind: memtrail_adapters::Kind::Text,
+            parts: vec![memtrail_adapters::Part::Text { text: text.clone() }],
+            timestamp: Some(i64::MAX / 4),
+            model: None,
+        };
+        other
+            .write(|w| w.apply(session, vec![memtrail_adapters::Record::Message(message)]))
+            .unwrap();
+        other.catch_up_index(None).unwrap();
+    });
+}
+
+/// Run `action` (given the store's path) the first time a statement of `store` reading
+/// `table` is prepared (its cached statements are dropped first).
+#[cfg(test)]
+fn before_first_read(
+    store: &mut super::Store,
+    table: &'static str,
+    mut action: impl FnMut(&std::path::Path) + Send + 'static,
+) {
     use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
     let path = store.path().to_path_buf();
     store.conn.flush_prepared_statement_cache();
@@ -1127,24 +1159,21 @@ pub(crate) fn merge_before_page_reads(store: &mut super::Store, pages: i64) {
         .conn
         .authorizer(Some(move |ctx: AuthContext<'_>| {
             if armed
-                && matches!(
-                    ctx.action,
-                    AuthAction::Read {
-                        table_name: "messages_fts_data",
-                        ..
-                    }
-                )
+                && matches!(ctx.action, AuthAction::Read { table_name, .. } if table_name == table)
             {
                 armed = false;
-                let other = Connection::open(&path).unwrap();
-                other
-                    .execute(
-                        "INSERT INTO messages_fts(messages_fts, rank) VALUES ('merge', ?1)",
-                        [pages],
-                    )
-                    .unwrap();
+                action(&path);
             }
             Authorization::Allow
         }))
+        .unwrap();
+}
+
+/// Take the authorizer [`write_before_walk`] or [`merge_before_page_reads`] set off `store`.
+#[cfg(test)]
+pub(crate) fn disarm(store: &mut super::Store) {
+    store
+        .conn
+        .authorizer(None::<fn(rusqlite::hooks::AuthContext<'_>) -> rusqlite::hooks::Authorization>)
         .unwrap();
 }

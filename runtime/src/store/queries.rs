@@ -67,6 +67,10 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     // store that cannot be written now (locked, read-only) is searched as it is.
     let _ = store.catch_up_for_search();
     store.ensure_rank_function()?;
+    // One read transaction for the whole search: the index terms an expanded prefix stands
+    // for, their rows, the walks and the snippets all see the same store (a hook may index a
+    // message between two statements: a term it adds would be missed by the walks).
+    let _snapshot = super::ReadSnapshot::begin(&store.conn, "memtrail_search")?;
     // Two steps: rank by BM25 selecting only ids and scores (SQLite computes every selected
     // column of every match before `ORDER BY … LIMIT`, and a snippet re-tokenizes its whole
     // document), then build the snippets and the rest of the rows for the top hits only.
