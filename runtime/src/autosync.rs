@@ -114,6 +114,7 @@ fn write_stamp(stamp: &Path, now: SystemTime) -> std::io::Result<()> {
 ///
 /// Errors: the process could not be started.
 pub fn spawn(exe: &Path, db: &Path) -> std::io::Result<()> {
+    let db = std::path::absolute(db)?;
     let args: [&std::ffi::OsStr; 4] = [
         "--db".as_ref(),
         db.as_os_str(),
@@ -124,13 +125,18 @@ pub fn spawn(exe: &Path, db: &Path) -> std::io::Result<()> {
 }
 
 /// Start `exe ARGS…` detached: in a session of its own (`setsid`: the agent ending the hook's
-/// process group does not end it), stdin, stdout and stderr on `/dev/null`, not waited for.
+/// process group does not end it), in the folder `/`, stdin, stdout and stderr on
+/// `/dev/null`, not waited for. A path among `args` must be absolute.
 ///
 /// Errors: the process could not be started.
 pub fn spawn_detached(exe: &Path, args: &[impl AsRef<std::ffi::OsStr>]) -> std::io::Result<()> {
     use std::process::{Command, Stdio};
     let mut c = Command::new(exe);
+    // In `/`, not the hook's folder (the agent's project): a process that outlives the hook
+    // does not hold that folder (a mount stays unmountable while a process works in it).
+    // Paths in `args` are absolute ([`spawn`], [`crate::settle::spawn`]).
     c.args(args)
+        .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());

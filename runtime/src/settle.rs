@@ -9,7 +9,7 @@
 //! task files) that a hook left because parsing it would not fit in the hook's time left
 //! ([`crate::ingest::IngestReport::deferred`]): it waits for the file to be unchanged for
 //! [`QUIET`], then reads it without a deadline, again while the agent rewrote it meanwhile
-//! ([`run`]), at a lower CPU priority; one such process reads a file at a time, one more waits
+//! ([`run`]), at a lower CPU and I/O priority; one such process reads a file at a time, one more waits
 //! behind it ([`crate::pending::claim_worker`]), and at most
 //! [`crate::pending::MAX_BACKGROUND_READS`] read at once, whatever the file
 //! ([`crate::pending::read_slot`]).
@@ -110,7 +110,7 @@ pub const MAX_WHOLE_FILE_ROUNDS: usize = 5;
 ///
 /// A whole-file source (of any agent) is read without a deadline, after its
 /// [`crate::pending::claim_worker`] claim and a [`crate::pending::read_slot`] (waited for), at
-/// a lower CPU priority, into a store opened without a deadline (each write waits up to 10 s
+/// a lower CPU and I/O priority, into a store opened without a deadline (each write waits up to 10 s
 /// for the lock from when it asks), and read again (after
 /// another quiet wait) while it changed during the read, at most [`MAX_WHOLE_FILE_ROUNDS`]
 /// times; the report is that of the last read that stored something.
@@ -231,13 +231,37 @@ fn open_background(db: &StoreLocation, lock_wait: Duration) -> Result<Store> {
     Store::open_with_timeout(db, lock_wait)
 }
 
-/// Lower this process's CPU priority (nice 10; on Linux, of the calling thread): a background
-/// read of a large file yields to the agent, its hooks and the user's builds.
+/// Lower this process's CPU priority (nice 10; on Linux, of the calling thread) and, on
+/// Linux, its I/O priority (best effort, lowest level): a background read of a large file
+/// yields to the agent, its hooks and the user's builds.
 fn lower_priority() {
     #[cfg(unix)]
-    // SAFETY: setpriority on the calling process/thread (who = 0) only lowers its priority.
+    // SAFETY: getpriority and setpriority on the calling process/thread (who = 0); a nicer
+    // one is left as it is (never raised).
     unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+        if libc::getpriority(libc::PRIO_PROCESS, 0) < 10 {
+            libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+        }
+    }
+    // Its reads too (up to 256 MiB of one file): the lowest level of the best-effort I/O
+    // class (`ioprio_set(2)`: class 2 in the bits from 13, level 7), as `ionice -c2 -n7`.
+    #[cfg(target_os = "linux")]
+    // SAFETY: ioprio_get and ioprio_set on the calling thread (who = 0) only lower its I/O
+    // priority: a thread in the idle class, which yields more, is left as it is.
+    unsafe {
+        const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+        const IDLE: libc::c_long = 3;
+        const BEST_EFFORT_LOWEST: libc::c_long = (2 << 13) | 7;
+        let now: libc::c_long =
+            libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0 as libc::c_long);
+        if now < 0 || now >> 13 != IDLE {
+            libc::syscall(
+                libc::SYS_ioprio_set,
+                IOPRIO_WHO_PROCESS,
+                0 as libc::c_long,
+                BEST_EFFORT_LOWEST,
+            );
+        }
     }
 }
 
@@ -254,13 +278,15 @@ pub fn spawn(
 ) -> std::io::Result<()> {
     // `--session=…` and `--` before the positionals: a path or id from a payload that starts
     // with `-` stays a value.
+    // Absolute: the process runs in `/` ([`crate::autosync::spawn_detached`]).
+    let (db, path) = (std::path::absolute(db)?, std::path::absolute(path)?);
     let mut args: Vec<std::ffi::OsString> = vec!["--db".into(), db.into(), "hook-settle".into()];
     if let Some(s) = session {
         let mut flag = std::ffi::OsString::from("--session=");
         flag.push(s);
         args.push(flag);
     }
-    args.extend(["--".into(), agent.as_str().into(), path.into()]);
+    args.extend(["--".into(), agent.as_str().into(), path.into_os_string()]);
     crate::autosync::spawn_detached(exe, &args)
 }
 
@@ -270,6 +296,77 @@ mod tests {
 
     fn ends_with_done(line: &[u8]) -> bool {
         line == b"done"
+    }
+
+    /// A background read runs at nice 10 and the lowest best-effort I/O priority (this
+    /// thread's, on Linux: set in a thread of its own here).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_background_read_yields_its_cpu_and_disk() {
+        // SAFETY: getpriority and ioprio_get on the calling thread read only.
+        let now = || unsafe {
+            (
+                libc::getpriority(libc::PRIO_PROCESS, 0),
+                libc::syscall(libc::SYS_ioprio_get, 1 as libc::c_long, 0 as libc::c_long),
+            )
+        };
+        let (before, after) = std::thread::spawn(move || {
+            let before = now();
+            lower_priority();
+            (before, now())
+        })
+        .join()
+        .unwrap();
+        // Never raised: a thread already nicer, or in the idle I/O class, stays so.
+        assert_eq!(after.0, before.0.max(10), "{before:?} {after:?}");
+        if before.1 >> 13 != 3 {
+            assert_eq!(after.1, (2 << 13) | 7, "{before:?} {after:?}");
+        }
+    }
+
+    /// The detached process runs in `/` (it does not hold the agent's project folder) and gets
+    /// the paths absolute, as they were meant from the hook's folder.
+    #[cfg(unix)]
+    #[test]
+    fn the_background_process_runs_in_the_root_with_absolute_paths() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out");
+        let exe = d.path().join("fake-memtrail");
+        std::fs::write(
+            &exe,
+            format!(
+                "#!/bin/sh\n{{ pwd; printf '%s\\n' \"$@\"; }} > '{}.tmp' && mv '{0}.tmp' '{0}'\n",
+                out.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o700)).unwrap();
+        spawn(
+            &exe,
+            Path::new("rel/m.db"),
+            Agent::Gemini,
+            Path::new("chats/session.json"),
+            Some("s-1"),
+        )
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !out.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let here = std::env::current_dir().unwrap();
+        let got = std::fs::read_to_string(&out).unwrap();
+        let want = [
+            "/".to_string(),
+            "--db".into(),
+            here.join("rel/m.db").display().to_string(),
+            "hook-settle".into(),
+            "--session=s-1".into(),
+            "--".into(),
+            "gemini".into(),
+            here.join("chats/session.json").display().to_string(),
+        ];
+        assert_eq!(got.lines().collect::<Vec<_>>(), want);
     }
 
     #[test]
