@@ -243,9 +243,9 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         // One alternative: its best `fetch`; several: every candidate of each, summed below.
         let n = if single { fetch } else { SEARCH_CANDIDATES };
         // The filter's messages, as listed for this walk (a walk that lists them anew after
-        // all lists the same messages).
+        // all lists the same messages), for an alternative whose rare terms may be left out.
         let scope = match &plan {
-            ScopePlan::Scope(s) => Some(s.clone()),
+            ScopePlan::Scope(s) if alternative.can_prune() => Some(s.clone()),
             _ => None,
         };
         let mut attempt =
