@@ -239,6 +239,13 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     let mut best: Vec<(i64, f64)> = Vec::new();
     let mut summed: HashMap<i64, f64> = HashMap::new();
     let single = alternatives.len() == 1;
+    // The filters on the message itself, as one lookup of a row (see `admits` below).
+    let message_filter = (f.since.is_some() || f.until.is_some() || f.role.is_some()).then(|| {
+        let mut sql = String::from("SELECT 1 FROM messages m WHERE m.id = ?");
+        let mut args = Vec::new();
+        message_clause(f, &mut sql, &mut args);
+        (sql, args)
+    });
     for alternative in &mut alternatives {
         // One alternative: its best `fetch`; several: every candidate of each, summed below.
         let n = if single { fetch } else { SEARCH_CANDIDATES };
@@ -264,10 +271,21 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         // new holds none of them. Their rows still count in the group's document frequency
         // (the sample). Each term is a doclist FTS5 seeks in every segment: `err*` has 271
         // terms, of which a handful are frequent.
-        // Under a filter listed as its messages, a term whose rows at or after the bound are
-        // all outside it holds no candidate either (`e*` for one agent, whose messages lie
-        // far back: most rare terms newer than its bound are in other agents' messages).
-        let admits = |row: i64| scope.as_ref().is_none_or(|s| s.admits(row));
+        // Under a filter, a term whose rows at or after the bound all fail it holds no
+        // candidate either (`e*` for one agent, whose messages lie far back: most rare terms
+        // newer than its bound are in other agents' messages; `e*` by role `user`). Sessions
+        // by the listed messages; dates and role by the message's own row, as the walk checks
+        // them (one lookup a row, remembered).
+        let checked: std::cell::RefCell<HashMap<i64, bool>> = Default::default();
+        let admits = |row: i64| {
+            scope.as_ref().is_none_or(|s| s.admits(row))
+                && message_filter.as_ref().is_none_or(|(sql, args)| {
+                    *checked
+                        .borrow_mut()
+                        .entry(row)
+                        .or_insert_with(|| message_passes(store, sql, args, row))
+                })
+        };
         let admits: &dyn Fn(i64) -> bool = &admits;
         let mut keep = super::prefix::Keep::All;
         if alternative.can_prune() {
@@ -277,7 +295,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             {
                 keep = super::prefix::Keep::Since {
                     from: oldest,
-                    admits: scope.is_some().then_some(admits),
+                    admits: (scope.is_some() || message_filter.is_some()).then_some(admits),
                 };
                 alternative.find_words(&store.conn, keep)?;
                 #[cfg(test)]
@@ -491,6 +509,18 @@ fn filter_clause(
     }
     message_clause(f, sql, args);
     Ok(())
+}
+
+/// Whether message `row` passes the filters `sql` checks (`SELECT 1 … WHERE m.id = ?` and
+/// [`message_clause`]'s, with `args`); true when it cannot be read (a row is never left out
+/// for an error).
+fn message_passes(store: &Store, sql: &str, args: &[Sql], row: i64) -> bool {
+    let all = std::iter::once(Sql::Integer(row)).chain(args.iter().cloned());
+    store
+        .conn
+        .prepare_cached(sql)
+        .and_then(|mut st| st.exists(params_from_iter(all)))
+        .unwrap_or(true)
 }
 
 /// ` AND …` for `f`'s filters on the message itself (dates, role) over `m` (messages), their
