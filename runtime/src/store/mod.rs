@@ -338,7 +338,6 @@ fn db_err(e: rusqlite::Error) -> Error {
     Error::Store(StoreError(e))
 }
 
-/// `.db()?` inside the store: a `rusqlite` result as the store's [`Result`] (see [`db_err`]).
 /// A read transaction (an SQLite savepoint named `name`, nested in any open one) held until
 /// dropped: every statement run meanwhile on the connection sees the store as of its first
 /// read (in WAL mode, writers go on; a checkpoint does not pass it).
@@ -364,6 +363,7 @@ impl Drop for ReadSnapshot<'_> {
     }
 }
 
+/// `.db()?` inside the store: a `rusqlite` result as the store's [`Result`] (see [`db_err`]).
 trait Db<T> {
     /// The result, its error converted by [`db_err`].
     fn db(self) -> Result<T>;

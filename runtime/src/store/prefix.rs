@@ -97,11 +97,22 @@ struct Term {
     /// A word the tokenizer stems to exactly the term; `None` until looked for (a rare term of
     /// a wide group: [`Prefixed::find_words`]), or when there is none.
     word: Option<String>,
-    /// The term's newest row, when every row of it was read from the index pages; `None` for a
-    /// term with a doclist over several pages (or a deletion mark in it).
-    newest: Option<i64>,
-    /// Every row of the term, ascending, when they were read from the index pages (else empty).
+    /// Every row of the term, ascending, when they were read from the index pages (a rare
+    /// term); empty for a term with a doclist over several pages or a deletion mark in it (a
+    /// frequent term: FTS5 counts its rows).
     rows: Vec<i64>,
+}
+
+impl Term {
+    /// Whether its rows were not read from the pages (a doclist holds at least one row).
+    fn frequent(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+/// A word as an FTS5 phrase: in double quotes, a quote inside doubled.
+fn quoted(word: &str) -> String {
+    format!("\"{}\"", word.replace('"', "\"\""))
 }
 
 /// The terms of one expanded prefix.
@@ -178,8 +189,8 @@ impl Prefixed {
         !groups.is_empty()
             && groups.iter().all(|g| {
                 !g.excluded
-                    && g.terms.iter().any(|t| t.newest.is_none())
-                    && g.terms.iter().any(|t| t.newest.is_some())
+                    && g.terms.iter().any(Term::frequent)
+                    && !g.terms.iter().all(Term::frequent)
             })
     }
 
@@ -199,7 +210,7 @@ impl Prefixed {
                 .terms
                 .iter()
                 .enumerate()
-                .filter(|(_, t)| t.word.is_none() && t.newest.is_some() && keeps(keep, t))
+                .filter(|(_, t)| t.word.is_none() && !t.frequent() && keeps(keep, t))
                 .map(|(i, _)| i)
                 .collect();
             for i in wanted {
@@ -234,10 +245,7 @@ impl Prefixed {
                         || (!matches!(keep, Keep::All) && kept(g, keep).count() <= g.limit))
                         .then(|| {
                             kept(g, keep)
-                                .map(|t| {
-                                    let w = t.word.as_deref()?;
-                                    Some(format!("\"{}\"", w.replace('"', "\"\"")))
-                                })
+                                .map(|t| t.word.as_deref().map(quoted))
                                 .collect()
                         })
                         .flatten();
@@ -249,7 +257,7 @@ impl Prefixed {
                             .terms
                             .iter()
                             .find_map(|t| t.word.as_deref())
-                            .map(|w| vec![format!("\"{}\"", w.replace('"', "\"\""))]),
+                            .map(|w| vec![quoted(w)]),
                         w => w,
                     };
                     let Some(words) = words else {
@@ -262,7 +270,7 @@ impl Prefixed {
                     if g.wide && matches!(keep, Keep::Since { .. }) {
                         WIDE_SEARCHED.set(WIDE_SEARCHED.get() + 1);
                     }
-                    let frequent = g.terms.iter().filter(|t| t.newest.is_none()).count();
+                    let frequent = g.terms.iter().filter(|t| t.frequent()).count();
                     groups.push(format!("{phrase}:{}:{frequent}", words.len()));
                     phrase += words.len();
                     query.push('(');
@@ -285,11 +293,11 @@ impl Prefixed {
 
 /// The terms of `g` that `keep` keeps: the frequent ones first, then the read ones kept.
 fn kept<'g>(g: &'g Group, keep: Keep<'g>) -> impl Iterator<Item = &'g Term> + Clone {
-    let frequent = g.terms.iter().filter(|t| t.newest.is_none());
+    let frequent = g.terms.iter().filter(|t| t.frequent());
     let read = g
         .terms
         .iter()
-        .filter(move |t| t.newest.is_some() && keeps(keep, t));
+        .filter(move |t| !t.frequent() && keeps(keep, t));
     frequent.chain(read)
 }
 
@@ -298,13 +306,12 @@ fn keeps(keep: Keep<'_>, t: &Term) -> bool {
     match keep {
         Keep::Frequent => false,
         Keep::All => true,
-        Keep::Since { from, admits } => {
-            let newer = t.rows.iter().rev().take_while(|&&r| r >= from);
-            match admits {
-                None => t.newest.is_some_and(|n| n >= from),
-                Some(admits) => newer.copied().any(admits),
-            }
-        }
+        Keep::Since { from, admits } => t
+            .rows
+            .iter()
+            .rev()
+            .take_while(|&&r| r >= from)
+            .any(|&r| admits.is_none_or(|a| a(r))),
         Keep::Holding(rows) => shares_a_row(&t.rows, rows),
     }
 }
@@ -597,7 +604,6 @@ fn expansion(
             };
             Some(word)
         };
-        let newest = rows.as_ref().and_then(|r| r.last().copied());
         if let Some(rows) = &rows {
             for &r in rows {
                 // The smallest DF_SAMPLE rows (of every read term) are the sample.
@@ -612,7 +618,6 @@ fn expansion(
         group.terms.push(Term {
             term: term.to_string(),
             word,
-            newest,
             rows: rows.unwrap_or_default(),
         });
     }
