@@ -155,6 +155,30 @@ def run(d, base):
     check("keyboard: j on a session moves to the next message",
           d.switch_to.active_element.get_attribute("id") == "m2", d.switch_to.active_element.get_attribute("id"))
 
+    # --- typing on while the answer to an earlier prefix of the query is on its way: the
+    # results shown are those of the query in the box, never a stale one. Each request is held
+    # 1.5 s by the browser (DevTools' network emulation), so the first is still out when the
+    # second and third are asked (250 ms after each burst of typing): htmx's default queues the
+    # second and drops the third (`pagemarker12` shown under `pagemarker123`); the form's
+    # `hx-sync="this:replace"` aborts the earlier requests instead.
+    d.get(base + "/")
+    q = d.find_element(By.ID, "q")
+    d.execute_cdp_cmd("Network.enable", {})
+    d.execute_cdp_cmd("Network.emulateNetworkConditions",
+                      {"offline": False, "latency": 1500, "downloadThroughput": -1, "uploadThroughput": -1})
+    try:
+        for part in ["pagemarker1", "2", "3"]:
+            q.send_keys(part)
+            time.sleep(0.45)
+        shown = lambda: [m.text for m in d.find_elements(By.CSS_SELECTOR, "#results mark")]
+        wait_for(lambda: shown() == ["pagemarker123"], timeout=12)
+        time.sleep(2.0)  # nothing older arrives after it
+        check("typing on: the results are the query's in the box", shown() == ["pagemarker123"], shown())
+        check("typing on: the address is the query's in the box", "q=pagemarker123" in d.current_url, d.current_url)
+    finally:
+        d.execute_cdp_cmd("Network.emulateNetworkConditions",
+                          {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+
     # --- lazy parts: the events timeline loads when opened (htmx under the CSP)
     d.get(f"{base}/session?id={DEMO}&agent=claude")
     d.find_element(By.CSS_SELECTOR, "#events > summary").click()

@@ -128,7 +128,7 @@ pub(crate) fn search_page(
             h1.visually-hidden { "Search" }
             form id="search" role="search" action="/search" method="get"
                 hx-get="/search" hx-trigger="input changed delay:250ms, change, submit"
-                hx-target="#results" hx-push-url="true" {
+                hx-sync="this:replace" hx-target="#results" hx-push-url="true" {
                 div.query {
                     input id="q" type="search" name="q" value=(p.q) autofocus
                         placeholder="Search every session (words, \"a phrase\", prefix*, -exclude)"
