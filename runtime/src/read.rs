@@ -67,6 +67,14 @@ pub trait ReadStore {
     /// [`crate::query::search`] describes.
     fn search(&self, query: &str, f: &SearchFilter) -> Result<Vec<Hit>>;
 
+    /// The handle that stops this reader for good from another thread, when it was made
+    /// stoppable ([`crate::store::Store::make_stoppable`]); `None` otherwise and for a
+    /// PostgreSQL reader (whose statements run on the server: its web requests run to their
+    /// end).
+    fn stopper(&self) -> Option<crate::store::Stop> {
+        None
+    }
+
     /// Whether the store ranks vectors itself and holds some made by `model`
     /// (`name@version/dim`): a PostgreSQL store with pgvector ([`ReadStore::nearest`]). The
     /// SQLite store answers `false`: its vectors are scanned in memory by the embedding crate.
@@ -182,6 +190,10 @@ pub trait ReadStore {
 }
 
 impl ReadStore for Store {
+    fn stopper(&self) -> Option<crate::store::Stop> {
+        Store::stopper(self)
+    }
+
     fn resolve_session(&self, id: &str, agent: Option<&str>) -> Result<i64> {
         crate::store::queries::resolve_session(self, id, agent)
     }

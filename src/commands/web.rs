@@ -235,8 +235,10 @@ fn reopen_send(
             crate::common::open_remote_reader(db)
                 .with_context(|| format!("cannot read the store at {db}"))?,
         )),
-        None => Ok(crate::common::open_store_read(db)?.map(|s| {
-            // Each reader of the pool answers many requests.
+        None => Ok(crate::common::open_store_read(db)?.map(|mut s| {
+            // Each reader of the pool answers many requests; one whose request is abandoned
+            // (the browser aborted it) is stopped and dropped (`memtrail_web`).
+            let _ = s.make_stoppable();
             s.tune_for_serving();
             Box::new(s) as Box<dyn memtrail_runtime::read::ReadStore + Send>
         })),

@@ -149,6 +149,11 @@ impl App {
 
     /// Runs `f` on a reader of the store, on a blocking thread, at most [`MAX_READERS`] at a
     /// time; `Ok(None)` when the store does not exist yet.
+    ///
+    /// When this future is dropped before `f` returns (the browser closed the connection: it
+    /// aborts a search that a newer query replaces), the reader is stopped
+    /// ([`ReadStore::stopper`]): `f` fails at its next step of the store instead of running to
+    /// the end for nobody, and the stopped reader is dropped rather than kept.
     async fn with_store<T, F>(self: &Arc<Self>, f: F) -> Result<Option<T>, WebError>
     where
         T: Send + 'static,
@@ -160,6 +165,8 @@ impl App {
             .await
             .map_err(|e| WebError::internal(&e))?;
         let app = Arc::clone(self);
+        let running = Arc::new(Mutex::new(Running::default()));
+        let _stop_if_dropped = StopIfDropped(Arc::clone(&running));
         tokio::task::spawn_blocking(move || {
             let reader = app.readers.lock().map(|mut r| r.pop()).unwrap_or(None);
             let reader = match reader {
@@ -169,17 +176,72 @@ impl App {
                     None => return Ok(None),
                 },
             };
-            let out = f(reader.as_ref());
-            if let Ok(mut pool) = app.readers.lock()
-                && pool.len() < MAX_READERS
             {
-                pool.push(reader);
+                let mut r = lock(&running);
+                if r.stopped {
+                    // Abandoned before it began: nothing to answer.
+                    drop(r);
+                    app.keep(reader);
+                    return Err(anyhow::anyhow!("the request was abandoned"));
+                }
+                r.stopper = reader.stopper();
+            }
+            let out = f(reader.as_ref());
+            // From here on the reader is no longer stopped for this call (the same lock as
+            // `StopIfDropped`'s), so a kept reader is never stopped under another request.
+            let stopped = {
+                let mut r = lock(&running);
+                r.stopper = None;
+                r.done = true;
+                r.stopped
+            };
+            if !stopped {
+                app.keep(reader);
             }
             out.map(Some)
         })
         .await
         .map_err(|e| WebError::internal(&e))?
         .map_err(WebError::from)
+    }
+
+    /// Back into the pool of readers, unless it is full.
+    fn keep(&self, reader: Box<dyn ReadStore + Send>) {
+        if let Ok(mut pool) = self.readers.lock()
+            && pool.len() < MAX_READERS
+        {
+            pool.push(reader);
+        }
+    }
+}
+
+/// A reader's call in progress ([`App::with_store`]): its stopper while it runs.
+#[derive(Default)]
+struct Running {
+    stopper: Option<memtrail_runtime::store::Stop>,
+    /// Stopped, or abandoned before it began.
+    stopped: bool,
+    /// `f` returned.
+    done: bool,
+}
+
+fn lock(m: &Mutex<Running>) -> std::sync::MutexGuard<'_, Running> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Stops the reader of a call still running when the request's future is dropped.
+struct StopIfDropped(Arc<Mutex<Running>>);
+
+impl Drop for StopIfDropped {
+    fn drop(&mut self) {
+        let mut r = lock(&self.0);
+        if let Some(s) = r.stopper.take() {
+            s.stop();
+            r.stopped = true;
+        } else if !r.done {
+            // Not begun yet (waiting for a reader): it will not begin.
+            r.stopped = true;
+        }
     }
 }
 
@@ -857,4 +919,136 @@ async fn asset(axum::extract::Path(name): axum::extract::Path<String>) -> Respon
 
 async fn not_found() -> WebError {
     WebError::new(StatusCode::NOT_FOUND, "no such page")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memtrail_runtime::query::SearchFilter;
+    use memtrail_runtime::{Store, StoreLocation};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A store of one Claude Code session of 3,000 prompts with the word `alpha`: a search
+    /// of it walks the newest 1,024 matches (thousands of SQLite steps).
+    fn seeded(dir: &std::path::Path) -> std::path::PathBuf {
+        let session = "5a1e0c2d-web0-4b6a-9f11-000000000002";
+        let t = dir.join(format!("{session}.jsonl"));
+        let lines: String = (0..3000)
+            .map(|i| {
+                serde_json::json!({
+                    "parentUuid": null, "isSidechain": false, "type": "user",
+                    "cwd": "/home/user/demo", "sessionId": session,
+                    "message": {"role": "user", "content": format!("alpha question {i}")},
+                    "uuid": format!("00000000-0000-4000-8000-{i:012}"),
+                    "timestamp": "2026-03-03T10:00:00.000Z"
+                })
+                .to_string()
+                    + "\n"
+            })
+            .collect();
+        std::fs::write(&t, lines).unwrap();
+        let db = dir.join("s.db");
+        let mut store = Store::open(StoreLocation::Sqlite(db.clone())).unwrap();
+        memtrail_runtime::ingest::ingest_file(
+            &mut store,
+            memtrail_adapters::Agent::Claude,
+            &t,
+            None,
+        )
+        .unwrap();
+        db
+    }
+
+    fn alpha(s: &dyn ReadStore) -> memtrail_runtime::Result<usize> {
+        let f = SearchFilter {
+            limit: 20,
+            ..Default::default()
+        };
+        s.search("alpha", &f).map(|h| h.len())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_dropped_while_it_reads_stops_its_reader_and_drops_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = seeded(dir.path());
+        let opened = Arc::new(AtomicUsize::new(0));
+        let stoppers: Arc<Mutex<Vec<memtrail_runtime::store::Stop>>> = Arc::default();
+        let (o, st) = (Arc::clone(&opened), Arc::clone(&stoppers));
+        let backend = Backend {
+            open: Arc::new(move || {
+                o.fetch_add(1, Ordering::SeqCst);
+                let mut s = Store::open(StoreLocation::Sqlite(db.clone()))?;
+                st.lock().unwrap().push(s.make_stoppable()?);
+                Ok(Some(Box::new(s) as Box<dyn ReadStore + Send>))
+            }),
+            delete: None,
+            status: None,
+            label: String::new(),
+            meaning: None,
+            last_request: None,
+        };
+        let listen = Listen {
+            bind: "127.0.0.1".parse().unwrap(),
+            port: DEFAULT_PORT,
+            token: None,
+            allow_hosts: Vec::new(),
+        };
+        let app = Arc::new(App {
+            backend,
+            access: Access::new(&listen, DEFAULT_PORT).unwrap(),
+            readers: Mutex::new(Vec::new()),
+            busy: Semaphore::new(MAX_READERS),
+            live: Arc::new(Semaphore::new(MAX_LIVE)),
+        });
+        let pooled = |app: &App| app.readers.lock().unwrap().len();
+
+        // A request answered: its reader is kept for the next.
+        let n = app.with_store(|s| Ok(alpha(s)?)).await.unwrap().unwrap();
+        assert_eq!((n, opened.load(Ordering::SeqCst), pooled(&app)), (20, 1, 1));
+
+        // A request dropped while its reader works (the browser aborted it): the search it
+        // goes on with fails, and the reader is not kept.
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (out_tx, out_rx) = std::sync::mpsc::channel();
+        let a = Arc::clone(&app);
+        let request = tokio::spawn(async move {
+            a.with_store(move |s| {
+                started_tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+                out_tx.send(alpha(s)).unwrap();
+                Ok(())
+            })
+            .await
+        });
+        tokio::task::spawn_blocking(move || started_rx.recv().unwrap())
+            .await
+            .unwrap();
+        request.abort();
+        assert!(request.await.unwrap_err().is_cancelled());
+        go_tx.send(()).unwrap();
+        let out = tokio::task::spawn_blocking(move || {
+            out_rx.recv_timeout(std::time::Duration::from_secs(20))
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        assert!(
+            matches!(&out, Err(memtrail_runtime::Error::Store(e)) if e.is_interrupted()),
+            "the abandoned search ran: {out:?}"
+        );
+        assert!(stoppers.lock().unwrap()[0].is_stopped());
+        // The reader is dropped once its call returns.
+        let mut waited = 0;
+        while pooled(&app) != 0 && waited < 200 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            waited += 1;
+        }
+        assert_eq!(pooled(&app), 0, "a stopped reader was kept");
+
+        // The next request opens a reader of its own, not stopped.
+        let n = app.with_store(|s| Ok(alpha(s)?)).await.unwrap().unwrap();
+        assert_eq!((n, opened.load(Ordering::SeqCst), pooled(&app)), (20, 2, 1));
+        assert!(!stoppers.lock().unwrap()[1].is_stopped());
+    }
 }

@@ -159,6 +159,8 @@ pub struct Store {
     gate: std::cell::OnceCell<Option<std::fs::File>>,
     /// When [`Store::bound_wal`]'s last checkpoint could not restart the WAL.
     wal_bound_failed: Option<Instant>,
+    /// Set by [`Stop::stop`] once [`Store::make_stoppable`] installed its check.
+    stop: Option<Stop>,
 }
 
 /// The page cache of a serving connection ([`Store::tune_for_serving`]), in `cache_size`'s
@@ -330,6 +332,66 @@ impl Store {
     pub fn interrupt_handle(&self) -> Interrupt {
         Interrupt(std::sync::Arc::new(self.conn.get_interrupt_handle()))
     }
+
+    /// Makes this store stoppable for good from another thread ([`Stop`]): installs a check of
+    /// the stop mark every [`STOP_CHECK_STEPS`] steps of SQLite's virtual machine (SQLite's
+    /// progress handler; an atomic load each time). For a long-lived reader whose caller may
+    /// go away mid-call (the web page's: a browser that aborts a request); the reader is
+    /// dropped once stopped. Calling it again changes nothing.
+    ///
+    /// Errors: SQLite's.
+    pub fn make_stoppable(&mut self) -> Result<Stop> {
+        if let Some(s) = &self.stop {
+            return Ok(s.clone());
+        }
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = std::sync::Arc::clone(&flag);
+        self.conn
+            .progress_handler(
+                STOP_CHECK_STEPS,
+                Some(move || seen.load(std::sync::atomic::Ordering::Relaxed)),
+            )
+            .db()?;
+        let stop = Stop {
+            flag,
+            interrupt: self.interrupt_handle(),
+        };
+        self.stop = Some(stop.clone());
+        Ok(stop)
+    }
+
+    /// The handle of [`Store::make_stoppable`]; `None` before it was called.
+    pub fn stopper(&self) -> Option<Stop> {
+        self.stop.clone()
+    }
+}
+
+/// How many steps of SQLite's virtual machine run between two checks of a [`Stop`]'s mark.
+pub const STOP_CHECK_STEPS: std::ffi::c_int = 1000;
+
+/// Stops a store for good from another thread ([`Store::make_stoppable`]): the statement it
+/// runs now fails (`sqlite3_interrupt`, as [`Interrupt`]), and so does every later statement
+/// that runs [`STOP_CHECK_STEPS`] steps, with [`Error::Store`] whose
+/// [`StoreError::is_interrupted`] is true. An [`Interrupt`] alone is lost when it comes
+/// between two statements of a call; this one is not. There is no way back: drop the store.
+/// Cheap to clone; harmless once the store is closed.
+#[derive(Clone)]
+pub struct Stop {
+    flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    interrupt: Interrupt,
+}
+
+impl Stop {
+    /// Stops the store (see [`Stop`]).
+    pub fn stop(&self) {
+        self.flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.interrupt.interrupt();
+    }
+
+    /// True once [`Stop::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        self.flag.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// A database error as the store's [`Error`] ([`Error::Store`]). Private to the store (and its
@@ -479,6 +541,7 @@ impl Store {
             scope_cache: std::cell::RefCell::new(None),
             gate: std::cell::OnceCell::new(),
             wal_bound_failed: None,
+            stop: None,
         };
         if deadline.is_some() {
             store.set_deadline(deadline)?;

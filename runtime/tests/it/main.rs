@@ -16,6 +16,7 @@ mod privacy;
 mod redact;
 mod resume;
 mod skills;
+mod stop;
 mod sync;
 mod vectors;
 mod whole_file;
