@@ -178,7 +178,7 @@ impl App {
             };
             {
                 let mut r = lock(&running);
-                if r.stopped {
+                if r.abandoned {
                     // Abandoned before it began: nothing to answer.
                     drop(r);
                     app.keep(reader);
@@ -192,7 +192,6 @@ impl App {
             let stopped = {
                 let mut r = lock(&running);
                 r.stopper = None;
-                r.done = true;
                 r.stopped
             };
             if !stopped {
@@ -219,10 +218,11 @@ impl App {
 #[derive(Default)]
 struct Running {
     stopper: Option<memtrail_runtime::store::Stop>,
-    /// Stopped, or abandoned before it began.
+    /// The request's future was dropped.
+    abandoned: bool,
+    /// Its reader was stopped (a reader that cannot be stopped, PostgreSQL's, runs its call
+    /// to the end and is kept).
     stopped: bool,
-    /// `f` returned.
-    done: bool,
 }
 
 fn lock(m: &Mutex<Running>) -> std::sync::MutexGuard<'_, Running> {
@@ -235,11 +235,9 @@ struct StopIfDropped(Arc<Mutex<Running>>);
 impl Drop for StopIfDropped {
     fn drop(&mut self) {
         let mut r = lock(&self.0);
+        r.abandoned = true;
         if let Some(s) = r.stopper.take() {
             s.stop();
-            r.stopped = true;
-        } else if !r.done {
-            // Not begun yet (waiting for a reader): it will not begin.
             r.stopped = true;
         }
     }
@@ -967,18 +965,21 @@ mod tests {
         s.search("alpha", &f).map(|h| h.len())
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_request_dropped_while_it_reads_stops_its_reader_and_drops_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = seeded(dir.path());
+    type Stoppers = Arc<Mutex<Vec<memtrail_runtime::store::Stop>>>;
+
+    /// The page's state over the store at `db`, with a backend that counts the readers it
+    /// opens and makes each stoppable when `stoppable`, keeping their stoppers.
+    fn app(db: std::path::PathBuf, stoppable: bool) -> (Arc<App>, Arc<AtomicUsize>, Stoppers) {
         let opened = Arc::new(AtomicUsize::new(0));
-        let stoppers: Arc<Mutex<Vec<memtrail_runtime::store::Stop>>> = Arc::default();
+        let stoppers: Stoppers = Arc::default();
         let (o, st) = (Arc::clone(&opened), Arc::clone(&stoppers));
         let backend = Backend {
             open: Arc::new(move || {
                 o.fetch_add(1, Ordering::SeqCst);
                 let mut s = Store::open(StoreLocation::Sqlite(db.clone()))?;
-                st.lock().unwrap().push(s.make_stoppable()?);
+                if stoppable {
+                    st.lock().unwrap().push(s.make_stoppable()?);
+                }
                 Ok(Some(Box::new(s) as Box<dyn ReadStore + Send>))
             }),
             delete: None,
@@ -1000,24 +1001,28 @@ mod tests {
             busy: Semaphore::new(MAX_READERS),
             live: Arc::new(Semaphore::new(MAX_LIVE)),
         });
-        let pooled = |app: &App| app.readers.lock().unwrap().len();
+        (app, opened, stoppers)
+    }
 
-        // A request answered: its reader is kept for the next.
-        let n = app.with_store(|s| Ok(alpha(s)?)).await.unwrap().unwrap();
-        assert_eq!((n, opened.load(Ordering::SeqCst), pooled(&app)), (20, 1, 1));
+    fn pooled(app: &App) -> usize {
+        app.readers.lock().unwrap().len()
+    }
 
-        // A request dropped while its reader works (the browser aborted it): the search it
-        // goes on with fails, and the reader is not kept.
+    /// A request whose future is dropped while its reader works (the browser aborted it);
+    /// the search the reader goes on with afterwards, and the readers in the pool once the
+    /// call has returned.
+    async fn dropped_while_reading(app: &Arc<App>) -> (memtrail_runtime::Result<usize>, usize) {
         let (started_tx, started_rx) = std::sync::mpsc::channel();
         let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
         let (out_tx, out_rx) = std::sync::mpsc::channel();
-        let a = Arc::clone(&app);
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let a = Arc::clone(app);
         let request = tokio::spawn(async move {
             a.with_store(move |s| {
                 started_tx.send(()).unwrap();
                 go_rx.recv().unwrap();
                 out_tx.send(alpha(s)).unwrap();
-                Ok(())
+                Ok(done_tx)
             })
             .await
         });
@@ -1028,27 +1033,55 @@ mod tests {
         assert!(request.await.unwrap_err().is_cancelled());
         go_tx.send(()).unwrap();
         let out = tokio::task::spawn_blocking(move || {
-            out_rx.recv_timeout(std::time::Duration::from_secs(20))
+            let out = out_rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .unwrap();
+            // The closure has returned once its sender is dropped with it; then the reader
+            // is kept or not.
+            let _ = done_rx.recv_timeout(std::time::Duration::from_secs(20));
+            out
         })
         .await
-        .unwrap()
         .unwrap();
+        (out, pooled(app))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_dropped_while_it_reads_stops_its_reader_and_drops_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (app, opened, stoppers) = app(seeded(dir.path()), true);
+
+        // A request answered: its reader is kept for the next.
+        let n = app.with_store(|s| Ok(alpha(s)?)).await.unwrap().unwrap();
+        assert_eq!((n, opened.load(Ordering::SeqCst), pooled(&app)), (20, 1, 1));
+
+        // A request dropped while its reader works: the search it goes on with fails, and
+        // the reader is not kept.
+        let (out, kept) = dropped_while_reading(&app).await;
         assert!(
             matches!(&out, Err(memtrail_runtime::Error::Store(e)) if e.is_interrupted()),
             "the abandoned search ran: {out:?}"
         );
         assert!(stoppers.lock().unwrap()[0].is_stopped());
-        // The reader is dropped once its call returns.
-        let mut waited = 0;
-        while pooled(&app) != 0 && waited < 200 {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            waited += 1;
-        }
-        assert_eq!(pooled(&app), 0, "a stopped reader was kept");
+        assert_eq!(kept, 0, "a stopped reader was kept");
 
         // The next request opens a reader of its own, not stopped.
         let n = app.with_store(|s| Ok(alpha(s)?)).await.unwrap().unwrap();
         assert_eq!((n, opened.load(Ordering::SeqCst), pooled(&app)), (20, 2, 1));
         assert!(!stoppers.lock().unwrap()[1].is_stopped());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reader_that_cannot_be_stopped_runs_on_and_is_kept() {
+        // PostgreSQL's readers have no stopper: an abandoned request's call runs to its end,
+        // and its connection is kept for the next request rather than opened again.
+        let dir = tempfile::tempdir().unwrap();
+        let (app, opened, _) = app(seeded(dir.path()), false);
+        let n = app.with_store(|s| Ok(alpha(s)?)).await.unwrap().unwrap();
+        assert_eq!(n, 20);
+        let (out, kept) = dropped_while_reading(&app).await;
+        assert_eq!((out.unwrap(), kept), (20, 1));
+        let n = app.with_store(|s| Ok(alpha(s)?)).await.unwrap().unwrap();
+        assert_eq!((n, opened.load(Ordering::SeqCst)), (20, 1));
     }
 }
