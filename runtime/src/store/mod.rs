@@ -159,7 +159,7 @@ pub struct Store {
     gate: std::cell::OnceCell<Option<std::fs::File>>,
     /// When [`Store::bound_wal`]'s last checkpoint could not restart the WAL.
     wal_bound_failed: Option<Instant>,
-    /// Set by [`Stop::stop`] once [`Store::make_stoppable`] installed its check.
+    /// The handle of [`Store::make_stoppable`], once it installed its check.
     stop: Option<Stop>,
 }
 
