@@ -666,6 +666,10 @@ fn transcript_may_be_absent(event: &str) -> bool {
 const RECORD_FAILURE_WAIT: Duration = Duration::from_millis(50);
 
 fn record(agent: Agent, db: &StoreLocation, started: Instant, outcome: &HookOutcome) {
+    // A payload that could not be read creates no store to say so.
+    if outcome.event.is_none() && !db.exists() {
+        return;
+    }
     if let Ok(mut store) = Store::open_until(db, Instant::now() + RECORD_FAILURE_WAIT) {
         let err = outcome.error.clone().map(crate::Error::Invalid);
         record_with(&mut store, agent, started, outcome, err.as_ref());
@@ -679,24 +683,27 @@ fn record_with(
     outcome: &HookOutcome,
     err: Option<&crate::Error>,
 ) {
-    let Some(ev) = &outcome.event else { return };
+    // A payload that could not be read (not JSON, too large, not this agent's format) names
+    // no event: the run is recorded under the empty event, of no session, so that `status`
+    // reports it until a later hook of the agent succeeds (an agent whose payloads memtrail no
+    // longer reads captures nothing).
+    let ev = outcome.event.as_ref();
+    if ev.is_none() && err.is_none() {
+        return;
+    }
     let run = HookRun {
         agent: agent.as_str().to_string(),
         // Redacted and on one line as the hook log is: the payload's own field.
-        event: log_field(&ev.event),
+        event: ev.map(|e| log_field(&e.event)).unwrap_or_default(),
         at: now_ms(),
         duration_us: started.elapsed().as_micros() as i64,
         // Redacted as the hook log is: shown by `memtrail status`.
-        session: ev.session_id.as_deref().map(log_field),
+        session: ev.and_then(|e| e.session_id.as_deref()).map(log_field),
         messages: outcome.ingested.iter().map(|r| r.inserted as i64).sum(),
         error: err.map(|e| log_field(&e.to_string())),
     };
     if let Err(e) = store.record_hook_run(&Standard, &run) {
-        log_line(
-            agent,
-            Some(ev),
-            &format!("could not record the hook run: {e}"),
-        );
+        log_line(agent, ev, &format!("could not record the hook run: {e}"));
     }
 }
 

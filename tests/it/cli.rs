@@ -3182,6 +3182,65 @@ fn status_forgives_a_hook_error_that_a_later_hook_caught_up() {
     }
 }
 
+/// A hook whose payload memtrail could not read (an agent that changed its format, say)
+/// captured nothing: `status` reports it, under no event and no session, until a later hook of
+/// the same agent succeeds. A payload that could not be read creates no store to say so.
+#[test]
+fn status_reports_a_hook_whose_payload_could_not_be_read() {
+    let sb = Sandbox::new();
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin("not json at all")
+        .assert()
+        .success();
+    assert!(!sb.db().exists(), "a bad payload created the store");
+    sb.install_fixture_projects();
+    sb.acmd()
+        .args(["install", "--agent", "claude", "--yes"])
+        .assert()
+        .success();
+    sb.json(&["import", "--json"]);
+    let status = || {
+        let out = sb.cmd().args(["status", "--json"]).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), v)
+    };
+    let (code, v) = status();
+    assert_eq!((code, &v["healthy"]), (Some(0), &json!(true)), "{v}");
+
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin("not json at all")
+        .assert()
+        .success();
+    let (code, v) = status();
+    assert_eq!((code, &v["healthy"]), (Some(1), &json!(false)), "{v}");
+    let runs = v["agents"][0]["hook_runs"].as_array().unwrap();
+    let failed: Vec<&Value> = runs.iter().filter(|r| r["event"] == "").collect();
+    assert_eq!(failed.len(), 1, "{runs:?}");
+    assert_eq!(failed[0]["session"], Value::Null, "{runs:?}");
+    assert_eq!(failed[0]["caught_up"], false, "{runs:?}");
+    let error = failed[0]["error"].as_str().unwrap();
+    assert!(error.contains("JSON"), "{error}");
+    let text =
+        String::from_utf8_lossy(&sb.cmd().arg("status").output().unwrap().stdout).into_owned();
+    assert!(
+        text.contains("  last (unnamed) hook: ") && text.contains(&format!(", error: {error}\n")),
+        "{text}"
+    );
+    assert!(text.ends_with("NOT healthy: see above\n"), "{text}");
+
+    // The agent's next hook that succeeds, of any session, clears it.
+    let t = grow_transcript(&sb, 1);
+    sb.acmd()
+        .args(["hook", "claude"])
+        .write_stdin(stop_payload(&t, &session_id_of(&t)))
+        .assert()
+        .success();
+    let (code, v) = status();
+    assert_eq!((code, &v["healthy"]), (Some(0), &json!(true)), "{v}");
+}
+
 /// `status` counts the config backups (copies of `.claude.json` with its API key) and their
 /// age; `uninstall --purge` first gives every config its exact original bytes back, then
 /// deletes the store and memtrail's state: backups, install state, logs. While an agent is
