@@ -422,6 +422,9 @@ pub(crate) struct Found {
     pub unindexed: i64,
     /// The mode the hits were ranked by.
     pub mode: Mode,
+    /// Why the search refused the query (no searchable word in it, too many terms), shown in
+    /// place of hits.
+    pub refused: Option<String>,
 }
 
 /// The mode selector's state: the model's id when search by meaning can run, else why not.
@@ -494,26 +497,31 @@ async fn search_page(
             limit: SEARCH_LIMIT,
         };
         let q = p.q.clone();
-        let (mut hits, unindexed) = match (mode, app.backend.meaning.clone()) {
+        let (mut hits, unindexed, refused) = match (mode, app.backend.meaning.clone()) {
             (Mode::Semantic | Mode::Hybrid, Some(m)) => {
                 let _permit = app
                     .busy
                     .acquire()
                     .await
                     .map_err(|e| WebError::internal(&e))?;
-                tokio::task::spawn_blocking(move || (m.search)(&q, &filter, mode))
-                    .await
-                    .map_err(|e| WebError::internal(&e))?
-                    .map_err(WebError::from)?
+                let (hits, unindexed) =
+                    tokio::task::spawn_blocking(move || (m.search)(&q, &filter, mode))
+                        .await
+                        .map_err(|e| WebError::internal(&e))?
+                        .map_err(WebError::from)?;
+                (hits, unindexed, None)
             }
             _ => app
                 .with_store(move |s| {
-                    let hits = match s.search(&q, &filter) {
-                        // A query without a searchable word finds nothing; say so, not an error.
-                        Err(memtrail_runtime::Error::Invalid(_)) => Vec::new(),
-                        r => r?,
-                    };
-                    Ok((hits, s.unindexed()))
+                    Ok(match s.search(&q, &filter) {
+                        // A query the search refuses (no searchable word, too many terms)
+                        // finds nothing: the results say why, as `memtrail search` does, in
+                        // place of hits (typing `"` or `(` is not an error page).
+                        Err(memtrail_runtime::Error::Invalid(why)) => {
+                            (Vec::new(), s.unindexed(), Some(why))
+                        }
+                        r => (r?, s.unindexed(), None),
+                    })
                 })
                 .await?
                 .unwrap_or_default(),
@@ -525,6 +533,7 @@ async fn search_page(
             hits,
             unindexed,
             mode,
+            refused,
         })
     };
     let body = if fragment {

@@ -189,11 +189,13 @@ pub(crate) fn search_results(p: &SearchParams, results: Option<&Found>) -> Marku
         @match results {
             None => p.hint { "Type to search. Every word must match; "
                 code { "\"quoted phrase\"" } ", " code { "prefix*" } ", " code { "-word" } " and " code { "OR" } " work." }
-            Some(Found { hits, unindexed, mode }) => {
+            Some(Found { hits, unindexed, mode, refused }) => {
                 @if *unindexed > 0 {
                     p.note { (unindexed) " new messages are not searched yet (the store is busy); search again in a moment." }
                 }
-                @if hits.is_empty() {
+                @if let Some(why) = refused {
+                    p.empty.refused { "Nothing searched: " (why) "." }
+                } @else if hits.is_empty() {
                     p.empty { "No matches for " q { (p.q) } "." }
                 } @else {
                     @if *mode != crate::Mode::Keyword {

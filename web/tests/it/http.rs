@@ -115,6 +115,37 @@ fn csrf_of(page: &str) -> String {
     page[at..at + 64].to_string()
 }
 
+/// A query the search refuses (no searchable word) is answered with why, as `memtrail search`
+/// says it, in place of hits; "No matches" is for a query that was searched. The query in the
+/// message is escaped like any text.
+#[tokio::test]
+async fn a_query_without_a_searchable_word_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = app(&seeded(dir.path()), None);
+    let p = get(&app, "/search?q=()").await;
+    assert_eq!(p.status, StatusCode::OK);
+    assert!(
+        p.body
+            .contains("<p class=\"empty refused\">Nothing searched: the query `()` holds no searchable word.</p>"),
+        "{}",
+        p.body
+    );
+    assert!(!p.body.contains("No matches"), "{}", p.body);
+    let p = get(&app, "/search?q=%3C%2F%3E").await;
+    assert!(
+        p.body
+            .contains("Nothing searched: the query `&lt;/&gt;` holds no searchable word."),
+        "{}",
+        p.body
+    );
+    let p = get(&app, "/search?q=zzznotaword").await;
+    assert!(
+        p.body.contains("No matches for <q>zzznotaword</q>.") && !p.body.contains("refused"),
+        "{}",
+        p.body
+    );
+}
+
 #[tokio::test]
 async fn pages_answer_with_their_status_and_the_security_headers() {
     let dir = tempfile::tempdir().unwrap();
