@@ -211,8 +211,16 @@ fn write_file(path: &Path, fill: impl FnOnce(&mut dyn Write) -> Result<()>) -> R
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    if !dir.is_dir() {
+        bail!(
+            "cannot write {}: there is no folder {} (create it first, or give -o a folder that exists)",
+            path.display(),
+            dir.display()
+        );
+    }
+    // The temporary file's own name stays out of the message: it was never the user's.
     let tmp = tempfile::NamedTempFile::new_in(&dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
+        .map_err(|e| anyhow!("cannot write in {}: {}", dir.display(), e.kind()))?;
     let mut w = std::io::BufWriter::new(tmp);
     fill(&mut w)?;
     let tmp = w.into_inner().map_err(|e| anyhow!("{}", e.error()))?;

@@ -497,6 +497,24 @@ fn one_session_into_a_file_or_a_folder() {
         std::fs::read_to_string(d.join(format!("claude-{SID}.md"))).unwrap(),
         MARKDOWN
     );
+    // A file in a folder that does not exist: a clear error, nothing written.
+    let missing = sb.home.join("nofolder/out.md");
+    let r = sb
+        .cmd()
+        .args(["export", SID, "-o", &missing.display().to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains(&format!(
+            "cannot write {}: there is no folder {}",
+            missing.display(),
+            sb.home.join("nofolder").display()
+        )) && !err.contains("nofolder/.tmp"),
+        "{err}"
+    );
+    assert!(!sb.home.join("nofolder").exists());
 }
 
 /// The exported pages of the fixture and of fixtures/web's hostile session, opened from disk in
