@@ -558,7 +558,8 @@ pub struct SearchArgs {
     /// Only this session (id or unique prefix).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
-    /// Only sessions captured on this machine: its label (the MACHINE column of `sessions list`) or its id.
+    /// Only sessions captured on this machine: its label (the MACHINE column of `sessions list`,
+    /// shown once sessions of another machine are stored) or its id.
     #[arg(long, value_name = "NAME")]
     pub machine: Option<String>,
     /// Only messages since DATE (YYYY-MM-DD in UTC, RFC 3339, today, yesterday, or an age like 7d).
@@ -624,7 +625,8 @@ pub enum SessionsCommand {
         /// Only sessions in this project directory (or below it).
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
-        /// Only sessions captured on this machine: its label (the MACHINE column) or its id.
+        /// Only sessions captured on this machine: its label (the MACHINE column, shown once
+        /// sessions of another machine are stored) or its id.
         #[arg(long, value_name = "NAME")]
         machine: Option<String>,
         /// Most sessions to show (1-100000).
