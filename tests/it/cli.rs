@@ -3137,17 +3137,23 @@ fn status_shows_the_npm_versions_of_claude_code_and_gemini_cli() {
     assert!(!npm.join("ran-gemini").exists());
 }
 
-/// A hook that failed (the store was locked) is not "unhealthy" once a later hook of the same
-/// session succeeded: that hook caught up from the cursor. Without a later success it is.
-#[test]
-fn status_forgives_a_hook_error_that_a_later_hook_caught_up() {
-    let sb = Sandbox::new();
+/// The sandbox with the project's Claude Code fixtures, memtrail installed for Claude Code and
+/// the fixtures imported: `status` is healthy.
+fn wire_claude(sb: &Sandbox) {
     sb.install_fixture_projects();
     sb.acmd()
         .args(["install", "--agent", "claude", "--yes"])
         .assert()
         .success();
     sb.json(&["import", "--json"]);
+}
+
+/// A hook that failed (the store was locked) is not "unhealthy" once a later hook of the same
+/// session succeeded: that hook caught up from the cursor. Without a later success it is.
+#[test]
+fn status_forgives_a_hook_error_that_a_later_hook_caught_up() {
+    let sb = Sandbox::new();
+    wire_claude(&sb);
     let c = rusqlite::Connection::open(sb.db()).unwrap();
     c.execute_batch(
         "DELETE FROM hook_runs;
@@ -3194,12 +3200,7 @@ fn status_reports_a_hook_whose_payload_could_not_be_read() {
         .assert()
         .success();
     assert!(!sb.db().exists(), "a bad payload created the store");
-    sb.install_fixture_projects();
-    sb.acmd()
-        .args(["install", "--agent", "claude", "--yes"])
-        .assert()
-        .success();
-    sb.json(&["import", "--json"]);
+    wire_claude(&sb);
     let status = || {
         let out = sb.cmd().args(["status", "--json"]).output().unwrap();
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
