@@ -35,11 +35,20 @@ pub fn open_reader(db: &StoreLocation) -> Result<Option<Box<dyn ReadStore>>> {
 pub fn open_remote_reader(
     db: &StoreLocation,
 ) -> memtrail_runtime::Result<Box<dyn ReadStore + Send>> {
+    Ok(Box::new(connect_pg_reader(db)?))
+}
+
+/// The PostgreSQL store at `db`, connected now, after the user's redaction rules are read (as
+/// [`open_reader`] reads them).
+///
+/// Errors: [`memtrail_runtime::Error::Invalid`] when `db` is not a PostgreSQL store, the
+/// rules' errors, [`memtrail_pg::read::PgReader::connect`]'s.
+pub fn connect_pg_reader(db: &StoreLocation) -> memtrail_runtime::Result<memtrail_pg::PgReader> {
     let url = db.postgres_url().ok_or_else(|| {
         memtrail_runtime::Error::Invalid(format!("{db} is not a PostgreSQL store"))
     })?;
     memtrail_runtime::privacy::Privacy::load()?;
-    Ok(Box::new(memtrail_pg::PgReader::connect(url)?))
+    memtrail_pg::PgReader::connect(url)
 }
 
 /// The store at `db`, created if missing; the error names its location.

@@ -109,6 +109,52 @@ impl Drop for Pg {
     }
 }
 
+/// Cancels the statement a [`Pg`] runs on the server ([`Pg::cancel_handle`]).
+#[derive(Clone)]
+pub struct Cancel {
+    token: tokio_postgres::CancelToken,
+    config: PgConfig,
+}
+
+impl Cancel {
+    /// Asks the server to cancel the statement the connection runs now, if any, on a thread
+    /// of its own (it opens a connection of its own, with the connection's TLS settings, to
+    /// send PostgreSQL's cancel request), so it returns at once and never blocks the caller.
+    /// The statement then fails with SQLSTATE 57014 (`query_canceled`). Best effort: the
+    /// server does not say whether it cancelled anything, and a failure to reach it is
+    /// ignored (the statement then runs to its end).
+    pub fn cancel(&self) {
+        let me = self.clone();
+        let _ = std::thread::Builder::new()
+            .name("memtrail-pg-cancel".into())
+            .spawn(move || me.cancel_now());
+    }
+
+    /// [`Cancel::cancel`] on this thread, waiting for the request to be sent.
+    fn cancel_now(&self) {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let Ok(tls) = tls::client_config(&self.config, home.as_deref()) else {
+            return;
+        };
+        rt.block_on(async {
+            let _ = match tls {
+                Some(tls) => {
+                    self.token
+                        .cancel_query(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
+                        .await
+                }
+                None => self.token.cancel_query(tokio_postgres::NoTls).await,
+            };
+        });
+    }
+}
+
 /// One connection to PostgreSQL, used synchronously: every call blocks on the connection's own
 /// current-thread runtime.
 pub struct Pg {
@@ -266,6 +312,15 @@ impl Pg {
     pub fn parts_mut(&mut self) -> (&tokio::runtime::Runtime, &mut tokio_postgres::Client) {
         let rt = self.rt.as_ref().expect("the runtime lives until the drop");
         (rt, &mut self.client)
+    }
+
+    /// What cancels, from any thread, the statement this connection runs on the server
+    /// ([`Cancel::cancel`]).
+    pub fn cancel_handle(&self) -> Cancel {
+        Cancel {
+            token: self.client.cancel_token(),
+            config: self.config.clone(),
+        }
     }
 
     /// Runs `sql` (one or more statements, no parameters, no rows back).

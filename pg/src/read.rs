@@ -119,6 +119,8 @@ pub struct PgReader {
     /// a search filtered by sessions starts its walk from; an older one is walked from its
     /// newest match.
     bounds: bool,
+    /// Set by [`PgReader::make_stoppable`].
+    stop: Option<memtrail_runtime::store::Stop>,
 }
 
 /// What tells a copy of a message ([`best_distinct`]) from columns 2–6 of a ranked row: `m.ts`,
@@ -175,6 +177,7 @@ impl PgReader {
             vectors: false,
             iterative: false,
             bounds: false,
+            stop: None,
         };
         // With the check, this session's `work_mem` (SEARCH_WORK_MEM).
         let rows = r.rows_typed(
@@ -242,19 +245,49 @@ impl PgReader {
         Ok(r)
     }
 
+    /// Makes this reader stoppable for good from another thread, as
+    /// [`memtrail_runtime::store::Store::make_stoppable`] makes a SQLite store: the first
+    /// [`memtrail_runtime::store::Stop::stop`] cancels the statement running on the server
+    /// ([`crate::Cancel`]: a connection of its own, on a thread of its own), and every later
+    /// statement of this reader fails before it is sent. For the web page's readers, whose
+    /// request may be abandoned mid-call; a stopped reader is dropped. Calling it again
+    /// changes nothing.
+    pub fn make_stoppable(&mut self) -> memtrail_runtime::store::Stop {
+        if let Some(s) = &self.stop {
+            return s.clone();
+        }
+        let cancel = self.pg.cancel_handle();
+        let stop = memtrail_runtime::store::Stop::with_action(move || cancel.cancel());
+        self.stop = Some(stop.clone());
+        stop
+    }
+
+    /// Errors once the reader was stopped ([`PgReader::make_stoppable`]).
+    fn not_stopped(&self) -> Result<()> {
+        match &self.stop {
+            Some(s) if s.is_stopped() => Err(Error::Remote(
+                "the search was stopped (its request was abandoned)".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     fn rows(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        self.not_stopped()?;
         self.pg
             .block_on(self.pg.client().query(sql, params))
             .map_err(remote)
     }
 
     fn opt(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+        self.not_stopped()?;
         self.pg
             .block_on(self.pg.client().query_opt(sql, params))
             .map_err(remote)
     }
 
     fn one(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        self.not_stopped()?;
         self.pg
             .block_on(self.pg.client().query_one(sql, params))
             .map_err(remote)
@@ -270,6 +303,7 @@ impl PgReader {
 
     /// The rows of `sql` with parameters of the given types, in one round trip.
     fn rows_typed(&self, sql: &str, params: &[(&(dyn ToSql + Sync), Type)]) -> Result<Vec<Row>> {
+        self.not_stopped()?;
         self.pg
             .block_on(self.pg.client().query_typed(sql, params))
             .map_err(remote)
@@ -548,6 +582,10 @@ fn message_filter_clause(f: &SearchFilter, args: &mut Vec<Param>) -> String {
 }
 
 impl ReadStore for PgReader {
+    fn stopper(&self) -> Option<memtrail_runtime::store::Stop> {
+        self.stop.clone()
+    }
+
     fn resolve_session(&self, id: &str, agent: Option<&str>) -> Result<i64> {
         if let Some(r) = self.opt(
             "SELECT id FROM sessions WHERE external_id = $1 AND ($2::text IS NULL OR agent = $2)
@@ -1278,6 +1316,7 @@ impl ReadStore for PgReader {
         let (start, end) = (range.start_ms(), range.end_ms());
         let (first, last) = (range.first_day, range.last_day);
         let top = TOP as i64;
+        self.not_stopped()?;
         let c = self.pg.client();
         let i8 = Type::INT8;
         let times: [(&(dyn ToSql + Sync), Type); 2] = [(&start, i8.clone()), (&end, i8.clone())];

@@ -68,9 +68,8 @@ pub trait ReadStore {
     fn search(&self, query: &str, f: &SearchFilter) -> Result<Vec<Hit>>;
 
     /// The handle that stops this reader for good from another thread, when it was made
-    /// stoppable ([`crate::store::Store::make_stoppable`]); `None` otherwise and for a
-    /// PostgreSQL reader (whose statements run on the server: its web requests run to their
-    /// end).
+    /// stoppable ([`crate::store::Store::make_stoppable`], or the PostgreSQL reader's own,
+    /// which cancels the statement running on the server); `None` otherwise.
     fn stopper(&self) -> Option<crate::store::Stop> {
         None
     }

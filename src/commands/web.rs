@@ -230,14 +230,16 @@ fn meaning_in(db: &StoreLocation) -> memtrail_web::Meaning {
 fn reopen_send(
     db: &StoreLocation,
 ) -> Result<Option<Box<dyn memtrail_runtime::read::ReadStore + Send>>> {
+    // Each reader of the pool answers many requests; one whose request is abandoned (the
+    // browser aborted it) is stopped and dropped (`memtrail_web`).
     match db.postgres_url() {
-        Some(_) => Ok(Some(
-            crate::common::open_remote_reader(db)
-                .with_context(|| format!("cannot read the store at {db}"))?,
-        )),
+        Some(_) => {
+            let mut r = crate::common::connect_pg_reader(db)
+                .with_context(|| format!("cannot read the store at {db}"))?;
+            r.make_stoppable();
+            Ok(Some(Box::new(r)))
+        }
         None => Ok(crate::common::open_store_read(db)?.map(|mut s| {
-            // Each reader of the pool answers many requests; one whose request is abandoned
-            // (the browser aborted it) is stopped and dropped (`memtrail_web`).
             let _ = s.make_stoppable();
             s.tune_for_serving();
             Box::new(s) as Box<dyn memtrail_runtime::read::ReadStore + Send>

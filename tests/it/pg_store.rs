@@ -738,6 +738,64 @@ fn the_web_page_reads_a_postgresql_store_and_deletes_nothing_there() {
     }
 }
 
+/// The statements of `memtrail`'s connections other than this one's that wait for a lock.
+fn memtrail_waiting(watcher: &memtrail_pg::Pg) -> i64 {
+    watcher
+        .block_on(watcher.client().query_one(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name = 'memtrail'
+               AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'",
+            &[],
+        ))
+        .unwrap()
+        .get(0)
+}
+
+/// A search of `memtrail web --store postgres://…` whose browser goes away is cancelled on
+/// the server, not left to run (here: behind a lock, for as long as the lock is held); the
+/// page goes on answering.
+#[test]
+fn the_web_page_cancels_the_postgresql_search_of_an_abandoned_request() {
+    use std::io::Write;
+    let Some((sb, url)) = pushed("web_cancel") else {
+        return;
+    };
+    let (web, port) = web_on(&sb, &["--store", &url]);
+    let _web = crate::support::KillOnDrop(web);
+    // A first request opens a reader and checks the schema before the lock is taken.
+    assert_eq!(web_request(port, "/search?q=comments", None).0, 200);
+    let mut locker = memtrail_pg::Pg::connect_url(&url).unwrap();
+    let watcher = memtrail_pg::Pg::connect_url(&url).unwrap();
+    let (rt, c) = locker.parts_mut();
+    let tx = rt.block_on(c.transaction()).unwrap();
+    rt.block_on(tx.batch_execute("LOCK TABLE messages IN ACCESS EXCLUSIVE MODE"))
+        .unwrap();
+    let mut browser = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        browser,
+        "GET /search?q=comments HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+    )
+    .unwrap();
+    let waits = |want: bool| {
+        (0..400).any(|_| {
+            let found = memtrail_waiting(&watcher) > 0;
+            if found != want {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            found == want
+        })
+    };
+    assert!(waits(true), "the search never waited for the lock");
+    // The browser goes away; the lock is still held.
+    drop(browser);
+    let cancelled = waits(false);
+    rt.block_on(tx.rollback()).unwrap();
+    assert!(cancelled, "the abandoned search still waits on the server");
+    let (code, page) = web_request(port, "/search?q=comments", None);
+    assert_eq!(code, 200);
+    assert!(page.contains("<mark>comments</mark>"), "{page}");
+}
+
 /// `memtrail export --store postgres://…`: every format gives what the local store gives (the
 /// session synced from it), and `--all` pages through the PostgreSQL sessions.
 #[test]

@@ -220,8 +220,8 @@ struct Running {
     stopper: Option<memtrail_runtime::store::Stop>,
     /// The request's future was dropped.
     abandoned: bool,
-    /// Its reader was stopped (a reader that cannot be stopped, PostgreSQL's, runs its call
-    /// to the end and is kept).
+    /// Its reader was stopped (a reader that was not made stoppable runs its call to the end
+    /// and is kept).
     stopped: bool,
 }
 
@@ -1082,8 +1082,8 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_reader_that_cannot_be_stopped_runs_on_and_is_kept() {
-        // PostgreSQL's readers have no stopper: an abandoned request's call runs to its end,
-        // and its connection is kept for the next request rather than opened again.
+        // A reader with no stopper: an abandoned request's call runs to its end, and the
+        // reader (a connection) is kept for the next request rather than opened again.
         let dir = tempfile::tempdir().unwrap();
         let (app, opened, _) = app(seeded(dir.path()), false);
         let n = app.with_store(|s| Ok(alpha(s)?)).await.unwrap().unwrap();

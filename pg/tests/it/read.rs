@@ -771,3 +771,79 @@ fn or_queries_rank_the_newest_matches_of_each_alternative_on_both_stores() {
         assert_eq!(ids(store, "refactor OR step", &early).len(), 21, "{name}");
     }
 }
+
+#[test]
+fn a_stopped_reader_cancels_its_statement_on_the_server_and_sends_no_more() {
+    // A search held behind a lock taken by another connection runs until the lock is
+    // released; stopping the reader must end it at once (PostgreSQL's cancel request), and
+    // every later call of the reader must fail before reaching the server.
+    let Some(url) = fresh_database("pg_read_stop") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let label = memtrail_runtime::machine::local_label();
+    write_both(&dir.path().join("m.db"), &url, HERE, label, &corpus());
+    let mut reader = PgReader::connect(&url).unwrap();
+    let stop = reader.make_stoppable();
+    let f = SearchFilter {
+        limit: 5,
+        ..SearchFilter::default()
+    };
+    assert_eq!(
+        ids(&reader, "weather", &f).len(),
+        5,
+        "searches before the stop"
+    );
+
+    let mut locker = memtrail_pg::Pg::connect_url(&url).unwrap();
+    let (rt, c) = locker.parts_mut();
+    let tx = rt.block_on(c.transaction()).unwrap();
+    rt.block_on(tx.batch_execute("LOCK TABLE messages IN ACCESS EXCLUSIVE MODE"))
+        .unwrap();
+
+    let (sent, got) = std::sync::mpsc::channel();
+    let searching = std::thread::spawn(move || {
+        let out = reader.search("weather", &f).map(|h| h.len());
+        let after = reader.search("weather", &f).map(|h| h.len());
+        sent.send((out, after)).unwrap();
+    });
+    // Wait until the search waits for the lock on the server.
+    let watcher = memtrail_pg::Pg::connect_url(&url).unwrap();
+    let mut waiting = false;
+    for _ in 0..200 {
+        let n: i64 = watcher
+            .block_on(watcher.client().query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            ))
+            .unwrap()
+            .get(0);
+        if n > 0 {
+            waiting = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(waiting, "the search never waited for the lock");
+    stop.stop();
+    // Without the cancel, the search would wait for the lock as long as it is held (the
+    // transaction stays open until after this check).
+    let answer = got.recv_timeout(std::time::Duration::from_secs(30));
+    rt.block_on(tx.rollback()).unwrap();
+    let (out, after) = answer.expect("the stopped search ran on behind the lock");
+    let e = out.unwrap_err().to_string();
+    assert!(e.contains("canceling statement"), "{e}");
+    let e = after.unwrap_err().to_string();
+    assert!(e.contains("stopped"), "{e}");
+    searching.join().unwrap();
+    let n: i64 = watcher
+        .block_on(watcher.client().query_one(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()",
+            &[],
+        ))
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 0, "a statement still runs on the server");
+}

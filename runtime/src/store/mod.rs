@@ -352,9 +352,10 @@ impl Store {
                 Some(move || seen.load(std::sync::atomic::Ordering::Relaxed)),
             )
             .db()?;
+        let interrupt = self.interrupt_handle();
         let stop = Stop {
             flag,
-            interrupt: self.interrupt_handle(),
+            on_stop: std::sync::Arc::new(move || interrupt.interrupt()),
         };
         self.stop = Some(stop.clone());
         Ok(stop)
@@ -375,17 +376,32 @@ pub const STOP_CHECK_STEPS: std::ffi::c_int = 1000;
 /// [`StoreError::is_interrupted`] is true. An [`Interrupt`] alone is lost when it comes
 /// between two statements of a call; this one is not. There is no way back: drop the store.
 /// Cheap to clone; harmless once the store is closed.
+///
+/// A reader of another kind of store makes its own with [`Stop::with_action`] (PostgreSQL's
+/// cancels the statement running on the server).
 #[derive(Clone)]
 pub struct Stop {
     flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    interrupt: Interrupt,
+    /// Run by the first [`Stop::stop`] only.
+    on_stop: std::sync::Arc<dyn Fn() + Send + Sync>,
 }
 
 impl Stop {
-    /// Stops the store (see [`Stop`]).
+    /// A stop mark whose first [`Stop::stop`] also runs `on_stop` (on the stopping thread: it
+    /// must not block). The reader it stops checks [`Stop::is_stopped`] before each statement,
+    /// and `on_stop` stops the one running.
+    pub fn with_action(on_stop: impl Fn() + Send + Sync + 'static) -> Stop {
+        Stop {
+            flag: std::sync::Arc::default(),
+            on_stop: std::sync::Arc::new(on_stop),
+        }
+    }
+
+    /// Stops the store (see [`Stop`]); a second call does nothing more.
     pub fn stop(&self) {
-        self.flag.store(true, std::sync::atomic::Ordering::Relaxed);
-        self.interrupt.interrupt();
+        if !self.flag.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            (self.on_stop)();
+        }
     }
 
     /// True once [`Stop::stop`] was called.
