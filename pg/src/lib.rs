@@ -116,21 +116,43 @@ pub struct Cancel {
     config: PgConfig,
 }
 
+/// Most cancel requests on their way at once, all connections together: past it, a stop sends
+/// none (the stopped reader is dropped all the same; its statement runs to its end), so that a
+/// flood of abandoned requests to a server that does not answer leaves a bounded number of
+/// threads waiting.
+pub const MAX_CANCELS_IN_FLIGHT: usize = 4;
+
+static CANCELS_IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 impl Cancel {
     /// Asks the server to cancel the statement the connection runs now, if any, on a thread
     /// of its own (it opens a connection of its own, with the connection's TLS settings, to
     /// send PostgreSQL's cancel request), so it returns at once and never blocks the caller.
     /// The statement then fails with SQLSTATE 57014 (`query_canceled`). Best effort: the
-    /// server does not say whether it cancelled anything, and a failure to reach it is
-    /// ignored (the statement then runs to its end).
+    /// server does not say whether it cancelled anything (a request that reaches it between
+    /// two statements cancels nothing), a failure to reach it is ignored, the whole request
+    /// is given up after the connection's `connect_timeout` (else 10 s), and none is sent
+    /// while [`MAX_CANCELS_IN_FLIGHT`] are on their way.
     pub fn cancel(&self) {
+        use std::sync::atomic::Ordering;
+        if CANCELS_IN_FLIGHT.fetch_add(1, Ordering::SeqCst) >= MAX_CANCELS_IN_FLIGHT {
+            CANCELS_IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
         let me = self.clone();
-        let _ = std::thread::Builder::new()
+        let sent = std::thread::Builder::new()
             .name("memtrail-pg-cancel".into())
-            .spawn(move || me.cancel_now());
+            .spawn(move || {
+                me.cancel_now();
+                CANCELS_IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+            });
+        if sent.is_err() {
+            CANCELS_IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
-    /// [`Cancel::cancel`] on this thread, waiting for the request to be sent.
+    /// [`Cancel::cancel`] on this thread, waiting for the request to be sent (at most the
+    /// connect timeout).
     fn cancel_now(&self) {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -142,15 +164,22 @@ impl Cancel {
         let Ok(tls) = tls::client_config(&self.config, home.as_deref()) else {
             return;
         };
+        let limit = self
+            .config
+            .connect_timeout
+            .unwrap_or(Duration::from_secs(10));
         rt.block_on(async {
-            let _ = match tls {
-                Some(tls) => {
-                    self.token
-                        .cancel_query(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
-                        .await
+            let _ = tokio::time::timeout(limit, async {
+                match tls {
+                    Some(tls) => {
+                        self.token
+                            .cancel_query(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
+                            .await
+                    }
+                    None => self.token.cancel_query(tokio_postgres::NoTls).await,
                 }
-                None => self.token.cancel_query(tokio_postgres::NoTls).await,
-            };
+            })
+            .await;
         });
     }
 }

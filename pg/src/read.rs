@@ -266,7 +266,7 @@ impl PgReader {
     fn not_stopped(&self) -> Result<()> {
         match &self.stop {
             Some(s) if s.is_stopped() => Err(Error::Remote(
-                "the search was stopped (its request was abandoned)".into(),
+                "this reader was stopped (its request was abandoned)".into(),
             )),
             _ => Ok(()),
         }

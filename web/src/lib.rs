@@ -131,7 +131,9 @@ pub(crate) struct App {
     backend: Backend,
     pub(crate) access: Access,
     readers: Mutex<Vec<Box<dyn ReadStore + Send>>>,
-    busy: Semaphore,
+    /// Store calls running at once ([`MAX_READERS`]); a permit is held by the blocking work
+    /// itself, so a request abandoned mid-call frees its place only when that work ends.
+    busy: Arc<Semaphore>,
     /// Live streams open at once ([`MAX_LIVE`]).
     live: Arc<Semaphore>,
 }
@@ -159,15 +161,15 @@ impl App {
         T: Send + 'static,
         F: FnOnce(&dyn ReadStore) -> anyhow::Result<T> + Send + 'static,
     {
-        let _permit = self
-            .busy
-            .acquire()
+        let permit = Arc::clone(&self.busy)
+            .acquire_owned()
             .await
             .map_err(|e| WebError::internal(&e))?;
         let app = Arc::clone(self);
         let running = Arc::new(Mutex::new(Running::default()));
         let _stop_if_dropped = StopIfDropped(Arc::clone(&running));
         tokio::task::spawn_blocking(move || {
+            let _permit = permit;
             let reader = app.readers.lock().map(|mut r| r.pop()).unwrap_or(None);
             let reader = match reader {
                 Some(r) => r,
@@ -292,7 +294,7 @@ pub fn router(backend: Backend, access: Access) -> Router {
         backend,
         access,
         readers: Mutex::new(Vec::new()),
-        busy: Semaphore::new(MAX_READERS),
+        busy: Arc::new(Semaphore::new(MAX_READERS)),
         live: Arc::new(Semaphore::new(MAX_LIVE)),
     });
     Router::new()
@@ -499,16 +501,17 @@ async fn search_page(
         let q = p.q.clone();
         let (mut hits, unindexed, refused) = match (mode, app.backend.meaning.clone()) {
             (Mode::Semantic | Mode::Hybrid, Some(m)) => {
-                let _permit = app
-                    .busy
-                    .acquire()
+                let permit = Arc::clone(&app.busy)
+                    .acquire_owned()
                     .await
                     .map_err(|e| WebError::internal(&e))?;
-                let (hits, unindexed) =
-                    tokio::task::spawn_blocking(move || (m.search)(&q, &filter, mode))
-                        .await
-                        .map_err(|e| WebError::internal(&e))?
-                        .map_err(WebError::from)?;
+                let (hits, unindexed) = tokio::task::spawn_blocking(move || {
+                    let _permit = permit;
+                    (m.search)(&q, &filter, mode)
+                })
+                .await
+                .map_err(|e| WebError::internal(&e))?
+                .map_err(WebError::from)?;
                 (hits, unindexed, None)
             }
             _ => app
@@ -813,14 +816,16 @@ async fn delete_session(State(app): State<Arc<App>>, Form(f): Form<DeleteForm>) 
         ));
     };
     let id = f.id.clone();
-    let _permit = app
-        .busy
-        .acquire()
+    let permit = Arc::clone(&app.busy)
+        .acquire_owned()
         .await
         .map_err(|e| WebError::internal(&e))?;
-    let info = tokio::task::spawn_blocking(move || delete(&id))
-        .await
-        .map_err(|e| WebError::internal(&e))??;
+    let info = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        delete(&id)
+    })
+    .await
+    .map_err(|e| WebError::internal(&e))??;
     // Readers kept open hold no stale state (SQLite reads the committed file each time).
     Ok(Redirect::to(&format!(
         "/sessions?deleted={}",
@@ -1007,7 +1012,7 @@ mod tests {
             backend,
             access: Access::new(&listen, DEFAULT_PORT).unwrap(),
             readers: Mutex::new(Vec::new()),
-            busy: Semaphore::new(MAX_READERS),
+            busy: Arc::new(Semaphore::new(MAX_READERS)),
             live: Arc::new(Semaphore::new(MAX_LIVE)),
         });
         (app, opened, stoppers)
@@ -1040,6 +1045,8 @@ mod tests {
             .unwrap();
         request.abort();
         assert!(request.await.unwrap_err().is_cancelled());
+        // The abandoned call still holds its place among the readers until it ends.
+        assert_eq!(app.busy.available_permits(), MAX_READERS - 1);
         go_tx.send(()).unwrap();
         let out = tokio::task::spawn_blocking(move || {
             let out = out_rx
@@ -1052,6 +1059,7 @@ mod tests {
         })
         .await
         .unwrap();
+        assert_eq!(app.busy.available_permits(), MAX_READERS);
         (out, pooled(app))
     }
 

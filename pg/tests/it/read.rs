@@ -833,14 +833,15 @@ fn a_stopped_reader_cancels_its_statement_on_the_server_and_sends_no_more() {
     rt.block_on(tx.rollback()).unwrap();
     let (out, after) = answer.expect("the stopped search ran on behind the lock");
     let e = out.unwrap_err().to_string();
-    assert!(e.contains("canceling statement"), "{e}");
+    assert!(e.contains("canceling statement due to user request"), "{e}");
     let e = after.unwrap_err().to_string();
     assert!(e.contains("stopped"), "{e}");
     searching.join().unwrap();
     let n: i64 = watcher
         .block_on(watcher.client().query_one(
             "SELECT count(*) FROM pg_stat_activity
-             WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()",
+             WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
+               AND backend_type = 'client backend'",
             &[],
         ))
         .unwrap()
