@@ -129,8 +129,8 @@ impl Cancel {
     /// of its own (it opens a connection of its own, with the connection's TLS settings, to
     /// send PostgreSQL's cancel request), so it returns at once and never blocks the caller.
     /// The statement then fails with SQLSTATE 57014 (`query_canceled`). Best effort: the
-    /// server does not say whether it cancelled anything (a request that reaches it between
-    /// two statements cancels nothing), a failure to reach it is ignored, the whole request
+    /// server does not say whether it cancelled anything (a request that reaches it before
+    /// the statement it was meant for starts cancels nothing), a failure to reach it is ignored, the whole request
     /// is given up after the connection's `connect_timeout` (else 10 s), and none is sent
     /// while [`MAX_CANCELS_IN_FLIGHT`] are on their way.
     pub fn cancel(&self) {
