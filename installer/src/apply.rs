@@ -18,6 +18,10 @@ use std::path::PathBuf;
 /// a slow disk, longer than the gap between two writes of a busy writer.
 pub const RETRY_BUDGET: std::time::Duration = std::time::Duration::from_secs(15);
 
+/// How long apply waits after writing a contended file before it checks that its version is
+/// still there (another program's save computed from the older bytes lands within it).
+pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// The longest wait between two attempts on a contended file.
 pub const MAX_BACKOFF: std::time::Duration = std::time::Duration::from_millis(250);
 
@@ -344,6 +348,17 @@ fn apply_files(
                 }
             }
             st.save(env)?;
+            // A file another program is rewriting right now (this write had to be redone): its
+            // next save may have been computed from the bytes before ours, and no rename can
+            // tell. Look once more after a moment; when ours were replaced, redo the edit on
+            // the bytes there now (within the retry budget). Rolling back goes to those bytes.
+            if attempts > 1 && matches!(outcome, Outcome::Updated | Outcome::Created) {
+                std::thread::sleep(SETTLE);
+                if fsutil::file_id(&target) != done.last().and_then(|d| d.written) {
+                    done.pop();
+                    continue;
+                }
+            }
             out.files.push(AppliedFile {
                 path: fc.path.clone(),
                 outcome,
