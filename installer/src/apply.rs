@@ -210,6 +210,8 @@ fn apply_files(
     for fc in &plan.files {
         let target = fsutil::resolve_target(&fc.path)?;
         let mut attempts: u32 = 0;
+        // What this apply wrote to the file before another program's save replaced it.
+        let mut written_before: Option<(Outcome, Option<PathBuf>, Vec<String>)> = None;
         let started = std::time::Instant::now();
         loop {
             if attempts > 0 {
@@ -233,12 +235,18 @@ fn apply_files(
                 Edit::computed(&recomputed)
             };
             if *edit.after == current {
+                // Already as wanted: by this apply's own earlier write, kept in the other
+                // program's save, or by someone else.
+                let (outcome, backup, lines) =
+                    written_before
+                        .take()
+                        .unwrap_or((Outcome::Unchanged, None, Vec::new()));
                 out.files.push(AppliedFile {
                     path: fc.path.clone(),
-                    outcome: Outcome::Unchanged,
-                    backup: None,
+                    outcome,
+                    backup,
                     attempts,
-                    lines: Vec::new(),
+                    lines,
                 });
                 break;
             }
@@ -352,10 +360,12 @@ fn apply_files(
             // next save may have been computed from the bytes before ours, and no rename can
             // tell. Look once more after a moment; when ours were replaced, redo the edit on
             // the bytes there now (within the retry budget). Rolling back goes to those bytes.
+            // The earlier write stays in `done`: a rollback finds it replaced and names the
+            // file as left as the other program wrote it.
             if attempts > 1 && matches!(outcome, Outcome::Updated | Outcome::Created) {
                 std::thread::sleep(SETTLE);
                 if fsutil::file_id(&target) != done.last().and_then(|d| d.written) {
-                    done.pop();
+                    written_before = Some((outcome, saved, edit.lines.to_vec()));
                     continue;
                 }
             }
