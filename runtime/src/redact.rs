@@ -540,7 +540,7 @@ const RULES: &[RuleDef] = &[
         r#"(?-u:\b)(?:(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlsh|mariadb|mariadb-dump|mariadb-admin)(?:[ \t]+[^\s|;&]+)*?[ \t]+-p|sshpass(?:[ \t]+-[a-oq-zA-Z]\S*)*[ \t]+-p[ \t]*)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&]+)"#,
         Check::Placeholder,
         &["mysql", "mariadb", "sshpass"],
-        Shape::Any,
+        Shape::Flag(&[b"-p"]),
     ),
     // A password given to a client on its command line: `curl -u user:SECRET` (`--user`),
     // `docker login -p SECRET` (Podman's, Azure CLI's `az login -u APP -p SECRET`),
@@ -561,7 +561,7 @@ const RULES: &[RuleDef] = &[
             "ldap",
             "smbclient",
         ],
-        Shape::Any,
+        Shape::Flag(&[b"-u", b"-p", b"-a", b"-w", b"-U"]),
     ),
     // An API token given to curl as the user, with an empty password (`curl -u TOKEN:`, as
     // Stripe's, Mailchimp's and other APIs document): 16 characters or more, so that a user
@@ -571,7 +571,7 @@ const RULES: &[RuleDef] = &[
         r#"(?-u:\b)curl(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))["']?(?P<s>[A-Za-z0-9_.+/=-]{16,}):(?:["'\s]|$)"#,
         Check::Placeholder,
         &["curl"],
-        Shape::Any,
+        Shape::Flag(&[b"-u"]),
     ),
     // PowerShell's `ConvertTo-SecureString "X" -AsPlainText` (`-String 'X'`): the quoted
     // string given to it (a variable, `$pw`, is a placeholder).
@@ -604,28 +604,26 @@ const RULES: &[RuleDef] = &[
     ),
     // Passwords of other command lines: Java's `keytool`/`jarsigner` (`-storepass X`,
     // `-keypass X`, their `src`/`dest`/`new` forms), OpenSSL's `-pass pass:X` (`-passin`,
-    // `-passout`) and `openssl enc -k X`, `zip -P X` (and `unzip`), 7-Zip's `-pX`, SQL
-    // Server's `sqlcmd -P X` and `bcp -P X`, Windows' `net use … /user:NAME X`, and
-    // `aws configure set aws_secret_access_key X` (or `aws_session_token`). A command's name
-    // starts the text or follows a blank, `;`, `&`, `|` or `(`: not a file's extension
-    // (`wget a.zip -P downloads`).
+    // `-passout`), Windows' `net use … /user:NAME X`, and `aws configure set
+    // aws_secret_access_key X` (or `aws_session_token`). A command's name starts the text or
+    // follows a blank, `;`, `&`, `|` or `(`.
     def(
         "cli_secret",
-        r#"(?:[ \t]-(?:src|dest|new)?(?:store|key)pass[ \t]+|[ \t]-pass(?:in|out)?[ \t]+pass:|(?:^|[\s;&|(])(?:openssl[ \t]+enc(?:[ \t]+[^\s|;&]+)*?[ \t]+-k[ \t]+|(?:un)?zip(?:[ \t]+[^\s|;&]+)*?[ \t]+-P[ \t]+|7z[arz]?(?:[ \t]+[^\s|;&]+)*?[ \t]+-p|(?:sqlcmd|bcp)(?:[ \t]+[^\s|;&]+)*?[ \t]+-P[ \t]*|net[ \t]+use(?:[ \t]+[^\s|;&]+)*?[ \t]+/user:[^\s|;&]+[ \t]+)|(?-u:\b)configure[ \t]+set[ \t]+(?:[A-Za-z0-9_-]+\.)?aws_(?:secret_access_key|session_token)[ \t]+)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&*/-][^\s"'|;&]*)"#,
+        r#"(?:[ \t]-(?:src|dest|new)?(?:store|key)pass[ \t]+|[ \t]-pass(?:in|out)?[ \t]+pass:|(?:^|[\s;&|(])net[ \t]+use(?:[ \t]+[^\s|;&]+)*?[ \t]+/user:[^\s|;&]+[ \t]+|(?-u:\b)configure[ \t]+set[ \t]+(?:[A-Za-z0-9_-]+\.)?aws_(?:secret_access_key|session_token)[ \t]+)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&*/-][^\s"'|;&]*)"#,
         Check::Placeholder,
-        &[
-            "storepass",
-            "keypass",
-            "pass:",
-            "openssl",
-            "zip",
-            "7z",
-            "sqlcmd",
-            "bcp",
-            "/user:",
-            "aws_s",
-        ],
+        &["storepass", "keypass", "pass:", "/user:", "aws_s"],
         Shape::Any,
+    ),
+    // The same for commands whose password follows a flag: `openssl enc -k X`, `zip -P X`
+    // (and `unzip`), 7-Zip's `-pX`, SQL Server's `sqlcmd -P X` and `bcp -P X`; not a file's
+    // extension (`wget a.zip -P downloads`). A rule of its own, for its shape: `zip`, `7z` and
+    // `bcp` are common inside words and encoded data, the flag after them is not.
+    def(
+        "cli_secret",
+        r#"(?:^|[\s;&|(])(?:openssl[ \t]+enc(?:[ \t]+[^\s|;&]+)*?[ \t]+-k[ \t]+|(?:un)?zip(?:[ \t]+[^\s|;&]+)*?[ \t]+-P[ \t]+|7z[arz]?(?:[ \t]+[^\s|;&]+)*?[ \t]+-p|(?:sqlcmd|bcp)(?:[ \t]+[^\s|;&]+)*?[ \t]+-P[ \t]*)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&*/-][^\s"'|;&]*)"#,
+        Check::Placeholder,
+        &["openssl", "zip", "7z", "sqlcmd", "bcp"],
+        Shape::Flag(&[b"-k", b"-P", b"-p"]),
     ),
     // A password or token in an XML element (`<password>X</password>`, Maven's settings and
     // its `<passphrase>`, `<db:apiKey>X</db:apiKey>`, a CDATA value), or a `value` under a
@@ -1017,6 +1015,11 @@ enum Shape {
     /// A name ending its line with `:`: `[A-Za-z0-9_.-]*`, `[ \t]*`, `:`, blanks, then the
     /// line break (`Password:` with its value on the next line).
     NextLine,
+    /// A command's password flag: one of these byte strings (`-u`, `-p`) later on the needle's
+    /// line. The command-line rules join a command and its flag with blanks and words, none of
+    /// which holds a line break (`[ \t]`, `[^\s…]`, `\S`), so a line without the flag cannot
+    /// match: `docker::tests::volume ... ok` compiles no rule, `docker login -p …` does.
+    Flag(&'static [&'static [u8]]),
 }
 
 /// `[A-Za-z0-9_-]`: the body of most token formats.
@@ -1152,6 +1155,11 @@ impl Shape {
             Shape::Equals => {
                 let j = run(end, &|c| matches!(c, b' ' | b'\t'));
                 b.get(j) == Some(&b'=')
+            }
+            Shape::Flag(flags) => {
+                let line_end = run(end, &|c| !matches!(c, b'\n' | b'\r'));
+                let line = &b[end.min(b.len())..line_end];
+                flags.iter().any(|f| line.windows(f.len()).any(|w| w == *f))
             }
             Shape::NextLine => {
                 let j = run(end, &|c| {
@@ -3303,14 +3311,171 @@ mod tests {
             assert_ne!(rules_plausible(text), 0, "{text}");
         }
     }
+
+    /// The rules of command-line passwords are compiled only for a line that holds one of their
+    /// flags after the command: the words alone, common in test output and prose, compile none.
+    #[test]
+    fn command_rules_need_their_flag_on_the_line() {
+        for text in [
+            "test docker::tests::now_volume ... ok",
+            "curl -sS https://example.com/api -o out.json",
+            "redis-cli ping\n-a is a flag of ls",
+            "docker compose up -d\nthen -p 8080",
+            "mysql --version; ldapsearch --help",
+        ] {
+            assert_eq!(rules_plausible(text), 0, "{text}");
+        }
+        for (text, kind) in [
+            ("docker login -u me -p x", "cli_secret"),
+            ("curl -s -X POST --user=a:b u", "cli_secret"),
+            ("mysql -u root -pX", "cli_secret"),
+            ("redis-cli -h r -a pw", "cli_secret"),
+        ] {
+            let set = rules_plausible(text);
+            assert!(
+                (0..RULES.len()).any(|i| set & (1 << i) != 0 && RULES[i].kind == kind),
+                "{text}"
+            );
+        }
+    }
+
+    /// A `Flag` shape turns down no text its rule would redact: random command lines (the
+    /// rules' commands and flags, other words and flags, quotes, blanks, `|`, `;`, `&&`, line
+    /// breaks), and for every rule with that shape, a match that changes the text implies the
+    /// rule was found plausible.
+    #[test]
+    fn flag_shapes_turn_down_nothing_their_rule_redacts() {
+        let mut rng = crate::test_rng::Xorshift(0x9E37_79B9_7F4A_7C15);
+        // The high bits: xorshift64's low bits, taken modulo small counts in a row, left
+        // combinations out (no `openssl enc … -k` among 40,000 texts).
+        let pick =
+            |rng: &mut crate::test_rng::Xorshift, n: usize| (rng.next_u64() >> 32) as usize % n;
+        let pieces = [
+            "curl",
+            "docker",
+            "podman",
+            "az",
+            "login",
+            "redis-cli",
+            "ldapsearch",
+            "ldapwhoami",
+            "smbclient",
+            "mysql",
+            "mariadb-dump",
+            "sshpass",
+            "CURL",
+            "-u",
+            "-p",
+            "-a",
+            "-w",
+            "-U",
+            "--user",
+            "--user=",
+            "-x",
+            "-h",
+            "-s",
+            "-X",
+            "POST",
+            "-e",
+            "-P",
+            "admin:",
+            "ci:s3cr3tpw",
+            "bob%SmbPw1",
+            "Hx7pass",
+            "'a b'",
+            "\"q:w\"",
+            "sk_test_4eC39HqLyjWDarjtT1zdp7dc:",
+            "//h/s",
+            "https://h/x",
+            "$PW",
+            "ok",
+        ];
+        let flags = [
+            "-u", "-p", "-a", "-w", "-U", "--user", "--user=", "-x", "-P", "-k", "-K",
+        ];
+        let values = [
+            "admin:x",
+            "ci:s3cr3tpw",
+            "bob%SmbPw1",
+            "Hx7pass",
+            "'a b'",
+            "sk_test_4eC39HqLyjWDarjtT1zdp7dc:",
+            "a1b2c3d4e5f6a7b8c9d0: u",
+            "$PW",
+        ];
+        let commands = [
+            "curl",
+            "docker login",
+            "podman login",
+            "az login",
+            "redis-cli",
+            "ldapsearch",
+            "ldapwhoami",
+            "smbclient //h/s",
+            "mysql",
+            "mariadb-dump",
+            "sshpass",
+            "openssl enc",
+            "zip",
+            "unzip",
+            "7z",
+            "7za",
+            "(sqlcmd",
+            "bcp",
+            "a.zip",
+            "gzip",
+        ];
+        let seps = [
+            " ", " ", " ", "\t", "  ", "\n", "\r\n", " | ", "; ", " && ", "",
+        ];
+        let flagged: Vec<usize> = (0..RULES.len())
+            .filter(|&i| matches!(RULES[i].shape, Shape::Flag(_)))
+            .collect();
+        assert_eq!(flagged.len(), 4);
+        let mut redacted = vec![0usize; RULES.len()];
+        for _ in 0..40_000 {
+            let mut text = String::new();
+            for _ in 0..(2 + pick(&mut rng, 9)) {
+                text.push_str(pieces[pick(&mut rng, pieces.len())]);
+                text.push_str(seps[pick(&mut rng, seps.len())]);
+            }
+            // Half the texts end with a command, a few words, a flag and a value.
+            if pick(&mut rng, 2) == 0 {
+                text.push_str(commands[pick(&mut rng, commands.len())]);
+                for _ in 0..pick(&mut rng, 3) {
+                    text.push(' ');
+                    text.push_str(pieces[pick(&mut rng, pieces.len())]);
+                }
+                text.push(' ');
+                text.push_str(flags[pick(&mut rng, flags.len())]);
+                text.push_str(["", " ", "\t"][pick(&mut rng, 3)]);
+                text.push_str(values[pick(&mut rng, values.len())]);
+            }
+            let plausible = rules_plausible(&text);
+            for &i in &flagged {
+                if apply_rule(&rule(i), &text).is_some() {
+                    redacted[i] += 1;
+                    assert!(plausible & (1 << i) != 0, "rule {i} turned down {text:?}");
+                }
+            }
+        }
+        // The generator reaches every such rule's matches.
+        for &i in &flagged {
+            assert!(
+                redacted[i] >= 10,
+                "rule {i}: {} texts redacted",
+                redacted[i]
+            );
+        }
+    }
 }
 #[cfg(test)]
 mod cost {
     use super::*;
 
-    /// Per rule: on how many files of `MEMTRAIL_COST_DIR` (`.rs` files) it is plausible, and the
-    /// time spent running it there. `cargo test -p memtrail-runtime --lib rule_costs -- --ignored
-    /// --nocapture`.
+    /// Per rule: on how many texts of `MEMTRAIL_COST_DIR` it is plausible (a `.rs` file is one
+    /// text, a transcript's `.jsonl` file one text a line), and the time spent running it
+    /// there. `cargo test -p memtrail-runtime --lib rule_costs -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn rule_costs() {
@@ -3326,6 +3491,10 @@ mod cost {
                     && let Ok(t) = std::fs::read_to_string(&p)
                 {
                     texts.push(t);
+                } else if p.extension().is_some_and(|x| x == "jsonl")
+                    && let Ok(t) = std::fs::read_to_string(&p)
+                {
+                    texts.extend(t.lines().map(str::to_string));
                 }
             }
         }
@@ -3344,10 +3513,10 @@ mod cost {
             }
         }
         let scan = start.elapsed().as_secs_f64() - t.iter().sum::<f64>();
-        println!("{} files, scan {scan:.2} s", texts.len());
+        println!("{} texts, scan {scan:.2} s", texts.len());
         for i in 0..RULES.len() {
             if n[i] > 0 {
-                println!("{i:3} {:22} {:6} files {:8.3} s", RULES[i].kind, n[i], t[i]);
+                println!("{i:3} {:22} {:6} texts {:8.3} s", RULES[i].kind, n[i], t[i]);
             }
         }
     }
