@@ -556,7 +556,8 @@ const RULES: &[RuleDef] = &[
             "curl",
             "docker",
             "podman",
-            "az login",
+            // `az login` with any blanks between (`az\tlogin`), and the others' `login`.
+            "login",
             "redis-cli",
             "ldap",
             "smbclient",
@@ -604,26 +605,34 @@ const RULES: &[RuleDef] = &[
     ),
     // Passwords of other command lines: Java's `keytool`/`jarsigner` (`-storepass X`,
     // `-keypass X`, their `src`/`dest`/`new` forms), OpenSSL's `-pass pass:X` (`-passin`,
-    // `-passout`), Windows' `net use … /user:NAME X`, and `aws configure set
-    // aws_secret_access_key X` (or `aws_session_token`). A command's name starts the text or
-    // follows a blank, `;`, `&`, `|` or `(`.
+    // `-passout`) and `openssl enc -k X`, `zip -P X` (and `unzip`), 7-Zip's `-pX`, SQL
+    // Server's `sqlcmd -P X` and `bcp -P X`, Windows' `net use … /user:NAME X`, and
+    // `aws configure set aws_secret_access_key X` (or `aws_session_token`). A command's name
+    // starts the text or follows a blank, `;`, `&`, `|` or `(`: not a file's extension
+    // (`wget a.zip -P downloads`). One rule, matched leftmost first: a password quoted after
+    // `zip -P` that holds `-storepass x` is replaced whole (two rules would each see the
+    // other's marker and leave the rest). `zip`, `7z` and `bcp` are common inside words and
+    // encoded data: after them, the rule needs its flag on the line.
     def(
         "cli_secret",
-        r#"(?:[ \t]-(?:src|dest|new)?(?:store|key)pass[ \t]+|[ \t]-pass(?:in|out)?[ \t]+pass:|(?:^|[\s;&|(])net[ \t]+use(?:[ \t]+[^\s|;&]+)*?[ \t]+/user:[^\s|;&]+[ \t]+|(?-u:\b)configure[ \t]+set[ \t]+(?:[A-Za-z0-9_-]+\.)?aws_(?:secret_access_key|session_token)[ \t]+)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&*/-][^\s"'|;&]*)"#,
+        r#"(?:[ \t]-(?:src|dest|new)?(?:store|key)pass[ \t]+|[ \t]-pass(?:in|out)?[ \t]+pass:|(?:^|[\s;&|(])(?:openssl[ \t]+enc(?:[ \t]+[^\s|;&]+)*?[ \t]+-k[ \t]+|(?:un)?zip(?:[ \t]+[^\s|;&]+)*?[ \t]+-P[ \t]+|7z[arz]?(?:[ \t]+[^\s|;&]+)*?[ \t]+-p|(?:sqlcmd|bcp)(?:[ \t]+[^\s|;&]+)*?[ \t]+-P[ \t]*|net[ \t]+use(?:[ \t]+[^\s|;&]+)*?[ \t]+/user:[^\s|;&]+[ \t]+)|(?-u:\b)configure[ \t]+set[ \t]+(?:[A-Za-z0-9_-]+\.)?aws_(?:secret_access_key|session_token)[ \t]+)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&*/-][^\s"'|;&]*)"#,
         Check::Placeholder,
-        &["storepass", "keypass", "pass:", "/user:", "aws_s"],
-        Shape::Any,
-    ),
-    // The same for commands whose password follows a flag: `openssl enc -k X`, `zip -P X`
-    // (and `unzip`), 7-Zip's `-pX`, SQL Server's `sqlcmd -P X` and `bcp -P X`; not a file's
-    // extension (`wget a.zip -P downloads`). A rule of its own, for its shape: `zip`, `7z` and
-    // `bcp` are common inside words and encoded data, the flag after them is not.
-    def(
-        "cli_secret",
-        r#"(?:^|[\s;&|(])(?:openssl[ \t]+enc(?:[ \t]+[^\s|;&]+)*?[ \t]+-k[ \t]+|(?:un)?zip(?:[ \t]+[^\s|;&]+)*?[ \t]+-P[ \t]+|7z[arz]?(?:[ \t]+[^\s|;&]+)*?[ \t]+-p|(?:sqlcmd|bcp)(?:[ \t]+[^\s|;&]+)*?[ \t]+-P[ \t]*)(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&*/-][^\s"'|;&]*)"#,
-        Check::Placeholder,
-        &["openssl", "zip", "7z", "sqlcmd", "bcp"],
-        Shape::Flag(&[b"-k", b"-P", b"-p"]),
+        &[
+            "storepass",
+            "keypass",
+            "pass:",
+            "openssl",
+            "zip",
+            "7z",
+            "sqlcmd",
+            "bcp",
+            "/user:",
+            "aws_s",
+        ],
+        Shape::FlagAfter(
+            &[b"openssl", b"zip", b"7z", b"sqlcmd", b"bcp"],
+            &[b"-k", b"-P", b"-p"],
+        ),
     ),
     // A password or token in an XML element (`<password>X</password>`, Maven's settings and
     // its `<passphrase>`, `<db:apiKey>X</db:apiKey>`, a CDATA value), or a `value` under a
@@ -1020,6 +1029,9 @@ enum Shape {
     /// which holds a line break (`[ \t]`, `[^\s…]`, `\S`), so a line without the flag cannot
     /// match: `docker::tests::volume ... ok` compiles no rule, `docker login -p …` does.
     Flag(&'static [&'static [u8]]),
+    /// [`Shape::Flag`] after these needles (compared without regard to ASCII case); after the
+    /// rule's other needles nothing is checked.
+    FlagAfter(&'static [&'static [u8]], &'static [&'static [u8]]),
 }
 
 /// `[A-Za-z0-9_-]`: the body of most token formats.
@@ -1160,6 +1172,11 @@ impl Shape {
                 let line_end = run(end, &|c| !matches!(c, b'\n' | b'\r'));
                 let line = &b[end.min(b.len())..line_end];
                 flags.iter().any(|f| line.windows(f.len()).any(|w| w == *f))
+            }
+            Shape::FlagAfter(commands, flags) => {
+                let needle = &b[start.min(b.len())..end.min(b.len())];
+                !commands.iter().any(|c| c.eq_ignore_ascii_case(needle))
+                    || Shape::Flag(flags).follows_within(b, start, end, capped)
             }
             Shape::NextLine => {
                 let j = run(end, &|c| {
@@ -3339,6 +3356,44 @@ mod tests {
         }
     }
 
+    /// Found by a review of the `Flag` shapes: `az login` with other blanks than one space
+    /// between (the needle was `az login`), and a password quoted after `zip -P` (`7z -p`,
+    /// `openssl enc -k`) that holds another of its rule's commands: replaced whole, as one
+    /// leftmost match (when the rule was split in two, each half saw the other's marker and
+    /// left the rest of the password).
+    #[test]
+    fn command_rules_found_by_review() {
+        for (text, want) in [
+            (
+                "docker ps\naz\tlogin -u app -p S3cretPw",
+                "docker ps\naz\tlogin -u app -p [redacted:cli_secret]",
+            ),
+            (
+                "az  login -u app -p S3cretPw2\ncurl https://example.com",
+                "az  login -u app -p [redacted:cli_secret]\ncurl https://example.com",
+            ),
+            ("az\tlogin -p S3cr3t", "az\tlogin -p [redacted:cli_secret]"),
+            (
+                "7z a -p\"abc -keypass def\" o.7z",
+                "7z a -p[redacted:cli_secret] o.7z",
+            ),
+            (
+                "zip -P 'horse -storepass battery' a.zip",
+                "zip -P [redacted:cli_secret] a.zip",
+            ),
+            (
+                "openssl enc -k \"a -pass pass:b\"",
+                "openssl enc -k [redacted:cli_secret]",
+            ),
+            (
+                "keytool -genkey -storepass Kp4ssw0rd -alias a",
+                "keytool -genkey -storepass [redacted:cli_secret] -alias a",
+            ),
+        ] {
+            assert_eq!(redact(text), want, "{text:?}");
+        }
+    }
+
     /// A `Flag` shape turns down no text its rule would redact: random command lines (the
     /// rules' commands and flags, other words and flags, quotes, blanks, `|`, `;`, `&&`, line
     /// breaks), and for every rule with that shape, a match that changes the text implies the
@@ -3391,7 +3446,22 @@ mod tests {
             "ok",
         ];
         let flags = [
-            "-u", "-p", "-a", "-w", "-U", "--user", "--user=", "-x", "-P", "-k", "-K",
+            "-u",
+            "-p",
+            "-a",
+            "-w",
+            "-U",
+            "--user",
+            "--user=",
+            "-x",
+            "-P",
+            "-k",
+            "-K",
+            "-storepass",
+            "-keypass",
+            "-passin pass:",
+            "/user:b",
+            "aws_secret_access_key",
         ];
         let values = [
             "admin:x",
@@ -3402,6 +3472,9 @@ mod tests {
             "sk_test_4eC39HqLyjWDarjtT1zdp7dc:",
             "a1b2c3d4e5f6a7b8c9d0: u",
             "$PW",
+            "\"abc -keypass def\"",
+            "'horse -storepass battery'",
+            "\"a -pass pass:b\"",
         ];
         let commands = [
             "curl",
@@ -3424,12 +3497,17 @@ mod tests {
             "bcp",
             "a.zip",
             "gzip",
+            "az\tlogin",
+            "az  login",
+            "keytool -genkey",
+            "net use x: //h/s",
+            "aws configure set",
         ];
         let seps = [
             " ", " ", " ", "\t", "  ", "\n", "\r\n", " | ", "; ", " && ", "",
         ];
         let flagged: Vec<usize> = (0..RULES.len())
-            .filter(|&i| matches!(RULES[i].shape, Shape::Flag(_)))
+            .filter(|&i| matches!(RULES[i].shape, Shape::Flag(_) | Shape::FlagAfter(..)))
             .collect();
         assert_eq!(flagged.len(), 4);
         let mut redacted = vec![0usize; RULES.len()];
