@@ -20,7 +20,6 @@ pub mod user;
 
 use memtrail_adapters::{Message, Part, Record};
 use regex::Regex;
-use regex_automata::meta;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::{LazyLock, OnceLock};
@@ -88,52 +87,8 @@ struct RuleDef {
 /// A rule as applied: its kind, its compiled regex and its check.
 struct Rule<'a> {
     kind: &'static str,
-    re: &'a meta::Regex,
+    re: &'a Regex,
     check: Check,
-}
-
-/// A rule's match with its groups, over the text searched (the shape of `regex::Captures`).
-struct Caps<'c, 't> {
-    caps: &'c regex_automata::util::captures::Captures,
-    text: &'t str,
-}
-
-/// A group of a [`Caps`]: its byte range in the text and its text.
-#[derive(Clone, Copy)]
-struct Group<'t> {
-    text: &'t str,
-    start: usize,
-    end: usize,
-}
-
-impl<'t> Group<'t> {
-    fn start(&self) -> usize {
-        self.start
-    }
-    fn end(&self) -> usize {
-        self.end
-    }
-    fn as_str(&self) -> &'t str {
-        &self.text[self.start..self.end]
-    }
-}
-
-impl<'t> Caps<'_, 't> {
-    fn group(&self, span: Option<regex_automata::Span>) -> Option<Group<'t>> {
-        span.map(|s| Group {
-            text: self.text,
-            start: s.start,
-            end: s.end,
-        })
-    }
-    /// Group `i` (0: the whole match).
-    fn get(&self, i: usize) -> Option<Group<'t>> {
-        self.group(self.caps.get_group(i))
-    }
-    /// The group named `name`, when it took part in the match.
-    fn name(&self, name: &str) -> Option<Group<'t>> {
-        self.group(self.caps.get_group_by_name(name))
-    }
 }
 
 const fn def(
@@ -1302,33 +1257,13 @@ impl Shape {
 
 /// Each rule's regex, compiled on first use (compiling all of them costs ~10 ms, which a hook
 /// whose text needs one or two rules should not pay).
-static COMPILED: [OnceLock<meta::Regex>; RULES.len()] = [const { OnceLock::new() }; RULES.len()];
-
-/// Set by [`compile_for_few_texts`]: the rules are compiled without their literal prefilter.
-static FEW_TEXTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Tell the redaction that this process redacts a few texts and ends (a hook): its rules are
-/// then compiled without the literal prefilter, which finds where a match can start faster but
-/// costs most of a rule's compilation (`secret_assignment`'s case-insensitive names: 0.24 ms
-/// with it, 0.08 ms without; docs/benchmarks.md). What a rule matches is the same either way.
-/// Call it before the first redaction; a rule compiled already stays as it is.
-pub fn compile_for_few_texts() {
-    FEW_TEXTS.store(true, std::sync::atomic::Ordering::Relaxed);
-}
+static COMPILED: [OnceLock<Regex>; RULES.len()] = [const { OnceLock::new() }; RULES.len()];
 
 fn rule(i: usize) -> Rule<'static> {
     let d = &RULES[i];
     Rule {
         kind: d.kind,
-        re: COMPILED[i].get_or_init(|| {
-            let few = FEW_TEXTS.load(std::sync::atomic::Ordering::Relaxed);
-            // The configuration of `regex::Regex::new` (the same size limits, UTF-8), with
-            // the prefilter as the process asked.
-            meta::Regex::builder()
-                .configure(meta::Config::new().auto_prefilter(!few))
-                .build(d.pattern)
-                .expect("redaction rule compiles")
-        }),
+        re: COMPILED[i].get_or_init(|| Regex::new(d.pattern).expect("redaction rule compiles")),
         check: d.check,
     }
 }
@@ -2529,15 +2464,10 @@ fn apply_rule(rule: &Rule, text: &str) -> Option<String> {
     // spans in code: `AUTHORITY: ::windows_sys::core::HRESULT`). At most this many times a
     // text, so that a long run of such URLs stays linear.
     let mut retries = 256u32;
-    let mut found = rule.re.create_captures();
     while at <= text.len() {
-        // From `at`, the text before it still seen by `\b` and `^` (as `captures_at`).
-        rule.re
-            .search_captures(&regex_automata::Input::new(text).range(at..), &mut found);
-        if !found.is_match() {
+        let Some(caps) = rule.re.captures_at(text, at) else {
             break;
-        }
-        let caps = Caps { caps: &found, text };
+        };
         let whole = caps.get(0).expect("group 0");
         // The secret: group `s`, else `s2` or `s3` (a rule with several shapes).
         let span = caps
@@ -2601,7 +2531,7 @@ fn placeholder(v: &str) -> bool {
         .starts_with(['$', '<', '{', '%'])
 }
 
-fn keep_match(check: Check, caps: &Caps, secret: &str, text: &str, at: usize) -> bool {
+fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at: usize) -> bool {
     if secret.contains(MARKER_PREFIX) {
         return false;
     }
@@ -3165,115 +3095,113 @@ mod tests {
         out
     }
 
-    /// Needles with and without the shape after them, assignment and URL pieces, and ordinary
-    /// words: the pieces of the generated texts of the rule oracles below.
-    const BITS: &[&str] = &[
-        "token",
-        "TOKEN",
-        "tokens",
-        "max_tokens",
-        "secret",
-        "Secret_Key",
-        "passwd",
-        "password",
-        "PASSW",
-        "api_key",
-        "apikey",
-        "apiKey",
-        "private_key",
-        "://",
-        "https://",
-        "postgres://",
-        "user",
-        "admin",
-        ":",
-        "=",
-        ":=",
-        "@",
-        "/",
-        "\\",
-        "\"",
-        "'",
-        " ",
-        "\t",
-        "  ",
-        "\n",
-        "-",
-        ".",
-        "_",
-        "hunter2hunter2",
-        "s3cr3tValue42",
-        "abc",
-        "x",
-        "host",
-        "example.com",
-        "é",
-        "ü@",
-        "--password",
-        "--token",
-        "sk-",
-        "AKIA",
-        "eyJ",
-        "ghp_",
-        ",",
-        ";",
-        ")",
-        "}",
-        "]",
-        "the",
-        "value",
-        "12345678",
-        // Key names, config lines and headers.
-        "DB_PASS",
-        "ADMIN_PW",
-        "APP_KEY",
-        "sort_key",
-        "auth",
-        "CREDENTIALS",
-        "export ",
-        "- ",
-        "letmein",
-        "hunter2",
-        "Token",
-        "&pw",
-        "X-API-Key",
-        "Set-Cookie",
-        "a=b",
-        "authorization",
-        "Basic ",
-        "mysql -p",
-        "sshpass -p",
-        "curl -u ",
-        "curl --user ",
-        "docker login -p ",
-        "redis-cli -a ",
-        "ldapsearch -w ",
-        "smbclient -U me%",
-        "htpasswd -nb ",
-        "a1b2c3d4e5f6a7b8c9d0:",
-        " -b ",
-        "machine",
-        "\"auth\"",
-        "client-key-data",
-        ":5432:",
-        "_auth",
-        "?sig=",
-        "discord",
-        "MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs",
-        ":AAxD6zRvpksfZ3zWLOTmxvwfqmufUUzLlt",
-        "0123456789abcdef0123456789abcdef",
-        "pass:",
-        "pw=",
-        "password for bob",
-        "Password:\n",
-        "\\\"",
-        "APP_SALT",
-        "DSN",
-    ];
-
     #[test]
     fn gated_rules_equal_every_rule() {
-        // The gate may skip a rule only where the rule would not match.
+        // Needles with and without the shape after them, assignment and URL pieces, and
+        // ordinary words: the gate may skip a rule only where the rule would not match.
+        const BITS: &[&str] = &[
+            "token",
+            "TOKEN",
+            "tokens",
+            "max_tokens",
+            "secret",
+            "Secret_Key",
+            "passwd",
+            "password",
+            "PASSW",
+            "api_key",
+            "apikey",
+            "apiKey",
+            "private_key",
+            "://",
+            "https://",
+            "postgres://",
+            "user",
+            "admin",
+            ":",
+            "=",
+            ":=",
+            "@",
+            "/",
+            "\\",
+            "\"",
+            "'",
+            " ",
+            "\t",
+            "  ",
+            "\n",
+            "-",
+            ".",
+            "_",
+            "hunter2hunter2",
+            "s3cr3tValue42",
+            "abc",
+            "x",
+            "host",
+            "example.com",
+            "é",
+            "ü@",
+            "--password",
+            "--token",
+            "sk-",
+            "AKIA",
+            "eyJ",
+            "ghp_",
+            ",",
+            ";",
+            ")",
+            "}",
+            "]",
+            "the",
+            "value",
+            "12345678",
+            // Key names, config lines and headers.
+            "DB_PASS",
+            "ADMIN_PW",
+            "APP_KEY",
+            "sort_key",
+            "auth",
+            "CREDENTIALS",
+            "export ",
+            "- ",
+            "letmein",
+            "hunter2",
+            "Token",
+            "&pw",
+            "X-API-Key",
+            "Set-Cookie",
+            "a=b",
+            "authorization",
+            "Basic ",
+            "mysql -p",
+            "sshpass -p",
+            "curl -u ",
+            "curl --user ",
+            "docker login -p ",
+            "redis-cli -a ",
+            "ldapsearch -w ",
+            "smbclient -U me%",
+            "htpasswd -nb ",
+            "a1b2c3d4e5f6a7b8c9d0:",
+            " -b ",
+            "machine",
+            "\"auth\"",
+            "client-key-data",
+            ":5432:",
+            "_auth",
+            "?sig=",
+            "discord",
+            "MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs",
+            ":AAxD6zRvpksfZ3zWLOTmxvwfqmufUUzLlt",
+            "0123456789abcdef0123456789abcdef",
+            "pass:",
+            "pw=",
+            "password for bob",
+            "Password:\n",
+            "\\\"",
+            "APP_SALT",
+            "DSN",
+        ];
         let mut rng = crate::test_rng::Xorshift(0xD1B5_4A32_D192_ED03);
         let mut next = |n: usize| rng.below(n);
         let mut redacted = 0;
@@ -3291,60 +3219,6 @@ mod tests {
             redacted > 2_000 && redacted < 38_000,
             "{redacted} of 40000 redacted"
         );
-    }
-
-    /// A rule compiled without its literal prefilter (as a hook compiles them:
-    /// [`compile_for_few_texts`]) replaces exactly what the rule compiled with it replaces, on
-    /// 10,000 generated texts, for every rule.
-    #[test]
-    fn rules_match_the_same_without_their_prefilter() {
-        let plain: Vec<meta::Regex> = RULES
-            .iter()
-            .map(|d| {
-                meta::Regex::builder()
-                    .configure(meta::Config::new().auto_prefilter(false))
-                    .build(d.pattern)
-                    .unwrap()
-            })
-            .collect();
-        let mut rng = crate::test_rng::Xorshift(0x2545_F491_4F6C_DD1D);
-        let mut next = |n: usize| rng.below(n);
-        let mut changed = vec![0usize; RULES.len()];
-        for _ in 0..10_000 {
-            let mut s = String::new();
-            for _ in 0..1 + next(12) {
-                s.push_str(BITS[next(BITS.len())]);
-            }
-            for (i, re) in plain.iter().enumerate() {
-                let with = apply_rule(&rule(i), &s);
-                let without = apply_rule(
-                    &Rule {
-                        kind: RULES[i].kind,
-                        re,
-                        check: RULES[i].check,
-                    },
-                    &s,
-                );
-                assert_eq!(with, without, "rule {i} on {s:?}");
-                changed[i] += usize::from(with.is_some());
-            }
-        }
-        let reached: Vec<&str> = (0..RULES.len())
-            .filter(|&i| changed[i] > 0)
-            .map(|i| RULES[i].kind)
-            .collect();
-        // The rules most costly to compile are among those that replaced something (24 of the
-        // 74 do; the others are providers' token formats these pieces do not spell).
-        assert!(reached.len() >= 20, "{reached:?}");
-        for kind in [
-            "secret_assignment",
-            "http_header",
-            "cookie",
-            "url_password",
-            "cli_secret",
-        ] {
-            assert!(reached.contains(&kind), "{kind}: {reached:?}");
-        }
     }
 
     #[test]

@@ -12,9 +12,6 @@ pub fn hook(agent: Agent, args: &[String], db: &StoreLocation) -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         memtrail_runtime::hook::log_raw("-", None, None, &format!("panic: {info}"));
     }));
-    // A hook redacts one turn and ends: its redaction rules are compiled without the literal
-    // prefilter (a third of the time; the same matches).
-    memtrail_runtime::redact::compile_for_few_texts();
     // Fail open: always exit 0; print only what the agent's protocol allows.
     // A payload in the arguments (Codex `notify`) means stdin is not the payload.
     let payload = if args.is_empty() {
