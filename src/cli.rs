@@ -58,6 +58,15 @@ fn agents_help(lead: &str, tail: &str) -> String {
 )]
 /// The command line: the global `--store` or `--db` and one command.
 pub struct Cli {
+    #[command(flatten)]
+    pub globals: Globals,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The options every command takes ([`Cli`], [`HookCli`]).
+#[derive(Args)]
+pub struct Globals {
     /// The store to use [default: $MEMTRAIL_STORE, else $MEMTRAIL_DB, else $XDG_DATA_HOME/memtrail/memtrail.db, i.e. ~/.local/share/memtrail/memtrail.db].
     #[arg(long, global = true, value_name = "PATH", conflicts_with = "store")]
     pub db: Option<PathBuf>,
@@ -68,8 +77,28 @@ pub struct Cli {
     /// or TERM is dumb), always, never. Without colour the text is printed plain.
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
     pub color: ColorChoice,
+}
+
+/// A hook's command line: the global options and the two commands an agent's hook runs, the
+/// same definitions as in [`Cli`]. Building clap's definition of every command took ~0.25 ms
+/// of each hook (a new process every time; docs/benchmarks.md, "A hook's fixed costs"); this
+/// one is two commands. Its `--help` is never shown: `main` parses the whole [`Cli`] for it.
+#[derive(Parser)]
+#[command(name = "memtrail", version)]
+pub struct HookCli {
+    #[command(flatten)]
+    pub globals: Globals,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: HookCommand,
+}
+
+/// The commands of [`HookCli`].
+#[derive(Subcommand)]
+pub enum HookCommand {
+    /// As [`Command::Hook`].
+    Hook(HookArgs),
+    /// As [`Command::HookSettle`].
+    HookSettle(HookSettleArgs),
 }
 
 #[derive(Subcommand)]
@@ -93,28 +122,14 @@ pub enum Command {
         json: bool,
     },
     /// Called by an agent's hook with its payload on stdin (not meant to be run by hand).
-    Hook {
-        #[arg(help = agents_help("The agent whose hook this is", ""))]
-        agent: Agent,
-        /// A payload passed as arguments (Codex `notify` passes its JSON as the last one).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-        args: Vec<String>,
-    },
+    Hook(HookArgs),
     /// Started detached by a hook at the end of a session whose agent writes the rest of its
     /// transcript afterwards (GitHub Copilot CLI): waits at most 30 s for the transcript to
     /// settle (a new final record, or 2 s unchanged), then ingests it; or by a hook that left a
     /// whole-file source too large for its time budget: waits for it to be 2 s unchanged, then
     /// reads it without a deadline (not meant to be run by hand).
     #[command(hide = true)]
-    HookSettle {
-        /// The agent whose transcript this is.
-        agent: Agent,
-        /// The transcript.
-        transcript: std::path::PathBuf,
-        /// The session it belongs to.
-        #[arg(long)]
-        session: Option<String>,
-    },
+    HookSettle(HookSettleArgs),
     /// Import the sessions already on this machine (safe to re-run: only new content is added).
     Import {
         /// Only this agent (repeatable). Default: every supported agent.
@@ -711,4 +726,26 @@ fn date(s: &str) -> Result<String, String> {
     memtrail_runtime::time::parse_date(s, memtrail_runtime::time::Bound::Start)
         .map(|_| s.to_string())
         .map_err(|e| e.to_string())
+}
+
+/// `memtrail hook AGENT [ARGS]...` ([`Command::Hook`]).
+#[derive(Args)]
+pub struct HookArgs {
+    #[arg(help = agents_help("The agent whose hook this is", ""))]
+    pub agent: Agent,
+    /// A payload passed as arguments (Codex `notify` passes its JSON as the last one).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub args: Vec<String>,
+}
+
+/// `memtrail hook-settle AGENT TRANSCRIPT [--session ID]` ([`Command::HookSettle`]).
+#[derive(Args)]
+pub struct HookSettleArgs {
+    /// The agent whose transcript this is.
+    pub agent: Agent,
+    /// The transcript.
+    pub transcript: std::path::PathBuf,
+    /// The session it belongs to.
+    #[arg(long)]
+    pub session: Option<String>,
 }

@@ -20,84 +20,37 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    // A hook parses the plain definition: neither the environment section of `--help` nor the
-    // agent lists of the help texts (`cli::agent_lists_in_help`) are built on the hook's path.
-    let parsed = if is_hook_invocation(&raw) {
-        cli::agent_lists_in_help(false);
-        <Cli as clap::Parser>::try_parse_from(&raw).or_else(|e| {
-            if e.kind() != clap::error::ErrorKind::DisplayHelp {
-                return Err(e);
-            }
-            // `memtrail hook --help` (never an agent's call): the help with its agent list.
-            cli::agent_lists_in_help(true);
-            <Cli as clap::Parser>::try_parse_from(&raw)
-        })
-    } else {
-        cli::command()
-            .try_get_matches_from(&raw)
-            .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m))
-    };
-    let cli = match parsed {
-        Ok(cli) => cli,
-        Err(e) => {
-            // A hook never fails its agent: Claude Code treats exit code 2 as "block". A bad
-            // hook command line is logged and the hook exits 0 with nothing on stdout.
-            let asked_for_help = matches!(
-                e.kind(),
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
-            );
-            if is_hook_invocation(&raw) && !asked_for_help {
-                memtrail_runtime::hook::log_raw(
-                    "-",
-                    None,
-                    None,
-                    &format!("error: bad hook command line: {}", e.render()),
-                );
-                return ExitCode::SUCCESS;
-            }
-            e.exit();
-        }
-    };
-    let db = match (&cli.store, &cli.db) {
-        (Some(s), _) => StoreLocation::parse(s),
-        (None, db) => StoreLocation::from_flag_or_env(db.clone()),
-    };
-    if let Command::Hook { agent, args } = cli.command {
-        // A hook writes the local store. `MEMTRAIL_STORE` naming a PostgreSQL database (a
-        // shell set up to query a team server, whose agents inherit it) does not stop the
-        // capture: the hook writes the local store, which `memtrail sync` pushes. A
-        // PostgreSQL store given on the hook's command line is refused (logged) by the hook.
-        let db = match db {
-            StoreLocation::Postgres(_) if cli.store.is_none() => StoreLocation::local_from_env(),
-            db => db,
-        };
-        return commands::hook::hook(agent, &args, &db);
+    if is_hook_invocation(&raw) {
+        return hook_main(&raw);
     }
-    if let Command::HookSettle {
-        agent,
-        transcript,
-        session,
-    } = &cli.command
+    let cli = match cli::command()
+        .try_get_matches_from(&raw)
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m))
     {
-        // Like the hook it comes from: the local store, never a failure shown to anyone.
-        let db = match db {
-            StoreLocation::Postgres(_) if cli.store.is_none() => StoreLocation::local_from_env(),
-            db => db,
-        };
-        return commands::hook::settle(*agent, transcript, session.as_deref(), &db);
-    }
-    output::set_color(cli.color);
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    // `is_hook_invocation` sends a hook's command line to `hook_main`; one it did not
+    // recognise is still run as a hook.
+    let command = match cli.command {
+        Command::Hook(a) => return run_hook(&cli.globals, cli::HookCommand::Hook(a)),
+        Command::HookSettle(a) => return run_hook(&cli.globals, cli::HookCommand::HookSettle(a)),
+        command => command,
+    };
+    let db = store_location(&cli.globals);
+    let cli::Globals { store, color, .. } = cli.globals;
+    output::set_color(color);
     // `memtrail sync` carries the local store to PostgreSQL: like the hook, it keeps to the
     // local store when only `MEMTRAIL_STORE` names a PostgreSQL database. `memtrail status`
     // reports on this machine: it keeps to the local store whichever way PostgreSQL is named.
-    let db = match (&cli.command, db) {
-        (Command::Sync { .. }, StoreLocation::Postgres(_)) if cli.store.is_none() => {
+    let db = match (&command, db) {
+        (Command::Sync { .. }, StoreLocation::Postgres(_)) if store.is_none() => {
             StoreLocation::local_from_env()
         }
         (Command::Status { .. }, StoreLocation::Postgres(_)) => {
             // Said only when asked for on the command line: a shell's MEMTRAIL_STORE (set to
             // query a team's database) is left aside quietly, as `sync` and hooks do.
-            if cli.store.is_some() {
+            if store.is_some() {
                 eprintln!(
                     "memtrail: note: `status` reports on this machine (its hooks and its local \
                  store); the PostgreSQL store is not read (`memtrail sync` shows its state)"
@@ -107,7 +60,7 @@ fn main() -> ExitCode {
         }
         (_, db) => db,
     };
-    match run(cli.command, db) {
+    match run(command, db) {
         Ok(code) => code,
         Err(e) => {
             // Redacted (an error may quote a path or a value with a secret in it) and shown
@@ -118,6 +71,69 @@ fn main() -> ExitCode {
             );
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The store named by `--store`, else `--db`, else the environment.
+fn store_location(g: &cli::Globals) -> StoreLocation {
+    match (&g.store, &g.db) {
+        (Some(s), _) => StoreLocation::parse(s),
+        (None, db) => StoreLocation::from_flag_or_env(db.clone()),
+    }
+}
+
+/// `memtrail hook` and `memtrail hook-settle`: parsed with [`cli::HookCli`] (the two commands
+/// only, without the agent lists of the help texts: a hook builds nothing it does not use),
+/// run, and exit 0 whatever happens.
+fn hook_main(raw: &[std::ffi::OsString]) -> ExitCode {
+    cli::agent_lists_in_help(false);
+    let hook = match <cli::HookCli as clap::Parser>::try_parse_from(raw) {
+        Ok(hook) => hook,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
+            // `memtrail hook --help` (never an agent's call): the whole command line's help,
+            // with its agent list.
+            cli::agent_lists_in_help(true);
+            match <Cli as clap::Parser>::try_parse_from(raw) {
+                Ok(_) => return ExitCode::SUCCESS,
+                Err(e) => e.exit(),
+            }
+        }
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => e.exit(),
+        Err(e) => {
+            // A hook never fails its agent: Claude Code treats exit code 2 as "block". A bad
+            // hook command line is logged and the hook exits 0 with nothing on stdout.
+            memtrail_runtime::hook::log_raw(
+                "-",
+                None,
+                None,
+                &format!("error: bad hook command line: {}", e.render()),
+            );
+            return ExitCode::SUCCESS;
+        }
+    };
+    run_hook(&hook.globals, hook.command)
+}
+
+/// Run a hook's command; always exits 0.
+fn run_hook(globals: &cli::Globals, command: cli::HookCommand) -> ExitCode {
+    // A hook writes the local store. `MEMTRAIL_STORE` naming a PostgreSQL database (a shell set
+    // up to query a team server, whose agents inherit it) does not stop the capture: the hook
+    // writes the local store, which `memtrail sync` pushes. A PostgreSQL store given on the
+    // hook's command line is refused (logged) by the hook.
+    let db = match store_location(globals) {
+        StoreLocation::Postgres(_) if globals.store.is_none() => StoreLocation::local_from_env(),
+        db => db,
+    };
+    match command {
+        cli::HookCommand::Hook(cli::HookArgs { agent, args }) => {
+            commands::hook::hook(agent, &args, &db)
+        }
+        // Like the hook it comes from: the local store, never a failure shown to anyone.
+        cli::HookCommand::HookSettle(cli::HookSettleArgs {
+            agent,
+            transcript,
+            session,
+        }) => commands::hook::settle(agent, &transcript, session.as_deref(), &db),
     }
 }
 
@@ -167,7 +183,7 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
             &db,
         ),
         Command::Status { check, json } => status::status(&db, check, json),
-        Command::Hook { .. } | Command::HookSettle { .. } => unreachable!("handled in main"),
+        Command::Hook(_) | Command::HookSettle(_) => unreachable!("handled in hook_main"),
         Command::Import {
             agents,
             since,
