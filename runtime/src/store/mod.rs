@@ -233,6 +233,26 @@ fn hook_checkpoints(pages: i32, bulk_writer: impl FnOnce() -> bool) -> bool {
 /// The process's deadline for lock waits (see [`Store::set_deadline`]).
 static DEADLINE: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
 
+/// SQLite's process-wide settings, made once before the first connection of the process
+/// (SQLite accepts them only before it initializes; later calls are refused and change
+/// nothing). Memory statistics off (`SQLITE_CONFIG_MEMSTATUS`): with them on, every allocation
+/// of SQLite's takes a global mutex to count itself (~1% of a Stop hook's samples, more of a
+/// bulk import's); memtrail reads no statistic and sets no heap limit, the only users of
+/// those counts.
+fn sqlite_globals() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `sqlite3_config` with SQLITE_CONFIG_MEMSTATUS takes one int; before
+        // `sqlite3_initialize` it only sets the flag, after it returns SQLITE_MISUSE.
+        unsafe {
+            rusqlite::ffi::sqlite3_config(
+                rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS,
+                0 as std::ffi::c_int,
+            );
+        }
+    });
+}
+
 /// SQLite busy handler for a store with a deadline (a hook): `true` (try again) after a pause
 /// of 1 to 10 ms growing with the number of tries `n`, capped by the time left; `false` (give
 /// up with `SQLITE_BUSY`) once the deadline has passed. Short pauses: a hook holds the write
@@ -536,6 +556,7 @@ impl Store {
             create_private_file(&real)?;
         }
         make_owner_only(&real)?;
+        sqlite_globals();
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
