@@ -1471,7 +1471,13 @@ fn redact_structured(text: &str) -> Cow<'_, str> {
     let marker = format!("{MARKER_PREFIX}secret_assignment]");
     // Byte ranges to replace by the marker, found on `text` as it is.
     let mut spans: Vec<(usize, usize)> = Vec::new();
-    for c in BLOCK.captures_iter(if blocks { text } else { "" }) {
+    // Each regex is compiled only when its text can hold a match (the `LazyLock` is not
+    // touched otherwise): most texts have JSON keys and nothing else here.
+    for c in blocks
+        .then(|| BLOCK.captures_iter(text))
+        .into_iter()
+        .flatten()
+    {
         if secret_name(&c["n"]).is_none() {
             continue;
         }
@@ -1499,14 +1505,22 @@ fn redact_structured(text: &str) -> Cow<'_, str> {
         let last = name.rsplit('/').find(|p| !p.is_empty()).unwrap_or(name);
         !value.contains(MARKER_PREFIX) && config_value_is_secret(last, "=", value, quoted)
     };
-    for c in PAIR_YAML.captures_iter(if yaml_pairs { text } else { "" }) {
+    for c in yaml_pairs
+        .then(|| PAIR_YAML.captures_iter(text))
+        .into_iter()
+        .flatten()
+    {
         let v = c.name("s").expect("the rule's value");
         let (inner, quoted) = unquote(v.as_str());
         if keyed(&c["n"], inner, quoted) {
             spans.push((v.start(), v.end()));
         }
     }
-    for c in PAIR_JSON.captures_iter(if json_pairs { text } else { "" }) {
+    for c in json_pairs
+        .then(|| PAIR_JSON.captures_iter(text))
+        .into_iter()
+        .flatten()
+    {
         let v = c.name("s").expect("the rule's value");
         if keyed(&c["n"], v.as_str(), true) {
             spans.push((v.start(), v.end()));
