@@ -113,20 +113,33 @@ pub fn read_stdin_within(wait: Duration) -> Option<Vec<u8>> {
 /// does not fail with EPIPE while the hook works) or `wait` (`None`). A read error ends the
 /// payload where it is, as `read_to_end` would; a closed `fd` reads as an empty payload. No
 /// thread is started for a payload of normal size (a thread was ~2% of a Stop hook).
+///
+/// Never blocked past `wait`: a pipe, a FIFO or a terminal, whose bytes another reader of the
+/// same file may take between the `poll` and the `read`, is read through a non-blocking twin
+/// (the same file opened again through `/proc/self/fd`, so that `fd`'s own flags, which it may
+/// share with another process, stay as they are); where that cannot be opened (a socket), only
+/// as many bytes are read as `FIONREAD` counts. Once the wait is over, what is already there is
+/// still read (a hook stopped past its deadline, then resumed, with the whole payload
+/// waiting): `None` only when nothing more is ready.
 #[cfg(unix)]
 fn read_fd_within(fd: std::os::fd::RawFd, wait: Duration) -> Option<Vec<u8>> {
     let deadline = Instant::now() + wait;
+    let may_block = reads_may_block(fd);
+    let twin = if may_block {
+        nonblocking_twin(fd)
+    } else {
+        None
+    };
+    let rfd = twin.as_ref().map_or(fd, std::os::fd::AsRawFd::as_raw_fd);
+    let counted = may_block && twin.is_none();
     let mut payload = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return None;
-        }
-        // Rounded up, so that a wait under a millisecond does not spin.
+        // Rounded up, so that a wait under a millisecond does not spin; 0 past the deadline.
         let ms = i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX);
         let mut pfd = libc::pollfd {
-            fd,
+            fd: rfd,
             events: libc::POLLIN,
             revents: 0,
         };
@@ -139,19 +152,44 @@ fn read_fd_within(fd: std::os::fd::RawFd, wait: Duration) -> Option<Vec<u8>> {
             return Some(payload);
         }
         if ready == 0 {
-            continue; // the deadline is checked at the top
+            if left.is_zero() {
+                return None;
+            }
+            continue;
         }
         if pfd.revents & libc::POLLNVAL != 0 {
             return Some(payload);
         }
-        // SAFETY: `chunk` is writable for its whole length.
-        let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+        let want = if counted {
+            match bytes_ready(rfd) {
+                Some(0) if pfd.revents & (libc::POLLHUP | libc::POLLERR) == 0 => {
+                    // Taken by another reader (or a terminal's end of file): nothing to read
+                    // without blocking.
+                    if left.is_zero() {
+                        return None;
+                    }
+                    std::thread::sleep(Duration::from_millis(1).min(left));
+                    continue;
+                }
+                // Hung up: the read returns what is left, then end of file, at once.
+                Some(0) => chunk.len(),
+                Some(n) => n.min(chunk.len()),
+                None => chunk.len(),
+            }
+        } else {
+            chunk.len()
+        };
+        // SAFETY: `chunk` is writable for its first `want` bytes.
+        let n = unsafe { libc::read(rfd, chunk.as_mut_ptr().cast(), want) };
         if n == 0 {
             return Some(payload);
         }
         if n < 0 {
             match std::io::Error::last_os_error().kind() {
-                std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock => continue,
+                std::io::ErrorKind::Interrupted => continue,
+                // Taken by another reader: poll again, while there is time.
+                std::io::ErrorKind::WouldBlock if !left.is_zero() => continue,
+                std::io::ErrorKind::WouldBlock => return None,
                 _ => return Some(payload),
             }
         }
@@ -162,6 +200,53 @@ fn read_fd_within(fd: std::os::fd::RawFd, wait: Duration) -> Option<Vec<u8>> {
             return Some(payload);
         }
     }
+}
+
+/// Whether a `read` of `fd` may block after `poll` said it was readable: a pipe, a socket or a
+/// terminal (another process may read the same file). A regular file or another character
+/// device (`/dev/null`) never blocks a read.
+#[cfg(unix)]
+fn reads_may_block(fd: std::os::fd::RawFd) -> bool {
+    // SAFETY: fstat fills `st`; isatty only asks.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            return true;
+        }
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFREG | libc::S_IFDIR | libc::S_IFBLK => false,
+            libc::S_IFCHR => libc::isatty(fd) == 1,
+            _ => true,
+        }
+    }
+}
+
+/// The file open as `fd` opened again, for reading without blocking (`/proc/self/fd/N`: a
+/// pipe, a FIFO or a terminal gets a new open file description of its own, whose
+/// `O_NONBLOCK` leaves `fd`'s untouched). `None` where it cannot be (a socket, no `/proc`).
+#[cfg(unix)]
+fn nonblocking_twin(fd: std::os::fd::RawFd) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let path = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).ok()?;
+    // SAFETY: `path` is a NUL-terminated string; the descriptor returned is owned here.
+    let t = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY,
+        )
+    };
+    // SAFETY: `t` was just opened and nothing else owns it.
+    (t >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(t) })
+}
+
+/// How many bytes a `read` of `fd` finds at once (`FIONREAD`), or `None` when the file does not
+/// say.
+#[cfg(unix)]
+fn bytes_ready(fd: std::os::fd::RawFd) -> Option<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int.
+    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    (r == 0).then(|| usize::try_from(n).unwrap_or(0))
 }
 
 /// Read `fd` to its end and drop what is read (the rest of an oversized payload).
@@ -1081,6 +1166,58 @@ mod tests {
         // The drain thread holds the read end's number; keep the descriptor open until the
         // writer is done (it is), then let it go.
         std::mem::forget(r);
+    }
+
+    /// The whole payload and its end waiting when the wait is already over (a hook stopped
+    /// past its deadline, then resumed): read, not given up.
+    #[test]
+    fn a_waiting_payload_is_read_past_the_deadline() {
+        let (r, mut w) = pipe();
+        w.write_all(b"{\"session_id\": \"s\"}").unwrap();
+        drop(w);
+        assert_eq!(
+            read_fd_within(r.as_raw_fd(), Duration::ZERO).as_deref(),
+            Some(&b"{\"session_id\": \"s\"}"[..])
+        );
+        // Nothing waiting and the writer still there: given up at once.
+        let (r, w) = pipe();
+        assert_eq!(read_fd_within(r.as_raw_fd(), Duration::ZERO), None);
+        drop(w);
+    }
+
+    /// The read end of a pipe read through its twin: an empty pipe whose writer is still there
+    /// gives `EAGAIN` at once instead of blocking (so a byte another reader took between the
+    /// `poll` and the `read` cannot hold the hook), the original descriptor stays blocking (its
+    /// flags may be shared with another process), and what is written is read.
+    #[test]
+    fn a_pipe_is_read_through_a_nonblocking_twin() {
+        let (r, mut w) = pipe();
+        assert!(reads_may_block(r.as_raw_fd()));
+        let twin = nonblocking_twin(r.as_raw_fd()).expect("a pipe can be opened again");
+        let mut buf = [0u8; 8];
+        let t = Instant::now();
+        // SAFETY: `buf` is writable for its length.
+        let n = unsafe { libc::read(twin.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        assert_eq!(n, -1);
+        assert_eq!(
+            std::io::Error::last_os_error().kind(),
+            std::io::ErrorKind::WouldBlock
+        );
+        assert!(t.elapsed() < Duration::from_secs(1));
+        // SAFETY: F_GETFL only reads the flags.
+        let flags = unsafe { libc::fcntl(r.as_raw_fd(), libc::F_GETFL) };
+        assert_eq!(
+            flags & libc::O_NONBLOCK,
+            0,
+            "the original descriptor's flags changed"
+        );
+        w.write_all(b"ab").unwrap();
+        // SAFETY: as above.
+        let n = unsafe { libc::read(twin.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        assert_eq!(&buf[..n as usize], b"ab");
+        // A regular file is read as it is (a twin would start again at its first byte).
+        let f = tempfile::tempfile().unwrap();
+        assert!(!reads_may_block(f.as_raw_fd()));
     }
 
     /// A closed descriptor reads as an empty payload, at once.
