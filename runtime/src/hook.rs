@@ -124,6 +124,13 @@ pub fn read_stdin_within(wait: Duration) -> Option<Vec<u8>> {
 #[cfg(unix)]
 fn read_fd_within(fd: std::os::fd::RawFd, wait: Duration) -> Option<Vec<u8>> {
     let deadline = Instant::now() + wait;
+    // SAFETY: F_GETFL only reads the descriptor's flags.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags >= 0 && flags & libc::O_ACCMODE == libc::O_WRONLY {
+        // Not readable (a read fails at once, as `read_to_end` would): no payload. A twin
+        // opened for reading would be the pipe's other end, with nothing ever to read.
+        return Some(Vec::new());
+    }
     let may_block = reads_may_block(fd);
     let twin = if may_block {
         nonblocking_twin(fd)
@@ -1218,6 +1225,20 @@ mod tests {
         // A regular file is read as it is (a twin would start again at its first byte).
         let f = tempfile::tempfile().unwrap();
         assert!(!reads_may_block(f.as_raw_fd()));
+    }
+
+    /// The write end of a pipe as stdin: an empty payload at once, not a wait on the pipe's
+    /// read end opened again.
+    #[test]
+    fn a_write_only_stdin_is_an_empty_payload() {
+        let (r, w) = pipe();
+        let t = Instant::now();
+        assert_eq!(
+            read_fd_within(w.as_raw_fd(), Duration::from_secs(5)).as_deref(),
+            Some(&[][..])
+        );
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+        drop(r);
     }
 
     /// A closed descriptor reads as an empty payload, at once.
