@@ -236,9 +236,9 @@ static DEADLINE: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None)
 /// SQLite's process-wide settings, made once before the first connection of the process
 /// (SQLite accepts them only before it initializes; later calls are refused and change
 /// nothing). Memory statistics off (`SQLITE_CONFIG_MEMSTATUS`): with them on, every allocation
-/// of SQLite's takes a global mutex to count itself (~1% of a Stop hook's samples, more of a
-/// bulk import's); memtrail reads no statistic and sets no heap limit, the only users of
-/// those counts.
+/// and free of SQLite's takes a global mutex and asks the block's size to count it (0.45 ms of
+/// a Stop hook, which parses the whole schema: docs/benchmarks.md, "SQLite's memory statistics
+/// off"); memtrail reads no statistic and sets no heap limit, the only users of those counts.
 fn sqlite_globals() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
