@@ -183,7 +183,7 @@ fn run(cmd: Command, db: StoreLocation) -> Result<ExitCode> {
             &db,
         ),
         Command::Status { check, json } => status::status(&db, check, json),
-        Command::Hook(_) | Command::HookSettle(_) => unreachable!("handled in hook_main"),
+        Command::Hook(_) | Command::HookSettle(_) => unreachable!("run by run_hook in main"),
         Command::Import {
             agents,
             since,
