@@ -117,10 +117,11 @@ pub fn read_stdin_within(wait: Duration) -> Option<Vec<u8>> {
 /// Never blocked past `wait`: a pipe, a FIFO or a terminal, whose bytes another reader of the
 /// same file may take between the `poll` and the `read`, is read through a non-blocking twin
 /// (the same file opened again through `/proc/self/fd`, so that `fd`'s own flags, which it may
-/// share with another process, stay as they are); where that cannot be opened (a socket), only
-/// as many bytes are read as `FIONREAD` counts. Once the wait is over, what is already there is
-/// still read (a hook stopped past its deadline, then resumed, with the whole payload
-/// waiting): `None` only when nothing more is ready.
+/// share with another process, stay as they are); a socket, which cannot be opened again, with
+/// `recv(MSG_DONTWAIT)` (non-blocking for that call only); anything else that may block and
+/// has no twin (no `/proc`), only as many bytes as `FIONREAD` counts. Once the wait is over,
+/// what is already there is still read (a hook stopped past its deadline, then resumed, with
+/// the whole payload waiting): `None` only when nothing more is ready.
 #[cfg(unix)]
 fn read_fd_within(fd: std::os::fd::RawFd, wait: Duration) -> Option<Vec<u8>> {
     let deadline = Instant::now() + wait;
@@ -138,7 +139,8 @@ fn read_fd_within(fd: std::os::fd::RawFd, wait: Duration) -> Option<Vec<u8>> {
         None
     };
     let rfd = twin.as_ref().map_or(fd, std::os::fd::AsRawFd::as_raw_fd);
-    let counted = may_block && twin.is_none();
+    let socket = may_block && twin.is_none() && is_socket(fd);
+    let counted = may_block && twin.is_none() && !socket;
     let mut payload = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
@@ -186,8 +188,7 @@ fn read_fd_within(fd: std::os::fd::RawFd, wait: Duration) -> Option<Vec<u8>> {
         } else {
             chunk.len()
         };
-        // SAFETY: `chunk` is writable for its first `want` bytes.
-        let n = unsafe { libc::read(rfd, chunk.as_mut_ptr().cast(), want) };
+        let n = read_ready(rfd, socket, &mut chunk[..want]);
         if n == 0 {
             return Some(payload);
         }
@@ -206,6 +207,31 @@ fn read_fd_within(fd: std::os::fd::RawFd, wait: Duration) -> Option<Vec<u8>> {
             std::thread::spawn(move || drain_fd(fd));
             return Some(payload);
         }
+    }
+}
+
+/// One `read(2)` of `fd` into `buf`, or for a socket one `recv(2)` with `MSG_DONTWAIT`, which
+/// returns `EAGAIN` instead of blocking when another reader took the bytes `poll` saw, without
+/// setting `O_NONBLOCK` on a file description another process may share. The call's result:
+/// bytes read, 0 at end of file, -1 with `errno` set.
+#[cfg(unix)]
+fn read_ready(fd: std::os::fd::RawFd, socket: bool, buf: &mut [u8]) -> isize {
+    if socket {
+        // SAFETY: `buf` is writable for its whole length.
+        unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) }
+    } else {
+        // SAFETY: as above.
+        unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) }
+    }
+}
+
+/// Whether `fd` is a socket (`fstat`).
+#[cfg(unix)]
+fn is_socket(fd: std::os::fd::RawFd) -> bool {
+    // SAFETY: fstat fills `st`.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFSOCK
     }
 }
 
@@ -1105,6 +1131,55 @@ mod tests {
         }
     }
 
+    /// `f`'s result, or a failed test (not a hung one) when it takes longer than `limit`: for
+    /// the reads that must not block.
+    fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(limit)
+            .expect("blocked: the call did not return in time")
+    }
+
+    /// One [`read_ready`] of up to 8 bytes: its result and `errno`'s kind; a failed test if it
+    /// blocks for 5 s.
+    fn read_once(fd: std::os::fd::RawFd, socket: bool) -> (isize, std::io::ErrorKind) {
+        within(Duration::from_secs(5), move || {
+            let mut buf = [0u8; 8];
+            let n = read_ready(fd, socket, &mut buf);
+            (n, std::io::Error::last_os_error().kind())
+        })
+    }
+
+    /// A socket (no twin can be opened): the payload is read whole, in pieces; an empty socket
+    /// whose writer is still there gives `EAGAIN` at once (so bytes another reader took between
+    /// the `poll` and the read cannot hold the hook), without `O_NONBLOCK` set on it.
+    #[test]
+    fn a_socket_is_read_without_blocking() {
+        use std::os::unix::net::UnixStream;
+        let (r, mut w) = UnixStream::pair().unwrap();
+        assert!(reads_may_block(r.as_raw_fd()) && is_socket(r.as_raw_fd()));
+        assert!(nonblocking_twin(r.as_raw_fd()).is_none());
+        let fd = r.as_raw_fd();
+        assert_eq!(read_once(fd, true), (-1, std::io::ErrorKind::WouldBlock));
+        // SAFETY: F_GETFL only reads the flags.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        assert_eq!(flags & libc::O_NONBLOCK, 0, "the socket's flags changed");
+        let writer = std::thread::spawn(move || {
+            for piece in [&b"{\"session_id\":"[..], b" \"s\"}"] {
+                w.write_all(piece).unwrap();
+                std::thread::sleep(Duration::from_millis(30));
+            }
+        });
+        let got = within(Duration::from_secs(10), move || {
+            read_fd_within(fd, Duration::from_secs(5))
+        });
+        writer.join().unwrap();
+        assert_eq!(got.as_deref(), Some(&b"{\"session_id\": \"s\"}"[..]));
+        drop(r);
+    }
+
     /// A payload written in pieces, with pauses, is read whole once the writer closes.
     #[test]
     fn payload_in_pieces_is_read_whole() {
@@ -1202,15 +1277,10 @@ mod tests {
         assert!(reads_may_block(r.as_raw_fd()));
         let twin = nonblocking_twin(r.as_raw_fd()).expect("a pipe can be opened again");
         let mut buf = [0u8; 8];
-        let t = Instant::now();
-        // SAFETY: `buf` is writable for its length.
-        let n = unsafe { libc::read(twin.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        assert_eq!(n, -1);
         assert_eq!(
-            std::io::Error::last_os_error().kind(),
-            std::io::ErrorKind::WouldBlock
+            read_once(twin.as_raw_fd(), false),
+            (-1, std::io::ErrorKind::WouldBlock)
         );
-        assert!(t.elapsed() < Duration::from_secs(1));
         // SAFETY: F_GETFL only reads the flags.
         let flags = unsafe { libc::fcntl(r.as_raw_fd(), libc::F_GETFL) };
         assert_eq!(
