@@ -15,7 +15,8 @@
 //! `input[i]` (OpenAI's API reference, "Create embeddings"). Vectors are scaled to unit length
 //! (Ollama's are not always).
 //!
-//! Trust: texts sent are the store's, already redacted. A key is sent only when `api_key_env`
+//! Trust: texts sent are the store's, already redacted, and search queries, redacted the same
+//! way (every text is redacted again as it is sent). A key is sent only when `api_key_env`
 //! names a variable, or to `api.openai.com` (then `OPENAI_API_KEY`); it is never printed. Plain
 //! `http://` is refused except to a loopback address: transcripts do not cross a network in
 //! clear. Never used by a hook (hooks never open a connection).
@@ -190,9 +191,16 @@ impl Remote {
 
     /// One vector per text (not yet normalized), in the texts' order.
     fn request(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        // Every text redacted once more where it leaves the machine: the stored texts already
+        // are (then this changes nothing), a query may not be.
         let input: Vec<String> = texts
             .iter()
-            .map(|t| t.chars().take(MAX_TEXT_CHARS).collect())
+            .map(|t| {
+                memtrail_runtime::redact::redact(t)
+                    .chars()
+                    .take(MAX_TEXT_CHARS)
+                    .collect()
+            })
             .collect();
         let body = serde_json::json!({"model": self.cfg.model, "input": input,
             "encoding_format": "float"});

@@ -309,8 +309,8 @@ fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
         .sum()
 }
 
-/// The query's vector and the terms whose matches are left out
-/// ([`memtrail_runtime::query::meaning_query`]).
+/// The query's vector (of its text redacted, [`memtrail_runtime::redact::redact`]) and the
+/// terms whose matches are left out ([`memtrail_runtime::query::meaning_query`]).
 ///
 /// Errors: [`memtrail_runtime::Error::Invalid`] when the query holds no word with a letter or
 /// digit but its exclusions (`???`, `-draft`: every message would be "nearest", as the
@@ -326,8 +326,10 @@ fn query_vector(
             "the query `{query}` holds no searchable word"
         )));
     }
+    // Redacted as the stored texts were: a secret typed into a query is not sent to an
+    // `[embed]` endpoint, and the vector is of the text the store would hold.
     let v = model
-        .encode_query(&text)
+        .encode_query(&memtrail_runtime::redact::redact(&text))
         .map_err(memtrail_runtime::Error::Invalid)?;
     Ok((v, excluded))
 }
@@ -583,6 +585,40 @@ mod tests {
                 Some(Matched::Words),
                 Some(Matched::Meaning)
             ]
+        );
+    }
+
+    /// An encoder that keeps the texts it is given.
+    struct Recorder(std::sync::Mutex<Vec<String>>);
+
+    impl Encoder for Recorder {
+        fn id(&self) -> &str {
+            "recorder@1/2"
+        }
+        fn dim(&self) -> usize {
+            2
+        }
+        fn encode_query(&self, text: &str) -> Result<Vec<f32>, String> {
+            self.0.lock().unwrap().push(text.to_string());
+            Ok(vec![1.0, 0.0])
+        }
+        fn encode_batch(&self, _: &[&str]) -> Result<Vec<Vec<Vec<f32>>>, String> {
+            Ok(Vec::new())
+        }
+    }
+
+    /// Any model (local or an endpoint) is given the query redacted, as the stored texts were;
+    /// its exclusions are kept apart.
+    #[test]
+    fn the_query_is_redacted_before_it_is_encoded() {
+        let model = Recorder(Default::default());
+        let token = format!("ghp_{}", "Zq7Xk2Lm9Pw4Rt6Yv8Bn3Cd5Fg1Hj0Ks2QaW");
+        let (v, excluded) = query_vector(&model, &format!("why did {token} fail -draft")).unwrap();
+        assert_eq!(v, [1.0, 0.0]);
+        assert_eq!(excluded.len(), 1);
+        assert_eq!(
+            *model.0.lock().unwrap(),
+            ["why did [redacted:github_token] fail"]
         );
     }
 

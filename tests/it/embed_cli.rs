@@ -569,6 +569,25 @@ fn an_openai_compatible_endpoint_embeds_and_searches() {
         assert_eq!(seen[1].1["input"][2], TOPICS[2]);
         assert_eq!(seen[2].1["input"], json!(["directory listing"]));
     }
+    // A secret typed into a query is redacted before the query leaves the machine, as the
+    // stored texts were.
+    let token = format!("ghp_{}", "Zq7Xk2Lm9Pw4Rt6Yv8Bn3Cd5Fg1Hj0Ks2QaW");
+    let (ok, _, err) = run(&[
+        "search",
+        "--mode",
+        "semantic",
+        &format!("directory listing {token}"),
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    {
+        let seen = fake.seen.lock().unwrap();
+        assert_eq!(
+            seen.last().unwrap().1["input"],
+            json!(["directory listing [redacted:github_token]"]),
+            "{seen:?}"
+        );
+    }
     // An endpoint error is a clear error, without the key.
     let (ok, _, err) = run(&["search", "--mode", "semantic", "explode now", "--json"]);
     assert!(!ok);
