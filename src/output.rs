@@ -40,12 +40,15 @@ pub fn json_line<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Result<Stri
 
 /// The warning of a purge, rescan or delete whose write-ahead log a reader kept from being
 /// folded back (`wal_kept`): the old text (`what`: "deleted", "replaced") is still in the
-/// store's files; `again` is the command to run once the readers are idle.
+/// store's files until a checkpoint, which the next hook or import makes
+/// (`maintenance::scrub_pending`); `again` is the command that makes it at once once the
+/// readers are idle.
 pub fn wal_kept_warning(what: &str, again: &str) -> String {
     format!(
         "warning: a reader of the store (memtrail web, an MCP server, a search) kept an older \
          snapshot open, so the {what} text is still in the store's files (its write-ahead log \
-         and old pages) until a later checkpoint: run `memtrail {again}` again once they are idle"
+         and old pages) until a later checkpoint: the next hook or `memtrail import` makes it \
+         once the readers let go, or run `memtrail {again}` then"
     )
 }
 

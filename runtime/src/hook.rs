@@ -642,6 +642,18 @@ fn run_inner(
         }
     }
     record_with(&mut store, agent, started, outcome, first_err.as_ref());
+    // A delete, purge or rescan that a reader kept from folding the WAL back left the deleted
+    // text in the store's files: fold it back now if no reader holds on (one `stat` when
+    // nothing is left to do).
+    if Instant::now() < deadline
+        && let Err(e) = crate::maintenance::scrub_pending(&mut store)
+    {
+        log_line(
+            agent,
+            outcome.event.as_ref(),
+            &format!("could not fold back the store's write-ahead log: {e}"),
+        );
+    }
     // The hook's process ends once its reply is printed, and every write above has committed
     // or rolled back: closing the connection would only free what it parsed and prepared (the
     // schema's 29 triggers, ~30 statements; ~2% of a Stop hook, docs/benchmarks.md, "A hook's

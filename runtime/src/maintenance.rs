@@ -5,7 +5,10 @@
 //! runs with `PRAGMA secure_delete = ON` (freed space is overwritten with zeros, so the old
 //! versions of rows that hooks rewrote are gone too), and these operations then merge the full-text
 //! index (`'optimize'`, which drops the deleted entries' tokens from its segments) and truncate
-//! the WAL (`wal_checkpoint(TRUNCATE)`).
+//! the WAL (`wal_checkpoint(TRUNCATE)`). When a reader of an older snapshot keeps the WAL from
+//! being folded back, they say so (`wal_kept`) and leave a marker beside the store
+//! ([`scrub_marker`]), so that the next hook or `memtrail import` finishes it
+//! ([`scrub_pending`]).
 
 use crate::Result;
 use crate::store::Store;
@@ -14,7 +17,8 @@ use std::path::PathBuf;
 
 pub use crate::store::maintenance::{
     Purged, RESCAN_BATCH, Recaptured, Rescanned, SameId, SessionInfo, capture_again, delete_rows,
-    delete_session, is_deleted, purge, rescan as rescan_with, session_info, session_row,
+    delete_session, is_deleted, purge, rescan as rescan_with, scrub_marker, scrub_pending,
+    session_info, session_row,
 };
 
 /// Apply memtrail's current redaction rules ([`crate::records::Standard`]) to everything stored:

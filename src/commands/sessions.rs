@@ -24,6 +24,9 @@ struct SessionList<'a> {
 #[derive(Serialize)]
 struct Deleted<'a> {
     deleted: &'a SessionInfo,
+    /// A reader kept the WAL from being folded back: the deleted text is still in the store's
+    /// files until a later checkpoint (the next hook or import).
+    wal_kept: bool,
 }
 
 /// `sessions capture --json`.
@@ -260,7 +263,13 @@ pub fn delete_session(db: &StoreLocation, id: &str, yes: bool, json: bool) -> Re
     let info = memtrail_runtime::maintenance::delete_session(&mut store, &info.session_id)?;
     crate::commands::sync_auto::mark_running_sync(db);
     if json {
-        out!("{}", crate::output::json(&Deleted { deleted: &info })?);
+        out!(
+            "{}",
+            crate::output::json(&Deleted {
+                deleted: &info,
+                wal_kept: info.wal_kept,
+            })?
+        );
     } else {
         out!("deleted {what}");
         if let Some(label) = &info.machine {
@@ -276,6 +285,12 @@ pub fn delete_session(db: &StoreLocation, id: &str, yes: bool, json: bool) -> Re
         if let Some(note) = same_id_note(&info) {
             out!("{note}");
         }
+    }
+    if info.wal_kept {
+        eprintln!(
+            "{}",
+            crate::output::wal_kept_warning("deleted", "redact --rescan")
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

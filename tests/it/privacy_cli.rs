@@ -441,3 +441,98 @@ fn sessions_delete_prompt_says_how_to_bring_the_session_back() {
     assert!(text.contains("nothing deleted"), "{text}");
     assert_eq!(sb.sessions(), 2);
 }
+
+/// A delete that a reader of the store keeps from folding the write-ahead log back (found by
+/// review: the deleted text stayed in the files, and nothing said so): the command says so
+/// (`wal_kept`, a warning), leaves `<store>-scrub`, and the next hook, once the reader has let
+/// go, folds the WAL back: the text is then gone from the files and the marker with it.
+#[test]
+fn a_delete_a_reader_held_back_is_finished_by_the_next_hook() {
+    let sb = Sandbox::new();
+    let sid = support::session_id(71);
+    let other = support::session_id(72);
+    let t = sb.transcript("scrub", &sid);
+    std::fs::write(
+        &t,
+        support::claude_prompt(&sid, "/home/user/scrub", "u0", "the quokkazebra plan") + "\n",
+    )
+    .unwrap();
+    let t2 = sb.transcript("scrub", &other);
+    std::fs::write(
+        &t2,
+        support::claude_prompt(&other, "/home/user/scrub", "u0", "another session") + "\n",
+    )
+    .unwrap();
+    sb.json(&["import", "--json"]);
+    assert_eq!(sb.sessions(), 2);
+    let db = sb.db();
+    let in_files = |needle: &str| {
+        memtrail_testkit::store_file_bytes(&db)
+            .iter()
+            .any(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
+    };
+    assert!(in_files("quokkazebra"));
+    let marker = {
+        let mut p = db.clone().into_os_string();
+        p.push("-scrub");
+        std::path::PathBuf::from(p)
+    };
+    // A reader in the middle of a read transaction, as a long export or query would be.
+    let reader = rusqlite::Connection::open(&db).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    let n: i64 = reader
+        .query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 2);
+    let out = sb
+        .acmd()
+        .args(["sessions", "delete", &sid, "--yes", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["wal_kept"], true, "{v}");
+    assert_eq!(v["deleted"]["session_id"], sid.as_str(), "{v}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the deleted text is still in the store's files")
+            && err.contains("the next hook or `memtrail import` makes it"),
+        "{err}"
+    );
+    assert!(marker.exists());
+    assert!(in_files("quokkazebra"), "the reader kept the old pages");
+    // A hook while the reader still holds on: nothing to do yet, the marker stays.
+    std::fs::write(
+        &t2,
+        support::claude_prompt(&other, "/home/user/scrub", "u0", "another session")
+            + "\n"
+            + &support::claude_line(&other, "/home/user/scrub", 1)
+            + "\n",
+    )
+    .unwrap();
+    sb.hook(
+        "claude",
+        support::stop_payload(&t2, &other, "/home/user/scrub"),
+    );
+    assert!(marker.exists());
+    // The reader lets go: the next hook folds the WAL back.
+    reader.execute_batch("COMMIT").unwrap();
+    drop(reader);
+    sb.hook(
+        "claude",
+        support::stop_payload(&t2, &other, "/home/user/scrub"),
+    );
+    assert!(!marker.exists());
+    assert!(!in_files("quokkazebra"));
+    assert!(!std::fs::read_to_string(sb.hook_log()).is_ok_and(|l| l.contains("error")));
+    // Without a reader, a delete says nothing of the kind.
+    let out = sb
+        .acmd()
+        .args(["sessions", "delete", &other, "--yes", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["wal_kept"], false, "{v}");
+    assert!(out.stderr.is_empty(), "{out:?}");
+    assert!(!marker.exists());
+}

@@ -570,6 +570,10 @@ pub(crate) struct SessionsParams {
     /// Set after a delete: the id deleted.
     #[serde(default)]
     pub deleted: String,
+    /// Set after a delete that a reader kept from folding the store's write-ahead log back
+    /// (`SessionInfo::wal_kept`): the page says the text is still in the files for now.
+    #[serde(default)]
+    pub kept: bool,
 }
 
 /// Sessions per page of the list.
@@ -828,8 +832,9 @@ async fn delete_session(State(app): State<Arc<App>>, Form(f): Form<DeleteForm>) 
     .map_err(|e| WebError::internal(&e))??;
     // Readers kept open hold no stale state (SQLite reads the committed file each time).
     Ok(Redirect::to(&format!(
-        "/sessions?deleted={}",
-        security::encode(&info.session_id)
+        "/sessions?deleted={}{}",
+        security::encode(&info.session_id),
+        if info.wal_kept { "&kept=true" } else { "" }
     ))
     .into_response())
 }

@@ -295,6 +295,16 @@ pub(crate) fn sessions_page(
             } @else if !p.deleted.is_empty() {
                 p.note role="status" { "Deleted the session." }
             }
+            @if p.kept && !p.deleted.is_empty() {
+                p.note role="status" {
+                    "A reader of the store (this page's other requests, an MCP server, a search) \
+                     kept an older snapshot open, so the deleted text is still in the store's \
+                     files (its write-ahead log and old pages) until a later checkpoint: the next \
+                     hook or "
+                    code { "memtrail import" }
+                    " makes it once the readers let go."
+                }
+            }
             form.filters action="/sessions" method="get" {
                 (select("agent", "Agent", &p.agent, agents))
                 label { "Project " input type="text" name="project" value=(p.project); }

@@ -123,8 +123,9 @@ impl StoreLocation {
     }
 
     /// Delete the store (`memtrail uninstall --purge`): the SQLite file, its `-wal` and `-shm`
-    /// files, the vectors' side file `-vectors` (search by meaning) and the write gate `-gate`
-    /// (an empty lock file), those missing skipped; then memtrail's own data folder
+    /// files, the vectors' side file `-vectors` (search by meaning), the write gate `-gate`
+    /// (an empty lock file) and the marker `-scrub` (an empty file: a checkpoint left to do,
+    /// `maintenance::scrub_marker`), those missing skipped; then memtrail's own data folder
     /// (`$XDG_DATA_HOME/memtrail`) when the file was in it and it is now empty (a folder of the
     /// user's, given with `--db` or `MEMTRAIL_DB`, stays). A path that is a symlink: the file
     /// it leads to (and its `-wal`, `-shm`, …) is deleted as well as the link. Nothing else is
@@ -146,7 +147,7 @@ impl StoreLocation {
         let real = super::files::resolve_links(db);
         let paths: &[&Path] = if real != *db { &[&real, db] } else { &[db] };
         for base in paths {
-            for suffix in ["", "-wal", "-shm", "-vectors", "-gate"] {
+            for suffix in ["", "-wal", "-shm", "-vectors", "-gate", "-scrub"] {
                 let mut p = base.as_os_str().to_owned();
                 p.push(suffix);
                 match std::fs::remove_file(&p) {

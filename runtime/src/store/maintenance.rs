@@ -40,6 +40,12 @@ pub struct SessionInfo {
     /// first, then the latest updated). Empty when there is none (absent from the JSON then).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub same_id: Vec<SameId>,
+    /// Set by [`delete_session`]: a reader (`memtrail web`, an MCP server, a search) held an
+    /// older snapshot past the wait, so the deleted text is still in the store's files until a
+    /// later checkpoint ([`scrub_pending`]). Not in this struct's JSON: the command's output
+    /// gives it beside the session.
+    #[serde(skip)]
+    pub wal_kept: bool,
 }
 
 /// Another stored session with the id of the one [`SessionInfo`] describes.
@@ -123,6 +129,7 @@ fn session_and_children(store: &Store, row_id: i64) -> Result<(SessionInfo, Vec<
             subagents: ids.len() as u64 - 1,
             machine: origin_label(store, &origin)?,
             same_id,
+            wal_kept: false,
         },
         ids,
     ))
@@ -156,15 +163,17 @@ pub fn session_info(store: &Store, id: &str) -> Result<SessionInfo> {
 /// calls and, through `ON DELETE CASCADE`, anything else hanging off a message), then the
 /// session rows, in one transaction. The transcripts' cursors are kept, marked
 /// [`SkipReason::Deleted`]: the next hook or `memtrail import` does not read those transcripts
-/// again, so the session does not come back.
+/// again, so the session does not come back. Then the WAL is folded back into the file
+/// ([`checkpoint`]), so that the deleted text is gone from the store's files; when a reader
+/// keeps that from happening, `wal_kept` says so and a later hook or import finishes it.
 ///
 /// Errors: as [`session_info`]; a store error rolls everything back.
 pub fn delete_session(store: &mut Store, id: &str) -> Result<SessionInfo> {
     let row = crate::query::resolve_session(store, id, None)?;
-    let (info, ids) = session_and_children(store, row)?;
+    let (mut info, ids) = session_and_children(store, row)?;
     secure(store)?;
     store.write(|w| bulk_delete(w, |w| delete_rows(w, &ids)))?;
-    checkpoint(store)?;
+    info.wal_kept = !checkpoint(store)?;
     Ok(info)
 }
 
@@ -922,22 +931,80 @@ const SCRUB_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// it. Until that happens, the database file still holds the old versions of the pages
 /// rewritten (redacted, deleted), and the WAL the new ones beside older frames. Returns whether
 /// it happened (`false`: a reader held on past the wait; a later checkpoint finishes it).
+///
+/// When a reader held on, the file [`scrub_marker`] is left beside the store, so that the next
+/// hook or `memtrail import` finishes the checkpoint once the readers let go
+/// ([`scrub_pending`]); it is removed when a checkpoint happens.
 fn checkpoint(store: &mut Store) -> Result<bool> {
     let until = std::time::Instant::now() + SCRUB_WAIT;
     loop {
-        let busy: bool = store
-            .conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-                Ok(r.get::<_, i64>(0)? != 0)
-            })
-            .db()?;
-        if !busy {
+        if truncate_wal(store)? {
+            forget_scrub(store);
             return Ok(true);
         }
         if std::time::Instant::now() >= until {
+            // Best effort: without the marker, the next delete, purge or rescan (or a WAL past
+            // its bound) still folds the WAL back.
+            let _ = super::files::create_private_file(&scrub_marker(store.path()));
             return Ok(false);
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// One `PRAGMA wal_checkpoint(TRUNCATE)`: whether it copied every frame into the database
+/// file and started the WAL over (`false`: a reader of an older snapshot, or the connection's
+/// busy handler gave up).
+fn truncate_wal(store: &mut Store) -> Result<bool> {
+    store
+        .conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok(r.get::<_, i64>(0)? == 0)
+        })
+        .db()
+}
+
+/// `<store>-scrub`: an empty owner-only file that says a delete, purge or rescan could not
+/// fold the WAL back ([`checkpoint`]): the old text is still in the store's files until a
+/// checkpoint, which [`scrub_pending`] tries.
+pub fn scrub_marker(db: &Path) -> PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push("-scrub");
+    PathBuf::from(p)
+}
+
+/// Remove [`scrub_marker`] (after a checkpoint that started the WAL over).
+pub(super) fn forget_scrub(store: &Store) {
+    // Best effort: a marker left behind only costs one more checkpoint.
+    let _ = std::fs::remove_file(scrub_marker(store.path()));
+}
+
+/// Finish what a delete, purge or rescan left ([`scrub_marker`]): when the marker is there,
+/// one `wal_checkpoint(TRUNCATE)` that does not wait for readers (the connection's busy
+/// timeout set to 0 for it), and the marker removed when it succeeds. Returns whether a
+/// checkpoint was made. Costs one `stat` when there is no marker. Called by hooks (in their
+/// time left); any other checkpoint that starts the WAL over (`import`'s last step, a WAL past
+/// its bound, the next delete, purge or rescan) also removes the marker.
+///
+/// Errors: the checkpoint's, other than a reader or writer holding on.
+pub fn scrub_pending(store: &mut Store) -> Result<bool> {
+    if std::fs::symlink_metadata(scrub_marker(store.path())).is_err() {
+        return Ok(false);
+    }
+    let waited = store.busy;
+    let _ = store.conn.busy_timeout(std::time::Duration::ZERO);
+    let done = truncate_wal(store);
+    let _ = store.conn.busy_timeout(waited);
+    match done {
+        Ok(true) => {
+            forget_scrub(store);
+            Ok(true)
+        }
+        Ok(false) => Ok(false),
+        Err(e) => match super::classify(e) {
+            crate::Error::Busy { .. } => Ok(false),
+            e => Err(e),
+        },
     }
 }
 

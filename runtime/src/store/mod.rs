@@ -963,6 +963,10 @@ impl Store {
             CHECKPOINT_UNTIL.with(|u| u.set(None));
             self.conn.busy_timeout(self.busy).db()?;
         }
+        if matches!(r, Ok((false, _, _))) {
+            // The WAL started over: nothing a delete left is in the files any more.
+            maintenance::forget_scrub(self);
+        }
         r.db()
     }
 

@@ -367,8 +367,16 @@ impl App {
                 match result {
                     Ok(i) => {
                         self.status = clean_line(&format!(
-                            "deleted {} session {} ({} messages)",
-                            i.agent, i.session_id, i.messages
+                            "deleted {} session {} ({} messages){}",
+                            i.agent,
+                            i.session_id,
+                            i.messages,
+                            if i.wal_kept {
+                                "; a reader kept the store's write-ahead log: the text stays \
+                                 in its files until the next hook or import folds it back"
+                            } else {
+                                ""
+                            }
                         ));
                         if self
                             .detail

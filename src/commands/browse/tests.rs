@@ -356,6 +356,7 @@ fn delete_asks_with_what_it_deletes_and_sends_only_on_y() {
             subagents: 1,
             machine: None,
             same_id: Vec::new(),
+            wal_kept: false,
         }),
     });
     let s = screen(&mut app, 80, 16);

@@ -842,4 +842,17 @@ async fn a_crafted_deleted_note_puts_no_sentence_on_the_page() {
         "{}",
         r.body
     );
+    assert!(!r.body.contains("still in the store's files"), "{}", r.body);
+    // A delete a reader kept from folding the WAL back (`SessionInfo::wal_kept`): the page's
+    // own fixed sentence, and only after a delete.
+    let r = get(&app, &format!("/sessions?deleted={HOSTILE}&kept=true")).await;
+    assert!(
+        r.body.contains(
+            "so the deleted text is still in the store's files (its write-ahead log and old pages) until a later checkpoint"
+        ),
+        "{}",
+        r.body
+    );
+    let r = get(&app, "/sessions?kept=true").await;
+    assert!(!r.body.contains("still in the store's files"), "{}", r.body);
 }
