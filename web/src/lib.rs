@@ -466,78 +466,90 @@ async fn search_page(
     };
     let mode = match (p.mode.as_str(), &modes) {
         // `lexical` is the CLI's and the MCP tool's name for it.
-        ("", _) | ("keyword" | "lexical", _) => Mode::Keyword,
-        ("semantic" | "hybrid", Err(why)) => {
-            return Err(WebError::new(StatusCode::BAD_REQUEST, why.clone()));
-        }
-        ("semantic", Ok(_)) => Mode::Semantic,
-        ("hybrid", Ok(_)) => Mode::Hybrid,
-        (other, _) => {
-            return Err(WebError::new(
-                StatusCode::BAD_REQUEST,
-                format!("no search mode {other:?}: keyword (or lexical), semantic or hybrid"),
-            ));
-        }
+        ("", _) | ("keyword" | "lexical", _) => Ok(Mode::Keyword),
+        ("semantic" | "hybrid", Err(why)) => Err(why.clone()),
+        ("semantic", Ok(_)) => Ok(Mode::Semantic),
+        ("hybrid", Ok(_)) => Ok(Mode::Hybrid),
+        (other, _) => Err(format!(
+            "no search mode {other:?}: keyword (or lexical), semantic or hybrid"
+        )),
     };
-    let results = if p.q.trim().is_empty() {
-        None
-    } else {
-        let date = |s: &str, b| {
-            opt(s)
-                .map(|s| parse_date(&s, b))
-                .transpose()
-                .map_err(|e| WebError::new(StatusCode::BAD_REQUEST, e.to_string()))
-        };
-        let filter = memtrail_runtime::query::SearchFilter {
-            agent: opt(&p.agent),
-            project: opt(&p.project),
-            session: None,
-            since: date(&p.since, Bound::Start)?,
-            until: date(&p.until, Bound::End)?,
-            role: opt(&p.role),
-            machine: opt(&p.machine),
-            limit: SEARCH_LIMIT,
-        };
-        let q = p.q.clone();
-        let (mut hits, unindexed, refused) = match (mode, app.backend.meaning.clone()) {
-            (Mode::Semantic | Mode::Hybrid, Some(m)) => {
-                let permit = Arc::clone(&app.busy)
-                    .acquire_owned()
-                    .await
-                    .map_err(|e| WebError::internal(&e))?;
-                let (hits, unindexed) = tokio::task::spawn_blocking(move || {
-                    let _permit = permit;
-                    (m.search)(&q, &filter, mode)
-                })
-                .await
-                .map_err(|e| WebError::internal(&e))?
-                .map_err(WebError::from)?;
-                (hits, unindexed, None)
-            }
-            _ => app
-                .with_store(move |s| {
-                    Ok(match s.search(&q, &filter) {
-                        // A query the search refuses (no searchable word, too many terms)
-                        // finds nothing: the results say why, as `memtrail search` does, in
-                        // place of hits (typing `"` or `(` is not an error page).
-                        Err(memtrail_runtime::Error::Invalid(why)) => {
-                            (Vec::new(), s.unindexed(), Some(why))
-                        }
-                        r => (r?, s.unindexed(), None),
-                    })
-                })
-                .await?
-                .unwrap_or_default(),
-        };
-        if p.sort == "newest" {
-            hits.sort_by(|a, b| b.timestamp.cmp(&a.timestamp));
-        }
-        Some(Found {
-            hits,
-            unindexed,
+    let date = |s: &str, b| {
+        opt(s)
+            .map(|s| parse_date(&s, b))
+            .transpose()
+            .map_err(|e| e.to_string())
+    };
+    // What the form holds that cannot be searched (a date half typed, `7` on the way to `7d`; a
+    // mode this page cannot run) is said in place of hits, as a refused query is: the page (or
+    // the part htmx swaps in while one types) stays the page.
+    let checked = mode.and_then(|mode| {
+        Ok((
             mode,
-            refused,
-        })
+            date(&p.since, Bound::Start)?,
+            date(&p.until, Bound::End)?,
+        ))
+    });
+    let results = match checked {
+        _ if p.q.trim().is_empty() => None,
+        Err(why) => Some(Found {
+            hits: Vec::new(),
+            unindexed: 0,
+            mode: Mode::Keyword,
+            refused: Some(why.trim_end_matches('.').to_string()),
+        }),
+        Ok((mode, since, until)) => {
+            let filter = memtrail_runtime::query::SearchFilter {
+                agent: opt(&p.agent),
+                project: opt(&p.project),
+                session: None,
+                since,
+                until,
+                role: opt(&p.role),
+                machine: opt(&p.machine),
+                limit: SEARCH_LIMIT,
+            };
+            let q = p.q.clone();
+            let (mut hits, unindexed, refused) = match (mode, app.backend.meaning.clone()) {
+                (Mode::Semantic | Mode::Hybrid, Some(m)) => {
+                    let permit = Arc::clone(&app.busy)
+                        .acquire_owned()
+                        .await
+                        .map_err(|e| WebError::internal(&e))?;
+                    let (hits, unindexed) = tokio::task::spawn_blocking(move || {
+                        let _permit = permit;
+                        (m.search)(&q, &filter, mode)
+                    })
+                    .await
+                    .map_err(|e| WebError::internal(&e))?
+                    .map_err(WebError::from)?;
+                    (hits, unindexed, None)
+                }
+                _ => app
+                    .with_store(move |s| {
+                        Ok(match s.search(&q, &filter) {
+                            // A query the search refuses (no searchable word, too many terms)
+                            // finds nothing: the results say why, as `memtrail search` does, in
+                            // place of hits (typing `"` or `(` is not an error page).
+                            Err(memtrail_runtime::Error::Invalid(why)) => {
+                                (Vec::new(), s.unindexed(), Some(why))
+                            }
+                            r => (r?, s.unindexed(), None),
+                        })
+                    })
+                    .await?
+                    .unwrap_or_default(),
+            };
+            if p.sort == "newest" {
+                hits.sort_by(|a, b| b.timestamp.cmp(&a.timestamp));
+            }
+            Some(Found {
+                hits,
+                unindexed,
+                mode,
+                refused,
+            })
+        }
     };
     let body = if fragment {
         pages::search_results(&p, results.as_ref())

@@ -173,7 +173,7 @@ async fn pages_answer_with_their_status_and_the_security_headers() {
             "/session/handoff?id=3f2a&to=nosuchagent",
             StatusCode::BAD_REQUEST,
         ),
-        ("/search?q=x&since=notadate", StatusCode::BAD_REQUEST),
+        ("/search?q=x&since=notadate", StatusCode::OK),
         ("/nope", StatusCode::NOT_FOUND),
         ("/assets/secret.txt", StatusCode::NOT_FOUND),
     ] {
@@ -548,6 +548,31 @@ async fn a_hit_links_to_its_message_on_its_page() {
         frag.body
     );
     assert!(!frag.body.contains("<html"));
+    // A date half typed (`7` on the way to `7d`), or one it cannot read, is said in place of
+    // the hits, in the part htmx swaps in (not a second page inside the results) and in a whole
+    // page alike (found by a new user's walkthrough).
+    for (fragment, since) in [(true, "7"), (true, "notadate"), (false, "7")] {
+        let mut r = Request::get(format!("/search?q=hostilemarker&since={since}"))
+            .header(header::HOST, HOST);
+        if fragment {
+            r = r.header("hx-request", "true");
+        }
+        let p = send(&app, r.body(Body::empty()).unwrap()).await;
+        assert_eq!(p.status, StatusCode::OK, "{since}");
+        assert!(
+            p.body.contains(&format!(
+                "<p class=\"empty refused\">Nothing searched: cannot read the date `{since}`: use YYYY-MM-DD"
+            )),
+            "{}",
+            p.body
+        );
+        assert_eq!(p.body.contains("<html"), !fragment, "{}", p.body);
+        assert_eq!(
+            p.body.matches("class=\"top\"").count(),
+            usize::from(!fragment)
+        );
+        assert!(!p.body.contains("hits</p>"), "{}", p.body);
+    }
     // Back to an earlier search: htmx restores history with a whole page.
     for (k, v) in [
         ("hx-history-restore-request", "true"),
@@ -756,7 +781,7 @@ async fn analytics_counts_the_fixtures_and_escapes_their_labels() {
 }
 
 /// Without search by meaning, the mode selector is disabled with the reason, and a search by
-/// meaning asked for in the address is a 400 that says why.
+/// meaning asked for in the address says why in place of hits.
 #[tokio::test]
 async fn the_mode_selector_says_why_search_by_meaning_is_off() {
     let dir = tempfile::tempdir().unwrap();
@@ -773,15 +798,20 @@ async fn the_mode_selector_says_why_search_by_meaning_is_off() {
     assert!(!p.body.contains("id=\"ranked\""));
     for mode in ["semantic", "hybrid"] {
         let p = get(&app, &format!("/search?q=hostilemarker&mode={mode}")).await;
-        assert_eq!(p.status, StatusCode::BAD_REQUEST, "{mode}");
-        assert!(
-            p.body
-                .contains("Search by meaning is not available for this store.")
-        );
+        assert_eq!(p.status, StatusCode::OK, "{mode}");
+        assert!(p.body.contains(
+            "<p class=\"empty refused\">Nothing searched: Search by meaning is not available for this store.</p>"
+        ), "{}", p.body);
+        assert!(!p.body.contains("hits</p>"), "{}", p.body);
     }
-    assert_eq!(
-        get(&app, "/search?q=x&mode=fuzzy").await.status,
-        StatusCode::BAD_REQUEST
+    let p = get(&app, "/search?q=x&mode=fuzzy").await;
+    assert_eq!(p.status, StatusCode::OK);
+    assert!(
+        p.body.contains(
+            "Nothing searched: no search mode &quot;fuzzy&quot;: keyword (or lexical), semantic or hybrid.</p>"
+        ),
+        "{}",
+        p.body
     );
 }
 
