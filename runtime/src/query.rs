@@ -922,6 +922,8 @@ pub fn messages_markdown(messages: &[MessageView]) -> String {
     for m in messages {
         let who = match (m.role.as_str(), m.kind.as_str()) {
             (_, "summary") => "Compaction summary".to_string(),
+            // Kept by the agent with the MCP tool `remember`: not something it said.
+            (_, "note") => "Note".to_string(),
             ("user", _) => "User".to_string(),
             ("assistant", _) => "Assistant".to_string(),
             ("tool", _) => "Tool result".to_string(),

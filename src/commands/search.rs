@@ -196,7 +196,8 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
             "session {} · message #{} · {}{}",
             h.session_id,
             h.message_index,
-            h.role,
+            // A note the agent kept (MCP `remember`) is not something it said.
+            if h.kind == "note" { "note" } else { &h.role },
             match (used, h.matched) {
                 (SearchMode::Hybrid, Some(Matched::Meaning)) => " · by meaning",
                 _ => "",

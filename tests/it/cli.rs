@@ -3657,6 +3657,14 @@ fn remember_is_scoped_to_the_callers_project() {
     );
     assert_eq!(notes(&sa), 2);
     assert!(m.stop().success());
+    // Shown as a note, not as something the assistant said (found by a new user's walkthrough).
+    let shown = sb.ok(&["sessions", "show", &sa]);
+    let at = shown.find("the checksum is 42").expect("the note is shown");
+    let heading = &shown[shown[..at].rfind("\n## ").unwrap()..at];
+    assert!(heading.starts_with("\n## Note · #"), "{heading}");
+    let found = sb.ok(&["search", "checksum", "--color", "never"]);
+    assert!(found.contains(" · note"), "{found}");
+    assert!(!found.contains(" · assistant"), "{found}");
     // Lifted by the user.
     let mut m = support::Mcp::start_in(&sb, Some(&a), &[("MEMTRAIL_MCP_NOTES", "any")]);
     let r = m.call(
