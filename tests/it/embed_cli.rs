@@ -823,12 +823,14 @@ fn the_web_page_indexes_the_queue_and_embeds_while_idle() {
         page.contains("<option value=\"keyword\" selected>"),
         "{page}"
     );
+    // A mode it does not know is said in place of hits (the page stays the page).
     let (code, page) = crate::support::web_request(port, "/search?q=invoice&mode=fuzzy", None);
-    assert_eq!(code, 400);
+    assert_eq!(code, 200);
     assert!(
-        page.contains("keyword (or lexical), semantic or hybrid"),
+        page.contains("Nothing searched: no search mode &quot;fuzzy&quot;: keyword (or lexical), semantic or hybrid."),
         "{page}"
     );
+    assert!(!page.contains("<mark>"), "{page}");
 }
 
 /// A session forked or resumed into a new transcript (`claude --resume ID --fork-session`)
