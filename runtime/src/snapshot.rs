@@ -13,7 +13,7 @@
 //! ## Open tasks [task]
 //! - <task> (in progress)
 //! ## Files changed [file]
-//! - src/lib.rs (×2, +3 -1)          (edited twice; `written`/`deleted` said)
+//! - src/lib.rs (2 changes, +3 -1)  (edited twice; `written`/`deleted` said)
 //! ## Unresolved errors [error]
 //! - `cargo test` failed (shell, exit 101): error[E0425]: cannot find value `x`
 //! ## Decisions [decision]
@@ -734,16 +734,19 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent], room: Room) -> Vec<Se
     .into_sections()
 }
 
-/// One item of "Files changed": `path (verb ×n, +plus -minus)`, where `last` is the file's last
-/// action ("edited" goes without saying), `n` how many actions it had, and `counts` the lines
-/// added and removed when every action's diff was counted (not shown for a deleted file).
+/// One item of "Files changed": `path (n changes, last verb, +plus -minus)`, where `last` is
+/// the file's last action ("edited" goes without saying), `n` how many actions it had (said
+/// from 2), and `counts` the lines added and removed when every action's diff was counted (not
+/// shown for a deleted file). E.g. `src/lib.rs (2 changes, +3 -1)`, `a.js (2 changes, last
+/// deleted)`, `b.md (written, +4 -0)`.
 pub(crate) fn file_item(path: &str, last: &str, n: u64, counts: Option<(u64, u64)>) -> String {
     let verb = if last == "edited" { "" } else { last };
+    // `deleted ×2` read as "deleted twice" for a file written once, then deleted.
     let mut facts: Vec<String> = match (verb, n) {
         ("", 1) => vec![],
-        ("", n) => vec![format!("×{n}")],
+        ("", n) => vec![format!("{n} changes")],
         (v, 1) => vec![v.to_string()],
-        (v, n) => vec![format!("{v} ×{n}")],
+        (v, n) => vec![format!("{n} changes, last {v}")],
     };
     if let Some((plus, minus)) = counts.filter(|_| last != "deleted") {
         facts.push(format!("+{plus} -{minus}"));
@@ -915,6 +918,25 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A file written, then deleted: two changes, the last a delete (it read "deleted ×2",
+    /// taken for "deleted twice"; found by a new user's walkthrough).
+    #[test]
+    fn a_file_item_counts_changes_and_names_the_last() {
+        assert_eq!(
+            file_item("hello.js", "deleted", 2, Some((1, 0))),
+            "hello.js (2 changes, last deleted)"
+        );
+        assert_eq!(
+            file_item("src/lib.rs", "edited", 3, Some((5, 2))),
+            "src/lib.rs (3 changes, +5 -2)"
+        );
+        assert_eq!(
+            file_item("b.md", "written", 1, Some((4, 0))),
+            "b.md (written, +4 -0)"
+        );
+        assert_eq!(file_item("c.rs", "edited", 1, None), "c.rs");
     }
 
     #[test]

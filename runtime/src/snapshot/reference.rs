@@ -167,9 +167,9 @@ fn sections(input: &SnapshotInput, events: &[StoredEvent]) -> Vec<Section> {
             };
             let mut facts: Vec<String> = match (verb, f.n) {
                 ("", 1) => vec![],
-                ("", n) => vec![format!("×{n}")],
+                ("", n) => vec![format!("{n} changes")],
                 (v, 1) => vec![v.to_string()],
-                (v, n) => vec![format!("{v} ×{n}")],
+                (v, n) => vec![format!("{n} changes, last {v}")],
             };
             if f.counted && f.last != "deleted" {
                 facts.push(format!("+{} -{}", f.plus, f.minus));

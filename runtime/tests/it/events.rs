@@ -1428,7 +1428,7 @@ fn snapshot_merges_a_file_written_relative_and_absolute() {
     };
     let text = build(&input, 300).text;
     assert!(
-        text.ends_with("## Files changed [file]\n- src/a.rs (×2, +3 -1)"),
+        text.ends_with("## Files changed [file]\n- src/a.rs (2 changes, +3 -1)"),
         "{text}"
     );
 }
