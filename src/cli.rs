@@ -12,7 +12,8 @@ const LONG_ABOUT_REST: &str = "into one local SQLite store, \
 makes them searchable from the command line and by the agents themselves (an MCP server and a skill), \
 and gives an agent its working state back after compaction (files changed, open tasks, errors, decisions). \
 Secrets are redacted before anything is stored; nothing leaves this machine unless you set up `memtrail sync` \
-(which sends the stored, redacted sessions to the PostgreSQL database you give it).\n\n\
+(which sends the stored, redacted sessions to the PostgreSQL database you give it) or an `[embed]` endpoint \
+(which is sent the texts to embed and the queries searched by meaning, redacted).\n\n\
 Start with `memtrail install` (wires the hooks, MCP server and skill into each agent found), then \
 `memtrail import` (brings in the sessions you already have). From then on every session is captured as it happens.";
 

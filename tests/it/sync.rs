@@ -1054,7 +1054,9 @@ fn sync_texts_say_what_they_mean() {
     assert!(
         help.contains(
             "nothing leaves this machine unless you set up `memtrail sync` (which sends the \
-             stored, redacted sessions to the PostgreSQL database you give it)."
+             stored, redacted sessions to the PostgreSQL database you give it) or an `[embed]` \
+             endpoint (which is sent the texts to embed and the queries searched by meaning, \
+             redacted)."
         ),
         "{help}"
     );
