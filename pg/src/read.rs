@@ -596,8 +596,11 @@ impl ReadStore for PgReader {
         }
         let rows: Vec<(i64, String)> = self
             .rows(
-                "SELECT id, external_id FROM sessions WHERE external_id LIKE $1 ESCAPE '\\'
-                 AND ($2::text IS NULL OR agent = $2) ORDER BY updated_at DESC NULLS LAST LIMIT 6",
+                &format!(
+                    "SELECT id, external_id FROM sessions WHERE external_id LIKE $1 ESCAPE '\\'
+                 AND ($2::text IS NULL OR agent = $2) ORDER BY updated_at DESC NULLS LAST LIMIT {}",
+                    memtrail_runtime::query::PREFIX_CANDIDATES
+                ),
                 &[&format!("{}%", like_escape(id)), &agent],
             )?
             .iter()

@@ -490,14 +490,28 @@ pub fn cjk_runs(text: &str) -> impl Iterator<Item = &str> {
         .filter(|r| !r.is_empty())
 }
 
+/// The most sessions a store reads for a prefix of an id ([`pick_prefix_match`]'s `rows`).
+pub const PREFIX_CANDIDATES: usize = 6;
+
 /// Session `id` among `rows` (row id, agent id; the one meant first: this machine's, then the
 /// latest updated), the sessions whose agent id starts with `id`: the only one, or the only
 /// main session when the others are its sub-agents (`<id>/agent-…`: a prefix of a session id
 /// also prefixes theirs). One agent id stored from several machines is one match (the first).
 ///
 /// Errors: [`crate::Error::NotFound`] when `rows` is empty, [`crate::Error::Invalid`] when
-/// the prefix is ambiguous (the message lists the candidates).
+/// the prefix is ambiguous (the message lists the candidates, "among them" when there were
+/// [`PREFIX_CANDIDATES`]) or empty.
 pub fn pick_prefix_match(id: &str, mut rows: Vec<(i64, String)>) -> crate::Result<i64> {
+    if id.trim().is_empty() {
+        // The start of every id: not a choice of one.
+        return Err(crate::Error::Invalid(
+            "an empty session id: give a session's id or the start of it (`memtrail sessions \
+             list` shows them)"
+                .into(),
+        ));
+    }
+    // The stores read at most this many candidates: as many means there may be more.
+    let capped = rows.len() >= PREFIX_CANDIDATES;
     let mut seen = std::collections::HashSet::new();
     rows.retain(|r| seen.insert(r.1.clone()));
     let mains: Vec<&(i64, String)> = rows.iter().filter(|r| !r.1.contains('/')).collect();
@@ -515,7 +529,8 @@ pub fn pick_prefix_match(id: &str, mut rows: Vec<(i64, String)>) -> crate::Resul
         ))),
         1 => Ok(rows[0].0),
         _ => Err(crate::Error::Invalid(format!(
-            "`{id}` matches several sessions: {}",
+            "`{id}` matches several sessions{}: {}",
+            if capped { ", among them" } else { "" },
             rows.iter()
                 .map(|r| r.1.as_str())
                 .collect::<Vec<_>>()
@@ -992,6 +1007,27 @@ fn fence_for(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// An empty id is refused rather than taken as the start of every id, and a list of
+    /// candidates cut at what the stores read says so (found by a new user's walkthrough:
+    /// `sessions show ''` listed 6 sessions of 16 as "several").
+    #[test]
+    fn a_prefix_is_refused_when_empty_and_its_candidates_say_when_cut() {
+        let rows = |n: usize| -> Vec<(i64, String)> {
+            (0..n).map(|i| (i as i64, format!("ab{i}"))).collect()
+        };
+        let err = |id: &str, r| super::pick_prefix_match(id, r).unwrap_err().to_string();
+        for id in ["", "  "] {
+            assert!(err(id, rows(3)).contains("an empty session id"), "{id:?}");
+        }
+        assert!(err("ab", rows(2)).ends_with("`ab` matches several sessions: ab0, ab1"));
+        assert!(
+            err("ab", rows(super::PREFIX_CANDIDATES)).ends_with(
+                "`ab` matches several sessions, among them: ab0, ab1, ab2, ab3, ab4, ab5"
+            )
+        );
+        assert_eq!(super::pick_prefix_match("ab", rows(1)).unwrap(), 0);
+    }
+
     /// Headings of `sessions show` / `export`: a system message was headed `## system`
     /// among `## User` and `## Assistant` (`memtrail browse` already said `System`).
     #[test]

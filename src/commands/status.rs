@@ -458,7 +458,9 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                             None => String::new(),
                             Some(e) if !hook_failed(r, &runs[i]) =>
                                 format!(", error: {e} (a later hook caught up)"),
-                            Some(e) => format!(", error: {e}"),
+                            Some(e) => format!(
+                                ", error: {e} (the agent's next hook that succeeds clears it)"
+                            ),
                         }
                     );
                 }

@@ -3226,7 +3226,10 @@ fn status_reports_a_hook_whose_payload_could_not_be_read() {
     let text =
         String::from_utf8_lossy(&sb.cmd().arg("status").output().unwrap().stdout).into_owned();
     assert!(
-        text.contains("  last (unnamed) hook: ") && text.contains(&format!(", error: {error}\n")),
+        text.contains("  last (unnamed) hook: ")
+            && text.contains(&format!(
+                ", error: {error} (the agent's next hook that succeeds clears it)\n"
+            )),
         "{text}"
     );
     assert!(text.ends_with("NOT healthy: see above\n"), "{text}");

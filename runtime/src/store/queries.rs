@@ -36,10 +36,11 @@ pub fn resolve_session(store: &Store, id: &str, agent: Option<&str>) -> Result<i
     }
     let pattern = format!("{}%", like_escape(id));
     let mut stmt = conn
-        .prepare(
+        .prepare(&format!(
             "SELECT id, external_id FROM sessions WHERE external_id LIKE ?1 ESCAPE '\\'
-         AND (?2 IS NULL OR agent = ?2) ORDER BY origin != '', updated_at DESC LIMIT 6",
-        )
+         AND (?2 IS NULL OR agent = ?2) ORDER BY origin != '', updated_at DESC LIMIT {}",
+            crate::query::PREFIX_CANDIDATES
+        ))
         .db()?;
     let rows: Vec<(i64, String)> = stmt
         .query_map(rusqlite::params![pattern, agent], |r| {
