@@ -53,7 +53,8 @@ enum Check {
     /// A password in a sentence (`the password is X`): at least 4 characters; digits alone
     /// at least 6 (`is 2048` is a size); otherwise a letter with a digit or a symbol other
     /// than `.`, `-`, `_`, `/` and `'` (a word, `well-known`, `e.g` are prose), and not code
-    /// nor a placeholder, path or URL (as [`Check::PasswordValue`]).
+    /// nor a placeholder, path or URL (as [`Check::PasswordValue`]; under the name in group
+    /// `n` when there is one, a Markdown table's first cell, else `password`).
     Prose,
     /// A password's value where the name is known to be one (a connection string's `PWD=`,
     /// which a shell's `PWD` keeps out of [`secret_name`]): as [`Check::Named`] after
@@ -67,6 +68,12 @@ enum Check {
     KeyBody,
     /// Skip only a placeholder (`$PASS`, `<password>`, `{pw}`).
     Placeholder,
+    /// An SQL password (`PASSWORD 'X'`, `IDENTIFIED BY 'X'`): as [`Check::Placeholder`], and
+    /// not code that builds the statement (`"… PASSWORD '" + pw + "'"`: a value that starts
+    /// with a quote or a blank, or ends with a blank); a value not quoted (group `s3`) only
+    /// right after the statement's user (group `ctx`), and not a bind or substitution
+    /// variable (`:pw`, `?`, `&pw`).
+    SqlPassword,
     /// The rule's keyword must occur in the text (a Discord bot token has no fixed prefix).
     Keyword(&'static str),
 }
@@ -583,15 +590,25 @@ const RULES: &[RuleDef] = &[
         &["ConvertTo-SecureString"],
         Shape::Any,
     ),
-    // A password piped into a client's standard input: `echo "X" | docker login
-    // --password-stdin` (`printf '%s' X | … --password-stdin`, `helm registry login`,
-    // `oras login` and others of that flag).
+    // A password piped into a command's standard input by `echo X` or `printf '%s' X`
+    // (`'%s\n'`): into a client's `--password-stdin` (`docker login`, `helm registry login`,
+    // `oras login` and others of that flag); into `sudo -S` (`-Sk`, `--stdin`), after sudo's
+    // own flags only (`sudo -u root -S`; not a command's: `echo y | sudo pacman -S vim` pipes
+    // an answer); into `passwd` (`passwd --stdin bob`, `echo -e "X\nX" | passwd`, also after
+    // `sudo`); and the password of `echo 'user:X' | chpasswd` (the user stays). A variable
+    // (`echo "$PW" | sudo -S`, `root:$PW`) is a placeholder.
     def(
         "cli_secret",
-        r#"(?-u:\b)(?:echo(?:[ \t]+-[neE]+)?|printf[ \t]+(?:'%s'|"%s"|%s))[ \t]+(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&<>]+)[ \t]*\|[^\r\n|;&]*--password-stdin"#,
+        concat!(
+            r#"(?-u:\b)(?:echo(?:[ \t]+-[neE]+)?|printf[ \t]+(?:'%s(?:\\n)?'|"%s(?:\\n)?"|%s(?:\\n)?))[ \t]+"#,
+            r#"(?:(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&<>]+)[ \t]*\|(?:[^\r\n|;&]*--password-stdin"#,
+            r#"|[ \t]*sudo(?:[ \t]+-[A-Za-z]*[ugCprtUDRT][ \t]+[^-\s|;&][^\s|;&]*|[ \t]+-[A-Za-z]+|[ \t]+--[A-Za-z-]+(?:=[^\s|;&]*)?)*?[ \t]+(?:-S[A-Za-z]*|--stdin)(?:\s|$)"#,
+            r#"|[ \t]*(?:sudo(?:[ \t]+-[^\s|;&]+)*[ \t]+)?passwd(?:\s|$))"#,
+            r#"|["']?[^\s"'|;&<>:]+:(?P<s2>[^\s"'|;&<>]+)["']?[ \t]*\|[ \t]*(?:sudo(?:[ \t]+-[^\s|;&]+)*[ \t]+)?chpasswd(?:\s|$))"#
+        ),
         Check::Placeholder,
-        &["--password-stdin"],
-        Shape::Any,
+        &["--password-stdin", "sudo", "passwd"],
+        Shape::FlagAfter(&[b"sudo"], &[b"-S", b"--stdin", b"passwd"]),
     ),
     // `htpasswd -b [-c] FILE USER PASSWORD` and `htpasswd -nb USER PASSWORD` (the password
     // on the command line, `-b`): the command's last word, before a redirection or the end
@@ -633,6 +650,36 @@ const RULES: &[RuleDef] = &[
             &[b"openssl", b"zip", b"7z", b"sqlcmd", b"bcp"],
             &[b"-k", b"-P", b"-p"],
         ),
+    ),
+    // A role's password in PostgreSQL's (and Redshift's, CockroachDB's) `CREATE USER`/`ALTER
+    // ROLE`: `… WITH PASSWORD 'X'`, `ENCRYPTED PASSWORD 'X'`, `PASSWORD 'X' VALID UNTIL …`,
+    // in any case, on the statement's later lines too (up to its `;`). Only a quoted literal
+    // (`''` in it is a quote), the quotes kept: `PASSWORD NULL`, `PASSWORD ''`, a parameter
+    // (`PASSWORD $1`, `:pw`, `psql`'s `:'pw'`, `%s`, `?`) and a placeholder in quotes
+    // (`'${PW}'`, `'<password>'`) and code that builds the statement (`"… PASSWORD '" + pw +
+    // "'"`) stay; so does prose (`set the password`), which has no statement before it.
+    // `PASSWORD = 'X'` (SQL Server, Snowflake) is an assignment below.
+    def(
+        "sql_password",
+        r#"(?i-u)(?-u:\b)(?:create|alter) (?:user|role)(?-u:\b)(?u:[^;])*?(?-u:\b)password[ \t\r\n]+'(?P<s>(?u:(?:[^'\r\n]|'')+))'"#,
+        Check::SqlPassword,
+        &["create user", "create role", "alter user", "alter role"],
+        Shape::Any,
+    ),
+    // MySQL's and MariaDB's `IDENTIFIED BY 'X'` (`CREATE USER`, `ALTER USER`, `GRANT … TO …`),
+    // `IDENTIFIED WITH mysql_native_password BY 'X'`, and Oracle's `CREATE USER scott
+    // IDENTIFIED BY X` (unquoted: only right after `CREATE USER NAME` or `ALTER USER NAME`,
+    // since `identified by their email` is prose). The value of `IDENTIFIED BY PASSWORD
+    // '*6BB4…'` (MySQL 5's hash) and Oracle's `IDENTIFIED BY VALUES '…'` is a hash, redacted
+    // too: an unsalted double SHA-1 that a dictionary cracks, and with which a sniffed
+    // handshake logs in. `IDENTIFIED WITH auth_socket` has no value; a placeholder (`'%s'`,
+    // `$1`, `:pw`, `&pw`, `?`) stays.
+    def(
+        "sql_password",
+        r#"(?i-u)(?:(?P<ctx>(?-u:\b)(?:create|alter) user[ \t]+(?u:[^\s;])+[ \t]+))?(?-u:\b)identified(?: with[ \t]+["'`]?[A-Za-z0-9_]+["'`]?[ \t]+by| by)[ \t]+(?:(?:password|values)[ \t]+)?(?:'(?P<s>(?u:(?:[^'\r\n]|'')+))'|"(?P<s2>(?u:[^"\r\n]+))"|(?P<s3>(?u:[^\s'";,)]+)))"#,
+        Check::SqlPassword,
+        &["identified by", "identified with"],
+        Shape::Any,
     ),
     // A password or token in an XML element (`<password>X</password>`, Maven's settings and
     // its `<passphrase>`, `<db:apiKey>X</db:apiKey>`, a CDATA value), or a `value` under a
@@ -772,6 +819,19 @@ const RULES: &[RuleDef] = &[
             "passphrase for",
         ],
         Shape::Any,
+    ),
+    // A Markdown table row that gives a secret's value: a secret's name (see [`secret_name`])
+    // in the first cell, its value in the second (`| password | X |`, `| `DB_PASSWORD` |
+    // `X` |`, `| **API key** | X |`), judged as a password in a sentence (see
+    // [`Check::Prose`]) under that name: a header, a separator, a type or a description
+    // (`| password | string | The user's password |`, `| password | required |`, `| token |
+    // JWT |`) stays.
+    def(
+        "secret_assignment",
+        r#"(?m)^[ \t]*\|[ \t]*(?:\*\*)?`?(?P<n>[A-Za-z][A-Za-z0-9_. -]*?)`?(?:\*\*)?[ \t]*\|[ \t]*`?(?P<s>[^\s|`][^|`\r\n]*?)`?[ \t]*(?:\||\r?$)"#,
+        Check::Prose,
+        KEY_WORDS,
+        Shape::Cell,
     ),
     // A password alone on the line after its name (`Password:` then `  X`): the value is the
     // next line's only word.
@@ -1019,6 +1079,9 @@ enum Shape {
     Keyed,
     /// An XML element's name: `[A-Za-z0-9_.-]*`, then `>`.
     Tag,
+    /// A Markdown table cell's name: `[A-Za-z0-9_. -]*`, an optional `` ` `` and `**`,
+    /// blanks, then `|`.
+    Cell,
     /// `[ \t]*` then `=` (a connection string's `PWD=`).
     Equals,
     /// A name ending its line with `:`: `[A-Za-z0-9_.-]*`, `[ \t]*`, `:`, blanks, then the
@@ -1163,6 +1226,17 @@ impl Shape {
                     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')
                 });
                 b.get(j) == Some(&b'>')
+            }
+            Shape::Cell => {
+                let mut j = run(end, &|c| {
+                    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-' | b' ')
+                });
+                j += usize::from(b.get(j) == Some(&b'`'));
+                if b.get(j..j + 2) == Some(&b"**"[..]) {
+                    j += 2;
+                }
+                let j = run(j, &|c| matches!(c, b' ' | b'\t'));
+                b.get(j) == Some(&b'|')
             }
             Shape::Equals => {
                 let j = run(end, &|c| matches!(c, b' ' | b'\t'));
@@ -2076,6 +2150,7 @@ fn secret_name(name: &str) -> Option<Name> {
         "pattern",
         "hash",
         "hashed",
+        "hashing",
         "digest",
         "fingerprint",
         "bits",
@@ -2552,6 +2627,13 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
     match check {
         Check::None => true,
         Check::Placeholder => !placeholder(secret),
+        Check::SqlPassword => {
+            !placeholder(secret)
+                && !secret.starts_with(['"', '\'', ' ', '\t'])
+                && !secret.ends_with([' ', '\t'])
+                && (caps.name("s3").is_none()
+                    || (caps.name("ctx").is_some() && !secret.starts_with([':', '?', '&'])))
+        }
         Check::KeyBody => {
             let body = secret.split_once("-----\n").map_or(secret, |(_, b)| b);
             let mut run = 0;
@@ -2617,7 +2699,12 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
             n >= 4
                 && (if digits { n >= 6 } else { letter && mark })
                 && !(letter && looks_like_code(secret, false))
-                && config_value_is_secret("password", "=", secret, false)
+                && config_value_is_secret(
+                    caps.name("n").map_or("password", |n| n.as_str()),
+                    "=",
+                    secret,
+                    false,
+                )
         }
         Check::PasswordValue => config_value_is_secret("password", "=", secret, false),
         Check::Header => {
@@ -3215,6 +3302,22 @@ mod tests {
             "\\\"",
             "APP_SALT",
             "DSN",
+            // SQL statements, pipes into sudo and passwd, Markdown table rows.
+            "CREATE USER a ",
+            "alter role",
+            " PASSWORD ",
+            "identified by ",
+            "IDENTIFIED WITH p BY ",
+            "echo x ",
+            "| sudo -S",
+            "sudo -u r ",
+            "| passwd",
+            "| chpasswd",
+            "|",
+            "| pw |",
+            "| **Password** | ",
+            " |\n",
+            "`",
         ];
         let mut rng = crate::test_rng::Xorshift(0xD1B5_4A32_D192_ED03);
         let mut next = |n: usize| rng.below(n);
@@ -3370,6 +3473,232 @@ mod tests {
         }
     }
 
+    /// A PostgreSQL role's password (`CREATE USER … PASSWORD 'X'`, `ALTER ROLE`, `ENCRYPTED`,
+    /// lower case, `VALID UNTIL` after it, the statement over lines): the literal's inside,
+    /// the quotes kept. Found by a security review; what stays has no literal or no statement.
+    #[test]
+    fn sql_role_passwords() {
+        let m = "[redacted:sql_password]";
+        assert_redaction(
+            &[
+                (
+                    r#"psql -c "CREATE USER app WITH PASSWORD 'Vq08Zk7Lm9Pw4Rt';""#,
+                    format!(r#"psql -c "CREATE USER app WITH PASSWORD '{m}';""#),
+                ),
+                (
+                    "ALTER ROLE x PASSWORD 'Vq08Zk7Lm9Pw4Ru'",
+                    format!("ALTER ROLE x PASSWORD '{m}'"),
+                ),
+                (
+                    "ALTER ROLE app WITH LOGIN ENCRYPTED PASSWORD 'md5a1b2c3';",
+                    format!("ALTER ROLE app WITH LOGIN ENCRYPTED PASSWORD '{m}';"),
+                ),
+                (
+                    "alter user app with password 'it''s Vq8 secret';",
+                    format!("alter user app with password '{m}';"),
+                ),
+                (
+                    "CREATE USER app PASSWORD 'Vq08Zk7' VALID UNTIL '2026-01-01';",
+                    format!("CREATE USER app PASSWORD '{m}' VALID UNTIL '2026-01-01';"),
+                ),
+                (
+                    "CREATE ROLE app WITH\n  LOGIN\n  PASSWORD 'Vq08Zk7Lm';\nGRANT x TO app;",
+                    format!("CREATE ROLE app WITH\n  LOGIN\n  PASSWORD '{m}';\nGRANT x TO app;"),
+                ),
+                (
+                    r#"{"command":"psql -c \"CREATE ROLE r LOGIN PASSWORD 'hunter2'\""}"#,
+                    format!(r#"{{"command":"psql -c \"CREATE ROLE r LOGIN PASSWORD '{m}'\""}}"#),
+                ),
+            ],
+            &[
+                "ALTER ROLE app PASSWORD NULL;",
+                "CREATE USER app WITH PASSWORD '';",
+                "ALTER USER app WITH PASSWORD $1",
+                "ALTER USER app PASSWORD :'pw';",
+                "run_sql(\"ALTER USER app WITH PASSWORD %s\", (pw,))",
+                "ALTER ROLE app PASSWORD ?",
+                "ALTER ROLE app PASSWORD '${DB_PASSWORD}'",
+                "CREATE USER app WITH PASSWORD '<password>';",
+                "Create user accounts, then set the password in the UI.",
+                "ALTER USER app SET search_path = x; -- the password 'stays' here",
+                r#"sql = "CREATE USER " + u + " WITH PASSWORD '" + pw + "'";"#,
+                "q = 'ALTER ROLE app PASSWORD ' + quote(pw)",
+            ],
+        );
+    }
+
+    /// MySQL's and MariaDB's `IDENTIFIED BY 'X'` (`CREATE USER`, `ALTER USER`, `GRANT`, a
+    /// plugin named with `WITH`), MySQL 5's `IDENTIFIED BY PASSWORD '*hash'` (a hash that
+    /// cracks: redacted too), Oracle's unquoted `IDENTIFIED BY X` after `CREATE USER NAME`.
+    #[test]
+    fn sql_identified_by() {
+        let m = "[redacted:sql_password]";
+        assert_redaction(
+            &[
+                (
+                    r#"mysql -e "ALTER USER 'app'@'%' IDENTIFIED BY 'Vq09Zk7Lm9Pw4Rt'""#,
+                    format!(r#"mysql -e "ALTER USER 'app'@'%' IDENTIFIED BY '{m}'""#),
+                ),
+                (
+                    r#"CREATE USER IF NOT EXISTS 'u'@'localhost' IDENTIFIED BY "Vq09Zk7";"#,
+                    format!(r#"CREATE USER IF NOT EXISTS 'u'@'localhost' IDENTIFIED BY "{m}";"#),
+                ),
+                (
+                    "ALTER USER 'root'@'localhost' IDENTIFIED WITH mysql_native_password BY 'Vq09Zk'",
+                    format!(
+                        "ALTER USER 'root'@'localhost' IDENTIFIED WITH mysql_native_password BY '{m}'"
+                    ),
+                ),
+                (
+                    "GRANT ALL ON app.* TO 'app'@'%' identified by 'hunter2';",
+                    format!("GRANT ALL ON app.* TO 'app'@'%' identified by '{m}';"),
+                ),
+                (
+                    "CREATE USER scott IDENTIFIED BY tiger;",
+                    format!("CREATE USER scott IDENTIFIED BY {m};"),
+                ),
+                (
+                    "ALTER USER scott IDENTIFIED BY Vq09Zk7 REPLACE old;",
+                    format!("ALTER USER scott IDENTIFIED BY {m} REPLACE old;"),
+                ),
+                (
+                    "GRANT USAGE ON *.* TO 'a'@'%' IDENTIFIED BY PASSWORD '*6BB4837EB74329105EE4568DDA7DC67ED2CA2AD9'",
+                    format!("GRANT USAGE ON *.* TO 'a'@'%' IDENTIFIED BY PASSWORD '{m}'"),
+                ),
+                (
+                    "CREATE USER 'a'@'%' IDENTIFIED BY PASSWORD '*6BB4837EB74329105EE4568DDA7DC67ED2CA2AD9';",
+                    format!("CREATE USER 'a'@'%' IDENTIFIED BY PASSWORD '{m}';"),
+                ),
+            ],
+            &[
+                "CREATE USER 'app'@'localhost' IDENTIFIED WITH auth_socket;",
+                "ALTER USER 'app'@'%' IDENTIFIED BY '%s'",
+                "CREATE USER scott IDENTIFIED BY :pw;",
+                "CREATE USER scott IDENTIFIED BY &pw;",
+                "ALTER USER scott IDENTIFIED BY ?",
+                "CREATE USER scott IDENTIFIED BY $1",
+                "CREATE USER scott IDENTIFIED EXTERNALLY;",
+                r#"stmt = "ALTER USER 'app'@'%' IDENTIFIED BY '" + pw + "'""#,
+                "Each package is identified by its name and version.",
+                "users are identified by their email, and create user rows",
+            ],
+        );
+    }
+
+    /// A password piped to `sudo -S` (`--stdin`, after sudo's own flags), to `passwd`
+    /// (`--stdin`), and `user:X` piped to `chpasswd` (the user stays), by `echo` or `printf
+    /// '%s\n'`; the `--password-stdin` form of the same rule still works.
+    #[test]
+    fn passwords_piped_to_sudo_passwd_and_chpasswd() {
+        let m = "[redacted:cli_secret]";
+        assert_redaction(
+            &[
+                (
+                    "echo 'Vq10Zk7Lm9Pw4Rt' | sudo -S apt-get update",
+                    format!("echo {m} | sudo -S apt-get update"),
+                ),
+                (
+                    r"printf '%s\n' Vq10Zk7 | sudo -S -k systemctl restart x",
+                    format!(r"printf '%s\n' {m} | sudo -S -k systemctl restart x"),
+                ),
+                (
+                    "echo Vq10Zk7 | sudo --stdin ls /root",
+                    format!("echo {m} | sudo --stdin ls /root"),
+                ),
+                (
+                    "echo \"hunter2\" | sudo -u postgres -S psql",
+                    format!("echo {m} | sudo -u postgres -S psql"),
+                ),
+                (
+                    "echo -n Vq10 | sudo -Sk true\nls",
+                    format!("echo -n {m} | sudo -Sk true\nls"),
+                ),
+                (
+                    "echo 'deploy:Vq10Zk7' | chpasswd",
+                    format!("echo 'deploy:{m}' | chpasswd"),
+                ),
+                (
+                    "echo root:Vq10Zk7 | sudo chpasswd && id",
+                    format!("echo root:{m} | sudo chpasswd && id"),
+                ),
+                (
+                    "echo Vq10Zk7 | passwd --stdin bob",
+                    format!("echo {m} | passwd --stdin bob"),
+                ),
+                (
+                    r#"echo -e "Vq10Zk7\nVq10Zk7" | sudo passwd app"#,
+                    format!("echo -e {m} | sudo passwd app"),
+                ),
+                (
+                    "echo 'S3cr3tPassw0rd' | docker login -u me --password-stdin",
+                    format!("echo {m} | docker login -u me --password-stdin"),
+                ),
+            ],
+            &[
+                "echo \"$SUDO_PASSWORD\" | sudo -S apt-get update",
+                "echo y | sudo pacman -S vim",
+                "echo y | sudo -E pacman -S vim",
+                "echo hello | sudo tee /etc/motd",
+                "echo \"root:$ROOT_PW\" | chpasswd",
+                "echo 'x' | git hash-object --stdin",
+                "grep app /etc/passwd | cut -d: -f1",
+                "echo done | passwd_check",
+            ],
+        );
+    }
+
+    /// A Markdown table row with a secret's name in its first cell and a value in its
+    /// second, the value judged as a password in a sentence (see [`Check::Prose`]).
+    #[test]
+    fn markdown_table_rows_naming_a_secret() {
+        let m = "[redacted:secret_assignment]";
+        assert_redaction(
+            &[
+                (
+                    "| password | Vq07Zk7Lm9Pw4Rt |".to_string(),
+                    format!("| password | {m} |"),
+                ),
+                (
+                    "| Field | Value |\n|---|---|\n| User | admin |\n| Password | `Vq07Zk7` |\n"
+                        .to_string(),
+                    format!(
+                        "| Field | Value |\n|---|---|\n| User | admin |\n| Password | `{m}` |\n"
+                    ),
+                ),
+                (
+                    "  | DB_PASSWORD | hunter2 | set in CI |".to_string(),
+                    format!("  | DB_PASSWORD | {m} | set in CI |"),
+                ),
+                (
+                    "| `DB_PASSWORD` | `hunter2x` | required |".to_string(),
+                    format!("| `DB_PASSWORD` | `{m}` | required |"),
+                ),
+                (
+                    "| **API key** | abcd1234efgh5678 |".to_string(),
+                    format!("| **API key** | {m} |"),
+                ),
+                (
+                    r#"{"text":"| user | bob |\n| pass | Vq07!x |\n"}"#.to_string(),
+                    format!(r#"{{"text":"| user | bob |\n| pass | {m} |\n"}}"#),
+                ),
+            ],
+            &[
+                "| Password | Description |\n|----------|-------------|",
+                "| password | required |",
+                "| password | string | The user's password |",
+                "| `DB_PASSWORD` | Database password | none |",
+                "| token | JWT |",
+                "| password_hash | bcrypt |",
+                "| Password hashing | Argon2id |",
+                "| PASS | 120/120 |",
+                "| api_key | `${API_KEY}` |",
+                "| secret_key | auto-generated |",
+                "| password | v1.2.3 |",
+                "| name | Vq07Zk7Lm9Pw4Rt |",
+            ],
+        );
+    }
+
     /// Found by a review of the `Flag` shapes: `az login` with other blanks than one space
     /// between (the needle was `az login`), and a password quoted after `zip -P` (`7z -p`,
     /// `openssl enc -k`) that holds another of its rule's commands: replaced whole, as one
@@ -3433,6 +3762,11 @@ mod tests {
             "mariadb-dump",
             "sshpass",
             "CURL",
+            "echo",
+            "sudo",
+            "| sudo",
+            "-S",
+            "--stdin",
             "-u",
             "-p",
             "-a",
@@ -3476,6 +3810,9 @@ mod tests {
             "-passin pass:",
             "/user:b",
             "aws_secret_access_key",
+            "-S",
+            "-Sk",
+            "--stdin",
         ];
         let values = [
             "admin:x",
@@ -3516,6 +3853,9 @@ mod tests {
             "keytool -genkey",
             "net use x: //h/s",
             "aws configure set",
+            "echo Hx7pass | sudo",
+            "printf '%s\\n' 'a b' |\tsudo",
+            "echo -n \"$PW\" | sudo",
         ];
         let seps = [
             " ", " ", " ", "\t", "  ", "\n", "\r\n", " | ", "; ", " && ", "",
@@ -3523,7 +3863,7 @@ mod tests {
         let flagged: Vec<usize> = (0..RULES.len())
             .filter(|&i| matches!(RULES[i].shape, Shape::Flag(_) | Shape::FlagAfter(..)))
             .collect();
-        assert_eq!(flagged.len(), 4);
+        assert_eq!(flagged.len(), 5);
         let mut redacted = vec![0usize; RULES.len()];
         for _ in 0..40_000 {
             let mut text = String::new();
