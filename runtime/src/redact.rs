@@ -602,13 +602,17 @@ const RULES: &[RuleDef] = &[
         concat!(
             r#"(?-u:\b)(?:echo(?:[ \t]+-[neE]+)?|printf[ \t]+(?:'%s(?:\\n)?'|"%s(?:\\n)?"|%s(?:\\n)?))[ \t]+"#,
             r#"(?:(?P<s>"[^"\r\n]+"|'[^'\r\n]+'|[^\s"'|;&<>]+)[ \t]*\|(?:[^\r\n|;&]*--password-stdin"#,
-            r#"|[ \t]*sudo(?:[ \t]+-[A-Za-z]*[ugCprtUDRT][ \t]+[^-\s|;&][^\s|;&]*|[ \t]+-[A-Za-z]+|[ \t]+--[A-Za-z-]+(?:=[^\s|;&]*)?)*?[ \t]+(?:-S[A-Za-z]*|--stdin)(?:\s|$)"#,
+            r#"|[ \t]*sudo(?:[ \t]+-[A-Za-z]*[ugCprtUDRT][ \t]+[^-\s|;&][^\s|;&]*|[ \t]+-[A-Za-z]+|[ \t]+--[A-Za-z-]+(?:=[^\s|;&]*)?)*?[ \t]+(?:-[A-Za-z]*S[A-Za-z]*|--stdin)(?:\s|$)"#,
             r#"|[ \t]*(?:sudo(?:[ \t]+-[^\s|;&]+)*[ \t]+)?passwd(?:\s|$))"#,
             r#"|["']?[^\s"'|;&<>:]+:(?P<s2>[^\s"'|;&<>]+)["']?[ \t]*\|[ \t]*(?:sudo(?:[ \t]+-[^\s|;&]+)*[ \t]+)?chpasswd(?:\s|$))"#
         ),
         Check::Placeholder,
         &["--password-stdin", "sudo", "passwd"],
-        Shape::FlagAfter(&[b"sudo"], &[b"-S", b"--stdin", b"passwd"]),
+        // `-S` alone or in a bundle of sudo's flags (`-kS`, `-HS`, `-ES`, `-iS`: second review).
+        Shape::FlagAfter(
+            &[b"sudo"],
+            &[b"-S", b"kS", b"HS", b"ES", b"iS", b"--stdin", b"passwd"],
+        ),
     ),
     // `htpasswd -b [-c] FILE USER PASSWORD` and `htpasswd -nb USER PASSWORD` (the password
     // on the command line, `-b`): the command's last word, before a redirection or the end
@@ -661,7 +665,12 @@ const RULES: &[RuleDef] = &[
     // `PASSWORD = 'X'` (SQL Server, Snowflake) is an assignment below.
     def(
         "sql_password",
-        r#"(?i-u)(?-u:\b)(?:create|alter) (?:user|role)(?-u:\b)(?u:[^;])*?(?-u:\b)password[ \t\r\n]+'(?P<s>(?u:(?:[^'\r\n]|'')+))'"#,
+        concat!(
+            r#"(?i-u)(?-u:\b)(?:create|alter) (?:user|role)(?-u:\b)"#,
+            // Within the statement: no `;`, no blank line, no sentence's end (`. `).
+            r#"(?u:[^;.\r\n]|\.[^\s;]|\r?\n[^\r\n;])*?"#,
+            r#"(?-u:\b)password[ \t\r\n]+e?'(?P<s>(?u:(?:\\'|''|[^'\r\n])+))'"#
+        ),
         Check::SqlPassword,
         &["create user", "create role", "alter user", "alter role"],
         Shape::Any,
@@ -676,7 +685,16 @@ const RULES: &[RuleDef] = &[
     // `$1`, `:pw`, `&pw`, `?`) stays.
     def(
         "sql_password",
-        r#"(?i-u)(?:(?P<ctx>(?-u:\b)(?:create|alter) user[ \t]+(?u:[^\s;])+[ \t]+))?(?-u:\b)identified(?: with[ \t]+["'`]?[A-Za-z0-9_]+["'`]?[ \t]+by| by)[ \t]+(?:(?:password|values)[ \t]+)?(?:'(?P<s>(?u:(?:[^'\r\n]|'')+))'|"(?P<s2>(?u:[^"\r\n]+))"|(?P<s3>(?u:[^\s'";,)]+)))"#,
+        concat!(
+            r#"(?i-u)(?-u:\b)(?:(?P<ctx>(?:create|alter)[ \t]+user[ \t]+(?u:[^\s;])+[ \t\r\n]+)"#,
+            // Or further on in the statement (`GRANT … TO 'app'@'%' IDENTIFIED BY`): no `;`, no
+            // blank line, no sentence's end.
+            r#"|(?:(?:create|alter)[ \t]+user|grant)(?-u:\b)(?u:[^;.\r\n]|\.[^\s;]|\r?\n[^\r\n;])*?(?-u:\b))"#,
+            r#"identified(?: with[ \t]+["'`]?[A-Za-z0-9_]+["'`]?[ \t]+by| by)[ \t]+(?:(?:password|values)[ \t]+)?"#,
+            // 'X' (`''` and MySQL's `\'` inside), "X" (also as `\"X\"` inside a shell's or
+            // JSON's double quotes), or X bare.
+            r#"(?:'(?P<s>(?u:(?:\\'|''|[^'\r\n])+))'|\\?"(?P<s2>(?u:[^"\\\r\n]+))\\?"|(?P<s3>(?u:[^\s'"\\;,)][^\s'";,)]*)))"#
+        ),
         Check::SqlPassword,
         &["identified by", "identified with"],
         Shape::Any,
@@ -1095,6 +1113,37 @@ enum Shape {
     /// [`Shape::Flag`] after these needles (compared without regard to ASCII case); after the
     /// rule's other needles nothing is checked.
     FlagAfter(&'static [&'static [u8]], &'static [&'static [u8]]),
+}
+
+/// Whether a Markdown table's first cell names a password or a credential outright
+/// (`password`, `API key`, `DB_PASSWORD`): the table rule's names. A word such as `Token`,
+/// `Secret` or `Secrets` alone names a column of rates, types or paths as often as a value
+/// (`| Token | 50/min |`, `| Secrets | k8s/secrets.yaml |`: second review).
+fn cell_names_a_password(name: &str) -> bool {
+    let n = name.trim();
+    let lower = n.to_ascii_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let env_style = n.contains('_')
+        && n.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    match words.as_slice() {
+        [] => false,
+        _ if env_style => secret_name(n).is_some(),
+        [
+            ..,
+            "password" | "passwd" | "passphrase" | "pwd" | "pass" | "pw",
+        ] => true,
+        [
+            ..,
+            "api" | "access" | "secret" | "private" | "client",
+            "key" | "secret" | "token",
+        ] => true,
+        [.., "auth" | "bearer" | "refresh", "token"] => true,
+        _ => false,
+    }
 }
 
 /// `[A-Za-z0-9_-]`: the body of most token formats.
@@ -2699,6 +2748,9 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
             n >= 4
                 && (if digits { n >= 6 } else { letter && mark })
                 && !(letter && looks_like_code(secret, false))
+                && caps
+                    .name("n")
+                    .is_none_or(|n| cell_names_a_password(n.as_str()))
                 && config_value_is_secret(
                     caps.name("n").map_or("password", |n| n.as_str()),
                     "=",
@@ -3511,6 +3563,9 @@ mod tests {
                 ),
             ],
             &[
+                // A heading, a paragraph, a sentence's end between the words (second review).
+                "## Create user\n\nOpen the admin page and pick a password 'strong' enough.",
+                "You can create user accounts from the console. Remember: the password 'must' be rotated.",
                 "ALTER ROLE app PASSWORD NULL;",
                 "CREATE USER app WITH PASSWORD '';",
                 "ALTER USER app WITH PASSWORD $1",
@@ -3569,8 +3624,23 @@ mod tests {
                     "CREATE USER 'a'@'%' IDENTIFIED BY PASSWORD '*6BB4837EB74329105EE4568DDA7DC67ED2CA2AD9';",
                     format!("CREATE USER 'a'@'%' IDENTIFIED BY PASSWORD '{m}';"),
                 ),
+                // Found by the second review: the double quotes escaped for the shell (only a
+                // `\` was redacted) and MySQL's `\'` inside the literal (its tail was kept).
+                (
+                    r#"mysql -e "CREATE USER 'app'@'%' IDENTIFIED BY \"Vq08Zk7Lm9\"""#,
+                    format!(r#"mysql -e "CREATE USER 'app'@'%' IDENTIFIED BY \"{m}\"""#),
+                ),
+                (
+                    r"ALTER USER 'a'@'%' IDENTIFIED BY 'Vq08\'Zk7Lm9Pw4Rt';",
+                    format!("ALTER USER 'a'@'%' IDENTIFIED BY '{m}';"),
+                ),
             ],
             &[
+                // Prose: no `CREATE USER`, `ALTER USER` or `GRANT` before it (second review).
+                r#"Rows are identified by "id" and "tenant"."#,
+                r#"the bug identified by "E0425" in rustc"#,
+                "Each package is identified by 'name@version'.",
+                r#"The session is identified by "session_id": 42"#,
                 "CREATE USER 'app'@'localhost' IDENTIFIED WITH auth_socket;",
                 "ALTER USER 'app'@'%' IDENTIFIED BY '%s'",
                 "CREATE USER scott IDENTIFIED BY :pw;",
@@ -3593,6 +3663,15 @@ mod tests {
         let m = "[redacted:cli_secret]";
         assert_redaction(
             &[
+                // `-S` in a bundle of sudo's flags (second review).
+                (
+                    "echo 'Vq10Zk7Lm9' | sudo -kS apt-get update",
+                    format!("echo {m} | sudo -kS apt-get update"),
+                ),
+                (
+                    "echo Vq10Zk7Lm9 | sudo -HS -u app true",
+                    format!("echo {m} | sudo -HS -u app true"),
+                ),
                 (
                     "echo 'Vq10Zk7Lm9Pw4Rt' | sudo -S apt-get update",
                     format!("echo {m} | sudo -S apt-get update"),
@@ -3683,6 +3762,13 @@ mod tests {
                 ),
             ],
             &[
+                // A name that is a column of rates, types or paths as often as of values
+                // (second review).
+                "| Token | 50/min |",
+                "| Token budget | 8k/16k |",
+                "| Token | UUIDv4 |",
+                "| Secret | secret-name-123 |",
+                "| Secrets | k8s/secrets.yaml |",
                 "| Password | Description |\n|----------|-------------|",
                 "| password | required |",
                 "| password | string | The user's password |",
