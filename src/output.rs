@@ -47,8 +47,9 @@ pub fn wal_kept_warning(what: &str, again: &str) -> String {
     format!(
         "warning: a reader of the store (memtrail web, an MCP server, a search) kept an older \
          snapshot open, so the {what} text is still in the store's files (its write-ahead log \
-         and old pages) until a later checkpoint: the next hook or `memtrail import` makes it \
-         once the readers let go, or run `memtrail {again}` then"
+         and old pages) until they are folded back: the next hook or `memtrail import` does \
+         it once no reader holds on (`memtrail status` says when it is done), as does \
+         `memtrail {again}` run again"
     )
 }
 

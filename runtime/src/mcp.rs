@@ -766,7 +766,8 @@ impl MemtrailMcp {
         let filter = SearchFilter {
             agent: a.agent.map(|s| s.to_ascii_lowercase()),
             project: a.project,
-            session: a.session_id,
+            // `""`, as agents send for a field they leave out: no session filter.
+            session: a.session_id.filter(|s| !s.trim().is_empty()),
             machine: a.machine,
             since,
             until,

@@ -130,6 +130,9 @@ pub enum StoreReport {
         /// The store holds messages of a memtrail from before schema 13, uncompressed until
         /// `memtrail repair` compresses them.
         uncompressed_messages: bool,
+        /// A delete, purge or rescan left deleted text in the store's files (a reader kept
+        /// its write-ahead log from being folded back) for the next hook or import to remove.
+        deleted_text_pending: bool,
         /// `ok`, the quick check's findings, or `not checked`.
         integrity: String,
         /// `quick_check` or `skipped`.
@@ -188,6 +191,7 @@ impl StoreReport {
                 embedding_model: s.embed_model.clone(),
                 unembedded_messages: s.unembedded,
                 uncompressed_messages: s.uncompressed,
+                deleted_text_pending: s.scrub_pending,
                 integrity: match c {
                     Some(Ok(())) => "ok".to_string(),
                     Some(Err(e)) => e.clone(),

@@ -506,6 +506,11 @@ pub fn status(db: &StoreLocation, force_check: bool, json: bool) -> Result<ExitC
                         if s.unindexed == 1 { "" } else { "s" }
                     );
                 }
+                if s.scrub_pending {
+                    out!(
+                        "  deleted text is still in the store's files: a reader kept its write-ahead log from being folded back; the next hook or `memtrail import` folds it back once no reader holds on"
+                    );
+                }
                 if s.uncompressed {
                     out!(
                         "  messages stored by a memtrail from before schema 13 are not compressed: `memtrail repair` compresses them and gives the space back (needs free disk as large as the store)"

@@ -3659,6 +3659,14 @@ fn remember_is_scoped_to_the_callers_project() {
         "{r}"
     );
     assert_eq!(notes(&sa), 2);
+    // An empty `session_id`, as agents send for a field they leave out: no session filter.
+    let r = m.call("search", json!({"query": "checksum", "session_id": ""}));
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    assert_eq!(
+        r["result"]["structuredContent"]["hits"][0]["session_id"],
+        json!(sa),
+        "{r}"
+    );
     assert!(m.stop().success());
     // Shown as a note, not as something the assistant said (found by a new user's walkthrough).
     let shown = sb.ok(&["sessions", "show", &sa]);

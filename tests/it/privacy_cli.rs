@@ -496,11 +496,19 @@ fn a_delete_a_reader_held_back_is_finished_by_the_next_hook() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("the deleted text is still in the store's files")
-            && err.contains("the next hook or `memtrail import` makes it"),
+            && err.contains("the next hook or `memtrail import` does it once no reader holds on"),
         "{err}"
     );
     assert!(marker.exists());
     assert!(in_files("quokkazebra"), "the reader kept the old pages");
+    // `status` says so, until it is done.
+    let pending = || sb.json(&["status", "--json"])["store"]["deleted_text_pending"].clone();
+    assert_eq!(pending(), true);
+    let text = sb.ok(&["status"]);
+    assert!(
+        text.contains("deleted text is still in the store's files"),
+        "{text}"
+    );
     // A hook while the reader still holds on: nothing to do yet, the marker stays.
     std::fs::write(
         &t2,
@@ -524,6 +532,7 @@ fn a_delete_a_reader_held_back_is_finished_by_the_next_hook() {
     );
     assert!(!marker.exists());
     assert!(!in_files("quokkazebra"));
+    assert_eq!(pending(), false);
     assert!(!std::fs::read_to_string(sb.hook_log()).is_ok_and(|l| l.contains("error")));
     // Without a reader, a delete says nothing of the kind.
     let out = sb

@@ -496,7 +496,13 @@ async fn search_page(
             hits: Vec::new(),
             unindexed: 0,
             mode: Mode::Keyword,
-            refused: Some(why.trim_end_matches('.').to_string()),
+            // The form's own text, shown: no control character (`since=%1b…`).
+            refused: Some(
+                why.trim_end_matches('.')
+                    .chars()
+                    .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+                    .collect(),
+            ),
         }),
         Ok((mode, since, until)) => {
             let filter = memtrail_runtime::query::SearchFilter {
@@ -582,10 +588,11 @@ pub(crate) struct SessionsParams {
     /// Set after a delete: the id deleted.
     #[serde(default)]
     pub deleted: String,
-    /// Set after a delete that a reader kept from folding the store's write-ahead log back
-    /// (`SessionInfo::wal_kept`): the page says the text is still in the files for now.
+    /// `true` after a delete that a reader kept from folding the store's write-ahead log back
+    /// (`SessionInfo::wal_kept`): the page says the text is still in the files for now. Any
+    /// other value is no such delete (a text, so that a stray value is no 400).
     #[serde(default)]
-    pub kept: bool,
+    pub kept: String,
 }
 
 /// Sessions per page of the list.

@@ -295,7 +295,7 @@ pub(crate) fn sessions_page(
             } @else if !p.deleted.is_empty() {
                 p.note role="status" { "Deleted the session." }
             }
-            @if p.kept && !p.deleted.is_empty() {
+            @if p.kept == "true" && !p.deleted.is_empty() {
                 p.note role="status" {
                     "A reader of the store (this page's other requests, an MCP server, a search) \
                      kept an older snapshot open, so the deleted text is still in the store's \

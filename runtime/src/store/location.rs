@@ -153,6 +153,8 @@ impl StoreLocation {
                 match std::fs::remove_file(&p) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    // Not memtrail's marker (a folder put there): left, as anything else is.
+                    Err(_) if suffix == "-scrub" => {}
                     Err(e) => return Err(e),
                 }
             }

@@ -945,7 +945,7 @@ fn checkpoint(store: &mut Store) -> Result<bool> {
         if std::time::Instant::now() >= until {
             // Best effort: without the marker, the next delete, purge or rescan (or a WAL past
             // its bound) still folds the WAL back.
-            let _ = super::files::create_private_file(&scrub_marker(store.path()));
+            let _ = super::files::create_private_file(&scrub_marker(&store.real_path()));
             return Ok(false);
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -973,10 +973,19 @@ pub fn scrub_marker(db: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
-/// Remove [`scrub_marker`] (after a checkpoint that started the WAL over).
+/// Remove [`scrub_marker`] (after a checkpoint that started the WAL over): only a file (a
+/// directory or anything else put there is not memtrail's).
 pub(super) fn forget_scrub(store: &Store) {
+    let marker = scrub_marker(&store.real_path());
     // Best effort: a marker left behind only costs one more checkpoint.
-    let _ = std::fs::remove_file(scrub_marker(store.path()));
+    if std::fs::symlink_metadata(&marker).is_ok_and(|m| m.is_file()) {
+        let _ = std::fs::remove_file(marker);
+    }
+}
+
+/// Whether [`scrub_marker`] of `store` is there (a regular file; one `stat`).
+pub fn scrub_is_pending(store: &Store) -> bool {
+    std::fs::symlink_metadata(scrub_marker(&store.real_path())).is_ok_and(|m| m.is_file())
 }
 
 /// Finish what a delete, purge or rescan left ([`scrub_marker`]): when the marker is there,
@@ -988,13 +997,20 @@ pub(super) fn forget_scrub(store: &Store) {
 ///
 /// Errors: the checkpoint's, other than a reader or writer holding on.
 pub fn scrub_pending(store: &mut Store) -> Result<bool> {
-    if std::fs::symlink_metadata(scrub_marker(store.path())).is_err() {
+    if !scrub_is_pending(store) {
         return Ok(false);
     }
-    let waited = store.busy;
+    // A WAL past the bound is a background writer's to checkpoint (`Store::bound_wal`), and
+    // a hook's past 12,288 frames: copying it would hold the write lock longer than a hook
+    // should make other hooks wait.
+    let mut wal = store.real_path().into_os_string();
+    wal.push("-wal");
+    if std::fs::metadata(&wal).is_ok_and(|m| m.len() > super::WAL_BOUND_BYTES) {
+        return Ok(false);
+    }
     let _ = store.conn.busy_timeout(std::time::Duration::ZERO);
     let done = truncate_wal(store);
-    let _ = store.conn.busy_timeout(waited);
+    store.restore_busy_handling();
     match done {
         Ok(true) => {
             forget_scrub(store);

@@ -852,6 +852,24 @@ impl Store {
         Ok(())
     }
 
+    /// The file SQLite opened (a store reached through a symlink: the link's target, beside
+    /// which SQLite keeps `-wal` and `-shm`), else the path given.
+    pub(crate) fn real_path(&self) -> PathBuf {
+        match self.conn.path() {
+            Some(p) if !p.is_empty() => PathBuf::from(p),
+            _ => self.path.clone(),
+        }
+    }
+
+    /// The connection's busy handling as [`Store::set_deadline`] left it (after a call that
+    /// changed it for itself): the deadline's handler, else the busy timeout.
+    pub(crate) fn restore_busy_handling(&mut self) {
+        let _ = match self.deadline {
+            Some(_) => self.conn.busy_handler(Some(deadline_busy_handler)),
+            None => self.conn.busy_timeout(self.busy),
+        };
+    }
+
     /// Bound every later wait for a lock (reads and writes) by `deadline` (a hook's time
     /// budget): until it, SQLite's busy handler waits in growing steps (1 ms to 100 ms) capped
     /// by what is left; past it, nothing waits, and a write fails with [`Error::Busy`] when

@@ -28,6 +28,10 @@ pub struct StoreStats {
     /// tool text (a row written since stores it only when sync capped it apart or its parts do
     /// not parse).
     pub uncompressed: bool,
+    /// A delete, purge or rescan could not fold the WAL back (a reader held on): the old text
+    /// is still in the store's files until the next hook or import does
+    /// ([`crate::maintenance::scrub_pending`]).
+    pub scrub_pending: bool,
 }
 
 /// The last run of a hook, for status.
@@ -73,6 +77,7 @@ impl Store {
             .db()?;
         Ok(StoreStats {
             uncompressed: kept * 2 > oldest,
+            scrub_pending: super::maintenance::scrub_is_pending(self),
             path: self.location.to_string(),
             size_bytes,
             schema_version: self.schema_version()?,

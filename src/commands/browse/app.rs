@@ -997,6 +997,8 @@ pub fn document(d: &Detail) -> Vec<DocLine> {
     for m in &v.messages {
         let who = match (m.role.as_str(), m.kind.as_str()) {
             (_, "summary") => "Compaction summary",
+            // Kept by the agent with the MCP tool `remember`: not something it said.
+            (_, "note") => "Note",
             ("user", _) => "User",
             ("assistant", _) => "Assistant",
             ("tool", _) => "Tool result",

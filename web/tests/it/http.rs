@@ -885,4 +885,10 @@ async fn a_crafted_deleted_note_puts_no_sentence_on_the_page() {
     );
     let r = get(&app, "/sessions?kept=true").await;
     assert!(!r.body.contains("still in the store's files"), "{}", r.body);
+    // A stray value is no such delete, and no 400 (second review).
+    for v in ["1", ""] {
+        let r = get(&app, &format!("/sessions?deleted={HOSTILE}&kept={v}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{v:?}");
+        assert!(!r.body.contains("still in the store's files"), "{}", r.body);
+    }
 }
