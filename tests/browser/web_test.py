@@ -126,6 +126,18 @@ def run(d, base):
     count = wait_for(lambda: d.find_element(By.CSS_SELECTOR, "#results .count").text == "1 hit" and "1 hit")
     check("search: role filter again", count == "1 hit", count)
 
+    # --- a date half typed (`7` on the way to `7d`): said in place of the hits, the page stays
+    # one page (a 400 error page was swapped into the results, a second header inside it)
+    since = d.find_element(By.NAME, "since")
+    since.send_keys("7")
+    refused = wait_for(lambda: "".join(e.text for e in d.find_elements(By.CSS_SELECTOR, "#results .refused")))
+    check("since half typed: why, in place of hits", refused.startswith("Nothing searched: cannot read the date `7`"), refused)
+    check("since half typed: one page", len(d.find_elements(By.CSS_SELECTOR, "header.top")) == 1,
+          len(d.find_elements(By.CSS_SELECTOR, "header.top")))
+    since.send_keys(Keys.BACK_SPACE)
+    count = wait_for(lambda: d.find_element(By.CSS_SELECTOR, "#results .count").text == "1 hit" and "1 hit")
+    check("since cleared: the hits again", count == "1 hit", count)
+
     # --- keyboard: Escape leaves the box, j goes to the hit, Enter opens it at its message
     d.find_element(By.ID, "q").click()
     press(d, Keys.ESCAPE)
