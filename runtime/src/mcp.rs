@@ -737,7 +737,21 @@ impl MemtrailMcp {
         })
     }
 
-    fn run_search(&self, a: SearchArgs) -> Result<serde_json::Value, String> {
+    fn run_search(&self, mut a: SearchArgs) -> Result<serde_json::Value, String> {
+        // `""`, as agents send for a field they leave out: no filter.
+        for f in [
+            &mut a.agent,
+            &mut a.project,
+            &mut a.session_id,
+            &mut a.machine,
+            &mut a.since,
+            &mut a.until,
+            &mut a.role,
+        ] {
+            if f.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                *f = None;
+            }
+        }
         if a.query.len() > MAX_QUERY_BYTES {
             return Err(format!(
                 "the query has {} bytes; keep it under {MAX_QUERY_BYTES} (a few words or a phrase)",
@@ -766,8 +780,7 @@ impl MemtrailMcp {
         let filter = SearchFilter {
             agent: a.agent.map(|s| s.to_ascii_lowercase()),
             project: a.project,
-            // `""`, as agents send for a field they leave out: no session filter.
-            session: a.session_id.filter(|s| !s.trim().is_empty()),
+            session: a.session_id,
             machine: a.machine,
             since,
             until,

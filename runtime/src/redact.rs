@@ -608,11 +608,8 @@ const RULES: &[RuleDef] = &[
         ),
         Check::Placeholder,
         &["--password-stdin", "sudo", "passwd"],
-        // `-S` alone or in a bundle of sudo's flags (`-kS`, `-HS`, `-ES`, `-iS`: second review).
-        Shape::FlagAfter(
-            &[b"sudo"],
-            &[b"-S", b"kS", b"HS", b"ES", b"iS", b"--stdin", b"passwd"],
-        ),
+        // `-S` alone or at the end of a bundle of sudo's flags (`-kS`, `-nS`: reviews).
+        Shape::FlagAfter(&[b"sudo"], &[b"-S", b"S ", b"S\t", b"--stdin", b"passwd"]),
     ),
     // `htpasswd -b [-c] FILE USER PASSWORD` and `htpasswd -nb USER PASSWORD` (the password
     // on the command line, `-b`): the command's last word, before a redirection or the end
@@ -667,9 +664,11 @@ const RULES: &[RuleDef] = &[
         "sql_password",
         concat!(
             r#"(?i-u)(?-u:\b)(?:create|alter) (?:user|role)(?-u:\b)"#,
-            // Within the statement: no `;`, no blank line, no sentence's end (`. `).
-            r#"(?u:[^;.\r\n]|\.[^\s;]|\r?\n[^\r\n;])*?"#,
-            r#"(?-u:\b)password[ \t\r\n]+e?'(?P<s>(?u:(?:\\'|''|[^'\r\n])+))'"#
+            // Within the statement: no `;`, no blank line (blanks alone on a line included),
+            // no sentence's end (`. `, `? `, `! `, or one at a line's end); the clause may start
+            // a line of its own.
+            r#"(?u:[^;.?!\r\n]|[.?!][^\s;]|\r?\n[ \t]*[^;\s])*?(?:\r?\n[ \t]*)?"#,
+            r#"(?-u:\b)password[ \t\r\n]+e?'(?P<s>(?u:(?:\\\\|\\'|''|[^'\r\n])+))'"#
         ),
         Check::SqlPassword,
         &["create user", "create role", "alter user", "alter role"],
@@ -686,14 +685,19 @@ const RULES: &[RuleDef] = &[
     def(
         "sql_password",
         concat!(
-            r#"(?i-u)(?-u:\b)(?:(?P<ctx>(?:create|alter)[ \t]+user[ \t]+(?u:[^\s;])+[ \t\r\n]+)"#,
-            // Or further on in the statement (`GRANT … TO 'app'@'%' IDENTIFIED BY`): no `;`, no
-            // blank line, no sentence's end.
-            r#"|(?:(?:create|alter)[ \t]+user|grant)(?-u:\b)(?u:[^;.\r\n]|\.[^\s;]|\r?\n[^\r\n;])*?(?-u:\b))"#,
+            r#"(?i-u)(?:(?P<ctx>(?-u:\b)(?:create|alter)[ \t]+user[ \t]+(?u:[^\s;])+[ \t\r\n]+)"#,
+            // Or further on in `CREATE USER`/`ALTER USER` (`IF NOT EXISTS 'app'@'%'`): no `;`,
+            // no blank line, no sentence's end; the clause may start a line of its own.
+            r#"|(?-u:\b)(?:create|alter)[ \t]+user(?-u:\b)(?u:[^;.?!\r\n]|[.?!][^\s;]|\r?\n[ \t]*[^;\s])*?(?:\r?\n[ \t]*)?(?-u:\b)"#,
+            // Or in `GRANT <privilege> … TO 'app'@'%'` on its line (`grant` alone is an English
+            // word), the clause there or at the next line's start.
+            r#"|(?-u:\b)grant[ \t]+(?:all|select|insert|update|delete|usage|create|alter|execute|connect|references|index|drop|reload|process|super|replication|proxy|file|trigger|event|lock|show)(?-u:\b)(?u:[^;.?!\r\n]|[.?!][^\s;])*?(?:\r?\n[ \t]*)?(?-u:\b)"#,
+            // Or the next user of a list (`…, 'b'@'%' IDENTIFIED BY`), a MySQL account (`@`).
+            r#"|,[ \t\r\n]*(?u:'[^'\r\n]*'|"[^"\r\n]*"|`[^`\r\n]*`|[A-Za-z0-9_.-]+)@(?u:[^\s;,])*[ \t\r\n]+)"#,
             r#"identified(?: with[ \t]+["'`]?[A-Za-z0-9_]+["'`]?[ \t]+by| by)[ \t]+(?:(?:password|values)[ \t]+)?"#,
             // 'X' (`''` and MySQL's `\'` inside), "X" (also as `\"X\"` inside a shell's or
             // JSON's double quotes), or X bare.
-            r#"(?:'(?P<s>(?u:(?:\\'|''|[^'\r\n])+))'|\\?"(?P<s2>(?u:[^"\\\r\n]+))\\?"|(?P<s3>(?u:[^\s'"\\;,)][^\s'";,)]*)))"#
+            r#"(?:'(?P<s>(?u:(?:\\\\|\\'|''|[^'\r\n])+))'|\\?"(?P<s2>(?u:(?:[^"\\\r\n]|\\[^"\r\n])+))\\?"|(?P<s3>(?u:[^\s'"\\;,)][^\s'";,)]*)))"#
         ),
         Check::SqlPassword,
         &["identified by", "identified with"],
@@ -1126,22 +1130,17 @@ fn cell_names_a_password(name: &str) -> bool {
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
-    let env_style = n.contains('_')
-        && n.bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    // An identifier (`DB_PASSWORD`, `jwt_secret`): as a config line's name is judged.
+    let identifier = n.contains('_') && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
     match words.as_slice() {
         [] => false,
-        _ if env_style => secret_name(n).is_some(),
-        [
-            ..,
-            "password" | "passwd" | "passphrase" | "pwd" | "pass" | "pw",
-        ] => true,
-        [
-            ..,
-            "api" | "access" | "secret" | "private" | "client",
-            "key" | "secret" | "token",
-        ] => true,
-        [.., "auth" | "bearer" | "refresh", "token"] => true,
+        _ if identifier => secret_name(n).is_some(),
+        // `PGPASSWORD`, `Root password`, `DB passwd`.
+        [.., last] if last.contains("password") || last.contains("passwd") => true,
+        [.., "passphrase" | "pwd" | "pass" | "pw"] => true,
+        // A key, secret or token named for what it is (`API key`, `Bot token`, `Signing key`,
+        // `Webhook secret`); the word alone names a column of rates or types as often.
+        [_, .., "key" | "secret" | "token"] => true,
         _ => false,
     }
 }
@@ -3533,6 +3532,11 @@ mod tests {
         let m = "[redacted:sql_password]";
         assert_redaction(
             &[
+                // The clause at a line's start (a migration's shape; third review).
+                (
+                    "CREATE USER app WITH\nPASSWORD 'Vq08Zk7Lm9';",
+                    format!("CREATE USER app WITH\nPASSWORD '{m}';"),
+                ),
                 (
                     r#"psql -c "CREATE USER app WITH PASSWORD 'Vq08Zk7Lm9Pw4Rt';""#,
                     format!(r#"psql -c "CREATE USER app WITH PASSWORD '{m}';""#),
@@ -3563,6 +3567,9 @@ mod tests {
                 ),
             ],
             &[
+                // A line of blanks between, a question's end (third review).
+                "## Create user\n \nPick a password 'str0ng!x' here.",
+                "Need to create user accounts? Use a strong password 'abc12345!' or similar.",
                 // A heading, a paragraph, a sentence's end between the words (second review).
                 "## Create user\n\nOpen the admin page and pick a password 'strong' enough.",
                 "You can create user accounts from the console. Remember: the password 'must' be rotated.",
@@ -3590,6 +3597,30 @@ mod tests {
         let m = "[redacted:sql_password]";
         assert_redaction(
             &[
+                // The clause at a line's start, a list of users, a backslash in the value
+                // (third review).
+                (
+                    "GRANT ALL PRIVILEGES ON app.* TO 'app'@'%'\nIDENTIFIED BY 'Vq08Zk7Lm9';",
+                    format!("GRANT ALL PRIVILEGES ON app.* TO 'app'@'%'\nIDENTIFIED BY '{m}';"),
+                ),
+                (
+                    "CREATE USER IF NOT EXISTS 'app'@'%'\nIDENTIFIED BY 'Vq08Zk7Lm9';",
+                    format!("CREATE USER IF NOT EXISTS 'app'@'%'\nIDENTIFIED BY '{m}';"),
+                ),
+                (
+                    "CREATE USER 'a'@'%' IDENTIFIED BY 'Vq08Zk7Lm9a', 'b'@'%' IDENTIFIED BY 'Vq08Zk7Lm9b';",
+                    format!(
+                        "CREATE USER 'a'@'%' IDENTIFIED BY '{m}', 'b'@'%' IDENTIFIED BY '{m}';"
+                    ),
+                ),
+                (
+                    r#"ALTER USER 'a'@'%' IDENTIFIED BY "Vq08\Zk7Lm9";"#,
+                    format!(r#"ALTER USER 'a'@'%' IDENTIFIED BY "{m}";"#),
+                ),
+                (
+                    r"ALTER USER 'a'@'%' IDENTIFIED BY 'pass\\';",
+                    format!("ALTER USER 'a'@'%' IDENTIFIED BY '{m}';"),
+                ),
                 (
                     r#"mysql -e "ALTER USER 'app'@'%' IDENTIFIED BY 'Vq09Zk7Lm9Pw4Rt'""#,
                     format!(r#"mysql -e "ALTER USER 'app'@'%' IDENTIFIED BY '{m}'""#),
@@ -3636,6 +3667,12 @@ mod tests {
                 ),
             ],
             &[
+                // `grant` as an English word (third review).
+                r#"Admins grant access to users identified by "email_addr" and "tenant"."#,
+                "We grant each role to accounts identified by 'uid:42'.",
+                r#"The grant is identified by "GR-2024-17" in the ledger."#,
+                r#"Grant was identified by "Dr. Smith" as a candidate."#,
+                "GRANT USAGE ON db.* TO 'app'@'%'\nThen rows are identified by \"row_id2\".",
                 // Prose: no `CREATE USER`, `ALTER USER` or `GRANT` before it (second review).
                 r#"Rows are identified by "id" and "tenant"."#,
                 r#"the bug identified by "E0425" in rustc"#,
@@ -3663,6 +3700,10 @@ mod tests {
         let m = "[redacted:cli_secret]";
         assert_redaction(
             &[
+                (
+                    "echo 'Vq10Zk7Lm9' | sudo -nS apt-get update",
+                    format!("echo {m} | sudo -nS apt-get update"),
+                ),
                 // `-S` in a bundle of sudo's flags (second review).
                 (
                     "echo 'Vq10Zk7Lm9' | sudo -kS apt-get update",
@@ -3733,6 +3774,23 @@ mod tests {
         let m = "[redacted:secret_assignment]";
         assert_redaction(
             &[
+                // Names of credentials the first version passed over (third review).
+                (
+                    "| PGPASSWORD | Vq08Zk7Lm9 |".to_string(),
+                    format!("| PGPASSWORD | {m} |"),
+                ),
+                (
+                    "| jwt_secret | Vq08Zk7Lm9Pw4Rt |".to_string(),
+                    format!("| jwt_secret | {m} |"),
+                ),
+                (
+                    "| Bot token | Vq08Zk7Lm9Pw4Rt |".to_string(),
+                    format!("| Bot token | {m} |"),
+                ),
+                (
+                    "| Signing key | Vq08Zk7Lm9Pw4Rt |".to_string(),
+                    format!("| Signing key | {m} |"),
+                ),
                 (
                     "| password | Vq07Zk7Lm9Pw4Rt |".to_string(),
                     format!("| password | {m} |"),

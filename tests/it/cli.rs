@@ -3660,7 +3660,11 @@ fn remember_is_scoped_to_the_callers_project() {
     );
     assert_eq!(notes(&sa), 2);
     // An empty `session_id`, as agents send for a field they leave out: no session filter.
-    let r = m.call("search", json!({"query": "checksum", "session_id": ""}));
+    let r = m.call(
+        "search",
+        json!({"query": "checksum", "session_id": "", "agent": "", "project": "",
+               "machine": "", "since": "", "until": "", "role": ""}),
+    );
     assert_ne!(r["result"]["isError"], true, "{r}");
     assert_eq!(
         r["result"]["structuredContent"]["hits"][0]["session_id"],
