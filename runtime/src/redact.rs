@@ -1119,6 +1119,122 @@ enum Shape {
     FlagAfter(&'static [&'static [u8]], &'static [&'static [u8]]),
 }
 
+/// [`Check::Prose`]'s judgement of `secret` as the value of `name` (`password` in a
+/// sentence): at least 4 characters; digits alone at least 6; otherwise a letter with a digit
+/// or a symbol other than `.`, `-`, `_`, `/` and `'`; not code, and a secret value as a config
+/// line's would be ([`config_value_is_secret`]).
+fn prose_value_is_secret(name: &str, secret: &str) -> bool {
+    let n = secret.chars().count();
+    let digits = secret.bytes().all(|b| b.is_ascii_digit());
+    let letter = secret.chars().any(char::is_alphabetic);
+    let mark = secret.chars().any(|c| {
+        c.is_ascii_digit() || !(c.is_alphanumeric() || matches!(c, '.' | '-' | '_' | '/' | '\''))
+    });
+    n >= 4
+        && (if digits { n >= 6 } else { letter && mark })
+        && !(letter && looks_like_code(secret, false))
+        && config_value_is_secret(name, "=", secret, false)
+}
+
+/// The cells of a Markdown table's line (`| a | b |`): each cell's byte range in `line`, its
+/// blanks, backticks and `**` around it left out; `None` when the line is not a table row.
+fn table_cells(line: &str) -> Option<Vec<(usize, usize)>> {
+    let body = line.trim_end_matches(['\r', ' ', '\t']);
+    let lead = line.len() - line.trim_start_matches([' ', '\t']).len();
+    if !line[lead..].starts_with('|') {
+        return None;
+    }
+    let mut cells = Vec::new();
+    let mut start = lead + 1;
+    let b = body.as_bytes();
+    let mut i = start;
+    while i < b.len() {
+        // `\|` is a pipe inside a cell.
+        if b[i] == b'\\' {
+            i += 2;
+            continue;
+        }
+        if b[i] == b'|' {
+            let mut s = start;
+            let mut e = i;
+            while s < e && matches!(b[s], b' ' | b'\t') {
+                s += 1;
+            }
+            while e > s && matches!(b[e - 1], b' ' | b'\t') {
+                e -= 1;
+            }
+            for wrap in ["**", "`"] {
+                if e - s >= 2 * wrap.len()
+                    && body[s..e].starts_with(wrap)
+                    && body[s..e].ends_with(wrap)
+                {
+                    s += wrap.len();
+                    e -= wrap.len();
+                }
+            }
+            cells.push((s, e));
+            start = i + 1;
+        }
+        i += 1;
+    }
+    (!cells.is_empty()).then_some(cells)
+}
+
+/// The values under a Markdown table's column whose header names a password or credential
+/// (`| User | Password |`, `|---|---|`, `| admin | X |`): each row's cell in that column, when
+/// it passes as that name's value in a sentence ([`prose_value_is_secret`]). The byte ranges
+/// in `text` to replace.
+fn table_column_secrets(text: &str, spans: &mut Vec<(usize, usize)>) {
+    let mut lines = Vec::new();
+    let mut at = 0;
+    for l in text.split_inclusive('\n') {
+        lines.push((at, l.trim_end_matches('\n')));
+        at += l.len();
+    }
+    let mut i = 0;
+    while i + 1 < lines.len() {
+        let (_, header) = lines[i];
+        let (_, sep) = lines[i + 1];
+        let (Some(head), Some(rule)) = (table_cells(header), table_cells(sep)) else {
+            i += 1;
+            continue;
+        };
+        let is_rule = rule.len() == head.len()
+            && rule.iter().all(|&(s, e)| {
+                e > s
+                    && sep[s..e].bytes().all(|c| matches!(c, b'-' | b':'))
+                    && sep[s..e].contains('-')
+            });
+        if !is_rule {
+            i += 1;
+            continue;
+        }
+        let columns: Vec<(usize, &str)> = head
+            .iter()
+            .enumerate()
+            .map(|(k, &(s, e))| (k, &header[s..e]))
+            .filter(|(_, name)| cell_names_a_password(name))
+            .collect();
+        let mut r = i + 2;
+        while r < lines.len() {
+            let (row_at, row) = lines[r];
+            let Some(cells) = table_cells(row) else {
+                break;
+            };
+            for &(k, name) in &columns {
+                if let Some(&(s, e)) = cells.get(k) {
+                    let v = &row[s..e];
+                    if !v.contains(MARKER_PREFIX) && prose_value_is_secret(name, v) {
+                        spans.push((row_at + s, row_at + e));
+                    }
+                }
+            }
+            r += 1;
+        }
+        i = r.max(i + 1);
+    }
+}
+
 /// Whether a Markdown table's first cell names a password or a credential outright
 /// (`password`, `API key`, `DB_PASSWORD`): the table rule's names. A word such as `Token`,
 /// `Secret` or `Secrets` alone names a column of rates, types or paths as often as a value
@@ -1573,7 +1689,9 @@ fn redact_structured(text: &str) -> Cow<'_, str> {
     let json_pairs = named("\"value\"", "\"Value\"")
         && (named("\"name\"", "\"Name\"") || named("\"key\"", "\"Key\""));
     let json_keys = text.contains("\":");
-    if !blocks && !yaml_pairs && !json_pairs && !json_keys {
+    // A Markdown table's header row and its rule (`|---|`).
+    let table = text.contains("|-") || text.contains("|:-") || text.contains("| -");
+    if !blocks && !yaml_pairs && !json_pairs && !json_keys && !table {
         return Cow::Borrowed(text);
     }
     static BLOCK: LazyLock<Regex> = LazyLock::new(|| {
@@ -1593,6 +1711,9 @@ fn redact_structured(text: &str) -> Cow<'_, str> {
     let marker = format!("{MARKER_PREFIX}secret_assignment]");
     // Byte ranges to replace by the marker, found on `text` as it is.
     let mut spans: Vec<(usize, usize)> = Vec::new();
+    if table {
+        table_column_secrets(text, &mut spans);
+    }
     // Each regex is compiled only when its text can hold a match (the `LazyLock` is not
     // touched otherwise): most texts have JSON keys and nothing else here.
     for c in blocks
@@ -2737,25 +2858,9 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
             !count && !secret.starts_with('=') && config_value_is_secret(name, "=", secret, false)
         }
         Check::Prose => {
-            let n = secret.chars().count();
-            let digits = secret.bytes().all(|b| b.is_ascii_digit());
-            let letter = secret.chars().any(char::is_alphabetic);
-            let mark = secret.chars().any(|c| {
-                c.is_ascii_digit()
-                    || !(c.is_alphanumeric() || matches!(c, '.' | '-' | '_' | '/' | '\''))
-            });
-            n >= 4
-                && (if digits { n >= 6 } else { letter && mark })
-                && !(letter && looks_like_code(secret, false))
-                && caps
-                    .name("n")
-                    .is_none_or(|n| cell_names_a_password(n.as_str()))
-                && config_value_is_secret(
-                    caps.name("n").map_or("password", |n| n.as_str()),
-                    "=",
-                    secret,
-                    false,
-                )
+            caps.name("n")
+                .is_none_or(|n| cell_names_a_password(n.as_str()))
+                && prose_value_is_secret(caps.name("n").map_or("password", |n| n.as_str()), secret)
         }
         Check::PasswordValue => config_value_is_secret("password", "=", secret, false),
         Check::Header => {
@@ -3774,6 +3879,15 @@ mod tests {
         let m = "[redacted:secret_assignment]";
         assert_redaction(
             &[
+                // A column whose header names the password (`| User | Password |`): each row's
+                // cell under it (third review: the most common credentials table).
+                (
+                    "| User | Password | Role |\n|---|:---:|---|\n| admin | Vq07Zk7Lm9Pw4Rt | owner |\n| bob | `hunter2!` | viewer |\n\nDone."
+                        .to_string(),
+                    format!(
+                        "| User | Password | Role |\n|---|:---:|---|\n| admin | {m} | owner |\n| bob | `{m}` | viewer |\n\nDone."
+                    ),
+                ),
                 // Names of credentials the first version passed over (third review).
                 (
                     "| PGPASSWORD | Vq08Zk7Lm9 |".to_string(),
@@ -3820,6 +3934,8 @@ mod tests {
                 ),
             ],
             &[
+                "| Username | Password |\n|---|---|\n| admin | required |\n| bob | none |",
+                "| Setting | Password policy |\n|---|---|\n| length | Vq07Zk7!x |",
                 // A name that is a column of rates, types or paths as often as of values
                 // (second review).
                 "| Token | 50/min |",
