@@ -107,7 +107,8 @@ impl Env {
     /// it was installed with: from the program's real path (symlinks resolved), the nearest of
     /// up to six folders above it holding a `package.json` whose `name` is one of `packages`
     /// or one of them plus `-<platform>` (`@openai/codex-linux-x64`). Its `version` field,
-    /// as written (`0.171.0`, `1.2.10-beta`). The program itself is never run (running an
+    /// as written (`0.171.0`, `1.2.10-beta`), without a platform package's own `-<platform>`
+    /// (`0.171.0-linux-x64` is `0.171.0`). The program itself is never run (running an
     /// agent costs seconds and may create folders in the home directory). `None` when the
     /// program is not on `$PATH` or was not installed by npm (a standalone binary).
     pub fn version_of(&self, name: &str, packages: &[&str]) -> Option<String> {
@@ -126,16 +127,22 @@ impl Env {
                 continue;
             };
             let pkg = v.get("name").and_then(|n| n.as_str()).unwrap_or("");
-            let ours = packages
-                .iter()
-                .any(|p| pkg == *p || pkg.strip_prefix(p).is_some_and(|r| r.starts_with('-')));
-            if !ours {
+            // `""` for the package itself, `-linux-x64` for its platform package.
+            let Some(platform) = packages.iter().find_map(|p| {
+                pkg.strip_prefix(p)
+                    .filter(|r| r.is_empty() || r.starts_with('-'))
+            }) else {
                 continue;
-            }
-            return v
-                .get("version")
-                .and_then(|v| v.as_str())
-                .map(|v| v.chars().take(64).collect());
+            };
+            // A platform package is an alias of the package at `<version>-<platform>`
+            // (`@openai/codex-linux-x64` at `0.171.0-linux-x64`): the version is the part before.
+            return v.get("version").and_then(|v| v.as_str()).map(|v| {
+                let v = v
+                    .strip_suffix(platform)
+                    .filter(|_| !platform.is_empty())
+                    .unwrap_or(v);
+                v.chars().take(64).collect()
+            });
         }
         None
     }
@@ -150,4 +157,49 @@ fn is_executable(p: &Path) -> bool {
 #[cfg(not(unix))]
 fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::Env;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// The native binary of a platform package on `PATH` (what `scripts/e2e-deps` prints for
+    /// Codex): the package's version without the platform (a new user saw `0.171.0-linux-x64`);
+    /// the package's own `package.json` as written.
+    #[test]
+    fn a_platform_packages_version_is_the_packages() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |pkg: &str, name: &str, version: &str, bin: &str| {
+            let root = dir.path().join(pkg);
+            std::fs::create_dir_all(root.join("bin")).unwrap();
+            std::fs::write(
+                root.join("package.json"),
+                format!(r#"{{"name": "{name}", "version": "{version}"}}"#),
+            )
+            .unwrap();
+            let exe = root.join("bin").join(bin);
+            std::fs::write(&exe, "").unwrap();
+            std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+            root.join("bin")
+        };
+        let native = write(
+            "codex-linux-x64",
+            "@openai/codex-linux-x64",
+            "0.171.0-linux-x64",
+            "codex",
+        );
+        let own = write("gemini", "@google/gemini-cli", "0.61.0-beta", "gemini");
+        let env = Env::sandbox(dir.path())
+            .with_var("PATH", std::env::join_paths([&native, &own]).unwrap());
+        assert_eq!(
+            env.version_of("codex", &["@openai/codex"]).as_deref(),
+            Some("0.171.0")
+        );
+        assert_eq!(
+            env.version_of("gemini", &["@google/gemini-cli"]).as_deref(),
+            Some("0.61.0-beta")
+        );
+        assert_eq!(env.version_of("codex", &["@google/gemini-cli"]), None);
+    }
 }
