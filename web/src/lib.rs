@@ -496,12 +496,9 @@ async fn search_page(
             hits: Vec::new(),
             unindexed: 0,
             mode: Mode::Keyword,
-            // The form's own text, shown: no control character (`since=%1b…`).
+            // The form's own text, shown: no control or bidi character (`since=%1b…`).
             refused: Some(
-                why.trim_end_matches('.')
-                    .chars()
-                    .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
-                    .collect(),
+                memtrail_runtime::safe_text::one_line_field(why.trim_end_matches('.')).into_owned(),
             ),
         }),
         Ok((mode, since, until)) => {

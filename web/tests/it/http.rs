@@ -573,6 +573,20 @@ async fn a_hit_links_to_its_message_on_its_page() {
         );
         assert!(!p.body.contains("hits</p>"), "{}", p.body);
     }
+    // The message quotes the form's text without its control characters (the field keeps
+    // what was typed).
+    let p = get(&app, "/search?q=hostilemarker&since=%1b%5b31mX%07").await;
+    let refused = p
+        .body
+        .split("class=\"empty refused\">")
+        .nth(1)
+        .unwrap_or_default();
+    let refused = &refused[..refused.find("</p>").unwrap_or(0)];
+    assert!(
+        refused.contains("cannot read the date `\u{FFFD}[31mX\u{FFFD}`")
+            && !refused.contains(['\u{1b}', '\u{7}']),
+        "{refused}"
+    );
     // Back to an earlier search: htmx restores history with a whole page.
     for (k, v) in [
         ("hx-history-restore-request", "true"),
