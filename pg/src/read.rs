@@ -391,6 +391,16 @@ fn phrase(text: &str, prefix: bool) -> Option<String> {
     if lexemes.is_empty() {
         return None;
     }
+    // A prefix of one word the stemmer changes (`pars` → `par`): the lexemes that begin with
+    // it as typed, and its own stem, as the SQLite store searches it
+    // (`memtrail_runtime::store::prefix`), not every lexeme that begins with the stem
+    // (`partner` for `pars*`).
+    if prefix
+        && let [stem] = lexemes.as_slice()
+        && let Some(typed) = stemmed_prefix(text, stem)
+    {
+        return Some(format!("('{typed}':* | '{stem}')"));
+    }
     // A lexeme is letters and digits only: no quote or backslash to escape.
     let last = lexemes.len() - 1;
     Some(
@@ -401,6 +411,21 @@ fn phrase(text: &str, prefix: bool) -> Option<String> {
             .collect::<Vec<_>>()
             .join(" <-> "),
     )
+}
+
+/// A one-word prefix as typed, lower-cased, when the Porter stemmer changes it (`pars` →
+/// `par`, `query` → `queri`): `None` when it is not ASCII letters alone (only those are
+/// stemmed, [`lexeme`]) or its stem is itself.
+fn stemmed_prefix(text: &str, stem: &str) -> Option<String> {
+    let mut toks = tokens(text);
+    let (Some((_, word)), None) = (toks.next(), toks.next()) else {
+        return None;
+    };
+    if !word.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return None;
+    }
+    let typed = word.to_ascii_lowercase();
+    (typed != stem).then_some(typed)
 }
 
 /// The `tsquery` literal (for `$1::text::tsquery`: lexemes compared as given) of a parsed
@@ -495,14 +520,30 @@ fn query_lexemes(items: &[QueryItem]) -> Vec<QueryLexeme> {
         };
         let toks: Vec<&str> = tokens(text).map(|(_, t)| t).collect();
         for (i, t) in toks.iter().enumerate() {
-            let q = QueryLexeme {
-                lexeme: lexeme(t),
-                prefix: *prefix && i + 1 == toks.len(),
+            let stem = lexeme(t);
+            // A one-word prefix the stemmer changes: the words that begin with it as typed,
+            // and those of its stem ([`phrase`]).
+            let typed = (*prefix && toks.len() == 1)
+                .then(|| stemmed_prefix(text, &stem))
+                .flatten();
+            let mut wanted = vec![QueryLexeme {
+                lexeme: stem,
+                prefix: *prefix && i + 1 == toks.len() && typed.is_none(),
                 term,
                 part: i,
-            };
-            if !out.contains(&q) {
-                out.push(q);
+            }];
+            if let Some(typed) = typed {
+                wanted.push(QueryLexeme {
+                    lexeme: typed,
+                    prefix: true,
+                    term,
+                    part: i,
+                });
+            }
+            for q in wanted {
+                if !out.contains(&q) {
+                    out.push(q);
+                }
             }
         }
         for c in text.chars().filter(|c| memtrail_runtime::store::is_cjk(*c)) {
@@ -1671,6 +1712,23 @@ mod tests {
         assert_eq!(tsq("error test").unwrap(), "('error') & ('test')");
     }
 
+    /// A snippet of a one-word prefix the stemmer changes marks the words that begin with it
+    /// as typed and those of its stem, not the others that begin with its stem.
+    #[test]
+    fn a_stemmed_prefix_marks_the_words_it_finds() {
+        let items = parse_query("pars*").unwrap();
+        let terms = query_lexemes(&items);
+        assert_eq!(
+            snippet("pars parse parser partners", &terms, 16, '[', ']').unwrap(),
+            "[pars] [parse] [parser] partners"
+        );
+        let items = parse_query("par*").unwrap();
+        assert_eq!(
+            snippet("pars partners", &query_lexemes(&items), 16, '[', ']').unwrap(),
+            "[pars] [partners]"
+        );
+    }
+
     #[test]
     fn iterative_scans_came_with_pgvector_0_8() {
         assert!(pgvector_has_iterative_scan("0.8.0"));
@@ -1706,7 +1764,12 @@ mod tests {
         assert_eq!(tsq("a -b c").unwrap(), "('a') & !('b') & ('c')");
         assert_eq!(tsq("a -b").unwrap(), "('a') & !('b')");
         assert_eq!(tsq("a NOT it's").unwrap(), "('a') & !('it' <-> 's')");
-        assert_eq!(tsq("pars*").unwrap(), "('par':*)");
+        // A one-word prefix the stemmer changes: the lexemes that begin with it as typed,
+        // and its stem (not `partner` for `pars*`); one it leaves alone as before.
+        assert_eq!(tsq("pars*").unwrap(), "(('pars':* | 'par'))");
+        assert_eq!(tsq("Query*").unwrap(), "(('query':* | 'queri'))");
+        assert_eq!(tsq("overfl*").unwrap(), "('overfl':*)");
+        assert_eq!(tsq("err2s*").unwrap(), "('err2s':*)");
         assert_eq!(tsq("\"parse conf\"*").unwrap(), "('pars' <-> 'conf':*)");
         assert_eq!(tsq("ls -1").unwrap(), "('l') & ('1')");
         assert_eq!(

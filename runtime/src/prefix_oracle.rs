@@ -10,12 +10,13 @@ use crate::records::Standard;
 use crate::store::Store;
 use crate::store::prefix::{
     EXPAND_MAX_READ_TERMS, FORCED_MAX_TERMS, FORCED_MIN_PAGES, PRUNED, WIDE_SEARCHED, disarm,
-    expand_in, merge_before_page_reads, merge_some, segments, set_automerge, term_rows_in,
-    terms_in, vocabulary, vocabulary_rows, write_before_walk,
+    expand_in, merge_before_page_reads, merge_some, message_row, segments, set_automerge,
+    term_rows_in, terms_in, vocabulary, vocabulary_rows, write_before_walk,
 };
 use crate::store::queries::LAST_RANKED;
 use crate::test_rng::Xorshift;
 use memtrail_adapters::{Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef};
+use std::collections::BTreeSet;
 
 const T0: i64 = 1_760_000_000_000;
 
@@ -824,4 +825,153 @@ fn a_long_message_gives_fts5s_own_snippet() {
     let _ = store.catch_up_index(None);
     let bad = differences(&store, &["err*", "err* OR w3"], &[&fifty()]);
     assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// A store of one session whose messages are `texts`, message ids `m0`, `m1`, … in order.
+fn store_of(texts: &[&str]) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+    let sid = store
+        .write(|w| {
+            w.upsert_session(
+                &SessionRef {
+                    agent: Agent::Claude,
+                    external_id: "sess-words".into(),
+                    parent_external_id: None,
+                },
+                &SessionMeta::default(),
+                &Standard,
+            )
+        })
+        .unwrap();
+    let records: Vec<Record> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            Record::Message(Message {
+                id: format!("m{i}"),
+                role: Role::User,
+                kind: Kind::Text,
+                parts: vec![Part::Text {
+                    text: t.to_string(),
+                }],
+                timestamp: Some(T0 + i as i64 * 1000),
+                model: None,
+            })
+        })
+        .collect();
+    store.write(|w| w.apply(sid, records)).unwrap();
+    let _ = store.catch_up_index(None);
+    (dir, store)
+}
+
+/// A prefix the Porter stemmer changes (`pars` → `par`, `query` → `queri`) finds the words
+/// that begin with what was typed, not every word that begins with its stem (`pars*` found
+/// `partners` and `part`), whether or not its terms are many (the rows matched do not depend
+/// on the store's size).
+#[test]
+fn a_prefix_the_stemmer_changes_finds_the_words_that_begin_with_it() {
+    let (_dir, store) = store_of(&[
+        "parse the file",           // m0: parse → pars
+        "the parser works",         // m1: parser
+        "parsing done",             // m2: parsing → pars
+        "partners meeting",         // m3: partners → partner
+        "part two",                 // m4: part
+        "pars pro toto",            // m5: pars → par
+        "query the table",          // m6: query → queri
+        "queries run slowly",       // m7: queries → queri
+        "the queryset api",         // m8: queryset
+        "quartz clock",             // m9
+        "parsimonious explanation", // m10: parsimoni
+        "errors everywhere",        // m11: errors → error
+        "an errorcase here",        // m12: errorcase → errorcas
+    ]);
+    let all = SearchFilter {
+        limit: 100,
+        ..SearchFilter::default()
+    };
+    // (query, the messages whose words begin with the typed prefix; worked out by hand)
+    for (q, want) in [
+        // `pars` itself stems to `par`: m5 is found by that stem.
+        ("pars*", vec!["m0", "m1", "m10", "m2", "m5"]),
+        ("Pars*", vec!["m0", "m1", "m10", "m2", "m5"]),
+        ("pars.*", vec!["m0", "m1", "m10", "m2", "m5"]),
+        // `parse` stems to `pars`, the stem of m0 and m2; `parser` begins with `parse`.
+        ("parse*", vec!["m0", "m1", "m2"]),
+        ("query*", vec!["m6", "m7", "m8"]),
+        ("partner*", vec!["m3"]),
+        ("partners*", vec!["m3"]),
+        // Prefixes the stemmer leaves alone: every term that begins with them, as before.
+        ("par*", vec!["m0", "m1", "m10", "m2", "m3", "m4", "m5"]),
+        ("que*", vec!["m6", "m7", "m8"]),
+        ("error*", vec!["m11", "m12"]),
+        // `errors` stems to `error`: not `errorcase`, which does not begin with `errors`.
+        ("errors*", vec!["m11"]),
+        ("pars* -parser", vec!["m0", "m10", "m2", "m5"]),
+        ("quartz OR pars*", vec!["m0", "m1", "m10", "m2", "m5", "m9"]),
+        ("-pars* the", vec!["m6", "m8"]),
+    ] {
+        for min_pages in [0, i64::MAX] {
+            let mut got: Vec<String> = search(&store, min_pages, q, &all)
+                .into_iter()
+                .map(|h| h.message_id)
+                .collect();
+            got.sort();
+            assert_eq!(got, want, "{q} (min_pages {min_pages})");
+        }
+    }
+    // The snippet marks the words found.
+    let hits = search(&store, 0, "pars*", &all);
+    let m5 = hits.iter().find(|h| h.message_id == "m5").unwrap();
+    assert_eq!(m5.snippet, "\u{1}pars\u{2} pro toto");
+    let m1 = hits.iter().find(|h| h.message_id == "m1").unwrap();
+    assert_eq!(m1.snippet, "the \u{1}parser\u{2} works");
+    // A search by meaning that excludes `pars*` leaves out `parse`, not `partners`.
+    let rowid = |ext: &str| message_row(&store, ext);
+    let excluded = query::meaning_query("meeting -pars*").unwrap().1;
+    let by_meaning = crate::store::hits_for_messages(
+        &store,
+        &[(rowid("m3"), 0.9), (rowid("m0"), 0.8), (rowid("m4"), 0.7)],
+        &excluded,
+        &all,
+    )
+    .unwrap();
+    let ids: Vec<&str> = by_meaning.iter().map(|h| h.message_id.as_str()).collect();
+    assert_eq!(ids, ["m3", "m4"]);
+}
+
+/// On the generated store (many segments, frequent and rare terms): the rows `errors*` and
+/// `tested*` match are those of the index terms that begin with the typed prefix, and of the
+/// typed word's stem, as FTS5's own vocabulary lists them: the newest of them are the
+/// candidates ranked.
+#[test]
+fn a_stemmed_prefix_matches_the_rows_of_its_terms_in_fts5s_vocabulary() {
+    let (_dir, store) = generated();
+    for (q, typed, stem) in [
+        ("errors*", "errors", "error"),
+        ("tested*", "tested", "test"),
+    ] {
+        let mut rows: BTreeSet<i64> = vocabulary_rows(&store, stem).into_iter().collect();
+        for term in vocabulary(&store, typed) {
+            rows.extend(vocabulary_rows(&store, &term));
+        }
+        // The bounded rule: the newest SEARCH_CANDIDATES matches are ranked.
+        let want: Vec<i64> = rows
+            .iter()
+            .rev()
+            .take(query::SEARCH_CANDIDATES)
+            .copied()
+            .collect();
+        assert!(want.len() > 500, "{q}: {} rows", want.len());
+        for min_pages in [0, i64::MAX] {
+            let every = SearchFilter {
+                limit: query::SEARCH_CANDIDATES,
+                ..SearchFilter::default()
+            };
+            let (_, ranked) = search_ranked(&store, min_pages, q, &every);
+            let mut got: Vec<i64> = ranked.iter().map(|r| r.0).collect();
+            got.sort_unstable_by(|a, b| b.cmp(a));
+            assert_eq!(got, want, "{q} (min_pages {min_pages})");
+        }
+    }
 }

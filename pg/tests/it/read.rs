@@ -102,7 +102,7 @@ fn corpus() -> Vec<Session> {
                     "c2",
                     Role::User,
                     T0 + 22 * MIN,
-                    "generously shared news of the skies",
+                    "generously shared news of the skies with partners",
                 ),
             ],
         ),
@@ -201,7 +201,13 @@ fn the_same_queries_find_the_same_messages_in_sqlite_and_postgresql() {
         ("database locked", &["b0", "b1"]),
         ("\"database is locked\"", &["b0"]),
         ("parse", &["a0", "a1", "c1"]),
+        // A prefix the stemmer changes (`pars` → `par`) finds the words that begin with it
+        // as typed (`parse`, `parser`, `parsing`), not c2's `partners`, which `par*` finds.
         ("pars*", &["a0", "a1", "c0", "c1"]),
+        ("par*", &["a0", "a1", "c0", "c1", "c2"]),
+        ("partners*", &["c2"]),
+        ("pars.*", &["a0", "a1", "c0", "c1"]),
+        ("parsing*", &["a0", "a1", "c1"]),
         // The original Porter stemmer on both sides: `news` and `new` (a1's `HashMap::new`),
         // `general` and `generously`.
         ("news", &["a1", "c2"]),

@@ -35,6 +35,12 @@
 //! tokenizer turns into exactly that term: the term itself, or the term with one of a few
 //! suffixes the stemmer strips (`errorcas` + `e`). A term without one leaves the query as it was.
 //!
+//! A one-word prefix that the stemmer changes (`pars` → `par`, `query` → `queri`) is always
+//! searched as its terms, whatever pages they span: the index terms that begin with the prefix
+//! as typed and the typed word's own stem ([`literal_expansion`]). FTS5 stems a prefix query's
+//! word too and would look for every term that begins with the stem (`pars*` finding
+//! `partners`); the PostgreSQL store searches such a prefix the same way (`pg/src/read.rs`).
+//!
 //! A walk searches at most [`EXPAND_MAX_TERMS`] terms of a prefix, or as many as the leaf pages
 //! it spans when more (FTS5's merge costs ~0.1–0.17 ms a page, a term searched ~0.08 ms). A
 //! prefix of one letter has tens of thousands of terms (`e*`: 40,639), nearly all rare (hex
@@ -430,12 +436,14 @@ pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<
             Piece::Phrase { raw, text, .. } => {
                 let group = match stemmer.tokens(text).as_slice() {
                     // One token and no CJK column around it: a term of the index's own.
-                    [stem] if !in_column_filter(&pieces, i) => {
-                        expansion(conn, &stemmer, stem, min_pages)?.map(|mut g| {
-                            g.raw = format!("{raw}*");
-                            g
-                        })
+                    [stem] if !in_column_filter(&pieces, i) => match stemmed_prefix(text, stem) {
+                        Some(typed) => literal_expansion(conn, &stemmer, &typed, stem)?,
+                        None => expansion(conn, &stemmer, stem, min_pages)?,
                     }
+                    .map(|mut g| {
+                        g.raw = format!("{raw}*");
+                        g
+                    }),
                     _ => None,
                 };
                 let Some(mut group) = group else {
@@ -623,6 +631,68 @@ fn expansion(
     }
     group.sample = sample.into_iter().collect();
     Ok((!group.terms.is_empty()).then_some(group))
+}
+
+/// The prefix as typed, lower-cased, when the tokenizer's stem of it is not that
+/// (`pars` → `par`, `query` → `queri`, `errors` → `error`): FTS5 would look for every term
+/// that begins with the stem (`pars*` finding `partner`). `None` for a prefix the stemmer
+/// leaves as it is, and for one that is not ASCII letters alone (only those are stemmed).
+fn stemmed_prefix(text: &str, stem: &str) -> Option<String> {
+    // The one word of the text (`pars.` is `pars`), split as the PostgreSQL store splits it.
+    let mut words = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty());
+    let (Some(word), None) = (words.next(), words.next()) else {
+        return None;
+    };
+    if !word.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return None;
+    }
+    let typed = word.to_ascii_lowercase();
+    (typed != stem).then_some(typed)
+}
+
+/// A prefix whose stem is not the prefix as typed ([`stemmed_prefix`]), searched as what the
+/// words that begin with it are indexed as: every index term that begins with `typed` (the
+/// words whose stem keeps the typed letters: `parser`, `parsimoni`, and `pars`, the stem of
+/// `parse` and `parsing`), and the term `stem` (the typed word's own stem: `par` for
+/// `pars`, `queri` for `query`, which `querying` and `queries` are indexed as). Not the
+/// other terms that begin with the stem (`partner`, `part`). Built whatever the pages the
+/// terms span, so the rows matched do not depend on the store's size. `None` (FTS5's own
+/// prefix: every term that begins with the stem) when the terms are more than a walk
+/// searches, or one of them, or the stem, has no word the tokenizer turns into it.
+fn literal_expansion(
+    conn: &Connection,
+    stemmer: &Stemmer,
+    typed: &str,
+    stem: &str,
+) -> Result<Option<Group>> {
+    let Some(stem_word) = word_for(stemmer, stem) else {
+        return Ok(None);
+    };
+    let mut group = match expansion(conn, stemmer, typed, 0)? {
+        Some(g) if !g.wide => g,
+        Some(_) => return Ok(None),
+        None => match index_terms(conn, typed.as_bytes(), 0)? {
+            // No index term begins with the prefix: the stem's alone.
+            Some((_, terms)) if terms.is_empty() => Group {
+                raw: String::new(),
+                wide: false,
+                excluded: false,
+                limit: EXPAND_MAX_TERMS,
+                terms: Vec::new(),
+                sample: Vec::new(),
+            },
+            _ => return Ok(None),
+        },
+    };
+    // Counted by FTS5 (as a frequent term is): its rows were not read.
+    group.terms.push(Term {
+        term: stem.to_string(),
+        word: Some(stem_word),
+        rows: Vec::new(),
+    });
+    Ok(Some(group))
 }
 
 /// FTS5's key of a term of its main index: the byte `0`, then the term.
@@ -1017,6 +1087,17 @@ pub(crate) fn vocabulary_rows(store: &super::Store, term: &str) -> Vec<i64> {
         "SELECT DISTINCT doc FROM temp.vocab_instance WHERE term = ?1 AND ?2 ORDER BY doc",
         [term, "1"],
     )
+}
+
+/// The row id of the message whose id (the agent's) is `ext_id`.
+#[cfg(test)]
+pub(crate) fn message_row(store: &super::Store, ext_id: &str) -> i64 {
+    store
+        .conn
+        .query_row("SELECT id FROM messages WHERE ext_id = ?1", [ext_id], |r| {
+            r.get(0)
+        })
+        .unwrap()
 }
 
 /// The rows of `sql` (two parameters) over FTS5's `fts5vocab` table of type `kind`, made

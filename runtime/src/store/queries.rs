@@ -1206,7 +1206,13 @@ pub fn hits_for_messages(
     let mut args: Vec<Sql> = Vec::new();
     filter_clause(store, f, &mut sql, &mut args)?;
     if !excluded.is_empty() {
-        args.push(Sql::Text(crate::query::fts_render(excluded.to_vec())));
+        // Prefixes as the full-text search takes them ([`super::prefix`]: `pars*` the words
+        // that begin with `pars`, not every word that begins with its stem `par`).
+        let q = crate::query::fts_render(excluded.to_vec());
+        let q = super::prefix::expand(&store.conn, &q)?
+            .render(super::prefix::Keep::All)
+            .query;
+        args.push(Sql::Text(q));
         // A message still queued for the index cannot be checked: it is left out too.
         sql.push_str(
             " AND NOT EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? \
