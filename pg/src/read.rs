@@ -392,14 +392,24 @@ fn phrase(text: &str, prefix: bool) -> Option<String> {
         return None;
     }
     // A prefix of one word the stemmer changes (`pars` → `par`): the lexemes that begin with
-    // it as typed, and its own stem, as the SQLite store searches it
-    // (`memtrail_runtime::store::prefix`), not every lexeme that begins with the stem
+    // it as typed, its own stem and the lexemes between the two, as the SQLite store searches
+    // it (`memtrail_runtime::store::prefix`), not every lexeme that begins with the stem
     // (`partner` for `pars*`).
     if prefix
         && let [stem] = lexemes.as_slice()
         && let Some(typed) = stemmed_prefix(text, stem)
     {
-        return Some(format!("('{typed}':* | '{stem}')"));
+        let mut alternatives = vec![format!("'{typed}':*")];
+        // A word under three letters is stemmed in this store's index (`as` → `a`), not in
+        // the SQLite store's (FTS5's Porter leaves it): its stem would be every `a`.
+        if typed.len() >= 3 {
+            alternatives.extend(
+                memtrail_runtime::store::prefix_exact_terms(&typed, stem)
+                    .iter()
+                    .map(|l| format!("'{l}'")),
+            );
+        }
+        return Some(format!("({})", alternatives.join(" | ")));
     }
     // A lexeme is letters and digits only: no quote or backslash to escape.
     let last = lexemes.len() - 1;
@@ -522,23 +532,36 @@ fn query_lexemes(items: &[QueryItem]) -> Vec<QueryLexeme> {
         for (i, t) in toks.iter().enumerate() {
             let stem = lexeme(t);
             // A one-word prefix the stemmer changes: the words that begin with it as typed,
-            // and those of its stem ([`phrase`]).
+            // and those of its exact lexemes ([`phrase`]).
             let typed = (*prefix && toks.len() == 1)
                 .then(|| stemmed_prefix(text, &stem))
                 .flatten();
-            let mut wanted = vec![QueryLexeme {
-                lexeme: stem,
-                prefix: *prefix && i + 1 == toks.len() && typed.is_none(),
-                term,
-                part: i,
-            }];
-            if let Some(typed) = typed {
-                wanted.push(QueryLexeme {
-                    lexeme: typed,
-                    prefix: true,
+            let mut wanted: Vec<QueryLexeme> = Vec::new();
+            match typed {
+                Some(typed) => {
+                    if typed.len() >= 3 {
+                        for l in memtrail_runtime::store::prefix_exact_terms(&typed, &stem) {
+                            wanted.push(QueryLexeme {
+                                lexeme: l,
+                                prefix: false,
+                                term,
+                                part: i,
+                            });
+                        }
+                    }
+                    wanted.push(QueryLexeme {
+                        lexeme: typed,
+                        prefix: true,
+                        term,
+                        part: i,
+                    });
+                }
+                None => wanted.push(QueryLexeme {
+                    lexeme: stem,
+                    prefix: *prefix && i + 1 == toks.len(),
                     term,
                     part: i,
-                });
+                }),
             }
             for q in wanted {
                 if !out.contains(&q) {
@@ -1722,6 +1745,11 @@ mod tests {
             snippet("pars parse parser partners", &terms, 16, '[', ']').unwrap(),
             "[pars] [parse] [parser] partners"
         );
+        let items = parse_query("as*").unwrap();
+        assert_eq!(
+            snippet("a plan as async", &query_lexemes(&items), 16, '[', ']').unwrap(),
+            "a plan as [async]"
+        );
         let items = parse_query("par*").unwrap();
         assert_eq!(
             snippet("pars partners", &query_lexemes(&items), 16, '[', ']').unwrap(),
@@ -1769,6 +1797,14 @@ mod tests {
         assert_eq!(tsq("pars*").unwrap(), "(('pars':* | 'par'))");
         assert_eq!(tsq("Query*").unwrap(), "(('query':* | 'queri'))");
         assert_eq!(tsq("overfl*").unwrap(), "('overfl':*)");
+        // The lexemes between the stem and the typed letters (`errorlatency` is `errorlat`).
+        assert_eq!(
+            tsq("errorlate*").unwrap(),
+            "(('errorlate':* | 'errorl' | 'errorla' | 'errorlat'))"
+        );
+        assert_eq!(tsq("key*").unwrap(), "(('key':* | 'kei'))");
+        // Under three letters: no stem (this store's index stems `as` to `a`, every `a`).
+        assert_eq!(tsq("as*").unwrap(), "(('as':*))");
         assert_eq!(tsq("err2s*").unwrap(), "('err2s':*)");
         assert_eq!(tsq("\"parse conf\"*").unwrap(), "('pars' <-> 'conf':*)");
         assert_eq!(tsq("ls -1").unwrap(), "('l') & ('1')");

@@ -885,6 +885,9 @@ fn a_prefix_the_stemmer_changes_finds_the_words_that_begin_with_it() {
         "parsimonious explanation", // m10: parsimoni
         "errors everywhere",        // m11: errors → error
         "an errorcase here",        // m12: errorcase → errorcas
+        "errorlatency numbers",     // m13: errorlatency → errorlat
+        "keys on the keyboard",     // m14: keys → kei, keyboard
+        "keith wrote this",         // m15: keith
     ]);
     let all = SearchFilter {
         limit: 100,
@@ -904,20 +907,35 @@ fn a_prefix_the_stemmer_changes_finds_the_words_that_begin_with_it() {
         // Prefixes the stemmer leaves alone: every term that begins with them, as before.
         ("par*", vec!["m0", "m1", "m10", "m2", "m3", "m4", "m5"]),
         ("que*", vec!["m6", "m7", "m8"]),
-        ("error*", vec!["m11", "m12"]),
+        ("error*", vec!["m11", "m12", "m13"]),
+        // `errorlate` stems to `errorl`, and `errorlatency` to `errorlat`: a term between
+        // the stem and the typed letters.
+        ("errorlate*", vec!["m13"]),
+        // `key` and `keys` stem to `kei`; `keith` begins with `kei`, not with `key`.
+        ("key*", vec!["m14"]),
+        ("kei*", vec!["m14", "m15"]),
         // `errors` stems to `error`: not `errorcase`, which does not begin with `errors`.
         ("errors*", vec!["m11"]),
         ("pars* -parser", vec!["m0", "m10", "m2", "m5"]),
         ("quartz OR pars*", vec!["m0", "m1", "m10", "m2", "m5", "m9"]),
-        ("-pars* the", vec!["m6", "m8"]),
+        ("-pars* the", vec!["m14", "m6", "m8"]),
     ] {
-        for min_pages in [0, i64::MAX] {
+        // Every prefix expanded and none; then more terms than a walk searches (a wide group:
+        // FTS5's prefix of the typed letters and the exact terms), and more than are read.
+        for (min_pages, forced) in [
+            (0, None),
+            (i64::MAX, None),
+            (0, Some((1, EXPAND_MAX_READ_TERMS))),
+            (0, Some((1, 1))),
+        ] {
+            FORCED_MAX_TERMS.set(forced);
             let mut got: Vec<String> = search(&store, min_pages, q, &all)
                 .into_iter()
                 .map(|h| h.message_id)
                 .collect();
+            FORCED_MAX_TERMS.set(None);
             got.sort();
-            assert_eq!(got, want, "{q} (min_pages {min_pages})");
+            assert_eq!(got, want, "{q} (min_pages {min_pages}, {forced:?})");
         }
     }
     // The snippet marks the words found.

@@ -90,7 +90,7 @@ fn corpus() -> Vec<Session> {
                     "c0",
                     Role::User,
                     T0 + 20 * MIN,
-                    "configure the parser for yaml",
+                    "configure the parser for yaml, said keith",
                 ),
                 text(
                     "c1",
@@ -102,7 +102,7 @@ fn corpus() -> Vec<Session> {
                     "c2",
                     Role::User,
                     T0 + 22 * MIN,
-                    "generously shared news of the skies with partners",
+                    "generously shared news of the skies with partners: keys, a keyboard and errorlatency",
                 ),
             ],
         ),
@@ -207,6 +207,11 @@ fn the_same_queries_find_the_same_messages_in_sqlite_and_postgresql() {
         ("par*", &["a0", "a1", "c0", "c1", "c2"]),
         ("partners*", &["c2"]),
         ("pars.*", &["a0", "a1", "c0", "c1"]),
+        // `keys` stems to `kei`, found by `key*`; `keith` begins with `kei`, not `key`.
+        ("key*", &["c2"]),
+        ("kei*", &["c0", "c2"]),
+        // `errorlatency` is indexed as `errorlat`, between `errorlate`'s stem and itself.
+        ("errorlate*", &["c2"]),
         ("parsing*", &["a0", "a1", "c1"]),
         // The original Porter stemmer on both sides: `news` and `new` (a1's `HashMap::new`),
         // `general` and `generously`.

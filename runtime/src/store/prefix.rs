@@ -37,9 +37,12 @@
 //!
 //! A one-word prefix that the stemmer changes (`pars` → `par`, `query` → `queri`) is always
 //! searched as its terms, whatever pages they span: the index terms that begin with the prefix
-//! as typed and the typed word's own stem ([`literal_expansion`]). FTS5 stems a prefix query's
-//! word too and would look for every term that begins with the stem (`pars*` finding
-//! `partners`); the PostgreSQL store searches such a prefix the same way (`pg/src/read.rs`).
+//! as typed, the typed word's own stem and the terms between the two ([`literal_expansion`],
+//! [`exact_terms`]); when they are too many for a walk, as FTS5's prefix of a word the tokenizer
+//! stems to the typed letters (`"parse"*` for `pars`) and those exact terms. FTS5 stems a
+//! prefix query's word too and would look for every term that begins with the stem (`pars*`
+//! finding `partners`, `key*` missing `keyboard`); the PostgreSQL store searches such a prefix
+//! the same way (`pg/src/read.rs`).
 //!
 //! A walk searches at most [`EXPAND_MAX_TERMS`] terms of a prefix, or as many as the leaf pages
 //! it spans when more (FTS5's merge costs ~0.1–0.17 ms a page, a term searched ~0.08 ms). A
@@ -127,6 +130,8 @@ struct Group {
     /// The prefix term as the query wrote it (`"err"*`), searched so when the group is wide
     /// and its rare terms are not left out.
     raw: String,
+    /// How many phrases `raw` holds (1 but for [`literal_expansion`]'s).
+    raw_phrases: usize,
     /// More terms than `limit`: searched as its terms only by a walk that leaves the rare ones
     /// out ([`Keep::Since`]), and only when at most `limit` are left, each with its word.
     wide: bool,
@@ -267,9 +272,9 @@ impl Prefixed {
                         w => w,
                     };
                     let Some(words) = words else {
-                        // FTS5's own prefix, one phrase.
+                        // FTS5's own prefix (one phrase, or a literal prefix's few).
                         query.push_str(&g.raw);
-                        phrase += 1;
+                        phrase += g.raw_phrases;
                         continue;
                     };
                     #[cfg(test)]
@@ -441,7 +446,9 @@ pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<
                         None => expansion(conn, &stemmer, stem, min_pages)?,
                     }
                     .map(|mut g| {
-                        g.raw = format!("{raw}*");
+                        if g.raw.is_empty() {
+                            g.raw = format!("{raw}*");
+                        }
                         g
                     }),
                     _ => None,
@@ -586,13 +593,19 @@ fn expansion(
     let Some((pages, terms)) = index_terms(conn, stem.as_bytes(), min_pages)? else {
         return Ok(None);
     };
+    Ok(group_of(stemmer, pages, terms))
+}
+
+/// [`expansion`]'s group of the index terms read (`terms`, over `pages` leaf pages).
+fn group_of(stemmer: &Stemmer, pages: i64, terms: IndexTerms) -> Option<Group> {
     let limit = max_terms(pages);
     let wide = terms.len() > limit;
     if wide && terms.values().filter(|r| r.is_none()).count() > limit {
-        return Ok(None);
+        return None;
     }
     let mut group = Group {
         raw: String::new(),
+        raw_phrases: 1,
         wide,
         excluded: false,
         limit,
@@ -602,14 +615,12 @@ fn expansion(
     let mut sample: BTreeSet<i64> = BTreeSet::new();
     for (term, rows) in terms {
         let Ok(term) = std::str::from_utf8(&term) else {
-            return Ok(None);
+            return None;
         };
         let word = if wide && rows.is_some() {
             None
         } else {
-            let Some(word) = word_for(stemmer, term) else {
-                return Ok(None);
-            };
+            let word = word_for(stemmer, term)?;
             Some(word)
         };
         if let Some(rows) = &rows {
@@ -630,13 +641,14 @@ fn expansion(
         });
     }
     group.sample = sample.into_iter().collect();
-    Ok((!group.terms.is_empty()).then_some(group))
+    (!group.terms.is_empty()).then_some(group)
 }
 
 /// The prefix as typed, lower-cased, when the tokenizer's stem of it is not that
-/// (`pars` → `par`, `query` → `queri`, `errors` → `error`): FTS5 would look for every term
-/// that begins with the stem (`pars*` finding `partner`). `None` for a prefix the stemmer
-/// leaves as it is, and for one that is not ASCII letters alone (only those are stemmed).
+/// (`pars` → `par`, `query` → `queri`, `errors` → `error`, `utf8s` → `utf8`): FTS5 would look
+/// for every term that begins with the stem (`pars*` finding `partner`). `None` for a prefix
+/// the stemmer leaves as it is (every word under three letters), and for one that is not
+/// ASCII letters and digits alone.
 fn stemmed_prefix(text: &str, stem: &str) -> Option<String> {
     // The one word of the text (`pars.` is `pars`), split as the PostgreSQL store splits it.
     let mut words = text
@@ -645,22 +657,37 @@ fn stemmed_prefix(text: &str, stem: &str) -> Option<String> {
     let (Some(word), None) = (words.next(), words.next()) else {
         return None;
     };
-    if !word.bytes().all(|b| b.is_ascii_alphabetic()) {
+    if !word.bytes().all(|b| b.is_ascii_alphanumeric()) {
         return None;
     }
     let typed = word.to_ascii_lowercase();
     (typed != stem).then_some(typed)
 }
 
+/// The terms a word that begins with `typed` can be indexed as besides those that begin with
+/// `typed`: the typed word's own stem `stem` (`par` for `pars`, `queri` for `query`, which
+/// `querying` and `queries` are indexed as), and, when the stem cut into the typed letters,
+/// each term between the two (`errorlat` for `errorlate`, the stem `errorl`: `errorlatency`
+/// is indexed as `errorlat`). Shortest first.
+pub fn exact_terms(typed: &str, stem: &str) -> Vec<String> {
+    let mut out = vec![stem.to_string()];
+    if typed.starts_with(stem) {
+        out.extend((stem.len() + 1..typed.len()).map(|n| typed[..n].to_string()));
+    }
+    out
+}
+
 /// A prefix whose stem is not the prefix as typed ([`stemmed_prefix`]), searched as what the
 /// words that begin with it are indexed as: every index term that begins with `typed` (the
 /// words whose stem keeps the typed letters: `parser`, `parsimoni`, and `pars`, the stem of
-/// `parse` and `parsing`), and the term `stem` (the typed word's own stem: `par` for
-/// `pars`, `queri` for `query`, which `querying` and `queries` are indexed as). Not the
-/// other terms that begin with the stem (`partner`, `part`). Built whatever the pages the
-/// terms span, so the rows matched do not depend on the store's size. `None` (FTS5's own
-/// prefix: every term that begins with the stem) when the terms are more than a walk
-/// searches, or one of them, or the stem, has no word the tokenizer turns into it.
+/// `parse` and `parsing`) and [`exact_terms`] (`par`). Not the other terms that begin with
+/// the stem (`partner`, `part`). Built whatever the pages the terms span, so the rows matched
+/// do not depend on the store's size. Its `raw`, searched when the group is wide (or its
+/// terms could not be read or have no word), is FTS5's own prefix of the typed letters (a word
+/// the tokenizer stems to exactly them: `"parse"*` for `pars`) and the exact terms, the same
+/// rows. `None` (FTS5's own prefix of the stem, as a prefix the stemmer leaves alone) only when
+/// the stem has no word the tokenizer turns into it, or such a `raw` is needed and the typed
+/// letters have none.
 fn literal_expansion(
     conn: &Connection,
     stemmer: &Stemmer,
@@ -670,28 +697,68 @@ fn literal_expansion(
     let Some(stem_word) = word_for(stemmer, stem) else {
         return Ok(None);
     };
-    let mut group = match expansion(conn, stemmer, typed, 0)? {
-        Some(g) if !g.wide => g,
-        Some(_) => return Ok(None),
-        None => match index_terms(conn, typed.as_bytes(), 0)? {
-            // No index term begins with the prefix: the stem's alone.
-            Some((_, terms)) if terms.is_empty() => Group {
-                raw: String::new(),
-                wide: false,
-                excluded: false,
-                limit: EXPAND_MAX_TERMS,
-                terms: Vec::new(),
-                sample: Vec::new(),
-            },
-            _ => return Ok(None),
-        },
-    };
-    // Counted by FTS5 (as a frequent term is): its rows were not read.
-    group.terms.push(Term {
+    let mut exact = vec![Term {
         term: stem.to_string(),
         word: Some(stem_word),
         rows: Vec::new(),
+    }];
+    // The terms between the stem and the typed letters, those with a word (a term with none
+    // is no term FTS5 makes of a query's word, nor, so far as the tokenizer says, of a text's).
+    for term in exact_terms(typed, stem).into_iter().skip(1) {
+        if let Some(word) = word_for(stemmer, &term) {
+            exact.push(Term {
+                term,
+                word: Some(word),
+                rows: Vec::new(),
+            });
+        }
+    }
+    let raw = word_for(stemmer, typed).map(|w| {
+        let words: Vec<String> = exact
+            .iter()
+            .filter_map(|t| t.word.as_deref())
+            .map(quoted)
+            .collect();
+        format!("({}* OR {})", quoted(&w), words.join(" OR "))
     });
+    let group = match index_terms(conn, typed.as_bytes(), 0)? {
+        // No index term begins with the typed letters: the exact terms alone.
+        Some((_, terms)) if terms.is_empty() => Some(Group {
+            raw: String::new(),
+            raw_phrases: 1,
+            wide: false,
+            excluded: false,
+            limit: EXPAND_MAX_TERMS,
+            terms: Vec::new(),
+            sample: Vec::new(),
+        }),
+        Some((pages, terms)) => group_of(stemmer, pages, terms),
+        None => None,
+    };
+    let mut group = match (group, &raw) {
+        (Some(g), _) if !g.wide => g,
+        (Some(g), Some(_)) => g,
+        // No group to search as terms: searched as `raw` (a wide group without terms).
+        (None, Some(_)) => Group {
+            raw: String::new(),
+            raw_phrases: 1,
+            wide: true,
+            excluded: false,
+            limit: EXPAND_MAX_TERMS,
+            terms: Vec::new(),
+            sample: Vec::new(),
+        },
+        _ => return Ok(None),
+    };
+    if let Some(raw) = raw {
+        group.raw_phrases = 1 + exact.len();
+        group.raw = raw;
+    }
+    // Counted by FTS5 (as a frequent term is): their rows were not read. A wide group without
+    // terms keeps none, so that every rendering of it is `raw`.
+    if !(group.wide && group.terms.is_empty()) {
+        group.terms.extend(exact);
+    }
     Ok(Some(group))
 }
 
