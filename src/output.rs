@@ -4,6 +4,7 @@ use crate::cli::ColorChoice;
 use anyhow::Context;
 use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The global `--color` of this run (set once by `main`, before any command prints).
 static COLOR: OnceLock<ColorChoice> = OnceLock::new();
@@ -108,7 +109,20 @@ pub fn error_chain(e: &anyhow::Error) -> String {
     out
 }
 
-/// Print a line on stdout; a closed pipe (`| head`) ends the program quietly.
+/// Whether a closed stdout lets the command finish ([`finish_after_stdout_closes`]).
+static FINISH_AFTER_CLOSE: AtomicBool = AtomicBool::new(false);
+/// Whether stdout was found closed (then nothing more is written to it).
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// From now on a closed stdout (`memtrail install --yes | head -1`) does not end the program:
+/// the rest of its output is dropped and it goes on, for a command that must not stop half
+/// way (install and uninstall between two agents' edits).
+pub fn finish_after_stdout_closes() {
+    FINISH_AFTER_CLOSE.store(true, Ordering::Relaxed);
+}
+
+/// Print a line on stdout; a closed pipe (`| head`) ends the program quietly (unless
+/// [`finish_after_stdout_closes`]).
 macro_rules! out {
     ($($t:tt)*) => { $crate::output::emit(format_args!($($t)*), true, false) };
 }
@@ -135,12 +149,19 @@ pub fn emit(args: std::fmt::Arguments<'_>, newline: bool, styled: bool) {
     } else {
         terminal_safe(&text)
     };
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
     let mut o = std::io::stdout().lock();
     let r = o
         .write_all(text.as_bytes())
         .and_then(|_| if newline { o.write_all(b"\n") } else { Ok(()) });
     if let Err(e) = r {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
+            if FINISH_AFTER_CLOSE.load(Ordering::Relaxed) {
+                STDOUT_CLOSED.store(true, Ordering::Relaxed);
+                return;
+            }
             std::process::exit(0);
         }
         eprintln!("memtrail: cannot write the output: {e}");

@@ -135,3 +135,14 @@ pub(crate) enum Found {
     Stale(Option<String>),
     Duplicate(usize, Option<String>),
 }
+
+/// Whether two program paths name the same program: the same file name (`memtrail`, with or
+/// without `.exe`), wherever it is. Tells memtrail's entry (any version, any install place)
+/// from another tool's under memtrail's name.
+pub(crate) fn same_program(a: &str, b: &str) -> bool {
+    let name = |s: &str| {
+        let n = s.rsplit(['/', '\\']).next().unwrap_or(s);
+        n.strip_suffix(".exe").unwrap_or(n).to_string()
+    };
+    name(a) == name(b)
+}

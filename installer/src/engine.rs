@@ -235,6 +235,9 @@ fn compute_json(
             // Per item whose entry install writes: the entry's original text, when install
             // replaces one that predates memtrail's install.
             let mut written: Vec<(&JsonItem, Option<String>)> = Vec::new();
+            if let Some(err) = items.iter().find_map(|it| foreign_entry(path, &doc, it)) {
+                return Err(err);
+            }
             for item in items {
                 let w = match item {
                     JsonItem::Handler(h) => install_handler(&mut doc, h, &mut rec, &mut lines),
@@ -316,7 +319,7 @@ fn compute_json(
             // A shared key goes last, and only when install created it (or, with nothing to
             // tell, when memtrail's entries went and it is memtrail's value) and it is all that
             // is left in its object.
-            let removed_any = !lines.is_empty();
+            let removed_any = lines.iter().any(|l| !l.starts_with("keep "));
             for item in items {
                 if let JsonItem::Property(p) = item
                     && p.shared
@@ -436,6 +439,41 @@ fn remove_occ(doc: &mut JsonDoc, occ: &Occ, restore: Option<&str>) -> Result<(),
         doc.remove(&occ.entry, restore)
     } else {
         doc.remove(&occ.handler, None)
+    }
+}
+
+/// The error for an existing entry of `item` (a property with a program, memtrail's MCP
+/// server) that runs another program than memtrail: another tool's entry under memtrail's
+/// name (`"memtrail": {"command": "npx", …}`), which install must not overwrite nor uninstall
+/// remove. `None` for memtrail's own entry (any version, wherever its binary is), for no
+/// entry, and for items that run nothing.
+pub(crate) fn foreign_entry(file: &Path, doc: &JsonDoc, item: &JsonItem) -> Option<InstallError> {
+    let JsonItem::Property(p) = item else {
+        return None;
+    };
+    let program = foreign_program(doc, p)?;
+    let mut path = p.object_path.clone();
+    path.push(p.key.clone());
+    Some(InstallError::ForeignEntry {
+        path: file.to_path_buf(),
+        json_path: path.join("."),
+        program,
+    })
+}
+
+/// What the entry of `p` in `doc` runs when that is not memtrail ([`foreign_entry`]).
+fn foreign_program(doc: &JsonDoc, p: &PropertyItem) -> Option<String> {
+    if p.shared {
+        return None;
+    }
+    let ours = (p.points_at)(&p.value)?;
+    let mut full = keys(&p.object_path);
+    full.push(Seg::Key(p.key.clone()));
+    let cur = doc.get(&full)?;
+    match (p.points_at)(&cur) {
+        Some(prog) if crate::edit::same_program(&prog, &ours) => None,
+        Some(prog) => Some(prog),
+        None => Some("no program".to_string()),
     }
 }
 
@@ -754,6 +792,14 @@ fn uninstall_property(
     if doc.kind(&keys(&item.object_path)) != Some(Kind::Object) || doc.get(&full).is_none() {
         return Ok(());
     }
+    // Another tool's entry under memtrail's name (install refused it): not memtrail's to remove.
+    if let Some(program) = foreign_program(doc, item) {
+        lines.push(format!(
+            "keep {}: it runs {program}, not memtrail (another tool's entry)",
+            item.label
+        ));
+        return Ok(());
+    }
     // The entry makes the agent load a file that holds someone else's things too: it stays.
     if let Some(why) = item.loads.as_ref().and_then(still_loaded) {
         lines.push(format!("keep {}: {} {why}", item.label, item.key));
@@ -761,8 +807,17 @@ fn uninstall_property(
     }
     let mut path = item.object_path.clone();
     path.push(item.key.clone());
+    // As install left it, whatever its formatting (Claude Code rewrites `.claude.json` with
+    // its own): the entry it replaced comes back.
+    let as_installed = |installed: &str| {
+        doc.text_at(&full) == Some(installed)
+            || JsonDoc::parse(installed)
+                .ok()
+                .and_then(|d| d.value())
+                .is_some_and(|v| doc.get(&full).as_ref() == Some(&v))
+    };
     if let Some((original, installed)) = replaced(history, &path)
-        && doc.text_at(&full) == Some(installed)
+        && as_installed(installed)
     {
         doc.replace_raw(&full, original)?;
         lines.push(update_line(
@@ -772,6 +827,25 @@ fn uninstall_property(
             points_at_text(original, item.points_at),
         ));
         return Ok(());
+    }
+    // Keys memtrail did not write (a token the user added under the server's `env`…): the
+    // entry stays, with a line saying why, as Codex's table does.
+    if let (Some(cur), Some(ours)) = (doc.get(&full), item.value.as_object())
+        && let Some(cur) = cur.as_object()
+    {
+        let theirs: Vec<&str> = cur
+            .keys()
+            .filter(|k| !ours.contains_key(*k) && !item.policy.drop.contains(*k))
+            .map(String::as_str)
+            .collect();
+        if !theirs.is_empty() {
+            lines.push(format!(
+                "keep {}: it holds keys memtrail did not write ({}); remove it by hand",
+                item.label,
+                theirs.join(", ")
+            ));
+            return Ok(());
+        }
     }
     doc.remove(&full, history.inner_for(&item.object_path))?;
     lines.push(format!("remove {}", item.label));

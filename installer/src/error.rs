@@ -61,6 +61,17 @@ pub enum InstallError {
         /// The configured path of the file.
         path: PathBuf,
     },
+    /// memtrail's entry by name (its MCP server) exists and runs another program: another
+    /// tool's entry under memtrail's name, which install neither overwrites nor removes.
+    #[error("{}: `{json_path}` runs {program}, not memtrail: another tool's entry under memtrail's name; rename or remove it to let memtrail install there (left untouched)", .path.display())]
+    ForeignEntry {
+        /// The configured path of the file.
+        path: PathBuf,
+        /// Where in the document (`mcpServers.memtrail`).
+        json_path: String,
+        /// What it runs (`npx`), or `no program` when it names none (a URL).
+        program: String,
+    },
     /// A config file that needs a change is read-only (no write permission bit set).
     #[error("{} is read-only; make it writable to let memtrail edit it (left untouched)", .path.display())]
     ReadOnly {
@@ -135,6 +146,11 @@ impl InstallError {
             InstallError::Io { source, .. } => source.to_string(),
             InstallError::ReadOnly { .. } => "read-only".into(),
             InstallError::Foreign { .. } => "the file exists and is not memtrail's".into(),
+            InstallError::ForeignEntry {
+                json_path, program, ..
+            } => format!(
+                "`{json_path}` runs {program}, not memtrail: another tool's entry under memtrail's name"
+            ),
             other => other.to_string(),
         }
     }

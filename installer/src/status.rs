@@ -65,7 +65,8 @@ pub enum UnreadableKind {
     NotStrictJson,
     /// Its top-level value is not an object ([`InstallError::NotAnObject`]).
     NotAnObject,
-    /// A file memtrail would own exists and is not memtrail's ([`InstallError::Foreign`]).
+    /// A file memtrail would own exists and is not memtrail's ([`InstallError::Foreign`]), or
+    /// its entry's name holds another tool's ([`InstallError::ForeignEntry`]).
     Foreign,
     /// Any other error.
     Other,
@@ -80,7 +81,9 @@ impl ItemState {
             InstallError::Parse { .. } => UnreadableKind::Parse,
             InstallError::NotStrictJson { .. } => UnreadableKind::NotStrictJson,
             InstallError::NotAnObject { .. } => UnreadableKind::NotAnObject,
-            InstallError::Foreign { .. } => UnreadableKind::Foreign,
+            InstallError::Foreign { .. } | InstallError::ForeignEntry { .. } => {
+                UnreadableKind::Foreign
+            }
             InstallError::BadBinary(_)
             | InstallError::Conflict { .. }
             | InstallError::ReadOnly { .. }
@@ -273,7 +276,10 @@ pub(crate) fn status_in(
                 for it in toml_items {
                     let (state, bin) = match &doc {
                         Err(e) => (ItemState::unreadable(e), None),
-                        Ok(p) => found_state(crate::tomledit::inspect(&p.doc, it)),
+                        Ok(p) => match crate::tomledit::foreign_entry(&f.path, &p.doc, it) {
+                            Some(e) => (ItemState::unreadable(&e), None),
+                            None => found_state(crate::tomledit::inspect(&p.doc, it)),
+                        },
                     };
                     items.push(ItemStatus {
                         item: it.label().to_string(),
@@ -321,7 +327,10 @@ pub(crate) fn status_in(
                     let (mut state, bin) = match &doc {
                         Err(e) => (ItemState::unreadable(e), None),
                         Ok(None) => (ItemState::Missing, None),
-                        Ok(Some(d)) => found_state(inspect(d, it)),
+                        Ok(Some(d)) => match crate::engine::foreign_entry(&f.path, d, it) {
+                            Some(e) => (ItemState::unreadable(&e), None),
+                            None => found_state(inspect(d, it)),
+                        },
                     };
                     if let (Some(t), Ok(Some(d)), JsonItem::Handler(h)) = (trust, &doc, it)
                         && state == ItemState::Present

@@ -455,6 +455,14 @@ fn install_table(
                 return Err(conflict(file, &full, "a table"));
             };
             let old = t.get("command").and_then(Item::as_str).map(str::to_string);
+            // Another tool's server under memtrail's name: not memtrail's to overwrite.
+            if let Some(program) = foreign_program(&*t, keys) {
+                return Err(InstallError::ForeignEntry {
+                    path: file.to_path_buf(),
+                    json_path: full.join("."),
+                    program,
+                });
+            }
             let mut changed = false;
             for (k, v) in keys {
                 let mut kp = full.clone();
@@ -521,6 +529,13 @@ fn uninstall_table(
     let Some(t) = lookup(doc.as_table(), &full).and_then(Item::as_table_like) else {
         return;
     };
+    // Another tool's server under memtrail's name (install refused it): it stays.
+    if let Some(program) = foreign_program(t, keys) {
+        lines.push(format!(
+            "keep {label}: it runs {program}, not memtrail (another tool's entry)"
+        ));
+        return;
+    }
     // A table that was there before install gets its replaced values back (when they are
     // still as install left them) and loses the keys install added; any other memtrail table
     // goes whole.
@@ -756,6 +771,49 @@ fn uninstall_chain(
             lines.push(format!("remove {label}"));
         }
     }
+}
+
+/// What the table `t` of memtrail's item runs when that is not memtrail (another tool's
+/// server under memtrail's name: `command = "npx"`), or `no program` when it names none;
+/// `None` for memtrail's own (any version, wherever its binary is) and for items whose
+/// `keys` name no command.
+fn foreign_program(t: &dyn TableLike, keys: &[(String, TomlValue)]) -> Option<String> {
+    let ours = keys.iter().find_map(|(k, v)| match v {
+        TomlValue::Str(s) if k == "command" => Some(s.as_str()),
+        _ => None,
+    })?;
+    match t.get("command").and_then(Item::as_str) {
+        Some(o) if crate::edit::same_program(o, ours) => None,
+        Some(o) => Some(o.to_string()),
+        None => Some("no program".to_string()),
+    }
+}
+
+/// The error for memtrail's table of `item` in `doc` holding another tool's server
+/// ([`foreign_program`]), for `status`.
+pub(crate) fn foreign_entry(
+    file: &Path,
+    doc: &DocumentMut,
+    item: &TomlItem,
+) -> Option<InstallError> {
+    let TomlItem::Table {
+        table_path,
+        key,
+        keys,
+        ..
+    } = item
+    else {
+        return None;
+    };
+    let mut full = table_path.clone();
+    full.push(key.clone());
+    let t = lookup(doc.as_table(), &full).and_then(Item::as_table_like)?;
+    let program = foreign_program(t, keys)?;
+    Some(InstallError::ForeignEntry {
+        path: file.to_path_buf(),
+        json_path: full.join("."),
+        program,
+    })
 }
 
 /// The state of one TOML item, for `status`.

@@ -20,6 +20,9 @@ pub fn install(
     action: memtrail_installer::Action,
     db: &StoreLocation,
 ) -> Result<ExitCode> {
+    // `memtrail install --yes | head -1`: every agent is still done (a closed pipe between
+    // two agents' edits would leave some wired and some not).
+    crate::output::finish_after_stdout_closes();
     // Refuse before anything changes, not after the registrations are gone.
     if purge_too
         && !a.dry_run

@@ -304,3 +304,26 @@ fn purge_goes_ahead_when_only_the_users_vscode_hooks_are_kept() {
         format!("VS Code Copilot: uninstalled (no change):\n{keep}")
     );
 }
+
+/// `memtrail install --yes | head -1`: a stdout closed after the first line does not stop the
+/// install between two agents (it did: Claude Code wired, Codex not, exit status 0), nor the
+/// uninstall.
+#[test]
+fn a_closed_stdout_does_not_stop_install_or_uninstall_half_way() {
+    let reference = two_agents();
+    let original = tree(&reference);
+    ok(
+        start(&reference, "install").wait_with_output().unwrap(),
+        "install",
+    );
+    let installed = tree(&reference);
+    let sb = two_agents();
+    for (verb, want) in [("install", &installed), ("uninstall", &original)] {
+        let mut child = start(&sb, verb);
+        // The reading end closed before the first line: every write meets a closed pipe.
+        drop(child.stdout.take());
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{verb}: {status}");
+        assert_eq!(&tree(&sb), want, "{verb} with its stdout closed");
+    }
+}

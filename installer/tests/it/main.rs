@@ -13,6 +13,7 @@ mod crush;
 mod cursor;
 mod droid;
 mod files;
+mod foreign_entries;
 mod gemini;
 mod goose;
 mod malformed;
