@@ -59,7 +59,11 @@
 //! (the `tomledit` module: CRLF, comments and a user's exact `notify` line survive). Files
 //! memtrail owns whole (skills, the OpenCode plugin) are recognised by their content: a file of
 //! the same name that is not memtrail's is never overwritten nor removed
-//! ([`InstallError::Foreign`]).
+//! ([`InstallError::Foreign`]); so is an MCP server entry named `memtrail` that runs another
+//! program ([`InstallError::ForeignEntry`]: install refuses, uninstall keeps it). Uninstall
+//! also keeps memtrail's MCP entry when it holds a key memtrail did not write (`keep …`), and
+//! restores an entry install replaced when the entry's value is as install left it, whatever
+//! its formatting.
 //!
 //! Every entry point has an `_in` variant taking an explicit [`Env`] (home directory and
 //! environment variables), so that nothing depends on the process environment in tests.
