@@ -144,10 +144,19 @@ struct Splice {
     raw: String,
 }
 
-/// Apply splices to `text`: each replaces the bytes of the value at its path.
+/// Apply splices to `text`: each replaces the bytes of the value at its path. In a file whose
+/// lines end mostly in CRLF, a value's lines do too (toml_edit gives a value's text with `\n`
+/// alone: a user's multi-line `notify`, put back by uninstall, would come back with LF lines).
 fn apply_splices(file: &Path, text: &str, splices: &[Splice]) -> Result<String, InstallError> {
     let mut text = text.to_string();
+    let crlf = text.matches("\r\n").count();
+    let crlf_file = crlf > text.matches('\n').count() - crlf;
     for s in splices {
+        let raw = if crlf_file {
+            s.raw.replace("\r\n", "\n").replace('\n', "\r\n")
+        } else {
+            s.raw.clone()
+        };
         let doc = parse_text(file, &text)?;
         let span = lookup(doc.as_table(), &s.path)
             .and_then(Item::span)
@@ -155,7 +164,7 @@ fn apply_splices(file: &Path, text: &str, splices: &[Splice]) -> Result<String, 
                 path: file.to_path_buf(),
                 msg: format!("no value at `{}` to replace", s.path.join(".")),
             })?;
-        text.replace_range(span, &s.raw);
+        text.replace_range(span, &raw);
     }
     Ok(text)
 }

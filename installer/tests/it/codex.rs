@@ -159,6 +159,12 @@ fn round_trips_real_world_configs() {
             &["notify-send", "-a", "Codex"],
         ),
         (
+            "CRLF multi-line notify with a comment",
+            Some(NOTIFY_MULTILINE.replace('\n', "\r\n")),
+            None,
+            &["python3", "/home/me/.codex/notify.py"],
+        ),
+        (
             "mixed line endings",
             Some("model = \"o3\"\r\n[tui]\nnotifications = true\r\n".into()),
             None,
