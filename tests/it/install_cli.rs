@@ -56,6 +56,18 @@ fn two_agents() -> Sandbox {
 
 const AGENTS: [&str; 4] = ["--agent", "claude", "--agent", "codex"];
 
+/// [`two_agents`]' tree, and the tree one `memtrail install` leaves of it.
+type Tree = BTreeMap<String, (u32, Option<String>)>;
+fn trees_before_and_after_install() -> (Tree, Tree) {
+    let reference = two_agents();
+    let original = tree(&reference);
+    ok(
+        start(&reference, "install").wait_with_output().unwrap(),
+        "install",
+    );
+    (original, tree(&reference))
+}
+
 fn start(sb: &Sandbox, verb: &str) -> Child {
     sb.cmd()
         .arg(verb)
@@ -92,13 +104,7 @@ fn at_once(sb: &Sandbox, verbs: &[&str]) {
 /// is left behind.
 #[test]
 fn concurrent_install_processes_leave_what_one_does() {
-    let reference = two_agents();
-    let original = tree(&reference);
-    ok(
-        start(&reference, "install").wait_with_output().unwrap(),
-        "install",
-    );
-    let installed = tree(&reference);
+    let (original, installed) = trees_before_and_after_install();
     assert_ne!(original, installed);
     for round in 0..3 {
         let sb = two_agents();
@@ -310,13 +316,7 @@ fn purge_goes_ahead_when_only_the_users_vscode_hooks_are_kept() {
 /// uninstall.
 #[test]
 fn a_closed_stdout_does_not_stop_install_or_uninstall_half_way() {
-    let reference = two_agents();
-    let original = tree(&reference);
-    ok(
-        start(&reference, "install").wait_with_output().unwrap(),
-        "install",
-    );
-    let installed = tree(&reference);
+    let (original, installed) = trees_before_and_after_install();
     let sb = two_agents();
     for (verb, want) in [("install", &installed), ("uninstall", &original)] {
         let mut child = start(&sb, verb);
