@@ -267,6 +267,41 @@ pub(crate) struct TempFile {
     done: bool,
 }
 
+/// Remove the temp files of `name` in `dir` ([`TempFile`]'s `.<name>.memtrail-<pid>-<n>.tmp`)
+/// whose process is gone: an install killed between writing one and renaming it over the
+/// config left a full copy of the config there (owner-only, but a second copy of its keys).
+/// Only where a process's liveness can be told (`/proc`); a file of a live process, or of a
+/// pid now someone else's, stays.
+fn remove_dead_temp_files(dir: &Path, name: &str) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{name}.memtrail-");
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(rest) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|r| r.strip_suffix(".tmp"))
+        else {
+            continue;
+        };
+        let Some((pid, n)) = rest.split_once('-') else {
+            continue;
+        };
+        let (Ok(pid), true) = (pid.parse::<u32>(), n.bytes().all(|b| b.is_ascii_digit())) else {
+            continue;
+        };
+        let is_file = e.file_type().is_ok_and(|t| t.is_file());
+        if is_file && pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
 impl TempFile {
     /// Create a temp file in `target`'s directory holding `bytes`, flushed to disk. Its mode is
     /// owner-only whatever the umask: `mode` (the target's current mode) without its group and
@@ -292,6 +327,7 @@ impl TempFile {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "file".into());
+        remove_dead_temp_files(dir, &name);
         let mut attempt = 0;
         let (file, path) = loop {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -588,6 +624,42 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    /// A temp file an install killed before its rename left (a full copy of the config) goes
+    /// at the next write of that file, when its process is gone; a live process's, another
+    /// file's, and a name that is not memtrail's stay.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_dead_installs_temp_file_is_removed_at_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("settings.json");
+        fs::write(&target, "A").unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let me = std::process::id();
+        for name in [
+            format!(".settings.json.memtrail-{dead}-3.tmp"),
+            format!(".settings.json.memtrail-{me}-900.tmp"),
+            ".settings.json.memtrail-1-2.tmp".to_string(),
+            format!(".other.json.memtrail-{dead}-1.tmp"),
+            ".settings.json.memtrail-x-1.tmp".to_string(),
+        ] {
+            fs::write(dir.path().join(name), "copy with a key").unwrap();
+        }
+        let (_, id) = read_with_id(&target).unwrap();
+        let tmp = TempFile::write(&target, b"ours", None, None).unwrap();
+        assert!(tmp.persist_if_still(&target, id).unwrap());
+        let mut want = vec![
+            format!(".other.json.memtrail-{dead}-1.tmp"),
+            ".settings.json.memtrail-1-2.tmp".to_string(),
+            format!(".settings.json.memtrail-{me}-900.tmp"),
+            ".settings.json.memtrail-x-1.tmp".to_string(),
+            "settings.json".to_string(),
+        ];
+        want.sort();
+        assert_eq!(names(dir.path()), want);
     }
 
     /// The rename happens only over the version edited; a version another program wrote in
