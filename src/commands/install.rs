@@ -281,8 +281,11 @@ pub fn install(
     if a.json {
         out!("{}", crate::output::json(&results)?);
     } else if matches!(action, memtrail_installer::Action::Install)
-        && plans.iter().any(|(_, p)| !p.is_empty())
+        && plans
+            .iter()
+            .any(|(ag, p)| !p.is_empty() && !left_out.iter().any(|(l, _)| l == ag))
     {
+        // Only when an agent was wired (not after the one named failed).
         out!("\nNext: `memtrail import` brings in the sessions you already have.");
     }
     if matches!(action, memtrail_installer::Action::Uninstall) && purge_too {

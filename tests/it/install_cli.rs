@@ -229,10 +229,13 @@ fn a_failing_single_agent_does_not_mention_other_agents() {
     std::fs::create_dir_all(sb.home.join(".cursor")).unwrap();
     let state = sb.home.join(".local/state/memtrail/install-state.json");
     std::fs::create_dir_all(&state).unwrap();
-    // Exit code 1, and what it said on stderr.
+    // Exit code 1, and what it said on stderr; no "Next: `memtrail import`" when nothing was
+    // wired.
     let failed = |args: &[&str]| {
         let out = sb.cmd().args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(1));
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(!stdout.contains("Next:"), "{stdout}");
         String::from_utf8(out.stderr).unwrap()
     };
     let why = format!("{}: Is a directory (os error 21)", state.display());
