@@ -377,13 +377,32 @@ fn newline_of(text: &str) -> &'static str {
     }
 }
 
-/// The state of memtrail's item, for `status`.
+/// What the item named like memtrail's runs when that is not memtrail (another tool's server
+/// under memtrail's name), or `no program` when it names none; `None` for memtrail's own.
+fn foreign_program(node: &Node, item: &YamlItem) -> Option<String> {
+    let ours = bin_of(item);
+    match command_of(node) {
+        Some(c) if crate::edit::same_program(&c, &ours) => None,
+        Some(c) => Some(c),
+        None => Some("no program".to_string()),
+    }
+}
+
+/// The state of memtrail's item, for `status` (an error for another tool's item under
+/// memtrail's name).
 pub(crate) fn inspect(
     parsed: &Parsed,
     path: &Path,
     item: &YamlItem,
 ) -> Result<Found, InstallError> {
     let (_, ours) = find(path, &parsed.text, parsed.root.as_ref(), item)?;
+    if let Some(program) = ours.first().and_then(|o| foreign_program(o.node, item)) {
+        return Err(InstallError::ForeignEntry {
+            path: path.to_path_buf(),
+            json_path: format!("{}.{}", item.list_key, item.name),
+            program,
+        });
+    }
     let at = ours.first().and_then(|o| command_of(o.node));
     Ok(match ours.len() {
         0 => Found::Missing,
@@ -425,6 +444,14 @@ pub(crate) fn compute(
                 if let Some(o) = ours.first() {
                     if conforms(o.node, item) {
                         continue;
+                    }
+                    // Another tool's server under memtrail's name: not memtrail's to overwrite.
+                    if let Some(program) = foreign_program(o.node, item) {
+                        return Err(InstallError::ForeignEntry {
+                            path: path.to_path_buf(),
+                            json_path: entry_path.join("."),
+                            program,
+                        });
                     }
                     let indent = text[o.range.start..].len()
                         - text[o.range.start..].trim_start_matches(' ').len();
@@ -502,6 +529,14 @@ pub(crate) fn compute(
             }
             Action::Uninstall => {
                 let Some(o) = ours.first() else { continue };
+                // Another tool's server under memtrail's name (install refused it): it stays.
+                if let Some(program) = foreign_program(o.node, item) {
+                    lines.push(format!(
+                        "keep {}: it runs {program}, not memtrail (another tool's entry)",
+                        item.label
+                    ));
+                    continue;
+                }
                 let now = &text[o.range.clone()];
                 let rec_entry = history.entry(&entry_path);
                 if let Some(orig) = rec_entry

@@ -91,6 +91,16 @@ fn another_tools_mcp_server_named_memtrail_is_neither_overwritten_nor_removed() 
         ),
     );
     refused_and_kept(&b, &config, "mcp_servers.memtrail");
+    // Continue: `config.yaml`'s `mcpServers` list.
+    let b = AgentBox::new(Agent::Continue);
+    let config = b.home.join(".continue/config.yaml");
+    b.put(
+        &config,
+        Some(
+            "name: Local\nmcpServers:\n  - name: memtrail\n    command: npx\n    args:\n      - memtrail-cloud-mcp\n",
+        ),
+    );
+    refused_and_kept(&b, &config, "mcpServers.memtrail");
 }
 
 /// memtrail's own entry from an older install place (`/old/bin/memtrail`) is still updated in
