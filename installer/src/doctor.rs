@@ -137,6 +137,18 @@ pub fn doctor_in(
                         item.file.display()
                     ),
                 ),
+                // A file, or an entry under memtrail's name, that is another tool's.
+                S::Unreadable {
+                    error,
+                    kind: UnreadableKind::Foreign,
+                } => problem(
+                    agent,
+                    format!("{}: {error}", item.file.display()),
+                    format!(
+                        "rename or move that one away in {} (it is left as it is), then `memtrail install --agent {agent}`",
+                        item.file.display()
+                    ),
+                ),
                 S::Unreadable { error, .. } => problem(
                     agent,
                     format!(

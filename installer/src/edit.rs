@@ -137,12 +137,33 @@ pub(crate) enum Found {
 }
 
 /// Whether two program paths name the same program: the same file name (`memtrail`, with or
-/// without `.exe`), wherever it is. Tells memtrail's entry (any version, any install place)
+/// without `.exe` in any case: `C:\\…\\memtrail.EXE`), wherever it is. Tells memtrail's entry (any version, any install place)
 /// from another tool's under memtrail's name.
 pub(crate) fn same_program(a: &str, b: &str) -> bool {
     let name = |s: &str| {
         let n = s.rsplit(['/', '\\']).next().unwrap_or(s);
-        n.strip_suffix(".exe").unwrap_or(n).to_string()
+        let exe = n.len() > 4
+            && n.is_char_boundary(n.len() - 4)
+            && n[n.len() - 4..].eq_ignore_ascii_case(".exe");
+        (if exe { &n[..n.len() - 4] } else { n }).to_string()
     };
     name(a) == name(b)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_same_program_is_told_by_its_file_name() {
+        use super::same_program;
+        assert!(same_program("/old/bin/memtrail", "/opt dir/memtrail"));
+        assert!(same_program("C:\\Tools\\memtrail.EXE", "/usr/bin/memtrail"));
+        assert!(same_program("memtrail.exe", "memtrail"));
+        assert!(!same_program("npx", "/usr/bin/memtrail"));
+        assert!(!same_program(
+            "/usr/bin/memtrail-cloud",
+            "/usr/bin/memtrail"
+        ));
+        assert!(!same_program(".exe", "/usr/bin/memtrail"));
+        assert!(!same_program("mémtrail.exe", "/usr/bin/memtrail"));
+    }
 }

@@ -194,10 +194,15 @@ impl fmt::Display for AgentStatus {
         // the matter): `not trusted yet; open /hooks in Codex …` splits at its first `; `.
         let mut to_do: Vec<&str> = Vec::new();
         for i in &self.items {
-            if let ItemState::Unreadable { error, .. } = &i.state
+            if let ItemState::Unreadable { error, kind } = &i.state
                 && !reported.contains(&i.file.as_path())
             {
-                writeln!(f, "  {}: unreadable: {error}", i.file.display())?;
+                // Another tool's file or entry is readable: it is just not memtrail's.
+                let what = match kind {
+                    UnreadableKind::Foreign => "not memtrail's",
+                    _ => "unreadable",
+                };
+                writeln!(f, "  {}: {what}: {error}", i.file.display())?;
                 reported.push(&i.file);
             }
             let state = match &i.state {
@@ -216,6 +221,10 @@ impl fmt::Display for AgentStatus {
                     None => reason.clone(),
                 },
                 ItemState::Missing => "missing".into(),
+                ItemState::Unreadable {
+                    kind: UnreadableKind::Foreign,
+                    ..
+                } => "another tool's (not memtrail's)".into(),
                 ItemState::Unreadable { .. } => "unreadable".into(),
             };
             writeln!(f, "  {}: {state} ({})", i.item, i.file.display())?;

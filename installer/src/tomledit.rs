@@ -144,19 +144,11 @@ struct Splice {
     raw: String,
 }
 
-/// Apply splices to `text`: each replaces the bytes of the value at its path. In a file whose
-/// lines end mostly in CRLF, a value's lines do too (toml_edit gives a value's text with `\n`
-/// alone: a user's multi-line `notify`, put back by uninstall, would come back with LF lines).
+/// Apply splices to `text`: each replaces the bytes of the value at its path.
 fn apply_splices(file: &Path, text: &str, splices: &[Splice]) -> Result<String, InstallError> {
     let mut text = text.to_string();
-    let crlf = text.matches("\r\n").count();
-    let crlf_file = crlf > text.matches('\n').count() - crlf;
     for s in splices {
-        let raw = if crlf_file {
-            s.raw.replace("\r\n", "\n").replace('\n', "\r\n")
-        } else {
-            s.raw.clone()
-        };
+        let raw = &s.raw;
         let doc = parse_text(file, &text)?;
         let span = lookup(doc.as_table(), &s.path)
             .and_then(Item::span)
@@ -164,7 +156,7 @@ fn apply_splices(file: &Path, text: &str, splices: &[Splice]) -> Result<String, 
                 path: file.to_path_buf(),
                 msg: format!("no value at `{}` to replace", s.path.join(".")),
             })?;
-        text.replace_range(span, &raw);
+        text.replace_range(span, raw);
     }
     Ok(text)
 }
@@ -279,6 +271,14 @@ pub(crate) fn compute(
                 },
                 ..FileState::default()
             };
+            // A value's exact text in the file (its span), for what uninstall puts back: toml_edit
+            // gives a value's text with `\n` line ends and a multi-line string's CR as an escape
+            // (a user's multi-line `notify` in a CRLF file came back changed).
+            let spanned = parse_text(path, &text).ok();
+            let source_of = |key: &str| -> Option<String> {
+                let span = spanned.as_ref()?.as_table().get(key)?.span()?;
+                text.get(span).map(str::to_string)
+            };
             for item in items {
                 match item {
                     TomlItem::Table {
@@ -304,7 +304,7 @@ pub(crate) fn compute(
                     } => install_chain(
                         path,
                         &mut doc,
-                        (label, key, ours, chain_flag, *is_ours),
+                        (label, key, ours, chain_flag, *is_ours, source_of(key)),
                         history,
                         &mut rec,
                         &mut splices,
@@ -630,12 +630,15 @@ fn uninstall_table(
     }
 }
 
+/// A chained item's label, key, argv, chain flag and recogniser, and the exact text of the
+/// value in the file (its span), when it was read.
 type ChainArgs<'a> = (
     &'a String,
     &'a String,
     &'a Vec<String>,
     &'a String,
     fn(&[String]) -> bool,
+    Option<String>,
 );
 
 /// memtrail's argv chained with `theirs`.
@@ -659,7 +662,7 @@ fn chained_tail<'a>(argv: &'a [String], ours_len: usize, flag: &str) -> &'a [Str
 fn install_chain(
     file: &Path,
     doc: &mut DocumentMut,
-    (label, key, ours, flag, is_ours): ChainArgs<'_>,
+    (label, key, ours, flag, is_ours, source): ChainArgs<'_>,
     history: &History<'_>,
     rec: &mut FileState,
     splices: &mut Vec<Splice>,
@@ -706,8 +709,9 @@ fn install_chain(
         ));
         return Ok(());
     }
-    // The user's own program: memtrail runs it after itself, with the same arguments.
-    let original = item.as_value().map(raw_of).unwrap_or_default();
+    // The user's own program: memtrail runs it after itself, with the same arguments. Its
+    // exact text (`source`) is what uninstall puts back.
+    let original = source.unwrap_or_else(|| item.as_value().map(raw_of).unwrap_or_default());
     let raw = strings_raw(&chained(ours, flag, &argv));
     splices.push(Splice {
         path: path.clone(),

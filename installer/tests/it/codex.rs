@@ -165,6 +165,12 @@ fn round_trips_real_world_configs() {
             &["python3", "/home/me/.codex/notify.py"],
         ),
         (
+            "CRLF notify holding a multi-line string",
+            Some("model = \"o3\"\r\nnotify = [\r\n  \"bash\",\r\n  \"-c\",\r\n  \"\"\"\r\necho hi\r\necho there\"\"\",\r\n]\r\n".into()),
+            None,
+            &["bash", "-c", "echo hi\r\necho there"],
+        ),
+        (
             "mixed line endings",
             Some("model = \"o3\"\r\n[tui]\nnotifications = true\r\n".into()),
             None,

@@ -57,6 +57,15 @@ fn refused_and_kept(b: &AgentBox, file: &std::path::Path, entry: &str) {
         b.agent,
         mcp_state(b)
     );
+    // Said as another tool's, not as a file that cannot be read; doctor says what to do.
+    let shown = b.status().to_string();
+    assert!(shown.contains("not memtrail's: `"), "{shown}");
+    assert!(!shown.contains("unreadable"), "{shown}");
+    let scratch = b.dir.path().join("doctor");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let doctor = memtrail_installer::doctor_in(&b.env, &b.bin, &scratch, &|_, _| false);
+    let said = format!("{doctor:?}");
+    assert!(said.contains("rename or move that one away"), "{said}");
 }
 
 #[test]
