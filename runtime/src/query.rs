@@ -233,6 +233,11 @@ fn parse(input: &str) -> (Option<Vec<QueryItem>>, bool) {
                 word.push(ch);
                 chars.next();
             }
+            // `-"a phrase"` excludes the phrase: the word read stops at its quote.
+            if word == "-" && chars.peek() == Some(&'"') {
+                pending_not = true;
+                continue;
+            }
             match word.as_str() {
                 "OR" | "||" => {
                     pending_or = true;
@@ -1168,6 +1173,20 @@ mod tests {
             r#""a" NOT "b" AND "c" OR "d""#
         );
         assert_eq!(fts_query("a AND b").unwrap(), r#""a" "b""#);
+        // `-"a phrase"` excludes the phrase (it was searched as a required one), before or
+        // after the positive words; a lone `-` before a word is no exclusion.
+        assert_eq!(
+            fts_query("test -\"cargo test\"").unwrap(),
+            r#""test" NOT "cargo test""#
+        );
+        assert_eq!(
+            fts_query("-\"cargo test\" test").unwrap(),
+            r#""test" NOT "cargo test""#
+        );
+        assert_eq!(
+            fts_query("test -\"cargo\"*").unwrap(),
+            r#""test" NOT "cargo"*"#
+        );
         assert_eq!(fts_query("foo-bar (baz").unwrap(), r#""foo-bar" "(baz""#);
         assert_eq!(
             fts_query("unbalanced \"quote").unwrap(),

@@ -222,6 +222,8 @@ fn the_same_queries_find_the_same_messages_in_sqlite_and_postgresql() {
         // `configure` stems to `configur`.
         ("config -yaml", &["a0", "a1"]),
         ("config NOT yaml", &["a0", "a1"]),
+        // An excluded phrase: b0 holds "is locked", b1 does not.
+        ("database -\"is locked\"", &["b1"]),
         // CJK: a substring of a run, through the cjk column.
         ("日本", &["b2"]),
         ("テスト", &["b2"]),
