@@ -78,12 +78,9 @@ pub fn doctor_in(
                 continue;
             }
         };
-        let registered: Vec<_> = st
-            .items
-            .iter()
-            .filter(|i| !matches!(i.state, crate::ItemState::Missing))
-            .collect();
-        if registered.is_empty() {
+        // An agent memtrail is not installed in (another tool's entry under memtrail's name
+        // is none of memtrail's) has nothing to check.
+        if st.not_installed() {
             continue;
         }
         let mut unreadable: Vec<&std::path::Path> = Vec::new();

@@ -159,9 +159,19 @@ impl AgentStatus {
             .filter(|i| matches!(i.state, ItemState::Untrusted { .. }))
     }
 
-    /// True when no item of memtrail's is registered in this agent.
+    /// True when no item of memtrail's is registered in this agent (another tool's file or
+    /// entry under memtrail's name is none of memtrail's).
     pub fn not_installed(&self) -> bool {
-        self.items.iter().all(|i| i.state == ItemState::Missing)
+        self.items.iter().all(|i| {
+            matches!(
+                i.state,
+                ItemState::Missing
+                    | ItemState::Unreadable {
+                        kind: UnreadableKind::Foreign,
+                        ..
+                    }
+            )
+        })
     }
 }
 

@@ -1290,15 +1290,7 @@ fn doctor_runs_installed_hooks_and_catches_a_missing_binary() {
     let copy = sb.home.join("bin/memtrail");
     std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
     std::fs::copy(env!("CARGO_BIN_EXE_memtrail"), &copy).unwrap();
-    let st = std::process::Command::new(&copy)
-        .env_clear()
-        .env("HOME", &sb.home)
-        .env("XDG_STATE_HOME", sb.home.join(".local/state"))
-        .env("XDG_DATA_HOME", sb.home.join(".local/share"))
-        .env("CLAUDE_CONFIG_DIR", sb.claude_dir())
-        .args(["install", "--agent", "claude", "--yes"])
-        .status()
-        .unwrap();
+    let st = run_copy(&copy, &sb, &["install", "--agent", "claude", "--yes"]).status;
     assert!(st.success());
     std::fs::remove_file(&copy).unwrap();
     let out = sb.acmd().args(["doctor"]).output().unwrap();
@@ -1321,6 +1313,30 @@ fn doctor_runs_installed_hooks_and_catches_a_missing_binary() {
 /// A hook program whose path has a space and a quote in it is run by `doctor` as the agent
 /// runs it: Copilot CLI's hooks name the program alone, and doctor made the command line from
 /// it unquoted (exit 127).
+/// Run a copy of memtrail's binary (`copy`) in `sb`'s sandboxed environment. A copy just
+/// written may be "text file busy" for a moment: another test's child forked while the copy's
+/// descriptor was open holds it until it execs.
+fn run_copy(copy: &std::path::Path, sb: &Sandbox, args: &[&str]) -> std::process::Output {
+    for _ in 0..100 {
+        match std::process::Command::new(copy)
+            .env_clear()
+            .env("HOME", &sb.home)
+            .env("XDG_STATE_HOME", sb.home.join(".local/state"))
+            .env("XDG_DATA_HOME", sb.home.join(".local/share"))
+            .env("XDG_CONFIG_HOME", sb.home.join(".config"))
+            .env("CLAUDE_CONFIG_DIR", sb.claude_dir())
+            .args(args)
+            .output()
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            r => return r.unwrap(),
+        }
+    }
+    panic!("{} stays busy", copy.display())
+}
+
 #[test]
 fn doctor_runs_a_hook_program_whose_path_has_a_space_and_a_quote() {
     let sb = Sandbox::new();
@@ -1328,28 +1344,7 @@ fn doctor_runs_a_hook_program_whose_path_has_a_space_and_a_quote() {
     let copy = sb.home.join("my bin's/memtrail");
     std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
     std::fs::copy(env!("CARGO_BIN_EXE_memtrail"), &copy).unwrap();
-    let run = |args: &[&str]| {
-        // A copy just written may be "text file busy" for a moment: another test's child
-        // forked while the copy's descriptor was open holds it until it execs.
-        for _ in 0..100 {
-            match std::process::Command::new(&copy)
-                .env_clear()
-                .env("HOME", &sb.home)
-                .env("XDG_STATE_HOME", sb.home.join(".local/state"))
-                .env("XDG_DATA_HOME", sb.home.join(".local/share"))
-                .env("XDG_CONFIG_HOME", sb.home.join(".config"))
-                .env("CLAUDE_CONFIG_DIR", sb.claude_dir())
-                .args(args)
-                .output()
-            {
-                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
-                    std::thread::sleep(std::time::Duration::from_millis(20))
-                }
-                r => return r.unwrap(),
-            }
-        }
-        panic!("{} stays busy", copy.display())
-    };
+    let run = |args: &[&str]| run_copy(&copy, &sb, args);
     let out = run(&["install", "--agent", "copilotcli", "--yes"]);
     assert!(out.status.success(), "{out:?}");
     let out = run(&["doctor", "--json"]);

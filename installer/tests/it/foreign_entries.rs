@@ -57,15 +57,45 @@ fn refused_and_kept(b: &AgentBox, file: &std::path::Path, entry: &str) {
         b.agent,
         mcp_state(b)
     );
+    // memtrail is not installed there: healthy, as an agent memtrail was never installed in.
+    assert!(b.status().not_installed(), "{}", b.status());
+    assert!(b.status().healthy(), "{}", b.status());
     // Said as another tool's, not as a file that cannot be read; doctor says what to do.
     let shown = b.status().to_string();
     assert!(shown.contains("not memtrail's: `"), "{shown}");
     assert!(!shown.contains("unreadable"), "{shown}");
+    // Nothing of memtrail's to check there: doctor has no problem with that agent.
+    let doctor = doctor_of(b);
+    assert!(
+        doctor.problems.iter().all(|p| p.agent != b.agent),
+        "{doctor:?}"
+    );
+}
+
+fn doctor_of(b: &AgentBox) -> memtrail_installer::DoctorReport {
     let scratch = b.dir.path().join("doctor");
     std::fs::create_dir_all(&scratch).unwrap();
-    let doctor = memtrail_installer::doctor_in(&b.env, &b.bin, &scratch, &|_, _| false);
-    let said = format!("{doctor:?}");
+    memtrail_installer::doctor_in(&b.env, &b.bin, &scratch, &|_, _| false)
+}
+
+/// Another tool's entry put under memtrail's name after memtrail was installed: status is not
+/// healthy and doctor says to rename it; uninstall takes memtrail's hooks out and keeps it.
+#[test]
+fn another_tools_entry_after_install_is_reported_by_doctor() {
+    let s = Sandbox::new();
+    s.install();
+    let mut v = s.json(&s.global);
+    v["mcpServers"]["memtrail"] = json!({"command": "npx", "args": ["-y", "x"]});
+    s.put(&s.global, Some(&serde_json::to_string_pretty(&v).unwrap()));
+    assert!(!s.status().healthy(), "{}", s.status());
+    let said = format!("{:?}", doctor_of(&s));
     assert!(said.contains("rename or move that one away"), "{said}");
+    s.uninstall();
+    assert_eq!(
+        s.json(&s.global)["mcpServers"]["memtrail"]["command"],
+        "npx"
+    );
+    assert!(s.status().not_installed(), "{}", s.status());
 }
 
 #[test]
