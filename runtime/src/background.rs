@@ -5,7 +5,7 @@
 //! that long).
 
 use crate::mcp::MeaningSearch;
-use crate::store::{Store, StoreLocation};
+use crate::store::{Store, StoreLocation, TIDY_PAGES};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,12 +24,16 @@ pub const EMBED_SLICE: Duration = Duration::from_millis(1000);
 /// own, on a connection of its own, brings the full-text index up to date every [`INDEX_INTERVAL`] (hooks queue what they write:
 /// see [`crate::store::Store::catch_up_index`]), 250 messages per transaction, waiting at most
 /// 100 ms for the write lock, so that searches find the queue indexed and hooks never wait
-/// long. It ends with the process; an unfinished transaction is rolled back.
+/// long; after each catch-up (and once for the store it opens) it merges the index's small
+/// segments, [`TIDY_PAGES`] pages a round ([`Store::tidy_index`]). It ends with the process;
+/// an unfinished transaction is rolled back.
 pub fn spawn_indexer(db: StoreLocation) {
     let _ = std::thread::Builder::new()
         .name("memtrail-indexer".into())
         .spawn(move || {
             let mut store: Option<Store> = None;
+            // A store opened may hold the segments of earlier catch-ups: tidy it once.
+            let mut untidy = true;
             loop {
                 std::thread::sleep(INDEX_INTERVAL);
                 if store.as_ref().is_some_and(|s| !s.is_current()) {
@@ -37,11 +41,17 @@ pub fn spawn_indexer(db: StoreLocation) {
                 }
                 if store.is_none() && db.exists() {
                     store = Store::open_with_timeout(&db, Duration::from_millis(100)).ok();
+                    untidy = true;
                 }
-                if let Some(s) = &store
-                    && s.pending_index().unwrap_or(0) > 0
-                {
+                let Some(s) = &store else { continue };
+                if s.pending_index().unwrap_or(0) > 0 {
                     let _ = s.catch_up_index(Some(std::time::Instant::now() + INDEX_INTERVAL));
+                    untidy = true;
+                }
+                if untidy {
+                    // Each catch-up wrote a segment: merge the small ones, a bounded step a
+                    // round until none is left to merge (a busy store: the next round).
+                    untidy = !matches!(s.tidy_index(TIDY_PAGES), Ok(true));
                 }
             }
         });

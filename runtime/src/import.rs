@@ -373,6 +373,12 @@ fn import_inner(
             Ok(()) | Err(crate::Error::Busy { .. }) => {}
             Err(e) => return Err(e),
         }
+    } else if written > 0 {
+        // A smaller import's catch-ups wrote segments: merge the small ones, one bounded step.
+        match store.tidy_index(crate::store::TIDY_PAGES) {
+            Ok(_) | Err(crate::Error::Busy { .. }) => {}
+            Err(e) => return Err(e),
+        }
     }
     // Fold the WAL back into the database now rather than at some later hook's commit.
     let _ = store.checkpoint();

@@ -9,7 +9,7 @@ use crate::support::{bash, text};
 use memtrail_adapters::{Agent, Record, SessionMeta, SessionRef};
 use memtrail_runtime::query::{self, SearchFilter};
 use memtrail_runtime::records::Standard;
-use memtrail_runtime::store::{INDEX_CHUNK, Store};
+use memtrail_runtime::store::{INDEX_CHUNK, Store, TIDY_PAGES, TIDY_SLICE_PAGES, TIDY_USERMERGE};
 
 pub(crate) fn open() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
@@ -37,18 +37,10 @@ pub(crate) fn session(store: &mut Store, id: &str) -> i64 {
 }
 
 fn hits(store: &Store, q: &str) -> Vec<String> {
-    query::search(
-        store,
-        q,
-        &SearchFilter {
-            limit: 50,
-            ..SearchFilter::default()
-        },
-    )
-    .unwrap()
-    .into_iter()
-    .map(|h| h.message_id)
-    .collect()
+    full_hits(store, q)
+        .into_iter()
+        .map(|h| h.message_id)
+        .collect()
 }
 
 fn fts_ok(store: &Store) {
@@ -208,6 +200,23 @@ fn catch_up_at_most_indexes_the_oldest_share_of_the_queue() {
 /// comes to wait for the write lock (it holds the store's gate shared), so the hook waits for
 /// one slice, not a whole chunk (here the chunk is the whole queue: without the early commit
 /// the first transaction would index all of it).
+/// A hook's hold on the write gate of the store `m.db` in `dir` (shared `flock`), as
+/// `Store::pass_gate` takes it with a deadline; released with `LOCK_UN` or when dropped.
+#[cfg(unix)]
+fn hold_gate(dir: &std::path::Path) -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    let gate = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join("m.db-gate"))
+        .unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(unsafe { libc::flock(gate.as_raw_fd(), libc::LOCK_SH) }, 0);
+    gate
+}
+
 #[cfg(unix)]
 #[test]
 fn a_background_catch_up_commits_after_one_slice_when_a_hook_waits() {
@@ -221,15 +230,7 @@ fn a_background_catch_up_commits_after_one_slice_when_a_hook_waits() {
     store.write(|w| w.apply(s, recs)).unwrap();
     let db = dir.path().join("m.db");
     // A hook's hold on the gate, as `Store::pass_gate` takes it with a deadline.
-    let gate = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(dir.path().join("m.db-gate"))
-        .unwrap();
-    // SAFETY: flock on a descriptor this test owns.
-    assert_eq!(unsafe { libc::flock(gate.as_raw_fd(), libc::LOCK_SH) }, 0);
+    let gate = hold_gate(dir.path());
     let path = db.clone();
     let background = std::thread::spawn(move || {
         let s = Store::open(&path).unwrap();
@@ -597,16 +598,6 @@ fn optimize_merges_the_segments_and_keeps_the_results() {
         store.write(|w| w.apply(s, recs)).unwrap();
         store.catch_up_index(None).unwrap();
     }
-    let segments = |store: &Store| -> i64 {
-        crate::support::open_raw(store.path())
-            .unwrap()
-            .query_row(
-                "SELECT COUNT(DISTINCT segid) FROM messages_fts_idx",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap()
-    };
     assert_eq!(segments(&store), 4, "one segment per catch-up");
     let before = hits(&store, "batch2 item7");
     store.optimize_index().unwrap();
@@ -614,6 +605,218 @@ fn optimize_merges_the_segments_and_keeps_the_results() {
     assert_eq!(hits(&store, "batch2 item7"), before);
     assert_eq!(before, vec!["u2-7"]);
     assert_eq!(indexed(&store, "wombat"), 200);
+    fts_ok(&store);
+}
+
+fn segments(store: &Store) -> i64 {
+    crate::support::open_raw(store.path())
+        .unwrap()
+        .query_row(
+            "SELECT COUNT(DISTINCT segid) FROM messages_fts_idx",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+fn full_hits(store: &Store, q: &str) -> Vec<query::Hit> {
+    query::search(
+        store,
+        q,
+        &SearchFilter {
+            limit: 50,
+            ..SearchFilter::default()
+        },
+    )
+    .unwrap()
+}
+
+/// Session `s1` with 3,000 messages indexed and merged into one segment, as a large import
+/// leaves the index; returns the session's row id.
+fn with_large_segment(store: &mut Store) -> i64 {
+    let s = session(store, "s1");
+    let recs: Vec<Record> = (0..3000)
+        .map(|i| {
+            let words: Vec<String> = (0..24).map(|k| format!("w{i}y{k}")).collect();
+            text(
+                &format!("old-{i}"),
+                &format!(
+                    "wombat errand{} item{i} erratic {} {}",
+                    i % 97,
+                    "filler ".repeat(i % 13),
+                    words.join(" ")
+                ),
+            )
+        })
+        .collect();
+    store.write(|w| w.apply(s, recs)).unwrap();
+    store.catch_up_index(None).unwrap();
+    store.optimize_index().unwrap();
+    assert_eq!(segments(store), 1);
+    s
+}
+
+/// A store with one segment from 3,000 messages (optimized) and 60 small catch-ups after it, of
+/// 40 messages each: 16 segments, as hooks and searches leave them.
+fn store_with_small_segments() -> (tempfile::TempDir, Store) {
+    let (d, mut store) = open();
+    // One large segment (an import's, optimized), then 60 small catch-ups (the hooks' turns).
+    let s = with_large_segment(&mut store);
+    for batch in 0..60 {
+        let recs: Vec<Record> = (0..40)
+            .map(|i| {
+                let n = batch * 40 + i;
+                let words: Vec<String> = (0..12).map(|k| format!("e{}x{k}", n * 7)).collect();
+                text(
+                    &format!("u{batch}-{i}"),
+                    &format!(
+                        "wombat errors batch{batch} item{i} err{n} {}",
+                        words.join(" ")
+                    ),
+                )
+            })
+            .collect();
+        store.write(|w| w.apply(s, recs)).unwrap();
+        store.catch_up_index(None).unwrap();
+    }
+    (d, store)
+}
+
+/// `tidy_index` (after a search's catch-up, and in the servers' indexer) merges the segments
+/// that many small catch-ups leave, in bounded steps, without the whole-index rewrite of
+/// `optimize_index`, and every search gives the same hits, scores and snippets after it.
+#[test]
+fn tidy_merges_the_small_segments_in_bounded_steps_and_keeps_the_results() {
+    let (_d, store) = store_with_small_segments();
+    let before_count = segments(&store);
+    let before_levels = store.index_structure().unwrap().unwrap();
+    let queries = [
+        "wombat",
+        "err*",
+        "e*",
+        "batch7 item3",
+        "wombat -errors",
+        "item1 OR errand5",
+    ];
+    let before: Vec<Vec<query::Hit>> = queries.iter().map(|q| full_hits(&store, q)).collect();
+    assert!(before.iter().all(|h| !h.is_empty()));
+    // One slice at a time: each call writes at most its budget and says whether more is left.
+    let mut calls = 0;
+    while !store.tidy_index(TIDY_SLICE_PAGES).unwrap() {
+        calls += 1;
+        assert!(calls < 100, "a tidy-up that never ends");
+    }
+    let after_count = segments(&store);
+    let after_levels = store.index_structure().unwrap().unwrap();
+    // The record's segments are FTS5's (its `_idx` rows name the same number).
+    assert_eq!(before_levels.segments() as i64, before_count);
+    assert_eq!(after_levels.segments() as i64, after_count);
+    assert!(before_count >= 8, "{before_count}");
+    assert!(
+        after_count < before_count - 4,
+        "{before_count} -> {after_count}"
+    );
+    assert!(calls >= 2, "each call stops after its budget: {calls}");
+    // What FTS5 would merge next is the large segment's level, or nothing; the large segment
+    // is where it was, untouched.
+    let large = before_levels.largest_level().unwrap();
+    assert_ne!(before_levels.merge_pick(2), Some(large));
+    assert!(after_levels.merge_pick(2).is_none_or(|l| l == large));
+    assert_eq!(after_levels.largest_level(), Some(large));
+    assert!(
+        after_levels.levels[large]
+            .pages
+            .contains(before_levels.levels[large].pages.iter().max().unwrap())
+    );
+    let usermerge: i64 = crate::support::open_raw(store.path())
+        .unwrap()
+        .query_row(
+            "SELECT v FROM messages_fts_config WHERE k = 'usermerge'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(usermerge, TIDY_USERMERGE);
+    // Nothing left: a second tidy-up changes nothing.
+    assert!(store.tidy_index(TIDY_PAGES).unwrap());
+    assert_eq!(segments(&store), after_count);
+    // The same hits and snippets; the scores within rounding (FTS5's counts are summed per
+    // segment).
+    let key = |h: &query::Hit| (h.message_id.clone(), h.snippet.clone());
+    for (q, b) in queries.iter().zip(&before) {
+        let a = full_hits(&store, q);
+        assert_eq!(
+            a.iter().map(key).collect::<Vec<_>>(),
+            b.iter().map(key).collect::<Vec<_>>(),
+            "{q}"
+        );
+        for (x, y) in a.iter().zip(b) {
+            assert!(
+                (x.score - y.score).abs() <= 1e-9 * y.score.abs(),
+                "{q}: {} {}",
+                x.score,
+                y.score
+            );
+        }
+    }
+    assert_eq!(indexed(&store, "wombat"), 5400);
+    fts_ok(&store);
+}
+
+/// A search's catch-up tidies the segments it writes (`catch_up_for_search`), round after round,
+/// and never rewrites the large segment an import left: the small ones stay few, below it.
+#[test]
+fn searches_keep_the_segments_few_without_rewriting_the_large_one() {
+    let (_d, mut store) = open();
+    let s = with_large_segment(&mut store);
+    let first = store.index_structure().unwrap().unwrap();
+    let large = first.largest_level().unwrap();
+    let large_pages = first.levels[large].pages[0];
+    let mut most = 0;
+    for round in 0..600 {
+        let recs: Vec<Record> = (0..5)
+            .map(|i| {
+                text(
+                    &format!("r{round}-{i}"),
+                    &format!("wombat r{round}x{i} turn"),
+                )
+            })
+            .collect();
+        store.write(|w| w.apply(s, recs)).unwrap();
+        // A search: the catch-up, then the tidy-up.
+        assert_eq!(store.catch_up_for_search().unwrap(), 5);
+        let st = store.index_structure().unwrap().unwrap();
+        most = most.max(st.segments());
+        assert_eq!(st.largest_level(), Some(large), "round {round}: {st:?}");
+        assert!(
+            st.levels[large].pages.contains(&large_pages),
+            "round {round}: {st:?}"
+        );
+    }
+    // 5 here; 19 without the tidy-ups (15 of one page at level 0).
+    assert!(most <= 6, "{most}");
+    assert_eq!(indexed(&store, "wombat"), 6000);
+    fts_ok(&store);
+}
+
+/// A tidy-up is a background writer: when a hook waits for the write lock (holds the gate), it
+/// commits after the slice at hand and says that more is left.
+#[cfg(unix)]
+#[test]
+fn a_tidy_up_ends_after_one_slice_when_a_hook_waits() {
+    use std::os::fd::AsRawFd;
+    let (dir, store) = store_with_small_segments();
+    let before = segments(&store);
+    let gate = hold_gate(dir.path());
+    // After the writer's wait for the gate (at most gate::YIELD_MAX), one slice, then commit.
+    assert!(!store.tidy_index(TIDY_PAGES * 100).unwrap());
+    // One page written: the merge it began is still in progress.
+    let st = store.index_structure().unwrap().unwrap();
+    assert!(st.levels.iter().any(|l| l.merging > 0), "{st:?}");
+    // SAFETY: as above.
+    unsafe { libc::flock(gate.as_raw_fd(), libc::LOCK_UN) };
+    assert!(store.tidy_index(TIDY_PAGES * 100).unwrap());
+    assert!(segments(&store) < before);
     fts_ok(&store);
 }
 
