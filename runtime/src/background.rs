@@ -5,12 +5,16 @@
 //! that long).
 
 use crate::mcp::MeaningSearch;
-use crate::store::{Store, StoreLocation, TIDY_PAGES};
+use crate::store::{Store, StoreLocation};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How often a server's indexer looks for queued messages.
 pub const INDEX_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How long a server's indexer merges the index's small segments per [`INDEX_INTERVAL`]
+/// ([`Store::tidy_index`]).
+pub const TIDY_ROUND: Duration = Duration::from_millis(50);
 
 /// The embedder embeds waiting messages only when no request (an MCP tool call, a web page)
 /// came for this long.
@@ -25,7 +29,7 @@ pub const EMBED_SLICE: Duration = Duration::from_millis(1000);
 /// see [`crate::store::Store::catch_up_index`]), 250 messages per transaction, waiting at most
 /// 100 ms for the write lock, so that searches find the queue indexed and hooks never wait
 /// long; after each catch-up (and once for the store it opens) it merges the index's small
-/// segments, [`TIDY_PAGES`] pages a round ([`Store::tidy_index`]). It ends with the process;
+/// segments, [`TIDY_ROUND`] a round ([`Store::tidy_index`]). It ends with the process;
 /// an unfinished transaction is rolled back.
 pub fn spawn_indexer(db: StoreLocation) {
     let _ = std::thread::Builder::new()
@@ -51,7 +55,7 @@ pub fn spawn_indexer(db: StoreLocation) {
                 if untidy {
                     // Each catch-up wrote a segment: merge the small ones, a bounded step a
                     // round until none is left to merge (a busy store: the next round).
-                    untidy = !matches!(s.tidy_index(TIDY_PAGES), Ok(true));
+                    untidy = !matches!(s.tidy_index(TIDY_ROUND), Ok(true));
                 }
             }
         });

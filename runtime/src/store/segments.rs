@@ -6,8 +6,7 @@
 //!
 //! - a 4-byte big-endian cookie, then, in the second version of the format, the 4 bytes
 //!   `FF 00 00 01` and the same fields with more per segment;
-//! - varints: the number of levels, the number of segments, the write counter (and, in the
-//!   second version, the origin counter);
+//! - varints: the number of levels, the number of segments, the write counter;
 //! - per level: varints `nMerge` (how many of its oldest segments a merge in progress is
 //!   reading; 0 when none) and its number of segments, then per segment its id, its first and
 //!   last leaf page (and, in the second version, five more varints: two origins, tombstone
@@ -62,9 +61,6 @@ impl Structure {
         let n_levels = varint(b, &mut i)?;
         let n_segments = varint(b, &mut i)?;
         varint(b, &mut i)?; // the write counter
-        if v2 {
-            varint(b, &mut i)?; // the origin counter
-        }
         // FTS5 allows at most 64 levels (FTS5_MAX_LEVEL).
         if n_levels > 64 {
             return None;
@@ -101,20 +97,28 @@ impl Structure {
     }
 
     /// The level FTS5's incremental `'merge'` with `usermerge = min` reads next (its
-    /// `fts5IndexMerge`): the first level with a merge in progress, else the lowest level
-    /// holding the most segments, if it holds at least `min`; `None` when nothing would merge.
+    /// `fts5IndexMerge`): levels are looked at from 0 up to the first with a merge in
+    /// progress; the lowest holding the most segments is the pick, unless the merging level's
+    /// `nMerge` is more than that most, which makes it the pick; a pick holding fewer than
+    /// `min` segments (and no merge in progress) is none.
     pub fn merge_pick(&self, min: usize) -> Option<usize> {
-        let mut best: Option<(usize, usize)> = None;
+        let (mut pick, mut most) = (0usize, 0u64);
         for (l, level) in self.levels.iter().enumerate() {
             if level.merging > 0 {
-                return Some(l);
+                if level.merging > most {
+                    pick = l;
+                    most = min as u64;
+                }
+                break;
             }
-            let n = level.pages.len();
-            if n > best.map_or(0, |(_, b)| b) {
-                best = Some((l, n));
+            let n = level.pages.len() as u64;
+            if n > most {
+                pick = l;
+                most = n;
             }
         }
-        best.filter(|&(_, n)| n >= min).map(|(l, _)| l)
+        let merging = self.levels.get(pick).is_some_and(|l| l.merging > 0);
+        (most >= min as u64 || merging).then_some(pick)
     }
 
     /// Whether [`super::Store::tidy_index`] would merge: FTS5's next level to merge with
@@ -176,8 +180,32 @@ mod tests {
         );
         assert_eq!(s.segments(), 4);
         assert_eq!(s.largest_level(), Some(2));
-        // A merge in progress is continued first, whatever the other levels hold.
-        assert_eq!(s.merge_pick(2), Some(2));
+        // Level 2's merge in progress reads 1 segment; level 0 holds 2, more: it is merged
+        // first (as SQLite 3.54's fts5IndexMerge does with this structure).
+        assert_eq!(s.merge_pick(2), Some(0));
+    }
+
+    /// The second version (written when the table counts origins: `contentless_delete`, not
+    /// memtrail's): the marker, the same header, five more varints a segment (SQLite 3.54's
+    /// `fts5StructureWrite`).
+    #[test]
+    fn a_version_2_record_decodes_too() {
+        let mut b = vec![0, 0, 0, 1, 0xff, 0x00, 0x00, 0x01];
+        b.extend([1, 1, 5]); // 1 level, 1 segment, write counter 5
+        b.extend([0, 1]); // level 0: no merge, 1 segment
+        b.extend([1, 1, 4, 1, 1, 0, 0, 7]); // id 1, pages 1..=4, origins, tombstones, entries
+        let s = Structure::decode(&b).unwrap();
+        assert_eq!(
+            s.levels,
+            vec![Level {
+                merging: 0,
+                pages: vec![4]
+            }]
+        );
+        // Read as version 1 (without the marker) the same bytes do not add up.
+        let mut v1 = b.clone();
+        v1.drain(4..8);
+        assert_eq!(Structure::decode(&v1), None);
     }
 
     #[test]
@@ -195,6 +223,21 @@ mod tests {
             levels: vec![lvl(1), lvl(1)],
         };
         assert_eq!(s.merge_pick(2), None);
+        // A merge in progress reading more segments than any lower level holds goes on, also
+        // when that is fewer than `min`; levels above it are not looked at.
+        let merging = |n: usize, m: u64| Level {
+            merging: m,
+            pages: vec![1; n],
+        };
+        let s = Structure {
+            levels: vec![lvl(1), merging(3, 2), lvl(5)],
+        };
+        assert_eq!(s.merge_pick(4), Some(1));
+        let s = Structure {
+            levels: vec![lvl(2), merging(3, 2), lvl(5)],
+        };
+        assert_eq!(s.merge_pick(2), Some(0));
+        assert_eq!(s.merge_pick(3), None);
     }
 
     #[test]

@@ -9,7 +9,8 @@ use crate::support::{bash, text};
 use memtrail_adapters::{Agent, Record, SessionMeta, SessionRef};
 use memtrail_runtime::query::{self, SearchFilter};
 use memtrail_runtime::records::Standard;
-use memtrail_runtime::store::{INDEX_CHUNK, Store, TIDY_PAGES, TIDY_SLICE_PAGES, TIDY_USERMERGE};
+use memtrail_runtime::store::{INDEX_CHUNK, Store, TIDY_BUDGET, TIDY_USERMERGE};
+use std::time::Duration;
 
 pub(crate) fn open() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
@@ -700,9 +701,9 @@ fn tidy_merges_the_small_segments_in_bounded_steps_and_keeps_the_results() {
     ];
     let before: Vec<Vec<query::Hit>> = queries.iter().map(|q| full_hits(&store, q)).collect();
     assert!(before.iter().all(|h| !h.is_empty()));
-    // One slice at a time: each call writes at most its budget and says whether more is left.
+    // One statement at a time (no time budget): each call says whether more is left.
     let mut calls = 0;
-    while !store.tidy_index(TIDY_SLICE_PAGES).unwrap() {
+    while !store.tidy_index(Duration::ZERO).unwrap() {
         calls += 1;
         assert!(calls < 100, "a tidy-up that never ends");
     }
@@ -716,7 +717,7 @@ fn tidy_merges_the_small_segments_in_bounded_steps_and_keeps_the_results() {
         after_count < before_count - 4,
         "{before_count} -> {after_count}"
     );
-    assert!(calls >= 2, "each call stops after its budget: {calls}");
+    assert!(calls >= 2, "each call stops once past its budget: {calls}");
     // What FTS5 would merge next is the large segment's level, or nothing; the large segment
     // is where it was, untouched.
     let large = before_levels.largest_level().unwrap();
@@ -738,7 +739,7 @@ fn tidy_merges_the_small_segments_in_bounded_steps_and_keeps_the_results() {
         .unwrap();
     assert_eq!(usermerge, TIDY_USERMERGE);
     // Nothing left: a second tidy-up changes nothing.
-    assert!(store.tidy_index(TIDY_PAGES).unwrap());
+    assert!(store.tidy_index(TIDY_BUDGET).unwrap());
     assert_eq!(segments(&store), after_count);
     // The same hits and snippets; the scores within rounding (FTS5's counts are summed per
     // segment).
@@ -799,23 +800,23 @@ fn searches_keep_the_segments_few_without_rewriting_the_large_one() {
     fts_ok(&store);
 }
 
-/// A tidy-up is a background writer: when a hook waits for the write lock (holds the gate), it
-/// commits after the slice at hand and says that more is left.
+/// A tidy-up is an optimisation: while a hook holds the write gate it does not wait for it
+/// (a search would pay that wait), it says that more is left and merges nothing.
 #[cfg(unix)]
 #[test]
-fn a_tidy_up_ends_after_one_slice_when_a_hook_waits() {
+fn a_tidy_up_leaves_the_merge_to_later_when_a_hook_holds_the_gate() {
     use std::os::fd::AsRawFd;
     let (dir, store) = store_with_small_segments();
     let before = segments(&store);
     let gate = hold_gate(dir.path());
     // After the writer's wait for the gate (at most gate::YIELD_MAX), one slice, then commit.
-    assert!(!store.tidy_index(TIDY_PAGES * 100).unwrap());
-    // One page written: the merge it began is still in progress.
-    let st = store.index_structure().unwrap().unwrap();
-    assert!(st.levels.iter().any(|l| l.merging > 0), "{st:?}");
+    let structure = store.index_structure().unwrap();
+    assert!(!store.tidy_index(Duration::from_secs(60)).unwrap());
+    // Nothing merged: it did not wait for the hook and go on.
+    assert_eq!(store.index_structure().unwrap(), structure);
     // SAFETY: as above.
     unsafe { libc::flock(gate.as_raw_fd(), libc::LOCK_UN) };
-    assert!(store.tidy_index(TIDY_PAGES * 100).unwrap());
+    assert!(store.tidy_index(Duration::from_secs(60)).unwrap());
     assert!(segments(&store) < before);
     fts_ok(&store);
 }
