@@ -397,14 +397,14 @@ fn phrase(text: &str, prefix: bool) -> Option<String> {
     // (`partner` for `pars*`).
     if prefix
         && let [stem] = lexemes.as_slice()
-        && let Some((typed, stem)) = typed_prefix(text, stem)
+        && let Some(typed) = stemmed_prefix(text, stem)
     {
         let mut alternatives = vec![format!("'{typed}':*")];
         // A word under three letters is stemmed in this store's index (`as` → `a`), not in
         // the SQLite store's (FTS5's Porter leaves it): its stem would be every `a`.
         if typed.len() >= 3 {
             alternatives.extend(
-                memtrail_runtime::store::prefix_exact_terms(&typed, &stem)
+                memtrail_runtime::store::prefix_exact_terms(&typed, stem)
                     .iter()
                     .map(|l| format!("'{l}'")),
             );
@@ -421,21 +421,6 @@ fn phrase(text: &str, prefix: bool) -> Option<String> {
             .collect::<Vec<_>>()
             .join(" <-> "),
     )
-}
-
-/// A one-word prefix searched as typed, as the SQLite store searches it: the typed letters and
-/// the stem to search with them, the word's stem `stem` when the stemmer changed it
-/// ([`stemmed_prefix`]), else the stem the words being typed are cut to
-/// (`memtrail_runtime::store::prefix_cut_stem`: `run` for `runn`, which `running` is indexed
-/// as).
-fn typed_prefix(text: &str, stem: &str) -> Option<(String, String)> {
-    if let Some(typed) = stemmed_prefix(text, stem) {
-        return Some((typed, stem.to_string()));
-    }
-    // Only a word of ASCII letters alone is stemmed ([`lexeme`]); `stem` is then the word,
-    // lower-cased.
-    let cut = memtrail_runtime::store::prefix_cut_stem(stem, |w| Some(lexeme(w)))?;
-    Some((stem.to_string(), cut))
 }
 
 /// A one-word prefix as typed, lower-cased, when the Porter stemmer changes it (`pars` →
@@ -549,11 +534,11 @@ fn query_lexemes(items: &[QueryItem]) -> Vec<QueryLexeme> {
             // A one-word prefix the stemmer changes: the words that begin with it as typed,
             // and those of its exact lexemes ([`phrase`]).
             let typed = (*prefix && toks.len() == 1)
-                .then(|| typed_prefix(text, &stem))
+                .then(|| stemmed_prefix(text, &stem))
                 .flatten();
             let mut wanted: Vec<QueryLexeme> = Vec::new();
             match typed {
-                Some((typed, stem)) => {
+                Some(typed) => {
                     if typed.len() >= 3 {
                         for l in memtrail_runtime::store::prefix_exact_terms(&typed, &stem) {
                             wanted.push(QueryLexeme {
@@ -1770,18 +1755,6 @@ mod tests {
             snippet("pars partners", &query_lexemes(&items), 16, '[', ']').unwrap(),
             "[pars] [partners]"
         );
-        let items = parse_query("runn*").unwrap();
-        assert_eq!(
-            snippet(
-                "running runner runs rung",
-                &query_lexemes(&items),
-                16,
-                '[',
-                ']'
-            )
-            .unwrap(),
-            "[running] [runner] [runs] rung"
-        );
     }
 
     #[test]
@@ -1830,11 +1803,6 @@ mod tests {
             "(('errorlate':* | 'errorl' | 'errorla' | 'errorlat'))"
         );
         assert_eq!(tsq("key*").unwrap(), "(('key':* | 'kei'))");
-        // Letters the stemmer cuts into once the word is typed on: `running` is `run`.
-        assert_eq!(tsq("runn*").unwrap(), "(('runn':* | 'run'))");
-        assert_eq!(tsq("runni*").unwrap(), "(('runni':* | 'run' | 'runn'))");
-        assert_eq!(tsq("writi*").unwrap(), "(('writi':* | 'write'))");
-        assert_eq!(tsq("runner*").unwrap(), "('runner':*)");
         // Under three letters: no stem (this store's index stems `as` to `a`, every `a`).
         assert_eq!(tsq("as*").unwrap(), "(('as':*))");
         assert_eq!(tsq("err2s*").unwrap(), "('err2s':*)");

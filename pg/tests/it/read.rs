@@ -104,12 +104,6 @@ fn corpus() -> Vec<Session> {
                     T0 + 22 * MIN,
                     "generously shared news of the skies with partners: keys, a keyboard and errorlatency",
                 ),
-                text(
-                    "c3",
-                    Role::Assistant,
-                    T0 + 23 * MIN,
-                    "running late: creating a runner, writing it down",
-                ),
             ],
         ),
     ];
@@ -219,12 +213,6 @@ fn the_same_queries_find_the_same_messages_in_sqlite_and_postgresql() {
         // `errorlatency` is indexed as `errorlat`, between `errorlate`'s stem and itself.
         ("errorlate*", &["c2"]),
         ("parsing*", &["a0", "a1", "c1"]),
-        // Letters the stemmer cuts into once typed on (`running` is `run`): that stem too,
-        // so a2's `Run` and a3's `run` as well, as the whole word `running` finds them.
-        ("runn*", &["a2", "a3", "c3"]),
-        ("running", &["a2", "a3", "c3"]),
-        ("writi*", &["c3"]),
-        ("runner*", &["c3"]),
         // The original Porter stemmer on both sides: `news` and `new` (a1's `HashMap::new`),
         // `general` and `generously`.
         ("news", &["a1", "c2"]),
@@ -566,7 +554,7 @@ fn sessions_snapshots_and_handoffs_read_the_same_from_both() {
         assert_eq!(latest(s, "/p/alphabet"), None);
         assert_eq!(
             s.earlier_sessions_of_dir("/p/alpha/sub", None).unwrap(),
-            (2, Some(T0 + 23 * MIN))
+            (2, Some(T0 + 22 * MIN))
         );
     }
 }

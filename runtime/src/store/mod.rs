@@ -90,7 +90,7 @@ mod no_enrich_inside;
 mod no_sql_outside;
 mod packed;
 pub(crate) mod prefix;
-pub use prefix::{cut_stem as prefix_cut_stem, exact_terms as prefix_exact_terms};
+pub use prefix::exact_terms as prefix_exact_terms;
 pub(crate) mod queries;
 pub(crate) mod rank;
 pub(crate) mod recall;

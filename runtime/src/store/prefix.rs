@@ -441,20 +441,16 @@ pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<
             Piece::Phrase { raw, text, .. } => {
                 let group = match stemmer.tokens(text).as_slice() {
                     // One token and no CJK column around it: a term of the index's own.
-                    [stem] if !in_column_filter(&pieces, i) => {
-                        match typed_prefix(&stemmer, text, stem) {
-                            Some((typed, stem)) => {
-                                literal_expansion(conn, &stemmer, &typed, &stem)?
-                            }
-                            None => expansion(conn, &stemmer, stem, min_pages)?,
-                        }
-                        .map(|mut g| {
-                            if g.raw.is_empty() {
-                                g.raw = format!("{raw}*");
-                            }
-                            g
-                        })
+                    [stem] if !in_column_filter(&pieces, i) => match stemmed_prefix(text, stem) {
+                        Some(typed) => literal_expansion(conn, &stemmer, &typed, stem)?,
+                        None => expansion(conn, &stemmer, stem, min_pages)?,
                     }
+                    .map(|mut g| {
+                        if g.raw.is_empty() {
+                            g.raw = format!("{raw}*");
+                        }
+                        g
+                    }),
                     _ => None,
                 };
                 let Some(mut group) = group else {
@@ -648,17 +644,6 @@ fn group_of(stemmer: &Stemmer, pages: i64, terms: IndexTerms) -> Option<Group> {
     (!group.terms.is_empty()).then_some(group)
 }
 
-/// A one-word prefix searched as typed ([`literal_expansion`]): the typed letters and the
-/// stem to search with them, the tokenizer's stem `stem` of the word when it changed it
-/// ([`stemmed_prefix`]), else the stem the words being typed are cut to ([`cut_stem`]).
-fn typed_prefix(stemmer: &Stemmer, text: &str, stem: &str) -> Option<(String, String)> {
-    if let Some(typed) = stemmed_prefix(text, stem) {
-        return Some((typed, stem.to_string()));
-    }
-    let cut = cut_stem(stem, |w| stemmer.tokens(w).into_iter().next())?;
-    Some((stem.to_string(), cut))
-}
-
 /// The prefix as typed, lower-cased, when the tokenizer's stem of it is not that
 /// (`pars` → `par`, `query` → `queri`, `errors` → `error`, `utf8s` → `utf8`): FTS5 would look
 /// for every term that begins with the stem (`pars*` finding `partner`). `None` for a prefix
@@ -677,54 +662,6 @@ fn stemmed_prefix(text: &str, stem: &str) -> Option<String> {
     }
     let typed = word.to_ascii_lowercase();
     (typed != stem).then_some(typed)
-}
-
-/// English suffixes a word being typed may be on its way to ([`cut_stem`]).
-const TYPING_SUFFIXES: &[&str] = &[
-    "ing", "ings", "ingly", "ed", "edly", "er", "ers", "es", "s", "ion", "ions", "ation", "ations",
-    "ational", "ment", "ments", "ness", "ly", "able", "ible", "al", "ally", "ity", "ive", "ively",
-    "ize", "ized", "izes", "izing", "ization", "ise", "ised", "ising", "y", "ies", "ied", "ence",
-    "ences", "ency", "ance", "ances", "ant", "ent", "ful", "less", "ous",
-];
-
-/// The stem that words beginning with `typed` are indexed as when the stemmer cuts into the
-/// letters typed so far, which FTS5's prefix of them cannot find: `runn` on its way to
-/// `running` (indexed as `run`), `creati` to `creating` and `creation` (`creat`), `writi` to
-/// `writing` (`write`). `typed` is completed with each of [`TYPING_SUFFIXES`] (also with the rest of
-/// one its last letters begin: `runni` + `ng`) and stemmed by `stem` (the store's own
-/// stemmer); kept is a stem that does not begin with `typed` but is `typed` cut short (or cut
-/// short with an `e`, as the stemmer restores one: `write`), of three letters or more; the
-/// shortest such. `None` when there is none (`runner*`, `pars*`: the stemmer keeps their
-/// letters), for a prefix under three letters, and for one that is not ASCII letters alone.
-/// Words of that stem that do not begin with `typed` are found too (`run` for `runn*`), as
-/// the whole word `running` finds them.
-pub fn cut_stem(typed: &str, stem: impl Fn(&str) -> Option<String>) -> Option<String> {
-    if typed.len() < 3 || !typed.bytes().all(|b| b.is_ascii_lowercase()) {
-        return None;
-    }
-    let mut best: Option<String> = None;
-    for suffix in TYPING_SUFFIXES {
-        for k in 0..suffix.len() {
-            if !typed.ends_with(&suffix[..k]) {
-                continue;
-            }
-            let Some(s) = stem(&format!("{typed}{}", &suffix[k..])) else {
-                continue;
-            };
-            let cut = |s: &str| {
-                typed.starts_with(s) || s.strip_suffix('e').is_some_and(|t| typed.starts_with(t))
-            };
-            if s.len() >= 3
-                && s != typed
-                && !s.starts_with(typed)
-                && cut(&s)
-                && best.as_ref().is_none_or(|b| s.len() < b.len())
-            {
-                best = Some(s);
-            }
-        }
-    }
-    best
 }
 
 /// The terms a word that begins with `typed` can be indexed as besides those that begin with
@@ -1392,43 +1329,4 @@ pub(crate) fn disarm(store: &mut super::Store) {
         .conn
         .authorizer(None::<fn(rusqlite::hooks::AuthContext<'_>) -> rusqlite::hooks::Authorization>)
         .unwrap();
-}
-
-#[cfg(test)]
-mod cut_stem_tests {
-    use super::cut_stem;
-
-    /// A stemmer that knows a few words, as the Porter stemmer stems them.
-    fn porter(w: &str) -> Option<String> {
-        let s = match w {
-            "running" | "runs" | "run" => "run",
-            "writing" | "write" | "writes" => "write",
-            "creating" | "create" => "creat",
-            "erring" => "er",
-            "used" | "uses" => "us",
-            _ => w,
-        };
-        Some(s.to_string())
-    }
-
-    #[test]
-    fn the_stem_a_word_typed_on_is_cut_to() {
-        assert_eq!(cut_stem("runn", porter).as_deref(), Some("run"));
-        // `runni` + the rest of `ing`.
-        assert_eq!(cut_stem("runni", porter).as_deref(), Some("run"));
-        // A stem the stemmer gives an `e` back to.
-        assert_eq!(cut_stem("writi", porter).as_deref(), Some("write"));
-        assert_eq!(cut_stem("creati", porter).as_deref(), Some("creat"));
-        // Stems under three letters are not used (`erring` → `er` would be every `er`).
-        assert_eq!(cut_stem("err", porter), None);
-        assert_eq!(cut_stem("use", porter), None);
-        // A stem that begins with the letters is found by the prefix itself.
-        assert_eq!(cut_stem("run", porter), None);
-        assert_eq!(cut_stem("runner", porter), None);
-        // Under three letters, or not lower-case ASCII letters: not tried.
-        assert_eq!(cut_stem("ru", porter), None);
-        assert_eq!(cut_stem("Runn", porter), None);
-        assert_eq!(cut_stem("runn2", porter), None);
-        assert_eq!(cut_stem("rünn", porter), None);
-    }
 }
