@@ -150,6 +150,17 @@ pub(crate) fn same_program(a: &str, b: &str) -> bool {
     name(a) == name(b)
 }
 
+/// What an entry under memtrail's name runs when that is not memtrail: `None` when `found`
+/// (the program the entry names) is memtrail's `ours` ([`same_program`]), else the program, or
+/// `no program` when the entry names none (a URL). Shared by the JSON, TOML and YAML editors.
+pub(crate) fn foreign_program(found: Option<String>, ours: &str) -> Option<String> {
+    match found {
+        Some(p) if same_program(&p, ours) => None,
+        Some(p) => Some(p),
+        None => Some("no program".to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -470,11 +470,7 @@ fn foreign_program(doc: &JsonDoc, p: &PropertyItem) -> Option<String> {
     let mut full = keys(&p.object_path);
     full.push(Seg::Key(p.key.clone()));
     let cur = doc.get(&full)?;
-    match (p.points_at)(&cur) {
-        Some(prog) if crate::edit::same_program(&prog, &ours) => None,
-        Some(prog) => Some(prog),
-        None => Some("no program".to_string()),
-    }
+    crate::edit::foreign_program((p.points_at)(&cur), &ours)
 }
 
 /// What install did to memtrail's entry of an item (nothing: it was already in place).

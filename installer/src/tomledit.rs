@@ -148,7 +148,6 @@ struct Splice {
 fn apply_splices(file: &Path, text: &str, splices: &[Splice]) -> Result<String, InstallError> {
     let mut text = text.to_string();
     for s in splices {
-        let raw = &s.raw;
         let doc = parse_text(file, &text)?;
         let span = lookup(doc.as_table(), &s.path)
             .and_then(Item::span)
@@ -156,7 +155,7 @@ fn apply_splices(file: &Path, text: &str, splices: &[Splice]) -> Result<String, 
                 path: file.to_path_buf(),
                 msg: format!("no value at `{}` to replace", s.path.join(".")),
             })?;
-        text.replace_range(span, raw);
+        text.replace_range(span, &s.raw);
     }
     Ok(text)
 }
@@ -795,11 +794,8 @@ fn foreign_program(t: &dyn TableLike, keys: &[(String, TomlValue)]) -> Option<St
         TomlValue::Str(s) if k == "command" => Some(s.as_str()),
         _ => None,
     })?;
-    match t.get("command").and_then(Item::as_str) {
-        Some(o) if crate::edit::same_program(o, ours) => None,
-        Some(o) => Some(o.to_string()),
-        None => Some("no program".to_string()),
-    }
+    let found = t.get("command").and_then(Item::as_str).map(str::to_string);
+    crate::edit::foreign_program(found, ours)
 }
 
 /// The error for memtrail's table of `item` in `doc` holding another tool's server

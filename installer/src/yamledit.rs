@@ -380,12 +380,7 @@ fn newline_of(text: &str) -> &'static str {
 /// What the item named like memtrail's runs when that is not memtrail (another tool's server
 /// under memtrail's name), or `no program` when it names none; `None` for memtrail's own.
 fn foreign_program(node: &Node, item: &YamlItem) -> Option<String> {
-    let ours = bin_of(item);
-    match command_of(node) {
-        Some(c) if crate::edit::same_program(&c, &ours) => None,
-        Some(c) => Some(c),
-        None => Some("no program".to_string()),
-    }
+    crate::edit::foreign_program(command_of(node), &bin_of(item))
 }
 
 /// The state of memtrail's item, for `status` (an error for another tool's item under
