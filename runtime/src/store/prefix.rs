@@ -57,7 +57,7 @@ use super::rank::fts5_api;
 use crate::Result;
 use crate::store::Db;
 use rusqlite::{Connection, OptionalExtension, ffi, params};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::ffi::{c_char, c_int, c_void};
 
 /// A prefix term is expanded when its terms' leaf pages, over all segments, are at least
@@ -600,7 +600,7 @@ fn expansion(
 fn group_of(stemmer: &Stemmer, pages: i64, terms: IndexTerms) -> Option<Group> {
     let limit = max_terms(pages);
     let wide = terms.len() > limit;
-    if wide && terms.values().filter(|r| r.is_none()).count() > limit {
+    if wide && terms.iter().filter(|(_, r)| r.is_none()).count() > limit {
         return None;
     }
     let mut group = Group {
@@ -786,8 +786,44 @@ fn successor(k: &[u8]) -> Option<Vec<u8>> {
 /// not (a doclist that goes on to the next page, a deletion mark).
 type Rows = Option<Vec<i64>>;
 
-/// Index terms (without the key's `0`) and their [`Rows`].
-type IndexTerms = BTreeMap<Vec<u8>, Rows>;
+/// Index terms (without the key's `0`) and their [`Rows`], in the index's order (bytewise),
+/// each once.
+type IndexTerms = Vec<(Vec<u8>, Rows)>;
+
+/// Two [`IndexTerms`] as one: a term in both keeps the rows of each, merged (`None` when
+/// either is).
+fn merge_terms(a: IndexTerms, b: IndexTerms) -> IndexTerms {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => match x.0.cmp(&y.0) {
+                std::cmp::Ordering::Less => a.next(),
+                std::cmp::Ordering::Greater => b.next(),
+                std::cmp::Ordering::Equal => {
+                    let (term, ra) = a.next().expect("peeked");
+                    let (_, rb) = b.next().expect("peeked");
+                    let rows = match (ra, rb) {
+                        (Some(mut ra), Some(rb)) => {
+                            ra.extend(rb);
+                            ra.sort_unstable();
+                            ra.dedup();
+                            Some(ra)
+                        }
+                        _ => None,
+                    };
+                    Some((term, rows))
+                }
+            },
+            (Some(_), None) => a.next(),
+            (None, _) => b.next(),
+        };
+        match next {
+            Some(t) => out.push(t),
+            None => return out,
+        }
+    }
+}
 
 /// The leaf pages spanned and the index terms (without the key's `0`) that begin with
 /// `prefix`, from every segment's leaf pages, each with its rows when they lie within the pages read ([`Rows`]); `None` when they
@@ -859,7 +895,7 @@ pub(crate) fn index_terms(
     if pages_spanned < min_pages {
         return Ok(None);
     }
-    let mut terms: BTreeMap<Vec<u8>, Rows> = BTreeMap::new();
+    let mut terms: IndexTerms = Vec::new();
     let mut block = conn
         .prepare_cached("SELECT block FROM messages_fts_data WHERE id = ?1")
         .db()?;
@@ -870,6 +906,8 @@ pub(crate) fn index_terms(
             .db()
     };
     for (seg, pages) in reads {
+        // This segment's terms, in order: its pages are read in the order of their first terms.
+        let mut in_segment: IndexTerms = Vec::new();
         // The page after the last one read, when it was read to see whether a doclist goes on:
         // the next to read, most often.
         let mut ahead: Option<(i64, Option<Vec<u8>>)> = None;
@@ -900,28 +938,20 @@ pub(crate) fn index_terms(
                     }
                     ahead = Some((pgno + 1, next));
                 }
-                match terms.entry(t[1..].to_vec()) {
-                    std::collections::btree_map::Entry::Vacant(v) => {
-                        v.insert(rows);
-                        if terms.len() > max_read_terms() {
-                            return Ok(None);
-                        }
-                    }
-                    std::collections::btree_map::Entry::Occupied(mut o) => {
-                        // In several segments: the rows of each, merged.
-                        let merged = match (o.get_mut().take(), rows) {
-                            (Some(mut a), Some(b)) => {
-                                a.extend(b);
-                                a.sort_unstable();
-                                a.dedup();
-                                Some(a)
-                            }
-                            _ => None,
-                        };
-                        *o.get_mut() = merged;
-                    }
+                in_segment.push((t[1..].to_vec(), rows));
+                if in_segment.len() > max_read_terms() {
+                    return Ok(None);
                 }
             }
+        }
+        if !in_segment.is_sorted_by(|x, y| x.0 < y.0) {
+            // Not FTS5's order (a page out of place): read as no expansion.
+            return Ok(None);
+        }
+        // In several segments: the rows of each, merged.
+        terms = merge_terms(std::mem::take(&mut terms), in_segment);
+        if terms.len() > max_read_terms() {
+            return Ok(None);
         }
     }
     Ok(Some((pages_spanned, terms)))
@@ -1199,8 +1229,8 @@ pub(crate) fn terms_in(store: &super::Store, prefix: &str) -> Option<Vec<String>
     index_terms(&store.conn, prefix.as_bytes(), 0)
         .unwrap()
         .map(|(_, t)| {
-            t.into_keys()
-                .map(|t| String::from_utf8(t).unwrap())
+            t.into_iter()
+                .map(|(t, _)| String::from_utf8(t).unwrap())
                 .collect()
         })
 }
