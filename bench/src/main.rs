@@ -7,8 +7,6 @@
 //! memtrail-corpus pick --out DIR      # prints the largest main Claude transcript and its session id
 //! memtrail-corpus search --db DB --query "two words" [--runs 50] [--limit 20]   # in-process search, ms
 //!     [--agent A] [--project DIR] [--role R] [--since-ms T] [--until-ms T]  # its filters
-//! memtrail-corpus merge-index --db DB [--round-ms 100]
-//!     # the servers' quiet rounds of the whole-index merge: rounds, their ms, segments before/after
 //! memtrail-corpus needles --out HOME [--eval bench/eval/needles.jsonl]  # the eval's sessions
 //! memtrail-corpus eval --db DB --model DIR [--eval FILE] [--encoder static|transformer|variant] [--embed 1]
 //!     [--from WHEELDIR --raw RAW.f32 --weight W --pcr N --query-mix X --query-weight W --sample store|DIR]
@@ -468,38 +466,6 @@ fn main() -> Result<()> {
                 memtrail_runtime::query::search(&store, &q, &f).map(|h| h.len())
             })?;
             report(&format!("search[{q}] hits={hits}"), &times);
-        }
-        "merge-index" => {
-            let db = PathBuf::from(get("db").context("--db DB is required")?);
-            let round_ms: u64 = get("round-ms")
-                .map(|s| s.parse())
-                .transpose()?
-                .unwrap_or(memtrail_runtime::background::WHOLE_MERGE_ROUND.as_millis() as u64);
-            let store = memtrail_runtime::Store::open(&db)?;
-            let segments = |s: &memtrail_runtime::Store| -> Result<usize> {
-                Ok(s.index_structure()?.map_or(0, |st| st.segments()))
-            };
-            let before = segments(&store)?;
-            let mut rounds = Vec::new();
-            let t = std::time::Instant::now();
-            loop {
-                let r = std::time::Instant::now();
-                let done = store.merge_index_whole(std::time::Duration::from_millis(round_ms))?;
-                rounds.push(r.elapsed().as_secs_f64() * 1e3);
-                if done {
-                    break;
-                }
-            }
-            let total = t.elapsed().as_secs_f64();
-            let mut sorted = rounds.clone();
-            sorted.sort_by(f64::total_cmp);
-            println!(
-                "merge_index rounds={} total_s={total:.2} round_median_ms={:.1} round_max_ms={:.1} segments={before}->{}",
-                rounds.len(),
-                sorted[sorted.len() / 2],
-                sorted[sorted.len() - 1],
-                segments(&store)?
-            );
         }
         "mcp" => {
             let bin = get("bin").context("--bin MEMTRAIL is required")?;

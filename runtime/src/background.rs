@@ -7,7 +7,7 @@
 use crate::mcp::MeaningSearch;
 use crate::store::{Store, StoreLocation};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How often a server's indexer looks for queued messages.
 pub const INDEX_INTERVAL: Duration = Duration::from_secs(2);
@@ -15,14 +15,6 @@ pub const INDEX_INTERVAL: Duration = Duration::from_secs(2);
 /// How long a server's indexer merges the index's small segments per [`INDEX_INTERVAL`]
 /// ([`Store::tidy_index`]).
 pub const TIDY_ROUND: Duration = Duration::from_millis(50);
-
-/// Once the indexer has indexed nothing for this long (the agents are quiet), it merges the
-/// whole index when that is due ([`Store::merge_index_whole`]).
-pub const WHOLE_MERGE_QUIET: Duration = Duration::from_secs(60);
-
-/// How long a quiet round of the indexer merges the whole index ([`Store::merge_index_whole`]):
-/// the 1 GB bench store's 5.3 s of merging in about 55 rounds, under two minutes.
-pub const WHOLE_MERGE_ROUND: Duration = Duration::from_millis(100);
 
 /// The embedder embeds waiting messages only when no request (an MCP tool call, a web page)
 /// came for this long.
@@ -37,11 +29,8 @@ pub const EMBED_SLICE: Duration = Duration::from_millis(1000);
 /// see [`crate::store::Store::catch_up_index`]), 250 messages per transaction, waiting at most
 /// 100 ms for the write lock, so that searches find the queue indexed and hooks never wait
 /// long; after each catch-up (and once for the store it opens) it merges the index's small
-/// segments, [`TIDY_ROUND`] a round ([`Store::tidy_index`]); once it has indexed nothing for
-/// [`WHOLE_MERGE_QUIET`], it merges the whole index into one segment when the small ones have
-/// grown to 1/32 of the largest, [`WHOLE_MERGE_ROUND`] a round ([`Store::merge_index_whole`]:
-/// a new catch-up pauses it). It ends with the process; an unfinished transaction is rolled
-/// back.
+/// segments, [`TIDY_ROUND`] a round ([`Store::tidy_index`]). It ends with the process;
+/// an unfinished transaction is rolled back.
 pub fn spawn_indexer(db: StoreLocation) {
     let _ = std::thread::Builder::new()
         .name("memtrail-indexer".into())
@@ -49,7 +38,6 @@ pub fn spawn_indexer(db: StoreLocation) {
             let mut store: Option<Store> = None;
             // A store opened may hold the segments of earlier catch-ups: tidy it once.
             let mut untidy = true;
-            let mut last_indexed = Instant::now();
             loop {
                 std::thread::sleep(INDEX_INTERVAL);
                 if store.as_ref().is_some_and(|s| !s.is_current()) {
@@ -61,18 +49,13 @@ pub fn spawn_indexer(db: StoreLocation) {
                 }
                 let Some(s) = &store else { continue };
                 if s.pending_index().unwrap_or(0) > 0 {
-                    let _ = s.catch_up_index(Some(Instant::now() + INDEX_INTERVAL));
+                    let _ = s.catch_up_index(Some(std::time::Instant::now() + INDEX_INTERVAL));
                     untidy = true;
-                    last_indexed = Instant::now();
                 }
                 if untidy {
                     // Each catch-up wrote a segment: merge the small ones, a bounded step a
                     // round until none is left to merge (a busy store: the next round).
                     untidy = !matches!(s.tidy_index(TIDY_ROUND), Ok(true));
-                } else if last_indexed.elapsed() >= WHOLE_MERGE_QUIET {
-                    // Quiet: a step of the whole-index merge, when one is due (a read of the
-                    // structure record when none is).
-                    let _ = s.merge_index_whole(WHOLE_MERGE_ROUND);
                 }
             }
         });

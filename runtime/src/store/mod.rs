@@ -143,11 +143,6 @@ pub const TIDY_BUDGET: Duration = Duration::from_millis(10);
 /// pages, and ends only at a term's end: up to one term's merged doclist of the level merged.
 const TIDY_STATEMENT_PAGES: i64 = 1;
 
-/// The page count of one `'merge'` statement of [`Store::merge_index_whole`]: a statement ends
-/// at the first term's end past it (a frequent term's doclist can be thousands of pages). 16:
-/// the 1 GB bench store's whole merge in 1,063 statements, median 1.6 ms.
-const WHOLE_MERGE_STATEMENT_PAGES: i64 = 16;
-
 /// FTS5's `usermerge` for [`Store::tidy_index`]: a level is merged once it holds this many
 /// segments (2, FTS5's least).
 pub const TIDY_USERMERGE: i64 = 2;
@@ -740,29 +735,9 @@ impl Store {
     /// Errors: [`Error::Busy`] when the write lock cannot be had within the busy timeout (or
     /// the deadline), other database errors as [`Error::Db`].
     pub fn tidy_index(&self, budget: Duration) -> Result<bool> {
-        self.merge_statements(budget, true, |st| {
-            st.tidy_would_merge().then_some(TIDY_STATEMENT_PAGES)
-        })
-    }
-
-    /// FTS5 `'merge'` statements of the page count `next` gives for the index's structure as
-    /// it is before each (`None`: nothing to merge; read once before the write lock is asked
-    /// for, so that no write transaction begins for nothing), until one ends past `budget`
-    /// or a hook comes to wait, in one `BEGIN IMMEDIATE` transaction; nothing when a hook holds
-    /// the gate. `usermerge`: set FTS5's `usermerge` to [`TIDY_USERMERGE`] first. Returns
-    /// `true` when `next` says nothing is left or a statement merged nothing. Errors as
-    /// [`Store::tidy_index`].
-    fn merge_statements(
-        &self,
-        budget: Duration,
-        usermerge: bool,
-        next: impl Fn(&segments::Structure) -> Option<i64>,
-    ) -> Result<bool> {
         const MERGE: &str = "INSERT INTO messages_fts (messages_fts, rank) VALUES ('merge', ?1)";
-        if index_structure_of(&self.conn)?
-            .and_then(|st| next(&st))
-            .is_none()
-        {
+        // Whether there is anything to merge, read before asking for the write lock.
+        if !index_structure_of(&self.conn)?.is_some_and(|st| st.tidy_would_merge()) {
             return Ok(true);
         }
         if self.hooks_waiting() {
@@ -772,27 +747,25 @@ impl Store {
         let _gate = self.pass_gate();
         let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
             .map_err(|e| classify(db_err(e)))?;
-        if usermerge {
-            let current: Option<i64> = tx
-                .prepare_cached("SELECT v FROM messages_fts_config WHERE k = 'usermerge'")
-                .db()?
-                .query_row([], |r| r.get(0))
-                .optional()
-                .db()?;
-            if current != Some(TIDY_USERMERGE) {
-                tx.execute(
-                    "INSERT INTO messages_fts (messages_fts, rank) VALUES ('usermerge', ?1)",
-                    [TIDY_USERMERGE],
-                )
-                .db()?;
-            }
+        let usermerge: Option<i64> = tx
+            .prepare_cached("SELECT v FROM messages_fts_config WHERE k = 'usermerge'")
+            .db()?
+            .query_row([], |r| r.get(0))
+            .optional()
+            .db()?;
+        if usermerge != Some(TIDY_USERMERGE) {
+            tx.execute(
+                "INSERT INTO messages_fts (messages_fts, rank) VALUES ('usermerge', ?1)",
+                [TIDY_USERMERGE],
+            )
+            .db()?;
         }
         let done = loop {
-            let Some(pages) = index_structure_of(&tx)?.and_then(|st| next(&st)) else {
+            if !index_structure_of(&tx)?.is_some_and(|st| st.tidy_would_merge()) {
                 break true;
-            };
+            }
             let before = tx.total_changes();
-            tx.execute(MERGE, [pages])
+            tx.execute(MERGE, [TIDY_STATEMENT_PAGES])
                 .map_err(|e| classify(db_err(e)))?;
             // A statement that merges nothing changes at most one row (the structure record).
             if tx.total_changes() - before < 2 {
@@ -804,37 +777,6 @@ impl Store {
         };
         tx.commit().map_err(|e| classify(db_err(e)))?;
         Ok(done)
-    }
-
-    /// One bounded step of a whole-index merge, when one is due or in progress
-    /// ([`segments::Structure::whole_merge_due`]: the small segments hold 1/32 of the largest's
-    /// pages): statements of FTS5's incremental `'merge'` of [`WHOLE_MERGE_STATEMENT_PAGES`]
-    /// (a negative count begins the merge: FTS5 moves every segment to one level and merges
-    /// them into one; positive counts go on with it) until one ends past `budget`, in one
-    /// `BEGIN IMMEDIATE` transaction that ends early when a hook comes to wait for the lock.
-    /// Like [`Store::tidy_index`] it never waits for a hook that holds the gate. Returns `true`
-    /// when nothing is left to merge.
-    ///
-    /// [`Store::tidy_index`] keeps the small segments few without touching the largest, but a
-    /// search still seeks each term in each of them: on the 1 GB bench store `err*` took 18.9
-    /// ms with the three segments a bench leaves, 15.4 ms with one. The servers' indexer runs
-    /// this step once the store has been quiet a while ([`crate::background`]): the merge
-    /// rewrites the whole index (5.3 s of statements at 1 GB) and one statement writes a term's
-    /// whole doclist (up to 1.1 s for the most frequent term of the 1 GB bench store), which a
-    /// hook arriving then waits for.
-    ///
-    /// Errors: [`Error::Busy`] when the write lock cannot be had within the busy timeout (or
-    /// the deadline), other database errors as [`Error::Db`].
-    pub fn merge_index_whole(&self, budget: Duration) -> Result<bool> {
-        self.merge_statements(budget, false, |st| {
-            if st.whole_merge_in_progress() {
-                Some(WHOLE_MERGE_STATEMENT_PAGES)
-            } else if st.whole_merge_due() {
-                Some(-WHOLE_MERGE_STATEMENT_PAGES)
-            } else {
-                None
-            }
-        })
     }
 
     /// The full-text index's levels and segments, read from FTS5's structure record

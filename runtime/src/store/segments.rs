@@ -61,9 +61,9 @@ impl Structure {
         let n_levels = varint(b, &mut i)?;
         let n_segments = varint(b, &mut i)?;
         varint(b, &mut i)?; // the write counter
-        // FTS5 reads at most 2,000 levels (`FTS5_MAX_SEGMENT`, in `fts5StructureDecode`); its
-        // whole-index merges add a level or two each (`fts5IndexOptimizeStruct` puts every
-        // segment one level above the highest, up to level 63, and the output goes one more up).
+        // FTS5 reads at most 2,000 levels (`FTS5_MAX_SEGMENT`, in `fts5StructureDecode`); each
+        // whole-index merge (an import's `optimize_index`) puts the index up to two levels
+        // higher, to at most 65 (`fts5IndexOptimizeStruct` caps the level it merges at 63).
         if n_levels > 2000 {
             return None;
         }
@@ -124,78 +124,24 @@ impl Structure {
     }
 
     /// Whether [`super::Store::tidy_index`] would merge: FTS5's next level to merge with
-    /// `usermerge` 2 ([`Structure::merge_pick`]) exists, does not hold the largest segment,
-    /// and is not a merge in progress writing the largest segment (a whole-index merge's, left
-    /// to [`super::Store::merge_index_whole`]).
+    /// `usermerge` 2 ([`Structure::merge_pick`]) exists and does not hold the largest segment.
     pub fn tidy_would_merge(&self) -> bool {
-        matches!(self.merge_pick(super::TIDY_USERMERGE as usize),
-            Some(level) if Some(level) != self.largest_level() && !self.merge_writes_largest(level))
-    }
-
-    /// The largest segment (by leaf pages; the highest level's, then the newest, on a tie):
-    /// its level, its place in the level (oldest first) and its pages.
-    fn largest(&self) -> Option<(usize, usize, u64)> {
-        let mut best: Option<(usize, usize, u64)> = None;
-        for (l, level) in self.levels.iter().enumerate() {
-            for (i, &p) in level.pages.iter().enumerate() {
-                if best.is_none_or(|(_, _, b)| p >= b) {
-                    best = Some((l, i, p));
-                }
-            }
-        }
-        best
+        matches!(self.merge_pick(super::TIDY_USERMERGE as usize), Some(level) if Some(level) != self.largest_level())
     }
 
     /// The level holding the largest segment (by leaf pages; the highest such level on a tie).
     pub fn largest_level(&self) -> Option<usize> {
-        self.largest().map(|(l, _, _)| l)
-    }
-
-    /// Whether level `level`'s merge in progress writes the largest segment: FTS5 writes a
-    /// merge's output as the newest segment of the level above (`fts5IndexMergeLevel`).
-    fn merge_writes_largest(&self, level: usize) -> bool {
-        let Some((ll, li, _)) = self.largest() else {
-            return false;
-        };
-        self.levels.get(level).is_some_and(|l| l.merging > 0)
-            && ll == level + 1
-            && li + 1 == self.levels[ll].pages.len()
-    }
-
-    /// Whether a merge in progress reads or writes the largest segment: a whole-index merge
-    /// that [`super::Store::merge_index_whole`] began and has not finished.
-    pub fn whole_merge_in_progress(&self) -> bool {
-        let Some((ll, li, _)) = self.largest() else {
-            return false;
-        };
-        let reads = self.levels.get(ll).is_some_and(|l| (li as u64) < l.merging);
-        reads
-            || ll
-                .checked_sub(1)
-                .is_some_and(|l| self.merge_writes_largest(l))
-    }
-
-    /// Whether [`super::Store::merge_index_whole`] has work: a whole-index merge in progress,
-    /// or the segments other than the largest holding at least 1/[`WHOLE_MERGE_SHARE`] of its
-    /// leaf pages.
-    pub fn whole_merge_due(&self) -> bool {
-        if self.whole_merge_in_progress() {
-            return true;
+        let mut best: Option<(usize, u64)> = None;
+        for (l, level) in self.levels.iter().enumerate() {
+            for &p in &level.pages {
+                if best.is_none_or(|(_, b)| p >= b) {
+                    best = Some((l, p));
+                }
+            }
         }
-        let Some((_, _, largest)) = self.largest() else {
-            return false;
-        };
-        let total: u64 = self.levels.iter().flat_map(|l| &l.pages).sum();
-        self.segments() >= 2 && (total - largest).saturating_mul(WHOLE_MERGE_SHARE) >= largest
+        best.map(|(l, _)| l)
     }
 }
-
-/// A whole-index merge is due once the segments other than the largest hold 1/32 of its leaf
-/// pages ([`Structure::whole_merge_due`]): the largest grows by 1/32 or more between two
-/// merges, so the merges of an index write about 33 times its final size over its life; on
-/// the 1 GB bench store (56,000 leaf pages) a merge comes after about 1,750 pages of new
-/// segments, some 30 MB of new transcripts.
-pub const WHOLE_MERGE_SHARE: u64 = 32;
 
 #[cfg(test)]
 mod tests {
@@ -296,84 +242,23 @@ mod tests {
         assert_eq!(s.merge_pick(3), None);
     }
 
-    fn level(merging: u64, pages: &[u64]) -> Level {
-        Level {
-            merging,
-            pages: pages.to_vec(),
+    /// Whole-index merges (an import's `optimize_index`, FTS5's `'optimize'`) leave the index
+    /// up to two levels higher each, to 65 levels: such a record decodes (it did not when the
+    /// decoder stopped at 64, and the tidy-ups then left the index to FTS5's merges).
+    #[test]
+    fn a_record_of_65_levels_decodes() {
+        let mut b = vec![0, 0, 0, 1];
+        b.extend([65, 1, 9]); // 65 levels, 1 segment, write counter 9
+        for _ in 0..64 {
+            b.extend([0, 0]);
         }
-    }
-
-    /// A whole-index merge (FTS5's `'merge'` with a negative count: every segment moved to one
-    /// level, merged into a new segment one level up) is in progress while the largest segment
-    /// is one of its inputs or its output; tidy-ups leave it alone either way.
-    #[test]
-    fn a_whole_merge_is_in_progress_while_it_reads_or_writes_the_largest_segment() {
-        // Just begun: the large input (300 pages) and two small ones at level 3, the output
-        // (20 pages so far) the newest segment of level 4.
-        let early = Structure {
-            levels: vec![
-                level(0, &[]),
-                level(0, &[]),
-                level(0, &[]),
-                level(3, &[300, 5, 4]),
-                level(0, &[20]),
-            ],
-        };
-        assert!(early.whole_merge_in_progress() && early.whole_merge_due());
-        assert_eq!(early.merge_pick(2), Some(3));
-        assert!(!early.tidy_would_merge());
-        // Later: the output has overtaken what is left of the inputs.
-        let late = Structure {
-            levels: vec![
-                level(0, &[]),
-                level(0, &[]),
-                level(0, &[]),
-                level(3, &[90, 1, 1]),
-                level(0, &[250]),
-            ],
-        };
-        assert!(late.whole_merge_in_progress() && late.whole_merge_due());
-        assert_eq!(late.largest_level(), Some(4));
-        assert_eq!(late.merge_pick(2), Some(3));
-        assert!(
-            !late.tidy_would_merge(),
-            "a tidy-up would write the large output on"
-        );
-        // New small segments below it: a tidy-up merges them (FTS5 picks level 0: four
-        // segments, more than the three the whole merge reads).
-        let mut busy = late.clone();
-        busy.levels[0] = level(0, &[1, 1, 1, 1]);
-        assert_eq!(busy.merge_pick(2), Some(0));
-        assert!(busy.tidy_would_merge() && busy.whole_merge_in_progress());
-    }
-
-    /// A tidy-up's merge of a small level into the large segment's level writes a small
-    /// segment there: not a whole merge, and the tidy-up goes on with it.
-    #[test]
-    fn a_small_merge_into_the_large_segments_level_is_a_tidy_up() {
-        let s = Structure {
-            levels: vec![level(0, &[1]), level(2, &[3, 2]), level(0, &[400, 4])],
-        };
-        assert!(!s.whole_merge_in_progress());
-        assert_eq!(s.merge_pick(2), Some(1));
-        assert!(s.tidy_would_merge());
-        // 1 + 3 + 2 + 4 = 10 pages beside 400: under 1/32 (12.5), no whole merge due.
-        assert!(!s.whole_merge_due());
-    }
-
-    /// Due once the other segments hold 1/32 of the largest's pages, and never for one segment.
-    #[test]
-    fn a_whole_merge_is_due_at_a_32nd_of_the_largest() {
-        let s = |pages: &[u64]| Structure {
-            levels: vec![level(0, &pages[1..]), level(0, &pages[..1])],
-        };
-        assert!(!s(&[64, 1]).whole_merge_due());
-        assert!(s(&[64, 2]).whole_merge_due());
-        assert!(s(&[64, 1, 1]).whole_merge_due());
-        assert!(!s(&[640, 19]).whole_merge_due());
-        assert!(s(&[640, 19, 1]).whole_merge_due());
-        assert!(!s(&[5]).whole_merge_due());
-        assert!(!Structure { levels: vec![] }.whole_merge_due());
+        b.extend([0, 1, 3, 1, 40]); // level 64: segment 3, pages 1..=40
+        let s = Structure::decode(&b).unwrap();
+        assert_eq!(s.levels.len(), 65);
+        assert_eq!(s.largest_level(), Some(64));
+        assert_eq!(s.levels[64].pages, vec![40]);
+        b[4] = 0xff; // 2 bytes of varint: the count no longer adds up
+        assert_eq!(Structure::decode(&b), None);
     }
 
     #[test]

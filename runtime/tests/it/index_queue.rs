@@ -683,37 +683,6 @@ fn store_with_small_segments() -> (tempfile::TempDir, Store) {
     (d, store)
 }
 
-/// The queries a merge of the index (a tidy-up, a whole merge) must answer the same before and after (hits, snippets,
-/// scores within rounding: FTS5's counts are summed per segment).
-const MERGE_QUERIES: [&str; 6] = [
-    "wombat",
-    "err*",
-    "e*",
-    "batch7 item3",
-    "wombat -errors",
-    "item1 OR errand5",
-];
-
-fn assert_same_hits(store: &Store, before: &[Vec<query::Hit>]) {
-    let key = |h: &query::Hit| (h.message_id.clone(), h.snippet.clone());
-    for (q, b) in MERGE_QUERIES.iter().zip(before) {
-        let a = full_hits(store, q);
-        assert_eq!(
-            a.iter().map(key).collect::<Vec<_>>(),
-            b.iter().map(key).collect::<Vec<_>>(),
-            "{q}"
-        );
-        for (x, y) in a.iter().zip(b) {
-            assert!(
-                (x.score - y.score).abs() <= 1e-9 * y.score.abs(),
-                "{q}: {} {}",
-                x.score,
-                y.score
-            );
-        }
-    }
-}
-
 /// `tidy_index` (after a search's catch-up, and in the servers' indexer) merges the segments
 /// that many small catch-ups leave, in bounded steps, without the whole-index rewrite of
 /// `optimize_index`, and every search gives the same hits, scores and snippets after it.
@@ -722,7 +691,15 @@ fn tidy_merges_the_small_segments_in_bounded_steps_and_keeps_the_results() {
     let (_d, store) = store_with_small_segments();
     let before_count = segments(&store);
     let before_levels = store.index_structure().unwrap().unwrap();
-    let before: Vec<Vec<query::Hit>> = MERGE_QUERIES.iter().map(|q| full_hits(&store, q)).collect();
+    let queries = [
+        "wombat",
+        "err*",
+        "e*",
+        "batch7 item3",
+        "wombat -errors",
+        "item1 OR errand5",
+    ];
+    let before: Vec<Vec<query::Hit>> = queries.iter().map(|q| full_hits(&store, q)).collect();
     assert!(before.iter().all(|h| !h.is_empty()));
     // One statement at a time (no time budget): each call says whether more is left.
     let mut calls = 0;
@@ -764,7 +741,25 @@ fn tidy_merges_the_small_segments_in_bounded_steps_and_keeps_the_results() {
     // Nothing left: a second tidy-up changes nothing.
     assert!(store.tidy_index(TIDY_BUDGET).unwrap());
     assert_eq!(segments(&store), after_count);
-    assert_same_hits(&store, &before);
+    // The same hits and snippets; the scores within rounding (FTS5's counts are summed per
+    // segment).
+    let key = |h: &query::Hit| (h.message_id.clone(), h.snippet.clone());
+    for (q, b) in queries.iter().zip(&before) {
+        let a = full_hits(&store, q);
+        assert_eq!(
+            a.iter().map(key).collect::<Vec<_>>(),
+            b.iter().map(key).collect::<Vec<_>>(),
+            "{q}"
+        );
+        for (x, y) in a.iter().zip(b) {
+            assert!(
+                (x.score - y.score).abs() <= 1e-9 * y.score.abs(),
+                "{q}: {} {}",
+                x.score,
+                y.score
+            );
+        }
+    }
     assert_eq!(indexed(&store, "wombat"), 5400);
     fts_ok(&store);
 }
@@ -823,110 +818,6 @@ fn a_tidy_up_leaves_the_merge_to_later_when_a_hook_holds_the_gate() {
     unsafe { libc::flock(gate.as_raw_fd(), libc::LOCK_UN) };
     assert!(store.tidy_index(Duration::from_secs(60)).unwrap());
     assert!(segments(&store) < before);
-    fts_ok(&store);
-}
-
-/// `merge_index_whole` (the servers' indexer, once the store is quiet) merges every segment,
-/// the large one included, into one, one bounded step a call; searches' tidy-ups between its
-/// steps (with new catch-ups) neither finish nor restart it, and every search gives the hits,
-/// snippets and scores of a store with the same turns and no whole merge.
-#[test]
-fn a_whole_merge_leaves_one_segment_in_bounded_steps_and_keeps_the_results() {
-    let (_d, mut store) = store_with_small_segments();
-    let (_d2, mut reference) = store_with_small_segments();
-    let first = store.index_structure().unwrap().unwrap();
-    assert!(first.whole_merge_due() && !first.whole_merge_in_progress());
-    let large_pages = *first.levels[first.largest_level().unwrap()]
-        .pages
-        .iter()
-        .max()
-        .unwrap();
-    // One statement (no time budget): the merge has begun, reading the large segment.
-    assert!(!store.merge_index_whole(Duration::ZERO).unwrap());
-    let mut calls = 1;
-    // Turns and searches while it runs: each search's catch-up writes a segment and tidies.
-    for round in 0..5 {
-        for st in [&mut store, &mut reference] {
-            let s = session(st, "s1");
-            let recs: Vec<Record> = (0..5)
-                .map(|i| text(&format!("q{round}-{i}"), &format!("quokka q{round}y{i}")))
-                .collect();
-            st.write(|w| w.apply(s, recs)).unwrap();
-            assert_eq!(st.catch_up_for_search().unwrap(), 5);
-        }
-        let st = store.index_structure().unwrap().unwrap();
-        assert!(st.whole_merge_in_progress(), "round {round}: {st:?}");
-        if !store.merge_index_whole(Duration::ZERO).unwrap() {
-            calls += 1;
-        }
-        let st = store.index_structure().unwrap().unwrap();
-        assert!(
-            st.whole_merge_in_progress(),
-            "round {round}: one statement does not finish it: {st:?}"
-        );
-    }
-    while !store.merge_index_whole(Duration::ZERO).unwrap() {
-        calls += 1;
-        assert!(calls < 10_000, "a whole merge that never ends");
-    }
-    // About 245 pages of output, 16 a statement.
-    assert!(calls >= 10, "one statement a call: {calls}");
-    // Every segment there was when it began is now one; the turns' segments written while it
-    // ran were tidied to one of a page, too small for another whole merge.
-    let last = store.index_structure().unwrap().unwrap();
-    assert_eq!(last.segments(), 2, "{last:?}");
-    assert_eq!(segments(&store), 2);
-    let mut pages: Vec<u64> = last.levels.iter().flat_map(|l| l.pages.clone()).collect();
-    pages.sort();
-    assert!(pages[0] == 1 && pages[1] > large_pages, "{last:?}");
-    assert!(!last.whole_merge_due() && !last.whole_merge_in_progress());
-    // Nothing left: another step changes nothing.
-    assert!(store.merge_index_whole(Duration::from_secs(1)).unwrap());
-    assert_eq!(store.index_structure().unwrap().unwrap(), last);
-    assert!(segments(&reference) > 2, "{}", segments(&reference));
-    let expected: Vec<Vec<query::Hit>> = MERGE_QUERIES
-        .iter()
-        .map(|q| full_hits(&reference, q))
-        .collect();
-    assert!(expected.iter().all(|h| !h.is_empty()));
-    assert_same_hits(&store, &expected);
-    assert_eq!(indexed(&store, "wombat"), 5400);
-    assert_eq!(indexed(&store, "quokka"), 25);
-    fts_ok(&store);
-}
-
-/// No whole merge while the small segments are under 1/32 of the largest: the call reads the
-/// structure and changes nothing.
-#[test]
-fn no_whole_merge_until_the_small_segments_grow() {
-    let (_d, mut store) = open();
-    let s = with_large_segment(&mut store);
-    store
-        .write(|w| w.apply(s, vec![text("one", "quokka once")]))
-        .unwrap();
-    store.catch_up_index(None).unwrap();
-    let st = store.index_structure().unwrap().unwrap();
-    assert_eq!(st.segments(), 2);
-    assert!(!st.whole_merge_due());
-    assert!(store.merge_index_whole(Duration::from_secs(1)).unwrap());
-    assert_eq!(store.index_structure().unwrap().unwrap(), st);
-}
-
-/// A whole-merge step never waits for a hook holding the gate: it merges nothing and says more
-/// is left; once the hook is gone, it goes on.
-#[cfg(unix)]
-#[test]
-fn a_whole_merge_leaves_its_step_to_later_when_a_hook_holds_the_gate() {
-    use std::os::fd::AsRawFd;
-    let (dir, store) = store_with_small_segments();
-    let gate = hold_gate(dir.path());
-    let structure = store.index_structure().unwrap();
-    assert!(!store.merge_index_whole(Duration::from_secs(60)).unwrap());
-    assert_eq!(store.index_structure().unwrap(), structure);
-    // SAFETY: as above.
-    unsafe { libc::flock(gate.as_raw_fd(), libc::LOCK_UN) };
-    assert!(store.merge_index_whole(Duration::from_secs(60)).unwrap());
-    assert_eq!(segments(&store), 1);
     fts_ok(&store);
 }
 
