@@ -801,7 +801,10 @@ impl Store {
     /// [`SEARCH_INDEX_WAIT`] (a search must answer even while an import or a repair holds the
     /// lock: it then searches what is indexed, and the caller can tell the user how many new
     /// messages were left out, [`Store::pending_index`]); once it has the lock, the whole queue
-    /// is indexed.
+    /// is indexed. Then a [`Store::tidy_index`] step of [`TIDY_BUDGET`]: after a catch-up
+    /// that indexed something (it wrote a segment), and also after one that did not when an
+    /// earlier tidy-up stopped at its budget, then without waiting for the lock (a read of
+    /// the structure record when there is nothing to merge).
     pub fn catch_up_for_search(&self) -> Result<u64> {
         if self.deadline.is_some() {
             // A process with a deadline keeps its own busy handler.
@@ -809,10 +812,20 @@ impl Store {
         }
         self.conn.busy_timeout(SEARCH_INDEX_WAIT).db()?;
         let r = self.catch_up_index(None);
-        if matches!(r, Ok(n) if n > 0) {
-            // The catch-up wrote a segment: merge the small ones (a bounded step; a busy
-            // store, or a hook waiting, leaves it to the next catch-up).
-            let _ = self.tidy_index(TIDY_BUDGET);
+        match r {
+            Ok(n) if n > 0 => {
+                // The catch-up wrote a segment: merge the small ones (a bounded step; a busy
+                // store, or a hook waiting, leaves it to the next search).
+                let _ = self.tidy_index(TIDY_BUDGET);
+            }
+            Ok(_) => {
+                // Nothing new, but the last tidy-up may have stopped at its budget (the bench
+                // store after its hooks: 8 segments where 4 are left once it is done, `e*` 77
+                // against 62 ms): go on with it, unless another writer holds the lock.
+                self.conn.busy_timeout(Duration::ZERO).db()?;
+                let _ = self.tidy_index(TIDY_BUDGET);
+            }
+            Err(_) => {}
         }
         self.conn.busy_timeout(self.busy).db()?;
         r

@@ -699,8 +699,15 @@ fn tidy_merges_the_small_segments_in_bounded_steps_and_keeps_the_results() {
         "wombat -errors",
         "item1 OR errand5",
     ];
-    let before: Vec<Vec<query::Hit>> = queries.iter().map(|q| full_hits(&store, q)).collect();
+    // Searched on a store with a deadline (a hook's kind), whose searches do not tidy.
+    let untidied = Store::open_until(
+        store.path(),
+        std::time::Instant::now() + Duration::from_secs(3600),
+    )
+    .unwrap();
+    let before: Vec<Vec<query::Hit>> = queries.iter().map(|q| full_hits(&untidied, q)).collect();
     assert!(before.iter().all(|h| !h.is_empty()));
+    assert_eq!(store.index_structure().unwrap().unwrap(), before_levels);
     // One statement at a time (no time budget): each call says whether more is left.
     let mut calls = 0;
     while !store.tidy_index(Duration::ZERO).unwrap() {
@@ -797,6 +804,44 @@ fn searches_keep_the_segments_few_without_rewriting_the_large_one() {
     // 5 here; 19 without the tidy-ups (15 of one page at level 0).
     assert!(most <= 6, "{most}");
     assert_eq!(indexed(&store, "wombat"), 6000);
+    fts_ok(&store);
+}
+
+/// A tidy-up that stopped at its budget is taken up by the next searches even when they have
+/// nothing to index; while another connection holds the write lock, such a search neither
+/// waits for it nor fails.
+#[test]
+fn searches_with_nothing_to_index_finish_an_unfinished_tidy_up() {
+    let (_d, store) = store_with_small_segments();
+    assert_eq!(store.pending_index().unwrap(), 0);
+    // One statement: the tidy-up stops with more left.
+    assert!(!store.tidy_index(Duration::ZERO).unwrap());
+    let before = store.index_structure().unwrap().unwrap();
+    assert!(before.tidy_would_merge());
+    let raw = crate::support::open_raw(store.path()).unwrap();
+    raw.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let t0 = std::time::Instant::now();
+    assert_eq!(store.catch_up_for_search().unwrap(), 0);
+    // Not the wait for the lock a catch-up with something to index makes.
+    assert!(t0.elapsed() < memtrail_runtime::store::SEARCH_INDEX_WAIT / 2);
+    assert_eq!(store.index_structure().unwrap().unwrap(), before);
+    raw.execute_batch("ROLLBACK").unwrap();
+    let mut searches = 0;
+    while store.index_structure().unwrap().unwrap().tidy_would_merge() {
+        assert_eq!(store.catch_up_for_search().unwrap(), 0);
+        searches += 1;
+        assert!(searches < 100, "a tidy-up that never ends");
+    }
+    assert!(searches >= 1);
+    let after = store.index_structure().unwrap().unwrap();
+    assert!(
+        after.segments() < before.segments(),
+        "{before:?} -> {after:?}"
+    );
+    // Nothing left: a search changes nothing.
+    assert_eq!(store.catch_up_for_search().unwrap(), 0);
+    assert_eq!(store.index_structure().unwrap().unwrap(), after);
+    assert_eq!(indexed(&store, "wombat"), 5400);
     fts_ok(&store);
 }
 
