@@ -65,8 +65,13 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     };
     let limit = f.limit.clamp(1, 500);
     // Messages written since the last catch-up are queued, not yet indexed (see `store`); a
-    // store that cannot be written now (locked, read-only) is searched as it is.
-    let _ = store.catch_up_for_search();
+    // store that cannot be written now (locked, read-only) is searched as it is. An interrupt
+    // that came during the catch-up or its tidy-up stops the search as it would its walk.
+    if let Err(e) = store.catch_up_for_search()
+        && super::is_interrupted(&e)
+    {
+        return Err(e);
+    }
     store.ensure_rank_function()?;
     // One read transaction for the whole search: the index terms an expanded prefix stands
     // for, their rows, the walks and the snippets all see the same store (a hook may index a

@@ -67,6 +67,11 @@ impl Structure {
         if n_levels > 2000 {
             return None;
         }
+        // Nor more than 2,000 segments (the same check): a count past it is a damaged record,
+        // not a size to allocate for.
+        if n_segments > 2000 {
+            return None;
+        }
         let mut levels = Vec::with_capacity(n_levels as usize);
         let mut seen = 0u64;
         for _ in 0..n_levels {
@@ -277,5 +282,21 @@ mod tests {
         order[11] = 9; // level 0's first segment: pages 9..=3
         assert_eq!(Structure::decode(&order), None);
         assert_eq!(Structure::decode(&[0, 0, 0]), None);
+        // A damaged count of segments (10^12, written as a varint below) is no record, not an
+        // allocation of terabytes (it aborted the process).
+        let mut huge = vec![0, 0, 0, 1, 1];
+        let mut v = 1_000_000_000_000u64;
+        let mut groups = vec![(v & 0x7f) as u8];
+        v >>= 7;
+        while v > 0 {
+            groups.push((v & 0x7f) as u8 | 0x80);
+            v >>= 7;
+        }
+        groups.reverse();
+        huge.extend(&groups);
+        huge.extend([0, 0]);
+        huge.extend(&groups);
+        huge.extend([1, 1, 1]);
+        assert_eq!(Structure::decode(&huge), None);
     }
 }
