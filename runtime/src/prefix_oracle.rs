@@ -473,7 +473,7 @@ fn terms_and_hits_are_fts5s_own(store: &Store, prefixes: &[&str], queries: &[&st
 }
 
 /// A new Claude Code session `external` of no project: its id.
-fn claude_session(store: &mut Store, external: &str) -> i64 {
+pub(crate) fn claude_session(store: &mut Store, external: &str) -> i64 {
     store
         .write(|w| {
             w.upsert_session(
@@ -490,7 +490,7 @@ fn claude_session(store: &mut Store, external: &str) -> i64 {
 }
 
 /// A user's message of `text`, id `id`, at `ts` (ms).
-fn text_message(id: String, text: String, ts: i64) -> Message {
+pub(crate) fn text_message(id: String, text: String, ts: i64) -> Message {
     Message {
         id,
         role: Role::User,

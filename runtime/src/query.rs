@@ -1336,4 +1336,4 @@ mod scope_oracle;
 
 #[cfg(test)]
 #[path = "prefix_oracle.rs"]
-mod prefix_oracle;
+pub(crate) mod prefix_oracle;

@@ -760,8 +760,7 @@ impl Store {
         }
         let t0 = Instant::now();
         let _gate = self.pass_gate();
-        let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
-            .map_err(|e| classify(db_err(e)))?;
+        let tx = begin_immediate(&self.conn).map_err(|e| classify(db_err(e)))?;
         let usermerge: Option<i64> = tx
             .prepare_cached("SELECT v FROM messages_fts_config WHERE k = 'usermerge'")
             .db()?
@@ -882,9 +881,7 @@ impl Store {
                 return Ok(done);
             }
             let _gate = self.pass_gate();
-            let tx =
-                rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
-                    .map_err(|e| classify(db_err(e)))?;
+            let tx = begin_immediate(&self.conn).map_err(|e| classify(db_err(e)))?;
             // In slices, so that a hook that comes to wait for the lock waits for one slice.
             let w = Writer::new(&tx);
             let mut n = 0u64;
@@ -1059,7 +1056,7 @@ impl Store {
         let mut attempt = 0u32;
         let tx = loop {
             // With a deadline, the busy handler (see `set_deadline`) does the waiting.
-            match rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate) {
+            match begin_immediate(&self.conn) {
                 Ok(tx) => break tx,
                 Err(e) if is_busy(&e) => {
                     let pause = Duration::from_millis(5 + jitter() % 46);
@@ -1232,6 +1229,19 @@ impl Store {
     }
 }
 
+/// `BEGIN IMMEDIATE` on `conn`, for every write transaction of the store. An interrupt
+/// ([`Interrupt`], a [`Stop`]) that stops the `BEGIN` itself leaves the connection in a write
+/// transaction with no [`rusqlite::Transaction`] to end it (SQLite 3.54: the write lock is then
+/// held until the connection closes, and every hook waits); that transaction is rolled back
+/// before the error is returned.
+pub(super) fn begin_immediate(conn: &Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+    rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate).inspect_err(|_| {
+        if !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+    })
+}
+
 /// FTS5's structure record of the full-text index (the row of `messages_fts_data` whose id is
 /// 10), decoded ([`segments::Structure::decode`]); `None` when missing or not understood.
 fn index_structure_of(conn: &Connection) -> Result<Option<segments::Structure>> {
@@ -1278,6 +1288,72 @@ mod search_catch_up {
         let caught = search_catch_up_outcome(Err(failure(ffi::SQLITE_INTERRUPT)), Ok(()));
         assert!(matches!(&caught, Err(e) if is_interrupted(e)));
         assert!(!is_interrupted(&failure(ffi::SQLITE_BUSY)));
+    }
+
+    /// The same through a search: an interrupt that stops a statement of the tidy-up (the
+    /// only write transaction of a search with nothing to index) makes the search fail as
+    /// interrupted, where it used to run on; the tidy-up merged nothing.
+    #[test]
+    fn a_search_whose_tidy_up_is_interrupted_fails_as_interrupted() {
+        use crate::query::prefix_oracle::{claude_session, text_message};
+        use memtrail_adapters::Record;
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+        let sid = claude_session(&mut store, "s");
+        // One large segment, then small ones (a tidy-up never merges the largest's level).
+        for round in 0..8 {
+            let records = (0..if round == 0 { 400 } else { 10 })
+                .map(|j| {
+                    let id = format!("m{round}-{j}");
+                    Record::Message(text_message(id, format!("wombat r{round}x{j}"), 1_000))
+                })
+                .collect();
+            store.write(|w| w.apply(sid, records)).unwrap();
+            store.catch_up_index(None).unwrap();
+            if round == 0 {
+                store.optimize_index().unwrap();
+            }
+        }
+        let before = store.index_structure().unwrap().unwrap();
+        assert!(before.tidy_would_merge(), "{before:?}");
+        assert_eq!(store.pending_index().unwrap(), 0);
+        // The first statement step taken while the connection holds a write transaction is
+        // stopped, once (the tidy-up's; its rollback then runs).
+        // SAFETY: the handle stays valid while `store` lives; the handler is removed before.
+        let db = unsafe { store.conn.handle() } as usize;
+        let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let fire = std::sync::Arc::clone(&fired);
+        store
+            .conn
+            .progress_handler(
+                1,
+                Some(move || {
+                    // SAFETY: as above; `sqlite3_txn_state` only reads the connection's state.
+                    let state = unsafe {
+                        ffi::sqlite3_txn_state(db as *mut ffi::sqlite3, c"main".as_ptr())
+                    };
+                    state == ffi::SQLITE_TXN_WRITE
+                        && !fire.swap(true, std::sync::atomic::Ordering::Relaxed)
+                }),
+            )
+            .unwrap();
+        let f = crate::query::SearchFilter::default();
+        let r = crate::query::search(&store, "wombat", &f);
+        assert!(fired.load(std::sync::atomic::Ordering::Relaxed));
+        assert!(matches!(&r, Err(e) if is_interrupted(e)), "{r:?}");
+        assert!(store.conn.is_autocommit());
+        assert_eq!(store.index_structure().unwrap().unwrap(), before);
+        store
+            .conn
+            .progress_handler(0, None::<fn() -> bool>)
+            .unwrap();
+        // The lock was let go: the next search tidies and answers.
+        assert!(
+            !crate::query::search(&store, "wombat", &f)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(!store.index_structure().unwrap().unwrap().tidy_would_merge());
     }
 }
 

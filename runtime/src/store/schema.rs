@@ -4,7 +4,6 @@
 use super::Db;
 use super::{Store, Writer};
 use crate::{Error, Result};
-use rusqlite::TransactionBehavior;
 
 /// The schema version this binary writes. A store with a higher version is refused.
 pub const SCHEMA_VERSION: i64 = 17;
@@ -118,8 +117,7 @@ impl Store {
     /// ([`Error::Invalid`]). `progress` is told of each migration before it runs (the ones run
     /// again after a rollback to count broken rows are not told twice).
     fn migrate_from(&self, mut progress: MigrationProgress<'_>) -> Result<()> {
-        let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
-            .db()?;
+        let tx = super::begin_immediate(&self.conn).db()?;
         // Re-check under the write lock: another process may have migrated meanwhile.
         let v: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).db()?;
         if v > SCHEMA_VERSION {

@@ -7,7 +7,7 @@
 
 use super::{Db, Store, classify, db_err};
 use crate::Result;
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, params};
 
 /// Characters of a message's prose read for embedding (the model reads at most about 1,000
 /// tokens of it anyway).
@@ -287,8 +287,7 @@ impl Store {
             )));
         }
         let _gate = self.pass_gate();
-        let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
-            .map_err(|e| classify(db_err(e)))?;
+        let tx = super::begin_immediate(&self.conn).map_err(|e| classify(db_err(e)))?;
         let state: Option<(String, i64)> = tx
             .query_row(
                 "SELECT model, done_through FROM embed_state WHERE id = 1",
