@@ -148,6 +148,90 @@ impl Structure {
     }
 }
 
+/// The level [`lift_single_segment`] moves a whole-index merge's segment to. Small segments
+/// climb one level per merge of a [`super::Store::tidy_index`] (`usermerge` 2), so the first
+/// reaches this level after about 2^12 (4,096) catch-ups; FTS5 merges a level once it holds four
+/// segments, so the large segment is rewritten only after about three such arrivals. FTS5
+/// itself allows 64 levels (`FTS5_MAX_LEVEL`).
+pub const LIFTED_LEVEL: usize = 12;
+
+/// SQLite's varint of `v` (big-endian groups of 7 bits, the high bit set on all but the last),
+/// for values below 2^28 (this module writes level and segment counts only).
+fn put_varint(out: &mut Vec<u8>, v: u64) {
+    debug_assert!(v < 1 << 28);
+    let mut groups = [0u8; 4];
+    let mut n = 0;
+    let mut rest = v;
+    loop {
+        groups[n] = (rest & 0x7f) as u8;
+        n += 1;
+        rest >>= 7;
+        if rest == 0 {
+            break;
+        }
+    }
+    for k in (0..n).rev() {
+        out.push(groups[k] | if k > 0 { 0x80 } else { 0 });
+    }
+}
+
+/// A structure record (`record`, as [`Structure::decode`] reads it) whose index is exactly
+/// one segment with no merge in progress, rewritten with that segment at level `to` and every
+/// level below it empty: the cookie, the write counter and the segment's own fields (its id,
+/// pages and, in the second version, origins and tombstones) are kept byte for byte. A level
+/// is only where FTS5's merges look for segments to merge together (the segment's pages are
+/// found by its id), and FTS5 reads empty levels below a populated one as it writes them
+/// (`fts5StructureDecode`). `None` when the record is not such a record, or its segment is
+/// already at `to` or above.
+pub fn lift_single_segment(record: &[u8], to: usize) -> Option<Vec<u8>> {
+    let mut i = if record.get(4..8) == Some(&[0xff, 0x00, 0x00, 0x01][..]) {
+        8
+    } else {
+        4
+    };
+    if record.len() < i {
+        return None;
+    }
+    let head = &record[..i];
+    let n_levels = varint(record, &mut i)?;
+    if varint(record, &mut i)? != 1 || n_levels > 2000 {
+        return None;
+    }
+    let counter_at = i;
+    varint(record, &mut i)?;
+    let counter = &record[counter_at..i];
+    let v2 = head.len() == 8;
+    let mut found: Option<(u64, &[u8])> = None;
+    for level in 0..n_levels {
+        let merging = varint(record, &mut i)?;
+        let n = varint(record, &mut i)?;
+        if merging != 0 || n > 1 || (n == 1 && found.is_some()) {
+            return None;
+        }
+        if n == 1 {
+            let at = i;
+            for _ in 0..if v2 { 8 } else { 3 } {
+                varint(record, &mut i)?;
+            }
+            found = Some((level, &record[at..i]));
+        }
+    }
+    let (level, segment) = found?;
+    if i != record.len() || level >= to as u64 || to >= 2000 {
+        return None;
+    }
+    let mut out = head.to_vec();
+    put_varint(&mut out, to as u64 + 1);
+    put_varint(&mut out, 1);
+    out.extend_from_slice(counter);
+    for _ in 0..to {
+        out.extend([0, 0]);
+    }
+    out.extend([0, 1]);
+    out.extend_from_slice(segment);
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,5 +382,55 @@ mod tests {
         huge.extend(&groups);
         huge.extend([1, 1, 1]);
         assert_eq!(Structure::decode(&huge), None);
+    }
+
+    /// One segment (id 130: two varint bytes; pages 1..=200) at level 2 of 3, write counter
+    /// 300: lifted to level 5, the same cookie, counter and segment bytes, five empty levels
+    /// below it; the record decodes to that, and one that is not a lone segment at rest is
+    /// left alone.
+    #[test]
+    fn a_lone_segment_is_lifted_with_its_bytes_kept() {
+        let mut b = vec![0, 0, 0, 7];
+        b.extend([3, 1, 0x82, 0x2c]);
+        b.extend([0, 0, 0, 0]);
+        b.extend([0, 1, 0x81, 0x02, 1, 0x81, 0x48]);
+        let lifted = lift_single_segment(&b, 5).unwrap();
+        let mut want = vec![0, 0, 0, 7, 6, 1, 0x82, 0x2c];
+        want.extend([0; 10]);
+        want.extend([0, 1, 0x81, 0x02, 1, 0x81, 0x48]);
+        assert_eq!(lifted, want);
+        let s = Structure::decode(&lifted).unwrap();
+        assert_eq!(s.segments(), 1);
+        assert_eq!(s.largest_level(), Some(5));
+        assert_eq!(s.levels[5].pages, vec![200]);
+        // Already there or above: nothing to do.
+        assert_eq!(lift_single_segment(&lifted, 5), None);
+        assert_eq!(lift_single_segment(&b, 2), None);
+        // Two segments, a merge in progress, trailing bytes: left alone.
+        assert_eq!(lift_single_segment(&record(), 5), None);
+        let mut merging = b.clone();
+        merging[12] = 1;
+        assert_eq!(lift_single_segment(&merging, 5), None);
+        let mut longer = b.clone();
+        longer.push(0);
+        assert_eq!(lift_single_segment(&longer, 5), None);
+        // A level count past 127 takes two varint bytes.
+        let high = lift_single_segment(&b, 200).unwrap();
+        assert_eq!(&high[4..6], &[0x81, 0x49]);
+        assert_eq!(Structure::decode(&high).unwrap().largest_level(), Some(200));
+    }
+
+    /// The second version's five more fields a segment travel with it.
+    #[test]
+    fn a_version_2_segment_is_lifted_with_its_origins() {
+        let mut b = vec![0, 0, 0, 1, 0xff, 0x00, 0x00, 0x01];
+        b.extend([1, 1, 5]);
+        b.extend([0, 1, 1, 1, 4, 1, 1, 0, 0, 7]);
+        let lifted = lift_single_segment(&b, 3).unwrap();
+        let mut want = vec![0, 0, 0, 1, 0xff, 0x00, 0x00, 0x01, 4, 1, 5];
+        want.extend([0; 6]);
+        want.extend([0, 1, 1, 1, 4, 1, 1, 0, 0, 7]);
+        assert_eq!(lifted, want);
+        assert_eq!(Structure::decode(&lifted).unwrap().levels[3].pages, vec![4]);
     }
 }
