@@ -85,37 +85,31 @@ pub(super) fn hold(gate: &File, deadline: Instant) -> Option<Held<'_>> {
 
 /// Wait until no hook holds `gate` (at most [`YIELD_MAX`]), before a background writer begins a
 /// transaction. Polls with a non-blocking exclusive lock every millisecond, released at once.
-/// Returns whether a hook held it at the first try (the writer waited, or gave up waiting).
-pub(super) fn yield_to_hooks(gate: &File) -> bool {
+pub(super) fn yield_to_hooks(gate: &File) {
     #[cfg(unix)]
     {
         use std::os::fd::AsRawFd;
         let fd = gate.as_raw_fd();
         let until = Instant::now() + YIELD_MAX;
-        let mut waited = false;
         loop {
             // SAFETY: flock on a descriptor this process owns.
             if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } == 0 {
                 // SAFETY: as above.
                 unsafe { libc::flock(fd, libc::LOCK_UN) };
-                return waited;
+                return;
             }
             let err = std::io::Error::last_os_error().raw_os_error();
             if err != Some(libc::EWOULDBLOCK) && err != Some(libc::EINTR) {
-                return waited;
+                return;
             }
-            waited |= err == Some(libc::EWOULDBLOCK);
             if Instant::now() >= until {
-                return waited;
+                return;
             }
             std::thread::sleep(Duration::from_millis(1));
         }
     }
     #[cfg(not(unix))]
-    {
-        let _ = (gate, Instant::now());
-        false
-    }
+    let _ = (gate, Instant::now());
 }
 
 /// True when a hook holds `gate` (it waits for the write lock a background writer holds, or

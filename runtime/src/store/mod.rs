@@ -151,12 +151,6 @@ pub const TIDY_USERMERGE: i64 = 2;
 /// slices, a transaction ends early when a hook waits for the write lock.
 pub const INDEX_SLICE: usize = 50;
 
-/// How long a background writer that met a hook at the gate writes each full-text slice's
-/// terms out at the slice's end ([`Store::catch_up_index_by`]): a hook that comes to wait
-/// then waits for one slice and its terms, not for the MiB of terms FTS5 keeps in memory
-/// otherwise (docs/benchmarks.md, "One segment per catch-up").
-pub const HOOKS_LATELY: Duration = Duration::from_secs(60);
-
 /// How many queued messages one transaction of [`Store::catch_up_index`] indexes.
 pub const INDEX_CHUNK: usize = 2000;
 /// An open store.
@@ -179,8 +173,6 @@ pub struct Store {
     scope_cache: std::cell::RefCell<Option<queries::ScopeCache>>,
     /// The write gate (`<store>-gate`), opened at the first write: see [`gate`].
     gate: std::cell::OnceCell<Option<std::fs::File>>,
-    /// When this background writer last met a hook at the gate ([`Store::hooks_lately`]).
-    hooks_seen: std::cell::Cell<Option<Instant>>,
     /// When [`Store::bound_wal`]'s last checkpoint could not restart the WAL.
     wal_bound_failed: Option<Instant>,
     /// The handle of [`Store::make_stoppable`], once it installed its check.
@@ -616,7 +608,6 @@ impl Store {
             file_id,
             scope_cache: std::cell::RefCell::new(None),
             gate: std::cell::OnceCell::new(),
-            hooks_seen: std::cell::Cell::new(None),
             wal_bound_failed: None,
             stop: None,
         };
@@ -726,60 +717,9 @@ impl Store {
                 }
             })?;
             if done {
-                // An optimization: a store whose segment stays where the merge left it works
-                // as before.
-                let _ = self.lift_index_segment();
                 return Ok(());
             }
         }
-    }
-
-    /// After a whole-index merge ([`Store::optimize_index`]): move the index's one segment up
-    /// to [`segments::LIFTED_LEVEL`] (its pages stay as they are: only FTS5's structure record
-    /// is rewritten, [`segments::lift_single_segment`]). FTS5 leaves a merged segment one or
-    /// two levels above the highest its merges had reached, which depends on how many segments
-    /// the catch-ups wrote (level 4 for the 200 MB bench corpus, whose catch-ups write one
-    /// segment per MiB of terms); small segments climb a level with each tidy-up merge, and
-    /// FTS5 merges a level once it holds four, so a large segment on a low level is soon
-    /// rewritten whole with them, inside the catch-up of a search or a hook. Returns whether
-    /// the record was rewritten (false: not one segment at rest, or already that high).
-    ///
-    /// The record is written by a connection of its own: FTS5 caches the structure per
-    /// connection and reads it again when `PRAGMA data_version` says another connection
-    /// committed, so this one and every other process see the new record at their next
-    /// transaction. Errors: database errors as [`Error::Db`].
-    fn lift_index_segment(&self) -> Result<bool> {
-        let own = Connection::open_with_flags(
-            &self.path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX
-                | OpenFlags::SQLITE_OPEN_URI,
-        )
-        .db()?;
-        own.busy_timeout(self.busy).db()?;
-        let _gate = self.pass_gate();
-        let tx = begin_immediate(&own).map_err(|e| classify(db_err(e)))?;
-        let record: Option<Vec<u8>> = tx
-            .query_row(
-                "SELECT block FROM messages_fts_data WHERE id = 10",
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .db()?;
-        let Some(lifted) = record
-            .as_deref()
-            .and_then(|r| segments::lift_single_segment(r, segments::LIFTED_LEVEL))
-        else {
-            return Ok(false);
-        };
-        tx.execute(
-            "UPDATE messages_fts_data SET block = ?1 WHERE id = 10",
-            [lifted],
-        )
-        .db()?;
-        tx.commit().map_err(|e| classify(db_err(e)))?;
-        Ok(true)
     }
 
     /// Merge the full-text index's small segments for about `budget` (statements of
@@ -863,11 +803,7 @@ impl Store {
     /// True when a hook waits for the write lock this background writer holds (see
     /// [`gate::hooks_waiting`]); false for a hook's own store and without a gate.
     fn hooks_waiting(&self) -> bool {
-        let waiting = self.deadline.is_none() && self.gate_file().is_some_and(gate::hooks_waiting);
-        if waiting {
-            self.hooks_seen.set(Some(Instant::now()));
-        }
-        waiting
+        self.deadline.is_none() && self.gate_file().is_some_and(gate::hooks_waiting)
     }
 
     /// The write gate's file, opened (and created) at the first call; `None` without a gate.
@@ -956,11 +892,6 @@ impl Store {
                 if (k as usize) < slice || self.hooks_waiting() {
                     break;
                 }
-                if self.hooks_lately() {
-                    // FTS5 writes its terms out at a savepoint (as at a commit).
-                    tx.execute_batch("SAVEPOINT slice; RELEASE slice")
-                        .map_err(|e| classify(db_err(e)))?;
-                }
             }
             tx.commit().map_err(|e| classify(db_err(e)))?;
             done += n;
@@ -978,19 +909,9 @@ impl Store {
         if let Some(deadline) = self.deadline {
             gate::hold(g, deadline)
         } else {
-            if gate::yield_to_hooks(g) {
-                self.hooks_seen.set(Some(Instant::now()));
-            }
+            gate::yield_to_hooks(g);
             None
         }
-    }
-
-    /// Whether this background writer met a hook at the gate in the last [`HOOKS_LATELY`]
-    /// ([`Store::hooks_waiting`], [`Store::pass_gate`]).
-    fn hooks_lately(&self) -> bool {
-        self.hooks_seen
-            .get()
-            .is_some_and(|t| t.elapsed() < HOOKS_LATELY)
     }
 
     /// Where this store lives (as opened: a symlink is not followed).
@@ -1433,87 +1354,6 @@ mod search_catch_up {
                 .is_empty()
         );
         assert!(!store.index_structure().unwrap().unwrap().tidy_would_merge());
-    }
-}
-
-#[cfg(test)]
-mod lifted_segment {
-    use super::*;
-    use crate::query::prefix_oracle::{claude_session, text_message};
-    use crate::query::{self, SearchFilter};
-    use memtrail_adapters::Record;
-
-    fn results(store: &Store, q: &str) -> Vec<(String, String, String)> {
-        let f = SearchFilter {
-            limit: 50,
-            ..SearchFilter::default()
-        };
-        query::search(store, q, &f)
-            .unwrap()
-            .into_iter()
-            .map(|h| (h.message_id, format!("{:.9}", h.score), h.snippet))
-            .collect()
-    }
-
-    fn write(store: &mut Store, sid: i64, round: usize, n: usize) {
-        let records = (0..n)
-            .map(|j| {
-                let id = format!("m{round}-{j}");
-                let t = format!(
-                    "wombat errand{} r{round}x{j} {}",
-                    j % 7,
-                    "filler ".repeat(j % 5)
-                );
-                Record::Message(text_message(id, t, 1_000))
-            })
-            .collect();
-        store.write(|w| w.apply(sid, records)).unwrap();
-    }
-
-    /// A whole-index merge leaves its one segment at `LIFTED_LEVEL`, every search finds the
-    /// same hits with the same scores and snippets, FTS5's integrity check passes, and the
-    /// lift holds for this connection and for one opened before it (each caches the structure
-    /// and must read it again, or its next write would put the segment back).
-    #[test]
-    fn the_merged_segment_is_lifted_and_every_connection_reads_it_so() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m.db");
-        let mut store = Store::open(&path).unwrap();
-        let sid = claude_session(&mut store, "s");
-        write(&mut store, sid, 0, 300);
-        store.catch_up_index(None).unwrap();
-        let other = Store::open(&path).unwrap();
-        let queries = ["wombat", "errand3", "r0x7*", "wombat filler", "err*"];
-        let before: Vec<_> = queries.iter().map(|q| results(&other, q)).collect();
-        assert!(before.iter().all(|r| !r.is_empty()));
-        let st = store.index_structure().unwrap().unwrap();
-        assert_eq!((st.segments(), st.largest_level()), (1, Some(0)), "{st:?}");
-        store.optimize_index().unwrap();
-        let st = store.index_structure().unwrap().unwrap();
-        assert_eq!(st.segments(), 1, "{st:?}");
-        assert_eq!(st.largest_level(), Some(segments::LIFTED_LEVEL), "{st:?}");
-        for (q, want) in queries.iter().zip(&before) {
-            assert_eq!(&results(&store, q), want, "{q}");
-            assert_eq!(&results(&other, q), want, "{q}");
-        }
-        store
-            .conn
-            .execute(
-                "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
-                [],
-            )
-            .unwrap();
-        // Each connection writes a segment: the large one stays where it was lifted to.
-        write(&mut store, sid, 1, 20);
-        other.catch_up_index(None).unwrap();
-        write(&mut store, sid, 2, 20);
-        store.catch_up_index(None).unwrap();
-        let st = store.index_structure().unwrap().unwrap();
-        assert_eq!(st.segments(), 3, "{st:?}");
-        assert_eq!(st.largest_level(), Some(segments::LIFTED_LEVEL), "{st:?}");
-        assert_eq!(results(&other, "r2x3").len(), 1);
-        // Nothing more to lift: one segment already there, or several.
-        assert!(!store.lift_index_segment().unwrap());
     }
 }
 

@@ -221,18 +221,7 @@ impl Writer<'_> {
 
     /// Index the `max` oldest queued messages (`fts_pending`) and take them off the queue.
     /// Returns how many.
-    ///
-    /// The messages' index text is read first and then inserted one `INSERT … VALUES` each, never as one `INSERT … SELECT`:
-    /// a statement that may write several rows opens a statement savepoint, and FTS5 writes
-    /// its in-memory terms out as a new segment at every savepoint. One row at a time, the
-    /// terms of every slice of a transaction stay in memory until FTS5's `hashsize` (1 MiB)
-    /// fills or the transaction commits: an import of the 200 MB bench corpus writes one
-    /// segment per MiB of terms instead of one per [`super::INDEX_SLICE`] messages, and its
-    /// FTS5 merges shrink accordingly (docs/benchmarks.md, "One segment per catch-up"). The
-    /// queue's `DELETE` writes a single table without triggers, so it opens no savepoint
-    /// either.
     pub fn index_pending(&self, max: usize) -> Result<u64> {
-        use rusqlite::types::Value;
         let last: Option<i64> = self
             .tx
             .prepare_cached("SELECT id FROM fts_pending ORDER BY id LIMIT 1 OFFSET ?1")
@@ -241,28 +230,16 @@ impl Writer<'_> {
             .optional()
             .db()?;
         let last = last.unwrap_or(i64::MAX);
-        // A queued id whose message is gone has no row here; it leaves the queue all the same.
-        let rows: Vec<(i64, Value, Value, Value)> = self
-            .tx
+        self.tx
             .prepare_cached(
-                "SELECT m.id, m.body, memtrail_tools(m.tools_text, m.parts_packed), m.cjk
+                "INSERT INTO messages_fts (rowid, body, tools, cjk)
+                 SELECT m.id, m.body, memtrail_tools(m.tools_text, m.parts_packed), m.cjk
                  FROM fts_pending p JOIN messages m ON m.id = p.id
                  WHERE p.id <= ?1 ORDER BY p.id",
             )
             .db()?
-            .query_map([last], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-            .db()?
-            .collect::<rusqlite::Result<_>>()
+            .execute([last])
             .db()?;
-        let mut insert = self
-            .tx
-            .prepare_cached(
-                "INSERT INTO messages_fts (rowid, body, tools, cjk) VALUES (?1, ?2, ?3, ?4)",
-            )
-            .db()?;
-        for (id, body, tools, cjk) in &rows {
-            insert.execute(params![id, body, tools, cjk]).db()?;
-        }
         Ok(self
             .tx
             .prepare_cached("DELETE FROM fts_pending WHERE id <= ?1")

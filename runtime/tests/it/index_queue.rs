@@ -174,41 +174,6 @@ fn catch_up_works_in_chunks_and_stops_at_its_deadline() {
     fts_ok(&store);
 }
 
-/// One transaction of a catch-up indexes its slices into one FTS5 segment: each message goes
-/// in by its own single-row statement, so FTS5 keeps the terms in memory between slices
-/// (every statement that opens a savepoint would write them out as a segment of their own,
-/// a segment per `INDEX_SLICE` messages, which FTS5's automatic merges then rewrite). Tool
-/// calls' index text (rendered from the stored parts) goes in as the content view gives it:
-/// FTS5's integrity check compares the index with that view.
-#[test]
-fn a_catch_up_transaction_writes_one_segment_whatever_its_slices() {
-    use memtrail_runtime::store::INDEX_SLICE;
-    let (_d, mut store) = open();
-    let s = session(&mut store, "s1");
-    let n = 12 * INDEX_SLICE;
-    let recs: Vec<Record> = (0..n)
-        .map(|i| {
-            if i % 3 == 0 {
-                bash(
-                    &format!("a{i}"),
-                    &format!("c{i}"),
-                    &format!("cargo test ibex{i}"),
-                )
-            } else {
-                text(&format!("u{i}"), &format!("narwhal number{i}"))
-            }
-        })
-        .collect();
-    store.write(|w| w.apply(s, recs)).unwrap();
-    assert_eq!(store.catch_up_index(None).unwrap(), n as u64);
-    assert_eq!(segments(&store), 1, "one segment for the one transaction");
-    assert_eq!(indexed(&store, "narwhal"), (n - n / 3) as i64);
-    assert_eq!(indexed(&store, "ibex300"), 1);
-    assert_eq!(hits(&store, "ibex597"), vec!["a597"]);
-    assert_eq!(hits(&store, "number599"), vec!["u599"]);
-    fts_ok(&store);
-}
-
 /// A hook's share of the chore: one transaction of at most `max` messages, the oldest
 /// queued first, none once the deadline has passed.
 #[test]
@@ -290,41 +255,6 @@ fn a_background_catch_up_commits_after_one_slice_when_a_hook_waits() {
     unsafe { libc::flock(gate.as_raw_fd(), libc::LOCK_UN) };
     assert_eq!(background.join().unwrap(), 200);
     assert_eq!(indexed(&store, "walrus"), 200);
-    fts_ok(&store);
-}
-
-/// A background catch-up that met a hook at the gate (here: before its transaction) writes the
-/// terms of each slice out at the slice's end for a while (`HOOKS_LATELY`), so the next hook
-/// to come waits for one slice's terms, not the MiB FTS5 keeps in memory otherwise: the same
-/// queue makes several segments where, with no hook met, it makes one
-/// (`a_catch_up_transaction_writes_one_segment_whatever_its_slices`).
-#[cfg(unix)]
-#[test]
-fn a_background_catch_up_that_met_a_hook_writes_each_slice_out() {
-    use memtrail_runtime::store::INDEX_SLICE;
-    use std::os::fd::AsRawFd;
-    let (dir, mut store) = open();
-    let s = session(&mut store, "s1");
-    let n = 12 * INDEX_SLICE;
-    let recs: Vec<Record> = (0..n)
-        .map(|i| text(&format!("u{i}"), &format!("walrus number{i}")))
-        .collect();
-    store.write(|w| w.apply(s, recs)).unwrap();
-    let gate = hold_gate(dir.path());
-    let path = dir.path().join("m.db");
-    let background = std::thread::spawn(move || {
-        let s = Store::open(&path).unwrap();
-        s.catch_up_index_by(None, n).unwrap()
-    });
-    // The background writer waits at the gate for the hook, which lets go.
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    assert_eq!(store.pending_index().unwrap(), n as i64);
-    // SAFETY: flock on a descriptor this test owns.
-    unsafe { libc::flock(gate.as_raw_fd(), libc::LOCK_UN) };
-    assert_eq!(background.join().unwrap(), n as u64);
-    assert!(segments(&store) > 1, "{:?}", store.index_structure());
-    assert_eq!(indexed(&store, "walrus"), n as i64);
-    assert_eq!(hits(&store, "number599"), vec!["u599"]);
     fts_ok(&store);
 }
 
