@@ -736,8 +736,9 @@ impl Store {
     /// FTS5's incremental `'merge'` with a positive page count merges the level holding the
     /// most segments when it holds at least `usermerge` of them ([`TIDY_USERMERGE`], kept in
     /// the index's `_config`), and its output goes one level up. Left to itself that would
-    /// climb, after 2^L catch-ups, to the level of an import's large segment (level 10 on the
-    /// 1 GB bench store) and rewrite the whole index, again at each doubling. So each
+    /// climb, after 2^L catch-ups, to the level of an import's large segment (level 8 after an
+    /// import of the 1 GB bench corpus, whose catch-ups write a segment per 50-message slice)
+    /// and rewrite the whole index, again at each doubling. So each
     /// statement is run only when the level FTS5 would read next does not hold the largest
     /// segment ([`segments::Structure`], read from FTS5's structure record; a record that
     /// does not decode leaves the index to FTS5's own merges): the small segments are merged
