@@ -10,10 +10,11 @@ use crate::records::Standard;
 use crate::store::Store;
 use crate::store::prefix::{
     EXPAND_MAX_READ_TERMS, FORCED_MAX_TERMS, FORCED_MIN_PAGES, PRUNED, WIDE_SEARCHED, disarm,
-    expand_in, merge_before_page_reads, merge_some, message_row, segments, set_automerge,
-    term_rows_in, terms_in, vocabulary, vocabulary_rows, write_before_walk,
+    excluded_split_in, expand_in, matches_nothing_in, merge_before_page_reads, merge_some,
+    message_row, segments, set_automerge, term_rows_in, terms_in, vocabulary, vocabulary_rows,
+    write_before_walk,
 };
-use crate::store::queries::LAST_RANKED;
+use crate::store::queries::{FORCED_PLAN, ForcedPlan, LAST_RANKED};
 use crate::test_rng::Xorshift;
 use memtrail_adapters::{Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef};
 use std::collections::BTreeSet;
@@ -363,17 +364,7 @@ fn expanded_prefixes_give_fts5s_own_hits(store: &Store) {
             let (native, native_ranked) = search_ranked(store, i64::MAX, q, f);
             let (expanded, expanded_ranked) = search_ranked(store, 0, q, f);
             // Every candidate, with its score: the same rows walked and ranked.
-            assert_eq!(
-                native_ranked.len(),
-                expanded_ranked.len(),
-                "{q} {f:?}: candidates"
-            );
-            for (x, y) in expanded_ranked.iter().zip(&native_ranked) {
-                assert!(
-                    x.0 == y.0 && (x.1 - y.1).abs() <= 1e-12 * y.1.abs().max(1e-12),
-                    "{q} {f:?}: candidate {x:?} against {y:?}"
-                );
-            }
+            assert_same_candidates(&expanded_ranked, &native_ranked, &format!("{q} {f:?}"));
             assert!(!native.is_empty(), "{q} {f:?}: no hit");
             if let Some(d) = first_difference(&expanded, &native) {
                 panic!("{q} {f:?}: {d}");
@@ -384,6 +375,18 @@ fn expanded_prefixes_give_fts5s_own_hits(store: &Store) {
     assert!(checked > 1000, "{checked}");
     // Walks that left the rare terms out, the frequent ones having enough matches alone.
     assert!(PRUNED.get() >= 6, "{}", PRUNED.get());
+}
+
+/// The same candidates (row ids) in the same order, each with the same score (within 1e-12 of
+/// it): `what` names the search in the message.
+fn assert_same_candidates(expanded: &[(i64, f64)], native: &[(i64, f64)], what: &str) {
+    assert_eq!(expanded.len(), native.len(), "{what}: candidates");
+    for (x, y) in expanded.iter().zip(native) {
+        assert!(
+            x.0 == y.0 && (x.1 - y.1).abs() <= 1e-12 * y.1.abs().max(1e-12),
+            "{what}: candidate {x:?} against {y:?}"
+        );
+    }
 }
 
 /// Native (`i64::MAX`) against every prefix expanded (`0`): the same hits (ids, scores,
@@ -792,6 +795,144 @@ fn an_excluded_prefix_gives_fts5s_own_candidates() {
             }
         }
     }
+}
+
+/// An excluded group's rare terms are taken out of its `NOT`, and their rows out of the walk
+/// one by one (`Prefixed::exclude_rare_terms_by_rows`): under every plan a filtered search
+/// can take (each match joined to its session, the scope's messages listed, each match's
+/// session checked, and that check giving up at once or part way), the candidates, their
+/// scores and the hits are those of FTS5's own prefix.
+#[test]
+fn an_excluded_prefixs_rare_rows_give_fts5s_own_hits_under_every_plan() {
+    let (_dir, store) = generated();
+    // `err*` holds frequent terms and rare ones (`errq…`): the rare ones leave the query.
+    let (whole, split) = excluded_split_in(&store, r#""alpha" NOT "err"* AND "test""#, 0);
+    assert_eq!(whole.excluded_rows, None);
+    let Some((lo, bits)) = &split.excluded_rows else {
+        panic!("no rows taken out: {split:?}");
+    };
+    let rows: u32 = bits.iter().map(|b| b.count_ones()).sum();
+    let errq = term_rows_in(&store, "errq")
+        .into_iter()
+        .flat_map(|(_, r)| r.unwrap_or_default())
+        .collect::<BTreeSet<i64>>();
+    assert!(
+        errq.len() > 100 && rows as usize >= errq.len(),
+        "{rows} {}",
+        errq.len()
+    );
+    assert!(errq.iter().all(|&r| {
+        let i = (r - lo) as usize;
+        bits[i / 8] & (1 << (i % 8)) != 0
+    }));
+    assert!(!split.query.contains("errq") && whole.query.contains("errq"));
+    // A wide group (more terms than a walk searches) was FTS5's own prefix; now its frequent
+    // terms.
+    FORCED_MAX_TERMS.set(Some((12, EXPAND_MAX_READ_TERMS)));
+    let (whole, split) = excluded_split_in(&store, r#""alpha" NOT "err"*"#, 0);
+    FORCED_MAX_TERMS.set(None);
+    assert_eq!(whole.query, r#""alpha" NOT "err"*"#);
+    assert!(
+        split.query.starts_with(r#""alpha" NOT ("error" OR "#) && !split.query.contains('*'),
+        "{}",
+        split.query
+    );
+    // A group of rare terms alone: one of them stands for it in the walks.
+    let (whole, split) = excluded_split_in(&store, r#""alpha" NOT "errq"*"#, 0);
+    assert!(whole.query.matches(" OR ").count() > 200, "{}", whole.query);
+    assert!(
+        split.query.starts_with(r#""alpha" NOT ("errq"#) && !split.query.contains(" OR "),
+        "{}",
+        split.query
+    );
+    assert!(split.excluded_rows.is_some());
+    // A group with no rare term, and a query with no excluded group, are left as they were.
+    for q in [r#""test" NOT "alph"*"#, r#""err"* "alpha""#] {
+        let (whole, split) = excluded_split_in(&store, q, 0);
+        assert!(
+            split == whole && split.excluded_rows.is_none(),
+            "{q}: {}",
+            split.query
+        );
+    }
+    // A phrase every match holds, beginning with an excluded prefix: nothing to walk.
+    for (q, nothing) in [
+        (r#""error" NOT "e"*"#, true),
+        (r#""alpha" "errors" NOT "err"*"#, true),
+        (r#""alpha test" NOT "te"*"#, true),
+        (r#""webhook" NOT "err"*"#, false),
+        // A prefix, a phrase under `NOT` or in a disjunction, another column: not every match
+        // holds them.
+        (r#""err"* NOT "e"*"#, false),
+        (r#""alpha" NOT "error" NOT "e"*"#, false),
+        (r#"("error" OR "webhook") NOT "e"*"#, false),
+        (r#""alpha" AND cjk : "error" NOT "e"*"#, false),
+    ] {
+        assert_eq!(matches_nothing_in(&store, q), nothing, "{q}");
+    }
+    let mut filters: Vec<SearchFilter> = filters()
+        .into_iter()
+        .map(|f| SearchFilter { limit: 200, ..f })
+        .collect();
+    filters.push(SearchFilter {
+        agent: Some("claude".into()),
+        limit: 200,
+        ..SearchFilter::default()
+    });
+    let plans = [
+        None,
+        Some(ForcedPlan::Join),
+        Some(ForcedPlan::List),
+        Some(ForcedPlan::Sessions),
+        Some(ForcedPlan::SessionsWithin(1)),
+        Some(ForcedPlan::SessionsWithin(300)),
+    ];
+    let mut compared = 0;
+    let queries = [
+        "alpha -err*",
+        "test -e*",
+        "alpha -err* test",
+        "webhook -errq* -tes*",
+        "alpha -err* OR webhook",
+        "webhook OR alpha -e*",
+        "alpha -errq*",
+        "errq* OR webhook -errq1*",
+        "err* -tes*",
+        "tes* alpha -errq*",
+        "err* -errq2*",
+        "error -e*",
+        "test -tes*",
+        "alpha test -te*",
+        "\"alpha test\" -te*",
+        "webhook -al* OR alpha",
+        "alpha -alp* OR webhook -err*",
+        "errors -err*",
+    ];
+    PRUNED.set(0);
+    // As they are, then as wide groups (more terms than a walk searches).
+    for (wide, q, f) in [None, Some((12, EXPAND_MAX_READ_TERMS))]
+        .into_iter()
+        .flat_map(|w| queries.iter().map(move |q| (w, q)))
+        .flat_map(|(w, q)| filters.iter().map(move |f| (w, q, f)))
+    {
+        FORCED_PLAN.set(Some(ForcedPlan::Join));
+        let (native, native_ranked) = search_ranked(&store, i64::MAX, q, f);
+        for plan in plans {
+            FORCED_PLAN.set(plan);
+            FORCED_MAX_TERMS.set(wide);
+            let (expanded, expanded_ranked) = search_ranked(&store, 0, q, f);
+            FORCED_MAX_TERMS.set(None);
+            FORCED_PLAN.set(None);
+            let what = format!("{wide:?} {q} {f:?} {plan:?}");
+            assert_same_candidates(&expanded_ranked, &native_ranked, &what);
+            assert_eq!(first_difference(&expanded, &native), None, "{what}");
+            compared += usize::from(!native.is_empty());
+        }
+    }
+    assert!(compared >= 300, "{compared}");
+    // Walks of a wide prefix beside an excluded one that left the prefix's rare terms out (only
+    // searches whose frequent terms alone have 1,024 matches in scope: 8 here).
+    assert!(PRUNED.get() >= 6, "{}", PRUNED.get());
 }
 
 /// A message longer than a snippet's 16 tokens: FTS5's snippet picks the window with the most

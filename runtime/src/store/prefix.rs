@@ -65,6 +65,11 @@ use std::ffi::{c_char, c_int, c_void};
 /// prefix is cheap enough as it is: `overfl*`, 195 pages, 4 ms).
 pub const EXPAND_MIN_PAGES: i64 = 400;
 
+/// An excluded prefix term is expanded when its terms' leaf pages are at least this many: its
+/// rare terms leave the walk ([`Prefixed::exclude_rare_terms_by_rows`]), so it costs the walk
+/// its frequent terms only.
+pub const EXCLUDED_MIN_PAGES: i64 = 0;
+
 /// The most terms of one prefix a walk searches: past that, the `OR` costs as much as the merge
 /// (each term is a doclist FTS5 seeks in every segment, for every row walked).
 pub const EXPAND_MAX_TERMS: usize = 2048;
@@ -96,6 +101,11 @@ pub struct Expanded {
     /// a term of the group whose rows were all read from the index pages (a term whose
     /// doclist lies within one page), every such term of the group, searched or not.
     pub samples: Vec<u8>,
+    /// Rows no match of the query may be, as a bitmap over their span: `(lo, bits)`, bit `i`
+    /// (bit `i % 8` of byte `i / 8`) row `lo + i` ([`super::rank::SCOPE_FUNCTION`]'s form).
+    /// The rows of the rare terms taken out of excluded groups
+    /// ([`Prefixed::exclude_rare_terms_by_rows`]); `None` when none were.
+    pub excluded_rows: Option<(i64, Vec<u8>)>,
 }
 
 /// One index term of an expanded prefix.
@@ -132,12 +142,20 @@ struct Group {
     raw: String,
     /// How many phrases `raw` holds (1 but for [`literal_expansion`]'s).
     raw_phrases: usize,
+    /// The letters every index term of the group begins with (the prefix's token, or for
+    /// [`literal_expansion`] the letters as typed).
+    begins: String,
     /// More terms than `limit`: searched as its terms only by a walk that leaves the rare ones
     /// out ([`Keep::Since`]), and only when at most `limit` are left, each with its word.
     wide: bool,
     /// After a `NOT`: a walk without some of its terms matches more rows, not fewer, so its
-    /// rare terms are never left out ([`Prefixed::can_prune`]).
+    /// rare terms are never left out ([`Prefixed::can_prune`]) unless their rows are
+    /// (`rows_out`).
     excluded: bool,
+    /// An excluded group whose rare terms the walks leave out, their rows left out instead
+    /// ([`Prefixed::exclude_rare_terms_by_rows`]): only the snippets' query
+    /// ([`Keep::Holding`]) writes them, those in a hit's row (a hit of another alternative).
+    rows_out: bool,
     /// The most terms searched: [`EXPAND_MAX_TERMS`], or the leaf pages the prefix spans when
     /// more (FTS5's merge costs ~0.1–0.17 ms a page; each term searched, ~0.08 ms).
     limit: usize,
@@ -176,6 +194,12 @@ pub enum Keep<'a> {
 #[derive(Debug, Clone)]
 pub struct Prefixed {
     segs: Vec<Seg>,
+    /// The rows of the rare terms taken out of excluded groups, ascending, each once
+    /// ([`Prefixed::exclude_rare_terms_by_rows`]).
+    excluded_rows: Vec<i64>,
+    /// The tokens of the phrases every match must hold: those outside parentheses, not
+    /// excluded and not under a column filter ([`Prefixed::matches_nothing`]).
+    required: Vec<String>,
 }
 
 impl Prefixed {
@@ -184,24 +208,31 @@ impl Prefixed {
         self.segs.iter().any(|s| matches!(s, Seg::Group(_)))
     }
 
-    /// Whether [`Keep::Frequent`] and [`Keep::Since`] apply: every group has a frequent term
-    /// (to walk with alone) and a term whose rows were read (to leave out), and none is
-    /// excluded (the walk with an excluded group's frequent terms alone matches more rows than
-    /// the query: its bound is no bound).
+    /// Whether [`Keep::Frequent`] and [`Keep::Since`] apply: there is a group that is not
+    /// excluded, each such group has a frequent term (to walk with alone) and a term whose
+    /// rows were read (to leave out), and every excluded group is written the same in every
+    /// walk: its rare terms' rows left out instead ([`Prefixed::exclude_rare_terms_by_rows`]),
+    /// or no rare term. (The walk with an excluded group's frequent terms alone, and nothing
+    /// else, would match more rows than the query: its bound would be no bound.) Beside an
+    /// excluded group, only when a group that is not is wide: the walk for the bound pays for
+    /// the exclusion's `NOT` a second time, more than it saves unless the walk without it
+    /// would be FTS5's own prefix (`err* -co*` 49.9 → 66.8 ms, `co* -test*` 446.7 → 75.0 ms on
+    /// the 1 GB bench store, docs/benchmarks.md).
     pub fn can_prune(&self) -> bool {
-        let groups: Vec<&Group> = self
-            .segs
-            .iter()
-            .filter_map(|s| match s {
+        let groups = || {
+            self.segs.iter().filter_map(|s| match s {
                 Seg::Group(g) => Some(g),
                 Seg::Text(..) => None,
             })
-            .collect();
-        !groups.is_empty()
-            && groups.iter().all(|g| {
-                !g.excluded
-                    && g.terms.iter().any(Term::frequent)
-                    && !g.terms.iter().all(Term::frequent)
+        };
+        let excludes = groups().any(|g| g.excluded);
+        groups().any(|g| !g.excluded && (g.wide || !excludes))
+            && groups().all(|g| {
+                if g.excluded {
+                    g.rows_out || g.terms.iter().all(Term::frequent)
+                } else {
+                    g.terms.iter().any(Term::frequent) && !g.terms.iter().all(Term::frequent)
+                }
             })
     }
 
@@ -214,7 +245,13 @@ impl Prefixed {
         let mut stemmer = None;
         for seg in &mut self.segs {
             let Seg::Group(g) = seg else { continue };
-            if !g.wide || kept(g, keep).count() > g.limit {
+            // For the snippets ([`Keep::Holding`]), only an excluded group whose rare terms the
+            // walks left out: a wide group's rare terms in the hits were found for its walk.
+            let eligible = match keep {
+                Keep::Holding(_) => g.rows_out,
+                _ => g.wide && !g.rows_out,
+            };
+            if !eligible || kept(g, keep).count() > g.limit {
                 continue;
             }
             let wanted: Vec<usize> = g
@@ -253,6 +290,7 @@ impl Prefixed {
                 }
                 Seg::Group(g) => {
                     let words: Option<Vec<String>> = (!g.wide
+                        || g.rows_out
                         || (!matches!(keep, Keep::All) && kept(g, keep).count() <= g.limit))
                         .then(|| {
                             kept(g, keep)
@@ -294,21 +332,83 @@ impl Prefixed {
                 }
             }
         }
+        let excluded_rows = match (self.excluded_rows.first(), self.excluded_rows.last()) {
+            (Some(&lo), Some(&hi)) => {
+                let mut bits = vec![0u8; usize::try_from((hi - lo) / 8 + 1).unwrap_or(0)];
+                for &r in &self.excluded_rows {
+                    let i = (r - lo) as usize;
+                    bits[i / 8] |= 1 << (i % 8);
+                }
+                Some((lo, bits))
+            }
+            _ => None,
+        };
         Expanded {
             query,
             groups: groups.join(","),
             samples,
+            excluded_rows,
         }
+    }
+
+    /// Take the rare terms (those whose every row the index pages gave) out of the walks of
+    /// each excluded group, and keep their rows instead: the rendered queries then exclude
+    /// the frequent terms ([`Prefixed::render`]; a group without any, one of its terms that
+    /// stands for it) and carry the rare terms' rows in
+    /// [`Expanded::excluded_rows`], which the walk leaves out row by row. The same rows match:
+    /// an alternative ([`super::queries`]'s, no top-level `OR`) is a conjunction, and an
+    /// excluded group stands after a `NOT` alone or in a `NOT (… OR …)`, so a row matches it
+    /// exactly when it matches the query with the group's frequent terms alone and holds no
+    /// rare term of the group. An excluded prefix of many terms cost a search one doclist per
+    /// term in each segment, for every row walked (`error -co*`: ~2,000 terms; `error -t*`,
+    /// a wide group, FTS5's own prefix: its merge of 6,211 terms' doclists).
+    ///
+    /// A group with no rare term is left as it is, and so is one with no frequent term and no
+    /// word looked for yet (a wide group's rare terms have none). A wide group so
+    /// changed is written as its frequent terms (at most its limit, else it would be no group:
+    /// [`group_of`]), its rare terms' words looked for only if a hit's row holds them
+    /// ([`Prefixed::find_words`] with [`Keep::Holding`]).
+    pub fn exclude_rare_terms_by_rows(&mut self) {
+        let mut rows = std::mem::take(&mut self.excluded_rows);
+        for seg in &mut self.segs {
+            let Seg::Group(g) = seg else { continue };
+            // Written in the walks as its frequent terms, or with none as one term that stands
+            // for it (its rows are left out anyway: [`Prefixed::render`]).
+            let written = g.terms.iter().any(|t| t.frequent() || t.word.is_some());
+            if !g.excluded || !written || g.terms.iter().all(Term::frequent) {
+                continue;
+            }
+            for t in g.terms.iter().filter(|t| !t.frequent()) {
+                rows.extend_from_slice(&t.rows);
+            }
+            g.rows_out = true;
+        }
+        rows.sort_unstable();
+        rows.dedup();
+        self.excluded_rows = rows;
+    }
+
+    /// Whether no row can match: a phrase every match holds has a token that begins with the
+    /// letters of an excluded group (`error -e*`, `test -tes*`: a row holding `error` holds an
+    /// index term beginning with `e`). Such a query's walk would look at every row of its
+    /// words, each against every term of the exclusion, to find none.
+    pub fn matches_nothing(&self) -> bool {
+        self.segs.iter().any(|s| {
+            matches!(s, Seg::Group(g) if g.excluded
+                && !g.begins.is_empty()
+                && self.required.iter().any(|t| t.starts_with(&g.begins)))
+        })
     }
 }
 
 /// The terms of `g` that `keep` keeps: the frequent ones first, then the read ones kept.
 fn kept<'g>(g: &'g Group, keep: Keep<'g>) -> impl Iterator<Item = &'g Term> + Clone {
     let frequent = g.terms.iter().filter(|t| t.frequent());
+    let rows_out = g.rows_out && !matches!(keep, Keep::Holding(_));
     let read = g
         .terms
         .iter()
-        .filter(move |t| !t.frequent() && keeps(keep, t));
+        .filter(move |t| !rows_out && !t.frequent() && keeps(keep, t));
     frequent.chain(read)
 }
 
@@ -359,9 +459,9 @@ fn word_for(stemmer: &Stemmer, term: &str) -> Option<String> {
 pub fn expand(conn: &Connection, q: &str) -> Result<Prefixed> {
     #[cfg(test)]
     if let Some(min_pages) = FORCED_MIN_PAGES.get() {
-        return expand_with(conn, q, min_pages);
+        return expand_with(conn, q, min_pages, min_pages);
     }
-    expand_with(conn, q, EXPAND_MIN_PAGES)
+    expand_with(conn, q, EXPAND_MIN_PAGES, EXCLUDED_MIN_PAGES)
 }
 
 #[cfg(test)]
@@ -400,10 +500,18 @@ fn max_read_terms() -> usize {
     EXPAND_MAX_READ_TERMS
 }
 
-/// [`expand`] with the threshold of pages given (a test expands every prefix with `0`).
-pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<Prefixed> {
+/// [`expand`] with the thresholds of pages given, for a prefix term and for an excluded one (a
+/// test expands every prefix with `0`, none with `i64::MAX`).
+pub(crate) fn expand_with(
+    conn: &Connection,
+    q: &str,
+    min_pages: i64,
+    excluded_min_pages: i64,
+) -> Result<Prefixed> {
     let unchanged = || Prefixed {
         segs: vec![Seg::Text(q.to_string(), 0)],
+        excluded_rows: Vec::new(),
+        required: Vec::new(),
     };
     let pieces = scan(q);
     if !pieces
@@ -429,12 +537,24 @@ pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<
     let mut segs: Vec<Seg> = Vec::new();
     let mut out = String::with_capacity(q.len());
     let mut phrases = 0usize;
+    // How deep in parentheses the piece at hand is (a query's `(` and `)` are outside its
+    // phrases), and the tokens of the phrases every match holds.
+    let mut depth = 0i64;
+    let mut required: Vec<String> = Vec::new();
     for (i, piece) in pieces.iter().enumerate() {
         match piece {
-            Piece::Other(text) => out.push_str(text),
+            Piece::Other(text) => {
+                out.push_str(text);
+                depth += text.matches('(').count() as i64 - text.matches(')').count() as i64;
+            }
             Piece::Phrase {
-                raw, prefix: false, ..
+                raw,
+                text,
+                prefix: false,
             } => {
+                if depth == 0 && !excludes(out.trim_end()) && !in_column_filter(&pieces, i) {
+                    required.extend(stemmer.tokens(text));
+                }
                 out.push_str(raw);
                 phrases += 1;
             }
@@ -443,12 +563,22 @@ pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<
                     // One token and no CJK column around it: a term of the index's own.
                     [stem] if !in_column_filter(&pieces, i) => match stemmed_prefix(text, stem) {
                         Some(typed) => literal_expansion(conn, &stemmer, &typed, stem)?,
-                        None => expansion(conn, &stemmer, stem, min_pages)?,
+                        None => expansion(
+                            conn,
+                            &stemmer,
+                            stem,
+                            if excludes(out.trim_end()) {
+                                excluded_min_pages
+                            } else {
+                                min_pages
+                            },
+                        )?,
                     }
                     .map(|mut g| {
                         if g.raw.is_empty() {
                             g.raw = format!("{raw}*");
                         }
+                        g.begins = stemmed_prefix(text, stem).unwrap_or_else(|| stem.clone());
                         g
                     }),
                     _ => None,
@@ -482,7 +612,11 @@ pub(crate) fn expand_with(conn: &Connection, q: &str, min_pages: i64) -> Result<
     if !segs.iter().any(|s| matches!(s, Seg::Group(_))) {
         return Ok(unchanged());
     }
-    Ok(Prefixed { segs })
+    Ok(Prefixed {
+        segs,
+        excluded_rows: Vec::new(),
+        required,
+    })
 }
 
 /// A piece of an FTS5 query: a double-quoted phrase (its raw text with quotes, its text, and
@@ -606,8 +740,10 @@ fn group_of(stemmer: &Stemmer, pages: i64, terms: IndexTerms) -> Option<Group> {
     let mut group = Group {
         raw: String::new(),
         raw_phrases: 1,
+        begins: String::new(),
         wide,
         excluded: false,
+        rows_out: false,
         limit,
         terms: Vec::with_capacity(terms.len()),
         sample: Vec::new(),
@@ -726,8 +862,10 @@ fn literal_expansion(
         Some((_, terms)) if terms.is_empty() => Some(Group {
             raw: String::new(),
             raw_phrases: 1,
+            begins: String::new(),
             wide: false,
             excluded: false,
+            rows_out: false,
             limit: EXPAND_MAX_TERMS,
             terms: Vec::new(),
             sample: Vec::new(),
@@ -742,8 +880,10 @@ fn literal_expansion(
         (None, Some(_)) => Group {
             raw: String::new(),
             raw_phrases: 1,
+            begins: String::new(),
             wide: true,
             excluded: false,
+            rows_out: false,
             limit: EXPAND_MAX_TERMS,
             terms: Vec::new(),
             sample: Vec::new(),
@@ -1157,9 +1297,29 @@ impl Drop for Stemmer {
 /// [`expand_with`] on a store's connection.
 #[cfg(test)]
 pub(crate) fn expand_in(store: &super::Store, q: &str, min_pages: i64) -> Expanded {
-    expand_with(&store.conn, q, min_pages)
+    expand_with(&store.conn, q, min_pages, min_pages)
         .unwrap()
         .render(Keep::All)
+}
+
+/// [`expand_with`] on a store's connection, rendered whole before and after
+/// [`Prefixed::exclude_rare_terms_by_rows`].
+#[cfg(test)]
+pub(crate) fn excluded_split_in(
+    store: &super::Store,
+    q: &str,
+    min_pages: i64,
+) -> (Expanded, Expanded) {
+    let mut p = expand_with(&store.conn, q, min_pages, min_pages).unwrap();
+    let before = p.render(Keep::All);
+    p.exclude_rare_terms_by_rows();
+    (before, p.render(Keep::All))
+}
+
+/// [`Prefixed::matches_nothing`] of a query expanded on a store's connection.
+#[cfg(test)]
+pub(crate) fn matches_nothing_in(store: &super::Store, q: &str) -> bool {
+    expand_with(&store.conn, q, 0, 0).unwrap().matches_nothing()
 }
 
 /// [`index_terms`] on a store's connection: each term (as text) with its rows when they were

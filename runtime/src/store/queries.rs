@@ -110,7 +110,11 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     // and a search paid it three times.
     let mut alternatives: Vec<super::prefix::Prefixed> = top_level_alternatives(&q)
         .into_iter()
-        .map(|a| super::prefix::expand(&store.conn, a))
+        .map(|a| {
+            let mut p = super::prefix::expand(&store.conn, a)?;
+            p.exclude_rare_terms_by_rows();
+            Ok(p)
+        })
         .collect::<Result<_>>()?;
     let filtered = f.agent.is_some()
         || f.project.is_some()
@@ -154,11 +158,20 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                 Sql::Text(q.query.clone()),
             ]
         };
+        // The rows of an excluded prefix's rare terms, left out of the walk one by one
+        // (`Prefixed::exclude_rare_terms_by_rows`): right after `MATCH ?`, its arguments next.
+        let not_rows = match &q.excluded_rows {
+            Some((lo, bits)) => {
+                args.extend([Sql::Blob(bits.clone()), Sql::Integer(*lo)]);
+                " AND NOT memtrail_in_scope(?, ?, messages_fts.rowid)"
+            }
+            None => "",
+        };
         let mut sql = if !filtered {
             format!(
                 "SELECT c.id, c.score FROM (
                     SELECT rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?) AS score FROM messages_fts
-                    WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT {SEARCH_CANDIDATES}
+                    WHERE messages_fts MATCH ?{not_rows} ORDER BY rowid DESC LIMIT {SEARCH_CANDIDATES}
                  ) c WHERE 1 = 1"
             )
         } else if let ScopePlan::Scope(scope) | ScopePlan::Sessions(scope, _) = plan {
@@ -177,10 +190,12 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             if messages_level {
                 inner.push_str(" JOIN messages m ON m.id = messages_fts.rowid");
             }
+            inner.push_str(" WHERE messages_fts MATCH ?");
+            inner.push_str(not_rows);
             if by_session {
                 // Each match's session (one lookup in `messages`) against the admitted sessions.
                 inner.push_str(
-                    " WHERE messages_fts MATCH ? AND messages_fts.rowid <= ?
+                    " AND messages_fts.rowid <= ?
                    AND memtrail_in_sessions(?, ?, m.session_id, ?)",
                 );
                 args.extend([
@@ -191,7 +206,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                 ]);
             } else {
                 inner.push_str(
-                    " WHERE messages_fts MATCH ? AND messages_fts.rowid BETWEEN ? AND ?
+                    " AND messages_fts.rowid BETWEEN ? AND ?
                    AND memtrail_in_scope(?, ?, messages_fts.rowid)",
                 );
                 args.extend([
@@ -214,6 +229,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                     JOIN sessions s ON s.id = m.session_id
                     WHERE messages_fts MATCH ?",
             );
+            inner.push_str(not_rows);
             filter_clause(store, f, &mut inner, &mut args)?;
             inner.push_str(&format!(
                 " ORDER BY messages_fts.rowid DESC LIMIT {SEARCH_CANDIDATES}) c WHERE 1 = 1"
@@ -253,6 +269,11 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         (sql, args)
     });
     for alternative in &mut alternatives {
+        // A phrase every match holds begins with an excluded prefix (`error -e*`): no match,
+        // and no walk through every row of the phrase to find none.
+        if alternative.matches_nothing() {
+            continue;
+        }
         // One alternative: its best `fetch`; several: every candidate of each, summed below.
         let n = if single { fetch } else { SEARCH_CANDIDATES };
         // The filter's messages, as listed for this walk (a walk that lists them anew after
@@ -368,6 +389,11 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     // (`t*` on the 1 GB bench store: 2,019 terms searched, ~1,100 written here).
     let mut hit_rows: Vec<i64> = ranked.iter().map(|r| r.0).collect();
     hit_rows.sort_unstable();
+    // The words of an excluded group's rare terms in a hit (one of another alternative's), which
+    // the walks left out (`Prefixed::exclude_rare_terms_by_rows`).
+    for a in &mut alternatives {
+        a.find_words(&store.conn, super::prefix::Keep::Holding(&hit_rows))?;
+    }
     let snippet_query = alternatives
         .iter()
         .map(|a| a.render(super::prefix::Keep::Holding(&hit_rows)).query)
