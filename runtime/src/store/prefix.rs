@@ -1316,6 +1316,19 @@ pub(crate) fn excluded_split_in(
     (before, p.render(Keep::All))
 }
 
+/// The rows FTS5 matches for the query `q` as written, newest first, at most `n`.
+#[cfg(test)]
+pub(crate) fn rows_matching(store: &super::Store, q: &str, n: i64) -> Vec<i64> {
+    let mut stmt = store
+        .conn
+        .prepare("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2")
+        .unwrap();
+    stmt.query_map(rusqlite::params![q, n], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<Vec<i64>>>()
+        .unwrap()
+}
+
 /// [`Prefixed::matches_nothing`] of a query expanded on a store's connection.
 #[cfg(test)]
 pub(crate) fn matches_nothing_in(store: &super::Store, q: &str) -> bool {
