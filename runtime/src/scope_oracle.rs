@@ -7,7 +7,9 @@
 use crate::query::{self, Hit, SEARCH_CANDIDATES, SearchFilter};
 use crate::records::Standard;
 use crate::store::Store;
-use crate::store::queries::{FORCED_PLAN, ForcedPlan, every_match_scored, scope_is_listed};
+use crate::store::queries::{
+    DATES_LISTED, FORCED_PLAN, ForcedPlan, every_match_scored, scope_is_listed,
+};
 use crate::test_rng::Xorshift;
 use memtrail_adapters::{
     Agent, Kind, Message, Part, Record, Role, SessionMeta, SessionRef, ToolCall,
@@ -196,6 +198,29 @@ fn every_plan_of_a_filtered_search_gives_the_same_hits() {
             agent: Some("codex".into()),
             ..project("/w/app")
         },
+        // Dates with no session-level part: their messages listed by time.
+        SearchFilter {
+            since: Some(mid),
+            ..base.clone()
+        },
+        SearchFilter {
+            until: Some(mid),
+            ..base.clone()
+        },
+        SearchFilter {
+            since: Some(mid),
+            until: Some(mid + 300_000),
+            ..base.clone()
+        },
+        SearchFilter {
+            until: Some(mid),
+            role: Some("user".into()),
+            ..base.clone()
+        },
+        SearchFilter {
+            since: Some(T0 + 20_000_000),
+            ..base.clone()
+        },
     ];
     let queries = [
         "alpha",
@@ -243,6 +268,44 @@ fn every_plan_of_a_filtered_search_gives_the_same_hits() {
         claude_alpha > SEARCH_CANDIDATES,
         "{claude_alpha} matches in one agent"
     );
+}
+
+/// A filter on dates alone lists the messages of its range by their time: both its bounds are
+/// inclusive, and the messages at both ends are found (the 41 `delta` messages from the 51st
+/// newest to the 11th, the range's ends on two of them), as the join finds them.
+#[test]
+fn a_date_range_keeps_the_messages_at_both_its_ends() {
+    let (_dir, store, _) = generated();
+    // A search catches the index up. Message n (the n-th written: row n) is at T0 + n s.
+    with_plan(&store, None, "delta", &SearchFilter::default());
+    let rows = crate::store::prefix::rows_matching(&store, "\"delta\"", 10_000);
+    assert!(rows.len() > 60, "{}", rows.len());
+    let (newest, oldest) = (rows[10], rows[50]);
+    let f = SearchFilter {
+        since: Some(T0 + oldest * 1000),
+        until: Some(T0 + newest * 1000),
+        limit: 500,
+        ..SearchFilter::default()
+    };
+    DATES_LISTED.set(0);
+    let listed = with_plan(&store, None, "delta", &f);
+    assert_eq!(DATES_LISTED.get(), 1, "listed by time");
+    let join = with_plan(&store, Some(ForcedPlan::Join), "delta", &f);
+    assert_same(&listed, &join, "dates listed vs join");
+    assert_eq!(listed.len(), 41);
+    // One second past either end leaves that message out.
+    for f in [
+        SearchFilter {
+            since: Some(T0 + oldest * 1000 + 1),
+            ..f.clone()
+        },
+        SearchFilter {
+            until: Some(T0 + newest * 1000 - 1),
+            ..f.clone()
+        },
+    ] {
+        assert_eq!(with_plan(&store, None, "delta", &f).len(), 40, "{f:?}");
+    }
 }
 
 /// A walk over budget gives up and the search lists the scope (kept as the filter's scope); a
