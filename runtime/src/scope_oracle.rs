@@ -519,3 +519,99 @@ fn or_queries_rank_each_alternatives_newest_matches() {
     check("alpha OR zeta", &["alpha", "zeta"], false);
     check("zeta OR alpha beta", &["zeta", "alpha beta"], false);
 }
+
+/// Message times not in the order of their rows (history imported out of order), some
+/// missing: every filter on dates alone (with roles, empty and inverted ranges, the extreme
+/// bounds) finds what the join finds, for every query shape, prefixes and `OR` included.
+/// (Written by a review of the change.)
+#[test]
+fn dates_out_of_row_order_find_what_the_join_finds() {
+    let (dir, store, _) = generated();
+    with_plan(&store, None, "alpha", &SearchFilter::default());
+    {
+        let c = rusqlite::Connection::open(dir.path().join("m.db")).unwrap();
+        c.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+        c.execute(
+            "UPDATE messages SET ts = CASE WHEN id % 13 = 0 THEN NULL
+                ELSE ?1 + ((id * 7919) % 9600) * 1000 END",
+            [T0],
+        )
+        .unwrap();
+    }
+    let base = SearchFilter {
+        limit: 20,
+        ..SearchFilter::default()
+    };
+    let mid = T0 + 4_000 * 1000;
+    let filters = [
+        SearchFilter {
+            since: Some(mid),
+            ..base.clone()
+        },
+        SearchFilter {
+            until: Some(mid),
+            ..base.clone()
+        },
+        SearchFilter {
+            since: Some(mid),
+            until: Some(mid + 300_000),
+            ..base.clone()
+        },
+        SearchFilter {
+            since: Some(mid),
+            until: Some(mid + 300_000),
+            role: Some("tool".into()),
+            ..base.clone()
+        },
+        SearchFilter {
+            until: Some(mid),
+            role: Some("user".into()),
+            ..base.clone()
+        },
+        SearchFilter {
+            since: Some(mid),
+            until: Some(mid - 1),
+            ..base.clone()
+        },
+        SearchFilter {
+            since: Some(i64::MIN),
+            ..base.clone()
+        },
+        SearchFilter {
+            until: Some(i64::MAX),
+            ..base.clone()
+        },
+        SearchFilter {
+            since: Some(i64::MIN),
+            until: Some(i64::MAX),
+            ..base.clone()
+        },
+        SearchFilter {
+            since: Some(T0 + 9_000 * 1000),
+            limit: 500,
+            ..base.clone()
+        },
+    ];
+    let queries = [
+        "alpha",
+        "alpha beta",
+        "delta",
+        "zeta",
+        "\"alpha beta\"",
+        "alp*",
+        "a*",
+        "alpha -beta",
+        "alpha OR zeta",
+        "zeta OR d*",
+        "absent",
+    ];
+    DATES_LISTED.set(0);
+    for f in &filters {
+        for q in queries {
+            let join = with_plan(&store, Some(ForcedPlan::Join), q, f);
+            let default = with_plan(&store, None, q, f);
+            assert_same(&default, &join, &format!("default vs join: {q} {f:?}"));
+        }
+    }
+    assert!(DATES_LISTED.get() > 0);
+}
