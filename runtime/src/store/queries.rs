@@ -631,7 +631,9 @@ const SCOPE_LIST_MAX: i64 = 50_000;
 /// sessions' messages are listed from the `(session_id, seq)` index (0.1 µs a message) and
 /// used while their sessions' message counts add up to at most [`SCOPE_LIST_MAX`] and they
 /// are at most [`SCOPE_MAX_SHARE`] of the store's rowid span; otherwise each match's session
-/// is checked ([`ScopePlan::Sessions`]). Both plans admit the same matches.
+/// is checked ([`ScopePlan::Sessions`]). Both plans admit the same matches. A filter with
+/// no session-level part is [`ScopePlan::Join`], or for dates the range's messages
+/// ([`date_scope`]).
 ///
 /// Errors: an unknown machine or session, as [`filter_clause`]; store errors.
 fn session_scope(store: &Store, f: &SearchFilter) -> Result<ScopePlan> {
@@ -685,7 +687,7 @@ const DATE_LIST_MAX: i64 = 20_000;
 /// [`ScopePlan::Join`], each match joined to its message. The join walks the matches newest
 /// first with no lower bound: a range whose messages hold few matches (the newest 1,404
 /// messages of the 1 GB bench store, and `"the error"`) was walked through every older match
-/// of the query, one lookup in `messages` each (283 ms), where the listed scope bounds the
+/// of the query, one lookup in `messages` each (202 ms), where the listed scope bounds the
 /// walk to its rows (`rowid BETWEEN lo AND hi`) and checks each by a bit.
 fn date_scope(store: &Store, f: &SearchFilter) -> Result<ScopePlan> {
     let mut stmt = store
