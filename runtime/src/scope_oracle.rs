@@ -8,7 +8,8 @@ use crate::query::{self, Hit, SEARCH_CANDIDATES, SearchFilter};
 use crate::records::Standard;
 use crate::store::Store;
 use crate::store::queries::{
-    DATES_LISTED, FORCED_PLAN, ForcedPlan, every_match_scored, scope_is_listed,
+    DATES_LISTED, FORCED_PLAN, ForcedPlan, every_match_scored, scatter_message_times,
+    scope_is_listed,
 };
 use crate::test_rng::Xorshift;
 use memtrail_adapters::{
@@ -526,18 +527,9 @@ fn or_queries_rank_each_alternatives_newest_matches() {
 /// (Written by a review of the change.)
 #[test]
 fn dates_out_of_row_order_find_what_the_join_finds() {
-    let (dir, store, _) = generated();
+    let (_dir, store, _) = generated();
     with_plan(&store, None, "alpha", &SearchFilter::default());
-    {
-        let c = rusqlite::Connection::open(dir.path().join("m.db")).unwrap();
-        c.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
-        c.execute(
-            "UPDATE messages SET ts = CASE WHEN id % 13 = 0 THEN NULL
-                ELSE ?1 + ((id * 7919) % 9600) * 1000 END",
-            [T0],
-        )
-        .unwrap();
-    }
+    scatter_message_times(&store, T0);
     let base = SearchFilter {
         limit: 20,
         ..SearchFilter::default()

@@ -1355,6 +1355,20 @@ pub fn hits_for_messages(
     Ok(hits)
 }
 
+/// Every message's time moved to `t0` + ((id × 7919) mod 9600) s, or none for every 13th row:
+/// times out of the rows' order (history imported out of order), for tests of date filters.
+#[cfg(test)]
+pub(crate) fn scatter_message_times(store: &Store, t0: i64) {
+    store
+        .conn
+        .execute(
+            "UPDATE messages SET ts = CASE WHEN id % 13 = 0 THEN NULL
+                ELSE ?1 + ((id * 7919) % 9600) * 1000 END",
+            [t0],
+        )
+        .unwrap();
+}
+
 /// Whether `store` keeps a listed scope (of its last filtered search): for tests of the plans.
 #[cfg(test)]
 pub(crate) fn scope_is_listed(store: &Store) -> bool {
