@@ -157,7 +157,7 @@ fn every_plan_of_a_filtered_search_gives_the_same_hits() {
         project: Some(p.into()),
         ..base.clone()
     };
-    let filters: Vec<SearchFilter> = vec![
+    let filters: Vec<SearchFilter> = [
         agent("claude"),
         agent("codex"),
         agent("gemini"),
@@ -199,30 +199,15 @@ fn every_plan_of_a_filtered_search_gives_the_same_hits() {
             agent: Some("codex".into()),
             ..project("/w/app")
         },
-        // Dates with no session-level part: their messages listed by time.
-        SearchFilter {
-            since: Some(mid),
-            ..base.clone()
-        },
-        SearchFilter {
-            until: Some(mid),
-            ..base.clone()
-        },
-        SearchFilter {
-            since: Some(mid),
-            until: Some(mid + 300_000),
-            ..base.clone()
-        },
-        SearchFilter {
-            until: Some(mid),
-            role: Some("user".into()),
-            ..base.clone()
-        },
         SearchFilter {
             since: Some(T0 + 20_000_000),
             ..base.clone()
         },
-    ];
+    ]
+    .into_iter()
+    // Dates with no session-level part: their messages listed by time.
+    .chain(date_filters(&base, mid))
+    .collect();
     let queries = [
         "alpha",
         "alpha beta",
@@ -269,6 +254,31 @@ fn every_plan_of_a_filtered_search_gives_the_same_hits() {
         claude_alpha > SEARCH_CANDIDATES,
         "{claude_alpha} matches in one agent"
     );
+}
+
+/// Filters on dates with no session-level part, around `mid`: since, until, both, and until
+/// with a role.
+fn date_filters(base: &SearchFilter, mid: i64) -> Vec<SearchFilter> {
+    vec![
+        SearchFilter {
+            since: Some(mid),
+            ..base.clone()
+        },
+        SearchFilter {
+            until: Some(mid),
+            ..base.clone()
+        },
+        SearchFilter {
+            since: Some(mid),
+            until: Some(mid + 300_000),
+            ..base.clone()
+        },
+        SearchFilter {
+            until: Some(mid),
+            role: Some("user".into()),
+            ..base.clone()
+        },
+    ]
 }
 
 /// A filter on dates alone lists the messages of its range by their time: both its bounds are
@@ -535,55 +545,40 @@ fn dates_out_of_row_order_find_what_the_join_finds() {
         ..SearchFilter::default()
     };
     let mid = T0 + 4_000 * 1000;
-    let filters = [
-        SearchFilter {
-            since: Some(mid),
-            ..base.clone()
-        },
-        SearchFilter {
-            until: Some(mid),
-            ..base.clone()
-        },
-        SearchFilter {
-            since: Some(mid),
-            until: Some(mid + 300_000),
-            ..base.clone()
-        },
-        SearchFilter {
-            since: Some(mid),
-            until: Some(mid + 300_000),
-            role: Some("tool".into()),
-            ..base.clone()
-        },
-        SearchFilter {
-            until: Some(mid),
-            role: Some("user".into()),
-            ..base.clone()
-        },
-        SearchFilter {
-            since: Some(mid),
-            until: Some(mid - 1),
-            ..base.clone()
-        },
-        SearchFilter {
-            since: Some(i64::MIN),
-            ..base.clone()
-        },
-        SearchFilter {
-            until: Some(i64::MAX),
-            ..base.clone()
-        },
-        SearchFilter {
-            since: Some(i64::MIN),
-            until: Some(i64::MAX),
-            ..base.clone()
-        },
-        SearchFilter {
-            since: Some(T0 + 9_000 * 1000),
-            limit: 500,
-            ..base.clone()
-        },
-    ];
+    let filters: Vec<SearchFilter> = date_filters(&base, mid)
+        .into_iter()
+        .chain([
+            SearchFilter {
+                since: Some(mid),
+                until: Some(mid + 300_000),
+                role: Some("tool".into()),
+                ..base.clone()
+            },
+            SearchFilter {
+                since: Some(mid),
+                until: Some(mid - 1),
+                ..base.clone()
+            },
+            SearchFilter {
+                since: Some(i64::MIN),
+                ..base.clone()
+            },
+            SearchFilter {
+                until: Some(i64::MAX),
+                ..base.clone()
+            },
+            SearchFilter {
+                since: Some(i64::MIN),
+                until: Some(i64::MAX),
+                ..base.clone()
+            },
+            SearchFilter {
+                since: Some(T0 + 9_000 * 1000),
+                limit: 500,
+                ..base.clone()
+            },
+        ])
+        .collect();
     let queries = [
         "alpha",
         "alpha beta",
