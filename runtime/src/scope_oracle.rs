@@ -8,7 +8,7 @@ use crate::query::{self, Hit, SEARCH_CANDIDATES, SearchFilter};
 use crate::records::Standard;
 use crate::store::Store;
 use crate::store::queries::{
-    DATES_LISTED, FORCED_PLAN, ForcedPlan, every_match_scored, scatter_message_times,
+    DATES_LISTED, FORCED_PLAN, ForcedPlan, ROLES_LISTED, every_match_scored, scatter_message_times,
     scope_is_listed,
 };
 use crate::test_rng::Xorshift;
@@ -201,6 +201,15 @@ fn every_plan_of_a_filtered_search_gives_the_same_hits() {
         },
         SearchFilter {
             since: Some(T0 + 20_000_000),
+            ..base.clone()
+        },
+        // A role alone: each match checked in `messages_by_role`.
+        SearchFilter {
+            role: Some("user".into()),
+            ..base.clone()
+        },
+        SearchFilter {
+            role: Some("assistant".into()),
             ..base.clone()
         },
     ]
@@ -601,4 +610,123 @@ fn dates_out_of_row_order_find_what_the_join_finds() {
         }
     }
     assert!(DATES_LISTED.get() > 0);
+}
+
+/// A role few messages hold (`system`) is listed through `messages_by_role` and walked over its
+/// own rows: every query finds what the join (each match's row read) finds, alone, with dates
+/// and with an agent, and as many hits as the notes written hold its words; a role no message
+/// holds finds nothing. The notes lie among older and newer messages of the other roles, which
+/// hold the same words.
+#[test]
+fn a_rare_role_is_listed_and_finds_what_the_join_finds() {
+    let (_dir, mut store, _) = generated();
+    let t1 = T0 + 10_000 * 1000;
+    let mut n = 0i64;
+    for round in 0..3 {
+        for k in 0..8 {
+            let agent = if k % 2 == 0 {
+                Agent::Claude
+            } else {
+                Agent::Codex
+            };
+            let sid = store
+                .write(|w| {
+                    w.upsert_session(
+                        &SessionRef {
+                            agent,
+                            external_id: format!("notes-{k}"),
+                            parent_external_id: None,
+                        },
+                        &SessionMeta::default(),
+                        &Standard,
+                    )
+                })
+                .unwrap();
+            let records: Vec<Record> = (0..8)
+                .map(|j| {
+                    n += 1;
+                    // Two system notes (j 0 and 1) among six assistant answers; a note holds
+                    // `delta` when (k + j) % 4 == 0: 4 of the 16 notes a round.
+                    let (role, text) = if j < 2 {
+                        let word = if (k + j) % 4 == 0 { "delta" } else { "gamma" };
+                        (Role::System, format!("alpha {word} note"))
+                    } else {
+                        (Role::Assistant, "alpha beta delta gamma answer".to_string())
+                    };
+                    Record::Message(Message {
+                        id: format!("n{round}-{k}-{j}"),
+                        role,
+                        kind: Kind::Text,
+                        parts: vec![Part::Text { text }],
+                        timestamp: Some(t1 + n * 1000),
+                        model: None,
+                    })
+                })
+                .collect();
+            store.write(|w| w.apply(sid, records)).unwrap();
+        }
+    }
+    let system = SearchFilter {
+        role: Some("system".into()),
+        limit: 500,
+        ..SearchFilter::default()
+    };
+    ROLES_LISTED.set(0);
+    let count = |q: &str| with_plan(&store, None, q, &system).len();
+    assert_eq!(count("delta"), 12);
+    assert_eq!(count("gamma"), 36);
+    assert_eq!(count("alpha"), 48);
+    assert_eq!(count("alpha -gamma"), 12);
+    assert_eq!(count("beta"), 0);
+    assert_eq!(ROLES_LISTED.get(), 5, "each search listed the role");
+    let mid = t1 + 96 * 1000;
+    let filters = [
+        system.clone(),
+        SearchFilter {
+            since: Some(mid),
+            ..system.clone()
+        },
+        SearchFilter {
+            until: Some(mid),
+            ..system.clone()
+        },
+        SearchFilter {
+            agent: Some("claude".into()),
+            ..system.clone()
+        },
+        SearchFilter {
+            role: Some("nobody".into()),
+            ..system.clone()
+        },
+        SearchFilter {
+            limit: 5,
+            ..system.clone()
+        },
+    ];
+    let queries = [
+        "alpha",
+        "delta",
+        "gamma note",
+        "\"alpha delta\"",
+        "alp*",
+        "a*",
+        "alpha -delta",
+        "delta OR zeta",
+        "absent",
+    ];
+    for f in &filters {
+        for q in queries {
+            let join = with_plan(&store, Some(ForcedPlan::Join), q, f);
+            let default = with_plan(&store, None, q, f);
+            assert_same(&default, &join, &format!("default vs join: {q} {f:?}"));
+            if f.role.as_deref() == Some("nobody") {
+                assert!(default.is_empty());
+            }
+        }
+    }
+    // Dates and an agent halve the notes: some of each filter's `delta` notes are found.
+    for f in &filters[1..4] {
+        let hits = with_plan(&store, None, "delta", f).len();
+        assert!(hits > 0 && hits < 12, "{hits} {f:?}");
+    }
 }

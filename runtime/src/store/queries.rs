@@ -180,8 +180,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                 _ => None,
             };
             let by_session = budget.is_some();
-            let messages_level =
-                by_session || f.since.is_some() || f.until.is_some() || f.role.is_some();
+            let messages_level = by_session || walk_reads_message_row(f);
             let mut inner = String::from(
                 "SELECT c.id, c.score FROM (
                     SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?) AS score
@@ -216,21 +215,41 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                     Sql::Integer(scope.lo),
                 ]);
             }
-            message_clause(f, &mut inner, &mut args);
+            walk_clause(f, &mut inner, &mut args);
             inner.push_str(&format!(
                 " ORDER BY messages_fts.rowid DESC LIMIT {SEARCH_CANDIDATES}) c WHERE 1 = 1"
             ));
             inner
         } else {
-            let mut inner = String::from(
+            // Each match joined to its message and session as far as the filter reads them
+            // (a filter by role alone: neither, see `walk_clause`).
+            // A test's forced join reads each match's row for every filter, the role too: the
+            // plan the others are compared with.
+            let whole_rows = forced_join();
+            let by_session = f.agent.is_some()
+                || f.project.is_some()
+                || f.machine.is_some()
+                || f.session.is_some();
+            let joins = if by_session || whole_rows {
+                " JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id"
+            } else if walk_reads_message_row(f) {
+                " JOIN messages m ON m.id = messages_fts.rowid"
+            } else {
+                ""
+            };
+            let mut inner = format!(
                 "SELECT c.id, c.score FROM (
                     SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?) AS score
-                    FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-                    JOIN sessions s ON s.id = m.session_id
-                    WHERE messages_fts MATCH ?",
+                    FROM messages_fts{joins}
+                    WHERE messages_fts MATCH ?"
             );
             inner.push_str(not_rows);
-            filter_clause(store, f, &mut inner, &mut args)?;
+            session_filters_clause(store, f, &mut inner, &mut args)?;
+            if whole_rows {
+                message_clause(f, &mut inner, &mut args);
+            } else {
+                walk_clause(f, &mut inner, &mut args);
+            }
             inner.push_str(&format!(
                 " ORDER BY messages_fts.rowid DESC LIMIT {SEARCH_CANDIDATES}) c WHERE 1 = 1"
             ));
@@ -524,6 +543,21 @@ fn filter_clause(
     sql: &mut String,
     args: &mut Vec<Sql>,
 ) -> Result<()> {
+    session_filters_clause(store, f, sql, args)?;
+    message_clause(f, sql, args);
+    Ok(())
+}
+
+/// ` AND …` for `f`'s filters on sessions (agent, project, machine over `s`; the session over
+/// `m`), their arguments appended.
+///
+/// Errors: an unknown machine or session.
+fn session_filters_clause(
+    store: &Store,
+    f: &SearchFilter,
+    sql: &mut String,
+    args: &mut Vec<Sql>,
+) -> Result<()> {
     session_clause(
         store,
         (
@@ -539,7 +573,6 @@ fn filter_clause(
         sql.push_str(" AND m.session_id = ?");
         args.push(Sql::Integer(id));
     }
-    message_clause(f, sql, args);
     Ok(())
 }
 
@@ -558,14 +591,7 @@ fn message_passes(store: &Store, sql: &str, args: &[Sql], row: i64) -> bool {
 /// ` AND …` for `f`'s filters on the message itself (dates, role) over `m` (messages), their
 /// arguments appended.
 fn message_clause(f: &SearchFilter, sql: &mut String, args: &mut Vec<Sql>) {
-    if let Some(t) = f.since {
-        sql.push_str(" AND m.ts >= ?");
-        args.push(Sql::Integer(t));
-    }
-    if let Some(t) = f.until {
-        sql.push_str(" AND m.ts <= ?");
-        args.push(Sql::Integer(t));
-    }
+    dates_clause(f, sql, args);
     if let Some(r) = &f.role {
         // Tool calls live on assistant messages: `tool` means messages with tool calls or
         // results, whoever wrote them.
@@ -576,6 +602,66 @@ fn message_clause(f: &SearchFilter, sql: &mut String, args: &mut Vec<Sql>) {
             args.push(Sql::Text(r.clone()));
         }
     }
+}
+
+/// ` AND …` for `f`'s dates over `m` (messages), their arguments appended.
+fn dates_clause(f: &SearchFilter, sql: &mut String, args: &mut Vec<Sql>) {
+    if let Some(t) = f.since {
+        sql.push_str(" AND m.ts >= ?");
+        args.push(Sql::Integer(t));
+    }
+    if let Some(t) = f.until {
+        sql.push_str(" AND m.ts <= ?");
+        args.push(Sql::Integer(t));
+    }
+}
+
+/// Whether a test forced every filtered search on this thread to join each match to its row
+/// ([`ForcedPlan::Join`]).
+fn forced_join() -> bool {
+    #[cfg(test)]
+    if matches!(FORCED_PLAN.get(), Some(ForcedPlan::Join)) {
+        return true;
+    }
+    false
+}
+
+/// Whether [`walk_clause`] reads each match's row in `messages` (as `m`): for dates, and for
+/// the roles it checks there.
+fn walk_reads_message_row(f: &SearchFilter) -> bool {
+    f.since.is_some() || f.until.is_some() || f.role.as_deref().is_some_and(role_on_row)
+}
+
+/// Whether a walk checks role `r` on each match's row in `messages` rather than in
+/// `messages_by_role`: `tool` (a message's kind too) and `assistant` (most of a store's
+/// messages: its walk ends soon, over rows whose pages it has just read, where a seek in the
+/// index costs more: `error --role assistant` on the 1 GB bench store 2.1 against 2.3 ms).
+fn role_on_row(r: &str) -> bool {
+    r == "tool" || r == "assistant"
+}
+
+/// ` AND …` for `f`'s filters on the message itself in a walk of `messages_fts`'s matches, their
+/// arguments appended: as [`message_clause`], except that a role other than those checked on
+/// the row ([`role_on_row`]) is checked by a seek in the narrow index `messages_by_role`
+/// (schema 18: the role, then the row id) rather than on the match's row in `messages`, whose
+/// pages hold the text: a walk checks every match newer than its candidates, and a role's
+/// share of the matches can be small (`webhook --role user` on the 1 GB bench store: 10.9
+/// against 4.6 ms; a frequent word, whose walk is short and its rows' pages read already, 3.8
+/// against 4.6).
+fn walk_clause(f: &SearchFilter, sql: &mut String, args: &mut Vec<Sql>) {
+    if f.role.as_deref().is_none_or(role_on_row) {
+        message_clause(f, sql, args);
+        return;
+    }
+    dates_clause(f, sql, args);
+    // A subquery, evaluated for each match: as a join, SQLite may take the role's index as
+    // the outer loop and look each of its rows up in FTS5 (a walk of the query's doclists
+    // for every row: a random test's `--role user --since` ran for minutes).
+    sql.push_str(
+        " AND EXISTS (SELECT 1 FROM messages r INDEXED BY messages_by_role \
+           WHERE r.role = ? AND r.id = messages_fts.rowid)",
+    );
+    args.extend(f.role.clone().map(Sql::Text));
 }
 
 /// How a filtered search keeps to the sessions its filter admits.
@@ -643,10 +729,15 @@ fn session_scope(store: &Store, f: &SearchFilter) -> Result<ScopePlan> {
         if FORCED_PLAN.get().is_some() {
             return Ok(ScopePlan::Join);
         }
-        if f.since.is_some() || f.until.is_some() {
-            return date_scope(store, f);
+        let dates = if f.since.is_some() || f.until.is_some() {
+            date_scope(store, f)?
+        } else {
+            ScopePlan::Join
+        };
+        if matches!(dates, ScopePlan::Join) {
+            return role_scope(store, f);
         }
-        return Ok(ScopePlan::Join);
+        return Ok(dates);
     }
     #[cfg(test)]
     if let Some(forced) = FORCED_PLAN.get() {
@@ -706,20 +797,72 @@ fn date_scope(store: &Store, f: &SearchFilter) -> Result<ScopePlan> {
         .db()?
         .collect::<rusqlite::Result<Vec<i64>>>()
         .db()?;
-    if ids.len() as i64 > DATE_LIST_MAX {
-        return Ok(ScopePlan::Join);
+    let plan = listed_scope(ids, DATE_LIST_MAX);
+    #[cfg(test)]
+    if matches!(plan, ScopePlan::Scope(_)) {
+        DATES_LISTED.set(DATES_LISTED.get() + 1);
+    }
+    Ok(plan)
+}
+
+/// The plan for the messages `ids` (in any order) a filter listed, at most `max` of them kept:
+/// [`ScopePlan::Join`] when more, [`ScopePlan::Empty`] when none, else the scope of exactly
+/// them.
+fn listed_scope(ids: Vec<i64>, max: i64) -> ScopePlan {
+    if ids.len() as i64 > max {
+        return ScopePlan::Join;
     }
     let (Some(&lo), Some(&hi)) = (ids.iter().min(), ids.iter().max()) else {
-        return Ok(ScopePlan::Empty);
+        return ScopePlan::Empty;
     };
-    #[cfg(test)]
-    DATES_LISTED.set(DATES_LISTED.get() + 1);
-    Ok(ScopePlan::Scope(Scope {
+    ScopePlan::Scope(Scope {
         lo,
         hi,
         bits: bitmap(lo, hi, ids.into_iter()),
         newest: hi,
-    }))
+    })
+}
+
+/// The most messages of one role a filter lists ([`role_scope`]), as [`DATE_LIST_MAX`]: past it
+/// the list is dropped (~0.1 µs a message read for nothing) and each match is checked in
+/// `messages_by_role`.
+const ROLE_LIST_MAX: i64 = DATE_LIST_MAX;
+
+/// The scope of a filter on a role other than the conversation's own (`user`, `assistant`: most
+/// of a store's messages) and `tool` (a message's kind too), with no session-level part and no
+/// dates listed ([`date_scope`]): the role's messages, listed through `messages_by_role`
+/// (schema 18) when they are at most [`ROLE_LIST_MAX`] ([`ScopePlan::Empty`] when none); else
+/// [`ScopePlan::Join`], each match checked in the index. A role few messages hold (`system`:
+/// compaction summaries, an agent's notes) was found by walking every match of the query
+/// newest first: `error --role system` on the 1 GB bench store, which holds none, 217 ms. The
+/// conversation's roles are not listed: their walk finds its candidates soon, and listing up
+/// to the cap to learn that costs more than the walk saves (`error --role user`: 3.9 against
+/// 4.6 ms with 5,000 listed).
+fn role_scope(store: &Store, f: &SearchFilter) -> Result<ScopePlan> {
+    let Some(role) = f
+        .role
+        .as_deref()
+        .filter(|r| !["user", "assistant", "tool"].contains(r))
+    else {
+        return Ok(ScopePlan::Join);
+    };
+    let mut stmt = store
+        .conn
+        .prepare_cached(
+            "SELECT id FROM messages INDEXED BY messages_by_role WHERE role = ?1 LIMIT ?2",
+        )
+        .db()?;
+    let ids = stmt
+        .query_map(params![role, ROLE_LIST_MAX + 1], |r| r.get::<_, i64>(0))
+        .db()?
+        .collect::<rusqlite::Result<Vec<i64>>>()
+        .db()?;
+    let plan = listed_scope(ids, ROLE_LIST_MAX);
+    #[cfg(test)]
+    if matches!(plan, ScopePlan::Scope(_)) {
+        ROLES_LISTED.set(ROLES_LISTED.get() + 1);
+    }
+    Ok(plan)
 }
 
 /// What a kept scope is kept for: `f`'s session filters, and the store's version, which
@@ -802,6 +945,8 @@ thread_local! {
         const { std::cell::RefCell::new(Vec::new()) };
     /// How many searches on this thread listed a filter's messages by their time.
     pub(crate) static DATES_LISTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// How many filters on a role were listed by [`role_scope`] on this thread.
+    pub(crate) static ROLES_LISTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// A message's row id, message id, `memtrail_bm25` and time (ms).

@@ -6,7 +6,7 @@ use super::{Store, Writer};
 use crate::{Error, Result};
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 17;
+pub const SCHEMA_VERSION: i64 = 18;
 
 /// The migrations, in order: migration `i` (1-based) takes a store from schema version `i - 1` to
 /// `i`. Each is one SQL batch (`migrations/NNNN_*.sql`), run in the same transaction as the
@@ -29,6 +29,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0015_snapshot_state_inserts.sql"),
     include_str!("migrations/0016_snapshot_state_after_end.sql"),
     include_str!("migrations/0017_sync_deleted.sql"),
+    include_str!("migrations/0018_role_index.sql"),
 ];
 
 /// The name of each migration (its file's name without the number), in the order of
@@ -51,6 +52,7 @@ const MIGRATION_NAMES: [&str; MIGRATIONS.len()] = [
     "snapshot_state_inserts",
     "snapshot_state_after_end",
     "sync_deleted",
+    "role_index",
 ];
 
 /// A migration about to run, as [`Store::open_with_progress`] reports it.
@@ -366,11 +368,11 @@ mod tests {
         }
         let mut told = Vec::new();
         let s = Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 17);
+        assert_eq!(s.schema_version().unwrap(), 18);
         let m = |to, name| Migrating {
             from: 6,
             to,
-            last: 17,
+            last: 18,
             name,
         };
         assert_eq!(
@@ -386,7 +388,8 @@ mod tests {
                 m(14, "body_once"),
                 m(15, "snapshot_state_inserts"),
                 m(16, "snapshot_state_after_end"),
-                m(17, "sync_deleted")
+                m(17, "sync_deleted"),
+                m(18, "role_index")
             ]
         );
         drop(s);
@@ -960,6 +963,7 @@ mod tests {
                 "0bc4efd0ce644b6e",
                 "6fb5fdf60ed28e53",
                 "55b30741e76196b5",
+                "21823799421a91cd",
             ]
         );
     }
