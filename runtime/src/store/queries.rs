@@ -215,7 +215,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                     Sql::Integer(scope.lo),
                 ]);
             }
-            walk_clause(f, &mut inner, &mut args);
+            walk_clause(f, messages_level, &mut inner, &mut args);
             inner.push_str(&format!(
                 " ORDER BY messages_fts.rowid DESC LIMIT {SEARCH_CANDIDATES}) c WHERE 1 = 1"
             ));
@@ -230,9 +230,10 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                 || f.project.is_some()
                 || f.machine.is_some()
                 || f.session.is_some();
+            let row_joined = by_session || whole_rows || walk_reads_message_row(f);
             let joins = if by_session || whole_rows {
                 " JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id"
-            } else if walk_reads_message_row(f) {
+            } else if row_joined {
                 " JOIN messages m ON m.id = messages_fts.rowid"
             } else {
                 ""
@@ -245,11 +246,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             );
             inner.push_str(not_rows);
             session_filters_clause(store, f, &mut inner, &mut args)?;
-            if whole_rows {
-                message_clause(f, &mut inner, &mut args);
-            } else {
-                walk_clause(f, &mut inner, &mut args);
-            }
+            walk_clause(f, row_joined, &mut inner, &mut args);
             inner.push_str(&format!(
                 " ORDER BY messages_fts.rowid DESC LIMIT {SEARCH_CANDIDATES}) c WHERE 1 = 1"
             ));
@@ -643,13 +640,14 @@ fn role_on_row(r: &str) -> bool {
 /// ` AND …` for `f`'s filters on the message itself in a walk of `messages_fts`'s matches, their
 /// arguments appended: as [`message_clause`], except that a role other than those checked on
 /// the row ([`role_on_row`]) is checked by a seek in the narrow index `messages_by_role`
-/// (schema 18: the role, then the row id) rather than on the match's row in `messages`, whose
+/// (schema 18: `role || ''`, then the row id) rather than on the match's row in `messages`, whose
 /// pages hold the text: a walk checks every match newer than its candidates, and a role's
 /// share of the matches can be small (`webhook --role user` on the 1 GB bench store: 10.9
 /// against 4.6 ms; a frequent word, whose walk is short and its rows' pages read already, 3.8
-/// against 4.6).
-fn walk_clause(f: &SearchFilter, sql: &mut String, args: &mut Vec<Sql>) {
-    if f.role.as_deref().is_none_or(role_on_row) {
+/// against 4.6). When the walk joins each match's row anyway (`row_joined`: dates, a session's
+/// filter checked by its row), the role is read there, for nothing more.
+fn walk_clause(f: &SearchFilter, row_joined: bool, sql: &mut String, args: &mut Vec<Sql>) {
+    if row_joined || f.role.as_deref().is_none_or(role_on_row) {
         message_clause(f, sql, args);
         return;
     }
@@ -659,7 +657,7 @@ fn walk_clause(f: &SearchFilter, sql: &mut String, args: &mut Vec<Sql>) {
     // for every row: a random test's `--role user --since` ran for minutes).
     sql.push_str(
         " AND EXISTS (SELECT 1 FROM messages r INDEXED BY messages_by_role \
-           WHERE r.role = ? AND r.id = messages_fts.rowid)",
+           WHERE (r.role || '') = ? AND r.id = messages_fts.rowid)",
     );
     args.extend(f.role.clone().map(Sql::Text));
 }
@@ -849,7 +847,7 @@ fn role_scope(store: &Store, f: &SearchFilter) -> Result<ScopePlan> {
     let mut stmt = store
         .conn
         .prepare_cached(
-            "SELECT id FROM messages INDEXED BY messages_by_role WHERE role = ?1 LIMIT ?2",
+            "SELECT id FROM messages INDEXED BY messages_by_role WHERE (role || '') = ?1 LIMIT ?2",
         )
         .db()?;
     let ids = stmt
