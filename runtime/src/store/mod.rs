@@ -7,7 +7,8 @@
 //!   session has a larger id (kept by triggers; it never goes down; NULL: no message).
 //! - `messages`: one row per message, `(session_id, ext_id)` unique, `seq` the order within the
 //!   session (0-based, assigned at first insert, never changed by a merge), indexed by role
-//!   (schema 18, `messages_by_role`: a search filtered by role checks its matches there). `body` is the prose,
+//!   (schema 18, `messages_by_role` on `role || ''`: a search filtered by role checks its
+//!   matches there). `body` is the prose,
 //!   `parts_packed` (`parts` before schema 14) the full ordered parts as JSON (schema 13:
 //!   compressed with zstd when that makes it smaller; schema 14: an empty BLOB when they are the
 //!   body as one text part), `tools_text` (`tools` before schema 13) the tool calls flattened

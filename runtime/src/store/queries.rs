@@ -834,8 +834,8 @@ const ROLE_LIST_MAX: i64 = DATE_LIST_MAX;
 /// compaction summaries, an agent's notes) was found by walking every match of the query
 /// newest first: `error --role system` on the 1 GB bench store, which holds none, 217 ms. The
 /// conversation's roles are not listed: their walk finds its candidates soon, and listing up
-/// to the cap to learn that costs more than the walk saves (`error --role user`: 3.9 against
-/// 4.6 ms with 5,000 listed).
+/// to the cap to learn that costs more than the walk saves (`error --role user`: 4.6 ms, 5.1
+/// with up to 5,000 listed first).
 fn role_scope(store: &Store, f: &SearchFilter) -> Result<ScopePlan> {
     let Some(role) = f
         .role
