@@ -350,6 +350,35 @@ impl StoreError {
     }
 }
 
+/// Refuse an existing file at a store's path unless it is an SQLite database that is empty or
+/// holds memtrail's `sessions` and `messages` tables (every schema version has both): read
+/// from `sqlite_schema` only, so a refused file is left as it was.
+///
+/// Errors: [`Error::Invalid`] naming `path` when it is not SQLite or is another program's
+/// database; store errors (a lock held past the busy timeout).
+fn refuse_foreign(conn: &Connection, path: &Path) -> Result<()> {
+    let read = conn.query_row(
+        "SELECT count(*), count(*) FILTER (WHERE type = 'table' AND name IN ('sessions', 'messages'))
+         FROM sqlite_schema",
+        [],
+        |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+    );
+    match read {
+        Ok((0, _)) | Ok((_, 2)) => Ok(()),
+        Ok(_) => Err(Error::Invalid(format!(
+            "{} is not a memtrail store: it is an SQLite database whose tables are not memtrail's (another program's?); it was left as it is",
+            path.display()
+        ))),
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) => {
+            Err(Error::Invalid(format!(
+                "{} is not a memtrail store (not an SQLite database); it was left as it is",
+                path.display()
+            )))
+        }
+        Err(e) => Err(e).db(),
+    }
+}
+
 /// What [`Store::catch_up_for_search`] returns from its catch-up's result and its tidy-up's:
 /// the catch-up's, unless the tidy-up was interrupted (the search it is for is stale: the
 /// search stops, as it would in its walk); other errors of a tidy-up leave it to a later search.
@@ -582,13 +611,13 @@ impl Store {
         // A store path that is a symlink is followed (the store may live on another disk): the
         // file really opened is its target, created and kept owner-only like any store.
         let real = resolve_links(path);
-        if !real.exists() {
+        let existed = real.exists();
+        if !existed {
             if let Some(dir) = real.parent().filter(|d| !d.as_os_str().is_empty()) {
                 create_private_dir(dir)?;
             }
             create_private_file(&real)?;
         }
-        make_owner_only(&real)?;
         sqlite_globals();
         let conn = Connection::open_with_flags(
             path,
@@ -599,6 +628,14 @@ impl Store {
         )
         .db()?;
         conn.busy_timeout(busy).db()?;
+        // A file that was there already is memtrail's store (of any version) or an empty
+        // database; anything else (another program's database or a file that is not SQLite,
+        // named by `--db` or `MEMTRAIL_DB` by mistake) is refused before its mode, journal or
+        // tables are touched. Read on this connection: no second open on a hook's path.
+        if existed {
+            refuse_foreign(&conn, path)?;
+        }
+        make_owner_only(&real)?;
         let file_id = file_id(path);
         let mut store = Store {
             conn,
@@ -1391,5 +1428,89 @@ mod reader_settings {
         serving.tune_for_serving();
         assert_eq!(pragma(&serving, "cache_size"), SERVING_CACHE_KIB);
         assert_eq!(pragma(&serving, "mmap_size"), 0);
+    }
+}
+
+#[cfg(test)]
+mod foreign_files {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    fn side_files(p: &Path) -> Vec<String> {
+        ["-wal", "-shm", "-journal"]
+            .iter()
+            .map(|s| format!("{}{s}", p.display()))
+            .filter(|s| Path::new(s).exists())
+            .collect()
+    }
+
+    /// Another program's SQLite database, or a file that is not SQLite, named as the store is
+    /// refused and left byte for byte and mode for mode as it was: no memtrail table, no WAL,
+    /// no `-wal`/`-shm`, no chmod.
+    #[test]
+    fn another_programs_database_is_refused_and_left_as_it_was() {
+        let d = tempfile::tempdir().unwrap();
+        let foreign = d.path().join("notes.db");
+        {
+            let c = Connection::open(&foreign).unwrap();
+            c.execute_batch("CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('keep me');")
+                .unwrap();
+        }
+        let not_sqlite = d.path().join("notes.txt");
+        std::fs::write(&not_sqlite, vec![b'x'; 8192]).unwrap();
+        for p in [&foreign, &not_sqlite] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap();
+            let before = std::fs::read(p).unwrap();
+            let err = Store::open(p.as_path()).err().expect("refused");
+            assert!(matches!(err, Error::Invalid(_)), "{err}");
+            let text = err.to_string();
+            assert!(
+                text.contains("is not a memtrail store") && text.contains("left as it is"),
+                "{text}"
+            );
+            assert_eq!(std::fs::read(p).unwrap(), before, "{}", p.display());
+            assert_eq!(mode(p), 0o644, "{}", p.display());
+            assert_eq!(side_files(p), Vec::<String>::new());
+        }
+        let c = Connection::open(&foreign).unwrap();
+        let tables: Vec<String> = c
+            .prepare("SELECT name FROM sqlite_schema")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(tables, ["notes"]);
+        let journal: String = c
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(journal, "delete");
+    }
+
+    /// An empty file, an empty SQLite database and a store of an older version are opened (and
+    /// made owner-only, then migrated).
+    #[test]
+    fn an_empty_file_or_database_becomes_a_store() {
+        let d = tempfile::tempdir().unwrap();
+        let empty_file = d.path().join("empty");
+        std::fs::write(&empty_file, b"").unwrap();
+        let empty_db = d.path().join("empty.db");
+        {
+            let c = Connection::open(&empty_db).unwrap();
+            c.execute_batch("PRAGMA user_version = 0; VACUUM;").unwrap();
+        }
+        for p in [&empty_file, &empty_db] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap();
+            let s = Store::open(p.as_path()).unwrap();
+            assert_eq!(s.schema_version().unwrap(), schema::SCHEMA_VERSION);
+            assert_eq!(mode(p), 0o600);
+            drop(s);
+            // Opened again: now memtrail's own.
+            Store::open(p.as_path()).unwrap();
+        }
     }
 }
