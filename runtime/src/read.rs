@@ -74,6 +74,14 @@ pub trait ReadStore {
         None
     }
 
+    /// False once this reader's store is gone from under it (the SQLite file deleted, e.g. by
+    /// `memtrail uninstall --purge`, or replaced): a long-running server opens the store again
+    /// instead of answering from the deleted file ([`Store::is_current`]). A server's store
+    /// (PostgreSQL) is always current.
+    fn is_current(&self) -> bool {
+        true
+    }
+
     /// Whether the store ranks vectors itself and holds some made by `model`
     /// (`name@version/dim`): a PostgreSQL store with pgvector ([`ReadStore::nearest`]). The
     /// SQLite store answers `false`: its vectors are scanned in memory by the embedding crate.
@@ -191,6 +199,10 @@ pub trait ReadStore {
 impl ReadStore for Store {
     fn stopper(&self) -> Option<crate::store::Stop> {
         Store::stopper(self)
+    }
+
+    fn is_current(&self) -> bool {
+        Store::is_current(self)
     }
 
     fn resolve_session(&self, id: &str, agent: Option<&str>) -> Result<i64> {

@@ -170,7 +170,20 @@ impl App {
         let _stop_if_dropped = StopIfDropped(Arc::clone(&running));
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
+            // A kept reader whose store file was deleted or replaced since (`uninstall
+            // --purge`, a restore) is dropped, with the rest of the pool: the store is opened
+            // again, or the page says there is none, instead of answering from a deleted file.
             let reader = app.readers.lock().map(|mut r| r.pop()).unwrap_or(None);
+            let reader = match reader {
+                Some(r) if !r.is_current() => {
+                    drop(r);
+                    if let Ok(mut pool) = app.readers.lock() {
+                        pool.clear();
+                    }
+                    None
+                }
+                r => r,
+            };
             let reader = match reader {
                 Some(r) => r,
                 None => match (app.backend.open)()? {
@@ -1082,6 +1095,23 @@ mod tests {
         .unwrap();
         assert_eq!(app.busy.available_permits(), MAX_READERS);
         (out, pooled(app))
+    }
+
+    /// A kept reader whose store file was deleted since (`uninstall --purge`) is not used
+    /// again: the next request opens the store at the path anew (here an empty store, made by
+    /// the test's backend) instead of answering from the deleted file.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reader_of_a_deleted_store_is_not_used_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = seeded(dir.path());
+        let (app, opened, _) = app(db.clone(), false);
+        let n = app.with_store(|s| Ok(alpha(s)?)).await.unwrap().unwrap();
+        assert_eq!((n, opened.load(Ordering::SeqCst), pooled(&app)), (20, 1, 1));
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+        }
+        let n = app.with_store(|s| Ok(alpha(s)?)).await.unwrap().unwrap();
+        assert_eq!((n, opened.load(Ordering::SeqCst), pooled(&app)), (0, 2, 1));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
