@@ -74,7 +74,12 @@ fn run(db: &StoreLocation, a: ExportArgs) -> Result<ExitCode> {
                     p.clone()
                 };
                 write_file(&path, |w| write_session(store, &s, a.format, w))?;
-                eprintln!("exported session {} to {}", s.session_id, path.display());
+                // The id is the transcript's word (and part of the file's name).
+                eprintln!(
+                    "exported session {} to {}",
+                    crate::output::terminal_safe(&s.session_id),
+                    crate::output::terminal_safe(&path.display().to_string())
+                );
             }
         }
         return Ok(ExitCode::SUCCESS);
@@ -156,8 +161,13 @@ fn run(db: &StoreLocation, a: ExportArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// How many characters of a session id a file name keeps (file systems allow 255 bytes).
+const FILE_ID_CHARS: usize = 120;
+
 /// `<agent>-<session id>.<ext>`, every character but `A-Z a-z 0-9 . _ -` of the id (a
-/// sub-agent's `<id>/agent-…`) as `_`.
+/// sub-agent's `<id>/agent-…`) as `_`. An id changed that way, or longer than
+/// [`FILE_ID_CHARS`], is cut there and followed by `-` and 12 hex digits of its BLAKE3 hash,
+/// so that two sessions never share a file (`a:1` and `a_1`) and no name is too long.
 fn file_name(s: &SessionSummary, f: ExportFormat) -> String {
     let safe: String = s
         .session_id
@@ -176,7 +186,12 @@ fn file_name(s: &SessionSummary, f: ExportFormat) -> String {
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .collect();
-    format!("{agent}-{safe}.{}", f.ext())
+    if safe == s.session_id && safe.len() <= FILE_ID_CHARS {
+        return format!("{agent}-{safe}.{}", f.ext());
+    }
+    let hash = blake3::hash(s.session_id.as_bytes()).to_hex();
+    let cut: String = safe.chars().take(FILE_ID_CHARS).collect();
+    format!("{agent}-{cut}-{}.{}", &hash[..12], f.ext())
 }
 
 /// Standard output; on a terminal, with every control character of the transcripts' text made
@@ -321,4 +336,50 @@ fn write_session(
         _ => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(agent: &str, id: &str) -> String {
+        let s = SessionSummary {
+            session_id: id.to_string(),
+            agent: agent.to_string(),
+            machine: String::new(),
+            title: None,
+            project: None,
+            model: None,
+            git_branch: None,
+            started_at: None,
+            updated_at: None,
+            messages: 0,
+            parent_session_id: None,
+        };
+        file_name(&s, ExportFormat::Md)
+    }
+
+    /// Ids that a file name keeps as they are keep their name; two ids that would share one
+    /// (`:` and `_` both written `_`) get a file each; an id too long for a file name is cut
+    /// and hashed (the hash hand-checked: BLAKE3 of `coll:1`).
+    #[test]
+    fn every_session_gets_a_file_of_its_own_within_the_length_a_file_system_allows() {
+        assert_eq!(named("codex", "coll_1"), "codex-coll_1.md");
+        let hashed = blake3::hash(b"coll:1").to_hex();
+        assert_eq!(
+            named("codex", "coll:1"),
+            format!("codex-coll_1-{}.md", &hashed[..12])
+        );
+        assert_ne!(named("codex", "coll:1"), named("codex", "coll_1"));
+        let sub = named("claude", "3f2a/agent-a1");
+        assert!(
+            sub.starts_with("claude-3f2a_agent-a1-") && sub.ends_with(".md"),
+            "{sub}"
+        );
+        let long = named("codex", &"x".repeat(400));
+        assert!(long.len() < 255, "{}", long.len());
+        assert_ne!(long, named("codex", &"x".repeat(401)));
+        let just = "y".repeat(FILE_ID_CHARS);
+        assert_eq!(named("codex", &just), format!("codex-{just}.md"));
+    }
 }

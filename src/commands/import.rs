@@ -62,9 +62,10 @@ pub fn import(
                 bar.inc(bytes);
                 bar.set_message(format!("{plain_done}/{plain_total} files"));
             } else if !json && new_messages > 0 {
+                // A transcript's path holds what its agent made of a folder's name.
                 eprintln!(
                     "[{plain_done}/{plain_total}] {agent} {} +{new_messages} messages",
-                    path.display()
+                    crate::output::terminal_safe(&path.display().to_string())
                 );
             }
         }

@@ -150,6 +150,54 @@ fn jsonl_escapes_what_a_terminal_would_obey() {
     );
 }
 
+/// A session id and a project folder that carry an OSC 52 sequence (set the clipboard) reach
+/// the terminal only as U+FFFD: in `import`'s progress lines (stderr not a terminal: one line
+/// per file, with its path) and in `export -o DIR`'s confirmation (attack review: both raw).
+#[test]
+fn ids_and_paths_in_progress_and_confirmations_are_inert() {
+    let sb = Sandbox::new();
+    let sid = "evil\u{1b}]52;c;aGk=\u{7}id";
+    let line = serde_json::json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external",
+        "cwd": "/home/user/e", "sessionId": sid, "version": "2.1.49", "type": "user",
+        "message": {"role": "user", "content": "clipboard attempt"},
+        "uuid": "e5000000-0000-4000-8000-000000000001", "timestamp": "2026-03-05T10:00:00.000Z"
+    });
+    let dir = sb
+        .claude_dir()
+        .join("projects/-home-user-e\u{1b}]52;c;aGk=\u{7}x");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{sid}.jsonl")), format!("{line}\n")).unwrap();
+    let raw = |out: &str| -> Vec<char> {
+        out.chars()
+            .filter(|&c| c != '\n' && memtrail_runtime::safe_text::unsafe_on_terminal(c))
+            .collect()
+    };
+    let out = sb
+        .cmd()
+        .args(["import", "--agent", "claude"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("+1 messages"), "{err}");
+    assert_eq!(raw(&err), [], "{err:?}");
+    let to = sb.home.join("exported");
+    std::fs::create_dir_all(&to).unwrap();
+    let out = sb
+        .cmd()
+        .args(["export", "evil", "-o", to.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("exported session evil\u{fffd}]52;c;aGk=\u{fffd}id to "),
+        "{err:?}"
+    );
+    assert_eq!(raw(&err), [], "{err:?}");
+}
+
 #[test]
 fn json_is_one_document_with_messages_and_events() {
     let sb = sandbox(false);
