@@ -773,6 +773,11 @@ pub fn trim_line(line: &[u8]) -> Option<&[u8]> {
 /// Parse a transcript line that must be a JSON object (its first non-space byte is `{`: a
 /// derived struct would also accept an array), repairing it once with [`repair_json_line`] when
 /// it does not parse. `None` means malformed: the reader counts it and goes on.
+///
+/// A line nested deeper than serde_json parses (128 levels: a tool's result an agent stored
+/// whole) is read with every value below [`LINE_DEPTH_KEPT`] levels as `null`
+/// ([`flatten_deep_json`]): the message it carries is kept, not dropped for a field memtrail
+/// does not read.
 pub fn parse_object_line<T: serde::de::DeserializeOwned>(line: &[u8]) -> Option<T> {
     if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return None;
@@ -780,6 +785,72 @@ pub fn parse_object_line<T: serde::de::DeserializeOwned>(line: &[u8]) -> Option<
     serde_json::from_slice(line)
         .ok()
         .or_else(|| repair_json_line(line).and_then(|fixed| serde_json::from_slice(&fixed).ok()))
+        .or_else(|| {
+            let repaired = repair_json_line(line);
+            let flat = flatten_deep_json(repaired.as_deref().unwrap_or(line), LINE_DEPTH_KEPT)?;
+            serde_json::from_slice(&flat).ok()
+        })
+}
+
+/// How many levels of objects and arrays [`parse_object_line`] keeps of a line nested deeper
+/// than serde_json's limit (128).
+pub const LINE_DEPTH_KEPT: usize = 100;
+
+/// `line` (JSON text) with each object or array that opens at depth `max` (the top-level value
+/// is at depth 0) written as `null`, the rest byte for byte; `None` when none is that deep.
+/// Strings are skipped whole (brackets and escaped quotes in them are text); the scan is one
+/// pass and keeps no stack, so a hostile line of millions of `[` costs its length.
+pub fn flatten_deep_json(line: &[u8], max: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(line.len());
+    let mut depth = 0usize;
+    // Within a value being cut: the depth at which it opened.
+    let mut cutting: Option<usize> = None;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut cut_any = false;
+    for &b in line {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            if cutting.is_none() {
+                out.push(b);
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                if cutting.is_none() && depth == max {
+                    cutting = Some(depth);
+                    cut_any = true;
+                    out.extend_from_slice(b"null");
+                }
+                depth += 1;
+                if cutting.is_some() {
+                    continue;
+                }
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if let Some(at) = cutting {
+                    if depth == at {
+                        cutting = None;
+                    }
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        if cutting.is_none() {
+            out.push(b);
+        }
+    }
+    cut_any.then_some(out)
 }
 
 /// Make a JSON line that failed to parse readable, losing as little as possible: invalid UTF-8
@@ -837,6 +908,54 @@ pub fn repair_json_line(line: &[u8]) -> Option<Vec<u8>> {
         }
     }
     if changed { Some(out) } else { None }
+}
+
+#[cfg(test)]
+mod depth_tests {
+    use super::{flatten_deep_json, parse_object_line};
+    use serde_json::{Value, json};
+
+    fn nested(levels: usize, leaf: &str) -> String {
+        format!("{}{leaf}{}", "[".repeat(levels), "]".repeat(levels))
+    }
+
+    /// Values opening at the cut depth (the line's object at 0) become `null`; strings holding brackets, quotes and
+    /// backslashes are copied as they are; a line within the depth is left alone.
+    #[test]
+    fn values_below_the_depth_become_null_and_strings_stay_whole() {
+        // The strings: `x]}"[` and `{[\"}` (a backslash, then a quote).
+        let line = br#"{"a":{"b":[1,{"c":"x]}\"["}],"s":"{[\\\"}"},"t":"keep"}"#;
+        assert!(serde_json::from_slice::<Value>(line).is_ok());
+        assert_eq!(flatten_deep_json(line, 9), None);
+        let cut = flatten_deep_json(line, 3).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&cut).unwrap(),
+            json!({"a": {"b": [1, null], "s": "{[\\\"}"}, "t": "keep"})
+        );
+        let cut = flatten_deep_json(line, 1).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&cut).unwrap(),
+            json!({"a": null, "t": "keep"})
+        );
+    }
+
+    /// A transcript line whose unread field nests past serde_json's 128 levels is read, its text
+    /// kept (attack review: the line was counted malformed and its prompt lost); one of a
+    /// million levels costs one pass.
+    #[test]
+    fn a_line_nested_past_the_parsers_limit_keeps_its_message() {
+        for levels in [100, 130, 200, 1_000_000] {
+            let line = format!(
+                r#"{{"type":"user","text":"deepcase{levels}","toolUseResult":{}}}"#,
+                nested(levels, "1")
+            );
+            let v: Value = parse_object_line(line.as_bytes()).expect("read");
+            assert_eq!(v["text"], format!("deepcase{levels}"));
+        }
+        // Broken past the depth too: still malformed.
+        let broken = format!(r#"{{"text":"x","r":{}"#, nested(300, "1"));
+        assert!(parse_object_line::<Value>(broken.trim_end_matches(']').as_bytes()).is_none());
+    }
 }
 
 #[cfg(test)]
