@@ -660,8 +660,8 @@ pub enum SessionsCommand {
         /// First message to show (0-based index, e.g. a search hit's message index).
         #[arg(long, default_value_t = 0)]
         offset: u32,
-        /// Most messages to show [default: all].
-        #[arg(long)]
+        /// Most messages to show (1 or more) [default: all].
+        #[arg(long, value_parser = at_least_one)]
         limit: Option<u32>,
         /// Print JSON.
         #[arg(long)]
@@ -718,6 +718,14 @@ fn between<const LO: u32, const HI: u32>(s: &str) -> Result<u32, String> {
     match s.trim().parse::<u32>() {
         Ok(n) if (LO..=HI).contains(&n) => Ok(n),
         _ => Err(format!("`{s}` is not a whole number from {LO} to {HI}")),
+    }
+}
+
+/// A count of one or more (`sessions show --limit 0` showed a header and no message).
+fn at_least_one(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("`{s}` is not a whole number of 1 or more")),
     }
 }
 

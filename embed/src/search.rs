@@ -322,9 +322,9 @@ fn query_vector(
 ) -> memtrail_runtime::Result<(Vec<f32>, Vec<QueryItem>)> {
     let (text, excluded) = memtrail_runtime::query::meaning_query(query)?;
     if !text.chars().any(char::is_alphanumeric) {
-        return Err(memtrail_runtime::Error::Invalid(format!(
-            "the query `{query}` holds no searchable word"
-        )));
+        return Err(memtrail_runtime::Error::Invalid(
+            memtrail_runtime::query::nothing_to_search(query),
+        ));
     }
     // Redacted as the stored texts were: a secret typed into a query is not sent to an
     // `[embed]` endpoint, and the vector is of the text the store would hold.

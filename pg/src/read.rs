@@ -789,8 +789,8 @@ impl ReadStore for PgReader {
         memtrail_runtime::query::refuse_over_term_cap(query)?;
         let items = parse_query(query);
         let Some(q) = items.as_deref().and_then(tsquery) else {
-            return Err(Error::Invalid(format!(
-                "the query `{query}` holds no searchable word"
+            return Err(Error::Invalid(memtrail_runtime::query::nothing_to_search(
+                query,
             )));
         };
         let limit = f.limit.clamp(1, 500);

@@ -180,7 +180,8 @@ pub fn parse_query(input: &str) -> Option<Vec<QueryItem>> {
 
 /// [`parse_query`], and whether the text holds a letter or digit past the last term it read
 /// (the cap was reached with words left).
-fn parse(input: &str) -> (Option<Vec<QueryItem>>, bool) {
+/// The third value: the text held words, every one excluded (`-draft`, `NOT draft`).
+fn parse(input: &str) -> (Option<Vec<QueryItem>>, bool, bool) {
     let mut truncated = false;
     let mut items: Vec<QueryItem> = Vec::new();
     // The terms of the alternative being read, and of all of them.
@@ -320,7 +321,23 @@ fn parse(input: &str) -> (Option<Vec<QueryItem>>, bool) {
             items.push(term);
         }
     }
-    ((positives > 0).then_some(items), truncated)
+    (
+        (positives > 0).then_some(items),
+        truncated,
+        positives == 0 && terms > 0,
+    )
+}
+
+/// The error text for a query [`parse_query`] finds nothing to search for in: one that only
+/// excludes words says so, and what to add; any other holds no word (`???`, `()`).
+pub fn nothing_to_search(query: &str) -> String {
+    if parse(query).2 {
+        format!(
+            "the query `{query}` only excludes words (`-word`, `NOT word`): add a word to search for"
+        )
+    } else {
+        format!("the query `{query}` holds no searchable word")
+    }
 }
 
 /// Turn any user text into a safe FTS5 query ([`parse_query`]): terms become quoted strings
@@ -1012,6 +1029,29 @@ fn fence_for(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A query of exclusions alone says what to add; one with no word at all says it holds
+    /// none (a new user's walkthrough: `NOT test` was said to hold no searchable word).
+    #[test]
+    fn a_query_of_exclusions_alone_says_so() {
+        for q in ["NOT test", "-test", "-\"a phrase\" -b*", "x OR -y"] {
+            assert!(super::parse_query(q).is_none() || q == "x OR -y", "{q}");
+        }
+        for q in ["NOT test", "-test", "-\"a phrase\" -b*"] {
+            assert_eq!(
+                super::nothing_to_search(q),
+                format!(
+                    "the query `{q}` only excludes words (`-word`, `NOT word`): add a word to search for"
+                )
+            );
+        }
+        for q in ["???", "()", "", "NOT", "-"] {
+            assert_eq!(
+                super::nothing_to_search(q),
+                format!("the query `{q}` holds no searchable word")
+            );
+        }
+    }
+
     /// An empty id is refused rather than taken as the start of every id, and a list of
     /// candidates cut at what the stores read says so (found by a new user's walkthrough:
     /// `sessions show ''` listed 6 sessions of 16 as "several").

@@ -672,6 +672,18 @@ fn search_cli_finds_filters_and_never_shows_sqlite_errors() {
     // A usage error, as a bad --agent or --role is.
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("YYYY-MM-DD"));
+    // So is a count of nothing (`sessions show --limit 0` printed a header and no message).
+    for args in [
+        ["sessions", "show", "x", "--limit", "0"],
+        ["sessions", "list", "--limit", "0", "--json"],
+    ] {
+        let out = sb.acmd().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("`0` is not a whole number"),
+            "{args:?}"
+        );
+    }
 }
 
 #[test]

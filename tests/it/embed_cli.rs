@@ -232,7 +232,10 @@ fn import_embeds_the_new_messages_when_the_model_is_installed() {
     // refuses it.
     for mode in ["semantic", "hybrid", "lexical"] {
         let err = failed_stderr(&sb, &["search", "--mode", mode, "--", "-hidden"]);
-        assert!(err.contains("holds no searchable word"), "{mode}: {err}");
+        assert!(
+            err.contains("the query `-hidden` only excludes words"),
+            "{mode}: {err}"
+        );
     }
     // A query with no word is refused in every mode, as the full-text search refuses it
     // (by meaning, every message would be "nearest" to it).

@@ -59,9 +59,7 @@ pub fn resolve_session(store: &Store, id: &str, agent: Option<&str>) -> Result<i
 pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> {
     crate::query::refuse_over_term_cap(query)?;
     let Some(q) = fts_query(query) else {
-        return Err(Error::Invalid(format!(
-            "the query `{query}` holds no searchable word"
-        )));
+        return Err(Error::Invalid(crate::query::nothing_to_search(query)));
     };
     let limit = f.limit.clamp(1, 500);
     // Messages written since the last catch-up are queued, not yet indexed (see `store`); a
