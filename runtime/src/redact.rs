@@ -68,6 +68,10 @@ enum Check {
     KeyBody,
     /// Skip only a placeholder (`$PASS`, `<password>`, `{pw}`).
     Placeholder,
+    /// A URL's user alone taken for a token: at most 200 characters, 20 letters and digits in
+    /// a row among them, a letter and at least three digits (`git`, `deploy-bot`,
+    /// `build-agent-2024-west` are names), not a placeholder.
+    UrlToken,
     /// An SQL password (`PASSWORD 'X'`, `IDENTIFIED BY 'X'`): as [`Check::Placeholder`], and
     /// not code that builds the statement (`"… PASSWORD '" + pw + "'"`: a value that starts
     /// with a quote or a blank, or ends with a blank); a value not quoted (group `s3`) only
@@ -540,6 +544,15 @@ const RULES: &[RuleDef] = &[
         Check::None,
         &["://"],
         Shape::Run(hex, 32),
+    ),
+    // A token given as a URL's user, with no password (`git clone https://TOKEN@github.com/o/r`:
+    // git sends it, GitHub and others take it): see [`Check::UrlToken`].
+    def(
+        "url_token",
+        r"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]{0,20}://(?P<s>[A-Za-z0-9_-]+)@[A-Za-z0-9_-]",
+        Check::UrlToken,
+        &["://"],
+        Shape::UrlToken,
     ),
     // `mysql -pSECRET` (the password glued to `-p`), `sshpass -p SECRET`.
     def(
@@ -1095,6 +1108,8 @@ enum Shape {
     /// `url_password`: after `://`, a user part (maybe empty) up to a `:`, then a password
     /// part up to an `@`, without whitespace.
     UrlPassword,
+    /// `url_token`: after `://`, at least 20 bytes of `[A-Za-z0-9_-]`, then `@`.
+    UrlToken,
     /// A header: `[A-Za-z0-9-]*`, an optional `\` and quote, `[ \t]*`, then `:`.
     Header,
     /// A key name: `[A-Za-z0-9_.-]*`, an optional quote, `[ \t]*`, then `=`, or `:` and a space or tab.
@@ -1380,6 +1395,12 @@ impl Shape {
                     .iter()
                     .skip(1)
                     .any(|&c| c == b'@')
+            }
+            Shape::UrlToken => {
+                let j = run(end, &|c| {
+                    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-')
+                });
+                j - end >= 20 && b.get(j) == Some(&b'@')
             }
             Shape::Header => {
                 let j = name_then(end, &|c| c.is_ascii_alphanumeric() || *c == b'-');
@@ -2796,6 +2817,18 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
     match check {
         Check::None => true,
         Check::Placeholder => !placeholder(secret),
+        Check::UrlToken => {
+            let longest_run = secret
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .map(str::len)
+                .max()
+                .unwrap_or(0);
+            secret.len() <= 200
+                && longest_run >= 20
+                && secret.bytes().filter(u8::is_ascii_digit).count() >= 3
+                && secret.bytes().any(|b| b.is_ascii_alphabetic())
+                && !placeholder(secret)
+        }
         Check::SqlPassword => {
             !placeholder(secret)
                 && !secret.starts_with(['"', '\'', ' ', '\t'])
@@ -3596,6 +3629,7 @@ mod tests {
             "\"apiKey\": \"s3cr3tValue\"",
             "password:=hunter2hunter2",
             "postgres://user:pw@host/db",
+            "https://Zq3xT9vLm2Np8Rw4Ks6H7y@github.com/o/r",
             "npm_0123456789abcdefghij0123456789abcdef",
         ] {
             assert_ne!(rules_plausible(text), 0, "{text}");

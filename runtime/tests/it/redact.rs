@@ -143,6 +143,19 @@ fn bearer_and_urls() {
     );
     assert_kept("see http://localhost:8080/path?a=b and git@github.com:owner/repo.git");
     assert_kept("https://user@example.com/x and mailto:someone@example.com");
+    // A token as the URL's user, with no password (git sends it; attack review: kept).
+    assert_eq!(
+        r("git clone https://Zq3xT9vLm2Np8Rw4Ks6H7y@github.com/o/r.git"),
+        "git clone https://[redacted:url_token]@github.com/o/r.git"
+    );
+    assert_eq!(
+        r("remote: https://a1b2c3d4e5f6a7b8c9d0e1f2@git.example.org/x"),
+        "remote: https://[redacted:url_token]@git.example.org/x"
+    );
+    // Names: short, without three digits, or a placeholder.
+    assert_kept("ssh://git@github.com/o/r and https://deploy-bot-for-the-team@host.example/x");
+    assert_kept("https://build-agent-2024-west@ci.example.com/job");
+    assert_kept("https://x@y https://ab12cd34@host.example/");
 }
 
 #[test]
