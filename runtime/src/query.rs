@@ -907,8 +907,9 @@ pub struct SessionView {
     pub children: Vec<String>,
 }
 
-/// Cut `s` to at most `max` bytes (on a character boundary) and note the bytes left out.
-pub(crate) fn truncate_note(s: &mut String, max: usize) {
+/// Cut `s` to at most `max` bytes (on a character boundary) and note the bytes left out
+/// (`\n… [N more bytes]`); unchanged when it is no longer.
+pub fn truncate_note(s: &mut String, max: usize) {
     if s.len() > max {
         let keep = crate::store::cap(s, max).len();
         let left = s.len() - keep;

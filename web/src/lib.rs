@@ -658,6 +658,23 @@ pub(crate) struct SessionParams {
 pub(crate) const MESSAGES_PER_PAGE: i64 = 100;
 /// Tool outputs longer than this (bytes) are cut by the store, with a note.
 pub(crate) const MAX_OUTPUT: usize = 64 * 1024;
+/// A message's text or thinking longer than this (bytes) is cut on the page, with a note
+/// (`memtrail sessions show` and `export` give it whole): a 50 MB paste made a 52 MB page.
+pub(crate) const MAX_TEXT: usize = 256 * 1024;
+
+/// `view`'s messages with their text and thinking cut to [`MAX_TEXT`].
+fn cut_texts(
+    mut view: memtrail_runtime::query::SessionView,
+) -> memtrail_runtime::query::SessionView {
+    use memtrail_runtime::query::truncate_note;
+    for m in &mut view.messages {
+        truncate_note(&mut m.text, MAX_TEXT);
+        if let Some(t) = m.thinking.as_mut() {
+            truncate_note(t, MAX_TEXT);
+        }
+    }
+    view
+}
 
 fn need_id(p: &SessionParams) -> Result<String, WebError> {
     opt(&p.id).ok_or_else(|| WebError::new(StatusCode::BAD_REQUEST, "which session? (id=…)"))
@@ -680,13 +697,13 @@ async fn session_page(State(app): State<Arc<App>>, Query(p): Query<SessionParams
     let agent = opt(&p.agent);
     let view = app
         .with_store(move |s| {
-            Ok(s.get_session(
+            Ok(cut_texts(s.get_session(
                 &id,
                 agent.as_deref(),
                 offset,
                 MESSAGES_PER_PAGE,
                 Some(MAX_OUTPUT),
-            )?)
+            )?))
         })
         .await?
         .ok_or_else(no_store)?;
@@ -729,13 +746,13 @@ async fn live_messages(
                 let (sid, ag) = (id.clone(), agent.clone());
                 let view = app
                     .with_store(move |s| {
-                        Ok(s.get_session(
+                        Ok(cut_texts(s.get_session(
                             &sid,
                             ag.as_deref(),
                             from,
                             MESSAGES_PER_PAGE,
                             Some(MAX_OUTPUT),
-                        )?)
+                        )?))
                     })
                     .await;
                 let v = match view {

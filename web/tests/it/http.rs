@@ -472,6 +472,42 @@ async fn hostile_transcript_text_is_shown_as_text() {
 /// A bidirectional override in transcript text (U+202E: what follows is shown right to left,
 /// so `exe.txt` reads `txt.exe`) is shown as U+FFFD on every page, the search's hits and the
 /// session's messages alike; the stored text keeps it.
+/// A message of 3 MB (a paste) is cut on its session's page at 256 KiB with a note of the
+/// bytes left out, as a long tool output is at 64 KiB (a review: a 50 MB message made a 52 MB
+/// page).
+#[tokio::test]
+async fn a_huge_message_is_cut_on_its_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = seeded(dir.path());
+    let sid = "5b1e2c3d-huge-4e5f-8a9b-0c1d2e3f4a5b";
+    let t = dir.path().join(format!("{sid}.jsonl"));
+    let text = format!("hugeword {}", "abcdefgh ".repeat(3 * 1024 * 1024 / 9));
+    let line = serde_json::json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external",
+        "cwd": "/home/user/app", "sessionId": sid, "version": "2.1.49", "type": "user",
+        "message": {"role": "user", "content": text},
+        "uuid": "21111111-0000-4000-8000-000000000002", "timestamp": "2026-03-04T10:00:00.000Z"
+    });
+    std::fs::write(&t, format!("{line}\n")).unwrap();
+    let mut store = Store::open(StoreLocation::Sqlite(db.clone())).unwrap();
+    memtrail_runtime::ingest::ingest_file(&mut store, Agent::Claude, &t, None).unwrap();
+    let (app, _) = app(&db, None);
+    let p = get(&app, &format!("/session?id={sid}&agent=claude")).await;
+    assert_eq!(p.status, StatusCode::OK);
+    assert!(p.body.len() < 300 * 1024, "{} bytes", p.body.len());
+    // The stored text has no trailing blank.
+    let left = text.trim_end().len() - 256 * 1024;
+    let note = p
+        .body
+        .find("more bytes]")
+        .map(|i| &p.body[i.saturating_sub(40)..i + 11]);
+    assert!(
+        p.body.contains(&format!("… [{left} more bytes]")),
+        "no note of {left} bytes: {note:?}"
+    );
+    assert!(p.body.contains("hugeword"));
+}
+
 #[tokio::test]
 async fn a_bidirectional_override_is_shown_not_obeyed() {
     let dir = tempfile::tempdir().unwrap();
