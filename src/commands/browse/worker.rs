@@ -25,6 +25,9 @@ pub const MOST_HITS: usize = 500;
 pub const MESSAGES_PAGE: i64 = 100;
 /// Bytes of a tool's output kept per call in the detail pane (the pager shows more).
 pub const DETAIL_OUTPUT: usize = 4_000;
+/// Bytes of a message's text (and of its thinking) kept in the detail pane, with a note of the
+/// rest (the pager shows it whole): a 50 MB message took ~5 s to open.
+pub const DETAIL_TEXT: usize = 64 * 1024;
 /// Bytes of a tool's output kept per call when a session is opened in the pager.
 pub const PAGER_OUTPUT: usize = 64 * 1024;
 
@@ -354,13 +357,16 @@ fn answer(
             generation,
             offset,
             view: match store {
-                Some(s) => done(s.get_session(
-                    &id,
-                    Some(&agent),
-                    offset,
-                    MESSAGES_PAGE,
-                    Some(DETAIL_OUTPUT),
-                ))?,
+                Some(s) => done(
+                    s.get_session(
+                        &id,
+                        Some(&agent),
+                        offset,
+                        MESSAGES_PAGE,
+                        Some(DETAIL_OUTPUT),
+                    )
+                    .map(detail_view),
+                )?,
                 None => Err("the store is empty".into()),
             },
         },
@@ -404,6 +410,19 @@ fn local(db: &StoreLocation) -> Result<memtrail_runtime::Store, String> {
     }
 }
 
+/// `v` as the detail pane keeps it: each message's text and thinking cut to [`DETAIL_TEXT`].
+fn detail_view(
+    mut v: memtrail_runtime::query::SessionView,
+) -> memtrail_runtime::query::SessionView {
+    for m in &mut v.messages {
+        memtrail_runtime::query::truncate_note(&mut m.text, DETAIL_TEXT);
+        if let Some(t) = m.thinking.as_mut() {
+            memtrail_runtime::query::truncate_note(t, DETAIL_TEXT);
+        }
+    }
+    v
+}
+
 /// The text of `kind` for session `id` of `agent`.
 fn text(
     s: &dyn ReadStore,
@@ -434,4 +453,59 @@ fn text(
         }
         TextKind::Handoff(to) => memtrail_runtime::resume::handoff(s, rowid, *to)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use memtrail_runtime::query::{MessageView, SessionSummary, SessionView};
+
+    /// A message's text and thinking over [`super::DETAIL_TEXT`] are cut with a note of the
+    /// bytes left out; shorter ones and tool calls are left as they are.
+    #[test]
+    fn the_detail_pane_keeps_a_huge_message_short() {
+        let message = |text: String, thinking: Option<String>| MessageView {
+            id: "m".into(),
+            index: 0,
+            role: "user".into(),
+            kind: "text".into(),
+            text,
+            thinking,
+            timestamp: None,
+            model: None,
+            tool_calls: Vec::new(),
+        };
+        let huge = "é".repeat(100_000);
+        let view = SessionView {
+            session: SessionSummary {
+                session_id: "s".into(),
+                agent: "claude".into(),
+                machine: String::new(),
+                title: None,
+                project: None,
+                model: None,
+                git_branch: None,
+                started_at: None,
+                updated_at: None,
+                messages: 2,
+                parent_session_id: None,
+            },
+            offset: 0,
+            total: 2,
+            messages: vec![
+                message(huge.clone(), Some(huge.clone())),
+                message("short".into(), None),
+            ],
+            children: Vec::new(),
+        };
+        let v = super::detail_view(view);
+        // 65,536 bytes are 32,768 two-byte characters; 200,000 bytes in all.
+        let cut = format!(
+            "{}\n… [{} more bytes]",
+            "é".repeat(32_768),
+            200_000 - 65_536
+        );
+        assert_eq!(v.messages[0].text, cut);
+        assert_eq!(v.messages[0].thinking.as_deref(), Some(cut.as_str()));
+        assert_eq!(v.messages[1].text, "short");
+    }
 }
