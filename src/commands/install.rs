@@ -466,9 +466,23 @@ pub fn purge(db: &StoreLocation, yes: bool, json: bool, dry_run: bool) -> Result
     }
     match &store_what {
         Some(w) => {
+            // Processes that hold the file open (`memtrail web`, an MCP server) keep reading
+            // it until they notice it is gone, and its space is given back when they close it.
+            let holders = db.sqlite_path().map(store_holders).unwrap_or_default();
             db.remove_files()
                 .with_context(|| format!("cannot delete {db}"))?;
             say(format!("deleted the store {db} ({w})"));
+            if !holders.is_empty() {
+                say(format!(
+                    "note: still open in {} ({}): each lets it go at its next request (an MCP server, `memtrail web`) or when it stops; the deleted file's space comes back then",
+                    plural(holders.len() as u64, "process", "processes"),
+                    holders
+                        .iter()
+                        .map(|(pid, name)| format!("{name} pid {pid}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
         }
         None => say(format!("no store at {}: nothing to delete there", db)),
     }
@@ -497,6 +511,49 @@ pub fn purge(db: &StoreLocation, yes: bool, json: bool, dry_run: bool) -> Result
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The processes of this user, other than this one, with the store at `db` (or its `-wal`)
+/// open: their ids and names (`/proc/<pid>/comm`, shown through `terminal_safe`), by id.
+/// Read from `/proc/<pid>/fd` (Linux); empty elsewhere and where `/proc` cannot be read.
+pub(crate) fn store_holders(db: &std::path::Path) -> Vec<(u32, String)> {
+    #[cfg(target_os = "linux")]
+    {
+        let real = std::fs::canonicalize(db).unwrap_or_else(|_| db.to_path_buf());
+        let mut wal = real.clone().into_os_string();
+        wal.push("-wal");
+        let wal = std::path::PathBuf::from(wal);
+        let me = std::process::id();
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let mut found: Vec<(u32, String)> = procs
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|&pid| pid != me)
+            .filter(|pid| {
+                std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+                    fds.flatten().any(|fd| {
+                        std::fs::read_link(fd.path()).is_ok_and(|t| t == real || t == wal)
+                    })
+                })
+            })
+            .map(|pid| {
+                let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+                (
+                    pid,
+                    crate::output::terminal_safe(name.trim_end()).into_owned(),
+                )
+            })
+            .collect();
+        found.sort();
+        found
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = db;
+        Vec::new()
+    }
 }
 
 /// The bytes of the files under `dir` (symlinks not followed; what cannot be read counts 0).

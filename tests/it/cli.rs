@@ -4827,6 +4827,58 @@ fn purge_reads_without_changing_and_refuses_a_foreign_file() {
     assert_eq!(std::fs::read(&db).unwrap(), before);
 }
 
+/// `uninstall --purge` says which running processes still hold the store it deleted (their
+/// data stays on disk until they let it go; a review: a `memtrail web` kept serving it, silent).
+#[test]
+fn purge_names_the_processes_that_still_hold_the_store() {
+    let sb = Sandbox::new();
+    sb.install_fixture_projects();
+    sb.json(&["import", "--json"]);
+    let db = sb.home.join(".local/share/memtrail/memtrail.db");
+    // A process with the store open on a descriptor (as a server's connection is).
+    let mut holder = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("exec 3<\"$1\"; exec sleep 60")
+        .arg("sh")
+        .arg(&db)
+        .spawn()
+        .unwrap();
+    let pid = holder.id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default() != "sleep\n" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the holder did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = sb
+        .acmd()
+        .args(["uninstall", "--purge", "--yes"])
+        .output()
+        .unwrap();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!db.exists());
+    assert!(
+        stdout.contains(&format!("note: still open in 1 process (sleep pid {pid})")),
+        "{stdout}"
+    );
+    // Nothing holds it: no note.
+    sb.json(&["import", "--json"]);
+    let out = sb
+        .acmd()
+        .args(["uninstall", "--purge", "--yes"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("still open"),
+        "{out:?}"
+    );
+}
+
 /// An access token lets in whoever presents it, another local account too (the check of the
 /// connection's account is for a page without one): given with `--token`, it is in the process
 /// list for every local user while the page runs, and `web` says so on stderr, as `sync
