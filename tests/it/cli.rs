@@ -4809,6 +4809,29 @@ fn purge_reads_without_changing_and_refuses_a_foreign_file() {
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "my notes\n");
     let mode = std::fs::metadata(&notes).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o664, "the file's mode is untouched");
+    // Another program's SQLite database with a schema version of its own (a review: deleted
+    // as "a store whose content cannot be read").
+    let app = sb.home.join("app.db");
+    {
+        let c = rusqlite::Connection::open(&app).unwrap();
+        c.execute_batch(
+            "PRAGMA user_version = 3; CREATE TABLE notes (x); INSERT INTO notes VALUES ('keep');",
+        )
+        .unwrap();
+    }
+    let before = std::fs::read(&app).unwrap();
+    let out = sb
+        .acmd()
+        .env("MEMTRAIL_DB", &app)
+        .args(["uninstall", "--purge", "--yes"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not a memtrail store"),
+        "{out:?}"
+    );
+    assert_eq!(std::fs::read(&app).unwrap(), before);
     // A real store: counted, and the dry run leaves its bytes as they were.
     sb.install_fixture_projects();
     sb.json(&["import", "--json"]);

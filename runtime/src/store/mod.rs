@@ -350,32 +350,80 @@ impl StoreError {
     }
 }
 
-/// Refuse an existing file at a store's path unless it is an SQLite database that is empty or
-/// holds memtrail's `sessions` and `messages` tables (every schema version has both): read
-/// from `sqlite_schema` only, so a refused file is left as it was.
+/// What an existing file at a store's path holds, as [`file_kind`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FileKind {
+    /// Nothing yet: no bytes, or an SQLite database with no schema object, user version or
+    /// application id (memtrail makes its store there).
+    Empty,
+    /// memtrail's store, of any schema version (a newer one is refused later, as such).
+    Store,
+    /// Anything else, and why: not SQLite, or another program's database.
+    Foreign(&'static str),
+}
+
+/// The tables every schema version of memtrail's store holds.
+const STORE_TABLES: [&str; 4] = ["sessions", "messages", "messages_fts", "sources"];
+
+/// What the existing file `real` holds, read through `conn` (a connection to it) without a
+/// write: its first 16 bytes must be SQLite's header (`SQLite format 3\0`) unless it has none;
+/// then either no schema object, user version 0 and application id 0 ([`FileKind::Empty`]), or
+/// every table of [`STORE_TABLES`] and a user version of 1 or more (migrations run in one
+/// transaction: a store never has its tables at version 0). Format: <https://sqlite.org/fileformat.html>.
 ///
-/// Errors: [`Error::Invalid`] naming `path` when it is not SQLite or is another program's
-/// database; store errors (a lock held past the busy timeout).
-fn refuse_foreign(conn: &Connection, path: &Path) -> Result<()> {
+/// Errors: reading the file's first bytes; store errors other than "not a database" (a lock held
+/// past the busy timeout).
+pub(super) fn file_kind(conn: &Connection, real: &Path) -> Result<FileKind> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(16);
+    std::fs::File::open(real)?.take(16).read_to_end(&mut head)?;
+    if !head.is_empty() && head != b"SQLite format 3\0" {
+        return Ok(FileKind::Foreign("not an SQLite database"));
+    }
     let read = conn.query_row(
-        "SELECT count(*), count(*) FILTER (WHERE type = 'table' AND name IN ('sessions', 'messages'))
-         FROM sqlite_schema",
+        &format!(
+            "SELECT (SELECT count(*) FROM sqlite_schema),
+                    (SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('{}')),
+                    (SELECT user_version FROM pragma_user_version),
+                    (SELECT application_id FROM pragma_application_id)",
+            STORE_TABLES.join("', '")
+        ),
         [],
-        |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+        |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        },
     );
+    let another = "an SQLite database whose tables are not memtrail's (another program's?)";
     match read {
-        Ok((0, _)) | Ok((_, 2)) => Ok(()),
-        Ok(_) => Err(Error::Invalid(format!(
-            "{} is not a memtrail store: it is an SQLite database whose tables are not memtrail's (another program's?); it was left as it is",
-            path.display()
-        ))),
+        Ok((0, _, 0, 0)) => Ok(FileKind::Empty),
+        Ok((0, ..)) => Ok(FileKind::Foreign(another)),
+        Ok((_, tables, version, _)) if tables == STORE_TABLES.len() as i64 && version >= 1 => {
+            Ok(FileKind::Store)
+        }
+        Ok(_) => Ok(FileKind::Foreign(another)),
         Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) => {
-            Err(Error::Invalid(format!(
-                "{} is not a memtrail store (not an SQLite database); it was left as it is",
-                path.display()
-            )))
+            Ok(FileKind::Foreign("not an SQLite database"))
         }
         Err(e) => Err(e).db(),
+    }
+}
+
+/// Refuse an existing file at a store's path unless [`file_kind`] finds it empty or memtrail's
+/// store: read only, so a refused file is left as it was.
+///
+/// Errors: [`Error::Invalid`] naming `path` and why; those of [`file_kind`].
+fn refuse_foreign(conn: &Connection, path: &Path, real: &Path) -> Result<()> {
+    match file_kind(conn, real)? {
+        FileKind::Empty | FileKind::Store => Ok(()),
+        FileKind::Foreign(why) => Err(Error::Invalid(format!(
+            "{} is not a memtrail store ({why}); it was left as it is",
+            path.display()
+        ))),
     }
 }
 
@@ -633,7 +681,7 @@ impl Store {
         // named by `--db` or `MEMTRAIL_DB` by mistake) is refused before its mode, journal or
         // tables are touched. Read on this connection: no second open on a hook's path.
         if existed {
-            refuse_foreign(&conn, path)?;
+            refuse_foreign(&conn, path, &real)?;
         }
         make_owner_only(&real)?;
         let file_id = file_id(path);
@@ -1462,7 +1510,27 @@ mod foreign_files {
         }
         let not_sqlite = d.path().join("notes.txt");
         std::fs::write(&not_sqlite, vec![b'x'; 8192]).unwrap();
-        for p in [&foreign, &not_sqlite] {
+        // One byte: SQLite would take it for an empty database (a review: it became a store).
+        let one_byte = d.path().join("nl.txt");
+        std::fs::write(&one_byte, b"\n").unwrap();
+        // Tables named as memtrail's but no schema version (a chat program's own).
+        let lookalike = d.path().join("chat.db");
+        {
+            let c = Connection::open(&lookalike).unwrap();
+            c.execute_batch(
+                "CREATE TABLE sessions (id INTEGER PRIMARY KEY, user TEXT);
+                 CREATE TABLE messages (id INTEGER PRIMARY KEY, body TEXT);",
+            )
+            .unwrap();
+        }
+        // No schema object, but a version and an application id of its own.
+        let versioned = d.path().join("app.db");
+        {
+            let c = Connection::open(&versioned).unwrap();
+            c.execute_batch("PRAGMA user_version = 7; PRAGMA application_id = 1234; VACUUM;")
+                .unwrap();
+        }
+        for p in [&foreign, &not_sqlite, &one_byte, &lookalike, &versioned] {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap();
             let before = std::fs::read(p).unwrap();
             let err = Store::open(p.as_path()).err().expect("refused");

@@ -164,8 +164,10 @@ pub fn peek_counts(path: &std::path::Path) -> Result<Option<Option<(i64, i64)>>>
     ) else {
         return Ok(None);
     };
-    let version: rusqlite::Result<i64> = conn.query_row("PRAGMA user_version", [], |r| r.get(0));
-    if !version.is_ok_and(|v| v > 0) {
+    // As a store is told from another program's database when it is opened: an empty
+    // database is not a store either (nothing of memtrail's to delete).
+    let real = super::files::resolve_links(path);
+    if !matches!(super::file_kind(&conn, &real), Ok(super::FileKind::Store)) {
         return Ok(None);
     }
     Ok(Some(
