@@ -119,6 +119,8 @@ fn run(db: &StoreLocation, a: ExportArgs) -> Result<ExitCode> {
     // the export began that were not written yet.
     let started = memtrail_runtime::now_ms();
     let mut done: std::collections::HashSet<(String, String)> = Default::default();
+    // The file names this run wrote (lower case).
+    let mut names: std::collections::HashSet<String> = Default::default();
     for last_pass in [false, true] {
         if last_pass {
             filter.since = Some(filter.since.unwrap_or(i64::MIN).max(started));
@@ -132,9 +134,8 @@ fn run(db: &StoreLocation, a: ExportArgs) -> Result<ExitCode> {
                 }
                 match &dir {
                     Some(d) => {
-                        write_file(&d.join(file_name(s, a.format)), |w| {
-                            write_session(store, s, a.format, w)
-                        })?;
+                        let name = unclaimed(file_name(s, a.format), &mut names);
+                        write_file(&d.join(name), |w| write_session(store, s, a.format, w))?;
                     }
                     None => write_session(store, s, a.format, &mut stdout)?,
                 }
@@ -165,9 +166,12 @@ fn run(db: &StoreLocation, a: ExportArgs) -> Result<ExitCode> {
 const FILE_ID_CHARS: usize = 120;
 
 /// `<agent>-<session id>.<ext>`, every character but `A-Z a-z 0-9 . _ -` of the id (a
-/// sub-agent's `<id>/agent-…`) as `_`. An id changed that way, or longer than
-/// [`FILE_ID_CHARS`], is cut there and followed by `-` and 12 hex digits of its BLAKE3 hash,
-/// so that two sessions never share a file (`a:1` and `a_1`) and no name is too long.
+/// sub-agent's `<id>/agent-…`) as `_`, and of the agent's name (another machine's word, in a
+/// pulled or PostgreSQL store) all but `A-Z a-z 0-9` left out. When either changed that way,
+/// or the id is longer than [`FILE_ID_CHARS`], the id is cut there and followed by `~` and 12
+/// hex digits of the BLAKE3 hash of the agent's name, a NUL and the id: `~` is never in a name
+/// kept as it was, so no session's name is another's (`a:1`, `a_1`, `a_1~<hash of a:1>`), and no
+/// name is too long.
 fn file_name(s: &SessionSummary, f: ExportFormat) -> String {
     let safe: String = s
         .session_id
@@ -180,18 +184,35 @@ fn file_name(s: &SessionSummary, f: ExportFormat) -> String {
             }
         })
         .collect();
-    // The agent's name too: a pulled or PostgreSQL store's rows are another machine's word.
     let agent: String = s
         .agent
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .collect();
-    if safe == s.session_id && safe.len() <= FILE_ID_CHARS {
+    if safe == s.session_id && agent == s.agent && safe.len() <= FILE_ID_CHARS {
         return format!("{agent}-{safe}.{}", f.ext());
     }
-    let hash = blake3::hash(s.session_id.as_bytes()).to_hex();
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(s.agent.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(s.session_id.as_bytes());
+    let hash = hasher.finalize().to_hex();
     let cut: String = safe.chars().take(FILE_ID_CHARS).collect();
-    format!("{agent}-{cut}-{}.{}", &hash[..12], f.ext())
+    format!("{agent}-{cut}~{}.{}", &hash[..12], f.ext())
+}
+
+/// `name` (from [`file_name`]), or `<stem>~2.<ext>`, `~3`, … when an earlier session of the same
+/// `--all` run took it, compared without case (a file system that ignores case would write both
+/// to one file).
+fn unclaimed(name: String, taken: &mut std::collections::HashSet<String>) -> String {
+    if taken.insert(name.to_lowercase()) {
+        return name;
+    }
+    let (stem, ext) = name.rsplit_once('.').unwrap_or((name.as_str(), ""));
+    (2..)
+        .map(|n| format!("{stem}~{n}.{ext}"))
+        .find(|candidate| taken.insert(candidate.to_lowercase()))
+        .expect("a free name")
 }
 
 /// Standard output; on a terminal, with every control character of the transcripts' text made
@@ -365,15 +386,22 @@ mod tests {
     #[test]
     fn every_session_gets_a_file_of_its_own_within_the_length_a_file_system_allows() {
         assert_eq!(named("codex", "coll_1"), "codex-coll_1.md");
-        let hashed = blake3::hash(b"coll:1").to_hex();
+        let hashed = blake3::hash(b"codex\0coll:1").to_hex();
         assert_eq!(
             named("codex", "coll:1"),
-            format!("codex-coll_1-{}.md", &hashed[..12])
+            format!("codex-coll_1~{}.md", &hashed[..12])
         );
+        // An id crafted as another's hashed name keeps its own (a review: `victim_1-<hash>`
+        // overwrote `victim:1`'s file): `~` is never kept from an id.
+        let crafted = format!("coll_1~{}", &hashed[..12]);
+        assert_ne!(named("codex", &crafted), named("codex", "coll:1"));
+        // An agent's name that had to change is hashed too.
+        assert_ne!(named("cl.aude", "abc"), named("claude", "abc"));
+        assert_eq!(named("claude", "abc"), "claude-abc.md");
         assert_ne!(named("codex", "coll:1"), named("codex", "coll_1"));
         let sub = named("claude", "3f2a/agent-a1");
         assert!(
-            sub.starts_with("claude-3f2a_agent-a1-") && sub.ends_with(".md"),
+            sub.starts_with("claude-3f2a_agent-a1~") && sub.ends_with(".md"),
             "{sub}"
         );
         let long = named("codex", &"x".repeat(400));
@@ -381,5 +409,21 @@ mod tests {
         assert_ne!(long, named("codex", &"x".repeat(401)));
         let just = "y".repeat(FILE_ID_CHARS);
         assert_eq!(named("codex", &just), format!("codex-{just}.md"));
+    }
+
+    /// A name taken earlier in the run, in any case, gets `~2`, `~3`, … before its extension.
+    #[test]
+    fn a_name_taken_in_the_run_is_not_written_twice() {
+        let mut taken = Default::default();
+        assert_eq!(unclaimed("claude-Ab.md".into(), &mut taken), "claude-Ab.md");
+        assert_eq!(
+            unclaimed("claude-ab.md".into(), &mut taken),
+            "claude-ab~2.md"
+        );
+        assert_eq!(
+            unclaimed("claude-AB.md".into(), &mut taken),
+            "claude-AB~3.md"
+        );
+        assert_eq!(unclaimed("claude-c.md".into(), &mut taken), "claude-c.md");
     }
 }
