@@ -68,9 +68,11 @@ enum Check {
     KeyBody,
     /// Skip only a placeholder (`$PASS`, `<password>`, `{pw}`).
     Placeholder,
-    /// A URL's user alone taken for a token: at most 200 characters, 20 letters and digits in
-    /// a row among them, a letter and at least three digits (`git`, `deploy-bot`,
-    /// `build-agent-2024-west` are names), not a placeholder.
+    /// A URL's user alone taken for a token: at most 200 characters with 20 letters and digits
+    /// in a row, and upper and lower case letters and digits all three, or 32 in a row of two
+    /// of them, or lower-case hex with three digits and three letters (a name is one case and
+    /// a few digits: `git`, `build-agent-2024-west`, `johnsmithdeveloper1990`); not a
+    /// placeholder, nor the URL path's first segment (Azure DevOps' `https://org@…/org/`).
     UrlToken,
     /// An SQL password (`PASSWORD 'X'`, `IDENTIFIED BY 'X'`): as [`Check::Placeholder`], and
     /// not code that builds the statement (`"… PASSWORD '" + pw + "'"`: a value that starts
@@ -549,7 +551,7 @@ const RULES: &[RuleDef] = &[
     // git sends it, GitHub and others take it): see [`Check::UrlToken`].
     def(
         "url_token",
-        r"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]{0,20}://(?P<s>[A-Za-z0-9_-]+)@[A-Za-z0-9_-]",
+        r"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]{0,20}://(?P<s>[A-Za-z0-9_.%-]+)@[A-Za-z0-9_-][A-Za-z0-9_.-]*(?:/(?P<p>[A-Za-z0-9_.%-]+))?",
         Check::UrlToken,
         &["://"],
         Shape::UrlToken,
@@ -1108,7 +1110,7 @@ enum Shape {
     /// `url_password`: after `://`, a user part (maybe empty) up to a `:`, then a password
     /// part up to an `@`, without whitespace.
     UrlPassword,
-    /// `url_token`: after `://`, at least 20 bytes of `[A-Za-z0-9_-]`, then `@`.
+    /// `url_token`: after `://`, at least 20 bytes of `[A-Za-z0-9_.%-]`, then `@`.
     UrlToken,
     /// A header: `[A-Za-z0-9-]*`, an optional `\` and quote, `[ \t]*`, then `:`.
     Header,
@@ -1398,7 +1400,7 @@ impl Shape {
             }
             Shape::UrlToken => {
                 let j = run(end, &|c| {
-                    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-')
+                    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'%')
                 });
                 j - end >= 20 && b.get(j) == Some(&b'@')
             }
@@ -2823,11 +2825,27 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
                 .map(str::len)
                 .max()
                 .unwrap_or(0);
+            let count = |f: fn(&u8) -> bool| secret.bytes().filter(&f).count();
+            let (upper, lower, digits) = (
+                count(u8::is_ascii_uppercase),
+                count(u8::is_ascii_lowercase),
+                count(u8::is_ascii_digit),
+            );
+            let classes = [upper, lower, digits].iter().filter(|&&n| n > 0).count();
+            let lower_hex = secret
+                .bytes()
+                .filter(u8::is_ascii_alphanumeric)
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            let token_like = longest_run >= 20
+                && ((upper > 0 && lower > 0 && digits > 0)
+                    || (longest_run >= 32 && classes >= 2)
+                    || (lower_hex && digits >= 3 && lower >= 3));
             secret.len() <= 200
-                && longest_run >= 20
-                && secret.bytes().filter(u8::is_ascii_digit).count() >= 3
-                && secret.bytes().any(|b| b.is_ascii_alphabetic())
+                && token_like
                 && !placeholder(secret)
+                // Azure DevOps' clone URLs name the organisation as the user and the path's
+                // first segment (`https://org@dev.azure.com/org/…`).
+                && caps.name("p").is_none_or(|p| p.as_str() != secret)
         }
         Check::SqlPassword => {
             !placeholder(secret)
@@ -2853,7 +2871,13 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
             quoted || !(placeholder(secret) || secret.chars().all(|c| c.is_ascii_lowercase()))
         }
         Check::UrlPassword => {
-            let user_chars = caps.name("u").map_or(0, |u| u.as_str().chars().count());
+            let user = caps.name("u").map_or("", |u| u.as_str());
+            // A marker an earlier rule wrote as the user (`https://[redacted:github_token]@`)
+            // is not a user and a password.
+            if user.ends_with(&MARKER_PREFIX[..MARKER_PREFIX.len() - 1]) {
+                return false;
+            }
+            let user_chars = user.chars().count();
             // A port then a path (`http://host:8080/@scope/pkg`) is not a password.
             let digits = secret.bytes().take_while(u8::is_ascii_digit).count();
             user_chars <= 100

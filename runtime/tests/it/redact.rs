@@ -152,10 +152,34 @@ fn bearer_and_urls() {
         r("remote: https://a1b2c3d4e5f6a7b8c9d0e1f2@git.example.org/x"),
         "remote: https://[redacted:url_token]@git.example.org/x"
     );
-    // Names: short, without three digits, or a placeholder.
+    assert_eq!(
+        r("https://AbCdEfGhIjKlMnOpQr12@git.example.org/x"),
+        "https://[redacted:url_token]@git.example.org/x"
+    );
+    assert_eq!(
+        r("https://Zq3xT9vLm2Np8Rw4Ks6H7y.abc@git.example.org/x"),
+        "https://[redacted:url_token]@git.example.org/x"
+    );
+    assert_eq!(
+        r("https://0123456789abcdef0123456789abcdef01234567@github.com/o/r"),
+        "https://[redacted:url_token]@github.com/o/r"
+    );
+    // Names: short, one case with a few digits, the organisation Azure DevOps repeats in the
+    // path, or a placeholder (a review: these were redacted).
     assert_kept("ssh://git@github.com/o/r and https://deploy-bot-for-the-team@host.example/x");
     assert_kept("https://build-agent-2024-west@ci.example.com/job");
     assert_kept("https://x@y https://ab12cd34@host.example/");
+    assert_kept("https://johnsmithdeveloper1990@bitbucket.org/team/repo.git");
+    assert_kept("ftp://anonymoususerfromthe1990s@ftp.example.org/pub");
+    assert_kept(
+        "https://ContosoEngineering2024@dev.azure.com/ContosoEngineering2024/Proj/_git/repo",
+    );
+    // A known token as the URL's user keeps one marker (a review: `url_password` took the
+    // marker for a user and a password: `[redacted:[redacted:url_password]@`).
+    assert_eq!(
+        r("git clone https://ghp_0123456789abcdefABCDEF0123456789abcd@github.com/o/r"),
+        "git clone https://[redacted:github_token]@github.com/o/r"
+    );
 }
 
 #[test]
