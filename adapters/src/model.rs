@@ -792,6 +792,26 @@ pub fn parse_object_line<T: serde::de::DeserializeOwned>(line: &[u8]) -> Option<
         })
 }
 
+/// Parse a JSON document (a whole-file transcript, a journal's line) as [`parse_object_line`]
+/// reads a line, whatever its first byte: repaired once with [`repair_json_line`] when it does
+/// not parse, and read with every value below [`LINE_DEPTH_KEPT`] levels as `null` when it
+/// nests deeper than serde_json parses.
+///
+/// Errors: serde_json's error for `bytes` as they are, when none of the three reads parses.
+pub fn parse_json_doc<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
+    serde_json::from_slice(bytes).or_else(|e| {
+        let repaired = repair_json_line(bytes);
+        if let Some(fixed) = &repaired
+            && let Ok(v) = serde_json::from_slice(fixed)
+        {
+            return Ok(v);
+        }
+        flatten_deep_json(repaired.as_deref().unwrap_or(bytes), LINE_DEPTH_KEPT)
+            .and_then(|flat| serde_json::from_slice(&flat).ok())
+            .ok_or(e)
+    })
+}
+
 /// How many levels of objects and arrays [`parse_object_line`] keeps of a line nested deeper
 /// than serde_json's limit (128).
 pub const LINE_DEPTH_KEPT: usize = 100;
@@ -952,6 +972,21 @@ mod depth_tests {
             let v: Value = parse_object_line(line.as_bytes()).expect("read");
             assert_eq!(v["text"], format!("deepcase{levels}"));
         }
+        // A whole-file transcript (VS Code's chat session, Cline's task: an array) with such a
+        // field is read the same way (a review: the session was lost, retried every import).
+        let doc = format!(
+            r#"{{"requests":[{{"message":{{"text":"deepdoc"}}}}],"x":{}}}"#,
+            nested(150, "1")
+        );
+        let v: Value = super::parse_json_doc(doc.as_bytes()).expect("read");
+        assert_eq!(v["requests"][0]["message"]["text"], "deepdoc");
+        let array = format!(r#"[{{"say":"deeptask"}},{}]"#, nested(150, "2"));
+        let v: Value = super::parse_json_doc(array.as_bytes()).expect("read");
+        assert_eq!(v[0]["say"], "deeptask");
+        // A lone surrogate is still repaired, and a broken document still fails.
+        let v: Value = super::parse_json_doc(br#"{"t":"cut \ud83d"}"#).unwrap();
+        assert_eq!(v["t"], "cut \u{fffd}");
+        assert!(super::parse_json_doc::<Value>(b"{\"t\":").is_err());
         // Broken past the depth too: still malformed.
         let broken = format!(r#"{{"text":"x","r":{}"#, nested(300, "1"));
         assert!(parse_object_line::<Value>(broken.trim_end_matches(']').as_bytes()).is_none());

@@ -261,7 +261,7 @@ fn looks_failed(output: &str) -> bool {
 impl DocReader for TaskReader {
     fn read(&mut self, bytes: &[u8], out: &mut Batch) {
         let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-        let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(bytes) else {
+        let Ok(Value::Array(items)) = crate::model::parse_json_doc::<Value>(bytes) else {
             out.stats.lines += 1;
             out.stats.malformed += 1;
             return;

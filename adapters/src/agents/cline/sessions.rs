@@ -262,7 +262,7 @@ fn exit_code(output: &str) -> Option<i64> {
 impl DocReader for SessionReader {
     fn read(&mut self, bytes: &[u8], out: &mut Batch) {
         let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-        let doc: Option<Value> = serde_json::from_slice(bytes).ok();
+        let doc: Option<Value> = crate::model::parse_json_doc(bytes).ok();
         let Some(Value::Array(items)) =
             doc.and_then(|mut d| d.get_mut("messages").map(Value::take))
         else {

@@ -108,7 +108,7 @@ pub fn read_session(
         return Err(bad(path, "larger than 256 MiB; not read"));
     }
     let bytes = std::fs::read(path).map_err(|e| bad(path, &e.to_string()))?;
-    let doc: Value = serde_json::from_slice(&bytes).map_err(|e| bad(path, &e.to_string()))?;
+    let doc: Value = crate::model::parse_json_doc(&bytes).map_err(|e| bad(path, &e.to_string()))?;
     let history = doc
         .get("history")
         .and_then(Value::as_array)

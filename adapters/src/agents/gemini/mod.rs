@@ -983,7 +983,7 @@ impl DocReader for GeminiDocReader {
             out.meta.project_dir.clone_from(&self.project_dir);
         }
         let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-        let Ok(Value::Object(doc)) = serde_json::from_slice::<Value>(bytes) else {
+        let Ok(Value::Object(doc)) = crate::model::parse_json_doc::<Value>(bytes) else {
             out.stats.lines += 1;
             out.stats.malformed += 1;
             return;

@@ -995,11 +995,7 @@ impl DocReader for ChatSessionReader {
         let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
         // A whole-session JSON with one bad character (lone surrogate, invalid UTF-8) is
         // repaired; a journal is repaired line by line in `replay_journal`.
-        let whole = serde_json::from_slice::<Value>(bytes).or_else(|e| {
-            crate::model::repair_json_line(bytes)
-                .and_then(|fixed| serde_json::from_slice::<Value>(&fixed).ok())
-                .ok_or(e)
-        });
+        let whole = crate::model::parse_json_doc::<Value>(bytes);
         let doc = match whole {
             Ok(Value::Object(m)) if m.contains_key("requests") => Some(Value::Object(m)),
             Ok(Value::Object(m)) if m.contains_key("kind") => {
@@ -1030,11 +1026,7 @@ fn replay_journal<'a>(lines: impl Iterator<Item = &'a [u8]>, out: &mut Batch) ->
             continue;
         }
         out.stats.lines += 1;
-        let parsed = serde_json::from_slice::<Value>(line).or_else(|e| {
-            crate::model::repair_json_line(line)
-                .and_then(|fixed| serde_json::from_slice::<Value>(&fixed).ok())
-                .ok_or(e)
-        });
+        let parsed = crate::model::parse_json_doc::<Value>(line);
         let Ok(Value::Object(mut e)) = parsed else {
             out.stats.malformed += 1;
             continue;
