@@ -69,10 +69,11 @@ enum Check {
     /// Skip only a placeholder (`$PASS`, `<password>`, `{pw}`).
     Placeholder,
     /// A URL's user alone taken for a token: at most 200 characters with 20 letters and digits
-    /// in a row, and upper and lower case letters and digits all three, or 32 in a row of two
-    /// of them, or lower-case hex with three digits and three letters (a name is one case and
-    /// a few digits: `git`, `build-agent-2024-west`, `johnsmithdeveloper1990`); not a
-    /// placeholder, nor the URL path's first segment (Azure DevOps' `https://org@…/org/`).
+    /// in a row, two of upper case, lower case and digits among them, and not a name (lower-case
+    /// words with digits under a quarter of them: `johnsmithdeveloper1990`); or lower-case hex
+    /// with three digits and three letters. Not a placeholder, nor the URL path's first segment
+    /// (Azure DevOps' `https://org@…/org/`). A CamelCase name with digits is taken for a token:
+    /// a token kept is worse than a name hidden.
     UrlToken,
     /// An SQL password (`PASSWORD 'X'`, `IDENTIFIED BY 'X'`): as [`Check::Placeholder`], and
     /// not code that builds the statement (`"… PASSWORD '" + pw + "'"`: a value that starts
@@ -2836,10 +2837,10 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
                 .bytes()
                 .filter(u8::is_ascii_alphanumeric)
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            // A name: lower-case words and a few digits (`johnsmithdeveloper1990`).
+            let name_like = upper == 0 && digits * 4 < upper + lower + digits;
             let token_like = longest_run >= 20
-                && ((upper > 0 && lower > 0 && digits > 0)
-                    || (longest_run >= 32 && classes >= 2)
-                    || (lower_hex && digits >= 3 && lower >= 3));
+                && ((classes >= 2 && !name_like) || (lower_hex && digits >= 3 && lower >= 3));
             secret.len() <= 200
                 && token_like
                 && !placeholder(secret)

@@ -165,9 +165,14 @@ fn run(db: &StoreLocation, a: ExportArgs) -> Result<ExitCode> {
 /// How many characters of a session id a file name keeps (file systems allow 255 bytes).
 const FILE_ID_CHARS: usize = 120;
 
+/// How many characters of an agent's name a file name keeps (another machine's rows may name
+/// any agent).
+const FILE_AGENT_CHARS: usize = 32;
+
 /// `<agent>-<session id>.<ext>`, every character but `A-Z a-z 0-9 . _ -` of the id (a
 /// sub-agent's `<id>/agent-…`) as `_`, and of the agent's name (another machine's word, in a
-/// pulled or PostgreSQL store) all but `A-Z a-z 0-9` left out. When either changed that way,
+/// pulled or PostgreSQL store) all but `A-Z a-z 0-9` left out and at most [`FILE_AGENT_CHARS`]
+/// kept. When either changed that way,
 /// or the id is longer than [`FILE_ID_CHARS`], the id is cut there and followed by `~` and 12
 /// hex digits of the BLAKE3 hash of the agent's name, a NUL and the id: `~` is never in a name
 /// kept as it was, so no session's name is another's (`a:1`, `a_1`, `a_1~<hash of a:1>`), and no
@@ -188,6 +193,7 @@ fn file_name(s: &SessionSummary, f: ExportFormat) -> String {
         .agent
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
+        .take(FILE_AGENT_CHARS)
         .collect();
     if safe == s.session_id && agent == s.agent && safe.len() <= FILE_ID_CHARS {
         return format!("{agent}-{safe}.{}", f.ext());
@@ -398,6 +404,9 @@ mod tests {
         // An agent's name that had to change is hashed too.
         assert_ne!(named("cl.aude", "abc"), named("claude", "abc"));
         assert_eq!(named("claude", "abc"), "claude-abc.md");
+        // An agent's name of 300 characters (a pulled row): cut, hashed, within 255 bytes.
+        let agent = named(&"a".repeat(300), &"x".repeat(400));
+        assert!(agent.len() < 255 && agent.contains('~'), "{}", agent.len());
         assert_ne!(named("codex", "coll:1"), named("codex", "coll_1"));
         let sub = named("claude", "3f2a/agent-a1");
         assert!(

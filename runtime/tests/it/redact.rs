@@ -164,6 +164,11 @@ fn bearer_and_urls() {
         r("https://0123456789abcdef0123456789abcdef01234567@github.com/o/r"),
         "https://[redacted:url_token]@github.com/o/r"
     );
+    // Lower case and digits at random (a review: the character-mix test let it through).
+    assert_eq!(
+        r("git clone https://k3j4h5g6f7d8s9a0q1w2e3r4@github.com/o/r"),
+        "git clone https://[redacted:url_token]@github.com/o/r"
+    );
     // Names: short, one case with a few digits, the organisation Azure DevOps repeats in the
     // path, or a placeholder (a review: these were redacted).
     assert_kept("ssh://git@github.com/o/r and https://deploy-bot-for-the-team@host.example/x");
