@@ -13,7 +13,12 @@ use ratatui::style::Color;
 /// 2026-11-29T10:11:12Z in ms.
 const NOW: i64 = 1_795_947_072_000;
 
-fn summary(id: &str, title: &str, messages: i64, parent: Option<&str>) -> SessionSummary {
+pub(super) fn summary(
+    id: &str,
+    title: &str,
+    messages: i64,
+    parent: Option<&str>,
+) -> SessionSummary {
     SessionSummary {
         session_id: id.into(),
         agent: "claude".into(),
@@ -29,7 +34,7 @@ fn summary(id: &str, title: &str, messages: i64, parent: Option<&str>) -> Sessio
     }
 }
 
-fn message(index: i64, role: &str, text: &str) -> MessageView {
+pub(super) fn message(index: i64, role: &str, text: &str) -> MessageView {
     MessageView {
         id: format!("m{index}"),
         index,

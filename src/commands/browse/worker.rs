@@ -457,44 +457,21 @@ fn text(
 
 #[cfg(test)]
 mod tests {
-    use memtrail_runtime::query::{MessageView, SessionSummary, SessionView};
+    use super::super::tests::{message, summary};
+    use memtrail_runtime::query::SessionView;
 
     /// A message's text and thinking over [`super::DETAIL_TEXT`] are cut with a note of the
-    /// bytes left out; shorter ones and tool calls are left as they are.
+    /// bytes left out; shorter ones are left as they are.
     #[test]
     fn the_detail_pane_keeps_a_huge_message_short() {
-        let message = |text: String, thinking: Option<String>| MessageView {
-            id: "m".into(),
-            index: 0,
-            role: "user".into(),
-            kind: "text".into(),
-            text,
-            thinking,
-            timestamp: None,
-            model: None,
-            tool_calls: Vec::new(),
-        };
         let huge = "é".repeat(100_000);
+        let mut first = message(0, "user", &huge);
+        first.thinking = Some(huge.clone());
         let view = SessionView {
-            session: SessionSummary {
-                session_id: "s".into(),
-                agent: "claude".into(),
-                machine: String::new(),
-                title: None,
-                project: None,
-                model: None,
-                git_branch: None,
-                started_at: None,
-                updated_at: None,
-                messages: 2,
-                parent_session_id: None,
-            },
+            session: summary("s", "t", 2, None),
             offset: 0,
             total: 2,
-            messages: vec![
-                message(huge.clone(), Some(huge.clone())),
-                message("short".into(), None),
-            ],
+            messages: vec![first, message(1, "assistant", "short")],
             children: Vec::new(),
         };
         let v = super::detail_view(view);
