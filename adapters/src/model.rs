@@ -782,14 +782,7 @@ pub fn parse_object_line<T: serde::de::DeserializeOwned>(line: &[u8]) -> Option<
     if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return None;
     }
-    serde_json::from_slice(line)
-        .ok()
-        .or_else(|| repair_json_line(line).and_then(|fixed| serde_json::from_slice(&fixed).ok()))
-        .or_else(|| {
-            let repaired = repair_json_line(line);
-            let flat = flatten_deep_json(repaired.as_deref().unwrap_or(line), LINE_DEPTH_KEPT)?;
-            serde_json::from_slice(&flat).ok()
-        })
+    parse_json_doc(line).ok()
 }
 
 /// Parse a JSON document (a whole-file transcript, a journal's line) as [`parse_object_line`]
