@@ -858,6 +858,24 @@ const RULES: &[RuleDef] = &[
         ],
         Shape::Any,
     ),
+    // A key or token said in a sentence under the name of what it is (`the API key is X`, `my
+    // access token was X`; `the client secret for prod is X` when the text also says `secret
+    // is` somewhere: the needles are the common `… is`/`… was` only): judged as a password in
+    // a sentence (`the API key is required`, `the access token is valid` stay).
+    def(
+        "secret_assignment",
+        r#"(?i-u)\b(?P<n>(?:api|access|secret|auth|bot|client|signing|private|deploy|service)[ \t_-]+(?:key|token|secret))(?:[ \t]+for(?:[ \t]+[A-Za-z0-9_.@'-]+){1,4})?[ \t]+(?:is|was)(?:[ \t]+(?:now|still))?[ \t]*:?[ \t]+[`"']?(?P<s>(?u:[^\s"'`\\,;)}\]]*[^\s"'`\\,;)}\].?:]))"#,
+        Check::Prose,
+        &[
+            "key is",
+            "key was",
+            "token is",
+            "token was",
+            "secret is",
+            "secret was",
+        ],
+        Shape::Any,
+    ),
     // A Markdown table row that gives a secret's value: a secret's name (see [`secret_name`])
     // in the first cell, its value in the second (`| password | X |`, `| `DB_PASSWORD` |
     // `X` |`, `| **API key** | X |`), judged as a password in a sentence (see

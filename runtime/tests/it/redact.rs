@@ -1209,6 +1209,45 @@ fn secrets_inside_turned_down_values_keys_and_more_command_lines() {
     );
 }
 
+/// A key or token said in a sentence under the name of what it is (listed as left alone by the
+/// 2026-12-07 walkthrough: `the API key is X`): redacted as a password in a sentence is; prose
+/// about keys and tokens stays.
+#[test]
+fn keys_and_tokens_in_sentences() {
+    for (input, want) in [
+        (
+            "the API key is 7f3a9c2b1e4d5a6b, keep it safe",
+            "the API key is [redacted:secret_assignment], keep it safe",
+        ),
+        (
+            "My access token was: Xq7mR2vK9pL3w.",
+            "My access token was: [redacted:secret_assignment].",
+        ),
+        (
+            "the client secret is `S3cr3t~abc` (prod)",
+            "the client secret is `[redacted:secret_assignment]` (prod)",
+        ),
+        (
+            "Your bot token is now Zx81mQ2vLp7K",
+            "Your bot token is now [redacted:secret_assignment]",
+        ),
+    ] {
+        assert_eq!(r(input), want, "{input}");
+    }
+    for kept in [
+        "the API key is required",
+        "the access token is valid for 3600 seconds",
+        "the key is to cache it",
+        "the secret key is stored in the vault",
+        "the API key is 32 characters long",
+        "the token is expired",
+        "the deploy key is read-only",
+        "the API key is None",
+    ] {
+        assert_kept(kept);
+    }
+}
+
 /// Passwords the rules missed (listed as left alone after the 2026-12-05 attack review): a
 /// password said in a sentence, a prompt that names a host with its port, a quoted value
 /// holding an escaped quote, and the command lines of Azure CLI, Podman, PowerShell and a
