@@ -1309,3 +1309,154 @@ fn a_stemmed_prefix_matches_the_rows_of_its_terms_in_fts5s_vocabulary() {
         }
     }
 }
+
+/// The snippets of a query with exclusions are made without them (`without_exclusions` in
+/// `store::queries`): over long messages (a snippet shows 16 of their tokens, so which window
+/// is chosen matters) with prose and tool output, CJK words, phrases and prefixes on either
+/// side of the `NOT`, each hit (message, score, snippet) is the one made with the exclusions
+/// kept, with every prefix expanded and with FTS5's own, unfiltered, for one agent and for a
+/// role.
+#[test]
+fn exclusions_left_out_of_the_snippets_query_give_the_same_hits() {
+    use crate::store::queries::KEEP_EXCLUSIONS;
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+    let mut rng = Xorshift(0x5a1e_0c0d);
+    // Filler words, and words each in some messages (per cent), once to three times.
+    let filler = [
+        "filler", "words", "here", "more", "of", "it", "and", "so", "on", "x",
+    ];
+    let special = [
+        ("alpha", 60),
+        ("beta", 30),
+        ("gamma", 30),
+        ("delta", 20),
+        ("error", 40),
+        ("errno", 10),
+        ("errors", 10),
+        ("test", 20),
+        ("testing", 10),
+        ("the", 20),
+        ("that", 10),
+        ("to", 20),
+        ("code", 20),
+        ("config", 10),
+        ("cover", 10),
+        ("漢字", 20),
+        ("日本", 20),
+    ];
+    let text = |rng: &mut Xorshift, least: usize, more: usize| -> String {
+        let n = least + rng.below(more);
+        let mut w: Vec<&str> = (0..n).map(|_| filler[rng.below(filler.len())]).collect();
+        for (word, per_cent) in special {
+            if rng.below(100) < per_cent {
+                for _ in 0..1 + rng.below(3) {
+                    let at = rng.below(w.len() + 1);
+                    w.insert(at, word);
+                }
+            }
+        }
+        w.join(" ")
+    };
+    let mut n = 0i64;
+    for (i, agent) in [Agent::Claude, Agent::Codex, Agent::Claude]
+        .iter()
+        .enumerate()
+    {
+        let sid = store
+            .write(|w| {
+                w.upsert_session(
+                    &SessionRef {
+                        agent: *agent,
+                        external_id: format!("long-{i}"),
+                        parent_external_id: None,
+                    },
+                    &SessionMeta::default(),
+                    &Standard,
+                )
+            })
+            .unwrap();
+        let records: Vec<Record> = (0..200)
+            .map(|j| {
+                n += 1;
+                let mut parts = vec![Part::Text {
+                    text: text(&mut rng, 20, 100),
+                }];
+                if j % 3 == 0 {
+                    parts.push(Part::ToolResult {
+                        call_id: format!("c{n}"),
+                        output: text(&mut rng, 10, 60),
+                        is_error: false,
+                    });
+                }
+                Record::Message(Message {
+                    id: format!("m{n}"),
+                    role: if j % 2 == 0 {
+                        Role::User
+                    } else {
+                        Role::Assistant
+                    },
+                    kind: Kind::Text,
+                    parts,
+                    timestamp: Some(T0 + n * 1000),
+                    model: None,
+                })
+            })
+            .collect();
+        store.write(|w| w.apply(sid, records)).unwrap();
+    }
+    let _ = store.catch_up_index(None);
+    let all = SearchFilter {
+        limit: 100,
+        ..SearchFilter::default()
+    };
+    let filters = [
+        all.clone(),
+        SearchFilter {
+            agent: Some("codex".into()),
+            ..all.clone()
+        },
+        SearchFilter {
+            role: Some("user".into()),
+            ..all
+        },
+    ];
+    let queries = [
+        "alpha -beta",
+        "alpha -be*",
+        "al* -beta",
+        "alpha -\"beta gamma\"",
+        "alpha -t*",
+        "error -t*",
+        "err* -co*",
+        "err* -co* -th*",
+        "alpha -漢字",
+        "漢字 -alpha",
+        "日本 -漢字 gamma",
+        "alpha gamma -beta -delta",
+        "alpha -beta gamma",
+        "\"alpha beta\" -gamma",
+        "error -test* -code",
+        "-beta alpha",
+    ];
+    let mut cut = 0;
+    for q in queries {
+        for f in &filters {
+            for min_pages in [0, i64::MAX] {
+                KEEP_EXCLUSIONS.set(true);
+                let kept = search(&store, min_pages, q, f);
+                KEEP_EXCLUSIONS.set(false);
+                let left_out = search(&store, min_pages, q, f);
+                assert!(!kept.is_empty(), "{q} {f:?}: no hit");
+                assert_eq!(
+                    first_difference(&left_out, &kept),
+                    None,
+                    "{q} {f:?} (min_pages {min_pages})"
+                );
+                cut += kept.iter().filter(|h| h.snippet.contains('…')).count();
+            }
+        }
+    }
+    // Most hits' snippets are a window of a longer text.
+    assert!(cut > 1_000, "{cut} snippets cut");
+}

@@ -208,6 +208,13 @@ impl Prefixed {
         self.segs.iter().any(|s| matches!(s, Seg::Group(_)))
     }
 
+    /// Whether a prefix term outside a `NOT` was expanded.
+    pub fn has_positive_group(&self) -> bool {
+        self.segs
+            .iter()
+            .any(|s| matches!(s, Seg::Group(g) if !g.excluded))
+    }
+
     /// Whether [`Keep::Frequent`] and [`Keep::Since`] apply: there is a group that is not
     /// excluded, each such group has a frequent term (to walk with alone) and a term whose
     /// rows were read (to leave out), and every excluded group is written the same in every

@@ -414,6 +414,15 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         .collect::<Vec<_>>()
         .join(" OR ");
     let expanded = alternatives.iter().any(|a| a.is_expanded());
+    // One alternative's snippets without its exclusions (see [`without_exclusions`]): the same
+    // text, without checking each row walked against every excluded term.
+    let (snippet_query, expanded) = match without_exclusions(&snippet_query) {
+        Some(positive) if single && !keep_exclusions() => (
+            positive,
+            alternatives.iter().any(|a| a.has_positive_group()),
+        ),
+        _ => (snippet_query, expanded),
+    };
     let mut snippets = snippets(store, &snippet_query, expanded, &ranked)?;
     let mut row = store.conn.prepare_cached(
         "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts,
@@ -943,6 +952,9 @@ thread_local! {
     pub(crate) static DATES_LISTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// How many filters on a role were listed by [`role_scope`] on this thread.
     pub(crate) static ROLES_LISTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Searches on this thread keep the exclusions in their snippets' query
+    /// ([`keep_exclusions`]).
+    pub(crate) static KEEP_EXCLUSIONS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// A message's row id, message id, `memtrail_bm25` and time (ms).
@@ -1205,6 +1217,132 @@ fn snippets(
         }
     }
     Ok(out)
+}
+
+/// `q`, one alternative of a search in [`fts_query`]'s form (no `OR` outside parentheses),
+/// with each `NOT` outside parentheses and its operand (a phrase, a prefix term, a group in
+/// parentheses, a column filter's phrase) taken out; `None` when there is none, when `q` has an
+/// `OR` outside parentheses, or when its text is not of that shape.
+///
+/// For the snippets of `q`'s hits: a hit holds no instance of an excluded operand's phrases
+/// (a phrase, a prefix or an `OR` of them matches no row a `NOT` lets through), so FTS5's
+/// `snippet()` finds the same instances of the same positive phrases in it, scores the same
+/// windows and gives the same text. The pass that builds them then walks the rows of the
+/// positive part between the hits without checking each against every excluded term: on
+/// the 1 GB bench store `error -t*` checked ~300 frequent `t…` terms for each row of `error`
+/// (docs/benchmarks.md, "Exclusions left out of the snippets' query"). With an `OR`, a hit of one
+/// alternative may hold another's excluded words, which FTS5 may mark: such queries keep them.
+fn without_exclusions(q: &str) -> Option<String> {
+    // The end of the phrase opening at `i` (after its closing quote, and a prefix's `*`).
+    fn phrase_end(q: &str, i: usize) -> Option<usize> {
+        let b = q.as_bytes();
+        let mut j = i + 1;
+        loop {
+            match b.get(j)? {
+                b'"' if b.get(j + 1) == Some(&b'"') => j += 2,
+                b'"' => break,
+                _ => j += 1,
+            }
+        }
+        j += 1;
+        Some(if b.get(j) == Some(&b'*') { j + 1 } else { j })
+    }
+    // The end of the word (letters, digits, `_`) at `i`.
+    fn word_end(q: &str, i: usize) -> usize {
+        i + q[i..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(q.len() - i)
+    }
+    // The end of the operand after `i`: a phrase, a group in parentheses, `column : operand`.
+    fn operand_end(q: &str, i: usize) -> Option<usize> {
+        let b = q.as_bytes();
+        let i = i + (q.len() - i - q[i..].trim_start().len());
+        match b.get(i)? {
+            b'"' => phrase_end(q, i),
+            b'(' => {
+                let mut depth = 0usize;
+                let mut j = i;
+                while j < b.len() {
+                    match b[j] {
+                        b'"' => {
+                            j = phrase_end(q, j)?;
+                            continue;
+                        }
+                        b'(' => depth += 1,
+                        b')' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return Some(j + 1);
+                            }
+                        }
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                None
+            }
+            c if c.is_ascii_alphabetic() => {
+                let end = word_end(q, i);
+                let rest = q[end..].trim_start();
+                let colon = rest.strip_prefix(':')?;
+                operand_end(q, q.len() - colon.len())
+            }
+            _ => None,
+        }
+    }
+    let b = q.as_bytes();
+    let mut out = String::with_capacity(q.len());
+    let (mut i, mut depth, mut excluded) = (0usize, 0usize, false);
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let end = phrase_end(q, i)?;
+                out.push_str(&q[i..end]);
+                i = end;
+            }
+            b'(' => {
+                depth += 1;
+                out.push('(');
+                i += 1;
+            }
+            b')' => {
+                depth = depth.checked_sub(1)?;
+                out.push(')');
+                i += 1;
+            }
+            c if c.is_ascii_alphabetic() => {
+                let end = word_end(q, i);
+                match (&q[i..end], depth) {
+                    ("OR", 0) => return None,
+                    ("NOT", 0) => {
+                        i = operand_end(q, end)?;
+                        excluded = true;
+                    }
+                    (word, _) => {
+                        out.push_str(word);
+                        i = end;
+                    }
+                }
+            }
+            c if c.is_ascii() => {
+                out.push(c as char);
+                i += 1;
+            }
+            // Text outside a phrase is ASCII in this form.
+            _ => return None,
+        }
+    }
+    (excluded && depth == 0 && out.contains('"')).then_some(out)
+}
+
+/// Whether a test asked this thread's searches to keep the exclusions in their snippets'
+/// query ([`without_exclusions`]), to compare the snippets.
+fn keep_exclusions() -> bool {
+    #[cfg(test)]
+    if KEEP_EXCLUSIONS.get() {
+        return true;
+    }
+    false
 }
 
 /// Whether the FTS5 query `q` ([`fts_query`]'s form) has a prefix term: a `*` outside double
@@ -1548,5 +1686,57 @@ mod prefix_tests {
         // A quote inside a term is doubled: the term stays quoted.
         assert!(!has_prefix_term(r#""say ""x*"" now""#));
         assert!(has_prefix_term(r#""say ""x"""*"#));
+    }
+
+    /// Each `NOT` outside parentheses leaves with its operand, whatever its shape; anything
+    /// else is kept as written, and a query of another shape is not changed.
+    #[test]
+    fn an_alternatives_exclusions_leave_its_snippets_query() {
+        use super::without_exclusions as w;
+        let q = |s: &str| fts_query(s).unwrap();
+        assert_eq!(w(&q("alpha -beta")).as_deref(), Some(r#""alpha" "#));
+        assert_eq!(
+            w(&q("alpha -beta gamma")).as_deref(),
+            Some(r#""alpha"  AND "gamma""#)
+        );
+        assert_eq!(
+            w(&q("alpha -be* -\"b c\"")).as_deref(),
+            Some(r#""alpha"  "#)
+        );
+        assert_eq!(w(&q("alpha -漢字")).as_deref(), Some(r#""alpha" "#));
+        assert_eq!(
+            w(&q("漢字 -alpha")).as_deref(),
+            Some(r#"("漢字" OR (cjk : "漢 字")) "#)
+        );
+        // A quote doubled inside an excluded phrase; a column filter; an expanded group; a
+        // group before.
+        assert_eq!(
+            w(r#""a" NOT "say ""x"" now" AND "c""#).as_deref(),
+            Some(r#""a"  AND "c""#)
+        );
+        assert_eq!(w(r#""a" NOT cjk : "x y""#).as_deref(), Some(r#""a" "#));
+        assert_eq!(
+            w(r#""error" NOT ("co" OR "code" OR "config")"#).as_deref(),
+            Some(r#""error" "#)
+        );
+        assert_eq!(
+            w(r#"("err" OR "errno") AND "x" NOT ("t" OR "the") AND "y""#).as_deref(),
+            Some(r#"("err" OR "errno") AND "x"  AND "y""#)
+        );
+        // Nothing excluded; an `OR` outside parentheses (several alternatives); a `NOT`
+        // inside parentheses only; text of another shape.
+        for other in [
+            q("alpha beta"),
+            q("alpha OR gamma -beta"),
+            q("alpha -beta OR gamma"),
+            r#"("a" NOT "b")"#.to_string(),
+            r#""a" NOT"#.to_string(),
+            r#""a" NOT "b"#.to_string(),
+            r#""a" NOT ("b" OR "c""#.to_string(),
+            r#""a" NOT é"#.to_string(),
+            r#""a") NOT "b""#.to_string(),
+        ] {
+            assert_eq!(w(&other), None, "{other}");
+        }
     }
 }
