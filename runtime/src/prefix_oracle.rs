@@ -833,7 +833,7 @@ fn an_excluded_prefixs_rare_rows_give_fts5s_own_hits_under_every_plan() {
     FORCED_MAX_TERMS.set(None);
     assert_eq!(whole.query, r#""alpha" NOT "err"*"#);
     assert!(
-        split.query.starts_with(r#""alpha" NOT ("error" OR "#) && !split.query.contains('*'),
+        split.query.starts_with(r#""alpha" NOT ("error") NOT ("#) && !split.query.contains('*'),
         "{}",
         split.query
     );
@@ -1459,4 +1459,52 @@ fn exclusions_left_out_of_the_snippets_query_give_the_same_hits() {
     }
     // Most hits' snippets are a window of a longer text.
     assert!(cut > 1_000, "{cut} snippets cut");
+}
+
+/// An excluded prefix right after its `NOT` is walked as a chain of exclusions in chunks of
+/// 1, 2, 4, … terms, its frequent terms first, the most frequent (by the leaf pages their
+/// doclists span) leading: on the generated store `err*`'s frequent terms are `error` (in 2,378
+/// messages) and `errorgener` (60, its doclist across a page's end). Its rows are the rows of the `OR` of its terms
+/// (the oracles above compare the hits); an excluded group inside parentheses (a CJK term's
+/// `NOT ("…"* OR (cjk : …))`) stays an `OR`, which the chain would change.
+#[test]
+fn an_excluded_prefix_is_walked_as_a_chain_most_frequent_first() {
+    let (_dir, store) = generated();
+    let (whole, _) = excluded_split_in(&store, r#""alpha" NOT "err"*"#, 0);
+    let chunks: Vec<&str> = whole.query.split(" NOT ").skip(1).collect();
+    let sizes: Vec<usize> = chunks
+        .iter()
+        .map(|c| c.matches(" OR ").count() + 1)
+        .collect();
+    assert!(chunks.len() >= 4, "{}", whole.query);
+    for (i, &n) in sizes.iter().enumerate() {
+        if i + 1 < sizes.len() {
+            assert_eq!(n, 1 << i, "{}", whole.query);
+        } else {
+            assert!(n <= 1 << i, "{}", whole.query);
+        }
+    }
+    let frequent: Vec<(usize, String)> = {
+        let mut f: Vec<(usize, String)> = term_rows_in(&store, "err")
+            .into_iter()
+            .filter(|(_, rows)| rows.is_none())
+            .map(|(t, _)| (vocabulary_rows(&store, &t).len(), t))
+            .collect();
+        f.sort_by(|a, b| b.cmp(a));
+        f
+    };
+    assert!(frequent.len() >= 2, "{frequent:?}");
+    assert_eq!(chunks[0], "(\"error\")");
+    assert_eq!(frequent[0].1, "error");
+    // The next chunk's first term: the second most frequent, before every rare term.
+    assert!(
+        chunks[1].starts_with(&format!("(\"{}", frequent[1].1)),
+        "{} {frequent:?}",
+        whole.query
+    );
+    // In parentheses: one `OR`, no chain.
+    let cjk = query::fts_query("alpha -err*漢").unwrap();
+    assert!(cjk.contains("NOT ("), "{cjk}");
+    let (inside, _) = excluded_split_in(&store, &cjk, 0);
+    assert_eq!(inside.query.matches(" NOT ").count(), 1, "{}", inside.query);
 }

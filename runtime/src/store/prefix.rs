@@ -51,6 +51,10 @@
 //! with a row at or after the bound the frequent ones give, when those are few enough (`e*`:
 //! 1,214), and as FTS5's own prefix otherwise. The snippets are asked for with the terms that
 //! can be in the hits only: the frequent ones and the rare ones with a row among them.
+//!
+//! An excluded prefix (`-t*`) is written for the walks as a chain of exclusions, its most
+//! frequent terms first ([`chained`]): FTS5 moves every term of an `OR` to each row it checks,
+//! and in the chain a row meets the next terms only when the first (`the`) did not exclude it.
 
 use super::rank::DF_SAMPLE;
 use super::rank::fts5_api;
@@ -120,6 +124,9 @@ struct Term {
     /// term); empty for a term with a doclist over several pages or a deletion mark in it (a
     /// frequent term: FTS5 counts its rows).
     rows: Vec<i64>,
+    /// The leaf pages a frequent term's doclist spans, over every segment (0 for a term whose
+    /// rows were read, and for one not read from the pages): how frequent it is, roughly.
+    pages: u32,
 }
 
 impl Term {
@@ -156,6 +163,9 @@ struct Group {
     /// ([`Prefixed::exclude_rare_terms_by_rows`]): only the snippets' query
     /// ([`Keep::Holding`]) writes them, those in a hit's row (a hit of another alternative).
     rows_out: bool,
+    /// Excluded by a `NOT` right before it (not `NOT (`, where it is one operand of an `OR`):
+    /// written as a chain of exclusions, most frequent terms first ([`chained`]).
+    chained: bool,
     /// The most terms searched: [`EXPAND_MAX_TERMS`], or the leaf pages the prefix spans when
     /// more (FTS5's merge costs ~0.1–0.17 ms a page; each term searched, ~0.08 ms).
     limit: usize,
@@ -296,11 +306,24 @@ impl Prefixed {
                     phrase += n;
                 }
                 Seg::Group(g) => {
+                    // A walk's exclusion as a chain; the snippets' query as it was (FTS5
+                    // marks a phrase whose iterator stands on the row, and in a chain an
+                    // excluded term's may stand on a hit of another alternative).
+                    let chain = g.chained && !matches!(keep, Keep::Holding(_));
                     let words: Option<Vec<String>> = (!g.wide
                         || g.rows_out
                         || (!matches!(keep, Keep::All) && kept(g, keep).count() <= g.limit))
                         .then(|| {
-                            kept(g, keep)
+                            let mut terms: Vec<&Term> = kept(g, keep).collect();
+                            if chain {
+                                // Frequent terms first still (`memtrail_bm25`'s groups count
+                                // them), each kind the most frequent first.
+                                terms.sort_by_key(|t| {
+                                    (!t.frequent(), std::cmp::Reverse((t.pages, t.rows.len())))
+                                });
+                            }
+                            terms
+                                .into_iter()
                                 .map(|t| t.word.as_deref().map(quoted))
                                 .collect()
                         })
@@ -329,9 +352,13 @@ impl Prefixed {
                     let frequent = g.terms.iter().filter(|t| t.frequent()).count();
                     groups.push(format!("{phrase}:{}:{frequent}", words.len()));
                     phrase += words.len();
-                    query.push('(');
-                    query.push_str(&words.join(" OR "));
-                    query.push(')');
+                    if chain {
+                        query.push_str(&chained(&words));
+                    } else {
+                        query.push('(');
+                        query.push_str(&words.join(" OR "));
+                        query.push(')');
+                    }
                     samples.extend_from_slice(&(g.sample.len() as u32).to_le_bytes());
                     for r in &g.sample {
                         samples.extend_from_slice(&r.to_le_bytes());
@@ -406,6 +433,28 @@ impl Prefixed {
                 && self.required.iter().any(|t| t.starts_with(&g.begins)))
         })
     }
+}
+
+/// The words of an excluded group (after a `NOT`), most frequent first, as a chain of
+/// exclusions in growing chunks: `(a) NOT (b OR c) NOT (d OR e OR f OR g) …`, which after the
+/// `NOT` before it excludes the rows that hold any of them, as `(a OR b OR …)` does (FTS5 binds
+/// `NOT` tighter than `AND` and `OR`, and the queries write an explicit `AND` after a group).
+///
+/// FTS5 answers `x NOT (a OR b OR …)` by moving every term of the `OR` to each row of `x` it
+/// checks: ~300 frequent terms for `error -t*` on the 1 GB bench store, for every row of
+/// `error`. In the chain a row is checked against the next chunk only when no earlier one
+/// holds it, and the first chunks are the terms most rows hold (`the`, in 78% of that store's
+/// messages): docs/benchmarks.md, "Exclusions as a chain".
+fn chained(words: &[String]) -> String {
+    let mut chunks: Vec<String> = Vec::new();
+    let (mut at, mut size) = (0usize, 1usize);
+    while at < words.len() {
+        let end = (at + size).min(words.len());
+        chunks.push(format!("({})", words[at..end].join(" OR ")));
+        at = end;
+        size *= 2;
+    }
+    chunks.join(" NOT ")
 }
 
 /// The terms of `g` that `keep` keeps: the frequent ones first, then the read ones kept.
@@ -602,6 +651,7 @@ pub(crate) fn expand_with(
                 // followed by an explicit `AND` already).
                 let before = out.trim_end();
                 group.excluded = excludes(before);
+                group.chained = group.excluded && before.ends_with("NOT");
                 if ends_operand(before) {
                     out.truncate(before.len());
                     out.push_str(" AND ");
@@ -741,7 +791,7 @@ fn expansion(
 fn group_of(stemmer: &Stemmer, pages: i64, terms: IndexTerms) -> Option<Group> {
     let limit = max_terms(pages);
     let wide = terms.len() > limit;
-    if wide && terms.iter().filter(|(_, r)| r.is_none()).count() > limit {
+    if wide && terms.iter().filter(|(_, r, _)| r.is_none()).count() > limit {
         return None;
     }
     let mut group = Group {
@@ -751,12 +801,13 @@ fn group_of(stemmer: &Stemmer, pages: i64, terms: IndexTerms) -> Option<Group> {
         wide,
         excluded: false,
         rows_out: false,
+        chained: false,
         limit,
         terms: Vec::with_capacity(terms.len()),
         sample: Vec::new(),
     };
     let mut sample: BTreeSet<i64> = BTreeSet::new();
-    for (term, rows) in terms {
+    for (term, rows, pages) in terms {
         let Ok(term) = std::str::from_utf8(&term) else {
             return None;
         };
@@ -781,6 +832,7 @@ fn group_of(stemmer: &Stemmer, pages: i64, terms: IndexTerms) -> Option<Group> {
             term: term.to_string(),
             word,
             rows: rows.unwrap_or_default(),
+            pages,
         });
     }
     group.sample = sample.into_iter().collect();
@@ -844,6 +896,7 @@ fn literal_expansion(
         term: stem.to_string(),
         word: Some(stem_word),
         rows: Vec::new(),
+        pages: 0,
     }];
     // The terms between the stem and the typed letters, those with a word (a term with none
     // is no term FTS5 makes of a query's word, nor, so far as the tokenizer says, of a text's).
@@ -853,6 +906,7 @@ fn literal_expansion(
                 term,
                 word: Some(word),
                 rows: Vec::new(),
+                pages: 0,
             });
         }
     }
@@ -873,6 +927,7 @@ fn literal_expansion(
             wide: false,
             excluded: false,
             rows_out: false,
+            chained: false,
             limit: EXPAND_MAX_TERMS,
             terms: Vec::new(),
             sample: Vec::new(),
@@ -891,6 +946,7 @@ fn literal_expansion(
             wide: true,
             excluded: false,
             rows_out: false,
+            chained: false,
             limit: EXPAND_MAX_TERMS,
             terms: Vec::new(),
             sample: Vec::new(),
@@ -933,9 +989,9 @@ fn successor(k: &[u8]) -> Option<Vec<u8>> {
 /// not (a doclist that goes on to the next page, a deletion mark).
 type Rows = Option<Vec<i64>>;
 
-/// Index terms (without the key's `0`) and their [`Rows`], in the index's order (bytewise),
-/// each once.
-type IndexTerms = Vec<(Vec<u8>, Rows)>;
+/// Index terms (without the key's `0`), their [`Rows`] and the leaf pages a doclist whose rows
+/// were not all read spans ([`Term::pages`]), in the index's order (bytewise), each once.
+type IndexTerms = Vec<(Vec<u8>, Rows, u32)>;
 
 /// Two [`IndexTerms`] as one: a term in both keeps the rows of each, merged (`None` when
 /// either is).
@@ -948,8 +1004,8 @@ fn merge_terms(a: IndexTerms, b: IndexTerms) -> IndexTerms {
                 std::cmp::Ordering::Less => a.next(),
                 std::cmp::Ordering::Greater => b.next(),
                 std::cmp::Ordering::Equal => {
-                    let (term, ra) = a.next().expect("peeked");
-                    let (_, rb) = b.next().expect("peeked");
+                    let (term, ra, pa) = a.next().expect("peeked");
+                    let (_, rb, pb) = b.next().expect("peeked");
                     let rows = match (ra, rb) {
                         (Some(mut ra), Some(rb)) => {
                             ra.extend(rb);
@@ -959,7 +1015,7 @@ fn merge_terms(a: IndexTerms, b: IndexTerms) -> IndexTerms {
                         }
                         _ => None,
                     };
-                    Some((term, rows))
+                    Some((term, rows, pa.saturating_add(pb)))
                 }
             },
             (Some(_), None) => a.next(),
@@ -997,7 +1053,8 @@ pub(crate) fn index_terms(
         .db()?;
     // Per segment: the page that may hold the first term (the last key at or before `lo`),
     // then every page whose key lies in the range; the first page past it bounds the span.
-    let mut reads: Vec<(i64, Vec<i64>)> = Vec::new();
+    // Per segment: its id, the pages to read, the first page past the prefix's terms.
+    let mut reads: Vec<(i64, Vec<i64>, Option<i64>)> = Vec::new();
     let mut pages_spanned = 0i64;
     for &seg in &segments {
         let first: Option<i64> = conn
@@ -1037,7 +1094,7 @@ pub(crate) fn index_terms(
         if let (Some(&a), Some(&b)) = (pages.first(), pages.last()) {
             pages_spanned += end.unwrap_or(b + 1) - a;
         }
-        reads.push((seg, pages));
+        reads.push((seg, pages, end));
     }
     if pages_spanned < min_pages {
         return Ok(None);
@@ -1052,13 +1109,15 @@ pub(crate) fn index_terms(
             .optional()
             .db()
     };
-    for (seg, pages) in reads {
+    for (seg, pages, end) in reads {
         // This segment's terms, in order: its pages are read in the order of their first terms.
         let mut in_segment: IndexTerms = Vec::new();
         // The page after the last one read, when it was read to see whether a doclist goes on:
         // the next to read, most often.
         let mut ahead: Option<(i64, Option<Vec<u8>>)> = None;
-        for pgno in pages {
+        for (k, &pgno) in pages.iter().enumerate() {
+            // The next page that begins a term (of this prefix, or the first past it).
+            let next_listed = pages.get(k + 1).copied().or(end);
             let page = match ahead.take() {
                 Some((p, page)) if p == pgno => page,
                 _ => read(seg, pgno)?,
@@ -1085,7 +1144,15 @@ pub(crate) fn index_terms(
                     }
                     ahead = Some((pgno + 1, next));
                 }
-                in_segment.push((t[1..].to_vec(), rows));
+                // A doclist not read whole: the pages up to the next that begins a term.
+                let spans = match (&rows, next_listed) {
+                    (Some(_), _) => 0,
+                    (None, Some(n)) if i == last && n > pgno => {
+                        u32::try_from(n - pgno).unwrap_or(u32::MAX)
+                    }
+                    (None, _) => 1,
+                };
+                in_segment.push((t[1..].to_vec(), rows, spans));
                 if in_segment.len() > max_read_terms() {
                     return Ok(None);
                 }
@@ -1351,7 +1418,7 @@ pub(crate) fn term_rows_in(store: &super::Store, prefix: &str) -> Vec<(String, O
         .unwrap()
         .1
         .into_iter()
-        .map(|(t, r)| (String::from_utf8(t).unwrap(), r))
+        .map(|(t, r, _)| (String::from_utf8(t).unwrap(), r))
         .collect()
 }
 
@@ -1410,7 +1477,7 @@ pub(crate) fn terms_in(store: &super::Store, prefix: &str) -> Option<Vec<String>
         .unwrap()
         .map(|(_, t)| {
             t.into_iter()
-                .map(|(t, _)| String::from_utf8(t).unwrap())
+                .map(|(t, _, _)| String::from_utf8(t).unwrap())
                 .collect()
         })
 }
@@ -1539,4 +1606,74 @@ pub(crate) fn disarm(store: &mut super::Store) {
         .conn
         .authorizer(None::<fn(rusqlite::hooks::AuthContext<'_>) -> rusqlite::hooks::Authorization>)
         .unwrap();
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::{Group, Keep, Prefixed, Seg, Term};
+
+    fn term(name: &str, rows: Vec<i64>, pages: u32) -> Term {
+        Term {
+            term: name.to_string(),
+            word: Some(name.to_string()),
+            rows,
+            pages,
+        }
+    }
+
+    /// A chained exclusion's frequent terms come first, the most pages first, then its read
+    /// terms, the most rows first, in chunks of 1, 2, 4; the group's phrases keep their numbers
+    /// and its frequent count; the snippets' query keeps the `OR`.
+    #[test]
+    fn a_chained_exclusion_is_written_most_frequent_first_in_growing_chunks() {
+        let terms = vec![
+            term("a", Vec::new(), 2),
+            term("b", Vec::new(), 9),
+            term("c", vec![1, 2, 3], 0),
+            term("d", vec![4], 0),
+            term("e", Vec::new(), 5),
+            term("f", vec![5, 6], 0),
+        ];
+        let group = Group {
+            raw: "\"a\"*".into(),
+            raw_phrases: 1,
+            begins: String::new(),
+            wide: false,
+            excluded: true,
+            rows_out: false,
+            chained: true,
+            limit: 2048,
+            terms,
+            sample: Vec::new(),
+        };
+        let p = Prefixed {
+            segs: vec![
+                Seg::Text("\"x\" NOT ".into(), 1),
+                Seg::Group(group.clone()),
+                Seg::Text(" AND \"y\"".into(), 1),
+            ],
+            excluded_rows: Vec::new(),
+            required: Vec::new(),
+        };
+        let walk = p.render(Keep::All);
+        assert_eq!(
+            walk.query,
+            r#""x" NOT ("b") NOT ("e" OR "a") NOT ("c" OR "f" OR "d") AND "y""#
+        );
+        assert_eq!(walk.groups, "1:6:3");
+        let snippets = p.render(Keep::Holding(&[1, 4, 5]));
+        assert_eq!(
+            snippets.query,
+            r#""x" NOT ("a" OR "b" OR "e" OR "c" OR "d" OR "f") AND "y""#
+        );
+        // Not right after its `NOT`: an `OR` as before.
+        let mut inside = p.clone();
+        if let Seg::Group(g) = &mut inside.segs[1] {
+            g.chained = false;
+        }
+        assert_eq!(
+            inside.render(Keep::All).query,
+            r#""x" NOT ("a" OR "b" OR "e" OR "c" OR "d" OR "f") AND "y""#
+        );
+    }
 }
