@@ -1517,3 +1517,337 @@ fn an_excluded_prefix_is_walked_as_a_chain_most_frequent_first() {
     let (inside, _) = excluded_split_in(&store, &cjk, 0);
     assert_eq!(inside.query.matches(" NOT ").count(), 1, "{}", inside.query);
 }
+
+/// the hits of `q` under `f`, each way (FTS5's own prefix, every prefix expanded,
+/// production) with the exclusions left out of the snippets' query against the same way with
+/// them kept (ids, scores, snippets); and each way against FTS5's own prefix with them kept
+/// (ids and scores; snippets too when `snippets`: an expanded positive prefix's snippet window
+/// may differ, a known difference). Errors must agree. The differences, described.
+fn exclusion_differences_with(
+    store: &Store,
+    queries: &[&str],
+    filters: &[SearchFilter],
+    snippets: bool,
+) -> Vec<String> {
+    use crate::store::queries::KEEP_EXCLUSIONS;
+    let run = |way: &str, q: &str, f: &SearchFilter| match way {
+        "native" => search_result(store, i64::MAX, q, f),
+        "expanded" => search_result(store, 0, q, f),
+        _ => query::search(store, q, f),
+    };
+    let compare = |got: &crate::Result<Vec<Hit>>, want: &crate::Result<Vec<Hit>>, snip: bool| match (
+        got, want,
+    ) {
+        (Ok(g), Ok(w)) => {
+            if snip {
+                first_difference(g, w)
+            } else {
+                let strip = |h: &[Hit]| {
+                    h.iter()
+                        .map(|h| Hit {
+                            snippet: String::new(),
+                            ..h.clone()
+                        })
+                        .collect::<Vec<_>>()
+                };
+                first_difference(&strip(g), &strip(w))
+            }
+        }
+        (Err(_), Err(_)) => None,
+        (g, w) => Some(format!(
+            "{:?}, against {:?}",
+            g.as_ref().map(|h| h.len()),
+            w.as_ref().map(|h| h.len())
+        )),
+    };
+    let mut bad = Vec::new();
+    for &q in queries {
+        for f in filters {
+            KEEP_EXCLUSIONS.set(true);
+            let oracle = run("native", q, f);
+            KEEP_EXCLUSIONS.set(false);
+            for way in ["native", "expanded", "prod"] {
+                KEEP_EXCLUSIONS.set(true);
+                let kept = run(way, q, f);
+                KEEP_EXCLUSIONS.set(false);
+                let left_out = run(way, q, f);
+                if let Some(d) = compare(&left_out, &kept, true) {
+                    bad.push(format!("{way} left out vs kept {q:?} {f:?}: {d}"));
+                }
+                if let Some(d) = compare(&left_out, &oracle, snippets) {
+                    bad.push(format!("{way} vs oracle {q:?} {f:?}: {d}"));
+                }
+            }
+        }
+    }
+    bad
+}
+
+fn exclusion_differences(store: &Store, queries: &[&str], filters: &[SearchFilter]) -> Vec<String> {
+    exclusion_differences_with(store, queries, filters, true)
+}
+
+/// hostile query shapes with exclusions, on the generated store.
+#[test]
+fn hostile_exclusions_give_the_same_hits_every_way() {
+    let (_dir, store) = generated();
+    let queries = [
+        r#"alpha -"a ""b""""#,
+        r#"alpha -"NOT""#,
+        r#"alpha -"NOT error""#,
+        r#""NOT error" -test"#,
+        r#"error NOT "NOT""#,
+        "error -NOT",
+        "error -AND",
+        "error -OR",
+        "error -NEAR",
+        "error -NEAR(test",
+        "error -(test)",
+        "error -test) alpha",
+        "error -\"(test\"",
+        "error -cjk:test",
+        "error -cjk: test",
+        "error -\"cjk : test\"",
+        "error -cjk",
+        "cjk -error",
+        "error -中",
+        "中 -error",
+        "中* -error",
+        "error -中*",
+        "error -err中*",
+        "error -中文 test",
+        "error -[test]",
+        "error -test* -webhook* -filler* -words* -here* -al*",
+        "-alpha -test error",
+        "-t* error",
+        "-t* -a* error",
+        "-t* OR error",
+        "error OR test -alpha",
+        "error -alpha OR test",
+        "error -alpha OR test -webhook",
+        "err* -alpha",
+        "e* -alpha",
+        "e* -t* -a*",
+        "er* -error",
+        "errors* -error",
+        "error -errors*",
+        "error -erro*",
+        "test -error*",
+        "\"error test\" -alpha",
+        "\"error alpha\"* -test",
+        "error -\"error alpha\"*",
+        "error -e*",
+        "webhook -e* -t*",
+        "error -ि",
+        "ि -error",
+        "error -ि*",
+        "error NOT NOT alpha",
+        "error NOT -alpha",
+        "error - alpha",
+        "error -- alpha",
+        "error --alpha",
+        "error -1",
+        "error -alpha1",
+        "error -_alpha",
+        "ERROR -ALPHA",
+        "error -Alpha*",
+        "error -é*",
+        "error -\"a:b\"",
+        "error \":\" -alpha",
+        "error -\"*\"",
+        "alpha -\"OR\"",
+        "alpha \"OR\" -test",
+        "alpha -\")\"",
+        "alpha -\"error\"test",
+        "alpha -errq1 -errq2 -errq3 -errq* test",
+        "NOT alpha error AND NOT test",
+        "error && -alpha || test",
+        "error -alpha && test",
+        "errq1* -alpha",
+        "errq1* -errq1",
+        "errq* -errq1*",
+        "alpha -errq* -errorc* -erron* -erra*",
+        "errno -t* -w* -f* -h* -al*",
+    ];
+    let bad = exclusion_differences(&store, &queries, &filters());
+    assert!(bad.is_empty(), "{} bad: {bad:#?}", bad.len());
+}
+
+/// texts holding operator words, colons, quotes and CJK, excluded in odd shapes.
+#[test]
+fn hostile_exclusions_over_texts_of_operators_give_the_same_hits() {
+    let (_dir, store) = store_of(&[
+        "NOT this one error",
+        "error AND that NOT here",
+        "error OR other words",
+        "cjk: error here",
+        "error 漢字 text",
+        "error 漢 字 apart",
+        "漢字 only here 字",
+        "error \"quoted\" text",
+        "error NEAR alpha",
+        "error (paren) alpha",
+        "error plain",
+        "error error error NOT NOT",
+        "the error that",
+        "error 日本語 words",
+        "日本 error",
+    ]);
+    let all = SearchFilter {
+        limit: 100,
+        ..SearchFilter::default()
+    };
+    let queries = [
+        "error -\"NOT this\"",
+        "error -NOT",
+        "error -\"NOT\"",
+        "\"NOT this\" -error",
+        "error -AND",
+        "error -OR",
+        "error -NEAR",
+        "error -cjk",
+        "error -cjk:",
+        "error -\"cjk:\"",
+        "error -漢字",
+        "error -漢",
+        "error -字",
+        "error -漢*",
+        "漢字 -error",
+        "漢 -error",
+        "漢字 -字",
+        "error -quoted",
+        "error -\"\"\"quoted\"\"\"",
+        "error -paren",
+        "error -(paren)",
+        "error -\"(paren)\"",
+        "error -th*",
+        "error -t* -p*",
+        "error -日本",
+        "error -日本*",
+        "日本 -error",
+        "日本 -日本語",
+        "error -the -that",
+        "NOT error",
+    ];
+    let bad = exclusion_differences(&store, &queries, &[all]);
+    assert!(bad.is_empty(), "{} bad: {bad:#?}", bad.len());
+}
+
+/// the store of [`many_chained_exclusions_stay_within_fts5s_depth`]: 31 prefixes
+/// (`qa`…`qz`, `xa`…`xe`) of 300 terms each, most over several pages; `alpha` everywhere.
+fn deep_store() -> (tempfile::TempDir, Store, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    let mut store = Store::open(&path).unwrap();
+    let sid = claude_session(&mut store, "deep");
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute(
+            "INSERT INTO messages_fts(messages_fts, rank) VALUES ('pgsz', 32)",
+            [],
+        )
+        .unwrap();
+    }
+    let prefixes: Vec<String> = ('a'..='z')
+        .map(|c| format!("q{c}"))
+        .chain(('a'..='e').map(|c| format!("x{c}")))
+        .collect();
+    let mut words: Vec<String> = Vec::new();
+    for p in &prefixes {
+        for i in 0..300 {
+            for _ in 0..14 {
+                words.push(format!("{p}{i:04}"));
+            }
+        }
+    }
+    let mut rng = Xorshift(0x00de_e9e5);
+    for i in (1..words.len()).rev() {
+        words.swap(i, rng.below(i + 1));
+    }
+    let mut records: Vec<Record> = words
+        .chunks(60)
+        .enumerate()
+        .map(|(i, c)| {
+            Record::Message(text_message(
+                format!("m{i}"),
+                format!("alpha {}", c.join(" ")),
+                T0 + i as i64 * 1000,
+            ))
+        })
+        .collect();
+    let n = records.len() as i64;
+    records.extend((0..50).map(|i| {
+        Record::Message(text_message(
+            format!("a{i}"),
+            "alpha only here".into(),
+            T0 + (n + i) * 1000,
+        ))
+    }));
+    store.write(|w| w.apply(sid, records)).unwrap();
+    let _ = store.catch_up_index(None);
+    (dir, store, prefixes)
+}
+
+/// chained exclusions beside positive groups (FTS5's depth not reached): the hits of
+/// FTS5's own prefixes, under filters.
+#[test]
+fn chained_exclusions_beside_groups_give_fts5s_own_hits() {
+    let (_dir, store, _) = deep_store();
+    let queries = [
+        "alpha -qa* -qb* -qc* -qd* -qe* -qf* -qg* -qh* -qi* -qj*",
+        "qa* -qb*",
+        "-qb* qa*",
+        "alpha -qa* qb*",
+        "alpha -qa* qb* -qc* xa*",
+        "qa0001 -qb* OR qc0002 -qd*",
+        "alpha -qa0* -qa1*",
+        "qa* -qa1*",
+        "qa1* -qa10*",
+        "alpha -q*",
+        "alpha -q* -x*",
+        "here -qa* -qb* -qc*",
+    ];
+    let mut fs = filters();
+    fs.truncate(2);
+    let bad = exclusion_differences_with(&store, &queries, &fs, false);
+    assert!(bad.is_empty(), "{} bad: {bad:#?}", bad.len());
+}
+
+/// 31 excluded prefixes (the most a query holds beside one positive word), each with
+/// ~300 terms whose doclists span several leaf pages (as `t*` has ~300 on the 1 GB bench store;
+/// here made with FTS5's smallest page size). Walked as chains, each prefix is ~9 nested `NOT`s:
+/// ~280 in all, past FTS5's limit of 256 on an expression's depth. FTS5's own prefixes (and
+/// the `OR` form before the chain) are 31.
+#[test]
+fn many_chained_exclusions_stay_within_fts5s_depth() {
+    let (_dir, store, prefixes) = deep_store();
+    let frequent = term_rows_in(&store, "qa")
+        .iter()
+        .filter(|(_, r)| r.is_none())
+        .count();
+    assert!(frequent >= 256, "{frequent} frequent terms of qa*");
+    let q = format!(
+        "alpha {}",
+        prefixes
+            .iter()
+            .map(|p| format!("-{p}*"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let (_, walked) = excluded_split_in(&store, &query::fts_query(&q).unwrap(), 0);
+    let nots = walked.query.matches(" NOT ").count();
+    let native = search_result(&store, i64::MAX, &q, &fifty());
+    let expanded = search_result(&store, 0, &q, &fifty());
+    let prod = query::search(&store, &q, &fifty());
+    assert_eq!(
+        native.as_ref().map(|h| h.len()).ok(),
+        Some(50),
+        "{native:?}"
+    );
+    assert!(
+        matches!((&expanded, &prod), (Ok(e), Ok(p)) if e.len() == 50 && p.len() == 50),
+        "{nots} NOTs walked: expanded {:?}, production {:?}",
+        expanded.as_ref().map(|h| h.len()),
+        prod.as_ref().map(|h| h.len())
+    );
+}

@@ -85,6 +85,12 @@ pub const EXPAND_MAX_TERMS: usize = 2048;
 /// FTS5's own prefix.
 pub const EXPAND_MAX_READ_TERMS: usize = 131_072;
 
+/// The most `NOT`s the chains of one query's walk add ([`chained`]): FTS5 refuses an expression
+/// deeper than 256 (`SQLITE_FTS5_MAX_EXPR_DEPTH`), each chunk past a chain's first is one level
+/// more, and a query holds at most 32 terms. A chain that would pass it ends with one chunk of
+/// all its other terms; past it, an excluded group is one `OR`.
+pub const CHAIN_MAX_NOTS: usize = 128;
+
 /// Suffixes tried, in order, to make a word that the tokenizer stems to a given term.
 const SUFFIXES: &[&str] = &[
     "", "e", "s", "ed", "es", "ing", "al", "er", "ate", "ness", "ation", "ity", "ive", "ize",
@@ -299,6 +305,7 @@ impl Prefixed {
         let mut groups: Vec<String> = Vec::new();
         let mut samples: Vec<u8> = Vec::new();
         let mut phrase = 0usize;
+        let mut nots_left = CHAIN_MAX_NOTS;
         for seg in &self.segs {
             match seg {
                 Seg::Text(text, n) => {
@@ -353,7 +360,9 @@ impl Prefixed {
                     groups.push(format!("{phrase}:{}:{frequent}", words.len()));
                     phrase += words.len();
                     if chain {
-                        query.push_str(&chained(&words));
+                        let (text, chunks) = chained(&words, nots_left + 1);
+                        nots_left -= chunks - 1;
+                        query.push_str(&text);
                     } else {
                         query.push('(');
                         query.push_str(&words.join(" OR "));
@@ -445,16 +454,24 @@ impl Prefixed {
 /// `error`. In the chain a row is checked against the next chunk only when no earlier one
 /// holds it, and the first chunks are the terms most rows hold (`the`, in 78% of that store's
 /// messages): docs/benchmarks.md, "Exclusions as a chain".
-fn chained(words: &[String]) -> String {
+///
+/// At most `max_chunks` chunks (at least one; the last holds every word left:
+/// [`CHAIN_MAX_NOTS`]); returns the text and its number of chunks.
+fn chained(words: &[String], max_chunks: usize) -> (String, usize) {
     let mut chunks: Vec<String> = Vec::new();
     let (mut at, mut size) = (0usize, 1usize);
     while at < words.len() {
-        let end = (at + size).min(words.len());
+        let end = if chunks.len() + 1 >= max_chunks {
+            words.len()
+        } else {
+            (at + size).min(words.len())
+        };
         chunks.push(format!("({})", words[at..end].join(" OR ")));
         at = end;
         size *= 2;
     }
-    chunks.join(" NOT ")
+    let n = chunks.len().max(1);
+    (chunks.join(" NOT "), n)
 }
 
 /// The terms of `g` that `keep` keeps: the frequent ones first, then the read ones kept.
@@ -1665,6 +1682,30 @@ mod chain_tests {
         assert_eq!(
             snippets.query,
             r#""x" NOT ("a" OR "b" OR "e" OR "c" OR "d" OR "f") AND "y""#
+        );
+        // A chain cut at its budget of `NOT`s: the last chunk holds the rest; none left, an
+        // `OR`.
+        let words: Vec<String> = ["b", "e", "a", "c", "f", "d"]
+            .iter()
+            .map(|w| format!("\"{w}\""))
+            .collect();
+        assert_eq!(
+            super::chained(&words, 3),
+            (
+                r#"("b") NOT ("e" OR "a") NOT ("c" OR "f" OR "d")"#.to_string(),
+                3
+            )
+        );
+        assert_eq!(
+            super::chained(&words, 2),
+            (
+                r#"("b") NOT ("e" OR "a" OR "c" OR "f" OR "d")"#.to_string(),
+                2
+            )
+        );
+        assert_eq!(
+            super::chained(&words, 1),
+            (r#"("b" OR "e" OR "a" OR "c" OR "f" OR "d")"#.to_string(), 1)
         );
         // Not right after its `NOT`: an `OR` as before.
         let mut inside = p.clone();
