@@ -1733,21 +1733,14 @@ fn hostile_exclusions_over_texts_of_operators_give_the_same_hits() {
     assert!(bad.is_empty(), "{} bad: {bad:#?}", bad.len());
 }
 
-/// the store of [`many_chained_exclusions_stay_within_fts5s_depth`]: 31 prefixes
+/// The store of [`many_chained_exclusions_stay_within_fts5s_depth`]: 31 prefixes
 /// (`qa`…`qz`, `xa`…`xe`) of 300 terms each, most over several pages; `alpha` everywhere.
 fn deep_store() -> (tempfile::TempDir, Store, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.db");
     let mut store = Store::open(&path).unwrap();
     let sid = claude_session(&mut store, "deep");
-    {
-        let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute(
-            "INSERT INTO messages_fts(messages_fts, rank) VALUES ('pgsz', 32)",
-            [],
-        )
-        .unwrap();
-    }
+    crate::store::prefix::set_page_size(&store, 32);
     let prefixes: Vec<String> = ('a'..='z')
         .map(|c| format!("q{c}"))
         .chain(('a'..='e').map(|c| format!("x{c}")))

@@ -1536,6 +1536,19 @@ pub(crate) fn set_automerge(store: &super::Store, n: i64) {
         .unwrap();
 }
 
+/// FTS5's `pgsz` setting: the size of the index's leaf pages in bytes (its smallest, 32, gives
+/// a small store as many doclists over several pages as a large one).
+#[cfg(test)]
+pub(crate) fn set_page_size(store: &super::Store, bytes: i64) {
+    store
+        .conn
+        .execute(
+            "INSERT INTO messages_fts(messages_fts, rank) VALUES ('pgsz', ?1)",
+            [bytes],
+        )
+        .unwrap();
+}
+
 /// Some of FTS5's incremental merge work (`pages` leaves' worth): an unfinished merge leaves
 /// its input segments trimmed.
 #[cfg(test)]
