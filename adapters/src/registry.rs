@@ -135,6 +135,13 @@ pub struct Quirks {
     /// and ingests it. The function says, from the transcript's last line (without its `\n`),
     /// whether the agent has written the session's final record.
     pub written_after_session_end: Option<fn(&[u8]) -> bool>,
+    /// The agent runs its hooks without waiting for them and may write a task's files after
+    /// its `Stop` hook read them (Cline CLI 3.x logs "hooks.detached_runtime"; once in 29 runs
+    /// of its end-to-end test, a task's final answer was written while the hook that ends the
+    /// task was reading the file, and waited for the next `import`). At a `Stop`
+    /// the hook then also leaves a detached `memtrail hook-settle` for each of the session's
+    /// files, which waits for it to be unchanged for 2 s and reads it again.
+    pub written_after_stop: bool,
     /// The environment variables the adapter reads, as `(name, what it does)`: one sentence,
     /// the default in brackets (`("CODEX_HOME", "Codex CLI's folder [default: ~/.codex].")`).
     /// `memtrail --help`'s "Environment" section, `memtrail config env` and README list them
@@ -159,6 +166,7 @@ impl Quirks {
         import_only: false,
         discover_in_projects: None,
         written_after_session_end: None,
+        written_after_stop: false,
         environment: &[],
         no_mcp_client: false,
     };

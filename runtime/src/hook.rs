@@ -630,12 +630,15 @@ fn run_inner(
     // The agent writes the rest of this session after its last hook ran (Copilot CLI): a
     // detached process waits for the transcript to settle and ingests it. Left pending only now,
     // after this hook's own catch-up, which would take the entry off at once.
-    if canonical == "SessionEnd" && written_later {
+    // An agent that runs its hooks detached (Cline CLI 3.x) may write a task's last answer
+    // after its `Stop` hook read the file: the same wait, for the files there.
+    let after_stop = canonical == "Stop" && agent.adapter().quirks().written_after_stop;
+    if (canonical == "SessionEnd" && written_later) || after_stop {
         // Only a path that is not there yet or is a regular file: anything else (a FIFO, a
         // folder) was refused by the ingest above and would only keep a process waiting.
         for p in paths
             .iter()
-            .filter(|p| std::fs::symlink_metadata(p).map_or(true, |m| m.is_file()))
+            .filter(|p| std::fs::symlink_metadata(p).map_or(!after_stop, |m| m.is_file()))
         {
             leave_pending(agent, &event, db, p, session);
             outcome.settle.push(p.clone());

@@ -3,7 +3,10 @@
 //! `events.jsonl` asynchronously, at times whole at shutdown, after its `agentStop` and
 //! `sessionEnd` hooks ran). Nothing of that session would call memtrail again, so its end's hook
 //! starts `memtrail hook-settle` detached ([`spawn`]): it waits for the transcript to settle
-//! ([`wait`]), then ingests it at rest and catches up the full-text index ([`run`]).
+//! ([`wait`]), then ingests it at rest and catches up the full-text index ([`run`]). Cline CLI
+//! 3.x runs its hooks detached and may write a task's last answer while the task's `Stop` hook
+//! reads the file ([`memtrail_adapters::Quirks::written_after_stop`]): that hook starts the same
+//! wait, which ends when the file has been unchanged for [`QUIET`].
 //!
 //! The same process reads a whole-file source (Gemini legacy JSON, VS Code chat sessions, Cline
 //! task files) that a hook left because parsing it would not fit in the hook's time left
@@ -133,7 +136,12 @@ pub fn run(
     ) {
         return run_whole_file(agent, path, session, db);
     }
-    let Some(is_final) = agent.adapter().quirks().written_after_session_end else {
+    let quirks = agent.adapter().quirks();
+    // An agent whose hooks run detached (Cline CLI 3.x): its files have no final record either.
+    let Some(is_final) = quirks.written_after_session_end.or(quirks
+        .written_after_stop
+        .then_some(never_final as fn(&[u8]) -> bool))
+    else {
         return Err(Error::Invalid(format!(
             "{} writes its transcripts before its hooks end a session; nothing to wait for",
             agent.display_name()

@@ -94,15 +94,12 @@ fn hook_path_stores_a_rewritten_task_once() {
     );
 }
 
-/// The CLI 3.x's hook path (no Cline needed): `memtrail hook cline` fed the CLI's payloads of
-/// `fixtures/cline/hooks-cli/` (`taskId` a `conv_` id, the session `sessionContext.rootSessionId`)
-/// while the fixture session is rewritten whole in `~/.cline/data/sessions/<id>/`, its sub-agent's
-/// file appearing beside it; each message is stored once, the sub-agent as a child session, and
-/// `memtrail import` afterwards adds nothing.
-#[test]
-fn cli_hook_path_stores_a_rewritten_session_once() {
-    const SID: &str = "1764666300000_k3v9q";
-    let sb = Sandbox::new();
+/// The CLI fixture session's id.
+const SID: &str = "1764666300000_k3v9q";
+
+/// The CLI fixture session's folder in `sb` (`~/.cline/data/sessions/<id>/`, holding its state
+/// file), the fixture's own folder, and the path of its messages file (not written yet).
+fn cli_session(sb: &Sandbox) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
     let dir = sb.home.join(".cline/data/sessions").join(SID);
     std::fs::create_dir_all(&dir).unwrap();
     let src = fixture(&format!("data/sessions/{SID}"));
@@ -112,6 +109,18 @@ fn cli_hook_path_stores_a_rewritten_session_once() {
     )
     .unwrap();
     let t = dir.join(format!("{SID}.messages.json"));
+    (dir, src, t)
+}
+
+/// The CLI 3.x's hook path (no Cline needed): `memtrail hook cline` fed the CLI's payloads of
+/// `fixtures/cline/hooks-cli/` (`taskId` a `conv_` id, the session `sessionContext.rootSessionId`)
+/// while the fixture session is rewritten whole in `~/.cline/data/sessions/<id>/`, its sub-agent's
+/// file appearing beside it; each message is stored once, the sub-agent as a child session, and
+/// `memtrail import` afterwards adds nothing.
+#[test]
+fn cli_hook_path_stores_a_rewritten_session_once() {
+    let sb = Sandbox::new();
+    let (dir, src, t) = cli_session(&sb);
     const SUB: &str = "agent_1764666306600_r4t2w1.messages.json";
     let cli =
         |name: &str| std::fs::read_to_string(fixture(&format!("hooks-cli/{name}.json"))).unwrap();
@@ -464,5 +473,35 @@ fn real_cline_session_is_stored_by_the_hooks_once() {
         (&imp["agents"][0]["files"], &imp["agents"][0]["messages"]),
         (&json!(3), &json!(0)),
         "{imp}"
+    );
+}
+
+/// Cline CLI 3.x runs its hooks detached and may write a task's last answer after the `Stop`
+/// hook (`agent_end`) read the file: that hook leaves a detached `memtrail hook-settle`, which
+/// reads the file again once it has been unchanged for 2 s, with no hook after it.
+#[test]
+fn a_task_end_written_after_its_hook_is_read_again_once_quiet() {
+    let sb = Sandbox::new();
+    let (_, src, t) = cli_session(&sb);
+    std::fs::copy(fixture("grow-cli/turn1.messages.json"), &t).unwrap();
+    let complete = std::fs::read_to_string(fixture("hooks-cli/TaskComplete.json")).unwrap();
+    sb.hook("cline", complete);
+    assert_eq!(
+        sb.message_ids(SID),
+        ["0f6e2a52-3c1d-4b8e-9a57-2d4c8e1f7a90", "msg_Qp4uN1xa"]
+    );
+    // The task's last write, after its hook: no hook follows.
+    std::fs::copy(src.join(format!("{SID}.messages.json")), &t).unwrap();
+    let want = 7;
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut got = sb.message_ids(SID);
+    while got.len() < want && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        got = sb.message_ids(SID);
+    }
+    assert_eq!(got.len(), want, "{got:?}");
+    assert_eq!(
+        got.last().map(String::as_str),
+        Some("error_7c2e4f18-9b3d-4a5e-8f61-3d2c1b0a9e87")
     );
 }

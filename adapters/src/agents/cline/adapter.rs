@@ -69,6 +69,7 @@ impl AgentAdapter for Cline {
     fn quirks(&self) -> Quirks {
         Quirks {
             replies_at_pre_compact: true,
+            written_after_stop: true,
             database: Some(Database {
                 read: super::sessions::read_db,
                 sessions: super::sessions::session_ids,
