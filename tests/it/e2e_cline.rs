@@ -461,6 +461,29 @@ fn real_cline_session_is_stored_by_the_hooks_once() {
         .collect();
     assert_eq!(texts, ["review the folder", "sub-agent ok"], "{shown}");
 
+    // The task's final answer is stored without an import: by its `agent_end` hook, or, when
+    // Cline wrote it while that hook read the file (it runs its hooks detached), by the
+    // `hook-settle` the hook left, once the file has been quiet for 2 s.
+    let parent_texts = || -> Vec<String> {
+        let shown = stdout_json(
+            &run_ok(memtrail(&["sessions", "show", parent, "--json"]), "show"),
+            "show",
+        );
+        shown["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| m["text"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let mut texts = parent_texts();
+    while !texts.iter().any(|t| t == "Delegated.") && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        texts = parent_texts();
+    }
+    assert!(texts.iter().any(|t| t == "Delegated."), "{texts:?}");
+
     // Captured once: an import afterwards adds nothing.
     let imp = stdout_json(
         &run_ok(
