@@ -1327,7 +1327,7 @@ fn a_stemmed_prefix_matches_the_rows_of_its_terms_in_fts5s_vocabulary() {
 /// role.
 #[test]
 fn exclusions_left_out_of_the_snippets_query_give_the_same_hits() {
-    use crate::store::queries::KEEP_EXCLUSIONS;
+    use crate::store::queries::{KEEP_EXCLUSIONS, SNIPPETS_WITHOUT_EXCLUSIONS};
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("m.db")).unwrap();
     let mut rng = Xorshift(0x5a1e_0c0d);
@@ -1455,7 +1455,10 @@ fn exclusions_left_out_of_the_snippets_query_give_the_same_hits() {
                 KEEP_EXCLUSIONS.set(true);
                 let kept = search(&store, min_pages, q, f);
                 KEEP_EXCLUSIONS.set(false);
+                let stripped = SNIPPETS_WITHOUT_EXCLUSIONS.get();
                 let left_out = search(&store, min_pages, q, f);
+                // The snippets were asked for without the exclusions (one alternative each).
+                assert_eq!(SNIPPETS_WITHOUT_EXCLUSIONS.get(), stripped + 1, "{q}");
                 assert!(!kept.is_empty(), "{q} {f:?}: no hit");
                 assert_eq!(
                     first_difference(&left_out, &kept),

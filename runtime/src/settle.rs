@@ -147,6 +147,15 @@ pub fn run(
             agent.display_name()
         )));
     };
+    // A `Stop` comes at every task's end: as for a whole-file source, one process reads a file
+    // at a time and one more waits behind it (a session's end comes once).
+    let _claim = match quirks.written_after_session_end {
+        Some(_) => None,
+        None => match crate::pending::claim_worker(db, path)? {
+            Some(c) => Some(c),
+            None => return Ok(None),
+        },
+    };
     let settled = wait(path, is_final, MAX_WAIT, QUIET);
     if db.sqlite_path().is_some_and(|p| !p.exists()) {
         return Ok(None);

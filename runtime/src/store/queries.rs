@@ -416,12 +416,16 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
     let expanded = alternatives.iter().any(|a| a.is_expanded());
     // One alternative's snippets without its exclusions (see [`without_exclusions`]): the same
     // text, without checking each row walked against every excluded term.
-    let (snippet_query, expanded) = match without_exclusions(&snippet_query) {
-        Some(positive) if single && !keep_exclusions() => (
-            positive,
-            alternatives.iter().any(|a| a.has_positive_group()),
-        ),
-        _ => (snippet_query, expanded),
+    let positive = (single && !keep_exclusions())
+        .then(|| without_exclusions(&snippet_query))
+        .flatten();
+    #[cfg(test)]
+    if positive.is_some() {
+        SNIPPETS_WITHOUT_EXCLUSIONS.set(SNIPPETS_WITHOUT_EXCLUSIONS.get() + 1);
+    }
+    let (snippet_query, expanded) = match positive {
+        Some(p) => (p, alternatives.iter().any(|a| a.has_positive_group())),
+        None => (snippet_query, expanded),
     };
     let mut snippets = snippets(store, &snippet_query, expanded, &ranked)?;
     let mut row = store.conn.prepare_cached(
@@ -955,6 +959,9 @@ thread_local! {
     /// Searches on this thread keep the exclusions in their snippets' query
     /// ([`keep_exclusions`]).
     pub(crate) static KEEP_EXCLUSIONS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// How many searches on this thread asked for their snippets without their exclusions.
+    pub(crate) static SNIPPETS_WITHOUT_EXCLUSIONS: std::cell::Cell<usize> =
+        const { std::cell::Cell::new(0) };
 }
 
 /// A message's row id, message id, `memtrail_bm25` and time (ms).
