@@ -153,6 +153,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             vec![
                 Sql::Text(q.groups.clone()),
                 Sql::Blob(q.samples.clone()),
+                Sql::Blob(q.rare_rows.clone()),
                 Sql::Text(q.query.clone()),
             ]
         };
@@ -168,7 +169,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
         let mut sql = if !filtered {
             format!(
                 "SELECT c.id, c.score FROM (
-                    SELECT rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?) AS score FROM messages_fts
+                    SELECT rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?, ?) AS score FROM messages_fts
                     WHERE messages_fts MATCH ?{not_rows} ORDER BY rowid DESC LIMIT {SEARCH_CANDIDATES}
                  ) c WHERE 1 = 1"
             )
@@ -181,7 +182,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             let messages_level = by_session || walk_reads_message_row(f);
             let mut inner = String::from(
                 "SELECT c.id, c.score FROM (
-                    SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?) AS score
+                    SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?, ?) AS score
                     FROM messages_fts",
             );
             if messages_level {
@@ -238,7 +239,7 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
             };
             let mut inner = format!(
                 "SELECT c.id, c.score FROM (
-                    SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?) AS score
+                    SELECT messages_fts.rowid AS id, memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?, ?) AS score
                     FROM messages_fts{joins}
                     WHERE messages_fts MATCH ?"
             );
@@ -257,7 +258,11 @@ pub fn search(store: &Store, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> 
                     "SELECT coalesce(min(c.id), 0), count(*) FROM (",
                     1,
                 )
-                .replacen("memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?)", "0", 1);
+                .replacen(
+                    "memtrail_bm25(messages_fts, 1.0, 0.4, 0.8, ?, ?, ?)",
+                    "0",
+                    1,
+                );
         } else {
             sql.push_str(" ORDER BY c.score, c.id DESC LIMIT ?");
             args.push(Sql::Integer(fetch as i64));

@@ -19,6 +19,13 @@
 //! [`DF_SAMPLE`] rows, so its IDF is small whatever the estimate; for every phrase with fewer
 //! rows the score is exactly `bm25()`'s (checked by the tests).
 //!
+//! Its arguments after the column weights, all optional: the groups (text, see
+//! [`parse_groups`]), their samples (the first blob) and the rows of the phrases whose every
+//! row is known (the second blob, [`super::prefix::Expanded::rare_rows`]): such a phrase is
+//! looked for only in the rows it is listed in, where it has its only positions; the score is
+//! the same, and a prefix of one letter (~1,000 such phrases, a handful in any row) costs
+//! less to rank (docs/benchmarks.md, "Rare terms looked for in their rows only").
+//!
 //! The function is registered per connection with `fts5_api.xCreateFunction`
 //! (<https://sqlite.org/fts5.html#custom_auxiliary_functions>), on the first search, so hooks do
 //! not pay for it.
@@ -191,6 +198,115 @@ struct QueryData {
     /// The column weights (the function's numeric arguments), read on the first row: the same
     /// for every row of a statement.
     weights: Vec<f64>,
+    /// The phrases whose rows are listed ([`RareRows`]); the others are looked for in every row.
+    rare: RareRows,
+    /// The phrases not in `rare`, in order.
+    always: Vec<usize>,
+}
+
+/// The rows of the phrases whose every row is known (an expanded prefix's rare terms:
+/// [`super::prefix::Expanded::rare_rows`], the blob's format), and which of them hold the
+/// row being scored. FTS5 walks its matches newest first, so each phrase keeps a cursor that
+/// only moves down its rows and a heap holds each phrase's next row: a row costs the phrases
+/// that hold it and the rows passed since the row before. A row scored out of that order
+/// starts the cursors again; a row below `floor` is looked for in every phrase.
+#[derive(Default)]
+struct RareRows {
+    floor: i64,
+    /// The phrase of each listed entry.
+    phrase: Vec<usize>,
+    /// Each entry's rows (ascending) as a range of `rows`.
+    span: Vec<std::ops::Range<usize>>,
+    rows: Vec<i64>,
+    /// Per entry: how many of its rows are below the cursor (not yet passed).
+    left: Vec<usize>,
+    /// (next row, entry) of each entry with rows left.
+    heap: std::collections::BinaryHeap<(i64, usize)>,
+    /// The row scored last; `None` before the first.
+    last: Option<i64>,
+    /// Scratch: the phrases holding the current row.
+    holding: Vec<usize>,
+}
+
+impl RareRows {
+    /// Parse the blob; `None` when malformed. An empty blob lists no phrase.
+    fn parse(blob: &[u8], n_phrase: usize) -> Option<RareRows> {
+        let mut out = RareRows {
+            floor: i64::MIN,
+            ..RareRows::default()
+        };
+        if blob.is_empty() {
+            return Some(out);
+        }
+        let u32_at = |i: usize| -> Option<usize> {
+            Some(u32::from_le_bytes(blob.get(i..i + 4)?.try_into().ok()?) as usize)
+        };
+        let i64_at = |i: usize| -> Option<i64> {
+            Some(i64::from_le_bytes(blob.get(i..i + 8)?.try_into().ok()?))
+        };
+        out.floor = i64_at(0)?;
+        let mut i = 8;
+        while i < blob.len() {
+            let (phrase, n) = (u32_at(i)?, u32_at(i + 4)?);
+            i += 8;
+            if phrase >= n_phrase || out.phrase.contains(&phrase) {
+                return None;
+            }
+            let start = out.rows.len();
+            for k in 0..n {
+                out.rows.push(i64_at(i + 8 * k)?);
+            }
+            i += 8 * n;
+            if !out.rows[start..].is_sorted() {
+                return None;
+            }
+            out.phrase.push(phrase);
+            out.span.push(start..out.rows.len());
+        }
+        Some(out)
+    }
+
+    /// Whether `phrase` is listed.
+    fn lists(&self, phrase: usize) -> bool {
+        self.phrase.contains(&phrase)
+    }
+
+    /// The cursors at the top of every entry's rows.
+    fn restart(&mut self) {
+        self.left = self.span.iter().map(ExactSizeIterator::len).collect();
+        self.heap.clear();
+        for (e, span) in self.span.iter().enumerate() {
+            if let Some(&r) = self.rows[span.clone()].last() {
+                self.heap.push((r, e));
+            }
+        }
+    }
+
+    /// Fill `holding` with the listed phrases that hold `row` (`row` ≥ `floor`).
+    fn find(&mut self, row: i64) {
+        if self.last.is_none_or(|l| row >= l) {
+            self.restart();
+        }
+        self.last = Some(row);
+        self.holding.clear();
+        while let Some(&(next, e)) = self.heap.peek() {
+            if next < row {
+                break;
+            }
+            self.heap.pop();
+            let span = self.span[e].clone();
+            let rows = &self.rows[span.start..span.start + self.left[e]];
+            let mut left = rows.partition_point(|&r| r <= row);
+            if left > 0 && rows[left - 1] == row {
+                self.holding.push(self.phrase[e]);
+                left -= 1;
+            }
+            self.left[e] = left;
+            if left > 0 {
+                self.heap.push((rows[left - 1], e));
+            }
+        }
+    }
 }
 
 unsafe extern "C" fn free_query_data(p: *mut c_void) {
@@ -364,6 +480,8 @@ unsafe fn query_data(
         let mut weights = Vec::new();
         let mut spec = String::new();
         let mut group_samples: Vec<Vec<i64>> = Vec::new();
+        let mut rare_blob: &[u8] = &[];
+        let mut blobs = 0;
         for i in 0..n_val.max(0) as usize {
             let v = *ap_val.add(i);
             match ffi::sqlite3_value_type(v) {
@@ -376,17 +494,27 @@ unsafe fn query_data(
                     }
                 }
                 ffi::SQLITE_BLOB => {
+                    // The groups' samples, then the rare phrases' rows.
                     let n = ffi::sqlite3_value_bytes(v).max(0) as usize;
                     let p = ffi::sqlite3_value_blob(v).cast::<u8>();
-                    if !p.is_null() && n > 0 {
-                        group_samples = parse_samples(std::slice::from_raw_parts(p, n))
-                            .ok_or(ffi::SQLITE_ERROR)?;
+                    let blob: &[u8] = if p.is_null() || n == 0 {
+                        &[]
+                    } else {
+                        std::slice::from_raw_parts(p, n)
+                    };
+                    match blobs {
+                        0 => group_samples = parse_samples(blob).ok_or(ffi::SQLITE_ERROR)?,
+                        1 => rare_blob = blob,
+                        _ => return Err(ffi::SQLITE_ERROR),
                     }
+                    blobs += 1;
                 }
                 _ => weights.push(ffi::sqlite3_value_double(v)),
             }
         }
         let n_phrase = phrase_count(fts).max(0) as usize;
+        let rare = RareRows::parse(rare_blob, n_phrase).ok_or(ffi::SQLITE_ERROR)?;
+        let always = (0..n_phrase).filter(|&p| !rare.lists(p)).collect();
         let Units {
             unit,
             counted,
@@ -448,6 +576,8 @@ unsafe fn query_data(
             avgdl: if avgdl > 0.0 { avgdl } else { 1.0 },
             freq: vec![0.0; n_unit],
             weights,
+            rare,
+            always,
         }));
         let rc = set(fts, data.cast::<c_void>(), Some(free_query_data));
         if rc != ffi::SQLITE_OK {
@@ -488,12 +618,15 @@ unsafe fn score(
         let phrase_first = api.xPhraseFirst.ok_or(ffi::SQLITE_ERROR)?;
         let phrase_next = api.xPhraseNext.ok_or(ffi::SQLITE_ERROR)?;
         let column_size = api.xColumnSize.ok_or(ffi::SQLITE_ERROR)?;
+        let row_id = api.xRowid.ok_or(ffi::SQLITE_ERROR)?;
         data.freq.fill(0.0);
         // Each phrase's positions in this row, read from its position list. (`xInst` gives
         // the same instances, but first merges every phrase's list into one array sorted by
         // position: a third of a frequent-term search's instructions.) A group's phrases are
-        // distinct terms, so no position counts twice in its unit.
-        for (p, &u) in data.unit.iter().enumerate() {
+        // distinct terms, so no position counts twice in its unit. A phrase whose rows are
+        // listed is looked for only in those rows: elsewhere it has no position.
+        let add = |data: &mut QueryData, p: usize| -> std::result::Result<(), c_int> {
+            let u = data.unit[p];
             let mut it = ffi::Fts5PhraseIter {
                 a: std::ptr::null(),
                 b: std::ptr::null(),
@@ -506,6 +639,21 @@ unsafe fn score(
             while ic >= 0 {
                 data.freq[u] += data.weights.get(ic as usize).copied().unwrap_or(1.0);
                 phrase_next(fts, &mut it, &mut ic, &mut io);
+            }
+            Ok(())
+        };
+        let row = row_id(fts);
+        if data.rare.phrase.is_empty() || row < data.rare.floor {
+            for p in 0..data.unit.len() {
+                add(data, p)?;
+            }
+        } else {
+            for k in 0..data.always.len() {
+                add(data, data.always[k])?;
+            }
+            data.rare.find(row);
+            for k in 0..data.rare.holding.len() {
+                add(data, data.rare.holding[k])?;
             }
         }
         let mut n_tok: c_int = 0;
@@ -628,6 +776,73 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(order(FUNCTION), order("bm25"));
+    }
+
+    /// The blob [`super::super::prefix::Expanded::rare_rows`] describes: a floor, then per
+    /// phrase its number, its count of rows and the rows.
+    fn rare_blob(floor: i64, phrases: &[(u32, &[i64])]) -> Vec<u8> {
+        let mut b = floor.to_le_bytes().to_vec();
+        for (p, rows) in phrases {
+            b.extend_from_slice(&p.to_le_bytes());
+            b.extend_from_slice(&(rows.len() as u32).to_le_bytes());
+            for r in *rows {
+                b.extend_from_slice(&r.to_le_bytes());
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn the_phrases_holding_a_row_are_found_in_any_order_of_rows() {
+        let blob = rare_blob(
+            5,
+            &[(1, &[5, 9, 20]), (3, &[9, 30]), (4, &[]), (6, &[7, 9, 21])],
+        );
+        let mut r = RareRows::parse(&blob, 8).unwrap();
+        assert_eq!(r.floor, 5);
+        assert!(r.lists(4) && !r.lists(0) && !r.lists(2));
+        let mut holding = |row: i64| {
+            r.find(row);
+            let mut h = r.holding.clone();
+            h.sort_unstable();
+            h
+        };
+        // Newest first, as FTS5 walks (rows between the listed ones pass them by).
+        let walk: Vec<(i64, Vec<usize>)> = [31, 30, 21, 20, 15, 9, 8, 7, 5]
+            .into_iter()
+            .map(|row| (row, holding(row)))
+            .collect();
+        let want: Vec<(i64, Vec<usize>)> = vec![
+            (31, vec![]),
+            (30, vec![3]),
+            (21, vec![6]),
+            (20, vec![1]),
+            (15, vec![]),
+            (9, vec![1, 3, 6]),
+            (8, vec![]),
+            (7, vec![6]),
+            (5, vec![1]),
+        ];
+        assert_eq!(walk, want);
+        // The same row twice, then rows out of order: each still finds its phrases.
+        assert_eq!(holding(5), vec![1]);
+        assert_eq!(holding(9), vec![1, 3, 6]);
+        assert_eq!(holding(30), vec![3]);
+        assert_eq!(holding(9), vec![1, 3, 6]);
+        assert_eq!(holding(21), vec![6]);
+    }
+
+    #[test]
+    fn a_malformed_list_of_rare_rows_is_refused() {
+        let ok = rare_blob(0, &[(2, &[1, 2])]);
+        assert!(RareRows::parse(&ok, 3).is_some());
+        assert!(RareRows::parse(&[], 3).is_some_and(|r| r.phrase.is_empty()));
+        // A phrase past the query's, listed twice, rows not ascending, cut short.
+        assert!(RareRows::parse(&ok, 2).is_none());
+        assert!(RareRows::parse(&rare_blob(0, &[(1, &[1]), (1, &[2])]), 3).is_none());
+        assert!(RareRows::parse(&rare_blob(0, &[(1, &[2, 1])]), 3).is_none());
+        assert!(RareRows::parse(&ok[..ok.len() - 1], 3).is_none());
+        assert!(RareRows::parse(&ok[..4], 3).is_none());
     }
 
     #[test]
