@@ -22,7 +22,7 @@ use memtrail_runtime::analytics::{
 };
 use memtrail_runtime::events::{Category, Event, StoredEvent};
 use memtrail_runtime::query::{
-    CopyKey, HL_END, HL_START, Hit, ListFilter, MessageView, QueryItem, SEARCH_CANDIDATES,
+    CopyKey, HL_END, HL_START, Hit, ListFilter, MessageView, QueryItem, Ranking, SEARCH_CANDIDATES,
     SEMANTIC_SNIPPET_CHARS, SearchFilter, SessionSummary, SessionView, best_distinct, cjk_runs,
     compact_cjk, copy_ids, like_escape, normalize_dir, parse_query, pick_prefix_match, unmarked,
     view_parts, with_recency,
@@ -785,7 +785,7 @@ impl ReadStore for PgReader {
             .get(0))
     }
 
-    fn search(&self, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> {
+    fn search_ranking(&self, query: &str, f: &SearchFilter) -> Result<Ranking> {
         memtrail_runtime::query::refuse_over_term_cap(query)?;
         let items = parse_query(query);
         let Some(q) = items.as_deref().and_then(tsquery) else {
@@ -833,33 +833,45 @@ impl ReadStore for PgReader {
         } else {
             ""
         };
-        let newest = |param: usize| {
+        // Each alternative's candidates as an array of row addresses (`t0`, `t1`, …), kept
+        // in one row: its length tells whether the walk stopped at the bound (`newest_only`).
+        // (A `count(*) OVER ()` beside the ranking, or the candidates as rows of a CTE, cost
+        // 0.4–0.7 ms more: docs/benchmarks.md, "A search says when it ranked only the newest".)
+        let newest = |param: usize, alternative: usize| {
             format!(
-                "(SELECT m.id, m.ctid AS t FROM messages m{join}
+                "ARRAY(SELECT m.ctid FROM messages m{join}
                   WHERE m.tsv @@ ${param}::text::tsquery{filters}
-                  ORDER BY m.id DESC LIMIT {SEARCH_CANDIDATES})"
+                  ORDER BY m.id DESC LIMIT {SEARCH_CANDIDATES}) AS t{alternative}"
             )
         };
-        let candidates = if alternatives.len() > 1 {
+        let arrays = if alternatives.len() > 1 {
             let mut parts = Vec::with_capacity(alternatives.len());
-            for alternative in &alternatives {
+            for (k, alternative) in alternatives.iter().enumerate() {
                 args.push(text(alternative.clone()));
-                parts.push(newest(args.len()));
+                parts.push(newest(args.len(), k));
             }
-            parts.join(" UNION ")
+            parts
         } else {
-            newest(1)
+            vec![newest(1, 0)]
         };
+        let each = |f: &dyn Fn(usize) -> String| (0..arrays.len()).map(f).collect::<Vec<_>>();
+        // A row address in two alternatives' arrays is read once (a TID scan drops repeats).
+        let candidates = each(&|k| format!("t{k}")).join(" || ");
+        let most = each(&|k| format!("cardinality(t{k})")).join(", ");
         let rank = rank_tsquery(items.as_deref().unwrap_or_default()).unwrap_or_else(|| q.clone());
         args.push(text(rank));
         // The candidates' rows are read again in one TID scan of their addresses (`ctid =
         // ANY(…)`) rather than a subquery per candidate: ~2 ms less for 1,024 candidates on the
         // 1 GB bench database (docs/benchmarks.md, "PostgreSQL search: the candidates read in
         // one scan").
+        // With each row, the most candidates an alternative's walk found.
         let mut sql = format!(
-            "SELECT v.id, ts_rank({RANK_WEIGHTS}, v.tsv, ${}::text::tsquery, 1)::float8 AS score
-             FROM messages v WHERE v.ctid = ANY(ARRAY(SELECT c.t FROM ({candidates}) c))",
-            args.len()
+            "WITH c AS MATERIALIZED (SELECT {arrays})
+             SELECT v.id, ts_rank({RANK_WEIGHTS}, v.tsv, ${}::text::tsquery, 1)::float8 AS score,
+                    (SELECT greatest({most}) FROM c)::int8 AS most
+             FROM messages v WHERE v.ctid = ANY((SELECT {candidates} FROM c)::tid[])",
+            args.len(),
+            arrays = arrays.join(", ")
         );
         // Rank a few more than asked, then apply the recency prior; equal scores go to the
         // newest message.
@@ -870,13 +882,17 @@ impl ReadStore for PgReader {
         ));
         // With each ranked row, what tells a copy of a message (best_distinct).
         let sql = format!(
-            "SELECT r.id, r.score, m.ts, m.ext_id, s.agent, length(m.body)::int8, left(m.body, 256)
+            "SELECT r.id, r.score, m.ts, m.ext_id, s.agent, length(m.body)::int8, left(m.body, 256),
+                    r.most
              FROM ({sql}) r JOIN messages m ON m.id = r.id JOIN sessions s ON s.uid = m.session_uid
              ORDER BY r.score DESC, r.id DESC"
         );
         let now = now_ms();
-        let keyed: Vec<(i64, f64, Option<CopyKey>)> = self
-            .rows_boxed(&sql, &args)?
+        let rows = self.rows_boxed(&sql, &args)?;
+        let newest_only = rows
+            .first()
+            .is_some_and(|r| r.get::<_, i64>(7) as usize >= SEARCH_CANDIDATES);
+        let keyed: Vec<(i64, f64, Option<CopyKey>)> = rows
             .iter()
             .map(|r| {
                 (
@@ -891,7 +907,7 @@ impl ReadStore for PgReader {
         if ranked.is_empty() {
             // No hit: no rows to read (a statement planned for nothing cost a new connection
             // ~3 ms).
-            return Ok(Vec::new());
+            return Ok(Ranking::default());
         }
         let ids: Vec<i64> = ranked.iter().map(|r| r.0).collect();
         // The snippet of the first column that matches the whole query (prose, tool calls,
@@ -1018,7 +1034,10 @@ impl ReadStore for PgReader {
                 ..hit_of(&r, snippet, score)
             });
         }
-        Ok(clean(hits))
+        Ok(Ranking {
+            hits: clean(hits),
+            newest_only,
+        })
     }
 
     fn has_vectors_of(&self, model: &str) -> Result<bool> {

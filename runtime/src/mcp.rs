@@ -790,6 +790,7 @@ impl MemtrailMcp {
                 .unwrap_or(DEFAULT_SEARCH_LIMIT)
                 .clamp(1, MAX_SEARCH_LIMIT) as usize,
         };
+        let filtered = filter.filters();
         let asked = a
             .mode
             .as_deref()
@@ -802,7 +803,8 @@ impl MemtrailMcp {
         // that cannot be read or an endpoint that does not answer leaves the search to BM25,
         // and the result says so.
         let mut meaning_failed: Option<String> = None;
-        let (mut hits, mut unindexed, mode) = match (asked, &self.meaning) {
+        // `newest_only`: whether a full-text ranking stopped at its bound (`None`: not one).
+        let (mut hits, mut unindexed, mode, mut newest_only) = match (asked, &self.meaning) {
             (Some(query::SearchMode::Lexical), _) => self.search_lexical(&a.query, &filter)?,
             (asked, meaning) => {
                 let mut guard = self.lock_opened()?;
@@ -810,10 +812,10 @@ impl MemtrailMcp {
                     (Some(Backend::Local(s)), Some(m)) if asked.is_some() || m.ready(s) => {
                         let mode = asked.unwrap_or(query::SearchMode::Hybrid);
                         match m.search(s, &a.query, &filter, mode) {
-                            Ok(hits) => (hits, s.unindexed(), mode),
+                            Ok(hits) => (hits, s.unindexed(), mode, None),
                             Err(e) if asked.is_none() => {
                                 meaning_failed = Some(e);
-                                (Vec::new(), 0, query::SearchMode::Lexical)
+                                (Vec::new(), 0, query::SearchMode::Lexical, None)
                             }
                             Err(e) => return Err(e),
                         }
@@ -823,11 +825,11 @@ impl MemtrailMcp {
                         let m = m.clone();
                         let (q, f) = (&a.query, &filter);
                         match self.with_store(move |s| Ok(m.search_in(s, q, f, asked)))? {
-                            Ok(Some((hits, mode))) => (hits, 0, mode),
+                            Ok(Some((hits, mode))) => (hits, 0, mode, None),
                             Ok(None) => self.search_lexical(&a.query, &filter)?,
                             Err(e) if asked.is_none() => {
                                 meaning_failed = Some(e);
-                                (Vec::new(), 0, query::SearchMode::Lexical)
+                                (Vec::new(), 0, query::SearchMode::Lexical, None)
                             }
                             Err(e) => return Err(e),
                         }
@@ -846,7 +848,7 @@ impl MemtrailMcp {
             }
         };
         if meaning_failed.is_some() {
-            (hits, unindexed, _) = self.search_lexical(&a.query, &filter)?;
+            (hits, unindexed, _, newest_only) = self.search_lexical(&a.query, &filter)?;
         }
         for h in &mut hits {
             h.snippet = highlight_markdown(&h.snippet);
@@ -860,6 +862,17 @@ impl MemtrailMcp {
             )
             .into();
         }
+        if let Some(newest) = newest_only {
+            out["newest_only"] = newest.into();
+            if newest {
+                out["ranking_note"] = format!(
+                    "only the newest {} matches{} were ranked; older messages with these words were not: add words, or narrow by until, agent or project, to reach them",
+                    query::SEARCH_CANDIDATES,
+                    if filtered { " that pass the filters" } else { "" }
+                )
+                .into();
+            }
+        }
         if unindexed > 0 {
             out["unindexed_messages"] = unindexed.into();
             out["note"] = format!(
@@ -872,17 +885,23 @@ impl MemtrailMcp {
         })
     }
 
-    /// The full-text search, with the count of messages not yet in the index.
+    /// The full-text search, with the count of messages not yet in the index and whether its
+    /// ranking stopped at its bound ([`query::Ranking::newest_only`]).
     fn search_lexical(
         &self,
         q: &str,
         filter: &SearchFilter,
-    ) -> Result<(Vec<query::Hit>, i64, query::SearchMode), String> {
+    ) -> Result<(Vec<query::Hit>, i64, query::SearchMode, Option<bool>), String> {
         self.with_store(|s| {
-            let hits = s.search(q, filter)?;
+            let ranking = s.search_ranking(q, filter)?;
             // Messages the search could not index first (another process held the write lock)
             // were not searched: say how many, so the agent can search again.
-            Ok((hits, s.unindexed(), query::SearchMode::Lexical))
+            Ok((
+                ranking.hits,
+                s.unindexed(),
+                query::SearchMode::Lexical,
+                Some(ranking.newest_only),
+            ))
         })
     }
 

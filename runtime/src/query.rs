@@ -4,7 +4,8 @@ use memtrail_adapters::ToolCall;
 use serde::{Deserialize, Serialize};
 
 pub use crate::store::queries::{
-    SEMANTIC_SNIPPET_CHARS, get_session, list_sessions, resolve_session, search, session_summary,
+    SEMANTIC_SNIPPET_CHARS, get_session, list_sessions, resolve_session, search, search_ranking,
+    session_summary,
 };
 
 /// Snippet highlight delimiters as returned by [`search`]: the matched terms are wrapped in
@@ -67,6 +68,19 @@ pub struct SearchFilter {
     /// Only sessions of this machine: its label or its id ([`crate::machine`]).
     pub machine: Option<String>,
     pub limit: usize,
+}
+
+impl SearchFilter {
+    /// Whether it filters at all: an agent, project, session, machine, date or role is set.
+    pub fn filters(&self) -> bool {
+        self.agent.is_some()
+            || self.project.is_some()
+            || self.session.is_some()
+            || self.since.is_some()
+            || self.until.is_some()
+            || self.role.is_some()
+            || self.machine.is_some()
+    }
 }
 
 /// How a hit of a search by meaning or a hybrid search was found ([`Hit::matched`]).
@@ -722,6 +736,19 @@ pub(crate) fn top_level_alternatives(q: &str) -> Vec<&str> {
 
 /// How many of the newest matches an unfiltered search ranks by BM25 (see [`search`]).
 pub const SEARCH_CANDIDATES: usize = 1024;
+
+/// A full-text search's hits, and whether its ranking reached every match
+/// ([`search_ranking`], [`crate::read::ReadStore::search_ranking`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ranking {
+    /// The best hits, best first (at most the filter's limit).
+    pub hits: Vec<Hit>,
+    /// True when a walk stopped at its bound: only the newest [`SEARCH_CANDIDATES`] matches
+    /// that pass the filter (of each alternative of an `OR`) were ranked, so older messages
+    /// may hold the words too (more words, or a filter on an end date, agent or project,
+    /// reach them). False when every match was ranked.
+    pub newest_only: bool,
+}
 
 /// A snippet taken from the `cjk` column has a space between characters: drop the spaces
 /// between two CJK characters (highlight markers in between are kept).

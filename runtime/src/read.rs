@@ -65,7 +65,15 @@ pub trait ReadStore {
     /// Full-text search: the best `f.limit` hits (1 to 500), snippets marked with
     /// [`crate::query::HL_START`] / [`crate::query::HL_END`], ranked as
     /// [`crate::query::search`] describes.
-    fn search(&self, query: &str, f: &SearchFilter) -> Result<Vec<Hit>>;
+    fn search(&self, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> {
+        self.search_ranking(query, f).map(|r| r.hits)
+    }
+
+    /// [`ReadStore::search`], and whether its ranking stopped at the bound of
+    /// [`crate::query::SEARCH_CANDIDATES`] newest matches ([`crate::query::Ranking`]).
+    ///
+    /// Errors: as [`ReadStore::search`].
+    fn search_ranking(&self, query: &str, f: &SearchFilter) -> Result<crate::query::Ranking>;
 
     /// The handle that stops this reader for good from another thread, when it was made
     /// stoppable ([`crate::store::Store::make_stoppable`], or the PostgreSQL reader's own,
@@ -232,8 +240,8 @@ impl ReadStore for Store {
         Store::has_messages_from(self, agent, external_id, seq)
     }
 
-    fn search(&self, query: &str, f: &SearchFilter) -> Result<Vec<Hit>> {
-        crate::store::queries::search(self, query, f)
+    fn search_ranking(&self, query: &str, f: &SearchFilter) -> Result<crate::query::Ranking> {
+        crate::store::queries::search_ranking(self, query, f)
     }
 
     fn unindexed(&self) -> i64 {

@@ -730,3 +730,89 @@ fn a_rare_role_is_listed_and_finds_what_the_join_finds() {
         assert!(hits > 0 && hits < 12, "{hits} {f:?}");
     }
 }
+
+/// A ranking says whether a walk stopped at its bound ([`query::Ranking::newest_only`]):
+/// exactly when an alternative of the query has at least [`SEARCH_CANDIDATES`] matches its
+/// filter passes, counted here from every match (plain SQL, nothing bounded), under every plan
+/// of a filtered search.
+#[test]
+fn a_ranking_says_when_only_the_newest_matches_were_ranked() {
+    let (_dir, store, claude_alpha) = generated();
+    assert!(claude_alpha > SEARCH_CANDIDATES, "{claude_alpha}");
+    let base = SearchFilter {
+        limit: 20,
+        ..SearchFilter::default()
+    };
+    // Matches of `q` at or after `since` (ms; `None`: all).
+    let matches = |q: &str, since: Option<i64>| {
+        crate::store::queries::every_match_scored(&store, q)
+            .unwrap()
+            .iter()
+            .filter(|m| since.is_none_or(|s| m.3.is_some_and(|t| t >= s)))
+            .count()
+    };
+    let ranking = |plan: Option<ForcedPlan>, q: &str, f: &SearchFilter| {
+        FORCED_PLAN.set(plan);
+        let r = query::search_ranking(&store, q, f);
+        FORCED_PLAN.set(None);
+        r.unwrap_or_else(|e| panic!("{q} {f:?}: {e}"))
+    };
+    let mut seen = [0; 2];
+    for (q, alternatives) in [
+        ("alpha", &["alpha"][..]),
+        ("gamma", &["gamma"]),
+        ("delta OR zeta", &["delta", "zeta"]),
+        ("alpha OR zeta", &["alpha", "zeta"]),
+        ("zeta OR gamma delta", &["zeta", "gamma delta"]),
+        ("alpha -beta", &["alpha -beta"]),
+        ("gam*", &["gam*"]),
+        ("\"delta filler\" OR beta", &["\"delta filler\"", "beta"]),
+    ] {
+        let over = alternatives
+            .iter()
+            .any(|a| matches(a, None) >= SEARCH_CANDIDATES);
+        let r = ranking(None, q, &base);
+        assert!(!r.hits.is_empty(), "{q}");
+        assert_eq!(r.newest_only, over, "{q}");
+        seen[usize::from(over)] += 1;
+    }
+    // Under a filter: `alpha` in Claude Code's sessions (over the bound), `gamma` there (under
+    // it, as under no filter), and dates: the newest 800 and 2,600 of the 9,600 messages.
+    let claude = SearchFilter {
+        agent: Some("claude".into()),
+        ..base.clone()
+    };
+    let mut filtered = vec![
+        (claude.clone(), "alpha", true),
+        (claude.clone(), "gamma", false),
+    ];
+    for since in [T0 + 8_800 * 1000, T0 + 7_000 * 1000] {
+        filtered.push((
+            SearchFilter {
+                since: Some(since),
+                ..base.clone()
+            },
+            "alpha",
+            matches("alpha", Some(since)) >= SEARCH_CANDIDATES,
+        ));
+    }
+    assert_eq!(
+        filtered.iter().filter(|f| f.2).count(),
+        2,
+        "one date range over the bound, one under it"
+    );
+    for (f, q, over) in &filtered {
+        for plan in [
+            None,
+            Some(ForcedPlan::Join),
+            Some(ForcedPlan::List),
+            Some(ForcedPlan::Sessions),
+            Some(ForcedPlan::SessionsWithin(50)),
+        ] {
+            let r = ranking(plan, q, f);
+            assert!(!r.hits.is_empty(), "{q} {f:?} {plan:?}");
+            assert_eq!(r.newest_only, *over, "{q} {f:?} {plan:?}");
+        }
+    }
+    assert!(seen[0] >= 3 && seen[1] >= 3, "{seen:?}");
+}

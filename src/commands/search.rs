@@ -18,6 +18,10 @@ struct Found<'a> {
     /// How the hits were ranked: `lexical`, `semantic` or `hybrid`.
     mode: &'a str,
     hits: &'a [Hit],
+    /// A full-text ranking that stopped at its bound: only the newest
+    /// `SEARCH_CANDIDATES` matches were ranked (absent in a hybrid or semantic search).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    newest_only: Option<bool>,
 }
 
 /// `memtrail search`: the hits (coloured on a terminal), or JSON; a note on stderr when new
@@ -86,6 +90,8 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         Err(e) => return Err(e),
     };
     let mut empty_store = false;
+    // Whether the full-text ranking stopped at its bound (`None`: not a full-text search).
+    let mut newest_only = None;
     let (mut hits, unindexed) = match searched {
         Searched::Found(hits, unindexed) => {
             used = mode.unwrap_or(SearchMode::Hybrid);
@@ -94,10 +100,11 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         Searched::Lexical(opened) => {
             match opened.map_or_else(|| open_for_search(db), |s| Ok(Some(s)))? {
                 Some(store) => {
-                    let hits = store.search(&q, &filter)?;
+                    let ranking = store.search_ranking(&q, &filter)?;
+                    newest_only = Some(ranking.newest_only);
                     // The search indexes the queue first; when it could not (another process holds
                     // the write lock), the newest messages are not searched: say so.
-                    (hits, store.unindexed())
+                    (ranking.hits, store.unindexed())
                 }
                 None => {
                     empty_store = true;
@@ -133,7 +140,8 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
             crate::output::json(&Found {
                 query: &q,
                 mode: used.as_str(),
-                hits: &hits
+                hits: &hits,
+                newest_only,
             })?
         );
         return Ok(ExitCode::SUCCESS);
@@ -235,7 +243,24 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
             crate::output::plural(shown as u64, "hit", "hits")
         );
     }
+    if newest_only == Some(true) {
+        eprintln!("{}", newest_only_note(!filtered.is_empty()));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The note of a full-text ranking that stopped at its bound
+/// ([`memtrail_runtime::query::Ranking::newest_only`]).
+fn newest_only_note(filtered: bool) -> String {
+    format!(
+        "note: only the newest {} matches{} were ranked; older messages with these words were not: more words, or --until, --agent or --project, reach them",
+        memtrail_runtime::query::SEARCH_CANDIDATES,
+        if filtered {
+            " that pass the filters"
+        } else {
+            ""
+        }
+    )
 }
 
 /// A model and the store's vectors of it, ready to search by meaning.

@@ -4751,17 +4751,7 @@ fn mcp_errors_never_echo_a_secret_argument() {
         return;
     };
     let calls = Value::from(bad.iter().map(|(t, a)| json!([t, a])).collect::<Vec<_>>()).to_string();
-    let base = sb.cmd();
-    let client = |args: &[&str]| {
-        std::process::Command::new(&python)
-            .env_clear()
-            .envs(base.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
-            .arg(crate::common::repo_root().join("tests/e2e/mcp_client.py"))
-            .arg(crate::common::memtrail_bin())
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let client = |args: &[&str]| support::mcp_client(&python, &sb, args);
     let out = client(&["--calls", &calls]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && !stdout.contains(token), "{out:?}");
@@ -5005,5 +4995,84 @@ fn status_shows_a_pending_entrys_agent_on_one_line() {
             .lines()
             .any(|l| l.starts_with("sync: everything pushed")),
         "{text}"
+    );
+}
+
+/// Issue 18 ("candidate caps with an honest 'ranked the newest N of M'"): a search whose words
+/// are in more messages than it ranks (1024, per alternative, among those its filters pass)
+/// says that only the newest were ranked: a note on stderr, `newest_only` in `--json`, in the
+/// MCP tool's result (with a `ranking_note`; over raw JSON-RPC and through the real Python
+/// client) and a note on the web page; a search whose matches were all ranked says nothing.
+#[test]
+fn a_search_that_ranked_only_its_newest_matches_says_so() {
+    let sb = Sandbox::new();
+    support::long_session(&sb);
+    let note = "only the newest 1024 matches";
+    let prefix: &[(&str, &[&str], bool)] = &[("modul*", &[], true)];
+    let cases = support::NEWEST_ONLY_CASES.iter().chain(prefix);
+    for &(q, filters, newest_only) in cases {
+        let out = sb.cmd().args(["search", q]).args(filters).output().unwrap();
+        assert!(out.status.success(), "{q} {filters:?}: {out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("1. "), "{q} {filters:?}: no hit: {stdout}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.contains(note), newest_only, "{q} {filters:?}: {err}");
+        if newest_only {
+            assert_eq!(
+                err.contains("that pass the filters"),
+                !filters.is_empty(),
+                "{err}"
+            );
+        }
+        let v = sb.json(&[&["search", q, "--json"][..], filters].concat());
+        assert_eq!(v["newest_only"], newest_only, "{q} {filters:?}: {v}");
+    }
+    // The MCP tool, over raw JSON-RPC.
+    let mut m = support::Mcp::start(&sb);
+    for (q, newest_only) in [("module", true), ("refactor", false)] {
+        let v = m.call("search", json!({"query": q, "mode": "lexical"}));
+        let r = &v["result"]["structuredContent"];
+        assert_eq!(r["newest_only"], newest_only, "{q}: {v}");
+        assert_eq!(
+            r["ranking_note"].as_str().is_some_and(|n| n.contains(note)),
+            newest_only,
+            "{q}: {v}"
+        );
+    }
+    drop(m);
+    // The web page.
+    let (mut web, port) = support::web_on(&sb, &[]);
+    for (q, newest_only) in [("module", true), ("refactor", false)] {
+        let (code, page) = support::web_request(port, &format!("/search?q={q}"), None);
+        assert_eq!(code, 200, "{page}");
+        assert!(page.contains("hit"), "{page}");
+        assert_eq!(
+            page.contains("id=\"newest-only\""),
+            newest_only,
+            "{q}: {page}"
+        );
+        assert_eq!(
+            page.contains(note.replacen('o', "O", 1).as_str()),
+            newest_only,
+            "{q}"
+        );
+    }
+    let _ = web.kill();
+    let _ = web.wait();
+    // The real MCP client.
+    let Some(python) = crate::common::mcp_python_or_skip() else {
+        return;
+    };
+    let query = json!({"query": "module"}).to_string();
+    let out = support::mcp_client(&python, &sb, &["search", &query]);
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["is_error"], false, "{v:#}");
+    assert_eq!(v["result"]["newest_only"], true, "{v:#}");
+    assert!(
+        v["result"]["ranking_note"]
+            .as_str()
+            .is_some_and(|n| n.contains(note)),
+        "{v:#}"
     );
 }

@@ -1071,3 +1071,38 @@ fn a_filtered_search_finds_a_sessions_messages_pushed_after_the_others() {
         "a session whose bound is below one of its messages"
     );
 }
+
+/// Issue 18: a PostgreSQL store ranks a search's newest 1024 matches (per alternative, among
+/// those its filters pass) as the SQLite store does, and says the same when that was not
+/// every match (`newest_only`, the note on stderr).
+#[test]
+fn a_postgresql_search_says_when_only_its_newest_matches_were_ranked() {
+    let Some(url) = memtrail_testkit::pg::test_database("newest_only") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    crate::support::long_session(&sb);
+    crate::support::sync_init(&sb, &url);
+    let db = sb.db();
+    let db = db.to_str().unwrap();
+    for &(q, filters, newest_only) in crate::support::NEWEST_ONLY_CASES {
+        for store in [["--db", db], ["--store", url.as_str()]] {
+            let v = sb.json(&[&store[..], &["search", q, "--json"], filters].concat());
+            assert!(!v["hits"].as_array().unwrap().is_empty(), "{q} {store:?}");
+            assert_eq!(
+                v["newest_only"], newest_only,
+                "{q} {filters:?} {store:?}: {v}"
+            );
+        }
+    }
+    let out = sb
+        .cmd()
+        .args(["--store", &url, "search", "module"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("only the newest 1024 matches were ranked"),
+        "{out:?}"
+    );
+}

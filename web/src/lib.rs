@@ -435,6 +435,9 @@ pub(crate) struct SearchParams {
 pub(crate) struct Found {
     pub hits: Vec<memtrail_runtime::query::Hit>,
     pub unindexed: i64,
+    /// A keyword ranking that stopped at its bound: only the newest
+    /// [`memtrail_runtime::query::SEARCH_CANDIDATES`] matches were ranked.
+    pub newest_only: bool,
     /// The mode the hits were ranked by.
     pub mode: Mode,
     /// Why the search refused the query (no searchable word in it, too many terms), shown in
@@ -508,6 +511,7 @@ async fn search_page(
         Err(why) => Some(Found {
             hits: Vec::new(),
             unindexed: 0,
+            newest_only: false,
             mode: Mode::Keyword,
             // The form's own text, shown: no control or bidi character (`since=%1b…`).
             refused: Some(
@@ -526,42 +530,47 @@ async fn search_page(
                 limit: SEARCH_LIMIT,
             };
             let q = p.q.clone();
-            let (mut hits, unindexed, refused) = match (mode, app.backend.meaning.clone()) {
-                (Mode::Semantic | Mode::Hybrid, Some(m)) => {
-                    let permit = Arc::clone(&app.busy)
-                        .acquire_owned()
-                        .await
-                        .map_err(|e| WebError::internal(&e))?;
-                    let (hits, unindexed) = tokio::task::spawn_blocking(move || {
-                        let _permit = permit;
-                        (m.search)(&q, &filter, mode)
-                    })
-                    .await
-                    .map_err(|e| WebError::internal(&e))?
-                    .map_err(WebError::from)?;
-                    (hits, unindexed, None)
-                }
-                _ => app
-                    .with_store(move |s| {
-                        Ok(match s.search(&q, &filter) {
-                            // A query the search refuses (no searchable word, too many terms)
-                            // finds nothing: the results say why, as `memtrail search` does, in
-                            // place of hits (typing `"` or `(` is not an error page).
-                            Err(memtrail_runtime::Error::Invalid(why)) => {
-                                (Vec::new(), s.unindexed(), Some(why))
-                            }
-                            r => (r?, s.unindexed(), None),
+            let (mut hits, unindexed, refused, newest_only) =
+                match (mode, app.backend.meaning.clone()) {
+                    (Mode::Semantic | Mode::Hybrid, Some(m)) => {
+                        let permit = Arc::clone(&app.busy)
+                            .acquire_owned()
+                            .await
+                            .map_err(|e| WebError::internal(&e))?;
+                        let (hits, unindexed) = tokio::task::spawn_blocking(move || {
+                            let _permit = permit;
+                            (m.search)(&q, &filter, mode)
                         })
-                    })
-                    .await?
-                    .unwrap_or_default(),
-            };
+                        .await
+                        .map_err(|e| WebError::internal(&e))?
+                        .map_err(WebError::from)?;
+                        (hits, unindexed, None, false)
+                    }
+                    _ => app
+                        .with_store(move |s| {
+                            Ok(match s.search_ranking(&q, &filter) {
+                                // A query the search refuses (no searchable word, too many terms)
+                                // finds nothing: the results say why, as `memtrail search` does, in
+                                // place of hits (typing `"` or `(` is not an error page).
+                                Err(memtrail_runtime::Error::Invalid(why)) => {
+                                    (Vec::new(), s.unindexed(), Some(why), false)
+                                }
+                                r => {
+                                    let r = r?;
+                                    (r.hits, s.unindexed(), None, r.newest_only)
+                                }
+                            })
+                        })
+                        .await?
+                        .unwrap_or_default(),
+                };
             if p.sort == "newest" {
                 hits.sort_by(|a, b| b.timestamp.cmp(&a.timestamp));
             }
             Some(Found {
                 hits,
                 unindexed,
+                newest_only,
                 mode,
                 refused,
             })

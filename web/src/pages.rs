@@ -189,7 +189,7 @@ pub(crate) fn search_results(p: &SearchParams, results: Option<&Found>) -> Marku
         @match results {
             None => p.hint { "Type to search. Every word must match; "
                 code { "\"quoted phrase\"" } ", " code { "prefix*" } ", " code { "-word" } " and " code { "OR" } " work." }
-            Some(Found { hits, unindexed, mode, refused }) => {
+            Some(Found { hits, unindexed, newest_only, mode, refused }) => {
                 @if *unindexed > 0 {
                     p.note { (unindexed) " new messages are not searched yet (the store is busy); search again in a moment." }
                 }
@@ -202,6 +202,9 @@ pub(crate) fn search_results(p: &SearchParams, results: Option<&Found>) -> Marku
                         p.ranked id="ranked" { "Ranked " (if *mode == crate::Mode::Semantic { "by meaning" } else { "by words and meaning (hybrid)" }) "." }
                     }
                     p.count { (hits.len()) @if hits.len() == crate::SEARCH_LIMIT { "+" } @if hits.len() == 1 { " hit" } @else { " hits" } }
+                    @if *newest_only {
+                        p.note #newest-only { "Only the newest " (memtrail_runtime::query::SEARCH_CANDIDATES) " matches were ranked; older messages with these words were not: add words, or narrow by agent, project or an end date (until), to reach them." }
+                    }
                     ol.hits {
                         @for h in hits {
                             li.hit {

@@ -47,6 +47,17 @@ pub const DF_SAMPLE: i64 = 2048;
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
+thread_local! {
+    /// The rows `memtrail_bm25` scored on this thread since [`take_rows_scored`] last ran.
+    static ROWS_SCORED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The rows `memtrail_bm25` scored on this thread since the last call, and the count set to 0
+/// again: a search's walk scores each of its candidates once, so this is how many it found.
+pub fn take_rows_scored() -> usize {
+    ROWS_SCORED.replace(0)
+}
+
 /// Register `memtrail_bm25` on `conn`'s FTS5. Call once per connection.
 ///
 /// Errors: SQLite's, when FTS5 is missing or the registration fails.
@@ -615,6 +626,7 @@ unsafe fn score(
     // SAFETY: as for `memtrail_bm25`; `ap_val` holds `n_val` values.
     unsafe {
         let data = &mut *query_data(api, fts, n_val, ap_val)?;
+        ROWS_SCORED.set(ROWS_SCORED.get() + 1);
         let phrase_first = api.xPhraseFirst.ok_or(ffi::SQLITE_ERROR)?;
         let phrase_next = api.xPhraseNext.ok_or(ffi::SQLITE_ERROR)?;
         let column_size = api.xColumnSize.ok_or(ffi::SQLITE_ERROR)?;

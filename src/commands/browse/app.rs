@@ -141,6 +141,8 @@ pub struct App {
     pub unindexed: i64,
     /// The hits shown were ranked by hybrid search.
     pub hybrid: bool,
+    /// Only the newest matches of the hits shown were ranked (a keyword search's bound).
+    pub newest_only: bool,
     pub detail: Option<Detail>,
     pub find: String,
     /// Detail lines (wrapped) that hold the find text, in order; the current one.
@@ -180,6 +182,7 @@ impl App {
             loading: false,
             results_error: None,
             unindexed: 0,
+            newest_only: false,
             hybrid: false,
             detail: None,
             find: String::new(),
@@ -261,6 +264,7 @@ impl App {
                 hits,
                 unindexed,
                 hybrid,
+                newest_only,
             } => {
                 if generation != self.generation {
                     return None;
@@ -270,6 +274,7 @@ impl App {
                 self.shown = generation;
                 self.unindexed = unindexed;
                 self.hybrid = hybrid;
+                self.newest_only = newest_only;
                 if offset == 0 {
                     self.selected = 0;
                 }

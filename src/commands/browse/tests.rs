@@ -161,6 +161,7 @@ fn typing_searches_and_an_older_answer_is_dropped() {
         offset: 0,
         hits: Ok(vec![hit("stale", 9)]),
         unindexed: 0,
+        newest_only: false,
         hybrid: false,
     });
     assert!(!app.searching);
@@ -169,6 +170,7 @@ fn typing_searches_and_an_older_answer_is_dropped() {
         offset: 0,
         hits: Ok(vec![hit("the \u{1}login\u{2} test fails \u{1b}[2J", 4)]),
         unindexed: 0,
+        newest_only: false,
         hybrid: false,
     });
     let s = screen(&mut app, 80, 12);
@@ -196,6 +198,49 @@ fn typing_searches_and_an_older_answer_is_dropped() {
     assert_eq!(buf[(7, 6)].symbol(), "l");
     assert_eq!(buf[(7, 6)].fg, Color::Red);
     assert_eq!(buf[(3, 6)].fg, Color::Reset);
+}
+
+/// A keyword search that ranked only its newest matches says so in the status line (issue 18),
+/// below what an action said and what the busy store said.
+#[test]
+fn a_search_that_ranked_only_its_newest_matches_says_so() {
+    let mut app = listed();
+    app.key(key('x'));
+    app.outbox.clear();
+    let hit = Hit {
+        session_id: "aaaa1111".into(),
+        agent: "claude".into(),
+        machine: "laptop".into(),
+        title: Some("Fix the flaky login test".into()),
+        project: Some("/home/u/app".into()),
+        message_id: "m1".into(),
+        message_index: 1,
+        role: "user".into(),
+        kind: "text".into(),
+        timestamp: Some("2026-11-28T09:05:00.000Z".into()),
+        snippet: "x".into(),
+        score: 1.0,
+        matched: None,
+        copy: None,
+    };
+    let answer = |newest_only, unindexed| Response::Hits {
+        generation: 2,
+        offset: 0,
+        hits: Ok(vec![hit.clone()]),
+        unindexed,
+        newest_only,
+        hybrid: false,
+    };
+    let note = " ranked the newest 1024 matches only: more words or a filter reach older ones   ";
+    app.apply(answer(true, 0));
+    assert_eq!(screen(&mut app, 80, 12)[10], note);
+    app.apply(answer(false, 0));
+    assert_eq!(screen(&mut app, 80, 12)[10].trim(), "");
+    app.apply(answer(true, 3));
+    assert_eq!(
+        screen(&mut app, 80, 12)[10].trim(),
+        "3 new messages are not searchable yet (the store is busy)"
+    );
 }
 
 /// A session whose messages hold escape sequences and direction overrides, open in the
@@ -620,6 +665,7 @@ fn hits_come_a_page_at_a_time() {
         offset: 0,
         hits: Ok(hits(50)),
         unindexed: 0,
+        newest_only: false,
         hybrid: false,
     });
     assert!(app.more, "a full page: more may follow");
@@ -649,6 +695,7 @@ fn hits_come_a_page_at_a_time() {
         offset: 50,
         hits: Ok(hits(73)),
         unindexed: 0,
+        newest_only: false,
         hybrid: false,
     });
     assert_eq!((app.rows.len(), app.selected, app.more), (73, 31, false));
@@ -679,6 +726,7 @@ fn hybrid_ready_searches_again_and_the_title_says_hybrid() {
         offset: 0,
         hits: Ok(Vec::new()),
         unindexed: 0,
+        newest_only: false,
         hybrid: true,
     });
     let s = screen(&mut app, 80, 12);
@@ -717,6 +765,7 @@ fn hybrid_ready_searches_again_and_the_title_says_hybrid() {
             hit(12, Matched::Meaning, "2025-02-01T08:00:00Z"),
         ]),
         unindexed: 0,
+        newest_only: false,
         hybrid: true,
     });
     let s = screen(&mut app, 80, 12);

@@ -162,6 +162,11 @@ pub fn draw(f: &mut Frame, app: &App) {
             "{} new messages are not searchable yet (the store is busy)",
             app.unindexed
         )
+    } else if app.newest_only && app.searching && app.status.is_empty() {
+        format!(
+            "ranked the newest {} matches only: more words or a filter reach older ones",
+            memtrail_runtime::query::SEARCH_CANDIDATES
+        )
     } else {
         app.status.clone()
     };

@@ -98,6 +98,9 @@ pub enum Response {
         unindexed: i64,
         /// Ranked by hybrid search (BM25 fused with the search by meaning).
         hybrid: bool,
+        /// A keyword ranking that stopped at its bound: only the newest
+        /// [`memtrail_runtime::query::SEARCH_CANDIDATES`] matches were ranked.
+        newest_only: bool,
     },
     Session {
         generation: u64,
@@ -325,7 +328,7 @@ fn answer(
                 // A query written with the search syntax asks for exact words.
                 let hybrid =
                     hybrid.filter(|_| !memtrail_runtime::query::has_operators(&query.text));
-                let (hits, unindexed) = match (hybrid, store) {
+                let (hits, unindexed, newest_only) = match (hybrid, store) {
                     (Some((s, m)), _) => (
                         done(memtrail_embed::search::hybrid(
                             s,
@@ -335,9 +338,14 @@ fn answer(
                             &f,
                         ))?,
                         s.unindexed(),
+                        false,
                     ),
-                    (None, Some(s)) => (done(s.search(&query.text, &f))?, s.unindexed()),
-                    (None, None) => (Ok(Vec::new()), 0),
+                    (None, Some(s)) => {
+                        let ranked = done(s.search_ranking(&query.text, &f))?;
+                        let newest_only = ranked.as_ref().is_ok_and(|r| r.newest_only);
+                        (ranked.map(|r| r.hits), s.unindexed(), newest_only)
+                    }
+                    (None, None) => (Ok(Vec::new()), 0, false),
                 };
                 Response::Hits {
                     generation,
@@ -345,6 +353,7 @@ fn answer(
                     hits,
                     unindexed,
                     hybrid: hybrid.is_some(),
+                    newest_only,
                 }
             }
         }

@@ -197,6 +197,50 @@ pub fn claude_line(sid: &str, cwd: &str, i: u64) -> String {
     v.to_string()
 }
 
+/// Searches of [`long_session`]'s store: (query, filters, whether only the newest 1024 matches
+/// were ranked: an alternative has that many among those the filters pass).
+pub const NEWEST_ONLY_CASES: &[(&str, &[&str], bool)] = &[
+    ("module", &[], true),
+    ("refactor", &[], false),
+    ("refactor OR module", &[], true),
+    ("refactor OR rename", &[], false),
+    ("module", &["--role", "user"], true),
+    // The prompts before 10:20 (1,200 lines: 600 prompts).
+    ("module", &["--until", "2026-11-20T10:20:00Z"], false),
+    // `refactor` is in 184 of the prompts (i % 12 == 0): 916 are left.
+    ("module -refactor", &[], false),
+    ("module -dolphin", &[], true),
+    // Two alternatives under the bound, 1,100 matches together.
+    ("module -refactor OR rename", &[], false),
+];
+
+/// `tests/e2e/mcp_client.py` (the real MCP client, the Python `mcp` SDK) run by `python` with
+/// `args`, its server `memtrail mcp` in `sb`'s environment.
+pub fn mcp_client(python: &Path, sb: &Sandbox, args: &[&str]) -> std::process::Output {
+    let base = sb.cmd();
+    std::process::Command::new(python)
+        .env_clear()
+        .envs(base.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+        .arg(crate::common::repo_root().join("tests/e2e/mcp_client.py"))
+        .arg(crate::common::memtrail_bin())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A session of 2,200 messages ([`claude_line`]) in project `bound`, imported: `module` in its
+/// 1,100 prompts, each of the six even-numbered [`WORDS`] in 184 of them. Its session id.
+pub fn long_session(sb: &Sandbox) -> String {
+    let sid = session_id(7);
+    let t = sb.transcript("bound", &sid);
+    let lines: String = (0..2200)
+        .map(|i| claude_line(&sid, "/home/user/bound", i) + "\n")
+        .collect();
+    std::fs::write(&t, lines).unwrap();
+    sb.json(&["import", "--json"]);
+    sid
+}
+
 /// One Claude Code 2.x user prompt line (`docs/agents/claude.md#transcript-format`) of session
 /// `sid` in `cwd`, with uuid `uuid` and the text `text` as it is.
 pub fn claude_prompt(sid: &str, cwd: &str, uuid: &str, text: &str) -> String {
