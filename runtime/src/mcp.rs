@@ -866,7 +866,7 @@ impl MemtrailMcp {
             out["newest_only"] = newest.into();
             if newest {
                 out["ranking_note"] = format!(
-                    "only the newest {} matches{} were ranked; older messages with these words were not: add words, or narrow by until, agent or project, to reach them",
+                    "only the newest {} matches{} were ranked; older messages may hold these words too: add words, or narrow by until, agent or project, to reach them",
                     query::SEARCH_CANDIDATES,
                     if filtered { " that pass the filters" } else { "" }
                 )

@@ -743,10 +743,12 @@ pub const SEARCH_CANDIDATES: usize = 1024;
 pub struct Ranking {
     /// The best hits, best first (at most the filter's limit).
     pub hits: Vec<Hit>,
-    /// True when a walk stopped at its bound: only the newest [`SEARCH_CANDIDATES`] matches
-    /// that pass the filter (of each alternative of an `OR`) were ranked, so older messages
-    /// may hold the words too (more words, or a filter on an end date, agent or project,
-    /// reach them). False when every match was ranked.
+    /// True when a walk reached its bound: it ranked the newest [`SEARCH_CANDIDATES`] matches
+    /// that pass the filter (of each alternative of an `OR`) and looked no further, so older
+    /// messages may hold the words too (more words, or a filter on an end date, agent or
+    /// project, reach them); a query with exactly that many matches gives true as well
+    /// (telling it from one with more would take a walk past the bound). False when every
+    /// match was ranked.
     pub newest_only: bool,
 }
 

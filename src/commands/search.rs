@@ -253,7 +253,7 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
 /// ([`memtrail_runtime::query::Ranking::newest_only`]).
 fn newest_only_note(filtered: bool) -> String {
     format!(
-        "note: only the newest {} matches{} were ranked; older messages with these words were not: more words, or --until, --agent or --project, reach them",
+        "note: only the newest {} matches{} were ranked; older messages may hold these words too: more words, or --until, --agent or --project, reach them",
         memtrail_runtime::query::SEARCH_CANDIDATES,
         if filtered {
             " that pass the filters"

@@ -5042,7 +5042,12 @@ fn a_search_that_ranked_only_its_newest_matches_says_so() {
     drop(m);
     // The web page.
     let (mut web, port) = support::web_on(&sb, &[]);
-    for (q, newest_only) in [("module", true), ("refactor", false)] {
+    for (q, newest_only) in [
+        ("module", true),
+        ("refactor", false),
+        ("module&role=user", true),
+        ("module&until=2026-11-20T10:20:00Z", false),
+    ] {
         let (code, page) = support::web_request(port, &format!("/search?q={q}"), None);
         assert_eq!(code, 200, "{page}");
         assert!(page.contains("hit"), "{page}");
@@ -5054,6 +5059,11 @@ fn a_search_that_ranked_only_its_newest_matches_says_so() {
         assert_eq!(
             page.contains(note.replacen('o', "O", 1).as_str()),
             newest_only,
+            "{q}"
+        );
+        assert_eq!(
+            page.contains("matches that pass the filters were ranked"),
+            q.contains('&') && newest_only,
             "{q}"
         );
     }

@@ -459,6 +459,15 @@ fn opt(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 
+/// Whether the search's fields set a filter (agent, project, machine, role, dates).
+pub(crate) fn filtered(p: &SearchParams) -> bool {
+    [
+        &p.agent, &p.project, &p.machine, &p.role, &p.since, &p.until,
+    ]
+    .iter()
+    .any(|f| opt(f).is_some())
+}
+
 /// Whether htmx asks for a part of a page (the search results), not a whole page: its
 /// `HX-Request`, unless it restores a page from history or targets the whole body.
 fn is_htmx(h: &HeaderMap) -> bool {

@@ -160,7 +160,7 @@ pub fn search_ranking(
             vec![
                 Sql::Text(q.groups.clone()),
                 Sql::Blob(q.samples.clone()),
-                Sql::Blob(q.rare_rows.clone()),
+                Sql::Blob(rare_rows(q)),
                 Sql::Text(q.query.clone()),
             ]
         };
@@ -968,8 +968,22 @@ pub(crate) enum ForcedPlan {
     SessionsWithin(i64),
 }
 
+/// The rare phrases' rows `memtrail_bm25` is given ([`super::prefix::Expanded::rare_rows`]);
+/// in tests, their floor alone when [`WITHOUT_RARE_ROWS`] is set (every phrase then looked
+/// for in every row, as before the list).
+fn rare_rows(q: &super::prefix::Expanded) -> Vec<u8> {
+    #[cfg(test)]
+    if WITHOUT_RARE_ROWS.get() {
+        return q.rare_rows[..8].to_vec();
+    }
+    q.rare_rows.clone()
+}
+
 #[cfg(test)]
 thread_local! {
+    /// Searches on this thread pass no rare phrase's rows to `memtrail_bm25` ([`rare_rows`]).
+    pub(crate) static WITHOUT_RARE_ROWS: std::cell::Cell<bool> =
+        const { std::cell::Cell::new(false) };
     pub(crate) static FORCED_PLAN: std::cell::Cell<Option<ForcedPlan>> =
         const { std::cell::Cell::new(None) };
     /// The last search's ranked candidates on this thread (row id, `memtrail_bm25`, before

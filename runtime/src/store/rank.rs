@@ -226,6 +226,8 @@ struct RareRows {
     floor: i64,
     /// The phrase of each listed entry.
     phrase: Vec<usize>,
+    /// Per phrase of the query: whether it is listed.
+    listed: Vec<bool>,
     /// Each entry's rows (ascending) as a range of `rows`.
     span: Vec<std::ops::Range<usize>>,
     rows: Vec<i64>,
@@ -244,6 +246,7 @@ impl RareRows {
     fn parse(blob: &[u8], n_phrase: usize) -> Option<RareRows> {
         let mut out = RareRows {
             floor: i64::MIN,
+            listed: vec![false; n_phrase],
             ..RareRows::default()
         };
         if blob.is_empty() {
@@ -260,9 +263,10 @@ impl RareRows {
         while i < blob.len() {
             let (phrase, n) = (u32_at(i)?, u32_at(i + 4)?);
             i += 8;
-            if phrase >= n_phrase || out.phrase.contains(&phrase) {
+            if out.listed.get(phrase) != Some(&false) {
                 return None;
             }
+            out.listed[phrase] = true;
             let start = out.rows.len();
             for k in 0..n {
                 out.rows.push(i64_at(i + 8 * k)?);
@@ -279,7 +283,7 @@ impl RareRows {
 
     /// Whether `phrase` is listed.
     fn lists(&self, phrase: usize) -> bool {
-        self.phrase.contains(&phrase)
+        self.listed.get(phrase).copied().unwrap_or(false)
     }
 
     /// The cursors at the top of every entry's rows.
@@ -293,7 +297,9 @@ impl RareRows {
         }
     }
 
-    /// Fill `holding` with the listed phrases that hold `row` (`row` ≥ `floor`).
+    /// Fill `holding` with the listed phrases that hold `row` (`row` ≥ `floor`), in ascending
+    /// order: a unit's frequency is summed phrase after phrase, and floating-point sums
+    /// depend on their order (`0.4 + 0.4 + 1.0` is not `1.0 + 0.4 + 0.4` to the bit).
     fn find(&mut self, row: i64) {
         if self.last.is_none_or(|l| row >= l) {
             self.restart();
@@ -317,6 +323,7 @@ impl RareRows {
                 self.heap.push((rows[left - 1], e));
             }
         }
+        self.holding.sort_unstable();
     }
 }
 
@@ -636,7 +643,9 @@ unsafe fn score(
         // the same instances, but first merges every phrase's list into one array sorted by
         // position: a third of a frequent-term search's instructions.) A group's phrases are
         // distinct terms, so no position counts twice in its unit. A phrase whose rows are
-        // listed is looked for only in those rows: elsewhere it has no position.
+        // listed is looked for only in those rows: elsewhere it has no position. The phrases
+        // are taken in the order they were before the list (a group's listed phrases come
+        // after its others, and `holding` is in order), so each sum is the same to the bit.
         let add = |data: &mut QueryData, p: usize| -> std::result::Result<(), c_int> {
             let u = data.unit[p];
             let mut it = ffi::Fts5PhraseIter {
