@@ -149,6 +149,10 @@ pub enum Command {
     },
     /// Search every captured message and tool call: full text (BM25), and by meaning where the
     /// store holds a model's vectors (`--mode`; hybrid is then the default).
+    ///
+    /// The full-text ranking takes the newest 1024 matches (those the filters pass; per side
+    /// of an `OR`) and says so on stderr (`newest_only` in `--json`) when it reached that many:
+    /// more words, `--until`, `--agent` or `--project` reach older messages.
     Search(SearchArgs),
     /// Browse the sessions on the terminal: search as you type, filter by agent, project,
     /// machine and date, read a session (find with `/`), open it in the pager, copy its id,
