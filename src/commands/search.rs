@@ -108,6 +108,7 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
                 }
                 None => {
                     empty_store = true;
+                    newest_only = Some(false);
                     (Vec::new(), 0)
                 }
             }
