@@ -854,10 +854,14 @@ impl ReadStore for PgReader {
         } else {
             vec![newest(1, 0)]
         };
-        let each = |f: &dyn Fn(usize) -> String| (0..arrays.len()).map(f).collect::<Vec<_>>();
         // A row address in two alternatives' arrays is read once (a TID scan drops repeats).
-        let candidates = each(&|k| format!("t{k}")).join(" || ");
-        let most = each(&|k| format!("cardinality(t{k})")).join(", ");
+        let names: Vec<String> = (0..arrays.len()).map(|k| format!("t{k}")).collect();
+        let candidates = names.join(" || ");
+        let most = names
+            .iter()
+            .map(|t| format!("cardinality({t})"))
+            .collect::<Vec<_>>()
+            .join(", ");
         let rank = rank_tsquery(items.as_deref().unwrap_or_default()).unwrap_or_else(|| q.clone());
         args.push(text(rank));
         // The candidates' rows are read again in one TID scan of their addresses (`ctid =
