@@ -791,6 +791,18 @@ impl MemtrailMcp {
                 .clamp(1, MAX_SEARCH_LIMIT) as usize,
         };
         let filtered = filter.filters();
+        let narrowing: Vec<String> = query::narrowing_filters(&filter)
+            .into_iter()
+            .map(|n| {
+                match n {
+                    query::Narrowing::Until if filter.until.is_some() => "an earlier until",
+                    query::Narrowing::Until => "until",
+                    query::Narrowing::Agent => "agent",
+                    query::Narrowing::Project => "project",
+                }
+                .to_string()
+            })
+            .collect();
         let asked = a
             .mode
             .as_deref()
@@ -866,9 +878,10 @@ impl MemtrailMcp {
             out["newest_only"] = newest.into();
             if newest {
                 out["ranking_note"] = format!(
-                    "only the newest {} matches{} were ranked; older messages may hold these words too: add words, or narrow by until, agent or project, to reach them",
+                    "only the newest {} matches{} were ranked; older messages may hold these words too: add words, or narrow by {}, to reach them",
                     query::SEARCH_CANDIDATES,
-                    if filtered { " that pass the filters" } else { "" }
+                    if filtered { " that pass the filters" } else { "" },
+                    query::or_list(&narrowing)
                 )
                 .into();
             }

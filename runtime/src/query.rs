@@ -745,11 +745,45 @@ pub struct Ranking {
     pub hits: Vec<Hit>,
     /// True when a walk reached its bound: it ranked the newest [`SEARCH_CANDIDATES`] matches
     /// that pass the filter (of each alternative of an `OR`) and looked no further, so older
-    /// messages may hold the words too (more words, or a filter on an end date, agent or
-    /// project, reach them); a query with exactly that many matches gives true as well
+    /// messages may hold the words too (more words, or the filters [`narrowing_filters`] names,
+    /// reach them); a query with exactly that many matches gives true as well
     /// (telling it from one with more would take a walk past the bound). False when every
     /// match was ranked.
     pub newest_only: bool,
+}
+
+/// A filter that can narrow a search whose ranking stopped at its bound
+/// ([`Ranking::newest_only`]) to older matches ([`narrowing_filters`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Narrowing {
+    /// An end date (or an earlier one).
+    Until,
+    Agent,
+    Project,
+}
+
+/// The filters worth suggesting to reach the older matches of a search run with `f` whose
+/// ranking stopped at its bound, in this order: an end date always (an earlier one when `f`
+/// has one), an agent unless `f` names one or a session, a project unless `f` names one or a
+/// session (a session has one agent and one project).
+pub fn narrowing_filters(f: &SearchFilter) -> Vec<Narrowing> {
+    let mut out = vec![Narrowing::Until];
+    if f.agent.is_none() && f.session.is_none() {
+        out.push(Narrowing::Agent);
+    }
+    if f.project.is_none() && f.session.is_none() {
+        out.push(Narrowing::Project);
+    }
+    out
+}
+
+/// `items` as an English list joined by "or": `a`, `a or b`, `a, b or c`.
+pub fn or_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
 }
 
 /// A snippet taken from the `cjk` column has a space between characters: drop the spaces
@@ -1061,6 +1095,42 @@ fn fence_for(s: &str) -> String {
 mod tests {
     /// A query of exclusions alone says what to add; one with no word at all says it holds
     /// none (a new user's walkthrough: `NOT test` was said to hold no searchable word).
+    /// The filters suggested to reach older matches: none already set, none a session fixes.
+    #[test]
+    fn narrowing_filters_leave_out_what_the_search_already_fixes() {
+        use Narrowing::*;
+        let f = |agent: bool, project: bool, session: bool, until: bool| SearchFilter {
+            agent: agent.then(|| "claude".to_string()),
+            project: project.then(|| "/p".to_string()),
+            session: session.then(|| "abc".to_string()),
+            until: until.then_some(1),
+            ..Default::default()
+        };
+        assert_eq!(
+            narrowing_filters(&f(false, false, false, false)),
+            [Until, Agent, Project]
+        );
+        assert_eq!(
+            narrowing_filters(&f(false, false, false, true)),
+            [Until, Agent, Project]
+        );
+        assert_eq!(
+            narrowing_filters(&f(true, false, false, false)),
+            [Until, Project]
+        );
+        assert_eq!(
+            narrowing_filters(&f(false, true, false, false)),
+            [Until, Agent]
+        );
+        assert_eq!(narrowing_filters(&f(true, true, false, false)), [Until]);
+        assert_eq!(narrowing_filters(&f(false, false, true, false)), [Until]);
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(or_list(&s(&[])), "");
+        assert_eq!(or_list(&s(&["a"])), "a");
+        assert_eq!(or_list(&s(&["a", "b"])), "a or b");
+        assert_eq!(or_list(&s(&["a", "b", "c"])), "a, b or c");
+    }
+
     #[test]
     fn a_query_of_exclusions_alone_says_so() {
         for q in ["NOT test", "-test", "-\"a phrase\" -b*", "x OR -y"] {

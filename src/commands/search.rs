@@ -5,7 +5,7 @@ use crate::common::{absolute, open_reader, open_store_read};
 use crate::output::{printable, short_time};
 use anyhow::Result;
 use memtrail_runtime::StoreLocation;
-use memtrail_runtime::query::{HL_END, HL_START, Hit, Matched, SearchFilter};
+use memtrail_runtime::query::{self, HL_END, HL_START, Hit, Matched, SearchFilter};
 use memtrail_runtime::time::{Bound, parse_date};
 use serde::Serialize;
 use std::process::ExitCode;
@@ -245,22 +245,36 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
         );
     }
     if newest_only == Some(true) {
-        eprintln!("{}", newest_only_note(!filtered.is_empty()));
+        eprintln!("{}", newest_only_note(&filter, !filtered.is_empty()));
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// The note of a full-text ranking that stopped at its bound
-/// ([`memtrail_runtime::query::Ranking::newest_only`]).
-fn newest_only_note(filtered: bool) -> String {
+/// ([`memtrail_runtime::query::Ranking::newest_only`]) run with `filter`: the options that can
+/// still narrow it ([`query::narrowing_filters`]).
+fn newest_only_note(filter: &SearchFilter, filtered: bool) -> String {
+    let options: Vec<String> = query::narrowing_filters(filter)
+        .into_iter()
+        .map(|n| {
+            match n {
+                query::Narrowing::Until if filter.until.is_some() => "an earlier --until",
+                query::Narrowing::Until => "--until",
+                query::Narrowing::Agent => "--agent",
+                query::Narrowing::Project => "--project",
+            }
+            .to_string()
+        })
+        .collect();
     format!(
-        "note: only the newest {} matches{} were ranked; older messages may hold these words too: more words, or --until, --agent or --project, reach them",
-        memtrail_runtime::query::SEARCH_CANDIDATES,
+        "note: only the newest {} matches{} were ranked; older messages may hold these words too: more words, or {}, reach them",
+        query::SEARCH_CANDIDATES,
         if filtered {
             " that pass the filters"
         } else {
             ""
-        }
+        },
+        query::or_list(&options)
     )
 }
 

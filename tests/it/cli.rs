@@ -5006,7 +5006,7 @@ fn status_shows_a_pending_entrys_agent_on_one_line() {
 #[test]
 fn a_search_that_ranked_only_its_newest_matches_says_so() {
     let sb = Sandbox::new();
-    support::long_session(&sb);
+    let sid = support::long_session(&sb);
     let note = "only the newest 1024 matches";
     let prefix: &[(&str, &[&str], bool)] = &[("modul*", &[], true)];
     let cases = support::NEWEST_ONLY_CASES.iter().chain(prefix);
@@ -5026,6 +5026,43 @@ fn a_search_that_ranked_only_its_newest_matches_says_so() {
         }
         let v = sb.json(&[&["search", q, "--json"][..], filters].concat());
         assert_eq!(v["newest_only"], newest_only, "{q} {filters:?}: {v}");
+    }
+    // The note names only the options that can still narrow the search: not the agent or the
+    // project of a session asked for, nor one already given; an earlier end date when one is.
+    for (filters, hint) in [
+        (
+            &[][..],
+            "more words, or --until, --agent or --project, reach them",
+        ),
+        (
+            &["--role", "user"][..],
+            "more words, or --until, --agent or --project, reach them",
+        ),
+        (
+            &["--session", &sid[..8]][..],
+            "more words, or --until, reach them",
+        ),
+        (
+            &["--agent", "claude"][..],
+            "more words, or --until or --project, reach them",
+        ),
+        (
+            &["--until", "2027-01-01", "--project", "/home/user/bound"][..],
+            "more words, or an earlier --until or --agent, reach them",
+        ),
+    ] {
+        let out = sb
+            .cmd()
+            .args(["search", "module"])
+            .args(filters)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && err.contains(note),
+            "{filters:?}: {out:?}"
+        );
+        assert!(err.trim_end().ends_with(hint), "{filters:?}: {err}");
     }
     // The MCP tool, over raw JSON-RPC.
     let mut m = support::Mcp::start(&sb);
@@ -5066,6 +5103,24 @@ fn a_search_that_ranked_only_its_newest_matches_says_so() {
             q.contains('&') && newest_only,
             "{q}"
         );
+    }
+    for (q, hint) in [
+        (
+            "module",
+            "narrow by agent, project or an end date (until), to reach them",
+        ),
+        (
+            "module&agent=claude",
+            "narrow by project or an end date (until), to reach them",
+        ),
+        (
+            "module&project=/home/user/bound&until=2027-01-01",
+            "narrow by agent or an earlier end date (until), to reach them",
+        ),
+    ] {
+        let (code, page) = support::web_request(port, &format!("/search?q={q}"), None);
+        assert_eq!(code, 200, "{page}");
+        assert!(page.contains(hint), "{q}: {page}");
     }
     let _ = web.kill();
     let _ = web.wait();

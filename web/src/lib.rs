@@ -468,6 +468,34 @@ pub(crate) fn filtered(p: &SearchParams) -> bool {
     .any(|f| opt(f).is_some())
 }
 
+/// The filters the page's note on a search ranked only among its newest matches suggests
+/// ([`memtrail_runtime::query::narrowing_filters`] of the page's filters): "agent, project or
+/// an end date (until)" with none set, fewer as they are.
+pub(crate) fn narrowing_hint(p: &SearchParams) -> String {
+    use memtrail_runtime::query::{self, Narrowing};
+    let f = query::SearchFilter {
+        agent: opt(&p.agent),
+        project: opt(&p.project),
+        until: opt(&p.until).map(|_| 0),
+        ..Default::default()
+    };
+    let mut named: Vec<String> = query::narrowing_filters(&f)
+        .into_iter()
+        .map(|n| {
+            match n {
+                Narrowing::Until if f.until.is_some() => "an earlier end date (until)",
+                Narrowing::Until => "an end date (until)",
+                Narrowing::Agent => "agent",
+                Narrowing::Project => "project",
+            }
+            .to_string()
+        })
+        .collect();
+    // The page names the end date last.
+    named.rotate_left(1);
+    query::or_list(&named)
+}
+
 /// Whether htmx asks for a part of a page (the search results), not a whole page: its
 /// `HX-Request`, unless it restores a page from history or targets the whole body.
 fn is_htmx(h: &HeaderMap) -> bool {

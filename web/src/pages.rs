@@ -203,7 +203,7 @@ pub(crate) fn search_results(p: &SearchParams, results: Option<&Found>) -> Marku
                     }
                     p.count { (hits.len()) @if hits.len() == crate::SEARCH_LIMIT { "+" } @if hits.len() == 1 { " hit" } @else { " hits" } }
                     @if *newest_only {
-                        p.hint #newest-only { "Only the newest " (memtrail_runtime::query::SEARCH_CANDIDATES) " matches" @if crate::filtered(p) { " that pass the filters" } " were ranked; older messages may hold these words too: add words, or narrow by agent, project or an end date (until), to reach them." }
+                        p.hint #newest-only { "Only the newest " (memtrail_runtime::query::SEARCH_CANDIDATES) " matches" @if crate::filtered(p) { " that pass the filters" } " were ranked; older messages may hold these words too: add words, or narrow by " (crate::narrowing_hint(p)) ", to reach them." }
                     }
                     ol.hits {
                         @for h in hits {
