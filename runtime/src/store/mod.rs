@@ -32,7 +32,8 @@
 //! - `events` (schema 3): the events of each message (as ingest's [`crate::records::Enrich`]
 //!   extracts them), with the message's `seq`; deleted with their message (`ON DELETE
 //!   CASCADE`: rewinds, re-reads) and re-extracted whenever the message changes (a merge, a
-//!   replace, a late tool result).
+//!   replace, a late tool result); indexed by session order (`session_id, seq, id`) and by
+//!   message, nothing else (schema 19 dropped one on `session_id, category` no statement read).
 //!   Correlations are not stored: they are computed when read ([`crate::resume`]).
 //! - `snapshots` (schema 3): snapshots built at compaction or restart (`trigger`), and when and
 //!   by which session they were consumed (injected), so each is injected once.

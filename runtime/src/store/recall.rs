@@ -12,15 +12,16 @@ use rusqlite::{OptionalExtension, params};
 
 /// The stored events of session `rowid`, in session order (`seq`, then `id`).
 pub fn session_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
-    load_events(
-        store,
-        rowid,
-        "SELECT e.id, e.seq, m.ext_id, e.category, e.action, e.priority, e.subject, e.detail,
-                e.call_id, e.tool, e.ts
-         FROM events e JOIN messages m ON m.id = e.message_id
-         WHERE e.session_id = ?1 ORDER BY e.seq, e.id",
-    )
+    load_events(store, rowid, SESSION_EVENTS)
 }
+
+/// [`session_events`]'s statement: the session's events by `events_by_session_seq`, each with
+/// its message's external id.
+pub(super) const SESSION_EVENTS: &str =
+    "SELECT e.id, e.seq, m.ext_id, e.category, e.action, e.priority, e.subject, e.detail,
+            e.call_id, e.tool, e.ts
+     FROM events e JOIN messages m ON m.id = e.message_id
+     WHERE e.session_id = ?1 ORDER BY e.seq, e.id";
 
 /// The stored events of session `rowid` as a snapshot reads them: [`session_events`] without
 /// the two fields no snapshot reads, `message_id` (empty) and `ts` (`None`), and without the
@@ -28,13 +29,13 @@ pub fn session_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
 /// the same rows, since an event is deleted with its message (`ON DELETE CASCADE`, foreign
 /// keys on in every connection the store opens) and `repair` extracts them all again.
 pub(crate) fn snapshot_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
-    load_events(
-        store,
-        rowid,
-        "SELECT id, seq, NULL, category, action, priority, subject, detail, call_id, tool, NULL
-         FROM events WHERE session_id = ?1 ORDER BY seq, id",
-    )
+    load_events(store, rowid, SNAPSHOT_EVENTS)
 }
+
+/// [`snapshot_events`]'s statement: the session's events by `events_by_session_seq`.
+pub(super) const SNAPSHOT_EVENTS: &str =
+    "SELECT id, seq, NULL, category, action, priority, subject, detail, call_id, tool, NULL
+     FROM events WHERE session_id = ?1 ORDER BY seq, id";
 
 /// The events `sql` selects for session `?1`: columns id, seq, message ext id (NULL: empty),
 /// category, action, priority, subject, detail, call id, tool, ts.

@@ -6,7 +6,7 @@ use super::{Store, Writer};
 use crate::{Error, Result};
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 18;
+pub const SCHEMA_VERSION: i64 = 19;
 
 /// The migrations, in order: migration `i` (1-based) takes a store from schema version `i - 1` to
 /// `i`. Each is one SQL batch (`migrations/NNNN_*.sql`), run in the same transaction as the
@@ -30,6 +30,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0016_snapshot_state_after_end.sql"),
     include_str!("migrations/0017_sync_deleted.sql"),
     include_str!("migrations/0018_role_index.sql"),
+    include_str!("migrations/0019_events_one_session_index.sql"),
 ];
 
 /// The name of each migration (its file's name without the number), in the order of
@@ -53,6 +54,7 @@ const MIGRATION_NAMES: [&str; MIGRATIONS.len()] = [
     "snapshot_state_after_end",
     "sync_deleted",
     "role_index",
+    "events_one_session_index",
 ];
 
 /// A migration about to run, as [`Store::open_with_progress`] reports it.
@@ -313,6 +315,62 @@ mod tests {
             .unwrap()
     }
 
+    /// Schema 19: `events` keeps two indexes, and each statement that reads or deletes a session's
+    /// or a message's events finds them through one of them, not by scanning the table.
+    #[test]
+    fn events_are_read_through_their_two_indexes() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("a.db")).unwrap();
+        let indexes: Vec<String> = s
+            .conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(indexes, ["events_by_message", "events_by_session_seq"]);
+        let plan = |sql: &str| -> String {
+            let mut stmt = s
+                .conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .unwrap();
+            let unbound = vec![rusqlite::types::Value::Null; stmt.parameter_count()];
+            let steps: Vec<String> = stmt
+                .query_map(rusqlite::params_from_iter(unbound), |r| r.get(3))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            steps.join("; ")
+        };
+        for (sql, index) in [
+            (
+                super::super::recall::SESSION_EVENTS,
+                "events_by_session_seq (session_id=?)",
+            ),
+            (
+                super::super::recall::SNAPSHOT_EVENTS,
+                "events_by_session_seq (session_id=?)",
+            ),
+            (
+                "SELECT id FROM events WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3 ORDER BY seq, id",
+                "events_by_session_seq (session_id=? AND seq>? AND seq<?)",
+            ),
+            (
+                "DELETE FROM events WHERE message_id = ?1",
+                "events_by_message (message_id=?)",
+            ),
+            (
+                "DELETE FROM events WHERE session_id = ?1",
+                "events_by_session_seq (session_id=?)",
+            ),
+        ] {
+            let p = plan(sql);
+            assert!(p.contains(index), "{sql}: {p}");
+            assert!(!p.contains("TEMP B-TREE"), "{sql}: {p}");
+        }
+    }
+
     /// A store left at every older version by the migrations up to it is upgraded to the same
     /// schema, byte for byte, as a new store, with the version and FTS5 options of a new store.
     #[test]
@@ -368,11 +426,11 @@ mod tests {
         }
         let mut told = Vec::new();
         let s = Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 18);
+        assert_eq!(s.schema_version().unwrap(), 19);
         let m = |to, name| Migrating {
             from: 6,
             to,
-            last: 18,
+            last: 19,
             name,
         };
         assert_eq!(
@@ -389,7 +447,8 @@ mod tests {
                 m(15, "snapshot_state_inserts"),
                 m(16, "snapshot_state_after_end"),
                 m(17, "sync_deleted"),
-                m(18, "role_index")
+                m(18, "role_index"),
+                m(19, "events_one_session_index")
             ]
         );
         drop(s);
@@ -964,6 +1023,7 @@ mod tests {
                 "6fb5fdf60ed28e53",
                 "55b30741e76196b5",
                 "c79c618353b92535",
+                "cc3b7591c1112996",
             ]
         );
     }
