@@ -437,6 +437,13 @@ impl Pg {
     /// session's own machine pushes it); [`Error::Db`] when a statement fails or the connection
     /// breaks (nothing of the batch is committed).
     pub fn push(&mut self, machine: &str, label: &str, batch: &PushBatch) -> Result<Pushed> {
+        // PostgreSQL's text holds no NUL ([`PushBatch::replace_nul`]).
+        let mut owned = batch.clone();
+        let batch = if owned.replace_nul() > 0 {
+            &owned
+        } else {
+            batch
+        };
         let lexemes = batch_lexemes(batch);
         self.push_with_lexemes(machine, label, batch, &lexemes, memtrail_runtime::now_ms())
     }

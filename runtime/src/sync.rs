@@ -218,6 +218,85 @@ impl PushBatch {
         }
     }
 
+    /// Every U+0000 (NUL) in the batch's texts replaced by U+FFFD, the replacement character:
+    /// PostgreSQL's `text` cannot hold NUL (it refuses the whole statement, SQLSTATE 22021,
+    /// "invalid byte sequence for encoding \"UTF8\": 0x00"), and transcripts can (a tool's
+    /// output of a binary file; JSON's `\u0000`). Every string field is visited, keys too
+    /// (consistently, so a session's messages, tool calls, events and message set still agree);
+    /// the local store keeps the text as it is. The parts' JSON never holds a raw NUL (JSON
+    /// escapes it). Returns how many texts were changed. Cost: one `memchr` pass over the
+    /// batch's text when it holds no NUL.
+    pub fn replace_nul(&mut self) -> usize {
+        let mut changed = 0;
+        let mut fix = |t: &mut String| {
+            if t.contains('\0') {
+                *t = t.replace('\0', "\u{FFFD}");
+                changed += 1;
+            }
+        };
+        for d in &mut self.deletions {
+            fix(&mut d.machine);
+            fix(&mut d.agent);
+            fix(&mut d.external_id);
+        }
+        for s in &mut self.sessions {
+            fix(&mut s.machine);
+            let x = &mut s.session;
+            fix(&mut x.agent);
+            fix(&mut x.external_id);
+            for t in [
+                &mut x.parent_external_id,
+                &mut x.project_dir,
+                &mut x.title,
+                &mut x.model,
+                &mut x.git_branch,
+                &mut x.agent_version,
+            ] {
+                t.as_mut().map(&mut fix);
+            }
+            for m in &mut s.messages {
+                for t in [
+                    &mut m.ext_id,
+                    &mut m.role,
+                    &mut m.kind,
+                    &mut m.body,
+                    &mut m.tools,
+                    &mut m.parts,
+                ] {
+                    fix(t);
+                }
+                m.model.as_mut().map(&mut fix);
+                m.cjk.as_mut().map(&mut fix);
+                for c in &mut m.tool_calls {
+                    fix(&mut c.call_id);
+                    fix(&mut c.name);
+                    fix(&mut c.tool);
+                }
+                for e in &mut m.events {
+                    fix(&mut e.category);
+                    fix(&mut e.action);
+                    fix(&mut e.subject);
+                    for t in [&mut e.detail, &mut e.call_id, &mut e.tool] {
+                        t.as_mut().map(&mut fix);
+                    }
+                }
+            }
+            for snap in s.snapshots.iter_mut().flatten() {
+                fix(&mut snap.trigger);
+                fix(&mut snap.text);
+                snap.consumed_by.as_mut().map(&mut fix);
+            }
+            for id in s.message_set.iter_mut().flatten() {
+                fix(id);
+            }
+            for v in &mut s.vectors {
+                fix(&mut v.ext_id);
+                fix(&mut v.model);
+            }
+        }
+        changed
+    }
+
     /// Whether there is nothing to send nor to acknowledge.
     pub fn is_empty(&self) -> bool {
         self.deletions.is_empty()
@@ -289,4 +368,104 @@ pub struct SyncPending {
     pub messages: u64,
     /// Deleted sessions not yet pushed.
     pub deletions: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch with a NUL in every text it has (`n` says which, so none equals another).
+    fn batch_with_nul() -> PushBatch {
+        let t = |n: &str| format!("{n}\0{n}");
+        let o = |n: &str| Some(t(n));
+        PushBatch {
+            deletions: vec![Deletion {
+                machine: t("dm"),
+                agent: t("da"),
+                external_id: t("de"),
+                deleted_at: 1,
+            }],
+            sessions: vec![SessionChanges {
+                machine: t("m"),
+                session: SyncSession {
+                    agent: t("a"),
+                    external_id: t("e"),
+                    parent_external_id: o("pe"),
+                    project_dir: o("pd"),
+                    title: o("ti"),
+                    model: o("mo"),
+                    git_branch: o("gb"),
+                    agent_version: o("av"),
+                    started_at: Some(1),
+                    updated_at: Some(2),
+                    message_count: 1,
+                },
+                messages: vec![SyncMessage {
+                    ext_id: t("x"),
+                    seq: 0,
+                    role: t("r"),
+                    kind: t("k"),
+                    ts: None,
+                    model: o("mm"),
+                    body: t("b"),
+                    tools: t("to"),
+                    cjk: o("c"),
+                    parts: t("p"),
+                    tool_calls: vec![SyncToolCall {
+                        call_id: t("ci"),
+                        name: t("n"),
+                        tool: t("tt"),
+                        is_error: false,
+                        has_output: true,
+                    }],
+                    events: vec![SyncEvent {
+                        seq: 0,
+                        category: t("ca"),
+                        action: t("ac"),
+                        priority: 1,
+                        subject: t("su"),
+                        detail: o("de"),
+                        call_id: o("ec"),
+                        tool: o("et"),
+                        ts: None,
+                    }],
+                }],
+                snapshots: Some(vec![SyncSnapshot {
+                    built_at: 1,
+                    trigger: t("tr"),
+                    budget: 1,
+                    events: 1,
+                    text: t("st"),
+                    consumed_at: None,
+                    consumed_by: o("cb"),
+                }]),
+                message_set: Some(vec![t("x")]),
+                vectors: vec![SyncVectors {
+                    ext_id: t("x"),
+                    model: t("vm"),
+                    chunks: vec![(1.0, vec![1])],
+                }],
+            }],
+            outbox: vec![1],
+            tombstones: vec![],
+        }
+    }
+
+    /// Every text of a push batch loses its NUL (PostgreSQL's `text` holds none), each for
+    /// U+FFFD and nothing else; a batch without one is left as it is.
+    #[test]
+    fn every_text_of_a_push_batch_loses_its_nul() {
+        let mut b = batch_with_nul();
+        let before = serde_json::to_string(&b).unwrap();
+        let nuls = before.matches("\\u0000").count();
+        assert_eq!(nuls, 35);
+        assert_eq!(b.replace_nul(), nuls);
+        let after = serde_json::to_string(&b).unwrap();
+        assert!(!after.contains("\\u0000"), "{after}");
+        assert_eq!(after, before.replace("\\u0000", "\u{FFFD}"));
+        assert_eq!(b.sessions[0].messages[0].body, "b\u{FFFD}b");
+        let clean = b.clone();
+        assert_eq!(b.replace_nul(), 0);
+        assert_eq!(b, clean);
+    }
 }

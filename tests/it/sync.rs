@@ -1631,3 +1631,100 @@ fn sessions_list_shows_the_machine_of_sessions_from_another_machine() {
     let line = on_a.lines().find(|l| l.contains(&id)).expect(&on_a);
     assert!(!line.contains("laptop-a"), "{on_a}");
 }
+
+/// A NUL in a transcript (JSON's `\u0000`: a tool's output of a binary file) reaches PostgreSQL
+/// as U+FFFD, the replacement character: PostgreSQL's `text` holds no NUL, and before, the
+/// first such message made every push fail ("invalid byte sequence for encoding UTF8: 0x00")
+/// so that nothing of the machine was sent again. The words around it are kept, searchable
+/// on PostgreSQL and on the machine that pulled them; the local store keeps the text as is.
+#[test]
+fn a_nul_in_a_transcript_reaches_postgres_as_a_replacement_character() {
+    let Some(url) = database("nul") else {
+        return;
+    };
+    let pg = Pg::connect_url(&url).unwrap();
+    let (a, b) = (Machine::new("na"), Machine::new("nb"));
+    let sid = session_id(0x0a11);
+    let cwd = "/home/user/na";
+    let line = |i: u64, kind: &str, message: Value| {
+        serde_json::json!({
+            "parentUuid": null, "isSidechain": false, "userType": "external", "cwd": cwd,
+            "sessionId": sid, "version": "2.1.49", "gitBranch": "main", "type": kind,
+            "uuid": format!("u{i}"), "timestamp": format!("2026-11-20T10:00:0{i}.000Z"),
+            "requestId": format!("req_{i}"), "message": message,
+        })
+        .to_string()
+            + "\n"
+    };
+    // Two messages: the prompt, and the tool call with its result.
+    let text = [
+        line(
+            0,
+            "user",
+            serde_json::json!({"role": "user",
+            "content": "inspect the zebrafoo header \u{0} then the remaining words"}),
+        ),
+        line(
+            1,
+            "assistant",
+            serde_json::json!({"model": "claude-sonnet-4-5", "id": "msg_n1",
+            "type": "message", "role": "assistant", "stop_reason": null,
+            "content": [{"type": "tool_use", "id": "toolu_n1", "name": "Bash",
+                "input": {"command": "head -c 8 zebrafoo.bin\u{0}"}}]}),
+        ),
+        line(
+            2,
+            "user",
+            serde_json::json!({"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": "toolu_n1", "content": "ELF\u{0}\u{0} zebrafoo quokka output"}]}),
+        ),
+    ]
+    .concat();
+    std::fs::write(a.sb.transcript("na", &sid), text).unwrap();
+    a.json(&["import", "--json"]);
+    a.init(&url);
+    b.init(&url);
+    let machines = [a, b];
+    sync_all(&machines, 2);
+    let [a, b] = &machines;
+    let uid = session_uid(&a.id(), "claude", &sid);
+    assert_eq!(
+        pg_count(
+            &pg,
+            &format!("SELECT count(*) FROM messages WHERE session_uid = '{uid}'")
+        ),
+        2
+    );
+    assert_eq!(
+        pg_count(
+            &pg,
+            &format!(
+                "SELECT count(*) FROM messages WHERE session_uid = '{uid}' \
+                 AND body || tools LIKE '%' || chr(65533) || '%'"
+            )
+        ),
+        2
+    );
+    assert_eq!(
+        pg_count(
+            &pg,
+            &format!(
+                "SELECT count(*) FROM sessions WHERE uid = '{uid}' \
+                 AND title LIKE 'inspect the zebrafoo header ' || chr(65533) || '%'"
+            )
+        ),
+        1
+    );
+    // Searched on PostgreSQL and on the machine that pulled it: the words after the NUL too.
+    let on_pg = a.json(&["--store", &url, "search", "remaining", "--json"]);
+    assert_eq!(on_pg["hits"].as_array().unwrap().len(), 1, "{on_pg}");
+    let pulled = b.json(&["search", "quokka", "--json"]);
+    let hits = pulled["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{pulled}");
+    assert_eq!(hits[0]["session_id"], sid.as_str(), "{pulled}");
+    let pulled = b.json(&["search", "zebrafoo", "--json"]);
+    assert_eq!(pulled["hits"].as_array().unwrap().len(), 2, "{pulled}");
+    // The local store keeps the NUL.
+    let here = a.json(&["sessions", "show", &sid, "--json"]);
+    assert!(here.to_string().contains("header \\u0000 then"), "{here}");
+}
