@@ -1093,8 +1093,6 @@ fn fence_for(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    /// A query of exclusions alone says what to add; one with no word at all says it holds
-    /// none (a new user's walkthrough: `NOT test` was said to hold no searchable word).
     /// The filters suggested to reach older matches: none already set, none a session fixes.
     #[test]
     fn narrowing_filters_leave_out_what_the_search_already_fixes() {
@@ -1131,6 +1129,8 @@ mod tests {
         assert_eq!(or_list(&s(&["a", "b", "c"])), "a, b or c");
     }
 
+    /// A query of exclusions alone says what to add; one with no word at all says it holds
+    /// none (a new user's walkthrough: `NOT test` was said to hold no searchable word).
     #[test]
     fn a_query_of_exclusions_alone_says_so() {
         for q in ["NOT test", "-test", "-\"a phrase\" -b*", "x OR -y"] {
