@@ -132,7 +132,8 @@ impl fmt::Display for SchemaReport {
 ///
 /// Errors: [`Error::NewerSchema`] when the database is ahead of `migrations`; [`Error::Db`]
 /// when a migration fails (nothing of it stays); [`Error::Invalid`] when `migrations` is not
-/// numbered 1, 2, 3, ….
+/// numbered 1, 2, 3, …, or when a database without memtrail's schema is not of encoding UTF8
+/// (`SHOW server_encoding`; nothing is created in it).
 pub fn migrate(pg: &mut Pg, migrations: &[Migration]) -> Result<SchemaReport> {
     for (i, m) in migrations.iter().enumerate() {
         if m.version != i as i64 + 1 {
@@ -182,6 +183,18 @@ pub fn migrate(pg: &mut Pg, migrations: &[Migration]) -> Result<SchemaReport> {
                 found: from_version,
                 supported,
             });
+        }
+        if from_version == 0 {
+            // A database of another encoding takes text it cannot hold (LATIN1) or counts
+            // bytes as characters, cutting a snippet inside one (SQL_ASCII).
+            let encoding: String = tx.query_one("SHOW server_encoding", &[]).await?.get(0);
+            if encoding != "UTF8" {
+                return Err(Error::Invalid(format!(
+                    "the database's encoding is {encoding}, and memtrail needs UTF8: create \
+                     one with `CREATE DATABASE name ENCODING 'UTF8' TEMPLATE template0` (or \
+                     `createdb -E UTF8 -T template0 name`)"
+                )));
+            }
         }
         let mut applied = Vec::new();
         for m in &migrations[from_version as usize..] {

@@ -437,9 +437,9 @@ impl Pg {
     /// session's own machine pushes it); [`Error::Db`] when a statement fails or the connection
     /// breaks (nothing of the batch is committed).
     pub fn push(&mut self, machine: &str, label: &str, batch: &PushBatch) -> Result<Pushed> {
-        // PostgreSQL's text holds no NUL ([`PushBatch::replace_nul`]).
+        // No NUL, no value too long to index ([`PushBatch::fit_for_postgres`]).
         let mut owned = batch.clone();
-        let batch = if owned.replace_nul() > 0 {
+        let batch = if owned.fit_for_postgres() > 0 {
             &owned
         } else {
             batch

@@ -151,6 +151,33 @@ pub struct PushBatch {
     pub tombstones: Vec<i64>,
 }
 
+/// The longest value, in bytes, PostgreSQL is given to index as it is ([`postgres_key`]):
+/// its B-tree entries hold at most 2,704 bytes, and an index holds up to three such values
+/// (sessions are unique on machine, agent and id).
+pub const KEY_MAX: usize = 800;
+
+/// `k` as PostgreSQL stores and indexes it ([`PushBatch::fit_for_postgres`]): `k` itself when
+/// it has no NUL and is at most [`KEY_MAX`] bytes; else its first 700 bytes or fewer (cut at a
+/// character's end, each NUL replaced by U+FFFD), `…#`, and the first 32 hex digits of the
+/// BLAKE3 hash of the whole of `k` (at most 737 bytes). Two different values never give the
+/// same key but for a hash collision, or a value of that very form written to equal another's
+/// (in a transcript of the same session: keys are a session's own).
+pub fn postgres_key(k: &str) -> std::borrow::Cow<'_, str> {
+    if k.len() <= KEY_MAX && !k.contains('\0') {
+        return std::borrow::Cow::Borrowed(k);
+    }
+    let mut cut = k.len().min(700);
+    while !k.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let hash = blake3::hash(k.as_bytes()).to_hex();
+    std::borrow::Cow::Owned(format!(
+        "{}…#{}",
+        k[..cut].replace('\0', "\u{FFFD}"),
+        &hash[..32]
+    ))
+}
+
 /// How far in the future (ms) a synced time may be before it is taken as now: a day, for
 /// clocks that drift.
 pub const FUTURE_SLACK_MS: i64 = 86_400_000;
@@ -218,16 +245,64 @@ impl PushBatch {
         }
     }
 
-    /// Every U+0000 (NUL) in the batch's texts replaced by U+FFFD, the replacement character:
-    /// PostgreSQL's `text` cannot hold NUL (it refuses the whole statement, SQLSTATE 22021,
-    /// "invalid byte sequence for encoding \"UTF8\": 0x00"), and transcripts can (a tool's
-    /// output of a binary file; JSON's `\u0000`). Every string field is visited, keys too
-    /// (consistently, so a session's messages, tool calls, events and message set still agree);
-    /// the local store keeps the text as it is. The parts' JSON never holds a raw NUL (JSON
-    /// escapes it). Returns how many texts were changed. Cost: one `memchr` pass over the
-    /// batch's text when it holds no NUL.
-    pub fn replace_nul(&mut self) -> usize {
+    /// The batch made fit for PostgreSQL, whose `text` cannot hold NUL (it refuses the whole
+    /// statement: SQLSTATE 22021, "invalid byte sequence for encoding \"UTF8\": 0x00") and
+    /// whose B-tree indexes refuse an entry over 2,704 bytes (SQLSTATE 54000), either of which
+    /// made every later push fail:
+    ///
+    /// - the values PostgreSQL indexes (session, message and tool call ids, agents, a
+    ///   session's project folder, models, tool names) go through [`postgres_key`]: one that
+    ///   holds a NUL or is over [`KEY_MAX`] bytes becomes its beginning and a hash of it, the
+    ///   same wherever it occurs (a message's id in its tool calls, events, vectors and its
+    ///   session's message set), and never equal to another id, with a NUL or without;
+    /// - every other text has each U+0000 replaced by U+FFFD, the replacement character (a
+    ///   tool's output of a binary file; JSON's `\u0000`). Both are word separators to both
+    ///   stores' full-text search.
+    ///
+    /// The parts' JSON never holds a raw NUL (JSON escapes it). The local store keeps its text
+    /// and ids as they are. Returns how many values were changed. Cost: one `memchr` pass over
+    /// the batch's text when nothing needs changing.
+    pub fn fit_for_postgres(&mut self) -> usize {
         let mut changed = 0;
+        let mut key = |t: &mut String| {
+            if let std::borrow::Cow::Owned(k) = postgres_key(t) {
+                *t = k;
+                changed += 1;
+            }
+        };
+        for d in &mut self.deletions {
+            key(&mut d.agent);
+            key(&mut d.external_id);
+        }
+        for s in &mut self.sessions {
+            let x = &mut s.session;
+            key(&mut x.agent);
+            key(&mut x.external_id);
+            for t in [&mut x.parent_external_id, &mut x.project_dir, &mut x.model] {
+                t.as_mut().map(&mut key);
+            }
+            for m in &mut s.messages {
+                key(&mut m.ext_id);
+                m.model.as_mut().map(&mut key);
+                for c in &mut m.tool_calls {
+                    key(&mut c.call_id);
+                    key(&mut c.name);
+                    key(&mut c.tool);
+                }
+                for e in &mut m.events {
+                    for t in [&mut e.call_id, &mut e.tool] {
+                        t.as_mut().map(&mut key);
+                    }
+                }
+            }
+            for id in s.message_set.iter_mut().flatten() {
+                key(id);
+            }
+            for v in &mut s.vectors {
+                key(&mut v.ext_id);
+                key(&mut v.model);
+            }
+        }
         let mut fix = |t: &mut String| {
             if t.contains('\0') {
                 *t = t.replace('\0', "\u{FFFD}");
@@ -236,27 +311,15 @@ impl PushBatch {
         };
         for d in &mut self.deletions {
             fix(&mut d.machine);
-            fix(&mut d.agent);
-            fix(&mut d.external_id);
         }
         for s in &mut self.sessions {
             fix(&mut s.machine);
             let x = &mut s.session;
-            fix(&mut x.agent);
-            fix(&mut x.external_id);
-            for t in [
-                &mut x.parent_external_id,
-                &mut x.project_dir,
-                &mut x.title,
-                &mut x.model,
-                &mut x.git_branch,
-                &mut x.agent_version,
-            ] {
+            for t in [&mut x.title, &mut x.git_branch, &mut x.agent_version] {
                 t.as_mut().map(&mut fix);
             }
             for m in &mut s.messages {
                 for t in [
-                    &mut m.ext_id,
                     &mut m.role,
                     &mut m.kind,
                     &mut m.body,
@@ -265,33 +328,18 @@ impl PushBatch {
                 ] {
                     fix(t);
                 }
-                m.model.as_mut().map(&mut fix);
                 m.cjk.as_mut().map(&mut fix);
-                for c in &mut m.tool_calls {
-                    fix(&mut c.call_id);
-                    fix(&mut c.name);
-                    fix(&mut c.tool);
-                }
                 for e in &mut m.events {
                     fix(&mut e.category);
                     fix(&mut e.action);
                     fix(&mut e.subject);
-                    for t in [&mut e.detail, &mut e.call_id, &mut e.tool] {
-                        t.as_mut().map(&mut fix);
-                    }
+                    e.detail.as_mut().map(&mut fix);
                 }
             }
             for snap in s.snapshots.iter_mut().flatten() {
                 fix(&mut snap.trigger);
                 fix(&mut snap.text);
                 snap.consumed_by.as_mut().map(&mut fix);
-            }
-            for id in s.message_set.iter_mut().flatten() {
-                fix(id);
-            }
-            for v in &mut s.vectors {
-                fix(&mut v.ext_id);
-                fix(&mut v.model);
             }
         }
         changed
@@ -451,21 +499,53 @@ mod tests {
         }
     }
 
-    /// Every text of a push batch loses its NUL (PostgreSQL's `text` holds none), each for
-    /// U+FFFD and nothing else; a batch without one is left as it is.
+    /// Every text of a push batch loses its NUL (PostgreSQL's `text` holds none): an indexed
+    /// value becomes its [`postgres_key`], the same wherever it occurs, another text has U+FFFD
+    /// in its place; a batch without one is left as it is.
     #[test]
     fn every_text_of_a_push_batch_loses_its_nul() {
         let mut b = batch_with_nul();
         let before = serde_json::to_string(&b).unwrap();
-        let nuls = before.matches("\\u0000").count();
-        assert_eq!(nuls, 35);
-        assert_eq!(b.replace_nul(), nuls);
+        assert_eq!(before.matches("\\u0000").count(), 35);
+        assert_eq!(b.fit_for_postgres(), 35);
         let after = serde_json::to_string(&b).unwrap();
         assert!(!after.contains("\\u0000"), "{after}");
-        assert_eq!(after, before.replace("\\u0000", "\u{FFFD}"));
-        assert_eq!(b.sessions[0].messages[0].body, "b\u{FFFD}b");
+        let m = &b.sessions[0].messages[0];
+        assert_eq!(m.body, "b\u{FFFD}b");
+        assert_eq!(b.sessions[0].session.title.as_deref(), Some("ti\u{FFFD}ti"));
+        assert_eq!(m.ext_id, postgres_key("x\0x"));
+        assert!(m.ext_id.starts_with("x\u{FFFD}x…#"), "{}", m.ext_id);
+        assert_eq!(b.sessions[0].message_set.as_ref().unwrap()[0], m.ext_id);
+        assert_eq!(b.sessions[0].vectors[0].ext_id, m.ext_id);
+        assert_eq!(m.tool_calls[0].call_id, postgres_key("ci\0ci"));
+        assert_eq!(b.deletions[0].external_id, postgres_key("de\0de"));
         let clean = b.clone();
-        assert_eq!(b.replace_nul(), 0);
+        assert_eq!(b.fit_for_postgres(), 0);
         assert_eq!(b, clean);
+    }
+
+    /// An id with a NUL, or too long to index, becomes its beginning and a hash: never the id
+    /// it would be with U+FFFD for the NUL, short enough, cut at a character's end.
+    #[test]
+    fn a_key_postgresql_cannot_index_becomes_its_beginning_and_a_hash() {
+        assert!(matches!(
+            postgres_key("dup"),
+            std::borrow::Cow::Borrowed("dup")
+        ));
+        let nul = postgres_key("dup\0");
+        assert_ne!(nul, "dup\u{FFFD}");
+        assert_ne!(nul, postgres_key("dup\0\0"));
+        assert_eq!(nul, postgres_key("dup\0"));
+        let kept = "é".repeat(KEY_MAX / 2);
+        assert_eq!(postgres_key(&kept), kept.as_str());
+        let long = "é".repeat(KEY_MAX / 2 + 1);
+        let k = postgres_key(&long);
+        assert!(k.starts_with(&"é".repeat(350)), "{k}");
+        assert_eq!(k.len(), 700 + "…#".len() + 32);
+        assert_ne!(k, postgres_key(&"é".repeat(KEY_MAX)));
+        // Cut at a character's end: 699 bytes of a 3-byte character's run.
+        let euros = "€".repeat(400);
+        let k = postgres_key(&euros);
+        assert!(k.starts_with(&"€".repeat(233)) && !k.starts_with(&"€".repeat(234)));
     }
 }

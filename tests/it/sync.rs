@@ -1632,6 +1632,25 @@ fn sessions_list_shows_the_machine_of_sessions_from_another_machine() {
     assert!(!line.contains("laptop-a"), "{on_a}");
 }
 
+/// Imports `a`'s transcripts, sets up sync on both machines with `url`, and syncs them twice.
+fn import_and_sync(a: Machine, b: Machine, url: &str) -> [Machine; 2] {
+    a.json(&["import", "--json"]);
+    a.init(url);
+    b.init(url);
+    let machines = [a, b];
+    sync_all(&machines, 2);
+    machines
+}
+
+/// How many messages of session `uid` PostgreSQL holds that pass `and` (SQL after `WHERE
+/// session_uid = …`, empty for all).
+fn messages_of(pg: &Pg, uid: &str, and: &str) -> i64 {
+    pg_count(
+        pg,
+        &format!("SELECT count(*) FROM messages WHERE session_uid = '{uid}' {and}"),
+    )
+}
+
 /// A NUL in a transcript (JSON's `\u0000`: a tool's output of a binary file) reaches PostgreSQL
 /// as U+FFFD, the replacement character: PostgreSQL's `text` holds no NUL, and before, the
 /// first such message made every push fail ("invalid byte sequence for encoding UTF8: 0x00")
@@ -1681,28 +1700,12 @@ fn a_nul_in_a_transcript_reaches_postgres_as_a_replacement_character() {
     ]
     .concat();
     std::fs::write(a.sb.transcript("na", &sid), text).unwrap();
-    a.json(&["import", "--json"]);
-    a.init(&url);
-    b.init(&url);
-    let machines = [a, b];
-    sync_all(&machines, 2);
+    let machines = import_and_sync(a, b, &url);
     let [a, b] = &machines;
     let uid = session_uid(&a.id(), "claude", &sid);
+    assert_eq!(messages_of(&pg, &uid, ""), 2);
     assert_eq!(
-        pg_count(
-            &pg,
-            &format!("SELECT count(*) FROM messages WHERE session_uid = '{uid}'")
-        ),
-        2
-    );
-    assert_eq!(
-        pg_count(
-            &pg,
-            &format!(
-                "SELECT count(*) FROM messages WHERE session_uid = '{uid}' \
-                 AND body || tools LIKE '%' || chr(65533) || '%'"
-            )
-        ),
+        messages_of(&pg, &uid, "AND body || tools LIKE '%' || chr(65533) || '%'"),
         2
     );
     assert_eq!(
@@ -1727,4 +1730,160 @@ fn a_nul_in_a_transcript_reaches_postgres_as_a_replacement_character() {
     // The local store keeps the NUL.
     let here = a.json(&["sessions", "show", &sid, "--json"]);
     assert!(here.to_string().contains("header \\u0000 then"), "{here}");
+}
+
+/// Ids and indexed values too long for PostgreSQL's B-tree indexes (over 2,704 bytes an entry)
+/// or holding a NUL reach it as their beginning and a hash (`sync::postgres_key`): before, one
+/// such value (a message id, a tool call's id or name, a model, a project folder) made every
+/// push fail ("index row size … exceeds btree version 4 maximum 2704"), and with NUL sent as
+/// U+FFFD, `dup\0` and `dup\u{FFFD}` were one message. Both machines keep every message; a
+/// deletion of such a session on the machine that pulled it deletes it at its origin too.
+#[test]
+fn ids_postgresql_cannot_index_reach_it_as_a_beginning_and_a_hash() {
+    let Some(url) = database("longkeys") else {
+        return;
+    };
+    let pg = Pg::connect_url(&url).unwrap();
+    let (a, b) = (Machine::new("ka"), Machine::new("kb"));
+    let sid = session_id(0x0a12);
+    // Random-looking (incompressible) text: PostgreSQL compresses a long repetitive value
+    // below its index limit.
+    let noise = |seed: u64, n: usize| -> String {
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from(b'a' + (x % 26) as u8)
+            })
+            .collect()
+    };
+    let cwd = format!("/home/user/{}", noise(1, 4000));
+    let line = |i: u64, uuid: &str, kind: &str, message: Value| {
+        serde_json::json!({
+            "parentUuid": null, "isSidechain": false, "userType": "external", "cwd": cwd,
+            "sessionId": sid, "version": "2.1.49", "gitBranch": "main", "type": kind,
+            "uuid": uuid, "timestamp": format!("2026-11-20T10:00:0{i}.000Z"),
+            "requestId": format!("req_{i}"), "message": message,
+        })
+        .to_string()
+            + "\n"
+    };
+    let long_id = noise(2, 3000);
+    let model = format!("claude-{}", noise(3, 3000));
+    let tool = format!("Tool{}", noise(4, 3000));
+    let call = format!("toolu_{}", noise(5, 3000));
+    let text = [
+        line(
+            0,
+            &long_id,
+            "user",
+            serde_json::json!({"role": "user", "content": "first wombat prompt"}),
+        ),
+        line(
+            1,
+            "dup\u{0}",
+            "user",
+            serde_json::json!({"role": "user", "content": "second wombat prompt"}),
+        ),
+        line(
+            2,
+            "dup\u{FFFD}",
+            "user",
+            serde_json::json!({"role": "user", "content": "third wombat prompt"}),
+        ),
+        line(
+            3,
+            "a3",
+            "assistant",
+            serde_json::json!({"model": model, "id": "msg_k3",
+            "type": "message", "role": "assistant", "stop_reason": null,
+            "content": [{"type": "tool_use", "id": call, "name": tool, "input": {"x": "wombat"}}]}),
+        ),
+    ]
+    .concat();
+    let t = a.sb.transcript("ka", &sid);
+    std::fs::write(&t, text).unwrap();
+    // A Claude Code 2.0 sub-agent's transcript: its session id is `<sessionId>/agent-abc`,
+    // here with a NUL.
+    let sub = serde_json::json!({
+        "parentUuid": null, "isSidechain": true, "userType": "external", "cwd": "/home/user/ka",
+        "sessionId": "x\u{0}y", "version": "2.0.1", "gitBranch": "main", "type": "user",
+        "uuid": "s0", "timestamp": "2026-11-20T10:01:00.000Z",
+        "message": {"role": "user", "content": "a numbat task for the sub-agent"},
+    });
+    std::fs::write(t.with_file_name("agent-abc.jsonl"), format!("{sub}\n")).unwrap();
+    let machines = import_and_sync(a, b, &url);
+    let [a, b] = &machines;
+    let uid = session_uid(&a.id(), "claude", &sid);
+    assert_eq!(messages_of(&pg, &uid, ""), 4);
+    assert_eq!(messages_of(&pg, &uid, "AND octet_length(ext_id) <= 800"), 4);
+    assert_eq!(pg_count(&pg, "SELECT count(*) FROM tool_calls"), 1);
+    let pulled = b.json(&["search", "wombat", "--json"]);
+    assert_eq!(pulled["hits"].as_array().unwrap().len(), 4, "{pulled}");
+    let numbat = b.json(&["search", "numbat", "--json"]);
+    let sub_id = numbat["hits"][0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(sub_id.starts_with("x\u{FFFD}y/agent-abc…#"), "{numbat}");
+    assert_eq!(
+        a.json(&["search", "numbat", "--json"])["hits"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    // Deleted on the machine that pulled them: gone from PostgreSQL and from their origin.
+    for id in [&sid, &sub_id] {
+        b.sb.acmd()
+            .args(["sessions", "delete", id, "--yes"])
+            .assert()
+            .success();
+    }
+    sync_all(&machines, 2);
+    let here = a.json(&["search", "numbat", "--json"]);
+    assert_eq!(here["hits"].as_array().unwrap().len(), 0, "{here}");
+    assert_eq!(messages_of(&pg, &uid, ""), 0);
+    let here = a.json(&["search", "wombat", "--json"]);
+    assert_eq!(here["hits"].as_array().unwrap().len(), 0, "{here}");
+}
+
+/// `sync --init` refuses a database whose encoding is not UTF8, saying how to make one, and
+/// creates nothing in it (SQL_ASCII counts bytes as characters, so a snippet was cut inside a
+/// character and every search that met it failed; LATIN1 cannot hold most text).
+#[test]
+fn sync_init_refuses_a_database_that_is_not_utf8() {
+    let Some(url) = database("notutf8") else {
+        return;
+    };
+    let name = format!(
+        "{}_ascii",
+        url.rsplit('/').next().unwrap().split('?').next().unwrap()
+    );
+    cluster_sql(&format!(
+        "CREATE DATABASE {name} ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+    ));
+    let base = url.rsplit_once('/').unwrap().0;
+    let ascii = format!("{base}/{name}?sslmode=disable");
+    let m = Machine::new("enc");
+    let out = m.run(&["sync", "--init", &ascii, "--label", "enc"]);
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the database's encoding is SQL_ASCII, and memtrail needs UTF8")
+            && err.contains("ENCODING 'UTF8' TEMPLATE template0"),
+        "{err}"
+    );
+    let pg = Pg::connect_url(&ascii).unwrap();
+    assert_eq!(
+        pg_count(
+            &pg,
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+        ),
+        0
+    );
+    // The same machine then sets up sync with a UTF8 database.
+    m.init(&url);
 }

@@ -657,7 +657,7 @@ impl Store {
                 .db()?;
             for d in &batch.deletions {
                 let mine = own.as_deref() == Some(d.machine.as_str());
-                let ids: Vec<i64> = {
+                let mut ids: Vec<i64> = {
                     let mut stmt =
                         w.tx.prepare_cached(
                             "SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2
@@ -671,6 +671,27 @@ impl Store {
                     .collect::<rusqlite::Result<_>>()
                     .db()?
                 };
+                if mine && ids.is_empty() && d.external_id.contains("…#") {
+                    // A session of this machine whose id PostgreSQL holds as its key form (the
+                    // id has a NUL or is too long to index: `sync::postgres_key`), deleted on
+                    // another machine: found among this machine's sessions of the agent.
+                    let mut stmt =
+                        w.tx.prepare_cached(
+                            "SELECT id, external_id FROM sessions WHERE agent = ?1 AND origin = ''",
+                        )
+                        .db()?;
+                    let rows = stmt
+                        .query_map(params![d.agent], |r| {
+                            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                        })
+                        .db()?;
+                    for r in rows {
+                        let (id, ext) = r.db()?;
+                        if crate::sync::postgres_key(&ext) == d.external_id {
+                            ids.push(id);
+                        }
+                    }
+                }
                 delete_rows(w, &ids)?;
                 out.deleted_sessions += ids.len() as u64;
             }
