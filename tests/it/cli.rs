@@ -4546,6 +4546,24 @@ fn a_cjk_hit_is_shown_with_the_words_around_it() {
         v["hits"][0]["snippet"], "**음수** 값을 테스트해 주세요 \u{fffd}ps1\u{fffd} ok",
         "{v}"
     );
+    // A NUL (JSON's `\u0000`) no longer drops the text after it from a snippet (FTS5 builds
+    // snippets with C strings): it is shown as U+FFFD, in the prompt and in a tool's output.
+    let sid = support::session_id(79);
+    let line = support::claude_prompt(
+        &sid,
+        "/home/user/nul",
+        "n1",
+        "the zebrafoo header \u{0} then zebrafoo again",
+    );
+    std::fs::write(sb.transcript("nul", &sid), format!("{line}\n")).unwrap();
+    sb.json(&["import", "--json"]);
+    let v = sb.json(&["search", "zebrafoo", "--json"]);
+    assert_eq!(
+        v["hits"][0]["snippet"], "the **zebrafoo** header \u{fffd} then **zebrafoo** again",
+        "{v}"
+    );
+    let v = sb.json(&["search", "then", "--session", &sid, "--json"]);
+    assert_eq!(v["hits"].as_array().unwrap().len(), 1, "{v}");
 }
 
 /// The MCP server's replies carry transcript text with DEL, C1 and the reordering characters

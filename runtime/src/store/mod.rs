@@ -18,6 +18,7 @@
 //!   `memtrail_tools(tools_text, parts_packed)` (`packed`).
 //! - `tool_calls`: `(session_id, call_id)` → message, so a late tool result finds its call.
 //! - `messages_fts`: FTS5, external content on the view `messages_text(body, tools, cjk)`
+//!   (its text through `memtrail_shown`, schema 20: U+0000–U+0002 shown as U+FFFD)
 //!   (schema 13; `messages` itself before), `porter unicode61`,
 //!   kept in sync by triggers through a queue (schema 4): a written or changed message is queued
 //!   in `fts_pending` and indexed later by [`Store::catch_up_index`] (every search first, imports,

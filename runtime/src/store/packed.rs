@@ -53,6 +53,43 @@ pub const TOOLS_FUNCTION: &str = "memtrail_tools";
 /// the row's words, pointing at nothing, and every search that meets them would fail).
 pub const TOOLS_STRICT_FUNCTION: &str = "memtrail_tools_strict";
 
+/// The SQL function the full-text index's content view (`messages_text`, schema 20) reads a
+/// message's text through: `memtrail_shown(text)`, the text with each U+0000, U+0001 and U+0002
+/// shown as U+FFFD ([`shown`]).
+pub const SHOWN_FUNCTION: &str = "memtrail_shown";
+
+/// `v` as the full-text index's content gives it ([`SHOWN_FUNCTION`]): text with each NUL,
+/// U+0001 and U+0002 replaced by U+FFFD, anything else as it is. FTS5's `snippet()` marks a
+/// search's hits with U+0001 and U+0002 (`query::HL_START`, `HL_END`), so the text's own would
+/// fake highlights, and it builds its output with C strings, so a NUL dropped the text after it
+/// up to the next hit or cut (schema 14 replaced the first two with SQL's `replace()`, which
+/// cannot look for a NUL). All four are word separators to the tokenizer (`unicode61`), so the
+/// index holds the same tokens. Text that is not UTF-8 (a damaged row) is given as a BLOB of
+/// its bytes with the same replacements, which FTS5 reads as the same text.
+fn shown(v: ValueRef<'_>) -> rusqlite::types::Value {
+    use rusqlite::types::Value;
+    let ValueRef::Text(t) = v else {
+        return owned(v);
+    };
+    let bytes = if memchr::memchr3(0, 1, 2, t).is_none() {
+        t.to_vec()
+    } else {
+        let mut out = Vec::with_capacity(t.len() + 8);
+        for &b in t {
+            if b <= 2 {
+                out.extend_from_slice("\u{FFFD}".as_bytes());
+            } else {
+                out.push(b);
+            }
+        }
+        out
+    };
+    match String::from_utf8(bytes) {
+        Ok(s) => Value::Text(s),
+        Err(e) => Value::Blob(e.into_bytes()),
+    }
+}
+
 /// zstd's level for `parts`. Levels 1 to 19 differ by under 4% on transcript JSON compressed
 /// one message at a time (docs/benchmarks.md, "Parts compressed"); 3 is zstd's default and
 /// compresses at several hundred MB/s.
@@ -237,7 +274,8 @@ fn strict_tools_of(tools: ValueRef<'_>, parts: ValueRef<'_>) -> Result<String> {
     }
 }
 
-/// Register [`PARTS_FUNCTION`] and [`TOOLS_FUNCTION`] on `conn`. Call once per connection,
+/// Register [`PARTS_FUNCTION`], [`TOOLS_FUNCTION`], [`TOOLS_STRICT_FUNCTION`] and
+/// [`SHOWN_FUNCTION`] on `conn`. Call once per connection,
 /// before anything reads `messages_fts`'s content or changes a message (the triggers call
 /// them). [`super::Store`] does; a program that opens a store with `rusqlite` itself (a test,
 /// a benchmark) calls it to read `parts` as JSON or to search with snippets.
@@ -259,6 +297,10 @@ pub fn register(conn: &Connection) -> Result<()> {
     .map_err(super::db_err)?;
     conn.create_scalar_function(TOOLS_FUNCTION, 2, flags, move |ctx| {
         Ok(tools_of(ctx.get_raw(0), ctx.get_raw(1)))
+    })
+    .map_err(super::db_err)?;
+    conn.create_scalar_function(SHOWN_FUNCTION, 1, flags, move |ctx| {
+        Ok(shown(ctx.get_raw(0)))
     })
     .map_err(super::db_err)?;
     conn.create_scalar_function(TOOLS_STRICT_FUNCTION, 3, flags, move |ctx| {
@@ -523,6 +565,57 @@ mod tests {
         let mid = b.len() / 2;
         b[mid] ^= 0x20;
         assert!(unpack(ValueRef::Blob(&b), "").is_err());
+    }
+
+    /// `memtrail_shown` replaces NUL, U+0001 and U+0002 with U+FFFD and nothing else; text
+    /// that is not UTF-8 keeps its other bytes (as a BLOB); NULL stays NULL. The index built
+    /// from text with those characters stays consistent with the view (FTS5's integrity check
+    /// tokenizes the view's text: the same tokens).
+    #[test]
+    fn the_view_shows_nul_and_the_highlight_marks_as_replacement_characters() {
+        let c = Connection::open_in_memory().unwrap();
+        register(&c).unwrap();
+        let one =
+            |sql: &str| -> rusqlite::types::Value { c.query_row(sql, [], |r| r.get(0)).unwrap() };
+        use rusqlite::types::Value;
+        assert_eq!(
+            one(
+                "SELECT memtrail_shown('a' || char(0) || 'b' || char(1) || char(2) || 'é ' || char(3))"
+            ),
+            Value::Text("a\u{FFFD}b\u{FFFD}\u{FFFD}é \u{3}".into())
+        );
+        assert_eq!(
+            one("SELECT memtrail_shown('plain')"),
+            Value::Text("plain".into())
+        );
+        assert_eq!(one("SELECT memtrail_shown(NULL)"), Value::Null);
+        assert_eq!(
+            one("SELECT memtrail_shown(CAST(x'61ff0062' AS TEXT))"),
+            Value::Blob(b"a\xff\xef\xbf\xbdb".to_vec())
+        );
+        let d = tempfile::tempdir().unwrap();
+        let s = super::super::Store::open(&d.path().join("a.db")).unwrap();
+        s.conn
+            .execute_batch(
+                "INSERT INTO sessions (id, agent, external_id) VALUES (1, 'claude', 's');
+                 INSERT INTO messages (session_id, ext_id, seq, role, kind, body, parts_packed)
+                     VALUES (1, 'm', 0, 'user', 'text',
+                             'zebra' || char(0) || 'foo ' || char(1) || 'bar', x'');
+                 INSERT INTO messages_fts (rowid, body, tools, cjk)
+                     SELECT id, body, '', cjk FROM messages;
+                 INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1);",
+            )
+            .unwrap();
+        let snippet: String = s
+            .conn
+            .query_row(
+                "SELECT snippet(messages_fts, 0, '[', ']', '…', 8) FROM messages_fts
+                 WHERE messages_fts MATCH 'foo'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(snippet, "zebra\u{FFFD}[foo] \u{FFFD}bar");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use super::{Store, Writer};
 use crate::{Error, Result};
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 19;
+pub const SCHEMA_VERSION: i64 = 20;
 
 /// The migrations, in order: migration `i` (1-based) takes a store from schema version `i - 1` to
 /// `i`. Each is one SQL batch (`migrations/NNNN_*.sql`), run in the same transaction as the
@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0017_sync_deleted.sql"),
     include_str!("migrations/0018_role_index.sql"),
     include_str!("migrations/0019_events_one_session_index.sql"),
+    include_str!("migrations/0020_nul_shown.sql"),
 ];
 
 /// The name of each migration (its file's name without the number), in the order of
@@ -55,6 +56,7 @@ const MIGRATION_NAMES: [&str; MIGRATIONS.len()] = [
     "sync_deleted",
     "role_index",
     "events_one_session_index",
+    "nul_shown",
 ];
 
 /// A migration about to run, as [`Store::open_with_progress`] reports it.
@@ -426,11 +428,11 @@ mod tests {
         }
         let mut told = Vec::new();
         let s = Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 19);
+        assert_eq!(s.schema_version().unwrap(), 20);
         let m = |to, name| Migrating {
             from: 6,
             to,
-            last: 19,
+            last: 20,
             name,
         };
         assert_eq!(
@@ -448,7 +450,8 @@ mod tests {
                 m(16, "snapshot_state_after_end"),
                 m(17, "sync_deleted"),
                 m(18, "role_index"),
-                m(19, "events_one_session_index")
+                m(19, "events_one_session_index"),
+                m(20, "nul_shown")
             ]
         );
         drop(s);
@@ -1024,6 +1027,7 @@ mod tests {
                 "55b30741e76196b5",
                 "c79c618353b92535",
                 "cc3b7591c1112996",
+                "cd3e80513c3abfd9",
             ]
         );
     }
