@@ -382,7 +382,7 @@ fn push(
             let mut batch = batch;
             batch.clamp_future(memtrail_runtime::now_ms());
             batch.redact_session_fields(&Standard);
-            batch.fit_for_postgres();
+            batch.fit_for_postgres(&me.machine);
             let lexemes = batch_lexemes(&batch);
             if to_pg.send((batch, lexemes)).is_err() {
                 // The writer stopped at a failed batch: its error is in `done`.

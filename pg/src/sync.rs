@@ -437,9 +437,10 @@ impl Pg {
     /// session's own machine pushes it); [`Error::Db`] when a statement fails or the connection
     /// breaks (nothing of the batch is committed).
     pub fn push(&mut self, machine: &str, label: &str, batch: &PushBatch) -> Result<Pushed> {
-        // No NUL, no value too long to index ([`PushBatch::fit_for_postgres`]).
+        // No NUL, no value too long to index ([`PushBatch::fit_for_postgres`]); a copy of the
+        // batch, made for that (this entry point keeps the caller's).
         let mut owned = batch.clone();
-        let batch = if owned.fit_for_postgres() > 0 {
+        let batch = if owned.fit_for_postgres(machine) > 0 {
             &owned
         } else {
             batch

@@ -152,30 +152,42 @@ pub struct PushBatch {
 }
 
 /// The longest value, in bytes, PostgreSQL is given to index as it is ([`postgres_key`]):
-/// its B-tree entries hold at most 2,704 bytes, and an index holds up to three such values
-/// (sessions are unique on machine, agent and id).
-pub const KEY_MAX: usize = 800;
+/// its B-tree entries hold at most 2,704 bytes, and an index holds up to two such values
+/// beside short ones (sessions are unique on machine, agent and id; an agent is memtrail's own
+/// name for it).
+pub const KEY_MAX: usize = 1200;
+
+/// How much of a value [`postgres_key`] keeps before its hash, in bytes at most.
+const KEY_KEPT: usize = 1100;
+
+/// Whether `k` ends as [`postgres_key`]'s keys do: `…#` and 32 lowercase hex digits.
+fn looks_keyed(k: &str) -> bool {
+    k.len() >= 36
+        && k.is_char_boundary(k.len() - 36)
+        && k[..k.len() - 32].ends_with("…#")
+        && k[k.len() - 32..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
 
 /// `k` as PostgreSQL stores and indexes it ([`PushBatch::fit_for_postgres`]): `k` itself when
-/// it has no NUL and is at most [`KEY_MAX`] bytes; else its first 700 bytes or fewer (cut at a
-/// character's end, each NUL replaced by U+FFFD), `…#`, and the first 32 hex digits of the
-/// BLAKE3 hash of the whole of `k` (at most 737 bytes). Two different values never give the
-/// same key but for a hash collision, or a value of that very form written to equal another's
-/// (in a transcript of the same session: keys are a session's own).
+/// it has no NUL, is at most [`KEY_MAX`] bytes and does not end as a key does; else a key: `k`
+/// with each NUL replaced by U+FFFD, cut to at most 1,100 bytes at a character's end, then
+/// `…#` and the first 32 hex digits of the BLAKE3 hash of the whole of `k` (at most 1,136
+/// bytes). A value kept as it is never ends as a key does, so two different values give the
+/// same result only on a hash collision; a key is not a key of itself (`postgres_key` of a
+/// key is another key): give it only values of this machine, never ones PostgreSQL gave.
 pub fn postgres_key(k: &str) -> std::borrow::Cow<'_, str> {
-    if k.len() <= KEY_MAX && !k.contains('\0') {
+    if k.len() <= KEY_MAX && !k.contains('\0') && !looks_keyed(k) {
         return std::borrow::Cow::Borrowed(k);
     }
-    let mut cut = k.len().min(700);
-    while !k.is_char_boundary(cut) {
+    let shown = k.replace('\0', "\u{FFFD}");
+    let mut cut = shown.len().min(KEY_KEPT);
+    while !shown.is_char_boundary(cut) {
         cut -= 1;
     }
     let hash = blake3::hash(k.as_bytes()).to_hex();
-    std::borrow::Cow::Owned(format!(
-        "{}…#{}",
-        k[..cut].replace('\0', "\u{FFFD}"),
-        &hash[..32]
-    ))
+    std::borrow::Cow::Owned(format!("{}…#{}", &shown[..cut], &hash[..32]))
 }
 
 /// How far in the future (ms) a synced time may be before it is taken as now: a day, for
@@ -254,7 +266,9 @@ impl PushBatch {
     ///   session's project folder, models, tool names) go through [`postgres_key`]: one that
     ///   holds a NUL or is over [`KEY_MAX`] bytes becomes its beginning and a hash of it, the
     ///   same wherever it occurs (a message's id in its tool calls, events, vectors and its
-    ///   session's message set), and never equal to another id, with a NUL or without;
+    ///   session's message set), and never equal to another id, with a NUL or without. The
+    ///   deletions of sessions of other machines (`me` is this one) keep their ids: those came
+    ///   from PostgreSQL as it holds them;
     /// - every other text has each U+0000 replaced by U+FFFD, the replacement character (a
     ///   tool's output of a binary file; JSON's `\u0000`). Both are word separators to both
     ///   stores' full-text search.
@@ -262,7 +276,7 @@ impl PushBatch {
     /// The parts' JSON never holds a raw NUL (JSON escapes it). The local store keeps its text
     /// and ids as they are. Returns how many values were changed. Cost: one `memchr` pass over
     /// the batch's text when nothing needs changing.
-    pub fn fit_for_postgres(&mut self) -> usize {
+    pub fn fit_for_postgres(&mut self, me: &str) -> usize {
         let mut changed = 0;
         let mut key = |t: &mut String| {
             if let std::borrow::Cow::Owned(k) = postgres_key(t) {
@@ -270,7 +284,7 @@ impl PushBatch {
                 changed += 1;
             }
         };
-        for d in &mut self.deletions {
+        for d in self.deletions.iter_mut().filter(|d| d.machine == me) {
             key(&mut d.agent);
             key(&mut d.external_id);
         }
@@ -298,6 +312,10 @@ impl PushBatch {
             for id in s.message_set.iter_mut().flatten() {
                 key(id);
             }
+            for snap in s.snapshots.iter_mut().flatten() {
+                // The id of the session that consumed it.
+                snap.consumed_by.as_mut().map(&mut key);
+            }
             for v in &mut s.vectors {
                 key(&mut v.ext_id);
                 key(&mut v.model);
@@ -310,7 +328,10 @@ impl PushBatch {
             }
         };
         for d in &mut self.deletions {
+            // A deletion of another machine's session: its ids as PostgreSQL gave them.
             fix(&mut d.machine);
+            fix(&mut d.agent);
+            fix(&mut d.external_id);
         }
         for s in &mut self.sessions {
             fix(&mut s.machine);
@@ -339,7 +360,6 @@ impl PushBatch {
             for snap in s.snapshots.iter_mut().flatten() {
                 fix(&mut snap.trigger);
                 fix(&mut snap.text);
-                snap.consumed_by.as_mut().map(&mut fix);
             }
         }
         changed
@@ -507,7 +527,7 @@ mod tests {
         let mut b = batch_with_nul();
         let before = serde_json::to_string(&b).unwrap();
         assert_eq!(before.matches("\\u0000").count(), 35);
-        assert_eq!(b.fit_for_postgres(), 35);
+        assert_eq!(b.fit_for_postgres("dm\0dm"), 35);
         let after = serde_json::to_string(&b).unwrap();
         assert!(!after.contains("\\u0000"), "{after}");
         let m = &b.sessions[0].messages[0];
@@ -519,9 +539,20 @@ mod tests {
         assert_eq!(b.sessions[0].vectors[0].ext_id, m.ext_id);
         assert_eq!(m.tool_calls[0].call_id, postgres_key("ci\0ci"));
         assert_eq!(b.deletions[0].external_id, postgres_key("de\0de"));
-        let clean = b.clone();
-        assert_eq!(b.fit_for_postgres(), 0);
-        assert_eq!(b, clean);
+        assert_eq!(
+            b.sessions[0].snapshots.as_ref().unwrap()[0]
+                .consumed_by
+                .as_deref(),
+            Some(postgres_key("cb\0cb").as_ref())
+        );
+        // A deletion of another machine's session keeps the id PostgreSQL gave it, even one
+        // in the form of a key.
+        let mut other = batch_with_nul();
+        let pulled = postgres_key("de\0de").into_owned();
+        other.deletions[0].external_id = pulled.clone();
+        other.fit_for_postgres("this machine");
+        assert_eq!(other.deletions[0].external_id, pulled);
+        assert_eq!(other.deletions[0].agent, "da\u{FFFD}da");
     }
 
     /// An id with a NUL, or too long to index, becomes its beginning and a hash: never the id
@@ -533,19 +564,35 @@ mod tests {
             std::borrow::Cow::Borrowed("dup")
         ));
         let nul = postgres_key("dup\0");
-        assert_ne!(nul, "dup\u{FFFD}");
+        assert!(
+            nul.starts_with("dup\u{FFFD}…#") && nul.len() == 3 + 3 + 4 + 32,
+            "{nul}"
+        );
         assert_ne!(nul, postgres_key("dup\0\0"));
-        assert_eq!(nul, postgres_key("dup\0"));
+        // A value written in the form of another's key is made a key of its own: no two
+        // values give the same result (they would be one row, or two rows of one statement).
+        let forged = postgres_key(&nul).into_owned();
+        let distinct = std::collections::HashSet::from([
+            nul.clone().into_owned(),
+            forged.clone(),
+            postgres_key("dup\u{FFFD}").into_owned(),
+        ]);
+        assert_eq!(distinct.len(), 3, "{distinct:?}");
+        assert!(looks_keyed(&nul) && looks_keyed(&forged) && !looks_keyed("dup\u{FFFD}"));
+        // NULs grow by two bytes each as U+FFFD: the key is cut after, within its bound.
+        let nuls = postgres_key(&"\0".repeat(600)).into_owned();
+        assert_eq!(nuls.len(), 1098 + 4 + 32);
+        assert!(!nuls.contains('\0') && nuls.len() <= KEY_MAX);
         let kept = "é".repeat(KEY_MAX / 2);
         assert_eq!(postgres_key(&kept), kept.as_str());
         let long = "é".repeat(KEY_MAX / 2 + 1);
         let k = postgres_key(&long);
-        assert!(k.starts_with(&"é".repeat(350)), "{k}");
-        assert_eq!(k.len(), 700 + "…#".len() + 32);
+        assert!(k.starts_with(&"é".repeat(550)), "{k}");
+        assert_eq!(k.len(), 1100 + "…#".len() + 32);
         assert_ne!(k, postgres_key(&"é".repeat(KEY_MAX)));
-        // Cut at a character's end: 699 bytes of a 3-byte character's run.
-        let euros = "€".repeat(400);
+        // Cut at a character's end: 1,098 bytes of a 3-byte character's run.
+        let euros = "€".repeat(500);
         let k = postgres_key(&euros);
-        assert!(k.starts_with(&"€".repeat(233)) && !k.starts_with(&"€".repeat(234)));
+        assert!(k.starts_with(&"€".repeat(366)) && !k.starts_with(&"€".repeat(367)));
     }
 }

@@ -1806,10 +1806,10 @@ fn ids_postgresql_cannot_index_reach_it_as_a_beginning_and_a_hash() {
     let t = a.sb.transcript("ka", &sid);
     std::fs::write(&t, text).unwrap();
     // A Claude Code 2.0 sub-agent's transcript: its session id is `<sessionId>/agent-abc`,
-    // here with a NUL.
+    // here with 400 NULs (as U+FFFD they are over the bytes a key keeps).
     let sub = serde_json::json!({
         "parentUuid": null, "isSidechain": true, "userType": "external", "cwd": "/home/user/ka",
-        "sessionId": "x\u{0}y", "version": "2.0.1", "gitBranch": "main", "type": "user",
+        "sessionId": format!("x{}y", "\u{0}".repeat(400)), "version": "2.0.1", "gitBranch": "main", "type": "user",
         "uuid": "s0", "timestamp": "2026-11-20T10:01:00.000Z",
         "message": {"role": "user", "content": "a numbat task for the sub-agent"},
     });
@@ -1818,7 +1818,12 @@ fn ids_postgresql_cannot_index_reach_it_as_a_beginning_and_a_hash() {
     let [a, b] = &machines;
     let uid = session_uid(&a.id(), "claude", &sid);
     assert_eq!(messages_of(&pg, &uid, ""), 4);
-    assert_eq!(messages_of(&pg, &uid, "AND octet_length(ext_id) <= 800"), 4);
+    // The long id and `dup\0` as keys; `dup\u{FFFD}` and the answer's `msg_k3` as they are.
+    assert_eq!(messages_of(&pg, &uid, "AND ext_id LIKE '%…#%'"), 2);
+    assert_eq!(
+        messages_of(&pg, &uid, "AND ext_id IN ('msg_k3', 'dup' || chr(65533))"),
+        2
+    );
     assert_eq!(pg_count(&pg, "SELECT count(*) FROM tool_calls"), 1);
     let pulled = b.json(&["search", "wombat", "--json"]);
     assert_eq!(pulled["hits"].as_array().unwrap().len(), 4, "{pulled}");
@@ -1827,7 +1832,11 @@ fn ids_postgresql_cannot_index_reach_it_as_a_beginning_and_a_hash() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(sub_id.starts_with("x\u{FFFD}y/agent-abc…#"), "{numbat}");
+    assert!(
+        sub_id.starts_with(&format!("x{}", "\u{FFFD}".repeat(366))),
+        "{numbat}"
+    );
+    assert!(sub_id.len() < 1200 && sub_id.contains("…#"), "{numbat}");
     assert_eq!(
         a.json(&["search", "numbat", "--json"])["hits"]
             .as_array()
