@@ -5094,6 +5094,32 @@ fn a_search_that_ranked_only_its_newest_matches_says_so() {
             "{q}: {v}"
         );
     }
+    // Its note names what can still narrow the search, as the CLI's does.
+    for (filters, hint) in [
+        (
+            json!({}),
+            "add words, or narrow by until, agent or project, to reach them",
+        ),
+        (
+            json!({"agent": "claude"}),
+            "add words, or narrow by until or project, to reach them",
+        ),
+        (
+            json!({"session_id": &sid, "until": "2027-01-01"}),
+            "add words, or narrow by an earlier until, to reach them",
+        ),
+    ] {
+        let mut args = json!({"query": "module", "mode": "lexical"});
+        args.as_object_mut()
+            .unwrap()
+            .extend(filters.as_object().unwrap().clone());
+        let v = m.call("search", args);
+        let n = &v["result"]["structuredContent"]["ranking_note"];
+        assert!(
+            n.as_str().is_some_and(|n| n.ends_with(hint)),
+            "{filters}: {v}"
+        );
+    }
     drop(m);
     // The web page.
     let (mut web, port) = support::web_on(&sb, &[]);
