@@ -682,12 +682,15 @@ impl Store {
                         .db()?;
                     let rows = stmt
                         .query_map(params![d.agent], |r| {
-                            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                            // An id that is not UTF-8 (a damaged row) is no key's.
+                            let ext = r.get_ref(1)?.as_str().ok().map(str::to_owned);
+                            Ok((r.get::<_, i64>(0)?, ext))
                         })
                         .db()?;
                     for r in rows {
-                        let (id, ext) = r.db()?;
-                        if crate::sync::postgres_key(&ext) == d.external_id {
+                        if let (id, Some(ext)) = r.db()?
+                            && crate::sync::postgres_key(&ext) == d.external_id
+                        {
                             ids.push(id);
                         }
                     }
