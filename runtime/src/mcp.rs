@@ -791,18 +791,8 @@ impl MemtrailMcp {
                 .clamp(1, MAX_SEARCH_LIMIT) as usize,
         };
         let filtered = filter.filters();
-        let narrowing: Vec<String> = query::narrowing_filters(&filter)
-            .into_iter()
-            .map(|n| {
-                match n {
-                    query::Narrowing::Until if filter.until.is_some() => "an earlier until",
-                    query::Narrowing::Until => "until",
-                    query::Narrowing::Agent => "agent",
-                    query::Narrowing::Project => "project",
-                }
-                .to_string()
-            })
-            .collect();
+        let narrowing =
+            query::narrowing_names(&filter, ["until", "an earlier until"], "agent", "project");
         let asked = a
             .mode
             .as_deref()

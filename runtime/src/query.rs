@@ -777,6 +777,24 @@ pub fn narrowing_filters(f: &SearchFilter) -> Vec<Narrowing> {
     out
 }
 
+/// [`narrowing_filters`] of `f` in one interface's words: `until[0]` for an end date (`until[1]`
+/// when `f` has one: an earlier one), `agent`, `project`.
+pub fn narrowing_names(
+    f: &SearchFilter,
+    until: [&str; 2],
+    agent: &str,
+    project: &str,
+) -> Vec<String> {
+    narrowing_filters(f)
+        .into_iter()
+        .map(|n| match n {
+            Narrowing::Until => until[usize::from(f.until.is_some())].to_string(),
+            Narrowing::Agent => agent.to_string(),
+            Narrowing::Project => project.to_string(),
+        })
+        .collect()
+}
+
 /// `items` as an English list joined by "or": `a`, `a or b`, `a, b or c`.
 pub fn or_list(items: &[String]) -> String {
     match items {

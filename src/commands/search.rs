@@ -252,20 +252,14 @@ pub fn search(db: &StoreLocation, a: SearchArgs) -> Result<ExitCode> {
 
 /// The note of a full-text ranking that stopped at its bound
 /// ([`memtrail_runtime::query::Ranking::newest_only`]) run with `filter`: the options that can
-/// still narrow it ([`query::narrowing_filters`]).
+/// still narrow it ([`query::narrowing_names`]).
 fn newest_only_note(filter: &SearchFilter, filtered: bool) -> String {
-    let options: Vec<String> = query::narrowing_filters(filter)
-        .into_iter()
-        .map(|n| {
-            match n {
-                query::Narrowing::Until if filter.until.is_some() => "an earlier --until",
-                query::Narrowing::Until => "--until",
-                query::Narrowing::Agent => "--agent",
-                query::Narrowing::Project => "--project",
-            }
-            .to_string()
-        })
-        .collect();
+    let options = query::narrowing_names(
+        filter,
+        ["--until", "an earlier --until"],
+        "--agent",
+        "--project",
+    );
     format!(
         "note: only the newest {} matches{} were ranked; older messages may hold these words too: more words, or {}, reach them",
         query::SEARCH_CANDIDATES,

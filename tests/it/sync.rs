@@ -1632,6 +1632,26 @@ fn sessions_list_shows_the_machine_of_sessions_from_another_machine() {
     assert!(!line.contains("laptop-a"), "{on_a}");
 }
 
+/// Line `i` of a Claude Code transcript of session `sid` in `cwd`: an entry of type `kind`
+/// (`user`, `assistant`) with id `uuid` holding `message`, and its line break.
+fn claude_json_line(
+    sid: &str,
+    cwd: &str,
+    i: u64,
+    uuid: &str,
+    kind: &str,
+    message: Value,
+) -> String {
+    serde_json::json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external", "cwd": cwd,
+        "sessionId": sid, "version": "2.1.49", "gitBranch": "main", "type": kind,
+        "uuid": uuid, "timestamp": format!("2026-11-20T10:00:0{i}.000Z"),
+        "requestId": format!("req_{i}"), "message": message,
+    })
+    .to_string()
+        + "\n"
+}
+
 /// Imports `a`'s transcripts, sets up sync on both machines with `url`, and syncs them twice.
 fn import_and_sync(a: Machine, b: Machine, url: &str) -> [Machine; 2] {
     a.json(&["import", "--json"]);
@@ -1666,14 +1686,7 @@ fn a_nul_in_a_transcript_reaches_postgres_as_a_replacement_character() {
     let sid = session_id(0x0a11);
     let cwd = "/home/user/na";
     let line = |i: u64, kind: &str, message: Value| {
-        serde_json::json!({
-            "parentUuid": null, "isSidechain": false, "userType": "external", "cwd": cwd,
-            "sessionId": sid, "version": "2.1.49", "gitBranch": "main", "type": kind,
-            "uuid": format!("u{i}"), "timestamp": format!("2026-11-20T10:00:0{i}.000Z"),
-            "requestId": format!("req_{i}"), "message": message,
-        })
-        .to_string()
-            + "\n"
+        claude_json_line(&sid, cwd, i, &format!("u{i}"), kind, message)
     };
     // Two messages: the prompt, and the tool call with its result.
     let text = [
@@ -1761,14 +1774,7 @@ fn ids_postgresql_cannot_index_reach_it_as_a_beginning_and_a_hash() {
     };
     let cwd = format!("/home/user/{}", noise(1, 4000));
     let line = |i: u64, uuid: &str, kind: &str, message: Value| {
-        serde_json::json!({
-            "parentUuid": null, "isSidechain": false, "userType": "external", "cwd": cwd,
-            "sessionId": sid, "version": "2.1.49", "gitBranch": "main", "type": kind,
-            "uuid": uuid, "timestamp": format!("2026-11-20T10:00:0{i}.000Z"),
-            "requestId": format!("req_{i}"), "message": message,
-        })
-        .to_string()
-            + "\n"
+        claude_json_line(&sid, &cwd, i, uuid, kind, message)
     };
     let long_id = noise(2, 3000);
     let model = format!("claude-{}", noise(3, 3000));

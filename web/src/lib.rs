@@ -472,25 +472,20 @@ pub(crate) fn filtered(p: &SearchParams) -> bool {
 /// ([`memtrail_runtime::query::narrowing_filters`] of the page's filters): "agent, project or
 /// an end date (until)" with none set, fewer as they are.
 pub(crate) fn narrowing_hint(p: &SearchParams) -> String {
-    use memtrail_runtime::query::{self, Narrowing};
+    use memtrail_runtime::query;
+    // Which filters are set is all that counts here (the end date's value does not).
     let f = query::SearchFilter {
         agent: opt(&p.agent),
         project: opt(&p.project),
         until: opt(&p.until).map(|_| 0),
         ..Default::default()
     };
-    let mut named: Vec<String> = query::narrowing_filters(&f)
-        .into_iter()
-        .map(|n| {
-            match n {
-                Narrowing::Until if f.until.is_some() => "an earlier end date (until)",
-                Narrowing::Until => "an end date (until)",
-                Narrowing::Agent => "agent",
-                Narrowing::Project => "project",
-            }
-            .to_string()
-        })
-        .collect();
+    let mut named = query::narrowing_names(
+        &f,
+        ["an end date (until)", "an earlier end date (until)"],
+        "agent",
+        "project",
+    );
     // The page names the end date last.
     named.rotate_left(1);
     query::or_list(&named)
