@@ -9,6 +9,7 @@
 //!
 //! One sync at a time per store: [`SyncLock`] (an `flock` on a file beside the store).
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -105,7 +106,7 @@ pub enum Progress<'a> {
 pub struct Pushed {
     /// Batches (PostgreSQL transactions).
     pub batches: u64,
-    /// Session rows written (a session counts once per batch it is in).
+    /// Sessions written (each once, however many batches it took).
     pub sessions: u64,
     /// Messages written.
     pub messages: u64,
@@ -114,8 +115,7 @@ pub struct Pushed {
     /// Bytes of message text sent.
     pub bytes: u64,
     /// Sessions of this machine whose changes were not pushed because another machine deleted
-    /// them (a deletion is for good: the next pull deletes them here too), counted once per
-    /// batch they are in.
+    /// them (a deletion is for good: the next pull deletes them here too), each once.
     pub deleted_elsewhere: u64,
     /// Message vectors (chunks) written for search by meaning.
     pub vectors: u64,
@@ -131,7 +131,7 @@ pub struct Pulled {
     pub batches: u64,
     /// Other machines that pushed to the database.
     pub machines: u64,
-    /// Sessions written locally.
+    /// Sessions written locally (each once, however many batches it took).
     pub sessions: u64,
     /// Messages written locally.
     pub messages: u64,
@@ -339,15 +339,30 @@ fn push(
                 }
             }
         });
+        // A session too large for one batch is in several: counted once, by its key in
+        // PostgreSQL (origin, agent, external id as sent).
+        let mut written = HashSet::new();
+        let mut gone = HashSet::new();
         let mut acknowledge = |store: &mut Store, d: Done| -> Result<()> {
             let (batch, p) = d?;
             if let Some(p) = &p {
                 totals.batches += 1;
-                totals.sessions += p.sessions;
+                for s in &batch.sessions {
+                    let key = (s.session.agent.as_str(), s.session.external_id.as_str());
+                    if !p
+                        .deleted_elsewhere_sessions
+                        .iter()
+                        .any(|(a, e)| (a.as_str(), e.as_str()) == key)
+                    {
+                        written.insert((key.0.to_string(), key.1.to_string()));
+                    }
+                }
+                gone.extend(p.deleted_elsewhere_sessions.iter().cloned());
+                totals.sessions = written.len() as u64;
                 totals.messages += p.messages;
                 totals.deletions += p.deletions;
                 totals.bytes += p.bytes;
-                totals.deleted_elsewhere += p.deleted_elsewhere;
+                totals.deleted_elsewhere = gone.len() as u64;
                 totals.vectors += p.vectors;
                 totals.vectors_skipped += p.vectors_skipped;
             }
@@ -536,6 +551,7 @@ fn pull(
     totals: &mut Pulled,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
+    let mut written = HashSet::new();
     for m in machines {
         if m.id == me.machine {
             continue;
@@ -555,7 +571,22 @@ fn pull(
             }
             let applied = store.apply_pull(&batch, &Standard)?;
             totals.batches += 1;
-            totals.sessions += applied.sessions;
+            // The sessions the batch wrote (`apply_pull` skips this machine's own), each
+            // counted once however many batches it took.
+            written.extend(
+                batch
+                    .sessions
+                    .iter()
+                    .filter(|s| s.machine != me.machine && !s.machine.is_empty())
+                    .map(|s| {
+                        (
+                            s.machine.clone(),
+                            s.session.agent.clone(),
+                            s.session.external_id.clone(),
+                        )
+                    }),
+            );
+            totals.sessions = written.len() as u64;
             totals.messages += applied.messages;
             totals.deleted_sessions += applied.deleted_sessions;
             totals.deleted_messages += applied.deleted_messages;

@@ -38,7 +38,7 @@ pub struct MachineInfo {
 }
 
 /// What one [`Pg::push`] wrote.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Pushed {
     /// Sessions deleted (rows removed; a deletion of a session PostgreSQL did not hold is still
     /// recorded for the other machines).
@@ -54,6 +54,10 @@ pub struct Pushed {
     /// Sessions of the batch not written because another machine deleted them (a delete is
     /// for good; this machine deletes them when it pulls the deletion).
     pub deleted_elsewhere: u64,
+    /// Those sessions, as (agent, external id) pairs as sent: a push of several batches
+    /// counts each session once ([`crate::engine::Pushed`]).
+    #[serde(skip)]
+    pub deleted_elsewhere_sessions: Vec<(String, String)>,
     /// Vectors (chunks) written to `message_vectors`.
     pub vectors: u64,
     /// Vectors (chunks) of the batch not written because the database has no pgvector (no
@@ -646,6 +650,12 @@ async fn push_tx(
         })
         .unzip();
     pushed.deleted_elsewhere = (batch.sessions.len() - sessions.len()) as u64;
+    pushed.deleted_elsewhere_sessions = batch
+        .sessions
+        .iter()
+        .map(|s| (s.session.agent.clone(), s.session.external_id.clone()))
+        .filter(|k| gone.contains(k))
+        .collect();
     let uids: Vec<String> = sessions
         .iter()
         .map(|s| session_uid(&s.machine, &s.session.agent, &s.session.external_id))

@@ -1193,6 +1193,72 @@ fn changes_to_a_session_deleted_on_another_machine_are_reported_not_pushed() {
     );
 }
 
+/// A session larger than a batch is pushed and pulled in several: the summary counts it once
+/// (it said "20 messages in 5 sessions" for two sessions of ten messages in batches of four),
+/// and so does the count of sessions another machine deleted.
+#[test]
+fn a_session_in_several_batches_counts_once() {
+    let Some(url) = database("several_batches") else {
+        return;
+    };
+    let (a, b) = (Machine::new("sa"), Machine::new("sb"));
+    let first = hook_session(&a, 0xf000, 10);
+    hook_session(&a, 0xf001, 10);
+    let init = |m: &Machine| -> Value {
+        let out = m
+            .cmd(&["sync", "--init", &url, "--label", &m.label, "--json"], 4)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // Ten messages each, four to a batch: at least five batches each way.
+    let r = init(&a);
+    let pushed = &r["sync"]["pushed"];
+    assert!(pushed["batches"].as_u64().unwrap() >= 5, "{r}");
+    assert_eq!(pushed["messages"], 20, "{r}");
+    assert_eq!(pushed["sessions"], 2, "{r}");
+    let r = init(&b);
+    let pulled = &r["sync"]["pulled"];
+    assert!(pulled["batches"].as_u64().unwrap() >= 5, "{r}");
+    assert_eq!(pulled["messages"], 20, "{r}");
+    assert_eq!(pulled["sessions"], 2, "{r}");
+    // The summary line says the same.
+    a.no_autosync();
+    grow_session(&a, 0xf001, 10, 10);
+    let out = a.cmd(&["sync"], 4).output().unwrap();
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        line.contains(": pushed 10 messages in 1 session ("),
+        "{line}"
+    );
+    b.no_autosync();
+    let out = b.cmd(&["sync"], 4).output().unwrap();
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        line.contains("; pulled 10 messages in 1 session from 1 other machine"),
+        "{line}"
+    );
+    // B deletes the first; A, not knowing yet, adds ten messages to it: one session whose
+    // changes are not pushed, in three batches.
+    b.sb.acmd()
+        .args(["sessions", "delete", &first, "--yes"])
+        .assert()
+        .success();
+    b.json(&["sync", "--json"]);
+    a.no_autosync();
+    grow_session(&a, 0xf000, 10, 10);
+    let out = a.cmd(&["sync", "--json"], 4).output().unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["sync"]["pushed"]["deleted_elsewhere"], 1, "{r}");
+    assert_eq!(r["sync"]["pushed"]["sessions"], 0, "{r}");
+    assert_eq!(r["sync"]["pulled"]["deleted_sessions"], 1, "{r}");
+}
+
 /// Runs `sql` in the test cluster's maintenance database (`CREATE DATABASE … TEMPLATE`, which
 /// fails while a backend of a just-finished sync is still on the source: retried).
 fn cluster_sql(sql: &str) {
