@@ -193,7 +193,8 @@ pub enum Command {
     /// Rebuild the full-text index and the other derived data from the stored messages, then
     /// run SQLite's full integrity check (safe while agents and hooks are running).
     ///
-    /// Messages an older memtrail stored in an older form are rewritten first (compressed; a
+    /// Messages an older memtrail stored in an older form are rewritten first (compressed, or
+    /// compressed again where this version's dictionary of the parts makes them smaller; a
     /// prompt's or an answer's text kept once), and the file is vacuumed then, or when a tenth
     /// or more of it is free (that needs free space as large as the store, in its folder). A
     /// message whose compressed parts can no longer be read (a damaged disk) loses them, keeping

@@ -196,6 +196,7 @@ pub fn shared_fixtures(dir: &str, what: &str) -> Option<PathBuf> {
 pub fn store_file_bytes(db: &std::path::Path) -> Vec<Vec<u8>> {
     use std::io::Read;
     const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+    const DICTIONARY: &[u8] = include_bytes!("../../runtime/src/store/parts_dictionary.txt");
     let mut out = Vec::new();
     for suffix in ["", "-wal"] {
         let mut p = db.to_path_buf().into_os_string();
@@ -205,7 +206,10 @@ pub fn store_file_bytes(db: &std::path::Path) -> Vec<Vec<u8>> {
         };
         let mut all = bytes.clone();
         for (pos, _) in bytes.windows(4).enumerate().filter(|(_, w)| *w == MAGIC) {
-            let Ok(d) = zstd::stream::read::Decoder::with_buffer(&bytes[pos..]) else {
+            // Through the parts dictionary (schema 21), as the store reads them; frames written
+            // without it read the same through it.
+            let Ok(d) = zstd::stream::read::Decoder::with_dictionary(&bytes[pos..], DICTIONARY)
+            else {
                 continue;
             };
             let mut d = d.single_frame();

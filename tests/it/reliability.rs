@@ -230,7 +230,7 @@ fn repair_rebuilds_the_index_and_status_runs_a_quick_check() {
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
     for (i, want) in [
-        "stored text: messages written before schema 13 compressed, their tool text no longer stored twice, and the prose of messages written before schema 14 stored once; nothing to rewrite (",
+        "stored text: messages written before schema 13 compressed, their tool text no longer stored twice, the prose of messages written before schema 14 stored once, and the parts of messages written before schema 21 compressed with the parts dictionary; nothing to rewrite (",
         "damaged parts: the compressed parts that can no longer be read taken out (their messages keep their text); 0 taken out (",
         "full-text index: rebuilt from the stored messages (body, tools, CJK); nothing was wrong (",
         "tool calls: checked for tool calls whose message is gone (deleted when found); nothing was wrong (",

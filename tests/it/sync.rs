@@ -72,6 +72,24 @@ impl Machine {
         );
     }
 
+    /// `memtrail sync --init URL --json` in batches of `batch` messages, which must succeed:
+    /// its JSON.
+    fn init_json(&self, url: &str, batch: usize) -> Value {
+        let out = self
+            .cmd(
+                &["sync", "--init", url, "--label", &self.label, "--json"],
+                batch,
+            )
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
     /// Marks a background sync as started just now, so that the hook's turn ends start none
     /// for autosync's interval (the test's own syncs are then the only ones).
     fn no_autosync(&self) {
@@ -199,8 +217,8 @@ fn store_rows(db: &Path, own: &str, pulled: bool) -> Vec<String> {
             format!(
                 "SELECT json_object({session_cols}, 'ext_id', m.ext_id, 'seq', m.seq,
                    'role', m.role, 'kind', m.kind, 'ts', m.ts, 'model', m.model, 'body', m.body,
-                   'tools', memtrail_tools(m.tools_text, m.parts_packed), 'cjk', m.cjk,
-                   'parts', memtrail_parts(m.parts_packed, m.body))
+                   'tools', memtrail_tools(m.tools_text, m.parts_zdict), 'cjk', m.cjk,
+                   'parts', memtrail_parts(m.parts_zdict, m.body))
                  FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {filter}"
             ),
         ),
@@ -795,7 +813,7 @@ fn deletions_and_redactions_propagate_to_postgres_and_the_other_machines() {
         c.query_row(
             &format!(
                 "SELECT count(*) FROM messages
-                 WHERE body LIKE '%{key}%' OR memtrail_parts(parts_packed, body) LIKE '%{key}%'"
+                 WHERE body LIKE '%{key}%' OR memtrail_parts(parts_zdict, body) LIKE '%{key}%'"
             ),
             [],
             |r| r.get::<_, i64>(0),
@@ -1204,25 +1222,13 @@ fn a_session_in_several_batches_counts_once() {
     let (a, b) = (Machine::new("sa"), Machine::new("sb"));
     let first = hook_session(&a, 0xf000, 10);
     hook_session(&a, 0xf001, 10);
-    let init = |m: &Machine| -> Value {
-        let out = m
-            .cmd(&["sync", "--init", &url, "--label", &m.label, "--json"], 4)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
     // Ten messages each, four to a batch: at least five batches each way.
-    let r = init(&a);
+    let r = a.init_json(&url, 4);
     let pushed = &r["sync"]["pushed"];
     assert!(pushed["batches"].as_u64().unwrap() >= 5, "{r}");
     assert_eq!(pushed["messages"], 20, "{r}");
     assert_eq!(pushed["sessions"], 2, "{r}");
-    let r = init(&b);
+    let r = b.init_json(&url, 4);
     let pulled = &r["sync"]["pulled"];
     assert!(pulled["batches"].as_u64().unwrap() >= 5, "{r}");
     assert_eq!(pulled["messages"], 20, "{r}");

@@ -120,7 +120,7 @@ fn dump(db: &Path) -> Vec<String> {
     );
     q(
         "SELECT s.agent, s.external_id, m.seq, m.ext_id, m.role, m.kind, m.ts, m.model, m.body,
-              m.tools_text, m.cjk, m.parts_packed
+              m.tools_text, m.cjk, m.parts_zdict
        FROM messages m JOIN sessions s ON s.id = m.session_id
        ORDER BY s.agent, s.external_id, m.seq",
     );
@@ -346,7 +346,7 @@ fn read_ahead_import_stores_exactly_what_the_serial_one_stores() {
     assert_eq!(
         count(
             &serial,
-            "SELECT COUNT(*) FROM messages WHERE memtrail_parts(parts_packed, body) LIKE '%AKIAIOSFODNN7EXAMPLE%'
+            "SELECT COUNT(*) FROM messages WHERE memtrail_parts(parts_zdict, body) LIKE '%AKIAIOSFODNN7EXAMPLE%'
                 OR body LIKE '%AKIAIOSFODNN7EXAMPLE%'"
         ),
         0

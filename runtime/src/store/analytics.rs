@@ -310,7 +310,7 @@ mod tests {
                  VALUES (1, 'claude', 's1', NULL, '/w/a', {B} + 3600000),
                         (2, 'codex', 's2', NULL, '/w/b', {C}),
                         (3, 'claude', 's1/agent-1', 's1', '/w/a', {B});
-                 INSERT INTO messages (id, session_id, ext_id, seq, role, kind, ts, model, body, tools_text, parts_packed)
+                 INSERT INTO messages (id, session_id, ext_id, seq, role, kind, ts, model, body, tools_text, parts_zdict)
                  VALUES (1, 1, 'u1', 0, 'user', 'text', {B}, NULL, '', '', '[]'),
                         (2, 1, 'a1', 1, 'assistant', 'tool_call', {B} + 60000, 'opus', '', '', '[]'),
                         (3, 1, 'a2', 2, 'assistant', 'text', {B} + 400000, 'opus', '', '', '[]'),
@@ -469,7 +469,7 @@ mod tests {
                         "'haiku'"
                     };
                     sql += &format!(
-                        "INSERT INTO messages (id, session_id, ext_id, seq, role, kind, ts, model, body, tools_text, parts_packed)
+                        "INSERT INTO messages (id, session_id, ext_id, seq, role, kind, ts, model, body, tools_text, parts_zdict)
                          VALUES ({msg}, {}, 'm{msg}', {msg}, 'user', 'text', {}, {model}, '', '', '[]');",
                         i + 1,
                         start + k * DAY_MS + j * 7 * SLOT_MS
@@ -642,7 +642,7 @@ mod tests {
                  DROP TRIGGER events_snapshot_state_ad; DROP TRIGGER events_snapshot_state_au;
                  DROP TRIGGER events_snapshot_state_ai;
                  DROP TABLE snapshot_states; DROP VIEW messages_text;
-                 ALTER TABLE messages RENAME COLUMN parts_packed TO parts;
+                 ALTER TABLE messages RENAME COLUMN parts_zdict TO parts;
                  ALTER TABLE sessions DROP COLUMN last_message_id; PRAGMA user_version = 7;",
             )
             .unwrap();

@@ -568,7 +568,7 @@ pub fn rescan<E: Enrich>(
         );
         let rows: Vec<Row> = {
             let mut stmt = store.conn.prepare(
-                "SELECT id, ext_id, kind, body, memtrail_tools(tools_text, parts_packed), memtrail_parts(parts_packed, body),
+                "SELECT id, ext_id, kind, body, memtrail_tools(tools_text, parts_zdict), memtrail_parts(parts_zdict, body),
                         session_id, role, ts
                  FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2",
             ).db()?;
@@ -617,7 +617,7 @@ pub fn rescan<E: Enrich>(
                 // parse.
                 let new_tools = redacted.is_none().then_some(new_tools);
                 w.tx.execute(
-                    "UPDATE messages SET parts_packed = ?2, body = ?3, tools_text = ?4, cjk = ?5 WHERE id = ?1",
+                    "UPDATE messages SET parts_zdict = ?2, body = ?3, tools_text = ?4, cjk = ?5 WHERE id = ?1",
                     params![id, packed::pack(new_parts, &new_body)?, new_body, new_tools, cjk],
                 )
                 .db()?;

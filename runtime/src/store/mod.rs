@@ -9,13 +9,14 @@
 //!   session (0-based, assigned at first insert, never changed by a merge), indexed by role
 //!   (schema 18, `messages_by_role` on `role || ''`: a search filtered by role checks its
 //!   matches there). `body` is the prose,
-//!   `parts_packed` (`parts` before schema 14) the full ordered parts as JSON (schema 13:
-//!   compressed with zstd when that makes it smaller; schema 14: an empty BLOB when they are the
-//!   body as one text part), `tools_text` (`tools` before schema 13) the tool calls flattened
+//!   `parts_zdict` (`parts` before schema 14, `parts_packed` before 21) the full ordered parts
+//!   as JSON (schema 13: compressed with zstd when that makes it smaller; schema 14: an empty
+//!   BLOB when they are the body as one text part; schema 21: compressed with the parts
+//!   dictionary, `parts_dictionary`), `tools_text` (`tools` before schema 13) the tool calls flattened
 //!   for search (schema 13: NULL, rendered from the parts when read; rows written before keep
 //!   their text).
-//!   Read them with the SQL functions `memtrail_parts(parts_packed, body)` and
-//!   `memtrail_tools(tools_text, parts_packed)` (`packed`).
+//!   Read them with the SQL functions `memtrail_parts(parts_zdict, body)` and
+//!   `memtrail_tools(tools_text, parts_zdict)` (`packed`).
 //! - `tool_calls`: `(session_id, call_id)` → message, so a late tool result finds its call.
 //! - `messages_fts`: FTS5, external content on the view `messages_text(body, tools, cjk)`
 //!   (its text through `memtrail_shown`, schema 20: U+0000–U+0002 shown as U+FFFD)
@@ -93,6 +94,7 @@ mod no_enrich_inside;
 #[cfg(test)]
 mod no_sql_outside;
 mod packed;
+mod parts_dictionary;
 pub(crate) mod prefix;
 pub use prefix::exact_terms as prefix_exact_terms;
 pub(crate) mod queries;
@@ -117,6 +119,7 @@ pub(crate) use index_text::{cap, kind_from_str};
 pub use location::{STORE_ENV, StoreLocation, masked_url};
 pub(crate) use packed::pack_parts;
 pub use packed::{StoredParts, register as register_sql_functions};
+pub use parts_dictionary::PARTS_DICTIONARY;
 pub use queries::{SEMANTIC_SNIPPET_CHARS, hits_for_messages};
 pub use repair::{REPAIR_STEPS, RepairReport, RepairStep, RepairStepReport, is_corrupt};
 pub use schema::{Migrating, SCHEMA_VERSION};

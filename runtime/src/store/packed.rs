@@ -1,23 +1,24 @@
-//! How a message's parts are kept (schema 13, 14): `messages.parts_packed` is the parts' JSON,
+//! How a message's parts are kept (schema 13, 14, 21): `messages.parts_zdict` is the parts' JSON,
 //! compressed with zstd when that makes it smaller, or nothing at all when the parts are the
 //! message's body as one text part; the tool calls flattened for the full-text index are not
 //! stored but rendered from the parts when they are read.
 //!
-//! - `parts_packed` (`parts` before schema 14) holds one of:
+//! - `parts_zdict` (`parts` before schema 14, `parts_packed` before 21) holds one of:
 //!   - an empty BLOB: the parts are exactly one text part whose text is the row's `body`
 //!     (`[{"type":"text","text":<body>}]`), so the text is stored once (schema 14; 93% of the
 //!     prose messages of the bench corpus);
 //!   - a BLOB holding one zstd frame (RFC 8878, with its content checksum) of the JSON, when
-//!     that saves an eighth or more;
+//!     that saves an eighth or more: since schema 21 compressed with the parts dictionary
+//!     ([`super::parts_dictionary`]), before without one (both read through it);
 //!   - the JSON as TEXT otherwise (short messages), and in rows written before schema 13.
 //!
-//!   `memtrail_parts(parts_packed, body)` gives the JSON whatever the row's form, byte for byte
+//!   `memtrail_parts(parts_zdict, body)` gives the JSON whatever the row's form, byte for byte
 //!   what was packed (`[]` for a damaged frame, as JSON that does not parse always read).
 //! - `tools_text` (`tools` before schema 13): NULL for a row whose index text is
 //!   [`render_tools`] of its stored parts (every row written since schema 13, but a pulled or
 //!   rescanned one whose parts do not parse, or whose text was capped apart by sync); TEXT
 //!   otherwise (rows written before, until `memtrail repair` compresses them).
-//!   `memtrail_tools(tools_text, parts_packed)` gives the text either way (nothing for a body
+//!   `memtrail_tools(tools_text, parts_zdict)` gives the text either way (nothing for a body
 //!   alone: a text part has no tool text); the full-text index reads it through the view
 //!   `messages_text` (its external content, column `tools`), and the triggers that take a
 //!   message out of the index pass it too, so that a message leaves the index with exactly the
@@ -41,14 +42,14 @@ use rusqlite::functions::FunctionFlags;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use std::cell::RefCell;
 
-/// The SQL function that gives a row's parts as JSON text: `memtrail_parts(parts_packed, body)`.
+/// The SQL function that gives a row's parts as JSON text: `memtrail_parts(parts_zdict, body)`.
 pub const PARTS_FUNCTION: &str = "memtrail_parts";
 /// The SQL function that gives a row's index text of tool calls:
-/// `memtrail_tools(tools_text, parts_packed)`.
+/// `memtrail_tools(tools_text, parts_zdict)`.
 pub const TOOLS_FUNCTION: &str = "memtrail_tools";
 
 /// The SQL function the triggers that take a message out of the full-text index call:
-/// `memtrail_tools_strict(tools_text, parts_packed, id)`, [`TOOLS_FUNCTION`]'s text, or an
+/// `memtrail_tools_strict(tools_text, parts_zdict, id)`, [`TOOLS_FUNCTION`]'s text, or an
 /// error when the parts are damaged (their text cannot be given back: the index would keep
 /// the row's words, pointing at nothing, and every search that meets them would fail).
 pub const TOOLS_STRICT_FUNCTION: &str = "memtrail_tools_strict";
@@ -95,6 +96,10 @@ fn shown(v: ValueRef<'_>) -> rusqlite::types::Value {
 /// compresses at several hundred MB/s.
 const LEVEL: i32 = 3;
 
+/// The dictionary every frame is written with (schema 21) and read through: frames written
+/// without it (schemas 13 to 20) read the same through it ([`super::parts_dictionary`]).
+const DICTIONARY: &[u8] = super::parts_dictionary::PARTS_DICTIONARY.as_bytes();
+
 /// JSON shorter than this is kept as text: a zstd frame's header and a short text's poor
 /// ratio leave nothing to save.
 const MIN_PACKED: usize = 96;
@@ -109,7 +114,7 @@ thread_local! {
     static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
 }
 
-/// A message's `parts_packed` as the store keeps them ([`pack`]).
+/// A message's `parts_zdict` as the store keeps them ([`pack`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoredParts {
     /// The JSON itself (SQLite TEXT).
@@ -138,7 +143,7 @@ fn body_json(body: &str) -> Result<String> {
     }])?)
 }
 
-/// `parts_packed` as stored for a row whose `body` is `body`: nothing when the JSON is exactly
+/// `parts_zdict` as stored for a row whose `body` is `body`: nothing when the JSON is exactly
 /// one text part holding `body`, else the JSON compressed when that makes it smaller by at
 /// least an eighth, else the JSON itself.
 ///
@@ -158,7 +163,7 @@ pub(crate) fn pack(json: String, body: &str) -> Result<StoredParts> {
     let packed = COMPRESSOR.with(|c| -> std::io::Result<Vec<u8>> {
         let mut c = c.borrow_mut();
         if c.is_none() {
-            let mut new = zstd::bulk::Compressor::new(LEVEL)?;
+            let mut new = zstd::bulk::Compressor::with_dictionary(LEVEL, DICTIONARY)?;
             // A 4-byte checksum of the content in each frame: a damaged row is found when it
             // is read instead of read as other text.
             new.set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(true))?;
@@ -189,7 +194,7 @@ pub(crate) fn pack_parts(parts: &[Part], body: &str) -> Result<StoredParts> {
     pack(serde_json::to_string(parts)?, body)
 }
 
-/// The JSON of a stored `parts_packed` value ([`pack`]'s output, or TEXT from an older row) of
+/// The JSON of a stored `parts_zdict` value ([`pack`]'s output, or TEXT from an older row) of
 /// a row whose `body` is `body`.
 ///
 /// Errors: [`Error::Invalid`] for a BLOB that is not empty or one whole zstd frame of UTF-8
@@ -224,7 +229,9 @@ fn unpack_bytes(b: &[u8]) -> std::result::Result<Vec<u8>, String> {
     DECOMPRESSOR.with(|d| {
         let mut d = d.borrow_mut();
         if d.is_none() {
-            *d = Some(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?);
+            *d = Some(
+                zstd::bulk::Decompressor::with_dictionary(DICTIONARY).map_err(|e| e.to_string())?,
+            );
         }
         let out = d
             .as_mut()
@@ -238,7 +245,7 @@ fn unpack_bytes(b: &[u8]) -> std::result::Result<Vec<u8>, String> {
     })
 }
 
-/// The parts of a stored row whose `body` is `body` (`parts_packed` as [`unpack`] reads it,
+/// The parts of a stored row whose `body` is `body` (`parts_zdict` as [`unpack`] reads it,
 /// then parsed).
 ///
 /// Errors: [`unpack`]'s, and [`Error::Invalid`] when the JSON is not a list of parts.
@@ -338,7 +345,9 @@ fn owned(v: ValueRef<'_>) -> rusqlite::types::Value {
 /// after row `after`: rows written before schema 13 get their parts packed ([`pack`]) and
 /// `tools_text` set to NULL where [`render_tools`] of the parts gives exactly the stored text (a
 /// row pulled by sync whose text was capped apart keeps it); prose rows written before schema
-/// 14 whose parts are their body as one text part keep nothing ([`StoredParts::Body`]). What
+/// 14 whose parts are their body as one text part keep nothing ([`StoredParts::Body`]); frames
+/// written before schema 21, without the parts dictionary, are compressed again with it when
+/// that makes them smaller (a frame written with it comes out the same and is left). What
 /// the row holds does not change (`memtrail_parts` and `memtrail_tools` give the same text
 /// before and after), so the triggers on `messages` (full-text queue, embedding queue, sync
 /// outbox, activity) are dropped for the rewrite and created again from their own SQL, in
@@ -352,14 +361,14 @@ pub(super) fn pack_old_rows(w: &super::Writer<'_>, after: i64) -> Result<(u64, O
     use rusqlite::types::Value;
     const SLICE: i64 = 2_000;
     // Rows an older memtrail wrote: their parts are text (every row since keeps the text only
-    // when it does not compress; those are looked at again, and left), or a frame of a prose
-    // message, summary or note (schema 13; since, only one with more than its body is one).
+    // when it does not compress; those are looked at again, and left), a frame of a prose
+    // message, summary or note (schema 13; since, only one with more than its body is one), or
+    // a frame without the dictionary (before schema 21: every frame is looked at, a frame
+    // does not say which it was written with).
     let rows: Vec<(i64, Value, Value, Value)> =
         w.tx.prepare_cached(
-            "SELECT id, tools_text, parts_packed, body FROM messages
-             WHERE id > ?1 AND (typeof(parts_packed) = 'text'
-                                OR kind IN ('text', 'summary', 'note')
-                                   AND length(parts_packed) > 0)
+            "SELECT id, tools_text, parts_zdict, body FROM messages
+             WHERE id > ?1 AND (typeof(parts_zdict) = 'text' OR length(parts_zdict) > 0)
              ORDER BY id LIMIT ?2",
         )
         .db()?
@@ -380,10 +389,11 @@ pub(super) fn pack_old_rows(w: &super::Writer<'_>, after: i64) -> Result<(u64, O
     let mut todo = Vec::new();
     for (id, tools, parts, body) in rows {
         let Value::Text(body) = body else { continue };
-        let (json, was_text) = match parts {
-            Value::Text(json) => (json, true),
+        // The stored frame's length (`None`: the parts are text).
+        let (json, frame) = match parts {
+            Value::Text(json) => (json, None),
             Value::Blob(b) => match unpack(ValueRef::Blob(&b), &body) {
-                Ok(json) => (json, false),
+                Ok(json) => (json, Some(b.len())),
                 Err(_) => continue,
             },
             _ => continue,
@@ -398,9 +408,9 @@ pub(super) fn pack_old_rows(w: &super::Writer<'_>, after: i64) -> Result<(u64, O
             serde_json::from_str::<Vec<Part>>(&json).map_or(true, |p| render_tools(&p) != *t)
         });
         let parts = pack(json, &body)?;
-        let smaller = match parts {
+        let smaller = match &parts {
             StoredParts::Body => true,
-            StoredParts::Packed(_) => was_text,
+            StoredParts::Packed(p) => frame.is_none_or(|n| p.len() < n),
             StoredParts::Text(_) => false,
         };
         if smaller || had_tools && tools.is_none() {
@@ -414,7 +424,7 @@ pub(super) fn pack_old_rows(w: &super::Writer<'_>, after: i64) -> Result<(u64, O
     Ok((todo.len() as u64, Some(last)))
 }
 
-/// Rows' `parts_packed` and `tools_text` set to the given values with the triggers on
+/// Rows' `parts_zdict` and `tools_text` set to the given values with the triggers on
 /// `messages` dropped for the rewrite and created again from their own SQL, in their order, in
 /// the same transaction: nothing is indexed, embedded or pushed again.
 fn rewrite_rows(w: &super::Writer<'_>, rows: &[(i64, StoredParts, Option<String>)]) -> Result<()> {
@@ -434,7 +444,7 @@ fn rewrite_rows(w: &super::Writer<'_>, rows: &[(i64, StoredParts, Option<String>
             .db()?;
     }
     for (id, parts, tools) in rows {
-        w.tx.prepare_cached("UPDATE messages SET parts_packed = ?2, tools_text = ?3 WHERE id = ?1")
+        w.tx.prepare_cached("UPDATE messages SET parts_zdict = ?2, tools_text = ?3 WHERE id = ?1")
             .db()?
             .execute(rusqlite::params![id, parts, tools])
             .db()?;
@@ -471,7 +481,7 @@ pub(super) fn clear_damaged_rows(w: &super::Writer<'_>, after: i64) -> Result<(u
     // (id, whether its parts are a frame that no longer decompresses), read in one pass.
     let rows: Vec<(i64, bool)> = w
         .tx
-        .prepare_cached("SELECT id, parts_packed FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2")
+        .prepare_cached("SELECT id, parts_zdict FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2")
         .db()?
         .query_map([after, SLICE], |r| {
             let parts = r.get_ref(1)?;
@@ -540,6 +550,45 @@ mod tests {
         assert_eq!(unpack(ValueRef::Text(short.as_bytes()), "").unwrap(), short);
     }
 
+    /// Parts as the agents write them: a Claude Code `Bash` call with its output, a Codex
+    /// `shell` call, a Gemini CLI `read_file`, each short enough that most of a frame is the
+    /// format's own strings.
+    fn agent_parts() -> Vec<String> {
+        vec![
+            r#"[{"type":"text","text":"Running the tests."},{"type":"tool_call","id":"toolu_01Xb7Qm2","name":"Bash","tool":"shell","input":{"command":"cargo test -q","description":"Run the tests"},"output":"running 12 tests\n............\ntest result: ok. 12 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.31s","is_error":false,"exit_code":0}]"#.to_string(),
+            r#"[{"type":"tool_call","id":"call_Qm2Xb7","name":"shell","tool":"shell","input":{"command":["bash","-lc","git status"],"workdir":"/home/dev/app","timeout_ms":120000},"output":"On branch main\nYour branch is up to date with 'origin/main'.\n\nnothing to commit, working tree clean\n","is_error":false,"exit_code":0}]"#.to_string(),
+            r#"[{"type":"thinking","text":"I should read the config first."},{"type":"tool_call","id":"read_file-1764","name":"read_file","tool":"read","input":{"absolute_path":"/home/dev/app/config.toml"},"output":"[server]\nport = 8080\n","is_error":false}]"#.to_string(),
+        ]
+    }
+
+    /// Frames written with the parts dictionary (schema 21) are smaller than without it, and
+    /// frames written without it (schemas 13 to 20) read back byte for byte through the
+    /// decompressor that holds it.
+    #[test]
+    fn the_dictionary_shrinks_frames_and_frames_without_it_still_read() {
+        let mut plain = zstd::bulk::Compressor::new(LEVEL).unwrap();
+        plain
+            .set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(true))
+            .unwrap();
+        let (mut with, mut without) = (0, 0);
+        for json in agent_parts() {
+            let StoredParts::Packed(b) = pack(json.clone(), "").unwrap() else {
+                panic!("compressed: {json}")
+            };
+            assert_eq!(unpack(ValueRef::Blob(&b), "").unwrap(), json);
+            let old = plain.compress(json.as_bytes()).unwrap();
+            assert_eq!(unpack(ValueRef::Blob(&old), "").unwrap(), json);
+            // Without the dictionary the new frame does not read back.
+            assert!(zstd::bulk::decompress(&b, json.len()).is_err());
+            with += b.len();
+            without += old.len();
+        }
+        assert!(
+            with * 4 < without * 3,
+            "{with} bytes with it, {without} without"
+        );
+    }
+
     #[test]
     fn a_damaged_blob_is_an_error_not_a_guess() {
         let long = "x".repeat(500);
@@ -598,7 +647,7 @@ mod tests {
         s.conn
             .execute_batch(
                 "INSERT INTO sessions (id, agent, external_id) VALUES (1, 'claude', 's');
-                 INSERT INTO messages (session_id, ext_id, seq, role, kind, body, parts_packed)
+                 INSERT INTO messages (session_id, ext_id, seq, role, kind, body, parts_zdict)
                      VALUES (1, 'm', 0, 'user', 'text',
                              'zebra' || char(0) || 'foo ' || char(1) || 'bar', x'');
                  INSERT INTO messages_fts (rowid, body, tools, cjk)
@@ -677,28 +726,31 @@ mod tests {
             .unwrap(),
             StoredParts::Body
         );
-        // Anything else keeps its JSON: a text that is not the body, a second part, thinking.
+        // Anything else keeps its JSON (as text or a frame: the dictionary compresses even
+        // short JSON): a text that is not the body, a second part, thinking.
+        let kept = |parts: &[Part]| -> String {
+            let stored = pack_parts(parts, &body).unwrap();
+            assert_ne!(stored, StoredParts::Body);
+            let v = match &stored {
+                StoredParts::Text(t) => ValueRef::Text(t.as_bytes()),
+                StoredParts::Packed(b) => ValueRef::Blob(b),
+                StoredParts::Body => unreachable!(),
+            };
+            unpack(v, &body).unwrap()
+        };
         let other = vec![Part::Text {
             text: format!("{body}."),
         }];
-        assert!(matches!(
-            pack_parts(&other, &body).unwrap(),
-            StoredParts::Text(_)
-        ));
+        assert_eq!(kept(&other), serde_json::to_string(&other).unwrap());
         let two = vec![
             Part::Thinking {
                 text: "first".into(),
             },
             Part::Text { text: body.clone() },
         ];
-        let StoredParts::Text(kept) = pack_parts(&two, &body).unwrap() else {
-            panic!("short JSON stays text")
-        };
-        assert_eq!(kept, serde_json::to_string(&two).unwrap());
-        assert!(matches!(
-            pack_parts(&[Part::Thinking { text: body.clone() }], &body).unwrap(),
-            StoredParts::Text(_)
-        ));
+        assert_eq!(kept(&two), serde_json::to_string(&two).unwrap());
+        let thinking = [Part::Thinking { text: body.clone() }];
+        assert_eq!(kept(&thinking), serde_json::to_string(&thinking).unwrap());
         // Through SQL: the empty BLOB gives the JSON from the body, no tool text, and an empty
         // BLOB is what the value binds as.
         let c = Connection::open_in_memory().unwrap();

@@ -494,7 +494,7 @@ fn cjk_snippet_of(store: &Store, rowid: i64, marked: &str) -> Result<Option<Stri
         .conn
         .prepare_cached(
             "SELECT substr(body, 1, 100000),
-                    substr(memtrail_tools(tools_text, parts_packed), 1, 100000)
+                    substr(memtrail_tools(tools_text, parts_zdict), 1, 100000)
              FROM messages WHERE id = ?1",
         )
         .db()?
@@ -1541,7 +1541,7 @@ pub fn get_session(
         .db()?;
     let mut stmt = conn
         .prepare(
-            "SELECT ext_id, seq, role, kind, ts, model, NULL, memtrail_parts(parts_packed, body) FROM messages
+            "SELECT ext_id, seq, role, kind, ts, model, NULL, memtrail_parts(parts_zdict, body) FROM messages
          WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3",
         )
         .db()?;
@@ -1611,7 +1611,7 @@ pub fn hits_for_messages(
     let mut sql = String::from(
         "SELECT s.external_id, s.agent, s.title, s.project_dir, m.ext_id, m.seq, m.role, m.kind, m.ts,
                 s.origin, (SELECT label FROM machines WHERE id = s.origin),
-                CASE WHEN length(m.body) > 0 THEN substr(m.body, 1, ?2) ELSE substr(memtrail_tools(m.tools_text, m.parts_packed), 1, ?2) END,
+                CASE WHEN length(m.body) > 0 THEN substr(m.body, 1, ?2) ELSE substr(memtrail_tools(m.tools_text, m.parts_zdict), 1, ?2) END,
                 length(m.body), substr(m.body, 1, 256)
          FROM messages m JOIN sessions s ON s.id = m.session_id
          WHERE m.id = ?1",

@@ -201,7 +201,7 @@ pub(crate) fn message_text(
         .conn
         .query_row(
             // The session `resolve_session` picks: this machine's before a pulled one.
-            "SELECT m.role, m.ts, m.body, memtrail_tools(m.tools_text, m.parts_packed) FROM messages m
+            "SELECT m.role, m.ts, m.body, memtrail_tools(m.tools_text, m.parts_zdict) FROM messages m
              WHERE m.session_id = (SELECT id FROM sessions WHERE agent = ?1 AND external_id = ?2
                                    ORDER BY origin != '', updated_at DESC LIMIT 1)
                AND m.seq = ?3",

@@ -36,7 +36,7 @@ pub type SliceFn = fn(&Writer<'_>, i64) -> Result<(u64, Option<i64>)>;
 pub const REPAIR_STEPS: &[RepairStep] = &[
     RepairStep {
         name: "stored text",
-        what: "messages written before schema 13 compressed, their tool text no longer stored twice, and the prose of messages written before schema 14 stored once",
+        what: "messages written before schema 13 compressed, their tool text no longer stored twice, the prose of messages written before schema 14 stored once, and the parts of messages written before schema 21 compressed with the parts dictionary",
         run: StepRun::Sliced(super::packed::pack_old_rows),
     },
     RepairStep {

@@ -6,7 +6,7 @@ use super::{Store, Writer};
 use crate::{Error, Result};
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 20;
+pub const SCHEMA_VERSION: i64 = 21;
 
 /// The migrations, in order: migration `i` (1-based) takes a store from schema version `i - 1` to
 /// `i`. Each is one SQL batch (`migrations/NNNN_*.sql`), run in the same transaction as the
@@ -32,6 +32,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0018_role_index.sql"),
     include_str!("migrations/0019_events_one_session_index.sql"),
     include_str!("migrations/0020_nul_shown.sql"),
+    include_str!("migrations/0021_parts_dictionary.sql"),
 ];
 
 /// The name of each migration (its file's name without the number), in the order of
@@ -57,6 +58,7 @@ const MIGRATION_NAMES: [&str; MIGRATIONS.len()] = [
     "role_index",
     "events_one_session_index",
     "nul_shown",
+    "parts_dictionary",
 ];
 
 /// A migration about to run, as [`Store::open_with_progress`] reports it.
@@ -87,6 +89,12 @@ const PACKED_SCHEMA: i64 = 13;
 /// The schema version whose migration (`0014_body_once.sql`) is preceded by `messages.parts`
 /// renamed `parts_packed` ([`rename_column`]).
 const BODY_ONCE_SCHEMA: i64 = 14;
+
+/// The schema version whose migration (`0021_parts_dictionary.sql`) is preceded by
+/// `messages.parts_packed` renamed `parts_zdict` ([`rename_column`]): its frames may be
+/// compressed with the parts dictionary (`store::parts_dictionary`), which a memtrail from
+/// before cannot read.
+const DICTIONARY_SCHEMA: i64 = 21;
 
 impl Store {
     pub(super) fn schema_version(&self) -> Result<i64> {
@@ -203,6 +211,9 @@ fn run_migration(tx: &rusqlite::Connection, to: i64, sql: &str) -> Result<()> {
     if to == BODY_ONCE_SCHEMA {
         rename_column(tx, "parts", "parts_packed")?;
     }
+    if to == DICTIONARY_SCHEMA {
+        rename_column(tx, "parts_packed", "parts_zdict")?;
+    }
     tx.execute_batch(sql).db()?;
     if to == PACKED_SCHEMA {
         rewrite_declarations(tx)?;
@@ -212,7 +223,8 @@ fn run_migration(tx: &rusqlite::Connection, to: i64, sql: &str) -> Result<()> {
 
 /// A column of `messages` renamed (SQLite rewrites the view and triggers that name it), unless
 /// it already was (a store whose version was set back by hand, as tests do): `tools` to
-/// `tools_text` before schema 13, `parts` to `parts_packed` before schema 14. A memtrail from
+/// `tools_text` before schema 13, `parts` to `parts_packed` before schema 14, `parts_packed` to
+/// `parts_zdict` before schema 21. A memtrail from
 /// before that still runs (an MCP server or an `import` started before the upgrade) then fails
 /// on the column instead of reading or writing a row in a form it does not know.
 fn rename_column(tx: &rusqlite::Connection, from: &str, to: &str) -> Result<()> {
@@ -428,11 +440,11 @@ mod tests {
         }
         let mut told = Vec::new();
         let s = Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 20);
+        assert_eq!(s.schema_version().unwrap(), 21);
         let m = |to, name| Migrating {
             from: 6,
             to,
-            last: 20,
+            last: 21,
             name,
         };
         assert_eq!(
@@ -451,7 +463,8 @@ mod tests {
                 m(17, "sync_deleted"),
                 m(18, "role_index"),
                 m(19, "events_one_session_index"),
-                m(20, "nul_shown")
+                m(20, "nul_shown"),
+                m(21, "parts_dictionary")
             ]
         );
         drop(s);
@@ -649,7 +662,7 @@ mod tests {
         check();
         let (tools, parts): (String, String) = c
             .query_row(
-                "SELECT typeof(tools_text), parts_packed FROM messages WHERE id = 1",
+                "SELECT typeof(tools_text), parts_zdict FROM messages WHERE id = 1",
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
@@ -709,7 +722,7 @@ mod tests {
         let packed = super::super::packed::pack(new_parts, "").unwrap();
         assert!(matches!(packed, super::super::StoredParts::Packed(_)));
         c.execute(
-            "INSERT INTO messages (id, session_id, ext_id, seq, role, kind, body, parts_packed)
+            "INSERT INTO messages (id, session_id, ext_id, seq, role, kind, body, parts_zdict)
              VALUES (3, 1, 'a3', 2, 'assistant', 'tool_call', '', ?1)",
             [&packed],
         )
@@ -757,7 +770,7 @@ mod tests {
         for (i, (id, body, parts)) in rows.into_iter().enumerate() {
             s.conn
                 .execute(
-                    "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, parts_packed)
+                    "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, parts_zdict)
                      VALUES (1, ?1, ?2, 'assistant', 'text', ?3, ?4)",
                     rusqlite::params![id, i as i64, body, parts],
                 )
@@ -770,7 +783,7 @@ mod tests {
         let read = |s: &Store| -> Vec<(String, i64, String)> {
             s.conn
                 .prepare(
-                    "SELECT ext_id, length(parts_packed), memtrail_parts(parts_packed, body)
+                    "SELECT ext_id, length(parts_zdict), memtrail_parts(parts_zdict, body)
                      FROM messages ORDER BY id",
                 )
                 .unwrap()
@@ -778,16 +791,6 @@ mod tests {
                 .unwrap()
                 .map(|r| r.unwrap())
                 .collect()
-        };
-        let queued = |s: &Store| -> i64 {
-            s.conn
-                .query_row(
-                    "SELECT (SELECT count(*) FROM fts_pending) + (SELECT count(*) FROM sync_outbox)
-                          + (SELECT count(*) FROM embed_pending)",
-                    [],
-                    |r| r.get(0),
-                )
-                .unwrap()
         };
         let before = read(&s);
         let fixed = s
@@ -805,12 +808,7 @@ mod tests {
             "more than the body: kept as it was"
         );
         assert_eq!(queued(&s), 0);
-        s.conn
-            .execute(
-                "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
-                [],
-            )
-            .unwrap();
+        index_agrees(&s);
         // Nothing is left to do, and `memtrail repair` agrees.
         assert_eq!(
             s.write(|w| super::super::packed::pack_old_rows(w, 0))
@@ -820,6 +818,104 @@ mod tests {
         let report = s.repair().unwrap();
         assert_eq!(report.steps[0].fixed, 0, "{report:?}");
         assert_eq!(report.steps[2].fixed, 0, "{report:?}");
+    }
+
+    /// The work a write left queued: messages to index, to push, to embed.
+    fn queued(s: &Store) -> i64 {
+        s.conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM fts_pending) + (SELECT count(*) FROM sync_outbox)
+                      + (SELECT count(*) FROM embed_pending)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+
+    /// FTS5's integrity check with rank 1: the index agrees with its content.
+    fn index_agrees(s: &Store) {
+        s.conn
+            .execute(
+                "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)",
+                [],
+            )
+            .expect("the index agrees with its content");
+    }
+
+    /// `memtrail repair` on frames written before schema 21, without the parts dictionary: the
+    /// frame is written again with it, shorter, and reads as the same JSON; a frame written with
+    /// it is left byte for byte; nothing is queued (index, embedding, sync); a second repair
+    /// has nothing to do.
+    #[test]
+    fn repair_compresses_frames_of_before_schema_21_with_the_dictionary() {
+        use super::super::packed::{StoredParts, pack};
+        let d = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&d.path().join("v20.db")).unwrap();
+        let call = |n: u32| {
+            format!(
+                r#"[{{"type":"text","text":"Running the tests."}},{{"type":"tool_call","id":"toolu_01Xb7Qm{n}","name":"Bash","tool":"shell","input":{{"command":"cargo test -q","description":"Run the tests"}},"output":"running 12 tests\n............\ntest result: ok. 12 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.3{n}s","is_error":false,"exit_code":0}}]"#
+            )
+        };
+        // As schema 13 to 20 wrote it: zstd at level 3 with its checksum, no dictionary.
+        let mut plain = zstd::bulk::Compressor::new(3).unwrap();
+        plain
+            .set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(true))
+            .unwrap();
+        let old = plain.compress(call(1).as_bytes()).unwrap();
+        let StoredParts::Packed(new) = pack(call(2), "").unwrap() else {
+            panic!("compressed")
+        };
+        s.conn
+            .execute_batch(
+                "INSERT INTO sessions (id, agent, external_id, started_at, updated_at)
+                 VALUES (1, 'claude', 's1', 1000, 2000);",
+            )
+            .unwrap();
+        for (i, frame) in [&old, &new].into_iter().enumerate() {
+            s.conn
+                .execute(
+                    "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, parts_zdict)
+                     VALUES (1, ?1, ?2, 'assistant', 'tool_call', '', ?3)",
+                    rusqlite::params![format!("a{i}"), i as i64, frame],
+                )
+                .unwrap();
+        }
+        s.catch_up_index(None).unwrap();
+        s.conn
+            .execute_batch("INSERT INTO sync_state (key, value) VALUES ('enabled', '1');")
+            .unwrap();
+        let read = |s: &Store| -> Vec<(Vec<u8>, String)> {
+            s.conn
+                .prepare("SELECT parts_zdict, memtrail_parts(parts_zdict, body) FROM messages ORDER BY id")
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect()
+        };
+        let before = read(&s);
+        assert_eq!(before[0].1, call(1));
+        assert_eq!(
+            s.write(|w| super::super::packed::pack_old_rows(w, 0))
+                .unwrap(),
+            (1, Some(2))
+        );
+        let after = read(&s);
+        assert_eq!(after[0].1, call(1), "the same JSON");
+        assert!(
+            after[0].0.len() * 4 < old.len() * 3,
+            "{} bytes, {} before",
+            after[0].0.len(),
+            old.len()
+        );
+        assert_eq!(after[1], before[1], "written with the dictionary: left");
+        assert_eq!(queued(&s), 0);
+        index_agrees(&s);
+        assert_eq!(
+            s.write(|w| super::super::packed::pack_old_rows(w, 0))
+                .unwrap(),
+            (0, Some(2))
+        );
     }
 
     /// `memtrail repair` on a store upgraded from schema 12: its rows are compressed and lose
@@ -954,7 +1050,7 @@ mod tests {
         );
         let forms: Vec<(i64, String, String, String)> = s
             .conn
-            .prepare("SELECT id, typeof(parts_packed), typeof(tools_text), memtrail_parts(parts_packed, body) FROM messages ORDER BY id")
+            .prepare("SELECT id, typeof(parts_zdict), typeof(tools_text), memtrail_parts(parts_zdict, body) FROM messages ORDER BY id")
             .unwrap()
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
             .unwrap()
@@ -1028,6 +1124,7 @@ mod tests {
                 "c79c618353b92535",
                 "cc3b7591c1112996",
                 "cd3e80513c3abfd9",
+                "7725374fe61faa4b",
             ]
         );
     }

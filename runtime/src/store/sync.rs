@@ -938,7 +938,7 @@ fn apply_message<E: Enrich>(
         Some(id) => {
             w.tx.prepare_cached(
                 "UPDATE messages SET seq = ?2, role = ?3, kind = ?4, ts = ?5, model = ?6,
-                    body = ?7, tools_text = ?8, cjk = ?9, parts_packed = ?10 WHERE id = ?1",
+                    body = ?7, tools_text = ?8, cjk = ?9, parts_zdict = ?10 WHERE id = ?1",
             )
             .db()?
             .execute(params![
@@ -950,7 +950,7 @@ fn apply_message<E: Enrich>(
         None => {
             w.tx.prepare_cached(
                 "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body,
-                                       tools_text, cjk, parts_packed)
+                                       tools_text, cjk, parts_zdict)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             )
             .db()?
@@ -1215,8 +1215,8 @@ fn vectors_of(
 fn message_of(tx: &rusqlite::Connection, sid: i64, id: i64) -> Result<Option<SyncMessage>> {
     let m = tx
         .prepare_cached(
-            "SELECT ext_id, seq, role, kind, ts, model, body, memtrail_tools(tools_text, parts_packed), cjk,
-                    memtrail_parts(parts_packed, body)
+            "SELECT ext_id, seq, role, kind, ts, model, body, memtrail_tools(tools_text, parts_zdict), cjk,
+                    memtrail_parts(parts_zdict, body)
              FROM messages WHERE id = ?1 AND session_id = ?2",
         )
         .db()?

@@ -204,7 +204,7 @@ impl Store {
             let mut one = self
                 .conn
                 .prepare_cached(
-                    "SELECT id, kind, substr(body, 1, ?2), substr(memtrail_tools(tools_text, parts_packed), 1, ?3) FROM messages WHERE id = ?1",
+                    "SELECT id, kind, substr(body, 1, ?2), substr(memtrail_tools(tools_text, parts_zdict), 1, ?3) FROM messages WHERE id = ?1",
                 )
                 .db()?;
             for id in &pending {
@@ -224,7 +224,7 @@ impl Store {
             let fresh: Vec<(i64, Option<String>)> = self
                 .conn
                 .prepare_cached(
-                    "SELECT id, kind, substr(body, 1, ?3), substr(memtrail_tools(tools_text, parts_packed), 1, ?4)
+                    "SELECT id, kind, substr(body, 1, ?3), substr(memtrail_tools(tools_text, parts_zdict), 1, ?4)
                      FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2",
                 )
                 .db()?
@@ -317,7 +317,7 @@ impl Store {
             }
             let mut now = tx
                 .prepare_cached(
-                    "SELECT kind, substr(body, 1, ?2), substr(memtrail_tools(tools_text, parts_packed), 1, ?3) FROM messages WHERE id = ?1",
+                    "SELECT kind, substr(body, 1, ?2), substr(memtrail_tools(tools_text, parts_zdict), 1, ?3) FROM messages WHERE id = ?1",
                 )
                 .db()?;
             let mut del = tx

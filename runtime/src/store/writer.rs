@@ -233,7 +233,7 @@ impl Writer<'_> {
         self.tx
             .prepare_cached(
                 "INSERT INTO messages_fts (rowid, body, tools, cjk)
-                 SELECT m.id, m.body, memtrail_tools(m.tools_text, m.parts_packed), m.cjk
+                 SELECT m.id, m.body, memtrail_tools(m.tools_text, m.parts_zdict), m.cjk
                  FROM fts_pending p JOIN messages m ON m.id = p.id
                  WHERE p.id <= ?1 ORDER BY p.id",
             )
@@ -326,7 +326,7 @@ impl Writer<'_> {
         let existing: Option<(i64, String, String)> = self
             .tx
             .prepare_cached(
-                "SELECT id, memtrail_parts(parts_packed, body), kind FROM messages WHERE session_id = ?1 AND ext_id = ?2",
+                "SELECT id, memtrail_parts(parts_zdict, body), kind FROM messages WHERE session_id = ?1 AND ext_id = ?2",
             )
             .db()?
             .query_row(params![session_id, m.id], |r| {
@@ -392,7 +392,7 @@ impl Writer<'_> {
             .db()?;
         self.tx
             .prepare_cached(
-                "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body, parts_packed, cjk)
+                "INSERT INTO messages (session_id, ext_id, seq, role, kind, ts, model, body, parts_zdict, cjk)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             ).db()?
             .execute(params![
@@ -437,7 +437,7 @@ impl Writer<'_> {
         let cjk = cjk_index_text(&body, &tools);
         self.tx
             .prepare_cached(
-                "UPDATE messages SET kind = ?2, body = ?3, tools_text = NULL, parts_packed = ?4,
+                "UPDATE messages SET kind = ?2, body = ?3, tools_text = NULL, parts_zdict = ?4,
                     ts = COALESCE(ts, ?5), model = COALESCE(model, ?6), cjk = ?7 WHERE id = ?1",
             )
             .db()?
@@ -525,7 +525,9 @@ impl Writer<'_> {
     pub fn backfill_events<E: Enrich>(&self, e: &E) -> Result<u64> {
         self.tx.execute("DELETE FROM events", []).db()?;
         // The migration to schema 3 runs this on a store whose column has its old name.
-        let column = if super::schema::has_message_column(self.tx, "parts_packed")? {
+        let column = if super::schema::has_message_column(self.tx, "parts_zdict")? {
+            "parts_zdict"
+        } else if super::schema::has_message_column(self.tx, "parts_packed")? {
             "parts_packed"
         } else {
             "parts"
@@ -650,7 +652,7 @@ impl Writer<'_> {
         let row: Option<(i64, String, String, String)> = self
             .tx
             .prepare_cached(
-                "SELECT m.id, m.ext_id, memtrail_parts(m.parts_packed, m.body), m.kind FROM tool_calls c JOIN messages m ON m.id = c.message_id
+                "SELECT m.id, m.ext_id, memtrail_parts(m.parts_zdict, m.body), m.kind FROM tool_calls c JOIN messages m ON m.id = c.message_id
                  WHERE c.session_id = ?1 AND c.call_id = ?2",
             ).db()?
             .query_row(params![session_id, call_id], |r| {

@@ -326,7 +326,7 @@ fn repair_rebuilds_a_broken_index_and_recounts() {
         // Damage the derived data: drop index entries of 3 messages, a wrong count.
         c.execute_batch(
             "INSERT INTO messages_fts (messages_fts, rowid, body, tools, cjk)
-                 SELECT 'delete', id, body, memtrail_tools(tools_text, parts_packed), cjk FROM messages WHERE seq < 3;
+                 SELECT 'delete', id, body, memtrail_tools(tools_text, parts_zdict), cjk FROM messages WHERE seq < 3;
              UPDATE sessions SET message_count = 99;
              INSERT INTO events (session_id, message_id, seq, category, action, priority, subject)
                  SELECT session_id, id, seq, 'file', 'edited', 2, 'not/in/any/message.rs'
@@ -473,7 +473,7 @@ fn a_damaged_frame_stops_its_delete_until_repair_and_never_breaks_search() {
             .collect();
         let (id, mut frame): (i64, Vec<u8>) = c
             .query_row(
-                "SELECT id, parts_packed FROM messages WHERE ext_id = 'msg_a1'",
+                "SELECT id, parts_zdict FROM messages WHERE ext_id = 'msg_a1'",
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
@@ -486,7 +486,7 @@ fn a_damaged_frame_stops_its_delete_until_repair_and_never_breaks_search() {
                 .unwrap();
         }
         c.execute(
-            "UPDATE messages SET parts_packed = ?2 WHERE id = ?1",
+            "UPDATE messages SET parts_zdict = ?2 WHERE id = ?1",
             rusqlite::params![id, frame],
         )
         .unwrap();

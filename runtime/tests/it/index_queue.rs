@@ -275,7 +275,7 @@ fn a_v3_store_migrates_with_its_index_and_queues_from_then_on() {
         let c = crate::support::open_raw(&path).unwrap();
         c.execute_batch(
             "ALTER TABLE messages RENAME COLUMN tools_text TO tools;
-             ALTER TABLE messages RENAME COLUMN parts_packed TO parts;
+             ALTER TABLE messages RENAME COLUMN parts_zdict TO parts;
              DROP TRIGGER messages_session_last_ai; DROP TRIGGER messages_session_last_au;
              ALTER TABLE sessions DROP COLUMN last_message_id;
              DROP TRIGGER events_snapshot_state_ad; DROP TRIGGER events_snapshot_state_au;

@@ -1153,7 +1153,7 @@ fn a_result_in_the_same_batch_as_its_call_gives_the_same_store() {
         let db = crate::support::open_raw(store.path()).unwrap();
         let mut st = db
             .prepare(
-                "SELECT m.ext_id, m.seq, memtrail_parts(m.parts_packed, m.body), memtrail_tools(m.tools_text, m.parts_packed) || '|' || c.has_output || c.is_error
+                "SELECT m.ext_id, m.seq, memtrail_parts(m.parts_zdict, m.body), memtrail_tools(m.tools_text, m.parts_zdict) || '|' || c.has_output || c.is_error
                  FROM messages m JOIN tool_calls c ON c.message_id = m.id ORDER BY m.seq",
             )
             .unwrap();

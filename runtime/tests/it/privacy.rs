@@ -77,7 +77,7 @@ fn the_file_scan_sees_inside_compressed_rows() {
                 &cwd,
                 "2026-11-20T10:00:02.000Z",
                 json!([{"type": "tool_result", "tool_use_id": "toolu_01scan",
-                        "content": format!("{} Zebra-Finch_Marker {}", "note ".repeat(40), "end ".repeat(40))}]),
+                        "content": marked_output()}]),
             ),
         ],
         false,
@@ -90,6 +90,17 @@ fn the_file_scan_sees_inside_compressed_rows() {
             .any(|b| contains(b, "Zebra-Finch_Marker"))
     );
     assert!(in_files(&db, "Zebra-Finch_Marker"));
+}
+
+/// A tool output of numbered lines around `Zebra-Finch_Marker`: varied enough that zstd codes
+/// its literals (Huffman, RFC 8878 §4.2.1), so the marker is not in the frame's bytes as it is
+/// (a short output's literals, with the parts dictionary, are stored raw).
+fn marked_output() -> String {
+    let before: String = (0..40)
+        .map(|i| format!("note {i} of {}\n", i * 7919 % 1000))
+        .collect();
+    let after: String = (0..40).map(|i| format!("end {}\n", i * 31 % 97)).collect();
+    format!("{before} Zebra-Finch_Marker {after}")
 }
 
 /// The bytes of the database file and its WAL (those that exist), as they are on disk.
@@ -503,7 +514,7 @@ fn purge_older_than() {
         let c = crate::support::open_raw(&db).unwrap();
         c.execute_batch(
             "INSERT INTO sessions (id, agent, external_id, message_count) VALUES (99, 'vscode', 'undated', 1);
-             INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts_packed)
+             INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts_zdict)
              VALUES (99, 'u', 0, 'user', 'text', 'undated', '', '[]');",
         )
         .unwrap();
@@ -607,7 +618,7 @@ fn rescan_redacts_what_was_stored_before() {
         .enumerate()
         {
             c.execute(
-                "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts_packed)
+                "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts_zdict)
                  VALUES (1, ?1, ?2, 'user', 'text', ?3, ?4, ?5)",
                 rusqlite::params![format!("m{i}"), i as i64, body, tools, p.to_string()],
             )
@@ -698,7 +709,7 @@ fn rescan_redacts_what_was_stored_before() {
     assert_eq!(body, "token [redacted:github_token] and [private]");
     let tools: String = c
         .query_row(
-            "SELECT memtrail_tools(tools_text, parts_packed) FROM messages WHERE ext_id = 'm1'",
+            "SELECT memtrail_tools(tools_text, parts_zdict) FROM messages WHERE ext_id = 'm1'",
             [],
             |r| r.get(0),
         )
@@ -807,7 +818,7 @@ fn a_title_is_redacted_as_its_prompt_at_ingest_and_rescan() {
         .unwrap();
         let body = "deploy it\npass: hunter2xyz\nDB_PASSWORD=[redacted:secret_assignment]\nthanks";
         c.execute(
-            "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts_packed)
+            "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts_zdict)
              VALUES (1, 'm0', 0, 'user', 'text', ?1, '', ?2)",
             rusqlite::params![body, json!([{"type": "text", "text": body}]).to_string()],
         )
@@ -984,7 +995,7 @@ fn deleted_session_leaves_no_old_versions_in_the_files() {
     let keep_frames = |frames: &mut Vec<Vec<u8>>| {
         let c = crate::support::open_raw(&db).unwrap();
         let mut stmt = c
-            .prepare("SELECT parts_packed FROM messages WHERE typeof(parts_packed) = 'blob'")
+            .prepare("SELECT parts_zdict FROM messages WHERE typeof(parts_zdict) = 'blob'")
             .unwrap();
         let blobs = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0)).unwrap();
         for b in blobs.map(|b| b.unwrap()).filter(|b| b.len() >= 64) {
@@ -1017,7 +1028,7 @@ fn deleted_session_leaves_no_old_versions_in_the_files() {
     let c = crate::support::open_raw(&db).unwrap();
     let parts: String = c
         .query_row(
-            "SELECT memtrail_parts(parts_packed, body) FROM messages WHERE ext_id = 'msg_a1'",
+            "SELECT memtrail_parts(parts_zdict, body) FROM messages WHERE ext_id = 'msg_a1'",
             [],
             |r| r.get(0),
         )
@@ -1086,8 +1097,8 @@ fn a_prose_message_keeps_its_text_once_and_a_later_line_merges_into_it() {
         let c = crate::support::open_raw(db).unwrap();
         let mut st = c
             .prepare(
-                "SELECT ext_id, typeof(parts_packed), length(parts_packed), body,
-                        memtrail_parts(parts_packed, body)
+                "SELECT ext_id, typeof(parts_zdict), length(parts_zdict), body,
+                        memtrail_parts(parts_zdict, body)
                  FROM messages ORDER BY seq",
             )
             .unwrap();
@@ -1250,7 +1261,15 @@ fn every_stored_value(db: &Path) -> Vec<(String, String, Vec<u8>)> {
                     // A compressed value (`messages.parts`: one zstd frame, RFC 8878) is
                     // searched as what it holds.
                     ValueRef::Blob(b) if b.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]) => {
-                        zstd::decode_all(b).unwrap()
+                        zstd::stream::read::Decoder::with_dictionary(
+                            b,
+                            memtrail_runtime::store::PARTS_DICTIONARY.as_bytes(),
+                        )
+                        .and_then(|mut d| {
+                            let mut v = Vec::new();
+                            std::io::Read::read_to_end(&mut d, &mut v).map(|_| v)
+                        })
+                        .unwrap()
                     }
                     ValueRef::Text(b) | ValueRef::Blob(b) => b.to_vec(),
                     ValueRef::Integer(i) => i.to_string().into_bytes(),
@@ -1499,7 +1518,7 @@ fn stored(db: &Path, ext_id: &str) -> (String, Vec<String>) {
     let c = crate::support::open_raw(db).unwrap();
     let (body, parts): (String, String) = c
         .query_row(
-            "SELECT body, memtrail_parts(parts_packed, body) FROM messages WHERE ext_id = ?1",
+            "SELECT body, memtrail_parts(parts_zdict, body) FROM messages WHERE ext_id = ?1",
             [ext_id],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
@@ -1937,7 +1956,7 @@ fn store_raw_message(db: &Path, ext: &str, secret: &str) {
     let text = format!("the token is {secret}");
     let parts = json!([{"type": "text", "text": text}]);
     c.execute(
-        "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts_packed)
+        "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, tools_text, parts_zdict)
          VALUES (1, ?1, (SELECT count(*) FROM messages), 'user', 'text', ?2, '', ?3)",
         rusqlite::params![ext, text, parts.to_string()],
     )

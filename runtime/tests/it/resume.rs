@@ -205,7 +205,7 @@ fn a_v2_store_gets_its_events_backfilled_at_migration() {
         let c = crate::support::open_raw(&path).unwrap();
         c.execute_batch(
             "ALTER TABLE messages RENAME COLUMN tools_text TO tools;
-             ALTER TABLE messages RENAME COLUMN parts_packed TO parts;
+             ALTER TABLE messages RENAME COLUMN parts_zdict TO parts;
              DROP TABLE events; DROP TABLE snapshots; DROP TABLE snapshot_states;
              DROP TRIGGER messages_session_last_ai;
              DROP TRIGGER messages_session_last_au;

@@ -577,7 +577,7 @@ const SESSION_COLS: &str = "SELECT agent, external_id, parent_external_id, proje
     model, git_branch, agent_version, started_at, updated_at, message_count FROM sessions
     ORDER BY agent, external_id";
 const MESSAGE_COLS: &str = "SELECT s.external_id, m.ext_id, m.seq, m.role, m.kind, m.ts, m.model,
-    m.body, memtrail_tools(m.tools_text, m.parts_packed), m.cjk, memtrail_parts(m.parts_packed, m.body) FROM messages m JOIN sessions s ON s.id = m.session_id
+    m.body, memtrail_tools(m.tools_text, m.parts_zdict), m.cjk, memtrail_parts(m.parts_zdict, m.body) FROM messages m JOIN sessions s ON s.id = m.session_id
     ORDER BY s.external_id, m.seq";
 const CALL_COLS: &str = "SELECT s.external_id, m.ext_id, c.call_id, c.name, c.tool, c.is_error,
     c.has_output FROM tool_calls c JOIN messages m ON m.id = c.message_id
@@ -1178,7 +1178,7 @@ fn every_pulled_text_field_is_redacted() {
     assert_eq!(
         rows(
             &b,
-            "SELECT model, memtrail_parts(parts_packed, body), body, memtrail_tools(tools_text, parts_packed) FROM messages"
+            "SELECT model, memtrail_parts(parts_zdict, body), body, memtrail_tools(tools_text, parts_zdict) FROM messages"
         ),
         [vec![
             t(red("m ")),
@@ -1239,7 +1239,7 @@ fn pulled_messages_titles_and_labels_are_capped() {
     assert_eq!(
         rows(
             &b,
-            "SELECT memtrail_parts(parts_packed, body), body FROM messages"
+            "SELECT memtrail_parts(parts_zdict, body), body FROM messages"
         ),
         [vec![
             Value::Text(

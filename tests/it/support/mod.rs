@@ -443,7 +443,7 @@ pub fn dump(db: &Path) -> Vec<String> {
     );
     q(
         "SELECT s.external_id, m.seq, m.ext_id, m.role, m.kind, m.ts, m.model, m.body,
-              memtrail_tools(m.tools_text, m.parts_packed), m.cjk, memtrail_parts(m.parts_packed, m.body)
+              memtrail_tools(m.tools_text, m.parts_zdict), m.cjk, memtrail_parts(m.parts_zdict, m.body)
        FROM messages m JOIN sessions s ON s.id = m.session_id ORDER BY s.external_id, m.seq",
     );
     q("SELECT s.external_id, c.call_id, m.ext_id, c.name, c.tool, c.is_error, c.has_output

@@ -1,0 +1,12 @@
+-- 21: a message's parts are compressed with the parts dictionary (`store::parts_dictionary`:
+-- the format's own strings, the same in every store), about 14% smaller than without it. A
+-- frame written without it (before) reads the same through it; a frame written with it cannot
+-- be read by a memtrail from before. So `messages.parts_packed` is renamed `parts_zdict` first
+-- (`schema::rename_column`, which rewrites the view and the triggers that name it): a memtrail
+-- from before that still runs (an MCP server, an `import`, a `sync --watch` started before the
+-- upgrade) then fails on the column when it writes (the index's catch-up, a merge, a push)
+-- until it is started again, instead of reading the new rows as damaged (its merge of a later
+-- line into such a message would write its parts back empty, its push would send them so);
+-- its searches show a new row's tool text as empty. Nothing else changes: no row is rewritten
+-- (`memtrail repair` compresses older frames again with the dictionary).
+SELECT 1;
