@@ -237,7 +237,11 @@ fn store_rows(db: &Path, own: &str, pulled: bool) -> Vec<String> {
             format!(
                 "SELECT json_object({session_cols}, 'message_ext_id', m.ext_id,
                    'ordinal', e.ordinal, 'seq', e.seq, 'category', e.category,
-                   'action', e.action, 'priority', e.priority, 'subject', e.subject,
+                   'action', e.action, 'priority', e.priority,
+                   -- A prompt's subject that is its message's body is stored empty (schema
+                   -- 22) and read from the body, as the store's readers do.
+                   'subject', CASE WHEN e.subject = '' AND e.category = 'prompt'
+                                   THEN m.body ELSE e.subject END,
                    'detail', e.detail, 'call_id', e.call_id, 'tool', e.tool, 'ts', e.ts)
                  FROM (SELECT *, row_number() OVER (PARTITION BY message_id ORDER BY seq, id) - 1
                          AS ordinal FROM events) e

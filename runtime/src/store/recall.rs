@@ -10,6 +10,41 @@ use crate::store::Store;
 use memtrail_adapters::{Agent, format_rfc3339_ms};
 use rusqlite::{OptionalExtension, params};
 
+/// An event's subject as a statement reading `events` (unaliased) gives it: a prompt's subject
+/// that is exactly its message's body is stored empty (schema 22: the prompt's text is kept
+/// once, in `messages.body`) and read from the body ([`stored_subject!`]). A prompt's subject
+/// is never empty otherwise (`events::extract` makes none of blank text). SQLite evaluates the
+/// lookup only for such rows: one B-tree lookup by row id per prompt.
+macro_rules! event_subject {
+    () => {
+        "CASE WHEN events.subject = '' AND events.category = 'prompt'
+              THEN (SELECT body FROM messages WHERE messages.id = events.message_id)
+              ELSE events.subject END"
+    };
+}
+pub(super) use event_subject;
+
+/// The subject an `INSERT INTO events` stores, from its parameters `?cat` (category), `?subj`
+/// (the subject) and `?msg` (the message's row id, written before its events): empty for a
+/// prompt whose subject is its message's body ([`event_subject!`] reads it back), else the
+/// subject.
+macro_rules! stored_subject {
+    ($cat:literal, $subj:literal, $msg:literal) => {
+        concat!(
+            "CASE WHEN ",
+            $cat,
+            " = 'prompt' AND ",
+            $subj,
+            " = (SELECT body FROM messages WHERE id = ",
+            $msg,
+            ") THEN '' ELSE ",
+            $subj,
+            " END"
+        )
+    };
+}
+pub(super) use stored_subject;
+
 /// The stored events of session `rowid`, in session order (`seq`, then `id`).
 pub fn session_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
     load_events(store, rowid, SESSION_EVENTS)
@@ -17,11 +52,13 @@ pub fn session_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {
 
 /// [`session_events`]'s statement: the session's events by `events_by_session_seq`, each with
 /// its message's external id.
-pub(super) const SESSION_EVENTS: &str =
-    "SELECT e.id, e.seq, m.ext_id, e.category, e.action, e.priority, e.subject, e.detail,
-            e.call_id, e.tool, e.ts
-     FROM events e JOIN messages m ON m.id = e.message_id
-     WHERE e.session_id = ?1 ORDER BY e.seq, e.id";
+pub(super) const SESSION_EVENTS: &str = concat!(
+    "SELECT events.id, events.seq, m.ext_id, events.category, events.action, events.priority, ",
+    event_subject!(),
+    ", events.detail, events.call_id, events.tool, events.ts
+     FROM events JOIN messages m ON m.id = events.message_id
+     WHERE events.session_id = ?1 ORDER BY events.seq, events.id"
+);
 
 /// The stored events of session `rowid` as a snapshot reads them: [`session_events`] without
 /// the two fields no snapshot reads, `message_id` (empty) and `ts` (`None`), and without the
@@ -33,9 +70,12 @@ pub(crate) fn snapshot_events(store: &Store, rowid: i64) -> Result<Vec<StoredEve
 }
 
 /// [`snapshot_events`]'s statement: the session's events by `events_by_session_seq`.
-pub(super) const SNAPSHOT_EVENTS: &str =
-    "SELECT id, seq, NULL, category, action, priority, subject, detail, call_id, tool, NULL
-     FROM events WHERE session_id = ?1 ORDER BY seq, id";
+pub(super) const SNAPSHOT_EVENTS: &str = concat!(
+    "SELECT id, seq, NULL, category, action, priority, ",
+    event_subject!(),
+    ", detail, call_id, tool, NULL
+     FROM events WHERE session_id = ?1 ORDER BY seq, id"
+);
 
 /// The events `sql` selects for session `?1`: columns id, seq, message ext id (NULL: empty),
 /// category, action, priority, subject, detail, call id, tool, ts.

@@ -6,7 +6,7 @@ use super::{Store, Writer};
 use crate::{Error, Result};
 
 /// The schema version this binary writes. A store with a higher version is refused.
-pub const SCHEMA_VERSION: i64 = 21;
+pub const SCHEMA_VERSION: i64 = 22;
 
 /// The migrations, in order: migration `i` (1-based) takes a store from schema version `i - 1` to
 /// `i`. Each is one SQL batch (`migrations/NNNN_*.sql`), run in the same transaction as the
@@ -33,6 +33,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0019_events_one_session_index.sql"),
     include_str!("migrations/0020_nul_shown.sql"),
     include_str!("migrations/0021_parts_dictionary.sql"),
+    include_str!("migrations/0022_prompt_subject_once.sql"),
 ];
 
 /// The name of each migration (its file's name without the number), in the order of
@@ -59,6 +60,7 @@ const MIGRATION_NAMES: [&str; MIGRATIONS.len()] = [
     "events_one_session_index",
     "nul_shown",
     "parts_dictionary",
+    "prompt_subject_once",
 ];
 
 /// A migration about to run, as [`Store::open_with_progress`] reports it.
@@ -440,11 +442,11 @@ mod tests {
         }
         let mut told = Vec::new();
         let s = Store::open_with_progress(&path, &mut |m| told.push(m)).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 21);
+        assert_eq!(s.schema_version().unwrap(), 22);
         let m = |to, name| Migrating {
             from: 6,
             to,
-            last: 21,
+            last: 22,
             name,
         };
         assert_eq!(
@@ -464,7 +466,8 @@ mod tests {
                 m(18, "role_index"),
                 m(19, "events_one_session_index"),
                 m(20, "nul_shown"),
-                m(21, "parts_dictionary")
+                m(21, "parts_dictionary"),
+                m(22, "prompt_subject_once")
             ]
         );
         drop(s);
@@ -496,7 +499,12 @@ mod tests {
              FROM sessions ORDER BY id",
             "SELECT * FROM messages ORDER BY id",
             "SELECT * FROM tool_calls ORDER BY session_id, call_id",
-            "SELECT * FROM events ORDER BY id",
+            // The subject as read (schema 22 keeps a prompt's that is its body once).
+            concat!(
+                "SELECT id, session_id, message_id, seq, category, action, priority, ",
+                crate::store::recall::event_subject!(),
+                ", detail, call_id, tool, ts FROM events ORDER BY id"
+            ),
             "SELECT * FROM snapshots ORDER BY id",
             "SELECT * FROM sources ORDER BY path",
         ];
@@ -546,6 +554,16 @@ mod tests {
         assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
         let after: Vec<_> = TABLES.iter().map(|t| rows_of(&s.conn, t)).collect();
         assert_eq!(after, before);
+        // The prompt's subject, its message's body, is stored once (schema 22).
+        let stored: Vec<String> = s
+            .conn
+            .prepare("SELECT subject FROM events ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(stored, ["", "cargo build"]);
         let origins: Vec<String> = s
             .conn
             .prepare("SELECT origin FROM sessions ORDER BY id")
@@ -1125,6 +1143,7 @@ mod tests {
                 "cc3b7591c1112996",
                 "cd3e80513c3abfd9",
                 "7725374fe61faa4b",
+                "ce5428c8f6333704",
             ]
         );
     }

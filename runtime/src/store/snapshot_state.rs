@@ -11,8 +11,11 @@ use crate::snapshot::{self, Snapshot, SnapshotInput};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// The columns `read_events` reads, without the two no snapshot reads (message id, time).
-const COLS: &str =
-    "id, seq, NULL, category, action, priority, subject, detail, call_id, tool, NULL";
+const COLS: &str = concat!(
+    "id, seq, NULL, category, action, priority, ",
+    super::recall::event_subject!(),
+    ", detail, call_id, tool, NULL"
+);
 
 /// A running state: it covers the session's first `rows` events, the last at
 /// (`last_seq`, `last_id`).

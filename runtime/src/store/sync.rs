@@ -997,11 +997,13 @@ fn apply_message<E: Enrich>(
         .execute([id])
         .db()?;
     let mut events =
-        w.tx.prepare_cached(
+        w.tx.prepare_cached(concat!(
             "INSERT INTO events (session_id, message_id, seq, category, action, priority,
-                                 subject, detail, call_id, tool, ts)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        )
+                                     subject, detail, call_id, tool, ts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ",
+            super::recall::stored_subject!("?4", "?7", "?2"),
+            ", ?8, ?9, ?10, ?11)"
+        ))
         .db()?;
     for e in &m.events {
         events
@@ -1271,11 +1273,13 @@ fn calls_and_events_of(
         });
     }
     let mut stmt = tx
-        .prepare_cached(
-            "SELECT message_id, seq, category, action, priority, subject, detail, call_id, tool, ts
-             FROM events WHERE message_id IN (SELECT value FROM json_each(?1))
-             ORDER BY message_id, seq, id",
-        )
+        .prepare_cached(concat!(
+            "SELECT message_id, seq, category, action, priority, ",
+            super::recall::event_subject!(),
+            ", detail, call_id, tool, ts
+                 FROM events WHERE message_id IN (SELECT value FROM json_each(?1))
+                 ORDER BY message_id, seq, id"
+        ))
         .db()?;
     let mut rows = stmt.query([&ids]).db()?;
     while let Some(r) = rows.next().db()? {

@@ -1432,3 +1432,76 @@ fn snapshot_merges_a_file_written_relative_and_absolute() {
         "{text}"
     );
 }
+
+/// Each agent's standard session through the store: the events it gives back (what snapshots,
+/// `resume` and sync read) are the ones extracted from the transcript, field for field, and a
+/// prompt whose subject is its message's body keeps no copy of it (schema 22): stored empty.
+#[test]
+fn stored_events_read_back_as_extracted_and_prompts_are_kept_once() {
+    use memtrail_runtime::read::ReadStore;
+    let dir = support::fixtures().join("continuity");
+    for agent in [
+        Agent::Claude,
+        Agent::Codex,
+        Agent::Gemini,
+        Agent::Cursor,
+        Agent::Vscode,
+        Agent::Opencode,
+    ] {
+        let prefix = format!("{agent}-standard--");
+        let path = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with(&prefix)
+            })
+            .expect("standard fixture");
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("memtrail.db");
+        let mut store = memtrail_runtime::store::Store::open(&db).unwrap();
+        memtrail_runtime::ingest::ingest_file(&mut store, agent, &path, None).unwrap();
+        let raw = support::open_raw(&db).unwrap();
+        let rowid: i64 = raw
+            .query_row("SELECT id FROM sessions", [], |r| r.get(0))
+            .unwrap();
+        let read = store.session_events(rowid).unwrap();
+        let field = |e: &StoredEvent| {
+            let ev = &e.event;
+            (
+                e.seq,
+                ev.category,
+                ev.action.clone(),
+                ev.subject.clone(),
+                ev.detail.clone(),
+                ev.call_id.clone(),
+                ev.tool.clone(),
+            )
+        };
+        let extracted = stored(agent, &support::load(agent, &path));
+        assert_eq!(
+            read.iter().map(field).collect::<Vec<_>>(),
+            extracted.iter().map(field).collect::<Vec<_>>(),
+            "{agent}"
+        );
+        let prompts = read
+            .iter()
+            .filter(|e| e.event.category == Category::Prompt)
+            .count();
+        let (kept_once, empty_elsewhere): (i64, i64) = raw
+            .query_row(
+                "SELECT count(*) FILTER (WHERE category = 'prompt'),
+                        count(*) FILTER (WHERE category <> 'prompt')
+                 FROM events WHERE subject = ''",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert!(prompts >= 2, "{agent}: {prompts} prompts");
+        assert!(kept_once >= 1, "{agent}: no prompt stored once");
+        assert_eq!(empty_elsewhere, 0, "{agent}");
+    }
+}
