@@ -141,6 +141,18 @@ pub struct Pulled {
     pub deleted_messages: u64,
 }
 
+/// The sessions a [`SyncReport`] counted, by key, so that each counts once however many
+/// batches it took, and in a sum of reports ([`SyncReport::followed_by`]) however many syncs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CountedSessions {
+    /// Pushed: agent and external id as sent (this machine's sessions).
+    pub pushed: HashSet<(String, String)>,
+    /// Not pushed because another machine deleted them: agent and external id as sent.
+    pub deleted_elsewhere: HashSet<(String, String)>,
+    /// Pulled: origin machine, agent and external id.
+    pub pulled: HashSet<(String, String, String)>,
+}
+
 /// What [`sync`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SyncReport {
@@ -160,6 +172,41 @@ pub struct SyncReport {
     pub vector_index_error: Option<String>,
     /// Wall time, milliseconds.
     pub elapsed_ms: u64,
+    /// The sessions behind `pushed.sessions`, `pushed.deleted_elsewhere` and
+    /// `pulled.sessions`.
+    #[serde(skip)]
+    pub counted: CountedSessions,
+}
+
+impl SyncReport {
+    /// `self` followed by `later` (a second pass of one `memtrail sync`): the counts added, each
+    /// session counted once, `later`'s identity, the times added.
+    pub fn followed_by(self, mut later: SyncReport) -> SyncReport {
+        let (a, b) = (self, &mut later);
+        let (p, q) = (&mut b.pushed, &mut b.pulled);
+        p.batches += a.pushed.batches;
+        p.messages += a.pushed.messages;
+        p.deletions += a.pushed.deletions;
+        p.bytes += a.pushed.bytes;
+        p.vectors += a.pushed.vectors;
+        p.vectors_skipped += a.pushed.vectors_skipped;
+        q.batches += a.pulled.batches;
+        q.machines = q.machines.max(a.pulled.machines);
+        q.messages += a.pulled.messages;
+        q.deleted_sessions += a.pulled.deleted_sessions;
+        q.deleted_messages += a.pulled.deleted_messages;
+        let c = &mut b.counted;
+        c.pushed.extend(a.counted.pushed);
+        c.deleted_elsewhere.extend(a.counted.deleted_elsewhere);
+        c.pulled.extend(a.counted.pulled);
+        p.sessions = c.pushed.len() as u64;
+        p.deleted_elsewhere = c.deleted_elsewhere.len() as u64;
+        q.sessions = c.pulled.len() as u64;
+        b.vector_index = b.vector_index.or(a.vector_index);
+        b.vector_index_error = b.vector_index_error.take().or(a.vector_index_error);
+        b.elapsed_ms += a.elapsed_ms;
+        later
+    }
 }
 
 /// This machine as sync knows it.
@@ -196,6 +243,7 @@ pub fn sync(
         vector_index: None,
         vector_index_error: None,
         elapsed_ms: 0,
+        counted: CountedSessions::default(),
     };
     let mut database = pg.database_id()?;
     if store.synced_database()?.as_deref() == Some(database.as_str()) {
@@ -246,15 +294,7 @@ pub fn sync(
     if vectors {
         store.sync_queue_vectors(&database)?;
     }
-    push(
-        store,
-        pg,
-        me,
-        privacy,
-        options,
-        &mut report.pushed,
-        progress,
-    )?;
+    push(store, pg, me, privacy, options, &mut report, progress)?;
     if vectors
         && report.pushed.vectors > 0
         && let Some(model) = store.embed_model()?
@@ -267,15 +307,7 @@ pub fn sync(
             Err(e) => report.vector_index_error = Some(e.to_string()),
         }
     }
-    pull(
-        store,
-        pg,
-        me,
-        &machines,
-        options,
-        &mut report.pulled,
-        progress,
-    )?;
+    pull(store, pg, me, &machines, options, &mut report, progress)?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }
@@ -293,9 +325,10 @@ fn push(
     me: &Identity,
     privacy: &Privacy,
     options: &SyncOptions,
-    totals: &mut Pushed,
+    report: &mut SyncReport,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
+    let (totals, counted) = (&mut report.pushed, &mut report.counted);
     let queued = store.sync_pending()?.messages;
     // One `last_push_at` for every batch of this push, recorded as tried before the first is
     // sent ([`Store::database_push_marks`]).
@@ -341,8 +374,6 @@ fn push(
         });
         // A session too large for one batch is in several: counted once, by its key in
         // PostgreSQL (origin, agent, external id as sent).
-        let mut written = HashSet::new();
-        let mut gone = HashSet::new();
         let mut acknowledge = |store: &mut Store, d: Done| -> Result<()> {
             let (batch, p) = d?;
             if let Some(p) = &p {
@@ -354,15 +385,19 @@ fn push(
                         .iter()
                         .any(|(a, e)| (a.as_str(), e.as_str()) == key)
                     {
-                        written.insert((key.0.to_string(), key.1.to_string()));
+                        counted
+                            .pushed
+                            .insert((key.0.to_string(), key.1.to_string()));
                     }
                 }
-                gone.extend(p.deleted_elsewhere_sessions.iter().cloned());
-                totals.sessions = written.len() as u64;
+                counted
+                    .deleted_elsewhere
+                    .extend(p.deleted_elsewhere_sessions.iter().cloned());
+                totals.sessions = counted.pushed.len() as u64;
                 totals.messages += p.messages;
                 totals.deletions += p.deletions;
                 totals.bytes += p.bytes;
-                totals.deleted_elsewhere = gone.len() as u64;
+                totals.deleted_elsewhere = counted.deleted_elsewhere.len() as u64;
                 totals.vectors += p.vectors;
                 totals.vectors_skipped += p.vectors_skipped;
             }
@@ -548,10 +583,10 @@ fn pull(
     me: &Identity,
     machines: &[crate::MachineInfo],
     options: &SyncOptions,
-    totals: &mut Pulled,
+    report: &mut SyncReport,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
-    let mut written = HashSet::new();
+    let (totals, counted) = (&mut report.pulled, &mut report.counted);
     for m in machines {
         if m.id == me.machine {
             continue;
@@ -573,7 +608,7 @@ fn pull(
             totals.batches += 1;
             // The sessions the batch wrote (`apply_pull` skips this machine's own), each
             // counted once however many batches it took.
-            written.extend(
+            counted.pulled.extend(
                 batch
                     .sessions
                     .iter()
@@ -586,7 +621,7 @@ fn pull(
                         )
                     }),
             );
-            totals.sessions = written.len() as u64;
+            totals.sessions = counted.pulled.len() as u64;
             totals.messages += applied.messages;
             totals.deleted_sessions += applied.deleted_sessions;
             totals.deleted_messages += applied.deleted_messages;
@@ -696,4 +731,71 @@ pub struct SyncOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub init: Option<InitReport>,
     pub sync: SyncReport,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report of one sync that pushed, and found deleted elsewhere, and pulled the sessions
+    /// named.
+    fn report(pushed: &[&str], gone: &[&str], pulled: &[&str]) -> SyncReport {
+        let key = |s: &&str| ("claude".to_string(), s.to_string());
+        let counted = CountedSessions {
+            pushed: pushed.iter().map(key).collect(),
+            deleted_elsewhere: gone.iter().map(key).collect(),
+            pulled: pulled
+                .iter()
+                .map(|s| ("m2".to_string(), "codex".to_string(), s.to_string()))
+                .collect(),
+        };
+        SyncReport {
+            machine: "m1".into(),
+            label: "l".into(),
+            url: "postgres://h/db".into(),
+            pushed: Pushed {
+                batches: 1,
+                sessions: pushed.len() as u64,
+                messages: 10,
+                deleted_elsewhere: gone.len() as u64,
+                ..Pushed::default()
+            },
+            pulled: Pulled {
+                batches: 1,
+                machines: 1,
+                sessions: pulled.len() as u64,
+                messages: 5,
+                ..Pulled::default()
+            },
+            vector_index: None,
+            vector_index_error: None,
+            elapsed_ms: 100,
+            counted,
+        }
+    }
+
+    /// A second pass of one `memtrail sync` that pushes the same session again (a hook wrote
+    /// to it meanwhile) counts it once; messages, batches and time add up.
+    #[test]
+    fn two_passes_count_each_session_once() {
+        let r = report(&["s1", "s2"], &["g1"], &["p1"]).followed_by(report(
+            &["s2"],
+            &["g1"],
+            &["p1", "p2"],
+        ));
+        assert_eq!(
+            (
+                r.pushed.sessions,
+                r.pushed.deleted_elsewhere,
+                r.pulled.sessions
+            ),
+            (2, 1, 2)
+        );
+        assert_eq!((r.pushed.messages, r.pulled.messages), (20, 10));
+        assert_eq!(
+            (r.pushed.batches, r.pulled.batches, r.pulled.machines),
+            (2, 2, 1)
+        );
+        assert_eq!(r.elapsed_ms, 200);
+    }
 }

@@ -133,28 +133,12 @@ fn connect(url: &str, store: &mut Store) -> Result<Pg> {
     Ok(pg)
 }
 
-/// `a` (when there is one) and `b` summed: the counts added, `b`'s identity, their times added.
-pub fn add_reports(a: Option<SyncReport>, mut b: SyncReport) -> SyncReport {
-    let Some(a) = a else { return b };
-    let (p, q) = (&mut b.pushed, &mut b.pulled);
-    p.batches += a.pushed.batches;
-    p.sessions += a.pushed.sessions;
-    p.messages += a.pushed.messages;
-    p.deletions += a.pushed.deletions;
-    p.bytes += a.pushed.bytes;
-    p.deleted_elsewhere += a.pushed.deleted_elsewhere;
-    p.vectors += a.pushed.vectors;
-    p.vectors_skipped += a.pushed.vectors_skipped;
-    q.batches += a.pulled.batches;
-    q.machines = q.machines.max(a.pulled.machines);
-    q.sessions += a.pulled.sessions;
-    q.messages += a.pulled.messages;
-    q.deleted_sessions += a.pulled.deleted_sessions;
-    q.deleted_messages += a.pulled.deleted_messages;
-    b.vector_index = b.vector_index.or(a.vector_index);
-    b.vector_index_error = b.vector_index_error.or(a.vector_index_error);
-    b.elapsed_ms += a.elapsed_ms;
-    b
+/// `a` (when there is one) and `b` summed ([`SyncReport::followed_by`]): each session counted once.
+pub fn add_reports(a: Option<SyncReport>, b: SyncReport) -> SyncReport {
+    match a {
+        Some(a) => a.followed_by(b),
+        None => b,
+    }
 }
 
 /// One sync through `pg`, its outcome recorded in the store (`last_error` set, or cleared and
@@ -500,6 +484,7 @@ mod watch_line_tests {
             vector_index: None,
             vector_index_error: None,
             elapsed_ms: 41,
+            counted: Default::default(),
         };
         r.pushed.messages = 1;
         r.pushed.sessions = 1;

@@ -213,6 +213,12 @@ fn run_migration(tx: &rusqlite::Connection, to: i64, sql: &str) -> Result<()> {
     if to == BODY_ONCE_SCHEMA {
         rename_column(tx, "parts", "parts_packed")?;
     }
+    // A store set back by hand to a version from 14 to 20 has the column under its schema 21
+    // name; migrations 15 to 20 name it `parts_packed` (20 writes it into the index's content
+    // view, which SQLite accepts for a column that does not exist).
+    if to > BODY_ONCE_SCHEMA && to < DICTIONARY_SCHEMA {
+        rename_column(tx, "parts_zdict", "parts_packed")?;
+    }
     if to == DICTIONARY_SCHEMA {
         rename_column(tx, "parts_packed", "parts_zdict")?;
     }
@@ -858,6 +864,61 @@ mod tests {
                 [],
             )
             .expect("the index agrees with its content");
+    }
+
+    /// A store set back by hand to schema 19 (as tests do) is upgraded again with its column
+    /// renamed for migration 20 and back for 21: its index's content view reads `parts_zdict`,
+    /// FTS5's integrity check passes and a search finds a tool call's output.
+    #[test]
+    fn a_store_set_back_to_19_upgrades_again_with_a_working_index() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("back.db");
+        {
+            let s = Store::open(&path).unwrap();
+            let super::super::StoredParts::Packed(frame) = super::super::packed::pack(
+                r#"[{"type":"tool_call","id":"c1","name":"Bash","tool":"shell","input":{"command":"make"},"output":"the quokka linker failed on the quokka target","is_error":true}]"#.to_string(),
+                "",
+            )
+            .unwrap() else {
+                panic!("compressed")
+            };
+            s.conn
+                .execute_batch(
+                    "INSERT INTO sessions (id, agent, external_id, started_at, updated_at)
+                     VALUES (1, 'claude', 's1', 1000, 2000);",
+                )
+                .unwrap();
+            s.conn
+                .execute(
+                    "INSERT INTO messages (session_id, ext_id, seq, role, kind, body, parts_zdict)
+                     VALUES (1, 'a1', 0, 'assistant', 'tool_call', '', ?1)",
+                    [&frame],
+                )
+                .unwrap();
+            s.conn.pragma_update(None, "user_version", 19).unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+        s.catch_up_index(None).unwrap();
+        index_agrees(&s);
+        let view: String = s
+            .conn
+            .query_row(
+                "SELECT sql FROM sqlite_schema WHERE name = 'messages_text'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(view.contains("parts_zdict"), "{view}");
+        let hits: i64 = s
+            .conn
+            .query_row(
+                "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'quokka'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(hits, 1);
     }
 
     /// `memtrail repair` on frames written before schema 21, without the parts dictionary: the
