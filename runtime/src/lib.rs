@@ -52,7 +52,7 @@ pub enum Error {
     /// The store was written by a newer memtrail (a higher schema version): it is not opened,
     /// nothing is read or written.
     #[error(
-        "the store at {path} has schema version {found}, but this memtrail understands up to version {supported}; upgrade memtrail (cargo install memtrail) or point --db at another store"
+        "the store at {path} has schema version {found}, but this memtrail understands up to version {supported}; upgrade memtrail (cargo install memtrail) or point --db at another store (a memtrail started before an upgrade, such as an agent's MCP server, is to be started again)"
     )]
     NewerSchema {
         /// The store's file.

@@ -724,10 +724,16 @@ impl Store {
     }
 
     /// False once the file at this store's path is no longer the one this connection opened
-    /// (deleted, e.g. by `memtrail uninstall --purge`, or replaced): a long-running process (the
-    /// MCP server) then reopens instead of serving, and indexing into, a deleted file.
+    /// (deleted, e.g. by `memtrail uninstall --purge`, or replaced), or once a newer memtrail
+    /// upgraded it past the schema this one knows: a long-running process (the MCP server, the
+    /// web page, their indexer) then reopens instead of serving, and indexing into, a deleted
+    /// file, and its reopening says the store is newer ([`Error::NewerSchema`]) instead of
+    /// reading and writing rows in a form it does not know. One `PRAGMA user_version` (the
+    /// file's header, in the page cache) besides a `stat`.
     pub fn is_current(&self) -> bool {
-        self.file_id.is_some() && file_id(&self.path) == self.file_id
+        self.file_id.is_some()
+            && file_id(&self.path) == self.file_id
+            && !matches!(self.schema_version(), Ok(v) if v > SCHEMA_VERSION)
     }
 
     /// [`Store::open_with_timeout`] with a 5 s busy timeout.

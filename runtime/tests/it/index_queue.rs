@@ -345,6 +345,29 @@ fn is_current_is_false_once_the_store_file_is_deleted_or_replaced() {
     assert!(!old.is_current(), "replaced by another file");
 }
 
+/// A store a newer memtrail upgraded while a long-running one had it open (an agent's MCP
+/// server started before the upgrade) is no longer current to it, and opening it again says
+/// the store is newer, naming the restart: it does not go on reading and writing rows in a
+/// form it does not know.
+#[test]
+fn is_current_is_false_once_a_newer_memtrail_upgraded_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let old = Store::open(&db).unwrap();
+    assert!(old.is_current());
+    let newer = memtrail_runtime::store::SCHEMA_VERSION + 1;
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .pragma_update(None, "user_version", newer)
+        .unwrap();
+    assert!(!old.is_current(), "upgraded past this build");
+    let e = Store::open(&db).err().expect("refused").to_string();
+    assert!(
+        e.contains(&format!("has schema version {newer}")) && e.contains("started again"),
+        "{e}"
+    );
+}
+
 /// An `OR` query ranks the newest matches of each of its alternatives: `rare OR common` finds the
 /// one old message holding the rare word even when more than `SEARCH_CANDIDATES` newer messages
 /// hold the common one; and among equal scores the newest message comes first, with or without
