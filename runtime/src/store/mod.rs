@@ -37,7 +37,7 @@
 //!   replace, a late tool result); indexed by session order (`session_id, seq, id`) and by
 //!   message, nothing else (schema 19 dropped one on `session_id, category` no statement read).
 //!   A prompt's subject that is exactly its message's `body` is stored empty and read from the
-//!   body (schema 22: `recall::event_subject!`, written by `recall::stored_subject!`).
+//!   body (schema 22: `recall::event_subject!`, written by `recall::INSERT_EVENT`).
 //!   Correlations are not stored: they are computed when read ([`crate::resume`]).
 //! - `snapshots` (schema 3): snapshots built at compaction or restart (`trigger`), and when and
 //!   by which session they were consumed (injected), so each is injected once.

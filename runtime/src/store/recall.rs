@@ -12,7 +12,7 @@ use rusqlite::{OptionalExtension, params};
 
 /// An event's subject as a statement reading `events` (unaliased) gives it: a prompt's subject
 /// that is exactly its message's body is stored empty (schema 22: the prompt's text is kept
-/// once, in `messages.body`) and read from the body ([`stored_subject!`]). A prompt's subject
+/// once, in `messages.body`) and read from the body (written so by [`INSERT_EVENT`]). A prompt's subject
 /// is never empty otherwise (`events::extract` makes none of blank text). SQLite evaluates the
 /// lookup only for such rows: one B-tree lookup by row id per prompt.
 macro_rules! event_subject {
@@ -24,26 +24,16 @@ macro_rules! event_subject {
 }
 pub(super) use event_subject;
 
-/// The subject an `INSERT INTO events` stores, from its parameters `?cat` (category), `?subj`
-/// (the subject) and `?msg` (the message's row id, written before its events): empty for a
-/// prompt whose subject is its message's body ([`event_subject!`] reads it back), else the
-/// subject.
-macro_rules! stored_subject {
-    ($cat:literal, $subj:literal, $msg:literal) => {
-        concat!(
-            "CASE WHEN ",
-            $cat,
-            " = 'prompt' AND ",
-            $subj,
-            " = (SELECT body FROM messages WHERE id = ",
-            $msg,
-            ") THEN '' ELSE ",
-            $subj,
-            " END"
-        )
-    };
-}
-pub(super) use stored_subject;
+/// The one statement that writes an event (ingest and pulls alike): parameters session, message
+/// row id (the message written before its events), seq, category, action, priority, subject,
+/// detail, call id, tool, time. A prompt whose subject is its message's body stores it empty
+/// ([`event_subject!`] reads it back); any other subject is stored as given.
+pub(super) const INSERT_EVENT: &str = "INSERT INTO events (session_id, message_id, seq, category,
+         action, priority, subject, detail, call_id, tool, ts)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6,
+             CASE WHEN ?4 = 'prompt' AND ?7 = (SELECT body FROM messages WHERE id = ?2)
+                  THEN '' ELSE ?7 END,
+             ?8, ?9, ?10, ?11)";
 
 /// The stored events of session `rowid`, in session order (`seq`, then `id`).
 pub fn session_events(store: &Store, rowid: i64) -> Result<Vec<StoredEvent>> {

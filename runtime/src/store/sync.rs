@@ -996,15 +996,7 @@ fn apply_message<E: Enrich>(
         .db()?
         .execute([id])
         .db()?;
-    let mut events =
-        w.tx.prepare_cached(concat!(
-            "INSERT INTO events (session_id, message_id, seq, category, action, priority,
-                                     subject, detail, call_id, tool, ts)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ",
-            super::recall::stored_subject!("?4", "?7", "?2"),
-            ", ?8, ?9, ?10, ?11)"
-        ))
-        .db()?;
+    let mut events = w.tx.prepare_cached(super::recall::INSERT_EVENT).db()?;
     for e in &m.events {
         events
             .execute(params![

@@ -494,16 +494,7 @@ impl Writer<'_> {
         events: &[Event],
         enrich: &E,
     ) -> Result<()> {
-        let mut stmt = self
-            .tx
-            .prepare_cached(concat!(
-                "INSERT INTO events (session_id, message_id, seq, category, action, priority,
-                                     subject, detail, call_id, tool, ts)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ",
-                super::recall::stored_subject!("?4", "?7", "?2"),
-                ", ?8, ?9, ?10, ?11)"
-            ))
-            .db()?;
+        let mut stmt = self.tx.prepare_cached(super::recall::INSERT_EVENT).db()?;
         for e in events {
             stmt.execute(params![
                 session_id,

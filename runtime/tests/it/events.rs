@@ -39,10 +39,10 @@ fn stored(agent: Agent, msgs: &[Message]) -> Vec<StoredEvent> {
     out
 }
 
-fn standard(agent: Agent) -> (Vec<StoredEvent>, Vec<StoredEvent>) {
-    let dir = support::fixtures().join("continuity");
+/// `fixtures/continuity/<agent>-standard--*`: the agent's standard session.
+fn standard_path(agent: Agent) -> std::path::PathBuf {
     let prefix = format!("{agent}-standard--");
-    let path = std::fs::read_dir(&dir)
+    std::fs::read_dir(support::fixtures().join("continuity"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| {
@@ -52,7 +52,11 @@ fn standard(agent: Agent) -> (Vec<StoredEvent>, Vec<StoredEvent>) {
                 .unwrap()
                 .starts_with(&prefix)
         })
-        .expect("standard fixture");
+        .expect("standard fixture")
+}
+
+fn standard(agent: Agent) -> (Vec<StoredEvent>, Vec<StoredEvent>) {
+    let path = standard_path(agent);
     let evs = stored(agent, &support::load(agent, &path));
     let derived = correlate(&evs);
     (evs, derived)
@@ -1439,7 +1443,6 @@ fn snapshot_merges_a_file_written_relative_and_absolute() {
 #[test]
 fn stored_events_read_back_as_extracted_and_prompts_are_kept_once() {
     use memtrail_runtime::read::ReadStore;
-    let dir = support::fixtures().join("continuity");
     for agent in [
         Agent::Claude,
         Agent::Codex,
@@ -1448,18 +1451,7 @@ fn stored_events_read_back_as_extracted_and_prompts_are_kept_once() {
         Agent::Vscode,
         Agent::Opencode,
     ] {
-        let prefix = format!("{agent}-standard--");
-        let path = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .starts_with(&prefix)
-            })
-            .expect("standard fixture");
+        let path = standard_path(agent);
         let d = tempfile::tempdir().unwrap();
         let db = d.path().join("memtrail.db");
         let mut store = memtrail_runtime::store::Store::open(&db).unwrap();

@@ -1,6 +1,6 @@
 -- 22: a prompt's event keeps no copy of its text when its subject is exactly its message's body
 -- (most prompts: one short line): its subject is stored empty and read from `messages.body`
--- (`recall::event_subject!`; written so by `recall::stored_subject!`). At 1 GB, 131,108 of
+-- (`recall::event_subject!`; written so by `recall::INSERT_EVENT`). At 1 GB, 131,108 of
 -- 133,757 prompt events, 18 MB of text. A prompt's subject is never empty otherwise.
 --
 -- Rewriting these rows changes no event as read, so the running snapshot states stay valid:
