@@ -279,12 +279,14 @@ fn sqlite_globals() {
 }
 
 /// SQLite busy handler for a store with a deadline (a hook): `true` (try again) after a pause
-/// of 1 to 10 ms growing with the number of tries `n`, capped by the time left; `false` (give
-/// up with `SQLITE_BUSY`) once the deadline has passed. Short pauses: a hook holds the write
-/// gate ([`gate`]), so the writer it waits for begins no new transaction, and the lock is the
-/// hook's as soon as that one ends.
+/// of 1 ms (2 ms from the fourth try), capped by the time left; `false` (give up with
+/// `SQLITE_BUSY`) once the deadline has passed. Short pauses: a hook holds the write gate
+/// ([`gate`]), so the writer it waits for begins no new transaction, and the lock is the
+/// hook's as soon as that one ends; a longer pause would only be time after that end (pauses
+/// growing to 10 ms added up to 10 ms to a hook that waited for an import's catch-up:
+/// docs/benchmarks.md, "A hook's wait for the write lock polled every 2 ms"). A hook waiting
+/// for a writer that ignores the gate polls at most 500 times a second until its deadline.
 fn deadline_busy_handler(n: i32) -> bool {
-    const DELAYS_MS: [u64; 7] = [1, 1, 2, 2, 5, 5, 10];
     let Some(d) = *DEADLINE.lock().unwrap_or_else(|e| e.into_inner()) else {
         return false;
     };
@@ -292,9 +294,14 @@ fn deadline_busy_handler(n: i32) -> bool {
     if now >= d {
         return false;
     }
-    let step = DELAYS_MS[(n.max(0) as usize).min(DELAYS_MS.len() - 1)];
-    std::thread::sleep(Duration::from_millis(step).min(d - now));
+    std::thread::sleep(hook_busy_pause(n).min(d - now));
     true
+}
+
+/// The pause of [`deadline_busy_handler`] before try `n + 1` (`n` counts the tries so far).
+fn hook_busy_pause(n: i32) -> Duration {
+    const DELAYS_MS: [u64; 4] = [1, 1, 1, 2];
+    Duration::from_millis(DELAYS_MS[(n.max(0) as usize).min(DELAYS_MS.len() - 1)])
 }
 
 thread_local! {
@@ -1593,5 +1600,26 @@ mod foreign_files {
             // Opened again: now memtrail's own.
             Store::open(p.as_path()).unwrap();
         }
+    }
+}
+
+#[cfg(test)]
+mod hook_busy_pauses {
+    use super::*;
+
+    /// A hook waiting for the write lock looks again within 2 ms all along (the writer it waits
+    /// for begins nothing new while it waits: any longer pause is only time lost after that
+    /// writer's commit), and never spins: every pause is at least 1 ms.
+    #[test]
+    fn a_waiting_hook_tries_again_every_one_to_two_ms() {
+        for n in (-1..64).chain([1_000, i32::MAX]) {
+            let p = hook_busy_pause(n);
+            assert!(
+                (Duration::from_millis(1)..=Duration::from_millis(2)).contains(&p),
+                "pause {p:?} before try {n}"
+            );
+        }
+        assert_eq!(hook_busy_pause(0), Duration::from_millis(1));
+        assert_eq!(hook_busy_pause(10), Duration::from_millis(2));
     }
 }
