@@ -2650,8 +2650,11 @@ fn config_value_is_secret(name: &str, sep: &str, value: &str, quoted: bool) -> b
 /// ones (`QwErTyUiOp…`: every word of two letters). Measured on 19,951 mixed-case names of 16
 /// letters or more from the Rust crates, npm and Python packages on the build machine: 99
 /// match, a dozen of them names (`AsyncIoStdAsTokio`), the rest base64 in certificates and
-/// test data; of random mixed-case strings of 16–40 letters, 87–93% match. Such a value in a
-/// secret's place (`password=`, `"api_key": "…"`, `the token is …`) is not taken for code.
+/// test data (a review's wider scan: 213 of 27,300, about 60 of them names); of random
+/// mixed-case strings of 16–40 letters, 87–93% match (a long run of capitals counts as one
+/// word, so some random strings read as names). Such a value in a secret's place
+/// (`password=`, `"api_key": "…"`, `the API key is …`, `Authorization: …`) is not taken for
+/// code, except as a bare name in code (`let token = NoKxGroupsInCommon;`).
 fn random_letters(v: &str) -> bool {
     let b = v.as_bytes();
     if b.len() < 16
@@ -3025,10 +3028,11 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
                     .is_some_and(|k| k.eq_ignore_ascii_case(b"authorization"))
             });
             let short_bare = bare_auth && secret.chars().count() < 16;
-            // `X-API-Key: apiKey`, `config.key`: code; a word of letters: not a key.
+            // `X-API-Key: apiKey`, `config.key`: code; a word of letters: not a key, unless it
+            // reads as random ([`random_letters`]).
             let code = secret.starts_with(|c: char| c.is_ascii_lowercase())
                 && looks_like_code(secret, false);
-            let word = secret.chars().all(|c| c.is_ascii_alphabetic());
+            let word = secret.chars().all(|c| c.is_ascii_alphabetic()) && !random_letters(secret);
             !(short_bare || code || word)
         }
         // Checked once for the whole text by `apply_rule`.
@@ -3070,7 +3074,13 @@ fn keep_match(check: Check, caps: &regex::Captures, secret: &str, text: &str, at
                 return false;
             }
             let quoted = text[..at].ends_with(['"', '\'']);
-            !looks_like_code(secret.trim_end_matches('.'), quoted)
+            // In code, a bare name ends at a `,`, `;`, `)` or `{` (`let token =
+            // NoKxGroupsInCommon;`, `fn f(token: AsyncIoStdAsTokio) {}`): letters alone there are
+            // a name, however they read ([`random_letters`]).
+            let bare_name = !quoted
+                && secret.bytes().all(|b| b.is_ascii_alphabetic())
+                && text[at + secret.len()..].starts_with([',', ';', ')', '{']);
+            !bare_name && !looks_like_code(secret.trim_end_matches('.'), quoted)
         }
     }
 }
@@ -4418,12 +4428,36 @@ mod random_letters {
         ] {
             assert_eq!(redact(&text), want, "{text}");
         }
+        // Tokens drawn at random that the rule takes for random, in the places a secret goes.
+        let drawn: Vec<String> = random_strings(200)
+            .into_iter()
+            .filter(|s| random_letters(s))
+            .take(20)
+            .collect();
+        assert_eq!(drawn.len(), 20);
+        for t in &drawn {
+            for text in [
+                format!("DB_PASSWORD={t}"),
+                format!("{{\"api_key\": \"{t}\"}}"),
+                format!("password: {t}"),
+                format!("Authorization: {t}"),
+                format!("Server=db;Password={t};"),
+                format!("| password | {t} |"),
+            ] {
+                let shown = redact(&text);
+                assert!(!shown.contains(t.as_str()), "{text} -> {shown}");
+            }
+        }
         for text in [
             "token = accessTokenProvider",
             "secret=AsyncSecretManagerClient",
             "api_key = \"ApiKeyCredentialProvider\"",
             "token = HTTPServerURLBuilder",
             "token=RefreshTokenExpiresInSeconds",
+            // Names in code that the rule reads as random: a bare name before `;`, `,`, `)`.
+            "let token = NoKxGroupsInCommon;",
+            "fn f(token: AsyncIoStdAsTokio) {}",
+            "    pub token: KbkdfCtrHmacAlgorithmId,",
         ] {
             assert_eq!(redact(text), text);
         }
