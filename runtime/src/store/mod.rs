@@ -12,9 +12,9 @@
 //!   `parts_zdict` (`parts` before schema 14, `parts_packed` before 21) the full ordered parts
 //!   as JSON (schema 13: compressed with zstd when that makes it smaller; schema 14: an empty
 //!   BLOB when they are the body as one text part; schema 21: compressed with the parts
-//!   dictionary, `parts_dictionary`), `tools_text` (`tools` before schema 13) the tool calls flattened
-//!   for search (schema 13: NULL, rendered from the parts when read; rows written before keep
-//!   their text).
+//!   dictionary, `parts_dictionary`), `tools_text` (`tools` before schema 13) the tool calls
+//!   flattened for search (schema 13: NULL, rendered from the parts when read; rows written
+//!   before keep their text).
 //!   Read them with the SQL functions `memtrail_parts(parts_zdict, body)` and
 //!   `memtrail_tools(tools_text, parts_zdict)` (`packed`).
 //! - `tool_calls`: `(session_id, call_id)` → message, so a late tool result finds its call.

@@ -12,8 +12,8 @@ use rusqlite::{OptionalExtension, params};
 
 /// An event's subject as a statement reading `events` (unaliased) gives it: a prompt's subject
 /// that is exactly its message's body is stored empty (schema 22: the prompt's text is kept
-/// once, in `messages.body`) and read from the body (written so by [`INSERT_EVENT`]). A prompt's subject
-/// is never empty otherwise (`events::extract` makes none of blank text). SQLite evaluates the
+/// once, in `messages.body`) and read from the body (written so by [`INSERT_EVENT`]). A
+/// prompt's subject is never empty otherwise (`events::extract` makes none of blank text). SQLite evaluates the
 /// lookup only for such rows: one B-tree lookup by row id per prompt.
 macro_rules! event_subject {
     () => {
